@@ -1,0 +1,126 @@
+package org.vgpu.runtime.api;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * One virtual GPU of a job: the app-facing API of vgpu.
+ *
+ * <p>Shaped like the CUDA driver API as JCuda exposes it ({@code cuMemAlloc}, {@code cuMemcpyHtoD},
+ * {@code cuLaunchKernel}, ...) so that JCuda programs map onto it call for call. Differences, and why:
+ * <ul>
+ *   <li>Device pointers are plain {@code long} addresses inside this vGPU's {@link #window()}: every
+ *       allocation lands at a fixed address there, on every backend, which is what lets a migration
+ *       keep pointers valid, including pointers stored in device memory.</li>
+ *   <li>Modules, functions, streams and events are runtime-owned ids, not driver objects, so they
+ *       survive a change of backend.</li>
+ *   <li>Host memory is a {@link MemorySegment}: heap segments (wrapping Java arrays) for synchronous
+ *       copies, native segments (for example from {@link #memAllocHost}) for asynchronous ones.</li>
+ *   <li>Copies and memsets are checked against the live allocations of this vGPU: a freed, foreign
+ *       or out-of-range pointer is refused with CUDA_ERROR_INVALID_VALUE before the device sees it.</li>
+ *   <li>A launch is checked against the kernel's declared parameters.</li>
+ * </ul>
+ * Errors of asynchronous calls may surface at the next synchronizing call, as in CUDA.
+ * Methods may be called from any thread.
+ */
+public interface VirtualGpu extends AutoCloseable {
+
+    /** The vGPU's index k within its job; it fixes the address window. */
+    default int vgpuIndex() {
+        return window().vgpuIndex();
+    }
+
+    /** The virtual-address window every allocation of this vGPU lives in. */
+    VaWindow window();
+
+    /** "native", "emulated" or "remote". */
+    String backendName();
+
+    DeviceProperties deviceProperties();
+
+    /** As {@code cuMemGetInfo}: the device's free and total memory. */
+    MemoryInfo memGetInfo();
+
+    // ---- modules and functions
+
+    /** As {@code cuModuleLoadData}: a PTX text (NUL-terminated or not) or a cubin image. */
+    ModuleHandle moduleLoadData(byte[] image);
+
+    void moduleUnload(ModuleHandle module);
+
+    /** As {@code cuModuleGetFunction}; CUDA_ERROR_NOT_FOUND when the module has no such kernel. */
+    FunctionHandle moduleGetFunction(ModuleHandle module, String kernelName);
+
+    /** The parameter sizes of a function, as its module declares them. */
+    KernelSignature functionSignature(FunctionHandle function);
+
+    // ---- device memory
+
+    /** As {@code cuMemAlloc}: {@code bytes} of device memory at an address inside {@link #window()}. */
+    long memAlloc(long bytes);
+
+    /** As {@code cuMemFree}: {@code address} must be the start of a live allocation of this vGPU. */
+    void memFree(long address);
+
+    /** Page-locked host memory for fast and asynchronous copies; free with {@link #memFreeHost}. */
+    MemorySegment memAllocHost(long bytes);
+
+    void memFreeHost(MemorySegment hostMemory);
+
+    // ---- copies and memsets
+
+    void memcpyHtoD(long dstDevice, MemorySegment srcHost, long byteCount);
+
+    void memcpyDtoH(MemorySegment dstHost, long srcDevice, long byteCount);
+
+    void memcpyDtoD(long dstDevice, long srcDevice, long byteCount);
+
+    /** {@code srcHost} must be native memory that stays valid until the stream reaches the copy. */
+    void memcpyHtoDAsync(long dstDevice, MemorySegment srcHost, long byteCount, StreamHandle stream);
+
+    /** {@code dstHost} must be native memory that stays valid until the stream reaches the copy. */
+    void memcpyDtoHAsync(MemorySegment dstHost, long srcDevice, long byteCount, StreamHandle stream);
+
+    void memcpyDtoDAsync(long dstDevice, long srcDevice, long byteCount, StreamHandle stream);
+
+    /** As {@code cuMemsetD8}: {@code count} bytes. */
+    void memsetD8(long dstDevice, byte value, long count);
+
+    /** As {@code cuMemsetD32}: {@code count} 32-bit words; {@code dstDevice} 4-byte aligned. */
+    void memsetD32(long dstDevice, int value, long count);
+
+    void memsetD8Async(long dstDevice, byte value, long count, StreamHandle stream);
+
+    void memsetD32Async(long dstDevice, int value, long count, StreamHandle stream);
+
+    // ---- launch
+
+    /** As {@code cuLaunchKernel}; asynchronous with respect to the host. */
+    void launchKernel(FunctionHandle function, Dim3 grid, Dim3 block, int sharedMemBytes,
+                      StreamHandle stream, KernelArgs args);
+
+    // ---- streams, events, synchronization
+
+    StreamHandle streamCreate();
+
+    void streamSynchronize(StreamHandle stream);
+
+    void streamDestroy(StreamHandle stream);
+
+    EventHandle eventCreate();
+
+    void eventRecord(EventHandle event, StreamHandle stream);
+
+    void eventSynchronize(EventHandle event);
+
+    /** As {@code cuEventElapsedTime}: milliseconds between two recorded, completed events. */
+    float eventElapsedTime(EventHandle start, EventHandle end);
+
+    void eventDestroy(EventHandle event);
+
+    /** As {@code cuCtxSynchronize}: waits for all work of this vGPU. */
+    void ctxSynchronize();
+
+    /** Frees everything this vGPU holds: allocations, modules, streams, events, its window. */
+    @Override
+    void close();
+}

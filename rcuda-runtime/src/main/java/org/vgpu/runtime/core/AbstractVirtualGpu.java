@@ -1,0 +1,411 @@
+package org.vgpu.runtime.core;
+
+import java.lang.foreign.MemorySegment;
+
+import org.vgpu.runtime.api.Dim3;
+import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.EventHandle;
+import org.vgpu.runtime.api.FunctionHandle;
+import org.vgpu.runtime.api.KernelArgs;
+import org.vgpu.runtime.api.KernelSignature;
+import org.vgpu.runtime.api.ModuleHandle;
+import org.vgpu.runtime.api.StreamHandle;
+import org.vgpu.runtime.api.VaWindow;
+import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.api.VirtualGpu;
+import org.vgpu.runtime.memory.Allocation;
+import org.vgpu.runtime.memory.WindowAllocator;
+
+/**
+ * What every backend shares: the window allocator and live-allocation table, the handle tables,
+ * and the checks that make bad input an error instead of a crash on the device (foreign, freed or
+ * out-of-range pointers; unknown handles; launches whose arguments do not match the kernel).
+ * A backend implements only the {@code do*} primitives, which receive validated operands and
+ * resolved backend objects.
+ *
+ * @param <M> the backend's module object
+ * @param <F> the backend's function object
+ * @param <S> the backend's stream object
+ * @param <E> the backend's event object
+ */
+public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
+
+    /** A loaded module with the image it came from. */
+    protected record LoadedModule<M>(M module, ModuleImage image) {
+    }
+
+    /** A function with the signature launches are checked against. */
+    protected record LoadedFunction<F>(F function, KernelSignature signature, int moduleId) {
+    }
+
+    protected final WindowAllocator allocator;
+    private final HandleTable<LoadedModule<M>> modules = new HandleTable<>("module");
+    private final HandleTable<LoadedFunction<F>> functions = new HandleTable<>("function");
+    private final HandleTable<S> streams = new HandleTable<>("stream");
+    private final HandleTable<E> events = new HandleTable<>("event");
+    private volatile boolean closed;
+
+    protected AbstractVirtualGpu(VaWindow window, long granularity) {
+        this.allocator = new WindowAllocator(window, granularity);
+    }
+
+    @Override
+    public final VaWindow window() {
+        return allocator.window();
+    }
+
+    /** The live-allocation table of this vGPU. */
+    public final WindowAllocator allocator() {
+        return allocator;
+    }
+
+    // ---- backend primitives
+
+    protected abstract M doModuleLoad(ModuleImage image);
+
+    protected abstract void doModuleUnload(M module);
+
+    protected abstract F doGetFunction(M module, String kernelName);
+
+    /** The signature of a function from a non-PTX module; PTX signatures come from the text. */
+    protected abstract KernelSignature doBinarySignature(F function, String kernelName);
+
+    /** Backs {@code allocation}'s range with device memory at exactly its address. */
+    protected abstract void doMap(Allocation allocation);
+
+    protected abstract void doUnmap(Allocation allocation);
+
+    protected abstract void doMemcpyHtoD(long dst, MemorySegment src, long bytes, S stream, boolean async);
+
+    protected abstract void doMemcpyDtoH(MemorySegment dst, long src, long bytes, S stream, boolean async);
+
+    protected abstract void doMemcpyDtoD(long dst, long src, long bytes, S stream, boolean async);
+
+    /** {@code elementSize} is 1 or 4; {@code count} elements. */
+    protected abstract void doMemset(long dst, int value, int elementSize, long count, S stream, boolean async);
+
+    protected abstract void doLaunch(F function, Dim3 grid, Dim3 block, int sharedMemBytes, S stream, KernelArgs args);
+
+    /** The backend's object for the default stream. */
+    protected abstract S defaultStream();
+
+    protected abstract S doStreamCreate();
+
+    protected abstract void doStreamSynchronize(S stream);
+
+    protected abstract void doStreamDestroy(S stream);
+
+    protected abstract E doEventCreate();
+
+    protected abstract void doEventRecord(E event, S stream);
+
+    protected abstract void doEventSynchronize(E event);
+
+    protected abstract float doEventElapsedTime(E start, E end);
+
+    protected abstract void doEventDestroy(E event);
+
+    protected abstract void doCtxSynchronize();
+
+    /** Releases the window and the device context after everything else is gone. */
+    protected abstract void doClose();
+
+    // ---- VirtualGpu
+
+    @Override
+    public ModuleHandle moduleLoadData(byte[] image) {
+        ensureOpen();
+        ModuleImage parsed = ModuleImage.parse(image);
+        M module = doModuleLoad(parsed);
+        return new ModuleHandle(modules.add(new LoadedModule<>(module, parsed)));
+    }
+
+    @Override
+    public void moduleUnload(ModuleHandle module) {
+        ensureOpen();
+        doModuleUnload(modules.remove(module.id()).module());
+    }
+
+    @Override
+    public FunctionHandle moduleGetFunction(ModuleHandle module, String kernelName) {
+        ensureOpen();
+        LoadedModule<M> loaded = modules.get(module.id());
+        boolean ptx = loaded.image().format() == ModuleImage.Format.PTX;
+        KernelSignature ptxSignature = ptx ? loaded.image().ptxSignature(kernelName) : null;
+        F function = doGetFunction(loaded.module(), kernelName);
+        KernelSignature signature = ptx ? ptxSignature : doBinarySignature(function, kernelName);
+        return new FunctionHandle(functions.add(new LoadedFunction<>(function, signature, module.id())), kernelName);
+    }
+
+    @Override
+    public KernelSignature functionSignature(FunctionHandle function) {
+        ensureOpen();
+        return functions.get(function.id()).signature();
+    }
+
+    @Override
+    public long memAlloc(long bytes) {
+        ensureOpen();
+        Allocation allocation = allocator.allocate(bytes);
+        try {
+            doMap(allocation);
+        } catch (RuntimeException e) {
+            allocator.release(allocation.address());
+            throw e;
+        }
+        return allocation.address();
+    }
+
+    @Override
+    public void memFree(long address) {
+        ensureOpen();
+        doUnmap(allocator.release(address));
+    }
+
+    @Override
+    public void memcpyHtoD(long dstDevice, MemorySegment srcHost, long byteCount) {
+        checkHtoD(dstDevice, srcHost, byteCount, false);
+        doMemcpyHtoD(dstDevice, srcHost, byteCount, defaultStream(), false);
+    }
+
+    @Override
+    public void memcpyDtoH(MemorySegment dstHost, long srcDevice, long byteCount) {
+        checkDtoH(dstHost, srcDevice, byteCount, false);
+        doMemcpyDtoH(dstHost, srcDevice, byteCount, defaultStream(), false);
+    }
+
+    @Override
+    public void memcpyDtoD(long dstDevice, long srcDevice, long byteCount) {
+        checkDtoD(dstDevice, srcDevice, byteCount);
+        doMemcpyDtoD(dstDevice, srcDevice, byteCount, defaultStream(), false);
+    }
+
+    @Override
+    public void memcpyHtoDAsync(long dstDevice, MemorySegment srcHost, long byteCount, StreamHandle stream) {
+        checkHtoD(dstDevice, srcHost, byteCount, true);
+        doMemcpyHtoD(dstDevice, srcHost, byteCount, stream(stream), true);
+    }
+
+    @Override
+    public void memcpyDtoHAsync(MemorySegment dstHost, long srcDevice, long byteCount, StreamHandle stream) {
+        checkDtoH(dstHost, srcDevice, byteCount, true);
+        doMemcpyDtoH(dstHost, srcDevice, byteCount, stream(stream), true);
+    }
+
+    @Override
+    public void memcpyDtoDAsync(long dstDevice, long srcDevice, long byteCount, StreamHandle stream) {
+        checkDtoD(dstDevice, srcDevice, byteCount);
+        doMemcpyDtoD(dstDevice, srcDevice, byteCount, stream(stream), true);
+    }
+
+    @Override
+    public void memsetD8(long dstDevice, byte value, long count) {
+        checkMemset(dstDevice, 1, count, "memsetD8");
+        doMemset(dstDevice, value, 1, count, defaultStream(), false);
+    }
+
+    @Override
+    public void memsetD32(long dstDevice, int value, long count) {
+        checkMemset(dstDevice, 4, count, "memsetD32");
+        doMemset(dstDevice, value, 4, count, defaultStream(), false);
+    }
+
+    @Override
+    public void memsetD8Async(long dstDevice, byte value, long count, StreamHandle stream) {
+        checkMemset(dstDevice, 1, count, "memsetD8Async");
+        doMemset(dstDevice, value, 1, count, stream(stream), true);
+    }
+
+    @Override
+    public void memsetD32Async(long dstDevice, int value, long count, StreamHandle stream) {
+        checkMemset(dstDevice, 4, count, "memsetD32Async");
+        doMemset(dstDevice, value, 4, count, stream(stream), true);
+    }
+
+    @Override
+    public void launchKernel(FunctionHandle function, Dim3 grid, Dim3 block, int sharedMemBytes,
+                             StreamHandle stream, KernelArgs args) {
+        ensureOpen();
+        LoadedFunction<F> loaded = functions.get(function.id());
+        loaded.signature().check(args);
+        if (sharedMemBytes < 0) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "shared memory size must be >= 0, got " + sharedMemBytes);
+        }
+        if (block.count() > deviceProperties().maxThreadsPerBlock()) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "block of " + block.count()
+                    + " threads exceeds the device's " + deviceProperties().maxThreadsPerBlock());
+        }
+        doLaunch(loaded.function(), grid, block, sharedMemBytes, stream(stream), args);
+    }
+
+    @Override
+    public StreamHandle streamCreate() {
+        ensureOpen();
+        return new StreamHandle(streams.add(doStreamCreate()));
+    }
+
+    @Override
+    public void streamSynchronize(StreamHandle stream) {
+        doStreamSynchronize(stream(stream));
+    }
+
+    @Override
+    public void streamDestroy(StreamHandle stream) {
+        ensureOpen();
+        if (stream.id() == StreamHandle.DEFAULT.id()) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_HANDLE, "the default stream cannot be destroyed");
+        }
+        doStreamDestroy(streams.remove(stream.id()));
+    }
+
+    @Override
+    public EventHandle eventCreate() {
+        ensureOpen();
+        return new EventHandle(events.add(doEventCreate()));
+    }
+
+    @Override
+    public void eventRecord(EventHandle event, StreamHandle stream) {
+        ensureOpen();
+        doEventRecord(events.get(event.id()), stream(stream));
+    }
+
+    @Override
+    public void eventSynchronize(EventHandle event) {
+        ensureOpen();
+        doEventSynchronize(events.get(event.id()));
+    }
+
+    @Override
+    public float eventElapsedTime(EventHandle start, EventHandle end) {
+        ensureOpen();
+        return doEventElapsedTime(events.get(start.id()), events.get(end.id()));
+    }
+
+    @Override
+    public void eventDestroy(EventHandle event) {
+        ensureOpen();
+        doEventDestroy(events.remove(event.id()));
+    }
+
+    @Override
+    public void ctxSynchronize() {
+        ensureOpen();
+        doCtxSynchronize();
+    }
+
+    /**
+     * Frees everything in dependency order. Idempotent. The first failure is rethrown after the
+     * rest has been released, so one bad resource does not leak the others.
+     */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        RuntimeException failure = null;
+        for (E event : events.drain()) {
+            failure = attempt(failure, () -> doEventDestroy(event));
+        }
+        for (S stream : streams.drain()) {
+            failure = attempt(failure, () -> doStreamDestroy(stream));
+        }
+        functions.drain();
+        for (LoadedModule<M> module : modules.drain()) {
+            failure = attempt(failure, () -> doModuleUnload(module.module()));
+        }
+        for (Allocation allocation : allocator.liveAllocations()) {
+            failure = attempt(failure, () -> doUnmap(allocator.release(allocation.address())));
+        }
+        failure = attempt(failure, this::doClose);
+        if (failure != null) {
+            throw failure;
+        }
+    }
+
+    private static RuntimeException attempt(RuntimeException earlier, Runnable step) {
+        try {
+            step.run();
+            return earlier;
+        } catch (RuntimeException e) {
+            if (earlier == null) {
+                return e;
+            }
+            earlier.addSuppressed(e);
+            return earlier;
+        }
+    }
+
+    // ---- checks
+
+    protected final void ensureOpen() {
+        if (closed) {
+            throw new VgpuException(ErrorCode.VGPU_CLOSED, "vGPU " + vgpuIndex() + " (" + backendName() + ") is closed");
+        }
+    }
+
+    private S stream(StreamHandle stream) {
+        ensureOpen();
+        if (stream == null || stream.id() == StreamHandle.DEFAULT.id()) {
+            return defaultStream();
+        }
+        return streams.get(stream.id());
+    }
+
+    private void checkHtoD(long dst, MemorySegment src, long bytes, boolean async) {
+        ensureOpen();
+        checkHost(src, bytes, async, "source");
+        allocator.require(dst, bytes, "memcpyHtoD destination");
+    }
+
+    private void checkDtoH(MemorySegment dst, long src, long bytes, boolean async) {
+        ensureOpen();
+        checkHost(dst, bytes, async, "destination");
+        if (dst.isReadOnly()) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "memcpyDtoH destination is read-only host memory");
+        }
+        allocator.require(src, bytes, "memcpyDtoH source");
+    }
+
+    private void checkDtoD(long dst, long src, long bytes) {
+        ensureOpen();
+        checkCount(bytes);
+        allocator.require(dst, bytes, "memcpyDtoD destination");
+        allocator.require(src, bytes, "memcpyDtoD source");
+    }
+
+    private void checkMemset(long dst, int elementSize, long count, String what) {
+        ensureOpen();
+        checkCount(count);
+        if (dst % elementSize != 0) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    String.format("%s destination 0x%x is not %d-byte aligned", what, dst, elementSize));
+        }
+        if (count > Long.MAX_VALUE / elementSize) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, what + " count " + count + " is too large");
+        }
+        allocator.require(dst, count * elementSize, what + " destination");
+    }
+
+    private static void checkHost(MemorySegment host, long bytes, boolean async, String role) {
+        checkCount(bytes);
+        if (host == null) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "host " + role + " is null");
+        }
+        if (host.byteSize() < bytes) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "host " + role + " holds "
+                    + host.byteSize() + " bytes, the copy needs " + bytes);
+        }
+        if (async && !host.isNative()) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "asynchronous copies need native host memory"
+                    + " (memAllocHost or an Arena); a Java heap array may move before the copy runs");
+        }
+    }
+
+    private static void checkCount(long bytes) {
+        if (bytes < 0) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "byte count must be >= 0, got " + bytes);
+        }
+    }
+}

@@ -1,0 +1,171 @@
+package org.vgpu.runtime.memory;
+
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentSkipListMap;
+
+import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.VaWindow;
+import org.vgpu.runtime.api.VgpuException;
+
+/**
+ * Hands out granularity-aligned ranges of one vGPU's {@link VaWindow} and keeps the table of live
+ * allocations. Backend-independent and deterministic: the same sequence of calls yields the same
+ * addresses on every backend.
+ *
+ * <p>First fit over a free list keeps low addresses in use, so a long-running job does not walk
+ * through its window. Lookups ({@link #require}) are lock-free because every copy and memset
+ * validates its pointers; allocation and free are rare by comparison and take a lock.
+ */
+public final class WindowAllocator {
+    private final VaWindow window;
+    private final long granularity;
+    /** Live allocations by start address. */
+    private final ConcurrentSkipListMap<Long, Allocation> live = new ConcurrentSkipListMap<>();
+    /** Free ranges: start address to length. Guarded by {@code this}. */
+    private final TreeMap<Long, Long> free = new TreeMap<>();
+    private long mappedBytes;
+
+    public WindowAllocator(VaWindow window) {
+        this(window, VaWindow.GRANULARITY);
+    }
+
+    public WindowAllocator(VaWindow window, long granularity) {
+        if (granularity <= 0 || Long.bitCount(granularity) != 1 || window.size() % granularity != 0) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    "granularity " + granularity + " must be a power of two dividing the window size");
+        }
+        this.window = window;
+        this.granularity = granularity;
+        free.put(window.base(), window.size());
+    }
+
+    public VaWindow window() {
+        return window;
+    }
+
+    public long granularity() {
+        return granularity;
+    }
+
+    /** Reserves a range for {@code bytes}; the backend must then back it or call {@link #release}. */
+    public synchronized Allocation allocate(long bytes) {
+        if (bytes <= 0) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "allocation size must be > 0, got " + bytes);
+        }
+        long rounded = roundUp(bytes);
+        if (rounded <= 0) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_OUT_OF_MEMORY, "allocation of " + bytes + " bytes is too large");
+        }
+        for (Iterator<Map.Entry<Long, Long>> it = free.entrySet().iterator(); it.hasNext(); ) {
+            Map.Entry<Long, Long> range = it.next();
+            if (range.getValue() >= rounded) {
+                long address = range.getKey();
+                it.remove();
+                if (range.getValue() > rounded) {
+                    free.put(address + rounded, range.getValue() - rounded);
+                }
+                Allocation allocation = new Allocation(address, bytes, rounded);
+                live.put(address, allocation);
+                mappedBytes += rounded;
+                return allocation;
+            }
+        }
+        throw new VgpuException(ErrorCode.VGPU_WINDOW_FULL, String.format(
+                "%s has no free range of %d bytes (%d bytes mapped in %d allocations)",
+                window, rounded, mappedBytes, live.size()));
+    }
+
+    /**
+     * Places an allocation at a given address, as a replay on a migration target needs.
+     * Fails unless the whole granularity-rounded range is free.
+     */
+    public synchronized Allocation allocateAt(long address, long bytes) {
+        long rounded = roundUp(bytes);
+        if (bytes <= 0 || address % granularity != 0 || !window.contains(address, rounded)) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, String.format(
+                    "cannot place %d bytes at 0x%x in %s", bytes, address, window));
+        }
+        Map.Entry<Long, Long> range = free.floorEntry(address);
+        if (range == null || range.getKey() + range.getValue() < address + rounded) {
+            throw new VgpuException(ErrorCode.VGPU_WINDOW_FULL, String.format(
+                    "range 0x%x + %d of %s is not free", address, rounded, window));
+        }
+        long start = range.getKey();
+        long length = range.getValue();
+        free.remove(start);
+        if (address > start) {
+            free.put(start, address - start);
+        }
+        if (start + length > address + rounded) {
+            free.put(address + rounded, start + length - address - rounded);
+        }
+        Allocation allocation = new Allocation(address, bytes, rounded);
+        live.put(address, allocation);
+        mappedBytes += rounded;
+        return allocation;
+    }
+
+    /** Removes the live allocation that starts at {@code address} and returns its range to the free list. */
+    public synchronized Allocation release(long address) {
+        Allocation allocation = live.remove(address);
+        if (allocation == null) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    String.format("0x%x is not the start of a live allocation of %s", address, window));
+        }
+        mappedBytes -= allocation.mappedBytes();
+        long start = allocation.address();
+        long length = allocation.mappedBytes();
+        Map.Entry<Long, Long> before = free.floorEntry(start);
+        if (before != null && before.getKey() + before.getValue() == start) {
+            start = before.getKey();
+            length += before.getValue();
+            free.remove(before.getKey());
+        }
+        Long afterLength = free.remove(allocation.address() + allocation.mappedBytes());
+        if (afterLength != null) {
+            length += afterLength;
+        }
+        free.put(start, length);
+        return allocation;
+    }
+
+    /**
+     * The live allocation that holds all of {@code [address, address + bytes)}.
+     *
+     * @param what names the operand in the error, e.g. "memcpyHtoD destination"
+     */
+    public Allocation require(long address, long bytes, String what) {
+        Map.Entry<Long, Allocation> entry = live.floorEntry(address);
+        if (entry == null || !entry.getValue().contains(address, bytes)) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, String.format(
+                    "%s 0x%x (+%d bytes) is not inside a live allocation of vGPU %d%s", what, address, bytes,
+                    window.vgpuIndex(), describeNear(entry)));
+        }
+        return entry.getValue();
+    }
+
+    private static String describeNear(Map.Entry<Long, Allocation> entry) {
+        if (entry == null) {
+            return "";
+        }
+        Allocation near = entry.getValue();
+        return String.format(" (nearest below: 0x%x, %d bytes)", near.address(), near.requestedBytes());
+    }
+
+    /** Snapshot of the live allocations in address order. */
+    public List<Allocation> liveAllocations() {
+        return new ArrayList<>(live.values());
+    }
+
+    public synchronized long mappedBytes() {
+        return mappedBytes;
+    }
+
+    private long roundUp(long bytes) {
+        return (bytes + granularity - 1) & -granularity;
+    }
+}
