@@ -1,0 +1,297 @@
+package org.vgpu.runtime.emulated;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentSkipListMap;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+
+import org.vgpu.runtime.api.DeviceProperties;
+import org.vgpu.runtime.api.Dim3;
+import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.KernelArgs;
+import org.vgpu.runtime.api.KernelSignature;
+import org.vgpu.runtime.api.MemoryInfo;
+import org.vgpu.runtime.api.VaWindow;
+import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.core.AbstractVirtualGpu;
+import org.vgpu.runtime.core.ModuleImage;
+import org.vgpu.runtime.memory.Allocation;
+
+/**
+ * One vGPU of the CPU emulation. Work is executed when it is issued, on the calling thread, so
+ * every stream is trivially in order. As on a GPU, a fault inside a kernel (a twin touching memory
+ * outside the live allocations) is not thrown by the launch but by the next synchronizing call;
+ * unlike a GPU, the error is reported once and the vGPU stays usable.
+ */
+final class EmulatedGpu extends AbstractVirtualGpu<EmulatedGpu.Module, EmulatedGpu.Function, EmulatedGpu.Stream, EmulatedGpu.Event>
+        implements EmulatedMemory {
+
+    record Module(ModuleImage image) {
+    }
+
+    record Function(String name) {
+    }
+
+    static final class Stream {
+    }
+
+    static final class Event {
+        /** System.nanoTime() of the last record; -1 before the first. */
+        volatile long recordedAtNanos = -1;
+    }
+
+    private static final Stream DEFAULT_STREAM = new Stream();
+
+    private final DeviceProperties properties;
+    private final AtomicLong deviceUsedBytes;
+    private final KernelTwinRegistry twins;
+    /** Host memory behind each live allocation, by device address. */
+    private final ConcurrentSkipListMap<Long, Backing> backing = new ConcurrentSkipListMap<>();
+    private final Map<Long, Arena> hostAllocations = new ConcurrentHashMap<>();
+    private final AtomicReference<VgpuException> pendingKernelFault = new AtomicReference<>();
+
+    private record Backing(Arena arena, MemorySegment segment, long address) {
+    }
+
+    EmulatedGpu(VaWindow window, DeviceProperties properties, AtomicLong deviceUsedBytes, KernelTwinRegistry twins) {
+        super(window, VaWindow.GRANULARITY);
+        this.properties = properties;
+        this.deviceUsedBytes = deviceUsedBytes;
+        this.twins = twins;
+    }
+
+    @Override
+    public String backendName() {
+        return EmulatedBackend.NAME;
+    }
+
+    @Override
+    public DeviceProperties deviceProperties() {
+        return properties;
+    }
+
+    @Override
+    public MemoryInfo memGetInfo() {
+        ensureOpen();
+        return new MemoryInfo(properties.totalMemory() - deviceUsedBytes.get(), properties.totalMemory());
+    }
+
+    // ---- EmulatedMemory, for twins
+
+    @Override
+    public MemorySegment segment(long address, long bytes) {
+        Map.Entry<Long, Backing> entry = backing.floorEntry(address);
+        if (entry != null) {
+            MemorySegment segment = entry.getValue().segment();
+            long offset = address - entry.getKey();
+            if (bytes >= 0 && offset + bytes <= segment.byteSize() && offset + bytes >= offset) {
+                return segment.asSlice(offset, bytes);
+            }
+        }
+        throw new VgpuException(ErrorCode.CUDA_ERROR_ILLEGAL_ADDRESS, String.format(
+                "CPU emulation: kernel accessed 0x%x (+%d bytes), outside every live allocation of vGPU %d",
+                address, bytes, vgpuIndex()));
+    }
+
+    // ---- modules
+
+    @Override
+    protected Module doModuleLoad(ModuleImage image) {
+        if (image.format() != ModuleImage.Format.PTX) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_NOT_SUPPORTED,
+                    "CPU emulation loads PTX modules only (their kernels run as Java twins), got a " + image.format());
+        }
+        return new Module(image);
+    }
+
+    @Override
+    protected void doModuleUnload(Module module) {
+    }
+
+    @Override
+    protected Function doGetFunction(Module module, String kernelName) {
+        return new Function(kernelName);
+    }
+
+    @Override
+    protected KernelSignature doBinarySignature(Function function, String kernelName) {
+        throw new IllegalStateException("emulated modules are PTX only");
+    }
+
+    // ---- memory
+
+    @Override
+    protected void doMap(Allocation allocation) {
+        long total = properties.totalMemory();
+        if (deviceUsedBytes.addAndGet(allocation.mappedBytes()) > total) {
+            deviceUsedBytes.addAndGet(-allocation.mappedBytes());
+            throw new VgpuException(ErrorCode.CUDA_ERROR_OUT_OF_MEMORY, String.format(
+                    "CPU emulation: %d bytes do not fit in emulated device memory (%d of %d bytes in use)",
+                    allocation.mappedBytes(), deviceUsedBytes.get(), total));
+        }
+        Arena arena = Arena.ofShared();
+        try {
+            // Host memory for the requested bytes only: a twin overrunning the allocation faults as
+            // a checked kernel would, and a CI machine does not pay for granularity rounding.
+            MemorySegment segment = arena.allocate(allocation.requestedBytes(), 16);
+            backing.put(allocation.address(), new Backing(arena, segment, allocation.address()));
+        } catch (OutOfMemoryError | RuntimeException e) {
+            arena.close();
+            deviceUsedBytes.addAndGet(-allocation.mappedBytes());
+            throw new VgpuException(ErrorCode.CUDA_ERROR_OUT_OF_MEMORY,
+                    "CPU emulation: host memory for " + allocation.requestedBytes() + " bytes could not be allocated", e);
+        }
+    }
+
+    @Override
+    protected void doUnmap(Allocation allocation) {
+        Backing removed = backing.remove(allocation.address());
+        removed.arena().close();
+        deviceUsedBytes.addAndGet(-allocation.mappedBytes());
+    }
+
+    @Override
+    public MemorySegment memAllocHost(long bytes) {
+        ensureOpen();
+        if (bytes <= 0) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "host allocation size must be > 0, got " + bytes);
+        }
+        Arena arena = Arena.ofShared();
+        MemorySegment segment = arena.allocate(bytes, 64);
+        hostAllocations.put(segment.address(), arena);
+        return segment;
+    }
+
+    @Override
+    public void memFreeHost(MemorySegment hostMemory) {
+        ensureOpen();
+        Arena arena = hostMemory == null ? null : hostAllocations.remove(hostMemory.address());
+        if (arena == null) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "host memory was not allocated by memAllocHost of this vGPU");
+        }
+        arena.close();
+    }
+
+    // ---- copies, memsets: executed at once; synchronous ones first report a pending kernel fault
+
+    @Override
+    protected void doMemcpyHtoD(long dst, MemorySegment src, long bytes, Stream stream, boolean async) {
+        reportFaultUnless(async);
+        MemorySegment.copy(src, 0, segment(dst, bytes), 0, bytes);
+    }
+
+    @Override
+    protected void doMemcpyDtoH(MemorySegment dst, long src, long bytes, Stream stream, boolean async) {
+        reportFaultUnless(async);
+        MemorySegment.copy(segment(src, bytes), 0, dst, 0, bytes);
+    }
+
+    @Override
+    protected void doMemcpyDtoD(long dst, long src, long bytes, Stream stream, boolean async) {
+        reportFaultUnless(async);
+        MemorySegment.copy(segment(src, bytes), 0, segment(dst, bytes), 0, bytes);
+    }
+
+    @Override
+    protected void doMemset(long dst, int value, int elementSize, long count, Stream stream, boolean async) {
+        reportFaultUnless(async);
+        MemorySegment target = segment(dst, count * elementSize);
+        if (elementSize == 1) {
+            target.fill((byte) value);
+        } else {
+            for (long i = 0; i < count; i++) {
+                target.setAtIndex(ValueLayout.JAVA_INT_UNALIGNED, i, value);
+            }
+        }
+    }
+
+    // ---- launch
+
+    @Override
+    protected void doLaunch(Function function, Dim3 grid, Dim3 block, int sharedMemBytes, Stream stream, KernelArgs args) {
+        KernelTwin twin = twins.require(function.name());
+        try {
+            twin.run(grid, block, args, this);
+        } catch (VgpuException fault) {
+            pendingKernelFault.compareAndSet(null, new VgpuException(fault.code(),
+                    "kernel " + function.name() + " failed: " + fault.detail(), fault));
+        }
+    }
+
+    // ---- streams, events, synchronization
+
+    @Override
+    protected Stream defaultStream() {
+        return DEFAULT_STREAM;
+    }
+
+    @Override
+    protected Stream doStreamCreate() {
+        return new Stream();
+    }
+
+    @Override
+    protected void doStreamSynchronize(Stream stream) {
+        reportFaultUnless(false);
+    }
+
+    @Override
+    protected void doStreamDestroy(Stream stream) {
+    }
+
+    @Override
+    protected Event doEventCreate() {
+        return new Event();
+    }
+
+    @Override
+    protected void doEventRecord(Event event, Stream stream) {
+        event.recordedAtNanos = System.nanoTime();
+    }
+
+    @Override
+    protected void doEventSynchronize(Event event) {
+        reportFaultUnless(false);
+    }
+
+    @Override
+    protected float doEventElapsedTime(Event start, Event end) {
+        long from = start.recordedAtNanos;
+        long to = end.recordedAtNanos;
+        if (from < 0 || to < 0) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_HANDLE, "eventElapsedTime needs two recorded events");
+        }
+        return (to - from) / 1e6f;
+    }
+
+    @Override
+    protected void doEventDestroy(Event event) {
+    }
+
+    @Override
+    protected void doCtxSynchronize() {
+        reportFaultUnless(false);
+    }
+
+    @Override
+    protected void doClose() {
+        for (Arena arena : hostAllocations.values()) {
+            arena.close();
+        }
+        hostAllocations.clear();
+    }
+
+    /** A synchronizing call reports the first kernel fault since the last report, as CUDA does. */
+    private void reportFaultUnless(boolean async) {
+        if (!async) {
+            VgpuException fault = pendingKernelFault.getAndSet(null);
+            if (fault != null) {
+                throw fault;
+            }
+        }
+    }
+}
