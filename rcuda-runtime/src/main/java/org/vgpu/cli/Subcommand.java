@@ -2,9 +2,15 @@ package org.vgpu.cli;
 
 import java.io.PrintStream;
 
+import org.apache.commons.cli.CommandLine;
+import org.apache.commons.cli.Options;
+import org.apache.commons.cli.ParseException;
+
 /**
- * One subcommand of the {@code vgpu} launcher. Output goes to the injected streams so tests can
- * read it; the exit status is returned, never passed to {@code System.exit} here.
+ * One subcommand of the {@code vgpu} launcher. The launcher parses the options, answers
+ * {@code --help}, and turns a {@link ParseException} into a usage error (status 2) and a
+ * {@link org.vgpu.runtime.api.VgpuException} into its message (status 1), so every command
+ * reports bad input the same way. Output goes to the injected streams so tests can read it.
  */
 public interface Subcommand {
 
@@ -14,10 +20,14 @@ public interface Subcommand {
     /** One line for {@code vgpu --help}. */
     String summary();
 
+    /** The options this command accepts; {@code --help} is added by the launcher. */
+    Options options();
+
     /**
-     * Runs with the arguments that follow the subcommand's name.
+     * Runs with the parsed options.
      *
-     * @return 0 on success, 1 when the work failed (e.g. a result mismatch), 2 for bad usage
+     * @return 0 on success, 1 when the work failed (e.g. a result mismatch)
+     * @throws ParseException for option values that parse but make no sense (reported as usage)
      */
-    int run(String[] args, PrintStream out, PrintStream err);
+    int run(CommandLine line, PrintStream out, PrintStream err) throws ParseException;
 }

@@ -1,0 +1,91 @@
+package org.vgpu.cli;
+
+import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+import org.apache.commons.cli.CommandLine;
+import org.apache.commons.cli.DefaultParser;
+import org.apache.commons.cli.HelpFormatter;
+import org.apache.commons.cli.Option;
+import org.apache.commons.cli.Options;
+import org.apache.commons.cli.ParseException;
+import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.cli.BenchCommand;
+import org.vgpu.runtime.cli.DemoCommand;
+import org.vgpu.runtime.cli.DevicesCommand;
+
+/**
+ * The {@code vgpu} launcher: {@code vgpu <subcommand> [options]}. Parses options for every
+ * subcommand so that help, usage errors and failures look and exit the same everywhere:
+ * 0 success, 1 the work failed, 2 bad usage.
+ */
+public final class Vgpu {
+    private final Map<String, Subcommand> commands = new LinkedHashMap<>();
+
+    public Vgpu(List<Subcommand> subcommands) {
+        for (Subcommand command : subcommands) {
+            commands.put(command.name(), command);
+        }
+    }
+
+    /** The subcommands a {@code vgpu} installation offers. */
+    public static Vgpu standard() {
+        return new Vgpu(List.of(new DevicesCommand(), new DemoCommand(), new BenchCommand()));
+    }
+
+    public static void main(String[] args) {
+        System.exit(standard().run(args, System.out, System.err));
+    }
+
+    public int run(String[] args, PrintStream out, PrintStream err) {
+        if (args.length == 0 || args[0].equals("--help") || args[0].equals("-h") || args[0].equals("help")) {
+            printOverview(args.length == 0 ? err : out);
+            return args.length == 0 ? 2 : 0;
+        }
+        Subcommand command = commands.get(args[0]);
+        if (command == null) {
+            err.println("vgpu: unknown command '" + args[0] + "'");
+            printOverview(err);
+            return 2;
+        }
+        Options options = command.options()
+                .addOption(Option.builder("h").longOpt("help").desc("show this help").get());
+        try {
+            CommandLine line = new DefaultParser().parse(options, Arrays.copyOfRange(args, 1, args.length));
+            if (line.hasOption("help")) {
+                printUsage(command, options, out);
+                return 0;
+            }
+            if (!line.getArgList().isEmpty()) {
+                throw new ParseException("unexpected argument(s): " + String.join(" ", line.getArgList()));
+            }
+            return command.run(line, out, err);
+        } catch (ParseException e) {
+            err.println("vgpu " + command.name() + ": " + e.getMessage());
+            printUsage(command, options, err);
+            return 2;
+        } catch (VgpuException e) {
+            err.println("vgpu " + command.name() + ": " + e.getMessage());
+            return 1;
+        }
+    }
+
+    private void printOverview(PrintStream stream) {
+        stream.println("usage: vgpu <command> [options]   (vgpu <command> --help for its options)");
+        stream.println("commands:");
+        for (Subcommand command : commands.values()) {
+            stream.printf("  %-10s %s%n", command.name(), command.summary());
+        }
+    }
+
+    private static void printUsage(Subcommand command, Options options, PrintStream stream) {
+        PrintWriter writer = new PrintWriter(stream);
+        new HelpFormatter().printHelp(writer, 100, "vgpu " + command.name() + " [options]", command.summary(),
+                options, 2, 4, "");
+        writer.flush();
+    }
+}

@@ -1,0 +1,84 @@
+package org.vgpu.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+
+import org.junit.jupiter.api.Test;
+
+class VgpuTest {
+    private final ByteArrayOutputStream out = new ByteArrayOutputStream();
+    private final ByteArrayOutputStream err = new ByteArrayOutputStream();
+
+    private int vgpu(String... args) {
+        return Vgpu.standard().run(args, new PrintStream(out, true, StandardCharsets.UTF_8),
+                new PrintStream(err, true, StandardCharsets.UTF_8));
+    }
+
+    private String out() {
+        return out.toString(StandardCharsets.UTF_8);
+    }
+
+    private String err() {
+        return err.toString(StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void withoutArgumentsPrintsTheCommandsAndFails() {
+        assertEquals(2, vgpu());
+        assertTrue(err().contains("devices") && err().contains("demo") && err().contains("bench"), err());
+    }
+
+    @Test
+    void helpListsTheCommands() {
+        assertEquals(0, vgpu("--help"));
+        assertTrue(out().contains("devices"), out());
+    }
+
+    @Test
+    void unknownCommandIsAUsageError() {
+        assertEquals(2, vgpu("frobnicate"));
+        assertTrue(err().contains("unknown command 'frobnicate'"), err());
+    }
+
+    @Test
+    void unknownOptionIsAUsageError() {
+        assertEquals(2, vgpu("devices", "--colour"));
+        assertTrue(err().contains("--colour") && err().contains("usage: vgpu devices"), err());
+    }
+
+    @Test
+    void badOptionValueIsAUsageError() {
+        assertEquals(2, vgpu("devices", "--backend", "quantum"));
+        assertTrue(err().contains("quantum"), err());
+    }
+
+    @Test
+    void strayArgumentsAreAUsageError() {
+        assertEquals(2, vgpu("devices", "extra"));
+        assertTrue(err().contains("unexpected argument(s): extra"), err());
+    }
+
+    @Test
+    void subcommandHelpSucceeds() {
+        assertEquals(0, vgpu("devices", "--help"));
+        assertTrue(out().contains("--backend"), out());
+    }
+
+    @Test
+    void devicesListsTheEmulationLabelled() {
+        assertEquals(0, vgpu("devices", "--backend", "emulated"));
+        assertTrue(out().contains("backend emulated: 4 devices [CPU EMULATION, not a GPU]"), out());
+        assertTrue(out().contains("emulated 3: vgpu CPU emulation #3"), out());
+    }
+
+    @Test
+    void devicesOnAllBackendsSucceedsWithOrWithoutGpu() {
+        assertEquals(0, vgpu("devices"));
+        assertTrue(out().contains("backend native: "), out());
+        assertTrue(out().contains("backend emulated: "), out());
+    }
+}

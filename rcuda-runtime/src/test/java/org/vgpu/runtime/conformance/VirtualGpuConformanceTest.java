@@ -1,0 +1,576 @@
+package org.vgpu.runtime.conformance;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.vgpu.runtime.api.DeviceProperties;
+import org.vgpu.runtime.api.Dim3;
+import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.EventHandle;
+import org.vgpu.runtime.api.FunctionHandle;
+import org.vgpu.runtime.api.GpuBackend;
+import org.vgpu.runtime.api.KernelArgs;
+import org.vgpu.runtime.api.MemoryInfo;
+import org.vgpu.runtime.api.ModuleHandle;
+import org.vgpu.runtime.api.StreamHandle;
+import org.vgpu.runtime.api.VaWindow;
+import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.api.VirtualGpu;
+import org.vgpu.runtime.kernels.TestKernels;
+
+/**
+ * The contract of {@link VirtualGpu}, run against every backend: a subclass only says how to
+ * create its {@link GpuBackend}. Results are checked against values computed here on the CPU,
+ * bad input against the CUDA error a GPU programmer expects.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+public abstract class VirtualGpuConformanceTest {
+
+    private GpuBackend backend;
+    protected VirtualGpu gpu;
+    private ModuleHandle kernels;
+
+    /** The backend under test; called once per test class. */
+    protected abstract GpuBackend createBackend();
+
+    /** The physical (or emulated) device the tests open vGPUs on. */
+    protected int device() {
+        return 0;
+    }
+
+    @BeforeAll
+    void openBackend() {
+        backend = createBackend();
+    }
+
+    @AfterAll
+    void closeBackend() {
+        backend.close();
+    }
+
+    @BeforeEach
+    void openVgpu() {
+        gpu = backend.open(device(), VaWindow.forVgpu(0));
+        kernels = gpu.moduleLoadData(TestKernels.ptx());
+    }
+
+    @AfterEach
+    void closeVgpu() {
+        gpu.close();
+    }
+
+    // ---- device queries
+
+    @Test
+    void reportsDeviceProperties() {
+        DeviceProperties properties = gpu.deviceProperties();
+        assertFalse(properties.name().isBlank());
+        assertTrue(properties.totalMemory() > 0);
+        assertEquals(32, properties.warpSize());
+        assertTrue(properties.maxThreadsPerBlock() >= 256);
+        assertTrue(properties.multiprocessorCount() >= 1);
+        assertEquals(backend.isEmulation(), properties.emulated());
+        assertEquals(backend.deviceProperties(device()), properties);
+        assertEquals(backend.name(), gpu.backendName());
+    }
+
+    @Test
+    void memoryInfoIsConsistent() {
+        MemoryInfo info = gpu.memGetInfo();
+        assertEquals(gpu.deviceProperties().totalMemory(), info.total());
+        assertTrue(info.free() > 0 && info.free() <= info.total(), info.toString());
+    }
+
+    @Test
+    void openingAnUnknownDeviceIsRefused() {
+        assertError(ErrorCode.CUDA_ERROR_INVALID_DEVICE, () -> backend.open(backend.deviceCount(), VaWindow.forVgpu(1)));
+    }
+
+    // ---- allocation inside the window
+
+    @Test
+    void allocationsAreAlignedNonOverlappingAndInsideTheWindow() {
+        long a = gpu.memAlloc(1000);
+        long b = gpu.memAlloc(3L << 20);
+        long c = gpu.memAlloc(1);
+        VaWindow window = gpu.window();
+        for (long p : new long[] {a, b, c}) {
+            assertTrue(window.contains(p, 1), () -> Long.toHexString(p) + " outside " + window);
+            assertEquals(0, p % VaWindow.GRANULARITY);
+        }
+        assertEquals(window.base(), a, "first fit starts at the window base");
+        assertTrue(b >= a + 1000 && c >= b + (3L << 20), "ranges overlap");
+    }
+
+    @Test
+    void freedRangesAreReusedDeterministically() {
+        long a = gpu.memAlloc(4096);
+        long b = gpu.memAlloc(4096);
+        gpu.memFree(a);
+        assertEquals(a, gpu.memAlloc(100), "first fit reuses the freed range");
+        assertNotEquals(a, b);
+    }
+
+    @Test
+    void badAllocationSizesAreRefused() {
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memAlloc(0));
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memAlloc(-5));
+        assertError(ErrorCode.VGPU_WINDOW_FULL, () -> gpu.memAlloc(gpu.window().size() + 1));
+    }
+
+    @Test
+    void allocationBeyondDeviceMemoryFailsWithoutLeaking() {
+        long total = gpu.deviceProperties().totalMemory();
+        long tooMuch = total + VaWindow.GRANULARITY;
+        VgpuException e = assertThrows(VgpuException.class, () -> gpu.memAlloc(tooMuch));
+        assertTrue(e.code() == ErrorCode.CUDA_ERROR_OUT_OF_MEMORY || e.code() == ErrorCode.VGPU_WINDOW_FULL, e.getMessage());
+        assertEquals(gpu.window().base(), gpu.memAlloc(64), "the failed range went back to the free list");
+    }
+
+    @Test
+    void freeingTwiceOrInsideAnAllocationIsRefused() {
+        long a = gpu.memAlloc(8192);
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memFree(a + 16));
+        gpu.memFree(a);
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memFree(a));
+    }
+
+    // ---- copies
+
+    @Test
+    void synchronousCopiesRoundTripHeapMemory() {
+        float[] data = ramp(4096);
+        long d = gpu.memAlloc(data.length * 4L);
+        gpu.memcpyHtoD(d, MemorySegment.ofArray(data), data.length * 4L);
+        float[] back = new float[data.length];
+        gpu.memcpyDtoH(MemorySegment.ofArray(back), d, back.length * 4L);
+        assertArrayEquals(data, back);
+    }
+
+    @Test
+    void copiesHonourOffsetsInsideAnAllocation() {
+        int[] zeros = new int[256];
+        long d = gpu.memAlloc(zeros.length * 4L);
+        gpu.memcpyHtoD(d, MemorySegment.ofArray(zeros), zeros.length * 4L);
+        gpu.memcpyHtoD(d + 40, MemorySegment.ofArray(new int[] {7, 8, 9}), 12);
+        int[] back = new int[256];
+        gpu.memcpyDtoH(MemorySegment.ofArray(back), d, back.length * 4L);
+        int[] expected = new int[256];
+        expected[10] = 7;
+        expected[11] = 8;
+        expected[12] = 9;
+        assertArrayEquals(expected, back);
+        int[] window = new int[2];
+        gpu.memcpyDtoH(MemorySegment.ofArray(window), d + 44, 8);
+        assertArrayEquals(new int[] {8, 9}, window);
+    }
+
+    @Test
+    void deviceToDeviceCopy() {
+        byte[] data = bytes(100_000, 3);
+        long src = gpu.memAlloc(data.length);
+        long dst = gpu.memAlloc(data.length);
+        gpu.memcpyHtoD(src, MemorySegment.ofArray(data), data.length);
+        gpu.memcpyDtoD(dst, src, data.length);
+        byte[] back = new byte[data.length];
+        gpu.memcpyDtoH(MemorySegment.ofArray(back), dst, data.length);
+        assertArrayEquals(data, back);
+    }
+
+    @Test
+    void largeCopyRoundTripsThroughPinnedMemory() {
+        long bytes = 64L << 20;
+        MemorySegment host = gpu.memAllocHost(bytes);
+        try {
+            for (long i = 0; i < bytes / 8; i++) {
+                host.setAtIndex(ValueLayout.JAVA_LONG, i, i * 0x9E3779B97F4A7C15L);
+            }
+            long d = gpu.memAlloc(bytes);
+            gpu.memcpyHtoD(d, host, bytes);
+            host.fill((byte) 0);
+            gpu.memcpyDtoH(host, d, bytes);
+            for (long i = 0; i < bytes / 8; i += 4099) {
+                assertEquals(i * 0x9E3779B97F4A7C15L, host.getAtIndex(ValueLayout.JAVA_LONG, i), "word " + i);
+            }
+            assertEquals((bytes / 8 - 1) * 0x9E3779B97F4A7C15L, host.getAtIndex(ValueLayout.JAVA_LONG, bytes / 8 - 1));
+        } finally {
+            gpu.memFreeHost(host);
+        }
+    }
+
+    @Test
+    void asynchronousCopiesOnAStream() {
+        StreamHandle stream = gpu.streamCreate();
+        long bytes = 1 << 20;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment src = arena.allocate(bytes);
+            MemorySegment dst = arena.allocate(bytes);
+            for (long i = 0; i < bytes; i++) {
+                src.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 31));
+            }
+            long a = gpu.memAlloc(bytes);
+            long b = gpu.memAlloc(bytes);
+            gpu.memcpyHtoDAsync(a, src, bytes, stream);
+            gpu.memcpyDtoDAsync(b, a, bytes, stream);
+            gpu.memcpyDtoHAsync(dst, b, bytes, stream);
+            gpu.streamSynchronize(stream);
+            assertEquals(-1L, src.mismatch(dst));
+        }
+        gpu.streamDestroy(stream);
+    }
+
+    @Test
+    void asynchronousCopyFromTheJavaHeapIsRefused() {
+        long d = gpu.memAlloc(64);
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> gpu.memcpyHtoDAsync(d, MemorySegment.ofArray(new byte[64]), 64, StreamHandle.DEFAULT));
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> gpu.memcpyDtoHAsync(MemorySegment.ofArray(new byte[64]), d, 64, StreamHandle.DEFAULT));
+    }
+
+    @Test
+    void copiesWithBadPointersAreRefused() {
+        long a = gpu.memAlloc(4096);
+        long freed = gpu.memAlloc(4096);
+        gpu.memFree(freed);
+        MemorySegment host = MemorySegment.ofArray(new byte[8192]);
+        long foreign = VaWindow.forVgpu(5).base();
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memcpyHtoD(freed, host, 16));
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memcpyDtoH(host, freed, 16));
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memcpyHtoD(foreign, host, 16));
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memcpyHtoD(0x1234, host, 16));
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memcpyDtoD(a, foreign, 16));
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memcpyHtoD(a, host, 4097), "past the allocation's end");
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memcpyDtoH(host, a + 4000, 200), "straddles the end");
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memcpyHtoD(a, MemorySegment.ofArray(new byte[8]), 16),
+                "host buffer smaller than the copy");
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memcpyHtoD(a, host, -1));
+    }
+
+    @Test
+    void aPointerOfAnotherVgpuIsForeign() {
+        try (VirtualGpu other = backend.open(device(), VaWindow.forVgpu(1))) {
+            long theirs = other.memAlloc(1024);
+            long ours = gpu.memAlloc(1024);
+            other.memcpyHtoD(theirs, MemorySegment.ofArray(new int[] {42}), 4);
+            assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memcpyDtoD(ours, theirs, 4));
+            assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memFree(theirs));
+            int[] back = new int[1];
+            other.memcpyDtoH(MemorySegment.ofArray(back), theirs, 4);
+            assertEquals(42, back[0], "the other vGPU's data is untouched");
+        }
+    }
+
+    // ---- memset
+
+    @Test
+    void memsetFillsBytesAndWords() {
+        long d = gpu.memAlloc(1024);
+        gpu.memsetD8(d, (byte) 0x5A, 1024);
+        gpu.memsetD32(d + 16, 0xCAFEBABE, 4);
+        StreamHandle stream = gpu.streamCreate();
+        gpu.memsetD8Async(d + 1000, (byte) 1, 24, stream);
+        gpu.memsetD32Async(d + 512, 7, 2, stream);
+        gpu.streamSynchronize(stream);
+        byte[] back = new byte[1024];
+        gpu.memcpyDtoH(MemorySegment.ofArray(back), d, 1024);
+        MemorySegment view = MemorySegment.ofArray(back);
+        assertEquals(0x5A, back[0]);
+        assertEquals(0x5A, back[15]);
+        assertEquals(0xCAFEBABE, view.get(ValueLayout.JAVA_INT_UNALIGNED, 16));
+        assertEquals(0xCAFEBABE, view.get(ValueLayout.JAVA_INT_UNALIGNED, 28));
+        assertEquals(0x5A, back[32]);
+        assertEquals(7, view.get(ValueLayout.JAVA_INT_UNALIGNED, 516));
+        assertEquals(1, back[1023]);
+        assertEquals(0x5A, back[999]);
+    }
+
+    @Test
+    void badMemsetsAreRefused() {
+        long d = gpu.memAlloc(64);
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memsetD32(d + 2, 0, 1), "misaligned");
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memsetD32(d, 0, 17), "past the end");
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memsetD8(d, (byte) 0, 65), "past the end");
+    }
+
+    // ---- modules, functions, launches
+
+    @Test
+    void vectorAddComputesTheSum() {
+        int n = 10_000;
+        float[] a = ramp(n);
+        float[] b = new float[n];
+        for (int i = 0; i < n; i++) {
+            b[i] = 0.25f * i - 3;
+        }
+        long da = upload(a);
+        long db = upload(b);
+        long dc = gpu.memAlloc(n * 4L);
+        FunctionHandle add = gpu.moduleGetFunction(kernels, "vectorAdd");
+        gpu.launchKernel(add, Dim3.of((n + 255) / 256), Dim3.of(256), 0, StreamHandle.DEFAULT,
+                KernelArgs.builder().pointer(da).pointer(db).pointer(dc).i32(n).build());
+        float[] c = download(dc, n);
+        for (int i = 0; i < n; i++) {
+            assertEquals(a[i] + b[i], c[i], "element " + i);
+        }
+    }
+
+    @Test
+    void saxpyOnAStreamWithEvents() {
+        int n = 5000;
+        float[] x = ramp(n);
+        float[] y = new float[n];
+        java.util.Arrays.fill(y, 1.5f);
+        long dx = upload(x);
+        long dy = upload(y);
+        StreamHandle stream = gpu.streamCreate();
+        EventHandle start = gpu.eventCreate();
+        EventHandle end = gpu.eventCreate();
+        FunctionHandle saxpy = gpu.moduleGetFunction(kernels, "saxpy");
+        gpu.eventRecord(start, stream);
+        gpu.launchKernel(saxpy, Dim3.of((n + 127) / 128), Dim3.of(128), 0, stream,
+                KernelArgs.builder().i32(n).f32(2.0f).pointer(dx).pointer(dy).build());
+        gpu.eventRecord(end, stream);
+        gpu.eventSynchronize(end);
+        assertTrue(gpu.eventElapsedTime(start, end) >= 0);
+        float[] result = download(dy, n);
+        for (int i = 0; i < n; i++) {
+            assertEquals(2.0f * x[i] + 1.5f, result[i], "element " + i);
+        }
+        gpu.eventDestroy(start);
+        gpu.eventDestroy(end);
+        gpu.streamDestroy(stream);
+    }
+
+    @Test
+    void anEmptyKernelLaunchesWithoutArguments() {
+        FunctionHandle empty = gpu.moduleGetFunction(kernels, "emptyKernel");
+        assertEquals(0, gpu.functionSignature(empty).parameterSizes().size());
+        for (int i = 0; i < 100; i++) {
+            gpu.launchKernel(empty, Dim3.of(1), Dim3.of(32), 0, StreamHandle.DEFAULT, KernelArgs.none());
+        }
+        gpu.ctxSynchronize();
+    }
+
+    @Test
+    void signaturesComeFromTheModule() {
+        FunctionHandle add = gpu.moduleGetFunction(kernels, "vectorAdd");
+        assertEquals(List.of(8, 8, 8, 4), gpu.functionSignature(add).parameterSizes());
+        assertEquals("vectorAdd", add.name());
+    }
+
+    @Test
+    void launchesThatDoNotMatchTheKernelAreRefused() {
+        FunctionHandle add = gpu.moduleGetFunction(kernels, "vectorAdd");
+        long d = gpu.memAlloc(64);
+        VgpuException tooFew = assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.launchKernel(add, Dim3.of(1),
+                Dim3.of(1), 0, StreamHandle.DEFAULT, KernelArgs.builder().pointer(d).pointer(d).build()));
+        assertTrue(tooFew.getMessage().contains("vectorAdd") && tooFew.getMessage().contains("4 arguments"), tooFew.getMessage());
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.launchKernel(add, Dim3.of(1), Dim3.of(1), 0,
+                StreamHandle.DEFAULT, KernelArgs.builder().pointer(d).pointer(d).pointer(d).i64(1).build()), "long for an int");
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.launchKernel(add, Dim3.of(1), Dim3.of(4096), 0,
+                StreamHandle.DEFAULT, KernelArgs.builder().pointer(d).pointer(d).pointer(d).i32(1).build()), "block too large");
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> Dim3.of(0));
+        assertError(ErrorCode.CUDA_ERROR_INVALID_HANDLE, () -> gpu.launchKernel(new FunctionHandle(9999, "ghost"),
+                Dim3.of(1), Dim3.of(1), 0, StreamHandle.DEFAULT, KernelArgs.none()));
+        assertError(ErrorCode.CUDA_ERROR_INVALID_HANDLE, () -> gpu.launchKernel(add, Dim3.of(1), Dim3.of(1), 0,
+                new StreamHandle(777), KernelArgs.builder().pointer(d).pointer(d).pointer(d).i32(1).build()));
+    }
+
+    @Test
+    void unknownKernelsAndBadImagesAreRefused() {
+        VgpuException missing = assertError(ErrorCode.CUDA_ERROR_NOT_FOUND, () -> gpu.moduleGetFunction(kernels, "noSuchKernel"));
+        assertTrue(missing.getMessage().contains("noSuchKernel"), missing.getMessage());
+        assertError(ErrorCode.CUDA_ERROR_INVALID_IMAGE, () -> gpu.moduleLoadData("not a module".getBytes(StandardCharsets.US_ASCII)));
+        assertError(ErrorCode.CUDA_ERROR_INVALID_IMAGE, () -> gpu.moduleLoadData(new byte[0]));
+        assertError(ErrorCode.CUDA_ERROR_INVALID_HANDLE, () -> gpu.moduleGetFunction(new ModuleHandle(4242), "vectorAdd"));
+        gpu.moduleUnload(kernels);
+        assertError(ErrorCode.CUDA_ERROR_INVALID_HANDLE, () -> gpu.moduleUnload(kernels));
+        kernels = gpu.moduleLoadData(TestKernels.ptx());
+    }
+
+    @Test
+    void pointersStoredInDeviceMemoryStayValid() {
+        // A ring of nodes spread over two allocations; each node holds the device address of the next.
+        int nodes = 512;
+        long first = gpu.memAlloc(nodes / 2 * 16L);
+        long second = gpu.memAlloc(nodes / 2 * 16L);
+        long[] address = new long[nodes];
+        for (int i = 0; i < nodes; i++) {
+            address[i] = (i % 2 == 0 ? first : second) + (i / 2) * 16L;
+        }
+        long[] firstImage = new long[nodes];
+        long[] secondImage = new long[nodes];
+        for (int i = 0; i < nodes; i++) {
+            long[] image = i % 2 == 0 ? firstImage : secondImage;
+            image[(i / 2) * 2] = address[(i * 7 + 1) % nodes]; // next
+            image[(i / 2) * 2 + 1] = 1000L + i;                 // payload
+        }
+        gpu.memcpyHtoD(first, MemorySegment.ofArray(firstImage), nodes / 2 * 16L);
+        gpu.memcpyHtoD(second, MemorySegment.ofArray(secondImage), nodes / 2 * 16L);
+        long starts = upload(address);
+        long out = gpu.memAlloc(nodes * 8L);
+        int steps = 33;
+        FunctionHandle chase = gpu.moduleGetFunction(kernels, "pointerChase");
+        gpu.launchKernel(chase, Dim3.of((nodes + 127) / 128), Dim3.of(128), 0, StreamHandle.DEFAULT,
+                KernelArgs.builder().pointer(starts).pointer(out).i32(nodes).i32(steps).build());
+        long[] payloads = new long[nodes];
+        gpu.memcpyDtoH(MemorySegment.ofArray(payloads), out, nodes * 8L);
+        for (int i = 0; i < nodes; i++) {
+            int node = i;
+            for (int s = 0; s < steps; s++) {
+                node = (node * 7 + 1) % nodes;
+            }
+            assertEquals(1000L + node, payloads[i], "chase from node " + i);
+        }
+    }
+
+    // ---- streams, events
+
+    @Test
+    void badStreamAndEventUseIsRefused() {
+        assertError(ErrorCode.CUDA_ERROR_INVALID_HANDLE, () -> gpu.streamDestroy(StreamHandle.DEFAULT));
+        StreamHandle stream = gpu.streamCreate();
+        gpu.streamDestroy(stream);
+        assertError(ErrorCode.CUDA_ERROR_INVALID_HANDLE, () -> gpu.streamDestroy(stream));
+        assertError(ErrorCode.CUDA_ERROR_INVALID_HANDLE, () -> gpu.streamSynchronize(stream));
+        EventHandle a = gpu.eventCreate();
+        EventHandle b = gpu.eventCreate();
+        gpu.eventRecord(a, StreamHandle.DEFAULT);
+        gpu.eventSynchronize(a);
+        assertError(ErrorCode.CUDA_ERROR_INVALID_HANDLE, () -> gpu.eventElapsedTime(a, b), "b never recorded");
+        gpu.eventDestroy(b);
+        assertError(ErrorCode.CUDA_ERROR_INVALID_HANDLE, () -> gpu.eventRecord(b, StreamHandle.DEFAULT));
+    }
+
+    // ---- life cycle, threads
+
+    @Test
+    void aClosedVgpuRefusesCallsAndReleasesItsWindow() {
+        VirtualGpu second = backend.open(device(), VaWindow.forVgpu(2));
+        long p = second.memAlloc(1 << 20);
+        second.close();
+        second.close();
+        assertError(ErrorCode.VGPU_CLOSED, () -> second.memAlloc(16));
+        assertError(ErrorCode.VGPU_CLOSED, () -> second.memcpyHtoD(p, MemorySegment.ofArray(new byte[4]), 4));
+        try (VirtualGpu again = backend.open(device(), VaWindow.forVgpu(2))) {
+            assertEquals(p, again.memAlloc(1 << 20), "the same window and address are available again");
+        }
+    }
+
+    @Test
+    void threadsOnTheirOwnStreamsDoNotInterfere() throws Exception {
+        int threads = 4;
+        int n = 20_000;
+        FunctionHandle saxpy = gpu.moduleGetFunction(kernels, "saxpy");
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        try {
+            List<Future<float[]>> results = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                float factor = t + 1;
+                results.add(pool.submit(() -> {
+                    StreamHandle stream = gpu.streamCreate();
+                    long dx = upload(ramp(n));
+                    long dy = gpu.memAlloc(n * 4L);
+                    gpu.memsetD32Async(dy, Float.floatToRawIntBits(1f), n, stream);
+                    for (int round = 0; round < 10; round++) {
+                        gpu.launchKernel(saxpy, Dim3.of((n + 255) / 256), Dim3.of(256), 0, stream,
+                                KernelArgs.builder().i32(n).f32(factor).pointer(dx).pointer(dy).build());
+                    }
+                    gpu.streamSynchronize(stream);
+                    float[] y = download(dy, n);
+                    gpu.memFree(dx);
+                    gpu.memFree(dy);
+                    gpu.streamDestroy(stream);
+                    return y;
+                }));
+            }
+            for (int t = 0; t < threads; t++) {
+                float[] y = results.get(t).get();
+                float factor = t + 1;
+                for (int i = 0; i < n; i += 997) {
+                    float x = i * 0.5f - 17;
+                    float expected = 1f;
+                    for (int round = 0; round < 10; round++) {
+                        expected = factor * x + expected;
+                    }
+                    assertEquals(expected, y[i], "thread " + t + " element " + i);
+                }
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    // ---- helpers
+
+    protected static VgpuException assertError(ErrorCode expected, Executable call) {
+        return assertError(expected, call, "");
+    }
+
+    protected static VgpuException assertError(ErrorCode expected, Executable call, String why) {
+        VgpuException e = assertThrows(VgpuException.class, call::execute, why);
+        assertEquals(expected, e.code(), () -> why + ": " + e.getMessage());
+        assertTrue(e.getMessage().startsWith(expected.name()), e.getMessage());
+        return e;
+    }
+
+    @FunctionalInterface
+    protected interface Executable {
+        void execute() throws Throwable;
+    }
+
+    protected long upload(float[] data) {
+        long d = gpu.memAlloc(data.length * 4L);
+        gpu.memcpyHtoD(d, MemorySegment.ofArray(data), data.length * 4L);
+        return d;
+    }
+
+    protected long upload(long[] data) {
+        long d = gpu.memAlloc(data.length * 8L);
+        gpu.memcpyHtoD(d, MemorySegment.ofArray(data), data.length * 8L);
+        return d;
+    }
+
+    protected float[] download(long d, int n) {
+        float[] out = new float[n];
+        gpu.memcpyDtoH(MemorySegment.ofArray(out), d, n * 4L);
+        return out;
+    }
+
+    private static float[] ramp(int n) {
+        float[] data = new float[n];
+        for (int i = 0; i < n; i++) {
+            data[i] = i * 0.5f - 17;
+        }
+        return data;
+    }
+
+    private static byte[] bytes(int n, int seed) {
+        byte[] data = new byte[n];
+        for (int i = 0; i < n; i++) {
+            data[i] = (byte) (i * seed + (i >> 8));
+        }
+        return data;
+    }
+}
