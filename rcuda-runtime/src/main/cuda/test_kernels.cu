@@ -176,10 +176,11 @@ __device__ __forceinline__ float minimumImage(float d, float box, float halfBox)
 
 // Force on atom i and its potential energy (half of each pair's, so the per-atom energies sum
 // to the total) from every other atom within the cutoff, using the minimum image in a cubic box.
-// Full all-pairs loop in increasing j: each pair is computed twice, once per atom, which keeps
-// every sum inside one thread.
+// energyShift is the pair energy at the cutoff, subtracted so the energy is continuous there
+// (LAMMPS "pair_modify shift yes"). Full all-pairs loop in increasing j: each pair is computed
+// twice, once per atom, which keeps every sum inside one thread.
 extern "C" __global__ void ljForces(const float* pos, float* force, float* potential, int n, float box,
-                                    float cutoffSquared) {
+                                    float cutoffSquared, float energyShift) {
     int i = globalIndexX();
     if (i < n) {
         float halfBox = 0.5f * box;
@@ -205,7 +206,7 @@ extern "C" __global__ void ljForces(const float* pos, float* force, float* poten
                 fx += dx * forcePair;
                 fy += dy * forcePair;
                 fz += dz * forcePair;
-                energy += r6inv * (4.0f * r6inv - 4.0f);
+                energy += r6inv * (4.0f * r6inv - 4.0f) - energyShift;
             }
         }
         force[3 * i] = fx;

@@ -59,7 +59,10 @@ final class LennardJonesTwins {
         }
     }
 
-    /** {@code ljForces(const float* pos, float* force, float* potential, int n, float box, float cutoffSquared)}. */
+    /**
+     * {@code ljForces(const float* pos, float* force, float* potential, int n, float box, float cutoffSquared,
+     * float energyShift)}.
+     */
     static void ljForces(Dim3 grid, Dim3 block, KernelArgs args, EmulatedMemory memory) {
         ThreadGrid threads = new ThreadGrid(grid, block);
         int n = args.i32(3);
@@ -69,6 +72,7 @@ final class LennardJonesTwins {
         }
         float box = args.f32(4);
         float cutoffSquared = args.f32(5);
+        float energyShift = args.f32(6);
         float halfBox = 0.5f * box;
         // Every active atom reads every atom.
         MemorySegment pos = TwinMemory.floats(memory, args.pointer(0), 3L * n);
@@ -98,7 +102,7 @@ final class LennardJonesTwins {
                         fx += dx * forcePair;
                         fy += dy * forcePair;
                         fz += dz * forcePair;
-                        energy += r6inv * (4.0f * r6inv - 4.0f);
+                        energy += r6inv * (4.0f * r6inv - 4.0f) - energyShift;
                     }
                 }
                 force.setAtIndex(FLOAT, 3L * i, fx);
