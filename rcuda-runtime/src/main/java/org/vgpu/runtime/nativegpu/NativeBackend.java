@@ -1,0 +1,141 @@
+package org.vgpu.runtime.nativegpu;
+
+import static jcuda.driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR;
+import static jcuda.driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR;
+import static jcuda.driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK;
+import static jcuda.driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT;
+import static jcuda.driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_WARP_SIZE;
+
+import java.nio.charset.StandardCharsets;
+
+import jcuda.driver.CUdevice;
+import jcuda.driver.CUresult;
+import jcuda.driver.JCudaDriver;
+
+import org.vgpu.runtime.api.DeviceProperties;
+import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.GpuBackend;
+import org.vgpu.runtime.api.VaWindow;
+import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.api.VirtualGpu;
+
+/**
+ * The GPUs of this machine, driven through JCuda, with the CUDA virtual memory management calls
+ * made through FFM ({@link CudaDriverFfm}) so that every vGPU's memory lies in its fixed window.
+ * Device properties are read once, at {@link #load}, because a launch checks its block size
+ * against them.
+ */
+public final class NativeBackend implements GpuBackend {
+    public static final String NAME = "native";
+
+    private final DeviceProperties[] devices;
+
+    private NativeBackend(DeviceProperties[] devices) {
+        this.devices = devices;
+    }
+
+    /**
+     * Initialises the CUDA driver. Throws VGPU_BACKEND_UNAVAILABLE, saying why, where there is no
+     * NVIDIA driver, JCuda's native library cannot load, or the driver sees no device; never crashes
+     * the JVM on a machine without a GPU.
+     */
+    public static NativeBackend load() {
+        CudaDriverFfm.requireAvailable();
+        int deviceCount;
+        try {
+            // vgpu checks every CUresult itself and turns it into a VgpuException naming the call.
+            JCudaDriver.setExceptionsEnabled(false);
+            int result = JCudaDriver.cuInit(0);
+            if (result == CUresult.CUDA_ERROR_NO_DEVICE) {
+                throw unavailable("the NVIDIA driver sees no CUDA device (check CUDA_VISIBLE_DEVICES and nvidia-smi)");
+            }
+            if (result != CudaErrors.CUDA_SUCCESS) {
+                throw unavailable("cuInit failed: " + CUresult.stringFor(result) + " (CUresult " + result + ")");
+            }
+            int[] count = new int[1];
+            CudaErrors.check(JCudaDriver.cuDeviceGetCount(count), "cuDeviceGetCount");
+            deviceCount = count[0];
+        } catch (LinkageError e) {
+            throw unavailable("JCuda's native library could not be loaded: " + e);
+        }
+        if (deviceCount == 0) {
+            throw unavailable("the NVIDIA driver reports 0 CUDA devices");
+        }
+        DeviceProperties[] devices = new DeviceProperties[deviceCount];
+        for (int i = 0; i < deviceCount; i++) {
+            devices[i] = queryProperties(i);
+        }
+        return new NativeBackend(devices);
+    }
+
+    @Override
+    public String name() {
+        return NAME;
+    }
+
+    @Override
+    public boolean isEmulation() {
+        return false;
+    }
+
+    @Override
+    public int deviceCount() {
+        return devices.length;
+    }
+
+    @Override
+    public DeviceProperties deviceProperties(int device) {
+        checkDevice(device);
+        return devices[device];
+    }
+
+    @Override
+    public VirtualGpu open(int device, VaWindow window) {
+        checkDevice(device);
+        return NativeGpu.open(device, window, devices[device]);
+    }
+
+    private void checkDevice(int device) {
+        if (device < 0 || device >= devices.length) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_DEVICE,
+                    "GPU " + device + " does not exist (this machine has " + devices.length + ")");
+        }
+    }
+
+    private static DeviceProperties queryProperties(int ordinal) {
+        CUdevice device = new CUdevice();
+        CudaErrors.check(JCudaDriver.cuDeviceGet(device, ordinal), "cuDeviceGet(" + ordinal + ")");
+        byte[] name = new byte[256];
+        CudaErrors.check(JCudaDriver.cuDeviceGetName(name, name.length, device), "cuDeviceGetName(" + ordinal + ")");
+        long[] totalMemory = new long[1];
+        CudaErrors.check(JCudaDriver.cuDeviceTotalMem(totalMemory, device), "cuDeviceTotalMem(" + ordinal + ")");
+        return new DeviceProperties(
+                nulTerminated(name),
+                totalMemory[0],
+                attribute(device, ordinal, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
+                attribute(device, ordinal, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR),
+                attribute(device, ordinal, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
+                attribute(device, ordinal, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK),
+                attribute(device, ordinal, CU_DEVICE_ATTRIBUTE_WARP_SIZE),
+                false);
+    }
+
+    private static int attribute(CUdevice device, int ordinal, int attribute) {
+        int[] value = new int[1];
+        CudaErrors.check(JCudaDriver.cuDeviceGetAttribute(value, attribute, device),
+                "cuDeviceGetAttribute(" + attribute + ", device " + ordinal + ")");
+        return value[0];
+    }
+
+    private static String nulTerminated(byte[] bytes) {
+        int length = 0;
+        while (length < bytes.length && bytes[length] != 0) {
+            length++;
+        }
+        return new String(bytes, 0, length, StandardCharsets.UTF_8);
+    }
+
+    private static VgpuException unavailable(String why) {
+        return new VgpuException(ErrorCode.VGPU_BACKEND_UNAVAILABLE, "the native GPU backend cannot run here: " + why);
+    }
+}

@@ -1,0 +1,382 @@
+package org.vgpu.runtime.nativegpu;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+import jcuda.Pointer;
+import jcuda.driver.CUevent;
+import jcuda.driver.CUfunction;
+import jcuda.driver.CUjit_option;
+import jcuda.driver.CUmodule;
+import jcuda.driver.CUresult;
+import jcuda.driver.CUstream;
+import jcuda.driver.JCudaDriver;
+import jcuda.driver.JITOptions;
+
+import org.vgpu.runtime.api.DeviceProperties;
+import org.vgpu.runtime.api.Dim3;
+import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.KernelArgs;
+import org.vgpu.runtime.api.KernelSignature;
+import org.vgpu.runtime.api.MemoryInfo;
+import org.vgpu.runtime.api.VaWindow;
+import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.core.AbstractVirtualGpu;
+import org.vgpu.runtime.core.ModuleImage;
+import org.vgpu.runtime.memory.Allocation;
+
+/**
+ * One vGPU on a local GPU. It works in the device's primary context and owns a reservation of its
+ * whole window; each allocation is physical memory created with cuMemCreate and mapped at the
+ * address the window allocator chose, so the address is the same on any GPU the vGPU moves to.
+ * Everything else goes through JCuda. Every operation first makes the context current on the
+ * calling thread, so any thread may use the vGPU.
+ */
+final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, CUstream, CUevent> {
+
+    /** A kernel with its name, for error messages. */
+    record Function(CUfunction handle, String name) {
+    }
+
+    /** The null stream handle: CUDA's legacy default stream. */
+    private static final CUstream DEFAULT_STREAM = new CUstream();
+    private static final int JIT_LOG_BYTES = 16 * 1024;
+
+    private final int ordinal;
+    private final DeviceProperties properties;
+    private final PrimaryContext context;
+    private final WindowReservation reservation;
+    /** Pinned host allocations by address; closing an arena frees its memory and invalidates the segment. */
+    private final Map<Long, Arena> hostAllocations = new ConcurrentHashMap<>();
+
+    private NativeGpu(VaWindow window, int ordinal, DeviceProperties properties, PrimaryContext context,
+                      WindowReservation reservation) {
+        super(window, VaWindow.GRANULARITY);
+        this.ordinal = ordinal;
+        this.properties = properties;
+        this.context = context;
+        this.reservation = reservation;
+    }
+
+    /** Retains device {@code ordinal}'s primary context and reserves {@code window} in it. */
+    static NativeGpu open(int ordinal, VaWindow window, DeviceProperties properties) {
+        PrimaryContext context = PrimaryContext.retain(CudaDriverFfm.deviceGet(ordinal));
+        try {
+            context.makeCurrent();
+            long granularity = CudaDriverFfm.allocationGranularity(ordinal);
+            if (granularity <= 0 || VaWindow.GRANULARITY % granularity != 0) {
+                throw new VgpuException(ErrorCode.CUDA_ERROR_NOT_SUPPORTED, "GPU " + ordinal + " maps memory in units of "
+                        + granularity + " bytes, which do not divide vgpu's window granularity of " + VaWindow.GRANULARITY);
+            }
+            return new NativeGpu(window, ordinal, properties, context, WindowReservation.reserve(window));
+        } catch (RuntimeException e) {
+            try {
+                context.close();
+            } catch (RuntimeException suppressed) {
+                e.addSuppressed(suppressed);
+            }
+            throw e;
+        }
+    }
+
+    @Override
+    public String backendName() {
+        return NativeBackend.NAME;
+    }
+
+    @Override
+    public DeviceProperties deviceProperties() {
+        return properties;
+    }
+
+    @Override
+    public MemoryInfo memGetInfo() {
+        ensureOpen();
+        context.makeCurrent();
+        long[] free = new long[1];
+        long[] total = new long[1];
+        CudaErrors.check(JCudaDriver.cuMemGetInfo(free, total), "cuMemGetInfo");
+        return new MemoryInfo(free[0], total[0]);
+    }
+
+    // ---- pinned host memory
+
+    @Override
+    public MemorySegment memAllocHost(long bytes) {
+        ensureOpen();
+        if (bytes <= 0) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "host allocation size must be > 0, got " + bytes);
+        }
+        context.makeCurrent();
+        long address = CudaDriverFfm.memAllocHost(bytes);
+        Arena arena = Arena.ofShared();
+        MemorySegment segment = MemorySegment.ofAddress(address).reinterpret(bytes, arena, unused -> {
+            context.makeCurrent();
+            CudaDriverFfm.memFreeHost(address);
+        });
+        hostAllocations.put(address, arena);
+        return segment;
+    }
+
+    @Override
+    public void memFreeHost(MemorySegment hostMemory) {
+        ensureOpen();
+        Arena arena = hostMemory == null ? null : hostAllocations.remove(hostMemory.address());
+        if (arena == null) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    "host memory was not allocated by memAllocHost of this vGPU");
+        }
+        arena.close();
+    }
+
+    // ---- modules and functions
+
+    @Override
+    protected CUmodule doModuleLoad(ModuleImage image) {
+        context.makeCurrent();
+        CUmodule module = new CUmodule();
+        byte[] driverImage = image.driverImage();
+        // The JIT's error log says what is wrong with a PTX image, which the CUresult alone does not.
+        JITOptions options = new JITOptions();
+        options.putBytes(CUjit_option.CU_JIT_ERROR_LOG_BUFFER, new byte[JIT_LOG_BYTES]);
+        options.putInt(CUjit_option.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, JIT_LOG_BYTES);
+        int result = JCudaDriver.cuModuleLoadDataJIT(module, Pointer.to(driverImage), options);
+        if (result != CudaErrors.CUDA_SUCCESS) {
+            String log = options.getString(CUjit_option.CU_JIT_ERROR_LOG_BUFFER);
+            throw CudaErrors.failure(result, "cuModuleLoadData(" + image.format() + ", " + driverImage.length + " bytes)"
+                    + (log == null || log.isBlank() ? "" : " with JIT log \"" + log.strip() + "\""));
+        }
+        return module;
+    }
+
+    @Override
+    protected void doModuleUnload(CUmodule module) {
+        context.makeCurrent();
+        CudaErrors.check(JCudaDriver.cuModuleUnload(module), "cuModuleUnload");
+    }
+
+    @Override
+    protected Function doGetFunction(CUmodule module, String kernelName) {
+        context.makeCurrent();
+        CUfunction function = new CUfunction();
+        int result = JCudaDriver.cuModuleGetFunction(function, module, kernelName);
+        if (result == CUresult.CUDA_ERROR_NOT_FOUND) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_NOT_FOUND, "module has no kernel named '" + kernelName + "'");
+        }
+        CudaErrors.check(result, "cuModuleGetFunction(" + kernelName + ")");
+        return new Function(function, kernelName);
+    }
+
+    @Override
+    protected KernelSignature doBinarySignature(Function function, String kernelName) {
+        context.makeCurrent();
+        List<Integer> sizes = CudaDriverFfm.parameterSizes(JCudaInterop.nativeHandle(function.handle()), kernelName);
+        return new KernelSignature(kernelName, sizes);
+    }
+
+    // ---- device memory in the window
+
+    /**
+     * Creates physical memory, maps it at the allocation's address and opens it to the device; a
+     * failed step undoes the earlier ones. The creation handle is released at once because the
+     * mapping keeps the memory alive: unmapping alone then frees it, and no handle table is needed.
+     */
+    @Override
+    protected void doMap(Allocation allocation) {
+        long address = allocation.address();
+        long bytes = allocation.mappedBytes();
+        long handle = CudaDriverFfm.memCreate(bytes, ordinal);
+        try {
+            CudaDriverFfm.memMap(address, bytes, handle);
+        } catch (RuntimeException e) {
+            releaseAfterFailure(handle, e);
+            throw e;
+        }
+        try {
+            CudaDriverFfm.memSetAccess(address, bytes, ordinal);
+        } catch (RuntimeException e) {
+            try {
+                CudaDriverFfm.memUnmap(address, bytes);
+            } catch (RuntimeException suppressed) {
+                e.addSuppressed(suppressed);
+            }
+            releaseAfterFailure(handle, e);
+            throw e;
+        }
+        CudaDriverFfm.memRelease(handle);
+    }
+
+    private static void releaseAfterFailure(long handle, RuntimeException failure) {
+        try {
+            CudaDriverFfm.memRelease(handle);
+        } catch (RuntimeException suppressed) {
+            failure.addSuppressed(suppressed);
+        }
+    }
+
+    /**
+     * Waits for the device before unmapping, as cuMemFree does implicitly: unmapping memory that
+     * queued work still uses would fault that work.
+     */
+    @Override
+    protected void doUnmap(Allocation allocation) {
+        doCtxSynchronize();
+        CudaDriverFfm.memUnmap(allocation.address(), allocation.mappedBytes());
+    }
+
+    // ---- copies and memsets
+
+    @Override
+    protected void doMemcpyHtoD(long dst, MemorySegment src, long bytes, CUstream stream, boolean async) {
+        context.makeCurrent();
+        Pointer host = JCudaInterop.hostPointer(src, bytes);
+        int result = async
+                ? JCudaDriver.cuMemcpyHtoDAsync(JCudaInterop.devicePointer(dst), host, bytes, stream)
+                : JCudaDriver.cuMemcpyHtoD(JCudaInterop.devicePointer(dst), host, bytes);
+        if (result != CudaErrors.CUDA_SUCCESS) {
+            throw CudaErrors.failure(result, String.format("%s(0x%x, %d bytes)",
+                    async ? "cuMemcpyHtoDAsync" : "cuMemcpyHtoD", dst, bytes));
+        }
+    }
+
+    @Override
+    protected void doMemcpyDtoH(MemorySegment dst, long src, long bytes, CUstream stream, boolean async) {
+        context.makeCurrent();
+        Pointer host = JCudaInterop.hostPointer(dst, bytes);
+        int result = async
+                ? JCudaDriver.cuMemcpyDtoHAsync(host, JCudaInterop.devicePointer(src), bytes, stream)
+                : JCudaDriver.cuMemcpyDtoH(host, JCudaInterop.devicePointer(src), bytes);
+        if (result != CudaErrors.CUDA_SUCCESS) {
+            throw CudaErrors.failure(result, String.format("%s(0x%x, %d bytes)",
+                    async ? "cuMemcpyDtoHAsync" : "cuMemcpyDtoH", src, bytes));
+        }
+    }
+
+    @Override
+    protected void doMemcpyDtoD(long dst, long src, long bytes, CUstream stream, boolean async) {
+        context.makeCurrent();
+        int result = async
+                ? JCudaDriver.cuMemcpyDtoDAsync(JCudaInterop.devicePointer(dst), JCudaInterop.devicePointer(src), bytes, stream)
+                : JCudaDriver.cuMemcpyDtoD(JCudaInterop.devicePointer(dst), JCudaInterop.devicePointer(src), bytes);
+        if (result != CudaErrors.CUDA_SUCCESS) {
+            throw CudaErrors.failure(result, String.format("%s(0x%x <- 0x%x, %d bytes)",
+                    async ? "cuMemcpyDtoDAsync" : "cuMemcpyDtoD", dst, src, bytes));
+        }
+    }
+
+    @Override
+    protected void doMemset(long dst, int value, int elementSize, long count, CUstream stream, boolean async) {
+        context.makeCurrent();
+        int result;
+        if (elementSize == 1) {
+            result = async
+                    ? JCudaDriver.cuMemsetD8Async(JCudaInterop.devicePointer(dst), (byte) value, count, stream)
+                    : JCudaDriver.cuMemsetD8(JCudaInterop.devicePointer(dst), (byte) value, count);
+        } else {
+            result = async
+                    ? JCudaDriver.cuMemsetD32Async(JCudaInterop.devicePointer(dst), value, count, stream)
+                    : JCudaDriver.cuMemsetD32(JCudaInterop.devicePointer(dst), value, count);
+        }
+        if (result != CudaErrors.CUDA_SUCCESS) {
+            throw CudaErrors.failure(result, String.format("cuMemsetD%d%s(0x%x, 0x%x, %d)",
+                    elementSize * 8, async ? "Async" : "", dst, value, count));
+        }
+    }
+
+    // ---- launch
+
+    @Override
+    protected void doLaunch(Function function, Dim3 grid, Dim3 block, int sharedMemBytes, CUstream stream, KernelArgs args) {
+        context.makeCurrent();
+        Pointer kernelParams = args.count() == 0 ? null : KernelParameterBuffer.forCurrentThread().marshal(args);
+        int result = JCudaDriver.cuLaunchKernel(function.handle(), grid.x(), grid.y(), grid.z(),
+                block.x(), block.y(), block.z(), sharedMemBytes, stream, kernelParams, null);
+        if (result != CudaErrors.CUDA_SUCCESS) {
+            throw CudaErrors.failure(result, "cuLaunchKernel(" + function.name() + ", grid " + grid + ", block " + block
+                    + ", " + sharedMemBytes + " bytes shared, args " + args + ")");
+        }
+    }
+
+    // ---- streams, events, synchronization
+
+    @Override
+    protected CUstream defaultStream() {
+        return DEFAULT_STREAM;
+    }
+
+    @Override
+    protected CUstream doStreamCreate() {
+        context.makeCurrent();
+        CUstream stream = new CUstream();
+        CudaErrors.check(JCudaDriver.cuStreamCreate(stream, 0), "cuStreamCreate");
+        return stream;
+    }
+
+    @Override
+    protected void doStreamSynchronize(CUstream stream) {
+        context.makeCurrent();
+        CudaErrors.check(JCudaDriver.cuStreamSynchronize(stream), "cuStreamSynchronize");
+    }
+
+    @Override
+    protected void doStreamDestroy(CUstream stream) {
+        context.makeCurrent();
+        CudaErrors.check(JCudaDriver.cuStreamDestroy(stream), "cuStreamDestroy");
+    }
+
+    @Override
+    protected CUevent doEventCreate() {
+        context.makeCurrent();
+        CUevent event = new CUevent();
+        CudaErrors.check(JCudaDriver.cuEventCreate(event, 0), "cuEventCreate");
+        return event;
+    }
+
+    @Override
+    protected void doEventRecord(CUevent event, CUstream stream) {
+        context.makeCurrent();
+        CudaErrors.check(JCudaDriver.cuEventRecord(event, stream), "cuEventRecord");
+    }
+
+    @Override
+    protected void doEventSynchronize(CUevent event) {
+        context.makeCurrent();
+        CudaErrors.check(JCudaDriver.cuEventSynchronize(event), "cuEventSynchronize");
+    }
+
+    @Override
+    protected float doEventElapsedTime(CUevent start, CUevent end) {
+        context.makeCurrent();
+        float[] milliseconds = new float[1];
+        CudaErrors.check(JCudaDriver.cuEventElapsedTime(milliseconds, start, end), "cuEventElapsedTime");
+        return milliseconds[0];
+    }
+
+    @Override
+    protected void doEventDestroy(CUevent event) {
+        context.makeCurrent();
+        CudaErrors.check(JCudaDriver.cuEventDestroy(event), "cuEventDestroy");
+    }
+
+    @Override
+    protected void doCtxSynchronize() {
+        context.makeCurrent();
+        CudaErrors.check(JCudaDriver.cuCtxSynchronize(), "cuCtxSynchronize");
+    }
+
+    /** Frees pinned host memory, then the window, then the context reference (try-with-resources order). */
+    @Override
+    protected void doClose() {
+        try (PrimaryContext ownContext = context; WindowReservation ownWindow = reservation) {
+            for (Long address : List.copyOf(hostAllocations.keySet())) {
+                Arena arena = hostAllocations.remove(address);
+                if (arena != null) {
+                    arena.close();
+                }
+            }
+        }
+    }
+}
