@@ -34,6 +34,7 @@ import org.vgpu.runtime.api.VgpuException;
  * libcuda is looked up once per process. Where it is missing, the class still loads (its struct
  * layouts are usable) and every call reports why the driver is unavailable.
  */
+@SuppressWarnings("restricted") // binding libcuda is this class's purpose; the launcher enables native access
 final class CudaDriverFfm {
     static final String LIBRARY = "libcuda.so.1";
 
@@ -85,8 +86,7 @@ final class CudaDriverFfm {
             MethodHandle cuMemGetAllocationGranularity,
             MethodHandle cuMemAllocHost,
             MethodHandle cuMemFreeHost,
-            /** Null on drivers older than CUDA 12.4. */
-            MethodHandle cuFuncGetParamInfo) {
+            MethodHandle cuFuncGetParamInfo) { // null on drivers older than CUDA 12.4
 
         static Bindings bind(SymbolLookup libcuda) {
             Linker linker = Linker.nativeLinker();

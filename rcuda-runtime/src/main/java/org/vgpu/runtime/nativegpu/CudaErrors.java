@@ -10,20 +10,20 @@ import org.vgpu.runtime.api.VgpuException;
  * that name the call. The driver's own name of the result is kept in the message as well because
  * {@link ErrorCode} lists only the results vgpu reacts to; the rest map to CUDA_ERROR_UNKNOWN.
  */
-final class CudaErrors {
-    static final int CUDA_SUCCESS = 0;
+public final class CudaErrors {
+    public static final int CUDA_SUCCESS = 0;
 
     private CudaErrors() {
     }
 
     /** Throws unless {@code result} is CUDA_SUCCESS; {@code call} names the call and its arguments. */
-    static void check(int result, String call) {
+    public static void check(int result, String call) {
         if (result != CUDA_SUCCESS) {
             throw failure(result, call);
         }
     }
 
-    static VgpuException failure(int result, String call) {
+    public static VgpuException failure(int result, String call) {
         return new VgpuException(ErrorCode.fromNumber(result),
                 call + " failed: " + CUresult.stringFor(result) + " (CUresult " + result + ")");
     }

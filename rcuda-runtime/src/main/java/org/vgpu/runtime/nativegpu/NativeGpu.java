@@ -104,7 +104,9 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
 
     // ---- pinned host memory
 
+    /** The segment is bounded and freed with its own arena, so a use after memFreeHost throws instead of crashing. */
     @Override
+    @SuppressWarnings("restricted") // sizes the driver's pinned allocation, which is exactly bytes long
     public MemorySegment memAllocHost(long bytes) {
         ensureOpen();
         if (bytes <= 0) {
@@ -370,7 +372,7 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
     /** Frees pinned host memory, then the window, then the context reference (try-with-resources order). */
     @Override
     protected void doClose() {
-        try (PrimaryContext ownContext = context; WindowReservation ownWindow = reservation) {
+        try (context; reservation) {
             for (Long address : List.copyOf(hostAllocations.keySet())) {
                 Arena arena = hostAllocations.remove(address);
                 if (arena != null) {
