@@ -18,10 +18,16 @@ final class WindowReservation implements AutoCloseable {
 
     /**
      * Reserves {@code window}. The driver treats the requested address as a hint; any other address
-     * is useless to vgpu, so it is given back and VGPU_WINDOW_UNAVAILABLE names both addresses.
+     * is useless to vgpu, so it is given back and VGPU_WINDOW_UNAVAILABLE names both addresses; a
+     * refusal by the driver is VGPU_WINDOW_UNAVAILABLE too, with the driver's error.
      */
     static WindowReservation reserve(VaWindow window) {
-        long granted = CudaDriverFfm.addressReserve(window.size(), window.base());
+        long granted;
+        try {
+            granted = CudaDriverFfm.addressReserve(window.size(), window.base());
+        } catch (VgpuException e) {
+            throw new VgpuException(ErrorCode.VGPU_WINDOW_UNAVAILABLE, window + ": " + e.getMessage(), e);
+        }
         if (granted != window.base()) {
             CudaDriverFfm.addressFree(granted, window.size());
             throw new VgpuException(ErrorCode.VGPU_WINDOW_UNAVAILABLE, String.format("%s: asked the driver for"
