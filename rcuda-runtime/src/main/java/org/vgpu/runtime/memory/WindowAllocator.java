@@ -62,11 +62,13 @@ public final class WindowAllocator {
         }
         for (Iterator<Map.Entry<Long, Long>> it = free.entrySet().iterator(); it.hasNext(); ) {
             Map.Entry<Long, Long> range = it.next();
-            if (range.getValue() >= rounded) {
-                long address = range.getKey();
+            long address = range.getKey();
+            long length = range.getValue();
+            if (length >= rounded) {
+                // Read before remove: TreeMap reuses a removed entry object for its successor.
                 it.remove();
-                if (range.getValue() > rounded) {
-                    free.put(address + rounded, range.getValue() - rounded);
+                if (length > rounded) {
+                    free.put(address + rounded, length - rounded);
                 }
                 Allocation allocation = new Allocation(address, bytes, rounded);
                 live.put(address, allocation);
