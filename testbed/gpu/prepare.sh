@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Run HERE (a build machine with JDK 25 and Maven) before sending the checkout to a GPU machine that
+# has CUDA but neither Java nor Maven. Stages into .gpu/ (git-ignored):
+#   .gpu/jre.tar.xz   a jlinked Java 25 runtime (made once, by ../shared/tools/gpu-jre.sh)
+#   .gpu/lib/         the module jars and their runtime dependencies (the vgpu launcher's class path)
+#   .gpu/test/        the rcuda-runtime test classes and the JUnit console launcher
+# Then carry .gpu to the GPU machine and run testbed/gpu/run-on-gpu.sh there from the repository root.
+set -euo pipefail
+
+top=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)
+cd "$top"
+export JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
+junit_version=1.13.4
+junit_jar=$HOME/.m2/repository/org/junit/platform/junit-platform-console-standalone/$junit_version/junit-platform-console-standalone-$junit_version.jar
+
+# One reactor run: package builds the module jars and rcuda-runtime's test-jar (tests are compiled,
+# not run); copy-dependencies then resolves rcuda-runtime from this reactor rather than a repository.
+rm -rf .gpu/lib .gpu/test
+mkdir -p .gpu/lib .gpu/test
+mvn -q -B -DskipTests package dependency:copy-dependencies \
+    -DincludeScope=runtime -DoutputDirectory="$top/.gpu/lib"
+cp job-wrapper/target/job-wrapper-*.jar .gpu/lib/
+# copy-dependencies took rcuda-runtime's main jar for job-wrapper; the test-jar goes with the tests.
+cp rcuda-runtime/target/rcuda-runtime-*-tests.jar .gpu/test/
+
+if [ ! -f "$junit_jar" ]; then
+    mvn -q -B dependency:get -Dartifact=org.junit.platform:junit-platform-console-standalone:$junit_version
+fi
+cp "$junit_jar" .gpu/test/
+
+if [ ! -f .gpu/jre.tar.xz ]; then
+    "${VGPU_GPU_JRE_TOOL:-$top/../shared/tools/gpu-jre.sh}"
+fi
+
+echo "prepare: staged for the GPU machine:"
+du -sh .gpu/jre.tar.xz .gpu/lib .gpu/test

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Run ON the GPU machine, from the repository root, after testbed/gpu/prepare.sh staged .gpu/ here.
+# Runs, each with its log in $OUT (default .gpu/out):
+#   nvidia-smi.log   the GPU and driver
+#   tests.log        every test of rcuda-runtime, the `gpu`-tagged ones included (native conformance
+#                    suite, native smoke test); `slurm`-tagged tests need a cluster and are left out
+#   devices.log      vgpu devices
+#   demo.log         vgpu demo --backend native
+#   bench.log        vgpu bench (native backend vs raw JCuda)
+# Every step runs even if an earlier one failed; the exit status is 1 if any failed.
+# Java: $JAVA when set, else the runtime in .gpu/jre.tar.xz unpacked to /tmp/jre.
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$top"
+out=${OUT:-$top/.gpu/out}
+mkdir -p "$out"
+
+if [ -z "${JAVA:-}" ]; then
+    tar xJf .gpu/jre.tar.xz -C /tmp || { echo "run-on-gpu: cannot unpack .gpu/jre.tar.xz (run prepare.sh first)" >&2; exit 2; }
+    JAVA=/tmp/jre/bin/java
+fi
+java=("$JAVA" --enable-native-access=ALL-UNNAMED)
+test_jar=$(ls .gpu/test/rcuda-runtime-*-tests.jar)
+junit_jar=$(ls .gpu/test/junit-platform-console-standalone-*.jar)
+
+failed=0
+step() {
+    local name=$1
+    shift
+    echo "== $name: $*"
+    if "$@" >"$out/$name.log" 2>&1; then
+        echo "== $name: ok"
+    else
+        echo "== $name: FAILED (exit $?)"
+        failed=1
+    fi
+    tail -n 60 "$out/$name.log"
+}
+
+step nvidia-smi nvidia-smi
+step tests "${java[@]}" -cp ".gpu/lib/*:$test_jar:$junit_jar" org.junit.platform.console.ConsoleLauncher execute \
+    --scan-class-path "$test_jar" --exclude-tag slurm --details tree --disable-banner
+step devices "${java[@]}" -cp '.gpu/lib/*' org.vgpu.cli.Vgpu devices
+step demo "${java[@]}" -cp '.gpu/lib/*' org.vgpu.cli.Vgpu demo --backend native
+step bench "${java[@]}" -cp '.gpu/lib/*' org.vgpu.cli.Vgpu bench
+exit $failed
