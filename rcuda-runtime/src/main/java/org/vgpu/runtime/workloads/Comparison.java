@@ -24,9 +24,6 @@ public record Comparison(long compared, long mismatches, double maxAbsError, dou
         }
     }
 
-    /** Nothing compared yet; the start of {@link #and} chains. */
-    public static final Comparison NONE = new Comparison(0, 0, 0, 0, "");
-
     public boolean passed() {
         return mismatches == 0;
     }

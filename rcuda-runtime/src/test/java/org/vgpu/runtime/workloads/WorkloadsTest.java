@@ -1,0 +1,112 @@
+package org.vgpu.runtime.workloads;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.List;
+import java.util.Set;
+import java.util.stream.Stream;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.VaWindow;
+import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.api.VirtualGpu;
+import org.vgpu.runtime.emulated.EmulatedBackend;
+import org.vgpu.runtime.emulated.KernelTwin;
+import org.vgpu.runtime.emulated.KernelTwinRegistry;
+import org.vgpu.runtime.kernels.TestKernels;
+
+/** Every workload passes on the CPU emulation, frees what it allocated, and fails when the device is wrong. */
+class WorkloadsTest {
+    private static final long MEMORY = 1L << 30;
+
+    static Stream<Arguments> workloadsAndSeeds() {
+        return Workloads.all().stream().flatMap(workload -> Stream.of(Arguments.of(workload, 1L), Arguments.of(workload, 2L)));
+    }
+
+    @ParameterizedTest(name = "{0} seed {1}")
+    @MethodSource("workloadsAndSeeds")
+    void passesOnTheCpuEmulationAndFreesEverything(Workload workload, long seed) {
+        try (EmulatedBackend backend = new EmulatedBackend(1, MEMORY, TestKernels.twins());
+             VirtualGpu gpu = backend.open(0, VaWindow.forVgpu(1))) {
+            WorkloadResult result = workload.run(gpu, 1, seed);
+            assertTrue(result.passed(), result.errorSummary());
+            assertEquals(workload.name(), result.workload());
+            assertEquals(EmulatedBackend.NAME, result.backend());
+            assertTrue(result.comparison().compared() > 0);
+            assertFalse(result.detail().isBlank());
+            assertEquals(MEMORY, gpu.memGetInfo().free(), "everything the workload allocated is freed");
+        }
+    }
+
+    @Test
+    void aLargerScaleIsALargerProblem() {
+        try (EmulatedBackend backend = new EmulatedBackend(1, MEMORY, TestKernels.twins());
+             VirtualGpu gpu = backend.open(0, VaWindow.forVgpu(0))) {
+            WorkloadResult result = new VectorAddWorkload().run(gpu, 3, 7);
+            assertTrue(result.passed(), result.errorSummary());
+            assertEquals(3L * VectorAddWorkload.DEFAULT_LENGTH, result.comparison().compared());
+        }
+    }
+
+    @Test
+    void namesAreUniqueAndFindable() {
+        List<String> names = Workloads.names();
+        assertEquals(names.size(), Set.copyOf(names).size(), names.toString());
+        for (String name : names) {
+            assertEquals(name, Workloads.named(name).orElseThrow().name());
+        }
+        assertTrue(Workloads.named("no-such-workload").isEmpty());
+    }
+
+    @Test
+    void aScaleBelowOneIsRefused() {
+        try (EmulatedBackend backend = new EmulatedBackend(1, MEMORY, TestKernels.twins());
+             VirtualGpu gpu = backend.open(0, VaWindow.forVgpu(0))) {
+            VgpuException e = assertThrows(VgpuException.class, () -> new SaxpyWorkload().run(gpu, 0, 1));
+            assertEquals(ErrorCode.CUDA_ERROR_INVALID_VALUE, e.code());
+        }
+    }
+
+    /** A device that gets one value one ulp wrong must fail the exact check and name the value. */
+    @Test
+    void aWrongDeviceResultFailsTheWorkload() {
+        KernelTwinRegistry twins = TestKernels.twins();
+        KernelTwin saxpy = twins.require(TestKernels.SAXPY);
+        twins.register(TestKernels.SAXPY, (grid, block, args, memory) -> {
+            saxpy.run(grid, block, args, memory);
+            MemorySegment y = memory.segment(args.pointer(3) + 5 * Float.BYTES, Float.BYTES);
+            y.set(ValueLayout.JAVA_FLOAT_UNALIGNED, 0, Math.nextUp(y.get(ValueLayout.JAVA_FLOAT_UNALIGNED, 0)));
+        });
+        try (EmulatedBackend backend = new EmulatedBackend(1, MEMORY, twins);
+             VirtualGpu gpu = backend.open(0, VaWindow.forVgpu(0))) {
+            WorkloadResult result = new SaxpyWorkload().run(gpu, 1, 1);
+            assertFalse(result.passed());
+            assertEquals(1, result.comparison().mismatches());
+            assertTrue(result.errorSummary().contains("y[5]"), result.errorSummary());
+        }
+    }
+
+    /** A kernel fault ends the run with the vGPU's error, and the run's allocations are still freed. */
+    @Test
+    void aKernelFaultIsThrownAndNothingLeaks() {
+        KernelTwinRegistry twins = TestKernels.twins().register(TestKernels.POINTER_CHASE, (grid, block, args, memory) -> {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_ILLEGAL_ADDRESS, "injected fault");
+        });
+        try (EmulatedBackend backend = new EmulatedBackend(1, MEMORY, twins);
+             VirtualGpu gpu = backend.open(0, VaWindow.forVgpu(0))) {
+            VgpuException e = assertThrows(VgpuException.class, () -> new PointerChaseWorkload().run(gpu, 1, 1));
+            assertEquals(ErrorCode.CUDA_ERROR_ILLEGAL_ADDRESS, e.code());
+            assertTrue(e.getMessage().contains("injected fault"), e.getMessage());
+            assertEquals(MEMORY, gpu.memGetInfo().free());
+        }
+    }
+}
