@@ -3,7 +3,8 @@
 # has CUDA but neither Java nor Maven. Stages into .gpu/ (git-ignored):
 #   .gpu/jre.tar.xz   a jlinked Java 25 runtime (made once, by ../shared/tools/gpu-jre.sh)
 #   .gpu/lib/         the module jars and their runtime dependencies (the vgpu launcher's class path)
-#   .gpu/test/        the rcuda-runtime test classes and the JUnit console launcher
+#   .gpu/test/        the rcuda-runtime test classes (a directory: the jlinked runtime has no zip
+#                     file system, which JUnit needs to scan a jar) and the JUnit console launcher
 # Then carry .gpu to the GPU machine and run testbed/gpu/run-on-gpu.sh there from the repository root.
 set -euo pipefail
 
@@ -20,8 +21,8 @@ mkdir -p .gpu/lib .gpu/test
 mvn -q -B -DskipTests package dependency:copy-dependencies \
     -DincludeScope=runtime -DoutputDirectory="$top/.gpu/lib"
 cp job-wrapper/target/job-wrapper-*.jar .gpu/lib/
-# copy-dependencies took rcuda-runtime's main jar for job-wrapper; the test-jar goes with the tests.
-cp rcuda-runtime/target/rcuda-runtime-*-tests.jar .gpu/test/
+# copy-dependencies took rcuda-runtime's main jar for job-wrapper; the tests go beside JUnit.
+cp -r rcuda-runtime/target/test-classes .gpu/test/classes
 
 if [ ! -f "$junit_jar" ]; then
     mvn -q -B dependency:get -Dartifact=org.junit.platform:junit-platform-console-standalone:$junit_version

@@ -21,7 +21,7 @@ if [ -z "${JAVA:-}" ]; then
     JAVA=/tmp/jre/bin/java
 fi
 java=("$JAVA" --enable-native-access=ALL-UNNAMED)
-test_jar=$(ls .gpu/test/rcuda-runtime-*-tests.jar)
+test_classes=.gpu/test/classes
 junit_jar=$(ls .gpu/test/junit-platform-console-standalone-*.jar)
 
 failed=0
@@ -39,8 +39,8 @@ step() {
 }
 
 step nvidia-smi nvidia-smi
-step tests "${java[@]}" -cp ".gpu/lib/*:$test_jar:$junit_jar" org.junit.platform.console.ConsoleLauncher execute \
-    --scan-class-path "$test_jar" --exclude-tag slurm --details tree --disable-banner
+step tests "${java[@]}" -cp ".gpu/lib/*:$test_classes:$junit_jar" org.junit.platform.console.ConsoleLauncher execute \
+    --scan-class-path "$test_classes" --exclude-tag slurm --fail-if-no-tests --details tree --disable-banner
 step devices "${java[@]}" -cp '.gpu/lib/*' org.vgpu.cli.Vgpu devices
 step demo "${java[@]}" -cp '.gpu/lib/*' org.vgpu.cli.Vgpu demo --backend native
 step bench "${java[@]}" -cp '.gpu/lib/*' org.vgpu.cli.Vgpu bench

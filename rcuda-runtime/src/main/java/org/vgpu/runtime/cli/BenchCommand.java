@@ -63,14 +63,14 @@ public final class BenchCommand implements Subcommand {
                         .desc("asynchronous empty launches per trial (default 20000); synchronous launches and 4 KiB"
                                 + " copies run a tenth of that, 256 MiB copies " + LARGE_COPIES_PER_TRIAL).get())
                 .addOption(Option.builder().longOpt("trials").hasArg().argName("N")
-                        .desc("timed trials whose median is reported (default 9), after " + WARM_UP_TRIALS + " warm-up trials").get());
+                        .desc("timed trials whose median is reported (default 15), after " + WARM_UP_TRIALS + " warm-up trials").get());
     }
 
     @Override
     public int run(CommandLine line, PrintStream out, PrintStream err) throws ParseException {
         int device = CommandLines.intValue(line, "device", 0, 0);
         int iterations = CommandLines.intValue(line, "iterations", 20_000, 10);
-        int trials = CommandLines.intValue(line, "trials", 9, 1);
+        int trials = CommandLines.intValue(line, "trials", 15, 1);
         try (NativeBackend backend = NativeBackend.load()) {
             if (device >= backend.deviceCount()) {
                 throw new ParseException("--device must be < " + backend.deviceCount() + " (the GPUs of this machine), got " + device);
@@ -80,7 +80,8 @@ public final class BenchCommand implements Subcommand {
                 out.printf("vgpu bench on GPU %d: %s; Java %s%n", device, gpu.deviceProperties().describe(),
                         Runtime.version());
                 out.printf("%d trials after %d warm-up trials, median per operation; raw JCuda and vgpu share the"
-                        + " device's primary context%n%n", trials, WARM_UP_TRIALS);
+                        + " device's primary context; the ratio range spans the trials' own ratios (their noise)%n%n",
+                        trials, WARM_UP_TRIALS);
                 List<Operation> operations = operations(gpu, raw, iterations);
                 for (int trial = 0; trial < WARM_UP_TRIALS + trials; trial++) {
                     boolean record = trial >= WARM_UP_TRIALS;
@@ -165,14 +166,16 @@ public final class BenchCommand implements Subcommand {
     }
 
     private static void printTable(List<Operation> operations, PrintStream out) {
-        String format = "%-44s %22s %22s %9s %12s%n";
-        out.printf(format, "operation", "raw JCuda", "vgpu", "vgpu/raw", "goal <= " + GOAL_RATIO);
+        String format = "%-44s %22s %22s %9s %14s %12s%n";
+        out.printf(format, "operation", "raw JCuda", "vgpu", "vgpu/raw", "ratio range", "goal <= " + GOAL_RATIO);
         for (Operation operation : operations) {
             double rawNanos = operation.raw.median();
             double vgpuNanos = operation.vgpu.median();
             double ratio = vgpuNanos / rawNanos;
+            double[] trialRatios = operation.trialRatios();
             out.printf(format, operation.name, operation.describe(rawNanos), operation.describe(vgpuNanos),
-                    String.format("%.3f", ratio), ratio <= GOAL_RATIO ? "yes" : "NO");
+                    String.format("%.3f", ratio), String.format("%.3f-%.3f", trialRatios[0], trialRatios[trialRatios.length - 1]),
+                    ratio <= GOAL_RATIO ? "yes" : "NO");
         }
     }
 
@@ -193,6 +196,14 @@ public final class BenchCommand implements Subcommand {
             if (record) {
                 nanos.add((double) elapsed / repetitions);
             }
+        }
+
+        double at(int trial) {
+            return nanos.get(trial);
+        }
+
+        int count() {
+            return nanos.size();
         }
 
         double median() {
@@ -228,6 +239,16 @@ public final class BenchCommand implements Subcommand {
                 vgpu.time(vgpuBody, repetitions, record);
                 raw.time(rawBody, repetitions, record);
             }
+        }
+
+        /** vgpu/raw of each timed trial, sorted. */
+        double[] trialRatios() {
+            double[] ratios = new double[raw.count()];
+            for (int trial = 0; trial < ratios.length; trial++) {
+                ratios[trial] = vgpu.at(trial) / raw.at(trial);
+            }
+            Arrays.sort(ratios);
+            return ratios;
         }
 
         /** Microseconds per call for small operations; milliseconds and bandwidth for 256 MiB copies. */

@@ -27,4 +27,10 @@ public final class CudaErrors {
         return new VgpuException(ErrorCode.fromNumber(result),
                 call + " failed: " + CUresult.stringFor(result) + " (CUresult " + result + ")");
     }
+
+    /** As {@link #failure(int, String)}, followed by what else the driver said, such as a JIT log. */
+    public static VgpuException failure(int result, String call, String driverOutput) {
+        return new VgpuException(ErrorCode.fromNumber(result),
+                call + " failed: " + CUresult.stringFor(result) + " (CUresult " + result + "): " + driverOutput);
+    }
 }

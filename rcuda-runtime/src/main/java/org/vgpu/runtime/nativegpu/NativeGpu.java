@@ -147,9 +147,11 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
         options.putInt(CUjit_option.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, JIT_LOG_BYTES);
         int result = JCudaDriver.cuModuleLoadDataJIT(module, Pointer.to(driverImage), options);
         if (result != CudaErrors.CUDA_SUCCESS) {
+            String call = "cuModuleLoadData(" + image.format() + ", " + driverImage.length + " bytes)";
             String log = options.getString(CUjit_option.CU_JIT_ERROR_LOG_BUFFER);
-            throw CudaErrors.failure(result, "cuModuleLoadData(" + image.format() + ", " + driverImage.length + " bytes)"
-                    + (log == null || log.isBlank() ? "" : " with JIT log \"" + log.strip() + "\""));
+            throw log == null || log.isBlank()
+                    ? CudaErrors.failure(result, call)
+                    : CudaErrors.failure(result, call, "JIT log: " + log.strip());
         }
         return module;
     }
