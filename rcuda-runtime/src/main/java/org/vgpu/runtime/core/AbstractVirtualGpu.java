@@ -1,6 +1,10 @@
 package org.vgpu.runtime.core;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
@@ -43,6 +47,8 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
     private final HandleTable<LoadedFunction<F>> functions = new HandleTable<>("function");
     private final HandleTable<S> streams = new HandleTable<>("stream");
     private final HandleTable<E> events = new HandleTable<>("event");
+    /** Pinned host allocations by address, each freed by closing its arena. */
+    private final Map<Long, Arena> hostAllocations = new ConcurrentHashMap<>();
     private volatile boolean closed;
 
     protected AbstractVirtualGpu(VaWindow window, long granularity) {
@@ -72,6 +78,12 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
 
     /** Backs {@code allocation}'s range with device memory at exactly its address. */
     protected abstract void doMap(Allocation allocation);
+
+    /**
+     * Page-locked host memory of {@code bytes}, bound to {@code arena}: closing the arena must free
+     * it, so that a segment used after {@link #memFreeHost} throws instead of touching freed memory.
+     */
+    protected abstract MemorySegment doAllocHost(long bytes, Arena arena);
 
     protected abstract void doUnmap(Allocation allocation);
 
@@ -107,7 +119,7 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
 
     protected abstract void doCtxSynchronize();
 
-    /** Releases the window and the device context after everything else is gone. */
+    /** Releases the window and the device context after everything else, host memory included, is gone. */
     protected abstract void doClose();
 
     // ---- VirtualGpu
@@ -160,6 +172,35 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
     public void memFree(long address) {
         ensureOpen();
         doUnmap(allocator.release(address));
+    }
+
+    @Override
+    public MemorySegment memAllocHost(long bytes) {
+        ensureOpen();
+        if (bytes <= 0) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "host allocation size must be > 0, got " + bytes);
+        }
+        Arena arena = Arena.ofShared();
+        MemorySegment segment;
+        try {
+            segment = doAllocHost(bytes, arena);
+        } catch (RuntimeException e) {
+            arena.close();
+            throw e;
+        }
+        hostAllocations.put(segment.address(), arena);
+        return segment;
+    }
+
+    @Override
+    public void memFreeHost(MemorySegment hostMemory) {
+        ensureOpen();
+        Arena arena = hostMemory == null ? null : hostAllocations.remove(hostMemory.address());
+        if (arena == null) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    "host memory was not allocated by memAllocHost of this vGPU");
+        }
+        arena.close();
     }
 
     @Override
@@ -304,37 +345,28 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
             return;
         }
         closed = true;
-        RuntimeException failure = null;
+        FailureCollector failures = new FailureCollector();
         for (E event : events.drain()) {
-            failure = attempt(failure, () -> doEventDestroy(event));
+            failures.attempt(() -> doEventDestroy(event));
         }
         for (S stream : streams.drain()) {
-            failure = attempt(failure, () -> doStreamDestroy(stream));
+            failures.attempt(() -> doStreamDestroy(stream));
         }
         functions.drain();
         for (LoadedModule<M> module : modules.drain()) {
-            failure = attempt(failure, () -> doModuleUnload(module.module()));
+            failures.attempt(() -> doModuleUnload(module.module()));
         }
         for (Allocation allocation : allocator.liveAllocations()) {
-            failure = attempt(failure, () -> doUnmap(allocator.release(allocation.address())));
+            failures.attempt(() -> doUnmap(allocator.release(allocation.address())));
         }
-        failure = attempt(failure, this::doClose);
-        if (failure != null) {
-            throw failure;
-        }
-    }
-
-    private static RuntimeException attempt(RuntimeException earlier, Runnable step) {
-        try {
-            step.run();
-            return earlier;
-        } catch (RuntimeException e) {
-            if (earlier == null) {
-                return e;
+        for (Long address : List.copyOf(hostAllocations.keySet())) {
+            Arena arena = hostAllocations.remove(address);
+            if (arena != null) {
+                failures.attempt(arena::close);
             }
-            earlier.addSuppressed(e);
-            return earlier;
         }
+        failures.attempt(this::doClose);
+        failures.rethrow();
     }
 
     // ---- checks

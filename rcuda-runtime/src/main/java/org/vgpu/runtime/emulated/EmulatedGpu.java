@@ -4,7 +4,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
@@ -51,7 +50,6 @@ final class EmulatedGpu extends AbstractVirtualGpu<EmulatedGpu.Module, EmulatedG
     private final KernelTwinRegistry twins;
     /** Host memory behind each live allocation, by device address. */
     private final ConcurrentSkipListMap<Long, Backing> backing = new ConcurrentSkipListMap<>();
-    private final Map<Long, Arena> hostAllocations = new ConcurrentHashMap<>();
     private final AtomicReference<VgpuException> pendingKernelFault = new AtomicReference<>();
 
     private record Backing(Arena arena, MemorySegment segment, long address) {
@@ -154,26 +152,10 @@ final class EmulatedGpu extends AbstractVirtualGpu<EmulatedGpu.Module, EmulatedG
         deviceUsedBytes.addAndGet(-allocation.mappedBytes());
     }
 
+    /** Emulated "pinned" memory is plain native memory: there is no DMA engine to pin it for. */
     @Override
-    public MemorySegment memAllocHost(long bytes) {
-        ensureOpen();
-        if (bytes <= 0) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "host allocation size must be > 0, got " + bytes);
-        }
-        Arena arena = Arena.ofShared();
-        MemorySegment segment = arena.allocate(bytes, 64);
-        hostAllocations.put(segment.address(), arena);
-        return segment;
-    }
-
-    @Override
-    public void memFreeHost(MemorySegment hostMemory) {
-        ensureOpen();
-        Arena arena = hostMemory == null ? null : hostAllocations.remove(hostMemory.address());
-        if (arena == null) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "host memory was not allocated by memAllocHost of this vGPU");
-        }
-        arena.close();
+    protected MemorySegment doAllocHost(long bytes, Arena arena) {
+        return arena.allocate(bytes, 64);
     }
 
     // ---- copies, memsets: executed at once; synchronous ones first report a pending kernel fault
@@ -279,10 +261,6 @@ final class EmulatedGpu extends AbstractVirtualGpu<EmulatedGpu.Module, EmulatedG
 
     @Override
     protected void doClose() {
-        for (Arena arena : hostAllocations.values()) {
-            arena.close();
-        }
-        hostAllocations.clear();
     }
 
     /** A synchronizing call reports the first kernel fault since the last report, as CUDA does. */

@@ -3,8 +3,6 @@ package org.vgpu.runtime.nativegpu;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
-import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 
 import jcuda.Pointer;
 import jcuda.driver.CUevent;
@@ -49,8 +47,6 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
     private final DeviceProperties properties;
     private final PrimaryContext context;
     private final WindowReservation reservation;
-    /** Pinned host allocations by address; closing an arena frees its memory and invalidates the segment. */
-    private final Map<Long, Arena> hostAllocations = new ConcurrentHashMap<>();
 
     private NativeGpu(VaWindow window, int ordinal, DeviceProperties properties, PrimaryContext context,
                       WindowReservation reservation) {
@@ -104,34 +100,16 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
 
     // ---- pinned host memory
 
-    /** The segment is bounded and freed with its own arena, so a use after memFreeHost throws instead of crashing. */
+    /** cuMemAllocHost memory, bounded to its size and freed by cuMemFreeHost when the arena closes. */
     @Override
     @SuppressWarnings("restricted") // sizes the driver's pinned allocation, which is exactly bytes long
-    public MemorySegment memAllocHost(long bytes) {
-        ensureOpen();
-        if (bytes <= 0) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "host allocation size must be > 0, got " + bytes);
-        }
+    protected MemorySegment doAllocHost(long bytes, Arena arena) {
         context.makeCurrent();
         long address = CudaDriverFfm.memAllocHost(bytes);
-        Arena arena = Arena.ofShared();
-        MemorySegment segment = MemorySegment.ofAddress(address).reinterpret(bytes, arena, unused -> {
+        return MemorySegment.ofAddress(address).reinterpret(bytes, arena, unused -> {
             context.makeCurrent();
             CudaDriverFfm.memFreeHost(address);
         });
-        hostAllocations.put(address, arena);
-        return segment;
-    }
-
-    @Override
-    public void memFreeHost(MemorySegment hostMemory) {
-        ensureOpen();
-        Arena arena = hostMemory == null ? null : hostAllocations.remove(hostMemory.address());
-        if (arena == null) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE,
-                    "host memory was not allocated by memAllocHost of this vGPU");
-        }
-        arena.close();
     }
 
     // ---- modules and functions
@@ -371,16 +349,11 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
         CudaErrors.check(JCudaDriver.cuCtxSynchronize(), "cuCtxSynchronize");
     }
 
-    /** Frees pinned host memory, then the window, then the context reference (try-with-resources order). */
+    /** Frees the window, then the context reference (try-with-resources closes in reverse order). */
     @Override
     protected void doClose() {
-        try (context; reservation) {
-            for (Long address : List.copyOf(hostAllocations.keySet())) {
-                Arena arena = hostAllocations.remove(address);
-                if (arena != null) {
-                    arena.close();
-                }
-            }
+        try (context) {
+            reservation.close();
         }
     }
 }

@@ -14,6 +14,7 @@ import org.vgpu.runtime.api.KernelArgs;
 import org.vgpu.runtime.api.ModuleHandle;
 import org.vgpu.runtime.api.StreamHandle;
 import org.vgpu.runtime.api.VirtualGpu;
+import org.vgpu.runtime.core.FailureCollector;
 import org.vgpu.runtime.kernels.TestKernels;
 
 /**
@@ -144,30 +145,17 @@ final class DeviceScope implements AutoCloseable {
     /** Frees every allocation, newest first, and unloads the module; the first failure is rethrown after the rest. */
     @Override
     public void close() {
-        RuntimeException failure = null;
+        FailureCollector failures = new FailureCollector();
         while (!allocations.isEmpty()) {
-            failure = attempt(failure, () -> gpu.memFree(allocations.pop()));
+            long address = allocations.pop();
+            failures.attempt(() -> gpu.memFree(address));
         }
         if (module != null) {
             ModuleHandle loaded = module;
             module = null;
-            failure = attempt(failure, () -> gpu.moduleUnload(loaded));
+            failures.attempt(() -> gpu.moduleUnload(loaded));
         }
-        if (failure != null) {
-            throw failure;
-        }
+        failures.rethrow();
     }
 
-    private static RuntimeException attempt(RuntimeException earlier, Runnable step) {
-        try {
-            step.run();
-            return earlier;
-        } catch (RuntimeException e) {
-            if (earlier == null) {
-                return e;
-            }
-            earlier.addSuppressed(e);
-            return earlier;
-        }
-    }
 }
