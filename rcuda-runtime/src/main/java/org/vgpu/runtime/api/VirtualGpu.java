@@ -58,6 +58,14 @@ public interface VirtualGpu extends AutoCloseable {
     /** As {@code cuMemAlloc}: {@code bytes} of device memory at an address inside {@link #window()}. */
     long memAlloc(long bytes);
 
+    /**
+     * vgpu's extension of {@code cuMemAlloc}: {@code bytes} at exactly {@code address}, which must be
+     * granularity-aligned, inside {@link #window()} and free. A remote worker serves the client's
+     * allocations with it, and a migration replays allocations with it, so that every device
+     * pointer keeps its value.
+     */
+    void memAllocAt(long address, long bytes);
+
     /** As {@code cuMemFree}: {@code address} must be the start of a live allocation of this vGPU. */
     void memFree(long address);
 

@@ -158,7 +158,16 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
     @Override
     public long memAlloc(long bytes) {
         ensureOpen();
-        Allocation allocation = allocator.allocate(bytes);
+        return mapOrRelease(allocator.allocate(bytes));
+    }
+
+    @Override
+    public void memAllocAt(long address, long bytes) {
+        ensureOpen();
+        mapOrRelease(allocator.allocateAt(address, bytes));
+    }
+
+    private long mapOrRelease(Allocation allocation) {
         try {
             doMap(allocation);
         } catch (RuntimeException e) {

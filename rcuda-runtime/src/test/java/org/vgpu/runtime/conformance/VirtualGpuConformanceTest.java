@@ -132,6 +132,22 @@ public abstract class VirtualGpuConformanceTest {
     }
 
     @Test
+    void allocationsCanBePlacedAtAGivenAddress() {
+        long placed = gpu.window().base() + 8 * VaWindow.GRANULARITY;
+        gpu.memAllocAt(placed, 5000);
+        gpu.memcpyHtoD(placed + 4992, MemorySegment.ofArray(new long[] {77}), 8);
+        long[] back = new long[1];
+        gpu.memcpyDtoH(MemorySegment.ofArray(back), placed + 4992, 8);
+        assertEquals(77, back[0]);
+        assertEquals(gpu.window().base(), gpu.memAlloc(8 * VaWindow.GRANULARITY), "the range below stays free");
+        assertError(ErrorCode.VGPU_WINDOW_FULL, () -> gpu.memAllocAt(placed, 16), "already taken");
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memAllocAt(placed + 4096, 16), "not aligned");
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memAllocAt(VaWindow.forVgpu(7).base(), 16), "another window");
+        gpu.memFree(placed);
+        gpu.memAllocAt(placed, 16);
+    }
+
+    @Test
     void badAllocationSizesAreRefused() {
         assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memAlloc(0));
         assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memAlloc(-5));
