@@ -1,26 +1,18 @@
 package org.vgpu.cli;
 
 import java.io.PrintStream;
-import java.io.PrintWriter;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
-import org.apache.commons.cli.CommandLine;
-import org.apache.commons.cli.DefaultParser;
-import org.apache.commons.cli.HelpFormatter;
-import org.apache.commons.cli.Option;
-import org.apache.commons.cli.Options;
-import org.apache.commons.cli.ParseException;
-import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.cli.BenchCommand;
 import org.vgpu.runtime.cli.DemoCommand;
 import org.vgpu.runtime.cli.DevicesCommand;
 
 /**
- * The {@code vgpu} launcher: {@code vgpu <subcommand> [options]}. Parses options for every
- * subcommand so that help, usage errors and failures look and exit the same everywhere:
+ * The {@code vgpu} launcher: {@code vgpu <subcommand> [options]}. Every subcommand runs through
+ * {@link SubcommandRunner}, so help, usage errors and failures look and exit the same everywhere:
  * 0 success, 1 the work failed, 2 bad usage.
  */
 public final class Vgpu {
@@ -52,26 +44,7 @@ public final class Vgpu {
             printOverview(err);
             return 2;
         }
-        Options options = command.options()
-                .addOption(Option.builder("h").longOpt("help").desc("show this help").get());
-        try {
-            CommandLine line = new DefaultParser().parse(options, Arrays.copyOfRange(args, 1, args.length));
-            if (line.hasOption("help")) {
-                printUsage(command, options, out);
-                return 0;
-            }
-            if (!line.getArgList().isEmpty()) {
-                throw new ParseException("unexpected argument(s): " + String.join(" ", line.getArgList()));
-            }
-            return command.run(line, out, err);
-        } catch (ParseException e) {
-            err.println("vgpu " + command.name() + ": " + e.getMessage());
-            printUsage(command, options, err);
-            return 2;
-        } catch (VgpuException e) {
-            err.println("vgpu " + command.name() + ": " + e.getMessage());
-            return 1;
-        }
+        return SubcommandRunner.run(command, Arrays.copyOfRange(args, 1, args.length), out, err);
     }
 
     private void printOverview(PrintStream stream) {
@@ -80,12 +53,5 @@ public final class Vgpu {
         for (Subcommand command : commands.values()) {
             stream.printf("  %-10s %s%n", command.name(), command.summary());
         }
-    }
-
-    private static void printUsage(Subcommand command, Options options, PrintStream stream) {
-        PrintWriter writer = new PrintWriter(stream);
-        new HelpFormatter().printHelp(writer, 100, "vgpu " + command.name() + " [options]", command.summary(),
-                options, 2, 4, "");
-        writer.flush();
     }
 }

@@ -44,7 +44,13 @@ public enum ErrorCode {
     /** A backend could not be loaded on this machine (no driver, no library). */
     VGPU_BACKEND_UNAVAILABLE(10004),
     /** The vGPU was closed; no call is accepted any more. */
-    VGPU_CLOSED(10005);
+    VGPU_CLOSED(10005),
+    /** A peer sent a frame that breaks the wire protocol (truncated, oversized, unknown opcode, bad version). */
+    VGPU_PROTOCOL_ERROR(10006),
+    /** A session token was missing, forged, expired or issued for another worker. */
+    VGPU_AUTH_FAILED(10007),
+    /** The connection to a remote GPU worker was lost (the worker died, the network failed, keepalive expired). */
+    VGPU_WORKER_LOST(10008);
 
     private static final Map<Integer, ErrorCode> BY_NUMBER = new HashMap<>();
 
