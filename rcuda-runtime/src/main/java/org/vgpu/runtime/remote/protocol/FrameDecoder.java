@@ -1,0 +1,93 @@
+package org.vgpu.runtime.remote.protocol;
+
+import java.util.List;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.handler.codec.ByteToMessageDecoder;
+
+/**
+ * Splits the byte stream into {@link Frame}s (layout: {@link Frames}) and checks everything the
+ * header says before the body is buffered: the length bounds, a known opcode travelling in the
+ * expected direction, and flags the opcode allows. A violation raises a VGPU_PROTOCOL_ERROR (as a
+ * {@link io.netty.handler.codec.DecoderException} cause) once; from then on every byte is
+ * discarded, since nothing after a broken frame can be trusted, and the handler behind this one
+ * closes the connection. A connection that ends inside a frame raises the same error.
+ */
+public final class FrameDecoder extends ByteToMessageDecoder {
+    private final Opcode.Direction inbound;
+    private boolean broken;
+
+    /** @param inbound the direction of the frames this side receives: a worker reads requests, a client replies */
+    public FrameDecoder(Opcode.Direction inbound) {
+        this.inbound = inbound;
+    }
+
+    @Override
+    protected void decode(ChannelHandlerContext ctx, ByteBuf in, List<Object> out) {
+        if (broken) {
+            in.skipBytes(in.readableBytes());
+            return;
+        }
+        if (in.readableBytes() < Frames.LENGTH_FIELD_BYTES) {
+            return;
+        }
+        int start = in.readerIndex();
+        int length = in.getInt(start);
+        if (length < Frames.MIN_LENGTH || length > Frames.MAX_LENGTH) {
+            throw fail(in, "frame length " + Integer.toUnsignedString(length) + " is outside [" + Frames.MIN_LENGTH
+                    + ", " + Frames.MAX_LENGTH + "]");
+        }
+        if (in.readableBytes() < Frames.HEADER_BYTES) {
+            return;
+        }
+        int code = in.getUnsignedShort(start + 4);
+        int flags = in.getUnsignedShort(start + 6);
+        Opcode opcode = Opcode.fromCode(code);
+        if (opcode == null) {
+            throw fail(in, String.format("unknown opcode 0x%04x", code));
+        }
+        if (opcode.direction() != inbound) {
+            throw fail(in, opcode + " is a " + opcode.direction().name().toLowerCase() + " frame, expected a "
+                    + inbound.name().toLowerCase());
+        }
+        checkFlags(in, opcode, flags);
+        if (in.readableBytes() < Frames.LENGTH_FIELD_BYTES + length) {
+            return;
+        }
+        int requestId = in.getInt(start + 8);
+        ByteBuf body = in.retainedSlice(start + Frames.HEADER_BYTES, length - Frames.MIN_LENGTH);
+        in.skipBytes(Frames.LENGTH_FIELD_BYTES + length);
+        out.add(new Frame(opcode, flags, requestId, body));
+    }
+
+    private void checkFlags(ByteBuf in, Opcode opcode, int flags) {
+        if ((flags & ~Frames.KNOWN_FLAGS) != 0) {
+            throw fail(in, String.format("%s carries unknown flags 0x%04x", opcode, flags));
+        }
+        if ((flags & Frames.FLAG_ASYNC) != 0 && !opcode.mayBeAsync()) {
+            throw fail(in, opcode + " cannot be asynchronous");
+        }
+        if ((flags & Frames.FLAG_MORE) != 0 && opcode != Opcode.MEMCPY_HTOD && opcode != Opcode.DATA) {
+            throw fail(in, opcode + " cannot be split into chunks");
+        }
+    }
+
+    /** Called when the connection ends: bytes left over are a frame cut short. */
+    @Override
+    protected void decodeLast(ChannelHandlerContext ctx, ByteBuf in, List<Object> out) {
+        if (!broken && in.isReadable()) {
+            int expected = in.readableBytes() >= Frames.LENGTH_FIELD_BYTES
+                    ? Frames.LENGTH_FIELD_BYTES + in.getInt(in.readerIndex()) : -1;
+            throw fail(in, "the connection ended inside a frame: " + in.readableBytes() + " of its "
+                    + (expected < 0 ? Frames.LENGTH_FIELD_BYTES + " length-field" : expected) + " bytes arrived");
+        }
+        in.skipBytes(in.readableBytes());
+    }
+
+    private RuntimeException fail(ByteBuf in, String detail) {
+        broken = true;
+        in.skipBytes(in.readableBytes());
+        return Frames.violation(detail);
+    }
+}

@@ -1,0 +1,460 @@
+package org.vgpu.runtime.remote.protocol;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.function.Consumer;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.embedded.EmbeddedChannel;
+import io.netty.handler.codec.DecoderException;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.vgpu.runtime.api.DeviceProperties;
+import org.vgpu.runtime.api.Dim3;
+import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.KernelArgs;
+import org.vgpu.runtime.api.KernelSignature;
+import org.vgpu.runtime.api.MemoryInfo;
+import org.vgpu.runtime.api.VaWindow;
+import org.vgpu.runtime.api.VgpuException;
+
+/**
+ * The frame codec on an {@link EmbeddedChannel}: every opcode survives encode and decode with its
+ * fields and flags, however the bytes are split; truncated, oversized and garbage input is one
+ * clear VGPU_PROTOCOL_ERROR, after which the rest is discarded; and no buffer leaks (Netty's
+ * paranoid leak detector watches every test here).
+ */
+class FrameCodecTest {
+    private static final long BASE = VaWindow.forVgpu(3).base();
+
+    @BeforeAll
+    static void watchLeaks() {
+        NettyLeaks.watch();
+    }
+
+    @AfterAll
+    static void noLeaks() {
+        NettyLeaks.assertNoneReported();
+    }
+
+    // ---- round trips
+
+    @Test
+    void everyRequestSurvivesEncodeAndDecode() {
+        ByteBuf wire = Unpooled.buffer();
+        RequestEncoder encoder = new RequestEncoder().wrap(wire);
+        encoder.hello(1, new Hello(Frames.PROTOCOL_VERSION, "v1.tok.en", VaWindow.forVgpu(3)));
+        encoder.ping(2);
+        encoder.memGetInfo(3);
+        encoder.moduleLoad(4, 7, ".version 8.0".getBytes(StandardCharsets.US_ASCII));
+        encoder.moduleGetFunction(5, 7, 11, "saxpy");
+        encoder.memAllocAt(6, BASE, 4096);
+        encoder.memcpyHtoDChunk(7, false, true, 0, BASE, MemorySegment.ofArray(new byte[] {1, 2, 3, 4}), 1, 2);
+        encoder.memcpyHtoDChunkHeader(7, false, false, 0, BASE + 2, 1);
+        wire.writeByte(9);
+        encoder.memcpyDtoH(8, true, 5, BASE, 1 << 20, 65536);
+        encoder.memcpyDtoD(9, false, 0, BASE + 64, BASE, 64);
+        encoder.memset(10, true, 5, BASE, 0xCAFEBABE, 4, 16);
+        encoder.launchKernel(11, true, 11, Dim3.of(2, 3), Dim3.of(128), 256, 5, KernelArgs.builder()
+                .pointer(BASE).i32(-4).i64(1L << 40).f32(1.5f).f64(-2.25).bytes(new byte[] {8, 9}).build());
+        encoder.streamCreate(12, true, 5);
+        encoder.streamSynchronize(13, 5);
+        encoder.streamDestroy(14, true, 5);
+        encoder.eventCreate(15, true, 2);
+        encoder.eventRecord(16, true, 2, 5);
+        encoder.eventSynchronize(17, 2);
+        encoder.eventElapsedTime(18, 2, 3);
+        encoder.eventDestroy(19, true, 2);
+        encoder.ctxSynchronize(20);
+        encoder.moduleUnload(21, 7);
+        encoder.memFree(22, BASE);
+        encoder.goodbye(23);
+
+        RecordingVisitors.Requests visitor = new RecordingVisitors.Requests();
+        for (Frame frame : decodeAll(Opcode.Direction.REQUEST, wire)) {
+            dispatchAndRelease(frame, f -> RequestDecoder.dispatch(f, visitor));
+        }
+        assertEquals(List.of(
+                "#1 hello v1 vGPU 3 window [0x10c000000000, 0x110000000000) token=v1.tok.en",
+                "#2 ping",
+                "#3 memGetInfo",
+                "#4 moduleLoad 7 .version 8.0",
+                "#5 moduleGetFunction 7 11 saxpy",
+                "#6 memAllocAt 0x10c000000000 4096",
+                "#7 more memcpyHtoD s0 0x10c000000000 0203",
+                "#7 memcpyHtoD s0 0x10c000000002 09",
+                "#8 async memcpyDtoH s5 0x10c000000000 1048576 chunk 65536",
+                "#9 memcpyDtoD s0 0x10c000000040 0x10c000000000 64",
+                "#10 async memset s5 0x10c000000000 0xffffffffcafebabe x4 16",
+                "#11 async launch fn11 Dim3[x=2, y=3, z=1] Dim3[x=128, y=1, z=1] shared 256 s5 [Pointer[address="
+                        + BASE + "], I32[value=-4], I64[value=1099511627776], F32[value=1.5], F64[value=-2.25], Bytes[8, 9]]",
+                "#12 async streamCreate 5",
+                "#13 streamSynchronize 5",
+                "#14 async streamDestroy 5",
+                "#15 async eventCreate 2",
+                "#16 async eventRecord 2 s5",
+                "#17 eventSynchronize 2",
+                "#18 eventElapsedTime 2 3",
+                "#19 async eventDestroy 2",
+                "#20 ctxSynchronize",
+                "#21 moduleUnload 7",
+                "#22 memFree 0x10c000000000",
+                "#23 goodbye"), visitor.calls);
+    }
+
+    @Test
+    void everyReplySurvivesEncodeAndDecode() {
+        DeviceProperties device = new DeviceProperties("NVIDIA H200", 141L << 30, 9, 0, 132, 1024, 32, false);
+        ByteBuf wire = Unpooled.buffer();
+        ReplyEncoder encoder = new ReplyEncoder().wrap(wire);
+        encoder.welcome(1, new Welcome(Frames.PROTOCOL_VERSION, "node7-gpu2", 30_000, device));
+        encoder.pong(2);
+        encoder.ok(3);
+        encoder.ok(4, new MemoryInfo(100, 200));
+        encoder.ok(5, new KernelSignature("k", List.of(8, 4)));
+        encoder.ok(6, 2.5f);
+        encoder.error(7, new VgpuException(ErrorCode.CUDA_ERROR_ILLEGAL_ADDRESS, "kernel touched 0x10"));
+        encoder.dataHeader(8, true, 0, 2);
+        wire.writeBytes(new byte[] {5, 6});
+        encoder.dataHeader(8, false, 2, 1);
+        wire.writeByte(7);
+
+        RecordingVisitors.Replies visitor = new RecordingVisitors.Replies();
+        List<Frame> frames = decodeAll(Opcode.Direction.REPLY, wire);
+        for (Frame frame : frames) {
+            dispatchAndRelease(frame, f -> ReplyDecoder.dispatch(f, visitor));
+        }
+        assertEquals(List.of(
+                "#1 Welcome[protocolVersion=1, workerId=node7-gpu2, idleTimeoutMillis=30000, device=" + device + "]",
+                "#2 pong",
+                "#3 ok ",
+                "#4 ok 000000000000006400000000000000c8",
+                "#5 ok 00020000000800000004",
+                "#6 ok 40200000",
+                "#7 error CUDA_ERROR_ILLEGAL_ADDRESS kernel touched 0x10",
+                "#8 more data @0 0506",
+                "#8 data @2 07"), visitor.calls);
+    }
+
+    @Test
+    void resultsOfOkRepliesReadBack() {
+        ByteBuf wire = Unpooled.buffer();
+        ReplyEncoder encoder = new ReplyEncoder().wrap(wire);
+        encoder.ok(1, new MemoryInfo(123, 456));
+        encoder.ok(2, new KernelSignature("vectorAdd", List.of(8, 8, 8, 4)));
+        encoder.ok(3, 0.75f);
+        encoder.ok(4);
+        List<Object> results = new ArrayList<>();
+        ReplyVisitor reader = new RecordingVisitors.Replies() {
+            @Override
+            public void ok(int requestId, ByteBuf result) {
+                results.add(switch (requestId) {
+                    case 1 -> ReplyDecoder.memoryInfo(result);
+                    case 2 -> ReplyDecoder.kernelSignature("vectorAdd", result);
+                    case 3 -> ReplyDecoder.elapsedMillis(result);
+                    default -> String.valueOf(ReplyDecoder.empty(result));
+                });
+            }
+        };
+        for (Frame frame : decodeAll(Opcode.Direction.REPLY, wire)) {
+            dispatchAndRelease(frame, f -> ReplyDecoder.dispatch(f, reader));
+        }
+        assertEquals(List.of(new MemoryInfo(123, 456), new KernelSignature("vectorAdd", List.of(8, 8, 8, 4)), 0.75f, "null"),
+                results);
+        ByteBuf shortResult = Unpooled.buffer().writeLong(1);
+        try {
+            assertProtocolError(() -> ReplyDecoder.memoryInfo(shortResult), "truncated");
+            assertProtocolError(() -> ReplyDecoder.empty(shortResult), "too many");
+        } finally {
+            shortResult.release();
+        }
+    }
+
+    @Test
+    void framesSplitAtEveryByteDecodeTheSame() {
+        ByteBuf whole = Unpooled.buffer();
+        RequestEncoder encoder = new RequestEncoder().wrap(whole);
+        encoder.launchKernel(1, true, 3, Dim3.of(1), Dim3.of(32), 0, 0, KernelArgs.builder().pointer(BASE).i32(5).build());
+        encoder.memAllocAt(2, BASE, 1 << 21);
+        encoder.ctxSynchronize(3);
+        EmbeddedChannel channel = new EmbeddedChannel(new FrameDecoder(Opcode.Direction.REQUEST));
+        while (whole.isReadable()) {
+            channel.writeInbound(whole.readRetainedSlice(1));
+        }
+        whole.release();
+        RecordingVisitors.Requests visitor = new RecordingVisitors.Requests();
+        for (Frame frame = channel.readInbound(); frame != null; frame = channel.readInbound()) {
+            dispatchAndRelease(frame, f -> RequestDecoder.dispatch(f, visitor));
+        }
+        assertFalse(channel.finish());
+        assertEquals(3, visitor.calls.size(), visitor.calls.toString());
+        assertTrue(visitor.calls.get(2).endsWith("ctxSynchronize"));
+    }
+
+    // ---- broken streams
+
+    @Test
+    void aFrameCutShortByTheEndOfTheConnectionIsAProtocolError() {
+        ByteBuf wire = Unpooled.buffer();
+        new RequestEncoder().wrap(wire).memAllocAt(1, BASE, 4096);
+        EmbeddedChannel channel = new EmbeddedChannel(new FrameDecoder(Opcode.Direction.REQUEST));
+        channel.writeInbound(wire.retainedSlice(0, wire.readableBytes() - 3));
+        wire.release();
+        assertNull(channel.readInbound(), "nothing complete yet");
+        DecoderException e = assertThrows(DecoderException.class, channel::finish);
+        assertProtocolCause(e, "connection ended inside a frame: 25 of its 28 bytes arrived");
+    }
+
+    @Test
+    void anOversizedFrameIsRefusedFromItsLengthAlone() {
+        EmbeddedChannel channel = new EmbeddedChannel(new FrameDecoder(Opcode.Direction.REQUEST));
+        DecoderException e = assertThrows(DecoderException.class,
+                () -> channel.writeInbound(Unpooled.buffer().writeInt(Frames.MAX_LENGTH + 1)));
+        assertProtocolCause(e, "frame length " + (Frames.MAX_LENGTH + 1) + " is outside");
+        assertFalse(channel.writeInbound(Unpooled.buffer().writeZero(1 << 16)), "what follows is discarded");
+        assertFalse(channel.finish(), "and no second error at the end");
+    }
+
+    @Test
+    void aLengthTooShortForAHeaderIsRefused() {
+        EmbeddedChannel channel = new EmbeddedChannel(new FrameDecoder(Opcode.Direction.REPLY));
+        DecoderException e = assertThrows(DecoderException.class,
+                () -> channel.writeInbound(Unpooled.buffer().writeInt(3).writeInt(0)));
+        assertProtocolCause(e, "frame length 3 is outside");
+        assertFalse(channel.finish());
+    }
+
+    @Test
+    void garbageIsOneProtocolErrorAndTheRestIsDiscarded() {
+        Random random = new Random(42);
+        for (int round = 0; round < 200; round++) {
+            byte[] garbage = new byte[1 + random.nextInt(256)];
+            random.nextBytes(garbage);
+            EmbeddedChannel channel = new EmbeddedChannel(new FrameDecoder(Opcode.Direction.REQUEST));
+            List<Throwable> errors = new ArrayList<>();
+            int offset = 0;
+            while (offset < garbage.length) {
+                int piece = Math.min(garbage.length - offset, 1 + random.nextInt(32));
+                try {
+                    channel.writeInbound(Unpooled.wrappedBuffer(garbage, offset, piece));
+                } catch (DecoderException e) {
+                    errors.add(e);
+                }
+                offset += piece;
+            }
+            try {
+                channel.finish();
+            } catch (DecoderException e) {
+                errors.add(e);
+            }
+            for (Frame frame = channel.readInbound(); frame != null; frame = channel.readInbound()) {
+                // random bytes may form a valid frame; then its body must not reach a request decoder unchecked
+                Frame decoded = frame;
+                try {
+                    RequestDecoder.dispatch(decoded, new RecordingVisitors.Requests());
+                } catch (VgpuException e) {
+                    assertEquals(ErrorCode.VGPU_PROTOCOL_ERROR, e.code(), e.getMessage());
+                } finally {
+                    decoded.release();
+                }
+            }
+            assertTrue(errors.size() <= 1, "at most one error per connection, got " + errors);
+            for (Throwable error : errors) {
+                assertProtocolCause((DecoderException) error, "");
+            }
+        }
+    }
+
+    @Test
+    void headersThatBreakTheRulesAreRefused() {
+        assertRefused(Opcode.Direction.REQUEST, rawFrame(0x7777, 0, 1), "unknown opcode 0x7777");
+        assertRefused(Opcode.Direction.REQUEST, rawFrame(Opcode.OK.code(), 0, 1), "OK is a reply frame, expected a request");
+        assertRefused(Opcode.Direction.REPLY, rawFrame(Opcode.CTX_SYNCHRONIZE.code(), 0, 1), "expected a reply");
+        assertRefused(Opcode.Direction.REQUEST, rawFrame(Opcode.CTX_SYNCHRONIZE.code(), 0x80, 1), "unknown flags 0x0080");
+        assertRefused(Opcode.Direction.REQUEST, rawFrame(Opcode.CTX_SYNCHRONIZE.code(), Frames.FLAG_ASYNC, 1),
+                "CTX_SYNCHRONIZE cannot be asynchronous");
+        assertRefused(Opcode.Direction.REQUEST, rawFrame(Opcode.MEMSET.code(), Frames.FLAG_MORE, 1),
+                "MEMSET cannot be split into chunks");
+    }
+
+    @Test
+    void bodiesThatBreakTheLayoutAreRefused() {
+        assertBodyRefused(rawFrame(Opcode.MEM_FREE.code(), 0, 1, 0, 0, 0, 1), "MEM_FREE body of 4 bytes is truncated");
+        assertBodyRefused(rawFrame(Opcode.CTX_SYNCHRONIZE.code(), 0, 1, 9), "CTX_SYNCHRONIZE body has 1 bytes too many");
+        assertBodyRefused(rawFrame(Opcode.HELLO.code(), 0, 1, 'H', 'T', 'T', 'P'), "does not start with the vgpu magic");
+        ByteBuf badString = Unpooled.buffer().writeInt(1).writeInt(2).writeInt(1000).writeByte('x');
+        assertBodyRefused(frame(Opcode.MODULE_GET_FUNCTION, badString), "string of 1000 bytes");
+        ByteBuf zeroGrid = Unpooled.buffer().writeInt(1).writeInt(0).writeInt(1).writeInt(1)
+                .writeInt(1).writeInt(1).writeInt(1).writeInt(0).writeInt(0).writeShort(0);
+        assertBodyRefused(frame(Opcode.LAUNCH_KERNEL, zeroGrid), "grid (0, 1, 1) has a dimension below 1");
+        ByteBuf badTag = Unpooled.buffer().writeInt(1).writeInt(1).writeInt(1).writeInt(1)
+                .writeInt(1).writeInt(1).writeInt(1).writeInt(0).writeInt(0).writeShort(1).writeByte(42);
+        assertBodyRefused(frame(Opcode.LAUNCH_KERNEL, badTag), "argument 0 has unknown type tag 42");
+        ByteBuf badElement = Unpooled.buffer().writeInt(0).writeLong(BASE).writeInt(0).writeByte(2).writeLong(1);
+        assertBodyRefused(frame(Opcode.MEMSET, badElement), "element size must be 1 or 4, got 2");
+        ByteBuf badChunk = Unpooled.buffer().writeInt(0).writeLong(BASE).writeLong(10).writeInt(0);
+        assertBodyRefused(frame(Opcode.MEMCPY_DTOH, badChunk), "chunk size 0 is outside");
+        ByteBuf badWindow = Unpooled.buffer().writeInt(Frames.MAGIC).writeShort(1).writeInt(0).writeLong(12345).writeLong(1);
+        Frames.writeString(badWindow, "t");
+        assertBodyRefused(frame(Opcode.HELLO, badWindow), "HELLO names an impossible window");
+        assertBodyRefused(rawFrame(Opcode.OK.code(), 0, 1), Opcode.Direction.REPLY, "");
+    }
+
+    @Test
+    void errorRepliesCarryTheCudaErrorName() {
+        ByteBuf wire = Unpooled.buffer();
+        new ReplyEncoder().wrap(wire).error(9, ErrorCode.CUDA_ERROR_LAUNCH_FAILED, "x".repeat(20_000));
+        int start = wire.writerIndex();
+        // an error this build does not know, as a newer worker might send it
+        ByteBuf body = Unpooled.buffer().writeInt(12345);
+        Frames.writeString(body, "CUDA_ERROR_FROM_THE_FUTURE");
+        Frames.writeString(body, "details");
+        wire.writeInt(Frames.MIN_LENGTH + body.readableBytes()).writeShort(Opcode.ERROR.code()).writeShort(0).writeInt(10)
+                .writeBytes(body);
+        body.release();
+        assertTrue(wire.toString(0, start, StandardCharsets.US_ASCII).contains("CUDA_ERROR_LAUNCH_FAILED"));
+        List<VgpuException> errors = new ArrayList<>();
+        ReplyVisitor collector = new RecordingVisitors.Replies() {
+            @Override
+            public void error(int requestId, VgpuException failure) {
+                errors.add(failure);
+            }
+        };
+        for (Frame frame : decodeAll(Opcode.Direction.REPLY, wire)) {
+            dispatchAndRelease(frame, f -> ReplyDecoder.dispatch(f, collector));
+        }
+        assertEquals(ErrorCode.CUDA_ERROR_LAUNCH_FAILED, errors.get(0).code());
+        assertTrue(errors.get(0).detail().length() < 9000, "long details are cut");
+        assertEquals(ErrorCode.CUDA_ERROR_UNKNOWN, errors.get(1).code());
+        assertEquals("CUDA_ERROR_FROM_THE_FUTURE (12345): details", errors.get(1).detail());
+    }
+
+    @Test
+    void requestsBeyondTheFrameLimitAreRefusedWithoutAPartialFrame() {
+        ByteBuf out = Unpooled.buffer();
+        RequestEncoder encoder = new RequestEncoder().wrap(out);
+        encoder.ping(1);
+        int before = out.writerIndex();
+        VgpuException image = assertThrows(VgpuException.class,
+                () -> encoder.moduleLoad(2, 1, new byte[Frames.MAX_BODY_BYTES]));
+        assertEquals(ErrorCode.CUDA_ERROR_INVALID_VALUE, image.code());
+        VgpuException arg = assertThrows(VgpuException.class, () -> encoder.launchKernel(3, true, 1, Dim3.of(1), Dim3.of(1), 0, 0,
+                KernelArgs.builder().bytes(new byte[70_000]).build()));
+        assertEquals(ErrorCode.CUDA_ERROR_INVALID_VALUE, arg.code());
+        assertEquals(before, out.writerIndex(), "no partial frame is left behind");
+        out.release();
+    }
+
+    @Test
+    void leakDetectionIsArmed() {
+        // Netty logs through java.util.logging here; keep the deliberate leak's report out of the build log
+        java.util.logging.Logger log = java.util.logging.Logger.getLogger(io.netty.util.ResourceLeakDetector.class.getName());
+        boolean useParentHandlers = log.getUseParentHandlers();
+        log.setUseParentHandlers(false);
+        try {
+            Unpooled.directBuffer(64).writeLong(1); // never released, on purpose
+            List<String> leaks = List.of();
+            for (int attempt = 0; attempt < 20 && leaks.isEmpty(); attempt++) {
+                leaks = NettyLeaks.collect(1);
+            }
+            assertFalse(leaks.isEmpty(), "a buffer dropped without release must be reported");
+        } finally {
+            NettyLeaks.forget();
+            log.setUseParentHandlers(useParentHandlers);
+        }
+    }
+
+    // ---- helpers
+
+    private static List<Frame> decodeAll(Opcode.Direction direction, ByteBuf wire) {
+        EmbeddedChannel channel = new EmbeddedChannel(new FrameDecoder(direction));
+        channel.writeInbound(wire);
+        List<Frame> frames = new ArrayList<>();
+        for (Frame frame = channel.readInbound(); frame != null; frame = channel.readInbound()) {
+            frames.add(frame);
+        }
+        assertFalse(channel.finish(), "no bytes left over");
+        return frames;
+    }
+
+    private static void dispatchAndRelease(Frame frame, Consumer<Frame> dispatch) {
+        try {
+            dispatch.accept(frame);
+        } finally {
+            frame.release();
+        }
+    }
+
+    private static ByteBuf rawFrame(int opcode, int flags, int requestId, int... body) {
+        ByteBuf buf = Unpooled.buffer().writeInt(Frames.MIN_LENGTH + body.length).writeShort(opcode).writeShort(flags)
+                .writeInt(requestId);
+        for (int b : body) {
+            buf.writeByte(b);
+        }
+        return buf;
+    }
+
+    private static ByteBuf frame(Opcode opcode, ByteBuf body) {
+        ByteBuf buf = Unpooled.buffer().writeInt(Frames.MIN_LENGTH + body.readableBytes()).writeShort(opcode.code())
+                .writeShort(0).writeInt(1).writeBytes(body);
+        body.release();
+        return buf;
+    }
+
+    private static void assertRefused(Opcode.Direction direction, ByteBuf wire, String expected) {
+        EmbeddedChannel channel = new EmbeddedChannel(new FrameDecoder(direction));
+        DecoderException e = assertThrows(DecoderException.class, () -> channel.writeInbound(wire));
+        assertProtocolCause(e, expected);
+        assertFalse(channel.finish());
+    }
+
+    private static void assertBodyRefused(ByteBuf wire, String expected) {
+        assertBodyRefused(wire, Opcode.Direction.REQUEST, expected);
+    }
+
+    private static void assertBodyRefused(ByteBuf wire, Opcode.Direction direction, String expected) {
+        List<Frame> frames = decodeAll(direction, wire);
+        assertEquals(1, frames.size());
+        Frame frame = frames.get(0);
+        try {
+            if (direction == Opcode.Direction.REQUEST) {
+                assertProtocolError(() -> RequestDecoder.dispatch(frame, new RecordingVisitors.Requests()), expected);
+            } else {
+                // an OK without a result is valid framing; an OK answering MEM_GET_INFO must hold 16 bytes
+                ReplyDecoder.dispatch(frame, new RecordingVisitors.Replies() {
+                    @Override
+                    public void ok(int requestId, ByteBuf result) {
+                        assertProtocolError(() -> ReplyDecoder.memoryInfo(result), "truncated");
+                    }
+                });
+            }
+        } finally {
+            frame.release();
+        }
+    }
+
+    private static void assertProtocolError(Runnable call, String expected) {
+        VgpuException e = assertThrows(VgpuException.class, call::run);
+        assertEquals(ErrorCode.VGPU_PROTOCOL_ERROR, e.code(), e.getMessage());
+        assertTrue(e.getMessage().contains(expected), e.getMessage());
+    }
+
+    private static void assertProtocolCause(DecoderException e, String expected) {
+        VgpuException cause = assertInstanceOf(VgpuException.class, e.getCause());
+        assertEquals(ErrorCode.VGPU_PROTOCOL_ERROR, cause.code());
+        assertTrue(cause.getMessage().contains(expected), cause.getMessage());
+    }
+}
