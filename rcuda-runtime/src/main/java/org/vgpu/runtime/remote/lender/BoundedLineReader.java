@@ -1,0 +1,51 @@
+package org.vgpu.runtime.remote.lender;
+
+import java.io.BufferedInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * Reads {@code \n}-terminated lines ({@code \r\n} too) but keeps at most {@code maxBytes} of each,
+ * discarding the rest of a longer line: a peer that never sends a newline costs bounded memory,
+ * unlike {@link java.io.BufferedReader#readLine()}.
+ */
+final class BoundedLineReader {
+    /** One line; {@code truncated} when bytes beyond the limit were discarded. Bytes that are not UTF-8 read as U+FFFD. */
+    record Line(String text, boolean truncated) {
+    }
+
+    private final InputStream in;
+    private final int maxBytes;
+
+    BoundedLineReader(InputStream in, int maxBytes) {
+        this.in = new BufferedInputStream(in);
+        this.maxBytes = maxBytes;
+    }
+
+    /** The next line, or null at the end of the stream; a last line without newline is still a line. */
+    Line readLine() throws IOException {
+        ByteArrayOutputStream kept = new ByteArrayOutputStream();
+        boolean truncated = false;
+        boolean sawAnything = false;
+        int next;
+        while ((next = in.read()) != -1) {
+            sawAnything = true;
+            if (next == '\n') {
+                break;
+            }
+            if (kept.size() < maxBytes) {
+                kept.write(next);
+            } else {
+                truncated = true;
+            }
+        }
+        if (!sawAnything) {
+            return null;
+        }
+        byte[] bytes = kept.toByteArray();
+        int length = bytes.length > 0 && bytes[bytes.length - 1] == '\r' ? bytes.length - 1 : bytes.length;
+        return new Line(new String(bytes, 0, length, StandardCharsets.UTF_8), truncated);
+    }
+}
