@@ -9,6 +9,7 @@ import java.util.Map;
 import org.vgpu.runtime.cli.BenchCommand;
 import org.vgpu.runtime.cli.DemoCommand;
 import org.vgpu.runtime.cli.DevicesCommand;
+import org.vgpu.runtime.cli.LenderCommand;
 
 /**
  * The {@code vgpu} launcher: {@code vgpu <subcommand> [options]}. Every subcommand runs through
@@ -26,7 +27,7 @@ public final class Vgpu {
 
     /** The subcommands a {@code vgpu} installation offers. */
     public static Vgpu standard() {
-        return new Vgpu(List.of(new DevicesCommand(), new DemoCommand(), new BenchCommand()));
+        return new Vgpu(List.of(new DevicesCommand(), new DemoCommand(), new BenchCommand(), new LenderCommand()));
     }
 
     public static void main(String[] args) {

@@ -26,6 +26,7 @@ final class BoundedLineReader {
 
     /** The next line, or null at the end of the stream; a last line without newline is still a line. */
     Line readLine() throws IOException {
+        // One byte more than the limit is kept, so a full-length line ending in \r\n is not taken for a cut one.
         ByteArrayOutputStream kept = new ByteArrayOutputStream();
         boolean truncated = false;
         boolean sawAnything = false;
@@ -35,7 +36,7 @@ final class BoundedLineReader {
             if (next == '\n') {
                 break;
             }
-            if (kept.size() < maxBytes) {
+            if (kept.size() <= maxBytes) {
                 kept.write(next);
             } else {
                 truncated = true;
@@ -45,7 +46,11 @@ final class BoundedLineReader {
             return null;
         }
         byte[] bytes = kept.toByteArray();
-        int length = bytes.length > 0 && bytes[bytes.length - 1] == '\r' ? bytes.length - 1 : bytes.length;
+        int length = !truncated && bytes.length > 0 && bytes[bytes.length - 1] == '\r' ? bytes.length - 1 : bytes.length;
+        if (length > maxBytes) {
+            truncated = true;
+            length = maxBytes;
+        }
         return new Line(new String(bytes, 0, length, StandardCharsets.UTF_8), truncated);
     }
 }

@@ -84,8 +84,8 @@ public final class LaunchedWorker implements AutoCloseable {
             close();
             throw failedToStart(e.getCause().getMessage());
         } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
             close();
+            Thread.currentThread().interrupt();
             throw failedToStart("was stopped: the launch was interrupted");
         }
     }
