@@ -71,13 +71,18 @@ final class DevicePool {
         this.timer = timer;
     }
 
-    /** Starts as many workers as the warm pool lacks, unless the pool is waiting after a failure. */
+    /**
+     * Starts as many workers as the warm pool lacks, unless the pool is waiting after a failure.
+     * The pool never holds more warm workers than could still be lent: each holds a CUDA context,
+     * which would take memory from the jobs on a GPU already lent to its limit.
+     */
     synchronized void refill() {
         if (closed || waitingToRetry) {
             return;
         }
         long warmOrStarting = entries.stream().filter(entry -> !entry.forOpen && entry.state != State.LENT).count();
-        for (long missing = config.poolSize() - warmOrStarting; missing > 0; missing--) {
+        long wanted = Math.min(config.poolSize(), config.maxLentPerDevice() - lentCount());
+        for (long missing = wanted - warmOrStarting; missing > 0; missing--) {
             Entry entry = new Entry(newWorkerId.get(), false);
             entries.add(entry);
             launches.execute(() -> launchWarm(entry));
@@ -96,7 +101,7 @@ final class DevicePool {
             if (closed) {
                 throw closing();
             }
-            long lent = entries.stream().filter(candidate -> candidate.state == State.LENT || candidate.forOpen).count();
+            long lent = lentCount();
             if (lent >= config.maxLentPerDevice()) {
                 throw new VgpuException(ErrorCode.CUDA_ERROR_NOT_PERMITTED, "device " + device + " already has " + lent
                         + " lent worker(s), the most this lender hands out per device");
@@ -121,6 +126,11 @@ final class DevicePool {
         }
         LOG.info("device {}: lent new worker {} at {}", device, entry.workerId, worker.endpoint());
         return new LentWorker(device, entry.workerId, worker.endpoint());
+    }
+
+    /** Workers handed out, or being started for an {@code open}. */
+    private synchronized long lentCount() {
+        return entries.stream().filter(entry -> entry.state == State.LENT || entry.forOpen).count();
     }
 
     synchronized List<WorkerStatus> status() {

@@ -44,6 +44,7 @@ public final class LaunchedWorker implements AutoCloseable {
     private final CompletableFuture<LaunchedWorker> exited;
     private final Deque<String> stderrTail = new ArrayDeque<>();
     private volatile String servedSummary;
+    private volatile Endpoint endpoint;
 
     private LaunchedWorker(WorkerSpec spec, Process process, Instant startedAt) {
         this.spec = spec;
@@ -73,7 +74,7 @@ public final class LaunchedWorker implements AutoCloseable {
      */
     LaunchedWorker awaitListening(Duration timeout) {
         try {
-            Endpoint endpoint = listening.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+            endpoint = listening.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
             LOG.debug("worker {} (pid {}) listening at {} after {} ms", spec.workerId(), process.pid(), endpoint,
                     Duration.between(startedAt, Instant.now()).toMillis());
             return this;
@@ -92,7 +93,7 @@ public final class LaunchedWorker implements AutoCloseable {
 
     /** The address the worker reported listening on. */
     public Endpoint endpoint() {
-        return listening.getNow(spec.listen());
+        return endpoint;
     }
 
     public String workerId() {

@@ -33,7 +33,8 @@ import org.vgpu.runtime.remote.security.SiteKey;
  * the lender names its workers {@code NODE-dDEVICE-RANDOM} and reports the id with the endpoint.
  * Ids are random rather than counted so a restarted lender never reuses one: an old token stays
  * useless. The control socket hands out endpoints only; using a worker takes a token signed with
- * the site key, so a stranger who reaches the socket can at most use up the lent-worker bound.
+ * the site key, so a stranger who reaches the socket can at most occupy the lent-worker bound
+ * until the workers' idle timeout: bind it to the cluster's management network.
  */
 public final class Lender implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Lender.class);
@@ -48,7 +49,7 @@ public final class Lender implements AutoCloseable {
     private final CountDownLatch closed = new CountDownLatch(1);
     private final String nodeName = nodeName();
     private final SecureRandom random = new SecureRandom();
-    private ControlServer controlServer;
+    private volatile ControlServer controlServer;
 
     private Lender(LenderConfig config, WorkerLauncher launcher) {
         this.config = config;

@@ -19,7 +19,8 @@ import org.vgpu.runtime.remote.security.TlsConfig;
  * @param backend {@code native} or {@code emulated}, for every worker
  * @param devices the devices this node lends, without repeats
  * @param keyFile the site key file the workers check session tokens with
- * @param poolSize warm workers kept ready per device (0: every worker starts when it is asked for)
+ * @param poolSize warm workers kept ready per device (0: every worker starts when it is asked for),
+ *        at most {@code maxLentPerDevice}, and fewer while workers are lent
  * @param maxLentPerDevice workers of one device that may be handed out at once; 1 means a GPU is
  *        never lent twice, and a bound stops a flood of {@code open} requests from starting processes without end
  * @param workerIdleTimeout passed to every worker as {@code --idle-timeout}
@@ -47,7 +48,11 @@ public record LenderConfig(Endpoint listen, String backend, List<Integer> device
             throw invalid("warm pool size must be in [0, " + MAX_POOL_SIZE + "] per device, got " + poolSize);
         }
         if (maxLentPerDevice < 1) {
-            throw invalid("at most lent workers per device must be >= 1, got " + maxLentPerDevice);
+            throw invalid("the most lent workers per device must be >= 1, got " + maxLentPerDevice);
+        }
+        if (poolSize > maxLentPerDevice) {
+            throw invalid("a warm pool of " + poolSize + " per device exceeds the " + maxLentPerDevice
+                    + " lent worker(s) allowed per device: the extra workers could never be lent");
         }
         Objects.requireNonNull(workerIdleTimeout, "workerIdleTimeout");
         Objects.requireNonNull(tls, "tls");

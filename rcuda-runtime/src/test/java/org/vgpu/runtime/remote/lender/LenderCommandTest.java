@@ -82,6 +82,7 @@ class LenderCommandTest {
         assertUsageError("--backend must be one of [native, emulated], got 'auto'", "--backend", "auto");
         assertUsageError("--pool must be >= 0, got -1", "--pool", "-1");
         assertUsageError("warm pool size must be in [0, 16] per device, got 17", "--pool", "17");
+        assertUsageError("a warm pool of 2 per device exceeds the 1 lent worker(s) allowed per device", "--pool", "2");
         assertUsageError("--max-lent must be >= 1, got 0", "--max-lent", "0");
         assertUsageError("--worker-idle-timeout must be >= 1, got 0", "--worker-idle-timeout", "0");
         assertUsageError("--tls-cert and --tls-key go together", "--tls-cert", "cert.pem");

@@ -52,7 +52,7 @@ class LenderTest {
 
     @Test
     void thePoolFillsForEveryDevice() throws IOException {
-        Lender lender = start(config("127.0.0.1", List.of(0, 1), 2, 1), fakeWorkers);
+        Lender lender = start(config("127.0.0.1", List.of(0, 1), 2, 2), fakeWorkers);
         awaitUntil(() -> count(lender, State.WARM) == 4);
 
         try (ControlClient control = new ControlClient(lender.controlEndpoint())) {
@@ -67,7 +67,7 @@ class LenderTest {
 
     @Test
     void openHandsOutAWarmWorkerAndThePoolRefills() throws IOException {
-        Lender lender = start(config("127.0.0.1", List.of(0), 1, 1), fakeWorkers);
+        Lender lender = start(config("127.0.0.1", List.of(0), 1, 2), fakeWorkers);
         awaitUntil(() -> count(lender, State.WARM) == 1);
         WorkerStatus warm = lender.status().getFirst();
 
@@ -92,13 +92,17 @@ class LenderTest {
     }
 
     @Test
-    void aDeviceLendsNoMoreThanItsLimit() throws IOException {
-        Lender lender = start(config("127.0.0.1", List.of(0), 1, 1), fakeWorkers);
+    void aDeviceLendsNoMoreThanItsLimitAndKeepsNoWarmWorkerItCouldNotLend() throws IOException {
+        Lender lender = start(config("127.0.0.1", List.of(0), 2, 2), fakeWorkers);
+        awaitUntil(() -> count(lender, State.WARM) == 2);
         try (ControlClient control = new ControlClient(lender.controlEndpoint())) {
             assertTrue(control.ask("open 0").startsWith("ok "));
-            assertEquals("error device 0 already has 1 lent worker(s), the most this lender hands out per device",
+            assertEquals(1, count(lender, State.WARM) + count(lender, State.STARTING));
+            assertTrue(control.ask("open 0").startsWith("ok "));
+            assertEquals("error device 0 already has 2 lent worker(s), the most this lender hands out per device",
                     control.ask("open 0"));
         }
+        assertEquals(0, count(lender, State.WARM) + count(lender, State.STARTING));
     }
 
     @Test
@@ -273,8 +277,9 @@ class LenderTest {
         assertInvalid(() -> config("127.0.0.1", List.of(0, 0), 1, 1));
         assertInvalid(() -> config("127.0.0.1", List.of(-1), 1, 1));
         assertInvalid(() -> config("127.0.0.1", List.of(0), -1, 1));
-        assertInvalid(() -> config("127.0.0.1", List.of(0), LenderConfig.MAX_POOL_SIZE + 1, 1));
+        assertInvalid(() -> config("127.0.0.1", List.of(0), LenderConfig.MAX_POOL_SIZE + 1, LenderConfig.MAX_POOL_SIZE + 1));
         assertInvalid(() -> config("127.0.0.1", List.of(0), 1, 0));
+        assertInvalid(() -> config("127.0.0.1", List.of(0), 3, 2));
         assertInvalid(() -> new LenderConfig(new Endpoint("127.0.0.1", 0), "auto", List.of(0), keyFile, 1, 1,
                 Optional.empty(), Optional.empty()));
     }
