@@ -10,6 +10,7 @@ import org.vgpu.runtime.cli.BenchCommand;
 import org.vgpu.runtime.cli.DemoCommand;
 import org.vgpu.runtime.cli.DevicesCommand;
 import org.vgpu.runtime.cli.LenderCommand;
+import org.vgpu.runtime.remote.worker.WorkerCommand;
 
 /**
  * The {@code vgpu} launcher: {@code vgpu <subcommand> [options]}. Every subcommand runs through
@@ -27,7 +28,8 @@ public final class Vgpu {
 
     /** The subcommands a {@code vgpu} installation offers. */
     public static Vgpu standard() {
-        return new Vgpu(List.of(new DevicesCommand(), new DemoCommand(), new BenchCommand(), new LenderCommand()));
+        return new Vgpu(List.of(new DevicesCommand(), new DemoCommand(), new BenchCommand(), new LenderCommand(),
+                new WorkerCommand()));
     }
 
     public static void main(String[] args) {

@@ -112,6 +112,19 @@ public final class RequestDecoder {
         }
     }
 
+    /** The HELLO a connection must open with; any other first frame is a protocol error. */
+    public static Hello hello(Frame frame) {
+        if (frame.opcode() != Opcode.HELLO) {
+            throw Frames.violation("a session must open with HELLO, got " + frame.opcode());
+        }
+        ByteBuf in = frame.body().duplicate();
+        try {
+            return Frames.consumed(frame, in, readHello(in));
+        } catch (IndexOutOfBoundsException e) {
+            throw Frames.violation("HELLO body of " + frame.body().readableBytes() + " bytes is truncated");
+        }
+    }
+
     private static Hello readHello(ByteBuf in) {
         int magic = in.readInt();
         if (magic != Frames.MAGIC) {

@@ -1,0 +1,58 @@
+package org.vgpu.runtime.remote.client;
+
+import java.time.Duration;
+
+import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.remote.protocol.RequestDecoder;
+
+/**
+ * How a remote vGPU talks to its worker, validated once.
+ *
+ * @param batchBytes       asynchronous requests are gathered and written together until a
+ *                         synchronizing call or this many bytes (Shadowfax: batching made remote
+ *                         launches nearly as cheap as local ones)
+ * @param batchFrames      ... or this many requests, whichever comes first
+ * @param chunkBytes       copies are split into chunks of this size, pipelined so that the network
+ *                         and the device's copy engine work at the same time
+ * @param spinNanos        how long a thread waiting for a reply polls before it sleeps; a reply
+ *                         that arrives meanwhile costs no thread wake-up
+ * @param connectTimeout   how long to wait for the TCP connection and the handshake
+ * @param goodbyeTimeout   how long {@code close} waits for the worker to free the vGPU
+ */
+public record RemoteConfig(int batchBytes, int batchFrames, int chunkBytes, long spinNanos, Duration connectTimeout,
+                           Duration goodbyeTimeout) {
+    /** Polling pays only where cores are plentiful; on a small machine it would steal the worker's CPU. */
+    public static final long DEFAULT_SPIN_NANOS = Runtime.getRuntime().availableProcessors() >= 4 ? 50_000 : 0;
+
+    public RemoteConfig {
+        if (batchBytes < 256 || batchBytes > (16 << 20)) {
+            throw invalid("batch size must be in [256 B, 16 MiB], got " + batchBytes);
+        }
+        if (batchFrames < 1) {
+            throw invalid("batch frame count must be >= 1, got " + batchFrames);
+        }
+        if (chunkBytes < 4096 || chunkBytes > RequestDecoder.MAX_CHUNK_BYTES) {
+            throw invalid("chunk size must be in [4 KiB, " + RequestDecoder.MAX_CHUNK_BYTES + " B], got " + chunkBytes);
+        }
+        if (spinNanos < 0) {
+            throw invalid("spin time must be >= 0, got " + spinNanos);
+        }
+        if (connectTimeout == null || connectTimeout.toMillis() < 1 || goodbyeTimeout == null || goodbyeTimeout.isNegative()) {
+            throw invalid("connect timeout must be >= 1 ms and goodbye timeout >= 0");
+        }
+    }
+
+    /** 64 KiB or 256 requests per batch, 1 MiB chunks, 10 s to connect, 30 s to say goodbye. */
+    public static RemoteConfig defaults() {
+        return new RemoteConfig(64 << 10, 256, 1 << 20, DEFAULT_SPIN_NANOS, Duration.ofSeconds(10), Duration.ofSeconds(30));
+    }
+
+    public RemoteConfig withSpinNanos(long nanos) {
+        return new RemoteConfig(batchBytes, batchFrames, chunkBytes, nanos, connectTimeout, goodbyeTimeout);
+    }
+
+    private static VgpuException invalid(String detail) {
+        return new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "remote configuration: " + detail);
+    }
+}

@@ -1,0 +1,263 @@
+package org.vgpu.runtime.remote.client;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import io.netty.channel.EventLoopGroup;
+import io.netty.handler.ssl.SslContext;
+
+import org.vgpu.runtime.api.DeviceProperties;
+import org.vgpu.runtime.api.Dim3;
+import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.KernelArgs;
+import org.vgpu.runtime.api.KernelSignature;
+import org.vgpu.runtime.api.MemoryInfo;
+import org.vgpu.runtime.api.VaWindow;
+import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.core.AbstractVirtualGpu;
+import org.vgpu.runtime.core.ModuleImage;
+import org.vgpu.runtime.memory.Allocation;
+import org.vgpu.runtime.remote.protocol.ReplyDecoder;
+
+/**
+ * A vGPU whose device is on another node, driven through its GPU worker. The shared validation of
+ * {@link AbstractVirtualGpu} runs here first, so bad pointers, handles and launches fail without a
+ * round trip; this client's window allocator picks every address and the worker maps the same
+ * address on its device, re-validating everything.
+ *
+ * <p>Launches, asynchronous copies and memsets, stream and event creation and event records are
+ * batched and never wait; synchronous calls flush the batch and wait for their reply, and report
+ * a failed asynchronous call of before, as CUDA does. Module, function, stream and event ids on the
+ * wire are chosen here, which is what lets their creation be pipelined.
+ */
+public final class RemoteGpu extends AbstractVirtualGpu<RemoteGpu.Module, RemoteGpu.Function, Integer, Integer> {
+    public static final String NAME = "remote";
+
+    /** A module as the worker knows it. */
+    record Module(int remoteId) {
+    }
+
+    /** A function as the worker knows it, with the parameter sizes the worker read from its module. */
+    record Function(int remoteId, KernelSignature workerSignature) {
+    }
+
+    private static final int DEFAULT_STREAM = 0;
+
+    private final WorkerConnection connection;
+    private final DeviceProperties properties;
+    private final AtomicInteger nextRemoteId = new AtomicInteger(1);
+    /** Set by {@link #close}: the worker frees everything at goodbye, so nothing is freed one by one. */
+    private volatile boolean closing;
+
+    private RemoteGpu(VaWindow window, WorkerConnection connection) {
+        super(window, VaWindow.GRANULARITY);
+        this.connection = connection;
+        this.properties = connection.welcome().device();
+    }
+
+    /**
+     * Opens a session on {@code endpoint}'s worker for {@code window}; the endpoint is closed with the vGPU.
+     *
+     * @param ssl TLS for the connection, or null for plain TCP
+     */
+    public static RemoteGpu connect(EventLoopGroup group, WorkerEndpoint endpoint, VaWindow window, RemoteConfig config,
+                                    SslContext ssl) {
+        return new RemoteGpu(window, WorkerConnection.open(group, endpoint, window, config, ssl));
+    }
+
+    /** The worker this vGPU runs on, as errors name it. */
+    public String workerDescription() {
+        return connection.endpoint().describe();
+    }
+
+    @Override
+    public String backendName() {
+        return NAME;
+    }
+
+    @Override
+    public DeviceProperties deviceProperties() {
+        return properties;
+    }
+
+    @Override
+    public MemoryInfo memGetInfo() {
+        ensureOpen();
+        return connection.call((encoder, requestId) -> encoder.memGetInfo(requestId), ReplyDecoder::memoryInfo);
+    }
+
+    @Override
+    public void close() {
+        closing = true;
+        super.close();
+    }
+
+    // ---- modules
+
+    @Override
+    protected Module doModuleLoad(ModuleImage image) {
+        int id = nextRemoteId.getAndIncrement();
+        connection.call((encoder, requestId) -> encoder.moduleLoad(requestId, id, image.bytes()), ReplyDecoder::empty);
+        return new Module(id);
+    }
+
+    @Override
+    protected void doModuleUnload(Module module) {
+        if (!closing) {
+            connection.call((encoder, requestId) -> encoder.moduleUnload(requestId, module.remoteId()), ReplyDecoder::empty);
+        }
+    }
+
+    @Override
+    protected Function doGetFunction(Module module, String kernelName) {
+        int id = nextRemoteId.getAndIncrement();
+        KernelSignature signature = connection.call(
+                (encoder, requestId) -> encoder.moduleGetFunction(requestId, module.remoteId(), id, kernelName),
+                result -> ReplyDecoder.kernelSignature(kernelName, result));
+        return new Function(id, signature);
+    }
+
+    @Override
+    protected KernelSignature doBinarySignature(Function function, String kernelName) {
+        return function.workerSignature();
+    }
+
+    // ---- memory
+
+    @Override
+    protected void doMap(Allocation allocation) {
+        connection.call((encoder, requestId) -> encoder.memAllocAt(requestId, allocation.address(), allocation.requestedBytes()),
+                ReplyDecoder::empty);
+    }
+
+    @Override
+    protected void doUnmap(Allocation allocation) {
+        if (!closing) {
+            connection.call((encoder, requestId) -> encoder.memFree(requestId, allocation.address()), ReplyDecoder::empty);
+        }
+    }
+
+    /** Plain native memory: the network stack copies anyway, so there is nothing to gain from pinning it here. */
+    @Override
+    protected MemorySegment doAllocHost(long bytes, Arena arena) {
+        return arena.allocate(bytes, 64);
+    }
+
+    // ---- copies and memsets
+
+    @Override
+    protected void doMemcpyHtoD(long dst, MemorySegment src, long bytes, Integer stream, boolean async) {
+        connection.copyToDevice(dst, src, bytes, stream, async);
+    }
+
+    @Override
+    protected void doMemcpyDtoH(MemorySegment dst, long src, long bytes, Integer stream, boolean async) {
+        connection.copyToHost(dst, src, bytes, stream, async);
+    }
+
+    @Override
+    protected void doMemcpyDtoD(long dst, long src, long bytes, Integer stream, boolean async) {
+        WorkerConnection.Request request = (encoder, requestId) -> encoder.memcpyDtoD(requestId, async, stream, dst, src, bytes);
+        if (async) {
+            connection.send(request);
+        } else {
+            connection.call(request, ReplyDecoder::empty);
+        }
+    }
+
+    @Override
+    protected void doMemset(long dst, int value, int elementSize, long count, Integer stream, boolean async) {
+        WorkerConnection.Request request = (encoder, requestId) -> encoder.memset(requestId, async, stream, dst, value,
+                elementSize, count);
+        if (async) {
+            connection.send(request);
+        } else {
+            connection.call(request, ReplyDecoder::empty);
+        }
+    }
+
+    // ---- launch
+
+    @Override
+    protected void doLaunch(Function function, Dim3 grid, Dim3 block, int sharedMemBytes, Integer stream, KernelArgs args) {
+        connection.send((encoder, requestId) -> encoder.launchKernel(requestId, true, function.remoteId(), grid, block,
+                sharedMemBytes, stream, args));
+    }
+
+    // ---- streams, events, synchronization
+
+    @Override
+    protected Integer defaultStream() {
+        return DEFAULT_STREAM;
+    }
+
+    @Override
+    protected Integer doStreamCreate() {
+        int id = nextRemoteId.getAndIncrement();
+        connection.send((encoder, requestId) -> encoder.streamCreate(requestId, true, id));
+        return id;
+    }
+
+    @Override
+    protected void doStreamSynchronize(Integer stream) {
+        connection.call((encoder, requestId) -> encoder.streamSynchronize(requestId, stream), ReplyDecoder::empty);
+    }
+
+    @Override
+    protected void doStreamDestroy(Integer stream) {
+        if (!closing) {
+            connection.send((encoder, requestId) -> encoder.streamDestroy(requestId, true, stream));
+        }
+    }
+
+    @Override
+    protected Integer doEventCreate() {
+        int id = nextRemoteId.getAndIncrement();
+        connection.send((encoder, requestId) -> encoder.eventCreate(requestId, true, id));
+        return id;
+    }
+
+    @Override
+    protected void doEventRecord(Integer event, Integer stream) {
+        connection.send((encoder, requestId) -> encoder.eventRecord(requestId, true, event, stream));
+    }
+
+    @Override
+    protected void doEventSynchronize(Integer event) {
+        connection.call((encoder, requestId) -> encoder.eventSynchronize(requestId, event), ReplyDecoder::empty);
+    }
+
+    @Override
+    protected float doEventElapsedTime(Integer start, Integer end) {
+        return connection.call((encoder, requestId) -> encoder.eventElapsedTime(requestId, start, end),
+                ReplyDecoder::elapsedMillis);
+    }
+
+    @Override
+    protected void doEventDestroy(Integer event) {
+        if (!closing) {
+            connection.send((encoder, requestId) -> encoder.eventDestroy(requestId, true, event));
+        }
+    }
+
+    @Override
+    protected void doCtxSynchronize() {
+        connection.call((encoder, requestId) -> encoder.ctxSynchronize(requestId), ReplyDecoder::empty);
+    }
+
+    /** Says goodbye (the worker frees the vGPU), then hands the worker back to whoever supplied it. */
+    @Override
+    protected void doClose() {
+        try {
+            connection.goodbye();
+        } finally {
+            try {
+                connection.endpoint().close();
+            } catch (Exception e) {
+                throw new VgpuException(ErrorCode.CUDA_ERROR_UNKNOWN,
+                        "releasing " + connection.endpoint().describe() + " failed: " + e, e);
+            }
+        }
+    }
+}

@@ -1,0 +1,658 @@
+package org.vgpu.runtime.remote.worker;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.Consumer;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufUtil;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFutureListener;
+
+import org.vgpu.runtime.api.Dim3;
+import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.EventHandle;
+import org.vgpu.runtime.api.FunctionHandle;
+import org.vgpu.runtime.api.GpuBackend;
+import org.vgpu.runtime.api.KernelArgs;
+import org.vgpu.runtime.api.ModuleHandle;
+import org.vgpu.runtime.api.StreamHandle;
+import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.api.VirtualGpu;
+import org.vgpu.runtime.remote.protocol.Frame;
+import org.vgpu.runtime.remote.protocol.Frames;
+import org.vgpu.runtime.remote.protocol.Hello;
+import org.vgpu.runtime.remote.protocol.Opcode;
+import org.vgpu.runtime.remote.protocol.ReplyEncoder;
+import org.vgpu.runtime.remote.protocol.RequestDecoder;
+import org.vgpu.runtime.remote.protocol.RequestVisitor;
+import org.vgpu.runtime.remote.protocol.Welcome;
+
+/**
+ * The GPU thread of one session: takes the session's request frames from a queue, in order, and
+ * executes them on the worker's local {@link VirtualGpu}, which re-validates everything (the
+ * client is never trusted). Only this thread touches the vGPU, so its context and handle maps need
+ * no locks; only the event loop touches the channel's pipeline, so replies are handed to it by
+ * {@link Channel#writeAndFlush}, gathered into one buffer while more requests are queued.
+ *
+ * <p>Asynchronous requests get no reply on success; the first failure among them is kept and
+ * answered to the next synchronizing request instead of executing it, as CUDA reports an earlier
+ * asynchronous error at the next synchronizing call.
+ */
+final class SessionExecutor implements RequestVisitor, Runnable {
+    /** Above this many queued request bytes the event loop stops reading, so a fast client cannot fill the heap. */
+    static final long PAUSE_READING_BYTES = 32L << 20;
+    static final long RESUME_READING_BYTES = 8L << 20;
+    /** Gathered replies go out at this size even while requests keep coming. */
+    private static final int REPLY_FLUSH_BYTES = 64 << 10;
+    private static final Object END = new Object();
+
+    /** How the session ended, for the worker's report. */
+    record Outcome(long calls, long busyNanos, boolean clean, String reason) {
+    }
+
+    private final Channel channel;
+    private final GpuBackend backend;
+    private final WorkerConfig config;
+    private final LinkedBlockingQueue<Object> queue = new LinkedBlockingQueue<>();
+    private final AtomicLong queuedBytes = new AtomicLong();
+    private final AtomicBoolean readingPaused = new AtomicBoolean();
+    private final CompletableFuture<Outcome> outcome = new CompletableFuture<>();
+    private final ReplyEncoder replies = new ReplyEncoder();
+    private volatile Thread thread;
+    private volatile String endReason;
+    /** Set once the GPU thread is done: frames that still arrive are released at once. */
+    private volatile boolean finished;
+
+    // ---- GPU thread only
+    private VirtualGpu gpu;
+    private final Map<Integer, ModuleHandle> modules = new HashMap<>();
+    private final Map<Integer, FunctionHandle> functions = new HashMap<>();
+    private final Map<Integer, StreamHandle> streams = new HashMap<>();
+    private final Map<Integer, EventHandle> events = new HashMap<>();
+    private VgpuException deferred;
+    private ByteBuf pendingReplies;
+    private boolean chunkOpen;
+    private int chunkRequestId;
+    private boolean chunkAsync;
+    private VgpuException chunkFailure;
+    private boolean stopping;
+    private boolean clean;
+    private long calls;
+    private long busyNanos;
+
+    SessionExecutor(Channel channel, GpuBackend backend, WorkerConfig config) {
+        this.channel = channel;
+        this.backend = backend;
+        this.config = config;
+    }
+
+    /** Starts the GPU thread. */
+    void start() {
+        Thread gpuThread = new Thread(this, "vgpu-worker-gpu-" + config.device());
+        gpuThread.setDaemon(true);
+        thread = gpuThread;
+        gpuThread.start();
+    }
+
+    CompletableFuture<Outcome> outcome() {
+        return outcome;
+    }
+
+    // ---- event loop side
+
+    /** Queues a request frame; the GPU thread releases it. Called on the event loop. */
+    void submit(Frame frame) {
+        long queued = queuedBytes.addAndGet(frame.body().readableBytes());
+        queue.add(frame);
+        if (finished) {
+            releaseQueued();
+            return;
+        }
+        if (queued > PAUSE_READING_BYTES && readingPaused.compareAndSet(false, true)) {
+            channel.config().setAutoRead(false);
+        }
+    }
+
+    /** Ends the session once the requests queued so far are done; the first reason given is kept. */
+    void end(String reason) {
+        if (endReason == null) {
+            endReason = reason;
+        }
+        queue.add(END);
+    }
+
+    /** The event loop saw the channel become writable again; a chunked reply may go on. */
+    void writable() {
+        Thread gpuThread = thread;
+        if (gpuThread != null) {
+            LockSupport.unpark(gpuThread);
+        }
+    }
+
+    // ---- GPU thread
+
+    @Override
+    public void run() {
+        try {
+            while (!stopping) {
+                Object item = next();
+                if (item == END) {
+                    break;
+                }
+                Frame frame = (Frame) item;
+                long start = System.nanoTime();
+                try {
+                    handle(frame);
+                } finally {
+                    dequeued(frame);
+                    busyNanos += System.nanoTime() - start;
+                }
+            }
+        } catch (InterruptedException e) {
+            endReason = endReason == null ? "the worker was interrupted" : endReason;
+        } catch (RuntimeException | Error fatal) {
+            endReason = "the worker failed: " + fatal;
+            throw fatal;
+        } finally {
+            finishSession();
+        }
+    }
+
+    private Object next() throws InterruptedException {
+        Object item = queue.poll();
+        if (item != null) {
+            return item;
+        }
+        flushReplies();
+        if (config.spinNanos() > 0) {
+            long deadline = System.nanoTime() + config.spinNanos();
+            do {
+                Thread.onSpinWait();
+                item = queue.poll();
+                if (item != null) {
+                    return item;
+                }
+            } while (System.nanoTime() < deadline);
+        }
+        return queue.take();
+    }
+
+    private void handle(Frame frame) {
+        try {
+            if (chunkOpen && (frame.opcode() != Opcode.MEMCPY_HTOD || frame.requestId() != chunkRequestId)) {
+                throw Frames.violation(frame + " arrived inside the chunked copy of request " + chunkRequestId);
+            }
+            if (!chunkOpen) {
+                calls++;
+            }
+            RequestDecoder.dispatch(frame, this);
+        } catch (VgpuException violation) {
+            if (violation.code() != ErrorCode.VGPU_PROTOCOL_ERROR) {
+                throw violation;
+            }
+            reply().error(0, violation);
+            stop("protocol error: " + violation.detail(), false);
+        }
+    }
+
+    private void dequeued(Frame frame) {
+        long queued = queuedBytes.addAndGet(-frame.body().readableBytes());
+        frame.release();
+        if (queued < RESUME_READING_BYTES && readingPaused.compareAndSet(true, false)) {
+            channel.eventLoop().execute(() -> channel.config().setAutoRead(true));
+        }
+    }
+
+    private void stop(String reason, boolean cleanly) {
+        if (endReason == null) {
+            endReason = reason;
+        }
+        clean = cleanly;
+        stopping = true;
+    }
+
+    /** Frees the vGPU (whatever the client left allocated), drops unexecuted requests, closes the connection. */
+    private void finishSession() {
+        String closeFailure = null;
+        if (gpu != null) {
+            try {
+                gpu.close();
+            } catch (RuntimeException e) {
+                closeFailure = e.getMessage();
+            }
+        }
+        ByteBuf last = pendingReplies;
+        pendingReplies = null;
+        if (last != null && channel.isActive()) {
+            channel.writeAndFlush(last).addListener(ChannelFutureListener.CLOSE);
+        } else {
+            if (last != null) {
+                last.release();
+            }
+            channel.close();
+        }
+        finished = true;
+        releaseQueued();
+        String reason = endReason == null ? "the session ended" : endReason;
+        outcome.complete(new Outcome(calls, busyNanos, clean && closeFailure == null,
+                closeFailure == null ? reason : reason + "; freeing the vGPU failed: " + closeFailure));
+    }
+
+    /** Drops requests that will never run; safe from both threads since each frame is polled once. */
+    private void releaseQueued() {
+        for (Object item = queue.poll(); item != null; item = queue.poll()) {
+            if (item instanceof Frame frame) {
+                frame.release();
+            }
+        }
+    }
+
+    // ---- replies
+
+    private ReplyEncoder reply() {
+        if (pendingReplies == null) {
+            pendingReplies = channel.alloc().directBuffer(256);
+        } else if (pendingReplies.readableBytes() >= REPLY_FLUSH_BYTES) {
+            flushReplies();
+            pendingReplies = channel.alloc().directBuffer(256);
+        }
+        return replies.wrap(pendingReplies);
+    }
+
+    private void flushReplies() {
+        ByteBuf gathered = pendingReplies;
+        if (gathered != null) {
+            pendingReplies = null;
+            channel.writeAndFlush(gathered, channel.voidPromise());
+        }
+    }
+
+    // ---- the request semantics
+
+    private interface Call {
+        void run();
+    }
+
+    /** Runs a request without a result: answers OK, or keeps its failure when it is asynchronous. */
+    private void execute(Frame frame, Call call) {
+        if (answeredWithKeptFailure(frame)) {
+            return;
+        }
+        try {
+            call.run();
+            if (!frame.isAsync()) {
+                reply().ok(frame.requestId());
+            }
+        } catch (RuntimeException e) {
+            failed(frame, e);
+        }
+    }
+
+    /** A synchronizing request reports the kept asynchronous failure instead of running. */
+    private boolean answeredWithKeptFailure(Frame frame) {
+        if (frame.isAsync() || !frame.opcode().synchronizing() || deferred == null) {
+            return false;
+        }
+        VgpuException kept = deferred;
+        deferred = null;
+        reply().error(frame.requestId(), kept);
+        return true;
+    }
+
+    private void failed(Frame frame, RuntimeException e) {
+        VgpuException failure = asVgpuException(e);
+        if (!frame.isAsync()) {
+            reply().error(frame.requestId(), failure);
+        } else if (deferred == null) {
+            deferred = new VgpuException(failure.code(), "asynchronous " + frame.opcode() + " (request "
+                    + frame.requestId() + ") failed: " + failure.detail(), failure);
+        }
+    }
+
+    private static VgpuException asVgpuException(RuntimeException e) {
+        return e instanceof VgpuException v ? v : new VgpuException(ErrorCode.CUDA_ERROR_UNKNOWN, "the worker failed: " + e, e);
+    }
+
+    private VirtualGpu gpu() {
+        if (gpu == null) {
+            throw Frames.violation("a request arrived before the session was opened");
+        }
+        return gpu;
+    }
+
+    private static <T> T lookup(Map<Integer, T> handles, int id, String kind) {
+        T handle = handles.get(id);
+        if (handle == null) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_HANDLE, kind + " " + id + " is not live in this session");
+        }
+        return handle;
+    }
+
+    private static <T> void register(Map<Integer, T> handles, int id, String kind, T handle) {
+        if (handles.putIfAbsent(id, handle) != null) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, kind + " id " + id + " is already in use");
+        }
+    }
+
+    private StreamHandle stream(int id) {
+        return id == StreamHandle.DEFAULT.id() ? StreamHandle.DEFAULT : lookup(streams, id, "stream");
+    }
+
+    /**
+     * {@code data} as host memory for the vGPU. Netty's direct buffers are native memory already; a
+     * heap buffer (only tests make those) is copied, since asynchronous copies need native memory.
+     */
+    private static void withHostMemory(ByteBuf data, Consumer<MemorySegment> use) {
+        if (data.isDirect()) {
+            use.accept(MemorySegment.ofBuffer(data.nioBuffer()));
+            return;
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment copy = arena.allocate(Math.max(1, data.readableBytes()));
+            MemorySegment.copy(MemorySegment.ofArray(ByteBufUtil.getBytes(data)), 0, copy, 0, data.readableBytes());
+            use.accept(copy.asSlice(0, data.readableBytes()));
+        }
+    }
+
+    // ---- RequestVisitor
+
+    @Override
+    public void hello(Frame frame, Hello hello) {
+        if (gpu != null) {
+            throw Frames.violation("HELLO arrived in a session that is already open");
+        }
+        try {
+            gpu = backend.open(config.device(), hello.window());
+            reply().welcome(frame.requestId(), new Welcome(Frames.PROTOCOL_VERSION, config.workerId(),
+                    (int) config.idleTimeout().toMillis(), gpu.deviceProperties()));
+        } catch (RuntimeException e) {
+            VgpuException failure = asVgpuException(e);
+            reply().error(frame.requestId(), failure);
+            stop("the vGPU could not be opened: " + failure.getMessage(), false);
+        }
+    }
+
+    @Override
+    public void ping(Frame frame) {
+        // answered by the event loop; one that got here was queued behind nothing that needs it
+    }
+
+    @Override
+    public void goodbye(Frame frame) {
+        VirtualGpu closing = gpu;
+        gpu = null;
+        try {
+            if (closing != null) {
+                closing.close();
+            }
+            reply().ok(frame.requestId());
+            stop("the client said goodbye", true);
+        } catch (RuntimeException e) {
+            reply().error(frame.requestId(), asVgpuException(e));
+            stop("freeing the vGPU at goodbye failed: " + e.getMessage(), false);
+        }
+    }
+
+    @Override
+    public void memGetInfo(Frame frame) {
+        try {
+            reply().ok(frame.requestId(), gpu().memGetInfo());
+        } catch (RuntimeException e) {
+            failed(frame, e);
+        }
+    }
+
+    @Override
+    public void moduleLoad(Frame frame, int moduleId, ByteBuf image) {
+        byte[] bytes = ByteBufUtil.getBytes(image);
+        execute(frame, () -> {
+            ModuleHandle module = gpu().moduleLoadData(bytes);
+            try {
+                register(modules, moduleId, "module", module);
+            } catch (VgpuException e) {
+                gpu.moduleUnload(module);
+                throw e;
+            }
+        });
+    }
+
+    @Override
+    public void moduleUnload(Frame frame, int moduleId) {
+        execute(frame, () -> {
+            gpu().moduleUnload(lookup(modules, moduleId, "module"));
+            modules.remove(moduleId);
+        });
+    }
+
+    @Override
+    public void moduleGetFunction(Frame frame, int moduleId, int functionId, String kernelName) {
+        try {
+            FunctionHandle function = gpu().moduleGetFunction(lookup(modules, moduleId, "module"), kernelName);
+            register(functions, functionId, "function", function);
+            reply().ok(frame.requestId(), gpu.functionSignature(function));
+        } catch (RuntimeException e) {
+            failed(frame, e);
+        }
+    }
+
+    @Override
+    public void memAllocAt(Frame frame, long address, long bytes) {
+        execute(frame, () -> gpu().memAllocAt(address, bytes));
+    }
+
+    @Override
+    public void memFree(Frame frame, long address) {
+        execute(frame, () -> gpu().memFree(address));
+    }
+
+    @Override
+    public void memcpyHtoD(Frame frame, int streamId, long dst, ByteBuf data) {
+        if (!chunkOpen) {
+            chunkRequestId = frame.requestId();
+            chunkAsync = frame.isAsync();
+            chunkFailure = null;
+            if (!chunkAsync && deferred != null) {
+                chunkFailure = deferred;
+                deferred = null;
+            }
+        } else if (frame.isAsync() != chunkAsync) {
+            throw Frames.violation("chunks of request " + chunkRequestId + " disagree on being asynchronous");
+        }
+        chunkOpen = frame.hasMore();
+        if (chunkFailure == null) {
+            try {
+                StreamHandle stream = stream(streamId);
+                long bytes = data.readableBytes();
+                // From pageable memory (Netty's buffers) even an asynchronous copy has read its source
+                // when it returns (CUDA stages it), so the frame may be released right after.
+                withHostMemory(data, host -> {
+                    if (chunkAsync) {
+                        gpu().memcpyHtoDAsync(dst, host, bytes, stream);
+                    } else {
+                        gpu().memcpyHtoD(dst, host, bytes);
+                    }
+                });
+            } catch (RuntimeException e) {
+                chunkFailure = asVgpuException(e);
+            }
+        }
+        if (!chunkOpen) {
+            if (chunkFailure != null) {
+                failed(frame, chunkFailure);
+            } else if (!chunkAsync) {
+                reply().ok(frame.requestId());
+            }
+            chunkFailure = null;
+        }
+    }
+
+    @Override
+    public void memcpyDtoH(Frame frame, int streamId, long src, long bytes, int chunkBytes) {
+        if (answeredWithKeptFailure(frame)) {
+            return;
+        }
+        long offset = 0;
+        try {
+            StreamHandle stream = stream(streamId);
+            if (bytes < 0) {
+                throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "byte count must be >= 0, got " + bytes);
+            }
+            flushReplies();
+            do {
+                int chunk = (int) Math.min(chunkBytes, bytes - offset);
+                ByteBuf out = channel.alloc().directBuffer(ReplyEncoder.dataHeaderBytes() + chunk);
+                try {
+                    replies.wrap(out).dataHeader(frame.requestId(), offset + chunk < bytes, offset, chunk);
+                    MemorySegment host = MemorySegment.ofBuffer(out.nioBuffer(out.writerIndex(), chunk));
+                    // Into pageable memory even the asynchronous copy returns only once it is complete.
+                    if (frame.isAsync()) {
+                        gpu().memcpyDtoHAsync(host, src + offset, chunk, stream);
+                    } else {
+                        gpu().memcpyDtoH(host, src + offset, chunk);
+                    }
+                    out.writerIndex(out.writerIndex() + chunk);
+                } catch (RuntimeException e) {
+                    out.release();
+                    throw e;
+                }
+                channel.writeAndFlush(out, channel.voidPromise());
+                offset += chunk;
+                awaitWritable();
+            } while (offset < bytes);
+        } catch (RuntimeException e) {
+            VgpuException failure = asVgpuException(e);
+            if (frame.isAsync()) {
+                // the client still waits for this request's end; the failure is also kept for the next sync
+                reply().error(frame.requestId(), failure);
+            }
+            failed(frame, failure);
+        }
+    }
+
+    /** Lets a chunked reply wait while the connection's outbound buffer is full, instead of piling up memory. */
+    private void awaitWritable() {
+        while (!channel.isWritable() && channel.isActive()) {
+            LockSupport.parkNanos(this, 1_000_000);
+        }
+    }
+
+    @Override
+    public void memcpyDtoD(Frame frame, int streamId, long dst, long src, long bytes) {
+        execute(frame, () -> {
+            if (frame.isAsync()) {
+                gpu().memcpyDtoDAsync(dst, src, bytes, stream(streamId));
+            } else {
+                gpu().memcpyDtoD(dst, src, bytes);
+            }
+        });
+    }
+
+    @Override
+    public void memset(Frame frame, int streamId, long dst, int value, int elementSize, long count) {
+        execute(frame, () -> {
+            VirtualGpu device = gpu();
+            if (frame.isAsync()) {
+                StreamHandle stream = stream(streamId);
+                if (elementSize == 1) {
+                    device.memsetD8Async(dst, (byte) value, count, stream);
+                } else {
+                    device.memsetD32Async(dst, value, count, stream);
+                }
+            } else if (elementSize == 1) {
+                device.memsetD8(dst, (byte) value, count);
+            } else {
+                device.memsetD32(dst, value, count);
+            }
+        });
+    }
+
+    @Override
+    public void launchKernel(Frame frame, int functionId, Dim3 grid, Dim3 block, int sharedMemBytes, int streamId,
+                             KernelArgs args) {
+        execute(frame, () -> gpu().launchKernel(lookup(functions, functionId, "function"), grid, block, sharedMemBytes,
+                stream(streamId), args));
+    }
+
+    @Override
+    public void streamCreate(Frame frame, int streamId) {
+        execute(frame, () -> {
+            if (streamId == StreamHandle.DEFAULT.id()) {
+                throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "stream id 0 is the default stream");
+            }
+            StreamHandle stream = gpu().streamCreate();
+            try {
+                register(streams, streamId, "stream", stream);
+            } catch (VgpuException e) {
+                gpu.streamDestroy(stream);
+                throw e;
+            }
+        });
+    }
+
+    @Override
+    public void streamSynchronize(Frame frame, int streamId) {
+        execute(frame, () -> gpu().streamSynchronize(stream(streamId)));
+    }
+
+    @Override
+    public void streamDestroy(Frame frame, int streamId) {
+        execute(frame, () -> {
+            gpu().streamDestroy(lookup(streams, streamId, "stream"));
+            streams.remove(streamId);
+        });
+    }
+
+    @Override
+    public void eventCreate(Frame frame, int eventId) {
+        execute(frame, () -> {
+            EventHandle event = gpu().eventCreate();
+            try {
+                register(events, eventId, "event", event);
+            } catch (VgpuException e) {
+                gpu.eventDestroy(event);
+                throw e;
+            }
+        });
+    }
+
+    @Override
+    public void eventRecord(Frame frame, int eventId, int streamId) {
+        execute(frame, () -> gpu().eventRecord(lookup(events, eventId, "event"), stream(streamId)));
+    }
+
+    @Override
+    public void eventSynchronize(Frame frame, int eventId) {
+        execute(frame, () -> gpu().eventSynchronize(lookup(events, eventId, "event")));
+    }
+
+    @Override
+    public void eventElapsedTime(Frame frame, int startEventId, int endEventId) {
+        try {
+            float millis = gpu().eventElapsedTime(lookup(events, startEventId, "event"), lookup(events, endEventId, "event"));
+            reply().ok(frame.requestId(), millis);
+        } catch (RuntimeException e) {
+            failed(frame, e);
+        }
+    }
+
+    @Override
+    public void eventDestroy(Frame frame, int eventId) {
+        execute(frame, () -> {
+            gpu().eventDestroy(lookup(events, eventId, "event"));
+            events.remove(eventId);
+        });
+    }
+
+    @Override
+    public void ctxSynchronize(Frame frame) {
+        execute(frame, () -> gpu().ctxSynchronize());
+    }
+}

@@ -1,0 +1,53 @@
+package org.vgpu.runtime.remote.worker;
+
+import java.time.Duration;
+import java.util.Objects;
+
+import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.VgpuException;
+
+/**
+ * How a GPU worker runs, validated once at start.
+ *
+ * @param listenHost  address to listen on
+ * @param listenPort  port to listen on; 0 picks a free one
+ * @param device      the GPU (or emulated device) this worker serves
+ * @param workerId    the worker's name in session tokens, reports and errors
+ * @param idleTimeout how long the worker waits for a frame (the first connection included) before
+ *                    it ends the session and frees the GPU; clients send keepalives well within it
+ * @param spinNanos   how long the GPU thread polls for the next request before it sleeps: a
+ *                    request that arrives meanwhile is served without a thread wake-up
+ */
+public record WorkerConfig(String listenHost, int listenPort, int device, String workerId, Duration idleTimeout,
+                           long spinNanos) {
+    public static final Duration DEFAULT_IDLE_TIMEOUT = Duration.ofSeconds(30);
+    /** Polling pays only where cores are plentiful; on a small machine it would steal the client's CPU. */
+    public static final long DEFAULT_SPIN_NANOS = Runtime.getRuntime().availableProcessors() >= 4 ? 50_000 : 0;
+
+    public WorkerConfig {
+        Objects.requireNonNull(listenHost, "listenHost");
+        if (listenPort < 0 || listenPort > 65535) {
+            throw invalid("listen port must be in [0, 65535], got " + listenPort);
+        }
+        if (device < 0) {
+            throw invalid("device must be >= 0, got " + device);
+        }
+        if (workerId == null || workerId.isBlank()) {
+            throw invalid("worker id must not be blank");
+        }
+        if (idleTimeout == null || idleTimeout.toMillis() < 1 || idleTimeout.toMillis() > Integer.MAX_VALUE) {
+            throw invalid("idle timeout must be between 1 ms and 24 days, got " + idleTimeout);
+        }
+        if (spinNanos < 0) {
+            throw invalid("spin time must be >= 0, got " + spinNanos);
+        }
+    }
+
+    public WorkerConfig(String listenHost, int listenPort, int device, String workerId, Duration idleTimeout) {
+        this(listenHost, listenPort, device, workerId, idleTimeout, DEFAULT_SPIN_NANOS);
+    }
+
+    private static VgpuException invalid(String detail) {
+        return new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "worker configuration: " + detail);
+    }
+}

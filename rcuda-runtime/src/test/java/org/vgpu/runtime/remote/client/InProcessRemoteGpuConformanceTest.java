@@ -1,0 +1,31 @@
+package org.vgpu.runtime.remote.client;
+
+import java.time.Duration;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.vgpu.runtime.api.GpuBackend;
+import org.vgpu.runtime.conformance.VirtualGpuConformanceTest;
+import org.vgpu.runtime.remote.protocol.NettyLeaks;
+
+/**
+ * The VirtualGpu contract on the remote backend with its workers in this JVM. Besides being quick,
+ * it puts both ends of every connection under Netty's paranoid leak detector, which worker
+ * processes are not: a buffer the worker or the client forgets to release fails this test.
+ */
+class InProcessRemoteGpuConformanceTest extends VirtualGpuConformanceTest {
+    @BeforeAll
+    static void watchLeaks() {
+        NettyLeaks.watch();
+    }
+
+    @AfterAll
+    static void noLeaks() {
+        NettyLeaks.assertNoneReported();
+    }
+
+    @Override
+    protected GpuBackend createBackend() {
+        return new RemoteBackend(new InProcessWorkers(Duration.ofSeconds(30)), RemoteConfig.defaults(), null);
+    }
+}

@@ -1,0 +1,15 @@
+package org.vgpu.runtime.remote.client;
+
+import org.junit.jupiter.api.Tag;
+import org.vgpu.runtime.api.GpuBackend;
+import org.vgpu.runtime.conformance.VirtualGpuConformanceTest;
+import org.vgpu.runtime.nativegpu.NativeBackend;
+
+/** The VirtualGpu contract on the remote backend over worker processes that drive this machine's GPU 0. */
+@Tag("gpu")
+class NativeRemoteGpuConformanceTest extends VirtualGpuConformanceTest {
+    @Override
+    protected GpuBackend createBackend() {
+        return new RemoteBackend(new SpawnedWorkers("native", NativeBackend.load()), RemoteConfig.defaults(), null);
+    }
+}

@@ -1,0 +1,16 @@
+package org.vgpu.runtime.remote.client;
+
+import org.vgpu.runtime.Backends;
+import org.vgpu.runtime.api.GpuBackend;
+import org.vgpu.runtime.conformance.VirtualGpuConformanceTest;
+
+/**
+ * The VirtualGpu contract on the remote backend, over real worker processes on loopback that run
+ * the CPU emulation (runs everywhere, CI included).
+ */
+class RemoteGpuConformanceTest extends VirtualGpuConformanceTest {
+    @Override
+    protected GpuBackend createBackend() {
+        return new RemoteBackend(new SpawnedWorkers("emulated", Backends.emulated()), RemoteConfig.defaults(), null);
+    }
+}

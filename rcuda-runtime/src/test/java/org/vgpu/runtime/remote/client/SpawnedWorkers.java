@@ -1,0 +1,149 @@
+package org.vgpu.runtime.remote.client;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalInt;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Stream;
+
+import org.vgpu.runtime.api.DeviceProperties;
+import org.vgpu.runtime.api.GpuBackend;
+import org.vgpu.runtime.api.VaWindow;
+import org.vgpu.runtime.remote.lender.Endpoint;
+import org.vgpu.runtime.remote.lender.LaunchedWorker;
+import org.vgpu.runtime.remote.lender.WorkerLauncher;
+import org.vgpu.runtime.remote.lender.WorkerSpec;
+import org.vgpu.runtime.remote.security.SiteKey;
+import org.vgpu.runtime.remote.security.TokenIssuer;
+
+/**
+ * Real GPU worker processes ({@code WorkerCommand} started through the lender's
+ * {@link WorkerLauncher}, with this JVM's class path), one per opened vGPU, on loopback, with a
+ * site key and session tokens as in production. A spare worker per device is started ahead, so a
+ * test does not wait for a JVM to start. Every process is gone after {@link #close}.
+ */
+final class SpawnedWorkers implements WorkerSource {
+    private static final String JOB = "conformance-job";
+    /** Long enough for a spare worker to wait through a slow test; each test's worker ends with its vGPU. */
+    private static final Duration SPARE_IDLE_TIMEOUT = Duration.ofSeconds(120);
+
+    private final String backendName;
+    private final GpuBackend localTwin;
+    private final Path directory;
+    private final Path keyFile;
+    private final TokenIssuer issuer;
+    private final WorkerLauncher launcher = new WorkerLauncher();
+    private final AtomicInteger launches = new AtomicInteger();
+    private final Map<Integer, CompletableFuture<LaunchedWorker>> spares = new HashMap<>();
+    /** Every worker started, in order, so tests can look at one and close can stop them all. */
+    final List<LaunchedWorker> launched = new CopyOnWriteArrayList<>();
+
+    /**
+     * @param backendName the workers' backend, "emulated" or "native"
+     * @param localTwin   the same backend in this process, which answers device queries as the workers will
+     */
+    SpawnedWorkers(String backendName, GpuBackend localTwin) {
+        this.backendName = backendName;
+        this.localTwin = localTwin;
+        try {
+            directory = Files.createTempDirectory("vgpu-workers");
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        keyFile = directory.resolve("site.key");
+        SiteKey key = SiteKey.generate();
+        key.writeNewFile(keyFile);
+        issuer = new TokenIssuer(key, Clock.systemUTC());
+    }
+
+    @Override
+    public int deviceCount() {
+        return localTwin.deviceCount();
+    }
+
+    @Override
+    public DeviceProperties deviceProperties(int device) {
+        return localTwin.deviceProperties(device);
+    }
+
+    @Override
+    public synchronized WorkerEndpoint open(int device, VaWindow window) {
+        LaunchedWorker worker = takeSpare(device);
+        spares.put(device, CompletableFuture.supplyAsync(() -> launch(device)));
+        String token = issuer.issue(JOB, window.vgpuIndex(), worker.workerId(), Duration.ofMinutes(10));
+        Endpoint at = worker.endpoint();
+        return new WorkerEndpoint(worker.workerId(), at.host(), at.port(), token, () -> stop(worker));
+    }
+
+    /** A started worker that is still waiting for its client, or a new one. */
+    private LaunchedWorker takeSpare(int device) {
+        CompletableFuture<LaunchedWorker> spare = spares.remove(device);
+        if (spare != null) {
+            try {
+                LaunchedWorker worker = spare.join();
+                if (worker.process().isAlive()) {
+                    return worker;
+                }
+            } catch (RuntimeException failedToStart) {
+                // start one now, which reports the failure if it happens again
+            }
+        }
+        return launch(device);
+    }
+
+    private LaunchedWorker launch(int device) {
+        String id = "w" + launches.incrementAndGet();
+        WorkerSpec spec = new WorkerSpec(new Endpoint("127.0.0.1", 0), backendName, device, id, keyFile, Optional.empty(),
+                Optional.of(SPARE_IDLE_TIMEOUT), OptionalInt.empty());
+        LaunchedWorker worker = launcher.launch(spec);
+        launched.add(worker);
+        return worker;
+    }
+
+    /** After a goodbye the worker exits by itself; a worker that does not is stopped. */
+    private static void stop(LaunchedWorker worker) {
+        try {
+            worker.onExit().get(10, TimeUnit.SECONDS);
+        } catch (Exception stillRunning) {
+            // close() below stops it
+        }
+        worker.close();
+    }
+
+    @Override
+    public synchronized void close() {
+        for (CompletableFuture<LaunchedWorker> spare : spares.values()) {
+            spare.thenAccept(LaunchedWorker::close).exceptionally(failed -> null).join();
+        }
+        spares.clear();
+        for (LaunchedWorker worker : launched) {
+            worker.close();
+        }
+        localTwin.close();
+        try (Stream<Path> files = Files.walk(directory)) {
+            for (Path path : files.sorted(Comparator.reverseOrder()).toList()) {
+                Files.deleteIfExists(path);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /** Workers started so far, oldest first. */
+    List<LaunchedWorker> workers() {
+        return new ArrayList<>(launched);
+    }
+}
