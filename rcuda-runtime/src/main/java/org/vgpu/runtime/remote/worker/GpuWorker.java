@@ -102,7 +102,7 @@ public final class GpuWorker implements AutoCloseable {
         }
         group.schedule(() -> {
             if (!sessionClaimed.get()) {
-                report.complete(new WorkerReport(0, 0, 0, 0, false, "no client opened a session within "
+                finish(new WorkerReport(0, 0, 0, 0, false, "no client opened a session within "
                         + config.idleTimeout().toMillis() + " ms"));
             }
         }, config.idleTimeout().toMillis(), TimeUnit.MILLISECONDS);
@@ -158,11 +158,11 @@ public final class GpuWorker implements AutoCloseable {
         group.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
     }
 
-    private void sessionEnded(SessionExecutor.Outcome outcome, TrafficCounter traffic) {
-        log.accept("worker " + config.workerId() + ": session ended: " + outcome.reason());
-        report.complete(new WorkerReport(outcome.calls(), traffic.bytesIn(), traffic.bytesOut(), outcome.busyNanos(),
-                outcome.clean(), outcome.reason()));
-        serverChannel.close();
+    private void finish(WorkerReport result) {
+        if (report.complete(result)) {
+            log.accept("worker " + config.workerId() + ": done: " + result.endReason());
+            serverChannel.close();
+        }
     }
 
     /**
@@ -219,7 +219,8 @@ public final class GpuWorker implements AutoCloseable {
             session = new SessionExecutor(ctx.channel(), backend, config);
             sessionChannel = ctx.channel();
             session.outcome().thenAccept(outcome ->
-                    ctx.channel().closeFuture().addListener(closed -> sessionEnded(outcome, traffic)));
+                    ctx.channel().closeFuture().addListener(closed -> finish(new WorkerReport(outcome.calls(),
+                            traffic.bytesIn(), traffic.bytesOut(), outcome.busyNanos(), outcome.clean(), outcome.reason()))));
             session.start();
             session.submit(frame);
         }
@@ -263,6 +264,10 @@ public final class GpuWorker implements AutoCloseable {
         public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
             Throwable failure = cause instanceof DecoderException && cause.getCause() != null ? cause.getCause() : cause;
             if (failure instanceof VgpuException violation && violation.code() == ErrorCode.VGPU_PROTOCOL_ERROR) {
+                if (session == null) {
+                    log.accept("worker " + config.workerId() + ": refused " + ctx.channel().remoteAddress() + ": "
+                            + violation.getMessage());
+                }
                 end("protocol error: " + violation.detail());
                 if (ctx.channel().isActive()) {
                     replyAndClose(ctx, 0, violation);

@@ -1,0 +1,268 @@
+package org.vgpu.runtime.remote.worker;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.vgpu.runtime.api.Dim3;
+import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.KernelArgs;
+import org.vgpu.runtime.api.VaWindow;
+import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.api.VirtualGpu;
+import org.vgpu.runtime.emulated.EmulatedBackend;
+import org.vgpu.runtime.kernels.TestKernels;
+import org.vgpu.runtime.remote.protocol.Frames;
+import org.vgpu.runtime.remote.protocol.Hello;
+import org.vgpu.runtime.remote.protocol.NettyLeaks;
+
+/**
+ * A worker in this JVM, driven by a raw client that plays by the rules or does not: the worker
+ * serves one authenticated session, re-validates every request, keeps asynchronous failures for
+ * the next synchronizing request, ends the session on goodbye, silence, a vanished client or a
+ * broken protocol, and always frees the vGPU. Connections that fail the handshake are refused
+ * without costing the legitimate client its worker.
+ */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class GpuWorkerTest {
+    private static final String TOKEN = "secret";
+    private static final long MEMORY = 1L << 30;
+    private static final VaWindow WINDOW = VaWindow.forVgpu(2);
+
+    private final EmulatedBackend backend = new EmulatedBackend(1, MEMORY, TestKernels.twins());
+    private final List<String> log = new CopyOnWriteArrayList<>();
+    private GpuWorker worker;
+
+    @BeforeAll
+    static void watchLeaks() {
+        NettyLeaks.watch();
+    }
+
+    @AfterAll
+    static void noLeaks() {
+        NettyLeaks.assertNoneReported();
+    }
+
+    @AfterEach
+    void closeWorker() {
+        if (worker != null) {
+            worker.close();
+        }
+    }
+
+    private void startWorker(Duration idleTimeout) {
+        worker = GpuWorker.start(new WorkerConfig("127.0.0.1", 0, 0, "test-worker", idleTimeout), backend,
+                (token, vgpu) -> {
+                    if (!TOKEN.equals(token)) {
+                        throw new VgpuException(ErrorCode.VGPU_AUTH_FAILED, "the token is not the secret");
+                    }
+                }, null, log::add);
+    }
+
+    private RawClient connect() {
+        return new RawClient("127.0.0.1", worker.address().getPort());
+    }
+
+    /** Free memory of the emulated device, which must be all of it once the worker freed the session's vGPU. */
+    private long freeDeviceMemory() {
+        try (VirtualGpu probe = backend.open(0, VaWindow.forVgpu(9))) {
+            return probe.memGetInfo().free();
+        }
+    }
+
+    @Test
+    void aSessionIsServedAndReportedUntilGoodbye() throws Exception {
+        startWorker(Duration.ofSeconds(10));
+        try (RawClient client = connect()) {
+            assertEquals("#1 welcome test-worker", client.hello(1, TOKEN, WINDOW).read());
+            assertEquals("#2 ok 0 bytes", client.send(e -> e.memAllocAt(2, WINDOW.base(), 1 << 20)).read());
+            assertEquals("#3 ok 16 bytes", client.send(e -> e.memGetInfo(3)).read());
+            assertEquals("#0 pong", client.send(e -> e.ping(0)).read());
+            assertEquals("#4 ok 0 bytes", client.send(e -> e.goodbye(4)).read());
+            assertEquals("closed", client.read());
+        }
+        WorkerReport report = worker.awaitReport();
+        assertTrue(report.clean(), report.toString());
+        assertEquals(4, report.calls(), "HELLO, alloc, info and goodbye; pings are the event loop's");
+        assertTrue(report.bytesIn() > 0 && report.bytesOut() > 0, report.toString());
+        assertTrue(report.servedLine().matches("vgpu-worker served calls=4 bytes_in=\\d+ bytes_out=\\d+ busy_ms=\\d+"),
+                report.servedLine());
+        assertEquals(MEMORY, freeDeviceMemory());
+    }
+
+    @Test
+    void garbageIsAProtocolErrorAndTheWorkerWaitsOnForItsClient() {
+        startWorker(Duration.ofSeconds(10));
+        try (RawClient stranger = connect()) {
+            String reply = stranger.sendBytes("GET / HTTP/1.1\r\nHost: gpu\r\n\r\n".getBytes()).read();
+            assertTrue(reply.startsWith("#0 error VGPU_PROTOCOL_ERROR: frame length"), reply);
+            assertEquals("closed", stranger.read());
+        }
+        try (RawClient client = connect()) {
+            assertEquals("#1 welcome test-worker", client.hello(1, TOKEN, WINDOW).read());
+        }
+        assertTrue(log.stream().anyMatch(line -> line.contains("refused")), log.toString());
+    }
+
+    @Test
+    void aWrongTokenOrProtocolVersionIsRefused() {
+        startWorker(Duration.ofSeconds(10));
+        try (RawClient intruder = connect()) {
+            assertEquals("#1 error VGPU_AUTH_FAILED: the token is not the secret", intruder.hello(1, "guess", WINDOW).read());
+            assertEquals("closed", intruder.read());
+        }
+        try (RawClient future = connect()) {
+            String reply = future.send(e -> e.hello(1, new Hello(Frames.PROTOCOL_VERSION + 1, TOKEN, WINDOW))).read();
+            assertTrue(reply.startsWith("#1 error VGPU_PROTOCOL_ERROR: the client speaks protocol version 2"), reply);
+        }
+        try (RawClient noHello = connect()) {
+            String reply = noHello.send(e -> e.ctxSynchronize(1)).read();
+            assertTrue(reply.startsWith("#1 error VGPU_PROTOCOL_ERROR: a session must open with HELLO"), reply);
+        }
+        assertFalse(worker.report().isDone(), "the worker still waits for its client");
+    }
+
+    @Test
+    void aSecondSessionIsRefused() {
+        startWorker(Duration.ofSeconds(10));
+        try (RawClient client = connect(); RawClient second = connect()) {
+            assertEquals("#1 welcome test-worker", client.hello(1, TOKEN, WINDOW).read());
+            assertEquals("#1 error CUDA_ERROR_NOT_PERMITTED: worker test-worker already serves a session",
+                    second.hello(1, TOKEN, VaWindow.forVgpu(3)).read());
+            assertEquals("#2 ok 0 bytes", client.send(e -> e.ctxSynchronize(2)).read(), "the first session goes on");
+        }
+    }
+
+    @Test
+    void anAsynchronousFailureIsReportedOnceByTheNextSynchronizingRequest() {
+        startWorker(Duration.ofSeconds(10));
+        try (RawClient client = connect()) {
+            client.hello(1, TOKEN, WINDOW).read();
+            client.send(e -> {
+                e.launchKernel(2, true, 99, Dim3.of(1), Dim3.of(1), 0, 0, KernelArgs.none());
+                e.memset(3, true, 0, WINDOW.base(), 0, 1, 16);
+                e.memAllocAt(4, WINDOW.base(), 4096);
+                e.ctxSynchronize(5);
+                e.ctxSynchronize(6);
+            });
+            assertEquals("#4 ok 0 bytes", client.read(), "an allocation is no synchronizing call");
+            assertEquals("#5 error CUDA_ERROR_INVALID_HANDLE: asynchronous LAUNCH_KERNEL (request 2) failed: function 99"
+                    + " is not live in this session", client.read(), "the first failure, not the memset's");
+            assertEquals("#6 ok 0 bytes", client.read(), "reported once");
+        }
+    }
+
+    @Test
+    void theWorkerRevalidatesEveryPointerItIsGiven() {
+        startWorker(Duration.ofSeconds(10));
+        try (RawClient client = connect()) {
+            client.hello(1, TOKEN, WINDOW).read();
+            client.send(e -> {
+                e.memAllocAt(2, WINDOW.base(), 4096);
+                e.memcpyDtoH(3, false, 0, WINDOW.base() + (8 << 20), 16, 4096);
+                e.memcpyDtoD(4, false, 0, WINDOW.base(), VaWindow.forVgpu(3).base(), 16);
+                e.memFree(5, WINDOW.base() + 64);
+                e.memAllocAt(6, VaWindow.forVgpu(3).base(), 4096);
+                e.memcpyDtoH(7, false, 0, WINDOW.base() + 4000, 200, 4096);
+            });
+            assertEquals("#2 ok 0 bytes", client.read());
+            for (int request = 3; request <= 7; request++) {
+                String reply = client.read();
+                assertTrue(reply.startsWith("#" + request + " error CUDA_ERROR_INVALID_VALUE"), reply);
+            }
+        }
+    }
+
+    @Test
+    void copiesTravelInChunksBothWays() {
+        startWorker(Duration.ofSeconds(10));
+        byte[] data = new byte[10_000];
+        for (int i = 0; i < data.length; i++) {
+            data[i] = (byte) (i * 7);
+        }
+        java.lang.foreign.MemorySegment source = java.lang.foreign.MemorySegment.ofArray(data);
+        try (RawClient client = connect()) {
+            client.hello(1, TOKEN, WINDOW).read();
+            client.send(e -> {
+                e.memAllocAt(2, WINDOW.base(), data.length);
+                e.memcpyHtoDChunk(3, false, true, 0, WINDOW.base(), source, 0, 4096);
+                e.memcpyHtoDChunk(3, false, true, 0, WINDOW.base() + 4096, source, 4096, 4096);
+                e.memcpyHtoDChunk(3, false, false, 0, WINDOW.base() + 8192, source, 8192, data.length - 8192);
+                e.memcpyDtoH(4, false, 0, WINDOW.base(), data.length, 4096);
+            });
+            assertEquals("#2 ok 0 bytes", client.read());
+            assertEquals("#3 ok 0 bytes", client.read(), "one answer after the last chunk");
+            assertEquals("#4 data@0 4096 bytes more", client.read());
+            assertEquals("#4 data@4096 4096 bytes more", client.read());
+            assertEquals("#4 data@8192 1808 bytes", client.read());
+        }
+    }
+
+    @Test
+    void aRequestInsideAChunkedCopyBreaksTheProtocolAndEndsTheSession() throws Exception {
+        startWorker(Duration.ofSeconds(10));
+        try (RawClient client = connect()) {
+            client.hello(1, TOKEN, WINDOW).read();
+            client.send(e -> {
+                e.memAllocAt(2, WINDOW.base(), 8192);
+                e.memcpyHtoDChunk(3, false, true, 0, WINDOW.base(), java.lang.foreign.MemorySegment.ofArray(new byte[4096]), 0, 4096);
+                e.ctxSynchronize(4);
+            });
+            assertEquals("#2 ok 0 bytes", client.read());
+            String reply = client.read();
+            assertTrue(reply.startsWith("#0 error VGPU_PROTOCOL_ERROR: CTX_SYNCHRONIZE#4"), reply);
+            assertEquals("closed", client.read());
+        }
+        WorkerReport report = worker.awaitReport();
+        assertFalse(report.clean());
+        assertTrue(report.endReason().startsWith("protocol error"), report.endReason());
+        assertEquals(MEMORY, freeDeviceMemory());
+    }
+
+    @Test
+    void aSilentClientIsDroppedAfterTheIdleTimeout() throws Exception {
+        startWorker(Duration.ofMillis(400));
+        long start = System.nanoTime();
+        try (RawClient client = connect()) {
+            client.hello(1, TOKEN, WINDOW).read();
+            client.send(e -> e.memAllocAt(2, WINDOW.base(), 1 << 20)).read();
+            assertEquals("closed", client.read());
+        }
+        WorkerReport report = worker.awaitReport();
+        assertTrue(System.nanoTime() - start >= TimeUnit.MILLISECONDS.toNanos(400));
+        assertEquals("no frame from the client for 400 ms", report.endReason());
+        assertEquals(MEMORY, freeDeviceMemory());
+    }
+
+    @Test
+    void aClientThatVanishesEndsTheSessionAndFreesTheVgpu() throws Exception {
+        startWorker(Duration.ofSeconds(30));
+        RawClient client = connect();
+        client.hello(1, TOKEN, WINDOW).read();
+        assertEquals("#2 ok 0 bytes", client.send(e -> e.memAllocAt(2, WINDOW.base(), 64 << 20)).read());
+        assertTrue(freeDeviceMemory() < MEMORY);
+        client.close();
+        WorkerReport report = worker.awaitReport();
+        assertFalse(report.clean());
+        assertEquals("the client closed the connection", report.endReason());
+        assertEquals(MEMORY, freeDeviceMemory());
+    }
+
+    @Test
+    void aWorkerNobodyConnectsToGivesUp() throws Exception {
+        startWorker(Duration.ofMillis(200));
+        WorkerReport report = worker.awaitReport();
+        assertEquals("no client opened a session within 200 ms", report.endReason());
+        assertEquals(0, report.calls());
+    }
+}

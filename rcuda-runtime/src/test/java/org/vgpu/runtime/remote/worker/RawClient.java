@@ -1,0 +1,152 @@
+package org.vgpu.runtime.remote.worker;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.util.function.Consumer;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufUtil;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.embedded.EmbeddedChannel;
+
+import org.vgpu.runtime.api.VaWindow;
+import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.remote.protocol.Frame;
+import org.vgpu.runtime.remote.protocol.FrameDecoder;
+import org.vgpu.runtime.remote.protocol.Frames;
+import org.vgpu.runtime.remote.protocol.Hello;
+import org.vgpu.runtime.remote.protocol.Opcode;
+import org.vgpu.runtime.remote.protocol.ReplyDecoder;
+import org.vgpu.runtime.remote.protocol.ReplyVisitor;
+import org.vgpu.runtime.remote.protocol.RequestEncoder;
+import org.vgpu.runtime.remote.protocol.Welcome;
+
+/**
+ * A client that writes whatever frames (or bytes) a test wants on a plain blocking socket and
+ * reads the worker's replies as one line each, so tests can play a misbehaving or vanishing client.
+ */
+public final class RawClient implements AutoCloseable {
+    private final Socket socket;
+    private final InputStream in;
+    private final EmbeddedChannel decoder = new EmbeddedChannel(new FrameDecoder(Opcode.Direction.REPLY));
+
+    public RawClient(String host, int port) {
+        try {
+            socket = new Socket(host, port);
+            socket.setSoTimeout(15_000);
+            socket.setTcpNoDelay(true);
+            in = socket.getInputStream();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /** Sends the frames {@code frames} writes. */
+    public RawClient send(Consumer<RequestEncoder> frames) {
+        ByteBuf buffer = Unpooled.buffer();
+        try {
+            frames.accept(new RequestEncoder().wrap(buffer));
+            return sendBytes(ByteBufUtil.getBytes(buffer));
+        } finally {
+            buffer.release();
+        }
+    }
+
+    public RawClient hello(int requestId, String token, VaWindow window) {
+        return send(encoder -> encoder.hello(requestId, new Hello(Frames.PROTOCOL_VERSION, token, window)));
+    }
+
+    public RawClient sendBytes(byte[] bytes) {
+        try {
+            socket.getOutputStream().write(bytes);
+            socket.getOutputStream().flush();
+            return this;
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /**
+     * The next reply as a line: "#ID welcome WORKER", "#ID pong", "#ID ok N bytes", "#ID error CODE: DETAIL",
+     * "#ID data@OFFSET N bytes [more]"; "closed" when the worker closed the connection instead.
+     */
+    public String read() {
+        try {
+            while (true) {
+                Frame frame = decoder.readInbound();
+                if (frame != null) {
+                    try {
+                        return describe(frame);
+                    } finally {
+                        frame.release();
+                    }
+                }
+                byte[] bytes = new byte[64 << 10];
+                int n;
+                try {
+                    n = in.read(bytes);
+                } catch (SocketTimeoutException e) {
+                    return "silent";
+                } catch (IOException reset) {
+                    return "closed";
+                }
+                if (n < 0) {
+                    return "closed";
+                }
+                decoder.writeInbound(Unpooled.wrappedBuffer(bytes, 0, n));
+            }
+        } finally {
+            decoder.checkException();
+        }
+    }
+
+    private static String describe(Frame frame) {
+        StringBuilder line = new StringBuilder();
+        ReplyDecoder.dispatch(frame, new ReplyVisitor() {
+            @Override
+            public void welcome(int requestId, Welcome welcome) {
+                line.append('#').append(requestId).append(" welcome ").append(welcome.workerId());
+            }
+
+            @Override
+            public void pong(int requestId) {
+                line.append('#').append(requestId).append(" pong");
+            }
+
+            @Override
+            public void ok(int requestId, ByteBuf result) {
+                line.append('#').append(requestId).append(" ok ").append(result.readableBytes()).append(" bytes");
+            }
+
+            @Override
+            public void error(int requestId, VgpuException failure) {
+                line.append('#').append(requestId).append(" error ").append(failure.getMessage());
+            }
+
+            @Override
+            public void data(int requestId, boolean more, long offset, ByteBuf bytes) {
+                line.append('#').append(requestId).append(" data@").append(offset).append(' ').append(bytes.readableBytes())
+                        .append(" bytes").append(more ? " more" : "");
+            }
+        });
+        return line.toString();
+    }
+
+    /** Drops the connection without a goodbye, as a crashed client would. */
+    @Override
+    public void close() {
+        try {
+            socket.close();
+        } catch (IOException ignored) {
+            // already gone
+        }
+        try {
+            decoder.finishAndReleaseAll();
+        } catch (RuntimeException partialFrame) {
+            // the worker's last frame was cut off by this close; nothing left to read anyway
+        }
+    }
+}
