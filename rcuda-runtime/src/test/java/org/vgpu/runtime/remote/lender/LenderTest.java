@@ -11,11 +11,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
-import java.util.function.BooleanSupplier;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -30,8 +28,6 @@ import org.vgpu.runtime.remote.security.SiteKey;
 /** {@link Lender} over its control socket, with {@link FakeWorker} processes as workers. */
 @Timeout(90)
 class LenderTest {
-    private static final Duration PATIENCE = Duration.ofSeconds(30);
-
     @TempDir
     Path dir;
     Path keyFile;
@@ -53,7 +49,7 @@ class LenderTest {
     @Test
     void thePoolFillsForEveryDevice() throws IOException {
         Lender lender = start(config("127.0.0.1", List.of(0, 1), 2, 2), fakeWorkers);
-        awaitUntil(() -> count(lender, State.WARM) == 4);
+        Await.until(() -> count(lender, State.WARM) == 4);
 
         try (ControlClient control = new ControlClient(lender.controlEndpoint())) {
             List<String> status = control.request("status");
@@ -68,13 +64,13 @@ class LenderTest {
     @Test
     void openHandsOutAWarmWorkerAndThePoolRefills() throws IOException {
         Lender lender = start(config("127.0.0.1", List.of(0), 1, 2), fakeWorkers);
-        awaitUntil(() -> count(lender, State.WARM) == 1);
+        Await.until(() -> count(lender, State.WARM) == 1);
         WorkerStatus warm = lender.status().getFirst();
 
         try (ControlClient control = new ControlClient(lender.controlEndpoint())) {
             assertEquals("ok " + warm.endpoint().orElseThrow() + " " + warm.workerId(), control.ask("open 0"));
         }
-        awaitUntil(() -> count(lender, State.WARM) == 1 && count(lender, State.LENT) == 1);
+        Await.until(() -> count(lender, State.WARM) == 1 && count(lender, State.LENT) == 1);
         WorkerStatus refill = lender.status().stream().filter(worker -> worker.state() == State.WARM).findFirst().orElseThrow();
         assertNotEquals(warm.workerId(), refill.workerId());
     }
@@ -94,7 +90,7 @@ class LenderTest {
     @Test
     void aDeviceLendsNoMoreThanItsLimitAndKeepsNoWarmWorkerItCouldNotLend() throws IOException {
         Lender lender = start(config("127.0.0.1", List.of(0), 2, 2), fakeWorkers);
-        awaitUntil(() -> count(lender, State.WARM) == 2);
+        Await.until(() -> count(lender, State.WARM) == 2);
         try (ControlClient control = new ControlClient(lender.controlEndpoint())) {
             assertTrue(control.ask("open 0").startsWith("ok "));
             assertEquals(1, count(lender, State.WARM) + count(lender, State.STARTING));
@@ -113,8 +109,8 @@ class LenderTest {
             String lentId = reply.split(" ")[2];
             assertEquals("session", WorkerLauncherTest.echo(Endpoint.parse(reply.split(" ")[1]), "session"));
 
-            awaitUntil(() -> lender.status().stream().noneMatch(worker -> worker.workerId().equals(lentId)));
-            awaitUntil(() -> count(lender, State.WARM) == 1);
+            Await.until(() -> lender.status().stream().noneMatch(worker -> worker.workerId().equals(lentId)));
+            Await.until(() -> count(lender, State.WARM) == 1);
             assertTrue(control.ask("open 0").startsWith("ok "));
         }
     }
@@ -122,19 +118,19 @@ class LenderTest {
     @Test
     void aWarmWorkerThatDiesIsReplaced() {
         Lender lender = start(config("127.0.0.1", List.of(0), 1, 1), fakeWorkers);
-        awaitUntil(() -> count(lender, State.WARM) == 1);
+        Await.until(() -> count(lender, State.WARM) == 1);
         String firstId = lender.status().getFirst().workerId();
 
         ProcessHandle.current().children().forEach(ProcessHandle::destroyForcibly);
 
-        awaitUntil(() -> lender.status().stream().anyMatch(worker -> worker.state() == State.WARM
+        Await.until(() -> lender.status().stream().anyMatch(worker -> worker.state() == State.WARM
                 && !worker.workerId().equals(firstId)));
     }
 
     @Test
     void unknownDevicesAndMalformedRequestsGetErrorsAndChangeNothing() throws IOException {
         Lender lender = start(config("127.0.0.1", List.of(0), 1, 1), fakeWorkers);
-        awaitUntil(() -> count(lender, State.WARM) == 1);
+        Await.until(() -> count(lender, State.WARM) == 1);
         List<WorkerStatus> before = lender.status();
 
         try (ControlClient control = new ControlClient(lender.controlEndpoint())) {
@@ -229,7 +225,7 @@ class LenderTest {
                 client.close();
             }
         }
-        awaitUntil(() -> {
+        Await.until(() -> {
             try (ControlClient again = new ControlClient(lender.controlEndpoint())) {
                 return again.ask("status").equals("ok 0");
             } catch (IOException e) {
@@ -260,7 +256,7 @@ class LenderTest {
     void closingStopsLentAndWarmWorkersAndRefusesFurtherRequests() throws IOException {
         Lender lender = start(config("127.0.0.1", List.of(0, 1), 1, 1), fakeWorkers);
         assertEquals(1, lender.open(1).device());
-        awaitUntil(() -> count(lender, State.WARM) == 2);
+        Await.until(() -> count(lender, State.WARM) == 2);
 
         lender.close();
 
@@ -299,20 +295,6 @@ class LenderTest {
         return lender.status().stream().filter(worker -> worker.state() == state).count();
     }
 
-    private static void awaitUntil(BooleanSupplier condition) {
-        Instant deadline = Instant.now().plus(PATIENCE);
-        while (!condition.getAsBoolean()) {
-            if (Instant.now().isAfter(deadline)) {
-                throw new AssertionError("condition not met within " + PATIENCE.toSeconds() + " s");
-            }
-            try {
-                Thread.sleep(50);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new AssertionError("interrupted while waiting", e);
-            }
-        }
-    }
 
     private static void assertInvalid(org.junit.jupiter.api.function.Executable call) {
         assertEquals(ErrorCode.CUDA_ERROR_INVALID_VALUE, assertThrows(VgpuException.class, call).code());
