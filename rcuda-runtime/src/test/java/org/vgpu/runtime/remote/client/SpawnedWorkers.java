@@ -6,7 +6,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
@@ -36,28 +35,34 @@ import org.vgpu.runtime.remote.security.TokenIssuer;
  * test does not wait for a JVM to start. Every process is gone after {@link #close}.
  */
 final class SpawnedWorkers implements WorkerSource {
-    private static final String JOB = "conformance-job";
+    private static final String JOB = "test-job";
     /** Long enough for a spare worker to wait through a slow test; each test's worker ends with its vGPU. */
-    private static final Duration SPARE_IDLE_TIMEOUT = Duration.ofSeconds(120);
+    static final Duration SPARE_IDLE_TIMEOUT = Duration.ofSeconds(120);
 
     private final String backendName;
     private final GpuBackend localTwin;
+    private final Duration idleTimeout;
     private final Path directory;
     private final Path keyFile;
     private final TokenIssuer issuer;
     private final WorkerLauncher launcher = new WorkerLauncher();
     private final AtomicInteger launches = new AtomicInteger();
     private final Map<Integer, CompletableFuture<LaunchedWorker>> spares = new HashMap<>();
-    /** Every worker started, in order, so tests can look at one and close can stop them all. */
-    final List<LaunchedWorker> launched = new CopyOnWriteArrayList<>();
+    private final List<LaunchedWorker> launched = new CopyOnWriteArrayList<>();
 
     /**
      * @param backendName the workers' backend, "emulated" or "native"
      * @param localTwin   the same backend in this process, which answers device queries as the workers will
      */
     SpawnedWorkers(String backendName, GpuBackend localTwin) {
+        this(backendName, localTwin, SPARE_IDLE_TIMEOUT);
+    }
+
+    /** @param idleTimeout the workers' idle timeout, which also bounds how long a spare waits for its client */
+    SpawnedWorkers(String backendName, GpuBackend localTwin, Duration idleTimeout) {
         this.backendName = backendName;
         this.localTwin = localTwin;
+        this.idleTimeout = idleTimeout;
         try {
             directory = Files.createTempDirectory("vgpu-workers");
         } catch (IOException e) {
@@ -80,17 +85,19 @@ final class SpawnedWorkers implements WorkerSource {
     }
 
     @Override
-    public synchronized WorkerEndpoint open(int device, VaWindow window) {
+    public WorkerEndpoint open(int device, VaWindow window) {
         LaunchedWorker worker = takeSpare(device);
-        spares.put(device, CompletableFuture.supplyAsync(() -> launch(device)));
         String token = issuer.issue(JOB, window.vgpuIndex(), worker.workerId(), Duration.ofMinutes(10));
         Endpoint at = worker.endpoint();
         return new WorkerEndpoint(worker.workerId(), at.host(), at.port(), token, () -> stop(worker));
     }
 
-    /** A started worker that is still waiting for its client, or a new one. */
+    /** A started worker that is still waiting for its client, or a new one; another spare is started either way. */
     private LaunchedWorker takeSpare(int device) {
-        CompletableFuture<LaunchedWorker> spare = spares.remove(device);
+        CompletableFuture<LaunchedWorker> spare;
+        synchronized (spares) {
+            spare = spares.put(device, CompletableFuture.supplyAsync(() -> launch(device)));
+        }
         if (spare != null) {
             try {
                 LaunchedWorker worker = spare.join();
@@ -107,10 +114,15 @@ final class SpawnedWorkers implements WorkerSource {
     private LaunchedWorker launch(int device) {
         String id = "w" + launches.incrementAndGet();
         WorkerSpec spec = new WorkerSpec(new Endpoint("127.0.0.1", 0), backendName, device, id, keyFile, Optional.empty(),
-                Optional.of(SPARE_IDLE_TIMEOUT), OptionalInt.empty());
+                Optional.of(idleTimeout), OptionalInt.empty());
         LaunchedWorker worker = launcher.launch(spec);
         launched.add(worker);
         return worker;
+    }
+
+    /** The worker started as {@code workerId}. */
+    LaunchedWorker worker(String workerId) {
+        return launched.stream().filter(worker -> worker.workerId().equals(workerId)).findFirst().orElseThrow();
     }
 
     /** After a goodbye the worker exits by itself; a worker that does not is stopped. */
@@ -124,11 +136,13 @@ final class SpawnedWorkers implements WorkerSource {
     }
 
     @Override
-    public synchronized void close() {
-        for (CompletableFuture<LaunchedWorker> spare : spares.values()) {
-            spare.thenAccept(LaunchedWorker::close).exceptionally(failed -> null).join();
+    public void close() {
+        synchronized (spares) {
+            for (CompletableFuture<LaunchedWorker> spare : spares.values()) {
+                spare.thenAccept(LaunchedWorker::close).exceptionally(failed -> null).join();
+            }
+            spares.clear();
         }
-        spares.clear();
         for (LaunchedWorker worker : launched) {
             worker.close();
         }
@@ -140,10 +154,5 @@ final class SpawnedWorkers implements WorkerSource {
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
-    }
-
-    /** Workers started so far, oldest first. */
-    List<LaunchedWorker> workers() {
-        return new ArrayList<>(launched);
     }
 }
