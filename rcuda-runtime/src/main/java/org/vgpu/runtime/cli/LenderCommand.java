@@ -27,6 +27,13 @@ import org.vgpu.runtime.remote.security.TlsConfig;
  * stops every worker it started.
  */
 public final class LenderCommand implements Subcommand {
+    /**
+     * Warm workers wait for a client this long before they end and are replaced: long enough that
+     * an idle lender does not restart a JVM and a CUDA context every few seconds, short enough
+     * that a lent worker whose job never connects frees its GPU within minutes.
+     */
+    static final Duration DEFAULT_WORKER_IDLE_TIMEOUT = Duration.ofMinutes(5);
+
     @Override
     public String name() {
         return "lender";
@@ -53,7 +60,9 @@ public final class LenderCommand implements Subcommand {
                 .addOption(Option.builder().longOpt("max-lent").hasArg().argName("N")
                         .desc("workers per device handed out at once (default 1: a GPU is never lent twice)").get())
                 .addOption(Option.builder().longOpt("worker-idle-timeout").hasArg().argName("SECONDS")
-                        .desc("passed to every worker as --idle-timeout (default: the worker's own)").get())
+                        .desc("how long a warm worker waits unused before it is replaced, and a lent one for its job"
+                                + " (each worker's --idle-timeout; default " + DEFAULT_WORKER_IDLE_TIMEOUT.toSeconds() + ")")
+                        .get())
                 .addOption(Option.builder().longOpt("worker-startup-timeout").hasArg().argName("SECONDS")
                         .desc("time a worker has to report listening before it is killed (default "
                                 + WorkerLauncher.DEFAULT_STARTUP_TIMEOUT.toSeconds() + ")").get())
@@ -92,9 +101,8 @@ public final class LenderCommand implements Subcommand {
         String backend = CommandLines.choice(line, "backend", "native", WorkerSpec.BACKENDS);
         int poolSize = CommandLines.intValue(line, "pool", 1, 0);
         int maxLent = CommandLines.intValue(line, "max-lent", 1, 1);
-        Optional<Duration> idleTimeout = line.hasOption("worker-idle-timeout")
-                ? Optional.of(Duration.ofSeconds(CommandLines.intValue(line, "worker-idle-timeout", 0, 1)))
-                : Optional.empty();
+        Duration idleTimeout = Duration.ofSeconds(CommandLines.intValue(line, "worker-idle-timeout",
+                (int) DEFAULT_WORKER_IDLE_TIMEOUT.toSeconds(), 1));
         if (line.hasOption("tls-cert") != line.hasOption("tls-key")) {
             throw new ParseException("--tls-cert and --tls-key go together: give both for TLS, neither without");
         }
@@ -110,7 +118,7 @@ public final class LenderCommand implements Subcommand {
         try {
             return new LenderConfig(listen, backend,
                     devices(line.getOptionValue("devices")), Path.of(line.getOptionValue("key-file")), poolSize, maxLent,
-                    idleTimeout, tls);
+                    Optional.of(idleTimeout), tls);
         } catch (VgpuException e) {
             throw new ParseException(e.detail());
         }

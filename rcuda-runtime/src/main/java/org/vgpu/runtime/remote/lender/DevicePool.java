@@ -24,10 +24,12 @@ import org.vgpu.runtime.remote.lender.WorkerStatus.State;
  * The workers of one device: a warm pool kept at its size, the workers handed out, and the
  * reaping of those that exit.
  *
- * <p>A worker that fails to start, or exits with an error before it was handed out, makes the
- * pool wait before it starts another, twice as long after each such failure (up to a minute), so
- * a broken GPU or driver costs a log line a minute rather than a process launch loop. Handing a
- * worker out, or a clean exit, shows the device works and ends the waiting.
+ * <p>A worker ends its life in order when it prints its served line: after its session, or, still
+ * warm, when no client came within its idle timeout; a warm one is then replaced at once. A worker
+ * that fails to start, or dies before it was handed out without that line, makes the pool wait
+ * before it starts another, twice as long after each such failure (up to a minute), so a broken
+ * GPU or driver costs a log line a minute rather than a process launch loop. Handing a worker out,
+ * or an orderly end, shows the device works and ends the waiting.
  */
 final class DevicePool {
     private static final Logger LOG = LoggerFactory.getLogger(DevicePool.class);
@@ -212,22 +214,26 @@ final class DevicePool {
         LaunchedWorker worker = entry.worker;
         int status = worker.process().exitValue();
         long ageSeconds = Duration.between(entry.startedAt, Instant.now()).toSeconds();
-        String served = worker.servedSummary().orElse("served no session");
+        Optional<String> served = worker.servedSummary();
         if (closing) {
-            LOG.info("device {}: worker {} stopped ({}): {}", device, entry.workerId, lastState, served);
+            LOG.info("device {}: worker {} stopped ({}): {}", device, entry.workerId, lastState,
+                    served.orElse("served no session"));
             return;
         }
-        if (status == 0) {
-            LOG.info("device {}: worker {} ({}) exited after {} s: {}", device, entry.workerId, lastState, ageSeconds, served);
+        boolean orderly = served.isPresent();
+        if (orderly && (status == 0 || lastState == State.WARM)) {
+            LOG.info("device {}: worker {} ({}) exited with status {} after {} s: {}", device, entry.workerId, lastState,
+                    status, ageSeconds, served.get());
         } else {
             LOG.warn("device {}: worker {} ({}) exited with status {} after {} s: {}; its stderr ended with:\n{}", device,
-                    entry.workerId, lastState, status, ageSeconds, served, worker.stderrTail());
+                    entry.workerId, lastState, status, ageSeconds, served.orElse("it printed no served line"),
+                    worker.stderrTail());
         }
-        if (status != 0 && lastState == State.WARM) {
+        if (!orderly && lastState == State.WARM) {
             retryLater();
             return;
         }
-        if (status == 0) {
+        if (orderly) {
             synchronized (this) {
                 retryDelay = FIRST_RETRY_DELAY;
             }

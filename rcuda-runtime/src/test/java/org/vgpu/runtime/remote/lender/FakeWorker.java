@@ -18,7 +18,7 @@ import org.vgpu.runtime.remote.security.SiteKey;
 /**
  * A stand-in for the GPU worker that keeps its process contract (options, listening line, one
  * session, served line, exit status) without a GPU or the remote runtime. Its session echoes
- * every byte until the client half-closes. The worker id's prefix picks a misbehaviour:
+ * every byte until the client half-closes; with no client within its idle timeout it exits 1. The worker id's prefix picks a misbehaviour:
  * {@code crash} exits 3 before listening, {@code silent} never reports listening, {@code badline}
  * reports an endpoint that is not one, {@code chatty} floods both pipes before listening,
  * {@code stubborn} ignores SIGTERM.
@@ -75,11 +75,11 @@ public final class FakeWorker {
                 }
             }));
         }
-        serveOneSession(Endpoint.parse(options.get("--listen")), options.get("--idle-timeout"));
-        System.exit(0);
+        System.exit(serveOneSession(Endpoint.parse(options.get("--listen")), options.get("--idle-timeout")) ? 0 : 1);
     }
 
-    private static void serveOneSession(Endpoint listen, String idleTimeoutSeconds) throws Exception {
+    /** Whether a client came: like the real worker, one that waited in vain exits 1 after its served line. */
+    private static boolean serveOneSession(Endpoint listen, String idleTimeoutSeconds) throws Exception {
         try (ServerSocket server = new ServerSocket(listen.port(), 1, InetAddress.getByName(listen.host()))) {
             if (idleTimeoutSeconds != null) {
                 server.setSoTimeout(Integer.parseInt(idleTimeoutSeconds) * 1000);
@@ -101,6 +101,7 @@ public final class FakeWorker {
             System.out.println(WorkerLauncher.SERVED_PREFIX + "calls=" + calls + " bytes_in=" + bytes + " bytes_out=" + bytes
                     + " busy_ms=0");
             System.out.flush();
+            return calls > 0;
         }
     }
 }

@@ -128,6 +128,18 @@ class LenderTest {
     }
 
     @Test
+    void aWarmWorkerWhoseIdleTimeoutExpiresIsReplaced() {
+        LenderConfig config = new LenderConfig(new Endpoint("127.0.0.1", 0), "emulated", List.of(0), keyFile, 1, 1,
+                Optional.of(Duration.ofSeconds(1)), Optional.empty());
+        Lender lender = start(config, fakeWorkers);
+        java.util.Set<String> warmIds = java.util.concurrent.ConcurrentHashMap.newKeySet();
+        Await.until(() -> {
+            lender.status().stream().filter(worker -> worker.state() == State.WARM).forEach(worker -> warmIds.add(worker.workerId()));
+            return warmIds.size() >= 3;
+        });
+    }
+
+    @Test
     void unknownDevicesAndMalformedRequestsGetErrorsAndChangeNothing() throws IOException {
         Lender lender = start(config("127.0.0.1", List.of(0), 1, 1), fakeWorkers);
         Await.until(() -> count(lender, State.WARM) == 1);
