@@ -79,7 +79,7 @@ public final class Lender implements AutoCloseable {
         LOG.info("lender backend {}, devices {}", config.backend(), config.devices());
         LOG.info("lender warm pool {} worker(s) per device, at most {} lent per device", config.poolSize(),
                 config.maxLentPerDevice());
-        LOG.info("lender worker idle timeout {}", config.workerIdleTimeout().map(t -> t.toSeconds() + " s").orElse("none"));
+        LOG.info("lender worker idle timeout {}", config.workerIdleTimeout().map(t -> t.toSeconds() + " s").orElse("the worker's own default"));
         LOG.info("lender worker TLS {}", config.tls().map(Object::toString).orElse("off"));
         LOG.info("lender site key {} ({})", config.keyFile(), key);
         LOG.info("lender {}", launcher);

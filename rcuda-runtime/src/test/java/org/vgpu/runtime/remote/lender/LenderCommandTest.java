@@ -28,6 +28,7 @@ import org.vgpu.runtime.remote.security.SiteKey;
 /** {@code vgpu lender}: usage errors in process, and a real daemon answering and stopping on SIGTERM. */
 @Timeout(60)
 class LenderCommandTest {
+    private final ChildProcesses children = ChildProcesses.snapshot();
     @TempDir
     Path dir;
     Path keyFile;
@@ -52,7 +53,7 @@ class LenderCommandTest {
 
     @AfterEach
     void noDaemonOutlivesItsTest() {
-        assertEquals(List.of(), ChildProcesses.killLeftovers());
+        assertEquals(List.of(), children.killLeftovers());
     }
 
     @Test

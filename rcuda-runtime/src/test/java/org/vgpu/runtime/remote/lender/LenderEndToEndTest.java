@@ -41,6 +41,7 @@ import org.vgpu.runtime.workloads.Workloads;
  */
 @Timeout(120)
 class LenderEndToEndTest {
+    private final ChildProcesses children = ChildProcesses.snapshot();
     @TempDir
     Path dir;
     private Lender lender;
@@ -50,7 +51,7 @@ class LenderEndToEndTest {
         if (lender != null) {
             lender.close();
         }
-        assertEquals(List.of(), ChildProcesses.killLeftovers());
+        assertEquals(List.of(), children.killLeftovers());
     }
 
     @Test

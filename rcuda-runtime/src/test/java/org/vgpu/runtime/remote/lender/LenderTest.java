@@ -28,6 +28,7 @@ import org.vgpu.runtime.remote.security.SiteKey;
 /** {@link Lender} over its control socket, with {@link FakeWorker} processes as workers. */
 @Timeout(90)
 class LenderTest {
+    private final ChildProcesses children = ChildProcesses.snapshot();
     @TempDir
     Path dir;
     Path keyFile;
@@ -43,7 +44,7 @@ class LenderTest {
     @AfterEach
     void closeLendersAndCheckNoWorkerIsLeft() {
         lenders.forEach(Lender::close);
-        assertEquals(List.of(), ChildProcesses.killLeftovers());
+        assertEquals(List.of(), children.killLeftovers());
     }
 
     @Test
@@ -121,7 +122,7 @@ class LenderTest {
         Await.until(() -> count(lender, State.WARM) == 1);
         String firstId = lender.status().getFirst().workerId();
 
-        ProcessHandle.current().children().forEach(ProcessHandle::destroyForcibly);
+        children.started().forEach(ProcessHandle::destroyForcibly);
 
         Await.until(() -> lender.status().stream().anyMatch(worker -> worker.state() == State.WARM
                 && !worker.workerId().equals(firstId)));
@@ -272,7 +273,7 @@ class LenderTest {
 
         lender.close();
 
-        assertEquals(List.of(), ProcessHandle.current().children().filter(ProcessHandle::isAlive).toList());
+        assertEquals(List.of(), children.started());
         VgpuException closed = assertThrows(VgpuException.class, () -> lender.open(0));
         assertEquals(ErrorCode.VGPU_CLOSED, closed.code());
         assertThrows(IOException.class, () -> new ControlClient(lender.controlEndpoint()).ask("status"));

@@ -32,6 +32,7 @@ import org.vgpu.runtime.remote.security.TlsConfig;
 class WorkerLauncherTest {
     private static final Endpoint LOOPBACK_ANY_PORT = new Endpoint("127.0.0.1", 0);
 
+    private final ChildProcesses children = ChildProcesses.snapshot();
     @TempDir
     Path dir;
     Path keyFile;
@@ -45,7 +46,7 @@ class WorkerLauncherTest {
 
     @AfterEach
     void noWorkerOutlivesItsTest() {
-        assertEquals(List.of(), ChildProcesses.killLeftovers());
+        assertEquals(List.of(), children.killLeftovers());
     }
 
     @Test
