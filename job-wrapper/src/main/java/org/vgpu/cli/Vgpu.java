@@ -10,6 +10,7 @@ import org.vgpu.runtime.cli.BenchCommand;
 import org.vgpu.runtime.cli.DemoCommand;
 import org.vgpu.runtime.cli.DevicesCommand;
 import org.vgpu.runtime.cli.LenderCommand;
+import org.vgpu.runtime.cli.RemoteBenchCommand;
 import org.vgpu.runtime.remote.worker.WorkerCommand;
 
 /**
@@ -29,7 +30,7 @@ public final class Vgpu {
     /** The subcommands a {@code vgpu} installation offers. */
     public static Vgpu standard() {
         return new Vgpu(List.of(new DevicesCommand(), new DemoCommand(), new BenchCommand(), new LenderCommand(),
-                new WorkerCommand()));
+                new WorkerCommand(), new RemoteBenchCommand()));
     }
 
     public static void main(String[] args) {

@@ -1,6 +1,7 @@
 package org.vgpu.runtime.remote.client;
 
 import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -62,7 +63,7 @@ final class PendingCopyToHost extends PendingCall<Void> {
             heldOffsets.add(offset);
         } else if (destinationFailure == null && length > 0) {
             try {
-                MemorySegment.copy(MemorySegment.ofBuffer(data.nioBuffer()), 0, destination, offset, length);
+                copyInto(destination, offset, data);
             } catch (IllegalStateException freed) {
                 // an asynchronous copy whose host memory was freed before the data arrived
                 destinationFailure = new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE,
@@ -95,12 +96,20 @@ final class PendingCopyToHost extends PendingCall<Void> {
             for (int i = 0; i < heldChunks.size(); i++) {
                 ByteBuf chunk = heldChunks.get(i);
                 if (chunk.isReadable() && destination.scope().isAlive()) {
-                    MemorySegment.copy(MemorySegment.ofBuffer(chunk.nioBuffer()), 0, destination, heldOffsets.get(i),
-                            chunk.readableBytes());
+                    copyInto(destination, heldOffsets.get(i), chunk);
                 }
             }
         } finally {
             releaseHeldChunks();
+        }
+    }
+
+    /** Copies {@code data} to {@code destination} at {@code offset}, piece by piece (a large chunk arrives in several buffers). */
+    private static void copyInto(MemorySegment destination, long offset, ByteBuf data) {
+        for (ByteBuffer piece : data.nioBuffers()) {
+            int length = piece.remaining();
+            MemorySegment.copy(MemorySegment.ofBuffer(piece), 0, destination, offset, length);
+            offset += length;
         }
     }
 

@@ -31,7 +31,7 @@ public final class RemoteBackend implements GpuBackend {
         this.config = Objects.requireNonNull(config, "config");
         this.ssl = ssl;
         int threads = Math.max(1, Math.min(4, Runtime.getRuntime().availableProcessors() / 2));
-        this.group = NettyTransport.newEventLoopGroup(threads, "vgpu-remote-io");
+        this.group = NettyTransport.newEventLoopGroup(threads, "vgpu-remote-io", config.spinNanos());
     }
 
     @Override

@@ -5,6 +5,7 @@ import java.time.Duration;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.remote.protocol.RequestDecoder;
+import org.vgpu.runtime.remote.transport.NettyTransport;
 
 /**
  * How a remote vGPU talks to its worker, validated once.
@@ -15,16 +16,13 @@ import org.vgpu.runtime.remote.protocol.RequestDecoder;
  * @param batchFrames      ... or this many requests, whichever comes first
  * @param chunkBytes       copies are split into chunks of this size, pipelined so that the network
  *                         and the device's copy engine work at the same time
- * @param spinNanos        how long a thread waiting for a reply polls before it sleeps; a reply
- *                         that arrives meanwhile costs no thread wake-up
+ * @param spinNanos        how long a thread waiting for a reply, and the event loop, poll before
+ *                         they sleep; a reply that arrives meanwhile costs no thread wake-up
  * @param connectTimeout   how long to wait for the TCP connection and the handshake
  * @param goodbyeTimeout   how long {@code close} waits for the worker to free the vGPU
  */
 public record RemoteConfig(int batchBytes, int batchFrames, int chunkBytes, long spinNanos, Duration connectTimeout,
                            Duration goodbyeTimeout) {
-    /** Polling pays only where cores are plentiful; on a small machine it would steal the worker's CPU. */
-    public static final long DEFAULT_SPIN_NANOS = Runtime.getRuntime().availableProcessors() >= 4 ? 50_000 : 0;
-
     public RemoteConfig {
         if (batchBytes < 256 || batchBytes > (16 << 20)) {
             throw invalid("batch size must be in [256 B, 16 MiB], got " + batchBytes);
@@ -43,13 +41,18 @@ public record RemoteConfig(int batchBytes, int batchFrames, int chunkBytes, long
         }
     }
 
-    /** 64 KiB or 256 requests per batch, 1 MiB chunks, 10 s to connect, 30 s to say goodbye. */
+    /**
+     * 64 KiB or 256 requests per batch, 1 MiB chunks, 30 s to connect and open the session (a worker
+     * creating a CUDA context on a busy node takes seconds), 30 s to say goodbye.
+     */
     public static RemoteConfig defaults() {
-        return new RemoteConfig(64 << 10, 256, 1 << 20, DEFAULT_SPIN_NANOS, Duration.ofSeconds(10), Duration.ofSeconds(30));
+        return new RemoteConfig(64 << 10, 256, 1 << 20, NettyTransport.DEFAULT_SPIN_NANOS, Duration.ofSeconds(30),
+                Duration.ofSeconds(30));
     }
 
-    public RemoteConfig withSpinNanos(long nanos) {
-        return new RemoteConfig(batchBytes, batchFrames, chunkBytes, nanos, connectTimeout, goodbyeTimeout);
+    /** The same with another connect timeout. */
+    public RemoteConfig withConnectTimeout(Duration timeout) {
+        return new RemoteConfig(batchBytes, batchFrames, chunkBytes, spinNanos, timeout, goodbyeTimeout);
     }
 
     private static VgpuException invalid(String detail) {

@@ -15,8 +15,16 @@ import io.netty.handler.codec.ByteToMessageDecoder;
  * closes the connection. A connection that ends inside a frame raises the same error.
  */
 public final class FrameDecoder extends ByteToMessageDecoder {
+    /**
+     * Frames from this size on are gathered from their reads without merging them. The body of such
+     * a frame may then consist of several buffers: read it with {@code nioBuffers()}, which does not
+     * copy, rather than {@code nioBuffer()}, which merges.
+     */
+    public static final int LARGE_FRAME_BYTES = 64 << 10;
+
     private final Opcode.Direction inbound;
     private boolean broken;
+    private boolean gathering;
 
     /** @param inbound the direction of the frames this side receives: a worker reads requests, a client replies */
     public FrameDecoder(Opcode.Direction inbound) {
@@ -53,11 +61,21 @@ public final class FrameDecoder extends ByteToMessageDecoder {
         }
         checkFlags(in, opcode, flags);
         if (in.readableBytes() < Frames.LENGTH_FIELD_BYTES + length) {
+            if (length >= LARGE_FRAME_BYTES && !gathering) {
+                // A copy chunk: collect its reads side by side instead of merging them into one
+                // buffer, so its bytes are copied once, straight to where they go.
+                gathering = true;
+                setCumulator(COMPOSITE_CUMULATOR);
+            }
             return;
         }
         int requestId = in.getInt(start + 8);
         ByteBuf body = in.retainedSlice(start + Frames.HEADER_BYTES, length - Frames.MIN_LENGTH);
         in.skipBytes(Frames.LENGTH_FIELD_BYTES + length);
+        if (gathering) {
+            gathering = false;
+            setCumulator(MERGE_CUMULATOR);
+        }
         out.add(new Frame(opcode, flags, requestId, body));
     }
 

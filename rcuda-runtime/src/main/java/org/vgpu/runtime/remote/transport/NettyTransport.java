@@ -1,8 +1,12 @@
 package org.vgpu.runtime.remote.transport;
 
+import java.nio.channels.spi.SelectorProvider;
+
+import io.netty.channel.DefaultSelectStrategyFactory;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.IoHandlerFactory;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.SelectStrategyFactory;
 import io.netty.channel.epoll.Epoll;
 import io.netty.channel.epoll.EpollIoHandler;
 import io.netty.channel.epoll.EpollServerSocketChannel;
@@ -19,6 +23,17 @@ import io.netty.util.concurrent.DefaultThreadFactory;
  * (Linux x86-64: fewer copies and syscalls than NIO), NIO elsewhere. Decided once per process.
  */
 public final class NettyTransport {
+    /** System property overriding {@link #DEFAULT_SPIN_NANOS}, in microseconds; 0 turns polling off. */
+    public static final String SPIN_PROPERTY = "vgpu.spin.micros";
+    /**
+     * How long threads of a session poll for their next piece of work before they sleep: the app
+     * thread waiting for a reply, both event loops, the worker's GPU thread. Polling pays only where
+     * cores are plentiful (a busy session keeps up to four threads running); on a small machine they
+     * would take the CPU from each other, so there the default is 0.
+     */
+    public static final long DEFAULT_SPIN_NANOS = Long.getLong(SPIN_PROPERTY,
+            Runtime.getRuntime().availableProcessors() >= 8 ? 50 : 0) * 1000;
+
     private static final boolean EPOLL = Epoll.isAvailable();
 
     private NettyTransport() {
@@ -29,9 +44,19 @@ public final class NettyTransport {
         return EPOLL ? "epoll" : "nio (native epoll unavailable: " + Epoll.unavailabilityCause() + ")";
     }
 
-    /** An event loop group of {@code threads} daemon threads named {@code name}, so a forgotten client never blocks JVM exit. */
-    public static EventLoopGroup newEventLoopGroup(int threads, String name) {
-        IoHandlerFactory handlers = EPOLL ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
+    /**
+     * An event loop group of {@code threads} daemon threads named {@code name}, so a forgotten
+     * client never blocks JVM exit.
+     *
+     * @param spinNanos how long a loop keeps polling after it last had work before it sleeps; 0 never polls
+     */
+    public static EventLoopGroup newEventLoopGroup(int threads, String name, long spinNanos) {
+        SelectStrategyFactory strategy = spinNanos > 0
+                ? () -> new SpinThenSleepSelectStrategy(spinNanos)
+                : DefaultSelectStrategyFactory.INSTANCE;
+        IoHandlerFactory handlers = EPOLL
+                ? EpollIoHandler.newFactory(0, strategy)
+                : NioIoHandler.newFactory(SelectorProvider.provider(), strategy);
         return new MultiThreadIoEventLoopGroup(threads, new DefaultThreadFactory(name, true), handlers);
     }
 

@@ -71,7 +71,7 @@ public final class GpuWorker implements AutoCloseable {
         this.authenticator = authenticator;
         this.ssl = ssl;
         this.log = log;
-        this.group = NettyTransport.newEventLoopGroup(1, "vgpu-worker-io");
+        this.group = NettyTransport.newEventLoopGroup(1, "vgpu-worker-io", config.spinNanos());
         try {
             this.serverChannel = new ServerBootstrap()
                     .group(group)

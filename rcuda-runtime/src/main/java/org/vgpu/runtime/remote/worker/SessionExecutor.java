@@ -2,6 +2,7 @@ package org.vgpu.runtime.remote.worker;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -9,7 +10,6 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
-import java.util.function.Consumer;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
@@ -347,19 +347,32 @@ final class SessionExecutor implements RequestVisitor, Runnable {
     }
 
     /**
-     * {@code data} as host memory for the vGPU. Netty's direct buffers are native memory already; a
-     * heap buffer (only tests make those) is copied, since asynchronous copies need native memory.
+     * Calls {@code use} with each piece of {@code data} as host memory and the piece's offset in it:
+     * a large chunk arrives in several buffers (see {@link org.vgpu.runtime.remote.protocol.FrameDecoder}),
+     * copied to the device one by one rather than merged first. Netty's direct buffers are native
+     * memory already; a heap buffer (only tests make those) is copied, since asynchronous copies
+     * need native memory.
      */
-    private static void withHostMemory(ByteBuf data, Consumer<MemorySegment> use) {
-        if (data.isDirect()) {
-            use.accept(MemorySegment.ofBuffer(data.nioBuffer()));
-            return;
+    private static void forEachHostPiece(ByteBuf data, HostPieceConsumer use) {
+        long offset = 0;
+        for (ByteBuffer piece : data.nioBuffers()) {
+            int length = piece.remaining();
+            if (piece.isDirect()) {
+                use.accept(MemorySegment.ofBuffer(piece), offset);
+            } else {
+                try (Arena arena = Arena.ofConfined()) {
+                    MemorySegment copy = arena.allocate(Math.max(1, length));
+                    MemorySegment.copy(MemorySegment.ofBuffer(piece), 0, copy, 0, length);
+                    use.accept(copy.asSlice(0, length), offset);
+                }
+            }
+            offset += length;
         }
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment copy = arena.allocate(Math.max(1, data.readableBytes()));
-            MemorySegment.copy(MemorySegment.ofArray(ByteBufUtil.getBytes(data)), 0, copy, 0, data.readableBytes());
-            use.accept(copy.asSlice(0, data.readableBytes()));
-        }
+    }
+
+    @FunctionalInterface
+    private interface HostPieceConsumer {
+        void accept(MemorySegment host, long offset);
     }
 
     // ---- RequestVisitor
@@ -470,14 +483,18 @@ final class SessionExecutor implements RequestVisitor, Runnable {
         if (chunkFailure == null) {
             try {
                 StreamHandle stream = stream(streamId);
-                long bytes = data.readableBytes();
+                VirtualGpu device = gpu();
+                if (!data.isReadable()) {
+                    // a copy of 0 bytes still checks its pointer, as on a local vGPU
+                    device.memcpyHtoD(dst, MemorySegment.NULL, 0);
+                }
                 // From pageable memory (Netty's buffers) even an asynchronous copy has read its source
                 // when it returns (CUDA stages it), so the frame may be released right after.
-                withHostMemory(data, host -> {
+                forEachHostPiece(data, (host, offset) -> {
                     if (chunkAsync) {
-                        gpu().memcpyHtoDAsync(dst, host, bytes, stream);
+                        device.memcpyHtoDAsync(dst + offset, host, host.byteSize(), stream);
                     } else {
-                        gpu().memcpyHtoD(dst, host, bytes);
+                        device.memcpyHtoD(dst + offset, host, host.byteSize());
                     }
                 });
             } catch (RuntimeException e) {

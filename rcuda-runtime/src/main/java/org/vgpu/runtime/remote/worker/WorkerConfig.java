@@ -5,6 +5,7 @@ import java.util.Objects;
 
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.remote.transport.NettyTransport;
 
 /**
  * How a GPU worker runs, validated once at start.
@@ -15,14 +16,12 @@ import org.vgpu.runtime.api.VgpuException;
  * @param workerId    the worker's name in session tokens, reports and errors
  * @param idleTimeout how long the worker waits for a frame (the first connection included) before
  *                    it ends the session and frees the GPU; clients send keepalives well within it
- * @param spinNanos   how long the GPU thread polls for the next request before it sleeps: a
- *                    request that arrives meanwhile is served without a thread wake-up
+ * @param spinNanos   how long the GPU thread and the event loop poll for the next request before
+ *                    they sleep: a request that arrives meanwhile is served without a thread wake-up
  */
 public record WorkerConfig(String listenHost, int listenPort, int device, String workerId, Duration idleTimeout,
                            long spinNanos) {
     public static final Duration DEFAULT_IDLE_TIMEOUT = Duration.ofSeconds(30);
-    /** Polling pays only where cores are plentiful; on a small machine it would steal the client's CPU. */
-    public static final long DEFAULT_SPIN_NANOS = Runtime.getRuntime().availableProcessors() >= 4 ? 50_000 : 0;
 
     public WorkerConfig {
         Objects.requireNonNull(listenHost, "listenHost");
@@ -44,7 +43,7 @@ public record WorkerConfig(String listenHost, int listenPort, int device, String
     }
 
     public WorkerConfig(String listenHost, int listenPort, int device, String workerId, Duration idleTimeout) {
-        this(listenHost, listenPort, device, workerId, idleTimeout, DEFAULT_SPIN_NANOS);
+        this(listenHost, listenPort, device, workerId, idleTimeout, NettyTransport.DEFAULT_SPIN_NANOS);
     }
 
     private static VgpuException invalid(String detail) {

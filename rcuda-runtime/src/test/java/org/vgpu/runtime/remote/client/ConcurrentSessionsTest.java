@@ -3,6 +3,7 @@ package org.vgpu.runtime.remote.client;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
@@ -32,8 +33,9 @@ class ConcurrentSessionsTest {
     void sixteenSessionsOnOneLenderEachGetTheirWorkloadRight() throws Exception {
         List<Workload> catalogue = Workloads.all();
         ExecutorService apps = Executors.newFixedThreadPool(SESSIONS);
-        try (RemoteBackend backend = new RemoteBackend(new SpawnedWorkers("emulated", Backends.emulated()),
-                RemoteConfig.defaults(), null)) {
+        // Sixteen JVMs starting at once on two cores take their time to answer the first HELLO.
+        RemoteConfig patient = RemoteConfig.defaults().withConnectTimeout(Duration.ofSeconds(120));
+        try (RemoteBackend backend = new RemoteBackend(new SpawnedWorkers("emulated", Backends.emulated()), patient, null)) {
             List<Future<WorkloadResult>> results = new ArrayList<>();
             for (int k = 0; k < SESSIONS; k++) {
                 int vgpu = k;

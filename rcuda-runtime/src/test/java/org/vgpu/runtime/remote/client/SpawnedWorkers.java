@@ -42,6 +42,7 @@ final class SpawnedWorkers implements WorkerSource {
     private final String backendName;
     private final GpuBackend localTwin;
     private final Duration idleTimeout;
+    private final boolean keepSpares;
     private final Path directory;
     private final Path keyFile;
     private final TokenIssuer issuer;
@@ -55,14 +56,19 @@ final class SpawnedWorkers implements WorkerSource {
      * @param localTwin   the same backend in this process, which answers device queries as the workers will
      */
     SpawnedWorkers(String backendName, GpuBackend localTwin) {
-        this(backendName, localTwin, SPARE_IDLE_TIMEOUT);
+        this(backendName, localTwin, SPARE_IDLE_TIMEOUT, true);
     }
 
-    /** @param idleTimeout the workers' idle timeout, which also bounds how long a spare waits for its client */
-    SpawnedWorkers(String backendName, GpuBackend localTwin, Duration idleTimeout) {
+    /**
+     * @param idleTimeout the workers' idle timeout
+     * @param spares      whether to start a worker ahead; only with an idle timeout long enough that a
+     *                    spare does not give up just as it is handed out
+     */
+    SpawnedWorkers(String backendName, GpuBackend localTwin, Duration idleTimeout, boolean spares) {
         this.backendName = backendName;
         this.localTwin = localTwin;
         this.idleTimeout = idleTimeout;
+        this.keepSpares = spares;
         try {
             directory = Files.createTempDirectory("vgpu-workers");
         } catch (IOException e) {
@@ -94,6 +100,9 @@ final class SpawnedWorkers implements WorkerSource {
 
     /** A started worker that is still waiting for its client, or a new one; another spare is started either way. */
     private LaunchedWorker takeSpare(int device) {
+        if (!keepSpares) {
+            return launch(device);
+        }
         CompletableFuture<LaunchedWorker> spare;
         synchronized (spares) {
             spare = spares.put(device, CompletableFuture.supplyAsync(() -> launch(device)));

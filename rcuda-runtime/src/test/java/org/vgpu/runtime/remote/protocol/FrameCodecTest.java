@@ -204,6 +204,55 @@ class FrameCodecTest {
         assertTrue(visitor.calls.get(2).endsWith("ctxSynchronize"));
     }
 
+    @Test
+    void aLargeChunkArrivingInManyReadsKeepsItsBytesAndItsNeighbours() {
+        byte[] data = new byte[3 * FrameDecoder.LARGE_FRAME_BYTES + 123];
+        new Random(7).nextBytes(data);
+        ByteBuf whole = Unpooled.buffer();
+        RequestEncoder encoder = new RequestEncoder().wrap(whole);
+        encoder.memAllocAt(1, BASE, data.length);
+        encoder.memcpyHtoDChunk(2, false, false, 0, BASE, MemorySegment.ofArray(data), 0, data.length);
+        encoder.ctxSynchronize(3);
+        EmbeddedChannel channel = new EmbeddedChannel(new FrameDecoder(Opcode.Direction.REQUEST));
+        while (whole.isReadable()) {
+            channel.writeInbound(whole.readRetainedSlice(Math.min(whole.readableBytes(), 10_007)));
+        }
+        whole.release();
+        List<String> seen = new ArrayList<>();
+        for (Frame frame = channel.readInbound(); frame != null; frame = channel.readInbound()) {
+            dispatchAndRelease(frame, f -> RequestDecoder.dispatch(f, new RecordingVisitors.Requests() {
+                @Override
+                public void memcpyHtoD(Frame chunk, int streamId, long dst, ByteBuf bytes) {
+                    byte[] received = new byte[bytes.readableBytes()];
+                    int at = 0;
+                    for (java.nio.ByteBuffer piece : bytes.nioBuffers()) {
+                        int length = piece.remaining();
+                        piece.get(received, at, length);
+                        at += length;
+                    }
+                    seen.add("chunk of " + received.length + (java.util.Arrays.equals(data, received) ? " intact" : " CORRUPT")
+                            + " in " + bytes.nioBufferCount() + " pieces");
+                }
+
+                @Override
+                public void ctxSynchronize(Frame sync) {
+                    seen.add("sync");
+                }
+
+                @Override
+                public void memAllocAt(Frame alloc, long address, long bytes) {
+                    seen.add("alloc");
+                }
+            }));
+        }
+        assertFalse(channel.finish());
+        assertEquals(3, seen.size(), seen.toString());
+        assertEquals("alloc", seen.get(0));
+        assertTrue(seen.get(1).startsWith("chunk of " + data.length + " intact in "), seen.get(1));
+        assertFalse(seen.get(1).endsWith(" 1 pieces"), "gathered without merging: " + seen.get(1));
+        assertEquals("sync", seen.get(2));
+    }
+
     // ---- broken streams
 
     @Test

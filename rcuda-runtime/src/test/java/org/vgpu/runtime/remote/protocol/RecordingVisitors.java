@@ -16,7 +16,7 @@ final class RecordingVisitors {
     private RecordingVisitors() {
     }
 
-    static final class Requests implements RequestVisitor {
+    static class Requests implements RequestVisitor {
         final List<String> calls = new ArrayList<>();
 
         private void add(Frame frame, String call) {

@@ -50,7 +50,7 @@ class WorkerCommandTest {
         key = SiteKey.generate();
         keyFile = directory.resolve("site.key");
         key.writeNewFile(keyFile);
-        group = NettyTransport.newEventLoopGroup(1, "test-client");
+        group = NettyTransport.newEventLoopGroup(1, "test-client", 0);
     }
 
     @AfterEach
