@@ -15,6 +15,7 @@ import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Function;
 
+import javax.net.ssl.SSLException;
 import javax.net.ssl.SSLParameters;
 
 import io.netty.bootstrap.Bootstrap;
@@ -147,6 +148,7 @@ final class WorkerConnection implements AutoCloseable {
         }
     }
 
+    /** The worker's certificate must name the host this client connects to, whatever context the caller built. */
     private static SslHandler verifyingHostName(SslHandler handler) {
         SSLParameters parameters = handler.engine().getSSLParameters();
         parameters.setEndpointIdentificationAlgorithm("HTTPS");
@@ -575,6 +577,9 @@ final class WorkerConnection implements AutoCloseable {
             if (failure instanceof VgpuException violation && violation.code() == ErrorCode.VGPU_PROTOCOL_ERROR) {
                 lose(new VgpuException(ErrorCode.VGPU_PROTOCOL_ERROR, endpoint.describe() + " broke the protocol: "
                         + violation.detail(), violation));
+            } else if (failure instanceof SSLException tls) {
+                lose(new VgpuException(ErrorCode.VGPU_AUTH_FAILED, "TLS with " + endpoint.describe() + " failed: "
+                        + tls.getMessage(), tls));
             } else if (!(failure instanceof ClosedChannelException)) {
                 lose(new VgpuException(ErrorCode.VGPU_WORKER_LOST, "the connection to " + endpoint.describe() + " failed: "
                         + (failure instanceof IOException ? failure.getMessage() : failure.toString()), failure));

@@ -1,0 +1,168 @@
+package org.vgpu.runtime.remote.client;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import io.netty.channel.EventLoopGroup;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.VaWindow;
+import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.remote.protocol.NettyLeaks;
+import org.vgpu.runtime.remote.transport.NettyTransport;
+
+/**
+ * The client against a worker that misbehaves: garbage, replies to requests nobody made, more data
+ * than a copy asked for, a session error, silence. Each is one clear error that names the worker,
+ * the connection is dropped, no memory outside the caller's copy is written, and no buffer leaks.
+ */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class ClientProtocolTest {
+    private static final VaWindow WINDOW = VaWindow.forVgpu(0);
+
+    private EventLoopGroup group;
+    private FakeWorker worker;
+
+    @BeforeAll
+    static void watchLeaks() {
+        NettyLeaks.watch();
+    }
+
+    @AfterAll
+    static void noLeaks() {
+        NettyLeaks.assertNoneReported();
+    }
+
+    @BeforeEach
+    void start() throws Exception {
+        group = NettyTransport.newEventLoopGroup(1, "client-test", 0);
+        worker = new FakeWorker();
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        worker.close();
+        group.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
+    }
+
+    private CompletableFuture<RemoteGpu> connectAsync(RemoteConfig config) {
+        return CompletableFuture.supplyAsync(() -> RemoteGpu.connect(group, worker.endpoint(), WINDOW, config, null));
+    }
+
+    private RemoteGpu connect() throws Exception {
+        CompletableFuture<RemoteGpu> connecting = connectAsync(RemoteConfig.defaults());
+        worker.welcome(30_000);
+        return connecting.get(10, TimeUnit.SECONDS);
+    }
+
+    private static VgpuException failure(CompletableFuture<?> call) {
+        Throwable cause = assertThrows(Exception.class, () -> call.get(10, TimeUnit.SECONDS)).getCause();
+        return assertThrowsVgpu(cause);
+    }
+
+    private static VgpuException assertThrowsVgpu(Throwable cause) {
+        assertTrue(cause instanceof VgpuException, String.valueOf(cause));
+        return (VgpuException) cause;
+    }
+
+    @Test
+    void garbageInsteadOfWelcomeFailsTheConnect() {
+        CompletableFuture<RemoteGpu> connecting = connectAsync(RemoteConfig.defaults());
+        assertTrue(worker.nextRequest().startsWith("HELLO#"));
+        worker.send("HTTP/1.1 400 Bad Request\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+        VgpuException e = failure(connecting);
+        assertEquals(ErrorCode.VGPU_PROTOCOL_ERROR, e.code(), e.getMessage());
+        assertTrue(e.getMessage().contains("worker fake at 127.0.0.1:"), e.getMessage());
+        assertEquals("closed", worker.nextRequest());
+    }
+
+    @Test
+    void aWorkerThatNeverAnswersHelloIsGivenUp() {
+        CompletableFuture<RemoteGpu> connecting = connectAsync(RemoteConfig.defaults().withConnectTimeout(Duration.ofMillis(500)));
+        assertTrue(worker.nextRequest().startsWith("HELLO#"));
+        VgpuException e = failure(connecting);
+        assertEquals(ErrorCode.VGPU_WORKER_LOST, e.code());
+        assertTrue(e.getMessage().contains("did not answer HELLO within 500 ms"), e.getMessage());
+    }
+
+    @Test
+    void aReplyToARequestNobodyMadeBreaksTheSession() throws Exception {
+        RemoteGpu gpu = connect();
+        CompletableFuture<Object> info = CompletableFuture.supplyAsync(gpu::memGetInfo);
+        String request = worker.nextRequest();
+        assertTrue(request.startsWith("MEM_GET_INFO#"), request);
+        worker.reply(encoder -> encoder.ok(999));
+        VgpuException e = failure(info);
+        assertEquals(ErrorCode.VGPU_PROTOCOL_ERROR, e.code());
+        assertTrue(e.getMessage().contains("OK for request 999, which no call waits for"), e.getMessage());
+        assertEquals(ErrorCode.VGPU_PROTOCOL_ERROR, assertThrows(VgpuException.class, gpu::ctxSynchronize).code(),
+                "the session is over");
+        assertEquals("closed", worker.nextRequest());
+        gpu.close();
+    }
+
+    @Test
+    void moreDataThanTheCopyAskedForIsRefusedBeforeItIsWritten() throws Exception {
+        RemoteGpu gpu = connect();
+        CompletableFuture<Long> allocated = CompletableFuture.supplyAsync(() -> gpu.memAlloc(64));
+        String alloc = worker.nextRequest();
+        worker.reply(encoder -> encoder.ok(Integer.parseInt(alloc.substring(alloc.indexOf('#') + 1))));
+        long address = allocated.get(10, TimeUnit.SECONDS);
+
+        byte[] destination = new byte[64];
+        java.util.Arrays.fill(destination, (byte) 0x55);
+        CompletableFuture<Void> copy = CompletableFuture.runAsync(
+                () -> gpu.memcpyDtoH(MemorySegment.ofArray(destination).asSlice(0, 16), address, 16));
+        String request = worker.nextRequest();
+        int id = Integer.parseInt(request.substring(request.indexOf('#') + 1));
+        worker.data(id, false, 0, new byte[32]);
+        VgpuException e = failure(copy);
+        assertEquals(ErrorCode.VGPU_PROTOCOL_ERROR, e.code());
+        assertTrue(e.getMessage().contains("does not continue a copy of 16 bytes"), e.getMessage());
+        byte[] untouched = new byte[64];
+        java.util.Arrays.fill(untouched, (byte) 0x55);
+        assertArrayEquals(untouched, destination);
+        gpu.close();
+    }
+
+    @Test
+    void aSessionErrorFromTheWorkerFailsWaitingCallsWithItsCode() throws Exception {
+        RemoteGpu gpu = connect();
+        CompletableFuture<Void> sync = CompletableFuture.runAsync(gpu::ctxSynchronize);
+        assertTrue(worker.nextRequest().startsWith("CTX_SYNCHRONIZE#"));
+        worker.reply(encoder -> encoder.error(0, ErrorCode.CUDA_ERROR_DEINITIALIZED, "the driver is shutting down"));
+        VgpuException e = failure(sync);
+        assertEquals(ErrorCode.CUDA_ERROR_DEINITIALIZED, e.code());
+        assertTrue(e.getMessage().contains("worker fake at 127.0.0.1:") && e.getMessage().contains("ended the session"),
+                e.getMessage());
+        gpu.close();
+    }
+
+    @Test
+    void aWorkerThatStopsAnsweringKeepalivesIsLost() throws Exception {
+        CompletableFuture<RemoteGpu> connecting = connectAsync(RemoteConfig.defaults());
+        worker.welcome(600);
+        RemoteGpu gpu = connecting.get(10, TimeUnit.SECONDS);
+        CompletableFuture<Void> sync = CompletableFuture.runAsync(gpu::ctxSynchronize);
+        assertTrue(worker.nextRequest().startsWith("CTX_SYNCHRONIZE#"));
+        assertTrue(worker.nextRequest().startsWith("PING#"), "the client asks whether the worker is still there");
+        VgpuException e = failure(sync);
+        assertEquals(ErrorCode.VGPU_WORKER_LOST, e.code());
+        assertTrue(e.getMessage().contains("keepalive expired"), e.getMessage());
+        gpu.close();
+    }
+}

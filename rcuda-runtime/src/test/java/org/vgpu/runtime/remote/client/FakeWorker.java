@@ -1,0 +1,124 @@
+package org.vgpu.runtime.remote.client;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.util.function.Consumer;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufUtil;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.embedded.EmbeddedChannel;
+
+import org.vgpu.runtime.api.DeviceProperties;
+import org.vgpu.runtime.remote.protocol.Frame;
+import org.vgpu.runtime.remote.protocol.FrameDecoder;
+import org.vgpu.runtime.remote.protocol.Frames;
+import org.vgpu.runtime.remote.protocol.Opcode;
+import org.vgpu.runtime.remote.protocol.ReplyEncoder;
+import org.vgpu.runtime.remote.protocol.Welcome;
+
+/**
+ * A worker played by the test on a plain socket: it reads the client's requests and answers
+ * whatever the test says, including what no real worker would, to see the client hold its ground.
+ */
+final class FakeWorker implements AutoCloseable {
+    static final DeviceProperties DEVICE = new DeviceProperties("fake device", 1L << 30, 8, 0, 1, 1024, 32, true);
+
+    private final ServerSocket server;
+    private final EmbeddedChannel decoder = new EmbeddedChannel(new FrameDecoder(Opcode.Direction.REQUEST));
+    private Socket connection;
+
+    FakeWorker() throws IOException {
+        server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
+        server.setSoTimeout(15_000);
+    }
+
+    WorkerEndpoint endpoint() {
+        return new WorkerEndpoint("fake", "127.0.0.1", server.getLocalPort(), "token", () -> { });
+    }
+
+    /** Waits for the client's next request: "OPCODE#ID"; the connection is accepted on the first call. */
+    String nextRequest() {
+        try {
+            if (connection == null) {
+                connection = server.accept();
+                connection.setSoTimeout(15_000);
+            }
+            InputStream in = connection.getInputStream();
+            while (true) {
+                Frame frame = decoder.readInbound();
+                if (frame != null) {
+                    try {
+                        return frame.opcode() + "#" + frame.requestId();
+                    } finally {
+                        frame.release();
+                    }
+                }
+                byte[] bytes = new byte[4096];
+                int n = in.read(bytes);
+                if (n < 0) {
+                    return "closed";
+                }
+                decoder.writeInbound(Unpooled.wrappedBuffer(bytes, 0, n));
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /** Answers HELLO as a worker does, with {@code idleTimeoutMillis} for the client's keepalive. */
+    void welcome(int idleTimeoutMillis) {
+        String hello = nextRequest();
+        if (!hello.startsWith("HELLO#")) {
+            throw new AssertionError("expected HELLO, got " + hello);
+        }
+        int id = Integer.parseInt(hello.substring("HELLO#".length()));
+        reply(encoder -> encoder.welcome(id, new Welcome(Frames.PROTOCOL_VERSION, "fake", idleTimeoutMillis, DEVICE)));
+    }
+
+    void reply(Consumer<ReplyEncoder> frames) {
+        ByteBuf buffer = Unpooled.buffer();
+        try {
+            frames.accept(new ReplyEncoder().wrap(buffer));
+            send(ByteBufUtil.getBytes(buffer));
+        } finally {
+            buffer.release();
+        }
+    }
+
+    /** A DATA frame carrying {@code bytes}, whatever the copy asked for. */
+    void data(int requestId, boolean more, long offset, byte[] bytes) {
+        ByteBuf buffer = Unpooled.buffer();
+        try {
+            new ReplyEncoder().wrap(buffer).dataHeader(requestId, more, offset, bytes.length);
+            buffer.writeBytes(bytes);
+            send(ByteBufUtil.getBytes(buffer));
+        } finally {
+            buffer.release();
+        }
+    }
+
+    void send(byte[] bytes) {
+        try {
+            OutputStream out = connection.getOutputStream();
+            out.write(bytes);
+            out.flush();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    @Override
+    public void close() throws IOException {
+        if (connection != null) {
+            connection.close();
+        }
+        server.close();
+        decoder.finishAndReleaseAll();
+    }
+}
