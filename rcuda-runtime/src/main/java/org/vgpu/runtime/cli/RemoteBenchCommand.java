@@ -12,11 +12,14 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.concurrent.TimeUnit;
 import java.util.function.DoubleSupplier;
+import java.util.stream.Stream;
 
 import io.netty.channel.EventLoopGroup;
 
@@ -120,8 +123,10 @@ public final class RemoteBenchCommand implements Subcommand {
                     out.println("CPU EMULATION: the device is the CPU emulation, so these figures measure the remote"
                             + " runtime and this machine's network stack, not a GPU");
                 }
-                out.printf("client and worker are separate processes on %s; %d trials after %d warm-up trials; medians,"
-                        + " and the range of each ratio over the trials%n%n", host, trials, WARM_UP_TRIALS);
+                out.printf("client and worker are separate processes on %s, %d cores; threads poll %d us before sleeping"
+                        + " (-D%s); %d trials after %d warm-up trials; medians, and the range of each ratio over the"
+                        + " trials%n%n", host, Runtime.getRuntime().availableProcessors(),
+                        RemoteConfig.defaults().spinNanos() / 1000, NettyTransport.SPIN_PROPERTY, trials, WARM_UP_TRIALS);
                 List<Row> rows = measure(worker, localGpu, remoteGpu, syncIterations, asyncIterations, copyBytes, trials);
                 printTable(rows, label, out);
             }
@@ -151,7 +156,7 @@ public final class RemoteBenchCommand implements Subcommand {
                 boolean record = trial >= WARM_UP_TRIALS;
                 List<Series> order = new ArrayList<>(all);
                 if (trial % 2 == 1) {
-                    java.util.Collections.reverse(order);
+                    Collections.reverse(order);
                 }
                 for (Series series : order) {
                     series.sample(record);
@@ -374,8 +379,8 @@ public final class RemoteBenchCommand implements Subcommand {
             }
             process.close();
             group.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
-            try (var files = Files.walk(directory)) {
-                for (Path path : files.sorted(java.util.Comparator.reverseOrder()).toList()) {
+            try (Stream<Path> files = Files.walk(directory)) {
+                for (Path path : files.sorted(Comparator.reverseOrder()).toList()) {
                     Files.deleteIfExists(path);
                 }
             } catch (IOException e) {

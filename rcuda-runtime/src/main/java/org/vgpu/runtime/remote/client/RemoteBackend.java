@@ -1,6 +1,7 @@
 package org.vgpu.runtime.remote.client;
 
 import java.util.Objects;
+import java.util.concurrent.TimeUnit;
 
 import io.netty.channel.EventLoopGroup;
 import io.netty.handler.ssl.SslContext;
@@ -81,7 +82,7 @@ public final class RemoteBackend implements GpuBackend {
     @Override
     public void close() {
         FailureCollector failures = new FailureCollector();
-        failures.attempt(() -> group.shutdownGracefully(0, 2, java.util.concurrent.TimeUnit.SECONDS).syncUninterruptibly());
+        failures.attempt(() -> group.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly());
         failures.attempt(source::close);
         failures.rethrow();
     }

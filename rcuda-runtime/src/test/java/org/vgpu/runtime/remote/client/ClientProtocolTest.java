@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
@@ -124,7 +125,7 @@ class ClientProtocolTest {
         long address = allocated.get(10, TimeUnit.SECONDS);
 
         byte[] destination = new byte[64];
-        java.util.Arrays.fill(destination, (byte) 0x55);
+        Arrays.fill(destination, (byte) 0x55);
         CompletableFuture<Void> copy = CompletableFuture.runAsync(
                 () -> gpu.memcpyDtoH(MemorySegment.ofArray(destination).asSlice(0, 16), address, 16));
         String request = worker.nextRequest();
@@ -134,7 +135,7 @@ class ClientProtocolTest {
         assertEquals(ErrorCode.VGPU_PROTOCOL_ERROR, e.code());
         assertTrue(e.getMessage().contains("does not continue a copy of 16 bytes"), e.getMessage());
         byte[] untouched = new byte[64];
-        java.util.Arrays.fill(untouched, (byte) 0x55);
+        Arrays.fill(untouched, (byte) 0x55);
         assertArrayEquals(untouched, destination);
         gpu.close();
     }

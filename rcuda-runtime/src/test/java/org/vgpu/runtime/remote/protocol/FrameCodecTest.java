@@ -8,16 +8,20 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
 import java.util.function.Consumer;
+import java.util.logging.Logger;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.embedded.EmbeddedChannel;
 import io.netty.handler.codec.DecoderException;
+import io.netty.util.ResourceLeakDetector;
 
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -225,12 +229,12 @@ class FrameCodecTest {
                 public void memcpyHtoD(Frame chunk, int streamId, long dst, ByteBuf bytes) {
                     byte[] received = new byte[bytes.readableBytes()];
                     int at = 0;
-                    for (java.nio.ByteBuffer piece : bytes.nioBuffers()) {
+                    for (ByteBuffer piece : bytes.nioBuffers()) {
                         int length = piece.remaining();
                         piece.get(received, at, length);
                         at += length;
                     }
-                    seen.add("chunk of " + received.length + (java.util.Arrays.equals(data, received) ? " intact" : " CORRUPT")
+                    seen.add("chunk of " + received.length + (Arrays.equals(data, received) ? " intact" : " CORRUPT")
                             + " in " + bytes.nioBufferCount() + " pieces");
                 }
 
@@ -410,7 +414,7 @@ class FrameCodecTest {
     @Test
     void leakDetectionIsArmed() {
         // Netty logs through java.util.logging here; keep the deliberate leak's report out of the build log
-        java.util.logging.Logger log = java.util.logging.Logger.getLogger(io.netty.util.ResourceLeakDetector.class.getName());
+        Logger log = Logger.getLogger(ResourceLeakDetector.class.getName());
         boolean useParentHandlers = log.getUseParentHandlers();
         log.setUseParentHandlers(false);
         try {

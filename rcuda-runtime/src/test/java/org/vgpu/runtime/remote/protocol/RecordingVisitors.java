@@ -2,12 +2,14 @@ package org.vgpu.runtime.remote.protocol;
 
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 
 import org.vgpu.runtime.api.Dim3;
+import org.vgpu.runtime.api.KernelArg;
 import org.vgpu.runtime.api.KernelArgs;
 import org.vgpu.runtime.api.VgpuException;
 
@@ -82,8 +84,8 @@ final class RecordingVisitors {
     static String describe(KernelArgs args) {
         StringBuilder sb = new StringBuilder("[");
         for (var arg : args.asList()) {
-            sb.append(sb.length() > 1 ? ", " : "").append(arg instanceof org.vgpu.runtime.api.KernelArg.Bytes b
-                    ? "Bytes" + java.util.Arrays.toString(b.value()) : arg.toString());
+            sb.append(sb.length() > 1 ? ", " : "").append(arg instanceof KernelArg.Bytes b
+                    ? "Bytes" + Arrays.toString(b.value()) : arg.toString());
         }
         return sb.append(']').toString();
     }

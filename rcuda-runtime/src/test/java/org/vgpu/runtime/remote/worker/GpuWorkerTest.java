@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -190,7 +191,7 @@ class GpuWorkerTest {
         for (int i = 0; i < data.length; i++) {
             data[i] = (byte) (i * 7);
         }
-        java.lang.foreign.MemorySegment source = java.lang.foreign.MemorySegment.ofArray(data);
+        MemorySegment source = MemorySegment.ofArray(data);
         try (RawClient client = connect()) {
             client.hello(1, TOKEN, WINDOW).read();
             client.send(e -> {
@@ -215,7 +216,7 @@ class GpuWorkerTest {
             client.hello(1, TOKEN, WINDOW).read();
             client.send(e -> {
                 e.memAllocAt(2, WINDOW.base(), 8192);
-                e.memcpyHtoDChunk(3, false, true, 0, WINDOW.base(), java.lang.foreign.MemorySegment.ofArray(new byte[4096]), 0, 4096);
+                e.memcpyHtoDChunk(3, false, true, 0, WINDOW.base(), MemorySegment.ofArray(new byte[4096]), 0, 4096);
                 e.ctxSynchronize(4);
             });
             assertEquals("#2 ok 0 bytes", client.read());
