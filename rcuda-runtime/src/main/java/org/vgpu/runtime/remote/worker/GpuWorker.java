@@ -6,6 +6,7 @@ import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
 
@@ -151,7 +152,14 @@ public final class GpuWorker implements AutoCloseable {
         Channel session = sessionChannel;
         if (session != null) {
             session.close();
-            report.orTimeout(10, TimeUnit.SECONDS).exceptionally(e -> null).join();
+            try {
+                // the GPU thread frees the vGPU before the report completes
+                report.get(10, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } catch (ExecutionException | TimeoutException e) {
+                log.accept("worker " + config.workerId() + ": the session did not end within 10 s of closing: " + e);
+            }
         }
         report.complete(new WorkerReport(0, 0, 0, 0, false, "the worker was closed"));
         serverChannel.close().syncUninterruptibly();
