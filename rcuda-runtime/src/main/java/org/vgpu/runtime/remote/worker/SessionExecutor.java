@@ -121,7 +121,10 @@ final class SessionExecutor implements RequestVisitor, Runnable {
         }
     }
 
-    /** Ends the session once the requests queued so far are done; the first reason given is kept. */
+    /**
+     * Ends the session: the client is gone or broke the rules, so requests still queued are dropped
+     * rather than run for nobody. The first reason given is kept.
+     */
     void end(String reason) {
         if (endReason == null) {
             endReason = reason;
@@ -148,6 +151,10 @@ final class SessionExecutor implements RequestVisitor, Runnable {
                     break;
                 }
                 Frame frame = (Frame) item;
+                if (endReason != null) {
+                    frame.release();
+                    break;
+                }
                 long start = System.nanoTime();
                 try {
                     handle(frame);
