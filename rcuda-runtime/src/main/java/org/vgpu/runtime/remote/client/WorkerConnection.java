@@ -538,10 +538,8 @@ final class WorkerConnection implements AutoCloseable {
         @Override
         public void error(int requestId, VgpuException failure) {
             if (requestId == 0 || !handshake.isDone()) {
-                VgpuException ended = handshake.isDone()
-                        ? new VgpuException(failure.code(), endpoint.describe() + " ended the session: " + failure.detail(), failure)
-                        : failure;
-                lose(ended);
+                String what = handshake.isDone() ? " ended the session: " : " refused the session: ";
+                lose(new VgpuException(failure.code(), endpoint.describe() + what + failure.detail(), failure));
                 ctx.close();
                 return;
             }

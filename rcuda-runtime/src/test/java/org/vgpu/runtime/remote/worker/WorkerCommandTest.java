@@ -119,7 +119,8 @@ class WorkerCommandTest {
         int port = awaitListening();
         VgpuException refused = assertThrows(VgpuException.class, () -> connect(port, "node1-gpu0", "node2-gpu5"));
         assertEquals(ErrorCode.VGPU_AUTH_FAILED, refused.code());
-        assertTrue(refused.getMessage().contains("issued for worker node2-gpu5, this is worker node1-gpu0"), refused.getMessage());
+        assertTrue(refused.getMessage().startsWith("VGPU_AUTH_FAILED: worker node1-gpu0 at 127.0.0.1:" + port + " refused the session: ")
+                && refused.getMessage().contains("issued for worker node2-gpu5, this is worker node1-gpu0"), refused.getMessage());
         connect(port, "node1-gpu0", "node1-gpu0").close();
         assertEquals(0, status.get(30, TimeUnit.SECONDS));
     }
