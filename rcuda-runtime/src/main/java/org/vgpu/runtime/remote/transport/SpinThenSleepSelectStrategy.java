@@ -13,6 +13,8 @@ import io.netty.util.IntSupplier;
 final class SpinThenSleepSelectStrategy implements SelectStrategy {
     private final long spinNanos;
     private long lastBusyNanos = System.nanoTime();
+    /** The loop slept last time: whatever woke it (a frame, a task, a timer) was work. */
+    private boolean slept;
 
     SpinThenSleepSelectStrategy(long spinNanos) {
         this.spinNanos = spinNanos;
@@ -22,14 +24,16 @@ final class SpinThenSleepSelectStrategy implements SelectStrategy {
     public int calculateStrategy(IntSupplier selectNow, boolean hasTasks) throws Exception {
         int ready = selectNow.get();
         long now = System.nanoTime();
-        if (ready > 0 || hasTasks) {
+        if (ready > 0 || hasTasks || slept) {
             lastBusyNanos = now;
+            slept = false;
             return ready;
         }
         if (now - lastBusyNanos < spinNanos) {
             Thread.onSpinWait();
             return 0;
         }
+        slept = true;
         return SelectStrategy.SELECT;
     }
 }

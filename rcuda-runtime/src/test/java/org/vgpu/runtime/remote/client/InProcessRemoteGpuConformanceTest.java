@@ -26,6 +26,6 @@ class InProcessRemoteGpuConformanceTest extends VirtualGpuConformanceTest {
 
     @Override
     protected GpuBackend createBackend() {
-        return new RemoteBackend(new InProcessWorkers(Duration.ofSeconds(30)), RemoteConfig.defaults(), null);
+        return new RemoteBackend(new InProcessWorkers(Duration.ofSeconds(30), 0), RemoteConfig.defaults(), null);
     }
 }

@@ -24,12 +24,15 @@ final class InProcessWorkers implements WorkerSource {
 
     private final EmulatedBackend backend = new EmulatedBackend(2, 1L << 30, TestKernels.twins());
     private final Duration idleTimeout;
+    private final long spinNanos;
     private final AtomicInteger started = new AtomicInteger();
     final List<GpuWorker> workers = new CopyOnWriteArrayList<>();
     final List<String> log = new CopyOnWriteArrayList<>();
 
-    InProcessWorkers(Duration idleTimeout) {
+    /** @param spinNanos how long the workers' threads poll before they sleep */
+    InProcessWorkers(Duration idleTimeout, long spinNanos) {
         this.idleTimeout = idleTimeout;
+        this.spinNanos = spinNanos;
     }
 
     @Override
@@ -45,7 +48,7 @@ final class InProcessWorkers implements WorkerSource {
     @Override
     public WorkerEndpoint open(int device, VaWindow window) {
         String id = "inproc-" + started.incrementAndGet();
-        GpuWorker worker = GpuWorker.start(new WorkerConfig("127.0.0.1", 0, device, id, idleTimeout), backend,
+        GpuWorker worker = GpuWorker.start(new WorkerConfig("127.0.0.1", 0, device, id, idleTimeout, spinNanos), backend,
                 (token, vgpu) -> {
                     if (!TOKEN.equals(token)) {
                         throw new VgpuException(ErrorCode.VGPU_AUTH_FAILED, "wrong token");
