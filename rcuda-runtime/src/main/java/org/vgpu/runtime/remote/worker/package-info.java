@@ -1,0 +1,18 @@
+/**
+ * The GPU worker: the process ({@code vgpu worker}, {@link org.vgpu.runtime.remote.worker.WorkerCommand})
+ * that serves one borrowed vGPU on a lender node (DESIGN.md, "One worker process per remote vGPU").
+ *
+ * <p>Threads: one Netty event loop owns the connection (reads, writes, the handshake, keepalive
+ * pongs); one GPU thread ({@link org.vgpu.runtime.remote.worker.SessionExecutor}) executes the
+ * session's requests in order on a local {@link org.vgpu.runtime.api.VirtualGpu} (native or
+ * emulated), which re-validates every pointer and handle, so a client can reach nothing but its
+ * own allocations. Frames go from the event loop to the GPU thread through a queue (reading pauses
+ * when it holds too much); replies go back through the channel. A frame belongs to whoever holds
+ * it last, who releases it.
+ *
+ * <p>The worker serves ONE session, then frees the vGPU and exits, also when the client vanishes,
+ * stays silent past the idle timeout, or breaks the protocol; it reports what it served.
+ * {@link org.vgpu.runtime.remote.worker.PlainSocketBaseline} is the transport floor benchmarks
+ * compare against.
+ */
+package org.vgpu.runtime.remote.worker;
