@@ -16,6 +16,7 @@
 
 /* What exit() needs from user_init(); slurmstepd runs both in one process. */
 static struct {
+	int failed;		/* no assembly: every task of the step is stopped */
 	int vgpu_job;		/* set once the step is known to belong to a vgpu job */
 	int batch;		/* the batch step: its end is the job's end */
 	uint32_t jobid;
@@ -150,7 +151,7 @@ static int local_only(spank_t sp, const struct vgpu_config *cfg, unsigned vgpus,
 	return 0;
 }
 
-int vgpu_remote_user_init(spank_t sp, const struct vgpu_config *cfg, const char *migrate)
+static int do_user_init(spank_t sp, const struct vgpu_config *cfg, const char *migrate)
 {
 	struct vgpu_assembly *a = NULL;
 	struct vgpu_env *e = NULL;
@@ -173,6 +174,7 @@ int vgpu_remote_user_init(spank_t sp, const struct vgpu_config *cfg, const char 
 	}
 	if (stepid == SLURM_EXTERN_CONT)
 		return 0;	/* runs no user task */
+	state.jobid = jobid;
 	if (vgpu_job_lookup(sp, jobid, stepid, &job, err, sizeof(err)) != 0) {
 		/* Without the job record a vgpu job cannot be told from another. */
 		slurm_error(LOG_PREFIX "job %u step %s: cannot tell whether the job asked for vgpu, "
@@ -221,6 +223,29 @@ fail:
 	free(e);
 	free(a);
 	return rc;
+}
+
+/*
+ * A failing user_init() makes Slurm 22.05 drain the node ("Slurmd could not
+ * execve job") and record the batch job as COMPLETED with exit code 0. So
+ * user_init() only remembers the failure, and task_init() stops each task
+ * before exec: the job ends FAILED with exit code 1 and the node stays up.
+ */
+int vgpu_remote_user_init(spank_t sp, const struct vgpu_config *cfg, const char *migrate)
+{
+	if (do_user_init(sp, cfg, migrate) != 0)
+		state.failed = 1;
+	return 0;
+}
+
+int vgpu_remote_task_init(spank_t sp)
+{
+	(void)sp;
+	if (!state.failed)
+		return 0;
+	slurm_error(LOG_PREFIX "job %u: not starting the task without its vGPU assembly "
+		    "(reason logged above and in slurmd's log)", state.jobid);
+	return -1;
 }
 
 void vgpu_remote_task_exit(spank_t sp)

@@ -82,6 +82,17 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
 	return vgpu_remote_user_init(sp, &config, migrate);
 }
 
+int slurm_spank_task_init(spank_t sp, int ac, char **av)
+{
+	(void)ac;
+	(void)av;
+	if (spank_context() != S_CTX_REMOTE)
+		return 0;
+	if (!config_ok)
+		return -1;
+	return vgpu_remote_task_init(sp);
+}
+
 int slurm_spank_task_exit(spank_t sp, int ac, char **av)
 {
 	(void)ac;
