@@ -225,6 +225,14 @@ S=$(wait_job "$J")
 check "job $J waited for the tracker and completed ($S)" [ "$S" = COMPLETED ]
 check "after wait: CUDA_VISIBLE_DEVICES=0,1" has "$T/out/waiting.out" '^CUDA_VISIBLE_DEVICES=0,1$'
 
+# 4b. a job started by srun alone (no batch step): the step gets its assembly
+tracker_reply "ok vgpus=1 local=1"
+timeout 60 srun -N1 -w n2 --gres=vgpu:1 printenv VGPU_NODE CUDA_VISIBLE_DEVICES >"$T/out/srun.out" 2>"$T/out/srun.err"
+check "srun job exits 0 ($?)" [ $? = 0 ]
+show "$T/out/srun.out"
+check "srun job: VGPU_NODE=n2" has "$T/out/srun.out" '^n2$'
+check "srun job: CUDA_VISIBLE_DEVICES=1" has "$T/out/srun.out" '^1$'
+
 # 5. tracker refuses, answers garbage, stays silent: the job fails closed, with the reason in slurmd's log
 expect_fail() { # expect_fail NAME LOG-PATTERN SBATCH-ARGS...
 	local name=$1 pattern=$2
@@ -234,6 +242,7 @@ expect_fail() { # expect_fail NAME LOG-PATTERN SBATCH-ARGS...
 	check "$name: job $J failed ($S, exit code $(exit_code "$J"))" [ "$S" = FAILED ]
 	check "$name: the job's command never ran" bash -c "! grep -qs should-not-run $T/out/$name.out"
 	check "$name: slurmd log says why" slurmd_log_has "$pattern"
+	check "$name: the job's stderr says why" grep -q "vgpu_spank: .*$pattern" "$T/out/$name.err"
 	check "$name: no node drained" no_node_drained
 	cat "$T"/log/slurmd-n*.log | grep "vgpu_spank: .*job $J" | sed 's/^/    log: /' | head -3
 }
@@ -251,6 +260,10 @@ expect_fail notready "tracker still not ready after 3s (ready_timeout): still pl
 # 6. tracker down
 stop_tracker
 expect_fail down "needs 2 vGPU(s) and has no assembly, failing it (fallback=none): tracker 127.0.0.1:$TRACKER_PORT (timeout 2s): connect: Connection refused" --gres=vgpu:2
+timeout 60 srun -N1 --gres=vgpu:1 printenv VGPU_NODE >"$T/out/srun-down.out" 2>"$T/out/srun-down.err"
+check "srun job fails while the tracker is down ($?)" [ $? != 0 ]
+show "$T/out/srun-down.err"
+check "srun's stderr says why" has "$T/out/srun-down.err" "vgpu_spank: job [0-9]* on n[12] needs 1 vGPU(s) and has no assembly"
 J=$(submit plain-down --wrap "echo plain-ran")
 S=$(wait_job "$J")
 check "plain job $J runs while the tracker is down ($S)" [ "$S" = COMPLETED ]
