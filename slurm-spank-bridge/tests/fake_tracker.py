@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A stand-in for idle-gpu-tracker that speaks the SPANK bridge's line protocol.
 
-Listens on 127.0.0.1 only. Every request line is appended to --log. Replies:
+Listens on 127.0.0.1 (or a UNIX socket) only. Every request line is appended to --log. Replies:
   assembly <jobid> <node>  -> the lines of --reply-file, one per request in order,
                               the last one repeated (a rewritten file starts over); {jobid} and {node} are filled in.
                               "!silent" keeps the connection open without answering,
@@ -18,7 +18,8 @@ import threading
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--port-file", required=True, help="where the chosen port is written")
+    ap.add_argument("--port-file", help="listen on 127.0.0.1, write the chosen port here")
+    ap.add_argument("--unix", help="listen on this UNIX socket instead")
     ap.add_argument("--reply-file", required=True)
     ap.add_argument("--log", required=True)
     args = ap.parse_args()
@@ -26,13 +27,18 @@ def main():
     served = {"assembly": 0}
     lock = threading.Lock()
 
-    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    srv.bind(("127.0.0.1", 0))
-    srv.listen(16)
-    with open(args.port_file + ".tmp", "w") as f:
-        f.write(str(srv.getsockname()[1]))
-    os.replace(args.port_file + ".tmp", args.port_file)
+    if args.unix:
+        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        srv.bind(args.unix)
+        srv.listen(16)
+    else:
+        srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(16)
+        with open(args.port_file + ".tmp", "w") as f:
+            f.write(str(srv.getsockname()[1]))
+        os.replace(args.port_file + ".tmp", args.port_file)
 
     def log(line):
         with lock, open(args.log, "a") as f:

@@ -195,6 +195,7 @@ check "VGPU_SOURCE=tracker" has "$O" '^VGPU_SOURCE=tracker$'
 check "tracker got 'assembly $J <node>'" grep -qE "^assembly $J n[12]\$" "$T/tracker.log"
 check "tracker got 'done $J <node> 0' at the job's end" eventually_tracker_saw "$(grep -oE "^assembly $J n[12]" "$T/tracker.log" | head -1 | sed 's/^assembly/done/') 0"
 check "the token is not in the slurmd logs" bash -c "! cat $T/log/slurmd-n*.log | grep -q -- '$TOKEN'"
+check "slurmd log shows the token redacted" slurmd_log_has "vGPU 1: worker 127.0.0.1:7999 token v1.c...(44 chars)"
 check "slurmd log shows the assembly" slurmd_log_has "vgpu_spank: job $J on n[12]: tracker assembly 0=local:1,1=remote:127.0.0.1:7999"
 
 # 2. a plain job is untouched and never reaches the tracker
@@ -224,6 +225,20 @@ J=$(submit waiting --gres=vgpu:2 --wrap "$ENVDUMP")
 S=$(wait_job "$J")
 check "job $J waited for the tracker and completed ($S)" [ "$S" = COMPLETED ]
 check "after wait: CUDA_VISIBLE_DEVICES=0,1" has "$T/out/waiting.out" '^CUDA_VISIBLE_DEVICES=0,1$'
+
+# 4a. the tracker on a UNIX socket
+python3 "$HERE/fake_tracker.py" --unix "$T/run/tracker.sock" --reply-file "$T/tracker.reply" \
+	--log "$T/tracker-unix.log" >"$T/log/tracker-unix.out" 2>&1 &
+PIDS+=("$!")
+for _ in $(seq 50); do [ -S "$T/run/tracker.sock" ] && break; sleep 0.1; done
+plugstack "tracker=unix:$T/run/tracker.sock"
+tracker_reply "ok vgpus=1 local=0"
+J=$(submit unix --gres=vgpu:1 --wrap "$ENVDUMP")
+S=$(wait_job "$J")
+check "job $J with a UNIX-socket tracker completed ($S)" [ "$S" = COMPLETED ]
+check "UNIX-socket tracker: VGPU_TRACKER=unix:..." has "$T/out/unix.out" "^VGPU_TRACKER=unix:$T/run/tracker.sock\$"
+check "UNIX-socket tracker got assembly and done" bash -c "grep -qE '^assembly $J n[12]\$' $T/tracker-unix.log && for _ in \$(seq 40); do grep -qE '^done $J n[12] 0\$' $T/tracker-unix.log && exit 0; sleep 0.25; done; exit 1"
+plugstack "tracker=127.0.0.1:$TRACKER_PORT" timeout=2 ready_timeout=3
 
 # 4b. a job started by srun alone (no batch step): the step gets its assembly
 tracker_reply "ok vgpus=1 local=1"
