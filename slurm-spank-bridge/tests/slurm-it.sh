@@ -311,5 +311,18 @@ else
 fi
 check "the option error says what is expected" has "$T/out/badopt.err" 'expected auto or never'
 
+# 9. plugstack.conf broken on the node after submission: slurmstepd's init fails, the
+# command never runs, and Slurm drains the node (a misconfigured node takes no more jobs)
+plugstack "tracker=127.0.0.1:$TRACKER_PORT"
+J=$(submit late-bad -H -w n2 --wrap "echo should-not-run")
+plugstack "tracker=127.0.0.1:$TRACKER_PORT" fallback=sometimes
+timeout 5 scontrol release "$J"
+S=$(wait_job "$J")
+echo "    job $J: $S, exit code $(exit_code "$J")"
+check "late-bad: the command never ran" bash -c "! grep -qs should-not-run $T/out/late-bad.out"
+check "late-bad: slurmd log quotes the argument" slurmd_log_has 'bad argument "fallback=sometimes": expected local-only or none'
+check "late-bad: n2 drained" bash -c "timeout 5 sinfo -h -N -n n2 -o '%t %E' | grep -q 'drain.*batch job complete failure'"
+timeout 5 sinfo -N -o '%N %t %E' | sed 's/^/    /'
+
 echo "slurm-it: $PASS passed, $FAIL failed"
 [ "$FAIL" = 0 ]
