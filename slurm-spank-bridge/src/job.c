@@ -67,6 +67,9 @@ static int step_node(spank_t sp, const slurm_job_info_t *info, uint32_t stepid,
 	rc = spank_getenv(sp, "SLURM_STEP_NODELIST", list, sizeof(list));
 	if (rc == ESPANK_SUCCESS)
 		return nth_node(list, nodeid, job, err, errlen);
+	if (rc != ESPANK_ENV_NOEXIST)
+		return vgpu_fail(err, errlen, "SLURM_STEP_NODELIST: %s", spank_strerror(rc));
+	/* no srun in between (the interactive step): the step has the job's nodes */
 	if (info->nodes == NULL)
 		return vgpu_fail(err, errlen, "no SLURM_STEP_NODELIST and no job node list");
 	return nth_node(info->nodes, nodeid, job, err, errlen);

@@ -61,6 +61,15 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 		return -1;
 	}
 	config_ok = 1;
+	if (spank_context() == S_CTX_REMOTE) {
+		char where[VGPU_HOST_MAX + 16];
+
+		vgpu_config_describe_tracker(&config, where, sizeof(where));
+		slurm_debug(LOG_PREFIX "tracker=%s timeout=%u ready_timeout=%u fallback=%s "
+			    "agent_socket_dir=%s", where, config.timeout_s, config.ready_timeout_s,
+			    config.fallback == VGPU_FALLBACK_LOCAL_ONLY ? "local-only" : "none",
+			    config.agent_socket_dir);
+	}
 	for (o = options; o->name != NULL; o++) {
 		rc = spank_option_register(sp, o);
 		if (rc != ESPANK_SUCCESS) {
