@@ -433,6 +433,85 @@ static void test_env(struct vgpu_assembly *a, struct vgpu_env *e)
 	CHECK_HAS(err, "longer than 107 bytes");
 }
 
+/*
+ * Random mutations of valid replies (fixed seed, so failures reproduce): the
+ * parser must never crash or overrun (ASan/valgrind watch), and whatever it
+ * accepts must be a consistent assembly that renders.
+ */
+static uint64_t rng_state = UINT64_C(0x9e3779b97f4a7c15);
+
+static unsigned rnd(unsigned n)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return (unsigned)(rng_state % n);
+}
+
+static void test_reply_fuzz(struct vgpu_assembly *a, struct vgpu_env *e)
+{
+	static const char *const seeds[] = {
+		"ok vgpus=3 local=2,3 remote=1@10.0.0.5:7001#v1.abc.def agent_socket=/run/vgpu/a.sock window_base=0x100000000000",
+		"ok vgpus=2 remote=0@[::1]:1#t,1@n-2.x:65535#u",
+		"wait not yet",
+		"error no",
+	};
+	static const char alphabet[] = "ok=,@:#[]/.0123456789xv ";
+	char line[512], reason[256], err[VGPU_ERR_MAX];
+	const char *env_n = getenv("VGPU_FUZZ_ITERATIONS");
+	const unsigned iterations = env_n != NULL ? (unsigned)strtoul(env_n, NULL, 10) : 200000;
+	unsigned accepted = 0, i, k;
+	int bad_invariant = 0;
+
+	for (i = 0; i < iterations; i++) {
+		const char *seed = seeds[rnd(4)];
+		size_t n = strlen(seed);
+		const unsigned edits = 1 + rnd(4);
+
+		memcpy(line, seed, n);
+		for (k = 0; k < edits; k++) {
+			const size_t at = rnd((unsigned)n + 1);
+
+			switch (rnd(4)) {
+			case 0:	/* replace */
+				if (at < n)
+					line[at] = rnd(3) == 0 ? (char)rnd(256) : alphabet[rnd(sizeof(alphabet) - 1)];
+				break;
+			case 1:	/* delete */
+				if (at < n) {
+					memmove(line + at, line + at + 1, n - at - 1);
+					n--;
+				}
+				break;
+			case 2:	/* insert */
+				if (n + 1 < sizeof(line)) {
+					memmove(line + at + 1, line + at, n - at);
+					line[at] = alphabet[rnd(sizeof(alphabet) - 1)];
+					n++;
+				}
+				break;
+			default: /* truncate */
+				n = at;
+				break;
+			}
+		}
+		if (vgpu_parse_assembly_reply(line, n, a, reason, sizeof(reason), err, sizeof(err)) != VGPU_REPLY_OK)
+			continue;
+		accepted++;
+		if (a->vgpus == 0 || a->vgpus > VGPU_MAX || a->nlocal + a->nremote != a->vgpus)
+			bad_invariant = 1;
+		for (k = 0; k < a->nremote; k++)
+			if (a->remote[k].vgpu >= a->vgpus || (k > 0 && a->remote[k - 1].vgpu >= a->remote[k].vgpu)
+			    || vgpu_valid_token(a->remote[k].token, strlen(a->remote[k].token)) != 0)
+				bad_invariant = 1;
+		if (vgpu_env_render(a, "/run/vgpu", 1, "n1", e, err, sizeof(err)) != 0
+		    && strstr(err, "not inside agent_socket_dir") == NULL)
+			bad_invariant = 1;
+	}
+	CHECK(!bad_invariant);
+	CHECK(iterations < 1000 || accepted > 0);
+}
+
 /* ---- sockets ---- */
 
 static void pair(int sv[2])
@@ -636,6 +715,7 @@ int main(void)
 	test_tres();
 	test_local_only(a);
 	test_env(a, e);
+	test_reply_fuzz(a, e);
 	test_read_line();
 	test_tracker_call();
 	printf("unit tests: %d checks, %d failed\n", checks, failures);
