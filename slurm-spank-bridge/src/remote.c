@@ -96,7 +96,9 @@ static int export_env(spank_t sp, const struct vgpu_env *e, const char *node,
 	    || set(sp, "VGPU_WINDOW_BASE", e->window_base) != 0
 	    || set(sp, "VGPU_NODE", node) != 0 || set(sp, "VGPU_SOURCE", source) != 0
 	    || set(sp, "VGPU_MIGRATE", migrate) != 0 || set(sp, "VGPU_TRACKER", tracker) != 0
-	    || set(sp, "CUDA_VISIBLE_DEVICES", e->local) != 0)
+	    || set(sp, "CUDA_VISIBLE_DEVICES", e->local) != 0
+	    /* local indices are nvidia-smi's; CUDA's default order may differ */
+	    || set(sp, "CUDA_DEVICE_ORDER", "PCI_BUS_ID") != 0)
 		return -1;
 	return 0;
 }

@@ -174,7 +174,7 @@ eventually_tracker_saw() {
 }
 show() { echo "---- $1"; sed 's/^/    /' "$1"; }
 
-ENVDUMP='env | grep -E "^(VGPU_|CUDA_VISIBLE_DEVICES=)" | sort'
+ENVDUMP='env | grep -E "^(VGPU_|CUDA_VISIBLE_DEVICES=|CUDA_DEVICE_ORDER=)" | sort'
 : >"$T/tracker.log"
 
 # 1. a vgpu job gets its assembly; the tracker hears assembly and done
@@ -186,6 +186,7 @@ check "vgpu job $J completed ($S)" [ "$S" = COMPLETED ]
 check "VGPU_COUNT=2" has "$O" '^VGPU_COUNT=2$'
 check "VGPU_ASSEMBLY maps vGPU 0 to local GPU 1 and vGPU 1 to the worker" has "$O" '^VGPU_ASSEMBLY=0=local:1,1=remote:127.0.0.1:7999$'
 check "VGPU_LOCAL_GPUS=1" has "$O" '^VGPU_LOCAL_GPUS=1$'
+check "CUDA_DEVICE_ORDER=PCI_BUS_ID" has "$O" '^CUDA_DEVICE_ORDER=PCI_BUS_ID$'
 check "CUDA_VISIBLE_DEVICES=1 (the assembly's local GPU)" has "$O" '^CUDA_VISIBLE_DEVICES=1$'
 check "VGPU_REMOTE carries endpoint and token" has "$O" "^VGPU_REMOTE=1@127.0.0.1:7999#$TOKEN\$"
 check "VGPU_AGENT_SOCKET defaults to /run/vgpu/vgpu-<job>-<node>.sock" has "$O" "^VGPU_AGENT_SOCKET=/run/vgpu/vgpu-$J-n[12].sock\$"
