@@ -13,8 +13,11 @@
 
 static int copy_node(struct vgpu_job *job, const char *name, char *err, size_t errlen)
 {
-	const size_t n = name == NULL ? 0 : strnlen(name, VGPU_NODE_MAX + 1);
+	size_t n;
 
+	if (name == NULL)
+		return vgpu_fail(err, errlen, "slurmctld gave no node name");
+	n = strnlen(name, VGPU_NODE_MAX + 1);
 	if (vgpu_valid_node(name, n) != 0)
 		return vgpu_fail(err, errlen, "node name is not [A-Za-z0-9._-]{1,%d}", VGPU_NODE_MAX);
 	memcpy(job->node, name, n);
