@@ -65,7 +65,8 @@ static int parse_one(const char *arg, struct vgpu_config *cfg, unsigned *seen,
 		     char *err, size_t errlen)
 {
 	static const char *const keys[] = {
-		"tracker", "timeout", "ready_timeout", "fallback", "agent_socket_dir",
+		"tracker", "timeout", "ready_timeout", "fallback", "agent_socket_dir", "auth",
+		"munge_socket",
 	};
 	const size_t len = strnlen(arg, ARG_MAX_LEN + 1);
 	const char *eq;
@@ -86,7 +87,8 @@ static int parse_one(const char *arg, struct vgpu_config *cfg, unsigned *seen,
 			break;
 	if (k == sizeof(keys) / sizeof(keys[0]))
 		return vgpu_fail(err, errlen,
-				 "unknown key (known: tracker, timeout, ready_timeout, fallback, agent_socket_dir)");
+				 "unknown key (known: tracker, timeout, ready_timeout, fallback, "
+				 "agent_socket_dir, auth, munge_socket)");
 	if (*seen & (1u << k))
 		return vgpu_fail(err, errlen, "key given twice");
 	*seen |= 1u << k;
@@ -107,6 +109,22 @@ static int parse_one(const char *arg, struct vgpu_config *cfg, unsigned *seen,
 			cfg->fallback = VGPU_FALLBACK_LOCAL_ONLY;
 		else
 			return vgpu_fail(err, errlen, "expected local-only or none");
+		return 0;
+	case 5:
+		if (strcmp(v, "none") == 0)
+			cfg->auth = VGPU_AUTH_NONE;
+		else if (strcmp(v, "munge") == 0)
+			cfg->auth = VGPU_AUTH_MUNGE;
+		else
+			return vgpu_fail(err, errlen, "expected munge or none");
+		return 0;
+	case 6:
+		if (vgpu_valid_socket_path(v, vlen) != 0)
+			return vgpu_fail(err, errlen,
+					 "socket path must be absolute, at most %d bytes, of [A-Za-z0-9._/-] and without . or .. components",
+					 VGPU_SOCKET_PATH_MAX);
+		memcpy(cfg->munge_socket, v, vlen);
+		cfg->munge_socket[vlen] = '\0';
 		return 0;
 	default:
 		/* The socket file name is appended, so leave room for it. */
@@ -148,6 +166,8 @@ int vgpu_config_parse(int ac, char **av, struct vgpu_config *cfg, char *err, siz
 	if (!(seen & 1u))
 		return vgpu_fail(err, errlen,
 				 "plugstack.conf: tracker=HOST:PORT or tracker=unix:/PATH is required");
+	if (cfg->munge_socket[0] != '\0' && cfg->auth != VGPU_AUTH_MUNGE)
+		return vgpu_fail(err, errlen, "plugstack.conf: munge_socket= without auth=munge");
 	return 0;
 }
 

@@ -16,6 +16,11 @@ enum vgpu_fallback {
 	VGPU_FALLBACK_LOCAL_ONLY,
 };
 
+enum vgpu_auth {
+	VGPU_AUTH_NONE,
+	VGPU_AUTH_MUNGE,
+};
+
 struct vgpu_config {
 	enum vgpu_tracker_kind tracker_kind;
 	char tracker_host[VGPU_HOST_MAX + 1];	/* TCP: name or address, no brackets */
@@ -25,6 +30,8 @@ struct vgpu_config {
 	unsigned ready_timeout_s;		/* how long "wait" replies are retried */
 	enum vgpu_fallback fallback;
 	char agent_socket_dir[VGPU_SOCKET_PATH_MAX + 1];
+	enum vgpu_auth auth;
+	char munge_socket[VGPU_SOCKET_PATH_MAX + 1];	/* empty: libmunge's default */
 };
 
 #define VGPU_DEFAULT_TIMEOUT_S 5

@@ -328,7 +328,7 @@ int vgpu_format_assembly_request(char *buf, size_t cap, uint32_t jobid, const ch
 		return vgpu_fail(err, errlen, "job id 0");
 	if (node == NULL || vgpu_valid_node(node, strnlen(node, VGPU_NODE_MAX + 1)) != 0)
 		return vgpu_fail(err, errlen, "node name is not [A-Za-z0-9._-]{1,%d}", VGPU_NODE_MAX);
-	n = snprintf(buf, cap, "assembly %u %s\n", (unsigned)jobid, node);
+	n = snprintf(buf, cap, "assembly %u %s", (unsigned)jobid, node);
 	if (n < 0 || (size_t)n >= cap)
 		return vgpu_fail(err, errlen, "request does not fit in %zu bytes", cap);
 	return n;
@@ -343,7 +343,7 @@ int vgpu_format_done_request(char *buf, size_t cap, uint32_t jobid, const char *
 		return vgpu_fail(err, errlen, "job id 0");
 	if (node == NULL || vgpu_valid_node(node, strnlen(node, VGPU_NODE_MAX + 1)) != 0)
 		return vgpu_fail(err, errlen, "node name is not [A-Za-z0-9._-]{1,%d}", VGPU_NODE_MAX);
-	n = snprintf(buf, cap, "done %u %s %d\n", (unsigned)jobid, node, status);
+	n = snprintf(buf, cap, "done %u %s %d", (unsigned)jobid, node, status);
 	if (n < 0 || (size_t)n >= cap)
 		return vgpu_fail(err, errlen, "request does not fit in %zu bytes", cap);
 	return n;

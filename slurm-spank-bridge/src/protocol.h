@@ -41,13 +41,13 @@ enum vgpu_reply {
 #define VGPU_ADDRESS_LIMIT (UINT64_C(1) << 47)
 
 /*
- * "assembly <jobid> <node>\n" into buf. -1 when the node name is not a valid
+ * "assembly <jobid> <node>" (no newline: see vgpu_finish_request) into buf. -1 when the node name is not a valid
  * Slurm node name, the job id is 0, or buf is too small.
  */
 int vgpu_format_assembly_request(char *buf, size_t cap, uint32_t jobid, const char *node,
 				 char *err, size_t errlen);
 
-/* "done <jobid> <node> <status>\n" */
+/* "done <jobid> <node> <status>" */
 int vgpu_format_done_request(char *buf, size_t cap, uint32_t jobid, const char *node,
 			     int status, char *err, size_t errlen);
 

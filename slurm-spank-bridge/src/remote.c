@@ -6,6 +6,7 @@
 
 #include <slurm/slurm.h>
 
+#include "auth.h"
 #include "env.h"
 #include "job.h"
 #include "net.h"
@@ -41,10 +42,11 @@ static const char *step_name(uint32_t stepid, char *buf, size_t cap)
  * Asks the tracker until it answers ok or error, or until "wait" replies
  * have gone on for ready_timeout seconds. 0 with *a filled, or -1 with err.
  */
-static int fetch_assembly(const struct vgpu_config *cfg, const char *request,
+static int fetch_assembly(const struct vgpu_config *cfg, const char *base,
 			  struct vgpu_assembly *a, char *err, size_t errlen)
 {
 	struct vgpu_deadline ready;
+	char request[VGPU_LINE_MAX];
 	char reply[VGPU_LINE_MAX];
 	char reason[256];
 	char why[VGPU_ERR_MAX];
@@ -52,6 +54,8 @@ static int fetch_assembly(const struct vgpu_config *cfg, const char *request,
 
 	vgpu_deadline_in(&ready, cfg->ready_timeout_s);
 	for (;;) {
+		if (vgpu_finish_request(cfg, base, request, sizeof(request), err, errlen) < 0)
+			return -1;
 		n = vgpu_tracker_call(cfg, request, reply, sizeof(reply), err, errlen);
 		if (n < 0)
 			return -1;
@@ -158,7 +162,7 @@ static int do_user_init(spank_t sp, const struct vgpu_config *cfg, const char *m
 	struct vgpu_assembly *a = NULL;
 	struct vgpu_env *e = NULL;
 	struct vgpu_job job;
-	char request[VGPU_LINE_MAX];
+	char base[VGPU_LINE_MAX / 2];
 	char err[VGPU_ERR_MAX];
 	char tracker[VGPU_HOST_MAX + 16];
 	char sbuf[16];
@@ -197,12 +201,12 @@ static int do_user_init(spank_t sp, const struct vgpu_config *cfg, const char *m
 		slurm_error(LOG_PREFIX "job %u: out of memory", jobid);
 		goto fail;
 	}
-	if (vgpu_format_assembly_request(request, sizeof(request), jobid, job.node, err,
+	if (vgpu_format_assembly_request(base, sizeof(base), jobid, job.node, err,
 					 sizeof(err)) < 0) {
 		slurm_error(LOG_PREFIX "job %u: %s", jobid, err);
 		goto fail;
 	}
-	if (fetch_assembly(cfg, request, a, err, sizeof(err)) != 0) {
+	if (fetch_assembly(cfg, base, a, err, sizeof(err)) != 0) {
 		if (local_only(sp, cfg, job.vgpus, a, err) != 0)
 			goto fail;
 		source = "local-only-fallback";
@@ -269,6 +273,7 @@ void vgpu_remote_task_exit(spank_t sp)
 
 void vgpu_remote_exit(spank_t sp, const struct vgpu_config *cfg)
 {
+	char base[VGPU_LINE_MAX / 2];
 	char request[VGPU_LINE_MAX];
 	char reply[VGPU_LINE_MAX];
 	char reason[256];
@@ -280,8 +285,9 @@ void vgpu_remote_exit(spank_t sp, const struct vgpu_config *cfg)
 	/* Other steps end inside the job; the batch step's end is the job's. */
 	if (!state.vgpu_job || !state.batch)
 		return;
-	if (vgpu_format_done_request(request, sizeof(request), state.jobid, state.node, status,
-				     err, sizeof(err)) < 0) {
+	if (vgpu_format_done_request(base, sizeof(base), state.jobid, state.node, status,
+				     err, sizeof(err)) < 0
+	    || vgpu_finish_request(cfg, base, request, sizeof(request), err, sizeof(err)) < 0) {
 		slurm_error(LOG_PREFIX "job %u: %s", state.jobid, err);
 		return;
 	}

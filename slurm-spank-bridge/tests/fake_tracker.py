@@ -8,10 +8,13 @@ Listens on 127.0.0.1 (or a UNIX socket) only. Every request line is appended to 
                               "!close" closes it without a reply.
   done <jobid> <node> <st> -> "ok"
   anything else            -> "error unknown request"
+With --munge-socket every request must end in "munge=<credential>" whose payload is
+the rest of the line; unmunge checks it, and the log line gets " uid=<uid>" appended.
 """
 import argparse
 import os
 import socket
+import subprocess
 import sys
 import threading
 
@@ -22,6 +25,7 @@ def main():
     ap.add_argument("--unix", help="listen on this UNIX socket instead")
     ap.add_argument("--reply-file", required=True)
     ap.add_argument("--log", required=True)
+    ap.add_argument("--munge-socket", help="require MUNGE credentials, checked by unmunge")
     args = ap.parse_args()
 
     served = {"assembly": 0}
@@ -44,6 +48,19 @@ def main():
         with lock, open(args.log, "a") as f:
             f.write(line + "\n")
 
+    def unmunge(cred, payload):
+        """The credential's uid when it is valid and carries exactly payload."""
+        try:
+            out = subprocess.run(["unmunge", "--socket=" + args.munge_socket],
+                                 input=cred.encode(), capture_output=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        head, _, body = out.stdout.partition(b"\n\n")
+        fields = dict(l.split(b":", 1) for l in head.splitlines() if b":" in l)
+        if out.returncode != 0 or body != payload.encode():
+            return None
+        return fields.get(b"UID", b"").split(b"(")[-1].rstrip(b") ").decode()
+
     def handle(conn):
         with conn:
             conn.settimeout(10)
@@ -57,7 +74,17 @@ def main():
             except OSError:
                 return
             line = data.split(b"\n", 1)[0].decode("ascii", "replace")
-            log(line)
+            if args.munge_socket:
+                base, sep, cred = line.rpartition(" munge=")
+                uid = unmunge(cred, base) if sep else None
+                if uid is None:
+                    log("AUTH-FAIL " + line[:80])
+                    conn.sendall(b"error unauthenticated request\n")
+                    return
+                line = base
+                log(line + " uid=" + uid)
+            else:
+                log(line)
             words = line.split(" ")
             if words[0] == "assembly" and len(words) == 3:
                 with open(args.reply_file) as f:

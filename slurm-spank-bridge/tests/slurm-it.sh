@@ -312,6 +312,42 @@ else
 fi
 check "the option error says what is expected" has "$T/out/badopt.err" 'expected auto or never'
 
+# 10. auth=munge: the tracker gets a MUNGE credential over each request line
+start_munged() {
+	command -v munged >/dev/null && command -v unmunge >/dev/null && id munge >/dev/null 2>&1 || return 1
+	mkdir -p "$T/munge/sock" "$T/munge/key" "$T/munge/lib"
+	dd if=/dev/urandom of="$T/munge/key/munge.key" bs=1024 count=1 2>/dev/null
+	chown -R munge:munge "$T/munge/sock" "$T/munge/key" "$T/munge/lib"
+	chmod 755 "$T/munge" "$T/munge/sock"
+	chmod 700 "$T/munge/key" "$T/munge/lib"
+	chmod 400 "$T/munge/key/munge.key"
+	su -s /bin/sh munge -c "munged --socket=$T/munge/sock/munge.socket --key-file=$T/munge/key/munge.key \
+		--pid-file=$T/munge/sock/munged.pid --seed-file=$T/munge/lib/seed --log-file=$T/munge/lib/munged.log" || return 1
+	for _ in $(seq 50); do [ -s "$T/munge/sock/munged.pid" ] && break; sleep 0.1; done
+	[ -s "$T/munge/sock/munged.pid" ] || return 1
+	PIDS+=("$(cat "$T/munge/sock/munged.pid")")
+}
+if start_munged; then
+	python3 "$HERE/fake_tracker.py" --port-file "$T/tracker-munge.port" --reply-file "$T/tracker.reply" \
+		--log "$T/tracker-munge.log" --munge-socket "$T/munge/sock/munge.socket" >"$T/log/tracker-munge.out" 2>&1 &
+	PIDS+=("$!")
+	for _ in $(seq 50); do [ -s "$T/tracker-munge.port" ] && break; sleep 0.1; done
+	MPORT=$(cat "$T/tracker-munge.port")
+	tracker_reply "ok vgpus=1 local=0"
+	plugstack "tracker=127.0.0.1:$MPORT" auth=munge "munge_socket=$T/munge/sock/munge.socket"
+	J=$(submit munge --gres=vgpu:1 --wrap "$ENVDUMP")
+	S=$(wait_job "$J")
+	check "auth=munge: job $J completed ($S)" [ "$S" = COMPLETED ]
+	check "auth=munge: tracker verified the assembly request (uid 0)" grep -qE "^assembly $J n[12] uid=0\$" "$T/tracker-munge.log"
+	check "auth=munge: tracker verified done" bash -c "for _ in \$(seq 40); do grep -qE '^done $J n[12] 0 uid=0\$' $T/tracker-munge.log && exit 0; sleep 0.25; done; exit 1"
+	plugstack "tracker=127.0.0.1:$MPORT"
+	expect_fail munge-missing "tracker refused the assembly: unauthenticated request" --gres=vgpu:1
+	plugstack "tracker=127.0.0.1:$MPORT" auth=munge "munge_socket=$T/munge/sock/nothing.socket"
+	expect_fail munge-down "auth=munge: cannot get a credential from munged at $T/munge/sock/nothing.socket" --gres=vgpu:1
+else
+	echo "SKIP auth=munge tests: cannot start munged (apt-get install munge)"
+fi
+
 # 9. plugstack.conf broken on the node after submission: slurmstepd's init fails, the
 # command never runs, and Slurm drains the node (a misconfigured node takes no more jobs)
 plugstack "tracker=127.0.0.1:$TRACKER_PORT"

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "common.h"
 #include "config.h"
 #include "env.h"
@@ -351,12 +352,12 @@ static void test_requests(void)
 {
 	char buf[64], err[VGPU_ERR_MAX];
 
-	CHECK(vgpu_format_assembly_request(buf, sizeof(buf), 42, "n1", err, sizeof(err)) == 15);
-	CHECK_STR(buf, "assembly 42 n1\n");
+	CHECK(vgpu_format_assembly_request(buf, sizeof(buf), 42, "n1", err, sizeof(err)) == 14);
+	CHECK_STR(buf, "assembly 42 n1");
 	CHECK(vgpu_format_done_request(buf, sizeof(buf), 4294967295u, "gpu-node.07", -1, err, sizeof(err)) > 0);
-	CHECK_STR(buf, "done 4294967295 gpu-node.07 -1\n");
+	CHECK_STR(buf, "done 4294967295 gpu-node.07 -1");
 	CHECK(vgpu_format_done_request(buf, sizeof(buf), 42, "n1", 137, err, sizeof(err)) > 0);
-	CHECK_STR(buf, "done 42 n1 137\n");
+	CHECK_STR(buf, "done 42 n1 137");
 	CHECK(vgpu_format_assembly_request(buf, sizeof(buf), 0, "n1", err, sizeof(err)) < 0);
 	CHECK(vgpu_format_assembly_request(buf, sizeof(buf), 42, "n1 x", err, sizeof(err)) < 0);
 	CHECK(vgpu_format_assembly_request(buf, sizeof(buf), 42, "n1\n", err, sizeof(err)) < 0);
@@ -364,6 +365,37 @@ static void test_requests(void)
 	CHECK(vgpu_format_assembly_request(buf, sizeof(buf), 42, NULL, err, sizeof(err)) < 0);
 	CHECK(vgpu_format_assembly_request(buf, 10, 42, "n1", err, sizeof(err)) < 0);
 	CHECK_HAS(err, "does not fit");
+}
+
+static void test_auth(void)
+{
+	struct vgpu_config c;
+	char err[VGPU_ERR_MAX], buf[256];
+	const char *cred = "MUNGE:AwQFAADVgeXZ+/==:";
+
+	CHECK(parse_args(&c, err, sizeof(err), 1, "tracker=h:1") == 0 && c.auth == VGPU_AUTH_NONE);
+	CHECK(vgpu_finish_request(&c, "assembly 42 n1", buf, sizeof(buf), err, sizeof(err)) == 15);
+	CHECK_STR(buf, "assembly 42 n1\n");
+	CHECK(vgpu_finish_request(&c, "assembly 42 n1", buf, 15, err, sizeof(err)) < 0);
+	CHECK(parse_args(&c, err, sizeof(err), 3, "tracker=h:1", "auth=munge",
+			 "munge_socket=/run/munge/munge.socket.2") == 0);
+	CHECK(c.auth == VGPU_AUTH_MUNGE);
+	CHECK_STR(c.munge_socket, "/run/munge/munge.socket.2");
+	CHECK(parse_args(&c, err, sizeof(err), 2, "tracker=h:1", "auth=kerberos") != 0);
+	CHECK_HAS(err, "\"auth=kerberos\": expected munge or none");
+	CHECK(parse_args(&c, err, sizeof(err), 2, "tracker=h:1", "munge_socket=/run/m.sock") != 0);
+	CHECK_HAS(err, "munge_socket= without auth=munge");
+	CHECK(parse_args(&c, err, sizeof(err), 3, "tracker=h:1", "auth=munge", "munge_socket=m.sock") != 0);
+
+	CHECK(vgpu_append_credential(buf, sizeof(buf), "done 42 n1 0", cred, err, sizeof(err)) > 0);
+	CHECK_STR(buf, "done 42 n1 0 munge=MUNGE:AwQFAADVgeXZ+/==:\n");
+	CHECK(vgpu_append_credential(buf, sizeof(buf), "done 42 n1 0", "MUNGE:a b:", err, sizeof(err)) < 0);
+	CHECK(vgpu_append_credential(buf, sizeof(buf), "done 42 n1 0", "XUNGE:abcd:", err, sizeof(err)) < 0);
+	CHECK(vgpu_append_credential(buf, sizeof(buf), "done 42 n1 0", "MUNGE:a\nb:", err, sizeof(err)) < 0);
+	CHECK(vgpu_append_credential(buf, 20, "done 42 n1 0", cred, err, sizeof(err)) < 0);
+	/* no munged at this socket: a clear error, no crash */
+	CHECK(vgpu_munge_encode("/nonexistent/munge.socket", "x", 1, buf, sizeof(buf), err, sizeof(err)) < 0);
+	CHECK_HAS(err, "auth=munge: ");
 }
 
 static void test_tres(void)
@@ -713,6 +745,7 @@ int main(void)
 	test_reply_bad(a);
 	test_done_reply();
 	test_requests();
+	test_auth();
 	test_tres();
 	test_local_only(a);
 	test_env(a, e);
