@@ -1,0 +1,182 @@
+#include <stdio.h>
+#include <string.h>
+
+#include "config.h"
+#include "validate.h"
+
+#define ARG_MAX_LEN 512
+
+static int parse_tracker(const char *v, size_t vlen, struct vgpu_config *cfg,
+			 char *err, size_t errlen)
+{
+	const char *colon;
+	const char *host;
+	size_t hostlen;
+	uint64_t port;
+
+	if (vlen > 5 && memcmp(v, "unix:", 5) == 0) {
+		const char *path = v + 5;
+
+		if (vgpu_valid_socket_path(path, vlen - 5) != 0)
+			return vgpu_fail(err, errlen,
+					 "socket path must be absolute, at most %d bytes, of [A-Za-z0-9._/-] and without . or .. components",
+					 VGPU_SOCKET_PATH_MAX);
+		cfg->tracker_kind = VGPU_TRACKER_UNIX;
+		memcpy(cfg->tracker_path, path, vlen - 5);
+		cfg->tracker_path[vlen - 5] = '\0';
+		return 0;
+	}
+
+	colon = memrchr(v, ':', vlen);
+	if (colon == NULL)
+		return vgpu_fail(err, errlen, "expected HOST:PORT or unix:/PATH");
+	host = v;
+	hostlen = (size_t)(colon - v);
+	if (hostlen >= 2 && host[0] == '[' && host[hostlen - 1] == ']') {
+		host++;
+		hostlen -= 2;
+		if (vgpu_valid_ipv6(host, hostlen) != 0)
+			return vgpu_fail(err, errlen, "bad IPv6 address in brackets");
+	} else if (vgpu_valid_hostname(host, hostlen) != 0) {
+		return vgpu_fail(err, errlen, "bad host name (letters, digits, '.', '-'; IPv6 in brackets)");
+	}
+	if (vgpu_parse_uint(colon + 1, (size_t)(v + vlen - colon - 1), 65535, &port) != 0
+	    || port == 0)
+		return vgpu_fail(err, errlen, "bad port (1..65535)");
+	cfg->tracker_kind = VGPU_TRACKER_TCP;
+	memcpy(cfg->tracker_host, host, hostlen);
+	cfg->tracker_host[hostlen] = '\0';
+	snprintf(cfg->tracker_port, sizeof(cfg->tracker_port), "%u", (unsigned)port);
+	return 0;
+}
+
+static int parse_seconds(const char *v, size_t vlen, unsigned min, unsigned *out,
+			 char *err, size_t errlen)
+{
+	uint64_t n;
+
+	if (vgpu_parse_uint(v, vlen, VGPU_MAX_TIMEOUT_S, &n) != 0 || n < min)
+		return vgpu_fail(err, errlen, "expected whole seconds, %u..%d", min, VGPU_MAX_TIMEOUT_S);
+	*out = (unsigned)n;
+	return 0;
+}
+
+static int parse_one(const char *arg, struct vgpu_config *cfg, unsigned *seen,
+		     char *err, size_t errlen)
+{
+	static const char *const keys[] = {
+		"tracker", "timeout", "ready_timeout", "fallback", "agent_socket_dir", "auth",
+		"munge_socket",
+	};
+	const size_t len = strnlen(arg, ARG_MAX_LEN + 1);
+	const char *eq;
+	const char *v;
+	size_t klen, vlen;
+	unsigned k;
+
+	if (len > ARG_MAX_LEN)
+		return vgpu_fail(err, errlen, "argument longer than %d bytes", ARG_MAX_LEN);
+	eq = memchr(arg, '=', len);
+	if (eq == NULL || eq == arg)
+		return vgpu_fail(err, errlen, "expected key=value");
+	klen = (size_t)(eq - arg);
+	v = eq + 1;
+	vlen = len - klen - 1;
+	for (k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+		if (strlen(keys[k]) == klen && memcmp(keys[k], arg, klen) == 0)
+			break;
+	if (k == sizeof(keys) / sizeof(keys[0]))
+		return vgpu_fail(err, errlen,
+				 "unknown key (known: tracker, timeout, ready_timeout, fallback, "
+				 "agent_socket_dir, auth, munge_socket)");
+	if (*seen & (1u << k))
+		return vgpu_fail(err, errlen, "key given twice");
+	*seen |= 1u << k;
+	if (vlen == 0)
+		return vgpu_fail(err, errlen, "empty value");
+
+	switch (k) {
+	case 0:
+		return parse_tracker(v, vlen, cfg, err, errlen);
+	case 1:
+		return parse_seconds(v, vlen, 1, &cfg->timeout_s, err, errlen);
+	case 2:
+		return parse_seconds(v, vlen, 0, &cfg->ready_timeout_s, err, errlen);
+	case 3:
+		if (strcmp(v, "none") == 0)
+			cfg->fallback = VGPU_FALLBACK_NONE;
+		else if (strcmp(v, "local-only") == 0)
+			cfg->fallback = VGPU_FALLBACK_LOCAL_ONLY;
+		else
+			return vgpu_fail(err, errlen, "expected local-only or none");
+		return 0;
+	case 5:
+		if (strcmp(v, "none") == 0)
+			cfg->auth = VGPU_AUTH_NONE;
+		else if (strcmp(v, "munge") == 0)
+			cfg->auth = VGPU_AUTH_MUNGE;
+		else
+			return vgpu_fail(err, errlen, "expected munge or none");
+		return 0;
+	case 6:
+		if (vgpu_valid_socket_path(v, vlen) != 0)
+			return vgpu_fail(err, errlen,
+					 "socket path must be absolute, at most %d bytes, of [A-Za-z0-9._/-] and without . or .. components",
+					 VGPU_SOCKET_PATH_MAX);
+		memcpy(cfg->munge_socket, v, vlen);
+		cfg->munge_socket[vlen] = '\0';
+		return 0;
+	default:
+		/* The socket file name is appended, so leave room for it. */
+		if (vgpu_valid_socket_path(v, vlen) != 0 || vlen > VGPU_SOCKET_PATH_MAX - 40)
+			return vgpu_fail(err, errlen,
+					 "directory must be absolute, at most %d bytes, of [A-Za-z0-9._/-] and without . or .. components",
+					 VGPU_SOCKET_PATH_MAX - 40);
+		memcpy(cfg->agent_socket_dir, v, vlen);
+		/* "/run/vgpu/" and "/run/vgpu" are the same directory */
+		while (vlen > 1 && cfg->agent_socket_dir[vlen - 1] == '/')
+			vlen--;
+		cfg->agent_socket_dir[vlen] = '\0';
+		return 0;
+	}
+}
+
+int vgpu_config_parse(int ac, char **av, struct vgpu_config *cfg, char *err, size_t errlen)
+{
+	char why[VGPU_ERR_MAX];
+	char quoted[96];
+	unsigned seen = 0;
+	int i;
+
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->timeout_s = VGPU_DEFAULT_TIMEOUT_S;
+	cfg->ready_timeout_s = VGPU_DEFAULT_READY_TIMEOUT_S;
+	cfg->fallback = VGPU_FALLBACK_NONE;
+	snprintf(cfg->agent_socket_dir, sizeof(cfg->agent_socket_dir), "%s",
+		 VGPU_DEFAULT_AGENT_SOCKET_DIR);
+
+	for (i = 0; i < ac; i++) {
+		if (av[i] == NULL)
+			return vgpu_fail(err, errlen, "plugstack.conf: argument %d missing", i + 1);
+		if (parse_one(av[i], cfg, &seen, why, sizeof(why)) != 0) {
+			vgpu_sanitize(quoted, sizeof(quoted), av[i], ARG_MAX_LEN);
+			return vgpu_fail(err, errlen, "plugstack.conf: bad argument \"%s\": %s", quoted, why);
+		}
+	}
+	if (!(seen & 1u))
+		return vgpu_fail(err, errlen,
+				 "plugstack.conf: tracker=HOST:PORT or tracker=unix:/PATH is required");
+	if (cfg->munge_socket[0] != '\0' && cfg->auth != VGPU_AUTH_MUNGE)
+		return vgpu_fail(err, errlen, "plugstack.conf: munge_socket= without auth=munge");
+	return 0;
+}
+
+void vgpu_config_describe_tracker(const struct vgpu_config *cfg, char *buf, size_t cap)
+{
+	if (cfg->tracker_kind == VGPU_TRACKER_UNIX)
+		snprintf(buf, cap, "unix:%s", cfg->tracker_path);
+	else if (strchr(cfg->tracker_host, ':') != NULL)
+		snprintf(buf, cap, "[%s]:%s", cfg->tracker_host, cfg->tracker_port);
+	else
+		snprintf(buf, cap, "%s:%s", cfg->tracker_host, cfg->tracker_port);
+}

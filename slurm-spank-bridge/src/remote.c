@@ -1,0 +1,314 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <slurm/slurm.h>
+
+#include "auth.h"
+#include "env.h"
+#include "job.h"
+#include "net.h"
+#include "protocol.h"
+#include "remote.h"
+
+#define LOG_PREFIX VGPU_PLUGIN_NAME ": "
+
+/* What exit() needs from user_init(); slurmstepd runs both in one process. */
+static struct {
+	int failed;		/* no assembly: every task of the step is stopped */
+	int vgpu_job;		/* set once the step is known to belong to a vgpu job */
+	int batch;		/* the batch step: its end is the job's end */
+	uint32_t jobid;
+	char node[VGPU_NODE_MAX + 1];
+	int have_status;
+	int status;		/* exit code, 128 + signal, or -1 */
+} state;
+
+static const char *step_name(uint32_t stepid, char *buf, size_t cap)
+{
+	if (stepid == SLURM_BATCH_SCRIPT)
+		return "batch";
+	if (stepid == SLURM_EXTERN_CONT)
+		return "extern";
+	if (stepid == SLURM_INTERACTIVE_STEP)
+		return "interactive";
+	snprintf(buf, cap, "%u", stepid);
+	return buf;
+}
+
+/*
+ * Asks the tracker until it answers ok or error, or until "wait" replies
+ * have gone on for ready_timeout seconds. 0 with *a filled, or -1 with err.
+ */
+static int fetch_assembly(const struct vgpu_config *cfg, const char *base,
+			  struct vgpu_assembly *a, char *err, size_t errlen)
+{
+	struct vgpu_deadline ready;
+	char request[VGPU_LINE_MAX];
+	char reply[VGPU_LINE_MAX];
+	char reason[256];
+	char why[VGPU_ERR_MAX];
+	int n;
+
+	vgpu_deadline_in(&ready, cfg->ready_timeout_s);
+	for (;;) {
+		if (vgpu_finish_request(cfg, base, request, sizeof(request), err, errlen) < 0)
+			return -1;
+		n = vgpu_tracker_call(cfg, request, reply, sizeof(reply), err, errlen);
+		if (n < 0)
+			return -1;
+		switch (vgpu_parse_assembly_reply(reply, (size_t)n, a, reason, sizeof(reason),
+						  why, sizeof(why))) {
+		case VGPU_REPLY_OK:
+			return 0;
+		case VGPU_REPLY_ERROR:
+			return vgpu_fail(err, errlen, "tracker refused the assembly: %s", reason);
+		case VGPU_REPLY_WAIT:
+			if (vgpu_deadline_left_ms(&ready) < 1000)
+				return vgpu_fail(err, errlen,
+						 "tracker still not ready after %us (ready_timeout): %s",
+						 cfg->ready_timeout_s, reason);
+			slurm_debug(LOG_PREFIX "tracker not ready (%s), asking again in 1s", reason);
+			sleep(1);
+			break;
+		default:
+			return vgpu_fail(err, errlen, "malformed reply from the tracker: %s", why);
+		}
+	}
+}
+
+static int set(spank_t sp, const char *name, const char *value)
+{
+	const spank_err_t rc = spank_setenv(sp, name, value, 1);
+
+	if (rc != ESPANK_SUCCESS) {
+		slurm_error(LOG_PREFIX "cannot set %s in the job's environment: %s", name,
+			    spank_strerror(rc));
+		return -1;
+	}
+	return 0;
+}
+
+static int export_env(spank_t sp, const struct vgpu_env *e, const char *node,
+		      const char *source, const char *migrate, const char *tracker)
+{
+	if (set(sp, "VGPU_COUNT", e->count) != 0 || set(sp, "VGPU_ASSEMBLY", e->assembly) != 0
+	    || set(sp, "VGPU_LOCAL_GPUS", e->local) != 0 || set(sp, "VGPU_REMOTE", e->remote) != 0
+	    || set(sp, "VGPU_AGENT_SOCKET", e->agent_socket) != 0
+	    || set(sp, "VGPU_WINDOW_BASE", e->window_base) != 0
+	    || set(sp, "VGPU_NODE", node) != 0 || set(sp, "VGPU_SOURCE", source) != 0
+	    || set(sp, "VGPU_MIGRATE", migrate) != 0 || set(sp, "VGPU_TRACKER", tracker) != 0
+	    || set(sp, "CUDA_VISIBLE_DEVICES", e->local) != 0
+	    /* local indices are nvidia-smi's; CUDA's default order may differ */
+	    || set(sp, "CUDA_DEVICE_ORDER", "PCI_BUS_ID") != 0)
+		return -1;
+	return 0;
+}
+
+static void log_assembly(uint32_t jobid, const char *node, const struct vgpu_assembly *a,
+			 const struct vgpu_env *e, const char *source)
+{
+	char tok[48];
+	unsigned k;
+
+	slurm_info(LOG_PREFIX "job %u on %s: %s assembly %s, agent socket %s", jobid, node,
+		   source, e->assembly, e->agent_socket);
+	for (k = 0; k < a->nremote; k++) {
+		vgpu_redact_token(tok, sizeof(tok), a->remote[k].token);
+		slurm_verbose(LOG_PREFIX "job %u vGPU %u: worker %s:%u token %s", jobid,
+			      a->remote[k].vgpu, a->remote[k].host, a->remote[k].port, tok);
+	}
+}
+
+/*
+ * The tracker could not give an assembly: with fallback=local-only, the
+ * job's own GPUs may stand in when there are enough of them.
+ */
+static int local_only(spank_t sp, const struct vgpu_config *cfg, unsigned vgpus,
+		      struct vgpu_assembly *a, const char *failure)
+{
+	char visible[VGPU_LOCAL_LIST_MAX];
+	char why[VGPU_ERR_MAX];
+	spank_err_t rc;
+
+	if (cfg->fallback != VGPU_FALLBACK_LOCAL_ONLY) {
+		slurm_error(LOG_PREFIX "job %u on %s needs %u vGPU(s) and has no assembly, failing it "
+			    "(fallback=none): %s", state.jobid, state.node, vgpus, failure);
+		return -1;
+	}
+	rc = spank_getenv(sp, "CUDA_VISIBLE_DEVICES", visible, sizeof(visible));
+	if (rc == ESPANK_ENV_NOEXIST)
+		visible[0] = '\0';
+	else if (rc != ESPANK_SUCCESS) {
+		slurm_error(LOG_PREFIX "job %u on %s: no assembly (%s), and CUDA_VISIBLE_DEVICES "
+			    "unreadable for fallback=local-only: %s", state.jobid, state.node,
+			    failure, spank_strerror(rc));
+		return -1;
+	}
+	if (vgpu_local_only_assembly(vgpus, visible, a, why, sizeof(why)) != 0) {
+		slurm_error(LOG_PREFIX "job %u on %s: no assembly (%s), and fallback=local-only "
+			    "impossible: %s", state.jobid, state.node, failure, why);
+		return -1;
+	}
+	slurm_info(LOG_PREFIX "warning: job %u on %s runs local-only on its own %u GPU(s) "
+		   "(fallback=local-only) because: %s", state.jobid, state.node, vgpus, failure);
+	return 0;
+}
+
+static int do_user_init(spank_t sp, const struct vgpu_config *cfg, const char *migrate)
+{
+	struct vgpu_assembly *a = NULL;
+	struct vgpu_env *e = NULL;
+	struct vgpu_job job;
+	char base[VGPU_LINE_MAX / 2];
+	char err[VGPU_ERR_MAX];
+	char tracker[VGPU_HOST_MAX + 16];
+	char sbuf[16];
+	const char *source = "tracker";
+	uint32_t jobid = 0, stepid = 0;
+	spank_err_t src;
+	int rc = -1;
+
+	src = spank_get_item(sp, S_JOB_ID, &jobid);
+	if (src == ESPANK_SUCCESS)
+		src = spank_get_item(sp, S_JOB_STEPID, &stepid);
+	if (src != ESPANK_SUCCESS) {
+		slurm_error(LOG_PREFIX "cannot get the job and step id: %s", spank_strerror(src));
+		return -1;
+	}
+	if (stepid == SLURM_EXTERN_CONT)
+		return 0;	/* runs no user task */
+	state.jobid = jobid;
+	if (vgpu_job_lookup(sp, jobid, stepid, &job, err, sizeof(err)) != 0) {
+		/* Without the job record a vgpu job cannot be told from another. */
+		slurm_error(LOG_PREFIX "job %u step %s: cannot tell whether the job asked for vgpu, "
+			    "failing the step: %s", jobid, step_name(stepid, sbuf, sizeof(sbuf)), err);
+		return -1;
+	}
+	if (job.vgpus == 0)
+		return 0;
+
+	state.vgpu_job = 1;
+	state.batch = stepid == SLURM_BATCH_SCRIPT;
+	state.jobid = jobid;
+	snprintf(state.node, sizeof(state.node), "%s", job.node);
+
+	a = calloc(1, sizeof(*a));
+	e = calloc(1, sizeof(*e));
+	if (a == NULL || e == NULL) {
+		slurm_error(LOG_PREFIX "job %u: out of memory", jobid);
+		goto fail;
+	}
+	if (vgpu_format_assembly_request(base, sizeof(base), jobid, job.node, err,
+					 sizeof(err)) < 0) {
+		slurm_error(LOG_PREFIX "job %u: %s", jobid, err);
+		goto fail;
+	}
+	if (fetch_assembly(cfg, base, a, err, sizeof(err)) != 0) {
+		if (local_only(sp, cfg, job.vgpus, a, err) != 0)
+			goto fail;
+		source = "local-only-fallback";
+	} else if (a->vgpus != job.vgpus) {
+		slurm_error(LOG_PREFIX "job %u on %s asked for %u vGPU(s) per node, the tracker's "
+			    "assembly has %u: failing the step", jobid, job.node, job.vgpus, a->vgpus);
+		goto fail;
+	}
+	if (vgpu_env_render(a, cfg->agent_socket_dir, jobid, job.node, e, err, sizeof(err)) != 0) {
+		slurm_error(LOG_PREFIX "job %u on %s: bad assembly from the tracker: %s", jobid,
+			    job.node, err);
+		goto fail;
+	}
+	vgpu_config_describe_tracker(cfg, tracker, sizeof(tracker));
+	if (export_env(sp, e, job.node, source, migrate, tracker) != 0)
+		goto fail;
+	log_assembly(jobid, job.node, a, e, source);
+	rc = 0;
+fail:
+	free(e);
+	free(a);
+	return rc;
+}
+
+/*
+ * A failing user_init() makes Slurm 22.05 drain the node ("Slurmd could not
+ * execve job") and record the batch job as COMPLETED with exit code 0. So
+ * user_init() only remembers the failure, and task_init() stops each task
+ * before exec: the job ends FAILED with exit code 1 and the node stays up.
+ */
+int vgpu_remote_user_init(spank_t sp, const struct vgpu_config *cfg, const char *migrate)
+{
+	if (do_user_init(sp, cfg, migrate) != 0)
+		state.failed = 1;
+	return 0;
+}
+
+int vgpu_remote_task_init(spank_t sp)
+{
+	(void)sp;
+	if (!state.failed)
+		return 0;
+	slurm_error(LOG_PREFIX "job %u: not starting the task without its vGPU assembly "
+		    "(reason logged above and in slurmd's log)", state.jobid);
+	return -1;
+}
+
+void vgpu_remote_task_exit(spank_t sp)
+{
+	int status;
+
+	if (!state.vgpu_job || !state.batch)
+		return;
+	if (spank_get_item(sp, S_TASK_EXIT_STATUS, &status) != ESPANK_SUCCESS)
+		return;
+	state.have_status = 1;
+	if (WIFEXITED(status))
+		state.status = WEXITSTATUS(status);
+	else if (WIFSIGNALED(status))
+		state.status = 128 + WTERMSIG(status);
+	else
+		state.status = -1;
+}
+
+void vgpu_remote_exit(spank_t sp, const struct vgpu_config *cfg)
+{
+	char base[VGPU_LINE_MAX / 2];
+	char request[VGPU_LINE_MAX];
+	char reply[VGPU_LINE_MAX];
+	char reason[256];
+	char err[VGPU_ERR_MAX];
+	const int status = state.have_status ? state.status : -1;
+	int n;
+
+	(void)sp;
+	/* Other steps end inside the job; the batch step's end is the job's. */
+	if (!state.vgpu_job || !state.batch)
+		return;
+	if (vgpu_format_done_request(base, sizeof(base), state.jobid, state.node, status,
+				     err, sizeof(err)) < 0
+	    || vgpu_finish_request(cfg, base, request, sizeof(request), err, sizeof(err)) < 0) {
+		slurm_error(LOG_PREFIX "job %u: %s", state.jobid, err);
+		return;
+	}
+	n = vgpu_tracker_call(cfg, request, reply, sizeof(reply), err, sizeof(err));
+	if (n < 0) {
+		slurm_error(LOG_PREFIX "job %u on %s ended (status %d) but the tracker was not told, "
+			    "it must notice from Slurm: %s", state.jobid, state.node, status, err);
+		return;
+	}
+	switch (vgpu_parse_done_reply(reply, (size_t)n, reason, sizeof(reason), err, sizeof(err))) {
+	case VGPU_REPLY_OK:
+		slurm_info(LOG_PREFIX "job %u on %s ended with status %d, tracker told",
+			   state.jobid, state.node, status);
+		break;
+	case VGPU_REPLY_ERROR:
+		slurm_error(LOG_PREFIX "job %u on %s ended, tracker answered: %s", state.jobid,
+			    state.node, reason);
+		break;
+	default:
+		slurm_error(LOG_PREFIX "job %u on %s ended, malformed reply from the tracker: %s",
+			    state.jobid, state.node, err);
+		break;
+	}
+}

@@ -1,0 +1,121 @@
+/*
+ * vgpu SPANK bridge: the slurm_spank_* entry points. Each one parses nothing
+ * itself; it checks the context and hands over to the file for that context.
+ */
+#include <string.h>
+
+#include <slurm/spank.h>
+
+#include "config.h"
+#include "remote.h"
+
+SPANK_PLUGIN(vgpu_spank, 1)
+
+#define LOG_PREFIX VGPU_PLUGIN_NAME ": "
+
+static struct vgpu_config config;
+static int config_ok;
+static char migrate[8] = "auto";
+
+enum { OPT_MIGRATE = 1 };
+
+static int option_cb(int val, const char *optarg, int remote);
+
+/*
+ * Registered from slurm_spank_init: Slurm 22.05 ignores a static
+ * spank_options table in sbatch/salloc, so it would reject the option there.
+ */
+static char migrate_name[] = "vgpu-migrate";
+static char migrate_arginfo[] = "auto|never";
+static char migrate_usage[] =
+	"auto (default): the tracker may move borrowed vGPUs onto local GPUs while the job runs; "
+	"never: they stay where they start";
+
+static struct spank_option options[] = {
+	{ migrate_name, migrate_arginfo, migrate_usage, 1, OPT_MIGRATE, option_cb },
+	SPANK_OPTIONS_TABLE_END
+};
+
+static int option_cb(int val, const char *optarg, int remote)
+{
+	(void)remote;
+	if (val != OPT_MIGRATE)
+		return -1;
+	if (optarg != NULL && (strcmp(optarg, "auto") == 0 || strcmp(optarg, "never") == 0)) {
+		memcpy(migrate, optarg, strlen(optarg) + 1);
+		return 0;
+	}
+	slurm_error(LOG_PREFIX "--vgpu-migrate=%.32s: expected auto or never",
+		    optarg == NULL ? "" : optarg);
+	return -1;
+}
+
+int slurm_spank_init(spank_t sp, int ac, char **av)
+{
+	char err[VGPU_ERR_MAX];
+	struct spank_option *o;
+	spank_err_t rc;
+
+	if (vgpu_config_parse(ac, av, &config, err, sizeof(err)) != 0) {
+		slurm_error(LOG_PREFIX "%s", err);
+		return -1;
+	}
+	config_ok = 1;
+	if (spank_context() == S_CTX_REMOTE) {
+		char where[VGPU_HOST_MAX + 16];
+
+		vgpu_config_describe_tracker(&config, where, sizeof(where));
+		slurm_debug(LOG_PREFIX "tracker=%s timeout=%u ready_timeout=%u fallback=%s "
+			    "agent_socket_dir=%s", where, config.timeout_s, config.ready_timeout_s,
+			    config.fallback == VGPU_FALLBACK_LOCAL_ONLY ? "local-only" : "none",
+			    config.agent_socket_dir);
+	}
+	for (o = options; o->name != NULL; o++) {
+		rc = spank_option_register(sp, o);
+		if (rc != ESPANK_SUCCESS) {
+			slurm_error(LOG_PREFIX "cannot register --%s: %s", o->name, spank_strerror(rc));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int slurm_spank_user_init(spank_t sp, int ac, char **av)
+{
+	(void)ac;
+	(void)av;
+	if (spank_context() != S_CTX_REMOTE)
+		return 0;
+	if (!config_ok)
+		return -1;
+	return vgpu_remote_user_init(sp, &config, migrate);
+}
+
+int slurm_spank_task_init(spank_t sp, int ac, char **av)
+{
+	(void)ac;
+	(void)av;
+	if (spank_context() != S_CTX_REMOTE)
+		return 0;
+	if (!config_ok)
+		return -1;
+	return vgpu_remote_task_init(sp);
+}
+
+int slurm_spank_task_exit(spank_t sp, int ac, char **av)
+{
+	(void)ac;
+	(void)av;
+	if (spank_context() == S_CTX_REMOTE && config_ok)
+		vgpu_remote_task_exit(sp);
+	return 0;
+}
+
+int slurm_spank_exit(spank_t sp, int ac, char **av)
+{
+	(void)ac;
+	(void)av;
+	if (spank_context() == S_CTX_REMOTE && config_ok)
+		vgpu_remote_exit(sp, &config);
+	return 0;
+}
