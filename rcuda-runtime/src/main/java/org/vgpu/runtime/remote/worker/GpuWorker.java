@@ -96,10 +96,11 @@ public final class GpuWorker implements AutoCloseable {
                     .bind(config.listenHost(), config.listenPort())
                     .syncUninterruptibly()
                     .channel();
-        } catch (RuntimeException e) {
+        } catch (Exception e) {
+            // Netty rethrows a failed bind's BindException unchecked; every cause is a bad listen address here
             group.shutdownGracefully(0, 1, TimeUnit.SECONDS);
             throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "worker " + config.workerId()
-                    + " cannot listen on " + config.listenHost() + ":" + config.listenPort() + ": " + e, e);
+                    + " cannot listen on " + config.listenHost() + ":" + config.listenPort() + ": " + e.getMessage(), e);
         }
         group.schedule(() -> {
             if (!sessionClaimed.get()) {

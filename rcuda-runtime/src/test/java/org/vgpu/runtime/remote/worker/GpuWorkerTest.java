@@ -2,9 +2,12 @@ package org.vgpu.runtime.remote.worker;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.MemorySegment;
+import java.net.InetAddress;
+import java.net.ServerSocket;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -257,6 +260,17 @@ class GpuWorkerTest {
         assertFalse(report.clean());
         assertEquals("the client closed the connection", report.endReason());
         assertEquals(MEMORY, freeDeviceMemory());
+    }
+
+    @Test
+    void aPortInUseIsAClearError() throws Exception {
+        try (ServerSocket taken = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            VgpuException e = assertThrows(VgpuException.class, () -> GpuWorker.start(
+                    new WorkerConfig("127.0.0.1", taken.getLocalPort(), 0, "late", Duration.ofSeconds(1)), backend,
+                    (token, vgpu) -> { }, null, log::add));
+            assertEquals(ErrorCode.CUDA_ERROR_INVALID_VALUE, e.code());
+            assertTrue(e.getMessage().contains("worker late cannot listen on 127.0.0.1:" + taken.getLocalPort()), e.getMessage());
+        }
     }
 
     @Test
