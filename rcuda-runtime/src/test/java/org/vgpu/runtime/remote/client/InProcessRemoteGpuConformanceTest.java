@@ -1,9 +1,11 @@
 package org.vgpu.runtime.remote.client;
 
 import java.time.Duration;
+import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Timeout;
 import org.vgpu.runtime.api.GpuBackend;
 import org.vgpu.runtime.conformance.VirtualGpuConformanceTest;
 import org.vgpu.runtime.remote.protocol.NettyLeaks;
@@ -13,6 +15,7 @@ import org.vgpu.runtime.remote.protocol.NettyLeaks;
  * it puts both ends of every connection under Netty's paranoid leak detector, which worker
  * processes are not: a buffer the worker or the client forgets to release fails this test.
  */
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
 class InProcessRemoteGpuConformanceTest extends VirtualGpuConformanceTest {
     @BeforeAll
     static void watchLeaks() {

@@ -1,7 +1,9 @@
 package org.vgpu.runtime.remote.client;
 
 import java.time.Duration;
+import java.util.concurrent.TimeUnit;
 
+import org.junit.jupiter.api.Timeout;
 import org.vgpu.runtime.api.GpuBackend;
 import org.vgpu.runtime.conformance.VirtualGpuConformanceTest;
 
@@ -10,6 +12,7 @@ import org.vgpu.runtime.conformance.VirtualGpuConformanceTest;
  * machines with many cores (this machine may have too few for the default to turn it on): the
  * waiting app thread, both event loops and the worker's GPU thread take the polling paths.
  */
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
 class PollingRemoteGpuConformanceTest extends VirtualGpuConformanceTest {
     private static final long SPIN_NANOS = 20_000;
 
