@@ -1,0 +1,169 @@
+package org.vgpu.migration;
+
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.StreamHandle;
+import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.api.VirtualGpu;
+import org.vgpu.runtime.core.FailureCollector;
+
+/**
+ * Copies the live regions of a vGPU from its source to its target through host staging buffers.
+ *
+ * <p>Regions are cut into pieces of at most one buffer, and consecutive pieces are packed into one
+ * buffer (a batch), so a thousand 4 KiB regions cost a few batches, not a thousand round trips.
+ * Each batch is read from the source with asynchronous copies and one synchronize, then written to
+ * the target with asynchronous copies on the buffer's own stream; the loop goes on reading the next
+ * batch into the next buffer while the target is still writing the last one, and waits for a
+ * buffer's stream only before filling that buffer again. With two buffers the source's
+ * device-to-host and the target's host-to-device transfers overlap (VOCL's pipelined copy).
+ */
+final class MemorySync {
+    private MemorySync() {
+    }
+
+    /** A piece of a region that fits one staging buffer. */
+    private record Piece(long address, long bytes) {
+    }
+
+    /**
+     * Copies {@code regions} from {@code source} to {@code target}; both must be idle.
+     *
+     * @return the bytes copied
+     */
+    static long copy(VirtualGpu source, VirtualGpu target, List<ReplayLog.Region> regions, MigrationConfig config,
+                     MigrationFaults faults) {
+        List<List<Piece>> batches = batches(regions, config.chunkBytes());
+        if (batches.isEmpty()) {
+            return 0;
+        }
+        long bufferBytes = Math.min(config.chunkBytes(), totalBytes(regions));
+        int bufferCount = Math.min(config.stagingBuffers(), batches.size());
+        // Pinned memory from a native side is pinned for every context of the process (unified
+        // addressing), so the side that does DMA from it gets full bandwidth either way.
+        VirtualGpu stagingOwner = "native".equals(source.backendName()) ? source : target;
+        List<MemorySegment> buffers = new ArrayList<>();
+        List<StreamHandle> targetStreams = new ArrayList<>();
+        StreamHandle sourceStream = null;
+        RuntimeException failure = null;
+        long copied = 0;
+        try {
+            for (int k = 0; k < bufferCount; k++) {
+                buffers.add(stagingOwner.memAllocHost(bufferBytes));
+                targetStreams.add(target.streamCreate());
+            }
+            sourceStream = source.streamCreate();
+            for (int index = 0; index < batches.size(); index++) {
+                int k = index % bufferCount;
+                MemorySegment buffer = buffers.get(k);
+                if (index >= bufferCount) {
+                    target.streamSynchronize(targetStreams.get(k));
+                }
+                faults.reached(FaultPoint.MEM_SYNC_BATCH, index, target);
+                long offset = 0;
+                for (Piece piece : batches.get(index)) {
+                    source.memcpyDtoHAsync(buffer.asSlice(offset, piece.bytes()), piece.address(), piece.bytes(), sourceStream);
+                    offset += piece.bytes();
+                }
+                source.streamSynchronize(sourceStream);
+                offset = 0;
+                for (Piece piece : batches.get(index)) {
+                    target.memcpyHtoDAsync(piece.address(), buffer.asSlice(offset, piece.bytes()), piece.bytes(),
+                            targetStreams.get(k));
+                    offset += piece.bytes();
+                }
+                copied += offset;
+            }
+            for (StreamHandle stream : targetStreams) {
+                target.streamSynchronize(stream);
+            }
+        } catch (RuntimeException e) {
+            failure = e;
+        }
+        FailureCollector cleanup = new FailureCollector();
+        StreamHandle createdSourceStream = sourceStream;
+        if (createdSourceStream != null) {
+            cleanup.attempt(() -> source.streamDestroy(createdSourceStream));
+        }
+        for (StreamHandle stream : targetStreams) {
+            cleanup.attempt(() -> target.streamDestroy(stream));
+        }
+        for (MemorySegment buffer : buffers) {
+            cleanup.attempt(() -> stagingOwner.memFreeHost(buffer));
+        }
+        if (failure != null) {
+            try {
+                cleanup.rethrow();
+            } catch (RuntimeException cleanupFailure) {
+                failure.addSuppressed(cleanupFailure);
+            }
+            throw failure;
+        }
+        cleanup.rethrow();
+        return copied;
+    }
+
+    /**
+     * Reads every region back from both sides and compares them.
+     *
+     * @throws VgpuException CUDA_ERROR_UNKNOWN naming the first differing address
+     */
+    static void verify(VirtualGpu source, VirtualGpu target, List<ReplayLog.Region> regions, MigrationConfig config) {
+        int bufferBytes = (int) Math.min(config.chunkBytes(), Math.max(1, totalBytes(regions)));
+        byte[] expected = new byte[bufferBytes];
+        byte[] actual = new byte[bufferBytes];
+        for (Piece piece : pieces(regions, bufferBytes)) {
+            MemorySegment want = MemorySegment.ofArray(expected).asSlice(0, piece.bytes());
+            MemorySegment got = MemorySegment.ofArray(actual).asSlice(0, piece.bytes());
+            source.memcpyDtoH(want, piece.address(), piece.bytes());
+            target.memcpyDtoH(got, piece.address(), piece.bytes());
+            long mismatch = want.mismatch(got);
+            if (mismatch >= 0) {
+                throw new VgpuException(ErrorCode.CUDA_ERROR_UNKNOWN, String.format(
+                        "mem-sync verification: the target differs from the source at 0x%x", piece.address() + mismatch));
+            }
+        }
+    }
+
+    /** The regions cut into pieces of at most {@code chunkBytes}, in address order. */
+    private static List<Piece> pieces(List<ReplayLog.Region> regions, long chunkBytes) {
+        List<Piece> pieces = new ArrayList<>();
+        for (ReplayLog.Region region : regions) {
+            for (long offset = 0; offset < region.bytes(); offset += chunkBytes) {
+                pieces.add(new Piece(region.address() + offset, Math.min(chunkBytes, region.bytes() - offset)));
+            }
+        }
+        return pieces;
+    }
+
+    /** Consecutive pieces packed into batches of at most {@code chunkBytes}, one staging buffer each. */
+    private static List<List<Piece>> batches(List<ReplayLog.Region> regions, long chunkBytes) {
+        List<List<Piece>> batches = new ArrayList<>();
+        List<Piece> batch = new ArrayList<>();
+        long batchBytes = 0;
+        for (Piece piece : pieces(regions, chunkBytes)) {
+            if (batchBytes + piece.bytes() > chunkBytes) {
+                batches.add(batch);
+                batch = new ArrayList<>();
+                batchBytes = 0;
+            }
+            batch.add(piece);
+            batchBytes += piece.bytes();
+        }
+        if (!batch.isEmpty()) {
+            batches.add(batch);
+        }
+        return batches;
+    }
+
+    private static long totalBytes(List<ReplayLog.Region> regions) {
+        long total = 0;
+        for (ReplayLog.Region region : regions) {
+            total += region.bytes();
+        }
+        return total;
+    }
+}

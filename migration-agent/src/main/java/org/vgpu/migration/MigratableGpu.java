@@ -1,0 +1,603 @@
+package org.vgpu.migration;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.ReentrantLock;
+
+import org.vgpu.runtime.api.DeviceProperties;
+import org.vgpu.runtime.api.Dim3;
+import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.EventHandle;
+import org.vgpu.runtime.api.FunctionHandle;
+import org.vgpu.runtime.api.KernelArgs;
+import org.vgpu.runtime.api.KernelSignature;
+import org.vgpu.runtime.api.MemoryInfo;
+import org.vgpu.runtime.api.ModuleHandle;
+import org.vgpu.runtime.api.StreamHandle;
+import org.vgpu.runtime.api.VaWindow;
+import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.api.VirtualGpu;
+import org.vgpu.runtime.core.FailureCollector;
+
+/**
+ * A vGPU that can move, live, to another backend: it passes every call to its current backend and
+ * records what a replay needs ({@link ReplayLog}); {@link #migrate} moves it. The app keeps its
+ * handles and device pointers and never learns it moved.
+ *
+ * <p>What the app sees across a migration:
+ * <ul>
+ *   <li>Device pointers keep their values (same window, same addresses) and memory its contents,
+ *       pointers stored in device memory included.</li>
+ *   <li>Module, function, stream and event handles keep their ids.</li>
+ *   <li>{@link #deviceProperties} stay those of the device the vGPU was opened on: the app sized its
+ *       launches by them, and a target that cannot honour them (another warp size, smaller blocks,
+ *       lower compute capability, emulation instead of a GPU or the reverse) is refused.
+ *       {@link #backendName} and {@link #memGetInfo} describe the current backend.</li>
+ *   <li>Event timing state is not migrated: events exist on the target but have not been recorded
+ *       there, so {@code eventElapsedTime} between events recorded before and after a migration is
+ *       undefined (on the emulation: CUDA_ERROR_INVALID_HANDLE until both are recorded again).</li>
+ *   <li>Pinned host memory ({@link #memAllocHost}) stays valid: the backend that allocated it is
+ *       kept, without its device memory, until the app frees the last such buffer or closes the
+ *       vGPU. A native source kept for that reason still holds its window reservation in this
+ *       process, so a later migration back to a local GPU waits for those buffers to be freed.</li>
+ *   <li>An error of asynchronous work that the migration's synchronize of the source brings up
+ *       aborts the migration (nothing moved) and is raised to the app at its next synchronizing
+ *       call, as CUDA would have raised it.</li>
+ * </ul>
+ *
+ * <p>Wrap a freshly opened backend: calls made on it before wrapping are not in the log.
+ */
+public final class MigratableGpu implements VirtualGpu {
+    private static final VarHandle DEFERRED_ERROR;
+
+    static {
+        try {
+            DEFERRED_ERROR = MethodHandles.lookup().findVarHandle(MigratableGpu.class, "deferredError", VgpuException.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    private final VaWindow window;
+    private final DeviceProperties properties;
+    private final CallGate gate;
+    private final ReplayLog log = new ReplayLog();
+    private final TargetResolver resolver;
+    private final MigrationConfig config;
+    private final MigrationListener listener;
+    private final MigrationFaults faults;
+    private final ReentrantLock migrationLock = new ReentrantLock();
+    private final AtomicInteger migrations = new AtomicInteger();
+    /** Which backend allocated each pinned host buffer, by address. Guarded by {@link #hostOwnership} for changes. */
+    private final Map<Long, VirtualGpu> hostOwners = new ConcurrentHashMap<>();
+    /** Former backends kept only for the pinned host buffers they allocated. Guarded by {@link #hostOwnership}. */
+    private final Set<VirtualGpu> retired = ConcurrentHashMap.newKeySet();
+    private final Object hostOwnership = new Object();
+    private volatile VirtualGpu backend;
+    private volatile MigrationTarget location;
+    @SuppressWarnings("unused") // through DEFERRED_ERROR
+    private volatile VgpuException deferredError;
+
+    /** A production vGPU: default configuration, no fault injection. */
+    public MigratableGpu(VirtualGpu initial, MigrationTarget location, TargetResolver resolver, MigrationListener listener) {
+        this(initial, location, resolver, MigrationConfig.DEFAULTS, listener, MigrationFaults.NONE);
+    }
+
+    /**
+     * @param initial  a freshly opened backend of the vGPU; the wrapper owns and closes it
+     * @param location where {@code initial} runs, for status and reports
+     * @param faults   {@link MigrationFaults#NONE} except in tests
+     */
+    public MigratableGpu(VirtualGpu initial, MigrationTarget location, TargetResolver resolver, MigrationConfig config,
+                         MigrationListener listener, MigrationFaults faults) {
+        this.backend = Objects.requireNonNull(initial, "initial backend");
+        this.location = Objects.requireNonNull(location, "location");
+        this.resolver = Objects.requireNonNull(resolver, "resolver");
+        this.config = Objects.requireNonNull(config, "config");
+        this.listener = Objects.requireNonNull(listener, "listener");
+        this.faults = Objects.requireNonNull(faults, "faults");
+        this.window = initial.window();
+        this.properties = initial.deviceProperties();
+        this.gate = new CallGate("vGPU " + window.vgpuIndex());
+    }
+
+    // ---- migration
+
+    /**
+     * Moves this vGPU to {@code target}: lock, drain, replay, copy, switch, unlock, release the
+     * source. Callable from any thread except from inside a call of this vGPU; one migration of a
+     * vGPU at a time, while other vGPUs of the process migrate independently.
+     *
+     * @return the report, also given to the listener
+     * @throws MigrationException when a step failed; the vGPU then runs on its source as before
+     * @throws VgpuException CUDA_ERROR_NOT_PERMITTED when this vGPU is already migrating
+     */
+    public MigrationReport migrate(MigrationTarget target) {
+        Objects.requireNonNull(target, "target");
+        if (!migrationLock.tryLock()) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_NOT_PERMITTED,
+                    "vGPU " + vgpuIndex() + " is already migrating; try again when that migration has finished");
+        }
+        try {
+            MigrationReport report = new Migration(this, target).run();
+            migrations.incrementAndGet();
+            return report;
+        } finally {
+            migrationLock.unlock();
+        }
+    }
+
+    /** Where the vGPU runs now, e.g. "gpu 1 (native)" or "lender-3:7400 (remote)". */
+    public String location() {
+        return location + " (" + backend.backendName() + ")";
+    }
+
+    /** Bytes the app has allocated on this vGPU: what a migration copies. */
+    public long liveBytes() {
+        return log.liveBytes();
+    }
+
+    public int liveAllocations() {
+        return log.allocationCount();
+    }
+
+    /** Successful migrations so far. */
+    public int migrationCount() {
+        return migrations.get();
+    }
+
+    // Package-private access for Migration, which runs with the gate shut.
+
+    CallGate gate() {
+        return gate;
+    }
+
+    ReplayLog log() {
+        return log;
+    }
+
+    VirtualGpu currentBackend() {
+        return backend;
+    }
+
+    TargetResolver resolver() {
+        return resolver;
+    }
+
+    MigrationConfig config() {
+        return config;
+    }
+
+    MigrationFaults faults() {
+        return faults;
+    }
+
+    MigrationListener listener() {
+        return listener;
+    }
+
+    /** An error the source raised while being drained: the app gets it at its next synchronizing call. */
+    void deferError(VgpuException error) {
+        DEFERRED_ERROR.compareAndSet(this, null, error);
+    }
+
+    /** Makes {@code target} the backend; the gate is shut, so no call sees a half-switched state. */
+    void switchTo(VirtualGpu target, MigrationTarget newLocation, ReplayLog.Rebinding rebinding) {
+        rebinding.commit();
+        backend = target;
+        location = newLocation;
+    }
+
+    /**
+     * Gives up a former backend: its device memory is freed now; it is closed at once unless the
+     * app still holds pinned host buffers it allocated, in which case it is closed with the last one.
+     */
+    void release(VirtualGpu source, List<ReplayLog.Region> regions) {
+        FailureCollector failures = new FailureCollector();
+        synchronized (hostOwnership) {
+            if (hostOwners.containsValue(source)) {
+                for (ReplayLog.Region region : regions) {
+                    failures.attempt(() -> source.memFree(region.address()));
+                }
+                retired.add(source);
+            } else {
+                failures.attempt(source::close);
+            }
+        }
+        failures.rethrow();
+    }
+
+    // ---- VirtualGpu
+
+    @Override
+    public VaWindow window() {
+        return window;
+    }
+
+    @Override
+    public String backendName() {
+        return backend.backendName();
+    }
+
+    @Override
+    public DeviceProperties deviceProperties() {
+        return properties;
+    }
+
+    @Override
+    public MemoryInfo memGetInfo() {
+        CallGate.Slot slot = gate.enter();
+        try {
+            return backend.memGetInfo();
+        } finally {
+            gate.exit(slot);
+        }
+    }
+
+    @Override
+    public ModuleHandle moduleLoadData(byte[] image) {
+        CallGate.Slot slot = gate.enter();
+        try {
+            // The app may reuse its array; the replay needs the bytes as they were loaded.
+            byte[] copy = image == null ? null : image.clone();
+            return log.addModule(copy, backend.moduleLoadData(copy));
+        } finally {
+            gate.exit(slot);
+        }
+    }
+
+    @Override
+    public void moduleUnload(ModuleHandle module) {
+        CallGate.Slot slot = gate.enter();
+        try {
+            backend.moduleUnload(log.module(module).current);
+            log.removeModule(module);
+        } finally {
+            gate.exit(slot);
+        }
+    }
+
+    @Override
+    public FunctionHandle moduleGetFunction(ModuleHandle module, String kernelName) {
+        CallGate.Slot slot = gate.enter();
+        try {
+            return log.addFunction(module, kernelName, backend.moduleGetFunction(log.module(module).current, kernelName));
+        } finally {
+            gate.exit(slot);
+        }
+    }
+
+    @Override
+    public KernelSignature functionSignature(FunctionHandle function) {
+        CallGate.Slot slot = gate.enter();
+        try {
+            return backend.functionSignature(log.backendFunction(function));
+        } finally {
+            gate.exit(slot);
+        }
+    }
+
+    @Override
+    public long memAlloc(long bytes) {
+        CallGate.Slot slot = gate.enter();
+        try {
+            long address = backend.memAlloc(bytes);
+            log.addAllocation(address, bytes);
+            return address;
+        } finally {
+            gate.exit(slot);
+        }
+    }
+
+    @Override
+    public void memAllocAt(long address, long bytes) {
+        CallGate.Slot slot = gate.enter();
+        try {
+            backend.memAllocAt(address, bytes);
+            log.addAllocation(address, bytes);
+        } finally {
+            gate.exit(slot);
+        }
+    }
+
+    @Override
+    public void memFree(long address) {
+        CallGate.Slot slot = gate.enter();
+        try {
+            backend.memFree(address);
+            log.removeAllocation(address);
+        } finally {
+            gate.exit(slot);
+        }
+    }
+
+    @Override
+    public MemorySegment memAllocHost(long bytes) {
+        CallGate.Slot slot = gate.enter();
+        try {
+            synchronized (hostOwnership) {
+                VirtualGpu owner = backend;
+                MemorySegment segment = owner.memAllocHost(bytes);
+                hostOwners.put(segment.address(), owner);
+                return segment;
+            }
+        } finally {
+            gate.exit(slot);
+        }
+    }
+
+    @Override
+    public void memFreeHost(MemorySegment hostMemory) {
+        CallGate.Slot slot = gate.enter();
+        try {
+            synchronized (hostOwnership) {
+                VirtualGpu owner = hostMemory == null ? null : hostOwners.get(hostMemory.address());
+                if (owner == null) {
+                    throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                            "host memory was not allocated by memAllocHost of this vGPU");
+                }
+                owner.memFreeHost(hostMemory);
+                hostOwners.remove(hostMemory.address());
+                if (retired.contains(owner) && !hostOwners.containsValue(owner)) {
+                    retired.remove(owner);
+                    owner.close();
+                }
+            }
+        } finally {
+            gate.exit(slot);
+        }
+    }
+
+    @Override
+    public void memcpyHtoD(long dstDevice, MemorySegment srcHost, long byteCount) {
+        CallGate.Slot slot = gate.enter();
+        try {
+            raiseDeferredError();
+            backend.memcpyHtoD(dstDevice, srcHost, byteCount);
+        } finally {
+            gate.exit(slot);
+        }
+    }
+
+    @Override
+    public void memcpyDtoH(MemorySegment dstHost, long srcDevice, long byteCount) {
+        CallGate.Slot slot = gate.enter();
+        try {
+            raiseDeferredError();
+            backend.memcpyDtoH(dstHost, srcDevice, byteCount);
+        } finally {
+            gate.exit(slot);
+        }
+    }
+
+    @Override
+    public void memcpyDtoD(long dstDevice, long srcDevice, long byteCount) {
+        CallGate.Slot slot = gate.enter();
+        try {
+            raiseDeferredError();
+            backend.memcpyDtoD(dstDevice, srcDevice, byteCount);
+        } finally {
+            gate.exit(slot);
+        }
+    }
+
+    @Override
+    public void memcpyHtoDAsync(long dstDevice, MemorySegment srcHost, long byteCount, StreamHandle stream) {
+        CallGate.Slot slot = gate.enter();
+        try {
+            backend.memcpyHtoDAsync(dstDevice, srcHost, byteCount, log.backendStream(stream));
+        } finally {
+            gate.exit(slot);
+        }
+    }
+
+    @Override
+    public void memcpyDtoHAsync(MemorySegment dstHost, long srcDevice, long byteCount, StreamHandle stream) {
+        CallGate.Slot slot = gate.enter();
+        try {
+            backend.memcpyDtoHAsync(dstHost, srcDevice, byteCount, log.backendStream(stream));
+        } finally {
+            gate.exit(slot);
+        }
+    }
+
+    @Override
+    public void memcpyDtoDAsync(long dstDevice, long srcDevice, long byteCount, StreamHandle stream) {
+        CallGate.Slot slot = gate.enter();
+        try {
+            backend.memcpyDtoDAsync(dstDevice, srcDevice, byteCount, log.backendStream(stream));
+        } finally {
+            gate.exit(slot);
+        }
+    }
+
+    @Override
+    public void memsetD8(long dstDevice, byte value, long count) {
+        CallGate.Slot slot = gate.enter();
+        try {
+            raiseDeferredError();
+            backend.memsetD8(dstDevice, value, count);
+        } finally {
+            gate.exit(slot);
+        }
+    }
+
+    @Override
+    public void memsetD32(long dstDevice, int value, long count) {
+        CallGate.Slot slot = gate.enter();
+        try {
+            raiseDeferredError();
+            backend.memsetD32(dstDevice, value, count);
+        } finally {
+            gate.exit(slot);
+        }
+    }
+
+    @Override
+    public void memsetD8Async(long dstDevice, byte value, long count, StreamHandle stream) {
+        CallGate.Slot slot = gate.enter();
+        try {
+            backend.memsetD8Async(dstDevice, value, count, log.backendStream(stream));
+        } finally {
+            gate.exit(slot);
+        }
+    }
+
+    @Override
+    public void memsetD32Async(long dstDevice, int value, long count, StreamHandle stream) {
+        CallGate.Slot slot = gate.enter();
+        try {
+            backend.memsetD32Async(dstDevice, value, count, log.backendStream(stream));
+        } finally {
+            gate.exit(slot);
+        }
+    }
+
+    @Override
+    public void launchKernel(FunctionHandle function, Dim3 grid, Dim3 block, int sharedMemBytes, StreamHandle stream,
+                             KernelArgs args) {
+        CallGate.Slot slot = gate.enter();
+        try {
+            backend.launchKernel(log.backendFunction(function), grid, block, sharedMemBytes, log.backendStream(stream), args);
+        } finally {
+            gate.exit(slot);
+        }
+    }
+
+    @Override
+    public StreamHandle streamCreate() {
+        CallGate.Slot slot = gate.enter();
+        try {
+            return log.addStream(backend.streamCreate());
+        } finally {
+            gate.exit(slot);
+        }
+    }
+
+    @Override
+    public void streamSynchronize(StreamHandle stream) {
+        CallGate.Slot slot = gate.enter();
+        try {
+            raiseDeferredError();
+            backend.streamSynchronize(log.backendStream(stream));
+        } finally {
+            gate.exit(slot);
+        }
+    }
+
+    @Override
+    public void streamDestroy(StreamHandle stream) {
+        CallGate.Slot slot = gate.enter();
+        try {
+            if (stream.id() == StreamHandle.DEFAULT.id()) {
+                throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_HANDLE, "the default stream cannot be destroyed");
+            }
+            backend.streamDestroy(log.backendStream(stream));
+            log.removeStream(stream);
+        } finally {
+            gate.exit(slot);
+        }
+    }
+
+    @Override
+    public EventHandle eventCreate() {
+        CallGate.Slot slot = gate.enter();
+        try {
+            return log.addEvent(backend.eventCreate());
+        } finally {
+            gate.exit(slot);
+        }
+    }
+
+    @Override
+    public void eventRecord(EventHandle event, StreamHandle stream) {
+        CallGate.Slot slot = gate.enter();
+        try {
+            backend.eventRecord(log.backendEvent(event), log.backendStream(stream));
+        } finally {
+            gate.exit(slot);
+        }
+    }
+
+    @Override
+    public void eventSynchronize(EventHandle event) {
+        CallGate.Slot slot = gate.enter();
+        try {
+            raiseDeferredError();
+            backend.eventSynchronize(log.backendEvent(event));
+        } finally {
+            gate.exit(slot);
+        }
+    }
+
+    @Override
+    public float eventElapsedTime(EventHandle start, EventHandle end) {
+        CallGate.Slot slot = gate.enter();
+        try {
+            return backend.eventElapsedTime(log.backendEvent(start), log.backendEvent(end));
+        } finally {
+            gate.exit(slot);
+        }
+    }
+
+    @Override
+    public void eventDestroy(EventHandle event) {
+        CallGate.Slot slot = gate.enter();
+        try {
+            backend.eventDestroy(log.backendEvent(event));
+            log.removeEvent(event);
+        } finally {
+            gate.exit(slot);
+        }
+    }
+
+    @Override
+    public void ctxSynchronize() {
+        CallGate.Slot slot = gate.enter();
+        try {
+            raiseDeferredError();
+            backend.ctxSynchronize();
+        } finally {
+            gate.exit(slot);
+        }
+    }
+
+    /**
+     * Waits for calls in flight, refuses later ones with VGPU_CLOSED, and closes the backend and
+     * every former backend kept for pinned host buffers. Idempotent. A migration in progress
+     * finishes (or rolls back) first.
+     */
+    @Override
+    public void close() {
+        migrationLock.lock();
+        try {
+            gate.closeForever();
+            FailureCollector failures = new FailureCollector();
+            synchronized (hostOwnership) {
+                failures.attempt(backend::close);
+                for (VirtualGpu former : retired) {
+                    failures.attempt(former::close);
+                }
+                retired.clear();
+                hostOwners.clear();
+            }
+            failures.rethrow();
+        } finally {
+            migrationLock.unlock();
+        }
+    }
+
+    private void raiseDeferredError() {
+        VgpuException error = deferredError;
+        if (error != null && DEFERRED_ERROR.compareAndSet(this, error, null)) {
+            throw error;
+        }
+    }
+}

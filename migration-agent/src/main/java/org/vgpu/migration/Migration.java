@@ -1,0 +1,188 @@
+package org.vgpu.migration;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.vgpu.runtime.api.DeviceProperties;
+import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.api.VirtualGpu;
+import org.vgpu.runtime.core.FailureCollector;
+
+/**
+ * One run of the migration protocol for one vGPU, timing each step. Until the switch, the source
+ * is only read: any failure closes the target, opens the lock again and leaves the app on its
+ * source with its data as it was (mrCUDA's record/replay/mem-sync, VOCL's migration lock).
+ */
+final class Migration {
+    private static final Logger LOG = LoggerFactory.getLogger(Migration.class);
+
+    private final MigratableGpu gpu;
+    private final MigrationTarget target;
+    private final MigrationConfig config;
+    private final MigrationFaults faults;
+    private final String from;
+
+    private MigrationStep step = MigrationStep.LOCK;
+    private long lockWait;
+    private long drain;
+    private long replay;
+    private long memSync;
+    private long verify;
+    private long blocked;
+    private long release;
+    private long memSyncBytes;
+    private int memSyncRegions;
+
+    Migration(MigratableGpu gpu, MigrationTarget target) {
+        this.gpu = gpu;
+        this.target = target;
+        this.config = gpu.config();
+        this.faults = gpu.faults();
+        this.from = gpu.location();
+    }
+
+    MigrationReport run() {
+        long start = System.nanoTime();
+        try {
+            gpu.gate().shut(config.lockTimeout());
+        } catch (VgpuException e) {
+            lockWait = System.nanoTime() - start;
+            blocked = lockWait;
+            throw rolledBack(e);
+        }
+        long locked = System.nanoTime();
+        lockWait = locked - start;
+        VirtualGpu source = gpu.currentBackend();
+        VirtualGpu opened = null;
+        List<ReplayLog.Region> regions;
+        try {
+            step = MigrationStep.DRAIN;
+            drainSource(source);
+            long drained = System.nanoTime();
+            drain = drained - locked;
+
+            step = MigrationStep.OPEN_TARGET;
+            faults.reached(FaultPoint.OPEN_TARGET, 0, null);
+            opened = gpu.resolver().open(target, gpu.window(), source);
+            requireCompatible(opened);
+            step = MigrationStep.REPLAY;
+            ReplayLog.Rebinding rebinding = gpu.log().replayOnto(opened, faults);
+            long replayed = System.nanoTime();
+            replay = replayed - drained;
+
+            step = MigrationStep.MEM_SYNC;
+            regions = gpu.log().regions();
+            memSyncRegions = regions.size();
+            memSyncBytes = MemorySync.copy(source, opened, regions, config, faults);
+            long copied = System.nanoTime();
+            memSync = copied - replayed;
+
+            step = MigrationStep.VERIFY;
+            faults.reached(FaultPoint.VERIFY, 0, opened);
+            if (config.verifyCopies()) {
+                MemorySync.verify(source, opened, regions, config);
+            }
+            verify = System.nanoTime() - copied;
+
+            step = MigrationStep.SWITCH;
+            gpu.switchTo(opened, target, rebinding);
+        } catch (RuntimeException e) {
+            FailureCollector cleanup = new FailureCollector();
+            if (opened != null) {
+                cleanup.attempt(opened::close);
+            }
+            gpu.gate().reopen();
+            blocked = System.nanoTime() - start;
+            MigrationException failure = rolledBack(e);
+            try {
+                cleanup.rethrow();
+            } catch (RuntimeException closeFailure) {
+                failure.addSuppressed(closeFailure);
+            }
+            throw failure;
+        }
+        gpu.gate().reopen();
+        long unlocked = System.nanoTime();
+        blocked = unlocked - start;
+
+        step = MigrationStep.RELEASE_SOURCE;
+        String releaseError = "";
+        try {
+            gpu.release(source, regions);
+        } catch (RuntimeException e) {
+            // The vGPU runs on its target; a source that fails to let go (a dead worker) is only reported.
+            releaseError = "the vGPU moved, but releasing its source failed: " + e.getMessage();
+            LOG.warn("vGPU {}: {}", gpu.vgpuIndex(), releaseError, e);
+        }
+        release = System.nanoTime() - unlocked;
+        MigrationReport report = report(MigrationReport.Outcome.MIGRATED, null, releaseError);
+        notifyListener(report);
+        return report;
+    }
+
+    /**
+     * Synchronizes the source. An error there belongs to the app's earlier asynchronous work: the
+     * migration stops (nothing has changed) and the app gets the error at its next synchronizing
+     * call, as it would have without the migration.
+     */
+    private void drainSource(VirtualGpu source) {
+        try {
+            source.ctxSynchronize();
+        } catch (VgpuException e) {
+            gpu.deferError(e);
+            throw e;
+        }
+    }
+
+    /** The target must run what the app was written for, by the properties it was shown. */
+    private void requireCompatible(VirtualGpu opened) {
+        DeviceProperties shown = gpu.deviceProperties();
+        DeviceProperties offered = opened.deviceProperties();
+        String problem = null;
+        if (!opened.window().equals(gpu.window())) {
+            problem = "it opened " + opened.window() + " instead of " + gpu.window();
+        } else if (shown.emulated() != offered.emulated()) {
+            problem = "the CPU emulation and GPUs do not mix";
+        } else if (shown.warpSize() != offered.warpSize()) {
+            problem = "warp size " + offered.warpSize() + " instead of " + shown.warpSize();
+        } else if (offered.maxThreadsPerBlock() < shown.maxThreadsPerBlock()) {
+            problem = "at most " + offered.maxThreadsPerBlock() + " threads per block, the app was shown " + shown.maxThreadsPerBlock();
+        } else if (offered.computeCapabilityMajor() * 10 + offered.computeCapabilityMinor()
+                < shown.computeCapabilityMajor() * 10 + shown.computeCapabilityMinor()) {
+            problem = String.format("compute capability %d.%d is below the %d.%d the app was shown",
+                    offered.computeCapabilityMajor(), offered.computeCapabilityMinor(),
+                    shown.computeCapabilityMajor(), shown.computeCapabilityMinor());
+        }
+        if (problem != null) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_DEVICE, "target " + target + " (" + offered.name()
+                    + ") cannot take vGPU " + gpu.vgpuIndex() + ": " + problem);
+        }
+    }
+
+    private MigrationException rolledBack(RuntimeException cause) {
+        ErrorCode code = cause instanceof VgpuException vgpu ? vgpu.code() : ErrorCode.CUDA_ERROR_UNKNOWN;
+        String message = cause.getMessage() == null ? cause.toString() : cause.getMessage();
+        MigrationReport report = report(MigrationReport.Outcome.ROLLED_BACK, step, message);
+        notifyListener(report);
+        return new MigrationException(code, report, cause);
+    }
+
+    private MigrationReport report(MigrationReport.Outcome outcome, MigrationStep failedStep, String error) {
+        return new MigrationReport(gpu.vgpuIndex(), from, target.toString(), outcome, failedStep, error,
+                Duration.ofNanos(lockWait), Duration.ofNanos(drain), Duration.ofNanos(replay), memSyncBytes,
+                memSyncRegions, Duration.ofNanos(memSync), Duration.ofNanos(verify), Duration.ofNanos(blocked),
+                Duration.ofNanos(release), Instant.now());
+    }
+
+    private void notifyListener(MigrationReport report) {
+        try {
+            gpu.listener().migrationFinished(report);
+        } catch (RuntimeException e) {
+            LOG.warn("vGPU {}: migration listener failed on {}", gpu.vgpuIndex(), report.summary(), e);
+        }
+    }
+}

@@ -1,0 +1,258 @@
+package org.vgpu.migration;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.EventHandle;
+import org.vgpu.runtime.api.FunctionHandle;
+import org.vgpu.runtime.api.ModuleHandle;
+import org.vgpu.runtime.api.StreamHandle;
+import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.api.VirtualGpu;
+
+/**
+ * What a replay needs, and nothing more: the live modules (their images), functions (module and
+ * name), streams, events and allocations (address and size) of one vGPU. Unload, destroy and free
+ * remove entries, so the log is proportional to the live state, not to the number of calls.
+ * Memory contents are not recorded; the migration copies them.
+ *
+ * <p>The app sees handles with ids issued here; each entry holds the current backend's handle,
+ * which a migration replaces after replaying on the target. Replaying in the same order on a fresh
+ * backend would not yield the same ids once anything has been destroyed, hence the explicit map.
+ * Lookups are lock-free hash lookups because every launch does one or two.
+ */
+final class ReplayLog {
+
+    static final class ModuleEntry {
+        final byte[] image;
+        volatile ModuleHandle current;
+
+        ModuleEntry(byte[] image, ModuleHandle current) {
+            this.image = image;
+            this.current = current;
+        }
+    }
+
+    static final class FunctionEntry {
+        final int moduleId;
+        final String name;
+        volatile FunctionHandle current;
+
+        FunctionEntry(int moduleId, String name, FunctionHandle current) {
+            this.moduleId = moduleId;
+            this.name = name;
+            this.current = current;
+        }
+    }
+
+    static final class StreamEntry {
+        volatile StreamHandle current;
+
+        StreamEntry(StreamHandle current) {
+            this.current = current;
+        }
+    }
+
+    static final class EventEntry {
+        volatile EventHandle current;
+
+        EventEntry(EventHandle current) {
+            this.current = current;
+        }
+    }
+
+    /** A live allocation as the app asked for it. */
+    record Region(long address, long bytes) {
+    }
+
+    private final AtomicInteger nextModuleId = new AtomicInteger(1);
+    private final AtomicInteger nextFunctionId = new AtomicInteger(1);
+    // Stream id 0 is the default stream, which every backend has and nobody creates.
+    private final AtomicInteger nextStreamId = new AtomicInteger(1);
+    private final AtomicInteger nextEventId = new AtomicInteger(1);
+    private final ConcurrentHashMap<Integer, ModuleEntry> modules = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<Integer, FunctionEntry> functions = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<Integer, StreamEntry> streams = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<Integer, EventEntry> events = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<Long, Long> allocations = new ConcurrentHashMap<>();
+
+    // ---- modules and functions
+
+    ModuleHandle addModule(byte[] image, ModuleHandle current) {
+        int id = nextModuleId.getAndIncrement();
+        modules.put(id, new ModuleEntry(image, current));
+        return new ModuleHandle(id);
+    }
+
+    ModuleEntry module(ModuleHandle module) {
+        ModuleEntry entry = modules.get(module.id());
+        if (entry == null) {
+            throw unknown("module", module.id());
+        }
+        return entry;
+    }
+
+    /** Forgets a module and the functions looked up in it, which CUDA invalidates with it. */
+    void removeModule(ModuleHandle module) {
+        modules.remove(module.id());
+        functions.values().removeIf(function -> function.moduleId == module.id());
+    }
+
+    FunctionHandle addFunction(ModuleHandle module, String name, FunctionHandle current) {
+        int id = nextFunctionId.getAndIncrement();
+        functions.put(id, new FunctionEntry(module.id(), name, current));
+        return new FunctionHandle(id, name);
+    }
+
+    FunctionHandle backendFunction(FunctionHandle function) {
+        FunctionEntry entry = functions.get(function.id());
+        if (entry == null) {
+            throw unknown("function", function.id());
+        }
+        return entry.current;
+    }
+
+    // ---- streams and events
+
+    StreamHandle addStream(StreamHandle current) {
+        int id = nextStreamId.getAndIncrement();
+        streams.put(id, new StreamEntry(current));
+        return new StreamHandle(id);
+    }
+
+    /** The backend's handle of an app stream; the default stream (id 0, or null) is the same everywhere. */
+    StreamHandle backendStream(StreamHandle stream) {
+        if (stream == null || stream.id() == StreamHandle.DEFAULT.id()) {
+            return StreamHandle.DEFAULT;
+        }
+        StreamEntry entry = streams.get(stream.id());
+        if (entry == null) {
+            throw unknown("stream", stream.id());
+        }
+        return entry.current;
+    }
+
+    void removeStream(StreamHandle stream) {
+        streams.remove(stream.id());
+    }
+
+    EventHandle addEvent(EventHandle current) {
+        int id = nextEventId.getAndIncrement();
+        events.put(id, new EventEntry(current));
+        return new EventHandle(id);
+    }
+
+    EventHandle backendEvent(EventHandle event) {
+        EventEntry entry = events.get(event.id());
+        if (entry == null) {
+            throw unknown("event", event.id());
+        }
+        return entry.current;
+    }
+
+    void removeEvent(EventHandle event) {
+        events.remove(event.id());
+    }
+
+    // ---- allocations
+
+    void addAllocation(long address, long bytes) {
+        allocations.put(address, bytes);
+    }
+
+    void removeAllocation(long address) {
+        allocations.remove(address);
+    }
+
+    /** The live regions in address order. */
+    List<Region> regions() {
+        List<Region> regions = new ArrayList<>(allocations.size());
+        for (Map.Entry<Long, Long> allocation : new TreeMap<>(allocations).entrySet()) {
+            regions.add(new Region(allocation.getKey(), allocation.getValue()));
+        }
+        return regions;
+    }
+
+    long liveBytes() {
+        long total = 0;
+        for (long bytes : allocations.values()) {
+            total += bytes;
+        }
+        return total;
+    }
+
+    int allocationCount() {
+        return allocations.size();
+    }
+
+    /** How many calls a replay makes: one per module, function, stream, event and allocation. */
+    int replayCalls() {
+        return modules.size() + functions.size() + streams.size() + events.size() + allocations.size();
+    }
+
+    // ---- replay
+
+    /**
+     * Recreates every live object on {@code target}: modules, then functions, streams, events and
+     * finally allocations at their addresses. Nothing here changes what the app's handles map to;
+     * the returned rebinding does that at the switch. The migration lock is held, so the log does
+     * not change meanwhile.
+     *
+     * @throws VgpuException the target's failure; the caller closes the target, which frees what
+     *         was replayed so far
+     */
+    Rebinding replayOnto(VirtualGpu target, MigrationFaults faults) {
+        Rebinding rebinding = new Rebinding();
+        Map<Integer, ModuleHandle> targetModules = new HashMap<>();
+        for (Map.Entry<Integer, ModuleEntry> module : modules.entrySet()) {
+            ModuleHandle handle = target.moduleLoadData(module.getValue().image);
+            targetModules.put(module.getKey(), handle);
+            rebinding.modules.add(new Rebound<>(module.getValue(), handle));
+        }
+        for (FunctionEntry function : functions.values()) {
+            FunctionHandle handle = target.moduleGetFunction(targetModules.get(function.moduleId), function.name);
+            rebinding.functions.add(new Rebound<>(function, handle));
+        }
+        for (StreamEntry stream : streams.values()) {
+            rebinding.streams.add(new Rebound<>(stream, target.streamCreate()));
+        }
+        for (EventEntry event : events.values()) {
+            rebinding.events.add(new Rebound<>(event, target.eventCreate()));
+        }
+        int index = 0;
+        for (Region region : regions()) {
+            faults.reached(FaultPoint.REPLAY_ALLOCATION, index++, target);
+            target.memAllocAt(region.address(), region.bytes());
+        }
+        return rebinding;
+    }
+
+    private record Rebound<E, H>(E entry, H handle) {
+    }
+
+    /** The target's handles for every entry, applied at the switch in one go. */
+    static final class Rebinding {
+        private final List<Rebound<ModuleEntry, ModuleHandle>> modules = new ArrayList<>();
+        private final List<Rebound<FunctionEntry, FunctionHandle>> functions = new ArrayList<>();
+        private final List<Rebound<StreamEntry, StreamHandle>> streams = new ArrayList<>();
+        private final List<Rebound<EventEntry, EventHandle>> events = new ArrayList<>();
+
+        /** Points every app handle at the target's object. Cannot fail. */
+        void commit() {
+            modules.forEach(rebound -> rebound.entry().current = rebound.handle());
+            functions.forEach(rebound -> rebound.entry().current = rebound.handle());
+            streams.forEach(rebound -> rebound.entry().current = rebound.handle());
+            events.forEach(rebound -> rebound.entry().current = rebound.handle());
+        }
+    }
+
+    private static VgpuException unknown(String kind, int id) {
+        return new VgpuException(ErrorCode.CUDA_ERROR_INVALID_HANDLE, kind + " " + id + " is not live on this vGPU");
+    }
+}
