@@ -43,8 +43,9 @@ final class MemorySync {
         long bufferBytes = Math.min(config.chunkBytes(), totalBytes(regions));
         int bufferCount = Math.min(config.stagingBuffers(), batches.size());
         // Pinned memory from a native side is pinned for every context of the process (unified
-        // addressing), so the side that does DMA from it gets full bandwidth either way.
-        VirtualGpu stagingOwner = "native".equals(source.backendName()) ? source : target;
+        // addressing), so either side's DMA runs at full bandwidth from it. Otherwise the source
+        // provides it: a target that dies mid-copy must not take the buffers being cleaned up with it.
+        VirtualGpu stagingOwner = "native".equals(target.backendName()) ? target : source;
         List<MemorySegment> buffers = new ArrayList<>();
         List<StreamHandle> targetStreams = new ArrayList<>();
         StreamHandle sourceStream = null;
