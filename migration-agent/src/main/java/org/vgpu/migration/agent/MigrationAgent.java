@@ -1,0 +1,384 @@
+package org.vgpu.migration.agent;
+
+import java.io.IOException;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.ClosedChannelException;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentSkipListMap;
+import java.util.concurrent.Semaphore;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.vgpu.migration.MigratableGpu;
+import org.vgpu.migration.MigrationConfig;
+import org.vgpu.migration.MigrationFaults;
+import org.vgpu.migration.MigrationListener;
+import org.vgpu.migration.MigrationReport;
+import org.vgpu.migration.MigrationTarget;
+import org.vgpu.migration.TargetResolver;
+import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.VaWindow;
+import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.api.VirtualGpu;
+import org.vgpu.runtime.core.FailureCollector;
+
+/**
+ * The migration agent inside an app: it owns the app's migratable vGPUs and takes commands on a
+ * UNIX domain socket, whose path the job's environment gives ({@value #SOCKET_ENV}). No helper
+ * process: migrations run in the app's process, on the connection's thread.
+ *
+ * <p>Protocol: one command per line (UTF-8, at most {@value #MAX_LINE_BYTES} bytes), one reply line
+ * per command, starting with {@code ok} or {@code error}; a connection may send several commands.
+ * <pre>
+ *   migrate &lt;vgpu&gt; &lt;target&gt;   target: a local GPU index, or host:port of a GPU worker
+ *   status                   where each vGPU runs and its live bytes
+ *   history                  the last migrations, successful or rolled back, with their timings
+ *   help
+ * </pre>
+ * A malformed command gets an {@code error} reply and changes nothing; a line that is too long ends
+ * the connection after its error reply. The socket file is made readable and writable by its owner
+ * only: the job's user and root (the tracker) may command the agent.
+ */
+public final class MigrationAgent implements AutoCloseable {
+    public static final String SOCKET_ENV = "VGPU_AGENT_SOCKET";
+    public static final int MAX_LINE_BYTES = 512;
+    /** Migrations kept for {@code history}; older ones are only in the tracker's ledger. */
+    public static final int HISTORY_LENGTH = 32;
+    /** Connections served at once; more are told so and closed, so a flood cannot exhaust the app. */
+    public static final int MAX_CONNECTIONS = 32;
+    private static final Logger LOG = LoggerFactory.getLogger(MigrationAgent.class);
+    private static final String HELP = "commands: migrate <vgpu> <target> (target: local GPU index or host:port)"
+            + " | status | history | help";
+
+    private final Path socketPath;
+    private final TargetResolver resolver;
+    private final MigrationConfig config;
+    private final MigrationListener tracker;
+    private final MigrationFaults faults;
+    private final Map<Integer, MigratableGpu> vgpus = new ConcurrentSkipListMap<>();
+    private final Deque<MigrationReport> history = new ArrayDeque<>();
+    private final ServerSocketChannel server;
+    private final Thread acceptor;
+    private final Semaphore connectionSlots = new Semaphore(MAX_CONNECTIONS);
+    private final Set<SocketChannel> connections = ConcurrentHashMap.newKeySet();
+    private volatile boolean closed;
+
+    /** An agent for production: default migration configuration, no fault injection. */
+    public MigrationAgent(Path socketPath, TargetResolver resolver, MigrationListener tracker) {
+        this(socketPath, resolver, MigrationConfig.DEFAULTS, tracker, MigrationFaults.NONE);
+    }
+
+    /**
+     * Binds the socket and starts serving it.
+     *
+     * @param tracker gets the report of every migration of every vGPU of this agent
+     * @param faults  {@link MigrationFaults#NONE} except in tests
+     * @throws VgpuException CUDA_ERROR_INVALID_VALUE when the socket cannot be bound (path too long,
+     *         no such directory, another agent listening there)
+     */
+    public MigrationAgent(Path socketPath, TargetResolver resolver, MigrationConfig config, MigrationListener tracker,
+                          MigrationFaults faults) {
+        this.socketPath = Objects.requireNonNull(socketPath, "socket path");
+        this.resolver = Objects.requireNonNull(resolver, "resolver");
+        this.config = Objects.requireNonNull(config, "config");
+        this.tracker = Objects.requireNonNull(tracker, "tracker listener");
+        this.faults = Objects.requireNonNull(faults, "faults");
+        this.server = bind(socketPath);
+        this.acceptor = Thread.ofPlatform().name("vgpu-agent-accept").daemon().start(this::acceptLoop);
+        LOG.info("migration agent listening on {}", socketPath);
+    }
+
+    /** The socket path the job's environment gives, or an error naming {@value #SOCKET_ENV}. */
+    public static Path socketPathFromEnvironment() {
+        String path = System.getenv(SOCKET_ENV);
+        if (path == null || path.isBlank()) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, SOCKET_ENV + " is not set: the job's"
+                    + " environment must give the migration agent's socket path");
+        }
+        return Path.of(path);
+    }
+
+    public Path socketPath() {
+        return socketPath;
+    }
+
+    /**
+     * Makes {@code initial} (a freshly opened backend) a migratable vGPU of this agent.
+     *
+     * @param location where {@code initial} runs
+     * @throws VgpuException CUDA_ERROR_INVALID_VALUE when the agent already has a vGPU of that index
+     */
+    public MigratableGpu adopt(VirtualGpu initial, MigrationTarget location) {
+        MigratableGpu gpu = new MigratableGpu(initial, location, resolver, config, this::recordAndForward, faults);
+        if (vgpus.putIfAbsent(gpu.vgpuIndex(), gpu) != null) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "the agent already has vGPU " + gpu.vgpuIndex());
+        }
+        return gpu;
+    }
+
+    /** The agent's vGPU of index {@code vgpu}; CUDA_ERROR_INVALID_VALUE when it has none. */
+    public MigratableGpu vgpu(int vgpu) {
+        MigratableGpu gpu = vgpus.get(vgpu);
+        if (gpu == null) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "no vGPU " + vgpu + " in this job (vGPUs: "
+                    + vgpus.keySet() + ")");
+        }
+        return gpu;
+    }
+
+    private void recordAndForward(MigrationReport report) {
+        synchronized (history) {
+            history.addLast(report);
+            while (history.size() > HISTORY_LENGTH) {
+                history.removeFirst();
+            }
+        }
+        LOG.info("{}", report.summary());
+        tracker.migrationFinished(report);
+    }
+
+    // ---- commands
+
+    /** The reply to one command line, without the line end. Never throws. */
+    String reply(String line) {
+        try {
+            return oneLine(execute(line.strip()));
+        } catch (VgpuException e) {
+            return oneLine("error " + e.getMessage());
+        } catch (RuntimeException e) {
+            LOG.warn("agent command '{}' failed unexpectedly", line, e);
+            return oneLine("error internal failure: " + e);
+        }
+    }
+
+    private String execute(String line) {
+        if (line.isEmpty()) {
+            return "error empty command; " + HELP;
+        }
+        if (line.chars().anyMatch(c -> c < 0x20 && c != '\t' || c == 0x7f)) {
+            return "error the command contains control characters";
+        }
+        String[] words = line.split("\\s+");
+        String command = words[0];
+        return switch (command) {
+            case "help" -> words.length == 1 ? "ok " + HELP : usage(command);
+            case "status" -> words.length == 1 ? status() : usage(command);
+            case "history" -> words.length == 1 ? history() : usage(command);
+            case "migrate" -> words.length == 3 ? migrate(words[1], words[2]) : usage(command);
+            default -> "error unknown command '" + abbreviate(command) + "'; " + HELP;
+        };
+    }
+
+    private static String usage(String command) {
+        return "error usage: " + (command.equals("migrate") ? "migrate <vgpu> <target>" : command + " (no arguments)");
+    }
+
+    private String migrate(String vgpuText, String targetText) {
+        if (!vgpuText.chars().allMatch(Character::isDigit) || vgpuText.length() > 3
+                || Integer.parseInt(vgpuText) >= VaWindow.MAX_VGPUS) {
+            return "error vgpu must be an index in [0, " + VaWindow.MAX_VGPUS + "), got '" + abbreviate(vgpuText) + "'";
+        }
+        MigratableGpu gpu = vgpu(Integer.parseInt(vgpuText));
+        MigrationTarget target = MigrationTarget.parse(targetText);
+        return "ok " + gpu.migrate(target).summary();
+    }
+
+    private String status() {
+        if (vgpus.isEmpty()) {
+            return "ok no vGPUs";
+        }
+        List<String> parts = new ArrayList<>();
+        for (MigratableGpu gpu : vgpus.values()) {
+            parts.add(String.format("vgpu %d on %s, %d B live in %d allocations, %d migrations", gpu.vgpuIndex(),
+                    gpu.location(), gpu.liveBytes(), gpu.liveAllocations(), gpu.migrationCount()));
+        }
+        return "ok " + String.join("; ", parts);
+    }
+
+    private String history() {
+        List<MigrationReport> reports;
+        synchronized (history) {
+            reports = List.copyOf(history);
+        }
+        if (reports.isEmpty()) {
+            return "ok no migrations";
+        }
+        List<String> parts = new ArrayList<>();
+        for (MigrationReport report : reports) {
+            parts.add(report.finishedAt() + " " + report.summary());
+        }
+        return "ok " + reports.size() + " migrations: " + String.join(" | ", parts);
+    }
+
+    private static String abbreviate(String text) {
+        return text.length() <= 40 ? text : text.substring(0, 40) + "...";
+    }
+
+    private static String oneLine(String reply) {
+        return reply.replace('\n', ' ').replace('\r', ' ');
+    }
+
+    // ---- socket
+
+    private static ServerSocketChannel bind(Path path) {
+        ServerSocketChannel channel = null;
+        try {
+            removeStaleSocket(path);
+            channel = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
+            channel.bind(UnixDomainSocketAddress.of(path));
+            Files.setPosixFilePermissions(path, PosixFilePermissions.fromString("rw-------"));
+            return channel;
+        } catch (IOException | RuntimeException e) {
+            if (channel != null) {
+                try {
+                    channel.close();
+                } catch (IOException suppressed) {
+                    e.addSuppressed(suppressed);
+                }
+            }
+            if (e instanceof VgpuException vgpu) {
+                throw vgpu;
+            }
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    "the migration agent cannot listen on " + path + ": " + e, e);
+        }
+    }
+
+    /** A socket file left by a dead agent is removed; one with a live agent behind it is not taken over. */
+    private static void removeStaleSocket(Path path) throws IOException {
+        if (!Files.exists(path)) {
+            return;
+        }
+        try (SocketChannel probe = SocketChannel.open(UnixDomainSocketAddress.of(path))) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "another migration agent listens on " + path);
+        } catch (IOException nobodyListens) {
+            Files.delete(path);
+        }
+    }
+
+    private void acceptLoop() {
+        while (!closed) {
+            SocketChannel connection;
+            try {
+                connection = server.accept();
+            } catch (ClosedChannelException e) {
+                return;
+            } catch (IOException e) {
+                if (!closed) {
+                    LOG.warn("migration agent: accept on {} failed", socketPath, e);
+                }
+                continue;
+            }
+            if (!connectionSlots.tryAcquire()) {
+                writeQuietly(connection, "error too many connections (" + MAX_CONNECTIONS + "); try again later");
+                closeQuietly(connection);
+                continue;
+            }
+            connections.add(connection);
+            Thread.ofVirtual().name("vgpu-agent-connection").start(() -> {
+                try {
+                    serve(connection);
+                } finally {
+                    connections.remove(connection);
+                    closeQuietly(connection);
+                    connectionSlots.release();
+                }
+            });
+        }
+    }
+
+    private void serve(SocketChannel connection) {
+        LineReader lines = new LineReader(connection, MAX_LINE_BYTES);
+        try {
+            while (!closed) {
+                LineReader.Line line = lines.next();
+                if (line == null) {
+                    return;
+                }
+                if (line.tooLong()) {
+                    write(connection, "error line longer than " + MAX_LINE_BYTES + " bytes; closing the connection");
+                    return;
+                }
+                write(connection, reply(line.text()));
+            }
+        } catch (IOException e) {
+            if (!closed) {
+                LOG.debug("migration agent: connection ended: {}", e.toString());
+            }
+        }
+    }
+
+    private static void write(SocketChannel connection, String reply) throws IOException {
+        ByteBuffer bytes = ByteBuffer.wrap((reply + "\n").getBytes(StandardCharsets.UTF_8));
+        while (bytes.hasRemaining()) {
+            connection.write(bytes);
+        }
+    }
+
+    private static void writeQuietly(SocketChannel connection, String reply) {
+        try {
+            write(connection, reply);
+        } catch (IOException ignored) {
+            // The client is gone; there is nobody to tell.
+        }
+    }
+
+    private static void closeQuietly(SocketChannel connection) {
+        try {
+            connection.close();
+        } catch (IOException ignored) {
+            // Closing a socket whose peer vanished has nothing left to release.
+        }
+    }
+
+    /**
+     * Stops serving, removes the socket file and closes every vGPU of the agent (a migration in
+     * progress finishes first). Idempotent.
+     */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        FailureCollector failures = new FailureCollector();
+        failures.attempt(() -> {
+            try {
+                server.close();
+                Files.deleteIfExists(socketPath);
+            } catch (IOException e) {
+                throw new VgpuException(ErrorCode.CUDA_ERROR_UNKNOWN, "closing the agent socket " + socketPath + ": " + e, e);
+            }
+        });
+        for (SocketChannel connection : connections) {
+            closeQuietly(connection);
+        }
+        failures.attempt(() -> {
+            try {
+                acceptor.join();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        for (MigratableGpu gpu : vgpus.values()) {
+            failures.attempt(gpu::close);
+        }
+        vgpus.clear();
+        failures.rethrow();
+    }
+}
