@@ -1,7 +1,10 @@
 package org.vgpu.migration;
 
+import java.util.regex.Pattern;
+
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.remote.lender.Endpoint;
 
 /**
  * Where a vGPU can run: a GPU of this node (by index) or a remote GPU worker (host:port). The
@@ -24,19 +27,24 @@ public sealed interface MigrationTarget {
     }
 
     /** A GPU worker process on a lender node. */
-    record RemoteWorker(String host, int port) implements MigrationTarget {
+    record RemoteWorker(Endpoint endpoint) implements MigrationTarget {
+        /** Host names (letters, digits, dots, hyphens, underscores), IPv4 and bracketed IPv6 literals. */
+        private static final Pattern HOST = Pattern.compile("[A-Za-z0-9._-]+|[0-9A-Fa-f:.]+");
+
         public RemoteWorker {
-            if (host == null || host.isBlank() || !host.matches("[A-Za-z0-9._\\-\\[\\]:]+")) {
-                throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "worker host '" + host + "' is not a host name or address");
+            if (!HOST.matcher(endpoint.host()).matches()) {
+                throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "worker host '" + endpoint.host()
+                        + "' is not a host name or IP address");
             }
-            if (port < 1 || port > 65_535) {
-                throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "worker port must be in [1, 65535], got " + port);
+            if (endpoint.port() == 0 || endpoint.isWildcard()) {
+                throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                        "a worker endpoint needs a host one can connect to and a port, got " + endpoint);
             }
         }
 
         @Override
         public String toString() {
-            return host.contains(":") ? "[" + host + "]:" + port : host + ":" + port;
+            return endpoint.toString();
         }
     }
 
@@ -50,25 +58,16 @@ public sealed interface MigrationTarget {
         }
         String target = text.strip();
         if (target.chars().allMatch(Character::isDigit)) {
-            return new LocalGpu(parseNumber(target, "GPU index"));
+            return new LocalGpu(parseIndex(target));
         }
-        int colon = target.lastIndexOf(':');
-        if (colon <= 0 || colon == target.length() - 1) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "migration target '" + target
-                    + "' is neither a local GPU index nor host:port");
-        }
-        String host = target.substring(0, colon);
-        if (host.startsWith("[") && host.endsWith("]")) {
-            host = host.substring(1, host.length() - 1);
-        }
-        return new RemoteWorker(host, parseNumber(target.substring(colon + 1), "worker port"));
+        return new RemoteWorker(Endpoint.parse(target));
     }
 
-    private static int parseNumber(String digits, String what) {
+    private static int parseIndex(String digits) {
         try {
             return Integer.parseInt(digits);
         } catch (NumberFormatException e) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, what + " '" + digits + "' is not a number in range");
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "GPU index '" + digits + "' is out of range");
         }
     }
 }
