@@ -6,6 +6,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
+import org.vgpu.migration.cli.MigrateCommand;
+import org.vgpu.migration.cli.MigrationBenchCommand;
 import org.vgpu.runtime.cli.BenchCommand;
 import org.vgpu.runtime.cli.DemoCommand;
 import org.vgpu.runtime.cli.DevicesCommand;
@@ -30,7 +32,7 @@ public final class Vgpu {
     /** The subcommands a {@code vgpu} installation offers. */
     public static Vgpu standard() {
         return new Vgpu(List.of(new DevicesCommand(), new DemoCommand(), new BenchCommand(), new LenderCommand(),
-                new WorkerCommand(), new RemoteBenchCommand()));
+                new WorkerCommand(), new RemoteBenchCommand(), new MigrateCommand(), new MigrationBenchCommand()));
     }
 
     public static void main(String[] args) {

@@ -1,0 +1,365 @@
+package org.vgpu.migration.cli;
+
+import java.io.PrintStream;
+import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
+import java.util.List;
+import java.util.function.LongConsumer;
+
+import org.apache.commons.cli.CommandLine;
+import org.apache.commons.cli.Option;
+import org.apache.commons.cli.Options;
+import org.apache.commons.cli.ParseException;
+import org.vgpu.cli.CommandLines;
+import org.vgpu.cli.Subcommand;
+import org.vgpu.migration.GateCost;
+import org.vgpu.migration.MigratableGpu;
+import org.vgpu.migration.MigrateAfterLaunches;
+import org.vgpu.migration.MigrationConfig;
+import org.vgpu.migration.MigrationFaults;
+import org.vgpu.migration.MigrationListener;
+import org.vgpu.migration.MigrationReport;
+import org.vgpu.migration.MigrationTarget;
+import org.vgpu.migration.NodeTargetResolver;
+import org.vgpu.runtime.Backends;
+import org.vgpu.runtime.api.Dim3;
+import org.vgpu.runtime.api.FunctionHandle;
+import org.vgpu.runtime.api.GpuBackend;
+import org.vgpu.runtime.api.KernelArgs;
+import org.vgpu.runtime.api.StreamHandle;
+import org.vgpu.runtime.api.VaWindow;
+import org.vgpu.runtime.api.VirtualGpu;
+import org.vgpu.runtime.emulated.EmulatedBackend;
+import org.vgpu.runtime.kernels.TestKernels;
+import org.vgpu.runtime.workloads.LennardJonesWorkload;
+import org.vgpu.runtime.workloads.WorkloadResult;
+
+/**
+ * {@code vgpu migration-bench}: what migration costs, each figure next to a baseline measured in the
+ * same run: the migration lock alone against its alternatives; the wrapper's cost per call before
+ * and after a migration against the backend called directly; replay time against the number of
+ * recorded calls; mem-sync throughput against raw copies, by region size; the app's blocked time
+ * for a given live state; the Lennard-Jones MD run migrated at 25/50/75 % of its launches against
+ * runs that never move. Measurements, never assertions.
+ *
+ * <p>Under the CPU emulation every line says so: it shows the wrapper's own costs and the protocol's
+ * shape, not GPU or network speed (its "asynchronous" copies run on the calling thread, so nothing
+ * overlaps). On a native GPU only the per-call figures can be taken in one process (native to native
+ * is refused, see {@link NodeTargetResolver}); the migration figures there need a remote source.
+ */
+public final class MigrationBenchCommand implements Subcommand {
+    private static final double PER_CALL_GOAL = 1.01;
+    private static final double MEM_SYNC_GOAL = 0.80;
+    private static final long SMALL_COPY = 4096;
+    /** Budget of each emulated device: the emulation charges 2 MiB per allocation, whatever its size. */
+    private static final long EMULATED_DEVICE_BUDGET = 200L << 30;
+
+    @Override
+    public String name() {
+        return "migration-bench";
+    }
+
+    @Override
+    public String summary() {
+        return "measure migration: lock and wrapper cost per call, replay, mem-sync, blocked time, MD migrated mid-run";
+    }
+
+    @Override
+    public Options options() {
+        return new Options()
+                .addOption(Option.builder().longOpt("backend").hasArg().argName("NAME")
+                        .desc("emulated (default; two emulated devices) or native (per-call figures only)").get())
+                .addOption(Option.builder().longOpt("trials").hasArg().argName("N").desc("timed trials per figure, median reported (default 7)").get())
+                .addOption(Option.builder().longOpt("iterations").hasArg().argName("N").desc("calls per per-call trial (default 20000)").get())
+                .addOption(Option.builder().longOpt("live-mib").hasArg().argName("MIB")
+                        .desc("live state for the blocked-time figure (default 1024)").get())
+                .addOption(Option.builder().longOpt("large").desc("also measure the blocked time for 8 GiB of live state").get())
+                .addOption(Option.builder().longOpt("md-scale").hasArg().argName("N").desc("Lennard-Jones workload scale (default 2)").get());
+    }
+
+    @Override
+    public int run(CommandLine line, PrintStream out, PrintStream err) throws ParseException {
+        String backendName = CommandLines.choice(line, "backend", EmulatedBackend.NAME, List.of(EmulatedBackend.NAME, "native"));
+        Settings settings = new Settings(CommandLines.intValue(line, "trials", 7, 1),
+                CommandLines.intValue(line, "iterations", 20_000, 100),
+                CommandLines.intValue(line, "live-mib", 1024, 1), line.hasOption("large"),
+                CommandLines.intValue(line, "md-scale", 2, 1));
+        try (GpuBackend backend = backendName.equals(EmulatedBackend.NAME)
+                ? new EmulatedBackend(2, EMULATED_DEVICE_BUDGET, TestKernels.twins()) : Backends.open(backendName)) {
+            String label = backend.isEmulation() ? "  [CPU EMULATION: not a GPU; shows the wrapper's and protocol's own costs]" : "";
+            out.printf("vgpu migration-bench on %s; Java %s%n%s%n", backend.deviceProperties(0).describe(), Runtime.version(), label);
+            gateCost(settings, out);
+            perCall(backend, settings, false, out);
+            if (backend.isEmulation() && backend.deviceCount() >= 2) {
+                perCall(backend, settings, true, out);
+                replay(backend, out, label);
+                memSync(backend, settings, out, label);
+                blocked(backend, settings.liveMib() * (1L << 20), out, label);
+                if (settings.large()) {
+                    blocked(backend, 8L << 30, out, label);
+                }
+                md(backend, settings, out, label);
+            } else {
+                out.printf("%nmigration figures skipped: on %s they need a source another process serves (the remote"
+                        + " runtime); native-to-native in one process is refused%n", backend.name());
+            }
+        }
+        return 0;
+    }
+
+    private record Settings(int trials, int iterations, int liveMib, boolean large, int mdScale) {
+    }
+
+    // ---- the lock alone
+
+    private static void gateCost(Settings settings, PrintStream out) {
+        int cores = Runtime.getRuntime().availableProcessors();
+        int many = Math.max(2, Math.min(4, cores));
+        long calls = 20L * settings.iterations();
+        out.printf("%nmigration lock alone, ns per call per thread (median of %d; %d cores)%n", settings.trials(), cores);
+        out.printf("  %-52s %10s %10s%n", "scheme", "1 thread", many + " threads");
+        for (GateCost.Scheme scheme : GateCost.Scheme.values()) {
+            double one = median(settings.trials(), () -> GateCost.nanosPerCall(scheme, 1, calls));
+            double contended = median(settings.trials(), () -> GateCost.nanosPerCall(scheme, many, calls));
+            out.printf("  %-52s %10.1f %10.1f%n", scheme.description(), one, contended);
+        }
+    }
+
+    // ---- per call
+
+    private static void perCall(GpuBackend backend, Settings settings, boolean afterMigration, PrintStream out) {
+        int device = afterMigration ? 1 : 0;
+        try (MigratableGpu wrapper = migratable(backend, 0, 0);
+             VirtualGpu direct = backend.open(device, VaWindow.forVgpu(1))) {
+            // Set up before the migration, so the wrapper's handles and buffers are ones the replay remapped.
+            LongConsumer directLaunches = launches(direct);
+            LongConsumer wrapperLaunches = launches(wrapper);
+            LongConsumer directCopies = smallCopies(direct);
+            LongConsumer wrapperCopies = smallCopies(wrapper);
+            if (afterMigration) {
+                wrapper.migrate(new MigrationTarget.LocalGpu(device));
+            }
+            out.printf("%nper call, %s vs the backend directly (median of %d trials, alternating order; goal <= %.2f)%n",
+                    afterMigration ? "after a migration, wrapper" : "wrapper recording (before any migration)",
+                    settings.trials(), PER_CALL_GOAL);
+            out.printf("  %-40s %12s %12s %8s%n", "operation", "backend", "wrapper", "ratio");
+            compare("empty kernel launch, async", settings, settings.iterations(), directLaunches, wrapperLaunches, out);
+            compare("4 KiB host->device copy", settings, settings.iterations() / 10, directCopies, wrapperCopies, out);
+        }
+    }
+
+    private static LongConsumer launches(VirtualGpu gpu) {
+        FunctionHandle empty = gpu.moduleGetFunction(gpu.moduleLoadData(TestKernels.ptx()), TestKernels.EMPTY_KERNEL);
+        Dim3 one = Dim3.of(1);
+        return count -> {
+            for (long i = 0; i < count; i++) {
+                gpu.launchKernel(empty, one, one, 0, StreamHandle.DEFAULT, KernelArgs.none());
+            }
+            gpu.ctxSynchronize();
+        };
+    }
+
+    private static LongConsumer smallCopies(VirtualGpu gpu) {
+        long device = gpu.memAlloc(SMALL_COPY);
+        MemorySegment host = MemorySegment.ofArray(new byte[(int) SMALL_COPY]);
+        return count -> {
+            for (long i = 0; i < count; i++) {
+                gpu.memcpyHtoD(device, host, SMALL_COPY);
+            }
+        };
+    }
+
+    private static void compare(String name, Settings settings, int repetitions, LongConsumer direct, LongConsumer wrapper,
+                                PrintStream out) {
+        direct.accept(repetitions);
+        wrapper.accept(repetitions);
+        double[] directNanos = new double[settings.trials()];
+        double[] wrapperNanos = new double[settings.trials()];
+        for (int trial = 0; trial < settings.trials(); trial++) {
+            if (trial % 2 == 0) {
+                directNanos[trial] = nanosPer(direct, repetitions);
+                wrapperNanos[trial] = nanosPer(wrapper, repetitions);
+            } else {
+                wrapperNanos[trial] = nanosPer(wrapper, repetitions);
+                directNanos[trial] = nanosPer(direct, repetitions);
+            }
+        }
+        double backendMedian = median(directNanos);
+        double wrapperMedian = median(wrapperNanos);
+        out.printf("  %-40s %9.3f us %9.3f us %8.3f%n", name, backendMedian / 1e3, wrapperMedian / 1e3, wrapperMedian / backendMedian);
+    }
+
+    private static double nanosPer(LongConsumer body, int repetitions) {
+        long start = System.nanoTime();
+        body.accept(repetitions);
+        return (double) (System.nanoTime() - start) / repetitions;
+    }
+
+    // ---- replay
+
+    private static void replay(GpuBackend backend, PrintStream out, String label) {
+        out.printf("%nreplay time vs recorded calls (target opened and every live object recreated; goal: flat, <= 50 ms)%s%n", label);
+        out.printf("  %-34s %12s %14s%n", "recorded", "replay", "per call");
+        for (int count : new int[] {100, 1_000, 10_000}) {
+            try (MigratableGpu gpu = migratable(backend, 2, 0)) {
+                for (int i = 0; i < count; i++) {
+                    gpu.memAlloc(SMALL_COPY);
+                }
+                printReplay(count + " allocations of 4 KiB", gpu.migrate(new MigrationTarget.LocalGpu(1)), count, out);
+            }
+            try (MigratableGpu gpu = migratable(backend, 2, 0)) {
+                for (int i = 0; i < count / 2; i++) {
+                    gpu.streamCreate();
+                    gpu.eventCreate();
+                }
+                printReplay(count + " streams and events", gpu.migrate(new MigrationTarget.LocalGpu(1)), count, out);
+            }
+        }
+    }
+
+    private static void printReplay(String what, MigrationReport report, int calls, PrintStream out) {
+        double millis = report.replay().toNanos() / 1e6;
+        out.printf("  %-34s %9.3f ms %11.3f us%n", what, millis, millis * 1e3 / calls);
+    }
+
+    // ---- mem-sync
+
+    private static void memSync(GpuBackend backend, Settings settings, PrintStream out, String label) {
+        long total = 64L << 20;
+        double[] raw = rawCopy(backend, total, settings.trials());
+        double slowerLeg = total / Math.max(raw[0], raw[1]);
+        double serial = total / (raw[0] + raw[1]);
+        out.printf("%nmem-sync of %d MiB by region size vs raw copies of one %d MiB region through pinned memory%s%n",
+                total >> 20, total >> 20, label);
+        out.printf("  raw: device->host %.2f GB/s, host->device %.2f GB/s; slower leg %.2f GB/s, one after the other %.2f GB/s%n",
+                total / raw[0], total / raw[1], slowerLeg, serial);
+        out.printf("  %-12s %9s %12s %11s %14s %12s%n", "region size", "regions", "mem-sync", "GB/s", "/ slower leg", "/ serial");
+        for (long size : new long[] {4L << 10, 64L << 10, 1L << 20, 16L << 20, 64L << 20}) {
+            int regions = (int) (total / size);
+            double[] seconds = new double[settings.trials()];
+            for (int trial = 0; trial < settings.trials(); trial++) {
+                try (MigratableGpu gpu = migratable(backend, 3, 0)) {
+                    for (int r = 0; r < regions; r++) {
+                        gpu.memsetD32(gpu.memAlloc(size), r, size / 4);
+                    }
+                    seconds[trial] = gpu.migrate(new MigrationTarget.LocalGpu(1)).memSync().toNanos() / 1e9;
+                }
+            }
+            double bandwidth = total / median(seconds);
+            out.printf("  %-12s %9d %9.3f ms %11.2f %11.3f %s %11.3f%n", bytes(size), regions, median(seconds) * 1e3,
+                    bandwidth / 1e9, bandwidth / slowerLeg, bandwidth / slowerLeg >= MEM_SYNC_GOAL ? "  " : " !", bandwidth / serial);
+        }
+        out.printf("  goal: >= %.0f %% of the slower leg (\"!\" marks a miss)%n", MEM_SYNC_GOAL * 100);
+    }
+
+    /** Seconds of one device-to-host copy on device 0 and one host-to-device copy on device 1, medians. */
+    private static double[] rawCopy(GpuBackend backend, long bytes, int trials) {
+        try (VirtualGpu source = backend.open(0, VaWindow.forVgpu(4));
+             VirtualGpu target = backend.open(1, VaWindow.forVgpu(5))) {
+            long from = source.memAlloc(bytes);
+            long to = target.memAlloc(bytes);
+            source.memsetD8(from, (byte) 1, bytes);
+            MemorySegment pinned = source.memAllocHost(bytes);
+            double[] down = new double[trials];
+            double[] up = new double[trials];
+            for (int trial = 0; trial < trials; trial++) {
+                long start = System.nanoTime();
+                source.memcpyDtoH(pinned, from, bytes);
+                long middle = System.nanoTime();
+                target.memcpyHtoD(to, pinned, bytes);
+                long end = System.nanoTime();
+                down[trial] = (middle - start) / 1e9;
+                up[trial] = (end - middle) / 1e9;
+            }
+            source.memFreeHost(pinned);
+            return new double[] {median(down), median(up)};
+        }
+    }
+
+    // ---- blocked time
+
+    private static void blocked(GpuBackend backend, long liveBytes, PrintStream out, String label) {
+        long region = Math.min(liveBytes, 64L << 20);
+        try (MigratableGpu gpu = migratable(backend, 6, 0)) {
+            for (long placed = 0; placed < liveBytes; placed += region) {
+                long bytes = Math.min(region, liveBytes - placed);
+                gpu.memsetD8(gpu.memAlloc(bytes), (byte) (placed >> 20), bytes);
+            }
+            MigrationReport report = gpu.migrate(new MigrationTarget.LocalGpu(1));
+            out.printf("%napp blocked by the migration of %s of live state in %d regions%s%n  %s%n", bytes(liveBytes),
+                    report.memSyncRegions(), label, report.summary());
+        }
+    }
+
+    // ---- MD migrated mid-run
+
+    private static void md(GpuBackend backend, Settings settings, PrintStream out, String label) {
+        LennardJonesWorkload workload = new LennardJonesWorkload();
+        long launches;
+        try (MigratableGpu gpu = migratable(backend, 7, 0)) {
+            MigrateAfterLaunches counter = new MigrateAfterLaunches(gpu, 0, new MigrationTarget.LocalGpu(1));
+            workload.run(counter, settings.mdScale(), 1);
+            launches = counter.launches();
+        }
+        out.printf("%nLennard-Jones MD (scale %d, %d launches), device time, median of %d%s%n", settings.mdScale(), launches,
+                settings.trials(), label);
+        double source = mdMillis(backend, workload, settings, 0, 0, out);
+        double target = mdMillis(backend, workload, settings, 1, 0, out);
+        out.printf("  %-34s %10.2f ms%n", "never migrated, on the source", source);
+        out.printf("  %-34s %10.2f ms %8.3f x source%n", "never migrated, on the target", target, target / source);
+        for (int percent : new int[] {25, 50, 75}) {
+            double millis = mdMillis(backend, workload, settings, 0, Math.max(1, launches * percent / 100), out);
+            out.printf("  %-34s %10.2f ms %8.3f x source%n", "migrated after " + percent + " % of launches", millis, millis / source);
+        }
+    }
+
+    /** Median device time of the workload on {@code device}, migrated to device 1 after {@code migrateAfter} launches (0: never). */
+    private static double mdMillis(GpuBackend backend, LennardJonesWorkload workload, Settings settings, int device,
+                                   long migrateAfter, PrintStream out) {
+        double[] millis = new double[settings.trials()];
+        for (int trial = 0; trial < settings.trials(); trial++) {
+            try (MigratableGpu gpu = migratable(backend, 7, device)) {
+                WorkloadResult result = workload.run(new MigrateAfterLaunches(gpu, migrateAfter, new MigrationTarget.LocalGpu(1)),
+                        settings.mdScale(), 1);
+                if (!result.passed()) {
+                    out.printf("  MD run FAILED its check: %s%n", result.errorSummary());
+                }
+                millis[trial] = result.elapsed().toNanos() / 1e6;
+            }
+        }
+        return median(millis);
+    }
+
+    // ---- helpers
+
+    private static MigratableGpu migratable(GpuBackend backend, int vgpu, int device) {
+        return new MigratableGpu(backend.open(device, VaWindow.forVgpu(vgpu)), new MigrationTarget.LocalGpu(device),
+                new NodeTargetResolver(backend), MigrationConfig.DEFAULTS, MigrationListener.NONE, MigrationFaults.NONE);
+    }
+
+    private interface Measurement {
+        double take();
+    }
+
+    private static double median(int trials, Measurement measurement) {
+        double[] values = new double[trials];
+        for (int trial = 0; trial < trials; trial++) {
+            values[trial] = measurement.take();
+        }
+        return median(values);
+    }
+
+    private static double median(double[] values) {
+        double[] sorted = values.clone();
+        Arrays.sort(sorted);
+        int middle = sorted.length / 2;
+        return sorted.length % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+    }
+
+    private static String bytes(long bytes) {
+        if (bytes >= 1L << 30 && bytes % (1L << 30) == 0) {
+            return (bytes >> 30) + " GiB";
+        }
+        return bytes >= 1L << 20 ? (bytes >> 20) + " MiB" : (bytes >> 10) + " KiB";
+    }
+}
