@@ -29,8 +29,12 @@ import org.vgpu.runtime.api.VgpuException;
  * line stays shared and unmodified in every core's cache; leaving is a release store to the own
  * slot. The shutter sets the state first and then waits for every slot to be empty: a thread that
  * entered before seeing the new state is in its slot and is waited for, one that entered after sees
- * the state, leaves its slot and waits (Dekker's handshake, both sides store then load). The
- * measured cost is in {@code vgpu migration-bench}.
+ * the state, leaves its slot and waits (Dekker's handshake, both sides store then load).
+ *
+ * <p>Measured on a 2-core VM after warm-up ({@code vgpu migration-bench} prints the same table): about
+ * 8 ns per call with one thread and with two, against 13 to 16 ns for a variant that counts calls
+ * in per-thread-id stripes of atomic counters (two locked instructions per call, no ThreadLocal),
+ * 17 to 60 ns for one shared AtomicLong, and 100 to 200 ns for read locks with two threads.
  *
  * <p>A thread's slot is found through a ThreadLocal of this gate; slots of threads that have died
  * are dropped while the registry is scanned, so many short-lived threads do not make it grow.

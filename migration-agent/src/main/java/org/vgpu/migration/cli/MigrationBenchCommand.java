@@ -115,10 +115,12 @@ public final class MigrationBenchCommand implements Subcommand {
     private static void gateCost(Settings settings, PrintStream out) {
         int cores = Runtime.getRuntime().availableProcessors();
         int many = Math.max(2, Math.min(4, cores));
-        long calls = 20L * settings.iterations();
-        out.printf("%nmigration lock alone, ns per call per thread (median of %d; %d cores)%n", settings.trials(), cores);
+        long calls = 100L * settings.iterations();
+        out.printf("%nmigration lock alone, ns per call per thread (median of %d after a warm-up; %d cores)%n",
+                settings.trials(), cores);
         out.printf("  %-52s %10s %10s%n", "scheme", "1 thread", many + " threads");
         for (GateCost.Scheme scheme : GateCost.Scheme.values()) {
+            GateCost.nanosPerCall(scheme, many, calls);
             double one = median(settings.trials(), () -> GateCost.nanosPerCall(scheme, 1, calls));
             double contended = median(settings.trials(), () -> GateCost.nanosPerCall(scheme, many, calls));
             out.printf("  %-52s %10.1f %10.1f%n", scheme.description(), one, contended);
@@ -171,8 +173,10 @@ public final class MigrationBenchCommand implements Subcommand {
 
     private static void compare(String name, Settings settings, int repetitions, LongConsumer direct, LongConsumer wrapper,
                                 PrintStream out) {
-        direct.accept(repetitions);
-        wrapper.accept(repetitions);
+        for (int warmUp = 0; warmUp < 2; warmUp++) {
+            direct.accept(repetitions);
+            wrapper.accept(repetitions);
+        }
         double[] directNanos = new double[settings.trials()];
         double[] wrapperNanos = new double[settings.trials()];
         for (int trial = 0; trial < settings.trials(); trial++) {
@@ -197,9 +201,48 @@ public final class MigrationBenchCommand implements Subcommand {
 
     // ---- replay
 
+    /**
+     * Replay against the app's call count (the log keeps live state only, so it should not grow) and
+     * against the live state (one replayed call per live object, so it grows with it).
+     */
     private static void replay(GpuBackend backend, PrintStream out, String label) {
-        out.printf("%nreplay time vs recorded calls (target opened and every live object recreated; goal: flat, <= 50 ms)%s%n", label);
-        out.printf("  %-34s %12s %14s%n", "recorded", "replay", "per call");
+        out.printf("%nreplay time (target opened, every live object recreated) vs calls the app made;"
+                + " live state: 1 module, 4 functions, 2 streams, 2 events, 16 allocations (goal: flat, <= 50 ms)%s%n", label);
+        out.printf("  %-34s %12s%n", "calls made", "replay");
+        for (int calls : new int[] {1_000, 10_000, 100_000, 1_000_000}) {
+            try (MigratableGpu gpu = migratable(backend, 2, 0)) {
+                FunctionHandle empty = null;
+                var module = gpu.moduleLoadData(TestKernels.ptx());
+                for (String kernel : List.of(TestKernels.EMPTY_KERNEL, TestKernels.SAXPY, TestKernels.VECTOR_ADD, TestKernels.POINTER_CHASE)) {
+                    FunctionHandle function = gpu.moduleGetFunction(module, kernel);
+                    empty = kernel.equals(TestKernels.EMPTY_KERNEL) ? function : empty;
+                }
+                for (int i = 0; i < 2; i++) {
+                    gpu.streamCreate();
+                    gpu.eventCreate();
+                }
+                for (int i = 0; i < 16; i++) {
+                    gpu.memAlloc(SMALL_COPY);
+                }
+                // The rest of the calls: launches, and allocations freed again (churn the log must not keep).
+                int made = 29;
+                Dim3 one = Dim3.of(1);
+                while (made < calls) {
+                    if (made % 100 == 0) {
+                        gpu.memFree(gpu.memAlloc(SMALL_COPY));
+                        made += 2;
+                    } else {
+                        gpu.launchKernel(empty, one, one, 0, StreamHandle.DEFAULT, KernelArgs.none());
+                        made++;
+                    }
+                }
+                gpu.ctxSynchronize();
+                MigrationReport report = gpu.migrate(new MigrationTarget.LocalGpu(1));
+                out.printf("  %-34d %9.3f ms%n", calls, report.replay().toNanos() / 1e6);
+            }
+        }
+        out.printf("  replay time vs live objects (grows with them, not with calls)%n");
+        out.printf("  %-34s %12s %14s%n", "live objects", "replay", "per object");
         for (int count : new int[] {100, 1_000, 10_000}) {
             try (MigratableGpu gpu = migratable(backend, 2, 0)) {
                 for (int i = 0; i < count; i++) {
@@ -232,7 +275,7 @@ public final class MigrationBenchCommand implements Subcommand {
         out.printf("%nmem-sync of %d MiB by region size vs raw copies of one %d MiB region through pinned memory%s%n",
                 total >> 20, total >> 20, label);
         out.printf("  raw: device->host %.2f GB/s, host->device %.2f GB/s; slower leg %.2f GB/s, one after the other %.2f GB/s%n",
-                total / raw[0], total / raw[1], slowerLeg, serial);
+                total / raw[0] / 1e9, total / raw[1] / 1e9, slowerLeg / 1e9, serial / 1e9);
         out.printf("  %-12s %9s %12s %11s %14s %12s%n", "region size", "regions", "mem-sync", "GB/s", "/ slower leg", "/ serial");
         for (long size : new long[] {4L << 10, 64L << 10, 1L << 20, 16L << 20, 64L << 20}) {
             int regions = (int) (total / size);
@@ -301,33 +344,41 @@ public final class MigrationBenchCommand implements Subcommand {
             workload.run(counter, settings.mdScale(), 1);
             launches = counter.launches();
         }
-        out.printf("%nLennard-Jones MD (scale %d, %d launches), device time, median of %d%s%n", settings.mdScale(), launches,
-                settings.trials(), label);
-        double source = mdMillis(backend, workload, settings, 0, 0, out);
-        double target = mdMillis(backend, workload, settings, 1, 0, out);
-        out.printf("  %-34s %10.2f ms%n", "never migrated, on the source", source);
-        out.printf("  %-34s %10.2f ms %8.3f x source%n", "never migrated, on the target", target, target / source);
-        for (int percent : new int[] {25, 50, 75}) {
-            double millis = mdMillis(backend, workload, settings, 0, Math.max(1, launches * percent / 100), out);
-            out.printf("  %-34s %10.2f ms %8.3f x source%n", "migrated after " + percent + " % of launches", millis, millis / source);
+        // Each row: the device the run starts on and after how many launches it moves to device 1 (0: never).
+        String[] names = {"never migrated, on the source", "never migrated, on the target", "migrated after 25 % of launches",
+                "migrated after 50 % of launches", "migrated after 75 % of launches"};
+        int[] devices = {0, 1, 0, 0, 0};
+        long[] migrateAfter = {0, 0, launches / 4, launches / 2, launches * 3 / 4};
+        double[][] millis = new double[names.length][settings.trials()];
+        // Rounds over all rows, after a warm-up round, so JIT warm-up and drift spread over every row.
+        for (int round = -1; round < settings.trials(); round++) {
+            for (int row = 0; row < names.length; row++) {
+                double elapsed = mdMillis(backend, workload, settings, devices[row], migrateAfter[row], out);
+                if (round >= 0) {
+                    millis[row][round] = elapsed;
+                }
+            }
+        }
+        out.printf("%nLennard-Jones MD (scale %d, %d launches), device time including the migration, median of %d%s%n",
+                settings.mdScale(), launches, settings.trials(), label);
+        double source = median(millis[0]);
+        for (int row = 0; row < names.length; row++) {
+            double median = median(millis[row]);
+            out.printf("  %-34s %10.2f ms %8.3f x source%n", names[row], median, median / source);
         }
     }
 
-    /** Median device time of the workload on {@code device}, migrated to device 1 after {@code migrateAfter} launches (0: never). */
+    /** Device time of one run of the workload on {@code device}, migrated to device 1 after {@code migrateAfter} launches (0: never). */
     private static double mdMillis(GpuBackend backend, LennardJonesWorkload workload, Settings settings, int device,
                                    long migrateAfter, PrintStream out) {
-        double[] millis = new double[settings.trials()];
-        for (int trial = 0; trial < settings.trials(); trial++) {
-            try (MigratableGpu gpu = migratable(backend, 7, device)) {
-                WorkloadResult result = workload.run(new MigrateAfterLaunches(gpu, migrateAfter, new MigrationTarget.LocalGpu(1)),
-                        settings.mdScale(), 1);
-                if (!result.passed()) {
-                    out.printf("  MD run FAILED its check: %s%n", result.errorSummary());
-                }
-                millis[trial] = result.elapsed().toNanos() / 1e6;
+        try (MigratableGpu gpu = migratable(backend, 7, device)) {
+            WorkloadResult result = workload.run(new MigrateAfterLaunches(gpu, migrateAfter, new MigrationTarget.LocalGpu(1)),
+                    settings.mdScale(), 1);
+            if (!result.passed()) {
+                out.printf("  MD run FAILED its check: %s%n", result.errorSummary());
             }
+            return result.elapsed().toNanos() / 1e6;
         }
-        return median(millis);
     }
 
     // ---- helpers
