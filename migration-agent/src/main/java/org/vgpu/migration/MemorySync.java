@@ -21,90 +21,109 @@ import org.vgpu.runtime.core.FailureCollector;
  * buffer's stream only before filling that buffer again. With two buffers the source's
  * device-to-host and the target's host-to-device transfers overlap (VOCL's pipelined copy).
  */
-final class MemorySync {
-    private MemorySync() {
-    }
-
+final class MemorySync implements AutoCloseable {
     /** A piece of a region that fits one staging buffer. */
     private record Piece(long address, long bytes) {
     }
 
-    /**
-     * Copies {@code regions} from {@code source} to {@code target}; both must be idle.
-     *
-     * @return the bytes copied
-     */
-    static long copy(VirtualGpu source, VirtualGpu target, List<ReplayLog.Region> regions, MigrationConfig config,
-                     MigrationFaults faults) {
-        List<List<Piece>> batches = batches(regions, config.chunkBytes());
-        if (batches.isEmpty()) {
-            return 0;
-        }
-        long bufferBytes = Math.min(config.chunkBytes(), totalBytes(regions));
-        int bufferCount = Math.min(config.stagingBuffers(), batches.size());
+    private final VirtualGpu source;
+    private final VirtualGpu target;
+    private final VirtualGpu stagingOwner;
+    private final long bufferBytes;
+    private final List<MemorySegment> buffers = new ArrayList<>();
+    private final List<StreamHandle> targetStreams = new ArrayList<>();
+    private StreamHandle sourceStream;
+
+    private MemorySync(VirtualGpu source, VirtualGpu target, long bufferBytes) {
+        this.source = source;
+        this.target = target;
+        this.bufferBytes = bufferBytes;
         // Pinned memory from a native side is pinned for every context of the process (unified
         // addressing), so either side's DMA runs at full bandwidth from it. Otherwise the source
         // provides it: a target that dies mid-copy must not take the buffers being cleaned up with it.
-        VirtualGpu stagingOwner = "native".equals(target.backendName()) ? target : source;
-        List<MemorySegment> buffers = new ArrayList<>();
-        List<StreamHandle> targetStreams = new ArrayList<>();
-        StreamHandle sourceStream = null;
-        RuntimeException failure = null;
-        long copied = 0;
+        this.stagingOwner = "native".equals(target.backendName()) ? target : source;
+    }
+
+    /**
+     * Allocates the staging buffers and streams. A migration does this before it takes the lock,
+     * so the app does not wait while host memory is pinned; the source may be in use meanwhile.
+     *
+     * @param liveBytesHint the live bytes now; buffers are no larger than needed for them, and a
+     *                      copy of more bytes later still works, in more batches
+     */
+    static MemorySync prepare(VirtualGpu source, VirtualGpu target, MigrationConfig config, long liveBytesHint) {
+        long bufferBytes = Math.clamp(liveBytesHint, 4096, config.chunkBytes());
+        MemorySync sync = new MemorySync(source, target, bufferBytes);
         try {
-            for (int k = 0; k < bufferCount; k++) {
-                buffers.add(stagingOwner.memAllocHost(bufferBytes));
-                targetStreams.add(target.streamCreate());
+            for (int k = 0; k < config.stagingBuffers(); k++) {
+                sync.buffers.add(sync.stagingOwner.memAllocHost(bufferBytes));
+                sync.targetStreams.add(target.streamCreate());
             }
-            sourceStream = source.streamCreate();
-            for (int index = 0; index < batches.size(); index++) {
-                int k = index % bufferCount;
-                MemorySegment buffer = buffers.get(k);
-                if (index >= bufferCount) {
-                    target.streamSynchronize(targetStreams.get(k));
-                }
-                faults.reached(FaultPoint.MEM_SYNC_BATCH, index, target);
-                long offset = 0;
-                for (Piece piece : batches.get(index)) {
-                    source.memcpyDtoHAsync(buffer.asSlice(offset, piece.bytes()), piece.address(), piece.bytes(), sourceStream);
-                    offset += piece.bytes();
-                }
-                source.streamSynchronize(sourceStream);
-                offset = 0;
-                for (Piece piece : batches.get(index)) {
-                    target.memcpyHtoDAsync(piece.address(), buffer.asSlice(offset, piece.bytes()), piece.bytes(),
-                            targetStreams.get(k));
-                    offset += piece.bytes();
-                }
-                copied += offset;
-            }
-            for (StreamHandle stream : targetStreams) {
-                target.streamSynchronize(stream);
-            }
+            sync.sourceStream = source.streamCreate();
         } catch (RuntimeException e) {
-            failure = e;
+            try {
+                sync.close();
+            } catch (RuntimeException cleanupFailure) {
+                e.addSuppressed(cleanupFailure);
+            }
+            throw e;
         }
+        return sync;
+    }
+
+    /**
+     * Copies {@code regions} from the source to the target; both must be idle.
+     *
+     * @return the bytes copied
+     */
+    long copy(List<ReplayLog.Region> regions, MigrationFaults faults) {
+        List<List<Piece>> batches = batches(regions, bufferBytes);
+        int bufferCount = buffers.size();
+        long copied = 0;
+        for (int index = 0; index < batches.size(); index++) {
+            int k = index % bufferCount;
+            MemorySegment buffer = buffers.get(k);
+            if (index >= bufferCount) {
+                target.streamSynchronize(targetStreams.get(k));
+            }
+            faults.reached(FaultPoint.MEM_SYNC_BATCH, index, target);
+            long offset = 0;
+            for (Piece piece : batches.get(index)) {
+                source.memcpyDtoHAsync(buffer.asSlice(offset, piece.bytes()), piece.address(), piece.bytes(), sourceStream);
+                offset += piece.bytes();
+            }
+            source.streamSynchronize(sourceStream);
+            offset = 0;
+            for (Piece piece : batches.get(index)) {
+                target.memcpyHtoDAsync(piece.address(), buffer.asSlice(offset, piece.bytes()), piece.bytes(), targetStreams.get(k));
+                offset += piece.bytes();
+            }
+            copied += offset;
+        }
+        for (StreamHandle stream : targetStreams) {
+            target.streamSynchronize(stream);
+        }
+        return copied;
+    }
+
+    /** Destroys the streams and frees the buffers, trying every one; the first failure is rethrown. */
+    @Override
+    public void close() {
         FailureCollector cleanup = new FailureCollector();
-        StreamHandle createdSourceStream = sourceStream;
-        if (createdSourceStream != null) {
-            cleanup.attempt(() -> source.streamDestroy(createdSourceStream));
+        if (sourceStream != null) {
+            StreamHandle stream = sourceStream;
+            sourceStream = null;
+            cleanup.attempt(() -> source.streamDestroy(stream));
         }
         for (StreamHandle stream : targetStreams) {
             cleanup.attempt(() -> target.streamDestroy(stream));
         }
+        targetStreams.clear();
         for (MemorySegment buffer : buffers) {
             cleanup.attempt(() -> stagingOwner.memFreeHost(buffer));
         }
-        if (failure != null) {
-            try {
-                cleanup.rethrow();
-            } catch (RuntimeException cleanupFailure) {
-                failure.addSuppressed(cleanupFailure);
-            }
-            throw failure;
-        }
+        buffers.clear();
         cleanup.rethrow();
-        return copied;
     }
 
     /**

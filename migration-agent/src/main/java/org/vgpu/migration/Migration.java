@@ -26,7 +26,8 @@ final class Migration {
     private final MigrationFaults faults;
     private final String from;
 
-    private MigrationStep step = MigrationStep.LOCK;
+    private MigrationStep step = MigrationStep.OPEN_TARGET;
+    private long openTarget;
     private long lockWait;
     private long drain;
     private long replay;
@@ -47,17 +48,34 @@ final class Migration {
 
     MigrationReport run() {
         long start = System.nanoTime();
+        VirtualGpu source = gpu.currentBackend();
+        VirtualGpu opened = null;
+        MemorySync sync = null;
+        // Opening the target and preparing the copy need nothing from the app, so they happen
+        // before the lock and the app keeps running meanwhile.
+        try {
+            step = MigrationStep.OPEN_TARGET;
+            faults.reached(FaultPoint.OPEN_TARGET, 0, null);
+            opened = gpu.resolver().open(target, gpu.window(), source);
+            requireCompatible(opened);
+            sync = MemorySync.prepare(source, opened, config, gpu.liveBytes());
+        } catch (RuntimeException e) {
+            openTarget = System.nanoTime() - start;
+            throw rolledBack(e, sync, opened);
+        }
+        long prepared = System.nanoTime();
+        openTarget = prepared - start;
+
+        step = MigrationStep.LOCK;
         try {
             gpu.gate().shut(config.lockTimeout());
         } catch (VgpuException e) {
-            lockWait = System.nanoTime() - start;
+            lockWait = System.nanoTime() - prepared;
             blocked = lockWait;
-            throw rolledBack(e);
+            throw rolledBack(e, sync, opened);
         }
         long locked = System.nanoTime();
-        lockWait = locked - start;
-        VirtualGpu source = gpu.currentBackend();
-        VirtualGpu opened = null;
+        lockWait = locked - prepared;
         List<ReplayLog.Region> regions;
         try {
             step = MigrationStep.DRAIN;
@@ -65,10 +83,6 @@ final class Migration {
             long drained = System.nanoTime();
             drain = drained - locked;
 
-            step = MigrationStep.OPEN_TARGET;
-            faults.reached(FaultPoint.OPEN_TARGET, 0, null);
-            opened = gpu.resolver().open(target, gpu.window(), source);
-            requireCompatible(opened);
             step = MigrationStep.REPLAY;
             ReplayLog.Rebinding rebinding = gpu.log().replayOnto(opened, faults);
             long replayed = System.nanoTime();
@@ -77,7 +91,7 @@ final class Migration {
             step = MigrationStep.MEM_SYNC;
             regions = gpu.log().regions();
             memSyncRegions = regions.size();
-            memSyncBytes = MemorySync.copy(source, opened, regions, config, faults);
+            memSyncBytes = sync.copy(regions, faults);
             long copied = System.nanoTime();
             memSync = copied - replayed;
 
@@ -91,28 +105,22 @@ final class Migration {
             step = MigrationStep.SWITCH;
             gpu.switchTo(opened, target, rebinding);
         } catch (RuntimeException e) {
-            FailureCollector cleanup = new FailureCollector();
-            if (opened != null) {
-                cleanup.attempt(opened::close);
-            }
+            // The app goes on with its source at once; the target it never used is closed meanwhile.
             gpu.gate().reopen();
-            blocked = System.nanoTime() - start;
-            MigrationException failure = rolledBack(e);
-            try {
-                cleanup.rethrow();
-            } catch (RuntimeException closeFailure) {
-                failure.addSuppressed(closeFailure);
-            }
-            throw failure;
+            blocked = System.nanoTime() - prepared;
+            throw rolledBack(e, sync, opened);
         }
         gpu.gate().reopen();
         long unlocked = System.nanoTime();
-        blocked = unlocked - start;
+        blocked = unlocked - prepared;
 
         step = MigrationStep.RELEASE_SOURCE;
         String releaseError = "";
         try {
-            gpu.release(source, regions);
+            FailureCollector release = new FailureCollector();
+            release.attempt(sync::close);
+            release.attempt(() -> gpu.release(source, regions));
+            release.rethrow();
         } catch (RuntimeException e) {
             // The vGPU runs on its target; a source that fails to let go (a dead worker) is only reported.
             releaseError = "the vGPU moved, but releasing its source failed: " + e.getMessage();
@@ -163,7 +171,23 @@ final class Migration {
         }
     }
 
-    private MigrationException rolledBack(RuntimeException cause) {
+    /**
+     * Undoes what the migration built on the target (the source was only read) and reports the
+     * failure; the caller reopens the lock if it holds it.
+     */
+    private MigrationException rolledBack(RuntimeException cause, MemorySync sync, VirtualGpu opened) {
+        FailureCollector cleanup = new FailureCollector();
+        if (sync != null) {
+            cleanup.attempt(sync::close);
+        }
+        if (opened != null) {
+            cleanup.attempt(opened::close);
+        }
+        try {
+            cleanup.rethrow();
+        } catch (RuntimeException cleanupFailure) {
+            cause.addSuppressed(cleanupFailure);
+        }
         ErrorCode code = cause instanceof VgpuException vgpu ? vgpu.code() : ErrorCode.CUDA_ERROR_UNKNOWN;
         String message = cause.getMessage() == null ? cause.toString() : cause.getMessage();
         MigrationReport report = report(MigrationReport.Outcome.ROLLED_BACK, step, message);
@@ -173,7 +197,7 @@ final class Migration {
 
     private MigrationReport report(MigrationReport.Outcome outcome, MigrationStep failedStep, String error) {
         return new MigrationReport(gpu.vgpuIndex(), from, target.toString(), outcome, failedStep, error,
-                Duration.ofNanos(lockWait), Duration.ofNanos(drain), Duration.ofNanos(replay), memSyncBytes,
+                Duration.ofNanos(openTarget), Duration.ofNanos(lockWait), Duration.ofNanos(drain), Duration.ofNanos(replay), memSyncBytes,
                 memSyncRegions, Duration.ofNanos(memSync), Duration.ofNanos(verify), Duration.ofNanos(blocked),
                 Duration.ofNanos(release), Instant.now());
     }

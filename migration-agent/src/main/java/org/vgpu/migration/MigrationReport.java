@@ -10,18 +10,20 @@ import java.time.Instant;
  * @param to              the target as asked, e.g. "lender-3:7400"
  * @param failedStep      the step that failed, null when the vGPU moved
  * @param error           the failure's message; empty when the vGPU moved, unless releasing the source failed
+ * @param openTarget      opening the target and preparing the copy's buffers, before the lock (the app runs meanwhile)
  * @param lockWait        time until the calls in flight had left the migration lock
  * @param drain           synchronizing the source
- * @param replay          opening the target and replaying modules, functions, streams, events, allocations
+ * @param replay          replaying modules, functions, streams, events and allocations on the target
  * @param memSyncBytes    bytes copied from the source to the target
  * @param memSyncRegions  live allocations copied
  * @param memSync         the copy
  * @param verify          comparing the copy (zero unless the configuration asks for it)
- * @param blocked         how long the app's calls could not proceed: lock wait to unlock
- * @param release         freeing the source after the switch (the app runs meanwhile)
+ * @param blocked         how long the app's calls could not proceed: from taking the lock to releasing it
+ * @param release         freeing the source and the copy's buffers after the switch (the app runs meanwhile)
  */
 public record MigrationReport(int vgpu, String from, String to, Outcome outcome, MigrationStep failedStep, String error,
-                              Duration lockWait, Duration drain, Duration replay, long memSyncBytes, int memSyncRegions,
+                              Duration openTarget, Duration lockWait, Duration drain, Duration replay,
+                              long memSyncBytes, int memSyncRegions,
                               Duration memSync, Duration verify, Duration blocked, Duration release, Instant finishedAt) {
 
     public enum Outcome {
@@ -43,9 +45,9 @@ public record MigrationReport(int vgpu, String from, String to, Outcome outcome,
 
     /** One line, as the agent's socket and history show it. */
     public String summary() {
-        String timings = String.format("blocked %.3f ms (lock %.3f, drain %.3f, replay %.3f, mem-sync %d B in %d regions"
-                        + " %.3f ms = %.2f GB/s, verify %.3f), release %.3f ms",
-                millis(blocked), millis(lockWait), millis(drain), millis(replay), memSyncBytes, memSyncRegions,
+        String timings = String.format("open %.3f ms, then blocked %.3f ms (lock %.3f, drain %.3f, replay %.3f, mem-sync"
+                        + " %d B in %d regions %.3f ms = %.2f GB/s, verify %.3f), release %.3f ms",
+                millis(openTarget), millis(blocked), millis(lockWait), millis(drain), millis(replay), memSyncBytes, memSyncRegions,
                 millis(memSync), memSyncBytesPerSecond() / 1e9, millis(verify), millis(release));
         return migrated()
                 ? String.format("vgpu %d moved %s -> %s: %s%s", vgpu, from, to, timings, error.isEmpty() ? "" : "; " + error)

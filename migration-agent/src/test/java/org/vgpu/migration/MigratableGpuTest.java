@@ -296,7 +296,7 @@ class MigratableGpuTest {
             assertEquals("gpu 0 (emulated)", report.from());
             assertEquals("gpu 1", report.to());
             assertTrue(report.blocked().compareTo(report.memSync()) >= 0, report.summary());
-            assertTrue(report.summary().startsWith("vgpu 0 moved gpu 0 (emulated) -> gpu 1: blocked"), report.summary());
+            assertTrue(report.summary().startsWith("vgpu 0 moved gpu 0 (emulated) -> gpu 1: open "), report.summary());
             gpu.close();
             gpu.close();
             assertEquals(0, emulation.usedBytes(1));

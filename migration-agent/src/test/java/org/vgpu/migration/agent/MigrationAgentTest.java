@@ -79,7 +79,7 @@ class MigrationAgentTest {
             assertEquals("ok no migrations", client.send("history"));
 
             String reply = client.send("migrate 1 2");
-            assertTrue(reply.startsWith("ok vgpu 1 moved gpu 0 (emulated) -> gpu 2: blocked "), reply);
+            assertTrue(reply.startsWith("ok vgpu 1 moved gpu 0 (emulated) -> gpu 2: open "), reply);
             assertTrue(reply.contains("mem-sync 5000 B in 1 regions"), reply);
             assertTrue(client.send("status").contains("vgpu 1 on gpu 2 (emulated), 5000 B live in 1 allocations, 1 migrations"));
             String history = client.send("history");
