@@ -3,7 +3,7 @@
 # has CUDA but neither Java nor Maven. Stages into .gpu/ (git-ignored):
 #   .gpu/jre.tar.xz   a jlinked Java 25 runtime (made once, by ../shared/tools/gpu-jre.sh)
 #   .gpu/lib/         the module jars and their runtime dependencies (the vgpu launcher's class path)
-#   .gpu/test/        the rcuda-runtime test classes (a directory: the jlinked runtime has no zip
+#   .gpu/test/        the rcuda-runtime and migration-agent test classes (a directory: the jlinked runtime has no zip
 #                     file system, which JUnit needs to scan a jar) and the JUnit console launcher
 # Then carry .gpu to the GPU machine and run testbed/gpu/run-on-gpu.sh there from the repository root.
 set -euo pipefail
@@ -23,6 +23,7 @@ mvn -q -B -DskipTests package dependency:copy-dependencies \
 cp job-wrapper/target/job-wrapper-*.jar .gpu/lib/
 # copy-dependencies took rcuda-runtime's main jar for job-wrapper; the tests go beside JUnit.
 cp -r rcuda-runtime/target/test-classes .gpu/test/classes
+cp -r migration-agent/target/test-classes/. .gpu/test/classes/
 
 if [ ! -f "$junit_jar" ]; then
     mvn -q -B dependency:get -Dartifact=org.junit.platform:junit-platform-console-standalone:$junit_version

@@ -2,11 +2,13 @@
 # Run ON the GPU machine, from the repository root, after testbed/gpu/prepare.sh staged .gpu/ here.
 # Runs, each with its log in $OUT (default .gpu/out):
 #   nvidia-smi.log   the GPU and driver
-#   tests.log        every test of rcuda-runtime, the `gpu`-tagged ones included (native conformance
-#                    suite, native smoke test); `slurm`-tagged tests need a cluster and are left out
+#   tests.log        every test of rcuda-runtime and migration-agent, the `gpu`-tagged ones included
+#                    (native conformance suites, native smoke test, native-to-native refusal);
+#                    `slurm`-tagged tests need a cluster and are left out
 #   devices.log      vgpu devices
 #   demo.log         vgpu demo --backend native
 #   bench.log        vgpu bench (native backend vs raw JCuda)
+#   migration-bench.log  vgpu migration-bench --backend native (the wrapper's per-call cost on a GPU)
 # Every step runs even if an earlier one failed; the exit status is 1 if any failed.
 # Java: $JAVA when set, else the runtime in .gpu/jre.tar.xz unpacked to /tmp/jre.
 set -uo pipefail
@@ -44,4 +46,5 @@ step tests "${java[@]}" -cp ".gpu/lib/*:$test_classes:$junit_jar" org.junit.plat
 step devices "${java[@]}" -cp '.gpu/lib/*' org.vgpu.cli.Vgpu devices
 step demo "${java[@]}" -cp '.gpu/lib/*' org.vgpu.cli.Vgpu demo --backend native
 step bench "${java[@]}" -cp '.gpu/lib/*' org.vgpu.cli.Vgpu bench
+step migration-bench "${java[@]}" -cp '.gpu/lib/*' org.vgpu.cli.Vgpu migration-bench --backend native
 exit $failed
