@@ -1,0 +1,118 @@
+package org.vgpu.migration;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.VaWindow;
+import org.vgpu.runtime.api.VirtualGpu;
+import org.vgpu.runtime.remote.worker.WorkerReport;
+import org.vgpu.runtime.workloads.LennardJonesWorkload;
+import org.vgpu.runtime.workloads.PointerChaseWorkload;
+import org.vgpu.runtime.workloads.Workload;
+import org.vgpu.runtime.workloads.WorkloadResult;
+
+/**
+ * Every direction with the real remote runtime: GPU workers in this JVM (on the CPU emulation)
+ * serve the remote side. Remote to local stands for the mission (remote to native), local to
+ * remote for evacuating a local GPU, remote to remote for draining a lender.
+ */
+@Timeout(120)
+class RemoteMigrationTest {
+    private static final long SEED = 11;
+
+    enum Direction { LOCAL_TO_REMOTE, REMOTE_TO_LOCAL, REMOTE_TO_REMOTE }
+
+    static Stream<Arguments> directionsAndWorkloads() {
+        return Stream.of(Direction.values()).flatMap(direction -> Stream.of(
+                Arguments.of(direction, new LennardJonesWorkload()), Arguments.of(direction, new PointerChaseWorkload())));
+    }
+
+    @ParameterizedTest(name = "{0}, {1} migrated half-way")
+    @MethodSource("directionsAndWorkloads")
+    void everyDirectionMidRunReadsBackTheSameBits(Direction direction, Workload workload) throws Exception {
+        try (Emulation local = new Emulation(2); LocalWorkers workers = new LocalWorkers()) {
+            Transcript reference;
+            WorkloadResult unmigrated;
+            try (VirtualGpu plain = local.backend.open(0, VaWindow.forVgpu(2))) {
+                reference = new Transcript(plain);
+                unmigrated = workload.run(reference, 1, SEED);
+            }
+            TargetResolver resolver = new NodeTargetResolver(local.backend, workers.resolver);
+            VaWindow window = VaWindow.forVgpu(2);
+            MigrationTarget.RemoteWorker sourceWorker = direction == Direction.LOCAL_TO_REMOTE ? null : workers.start(0);
+            MigrationTarget start = sourceWorker == null ? Emulation.gpu(0) : sourceWorker;
+            MigrationTarget target = direction == Direction.REMOTE_TO_LOCAL ? Emulation.gpu(1) : workers.start(1);
+            VirtualGpu initial = sourceWorker == null ? local.backend.open(0, window) : workers.resolver.open(sourceWorker, window, null);
+            try (MigratableGpu gpu = new MigratableGpu(initial, start, resolver, Emulation.VERIFIED, MigrationListener.NONE,
+                    MigrationFaults.NONE)) {
+                MigrateAfterLaunches trigger = new MigrateAfterLaunches(gpu, Math.max(1, reference.launches() / 2), target);
+                Transcript migrated = new Transcript(trigger);
+                WorkloadResult result = workload.run(migrated, 1, SEED);
+
+                assertNotNull(trigger.report(), "the migration happened");
+                assertTrue(result.passed(), result.errorSummary());
+                assertEquals(unmigrated.comparison(), result.comparison());
+                assertEquals(reference.digest(), migrated.digest(), "bytes read back differ from the unmigrated run");
+                assertEquals(target + " (" + (target instanceof MigrationTarget.LocalGpu ? "emulated" : "remote") + ")",
+                        gpu.location());
+                if (sourceWorker != null) {
+                    WorkerReport served = workers.worker(sourceWorker).report().get(30, TimeUnit.SECONDS);
+                    assertTrue(served.clean(), "the source worker's session ended cleanly: " + served.endReason());
+                }
+            }
+        }
+    }
+
+    /** The worker dies while the memory is copied to it: the migration rolls back and the app goes on locally. */
+    @Test
+    void aWorkerThatDiesDuringTheCopyIsRolledBack() {
+        try (Emulation local = new Emulation(1); LocalWorkers workers = new LocalWorkers()) {
+            MigrationTarget.RemoteWorker target = workers.start(0);
+            MigrationFaults killWorker = (point, index, opened) -> {
+                if (point == FaultPoint.MEM_SYNC_BATCH && index == 2) {
+                    workers.worker(target).close();
+                }
+            };
+            MigrationConfig smallChunks = Emulation.VERIFIED.withChunkBytes(64 << 10);
+            try (MigratableGpu gpu = new MigratableGpu(local.backend.open(0, VaWindow.forVgpu(0)), Emulation.gpu(0),
+                    new NodeTargetResolver(local.backend, workers.resolver), smallChunks, MigrationListener.NONE, killWorker)) {
+                long data = gpu.memAlloc(1 << 20);
+                gpu.memsetD32(data, 0xFEEDFACE, (1 << 20) / 4);
+                MigrationException failure = assertThrows(MigrationException.class, () -> gpu.migrate(target));
+                assertEquals(MigrationStep.MEM_SYNC, failure.failedStep(), failure.getMessage());
+                assertEquals(ErrorCode.VGPU_WORKER_LOST, failure.code(), failure.getMessage());
+                assertEquals("gpu 0 (emulated)", gpu.location());
+                int[] back = new int[(1 << 20) / 4];
+                gpu.memcpyDtoH(MemorySegment.ofArray(back), data, 1 << 20);
+                for (int word : back) {
+                    assertEquals(0xFEEDFACE, word);
+                }
+            }
+        }
+    }
+
+    @Test
+    void aWorkerNotLentToTheJobIsRefused() {
+        try (Emulation local = new Emulation(1); LocalWorkers workers = new LocalWorkers();
+             MigratableGpu gpu = new MigratableGpu(local.backend.open(0, VaWindow.forVgpu(0)), Emulation.gpu(0),
+                     new NodeTargetResolver(local.backend, workers.resolver), Emulation.VERIFIED, MigrationListener.NONE,
+                     MigrationFaults.NONE)) {
+            MigrationException refused = assertThrows(MigrationException.class,
+                    () -> gpu.migrate(MigrationTarget.parse("127.0.0.1:1")));
+            assertEquals(ErrorCode.VGPU_AUTH_FAILED, refused.code());
+            assertEquals(MigrationStep.OPEN_TARGET, refused.failedStep());
+        }
+    }
+}
