@@ -15,12 +15,8 @@ import org.vgpu.cli.Subcommand;
 import org.vgpu.migration.GateCost;
 import org.vgpu.migration.MigratableGpu;
 import org.vgpu.migration.MigrateAfterLaunches;
-import org.vgpu.migration.MigrationConfig;
-import org.vgpu.migration.MigrationFaults;
-import org.vgpu.migration.MigrationListener;
 import org.vgpu.migration.MigrationReport;
 import org.vgpu.migration.MigrationTarget;
-import org.vgpu.migration.NodeTargetResolver;
 import org.vgpu.runtime.Backends;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.FunctionHandle;
@@ -42,10 +38,14 @@ import org.vgpu.runtime.workloads.WorkloadResult;
  * for a given live state; the Lennard-Jones MD run migrated at 25/50/75 % of its launches against
  * runs that never move. Measurements, never assertions.
  *
- * <p>Under the CPU emulation every line says so: it shows the wrapper's own costs and the protocol's
- * shape, not GPU or network speed (its "asynchronous" copies run on the calling thread, so nothing
- * overlaps). On a native GPU only the per-call figures can be taken in one process (native to native
- * is refused, see {@link NodeTargetResolver}); the migration figures there need a remote source.
+ * <p>{@code --source local} moves vGPUs between two devices of the local backend (the emulation
+ * only: native to native in one process is refused, see {@link org.vgpu.migration.NodeTargetResolver});
+ * {@code --source worker} starts each vGPU in its own GPU worker process on loopback, as a lender
+ * would, and moves it to a local device: remote to native on a GPU machine, the mission.
+ *
+ * <p>Under the CPU emulation every section says so: it shows the wrapper's own costs and the
+ * protocol's shape, not GPU or network speed (its "asynchronous" copies run on the calling thread,
+ * so nothing overlaps, and its device memory is zero-filled host memory, so mapping it costs time).
  */
 public final class MigrationBenchCommand implements Subcommand {
     private static final double PER_CALL_GOAL = 1.01;
@@ -68,40 +68,58 @@ public final class MigrationBenchCommand implements Subcommand {
     public Options options() {
         return new Options()
                 .addOption(Option.builder().longOpt("backend").hasArg().argName("NAME")
-                        .desc("emulated (default; two emulated devices) or native (per-call figures only)").get())
+                        .desc("the local backend: emulated (default, two emulated devices) or native").get())
                 .addOption(Option.builder().longOpt("trials").hasArg().argName("N").desc("timed trials per figure, median reported (default 7)").get())
                 .addOption(Option.builder().longOpt("iterations").hasArg().argName("N").desc("calls per per-call trial (default 20000)").get())
                 .addOption(Option.builder().longOpt("live-mib").hasArg().argName("MIB")
                         .desc("live state for the blocked-time figure (default 1024)").get())
                 .addOption(Option.builder().longOpt("large").desc("also measure the blocked time for 8 GiB of live state").get())
-                .addOption(Option.builder().longOpt("md-scale").hasArg().argName("N").desc("Lennard-Jones workload scale (default 2)").get());
+                .addOption(Option.builder().longOpt("md-scale").hasArg().argName("N").desc("Lennard-Jones workload scale (default 2)").get())
+                .addOption(Option.builder().longOpt("source").hasArg().argName("WHERE")
+                        .desc("where migrated vGPUs start: local (default; emulated device 0) or worker (a GPU worker process"
+                                + " per vGPU on loopback, the remote-to-local mission; required for native)").get())
+                .addOption(Option.builder().longOpt("worker-device").hasArg().argName("N")
+                        .desc("device of the worker processes (default 0)").get())
+                .addOption(Option.builder().longOpt("target-device").hasArg().argName("N")
+                        .desc("local device the vGPUs move to with --source worker (default 0)").get());
     }
 
     @Override
     public int run(CommandLine line, PrintStream out, PrintStream err) throws ParseException {
         String backendName = CommandLines.choice(line, "backend", EmulatedBackend.NAME, List.of(EmulatedBackend.NAME, "native"));
+        String source = CommandLines.choice(line, "source", "local", List.of("local", "worker"));
         Settings settings = new Settings(CommandLines.intValue(line, "trials", 7, 1),
                 CommandLines.intValue(line, "iterations", 20_000, 100),
                 CommandLines.intValue(line, "live-mib", 1024, 1), line.hasOption("large"),
                 CommandLines.intValue(line, "md-scale", 2, 1));
+        int workerDevice = CommandLines.intValue(line, "worker-device", 0, 0);
+        int targetDevice = CommandLines.intValue(line, "target-device", 0, 0);
         try (GpuBackend backend = backendName.equals(EmulatedBackend.NAME)
                 ? new EmulatedBackend(2, EMULATED_DEVICE_BUDGET, TestKernels.twins()) : Backends.open(backendName)) {
+            if (targetDevice >= backend.deviceCount() || (source.equals("local") && backend.deviceCount() < 2)) {
+                throw new ParseException("--target-device must be < " + backend.deviceCount() + " and --source local needs"
+                        + " two devices of the backend");
+            }
             String label = backend.isEmulation() ? "  [CPU EMULATION: not a GPU; shows the wrapper's and protocol's own costs]" : "";
             out.printf("vgpu migration-bench on %s; Java %s%n%s%n", backend.deviceProperties(0).describe(), Runtime.version(), label);
             gateCost(settings, out);
-            perCall(backend, settings, false, out);
-            if (backend.isEmulation() && backend.deviceCount() >= 2) {
-                perCall(backend, settings, true, out);
-                replay(backend, out, label);
-                memSync(backend, settings, out, label);
-                blocked(backend, settings.liveMib() * (1L << 20), out, label);
+            perCall(LocalPlacement.migratable(backend, 0, 0), backend.open(0, VaWindow.forVgpu(1)), null, settings, out);
+            if (source.equals("local") && !backend.isEmulation()) {
+                out.printf("%nmigration figures skipped: native to native in one process is refused; use --source worker%n");
+                return 0;
+            }
+            try (Placement placement = source.equals("local") ? new LocalPlacement(backend)
+                    : new WorkerPlacement(backend, backendName, workerDevice, targetDevice)) {
+                out.printf("%nmigrations: %s%n", placement.describe());
+                perCall(placement.openOnSource(0), backend.open(placement.targetDevice(), VaWindow.forVgpu(1)), placement.target(),
+                        settings, out);
+                replay(placement, out, label);
+                memSync(placement, settings, out, label);
+                blocked(placement, settings.liveMib() * (1L << 20), out, label);
                 if (settings.large()) {
-                    blocked(backend, 8L << 30, out, label);
+                    blocked(placement, 8L << 30, out, label);
                 }
-                md(backend, settings, out, label);
-            } else {
-                out.printf("%nmigration figures skipped: on %s they need a source another process serves (the remote"
-                        + " runtime); native-to-native in one process is refused%n", backend.name());
+                md(placement, settings, out, label);
             }
         }
         return 0;
@@ -129,20 +147,23 @@ public final class MigrationBenchCommand implements Subcommand {
 
     // ---- per call
 
-    private static void perCall(GpuBackend backend, Settings settings, boolean afterMigration, PrintStream out) {
-        int device = afterMigration ? 1 : 0;
-        try (MigratableGpu wrapper = migratable(backend, 0, 0);
-             VirtualGpu direct = backend.open(device, VaWindow.forVgpu(1))) {
+    /**
+     * The wrapper's cost per call against {@code direct}, a backend's own vGPU; with a {@code target},
+     * after the wrapper has migrated there (and {@code direct} is on the target's device).
+     */
+    private static void perCall(MigratableGpu wrapper, VirtualGpu direct, MigrationTarget target, Settings settings,
+                                PrintStream out) {
+        try (wrapper; direct) {
             // Set up before the migration, so the wrapper's handles and buffers are ones the replay remapped.
             LongConsumer directLaunches = launches(direct);
             LongConsumer wrapperLaunches = launches(wrapper);
             LongConsumer directCopies = smallCopies(direct);
             LongConsumer wrapperCopies = smallCopies(wrapper);
-            if (afterMigration) {
-                wrapper.migrate(new MigrationTarget.LocalGpu(device));
+            if (target != null) {
+                wrapper.migrate(target);
             }
             out.printf("%nper call, %s vs the backend directly (median of %d trials, alternating order; goal <= %.2f)%n",
-                    afterMigration ? "after a migration, wrapper" : "wrapper recording (before any migration)",
+                    target != null ? "after a migration, wrapper" : "wrapper recording (before any migration)",
                     settings.trials(), PER_CALL_GOAL);
             out.printf("  %-40s %12s %12s %8s%n", "operation", "backend", "wrapper", "ratio");
             compare("empty kernel launch, async", settings, settings.iterations(), directLaunches, wrapperLaunches, out);
@@ -205,12 +226,12 @@ public final class MigrationBenchCommand implements Subcommand {
      * Replay against the app's call count (the log keeps live state only, so it should not grow) and
      * against the live state (one replayed call per live object, so it grows with it).
      */
-    private static void replay(GpuBackend backend, PrintStream out, String label) {
+    private static void replay(Placement placement, PrintStream out, String label) {
         out.printf("%nreplay time (target opened, every live object recreated) vs calls the app made;"
                 + " live state: 1 module, 4 functions, 2 streams, 2 events, 16 allocations (goal: flat, <= 50 ms)%s%n", label);
         out.printf("  %-34s %12s%n", "calls made", "replay");
         for (int calls : new int[] {1_000, 10_000, 100_000, 1_000_000}) {
-            try (MigratableGpu gpu = migratable(backend, 2, 0)) {
+            try (MigratableGpu gpu = placement.openOnSource(2)) {
                 FunctionHandle empty = null;
                 var module = gpu.moduleLoadData(TestKernels.ptx());
                 for (String kernel : List.of(TestKernels.EMPTY_KERNEL, TestKernels.SAXPY, TestKernels.VECTOR_ADD, TestKernels.POINTER_CHASE)) {
@@ -237,25 +258,30 @@ public final class MigrationBenchCommand implements Subcommand {
                     }
                 }
                 gpu.ctxSynchronize();
-                MigrationReport report = gpu.migrate(new MigrationTarget.LocalGpu(1));
+                MigrationReport report = gpu.migrate(placement.target());
                 out.printf("  %-34d %9.3f ms%n", calls, report.replay().toNanos() / 1e6);
             }
         }
         out.printf("  replay time vs live objects (grows with them, not with calls)%n");
         out.printf("  %-34s %12s %14s%n", "live objects", "replay", "per object");
         for (int count : new int[] {100, 1_000, 10_000}) {
-            try (MigratableGpu gpu = migratable(backend, 2, 0)) {
-                for (int i = 0; i < count; i++) {
-                    gpu.memAlloc(SMALL_COPY);
+            try (MigratableGpu gpu = placement.openOnSource(2)) {
+                if ((long) count * VaWindow.GRANULARITY > gpu.deviceProperties().totalMemory() / 2) {
+                    out.printf("  %-34s skipped: they would take %d MiB of device memory%n", count + " allocations of 4 KiB",
+                            count * (VaWindow.GRANULARITY >> 20));
+                } else {
+                    for (int i = 0; i < count; i++) {
+                        gpu.memAlloc(SMALL_COPY);
+                    }
+                    printReplay(count + " allocations of 4 KiB", gpu.migrate(placement.target()), count, out);
                 }
-                printReplay(count + " allocations of 4 KiB", gpu.migrate(new MigrationTarget.LocalGpu(1)), count, out);
             }
-            try (MigratableGpu gpu = migratable(backend, 2, 0)) {
+            try (MigratableGpu gpu = placement.openOnSource(2)) {
                 for (int i = 0; i < count / 2; i++) {
                     gpu.streamCreate();
                     gpu.eventCreate();
                 }
-                printReplay(count + " streams and events", gpu.migrate(new MigrationTarget.LocalGpu(1)), count, out);
+                printReplay(count + " streams and events", gpu.migrate(placement.target()), count, out);
             }
         }
     }
@@ -267,42 +293,54 @@ public final class MigrationBenchCommand implements Subcommand {
 
     // ---- mem-sync
 
-    private static void memSync(GpuBackend backend, Settings settings, PrintStream out, String label) {
+    private static void memSync(Placement placement, Settings settings, PrintStream out, String label) {
         long total = 64L << 20;
-        double[] raw = rawCopy(backend, total, settings.trials());
+        double[] raw = rawCopy(placement, total, settings.trials());
         double slowerLeg = total / Math.max(raw[0], raw[1]);
         double serial = total / (raw[0] + raw[1]);
         out.printf("%nmem-sync of %d MiB by region size vs raw copies of one %d MiB region through pinned memory%s%n",
                 total >> 20, total >> 20, label);
-        out.printf("  raw: device->host %.2f GB/s, host->device %.2f GB/s; slower leg %.2f GB/s, one after the other %.2f GB/s%n",
-                total / raw[0] / 1e9, total / raw[1] / 1e9, slowerLeg / 1e9, serial / 1e9);
+        out.printf("  raw: source device->host %.2f GB/s, target host->device %.2f GB/s; slower leg %.2f GB/s,"
+                + " one after the other %.2f GB/s%n", total / raw[0] / 1e9, total / raw[1] / 1e9, slowerLeg / 1e9, serial / 1e9);
         out.printf("  %-12s %9s %12s %11s %14s %12s%n", "region size", "regions", "mem-sync", "GB/s", "/ slower leg", "/ serial");
         for (long size : new long[] {4L << 10, 64L << 10, 1L << 20, 16L << 20, 64L << 20}) {
             int regions = (int) (total / size);
             double[] seconds = new double[settings.trials()];
             for (int trial = 0; trial < settings.trials(); trial++) {
-                try (MigratableGpu gpu = migratable(backend, 3, 0)) {
+                try (MigratableGpu gpu = placement.openOnSource(3)) {
+                    // Every allocation takes at least one mapping granule of device memory.
+                    if ((long) regions * VaWindow.GRANULARITY > gpu.deviceProperties().totalMemory() / 2) {
+                        out.printf("  %-12s %9d   skipped: the regions would take %d MiB of device memory%n", bytes(size),
+                                regions, regions * (VaWindow.GRANULARITY >> 20));
+                        seconds = null;
+                        break;
+                    }
                     for (int r = 0; r < regions; r++) {
                         gpu.memsetD32(gpu.memAlloc(size), r, size / 4);
                     }
-                    seconds[trial] = gpu.migrate(new MigrationTarget.LocalGpu(1)).memSync().toNanos() / 1e9;
+                    seconds[trial] = gpu.migrate(placement.target()).memSync().toNanos() / 1e9;
                 }
             }
-            double bandwidth = total / median(seconds);
-            out.printf("  %-12s %9d %9.3f ms %11.2f %11.3f %s %11.3f%n", bytes(size), regions, median(seconds) * 1e3,
-                    bandwidth / 1e9, bandwidth / slowerLeg, bandwidth / slowerLeg >= MEM_SYNC_GOAL ? "  " : " !", bandwidth / serial);
+            if (seconds != null) {
+                double bandwidth = total / median(seconds);
+                out.printf("  %-12s %9d %9.3f ms %11.2f %11.3f %s %11.3f%n", bytes(size), regions, median(seconds) * 1e3,
+                        bandwidth / 1e9, bandwidth / slowerLeg, bandwidth / slowerLeg >= MEM_SYNC_GOAL ? "  " : " !",
+                        bandwidth / serial);
+            }
         }
         out.printf("  goal: >= %.0f %% of the slower leg (\"!\" marks a miss)%n", MEM_SYNC_GOAL * 100);
     }
 
-    /** Seconds of one device-to-host copy on device 0 and one host-to-device copy on device 1, medians. */
-    private static double[] rawCopy(GpuBackend backend, long bytes, int trials) {
-        try (VirtualGpu source = backend.open(0, VaWindow.forVgpu(4));
-             VirtualGpu target = backend.open(1, VaWindow.forVgpu(5))) {
+    /** Seconds of one device-to-host copy on the source and one host-to-device copy on the target, medians. */
+    private static double[] rawCopy(Placement placement, long bytes, int trials) {
+        try (VirtualGpu source = placement.openPlainOnSource(4);
+             VirtualGpu target = placement.local().open(placement.targetDevice(), VaWindow.forVgpu(5))) {
             long from = source.memAlloc(bytes);
             long to = target.memAlloc(bytes);
             source.memsetD8(from, (byte) 1, bytes);
-            MemorySegment pinned = source.memAllocHost(bytes);
+            // Pinned where the native side is, as mem-sync's staging buffers are.
+            VirtualGpu pinner = "native".equals(target.backendName()) ? target : source;
+            MemorySegment pinned = pinner.memAllocHost(bytes);
             double[] down = new double[trials];
             double[] up = new double[trials];
             for (int trial = 0; trial < trials; trial++) {
@@ -314,21 +352,21 @@ public final class MigrationBenchCommand implements Subcommand {
                 down[trial] = (middle - start) / 1e9;
                 up[trial] = (end - middle) / 1e9;
             }
-            source.memFreeHost(pinned);
+            pinner.memFreeHost(pinned);
             return new double[] {median(down), median(up)};
         }
     }
 
     // ---- blocked time
 
-    private static void blocked(GpuBackend backend, long liveBytes, PrintStream out, String label) {
+    private static void blocked(Placement placement, long liveBytes, PrintStream out, String label) {
         long region = Math.min(liveBytes, 64L << 20);
-        try (MigratableGpu gpu = migratable(backend, 6, 0)) {
+        try (MigratableGpu gpu = placement.openOnSource(6)) {
             for (long placed = 0; placed < liveBytes; placed += region) {
                 long bytes = Math.min(region, liveBytes - placed);
                 gpu.memsetD8(gpu.memAlloc(bytes), (byte) (placed >> 20), bytes);
             }
-            MigrationReport report = gpu.migrate(new MigrationTarget.LocalGpu(1));
+            MigrationReport report = gpu.migrate(placement.target());
             out.printf("%napp blocked by the migration of %s of live state in %d regions%s%n  %s%n", bytes(liveBytes),
                     report.memSyncRegions(), label, report.summary());
         }
@@ -336,26 +374,29 @@ public final class MigrationBenchCommand implements Subcommand {
 
     // ---- MD migrated mid-run
 
-    private static void md(GpuBackend backend, Settings settings, PrintStream out, String label) {
+    private static void md(Placement placement, Settings settings, PrintStream out, String label) {
         LennardJonesWorkload workload = new LennardJonesWorkload();
         long launches;
-        try (MigratableGpu gpu = migratable(backend, 7, 0)) {
-            MigrateAfterLaunches counter = new MigrateAfterLaunches(gpu, 0, new MigrationTarget.LocalGpu(1));
+        try (MigratableGpu gpu = placement.openOnSource(7)) {
+            MigrateAfterLaunches counter = new MigrateAfterLaunches(gpu, 0, placement.target());
             workload.run(counter, settings.mdScale(), 1);
             launches = counter.launches();
         }
-        // Each row: the device the run starts on and after how many launches it moves to device 1 (0: never).
+        // Each row: whether the run starts on the target, and after how many launches it moves there (0: never).
         String[] names = {"never migrated, on the source", "never migrated, on the target", "migrated after 25 % of launches",
                 "migrated after 50 % of launches", "migrated after 75 % of launches"};
-        int[] devices = {0, 1, 0, 0, 0};
+        boolean[] onTarget = {false, true, false, false, false};
         long[] migrateAfter = {0, 0, launches / 4, launches / 2, launches * 3 / 4};
         double[][] millis = new double[names.length][settings.trials()];
         // Rounds over all rows, after a warm-up round, so JIT warm-up and drift spread over every row.
         for (int round = -1; round < settings.trials(); round++) {
             for (int row = 0; row < names.length; row++) {
-                double elapsed = mdMillis(backend, workload, settings, devices[row], migrateAfter[row], out);
-                if (round >= 0) {
-                    millis[row][round] = elapsed;
+                try (MigratableGpu gpu = onTarget[row]
+                        ? LocalPlacement.migratable(placement.local(), 7, placement.targetDevice()) : placement.openOnSource(7)) {
+                    double elapsed = mdMillis(gpu, workload, settings, migrateAfter[row], placement.target(), out);
+                    if (round >= 0) {
+                        millis[row][round] = elapsed;
+                    }
                 }
             }
         }
@@ -368,25 +409,17 @@ public final class MigrationBenchCommand implements Subcommand {
         }
     }
 
-    /** Device time of one run of the workload on {@code device}, migrated to device 1 after {@code migrateAfter} launches (0: never). */
-    private static double mdMillis(GpuBackend backend, LennardJonesWorkload workload, Settings settings, int device,
-                                   long migrateAfter, PrintStream out) {
-        try (MigratableGpu gpu = migratable(backend, 7, device)) {
-            WorkloadResult result = workload.run(new MigrateAfterLaunches(gpu, migrateAfter, new MigrationTarget.LocalGpu(1)),
-                    settings.mdScale(), 1);
-            if (!result.passed()) {
-                out.printf("  MD run FAILED its check: %s%n", result.errorSummary());
-            }
-            return result.elapsed().toNanos() / 1e6;
+    /** Device time of one run of the workload, migrated to {@code target} after {@code migrateAfter} launches (0: never). */
+    private static double mdMillis(MigratableGpu gpu, LennardJonesWorkload workload, Settings settings, long migrateAfter,
+                                   MigrationTarget target, PrintStream out) {
+        WorkloadResult result = workload.run(new MigrateAfterLaunches(gpu, migrateAfter, target), settings.mdScale(), 1);
+        if (!result.passed()) {
+            out.printf("  MD run FAILED its check: %s%n", result.errorSummary());
         }
+        return result.elapsed().toNanos() / 1e6;
     }
 
     // ---- helpers
-
-    private static MigratableGpu migratable(GpuBackend backend, int vgpu, int device) {
-        return new MigratableGpu(backend.open(device, VaWindow.forVgpu(vgpu)), new MigrationTarget.LocalGpu(device),
-                new NodeTargetResolver(backend), MigrationConfig.DEFAULTS, MigrationListener.NONE, MigrationFaults.NONE);
-    }
 
     private interface Measurement {
         double take();
