@@ -8,7 +8,7 @@
 #   devices.log      vgpu devices
 #   demo.log         vgpu demo --backend native
 #   bench.log        vgpu bench (native backend vs raw JCuda)
-#   migration-bench.log  vgpu migration-bench --backend native (the wrapper's per-call cost on a GPU)
+#   migration-bench.log  vgpu migration-bench --backend native --source worker (remote to native on this GPU)
 # Every step runs even if an earlier one failed; the exit status is 1 if any failed.
 # Java: $JAVA when set, else the runtime in .gpu/jre.tar.xz unpacked to /tmp/jre.
 set -uo pipefail
@@ -46,5 +46,5 @@ step tests "${java[@]}" -cp ".gpu/lib/*:$test_classes:$junit_jar" org.junit.plat
 step devices "${java[@]}" -cp '.gpu/lib/*' org.vgpu.cli.Vgpu devices
 step demo "${java[@]}" -cp '.gpu/lib/*' org.vgpu.cli.Vgpu demo --backend native
 step bench "${java[@]}" -cp '.gpu/lib/*' org.vgpu.cli.Vgpu bench
-step migration-bench "${java[@]}" -cp '.gpu/lib/*' org.vgpu.cli.Vgpu migration-bench --backend native
+step migration-bench "${java[@]}" -cp '.gpu/lib/*' org.vgpu.cli.Vgpu migration-bench --backend native --source worker
 exit $failed

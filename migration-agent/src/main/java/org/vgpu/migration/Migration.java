@@ -69,7 +69,7 @@ final class Migration {
         step = MigrationStep.LOCK;
         try {
             gpu.gate().shut(config.lockTimeout());
-        } catch (VgpuException e) {
+        } catch (RuntimeException e) {
             lockWait = System.nanoTime() - prepared;
             blocked = lockWait;
             throw rolledBack(e, sync, opened);

@@ -121,7 +121,8 @@ public final class MigrationAgent implements AutoCloseable {
      * Makes {@code initial} (a freshly opened backend) a migratable vGPU of this agent.
      *
      * @param location where {@code initial} runs
-     * @throws VgpuException CUDA_ERROR_INVALID_VALUE when the agent already has a vGPU of that index
+     * @throws VgpuException CUDA_ERROR_INVALID_VALUE when the agent already has a vGPU of that index;
+     *         {@code initial} then stays the caller's to close
      */
     public MigratableGpu adopt(VirtualGpu initial, MigrationTarget location) {
         MigratableGpu gpu = new MigratableGpu(initial, location, resolver, config, this::recordAndForward, faults);
