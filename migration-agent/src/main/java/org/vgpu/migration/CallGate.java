@@ -31,10 +31,11 @@ import org.vgpu.runtime.api.VgpuException;
  * entered before seeing the new state is in its slot and is waited for, one that entered after sees
  * the state, leaves its slot and waits (Dekker's handshake, both sides store then load).
  *
- * <p>Measured on a 2-core VM after warm-up ({@code vgpu migration-bench} prints the same table): about
- * 8 ns per call with one thread and with two, against 13 to 16 ns for a variant that counts calls
- * in per-thread-id stripes of atomic counters (two locked instructions per call, no ThreadLocal),
- * 17 to 60 ns for one shared AtomicLong, and 100 to 200 ns for read locks with two threads.
+ * <p>Measured on a 2-core VM after warm-up ({@code vgpu migration-bench} prints the same comparison):
+ * 7 to 9 ns per call with one thread and 8 to 16 ns with two, against 13 to 16 ns for a variant
+ * that counts calls in per-thread-id stripes of atomic counters (two locked instructions per call,
+ * no ThreadLocal), 17 to 120 ns for one shared AtomicLong, and 60 to 330 ns for read locks with two
+ * threads.
  *
  * <p>A thread's slot is found through a ThreadLocal of this gate; slots of threads that have died
  * are dropped while the registry is scanned, so many short-lived threads do not make it grow.
