@@ -268,6 +268,10 @@ public final class MigratableGpu implements VirtualGpu {
     public FunctionHandle moduleGetFunction(ModuleHandle module, String kernelName) {
         CallGate.Slot slot = gate.enter();
         try {
+            FunctionHandle known = log.knownFunction(module, kernelName);
+            if (known != null) {
+                return known;
+            }
             return log.addFunction(module, kernelName, backend.moduleGetFunction(log.module(module).current, kernelName));
         } finally {
             gate.exit(slot);

@@ -67,6 +67,9 @@ final class ReplayLog {
         }
     }
 
+    private record FunctionKey(int moduleId, String name) {
+    }
+
     /** A live allocation as the app asked for it. */
     record Region(long address, long bytes) {
     }
@@ -78,6 +81,8 @@ final class ReplayLog {
     private final AtomicInteger nextEventId = new AtomicInteger(1);
     private final ConcurrentHashMap<Integer, ModuleEntry> modules = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<Integer, FunctionEntry> functions = new ConcurrentHashMap<>();
+    /** The app's handle for each (module, kernel name), so repeated lookups do not grow the log. */
+    private final ConcurrentHashMap<FunctionKey, FunctionHandle> functionsByName = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<Integer, StreamEntry> streams = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<Integer, EventEntry> events = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<Long, Long> allocations = new ConcurrentHashMap<>();
@@ -102,12 +107,26 @@ final class ReplayLog {
     void removeModule(ModuleHandle module) {
         modules.remove(module.id());
         functions.values().removeIf(function -> function.moduleId == module.id());
+        functionsByName.keySet().removeIf(key -> key.moduleId() == module.id());
     }
 
+    /** The handle an earlier lookup of {@code name} in {@code module} returned; null when there was none. */
+    FunctionHandle knownFunction(ModuleHandle module, String name) {
+        return functionsByName.get(new FunctionKey(module.id(), name));
+    }
+
+    /**
+     * Records a lookup. As {@code cuModuleGetFunction} does, a second lookup of the same kernel gets
+     * the same handle: when two threads race, the first recorded wins and the other backend handle
+     * is simply not used.
+     */
     FunctionHandle addFunction(ModuleHandle module, String name, FunctionHandle current) {
-        int id = nextFunctionId.getAndIncrement();
-        functions.put(id, new FunctionEntry(module.id(), name, current));
-        return new FunctionHandle(id, name);
+        FunctionKey key = new FunctionKey(module.id(), name);
+        return functionsByName.computeIfAbsent(key, unused -> {
+            int id = nextFunctionId.getAndIncrement();
+            functions.put(id, new FunctionEntry(module.id(), name, current));
+            return new FunctionHandle(id, name);
+        });
     }
 
     FunctionHandle backendFunction(FunctionHandle function) {

@@ -93,6 +93,26 @@ class MigratableGpuTest {
     }
 
     @Test
+    void repeatedLookupsOfAKernelGetOneHandleAcrossMigrations() {
+        try (Emulation emulation = new Emulation(2); MigratableGpu gpu = emulation.open(0, 0)) {
+            ModuleHandle kernels = gpu.moduleLoadData(TestKernels.ptx());
+            FunctionHandle first = gpu.moduleGetFunction(kernels, TestKernels.EMPTY_KERNEL);
+            for (int i = 0; i < 10_000; i++) {
+                assertEquals(first, gpu.moduleGetFunction(kernels, TestKernels.EMPTY_KERNEL));
+            }
+            gpu.migrate(Emulation.gpu(1));
+            assertEquals(first, gpu.moduleGetFunction(kernels, TestKernels.EMPTY_KERNEL));
+            gpu.launchKernel(first, Dim3.of(1), Dim3.of(1), 0, StreamHandle.DEFAULT, KernelArgs.none());
+            gpu.moduleUnload(kernels);
+            ModuleHandle reloaded = gpu.moduleLoadData(TestKernels.ptx());
+            FunctionHandle fresh = gpu.moduleGetFunction(reloaded, TestKernels.EMPTY_KERNEL);
+            assertTrue(fresh.id() != first.id(), "a function of a reloaded module is a new handle");
+            assertError(ErrorCode.CUDA_ERROR_INVALID_HANDLE, () -> gpu.launchKernel(first, Dim3.of(1), Dim3.of(1), 0,
+                    StreamHandle.DEFAULT, KernelArgs.none()));
+        }
+    }
+
+    @Test
     void pinnedHostMemoryOutlivesTheBackendThatAllocatedIt() {
         try (Emulation emulation = new Emulation(2); MigratableGpu gpu = emulation.open(0, 0)) {
             long bytes = 1 << 20;

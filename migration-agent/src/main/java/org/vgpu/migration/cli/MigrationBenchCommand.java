@@ -245,13 +245,15 @@ public final class MigrationBenchCommand implements Subcommand {
                 for (int i = 0; i < 16; i++) {
                     gpu.memAlloc(SMALL_COPY);
                 }
-                // The rest of the calls: launches, and allocations freed again (churn the log must not keep).
+                // The rest of the calls: launches, allocations freed again and repeated kernel lookups (churn
+                // the log must not keep).
                 int made = 29;
                 Dim3 one = Dim3.of(1);
                 while (made < calls) {
                     if (made % 100 == 0) {
                         gpu.memFree(gpu.memAlloc(SMALL_COPY));
-                        made += 2;
+                        gpu.moduleGetFunction(module, TestKernels.SAXPY);
+                        made += 3;
                     } else {
                         gpu.launchKernel(empty, one, one, 0, StreamHandle.DEFAULT, KernelArgs.none());
                         made++;
