@@ -39,8 +39,10 @@ class CallGateTest {
         CallGate gate = new CallGate("vGPU 0");
         AtomicInteger inside = new AtomicInteger();
         AtomicBoolean stop = new AtomicBoolean();
+        int callerCount = 4;
+        CountDownLatch calling = new CountDownLatch(callerCount);
         List<Future<Long>> callers = new ArrayList<>();
-        for (int t = 0; t < 4; t++) {
+        for (int t = 0; t < callerCount; t++) {
             callers.add(threads.submit(() -> {
                 long calls = 0;
                 while (!stop.get()) {
@@ -49,11 +51,15 @@ class CallGateTest {
                     Thread.onSpinWait();
                     inside.decrementAndGet();
                     gate.exit(slot);
-                    calls++;
+                    if (calls++ == 0) {
+                        calling.countDown();
+                    }
                 }
                 return calls;
             }));
         }
+        // On a loaded machine a thread may start late: the rounds begin once every caller is calling.
+        assertTrue(calling.await(30, TimeUnit.SECONDS));
         for (int round = 0; round < 300; round++) {
             gate.shut(Duration.ofSeconds(10));
             assertEquals(0, inside.get(), "a call is inside while the gate is shut");
