@@ -8,7 +8,9 @@
 #   devices.log      vgpu devices
 #   demo.log         vgpu demo --backend native
 #   bench.log        vgpu bench (native backend vs raw JCuda)
-#   migration-bench.log  vgpu migration-bench --backend native --source worker (remote to native on this GPU)
+#   remote-bench.log vgpu remote-bench (worker on the last GPU, client on GPU 0, against plain sockets)
+#   migration-bench.log  vgpu migration-bench: vGPUs start in workers on the last GPU, move to GPU 0
+#                    (extra arguments from VGPU_MIGRATION_BENCH_ARGS, e.g. --large)
 # Every step runs even if an earlier one failed; the exit status is 1 if any failed.
 # Java: $JAVA when set, else the runtime in .gpu/jre.tar.xz unpacked to /tmp/jre.
 set -uo pipefail
@@ -46,5 +48,10 @@ step tests "${java[@]}" -cp ".gpu/lib/*:$test_classes:$junit_jar" org.junit.plat
 step devices "${java[@]}" -cp '.gpu/lib/*' org.vgpu.cli.Vgpu devices
 step demo "${java[@]}" -cp '.gpu/lib/*' org.vgpu.cli.Vgpu demo --backend native
 step bench "${java[@]}" -cp '.gpu/lib/*' org.vgpu.cli.Vgpu bench
-step migration-bench "${java[@]}" -cp '.gpu/lib/*' org.vgpu.cli.Vgpu migration-bench --backend native --source worker
+# With two or more GPUs the worker (lender) serves the last GPU and this process (borrower) uses GPU 0.
+last_gpu=$(( $(nvidia-smi -L | wc -l) - 1 ))
+step remote-bench "${java[@]}" -cp '.gpu/lib/*' org.vgpu.cli.Vgpu remote-bench --backend native --device 0 \
+    --worker-device "$last_gpu"
+step migration-bench "${java[@]}" -cp '.gpu/lib/*' org.vgpu.cli.Vgpu migration-bench --backend native --source worker \
+    --worker-device "$last_gpu" --target-device 0 ${VGPU_MIGRATION_BENCH_ARGS:-}
 exit $failed

@@ -84,7 +84,10 @@ public final class RemoteBenchCommand implements Subcommand {
         return new Options()
                 .addOption(Option.builder().longOpt("backend").hasArg().argName("NAME")
                         .desc("native or emulated, for the worker and the local comparison (default native)").get())
-                .addOption(Option.builder().longOpt("device").hasArg().argName("D").desc("device to use (default 0)").get())
+                .addOption(Option.builder().longOpt("device").hasArg().argName("D").desc("device this client uses locally (default 0)").get())
+                .addOption(Option.builder().longOpt("worker-device").hasArg().argName("D")
+                        .desc("device the worker serves (default: --device; on a two-GPU machine use the other GPU, so"
+                                + " lender and borrower GPUs are distinct)").get())
                 .addOption(Option.builder().longOpt("host").hasArg().argName("ADDRESS")
                         .desc("address the worker listens on and this client connects to (default 127.0.0.1)").get())
                 .addOption(Option.builder().longOpt("trials").hasArg().argName("N")
@@ -101,6 +104,7 @@ public final class RemoteBenchCommand implements Subcommand {
     public int run(CommandLine line, PrintStream out, PrintStream err) throws ParseException {
         String backendName = CommandLines.choice(line, "backend", "native", WorkerSpec.BACKENDS);
         int device = CommandLines.intValue(line, "device", 0, 0);
+        int workerDevice = CommandLines.intValue(line, "worker-device", device, 0);
         String host = line.getOptionValue("host", "127.0.0.1");
         int trials = CommandLines.intValue(line, "trials", 9, 1);
         int syncIterations = CommandLines.intValue(line, "sync-iterations", 2000, 10);
@@ -108,16 +112,17 @@ public final class RemoteBenchCommand implements Subcommand {
         long copyBytes = (long) CommandLines.intValue(line, "copy-mib", 256, 1) << 20;
 
         try (GpuBackend local = Backends.open(backendName)) {
-            if (device >= local.deviceCount()) {
-                throw new ParseException("--device must be < " + local.deviceCount() + ", got " + device);
+            if (device >= local.deviceCount() || workerDevice >= local.deviceCount()) {
+                throw new ParseException("--device and --worker-device must be < " + local.deviceCount() + ", got "
+                        + device + " and " + workerDevice);
             }
             boolean emulated = local.isEmulation();
             String label = emulated ? " [CPU EMULATION]" : "";
-            try (BenchWorker worker = BenchWorker.start(host, backendName, device);
+            try (BenchWorker worker = BenchWorker.start(host, backendName, workerDevice);
                  VirtualGpu localGpu = local.open(device, VaWindow.forVgpu(0));
                  VirtualGpu remoteGpu = worker.connect(VaWindow.forVgpu(0))) {
-                out.printf("vgpu remote-bench: %s device %d (%s), worker %s, transport %s; Java %s%n", backendName, device,
-                        local.deviceProperties(device).describe(), ((RemoteGpu) remoteGpu).workerDescription(),
+                out.printf("vgpu remote-bench: %s device %d (%s), worker on device %d: %s, transport %s; Java %s%n",
+                        backendName, device, local.deviceProperties(device).describe(), workerDevice, ((RemoteGpu) remoteGpu).workerDescription(),
                         NettyTransport.describe(), Runtime.version());
                 if (emulated) {
                     out.println("CPU EMULATION: the device is the CPU emulation, so these figures measure the remote"
