@@ -14,6 +14,7 @@ import org.vgpu.runtime.cli.DevicesCommand;
 import org.vgpu.runtime.cli.LenderCommand;
 import org.vgpu.runtime.cli.RemoteBenchCommand;
 import org.vgpu.runtime.remote.worker.WorkerCommand;
+import org.vgpu.siteconfig.cli.ConfigCommand;
 
 /**
  * The {@code vgpu} launcher: {@code vgpu <subcommand> [options]}. Every subcommand runs through
@@ -32,7 +33,8 @@ public final class Vgpu {
     /** The subcommands a {@code vgpu} installation offers. */
     public static Vgpu standard() {
         return new Vgpu(List.of(new DevicesCommand(), new DemoCommand(), new BenchCommand(), new LenderCommand(),
-                new WorkerCommand(), new RemoteBenchCommand(), new MigrateCommand(), new MigrationBenchCommand()));
+                new WorkerCommand(), new RemoteBenchCommand(), new MigrateCommand(), new MigrationBenchCommand(),
+                new ConfigCommand()));
     }
 
     public static void main(String[] args) {

@@ -24,6 +24,15 @@ public interface Subcommand {
     Options options();
 
     /**
+     * The operands (words that are not options) this command takes, as usage shows them, e.g.
+     * {@code "check|render FILE"}; empty for a command that takes none, whose stray words are then
+     * a usage error. A command with operands reads them from {@link CommandLine#getArgList()}.
+     */
+    default String operands() {
+        return "";
+    }
+
+    /**
      * Runs with the parsed options.
      *
      * @return 0 on success, 1 when the work failed (e.g. a result mismatch)

@@ -31,7 +31,7 @@ public final class SubcommandRunner {
                 printUsage(command, options, out);
                 return 0;
             }
-            if (!line.getArgList().isEmpty()) {
+            if (command.operands().isEmpty() && !line.getArgList().isEmpty()) {
                 throw new ParseException("unexpected argument(s): " + String.join(" ", line.getArgList()));
             }
             return command.run(line, out, err);
@@ -47,7 +47,8 @@ public final class SubcommandRunner {
 
     private static void printUsage(Subcommand command, Options options, PrintStream stream) {
         PrintWriter writer = new PrintWriter(stream);
-        new HelpFormatter().printHelp(writer, 100, "vgpu " + command.name() + " [options]", command.summary(),
+        new HelpFormatter().printHelp(writer, 100, "vgpu " + command.name() + " [options]"
+                + (command.operands().isEmpty() ? "" : " " + command.operands()), command.summary(),
                 options, 2, 4, "");
         writer.flush();
     }

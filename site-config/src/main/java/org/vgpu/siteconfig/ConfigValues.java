@@ -1,0 +1,104 @@
+package org.vgpu.siteconfig;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Locale;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * Parsers for the value types of a site configuration. Each throws {@link IllegalArgumentException}
+ * whose message says what was expected, so the reader can put it next to the file and line.
+ */
+final class ConfigValues {
+    /** Node, partition, QOS and cluster names as Slurm accepts them without quoting. */
+    private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9_.-]*");
+    private static final Pattern DURATION = Pattern.compile("(\\d+)\\s*(ms|s|m|h|d)");
+    private static final Pattern SIZE = Pattern.compile("(\\d+)\\s*([A-Za-z]*)");
+    private static final Map<String, Long> SIZE_UNITS = Map.of(
+            "kib", 1L << 10, "mib", 1L << 20, "gib", 1L << 30, "tib", 1L << 40,
+            "kb", 1_000L, "mb", 1_000_000L, "gb", 1_000_000_000L, "tb", 1_000_000_000_000L);
+
+    private ConfigValues() {
+    }
+
+    static String name(String value) {
+        if (!NAME.matcher(value).matches()) {
+            throw new IllegalArgumentException("'" + value + "' is not a valid name;"
+                    + " expected letters, digits, '_', '.', '-' (starting with a letter or digit)");
+        }
+        return value;
+    }
+
+    static int integer(String value, int min, int max) {
+        int parsed;
+        try {
+            parsed = Integer.parseInt(value);
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("'" + value + "' is not a whole number; expected " + min + ".." + max);
+        }
+        if (parsed < min || parsed > max) {
+            throw new IllegalArgumentException(parsed + " is out of range; expected " + min + ".." + max);
+        }
+        return parsed;
+    }
+
+    static boolean onOff(String value) {
+        return switch (value.toLowerCase(Locale.ROOT)) {
+            case "on", "yes", "true" -> true;
+            case "off", "no", "false" -> false;
+            default -> throw new IllegalArgumentException("'" + value + "' is not a switch; expected on or off");
+        };
+    }
+
+    /** A duration with a unit: {@code 500ms}, {@code 30s}, {@code 5m}, {@code 2h}, {@code 1d}. */
+    static Duration duration(String value) {
+        Matcher matcher = DURATION.matcher(value);
+        if (!matcher.matches()) {
+            throw new IllegalArgumentException("'" + value + "' is not a duration; expected a whole number with"
+                    + " a unit ms, s, m, h or d, e.g. 30s");
+        }
+        long amount;
+        try {
+            amount = Long.parseLong(matcher.group(1));
+            return switch (matcher.group(2)) {
+                case "ms" -> Duration.ofMillis(amount);
+                case "s" -> Duration.ofSeconds(amount);
+                case "m" -> Duration.ofMinutes(amount);
+                case "h" -> Duration.ofHours(amount);
+                default -> Duration.ofDays(amount);
+            };
+        } catch (NumberFormatException | ArithmeticException e) {
+            throw new IllegalArgumentException("'" + value + "' is too long a duration");
+        }
+    }
+
+    /** A byte size with a unit: binary {@code KiB MiB GiB TiB} or decimal {@code KB MB GB TB}. */
+    static long bytes(String value) {
+        Matcher matcher = SIZE.matcher(value);
+        Long unit = matcher.matches() ? SIZE_UNITS.get(matcher.group(2).toLowerCase(Locale.ROOT)) : null;
+        if (unit == null) {
+            throw new IllegalArgumentException("'" + value + "' is not a size; expected a whole number with a unit"
+                    + " KiB, MiB, GiB, TiB (or KB, MB, GB, TB), e.g. 80GiB");
+        }
+        try {
+            long amount = Long.parseLong(matcher.group(1));
+            if (amount == 0) {
+                throw new IllegalArgumentException("'" + value + "' is zero; expected a size above 0");
+            }
+            return Math.multiplyExact(amount, unit);
+        } catch (NumberFormatException | ArithmeticException e) {
+            throw new IllegalArgumentException("'" + value + "' is too large a size");
+        }
+    }
+
+    static Path absolutePath(String value) {
+        Path path = Path.of(value);
+        if (!path.isAbsolute()) {
+            throw new IllegalArgumentException("'" + value + "' is a relative path; expected an absolute path,"
+                    + " because daemons do not start in the directory the file was written in");
+        }
+        return path.normalize();
+    }
+}

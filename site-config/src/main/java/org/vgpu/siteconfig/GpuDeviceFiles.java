@@ -1,0 +1,69 @@
+package org.vgpu.siteconfig;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * gres.conf's {@code File=} syntax for GPU device files: comma-separated paths, each with at most one
+ * bracketed list of numbers and ranges, e.g. {@code /dev/nvidia[0-3]} or {@code /dev/nvidia[0,2-3],/dev/nvidia7}.
+ * Only counted here, to check it names one file per GPU; Slurm expands it.
+ */
+final class GpuDeviceFiles {
+    private static final Pattern PART = Pattern.compile("(/[^\\[\\],]*)(?:\\[([0-9,\\-]+)]([^\\[\\],]*))?");
+    private static final Pattern RANGE = Pattern.compile("(\\d+)(?:-(\\d+))?");
+
+    private GpuDeviceFiles() {
+    }
+
+    /**
+     * @throws IllegalArgumentException when the text is not in that syntax
+     */
+    static int count(String files) {
+        int count = 0;
+        for (String part : splitOutsideBrackets(files)) {
+            Matcher matcher = PART.matcher(part);
+            if (!matcher.matches()) {
+                throw new IllegalArgumentException("'" + part + "' is not a device file list; expected absolute paths"
+                        + " with an optional [N-M] range, e.g. /dev/nvidia[0-3]");
+            }
+            if (matcher.group(2) == null) {
+                count++;
+                continue;
+            }
+            for (String range : matcher.group(2).split(",", -1)) {
+                Matcher bounds = RANGE.matcher(range);
+                if (!bounds.matches()) {
+                    throw new IllegalArgumentException("'" + range + "' in '" + part + "' is not a number or range N-M");
+                }
+                int low = Integer.parseInt(bounds.group(1));
+                int high = bounds.group(2) == null ? low : Integer.parseInt(bounds.group(2));
+                if (high < low) {
+                    throw new IllegalArgumentException("range " + range + " in '" + part + "' runs backwards");
+                }
+                count += high - low + 1;
+            }
+        }
+        return count;
+    }
+
+    private static List<String> splitOutsideBrackets(String text) {
+        List<String> parts = new ArrayList<>();
+        int depth = 0;
+        int start = 0;
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            if (c == '[') {
+                depth++;
+            } else if (c == ']') {
+                depth--;
+            } else if (c == ',' && depth == 0) {
+                parts.add(text.substring(start, i));
+                start = i + 1;
+            }
+        }
+        parts.add(text.substring(start));
+        return parts;
+    }
+}

@@ -1,0 +1,31 @@
+package org.vgpu.siteconfig;
+
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * How the tracker lends GPUs.
+ *
+ * @param idleGrace           how long a GPU must have been idle before it may be lent, so Slurm's own
+ *                            scheduler gets the first pick of a freshly released GPU
+ * @param maxBorrowedPerJob   the most GPUs one job may borrow from other nodes
+ * @param borrowing           off: vgpu jobs wait until their node has enough idle GPUs of its own
+ * @param fallbackLocalOnly   on: when the tracker cannot secure borrowed GPUs (tracker or lender down), a
+ *                            vgpu job whose node has enough idle GPUs starts on local GPUs only instead of waiting
+ */
+public record Policy(Duration idleGrace, int maxBorrowedPerJob, boolean borrowing, boolean fallbackLocalOnly) {
+    public static final Duration DEFAULT_IDLE_GRACE = Duration.ofSeconds(30);
+    public static final int DEFAULT_MAX_BORROWED_PER_JOB = 4;
+
+    public Policy {
+        Objects.requireNonNull(idleGrace, "idleGrace");
+        if (idleGrace.isNegative() || maxBorrowedPerJob < 0) {
+            throw new IllegalArgumentException("idleGrace and maxBorrowedPerJob must not be negative");
+        }
+    }
+
+    /** The policy of a file without a [policy] section. */
+    public static Policy defaults() {
+        return new Policy(DEFAULT_IDLE_GRACE, DEFAULT_MAX_BORROWED_PER_JOB, true, false);
+    }
+}

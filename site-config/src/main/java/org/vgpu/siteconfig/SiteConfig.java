@@ -1,0 +1,44 @@
+package org.vgpu.siteconfig;
+
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+
+/**
+ * The cluster's validated vgpu configuration, read once from one file by {@link SiteConfigReader}.
+ *
+ * @param source        the file it was read from (absolute), so rendered files can point back at it
+ * @param clusterName   a name for logs, metrics and rendered files
+ * @param tracker       where the tracker listens (SPANK bridge, lenders and {@code vgpu report} connect there)
+ * @param tokenKeyFile  the site key ({@link org.vgpu.runtime.remote.security.SiteKey}) that signs session tokens
+ * @param lendPartition the partition of the tracker's holder jobs
+ * @param lendQos       the QOS of holder jobs, when the site has accounting (QOS needs slurmdbd)
+ * @param nodes         the GPU nodes, in file order, names unique
+ */
+public record SiteConfig(Path source, String clusterName, Endpoint tracker, Path tokenKeyFile, String lendPartition,
+        Optional<String> lendQos, Policy policy, List<NodeConfig> nodes, Distances distances, SlurmSettings slurm) {
+    public SiteConfig {
+        Objects.requireNonNull(source, "source");
+        Objects.requireNonNull(clusterName, "clusterName");
+        Objects.requireNonNull(tracker, "tracker");
+        Objects.requireNonNull(tokenKeyFile, "tokenKeyFile");
+        Objects.requireNonNull(lendPartition, "lendPartition");
+        Objects.requireNonNull(lendQos, "lendQos");
+        Objects.requireNonNull(policy, "policy");
+        Objects.requireNonNull(distances, "distances");
+        Objects.requireNonNull(slurm, "slurm");
+        nodes = List.copyOf(nodes);
+        if (nodes.isEmpty()) {
+            throw new IllegalArgumentException("a site needs at least one node");
+        }
+    }
+
+    public Optional<NodeConfig> node(String name) {
+        return nodes.stream().filter(node -> node.name().equals(name)).findFirst();
+    }
+
+    public int totalGpus() {
+        return nodes.stream().mapToInt(NodeConfig::gpus).sum();
+    }
+}

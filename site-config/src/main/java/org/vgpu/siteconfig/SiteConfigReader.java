@@ -1,0 +1,383 @@
+package org.vgpu.siteconfig;
+
+import java.io.IOException;
+import java.nio.charset.MalformedInputException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalInt;
+import java.util.OptionalLong;
+import java.util.function.Function;
+
+import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.remote.security.SiteKey;
+
+/**
+ * Reads and validates a site configuration file (format: site-config/README.md). Every problem is
+ * collected with its line; the file is rejected with all of them at once, so an admin fixes a file
+ * in one round.
+ */
+public final class SiteConfigReader {
+    private static final String CLUSTER = "cluster";
+    private static final String POLICY = "policy";
+    private static final String NODE = "node";
+    private static final String DISTANCE = "distance";
+    private static final String SLURM = "slurm";
+    private static final List<String> SECTION_KINDS = List.of(CLUSTER, POLICY, NODE, DISTANCE, SLURM);
+    private static final String DEFAULT_DISTANCE_KEY = "default";
+
+    private final Path file;
+    private final List<ConfigProblem> problems = new ArrayList<>();
+
+    private SiteConfigReader(Path file) {
+        this.file = file.toAbsolutePath().normalize();
+    }
+
+    /**
+     * Reads the file and validates its content.
+     *
+     * @throws SiteConfigException with every problem found
+     */
+    public static SiteConfig read(Path file) {
+        return new SiteConfigReader(file).readValidated(false);
+    }
+
+    /**
+     * As {@link #read}, and also checks the files the configuration refers to on this machine: the
+     * token key file must be a valid, private {@link SiteKey}. For the tracker's and lenders' machines;
+     * rendering Slurm files does not need it.
+     */
+    public static SiteConfig readAndCheckFiles(Path file) {
+        return new SiteConfigReader(file).readValidated(true);
+    }
+
+    private SiteConfig readValidated(boolean checkFiles) {
+        String text;
+        try {
+            text = Files.readString(file, StandardCharsets.UTF_8);
+        } catch (NoSuchFileException e) {
+            throw new SiteConfigException(List.of(new ConfigProblem(file, 0, "no such file")));
+        } catch (MalformedInputException e) {
+            throw new SiteConfigException(List.of(new ConfigProblem(file, 0, "is not UTF-8 text")));
+        } catch (IOException e) {
+            throw new SiteConfigException(List.of(new ConfigProblem(file, 0, "cannot be read: " + e)));
+        }
+        IniFile ini = IniFile.parse(file, text, problems);
+        Map<String, IniFile.Section> singletons = new HashMap<>();
+        List<IniFile.Section> nodeSections = new ArrayList<>();
+        for (IniFile.Section section : ini.sections()) {
+            sortSection(section, singletons, nodeSections);
+        }
+
+        Settings cluster = settings(singletons.get(CLUSTER), CLUSTER,
+                List.of("name", "tracker", "token_key_file", "lend_partition", "lend_qos"));
+        Optional<String> clusterName = cluster.required("name", "a name for logs and rendered files", ConfigValues::name);
+        Optional<Endpoint> tracker = cluster.required("tracker", "host:port where the tracker listens", Endpoint::parse);
+        Optional<Path> tokenKeyFile = cluster.required("token_key_file", "absolute path of the site key file",
+                ConfigValues::absolutePath);
+        Optional<String> lendPartition = cluster.required("lend_partition", "the partition of the tracker's holder jobs",
+                ConfigValues::name);
+        Optional<String> lendQos = cluster.optional("lend_qos", ConfigValues::name);
+
+        Policy policy = readPolicy(singletons.get(POLICY));
+        List<NodeConfig> nodes = readNodes(nodeSections);
+        SlurmSettings slurm = readSlurm(singletons.get(SLURM), lendPartition);
+        Distances distances = readDistances(singletons.get(DISTANCE),
+                nodeSections.stream().map(IniFile.Section::label).distinct().toList());
+
+        if (checkFiles && tokenKeyFile.isPresent()) {
+            try {
+                SiteKey.load(tokenKeyFile.get());
+            } catch (VgpuException e) {
+                problems.add(new ConfigProblem(file, cluster.lineOf("token_key_file"), e.detail()));
+            }
+        }
+        if (!problems.isEmpty()) {
+            problems.sort(Comparator.comparingInt(ConfigProblem::line));
+            throw new SiteConfigException(problems);
+        }
+        return new SiteConfig(file, clusterName.orElseThrow(), tracker.orElseThrow(), tokenKeyFile.orElseThrow(),
+                lendPartition.orElseThrow(), lendQos, policy, nodes, distances, slurm);
+    }
+
+    private void sortSection(IniFile.Section section, Map<String, IniFile.Section> singletons,
+            List<IniFile.Section> nodeSections) {
+        if (!SECTION_KINDS.contains(section.kind())) {
+            problem(section.line(), "unknown section " + section.title() + "; expected one of "
+                    + String.join(", ", SECTION_KINDS.stream().map(kind -> "[" + kind + "]").toList()));
+        } else if (section.kind().equals(NODE)) {
+            if (section.label().isEmpty()) {
+                problem(section.line(), "[node] needs the node's Slurm name, e.g. [node n1]");
+            } else {
+                nodeSections.add(section);
+            }
+        } else if (!section.label().isEmpty()) {
+            problem(section.line(), section.title() + ": [" + section.kind() + "] takes no label");
+        } else {
+            IniFile.Section first = singletons.putIfAbsent(section.kind(), section);
+            if (first != null) {
+                problem(section.line(), section.title() + " appears again (first at line " + first.line()
+                        + "); write each of its settings once, in one section");
+            }
+        }
+    }
+
+    private Policy readPolicy(IniFile.Section section) {
+        Settings policy = settings(section, POLICY,
+                List.of("idle_grace", "max_borrowed_per_job", "borrowing", "fallback_local_only"));
+        Policy defaults = Policy.defaults();
+        return new Policy(
+                policy.optional("idle_grace", ConfigValues::duration).orElse(defaults.idleGrace()),
+                policy.optional("max_borrowed_per_job", value -> ConfigValues.integer(value, 0, 1024))
+                        .orElse(defaults.maxBorrowedPerJob()),
+                policy.optional("borrowing", ConfigValues::onOff).orElse(defaults.borrowing()),
+                policy.optional("fallback_local_only", ConfigValues::onOff).orElse(defaults.fallbackLocalOnly()));
+    }
+
+    private List<NodeConfig> readNodes(List<IniFile.Section> sections) {
+        if (sections.isEmpty()) {
+            problem(0, "no [node NAME] section; describe each GPU node, e.g. [node n1] with gpus, gpu_memory,"
+                    + " vgpus and lender_port");
+            return List.of();
+        }
+        Map<String, Integer> firstLineOfNode = new HashMap<>();
+        Map<String, Integer> firstLineOfPort = new HashMap<>();
+        List<NodeConfig> nodes = new ArrayList<>();
+        for (IniFile.Section section : sections) {
+            Optional<String> name = validNodeName(section);
+            if (name.isPresent()) {
+                Integer firstLine = firstLineOfNode.putIfAbsent(name.get(), section.line());
+                if (firstLine != null) {
+                    problem(section.line(), "node '" + name.get() + "' is described again (first at line " + firstLine
+                            + "); node names must be unique");
+                    continue;
+                }
+            }
+            Settings node = settings(section, NODE, List.of("gpus", "gpu_memory", "vgpus", "lender_port", "gpu_devices",
+                    "address", "hostname", "slurmd_port", "cpus", "real_memory"));
+            Optional<Integer> gpus = node.required("gpus", "the number of physical GPUs",
+                    value -> ConfigValues.integer(value, 1, 64));
+            Optional<Long> gpuMemory = node.required("gpu_memory", "each GPU's memory, e.g. 80GiB", ConfigValues::bytes);
+            Optional<Integer> vgpus = node.required("vgpus", "how many vGPUs jobs on this node may ask for in all",
+                    value -> ConfigValues.integer(value, 1, 4096));
+            Optional<Integer> lenderPort = node.required("lender_port", "the TCP port of this node's lender",
+                    value -> ConfigValues.integer(value, 1, 65535));
+            Optional<String> gpuDevices = node.optional("gpu_devices", value -> {
+                int count = GpuDeviceFiles.count(value);
+                if (gpus.isPresent() && count != gpus.get()) {
+                    throw new IllegalArgumentException("'" + value + "' names " + count + " device file"
+                            + (count == 1 ? "" : "s") + " but gpus = " + gpus.get() + "; expected one file per GPU");
+                }
+                return value;
+            });
+            Optional<String> address = node.optional("address", ConfigValues::name);
+            Optional<String> hostname = node.optional("hostname", ConfigValues::name);
+            Optional<Integer> slurmdPort = node.optional("slurmd_port", value -> ConfigValues.integer(value, 1, 65535));
+            Optional<Integer> cpus = node.optional("cpus", value -> ConfigValues.integer(value, 1, 100_000));
+            Optional<Long> realMemory = node.optional("real_memory", ConfigValues::bytes);
+            if (name.isEmpty()) {
+                continue;
+            }
+            String host = address.or(() -> hostname).orElse(name.get());
+            for (String port : List.of("lender_port", "slurmd_port")) {
+                Optional<Integer> value = port.equals("lender_port") ? lenderPort : slurmdPort;
+                if (value.isPresent()) {
+                    Integer clash = firstLineOfPort.putIfAbsent(host + ":" + value.get(), node.lineOf(port));
+                    if (clash != null) {
+                        problem(node.lineOf(port), port + " " + value.get() + " on host " + host
+                                + " is already used at line " + clash + "; each daemon on one host needs its own port");
+                    }
+                }
+            }
+            if (gpus.isPresent() && gpuMemory.isPresent() && vgpus.isPresent() && lenderPort.isPresent()) {
+                nodes.add(new NodeConfig(name.get(), gpus.get(), gpuMemory.get(), vgpus.get(), lenderPort.get(),
+                        gpuDevices.orElse(NodeConfig.defaultGpuDevices(gpus.get())), address, hostname,
+                        slurmdPort.map(OptionalInt::of).orElse(OptionalInt.empty()),
+                        cpus.map(OptionalInt::of).orElse(OptionalInt.empty()),
+                        realMemory.map(OptionalLong::of).orElse(OptionalLong.empty())));
+            }
+        }
+        return nodes;
+    }
+
+    private SlurmSettings readSlurm(IniFile.Section section, Optional<String> lendPartition) {
+        Settings slurm = settings(section, SLURM, List.of("job_partition", "spank_plugin", "vgpu_command"));
+        String jobPartition = slurm.optional("job_partition", ConfigValues::name).orElse(SlurmSettings.DEFAULT_JOB_PARTITION);
+        if (lendPartition.isPresent() && lendPartition.get().equals(jobPartition)) {
+            problem(slurm.isPresent() ? slurm.lineOf("job_partition") : 0, "job_partition and lend_partition are both '"
+                    + jobPartition + "'; holder jobs need a partition of their own, so users cannot take lent GPUs");
+        }
+        return new SlurmSettings(jobPartition,
+                slurm.optional("spank_plugin", ConfigValues::absolutePath).orElse(SlurmSettings.DEFAULT_SPANK_PLUGIN),
+                slurm.optional("vgpu_command", ConfigValues::absolutePath).orElse(SlurmSettings.DEFAULT_VGPU_COMMAND));
+    }
+
+    /** Without a [distance] section the network is flat: every pair of nodes is 1 apart. */
+    private Distances readDistances(IniFile.Section section, List<String> names) {
+        Map<Distances.NodePair, Integer> pairs = new LinkedHashMap<>();
+        Optional<Integer> fallback = section == null ? Optional.of(1) : Optional.empty();
+        Map<Distances.NodePair, Integer> lineOfPair = new HashMap<>();
+        for (IniFile.Entry entry : section == null ? List.<IniFile.Entry>of() : section.entries()) {
+            Optional<Integer> distance = parse(entry, value -> ConfigValues.integer(value, 1, 1_000_000));
+            if (entry.key().equals(DEFAULT_DISTANCE_KEY)) {
+                if (fallback.isPresent()) {
+                    problem(entry.line(), "'default' is set again in [distance]; set it once");
+                }
+                fallback = distance;
+                continue;
+            }
+            String[] ends = entry.key().split("\\s+");
+            if (ends.length != 2) {
+                problem(entry.line(), "'" + entry.key() + "' in [distance] is not a pair of nodes; expected"
+                        + " 'NODE NODE = DISTANCE' (e.g. n1 n2 = 1) or 'default = DISTANCE'");
+                continue;
+            }
+            boolean known = true;
+            for (String end : ends) {
+                if (!names.contains(end)) {
+                    problem(entry.line(), "distance to unknown node '" + end + "'; "
+                            + (names.isEmpty() ? "no node is described" : "the nodes are " + String.join(", ", names)));
+                    known = false;
+                }
+            }
+            if (!known) {
+                continue;
+            }
+            if (ends[0].equals(ends[1])) {
+                problem(entry.line(), "distance from '" + ends[0] + "' to itself; a node is 0 from itself, give pairs of"
+                        + " different nodes");
+                continue;
+            }
+            Distances.NodePair pair = Distances.NodePair.of(ends[0], ends[1]);
+            Integer firstLine = lineOfPair.putIfAbsent(pair, entry.line());
+            if (firstLine != null) {
+                problem(entry.line(), "distance between '" + pair.first() + "' and '" + pair.second()
+                        + "' is given again (first at line " + firstLine + "); distances are symmetric, give each pair once");
+                continue;
+            }
+            distance.ifPresent(value -> pairs.put(pair, value));
+        }
+        List<String> missing = new ArrayList<>();
+        for (int i = 0; i < names.size(); i++) {
+            for (int j = i + 1; j < names.size(); j++) {
+                Distances.NodePair pair = Distances.NodePair.of(names.get(i), names.get(j));
+                if (!pairs.containsKey(pair) && !lineOfPair.containsKey(pair)) {
+                    if (fallback.isPresent()) {
+                        pairs.put(pair, fallback.get());
+                    } else {
+                        missing.add(pair.first() + " " + pair.second());
+                    }
+                }
+            }
+        }
+        if (!missing.isEmpty() && section != null && problemsAt(section.entries()).isEmpty()) {
+            problem(section.line(), "[distance] lacks " + String.join(", ", missing) + "; add a line 'NODE NODE = DISTANCE'"
+                    + " for each, or 'default = DISTANCE' for all pairs not listed");
+        }
+        return new Distances(pairs);
+    }
+
+    /** The problems already reported on these entries; a table with bad lines is not also called incomplete. */
+    private List<ConfigProblem> problemsAt(List<IniFile.Entry> entries) {
+        List<Integer> lines = entries.stream().map(IniFile.Entry::line).toList();
+        return problems.stream().filter(problem -> lines.contains(problem.line())).toList();
+    }
+
+    private Optional<String> validNodeName(IniFile.Section section) {
+        try {
+            return Optional.of(ConfigValues.name(section.label()));
+        } catch (IllegalArgumentException e) {
+            problem(section.line(), "node name: " + e.getMessage());
+            return Optional.empty();
+        }
+    }
+
+    private <T> Optional<T> parse(IniFile.Entry entry, Function<String, T> parser) {
+        try {
+            return Optional.of(parser.apply(entry.value()));
+        } catch (IllegalArgumentException e) {
+            problem(entry.line(), entry.key() + ": " + e.getMessage());
+            return Optional.empty();
+        }
+    }
+
+    private void problem(int line, String message) {
+        problems.add(new ConfigProblem(file, line, message));
+    }
+
+    private Settings settings(IniFile.Section section, String kind, List<String> knownKeys) {
+        return new Settings(section, kind, knownKeys);
+    }
+
+    /**
+     * The entries of one section (possibly absent) by key: unknown and repeated keys are reported
+     * when it is made, missing required keys when they are asked for.
+     */
+    private final class Settings {
+        private final IniFile.Section section;
+        private final String kind;
+        private final Map<String, IniFile.Entry> entries = new HashMap<>();
+        private boolean missingSectionReported;
+
+        Settings(IniFile.Section section, String kind, List<String> knownKeys) {
+            this.section = section;
+            this.kind = kind;
+            if (section == null) {
+                return;
+            }
+            for (IniFile.Entry entry : section.entries()) {
+                if (!knownKeys.contains(entry.key())) {
+                    problem(entry.line(), "unknown key '" + entry.key() + "' in " + section.title() + "; expected one of "
+                            + String.join(", ", knownKeys));
+                    continue;
+                }
+                IniFile.Entry first = entries.putIfAbsent(entry.key(), entry);
+                if (first != null) {
+                    problem(entry.line(), "'" + entry.key() + "' is set again in " + section.title() + " (first at line "
+                            + first.line() + "); set each key once");
+                }
+            }
+        }
+
+        boolean isPresent() {
+            return section != null;
+        }
+
+        <T> Optional<T> optional(String key, Function<String, T> parser) {
+            IniFile.Entry entry = entries.get(key);
+            return entry == null ? Optional.empty() : parse(entry, parser);
+        }
+
+        <T> Optional<T> required(String key, String meaning, Function<String, T> parser) {
+            if (!entries.containsKey(key)) {
+                if (section == null) {
+                    reportMissingSectionOnce();
+                } else {
+                    problem(section.line(), section.title() + " lacks '" + key + "' (" + meaning + ")");
+                }
+                return Optional.empty();
+            }
+            return optional(key, parser);
+        }
+
+        int lineOf(String key) {
+            IniFile.Entry entry = entries.get(key);
+            return entry != null ? entry.line() : section != null ? section.line() : 0;
+        }
+
+        private void reportMissingSectionOnce() {
+            if (!missingSectionReported) {
+                missingSectionReported = true;
+                problem(0, "no [" + kind + "] section; it is required (see site-config/README.md for its keys)");
+            }
+        }
+    }
+}

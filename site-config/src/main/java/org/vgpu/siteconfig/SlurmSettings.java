@@ -1,0 +1,23 @@
+package org.vgpu.siteconfig;
+
+import java.nio.file.Path;
+import java.util.Objects;
+
+/**
+ * Where vgpu's pieces are installed, for the Slurm and systemd files rendered from the configuration.
+ *
+ * @param jobPartition  the partition user jobs (vgpu ones included) run in; rendered as the default partition
+ * @param spankPlugin   the SPANK bridge's shared object, as plugstack.conf loads it on every node
+ * @param vgpuCommand   the {@code vgpu} launcher the systemd units start
+ */
+public record SlurmSettings(String jobPartition, Path spankPlugin, Path vgpuCommand) {
+    public static final String DEFAULT_JOB_PARTITION = "gpu";
+    public static final Path DEFAULT_SPANK_PLUGIN = Path.of("/usr/lib/x86_64-linux-gnu/slurm-wlm/spank_vgpu.so");
+    public static final Path DEFAULT_VGPU_COMMAND = Path.of("/usr/local/bin/vgpu");
+
+    public SlurmSettings {
+        Objects.requireNonNull(jobPartition, "jobPartition");
+        Objects.requireNonNull(spankPlugin, "spankPlugin");
+        Objects.requireNonNull(vgpuCommand, "vgpuCommand");
+    }
+}

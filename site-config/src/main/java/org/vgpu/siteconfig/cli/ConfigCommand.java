@@ -1,0 +1,155 @@
+package org.vgpu.siteconfig.cli;
+
+import java.io.PrintStream;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+
+import org.apache.commons.cli.CommandLine;
+import org.apache.commons.cli.Option;
+import org.apache.commons.cli.Options;
+import org.apache.commons.cli.ParseException;
+import org.vgpu.cli.Subcommand;
+import org.vgpu.runtime.remote.security.SiteKey;
+import org.vgpu.siteconfig.NodeConfig;
+import org.vgpu.siteconfig.SiteConfig;
+import org.vgpu.siteconfig.SiteConfigException;
+import org.vgpu.siteconfig.SiteConfigReader;
+import org.vgpu.siteconfig.render.RenderedFile;
+
+/**
+ * {@code vgpu config check FILE}: validates a site configuration, including its token key file, and
+ * prints every problem with its line (exit 1) or the effective configuration (exit 0).
+ * {@code vgpu config render --what NAME FILE}: prints one of the files an admin installs (slurm.conf
+ * lines, gres.conf, plugstack.conf, job_submit.lua, systemd units) rendered for that configuration.
+ */
+public final class ConfigCommand implements Subcommand {
+    private static final String CHECK = "check";
+    private static final String RENDER = "render";
+
+    @Override
+    public String name() {
+        return "config";
+    }
+
+    @Override
+    public String summary() {
+        return "check a site configuration file, or render the Slurm and systemd files it implies";
+    }
+
+    @Override
+    public String operands() {
+        return "check FILE | render --what NAME FILE";
+    }
+
+    @Override
+    public Options options() {
+        return new Options().addOption(Option.builder().longOpt("what").hasArg().argName("NAME")
+                .desc("for render: one of " + String.join(", ", RenderedFile.fileNames())).get());
+    }
+
+    @Override
+    public int run(CommandLine line, PrintStream out, PrintStream err) throws ParseException {
+        List<String> operands = line.getArgList();
+        if (operands.size() != 2 || !List.of(CHECK, RENDER).contains(operands.get(0))) {
+            throw new ParseException("expected 'check FILE' or 'render --what NAME FILE', got '"
+                    + String.join(" ", operands) + "'");
+        }
+        Path file = Path.of(operands.get(1));
+        if (operands.get(0).equals(CHECK)) {
+            if (line.hasOption("what")) {
+                throw new ParseException("--what belongs to render, not check");
+            }
+            return check(file, out, err);
+        }
+        String what = line.getOptionValue("what");
+        if (what == null) {
+            throw new ParseException("render needs --what NAME, one of " + String.join(", ", RenderedFile.fileNames()));
+        }
+        RenderedFile rendered = RenderedFile.byFileName(what).orElseThrow(() -> new ParseException(
+                "--what must be one of " + String.join(", ", RenderedFile.fileNames()) + ", got '" + what + "'"));
+        try {
+            out.print(rendered.render(SiteConfigReader.read(file)));
+            return 0;
+        } catch (SiteConfigException e) {
+            return reportProblems(RENDER, file, e, err);
+        }
+    }
+
+    private static int check(Path file, PrintStream out, PrintStream err) {
+        SiteConfig config;
+        try {
+            config = SiteConfigReader.readAndCheckFiles(file);
+        } catch (SiteConfigException e) {
+            return reportProblems(CHECK, file, e, err);
+        }
+        out.println(config.source() + ": valid");
+        out.printf("cluster %s: %d node%s, %d GPUs, %d vGPUs%n", config.clusterName(), config.nodes().size(),
+                config.nodes().size() == 1 ? "" : "s", config.totalGpus(),
+                config.nodes().stream().mapToInt(NodeConfig::vgpus).sum());
+        out.printf("tracker %s; token key %s (private, fingerprint %s)%n", config.tracker(), config.tokenKeyFile(),
+                SiteKey.load(config.tokenKeyFile()).fingerprint());
+        out.printf("partitions: jobs %s, holders %s (QOS %s)%n", config.slurm().jobPartition(), config.lendPartition(),
+                config.lendQos().orElse("none"));
+        out.printf("policy: idle_grace %s, max_borrowed_per_job %d, borrowing %s, fallback_local_only %s%n",
+                formatDuration(config.policy().idleGrace()), config.policy().maxBorrowedPerJob(),
+                onOff(config.policy().borrowing()), onOff(config.policy().fallbackLocalOnly()));
+        for (NodeConfig node : config.nodes()) {
+            out.printf("node %s: %d GPU%s x %s, %d vGPUs, devices %s, lender %s:%d%n", node.name(), node.gpus(),
+                    node.gpus() == 1 ? "" : "s", formatBytes(node.gpuMemoryBytes()), node.vgpus(), node.gpuDevices(),
+                    node.reachableAs(), node.lenderPort());
+        }
+        StringBuilder distances = new StringBuilder("distances:");
+        for (int i = 0; i < config.nodes().size(); i++) {
+            for (int j = i + 1; j < config.nodes().size(); j++) {
+                String a = config.nodes().get(i).name();
+                String b = config.nodes().get(j).name();
+                distances.append(' ').append(a).append('-').append(b).append('=').append(config.distances().between(a, b));
+            }
+        }
+        out.println(distances);
+        out.printf("slurm: SPANK plugin %s, vgpu command %s%n", config.slurm().spankPlugin(), config.slurm().vgpuCommand());
+        return 0;
+    }
+
+    private static int reportProblems(String action, Path file, SiteConfigException e, PrintStream err) {
+        e.problems().forEach(err::println);
+        int count = e.problems().size();
+        err.println("vgpu config " + action + ": " + count + " problem" + (count == 1 ? "" : "s") + " in " + file);
+        return 1;
+    }
+
+    private static String onOff(boolean value) {
+        return value ? "on" : "off";
+    }
+
+    /** The largest unit that shows the duration exactly, as the file's syntax writes it. */
+    static String formatDuration(Duration duration) {
+        long millis = duration.toMillis();
+        if (millis % 1000 != 0) {
+            return millis + "ms";
+        }
+        long seconds = millis / 1000;
+        if (seconds % 86400 == 0 && seconds > 0) {
+            return seconds / 86400 + "d";
+        }
+        if (seconds % 3600 == 0 && seconds > 0) {
+            return seconds / 3600 + "h";
+        }
+        if (seconds % 60 == 0 && seconds > 0) {
+            return seconds / 60 + "m";
+        }
+        return seconds + "s";
+    }
+
+    /** The largest binary unit that shows the size exactly. */
+    static String formatBytes(long bytes) {
+        String[] units = {"B", "KiB", "MiB", "GiB", "TiB"};
+        int unit = 0;
+        while (unit < units.length - 1 && bytes % 1024 == 0) {
+            bytes /= 1024;
+            unit++;
+        }
+        return bytes + " " + units[unit];
+    }
+}
