@@ -1,0 +1,95 @@
+# Shared by the testbed scripts (sourced, not run): where the testbed lives, its ports, and
+# bounded wrappers around Slurm's client commands.
+# shellcheck shell=bash
+
+TESTBED_DIR=${VGPU_TESTBED_DIR:-/tmp/vgpu-testbed}
+# slurmctld listens on the base port, node nK's slurmd on base+K. Not Slurm's defaults (6817/6818),
+# so the testbed never talks to, or collides with, another Slurm on the machine.
+TESTBED_PORT_BASE=${VGPU_TESTBED_PORT_BASE:-17900}
+TESTBED_NODES=(n1 n2 n3)
+TESTBED_GPUS_PER_NODE=4
+TESTBED_VGPUS_PER_NODE=8
+# Seconds any one Slurm client call may take: while slurmctld is down they would block for minutes.
+SLURM_CALL_TIMEOUT=${VGPU_SLURM_CALL_TIMEOUT:-20}
+REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+VGPU=${VGPU:-$REPO_ROOT/job-wrapper/bin/vgpu}
+
+export SLURM_CONF=$TESTBED_DIR/etc/slurm.conf
+
+say() {
+    echo "testbed: $*"
+}
+
+die() {
+    echo "testbed: $*" >&2
+    exit 1
+}
+
+# Runs one Slurm client command (sbatch, squeue, scontrol, sinfo, scancel) with a time limit.
+slurm() {
+    local status=0
+    timeout "$SLURM_CALL_TIMEOUT" "$@" || status=$?
+    if [ "$status" -eq 124 ]; then
+        echo "testbed: '$*' did not answer within ${SLURM_CALL_TIMEOUT}s; is slurmctld up? (see $TESTBED_DIR/log)" >&2
+    fi
+    return "$status"
+}
+
+# wait_until SECONDS DESCRIPTION COMMAND...: polls COMMAND every half second until it succeeds;
+# fails with DESCRIPTION after SECONDS.
+wait_until() {
+    local limit=$1 description=$2
+    shift 2
+    local deadline=$((SECONDS + limit))
+    until "$@" >/dev/null 2>&1; do
+        if [ "$SECONDS" -ge "$deadline" ]; then
+            echo "testbed: timed out after ${limit}s waiting until $description" >&2
+            return 1
+        fi
+        sleep 0.5
+    done
+}
+
+# The value of KEY in `scontrol show job -d ID` (e.g. JobState, Reason).
+job_field() {
+    local job=$1 key=$2
+    slurm scontrol show job -d "$job" | tr ' ' '\n' | sed -n "s/^$key=//p" | head -n 1
+}
+
+job_state_is() {
+    [ "$(job_field "$1" JobState)" = "$2" ]
+}
+
+# submit SBATCH_ARGS...: submits a batch job whose output goes to $TESTBED_DIR/out/JOBID.out and
+# prints its id. sbatch's messages (job_submit.lua's among them) go to $TESTBED_DIR/out/sbatch.err.
+submit() {
+    slurm sbatch --parsable -o "$TESTBED_DIR/out/%j.out" "$@" 2>>"$TESTBED_DIR/out/sbatch.err" | cut -d ';' -f 1
+}
+
+# expect_state JOB STATE SECONDS: waits until the job is in STATE; fails naming the state it is in.
+expect_state() {
+    local job=$1 state=$2 limit=$3
+    wait_until "$limit" "job $job is $state" job_state_is "$job" "$state" \
+        || die "job $job is $(job_field "$job" JobState) (reason $(job_field "$job" Reason)), expected $state"
+}
+
+# cancel_jobs JOB...: a scenario's cleanup; waits (bounded) until their GPUs are free again.
+cancel_jobs() {
+    [ "$#" -gt 0 ] || return 0
+    slurm scancel "$@" || true
+    local job
+    for job in "$@"; do
+        wait_until 30 "job $job has ended" job_has_ended "$job" || say "warning: job $job has not ended"
+    done
+}
+
+job_has_ended() {
+    case "$(job_field "$1" JobState)" in
+        PENDING | RUNNING | CONFIGURING | COMPLETING | SUSPENDED) return 1 ;;
+        *) return 0 ;;
+    esac
+}
+
+pass() {
+    say "PASS $*"
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Stops every daemon up.sh started (found by their PID files in the testbed's directory) and
+# removes that directory. Safe to run again, or after a failed up.sh.
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+
+# A PID file may be stale and its number reused: stop a process only if it is a Slurm daemon
+# started with this testbed's slurm.conf.
+is_testbed_daemon() {
+    local pid=$1
+    [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q "slurm.* -f $SLURM_CONF"
+}
+
+stop_daemon() {
+    local pid_file=$1 pid
+    pid=$(cat "$pid_file" 2>/dev/null || true)
+    if [[ ! "$pid" =~ ^[0-9]+$ ]] || ! is_testbed_daemon "$pid"; then
+        return 0
+    fi
+    say "stopping $(basename "$pid_file" .pid) (pid $pid)"
+    kill -TERM "$pid" 2>/dev/null || return 0
+    local deadline=$((SECONDS + 15))
+    while kill -0 "$pid" 2>/dev/null; do
+        if [ "$SECONDS" -ge "$deadline" ]; then
+            say "$(basename "$pid_file" .pid) ignored SIGTERM for 15s; killing it"
+            kill -KILL "$pid" 2>/dev/null || true
+            break
+        fi
+        sleep 0.2
+    done
+}
+
+if [ ! -d "$TESTBED_DIR" ]; then
+    say "nothing to tear down at $TESTBED_DIR"
+    exit 0
+fi
+# slurmd first, so none of them is left trying to reach a stopped slurmctld.
+for pid_file in "$TESTBED_DIR"/run/slurmd-*.pid "$TESTBED_DIR"/run/slurmctld.pid; do
+    [ -e "$pid_file" ] && stop_daemon "$pid_file"
+done
+rm -rf "$TESTBED_DIR"
+say "down: $TESTBED_DIR removed"

@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# Brings up a real Slurm 22.05 cluster (Debian's packages) on this one machine: slurmctld and
+# slurmd -N n1..n3, each node with 4 fake GPUs (character devices, so Slurm sets
+# CUDA_VISIBLE_DEVICES) and a count-only vgpu GRES of 8, auth/none, the job partition and the lend
+# partition. Slurm's node, partition and GRES lines and job_submit.lua are rendered from a site
+# configuration by `vgpu config render`, as an admin would. Needs root.
+# Environment: VGPU_TESTBED_DIR (default /tmp/vgpu-testbed), VGPU_TESTBED_PORT_BASE (17900),
+# VGPU_SPANK_PLUGIN (a built SPANK bridge to load; without it plugstack.conf stays empty).
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+
+[ "$(id -u)" -eq 0 ] || die "up.sh needs root (it creates device files and runs Slurm's daemons as root)"
+[ -x "$VGPU" ] || die "no vgpu launcher at $VGPU"
+if [ -e "$TESTBED_DIR" ]; then
+    die "$TESTBED_DIR exists: a testbed is up or was not torn down; run $(dirname "$0")/down.sh first"
+fi
+
+install_slurm() {
+    local missing=()
+    for command in slurmctld slurmd sbatch; do
+        command -v "$command" >/dev/null 2>&1 || missing+=("$command")
+    done
+    if [ ! -e /usr/lib/x86_64-linux-gnu/slurm-wlm/job_submit_lua.so ]; then
+        missing+=(job_submit_lua.so)
+    fi
+    if [ "${#missing[@]}" -gt 0 ]; then
+        say "installing Slurm (missing: ${missing[*]})"
+        timeout 600 apt-get update -q
+        DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y -q slurmctld slurmd slurm-client \
+            libslurm-dev slurm-wlm-basic-plugins slurm-wlm-basic-plugins-dev
+    fi
+    slurmctld -V | grep -q ' 22\.05\.' || say "warning: $(slurmctld -V) is not the 22.05 this testbed was made for"
+}
+
+refuse_busy_ports() {
+    local port
+    for port in $(seq "$TESTBED_PORT_BASE" $((TESTBED_PORT_BASE + ${#TESTBED_NODES[@]}))); do
+        if ss -Hltn "sport = :$port" | grep -q .; then
+            die "port $port is in use; choose other ports with VGPU_TESTBED_PORT_BASE"
+        fi
+    done
+}
+
+make_fake_gpus() {
+    local node index
+    for node in "${TESTBED_NODES[@]}"; do
+        mkdir -p "$TESTBED_DIR/dev/$node"
+        for index in $(seq 0 $((TESTBED_GPUS_PER_NODE - 1))); do
+            # 195 is NVIDIA's major number; a plain file would make Slurm drop CUDA_VISIBLE_DEVICES.
+            mknod "$TESTBED_DIR/dev/$node/nvidia$index" c 195 "$index"
+        done
+    done
+}
+
+write_site_config() {
+    local config=$TESTBED_DIR/etc/vgpu.conf host
+    host=$(hostname)
+    (umask 077; head -c 32 /dev/urandom | base64 >"$TESTBED_DIR/etc/site.key")
+    cat >"$config" <<CONFIG
+# vgpu site configuration of the one-machine testbed (written by testbed/slurm/up.sh)
+[cluster]
+name = testbed
+tracker = 127.0.0.1:$((TESTBED_PORT_BASE + 99))
+token_key_file = $TESTBED_DIR/etc/site.key
+lend_partition = vgpu-lend
+
+[policy]
+idle_grace = 5s
+max_borrowed_per_job = 4
+
+[slurm]
+job_partition = gpu
+spank_plugin = ${VGPU_SPANK_PLUGIN:-/usr/lib/x86_64-linux-gnu/slurm-wlm/spank_vgpu.so}
+vgpu_command = $VGPU
+CONFIG
+    local k=0 node
+    for node in "${TESTBED_NODES[@]}"; do
+        k=$((k + 1))
+        cat >>"$config" <<CONFIG
+
+[node $node]
+gpus = $TESTBED_GPUS_PER_NODE
+gpu_memory = 80GiB
+vgpus = $TESTBED_VGPUS_PER_NODE
+lender_port = $((TESTBED_PORT_BASE + 50 + k))
+gpu_devices = $TESTBED_DIR/dev/$node/nvidia[0-$((TESTBED_GPUS_PER_NODE - 1))]
+# All nodes are slurmd -N instances on this machine: one host name, one address, own ports.
+hostname = $host
+address = 127.0.0.1
+slurmd_port = $((TESTBED_PORT_BASE + k))
+# More CPUs than the machine has (SlurmdParameters=config_overrides), so jobs are limited by GPUs, not cores.
+cpus = 8
+CONFIG
+    done
+    cat >>"$config" <<CONFIG
+
+[distance]
+n1 n2 = 1
+n2 n3 = 1
+n1 n3 = 2
+CONFIG
+    "$VGPU" config check "$config" >"$TESTBED_DIR/log/config-check.txt" 2>&1 \
+        || die "the testbed's site configuration is invalid: $(cat "$TESTBED_DIR/log/config-check.txt")"
+}
+
+write_slurm_config() {
+    local etc=$TESTBED_DIR/etc host
+    host=$(hostname)
+    cat >"$etc/slurm.conf" <<CONFIG
+# Slurm configuration of the vgpu testbed (written by testbed/slurm/up.sh). The daemon settings
+# are the testbed's; the node, partition and GRES lines below them come from vgpu config render.
+ClusterName=vgpu-testbed
+SlurmctldHost=$host(127.0.0.1)
+SlurmctldPort=$TESTBED_PORT_BASE
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/none
+CredType=cred/none
+StateSaveLocation=$TESTBED_DIR/state
+SlurmdSpoolDir=$TESTBED_DIR/spool/%n
+SlurmctldPidFile=$TESTBED_DIR/run/slurmctld.pid
+SlurmdPidFile=$TESTBED_DIR/run/slurmd-%n.pid
+SlurmctldLogFile=$TESTBED_DIR/log/slurmctld.log
+SlurmdLogFile=$TESTBED_DIR/log/slurmd-%n.log
+PlugStackConfig=$etc/plugstack.conf
+SlurmdParameters=config_overrides
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+MpiDefault=none
+ReturnToService=2
+# Schedule released and finished jobs promptly; the default cycle is a minute.
+SchedulerParameters=sched_interval=2
+CONFIG
+    "$VGPU" config render --what slurm.conf "$etc/vgpu.conf" >>"$etc/slurm.conf"
+    "$VGPU" config render --what gres.conf "$etc/vgpu.conf" >"$etc/gres.conf"
+    # job_submit/lua reads job_submit.lua from slurm.conf's directory.
+    "$VGPU" config render --what job_submit.lua "$etc/vgpu.conf" >"$etc/job_submit.lua"
+    if [ -n "${VGPU_SPANK_PLUGIN:-}" ]; then
+        [ -f "$VGPU_SPANK_PLUGIN" ] || die "VGPU_SPANK_PLUGIN=$VGPU_SPANK_PLUGIN does not exist"
+        "$VGPU" config render --what plugstack.conf "$etc/vgpu.conf" >"$etc/plugstack.conf"
+    else
+        echo "# no SPANK plugin: set VGPU_SPANK_PLUGIN when running up.sh to load the vgpu bridge" >"$etc/plugstack.conf"
+    fi
+}
+
+nodes_idle() {
+    local states
+    states=$(slurm sinfo -h -N -p gpu -o '%N %t' | sort -u)
+    [ "$(grep -c ' idle$' <<<"$states")" -eq "${#TESTBED_NODES[@]}" ]
+}
+
+install_slurm
+refuse_busy_ports
+# A failed start leaves the directory and any started daemon for inspection; down.sh clears both.
+trap 'echo "testbed: up.sh failed; logs are in $TESTBED_DIR/log; clean up with $(dirname "$0")/down.sh" >&2' ERR
+mkdir -p "$TESTBED_DIR"/{etc,state,run,log,out,capture}
+# Jobs of other users (a scenario submits as nobody) write their output here too.
+chmod 1777 "$TESTBED_DIR/out"
+for node in "${TESTBED_NODES[@]}"; do
+    mkdir -p "$TESTBED_DIR/spool/$node"
+done
+make_fake_gpus
+write_site_config
+write_slurm_config
+
+say "starting slurmctld on 127.0.0.1:$TESTBED_PORT_BASE"
+slurmctld -f "$SLURM_CONF" || die "slurmctld did not start; see $TESTBED_DIR/log/slurmctld.log"
+wait_until 30 "slurmctld answers ping" slurm scontrol ping \
+    || die "slurmctld does not answer; see $TESTBED_DIR/log/slurmctld.log"
+for node in "${TESTBED_NODES[@]}"; do
+    slurmd -f "$SLURM_CONF" -N "$node" || die "slurmd -N $node did not start; see $TESTBED_DIR/log/slurmd-$node.log"
+done
+wait_until 60 "nodes ${TESTBED_NODES[*]} are idle" nodes_idle \
+    || die "nodes are not idle: $(slurm sinfo -N -o '%N %t %E' 2>&1); see $TESTBED_DIR/log"
+say "up in $TESTBED_DIR: nodes ${TESTBED_NODES[*]} idle, each gpu:$TESTBED_GPUS_PER_NODE,vgpu:$TESTBED_VGPUS_PER_NODE"
+say "use it with: export SLURM_CONF=$SLURM_CONF"
