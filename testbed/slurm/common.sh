@@ -93,3 +93,32 @@ job_has_ended() {
 pass() {
     say "PASS $*"
 }
+
+# fill_leaving_one_idle_gpu: one job per node that takes all GPUs but one; their ids go to FILL_JOBS.
+fill_leaving_one_idle_gpu() {
+    local node job
+    FILL_JOBS=()
+    for node in "${TESTBED_NODES[@]}"; do
+        FILL_JOBS+=("$(submit --gres=gpu:$((TESTBED_GPUS_PER_NODE - 1)) -w "$node" -J "fill-$node" --wrap 'sleep 600')")
+    done
+    for job in "${FILL_JOBS[@]}"; do
+        expect_state "$job" RUNNING 30
+    done
+}
+
+# capture_slurm_views DIR: what the tracker parses, as Slurm prints it now.
+capture_slurm_views() {
+    local dir=$1
+    mkdir -p "$dir"
+    slurm scontrol show node -d >"$dir/scontrol-show-node-d.txt"
+    slurm scontrol show job -d >"$dir/scontrol-show-job-d.txt"
+    slurm squeue --json >"$dir/squeue.json"
+    slurm sinfo --json >"$dir/sinfo.json"
+}
+
+# expect_gres_used NODE PREFIX: the node's GresUsed starts with PREFIX (e.g. gpu:3).
+expect_gres_used() {
+    local node=$1 prefix=$2 used
+    used=$(slurm scontrol show node -d "$node" | tr ' ' '\n' | sed -n 's/^GresUsed=//p')
+    [[ "$used" == "$prefix"* ]] || die "node $node has GresUsed=$used, expected $prefix..."
+}

@@ -1,34 +1,22 @@
 #!/usr/bin/env bash
 # Scenario: fill every node so each has exactly 1 idle GPU (one gpu:3 job per node), submit a
-# vgpu:3 job that stays held, and capture what the tracker will parse: `scontrol show node -d`,
-# `scontrol show job -d`, `squeue --json`, `sinfo --json`. Captures go to $1 (default
-# $TESTBED_DIR/capture). The jobs are cancelled at exit.
+# vgpu:3 job that stays held, and capture what the tracker will parse (`scontrol show node -d`,
+# `scontrol show job -d`, `squeue --json`, `sinfo --json`) into $1 (default
+# $TESTBED_DIR/capture/one-idle). The jobs are cancelled at exit.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
-capture=${1:-$TESTBED_DIR/capture}
-mkdir -p "$capture"
+capture=${1:-$TESTBED_DIR/capture/one-idle}
 
-jobs=()
-trap 'cancel_jobs "${jobs[@]}"' EXIT
-for node in "${TESTBED_NODES[@]}"; do
-    jobs+=("$(submit --gres=gpu:$((TESTBED_GPUS_PER_NODE - 1)) -w "$node" -J "fill-$node" --wrap 'sleep 600')")
-done
-for job in "${jobs[@]}"; do
-    expect_state "$job" RUNNING 30
-done
+FILL_JOBS=()
+held=""
+trap 'cancel_jobs "${FILL_JOBS[@]}" $held' EXIT
+fill_leaving_one_idle_gpu
 held=$(submit --gres=vgpu:3 -J wants-3-vgpus --wrap 'echo ran')
-jobs+=("$held")
-wait_until 10 "vgpu job $held is held" job_state_is "$held" PENDING || die "vgpu job $held is not pending"
-
-slurm scontrol show node -d >"$capture/scontrol-show-node-d.txt"
-slurm scontrol show job -d >"$capture/scontrol-show-job-d.txt"
-slurm squeue --json >"$capture/squeue.json"
-slurm sinfo --json >"$capture/sinfo.json"
-
+sleep 2 # a scheduling cycle: a vgpu job that is not held would start now on some node's idle GPU
+[ "$(job_field "$held" JobState)" = PENDING ] || die "vgpu job $held is $(job_field "$held" JobState), expected PENDING"
 for node in "${TESTBED_NODES[@]}"; do
-    used=$(slurm scontrol show node -d "$node" | tr ' ' '\n' | sed -n 's/^GresUsed=//p')
-    [[ "$used" == gpu:$((TESTBED_GPUS_PER_NODE - 1))* ]] \
-        || die "node $node has GresUsed=$used, expected gpu:$((TESTBED_GPUS_PER_NODE - 1)) (one GPU idle)"
+    expect_gres_used "$node" "gpu:$((TESTBED_GPUS_PER_NODE - 1)),"
 done
-pass "one-idle-gpu-per-node: jobs ${jobs[*]:0:${#TESTBED_NODES[@]}} leave 1 idle GPU on each of" \
-    "${TESTBED_NODES[*]}; vgpu job $held held; captured to $capture"
+capture_slurm_views "$capture"
+pass "one-idle-gpu-per-node: jobs ${FILL_JOBS[*]} leave 1 idle GPU on each of ${TESTBED_NODES[*]};" \
+    "vgpu job $held held; captured to $capture"

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Scenario: what the tracker will do, done by hand with Slurm's own commands, to prove Slurm 22.05
+# accepts each step. Each node has 1 idle GPU; a held vgpu:3 job gets the idle GPU of n1 as its own
+# allocation and the idle GPUs of n2 and n3 through holder jobs in the lend partition, is pinned to
+# n1 with gpu:1 added, and released. Then every GPU of the cluster is allocated in Slurm's books, and
+# the job sees its one local GPU. Captures go to $1 (default $TESTBED_DIR/capture/assembled).
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+capture=${1:-$TESTBED_DIR/capture/assembled}
+lend_partition=vgpu-lend
+
+FILL_JOBS=()
+jobs=()
+trap 'cancel_jobs "${FILL_JOBS[@]}" "${jobs[@]}"' EXIT
+fill_leaving_one_idle_gpu
+job=$(submit --gres=vgpu:3 -J assembled-3-vgpus --wrap 'echo "CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"; sleep 600')
+jobs+=("$job")
+for lender in n2 n3; do
+    holder=$(submit -p "$lend_partition" --gres=gpu:1 -w "$lender" -J "vgpu-holder-$job" --wrap 'sleep 600')
+    jobs+=("$holder")
+    expect_state "$holder" RUNNING 30
+done
+slurm scontrol update JobId="$job" Gres=gpu:1,vgpu:3 NodeList=n1
+[ "$(job_field "$job" TresPerNode)" = gres:gpu:1,gres:vgpu:3 ] \
+    || die "job $job asks for $(job_field "$job" TresPerNode) after the update, expected gres:gpu:1,gres:vgpu:3"
+[ "$(job_field "$job" JobState)" = PENDING ] || die "job $job is $(job_field "$job" JobState) before its release, expected PENDING"
+slurm scontrol release "$job"
+expect_state "$job" RUNNING 30
+wait_until 10 "job $job has written its GPUs" grep -q '^CUDA_VISIBLE_DEVICES=' "$TESTBED_DIR/out/$job.out" \
+    || die "job $job wrote no CUDA_VISIBLE_DEVICES line"
+visible=$(sed -n 's/^CUDA_VISIBLE_DEVICES=//p' "$TESTBED_DIR/out/$job.out")
+[ "$visible" = $((TESTBED_GPUS_PER_NODE - 1)) ] \
+    || die "job $job sees CUDA_VISIBLE_DEVICES=$visible, expected n1's one idle GPU, $((TESTBED_GPUS_PER_NODE - 1))"
+for node in "${TESTBED_NODES[@]}"; do
+    expect_gres_used "$node" "gpu:$TESTBED_GPUS_PER_NODE,"
+done
+expect_gres_used n1 "gpu:$TESTBED_GPUS_PER_NODE,vgpu:3"
+capture_slurm_views "$capture"
+pass "assembly-by-hand: vgpu job $job runs on n1 with CUDA_VISIBLE_DEVICES=$visible, holders ${jobs[*]:1} keep" \
+    "the idle GPUs of n2 and n3; every node has GresUsed=gpu:$TESTBED_GPUS_PER_NODE; captured to $capture"
