@@ -4,6 +4,7 @@ import java.io.PrintStream;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 
 import org.apache.commons.cli.CommandLine;
 import org.apache.commons.cli.Option;
@@ -142,14 +143,14 @@ public final class ConfigCommand implements Subcommand {
         return seconds + "s";
     }
 
-    /** The largest binary unit that shows the size exactly. */
+    /** The size in the largest unit, binary or decimal, that shows it exactly, as the file's syntax writes it. */
     static String formatBytes(long bytes) {
-        String[] units = {"B", "KiB", "MiB", "GiB", "TiB"};
-        int unit = 0;
-        while (unit < units.length - 1 && bytes % 1024 == 0) {
-            bytes /= 1024;
-            unit++;
-        }
-        return bytes + " " + units[unit];
+        Map<String, Long> units = Map.of("KiB", 1L << 10, "MiB", 1L << 20, "GiB", 1L << 30, "TiB", 1L << 40,
+                "KB", 1_000L, "MB", 1_000_000L, "GB", 1_000_000_000L, "TB", 1_000_000_000_000L);
+        return units.entrySet().stream()
+                .filter(unit -> bytes > 0 && bytes % unit.getValue() == 0)
+                .max(Map.Entry.comparingByValue())
+                .map(unit -> bytes / unit.getValue() + " " + unit.getKey())
+                .orElse(bytes + " B");
     }
 }

@@ -1,0 +1,119 @@
+package org.vgpu.siteconfig.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.vgpu.cli.SubcommandRunner;
+import org.vgpu.siteconfig.SiteConfigFiles;
+import org.vgpu.siteconfig.SiteConfigReader;
+import org.vgpu.siteconfig.render.RenderedFile;
+
+class ConfigCommandTest {
+    @TempDir
+    Path dir;
+
+    private final ByteArrayOutputStream out = new ByteArrayOutputStream();
+    private final ByteArrayOutputStream err = new ByteArrayOutputStream();
+
+    private int config(String... args) {
+        return SubcommandRunner.run(new ConfigCommand(), args, new PrintStream(out, true, StandardCharsets.UTF_8),
+                new PrintStream(err, true, StandardCharsets.UTF_8));
+    }
+
+    private String out() {
+        return out.toString(StandardCharsets.UTF_8);
+    }
+
+    private String err() {
+        return err.toString(StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void checkOfAValidFileSummarizesTheEffectiveConfiguration() {
+        Path file = SiteConfigFiles.write(dir, SiteConfigFiles.valid(dir));
+
+        assertEquals(0, config("check", file.toString()), err());
+        assertTrue(out().contains(file.toAbsolutePath() + ": valid"), out());
+        assertTrue(out().contains("cluster testbed: 3 nodes, 7 GPUs, 14 vGPUs"), out());
+        assertTrue(out().contains("private, fingerprint "), out());
+        assertTrue(out().contains("policy: idle_grace 45s, max_borrowed_per_job 3, borrowing on, fallback_local_only on"), out());
+        assertTrue(out().contains("node n2: 2 GPUs x 40 GB, 4 vGPUs, devices /dev/nvidia0,/dev/nvidia2, lender 10.0.0.2:7501"),
+                out());
+        assertTrue(out().contains("distances: n1-n2=1 n1-n3=3 n2-n3=2"), out());
+        assertEquals("", err());
+    }
+
+    @Test
+    void checkPrintsEveryProblemWithItsLineAndFails() {
+        Path file = SiteConfigFiles.write(dir, SiteConfigFiles.valid(dir)
+                .replace("idle_grace = 45s", "idle_grace = soon")
+                .replace("n1 n2 = 1", "n1 n7 = 1"));
+
+        assertEquals(1, config("check", file.toString()));
+        assertTrue(err().contains(file.toAbsolutePath() + ":10: idle_grace: 'soon' is not a duration"), err());
+        assertTrue(err().contains(file.toAbsolutePath() + ":46: distance to unknown node 'n7'"), err());
+        assertTrue(err().contains("vgpu config check: 2 problems in " + file), err());
+        assertEquals("", out());
+    }
+
+    @Test
+    void checkReportsAMissingFile() {
+        assertEquals(1, config("check", dir.resolve("absent.conf").toString()));
+        assertTrue(err().contains("absent.conf: no such file"), err());
+    }
+
+    @Test
+    void renderPrintsTheChosenFile() {
+        Path file = SiteConfigFiles.write(dir, SiteConfigFiles.valid(dir));
+
+        assertEquals(0, config("render", "--what", "gres.conf", file.toString()), err());
+        assertEquals(RenderedFile.GRES_CONF.render(SiteConfigReader.read(file)), out());
+    }
+
+    @Test
+    void renderOfAnInvalidFilePrintsItsProblems() {
+        Path file = SiteConfigFiles.write(dir, "[cluster]\n");
+
+        assertEquals(1, config("render", "--what", "slurm.conf", file.toString()));
+        assertTrue(err().contains(":1: [cluster] lacks 'name'"), err());
+        assertEquals("", out());
+    }
+
+    @Test
+    void badUsageIsExplained() {
+        assertEquals(2, config());
+        assertTrue(err().contains("expected 'check FILE' or 'render --what NAME FILE'"), err());
+        assertTrue(err().contains("usage: vgpu config [options] check FILE | render --what NAME FILE"), err());
+
+        assertEquals(2, config("validate", "x.conf"));
+        assertEquals(2, config("check", "a.conf", "b.conf"));
+        assertEquals(2, config("render", "x.conf"));
+        assertTrue(err().contains("render needs --what NAME"), err());
+        assertEquals(2, config("render", "--what", "slurmdbd.conf", "x.conf"));
+        assertTrue(err().contains("--what must be one of slurm.conf, gres.conf"), err());
+        assertEquals(2, config("check", "--what", "gres.conf", "x.conf"));
+        assertTrue(err().contains("--what belongs to render"), err());
+    }
+
+    @Test
+    void durationsAndSizesPrintInTheFilesSyntax() {
+        assertEquals("500ms", ConfigCommand.formatDuration(Duration.ofMillis(500)));
+        assertEquals("0s", ConfigCommand.formatDuration(Duration.ZERO));
+        assertEquals("90s", ConfigCommand.formatDuration(Duration.ofSeconds(90)));
+        assertEquals("5m", ConfigCommand.formatDuration(Duration.ofMinutes(5)));
+        assertEquals("2h", ConfigCommand.formatDuration(Duration.ofHours(2)));
+        assertEquals("1d", ConfigCommand.formatDuration(Duration.ofDays(1)));
+        assertEquals("80 GiB", ConfigCommand.formatBytes(80L << 30));
+        assertEquals("1536 MiB", ConfigCommand.formatBytes(1536L << 20));
+        assertEquals("1 KB", ConfigCommand.formatBytes(1000));
+        assertEquals("1001 B", ConfigCommand.formatBytes(1001));
+    }
+}

@@ -1,0 +1,105 @@
+package org.vgpu.siteconfig.render;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Path;
+import java.util.List;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+import org.vgpu.siteconfig.SiteConfig;
+import org.vgpu.siteconfig.SiteConfigFiles;
+import org.vgpu.siteconfig.SiteConfigReader;
+
+class RenderedFileTest {
+    @TempDir
+    Path dir;
+
+    private SiteConfig config() {
+        return SiteConfigReader.read(SiteConfigFiles.write(dir, SiteConfigFiles.valid(dir)));
+    }
+
+    private static List<String> linesStartingWith(String text, String prefix) {
+        return text.lines().filter(line -> line.startsWith(prefix)).toList();
+    }
+
+    @ParameterizedTest
+    @EnumSource(RenderedFile.class)
+    void everyFileNamesItsSourceAndLeavesNoPlaceholder(RenderedFile file) {
+        String text = file.render(config());
+
+        assertTrue(text.contains(dir.resolve("vgpu.conf").toAbsolutePath().toString()), text);
+        assertTrue(text.contains("testbed"), text);
+        assertFalse(text.contains("{{"), text);
+        assertTrue(text.endsWith("\n"), "a file ends with a newline");
+    }
+
+    @Test
+    void slurmConfHasOneNodeLineEachAndBothPartitions() {
+        String text = RenderedFile.SLURM_CONF.render(config());
+
+        assertEquals(List.of(
+                "NodeName=n1 NodeAddr=10.0.0.1 Port=6818 CPUs=64 RealMemory=524288 Gres=gpu:4,vgpu:8 State=UNKNOWN",
+                "NodeName=n2 NodeAddr=10.0.0.2 Gres=gpu:2,vgpu:4 State=UNKNOWN",
+                "NodeName=n3 NodeHostname=gpu-n3.cluster Gres=gpu:1,vgpu:2 State=UNKNOWN"),
+                linesStartingWith(text, "NodeName="));
+        assertEquals(List.of(
+                "PartitionName=batch Nodes=n1,n2,n3 Default=YES MaxTime=INFINITE State=UP",
+                "PartitionName=vgpu-lend Nodes=n1,n2,n3 Hidden=YES AllowGroups=root PriorityTier=65533 QOS=vgpu-lend"
+                        + " MaxTime=INFINITE State=UP"),
+                linesStartingWith(text, "PartitionName="));
+        assertEquals(List.of("GresTypes=gpu,vgpu"), linesStartingWith(text, "GresTypes="));
+        assertEquals(List.of("JobSubmitPlugins=lua"), linesStartingWith(text, "JobSubmitPlugins="));
+    }
+
+    @Test
+    void gresConfListsDeviceFilesAndVgpuCounts() {
+        assertEquals(List.of(
+                "NodeName=n1 Name=gpu File=/dev/nvidia[0-3]",
+                "NodeName=n1 Name=vgpu Count=8",
+                "NodeName=n2 Name=gpu File=/dev/nvidia0,/dev/nvidia2",
+                "NodeName=n2 Name=vgpu Count=4",
+                "NodeName=n3 Name=gpu File=/dev/nvidia0",
+                "NodeName=n3 Name=vgpu Count=2"),
+                linesStartingWith(RenderedFile.GRES_CONF.render(config()), "NodeName="));
+    }
+
+    @Test
+    void plugstackLoadsTheBridgeRequiredWithTheTracker() {
+        assertEquals(List.of("required /opt/vgpu/lib/spank_vgpu.so tracker=127.0.0.1:7400"),
+                linesStartingWith(RenderedFile.PLUGSTACK_CONF.render(config()), "required"));
+    }
+
+    @Test
+    void jobSubmitLuaHoldsVgpuJobsAndGuardsTheirRelease() {
+        String lua = RenderedFile.JOB_SUBMIT_LUA.render(config());
+
+        assertTrue(lua.contains("function slurm_job_submit(job_desc, part_list, submit_uid)"), lua);
+        assertTrue(lua.contains("function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)"), lua);
+        assertTrue(lua.contains("job_desc.priority = 0"), lua);
+        assertTrue(lua.contains("asks_for_vgpu(job_desc.tres_per_node)"), lua);
+        assertTrue(lua.contains("return slurm.ESLURM_ACCESS_DENIED"), lua);
+        assertTrue(lua.contains("127.0.0.1:7400"), lua);
+    }
+
+    @Test
+    void unitsStartTheConfiguredLauncherWithThisFile() {
+        String config = dir.resolve("vgpu.conf").toAbsolutePath().toString();
+
+        assertEquals(List.of("ExecStart=/opt/vgpu/bin/vgpu tracker --config " + config),
+                linesStartingWith(RenderedFile.TRACKER_UNIT.render(config()), "ExecStart="));
+        assertEquals(List.of("ExecStart=/opt/vgpu/bin/vgpu lender --config " + config + " --node %i"),
+                linesStartingWith(RenderedFile.LENDER_UNIT.render(config()), "ExecStart="));
+    }
+
+    @Test
+    void filesAreFoundByName() {
+        assertEquals(RenderedFile.LENDER_UNIT, RenderedFile.byFileName("vgpu-lender@.service").orElseThrow());
+        assertTrue(RenderedFile.byFileName("slurmdbd.conf").isEmpty());
+        assertEquals(RenderedFile.values().length, RenderedFile.fileNames().size());
+    }
+}
