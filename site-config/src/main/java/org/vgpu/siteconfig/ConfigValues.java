@@ -7,6 +7,9 @@ import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.remote.lender.Endpoint;
+
 /**
  * Parsers for the value types of a site configuration. Each throws {@link IllegalArgumentException}
  * whose message says what was expected, so the reader can put it next to the file and line.
@@ -91,6 +94,21 @@ final class ConfigValues {
         } catch (NumberFormatException | ArithmeticException e) {
             throw new IllegalArgumentException("'" + value + "' is too large a size");
         }
+    }
+
+    /** {@code host:port} with a fixed port: daemons on other machines must know where to connect. */
+    static Endpoint endpoint(String value) {
+        Endpoint endpoint;
+        try {
+            endpoint = Endpoint.parse(value);
+        } catch (VgpuException e) {
+            throw new IllegalArgumentException(e.detail() + ", e.g. 127.0.0.1:7400 or tracker.cluster:7400");
+        }
+        if (endpoint.port() == 0 || endpoint.isWildcard()) {
+            throw new IllegalArgumentException("'" + value + "' is not an address others can connect to;"
+                    + " expected a host name or address and a fixed port, e.g. tracker.cluster:7400");
+        }
+        return endpoint;
     }
 
     static Path absolutePath(String value) {

@@ -5,6 +5,8 @@ import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.OptionalLong;
 
+import org.vgpu.runtime.remote.lender.Endpoint;
+
 /**
  * One GPU node of the cluster.
  *
@@ -43,5 +45,10 @@ public record NodeConfig(String name, int gpus, long gpuMemoryBytes, int vgpus, 
     /** Where the node is reached: its address, else its host name, else its Slurm name. */
     public String reachableAs() {
         return address.or(() -> hostname).orElse(name);
+    }
+
+    /** Where this node's lender listens. */
+    public Endpoint lenderEndpoint() {
+        return new Endpoint(reachableAs(), lenderPort);
     }
 }

@@ -5,6 +5,8 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 
+import org.vgpu.runtime.remote.lender.Endpoint;
+
 /**
  * The cluster's validated vgpu configuration, read once from one file by {@link SiteConfigReader}.
  *

@@ -18,6 +18,7 @@ import java.util.OptionalLong;
 import java.util.function.Function;
 
 import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.remote.lender.Endpoint;
 import org.vgpu.runtime.remote.security.SiteKey;
 
 /**
@@ -80,7 +81,7 @@ public final class SiteConfigReader {
         Settings cluster = settings(singletons.get(CLUSTER), CLUSTER,
                 List.of("name", "tracker", "token_key_file", "lend_partition", "lend_qos"));
         Optional<String> clusterName = cluster.required("name", "a name for logs and rendered files", ConfigValues::name);
-        Optional<Endpoint> tracker = cluster.required("tracker", "host:port where the tracker listens", Endpoint::parse);
+        Optional<Endpoint> tracker = cluster.required("tracker", "host:port where the tracker listens", ConfigValues::endpoint);
         Optional<Path> tokenKeyFile = cluster.required("token_key_file", "absolute path of the site key file",
                 ConfigValues::absolutePath);
         Optional<String> lendPartition = cluster.required("lend_partition", "the partition of the tracker's holder jobs",
@@ -186,24 +187,26 @@ public final class SiteConfigReader {
             if (name.isEmpty()) {
                 continue;
             }
-            String host = address.or(() -> hostname).orElse(name.get());
+            if (gpus.isEmpty() || gpuMemory.isEmpty() || vgpus.isEmpty() || lenderPort.isEmpty()) {
+                continue;
+            }
+            NodeConfig config = new NodeConfig(name.get(), gpus.get(), gpuMemory.get(), vgpus.get(), lenderPort.get(),
+                    gpuDevices.orElse(NodeConfig.defaultGpuDevices(gpus.get())), address, hostname,
+                    slurmdPort.map(OptionalInt::of).orElse(OptionalInt.empty()),
+                    cpus.map(OptionalInt::of).orElse(OptionalInt.empty()),
+                    realMemory.map(OptionalLong::of).orElse(OptionalLong.empty()));
             for (String port : List.of("lender_port", "slurmd_port")) {
                 Optional<Integer> value = port.equals("lender_port") ? lenderPort : slurmdPort;
                 if (value.isPresent()) {
-                    Integer clash = firstLineOfPort.putIfAbsent(host + ":" + value.get(), node.lineOf(port));
+                    String endpoint = config.reachableAs() + ":" + value.get();
+                    Integer clash = firstLineOfPort.putIfAbsent(endpoint, node.lineOf(port));
                     if (clash != null) {
-                        problem(node.lineOf(port), port + " " + value.get() + " on host " + host
+                        problem(node.lineOf(port), port + " " + value.get() + " on host " + config.reachableAs()
                                 + " is already used at line " + clash + "; each daemon on one host needs its own port");
                     }
                 }
             }
-            if (gpus.isPresent() && gpuMemory.isPresent() && vgpus.isPresent() && lenderPort.isPresent()) {
-                nodes.add(new NodeConfig(name.get(), gpus.get(), gpuMemory.get(), vgpus.get(), lenderPort.get(),
-                        gpuDevices.orElse(NodeConfig.defaultGpuDevices(gpus.get())), address, hostname,
-                        slurmdPort.map(OptionalInt::of).orElse(OptionalInt.empty()),
-                        cpus.map(OptionalInt::of).orElse(OptionalInt.empty()),
-                        realMemory.map(OptionalLong::of).orElse(OptionalLong.empty())));
-            }
+            nodes.add(config);
         }
         return nodes;
     }

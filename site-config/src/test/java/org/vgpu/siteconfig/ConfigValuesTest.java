@@ -11,6 +11,7 @@ import java.time.Duration;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
+import org.vgpu.runtime.remote.lender.Endpoint;
 
 class ConfigValuesTest {
     @Test
@@ -79,12 +80,12 @@ class ConfigValuesTest {
 
     @Test
     void endpointsNeedHostAndPort() {
-        assertEquals(new Endpoint("tracker.cluster", 7400), Endpoint.parse("tracker.cluster:7400"));
-        assertEquals(new Endpoint("[::1]", 7400), Endpoint.parse("[::1]:7400"));
-        assertEquals("127.0.0.1:7400", Endpoint.parse("127.0.0.1:7400").toString());
-        assertThrows(IllegalArgumentException.class, () -> Endpoint.parse("7400"));
-        assertThrows(IllegalArgumentException.class, () -> Endpoint.parse("host:0"));
-        assertThrows(IllegalArgumentException.class, () -> Endpoint.parse("host:port"));
+        assertEquals(new Endpoint("tracker.cluster", 7400), ConfigValues.endpoint("tracker.cluster:7400"));
+        assertEquals(new Endpoint("::1", 7400), ConfigValues.endpoint("[::1]:7400"));
+        assertThrows(IllegalArgumentException.class, () -> ConfigValues.endpoint("7400"));
+        assertThrows(IllegalArgumentException.class, () -> ConfigValues.endpoint("host:0"));
+        assertThrows(IllegalArgumentException.class, () -> ConfigValues.endpoint("[::]:7400"));
+        assertThrows(IllegalArgumentException.class, () -> ConfigValues.endpoint("host:port"));
     }
 
     @Test

@@ -22,6 +22,7 @@ import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
+import org.vgpu.runtime.remote.lender.Endpoint;
 
 class SiteConfigReaderTest {
     @TempDir
@@ -120,8 +121,10 @@ class SiteConfigReaderTest {
                 broken("lender port out of range", "lender_port = 7501\naddress = 10.0.0.1", "lender_port = 70000\naddress = 10.0.0.1",
                         24, "lender_port: 70000 is out of range; expected 1..65535"),
                 broken("endpoint without port", "tracker = 127.0.0.1:7400", "tracker = 127.0.0.1", 4,
-                        "tracker: '127.0.0.1' is not an endpoint; expected host:port"),
-                broken("endpoint port out of range", "tracker = 127.0.0.1:7400", "tracker = 127.0.0.1:99999", 4, "port 99999"),
+                        "tracker: expected HOST:PORT, got '127.0.0.1', e.g. 127.0.0.1:7400"),
+                broken("endpoint port out of range", "tracker = 127.0.0.1:7400", "tracker = 127.0.0.1:99999", 4, "a port must be in [0, 65535], got 99999"),
+                broken("endpoint on any port", "tracker = 127.0.0.1:7400", "tracker = 127.0.0.1:0", 4, "is not an address others can connect to"),
+                broken("endpoint on every interface", "tracker = 127.0.0.1:7400", "tracker = 0.0.0.0:7400", 4, "is not an address others can connect to"),
                 broken("relative key path", "token_key_file = " , "token_key_file = site.key\n#", 5, "is a relative path"),
                 broken("bad partition name", "lend_partition = vgpu-lend", "lend_partition = vgpu lend", 6, "is not a valid name"),
                 broken("same partition for jobs and holders", "job_partition = batch", "job_partition = vgpu-lend", 16,

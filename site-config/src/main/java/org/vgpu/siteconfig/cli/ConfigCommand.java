@@ -5,6 +5,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 
 import org.apache.commons.cli.CommandLine;
 import org.apache.commons.cli.Option;
@@ -40,13 +41,17 @@ public final class ConfigCommand implements Subcommand {
 
     @Override
     public String operands() {
-        return "check FILE | render --what NAME FILE";
+        return "check FILE | render --what NAME [--node NODE] FILE";
     }
 
     @Override
     public Options options() {
-        return new Options().addOption(Option.builder().longOpt("what").hasArg().argName("NAME")
-                .desc("for render: one of " + String.join(", ", RenderedFile.fileNames())).get());
+        return new Options()
+                .addOption(Option.builder().longOpt("what").hasArg().argName("NAME")
+                        .desc("for render: one of " + String.join(", ", RenderedFile.fileNames())).get())
+                .addOption(Option.builder().longOpt("node").hasArg().argName("NODE")
+                        .desc("for render of a per-node file (" + String.join(", ", RenderedFile.perNodeFileNames())
+                                + "): the node to render it for").get());
     }
 
     @Override
@@ -58,8 +63,8 @@ public final class ConfigCommand implements Subcommand {
         }
         Path file = Path.of(operands.get(1));
         if (operands.get(0).equals(CHECK)) {
-            if (line.hasOption("what")) {
-                throw new ParseException("--what belongs to render, not check");
+            if (line.hasOption("what") || line.hasOption("node")) {
+                throw new ParseException("--what and --node belong to render, not check");
             }
             return check(file, out, err);
         }
@@ -69,12 +74,24 @@ public final class ConfigCommand implements Subcommand {
         }
         RenderedFile rendered = RenderedFile.byFileName(what).orElseThrow(() -> new ParseException(
                 "--what must be one of " + String.join(", ", RenderedFile.fileNames()) + ", got '" + what + "'"));
+        if (rendered.perNode() != line.hasOption("node")) {
+            throw new ParseException(rendered.perNode() ? what + " differs between nodes: add --node NODE"
+                    : "--node does not apply: " + what + " is the same on every node");
+        }
+        SiteConfig config;
         try {
-            out.print(rendered.render(SiteConfigReader.read(file)));
-            return 0;
+            config = SiteConfigReader.read(file);
         } catch (SiteConfigException e) {
             return reportProblems(RENDER, file, e, err);
         }
+        Optional<NodeConfig> node = Optional.empty();
+        if (rendered.perNode()) {
+            String name = line.getOptionValue("node");
+            node = Optional.of(config.node(name).orElseThrow(() -> new ParseException("--node: no node '" + name + "' in "
+                    + file + "; its nodes are " + String.join(", ", config.nodes().stream().map(NodeConfig::name).toList()))));
+        }
+        out.print(rendered.render(config, node));
+        return 0;
     }
 
     private static int check(Path file, PrintStream out, PrintStream err) {
@@ -96,9 +113,9 @@ public final class ConfigCommand implements Subcommand {
                 formatDuration(config.policy().idleGrace()), config.policy().maxBorrowedPerJob(),
                 onOff(config.policy().borrowing()), onOff(config.policy().fallbackLocalOnly()));
         for (NodeConfig node : config.nodes()) {
-            out.printf("node %s: %d GPU%s x %s, %d vGPUs, devices %s, lender %s:%d%n", node.name(), node.gpus(),
+            out.printf("node %s: %d GPU%s x %s, %d vGPUs, devices %s, lender %s%n", node.name(), node.gpus(),
                     node.gpus() == 1 ? "" : "s", formatBytes(node.gpuMemoryBytes()), node.vgpus(), node.gpuDevices(),
-                    node.reachableAs(), node.lenderPort());
+                    node.lenderEndpoint());
         }
         StringBuilder distances = new StringBuilder("distances:");
         for (int i = 0; i < config.nodes().size(); i++) {

@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.stream.Collectors;
+import java.util.stream.IntStream;
 
 import org.vgpu.siteconfig.NodeConfig;
 import org.vgpu.siteconfig.SiteConfig;
@@ -22,8 +23,8 @@ public enum RenderedFile {
     /** Holds vgpu jobs at submission until the tracker releases them. */
     JOB_SUBMIT_LUA("job_submit.lua"),
     TRACKER_UNIT("vgpu-tracker.service"),
-    /** A systemd template unit: one instance per node, {@code vgpu-lender@NODE.service}. */
-    LENDER_UNIT("vgpu-lender@.service");
+    /** One per node: the node's lender with its own address and GPUs. */
+    LENDER_UNIT("vgpu-lender.service");
 
     private static final long MIB = 1L << 20;
 
@@ -45,7 +46,23 @@ public enum RenderedFile {
         return Arrays.stream(values()).map(RenderedFile::fileName).toList();
     }
 
-    public String render(SiteConfig config) {
+    public static List<String> perNodeFileNames() {
+        return Arrays.stream(values()).filter(RenderedFile::perNode).map(RenderedFile::fileName).toList();
+    }
+
+    /** Whether the file differs between nodes, so rendering it needs the node. */
+    public boolean perNode() {
+        return this == LENDER_UNIT;
+    }
+
+    /**
+     * @param node the node to render for: required when {@link #perNode()}, absent otherwise
+     * @throws IllegalArgumentException when {@code node} is given or missing against {@link #perNode()}
+     */
+    public String render(SiteConfig config, Optional<NodeConfig> node) {
+        if (node.isPresent() != perNode()) {
+            throw new IllegalArgumentException(fileName + (perNode() ? " is rendered for one node" : " is the same on every node"));
+        }
         Map<String, String> values = new HashMap<>();
         values.put("source", config.source().toString());
         values.put("cluster", config.clusterName());
@@ -58,15 +75,24 @@ public enum RenderedFile {
                 values.put("lend_qos", config.lendQos().map(qos -> " QOS=" + qos).orElse(""));
             }
             case GRES_CONF -> values.put("gres_lines", config.nodes().stream()
-                    .map(node -> "NodeName=" + node.name() + " Name=gpu File=" + node.gpuDevices() + "\n"
-                            + "NodeName=" + node.name() + " Name=vgpu Count=" + node.vgpus())
+                    .map(each -> "NodeName=" + each.name() + " Name=gpu File=" + each.gpuDevices() + "\n"
+                            + "NodeName=" + each.name() + " Name=vgpu Count=" + each.vgpus())
                     .collect(Collectors.joining("\n")));
             case PLUGSTACK_CONF -> {
                 values.put("spank_plugin", config.slurm().spankPlugin().toString());
                 values.put("tracker", config.tracker().toString());
             }
             case JOB_SUBMIT_LUA -> values.put("tracker", config.tracker().toString());
-            case TRACKER_UNIT, LENDER_UNIT -> values.put("vgpu_command", config.slurm().vgpuCommand().toString());
+            case TRACKER_UNIT -> values.put("vgpu_command", config.slurm().vgpuCommand().toString());
+            case LENDER_UNIT -> {
+                NodeConfig lender = node.orElseThrow();
+                values.put("vgpu_command", config.slurm().vgpuCommand().toString());
+                values.put("node", lender.name());
+                values.put("listen", lender.lenderEndpoint().toString());
+                values.put("devices", IntStream.range(0, lender.gpus()).mapToObj(Integer::toString)
+                        .collect(Collectors.joining(",")));
+                values.put("token_key_file", config.tokenKeyFile().toString());
+            }
         }
         return Template.load(fileName + ".tmpl").render(values);
     }

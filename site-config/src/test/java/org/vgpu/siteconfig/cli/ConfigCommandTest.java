@@ -8,6 +8,7 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Optional;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -75,7 +76,23 @@ class ConfigCommandTest {
         Path file = SiteConfigFiles.write(dir, SiteConfigFiles.valid(dir));
 
         assertEquals(0, config("render", "--what", "gres.conf", file.toString()), err());
-        assertEquals(RenderedFile.GRES_CONF.render(SiteConfigReader.read(file)), out());
+        assertEquals(RenderedFile.GRES_CONF.render(SiteConfigReader.read(file), Optional.empty()), out());
+    }
+
+    @Test
+    void renderOfAPerNodeFileTakesTheNode() {
+        Path file = SiteConfigFiles.write(dir, SiteConfigFiles.valid(dir));
+
+        assertEquals(0, config("render", "--what", "vgpu-lender.service", "--node", "n2", file.toString()), err());
+        assertTrue(out().contains("lender --listen 10.0.0.2:7501 --devices 0,1 "), out());
+    }
+
+    @Test
+    void renderOfAPerNodeFileForAnUnknownNodeNamesTheNodes() {
+        Path file = SiteConfigFiles.write(dir, SiteConfigFiles.valid(dir));
+
+        assertEquals(2, config("render", "--what", "vgpu-lender.service", "--node", "n9", file.toString()));
+        assertTrue(err().contains("--node: no node 'n9' in " + file + "; its nodes are n1, n2, n3"), err());
     }
 
     @Test
@@ -91,7 +108,7 @@ class ConfigCommandTest {
     void badUsageIsExplained() {
         assertEquals(2, config());
         assertTrue(err().contains("expected 'check FILE' or 'render --what NAME FILE'"), err());
-        assertTrue(err().contains("usage: vgpu config [options] check FILE | render --what NAME FILE"), err());
+        assertTrue(err().contains("usage: vgpu config [options] check FILE | render --what NAME [--node NODE] FILE"), err());
 
         assertEquals(2, config("validate", "x.conf"));
         assertEquals(2, config("check", "a.conf", "b.conf"));
@@ -100,7 +117,11 @@ class ConfigCommandTest {
         assertEquals(2, config("render", "--what", "slurmdbd.conf", "x.conf"));
         assertTrue(err().contains("--what must be one of slurm.conf, gres.conf"), err());
         assertEquals(2, config("check", "--what", "gres.conf", "x.conf"));
-        assertTrue(err().contains("--what belongs to render"), err());
+        assertTrue(err().contains("--what and --node belong to render"), err());
+        assertEquals(2, config("render", "--what", "vgpu-lender.service", "x.conf"));
+        assertTrue(err().contains("vgpu-lender.service differs between nodes: add --node NODE"), err());
+        assertEquals(2, config("render", "--what", "gres.conf", "--node", "n1", "x.conf"));
+        assertTrue(err().contains("--node does not apply: gres.conf is the same on every node"), err());
     }
 
     @Test

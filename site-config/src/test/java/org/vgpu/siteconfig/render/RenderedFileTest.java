@@ -2,10 +2,12 @@ package org.vgpu.siteconfig.render;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Optional;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -27,10 +29,16 @@ class RenderedFileTest {
         return text.lines().filter(line -> line.startsWith(prefix)).toList();
     }
 
+    /** Renders a cluster-wide file. */
+    private String render(RenderedFile file) {
+        return file.render(config(), Optional.empty());
+    }
+
     @ParameterizedTest
     @EnumSource(RenderedFile.class)
     void everyFileNamesItsSourceAndLeavesNoPlaceholder(RenderedFile file) {
-        String text = file.render(config());
+        SiteConfig config = config();
+        String text = file.render(config, file.perNode() ? config.node("n2") : Optional.empty());
 
         assertTrue(text.contains(dir.resolve("vgpu.conf").toAbsolutePath().toString()), text);
         assertTrue(text.contains("testbed"), text);
@@ -40,7 +48,7 @@ class RenderedFileTest {
 
     @Test
     void slurmConfHasOneNodeLineEachAndBothPartitions() {
-        String text = RenderedFile.SLURM_CONF.render(config());
+        String text = render(RenderedFile.SLURM_CONF);
 
         assertEquals(List.of(
                 "NodeName=n1 NodeAddr=10.0.0.1 Port=6818 CPUs=64 RealMemory=524288 Gres=gpu:4,vgpu:8 State=UNKNOWN",
@@ -65,18 +73,18 @@ class RenderedFileTest {
                 "NodeName=n2 Name=vgpu Count=4",
                 "NodeName=n3 Name=gpu File=/dev/nvidia0",
                 "NodeName=n3 Name=vgpu Count=2"),
-                linesStartingWith(RenderedFile.GRES_CONF.render(config()), "NodeName="));
+                linesStartingWith(render(RenderedFile.GRES_CONF), "NodeName="));
     }
 
     @Test
     void plugstackLoadsTheBridgeRequiredWithTheTracker() {
         assertEquals(List.of("required /opt/vgpu/lib/spank_vgpu.so tracker=127.0.0.1:7400"),
-                linesStartingWith(RenderedFile.PLUGSTACK_CONF.render(config()), "required"));
+                linesStartingWith(render(RenderedFile.PLUGSTACK_CONF), "required"));
     }
 
     @Test
     void jobSubmitLuaHoldsVgpuJobsAndGuardsTheirRelease() {
-        String lua = RenderedFile.JOB_SUBMIT_LUA.render(config());
+        String lua = render(RenderedFile.JOB_SUBMIT_LUA);
 
         assertTrue(lua.contains("function slurm_job_submit(job_desc, part_list, submit_uid)"), lua);
         assertTrue(lua.contains("function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)"), lua);
@@ -87,18 +95,35 @@ class RenderedFileTest {
     }
 
     @Test
-    void unitsStartTheConfiguredLauncherWithThisFile() {
-        String config = dir.resolve("vgpu.conf").toAbsolutePath().toString();
+    void trackerUnitStartsTheConfiguredLauncherWithThisFile() {
+        assertEquals(List.of("ExecStart=/opt/vgpu/bin/vgpu tracker --config " + dir.resolve("vgpu.conf").toAbsolutePath()),
+                linesStartingWith(render(RenderedFile.TRACKER_UNIT), "ExecStart="));
+    }
 
-        assertEquals(List.of("ExecStart=/opt/vgpu/bin/vgpu tracker --config " + config),
-                linesStartingWith(RenderedFile.TRACKER_UNIT.render(config()), "ExecStart="));
-        assertEquals(List.of("ExecStart=/opt/vgpu/bin/vgpu lender --config " + config + " --node %i"),
-                linesStartingWith(RenderedFile.LENDER_UNIT.render(config()), "ExecStart="));
+    @Test
+    void lenderUnitListensOnItsNodeAndLendsEachOfItsGpus() {
+        SiteConfig config = config();
+
+        assertEquals(List.of("ExecStart=/opt/vgpu/bin/vgpu lender --listen 10.0.0.1:7501 --devices 0,1,2,3 --key-file "
+                        + dir.resolve("site.key")),
+                linesStartingWith(RenderedFile.LENDER_UNIT.render(config, config.node("n1")), "ExecStart="));
+        assertEquals(List.of("ExecStart=/opt/vgpu/bin/vgpu lender --listen gpu-n3.cluster:7501 --devices 0 --key-file "
+                        + dir.resolve("site.key")),
+                linesStartingWith(RenderedFile.LENDER_UNIT.render(config, config.node("n3")), "ExecStart="));
+    }
+
+    @Test
+    void perNodeFilesNeedTheNodeAndOthersRefuseOne() {
+        SiteConfig config = config();
+
+        assertThrows(IllegalArgumentException.class, () -> RenderedFile.LENDER_UNIT.render(config, Optional.empty()));
+        assertThrows(IllegalArgumentException.class, () -> RenderedFile.GRES_CONF.render(config, config.node("n1")));
+        assertEquals(List.of("vgpu-lender.service"), RenderedFile.perNodeFileNames());
     }
 
     @Test
     void filesAreFoundByName() {
-        assertEquals(RenderedFile.LENDER_UNIT, RenderedFile.byFileName("vgpu-lender@.service").orElseThrow());
+        assertEquals(RenderedFile.LENDER_UNIT, RenderedFile.byFileName("vgpu-lender.service").orElseThrow());
         assertTrue(RenderedFile.byFileName("slurmdbd.conf").isEmpty());
         assertEquals(RenderedFile.values().length, RenderedFile.fileNames().size());
     }
