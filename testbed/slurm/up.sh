@@ -11,6 +11,8 @@ source "$(dirname "$0")/common.sh"
 
 [ "$(id -u)" -eq 0 ] || die "up.sh needs root (it creates device files and runs Slurm's daemons as root)"
 [ -x "$VGPU" ] || die "no vgpu launcher at $VGPU"
+launcher_check=$("$VGPU" --help 2>&1) \
+    || die "the vgpu launcher does not run (build it with mvn -DskipTests package; it needs JAVA_HOME set to a JDK 25): $launcher_check"
 if [ -e "$TESTBED_DIR" ]; then
     die "$TESTBED_DIR exists: a testbed is up or was not torn down; run $(dirname "$0")/down.sh first"
 fi

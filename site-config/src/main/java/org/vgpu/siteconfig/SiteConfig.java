@@ -43,4 +43,19 @@ public record SiteConfig(Path source, String clusterName, Endpoint tracker, Path
     public int totalGpus() {
         return nodes.stream().mapToInt(NodeConfig::gpus).sum();
     }
+
+    /** The most vGPUs one job may ask for on a node: the largest vgpu count of any node. */
+    public int maxVgpusPerNode() {
+        return nodes.stream().mapToInt(NodeConfig::vgpus).max().orElseThrow();
+    }
+
+    /**
+     * The most GPUs one job can get: the largest node's GPUs plus, when borrowing is on, the
+     * borrow limit; never more than the cluster has.
+     */
+    public int maxGpusPerJob() {
+        int local = nodes.stream().mapToInt(NodeConfig::gpus).max().orElseThrow();
+        int borrowed = policy.borrowing() ? policy.maxBorrowedPerJob() : 0;
+        return Math.min(totalGpus(), local + borrowed);
+    }
 }

@@ -57,6 +57,8 @@ class SiteConfigReaderTest {
         assertEquals("/dev/nvidia0,/dev/nvidia2", config.nodes().get(1).gpuDevices());
         assertEquals("gpu-n3.cluster", config.nodes().get(2).reachableAs());
         assertEquals(7, config.totalGpus());
+        assertEquals(8, config.maxVgpusPerNode());
+        assertEquals(7, config.maxGpusPerJob(), "4 local + 3 borrowed, and the cluster has 7");
     }
 
     @Test
@@ -97,6 +99,14 @@ class SiteConfigReaderTest {
         assertEquals("/dev/nvidia0", config.nodes().get(0).gpuDevices());
         assertEquals("/dev/nvidia[0-1]", config.nodes().get(1).gpuDevices());
         assertEquals(1, config.distances().between("a", "b"), "no [distance] section: a flat network");
+        assertEquals(3, config.maxGpusPerJob(), "2 local + 4 borrowed, but the cluster has 3");
+    }
+
+    @Test
+    void withoutBorrowingAJobGetsOneNodesGpus() {
+        SiteConfig config = read(SiteConfigFiles.valid(dir).replace("borrowing = on", "borrowing = off"));
+
+        assertEquals(4, config.maxGpusPerJob());
     }
 
     /** A valid file with one line replaced (or, with an empty {@code from}, with a line appended). */

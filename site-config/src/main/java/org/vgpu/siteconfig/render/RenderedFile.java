@@ -82,7 +82,11 @@ public enum RenderedFile {
                 values.put("spank_plugin", config.slurm().spankPlugin().toString());
                 values.put("tracker", config.tracker().toString());
             }
-            case JOB_SUBMIT_LUA -> values.put("tracker", config.tracker().toString());
+            case JOB_SUBMIT_LUA -> {
+                values.put("tracker", config.tracker().toString());
+                values.put("max_vgpus_per_node", Integer.toString(config.maxVgpusPerNode()));
+                values.put("max_gpus_per_job", Integer.toString(config.maxGpusPerJob()));
+            }
             case TRACKER_UNIT -> values.put("vgpu_command", config.slurm().vgpuCommand().toString());
             case LENDER_UNIT -> {
                 NodeConfig lender = node.orElseThrow();

@@ -89,7 +89,9 @@ class RenderedFileTest {
         assertTrue(lua.contains("function slurm_job_submit(job_desc, part_list, submit_uid)"), lua);
         assertTrue(lua.contains("function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)"), lua);
         assertTrue(lua.contains("job_desc.priority = 0"), lua);
-        assertTrue(lua.contains("asks_for_vgpu(job_desc.tres_per_node)"), lua);
+        assertTrue(lua.contains("vgpu_count(job_desc.tres_per_node)"), lua);
+        assertTrue(lua.contains("local MAX_VGPUS_PER_NODE = 8\n"), lua);
+        assertTrue(lua.contains("local MAX_GPUS_PER_JOB = 7\n"), "4 local + 3 borrowed, all 7 GPUs: " + lua);
         assertTrue(lua.contains("return slurm.ESLURM_ACCESS_DENIED"), lua);
         assertTrue(lua.contains("127.0.0.1:7400"), lua);
     }
