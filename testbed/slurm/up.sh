@@ -17,23 +17,6 @@ if [ -e "$TESTBED_DIR" ]; then
     die "$TESTBED_DIR exists: a testbed is up or was not torn down; run $(dirname "$0")/down.sh first"
 fi
 
-install_slurm() {
-    local missing=()
-    for command in slurmctld slurmd sbatch; do
-        command -v "$command" >/dev/null 2>&1 || missing+=("$command")
-    done
-    if [ ! -e /usr/lib/x86_64-linux-gnu/slurm-wlm/job_submit_lua.so ]; then
-        missing+=(job_submit_lua.so)
-    fi
-    if [ "${#missing[@]}" -gt 0 ]; then
-        say "installing Slurm (missing: ${missing[*]})"
-        timeout 600 apt-get update -q
-        DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y -q slurmctld slurmd slurm-client \
-            libslurm-dev slurm-wlm-basic-plugins slurm-wlm-basic-plugins-dev
-    fi
-    slurmctld -V | grep -q ' 22\.05\.' || say "warning: $(slurmctld -V) is not the 22.05 this testbed was made for"
-}
-
 refuse_busy_ports() {
     local port
     for port in $(seq "$TESTBED_PORT_BASE" $((TESTBED_PORT_BASE + ${#TESTBED_NODES[@]}))); do
@@ -155,7 +138,7 @@ nodes_idle() {
     [ "$(grep -c ' idle$' <<<"$states")" -eq "${#TESTBED_NODES[@]}" ]
 }
 
-install_slurm
+"$(dirname "$0")/install-slurm.sh"
 refuse_busy_ports
 # A failed start leaves the directory and any started daemon for inspection; down.sh clears both.
 trap 'echo "testbed: up.sh failed; logs are in $TESTBED_DIR/log; clean up with $(dirname "$0")/down.sh" >&2' ERR
