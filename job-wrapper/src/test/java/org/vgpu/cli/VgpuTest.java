@@ -39,6 +39,12 @@ class VgpuTest {
     }
 
     @Test
+    void configCommandIsOffered() {
+        assertEquals(0, vgpu("config", "--help"));
+        assertTrue(out().contains("usage: vgpu config [options] check FILE | render --what NAME [--node NODE] FILE"), out());
+    }
+
+    @Test
     void unknownCommandIsAUsageError() {
         assertEquals(2, vgpu("frobnicate"));
         assertTrue(err().contains("unknown command 'frobnicate'"), err());

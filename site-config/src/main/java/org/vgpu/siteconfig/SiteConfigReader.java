@@ -215,7 +215,7 @@ public final class SiteConfigReader {
         Settings slurm = settings(section, SLURM, List.of("job_partition", "spank_plugin", "vgpu_command"));
         String jobPartition = slurm.optional("job_partition", ConfigValues::name).orElse(SlurmSettings.DEFAULT_JOB_PARTITION);
         if (lendPartition.isPresent() && lendPartition.get().equals(jobPartition)) {
-            problem(slurm.isPresent() ? slurm.lineOf("job_partition") : 0, "job_partition and lend_partition are both '"
+            problem(slurm.lineOf("job_partition"), "job_partition and lend_partition are both '"
                     + jobPartition + "'; holder jobs need a partition of their own, so users cannot take lent GPUs");
         }
         return new SlurmSettings(jobPartition,
@@ -348,10 +348,6 @@ public final class SiteConfigReader {
                             + first.line() + "); set each key once");
                 }
             }
-        }
-
-        boolean isPresent() {
-            return section != null;
         }
 
         <T> Optional<T> optional(String key, Function<String, T> parser) {
