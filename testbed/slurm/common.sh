@@ -16,6 +16,18 @@ VGPU=${VGPU:-$REPO_ROOT/job-wrapper/bin/vgpu}
 
 export SLURM_CONF=$TESTBED_DIR/etc/slurm.conf
 
+# lender_port NODE: where NODE's lender listens (base+50+K for node nK).
+lender_port() {
+    echo $((TESTBED_PORT_BASE + 50 + ${1#n}))
+}
+
+# lender_request NODE REQUEST: sends one request line to NODE's lender (`open DEVICE`, `status`)
+# and prints the first line of its reply.
+lender_request() {
+    timeout "$SLURM_CALL_TIMEOUT" bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && printf "%s\n" "$2" >&3 && head -n 1 <&3' \
+        lender-request "$(lender_port "$1")" "$2"
+}
+
 say() {
     echo "testbed: $*"
 }

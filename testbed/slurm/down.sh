@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Stops every daemon up.sh started (found by their PID files in the testbed's directory) and
-# removes that directory. Safe to run again, or after a failed up.sh.
+# Stops every daemon up.sh started (lenders, slurmd, slurmctld; found by their PID files in the
+# testbed's directory) and removes that directory. Safe to run again, or after a failed up.sh.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
-# A PID file may be stale and its number reused: stop a process only if it is a Slurm daemon
-# started with this testbed's slurm.conf.
+# A PID file may be stale and its number reused: stop a process only if its command line names
+# this testbed's configuration (slurm.conf, or the site key a lender reads).
 is_testbed_daemon() {
     local pid=$1
-    [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q "slurm.* -f $SLURM_CONF"
+    [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF "$TESTBED_DIR/etc/"
 }
 
 stop_daemon() {
@@ -34,8 +34,8 @@ if [ ! -d "$TESTBED_DIR" ]; then
     say "nothing to tear down at $TESTBED_DIR"
     exit 0
 fi
-# slurmd first, so none of them is left trying to reach a stopped slurmctld.
-for pid_file in "$TESTBED_DIR"/run/slurmd-*.pid "$TESTBED_DIR"/run/slurmctld.pid; do
+# Lenders (and their workers) first; slurmd before slurmctld, so none is left trying to reach it.
+for pid_file in "$TESTBED_DIR"/run/lender-*.pid "$TESTBED_DIR"/run/slurmd-*.pid "$TESTBED_DIR"/run/slurmctld.pid; do
     [ -e "$pid_file" ] && stop_daemon "$pid_file"
 done
 rm -rf "$TESTBED_DIR"

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Scenario: what the tracker will do, done by hand with Slurm's own commands, to prove Slurm 22.05
-# accepts each step. Each node has 1 idle GPU; a held vgpu:3 job gets the idle GPU of n1 as its own
-# allocation and the idle GPUs of n2 and n3 through holder jobs in the lend partition, is pinned to
-# n1 with gpu:1 added, and released. Then every GPU of the cluster is allocated in Slurm's books, and
-# the job sees its one local GPU. Captures go to $1 (default $TESTBED_DIR/capture/assembled).
+# Scenario: what the tracker will do, done by hand with Slurm's own commands and the lenders' control
+# sockets, to prove Slurm 22.05 and the lenders accept each step. Each node has 1 idle GPU; a held
+# vgpu:3 job gets the idle GPU of n1 as its own allocation and the idle GPUs of n2 and n3 through
+# holder jobs in the lend partition, the lenders of n2 and n3 open a worker (emulated GPU) on those
+# GPUs, the job is pinned to n1 with gpu:1 added, and released. Then every GPU of the cluster is
+# allocated in Slurm's books, and the job sees its one local GPU. Captures go to $1 (default
+# $TESTBED_DIR/capture/assembled).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 capture=${1:-$TESTBED_DIR/capture/assembled}
@@ -15,10 +17,16 @@ trap 'cancel_jobs "${FILL_JOBS[@]}" "${jobs[@]}"' EXIT
 fill_leaving_one_idle_gpu
 job=$(submit --gres=vgpu:3 -J assembled-3-vgpus --wrap 'echo "CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"; sleep 600')
 jobs+=("$job")
+workers=()
 for lender in n2 n3; do
     holder=$(submit -p "$lend_partition" --gres=gpu:1 -w "$lender" -J "vgpu-holder-$job" --wrap 'sleep 600')
     jobs+=("$holder")
     expect_state "$holder" RUNNING 30
+    gpu=$(slurm scontrol show job -d "$holder" | sed -n 's/.*GRES=gpu:1(IDX:\([0-9]*\)).*/\1/p')
+    [ -n "$gpu" ] || die "holder $holder on $lender shows no GPU index"
+    reply=$(lender_request "$lender" "open $gpu") || die "the lender of $lender did not answer 'open $gpu'"
+    [[ "$reply" =~ ^ok\ 127\.0\.0\.1:[0-9]+\ [^\ ]+$ ]] || die "the lender of $lender answered 'open $gpu' with '$reply'"
+    workers+=("$lender:gpu$gpu=${reply#ok }")
 done
 slurm scontrol update JobId="$job" Gres=gpu:1,vgpu:3 NodeList=n1
 [ "$(job_field "$job" TresPerNode)" = gres:gpu:1,gres:vgpu:3 ] \
@@ -37,4 +45,5 @@ done
 expect_gres_used n1 "gpu:$TESTBED_GPUS_PER_NODE,vgpu:3"
 capture_slurm_views "$capture"
 pass "assembly-by-hand: vgpu job $job runs on n1 with CUDA_VISIBLE_DEVICES=$visible, holders ${jobs[*]:1} keep" \
-    "the idle GPUs of n2 and n3; every node has GresUsed=gpu:$TESTBED_GPUS_PER_NODE; captured to $capture"
+    "the idle GPUs of n2 and n3, served by workers ${workers[*]}; every node has GresUsed=gpu:$TESTBED_GPUS_PER_NODE;" \
+    "captured to $capture"

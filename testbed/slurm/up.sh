@@ -2,8 +2,9 @@
 # Brings up a real Slurm 22.05 cluster (Debian's packages) on this one machine: slurmctld and
 # slurmd -N n1..n3, each node with 4 fake GPUs (character devices, so Slurm sets
 # CUDA_VISIBLE_DEVICES) and a count-only vgpu GRES of 8, auth/none, the job partition and the lend
-# partition. Slurm's node, partition and GRES lines and job_submit.lua are rendered from a site
-# configuration by `vgpu config render`, as an admin would. Needs root.
+# partition, and each node's vgpu lender lending emulated GPUs. Slurm's node, partition and GRES
+# lines, job_submit.lua and the lenders' command lines are rendered from a site configuration by
+# `vgpu config render`, as an admin would. Needs root.
 # Environment: VGPU_TESTBED_DIR (default /tmp/vgpu-testbed), VGPU_TESTBED_PORT_BASE (17900),
 # VGPU_SPANK_PLUGIN (a built SPANK bridge to load; without it plugstack.conf stays empty).
 set -euo pipefail
@@ -19,7 +20,9 @@ fi
 
 refuse_busy_ports() {
     local port
-    for port in $(seq "$TESTBED_PORT_BASE" $((TESTBED_PORT_BASE + ${#TESTBED_NODES[@]}))); do
+    local node
+    for port in $(seq "$TESTBED_PORT_BASE" $((TESTBED_PORT_BASE + ${#TESTBED_NODES[@]}))) \
+        $(for node in "${TESTBED_NODES[@]}"; do lender_port "$node"; done); do
         if ss -Hltn "sport = :$port" | grep -q .; then
             die "port $port is in use; choose other ports with VGPU_TESTBED_PORT_BASE"
         fi
@@ -55,7 +58,7 @@ max_borrowed_per_job = 4
 
 [slurm]
 job_partition = gpu
-spank_plugin = ${VGPU_SPANK_PLUGIN:-/usr/lib/x86_64-linux-gnu/slurm-wlm/spank_vgpu.so}
+spank_plugin = ${VGPU_SPANK_PLUGIN:-/usr/lib/x86_64-linux-gnu/slurm-wlm/vgpu_spank.so}
 vgpu_command = $VGPU
 CONFIG
     local k=0 node
@@ -67,7 +70,7 @@ CONFIG
 gpus = $TESTBED_GPUS_PER_NODE
 gpu_memory = 80GiB
 vgpus = $TESTBED_VGPUS_PER_NODE
-lender_port = $((TESTBED_PORT_BASE + 50 + k))
+lender_port = $(lender_port "$node")
 gpu_devices = $TESTBED_DIR/dev/$node/nvidia[0-$((TESTBED_GPUS_PER_NODE - 1))]
 # All nodes are slurmd -N instances on this machine: one host name, one address, own ports.
 hostname = $host
@@ -132,6 +135,25 @@ CONFIG
     fi
 }
 
+# Each node's lender, started with the command line of its rendered systemd unit, lending emulated
+# GPUs (this machine has none) and starting each worker on request (--pool 0: 2 cores are not
+# enough for a warm worker per GPU).
+start_lenders() {
+    local node command
+    for node in "${TESTBED_NODES[@]}"; do
+        command=$("$VGPU" config render --what vgpu-lender.service --node "$node" "$TESTBED_DIR/etc/vgpu.conf" \
+            | sed -n 's/^ExecStart=//p')
+        [ -n "$command" ] || die "the rendered vgpu-lender.service of $node has no ExecStart line"
+        # shellcheck disable=SC2086 # the unit's command line: words without spaces, split as systemd would
+        $command --backend emulated --pool 0 </dev/null >"$TESTBED_DIR/log/lender-$node.log" 2>&1 &
+        echo $! >"$TESTBED_DIR/run/lender-$node.pid"
+    done
+    for node in "${TESTBED_NODES[@]}"; do
+        wait_until 60 "the lender of $node listens" grep -q '^vgpu lender listening' "$TESTBED_DIR/log/lender-$node.log" \
+            || die "the lender of $node did not start: $(tail -n 5 "$TESTBED_DIR/log/lender-$node.log")"
+    done
+}
+
 nodes_idle() {
     local states
     states=$(slurm sinfo -h -N -p gpu -o '%N %t' | sort -u)
@@ -161,5 +183,7 @@ for node in "${TESTBED_NODES[@]}"; do
 done
 wait_until 60 "nodes ${TESTBED_NODES[*]} are idle" nodes_idle \
     || die "nodes are not idle: $(slurm sinfo -N -o '%N %t %E' 2>&1); see $TESTBED_DIR/log"
-say "up in $TESTBED_DIR: nodes ${TESTBED_NODES[*]} idle, each gpu:$TESTBED_GPUS_PER_NODE,vgpu:$TESTBED_VGPUS_PER_NODE"
+start_lenders
+say "up in $TESTBED_DIR: nodes ${TESTBED_NODES[*]} idle, each gpu:$TESTBED_GPUS_PER_NODE,vgpu:$TESTBED_VGPUS_PER_NODE" \
+    "and a lender of emulated GPUs on 127.0.0.1:$(lender_port n1)..$(lender_port "${TESTBED_NODES[-1]}")"
 say "use it with: export SLURM_CONF=$SLURM_CONF"

@@ -12,7 +12,7 @@ import java.util.Objects;
  */
 public record SlurmSettings(String jobPartition, Path spankPlugin, Path vgpuCommand) {
     public static final String DEFAULT_JOB_PARTITION = "gpu";
-    public static final Path DEFAULT_SPANK_PLUGIN = Path.of("/usr/lib/x86_64-linux-gnu/slurm-wlm/spank_vgpu.so");
+    public static final Path DEFAULT_SPANK_PLUGIN = Path.of("/usr/lib/x86_64-linux-gnu/slurm-wlm/vgpu_spank.so");
     public static final Path DEFAULT_VGPU_COMMAND = Path.of("/usr/local/bin/vgpu");
 
     public SlurmSettings {

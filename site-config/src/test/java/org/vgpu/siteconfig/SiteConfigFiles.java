@@ -31,7 +31,7 @@ public final class SiteConfigFiles {
 
                 [slurm]
                 job_partition = batch
-                spank_plugin = /opt/vgpu/lib/spank_vgpu.so
+                spank_plugin = /opt/vgpu/lib/vgpu_spank.so
                 vgpu_command = /opt/vgpu/bin/vgpu
 
                 [node n1]

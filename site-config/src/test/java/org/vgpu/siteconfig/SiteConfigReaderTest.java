@@ -47,7 +47,7 @@ class SiteConfigReaderTest {
         assertEquals("vgpu-lend", config.lendPartition());
         assertEquals(Optional.of("vgpu-lend"), config.lendQos());
         assertEquals(new Policy(Duration.ofSeconds(45), 3, true, true), config.policy());
-        assertEquals(new SlurmSettings("batch", Path.of("/opt/vgpu/lib/spank_vgpu.so"), Path.of("/opt/vgpu/bin/vgpu")),
+        assertEquals(new SlurmSettings("batch", Path.of("/opt/vgpu/lib/vgpu_spank.so"), Path.of("/opt/vgpu/bin/vgpu")),
                 config.slurm());
         assertEquals(List.of("n1", "n2", "n3"), config.nodes().stream().map(NodeConfig::name).toList());
         assertEquals(new NodeConfig("n1", 4, 80L << 30, 8, 7501, "/dev/nvidia[0-3]", Optional.of("10.0.0.1"),

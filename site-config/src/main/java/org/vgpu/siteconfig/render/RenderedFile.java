@@ -81,6 +81,7 @@ public enum RenderedFile {
             case PLUGSTACK_CONF -> {
                 values.put("spank_plugin", config.slurm().spankPlugin().toString());
                 values.put("tracker", config.tracker().toString());
+                values.put("fallback", config.policy().fallbackLocalOnly() ? "local-only" : "none");
             }
             case JOB_SUBMIT_LUA -> {
                 values.put("tracker", config.tracker().toString());

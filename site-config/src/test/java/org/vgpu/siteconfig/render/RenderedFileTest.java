@@ -78,7 +78,7 @@ class RenderedFileTest {
 
     @Test
     void plugstackLoadsTheBridgeRequiredWithTheTracker() {
-        assertEquals(List.of("required /opt/vgpu/lib/spank_vgpu.so tracker=127.0.0.1:7400"),
+        assertEquals(List.of("required /opt/vgpu/lib/vgpu_spank.so tracker=127.0.0.1:7400 fallback=local-only"),
                 linesStartingWith(render(RenderedFile.PLUGSTACK_CONF), "required"));
     }
 

@@ -11,15 +11,16 @@ import org.junit.jupiter.api.Test;
 
 class TemplateTest {
     private static Map<String, String> plugstackValues() {
-        return Map.of("cluster", "c", "source", "/etc/vgpu/vgpu.conf", "spank_plugin", "/x.so", "tracker", "h:1");
+        return Map.of("cluster", "c", "source", "/etc/vgpu/vgpu.conf", "spank_plugin", "/x.so", "tracker", "h:1",
+                "fallback", "none");
     }
 
     @Test
     void valuesReplaceTheirPlaceholdersLiterally() {
         String text = Template.load("plugstack.conf.tmpl").render(Map.of("cluster", "c$1", "source", "/a\\b",
-                "spank_plugin", "/x.so", "tracker", "h:1"));
+                "spank_plugin", "/x.so", "tracker", "h:1", "fallback", "none"));
 
-        assertTrue(text.contains("required /x.so tracker=h:1"), text);
+        assertTrue(text.contains("required /x.so tracker=h:1 fallback=none"), text);
         assertTrue(text.contains("cluster c$1, rendered from /a\\b"), text);
     }
 
