@@ -78,11 +78,17 @@ submit() {
     slurm sbatch --parsable -o "$TESTBED_DIR/out/%j.out" "$@" 2>>"$TESTBED_DIR/out/sbatch.err" | cut -d ';' -f 1
 }
 
-# expect_state JOB STATE SECONDS: waits until the job is in STATE; fails naming the state it is in.
+# expect_state JOB STATE SECONDS: waits until the job is in STATE; fails naming the state it is in,
+# at once when the job has ended in another state.
 expect_state() {
     local job=$1 state=$2 limit=$3
-    wait_until "$limit" "job $job is $state" job_state_is "$job" "$state" \
+    wait_until "$limit" "job $job is $state" job_state_is_or_ended "$job" "$state" || true
+    job_state_is "$job" "$state" \
         || die "job $job is $(job_field "$job" JobState) (reason $(job_field "$job" Reason)), expected $state"
+}
+
+job_state_is_or_ended() {
+    job_state_is "$1" "$2" || job_has_ended "$1"
 }
 
 # cancel_jobs JOB...: a scenario's cleanup; waits (bounded) until their GPUs are free again.
