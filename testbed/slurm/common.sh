@@ -1,6 +1,6 @@
 # Shared by the testbed scripts (sourced, not run): where the testbed lives, its ports, and
 # bounded wrappers around Slurm's client commands.
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034 # settings here are used by the scripts that source this file
 
 TESTBED_DIR=${VGPU_TESTBED_DIR:-/tmp/vgpu-testbed}
 # slurmctld listens on the base port, node nK's slurmd on base+K. Not Slurm's defaults (6817/6818),
