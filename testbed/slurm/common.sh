@@ -8,6 +8,9 @@ TESTBED_DIR=${VGPU_TESTBED_DIR:-/tmp/vgpu-testbed}
 TESTBED_PORT_BASE=${VGPU_TESTBED_PORT_BASE:-17900}
 TESTBED_NODES=(n1 n2 n3)
 TESTBED_GPUS_PER_NODE=4
+# More CPUs than the machine has (SlurmdParameters=config_overrides); user jobs may take all but one
+# per GPU (MaxCPUsPerNode), which stay free for holder jobs.
+TESTBED_CPUS_PER_NODE=8
 TESTBED_VGPUS_PER_NODE=8
 # Seconds any one Slurm client call may take: while slurmctld is down they would block for minutes.
 SLURM_CALL_TIMEOUT=${VGPU_SLURM_CALL_TIMEOUT:-20}
@@ -112,12 +115,14 @@ pass() {
     say "PASS $*"
 }
 
-# fill_leaving_one_idle_gpu: one job per node that takes all GPUs but one; their ids go to FILL_JOBS.
+# fill_leaving_one_idle_gpu: one job per node that takes all GPUs but one, and all CPUs user jobs
+# may take but one, for a job that gets the idle GPU; their ids go to FILL_JOBS.
 fill_leaving_one_idle_gpu() {
     local node job
     FILL_JOBS=()
     for node in "${TESTBED_NODES[@]}"; do
-        FILL_JOBS+=("$(submit --gres=gpu:$((TESTBED_GPUS_PER_NODE - 1)) -w "$node" -J "fill-$node" --wrap 'sleep 600')")
+        FILL_JOBS+=("$(submit --gres=gpu:$((TESTBED_GPUS_PER_NODE - 1)) -c $((TESTBED_CPUS_PER_NODE - TESTBED_GPUS_PER_NODE - 1)) \
+            -w "$node" -J "fill-$node" --wrap 'sleep 600')")
     done
     for job in "${FILL_JOBS[@]}"; do
         expect_state "$job" RUNNING 30

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Scenario: what the tracker will do, done by hand with Slurm's own commands and the lenders' control
-# sockets, to prove Slurm 22.05 and the lenders accept each step. Each node has 1 idle GPU; a held
+# sockets, to prove Slurm 22.05 and the lenders accept each step. Each node has 1 idle GPU, and on
+# n2 and n3 user jobs hold every CPU they may (the CPUs MaxCPUsPerNode keeps free let holders start); a held
 # vgpu:3 job gets the idle GPU of n1 as its own allocation and the idle GPUs of n2 and n3 through
 # holder jobs in the lend partition, the lenders of n2 and n3 open a worker (emulated GPU) on those
 # GPUs, the job is pinned to n1 with gpu:1 added, and released. Then every GPU of the cluster is
@@ -18,9 +19,14 @@ fill_leaving_one_idle_gpu
 job=$(submit --gres=vgpu:3 -J assembled-3-vgpus --wrap 'echo "CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"; sleep 600')
 jobs+=("$job")
 workers=()
+holders=()
 for lender in n2 n3; do
+    last_cpu=$(submit -w "$lender" -c 1 -J "last-user-cpu-$lender" --wrap 'sleep 600')
+    jobs+=("$last_cpu")
+    expect_state "$last_cpu" RUNNING 30
     holder=$(submit -p "$lend_partition" --gres=gpu:1 -w "$lender" -J "vgpu-holder-$job" --wrap 'sleep 600')
     jobs+=("$holder")
+    holders+=("$holder")
     expect_state "$holder" RUNNING 30
     gpu=$(slurm scontrol show job -d "$holder" | sed -n 's/.*GRES=gpu:1(IDX:\([0-9]*\)).*/\1/p')
     [ -n "$gpu" ] || die "holder $holder on $lender shows no GPU index"
@@ -44,6 +50,6 @@ for node in "${TESTBED_NODES[@]}"; do
 done
 expect_gres_used n1 "gpu:$TESTBED_GPUS_PER_NODE,vgpu:3"
 capture_slurm_views "$capture"
-pass "assembly-by-hand: vgpu job $job runs on n1 with CUDA_VISIBLE_DEVICES=$visible, holders ${jobs[*]:1} keep" \
+pass "assembly-by-hand: vgpu job $job runs on n1 with CUDA_VISIBLE_DEVICES=$visible, holders ${holders[*]} keep" \
     "the idle GPUs of n2 and n3, served by workers ${workers[*]}; every node has GresUsed=gpu:$TESTBED_GPUS_PER_NODE;" \
     "captured to $capture"

@@ -76,8 +76,7 @@ gpu_devices = $TESTBED_DIR/dev/$node/nvidia[0-$((TESTBED_GPUS_PER_NODE - 1))]
 hostname = $host
 address = 127.0.0.1
 slurmd_port = $((TESTBED_PORT_BASE + k))
-# More CPUs than the machine has (SlurmdParameters=config_overrides), so jobs are limited by GPUs, not cores.
-cpus = 8
+cpus = $TESTBED_CPUS_PER_NODE
 CONFIG
     done
     cat >>"$config" <<CONFIG

@@ -4,6 +4,7 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.OptionalInt;
 
 import org.vgpu.runtime.remote.lender.Endpoint;
 
@@ -42,6 +43,18 @@ public record SiteConfig(Path source, String clusterName, Endpoint tracker, Path
 
     public int totalGpus() {
         return nodes.stream().mapToInt(NodeConfig::gpus).sum();
+    }
+
+    /**
+     * The CPUs a user job may take on one node, so one CPU per GPU stays free for holder jobs
+     * (Slurm starts no job without a CPU, and a GPU whose node has no free CPU cannot be lent):
+     * the smallest {@code cpus - gpus} of all nodes; empty unless every node states its CPUs.
+     */
+    public OptionalInt maxUserCpusPerNode() {
+        if (nodes.stream().anyMatch(node -> node.cpus().isEmpty())) {
+            return OptionalInt.empty();
+        }
+        return nodes.stream().mapToInt(node -> node.cpus().getAsInt() - node.gpus()).min();
     }
 
     /** The most vGPUs one job may ask for on a node: the largest vgpu count of any node. */

@@ -182,7 +182,14 @@ public final class SiteConfigReader {
             Optional<String> address = node.optional("address", ConfigValues::name);
             Optional<String> hostname = node.optional("hostname", ConfigValues::name);
             Optional<Integer> slurmdPort = node.optional("slurmd_port", value -> ConfigValues.integer(value, 1, 65535));
-            Optional<Integer> cpus = node.optional("cpus", value -> ConfigValues.integer(value, 1, 100_000));
+            Optional<Integer> cpus = node.optional("cpus", value -> {
+                int count = ConfigValues.integer(value, 1, 100_000);
+                if (gpus.isPresent() && count <= gpus.get()) {
+                    throw new IllegalArgumentException(count + " CPUs leave none for user jobs once each of the " + gpus.get()
+                            + " GPUs keeps one for its holder job; expected more than gpus");
+                }
+                return count;
+            });
             Optional<Long> realMemory = node.optional("real_memory", ConfigValues::bytes);
             if (name.isEmpty()) {
                 continue;

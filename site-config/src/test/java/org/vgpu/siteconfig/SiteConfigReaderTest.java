@@ -160,6 +160,8 @@ class SiteConfigReaderTest {
                 broken("value missing", "borrowing = on", "borrowing =", 12, "'borrowing' has no value after '='"),
                 broken("key missing", "borrowing = on", "= on", 12, "setting without a key"),
                 broken("required key missing", "vgpus = 2\n", "\n", 38, "[node n3] lacks 'vgpus'"),
+                broken("no CPU left for holders", "cpus = 64", "cpus = 4", 27,
+                        "cpus: 4 CPUs leave none for user jobs once each of the 4 GPUs keeps one for its holder job"),
                 broken("setting before any section", "# the test cluster", "name = early", 1, "'name' is outside any section"));
     }
 

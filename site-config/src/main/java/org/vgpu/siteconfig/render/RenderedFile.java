@@ -71,6 +71,8 @@ public enum RenderedFile {
                 values.put("node_lines", config.nodes().stream().map(RenderedFile::nodeLine).collect(Collectors.joining("\n")));
                 values.put("node_list", config.nodes().stream().map(NodeConfig::name).collect(Collectors.joining(",")));
                 values.put("job_partition", config.slurm().jobPartition());
+                values.put("max_user_cpus", config.maxUserCpusPerNode().stream()
+                        .mapToObj(cpus -> " MaxCPUsPerNode=" + cpus).findFirst().orElse(""));
                 values.put("lend_partition", config.lendPartition());
                 values.put("lend_qos", config.lendQos().map(qos -> " QOS=" + qos).orElse(""));
             }

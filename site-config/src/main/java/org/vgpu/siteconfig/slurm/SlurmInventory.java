@@ -46,7 +46,9 @@ public record SlurmInventory(List<SlurmNode> nodes, List<SlurmJob> jobs) {
         List<SlurmNode> nodes = new ArrayList<>();
         for (ScontrolRecords.Record node : ScontrolRecords.parse(SHOW_NODE, text)) {
             String name = node.require("NodeName");
-            nodes.add(new SlurmNode(name, node.require("State"), splitList(node.first("Partitions").orElse("")),
+            String source = SHOW_NODE + " node " + name;
+            nodes.add(new SlurmNode(name, node.require("State"), (int) parseLong(source, "CPUTot", node.require("CPUTot")),
+                    (int) parseLong(source, "CPUAlloc", node.require("CPUAlloc")), splitList(node.first("Partitions").orElse("")),
                     counts(GresItem.parseList(SHOW_NODE + " Gres of " + name, node.require("Gres"))),
                     counts(GresItem.parseList(SHOW_NODE + " GresUsed of " + name, node.require("GresUsed")))));
         }
@@ -94,7 +96,8 @@ public record SlurmInventory(List<SlurmNode> nodes, List<SlurmJob> jobs) {
                 state.add(String.valueOf(flag));
             }
             List<String> partitions = array(source, node, "partitions").stream().map(String::valueOf).toList();
-            nodes.add(new SlurmNode(name, String.join("+", state), partitions,
+            nodes.add(new SlurmNode(name, String.join("+", state), (int) number(source, node, "cpus"),
+                    (int) number(source, node, "alloc_cpus"), partitions,
                     counts(GresItem.parseList(source + " gres", string(source, node, "gres"))),
                     counts(GresItem.parseList(source + " gres_used", string(source, node, "gres_used")))));
         }

@@ -65,6 +65,17 @@ class RenderedFileTest {
     }
 
     @Test
+    void jobPartitionKeepsOneCpuPerGpuForHoldersWhenEveryNodeStatesItsCpus() {
+        String valid = SiteConfigFiles.valid(dir);
+        SiteConfig config = SiteConfigReader.read(SiteConfigFiles.write(dir, valid
+                .replace("gpu_devices = /dev/nvidia0,/dev/nvidia2", "gpu_devices = /dev/nvidia0,/dev/nvidia2\ncpus = 8")
+                .replace("hostname = gpu-n3.cluster", "hostname = gpu-n3.cluster\ncpus = 32")));
+
+        assertEquals(List.of("PartitionName=batch Nodes=n1,n2,n3 MaxCPUsPerNode=6 Default=YES MaxTime=INFINITE State=UP"),
+                linesStartingWith(RenderedFile.SLURM_CONF.render(config, Optional.empty()), "PartitionName=batch"));
+    }
+
+    @Test
     void gresConfListsDeviceFilesAndVgpuCounts() {
         assertEquals(List.of(
                 "NodeName=n1 Name=gpu File=/dev/nvidia[0-3]",

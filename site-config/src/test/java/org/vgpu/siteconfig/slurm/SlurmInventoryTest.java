@@ -56,6 +56,8 @@ class SlurmInventoryTest {
             assertEquals(Map.of("gpu", 4, "vgpu", 8), node.configured());
             assertEquals(1, node.idle("gpu"), node.toString());
             assertEquals(8, node.idle("vgpu"));
+            assertEquals(8, node.cpus());
+            assertEquals(5, node.idleCpus(), "the fill job takes 3: 1 is left to user jobs, 4 are kept for holders");
             assertEquals("MIXED", node.state());
             assertTrue(node.schedulable());
             assertEquals(List.of("gpu", "vgpu-lend"), node.partitions());
@@ -112,6 +114,8 @@ class SlurmInventoryTest {
         for (SlurmNode node : inventory.nodes()) {
             assertEquals(0, node.idle("gpu"), node.toString());
         }
+        assertEquals(4, inventory.node("n1").orElseThrow().allocatedCpus(), "3 of the fill job, 1 of the vgpu job");
+        assertEquals(5, inventory.node("n2").orElseThrow().allocatedCpus(), "3 of the fill job, the last user CPU, the holder");
         assertEquals(5, inventory.node("n1").orElseThrow().idle("vgpu"));
     }
 
@@ -137,6 +141,7 @@ class SlurmInventoryTest {
     void valuesWithSpacesStayWhole() {
         SlurmNode node = SlurmInventory.parseScontrolNodes("""
                 NodeName=n4 Arch=x86_64
+                   CPUAlloc=0 CPUEfctv=16 CPUTot=16 CPULoad=0.00
                    Gres=gpu:2 GresUsed=gpu:0
                    State=IDLE+DRAIN ThreadsPerCore=1
                    OS=Linux 6.1.0 #1 SMP
@@ -151,7 +156,7 @@ class SlurmInventoryTest {
 
     @Test
     void notRespondingNodesAreNotSchedulable() {
-        SlurmNode node = SlurmInventory.parseScontrolNodes("NodeName=n5 State=IDLE* Gres=gpu:1 GresUsed=gpu:0\n").getFirst();
+        SlurmNode node = SlurmInventory.parseScontrolNodes("NodeName=n5 State=IDLE* CPUTot=4 CPUAlloc=0 Gres=gpu:1 GresUsed=gpu:0\n").getFirst();
 
         assertFalse(node.schedulable());
     }
@@ -168,7 +173,7 @@ class SlurmInventoryTest {
     @Test
     void recordWithoutARequiredFieldIsNamed() {
         SlurmOutputException e = assertThrows(SlurmOutputException.class,
-                () -> SlurmInventory.parseScontrolNodes("NodeName=n1 State=IDLE Gres=gpu:4\n\nNodeName=n2\n"));
+                () -> SlurmInventory.parseScontrolNodes("NodeName=n1 State=IDLE CPUTot=4 CPUAlloc=0 Gres=gpu:4\n\nNodeName=n2\n"));
 
         assertTrue(e.getMessage().endsWith("scontrol show node -d: the record at line 1 has no GresUsed= field"), e.getMessage());
     }
@@ -176,9 +181,17 @@ class SlurmInventoryTest {
     @Test
     void malformedGresIsNamedWithItsNode() {
         SlurmOutputException e = assertThrows(SlurmOutputException.class,
-                () -> SlurmInventory.parseScontrolNodes("NodeName=n1 State=IDLE Gres=gpu:4 GresUsed=gpu:x(y)\n"));
+                () -> SlurmInventory.parseScontrolNodes("NodeName=n1 State=IDLE CPUTot=4 CPUAlloc=0 Gres=gpu:4 GresUsed=gpu:x(y)\n"));
 
         assertTrue(e.getMessage().contains("GresUsed of n1: 'gpu:x(y)' is not a GRES entry"), e.getMessage());
+    }
+
+    @Test
+    void malformedCpuCountIsNamedWithItsNode() {
+        SlurmOutputException e = assertThrows(SlurmOutputException.class,
+                () -> SlurmInventory.parseScontrolNodes("NodeName=n1 State=IDLE CPUTot=many CPUAlloc=0 Gres=gpu:4 GresUsed=gpu:0\n"));
+
+        assertTrue(e.getMessage().endsWith("scontrol show node -d node n1: CPUTot=many is not a number"), e.getMessage());
     }
 
     @Test
