@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Brings the testbed up, runs every scenario (or those named as arguments, e.g. vgpu-held), and
+# Brings the testbed up, runs the scenarios that need no SPANK bridge (or those named as arguments,
+# e.g. vgpu-held spank-fail-closed), and
 # tears it down again, also when a scenario fails. Exit 0 only when all passed.
 set -euo pipefail
 here=$(dirname "$0")
