@@ -180,7 +180,16 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
     @Override
     public void memFree(long address) {
         ensureOpen();
-        doUnmap(allocator.release(address));
+        unmapAndReclaim(allocator.retire(address));
+    }
+
+    /**
+     * Unmaps, then lets the range be allocated again. A range whose unmap failed is never handed
+     * out again: it may still be mapped, and a later map there would fail or alias.
+     */
+    private void unmapAndReclaim(Allocation allocation) {
+        doUnmap(allocation);
+        allocator.reclaim(allocation);
     }
 
     @Override
@@ -366,7 +375,7 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
             failures.attempt(() -> doModuleUnload(module.module()));
         }
         for (Allocation allocation : allocator.liveAllocations()) {
-            failures.attempt(() -> doUnmap(allocator.release(allocation.address())));
+            failures.attempt(() -> unmapAndReclaim(allocator.retire(allocation.address())));
         }
         for (Long address : List.copyOf(hostAllocations.keySet())) {
             Arena arena = hostAllocations.remove(address);

@@ -111,14 +111,30 @@ public final class WindowAllocator {
         return allocation;
     }
 
-    /** Removes the live allocation that starts at {@code address} and returns its range to the free list. */
+    /** Removes the live allocation that starts at {@code address} and returns its range to the free list at once. */
     public synchronized Allocation release(long address) {
+        Allocation allocation = retire(address);
+        reclaim(allocation);
+        return allocation;
+    }
+
+    /**
+     * Removes the live allocation that starts at {@code address} but keeps its range out of the
+     * free list until {@link #reclaim}: a backend unmaps in between, and another thread must not
+     * be handed the range while it is still mapped.
+     */
+    public synchronized Allocation retire(long address) {
         Allocation allocation = live.remove(address);
         if (allocation == null) {
             throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE,
                     String.format("0x%x is not the start of a live allocation of %s", address, window));
         }
         mappedBytes -= allocation.mappedBytes();
+        return allocation;
+    }
+
+    /** Returns the range of a {@link #retire retired} allocation to the free list. */
+    public synchronized void reclaim(Allocation allocation) {
         long start = allocation.address();
         long length = allocation.mappedBytes();
         Map.Entry<Long, Long> before = free.floorEntry(start);
@@ -132,7 +148,6 @@ public final class WindowAllocator {
             length += afterLength;
         }
         free.put(start, length);
-        return allocation;
     }
 
     /**

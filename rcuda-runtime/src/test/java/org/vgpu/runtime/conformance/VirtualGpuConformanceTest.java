@@ -538,6 +538,35 @@ public abstract class VirtualGpuConformanceTest {
         }
     }
 
+    @Test
+    void concurrentAllocationsAndFreesNeverShareARange() throws Exception {
+        int threads = 4;
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        try {
+            List<Future<?>> done = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                long tag = t;
+                done.add(pool.submit(() -> {
+                    for (int round = 0; round < 150; round++) {
+                        long d = gpu.memAlloc(4096);
+                        long[] pattern = {tag, round, d};
+                        gpu.memcpyHtoD(d, MemorySegment.ofArray(pattern), 24);
+                        long[] back = new long[3];
+                        gpu.memcpyDtoH(MemorySegment.ofArray(back), d, 24);
+                        assertArrayEquals(pattern, back, "thread " + tag + " round " + round);
+                        gpu.memFree(d);
+                    }
+                    return null;
+                }));
+            }
+            for (Future<?> f : done) {
+                f.get();
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
     // ---- helpers
 
     protected static VgpuException assertError(ErrorCode expected, Executable call) {

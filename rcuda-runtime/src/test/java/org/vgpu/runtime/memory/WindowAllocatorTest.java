@@ -65,6 +65,19 @@ class WindowAllocatorTest {
     }
 
     @Test
+    void aRetiredRangeIsNotHandedOutUntilReclaimed() {
+        Allocation a = allocator.allocate(G);
+        Allocation retired = allocator.retire(a.address());
+        assertEquals(ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                assertThrows(VgpuException.class, () -> allocator.require(a.address(), 1, "x")).code());
+        assertEquals(window.base() + G, allocator.allocate(G).address(), "the retired range is skipped");
+        allocator.reclaim(retired);
+        assertEquals(window.base(), allocator.allocate(G).address(), "reclaimed, the range is first fit again");
+        assertEquals(ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                assertThrows(VgpuException.class, () -> allocator.retire(a.address() + G * 5)).code());
+    }
+
+    @Test
     void requireChecksWholeRanges() {
         Allocation a = allocator.allocate(100);
         assertEquals(a, allocator.require(a.address(), 100, "x"));
