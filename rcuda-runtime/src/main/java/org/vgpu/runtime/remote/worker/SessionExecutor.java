@@ -1,8 +1,6 @@
 package org.vgpu.runtime.remote.worker;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.nio.ByteBuffer;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -13,6 +11,7 @@ import java.util.concurrent.locks.LockSupport;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
+import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFutureListener;
 
@@ -73,6 +72,8 @@ final class SessionExecutor implements RequestVisitor, Runnable {
 
     // ---- GPU thread only
     private VirtualGpu gpu;
+    /** Made at the first bulk copy of the session. */
+    private StagingRing staging;
     private final Map<Integer, ModuleHandle> modules = new HashMap<>();
     private final Map<Integer, FunctionHandle> functions = new HashMap<>();
     private final Map<Integer, StreamHandle> streams = new HashMap<>();
@@ -231,6 +232,7 @@ final class SessionExecutor implements RequestVisitor, Runnable {
         String closeFailure = null;
         if (gpu != null) {
             try {
+                closeStaging();
                 gpu.close();
             } catch (RuntimeException e) {
                 closeFailure = e.getMessage();
@@ -353,33 +355,20 @@ final class SessionExecutor implements RequestVisitor, Runnable {
         return id == StreamHandle.DEFAULT.id() ? StreamHandle.DEFAULT : lookup(streams, id, "stream");
     }
 
-    /**
-     * Calls {@code use} with each piece of {@code data} as host memory and the piece's offset in it:
-     * a large chunk arrives in several buffers (see {@link org.vgpu.runtime.remote.protocol.FrameDecoder}),
-     * copied to the device one by one rather than merged first. Netty's direct buffers are native
-     * memory already; a heap buffer (only tests make those) is copied, since asynchronous copies
-     * need native memory.
-     */
-    private static void forEachHostPiece(ByteBuf data, HostPieceConsumer use) {
-        long offset = 0;
-        for (ByteBuffer piece : data.nioBuffers()) {
-            int length = piece.remaining();
-            if (piece.isDirect()) {
-                use.accept(MemorySegment.ofBuffer(piece), offset);
-            } else {
-                try (Arena arena = Arena.ofConfined()) {
-                    MemorySegment copy = arena.allocate(Math.max(1, length));
-                    MemorySegment.copy(MemorySegment.ofBuffer(piece), 0, copy, 0, length);
-                    use.accept(copy.asSlice(0, length), offset);
-                }
-            }
-            offset += length;
+    private StagingRing staging() {
+        if (staging == null) {
+            staging = new StagingRing(gpu());
         }
+        return staging;
     }
 
-    @FunctionalInterface
-    private interface HostPieceConsumer {
-        void accept(MemorySegment host, long offset);
+    /** Frees the staging slots before the vGPU that owns them closes. */
+    private void closeStaging() {
+        StagingRing ring = staging;
+        staging = null;
+        if (ring != null) {
+            ring.close();
+        }
     }
 
     // ---- RequestVisitor
@@ -410,6 +399,7 @@ final class SessionExecutor implements RequestVisitor, Runnable {
         VirtualGpu closing = gpu;
         gpu = null;
         try {
+            closeStaging();
             if (closing != null) {
                 closing.close();
             }
@@ -490,20 +480,14 @@ final class SessionExecutor implements RequestVisitor, Runnable {
         if (chunkFailure == null) {
             try {
                 StreamHandle stream = stream(streamId);
-                VirtualGpu device = gpu();
                 if (!data.isReadable()) {
                     // a copy of 0 bytes still checks its pointer, as on a local vGPU
-                    device.memcpyHtoD(dst, MemorySegment.NULL, 0);
+                    gpu().memcpyHtoD(dst, MemorySegment.NULL, 0);
                 }
-                // From pageable memory (Netty's buffers) even an asynchronous copy has read its source
-                // when it returns (CUDA stages it), so the frame may be released right after.
-                forEachHostPiece(data, (host, offset) -> {
-                    if (chunkAsync) {
-                        device.memcpyHtoDAsync(dst + offset, host, host.byteSize(), stream);
-                    } else {
-                        device.memcpyHtoD(dst + offset, host, host.byteSize());
-                    }
-                });
+                stageToDevice(dst, data, chunkAsync ? stream : StreamHandle.DEFAULT);
+                if (!chunkOpen && !chunkAsync) {
+                    staging().awaitDevice();
+                }
             } catch (RuntimeException e) {
                 chunkFailure = asVgpuException(e);
             }
@@ -518,39 +502,40 @@ final class SessionExecutor implements RequestVisitor, Runnable {
         }
     }
 
+    /**
+     * Copies a chunk to the device through the staging slots: its pieces (a large chunk arrives in
+     * several buffers, see {@link org.vgpu.runtime.remote.protocol.FrameDecoder}) are gathered into
+     * a slot, whose copy then runs on {@code stream} while the next chunk is received and staged.
+     * The frame may be released at once. A synchronous copy is an asynchronous one on the default
+     * stream that its last chunk waits for, as CUDA's synchronous copy orders itself.
+     */
+    private void stageToDevice(long dst, ByteBuf data, StreamHandle stream) {
+        int start = data.readerIndex();
+        int length = data.readableBytes();
+        for (int offset = 0; offset < length; ) {
+            int piece = Math.min(StagingRing.SLOT_BYTES, length - offset);
+            StagingRing.Slot slot = staging().acquire();
+            MemorySegment host = slot.memory(piece);
+            data.getBytes(start + offset, host.asByteBuffer());
+            gpu().memcpyHtoDAsync(dst + offset, host, piece, stream);
+            slot.deviceCopyQueued(stream);
+            offset += piece;
+        }
+    }
+
     @Override
     public void memcpyDtoH(Frame frame, int streamId, long src, long bytes, int chunkBytes) {
         if (answeredWithKeptFailure(frame)) {
             return;
         }
-        long offset = 0;
         try {
             StreamHandle stream = stream(streamId);
             if (bytes < 0) {
                 throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "byte count must be >= 0, got " + bytes);
             }
             flushReplies();
-            do {
-                int chunk = (int) Math.min(chunkBytes, bytes - offset);
-                ByteBuf out = channel.alloc().directBuffer(ReplyEncoder.dataHeaderBytes() + chunk);
-                try {
-                    replies.wrap(out).dataHeader(frame.requestId(), offset + chunk < bytes, offset, chunk);
-                    MemorySegment host = MemorySegment.ofBuffer(out.nioBuffer(out.writerIndex(), chunk));
-                    // Into pageable memory even the asynchronous copy returns only once it is complete.
-                    if (frame.isAsync()) {
-                        gpu().memcpyDtoHAsync(host, src + offset, chunk, stream);
-                    } else {
-                        gpu().memcpyDtoH(host, src + offset, chunk);
-                    }
-                    out.writerIndex(out.writerIndex() + chunk);
-                } catch (RuntimeException e) {
-                    out.release();
-                    throw e;
-                }
-                channel.writeAndFlush(out, channel.voidPromise());
-                offset += chunk;
-                awaitWritable();
-            } while (offset < bytes);
+            sendFromDevice(frame.requestId(), src, bytes, Math.min(chunkBytes, StagingRing.SLOT_BYTES),
+                    frame.isAsync() ? stream : StreamHandle.DEFAULT);
         } catch (RuntimeException e) {
             VgpuException failure = asVgpuException(e);
             if (frame.isAsync()) {
@@ -559,6 +544,51 @@ final class SessionExecutor implements RequestVisitor, Runnable {
             }
             failed(frame, failure);
         }
+    }
+
+    /**
+     * Sends {@code bytes} from the device as DATA chunks through the staging slots: the device
+     * copies the next chunk into its slot while the previous one is written to the socket straight
+     * from its slot, with no copy into a Netty buffer. A synchronous copy is an asynchronous one on
+     * the default stream whose chunks each wait for the device. Returns once the socket is done with every
+     * slot, so that no request and no close of the vGPU meets slot memory still being written.
+     */
+    private void sendFromDevice(int requestId, long src, long bytes, int chunkBytes, StreamHandle stream) {
+        StagingRing ring = staging();
+        try {
+            StagingRing.Slot copied = null;
+            long copiedOffset = 0;
+            int copiedLength = 0;
+            long offset = 0;
+            do {
+                int chunk = (int) Math.min(chunkBytes, bytes - offset);
+                StagingRing.Slot slot = ring.acquire();
+                gpu().memcpyDtoHAsync(slot.memory(chunk), src + offset, chunk, stream);
+                slot.deviceCopyQueued(stream);
+                if (copied != null) {
+                    sendSlot(requestId, copied, copiedOffset, copiedLength, true);
+                }
+                copied = slot;
+                copiedOffset = offset;
+                copiedLength = chunk;
+                offset += chunk;
+            } while (offset < bytes);
+            sendSlot(requestId, copied, copiedOffset, copiedLength, false);
+        } finally {
+            ring.awaitSocket();
+        }
+    }
+
+    /** Writes one DATA chunk whose bytes are in {@code slot} once the device is done with it. */
+    private void sendSlot(int requestId, StagingRing.Slot slot, long offset, int length, boolean more) {
+        slot.awaitDevice();
+        awaitWritable();
+        ByteBuf header = channel.alloc().directBuffer(ReplyEncoder.dataHeaderBytes());
+        replies.wrap(header).dataHeader(requestId, more, offset, length);
+        slot.sending();
+        channel.write(header, channel.voidPromise());
+        channel.writeAndFlush(Unpooled.wrappedBuffer(slot.memory(length).asByteBuffer()))
+                .addListener(written -> slot.written());
     }
 
     /** Lets a chunked reply wait while the connection's outbound buffer is full, instead of piling up memory. */

@@ -8,7 +8,10 @@
  * emulated), which re-validates every pointer and handle, so a client can reach nothing but its
  * own allocations. Frames go from the event loop to the GPU thread through a queue (reading pauses
  * when it holds too much); replies go back through the channel. A frame belongs to whoever holds
- * it last, who releases it.
+ * it last, who releases it. Bulk copies pass through a few page-locked slots
+ * ({@link org.vgpu.runtime.remote.worker.StagingRing}), so the device's copies run asynchronously
+ * while the network moves the neighbouring chunks, and device-to-host data goes to the socket
+ * straight from its slot.
  *
  * <p>The worker serves ONE session, then frees the vGPU and exits, also when the client vanishes,
  * stays silent past the idle timeout, or breaks the protocol; it reports what it served.

@@ -213,6 +213,26 @@ class GpuWorkerTest {
     }
 
     @Test
+    void aDeviceToHostCopyThatRunsOutOfItsAllocationMidwayEndsWithAnErrorAndTheSessionGoesOn() {
+        startWorker(Duration.ofSeconds(10));
+        try (RawClient client = connect()) {
+            client.hello(1, TOKEN, WINDOW).read();
+            client.send(e -> {
+                e.memAllocAt(2, WINDOW.base(), 10_000);
+                e.memcpyDtoH(3, false, 0, WINDOW.base(), 3 * 4096, 4096);
+                e.memcpyDtoH(4, false, 0, WINDOW.base(), 10_000, 4096);
+            });
+            assertEquals("#2 ok 0 bytes", client.read());
+            assertEquals("#3 data@0 4096 bytes more", client.read(), "a chunk goes out while the next is copied");
+            String failure = client.read();
+            assertTrue(failure.startsWith("#3 error CUDA_ERROR_INVALID_VALUE"), failure);
+            assertEquals("#4 data@0 4096 bytes more", client.read());
+            assertEquals("#4 data@4096 4096 bytes more", client.read());
+            assertEquals("#4 data@8192 1808 bytes", client.read());
+        }
+    }
+
+    @Test
     void aRequestInsideAChunkedCopyBreaksTheProtocolAndEndsTheSession() throws Exception {
         startWorker(Duration.ofSeconds(10));
         try (RawClient client = connect()) {
