@@ -119,11 +119,16 @@ final class MemorySync implements AutoCloseable {
         }
     }
 
-    /** Destroys the streams and frees the buffers, trying every one; the first failure is rethrown. */
+    /**
+     * Waits for the source's reads, destroys the streams and frees the buffers, trying every one;
+     * the first failure is rethrown.
+     */
     @Override
     public void close() {
         FailureCollector cleanup = new FailureCollector();
         for (StreamHandle stream : sourceStreams) {
+            // A copy that failed mid-way may have reads running ahead into the buffers freed below.
+            cleanup.attempt(() -> source.streamSynchronize(stream));
             cleanup.attempt(() -> source.streamDestroy(stream));
         }
         sourceStreams.clear();

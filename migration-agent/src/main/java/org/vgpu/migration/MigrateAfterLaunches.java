@@ -55,7 +55,10 @@ public final class MigrateAfterLaunches extends ForwardingVirtualGpu {
         return launches;
     }
 
-    /** The migration: its report once it has finished, a MigrationException when it rolled back; never done when it was never started. */
+    /**
+     * The migration: its report once it has finished, a MigrationException when it rolled back;
+     * never done when it was never started.
+     */
     public CompletableFuture<MigrationReport> migration() {
         return migration;
     }

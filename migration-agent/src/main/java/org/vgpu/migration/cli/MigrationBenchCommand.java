@@ -2,6 +2,7 @@ package org.vgpu.migration.cli;
 
 import java.io.PrintStream;
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.function.LongConsumer;
@@ -310,8 +311,8 @@ public final class MigrationBenchCommand implements Subcommand {
         double slowerLeg = total / Math.max(raw[0], raw[1]);
         double serial = total / (raw[0] + raw[1]);
         out.printf("%nmem-sync of %d MiB by region size vs raw copies of one %d MiB region through pinned memory"
-                + " (each leg the faster of one copy and %d MiB pieces)%s%n", total >> 20, total >> 20,
-                MigrationConfig.DEFAULT_CHUNK_BYTES >> 20, label);
+                + " (each leg the faster of one copy and %d MiB pieces on %d streams)%s%n", total >> 20, total >> 20,
+                MigrationConfig.DEFAULT_CHUNK_BYTES >> 20, MigrationConfig.DEFAULT_STAGING_BUFFERS, label);
         out.printf("  raw: source device->host %.2f GB/s, target host->device %.2f GB/s; slower leg %.2f GB/s,"
                 + " one after the other %.2f GB/s%n", total / raw[0] / 1e9, total / raw[1] / 1e9, slowerLeg / 1e9, serial / 1e9);
         out.printf("  %-12s %9s %12s %11s %14s %12s%n", "region size", "regions", "mem-sync", "GB/s", "/ slower leg", "/ serial");
@@ -346,8 +347,9 @@ public final class MigrationBenchCommand implements Subcommand {
     /**
      * Seconds of one device-to-host copy on the source and one host-to-device copy on the target,
      * medians. Each leg is timed both as one synchronous copy and as staging-sized asynchronous
-     * copies with one synchronize (the way mem-sync drives it), and the faster counts: the baseline
-     * is the best the leg does, not the way mem-sync happens to use it.
+     * copies spread over as many streams as mem-sync has buffers, with one synchronize per stream
+     * (the leg as busy as mem-sync keeps it), and the faster counts: the baseline is the best the
+     * leg does alone, not the way mem-sync happens to use it.
      */
     private static double[] rawCopy(Placement placement, long bytes, int trials) {
         try (VirtualGpu source = placement.openPlainOnSource(4);
@@ -355,8 +357,12 @@ public final class MigrationBenchCommand implements Subcommand {
             long from = source.memAlloc(bytes);
             long to = target.memAlloc(bytes);
             source.memsetD8(from, (byte) 1, bytes);
-            StreamHandle sourceStream = source.streamCreate();
-            StreamHandle targetStream = target.streamCreate();
+            List<StreamHandle> sourceStreams = new ArrayList<>();
+            List<StreamHandle> targetStreams = new ArrayList<>();
+            for (int k = 0; k < MigrationConfig.DEFAULT_STAGING_BUFFERS; k++) {
+                sourceStreams.add(source.streamCreate());
+                targetStreams.add(target.streamCreate());
+            }
             // Pinned where the native side is, as mem-sync's staging buffers are.
             VirtualGpu pinner = "native".equals(target.backendName()) ? target : source;
             MemorySegment pinned = pinner.memAllocHost(bytes);
@@ -373,16 +379,18 @@ public final class MigrationBenchCommand implements Subcommand {
                 start = System.nanoTime();
                 for (long offset = 0; offset < bytes; offset += piece) {
                     long length = Math.min(piece, bytes - offset);
-                    source.memcpyDtoHAsync(pinned.asSlice(offset, length), from + offset, length, sourceStream);
+                    source.memcpyDtoHAsync(pinned.asSlice(offset, length), from + offset, length,
+                            sourceStreams.get((int) (offset / piece % sourceStreams.size())));
                 }
-                source.streamSynchronize(sourceStream);
+                sourceStreams.forEach(source::streamSynchronize);
                 long downPieces = System.nanoTime() - start;
                 start = System.nanoTime();
                 for (long offset = 0; offset < bytes; offset += piece) {
                     long length = Math.min(piece, bytes - offset);
-                    target.memcpyHtoDAsync(to + offset, pinned.asSlice(offset, length), length, targetStream);
+                    target.memcpyHtoDAsync(to + offset, pinned.asSlice(offset, length), length,
+                            targetStreams.get((int) (offset / piece % targetStreams.size())));
                 }
-                target.streamSynchronize(targetStream);
+                targetStreams.forEach(target::streamSynchronize);
                 long upPieces = System.nanoTime() - start;
                 down[trial] = Math.min(downWhole, downPieces) / 1e9;
                 up[trial] = Math.min(upWhole, upPieces) / 1e9;
