@@ -15,11 +15,13 @@ import org.vgpu.runtime.core.FailureCollector;
  *
  * <p>Regions are cut into pieces of at most one buffer, and consecutive pieces are packed into one
  * buffer (a batch), so a thousand 4 KiB regions cost a few batches, not a thousand round trips.
- * Each batch is read from the source with asynchronous copies and one synchronize, then written to
- * the target with asynchronous copies on the buffer's own stream; the loop goes on reading the next
- * batch into the next buffer while the target is still writing the last one, and waits for a
- * buffer's stream only before filling that buffer again. With two buffers the source's
- * device-to-host and the target's host-to-device transfers overlap (VOCL's pipelined copy).
+ * Each batch is read from the source with asynchronous copies on the buffer's own source stream,
+ * then written to the target with asynchronous copies on the buffer's own target stream. Reads run
+ * ahead: with n buffers, the reads of the next n - 1 batches are issued before the loop waits for
+ * the current one, so a source that answers over a network (a remote worker) always has the next
+ * batch queued and never idles for a round trip between batches, while the target writes the last
+ * batch from the remaining buffer (VOCL's pipelined copy, one stage deeper). A buffer is filled
+ * again only once the target's stream has finished writing it.
  */
 final class MemorySync implements AutoCloseable {
     /** A piece of a region that fits one staging buffer. */
@@ -31,8 +33,8 @@ final class MemorySync implements AutoCloseable {
     private final VirtualGpu stagingOwner;
     private final long bufferBytes;
     private final List<MemorySegment> buffers = new ArrayList<>();
+    private final List<StreamHandle> sourceStreams = new ArrayList<>();
     private final List<StreamHandle> targetStreams = new ArrayList<>();
-    private StreamHandle sourceStream;
 
     private MemorySync(VirtualGpu source, VirtualGpu target, long bufferBytes) {
         this.source = source;
@@ -57,9 +59,9 @@ final class MemorySync implements AutoCloseable {
         try {
             for (int k = 0; k < config.stagingBuffers(); k++) {
                 sync.buffers.add(sync.stagingOwner.memAllocHost(bufferBytes));
+                sync.sourceStreams.add(source.streamCreate());
                 sync.targetStreams.add(target.streamCreate());
             }
-            sync.sourceStream = source.streamCreate();
         } catch (RuntimeException e) {
             try {
                 sync.close();
@@ -78,24 +80,20 @@ final class MemorySync implements AutoCloseable {
      */
     long copy(List<ReplayLog.Region> regions, MigrationFaults faults) {
         List<List<Piece>> batches = batches(regions, bufferBytes);
-        int bufferCount = buffers.size();
+        int readAhead = buffers.size() - 1;
+        int issued = 0;
         long copied = 0;
         for (int index = 0; index < batches.size(); index++) {
-            int k = index % bufferCount;
-            MemorySegment buffer = buffers.get(k);
-            if (index >= bufferCount) {
-                target.streamSynchronize(targetStreams.get(k));
+            while (issued < batches.size() && issued <= index + readAhead) {
+                read(issued, batches.get(issued), faults);
+                issued++;
             }
-            faults.reached(FaultPoint.MEM_SYNC_BATCH, index, target);
+            int k = index % buffers.size();
+            source.streamSynchronize(sourceStreams.get(k));
             long offset = 0;
             for (Piece piece : batches.get(index)) {
-                source.memcpyDtoHAsync(buffer.asSlice(offset, piece.bytes()), piece.address(), piece.bytes(), sourceStream);
-                offset += piece.bytes();
-            }
-            source.streamSynchronize(sourceStream);
-            offset = 0;
-            for (Piece piece : batches.get(index)) {
-                target.memcpyHtoDAsync(piece.address(), buffer.asSlice(offset, piece.bytes()), piece.bytes(), targetStreams.get(k));
+                target.memcpyHtoDAsync(piece.address(), buffers.get(k).asSlice(offset, piece.bytes()), piece.bytes(),
+                        targetStreams.get(k));
                 offset += piece.bytes();
             }
             copied += offset;
@@ -106,15 +104,34 @@ final class MemorySync implements AutoCloseable {
         return copied;
     }
 
-    /** Destroys the streams and frees the buffers, trying every one; the first failure is rethrown. */
+    /** Issues the source's reads of batch {@code index} into its buffer, once the target has finished writing from it. */
+    private void read(int index, List<Piece> batch, MigrationFaults faults) {
+        int k = index % buffers.size();
+        if (index >= buffers.size()) {
+            target.streamSynchronize(targetStreams.get(k));
+        }
+        faults.reached(FaultPoint.MEM_SYNC_BATCH, index, target);
+        long offset = 0;
+        for (Piece piece : batch) {
+            source.memcpyDtoHAsync(buffers.get(k).asSlice(offset, piece.bytes()), piece.address(), piece.bytes(),
+                    sourceStreams.get(k));
+            offset += piece.bytes();
+        }
+    }
+
+    /**
+     * Waits for the source's reads, destroys the streams and frees the buffers, trying every one;
+     * the first failure is rethrown.
+     */
     @Override
     public void close() {
         FailureCollector cleanup = new FailureCollector();
-        if (sourceStream != null) {
-            StreamHandle stream = sourceStream;
-            sourceStream = null;
+        for (StreamHandle stream : sourceStreams) {
+            // A copy that failed mid-way may have reads running ahead into the buffers freed below.
+            cleanup.attempt(() -> source.streamSynchronize(stream));
             cleanup.attempt(() -> source.streamDestroy(stream));
         }
+        sourceStreams.clear();
         for (StreamHandle stream : targetStreams) {
             cleanup.attempt(() -> target.streamDestroy(stream));
         }

@@ -198,18 +198,27 @@ public final class MigratableGpu implements VirtualGpu {
     /**
      * Gives up a former backend: its device memory is freed now; it is closed at once unless the
      * app still holds pinned host buffers it allocated, in which case it is closed with the last one.
+     * Runs after the switch, so the app no longer allocates on {@code source}; the slow part (freeing,
+     * closing: a round trip to a remote worker) happens outside {@link #hostOwnership}, so the app's
+     * pinned-buffer calls never wait for it.
      */
     void release(VirtualGpu source, List<ReplayLog.Region> regions) {
         FailureCollector failures = new FailureCollector();
-        synchronized (hostOwnership) {
-            if (hostOwners.containsValue(source)) {
-                for (ReplayLog.Region region : regions) {
-                    failures.attempt(() -> source.memFree(region.address()));
-                }
-                retired.add(source);
-            } else {
-                failures.attempt(source::close);
+        if (hostOwners.containsValue(source)) {
+            for (ReplayLog.Region region : regions) {
+                failures.attempt(() -> source.memFree(region.address()));
             }
+        }
+        boolean kept;
+        synchronized (hostOwnership) {
+            // The app may have freed its last buffer of the source meanwhile; then it is closed here.
+            kept = hostOwners.containsValue(source);
+            if (kept) {
+                retired.add(source);
+            }
+        }
+        if (!kept) {
+            failures.attempt(source::close);
         }
         failures.rethrow();
     }

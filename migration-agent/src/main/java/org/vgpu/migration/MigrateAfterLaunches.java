@@ -1,28 +1,37 @@
 package org.vgpu.migration;
 
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.FunctionHandle;
 import org.vgpu.runtime.api.KernelArgs;
 import org.vgpu.runtime.api.StreamHandle;
 
 /**
- * Runs an app's calls on a {@link MigratableGpu} and migrates it, from the app's own thread between
- * two calls, right after its n-th kernel launch: a deterministic "migrate in the middle of the run"
- * for benchmarks and tests of unmodified workloads.
+ * Runs an app's calls on a {@link MigratableGpu} and starts its migration right after the app's n-th
+ * kernel launch: a "migrate in the middle of the run" for benchmarks and tests of unmodified
+ * workloads. The migration runs on {@code migrator}: {@code Runnable::run} migrates on the app's own
+ * thread between two calls (deterministic: the app waits for every step); a thread of its own
+ * migrates as {@link org.vgpu.migration.agent.MigrationAgent} does, while the app goes on calling
+ * and waits only while the migration lock is shut.
  */
 public final class MigrateAfterLaunches extends ForwardingVirtualGpu {
     private final MigratableGpu migratable;
     private final long launchesBeforeMigration;
     private final MigrationTarget target;
+    private final Executor migrator;
+    private final CompletableFuture<MigrationReport> migration = new CompletableFuture<>();
     private long launches;
-    private MigrationReport report;
 
     /** @param launchesBeforeMigration migrate after this many launches; never when it is 0 or the run has fewer */
-    public MigrateAfterLaunches(MigratableGpu migratable, long launchesBeforeMigration, MigrationTarget target) {
+    public MigrateAfterLaunches(MigratableGpu migratable, long launchesBeforeMigration, MigrationTarget target, Executor migrator) {
         super(migratable);
         this.migratable = migratable;
         this.launchesBeforeMigration = launchesBeforeMigration;
-        this.target = target;
+        this.target = Objects.requireNonNull(target, "target");
+        this.migrator = Objects.requireNonNull(migrator, "migrator");
     }
 
     @Override
@@ -31,7 +40,13 @@ public final class MigrateAfterLaunches extends ForwardingVirtualGpu {
         super.launchKernel(function, grid, block, sharedMemBytes, stream, args);
         launches++;
         if (launches == launchesBeforeMigration) {
-            report = migratable.migrate(target);
+            migrator.execute(() -> {
+                try {
+                    migration.complete(migratable.migrate(target));
+                } catch (RuntimeException e) {
+                    migration.completeExceptionally(e);
+                }
+            });
         }
     }
 
@@ -40,8 +55,11 @@ public final class MigrateAfterLaunches extends ForwardingVirtualGpu {
         return launches;
     }
 
-    /** The migration's report; null until it has happened. */
-    public MigrationReport report() {
-        return report;
+    /**
+     * The migration: its report once it has finished, a MigrationException when it rolled back;
+     * never done when it was never started.
+     */
+    public CompletableFuture<MigrationReport> migration() {
+        return migration;
     }
 }

@@ -43,12 +43,14 @@ class MidRunMigrationTest {
             }
             long migrateAfter = Math.max(1, reference.launches() * percent / 100);
             try (MigratableGpu gpu = emulation.open(3, 0)) {
-                MigrateAfterLaunches trigger = new MigrateAfterLaunches(gpu, migrateAfter, Emulation.gpu(1));
+                MigrateAfterLaunches trigger = new MigrateAfterLaunches(gpu, migrateAfter, Emulation.gpu(1), Runnable::run);
                 Transcript migrated = new Transcript(trigger);
                 WorkloadResult result = workload.run(migrated, 1, SEED);
 
-                assertNotNull(trigger.report(), "the migration happened");
-                assertTrue(trigger.report().memSyncBytes() > 0, trigger.report().summary());
+                // On the app's thread, so the migration has finished when the launch that triggered it returns.
+                MigrationReport report = trigger.migration().getNow(null);
+                assertNotNull(report, "the migration happened");
+                assertTrue(report.memSyncBytes() > 0, report.summary());
                 assertEquals("gpu 1 (emulated)", gpu.location());
                 assertTrue(result.passed(), result.errorSummary());
                 assertEquals(unmigrated.comparison(), result.comparison());

@@ -20,6 +20,8 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.function.Executable;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
@@ -336,9 +338,11 @@ class MigratableGpuTest {
         }
     }
 
-    @Test
-    void bytesInFirstAndLastPiecesOfLargeRegionsArrive() {
-        MigrationConfig smallChunks = Emulation.VERIFIED.withChunkBytes(64 << 10);
+    /** With one buffer nothing overlaps; with more, reads run ahead of writes by all buffers but one. */
+    @ParameterizedTest(name = "{0} staging buffers")
+    @ValueSource(ints = {1, 2, 3, 5})
+    void bytesInFirstAndLastPiecesOfLargeRegionsArrive(int stagingBuffers) {
+        MigrationConfig smallChunks = Emulation.VERIFIED.withChunkBytes(64 << 10).withStagingBuffers(stagingBuffers);
         try (Emulation emulation = new Emulation(2);
              MigratableGpu gpu = emulation.open(0, 0, smallChunks, MigrationListener.NONE, MigrationFaults.NONE)) {
             // Regions smaller than, equal to and larger than a chunk, odd sizes, packed and split.

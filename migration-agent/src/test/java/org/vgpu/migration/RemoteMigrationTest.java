@@ -57,11 +57,12 @@ class RemoteMigrationTest {
             VirtualGpu initial = sourceWorker == null ? local.backend.open(0, window) : workers.resolver.open(sourceWorker, window, null);
             try (MigratableGpu gpu = new MigratableGpu(initial, start, resolver, Emulation.VERIFIED, MigrationListener.NONE,
                     MigrationFaults.NONE)) {
-                MigrateAfterLaunches trigger = new MigrateAfterLaunches(gpu, Math.max(1, reference.launches() / 2), target);
+                MigrateAfterLaunches trigger = new MigrateAfterLaunches(gpu, Math.max(1, reference.launches() / 2), target,
+                        Runnable::run);
                 Transcript migrated = new Transcript(trigger);
                 WorkloadResult result = workload.run(migrated, 1, SEED);
 
-                assertNotNull(trigger.report(), "the migration happened");
+                assertNotNull(trigger.migration().getNow(null), "the migration happened");
                 assertTrue(result.passed(), result.errorSummary());
                 assertEquals(unmigrated.comparison(), result.comparison());
                 assertEquals(reference.digest(), migrated.digest(), "bytes read back differ from the unmigrated run");

@@ -2,6 +2,7 @@ package org.vgpu.migration.cli;
 
 import java.io.PrintStream;
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.function.LongConsumer;
@@ -15,8 +16,10 @@ import org.vgpu.cli.Subcommand;
 import org.vgpu.migration.GateCost;
 import org.vgpu.migration.MigratableGpu;
 import org.vgpu.migration.MigrateAfterLaunches;
+import org.vgpu.migration.MigrationConfig;
 import org.vgpu.migration.MigrationReport;
 import org.vgpu.migration.MigrationTarget;
+import org.vgpu.migration.Transcript;
 import org.vgpu.runtime.Backends;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.FunctionHandle;
@@ -35,8 +38,9 @@ import org.vgpu.runtime.workloads.WorkloadResult;
  * same run: the migration lock alone against its alternatives; the wrapper's cost per call before
  * and after a migration against the backend called directly; replay time against the number of
  * recorded calls; mem-sync throughput against raw copies, by region size; the app's blocked time
- * for a given live state; the Lennard-Jones MD run migrated at 25/50/75 % of its launches against
- * runs that never move. Measurements, never assertions.
+ * for a given live state; an MD app (back-to-back Lennard-Jones runs) migrated by a thread of its
+ * own, as the agent migrates, at 25/50/75 % of its launches against the app never moved.
+ * Measurements, never assertions.
  *
  * <p>{@code --source local} moves vGPUs between two devices of the local backend (the emulation
  * only: native to native in one process is refused, see {@link org.vgpu.migration.NodeTargetResolver});
@@ -75,6 +79,9 @@ public final class MigrationBenchCommand implements Subcommand {
                         .desc("live state for the blocked-time figure (default 1024)").get())
                 .addOption(Option.builder().longOpt("large").desc("also measure the blocked time for 8 GiB of live state").get())
                 .addOption(Option.builder().longOpt("md-scale").hasArg().argName("N").desc("Lennard-Jones workload scale (default 2)").get())
+                .addOption(Option.builder().longOpt("md-runs").hasArg().argName("N")
+                        .desc("back-to-back Lennard-Jones runs that make the MD app (default 40 native, about 2 s from a"
+                                + " remote GPU; 4 emulated)").get())
                 .addOption(Option.builder().longOpt("source").hasArg().argName("WHERE")
                         .desc("where migrated vGPUs start: local (default; emulated device 0) or worker (a GPU worker process"
                                 + " per vGPU on loopback, the remote-to-local mission; required for native)").get())
@@ -92,7 +99,9 @@ public final class MigrationBenchCommand implements Subcommand {
                 // An emulated launch takes tens of nanoseconds, a native one microseconds: trials of similar length.
                 CommandLines.intValue(line, "iterations", backendName.equals(EmulatedBackend.NAME) ? 500_000 : 20_000, 100),
                 CommandLines.intValue(line, "live-mib", 1024, 1), line.hasOption("large"),
-                CommandLines.intValue(line, "md-scale", 2, 1));
+                CommandLines.intValue(line, "md-scale", 2, 1),
+                // Long enough that a migration's fixed costs are small beside the app's run, as in a real MD job.
+                CommandLines.intValue(line, "md-runs", backendName.equals(EmulatedBackend.NAME) ? 4 : 40, 1));
         int workerDevice = CommandLines.intValue(line, "worker-device", 0, 0);
         int targetDevice = CommandLines.intValue(line, "target-device", 0, 0);
         try (GpuBackend backend = backendName.equals(EmulatedBackend.NAME)
@@ -126,7 +135,7 @@ public final class MigrationBenchCommand implements Subcommand {
         return 0;
     }
 
-    private record Settings(int trials, int iterations, int liveMib, boolean large, int mdScale) {
+    private record Settings(int trials, int iterations, int liveMib, boolean large, int mdScale, int mdRuns) {
     }
 
     // ---- the lock alone
@@ -301,8 +310,9 @@ public final class MigrationBenchCommand implements Subcommand {
         double[] raw = rawCopy(placement, total, settings.trials());
         double slowerLeg = total / Math.max(raw[0], raw[1]);
         double serial = total / (raw[0] + raw[1]);
-        out.printf("%nmem-sync of %d MiB by region size vs raw copies of one %d MiB region through pinned memory%s%n",
-                total >> 20, total >> 20, label);
+        out.printf("%nmem-sync of %d MiB by region size vs raw copies of one %d MiB region through pinned memory"
+                + " (each leg the faster of one copy and %d MiB pieces on %d streams)%s%n", total >> 20, total >> 20,
+                MigrationConfig.DEFAULT_CHUNK_BYTES >> 20, MigrationConfig.DEFAULT_STAGING_BUFFERS, label);
         out.printf("  raw: source device->host %.2f GB/s, target host->device %.2f GB/s; slower leg %.2f GB/s,"
                 + " one after the other %.2f GB/s%n", total / raw[0] / 1e9, total / raw[1] / 1e9, slowerLeg / 1e9, serial / 1e9);
         out.printf("  %-12s %9s %12s %11s %14s %12s%n", "region size", "regions", "mem-sync", "GB/s", "/ slower leg", "/ serial");
@@ -334,26 +344,56 @@ public final class MigrationBenchCommand implements Subcommand {
         out.printf("  goal: >= %.0f %% of the slower leg (\"!\" marks a miss)%n", MEM_SYNC_GOAL * 100);
     }
 
-    /** Seconds of one device-to-host copy on the source and one host-to-device copy on the target, medians. */
+    /**
+     * Seconds of one device-to-host copy on the source and one host-to-device copy on the target,
+     * medians. Each leg is timed both as one synchronous copy and as staging-sized asynchronous
+     * copies spread over as many streams as mem-sync has buffers, with one synchronize per stream
+     * (the leg as busy as mem-sync keeps it), and the faster counts: the baseline is the best the
+     * leg does alone, not the way mem-sync happens to use it.
+     */
     private static double[] rawCopy(Placement placement, long bytes, int trials) {
         try (VirtualGpu source = placement.openPlainOnSource(4);
              VirtualGpu target = placement.local().open(placement.targetDevice(), VaWindow.forVgpu(5))) {
             long from = source.memAlloc(bytes);
             long to = target.memAlloc(bytes);
             source.memsetD8(from, (byte) 1, bytes);
+            List<StreamHandle> sourceStreams = new ArrayList<>();
+            List<StreamHandle> targetStreams = new ArrayList<>();
+            for (int k = 0; k < MigrationConfig.DEFAULT_STAGING_BUFFERS; k++) {
+                sourceStreams.add(source.streamCreate());
+                targetStreams.add(target.streamCreate());
+            }
             // Pinned where the native side is, as mem-sync's staging buffers are.
             VirtualGpu pinner = "native".equals(target.backendName()) ? target : source;
             MemorySegment pinned = pinner.memAllocHost(bytes);
+            long piece = Math.min(bytes, MigrationConfig.DEFAULT_CHUNK_BYTES);
             double[] down = new double[trials];
             double[] up = new double[trials];
             for (int trial = 0; trial < trials; trial++) {
                 long start = System.nanoTime();
                 source.memcpyDtoH(pinned, from, bytes);
-                long middle = System.nanoTime();
+                long downWhole = System.nanoTime() - start;
+                start = System.nanoTime();
                 target.memcpyHtoD(to, pinned, bytes);
-                long end = System.nanoTime();
-                down[trial] = (middle - start) / 1e9;
-                up[trial] = (end - middle) / 1e9;
+                long upWhole = System.nanoTime() - start;
+                start = System.nanoTime();
+                for (long offset = 0; offset < bytes; offset += piece) {
+                    long length = Math.min(piece, bytes - offset);
+                    source.memcpyDtoHAsync(pinned.asSlice(offset, length), from + offset, length,
+                            sourceStreams.get((int) (offset / piece % sourceStreams.size())));
+                }
+                sourceStreams.forEach(source::streamSynchronize);
+                long downPieces = System.nanoTime() - start;
+                start = System.nanoTime();
+                for (long offset = 0; offset < bytes; offset += piece) {
+                    long length = Math.min(piece, bytes - offset);
+                    target.memcpyHtoDAsync(to + offset, pinned.asSlice(offset, length), length,
+                            targetStreams.get((int) (offset / piece % targetStreams.size())));
+                }
+                targetStreams.forEach(target::streamSynchronize);
+                long upPieces = System.nanoTime() - start;
+                down[trial] = Math.min(downWhole, downPieces) / 1e9;
+                up[trial] = Math.min(upWhole, upPieces) / 1e9;
             }
             pinner.memFreeHost(pinned);
             return new double[] {median(down), median(up)};
@@ -377,49 +417,85 @@ public final class MigrationBenchCommand implements Subcommand {
 
     // ---- MD migrated mid-run
 
+    /**
+     * The MD app: {@code mdRuns} back-to-back runs of the Lennard-Jones workload on one vGPU (a long
+     * MD job's successive segments, each checked against its CPU reference), migrated at 25/50/75 %
+     * of its launches against the app never moved, on the source and on the target. The migration
+     * runs on a thread of its own, as the agent's does: the app keeps launching while the target is
+     * opened and the source released, and waits only while the lock is shut.
+     */
     private static void md(Placement placement, Settings settings, PrintStream out, String label) {
         LennardJonesWorkload workload = new LennardJonesWorkload();
-        long launches;
+        MdRun unmigrated;
         try (MigratableGpu gpu = placement.openOnSource(7)) {
-            MigrateAfterLaunches counter = new MigrateAfterLaunches(gpu, 0, placement.target());
-            workload.run(counter, settings.mdScale(), 1);
-            launches = counter.launches();
+            unmigrated = mdRun(gpu, workload, settings, 0, placement.target(), out);
         }
-        // Each row: whether the run starts on the target, and after how many launches it moves there (0: never).
+        long launches = unmigrated.launches();
+        // Each row: whether the app starts on the target, and after how many launches it moves there (0: never).
         String[] names = {"never migrated, on the source", "never migrated, on the target", "migrated after 25 % of launches",
                 "migrated after 50 % of launches", "migrated after 75 % of launches"};
         boolean[] onTarget = {false, true, false, false, false};
         long[] migrateAfter = {0, 0, launches / 4, launches / 2, launches * 3 / 4};
-        double[][] millis = new double[names.length][settings.trials()];
+        double[][] wallMillis = new double[names.length][settings.trials()];
+        double[][] gpuMillis = new double[names.length][settings.trials()];
+        double[][] blockedMillis = new double[names.length][settings.trials()];
         // Rounds over all rows, after a warm-up round, so JIT warm-up and drift spread over every row.
         for (int round = -1; round < settings.trials(); round++) {
             for (int row = 0; row < names.length; row++) {
                 try (MigratableGpu gpu = onTarget[row]
                         ? LocalPlacement.migratable(placement.local(), 7, placement.targetDevice()) : placement.openOnSource(7)) {
-                    double elapsed = mdMillis(gpu, workload, settings, migrateAfter[row], placement.target(), out);
+                    MdRun run = mdRun(gpu, workload, settings, migrateAfter[row], placement.target(), out);
+                    if (!run.digest().equals(unmigrated.digest())) {
+                        out.printf("  MD app FAILED: %s read back other bits than the app never migrated%n", names[row]);
+                    }
                     if (round >= 0) {
-                        millis[row][round] = elapsed;
+                        wallMillis[row][round] = run.wallMillis();
+                        gpuMillis[row][round] = run.gpuMillis();
+                        blockedMillis[row][round] = run.migration() == null ? 0 : run.migration().blocked().toNanos() / 1e6;
                     }
                 }
             }
         }
-        out.printf("%nLennard-Jones MD (scale %d, %d launches), device time including the migration, median of %d%s%n",
-                settings.mdScale(), launches, settings.trials(), label);
-        double source = median(millis[0]);
+        out.printf("%nLennard-Jones MD app: %d runs of scale %d back to back, %d launches; migrated by an agent thread"
+                + " while the app runs; wall time of the app (its GPU parts: device work, copies, the waits for the"
+                + " migration; the rest is its CPU checks), median of %d%s%n", settings.mdRuns(), settings.mdScale(), launches,
+                settings.trials(), label);
+        out.printf("  %-34s %12s %10s %12s %12s%n", "app", "wall", "/ source", "GPU parts", "app blocked");
+        double source = median(wallMillis[0]);
         for (int row = 0; row < names.length; row++) {
-            double median = median(millis[row]);
-            out.printf("  %-34s %10.2f ms %8.3f x source%n", names[row], median, median / source);
+            double wall = median(wallMillis[row]);
+            String blocked = migrateAfter[row] == 0 ? "-" : String.format("%.2f ms", median(blockedMillis[row]));
+            out.printf("  %-34s %9.2f ms %10.3f %9.2f ms %12s%n", names[row], wall, wall / source, median(gpuMillis[row]), blocked);
         }
+        out.printf("  expected: migrated runs between the two, nearer the target the earlier they move%n");
     }
 
-    /** Device time of one run of the workload, migrated to {@code target} after {@code migrateAfter} launches (0: never). */
-    private static double mdMillis(MigratableGpu gpu, LennardJonesWorkload workload, Settings settings, long migrateAfter,
-                                   MigrationTarget target, PrintStream out) {
-        WorkloadResult result = workload.run(new MigrateAfterLaunches(gpu, migrateAfter, target), settings.mdScale(), 1);
-        if (!result.passed()) {
-            out.printf("  MD run FAILED its check: %s%n", result.errorSummary());
+    /**
+     * One run of the MD app.
+     *
+     * @param migration the migration's report; null when the app never moved
+     */
+    private record MdRun(double wallMillis, double gpuMillis, long launches, String digest, MigrationReport migration) {
+    }
+
+    /** Runs the MD app, migrated to {@code target} by its own thread after {@code migrateAfter} launches (0: never). */
+    private static MdRun mdRun(MigratableGpu gpu, LennardJonesWorkload workload, Settings settings, long migrateAfter,
+                               MigrationTarget target, PrintStream out) {
+        MigrateAfterLaunches trigger = new MigrateAfterLaunches(gpu, migrateAfter, target,
+                migration -> Thread.ofPlatform().name("migration agent").start(migration));
+        Transcript transcript = new Transcript(trigger);
+        long gpuNanos = 0;
+        long start = System.nanoTime();
+        for (int run = 0; run < settings.mdRuns(); run++) {
+            WorkloadResult result = workload.run(transcript, settings.mdScale(), run + 1);
+            if (!result.passed()) {
+                out.printf("  MD run FAILED its check: %s%n", result.errorSummary());
+            }
+            gpuNanos += result.elapsed().toNanos();
         }
-        return result.elapsed().toNanos() / 1e6;
+        double wallMillis = (System.nanoTime() - start) / 1e6;
+        MigrationReport migration = migrateAfter == 0 ? null : trigger.migration().join();
+        return new MdRun(wallMillis, gpuNanos / 1e6, transcript.launches(), transcript.digest(), migration);
     }
 
     // ---- helpers

@@ -16,11 +16,11 @@ import org.vgpu.runtime.api.VirtualGpu;
  * Everything an app read back from its vGPU, as one SHA-256, and how many kernels it launched: two
  * runs with the same transcript digest saw bit-identical results. Does not close the vGPU it wraps.
  */
-final class Transcript extends ForwardingVirtualGpu {
+public final class Transcript extends ForwardingVirtualGpu {
     private final MessageDigest digest;
     private long launches;
 
-    Transcript(VirtualGpu delegate) {
+    public Transcript(VirtualGpu delegate) {
         super(delegate);
         try {
             digest = MessageDigest.getInstance("SHA-256");
@@ -42,11 +42,11 @@ final class Transcript extends ForwardingVirtualGpu {
         launches++;
     }
 
-    long launches() {
+    public long launches() {
         return launches;
     }
 
-    String digest() {
+    public String digest() {
         return HexFormat.of().formatHex(digest.digest());
     }
 
