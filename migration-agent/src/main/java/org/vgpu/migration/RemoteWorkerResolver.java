@@ -49,17 +49,7 @@ public final class RemoteWorkerResolver implements TargetResolver, AutoCloseable
         if (!(target instanceof MigrationTarget.RemoteWorker worker)) {
             throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, target + " is not a remote worker");
         }
-        WorkerEndpoint endpoint = credentials.endpointFor(worker.endpoint(), window);
-        try {
-            return RemoteGpu.connect(group, endpoint, window, config, ssl);
-        } catch (RuntimeException e) {
-            try {
-                endpoint.close();
-            } catch (Exception release) {
-                e.addSuppressed(release);
-            }
-            throw e;
-        }
+        return RemoteGpu.connect(group, credentials.endpointFor(worker.endpoint(), window), window, config, ssl);
     }
 
     /** Stops the event loops; remote vGPUs still open lose their workers. */

@@ -65,17 +65,7 @@ public final class RemoteBackend implements GpuBackend {
     @Override
     public VirtualGpu open(int device, VaWindow window) {
         checkDevice(device);
-        WorkerEndpoint endpoint = source.open(device, window);
-        try {
-            return RemoteGpu.connect(group, endpoint, window, config, ssl);
-        } catch (RuntimeException e) {
-            try {
-                endpoint.close();
-            } catch (Exception release) {
-                e.addSuppressed(release);
-            }
-            throw e;
-        }
+        return RemoteGpu.connect(group, source.open(device, window), window, config, ssl);
     }
 
     /** Stops the event loops (open vGPUs lose their workers) and closes the source. */

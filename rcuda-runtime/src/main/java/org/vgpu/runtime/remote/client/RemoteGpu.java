@@ -57,13 +57,23 @@ public final class RemoteGpu extends AbstractVirtualGpu<RemoteGpu.Module, Remote
     }
 
     /**
-     * Opens a session on {@code endpoint}'s worker for {@code window}; the endpoint is closed with the vGPU.
+     * Opens a session on {@code endpoint}'s worker for {@code window}. The vGPU owns the endpoint:
+     * it is closed with the vGPU, or at once when the session cannot be opened.
      *
      * @param ssl TLS for the connection, or null for plain TCP
      */
     public static RemoteGpu connect(EventLoopGroup group, WorkerEndpoint endpoint, VaWindow window, RemoteConfig config,
                                     SslContext ssl) {
-        return new RemoteGpu(window, WorkerConnection.open(group, endpoint, window, config, ssl));
+        try {
+            return new RemoteGpu(window, WorkerConnection.open(group, endpoint, window, config, ssl));
+        } catch (RuntimeException e) {
+            try {
+                endpoint.close();
+            } catch (Exception release) {
+                e.addSuppressed(release);
+            }
+            throw e;
+        }
     }
 
     /** The worker this vGPU runs on, as errors name it. */
