@@ -58,8 +58,9 @@ public final class Vgpu {
     private void printOverview(PrintStream stream) {
         stream.println("usage: vgpu <command> [options]   (vgpu <command> --help for its options)");
         stream.println("commands:");
+        int width = commands.keySet().stream().mapToInt(String::length).max().orElse(0);
         for (Subcommand command : commands.values()) {
-            stream.printf("  %-10s %s%n", command.name(), command.summary());
+            stream.printf("  %-" + width + "s  %s%n", command.name(), command.summary());
         }
     }
 }
