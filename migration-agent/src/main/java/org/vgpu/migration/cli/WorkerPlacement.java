@@ -1,10 +1,5 @@
 package org.vgpu.migration.cli;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.time.Clock;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -28,8 +23,7 @@ import org.vgpu.runtime.remote.lender.Endpoint;
 import org.vgpu.runtime.remote.lender.LaunchedWorker;
 import org.vgpu.runtime.remote.lender.WorkerLauncher;
 import org.vgpu.runtime.remote.lender.WorkerSpec;
-import org.vgpu.runtime.remote.security.SiteKey;
-import org.vgpu.runtime.remote.security.TokenIssuer;
+import org.vgpu.runtime.remote.security.ThrowawaySiteKey;
 
 /**
  * The mission's placement: each source vGPU is served by its own GPU worker process on loopback
@@ -44,9 +38,7 @@ final class WorkerPlacement implements Placement {
     private final String workerBackend;
     private final int workerDevice;
     private final int targetDevice;
-    private final Path directory;
-    private final Path keyFile;
-    private final TokenIssuer issuer;
+    private final ThrowawaySiteKey siteKey = ThrowawaySiteKey.create("vgpu-migration-bench");
     private final WorkerLauncher launcher = new WorkerLauncher();
     private final AtomicInteger launches = new AtomicInteger();
     private final Map<Integer, LaunchedWorker> byPort = new ConcurrentHashMap<>();
@@ -57,15 +49,6 @@ final class WorkerPlacement implements Placement {
         this.workerBackend = workerBackend;
         this.workerDevice = workerDevice;
         this.targetDevice = targetDevice;
-        try {
-            directory = Files.createTempDirectory("vgpu-migration-bench");
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-        keyFile = directory.resolve("site.key");
-        SiteKey key = SiteKey.generate();
-        key.writeNewFile(keyFile);
-        issuer = new TokenIssuer(key, Clock.systemUTC());
         workers = new RemoteWorkerResolver(this::credentials, RemoteConfig.defaults(), null);
     }
 
@@ -84,7 +67,7 @@ final class WorkerPlacement implements Placement {
 
     private MigrationTarget.RemoteWorker launch() {
         String id = "bench-worker-" + launches.incrementAndGet();
-        LaunchedWorker launched = launcher.launch(new WorkerSpec(new Endpoint("127.0.0.1", 0), workerBackend, workerDevice, id, keyFile));
+        LaunchedWorker launched = launcher.launch(new WorkerSpec(new Endpoint("127.0.0.1", 0), workerBackend, workerDevice, id, siteKey.keyFile()));
         byPort.put(launched.endpoint().port(), launched);
         return new MigrationTarget.RemoteWorker(launched.endpoint());
     }
@@ -94,7 +77,7 @@ final class WorkerPlacement implements Placement {
         if (launched == null) {
             throw new VgpuException(ErrorCode.VGPU_AUTH_FAILED, "the benchmark started no worker at " + worker);
         }
-        String token = issuer.issue(JOB, window.vgpuIndex(), launched.workerId(), Duration.ofHours(1));
+        String token = siteKey.issuer().issue(JOB, window.vgpuIndex(), launched.workerId(), Duration.ofHours(1));
         return new WorkerEndpoint(launched.workerId(), worker.host(), worker.port(), token, launched::close);
     }
 
@@ -118,11 +101,6 @@ final class WorkerPlacement implements Placement {
     public void close() {
         byPort.values().forEach(LaunchedWorker::close);
         workers.close();
-        try {
-            Files.deleteIfExists(keyFile);
-            Files.deleteIfExists(directory);
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
+        siteKey.close();
     }
 }

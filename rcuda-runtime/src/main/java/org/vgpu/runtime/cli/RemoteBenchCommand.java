@@ -6,20 +6,15 @@ import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
 import java.net.InetAddress;
 import java.net.ServerSocket;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.concurrent.TimeUnit;
 import java.util.function.DoubleSupplier;
-import java.util.stream.Stream;
 
 import io.netty.channel.EventLoopGroup;
 
@@ -45,8 +40,7 @@ import org.vgpu.runtime.remote.lender.Endpoint;
 import org.vgpu.runtime.remote.lender.LaunchedWorker;
 import org.vgpu.runtime.remote.lender.WorkerLauncher;
 import org.vgpu.runtime.remote.lender.WorkerSpec;
-import org.vgpu.runtime.remote.security.SiteKey;
-import org.vgpu.runtime.remote.security.TokenIssuer;
+import org.vgpu.runtime.remote.security.ThrowawaySiteKey;
 import org.vgpu.runtime.remote.transport.NettyTransport;
 import org.vgpu.runtime.remote.worker.PlainSocketBaseline;
 
@@ -324,40 +318,40 @@ public final class RemoteBenchCommand implements Subcommand {
      * token), with the plain-socket baseline server on a free port.
      */
     private static final class BenchWorker implements AutoCloseable {
-        private final Path directory;
+        private final ThrowawaySiteKey siteKey;
         private final LaunchedWorker process;
         private final String token;
         private final int baselinePort;
         private final EventLoopGroup group = NettyTransport.newEventLoopGroup(1, "vgpu-bench-io", RemoteConfig.defaults().spinNanos());
 
-        private BenchWorker(Path directory, LaunchedWorker process, String token, int baselinePort) {
-            this.directory = directory;
+        private BenchWorker(ThrowawaySiteKey siteKey, LaunchedWorker process, String token, int baselinePort) {
+            this.siteKey = siteKey;
             this.process = process;
             this.token = token;
             this.baselinePort = baselinePort;
         }
 
         static BenchWorker start(String host, String backend, int device) {
+            ThrowawaySiteKey siteKey = ThrowawaySiteKey.create("vgpu-remote-bench");
             try {
-                Path directory = Files.createTempDirectory("vgpu-remote-bench");
-                Path keyFile = directory.resolve("site.key");
-                SiteKey key = SiteKey.generate();
-                key.writeNewFile(keyFile);
                 int baselinePort = freePort(host);
-                WorkerSpec spec = new WorkerSpec(new Endpoint(host, 0), backend, device, WORKER_ID, keyFile, Optional.empty(),
-                        Optional.of(Duration.ofSeconds(120)), OptionalInt.of(baselinePort));
+                WorkerSpec spec = new WorkerSpec(new Endpoint(host, 0), backend, device, WORKER_ID, siteKey.keyFile(),
+                        Optional.empty(), Optional.of(Duration.ofSeconds(120)), OptionalInt.of(baselinePort));
                 LaunchedWorker process = new WorkerLauncher().launch(spec);
-                String token = new TokenIssuer(key, Clock.systemUTC()).issue("remote-bench", 0, WORKER_ID, Duration.ofHours(12));
-                return new BenchWorker(directory, process, token, baselinePort);
-            } catch (IOException e) {
-                throw new UncheckedIOException(e);
+                String token = siteKey.issuer().issue("remote-bench", 0, WORKER_ID, Duration.ofHours(12));
+                return new BenchWorker(siteKey, process, token, baselinePort);
+            } catch (RuntimeException e) {
+                siteKey.close();
+                throw e;
             }
         }
 
         /** A port that was free a moment ago: the worker's baseline server binds it next. */
-        private static int freePort(String host) throws IOException {
+        private static int freePort(String host) {
             try (ServerSocket probe = new ServerSocket(0, 1, InetAddress.getByName(host))) {
                 return probe.getLocalPort();
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
             }
         }
 
@@ -384,13 +378,7 @@ public final class RemoteBenchCommand implements Subcommand {
             }
             process.close();
             group.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
-            try (Stream<Path> files = Files.walk(directory)) {
-                for (Path path : files.sorted(Comparator.reverseOrder()).toList()) {
-                    Files.deleteIfExists(path);
-                }
-            } catch (IOException e) {
-                throw new UncheckedIOException(e);
-            }
+            siteKey.close();
         }
     }
 }

@@ -1,12 +1,6 @@
 package org.vgpu.runtime.remote.client;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.time.Clock;
 import java.time.Duration;
-import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -16,7 +10,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.stream.Stream;
 
 import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.GpuBackend;
@@ -25,8 +18,7 @@ import org.vgpu.runtime.remote.lender.Endpoint;
 import org.vgpu.runtime.remote.lender.LaunchedWorker;
 import org.vgpu.runtime.remote.lender.WorkerLauncher;
 import org.vgpu.runtime.remote.lender.WorkerSpec;
-import org.vgpu.runtime.remote.security.SiteKey;
-import org.vgpu.runtime.remote.security.TokenIssuer;
+import org.vgpu.runtime.remote.security.ThrowawaySiteKey;
 
 /**
  * Real GPU worker processes ({@code WorkerCommand} started through the lender's
@@ -43,9 +35,7 @@ final class SpawnedWorkers implements WorkerSource {
     private final GpuBackend localTwin;
     private final Duration idleTimeout;
     private final boolean keepSpares;
-    private final Path directory;
-    private final Path keyFile;
-    private final TokenIssuer issuer;
+    private final ThrowawaySiteKey siteKey = ThrowawaySiteKey.create("vgpu-workers");
     private final WorkerLauncher launcher = new WorkerLauncher();
     private final AtomicInteger launches = new AtomicInteger();
     private final Map<Integer, CompletableFuture<LaunchedWorker>> spares = new HashMap<>();
@@ -69,15 +59,6 @@ final class SpawnedWorkers implements WorkerSource {
         this.localTwin = localTwin;
         this.idleTimeout = idleTimeout;
         this.keepSpares = spares;
-        try {
-            directory = Files.createTempDirectory("vgpu-workers");
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-        keyFile = directory.resolve("site.key");
-        SiteKey key = SiteKey.generate();
-        key.writeNewFile(keyFile);
-        issuer = new TokenIssuer(key, Clock.systemUTC());
     }
 
     @Override
@@ -93,7 +74,7 @@ final class SpawnedWorkers implements WorkerSource {
     @Override
     public WorkerEndpoint open(int device, VaWindow window) {
         LaunchedWorker worker = takeSpare(device);
-        String token = issuer.issue(JOB, window.vgpuIndex(), worker.workerId(), Duration.ofMinutes(10));
+        String token = siteKey.issuer().issue(JOB, window.vgpuIndex(), worker.workerId(), Duration.ofMinutes(10));
         Endpoint at = worker.endpoint();
         return new WorkerEndpoint(worker.workerId(), at.host(), at.port(), token, () -> stop(worker));
     }
@@ -122,7 +103,7 @@ final class SpawnedWorkers implements WorkerSource {
 
     private LaunchedWorker launch(int device) {
         String id = "w" + launches.incrementAndGet();
-        WorkerSpec spec = new WorkerSpec(new Endpoint("127.0.0.1", 0), backendName, device, id, keyFile, Optional.empty(),
+        WorkerSpec spec = new WorkerSpec(new Endpoint("127.0.0.1", 0), backendName, device, id, siteKey.keyFile(), Optional.empty(),
                 Optional.of(idleTimeout), OptionalInt.empty());
         LaunchedWorker worker = launcher.launch(spec);
         launched.add(worker);
@@ -156,12 +137,6 @@ final class SpawnedWorkers implements WorkerSource {
             worker.close();
         }
         localTwin.close();
-        try (Stream<Path> files = Files.walk(directory)) {
-            for (Path path : files.sorted(Comparator.reverseOrder()).toList()) {
-                Files.deleteIfExists(path);
-            }
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
+        siteKey.close();
     }
 }
