@@ -1,7 +1,5 @@
 package org.vgpu.siteconfig;
 
-import java.util.ArrayList;
-import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -22,7 +20,7 @@ final class GpuDeviceFiles {
      */
     static int count(String files) {
         int count = 0;
-        for (String part : splitOutsideBrackets(files)) {
+        for (String part : CommaLists.splitOutside(files, '[', ']')) {
             Matcher matcher = PART.matcher(part);
             if (!matcher.matches()) {
                 throw new IllegalArgumentException("'" + part + "' is not a device file list; expected absolute paths"
@@ -46,24 +44,5 @@ final class GpuDeviceFiles {
             }
         }
         return count;
-    }
-
-    private static List<String> splitOutsideBrackets(String text) {
-        List<String> parts = new ArrayList<>();
-        int depth = 0;
-        int start = 0;
-        for (int i = 0; i < text.length(); i++) {
-            char c = text.charAt(i);
-            if (c == '[') {
-                depth++;
-            } else if (c == ']') {
-                depth--;
-            } else if (c == ',' && depth == 0) {
-                parts.add(text.substring(start, i));
-                start = i + 1;
-            }
-        }
-        parts.add(text.substring(start));
-        return parts;
     }
 }

@@ -7,6 +7,8 @@ import java.util.Optional;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import org.vgpu.siteconfig.CommaLists;
+
 /**
  * One GRES entry as Slurm prints it: {@code gpu:4}, {@code gpu:a100:2}, {@code gpu:3(IDX:0-2)},
  * {@code vgpu(CNT:3)}, {@code gpu:4(S:0-1)}; in a job's TRES request prefixed {@code gres:} (22.05)
@@ -41,7 +43,7 @@ public record GresItem(String name, Optional<String> type, int count, List<Integ
             return List.of();
         }
         List<GresItem> items = new ArrayList<>();
-        for (String item : splitOutsideParentheses(stripped)) {
+        for (String item : CommaLists.splitOutside(stripped, '(', ')')) {
             items.add(parse(source, item));
         }
         return List.copyOf(items);
@@ -89,24 +91,5 @@ public record GresItem(String name, Optional<String> type, int count, List<Integ
             }
         }
         return indices;
-    }
-
-    private static List<String> splitOutsideParentheses(String text) {
-        List<String> parts = new ArrayList<>();
-        int depth = 0;
-        int start = 0;
-        for (int i = 0; i < text.length(); i++) {
-            char c = text.charAt(i);
-            if (c == '(') {
-                depth++;
-            } else if (c == ')') {
-                depth--;
-            } else if (c == ',' && depth == 0) {
-                parts.add(text.substring(start, i));
-                start = i + 1;
-            }
-        }
-        parts.add(text.substring(start));
-        return parts;
     }
 }
