@@ -6,6 +6,8 @@ import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.control.BoundedLineReader;
+import org.vgpu.runtime.control.LineService;
 
 /**
  * The lender's control requests, one line each, answered with one line (or, for {@code status},
@@ -21,7 +23,7 @@ import org.vgpu.runtime.api.VgpuException;
  * listens on a wildcard address is reported at the address the request reached the lender on.
  * Replies are printable ASCII and never span lines, whatever the request held.
  */
-final class ControlProtocol {
+final class ControlProtocol implements LineService {
     private static final Logger LOG = LoggerFactory.getLogger(ControlProtocol.class);
     static final String COMMANDS = "open <device>, status";
     /** Errors can carry a worker's stderr; the cap keeps replies readable. */
@@ -41,7 +43,8 @@ final class ControlProtocol {
      *
      * @param localHost the address the request arrived at, reported for workers on a wildcard address
      */
-    List<String> answer(BoundedLineReader.Line request, String localHost) {
+    @Override
+    public List<String> answer(BoundedLineReader.Line request, String localHost) {
         try {
             return answerOrThrow(request, localHost);
         } catch (VgpuException e) {

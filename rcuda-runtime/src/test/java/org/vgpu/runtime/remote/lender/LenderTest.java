@@ -224,13 +224,13 @@ class LenderTest {
         Lender lender = start(config("127.0.0.1", List.of(0), 0, 1), fakeWorkers);
         List<ControlClient> clients = new ArrayList<>();
         try {
-            for (int i = 0; i < ControlServer.MAX_CONNECTIONS; i++) {
+            for (int i = 0; i < Lender.CONTROL_LIMITS.maxConnections(); i++) {
                 ControlClient client = new ControlClient(lender.controlEndpoint());
                 clients.add(client);
                 assertEquals("ok 0", client.ask("status"));
             }
             try (ControlClient oneTooMany = new ControlClient(lender.controlEndpoint())) {
-                assertEquals("error too many control connections (32), try again later", oneTooMany.readLine());
+                assertEquals("error too many lender control connections (32), try again later", oneTooMany.readLine());
                 assertEquals(null, oneTooMany.readLine());
             }
         } finally {
@@ -261,7 +261,7 @@ class LenderTest {
         LenderConfig clash = new LenderConfig(first.controlEndpoint(), "emulated", List.of(0), keyFile, 1, 1,
                 Optional.empty(), Optional.empty());
         VgpuException refused = assertThrows(VgpuException.class, () -> Lender.start(clash, fakeWorkers));
-        assertTrue(refused.getMessage().contains("cannot listen for control connections on " + first.controlEndpoint()),
+        assertTrue(refused.getMessage().contains("cannot listen for lender control connections on " + first.controlEndpoint()),
                 refused.getMessage());
     }
 
