@@ -8,6 +8,7 @@ import org.slf4j.LoggerFactory;
 import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.control.BoundedLineReader;
 import org.vgpu.runtime.control.LineService;
+import org.vgpu.runtime.control.LineText;
 
 /**
  * The lender's control requests, one line each, answered with one line (or, for {@code status},
@@ -50,7 +51,7 @@ final class ControlProtocol implements LineService {
         } catch (VgpuException e) {
             return List.of(error(e.detail()));
         } catch (RuntimeException e) {
-            LOG.error("control request '{}' failed unexpectedly", printable(request.text(), MAX_ECHOED_CHARS), e);
+            LOG.error("control request '{}' failed unexpectedly", LineText.printable(request.text(), MAX_ECHOED_CHARS), e);
             return List.of(error("internal error: " + e));
         }
     }
@@ -70,7 +71,7 @@ final class ControlProtocol implements LineService {
         return switch (words[0]) {
             case "open" -> words.length == 2 ? List.of(open(words[1], localHost)) : List.of(error("usage: open <device>"));
             case "status" -> words.length == 1 ? status() : List.of(error("usage: status"));
-            default -> List.of(error("unknown command '" + printable(words[0], MAX_ECHOED_CHARS) + "'; commands: " + COMMANDS));
+            default -> List.of(error("unknown command '" + LineText.printable(words[0], MAX_ECHOED_CHARS) + "'; commands: " + COMMANDS));
         };
     }
 
@@ -79,7 +80,7 @@ final class ControlProtocol implements LineService {
         try {
             device = Integer.parseInt(deviceWord);
         } catch (NumberFormatException e) {
-            return error("device must be a number, got '" + printable(deviceWord, MAX_ECHOED_CHARS) + "'");
+            return error("device must be a number, got '" + LineText.printable(deviceWord, MAX_ECHOED_CHARS) + "'");
         }
         LentWorker lent = lender.open(device);
         Endpoint endpoint = lent.endpoint().isWildcard() ? lent.endpoint().withHost(localHost) : lent.endpoint();
@@ -98,17 +99,6 @@ final class ControlProtocol implements LineService {
     }
 
     private static String error(String reason) {
-        return printable("error " + reason, MAX_REPLY_CHARS);
-    }
-
-    /** {@code text} on one line of printable ASCII: line breaks become " | ", other characters '?'. */
-    private static String printable(String text, int maxChars) {
-        String oneLine = text.replaceAll("\\s*\\R\\s*", " | ");
-        StringBuilder cleaned = new StringBuilder(Math.min(oneLine.length(), maxChars));
-        for (int i = 0; i < oneLine.length() && cleaned.length() < maxChars; i++) {
-            char c = oneLine.charAt(i);
-            cleaned.append(c >= ' ' && c <= '~' ? c : '?');
-        }
-        return cleaned.toString();
+        return LineText.printable("error " + reason, MAX_REPLY_CHARS);
     }
 }
