@@ -84,6 +84,8 @@ public final class Tracker {
     private final Deque<String> history = new ArrayDeque<>();
     /** Holders of live assemblies that Slurm shows ended: those GPUs are no longer kept. Guarded by {@link #lock}. */
     private final Set<Long> lostHolders = new HashSet<>();
+    /** Holders this tracker cancelled, which Slurm may still list as active for a moment. Guarded by {@link #lock}. */
+    private final Set<Long> cancelledHolders = new HashSet<>();
     private final Set<Long> doneJobs = ConcurrentHashMap.newKeySet();
     private final Set<Long> openingWorkers = ConcurrentHashMap.newKeySet();
     private final Map<Long, String> openFailures = new ConcurrentHashMap<>();
@@ -236,13 +238,34 @@ public final class Tracker {
     private void end(Assembly assembly, String why, String explanation) {
         LOG.info("job {}: {}; cancelling holder(s) {} and ending its assembly", assembly.job(), explanation,
                 assembly.holders());
-        slurm.cancel(assembly.holders());
+        cancelHolders(assembly);
         ledger.forget(assembly.job(), why);
         lostHolders.removeAll(assembly.holders());
         comments.remove(assembly.job());
         openFailures.remove(assembly.job());
         remember("ended job=" + assembly.job() + " user=" + assembly.user() + " node=" + assembly.node() + " vgpus="
                 + assembly.vgpus() + " borrowed=" + assembly.lends().size() + " why=" + why + " at=" + clock.instant());
+    }
+
+    /** Ends an assembly's lends: holders cancelled in Slurm, and workers stopped by their lenders (in the background). */
+    private void cancelHolders(Assembly assembly) {
+        slurm.cancel(assembly.holders());
+        cancelledHolders.addAll(assembly.holders());
+        for (Lend lend : assembly.lends()) {
+            if (lend.workerId().isEmpty()) {
+                continue;
+            }
+            String workerId = lend.workerId().get();
+            site.node(lend.node()).ifPresent(node -> Thread.ofVirtual().name("close-worker-" + workerId).start(() -> {
+                try {
+                    LenderClient.close(node.lenderEndpoint(), workerId, settings.lenderTimeout());
+                    LOG.info("job {}: worker {} on {} stopped", assembly.job(), workerId, lend.node());
+                } catch (VgpuException e) {
+                    // Usually the worker ended with its session already; either way nothing is lent any more.
+                    LOG.info("job {}: worker {} on {} not stopped: {}", assembly.job(), workerId, lend.node(), e.getMessage());
+                }
+            }));
+        }
     }
 
     /** Holder jobs (lend partition, holder name) that no live assembly names: left by a crash or a hand; cancelled. */
@@ -254,8 +277,10 @@ public final class Tracker {
                 .filter(job -> job.name().startsWith(SlurmControl.HOLDER_NAME_PREFIX))
                 .filter(job -> ACTIVE_STATES.contains(job.state()))
                 .map(SlurmJob::id)
-                .filter(id -> !known.contains(id))
+                .filter(id -> !known.contains(id) && !cancelledHolders.contains(id))
                 .toList();
+        cancelledHolders.retainAll(inventory.jobs().stream().filter(job -> ACTIVE_STATES.contains(job.state()))
+                .map(SlurmJob::id).toList());
         if (!unknown.isEmpty()) {
             LOG.warn("cancelling holder job(s) {} that the ledger does not know", unknown);
             slurm.cancel(unknown);
@@ -325,7 +350,7 @@ public final class Tracker {
     /** Gives an assembly up before its job was released: holders cancelled, the job stays held and is planned again. */
     private void abort(Assembly assembly, String why) {
         LOG.warn("job {}: giving up its assembly ({}); cancelling holder(s) {}", assembly.job(), why, assembly.holders());
-        slurm.cancel(assembly.holders());
+        cancelHolders(assembly);
         ledger.forget(assembly.job(), "aborted");
         remember("ended job=" + assembly.job() + " user=" + assembly.user() + " node=" + assembly.node() + " vgpus="
                 + assembly.vgpus() + " borrowed=" + assembly.lends().size() + " why=aborted at=" + clock.instant()

@@ -15,6 +15,7 @@ import org.vgpu.runtime.control.LineText;
  * one line per worker and a closing {@code ok} line):
  * <pre>
  *   open DEVICE   -&gt; ok HOST:PORT WORKER-ID      hands out a worker of DEVICE (a warm one when there is one)
+ *   close WORKER-ID -&gt; ok closed WORKER-ID        stops a lent worker whose lend has ended
  *   status        -&gt; worker DEVICE WORKER-ID HOST:PORT|- starting|warm|lent AGEs   (per worker)
  *                    ok COUNT
  *   anything else -&gt; error REASON                  and nothing changes
@@ -26,7 +27,7 @@ import org.vgpu.runtime.control.LineText;
  */
 final class ControlProtocol implements LineService {
     private static final Logger LOG = LoggerFactory.getLogger(ControlProtocol.class);
-    static final String COMMANDS = "open <device>, status";
+    static final String COMMANDS = "open <device>, close <worker-id>, status";
     /** Errors can carry a worker's stderr; the cap keeps replies readable. */
     private static final int MAX_REPLY_CHARS = 2000;
     private static final int MAX_ECHOED_CHARS = 40;
@@ -70,6 +71,7 @@ final class ControlProtocol implements LineService {
         String[] words = text.split("[ \t]+");
         return switch (words[0]) {
             case "open" -> words.length == 2 ? List.of(open(words[1], localHost)) : List.of(error("usage: open <device>"));
+            case "close" -> words.length == 2 ? List.of(close(words[1])) : List.of(error("usage: close <worker-id>"));
             case "status" -> words.length == 1 ? status() : List.of(error("usage: status"));
             default -> List.of(error("unknown command '" + LineText.printable(words[0], MAX_ECHOED_CHARS) + "'; commands: " + COMMANDS));
         };
@@ -85,6 +87,11 @@ final class ControlProtocol implements LineService {
         LentWorker lent = lender.open(device);
         Endpoint endpoint = lent.endpoint().isWildcard() ? lent.endpoint().withHost(localHost) : lent.endpoint();
         return "ok " + endpoint + " " + lent.workerId();
+    }
+
+    private String close(String workerId) {
+        lender.closeLent(workerId);
+        return "ok closed " + workerId;
     }
 
     private List<String> status() {

@@ -117,6 +117,20 @@ public final class Lender implements AutoCloseable {
         return pool.open();
     }
 
+    /**
+     * Stops the lent worker {@code workerId}, whose session (or the wait for it) is over.
+     *
+     * @throws VgpuException CUDA_ERROR_INVALID_VALUE when no device has a lent worker of that id
+     */
+    public void closeLent(String workerId) {
+        for (DevicePool pool : pools.values()) {
+            if (pool.closeLent(workerId)) {
+                return;
+            }
+        }
+        throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "no lent worker '" + workerId + "' (it may have ended already)");
+    }
+
     /** Every worker of every device, by device and start. */
     public List<WorkerStatus> status() {
         List<WorkerStatus> workers = new ArrayList<>();

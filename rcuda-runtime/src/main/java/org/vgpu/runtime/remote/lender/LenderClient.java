@@ -38,4 +38,18 @@ public final class LenderClient {
                     + LineText.printable(words[1], 100) + "' that is not HOST:PORT", e);
         }
     }
+
+    /**
+     * Asks the lender at {@code lender} to stop its lent worker {@code workerId}.
+     *
+     * @throws VgpuException CUDA_ERROR_UNKNOWN naming the lender when it is unreachable or refuses
+     *         (for example because the worker has ended already)
+     */
+    public static void close(Endpoint lender, String workerId, Duration timeout) {
+        String reply = LineClient.request(lender, "close " + workerId, timeout).getLast();
+        if (!reply.equals("ok closed " + workerId)) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_UNKNOWN, "lender " + lender + " answered 'close " + workerId + "' with '"
+                    + LineText.printable(reply, 300) + "'");
+        }
+    }
 }
