@@ -197,7 +197,8 @@ public final class ReportCommand implements Subcommand {
     }
 
     private static String jsonObject(Map<String, String> fields) {
-        return fields.entrySet().stream().map(entry -> string(entry.getKey()) + ":" + string(entry.getValue()))
+        return fields.entrySet().stream().map(entry -> string(entry.getKey()) + ":"
+                + (entry.getValue().matches("-?[0-9]{1,18}") ? entry.getValue() : string(entry.getValue())))
                 .collect(Collectors.joining(",", "{", "}"));
     }
 
