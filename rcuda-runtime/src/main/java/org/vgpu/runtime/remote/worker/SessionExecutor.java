@@ -75,7 +75,7 @@ final class SessionExecutor implements RequestVisitor, Runnable {
 
     // ---- GPU thread only
     private VirtualGpu gpu;
-    /** Made at the first bulk copy of the session. */
+    /** Made when the session opens. */
     private StagingRing staging;
     private final Map<Integer, ModuleHandle> modules = new HashMap<>();
     private final Map<Integer, FunctionHandle> functions = new HashMap<>();
@@ -383,6 +383,9 @@ final class SessionExecutor implements RequestVisitor, Runnable {
         }
         try {
             gpu = backend.open(config.device(), hello.window());
+            // Pinning host memory takes milliseconds: paid here, not by the session's first bulk copy,
+            // which may be a migration reading the vGPU while its app is stopped.
+            staging();
             reply().welcome(frame.requestId(), new Welcome(Frames.PROTOCOL_VERSION, config.workerId(),
                     (int) config.idleTimeout().toMillis(), gpu.deviceProperties()));
         } catch (RuntimeException e) {
