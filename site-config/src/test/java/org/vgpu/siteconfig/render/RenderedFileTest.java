@@ -109,8 +109,9 @@ class RenderedFileTest {
 
     @Test
     void trackerUnitStartsTheConfiguredLauncherWithThisFile() {
-        assertEquals(List.of("ExecStart=/opt/vgpu/bin/vgpu tracker --config " + dir.resolve("vgpu.conf").toAbsolutePath()),
-                linesStartingWith(render(RenderedFile.TRACKER_UNIT), "ExecStart="));
+        assertEquals(List.of("ExecStart=/opt/vgpu/bin/vgpu tracker --config " + dir.resolve("vgpu.conf").toAbsolutePath()
+                + " --ledger /var/lib/vgpu/tracker.ledger"), linesStartingWith(render(RenderedFile.TRACKER_UNIT), "ExecStart="));
+        assertEquals(List.of("StateDirectory=vgpu"), linesStartingWith(render(RenderedFile.TRACKER_UNIT), "StateDirectory="));
     }
 
     @Test
