@@ -2,6 +2,7 @@ package org.vgpu.job;
 
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
@@ -66,7 +67,7 @@ public record JobAssembly(List<Vgpu> vgpus, long windowBase, Optional<Path> agen
         AUTO, NEVER;
 
         public String text() {
-            return name().toLowerCase(java.util.Locale.ROOT);
+            return name().toLowerCase(Locale.ROOT);
         }
     }
 

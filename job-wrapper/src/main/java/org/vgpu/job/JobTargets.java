@@ -5,6 +5,7 @@ import java.util.Objects;
 import org.vgpu.migration.MigrationTarget;
 import org.vgpu.migration.NodeTargetResolver;
 import org.vgpu.migration.RemoteWorkerResolver;
+import org.vgpu.migration.TargetResolver;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.GpuBackend;
 import org.vgpu.runtime.api.VaWindow;
@@ -21,7 +22,7 @@ import org.vgpu.runtime.remote.lender.Endpoint;
  * every target is refused. Remote targets open with the session token VGPU_REMOTE holds for that
  * vGPU on that worker; the rest of the rules (native to native refused) are {@link NodeTargetResolver}'s.
  */
-final class JobTargets implements org.vgpu.migration.TargetResolver {
+final class JobTargets implements TargetResolver {
     private final JobAssembly assembly;
     private final NodeTargetResolver node;
 
