@@ -145,3 +145,91 @@ expect_gres_used() {
     used=$(slurm scontrol show node -d "$node" | tr ' ' '\n' | sed -n 's/^GresUsed=//p')
     [[ "$used" == "$prefix"* ]] || die "node $node has GresUsed=$used, expected $prefix..."
 }
+
+# The tracker's socket (the site configuration's `tracker`): base+99.
+tracker_port() {
+    echo $((TESTBED_PORT_BASE + 99))
+}
+
+# start_tracker [CONFIG]: starts `vgpu tracker` (polling every second, ledger in the testbed's state
+# directory) in the background, its log in $TESTBED_DIR/log/tracker.log (appended, so a restart
+# keeps the earlier run's lines), its pid in $TESTBED_DIR/run/tracker.pid; waits until it listens.
+start_tracker() {
+    local config=${1:-$TESTBED_DIR/etc/vgpu.conf} log=$TESTBED_DIR/log/tracker.log
+    local before
+    before=$(grep -c '^vgpu tracker listening' "$log" 2>/dev/null || true)
+    "$VGPU" tracker --config "$config" --ledger "$TESTBED_DIR/state/tracker.ledger" --poll 1 </dev/null >>"$log" 2>&1 &
+    echo $! >"$TESTBED_DIR/run/tracker.pid"
+    wait_until 60 "the tracker listens" tracker_listening_more_than "${before:-0}" \
+        || die "the tracker did not start: $(tail -n 5 "$log")"
+}
+
+tracker_listening_more_than() {
+    [ "$(grep -c '^vgpu tracker listening' "$TESTBED_DIR/log/tracker.log")" -gt "$1" ]
+}
+
+# stop_tracker [SIGNAL]: stops the tracker (default TERM; KILL to crash it) and waits until it is gone.
+stop_tracker() {
+    local signal=${1:-TERM} pid
+    [ -f "$TESTBED_DIR/run/tracker.pid" ] || return 0
+    pid=$(cat "$TESTBED_DIR/run/tracker.pid")
+    kill -"$signal" "$pid" 2>/dev/null || true
+    wait_until 30 "tracker $pid has exited" process_gone "$pid" || die "tracker $pid did not exit on SIG$signal"
+    rm -f "$TESTBED_DIR/run/tracker.pid"
+}
+
+process_gone() {
+    ! kill -0 "$1" 2>/dev/null
+}
+
+# tracker_request LINE: sends one line to the tracker and prints its reply (all lines).
+tracker_request() {
+    timeout "$SLURM_CALL_TIMEOUT" bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && printf "%s\n" "$2" >&3 && timeout 5 cat <&3' \
+        tracker-request "$(tracker_port)" "$1" || true
+}
+
+# holders_of JOB: the ids of the job's active holder jobs (lend partition, named vgpu-holder-JOB-v*).
+holders_of() {
+    slurm squeue -h -p vgpu-lend -t PENDING,RUNNING,CONFIGURING -o '%i %j' | awk -v prefix="vgpu-holder-$1-v" 'index($2, prefix) == 1 { print $1 }'
+}
+
+no_holders_of() {
+    [ -z "$(holders_of "$1")" ]
+}
+
+# The batch script of a vgpu job: prints the assembly the SPANK bridge exported, then runs the check
+# workloads on every vGPU with `vgpu run` (local GPUs on the CPU emulation: the testbed's GPUs are
+# fake device files). Extra arguments go to `vgpu run` (e.g. --hold 20).
+vgpu_job_script() {
+    printf '%s\n' 'echo "VGPU_NODE=$VGPU_NODE"; echo "VGPU_ASSEMBLY=$VGPU_ASSEMBLY"' \
+        'echo "CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"; echo "VGPU_SOURCE=$VGPU_SOURCE"' \
+        "exec $VGPU run --local-backend emulated $*"
+}
+
+# check_vgpu_job_output FILE NODE LOCAL REMOTE: the job ran on NODE with LOCAL local and REMOTE
+# borrowed vGPUs (as the bridge exported them), and `vgpu run` passed its checks on all of them.
+check_vgpu_job_output() {
+    local output=$1 node=$2 local_count=$3 remote_count=$4 assembly visible
+    [ -f "$output" ] || die "no job output $output"
+    grep -qx "VGPU_NODE=$node" "$output" || die "the job's VGPU_NODE is not $node: $(cat "$output")"
+    assembly=$(sed -n 's/^VGPU_ASSEMBLY=//p' "$output")
+    [ "$(tr ',' '\n' <<<"$assembly" | grep -c '=local:')" -eq "$local_count" ] \
+        || die "VGPU_ASSEMBLY=$assembly does not have $local_count local vGPU(s)"
+    [ "$(tr ',' '\n' <<<"$assembly" | grep -c '=remote:')" -eq "$remote_count" ] \
+        || die "VGPU_ASSEMBLY=$assembly does not have $remote_count remote vGPU(s)"
+    visible=$(sed -n 's/^CUDA_VISIBLE_DEVICES=//p' "$output")
+    [ "$(tr ',' '\n' <<<"$visible" | grep -c .)" -eq "$local_count" ] \
+        || die "CUDA_VISIBLE_DEVICES=$visible does not name $local_count GPU(s)"
+    grep -Eq "^PASS: $((local_count + remote_count)) of $((local_count + remote_count)) vGPUs \($local_count local, $remote_count remote\)" "$output" \
+        || die "vgpu run did not pass on all vGPUs; the job's output: $(cat "$output")"
+}
+
+# tracker_forgot JOB: the tracker's status names no live assembly of JOB.
+tracker_forgot() {
+    ! tracker_request status | grep -q "^assembly job=$1 "
+}
+
+# job_comment_mentions JOB TEXT: the job's Slurm comment contains TEXT.
+job_comment_mentions() {
+    slurm scontrol show job "$1" | grep -q "^ *Comment=.*$2"
+}

@@ -34,8 +34,8 @@ if [ ! -d "$TESTBED_DIR" ]; then
     say "nothing to tear down at $TESTBED_DIR"
     exit 0
 fi
-# Lenders (and their workers) first; slurmd before slurmctld, so none is left trying to reach it.
-for pid_file in "$TESTBED_DIR"/run/lender-*.pid "$TESTBED_DIR"/run/slurmd-*.pid "$TESTBED_DIR"/run/slurmctld.pid; do
+# The tracker first (it asks lenders and Slurm), then lenders (and their workers); slurmd before slurmctld, so none is left trying to reach it.
+for pid_file in "$TESTBED_DIR"/run/tracker.pid "$TESTBED_DIR"/run/lender-*.pid "$TESTBED_DIR"/run/slurmd-*.pid "$TESTBED_DIR"/run/slurmctld.pid; do
     [ -e "$pid_file" ] && stop_daemon "$pid_file"
 done
 rm -rf "$TESTBED_DIR"

@@ -53,7 +53,7 @@ token_key_file = $TESTBED_DIR/etc/site.key
 lend_partition = vgpu-lend
 
 [policy]
-idle_grace = 5s
+idle_grace = 2s
 max_borrowed_per_job = 4
 
 [slurm]

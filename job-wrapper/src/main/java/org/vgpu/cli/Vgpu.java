@@ -16,6 +16,8 @@ import org.vgpu.runtime.cli.LenderCommand;
 import org.vgpu.runtime.cli.RemoteBenchCommand;
 import org.vgpu.runtime.remote.worker.WorkerCommand;
 import org.vgpu.siteconfig.cli.ConfigCommand;
+import org.vgpu.tracker.cli.ReportCommand;
+import org.vgpu.tracker.cli.TrackerCommand;
 
 /**
  * The {@code vgpu} launcher: {@code vgpu <subcommand> [options]}. Every subcommand runs through
@@ -35,7 +37,7 @@ public final class Vgpu {
     public static Vgpu standard() {
         return new Vgpu(List.of(new DevicesCommand(), new DemoCommand(), new BenchCommand(), new LenderCommand(),
                 new WorkerCommand(), new RemoteBenchCommand(), new RunCommand(), new MigrateCommand(), new MigrationBenchCommand(),
-                new ConfigCommand()));
+                new ConfigCommand(), new TrackerCommand(), new ReportCommand()));
     }
 
     public static void main(String[] args) {

@@ -27,6 +27,10 @@ import org.vgpu.runtime.remote.client.RemoteConfig;
  * window, over the local backend (a GPU of this node) or a session on its lent GPU worker, and the
  * migration agent listening on the assembly's socket when it names one. Closing it closes the
  * vGPUs, stops the agent and removes its socket.
+ *
+ * <p>An agent that cannot listen (the site has not created the socket directory, another agent
+ * holds the socket) does not stop the job: its vGPUs work, they only cannot be moved, and
+ * {@link #agentProblem} says why, for the job's output.
  */
 public final class JobVgpus implements AutoCloseable {
     private final JobAssembly assembly;
@@ -35,15 +39,17 @@ public final class JobVgpus implements AutoCloseable {
     private final MigrationAgent agent;
     private final List<MigratableGpu> vgpus;
     private final Thread socketRemoval;
+    private final String agentProblem;
 
     private JobVgpus(JobAssembly assembly, GpuBackend local, RemoteWorkerResolver workers, MigrationAgent agent,
-                     List<MigratableGpu> vgpus, Thread socketRemoval) {
+                     List<MigratableGpu> vgpus, Thread socketRemoval, String agentProblem) {
         this.assembly = assembly;
         this.local = local;
         this.workers = workers;
         this.agent = agent;
         this.vgpus = List.copyOf(vgpus);
         this.socketRemoval = socketRemoval;
+        this.agentProblem = agentProblem;
     }
 
     /**
@@ -59,6 +65,7 @@ public final class JobVgpus implements AutoCloseable {
         RemoteWorkerResolver workers = null;
         MigrationAgent agent = null;
         Thread socketRemoval = null;
+        String agentProblem = null;
         List<MigratableGpu> vgpus = new ArrayList<>();
         try {
             checkLocalDevices(assembly, local);
@@ -66,14 +73,18 @@ public final class JobVgpus implements AutoCloseable {
             workers = new RemoteWorkerResolver(JobTargets.credentials(assembly), remoteConfig, null);
             JobTargets targets = new JobTargets(assembly, local, workers);
             if (assembly.agentSocket().isPresent()) {
-                agent = new MigrationAgent(assembly.agentSocket().get(), targets, MigrationConfig.DEFAULTS, listener,
-                        MigrationFaults.NONE);
-                socketRemoval = removalAtExit(assembly.agentSocket().get());
+                try {
+                    agent = new MigrationAgent(assembly.agentSocket().get(), targets, MigrationConfig.DEFAULTS, listener,
+                            MigrationFaults.NONE);
+                    socketRemoval = removalAtExit(assembly.agentSocket().get());
+                } catch (VgpuException e) {
+                    agentProblem = e.detail();
+                }
             }
             for (JobAssembly.Vgpu vgpu : assembly.vgpus()) {
                 vgpus.add(openOne(assembly, vgpu, local, workers, targets, agent, listener));
             }
-            return new JobVgpus(assembly, local, workers, agent, vgpus, socketRemoval);
+            return new JobVgpus(assembly, local, workers, agent, vgpus, socketRemoval, agentProblem);
         } catch (RuntimeException e) {
             closeAll(cleanup, local, workers, agent, vgpus, socketRemoval);
             try {
@@ -170,6 +181,11 @@ public final class JobVgpus implements AutoCloseable {
     /** Where the agent listens, when there is one. */
     public Optional<Path> agentSocket() {
         return agent == null ? Optional.empty() : Optional.of(agent.socketPath());
+    }
+
+    /** Why the assembly names an agent socket but no agent listens there; empty when it does, or names none. */
+    public Optional<String> agentProblem() {
+        return Optional.ofNullable(agentProblem);
     }
 
     /** The device vGPU {@code k} was opened on, which it keeps showing the app across migrations. */

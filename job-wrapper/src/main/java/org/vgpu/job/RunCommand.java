@@ -117,6 +117,8 @@ public final class RunCommand implements Subcommand {
 
         try (JobVgpus job = JobVgpus.open(assembly, Backends.open(backendName), RemoteConfig.defaults(),
                 report -> out.println("migration: " + report.summary()))) {
+            job.agentProblem().ifPresent(problem -> err.println("vgpu run: warning: no migration agent, so these vGPUs"
+                    + " cannot be moved: " + problem));
             printVgpus(job, backendName, out);
             boolean passed = checkAll(job, workloads, scale, steps, 1, out);
             if (holdSeconds > 0) {

@@ -149,6 +149,15 @@ class RunCommandTest {
     }
 
     @Test
+    void anAgentThatCannotListenIsAWarningNotTheJobsEnd() {
+        Path socket = directory.resolve("no-such-directory").resolve("agent.sock");
+        assertEquals(0, run(localJob(1, socket), "--local-backend", "emulated", "--workload", "saxpy"), printed());
+        assertTrue(err().contains("vgpu run: warning: no migration agent, so these vGPUs cannot be moved: the migration agent"
+                + " cannot listen on " + socket), err());
+        assertTrue(out().contains("PASS: 1 of 1 vGPUs (1 local, 0 remote) passed saxpy"), out());
+    }
+
+    @Test
     void stepsRepeatTheWorkloadsWithNewInputs() {
         assertEquals(0, run(localJob(1, directory.resolve("agent.sock")), "--local-backend", "emulated", "--steps", "2",
                 "--workload", "saxpy"), printed());

@@ -1,8 +1,10 @@
 package org.vgpu.migration;
 
 import java.lang.foreign.MemorySegment;
+import java.util.List;
 
 import org.vgpu.runtime.api.DeviceProperties;
+import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.EventHandle;
 import org.vgpu.runtime.api.FunctionHandle;
@@ -118,6 +120,11 @@ public abstract class ForwardingVirtualGpu implements VirtualGpu {
     @Override
     public void memcpyDtoDAsync(long dstDevice, long srcDevice, long byteCount, StreamHandle stream) {
         delegate.memcpyDtoDAsync(dstDevice, srcDevice, byteCount, stream);
+    }
+
+    @Override
+    public void memcpyDtoHGatherAsync(MemorySegment dstHost, List<DeviceRegion> srcRegions, StreamHandle stream) {
+        delegate.memcpyDtoHGatherAsync(dstHost, srcRegions, stream);
     }
 
     @Override

@@ -4,6 +4,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 
+import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.StreamHandle;
 import org.vgpu.runtime.api.VgpuException;
@@ -15,7 +16,8 @@ import org.vgpu.runtime.core.FailureCollector;
  *
  * <p>Regions are cut into pieces of at most one buffer, and consecutive pieces are packed into one
  * buffer (a batch), so a thousand 4 KiB regions cost a few batches, not a thousand round trips.
- * Each batch is read from the source with asynchronous copies on the buffer's own source stream,
+ * Each batch is read from the source with one gathering copy on the buffer's own source stream
+ * (one request to a remote source, however many pieces the batch holds),
  * then written to the target with asynchronous copies on the buffer's own target stream. Reads run
  * ahead: with n buffers, the reads of the next n - 1 batches are issued before the loop waits for
  * the current one, so a source that answers over a network (a remote worker) always has the next
@@ -24,10 +26,6 @@ import org.vgpu.runtime.core.FailureCollector;
  * again only once the target's stream has finished writing it.
  */
 final class MemorySync implements AutoCloseable {
-    /** A piece of a region that fits one staging buffer. */
-    private record Piece(long address, long bytes) {
-    }
-
     private final VirtualGpu source;
     private final VirtualGpu target;
     private final VirtualGpu stagingOwner;
@@ -79,7 +77,7 @@ final class MemorySync implements AutoCloseable {
      * @return the bytes copied
      */
     long copy(List<ReplayLog.Region> regions, MigrationFaults faults) {
-        List<List<Piece>> batches = batches(regions, bufferBytes);
+        List<List<DeviceRegion>> batches = batches(regions, bufferBytes);
         int readAhead = buffers.size() - 1;
         int issued = 0;
         long copied = 0;
@@ -91,7 +89,7 @@ final class MemorySync implements AutoCloseable {
             int k = index % buffers.size();
             source.streamSynchronize(sourceStreams.get(k));
             long offset = 0;
-            for (Piece piece : batches.get(index)) {
+            for (DeviceRegion piece : batches.get(index)) {
                 target.memcpyHtoDAsync(piece.address(), buffers.get(k).asSlice(offset, piece.bytes()), piece.bytes(),
                         targetStreams.get(k));
                 offset += piece.bytes();
@@ -105,18 +103,13 @@ final class MemorySync implements AutoCloseable {
     }
 
     /** Issues the source's reads of batch {@code index} into its buffer, once the target has finished writing from it. */
-    private void read(int index, List<Piece> batch, MigrationFaults faults) {
+    private void read(int index, List<DeviceRegion> batch, MigrationFaults faults) {
         int k = index % buffers.size();
         if (index >= buffers.size()) {
             target.streamSynchronize(targetStreams.get(k));
         }
         faults.reached(FaultPoint.MEM_SYNC_BATCH, index, target);
-        long offset = 0;
-        for (Piece piece : batch) {
-            source.memcpyDtoHAsync(buffers.get(k).asSlice(offset, piece.bytes()), piece.address(), piece.bytes(),
-                    sourceStreams.get(k));
-            offset += piece.bytes();
-        }
+        source.memcpyDtoHGatherAsync(buffers.get(k), batch, sourceStreams.get(k));
     }
 
     /**
@@ -152,7 +145,7 @@ final class MemorySync implements AutoCloseable {
         int bufferBytes = (int) Math.min(config.chunkBytes(), Math.max(1, totalBytes(regions)));
         byte[] expected = new byte[bufferBytes];
         byte[] actual = new byte[bufferBytes];
-        for (Piece piece : pieces(regions, bufferBytes)) {
+        for (DeviceRegion piece : pieces(regions, bufferBytes)) {
             MemorySegment want = MemorySegment.ofArray(expected).asSlice(0, piece.bytes());
             MemorySegment got = MemorySegment.ofArray(actual).asSlice(0, piece.bytes());
             source.memcpyDtoH(want, piece.address(), piece.bytes());
@@ -166,22 +159,22 @@ final class MemorySync implements AutoCloseable {
     }
 
     /** The regions cut into pieces of at most {@code chunkBytes}, in address order. */
-    private static List<Piece> pieces(List<ReplayLog.Region> regions, long chunkBytes) {
-        List<Piece> pieces = new ArrayList<>();
+    private static List<DeviceRegion> pieces(List<ReplayLog.Region> regions, long chunkBytes) {
+        List<DeviceRegion> pieces = new ArrayList<>();
         for (ReplayLog.Region region : regions) {
             for (long offset = 0; offset < region.bytes(); offset += chunkBytes) {
-                pieces.add(new Piece(region.address() + offset, Math.min(chunkBytes, region.bytes() - offset)));
+                pieces.add(new DeviceRegion(region.address() + offset, Math.min(chunkBytes, region.bytes() - offset)));
             }
         }
         return pieces;
     }
 
     /** Consecutive pieces packed into batches of at most {@code chunkBytes}, one staging buffer each. */
-    private static List<List<Piece>> batches(List<ReplayLog.Region> regions, long chunkBytes) {
-        List<List<Piece>> batches = new ArrayList<>();
-        List<Piece> batch = new ArrayList<>();
+    private static List<List<DeviceRegion>> batches(List<ReplayLog.Region> regions, long chunkBytes) {
+        List<List<DeviceRegion>> batches = new ArrayList<>();
+        List<DeviceRegion> batch = new ArrayList<>();
         long batchBytes = 0;
-        for (Piece piece : pieces(regions, chunkBytes)) {
+        for (DeviceRegion piece : pieces(regions, chunkBytes)) {
             if (batchBytes + piece.bytes() > chunkBytes) {
                 batches.add(batch);
                 batch = new ArrayList<>();

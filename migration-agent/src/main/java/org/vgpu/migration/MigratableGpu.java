@@ -12,6 +12,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
 
 import org.vgpu.runtime.api.DeviceProperties;
+import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.EventHandle;
@@ -426,6 +427,16 @@ public final class MigratableGpu implements VirtualGpu {
         CallGate.Slot slot = gate.enter();
         try {
             backend.memcpyDtoDAsync(dstDevice, srcDevice, byteCount, log.backendStream(stream));
+        } finally {
+            gate.exit(slot);
+        }
+    }
+
+    @Override
+    public void memcpyDtoHGatherAsync(MemorySegment dstHost, List<DeviceRegion> srcRegions, StreamHandle stream) {
+        CallGate.Slot slot = gate.enter();
+        try {
+            backend.memcpyDtoHGatherAsync(dstHost, srcRegions, log.backendStream(stream));
         } finally {
             gate.exit(slot);
         }

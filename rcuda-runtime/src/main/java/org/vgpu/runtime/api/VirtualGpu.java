@@ -1,6 +1,7 @@
 package org.vgpu.runtime.api;
 
 import java.lang.foreign.MemorySegment;
+import java.util.List;
 
 /**
  * One virtual GPU of a job: the app-facing API of vgpu.
@@ -89,6 +90,15 @@ public interface VirtualGpu extends AutoCloseable {
     void memcpyDtoHAsync(MemorySegment dstHost, long srcDevice, long byteCount, StreamHandle stream);
 
     void memcpyDtoDAsync(long dstDevice, long srcDevice, long byteCount, StreamHandle stream);
+
+    /**
+     * vgpu's extension: asynchronous device-to-host copies of many regions, packed back to back into
+     * {@code dstHost} in their order, as {@link #memcpyDtoHAsync} of each would. On a remote vGPU it
+     * is one request answered by one stream of data, so a thousand small regions cost one round
+     * trip, not a thousand (a migration reads its live regions so). Each region must lie in a live
+     * allocation; {@code dstHost} must be native memory that stays valid until the stream reaches the copy.
+     */
+    void memcpyDtoHGatherAsync(MemorySegment dstHost, List<DeviceRegion> srcRegions, StreamHandle stream);
 
     /** As {@code cuMemsetD8}: {@code count} bytes. */
     void memsetD8(long dstDevice, byte value, long count);

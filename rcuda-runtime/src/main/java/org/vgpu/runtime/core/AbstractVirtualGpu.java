@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
+import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.EventHandle;
@@ -92,6 +93,18 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
     protected abstract void doMemcpyDtoH(MemorySegment dst, long src, long bytes, S stream, boolean async);
 
     protected abstract void doMemcpyDtoD(long dst, long src, long bytes, S stream, boolean async);
+
+    /**
+     * Asynchronous copies of validated {@code regions} packed into {@code dst}; one copy per
+     * region, which a backend whose every call crosses a network replaces by one request.
+     */
+    protected void doMemcpyDtoHGather(MemorySegment dst, List<DeviceRegion> regions, S stream) {
+        long offset = 0;
+        for (DeviceRegion region : regions) {
+            doMemcpyDtoH(dst.asSlice(offset, region.bytes()), region.address(), region.bytes(), stream, true);
+            offset += region.bytes();
+        }
+    }
 
     /** {@code elementSize} is 1 or 4; {@code count} elements. */
     protected abstract void doMemset(long dst, int value, int elementSize, long count, S stream, boolean async);
@@ -258,6 +271,20 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
     }
 
     @Override
+    public void memcpyDtoHGatherAsync(MemorySegment dstHost, List<DeviceRegion> srcRegions, StreamHandle stream) {
+        ensureOpen();
+        if (srcRegions == null) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "memcpyDtoHGather regions are null");
+        }
+        List<DeviceRegion> regions = List.copyOf(srcRegions);
+        checkHostDestination(dstHost, DeviceRegion.totalBytes(regions), true);
+        for (DeviceRegion region : regions) {
+            allocator.require(region.address(), region.bytes(), "memcpyDtoHGather source");
+        }
+        doMemcpyDtoHGather(dstHost, regions, stream(stream));
+    }
+
+    @Override
     public void memsetD8(long dstDevice, byte value, long count) {
         checkMemset(dstDevice, 1, count, "memsetD8");
         doMemset(dstDevice, value, 1, count, defaultStream(), false);
@@ -410,12 +437,16 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
     }
 
     private void checkDtoH(MemorySegment dst, long src, long bytes, boolean async) {
+        checkHostDestination(dst, bytes, async);
+        allocator.require(src, bytes, "memcpyDtoH source");
+    }
+
+    private void checkHostDestination(MemorySegment dst, long bytes, boolean async) {
         ensureOpen();
         checkHost(dst, bytes, async, "destination");
         if (dst.isReadOnly()) {
             throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "memcpyDtoH destination is read-only host memory");
         }
-        allocator.require(src, bytes, "memcpyDtoH source");
     }
 
     private void checkDtoD(long dst, long src, long bytes) {

@@ -24,6 +24,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.vgpu.runtime.api.DeviceProperties;
+import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.EventHandle;
@@ -253,6 +254,71 @@ public abstract class VirtualGpuConformanceTest {
             assertEquals(-1L, src.mismatch(dst));
         }
         gpu.streamDestroy(stream);
+    }
+
+    @Test
+    void aGatherPacksManyRegionsBackToBack() {
+        long big = 5L << 19;
+        long a = gpu.memAlloc(big);
+        long b = gpu.memAlloc(1 << 20);
+        MemorySegment pattern = MemorySegment.ofArray(new byte[(int) big]);
+        for (long i = 0; i < big; i++) {
+            pattern.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 131 + (i >> 12)));
+        }
+        gpu.memcpyHtoD(a, pattern, big);
+        gpu.memcpyHtoD(b, pattern.asSlice(12345), 1 << 20);
+        // a region crossing several staging chunks, hundreds of small unaligned ones, empty ones
+        List<DeviceRegion> regions = new ArrayList<>();
+        MemorySegment expected = Arena.ofAuto().allocate(big + (1 << 20));
+        long expectedBytes = copyOfRegion(regions, expected, 0, pattern, a, 7, big - 7);
+        for (int i = 0; i < 300; i++) {
+            long offset = (i * 3001L) % ((1 << 20) - 4100);
+            long bytes = i % 50 == 0 ? 0 : 1 + (i * 37L) % 4099;
+            expectedBytes = copyOfRegion(regions, expected, expectedBytes, pattern.asSlice(12345), b, offset, bytes);
+        }
+        StreamHandle stream = gpu.streamCreate();
+        MemorySegment shared = gpu.memAllocHost(expectedBytes);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment confined = arena.allocate(expectedBytes);
+            gpu.memcpyDtoHGatherAsync(shared, regions, stream);
+            gpu.memcpyDtoHGatherAsync(confined, regions, StreamHandle.DEFAULT);
+            gpu.streamSynchronize(stream);
+            gpu.ctxSynchronize();
+            assertEquals(-1L, shared.mismatch(expected.asSlice(0, expectedBytes)), "shared host memory");
+            assertEquals(-1L, confined.mismatch(expected.asSlice(0, expectedBytes)), "confined host memory");
+        } finally {
+            gpu.memFreeHost(shared);
+        }
+        gpu.streamDestroy(stream);
+    }
+
+    /** Adds the region {@code device + offset, bytes} and its expected bytes at {@code at}; returns the new end. */
+    private static long copyOfRegion(List<DeviceRegion> regions, MemorySegment expected, long at, MemorySegment content,
+                                     long device, long offset, long bytes) {
+        regions.add(new DeviceRegion(device + offset, bytes));
+        MemorySegment.copy(content, offset, expected, at, bytes);
+        return at + bytes;
+    }
+
+    @Test
+    void aGatherWithNoRegionsOrBadOnesIsHandledAsCopiesAre() {
+        long a = gpu.memAlloc(4096);
+        long freed = gpu.memAlloc(4096);
+        gpu.memFree(freed);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment host = arena.allocate(8192);
+            gpu.memcpyDtoHGatherAsync(host, List.of(), StreamHandle.DEFAULT);
+            gpu.ctxSynchronize();
+            assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memcpyDtoHGatherAsync(host,
+                    List.of(new DeviceRegion(a, 16), new DeviceRegion(freed, 16)), StreamHandle.DEFAULT), "a freed region");
+            assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memcpyDtoHGatherAsync(host,
+                    List.of(new DeviceRegion(a + 4000, 200)), StreamHandle.DEFAULT), "a region past its allocation's end");
+            assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memcpyDtoHGatherAsync(host.asSlice(0, 100),
+                    List.of(new DeviceRegion(a, 64), new DeviceRegion(a + 64, 64)), StreamHandle.DEFAULT), "a host buffer too small");
+            assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memcpyDtoHGatherAsync(MemorySegment.ofArray(new byte[64]),
+                    List.of(new DeviceRegion(a, 64)), StreamHandle.DEFAULT), "Java heap memory");
+            gpu.ctxSynchronize();
+        }
     }
 
     @Test

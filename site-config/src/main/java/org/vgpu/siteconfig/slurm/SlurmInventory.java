@@ -78,6 +78,7 @@ public record SlurmInventory(List<SlurmNode> nodes, List<SlurmJob> jobs) {
             String user = job.require("UserId").replaceFirst("\\(\\d+\\)$", "");
             jobs.add(new SlurmJob(id, job.require("JobName"), user, job.require("JobState"), job.require("Reason"),
                     job.require("Partition"), parseLong(source, "Priority", job.require("Priority")),
+                    (int) parseLong(source, "MinCPUsNode", job.require("MinCPUsNode")),
                     counts(GresItem.parseList(source + " TresPerNode", job.first("TresPerNode").orElse(""))), allocations));
         }
         return List.copyOf(jobs);
@@ -129,7 +130,7 @@ public record SlurmInventory(List<SlurmNode> nodes, List<SlurmJob> jobs) {
             }
             jobs.add(new SlurmJob(id, string(source, job, "name"), string(source, job, "user_name"),
                     string(source, job, "job_state"), string(source, job, "state_reason"), string(source, job, "partition"),
-                    number(source, job, "priority"),
+                    number(source, job, "priority"), (int) number(source, job, "minimum_cpus_per_node"),
                     counts(GresItem.parseList(source + " tres_per_node", string(source, job, "tres_per_node"))),
                     allocations));
         }

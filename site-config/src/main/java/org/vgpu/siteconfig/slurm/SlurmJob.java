@@ -1,5 +1,6 @@
 package org.vgpu.siteconfig.slurm;
 
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -9,12 +10,14 @@ import java.util.Objects;
  * GRES it holds on each node set.
  *
  * @param priority         0 for a held job
+ * @param cpus             the CPUs the job needs on each of its nodes (MinCPUsNode): a node must have them free to start it
  * @param requestedPerNode the job's {@code --gres} request by GRES name ({@code gpu}, {@code vgpu})
  * @param allocations      per node set, the GRES Slurm allocated (indices for gpu); empty unless running
  */
 public record SlurmJob(long id, String name, String user, String state, String reason, String partition, long priority,
-        Map<String, Integer> requestedPerNode, List<NodeAllocation> allocations) {
+        int cpus, Map<String, Integer> requestedPerNode, List<NodeAllocation> allocations) {
     public static final String VGPU = "vgpu";
+    public static final String GPU = "gpu";
 
     public SlurmJob {
         Objects.requireNonNull(name, "name");
@@ -36,6 +39,26 @@ public record SlurmJob(long id, String name, String user, String state, String r
 
     public boolean asksForVgpu() {
         return requestedPerNode.getOrDefault(VGPU, 0) > 0;
+    }
+
+    /**
+     * The GPU indices the job holds on {@code node}, from its allocation ({@code GRES=gpu:2(IDX:0-1)});
+     * empty when it holds none there or Slurm printed no indices.
+     *
+     * @throws SlurmOutputException when an allocation's node list is malformed
+     */
+    public List<Integer> gpuIndicesOn(String node) {
+        List<Integer> indices = new ArrayList<>();
+        for (NodeAllocation allocation : allocations) {
+            if (HostList.expand("scontrol show job -d job " + id + " Nodes", allocation.nodes()).contains(node)) {
+                for (GresItem gres : allocation.gres()) {
+                    if (gres.name().equals(GPU)) {
+                        indices.addAll(gres.indices());
+                    }
+                }
+            }
+        }
+        return List.copyOf(indices);
     }
 
     /** Pending with priority 0: what job_submit.lua makes of a vgpu job until the tracker releases it. */

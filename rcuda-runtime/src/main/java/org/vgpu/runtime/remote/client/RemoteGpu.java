@@ -2,12 +2,14 @@ package org.vgpu.runtime.remote.client;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import io.netty.channel.EventLoopGroup;
 import io.netty.handler.ssl.SslContext;
 
 import org.vgpu.runtime.api.DeviceProperties;
+import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.KernelArgs;
@@ -19,6 +21,7 @@ import org.vgpu.runtime.core.AbstractVirtualGpu;
 import org.vgpu.runtime.core.ModuleImage;
 import org.vgpu.runtime.memory.Allocation;
 import org.vgpu.runtime.remote.protocol.ReplyDecoder;
+import org.vgpu.runtime.remote.protocol.RequestDecoder;
 
 /**
  * A vGPU whose device is on another node, driven through its GPU worker. The shared validation of
@@ -164,6 +167,18 @@ public final class RemoteGpu extends AbstractVirtualGpu<RemoteGpu.Module, Remote
     @Override
     protected void doMemcpyDtoH(MemorySegment dst, long src, long bytes, Integer stream, boolean async) {
         connection.copyToHost(dst, src, bytes, stream, async);
+    }
+
+    /** One request for all the regions (or for as many as one frame can name), so small regions cost one round trip together. */
+    @Override
+    protected void doMemcpyDtoHGather(MemorySegment dst, List<DeviceRegion> regions, Integer stream) {
+        long offset = 0;
+        for (int from = 0; from < regions.size() || from == 0; from += RequestDecoder.MAX_GATHER_REGIONS) {
+            List<DeviceRegion> part = regions.subList(from, Math.min(regions.size(), from + RequestDecoder.MAX_GATHER_REGIONS));
+            long bytes = DeviceRegion.totalBytes(part);
+            connection.gatherToHost(dst.asSlice(offset, bytes), part, stream, true);
+            offset += bytes;
+        }
     }
 
     @Override

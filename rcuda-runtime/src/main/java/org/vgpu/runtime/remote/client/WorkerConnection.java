@@ -35,6 +35,7 @@ import io.netty.handler.ssl.SslHandler;
 import io.netty.handler.timeout.IdleStateEvent;
 import io.netty.handler.timeout.IdleStateHandler;
 
+import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
@@ -292,6 +293,18 @@ final class WorkerConnection implements AutoCloseable {
 
     /** A device-to-host copy; its chunks land in {@code dst} as they arrive. */
     void copyToHost(MemorySegment dst, long src, long bytes, int streamId, boolean async) {
+        copyToHost(dst, bytes, async,
+                (encoder, requestId) -> encoder.memcpyDtoH(requestId, async, streamId, src, bytes, config.chunkBytes()));
+    }
+
+    /** Device-to-host copies of many regions as one request; the regions' bytes land in {@code dst} back to back. */
+    void gatherToHost(MemorySegment dst, List<DeviceRegion> regions, int streamId, boolean async) {
+        copyToHost(dst, DeviceRegion.totalBytes(regions), async,
+                (encoder, requestId) -> encoder.memcpyDtoHGather(requestId, async, streamId, regions, config.chunkBytes()));
+    }
+
+    /** Sends {@code request}, whose reply is {@code bytes} of DATA for {@code dst}. */
+    private void copyToHost(MemorySegment dst, long bytes, boolean async, Request request) {
         PendingCopyToHost copy = new PendingCopyToHost(dst, bytes);
         if (copy.heldForOwner()) {
             heldCopies.add(copy);
@@ -302,7 +315,7 @@ final class WorkerConnection implements AutoCloseable {
             int id = nextId();
             register(id, copy);
             try {
-                append((encoder, requestId) -> encoder.memcpyDtoH(requestId, async, streamId, src, bytes, config.chunkBytes()), id);
+                append(request, id);
             } catch (RuntimeException e) {
                 waiting.remove(id);
                 heldCopies.remove(copy);

@@ -6,12 +6,16 @@ import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.control.BoundedLineReader;
+import org.vgpu.runtime.control.LineService;
+import org.vgpu.runtime.control.LineText;
 
 /**
  * The lender's control requests, one line each, answered with one line (or, for {@code status},
  * one line per worker and a closing {@code ok} line):
  * <pre>
  *   open DEVICE   -&gt; ok HOST:PORT WORKER-ID      hands out a worker of DEVICE (a warm one when there is one)
+ *   close WORKER-ID -&gt; ok closed WORKER-ID        stops a lent worker whose lend has ended
  *   status        -&gt; worker DEVICE WORKER-ID HOST:PORT|- starting|warm|lent AGEs   (per worker)
  *                    ok COUNT
  *   anything else -&gt; error REASON                  and nothing changes
@@ -21,9 +25,9 @@ import org.vgpu.runtime.api.VgpuException;
  * listens on a wildcard address is reported at the address the request reached the lender on.
  * Replies are printable ASCII and never span lines, whatever the request held.
  */
-final class ControlProtocol {
+final class ControlProtocol implements LineService {
     private static final Logger LOG = LoggerFactory.getLogger(ControlProtocol.class);
-    static final String COMMANDS = "open <device>, status";
+    static final String COMMANDS = "open <device>, close <worker-id>, status";
     /** Errors can carry a worker's stderr; the cap keeps replies readable. */
     private static final int MAX_REPLY_CHARS = 2000;
     private static final int MAX_ECHOED_CHARS = 40;
@@ -41,13 +45,14 @@ final class ControlProtocol {
      *
      * @param localHost the address the request arrived at, reported for workers on a wildcard address
      */
-    List<String> answer(BoundedLineReader.Line request, String localHost) {
+    @Override
+    public List<String> answer(BoundedLineReader.Line request, String localHost) {
         try {
             return answerOrThrow(request, localHost);
         } catch (VgpuException e) {
             return List.of(error(e.detail()));
         } catch (RuntimeException e) {
-            LOG.error("control request '{}' failed unexpectedly", printable(request.text(), MAX_ECHOED_CHARS), e);
+            LOG.error("control request '{}' failed unexpectedly", LineText.printable(request.text(), MAX_ECHOED_CHARS), e);
             return List.of(error("internal error: " + e));
         }
     }
@@ -66,8 +71,9 @@ final class ControlProtocol {
         String[] words = text.split("[ \t]+");
         return switch (words[0]) {
             case "open" -> words.length == 2 ? List.of(open(words[1], localHost)) : List.of(error("usage: open <device>"));
+            case "close" -> words.length == 2 ? List.of(close(words[1])) : List.of(error("usage: close <worker-id>"));
             case "status" -> words.length == 1 ? status() : List.of(error("usage: status"));
-            default -> List.of(error("unknown command '" + printable(words[0], MAX_ECHOED_CHARS) + "'; commands: " + COMMANDS));
+            default -> List.of(error("unknown command '" + LineText.printable(words[0], MAX_ECHOED_CHARS) + "'; commands: " + COMMANDS));
         };
     }
 
@@ -76,11 +82,16 @@ final class ControlProtocol {
         try {
             device = Integer.parseInt(deviceWord);
         } catch (NumberFormatException e) {
-            return error("device must be a number, got '" + printable(deviceWord, MAX_ECHOED_CHARS) + "'");
+            return error("device must be a number, got '" + LineText.printable(deviceWord, MAX_ECHOED_CHARS) + "'");
         }
         LentWorker lent = lender.open(device);
         Endpoint endpoint = lent.endpoint().isWildcard() ? lent.endpoint().withHost(localHost) : lent.endpoint();
         return "ok " + endpoint + " " + lent.workerId();
+    }
+
+    private String close(String workerId) {
+        lender.closeLent(workerId);
+        return "ok closed " + workerId;
     }
 
     private List<String> status() {
@@ -95,17 +106,6 @@ final class ControlProtocol {
     }
 
     private static String error(String reason) {
-        return printable("error " + reason, MAX_REPLY_CHARS);
-    }
-
-    /** {@code text} on one line of printable ASCII: line breaks become " | ", other characters '?'. */
-    private static String printable(String text, int maxChars) {
-        String oneLine = text.replaceAll("\\s*\\R\\s*", " | ");
-        StringBuilder cleaned = new StringBuilder(Math.min(oneLine.length(), maxChars));
-        for (int i = 0; i < oneLine.length() && cleaned.length() < maxChars; i++) {
-            char c = oneLine.charAt(i);
-            cleaned.append(c >= ' ' && c <= '~' ? c : '?');
-        }
-        return cleaned.toString();
+        return LineText.printable("error " + reason, MAX_REPLY_CHARS);
     }
 }

@@ -130,6 +130,29 @@ final class DevicePool {
         return new LentWorker(device, entry.workerId, worker.endpoint());
     }
 
+    /**
+     * Stops the lent worker {@code workerId} (its lend ended: the tracker says the job is gone, so a
+     * session it never opened, or left open, must not keep the device's lent slot). Its exit is
+     * reaped like any other.
+     *
+     * @return false when this pool has no such lent worker
+     */
+    boolean closeLent(String workerId) {
+        LaunchedWorker worker;
+        synchronized (this) {
+            Optional<Entry> lent = entries.stream()
+                    .filter(entry -> entry.state == State.LENT && entry.workerId.equals(workerId) && entry.worker != null)
+                    .findFirst();
+            if (lent.isEmpty()) {
+                return false;
+            }
+            worker = lent.get().worker;
+        }
+        LOG.info("device {}: closing lent worker {} on request", device, workerId);
+        worker.close();
+        return true;
+    }
+
     /** Workers handed out, or being started for an {@code open}. */
     private synchronized long lentCount() {
         return entries.stream().filter(entry -> entry.state == State.LENT || entry.forOpen).count();

@@ -17,6 +17,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.control.BoundedLineReader;
 
 /**
  * A GPU worker process started by {@link WorkerLauncher}, listening at {@link #endpoint()}.

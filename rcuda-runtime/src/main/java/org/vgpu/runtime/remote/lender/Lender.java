@@ -3,6 +3,7 @@ package org.vgpu.runtime.remote.lender;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.security.SecureRandom;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
@@ -19,6 +20,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.control.LineServer;
 import org.vgpu.runtime.remote.security.SessionToken;
 import org.vgpu.runtime.remote.security.SiteKey;
 
@@ -49,7 +51,10 @@ public final class Lender implements AutoCloseable {
     private final CountDownLatch closed = new CountDownLatch(1);
     private final String nodeName = nodeName();
     private final SecureRandom random = new SecureRandom();
-    private volatile ControlServer controlServer;
+    /** Control requests are short ({@code open 3}); the cap bounds what a stranger can make the lender buffer. */
+    static final LineServer.Limits CONTROL_LIMITS = new LineServer.Limits("lender control", 256, 32, Duration.ofMinutes(5));
+
+    private volatile LineServer controlServer;
 
     private Lender(LenderConfig config, WorkerLauncher launcher) {
         this.config = config;
@@ -69,8 +74,8 @@ public final class Lender implements AutoCloseable {
         config.tls().ifPresent(tls -> tls.newSslContext());
         Lender lender = new Lender(config, launcher);
         try {
-            lender.controlServer = ControlServer.start(config.listen(),
-                    new ControlProtocol(lender, ControlServer.MAX_REQUEST_BYTES));
+            lender.controlServer = LineServer.start(config.listen(), CONTROL_LIMITS,
+                    new ControlProtocol(lender, CONTROL_LIMITS.maxRequestBytes()));
         } catch (VgpuException e) {
             lender.close();
             throw e;
@@ -110,6 +115,20 @@ public final class Lender implements AutoCloseable {
                     "device " + device + " is not lent by this node (it lends " + config.devices() + ")");
         }
         return pool.open();
+    }
+
+    /**
+     * Stops the lent worker {@code workerId}, whose session (or the wait for it) is over.
+     *
+     * @throws VgpuException CUDA_ERROR_INVALID_VALUE when no device has a lent worker of that id
+     */
+    public void closeLent(String workerId) {
+        for (DevicePool pool : pools.values()) {
+            if (pool.closeLent(workerId)) {
+                return;
+            }
+        }
+        throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "no lent worker '" + workerId + "' (it may have ended already)");
     }
 
     /** Every worker of every device, by device and start. */

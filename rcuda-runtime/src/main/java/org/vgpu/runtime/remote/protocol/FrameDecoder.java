@@ -16,19 +16,31 @@ import io.netty.handler.codec.ByteToMessageDecoder;
  */
 public final class FrameDecoder extends ByteToMessageDecoder {
     /**
-     * Frames from this size on are gathered from their reads without merging them. The body of such
-     * a frame may then consist of several buffers: read it with {@code nioBuffers()}, which does not
-     * copy, rather than {@code nioBuffer()}, which merges.
+     * Reads are merged into one buffer only while the bytes held stay below this; beyond it they are
+     * gathered side by side. A body may then consist of several buffers: read it with
+     * {@code nioBuffers()}, which does not copy, rather than {@code nioBuffer()}, which merges.
      */
     public static final int LARGE_FRAME_BYTES = 64 << 10;
 
+    /**
+     * Merges small reads (cheap to copy, and small frames parse faster from one buffer) and gathers
+     * large ones without a copy. Deciding by the size of the read, not of the frame, matters for bulk
+     * copies: a read that ends one copy chunk and starts the next is still being held when the next
+     * read arrives, and merging that read in would copy nearly every byte of a stream of chunks a
+     * second time on the event loop.
+     */
+    private static final Cumulator SIZE_CUMULATOR = (alloc, cumulation, in) ->
+            (long) cumulation.readableBytes() + in.readableBytes() < LARGE_FRAME_BYTES
+                    ? MERGE_CUMULATOR.cumulate(alloc, cumulation, in)
+                    : COMPOSITE_CUMULATOR.cumulate(alloc, cumulation, in);
+
     private final Opcode.Direction inbound;
     private boolean broken;
-    private boolean gathering;
 
     /** @param inbound the direction of the frames this side receives: a worker reads requests, a client replies */
     public FrameDecoder(Opcode.Direction inbound) {
         this.inbound = inbound;
+        setCumulator(SIZE_CUMULATOR);
     }
 
     @Override
@@ -61,21 +73,11 @@ public final class FrameDecoder extends ByteToMessageDecoder {
         }
         checkFlags(in, opcode, flags);
         if (in.readableBytes() < Frames.LENGTH_FIELD_BYTES + length) {
-            if (length >= LARGE_FRAME_BYTES && !gathering) {
-                // A copy chunk: collect its reads side by side instead of merging them into one
-                // buffer, so its bytes are copied once, straight to where they go.
-                gathering = true;
-                setCumulator(COMPOSITE_CUMULATOR);
-            }
             return;
         }
         int requestId = in.getInt(start + 8);
         ByteBuf body = in.retainedSlice(start + Frames.HEADER_BYTES, length - Frames.MIN_LENGTH);
         in.skipBytes(Frames.LENGTH_FIELD_BYTES + length);
-        if (gathering) {
-            gathering = false;
-            setCumulator(MERGE_CUMULATOR);
-        }
         out.add(new Frame(opcode, flags, requestId, body));
     }
 

@@ -10,8 +10,8 @@ package org.vgpu.runtime.remote.protocol;
  * success and keeps the first failure for the next synchronizing request. Requests marked
  * <em>synchronizing</em> (when sent without {@link Frames#FLAG_ASYNC}) report such a kept failure
  * instead of executing, as the next synchronizing CUDA call reports an earlier asynchronous error.
- * Every other request is answered by {@link #OK}, {@link #ERROR} or, for {@link #MEMCPY_DTOH},
- * {@link #DATA} frames.
+ * Every other request is answered by {@link #OK}, {@link #ERROR} or, for {@link #MEMCPY_DTOH} and
+ * {@link #MEMCPY_DTOH_GATHER}, {@link #DATA} frames.
  */
 public enum Opcode {
     // ---- session
@@ -73,6 +73,15 @@ public enum Opcode {
     MEMCPY_DTOD(0x0052, Direction.REQUEST, true, true),
     /** {@code int32 stream id, int64 destination, int32 value, uint8 element size (1 or 4), int64 count}. */
     MEMSET(0x0053, Direction.REQUEST, true, true),
+    /**
+     * Many device regions read into one reply (a migration's mem-sync reads its live regions so):
+     * {@code int32 stream id, int32 chunk bytes, int32 n, n x (int64 source, int64 bytes)}, nothing
+     * after. Answered as {@link #MEMCPY_DTOH} is, by {@link #DATA} chunks of at most chunk bytes whose
+     * offsets count through the regions' bytes laid back to back in their order, also when
+     * asynchronous, or by {@link #ERROR}. The body must hold exactly n regions, n >= 0 and every
+     * byte count >= 0; their sum is the length of the reply.
+     */
+    MEMCPY_DTOH_GATHER(0x0054, Direction.REQUEST, true, true),
 
     // ---- launch
 

@@ -1,7 +1,11 @@
 package org.vgpu.runtime.remote.protocol;
 
+import java.util.ArrayList;
+import java.util.List;
+
 import io.netty.buffer.ByteBuf;
 
+import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.KernelArgs;
 import org.vgpu.runtime.api.VaWindow;
@@ -16,6 +20,8 @@ import org.vgpu.runtime.api.VgpuException;
 public final class RequestDecoder {
     /** The largest DATA chunk a client may ask for: the body limit less the offset field. */
     public static final int MAX_CHUNK_BYTES = Frames.MAX_BODY_BYTES - Long.BYTES;
+    /** The most regions one {@link Opcode#MEMCPY_DTOH_GATHER} may name: as many as fit one body. */
+    public static final int MAX_GATHER_REGIONS = (Frames.MAX_BODY_BYTES - 3 * Integer.BYTES) / (2 * Long.BYTES);
 
     private RequestDecoder() {
     }
@@ -55,11 +61,14 @@ public final class RequestDecoder {
                     int stream = in.readInt();
                     long src = in.readLong();
                     long bytes = in.readLong();
-                    int chunkBytes = Frames.consumed(frame, in, in.readInt());
-                    if (chunkBytes < 1 || chunkBytes > MAX_CHUNK_BYTES) {
-                        throw Frames.violation("MEMCPY_DTOH chunk size " + chunkBytes + " is outside [1, " + MAX_CHUNK_BYTES + "]");
-                    }
+                    int chunkBytes = readChunkBytes(frame, Frames.consumed(frame, in, in.readInt()));
                     visitor.memcpyDtoH(frame, stream, src, bytes, chunkBytes);
+                }
+                case MEMCPY_DTOH_GATHER -> {
+                    int stream = in.readInt();
+                    int chunkBytes = readChunkBytes(frame, in.readInt());
+                    List<DeviceRegion> regions = Frames.consumed(frame, in, readRegions(in));
+                    visitor.memcpyDtoHGather(frame, stream, regions, chunkBytes);
                 }
                 case MEMCPY_DTOD -> {
                     int stream = in.readInt();
@@ -142,6 +151,34 @@ public final class RequestDecoder {
             throw Frames.violation("HELLO names an impossible window: " + e.detail());
         }
         return new Hello(version, token, window);
+    }
+
+    private static int readChunkBytes(Frame frame, int chunkBytes) {
+        if (chunkBytes < 1 || chunkBytes > MAX_CHUNK_BYTES) {
+            throw Frames.violation(frame.opcode() + " chunk size " + chunkBytes + " is outside [1, " + MAX_CHUNK_BYTES + "]");
+        }
+        return chunkBytes;
+    }
+
+    /** {@code int32 n, n x (int64 address, int64 bytes)}; the count is checked against the body before anything is kept. */
+    private static List<DeviceRegion> readRegions(ByteBuf in) {
+        int count = in.readInt();
+        if (count < 0 || (long) count * 2 * Long.BYTES != in.readableBytes()) {
+            throw Frames.violation("MEMCPY_DTOH_GATHER names " + count + " regions in a table of " + in.readableBytes() + " bytes");
+        }
+        List<DeviceRegion> regions = new ArrayList<>(count);
+        long total = 0;
+        for (int i = 0; i < count; i++) {
+            long address = in.readLong();
+            long bytes = in.readLong();
+            total += bytes;
+            if (bytes < 0 || total < 0) {
+                throw Frames.violation("MEMCPY_DTOH_GATHER region " + i + " has byte count " + bytes
+                        + (bytes < 0 ? "" : ", beyond 2^63 bytes in all"));
+            }
+            regions.add(new DeviceRegion(address, bytes));
+        }
+        return regions;
     }
 
     private static Dim3 readDim3(ByteBuf in, String what) {

@@ -1,9 +1,11 @@
 package org.vgpu.runtime.remote.protocol;
 
 import java.lang.foreign.MemorySegment;
+import java.util.List;
 
 import io.netty.buffer.ByteBuf;
 
+import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.KernelArg;
@@ -120,6 +122,23 @@ public final class RequestEncoder {
         out.writeLong(src);
         out.writeLong(bytes);
         out.writeInt(chunkBytes);
+        Frames.finish(out, start);
+    }
+
+    /** Fails before writing anything when the region table would not fit one frame. */
+    public void memcpyDtoHGather(int requestId, boolean async, int streamId, List<DeviceRegion> regions, int chunkBytes) {
+        if (regions.size() > RequestDecoder.MAX_GATHER_REGIONS) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "a gather of " + regions.size()
+                    + " regions exceeds the remote protocol's limit of " + RequestDecoder.MAX_GATHER_REGIONS + " per request");
+        }
+        int start = Frames.begin(out, Opcode.MEMCPY_DTOH_GATHER, flags(async, false), requestId);
+        out.writeInt(streamId);
+        out.writeInt(chunkBytes);
+        out.writeInt(regions.size());
+        for (DeviceRegion region : regions) {
+            out.writeLong(region.address());
+            out.writeLong(region.bytes());
+        }
         Frames.finish(out, start);
     }
 

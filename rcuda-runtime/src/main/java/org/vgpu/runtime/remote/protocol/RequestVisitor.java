@@ -1,7 +1,10 @@
 package org.vgpu.runtime.remote.protocol;
 
+import java.util.List;
+
 import io.netty.buffer.ByteBuf;
 
+import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.KernelArgs;
 
@@ -33,6 +36,8 @@ public interface RequestVisitor {
     void memcpyHtoD(Frame frame, int streamId, long dst, ByteBuf data);
 
     void memcpyDtoH(Frame frame, int streamId, long src, long bytes, int chunkBytes);
+
+    void memcpyDtoHGather(Frame frame, int streamId, List<DeviceRegion> regions, int chunkBytes);
 
     void memcpyDtoD(Frame frame, int streamId, long dst, long src, long bytes);
 

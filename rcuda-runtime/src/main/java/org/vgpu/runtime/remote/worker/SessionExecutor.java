@@ -1,7 +1,9 @@
 package org.vgpu.runtime.remote.worker;
 
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -15,6 +17,7 @@ import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFutureListener;
 
+import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.EventHandle;
@@ -72,7 +75,7 @@ final class SessionExecutor implements RequestVisitor, Runnable {
 
     // ---- GPU thread only
     private VirtualGpu gpu;
-    /** Made at the first bulk copy of the session. */
+    /** Made when the session opens. */
     private StagingRing staging;
     private final Map<Integer, ModuleHandle> modules = new HashMap<>();
     private final Map<Integer, FunctionHandle> functions = new HashMap<>();
@@ -380,6 +383,9 @@ final class SessionExecutor implements RequestVisitor, Runnable {
         }
         try {
             gpu = backend.open(config.device(), hello.window());
+            // Pinning host memory takes milliseconds: paid here, not by the session's first bulk copy,
+            // which may be a migration reading the vGPU while its app is stopped.
+            staging();
             reply().welcome(frame.requestId(), new Welcome(Frames.PROTOCOL_VERSION, config.workerId(),
                     (int) config.idleTimeout().toMillis(), gpu.deviceProperties()));
         } catch (RuntimeException e) {
@@ -534,36 +540,74 @@ final class SessionExecutor implements RequestVisitor, Runnable {
                 throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "byte count must be >= 0, got " + bytes);
             }
             flushReplies();
-            sendFromDevice(frame.requestId(), src, bytes, Math.min(chunkBytes, StagingRing.SLOT_BYTES),
+            sendFromDevice(frame.requestId(), List.of(new DeviceRegion(src, bytes)), Math.min(chunkBytes, StagingRing.SLOT_BYTES),
                     frame.isAsync() ? stream : StreamHandle.DEFAULT);
         } catch (RuntimeException e) {
-            VgpuException failure = asVgpuException(e);
-            if (frame.isAsync()) {
-                // the client still waits for this request's end; the failure is also kept for the next sync
-                reply().error(frame.requestId(), failure);
-            }
-            failed(frame, failure);
+            failedToSend(frame, e);
         }
     }
 
+    @Override
+    public void memcpyDtoHGather(Frame frame, int streamId, List<DeviceRegion> regions, int chunkBytes) {
+        if (answeredWithKeptFailure(frame)) {
+            return;
+        }
+        try {
+            StreamHandle stream = stream(streamId);
+            flushReplies();
+            sendFromDevice(frame.requestId(), regions, Math.min(chunkBytes, StagingRing.SLOT_BYTES),
+                    frame.isAsync() ? stream : StreamHandle.DEFAULT);
+        } catch (RuntimeException e) {
+            failedToSend(frame, e);
+        }
+    }
+
+    /** A device-to-host request that failed, maybe after some of its DATA: it is answered even when asynchronous. */
+    private void failedToSend(Frame frame, RuntimeException e) {
+        VgpuException failure = asVgpuException(e);
+        if (frame.isAsync()) {
+            // the client still waits for this request's end; the failure is also kept for the next sync
+            reply().error(frame.requestId(), failure);
+        }
+        failed(frame, failure);
+    }
+
     /**
-     * Sends {@code bytes} from the device as DATA chunks through the staging slots: the device
-     * copies the next chunk into its slot while the previous one is written to the socket straight
-     * from its slot, with no copy into a Netty buffer. A synchronous copy is an asynchronous one on
-     * the default stream whose chunks each wait for the device. Returns once the socket is done with every
-     * slot, so that no request and no close of the vGPU meets slot memory still being written.
+     * Sends the bytes of {@code regions}, back to back, as DATA chunks through the staging slots: the
+     * device copies the next chunk into its slot (one gathering copy of the pieces of the regions it
+     * holds) while the previous one is written to the socket straight from its slot, with no copy
+     * into a Netty buffer. A synchronous copy is an asynchronous one on the default stream whose
+     * chunks each wait for the device. Returns once the socket is done with every slot, so that no
+     * request and no close of the vGPU meets slot memory still being written.
      */
-    private void sendFromDevice(int requestId, long src, long bytes, int chunkBytes, StreamHandle stream) {
+    private void sendFromDevice(int requestId, List<DeviceRegion> regions, int chunkBytes, StreamHandle stream) {
+        long bytes = DeviceRegion.totalBytes(regions);
         StagingRing ring = staging();
         try {
             StagingRing.Slot copied = null;
             long copiedOffset = 0;
             int copiedLength = 0;
             long offset = 0;
+            int region = 0;
+            long regionOffset = 0;
             do {
                 int chunk = (int) Math.min(chunkBytes, bytes - offset);
+                boolean last = offset + chunk == bytes;
+                List<DeviceRegion> pieces = new ArrayList<>();
+                // the last chunk takes the regions of 0 bytes left too: their pointers are checked, as on a local vGPU
+                for (int filled = 0; filled < chunk || (last && region < regions.size()); ) {
+                    DeviceRegion next = regions.get(region);
+                    int piece = (int) Math.min(chunk - filled, next.bytes() - regionOffset);
+                    pieces.add(new DeviceRegion(next.address() + regionOffset, piece));
+                    filled += piece;
+                    regionOffset += piece;
+                    if (regionOffset == next.bytes()) {
+                        region++;
+                        regionOffset = 0;
+                    }
+                }
                 StagingRing.Slot slot = ring.acquire();
-                gpu().memcpyDtoHAsync(slot.memory(chunk), src + offset, chunk, stream);
+                gpu().memcpyDtoHGatherAsync(slot.memory(chunk), pieces, stream);
                 slot.deviceCopyQueued(stream);
                 if (copied != null) {
                     sendSlot(requestId, copied, copiedOffset, copiedLength, true);
@@ -579,16 +623,19 @@ final class SessionExecutor implements RequestVisitor, Runnable {
         }
     }
 
-    /** Writes one DATA chunk whose bytes are in {@code slot} once the device is done with it. */
+    /**
+     * Writes one DATA chunk whose bytes are in {@code slot} once the device is done with it, with its
+     * header in the slot's room in front of them: one buffer, one write.
+     */
     private void sendSlot(int requestId, StagingRing.Slot slot, long offset, int length, boolean more) {
         slot.awaitDevice();
         awaitWritable();
-        ByteBuf header = channel.alloc().directBuffer(ReplyEncoder.dataHeaderBytes());
-        replies.wrap(header).dataHeader(requestId, more, offset, length);
+        ByteBuf chunk = Unpooled.wrappedBuffer(slot.withHeader(ReplyEncoder.dataHeaderBytes(), length).asByteBuffer());
+        chunk.writerIndex(0);
+        replies.wrap(chunk).dataHeader(requestId, more, offset, length);
+        chunk.writerIndex(chunk.capacity());
         slot.sending();
-        channel.write(header, channel.voidPromise());
-        channel.writeAndFlush(Unpooled.wrappedBuffer(slot.memory(length).asByteBuffer()))
-                .addListener(written -> slot.written());
+        channel.writeAndFlush(chunk).addListener(written -> slot.written());
     }
 
     /** Lets a chunked reply wait while the connection's outbound buffer is full, instead of piling up memory. */

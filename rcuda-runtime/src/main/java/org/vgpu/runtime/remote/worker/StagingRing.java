@@ -29,6 +29,12 @@ final class StagingRing implements AutoCloseable {
     private final Thread owner = Thread.currentThread();
     private int next;
 
+    /**
+     * Room in front of each slot's data for the header of the frame that carries it, so that a
+     * device-to-host chunk goes to the socket as one buffer, with nothing allocated per chunk.
+     */
+    static final int HEADER_ROOM = 32;
+
     /** One piece of the ring. */
     final class Slot {
         private final MemorySegment memory;
@@ -41,9 +47,17 @@ final class StagingRing implements AutoCloseable {
             this.deviceDone = deviceDone;
         }
 
-        /** The first {@code bytes} of the slot's memory. */
+        /** The first {@code bytes} of the slot's data. */
         MemorySegment memory(long bytes) {
-            return memory.asSlice(0, bytes);
+            return memory.asSlice(HEADER_ROOM, bytes);
+        }
+
+        /** The first {@code bytes} of the slot's data and the {@code headerBytes} right in front of them. */
+        MemorySegment withHeader(int headerBytes, long bytes) {
+            if (headerBytes > HEADER_ROOM) {
+                throw new IllegalArgumentException("a header of " + headerBytes + " bytes exceeds the slot's room of " + HEADER_ROOM);
+            }
+            return memory.asSlice(HEADER_ROOM - headerBytes, headerBytes + bytes);
         }
 
         /** Marks the slot busy until the work queued on {@code stream} so far (its copy) is done. */
@@ -85,7 +99,7 @@ final class StagingRing implements AutoCloseable {
         this.slots = new Slot[SLOTS];
         try {
             for (int i = 0; i < SLOTS; i++) {
-                slots[i] = new Slot(gpu.memAllocHost(SLOT_BYTES), gpu.eventCreate());
+                slots[i] = new Slot(gpu.memAllocHost(HEADER_ROOM + SLOT_BYTES), gpu.eventCreate());
             }
         } catch (RuntimeException e) {
             close();

@@ -117,6 +117,22 @@ class LenderTest {
     }
 
     @Test
+    void closingALentWorkerStopsItAndFreesTheDevicesLentSlot() throws IOException {
+        Lender lender = start(config("127.0.0.1", List.of(0), 0, 1), fakeWorkers);
+        try (ControlClient control = new ControlClient(lender.controlEndpoint())) {
+            String lentId = control.ask("open 0").split(" ")[2];
+            assertTrue(control.ask("open 0").startsWith("error device 0 already has 1 lent worker(s)"));
+            assertEquals("error no lent worker 'nobody-d0-1' (it may have ended already)", control.ask("close nobody-d0-1"));
+            assertEquals("usage: close <worker-id>", control.ask("close").substring("error ".length()));
+
+            assertEquals("ok closed " + lentId, control.ask("close " + lentId));
+
+            Await.until(() -> lender.status().stream().noneMatch(worker -> worker.workerId().equals(lentId)));
+            assertTrue(control.ask("open 0").startsWith("ok "));
+        }
+    }
+
+    @Test
     void aWarmWorkerThatDiesIsReplaced() {
         Lender lender = start(config("127.0.0.1", List.of(0), 1, 1), fakeWorkers);
         Await.until(() -> count(lender, State.WARM) == 1);
@@ -154,10 +170,10 @@ class LenderTest {
             assertEquals("error usage: open <device>", control.ask("open"));
             assertEquals("error usage: open <device>", control.ask("open 0 1"));
             assertEquals("error usage: status", control.ask("status please"));
-            assertEquals("error unknown command 'quit'; commands: open <device>, status", control.ask("quit"));
-            assertEquals("error unknown command 'OPEN'; commands: open <device>, status", control.ask("OPEN 0"));
-            assertEquals("error empty request; commands: open <device>, status", control.ask(""));
-            assertEquals("error empty request; commands: open <device>, status", control.ask("   \t "));
+            assertEquals("error unknown command 'quit'; commands: open <device>, close <worker-id>, status", control.ask("quit"));
+            assertEquals("error unknown command 'OPEN'; commands: open <device>, close <worker-id>, status", control.ask("OPEN 0"));
+            assertEquals("error empty request; commands: open <device>, close <worker-id>, status", control.ask(""));
+            assertEquals("error empty request; commands: open <device>, close <worker-id>, status", control.ask("   \t "));
             assertEquals("error request longer than 256 bytes", control.ask("open " + "0".repeat(1000)));
             assertEquals("error request holds characters that are not printable ASCII",
                     control.requestRaw(new byte[] {'o', 'p', 0, (byte) 0xff, '\n'}).getFirst());
@@ -224,13 +240,13 @@ class LenderTest {
         Lender lender = start(config("127.0.0.1", List.of(0), 0, 1), fakeWorkers);
         List<ControlClient> clients = new ArrayList<>();
         try {
-            for (int i = 0; i < ControlServer.MAX_CONNECTIONS; i++) {
+            for (int i = 0; i < Lender.CONTROL_LIMITS.maxConnections(); i++) {
                 ControlClient client = new ControlClient(lender.controlEndpoint());
                 clients.add(client);
                 assertEquals("ok 0", client.ask("status"));
             }
             try (ControlClient oneTooMany = new ControlClient(lender.controlEndpoint())) {
-                assertEquals("error too many control connections (32), try again later", oneTooMany.readLine());
+                assertEquals("error too many lender control connections (32), try again later", oneTooMany.readLine());
                 assertEquals(null, oneTooMany.readLine());
             }
         } finally {
@@ -261,7 +277,7 @@ class LenderTest {
         LenderConfig clash = new LenderConfig(first.controlEndpoint(), "emulated", List.of(0), keyFile, 1, 1,
                 Optional.empty(), Optional.empty());
         VgpuException refused = assertThrows(VgpuException.class, () -> Lender.start(clash, fakeWorkers));
-        assertTrue(refused.getMessage().contains("cannot listen for control connections on " + first.controlEndpoint()),
+        assertTrue(refused.getMessage().contains("cannot listen for lender control connections on " + first.controlEndpoint()),
                 refused.getMessage());
     }
 

@@ -12,6 +12,7 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.List;
 import java.util.Random;
 import java.util.function.Consumer;
@@ -27,6 +28,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.vgpu.runtime.api.DeviceProperties;
+import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.KernelArgs;
@@ -86,6 +88,9 @@ class FrameCodecTest {
         encoder.moduleUnload(21, 7);
         encoder.memFree(22, BASE);
         encoder.goodbye(23);
+        encoder.memcpyDtoHGather(24, true, 5, List.of(new DeviceRegion(BASE, 4096), new DeviceRegion(BASE + 8192, 0),
+                new DeviceRegion(BASE + 3, 1)), 65536);
+        encoder.memcpyDtoHGather(25, false, 0, List.of(), 4096);
 
         RecordingVisitors.Requests visitor = new RecordingVisitors.Requests();
         for (Frame frame : decodeAll(Opcode.Direction.REQUEST, wire)) {
@@ -116,7 +121,9 @@ class FrameCodecTest {
                 "#20 ctxSynchronize",
                 "#21 moduleUnload 7",
                 "#22 memFree 0x10c000000000",
-                "#23 goodbye"), visitor.calls);
+                "#23 goodbye",
+                "#24 async memcpyDtoHGather s5 chunk 65536 [0x10c000000000+4096 0x10c000002000+0 0x10c000000003+1]",
+                "#25 memcpyDtoHGather s0 chunk 4096 []"), visitor.calls);
     }
 
     @Test
@@ -257,6 +264,47 @@ class FrameCodecTest {
         assertEquals("sync", seen.get(2));
     }
 
+    @Test
+    void backToBackChunksAreGatheredFromTheReadsWithoutACopy() {
+        int chunk = 200 << 10;
+        ByteBuf whole = Unpooled.directBuffer();
+        RequestEncoder encoder = new RequestEncoder().wrap(whole);
+        byte[] data = new byte[chunk];
+        new Random(11).nextBytes(data);
+        for (int i = 0; i < 3; i++) {
+            encoder.memcpyHtoDChunk(2, false, i < 2, 0, BASE + (long) i * chunk, MemorySegment.ofArray(data), 0, chunk);
+        }
+        long start = whole.memoryAddress();
+        long end = start + whole.capacity();
+        EmbeddedChannel channel = new EmbeddedChannel(new FrameDecoder(Opcode.Direction.REQUEST));
+        // reads that straddle every chunk boundary, as a socket delivers a stream of chunks
+        while (whole.isReadable()) {
+            channel.writeInbound(whole.readRetainedSlice(Math.min(whole.readableBytes(), 150 << 10)));
+        }
+        whole.release();
+        List<String> seen = new ArrayList<>();
+        for (Frame frame = channel.readInbound(); frame != null; frame = channel.readInbound()) {
+            dispatchAndRelease(frame, f -> RequestDecoder.dispatch(f, new RecordingVisitors.Requests() {
+                @Override
+                public void memcpyHtoD(Frame c, int streamId, long dst, ByteBuf bytes) {
+                    byte[] received = new byte[bytes.readableBytes()];
+                    boolean copied = false;
+                    int at = 0;
+                    for (ByteBuffer piece : bytes.nioBuffers()) {
+                        long address = MemorySegment.ofBuffer(piece).address();
+                        copied |= address < start || address + piece.remaining() > end;
+                        int length = piece.remaining();
+                        piece.get(received, at, length);
+                        at += length;
+                    }
+                    seen.add((Arrays.equals(data, received) ? "intact" : "CORRUPT") + (copied ? " copied" : ""));
+                }
+            }));
+        }
+        assertFalse(channel.finish());
+        assertEquals(List.of("intact", "intact", "intact"), seen, "every chunk's bytes still lie where they were read");
+    }
+
     // ---- broken streams
 
     @Test
@@ -360,10 +408,38 @@ class FrameCodecTest {
         assertBodyRefused(frame(Opcode.MEMSET, badElement), "element size must be 1 or 4, got 2");
         ByteBuf badChunk = Unpooled.buffer().writeInt(0).writeLong(BASE).writeLong(10).writeInt(0);
         assertBodyRefused(frame(Opcode.MEMCPY_DTOH, badChunk), "chunk size 0 is outside");
+        ByteBuf gatherCountTooLarge = gather(4096, 2).writeLong(BASE).writeLong(16);
+        assertBodyRefused(frame(Opcode.MEMCPY_DTOH_GATHER, gatherCountTooLarge), "names 2 regions in a table of 16 bytes");
+        ByteBuf gatherCountTooSmall = gather(4096, 0).writeLong(BASE).writeLong(16);
+        assertBodyRefused(frame(Opcode.MEMCPY_DTOH_GATHER, gatherCountTooSmall), "names 0 regions in a table of 16 bytes");
+        assertBodyRefused(frame(Opcode.MEMCPY_DTOH_GATHER, gather(4096, -1)), "names -1 regions");
+        ByteBuf gatherNegative = gather(4096, 2).writeLong(BASE).writeLong(16).writeLong(BASE).writeLong(-5);
+        assertBodyRefused(frame(Opcode.MEMCPY_DTOH_GATHER, gatherNegative), "region 1 has byte count -5");
+        ByteBuf gatherOverflow = gather(4096, 2).writeLong(BASE).writeLong(Long.MAX_VALUE).writeLong(BASE).writeLong(1);
+        assertBodyRefused(frame(Opcode.MEMCPY_DTOH_GATHER, gatherOverflow), "beyond 2^63 bytes in all");
+        assertBodyRefused(frame(Opcode.MEMCPY_DTOH_GATHER, gather(0, 0)), "MEMCPY_DTOH_GATHER chunk size 0 is outside");
+        assertBodyRefused(frame(Opcode.MEMCPY_DTOH_GATHER, Unpooled.buffer().writeInt(0).writeInt(4096)),
+                "MEMCPY_DTOH_GATHER body of 8 bytes is truncated");
+        assertRefused(Opcode.Direction.REQUEST, rawFrame(Opcode.MEMCPY_DTOH_GATHER.code(), Frames.FLAG_MORE, 1),
+                "MEMCPY_DTOH_GATHER cannot be split into chunks");
         ByteBuf badWindow = Unpooled.buffer().writeInt(Frames.MAGIC).writeShort(1).writeInt(0).writeLong(12345).writeLong(1);
         Frames.writeString(badWindow, "t");
         assertBodyRefused(frame(Opcode.HELLO, badWindow), "HELLO names an impossible window");
         assertBodyRefused(rawFrame(Opcode.OK.code(), 0, 1), Opcode.Direction.REPLY, "");
+    }
+
+    @Test
+    void aGatherNamingMoreRegionsThanAFrameHoldsIsRefusedBeforeAnythingIsWritten() {
+        ByteBuf wire = Unpooled.buffer();
+        RequestEncoder encoder = new RequestEncoder().wrap(wire);
+        VgpuException e = assertThrows(VgpuException.class, () -> encoder.memcpyDtoHGather(1, true, 0,
+                Collections.nCopies(RequestDecoder.MAX_GATHER_REGIONS + 1, new DeviceRegion(BASE, 1)), 4096));
+        assertEquals(ErrorCode.CUDA_ERROR_INVALID_VALUE, e.code());
+        assertFalse(wire.isReadable());
+        encoder.memcpyDtoHGather(1, true, 0, Collections.nCopies(RequestDecoder.MAX_GATHER_REGIONS, new DeviceRegion(BASE, 1)), 4096);
+        List<Frame> frames = decodeAll(Opcode.Direction.REQUEST, wire);
+        assertEquals(1, frames.size(), "the largest gather fits one frame");
+        frames.forEach(Frame::release);
     }
 
     @Test
@@ -449,6 +525,11 @@ class FrameCodecTest {
         } finally {
             frame.release();
         }
+    }
+
+    /** The start of a MEMCPY_DTOH_GATHER body on stream 0: chunk size and region count; the table is the caller's. */
+    private static ByteBuf gather(int chunkBytes, int regions) {
+        return Unpooled.buffer().writeInt(0).writeInt(chunkBytes).writeInt(regions);
     }
 
     private static ByteBuf rawFrame(int opcode, int flags, int requestId, int... body) {

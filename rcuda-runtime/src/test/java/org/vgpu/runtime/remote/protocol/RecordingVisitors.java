@@ -8,6 +8,7 @@ import java.util.List;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 
+import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.KernelArg;
 import org.vgpu.runtime.api.KernelArgs;
@@ -45,6 +46,13 @@ final class RecordingVisitors {
         }
         @Override public void memcpyDtoH(Frame f, int streamId, long src, long bytes, int chunkBytes) {
             add(f, "memcpyDtoH s" + streamId + " " + hex(src) + " " + bytes + " chunk " + chunkBytes);
+        }
+        @Override public void memcpyDtoHGather(Frame f, int streamId, List<DeviceRegion> regions, int chunkBytes) {
+            StringBuilder table = new StringBuilder();
+            for (DeviceRegion region : regions) {
+                table.append(' ').append(hex(region.address())).append('+').append(region.bytes());
+            }
+            add(f, "memcpyDtoHGather s" + streamId + " chunk " + chunkBytes + " [" + table.toString().trim() + "]");
         }
         @Override public void memcpyDtoD(Frame f, int streamId, long dst, long src, long bytes) {
             add(f, "memcpyDtoD s" + streamId + " " + hex(dst) + " " + hex(src) + " " + bytes);

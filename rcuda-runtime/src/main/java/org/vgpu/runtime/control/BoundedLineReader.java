@@ -1,4 +1,4 @@
-package org.vgpu.runtime.remote.lender;
+package org.vgpu.runtime.control;
 
 import java.io.BufferedInputStream;
 import java.io.ByteArrayOutputStream;
@@ -11,21 +11,21 @@ import java.nio.charset.StandardCharsets;
  * discarding the rest of a longer line: a peer that never sends a newline costs bounded memory,
  * unlike {@link java.io.BufferedReader#readLine()}.
  */
-final class BoundedLineReader {
+public final class BoundedLineReader {
     /** One line; {@code truncated} when bytes beyond the limit were discarded. Bytes that are not UTF-8 read as U+FFFD. */
-    record Line(String text, boolean truncated) {
+    public record Line(String text, boolean truncated) {
     }
 
     private final InputStream in;
     private final int maxBytes;
 
-    BoundedLineReader(InputStream in, int maxBytes) {
+    public BoundedLineReader(InputStream in, int maxBytes) {
         this.in = new BufferedInputStream(in);
         this.maxBytes = maxBytes;
     }
 
     /** The next line, or null at the end of the stream; a last line without newline is still a line. */
-    Line readLine() throws IOException {
+    public Line readLine() throws IOException {
         // One byte more than the limit is kept, so a full-length line ending in \r\n is not taken for a cut one.
         ByteArrayOutputStream kept = new ByteArrayOutputStream();
         boolean truncated = false;

@@ -1,4 +1,4 @@
-package org.vgpu.runtime.remote.lender;
+package org.vgpu.runtime.control;
 
 import java.io.BufferedWriter;
 import java.io.IOException;
@@ -19,29 +19,44 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.remote.lender.Endpoint;
 
 /**
- * The lender's TCP control socket: one virtual thread per connection, requests answered by
- * {@link ControlProtocol} in order. A connection costs bounded resources whatever the peer sends:
- * requests are cut at {@value #MAX_REQUEST_BYTES} bytes, at most {@value #MAX_CONNECTIONS}
- * connections are served at once, and one that stays silent for {@link #IDLE_TIMEOUT} is closed.
+ * A TCP server for one-line requests ({@code vgpu lender}'s control socket, the tracker's socket):
+ * one virtual thread per connection, requests answered by a {@link LineService} in order. A
+ * connection costs bounded resources whatever the peer sends: requests are cut at the service's
+ * byte limit, at most {@link Limits#maxConnections()} connections are served at once, and one that
+ * stays silent for {@link Limits#idleTimeout()} is closed.
  */
-final class ControlServer implements AutoCloseable {
-    private static final Logger LOG = LoggerFactory.getLogger(ControlServer.class);
-    static final int MAX_REQUEST_BYTES = 256;
-    static final int MAX_CONNECTIONS = 32;
-    static final Duration IDLE_TIMEOUT = Duration.ofMinutes(5);
+public final class LineServer implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(LineServer.class);
+
+    /**
+     * @param name            names the server in thread names, logs and refusals ("lender control")
+     * @param maxRequestBytes longer requests reach the service marked truncated
+     */
+    public record Limits(String name, int maxRequestBytes, int maxConnections, Duration idleTimeout) {
+        public Limits {
+            if (maxRequestBytes < 1 || maxConnections < 1 || idleTimeout.isNegative() || idleTimeout.isZero()) {
+                throw new IllegalArgumentException("line server limits must be positive: " + maxRequestBytes + " bytes, "
+                        + maxConnections + " connections, idle " + idleTimeout);
+            }
+        }
+    }
 
     private final ServerSocket serverSocket;
     private final Endpoint endpoint;
+    private final Limits limits;
     private final Set<Socket> connections = ConcurrentHashMap.newKeySet();
-    private final Semaphore connectionSlots = new Semaphore(MAX_CONNECTIONS);
+    private final Semaphore connectionSlots;
     private final Thread acceptor;
 
-    private ControlServer(ServerSocket serverSocket, Endpoint endpoint, ControlProtocol protocol) {
+    private LineServer(ServerSocket serverSocket, Endpoint endpoint, Limits limits, LineService service) {
         this.serverSocket = serverSocket;
         this.endpoint = endpoint;
-        this.acceptor = Thread.ofPlatform().name("lender-control-accept").daemon().unstarted(() -> acceptLoop(protocol));
+        this.limits = limits;
+        this.connectionSlots = new Semaphore(limits.maxConnections());
+        this.acceptor = Thread.ofPlatform().name(threadName(limits) + "-accept").daemon().unstarted(() -> acceptLoop(service));
     }
 
     /**
@@ -49,24 +64,24 @@ final class ControlServer implements AutoCloseable {
      *
      * @throws VgpuException CUDA_ERROR_INVALID_VALUE when the address cannot be bound
      */
-    static ControlServer start(Endpoint listen, ControlProtocol protocol) {
+    public static LineServer start(Endpoint listen, Limits limits, LineService service) {
         ServerSocket serverSocket = null;
         try {
             serverSocket = new ServerSocket();
             serverSocket.setReuseAddress(true);
-            serverSocket.bind(new InetSocketAddress(InetAddress.getByName(listen.host()), listen.port()), MAX_CONNECTIONS);
+            serverSocket.bind(new InetSocketAddress(InetAddress.getByName(listen.host()), listen.port()), limits.maxConnections());
         } catch (IOException e) {
             closeQuietly(serverSocket);
             throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE,
-                    "cannot listen for control connections on " + listen + ": " + e.getMessage(), e);
+                    "cannot listen for " + limits.name() + " connections on " + listen + ": " + e.getMessage(), e);
         }
-        ControlServer server = new ControlServer(serverSocket, new Endpoint(listen.host(), serverSocket.getLocalPort()), protocol);
+        LineServer server = new LineServer(serverSocket, new Endpoint(listen.host(), serverSocket.getLocalPort()), limits, service);
         server.acceptor.start();
         return server;
     }
 
     /** The bound address, with the actual port when port 0 was asked for. */
-    Endpoint endpoint() {
+    public Endpoint endpoint() {
         return endpoint;
     }
 
@@ -84,14 +99,14 @@ final class ControlServer implements AutoCloseable {
         }
     }
 
-    private void acceptLoop(ControlProtocol protocol) {
+    private void acceptLoop(LineService service) {
         while (!serverSocket.isClosed()) {
             Socket connection;
             try {
                 connection = serverSocket.accept();
             } catch (IOException e) {
                 if (!serverSocket.isClosed()) {
-                    LOG.warn("control socket {}: accept failed: {}", endpoint, e.toString());
+                    LOG.warn("{} socket {}: accept failed: {}", limits.name(), endpoint, e.toString());
                     pauseAfterAcceptFailure();
                 }
                 continue;
@@ -101,9 +116,9 @@ final class ControlServer implements AutoCloseable {
                 continue;
             }
             connections.add(connection);
-            Thread.ofVirtual().name("lender-control-" + connection.getRemoteSocketAddress()).start(() -> {
+            Thread.ofVirtual().name(threadName(limits) + "-" + connection.getRemoteSocketAddress()).start(() -> {
                 try {
-                    serve(connection, protocol);
+                    serve(connection, service);
                 } finally {
                     connections.remove(connection);
                     connectionSlots.release();
@@ -112,24 +127,24 @@ final class ControlServer implements AutoCloseable {
         }
     }
 
-    private void serve(Socket connection, ControlProtocol protocol) {
+    private void serve(Socket connection, LineService service) {
         try (connection) {
-            connection.setSoTimeout((int) IDLE_TIMEOUT.toMillis());
-            BoundedLineReader requests = new BoundedLineReader(connection.getInputStream(), MAX_REQUEST_BYTES);
+            connection.setSoTimeout((int) limits.idleTimeout().toMillis());
+            BoundedLineReader requests = new BoundedLineReader(connection.getInputStream(), limits.maxRequestBytes());
             Writer replies = new BufferedWriter(new OutputStreamWriter(connection.getOutputStream(), StandardCharsets.US_ASCII));
             String localHost = connection.getLocalAddress().getHostAddress();
             for (BoundedLineReader.Line request = requests.readLine(); request != null; request = requests.readLine()) {
-                for (String reply : protocol.answer(request, localHost)) {
+                for (String reply : service.answer(request, localHost)) {
                     replies.write(reply);
                     replies.write('\n');
                 }
                 replies.flush();
             }
         } catch (SocketTimeoutException e) {
-            LOG.debug("control connection from {} idle for {} s, closed", connection.getRemoteSocketAddress(),
-                    IDLE_TIMEOUT.toSeconds());
+            LOG.debug("{} connection from {} idle for {} s, closed", limits.name(), connection.getRemoteSocketAddress(),
+                    limits.idleTimeout().toSeconds());
         } catch (IOException e) {
-            LOG.debug("control connection from {} ended: {}", connection.getRemoteSocketAddress(), e.toString());
+            LOG.debug("{} connection from {} ended: {}", limits.name(), connection.getRemoteSocketAddress(), e.toString());
         }
     }
 
@@ -142,13 +157,17 @@ final class ControlServer implements AutoCloseable {
         }
     }
 
-    private static void refuse(Socket connection) {
+    private void refuse(Socket connection) {
         try (connection) {
-            connection.getOutputStream().write(("error too many control connections (" + MAX_CONNECTIONS
+            connection.getOutputStream().write(("error too many " + limits.name() + " connections (" + limits.maxConnections()
                     + "), try again later\n").getBytes(StandardCharsets.US_ASCII));
         } catch (IOException e) {
-            LOG.debug("refused control connection from {}: {}", connection.getRemoteSocketAddress(), e.toString());
+            LOG.debug("refused {} connection from {}: {}", limits.name(), connection.getRemoteSocketAddress(), e.toString());
         }
+    }
+
+    private static String threadName(Limits limits) {
+        return limits.name().replace(' ', '-');
     }
 
     private static void closeQuietly(AutoCloseable closeable) {

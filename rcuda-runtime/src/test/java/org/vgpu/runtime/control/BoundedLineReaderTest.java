@@ -1,4 +1,4 @@
-package org.vgpu.runtime.remote.lender;
+package org.vgpu.runtime.control;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -8,7 +8,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 
 import org.junit.jupiter.api.Test;
-import org.vgpu.runtime.remote.lender.BoundedLineReader.Line;
+import org.vgpu.runtime.control.BoundedLineReader.Line;
 
 class BoundedLineReaderTest {
     @Test

@@ -1,0 +1,493 @@
+package org.vgpu.tracker;
+
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.Deque;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.remote.lender.LenderClient;
+import org.vgpu.runtime.remote.security.TokenIssuer;
+import org.vgpu.siteconfig.SiteConfig;
+import org.vgpu.siteconfig.slurm.SlurmInventory;
+import org.vgpu.siteconfig.slurm.SlurmJob;
+import org.vgpu.tracker.cluster.ClusterView;
+import org.vgpu.tracker.cluster.IdleClock;
+import org.vgpu.tracker.ledger.Assembly;
+import org.vgpu.tracker.ledger.Ledger;
+import org.vgpu.tracker.ledger.LedgerLines;
+import org.vgpu.tracker.ledger.Lend;
+import org.vgpu.tracker.placement.AssemblyPlanner;
+import org.vgpu.tracker.placement.Availability;
+import org.vgpu.tracker.placement.Placement;
+import org.vgpu.tracker.slurm.SlurmControl;
+
+/**
+ * The tracker's state and decisions. Each {@link #tick()} reads Slurm once and then, in this order:
+ * ends the assemblies of jobs that are gone (cancelling their holders), cancels holder jobs the
+ * ledger does not know, moves assemblies being secured forward (submit holders, learn their GPUs,
+ * pin and release the job), and plans held vgpu jobs that have no assembly yet, oldest first. The
+ * ledger is written before Slurm is changed, so a tracker killed at any point finds on restart
+ * either what it did or what it was about to do, and the first tick reconciles the two.
+ *
+ * <p>Requests of the SPANK bridge ({@link #assembly}, {@link #done}) and {@link #status()} come
+ * from other threads; they take the lock only to read or record, never while waiting on Slurm
+ * or a lender, except {@link #tick()}'s short Slurm commands.
+ */
+public final class Tracker {
+    private static final Logger LOG = LoggerFactory.getLogger(Tracker.class);
+    /** Job states in which a job may still run (or runs): anything else has ended for the tracker. */
+    private static final Set<String> ACTIVE_STATES = Set.of("PENDING", "CONFIGURING", "RUNNING", "SUSPENDED", "STOPPED",
+            "RESIZING");
+    private static final int HISTORY_LINES = 200;
+    private static final String COMMENT_PREFIX = "vgpu: ";
+
+    /**
+     * @param holderTimeout how long holders of an assembly may stay pending before it is given up
+     * @param tokenTtl      how long a session token handed to a job stays valid for opening its session
+     * @param lenderTimeout limit for a lender to hand out a worker (it may have to start one)
+     */
+    public record Settings(Duration holderTimeout, Duration tokenTtl, Duration lenderTimeout) {
+        public static Settings defaults() {
+            return new Settings(Duration.ofSeconds(60), Duration.ofHours(24), Duration.ofSeconds(60));
+        }
+    }
+
+    private final SiteConfig site;
+    private final SlurmControl slurm;
+    private final Ledger ledger;
+    private final TokenIssuer tokens;
+    private final Settings settings;
+    private final Clock clock;
+    private final AssemblyPlanner planner;
+    private final IdleClock idleClock = new IdleClock();
+    private final Object lock = new Object();
+    /** Held vgpu jobs without an assembly, and why. Guarded by {@link #lock}. */
+    private final Map<Long, Waiting> waiting = new TreeMap<>();
+    /** The comment last written to each job, so it is rewritten only on change. Guarded by {@link #lock}. */
+    private final Map<Long, String> comments = new HashMap<>();
+    /** Lines about assemblies that ended, newest last. Guarded by {@link #lock}. */
+    private final Deque<String> history = new ArrayDeque<>();
+    /** Holders of live assemblies that Slurm shows ended: those GPUs are no longer kept. Guarded by {@link #lock}. */
+    private final Set<Long> lostHolders = new HashSet<>();
+    /** Holders this tracker cancelled, which Slurm may still list as active for a moment. Guarded by {@link #lock}. */
+    private final Set<Long> cancelledHolders = new HashSet<>();
+    private final Set<Long> doneJobs = ConcurrentHashMap.newKeySet();
+    private final Set<Long> openingWorkers = ConcurrentHashMap.newKeySet();
+    private final Map<Long, String> openFailures = new ConcurrentHashMap<>();
+
+    private record Waiting(String user, int vgpus, String reason) {
+    }
+
+    public Tracker(SiteConfig site, SlurmControl slurm, Ledger ledger, TokenIssuer tokens, Settings settings, Clock clock) {
+        this.site = Objects.requireNonNull(site, "site");
+        this.slurm = Objects.requireNonNull(slurm, "slurm");
+        this.ledger = Objects.requireNonNull(ledger, "ledger");
+        this.tokens = Objects.requireNonNull(tokens, "tokens");
+        this.settings = Objects.requireNonNull(settings, "settings");
+        this.clock = Objects.requireNonNull(clock, "clock");
+        this.planner = new AssemblyPlanner(site.policy(), site.distances(), site.lendPartition());
+    }
+
+    /** One look at Slurm and everything that follows from it (see the class comment). */
+    public void tick() {
+        SlurmInventory inventory = slurm.inventory();
+        Instant now = clock.instant();
+        synchronized (lock) {
+            endAssembliesOfEndedJobs(inventory);
+            cancelUnknownHolders(inventory);
+            for (Assembly assembly : ledger.assemblies()) {
+                if (assembly.phase() == Assembly.Phase.SECURING) {
+                    secure(assembly, inventory, now);
+                } else {
+                    noticeLostHolders(assembly, inventory);
+                }
+            }
+            planHeldJobs(inventory, now);
+        }
+    }
+
+    /**
+     * The SPANK bridge's {@code assembly <job> <node>}: {@code ok ...} with the job's local GPU
+     * indices and its borrowed vGPUs' workers and fresh tokens, {@code wait <reason>} while workers
+     * are being opened, or {@code error <reason>}.
+     */
+    public String assembly(long job, String node) {
+        Assembly assembly;
+        synchronized (lock) {
+            assembly = ledger.assembly(job).orElse(null);
+        }
+        if (assembly == null) {
+            return "error job " + job + " has no vGPU assembly from the tracker (it was not released by the tracker,"
+                    + " or has ended)";
+        }
+        if (assembly.phase() == Assembly.Phase.SECURING) {
+            return "wait the tracker is still securing the GPUs of job " + job;
+        }
+        if (!assembly.node().equals(node)) {
+            return "error job " + job + " has its vGPU assembly on node " + assembly.node() + ", not on " + node;
+        }
+        List<Lend> unopened = assembly.lends().stream().filter(lend -> lend.worker().isEmpty()).toList();
+        if (!unopened.isEmpty()) {
+            openWorkers(assembly);
+            String failure = openFailures.get(job);
+            return "wait opening the worker(s) of vGPU(s) "
+                    + String.join(",", unopened.stream().map(lend -> lend.vgpu() + "@" + lend.node()).toList())
+                    + (failure == null ? "" : "; last attempt failed: " + failure);
+        }
+        Optional<SlurmJob> slurmJob = slurm.job(job);
+        if (slurmJob.isEmpty()) {
+            return "error Slurm does not know job " + job;
+        }
+        List<Integer> local = slurmJob.get().gpuIndicesOn(node);
+        if (local.size() != assembly.localGpus()) {
+            if (!slurmJob.get().state().equals("RUNNING")) {
+                return "wait job " + job + " is " + slurmJob.get().state() + ", its GPUs are not allocated yet";
+            }
+            return "error job " + job + " holds " + local.size() + " GPU(s) on " + node + " but its assembly has "
+                    + assembly.localGpus() + " local GPU(s)";
+        }
+        StringBuilder reply = new StringBuilder("ok vgpus=").append(assembly.vgpus());
+        if (!local.isEmpty()) {
+            reply.append(" local=").append(String.join(",", local.stream().map(String::valueOf).toList()));
+        }
+        List<String> remote = new ArrayList<>();
+        for (Lend lend : assembly.lends()) {
+            String token = tokens.issue(Long.toString(job), lend.vgpu(), lend.workerId().orElseThrow(), settings.tokenTtl());
+            remote.add(lend.vgpu() + "@" + lend.worker().orElseThrow() + "#" + token);
+        }
+        if (!remote.isEmpty()) {
+            reply.append(" remote=").append(String.join(",", remote));
+        }
+        LOG.info("job {} on {} gets its assembly: {} local GPU(s) {}, {} borrowed", job, node, local.size(), local,
+                remote.size());
+        return reply.toString();
+    }
+
+    /**
+     * The SPANK bridge's {@code done <job> <node> <status>}: the job's batch step ended; its holders
+     * are cancelled at once (by the next tick, which this wakes).
+     */
+    public String done(long job, String node, int status) {
+        LOG.info("job {} ended on {} with status {}", job, node, status);
+        doneJobs.add(job);
+        return "ok";
+    }
+
+    /** Whether a {@code done} arrived that the next tick has to act on. */
+    public boolean hasPendingDone() {
+        return !doneJobs.isEmpty();
+    }
+
+    /**
+     * What {@code vgpu report} shows: one {@code assembly} line per live assembly (the ledger's own
+     * record, which names no token) followed by a {@code lost} line when Slurm shows some of its
+     * holders ended, one {@code waiting} line per held job, the recent {@code ended} lines, and
+     * {@code ok assemblies=A waiting=W}.
+     */
+    public List<String> status() {
+        synchronized (lock) {
+            List<String> lines = new ArrayList<>();
+            for (Assembly assembly : ledger.assemblies()) {
+                lines.add(LedgerLines.assembly(assembly));
+                List<Long> lost = assembly.holders().stream().filter(lostHolders::contains).toList();
+                if (!lost.isEmpty()) {
+                    lines.add("lost job=" + assembly.job() + " holders=" + join(lost));
+                }
+            }
+            for (Map.Entry<Long, Waiting> entry : waiting.entrySet()) {
+                Waiting job = entry.getValue();
+                lines.add("waiting job=" + entry.getKey() + " user=" + job.user() + " vgpus=" + job.vgpus() + " reason="
+                        + job.reason());
+            }
+            lines.addAll(history);
+            lines.add("ok assemblies=" + ledger.assemblies().size() + " waiting=" + waiting.size());
+            return lines;
+        }
+    }
+
+    private void endAssembliesOfEndedJobs(SlurmInventory inventory) {
+        Set<Long> done = new HashSet<>(doneJobs);
+        for (Assembly assembly : ledger.assemblies()) {
+            Optional<SlurmJob> job = inventory.job(assembly.job());
+            if (done.contains(assembly.job())) {
+                end(assembly, "done", "its batch step ended");
+            } else if (job.isEmpty()) {
+                end(assembly, "gone", "Slurm no longer knows the job");
+            } else if (!ACTIVE_STATES.contains(job.get().state())) {
+                end(assembly, "ended", "the job is " + job.get().state());
+            }
+        }
+        doneJobs.removeAll(done);
+    }
+
+    private void end(Assembly assembly, String why, String explanation) {
+        LOG.info("job {}: {}; cancelling holder(s) {} and ending its assembly", assembly.job(), explanation,
+                assembly.holders());
+        cancelHolders(assembly);
+        ledger.forget(assembly.job(), why);
+        lostHolders.removeAll(assembly.holders());
+        comments.remove(assembly.job());
+        openFailures.remove(assembly.job());
+        remember("ended job=" + assembly.job() + " user=" + assembly.user() + " node=" + assembly.node() + " vgpus="
+                + assembly.vgpus() + " borrowed=" + assembly.lends().size() + " why=" + why + " at=" + clock.instant());
+    }
+
+    /** Ends an assembly's lends: holders cancelled in Slurm, and workers stopped by their lenders (in the background). */
+    private void cancelHolders(Assembly assembly) {
+        slurm.cancel(assembly.holders());
+        cancelledHolders.addAll(assembly.holders());
+        for (Lend lend : assembly.lends()) {
+            if (lend.workerId().isEmpty()) {
+                continue;
+            }
+            String workerId = lend.workerId().get();
+            site.node(lend.node()).ifPresent(node -> Thread.ofVirtual().name("close-worker-" + workerId).start(() -> {
+                try {
+                    LenderClient.close(node.lenderEndpoint(), workerId, settings.lenderTimeout());
+                    LOG.info("job {}: worker {} on {} stopped", assembly.job(), workerId, lend.node());
+                } catch (VgpuException e) {
+                    // Usually the worker ended with its session already; either way nothing is lent any more.
+                    LOG.info("job {}: worker {} on {} not stopped: {}", assembly.job(), workerId, lend.node(), e.getMessage());
+                }
+            }));
+        }
+    }
+
+    /** Holder jobs (lend partition, holder name) that no live assembly names: left by a crash or a hand; cancelled. */
+    private void cancelUnknownHolders(SlurmInventory inventory) {
+        Set<Long> known = new HashSet<>();
+        ledger.assemblies().forEach(assembly -> known.addAll(assembly.holders()));
+        List<Long> unknown = inventory.jobs().stream()
+                .filter(job -> job.partition().equals(site.lendPartition()))
+                .filter(job -> job.name().startsWith(SlurmControl.HOLDER_NAME_PREFIX))
+                .filter(job -> ACTIVE_STATES.contains(job.state()))
+                .map(SlurmJob::id)
+                .filter(id -> !known.contains(id) && !cancelledHolders.contains(id))
+                .toList();
+        cancelledHolders.retainAll(inventory.jobs().stream().filter(job -> ACTIVE_STATES.contains(job.state()))
+                .map(SlurmJob::id).toList());
+        if (!unknown.isEmpty()) {
+            LOG.warn("cancelling holder job(s) {} that the ledger does not know", unknown);
+            slurm.cancel(unknown);
+        }
+    }
+
+    /** Moves an assembly being secured forward: holders submitted, their GPUs learned, then the job pinned and released. */
+    private void secure(Assembly start, SlurmInventory inventory, Instant now) {
+        Assembly assembly = start;
+        Optional<SlurmJob> job = inventory.job(assembly.job());
+        if (job.isEmpty()) {
+            return;
+        }
+        boolean allRunning = true;
+        for (Lend lend : assembly.lends()) {
+            if (lend.holder().isEmpty()) {
+                long holder = slurm.submitHolder(lend.node(), assembly.job(), lend.vgpu());
+                LOG.info("job {}: holder {} submitted for a GPU of {} (vGPU {})", assembly.job(), holder, lend.node(), lend.vgpu());
+                assembly = assembly.withLend(lend.withHolder(holder));
+                ledger.record(assembly);
+                allRunning = false;
+                continue;
+            }
+            if (lend.gpu().isPresent()) {
+                continue;
+            }
+            Optional<SlurmJob> holder = inventory.job(lend.holder().getAsLong());
+            if (holder.isEmpty() || holder.get().state().equals("PENDING") || holder.get().state().equals("CONFIGURING")) {
+                allRunning = false;
+                continue;
+            }
+            if (!holder.get().state().equals("RUNNING")) {
+                abort(assembly, "holder job " + lend.holder().getAsLong() + " on " + lend.node() + " is "
+                        + holder.get().state());
+                return;
+            }
+            List<Integer> gpu = holder.get().gpuIndicesOn(lend.node());
+            if (gpu.size() != 1) {
+                abort(assembly, "holder job " + lend.holder().getAsLong() + " on " + lend.node() + " holds GPU(s) " + gpu
+                        + ", expected exactly one");
+                return;
+            }
+            assembly = assembly.withLend(lend.withGpu(gpu.getFirst()));
+            ledger.record(assembly);
+        }
+        if (!allRunning) {
+            if (Duration.between(assembly.planned(), now).compareTo(settings.holderTimeout()) > 0) {
+                abort(assembly, "holder jobs did not start within " + settings.holderTimeout().toSeconds() + " s");
+            }
+            return;
+        }
+        if (!job.get().held()) {
+            // Released already: by this tracker just before it stopped (the ledger missed it), or by hand.
+            LOG.info("job {} was released before the ledger said so; its assembly is complete", assembly.job());
+        } else {
+            slurm.pin(assembly.job(), assembly.node(), assembly.localGpus(), assembly.vgpus());
+            slurm.release(assembly.job());
+        }
+        ledger.record(assembly.releasedAt(now));
+        String borrowed = assembly.lends().stream().map(lend -> lend.node() + ":" + lend.gpu().orElseThrow()).toList().toString();
+        LOG.info("job {} released on {}: {} local GPU(s), borrowed {}", assembly.job(), assembly.node(), assembly.localGpus(),
+                borrowed);
+        comment(assembly.job(), "assembled on " + assembly.node() + ": " + assembly.localGpus() + " local GPU(s), "
+                + assembly.lends().size() + " borrowed " + borrowed);
+    }
+
+    /** Gives an assembly up before its job was released: holders cancelled, the job stays held and is planned again. */
+    private void abort(Assembly assembly, String why) {
+        LOG.warn("job {}: giving up its assembly ({}); cancelling holder(s) {}", assembly.job(), why, assembly.holders());
+        cancelHolders(assembly);
+        ledger.forget(assembly.job(), "aborted");
+        remember("ended job=" + assembly.job() + " user=" + assembly.user() + " node=" + assembly.node() + " vgpus="
+                + assembly.vgpus() + " borrowed=" + assembly.lends().size() + " why=aborted at=" + clock.instant()
+                + " reason=" + why);
+        comment(assembly.job(), "assembly given up, planning again: " + why);
+    }
+
+    private void noticeLostHolders(Assembly assembly, SlurmInventory inventory) {
+        for (long holder : assembly.holders()) {
+            Optional<SlurmJob> job = inventory.job(holder);
+            boolean running = job.isPresent() && ACTIVE_STATES.contains(job.get().state());
+            if (!running && lostHolders.add(holder)) {
+                LOG.error("job {}: holder job {} has ended ({}); Slurm no longer keeps that borrowed GPU for it", assembly.job(),
+                        holder, job.map(SlurmJob::state).orElse("gone"));
+            }
+        }
+    }
+
+    private void planHeldJobs(SlurmInventory inventory, Instant now) {
+        List<SlurmJob> held = inventory.jobs().stream()
+                .filter(job -> job.held() && job.asksForVgpu() && ledger.assembly(job.id()).isEmpty())
+                .sorted(Comparator.comparingLong(SlurmJob::id))
+                .toList();
+        waiting.keySet().retainAll(held.stream().map(SlurmJob::id).toList());
+        if (held.isEmpty()) {
+            return;
+        }
+        Availability free = new Availability(ClusterView.of(inventory, site, idleClock, now), site.policy().idleGrace());
+        reserveWhatSlurmDoesNotShowYet(free, inventory);
+        for (SlurmJob job : held) {
+            Placement placement = planner.plan(job, free);
+            switch (placement) {
+                case Placement.Plan plan -> {
+                    waiting.remove(job.id());
+                    List<Lend> lends = new ArrayList<>();
+                    for (int i = 0; i < plan.lenders().size(); i++) {
+                        lends.add(Lend.planned(plan.localGpus() + i, plan.lenders().get(i)));
+                    }
+                    Assembly assembly = new Assembly(job.id(), job.user(), plan.node(), plan.vgpus(), plan.localGpus(),
+                            Assembly.Phase.SECURING, now, Optional.empty(), lends);
+                    ledger.record(assembly);
+                    LOG.info("job {} ({} vGPUs): planned on {} with {} local GPU(s), borrowing from {}", job.id(),
+                            plan.vgpus(), plan.node(), plan.localGpus(), plan.lenders());
+                    secure(assembly, inventory, now);
+                }
+                case Placement.Wait wait -> {
+                    int vgpus = job.requestedPerNode().getOrDefault(SlurmJob.VGPU, 0);
+                    Waiting previous = waiting.put(job.id(), new Waiting(job.user(), vgpus, wait.reason()));
+                    if (previous == null || !previous.reason().equals(wait.reason())) {
+                        LOG.info("job {} ({} vGPUs) waits: {}", job.id(), vgpus, wait.reason());
+                    }
+                    comment(job.id(), wait.reason());
+                }
+            }
+        }
+    }
+
+    /**
+     * Takes from {@code free} what live assemblies were promised but Slurm does not show as taken:
+     * GPUs of holders not running yet, and the local GPUs, CPUs and vgpu slots of jobs not started yet.
+     */
+    private void reserveWhatSlurmDoesNotShowYet(Availability free, SlurmInventory inventory) {
+        for (Assembly assembly : ledger.assemblies()) {
+            for (Lend lend : assembly.lends()) {
+                boolean holderRuns = lend.holder().isPresent() && inventory.job(lend.holder().getAsLong())
+                        .map(job -> job.state().equals("RUNNING")).orElse(false);
+                if (!holderRuns) {
+                    free.node(lend.node()).ifPresent(Availability.Node::takeForLend);
+                }
+            }
+            Optional<SlurmJob> job = inventory.job(assembly.job());
+            if (job.isPresent() && job.get().state().equals("PENDING")) {
+                free.node(assembly.node()).ifPresent(node -> node.takeForJob(assembly.localGpus(), job.get().cpus(),
+                        assembly.vgpus()));
+            }
+        }
+    }
+
+    private void openWorkers(Assembly assembly) {
+        if (!openingWorkers.add(assembly.job())) {
+            return;
+        }
+        Thread.ofVirtual().name("open-workers-" + assembly.job()).start(() -> {
+            try {
+                for (Lend lend : assembly.lends()) {
+                    if (lend.worker().isEmpty()) {
+                        openWorker(assembly.job(), lend);
+                    }
+                }
+                openFailures.remove(assembly.job());
+            } catch (VgpuException | IllegalStateException e) {
+                LOG.warn("job {}: opening a worker failed: {}", assembly.job(), e.getMessage());
+                openFailures.put(assembly.job(), e.getMessage());
+            } finally {
+                openingWorkers.remove(assembly.job());
+            }
+        });
+    }
+
+    private void openWorker(long job, Lend lend) {
+        var node = site.node(lend.node()).orElseThrow(() -> new IllegalStateException("node " + lend.node()
+                + " is no longer in the site configuration"));
+        LenderClient.OpenedWorker worker = LenderClient.open(node.lenderEndpoint(), lend.gpu().orElseThrow(),
+                settings.lenderTimeout());
+        synchronized (lock) {
+            Optional<Assembly> current = ledger.assembly(job);
+            if (current.isEmpty() || current.get().phase() != Assembly.Phase.RELEASED) {
+                LOG.info("job {} ended while worker {} was opened for it; the worker times out unused", job, worker.workerId());
+                return;
+            }
+            ledger.record(current.get().withLend(lend.withWorker(worker.endpoint(), worker.workerId())));
+        }
+        LOG.info("job {}: worker {} at {} serves vGPU {} (GPU {} of {})", job, worker.workerId(), worker.endpoint(), lend.vgpu(),
+                lend.gpu().getAsInt(), lend.node());
+    }
+
+    private void comment(long job, String text) {
+        String comment = COMMENT_PREFIX + text;
+        if (comment.equals(comments.get(job))) {
+            return;
+        }
+        try {
+            slurm.comment(job, comment);
+            comments.put(job, comment);
+        } catch (RuntimeException e) {
+            LOG.warn("job {}: cannot set its comment: {}", job, e.getMessage());
+        }
+    }
+
+    private void remember(String line) {
+        history.addLast(line);
+        while (history.size() > HISTORY_LINES) {
+            history.removeFirst();
+        }
+    }
+
+    private static String join(List<Long> ids) {
+        return String.join(",", ids.stream().map(String::valueOf).toList());
+    }
+}

@@ -1,0 +1,121 @@
+package org.vgpu.tracker;
+
+import java.time.Duration;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.vgpu.runtime.control.LineServer;
+import org.vgpu.runtime.remote.lender.Endpoint;
+import org.vgpu.tracker.ledger.Ledger;
+import org.vgpu.tracker.ledger.LedgerException;
+import org.vgpu.tracker.server.TrackerProtocol;
+
+/**
+ * {@code vgpu tracker} running: one thread that ticks the {@link Tracker} every poll interval (and
+ * at once after a {@code done}), and the tracker's socket. Slurm failing in a tick is logged and
+ * tried again at the next one; the ledger failing stops the tracker, which must not act on what
+ * it cannot record.
+ */
+public final class TrackerDaemon implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(TrackerDaemon.class);
+    /** SPANK requests are one short line, a MUNGE credential included. */
+    static final LineServer.Limits SOCKET_LIMITS = new LineServer.Limits("tracker", 4096, 256, Duration.ofSeconds(30));
+
+    private final Tracker tracker;
+    private final Ledger ledger;
+    private final Duration poll;
+    private final Semaphore wake = new Semaphore(0);
+    private final AtomicBoolean closing = new AtomicBoolean();
+    private final Thread loop;
+    private volatile LineServer server;
+    private volatile RuntimeException fatal;
+
+    private TrackerDaemon(Tracker tracker, Ledger ledger, Duration poll) {
+        this.tracker = tracker;
+        this.ledger = ledger;
+        this.poll = poll;
+        this.loop = Thread.ofPlatform().name("tracker-loop").unstarted(this::loop);
+    }
+
+    /**
+     * Reconciles with Slurm (the first tick, which must succeed), then listens and starts ticking.
+     *
+     * @throws RuntimeException when the first look at Slurm fails or the socket cannot be bound; the ledger is closed then
+     */
+    public static TrackerDaemon start(Tracker tracker, Ledger ledger, Endpoint listen, Duration poll) {
+        TrackerDaemon daemon = new TrackerDaemon(tracker, ledger, poll);
+        try {
+            tracker.tick();
+            daemon.server = LineServer.start(listen, SOCKET_LIMITS,
+                    new TrackerProtocol(tracker, daemon::wake, SOCKET_LIMITS.maxRequestBytes()));
+        } catch (RuntimeException e) {
+            ledger.close();
+            throw e;
+        }
+        daemon.loop.start();
+        return daemon;
+    }
+
+    public Endpoint endpoint() {
+        return server.endpoint();
+    }
+
+    /** Blocks until the daemon is closed or stopped itself; returns why it stopped itself, or null. */
+    public RuntimeException awaitStop() throws InterruptedException {
+        loop.join();
+        return fatal;
+    }
+
+    void wake() {
+        wake.release();
+    }
+
+    private void loop() {
+        while (!closing.get()) {
+            try {
+                wake.tryAcquire(poll.toMillis(), TimeUnit.MILLISECONDS);
+                wake.drainPermits();
+            } catch (InterruptedException e) {
+                break;
+            }
+            if (closing.get()) {
+                break;
+            }
+            try {
+                tracker.tick();
+            } catch (LedgerException e) {
+                LOG.error("the ledger failed; the tracker stops rather than act on what it cannot record: {}", e.getMessage());
+                fatal = e;
+                closeServer();
+                break;
+            } catch (RuntimeException e) {
+                LOG.warn("tick failed, trying again in {} s: {}", poll.toSeconds(), e.getMessage());
+            }
+        }
+    }
+
+    @Override
+    public void close() {
+        if (!closing.compareAndSet(false, true)) {
+            return;
+        }
+        closeServer();
+        loop.interrupt();
+        try {
+            loop.join(Duration.ofSeconds(30));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        ledger.close();
+    }
+
+    private void closeServer() {
+        LineServer current = server;
+        if (current != null) {
+            current.close();
+        }
+    }
+}

@@ -1,0 +1,132 @@
+package org.vgpu.tracker.cli;
+
+import java.io.PrintStream;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.List;
+
+import org.apache.commons.cli.CommandLine;
+import org.apache.commons.cli.Option;
+import org.apache.commons.cli.Options;
+import org.apache.commons.cli.ParseException;
+import org.vgpu.cli.CommandLines;
+import org.vgpu.cli.Subcommand;
+import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.remote.lender.Endpoint;
+import org.vgpu.runtime.remote.security.SiteKey;
+import org.vgpu.runtime.remote.security.TokenIssuer;
+import org.vgpu.siteconfig.SiteConfig;
+import org.vgpu.siteconfig.SiteConfigReader;
+import org.vgpu.tracker.Tracker;
+import org.vgpu.tracker.TrackerDaemon;
+import org.vgpu.tracker.ledger.Ledger;
+import org.vgpu.tracker.ledger.LedgerException;
+import org.vgpu.tracker.slurm.SlurmCommandException;
+import org.vgpu.tracker.slurm.SlurmCommands;
+import org.vgpu.tracker.slurm.SlurmControl;
+
+/**
+ * {@code vgpu tracker --config FILE}: the idle-GPU tracker daemon. Runs until SIGTERM/SIGINT; exits
+ * 1 with the reason when it cannot start (bad configuration, unreadable ledger, Slurm unreachable,
+ * a partition Slurm does not have, the socket in use) or when its ledger fails later.
+ */
+public final class TrackerCommand implements Subcommand {
+    static final Path DEFAULT_LEDGER = Path.of("/var/lib/vgpu/tracker.ledger");
+    private static final int DEFAULT_POLL_SECONDS = 2;
+    private static final int DEFAULT_SLURM_TIMEOUT_SECONDS = 20;
+
+    @Override
+    public String name() {
+        return "tracker";
+    }
+
+    @Override
+    public String summary() {
+        return "run the idle-GPU tracker: assemble held vgpu jobs from local and borrowed GPUs";
+    }
+
+    @Override
+    public Options options() {
+        Tracker.Settings defaults = Tracker.Settings.defaults();
+        return new Options()
+                .addOption(Option.builder().longOpt("config").hasArg().argName("FILE")
+                        .desc("the site configuration (required)").get())
+                .addOption(Option.builder().longOpt("ledger").hasArg().argName("FILE")
+                        .desc("the journal of every assembly and lend (default " + DEFAULT_LEDGER + ")").get())
+                .addOption(Option.builder().longOpt("listen").hasArg().argName("HOST:PORT")
+                        .desc("where the socket listens (default: the configuration's tracker)").get())
+                .addOption(Option.builder().longOpt("poll").hasArg().argName("SECONDS")
+                        .desc("how often Slurm is read (default " + DEFAULT_POLL_SECONDS + ")").get())
+                .addOption(Option.builder().longOpt("slurm-timeout").hasArg().argName("SECONDS")
+                        .desc("limit for one Slurm command (default " + DEFAULT_SLURM_TIMEOUT_SECONDS + ")").get())
+                .addOption(Option.builder().longOpt("holder-timeout").hasArg().argName("SECONDS")
+                        .desc("how long holder jobs may stay pending before an assembly is planned again (default "
+                                + defaults.holderTimeout().toSeconds() + ")").get())
+                .addOption(Option.builder().longOpt("token-ttl").hasArg().argName("SECONDS")
+                        .desc("how long a job's worker tokens stay valid for opening a session (default "
+                                + defaults.tokenTtl().toSeconds() + ")").get());
+    }
+
+    @Override
+    public int run(CommandLine line, PrintStream out, PrintStream err) throws ParseException {
+        if (!line.hasOption("config")) {
+            throw new ParseException("--config FILE is required");
+        }
+        if (!line.getArgList().isEmpty()) {
+            throw new ParseException("unexpected operand(s): " + String.join(" ", line.getArgList()));
+        }
+        Tracker.Settings defaults = Tracker.Settings.defaults();
+        Duration poll = seconds(line, "poll", DEFAULT_POLL_SECONDS);
+        Duration slurmTimeout = seconds(line, "slurm-timeout", DEFAULT_SLURM_TIMEOUT_SECONDS);
+        Tracker.Settings settings = new Tracker.Settings(seconds(line, "holder-timeout", defaults.holderTimeout().toSeconds()),
+                seconds(line, "token-ttl", defaults.tokenTtl().toSeconds()), defaults.lenderTimeout());
+        Path ledgerFile = Path.of(line.getOptionValue("ledger", DEFAULT_LEDGER.toString()));
+        SiteConfig site = SiteConfigReader.readAndCheckFiles(Path.of(line.getOptionValue("config")));
+        Endpoint listen = site.tracker();
+        if (line.hasOption("listen")) {
+            try {
+                listen = Endpoint.parse(line.getOptionValue("listen"));
+            } catch (VgpuException e) {
+                throw new ParseException("--listen: " + e.detail());
+            }
+        }
+        SlurmControl slurm = new SlurmCommands(slurmTimeout, site.lendPartition(), site.lendQos());
+        TrackerDaemon daemon;
+        try {
+            for (String partition : List.of(site.lendPartition(), site.slurm().jobPartition())) {
+                if (!slurm.partitionExists(partition)) {
+                    err.println("vgpu tracker: Slurm has no partition '" + partition + "' (named in " + site.source()
+                            + "); add it to slurm.conf (vgpu config render --what slurm.conf) or fix the configuration");
+                    return 1;
+                }
+            }
+            Ledger ledger = Ledger.open(ledgerFile);
+            Tracker tracker = new Tracker(site, slurm, ledger, new TokenIssuer(SiteKey.load(site.tokenKeyFile()),
+                    Clock.systemUTC()), settings, Clock.systemUTC());
+            daemon = TrackerDaemon.start(tracker, ledger, listen, poll);
+        } catch (LedgerException | SlurmCommandException e) {
+            err.println("vgpu tracker: " + e.getMessage());
+            return 1;
+        }
+        Runtime.getRuntime().addShutdownHook(Thread.ofPlatform().name("tracker-shutdown").unstarted(daemon::close));
+        out.println("vgpu tracker listening on " + daemon.endpoint() + ", ledger " + ledgerFile.toAbsolutePath()
+                + ", polling Slurm every " + poll.toSeconds() + " s");
+        out.flush();
+        try {
+            RuntimeException fatal = daemon.awaitStop();
+            if (fatal != null) {
+                err.println("vgpu tracker: stopped: " + fatal.getMessage());
+                return 1;
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            daemon.close();
+        }
+        return 0;
+    }
+
+    private static Duration seconds(CommandLine line, String option, long fallback) throws ParseException {
+        return Duration.ofSeconds(CommandLines.intValue(line, option, (int) fallback, 1));
+    }
+}

@@ -1,0 +1,67 @@
+package org.vgpu.tracker.cluster;
+
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+
+import org.vgpu.siteconfig.NodeConfig;
+import org.vgpu.siteconfig.SiteConfig;
+import org.vgpu.siteconfig.slurm.SlurmInventory;
+import org.vgpu.siteconfig.slurm.SlurmJob;
+import org.vgpu.siteconfig.slurm.SlurmNode;
+
+/**
+ * The site's GPU nodes at one moment: which GPUs are idle (by index) and since when, free CPUs and
+ * vgpu slots. Slurm prints no GPU indices per node, so they come from the jobs' allocations
+ * ({@code GRES=gpu:2(IDX:0-1)}); where those account for fewer GPUs than the node's used count, the
+ * highest-numbered "idle" ones are left out, so a GPU is never taken for idle on a guess.
+ */
+public record ClusterView(Instant now, List<NodeView> nodes) {
+    /** States in which a job holds its GPUs (a completing job still does until its epilog ends). */
+    private static final Set<String> HOLDING_STATES = Set.of("RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING", "STOPPED");
+
+    public ClusterView {
+        nodes = List.copyOf(nodes);
+    }
+
+    /** Nodes of the site configuration that Slurm does not report are left out (they cannot run anything). */
+    public static ClusterView of(SlurmInventory inventory, SiteConfig site, IdleClock clock, Instant now) {
+        List<NodeView> views = new ArrayList<>();
+        for (NodeConfig config : site.nodes()) {
+            Optional<SlurmNode> reported = inventory.node(config.name());
+            if (reported.isEmpty()) {
+                continue;
+            }
+            SlurmNode node = reported.get();
+            List<Integer> idle = idleGpus(node, inventory.jobs());
+            views.add(new NodeView(node.name(), node.schedulable(), node.partitions(), node.idleCpus(), node.idle(SlurmJob.VGPU),
+                    clock.observe(node.name(), idle, now), config.gpuMemoryBytes(), config.lenderEndpoint()));
+        }
+        return new ClusterView(now, views);
+    }
+
+    public Optional<NodeView> node(String name) {
+        return nodes.stream().filter(node -> node.name().equals(name)).findFirst();
+    }
+
+    private static List<Integer> idleGpus(SlurmNode node, List<SlurmJob> jobs) {
+        Set<Integer> inUse = new HashSet<>();
+        for (SlurmJob job : jobs) {
+            if (!HOLDING_STATES.contains(job.state())) {
+                continue;
+            }
+            inUse.addAll(job.gpuIndicesOn(node.name()));
+        }
+        int configured = node.configured().getOrDefault(SlurmJob.GPU, 0);
+        List<Integer> idle = new ArrayList<>();
+        for (int index = 0; index < configured && idle.size() < node.idle(SlurmJob.GPU); index++) {
+            if (!inUse.contains(index)) {
+                idle.add(index);
+            }
+        }
+        return idle;
+    }
+}

@@ -1,0 +1,197 @@
+package org.vgpu.tracker.ledger;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The tracker's persistent record of every live assembly (its lends, holder jobs and workers), a
+ * journal file of {@link LedgerLines} records. Every change is appended and forced to disk before
+ * the tracker acts on it, so after a crash the ledger knows at least every lend Slurm might hold;
+ * reconciling with Slurm on start fills in the rest. Opening replays the journal and rewrites it
+ * compacted (write beside, fsync, rename); the journal is compacted again when it has grown well
+ * beyond what is live.
+ *
+ * <p>A last line without its newline is a write cut short by a crash and is dropped with a
+ * warning (nothing was acted on for it). Any other unreadable line stops the tracker: starting
+ * without a lend record could give a GPU twice.
+ *
+ * <p>Not thread-safe: the tracker changes it from one thread.
+ */
+public final class Ledger implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(Ledger.class);
+    private static final int COMPACT_AFTER_LINES = 4096;
+
+    private final Path file;
+    private final Map<Long, Assembly> live = new LinkedHashMap<>();
+    private FileChannel journal;
+    private int linesSinceCompaction;
+
+    private Ledger(Path file) {
+        this.file = file;
+    }
+
+    /**
+     * Opens the ledger at {@code file}, creating it (mode 600) and its directory when missing.
+     *
+     * @throws LedgerException naming the file and line when it cannot be read, and the file when it cannot be written
+     */
+    public static Ledger open(Path file) {
+        Ledger ledger = new Ledger(file.toAbsolutePath());
+        ledger.replay();
+        ledger.compact();
+        return ledger;
+    }
+
+    public Path file() {
+        return file;
+    }
+
+    /** The live assemblies by job, in the order they were first recorded. */
+    public Collection<Assembly> assemblies() {
+        return List.copyOf(live.values());
+    }
+
+    public Optional<Assembly> assembly(long job) {
+        return Optional.ofNullable(live.get(job));
+    }
+
+    /** Records a new or changed assembly, durably. */
+    public void record(Assembly assembly) {
+        String line = LedgerLines.assembly(assembly);
+        // Live first: a compaction triggered by the append then writes the new state too.
+        live.put(assembly.job(), assembly);
+        append(line);
+    }
+
+    /** Ends a job's assembly, durably; {@code why} is one word ({@code done}, {@code gone}, {@code aborted}). */
+    public void forget(long job, String why) {
+        if (!live.containsKey(job)) {
+            return;
+        }
+        String line = LedgerLines.forget(job, why);
+        live.remove(job);
+        append(line);
+    }
+
+    @Override
+    public void close() {
+        if (journal != null) {
+            try {
+                journal.close();
+            } catch (IOException e) {
+                LOG.warn("closing ledger {}: {}", file, e.toString());
+            }
+        }
+    }
+
+    private void replay() {
+        if (!Files.exists(file)) {
+            return;
+        }
+        String text;
+        try {
+            text = Files.readString(file, StandardCharsets.US_ASCII);
+        } catch (IOException e) {
+            throw new LedgerException("cannot read the ledger " + file + ": " + e.getMessage(), e);
+        }
+        String[] lines = text.split("\n", -1);
+        for (int i = 0; i < lines.length; i++) {
+            boolean last = i == lines.length - 1;
+            if (last && lines[i].isEmpty()) {
+                break;
+            }
+            if (last) {
+                LOG.warn("ledger {}: line {} has no newline (a write cut short by a crash); dropped: {}", file, i + 1,
+                        lines[i].length() > 120 ? lines[i].substring(0, 120) + "..." : lines[i]);
+                break;
+            }
+            LedgerLines.Entry entry;
+            try {
+                entry = LedgerLines.parse(lines[i]);
+            } catch (IllegalArgumentException e) {
+                throw new LedgerException(file + ":" + (i + 1) + ": unreadable ledger record: " + e.getMessage()
+                        + "; the tracker will not start without knowing every lend. Repair the line, or move the file"
+                        + " aside to start empty (holder jobs the tracker then does not know are cancelled)");
+            }
+            switch (entry) {
+                case LedgerLines.Entry.Keep keep -> live.put(keep.assembly().job(), keep.assembly());
+                case LedgerLines.Entry.Forget forget -> live.remove(forget.job());
+            }
+        }
+    }
+
+    private void compact() {
+        close();
+        Path directory = file.getParent();
+        Path fresh = directory.resolve(file.getFileName() + ".new");
+        try {
+            Files.createDirectories(directory);
+            StringBuilder text = new StringBuilder();
+            for (Assembly assembly : live.values()) {
+                text.append(LedgerLines.assembly(assembly)).append('\n');
+            }
+            Files.deleteIfExists(fresh);
+            try (FileChannel out = FileChannel.open(fresh, Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE),
+                    PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")))) {
+                writeFully(out, text.toString());
+                out.force(true);
+            }
+            try {
+                Files.move(fresh, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            } catch (AtomicMoveNotSupportedException e) {
+                Files.move(fresh, file, StandardCopyOption.REPLACE_EXISTING);
+            }
+            forceDirectory(directory);
+            journal = FileChannel.open(file, StandardOpenOption.WRITE, StandardOpenOption.APPEND);
+            linesSinceCompaction = 0;
+        } catch (IOException e) {
+            throw new LedgerException("cannot write the ledger " + file + ": " + e.getMessage(), e);
+        }
+    }
+
+    private void append(String line) {
+        try {
+            writeFully(journal, line + "\n");
+            journal.force(false);
+        } catch (IOException e) {
+            throw new LedgerException("cannot append to the ledger " + file + ": " + e.getMessage(), e);
+        }
+        if (++linesSinceCompaction > COMPACT_AFTER_LINES + 4 * live.size()) {
+            compact();
+        }
+    }
+
+    private static void writeFully(FileChannel channel, String text) throws IOException {
+        ByteBuffer bytes = ByteBuffer.wrap(text.getBytes(StandardCharsets.US_ASCII));
+        while (bytes.hasRemaining()) {
+            channel.write(bytes);
+        }
+    }
+
+    /** Makes the rename itself durable; some file systems refuse to open a directory, which then has to do. */
+    private static void forceDirectory(Path directory) {
+        try (FileChannel channel = FileChannel.open(directory, StandardOpenOption.READ)) {
+            channel.force(true);
+        } catch (IOException e) {
+            LOG.debug("cannot fsync directory {}: {}", directory, e.toString());
+        }
+    }
+}

@@ -1,0 +1,187 @@
+package org.vgpu.tracker.slurm;
+
+import java.io.File;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.vgpu.siteconfig.slurm.SlurmInventory;
+import org.vgpu.siteconfig.slurm.SlurmJob;
+import org.vgpu.siteconfig.slurm.SlurmOutputException;
+
+/**
+ * {@link SlurmControl} through Slurm's client commands ({@code scontrol}, {@code sbatch},
+ * {@code scancel}), found on the PATH and pointed at the cluster by the environment
+ * ({@code SLURM_CONF}). Each call has a time limit: while slurmctld is down they would block for
+ * minutes. The tracker runs as root (or SlurmUser): releasing held jobs and changing another
+ * user's job needs it.
+ */
+public final class SlurmCommands implements SlurmControl {
+    private static final Logger LOG = LoggerFactory.getLogger(SlurmCommands.class);
+    private static final Pattern JOB_ID = Pattern.compile("(\\d+)(;.*)?");
+    /** What scontrol says for a job id it no longer remembers; not a failure for a lookup or a cancel. */
+    private static final Pattern UNKNOWN_JOB = Pattern.compile("(?i)invalid job id|job id .* not found|does not exist");
+
+    private final Duration timeout;
+    private final String lendPartition;
+    private final Optional<String> lendQos;
+
+    public SlurmCommands(Duration timeout, String lendPartition, Optional<String> lendQos) {
+        this.timeout = timeout;
+        this.lendPartition = lendPartition;
+        this.lendQos = lendQos;
+    }
+
+    @Override
+    public SlurmInventory inventory() {
+        String nodes = run("scontrol", "show", "node", "-d").stdout();
+        String jobs = run("scontrol", "show", "job", "-d").stdout();
+        try {
+            return SlurmInventory.fromScontrol(nodes, jobs.startsWith("No jobs in the system") ? "" : jobs);
+        } catch (SlurmOutputException e) {
+            throw new SlurmCommandException(e.getMessage(), e);
+        }
+    }
+
+    @Override
+    public Optional<SlurmJob> job(long id) {
+        Result result = runAllowingFailure("scontrol", "show", "job", "-d", Long.toString(id));
+        if (result.exitCode() != 0) {
+            if (UNKNOWN_JOB.matcher(result.stderr()).find()) {
+                return Optional.empty();
+            }
+            throw failed(result);
+        }
+        try {
+            return SlurmInventory.parseScontrolJobs(result.stdout()).stream().filter(job -> job.id() == id).findFirst();
+        } catch (SlurmOutputException e) {
+            throw new SlurmCommandException(e.getMessage(), e);
+        }
+    }
+
+    @Override
+    public boolean partitionExists(String partition) {
+        Result result = runAllowingFailure("scontrol", "show", "partition", partition);
+        return result.exitCode() == 0 && result.stdout().contains("PartitionName=" + partition);
+    }
+
+    @Override
+    public long submitHolder(String node, long forJob, int vgpu) {
+        List<String> command = new ArrayList<>(List.of("sbatch", "--parsable", "--partition=" + lendPartition,
+                "--nodelist=" + node, "--nodes=1", "--ntasks=1", "--cpus-per-task=1", "--mem=1", "--gres=gpu:1",
+                "--job-name=" + HOLDER_NAME_PREFIX + forJob + "-v" + vgpu, "--output=/dev/null", "--error=/dev/null",
+                "--comment=vgpu holder: a GPU of " + node + " lent to job " + forJob + " as its vGPU " + vgpu));
+        lendQos.ifPresent(qos -> command.add("--qos=" + qos));
+        // The holder only keeps the GPU in Slurm's books; the node's lender runs the worker that serves it.
+        command.addAll(List.of("--wrap", "exec sleep infinity"));
+        String out = run(command.toArray(String[]::new)).stdout().strip();
+        var matcher = JOB_ID.matcher(out);
+        if (!matcher.matches()) {
+            throw new SlurmCommandException("sbatch printed '" + out + "' instead of the holder's job id");
+        }
+        return Long.parseLong(matcher.group(1));
+    }
+
+    @Override
+    public void cancel(Collection<Long> jobs) {
+        if (jobs.isEmpty()) {
+            return;
+        }
+        List<String> command = new ArrayList<>(List.of("scancel"));
+        jobs.forEach(job -> command.add(Long.toString(job)));
+        Result result = runAllowingFailure(command.toArray(String[]::new));
+        if (result.exitCode() != 0 && !UNKNOWN_JOB.matcher(result.stderr()).find()) {
+            throw failed(result);
+        }
+    }
+
+    @Override
+    public void pin(long job, String node, int localGpus, int vgpus) {
+        String gres = localGpus > 0 ? "gpu:" + localGpus + ",vgpu:" + vgpus : "vgpu:" + vgpus;
+        run("scontrol", "update", "JobId=" + job, "Gres=" + gres, "NodeList=" + node);
+    }
+
+    @Override
+    public void release(long job) {
+        run("scontrol", "release", Long.toString(job));
+    }
+
+    @Override
+    public void comment(long job, String text) {
+        run("scontrol", "update", "JobId=" + job, "Comment=" + text);
+    }
+
+    private record Result(List<String> command, int exitCode, String stdout, String stderr) {
+    }
+
+    private Result run(String... command) {
+        Result result = runAllowingFailure(command);
+        if (result.exitCode() != 0) {
+            throw failed(result);
+        }
+        return result;
+    }
+
+    private static SlurmCommandException failed(Result result) {
+        return new SlurmCommandException("'" + String.join(" ", result.command()) + "' failed with exit code "
+                + result.exitCode() + ": " + firstLine(result.stderr().isBlank() ? result.stdout() : result.stderr()));
+    }
+
+    private Result runAllowingFailure(String... command) {
+        List<String> words = List.of(command);
+        LOG.debug("running {}", words);
+        Process process;
+        try {
+            process = new ProcessBuilder(words).redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))
+                    .start();
+        } catch (IOException e) {
+            throw new SlurmCommandException("cannot run '" + String.join(" ", words) + "': " + e.getMessage()
+                    + " (are Slurm's client commands on the PATH?)", e);
+        }
+        CompletableFuture<String> stdout = readAll(process.getInputStream());
+        CompletableFuture<String> stderr = readAll(process.getErrorStream());
+        try {
+            if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+                process.destroyForcibly();
+                throw new SlurmCommandException("'" + String.join(" ", words) + "' did not finish within "
+                        + timeout.toSeconds() + " s; is slurmctld up?");
+            }
+            return new Result(words, process.exitValue(), stdout.get(), stderr.get());
+        } catch (InterruptedException e) {
+            process.destroyForcibly();
+            Thread.currentThread().interrupt();
+            throw new SlurmCommandException("interrupted while running '" + String.join(" ", words) + "'", e);
+        } catch (ExecutionException e) {
+            throw new SlurmCommandException("cannot read the output of '" + String.join(" ", words) + "': " + e.getCause(), e);
+        }
+    }
+
+    private static CompletableFuture<String> readAll(InputStream stream) {
+        CompletableFuture<String> text = new CompletableFuture<>();
+        Thread.ofVirtual().start(() -> {
+            try (stream) {
+                text.complete(new String(stream.readAllBytes(), StandardCharsets.UTF_8));
+            } catch (IOException e) {
+                text.completeExceptionally(e);
+            }
+        });
+        return text;
+    }
+
+    private static String firstLine(String text) {
+        String stripped = text.strip();
+        int newline = stripped.indexOf('\n');
+        return newline < 0 ? stripped : stripped.substring(0, newline);
+    }
+}

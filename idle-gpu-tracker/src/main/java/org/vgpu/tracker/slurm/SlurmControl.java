@@ -1,0 +1,45 @@
+package org.vgpu.tracker.slurm;
+
+import java.util.Collection;
+import java.util.Optional;
+
+import org.vgpu.siteconfig.slurm.SlurmInventory;
+import org.vgpu.siteconfig.slurm.SlurmJob;
+
+/**
+ * What the tracker reads from and does to Slurm. Every method either does what it says or throws
+ * {@link SlurmCommandException} naming the command and Slurm's answer.
+ */
+public interface SlurmControl {
+    /** Name prefix of holder jobs, followed by {@code <job>-v<vgpu>}; with the lend partition it marks the tracker's own jobs. */
+    String HOLDER_NAME_PREFIX = "vgpu-holder-";
+
+    /** Every node and every job Slurm still remembers. */
+    SlurmInventory inventory();
+
+    /** One job, or empty when Slurm no longer knows it. */
+    Optional<SlurmJob> job(long id);
+
+    boolean partitionExists(String partition);
+
+    /**
+     * Submits a holder job that keeps one GPU of {@code node} for vGPU {@code vgpu} of job
+     * {@code forJob}, in the lend partition; returns its job id.
+     */
+    long submitHolder(String node, long forJob, int vgpu);
+
+    /** Cancels jobs; ids Slurm no longer knows are not an error. */
+    void cancel(Collection<Long> jobs);
+
+    /**
+     * Pins a held vgpu job to {@code node} and adds its local GPUs to its request
+     * ({@code Gres=gpu:L,vgpu:N}), so Slurm allocates those GPUs to the job itself.
+     */
+    void pin(long job, String node, int localGpus, int vgpus);
+
+    /** Releases a held job. */
+    void release(long job);
+
+    /** Sets the job's comment, which {@code squeue -O comment} and {@code scontrol show job} show its user. */
+    void comment(long job, String text);
+}

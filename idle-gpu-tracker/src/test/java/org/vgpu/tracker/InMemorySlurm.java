@@ -1,0 +1,165 @@
+package org.vgpu.tracker;
+
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+
+import org.vgpu.siteconfig.slurm.GresItem;
+import org.vgpu.siteconfig.slurm.SlurmInventory;
+import org.vgpu.siteconfig.slurm.SlurmJob;
+import org.vgpu.siteconfig.slurm.SlurmNode;
+import org.vgpu.tracker.slurm.SlurmControl;
+
+/**
+ * A small stand-in for Slurm for the tracker's unit tests: nodes with GPUs and CPUs, jobs that
+ * {@link #schedule()} starts first-come when their node has the GPUs, and a log of every change
+ * the tracker asked for. The real thing is exercised by the testbed's scenarios.
+ */
+final class InMemorySlurm implements SlurmControl {
+    private record Node(String name, int gpus, int cpus, List<String> partitions) {
+    }
+
+    private final Map<String, Node> nodes = new LinkedHashMap<>();
+    private final Map<Long, SlurmJob> jobs = new LinkedHashMap<>();
+    private final Set<String> partitions = new HashSet<>(Set.of("gpu", "lend"));
+    final List<String> actions = new ArrayList<>();
+    private long nextId = 100;
+
+    void addNode(String name, int gpus, int cpus) {
+        nodes.put(name, new Node(name, gpus, cpus, List.of("gpu", "lend")));
+    }
+
+    /** A running job holding {@code gpuIndices} of {@code node}. */
+    long runOn(String node, List<Integer> gpuIndices, int cpus) {
+        long id = nextId++;
+        jobs.put(id, new SlurmJob(id, "user-job", "bob", "RUNNING", "None", "gpu", 1, cpus, Map.of("gpu", gpuIndices.size()),
+                List.of(allocation(node, gpuIndices))));
+        return id;
+    }
+
+    /** A vgpu job as job_submit.lua leaves it: pending, held. */
+    long submitVgpuJob(int vgpus) {
+        long id = nextId++;
+        jobs.put(id, new SlurmJob(id, "vgpu-job", "alice", "PENDING", "JobHeldUser", "gpu", 0, 1, Map.of("vgpu", vgpus),
+                List.of()));
+        return id;
+    }
+
+    void setState(long id, String state) {
+        SlurmJob job = jobs.get(id);
+        jobs.put(id, new SlurmJob(id, job.name(), job.user(), state, job.reason(), job.partition(), job.priority(), job.cpus(),
+                job.requestedPerNode(), state.equals("RUNNING") ? job.allocations() : List.of()));
+    }
+
+    SlurmJob get(long id) {
+        return jobs.get(id);
+    }
+
+    /** Starts every pending, released job whose pinned node has its GPUs free, lowest GPU indices first. */
+    void schedule() {
+        for (SlurmJob job : List.copyOf(jobs.values())) {
+            if (!job.state().equals("PENDING") || job.priority() == 0 || job.reason().equals("unpinned")) {
+                continue;
+            }
+            String node = job.reason();
+            int wanted = job.requestedPerNode().getOrDefault("gpu", 0);
+            List<Integer> free = freeGpus(node);
+            if (free.size() >= wanted) {
+                jobs.put(job.id(), new SlurmJob(job.id(), job.name(), job.user(), "RUNNING", "None", job.partition(),
+                        job.priority(), job.cpus(), job.requestedPerNode(), List.of(allocation(node, free.subList(0, wanted)))));
+            }
+        }
+    }
+
+    List<Integer> freeGpus(String node) {
+        Set<Integer> used = new HashSet<>();
+        jobs.values().stream().filter(job -> job.state().equals("RUNNING")).forEach(job -> used.addAll(job.gpuIndicesOn(node)));
+        List<Integer> free = new ArrayList<>();
+        for (int gpu = 0; gpu < nodes.get(node).gpus(); gpu++) {
+            if (!used.contains(gpu)) {
+                free.add(gpu);
+            }
+        }
+        return free;
+    }
+
+    List<Long> activeHolders() {
+        return jobs.values().stream().filter(job -> job.partition().equals("lend") && !job.state().equals("CANCELLED"))
+                .map(SlurmJob::id).toList();
+    }
+
+    @Override
+    public SlurmInventory inventory() {
+        List<SlurmNode> views = new ArrayList<>();
+        for (Node node : nodes.values()) {
+            int usedGpus = node.gpus() - freeGpus(node.name()).size();
+            int usedCpus = jobs.values().stream().filter(job -> job.state().equals("RUNNING")
+                    && job.allocations().getFirst().nodes().equals(node.name())).mapToInt(SlurmJob::cpus).sum();
+            views.add(new SlurmNode(node.name(), usedGpus == 0 ? "IDLE" : "MIXED", node.cpus(), usedCpus, node.partitions(),
+                    Map.of("gpu", node.gpus(), "vgpu", 8), Map.of("gpu", usedGpus, "vgpu", 0)));
+        }
+        return new SlurmInventory(views, List.copyOf(jobs.values()));
+    }
+
+    @Override
+    public Optional<SlurmJob> job(long id) {
+        return Optional.ofNullable(jobs.get(id));
+    }
+
+    @Override
+    public boolean partitionExists(String partition) {
+        return partitions.contains(partition);
+    }
+
+    @Override
+    public long submitHolder(String node, long forJob, int vgpu) {
+        long id = nextId++;
+        // A holder is pinned to its node and not held: reason carries the node for schedule().
+        jobs.put(id, new SlurmJob(id, HOLDER_NAME_PREFIX + forJob + "-v" + vgpu, "root", "PENDING", node, "lend", 1, 1,
+                Map.of("gpu", 1), List.of()));
+        actions.add("submit holder " + id + " on " + node + " for " + forJob + " v" + vgpu);
+        return id;
+    }
+
+    @Override
+    public void cancel(Collection<Long> ids) {
+        for (long id : ids) {
+            if (jobs.containsKey(id)) {
+                setState(id, "CANCELLED");
+                actions.add("cancel " + id);
+            }
+        }
+    }
+
+    @Override
+    public void pin(long id, String node, int localGpus, int vgpus) {
+        SlurmJob job = jobs.get(id);
+        Map<String, Integer> request = localGpus > 0 ? Map.of("gpu", localGpus, "vgpu", vgpus) : Map.of("vgpu", vgpus);
+        jobs.put(id, new SlurmJob(id, job.name(), job.user(), job.state(), node, job.partition(), job.priority(), job.cpus(),
+                request, job.allocations()));
+        actions.add("pin " + id + " to " + node + " gpu:" + localGpus + ",vgpu:" + vgpus);
+    }
+
+    @Override
+    public void release(long id) {
+        SlurmJob job = jobs.get(id);
+        jobs.put(id, new SlurmJob(id, job.name(), job.user(), job.state(), job.reason(), job.partition(), 1, job.cpus(),
+                job.requestedPerNode(), job.allocations()));
+        actions.add("release " + id);
+    }
+
+    @Override
+    public void comment(long id, String text) {
+        actions.add("comment " + id + " " + text);
+    }
+
+    private static SlurmJob.NodeAllocation allocation(String node, List<Integer> gpus) {
+        return new SlurmJob.NodeAllocation(node, gpus.isEmpty() ? List.of()
+                : List.of(new GresItem("gpu", Optional.empty(), gpus.size(), gpus)));
+    }
+}

@@ -1,0 +1,126 @@
+package org.vgpu.tracker.ledger;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Instant;
+import java.util.List;
+import java.util.Optional;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.vgpu.runtime.remote.lender.Endpoint;
+
+class LedgerTest {
+    private static final Instant PLANNED = Instant.parse("2026-11-21T12:00:00.123Z");
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void everyChangeSurvivesReopeningAndForgottenJobsStayForgotten() {
+        Path file = dir.resolve("state/tracker.ledger");
+        Assembly secured = securing(42).withLend(Lend.planned(1, "n2").withHolder(43).withGpu(3)
+                .withWorker(new Endpoint("10.1.0.2", 7501), "n2-d3-9f2c"));
+        try (Ledger ledger = Ledger.open(file)) {
+            ledger.record(securing(41));
+            ledger.record(securing(42));
+            ledger.record(secured);
+            ledger.record(secured.releasedAt(PLANNED.plusSeconds(2)));
+            ledger.forget(41, "done");
+        }
+        try (Ledger reopened = Ledger.open(file)) {
+            assertEquals(List.of(secured.releasedAt(PLANNED.plusSeconds(2))), List.copyOf(reopened.assemblies()));
+        }
+    }
+
+    @Test
+    void theFileIsPrivateAndCompactedOnOpen() throws IOException {
+        Path file = dir.resolve("tracker.ledger");
+        try (Ledger ledger = Ledger.open(file)) {
+            for (int i = 0; i < 10; i++) {
+                ledger.record(securing(7));
+            }
+        }
+        try (Ledger ignored = Ledger.open(file)) {
+            assertEquals(1, Files.readAllLines(file).size());
+        }
+        assertEquals("rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(file)));
+    }
+
+    @Test
+    void aLastLineCutShortByACrashIsDropped() throws IOException {
+        Path file = dir.resolve("tracker.ledger");
+        try (Ledger ledger = Ledger.open(file)) {
+            ledger.record(securing(7));
+        }
+        String torn = LedgerLines.assembly(securing(8));
+        Files.writeString(file, torn.substring(0, torn.length() / 2), StandardOpenOption.APPEND);
+
+        try (Ledger reopened = Ledger.open(file)) {
+            assertEquals(List.of(7L), reopened.assemblies().stream().map(Assembly::job).toList());
+        }
+    }
+
+    @Test
+    void aDamagedLineStopsTheTrackerNamingFileAndLine() throws IOException {
+        Path file = dir.resolve("tracker.ledger");
+        try (Ledger ledger = Ledger.open(file)) {
+            ledger.record(securing(7));
+            ledger.record(securing(8));
+        }
+        List<String> lines = Files.readAllLines(file);
+        Files.writeString(file, lines.get(0).replace("node=n1", "node=n9") + "\n" + lines.get(1) + "\n", StandardCharsets.US_ASCII);
+
+        LedgerException refused = assertThrows(LedgerException.class, () -> Ledger.open(file));
+
+        assertTrue(refused.getMessage().startsWith(file + ":1: unreadable ledger record: its CRC does not match"),
+                refused.getMessage());
+        assertEquals(2, Files.readAllLines(file).size(), "a ledger that cannot be read is left as it is");
+    }
+
+    @Test
+    void linesRoundTripAndMalformedOnesAreRefusedWithTheReason() {
+        Assembly released = securing(42).withLend(Lend.planned(1, "n2").withHolder(43).withGpu(3)
+                .withWorker(new Endpoint("::1", 7501), "n2-d3-9f2c")).releasedAt(PLANNED.plusSeconds(1));
+
+        assertEquals(new LedgerLines.Entry.Keep(released), LedgerLines.parse(LedgerLines.assembly(released)));
+        assertEquals(new LedgerLines.Entry.Forget(42, "gone"), LedgerLines.parse(LedgerLines.forget(42, "gone")));
+        for (String[] bad : List.of(
+                new String[] {"assembly job=1", "no crc="},
+                new String[] {sealed("assembly job=1 user=a node=n1 vgpus=1 local=1 phase=held planned=0"), "phase 'held'"},
+                new String[] {sealed("assembly job=x user=a node=n1 vgpus=1 local=1 phase=securing planned=0"), "'job=x' is not"},
+                new String[] {sealed("assembly job=1 job=2"), "'job' appears twice"},
+                new String[] {sealed("assembly job=1 user=a node=n1 vgpus=2 local=1 phase=securing planned=0"), "do not make 2"},
+                new String[] {sealed("launch job=1"), "unknown record 'launch'"})) {
+            IllegalArgumentException refused = assertThrows(IllegalArgumentException.class, () -> LedgerLines.parse(bad[0]));
+            assertTrue(refused.getMessage().contains(bad[1]), bad[1] + " not in: " + refused.getMessage());
+        }
+    }
+
+    @Test
+    void namesThatCouldSplitAFieldAreNeverWritten() {
+        Assembly odd = new Assembly(1, "al ice", "n1", 1, 1, Assembly.Phase.SECURING, PLANNED, Optional.empty(), List.of());
+        assertThrows(IllegalArgumentException.class, () -> LedgerLines.assembly(odd));
+    }
+
+    private static Assembly securing(long job) {
+        return new Assembly(job, "alice", "n1", 2, 1, Assembly.Phase.SECURING, PLANNED, Optional.empty(),
+                List.of(Lend.planned(1, "n2")));
+    }
+
+    /** A line with a valid CRC, so the parser gets past it to the content. */
+    private static String sealed(String body) {
+        String valid = LedgerLines.forget(1, "x");
+        java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+        crc.update(body.getBytes(StandardCharsets.US_ASCII));
+        return valid.isEmpty() ? body : body + " crc=" + java.util.HexFormat.of().toHexDigits((int) crc.getValue());
+    }
+}
