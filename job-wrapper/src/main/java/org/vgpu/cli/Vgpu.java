@@ -6,6 +6,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
+import org.vgpu.job.RunCommand;
 import org.vgpu.migration.cli.MigrateCommand;
 import org.vgpu.migration.cli.MigrationBenchCommand;
 import org.vgpu.runtime.cli.BenchCommand;
@@ -35,7 +36,7 @@ public final class Vgpu {
     /** The subcommands a {@code vgpu} installation offers. */
     public static Vgpu standard() {
         return new Vgpu(List.of(new DevicesCommand(), new DemoCommand(), new BenchCommand(), new LenderCommand(),
-                new WorkerCommand(), new RemoteBenchCommand(), new MigrateCommand(), new MigrationBenchCommand(),
+                new WorkerCommand(), new RemoteBenchCommand(), new RunCommand(), new MigrateCommand(), new MigrationBenchCommand(),
                 new ConfigCommand(), new TrackerCommand(), new ReportCommand()));
     }
 

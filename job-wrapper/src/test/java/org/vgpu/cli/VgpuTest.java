@@ -45,6 +45,12 @@ class VgpuTest {
     }
 
     @Test
+    void runIsOffered() {
+        assertEquals(0, vgpu("run", "--help"));
+        assertTrue(out().contains("usage: vgpu run [options]") && out().contains("--hold"), out());
+    }
+
+    @Test
     void unknownCommandIsAUsageError() {
         assertEquals(2, vgpu("frobnicate"));
         assertTrue(err().contains("unknown command 'frobnicate'"), err());

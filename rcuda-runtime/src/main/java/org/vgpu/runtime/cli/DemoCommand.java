@@ -1,10 +1,7 @@
 package org.vgpu.runtime.cli;
 
 import java.io.PrintStream;
-import java.util.ArrayList;
-import java.util.LinkedHashSet;
 import java.util.List;
-import java.util.Set;
 
 import org.apache.commons.cli.CommandLine;
 import org.apache.commons.cli.Option;
@@ -15,10 +12,9 @@ import org.vgpu.cli.Subcommand;
 import org.vgpu.runtime.Backends;
 import org.vgpu.runtime.api.GpuBackend;
 import org.vgpu.runtime.api.VaWindow;
-import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.api.VirtualGpu;
 import org.vgpu.runtime.workloads.Workload;
-import org.vgpu.runtime.workloads.WorkloadResult;
+import org.vgpu.runtime.workloads.WorkloadCheck;
 import org.vgpu.runtime.workloads.Workloads;
 
 /**
@@ -27,8 +23,6 @@ import org.vgpu.runtime.workloads.Workloads;
  * summary; exit 0 when all passed, 1 when any failed. On the CPU emulation every line says so.
  */
 public final class DemoCommand implements Subcommand {
-    private static final String ALL = "all";
-
     @Override
     public String name() {
         return "demo";
@@ -46,8 +40,7 @@ public final class DemoCommand implements Subcommand {
                         .desc("auto, native or emulated (default auto: native when this machine has a GPU)").get())
                 .addOption(Option.builder().longOpt("size").hasArg().argName("N")
                         .desc("problem-size multiplier, >= 1 (default 1, sized for the CPU emulation)").get())
-                .addOption(Option.builder().longOpt("workload").hasArg().argName("NAME[,NAME...]")
-                        .desc("workloads to run, repeatable (default all): " + String.join(", ", Workloads.names())).get())
+                .addOption(WorkloadSelection.option("all"))
                 .addOption(Option.builder().longOpt("vgpu").hasArg().argName("K")
                         .desc("vGPU index, which fixes the address window (default 0)").get())
                 .addOption(Option.builder().longOpt("device").hasArg().argName("D")
@@ -66,7 +59,7 @@ public final class DemoCommand implements Subcommand {
         }
         int device = CommandLines.intValue(line, "device", 0, 0);
         int seed = CommandLines.intValue(line, "seed", 1, 0);
-        List<Workload> workloads = selectWorkloads(line.getOptionValues("workload"));
+        List<Workload> workloads = WorkloadSelection.select(line.getOptionValues(WorkloadSelection.OPTION), Workloads.all());
 
         try (GpuBackend backend = Backends.open(backendName)) {
             if (device >= backend.deviceCount()) {
@@ -83,7 +76,9 @@ public final class DemoCommand implements Subcommand {
             try (VirtualGpu gpu = backend.open(device, VaWindow.forVgpu(vgpuIndex))) {
                 out.printf("%s, size x%d, seed %d%n", gpu.window(), scale, seed);
                 for (Workload workload : workloads) {
-                    if (!runOne(workload, gpu, scale, seed, emulationMark, out)) {
+                    WorkloadCheck check = WorkloadCheck.run(workload, gpu, scale, seed);
+                    out.println(check.line("") + emulationMark);
+                    if (!check.passed()) {
                         failed++;
                     }
                 }
@@ -92,45 +87,5 @@ public final class DemoCommand implements Subcommand {
                     workloads.size() - failed, workloads.size(), backend.name(), emulationMark);
             return failed == 0 ? 0 : 1;
         }
-    }
-
-    /** Runs one workload and prints its line; a vGPU error is that workload's failure, not the demo's end. */
-    private static boolean runOne(Workload workload, VirtualGpu gpu, int scale, int seed, String emulationMark, PrintStream out) {
-        try {
-            WorkloadResult result = workload.run(gpu, scale, seed);
-            out.printf("%s  %-15s %10.1f ms  %s  (%s)%s%n", result.passed() ? "PASS" : "FAIL", workload.name(),
-                    result.elapsed().toNanos() / 1e6, result.errorSummary(), result.detail(), emulationMark);
-            return result.passed();
-        } catch (VgpuException e) {
-            out.printf("FAIL  %-15s %13s  %s%s%n", workload.name(), "-", e.getMessage(), emulationMark);
-            return false;
-        }
-    }
-
-    /** The named workloads in the order given (comma lists and repeats allowed), or all of them. */
-    private static List<Workload> selectWorkloads(String[] values) throws ParseException {
-        if (values == null) {
-            return Workloads.all();
-        }
-        Set<String> names = new LinkedHashSet<>();
-        for (String value : values) {
-            for (String name : value.split(",")) {
-                if (!name.isBlank()) {
-                    names.add(name.strip());
-                }
-            }
-        }
-        if (names.isEmpty()) {
-            throw new ParseException("--workload needs a name, one of " + Workloads.names() + " or " + ALL);
-        }
-        if (names.contains(ALL)) {
-            return Workloads.all();
-        }
-        List<Workload> selected = new ArrayList<>();
-        for (String name : names) {
-            selected.add(Workloads.named(name).orElseThrow(() -> new ParseException(
-                    "unknown workload '" + name + "', expected one of " + Workloads.names() + " or " + ALL)));
-        }
-        return selected;
     }
 }

@@ -1,0 +1,380 @@
+package org.vgpu.job;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.TreeMap;
+import java.util.HexFormat;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.regex.Pattern;
+
+import org.vgpu.migration.MigrationTarget;
+import org.vgpu.migration.agent.MigrationAgent;
+import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.VaWindow;
+import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.remote.lender.Endpoint;
+
+/**
+ * Reads a {@link JobAssembly} from the variables the SPANK bridge exports, with the grammar of
+ * slurm-spank-bridge/README.md. Every error names the variable and what was expected; none quotes
+ * a session token.
+ */
+final class AssemblyEnvironment {
+    static final String COUNT = "VGPU_COUNT";
+    static final String ASSEMBLY = "VGPU_ASSEMBLY";
+    static final String LOCAL_GPUS = "VGPU_LOCAL_GPUS";
+    static final String CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES";
+    static final String REMOTE = "VGPU_REMOTE";
+    static final String AGENT_SOCKET = MigrationAgent.SOCKET_ENV;
+    static final String WINDOW_BASE = "VGPU_WINDOW_BASE";
+    static final String MIGRATE = "VGPU_MIGRATE";
+    static final String NODE = "VGPU_NODE";
+    static final String SOURCE = "VGPU_SOURCE";
+    static final String TRACKER = "VGPU_TRACKER";
+    /** The bridge's variables; CUDA_VISIBLE_DEVICES alone does not make a vgpu job. */
+    static final List<String> BRIDGE_VARIABLES = List.of(COUNT, ASSEMBLY, LOCAL_GPUS, REMOTE, AGENT_SOCKET, WINDOW_BASE,
+            MIGRATE, NODE, SOURCE, TRACKER);
+
+    /** The largest GPU index the bridge accepts (gres.conf numbering). */
+    static final int MAX_NODE_GPU = 1023;
+    static final int MAX_TOKEN_BYTES = 1024;
+    /** sun_path holds 108 bytes with its terminating NUL. */
+    static final int MAX_SOCKET_PATH_BYTES = 107;
+    private static final Pattern DECIMAL = Pattern.compile("0|[1-9][0-9]{0,8}");
+    private static final Pattern TOKEN = Pattern.compile("[A-Za-z0-9._~+/=-]+");
+    private static final Pattern NODE_NAME = Pattern.compile("[A-Za-z0-9._-]{1,128}");
+    private static final Pattern HEX = Pattern.compile("0x[0-9a-fA-F]{1,16}");
+
+    /** A vGPU as {@code VGPU_ASSEMBLY} places it: a node GPU, or a worker endpoint. */
+    private record Placement(int index, int nodeGpu, Endpoint worker) {
+        boolean local() {
+            return worker == null;
+        }
+    }
+
+    private final Map<String, String> environment;
+
+    private AssemblyEnvironment(Map<String, String> environment) {
+        this.environment = environment;
+    }
+
+    static Optional<JobAssembly> parse(Map<String, String> environment) {
+        if (BRIDGE_VARIABLES.stream().noneMatch(environment::containsKey)) {
+            return Optional.empty();
+        }
+        return Optional.of(new AssemblyEnvironment(environment).assembly());
+    }
+
+    private JobAssembly assembly() {
+        int count = count();
+        List<Placement> placements = placements(count);
+        List<Integer> localGpus = localGpus();
+        List<Integer> assembledLocal = placements.stream().filter(Placement::local).map(Placement::nodeGpu).toList();
+        if (!assembledLocal.equals(localGpus)) {
+            throw invalid(LOCAL_GPUS + " is '" + required(LOCAL_GPUS) + "' but " + ASSEMBLY
+                    + " places its local vGPUs on GPUs '" + joined(assembledLocal) + "' (in vGPU order); they must agree");
+        }
+        checkCudaVisibleDevices(localGpus);
+        Map<Integer, String> tokens = tokens(count, placements);
+        JobAssembly.Source source = source();
+        if (source == JobAssembly.Source.LOCAL_ONLY_FALLBACK && !tokens.isEmpty()) {
+            throw invalid(SOURCE + " is local-only-fallback but " + ASSEMBLY + " has remote vGPUs " + tokens.keySet());
+        }
+
+        List<JobAssembly.Vgpu> vgpus = new ArrayList<>();
+        int cudaDevice = 0;
+        for (Placement placement : placements) {
+            vgpus.add(placement.local()
+                    ? new JobAssembly.Local(placement.index(), placement.nodeGpu(), cudaDevice++)
+                    : new JobAssembly.Remote(placement.index(), placement.worker(), tokens.get(placement.index())));
+        }
+        return new JobAssembly(vgpus, windowBase(count), agentSocket(), migration(), node(), source, tracker());
+    }
+
+    // ---- VGPU_COUNT, VGPU_ASSEMBLY, VGPU_LOCAL_GPUS, CUDA_VISIBLE_DEVICES
+
+    private int count() {
+        String text = required(COUNT);
+        if (!DECIMAL.matcher(text).matches() || Integer.parseInt(text) < 1 || Integer.parseInt(text) > JobAssembly.MAX_VGPUS) {
+            throw invalid(COUNT + " must be a whole number from 1 to " + JobAssembly.MAX_VGPUS + ", got '" + text + "'");
+        }
+        return Integer.parseInt(text);
+    }
+
+    private List<Placement> placements(int count) {
+        String text = required(ASSEMBLY);
+        List<String> entries = items(text);
+        if (entries.size() != count) {
+            throw invalid(ASSEMBLY + " has " + entries.size() + " entries but " + COUNT + " is " + count
+                    + "; expected one K=local:GPU or K=remote:HOST:PORT per vGPU");
+        }
+        List<Placement> placements = new ArrayList<>();
+        Set<Integer> seen = new LinkedHashSet<>();
+        for (String entry : entries) {
+            Placement placement = placement(entry, count);
+            if (!seen.add(placement.index())) {
+                throw invalid(ASSEMBLY + " names vGPU " + placement.index() + " twice");
+            }
+            placements.add(placement);
+        }
+        for (int k = 0; k < count; k++) {
+            if (placements.get(k).index() != k) {
+                throw invalid(ASSEMBLY + " must list vGPUs 0 to " + (count - 1) + " in index order, but entry " + (k + 1)
+                        + " is vGPU " + placements.get(k).index());
+            }
+        }
+        return placements;
+    }
+
+    private static Placement placement(String entry, int count) {
+        int equals = entry.indexOf('=');
+        String expected = "; expected K=local:GPU or K=remote:HOST:PORT, got '" + entry + "'";
+        if (equals < 0) {
+            throw invalid(ASSEMBLY + " entry without '='" + expected);
+        }
+        int index = vgpuIndex(ASSEMBLY, entry.substring(0, equals), count);
+        String where = entry.substring(equals + 1);
+        if (where.startsWith("local:")) {
+            return new Placement(index, nodeGpu(ASSEMBLY + " entry for vGPU " + index, where.substring("local:".length())), null);
+        }
+        if (where.startsWith("remote:")) {
+            return new Placement(index, -1, worker(ASSEMBLY + " entry for vGPU " + index, where.substring("remote:".length())));
+        }
+        throw invalid(ASSEMBLY + " entry for vGPU " + index + " is neither local nor remote" + expected);
+    }
+
+    private List<Integer> localGpus() {
+        List<Integer> gpus = new ArrayList<>();
+        for (String item : items(required(LOCAL_GPUS))) {
+            int gpu = nodeGpu(LOCAL_GPUS, item);
+            if (gpus.contains(gpu)) {
+                throw invalid(LOCAL_GPUS + " names GPU " + gpu + " twice");
+            }
+            gpus.add(gpu);
+        }
+        return gpus;
+    }
+
+    /**
+     * CUDA numbers the GPUs a process sees by their place in CUDA_VISIBLE_DEVICES, and the job
+     * drives local GPU i of VGPU_LOCAL_GPUS as CUDA device i: both lists must be the same.
+     */
+    private void checkCudaVisibleDevices(List<Integer> localGpus) {
+        String visible = environment.get(CUDA_VISIBLE_DEVICES);
+        String expected = joined(localGpus);
+        if (visible == null) {
+            throw invalid(CUDA_VISIBLE_DEVICES + " is not set; a vgpu job's must be '" + expected + "', the GPUs of "
+                    + LOCAL_GPUS + ", so that CUDA device i is the i-th of them");
+        }
+        if (!items(visible).equals(items(expected))) {
+            throw invalid(CUDA_VISIBLE_DEVICES + " is '" + visible + "' but " + LOCAL_GPUS + " is '" + expected
+                    + "'; they must be the same list, so that CUDA device i is the i-th local GPU");
+        }
+    }
+
+    // ---- VGPU_REMOTE
+
+    /** The token of every remote vGPU, by index; VGPU_REMOTE must name exactly the remote vGPUs of the assembly. */
+    private Map<Integer, String> tokens(int count, List<Placement> placements) {
+        String text = environment.getOrDefault(REMOTE, "");
+        Map<Integer, String> tokens = new TreeMap<>();
+        List<String> entries = items(text);
+        for (int position = 0; position < entries.size(); position++) {
+            String entry = entries.get(position);
+            int at = entry.indexOf('@');
+            int hash = entry.indexOf('#');
+            if (at < 0 || hash < at) {
+                // not quoted: a malformed entry may still hold a token
+                throw invalid(REMOTE + " entry " + (position + 1) + " is not K@HOST:PORT#TOKEN (the entry is not shown:"
+                        + " it may hold a session token)");
+            }
+            int index = vgpuIndex(REMOTE, entry.substring(0, at), count);
+            Endpoint worker = worker(REMOTE + " entry for vGPU " + index, entry.substring(at + 1, hash));
+            String token = entry.substring(hash + 1);
+            checkToken(index, token);
+            Placement placement = placements.get(index);
+            if (placement.local()) {
+                throw invalid(REMOTE + " has a token for vGPU " + index + ", which " + ASSEMBLY
+                        + " places on local GPU " + placement.nodeGpu());
+            }
+            if (!placement.worker().equals(worker)) {
+                throw invalid(REMOTE + " gives vGPU " + index + " the worker " + worker + " but " + ASSEMBLY + " gives it "
+                        + placement.worker());
+            }
+            if (tokens.put(index, token) != null) {
+                throw invalid(REMOTE + " names vGPU " + index + " twice");
+            }
+        }
+        for (Placement placement : placements) {
+            if (!placement.local() && !tokens.containsKey(placement.index())) {
+                throw invalid(REMOTE + " has no session token for remote vGPU " + placement.index() + " ("
+                        + placement.worker() + "); expected an entry " + placement.index() + "@" + placement.worker()
+                        + "#TOKEN" + (environment.containsKey(REMOTE) ? "" : ", and " + REMOTE + " is not set"));
+            }
+        }
+        return tokens;
+    }
+
+    private static void checkToken(int index, String token) {
+        int bytes = token.getBytes(StandardCharsets.UTF_8).length;
+        if (bytes < 1 || bytes > MAX_TOKEN_BYTES || !TOKEN.matcher(token).matches()) {
+            throw invalid(REMOTE + ": the token of vGPU " + index + " must be 1 to " + MAX_TOKEN_BYTES
+                    + " bytes of [A-Za-z0-9._~+/=-], got " + bytes + " bytes that are not (token not shown)");
+        }
+    }
+
+    // ---- the optional variables
+
+    /** Absent: the bridge's default base; otherwise 0x and 1 to 16 hex digits, as the bridge writes it. */
+    private long windowBase(int count) {
+        String text = environment.get(WINDOW_BASE);
+        if (text == null) {
+            return VaWindow.DEFAULT_BASE;
+        }
+        if (!HEX.matcher(text).matches()) {
+            throw invalid(WINDOW_BASE + " must be 0x followed by 1 to 16 hex digits, got '" + text + "'");
+        }
+        long base = HexFormat.fromHexDigitsToLong(text.substring(2));
+        long limit = 1L << 47;
+        if (base == 0 || Long.remainderUnsigned(base, VaWindow.GRANULARITY) != 0) {
+            throw invalid(WINDOW_BASE + " must be a non-zero multiple of 2 MiB (0x200000), got '" + text + "'");
+        }
+        if (Long.compareUnsigned(base, limit) >= 0 || (limit - base) / VaWindow.DEFAULT_SIZE < count) {
+            throw invalid(String.format("%s '%s': %d windows of 256 GiB from it do not fit below 0x%x, the end of the"
+                    + " user address space", WINDOW_BASE, text, count, limit));
+        }
+        return base;
+    }
+
+    private Optional<Path> agentSocket() {
+        String text = environment.get(AGENT_SOCKET);
+        if (text == null || text.isEmpty()) {
+            return Optional.empty();
+        }
+        if (!text.startsWith("/") || text.getBytes(StandardCharsets.UTF_8).length > MAX_SOCKET_PATH_BYTES
+                || text.chars().anyMatch(c -> c < 0x20 || c == 0x7f)) {
+            throw invalid(AGENT_SOCKET + " must be an absolute path of at most " + MAX_SOCKET_PATH_BYTES
+                    + " bytes without control characters, got '" + printable(text) + "'");
+        }
+        return Optional.of(Path.of(text));
+    }
+
+    private JobAssembly.Migration migration() {
+        String text = environment.getOrDefault(MIGRATE, "auto");
+        return switch (text) {
+            case "auto" -> JobAssembly.Migration.AUTO;
+            case "never" -> JobAssembly.Migration.NEVER;
+            default -> throw invalid(MIGRATE + " must be auto or never (from --vgpu-migrate), got '" + printable(text) + "'");
+        };
+    }
+
+    private Optional<String> node() {
+        String text = environment.get(NODE);
+        if (text == null) {
+            return Optional.empty();
+        }
+        if (!NODE_NAME.matcher(text).matches()) {
+            throw invalid(NODE + " must be a Slurm node name of 1 to 128 characters [A-Za-z0-9._-], got '" + printable(text) + "'");
+        }
+        return Optional.of(text);
+    }
+
+    private JobAssembly.Source source() {
+        String text = environment.getOrDefault(SOURCE, JobAssembly.Source.TRACKER.text());
+        for (JobAssembly.Source source : JobAssembly.Source.values()) {
+            if (source.text().equals(text)) {
+                return source;
+            }
+        }
+        throw invalid(SOURCE + " must be tracker or local-only-fallback, got '" + printable(text) + "'");
+    }
+
+    /** HOST:PORT or unix:/PATH; kept as text, for the agent's reports to the tracker. */
+    private Optional<String> tracker() {
+        String text = environment.get(TRACKER);
+        if (text == null || text.isEmpty()) {
+            return Optional.empty();
+        }
+        if (text.startsWith("unix:")) {
+            if (!text.startsWith("unix:/") || text.chars().anyMatch(c -> c < 0x20 || c == 0x7f)) {
+                throw invalid(TRACKER + " must be HOST:PORT or unix:/ABSOLUTE/PATH, got '" + printable(text) + "'");
+            }
+            return Optional.of(text);
+        }
+        try {
+            Endpoint tracker = Endpoint.parse(text);
+            if (tracker.port() == 0) {
+                throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "port 0");
+            }
+        } catch (VgpuException e) {
+            throw invalid(TRACKER + " must be HOST:PORT or unix:/ABSOLUTE/PATH, got '" + printable(text) + "' (" + e.detail() + ")");
+        }
+        return Optional.of(text);
+    }
+
+    // ---- pieces
+
+    private String required(String name) {
+        String value = environment.get(name);
+        if (value == null) {
+            throw invalid(name + " is not set, but the job's environment has " + presentBridgeVariables()
+                    + ": a vgpu job gets all of them from the SPANK bridge");
+        }
+        return value;
+    }
+
+    private String presentBridgeVariables() {
+        return String.join(", ", BRIDGE_VARIABLES.stream().filter(environment::containsKey).toList());
+    }
+
+    /** The items of a comma list; an empty text is an empty list (an empty item stays, and fails its parse). */
+    private static List<String> items(String text) {
+        return text.isEmpty() ? List.of() : List.of(text.split(",", -1));
+    }
+
+    private static int vgpuIndex(String variable, String text, int count) {
+        if (!DECIMAL.matcher(text).matches() || Integer.parseInt(text) >= count) {
+            throw invalid(variable + ": vGPU index must be a whole number from 0 to " + (count - 1) + " ("
+                    + COUNT + " is " + count + "), got '" + printable(text) + "'");
+        }
+        return Integer.parseInt(text);
+    }
+
+    private static int nodeGpu(String where, String text) {
+        if (!DECIMAL.matcher(text).matches() || Integer.parseInt(text) > MAX_NODE_GPU) {
+            throw invalid(where + ": a GPU index must be a whole number from 0 to " + MAX_NODE_GPU
+                    + " without leading zeros, got '" + printable(text) + "'");
+        }
+        return Integer.parseInt(text);
+    }
+
+    /** A worker endpoint one can connect to, checked as a migration target is. */
+    private static Endpoint worker(String where, String text) {
+        try {
+            return new MigrationTarget.RemoteWorker(Endpoint.parse(text)).endpoint();
+        } catch (VgpuException e) {
+            throw invalid(where + ": expected HOST:PORT of a GPU worker (port 1 to 65535), got '" + printable(text)
+                    + "' (" + e.detail() + ")");
+        }
+    }
+
+    private static String joined(List<Integer> gpus) {
+        return String.join(",", gpus.stream().map(String::valueOf).toList());
+    }
+
+    /** Control characters shown as '?', so a bad value cannot garble the terminal or the log. */
+    private static String printable(String text) {
+        StringBuilder shown = new StringBuilder();
+        text.codePoints().forEach(c -> shown.appendCodePoint(c < 0x20 || c == 0x7f ? '?' : c));
+        return shown.toString();
+    }
+
+    private static VgpuException invalid(String detail) {
+        return new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, detail);
+    }
+}

@@ -1,0 +1,172 @@
+package org.vgpu.job;
+
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.OptionalInt;
+
+import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.VaWindow;
+import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.remote.lender.Endpoint;
+
+/**
+ * A Slurm job's assembly of vGPUs on this node, as the SPANK bridge exports it into the job's
+ * environment (slurm-spank-bridge/README.md, "Environment of the job's tasks"), read and checked
+ * once by {@link #fromEnvironment}.
+ *
+ * @param vgpus       every vGPU, index k at position k
+ * @param windowBase  vGPU k's address window starts at {@code windowBase + k * 256 GiB}
+ * @param agentSocket where the migration agent listens for the tracker; empty: no agent
+ * @param migration   whether the tracker may move the job's vGPUs ({@code --vgpu-migrate})
+ * @param node        the node the assembly is for, when given
+ * @param source      who made the assembly
+ * @param tracker     the tracker's address ({@code host:port} or {@code unix:/path}), when given
+ */
+public record JobAssembly(List<Vgpu> vgpus, long windowBase, Optional<Path> agentSocket, Migration migration,
+                          Optional<String> node, Source source, Optional<String> tracker) {
+    /** The most vGPUs the bridge gives a job on one node. */
+    public static final int MAX_VGPUS = 64;
+
+    /** One vGPU of the assembly. */
+    public sealed interface Vgpu permits Local, Remote {
+        int index();
+    }
+
+    /**
+     * A GPU of this node.
+     *
+     * @param nodeGpu    its index on the node, as nvidia-smi and gres.conf number GPUs
+     * @param cudaDevice its CUDA ordinal in the job: the job's CUDA_VISIBLE_DEVICES lists only its
+     *                   local GPUs, so CUDA renumbers them by their position there
+     */
+    public record Local(int index, int nodeGpu, int cudaDevice) implements Vgpu {
+    }
+
+    /**
+     * A GPU worker on a lender node, with the session token the tracker issued for it. The token is
+     * a bearer credential: {@link #toString} leaves it out, and so does every message about it.
+     */
+    public record Remote(int index, Endpoint worker, String token) implements Vgpu {
+        public Remote {
+            Objects.requireNonNull(worker, "worker");
+            Objects.requireNonNull(token, "token");
+        }
+
+        @Override
+        public String toString() {
+            return "Remote[index=" + index + ", worker=" + worker + ", token=(" + token.length() + " chars)]";
+        }
+    }
+
+    /** {@code VGPU_MIGRATE}: {@code auto}, the tracker may move vGPUs; {@code never}, they stay. */
+    public enum Migration {
+        AUTO, NEVER;
+
+        public String text() {
+            return name().toLowerCase(Locale.ROOT);
+        }
+    }
+
+    /** {@code VGPU_SOURCE}: the tracker planned the assembly, or the bridge fell back to the job's own GPUs. */
+    public enum Source {
+        TRACKER("tracker"), LOCAL_ONLY_FALLBACK("local-only-fallback");
+
+        private final String text;
+
+        Source(String text) {
+            this.text = text;
+        }
+
+        public String text() {
+            return text;
+        }
+    }
+
+    public JobAssembly {
+        vgpus = List.copyOf(vgpus);
+        if (vgpus.isEmpty() || vgpus.size() > MAX_VGPUS) {
+            throw invalid("an assembly has 1 to " + MAX_VGPUS + " vGPUs, got " + vgpus.size());
+        }
+        for (int k = 0; k < vgpus.size(); k++) {
+            if (vgpus.get(k).index() != k) {
+                throw invalid("vGPU at position " + k + " has index " + vgpus.get(k).index());
+            }
+        }
+        windowOf(windowBase, vgpus.size() - 1);
+        Objects.requireNonNull(agentSocket, "agentSocket");
+        Objects.requireNonNull(migration, "migration");
+        Objects.requireNonNull(node, "node");
+        Objects.requireNonNull(source, "source");
+        Objects.requireNonNull(tracker, "tracker");
+    }
+
+    /**
+     * The assembly in {@code environment}, or empty when it has none of the bridge's variables (not
+     * a vgpu job).
+     *
+     * @throws VgpuException CUDA_ERROR_INVALID_VALUE naming the variable that is missing, malformed
+     *         or inconsistent with the others, and what was expected
+     */
+    public static Optional<JobAssembly> fromEnvironment(Map<String, String> environment) {
+        return AssemblyEnvironment.parse(environment);
+    }
+
+    public int count() {
+        return vgpus.size();
+    }
+
+    public Vgpu vgpu(int k) {
+        return vgpus.get(k);
+    }
+
+    /** vGPU k's address window: {@link VaWindow#DEFAULT_SIZE} bytes from {@code windowBase + k * DEFAULT_SIZE}. */
+    public VaWindow window(int k) {
+        if (k < 0 || k >= vgpus.size()) {
+            throw invalid("vGPU " + k + " is not in this job's assembly of " + vgpus.size());
+        }
+        return windowOf(windowBase, k);
+    }
+
+    /** Window k from {@code base}; VaWindow refuses a base that is unaligned or puts it beyond the user address space. */
+    static VaWindow windowOf(long base, int k) {
+        return new VaWindow(k, base + k * VaWindow.DEFAULT_SIZE, VaWindow.DEFAULT_SIZE);
+    }
+
+    public long localCount() {
+        return vgpus.stream().filter(Local.class::isInstance).count();
+    }
+
+    public long remoteCount() {
+        return vgpus.stream().filter(Remote.class::isInstance).count();
+    }
+
+    /** The CUDA ordinal of node GPU {@code nodeGpu} in this job, or empty when the job cannot see that GPU. */
+    public OptionalInt cudaDeviceOf(int nodeGpu) {
+        return vgpus.stream().filter(Local.class::isInstance).map(Local.class::cast)
+                .filter(local -> local.nodeGpu() == nodeGpu).mapToInt(Local::cudaDevice).findFirst();
+    }
+
+    /** The node GPUs the job sees, in CUDA order: "2,3", or "none". */
+    public String localGpusText() {
+        List<String> gpus = vgpus.stream().filter(Local.class::isInstance).map(Local.class::cast)
+                .map(local -> Integer.toString(local.nodeGpu())).toList();
+        return gpus.isEmpty() ? "none" : String.join(",", gpus);
+    }
+
+    /** The session token of remote vGPU {@code k} if it runs on {@code worker}. */
+    public Optional<String> tokenFor(int k, Endpoint worker) {
+        if (k < 0 || k >= vgpus.size()) {
+            return Optional.empty();
+        }
+        return vgpus.get(k) instanceof Remote remote && remote.worker().equals(worker)
+                ? Optional.of(remote.token()) : Optional.empty();
+    }
+
+    private static VgpuException invalid(String detail) {
+        return new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, detail);
+    }
+}

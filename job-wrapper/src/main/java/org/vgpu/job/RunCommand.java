@@ -1,0 +1,285 @@
+package org.vgpu.job;
+
+import java.io.PrintStream;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.stream.IntStream;
+
+import org.apache.commons.cli.CommandLine;
+import org.apache.commons.cli.Option;
+import org.apache.commons.cli.Options;
+import org.apache.commons.cli.ParseException;
+import org.vgpu.cli.CommandLines;
+import org.vgpu.cli.Subcommand;
+import org.vgpu.migration.MigratableGpu;
+import org.vgpu.runtime.Backends;
+import org.vgpu.runtime.api.DeviceProperties;
+import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.cli.WorkloadSelection;
+import org.vgpu.runtime.remote.client.RemoteConfig;
+import org.vgpu.runtime.remote.client.RemoteGpu;
+import org.vgpu.runtime.workloads.Workload;
+import org.vgpu.runtime.workloads.WorkloadCheck;
+import org.vgpu.runtime.workloads.Workloads;
+
+/**
+ * {@code vgpu run}: the job side of an assembly. Opens the vGPUs that the SPANK bridge put into the
+ * job's environment (local GPUs and lent GPU workers, each migratable, the migration agent on
+ * VGPU_AGENT_SOCKET), says where each one lives, and runs the chosen test workloads on all of them
+ * at once, each checked against its CPU reference. {@code --hold} keeps them open afterwards so
+ * that a migration the tracker (or {@code vgpu migrate}) sends can be watched, then checks again.
+ * Exit 0 when every check passed, 1 when one failed or a vGPU could not be opened, 2 for bad
+ * usage, a malformed vgpu environment, or none at all.
+ */
+public final class RunCommand implements Subcommand {
+    /** Small enough to take seconds on a 2-core CI machine under the CPU emulation. */
+    static final List<String> DEFAULT_WORKLOADS = List.of("vector-add", "saxpy", "pointer-chase");
+    private static final String EMULATION_MARK = "  [emulated: CPU, not a GPU]";
+
+    /** How the command waits out {@code --hold}; tests act there instead of sleeping. */
+    @FunctionalInterface
+    interface Hold {
+        void hold(Duration duration) throws InterruptedException;
+    }
+
+    private final Map<String, String> environment;
+    private final Hold hold;
+
+    public RunCommand() {
+        this(System.getenv(), Thread::sleep);
+    }
+
+    /** @param environment the job's environment variables (tests give their own) */
+    RunCommand(Map<String, String> environment, Hold hold) {
+        this.environment = Map.copyOf(environment);
+        this.hold = hold;
+    }
+
+    @Override
+    public String name() {
+        return "run";
+    }
+
+    @Override
+    public String summary() {
+        return "in a vgpu job: open its vGPUs (local and borrowed), start the migration agent, check the workloads on each";
+    }
+
+    @Override
+    public Options options() {
+        return new Options()
+                .addOption(WorkloadSelection.option(String.join(",", DEFAULT_WORKLOADS)))
+                .addOption(Option.builder().longOpt("local-backend").hasArg().argName("NAME")
+                        .desc("how local GPUs are driven: auto, native or emulated (default auto: native where this"
+                                + " machine has a CUDA driver, else the CPU emulation)").get())
+                .addOption(Option.builder().longOpt("size").hasArg().argName("N")
+                        .desc("problem-size multiplier, >= 1 (default 1, sized for the CPU emulation)").get())
+                .addOption(Option.builder().longOpt("steps").hasArg().argName("N")
+                        .desc("run the workloads N times on every vGPU, each time with new inputs (default 1)").get())
+                .addOption(Option.builder().longOpt("hold").hasArg().argName("SECONDS")
+                        .desc("afterwards keep the vGPUs open with the agent listening for SECONDS, then say where each"
+                                + " vGPU is and check again (to watch a migration)").get());
+    }
+
+    @Override
+    public int run(CommandLine line, PrintStream out, PrintStream err) throws ParseException {
+        List<Workload> workloads = WorkloadSelection.select(line.getOptionValues(WorkloadSelection.OPTION),
+                DEFAULT_WORKLOADS.stream().map(name -> Workloads.named(name).orElseThrow()).toList());
+        String backendName = CommandLines.choice(line, "local-backend", Backends.AUTO, Backends.CHOICES);
+        int scale = CommandLines.intValue(line, "size", 1, 1);
+        int steps = CommandLines.intValue(line, "steps", 1, 1);
+        int holdSeconds = line.hasOption("hold") ? CommandLines.intValue(line, "hold", 0, 1) : 0;
+
+        Optional<JobAssembly> parsed;
+        try {
+            parsed = JobAssembly.fromEnvironment(environment);
+        } catch (VgpuException e) {
+            err.println("vgpu run: the job's vgpu environment is malformed: " + e.detail());
+            return 2;
+        }
+        if (parsed.isEmpty()) {
+            err.println("vgpu run: this is not a vgpu job: none of " + String.join(", ", AssemblyEnvironment.BRIDGE_VARIABLES)
+                    + " is set. Run it inside a job submitted with --gres=vgpu:N, where the vgpu SPANK plugin exports the"
+                    + " assembly; vgpu demo runs the workloads on this machine alone.");
+            return 2;
+        }
+        JobAssembly assembly = parsed.get();
+        printAssembly(assembly, out);
+
+        try (JobVgpus job = JobVgpus.open(assembly, Backends.open(backendName), RemoteConfig.defaults(),
+                report -> out.println("migration: " + report.summary()))) {
+            job.agentProblem().ifPresent(problem -> err.println("vgpu run: warning: no migration agent, so these vGPUs"
+                    + " cannot be moved: " + problem));
+            printVgpus(job, backendName, out);
+            boolean passed = checkAll(job, workloads, scale, steps, 1, out);
+            if (holdSeconds > 0) {
+                passed &= holdAndCheck(job, Duration.ofSeconds(holdSeconds), out);
+                passed &= checkAll(job, workloads, scale, steps, steps + 1, out);
+            }
+            return passed ? 0 : 1;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            err.println("vgpu run: interrupted during the hold");
+            return 1;
+        }
+    }
+
+    // ---- what the job has
+
+    private static void printAssembly(JobAssembly assembly, PrintStream out) {
+        out.printf("vgpu job%s: %d vGPUs (%d local, %d remote) from the %s, windows from 0x%x, migration %s%s%s%n",
+                assembly.node().map(node -> " on node " + node).orElse(""), assembly.count(), assembly.localCount(),
+                assembly.remoteCount(), assembly.source() == JobAssembly.Source.TRACKER ? "tracker" : "local-only fallback",
+                assembly.windowBase(), assembly.migration().text(),
+                assembly.agentSocket().map(socket -> ", agent on " + socket).orElse(", no agent (VGPU_AGENT_SOCKET unset)"),
+                assembly.tracker().map(tracker -> ", tracker " + tracker).orElse(""));
+    }
+
+    private static void printVgpus(JobVgpus job, String backendName, PrintStream out) {
+        if (job.local().isEmulation()) {
+            out.println("local backend emulated" + (backendName.equals(Backends.AUTO) ? " (auto: no CUDA GPU here)" : "")
+                    + ": kernels run as Java twins; results check the runtime, times say nothing about GPUs" + EMULATION_MARK);
+        }
+        for (JobAssembly.Vgpu vgpu : job.assembly().vgpus()) {
+            DeviceProperties device = job.device(vgpu.index());
+            String detail = switch (vgpu) {
+                case JobAssembly.Local local -> String.format("(%s), CUDA device %d: %s", job.local().name(),
+                        local.cudaDevice(), deviceText(device));
+                case JobAssembly.Remote remote -> "(worker's device: " + deviceText(device) + ")";
+            };
+            out.printf("vgpu %d: %s %s, %s%s%n", vgpu.index(), JobVgpus.where(vgpu), detail,
+                    job.assembly().window(vgpu.index()), mark(device));
+        }
+    }
+
+    private static String deviceText(DeviceProperties device) {
+        return device.name() + ", " + (device.totalMemory() >> 20) + " MiB";
+    }
+
+    private static String mark(DeviceProperties device) {
+        return device.emulated() ? EMULATION_MARK : "";
+    }
+
+    // ---- checks
+
+    /** What one vGPU's thread found: its lines, in order, and the workloads that failed. */
+    private record VgpuChecks(List<String> lines, Set<String> failed) {
+    }
+
+    /**
+     * Runs the workloads on every vGPU at once, one thread each, and prints each vGPU's lines in vGPU
+     * order and the summary.
+     *
+     * @param firstStep the number of the first step, so that a second round draws new inputs
+     */
+    private static boolean checkAll(JobVgpus job, List<Workload> workloads, int scale, int steps, int firstStep,
+                                    PrintStream out) {
+        List<MigratableGpu> vgpus = job.vgpus();
+        List<Future<VgpuChecks>> running = new ArrayList<>();
+        try (ExecutorService threads = Executors.newThreadPerTaskExecutor(Thread.ofPlatform().name("vgpu-run-", 0).factory())) {
+            for (int k = 0; k < vgpus.size(); k++) {
+                int vgpu = k;
+                running.add(threads.submit(() -> checkOne(vgpus.get(vgpu), vgpu, workloads, scale, steps, firstStep,
+                        mark(job.device(vgpu)))));
+            }
+        }
+        List<Integer> failedVgpus = new ArrayList<>();
+        List<String> failures = new ArrayList<>();
+        for (int k = 0; k < running.size(); k++) {
+            VgpuChecks checks = outcome(running.get(k), k, mark(job.device(k)));
+            checks.lines().forEach(out::println);
+            if (!checks.failed().isEmpty()) {
+                failedVgpus.add(k);
+                failures.add("vgpu " + k + " (" + String.join(", ", checks.failed()) + ")");
+            }
+        }
+        long remoteNow = vgpus.stream().filter(gpu -> gpu.backendName().equals(RemoteGpu.NAME)).count();
+        out.printf("%s: %d of %d vGPUs (%d local, %d remote) passed %s%s%s%s%n", failedVgpus.isEmpty() ? "PASS" : "FAIL",
+                vgpus.size() - failedVgpus.size(), vgpus.size(), vgpus.size() - remoteNow, remoteNow,
+                String.join(", ", workloads.stream().map(Workload::name).toList()),
+                steps > 1 ? " (" + steps + " steps)" : "",
+                failures.isEmpty() ? "" : "; failed: " + String.join(", ", failures), emulationNote(job));
+        return failedVgpus.isEmpty();
+    }
+
+    private static VgpuChecks checkOne(MigratableGpu gpu, int vgpu, List<Workload> workloads, int scale, int steps,
+                                       int firstStep, String mark) {
+        List<String> lines = new ArrayList<>();
+        Set<String> failed = new LinkedHashSet<>();
+        for (int step = firstStep; step < firstStep + steps; step++) {
+            String subject = "vgpu " + vgpu + "  " + (steps > 1 || firstStep > 1 ? "step " + step + "  " : "");
+            for (Workload workload : workloads) {
+                WorkloadCheck check = WorkloadCheck.run(workload, gpu, scale, step);
+                lines.add(check.line(subject) + mark);
+                if (!check.passed()) {
+                    failed.add(workload.name());
+                }
+            }
+        }
+        return new VgpuChecks(lines, failed);
+    }
+
+    /** A vGPU's checks; a thread that died of something other than a vGPU error is that vGPU's failure. */
+    private static VgpuChecks outcome(Future<VgpuChecks> checks, int vgpu, String mark) {
+        try {
+            return checks.get();
+        } catch (ExecutionException e) {
+            return new VgpuChecks(List.of(String.format("FAIL  vgpu %d  the checks ended early: %s%s", vgpu, e.getCause(), mark)),
+                    Set.of("all"));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return new VgpuChecks(List.of(String.format("FAIL  vgpu %d  interrupted%s", vgpu, mark)), Set.of("all"));
+        }
+    }
+
+    /** Says which vGPUs are the CPU emulation, for lines about all of them. */
+    private static String emulationNote(JobVgpus job) {
+        List<String> emulated = IntStream.range(0, job.vgpus().size()).filter(k -> job.device(k).emulated())
+                .mapToObj(String::valueOf).toList();
+        return emulated.isEmpty() ? "" : "  [emulated: vgpu " + String.join(", ", emulated) + " on the CPU, not a GPU]";
+    }
+
+    // ---- the hold
+
+    /**
+     * Leaves data on every vGPU, waits with the agent listening, then says where each vGPU is now and
+     * whether its data came through.
+     */
+    private boolean holdAndCheck(JobVgpus job, Duration duration, PrintStream out) throws InterruptedException {
+        List<MigratableGpu> vgpus = job.vgpus();
+        boolean intact = true;
+        try (HeldData held = HeldData.place(vgpus)) {
+            out.printf("holding the vGPUs for %d s with %d KiB on each%s%n", duration.toSeconds(), HeldData.BYTES >> 10,
+                    job.agentSocket().map(socket -> "; the agent on " + socket + " takes migrate <vgpu> <GPU|HOST:PORT>")
+                            .orElse(" (no agent: nothing can move them)"));
+            hold.hold(duration);
+            for (int k = 0; k < vgpus.size(); k++) {
+                MigratableGpu gpu = vgpus.get(k);
+                String mark = mark(job.device(k));
+                out.printf("vgpu %d: now on %s after %d migration(s)%s%n", k, gpu.location(), gpu.migrationCount(), mark);
+                boolean same;
+                String outcome;
+                try {
+                    same = held.intact(k);
+                    outcome = same ? "read back unchanged" : "CHANGED";
+                } catch (VgpuException e) {
+                    same = false;
+                    outcome = "unreadable: " + e.getMessage();
+                }
+                out.printf("%s  vgpu %d  %-15s %d KiB written before the hold, %s%s%n", same ? "PASS" : "FAIL", k, "held-data",
+                        HeldData.BYTES >> 10, outcome, mark);
+                intact &= same;
+            }
+        }
+        return intact;
+    }
+}
