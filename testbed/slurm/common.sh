@@ -160,6 +160,8 @@ start_tracker() {
     before=$(grep -c '^vgpu tracker listening' "$log" 2>/dev/null || true)
     "$VGPU" tracker --config "$config" --ledger "$TESTBED_DIR/state/tracker.ledger" --poll 1 </dev/null >>"$log" 2>&1 &
     echo $! >"$TESTBED_DIR/run/tracker.pid"
+    # Not the shell's job any more: a scenario that kills it on purpose gets no "Killed" line.
+    disown
     wait_until 60 "the tracker listens" tracker_listening_more_than "${before:-0}" \
         || die "the tracker did not start: $(tail -n 5 "$log")"
 }

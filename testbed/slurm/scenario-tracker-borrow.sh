@@ -38,4 +38,4 @@ wait_until 10 "the tracker has forgotten job $job" tracker_forgot "$job" \
     || die "the tracker still reports job $job: $(tracker_request status)"
 pass "tracker-borrow: vgpu:3 job $job started after ${delay}s on $node with 1 local and 2 borrowed GPUs" \
     "(holders ${holders[*]}), checked its results on all 3 vGPUs, and left no holder behind:" \
-    "$(grep -m 1 '^PASS' "$output")"
+    "$(grep -m 1 '^PASS:' "$output")"
