@@ -24,6 +24,7 @@ cp job-wrapper/target/job-wrapper-*.jar .gpu/lib/
 # copy-dependencies took rcuda-runtime's main jar for job-wrapper; the tests go beside JUnit.
 cp -r rcuda-runtime/target/test-classes .gpu/test/classes
 cp -r migration-agent/target/test-classes/. .gpu/test/classes/
+cp -r job-wrapper/target/test-classes/. .gpu/test/classes/
 
 if [ ! -f "$junit_jar" ]; then
     mvn -q -B dependency:get -Dartifact=org.junit.platform:junit-platform-console-standalone:$junit_version

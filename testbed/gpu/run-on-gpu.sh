@@ -2,8 +2,9 @@
 # Run ON the GPU machine, from the repository root, after testbed/gpu/prepare.sh staged .gpu/ here.
 # Runs, each with its log in $OUT (default .gpu/out):
 #   nvidia-smi.log   the GPU and driver
-#   tests.log        every test of rcuda-runtime and migration-agent, the `gpu`-tagged ones included
-#                    (native conformance suites, native smoke test, native-to-native refusal);
+#   tests.log        every test of rcuda-runtime, migration-agent and job-wrapper, the `gpu`-tagged ones
+#                    included (native conformance suites, native smoke test, native-to-native refusal,
+#                    vgpu run with a borrowed vGPU moved home onto the native GPU);
 #                    `slurm`-tagged tests need a cluster and are left out
 #   devices.log      vgpu devices
 #   demo.log         vgpu demo --backend native
@@ -43,13 +44,13 @@ step() {
 }
 
 step nvidia-smi nvidia-smi
-step tests "${java[@]}" -cp ".gpu/lib/*:$test_classes:$junit_jar" org.junit.platform.console.ConsoleLauncher execute \
+# With two or more GPUs the worker (lender) serves the last GPU and this process (borrower) uses GPU 0.
+last_gpu=$(( $(nvidia-smi -L | wc -l) - 1 ))
+step tests "${java[@]}" -Dvgpu.test.worker.device="$last_gpu" -cp ".gpu/lib/*:$test_classes:$junit_jar" org.junit.platform.console.ConsoleLauncher execute \
     --scan-class-path "$test_classes" --exclude-tag slurm --fail-if-no-tests --details tree --disable-banner
 step devices "${java[@]}" -cp '.gpu/lib/*' org.vgpu.cli.Vgpu devices
 step demo "${java[@]}" -cp '.gpu/lib/*' org.vgpu.cli.Vgpu demo --backend native
 step bench "${java[@]}" -cp '.gpu/lib/*' org.vgpu.cli.Vgpu bench
-# With two or more GPUs the worker (lender) serves the last GPU and this process (borrower) uses GPU 0.
-last_gpu=$(( $(nvidia-smi -L | wc -l) - 1 ))
 step remote-bench "${java[@]}" -cp '.gpu/lib/*' org.vgpu.cli.Vgpu remote-bench --backend native --device 0 \
     --worker-device "$last_gpu"
 step migration-bench "${java[@]}" -cp '.gpu/lib/*' org.vgpu.cli.Vgpu migration-bench --backend native --source worker \

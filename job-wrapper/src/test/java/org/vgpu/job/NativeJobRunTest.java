@@ -28,8 +28,8 @@ import org.vgpu.runtime.remote.security.ThrowawaySiteKey;
 
 /**
  * The mission inside a job, on a GPU machine: vGPU 0 on the node's GPU 0, vGPU 1 borrowed from a
- * native GPU worker process (on the same GPU, as a lender on this node would serve it), all checked
- * natively; during the hold {@code migrate 1 0} brings vGPU 1 home, remote to native, and the
+ * native GPU worker process on GPU {@code -Dvgpu.test.worker.device} (default 0; run-on-gpu.sh passes
+ * the machine's last GPU, so with two GPUs the borrowed one is another GPU), all checked natively; during the hold {@code migrate 1 0} brings vGPU 1 home, remote to native, and the
  * checks pass again there. Nothing in the output may say emulated.
  */
 @Tag("gpu")
@@ -44,7 +44,8 @@ class NativeJobRunTest {
         List<String> replies = new ArrayList<>();
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         try (ThrowawaySiteKey siteKey = ThrowawaySiteKey.create("vgpu-native-run");
-             LaunchedWorker worker = new WorkerLauncher().launch(new WorkerSpec(new Endpoint("127.0.0.1", 0), "native", 0,
+             LaunchedWorker worker = new WorkerLauncher().launch(new WorkerSpec(new Endpoint("127.0.0.1", 0), "native",
+                     Integer.getInteger("vgpu.test.worker.device", 0),
                      "lender-gpu0", siteKey.keyFile()))) {
             String endpoint = worker.endpoint().toString();
             String token = siteKey.issuer().issue("42", 1, worker.workerId(), Duration.ofMinutes(10));
