@@ -155,10 +155,16 @@ tracker_port() {
 # directory) in the background, its log in $TESTBED_DIR/log/tracker.log (appended, so a restart
 # keeps the earlier run's lines), its pid in $TESTBED_DIR/run/tracker.pid; waits until it listens.
 start_tracker() {
-    local config=${1:-$TESTBED_DIR/etc/vgpu.conf} log=$TESTBED_DIR/log/tracker.log
-    local before
+    start_tracker_with --config "${1:-$TESTBED_DIR/etc/vgpu.conf}"
+}
+
+# start_tracker_with OPTION...: start_tracker with more `vgpu tracker` options (the testbed's
+# configuration unless a --config is among them).
+start_tracker_with() {
+    local log=$TESTBED_DIR/log/tracker.log before
     before=$(grep -c '^vgpu tracker listening' "$log" 2>/dev/null || true)
-    "$VGPU" tracker --config "$config" --ledger "$TESTBED_DIR/state/tracker.ledger" --poll 1 </dev/null >>"$log" 2>&1 &
+    [[ " $* " == *" --config "* ]] || set -- --config "$TESTBED_DIR/etc/vgpu.conf" "$@"
+    "$VGPU" tracker "$@" --ledger "$TESTBED_DIR/state/tracker.ledger" --poll 1 </dev/null >>"$log" 2>&1 &
     echo $! >"$TESTBED_DIR/run/tracker.pid"
     # Not the shell's job any more: a scenario that kills it on purpose gets no "Killed" line.
     disown

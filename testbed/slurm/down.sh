@@ -35,7 +35,7 @@ if [ ! -d "$TESTBED_DIR" ]; then
     exit 0
 fi
 # The tracker first (it asks lenders and Slurm), then lenders (and their workers); slurmd before slurmctld, so none is left trying to reach it.
-for pid_file in "$TESTBED_DIR"/run/tracker.pid "$TESTBED_DIR"/run/lender-*.pid "$TESTBED_DIR"/run/slurmd-*.pid "$TESTBED_DIR"/run/slurmctld.pid; do
+for pid_file in "$TESTBED_DIR"/run/tracker.pid "$TESTBED_DIR"/etc/munge/sock/munged.pid "$TESTBED_DIR"/run/lender-*.pid "$TESTBED_DIR"/run/slurmd-*.pid "$TESTBED_DIR"/run/slurmctld.pid; do
     [ -e "$pid_file" ] && stop_daemon "$pid_file"
 done
 rm -rf "$TESTBED_DIR"

@@ -6,12 +6,12 @@ set -euo pipefail
 
 plugins=/usr/lib/x86_64-linux-gnu/slurm-wlm
 if command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v sbatch >/dev/null \
-    && [ -e "$plugins/job_submit_lua.so" ] && [ -e /usr/include/slurm/spank.h ]; then
+    && [ -e "$plugins/job_submit_lua.so" ] && [ -e /usr/include/slurm/spank.h ] && command -v munged >/dev/null; then
     exit 0
 fi
 [ "$(id -u)" -eq 0 ] || { echo "install-slurm: Slurm is missing and installing it needs root" >&2; exit 1; }
 echo "install-slurm: installing Debian's Slurm packages"
 timeout 600 apt-get update -q
 DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y -q \
-    slurmctld slurmd slurm-client slurm-wlm-basic-plugins libslurm-dev slurm-wlm-basic-plugins-dev
+    slurmctld slurmd slurm-client slurm-wlm-basic-plugins libslurm-dev slurm-wlm-basic-plugins-dev munge
 slurmctld -V | grep -q ' 22\.05\.' || echo "install-slurm: warning: $(slurmctld -V) is not the 22.05 the testbed was made for" >&2

@@ -188,6 +188,17 @@ public final class Tracker {
         return "ok";
     }
 
+    /** Who owns a job: from its assembly, else from Slurm; empty when neither knows the job. */
+    public Optional<String> owner(long job) {
+        synchronized (lock) {
+            Optional<Assembly> assembly = ledger.assembly(job);
+            if (assembly.isPresent()) {
+                return Optional.of(assembly.get().user());
+            }
+        }
+        return slurm.job(job).map(SlurmJob::user);
+    }
+
     /** Whether a {@code done} arrived that the next tick has to act on. */
     public boolean hasPendingDone() {
         return !doneJobs.isEmpty();

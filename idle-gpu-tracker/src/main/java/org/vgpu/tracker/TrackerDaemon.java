@@ -1,6 +1,8 @@
 package org.vgpu.tracker;
 
 import java.time.Duration;
+import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -11,6 +13,7 @@ import org.vgpu.runtime.control.LineServer;
 import org.vgpu.runtime.remote.lender.Endpoint;
 import org.vgpu.tracker.ledger.Ledger;
 import org.vgpu.tracker.ledger.LedgerException;
+import org.vgpu.tracker.server.MungeVerifier;
 import org.vgpu.tracker.server.TrackerProtocol;
 
 /**
@@ -45,12 +48,13 @@ public final class TrackerDaemon implements AutoCloseable {
      *
      * @throws RuntimeException when the first look at Slurm fails or the socket cannot be bound; the ledger is closed then
      */
-    public static TrackerDaemon start(Tracker tracker, Ledger ledger, Endpoint listen, Duration poll) {
+    public static TrackerDaemon start(Tracker tracker, Ledger ledger, Endpoint listen, Duration poll,
+            Optional<MungeVerifier> munge, Set<String> trustedUsers) {
         TrackerDaemon daemon = new TrackerDaemon(tracker, ledger, poll);
         try {
             tracker.tick();
             daemon.server = LineServer.start(listen, SOCKET_LIMITS,
-                    new TrackerProtocol(tracker, daemon::wake, SOCKET_LIMITS.maxRequestBytes()));
+                    new TrackerProtocol(tracker, daemon::wake, SOCKET_LIMITS.maxRequestBytes(), munge, trustedUsers));
         } catch (RuntimeException e) {
             ledger.close();
             throw e;

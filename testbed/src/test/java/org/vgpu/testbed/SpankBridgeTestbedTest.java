@@ -19,7 +19,7 @@ import org.junit.jupiter.api.TestMethodOrder;
  * The Slurm testbed with the SPANK bridge that slurm-spank-bridge built in this build, loaded
  * through the rendered plugstack.conf: first without a tracker (vgpu jobs fail closed), then with
  * {@code vgpu tracker} assembling vgpu jobs from scattered idle GPUs, with and without borrowing,
- * across a tracker crash, and against bad input. Skipped, with the reason, where the bridge was not built (no C
+ * across a tracker crash, against bad input, and with MUNGE authentication. Skipped, with the reason, where the bridge was not built (no C
  * compiler or no Slurm headers) or no testbed can run.
  */
 @Tag("slurm")
@@ -91,5 +91,11 @@ class SpankBridgeTestbedTest {
     @Order(5)
     void trackerRefusesBadInputClearlyAndKeepsServing() throws Exception {
         TESTBED.assertScenarioPasses("tracker-bad-input");
+    }
+
+    @Test
+    @Order(6)
+    void withMungeOnlyRequestsWithTheSendersOwnGoodCredentialAreAnswered() throws Exception {
+        TESTBED.assertScenarioPasses("tracker-munge");
     }
 }

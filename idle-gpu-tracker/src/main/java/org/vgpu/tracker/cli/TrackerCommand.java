@@ -5,6 +5,8 @@ import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
+import java.util.Optional;
+import java.util.Set;
 
 import org.apache.commons.cli.CommandLine;
 import org.apache.commons.cli.Option;
@@ -22,6 +24,7 @@ import org.vgpu.tracker.Tracker;
 import org.vgpu.tracker.TrackerDaemon;
 import org.vgpu.tracker.ledger.Ledger;
 import org.vgpu.tracker.ledger.LedgerException;
+import org.vgpu.tracker.server.MungeVerifier;
 import org.vgpu.tracker.slurm.SlurmCommandException;
 import org.vgpu.tracker.slurm.SlurmCommands;
 import org.vgpu.tracker.slurm.SlurmControl;
@@ -63,6 +66,16 @@ public final class TrackerCommand implements Subcommand {
                 .addOption(Option.builder().longOpt("holder-timeout").hasArg().argName("SECONDS")
                         .desc("how long holder jobs may stay pending before an assembly is planned again (default "
                                 + defaults.holderTimeout().toSeconds() + ")").get())
+                .addOption(Option.builder().longOpt("auth").hasArg().argName("MODE")
+                        .desc("none or munge, as the SPANK bridge's auth= (default none): munge checks every request's"
+                                + " credential with unmunge").get())
+                .addOption(Option.builder().longOpt("munge-socket").hasArg().argName("PATH")
+                        .desc("munged's socket, with --auth munge (default: libmunge's)").get())
+                .addOption(Option.builder().longOpt("unmunge").hasArg().argName("PATH")
+                        .desc("the unmunge program, with --auth munge (default unmunge on the PATH)").get())
+                .addOption(Option.builder().longOpt("trusted-user").hasArg().argName("NAME")
+                        .desc("besides root and a job's owner, who may ask for any job's assembly: Slurm's SlurmUser"
+                                + " (repeatable)").get())
                 .addOption(Option.builder().longOpt("token-ttl").hasArg().argName("SECONDS")
                         .desc("how long a job's worker tokens stay valid for opening a session (default "
                                 + defaults.tokenTtl().toSeconds() + ")").get());
@@ -91,6 +104,15 @@ public final class TrackerCommand implements Subcommand {
                 throw new ParseException("--listen: " + e.detail());
             }
         }
+        String auth = CommandLines.choice(line, "auth", "none", List.of("none", "munge"));
+        if (auth.equals("none") && (line.hasOption("munge-socket") || line.hasOption("unmunge"))) {
+            throw new ParseException("--munge-socket and --unmunge belong to --auth munge");
+        }
+        Optional<MungeVerifier> munge = auth.equals("munge")
+                ? Optional.of(new MungeVerifier(Path.of(line.getOptionValue("unmunge", "unmunge")),
+                        Optional.ofNullable(line.getOptionValue("munge-socket")).map(Path::of)))
+                : Optional.empty();
+        Set<String> trustedUsers = line.hasOption("trusted-user") ? Set.of(line.getOptionValues("trusted-user")) : Set.of();
         SlurmControl slurm = new SlurmCommands(slurmTimeout, site.lendPartition(), site.lendQos());
         TrackerDaemon daemon;
         try {
@@ -104,14 +126,14 @@ public final class TrackerCommand implements Subcommand {
             Ledger ledger = Ledger.open(ledgerFile);
             Tracker tracker = new Tracker(site, slurm, ledger, new TokenIssuer(SiteKey.load(site.tokenKeyFile()),
                     Clock.systemUTC()), settings, Clock.systemUTC());
-            daemon = TrackerDaemon.start(tracker, ledger, listen, poll);
+            daemon = TrackerDaemon.start(tracker, ledger, listen, poll, munge, trustedUsers);
         } catch (LedgerException | SlurmCommandException e) {
             err.println("vgpu tracker: " + e.getMessage());
             return 1;
         }
         Runtime.getRuntime().addShutdownHook(Thread.ofPlatform().name("tracker-shutdown").unstarted(daemon::close));
         out.println("vgpu tracker listening on " + daemon.endpoint() + ", ledger " + ledgerFile.toAbsolutePath()
-                + ", polling Slurm every " + poll.toSeconds() + " s");
+                + ", polling Slurm every " + poll.toSeconds() + " s, auth " + auth);
         out.flush();
         try {
             RuntimeException fatal = daemon.awaitStop();

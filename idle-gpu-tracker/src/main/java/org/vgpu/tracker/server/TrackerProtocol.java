@@ -2,6 +2,8 @@ package org.vgpu.tracker.server;
 
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
 import java.util.regex.Pattern;
 
 import org.slf4j.Logger;
@@ -21,9 +23,13 @@ import org.vgpu.tracker.Tracker;
  * </pre>
  * Anything else, a malformed field, or a request cut at the length limit gets one {@code error}
  * line and changes nothing. Replies are printable ASCII on one line each, whatever the request held.
- * A request carrying a MUNGE credential ({@code munge=...}, the bridge's {@code auth=munge}) is
- * refused: this tracker cannot check credentials yet, and accepting one unchecked would pretend a
- * protection that is not there.
+ *
+ * <p>With a {@link MungeVerifier} (the bridge's {@code auth=munge}) every {@code assembly} and
+ * {@code done} must end in {@code munge=CREDENTIAL}, made by munged for the rest of the line, and
+ * sent by root, a trusted user (SlurmUser) or the job's owner; anything else is answered
+ * {@code error unauthenticated: ...}. {@code status} needs no credential: it shows no token. Without
+ * a verifier a request that carries a credential is refused too, so a bridge and a tracker that
+ * disagree about authentication fail loudly rather than pretend a protection that is not there.
  */
 public final class TrackerProtocol implements LineService {
     private static final Logger LOG = LoggerFactory.getLogger(TrackerProtocol.class);
@@ -36,17 +42,26 @@ public final class TrackerProtocol implements LineService {
     private static final Pattern STATUS = Pattern.compile("-1|0|[1-9][0-9]{0,9}");
     private static final long MAX_JOB_ID = 0xFFFF_FFFFL;
 
+    private static final String CREDENTIAL_FIELD = " munge=";
+
     private final Tracker tracker;
     private final Runnable wakeTracker;
     private final int maxRequestBytes;
+    private final Optional<MungeVerifier> munge;
+    private final Set<String> trustedUsers;
 
     /**
-     * @param wakeTracker makes the tracker act on a {@code done} now rather than at its next poll
+     * @param wakeTracker  makes the tracker act on a {@code done} now rather than at its next poll
+     * @param munge        checks credentials; empty: requests are not authenticated ({@code auth=none})
+     * @param trustedUsers besides a job's owner, who may ask for or end any job's assembly (root, SlurmUser)
      */
-    public TrackerProtocol(Tracker tracker, Runnable wakeTracker, int maxRequestBytes) {
+    public TrackerProtocol(Tracker tracker, Runnable wakeTracker, int maxRequestBytes, Optional<MungeVerifier> munge,
+            Set<String> trustedUsers) {
         this.tracker = Objects.requireNonNull(tracker, "tracker");
         this.wakeTracker = Objects.requireNonNull(wakeTracker, "wakeTracker");
         this.maxRequestBytes = maxRequestBytes;
+        this.munge = Objects.requireNonNull(munge, "munge");
+        this.trustedUsers = Set.copyOf(trustedUsers);
     }
 
     @Override
@@ -70,10 +85,21 @@ public final class TrackerProtocol implements LineService {
         if (!text.chars().allMatch(c -> c >= ' ' && c <= '~')) {
             return List.of(error("request holds characters that are not printable ASCII"));
         }
-        String[] words = text.split(" ", -1);
-        if (words[words.length - 1].startsWith("munge=")) {
-            return List.of(error("unauthenticated: this tracker does not verify MUNGE credentials yet; configure the SPANK"
-                    + " bridge with auth=none and keep the tracker's port out of reach of job processes"));
+        int credentialAt = text.lastIndexOf(CREDENTIAL_FIELD);
+        String unsigned = credentialAt < 0 ? text : text.substring(0, credentialAt);
+        String[] words = unsigned.split(" ", -1);
+        boolean needsAuthentication = words[0].equals("assembly") || words[0].equals("done");
+        if (munge.isEmpty() && credentialAt >= 0) {
+            return List.of(error("unauthenticated: the request carries a MUNGE credential but this tracker runs with"
+                    + " --auth none; start it with --auth munge, as the SPANK bridge's auth=munge expects"));
+        }
+        if (munge.isPresent() && needsAuthentication) {
+            String refusal = authenticationProblem(unsigned, words, credentialAt < 0 ? null
+                    : text.substring(credentialAt + CREDENTIAL_FIELD.length()));
+            if (refusal != null) {
+                LOG.warn("refused '{}': {}", LineText.printable(unsigned, MAX_ECHOED_CHARS), refusal);
+                return List.of(error("unauthenticated: " + refusal));
+            }
         }
         return switch (words[0]) {
             case "assembly" -> List.of(assembly(words));
@@ -107,6 +133,27 @@ public final class TrackerProtocol implements LineService {
         String reply = tracker.done(Long.parseLong(words[1]), words[2], Integer.parseInt(words[3]));
         wakeTracker.run();
         return reply;
+    }
+
+    /** Why an {@code assembly} or {@code done} is not to be answered, or null when its sender may ask it. */
+    private String authenticationProblem(String request, String[] words, String credential) {
+        if (credential == null) {
+            return "a MUNGE credential is required (munge=... at the end, the SPANK bridge's auth=munge)";
+        }
+        MungeVerifier.Sender sender;
+        try {
+            sender = munge.orElseThrow().verify(credential, request);
+        } catch (MungeVerifier.Refused e) {
+            return "MUNGE refused the credential: " + e.getMessage();
+        }
+        if (sender.uid() == 0 || trustedUsers.contains(sender.user())) {
+            return null;
+        }
+        if (words.length >= 2 && JOB.matcher(words[1]).matches() && Long.parseLong(words[1]) <= MAX_JOB_ID
+                && tracker.owner(Long.parseLong(words[1])).filter(sender.user()::equals).isPresent()) {
+            return null;
+        }
+        return "user " + sender.user() + " (uid " + sender.uid() + ") is not the job's owner, root or a trusted user";
     }
 
     private static String checkJobAndNode(String job, String node) {

@@ -1,17 +1,10 @@
 package org.vgpu.tracker.slurm;
 
-import java.io.File;
-import java.io.IOException;
-import java.io.InputStream;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Optional;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
 import java.util.regex.Pattern;
 
 import org.slf4j.Logger;
@@ -19,6 +12,8 @@ import org.slf4j.LoggerFactory;
 import org.vgpu.siteconfig.slurm.SlurmInventory;
 import org.vgpu.siteconfig.slurm.SlurmJob;
 import org.vgpu.siteconfig.slurm.SlurmOutputException;
+import org.vgpu.tracker.process.BoundedCommand;
+import org.vgpu.tracker.process.BoundedCommand.Result;
 
 /**
  * {@link SlurmControl} through Slurm's client commands ({@code scontrol}, {@code sbatch},
@@ -122,9 +117,6 @@ public final class SlurmCommands implements SlurmControl {
         run("scontrol", "update", "JobId=" + job, "Comment=" + text);
     }
 
-    private record Result(List<String> command, int exitCode, String stdout, String stderr) {
-    }
-
     private Result run(String... command) {
         Result result = runAllowingFailure(command);
         if (result.exitCode() != 0) {
@@ -134,49 +126,17 @@ public final class SlurmCommands implements SlurmControl {
     }
 
     private static SlurmCommandException failed(Result result) {
-        return new SlurmCommandException("'" + String.join(" ", result.command()) + "' failed with exit code "
-                + result.exitCode() + ": " + firstLine(result.stderr().isBlank() ? result.stdout() : result.stderr()));
+        return new SlurmCommandException("'" + result.commandLine() + "' failed with exit code " + result.exitCode() + ": "
+                + firstLine(result.stderr().isBlank() ? result.stdout() : result.stderr()));
     }
 
     private Result runAllowingFailure(String... command) {
-        List<String> words = List.of(command);
-        LOG.debug("running {}", words);
-        Process process;
+        LOG.debug("running {}", List.of(command));
         try {
-            process = new ProcessBuilder(words).redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))
-                    .start();
-        } catch (IOException e) {
-            throw new SlurmCommandException("cannot run '" + String.join(" ", words) + "': " + e.getMessage()
-                    + " (are Slurm's client commands on the PATH?)", e);
+            return BoundedCommand.run(List.of(command), "", timeout);
+        } catch (BoundedCommand.Failure e) {
+            throw new SlurmCommandException(e.getMessage() + " (are Slurm's client commands on the PATH, is slurmctld up?)", e);
         }
-        CompletableFuture<String> stdout = readAll(process.getInputStream());
-        CompletableFuture<String> stderr = readAll(process.getErrorStream());
-        try {
-            if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
-                process.destroyForcibly();
-                throw new SlurmCommandException("'" + String.join(" ", words) + "' did not finish within "
-                        + timeout.toSeconds() + " s; is slurmctld up?");
-            }
-            return new Result(words, process.exitValue(), stdout.get(), stderr.get());
-        } catch (InterruptedException e) {
-            process.destroyForcibly();
-            Thread.currentThread().interrupt();
-            throw new SlurmCommandException("interrupted while running '" + String.join(" ", words) + "'", e);
-        } catch (ExecutionException e) {
-            throw new SlurmCommandException("cannot read the output of '" + String.join(" ", words) + "': " + e.getCause(), e);
-        }
-    }
-
-    private static CompletableFuture<String> readAll(InputStream stream) {
-        CompletableFuture<String> text = new CompletableFuture<>();
-        Thread.ofVirtual().start(() -> {
-            try (stream) {
-                text.complete(new String(stream.readAllBytes(), StandardCharsets.UTF_8));
-            } catch (IOException e) {
-                text.completeExceptionally(e);
-            }
-        });
-        return text;
     }
 
     private static String firstLine(String text) {

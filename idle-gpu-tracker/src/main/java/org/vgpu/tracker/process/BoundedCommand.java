@@ -1,0 +1,84 @@
+package org.vgpu.tracker.process;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Runs a command with a time limit (Slurm's client commands block for minutes while slurmctld is
+ * down; munged may hang), feeding it standard input and collecting both outputs without letting
+ * a full pipe stall it.
+ */
+public final class BoundedCommand {
+    /** A finished command. */
+    public record Result(List<String> command, int exitCode, String stdout, String stderr) {
+        public String commandLine() {
+            return String.join(" ", command);
+        }
+    }
+
+    /** The command could not be run, or not within its time. */
+    public static final class Failure extends Exception {
+        private static final long serialVersionUID = 1L;
+
+        Failure(String message, Throwable cause) {
+            super(message, cause);
+        }
+    }
+
+    private BoundedCommand() {
+    }
+
+    /**
+     * @param stdin what the command reads (empty: it reads end of file at once)
+     * @throws Failure naming the command when it cannot be started, outlives {@code timeout} (it is
+     *         killed then), or its output cannot be read
+     */
+    public static Result run(List<String> command, String stdin, Duration timeout) throws Failure {
+        String line = String.join(" ", command);
+        Process process;
+        try {
+            process = new ProcessBuilder(command).start();
+        } catch (IOException e) {
+            throw new Failure("cannot run '" + line + "': " + e.getMessage(), e);
+        }
+        CompletableFuture<String> stdout = readAll(process.getInputStream());
+        CompletableFuture<String> stderr = readAll(process.getErrorStream());
+        try (OutputStream in = process.getOutputStream()) {
+            in.write(stdin.getBytes(StandardCharsets.UTF_8));
+        } catch (IOException e) {
+            // The command may exit without reading its input; its exit status tells what happened.
+        }
+        try {
+            if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+                process.destroyForcibly();
+                throw new Failure("'" + line + "' did not finish within " + timeout.toSeconds() + " s", null);
+            }
+            return new Result(List.copyOf(command), process.exitValue(), stdout.get(), stderr.get());
+        } catch (InterruptedException e) {
+            process.destroyForcibly();
+            Thread.currentThread().interrupt();
+            throw new Failure("interrupted while running '" + line + "'", e);
+        } catch (ExecutionException e) {
+            throw new Failure("cannot read the output of '" + line + "': " + e.getCause(), e);
+        }
+    }
+
+    private static CompletableFuture<String> readAll(InputStream stream) {
+        CompletableFuture<String> text = new CompletableFuture<>();
+        Thread.ofVirtual().start(() -> {
+            try (stream) {
+                text.complete(new String(stream.readAllBytes(), StandardCharsets.UTF_8));
+            } catch (IOException e) {
+                text.completeExceptionally(e);
+            }
+        });
+        return text;
+    }
+}

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Scenario (testbed started with VGPU_SPANK_PLUGIN): MUNGE authentication between the SPANK bridge
+# and the tracker. With a munged of the testbed's own, plugstack.conf switched to auth=munge and
+# the tracker to --auth munge, a vgpu job gets its assembly and completes; a forged credential, a
+# replayed one, one made for another request, one from a user who does not own the job, and a
+# request without one are each refused with the reason. plugstack.conf is restored at the end.
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+
+command -v munged >/dev/null && command -v unmunge >/dev/null && id munge >/dev/null 2>&1 \
+    || die "munged, munge and unmunge and the munge user are needed (apt-get install munge)"
+munge_dir=$TESTBED_DIR/etc/munge
+socket=$munge_dir/sock/munge.socket
+plugstack=$TESTBED_DIR/etc/plugstack.conf
+job=
+restore() {
+    set +e
+    [ -z "$job" ] || cancel_jobs "$job"
+    stop_tracker
+    [ -f "$plugstack.auth-none" ] && mv "$plugstack.auth-none" "$plugstack"
+    [ -s "$munge_dir/sock/munged.pid" ] && kill "$(cat "$munge_dir/sock/munged.pid")"
+}
+trap restore EXIT
+
+mkdir -p "$munge_dir"/{sock,key,lib}
+dd if=/dev/urandom of="$munge_dir/key/munge.key" bs=1024 count=1 2>/dev/null
+chown -R munge:munge "$munge_dir"/{sock,key,lib}
+# munged insists on a socket directory others may enter and a private key directory.
+chmod 755 "$munge_dir" "$munge_dir/sock"
+chmod 700 "$munge_dir/key" "$munge_dir/lib"
+chmod 400 "$munge_dir/key/munge.key"
+su -s /bin/sh munge -c "munged --socket=$socket --key-file=$munge_dir/key/munge.key --pid-file=$munge_dir/sock/munged.pid \
+    --seed-file=$munge_dir/lib/seed --log-file=$munge_dir/lib/munged.log" || die "munged did not start"
+wait_until 10 "munged has started" test -s "$munge_dir/sock/munged.pid" || die "munged did not start"
+
+cp "$plugstack" "$plugstack.auth-none"
+sed -i "s|^\(required .*vgpu_spank\.so.*\)\$|\1 auth=munge munge_socket=$socket|" "$plugstack"
+grep -q 'auth=munge' "$plugstack" || die "could not switch $plugstack to auth=munge"
+log_lines=0
+[ ! -f "$TESTBED_DIR/log/tracker.log" ] || log_lines=$(wc -l <"$TESTBED_DIR/log/tracker.log")
+start_tracker_with --auth munge --munge-socket "$socket"
+
+job=$(submit --gres=vgpu:2 -J munge-2-vgpus --wrap "$(vgpu_job_script)")
+expect_state "$job" COMPLETED 90
+check_vgpu_job_output "$TESTBED_DIR/out/$job.out" "$(job_field "$job" NodeList)" 2 0
+say "job $job got its assembly over auth=munge and completed"
+
+# expect_refusal DESCRIPTION EXPECTED REQUEST: the tracker answers REQUEST with an error containing EXPECTED.
+expect_refusal() {
+    local reply
+    reply=$(tracker_request "$3")
+    [[ "$reply" == error\ * && "$reply" == *"$2"* ]] || die "$1: the tracker answered '$reply', expected '$2'"
+    say "  $1 -> $reply"
+}
+credential() {
+    munge --socket="$socket" --string="$1"
+}
+expect_refusal "no credential" "a MUNGE credential is required" "assembly $job n1"
+expect_refusal "a forged credential" "MUNGE refused the credential" "assembly $job n1 munge=MUNGE:AwQFAAB0aGlzIGlzIG5vdCBhIGNyZWRlbnRpYWw=:"
+one=$(credential "assembly 999999 n1")
+expect_refusal "a good credential for an unknown job" "job 999999 has no vGPU assembly" "assembly 999999 n1 munge=$one"
+expect_refusal "the same credential replayed" "MUNGE refused the credential" "assembly 999999 n1 munge=$one"
+expect_refusal "a credential made for another request" "made for another request" "assembly 999998 n1 munge=$(credential "assembly 999997 n1")"
+stranger=$(su -s /bin/sh nobody -c "munge --socket=$socket --string='done $job n1 0'")
+expect_refusal "another user's done for root's job" "user nobody" "done $job n1 0 munge=$stranger"
+grep -q "refused 'assembly $job n1'" <(tail -n +"$((log_lines + 1))" "$TESTBED_DIR/log/tracker.log") \
+    || die "the tracker's log does not show the refusals"
+pass "tracker-munge: job $job assembled over auth=munge; missing, forged, replayed, mismatched and foreign credentials refused"
