@@ -70,6 +70,11 @@ public final class NettyTransport {
         return new MultiThreadIoEventLoopGroup(threads, new DefaultThreadFactory(name, true), handlers);
     }
 
+    /** The socket buffer size {@link #SOCKET_BUFFER_PROPERTY} asks for in bytes, 0 where it is unset (kernel autotuning). */
+    public static int socketBufferBytes() {
+        return SOCKET_BUFFER_BYTES;
+    }
+
     /** Passes the socket buffer sizes {@link #SOCKET_BUFFER_PROPERTY} asks for to {@code option}, if any. */
     public static void socketBuffers(BiConsumer<ChannelOption<Integer>, Integer> option) {
         if (SOCKET_BUFFER_BYTES > 0) {
