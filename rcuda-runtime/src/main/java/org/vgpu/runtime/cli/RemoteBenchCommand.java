@@ -3,6 +3,7 @@ package org.vgpu.runtime.cli;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.InetAddress;
 import java.net.ServerSocket;
@@ -40,6 +41,7 @@ import org.vgpu.runtime.remote.lender.Endpoint;
 import org.vgpu.runtime.remote.lender.LaunchedWorker;
 import org.vgpu.runtime.remote.lender.WorkerLauncher;
 import org.vgpu.runtime.remote.lender.WorkerSpec;
+import org.vgpu.runtime.remote.protocol.RequestDecoder;
 import org.vgpu.runtime.remote.security.ThrowawaySiteKey;
 import org.vgpu.runtime.remote.transport.NettyTransport;
 import org.vgpu.runtime.remote.worker.PlainSocketBaseline;
@@ -50,7 +52,10 @@ import org.vgpu.runtime.remote.worker.PlainSocketBaseline;
  * baseline server) and, in this process, measures: the plain blocking-socket 64-byte round trip,
  * launch+synchronize locally and remotely, asynchronous launch throughput locally and remotely,
  * and remote host-to-device and device-to-host bandwidth against a plain socket moving the same
- * bytes. Every trial measures every row, in alternating order; the table shows medians, the
+ * bytes in the same direction, twice: from (or into) native host memory of the whole copy's size
+ * on both ends, as a remote copy reads (or writes) the caller's whole host buffer, the fair floor;
+ * and through a cached {@value PlainSocketBaseline#CACHED_BUFFER_BYTES}-byte buffer on both ends,
+ * which never leaves the CPU caches, the network stack alone. Every trial measures every row, in alternating order; the table shows medians, the
  * ratios the goals are stated in, the per-trial range of each ratio, and a plain verdict. It is a
  * measurement, never an assertion: the exit status says only whether the runs worked. With
  * {@code --backend emulated} the device is the CPU emulation and every figure says so.
@@ -123,9 +128,12 @@ public final class RemoteBenchCommand implements Subcommand {
                             + " runtime and this machine's network stack, not a GPU");
                 }
                 out.printf("client and worker are separate processes on %s, %d cores; threads poll %d us before sleeping"
-                        + " (-D%s); %d trials after %d warm-up trials; medians, and the range of each ratio over the"
-                        + " trials%n%n", host, Runtime.getRuntime().availableProcessors(),
-                        RemoteConfig.defaults().spinNanos() / 1000, NettyTransport.SPIN_PROPERTY, trials, WARM_UP_TRIALS);
+                        + " (-D%s); copies in %d KiB chunks (-D%s); socket buffers %s (-D%s); %d trials after %d"
+                        + " warm-up trials; medians, and the range of each ratio over the trials%n%n", host,
+                        Runtime.getRuntime().availableProcessors(), RemoteConfig.defaults().spinNanos() / 1000,
+                        NettyTransport.SPIN_PROPERTY, RemoteConfig.defaults().chunkBytes() >> 10, RequestDecoder.CHUNK_PROPERTY,
+                        NettyTransport.socketBufferBytes() > 0 ? (NettyTransport.socketBufferBytes() >> 10) + " KiB"
+                                : "autotuned by the kernel", NettyTransport.SOCKET_BUFFER_PROPERTY, trials, WARM_UP_TRIALS);
                 List<Row> rows = measure(worker, localGpu, remoteGpu, syncIterations, asyncIterations, copyBytes, trials);
                 printTable(rows, label, out);
             }
@@ -137,20 +145,29 @@ public final class RemoteBenchCommand implements Subcommand {
                                      int asyncIterations, long copyBytes, int trials) {
         Device local = new Device(localGpu, copyBytes);
         Device remote = new Device(remoteGpu, copyBytes);
-        try {
-            Series rtt = new Series(() -> PlainSocketBaseline.roundTripNanos(worker.host(), worker.baselinePort(), syncIterations));
+        try (Arena arena = Arena.ofConfined()) {
+            // the plain socket's own host memory, as large as the remote copies' host buffer
+            MemorySegment plainMemory = arena.allocate(copyBytes, 64);
+            PlainSocketBaseline.fillPattern(plainMemory);
+            String baselineHost = worker.host();
+            int baselinePort = worker.baselinePort();
+            Series rtt = new Series(() -> PlainSocketBaseline.roundTripNanos(baselineHost, baselinePort, syncIterations));
             Series localSync = new Series(() -> local.launchAndSynchronizeNanos(syncIterations));
             Series remoteSync = new Series(() -> remote.launchAndSynchronizeNanos(syncIterations));
             Series localAsync = new Series(() -> local.asyncLaunchNanos(asyncIterations));
             Series remoteAsync = new Series(() -> remote.asyncLaunchNanos(asyncIterations));
-            Series plainSend = new Series(() -> PlainSocketBaseline.sendNanos(worker.host(), worker.baselinePort(), copyBytes));
+            Series plainSendFromMemory = new Series(() -> PlainSocketBaseline.sendFromMemoryNanos(baselineHost, baselinePort, plainMemory));
+            Series plainSendCached = new Series(() -> PlainSocketBaseline.sendNanos(baselineHost, baselinePort, copyBytes));
             Series remoteToDevice = new Series(remote::copyToDeviceNanos);
             Series localToDevice = new Series(local::copyToDeviceNanos);
-            Series plainReceive = new Series(() -> PlainSocketBaseline.receiveNanos(worker.host(), worker.baselinePort(), copyBytes));
+            Series plainReceiveIntoMemory = new Series(() -> PlainSocketBaseline.receiveIntoMemoryNanos(baselineHost, baselinePort,
+                    plainMemory));
+            Series plainReceiveCached = new Series(() -> PlainSocketBaseline.receiveNanos(baselineHost, baselinePort, copyBytes));
             Series remoteToHost = new Series(remote::copyToHostNanos);
             Series localToHost = new Series(local::copyToHostNanos);
-            List<Series> all = List.of(rtt, localSync, remoteSync, localAsync, remoteAsync, plainSend, remoteToDevice,
-                    localToDevice, plainReceive, remoteToHost, localToHost);
+            List<Series> all = List.of(rtt, localSync, remoteSync, localAsync, remoteAsync, plainSendFromMemory,
+                    plainSendCached, remoteToDevice, localToDevice, plainReceiveIntoMemory, plainReceiveCached, remoteToHost,
+                    localToHost);
             for (int trial = 0; trial < WARM_UP_TRIALS + trials; trial++) {
                 boolean record = trial >= WARM_UP_TRIALS;
                 List<Series> order = new ArrayList<>(all);
@@ -162,6 +179,7 @@ public final class RemoteBenchCommand implements Subcommand {
                 }
             }
             String mib = (copyBytes >> 20) + " MiB";
+            String cached = "a cached " + (PlainSocketBaseline.CACHED_BUFFER_BYTES >> 20) + " MiB buffer";
             return List.of(
                     Row.time("plain socket 64 B round trip", rtt),
                     Row.time("local launch + synchronize", localSync),
@@ -173,15 +191,17 @@ public final class RemoteBenchCommand implements Subcommand {
                     Row.rate("remote async launch (batched)", remoteAsync),
                     Row.ratio("  remote / local launch throughput", ">= 50 %", true, GOAL_ASYNC_THROUGHPUT,
                             t -> localAsync.at(t) / remoteAsync.at(t), localAsync.median() / remoteAsync.median(), trials),
-                    Row.bandwidth("plain socket send " + mib, plainSend, copyBytes),
+                    Row.bandwidth("plain socket send from " + mib + " host memory", plainSendFromMemory, copyBytes),
+                    Row.bandwidth("plain socket send through " + cached, plainSendCached, copyBytes),
                     Row.bandwidth("remote host->device " + mib, remoteToDevice, copyBytes),
-                    Row.ratio("  remote / plain socket", ">= 90 %", true, GOAL_BANDWIDTH,
-                            t -> plainSend.at(t) / remoteToDevice.at(t), plainSend.median() / remoteToDevice.median(), trials),
+                    bandwidthRatio("  remote vs plain socket from " + mib + " host memory", plainSendFromMemory, remoteToDevice, trials),
+                    bandwidthRatio("  remote vs plain socket through " + cached, plainSendCached, remoteToDevice, trials),
                     Row.bandwidth("  (local host->device " + mib + ")", localToDevice, copyBytes),
-                    Row.bandwidth("plain socket receive " + mib, plainReceive, copyBytes),
+                    Row.bandwidth("plain socket receive into " + mib + " host memory", plainReceiveIntoMemory, copyBytes),
+                    Row.bandwidth("plain socket receive through " + cached, plainReceiveCached, copyBytes),
                     Row.bandwidth("remote device->host " + mib, remoteToHost, copyBytes),
-                    Row.ratio("  remote / plain socket", ">= 90 %", true, GOAL_BANDWIDTH,
-                            t -> plainReceive.at(t) / remoteToHost.at(t), plainReceive.median() / remoteToHost.median(), trials),
+                    bandwidthRatio("  remote vs plain socket into " + mib + " host memory", plainReceiveIntoMemory, remoteToHost, trials),
+                    bandwidthRatio("  remote vs plain socket through " + cached, plainReceiveCached, remoteToHost, trials),
                     Row.bandwidth("  (local device->host " + mib + ")", localToHost, copyBytes));
         } finally {
             local.free();
@@ -189,8 +209,14 @@ public final class RemoteBenchCommand implements Subcommand {
         }
     }
 
+    /** Remote bandwidth as a share of a plain socket's moving the same bytes: its time over the remote copy's. */
+    private static Row bandwidthRatio(String name, Series plain, Series remote, int trials) {
+        return Row.ratio(name, ">= 90 %", true, GOAL_BANDWIDTH, t -> plain.at(t) / remote.at(t), plain.median() / remote.median(),
+                trials);
+    }
+
     private static void printTable(List<Row> rows, String label, PrintStream out) {
-        String format = "%-42s %24s %16s %12s %7s%n";
+        String format = "%-56s %24s %16s %12s %7s%n";
         out.printf(format, "measurement" + label, "median", "ratio range", "goal", "met");
         for (Row row : rows) {
             out.printf(format, row.name(), row.value(), row.range(), row.goal(), row.verdict());

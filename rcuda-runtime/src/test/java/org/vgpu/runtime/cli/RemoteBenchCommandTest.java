@@ -31,9 +31,15 @@ class RemoteBenchCommandTest {
         assertTrue(table.contains("CPU EMULATION"), table);
         for (String row : new String[] {"plain socket 64 B round trip", "remote launch + synchronize",
                 "remote overhead / plain round trip", "remote async launch (batched)", "remote / local launch throughput",
-                "remote host->device 1 MiB", "remote device->host 1 MiB", "<= 1.25", ">= 50 %", ">= 90 %"}) {
+                "remote host->device 1 MiB", "remote device->host 1 MiB", "<= 1.25", ">= 50 %", ">= 90 %",
+                "plain socket send from 1 MiB host memory", "plain socket send through a cached 1 MiB buffer",
+                "plain socket receive into 1 MiB host memory", "plain socket receive through a cached 1 MiB buffer",
+                "remote vs plain socket from 1 MiB host memory", "remote vs plain socket into 1 MiB host memory",
+                "-Dvgpu.chunk.kib", "-Dvgpu.socket.buffer.kib"}) {
             assertTrue(table.contains(row), "missing '" + row + "' in\n" + table);
         }
+        // both bulk copies are compared with both baselines: two ratios through the cached buffer
+        assertEquals(2, table.split("remote vs plain socket through a cached 1 MiB buffer", -1).length - 1, table);
     }
 
     @Test

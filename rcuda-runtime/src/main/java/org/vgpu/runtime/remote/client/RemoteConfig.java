@@ -42,11 +42,11 @@ public record RemoteConfig(int batchBytes, int batchFrames, int chunkBytes, long
     }
 
     /**
-     * 64 KiB or 256 requests per batch, 1 MiB chunks, 30 s to connect and open the session (a worker
+     * 64 KiB or 256 requests per batch, {@link RequestDecoder#DEFAULT_CHUNK_BYTES} chunks, 30 s to connect and open the session (a worker
      * creating a CUDA context on a busy node takes seconds), 30 s to say goodbye.
      */
     public static RemoteConfig defaults() {
-        return new RemoteConfig(64 << 10, 256, 1 << 20, NettyTransport.DEFAULT_SPIN_NANOS, Duration.ofSeconds(30),
+        return new RemoteConfig(64 << 10, 256, RequestDecoder.DEFAULT_CHUNK_BYTES, NettyTransport.DEFAULT_SPIN_NANOS, Duration.ofSeconds(30),
                 Duration.ofSeconds(30));
     }
 

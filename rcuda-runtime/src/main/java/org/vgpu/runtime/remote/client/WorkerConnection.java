@@ -114,7 +114,9 @@ final class WorkerConnection implements AutoCloseable {
     static WorkerConnection open(EventLoopGroup group, WorkerEndpoint endpoint, VaWindow window, RemoteConfig config,
                                  SslContext ssl) {
         WorkerConnection connection = new WorkerConnection(endpoint, config);
-        ChannelFuture connected = new Bootstrap()
+        Bootstrap bootstrap = new Bootstrap();
+        NettyTransport.socketBuffers(bootstrap::option);
+        ChannelFuture connected = bootstrap
                 .group(group)
                 .channel(NettyTransport.socketChannel())
                 .option(ChannelOption.TCP_NODELAY, true)

@@ -1,8 +1,10 @@
 package org.vgpu.runtime.remote.transport;
 
 import java.nio.channels.spi.SelectorProvider;
+import java.util.function.BiConsumer;
 
 import io.netty.channel.DefaultSelectStrategyFactory;
+import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.IoHandlerFactory;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
@@ -34,6 +36,14 @@ public final class NettyTransport {
     public static final long DEFAULT_SPIN_NANOS = Long.getLong(SPIN_PROPERTY,
             Runtime.getRuntime().availableProcessors() >= 8 ? 50 : 0) * 1000;
 
+    /**
+     * System property: SO_RCVBUF and SO_SNDBUF of session connections in KiB, on whichever end it is
+     * set (both, through JAVA_TOOL_OPTIONS); unset leaves them to the kernel's autotuning, which
+     * usually grows them further than a fixed size would. A knob for measuring bulk copies.
+     */
+    public static final String SOCKET_BUFFER_PROPERTY = "vgpu.socket.buffer.kib";
+    private static final int SOCKET_BUFFER_BYTES = Integer.getInteger(SOCKET_BUFFER_PROPERTY, 0) << 10;
+
     private static final boolean EPOLL = Epoll.isAvailable();
 
     private NettyTransport() {
@@ -58,6 +68,19 @@ public final class NettyTransport {
                 ? EpollIoHandler.newFactory(0, strategy)
                 : NioIoHandler.newFactory(SelectorProvider.provider(), strategy);
         return new MultiThreadIoEventLoopGroup(threads, new DefaultThreadFactory(name, true), handlers);
+    }
+
+    /** The socket buffer size {@link #SOCKET_BUFFER_PROPERTY} asks for in bytes, 0 where it is unset (kernel autotuning). */
+    public static int socketBufferBytes() {
+        return SOCKET_BUFFER_BYTES;
+    }
+
+    /** Passes the socket buffer sizes {@link #SOCKET_BUFFER_PROPERTY} asks for to {@code option}, if any. */
+    public static void socketBuffers(BiConsumer<ChannelOption<Integer>, Integer> option) {
+        if (SOCKET_BUFFER_BYTES > 0) {
+            option.accept(ChannelOption.SO_RCVBUF, SOCKET_BUFFER_BYTES);
+            option.accept(ChannelOption.SO_SNDBUF, SOCKET_BUFFER_BYTES);
+        }
     }
 
     public static Class<? extends SocketChannel> socketChannel() {

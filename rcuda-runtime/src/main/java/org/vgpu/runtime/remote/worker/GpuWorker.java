@@ -74,7 +74,9 @@ public final class GpuWorker implements AutoCloseable {
         this.log = log;
         this.group = NettyTransport.newEventLoopGroup(1, "vgpu-worker-io", config.spinNanos());
         try {
-            this.serverChannel = new ServerBootstrap()
+            ServerBootstrap bootstrap = new ServerBootstrap();
+            NettyTransport.socketBuffers(bootstrap::childOption);
+            this.serverChannel = bootstrap
                     .group(group)
                     .channel(NettyTransport.serverSocketChannel())
                     .childOption(ChannelOption.TCP_NODELAY, true)
