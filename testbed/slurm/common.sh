@@ -152,7 +152,7 @@ tracker_port() {
 }
 
 # start_tracker [CONFIG]: starts `vgpu tracker` (polling every second, ledger in the testbed's state
-# directory) in the background, its log in $TESTBED_DIR/log/tracker.log (appended, so a restart
+# directory, holder jobs' workers on the CPU emulation, their output in out/holder-JOB.out) in the background, its log in $TESTBED_DIR/log/tracker.log (appended, so a restart
 # keeps the earlier run's lines), its pid in $TESTBED_DIR/run/tracker.pid; waits until it listens.
 start_tracker() {
     start_tracker_with --config "${1:-$TESTBED_DIR/etc/vgpu.conf}"
@@ -164,7 +164,8 @@ start_tracker_with() {
     local log=$TESTBED_DIR/log/tracker.log before
     before=$(grep -c '^vgpu tracker listening' "$log" 2>/dev/null || true)
     [[ " $* " == *" --config "* ]] || set -- --config "$TESTBED_DIR/etc/vgpu.conf" "$@"
-    "$VGPU" tracker "$@" --ledger "$TESTBED_DIR/state/tracker.ledger" --poll 1 </dev/null >>"$log" 2>&1 &
+    "$VGPU" tracker "$@" --ledger "$TESTBED_DIR/state/tracker.ledger" --poll 1 --worker-backend emulated \
+        --holder-output "$TESTBED_DIR/out/holder-%j.out" </dev/null >>"$log" 2>&1 &
     echo $! >"$TESTBED_DIR/run/tracker.pid"
     # Not the shell's job any more: a scenario that kills it on purpose gets no "Killed" line.
     disown

@@ -29,7 +29,8 @@ expect_exit_1 "tracker with a lend partition Slurm lacks" "Slurm has no partitio
 trap 'stop_tracker' EXIT
 start_tracker
 for request in "hello" "assembly" "assembly x n1" "assembly 1 n1;reboot" "done 1 n1 abc" "status please" \
-    "$(head -c 6000 /dev/zero | tr '\0' 'x')" "$(printf 'assembly \001\002\003')"; do
+    "worker 1 1 127.0.0.1:1 someone v1.forged.proof" "$(head -c 6000 /dev/zero | tr '\0' 'x')" \
+    "$(printf 'assembly \001\002\003')"; do
     reply=$(tracker_request "$request")
     [ "$(wc -l <<<"$reply")" -eq 1 ] && [[ "$reply" == error\ * ]] \
         || die "the tracker answered '${request:0:40}' with '$reply', expected one error line"

@@ -20,8 +20,12 @@ import java.util.concurrent.ConcurrentHashMap;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.vgpu.runtime.api.VgpuException;
-import org.vgpu.runtime.remote.lender.LenderClient;
+import org.vgpu.runtime.remote.lender.Endpoint;
+import org.vgpu.runtime.remote.security.SessionToken;
+import org.vgpu.runtime.remote.security.SiteKey;
 import org.vgpu.runtime.remote.security.TokenIssuer;
+import org.vgpu.runtime.remote.security.TokenVerifier;
+import org.vgpu.siteconfig.NodeConfig;
 import org.vgpu.siteconfig.SiteConfig;
 import org.vgpu.siteconfig.slurm.SlurmInventory;
 import org.vgpu.siteconfig.slurm.SlurmJob;
@@ -57,19 +61,22 @@ public final class Tracker {
     private static final String COMMENT_PREFIX = "vgpu: ";
 
     /**
-     * @param holderTimeout how long holders of an assembly may stay pending before it is given up
-     * @param tokenTtl      how long a session token handed to a job stays valid for opening its session
-     * @param lenderTimeout limit for a lender to hand out a worker (it may have to start one)
+     * @param holderTimeout     how long an assembly may take to have every holder running its worker before it is given up
+     * @param tokenTtl          how long a session token handed to a job stays valid for opening its session
+     * @param workerBackend     what a holder's worker drives: {@code native} (the GPU Slurm gave the holder) or
+     *                          {@code emulated} (the CPU emulation, for testbeds without GPUs)
+     * @param workerIdleTimeout how long a holder's worker waits for its job's session, and then for each frame of it
      */
-    public record Settings(Duration holderTimeout, Duration tokenTtl, Duration lenderTimeout) {
+    public record Settings(Duration holderTimeout, Duration tokenTtl, String workerBackend, Duration workerIdleTimeout) {
         public static Settings defaults() {
-            return new Settings(Duration.ofSeconds(60), Duration.ofHours(24), Duration.ofSeconds(60));
+            return new Settings(Duration.ofSeconds(60), Duration.ofHours(24), "native", Duration.ofHours(1));
         }
     }
 
     private final SiteConfig site;
     private final SlurmControl slurm;
     private final Ledger ledger;
+    private final SiteKey key;
     private final TokenIssuer tokens;
     private final Settings settings;
     private final Clock clock;
@@ -87,17 +94,19 @@ public final class Tracker {
     /** Holders this tracker cancelled, which Slurm may still list as active for a moment. Guarded by {@link #lock}. */
     private final Set<Long> cancelledHolders = new HashSet<>();
     private final Set<Long> doneJobs = ConcurrentHashMap.newKeySet();
-    private final Set<Long> openingWorkers = ConcurrentHashMap.newKeySet();
-    private final Map<Long, String> openFailures = new ConcurrentHashMap<>();
 
     private record Waiting(String user, int vgpus, String reason) {
     }
 
-    public Tracker(SiteConfig site, SlurmControl slurm, Ledger ledger, TokenIssuer tokens, Settings settings, Clock clock) {
+    /**
+     * @param key the site key: signs the jobs' session tokens and checks the holders' workers' proofs
+     */
+    public Tracker(SiteConfig site, SlurmControl slurm, Ledger ledger, SiteKey key, Settings settings, Clock clock) {
         this.site = Objects.requireNonNull(site, "site");
         this.slurm = Objects.requireNonNull(slurm, "slurm");
         this.ledger = Objects.requireNonNull(ledger, "ledger");
-        this.tokens = Objects.requireNonNull(tokens, "tokens");
+        this.key = Objects.requireNonNull(key, "key");
+        this.tokens = new TokenIssuer(key, clock);
         this.settings = Objects.requireNonNull(settings, "settings");
         this.clock = Objects.requireNonNull(clock, "clock");
         this.planner = new AssemblyPlanner(site.policy(), site.distances(), site.lendPartition());
@@ -141,13 +150,9 @@ public final class Tracker {
         if (!assembly.node().equals(node)) {
             return "error job " + job + " has its vGPU assembly on node " + assembly.node() + ", not on " + node;
         }
-        List<Lend> unopened = assembly.lends().stream().filter(lend -> lend.worker().isEmpty()).toList();
-        if (!unopened.isEmpty()) {
-            openWorkers(assembly);
-            String failure = openFailures.get(job);
-            return "wait opening the worker(s) of vGPU(s) "
-                    + String.join(",", unopened.stream().map(lend -> lend.vgpu() + "@" + lend.node()).toList())
-                    + (failure == null ? "" : "; last attempt failed: " + failure);
+        if (assembly.lends().stream().anyMatch(lend -> lend.worker().isEmpty())) {
+            // Released jobs have every worker; only a ledger edited by hand gets here.
+            return "error job " + job + " has borrowed vGPUs without a worker";
         }
         Optional<SlurmJob> slurmJob = slurm.job(job);
         if (slurmJob.isEmpty()) {
@@ -185,6 +190,36 @@ public final class Tracker {
     public String done(long job, String node, int status) {
         LOG.info("job {} ended on {} with status {}", job, node, status);
         doneJobs.add(job);
+        return "ok";
+    }
+
+    /**
+     * A holder's worker saying where it listens ({@code worker JOB VGPU HOST:PORT WORKER-ID PROOF}):
+     * taken when the proof is a token for exactly that job, vGPU and worker signed with the site key,
+     * and the job's assembly is waiting for that vGPU's worker.
+     */
+    public String worker(long job, int vgpu, Endpoint endpoint, String workerId, String proof) {
+        try {
+            SessionToken token = new TokenVerifier(key, workerId, clock).verify(proof, vgpu);
+            if (!token.jobId().equals(Long.toString(job))) {
+                return "error the proof is for job " + token.jobId() + ", not " + job;
+            }
+        } catch (VgpuException e) {
+            return "error unauthenticated: " + e.detail();
+        }
+        synchronized (lock) {
+            Optional<Assembly> assembly = ledger.assembly(job);
+            Optional<Lend> lend = assembly.flatMap(current -> current.lends().stream().filter(candidate -> candidate.vgpu() == vgpu)
+                    .findFirst());
+            if (lend.isEmpty()) {
+                return "error job " + job + " has no borrowed vGPU " + vgpu + " (its assembly ended or never had it)";
+            }
+            if (lend.get().workerId().filter(id -> !id.equals(workerId)).isPresent()) {
+                return "error vGPU " + vgpu + " of job " + job + " is served by worker " + lend.get().workerId().get();
+            }
+            ledger.record(assembly.get().withLend(lend.get().withWorker(endpoint, workerId)));
+        }
+        LOG.info("job {}: worker {} at {} serves vGPU {}", job, workerId, endpoint, vgpu);
         return "ok";
     }
 
@@ -253,30 +288,14 @@ public final class Tracker {
         ledger.forget(assembly.job(), why);
         lostHolders.removeAll(assembly.holders());
         comments.remove(assembly.job());
-        openFailures.remove(assembly.job());
         remember("ended job=" + assembly.job() + " user=" + assembly.user() + " node=" + assembly.node() + " vgpus="
                 + assembly.vgpus() + " borrowed=" + assembly.lends().size() + " why=" + why + " at=" + clock.instant());
     }
 
-    /** Ends an assembly's lends: holders cancelled in Slurm, and workers stopped by their lenders (in the background). */
+    /** Ends an assembly's lends: its holders are cancelled, which stops the workers they run. */
     private void cancelHolders(Assembly assembly) {
         slurm.cancel(assembly.holders());
         cancelledHolders.addAll(assembly.holders());
-        for (Lend lend : assembly.lends()) {
-            if (lend.workerId().isEmpty()) {
-                continue;
-            }
-            String workerId = lend.workerId().get();
-            site.node(lend.node()).ifPresent(node -> Thread.ofVirtual().name("close-worker-" + workerId).start(() -> {
-                try {
-                    LenderClient.close(node.lenderEndpoint(), workerId, settings.lenderTimeout());
-                    LOG.info("job {}: worker {} on {} stopped", assembly.job(), workerId, lend.node());
-                } catch (VgpuException e) {
-                    // Usually the worker ended with its session already; either way nothing is lent any more.
-                    LOG.info("job {}: worker {} on {} not stopped: {}", assembly.job(), workerId, lend.node(), e.getMessage());
-                }
-            }));
-        }
     }
 
     /** Holder jobs (lend partition, holder name) that no live assembly names: left by a crash or a hand; cancelled. */
@@ -308,7 +327,7 @@ public final class Tracker {
         boolean allRunning = true;
         for (Lend lend : assembly.lends()) {
             if (lend.holder().isEmpty()) {
-                long holder = slurm.submitHolder(lend.node(), assembly.job(), lend.vgpu());
+                long holder = slurm.submitHolder(lend.node(), assembly.job(), lend.vgpu(), holderScript(assembly.job(), lend));
                 LOG.info("job {}: holder {} submitted for a GPU of {} (vGPU {})", assembly.job(), holder, lend.node(), lend.vgpu());
                 assembly = assembly.withLend(lend.withHolder(holder));
                 ledger.record(assembly);
@@ -316,6 +335,7 @@ public final class Tracker {
                 continue;
             }
             if (lend.gpu().isPresent()) {
+                allRunning &= lend.worker().isPresent();
                 continue;
             }
             Optional<SlurmJob> holder = inventory.job(lend.holder().getAsLong());
@@ -334,12 +354,15 @@ public final class Tracker {
                         + ", expected exactly one");
                 return;
             }
-            assembly = assembly.withLend(lend.withGpu(gpu.getFirst()));
+            // The worker may have announced itself before this look at Slurm: keep it.
+            Lend current = assembly.lends().get(lend.vgpu() - assembly.localGpus());
+            assembly = assembly.withLend(current.withGpu(gpu.getFirst()));
             ledger.record(assembly);
+            allRunning &= current.worker().isPresent();
         }
         if (!allRunning) {
             if (Duration.between(assembly.planned(), now).compareTo(settings.holderTimeout()) > 0) {
-                abort(assembly, "holder jobs did not start within " + settings.holderTimeout().toSeconds() + " s");
+                abort(assembly, "holder jobs and their workers did not start within " + settings.holderTimeout().toSeconds() + " s");
             }
             return;
         }
@@ -440,42 +463,17 @@ public final class Tracker {
         }
     }
 
-    private void openWorkers(Assembly assembly) {
-        if (!openingWorkers.add(assembly.job())) {
-            return;
-        }
-        Thread.ofVirtual().name("open-workers-" + assembly.job()).start(() -> {
-            try {
-                for (Lend lend : assembly.lends()) {
-                    if (lend.worker().isEmpty()) {
-                        openWorker(assembly.job(), lend);
-                    }
-                }
-                openFailures.remove(assembly.job());
-            } catch (VgpuException | IllegalStateException e) {
-                LOG.warn("job {}: opening a worker failed: {}", assembly.job(), e.getMessage());
-                openFailures.put(assembly.job(), e.getMessage());
-            } finally {
-                openingWorkers.remove(assembly.job());
-            }
-        });
-    }
-
-    private void openWorker(long job, Lend lend) {
-        var node = site.node(lend.node()).orElseThrow(() -> new IllegalStateException("node " + lend.node()
-                + " is no longer in the site configuration"));
-        LenderClient.OpenedWorker worker = LenderClient.open(node.lenderEndpoint(), lend.gpu().orElseThrow(),
-                settings.lenderTimeout());
-        synchronized (lock) {
-            Optional<Assembly> current = ledger.assembly(job);
-            if (current.isEmpty() || current.get().phase() != Assembly.Phase.RELEASED) {
-                LOG.info("job {} ended while worker {} was opened for it; the worker times out unused", job, worker.workerId());
-                return;
-            }
-            ledger.record(current.get().withLend(lend.withWorker(worker.endpoint(), worker.workerId())));
-        }
-        LOG.info("job {}: worker {} at {} serves vGPU {} (GPU {} of {})", job, worker.workerId(), worker.endpoint(), lend.vgpu(),
-                lend.gpu().getAsInt(), lend.node());
+    /**
+     * What a holder runs: the worker that serves its GPU (device 0 of the GPUs Slurm gave it, numbered
+     * as nvidia-smi does), listening on its node's address, telling this tracker where.
+     */
+    private String holderScript(long job, Lend lend) {
+        NodeConfig node = site.node(lend.node()).orElseThrow(() -> new IllegalStateException("node " + lend.node()
+                + " is not in the site configuration"));
+        return "export CUDA_DEVICE_ORDER=PCI_BUS_ID; exec " + site.slurm().vgpuCommand() + " worker --listen "
+                + new Endpoint(node.reachableAs(), 0) + " --backend " + settings.workerBackend() + " --device 0 --worker-id "
+                + lend.node() + "-holder-$SLURM_JOB_ID --key-file " + site.tokenKeyFile() + " --idle-timeout "
+                + settings.workerIdleTimeout().toSeconds() + " --tracker " + site.tracker() + " --lend " + job + ":" + lend.vgpu();
     }
 
     private void comment(long job, String text) {

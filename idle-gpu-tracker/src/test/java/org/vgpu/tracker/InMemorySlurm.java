@@ -117,12 +117,12 @@ final class InMemorySlurm implements SlurmControl {
     }
 
     @Override
-    public long submitHolder(String node, long forJob, int vgpu) {
+    public long submitHolder(String node, long forJob, int vgpu, String script) {
         long id = nextId++;
         // A holder is pinned to its node and not held: reason carries the node for schedule().
         jobs.put(id, new SlurmJob(id, HOLDER_NAME_PREFIX + forJob + "-v" + vgpu, "root", "PENDING", node, "lend", 1, 1,
                 Map.of("gpu", 1), List.of()));
-        actions.add("submit holder " + id + " on " + node + " for " + forJob + " v" + vgpu);
+        actions.add("submit holder " + id + " on " + node + " for " + forJob + " v" + vgpu + ": " + script);
         return id;
     }
 

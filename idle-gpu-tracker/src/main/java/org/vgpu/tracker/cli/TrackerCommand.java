@@ -17,7 +17,6 @@ import org.vgpu.cli.Subcommand;
 import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.remote.lender.Endpoint;
 import org.vgpu.runtime.remote.security.SiteKey;
-import org.vgpu.runtime.remote.security.TokenIssuer;
 import org.vgpu.siteconfig.SiteConfig;
 import org.vgpu.siteconfig.SiteConfigReader;
 import org.vgpu.tracker.Tracker;
@@ -66,6 +65,14 @@ public final class TrackerCommand implements Subcommand {
                 .addOption(Option.builder().longOpt("holder-timeout").hasArg().argName("SECONDS")
                         .desc("how long holder jobs may stay pending before an assembly is planned again (default "
                                 + defaults.holderTimeout().toSeconds() + ")").get())
+                .addOption(Option.builder().longOpt("worker-backend").hasArg().argName("NAME")
+                        .desc("what holder jobs' workers drive: native (the GPU Slurm gives the holder) or emulated (the"
+                                + " CPU emulation, for testbeds without GPUs; default native)").get())
+                .addOption(Option.builder().longOpt("worker-idle-timeout").hasArg().argName("SECONDS")
+                        .desc("how long a holder's worker waits for its job's session, and for each of its frames (default "
+                                + defaults.workerIdleTimeout().toSeconds() + ")").get())
+                .addOption(Option.builder().longOpt("holder-output").hasArg().argName("PATH")
+                        .desc("where holder jobs write, sbatch's --output (%j: the holder's id; default /dev/null)").get())
                 .addOption(Option.builder().longOpt("auth").hasArg().argName("MODE")
                         .desc("none or munge, as the SPANK bridge's auth= (default none): munge checks every request's"
                                 + " credential with unmunge").get())
@@ -93,7 +100,9 @@ public final class TrackerCommand implements Subcommand {
         Duration poll = seconds(line, "poll", DEFAULT_POLL_SECONDS);
         Duration slurmTimeout = seconds(line, "slurm-timeout", DEFAULT_SLURM_TIMEOUT_SECONDS);
         Tracker.Settings settings = new Tracker.Settings(seconds(line, "holder-timeout", defaults.holderTimeout().toSeconds()),
-                seconds(line, "token-ttl", defaults.tokenTtl().toSeconds()), defaults.lenderTimeout());
+                seconds(line, "token-ttl", defaults.tokenTtl().toSeconds()),
+                CommandLines.choice(line, "worker-backend", defaults.workerBackend(), List.of("native", "emulated")),
+                seconds(line, "worker-idle-timeout", defaults.workerIdleTimeout().toSeconds()));
         Path ledgerFile = Path.of(line.getOptionValue("ledger", DEFAULT_LEDGER.toString()));
         SiteConfig site = SiteConfigReader.readAndCheckFiles(Path.of(line.getOptionValue("config")));
         Endpoint listen = site.tracker();
@@ -113,7 +122,8 @@ public final class TrackerCommand implements Subcommand {
                         Optional.ofNullable(line.getOptionValue("munge-socket")).map(Path::of)))
                 : Optional.empty();
         Set<String> trustedUsers = line.hasOption("trusted-user") ? Set.of(line.getOptionValues("trusted-user")) : Set.of();
-        SlurmControl slurm = new SlurmCommands(slurmTimeout, site.lendPartition(), site.lendQos());
+        SlurmControl slurm = new SlurmCommands(slurmTimeout, site.lendPartition(), site.lendQos(),
+                line.getOptionValue("holder-output", "/dev/null"));
         TrackerDaemon daemon;
         try {
             for (String partition : List.of(site.lendPartition(), site.slurm().jobPartition())) {
@@ -124,8 +134,7 @@ public final class TrackerCommand implements Subcommand {
                 }
             }
             Ledger ledger = Ledger.open(ledgerFile);
-            Tracker tracker = new Tracker(site, slurm, ledger, new TokenIssuer(SiteKey.load(site.tokenKeyFile()),
-                    Clock.systemUTC()), settings, Clock.systemUTC());
+            Tracker tracker = new Tracker(site, slurm, ledger, SiteKey.load(site.tokenKeyFile()), settings, Clock.systemUTC());
             daemon = TrackerDaemon.start(tracker, ledger, listen, poll, munge, trustedUsers);
         } catch (LedgerException | SlurmCommandException e) {
             err.println("vgpu tracker: " + e.getMessage());

@@ -10,7 +10,10 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.vgpu.runtime.control.BoundedLineReader;
 import org.vgpu.runtime.control.LineService;
+import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.control.LineText;
+import org.vgpu.runtime.remote.lender.Endpoint;
+import org.vgpu.runtime.remote.security.SessionToken;
 import org.vgpu.tracker.Tracker;
 
 /**
@@ -19,6 +22,7 @@ import org.vgpu.tracker.Tracker;
  * <pre>
  *   assembly JOB NODE        -&gt; ok vgpus=N [local=I,...] [remote=K@HOST:PORT#TOKEN,...] | wait REASON | error REASON
  *   done JOB NODE STATUS     -&gt; ok | error REASON
+ *   worker JOB VGPU HOST:PORT WORKER-ID PROOF -&gt; ok | error REASON   (a holder's worker, see HolderAnnouncement)
  *   status                   -&gt; assembly ... / waiting ... / ended ... lines, then ok assemblies=A waiting=W
  * </pre>
  * Anything else, a malformed field, or a request cut at the length limit gets one {@code error}
@@ -33,12 +37,14 @@ import org.vgpu.tracker.Tracker;
  */
 public final class TrackerProtocol implements LineService {
     private static final Logger LOG = LoggerFactory.getLogger(TrackerProtocol.class);
-    static final String COMMANDS = "assembly <job> <node>, done <job> <node> <status>, status";
+    static final String COMMANDS = "assembly <job> <node>, done <job> <node> <status>, worker <job> <vgpu> <host:port>"
+            + " <worker-id> <proof>, status";
     /** The bridge's reply limit is 8190 bytes before the newline. */
     private static final int MAX_REPLY_CHARS = 8190;
     private static final int MAX_ECHOED_CHARS = 40;
     private static final Pattern JOB = Pattern.compile("[1-9][0-9]{0,9}");
     private static final Pattern NODE = Pattern.compile("[A-Za-z0-9._-]{1,128}");
+    private static final Pattern VGPU = Pattern.compile("[0-9]|[1-5][0-9]|6[0-3]");
     private static final Pattern STATUS = Pattern.compile("-1|0|[1-9][0-9]{0,9}");
     private static final long MAX_JOB_ID = 0xFFFF_FFFFL;
 
@@ -104,6 +110,7 @@ public final class TrackerProtocol implements LineService {
         return switch (words[0]) {
             case "assembly" -> List.of(assembly(words));
             case "done" -> List.of(done(words));
+            case "worker" -> List.of(worker(words));
             case "status" -> words.length == 1 ? tracker.status() : List.of(error("usage: status"));
             default -> List.of(error("unknown command '" + LineText.printable(words[0], MAX_ECHOED_CHARS) + "'; commands: "
                     + COMMANDS));
@@ -135,6 +142,27 @@ public final class TrackerProtocol implements LineService {
         return reply;
     }
 
+    private String worker(String[] words) {
+        if (words.length != 6) {
+            return error("usage: worker <job> <vgpu> <host:port> <worker-id> <proof>");
+        }
+        String problem = checkJob(words[1]);
+        if (problem != null) {
+            return error(problem);
+        }
+        if (!VGPU.matcher(words[2]).matches()) {
+            return error("vgpu must be a vGPU index 0..63, got '" + LineText.printable(words[2], MAX_ECHOED_CHARS) + "'");
+        }
+        Endpoint endpoint;
+        try {
+            endpoint = Endpoint.parse(words[3]);
+            SessionToken.requireId("worker id", words[4]);
+        } catch (VgpuException e) {
+            return error(e.detail());
+        }
+        return tracker.worker(Long.parseLong(words[1]), Integer.parseInt(words[2]), endpoint, words[4], words[5]);
+    }
+
     /** Why an {@code assembly} or {@code done} is not to be answered, or null when its sender may ask it. */
     private String authenticationProblem(String request, String[] words, String credential) {
         if (credential == null) {
@@ -156,9 +184,17 @@ public final class TrackerProtocol implements LineService {
         return "user " + sender.user() + " (uid " + sender.uid() + ") is not the job's owner, root or a trusted user";
     }
 
-    private static String checkJobAndNode(String job, String node) {
+    private static String checkJob(String job) {
         if (!JOB.matcher(job).matches() || Long.parseLong(job) > MAX_JOB_ID) {
             return "job must be a Slurm job id 1.." + MAX_JOB_ID + ", got '" + LineText.printable(job, MAX_ECHOED_CHARS) + "'";
+        }
+        return null;
+    }
+
+    private static String checkJobAndNode(String job, String node) {
+        String problem = checkJob(job);
+        if (problem != null) {
+            return problem;
         }
         if (!NODE.matcher(node).matches()) {
             return "node must be a Slurm node name ([A-Za-z0-9._-], 1 to 128), got '" + LineText.printable(node, MAX_ECHOED_CHARS)

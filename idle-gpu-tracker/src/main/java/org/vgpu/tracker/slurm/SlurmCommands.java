@@ -31,11 +31,16 @@ public final class SlurmCommands implements SlurmControl {
     private final Duration timeout;
     private final String lendPartition;
     private final Optional<String> lendQos;
+    private final String holderOutput;
 
-    public SlurmCommands(Duration timeout, String lendPartition, Optional<String> lendQos) {
+    /**
+     * @param holderOutput where holder jobs write (sbatch {@code --output}, {@code %j} is the holder's id)
+     */
+    public SlurmCommands(Duration timeout, String lendPartition, Optional<String> lendQos, String holderOutput) {
         this.timeout = timeout;
         this.lendPartition = lendPartition;
         this.lendQos = lendQos;
+        this.holderOutput = holderOutput;
     }
 
     @Override
@@ -72,14 +77,13 @@ public final class SlurmCommands implements SlurmControl {
     }
 
     @Override
-    public long submitHolder(String node, long forJob, int vgpu) {
+    public long submitHolder(String node, long forJob, int vgpu, String script) {
         List<String> command = new ArrayList<>(List.of("sbatch", "--parsable", "--partition=" + lendPartition,
                 "--nodelist=" + node, "--nodes=1", "--ntasks=1", "--cpus-per-task=1", "--mem=1", "--gres=gpu:1",
-                "--job-name=" + HOLDER_NAME_PREFIX + forJob + "-v" + vgpu, "--output=/dev/null", "--error=/dev/null",
+                "--job-name=" + HOLDER_NAME_PREFIX + forJob + "-v" + vgpu, "--output=" + holderOutput,
                 "--comment=vgpu holder: a GPU of " + node + " lent to job " + forJob + " as its vGPU " + vgpu));
         lendQos.ifPresent(qos -> command.add("--qos=" + qos));
-        // The holder only keeps the GPU in Slurm's books; the node's lender runs the worker that serves it.
-        command.addAll(List.of("--wrap", "exec sleep infinity"));
+        command.addAll(List.of("--wrap", script));
         String out = run(command.toArray(String[]::new)).stdout().strip();
         var matcher = JOB_ID.matcher(out);
         if (!matcher.matches()) {

@@ -24,9 +24,10 @@ public interface SlurmControl {
 
     /**
      * Submits a holder job that keeps one GPU of {@code node} for vGPU {@code vgpu} of job
-     * {@code forJob}, in the lend partition; returns its job id.
+     * {@code forJob}, in the lend partition, running {@code script} (which serves the GPU); returns
+     * its job id.
      */
-    long submitHolder(String node, long forJob, int vgpu);
+    long submitHolder(String node, long forJob, int vgpu, String script);
 
     /** Cancels jobs; ids Slurm no longer knows are not an error. */
     void cancel(Collection<Long> jobs);

@@ -34,6 +34,11 @@ import org.vgpu.runtime.remote.transport.NettyTransport;
  * {@code vgpu-worker served calls=N bytes_in=N bytes_out=N busy_ms=N} when it is done; everything
  * else goes to stderr. Exit status 0 when the client ended the session with a goodbye, 1 otherwise.
  *
+ * <p>In a tracker's holder job it is started with {@code --tracker HOST:PORT --lend JOB:VGPU}: once
+ * listening it tells the tracker {@code worker JOB VGPU HOST:PORT WORKER-ID PROOF}, where the proof is
+ * a short-lived token signed with the site key it already reads (so only a holder, which has the
+ * key, can claim a lend), and it exits at once when the tracker does not take it.
+ *
  * <p>Runs without the launcher on the class path: {@code java -cp ... org.vgpu.runtime.remote.worker.WorkerCommand}.
  */
 public final class WorkerCommand implements Subcommand {
@@ -69,6 +74,10 @@ public final class WorkerCommand implements Subcommand {
                 .addOption(Option.builder().longOpt("idle-timeout").hasArg().argName("SECONDS")
                         .desc("end the session after this long without a frame from the client, and give up when no"
                                 + " client opens one within it (default " + WorkerConfig.DEFAULT_IDLE_TIMEOUT.toSeconds() + ")").get())
+                .addOption(Option.builder().longOpt("tracker").hasArg().argName("HOST:PORT")
+                        .desc("in a holder job: the tracker to tell where this worker listens (with --lend)").get())
+                .addOption(Option.builder().longOpt("lend").hasArg().argName("JOB:VGPU")
+                        .desc("in a holder job: the job and vGPU this worker serves (with --tracker)").get())
                 .addOption(Option.builder().longOpt("baseline-port").hasArg().argName("PORT")
                         .desc("also run the plain-socket baseline server here, for benchmarks only").get());
     }
@@ -88,6 +97,12 @@ public final class WorkerCommand implements Subcommand {
         if (line.hasOption("tls-cert") != line.hasOption("tls-key")) {
             throw new ParseException("--tls-cert and --tls-key go together");
         }
+        if (line.hasOption("tracker") != line.hasOption("lend")) {
+            throw new ParseException("--tracker and --lend go together");
+        }
+        HolderAnnouncement announcement = line.hasOption("tracker")
+                ? HolderAnnouncement.parse(line.getOptionValue("tracker"), line.getOptionValue("lend"))
+                : null;
         WorkerConfig config = new WorkerConfig(listen.host(), listen.port(), device, line.getOptionValue("worker-id"),
                 Duration.ofSeconds(idleSeconds));
 
@@ -108,8 +123,13 @@ public final class WorkerCommand implements Subcommand {
                         backendName, device, backend.deviceProperties(device).describe(), idleSeconds,
                         ssl == null ? "no TLS" : "TLS", NettyTransport.describe(),
                         baseline == null ? "" : ", plain-socket baseline on port " + baseline.port());
-                out.println(WorkerLauncher.LISTENING_PREFIX + new Endpoint(listen.host(), worker.address().getPort()));
+                Endpoint listening = new Endpoint(listen.host(), worker.address().getPort());
+                out.println(WorkerLauncher.LISTENING_PREFIX + listening);
                 out.flush();
+                if (announcement != null) {
+                    announcement.tell(listening, config.workerId(), Path.of(line.getOptionValue("key-file")));
+                    err.println("vgpu worker " + config.workerId() + ": the tracker took it for " + announcement);
+                }
                 report = worker.awaitReport();
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
