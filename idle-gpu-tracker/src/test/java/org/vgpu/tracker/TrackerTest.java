@@ -227,13 +227,14 @@ class TrackerTest {
             }
             java.util.Random random = new java.util.Random(7);
             for (int i = 0; i < 500; i++) {
-                byte[] garbage = new byte[random.nextInt(200)];
+                // One write per line: a separate one-byte write of the newline would wait on Nagle and delayed ACKs.
+                byte[] garbage = new byte[random.nextInt(200) + 1];
                 random.nextBytes(garbage);
                 for (int b = 0; b < garbage.length; b++) {
                     garbage[b] = garbage[b] == '\n' ? (byte) 'n' : garbage[b];
                 }
+                garbage[garbage.length - 1] = '\n';
                 out.write(garbage);
-                out.write('\n');
                 out.flush();
                 String reply = in.readLine();
                 assertTrue(reply.startsWith("error ") && reply.chars().allMatch(c -> c >= ' ' && c <= '~'), reply);
