@@ -284,12 +284,18 @@ public final class Tracker {
     private void end(Assembly assembly, String why, String explanation) {
         LOG.info("job {}: {}; cancelling holder(s) {} and ending its assembly", assembly.job(), explanation,
                 assembly.holders());
+        close(assembly, why, "");
+        comments.remove(assembly.job());
+    }
+
+    /** Cancels an assembly's holders, forgets it in the ledger and keeps an {@code ended} line for {@code vgpu report}. */
+    private void close(Assembly assembly, String why, String reasonField) {
         cancelHolders(assembly);
         ledger.forget(assembly.job(), why);
         lostHolders.removeAll(assembly.holders());
-        comments.remove(assembly.job());
         remember("ended job=" + assembly.job() + " user=" + assembly.user() + " node=" + assembly.node() + " vgpus="
-                + assembly.vgpus() + " borrowed=" + assembly.lends().size() + " why=" + why + " at=" + clock.instant());
+                + assembly.vgpus() + " borrowed=" + assembly.lends().size() + " why=" + why + " at=" + clock.instant()
+                + reasonField);
     }
 
     /** Ends an assembly's lends: its holders are cancelled, which stops the workers they run. */
@@ -384,11 +390,7 @@ public final class Tracker {
     /** Gives an assembly up before its job was released: holders cancelled, the job stays held and is planned again. */
     private void abort(Assembly assembly, String why) {
         LOG.warn("job {}: giving up its assembly ({}); cancelling holder(s) {}", assembly.job(), why, assembly.holders());
-        cancelHolders(assembly);
-        ledger.forget(assembly.job(), "aborted");
-        remember("ended job=" + assembly.job() + " user=" + assembly.user() + " node=" + assembly.node() + " vgpus="
-                + assembly.vgpus() + " borrowed=" + assembly.lends().size() + " why=aborted at=" + clock.instant()
-                + " reason=" + why);
+        close(assembly, "aborted", " reason=" + why);
         comment(assembly.job(), "assembly given up, planning again: " + why);
     }
 
@@ -409,6 +411,9 @@ public final class Tracker {
                 .sorted(Comparator.comparingLong(SlurmJob::id))
                 .toList();
         waiting.keySet().retainAll(held.stream().map(SlurmJob::id).toList());
+        // A held job cancelled before it was assembled never reaches end(): drop its last comment here.
+        comments.keySet().retainAll(inventory.jobs().stream().filter(job -> ACTIVE_STATES.contains(job.state()))
+                .map(SlurmJob::id).toList());
         if (held.isEmpty()) {
             return;
         }
