@@ -2,8 +2,10 @@ package org.vgpu.tracker.cluster;
 
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 
@@ -29,6 +31,7 @@ public record ClusterView(Instant now, List<NodeView> nodes) {
 
     /** Nodes of the site configuration that Slurm does not report are left out (they cannot run anything). */
     public static ClusterView of(SlurmInventory inventory, SiteConfig site, IdleClock clock, Instant now) {
+        Map<String, Set<Integer>> inUse = gpusInUseByNode(inventory.jobs());
         List<NodeView> views = new ArrayList<>();
         for (NodeConfig config : site.nodes()) {
             Optional<SlurmNode> reported = inventory.node(config.name());
@@ -36,7 +39,7 @@ public record ClusterView(Instant now, List<NodeView> nodes) {
                 continue;
             }
             SlurmNode node = reported.get();
-            List<Integer> idle = idleGpus(node, inventory.jobs());
+            List<Integer> idle = idleGpus(node, inUse.getOrDefault(node.name(), Set.of()));
             views.add(new NodeView(node.name(), node.schedulable(), node.partitions(), node.idleCpus(), node.idle(SlurmJob.VGPU),
                     clock.observe(node.name(), idle, now), config.gpuMemoryBytes(), config.lenderEndpoint()));
         }
@@ -47,14 +50,19 @@ public record ClusterView(Instant now, List<NodeView> nodes) {
         return nodes.stream().filter(node -> node.name().equals(name)).findFirst();
     }
 
-    private static List<Integer> idleGpus(SlurmNode node, List<SlurmJob> jobs) {
-        Set<Integer> inUse = new HashSet<>();
+    /** Every job's host lists expanded once, rather than once per node looked at. */
+    private static Map<String, Set<Integer>> gpusInUseByNode(List<SlurmJob> jobs) {
+        Map<String, Set<Integer>> inUse = new HashMap<>();
         for (SlurmJob job : jobs) {
-            if (!HOLDING_STATES.contains(job.state())) {
-                continue;
+            if (HOLDING_STATES.contains(job.state())) {
+                job.gpuIndicesByNode().forEach((node, indices) -> inUse.computeIfAbsent(node, ignored -> new HashSet<>())
+                        .addAll(indices));
             }
-            inUse.addAll(job.gpuIndicesOn(node.name()));
         }
+        return inUse;
+    }
+
+    private static List<Integer> idleGpus(SlurmNode node, Set<Integer> inUse) {
         int configured = node.configured().getOrDefault(SlurmJob.GPU, 0);
         List<Integer> idle = new ArrayList<>();
         for (int index = 0; index < configured && idle.size() < node.idle(SlurmJob.GPU); index++) {

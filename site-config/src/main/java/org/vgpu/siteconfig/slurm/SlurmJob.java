@@ -1,6 +1,7 @@
 package org.vgpu.siteconfig.slurm;
 
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -48,17 +49,33 @@ public record SlurmJob(long id, String name, String user, String state, String r
      * @throws SlurmOutputException when an allocation's node list is malformed
      */
     public List<Integer> gpuIndicesOn(String node) {
-        List<Integer> indices = new ArrayList<>();
+        return gpuIndicesByNode().getOrDefault(node, List.of());
+    }
+
+    /**
+     * The GPU indices the job holds, by node: each allocation's node list expanded once, for callers
+     * that look at every node.
+     *
+     * @throws SlurmOutputException when an allocation's node list is malformed
+     */
+    public Map<String, List<Integer>> gpuIndicesByNode() {
+        Map<String, List<Integer>> byNode = new LinkedHashMap<>();
         for (NodeAllocation allocation : allocations) {
-            if (HostList.expand("scontrol show job -d job " + id + " Nodes", allocation.nodes()).contains(node)) {
-                for (GresItem gres : allocation.gres()) {
-                    if (gres.name().equals(GPU)) {
-                        indices.addAll(gres.indices());
-                    }
+            List<String> nodes = HostList.expand("scontrol show job -d job " + id + " Nodes", allocation.nodes());
+            List<Integer> indices = new ArrayList<>();
+            for (GresItem gres : allocation.gres()) {
+                if (gres.name().equals(GPU)) {
+                    indices.addAll(gres.indices());
+                }
+            }
+            if (!indices.isEmpty()) {
+                for (String node : nodes) {
+                    byNode.computeIfAbsent(node, ignored -> new ArrayList<>()).addAll(indices);
                 }
             }
         }
-        return List.copyOf(indices);
+        byNode.replaceAll((node, indices) -> List.copyOf(indices));
+        return byNode;
     }
 
     /** Pending with priority 0: what job_submit.lua makes of a vgpu job until the tracker releases it. */
