@@ -24,11 +24,20 @@ lender_port() {
     echo $((TESTBED_PORT_BASE + 50 + ${1#n}))
 }
 
+# line_request PORT REQUEST: sends one request line to the line server on 127.0.0.1:PORT (a lender's
+# control socket, the tracker) and prints its reply: every line up to the first that starts with
+# `ok` or `error`, which ends every reply of both. The server keeps the connection open, so reading
+# stops there rather than at its idle timeout.
+line_request() {
+    timeout "$SLURM_CALL_TIMEOUT" bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && printf "%s\n" "$2" >&3 &&
+        while IFS= read -r line <&3; do printf "%s\n" "$line"; case $line in ok* | error*) exit 0 ;; esac; done; exit 1' \
+        line-request "$1" "$2"
+}
+
 # lender_request NODE REQUEST: sends one request line to NODE's lender (`open DEVICE`, `status`)
-# and prints the first line of its reply.
+# and prints its reply.
 lender_request() {
-    timeout "$SLURM_CALL_TIMEOUT" bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && printf "%s\n" "$2" >&3 && head -n 1 <&3' \
-        lender-request "$(lender_port "$1")" "$2"
+    line_request "$(lender_port "$1")" "$2"
 }
 
 say() {
@@ -191,10 +200,10 @@ process_gone() {
     ! kill -0 "$1" 2>/dev/null
 }
 
-# tracker_request LINE: sends one line to the tracker and prints its reply (all lines).
+# tracker_request LINE: sends one line to the tracker and prints its reply (all lines); prints what
+# came, and succeeds, also when the tracker answered nothing.
 tracker_request() {
-    timeout "$SLURM_CALL_TIMEOUT" bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && printf "%s\n" "$2" >&3 && timeout 5 cat <&3' \
-        tracker-request "$(tracker_port)" "$1" || true
+    line_request "$(tracker_port)" "$1" || true
 }
 
 # holders_of JOB: the ids of the job's active holder jobs (lend partition, named vgpu-holder-JOB-v*).
