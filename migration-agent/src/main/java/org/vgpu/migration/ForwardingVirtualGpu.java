@@ -128,6 +128,11 @@ public abstract class ForwardingVirtualGpu implements VirtualGpu {
     }
 
     @Override
+    public void memcpyHtoDScatterAsync(List<DeviceRegion> dstRegions, MemorySegment srcHost, StreamHandle stream) {
+        delegate.memcpyHtoDScatterAsync(dstRegions, srcHost, stream);
+    }
+
+    @Override
     public void memsetD8(long dstDevice, byte value, long count) {
         delegate.memsetD8(dstDevice, value, count);
     }

@@ -18,7 +18,8 @@ import org.vgpu.runtime.core.FailureCollector;
  * buffer (a batch), so a thousand 4 KiB regions cost a few batches, not a thousand round trips.
  * Each batch is read from the source with one gathering copy on the buffer's own source stream
  * (one request to a remote source, however many pieces the batch holds),
- * then written to the target with asynchronous copies on the buffer's own target stream. Reads run
+ * then written to the target with one scattering copy on the buffer's own target stream (on a local
+ * GPU, small pieces in a few kernel launches rather than one driver copy each). Reads run
  * ahead: with n buffers, the reads of the next n - 1 batches are issued before the loop waits for
  * the current one, so a source that answers over a network (a remote worker) always has the next
  * batch queued and never idles for a round trip between batches, while the target writes the last
@@ -88,13 +89,8 @@ final class MemorySync implements AutoCloseable {
             }
             int k = index % buffers.size();
             source.streamSynchronize(sourceStreams.get(k));
-            long offset = 0;
-            for (DeviceRegion piece : batches.get(index)) {
-                target.memcpyHtoDAsync(piece.address(), buffers.get(k).asSlice(offset, piece.bytes()), piece.bytes(),
-                        targetStreams.get(k));
-                offset += piece.bytes();
-            }
-            copied += offset;
+            target.memcpyHtoDScatterAsync(batches.get(index), buffers.get(k), targetStreams.get(k));
+            copied += DeviceRegion.totalBytes(batches.get(index));
         }
         for (StreamHandle stream : targetStreams) {
             target.streamSynchronize(stream);

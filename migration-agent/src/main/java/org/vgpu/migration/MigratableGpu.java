@@ -443,6 +443,16 @@ public final class MigratableGpu implements VirtualGpu {
     }
 
     @Override
+    public void memcpyHtoDScatterAsync(List<DeviceRegion> dstRegions, MemorySegment srcHost, StreamHandle stream) {
+        CallGate.Slot slot = gate.enter();
+        try {
+            backend.memcpyHtoDScatterAsync(dstRegions, srcHost, log.backendStream(stream));
+        } finally {
+            gate.exit(slot);
+        }
+    }
+
+    @Override
     public void memsetD8(long dstDevice, byte value, long count) {
         CallGate.Slot slot = gate.enter();
         try {

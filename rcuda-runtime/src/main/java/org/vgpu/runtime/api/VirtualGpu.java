@@ -100,6 +100,16 @@ public interface VirtualGpu extends AutoCloseable {
      */
     void memcpyDtoHGatherAsync(MemorySegment dstHost, List<DeviceRegion> srcRegions, StreamHandle stream);
 
+    /**
+     * vgpu's extension, the reverse of {@link #memcpyDtoHGatherAsync}: asynchronous host-to-device
+     * copies that unpack {@code srcHost}, read back to back, into many regions in their order, as
+     * {@link #memcpyHtoDAsync} of each would. A migration writes its live regions to the target so;
+     * a local GPU may do it with one kernel launch for many small regions instead of one driver
+     * copy each. Each region must lie in a live allocation; {@code srcHost} must be native memory
+     * that stays valid until the stream reaches the copy.
+     */
+    void memcpyHtoDScatterAsync(List<DeviceRegion> dstRegions, MemorySegment srcHost, StreamHandle stream);
+
     /** As {@code cuMemsetD8}: {@code count} bytes. */
     void memsetD8(long dstDevice, byte value, long count);
 

@@ -106,6 +106,18 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
         }
     }
 
+    /**
+     * Asynchronous copies of {@code src}, read back to back, into validated {@code regions}; one
+     * copy per region, which a backend with a cheaper way for many regions replaces.
+     */
+    protected void doMemcpyHtoDScatter(List<DeviceRegion> regions, MemorySegment src, S stream) {
+        long offset = 0;
+        for (DeviceRegion region : regions) {
+            doMemcpyHtoD(region.address(), src.asSlice(offset, region.bytes()), region.bytes(), stream, true);
+            offset += region.bytes();
+        }
+    }
+
     /** {@code elementSize} is 1 or 4; {@code count} elements. */
     protected abstract void doMemset(long dst, int value, int elementSize, long count, S stream, boolean async);
 
@@ -282,6 +294,20 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
             allocator.require(region.address(), region.bytes(), "memcpyDtoHGather source");
         }
         doMemcpyDtoHGather(dstHost, regions, stream(stream));
+    }
+
+    @Override
+    public void memcpyHtoDScatterAsync(List<DeviceRegion> dstRegions, MemorySegment srcHost, StreamHandle stream) {
+        ensureOpen();
+        if (dstRegions == null) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "memcpyHtoDScatter regions are null");
+        }
+        List<DeviceRegion> regions = List.copyOf(dstRegions);
+        checkHost(srcHost, DeviceRegion.totalBytes(regions), true, "source");
+        for (DeviceRegion region : regions) {
+            allocator.require(region.address(), region.bytes(), "memcpyHtoDScatter destination");
+        }
+        doMemcpyHtoDScatter(regions, srcHost, stream(stream));
     }
 
     @Override

@@ -43,6 +43,7 @@ final class CudaDriverFfm {
     static final int CU_MEM_LOCATION_TYPE_DEVICE = 1;
     static final int CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 3;
     static final int CU_MEM_ALLOC_GRANULARITY_MINIMUM = 0;
+    static final int CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 3;
 
     /** {@code CUmemLocation}: where memory lives. */
     static final StructLayout MEM_LOCATION = MemoryLayout.structLayout(
@@ -85,6 +86,7 @@ final class CudaDriverFfm {
             MethodHandle cuMemSetAccess,
             MethodHandle cuMemGetAllocationGranularity,
             MethodHandle cuMemAllocHost,
+            MethodHandle cuPointerGetAttribute,
             MethodHandle cuMemFreeHost,
             MethodHandle cuFuncGetParamInfo) { // null on drivers older than CUDA 12.4
 
@@ -109,6 +111,7 @@ final class CudaDriverFfm {
                     binder.required("cuMemSetAccess", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, ADDRESS, JAVA_LONG)),
                     binder.required("cuMemGetAllocationGranularity", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT)),
                     binder.required("cuMemAllocHost_v2", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG)),
+                    binder.required("cuPointerGetAttribute", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG)),
                     binder.required("cuMemFreeHost", FunctionDescriptor.of(JAVA_INT, ADDRESS)),
                     binder.optional("cuFuncGetParamInfo", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS, ADDRESS)));
         }
@@ -360,7 +363,11 @@ final class CudaDriverFfm {
 
     // ---- pinned host memory
 
-    /** Page-locked host memory of the current context; returns its address. */
+    /**
+     * Page-locked host memory of the current context; returns its address. With unified addressing
+     * (every 64-bit platform CUDA 12 supports) the driver also maps it for every device at the same
+     * address, so kernels (vgpu's gather and scatter) can read and write it directly.
+     */
     static long memAllocHost(long bytes) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment pointer = arena.allocate(ADDRESS);
@@ -372,6 +379,24 @@ final class CudaDriverFfm {
             }
             CudaErrors.check(result, "cuMemAllocHost(" + bytes + " bytes)");
             return pointer.get(JAVA_LONG, 0);
+        }
+    }
+
+    /**
+     * The address at which a kernel of the current context reaches host memory {@code hostAddress},
+     * or 0 when it cannot: memory the driver has not pinned and mapped (pageable memory, say).
+     */
+    static long mappedDevicePointer(long hostAddress) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment pointer = arena.allocate(JAVA_LONG);
+            int result;
+            try {
+                result = (int) bindings().cuPointerGetAttribute().invokeExact(pointer, CU_POINTER_ATTRIBUTE_DEVICE_POINTER,
+                        hostAddress);
+            } catch (Throwable t) {
+                throw propagate(t);
+            }
+            return result == CudaErrors.CUDA_SUCCESS ? pointer.get(JAVA_LONG, 0) : 0;
         }
     }
 

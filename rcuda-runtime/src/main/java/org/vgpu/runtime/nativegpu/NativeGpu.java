@@ -15,6 +15,7 @@ import jcuda.driver.JCudaDriver;
 import jcuda.driver.JITOptions;
 
 import org.vgpu.runtime.api.DeviceProperties;
+import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.KernelArgs;
@@ -47,14 +48,17 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
     private final DeviceProperties properties;
     private final PrimaryContext context;
     private final WindowReservation reservation;
+    /** vgpu's gather and scatter kernels in this context; null where they could not be loaded. */
+    private final RegionCopyKernels copyKernels;
 
     private NativeGpu(VaWindow window, int ordinal, DeviceProperties properties, PrimaryContext context,
-                      WindowReservation reservation) {
+                      WindowReservation reservation, RegionCopyKernels copyKernels) {
         super(window, VaWindow.GRANULARITY);
         this.ordinal = ordinal;
         this.properties = properties;
         this.context = context;
         this.reservation = reservation;
+        this.copyKernels = copyKernels;
     }
 
     /** Retains device {@code ordinal}'s primary context and reserves {@code window} in it. */
@@ -67,7 +71,10 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
                 throw new VgpuException(ErrorCode.CUDA_ERROR_NOT_SUPPORTED, "GPU " + ordinal + " maps memory in units of "
                         + granularity + " bytes, which do not divide vgpu's window granularity of " + VaWindow.GRANULARITY);
             }
-            return new NativeGpu(window, ordinal, properties, context, WindowReservation.reserve(window));
+            WindowReservation reservation = WindowReservation.reserve(window);
+            // Loaded now, not at the first gather or scatter: a migration's target is opened before the
+            // app is stopped, so the module's JIT compilation never adds to the time the app waits.
+            return new NativeGpu(window, ordinal, properties, context, reservation, RegionCopyKernels.loadOrNull(ordinal));
         } catch (RuntimeException e) {
             try {
                 context.close();
@@ -237,6 +244,65 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
         }
     }
 
+    /**
+     * Many small regions in a few launches of vgpu's gather kernel, which writes them straight into
+     * {@code dst} when it is mapped pinned memory (as {@link #memAllocHost} gives); large regions,
+     * and any destination a kernel cannot reach, by one driver copy each.
+     */
+    @Override
+    protected void doMemcpyDtoHGather(MemorySegment dst, List<DeviceRegion> regions, CUstream stream) {
+        context.makeCurrent();
+        long packed = kernelReachableAddress(dst, regions);
+        if (packed == 0) {
+            super.doMemcpyDtoHGather(dst, regions, stream);
+            return;
+        }
+        RegionCopyPlan plan = RegionCopyPlan.of(regions);
+        for (RegionCopyPlan.DirectCopy copy : plan.directCopies()) {
+            long bytes = copy.region().bytes();
+            doMemcpyDtoH(dst.asSlice(copy.packedOffset(), bytes), copy.region().address(), bytes, stream, true);
+        }
+        for (RegionCopyPlan.KernelBatch batch : plan.kernelBatches()) {
+            copyKernels.gather(packed + batch.packedOffset(), batch, stream);
+        }
+    }
+
+    /** The reverse of {@link #doMemcpyDtoHGather}, with vgpu's scatter kernel. */
+    @Override
+    protected void doMemcpyHtoDScatter(List<DeviceRegion> regions, MemorySegment src, CUstream stream) {
+        context.makeCurrent();
+        long packed = kernelReachableAddress(src, regions);
+        if (packed == 0) {
+            super.doMemcpyHtoDScatter(regions, src, stream);
+            return;
+        }
+        RegionCopyPlan plan = RegionCopyPlan.of(regions);
+        for (RegionCopyPlan.DirectCopy copy : plan.directCopies()) {
+            long bytes = copy.region().bytes();
+            doMemcpyHtoD(copy.region().address(), src.asSlice(copy.packedOffset(), bytes), bytes, stream, true);
+        }
+        for (RegionCopyPlan.KernelBatch batch : plan.kernelBatches()) {
+            copyKernels.scatter(packed + batch.packedOffset(), batch, stream);
+        }
+    }
+
+    /** Whether gathers and scatters of many small regions into or from {@code host} run on vgpu's copy kernels. */
+    boolean copyKernelsReach(MemorySegment host) {
+        context.makeCurrent();
+        return copyKernels != null && CudaDriverFfm.mappedDevicePointer(host.address()) != 0;
+    }
+
+    /**
+     * Where this context's kernels reach {@code host}, or 0 when the copy kernels are not worth it
+     * (a single region) or cannot be used: not loaded, or host memory that is not mapped pinned memory.
+     */
+    private long kernelReachableAddress(MemorySegment host, List<DeviceRegion> regions) {
+        if (copyKernels == null || regions.size() < 2) {
+            return 0;
+        }
+        return CudaDriverFfm.mappedDevicePointer(host.address());
+    }
+
     @Override
     protected void doMemcpyDtoD(long dst, long src, long bytes, CUstream stream, boolean async) {
         context.makeCurrent();
@@ -349,11 +415,14 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
         CudaErrors.check(JCudaDriver.cuCtxSynchronize(), "cuCtxSynchronize");
     }
 
-    /** Frees the window, then the context reference (try-with-resources closes in reverse order). */
+    /** Unloads the copy kernels, frees the window, then the context reference (try-with-resources closes in reverse order). */
     @Override
     protected void doClose() {
-        try (context) {
-            reservation.close();
+        try (context; reservation) {
+            if (copyKernels != null) {
+                context.makeCurrent();
+                copyKernels.close();
+            }
         }
     }
 }

@@ -267,14 +267,18 @@ public abstract class VirtualGpuConformanceTest {
         }
         gpu.memcpyHtoD(a, pattern, big);
         gpu.memcpyHtoD(b, pattern.asSlice(12345), 1 << 20);
-        // a region crossing several staging chunks, hundreds of small unaligned ones, empty ones
+        // a region crossing several staging chunks, hundreds of small unaligned ones, empty ones,
+        // aligned 4 KiB ones
         List<DeviceRegion> regions = new ArrayList<>();
-        MemorySegment expected = Arena.ofAuto().allocate(big + (1 << 20));
+        MemorySegment expected = Arena.ofAuto().allocate(big + (2 << 20));
         long expectedBytes = copyOfRegion(regions, expected, 0, pattern, a, 7, big - 7);
         for (int i = 0; i < 300; i++) {
             long offset = (i * 3001L) % ((1 << 20) - 4100);
             long bytes = i % 50 == 0 ? 0 : 1 + (i * 37L) % 4099;
             expectedBytes = copyOfRegion(regions, expected, expectedBytes, pattern.asSlice(12345), b, offset, bytes);
+        }
+        for (int i = 0; i < 64; i++) {
+            expectedBytes = copyOfRegion(regions, expected, expectedBytes, pattern, a, i * 16384L, 4096);
         }
         StreamHandle stream = gpu.streamCreate();
         MemorySegment shared = gpu.memAllocHost(expectedBytes);
@@ -317,6 +321,98 @@ public abstract class VirtualGpuConformanceTest {
                     List.of(new DeviceRegion(a, 64), new DeviceRegion(a + 64, 64)), StreamHandle.DEFAULT), "a host buffer too small");
             assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memcpyDtoHGatherAsync(MemorySegment.ofArray(new byte[64]),
                     List.of(new DeviceRegion(a, 64)), StreamHandle.DEFAULT), "Java heap memory");
+            gpu.ctxSynchronize();
+        }
+    }
+
+    @Test
+    void aScatterUnpacksIntoManyRegionsAndTouchesNothingElse() {
+        long big = 5L << 19;
+        long a = gpu.memAlloc(big);
+        long b = gpu.memAlloc(1 << 20);
+        long c = gpu.memAlloc(1 << 20);
+        for (long allocation : new long[] {a, b, c}) {
+            gpu.memsetD8(allocation, (byte) 0x5a, allocation == a ? big : 1 << 20);
+        }
+        // The device as it must look afterwards, allocation by allocation.
+        MemorySegment wantA = filled(big);
+        MemorySegment wantB = filled(1 << 20);
+        MemorySegment wantC = filled(1 << 20);
+        // a region crossing several staging chunks, 128 aligned 4 KiB ones with gaps between them,
+        // 180 small unaligned ones, empty ones
+        List<DeviceRegion> regions = new ArrayList<>();
+        List<MemorySegment> images = new ArrayList<>();
+        List<Long> imageOffsets = new ArrayList<>();
+        regions.add(new DeviceRegion(a + 7, big - 7));
+        images.add(wantA);
+        imageOffsets.add(7L);
+        for (int i = 0; i < 128; i++) {
+            regions.add(new DeviceRegion(b + i * 8192L, 4096));
+            images.add(wantB);
+            imageOffsets.add(i * 8192L);
+        }
+        for (int i = 0; i < 180; i++) {
+            long offset = i * 5000L + i % 7;
+            long bytes = i % 45 == 0 ? 0 : 1 + (i * 37L) % 4990;
+            regions.add(new DeviceRegion(c + offset, bytes));
+            images.add(wantC);
+            imageOffsets.add(offset);
+        }
+        long total = DeviceRegion.totalBytes(regions);
+        MemorySegment packed = gpu.memAllocHost(total);
+        StreamHandle stream = gpu.streamCreate();
+        try {
+            long at = 0;
+            for (int r = 0; r < regions.size(); r++) {
+                long bytes = regions.get(r).bytes();
+                for (long i = 0; i < bytes; i++) {
+                    packed.set(ValueLayout.JAVA_BYTE, at + i, (byte) ((at + i) * 131 + ((at + i) >> 12)));
+                }
+                MemorySegment.copy(packed, at, images.get(r), imageOffsets.get(r), bytes);
+                at += bytes;
+            }
+            gpu.memcpyHtoDScatterAsync(regions, packed, stream);
+            gpu.streamSynchronize(stream);
+            assertDeviceHolds(a, wantA, "the large region");
+            assertDeviceHolds(b, wantB, "the aligned 4 KiB regions");
+            assertDeviceHolds(c, wantC, "the small unaligned regions");
+        } finally {
+            gpu.memFreeHost(packed);
+        }
+        gpu.streamDestroy(stream);
+    }
+
+    /** Host memory of {@code bytes}, each 0x5a, as memsetD8(0x5a) leaves device memory. */
+    private static MemorySegment filled(long bytes) {
+        return Arena.ofAuto().allocate(bytes).fill((byte) 0x5a);
+    }
+
+    private void assertDeviceHolds(long device, MemorySegment expected, String what) {
+        MemorySegment actual = Arena.ofAuto().allocate(expected.byteSize());
+        gpu.memcpyDtoH(actual, device, expected.byteSize());
+        assertEquals(-1L, actual.mismatch(expected), what);
+    }
+
+    @Test
+    void aScatterWithNoRegionsOrBadOnesIsHandledAsCopiesAre() {
+        long a = gpu.memAlloc(4096);
+        long freed = gpu.memAlloc(4096);
+        gpu.memFree(freed);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment host = arena.allocate(8192);
+            gpu.memcpyHtoDScatterAsync(List.of(), host, StreamHandle.DEFAULT);
+            gpu.ctxSynchronize();
+            assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memcpyHtoDScatterAsync(
+                    List.of(new DeviceRegion(a, 16), new DeviceRegion(freed, 16)), host, StreamHandle.DEFAULT), "a freed region");
+            assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memcpyHtoDScatterAsync(
+                    List.of(new DeviceRegion(a + 4000, 200)), host, StreamHandle.DEFAULT), "a region past its allocation's end");
+            assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memcpyHtoDScatterAsync(
+                    List.of(new DeviceRegion(a, 64), new DeviceRegion(a + 64, 64)), host.asSlice(0, 100), StreamHandle.DEFAULT),
+                    "a host buffer too small");
+            assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memcpyHtoDScatterAsync(
+                    List.of(new DeviceRegion(a, 64)), MemorySegment.ofArray(new byte[64]), StreamHandle.DEFAULT), "Java heap memory");
+            assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memcpyHtoDScatterAsync(null, host, StreamHandle.DEFAULT),
+                    "no region list");
             gpu.ctxSynchronize();
         }
     }

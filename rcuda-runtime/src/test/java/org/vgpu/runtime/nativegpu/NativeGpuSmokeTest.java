@@ -5,6 +5,7 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -54,6 +55,25 @@ class NativeGpuSmokeTest {
     @AfterAll
     void unload() {
         backend.close();
+    }
+
+    /**
+     * Mem-sync's many small regions take the copy kernels' path only if the kernels load and
+     * memAllocHost's pinned memory is mapped for them; otherwise the copies are merely slow, so
+     * the conformance suite alone would not notice.
+     */
+    @Test
+    void theCopyKernelsLoadAndReachPinnedMemoryButNotPageableMemory() {
+        try (VirtualGpu gpu = backend.open(0, VaWindow.forVgpu(4)); Arena arena = Arena.ofConfined()) {
+            MemorySegment pinned = gpu.memAllocHost(1 << 20);
+            NativeGpu nativeGpu = (NativeGpu) gpu;
+            assertTrue(nativeGpu.copyKernelsReach(pinned), "pinned memory from memAllocHost");
+            assertTrue(nativeGpu.copyKernelsReach(pinned.asSlice(12345)), "the inside of pinned memory");
+            assertEquals(pinned.address() + 12345, CudaDriverFfm.mappedDevicePointer(pinned.address() + 12345),
+                    "unified addressing: kernels see pinned memory at its host address");
+            assertFalse(nativeGpu.copyKernelsReach(arena.allocate(1 << 20)), "pageable memory");
+            gpu.memFreeHost(pinned);
+        }
     }
 
     /** Reserve window, allocate, copy round trip, launch, follow a pointer stored in device memory, free, close. */
