@@ -16,15 +16,18 @@ import org.vgpu.runtime.core.FailureCollector;
  *
  * <p>Regions are cut into pieces of at most one buffer, and consecutive pieces are packed into one
  * buffer (a batch), so a thousand 4 KiB regions cost a few batches, not a thousand round trips.
- * Each batch is read from the source with one gathering copy on the buffer's own source stream
- * (one request to a remote source, however many pieces the batch holds),
- * then written to the target with one scattering copy on the buffer's own target stream (on a local
- * GPU, small pieces in a few kernel launches rather than one driver copy each). Reads run
- * ahead: with n buffers, the reads of the next n - 1 batches are issued before the loop waits for
- * the current one, so a source that answers over a network (a remote worker) always has the next
- * batch queued and never idles for a round trip between batches, while the target writes the last
- * batch from the remaining buffer (VOCL's pipelined copy, one stage deeper). A buffer is filled
- * again only once the target's stream has finished writing it.
+ * Each batch is read from the source with one gathering copy (one request to a remote source,
+ * however many pieces the batch holds), then written to the target with one scattering copy on the
+ * buffer's own target stream (on a local GPU, small pieces in a few kernel launches rather than one
+ * driver copy each). The target writes a batch while the source reads the next one into another
+ * buffer (VOCL's pipelined copy); a buffer is filled again only once the target has written it.
+ *
+ * <p>Reads do not run ahead of the current batch: a remote worker executes requests in the order
+ * they arrive, so a synchronize, on whatever stream, is answered only after every request sent
+ * before it. With reads queued ahead, waiting for one batch meant waiting for the batches behind it
+ * too, and the next read went out only after that wait, so reading and writing never overlapped
+ * (measured on H200s: 16 MiB batches took 5.7 ms each where the source alone needs 4.7). One read in
+ * flight costs one round trip per batch instead, a few tens of microseconds against milliseconds.
  */
 final class MemorySync implements AutoCloseable {
     private final VirtualGpu source;
@@ -32,8 +35,8 @@ final class MemorySync implements AutoCloseable {
     private final VirtualGpu stagingOwner;
     private final long bufferBytes;
     private final List<MemorySegment> buffers = new ArrayList<>();
-    private final List<StreamHandle> sourceStreams = new ArrayList<>();
     private final List<StreamHandle> targetStreams = new ArrayList<>();
+    private StreamHandle sourceStream;
 
     private MemorySync(VirtualGpu source, VirtualGpu target, long bufferBytes) {
         this.source = source;
@@ -56,9 +59,9 @@ final class MemorySync implements AutoCloseable {
         long bufferBytes = Math.clamp(liveBytesHint, 4096, config.chunkBytes());
         MemorySync sync = new MemorySync(source, target, bufferBytes);
         try {
+            sync.sourceStream = source.streamCreate();
             for (int k = 0; k < config.stagingBuffers(); k++) {
                 sync.buffers.add(sync.stagingOwner.memAllocHost(bufferBytes));
-                sync.sourceStreams.add(source.streamCreate());
                 sync.targetStreams.add(target.streamCreate());
             }
         } catch (RuntimeException e) {
@@ -79,18 +82,19 @@ final class MemorySync implements AutoCloseable {
      */
     long copy(List<ReplayLog.Region> regions, MigrationFaults faults) {
         List<List<DeviceRegion>> batches = batches(regions, bufferBytes);
-        int readAhead = buffers.size() - 1;
-        int issued = 0;
         long copied = 0;
         for (int index = 0; index < batches.size(); index++) {
-            while (issued < batches.size() && issued <= index + readAhead) {
-                read(issued, batches.get(issued), faults);
-                issued++;
-            }
             int k = index % buffers.size();
-            source.streamSynchronize(sourceStreams.get(k));
-            target.memcpyHtoDScatterAsync(batches.get(index), buffers.get(k), targetStreams.get(k));
-            copied += DeviceRegion.totalBytes(batches.get(index));
+            if (index >= buffers.size()) {
+                // Long done as a rule: the target writes a batch far faster than the source reads one.
+                target.streamSynchronize(targetStreams.get(k));
+            }
+            faults.reached(FaultPoint.MEM_SYNC_BATCH, index, target);
+            List<DeviceRegion> batch = batches.get(index);
+            source.memcpyDtoHGatherAsync(buffers.get(k), batch, sourceStream);
+            source.streamSynchronize(sourceStream);
+            target.memcpyHtoDScatterAsync(batch, buffers.get(k), targetStreams.get(k));
+            copied += DeviceRegion.totalBytes(batch);
         }
         for (StreamHandle stream : targetStreams) {
             target.streamSynchronize(stream);
@@ -98,31 +102,22 @@ final class MemorySync implements AutoCloseable {
         return copied;
     }
 
-    /** Issues the source's reads of batch {@code index} into its buffer, once the target has finished writing from it. */
-    private void read(int index, List<DeviceRegion> batch, MigrationFaults faults) {
-        int k = index % buffers.size();
-        if (index >= buffers.size()) {
-            target.streamSynchronize(targetStreams.get(k));
-        }
-        faults.reached(FaultPoint.MEM_SYNC_BATCH, index, target);
-        source.memcpyDtoHGatherAsync(buffers.get(k), batch, sourceStreams.get(k));
-    }
-
     /**
-     * Waits for the source's reads, destroys the streams and frees the buffers, trying every one;
+     * Waits for the source's read, destroys the streams and frees the buffers, trying every one;
      * the first failure is rethrown.
      */
     @Override
     public void close() {
         FailureCollector cleanup = new FailureCollector();
-        for (StreamHandle stream : sourceStreams) {
-            // A copy that failed mid-way may have reads running ahead into the buffers freed below.
+        StreamHandle stream = sourceStream;
+        sourceStream = null;
+        if (stream != null) {
+            // A copy that failed mid-way may have a read still running into the buffers freed below.
             cleanup.attempt(() -> source.streamSynchronize(stream));
             cleanup.attempt(() -> source.streamDestroy(stream));
         }
-        sourceStreams.clear();
-        for (StreamHandle stream : targetStreams) {
-            cleanup.attempt(() -> target.streamDestroy(stream));
+        for (StreamHandle targetStream : targetStreams) {
+            cleanup.attempt(() -> target.streamDestroy(targetStream));
         }
         targetStreams.clear();
         for (MemorySegment buffer : buffers) {

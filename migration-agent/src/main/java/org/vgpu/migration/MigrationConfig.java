@@ -11,8 +11,7 @@ import org.vgpu.runtime.api.VgpuException;
  * @param chunkBytes     size of one staging buffer: regions larger than it are copied in pieces,
  *                       smaller ones are packed together into one buffer
  * @param stagingBuffers how many staging buffers the copy rotates through; with two or more, reading
- *                       the next batches from the source (all buffers but one) overlaps writing the
- *                       last one to the target
+ *                       the next batch from the source overlaps writing the earlier ones to the target
  * @param lockTimeout    how long the migration waits for calls in flight before giving up
  * @param verifyCopies   whether every copied byte is read back from the target and compared with
  *                       the source before the switch (doubles the copy traffic; for tests and audits)

@@ -327,6 +327,7 @@ public final class MigrationBenchCommand implements Subcommand {
             for (long size : new long[] {4L << 10, 64L << 10, 1L << 20, 16L << 20, 64L << 20}) {
                 int regions = (int) (total / size);
                 double[] seconds = new double[settings.trials()];
+                double[] gatherSeconds = new double[settings.trials()];
                 for (int trial = 0; trial < settings.trials(); trial++) {
                     try (MigratableGpu gpu = placement.openOnSource(3)) {
                         // Every allocation takes at least one mapping granule of device memory.
@@ -343,7 +344,7 @@ public final class MigrationBenchCommand implements Subcommand {
                             live.add(new DeviceRegion(address, size));
                         }
                         if (warmed) {
-                            readBack(gpu, live, WARM_UP_READS);
+                            gatherSeconds[trial] = readBack(gpu, live, WARM_UP_READS);
                         }
                         seconds[trial] = gpu.migrate(placement.target()).memSync().toNanos() / 1e9;
                     }
@@ -353,18 +354,63 @@ public final class MigrationBenchCommand implements Subcommand {
                     out.printf("  %-12s %9d %9.3f ms %11.2f %11.3f %s %11.3f%n", bytes(size), regions, median(seconds) * 1e3,
                             bandwidth / 1e9, bandwidth / slowerLeg, bandwidth / slowerLeg >= MEM_SYNC_GOAL ? "  " : " !",
                             bandwidth / serial);
+                    if (warmed) {
+                        // mem-sync's two legs for this region size alone, to show which one a shortfall comes from
+                        out.printf("  %-12s %9s   legs: source gather %.2f GB/s (its last warm-up read), target scatter"
+                                + " %.2f GB/s (a local vGPU with the same regions)%n", "", "", total / median(gatherSeconds) / 1e9,
+                                total / scatterSeconds(placement, size, regions, settings.trials()) / 1e9);
+                    }
                 }
             }
         }
         out.printf("  goal: >= %.0f %% of the slower leg (\"!\" marks a miss)%n", MEM_SYNC_GOAL * 100);
     }
 
-    /** Reads {@code regions} back {@code times} times, in gathers of one staging chunk or one region, whichever is larger. */
-    private static void readBack(VirtualGpu gpu, List<DeviceRegion> regions, int times) {
+    /**
+     * Median seconds of scattering {@code regions} regions of {@code size} bytes from pinned memory
+     * into a local vGPU on the target device, in batches of one staging chunk as mem-sync does.
+     */
+    private static double scatterSeconds(Placement placement, long size, int regions, int trials) {
+        try (VirtualGpu target = placement.local().open(placement.targetDevice(), VaWindow.forVgpu(5))) {
+            List<List<DeviceRegion>> batches = new ArrayList<>();
+            List<DeviceRegion> batch = new ArrayList<>();
+            for (int r = 0; r < regions; r++) {
+                if (!batch.isEmpty() && (batch.size() + 1) * size > MigrationConfig.DEFAULT_CHUNK_BYTES) {
+                    batches.add(batch);
+                    batch = new ArrayList<>();
+                }
+                batch.add(new DeviceRegion(target.memAlloc(size), size));
+            }
+            batches.add(batch);
+            MemorySegment pinned = target.memAllocHost(Math.max(size, MigrationConfig.DEFAULT_CHUNK_BYTES));
+            StreamHandle stream = target.streamCreate();
+            try {
+                return median(trials, () -> {
+                    long start = System.nanoTime();
+                    for (List<DeviceRegion> regionsOfBatch : batches) {
+                        target.memcpyHtoDScatterAsync(regionsOfBatch, pinned, stream);
+                    }
+                    target.streamSynchronize(stream);
+                    return (System.nanoTime() - start) / 1e9;
+                });
+            } finally {
+                target.streamDestroy(stream);
+                target.memFreeHost(pinned);
+            }
+        }
+    }
+
+    /**
+     * Reads {@code regions} back {@code times} times, in gathers of one staging chunk or one region,
+     * whichever is larger; returns the seconds of the last time.
+     */
+    private static double readBack(VirtualGpu gpu, List<DeviceRegion> regions, int times) {
         long largest = regions.stream().mapToLong(DeviceRegion::bytes).max().orElse(0);
         MemorySegment host = gpu.memAllocHost(Math.max(largest, MigrationConfig.DEFAULT_CHUNK_BYTES));
         try {
+            long start = 0;
             for (int time = 0; time < times; time++) {
+                start = System.nanoTime();
                 List<DeviceRegion> batch = new ArrayList<>();
                 long batchBytes = 0;
                 for (DeviceRegion region : regions) {
@@ -380,6 +426,7 @@ public final class MigrationBenchCommand implements Subcommand {
                 gpu.memcpyDtoHGatherAsync(host, batch, StreamHandle.DEFAULT);
                 gpu.ctxSynchronize();
             }
+            return (System.nanoTime() - start) / 1e9;
         } finally {
             gpu.memFreeHost(host);
         }
