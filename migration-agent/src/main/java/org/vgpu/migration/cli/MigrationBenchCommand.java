@@ -356,9 +356,10 @@ public final class MigrationBenchCommand implements Subcommand {
                             bandwidth / serial);
                     if (warmed) {
                         // mem-sync's two legs for this region size alone, to show which one a shortfall comes from
+                        double[] scatter = scatterSeconds(placement, size, regions, settings.trials());
                         out.printf("  %-12s %9s   legs: source gather %.2f GB/s (its last warm-up read), target scatter"
-                                + " %.2f GB/s (a local vGPU with the same regions)%n", "", "", total / median(gatherSeconds) / 1e9,
-                                total / scatterSeconds(placement, size, regions, settings.trials()) / 1e9);
+                                + " %.2f GB/s into fresh allocations, %.2f GB/s again (a local vGPU with the same regions)%n", "", "",
+                                total / median(gatherSeconds) / 1e9, total / scatter[0] / 1e9, total / scatter[1] / 1e9);
                     }
                 }
             }
@@ -367,10 +368,12 @@ public final class MigrationBenchCommand implements Subcommand {
     }
 
     /**
-     * Median seconds of scattering {@code regions} regions of {@code size} bytes from pinned memory
-     * into a local vGPU on the target device, in batches of one staging chunk as mem-sync does.
+     * Seconds of scattering {@code regions} regions of {@code size} bytes from pinned memory into a
+     * local vGPU on the target device, in batches of one staging chunk as mem-sync does: the first
+     * time, into allocations the device has never touched (as a migration's target), then the median
+     * of {@code trials} more.
      */
-    private static double scatterSeconds(Placement placement, long size, int regions, int trials) {
+    private static double[] scatterSeconds(Placement placement, long size, int regions, int trials) {
         try (VirtualGpu target = placement.local().open(placement.targetDevice(), VaWindow.forVgpu(5))) {
             List<List<DeviceRegion>> batches = new ArrayList<>();
             List<DeviceRegion> batch = new ArrayList<>();
@@ -385,14 +388,16 @@ public final class MigrationBenchCommand implements Subcommand {
             MemorySegment pinned = target.memAllocHost(Math.max(size, MigrationConfig.DEFAULT_CHUNK_BYTES));
             StreamHandle stream = target.streamCreate();
             try {
-                return median(trials, () -> {
+                Measurement scatter = () -> {
                     long start = System.nanoTime();
                     for (List<DeviceRegion> regionsOfBatch : batches) {
                         target.memcpyHtoDScatterAsync(regionsOfBatch, pinned, stream);
                     }
                     target.streamSynchronize(stream);
                     return (System.nanoTime() - start) / 1e9;
-                });
+                };
+                double first = scatter.take();
+                return new double[] {first, median(trials, scatter)};
             } finally {
                 target.streamDestroy(stream);
                 target.memFreeHost(pinned);
