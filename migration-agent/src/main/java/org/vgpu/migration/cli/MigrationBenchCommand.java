@@ -375,17 +375,12 @@ public final class MigrationBenchCommand implements Subcommand {
      */
     private static double[] scatterSeconds(Placement placement, long size, int regions, int trials) {
         try (VirtualGpu target = placement.local().open(placement.targetDevice(), VaWindow.forVgpu(5))) {
-            List<List<DeviceRegion>> batches = new ArrayList<>();
-            List<DeviceRegion> batch = new ArrayList<>();
+            List<DeviceRegion> allocated = new ArrayList<>();
             for (int r = 0; r < regions; r++) {
-                if (!batch.isEmpty() && (batch.size() + 1) * size > MigrationConfig.DEFAULT_CHUNK_BYTES) {
-                    batches.add(batch);
-                    batch = new ArrayList<>();
-                }
-                batch.add(new DeviceRegion(target.memAlloc(size), size));
+                allocated.add(new DeviceRegion(target.memAlloc(size), size));
             }
-            batches.add(batch);
             MemorySegment pinned = target.memAllocHost(Math.max(size, MigrationConfig.DEFAULT_CHUNK_BYTES));
+            List<List<DeviceRegion>> batches = batches(allocated, pinned.byteSize());
             StreamHandle stream = target.streamCreate();
             try {
                 Measurement scatter = () -> {
@@ -412,29 +407,38 @@ public final class MigrationBenchCommand implements Subcommand {
     private static double readBack(VirtualGpu gpu, List<DeviceRegion> regions, int times) {
         long largest = regions.stream().mapToLong(DeviceRegion::bytes).max().orElse(0);
         MemorySegment host = gpu.memAllocHost(Math.max(largest, MigrationConfig.DEFAULT_CHUNK_BYTES));
+        List<List<DeviceRegion>> batches = batches(regions, host.byteSize());
         try {
             long start = 0;
             for (int time = 0; time < times; time++) {
                 start = System.nanoTime();
-                List<DeviceRegion> batch = new ArrayList<>();
-                long batchBytes = 0;
-                for (DeviceRegion region : regions) {
-                    if (batchBytes + region.bytes() > host.byteSize() && !batch.isEmpty()) {
-                        gpu.memcpyDtoHGatherAsync(host, batch, StreamHandle.DEFAULT);
-                        gpu.ctxSynchronize();
-                        batch.clear();
-                        batchBytes = 0;
-                    }
-                    batch.add(region);
-                    batchBytes += region.bytes();
+                for (List<DeviceRegion> batch : batches) {
+                    gpu.memcpyDtoHGatherAsync(host, batch, StreamHandle.DEFAULT);
+                    gpu.ctxSynchronize();
                 }
-                gpu.memcpyDtoHGatherAsync(host, batch, StreamHandle.DEFAULT);
-                gpu.ctxSynchronize();
             }
             return (System.nanoTime() - start) / 1e9;
         } finally {
             gpu.memFreeHost(host);
         }
+    }
+
+    /** Consecutive whole regions in runs of at most {@code hostBytes} (none is larger), one gather or scatter each. */
+    private static List<List<DeviceRegion>> batches(List<DeviceRegion> regions, long hostBytes) {
+        List<List<DeviceRegion>> batches = new ArrayList<>();
+        List<DeviceRegion> batch = new ArrayList<>();
+        long batchBytes = 0;
+        for (DeviceRegion region : regions) {
+            if (!batch.isEmpty() && batchBytes + region.bytes() > hostBytes) {
+                batches.add(batch);
+                batch = new ArrayList<>();
+                batchBytes = 0;
+            }
+            batch.add(region);
+            batchBytes += region.bytes();
+        }
+        batches.add(batch);
+        return batches;
     }
 
     /**

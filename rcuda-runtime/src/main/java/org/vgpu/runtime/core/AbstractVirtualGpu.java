@@ -284,29 +284,13 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
 
     @Override
     public void memcpyDtoHGatherAsync(MemorySegment dstHost, List<DeviceRegion> srcRegions, StreamHandle stream) {
-        ensureOpen();
-        if (srcRegions == null) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "memcpyDtoHGather regions are null");
-        }
-        List<DeviceRegion> regions = List.copyOf(srcRegions);
-        checkHostDestination(dstHost, DeviceRegion.totalBytes(regions), true);
-        for (DeviceRegion region : regions) {
-            allocator.require(region.address(), region.bytes(), "memcpyDtoHGather source");
-        }
+        List<DeviceRegion> regions = checkRegionCopy("memcpyDtoHGather", srcRegions, dstHost, true);
         doMemcpyDtoHGather(dstHost, regions, stream(stream));
     }
 
     @Override
     public void memcpyHtoDScatterAsync(List<DeviceRegion> dstRegions, MemorySegment srcHost, StreamHandle stream) {
-        ensureOpen();
-        if (dstRegions == null) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "memcpyHtoDScatter regions are null");
-        }
-        List<DeviceRegion> regions = List.copyOf(dstRegions);
-        checkHost(srcHost, DeviceRegion.totalBytes(regions), true, "source");
-        for (DeviceRegion region : regions) {
-            allocator.require(region.address(), region.bytes(), "memcpyHtoDScatter destination");
-        }
+        List<DeviceRegion> regions = checkRegionCopy("memcpyHtoDScatter", dstRegions, srcHost, false);
         doMemcpyHtoDScatter(regions, srcHost, stream(stream));
     }
 
@@ -465,6 +449,28 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
     private void checkDtoH(MemorySegment dst, long src, long bytes, boolean async) {
         checkHostDestination(dst, bytes, async);
         allocator.require(src, bytes, "memcpyDtoH source");
+    }
+
+    /**
+     * Checks an asynchronous copy between {@code host}, packed, and many device regions, which must
+     * each lie in a live allocation; returns the regions as an immutable copy.
+     */
+    private List<DeviceRegion> checkRegionCopy(String call, List<DeviceRegion> regions, MemorySegment host, boolean toHost) {
+        ensureOpen();
+        if (regions == null) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, call + " regions are null");
+        }
+        List<DeviceRegion> copy = List.copyOf(regions);
+        long bytes = DeviceRegion.totalBytes(copy);
+        if (toHost) {
+            checkHostDestination(host, bytes, true);
+        } else {
+            checkHost(host, bytes, true, "source");
+        }
+        for (DeviceRegion region : copy) {
+            allocator.require(region.address(), region.bytes(), call + (toHost ? " source" : " destination"));
+        }
+        return copy;
     }
 
     private void checkHostDestination(MemorySegment dst, long bytes, boolean async) {

@@ -251,56 +251,62 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
      */
     @Override
     protected void doMemcpyDtoHGather(MemorySegment dst, List<DeviceRegion> regions, CUstream stream) {
-        context.makeCurrent();
-        long packed = kernelReachableAddress(dst, regions);
-        if (packed == 0) {
+        if (!copyByPlan(dst, regions, stream, true)) {
             super.doMemcpyDtoHGather(dst, regions, stream);
-            return;
-        }
-        RegionCopyPlan plan = RegionCopyPlan.of(regions);
-        for (RegionCopyPlan.DirectCopy copy : plan.directCopies()) {
-            long bytes = copy.region().bytes();
-            doMemcpyDtoH(dst.asSlice(copy.packedOffset(), bytes), copy.region().address(), bytes, stream, true);
-        }
-        for (RegionCopyPlan.KernelBatch batch : plan.kernelBatches()) {
-            copyKernels.gather(packed + batch.packedOffset(), batch, stream);
         }
     }
 
     /** The reverse of {@link #doMemcpyDtoHGather}, with vgpu's scatter kernel. */
     @Override
     protected void doMemcpyHtoDScatter(List<DeviceRegion> regions, MemorySegment src, CUstream stream) {
-        context.makeCurrent();
-        long packed = kernelReachableAddress(src, regions);
-        if (packed == 0) {
+        if (!copyByPlan(src, regions, stream, false)) {
             super.doMemcpyHtoDScatter(regions, src, stream);
-            return;
+        }
+    }
+
+    /**
+     * Copies {@code regions} to ({@code toHost}) or from {@code host}, packed, as {@link RegionCopyPlan}
+     * splits them between driver copies and the copy kernels; returns false, having done nothing,
+     * where the kernels are not worth it (a single region) or cannot reach {@code host}.
+     */
+    private boolean copyByPlan(MemorySegment host, List<DeviceRegion> regions, CUstream stream, boolean toHost) {
+        context.makeCurrent();
+        long packed = regions.size() < 2 ? 0 : kernelAddress(host);
+        if (packed == 0) {
+            return false;
         }
         RegionCopyPlan plan = RegionCopyPlan.of(regions);
         for (RegionCopyPlan.DirectCopy copy : plan.directCopies()) {
             long bytes = copy.region().bytes();
-            doMemcpyHtoD(copy.region().address(), src.asSlice(copy.packedOffset(), bytes), bytes, stream, true);
+            MemorySegment hostPiece = host.asSlice(copy.packedOffset(), bytes);
+            if (toHost) {
+                doMemcpyDtoH(hostPiece, copy.region().address(), bytes, stream, true);
+            } else {
+                doMemcpyHtoD(copy.region().address(), hostPiece, bytes, stream, true);
+            }
         }
         for (RegionCopyPlan.KernelBatch batch : plan.kernelBatches()) {
-            copyKernels.scatter(packed + batch.packedOffset(), batch, stream);
+            if (toHost) {
+                copyKernels.gather(packed + batch.packedOffset(), batch, stream);
+            } else {
+                copyKernels.scatter(packed + batch.packedOffset(), batch, stream);
+            }
         }
+        return true;
     }
 
     /** Whether gathers and scatters of many small regions into or from {@code host} run on vgpu's copy kernels. */
     boolean copyKernelsReach(MemorySegment host) {
         context.makeCurrent();
-        return copyKernels != null && CudaDriverFfm.mappedDevicePointer(host.address()) != 0;
+        return kernelAddress(host) != 0;
     }
 
     /**
-     * Where this context's kernels reach {@code host}, or 0 when the copy kernels are not worth it
-     * (a single region) or cannot be used: not loaded, or host memory that is not mapped pinned memory.
+     * Where this context's copy kernels reach {@code host}, or 0 when they cannot: not loaded, or
+     * host memory that is not mapped pinned memory. The context must be current.
      */
-    private long kernelReachableAddress(MemorySegment host, List<DeviceRegion> regions) {
-        if (copyKernels == null || regions.size() < 2) {
-            return 0;
-        }
-        return CudaDriverFfm.mappedDevicePointer(host.address());
+    private long kernelAddress(MemorySegment host) {
+        return copyKernels == null ? 0 : CudaDriverFfm.mappedDevicePointer(host.address());
     }
 
     @Override

@@ -12,8 +12,10 @@ import jcuda.driver.JCudaDriver;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.KernelArg;
 import org.vgpu.runtime.api.KernelArgs;
+import org.vgpu.runtime.api.VgpuException;
 
 /**
  * vgpu's gather and scatter kernels (copy_kernels.cu) loaded into one vGPU's context: they move a
@@ -50,39 +52,30 @@ final class RegionCopyKernels implements AutoCloseable {
      */
     static RegionCopyKernels loadOrNull(int ordinal) {
         try {
-            return load(ordinal);
+            return load();
         } catch (RuntimeException e) {
             LOG.warn("GPU {}: cannot load vgpu's copy kernels ({}); gathers and scatters copy region by region", ordinal,
-                    e.toString());
+                    e.getMessage());
             return null;
         }
     }
 
-    private static RegionCopyKernels load(int ordinal) {
+    private static RegionCopyKernels load() {
         if (PTX == null) {
-            LOG.warn("GPU {}: {} is not packaged; gathers and scatters copy region by region", ordinal, PTX_RESOURCE);
-            return null;
+            throw new VgpuException(ErrorCode.VGPU_BACKEND_UNAVAILABLE, PTX_RESOURCE + " is not packaged");
         }
         CUmodule module = new CUmodule();
-        int result = JCudaDriver.cuModuleLoadData(module, PTX);
-        if (result != CudaErrors.CUDA_SUCCESS) {
-            LOG.warn("GPU {}: cannot load vgpu's copy kernels ({}); gathers and scatters copy region by region", ordinal,
-                    CudaErrors.failure(result, "cuModuleLoadData(" + PTX_RESOURCE + ")").getMessage());
-            return null;
-        }
-        CUfunction gather = new CUfunction();
-        CUfunction scatter = new CUfunction();
-        result = JCudaDriver.cuModuleGetFunction(gather, module, GATHER);
-        if (result == CudaErrors.CUDA_SUCCESS) {
-            result = JCudaDriver.cuModuleGetFunction(scatter, module, SCATTER);
-        }
-        if (result != CudaErrors.CUDA_SUCCESS) {
-            LOG.warn("GPU {}: {} lacks {} or {}; gathers and scatters copy region by region", ordinal, PTX_RESOURCE, GATHER,
-                    SCATTER);
+        CudaErrors.check(JCudaDriver.cuModuleLoadData(module, PTX), "cuModuleLoadData(" + PTX_RESOURCE + ")");
+        try {
+            CUfunction gather = new CUfunction();
+            CUfunction scatter = new CUfunction();
+            CudaErrors.check(JCudaDriver.cuModuleGetFunction(gather, module, GATHER), "cuModuleGetFunction(" + GATHER + ")");
+            CudaErrors.check(JCudaDriver.cuModuleGetFunction(scatter, module, SCATTER), "cuModuleGetFunction(" + SCATTER + ")");
+            return new RegionCopyKernels(module, gather, scatter);
+        } catch (RuntimeException e) {
             JCudaDriver.cuModuleUnload(module);
-            return null;
+            throw e;
         }
-        return new RegionCopyKernels(module, gather, scatter);
     }
 
     /** Device regions of {@code batch} -> the packed bytes at {@code packedDevice}, a mapped host buffer. */
