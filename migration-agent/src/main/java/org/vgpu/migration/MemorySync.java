@@ -19,15 +19,16 @@ import org.vgpu.runtime.core.FailureCollector;
  * Each batch is read from the source with one gathering copy (one request to a remote source,
  * however many pieces the batch holds), then written to the target with one scattering copy on the
  * buffer's own target stream (on a local GPU, small pieces in a few kernel launches rather than one
- * driver copy each). The target writes a batch while the source reads the next one into another
- * buffer (VOCL's pipelined copy); a buffer is filled again only once the target has written it.
+ * driver copy each). The target writes a batch while the source reads the next ones into other
+ * buffers (VOCL's pipelined copy); a buffer is filled again only once the target has written it.
  *
- * <p>Reads do not run ahead of the current batch: a remote worker executes requests in the order
- * they arrive, so a synchronize, on whatever stream, is answered only after every request sent
- * before it. With reads queued ahead, waiting for one batch meant waiting for the batches behind it
- * too, and the next read went out only after that wait, so reading and writing never overlapped
- * (measured on H200s: 16 MiB batches took 5.7 ms each where the source alone needs 4.7). One read in
- * flight costs one round trip per batch instead, a few tens of microseconds against milliseconds.
+ * <p>Reads run ahead by all buffers but one, each on its buffer's own source stream, so a remote
+ * source always has the next read queued and its pipeline never drains between batches. That
+ * relies on how a remote source waits for a stream that ends in a copy to host: for the copy's last
+ * chunk of data, not for the answer to a synchronize, which a worker sends only after every request
+ * before it, the reads queued ahead included (measured on H200s: with one source stream, waiting for
+ * a batch waited for the batches behind it, and 16 MiB batches took 5.7 ms each where the source
+ * alone needs 4.7).
  */
 final class MemorySync implements AutoCloseable {
     private final VirtualGpu source;
@@ -35,8 +36,8 @@ final class MemorySync implements AutoCloseable {
     private final VirtualGpu stagingOwner;
     private final long bufferBytes;
     private final List<MemorySegment> buffers = new ArrayList<>();
+    private final List<StreamHandle> sourceStreams = new ArrayList<>();
     private final List<StreamHandle> targetStreams = new ArrayList<>();
-    private StreamHandle sourceStream;
 
     private MemorySync(VirtualGpu source, VirtualGpu target, long bufferBytes) {
         this.source = source;
@@ -59,9 +60,9 @@ final class MemorySync implements AutoCloseable {
         long bufferBytes = Math.clamp(liveBytesHint, 4096, config.chunkBytes());
         MemorySync sync = new MemorySync(source, target, bufferBytes);
         try {
-            sync.sourceStream = source.streamCreate();
             for (int k = 0; k < config.stagingBuffers(); k++) {
                 sync.buffers.add(sync.stagingOwner.memAllocHost(bufferBytes));
+                sync.sourceStreams.add(source.streamCreate());
                 sync.targetStreams.add(target.streamCreate());
             }
         } catch (RuntimeException e) {
@@ -82,19 +83,21 @@ final class MemorySync implements AutoCloseable {
      */
     long copy(List<ReplayLog.Region> regions, MigrationFaults faults) {
         List<List<DeviceRegion>> batches = batches(regions, bufferBytes);
+        int readAhead = Math.max(1, buffers.size() - 1);
+        for (int index = 0; index < Math.min(readAhead, batches.size()); index++) {
+            read(index, batches.get(index), faults);
+        }
         long copied = 0;
         for (int index = 0; index < batches.size(); index++) {
             int k = index % buffers.size();
-            if (index >= buffers.size()) {
-                // Long done as a rule: the target writes a batch far faster than the source reads one.
-                target.streamSynchronize(targetStreams.get(k));
-            }
-            faults.reached(FaultPoint.MEM_SYNC_BATCH, index, target);
+            source.streamSynchronize(sourceStreams.get(k));
             List<DeviceRegion> batch = batches.get(index);
-            source.memcpyDtoHGatherAsync(buffers.get(k), batch, sourceStream);
-            source.streamSynchronize(sourceStream);
             target.memcpyHtoDScatterAsync(batch, buffers.get(k), targetStreams.get(k));
             copied += DeviceRegion.totalBytes(batch);
+            int next = index + readAhead;
+            if (next < batches.size()) {
+                read(next, batches.get(next), faults);
+            }
         }
         for (StreamHandle stream : targetStreams) {
             target.streamSynchronize(stream);
@@ -102,20 +105,30 @@ final class MemorySync implements AutoCloseable {
         return copied;
     }
 
+    /** Starts reading batch {@code index} into its buffer, once the target has written what the buffer held before. */
+    private void read(int index, List<DeviceRegion> batch, MigrationFaults faults) {
+        int k = index % buffers.size();
+        if (index >= buffers.size()) {
+            // Long done as a rule: the target writes a batch far faster than the source reads one.
+            target.streamSynchronize(targetStreams.get(k));
+        }
+        faults.reached(FaultPoint.MEM_SYNC_BATCH, index, target);
+        source.memcpyDtoHGatherAsync(buffers.get(k), batch, sourceStreams.get(k));
+    }
+
     /**
-     * Waits for the source's read, destroys the streams and frees the buffers, trying every one;
+     * Waits for the source's reads, destroys the streams and frees the buffers, trying every one;
      * the first failure is rethrown.
      */
     @Override
     public void close() {
         FailureCollector cleanup = new FailureCollector();
-        StreamHandle stream = sourceStream;
-        sourceStream = null;
-        if (stream != null) {
-            // A copy that failed mid-way may have a read still running into the buffers freed below.
-            cleanup.attempt(() -> source.streamSynchronize(stream));
-            cleanup.attempt(() -> source.streamDestroy(stream));
+        for (StreamHandle sourceStream : sourceStreams) {
+            // A copy that failed mid-way may have reads still running into the buffers freed below.
+            cleanup.attempt(() -> source.streamSynchronize(sourceStream));
+            cleanup.attempt(() -> source.streamDestroy(sourceStream));
         }
+        sourceStreams.clear();
         for (StreamHandle targetStream : targetStreams) {
             cleanup.attempt(() -> target.streamDestroy(targetStream));
         }

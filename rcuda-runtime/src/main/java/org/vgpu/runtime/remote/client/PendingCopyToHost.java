@@ -29,6 +29,7 @@ final class PendingCopyToHost extends PendingCall<Void> {
     private final List<Long> heldOffsets = new ArrayList<>();
     private long received;
     private VgpuException destinationFailure;
+    private volatile boolean failureKept;
 
     PendingCopyToHost(MemorySegment destination, long bytes) {
         super(ReplyDecoder::empty);
@@ -47,12 +48,18 @@ final class PendingCopyToHost extends PendingCall<Void> {
         return isDone() && destination.isAccessibleBy(thread);
     }
 
+    /** Whether the last chunk said that the worker keeps an asynchronous failure for the next synchronizing request. */
+    boolean failureKept() {
+        return failureKept;
+    }
+
     /**
      * Takes one chunk. Event loop.
      *
+     * @param failureKept on the last chunk: the worker keeps an asynchronous failure
      * @return whether it was the last one
      */
-    boolean accept(long offset, ByteBuf data, boolean more) {
+    boolean accept(long offset, ByteBuf data, boolean more, boolean failureKept) {
         int length = data.readableBytes();
         if (offset != received || length > bytes - received) {
             throw Frames.violation("DATA chunk of " + length + " bytes at offset " + offset + " does not continue a copy of "
@@ -77,6 +84,7 @@ final class PendingCopyToHost extends PendingCall<Void> {
         if (received != bytes) {
             throw Frames.violation("the copy ended after " + received + " of its " + bytes + " bytes");
         }
+        this.failureKept = failureKept;
         synchronized (this) {
             if (destinationFailure != null) {
                 fail(destinationFailure);

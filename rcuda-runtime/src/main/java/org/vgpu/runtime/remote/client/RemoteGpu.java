@@ -224,8 +224,16 @@ public final class RemoteGpu extends AbstractVirtualGpu<RemoteGpu.Module, Remote
         return id;
     }
 
+    /**
+     * A stream whose last work is a device-to-host copy is done when the copy's data is in: that is
+     * waited for without a request, unless the worker has something to report. The default stream
+     * always asks the worker, since it also orders the work of other streams.
+     */
     @Override
     protected void doStreamSynchronize(Integer stream) {
+        if (stream != DEFAULT_STREAM && connection.awaitStreamEndingInCopyToHost(stream)) {
+            return;
+        }
         connection.call((encoder, requestId) -> encoder.streamSynchronize(requestId, stream), ReplyDecoder::empty);
     }
 

@@ -4,7 +4,9 @@ import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.channels.ClosedChannelException;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -98,6 +100,12 @@ final class WorkerConnection implements AutoCloseable {
     private ByteBuf current;
     private int batchedFrames;
     private int nextRequestId = 1;
+    /**
+     * Streams whose last request is an asynchronous device-to-host copy, with that copy: until any
+     * other request is sent (one that might add work to the stream), the copy's last chunk of data
+     * tells that the stream is done, so a synchronize of it need not queue behind later requests.
+     */
+    private final Map<Integer, PendingCopyToHost> streamsEndingInCopyToHost = new HashMap<>();
 
     private WorkerConnection(WorkerEndpoint endpoint, RemoteConfig config) {
         this.endpoint = endpoint;
@@ -257,6 +265,7 @@ final class WorkerConnection implements AutoCloseable {
             if (call != null) {
                 register(id, call);
             }
+            streamsEndingInCopyToHost.clear();
             long offset = 0;
             try {
                 do {
@@ -295,18 +304,18 @@ final class WorkerConnection implements AutoCloseable {
 
     /** A device-to-host copy; its chunks land in {@code dst} as they arrive. */
     void copyToHost(MemorySegment dst, long src, long bytes, int streamId, boolean async) {
-        copyToHost(dst, bytes, async,
+        copyToHost(dst, bytes, streamId, async,
                 (encoder, requestId) -> encoder.memcpyDtoH(requestId, async, streamId, src, bytes, config.chunkBytes()));
     }
 
     /** Device-to-host copies of many regions as one request; the regions' bytes land in {@code dst} back to back. */
     void gatherToHost(MemorySegment dst, List<DeviceRegion> regions, int streamId, boolean async) {
-        copyToHost(dst, DeviceRegion.totalBytes(regions), async,
+        copyToHost(dst, DeviceRegion.totalBytes(regions), streamId, async,
                 (encoder, requestId) -> encoder.memcpyDtoHGather(requestId, async, streamId, regions, config.chunkBytes()));
     }
 
     /** Sends {@code request}, whose reply is {@code bytes} of DATA for {@code dst}. */
-    private void copyToHost(MemorySegment dst, long bytes, boolean async, Request request) {
+    private void copyToHost(MemorySegment dst, long bytes, int streamId, boolean async, Request request) {
         PendingCopyToHost copy = new PendingCopyToHost(dst, bytes);
         if (copy.heldForOwner()) {
             heldCopies.add(copy);
@@ -317,11 +326,16 @@ final class WorkerConnection implements AutoCloseable {
             int id = nextId();
             register(id, copy);
             try {
-                append(request, id);
+                encode(request, id);
             } catch (RuntimeException e) {
                 waiting.remove(id);
                 heldCopies.remove(copy);
                 throw e;
+            }
+            if (async) {
+                streamsEndingInCopyToHost.put(streamId, copy);
+            } else {
+                streamsEndingInCopyToHost.clear();
             }
             if (!async || batchFull()) {
                 flushLocked();
@@ -339,6 +353,39 @@ final class WorkerConnection implements AutoCloseable {
                 applyHeldCopies();
             }
         }
+    }
+
+    /**
+     * Waits for stream {@code streamId} without a request, if the last request on the connection
+     * that could add work to it was an asynchronous device-to-host copy on it: the worker runs a
+     * stream's work in order and sends the copy's data after it, so its last chunk means the stream
+     * is done. Unlike a synchronize, which the worker answers only after every request sent before
+     * it, this does not wait for later requests on other streams (reads queued ahead, say).
+     *
+     * @return false when the worker must be asked after all: there is no such copy, it failed, or
+     *         the worker keeps an asynchronous failure that the synchronize must report
+     */
+    boolean awaitStreamEndingInCopyToHost(int streamId) {
+        PendingCopyToHost copy;
+        batchLock.lock();
+        try {
+            copy = streamsEndingInCopyToHost.get(streamId);
+            if (copy == null) {
+                return false;
+            }
+            checkAlive();
+            flushLocked();
+        } finally {
+            batchLock.unlock();
+        }
+        try {
+            copy.await(config.spinNanos());
+        } catch (VgpuException failed) {
+            return false;
+        } finally {
+            applyHeldCopies();
+        }
+        return !copy.failureKept();
     }
 
     /**
@@ -419,7 +466,13 @@ final class WorkerConnection implements AutoCloseable {
         return current;
     }
 
+    /** Adds a request to the batch; it may add work to any stream, so no stream is known to end in a copy any more. */
     private void append(Request request, int id) {
+        encode(request, id);
+        streamsEndingInCopyToHost.clear();
+    }
+
+    private void encode(Request request, int id) {
         ByteBuf batch = current();
         int mark = batch.writerIndex();
         try {
@@ -566,11 +619,11 @@ final class WorkerConnection implements AutoCloseable {
         }
 
         @Override
-        public void data(int requestId, boolean more, long offset, ByteBuf bytes) {
+        public void data(int requestId, boolean more, boolean failureKept, long offset, ByteBuf bytes) {
             if (!(waiting.get(requestId) instanceof PendingCopyToHost copy)) {
                 throw Frames.violation("DATA for request " + requestId + ", which is no device-to-host copy in flight");
             }
-            if (copy.accept(offset, bytes, more)) {
+            if (copy.accept(offset, bytes, more, failureKept)) {
                 waiting.remove(requestId);
             }
         }

@@ -39,6 +39,10 @@ public final class Frame extends DefaultByteBufHolder {
         return (flags & Frames.FLAG_MORE) != 0;
     }
 
+    public boolean failureKept() {
+        return (flags & Frames.FLAG_FAILURE_KEPT) != 0;
+    }
+
     /** The body; read it with {@link RequestDecoder} or {@link ReplyDecoder}. */
     public ByteBuf body() {
         return content();

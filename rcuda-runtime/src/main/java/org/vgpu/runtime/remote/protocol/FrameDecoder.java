@@ -91,6 +91,9 @@ public final class FrameDecoder extends ByteToMessageDecoder {
         if ((flags & Frames.FLAG_MORE) != 0 && opcode != Opcode.MEMCPY_HTOD && opcode != Opcode.DATA) {
             throw fail(in, opcode + " cannot be split into chunks");
         }
+        if ((flags & Frames.FLAG_FAILURE_KEPT) != 0 && (opcode != Opcode.DATA || (flags & Frames.FLAG_MORE) != 0)) {
+            throw fail(in, "only the last DATA chunk can say that a failure is kept, not " + opcode);
+        }
     }
 
     /** Called when the connection ends: bytes left over are a frame cut short. */

@@ -40,7 +40,14 @@ public final class Frames {
     public static final int FLAG_ASYNC = 1;
     /** Another chunk of the same request follows ({@link Opcode#MEMCPY_HTOD}, {@link Opcode#DATA}). */
     public static final int FLAG_MORE = 2;
-    static final int KNOWN_FLAGS = FLAG_ASYNC | FLAG_MORE;
+    /**
+     * On the last {@link Opcode#DATA} chunk of an asynchronous copy: the worker keeps the failure
+     * of an earlier asynchronous request for the next synchronizing one. Without it the copy's
+     * last chunk proves its stream done with nothing to report, so the client may wait for it
+     * instead of asking the worker.
+     */
+    public static final int FLAG_FAILURE_KEPT = 4;
+    static final int KNOWN_FLAGS = FLAG_ASYNC | FLAG_MORE | FLAG_FAILURE_KEPT;
 
     private Frames() {
     }

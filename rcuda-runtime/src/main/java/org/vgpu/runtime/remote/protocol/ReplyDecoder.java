@@ -34,7 +34,7 @@ public final class ReplyDecoder {
                 case ERROR -> visitor.error(frame.requestId(), Frames.consumed(frame, in, readError(in)));
                 case DATA -> {
                     long offset = in.readLong();
-                    visitor.data(frame.requestId(), frame.hasMore(), offset, in);
+                    visitor.data(frame.requestId(), frame.hasMore(), frame.failureKept(), offset, in);
                 }
                 default -> throw Frames.violation(frame.opcode() + " is not a reply");
             }

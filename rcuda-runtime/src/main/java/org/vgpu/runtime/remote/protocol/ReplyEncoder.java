@@ -89,9 +89,12 @@ public final class ReplyEncoder {
     /**
      * The header of one device-to-host chunk; the caller writes its {@code dataBytes} right after
      * it, for example by copying from the device into this buffer.
+     *
+     * @param failureKept on the last chunk: the worker keeps an asynchronous failure for the next synchronizing request
      */
-    public void dataHeader(int requestId, boolean more, long offset, int dataBytes) {
-        int start = Frames.begin(out, Opcode.DATA, more ? Frames.FLAG_MORE : 0, requestId);
+    public void dataHeader(int requestId, boolean more, boolean failureKept, long offset, int dataBytes) {
+        int start = Frames.begin(out, Opcode.DATA, (more ? Frames.FLAG_MORE : 0) | (failureKept ? Frames.FLAG_FAILURE_KEPT : 0),
+                requestId);
         out.writeLong(offset);
         Frames.finishWithTrailing(out, start, dataBytes);
     }

@@ -20,6 +20,9 @@ public interface ReplyVisitor {
     /** Failure of request {@code requestId}, or of the session when it is 0. */
     void error(int requestId, VgpuException failure);
 
-    /** One chunk of a device-to-host copy; {@code more} is false on its last chunk. */
-    void data(int requestId, boolean more, long offset, ByteBuf bytes);
+    /**
+     * One chunk of a device-to-host copy; {@code more} is false on its last chunk, and
+     * {@code failureKept} true only there, when the worker keeps an asynchronous failure.
+     */
+    void data(int requestId, boolean more, boolean failureKept, long offset, ByteBuf bytes);
 }

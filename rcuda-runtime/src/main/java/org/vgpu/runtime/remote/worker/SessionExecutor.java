@@ -540,8 +540,7 @@ final class SessionExecutor implements RequestVisitor, Runnable {
                 throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "byte count must be >= 0, got " + bytes);
             }
             flushReplies();
-            sendFromDevice(frame.requestId(), List.of(new DeviceRegion(src, bytes)), Math.min(chunkBytes, StagingRing.SLOT_BYTES),
-                    frame.isAsync() ? stream : StreamHandle.DEFAULT);
+            sendFromDevice(frame, List.of(new DeviceRegion(src, bytes)), Math.min(chunkBytes, StagingRing.SLOT_BYTES), stream);
         } catch (RuntimeException e) {
             failedToSend(frame, e);
         }
@@ -555,8 +554,7 @@ final class SessionExecutor implements RequestVisitor, Runnable {
         try {
             StreamHandle stream = stream(streamId);
             flushReplies();
-            sendFromDevice(frame.requestId(), regions, Math.min(chunkBytes, StagingRing.SLOT_BYTES),
-                    frame.isAsync() ? stream : StreamHandle.DEFAULT);
+            sendFromDevice(frame, regions, Math.min(chunkBytes, StagingRing.SLOT_BYTES), stream);
         } catch (RuntimeException e) {
             failedToSend(frame, e);
         }
@@ -579,8 +577,13 @@ final class SessionExecutor implements RequestVisitor, Runnable {
      * into a Netty buffer. A synchronous copy is an asynchronous one on the default stream whose
      * chunks each wait for the device. Returns once the socket is done with every slot, so that no
      * request and no close of the vGPU meets slot memory still being written.
+     *
+     * <p>The last chunk of an asynchronous copy says whether an asynchronous failure is kept: if not,
+     * the client knows from that chunk alone that the copy's stream has finished without error.
      */
-    private void sendFromDevice(int requestId, List<DeviceRegion> regions, int chunkBytes, StreamHandle stream) {
+    private void sendFromDevice(Frame frame, List<DeviceRegion> regions, int chunkBytes, StreamHandle asyncStream) {
+        int requestId = frame.requestId();
+        StreamHandle stream = frame.isAsync() ? asyncStream : StreamHandle.DEFAULT;
         long bytes = DeviceRegion.totalBytes(regions);
         StagingRing ring = staging();
         try {
@@ -610,14 +613,14 @@ final class SessionExecutor implements RequestVisitor, Runnable {
                 gpu().memcpyDtoHGatherAsync(slot.memory(chunk), pieces, stream);
                 slot.deviceCopyQueued(stream);
                 if (copied != null) {
-                    sendSlot(requestId, copied, copiedOffset, copiedLength, true);
+                    sendSlot(requestId, copied, copiedOffset, copiedLength, true, false);
                 }
                 copied = slot;
                 copiedOffset = offset;
                 copiedLength = chunk;
                 offset += chunk;
             } while (offset < bytes);
-            sendSlot(requestId, copied, copiedOffset, copiedLength, false);
+            sendSlot(requestId, copied, copiedOffset, copiedLength, false, frame.isAsync() && deferred != null);
         } finally {
             ring.awaitSocket();
         }
@@ -627,12 +630,12 @@ final class SessionExecutor implements RequestVisitor, Runnable {
      * Writes one DATA chunk whose bytes are in {@code slot} once the device is done with it, with its
      * header in the slot's room in front of them: one buffer, one write.
      */
-    private void sendSlot(int requestId, StagingRing.Slot slot, long offset, int length, boolean more) {
+    private void sendSlot(int requestId, StagingRing.Slot slot, long offset, int length, boolean more, boolean failureKept) {
         slot.awaitDevice();
         awaitWritable();
         ByteBuf chunk = Unpooled.wrappedBuffer(slot.withHeader(ReplyEncoder.dataHeaderBytes(), length).asByteBuffer());
         chunk.writerIndex(0);
-        replies.wrap(chunk).dataHeader(requestId, more, offset, length);
+        replies.wrap(chunk).dataHeader(requestId, more, failureKept, offset, length);
         chunk.writerIndex(chunk.capacity());
         slot.sending();
         channel.writeAndFlush(chunk).addListener(written -> slot.written());

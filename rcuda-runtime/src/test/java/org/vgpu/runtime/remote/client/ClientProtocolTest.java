@@ -5,7 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Arrays;
@@ -21,6 +23,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.StreamHandle;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.remote.protocol.NettyLeaks;
@@ -138,6 +141,98 @@ class ClientProtocolTest {
         Arrays.fill(untouched, (byte) 0x55);
         assertArrayEquals(untouched, destination);
         gpu.close();
+    }
+
+    /** Allocates {@code bytes} on the fake worker, answering the request as a worker would. */
+    private long allocate(RemoteGpu gpu, long bytes) throws Exception {
+        CompletableFuture<Long> allocated = CompletableFuture.supplyAsync(() -> gpu.memAlloc(bytes));
+        String alloc = worker.nextRequest();
+        worker.reply(encoder -> encoder.ok(requestId(alloc)));
+        return allocated.get(10, TimeUnit.SECONDS);
+    }
+
+    /** Closes the session, answering its GOODBYE as a worker does. */
+    private void goodbye(RemoteGpu gpu) throws Exception {
+        CompletableFuture<Void> closing = CompletableFuture.runAsync(gpu::close);
+        String goodbye = worker.nextRequest();
+        assertTrue(goodbye.startsWith("GOODBYE#"), goodbye);
+        worker.reply(encoder -> encoder.ok(requestId(goodbye)));
+        closing.get(10, TimeUnit.SECONDS);
+    }
+
+    private static int requestId(String request) {
+        return Integer.parseInt(request.substring(request.indexOf('#') + 1));
+    }
+
+    /** Queues an asynchronous copy of {@code bytes} into {@code host} on a new stream, returns the stream; the worker sees both requests. */
+    private StreamHandle streamEndingInCopyToHost(RemoteGpu gpu, long address, MemorySegment host) {
+        StreamHandle stream = gpu.streamCreate();
+        gpu.memcpyDtoHAsync(host, address, host.byteSize(), stream);
+        return stream;
+    }
+
+    @Test
+    void aStreamWhoseLastWorkIsACopyToHostIsWaitedForWithoutAskingTheWorker() throws Exception {
+        RemoteGpu gpu = connect();
+        long address = allocate(gpu, 64);
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment host = arena.allocate(4);
+            StreamHandle stream = streamEndingInCopyToHost(gpu, address, host);
+            CompletableFuture<Void> sync = CompletableFuture.runAsync(() -> gpu.streamSynchronize(stream));
+            assertTrue(worker.nextRequest().startsWith("STREAM_CREATE#"));
+            String copy = worker.nextRequest();
+            assertTrue(copy.startsWith("MEMCPY_DTOH#"), copy);
+            worker.data(requestId(copy), false, 0, new byte[] {1, 2, 3, 4});
+            sync.get(10, TimeUnit.SECONDS);
+            assertArrayEquals(new byte[] {1, 2, 3, 4}, host.toArray(ValueLayout.JAVA_BYTE));
+
+            CompletableFuture<Void> next = CompletableFuture.runAsync(gpu::ctxSynchronize);
+            String request = worker.nextRequest();
+            assertTrue(request.startsWith("CTX_SYNCHRONIZE#"), "the stream's synchronize sent no request, got " + request);
+            worker.reply(encoder -> encoder.ok(requestId(request)));
+            next.get(10, TimeUnit.SECONDS);
+        }
+        goodbye(gpu);
+    }
+
+    @Test
+    void aFailureTheWorkerKeepsIsStillReportedByTheStreamSynchronize() throws Exception {
+        RemoteGpu gpu = connect();
+        long address = allocate(gpu, 64);
+        try (Arena arena = Arena.ofShared()) {
+            StreamHandle stream = streamEndingInCopyToHost(gpu, address, arena.allocate(4));
+            CompletableFuture<Void> sync = CompletableFuture.runAsync(() -> gpu.streamSynchronize(stream));
+            assertTrue(worker.nextRequest().startsWith("STREAM_CREATE#"));
+            worker.data(requestId(worker.nextRequest()), false, true, 0, new byte[4]);
+            String request = worker.nextRequest();
+            assertTrue(request.startsWith("STREAM_SYNCHRONIZE#"), request);
+            worker.reply(encoder -> encoder.error(requestId(request), new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    "asynchronous MEMSET (request 3) failed")));
+            VgpuException e = failure(sync);
+            assertEquals(ErrorCode.CUDA_ERROR_INVALID_VALUE, e.code());
+            assertTrue(e.getMessage().contains("asynchronous MEMSET"), e.getMessage());
+        }
+        goodbye(gpu);
+    }
+
+    @Test
+    void workQueuedAfterTheCopyMakesTheStreamSynchronizeAskTheWorker() throws Exception {
+        RemoteGpu gpu = connect();
+        long address = allocate(gpu, 64);
+        try (Arena arena = Arena.ofShared()) {
+            StreamHandle stream = streamEndingInCopyToHost(gpu, address, arena.allocate(4));
+            gpu.memsetD8Async(address, (byte) 1, 64, stream);
+            CompletableFuture<Void> sync = CompletableFuture.runAsync(() -> gpu.streamSynchronize(stream));
+            assertTrue(worker.nextRequest().startsWith("STREAM_CREATE#"));
+            worker.data(requestId(worker.nextRequest()), false, 0, new byte[4]);
+            assertTrue(worker.nextRequest().startsWith("MEMSET#"));
+            String request = worker.nextRequest();
+            assertTrue(request.startsWith("STREAM_SYNCHRONIZE#"), "the memset may still run: " + request);
+            assertTrue(!sync.isDone(), "the synchronize waits for the worker's answer");
+            worker.reply(encoder -> encoder.ok(requestId(request)));
+            sync.get(10, TimeUnit.SECONDS);
+        }
+        goodbye(gpu);
     }
 
     @Test

@@ -93,9 +93,14 @@ final class FakeWorker implements AutoCloseable {
 
     /** A DATA frame carrying {@code bytes}, whatever the copy asked for. */
     void data(int requestId, boolean more, long offset, byte[] bytes) {
+        data(requestId, more, false, offset, bytes);
+    }
+
+    /** A DATA frame that may say the worker keeps an asynchronous failure. */
+    void data(int requestId, boolean more, boolean failureKept, long offset, byte[] bytes) {
         ByteBuf buffer = Unpooled.buffer();
         try {
-            new ReplyEncoder().wrap(buffer).dataHeader(requestId, more, offset, bytes.length);
+            new ReplyEncoder().wrap(buffer).dataHeader(requestId, more, failureKept, offset, bytes.length);
             buffer.writeBytes(bytes);
             send(ByteBufUtil.getBytes(buffer));
         } finally {

@@ -138,10 +138,12 @@ class FrameCodecTest {
         encoder.ok(5, new KernelSignature("k", List.of(8, 4)));
         encoder.ok(6, 2.5f);
         encoder.error(7, new VgpuException(ErrorCode.CUDA_ERROR_ILLEGAL_ADDRESS, "kernel touched 0x10"));
-        encoder.dataHeader(8, true, 0, 2);
+        encoder.dataHeader(8, true, false, 0, 2);
         wire.writeBytes(new byte[] {5, 6});
-        encoder.dataHeader(8, false, 2, 1);
+        encoder.dataHeader(8, false, false, 2, 1);
         wire.writeByte(7);
+        encoder.dataHeader(9, false, true, 0, 1);
+        wire.writeByte(8);
 
         RecordingVisitors.Replies visitor = new RecordingVisitors.Replies();
         List<Frame> frames = decodeAll(Opcode.Direction.REPLY, wire);
@@ -157,7 +159,8 @@ class FrameCodecTest {
                 "#6 ok 40200000",
                 "#7 error CUDA_ERROR_ILLEGAL_ADDRESS kernel touched 0x10",
                 "#8 more data @0 0506",
-                "#8 data @2 07"), visitor.calls);
+                "#8 data @2 07",
+                "#9 failure-kept data @0 08"), visitor.calls);
     }
 
     @Test
@@ -389,6 +392,10 @@ class FrameCodecTest {
                 "CTX_SYNCHRONIZE cannot be asynchronous");
         assertRefused(Opcode.Direction.REQUEST, rawFrame(Opcode.MEMSET.code(), Frames.FLAG_MORE, 1),
                 "MEMSET cannot be split into chunks");
+        assertRefused(Opcode.Direction.REPLY, rawFrame(Opcode.OK.code(), Frames.FLAG_FAILURE_KEPT, 1),
+                "only the last DATA chunk can say that a failure is kept, not OK");
+        assertRefused(Opcode.Direction.REPLY, rawFrame(Opcode.DATA.code(), Frames.FLAG_FAILURE_KEPT | Frames.FLAG_MORE, 1),
+                "only the last DATA chunk can say that a failure is kept, not DATA");
     }
 
     @Test

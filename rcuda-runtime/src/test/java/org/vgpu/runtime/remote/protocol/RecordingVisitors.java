@@ -83,8 +83,9 @@ final class RecordingVisitors {
         @Override public void error(int requestId, VgpuException failure) {
             calls.add("#" + requestId + " error " + failure.code() + " " + failure.detail());
         }
-        @Override public void data(int requestId, boolean more, long offset, ByteBuf bytes) {
-            calls.add("#" + requestId + (more ? " more" : "") + " data @" + offset + " " + ByteBufUtil.hexDump(bytes));
+        @Override public void data(int requestId, boolean more, boolean failureKept, long offset, ByteBuf bytes) {
+            calls.add("#" + requestId + (more ? " more" : "") + (failureKept ? " failure-kept" : "") + " data @" + offset + " "
+                    + ByteBufUtil.hexDump(bytes));
         }
     }
 

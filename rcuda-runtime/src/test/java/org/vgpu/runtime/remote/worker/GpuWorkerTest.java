@@ -167,6 +167,32 @@ class GpuWorkerTest {
     }
 
     @Test
+    void theLastChunkOfAnAsynchronousCopySaysWhetherAFailureIsKept() {
+        startWorker(Duration.ofSeconds(10));
+        try (RawClient client = connect()) {
+            client.hello(1, TOKEN, WINDOW).read();
+            client.send(e -> {
+                e.memAllocAt(2, WINDOW.base(), 4096);
+                e.streamCreate(3, true, 7);
+                e.memcpyDtoH(4, true, 7, WINDOW.base(), 4096, 1024);
+                e.memset(5, true, 7, WINDOW.base() + (8 << 20), 0, 1, 16);
+                e.memcpyDtoH(6, true, 7, WINDOW.base(), 4096, 4096);
+                e.streamSynchronize(8, 7);
+                e.memcpyDtoH(9, true, 7, WINDOW.base(), 16, 4096);
+            });
+            assertEquals("#2 ok 0 bytes", client.read());
+            for (int offset = 0; offset < 3072; offset += 1024) {
+                assertEquals("#4 data@" + offset + " 1024 bytes more", client.read());
+            }
+            assertEquals("#4 data@3072 1024 bytes", client.read(), "nothing failed yet");
+            assertEquals("#6 data@0 4096 bytes failure-kept", client.read(), "the memset's failure waits for a synchronize");
+            String kept = client.read();
+            assertTrue(kept.startsWith("#8 error CUDA_ERROR_INVALID_VALUE: asynchronous MEMSET (request 5) failed"), kept);
+            assertEquals("#9 data@0 16 bytes", client.read(), "reported, so no longer kept");
+        }
+    }
+
+    @Test
     void theWorkerRevalidatesEveryPointerItIsGiven() {
         startWorker(Duration.ofSeconds(10));
         try (RawClient client = connect()) {

@@ -127,9 +127,9 @@ public final class RawClient implements AutoCloseable {
             }
 
             @Override
-            public void data(int requestId, boolean more, long offset, ByteBuf bytes) {
+            public void data(int requestId, boolean more, boolean failureKept, long offset, ByteBuf bytes) {
                 line.append('#').append(requestId).append(" data@").append(offset).append(' ').append(bytes.readableBytes())
-                        .append(" bytes").append(more ? " more" : "");
+                        .append(" bytes").append(more ? " more" : "").append(failureKept ? " failure-kept" : "");
             }
         });
         return line.toString();
