@@ -31,6 +31,8 @@ import org.vgpu.runtime.core.FailureCollector;
  * alone needs 4.7).
  */
 final class MemorySync implements AutoCloseable {
+    /** Batches a state is cut into at least, while they are not smaller than 4 KiB. */
+    private static final int MIN_BATCHES = 8;
     private final VirtualGpu source;
     private final VirtualGpu target;
     private final VirtualGpu stagingOwner;
@@ -53,11 +55,13 @@ final class MemorySync implements AutoCloseable {
      * Allocates the staging buffers and streams. A migration does this before it takes the lock,
      * so the app does not wait while host memory is pinned; the source may be in use meanwhile.
      *
-     * @param liveBytesHint the live bytes now; buffers are no larger than needed for them, and a
-     *                      copy of more bytes later still works, in more batches
+     * @param liveBytesHint the live bytes now: buffers hold an eighth of them, up to the configured
+     *                      chunk, so that a small state still makes a pipeline of several batches and
+     *                      the last batch, whose write nothing overlaps, is short; a copy of more
+     *                      bytes later still works, in more batches
      */
     static MemorySync prepare(VirtualGpu source, VirtualGpu target, MigrationConfig config, long liveBytesHint) {
-        long bufferBytes = Math.clamp(liveBytesHint, 4096, config.chunkBytes());
+        long bufferBytes = Math.clamp(Math.ceilDiv(liveBytesHint, MIN_BATCHES * 4096L) * 4096, 4096, config.chunkBytes());
         MemorySync sync = new MemorySync(source, target, bufferBytes);
         try {
             for (int k = 0; k < config.stagingBuffers(); k++) {

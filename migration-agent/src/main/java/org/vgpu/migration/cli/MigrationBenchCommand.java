@@ -322,7 +322,7 @@ public final class MigrationBenchCommand implements Subcommand {
         // worker that has served its job a while, its copy paths compiled by the JIT): both are shown.
         for (boolean warmed : new boolean[] {false, true}) {
             out.printf("  source %s%n", warmed ? "warmed: it served " + WARM_UP_READS + " reads of the whole state first"
-                    : "fresh: its first requests are the migration's");
+                    : "fresh: its first requests are the migration's (a native worker has served only its own warm-up session)");
             out.printf("  %-12s %9s %12s %11s %14s %12s%n", "region size", "regions", "mem-sync", "GB/s", "/ slower leg", "/ serial");
             for (long size : new long[] {4L << 10, 64L << 10, 1L << 20, 16L << 20, 64L << 20}) {
                 int regions = (int) (total / size);
@@ -446,7 +446,8 @@ public final class MigrationBenchCommand implements Subcommand {
      * medians. Each leg is timed both as one synchronous copy and as staging-sized asynchronous
      * copies spread over as many streams as mem-sync has buffers, with one synchronize per stream
      * (the leg as busy as mem-sync keeps it), and the faster counts: the baseline is the best the
-     * leg does alone, not the way mem-sync happens to use it.
+     * leg does alone, not the way mem-sync happens to use it. The source first serves as many reads
+     * of the region as a warmed source does, so the baseline is as warm as the warmest mem-sync.
      */
     private static double[] rawCopy(Placement placement, long bytes, int trials) {
         try (VirtualGpu source = placement.openPlainOnSource(4);
@@ -464,6 +465,9 @@ public final class MigrationBenchCommand implements Subcommand {
             VirtualGpu pinner = "native".equals(target.backendName()) ? target : source;
             MemorySegment pinned = pinner.memAllocHost(bytes);
             long piece = Math.min(bytes, MigrationConfig.DEFAULT_CHUNK_BYTES);
+            for (int read = 0; read < WARM_UP_READS; read++) {
+                source.memcpyDtoH(pinned, from, bytes);
+            }
             double[] down = new double[trials];
             double[] up = new double[trials];
             for (int trial = 0; trial < trials; trial++) {

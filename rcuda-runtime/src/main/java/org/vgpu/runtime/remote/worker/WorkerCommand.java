@@ -116,12 +116,15 @@ public final class WorkerCommand implements Subcommand {
                 throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_DEVICE, backendName + " device " + device
                         + " does not exist (" + backend.deviceCount() + " devices)");
             }
+            // The CPU emulation serves tests and laptops, where how fast a fresh worker is does not matter.
+            Duration warmUp = "native".equals(backendName) ? WarmUpSession.run(backend, device) : Duration.ZERO;
             WorkerReport report;
             try (PlainSocketBaseline.Server baseline = baselinePort > 0 ? PlainSocketBaseline.Server.start(listen.host(), baselinePort) : null;
                  GpuWorker worker = GpuWorker.start(config, backend, verifier::verify, ssl, err::println)) {
-                err.printf("vgpu worker %s: %s device %d (%s), idle timeout %d s, %s, transport %s%s%n", config.workerId(),
-                        backendName, device, backend.deviceProperties(device).describe(), idleSeconds,
+                err.printf("vgpu worker %s: %s device %d (%s), idle timeout %d s, %s, transport %s%s%s%n",
+                        config.workerId(), backendName, device, backend.deviceProperties(device).describe(), idleSeconds,
                         ssl == null ? "no TLS" : "TLS", NettyTransport.describe(),
+                        warmUp.isZero() ? "" : ", warmed up in " + warmUp.toMillis() + " ms",
                         baseline == null ? "" : ", plain-socket baseline on port " + baseline.port());
                 Endpoint listening = new Endpoint(listen.host(), worker.address().getPort());
                 out.println(WorkerLauncher.LISTENING_PREFIX + listening);

@@ -1,0 +1,54 @@
+package org.vgpu.runtime.remote.worker;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.vgpu.runtime.api.VaWindow;
+import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.api.VirtualGpu;
+import org.vgpu.runtime.emulated.EmulatedBackend;
+import org.vgpu.runtime.kernels.TestKernels;
+import org.vgpu.runtime.remote.protocol.NettyLeaks;
+
+class WarmUpSessionTest {
+
+    @BeforeAll
+    static void watchLeaks() {
+        NettyLeaks.watch();
+    }
+
+    @AfterAll
+    static void noLeaks() {
+        NettyLeaks.assertNoneReported();
+    }
+
+    @Test
+    void theWarmUpSessionLeavesTheDeviceAsItFoundIt() {
+        try (EmulatedBackend backend = new EmulatedBackend(1, 1L << 30, TestKernels.twins())) {
+            long freeBefore = freeMemory(backend);
+            WarmUpSession.run(backend, 0);
+            assertEquals(freeBefore, freeMemory(backend), "the warm-up freed what it allocated");
+            try (VirtualGpu gpu = backend.open(0, VaWindow.forVgpu(VaWindow.MAX_VGPUS - 1))) {
+                gpu.memAlloc(4096);
+            }
+        }
+    }
+
+    @Test
+    void aDeviceThatCannotServeTheWarmUpFailsItWithTheRequest() {
+        try (EmulatedBackend backend = new EmulatedBackend(1, 2L << 20, TestKernels.twins())) {
+            VgpuException e = assertThrows(VgpuException.class, () -> WarmUpSession.run(backend, 0));
+            assertTrue(e.getMessage().contains("warm-up session failed: request 2 got an error"), e.getMessage());
+        }
+    }
+
+    private static long freeMemory(EmulatedBackend backend) {
+        try (VirtualGpu gpu = backend.open(0, VaWindow.forVgpu(0))) {
+            return gpu.memGetInfo().free();
+        }
+    }
+}
