@@ -467,8 +467,9 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
         } else {
             checkHost(host, bytes, true, "source");
         }
+        String what = call + (toHost ? " source" : " destination");
         for (DeviceRegion region : copy) {
-            allocator.require(region.address(), region.bytes(), call + (toHost ? " source" : " destination"));
+            allocator.require(region.address(), region.bytes(), what);
         }
         return copy;
     }

@@ -35,8 +35,8 @@ import org.vgpu.runtime.remote.protocol.RequestEncoder;
  * 2.5 times slower than one that had served a few reads before (DESIGN.md, "Migration").
  */
 final class WarmUpSession {
-    /** Rounds of copies: enough for the JIT to compile the per-chunk and per-region paths. */
-    static final int ROUNDS = 24;
+    /** Rounds of copies: enough for the JIT to compile the per-chunk and per-region paths (64 thousand regions). */
+    static final int ROUNDS = 64;
     private static final long STATE_BYTES = 4L << 20;
     private static final int REGION_BYTES = 4096;
     private static final int STREAM = 1;
