@@ -32,7 +32,7 @@ import org.vgpu.runtime.remote.protocol.RequestEncoder;
  * staging ring and device code as a client's, over an in-memory channel: copies both ways, and
  * gathers of many small regions. A migration out of a fresh worker is otherwise the first time its
  * JIT sees those paths: measured on H200s, a fresh worker served a 64 MiB state of 4 KiB regions
- * 2.5 times slower than one that had served a few reads before (DESIGN.md, "Migration").
+ * 2.5 times slower than one that had served a few reads before (README.md, "Remote GPUs").
  */
 final class WarmUpSession {
     /** Rounds of copies: enough for the JIT to compile the per-chunk and per-region paths (64 thousand regions). */
