@@ -467,10 +467,7 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
         } else {
             checkHost(host, bytes, true, "source");
         }
-        String what = call + (toHost ? " source" : " destination");
-        for (DeviceRegion region : copy) {
-            allocator.require(region.address(), region.bytes(), what);
-        }
+        allocator.requireAll(copy, call + (toHost ? " source" : " destination"));
         return copy;
     }
 

@@ -7,6 +7,7 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentSkipListMap;
 
+import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
@@ -163,6 +164,44 @@ public final class WindowAllocator {
                     window.vgpuIndex(), describeNear(entry)));
         }
         return entry.getValue();
+    }
+
+    /**
+     * {@link #require} for every region. Regions in ascending address order, as a gather or scatter
+     * of a migration names them, are checked in one walk along the live allocations instead of one
+     * lookup each: with thousands of allocations a lookup costs a dozen cache misses, paid per region
+     * on both ends of a copy of many small regions. A region below its predecessor is looked up.
+     *
+     * @throws VgpuException CUDA_ERROR_INVALID_VALUE as {@link #require} words it, for the first region outside
+     */
+    public void requireAll(List<DeviceRegion> regions, String what) {
+        Map.Entry<Long, Allocation> floor = null;
+        Map.Entry<Long, Allocation> ahead = null;
+        Iterator<Map.Entry<Long, Allocation>> walk = null;
+        long previous = Long.MIN_VALUE;
+        for (DeviceRegion region : regions) {
+            long address = region.address();
+            if (walk == null || address < previous) {
+                floor = live.floorEntry(address);
+                walk = (floor == null ? live : live.tailMap(floor.getKey(), false)).entrySet().iterator();
+                ahead = null;
+            } else {
+                // floor stays the last allocation starting at or below the address
+                while (ahead != null || walk.hasNext()) {
+                    Map.Entry<Long, Allocation> next = ahead != null ? ahead : walk.next();
+                    if (next.getKey() > address) {
+                        ahead = next;
+                        break;
+                    }
+                    floor = next;
+                    ahead = null;
+                }
+            }
+            previous = address;
+            if (floor == null || !floor.getValue().contains(address, region.bytes())) {
+                require(address, region.bytes(), what);
+            }
+        }
     }
 
     private static String describeNear(Map.Entry<Long, Allocation> entry) {
