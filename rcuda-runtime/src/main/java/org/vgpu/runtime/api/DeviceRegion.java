@@ -1,5 +1,6 @@
 package org.vgpu.runtime.api;
 
+import java.util.ArrayList;
 import java.util.List;
 
 /** {@code bytes} of device memory from {@code address}: one piece of a gathering copy. */
@@ -8,6 +9,39 @@ public record DeviceRegion(long address, long bytes) {
         if (bytes < 0) {
             throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "region byte count must be >= 0, got " + bytes);
         }
+    }
+
+    /**
+     * {@code regions} cut into runs of consecutive pieces, each run {@code runBytes} long (the last
+     * one shorter) and of at most {@code maxPieces} pieces, in order: a region that straddles a
+     * run's end is split between runs. A region of 0 bytes goes with the run it falls in, or the
+     * last one, so that its pointer is still checked; no regions make no runs.
+     */
+    public static List<List<DeviceRegion>> runs(List<DeviceRegion> regions, long runBytes, int maxPieces) {
+        if (runBytes < 1 || maxPieces < 1) {
+            throw new IllegalArgumentException("runs of " + runBytes + " bytes and " + maxPieces + " pieces");
+        }
+        List<List<DeviceRegion>> runs = new ArrayList<>();
+        List<DeviceRegion> run = new ArrayList<>();
+        long filled = 0;
+        for (DeviceRegion region : regions) {
+            long offset = 0;
+            do {
+                if (run.size() == maxPieces || (filled == runBytes && region.bytes() > 0)) {
+                    runs.add(run);
+                    run = new ArrayList<>();
+                    filled = 0;
+                }
+                long piece = Math.min(runBytes - filled, region.bytes() - offset);
+                run.add(offset == 0 && piece == region.bytes() ? region : new DeviceRegion(region.address() + offset, piece));
+                filled += piece;
+                offset += piece;
+            } while (offset < region.bytes());
+        }
+        if (!run.isEmpty()) {
+            runs.add(run);
+        }
+        return runs;
     }
 
     /** The bytes of {@code regions} together; refuses a sum no copy could hold. */

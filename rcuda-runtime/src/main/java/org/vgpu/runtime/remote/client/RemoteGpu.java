@@ -181,6 +181,12 @@ public final class RemoteGpu extends AbstractVirtualGpu<RemoteGpu.Module, Remote
         }
     }
 
+    /** One request, chunked, whose chunks each name their pieces: a worker on a GPU scatters them with the copy kernels. */
+    @Override
+    protected void doMemcpyHtoDScatter(List<DeviceRegion> regions, MemorySegment src, Integer stream) {
+        connection.scatterToDevice(regions, src, stream, true);
+    }
+
     @Override
     protected void doMemcpyDtoD(long dst, long src, long bytes, Integer stream, boolean async) {
         WorkerConnection.Request request = (encoder, requestId) -> encoder.memcpyDtoD(requestId, async, stream, dst, src, bytes);

@@ -48,6 +48,7 @@ import org.vgpu.runtime.remote.protocol.Hello;
 import org.vgpu.runtime.remote.protocol.Opcode;
 import org.vgpu.runtime.remote.protocol.ReplyDecoder;
 import org.vgpu.runtime.remote.protocol.ReplyVisitor;
+import org.vgpu.runtime.remote.protocol.RequestDecoder;
 import org.vgpu.runtime.remote.protocol.RequestEncoder;
 import org.vgpu.runtime.remote.protocol.Welcome;
 import org.vgpu.runtime.remote.transport.NettyTransport;
@@ -257,6 +258,40 @@ final class WorkerConnection implements AutoCloseable {
      * memory valid until it synchronizes, as with CUDA.
      */
     void copyToDevice(long dst, MemorySegment src, long bytes, int streamId, boolean async) {
+        int chunkBytes = config.chunkBytes();
+        int[] lengths = new int[(int) Math.max(1, Math.ceilDiv(bytes, chunkBytes))];
+        for (int chunk = 0; chunk < lengths.length; chunk++) {
+            lengths[chunk] = (int) Math.min(chunkBytes, bytes - (long) chunk * chunkBytes);
+        }
+        copyChunksToDevice(src, lengths, async, (encoder, requestId, more, chunk, offset, length) ->
+                encoder.memcpyHtoDChunkHeader(requestId, async, more, streamId, dst + offset, length));
+    }
+
+    /**
+     * Packed host bytes written to many device regions as one request, chunked as {@link #copyToDevice}
+     * is, each chunk naming the pieces of the regions its bytes go to. No regions send nothing.
+     */
+    void scatterToDevice(List<DeviceRegion> regions, MemorySegment src, int streamId, boolean async) {
+        List<List<DeviceRegion>> chunks = DeviceRegion.runs(regions, config.chunkBytes(), RequestDecoder.MAX_SCATTER_PIECES);
+        if (chunks.isEmpty()) {
+            return;
+        }
+        int[] lengths = new int[chunks.size()];
+        for (int chunk = 0; chunk < lengths.length; chunk++) {
+            lengths[chunk] = (int) DeviceRegion.totalBytes(chunks.get(chunk));
+        }
+        copyChunksToDevice(src, lengths, async, (encoder, requestId, more, chunk, offset, length) ->
+                encoder.memcpyHtoDScatterChunkHeader(requestId, async, more, streamId, chunks.get(chunk), length));
+    }
+
+    /** Writes the header of chunk {@code chunk}, whose {@code length} bytes start at {@code offset} of the source. */
+    @FunctionalInterface
+    private interface ChunkHeader {
+        void write(RequestEncoder encoder, int requestId, boolean more, int chunk, long offset, int length);
+    }
+
+    /** Sends one request to the device as chunks of {@code lengths} bytes of {@code src}, back to back. */
+    private void copyChunksToDevice(MemorySegment src, int[] lengths, boolean async, ChunkHeader header) {
         PendingCall<Void> call = async ? null : new PendingCall<>(ReplyDecoder::empty);
         batchLock.lock();
         try {
@@ -268,24 +303,24 @@ final class WorkerConnection implements AutoCloseable {
             streamsEndingInCopyToHost.clear();
             long offset = 0;
             try {
-                do {
-                    int length = (int) Math.min(config.chunkBytes(), bytes - offset);
-                    boolean more = offset + length < bytes;
+                for (int chunk = 0; chunk < lengths.length; chunk++) {
+                    int length = lengths[chunk];
+                    boolean more = chunk + 1 < lengths.length;
                     ByteBuf batch = current();
+                    header.write(encoder.wrap(batch), id, more, chunk, offset, length);
                     if (src.isNative() && HostMemory.isShared(src) && length >= ZERO_COPY_MIN_BYTES) {
-                        encoder.wrap(batch).memcpyHtoDChunkHeader(id, async, more, streamId, dst + offset, length);
                         parts.add(batch);
                         current = null;
                         parts.add(Unpooled.wrappedBuffer(src.asSlice(offset, length).asByteBuffer()));
                     } else {
-                        encoder.wrap(batch).memcpyHtoDChunk(id, async, more, streamId, dst + offset, src, offset, length);
+                        encoder.chunkBytes(src, offset, length);
                     }
                     batchedFrames++;
                     offset += length;
                     if (more || !async || batchFull()) {
                         flushLocked();
                     }
-                } while (offset < bytes);
+                }
             } catch (RuntimeException e) {
                 waiting.remove(id);
                 throw e;

@@ -38,7 +38,7 @@ public final class Frames {
 
     /** The request wants no reply on success; its failure is reported by the next synchronizing request. */
     public static final int FLAG_ASYNC = 1;
-    /** Another chunk of the same request follows ({@link Opcode#MEMCPY_HTOD}, {@link Opcode#DATA}). */
+    /** Another chunk of the same request follows ({@link Opcode#MEMCPY_HTOD}, {@link Opcode#MEMCPY_HTOD_SCATTER}, {@link Opcode#DATA}). */
     public static final int FLAG_MORE = 2;
     /**
      * On the last {@link Opcode#DATA} chunk of an asynchronous copy: the worker keeps the failure

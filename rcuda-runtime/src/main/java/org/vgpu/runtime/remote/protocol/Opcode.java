@@ -82,6 +82,14 @@ public enum Opcode {
      * byte count >= 0; their sum is the length of the reply.
      */
     MEMCPY_DTOH_GATHER(0x0054, Direction.REQUEST, true, true),
+    /**
+     * Packed host bytes written into many device regions (a migration's mem-sync writes a remote
+     * target so), in chunks as {@link #MEMCPY_HTOD}: {@code int32 stream id, int32 n, n x (int64
+     * destination, int64 bytes), rest: the pieces' bytes back to back}. Each chunk names the pieces
+     * its bytes go to, at most {@link RequestDecoder#MAX_SCATTER_PIECES}, and must carry exactly their
+     * sum; {@link Frames#FLAG_MORE} and the answer as for {@link #MEMCPY_HTOD}.
+     */
+    MEMCPY_HTOD_SCATTER(0x0055, Direction.REQUEST, true, true),
 
     // ---- launch
 

@@ -30,6 +30,8 @@ public final class RequestDecoder {
             MAX_CHUNK_BYTES);
     /** The most regions one {@link Opcode#MEMCPY_DTOH_GATHER} may name: as many as fit one body. */
     public static final int MAX_GATHER_REGIONS = (Frames.MAX_BODY_BYTES - 3 * Integer.BYTES) / (2 * Long.BYTES);
+    /** Pieces one scatter chunk may name: a table of 1 MiB, which leaves most of a frame to the bytes. */
+    public static final int MAX_SCATTER_PIECES = 1 << 16;
 
     private RequestDecoder() {
     }
@@ -75,8 +77,22 @@ public final class RequestDecoder {
                 case MEMCPY_DTOH_GATHER -> {
                     int stream = in.readInt();
                     int chunkBytes = readChunkBytes(frame, in.readInt());
-                    List<DeviceRegion> regions = Frames.consumed(frame, in, readRegions(in));
+                    List<DeviceRegion> regions = Frames.consumed(frame, in, readRegions(frame, in, in.readableBytes()));
                     visitor.memcpyDtoHGather(frame, stream, regions, chunkBytes);
+                }
+                case MEMCPY_HTOD_SCATTER -> {
+                    int stream = in.readInt();
+                    int count = in.getInt(in.readerIndex());
+                    if (count < 0 || count > MAX_SCATTER_PIECES) {
+                        throw Frames.violation("MEMCPY_HTOD_SCATTER names " + count + " pieces, outside [0, " + MAX_SCATTER_PIECES + "]");
+                    }
+                    long tableBytes = Integer.BYTES + (long) count * 2 * Long.BYTES;
+                    List<DeviceRegion> pieces = readRegions(frame, in, Math.min(in.readableBytes(), tableBytes));
+                    if (in.readableBytes() != DeviceRegion.totalBytes(pieces)) {
+                        throw Frames.violation("MEMCPY_HTOD_SCATTER carries " + in.readableBytes() + " bytes for pieces of "
+                                + DeviceRegion.totalBytes(pieces) + " bytes");
+                    }
+                    visitor.memcpyHtoDScatter(frame, stream, pieces, in.readSlice(in.readableBytes()));
                 }
                 case MEMCPY_DTOD -> {
                     int stream = in.readInt();
@@ -168,11 +184,15 @@ public final class RequestDecoder {
         return chunkBytes;
     }
 
-    /** {@code int32 n, n x (int64 address, int64 bytes)}; the count is checked against the body before anything is kept. */
-    private static List<DeviceRegion> readRegions(ByteBuf in) {
+    /**
+     * {@code int32 n, n x (int64 address, int64 bytes)} in the next {@code tableBytes} of the body;
+     * the count is checked against them before anything is kept.
+     */
+    private static List<DeviceRegion> readRegions(Frame frame, ByteBuf in, long tableBytes) {
         int count = in.readInt();
-        if (count < 0 || (long) count * 2 * Long.BYTES != in.readableBytes()) {
-            throw Frames.violation("MEMCPY_DTOH_GATHER names " + count + " regions in a table of " + in.readableBytes() + " bytes");
+        long table = tableBytes - Integer.BYTES;
+        if (count < 0 || (long) count * 2 * Long.BYTES != table) {
+            throw Frames.violation(frame.opcode() + " names " + count + " regions in a table of " + table + " bytes");
         }
         List<DeviceRegion> regions = new ArrayList<>(count);
         long total = 0;
@@ -181,7 +201,7 @@ public final class RequestDecoder {
             long bytes = in.readLong();
             total += bytes;
             if (bytes < 0 || total < 0) {
-                throw Frames.violation("MEMCPY_DTOH_GATHER region " + i + " has byte count " + bytes
+                throw Frames.violation(frame.opcode() + " region " + i + " has byte count " + bytes
                         + (bytes < 0 ? "" : ", beyond 2^63 bytes in all"));
             }
             regions.add(new DeviceRegion(address, bytes));

@@ -111,9 +111,45 @@ public final class RequestEncoder {
     public void memcpyHtoDChunk(int requestId, boolean async, boolean more, int streamId, long dst,
                                 MemorySegment src, long offset, int bytes) {
         memcpyHtoDChunkHeader(requestId, async, more, streamId, dst, bytes);
+        chunkBytes(src, offset, bytes);
+    }
+
+    /** The bytes of a chunk whose header was just written, copied from {@code src} at {@code offset}. */
+    public void chunkBytes(MemorySegment src, long offset, int bytes) {
         out.ensureWritable(bytes);
         MemorySegment.copy(src, offset, MemorySegment.ofBuffer(out.nioBuffer(out.writerIndex(), bytes)), 0, bytes);
         out.writerIndex(out.writerIndex() + bytes);
+    }
+
+    private void writeRegions(List<DeviceRegion> regions) {
+        out.writeInt(regions.size());
+        for (DeviceRegion region : regions) {
+            out.writeLong(region.address());
+            out.writeLong(region.bytes());
+        }
+    }
+
+    /**
+     * The header of one chunk of a scatter, naming the {@code pieces} its {@code dataBytes} go to;
+     * the caller supplies the bytes as for {@link #memcpyHtoDChunkHeader}.
+     */
+    public void memcpyHtoDScatterChunkHeader(int requestId, boolean async, boolean more, int streamId, List<DeviceRegion> pieces,
+                                             int dataBytes) {
+        if (pieces.size() > RequestDecoder.MAX_SCATTER_PIECES) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "a scatter chunk of " + pieces.size()
+                    + " pieces exceeds the remote protocol's limit of " + RequestDecoder.MAX_SCATTER_PIECES);
+        }
+        int start = Frames.begin(out, Opcode.MEMCPY_HTOD_SCATTER, flags(async, more), requestId);
+        out.writeInt(streamId);
+        writeRegions(pieces);
+        Frames.finishWithTrailing(out, start, dataBytes);
+    }
+
+    /** One chunk of a scatter with its bytes copied from {@code src} at {@code offset}. */
+    public void memcpyHtoDScatterChunk(int requestId, boolean async, boolean more, int streamId, List<DeviceRegion> pieces,
+                                       MemorySegment src, long offset, int bytes) {
+        memcpyHtoDScatterChunkHeader(requestId, async, more, streamId, pieces, bytes);
+        chunkBytes(src, offset, bytes);
     }
 
     public void memcpyDtoH(int requestId, boolean async, int streamId, long src, long bytes, int chunkBytes) {
@@ -134,11 +170,7 @@ public final class RequestEncoder {
         int start = Frames.begin(out, Opcode.MEMCPY_DTOH_GATHER, flags(async, false), requestId);
         out.writeInt(streamId);
         out.writeInt(chunkBytes);
-        out.writeInt(regions.size());
-        for (DeviceRegion region : regions) {
-            out.writeLong(region.address());
-            out.writeLong(region.bytes());
-        }
+        writeRegions(regions);
         Frames.finish(out, start);
     }
 

@@ -39,6 +39,9 @@ public interface RequestVisitor {
 
     void memcpyDtoHGather(Frame frame, int streamId, List<DeviceRegion> regions, int chunkBytes);
 
+    /** One chunk of a scatter: {@code data} goes to {@code pieces}, whose bytes it holds exactly, back to back. */
+    void memcpyHtoDScatter(Frame frame, int streamId, List<DeviceRegion> pieces, ByteBuf data);
+
     void memcpyDtoD(Frame frame, int streamId, long dst, long src, long bytes);
 
     void memset(Frame frame, int streamId, long dst, int value, int elementSize, long count);

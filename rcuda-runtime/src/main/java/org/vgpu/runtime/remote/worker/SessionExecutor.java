@@ -9,6 +9,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 import java.util.concurrent.locks.LockSupport;
 
 import io.netty.buffer.ByteBuf;
@@ -84,6 +85,7 @@ final class SessionExecutor implements RequestVisitor, Runnable {
     private VgpuException deferred;
     private ByteBuf pendingReplies;
     private boolean chunkOpen;
+    private Opcode chunkOpcode;
     private int chunkRequestId;
     private boolean chunkAsync;
     private VgpuException chunkFailure;
@@ -198,7 +200,7 @@ final class SessionExecutor implements RequestVisitor, Runnable {
 
     private void handle(Frame frame) {
         try {
-            if (chunkOpen && (frame.opcode() != Opcode.MEMCPY_HTOD || frame.requestId() != chunkRequestId)) {
+            if (chunkOpen && (frame.opcode() != chunkOpcode || frame.requestId() != chunkRequestId)) {
                 throw Frames.violation(frame + " arrived inside the chunked copy of request " + chunkRequestId);
             }
             if (!chunkOpen) {
@@ -471,7 +473,28 @@ final class SessionExecutor implements RequestVisitor, Runnable {
 
     @Override
     public void memcpyHtoD(Frame frame, int streamId, long dst, ByteBuf data) {
+        copyChunkToDevice(frame, streamId, stream -> {
+            if (!data.isReadable()) {
+                // a copy of 0 bytes still checks its pointer, as on a local vGPU
+                gpu().memcpyHtoD(dst, MemorySegment.NULL, 0);
+            }
+            stageToDevice(dst, data, stream);
+        });
+    }
+
+    @Override
+    public void memcpyHtoDScatter(Frame frame, int streamId, List<DeviceRegion> pieces, ByteBuf data) {
+        copyChunkToDevice(frame, streamId, stream -> stageScatterToDevice(pieces, data, stream));
+    }
+
+    /**
+     * One chunk of a copy to the device ({@link Opcode#MEMCPY_HTOD} or {@link Opcode#MEMCPY_HTOD_SCATTER}):
+     * {@code stage} queues it on the stream the request runs on; the request is answered, or its
+     * failure kept, after its last chunk, and a failed chunk makes the rest of the request skip.
+     */
+    private void copyChunkToDevice(Frame frame, int streamId, Consumer<StreamHandle> stage) {
         if (!chunkOpen) {
+            chunkOpcode = frame.opcode();
             chunkRequestId = frame.requestId();
             chunkAsync = frame.isAsync();
             chunkFailure = null;
@@ -486,11 +509,7 @@ final class SessionExecutor implements RequestVisitor, Runnable {
         if (chunkFailure == null) {
             try {
                 StreamHandle stream = stream(streamId);
-                if (!data.isReadable()) {
-                    // a copy of 0 bytes still checks its pointer, as on a local vGPU
-                    gpu().memcpyHtoD(dst, MemorySegment.NULL, 0);
-                }
-                stageToDevice(dst, data, chunkAsync ? stream : StreamHandle.DEFAULT);
+                stage.accept(chunkAsync ? stream : StreamHandle.DEFAULT);
                 if (!chunkOpen && !chunkAsync) {
                     staging().awaitDevice();
                 }
@@ -526,6 +545,20 @@ final class SessionExecutor implements RequestVisitor, Runnable {
             gpu().memcpyHtoDAsync(dst + offset, host, piece, stream);
             slot.deviceCopyQueued(stream);
             offset += piece;
+        }
+    }
+
+    /** As {@link #stageToDevice}, each slot's bytes scattered to the pieces they belong to (by the copy kernels, on a GPU). */
+    private void stageScatterToDevice(List<DeviceRegion> pieces, ByteBuf data, StreamHandle stream) {
+        int offset = data.readerIndex();
+        for (List<DeviceRegion> run : DeviceRegion.runs(pieces, StagingRing.SLOT_BYTES, Integer.MAX_VALUE)) {
+            int bytes = (int) DeviceRegion.totalBytes(run);
+            StagingRing.Slot slot = staging().acquire();
+            MemorySegment host = slot.memory(bytes);
+            data.getBytes(offset, host.asByteBuffer());
+            gpu().memcpyHtoDScatterAsync(run, host, stream);
+            slot.deviceCopyQueued(stream);
+            offset += bytes;
         }
     }
 
@@ -584,31 +617,16 @@ final class SessionExecutor implements RequestVisitor, Runnable {
     private void sendFromDevice(Frame frame, List<DeviceRegion> regions, int chunkBytes, StreamHandle asyncStream) {
         int requestId = frame.requestId();
         StreamHandle stream = frame.isAsync() ? asyncStream : StreamHandle.DEFAULT;
-        long bytes = DeviceRegion.totalBytes(regions);
+        // regions of 0 bytes go with a chunk too: their pointers are checked, as on a local vGPU
+        List<List<DeviceRegion>> chunks = DeviceRegion.runs(regions, chunkBytes, Integer.MAX_VALUE);
         StagingRing ring = staging();
         try {
             StagingRing.Slot copied = null;
             long copiedOffset = 0;
             int copiedLength = 0;
             long offset = 0;
-            int region = 0;
-            long regionOffset = 0;
-            do {
-                int chunk = (int) Math.min(chunkBytes, bytes - offset);
-                boolean last = offset + chunk == bytes;
-                List<DeviceRegion> pieces = new ArrayList<>();
-                // the last chunk takes the regions of 0 bytes left too: their pointers are checked, as on a local vGPU
-                for (int filled = 0; filled < chunk || (last && region < regions.size()); ) {
-                    DeviceRegion next = regions.get(region);
-                    int piece = (int) Math.min(chunk - filled, next.bytes() - regionOffset);
-                    pieces.add(new DeviceRegion(next.address() + regionOffset, piece));
-                    filled += piece;
-                    regionOffset += piece;
-                    if (regionOffset == next.bytes()) {
-                        region++;
-                        regionOffset = 0;
-                    }
-                }
+            for (List<DeviceRegion> pieces : chunks.isEmpty() ? List.of(List.<DeviceRegion>of()) : chunks) {
+                int chunk = (int) DeviceRegion.totalBytes(pieces);
                 StagingRing.Slot slot = ring.acquire();
                 gpu().memcpyDtoHGatherAsync(slot.memory(chunk), pieces, stream);
                 slot.deviceCopyQueued(stream);
@@ -619,7 +637,7 @@ final class SessionExecutor implements RequestVisitor, Runnable {
                 copiedOffset = offset;
                 copiedLength = chunk;
                 offset += chunk;
-            } while (offset < bytes);
+            }
             sendSlot(requestId, copied, copiedOffset, copiedLength, false, frame.isAsync() && deferred != null);
         } finally {
             ring.awaitSocket();

@@ -91,6 +91,10 @@ class FrameCodecTest {
         encoder.memcpyDtoHGather(24, true, 5, List.of(new DeviceRegion(BASE, 4096), new DeviceRegion(BASE + 8192, 0),
                 new DeviceRegion(BASE + 3, 1)), 65536);
         encoder.memcpyDtoHGather(25, false, 0, List.of(), 4096);
+        encoder.memcpyHtoDScatterChunk(26, true, true, 5, List.of(new DeviceRegion(BASE, 2), new DeviceRegion(BASE + 64, 0)),
+                MemorySegment.ofArray(new byte[] {1, 2, 3}), 1, 2);
+        encoder.memcpyHtoDScatterChunkHeader(26, true, false, 5, List.of(new DeviceRegion(BASE + 128, 1)), 1);
+        wire.writeByte(9);
 
         RecordingVisitors.Requests visitor = new RecordingVisitors.Requests();
         for (Frame frame : decodeAll(Opcode.Direction.REQUEST, wire)) {
@@ -123,7 +127,9 @@ class FrameCodecTest {
                 "#22 memFree 0x10c000000000",
                 "#23 goodbye",
                 "#24 async memcpyDtoHGather s5 chunk 65536 [0x10c000000000+4096 0x10c000002000+0 0x10c000000003+1]",
-                "#25 memcpyDtoHGather s0 chunk 4096 []"), visitor.calls);
+                "#25 memcpyDtoHGather s0 chunk 4096 []",
+                "#26 async more memcpyHtoDScatter s5 [0x10c000000000+2 0x10c000000040+0] 0203",
+                "#26 async memcpyHtoDScatter s5 [0x10c000000080+1] 09"), visitor.calls);
     }
 
     @Test
@@ -429,10 +435,31 @@ class FrameCodecTest {
                 "MEMCPY_DTOH_GATHER body of 8 bytes is truncated");
         assertRefused(Opcode.Direction.REQUEST, rawFrame(Opcode.MEMCPY_DTOH_GATHER.code(), Frames.FLAG_MORE, 1),
                 "MEMCPY_DTOH_GATHER cannot be split into chunks");
+        ByteBuf scatterShort = Unpooled.buffer().writeInt(0).writeInt(1).writeLong(BASE).writeLong(4).writeByte(1).writeByte(2);
+        assertBodyRefused(frame(Opcode.MEMCPY_HTOD_SCATTER, scatterShort), "MEMCPY_HTOD_SCATTER carries 2 bytes for pieces of 4 bytes");
+        ByteBuf scatterLong = Unpooled.buffer().writeInt(0).writeInt(1).writeLong(BASE).writeLong(1).writeByte(1).writeByte(2);
+        assertBodyRefused(frame(Opcode.MEMCPY_HTOD_SCATTER, scatterLong), "carries 2 bytes for pieces of 1 bytes");
+        ByteBuf scatterTableCut = Unpooled.buffer().writeInt(0).writeInt(2).writeLong(BASE).writeLong(1);
+        assertBodyRefused(frame(Opcode.MEMCPY_HTOD_SCATTER, scatterTableCut), "MEMCPY_HTOD_SCATTER names 2 regions in a table of 16 bytes");
+        ByteBuf scatterTooMany = Unpooled.buffer().writeInt(0).writeInt(RequestDecoder.MAX_SCATTER_PIECES + 1);
+        assertBodyRefused(frame(Opcode.MEMCPY_HTOD_SCATTER, scatterTooMany), "names 65537 pieces, outside [0, 65536]");
+        ByteBuf scatterNegative = Unpooled.buffer().writeInt(0).writeInt(1).writeLong(BASE).writeLong(-1);
+        assertBodyRefused(frame(Opcode.MEMCPY_HTOD_SCATTER, scatterNegative), "MEMCPY_HTOD_SCATTER region 0 has byte count -1");
         ByteBuf badWindow = Unpooled.buffer().writeInt(Frames.MAGIC).writeShort(1).writeInt(0).writeLong(12345).writeLong(1);
         Frames.writeString(badWindow, "t");
         assertBodyRefused(frame(Opcode.HELLO, badWindow), "HELLO names an impossible window");
         assertBodyRefused(rawFrame(Opcode.OK.code(), 0, 1), Opcode.Direction.REPLY, "");
+    }
+
+    @Test
+    void aScatterChunkNamingTooManyPiecesIsRefusedBeforeAnythingIsWritten() {
+        ByteBuf wire = Unpooled.buffer();
+        RequestEncoder encoder = new RequestEncoder().wrap(wire);
+        VgpuException e = assertThrows(VgpuException.class, () -> encoder.memcpyHtoDScatterChunkHeader(1, true, false, 0,
+                Collections.nCopies(RequestDecoder.MAX_SCATTER_PIECES + 1, new DeviceRegion(BASE, 0)), 0));
+        assertEquals(ErrorCode.CUDA_ERROR_INVALID_VALUE, e.code());
+        assertFalse(wire.isReadable());
+        wire.release();
     }
 
     @Test

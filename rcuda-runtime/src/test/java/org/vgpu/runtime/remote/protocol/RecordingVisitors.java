@@ -48,11 +48,17 @@ final class RecordingVisitors {
             add(f, "memcpyDtoH s" + streamId + " " + hex(src) + " " + bytes + " chunk " + chunkBytes);
         }
         @Override public void memcpyDtoHGather(Frame f, int streamId, List<DeviceRegion> regions, int chunkBytes) {
+            add(f, "memcpyDtoHGather s" + streamId + " chunk " + chunkBytes + " " + table(regions));
+        }
+        @Override public void memcpyHtoDScatter(Frame f, int streamId, List<DeviceRegion> pieces, ByteBuf data) {
+            add(f, "memcpyHtoDScatter s" + streamId + " " + table(pieces) + " " + ByteBufUtil.hexDump(data));
+        }
+        private static String table(List<DeviceRegion> regions) {
             StringBuilder table = new StringBuilder();
             for (DeviceRegion region : regions) {
                 table.append(' ').append(hex(region.address())).append('+').append(region.bytes());
             }
-            add(f, "memcpyDtoHGather s" + streamId + " chunk " + chunkBytes + " [" + table.toString().trim() + "]");
+            return "[" + table.toString().trim() + "]";
         }
         @Override public void memcpyDtoD(Frame f, int streamId, long dst, long src, long bytes) {
             add(f, "memcpyDtoD s" + streamId + " " + hex(dst) + " " + hex(src) + " " + bytes);

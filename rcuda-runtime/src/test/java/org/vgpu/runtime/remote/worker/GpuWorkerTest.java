@@ -18,6 +18,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.KernelArgs;
@@ -256,6 +257,34 @@ class GpuWorkerTest {
             assertEquals("#4 data@4096 4096 bytes more", client.read());
             assertEquals("#4 data@8192 1808 bytes", client.read());
         }
+    }
+
+    @Test
+    void aScatterInChunksWritesEachPieceAndAnotherCopyInsideItBreaksTheProtocol() throws Exception {
+        startWorker(Duration.ofSeconds(10));
+        byte[] packed = {1, 2, 3, 4, 5, 6};
+        try (RawClient client = connect()) {
+            client.hello(1, TOKEN, WINDOW).read();
+            client.send(e -> {
+                e.memAllocAt(2, WINDOW.base(), 8192);
+                e.memcpyHtoDScatterChunk(3, false, true, 0, List.of(new DeviceRegion(WINDOW.base() + 4096, 2),
+                        new DeviceRegion(WINDOW.base() + 100, 0), new DeviceRegion(WINDOW.base(), 1)), MemorySegment.ofArray(packed), 0, 3);
+                e.memcpyHtoDScatterChunk(3, false, false, 0, List.of(new DeviceRegion(WINDOW.base() + 1, 3)),
+                        MemorySegment.ofArray(packed), 3, 3);
+                e.memcpyDtoH(4, false, 0, WINDOW.base(), 4, 4096);
+                e.memcpyDtoH(5, false, 0, WINDOW.base() + 4096, 2, 4096);
+                e.memcpyHtoDScatterChunk(6, false, true, 0, List.of(new DeviceRegion(WINDOW.base(), 1)),
+                        MemorySegment.ofArray(packed), 0, 1);
+                e.memcpyHtoDChunk(7, false, false, 0, WINDOW.base(), MemorySegment.ofArray(packed), 0, 1);
+            });
+            assertEquals("#2 ok 0 bytes", client.read());
+            assertEquals("#3 ok 0 bytes", client.read(), "one answer after the last chunk");
+            assertEquals("#4 data@0 4 bytes [03040506]", client.read(), "the first chunk's last piece, then the second chunk");
+            assertEquals("#5 data@0 2 bytes [0102]", client.read());
+            String reply = client.read();
+            assertTrue(reply.startsWith("#0 error VGPU_PROTOCOL_ERROR: MEMCPY_HTOD#7"), reply);
+        }
+        worker.awaitReport();
     }
 
     @Test

@@ -71,7 +71,8 @@ public final class RawClient implements AutoCloseable {
 
     /**
      * The next reply as a line: "#ID welcome WORKER", "#ID pong", "#ID ok N bytes", "#ID error CODE: DETAIL",
-     * "#ID data@OFFSET N bytes [more]"; "closed" when the worker closed the connection instead.
+     * "#ID data@OFFSET N bytes [more]" (with the bytes in hex under 16 of them); "closed" when the worker
+     * closed the connection instead.
      */
     public String read() {
         try {
@@ -130,6 +131,9 @@ public final class RawClient implements AutoCloseable {
             public void data(int requestId, boolean more, boolean failureKept, long offset, ByteBuf bytes) {
                 line.append('#').append(requestId).append(" data@").append(offset).append(' ').append(bytes.readableBytes())
                         .append(" bytes").append(more ? " more" : "").append(failureKept ? " failure-kept" : "");
+                if (bytes.readableBytes() < 16) {
+                    line.append(" [").append(ByteBufUtil.hexDump(bytes)).append(']');
+                }
             }
         });
         return line.toString();

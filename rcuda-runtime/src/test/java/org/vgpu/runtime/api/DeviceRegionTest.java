@@ -1,0 +1,37 @@
+package org.vgpu.runtime.api;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import java.util.List;
+
+import org.junit.jupiter.api.Test;
+
+class DeviceRegionTest {
+    private static DeviceRegion r(long address, long bytes) {
+        return new DeviceRegion(address, bytes);
+    }
+
+    @Test
+    void runsCutRegionsAtRunEndsAndKeepEmptyRegionsWithTheirNeighbours() {
+        List<DeviceRegion> regions = List.of(r(0x1000, 3), r(0x2000, 0), r(0x3000, 6), r(0x4000, 0));
+        assertEquals(List.of(
+                List.of(r(0x1000, 3), r(0x2000, 0), r(0x3000, 1)),
+                List.of(r(0x3001, 4)),
+                List.of(r(0x3005, 1), r(0x4000, 0))), DeviceRegion.runs(regions, 4, 100));
+    }
+
+    @Test
+    void runsHoldAtMostTheirPieces() {
+        List<DeviceRegion> regions = List.of(r(0x1000, 1), r(0x2000, 1), r(0x3000, 1), r(0x4000, 0));
+        assertEquals(List.of(List.of(r(0x1000, 1), r(0x2000, 1)), List.of(r(0x3000, 1), r(0x4000, 0))),
+                DeviceRegion.runs(regions, 1 << 20, 2));
+    }
+
+    @Test
+    void onlyEmptyRegionsMakeOneEmptyRunAndNoRegionsNone() {
+        assertEquals(List.of(List.of(r(0x1000, 0), r(0x2000, 0))), DeviceRegion.runs(List.of(r(0x1000, 0), r(0x2000, 0)), 4, 8));
+        assertEquals(List.of(), DeviceRegion.runs(List.of(), 4, 8));
+        assertThrows(IllegalArgumentException.class, () -> DeviceRegion.runs(List.of(), 0, 8));
+    }
+}
