@@ -1,7 +1,6 @@
 package org.vgpu.runtime.remote.worker;
 
 import java.lang.foreign.MemorySegment;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
