@@ -127,9 +127,13 @@ final class MemorySync implements AutoCloseable {
     @Override
     public void close() {
         FailureCollector cleanup = new FailureCollector();
+        // A copy that failed mid-way may have reads still running into the buffers freed below. All
+        // are waited for before any stream is destroyed: on a remote source a destroy would make the
+        // waits that follow it ask the worker instead of watching the reads' own data.
         for (StreamHandle sourceStream : sourceStreams) {
-            // A copy that failed mid-way may have reads still running into the buffers freed below.
             cleanup.attempt(() -> source.streamSynchronize(sourceStream));
+        }
+        for (StreamHandle sourceStream : sourceStreams) {
             cleanup.attempt(() -> source.streamDestroy(sourceStream));
         }
         sourceStreams.clear();

@@ -24,26 +24,27 @@ import org.vgpu.runtime.remote.protocol.Welcome;
 
 /**
  * A worker played by the test on a plain socket: it reads the client's requests and answers
- * whatever the test says, including what no real worker would, to see the client hold its ground.
+ * whatever the test says, including what no real worker would, to see the client hold its ground,
+ * or in the order the test wants, to see when the client sends what (migration-agent's tests too).
  */
-final class FakeWorker implements AutoCloseable {
+public final class FakeWorker implements AutoCloseable {
     static final DeviceProperties DEVICE = new DeviceProperties("fake device", 1L << 30, 8, 0, 1, 1024, 32, true);
 
     private final ServerSocket server;
     private final EmbeddedChannel decoder = new EmbeddedChannel(new FrameDecoder(Opcode.Direction.REQUEST));
     private Socket connection;
 
-    FakeWorker() throws IOException {
+    public FakeWorker() throws IOException {
         server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
         server.setSoTimeout(15_000);
     }
 
-    WorkerEndpoint endpoint() {
+    public WorkerEndpoint endpoint() {
         return new WorkerEndpoint("fake", "127.0.0.1", server.getLocalPort(), "token", () -> { });
     }
 
     /** Waits for the client's next request: "OPCODE#ID"; the connection is accepted on the first call. */
-    String nextRequest() {
+    public String nextRequest() {
         try {
             if (connection == null) {
                 connection = server.accept();
@@ -72,7 +73,7 @@ final class FakeWorker implements AutoCloseable {
     }
 
     /** Answers HELLO as a worker does, with {@code idleTimeoutMillis} for the client's keepalive. */
-    void welcome(int idleTimeoutMillis) {
+    public void welcome(int idleTimeoutMillis) {
         String hello = nextRequest();
         if (!hello.startsWith("HELLO#")) {
             throw new AssertionError("expected HELLO, got " + hello);
@@ -81,7 +82,7 @@ final class FakeWorker implements AutoCloseable {
         reply(encoder -> encoder.welcome(id, new Welcome(Frames.PROTOCOL_VERSION, "fake", idleTimeoutMillis, DEVICE)));
     }
 
-    void reply(Consumer<ReplyEncoder> frames) {
+    public void reply(Consumer<ReplyEncoder> frames) {
         ByteBuf buffer = Unpooled.buffer();
         try {
             frames.accept(new ReplyEncoder().wrap(buffer));
@@ -92,12 +93,12 @@ final class FakeWorker implements AutoCloseable {
     }
 
     /** A DATA frame carrying {@code bytes}, whatever the copy asked for. */
-    void data(int requestId, boolean more, long offset, byte[] bytes) {
+    public void data(int requestId, boolean more, long offset, byte[] bytes) {
         data(requestId, more, false, offset, bytes);
     }
 
     /** A DATA frame that may say the worker keeps an asynchronous failure. */
-    void data(int requestId, boolean more, boolean failureKept, long offset, byte[] bytes) {
+    public void data(int requestId, boolean more, boolean failureKept, long offset, byte[] bytes) {
         ByteBuf buffer = Unpooled.buffer();
         try {
             new ReplyEncoder().wrap(buffer).dataHeader(requestId, more, failureKept, offset, bytes.length);
@@ -108,7 +109,7 @@ final class FakeWorker implements AutoCloseable {
         }
     }
 
-    void send(byte[] bytes) {
+    public void send(byte[] bytes) {
         try {
             OutputStream out = connection.getOutputStream();
             out.write(bytes);

@@ -1,0 +1,122 @@
+package org.vgpu.migration;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import io.netty.channel.EventLoopGroup;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.vgpu.runtime.api.VaWindow;
+import org.vgpu.runtime.api.VirtualGpu;
+import org.vgpu.runtime.remote.client.FakeWorker;
+import org.vgpu.runtime.remote.client.RemoteConfig;
+import org.vgpu.runtime.remote.client.RemoteGpu;
+import org.vgpu.runtime.remote.transport.NettyTransport;
+
+/**
+ * What a remote source sees of mem-sync, request by request, from a worker the test plays: the
+ * next reads are on the wire before the current one's data has arrived, and no synchronize is ever
+ * sent, not even when mem-sync cleans up, since a worker would answer it only after the requests
+ * queued behind it.
+ */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class MemorySyncPipelineTest {
+    private static final VaWindow WINDOW = VaWindow.forVgpu(2);
+    private static final int REGION_BYTES = 4096;
+    private static final int REGIONS = 4;
+
+    private EventLoopGroup group;
+    private FakeWorker worker;
+    private Emulation local;
+
+    @BeforeEach
+    void start() throws Exception {
+        group = NettyTransport.newEventLoopGroup(1, "mem-sync-test", 0);
+        worker = new FakeWorker();
+        local = new Emulation(1);
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        worker.close();
+        local.close();
+        group.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
+    }
+
+    @Test
+    void readsRunAheadOfTheWritesAndNoSynchronizeReachesTheWorker() throws Exception {
+        CompletableFuture<RemoteGpu> connecting = CompletableFuture.supplyAsync(
+                () -> RemoteGpu.connect(group, worker.endpoint(), WINDOW, RemoteConfig.defaults(), null));
+        worker.welcome(30_000);
+        RemoteGpu source = connecting.get(10, TimeUnit.SECONDS);
+        List<ReplayLog.Region> regions = new ArrayList<>();
+        for (int r = 0; r < REGIONS; r++) {
+            CompletableFuture<Long> allocated = CompletableFuture.supplyAsync(() -> source.memAlloc(REGION_BYTES));
+            int id = requestId(worker.nextRequest(), "MEM_ALLOC_AT");
+            worker.reply(encoder -> encoder.ok(id));
+            regions.add(new ReplayLog.Region(allocated.get(10, TimeUnit.SECONDS), REGION_BYTES));
+        }
+        try (VirtualGpu target = local.backend.open(0, WINDOW)) {
+            for (ReplayLog.Region region : regions) {
+                target.memAllocAt(region.address(), region.bytes());
+            }
+            // an eighth of 16 KiB rounds up to one 4 KiB region per batch: four batches through three buffers
+            MemorySync sync = MemorySync.prepare(source, target, MigrationConfig.DEFAULTS, REGIONS * REGION_BYTES);
+            CompletableFuture<Long> copying = CompletableFuture.supplyAsync(() -> sync.copy(regions, MigrationFaults.NONE));
+
+            for (int stream = 0; stream < 3; stream++) {
+                requestId(worker.nextRequest(), "STREAM_CREATE");
+            }
+            List<Integer> reads = new ArrayList<>(List.of(requestId(worker.nextRequest(), "MEMCPY_DTOH_GATHER"),
+                    requestId(worker.nextRequest(), "MEMCPY_DTOH_GATHER")));
+            for (int batch = 0; batch < REGIONS; batch++) {
+                assertFalse(copying.isDone());
+                worker.data(reads.get(batch), false, 0, contents(batch));
+                if (batch + 2 < REGIONS) {
+                    reads.add(requestId(worker.nextRequest(), "MEMCPY_DTOH_GATHER"));
+                    assertEquals(batch + 3, reads.size(), "batch " + (batch + 2) + " is read while batch " + (batch + 1)
+                            + " is still on its way");
+                }
+            }
+            assertEquals(REGIONS * REGION_BYTES, copying.get(10, TimeUnit.SECONDS));
+            for (int r = 0; r < REGIONS; r++) {
+                byte[] written = new byte[REGION_BYTES];
+                target.memcpyDtoH(MemorySegment.ofArray(written), regions.get(r).address(), REGION_BYTES);
+                assertArrayEquals(contents(r), written, "region " + r + " on the target");
+            }
+
+            sync.close();
+        }
+        CompletableFuture<Void> goodbye = CompletableFuture.runAsync(source::close);
+        for (int stream = 0; stream < 3; stream++) {
+            requestId(worker.nextRequest(), "STREAM_DESTROY");
+        }
+        int id = requestId(worker.nextRequest(), "GOODBYE");
+        worker.reply(encoder -> encoder.ok(id));
+        goodbye.get(10, TimeUnit.SECONDS);
+    }
+
+    /** The id of {@code request} ("OPCODE#ID"), which must be of {@code opcode}. */
+    private static int requestId(String request, String opcode) {
+        assertTrue(request.startsWith(opcode + "#"), "expected " + opcode + ", the worker got " + request);
+        return Integer.parseInt(request.substring(request.indexOf('#') + 1));
+    }
+
+    private static byte[] contents(int region) {
+        byte[] bytes = new byte[REGION_BYTES];
+        Arrays.fill(bytes, (byte) (0x11 * (region + 1)));
+        return bytes;
+    }
+}
