@@ -14,8 +14,8 @@ import org.vgpu.runtime.core.FailureCollector;
 /**
  * Copies the live regions of a vGPU from its source to its target through host staging buffers.
  *
- * <p>Regions are cut into pieces of at most one buffer, and consecutive pieces are packed into one
- * buffer (a batch), so a thousand 4 KiB regions cost a few batches, not a thousand round trips.
+ * <p>Regions are packed back to back into buffers (batches), a region that straddles a buffer's end
+ * split between two, so a thousand 4 KiB regions cost a few batches, not a thousand round trips.
  * Each batch is read from the source with one gathering copy (one request to a remote source,
  * however many pieces the batch holds), then written to the target with one scattering copy on the
  * buffer's own target stream (on a local GPU, small pieces in a few kernel launches rather than one
@@ -154,10 +154,11 @@ final class MemorySync implements AutoCloseable {
      * @throws VgpuException CUDA_ERROR_UNKNOWN naming the first differing address
      */
     static void verify(VirtualGpu source, VirtualGpu target, List<ReplayLog.Region> regions, MigrationConfig config) {
-        int bufferBytes = (int) Math.min(config.chunkBytes(), Math.max(1, totalBytes(regions)));
+        List<List<DeviceRegion>> batches = batches(regions, config.chunkBytes());
+        int bufferBytes = (int) batches.stream().mapToLong(DeviceRegion::totalBytes).max().orElse(1);
         byte[] expected = new byte[bufferBytes];
         byte[] actual = new byte[bufferBytes];
-        for (DeviceRegion piece : pieces(regions, bufferBytes)) {
+        for (DeviceRegion piece : batches.stream().flatMap(List::stream).toList()) {
             MemorySegment want = MemorySegment.ofArray(expected).asSlice(0, piece.bytes());
             MemorySegment got = MemorySegment.ofArray(actual).asSlice(0, piece.bytes());
             source.memcpyDtoH(want, piece.address(), piece.bytes());
@@ -170,42 +171,15 @@ final class MemorySync implements AutoCloseable {
         }
     }
 
-    /** The regions cut into pieces of at most {@code chunkBytes}, in address order. */
-    private static List<DeviceRegion> pieces(List<ReplayLog.Region> regions, long chunkBytes) {
-        List<DeviceRegion> pieces = new ArrayList<>();
-        for (ReplayLog.Region region : regions) {
-            for (long offset = 0; offset < region.bytes(); offset += chunkBytes) {
-                pieces.add(new DeviceRegion(region.address() + offset, Math.min(chunkBytes, region.bytes() - offset)));
-            }
-        }
-        return pieces;
-    }
-
-    /** Consecutive pieces packed into batches of at most {@code chunkBytes}, one staging buffer each. */
+    /**
+     * The regions packed into batches of {@code chunkBytes}, one staging buffer each, in address
+     * order: a region that straddles a batch's end is split, so every batch but the last is full.
+     */
     private static List<List<DeviceRegion>> batches(List<ReplayLog.Region> regions, long chunkBytes) {
-        List<List<DeviceRegion>> batches = new ArrayList<>();
-        List<DeviceRegion> batch = new ArrayList<>();
-        long batchBytes = 0;
-        for (DeviceRegion piece : pieces(regions, chunkBytes)) {
-            if (batchBytes + piece.bytes() > chunkBytes) {
-                batches.add(batch);
-                batch = new ArrayList<>();
-                batchBytes = 0;
-            }
-            batch.add(piece);
-            batchBytes += piece.bytes();
-        }
-        if (!batch.isEmpty()) {
-            batches.add(batch);
-        }
-        return batches;
-    }
-
-    private static long totalBytes(List<ReplayLog.Region> regions) {
-        long total = 0;
+        List<DeviceRegion> live = new ArrayList<>(regions.size());
         for (ReplayLog.Region region : regions) {
-            total += region.bytes();
+            live.add(new DeviceRegion(region.address(), region.bytes()));
         }
-        return total;
+        return DeviceRegion.runs(live, chunkBytes, Integer.MAX_VALUE);
     }
 }

@@ -380,7 +380,7 @@ public final class MigrationBenchCommand implements Subcommand {
                 allocated.add(new DeviceRegion(target.memAlloc(size), size));
             }
             MemorySegment pinned = target.memAllocHost(Math.max(size, MigrationConfig.DEFAULT_CHUNK_BYTES));
-            List<List<DeviceRegion>> batches = batches(allocated, pinned.byteSize());
+            List<List<DeviceRegion>> batches = DeviceRegion.runs(allocated, pinned.byteSize(), Integer.MAX_VALUE);
             StreamHandle stream = target.streamCreate();
             try {
                 Measurement scatter = () -> {
@@ -407,7 +407,7 @@ public final class MigrationBenchCommand implements Subcommand {
     private static double readBack(VirtualGpu gpu, List<DeviceRegion> regions, int times) {
         long largest = regions.stream().mapToLong(DeviceRegion::bytes).max().orElse(0);
         MemorySegment host = gpu.memAllocHost(Math.max(largest, MigrationConfig.DEFAULT_CHUNK_BYTES));
-        List<List<DeviceRegion>> batches = batches(regions, host.byteSize());
+        List<List<DeviceRegion>> batches = DeviceRegion.runs(regions, host.byteSize(), Integer.MAX_VALUE);
         try {
             long start = 0;
             for (int time = 0; time < times; time++) {
@@ -421,24 +421,6 @@ public final class MigrationBenchCommand implements Subcommand {
         } finally {
             gpu.memFreeHost(host);
         }
-    }
-
-    /** Consecutive whole regions in runs of at most {@code hostBytes} (none is larger), one gather or scatter each. */
-    private static List<List<DeviceRegion>> batches(List<DeviceRegion> regions, long hostBytes) {
-        List<List<DeviceRegion>> batches = new ArrayList<>();
-        List<DeviceRegion> batch = new ArrayList<>();
-        long batchBytes = 0;
-        for (DeviceRegion region : regions) {
-            if (!batch.isEmpty() && batchBytes + region.bytes() > hostBytes) {
-                batches.add(batch);
-                batch = new ArrayList<>();
-                batchBytes = 0;
-            }
-            batch.add(region);
-            batchBytes += region.bytes();
-        }
-        batches.add(batch);
-        return batches;
     }
 
     /**
