@@ -35,6 +35,8 @@ import org.vgpu.runtime.remote.protocol.RequestEncoder;
  * 2.5 times slower than one that had served a few reads before (README.md, "Remote GPUs").
  */
 final class WarmUpSession {
+    /** System property: true or false warms a worker up or not whatever its backend (default: native ones only). */
+    static final String PROPERTY = "vgpu.worker.warm-up";
     /** Rounds of copies: enough for the JIT to compile the per-chunk and per-region paths (64 thousand regions). */
     static final int ROUNDS = 64;
     private static final long STATE_BYTES = 4L << 20;

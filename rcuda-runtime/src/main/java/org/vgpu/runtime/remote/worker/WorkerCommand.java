@@ -116,8 +116,10 @@ public final class WorkerCommand implements Subcommand {
                 throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_DEVICE, backendName + " device " + device
                         + " does not exist (" + backend.deviceCount() + " devices)");
             }
-            // The CPU emulation serves tests and laptops, where how fast a fresh worker is does not matter.
-            Duration warmUp = "native".equals(backendName) ? WarmUpSession.run(backend, device) : Duration.ZERO;
+            // The CPU emulation serves tests and laptops, where how fast a fresh worker is does not matter;
+            // the property turns the warm-up on or off for either backend, to measure what it is worth.
+            boolean warm = Boolean.parseBoolean(System.getProperty(WarmUpSession.PROPERTY, String.valueOf("native".equals(backendName))));
+            Duration warmUp = warm ? WarmUpSession.run(backend, device) : Duration.ZERO;
             WorkerReport report;
             try (PlainSocketBaseline.Server baseline = baselinePort > 0 ? PlainSocketBaseline.Server.start(listen.host(), baselinePort) : null;
                  GpuWorker worker = GpuWorker.start(config, backend, verifier::verify, ssl, err::println)) {

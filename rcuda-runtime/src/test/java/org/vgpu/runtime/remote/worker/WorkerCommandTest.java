@@ -1,6 +1,7 @@
 package org.vgpu.runtime.remote.worker;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -130,6 +131,19 @@ class WorkerCommandTest {
         assertEquals(1, start(emulatedWorker("lonely", 1)).get(30, TimeUnit.SECONDS));
         assertEquals(List.of("vgpu-worker served calls=0 bytes_in=0 bytes_out=0 busy_ms=0"), stdout().subList(1, 2));
         assertTrue(err.toString().contains("no client opened a session within 1000 ms"), err.toString());
+    }
+
+    @Test
+    void anEmulatedWorkerWarmsUpOnlyWhenAskedTo() throws Exception {
+        assertEquals(1, start(emulatedWorker("cold", 1)).get(30, TimeUnit.SECONDS));
+        assertFalse(err.toString().contains("warmed up"), err.toString());
+        System.setProperty(WarmUpSession.PROPERTY, "true");
+        try {
+            assertEquals(1, start(emulatedWorker("warm", 1)).get(30, TimeUnit.SECONDS));
+        } finally {
+            System.clearProperty(WarmUpSession.PROPERTY);
+        }
+        assertTrue(err.toString().matches("(?s).*vgpu worker warm: .*, warmed up in \\d+ ms.*"), err.toString());
     }
 
     @Test
