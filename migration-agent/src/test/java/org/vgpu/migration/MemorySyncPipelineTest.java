@@ -3,7 +3,6 @@ package org.vgpu.migration;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
@@ -64,7 +63,7 @@ class MemorySyncPipelineTest {
         List<ReplayLog.Region> regions = new ArrayList<>();
         for (int r = 0; r < REGIONS; r++) {
             CompletableFuture<Long> allocated = CompletableFuture.supplyAsync(() -> source.memAlloc(REGION_BYTES));
-            int id = requestId(worker.nextRequest(), "MEM_ALLOC_AT");
+            int id = worker.expect("MEM_ALLOC_AT");
             worker.reply(encoder -> encoder.ok(id));
             regions.add(new ReplayLog.Region(allocated.get(10, TimeUnit.SECONDS), REGION_BYTES));
         }
@@ -77,15 +76,15 @@ class MemorySyncPipelineTest {
             CompletableFuture<Long> copying = CompletableFuture.supplyAsync(() -> sync.copy(regions, MigrationFaults.NONE));
 
             for (int stream = 0; stream < 3; stream++) {
-                requestId(worker.nextRequest(), "STREAM_CREATE");
+                worker.expect("STREAM_CREATE");
             }
-            List<Integer> reads = new ArrayList<>(List.of(requestId(worker.nextRequest(), "MEMCPY_DTOH_GATHER"),
-                    requestId(worker.nextRequest(), "MEMCPY_DTOH_GATHER")));
+            List<Integer> reads = new ArrayList<>(List.of(worker.expect("MEMCPY_DTOH_GATHER"),
+                    worker.expect("MEMCPY_DTOH_GATHER")));
             for (int batch = 0; batch < REGIONS; batch++) {
                 assertFalse(copying.isDone());
                 worker.data(reads.get(batch), false, 0, contents(batch));
                 if (batch + 2 < REGIONS) {
-                    reads.add(requestId(worker.nextRequest(), "MEMCPY_DTOH_GATHER"));
+                    reads.add(worker.expect("MEMCPY_DTOH_GATHER"));
                     assertEquals(batch + 3, reads.size(), "batch " + (batch + 2) + " is read while batch " + (batch + 1)
                             + " is still on its way");
                 }
@@ -101,18 +100,13 @@ class MemorySyncPipelineTest {
         }
         CompletableFuture<Void> goodbye = CompletableFuture.runAsync(source::close);
         for (int stream = 0; stream < 3; stream++) {
-            requestId(worker.nextRequest(), "STREAM_DESTROY");
+            worker.expect("STREAM_DESTROY");
         }
-        int id = requestId(worker.nextRequest(), "GOODBYE");
+        int id = worker.expect("GOODBYE");
         worker.reply(encoder -> encoder.ok(id));
         goodbye.get(10, TimeUnit.SECONDS);
     }
 
-    /** The id of {@code request} ("OPCODE#ID"), which must be of {@code opcode}. */
-    private static int requestId(String request, String opcode) {
-        assertTrue(request.startsWith(opcode + "#"), "expected " + opcode + ", the worker got " + request);
-        return Integer.parseInt(request.substring(request.indexOf('#') + 1));
-    }
 
     private static byte[] contents(int region) {
         byte[] bytes = new byte[REGION_BYTES];

@@ -2,6 +2,7 @@ package org.vgpu.runtime.remote.client;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -107,8 +108,7 @@ class ClientProtocolTest {
     void aReplyToARequestNobodyMadeBreaksTheSession() throws Exception {
         RemoteGpu gpu = connect();
         CompletableFuture<Object> info = CompletableFuture.supplyAsync(gpu::memGetInfo);
-        String request = worker.nextRequest();
-        assertTrue(request.startsWith("MEM_GET_INFO#"), request);
+        worker.expect("MEM_GET_INFO");
         worker.reply(encoder -> encoder.ok(999));
         VgpuException e = failure(info);
         assertEquals(ErrorCode.VGPU_PROTOCOL_ERROR, e.code());
@@ -122,18 +122,13 @@ class ClientProtocolTest {
     @Test
     void moreDataThanTheCopyAskedForIsRefusedBeforeItIsWritten() throws Exception {
         RemoteGpu gpu = connect();
-        CompletableFuture<Long> allocated = CompletableFuture.supplyAsync(() -> gpu.memAlloc(64));
-        String alloc = worker.nextRequest();
-        worker.reply(encoder -> encoder.ok(Integer.parseInt(alloc.substring(alloc.indexOf('#') + 1))));
-        long address = allocated.get(10, TimeUnit.SECONDS);
+        long address = allocate(gpu, 64);
 
         byte[] destination = new byte[64];
         Arrays.fill(destination, (byte) 0x55);
         CompletableFuture<Void> copy = CompletableFuture.runAsync(
                 () -> gpu.memcpyDtoH(MemorySegment.ofArray(destination).asSlice(0, 16), address, 16));
-        String request = worker.nextRequest();
-        int id = Integer.parseInt(request.substring(request.indexOf('#') + 1));
-        worker.data(id, false, 0, new byte[32]);
+        worker.data(worker.expect("MEMCPY_DTOH"), false, 0, new byte[32]);
         VgpuException e = failure(copy);
         assertEquals(ErrorCode.VGPU_PROTOCOL_ERROR, e.code());
         assertTrue(e.getMessage().contains("does not continue a copy of 16 bytes"), e.getMessage());
@@ -146,23 +141,19 @@ class ClientProtocolTest {
     /** Allocates {@code bytes} on the fake worker, answering the request as a worker would. */
     private long allocate(RemoteGpu gpu, long bytes) throws Exception {
         CompletableFuture<Long> allocated = CompletableFuture.supplyAsync(() -> gpu.memAlloc(bytes));
-        String alloc = worker.nextRequest();
-        worker.reply(encoder -> encoder.ok(requestId(alloc)));
+        int id = worker.expect("MEM_ALLOC_AT");
+        worker.reply(encoder -> encoder.ok(id));
         return allocated.get(10, TimeUnit.SECONDS);
     }
 
     /** Closes the session, answering its GOODBYE as a worker does. */
     private void goodbye(RemoteGpu gpu) throws Exception {
         CompletableFuture<Void> closing = CompletableFuture.runAsync(gpu::close);
-        String goodbye = worker.nextRequest();
-        assertTrue(goodbye.startsWith("GOODBYE#"), goodbye);
-        worker.reply(encoder -> encoder.ok(requestId(goodbye)));
+        int id = worker.expect("GOODBYE");
+        worker.reply(encoder -> encoder.ok(id));
         closing.get(10, TimeUnit.SECONDS);
     }
 
-    private static int requestId(String request) {
-        return Integer.parseInt(request.substring(request.indexOf('#') + 1));
-    }
 
     /** Queues an asynchronous copy of {@code bytes} into {@code host} on a new stream, returns the stream; the worker sees both requests. */
     private StreamHandle streamEndingInCopyToHost(RemoteGpu gpu, long address, MemorySegment host) {
@@ -179,17 +170,14 @@ class ClientProtocolTest {
             MemorySegment host = arena.allocate(4);
             StreamHandle stream = streamEndingInCopyToHost(gpu, address, host);
             CompletableFuture<Void> sync = CompletableFuture.runAsync(() -> gpu.streamSynchronize(stream));
-            assertTrue(worker.nextRequest().startsWith("STREAM_CREATE#"));
-            String copy = worker.nextRequest();
-            assertTrue(copy.startsWith("MEMCPY_DTOH#"), copy);
-            worker.data(requestId(copy), false, 0, new byte[] {1, 2, 3, 4});
+            worker.expect("STREAM_CREATE");
+            worker.data(worker.expect("MEMCPY_DTOH"), false, 0, new byte[] {1, 2, 3, 4});
             sync.get(10, TimeUnit.SECONDS);
             assertArrayEquals(new byte[] {1, 2, 3, 4}, host.toArray(ValueLayout.JAVA_BYTE));
 
             CompletableFuture<Void> next = CompletableFuture.runAsync(gpu::ctxSynchronize);
-            String request = worker.nextRequest();
-            assertTrue(request.startsWith("CTX_SYNCHRONIZE#"), "the stream's synchronize sent no request, got " + request);
-            worker.reply(encoder -> encoder.ok(requestId(request)));
+            int id = worker.expect("CTX_SYNCHRONIZE"); // not STREAM_SYNCHRONIZE: the stream's synchronize sent nothing
+            worker.reply(encoder -> encoder.ok(id));
             next.get(10, TimeUnit.SECONDS);
         }
         goodbye(gpu);
@@ -202,11 +190,10 @@ class ClientProtocolTest {
         try (Arena arena = Arena.ofShared()) {
             StreamHandle stream = streamEndingInCopyToHost(gpu, address, arena.allocate(4));
             CompletableFuture<Void> sync = CompletableFuture.runAsync(() -> gpu.streamSynchronize(stream));
-            assertTrue(worker.nextRequest().startsWith("STREAM_CREATE#"));
-            worker.data(requestId(worker.nextRequest()), false, true, 0, new byte[4]);
-            String request = worker.nextRequest();
-            assertTrue(request.startsWith("STREAM_SYNCHRONIZE#"), request);
-            worker.reply(encoder -> encoder.error(requestId(request), new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE,
+            worker.expect("STREAM_CREATE");
+            worker.data(worker.expect("MEMCPY_DTOH"), false, true, 0, new byte[4]);
+            int id = worker.expect("STREAM_SYNCHRONIZE");
+            worker.reply(encoder -> encoder.error(id, new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE,
                     "asynchronous MEMSET (request 3) failed")));
             VgpuException e = failure(sync);
             assertEquals(ErrorCode.CUDA_ERROR_INVALID_VALUE, e.code());
@@ -223,13 +210,12 @@ class ClientProtocolTest {
             StreamHandle stream = streamEndingInCopyToHost(gpu, address, arena.allocate(4));
             gpu.memsetD8Async(address, (byte) 1, 64, stream);
             CompletableFuture<Void> sync = CompletableFuture.runAsync(() -> gpu.streamSynchronize(stream));
-            assertTrue(worker.nextRequest().startsWith("STREAM_CREATE#"));
-            worker.data(requestId(worker.nextRequest()), false, 0, new byte[4]);
-            assertTrue(worker.nextRequest().startsWith("MEMSET#"));
-            String request = worker.nextRequest();
-            assertTrue(request.startsWith("STREAM_SYNCHRONIZE#"), "the memset may still run: " + request);
-            assertTrue(!sync.isDone(), "the synchronize waits for the worker's answer");
-            worker.reply(encoder -> encoder.ok(requestId(request)));
+            worker.expect("STREAM_CREATE");
+            worker.data(worker.expect("MEMCPY_DTOH"), false, 0, new byte[4]);
+            worker.expect("MEMSET");
+            int id = worker.expect("STREAM_SYNCHRONIZE"); // the memset may still run
+            assertFalse(sync.isDone(), "the synchronize waits for the worker's answer");
+            worker.reply(encoder -> encoder.ok(id));
             sync.get(10, TimeUnit.SECONDS);
         }
         goodbye(gpu);

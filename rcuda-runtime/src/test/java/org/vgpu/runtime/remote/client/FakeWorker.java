@@ -72,13 +72,22 @@ public final class FakeWorker implements AutoCloseable {
         }
     }
 
+    /**
+     * Waits for the client's next request, which must be of {@code opcode}, and returns its id.
+     *
+     * @throws AssertionError naming what came instead
+     */
+    public int expect(String opcode) {
+        String request = nextRequest();
+        if (!request.startsWith(opcode + "#")) {
+            throw new AssertionError("expected " + opcode + ", the worker got " + request);
+        }
+        return Integer.parseInt(request.substring(opcode.length() + 1));
+    }
+
     /** Answers HELLO as a worker does, with {@code idleTimeoutMillis} for the client's keepalive. */
     public void welcome(int idleTimeoutMillis) {
-        String hello = nextRequest();
-        if (!hello.startsWith("HELLO#")) {
-            throw new AssertionError("expected HELLO, got " + hello);
-        }
-        int id = Integer.parseInt(hello.substring("HELLO#".length()));
+        int id = expect("HELLO");
         reply(encoder -> encoder.welcome(id, new Welcome(Frames.PROTOCOL_VERSION, "fake", idleTimeoutMillis, DEVICE)));
     }
 
