@@ -85,8 +85,9 @@ final class MemorySync implements AutoCloseable {
      *
      * @return the bytes copied
      */
-    long copy(List<ReplayLog.Region> regions, MigrationFaults faults) {
-        List<List<DeviceRegion>> batches = batches(regions, bufferBytes);
+    long copy(List<DeviceRegion> regions, MigrationFaults faults) {
+        // a region that straddles a buffer's end is split, so every batch but the last is full
+        List<List<DeviceRegion>> batches = DeviceRegion.runs(regions, bufferBytes, Integer.MAX_VALUE);
         int readAhead = Math.max(1, buffers.size() - 1);
         for (int index = 0; index < Math.min(readAhead, batches.size()); index++) {
             read(index, batches.get(index), faults);
@@ -153,8 +154,8 @@ final class MemorySync implements AutoCloseable {
      *
      * @throws VgpuException CUDA_ERROR_UNKNOWN naming the first differing address
      */
-    static void verify(VirtualGpu source, VirtualGpu target, List<ReplayLog.Region> regions, MigrationConfig config) {
-        List<List<DeviceRegion>> batches = batches(regions, config.chunkBytes());
+    static void verify(VirtualGpu source, VirtualGpu target, List<DeviceRegion> regions, MigrationConfig config) {
+        List<List<DeviceRegion>> batches = DeviceRegion.runs(regions, config.chunkBytes(), Integer.MAX_VALUE);
         int bufferBytes = (int) batches.stream().mapToLong(DeviceRegion::totalBytes).max().orElse(1);
         byte[] expected = new byte[bufferBytes];
         byte[] actual = new byte[bufferBytes];
@@ -169,17 +170,5 @@ final class MemorySync implements AutoCloseable {
                         "mem-sync verification: the target differs from the source at 0x%x", piece.address() + mismatch));
             }
         }
-    }
-
-    /**
-     * The regions packed into batches of {@code chunkBytes}, one staging buffer each, in address
-     * order: a region that straddles a batch's end is split, so every batch but the last is full.
-     */
-    private static List<List<DeviceRegion>> batches(List<ReplayLog.Region> regions, long chunkBytes) {
-        List<DeviceRegion> live = new ArrayList<>(regions.size());
-        for (ReplayLog.Region region : regions) {
-            live.add(new DeviceRegion(region.address(), region.bytes()));
-        }
-        return DeviceRegion.runs(live, chunkBytes, Integer.MAX_VALUE);
     }
 }

@@ -203,10 +203,10 @@ public final class MigratableGpu implements VirtualGpu {
      * closing: a round trip to a remote worker) happens outside {@link #hostOwnership}, so the app's
      * pinned-buffer calls never wait for it.
      */
-    void release(VirtualGpu source, List<ReplayLog.Region> regions) {
+    void release(VirtualGpu source, List<DeviceRegion> regions) {
         FailureCollector failures = new FailureCollector();
         if (hostOwners.containsValue(source)) {
-            for (ReplayLog.Region region : regions) {
+            for (DeviceRegion region : regions) {
                 failures.attempt(() -> source.memFree(region.address()));
             }
         }

@@ -7,6 +7,7 @@ import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.vgpu.runtime.api.DeviceProperties;
+import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.api.VirtualGpu;
@@ -76,7 +77,7 @@ final class Migration {
         }
         long locked = System.nanoTime();
         lockWait = locked - prepared;
-        List<ReplayLog.Region> regions;
+        List<DeviceRegion> regions;
         try {
             step = MigrationStep.DRAIN;
             drainSource(source);

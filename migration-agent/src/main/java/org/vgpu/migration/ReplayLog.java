@@ -8,6 +8,7 @@ import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 
+import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.EventHandle;
 import org.vgpu.runtime.api.FunctionHandle;
@@ -68,10 +69,6 @@ final class ReplayLog {
     }
 
     private record FunctionKey(int moduleId, String name) {
-    }
-
-    /** A live allocation as the app asked for it. */
-    record Region(long address, long bytes) {
     }
 
     private final AtomicInteger nextModuleId = new AtomicInteger(1);
@@ -189,11 +186,11 @@ final class ReplayLog {
         allocations.remove(address);
     }
 
-    /** The live regions in address order. */
-    List<Region> regions() {
-        List<Region> regions = new ArrayList<>(allocations.size());
+    /** The live allocations as the app asked for them, in address order. */
+    List<DeviceRegion> regions() {
+        List<DeviceRegion> regions = new ArrayList<>(allocations.size());
         for (Map.Entry<Long, Long> allocation : new TreeMap<>(allocations).entrySet()) {
-            regions.add(new Region(allocation.getKey(), allocation.getValue()));
+            regions.add(new DeviceRegion(allocation.getKey(), allocation.getValue()));
         }
         return regions;
     }
@@ -245,7 +242,7 @@ final class ReplayLog {
             rebinding.events.add(new Rebound<>(event, target.eventCreate()));
         }
         int index = 0;
-        for (Region region : regions()) {
+        for (DeviceRegion region : regions()) {
             faults.reached(FaultPoint.REPLAY_ALLOCATION, index++, target);
             target.memAllocAt(region.address(), region.bytes());
         }

@@ -17,6 +17,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VirtualGpu;
 import org.vgpu.runtime.remote.client.FakeWorker;
@@ -60,15 +61,15 @@ class MemorySyncPipelineTest {
                 () -> RemoteGpu.connect(group, worker.endpoint(), WINDOW, RemoteConfig.defaults(), null));
         worker.welcome(30_000);
         RemoteGpu source = connecting.get(10, TimeUnit.SECONDS);
-        List<ReplayLog.Region> regions = new ArrayList<>();
+        List<DeviceRegion> regions = new ArrayList<>();
         for (int r = 0; r < REGIONS; r++) {
             CompletableFuture<Long> allocated = CompletableFuture.supplyAsync(() -> source.memAlloc(REGION_BYTES));
             int id = worker.expect("MEM_ALLOC_AT");
             worker.reply(encoder -> encoder.ok(id));
-            regions.add(new ReplayLog.Region(allocated.get(10, TimeUnit.SECONDS), REGION_BYTES));
+            regions.add(new DeviceRegion(allocated.get(10, TimeUnit.SECONDS), REGION_BYTES));
         }
         try (VirtualGpu target = local.backend.open(0, WINDOW)) {
-            for (ReplayLog.Region region : regions) {
+            for (DeviceRegion region : regions) {
                 target.memAllocAt(region.address(), region.bytes());
             }
             // an eighth of 16 KiB rounds up to one 4 KiB region per batch: four batches through three buffers

@@ -88,9 +88,10 @@ public final class RequestDecoder {
                     }
                     long tableBytes = Integer.BYTES + (long) count * 2 * Long.BYTES;
                     List<DeviceRegion> pieces = readRegions(frame, in, Math.min(in.readableBytes(), tableBytes));
-                    if (in.readableBytes() != DeviceRegion.totalBytes(pieces)) {
+                    long piecesBytes = DeviceRegion.totalBytes(pieces);
+                    if (in.readableBytes() != piecesBytes) {
                         throw Frames.violation("MEMCPY_HTOD_SCATTER carries " + in.readableBytes() + " bytes for pieces of "
-                                + DeviceRegion.totalBytes(pieces) + " bytes");
+                                + piecesBytes + " bytes");
                     }
                     visitor.memcpyHtoDScatter(frame, stream, pieces, in.readSlice(in.readableBytes()));
                 }

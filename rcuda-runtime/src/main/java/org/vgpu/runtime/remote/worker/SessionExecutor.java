@@ -8,8 +8,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.Consumer;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.Consumer;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
@@ -538,11 +538,8 @@ final class SessionExecutor implements RequestVisitor, Runnable {
         int length = data.readableBytes();
         for (int offset = 0; offset < length; ) {
             int piece = Math.min(StagingRing.SLOT_BYTES, length - offset);
-            StagingRing.Slot slot = staging().acquire();
-            MemorySegment host = slot.memory(piece);
-            data.getBytes(start + offset, host.asByteBuffer());
-            gpu().memcpyHtoDAsync(dst + offset, host, piece, stream);
-            slot.deviceCopyQueued(stream);
+            long to = dst + offset;
+            stageSlot(data, start + offset, piece, stream, host -> gpu().memcpyHtoDAsync(to, host, piece, stream));
             offset += piece;
         }
     }
@@ -552,13 +549,18 @@ final class SessionExecutor implements RequestVisitor, Runnable {
         int offset = data.readerIndex();
         for (List<DeviceRegion> run : DeviceRegion.runs(pieces, StagingRing.SLOT_BYTES, Integer.MAX_VALUE)) {
             int bytes = (int) DeviceRegion.totalBytes(run);
-            StagingRing.Slot slot = staging().acquire();
-            MemorySegment host = slot.memory(bytes);
-            data.getBytes(offset, host.asByteBuffer());
-            gpu().memcpyHtoDScatterAsync(run, host, stream);
-            slot.deviceCopyQueued(stream);
+            stageSlot(data, offset, bytes, stream, host -> gpu().memcpyHtoDScatterAsync(run, host, stream));
             offset += bytes;
         }
+    }
+
+    /** Copies {@code bytes} of {@code data} from {@code index} into the next free slot and queues {@code deviceCopy} of them on {@code stream}. */
+    private void stageSlot(ByteBuf data, int index, int bytes, StreamHandle stream, Consumer<MemorySegment> deviceCopy) {
+        StagingRing.Slot slot = staging().acquire();
+        MemorySegment host = slot.memory(bytes);
+        data.getBytes(index, host.asByteBuffer());
+        deviceCopy.accept(host);
+        slot.deviceCopyQueued(stream);
     }
 
     @Override
