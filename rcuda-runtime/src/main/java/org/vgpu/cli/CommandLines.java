@@ -1,6 +1,8 @@
 package org.vgpu.cli;
 
+import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Set;
 
 import org.apache.commons.cli.CommandLine;
 import org.apache.commons.cli.ParseException;
@@ -35,5 +37,28 @@ public final class CommandLines {
             throw new ParseException("--" + option + " must be one of " + choices + ", got '" + value + "'");
         }
         return value;
+    }
+
+    /**
+     * A comma-separated option's values, in the order of {@code choices}, or all of {@code choices}
+     * where it is absent; each must be one of them and at least one given.
+     */
+    public static Set<String> choices(CommandLine line, String option, List<String> choices) throws ParseException {
+        String value = line.getOptionValue(option);
+        if (value == null) {
+            return new LinkedHashSet<>(choices);
+        }
+        Set<String> given = new LinkedHashSet<>();
+        for (String item : value.split(",", -1)) {
+            String name = item.strip();
+            if (!choices.contains(name)) {
+                throw new ParseException("--" + option + " takes a comma-separated list of " + choices + ", got '" + name
+                        + "' in '" + value + "'");
+            }
+            given.add(name);
+        }
+        Set<String> ordered = new LinkedHashSet<>(choices);
+        ordered.retainAll(given);
+        return ordered;
     }
 }

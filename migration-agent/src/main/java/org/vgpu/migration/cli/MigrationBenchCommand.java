@@ -5,6 +5,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Set;
 import java.util.function.LongConsumer;
 
 import org.apache.commons.cli.CommandLine;
@@ -54,6 +55,13 @@ import org.vgpu.runtime.workloads.WorkloadResult;
  */
 public final class MigrationBenchCommand implements Subcommand {
     private static final double PER_CALL_GOAL = 1.01;
+    private static final List<String> SECTIONS = List.of("lock", "per-call", "replay", "mem-sync", "blocked", "md");
+    /**
+     * Per-call figures are ratios of two loops of a few milliseconds each, timed back to back; pairs
+     * are cheap, and a median over many of them keeps a busy moment of the machine from deciding a
+     * figure of 1 %.
+     */
+    private static final int PAIRS_PER_TRIAL = 5;
     private static final double MEM_SYNC_GOAL = 0.80;
     /** Reads of the whole live state a warmed source serves before it is migrated. */
     private static final int WARM_UP_READS = 20;
@@ -76,7 +84,11 @@ public final class MigrationBenchCommand implements Subcommand {
         return new Options()
                 .addOption(Option.builder().longOpt("backend").hasArg().argName("NAME")
                         .desc("the local backend: emulated (default, two emulated devices) or native").get())
-                .addOption(Option.builder().longOpt("trials").hasArg().argName("N").desc("timed trials per figure, median reported (default 7)").get())
+                .addOption(Option.builder().longOpt("sections").hasArg().argName("LIST")
+                        .desc("comma-separated sections to measure, of " + SECTIONS + " (default all)").get())
+                .addOption(Option.builder().longOpt("trials").hasArg().argName("N")
+                        .desc("timed trials per figure, median reported (default 7; per call, " + PAIRS_PER_TRIAL
+                                + " interleaved pairs per trial)").get())
                 .addOption(Option.builder().longOpt("iterations").hasArg().argName("N").desc("calls per per-call trial (default 20000 native, 500000 emulated; copies a tenth)").get())
                 .addOption(Option.builder().longOpt("live-mib").hasArg().argName("MIB")
                         .desc("live state for the blocked-time figure (default 1024)").get())
@@ -98,6 +110,7 @@ public final class MigrationBenchCommand implements Subcommand {
     public int run(CommandLine line, PrintStream out, PrintStream err) throws ParseException {
         String backendName = CommandLines.choice(line, "backend", EmulatedBackend.NAME, List.of(EmulatedBackend.NAME, "native"));
         String source = CommandLines.choice(line, "source", "local", List.of("local", "worker"));
+        Set<String> sections = CommandLines.choices(line, "sections", SECTIONS);
         Settings settings = new Settings(CommandLines.intValue(line, "trials", 7, 1),
                 // An emulated launch takes tens of nanoseconds, a native one microseconds: trials of similar length.
                 CommandLines.intValue(line, "iterations", backendName.equals(EmulatedBackend.NAME) ? 500_000 : 20_000, 100),
@@ -115,8 +128,12 @@ public final class MigrationBenchCommand implements Subcommand {
             }
             String label = backend.isEmulation() ? "  [CPU EMULATION: not a GPU; shows the wrapper's and protocol's own costs]" : "";
             out.printf("vgpu migration-bench on %s; Java %s%n%s%n", backend.deviceProperties(0).describe(), Runtime.version(), label);
-            gateCost(settings, out);
-            perCall(LocalPlacement.migratable(backend, 0, 0), backend.open(0, VaWindow.forVgpu(1)), null, settings, out);
+            if (sections.contains("lock")) {
+                gateCost(settings, out);
+            }
+            if (sections.contains("per-call")) {
+                perCall(LocalPlacement.migratable(backend, 0, 0), backend.open(0, VaWindow.forVgpu(1)), null, settings, out);
+            }
             if (source.equals("local") && !backend.isEmulation()) {
                 out.printf("%nmigration figures skipped: native to native in one process is refused; use --source worker%n");
                 return 0;
@@ -124,15 +141,25 @@ public final class MigrationBenchCommand implements Subcommand {
             try (Placement placement = source.equals("local") ? new LocalPlacement(backend)
                     : new WorkerPlacement(backend, backendName, workerDevice, targetDevice)) {
                 out.printf("%nmigrations: %s%n", placement.describe());
-                perCall(placement.openOnSource(0), backend.open(placement.targetDevice(), VaWindow.forVgpu(1)), placement.target(),
-                        settings, out);
-                replay(placement, out, label);
-                memSync(placement, settings, out, label);
-                blocked(placement, settings.liveMib() * (1L << 20), out, label);
-                if (settings.large()) {
-                    blocked(placement, 8L << 30, out, label);
+                if (sections.contains("per-call")) {
+                    perCall(placement.openOnSource(0), backend.open(placement.targetDevice(), VaWindow.forVgpu(1)),
+                            placement.target(), settings, out);
                 }
-                md(placement, settings, out, label);
+                if (sections.contains("replay")) {
+                    replay(placement, out, label);
+                }
+                if (sections.contains("mem-sync")) {
+                    memSync(placement, settings, out, label);
+                }
+                if (sections.contains("blocked")) {
+                    blocked(placement, settings.liveMib() * (1L << 20), out, label);
+                    if (settings.large()) {
+                        blocked(placement, 8L << 30, out, label);
+                    }
+                }
+                if (sections.contains("md")) {
+                    md(placement, settings, out, label);
+                }
             }
         }
         return 0;
@@ -175,10 +202,10 @@ public final class MigrationBenchCommand implements Subcommand {
             if (target != null) {
                 wrapper.migrate(target);
             }
-            out.printf("%nper call, %s vs the backend directly (median of %d trials, alternating order; goal <= %.2f)%n",
+            out.printf("%nper call, %s vs the backend directly (medians of %d interleaved pairs of loops; goal <= %.2f)%n",
                     target != null ? "after a migration, wrapper" : "wrapper recording (before any migration)",
-                    settings.trials(), PER_CALL_GOAL);
-            out.printf("  %-40s %12s %12s %8s%n", "operation", "backend", "wrapper", "ratio");
+                    settings.trials() * PAIRS_PER_TRIAL, PER_CALL_GOAL);
+            out.printf("  %-40s %12s %12s %8s %8s%n", "operation", "backend", "wrapper", "ratio", "range");
             compare("empty kernel launch, async", settings, settings.iterations(), directLaunches, wrapperLaunches, out);
             compare("4 KiB host->device copy", settings, settings.iterations() / 10, directCopies, wrapperCopies, out);
         }
@@ -205,26 +232,35 @@ public final class MigrationBenchCommand implements Subcommand {
         };
     }
 
+    /**
+     * Times {@code direct} and {@code wrapper} in pairs, each pair back to back in alternating order,
+     * and prints the median of each and the median of the pairs' ratios (a pair shares the machine's
+     * moment, so drift between pairs cancels), with the middle half of the ratios as the range.
+     */
     private static void compare(String name, Settings settings, int repetitions, LongConsumer direct, LongConsumer wrapper,
                                 PrintStream out) {
         for (int warmUp = 0; warmUp < 2; warmUp++) {
             direct.accept(repetitions);
             wrapper.accept(repetitions);
         }
-        double[] directNanos = new double[settings.trials()];
-        double[] wrapperNanos = new double[settings.trials()];
-        for (int trial = 0; trial < settings.trials(); trial++) {
-            if (trial % 2 == 0) {
-                directNanos[trial] = nanosPer(direct, repetitions);
-                wrapperNanos[trial] = nanosPer(wrapper, repetitions);
+        int pairs = settings.trials() * PAIRS_PER_TRIAL;
+        double[] directNanos = new double[pairs];
+        double[] wrapperNanos = new double[pairs];
+        double[] ratios = new double[pairs];
+        for (int pair = 0; pair < pairs; pair++) {
+            if (pair % 2 == 0) {
+                directNanos[pair] = nanosPer(direct, repetitions);
+                wrapperNanos[pair] = nanosPer(wrapper, repetitions);
             } else {
-                wrapperNanos[trial] = nanosPer(wrapper, repetitions);
-                directNanos[trial] = nanosPer(direct, repetitions);
+                wrapperNanos[pair] = nanosPer(wrapper, repetitions);
+                directNanos[pair] = nanosPer(direct, repetitions);
             }
+            ratios[pair] = wrapperNanos[pair] / directNanos[pair];
         }
-        double backendMedian = median(directNanos);
-        double wrapperMedian = median(wrapperNanos);
-        out.printf("  %-40s %9.3f us %9.3f us %8.3f%n", name, backendMedian / 1e3, wrapperMedian / 1e3, wrapperMedian / backendMedian);
+        double[] sortedRatios = ratios.clone();
+        Arrays.sort(sortedRatios);
+        out.printf("  %-40s %9.3f us %9.3f us %8.3f %s%n", name, median(directNanos) / 1e3, median(wrapperNanos) / 1e3,
+                median(ratios), String.format("%.3f-%.3f", sortedRatios[pairs / 4], sortedRatios[(pairs - 1) * 3 / 4]));
     }
 
     private static double nanosPer(LongConsumer body, int repetitions) {

@@ -1,0 +1,55 @@
+package org.vgpu.migration.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.vgpu.cli.SubcommandRunner;
+
+/** {@code vgpu migration-bench} on the emulation with tiny settings: the sections asked for, and only those. */
+class MigrationBenchCommandTest {
+    private final ByteArrayOutputStream out = new ByteArrayOutputStream();
+    private final ByteArrayOutputStream err = new ByteArrayOutputStream();
+
+    private int run(String... args) {
+        return SubcommandRunner.run(new MigrationBenchCommand(), args, new PrintStream(out, true, StandardCharsets.UTF_8),
+                new PrintStream(err, true, StandardCharsets.UTF_8));
+    }
+
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void measuresTheSectionsAskedForAndLabelsTheEmulation() {
+        assertEquals(0, run("--sections", "per-call,replay", "--trials", "1", "--iterations", "200"), err.toString());
+        String report = out.toString(StandardCharsets.UTF_8);
+        assertTrue(report.contains("CPU EMULATION"), report);
+        // per call: before any migration and after one, each from 5 interleaved pairs, with the ratios' range
+        assertTrue(report.contains("wrapper recording (before any migration) vs the backend directly (medians of 5 interleaved"
+                + " pairs"), report);
+        assertTrue(report.contains("after a migration, wrapper vs the backend directly"), report);
+        assertEquals(4, report.lines().filter(row -> row.matches(
+                "  (empty kernel launch, async|4 KiB host->device copy) +[0-9.]+ us +[0-9.]+ us +[0-9.]+ [0-9.]+-[0-9.]+")).count(),
+                report);
+        assertTrue(report.contains("replay time (target opened, every live object recreated) vs calls the app made"), report);
+        assertTrue(report.contains("1000000"), report);
+        for (String skipped : new String[] {"migration lock alone", "mem-sync of", "app blocked by", "Lennard-Jones MD app"}) {
+            assertFalse(report.contains(skipped), "'" + skipped + "' was not asked for:\n" + report);
+        }
+    }
+
+    @Test
+    void badOptionsAreUsageErrorsThatNameTheValue() {
+        assertEquals(2, run("--sections", "per-call,warp"));
+        assertTrue(err.toString(StandardCharsets.UTF_8).contains("got 'warp' in 'per-call,warp'"), err.toString());
+        assertEquals(2, run("--sections", ""));
+        assertEquals(2, run("--trials", "0"));
+        assertEquals(2, run("--source", "cloud"));
+        assertFalse(out.toString(StandardCharsets.UTF_8).contains("per call"), out.toString());
+    }
+}
