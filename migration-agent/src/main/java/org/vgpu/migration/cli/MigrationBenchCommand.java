@@ -63,6 +63,8 @@ public final class MigrationBenchCommand implements Subcommand {
      */
     private static final int PAIRS_PER_TRIAL = 5;
     private static final double MEM_SYNC_GOAL = 0.80;
+    /** Migrations of a state of 4 KiB regions that warm the app's side of mem-sync before its table. */
+    private static final int APP_WARM_UP_MIGRATIONS = 3;
     /** Reads of the whole live state a warmed source serves before it is migrated. */
     private static final int WARM_UP_READS = 20;
     private static final long SMALL_COPY = 4096;
@@ -354,35 +356,48 @@ public final class MigrationBenchCommand implements Subcommand {
                 MigrationConfig.DEFAULT_CHUNK_BYTES >> 20, MigrationConfig.DEFAULT_STAGING_BUFFERS, label);
         out.printf("  raw: source device->host %.2f GB/s, target host->device %.2f GB/s; slower leg %.2f GB/s,"
                 + " one after the other %.2f GB/s%n", total / raw[0] / 1e9, total / raw[1] / 1e9, slowerLeg / 1e9, serial / 1e9);
+        // A job's first migration also runs the app's side of mem-sync (batching, the requests, the
+        // target's scatter) before the JIT has compiled it: loops over thousands of regions run in the
+        // interpreter until they have run tens of thousands of times. Shown on its own, so that the rows
+        // below differ only in the source.
+        long[] sizes = {4L << 10, 64L << 10, 1L << 20, 16L << 20, 64L << 20};
+        for (long firstSize : sizes) {
+            StringBuilder firsts = new StringBuilder();
+            for (int migration = 0; migration < APP_WARM_UP_MIGRATIONS; migration++) {
+                MemSyncTrial trial = memSyncTrial(placement, firstSize, (int) (total / firstSize), false);
+                if (trial == null) {
+                    break;
+                }
+                double bandwidth = total / trial.memSyncSeconds();
+                firsts.append(String.format("%s%.3f ms (%.3f)", firsts.isEmpty() ? "" : ", ", trial.memSyncSeconds() * 1e3,
+                        bandwidth / slowerLeg));
+            }
+            if (!firsts.isEmpty()) {
+                out.printf("  this process's first %d mem-syncs, %d regions of %s from fresh sources (a job's first migration:"
+                        + " the app's side not yet compiled by the JIT), time (/ slower leg): %s%n", APP_WARM_UP_MIGRATIONS,
+                        total / firstSize, bytes(firstSize), firsts);
+                break;
+            }
+        }
         // A fresh source has done nothing yet, a warmed one has served reads of its whole state before (a
         // worker that has served its job a while, its copy paths compiled by the JIT): both are shown.
         for (boolean warmed : new boolean[] {false, true}) {
             out.printf("  source %s%n", warmed ? "warmed: it served " + WARM_UP_READS + " reads of the whole state first"
                     : "fresh: its first requests are the migration's (a native worker has served only its own warm-up session)");
             out.printf("  %-12s %9s %12s %11s %14s %12s%n", "region size", "regions", "mem-sync", "GB/s", "/ slower leg", "/ serial");
-            for (long size : new long[] {4L << 10, 64L << 10, 1L << 20, 16L << 20, 64L << 20}) {
+            for (long size : sizes) {
                 int regions = (int) (total / size);
                 double[] seconds = new double[settings.trials()];
                 double[] gatherSeconds = new double[settings.trials()];
-                for (int trial = 0; trial < settings.trials(); trial++) {
-                    try (MigratableGpu gpu = placement.openOnSource(3)) {
-                        // Every allocation takes at least one mapping granule of device memory.
-                        if ((long) regions * VaWindow.GRANULARITY > gpu.deviceProperties().totalMemory() / 2) {
-                            out.printf("  %-12s %9d   skipped: the regions would take %d MiB of device memory%n", bytes(size),
-                                    regions, regions * (VaWindow.GRANULARITY >> 20));
-                            seconds = null;
-                            break;
-                        }
-                        List<DeviceRegion> live = new ArrayList<>();
-                        for (int r = 0; r < regions; r++) {
-                            long address = gpu.memAlloc(size);
-                            gpu.memsetD32(address, r, size / 4);
-                            live.add(new DeviceRegion(address, size));
-                        }
-                        if (warmed) {
-                            gatherSeconds[trial] = readBack(gpu, live, WARM_UP_READS);
-                        }
-                        seconds[trial] = gpu.migrate(placement.target()).memSync().toNanos() / 1e9;
+                for (int trial = 0; trial < settings.trials() && seconds != null; trial++) {
+                    MemSyncTrial taken = memSyncTrial(placement, size, regions, warmed);
+                    if (taken == null) {
+                        out.printf("  %-12s %9d   skipped: the regions would take %d MiB of device memory%n", bytes(size),
+                                regions, regions * (VaWindow.GRANULARITY >> 20));
+                        seconds = null;
+                    } else {
+                        seconds[trial] = taken.memSyncSeconds();
+                        gatherSeconds[trial] = taken.gatherSeconds();
                     }
                 }
                 if (seconds != null) {
@@ -401,6 +416,33 @@ public final class MigrationBenchCommand implements Subcommand {
             }
         }
         out.printf("  goal: >= %.0f %% of the slower leg (\"!\" marks a miss)%n", MEM_SYNC_GOAL * 100);
+    }
+
+    /**
+     * One migration's mem-sync time for a state of {@code regions} regions of {@code size} bytes;
+     * with {@code warmed}, the source first serves {@link #WARM_UP_READS} reads of the state.
+     *
+     * @param gatherSeconds the last of those reads; 0 without them
+     */
+    private record MemSyncTrial(double memSyncSeconds, double gatherSeconds) {
+    }
+
+    /** A {@link MemSyncTrial} on a fresh source; null when the regions would take too much of the device. */
+    private static MemSyncTrial memSyncTrial(Placement placement, long size, int regions, boolean warmed) {
+        try (MigratableGpu gpu = placement.openOnSource(3)) {
+            // Every allocation takes at least one mapping granule of device memory.
+            if ((long) regions * VaWindow.GRANULARITY > gpu.deviceProperties().totalMemory() / 2) {
+                return null;
+            }
+            List<DeviceRegion> live = new ArrayList<>();
+            for (int r = 0; r < regions; r++) {
+                long address = gpu.memAlloc(size);
+                gpu.memsetD32(address, r, size / 4);
+                live.add(new DeviceRegion(address, size));
+            }
+            double gatherSeconds = warmed ? readBack(gpu, live, WARM_UP_READS) : 0;
+            return new MemSyncTrial(gpu.migrate(placement.target()).memSync().toNanos() / 1e9, gatherSeconds);
+        }
     }
 
     /**
