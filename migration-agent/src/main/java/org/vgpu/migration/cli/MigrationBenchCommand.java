@@ -4,7 +4,9 @@ import java.io.PrintStream;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.function.LongConsumer;
 
@@ -64,7 +66,7 @@ public final class MigrationBenchCommand implements Subcommand {
     private static final int PAIRS_PER_TRIAL = 5;
     private static final double MEM_SYNC_GOAL = 0.80;
     /** Migrations of a state of 4 KiB regions that warm the app's side of mem-sync before its table. */
-    private static final int APP_WARM_UP_MIGRATIONS = 3;
+    private static final int APP_WARM_UP_MIGRATIONS = 4;
     /** Reads of the whole live state a warmed source serves before it is migrated. */
     private static final int WARM_UP_READS = 20;
     private static final long SMALL_COPY = 4096;
@@ -380,38 +382,48 @@ public final class MigrationBenchCommand implements Subcommand {
             }
         }
         // A fresh source has done nothing yet, a warmed one has served reads of its whole state before (a
-        // worker that has served its job a while, its copy paths compiled by the JIT): both are shown.
+        // worker that has served its job a while, its copy paths compiled by the JIT): both are shown. Their
+        // trials alternate, so the app's side is as warm for one as for the other.
+        Map<Long, double[][]> bySize = new LinkedHashMap<>();
+        for (long size : sizes) {
+            int regions = (int) (total / size);
+            double[][] seconds = new double[3][settings.trials()];
+            for (int trial = 0; trial < settings.trials() && seconds != null; trial++) {
+                for (int warmed = 0; warmed < 2 && seconds != null; warmed++) {
+                    MemSyncTrial taken = memSyncTrial(placement, size, regions, warmed == 1);
+                    if (taken == null) {
+                        seconds = null;
+                    } else {
+                        seconds[warmed][trial] = taken.memSyncSeconds();
+                        seconds[2][trial] = warmed == 1 ? taken.gatherSeconds() : seconds[2][trial];
+                    }
+                }
+            }
+            bySize.put(size, seconds);
+        }
         for (boolean warmed : new boolean[] {false, true}) {
             out.printf("  source %s%n", warmed ? "warmed: it served " + WARM_UP_READS + " reads of the whole state first"
                     : "fresh: its first requests are the migration's (a native worker has served only its own warm-up session)");
             out.printf("  %-12s %9s %12s %11s %14s %12s%n", "region size", "regions", "mem-sync", "GB/s", "/ slower leg", "/ serial");
-            for (long size : sizes) {
+            for (Map.Entry<Long, double[][]> row : bySize.entrySet()) {
+                long size = row.getKey();
                 int regions = (int) (total / size);
-                double[] seconds = new double[settings.trials()];
-                double[] gatherSeconds = new double[settings.trials()];
-                for (int trial = 0; trial < settings.trials() && seconds != null; trial++) {
-                    MemSyncTrial taken = memSyncTrial(placement, size, regions, warmed);
-                    if (taken == null) {
-                        out.printf("  %-12s %9d   skipped: the regions would take %d MiB of device memory%n", bytes(size),
-                                regions, regions * (VaWindow.GRANULARITY >> 20));
-                        seconds = null;
-                    } else {
-                        seconds[trial] = taken.memSyncSeconds();
-                        gatherSeconds[trial] = taken.gatherSeconds();
-                    }
+                if (row.getValue() == null) {
+                    out.printf("  %-12s %9d   skipped: the regions would take %d MiB of device memory%n", bytes(size),
+                            regions, regions * (VaWindow.GRANULARITY >> 20));
+                    continue;
                 }
-                if (seconds != null) {
-                    double bandwidth = total / median(seconds);
-                    out.printf("  %-12s %9d %9.3f ms %11.2f %11.3f %s %11.3f%n", bytes(size), regions, median(seconds) * 1e3,
-                            bandwidth / 1e9, bandwidth / slowerLeg, bandwidth / slowerLeg >= MEM_SYNC_GOAL ? "  " : " !",
-                            bandwidth / serial);
-                    if (warmed) {
-                        // mem-sync's two legs for this region size alone, to show which one a shortfall comes from
-                        double[] scatter = scatterSeconds(placement, size, regions, settings.trials());
-                        out.printf("  %-12s %9s   legs: source gather %.2f GB/s (its last warm-up read), target scatter"
-                                + " %.2f GB/s into fresh allocations, %.2f GB/s again (a local vGPU with the same regions)%n", "", "",
-                                total / median(gatherSeconds) / 1e9, total / scatter[0] / 1e9, total / scatter[1] / 1e9);
-                    }
+                double seconds = median(row.getValue()[warmed ? 1 : 0]);
+                double bandwidth = total / seconds;
+                out.printf("  %-12s %9d %9.3f ms %11.2f %11.3f %s %11.3f%n", bytes(size), regions, seconds * 1e3,
+                        bandwidth / 1e9, bandwidth / slowerLeg, bandwidth / slowerLeg >= MEM_SYNC_GOAL ? "  " : " !",
+                        bandwidth / serial);
+                if (warmed) {
+                    // mem-sync's two legs for this region size alone, to show which one a shortfall comes from
+                    double[] scatter = scatterSeconds(placement, size, regions, settings.trials());
+                    out.printf("  %-12s %9s   legs: source gather %.2f GB/s (its last warm-up read), target scatter"
+                            + " %.2f GB/s into fresh allocations, %.2f GB/s again (a local vGPU with the same regions)%n", "", "",
+                            total / median(row.getValue()[2]) / 1e9, total / scatter[0] / 1e9, total / scatter[1] / 1e9);
                 }
             }
         }
