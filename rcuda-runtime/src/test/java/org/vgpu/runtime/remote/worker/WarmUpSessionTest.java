@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.api.VirtualGpu;
@@ -39,10 +40,12 @@ class WarmUpSessionTest {
     }
 
     @Test
-    void aDeviceThatCannotServeTheWarmUpFailsItWithTheRequest() {
+    void aDeviceThatCannotServeTheWarmUpFailsItWithTheDevicesError() {
         try (EmulatedBackend backend = new EmulatedBackend(1, 2L << 20, TestKernels.twins())) {
             VgpuException e = assertThrows(VgpuException.class, () -> WarmUpSession.run(backend, 0));
-            assertTrue(e.getMessage().contains("warm-up session failed: request 2 got an error"), e.getMessage());
+            assertEquals(ErrorCode.CUDA_ERROR_OUT_OF_MEMORY, e.code());
+            assertTrue(e.getMessage().startsWith("CUDA_ERROR_OUT_OF_MEMORY: the worker's warm-up session failed: CPU emulation:"
+                    + " 4194304 bytes do not fit"), e.getMessage());
         }
     }
 
