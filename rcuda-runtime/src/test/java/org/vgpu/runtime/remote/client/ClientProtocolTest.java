@@ -17,12 +17,11 @@ import java.util.concurrent.TimeUnit;
 
 import io.netty.channel.EventLoopGroup;
 
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.StreamHandle;
 import org.vgpu.runtime.api.VaWindow;
@@ -36,21 +35,12 @@ import org.vgpu.runtime.remote.transport.NettyTransport;
  * the connection is dropped, no memory outside the caller's copy is written, and no buffer leaks.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
+@ExtendWith(NettyLeaks.class)
 class ClientProtocolTest {
     private static final VaWindow WINDOW = VaWindow.forVgpu(0);
 
     private EventLoopGroup group;
     private FakeWorker worker;
-
-    @BeforeAll
-    static void watchLeaks() {
-        NettyLeaks.watch();
-    }
-
-    @AfterAll
-    static void noLeaks() {
-        NettyLeaks.assertNoneReported();
-    }
 
     @BeforeEach
     void start() throws Exception {

@@ -3,9 +3,8 @@ package org.vgpu.runtime.remote.client;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.vgpu.runtime.api.GpuBackend;
 import org.vgpu.runtime.conformance.VirtualGpuConformanceTest;
 import org.vgpu.runtime.remote.protocol.NettyLeaks;
@@ -16,17 +15,8 @@ import org.vgpu.runtime.remote.protocol.NettyLeaks;
  * processes are not: a buffer the worker or the client forgets to release fails this test.
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
+@ExtendWith(NettyLeaks.class)
 class InProcessRemoteGpuConformanceTest extends VirtualGpuConformanceTest {
-    @BeforeAll
-    static void watchLeaks() {
-        NettyLeaks.watch();
-    }
-
-    @AfterAll
-    static void noLeaks() {
-        NettyLeaks.assertNoneReported();
-    }
-
     @Override
     protected GpuBackend createBackend() {
         return new RemoteBackend(new InProcessWorkers(Duration.ofSeconds(30), 0), RemoteConfig.defaults(), null);

@@ -8,12 +8,11 @@ import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.vgpu.runtime.api.StreamHandle;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VirtualGpu;
@@ -26,6 +25,7 @@ import org.vgpu.runtime.remote.protocol.NettyLeaks;
  * offsets, synchronously and asynchronously.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
+@ExtendWith(NettyLeaks.class)
 class RemoteBulkCopyTest {
     /** 1.5 MiB and a bit: every other host-to-device chunk spans two slots. */
     private static final int CHUNK_BYTES = (3 << 19) + 4093;
@@ -38,16 +38,6 @@ class RemoteBulkCopyTest {
     private VirtualGpu gpu;
     private long device;
     private final byte[] data = new byte[COPY_BYTES];
-
-    @BeforeAll
-    static void watchLeaks() {
-        NettyLeaks.watch();
-    }
-
-    @AfterAll
-    static void noLeaks() {
-        NettyLeaks.assertNoneReported();
-    }
 
     @BeforeEach
     void open() {

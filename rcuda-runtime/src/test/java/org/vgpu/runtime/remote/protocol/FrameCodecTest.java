@@ -24,9 +24,8 @@ import io.netty.channel.embedded.EmbeddedChannel;
 import io.netty.handler.codec.DecoderException;
 import io.netty.util.ResourceLeakDetector;
 
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
@@ -43,18 +42,9 @@ import org.vgpu.runtime.api.VgpuException;
  * clear VGPU_PROTOCOL_ERROR, after which the rest is discarded; and no buffer leaks (Netty's
  * paranoid leak detector watches every test here).
  */
+@ExtendWith(NettyLeaks.class)
 class FrameCodecTest {
     private static final long BASE = VaWindow.forVgpu(3).base();
-
-    @BeforeAll
-    static void watchLeaks() {
-        NettyLeaks.watch();
-    }
-
-    @AfterAll
-    static void noLeaks() {
-        NettyLeaks.assertNoneReported();
-    }
 
     // ---- round trips
 

@@ -11,14 +11,18 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.buffer.Unpooled;
 import io.netty.util.ResourceLeakDetector;
+import org.junit.jupiter.api.extension.AfterAllCallback;
+import org.junit.jupiter.api.extension.BeforeAllCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
  * Makes Netty's leak detector fail tests instead of only logging: every ByteBuf is tracked
  * (paranoid level, also set by the surefire configuration) and every reported leak is collected
  * here, so a test can assert that none was reported after forcing the garbage collector to find
- * unreleased buffers.
+ * unreleased buffers. As an extension ({@code @ExtendWith(NettyLeaks.class)}) it arms the listener
+ * before a test class and fails the class when a leak was reported by its end.
  */
-public final class NettyLeaks {
+public final class NettyLeaks implements BeforeAllCallback, AfterAllCallback {
     private static final List<String> REPORTED = new CopyOnWriteArrayList<>();
 
     static {
@@ -34,7 +38,18 @@ public final class NettyLeaks {
         }
     }
 
-    private NettyLeaks() {
+    /** For JUnit, which makes one per test class that extends with it. */
+    public NettyLeaks() {
+    }
+
+    @Override
+    public void beforeAll(ExtensionContext context) {
+        watch();
+    }
+
+    @Override
+    public void afterAll(ExtensionContext context) {
+        assertNoneReported();
     }
 
     /** Arms the listener; call before the code under test allocates. */

@@ -13,11 +13,10 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
@@ -39,6 +38,7 @@ import org.vgpu.runtime.remote.protocol.NettyLeaks;
  * without costing the legitimate client its worker.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
+@ExtendWith(NettyLeaks.class)
 class GpuWorkerTest {
     private static final String TOKEN = "secret";
     private static final long MEMORY = 1L << 30;
@@ -47,16 +47,6 @@ class GpuWorkerTest {
     private final EmulatedBackend backend = new EmulatedBackend(1, MEMORY, TestKernels.twins());
     private final List<String> log = new CopyOnWriteArrayList<>();
     private GpuWorker worker;
-
-    @BeforeAll
-    static void watchLeaks() {
-        NettyLeaks.watch();
-    }
-
-    @AfterAll
-    static void noLeaks() {
-        NettyLeaks.assertNoneReported();
-    }
 
     @AfterEach
     void closeWorker() {

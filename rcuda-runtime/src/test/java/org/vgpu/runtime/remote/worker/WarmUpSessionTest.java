@@ -4,9 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
@@ -15,17 +14,8 @@ import org.vgpu.runtime.emulated.EmulatedBackend;
 import org.vgpu.runtime.kernels.TestKernels;
 import org.vgpu.runtime.remote.protocol.NettyLeaks;
 
+@ExtendWith(NettyLeaks.class)
 class WarmUpSessionTest {
-
-    @BeforeAll
-    static void watchLeaks() {
-        NettyLeaks.watch();
-    }
-
-    @AfterAll
-    static void noLeaks() {
-        NettyLeaks.assertNoneReported();
-    }
 
     @Test
     void theWarmUpSessionLeavesTheDeviceAsItFoundIt() {
