@@ -384,28 +384,24 @@ public final class MigrationBenchCommand implements Subcommand {
         // A fresh source has done nothing yet, a warmed one has served reads of its whole state before (a
         // worker that has served its job a while, its copy paths compiled by the JIT): both are shown. Their
         // trials alternate, so the app's side is as warm for one as for the other.
-        Map<Long, double[][]> bySize = new LinkedHashMap<>();
+        // by region size: the fresh trials, then the warmed ones; null where the regions do not fit the device
+        Map<Long, MemSyncTrial[][]> bySize = new LinkedHashMap<>();
         for (long size : sizes) {
             int regions = (int) (total / size);
-            double[][] seconds = new double[3][settings.trials()];
-            for (int trial = 0; trial < settings.trials() && seconds != null; trial++) {
-                for (int warmed = 0; warmed < 2 && seconds != null; warmed++) {
-                    MemSyncTrial taken = memSyncTrial(placement, size, regions, warmed == 1);
-                    if (taken == null) {
-                        seconds = null;
-                    } else {
-                        seconds[warmed][trial] = taken.memSyncSeconds();
-                        seconds[2][trial] = warmed == 1 ? taken.gatherSeconds() : seconds[2][trial];
-                    }
+            MemSyncTrial[][] trials = new MemSyncTrial[2][settings.trials()];
+            for (int trial = 0; trial < settings.trials() && trials != null; trial++) {
+                for (int warmed = 0; warmed < 2 && trials != null; warmed++) {
+                    trials[warmed][trial] = memSyncTrial(placement, size, regions, warmed == 1);
+                    trials = trials[warmed][trial] == null ? null : trials;
                 }
             }
-            bySize.put(size, seconds);
+            bySize.put(size, trials);
         }
         for (boolean warmed : new boolean[] {false, true}) {
             out.printf("  source %s%n", warmed ? "warmed: it served " + WARM_UP_READS + " reads of the whole state first"
                     : "fresh: its first requests are the migration's (a native worker has served only its own warm-up session)");
             out.printf("  %-12s %9s %12s %11s %14s %12s%n", "region size", "regions", "mem-sync", "GB/s", "/ slower leg", "/ serial");
-            for (Map.Entry<Long, double[][]> row : bySize.entrySet()) {
+            for (Map.Entry<Long, MemSyncTrial[][]> row : bySize.entrySet()) {
                 long size = row.getKey();
                 int regions = (int) (total / size);
                 if (row.getValue() == null) {
@@ -413,7 +409,8 @@ public final class MigrationBenchCommand implements Subcommand {
                             regions, regions * (VaWindow.GRANULARITY >> 20));
                     continue;
                 }
-                double seconds = median(row.getValue()[warmed ? 1 : 0]);
+                MemSyncTrial[] trials = row.getValue()[warmed ? 1 : 0];
+                double seconds = median(Arrays.stream(trials).mapToDouble(MemSyncTrial::memSyncSeconds).toArray());
                 double bandwidth = total / seconds;
                 out.printf("  %-12s %9d %9.3f ms %11.2f %11.3f %s %11.3f%n", bytes(size), regions, seconds * 1e3,
                         bandwidth / 1e9, bandwidth / slowerLeg, bandwidth / slowerLeg >= MEM_SYNC_GOAL ? "  " : " !",
@@ -423,7 +420,8 @@ public final class MigrationBenchCommand implements Subcommand {
                     double[] scatter = scatterSeconds(placement, size, regions, settings.trials());
                     out.printf("  %-12s %9s   legs: source gather %.2f GB/s (its last warm-up read), target scatter"
                             + " %.2f GB/s into fresh allocations, %.2f GB/s again (a local vGPU with the same regions)%n", "", "",
-                            total / median(row.getValue()[2]) / 1e9, total / scatter[0] / 1e9, total / scatter[1] / 1e9);
+                            total / median(Arrays.stream(trials).mapToDouble(MemSyncTrial::gatherSeconds).toArray()) / 1e9,
+                            total / scatter[0] / 1e9, total / scatter[1] / 1e9);
                 }
             }
         }
