@@ -31,8 +31,13 @@ if [ ! -f "$junit_jar" ]; then
 fi
 cp "$junit_jar" .gpu/test/
 
-if [ ! -f .gpu/jre.tar.xz ]; then
-    "${VGPU_GPU_JRE_TOOL:-$top/../shared/tools/gpu-jre.sh}"
+# The runtime carries jdk.jfr, so a worker or bench on the GPU machine can be profiled with
+# JAVA_TOOL_OPTIONS=-XX:StartFlightRecording=filename=$OUT/%p.jfr (README.md, "GPU machines").
+# A runtime packed before it did is packed again.
+if [ ! -f .gpu/jre.tar.xz ] || [ ! -f .gpu/jre.modules ] || ! grep -qx jdk.jfr .gpu/jre.modules; then
+    JRE_MODULES=java.base,java.logging,jdk.unsupported,java.management,java.naming,jdk.crypto.ec,java.xml,jdk.management,java.sql,jdk.jfr \
+        "${VGPU_GPU_JRE_TOOL:-$top/../shared/tools/gpu-jre.sh}"
+    tar xJf .gpu/jre.tar.xz -O jre/release | sed -n 's/^MODULES="\(.*\)"$/\1/p' | tr ' ' '\n' > .gpu/jre.modules
 fi
 
 echo "prepare: staged for the GPU machine:"
