@@ -2,6 +2,7 @@ package org.vgpu.runtime.api;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.IntToLongFunction;
 
 /** {@code bytes} of device memory from {@code address}: one piece of a gathering copy. */
 public record DeviceRegion(long address, long bytes) {
@@ -18,21 +19,34 @@ public record DeviceRegion(long address, long bytes) {
      * last one, so that its pointer is still checked; no regions make no runs.
      */
     public static List<List<DeviceRegion>> runs(List<DeviceRegion> regions, long runBytes, int maxPieces) {
-        if (runBytes < 1 || maxPieces < 1) {
-            throw new IllegalArgumentException("runs of " + runBytes + " bytes and " + maxPieces + " pieces");
+        if (runBytes < 1) {
+            throw new IllegalArgumentException("runs of " + runBytes + " bytes");
+        }
+        return runs(regions, run -> runBytes, maxPieces);
+    }
+
+    /**
+     * As {@link #runs(List, long, int)}, with run {@code i} (from 0) {@code runBytes.applyAsLong(i)}
+     * long, so that runs may differ in size.
+     */
+    public static List<List<DeviceRegion>> runs(List<DeviceRegion> regions, IntToLongFunction runBytes, int maxPieces) {
+        if (maxPieces < 1) {
+            throw new IllegalArgumentException("runs of " + maxPieces + " pieces");
         }
         List<List<DeviceRegion>> runs = new ArrayList<>();
         List<DeviceRegion> run = new ArrayList<>();
+        long capacity = capacity(runBytes, 0);
         long filled = 0;
         for (DeviceRegion region : regions) {
             long offset = 0;
             do {
-                if (run.size() == maxPieces || (filled == runBytes && region.bytes() > 0)) {
+                if (run.size() == maxPieces || (filled == capacity && region.bytes() > 0)) {
                     runs.add(run);
                     run = new ArrayList<>();
+                    capacity = capacity(runBytes, runs.size());
                     filled = 0;
                 }
-                long piece = Math.min(runBytes - filled, region.bytes() - offset);
+                long piece = Math.min(capacity - filled, region.bytes() - offset);
                 run.add(offset == 0 && piece == region.bytes() ? region : new DeviceRegion(region.address() + offset, piece));
                 filled += piece;
                 offset += piece;
@@ -42,6 +56,14 @@ public record DeviceRegion(long address, long bytes) {
             runs.add(run);
         }
         return runs;
+    }
+
+    private static long capacity(IntToLongFunction runBytes, int run) {
+        long bytes = runBytes.applyAsLong(run);
+        if (bytes < 1) {
+            throw new IllegalArgumentException("run " + run + " of " + bytes + " bytes");
+        }
+        return bytes;
     }
 
     /** The bytes of {@code regions} together; refuses a sum no copy could hold. */
