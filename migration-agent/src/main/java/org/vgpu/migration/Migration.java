@@ -85,12 +85,12 @@ final class Migration {
             drain = drained - locked;
 
             step = MigrationStep.REPLAY;
-            ReplayLog.Rebinding rebinding = gpu.log().replayOnto(opened, faults);
+            regions = gpu.log().regions();
+            ReplayLog.Rebinding rebinding = gpu.log().replayOnto(opened, regions, faults);
             long replayed = System.nanoTime();
             replay = replayed - drained;
 
             step = MigrationStep.MEM_SYNC;
-            regions = gpu.log().regions();
             memSyncRegions = regions.size();
             memSyncBytes = sync.copy(regions, faults);
             long copied = System.nanoTime();
