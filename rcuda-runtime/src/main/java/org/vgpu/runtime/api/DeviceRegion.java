@@ -19,9 +19,6 @@ public record DeviceRegion(long address, long bytes) {
      * last one, so that its pointer is still checked; no regions make no runs.
      */
     public static List<List<DeviceRegion>> runs(List<DeviceRegion> regions, long runBytes, int maxPieces) {
-        if (runBytes < 1) {
-            throw new IllegalArgumentException("runs of " + runBytes + " bytes");
-        }
         return runs(regions, run -> runBytes, maxPieces);
     }
 
