@@ -50,9 +50,14 @@ class MigrationBenchCommandTest {
         String report = out.toString(StandardCharsets.UTF_8);
         assertTrue(report.lines().anyMatch(row -> row.matches("  this process's first 4 mem-syncs, 16384 regions of 4 KiB from"
                 + " fresh sources .*: [0-9.]+ ms \\([0-9.]+\\), [0-9.]+ ms \\([0-9.]+\\), [0-9.]+ ms \\([0-9.]+\\), [0-9.]+ ms \\([0-9.]+\\)")), report);
-        // every region size once from fresh sources and once from warmed ones, the warmed ones with their legs
+        // the raw baseline samples one worker process per trial
+        assertTrue(report.lines().anyMatch(row -> row.matches("  raw by worker process \\(each the median of 3 copies\\), GB/s:"
+                + " source device->host [0-9.]+; target host->device [0-9.]+")), report);
+        // every region size once from fresh sources and once from warmed ones, each row ending in its one trial's
+        // ratio, the warmed ones with their legs
         for (String size : new String[] {"4 KiB  ", "64 KiB ", "1 MiB  ", "16 MiB ", "64 MiB "}) {
-            assertEquals(2, report.lines().filter(row -> row.startsWith("  " + size) && row.contains(" ms ")).count(), report);
+            assertEquals(2, report.lines().filter(row -> row.startsWith("  " + size) && row.contains(" ms ")
+                    && row.matches(".* [0-9.]+ {3}[0-9]+\\.[0-9]{3}")).count(), report);
         }
         assertEquals(5, report.lines().filter(row -> row.contains("legs: source gather")).count(), report);
         assertTrue(report.contains("goal: >= 80 % of the slower leg"), report);
