@@ -354,8 +354,9 @@ public final class MigrationBenchCommand implements Subcommand {
     private static void memSync(Placement placement, Settings settings, PrintStream out, String label) {
         long total = 64L << 20;
         // Each mem-sync trial's source is a worker process of its own, and a process's copies are as fast
-        // as the cores and memory it was given (on H200 VMs one worker's raw copies ran at 3.0 GB/s and
-        // another's at 3.7, each steady within 3 %): the baseline samples as many processes as a row.
+        // as the cores it landed on allow (on an H200 VM, five workers' raw copies ran at 3.81 to 4.51 GB/s,
+        // while one worker's own copies stay within 4 % of each other): the baseline samples as many
+        // processes as a row.
         double[][] rawByProcess = new double[2][settings.trials()];
         for (int process = 0; process < settings.trials(); process++) {
             double[][] copies = rawCopy(placement, total, RAW_COPIES_PER_PROCESS);
