@@ -532,8 +532,9 @@ public final class MigrationBenchCommand implements Subcommand {
 
     /**
      * Seconds of one device-to-host copy on the source and one host-to-device copy on the target, one
-     * of each per trial, in trial order ({@code [0]} the source's, {@code [1]} the target's). Each leg is timed both as one synchronous copy and as staging-sized asynchronous
-     * copies spread over as many streams as mem-sync has buffers, with one synchronize per stream
+     * of each per trial, in trial order ({@code [0]} the source's, {@code [1]} the target's). Each leg
+     * is timed both as one synchronous copy and as staging-sized asynchronous copies spread over as
+     * many streams as mem-sync has buffers, with one synchronize per stream
      * (the leg as busy as mem-sync keeps it), and the faster counts: the baseline is the best the
      * leg does alone, not the way mem-sync happens to use it. The source first serves as many reads
      * of the region as a warmed source does, so the baseline is as warm as the warmest mem-sync.
