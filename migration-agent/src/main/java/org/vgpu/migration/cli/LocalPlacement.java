@@ -13,20 +13,27 @@ import org.vgpu.runtime.api.VirtualGpu;
 /** Source and target are two devices of one local backend (the emulation: native to native is refused). */
 final class LocalPlacement implements Placement {
     private final GpuBackend backend;
+    private final MigrationConfig config;
 
-    LocalPlacement(GpuBackend backend) {
+    LocalPlacement(GpuBackend backend, MigrationConfig config) {
         this.backend = backend;
+        this.config = config;
     }
 
     /** A migratable vGPU on {@code device} of {@code backend}, whose targets are that backend's devices. */
-    static MigratableGpu migratable(GpuBackend backend, int vgpu, int device) {
+    static MigratableGpu migratable(GpuBackend backend, int vgpu, int device, MigrationConfig config) {
         return new MigratableGpu(backend.open(device, VaWindow.forVgpu(vgpu)), new MigrationTarget.LocalGpu(device),
-                new NodeTargetResolver(backend), MigrationConfig.DEFAULTS, MigrationListener.NONE, MigrationFaults.NONE);
+                new NodeTargetResolver(backend), config, MigrationListener.NONE, MigrationFaults.NONE);
     }
 
     @Override
     public MigratableGpu openOnSource(int vgpu) {
-        return migratable(backend, vgpu, 0);
+        return migratable(backend, vgpu, 0, config);
+    }
+
+    @Override
+    public MigrationConfig config() {
+        return config;
     }
 
     @Override

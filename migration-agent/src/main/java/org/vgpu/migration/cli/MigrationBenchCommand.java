@@ -110,7 +110,12 @@ public final class MigrationBenchCommand implements Subcommand {
                 .addOption(Option.builder().longOpt("worker-device").hasArg().argName("N")
                         .desc("device of the worker processes (default 0)").get())
                 .addOption(Option.builder().longOpt("target-device").hasArg().argName("N")
-                        .desc("local device the vGPUs move to with --source worker (default 0)").get());
+                        .desc("local device the vGPUs move to with --source worker (default 0)").get())
+                .addOption(Option.builder().longOpt("staging-buffers").hasArg().argName("N")
+                        .desc("mem-sync's staging buffers, 1 to 8 (default " + MigrationConfig.DEFAULT_STAGING_BUFFERS + ")").get())
+                .addOption(Option.builder().longOpt("chunk-mib").hasArg().argName("MIB")
+                        .desc("mem-sync's staging buffer size in MiB, 1 to 1024 (default "
+                                + (MigrationConfig.DEFAULT_CHUNK_BYTES >> 20) + ")").get());
     }
 
     @Override
@@ -127,6 +132,13 @@ public final class MigrationBenchCommand implements Subcommand {
                 CommandLines.intValue(line, "md-runs", backendName.equals(EmulatedBackend.NAME) ? 4 : 40, 1));
         int workerDevice = CommandLines.intValue(line, "worker-device", 0, 0);
         int targetDevice = CommandLines.intValue(line, "target-device", 0, 0);
+        int stagingBuffers = CommandLines.intValue(line, "staging-buffers", MigrationConfig.DEFAULT_STAGING_BUFFERS, 1);
+        int chunkMib = CommandLines.intValue(line, "chunk-mib", (int) (MigrationConfig.DEFAULT_CHUNK_BYTES >> 20), 1);
+        if (stagingBuffers > 8 || chunkMib > 1024) {
+            throw new ParseException("--staging-buffers must be 1 to 8 and --chunk-mib 1 to 1024, got " + stagingBuffers
+                    + " and " + chunkMib);
+        }
+        MigrationConfig config = MigrationConfig.DEFAULTS.withStagingBuffers(stagingBuffers).withChunkBytes((long) chunkMib << 20);
         try (GpuBackend backend = backendName.equals(EmulatedBackend.NAME)
                 ? new EmulatedBackend(2, EMULATED_DEVICE_BUDGET, TestKernels.twins()) : Backends.open(backendName)) {
             if (targetDevice >= backend.deviceCount() || (source.equals("local") && backend.deviceCount() < 2)) {
@@ -139,14 +151,14 @@ public final class MigrationBenchCommand implements Subcommand {
                 gateCost(settings, out);
             }
             if (sections.contains("per-call")) {
-                perCall(LocalPlacement.migratable(backend, 0, 0), backend.open(0, VaWindow.forVgpu(1)), null, settings, out);
+                perCall(LocalPlacement.migratable(backend, 0, 0, config), backend.open(0, VaWindow.forVgpu(1)), null, settings, out);
             }
             if (source.equals("local") && !backend.isEmulation()) {
                 out.printf("%nmigration figures skipped: native to native in one process is refused; use --source worker%n");
                 return 0;
             }
-            try (Placement placement = source.equals("local") ? new LocalPlacement(backend)
-                    : new WorkerPlacement(backend, backendName, workerDevice, targetDevice)) {
+            try (Placement placement = source.equals("local") ? new LocalPlacement(backend, config)
+                    : new WorkerPlacement(backend, backendName, workerDevice, targetDevice, config)) {
                 out.printf("%nmigrations: %s%n", placement.describe());
                 if (sections.contains("per-call")) {
                     perCall(placement.openOnSource(0), backend.open(placement.targetDevice(), VaWindow.forVgpu(1)),
@@ -357,23 +369,34 @@ public final class MigrationBenchCommand implements Subcommand {
         // as the cores it landed on allow (on an H200 VM, five workers' raw copies ran at 3.81 to 4.51 GB/s,
         // while one worker's own copies stay within 4 % of each other): the baseline samples as many
         // processes as a row.
-        double[][] rawByProcess = new double[2][settings.trials()];
+        // [leg][way][process]: the source's device->host and the target's host->device, each as one
+        // copy and as pieces, by the median of that process's copies
+        double[][][] rawByProcess = new double[2][2][settings.trials()];
         for (int process = 0; process < settings.trials(); process++) {
-            double[][] copies = rawCopy(placement, total, RAW_COPIES_PER_PROCESS);
-            rawByProcess[0][process] = median(copies[0]);
-            rawByProcess[1][process] = median(copies[1]);
+            double[][][] copies = rawCopy(placement, total, RAW_COPIES_PER_PROCESS);
+            for (int leg = 0; leg < 2; leg++) {
+                for (int way = 0; way < 2; way++) {
+                    rawByProcess[leg][way][process] = median(copies[leg][way]);
+                }
+            }
         }
-        double[] raw = {median(rawByProcess[0]), median(rawByProcess[1])};
+        // A leg's baseline is the faster way by the medians: a per-copy best of two ways would be a
+        // best of two noisy draws, and mem-sync gets one draw per trial.
+        double[] raw = new double[2];
+        for (int leg = 0; leg < 2; leg++) {
+            raw[leg] = Math.min(median(rawByProcess[leg][0]), median(rawByProcess[leg][1]));
+        }
         double slowerLeg = total / Math.max(raw[0], raw[1]);
         double serial = total / (raw[0] + raw[1]);
         out.printf("%nmem-sync of %d MiB by region size vs raw copies of one %d MiB region through pinned memory"
                 + " (each leg the faster of one copy and %d MiB pieces on %d streams)%s%n", total >> 20, total >> 20,
-                MigrationConfig.DEFAULT_CHUNK_BYTES >> 20, MigrationConfig.DEFAULT_STAGING_BUFFERS, label);
+                placement.config().chunkBytes() >> 20, placement.config().stagingBuffers(), label);
         out.printf("  raw: source device->host %.2f GB/s, target host->device %.2f GB/s; slower leg %.2f GB/s,"
                 + " one after the other %.2f GB/s%n", total / raw[0] / 1e9, total / raw[1] / 1e9, slowerLeg / 1e9, serial / 1e9);
-        out.printf("  raw by worker process (each the median of %d copies), GB/s: source device->host %s;"
-                + " target host->device %s%n", RAW_COPIES_PER_PROCESS, gigabytesPerSecond(total, rawByProcess[0]),
-                gigabytesPerSecond(total, rawByProcess[1]));
+        out.printf("  raw by worker process (each way the median of %d copies; the faster way by its median counts), GB/s:"
+                + " source device->host one copy %s, pieces %s; target host->device one copy %s, pieces %s%n",
+                RAW_COPIES_PER_PROCESS, gigabytesPerSecond(total, rawByProcess[0][0]), gigabytesPerSecond(total, rawByProcess[0][1]),
+                gigabytesPerSecond(total, rawByProcess[1][0]), gigabytesPerSecond(total, rawByProcess[1][1]));
         // A job's first migration also runs the app's side of mem-sync (batching, the requests, the
         // target's scatter) before the JIT has compiled it: loops over thousands of regions run in the
         // interpreter until they have run tens of thousands of times. Shown on its own, so that the rows
@@ -469,7 +492,7 @@ public final class MigrationBenchCommand implements Subcommand {
                 gpu.memsetD32(address, r, size / 4);
                 live.add(new DeviceRegion(address, size));
             }
-            double gatherSeconds = warmed ? readBack(gpu, live, WARM_UP_READS) : 0;
+            double gatherSeconds = warmed ? readBack(gpu, live, WARM_UP_READS, placement.config().chunkBytes()) : 0;
             return new MemSyncTrial(gpu.migrate(placement.target()).memSync().toNanos() / 1e9, gatherSeconds);
         }
     }
@@ -486,7 +509,7 @@ public final class MigrationBenchCommand implements Subcommand {
             for (int r = 0; r < regions; r++) {
                 allocated.add(new DeviceRegion(target.memAlloc(size), size));
             }
-            MemorySegment pinned = target.memAllocHost(Math.max(size, MigrationConfig.DEFAULT_CHUNK_BYTES));
+            MemorySegment pinned = target.memAllocHost(Math.max(size, placement.config().chunkBytes()));
             List<List<DeviceRegion>> batches = DeviceRegion.runs(allocated, pinned.byteSize(), Integer.MAX_VALUE);
             StreamHandle stream = target.streamCreate();
             try {
@@ -511,9 +534,9 @@ public final class MigrationBenchCommand implements Subcommand {
      * Reads {@code regions} back {@code times} times, in gathers of one staging chunk or one region,
      * whichever is larger; returns the seconds of the last time.
      */
-    private static double readBack(VirtualGpu gpu, List<DeviceRegion> regions, int times) {
+    private static double readBack(VirtualGpu gpu, List<DeviceRegion> regions, int times, long chunkBytes) {
         long largest = regions.stream().mapToLong(DeviceRegion::bytes).max().orElse(0);
-        MemorySegment host = gpu.memAllocHost(Math.max(largest, MigrationConfig.DEFAULT_CHUNK_BYTES));
+        MemorySegment host = gpu.memAllocHost(Math.max(largest, chunkBytes));
         List<List<DeviceRegion>> batches = DeviceRegion.runs(regions, host.byteSize(), Integer.MAX_VALUE);
         try {
             long start = 0;
@@ -531,15 +554,15 @@ public final class MigrationBenchCommand implements Subcommand {
     }
 
     /**
-     * Seconds of one device-to-host copy on the source and one host-to-device copy on the target, one
-     * of each per trial, in trial order ({@code [0]} the source's, {@code [1]} the target's). Each leg
-     * is timed both as one synchronous copy and as staging-sized asynchronous copies spread over as
-     * many streams as mem-sync has buffers, with one synchronize per stream
-     * (the leg as busy as mem-sync keeps it), and the faster counts: the baseline is the best the
-     * leg does alone, not the way mem-sync happens to use it. The source first serves as many reads
-     * of the region as a warmed source does, so the baseline is as warm as the warmest mem-sync.
+     * Seconds of device-to-host copies on the source and host-to-device copies on the target, as
+     * {@code [leg][way][trial]}: leg 0 the source's, 1 the target's; way 0 one synchronous copy, 1
+     * staging-sized asynchronous copies spread over as many streams as mem-sync has buffers, with one
+     * synchronize per stream (the leg as busy as mem-sync keeps it). The caller takes the faster way:
+     * the baseline is the best the leg does alone, not the way mem-sync happens to use it. The source
+     * first serves as many reads of the region as a warmed source does, so the baseline is as warm as
+     * the warmest mem-sync.
      */
-    private static double[][] rawCopy(Placement placement, long bytes, int trials) {
+    private static double[][][] rawCopy(Placement placement, long bytes, int trials) {
         try (VirtualGpu source = placement.openPlainOnSource(4);
              VirtualGpu target = placement.local().open(placement.targetDevice(), VaWindow.forVgpu(5))) {
             long from = source.memAlloc(bytes);
@@ -547,19 +570,18 @@ public final class MigrationBenchCommand implements Subcommand {
             source.memsetD8(from, (byte) 1, bytes);
             List<StreamHandle> sourceStreams = new ArrayList<>();
             List<StreamHandle> targetStreams = new ArrayList<>();
-            for (int k = 0; k < MigrationConfig.DEFAULT_STAGING_BUFFERS; k++) {
+            for (int k = 0; k < placement.config().stagingBuffers(); k++) {
                 sourceStreams.add(source.streamCreate());
                 targetStreams.add(target.streamCreate());
             }
             // Pinned where the native side is, as mem-sync's staging buffers are.
             VirtualGpu pinner = "native".equals(target.backendName()) ? target : source;
             MemorySegment pinned = pinner.memAllocHost(bytes);
-            long piece = Math.min(bytes, MigrationConfig.DEFAULT_CHUNK_BYTES);
+            long piece = Math.min(bytes, placement.config().chunkBytes());
             for (int read = 0; read < WARM_UP_READS; read++) {
                 source.memcpyDtoH(pinned, from, bytes);
             }
-            double[] down = new double[trials];
-            double[] up = new double[trials];
+            double[][][] seconds = new double[2][2][trials];
             for (int trial = 0; trial < trials; trial++) {
                 long start = System.nanoTime();
                 source.memcpyDtoH(pinned, from, bytes);
@@ -583,11 +605,13 @@ public final class MigrationBenchCommand implements Subcommand {
                 }
                 targetStreams.forEach(target::streamSynchronize);
                 long upPieces = System.nanoTime() - start;
-                down[trial] = Math.min(downWhole, downPieces) / 1e9;
-                up[trial] = Math.min(upWhole, upPieces) / 1e9;
+                seconds[0][0][trial] = downWhole / 1e9;
+                seconds[0][1][trial] = downPieces / 1e9;
+                seconds[1][0][trial] = upWhole / 1e9;
+                seconds[1][1][trial] = upPieces / 1e9;
             }
             pinner.memFreeHost(pinned);
-            return new double[][] {down, up};
+            return seconds;
         }
     }
 
@@ -630,11 +654,17 @@ public final class MigrationBenchCommand implements Subcommand {
         double[][] wallMillis = new double[names.length][settings.trials()];
         double[][] gpuMillis = new double[names.length][settings.trials()];
         double[][] blockedMillis = new double[names.length][settings.trials()];
+        // each row's single runs over all trials, by where they ran relative to the migration
+        List<List<List<MdStep>>> steps = new ArrayList<>();
+        for (int row = 0; row < names.length; row++) {
+            steps.add(List.of(new ArrayList<>(), new ArrayList<>(), new ArrayList<>()));
+        }
         // Rounds over all rows, after a warm-up round, so JIT warm-up and drift spread over every row.
         for (int round = -1; round < settings.trials(); round++) {
             for (int row = 0; row < names.length; row++) {
                 try (MigratableGpu gpu = onTarget[row]
-                        ? LocalPlacement.migratable(placement.local(), 7, placement.targetDevice()) : placement.openOnSource(7)) {
+                        ? LocalPlacement.migratable(placement.local(), 7, placement.targetDevice(), placement.config())
+                        : placement.openOnSource(7)) {
                     MdRun run = mdRun(gpu, workload, settings, migrateAfter[row], placement.target(), out);
                     if (!run.digest().equals(unmigrated.digest())) {
                         out.printf("  MD app FAILED: %s read back other bits than the app never migrated%n", names[row]);
@@ -643,6 +673,9 @@ public final class MigrationBenchCommand implements Subcommand {
                         wallMillis[row][round] = run.wallMillis();
                         gpuMillis[row][round] = run.gpuMillis();
                         blockedMillis[row][round] = run.migration() == null ? 0 : run.migration().blocked().toNanos() / 1e6;
+                        for (MdStep step : run.steps()) {
+                            steps.get(row).get(step.phase().ordinal()).add(step);
+                        }
                     }
                 }
             }
@@ -658,6 +691,23 @@ public final class MigrationBenchCommand implements Subcommand {
             String blocked = migrateAfter[row] == 0 ? "-" : String.format("%.2f ms", median(blockedMillis[row]));
             out.printf("  %-34s %9.2f ms %10.3f %9.2f ms %12s%n", names[row], wall, wall / source, median(gpuMillis[row]), blocked);
         }
+        // Where a migrated app's time goes: its runs before the migration against the app never moved
+        // on the source, the runs the migration overlapped (target opened, state copied, source
+        // released, all beside the app), and its runs after against the app never moved on the target.
+        MdStep sourceRun = MdStep.median(steps.get(0).get(MdPhase.BEFORE.ordinal()));
+        MdStep targetRun = MdStep.median(steps.get(1).get(MdPhase.BEFORE.ordinal()));
+        out.printf("  one run (of %d), wall (GPU parts), median over runs and trials: never migrated on the source %s,"
+                + " on the target %s%n", settings.mdRuns(), sourceRun, targetRun);
+        for (int row = 2; row < names.length; row++) {
+            List<List<MdStep>> phases = steps.get(row);
+            MdStep before = MdStep.median(phases.get(MdPhase.BEFORE.ordinal()));
+            MdStep after = MdStep.median(phases.get(MdPhase.AFTER.ordinal()));
+            List<MdStep> overlapped = phases.get(MdPhase.DURING.ordinal());
+            out.printf("  %-34s before %s (/ source %.3f); during the migration %.1f runs per trial, %s each;"
+                    + " after %s (/ target %.3f)%n", names[row], before, before.wallMillis() / sourceRun.wallMillis(),
+                    (double) overlapped.size() / settings.trials(), MdStep.median(overlapped), after,
+                    after.wallMillis() / targetRun.wallMillis());
+        }
         out.printf("  expected: migrated runs between the two, nearer the target the earlier they move%n");
     }
 
@@ -666,7 +716,28 @@ public final class MigrationBenchCommand implements Subcommand {
      *
      * @param migration the migration's report; null when the app never moved
      */
-    private record MdRun(double wallMillis, double gpuMillis, long launches, String digest, MigrationReport migration) {
+    private record MdRun(double wallMillis, double gpuMillis, long launches, String digest, MigrationReport migration,
+                         List<MdStep> steps) {
+    }
+
+    /** Where one run of the MD app ran: wholly before its migration started, while it ran, or wholly after it ended. */
+    private enum MdPhase { BEFORE, DURING, AFTER }
+
+    /** One of the MD app's runs; an app never migrated has only runs BEFORE. */
+    private record MdStep(MdPhase phase, double wallMillis, double gpuMillis) {
+        /** The median wall time and, apart, the median GPU parts of {@code steps}; NaN for none. */
+        static MdStep median(List<MdStep> steps) {
+            if (steps.isEmpty()) {
+                return new MdStep(MdPhase.BEFORE, Double.NaN, Double.NaN);
+            }
+            return new MdStep(steps.getFirst().phase(), MigrationBenchCommand.median(steps.stream().mapToDouble(MdStep::wallMillis).toArray()),
+                    MigrationBenchCommand.median(steps.stream().mapToDouble(MdStep::gpuMillis).toArray()));
+        }
+
+        @Override
+        public String toString() {
+            return String.format("%.2f ms (%.2f ms)", wallMillis, gpuMillis);
+        }
     }
 
     /** Runs the MD app, migrated to {@code target} by its own thread after {@code migrateAfter} launches (0: never). */
@@ -676,17 +747,24 @@ public final class MigrationBenchCommand implements Subcommand {
                 migration -> Thread.ofPlatform().name("migration agent").start(migration));
         Transcript transcript = new Transcript(trigger);
         long gpuNanos = 0;
+        List<MdStep> steps = new ArrayList<>();
         long start = System.nanoTime();
         for (int run = 0; run < settings.mdRuns(); run++) {
+            boolean doneBefore = trigger.migration().isDone();
+            long runStart = System.nanoTime();
             WorkloadResult result = workload.run(transcript, settings.mdScale(), run + 1);
+            long runNanos = System.nanoTime() - runStart;
             if (!result.passed()) {
                 out.printf("  MD run FAILED its check: %s%n", result.errorSummary());
             }
             gpuNanos += result.elapsed().toNanos();
+            MdPhase phase = doneBefore ? MdPhase.AFTER
+                    : migrateAfter == 0 || trigger.launches() < migrateAfter ? MdPhase.BEFORE : MdPhase.DURING;
+            steps.add(new MdStep(phase, runNanos / 1e6, result.elapsed().toNanos() / 1e6));
         }
         double wallMillis = (System.nanoTime() - start) / 1e6;
         MigrationReport migration = migrateAfter == 0 ? null : trigger.migration().join();
-        return new MdRun(wallMillis, gpuNanos / 1e6, transcript.launches(), transcript.digest(), migration);
+        return new MdRun(wallMillis, gpuNanos / 1e6, transcript.launches(), transcript.digest(), migration, steps);
     }
 
     // ---- helpers

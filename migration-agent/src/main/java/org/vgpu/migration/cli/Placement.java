@@ -1,6 +1,7 @@
 package org.vgpu.migration.cli;
 
 import org.vgpu.migration.MigratableGpu;
+import org.vgpu.migration.MigrationConfig;
 import org.vgpu.migration.MigrationTarget;
 import org.vgpu.runtime.api.GpuBackend;
 import org.vgpu.runtime.api.VirtualGpu;
@@ -10,6 +11,9 @@ interface Placement extends AutoCloseable {
 
     /** A new migratable vGPU of index {@code vgpu} on the source. */
     MigratableGpu openOnSource(int vgpu);
+
+    /** How the vGPUs {@link #openOnSource} opens migrate. */
+    MigrationConfig config();
 
     /** A plain vGPU of index {@code vgpu} on the source, for raw-copy baselines. */
     VirtualGpu openPlainOnSource(int vgpu);

@@ -38,14 +38,16 @@ final class WorkerPlacement implements Placement {
     private final String workerBackend;
     private final int workerDevice;
     private final int targetDevice;
+    private final MigrationConfig config;
     private final ThrowawaySiteKey siteKey = ThrowawaySiteKey.create("vgpu-migration-bench");
     private final WorkerLauncher launcher = new WorkerLauncher();
     private final AtomicInteger launches = new AtomicInteger();
     private final Map<Integer, LaunchedWorker> byPort = new ConcurrentHashMap<>();
     private final RemoteWorkerResolver workers;
 
-    WorkerPlacement(GpuBackend local, String workerBackend, int workerDevice, int targetDevice) {
+    WorkerPlacement(GpuBackend local, String workerBackend, int workerDevice, int targetDevice, MigrationConfig config) {
         this.local = local;
+        this.config = config;
         this.workerBackend = workerBackend;
         this.workerDevice = workerDevice;
         this.targetDevice = targetDevice;
@@ -56,7 +58,7 @@ final class WorkerPlacement implements Placement {
     public MigratableGpu openOnSource(int vgpu) {
         MigrationTarget.RemoteWorker worker = launch();
         VirtualGpu remote = workers.open(worker, VaWindow.forVgpu(vgpu), null);
-        return new MigratableGpu(remote, worker, new NodeTargetResolver(local, workers), MigrationConfig.DEFAULTS,
+        return new MigratableGpu(remote, worker, new NodeTargetResolver(local, workers), config,
                 MigrationListener.NONE, MigrationFaults.NONE);
     }
 
@@ -79,6 +81,11 @@ final class WorkerPlacement implements Placement {
         }
         String token = siteKey.issuer().issue(JOB, window.vgpuIndex(), launched.workerId(), Duration.ofHours(1));
         return new WorkerEndpoint(launched.workerId(), worker.host(), worker.port(), token, launched::close);
+    }
+
+    @Override
+    public MigrationConfig config() {
+        return config;
     }
 
     @Override

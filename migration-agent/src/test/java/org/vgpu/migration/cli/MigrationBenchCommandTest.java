@@ -50,9 +50,10 @@ class MigrationBenchCommandTest {
         String report = out.toString(StandardCharsets.UTF_8);
         assertTrue(report.lines().anyMatch(row -> row.matches("  this process's first 4 mem-syncs, 16384 regions of 4 KiB from"
                 + " fresh sources .*: [0-9.]+ ms \\([0-9.]+\\), [0-9.]+ ms \\([0-9.]+\\), [0-9.]+ ms \\([0-9.]+\\), [0-9.]+ ms \\([0-9.]+\\)")), report);
-        // the raw baseline samples one worker process per trial
-        assertTrue(report.lines().anyMatch(row -> row.matches("  raw by worker process \\(each the median of 3 copies\\), GB/s:"
-                + " source device->host [0-9.]+; target host->device [0-9.]+")), report);
+        // the raw baseline samples one worker process per trial, each leg both ways
+        assertTrue(report.lines().anyMatch(row -> row.matches("  raw by worker process \\(each way the median of 3 copies;"
+                + " the faster way by its median counts\\), GB/s: source device->host one copy [0-9.]+, pieces [0-9.]+;"
+                + " target host->device one copy [0-9.]+, pieces [0-9.]+")), report);
         // every region size once from fresh sources and once from warmed ones, each row ending in its one trial's
         // ratio, the warmed ones with their legs
         for (String size : new String[] {"4 KiB  ", "64 KiB ", "1 MiB  ", "16 MiB ", "64 MiB "}) {
@@ -65,12 +66,34 @@ class MigrationBenchCommandTest {
     }
 
     @Test
+    @Timeout(value = 180, unit = TimeUnit.SECONDS)
+    void mdSplitsEachMigratedAppsRunsIntoBeforeDuringAndAfterItsMigration() {
+        assertEquals(0, run("--sections", "md", "--trials", "1", "--md-runs", "4", "--md-scale", "1"), err.toString());
+        String report = out.toString(StandardCharsets.UTF_8);
+        assertFalse(report.contains("FAILED"), report);
+        assertTrue(report.lines().anyMatch(row -> row.matches("  one run \\(of 4\\), wall \\(GPU parts\\), median over runs and"
+                + " trials: never migrated on the source [0-9.]+ ms \\([0-9.]+ ms\\), on the target [0-9.]+ ms \\([0-9.]+ ms\\)")), report);
+        // The migration starts at the last launch of a run: at 50 % (of 4 runs) the first run is wholly before it and
+        // the second overlaps it; the runs after depend on how fast it is (NaN: none).
+        String time = "(?:[0-9.]+|NaN) ms \\((?:[0-9.]+|NaN) ms\\)";
+        String ratio = "(?:[0-9.]+|NaN)";
+        for (int share : new int[] {25, 50, 75}) {
+            String before = share == 50 ? "[0-9.]+ ms \\([0-9.]+ ms\\) \\(/ source [0-9.]+\\)" : time + " \\(/ source " + ratio + "\\)";
+            assertTrue(report.lines().anyMatch(row -> row.matches("  migrated after " + share + " % of launches +before " + before
+                    + "; during the migration [1-3].0 runs per trial, [0-9.]+ ms \\([0-9.]+ ms\\) each; after " + time
+                    + " \\(/ target " + ratio + "\\)")), report);
+        }
+    }
+
+    @Test
     void badOptionsAreUsageErrorsThatNameTheValue() {
         assertEquals(2, run("--sections", "per-call,warp"));
         assertTrue(err.toString(StandardCharsets.UTF_8).contains("got 'warp' in 'per-call,warp'"), err.toString());
         assertEquals(2, run("--sections", ""));
         assertEquals(2, run("--trials", "0"));
         assertEquals(2, run("--source", "cloud"));
+        assertEquals(2, run("--staging-buffers", "9"));
+        assertEquals(2, run("--chunk-mib", "0"));
         assertFalse(out.toString(StandardCharsets.UTF_8).contains("per call"), out.toString());
     }
 }
