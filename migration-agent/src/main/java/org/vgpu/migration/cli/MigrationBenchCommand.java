@@ -32,6 +32,7 @@ import org.vgpu.runtime.api.GpuBackend;
 import org.vgpu.runtime.api.KernelArgs;
 import org.vgpu.runtime.api.StreamHandle;
 import org.vgpu.runtime.api.VaWindow;
+import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.api.VirtualGpu;
 import org.vgpu.runtime.emulated.EmulatedBackend;
 import org.vgpu.runtime.kernels.TestKernels;
@@ -134,11 +135,12 @@ public final class MigrationBenchCommand implements Subcommand {
         int targetDevice = CommandLines.intValue(line, "target-device", 0, 0);
         int stagingBuffers = CommandLines.intValue(line, "staging-buffers", MigrationConfig.DEFAULT_STAGING_BUFFERS, 1);
         int chunkMib = CommandLines.intValue(line, "chunk-mib", (int) (MigrationConfig.DEFAULT_CHUNK_BYTES >> 20), 1);
-        if (stagingBuffers > 8 || chunkMib > 1024) {
-            throw new ParseException("--staging-buffers must be 1 to 8 and --chunk-mib 1 to 1024, got " + stagingBuffers
-                    + " and " + chunkMib);
+        MigrationConfig config;
+        try {
+            config = MigrationConfig.DEFAULTS.withStagingBuffers(stagingBuffers).withChunkBytes((long) chunkMib << 20);
+        } catch (VgpuException outOfRange) {
+            throw new ParseException("--staging-buffers / --chunk-mib: " + outOfRange.detail());
         }
-        MigrationConfig config = MigrationConfig.DEFAULTS.withStagingBuffers(stagingBuffers).withChunkBytes((long) chunkMib << 20);
         try (GpuBackend backend = backendName.equals(EmulatedBackend.NAME)
                 ? new EmulatedBackend(2, EMULATED_DEVICE_BUDGET, TestKernels.twins()) : Backends.open(backendName)) {
             if (targetDevice >= backend.deviceCount() || (source.equals("local") && backend.deviceCount() < 2)) {

@@ -93,7 +93,9 @@ class MigrationBenchCommandTest {
         assertEquals(2, run("--trials", "0"));
         assertEquals(2, run("--source", "cloud"));
         assertEquals(2, run("--staging-buffers", "9"));
-        assertEquals(2, run("--chunk-mib", "0"));
+        assertTrue(err.toString(StandardCharsets.UTF_8).contains("staging buffers must be 1 to 8, got 9"), err.toString());
+        assertEquals(2, run("--chunk-mib", "2048"));
+        assertTrue(err.toString(StandardCharsets.UTF_8).contains("migration chunk must be 4 KiB to 1 GiB, got 2147483648"), err.toString());
         assertFalse(out.toString(StandardCharsets.UTF_8).contains("per call"), out.toString());
     }
 }
