@@ -718,8 +718,11 @@ public final class MigrationBenchCommand implements Subcommand {
      *
      * @param migration the migration's report; null when the app never moved
      */
-    private record MdRun(double wallMillis, double gpuMillis, long launches, String digest, MigrationReport migration,
-                         List<MdStep> steps) {
+    private record MdRun(double wallMillis, long launches, String digest, MigrationReport migration, List<MdStep> steps) {
+        /** The app's GPU parts: its runs' together. */
+        double gpuMillis() {
+            return steps.stream().mapToDouble(MdStep::gpuMillis).sum();
+        }
     }
 
     /** Where one run of the MD app ran: wholly before its migration started, while it ran, or wholly after it ended. */
@@ -748,7 +751,6 @@ public final class MigrationBenchCommand implements Subcommand {
         MigrateAfterLaunches trigger = new MigrateAfterLaunches(gpu, migrateAfter, target,
                 migration -> Thread.ofPlatform().name("migration agent").start(migration));
         Transcript transcript = new Transcript(trigger);
-        long gpuNanos = 0;
         List<MdStep> steps = new ArrayList<>();
         long start = System.nanoTime();
         for (int run = 0; run < settings.mdRuns(); run++) {
@@ -759,14 +761,13 @@ public final class MigrationBenchCommand implements Subcommand {
             if (!result.passed()) {
                 out.printf("  MD run FAILED its check: %s%n", result.errorSummary());
             }
-            gpuNanos += result.elapsed().toNanos();
             MdPhase phase = doneBefore ? MdPhase.AFTER
                     : migrateAfter == 0 || trigger.launches() < migrateAfter ? MdPhase.BEFORE : MdPhase.DURING;
             steps.add(new MdStep(phase, runNanos / 1e6, result.elapsed().toNanos() / 1e6));
         }
         double wallMillis = (System.nanoTime() - start) / 1e6;
         MigrationReport migration = migrateAfter == 0 ? null : trigger.migration().join();
-        return new MdRun(wallMillis, gpuNanos / 1e6, transcript.launches(), transcript.digest(), migration, steps);
+        return new MdRun(wallMillis, transcript.launches(), transcript.digest(), migration, steps);
     }
 
     // ---- helpers
