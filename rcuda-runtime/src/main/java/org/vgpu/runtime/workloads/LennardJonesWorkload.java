@@ -1,5 +1,6 @@
 package org.vgpu.runtime.workloads;
 
+import java.time.Duration;
 import java.util.Arrays;
 import java.util.SplittableRandom;
 
@@ -27,6 +28,7 @@ public final class LennardJonesWorkload implements Workload {
     /** 3 x 3 x 3 fcc cells. */
     static final int DEFAULT_ATOMS = 108;
     static final double DENSITY = 0.8442;
+    private static final double LATTICE_CONSTANT = Math.cbrt(4 / DENSITY);
     static final double TEMPERATURE = 3.0;
     static final float DT = 0.005f;
     static final int STEPS = 40;
@@ -48,29 +50,29 @@ public final class LennardJonesWorkload implements Workload {
 
     @Override
     public WorkloadResult run(VirtualGpu gpu, int scale, long seed) {
-        int cells = cellsPerEdge(Workload.scaled(DEFAULT_ATOMS, scale));
-        int n = 4 * cells * cells * cells;
-        double latticeConstant = Math.cbrt(4 / DENSITY);
-        float box = (float) (cells * latticeConstant);
-        float cutoffSquared = CUTOFF * CUTOFF;
-        float energyShift = (float) pairEnergy(cutoffSquared);
-        float dtf = 0.5f * DT;
-        float[] pos = fccLattice(cells, latticeConstant);
-        float[] vel = thermalVelocities(new SplittableRandom(seed), n);
+        return check(simulate(gpu, scale, seed));
+    }
 
-        record State(float[] pos, float[] vel, float[] potential, float[] kinetic) {
-        }
+    /**
+     * One run's device part alone: the inputs drawn from {@code seed}, the simulation on {@code gpu}
+     * and what it read back, unchecked. For an app that times its GPU work apart from the checks
+     * ({@link #check} later), as an MD code's own time has no CPU rerun of the simulation in it.
+     */
+    public Simulation simulate(VirtualGpu gpu, int scale, long seed) {
+        Inputs inputs = Inputs.draw(scale, seed);
+        int n = inputs.atoms();
+        float dtf = 0.5f * DT;
         var run = DeviceScope.run(gpu, device -> {
-            long dpos = device.upload(pos);
-            long dvel = device.upload(vel);
+            long dpos = device.upload(inputs.pos());
+            long dvel = device.upload(inputs.vel());
             long dforce = device.allocate(3L * n * Float.BYTES);
             long dpotential = device.allocate((long) n * Float.BYTES);
             long dkinetic = device.allocate((long) n * Float.BYTES);
             KernelArgs forces = KernelArgs.builder().pointer(dpos).pointer(dforce).pointer(dpotential).i32(n)
-                    .f32(box).f32(cutoffSquared).f32(energyShift).build();
+                    .f32(inputs.box()).f32(inputs.cutoffSquared()).f32(inputs.energyShift()).build();
             KernelArgs initialIntegrate = KernelArgs.builder().pointer(dpos).pointer(dvel).pointer(dforce).i32(n)
                     .f32(dtf).f32(DT).build();
-            KernelArgs applyPeriodic = KernelArgs.builder().pointer(dpos).i32(n).f32(box).build();
+            KernelArgs applyPeriodic = KernelArgs.builder().pointer(dpos).i32(n).f32(inputs.box()).build();
             KernelArgs finalIntegrate = KernelArgs.builder().pointer(dvel).pointer(dforce).i32(n).f32(dtf).build();
             KernelArgs kineticEnergy = KernelArgs.builder().pointer(dvel).pointer(dkinetic).i32(n).build();
             device.launch1D(TestKernels.LJ_FORCES, n, forces);
@@ -84,21 +86,68 @@ public final class LennardJonesWorkload implements Workload {
             return new State(device.readFloats(dpos, 3 * n), device.readFloats(dvel, 3 * n),
                     device.readFloats(dpotential, n), device.readFloats(dkinetic, n));
         });
+        return new Simulation(inputs, gpu.backendName(), run.output(), run.elapsed(), run.launches());
+    }
 
-        Reference reference = new Reference(pos, vel, box, cutoffSquared, energyShift);
+    /** Checks what {@code simulation} read back against the double-precision CPU reference run from the same inputs. */
+    public WorkloadResult check(Simulation simulation) {
+        Inputs inputs = simulation.inputs;
+        int n = inputs.atoms();
+        Reference reference = new Reference(inputs.pos(), inputs.vel(), inputs.box(), inputs.cutoffSquared(), inputs.energyShift());
         double startEnergy = reference.totalEnergy();
         for (int step = 0; step < STEPS; step++) {
             reference.step(DT);
         }
-        State device = run.output();
+        State device = simulation.state;
         Comparison comparison = Comparison.within("pos", reference.nearestImages(device.pos()), device.pos(), POSITION_TOLERANCE)
                 .and(Comparison.within("vel", reference.vel, device.vel(), VELOCITY_TOLERANCE))
                 .and(Comparison.within("potential", reference.potential, device.potential(), ENERGY_TOLERANCE))
                 .and(Comparison.within("kinetic", reference.kinetic(), device.kinetic(), ENERGY_TOLERANCE));
         double endEnergy = sum(device.potential()) + sum(device.kinetic());
-        return new WorkloadResult(name(), gpu.backendName(), comparison, run.elapsed(), String.format(
-                "%d atoms, %d steps, %d launches, energy/atom %.4f -> %.4f", n, STEPS, run.launches(),
+        return new WorkloadResult(name(), simulation.backend, comparison, simulation.elapsed, String.format(
+                "%d atoms, %d steps, %d launches, energy/atom %.4f -> %.4f", n, STEPS, simulation.launches,
                 startEnergy / n, endEnergy / n));
+    }
+
+    /**
+     * One run's device part, not yet checked.
+     *
+     * @see #simulate
+     * @see #check
+     */
+    public static final class Simulation {
+        private final Inputs inputs;
+        private final String backend;
+        private final State state;
+        private final Duration elapsed;
+        private final int launches;
+
+        private Simulation(Inputs inputs, String backend, State state, Duration elapsed, int launches) {
+            this.inputs = inputs;
+            this.backend = backend;
+            this.state = state;
+            this.elapsed = elapsed;
+            this.launches = launches;
+        }
+
+        /** Wall time of the device part, as {@link WorkloadResult#elapsed()}. */
+        public Duration elapsed() {
+            return elapsed;
+        }
+    }
+
+    /** A run's starting point, drawn from its scale and seed: an fcc lattice with thermal velocities. */
+    private record Inputs(int atoms, float box, float cutoffSquared, float energyShift, float[] pos, float[] vel) {
+        static Inputs draw(int scale, long seed) {
+            int cells = cellsPerEdge(Workload.scaled(DEFAULT_ATOMS, scale));
+            int atoms = 4 * cells * cells * cells;
+            return new Inputs(atoms, (float) (cells * LATTICE_CONSTANT), CUTOFF * CUTOFF, (float) pairEnergy(CUTOFF * CUTOFF),
+                    fccLattice(cells, LATTICE_CONSTANT), thermalVelocities(new SplittableRandom(seed), atoms));
+        }
+    }
+
+    /** What the device read back at the end of a run. */
+    private record State(float[] pos, float[] vel, float[] potential, float[] kinetic) {
     }
 
     /** The smallest number of fcc cells per edge that holds {@code atoms} atoms, and at least 3 so the box exceeds twice the cutoff. */

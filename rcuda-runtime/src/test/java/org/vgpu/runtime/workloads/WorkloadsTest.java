@@ -95,6 +95,39 @@ class WorkloadsTest {
         }
     }
 
+    /**
+     * The MD workload's device part and its check come apart (an app times the one and does the
+     * other later): the simulation frees its memory before any check, and a wrong device result is
+     * found when it is checked, not when it is made.
+     */
+    @Test
+    void aLennardJonesSimulationIsCheckedApartFromItsDevicePart() {
+        KernelTwinRegistry twins = TestKernels.twins();
+        KernelTwin kinetic = twins.require(TestKernels.LJ_KINETIC_ENERGY);
+        twins.register(TestKernels.LJ_KINETIC_ENERGY, (grid, block, args, memory) -> {
+            kinetic.run(grid, block, args, memory);
+            MemorySegment first = memory.segment(args.pointer(1), Float.BYTES);
+            first.set(ValueLayout.JAVA_FLOAT_UNALIGNED, 0, first.get(ValueLayout.JAVA_FLOAT_UNALIGNED, 0) + 1);
+        });
+        LennardJonesWorkload workload = new LennardJonesWorkload();
+        try (EmulatedBackend right = new EmulatedBackend(1, MEMORY, TestKernels.twins());
+             VirtualGpu gpu = right.open(0, VaWindow.forVgpu(0))) {
+            LennardJonesWorkload.Simulation simulation = workload.simulate(gpu, 1, 3);
+            assertEquals(MEMORY, gpu.memGetInfo().free(), "the device part frees what it allocated");
+            WorkloadResult result = workload.check(simulation);
+            assertTrue(result.passed(), result.errorSummary());
+            assertEquals(simulation.elapsed(), result.elapsed());
+            assertTrue(result.detail().contains("201 launches"), result.detail());
+        }
+        try (EmulatedBackend wrong = new EmulatedBackend(1, MEMORY, twins);
+             VirtualGpu gpu = wrong.open(0, VaWindow.forVgpu(0))) {
+            WorkloadResult result = workload.check(workload.simulate(gpu, 1, 3));
+            assertFalse(result.passed());
+            assertEquals(1, result.comparison().mismatches(), result.errorSummary());
+            assertTrue(result.errorSummary().contains("kinetic[0]"), result.errorSummary());
+        }
+    }
+
     /** A kernel fault ends the run with the vGPU's error, and the run's allocations are still freed. */
     @Test
     void aKernelFaultIsThrownAndNothingLeaks() {
