@@ -34,6 +34,7 @@ import org.vgpu.runtime.api.StreamHandle;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VirtualGpu;
 import org.vgpu.runtime.kernels.TestKernels;
+import org.vgpu.runtime.remote.client.ChunkLanding;
 import org.vgpu.runtime.remote.client.RemoteConfig;
 import org.vgpu.runtime.remote.client.RemoteGpu;
 import org.vgpu.runtime.remote.client.WorkerEndpoint;
@@ -128,10 +129,12 @@ public final class RemoteBenchCommand implements Subcommand {
                             + " runtime and this machine's network stack, not a GPU");
                 }
                 out.printf("client and worker are separate processes on %s, %d cores; threads poll %d us before sleeping"
-                        + " (-D%s); copies in %d KiB chunks (-D%s); socket buffers %s (-D%s); %d trials after %d"
+                        + " (-D%s); copies in %d KiB chunks (-D%s); the client lands chunks of %s (-D%s); socket buffers %s (-D%s); %d trials after %d"
                         + " warm-up trials; medians, and the range of each ratio over the trials%n%n", host,
                         Runtime.getRuntime().availableProcessors(), RemoteConfig.defaults().spinNanos() / 1000,
                         NettyTransport.SPIN_PROPERTY, RemoteConfig.defaults().chunkBytes() >> 10, RequestDecoder.CHUNK_PROPERTY,
+                        ChunkLanding.MIN_BYTES > 0 ? (ChunkLanding.MIN_BYTES >> 10) + " KiB and more through a copier thread"
+                                : "on the event loop", ChunkLanding.PROPERTY,
                         NettyTransport.socketBufferBytes() > 0 ? (NettyTransport.socketBufferBytes() >> 10) + " KiB"
                                 : "autotuned by the kernel", NettyTransport.SOCKET_BUFFER_PROPERTY, trials, WARM_UP_TRIALS);
                 List<Row> rows = measure(worker, localGpu, remoteGpu, syncIterations, asyncIterations, copyBytes, trials);

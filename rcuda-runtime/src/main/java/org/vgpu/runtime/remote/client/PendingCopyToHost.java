@@ -1,7 +1,6 @@
 package org.vgpu.runtime.remote.client;
 
 import java.lang.foreign.MemorySegment;
-import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -14,8 +13,9 @@ import org.vgpu.runtime.remote.protocol.ReplyDecoder;
 
 /**
  * A device-to-host copy in flight. Where the event loop may touch the caller's memory (heap
- * arrays, shared and global native memory) it copies each DATA chunk there as it arrives, so the
- * network and the copy overlap. Memory of a confined arena belongs to its owner thread alone: then
+ * arrays, shared and global native memory) each DATA chunk is landed there as it arrives, by the
+ * event loop or the connection's copier ({@link ChunkLanding}), so the network and the copy
+ * overlap. Memory of a confined arena belongs to its owner thread alone: then
  * the chunks are held and the owner {@link #applyHeldChunks applies} them once the copy is
  * complete. Chunks must arrive in order and exactly fill the copy; anything else is a protocol
  * error, since a worker must never write outside the memory the caller named.
@@ -28,7 +28,8 @@ final class PendingCopyToHost extends PendingCall<Void> {
     private final List<ByteBuf> heldChunks = new ArrayList<>();
     private final List<Long> heldOffsets = new ArrayList<>();
     private long received;
-    private VgpuException destinationFailure;
+    /** Set by whichever thread found the destination freed (event loop or copier), first one wins. */
+    private volatile VgpuException destinationFailure;
     private volatile boolean failureKept;
 
     PendingCopyToHost(MemorySegment destination, long bytes) {
@@ -59,7 +60,7 @@ final class PendingCopyToHost extends PendingCall<Void> {
      * @param failureKept on the last chunk: the worker keeps an asynchronous failure
      * @return whether it was the last one
      */
-    boolean accept(long offset, ByteBuf data, boolean more, boolean failureKept) {
+    boolean accept(long offset, ByteBuf data, boolean more, boolean failureKept, ChunkLanding landing) {
         int length = data.readableBytes();
         if (offset != received || length > bytes - received) {
             throw Frames.violation("DATA chunk of " + length + " bytes at offset " + offset + " does not continue a copy of "
@@ -70,11 +71,9 @@ final class PendingCopyToHost extends PendingCall<Void> {
             heldOffsets.add(offset);
         } else if (destinationFailure == null && length > 0) {
             try {
-                copyInto(destination, offset, data);
+                landing.land(this, destination, offset, data);
             } catch (IllegalStateException freed) {
-                // an asynchronous copy whose host memory was freed before the data arrived
-                destinationFailure = new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE,
-                        "the host memory of a device-to-host copy was freed before the copy completed", freed);
+                destinationFreed(freed);
             }
         }
         received += length;
@@ -95,6 +94,25 @@ final class PendingCopyToHost extends PendingCall<Void> {
         return true;
     }
 
+    /** An asynchronous copy's host memory was freed before its data arrived. Event loop or copier. */
+    void destinationFreed(IllegalStateException freed) {
+        if (destinationFailure == null) {
+            destinationFailure = new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    "the host memory of a device-to-host copy was freed before the copy completed", freed);
+        }
+    }
+
+    /**
+     * Throws what the copier found once the copy's chunks have landed; the copy itself may have
+     * been done before (its last chunk arrived while earlier ones were still landing).
+     */
+    void throwIfDestinationFreed() {
+        VgpuException failure = destinationFailure;
+        if (failure != null) {
+            throw new VgpuException(failure.code(), failure.detail(), failure);
+        }
+    }
+
     /**
      * Copies the held chunks into the destination; called by its owner thread once the copy is
      * done. A chunk that cannot be applied (the arena was closed meanwhile) is dropped.
@@ -104,20 +122,11 @@ final class PendingCopyToHost extends PendingCall<Void> {
             for (int i = 0; i < heldChunks.size(); i++) {
                 ByteBuf chunk = heldChunks.get(i);
                 if (chunk.isReadable() && destination.scope().isAlive()) {
-                    copyInto(destination, heldOffsets.get(i), chunk);
+                    ChunkLanding.copyInto(destination, heldOffsets.get(i), chunk);
                 }
             }
         } finally {
             releaseHeldChunks();
-        }
-    }
-
-    /** Copies {@code data} to {@code destination} at {@code offset}, piece by piece (a large chunk arrives in several buffers). */
-    private static void copyInto(MemorySegment destination, long offset, ByteBuf data) {
-        for (ByteBuffer piece : data.nioBuffers()) {
-            int length = piece.remaining();
-            MemorySegment.copy(MemorySegment.ofBuffer(piece), 0, destination, offset, length);
-            offset += length;
         }
     }
 

@@ -88,6 +88,7 @@ final class WorkerConnection implements AutoCloseable {
     private final CompletableFuture<Welcome> handshake = new CompletableFuture<>();
     /** Device-to-host copies into confined memory, whose chunks wait for the owner thread. */
     private final ConcurrentLinkedQueue<PendingCopyToHost> heldCopies = new ConcurrentLinkedQueue<>();
+    private final ChunkLanding landing;
     private volatile VgpuException lost;
     private volatile long idleTimeoutNanos = Long.MAX_VALUE;
     private volatile long lastReadNanos = System.nanoTime();
@@ -111,6 +112,7 @@ final class WorkerConnection implements AutoCloseable {
     private WorkerConnection(WorkerEndpoint endpoint, RemoteConfig config) {
         this.endpoint = endpoint;
         this.config = config;
+        this.landing = ChunkLanding.withCopierThread("vgpu-copier-" + endpoint.workerId());
     }
 
     /**
@@ -244,9 +246,18 @@ final class WorkerConnection implements AutoCloseable {
         } finally {
             batchLock.unlock();
         }
+        return await(call, timeoutNanos);
+    }
+
+    /**
+     * Waits for {@code call}, then for every chunk handed to the copier before it ended (the app
+     * must find its memory as the worker's order of replies says), then applies the held copies.
+     */
+    private <T> T await(PendingCall<T> call, long timeoutNanos) {
         try {
             return call.await(config.spinNanos(), timeoutNanos);
         } finally {
+            landing.awaitLanded();
             applyHeldCopies();
         }
     }
@@ -329,11 +340,7 @@ final class WorkerConnection implements AutoCloseable {
             batchLock.unlock();
         }
         if (call != null) {
-            try {
-                call.await(config.spinNanos());
-            } finally {
-                applyHeldCopies();
-            }
+            await(call, Long.MAX_VALUE);
         }
     }
 
@@ -382,11 +389,8 @@ final class WorkerConnection implements AutoCloseable {
             batchLock.unlock();
         }
         if (!async) {
-            try {
-                copy.await(config.spinNanos());
-            } finally {
-                applyHeldCopies();
-            }
+            await(copy, Long.MAX_VALUE);
+            copy.throwIfDestinationFreed();
         }
     }
 
@@ -414,11 +418,10 @@ final class WorkerConnection implements AutoCloseable {
             batchLock.unlock();
         }
         try {
-            copy.await(config.spinNanos());
+            await(copy, Long.MAX_VALUE);
+            copy.throwIfDestinationFreed();
         } catch (VgpuException failed) {
             return false;
-        } finally {
-            applyHeldCopies();
         }
         return !copy.failureKept();
     }
@@ -475,6 +478,7 @@ final class WorkerConnection implements AutoCloseable {
             batchLock.unlock();
         }
         channel.close().awaitUninterruptibly(5000);
+        landing.close();
         for (PendingCopyToHost copy = heldCopies.poll(); copy != null; copy = heldCopies.poll()) {
             copy.releaseHeldChunks();
         }
@@ -658,7 +662,7 @@ final class WorkerConnection implements AutoCloseable {
             if (!(waiting.get(requestId) instanceof PendingCopyToHost copy)) {
                 throw Frames.violation("DATA for request " + requestId + ", which is no device-to-host copy in flight");
             }
-            if (copy.accept(offset, bytes, more, failureKept)) {
+            if (copy.accept(offset, bytes, more, failureKept, landing)) {
                 waiting.remove(requestId);
             }
         }

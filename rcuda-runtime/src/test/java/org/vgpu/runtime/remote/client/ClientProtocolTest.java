@@ -212,6 +212,34 @@ class ClientProtocolTest {
     }
 
     @Test
+    void aCopyWhoseChunksLandOffTheEventLoopIsWholeWhenItReturns() throws Exception {
+        RemoteGpu gpu = connect();
+        int chunk = ChunkLanding.MIN_BYTES;
+        long address = allocate(gpu, 3L * chunk);
+        byte[][] chunks = new byte[3][chunk];
+        for (int i = 0; i < chunks.length; i++) {
+            Arrays.fill(chunks[i], (byte) (i + 1));
+        }
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment host = arena.allocate(3L * chunk);
+            // Many times over, so a return before the copier is done would be caught at least once.
+            for (int round = 0; round < 20; round++) {
+                host.fill((byte) 0);
+                CompletableFuture<Void> copy = CompletableFuture.runAsync(() -> gpu.memcpyDtoH(host, address, host.byteSize()));
+                int id = worker.expect("MEMCPY_DTOH");
+                for (int i = 0; i < chunks.length; i++) {
+                    worker.data(id, i + 1 < chunks.length, (long) i * chunk, chunks[i]);
+                }
+                copy.get(10, TimeUnit.SECONDS);
+                for (int i = 0; i < chunks.length; i++) {
+                    assertArrayEquals(chunks[i], host.asSlice((long) i * chunk, chunk).toArray(ValueLayout.JAVA_BYTE), "chunk " + i);
+                }
+            }
+        }
+        goodbye(gpu);
+    }
+
+    @Test
     void aSessionErrorFromTheWorkerFailsWaitingCallsWithItsCode() throws Exception {
         RemoteGpu gpu = connect();
         CompletableFuture<Void> sync = CompletableFuture.runAsync(gpu::ctxSynchronize);
