@@ -1,12 +1,16 @@
 package org.vgpu.runtime.remote.worker;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.management.CompilationMXBean;
+import java.lang.management.ManagementFactory;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.LongSupplier;
 
 import io.netty.channel.EventLoopGroup;
 
@@ -56,13 +60,38 @@ final class WarmUpSession {
     private WarmUpSession() {
     }
 
+    /** How long the JIT must add no compile time to count as done with what the warm-up queued. */
+    static final Duration COMPILER_QUIET = Duration.ofMillis(200);
+    /** A JIT still busy after this long is not waited for further. */
+    static final Duration COMPILER_WAIT_LIMIT = Duration.ofSeconds(3);
+
     /**
-     * Serves the warm-up session on {@code device}; returns when it is over and its port closed.
+     * What a warm-up took: the session itself, then the wait for the JIT to compile what it queued.
      *
-     * @return how long it took
+     * @param compilerIdle false where the JIT was still compiling when the wait gave up, or cannot tell
+     */
+    record WarmUp(Duration session, Duration compilerWait, boolean compilerIdle) {
+        static final WarmUp NONE = new WarmUp(Duration.ZERO, Duration.ZERO, true);
+
+        /** ", warmed up in ..." for the worker's start line; empty for none. */
+        String describe() {
+            if (this == NONE) {
+                return "";
+            }
+            return ", warmed up in " + session.toMillis() + " ms, then " + compilerWait.toMillis() + " ms for the JIT to "
+                    + (compilerIdle ? "finish compiling it" : "compile it (still busy when the wait ended)");
+        }
+    }
+
+    /**
+     * Serves the warm-up session on {@code device}, then waits for the JIT to go quiet: the session
+     * ends with C2 compiles of its hottest paths still queued, and a client served meanwhile runs
+     * them interpreted or C1-compiled. Returns when both are over and the session's port is closed.
+     *
+     * @return how long each took
      * @throws VgpuException what the session failed with: the device cannot serve a client either
      */
-    static Duration run(GpuBackend backend, int device) {
+    static WarmUp run(GpuBackend backend, int device) {
         long start = System.nanoTime();
         // Only this process knows the token, so nobody else can take the private worker's one session.
         String token = UUID.randomUUID().toString();
@@ -91,7 +120,43 @@ final class WarmUpSession {
         } finally {
             client.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
         }
-        return Duration.ofNanos(System.nanoTime() - start);
+        Duration session = Duration.ofNanos(System.nanoTime() - start);
+        CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
+        if (jit == null || !jit.isCompilationTimeMonitoringSupported()) {
+            return new WarmUp(session, Duration.ZERO, false);
+        }
+        long waitStart = System.nanoTime();
+        boolean idle = awaitCompilerIdle(jit::getTotalCompilationTime, COMPILER_QUIET, COMPILER_WAIT_LIMIT);
+        return new WarmUp(session, Duration.ofNanos(System.nanoTime() - waitStart), idle);
+    }
+
+    /**
+     * Polls the JIT's total compile time until it stays the same for {@code quiet}, or {@code limit}
+     * has passed. The total grows when a compile ends, so one compile longer than {@code quiet}
+     * looks idle; the warm-up's hot methods are small and take milliseconds each.
+     *
+     * @param totalCompileMillis the JIT's total compile time so far
+     * @return whether it went quiet within the limit
+     */
+    static boolean awaitCompilerIdle(LongSupplier totalCompileMillis, Duration quiet, Duration limit) {
+        long deadline = System.nanoTime() + limit.toNanos();
+        long last = totalCompileMillis.getAsLong();
+        long unchangedSince = System.nanoTime();
+        while (true) {
+            long now = System.nanoTime();
+            if (now - unchangedSince >= quiet.toNanos()) {
+                return true;
+            }
+            if (now >= deadline) {
+                return false;
+            }
+            LockSupport.parkNanos(Math.min(quiet.toNanos() / 4, deadline - now));
+            long total = totalCompileMillis.getAsLong();
+            if (total != last) {
+                last = total;
+                unchangedSince = System.nanoTime();
+            }
+        }
     }
 
     /** The failure of the warm-up, with what the private worker said about it where the worker ended it. */

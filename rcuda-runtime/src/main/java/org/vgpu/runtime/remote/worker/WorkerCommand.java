@@ -119,14 +119,14 @@ public final class WorkerCommand implements Subcommand {
             // The CPU emulation serves tests and laptops, where how fast a fresh worker is does not matter;
             // the property turns the warm-up on or off for either backend, to measure what it is worth.
             boolean warm = Boolean.parseBoolean(System.getProperty(WarmUpSession.PROPERTY, String.valueOf("native".equals(backendName))));
-            Duration warmUp = warm ? WarmUpSession.run(backend, device) : Duration.ZERO;
+            WarmUpSession.WarmUp warmUp = warm ? WarmUpSession.run(backend, device) : WarmUpSession.WarmUp.NONE;
             WorkerReport report;
             try (PlainSocketBaseline.Server baseline = baselinePort > 0 ? PlainSocketBaseline.Server.start(listen.host(), baselinePort) : null;
                  GpuWorker worker = GpuWorker.start(config, backend, verifier::verify, ssl, err::println)) {
                 err.printf("vgpu worker %s: %s device %d (%s), idle timeout %d s, %s, transport %s%s%s%n",
                         config.workerId(), backendName, device, backend.deviceProperties(device).describe(), idleSeconds,
                         ssl == null ? "no TLS" : "TLS", NettyTransport.describe(),
-                        warmUp.isZero() ? "" : ", warmed up in " + warmUp.toMillis() + " ms",
+                        warmUp.describe(),
                         baseline == null ? "" : ", plain-socket baseline on port " + baseline.port());
                 Endpoint listening = new Endpoint(listen.host(), worker.address().getPort());
                 out.println(WorkerLauncher.LISTENING_PREFIX + listening);

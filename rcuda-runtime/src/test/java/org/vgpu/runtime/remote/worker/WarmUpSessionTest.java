@@ -1,8 +1,13 @@
 package org.vgpu.runtime.remote.worker;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -37,6 +42,22 @@ class WarmUpSessionTest {
             assertTrue(e.getMessage().startsWith("CUDA_ERROR_OUT_OF_MEMORY: the worker's warm-up session failed: CPU emulation:"
                     + " 4194304 bytes do not fit"), e.getMessage());
         }
+    }
+
+    @Test
+    void theWaitForTheCompilerEndsOnceItsTotalStopsGrowing() {
+        AtomicLong polls = new AtomicLong();
+        // compile time grows over the first five polls, then stays
+        LongSupplier total = () -> Math.min(polls.incrementAndGet(), 5) * 10;
+        assertTrue(WarmUpSession.awaitCompilerIdle(total, Duration.ofMillis(20), Duration.ofSeconds(30)));
+        assertTrue(polls.get() >= 5, "it polled until the total stopped growing, " + polls.get() + " polls");
+    }
+
+    @Test
+    void aCompilerThatNeverGoesQuietIsWaitedForOnlyUpToTheLimit() {
+        AtomicLong polls = new AtomicLong();
+        assertFalse(WarmUpSession.awaitCompilerIdle(polls::incrementAndGet, Duration.ofSeconds(30), Duration.ofMillis(50)));
+        assertTrue(polls.get() >= 1);
     }
 
     private static long freeMemory(EmulatedBackend backend) {

@@ -143,7 +143,7 @@ class WorkerCommandTest {
         } finally {
             System.clearProperty(WarmUpSession.PROPERTY);
         }
-        assertTrue(err.toString().matches("(?s).*vgpu worker warm: .*, warmed up in \\d+ ms.*"), err.toString());
+        assertTrue(err.toString().matches("(?s).*vgpu worker warm: .*, warmed up in \\d+ ms, then \\d+ ms for the JIT to .*"), err.toString());
     }
 
     @Test
