@@ -68,15 +68,11 @@ class PendingCall<T> {
 
     /**
      * Waits for the reply; the request has been sent, so waiting cannot be abandoned, and an
-     * interrupt is kept for the caller instead.
+     * interrupt is kept for the caller instead. After {@code timeoutNanos} (Long.MAX_VALUE: never)
+     * it gives up with VGPU_WORKER_LOST.
      *
      * @throws VgpuException the failure the worker reported, rethrown with this thread's stack
      */
-    T await(long spinNanos) {
-        return await(spinNanos, Long.MAX_VALUE);
-    }
-
-    /** As {@link #await(long)}, but gives up after {@code timeoutNanos} with VGPU_WORKER_LOST. */
     T await(long spinNanos, long timeoutNanos) {
         long start = System.nanoTime();
         if (!done && spinNanos > 0) {
