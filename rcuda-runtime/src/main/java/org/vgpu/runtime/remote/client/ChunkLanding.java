@@ -20,8 +20,10 @@ import io.netty.buffer.ByteBuf;
  * order the event loop hands them over; once anything waits for it, every chunk goes through it, so
  * two copies into the same memory land in the order they were asked for. And a call that an app
  * thread waited for (a reply, a copy's last chunk, a connection lost) is not over for that thread
- * until everything handed off before it completed has landed ({@link #awaitLanded}). Where nothing
- * was handed off that costs one volatile read.
+ * until everything handed off before it completed has landed: the call notes {@link #handedOff()}
+ * as it completes, and the thread {@link #awaitLanded awaits} that mark, not the chunks that
+ * arrived after, such as those of the next read a migration queued ahead. Where nothing was handed
+ * off that costs one volatile read.
  */
 public final class ChunkLanding implements AutoCloseable {
     /** System property: chunks of at least this many KiB land through the copier; 0 copies every chunk on the event loop. */
@@ -96,13 +98,17 @@ public final class ChunkLanding implements AutoCloseable {
         }
     }
 
+    /** Chunks handed off so far: the mark a call that completes now must wait for. */
+    long handedOff() {
+        return handedOff;
+    }
+
     /**
-     * Returns once every chunk handed off before the call is in its caller's memory. An app thread
-     * calls it after each call it waited for, before it returns to the app; an interrupt is kept for
-     * the caller, since the chunks land whatever it does.
+     * Returns once the first {@code mark} chunks handed off are in their callers' memory. An app
+     * thread calls it after each call it waited for, before it returns to the app; an interrupt is
+     * kept for the caller, since the chunks land whatever it does.
      */
-    void awaitLanded() {
-        long mark = handedOff;
+    void awaitLanded(long mark) {
         if (landed >= mark) {
             return;
         }

@@ -18,6 +18,8 @@ import org.vgpu.runtime.api.VgpuException;
 class PendingCall<T> {
     private final Function<ByteBuf, T> resultReader;
     private volatile boolean done;
+    /** The chunks handed to the copier when it completed ({@link ChunkLanding#handedOff()}); -1 where nobody noted it. */
+    private volatile long landingMark = -1;
     private volatile Thread waiter;
     private T result;
     private VgpuException failure;
@@ -46,6 +48,17 @@ class PendingCall<T> {
             failure = e;
             finish();
         }
+    }
+
+    /** Notes the copier's mark before completing the call; the event loop, or whoever fails it. */
+    final void landAfter(long mark) {
+        landingMark = mark;
+    }
+
+    /** What an app thread must await after this call: its mark, or everything handed off by now where none was noted. */
+    final long landingMark(ChunkLanding landing) {
+        long mark = landingMark;
+        return mark < 0 ? landing.handedOff() : mark;
     }
 
     final boolean isDone() {

@@ -84,6 +84,7 @@ final class PendingCopyToHost extends PendingCall<Void> {
             throw Frames.violation("the copy ended after " + received + " of its " + bytes + " bytes");
         }
         this.failureKept = failureKept;
+        landAfter(landing.handedOff());
         synchronized (this) {
             if (destinationFailure != null) {
                 fail(destinationFailure);

@@ -257,7 +257,7 @@ final class WorkerConnection implements AutoCloseable {
         try {
             return call.await(config.spinNanos(), timeoutNanos);
         } finally {
-            landing.awaitLanded();
+            landing.awaitLanded(call.landingMark(landing));
             applyHeldCopies();
         }
     }
@@ -591,6 +591,7 @@ final class WorkerConnection implements AutoCloseable {
         for (Integer id : waiting.keySet()) {
             PendingCall<?> call = waiting.remove(id);
             if (call != null) {
+                call.landAfter(landing.handedOff());
                 call.fail(lost);
             }
         }
@@ -632,6 +633,7 @@ final class WorkerConnection implements AutoCloseable {
             if (call == null) {
                 throw Frames.violation("OK for request " + requestId + ", which no call waits for");
             }
+            call.landAfter(landing.handedOff());
             call.succeed(result);
         }
 
@@ -654,6 +656,7 @@ final class WorkerConnection implements AutoCloseable {
             if (call == null) {
                 throw Frames.violation("ERROR for request " + requestId + ", which no call waits for: " + failure.getMessage());
             }
+            call.landAfter(landing.handedOff());
             call.fail(failure);
         }
 

@@ -50,7 +50,7 @@ class ChunkLandingTest {
         landing.land(copy, MemorySegment.ofArray(destination), 0, small);
         assertEquals(1, destination[MIN - 2]);
         assertEquals(0, copier.queued());
-        landing.awaitLanded();
+        landing.awaitLanded(landing.handedOff());
 
         ByteBuf large = filled(MIN, 2);
         landing.land(copy, MemorySegment.ofArray(destination), MIN, large);
@@ -69,7 +69,7 @@ class ChunkLandingTest {
         PendingCopyToHost copy = new PendingCopyToHost(MemorySegment.ofArray(destination), destination.length);
         landing.land(copy, MemorySegment.ofArray(destination), 0, filled(MIN, 7));
         CompletableFuture<byte[]> seen = CompletableFuture.supplyAsync(() -> {
-            landing.awaitLanded();
+            landing.awaitLanded(1);
             return destination.clone();
         });
         Thread.sleep(100);
@@ -78,6 +78,23 @@ class ChunkLandingTest {
         byte[] expected = new byte[MIN];
         Arrays.fill(expected, (byte) 7);
         assertArrayEquals(expected, seen.get(10, TimeUnit.SECONDS));
+    }
+
+    @Test
+    void aWaitingThreadWaitsForItsMarkNotForChunksHandedOffAfterIt() throws Exception {
+        byte[] first = new byte[MIN];
+        byte[] second = new byte[MIN];
+        landing.land(new PendingCopyToHost(MemorySegment.ofArray(first), MIN), MemorySegment.ofArray(first), 0, filled(MIN, 1));
+        long mark = landing.handedOff();
+        landing.land(new PendingCopyToHost(MemorySegment.ofArray(second), MIN), MemorySegment.ofArray(second), 0, filled(MIN, 2));
+        assertEquals(2, landing.handedOff());
+        CompletableFuture<Void> waiting = CompletableFuture.runAsync(() -> landing.awaitLanded(mark));
+        copier.runOne();
+        waiting.get(10, TimeUnit.SECONDS);
+        assertEquals(1, first[MIN - 1]);
+        assertEquals(0, second[0], "the later chunk is still queued");
+        copier.runAll();
+        assertEquals(2, second[MIN - 1]);
     }
 
     @Test
@@ -92,7 +109,7 @@ class ChunkLandingTest {
         assertEquals(2, destination[0]);
         assertEquals(2, destination[15]);
         assertEquals(1, destination[16]);
-        landing.awaitLanded();
+        landing.awaitLanded(landing.handedOff());
         landing.land(new PendingCopyToHost(host, 16), host, 0, filled(16, 3));
         assertEquals(0, copier.queued(), "with nothing queued a small chunk lands at once again");
         assertEquals(3, destination[0]);
@@ -108,7 +125,7 @@ class ChunkLandingTest {
         chunk.release();
         arena.close();
         copier.runAll();
-        landing.awaitLanded();
+        landing.awaitLanded(landing.handedOff());
         assertEquals(0, chunk.refCnt());
         VgpuException e = assertThrows(VgpuException.class, copy::throwIfDestinationFreed);
         assertEquals(ErrorCode.CUDA_ERROR_INVALID_VALUE, e.code());
@@ -132,6 +149,10 @@ class ChunkLandingTest {
 
         synchronized int queued() {
             return tasks.size();
+        }
+
+        void runOne() {
+            poll().run();
         }
 
         void runAll() {
