@@ -9,7 +9,9 @@
  * batch and, for a synchronizing call, wait for the reply, polling briefly before they sleep.
  * Asynchronous calls are batched until a synchronizing call or a size bound. Large copies travel
  * in pipelined chunks; host-to-device chunks are sent from the caller's native memory without a
- * copy, device-to-host chunks are copied into the caller's memory as they arrive. A worker that
+ * copy, device-to-host chunks are copied into the caller's memory as they arrive (large ones by the
+ * connection's copier thread, {@link org.vgpu.runtime.remote.client.ChunkLanding}, so the event
+ * loop keeps reading the socket; no call returns before the chunks ahead of its reply have landed). A worker that
  * closes the connection or stops answering keepalives fails its vGPU's calls with
  * VGPU_WORKER_LOST, naming it; each vGPU has its own worker and connection.
  */
