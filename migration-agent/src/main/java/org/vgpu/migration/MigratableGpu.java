@@ -241,6 +241,11 @@ public final class MigratableGpu implements VirtualGpu {
         return properties;
     }
 
+    // Every call below passes the gate the same way, written out each time rather than through a
+    // helper taking a lambda: this is the path every call of every job takes, and its cost (measured
+    // at 60 to 85 ns a call on the H200 machines, the goal is 1 %) must not depend on the JIT
+    // removing a capturing lambda's allocation.
+
     @Override
     public MemoryInfo memGetInfo() {
         CallGate.Slot slot = gate.enter();
