@@ -9,6 +9,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.List;
 import java.util.Set;
+import java.util.function.UnaryOperator;
 import java.util.stream.Stream;
 
 import org.junit.jupiter.api.Test;
@@ -76,16 +77,24 @@ class WorkloadsTest {
         }
     }
 
+    /**
+     * The test kernels, except that {@code kernel} then changes float {@code index} of the array its
+     * pointer argument {@code pointer} names: a device that gets one value wrong.
+     */
+    private static KernelTwinRegistry twinsChanging(String kernel, int pointer, int index, UnaryOperator<Float> change) {
+        KernelTwinRegistry twins = TestKernels.twins();
+        KernelTwin right = twins.require(kernel);
+        return twins.register(kernel, (grid, block, args, memory) -> {
+            right.run(grid, block, args, memory);
+            MemorySegment value = memory.segment(args.pointer(pointer) + (long) index * Float.BYTES, Float.BYTES);
+            value.set(ValueLayout.JAVA_FLOAT_UNALIGNED, 0, change.apply(value.get(ValueLayout.JAVA_FLOAT_UNALIGNED, 0)));
+        });
+    }
+
     /** A device that gets one value one ulp wrong must fail the exact check and name the value. */
     @Test
     void aWrongDeviceResultFailsTheWorkload() {
-        KernelTwinRegistry twins = TestKernels.twins();
-        KernelTwin saxpy = twins.require(TestKernels.SAXPY);
-        twins.register(TestKernels.SAXPY, (grid, block, args, memory) -> {
-            saxpy.run(grid, block, args, memory);
-            MemorySegment y = memory.segment(args.pointer(3) + 5 * Float.BYTES, Float.BYTES);
-            y.set(ValueLayout.JAVA_FLOAT_UNALIGNED, 0, Math.nextUp(y.get(ValueLayout.JAVA_FLOAT_UNALIGNED, 0)));
-        });
+        KernelTwinRegistry twins = twinsChanging(TestKernels.SAXPY, 3, 5, Math::nextUp);
         try (EmulatedBackend backend = new EmulatedBackend(1, MEMORY, twins);
              VirtualGpu gpu = backend.open(0, VaWindow.forVgpu(0))) {
             WorkloadResult result = new SaxpyWorkload().run(gpu, 1, 1);
@@ -102,13 +111,7 @@ class WorkloadsTest {
      */
     @Test
     void aLennardJonesSimulationIsCheckedApartFromItsDevicePart() {
-        KernelTwinRegistry twins = TestKernels.twins();
-        KernelTwin kinetic = twins.require(TestKernels.LJ_KINETIC_ENERGY);
-        twins.register(TestKernels.LJ_KINETIC_ENERGY, (grid, block, args, memory) -> {
-            kinetic.run(grid, block, args, memory);
-            MemorySegment first = memory.segment(args.pointer(1), Float.BYTES);
-            first.set(ValueLayout.JAVA_FLOAT_UNALIGNED, 0, first.get(ValueLayout.JAVA_FLOAT_UNALIGNED, 0) + 1);
-        });
+        KernelTwinRegistry twins = twinsChanging(TestKernels.LJ_KINETIC_ENERGY, 1, 0, value -> value + 1);
         LennardJonesWorkload workload = new LennardJonesWorkload();
         try (EmulatedBackend right = new EmulatedBackend(1, MEMORY, TestKernels.twins());
              VirtualGpu gpu = right.open(0, VaWindow.forVgpu(0))) {
