@@ -33,6 +33,9 @@ public final class LennardJonesWorkload implements Workload {
     static final float DT = 0.005f;
     static final int STEPS = 40;
     static final float CUTOFF = 2.5f;
+    private static final float CUTOFF_SQUARED = CUTOFF * CUTOFF;
+    /** Subtracted from every pair energy, so a pair's energy is zero at the cutoff. */
+    private static final float ENERGY_SHIFT = (float) pairEnergy(CUTOFF_SQUARED);
     static final Tolerance POSITION_TOLERANCE = new Tolerance(1e-3, 0);
     static final Tolerance VELOCITY_TOLERANCE = new Tolerance(5e-3, 0);
     static final Tolerance ENERGY_TOLERANCE = new Tolerance(5e-3, 0);
@@ -69,7 +72,7 @@ public final class LennardJonesWorkload implements Workload {
             long dpotential = device.allocate((long) n * Float.BYTES);
             long dkinetic = device.allocate((long) n * Float.BYTES);
             KernelArgs forces = KernelArgs.builder().pointer(dpos).pointer(dforce).pointer(dpotential).i32(n)
-                    .f32(inputs.box()).f32(inputs.cutoffSquared()).f32(inputs.energyShift()).build();
+                    .f32(inputs.box()).f32(CUTOFF_SQUARED).f32(ENERGY_SHIFT).build();
             KernelArgs initialIntegrate = KernelArgs.builder().pointer(dpos).pointer(dvel).pointer(dforce).i32(n)
                     .f32(dtf).f32(DT).build();
             KernelArgs applyPeriodic = KernelArgs.builder().pointer(dpos).i32(n).f32(inputs.box()).build();
@@ -93,7 +96,7 @@ public final class LennardJonesWorkload implements Workload {
     public WorkloadResult check(Simulation simulation) {
         Inputs inputs = simulation.inputs;
         int n = inputs.atoms();
-        Reference reference = new Reference(inputs.pos(), inputs.vel(), inputs.box(), inputs.cutoffSquared(), inputs.energyShift());
+        Reference reference = new Reference(inputs.pos(), inputs.vel(), inputs.box(), CUTOFF_SQUARED, ENERGY_SHIFT);
         double startEnergy = reference.totalEnergy();
         for (int step = 0; step < STEPS; step++) {
             reference.step(DT);
@@ -137,12 +140,15 @@ public final class LennardJonesWorkload implements Workload {
     }
 
     /** A run's starting point, drawn from its scale and seed: an fcc lattice with thermal velocities. */
-    private record Inputs(int atoms, float box, float cutoffSquared, float energyShift, float[] pos, float[] vel) {
+    private record Inputs(float box, float[] pos, float[] vel) {
         static Inputs draw(int scale, long seed) {
             int cells = cellsPerEdge(Workload.scaled(DEFAULT_ATOMS, scale));
-            int atoms = 4 * cells * cells * cells;
-            return new Inputs(atoms, (float) (cells * LATTICE_CONSTANT), CUTOFF * CUTOFF, (float) pairEnergy(CUTOFF * CUTOFF),
-                    fccLattice(cells, LATTICE_CONSTANT), thermalVelocities(new SplittableRandom(seed), atoms));
+            return new Inputs((float) (cells * LATTICE_CONSTANT), fccLattice(cells, LATTICE_CONSTANT),
+                    thermalVelocities(new SplittableRandom(seed), 4 * cells * cells * cells));
+        }
+
+        int atoms() {
+            return pos.length / 3;
         }
     }
 
