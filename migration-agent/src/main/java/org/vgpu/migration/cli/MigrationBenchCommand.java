@@ -460,6 +460,12 @@ public final class MigrationBenchCommand implements Subcommand {
                         bandwidth / serial, Arrays.stream(eachSeconds).mapToObj(each -> String.format("%.3f", total / each / slowerLeg))
                                 .collect(Collectors.joining(" ")));
                 if (warmed) {
+                    double[] againstOwnRaw = Arrays.stream(trials).mapToDouble(trial -> trial.ownRawSeconds() / trial.memSyncSeconds())
+                            .toArray();
+                    out.printf("  %-12s %9s   / its own source's raw read (%.2f GB/s by median, just before): %.3f %s  each"
+                            + " trial: %s%n", "", "", total / median(Arrays.stream(trials).mapToDouble(MemSyncTrial::ownRawSeconds)
+                                    .toArray()) / 1e9, median(againstOwnRaw), median(againstOwnRaw) >= MEM_SYNC_GOAL ? " " : "!",
+                            Arrays.stream(againstOwnRaw).mapToObj(ratio -> String.format("%.3f", ratio)).collect(Collectors.joining(" ")));
                     // mem-sync's two legs for this region size alone, to show which one a shortfall comes from
                     double[] scatter = scatterSeconds(placement, size, regions, settings.trials());
                     out.printf("  %-12s %9s   legs: source gather %.2f GB/s (its last warm-up read), target scatter"
@@ -477,8 +483,42 @@ public final class MigrationBenchCommand implements Subcommand {
      * with {@code warmed}, the source first serves {@link #WARM_UP_READS} reads of the state.
      *
      * @param gatherSeconds the last of those reads; 0 without them
+     * @param ownRawSeconds a warmed source's own raw read of as many bytes, just before the migration
+     *                      (see {@link #ownRawReadSeconds}); 0 for a fresh one, whose first requests
+     *                      must be the migration's
      */
-    private record MemSyncTrial(double memSyncSeconds, double gatherSeconds) {
+    private record MemSyncTrial(double memSyncSeconds, double gatherSeconds, double ownRawSeconds) {
+    }
+
+    /**
+     * The raw read of the worker process that a warmed trial migrates from, so that its mem-sync is
+     * also judged against the process it ran in rather than only against others (processes differ by
+     * more than the goal's margin): the faster, by median of {@link #RAW_COPIES_PER_PROCESS}, of one
+     * copy and staging-sized pieces on as many streams as mem-sync has buffers, of a region of
+     * {@code bytes}. The region is freed again before the migration, so mem-sync does not copy it.
+     */
+    private static double ownRawReadSeconds(VirtualGpu gpu, long bytes, MigrationConfig config) {
+        long from = gpu.memAlloc(bytes);
+        MemorySegment host = gpu.memAllocHost(bytes);
+        List<StreamHandle> streams = new ArrayList<>();
+        try {
+            for (int k = 0; k < config.stagingBuffers(); k++) {
+                streams.add(gpu.streamCreate());
+            }
+            gpu.memsetD8(from, (byte) 1, bytes);
+            // untimed: touches the host pages, as mem-sync's staging buffers are touched when pinned
+            readSeconds(gpu, from, host, bytes, List.of());
+            double[][] seconds = new double[2][RAW_COPIES_PER_PROCESS];
+            for (int copy = 0; copy < RAW_COPIES_PER_PROCESS; copy++) {
+                seconds[0][copy] = readSeconds(gpu, from, host, bytes, List.of());
+                seconds[1][copy] = readSeconds(gpu, from, host, Math.min(bytes, config.chunkBytes()), streams);
+            }
+            return Math.min(median(seconds[0]), median(seconds[1]));
+        } finally {
+            streams.forEach(gpu::streamDestroy);
+            gpu.memFreeHost(host);
+            gpu.memFree(from);
+        }
     }
 
     /** A {@link MemSyncTrial} on a fresh source; null when the regions would take too much of the device. */
@@ -495,7 +535,8 @@ public final class MigrationBenchCommand implements Subcommand {
                 live.add(new DeviceRegion(address, size));
             }
             double gatherSeconds = warmed ? readBack(gpu, live, WARM_UP_READS, placement.config().chunkBytes()) : 0;
-            return new MemSyncTrial(gpu.migrate(placement.target()).memSync().toNanos() / 1e9, gatherSeconds);
+            double ownRawSeconds = warmed ? ownRawReadSeconds(gpu, size * regions, placement.config()) : 0;
+            return new MemSyncTrial(gpu.migrate(placement.target()).memSync().toNanos() / 1e9, gatherSeconds, ownRawSeconds);
         }
     }
 
@@ -585,20 +626,11 @@ public final class MigrationBenchCommand implements Subcommand {
             }
             double[][][] seconds = new double[2][2][trials];
             for (int trial = 0; trial < trials; trial++) {
+                double downWhole = readSeconds(source, from, pinned, bytes, List.of());
                 long start = System.nanoTime();
-                source.memcpyDtoH(pinned, from, bytes);
-                long downWhole = System.nanoTime() - start;
-                start = System.nanoTime();
                 target.memcpyHtoD(to, pinned, bytes);
                 long upWhole = System.nanoTime() - start;
-                start = System.nanoTime();
-                for (long offset = 0; offset < bytes; offset += piece) {
-                    long length = Math.min(piece, bytes - offset);
-                    source.memcpyDtoHAsync(pinned.asSlice(offset, length), from + offset, length,
-                            sourceStreams.get((int) (offset / piece % sourceStreams.size())));
-                }
-                sourceStreams.forEach(source::streamSynchronize);
-                long downPieces = System.nanoTime() - start;
+                double downPieces = readSeconds(source, from, pinned, piece, sourceStreams);
                 start = System.nanoTime();
                 for (long offset = 0; offset < bytes; offset += piece) {
                     long length = Math.min(piece, bytes - offset);
@@ -607,14 +639,35 @@ public final class MigrationBenchCommand implements Subcommand {
                 }
                 targetStreams.forEach(target::streamSynchronize);
                 long upPieces = System.nanoTime() - start;
-                seconds[0][0][trial] = downWhole / 1e9;
-                seconds[0][1][trial] = downPieces / 1e9;
+                seconds[0][0][trial] = downWhole;
+                seconds[0][1][trial] = downPieces;
                 seconds[1][0][trial] = upWhole / 1e9;
                 seconds[1][1][trial] = upPieces / 1e9;
             }
             pinner.memFreeHost(pinned);
             return seconds;
         }
+    }
+
+    /**
+     * Seconds of one read of {@code host.byteSize()} bytes at {@code from} on {@code source} into
+     * {@code host}: with no streams, one synchronous copy; otherwise asynchronous copies of
+     * {@code piece} bytes spread round-robin over {@code streams}, then one synchronize per stream.
+     */
+    private static double readSeconds(VirtualGpu source, long from, MemorySegment host, long piece, List<StreamHandle> streams) {
+        long bytes = host.byteSize();
+        long start = System.nanoTime();
+        if (streams.isEmpty()) {
+            source.memcpyDtoH(host, from, bytes);
+        } else {
+            for (long offset = 0; offset < bytes; offset += piece) {
+                long length = Math.min(piece, bytes - offset);
+                source.memcpyDtoHAsync(host.asSlice(offset, length), from + offset, length,
+                        streams.get((int) (offset / piece % streams.size())));
+            }
+            streams.forEach(source::streamSynchronize);
+        }
+        return (System.nanoTime() - start) / 1e9;
     }
 
     // ---- blocked time

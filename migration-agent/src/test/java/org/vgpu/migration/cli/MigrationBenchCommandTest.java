@@ -61,6 +61,9 @@ class MigrationBenchCommandTest {
                     && row.matches(".* [0-9.]+ {3}[0-9]+\\.[0-9]{3}")).count(), report);
         }
         assertEquals(5, report.lines().filter(row -> row.contains("legs: source gather")).count(), report);
+        // each warmed row also against the raw read of the process it migrated from
+        assertEquals(5, report.lines().filter(row -> row.matches(" +/ its own source's raw read \\([0-9.]+ GB/s by median,"
+                + " just before\\): [0-9.]+ [ !]  each trial: [0-9.]+")).count(), report);
         assertTrue(report.contains("goal: >= 80 % of the slower leg"), report);
         assertFalse(report.contains("per call"), report);
     }
