@@ -26,16 +26,17 @@ import org.vgpu.runtime.remote.client.RemoteGpu;
 import org.vgpu.runtime.remote.transport.NettyTransport;
 
 /**
- * What a remote source sees of mem-sync, request by request, from a worker the test plays: the
- * next reads are on the wire before the current one's data has arrived, and no synchronize is ever
- * sent, not even when mem-sync cleans up, since a worker would answer it only after the requests
- * queued behind it.
+ * What a remote source sees of mem-sync onto a local target, request by request, from a worker the
+ * test plays: every buffer's read is on the wire before the first one's data has arrived, a
+ * buffer's next read follows as soon as its data has arrived (and been written), and no synchronize
+ * is ever sent, not even when mem-sync cleans up, since a worker would answer it only after the
+ * requests queued behind it.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class MemorySyncPipelineTest {
     private static final VaWindow WINDOW = VaWindow.forVgpu(2);
     private static final int REGION_BYTES = 4096;
-    private static final int REGIONS = 4;
+    private static final int REGIONS = 5;
 
     private EventLoopGroup group;
     private FakeWorker worker;
@@ -72,7 +73,7 @@ class MemorySyncPipelineTest {
             for (DeviceRegion region : regions) {
                 target.memAllocAt(region.address(), region.bytes());
             }
-            // an eighth of 16 KiB rounds up to one 4 KiB region per batch: four batches through three buffers
+            // an eighth of 16 KiB rounds up to one 4 KiB region per batch: five batches through three buffers
             MemorySync sync = MemorySync.prepare(source, target, MigrationConfig.DEFAULTS, REGIONS * REGION_BYTES);
             CompletableFuture<Long> copying = CompletableFuture.supplyAsync(() -> sync.copy(regions, MigrationFaults.NONE));
 
@@ -80,14 +81,14 @@ class MemorySyncPipelineTest {
                 worker.expect("STREAM_CREATE");
             }
             List<Integer> reads = new ArrayList<>(List.of(worker.expect("MEMCPY_DTOH_GATHER"),
-                    worker.expect("MEMCPY_DTOH_GATHER")));
+                    worker.expect("MEMCPY_DTOH_GATHER"), worker.expect("MEMCPY_DTOH_GATHER")));
             for (int batch = 0; batch < REGIONS; batch++) {
                 assertFalse(copying.isDone());
                 worker.data(reads.get(batch), false, 0, contents(batch));
-                if (batch + 2 < REGIONS) {
+                if (batch + 3 < REGIONS) {
                     reads.add(worker.expect("MEMCPY_DTOH_GATHER"));
-                    assertEquals(batch + 3, reads.size(), "batch " + (batch + 2) + " is read while batch " + (batch + 1)
-                            + " is still on its way");
+                    assertEquals(batch + 4, reads.size(), "batch " + (batch + 3) + " is read while batches " + (batch + 1)
+                            + " and " + (batch + 2) + " are still on their way");
                 }
             }
             assertEquals(REGIONS * REGION_BYTES, copying.get(10, TimeUnit.SECONDS));

@@ -338,7 +338,7 @@ class MigratableGpuTest {
         }
     }
 
-    /** With one buffer nothing overlaps; with more, reads run ahead of writes by all buffers but one. */
+    /** With one buffer nothing overlaps; with more, reads run ahead of writes by every buffer (the target is local). */
     @ParameterizedTest(name = "{0} staging buffers")
     @ValueSource(ints = {1, 2, 3, 5})
     void bytesInFirstAndLastPiecesOfLargeRegionsArrive(int stagingBuffers) {
