@@ -124,13 +124,6 @@ final class StagingRing implements AutoCloseable {
         }
     }
 
-    /** Waits until the socket is done with every slot. */
-    void awaitSocket() {
-        for (Slot slot : slots) {
-            slot.awaitSocket();
-        }
-    }
-
     /**
      * Frees the slots once nothing uses them any more. Failures of copies still in flight were
      * reported to their requests, or belong to a session that is ending, so they are not raised.
