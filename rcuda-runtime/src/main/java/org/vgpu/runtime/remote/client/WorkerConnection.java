@@ -59,7 +59,8 @@ import org.vgpu.runtime.remote.transport.NettyTransport;
  *
  * <p>App threads encode requests straight into the batch under one lock, so the order of requests
  * on the wire is the order the calls were made in. Asynchronous requests stay in the batch until a
- * synchronizing call or a size bound; then the whole batch is handed to the event loop at once,
+ * synchronizing call, a size bound or an asynchronous device-to-host copy of a chunk or more, whose
+ * data takes longer to come than the batching saves; then the whole batch is handed to the event loop at once,
  * the only thread that touches the channel. Replies are read on the event loop, which completes
  * the waiting calls and copies device-to-host data straight into the caller's memory.
  *
@@ -379,7 +380,9 @@ final class WorkerConnection implements AutoCloseable {
             } else {
                 streamsEndingInCopyToHost.clear();
             }
-            if (!async || batchFull()) {
+            // A copy of a chunk or more goes out now, so the worker starts on it while the app issues more
+            // (mem-sync issues three reads of up to 2048 regions each before it first waits).
+            if (!async || batchFull() || bytes >= config.chunkBytes()) {
                 flushLocked();
             }
         } catch (RuntimeException e) {

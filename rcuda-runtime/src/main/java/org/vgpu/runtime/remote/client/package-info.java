@@ -7,7 +7,8 @@
  * <p>App threads validate a call locally (the shared checks of
  * {@link org.vgpu.runtime.core.AbstractVirtualGpu}), encode it straight into the connection's
  * batch and, for a synchronizing call, wait for the reply, polling briefly before they sleep.
- * Asynchronous calls are batched until a synchronizing call or a size bound. Large copies travel
+ * Asynchronous calls are batched until a synchronizing call, a size bound or an asynchronous
+ * device-to-host copy of a chunk or more. Large copies travel
  * in pipelined chunks; host-to-device chunks are sent from the caller's native memory without a
  * copy, device-to-host chunks are copied into the caller's memory as they arrive (large ones by the
  * connection's copier thread, {@link org.vgpu.runtime.remote.client.ChunkLanding}, so the event

@@ -212,6 +212,34 @@ class ClientProtocolTest {
     }
 
     @Test
+    void anAsynchronousCopyToHostOfAChunkOrMoreGoesOutWithoutASynchronizingCall() throws Exception {
+        RemoteGpu gpu = connect();
+        int chunk = RemoteConfig.defaults().chunkBytes();
+        long address = allocate(gpu, chunk);
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment small = arena.allocate(4);
+            MemorySegment large = arena.allocate(chunk);
+            // asynchronous, so batched: nothing reaches the worker yet
+            StreamHandle stream = gpu.streamCreate();
+            gpu.memcpyDtoHAsync(small, address, small.byteSize(), stream);
+            // a chunk's worth: it and everything batched before it go out now, though the app waits for nothing
+            gpu.memcpyDtoHAsync(large, address, large.byteSize(), stream);
+            worker.expect("STREAM_CREATE");
+            int smallId = worker.expect("MEMCPY_DTOH");
+            int largeId = worker.expect("MEMCPY_DTOH");
+
+            byte[] bytes = new byte[chunk];
+            Arrays.fill(bytes, (byte) 7);
+            worker.data(smallId, false, 0, new byte[] {1, 2, 3, 4});
+            worker.data(largeId, false, 0, bytes);
+            gpu.streamSynchronize(stream);
+            assertArrayEquals(new byte[] {1, 2, 3, 4}, small.toArray(ValueLayout.JAVA_BYTE));
+            assertArrayEquals(bytes, large.toArray(ValueLayout.JAVA_BYTE));
+        }
+        goodbye(gpu);
+    }
+
+    @Test
     void aCopyWhoseChunksLandOffTheEventLoopIsWholeWhenItReturns() throws Exception {
         RemoteGpu gpu = connect();
         int chunk = ChunkLanding.MIN_BYTES;
