@@ -38,7 +38,7 @@ import org.vgpu.runtime.remote.client.RemoteGpu;
  * was sent. On H200s, with one buffer fewer ahead, the request for a batch left only once the batch
  * two before it had arrived and been written, and reached the worker 0.1 to 0.8 ms later, after the
  * worker had sent everything it had been asked for: 64 MiB of 4 KiB regions waited 0.8 to 4 ms in
- * such gaps, where a raw read of 64 MiB waits 0.1.
+ * such gaps, where a raw read of 64 MiB waits 0 to 0.6 ms.
  */
 final class MemorySync implements AutoCloseable {
     /** Batches a state is cut into at least, while they are not smaller than 4 KiB. */

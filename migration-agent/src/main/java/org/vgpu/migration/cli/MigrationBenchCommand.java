@@ -462,9 +462,10 @@ public final class MigrationBenchCommand implements Subcommand {
                 if (warmed) {
                     double[] againstOwnRaw = Arrays.stream(trials).mapToDouble(trial -> trial.ownRawSeconds() / trial.memSyncSeconds())
                             .toArray();
+                    double ownRawSeconds = median(Arrays.stream(trials).mapToDouble(MemSyncTrial::ownRawSeconds).toArray());
+                    double paired = median(againstOwnRaw);
                     out.printf("  %-12s %9s   / its own source's raw read (%.2f GB/s by median, just before): %.3f %s  each"
-                            + " trial: %s%n", "", "", total / median(Arrays.stream(trials).mapToDouble(MemSyncTrial::ownRawSeconds)
-                                    .toArray()) / 1e9, median(againstOwnRaw), median(againstOwnRaw) >= MEM_SYNC_GOAL ? " " : "!",
+                            + " trial: %s%n", "", "", total / ownRawSeconds / 1e9, paired, paired >= MEM_SYNC_GOAL ? " " : "!",
                             Arrays.stream(againstOwnRaw).mapToObj(ratio -> String.format("%.3f", ratio)).collect(Collectors.joining(" ")));
                     // mem-sync's two legs for this region size alone, to show which one a shortfall comes from
                     double[] scatter = scatterSeconds(placement, size, regions, settings.trials());
