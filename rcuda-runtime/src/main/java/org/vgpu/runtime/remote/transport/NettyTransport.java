@@ -1,11 +1,13 @@
 package org.vgpu.runtime.remote.transport;
 
 import java.nio.channels.spi.SelectorProvider;
+import java.util.concurrent.Executor;
 import java.util.function.BiConsumer;
 
 import io.netty.channel.DefaultSelectStrategyFactory;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
+import io.netty.channel.IoEventLoop;
 import io.netty.channel.IoHandlerFactory;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.SelectStrategyFactory;
@@ -56,7 +58,8 @@ public final class NettyTransport {
 
     /**
      * An event loop group of {@code threads} daemon threads named {@code name}, so a forgotten
-     * client never blocks JVM exit.
+     * client never blocks JVM exit. Its loops poll their sockets between the writes other threads
+     * hand them ({@link ReadBetweenTasksEventLoop}).
      *
      * @param spinNanos how long a loop keeps polling after it last had work before it sleeps; 0 never polls
      */
@@ -67,7 +70,12 @@ public final class NettyTransport {
         IoHandlerFactory handlers = EPOLL
                 ? EpollIoHandler.newFactory(0, strategy)
                 : NioIoHandler.newFactory(SelectorProvider.provider(), strategy);
-        return new MultiThreadIoEventLoopGroup(threads, new DefaultThreadFactory(name, true), handlers);
+        return new MultiThreadIoEventLoopGroup(threads, new DefaultThreadFactory(name, true), handlers) {
+            @Override
+            protected IoEventLoop newChild(Executor executor, IoHandlerFactory loopHandlers, Object... args) {
+                return new ReadBetweenTasksEventLoop(this, executor, loopHandlers);
+            }
+        };
     }
 
     /** The socket buffer size {@link #SOCKET_BUFFER_PROPERTY} asks for in bytes, 0 where it is unset (kernel autotuning). */
