@@ -26,7 +26,11 @@ final class ReadBetweenTasksEventLoop extends SingleThreadIoEventLoop {
         super(parent, executor, handlers);
     }
 
-    /** Netty's loop, but each pass runs only the tasks already queued (one drain). */
+    /**
+     * Netty's loop, but each pass runs only the tasks already queued (one drain). It mirrors
+     * {@code SingleThreadIoEventLoop.run} of Netty 4.2.7 step for step otherwise: check it again when
+     * Netty is upgraded.
+     */
     @Override
     protected void run() {
         ioHandler().initialize();
