@@ -3,6 +3,7 @@ package org.vgpu.runtime.nativegpu;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 
 import org.vgpu.runtime.api.DeviceRegion;
@@ -68,7 +69,7 @@ record RegionCopyPlan(List<DirectCopy> directCopies, List<KernelBatch> kernelBat
             boolean byDriver = region.bytes() >= DIRECT_COPY_MIN_BYTES;
             // A batch's regions must be contiguous in the packed buffer, so a direct copy ends it.
             if (!batch.isEmpty() && (byDriver || batch.size() == TABLE_REGIONS)) {
-                batches.add(new KernelBatch(batchOffset, List.copyOf(batch)));
+                batches.add(new KernelBatch(batchOffset, frozen(batch)));
                 batch.clear();
             }
             if (byDriver) {
@@ -82,8 +83,19 @@ record RegionCopyPlan(List<DirectCopy> directCopies, List<KernelBatch> kernelBat
             offset += region.bytes();
         }
         if (!batch.isEmpty()) {
-            batches.add(new KernelBatch(batchOffset, List.copyOf(batch)));
+            batches.add(new KernelBatch(batchOffset, frozen(batch)));
         }
-        return new RegionCopyPlan(List.copyOf(direct), List.copyOf(batches));
+        return new RegionCopyPlan(frozen(direct), frozen(batches));
+    }
+
+    /**
+     * An unmodifiable copy of one class whatever its size. List.copyOf gives another class for one or
+     * two elements than for more, and the JIT compiles the loops over these lists for the classes it
+     * has seen: a worker warmed up on batches of many regions trapped and recompiled them when a
+     * migration's first reads brought a batch of one (measured on H200s, beside other traps, while
+     * the app was stopped).
+     */
+    private static <T> List<T> frozen(List<T> list) {
+        return Collections.unmodifiableList(new ArrayList<>(list));
     }
 }

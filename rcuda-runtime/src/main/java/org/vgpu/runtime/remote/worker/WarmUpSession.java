@@ -166,8 +166,10 @@ final class WarmUpSession {
     }
 
     /**
-     * Allocations, then rounds of the large one copied in and out in chunks and 4 KiB regions of the
-     * small ones gathered out and scattered back, each round ending in a wait for its stream.
+     * Allocations, then rounds of: the large one copied in and out in chunks, and 4 KiB regions of the
+     * small ones gathered out and scattered back, on one stream; then three reads in flight at once
+     * on streams of their own, as a migration's mem-sync sends them. Each round ends in a wait for
+     * every stream.
      */
     private static void askWhatAMigrationAsks(VirtualGpu gpu) {
         long state = gpu.memAlloc(STATE_BYTES);
@@ -178,16 +180,51 @@ final class WarmUpSession {
                 regions.add(new DeviceRegion(allocation + offset, REGION_BYTES));
             }
         }
-        MemorySegment host = gpu.memAllocHost(STATE_BYTES);
+        List<List<DeviceRegion>> memSyncReads = memSyncShapedReads(state, regions);
+        long hostBytes = Math.max(STATE_BYTES, memSyncReads.stream().mapToLong(DeviceRegion::totalBytes).sum());
+        MemorySegment host = gpu.memAllocHost(hostBytes);
         StreamHandle stream = gpu.streamCreate();
+        List<StreamHandle> readStreams = new ArrayList<>();
+        for (int read = 0; read < memSyncReads.size(); read++) {
+            readStreams.add(gpu.streamCreate());
+        }
         for (int round = 0; round < ROUNDS; round++) {
             gpu.memcpyHtoDAsync(state, host, STATE_BYTES, stream);
             gpu.memcpyDtoHAsync(host, state, STATE_BYTES, stream);
             gpu.memcpyDtoHGatherAsync(host, regions, stream);
             gpu.memcpyHtoDScatterAsync(regions, host, stream);
             gpu.streamSynchronize(stream);
+            long offset = 0;
+            for (int read = 0; read < memSyncReads.size(); read++) {
+                List<DeviceRegion> batch = memSyncReads.get(read);
+                gpu.memcpyDtoHGatherAsync(host.asSlice(offset), batch, readStreams.get(read));
+                offset += DeviceRegion.totalBytes(batch);
+            }
+            for (StreamHandle readStream : readStreams) {
+                gpu.streamSynchronize(readStream);
+            }
+        }
+        for (StreamHandle readStream : readStreams) {
+            gpu.streamDestroy(readStream);
         }
         gpu.streamDestroy(stream);
         gpu.memFreeHost(host);
+    }
+
+    /**
+     * Reads of the shapes a mem-sync's batches take beside the round's gather of every small region:
+     * one chunk of a large allocation, half a chunk with one small region behind it (a driver copy and
+     * a copy-kernel launch of a single region in one chunk), and a table of twice the small regions (a
+     * request larger than one socket read brings, as a batch of 2048 regions of 4 KiB is). Without
+     * them the JIT met these shapes first in a migration's first reads and recompiled the paths it had
+     * built for the others while the app was stopped (measured on H200s: up to 17 traps in one
+     * mem-sync).
+     */
+    private static List<List<DeviceRegion>> memSyncShapedReads(long state, List<DeviceRegion> smallRegions) {
+        long chunkBytes = RemoteConfig.defaults().chunkBytes();
+        List<DeviceRegion> twice = new ArrayList<>(smallRegions);
+        twice.addAll(smallRegions);
+        return List.of(List.of(new DeviceRegion(state, chunkBytes)),
+                List.of(new DeviceRegion(state + chunkBytes, chunkBytes / 2), smallRegions.getFirst()), twice);
     }
 }

@@ -5,18 +5,27 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.vgpu.runtime.api.DeviceProperties;
+import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.GpuBackend;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.api.VirtualGpu;
 import org.vgpu.runtime.emulated.EmulatedBackend;
 import org.vgpu.runtime.kernels.TestKernels;
+import org.vgpu.runtime.remote.client.RemoteConfig;
 import org.vgpu.runtime.remote.protocol.NettyLeaks;
 
 @ExtendWith(NettyLeaks.class)
@@ -32,6 +41,68 @@ class WarmUpSessionTest {
                 gpu.memAlloc(4096);
             }
         }
+    }
+
+    /**
+     * The device sees the worker's chunks of each request. A chunk of a large region with one small
+     * region behind it comes only from the warm-up's mem-sync-shaped reads, once a round; chunks of one
+     * large region and of many small ones are there too.
+     */
+    @Test
+    void theWarmUpReadsWhatAMemSyncReads() {
+        List<List<DeviceRegion>> gathers = Collections.synchronizedList(new ArrayList<>());
+        try (EmulatedBackend emulation = new EmulatedBackend(1, 1L << 30, TestKernels.twins())) {
+            WarmUpSession.run(recordingGathers(emulation, gathers), 0);
+        }
+        long chunk = RemoteConfig.defaults().chunkBytes();
+        List<String> shapes = gathers.stream()
+                .map(gather -> gather.stream().map(region -> region.bytes() > 4096 ? "large" : "small").toList().toString())
+                .toList();
+        assertEquals(WarmUpSession.ROUNDS, shapes.stream().filter("[large, small]"::equals).count(), "one such read per round");
+        assertTrue(shapes.contains("[large]"), shapes.toString());
+        assertTrue(shapes.contains(Collections.nCopies((int) (chunk / 4096), "small").toString()), shapes.toString());
+    }
+
+    /** The backend {@code emulation}, whose vGPUs add the regions of every gather they run to {@code gathers}. */
+    private static GpuBackend recordingGathers(EmulatedBackend emulation, List<List<DeviceRegion>> gathers) {
+        return new GpuBackend() {
+            @Override
+            public String name() {
+                return emulation.name();
+            }
+
+            @Override
+            public boolean isEmulation() {
+                return emulation.isEmulation();
+            }
+
+            @Override
+            public int deviceCount() {
+                return emulation.deviceCount();
+            }
+
+            @Override
+            public DeviceProperties deviceProperties(int device) {
+                return emulation.deviceProperties(device);
+            }
+
+            @Override
+            @SuppressWarnings("unchecked")
+            public VirtualGpu open(int device, VaWindow window) {
+                VirtualGpu gpu = emulation.open(device, window);
+                return (VirtualGpu) Proxy.newProxyInstance(VirtualGpu.class.getClassLoader(), new Class<?>[] {VirtualGpu.class},
+                        (proxy, method, args) -> {
+                            if (method.getName().equals("memcpyDtoHGatherAsync")) {
+                                gathers.add(List.copyOf((List<DeviceRegion>) args[1]));
+                            }
+                            try {
+                                return method.invoke(gpu, args);
+                            } catch (InvocationTargetException e) {
+                                throw e.getCause();
+                            }
+                        });
+            }
+        };
     }
 
     @Test
