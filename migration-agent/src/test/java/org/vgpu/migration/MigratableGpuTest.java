@@ -25,6 +25,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.ForwardingGpuBackend;
 import org.vgpu.runtime.api.EventHandle;
 import org.vgpu.runtime.api.FunctionHandle;
 import org.vgpu.runtime.api.GpuBackend;
@@ -380,7 +381,11 @@ class MigratableGpuTest {
     }
 
     /** A backend that says it drives real GPUs, to exercise the native-to-native refusal without one. */
-    private record StubNativeBackend(GpuBackend devices) implements GpuBackend {
+    private static final class StubNativeBackend extends ForwardingGpuBackend {
+        StubNativeBackend(GpuBackend devices) {
+            super(devices);
+        }
+
         @Override
         public String name() {
             return "native";
@@ -389,21 +394,6 @@ class MigratableGpuTest {
         @Override
         public boolean isEmulation() {
             return false;
-        }
-
-        @Override
-        public int deviceCount() {
-            return devices.deviceCount();
-        }
-
-        @Override
-        public DeviceProperties deviceProperties(int device) {
-            return devices.deviceProperties(device);
-        }
-
-        @Override
-        public VirtualGpu open(int device, VaWindow window) {
-            return devices.open(device, window);
         }
     }
 }

@@ -16,9 +16,9 @@ import java.util.function.LongSupplier;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
-import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.ForwardingGpuBackend;
 import org.vgpu.runtime.api.GpuBackend;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
@@ -65,31 +65,11 @@ class WarmUpSessionTest {
 
     /** The backend {@code emulation}, whose vGPUs add the regions of every gather they run to {@code gathers}. */
     private static GpuBackend recordingGathers(EmulatedBackend emulation, List<List<DeviceRegion>> gathers) {
-        return new GpuBackend() {
-            @Override
-            public String name() {
-                return emulation.name();
-            }
-
-            @Override
-            public boolean isEmulation() {
-                return emulation.isEmulation();
-            }
-
-            @Override
-            public int deviceCount() {
-                return emulation.deviceCount();
-            }
-
-            @Override
-            public DeviceProperties deviceProperties(int device) {
-                return emulation.deviceProperties(device);
-            }
-
+        return new ForwardingGpuBackend(emulation) {
             @Override
             @SuppressWarnings("unchecked")
             public VirtualGpu open(int device, VaWindow window) {
-                VirtualGpu gpu = emulation.open(device, window);
+                VirtualGpu gpu = super.open(device, window);
                 return (VirtualGpu) Proxy.newProxyInstance(VirtualGpu.class.getClassLoader(), new Class<?>[] {VirtualGpu.class},
                         (proxy, method, args) -> {
                             if (method.getName().equals("memcpyDtoHGatherAsync")) {
