@@ -215,7 +215,7 @@ final class WarmUpSession {
      * Reads of the shapes a mem-sync's batches take beside the round's gather of every small region:
      * one chunk of a large allocation, half a chunk with one small region behind it (a driver copy and
      * a copy-kernel launch of a single region in one chunk), and a table of twice the small regions (a
-     * request larger than one socket read brings, as a batch of 2048 regions of 4 KiB is). Without
+     * 32 KiB request that can span socket reads, as a batch of 2048 regions of 4 KiB does). Without
      * them the JIT met these shapes first in a migration's first reads and recompiled the paths it had
      * built for the others while the app was stopped (measured on H200s: up to 17 traps in one
      * mem-sync).
