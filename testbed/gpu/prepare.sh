@@ -22,7 +22,8 @@ mvn -q -B -DskipTests package dependency:copy-dependencies \
     -DincludeScope=runtime -DoutputDirectory="$top/.gpu/lib"
 cp job-wrapper/target/job-wrapper-*.jar .gpu/lib/
 # copy-dependencies took rcuda-runtime's main jar for job-wrapper; the tests go beside JUnit.
-cp -r rcuda-runtime/target/test-classes .gpu/test/classes
+cp -r rcuda-runtime/gpu-runtime/target/test-classes .gpu/test/classes
+cp -r rcuda-runtime/common/target/test-classes/. .gpu/test/classes/
 cp -r migration-agent/target/test-classes/. .gpu/test/classes/
 cp -r job-wrapper/target/test-classes/. .gpu/test/classes/
 

@@ -20,15 +20,15 @@ import java.util.concurrent.ConcurrentHashMap;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.vgpu.runtime.api.VgpuException;
-import org.vgpu.runtime.remote.lender.Endpoint;
-import org.vgpu.runtime.remote.security.SessionToken;
-import org.vgpu.runtime.remote.security.SiteKey;
-import org.vgpu.runtime.remote.security.TokenIssuer;
-import org.vgpu.runtime.remote.security.TokenVerifier;
+import org.vgpu.common.net.Endpoint;
+import org.vgpu.common.security.SessionToken;
+import org.vgpu.common.security.SiteKey;
+import org.vgpu.common.security.TokenIssuer;
+import org.vgpu.common.security.TokenVerifier;
 import org.vgpu.siteconfig.NodeConfig;
 import org.vgpu.siteconfig.SiteConfig;
-import org.vgpu.siteconfig.slurm.SlurmInventory;
-import org.vgpu.siteconfig.slurm.SlurmJob;
+import org.vgpu.tracker.slurm.SlurmInventory;
+import org.vgpu.tracker.slurm.SlurmJob;
 import org.vgpu.tracker.cluster.ClusterView;
 import org.vgpu.tracker.cluster.IdleClock;
 import org.vgpu.tracker.ledger.Assembly;
@@ -39,6 +39,7 @@ import org.vgpu.tracker.placement.AssemblyPlanner;
 import org.vgpu.tracker.placement.Availability;
 import org.vgpu.tracker.placement.Placement;
 import org.vgpu.tracker.slurm.SlurmControl;
+import org.vgpu.common.error.VgpuFailure;
 
 /**
  * The tracker's state and decisions. Each {@link #tick()} reads Slurm once and then, in this order:
@@ -204,7 +205,7 @@ public final class Tracker {
             if (!token.jobId().equals(Long.toString(job))) {
                 return "error the proof is for job " + token.jobId() + ", not " + job;
             }
-        } catch (VgpuException e) {
+        } catch (VgpuFailure e) {
             return "error unauthenticated: " + e.detail();
         }
         synchronized (lock) {

@@ -9,8 +9,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.vgpu.runtime.control.LineServer;
-import org.vgpu.runtime.remote.lender.Endpoint;
+import org.vgpu.common.line.LineServer;
+import org.vgpu.common.net.Endpoint;
 import org.vgpu.tracker.ledger.Ledger;
 import org.vgpu.tracker.ledger.LedgerException;
 import org.vgpu.tracker.server.MungeVerifier;

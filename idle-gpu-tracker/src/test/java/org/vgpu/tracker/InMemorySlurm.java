@@ -9,10 +9,10 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 
-import org.vgpu.siteconfig.slurm.GresItem;
-import org.vgpu.siteconfig.slurm.SlurmInventory;
-import org.vgpu.siteconfig.slurm.SlurmJob;
-import org.vgpu.siteconfig.slurm.SlurmNode;
+import org.vgpu.tracker.slurm.GresItem;
+import org.vgpu.tracker.slurm.SlurmInventory;
+import org.vgpu.tracker.slurm.SlurmJob;
+import org.vgpu.tracker.slurm.SlurmNode;
 import org.vgpu.tracker.slurm.SlurmControl;
 
 /**

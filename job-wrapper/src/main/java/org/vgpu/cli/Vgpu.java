@@ -18,6 +18,8 @@ import org.vgpu.runtime.remote.worker.WorkerCommand;
 import org.vgpu.siteconfig.cli.ConfigCommand;
 import org.vgpu.tracker.cli.ReportCommand;
 import org.vgpu.tracker.cli.TrackerCommand;
+import org.vgpu.common.cli.Subcommand;
+import org.vgpu.common.cli.SubcommandRunner;
 
 /**
  * The {@code vgpu} launcher: {@code vgpu <subcommand> [options]}. Every subcommand runs through

@@ -17,7 +17,8 @@ import org.vgpu.migration.agent.MigrationAgent;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
-import org.vgpu.runtime.remote.lender.Endpoint;
+import org.vgpu.common.net.Endpoint;
+import org.vgpu.common.error.VgpuFailure;
 
 /**
  * Reads a {@link JobAssembly} from the variables the SPANK bridge exports, with the grammar of
@@ -311,7 +312,7 @@ final class AssemblyEnvironment {
             if (tracker.port() == 0) {
                 throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "port 0");
             }
-        } catch (VgpuException e) {
+        } catch (VgpuFailure e) {
             throw invalid(TRACKER + " must be HOST:PORT or unix:/ABSOLUTE/PATH, got '" + printable(text) + "' (" + e.detail() + ")");
         }
         return Optional.of(text);
@@ -357,7 +358,7 @@ final class AssemblyEnvironment {
     private static Endpoint worker(String where, String text) {
         try {
             return new MigrationTarget.RemoteWorker(Endpoint.parse(text)).endpoint();
-        } catch (VgpuException e) {
+        } catch (VgpuFailure e) {
             throw invalid(where + ": expected HOST:PORT of a GPU worker (port 1 to 65535), got '" + printable(text)
                     + "' (" + e.detail() + ")");
         }

@@ -11,7 +11,7 @@ import java.util.OptionalInt;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
-import org.vgpu.runtime.remote.lender.Endpoint;
+import org.vgpu.common.net.Endpoint;
 
 /**
  * A Slurm job's assembly of vGPUs on this node, as the SPANK bridge exports it into the job's

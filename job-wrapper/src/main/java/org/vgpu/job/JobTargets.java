@@ -12,7 +12,7 @@ import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.api.VirtualGpu;
 import org.vgpu.runtime.remote.client.WorkerEndpoint;
-import org.vgpu.runtime.remote.lender.Endpoint;
+import org.vgpu.common.net.Endpoint;
 
 /**
  * Where a job's vGPUs may go, in the tracker's terms: {@code migrate <vgpu> <target>} names a local

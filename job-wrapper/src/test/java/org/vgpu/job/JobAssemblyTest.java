@@ -18,7 +18,7 @@ import org.junit.jupiter.params.provider.CsvSource;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
-import org.vgpu.runtime.remote.lender.Endpoint;
+import org.vgpu.common.net.Endpoint;
 
 /** The SPANK bridge's job environment, read into a {@link JobAssembly}: every good form and every way it can be wrong. */
 class JobAssemblyTest {

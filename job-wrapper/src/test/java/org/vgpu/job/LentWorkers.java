@@ -7,9 +7,9 @@ import java.util.concurrent.CopyOnWriteArrayList;
 
 import org.vgpu.runtime.emulated.EmulatedBackend;
 import org.vgpu.runtime.kernels.TestKernels;
-import org.vgpu.runtime.remote.security.SiteKey;
-import org.vgpu.runtime.remote.security.ThrowawaySiteKey;
-import org.vgpu.runtime.remote.security.TokenVerifier;
+import org.vgpu.common.security.SiteKey;
+import org.vgpu.common.security.ThrowawaySiteKey;
+import org.vgpu.common.security.TokenVerifier;
 import org.vgpu.runtime.remote.worker.GpuWorker;
 import org.vgpu.runtime.remote.worker.WorkerConfig;
 

@@ -19,7 +19,7 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
-import org.vgpu.cli.SubcommandRunner;
+import org.vgpu.common.cli.SubcommandRunner;
 import org.vgpu.migration.cli.MigrateCommand;
 
 /**

@@ -4,7 +4,7 @@ import java.util.regex.Pattern;
 
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VgpuException;
-import org.vgpu.runtime.remote.lender.Endpoint;
+import org.vgpu.common.net.Endpoint;
 
 /**
  * Where a vGPU can run: a GPU of this node (by index) or a remote GPU worker (host:port). The

@@ -13,7 +13,7 @@ import org.vgpu.runtime.api.VirtualGpu;
 import org.vgpu.runtime.remote.client.RemoteConfig;
 import org.vgpu.runtime.remote.client.RemoteGpu;
 import org.vgpu.runtime.remote.client.WorkerEndpoint;
-import org.vgpu.runtime.remote.lender.Endpoint;
+import org.vgpu.common.net.Endpoint;
 import org.vgpu.runtime.remote.transport.NettyTransport;
 
 /**

@@ -15,7 +15,7 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
-import org.vgpu.cli.SubcommandRunner;
+import org.vgpu.common.cli.SubcommandRunner;
 import org.vgpu.migration.agent.MigrationAgent;
 import org.vgpu.migration.cli.MigrateCommand;
 import org.vgpu.runtime.api.Dim3;

@@ -13,7 +13,7 @@ import org.vgpu.runtime.emulated.EmulatedBackend;
 import org.vgpu.runtime.kernels.TestKernels;
 import org.vgpu.runtime.remote.client.RemoteConfig;
 import org.vgpu.runtime.remote.client.WorkerEndpoint;
-import org.vgpu.runtime.remote.lender.Endpoint;
+import org.vgpu.common.net.Endpoint;
 import org.vgpu.runtime.remote.worker.GpuWorker;
 import org.vgpu.runtime.remote.worker.WorkerConfig;
 

@@ -7,8 +7,8 @@ import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
-import org.vgpu.runtime.api.VgpuException;
-import org.vgpu.runtime.remote.lender.Endpoint;
+import org.vgpu.common.error.InputException;
+import org.vgpu.common.net.Endpoint;
 
 /**
  * Parsers for the value types of a site configuration. Each throws {@link IllegalArgumentException}
@@ -101,8 +101,8 @@ final class ConfigValues {
         Endpoint endpoint;
         try {
             endpoint = Endpoint.parse(value);
-        } catch (VgpuException e) {
-            throw new IllegalArgumentException(e.detail() + ", e.g. 127.0.0.1:7400 or tracker.cluster:7400");
+        } catch (InputException e) {
+            throw new IllegalArgumentException(e.getMessage() + ", e.g. 127.0.0.1:7400 or tracker.cluster:7400");
         }
         if (endpoint.port() == 0 || endpoint.isWildcard()) {
             throw new IllegalArgumentException("'" + value + "' is not an address others can connect to;"

@@ -6,7 +6,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalInt;
 
-import org.vgpu.runtime.remote.lender.Endpoint;
+import org.vgpu.common.net.Endpoint;
 
 /**
  * The cluster's validated vgpu configuration, read once from one file by {@link SiteConfigReader}.
@@ -14,7 +14,7 @@ import org.vgpu.runtime.remote.lender.Endpoint;
  * @param source        the file it was read from (absolute), so rendered files can point back at it
  * @param clusterName   a name for logs, metrics and rendered files
  * @param tracker       where the tracker listens (SPANK bridge, lenders and {@code vgpu report} connect there)
- * @param tokenKeyFile  the site key ({@link org.vgpu.runtime.remote.security.SiteKey}) that signs session tokens
+ * @param tokenKeyFile  the site key ({@link org.vgpu.common.security.SiteKey}) that signs session tokens
  * @param lendPartition the partition of the tracker's holder jobs
  * @param lendQos       the QOS of holder jobs, when the site has accounting (QOS needs slurmdbd)
  * @param nodes         the GPU nodes, in file order, names unique

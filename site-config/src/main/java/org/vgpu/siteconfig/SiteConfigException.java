@@ -3,21 +3,25 @@ package org.vgpu.siteconfig;
 import java.util.List;
 import java.util.stream.Collectors;
 
-import org.vgpu.runtime.api.ErrorCode;
-import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.common.error.VgpuFailure;
 
 /** A site configuration file with problems; carries every problem found, not just the first. */
-public final class SiteConfigException extends VgpuException {
+public final class SiteConfigException extends VgpuFailure {
     private static final long serialVersionUID = 1L;
 
     private final transient List<ConfigProblem> problems;
 
     public SiteConfigException(List<ConfigProblem> problems) {
-        super(ErrorCode.CUDA_ERROR_INVALID_VALUE, describe(problems));
+        super(describe(problems), null);
         if (problems.isEmpty()) {
             throw new IllegalArgumentException("a SiteConfigException needs at least one problem");
         }
         this.problems = List.copyOf(problems);
+    }
+
+    @Override
+    public String codeName() {
+        return "CONFIG_INVALID";
     }
 
     public List<ConfigProblem> problems() {

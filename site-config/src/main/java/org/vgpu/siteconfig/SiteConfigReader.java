@@ -17,9 +17,9 @@ import java.util.OptionalInt;
 import java.util.OptionalLong;
 import java.util.function.Function;
 
-import org.vgpu.runtime.api.VgpuException;
-import org.vgpu.runtime.remote.lender.Endpoint;
-import org.vgpu.runtime.remote.security.SiteKey;
+import org.vgpu.common.error.ConfigException;
+import org.vgpu.common.net.Endpoint;
+import org.vgpu.common.security.SiteKey;
 
 /**
  * Reads and validates a site configuration file (format: site-config/README.md). Every problem is
@@ -97,8 +97,8 @@ public final class SiteConfigReader {
         if (checkFiles && tokenKeyFile.isPresent()) {
             try {
                 SiteKey.load(tokenKeyFile.get());
-            } catch (VgpuException e) {
-                problems.add(new ConfigProblem(file, cluster.lineOf("token_key_file"), e.detail()));
+            } catch (ConfigException e) {
+                problems.add(new ConfigProblem(file, cluster.lineOf("token_key_file"), e.getMessage()));
             }
         }
         if (!problems.isEmpty()) {

@@ -5,7 +5,7 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 
-import org.vgpu.runtime.remote.security.SiteKey;
+import org.vgpu.common.security.SiteKey;
 
 /** Site configuration files for tests: a valid one, and variations written into a directory. */
 public final class SiteConfigFiles {

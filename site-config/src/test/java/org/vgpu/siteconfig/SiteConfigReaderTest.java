@@ -22,7 +22,7 @@ import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
-import org.vgpu.runtime.remote.lender.Endpoint;
+import org.vgpu.common.net.Endpoint;
 
 class SiteConfigReaderTest {
     @TempDir
@@ -262,7 +262,8 @@ class SiteConfigReaderTest {
     void exceptionMessageListsEveryProblem() {
         SiteConfigException e = assertThrows(SiteConfigException.class, () -> read("[cluster]\n[node a]\n"));
 
-        assertTrue(e.getMessage().startsWith("CUDA_ERROR_INVALID_VALUE: " + e.problems().size() + " problems"), e.getMessage());
+        assertTrue(e.getMessage().startsWith(e.problems().size() + " problems"), e.getMessage());
+        assertEquals("CONFIG_INVALID", e.codeName());
         for (ConfigProblem problem : e.problems()) {
             assertTrue(e.getMessage().contains(problem.toString()));
         }

@@ -17,9 +17,9 @@ import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestMethodOrder;
-import org.vgpu.siteconfig.slurm.SlurmInventory;
-import org.vgpu.siteconfig.slurm.SlurmJob;
-import org.vgpu.siteconfig.slurm.SlurmNode;
+import org.vgpu.tracker.slurm.SlurmInventory;
+import org.vgpu.tracker.slurm.SlurmJob;
+import org.vgpu.tracker.slurm.SlurmNode;
 
 /**
  * Brings up the real Slurm testbed (testbed/slurm/up.sh: slurmctld and slurmd -N n1..n3, 4 fake GPUs

@@ -14,14 +14,15 @@ import org.apache.commons.cli.CommandLine;
 import org.apache.commons.cli.Option;
 import org.apache.commons.cli.Options;
 import org.apache.commons.cli.ParseException;
-import org.vgpu.cli.CommandLines;
-import org.vgpu.cli.Subcommand;
+import org.vgpu.common.cli.CommandLines;
+import org.vgpu.common.cli.Subcommand;
 import org.vgpu.runtime.api.VgpuException;
-import org.vgpu.runtime.control.LineClient;
-import org.vgpu.runtime.remote.lender.Endpoint;
+import org.vgpu.common.line.LineClient;
+import org.vgpu.common.net.Endpoint;
 import org.vgpu.siteconfig.SiteConfigReader;
 import org.vgpu.tracker.ledger.Assembly;
 import org.vgpu.tracker.ledger.Lend;
+import org.vgpu.common.error.VgpuFailure;
 
 /**
  * {@code vgpu report}: what the tracker has lent, to whom, and which vgpu jobs wait and why, as a
@@ -62,7 +63,7 @@ public final class ReportCommand implements Subcommand {
         if (line.hasOption("tracker")) {
             try {
                 tracker = Endpoint.parse(line.getOptionValue("tracker"));
-            } catch (VgpuException e) {
+            } catch (VgpuFailure e) {
                 throw new ParseException("--tracker: " + e.detail());
             }
         } else {

@@ -12,11 +12,11 @@ import org.apache.commons.cli.CommandLine;
 import org.apache.commons.cli.Option;
 import org.apache.commons.cli.Options;
 import org.apache.commons.cli.ParseException;
-import org.vgpu.cli.CommandLines;
-import org.vgpu.cli.Subcommand;
+import org.vgpu.common.cli.CommandLines;
+import org.vgpu.common.cli.Subcommand;
 import org.vgpu.runtime.api.VgpuException;
-import org.vgpu.runtime.remote.lender.Endpoint;
-import org.vgpu.runtime.remote.security.SiteKey;
+import org.vgpu.common.net.Endpoint;
+import org.vgpu.common.security.SiteKey;
 import org.vgpu.siteconfig.SiteConfig;
 import org.vgpu.siteconfig.SiteConfigReader;
 import org.vgpu.tracker.Tracker;
@@ -27,6 +27,7 @@ import org.vgpu.tracker.server.MungeVerifier;
 import org.vgpu.tracker.slurm.SlurmCommandException;
 import org.vgpu.tracker.slurm.SlurmCommands;
 import org.vgpu.tracker.slurm.SlurmControl;
+import org.vgpu.common.error.VgpuFailure;
 
 /**
  * {@code vgpu tracker --config FILE}: the idle-GPU tracker daemon. Runs until SIGTERM/SIGINT; exits
@@ -109,7 +110,7 @@ public final class TrackerCommand implements Subcommand {
         if (line.hasOption("listen")) {
             try {
                 listen = Endpoint.parse(line.getOptionValue("listen"));
-            } catch (VgpuException e) {
+            } catch (VgpuFailure e) {
                 throw new ParseException("--listen: " + e.detail());
             }
         }

@@ -11,9 +11,9 @@ import java.util.Set;
 
 import org.vgpu.siteconfig.NodeConfig;
 import org.vgpu.siteconfig.SiteConfig;
-import org.vgpu.siteconfig.slurm.SlurmInventory;
-import org.vgpu.siteconfig.slurm.SlurmJob;
-import org.vgpu.siteconfig.slurm.SlurmNode;
+import org.vgpu.tracker.slurm.SlurmInventory;
+import org.vgpu.tracker.slurm.SlurmJob;
+import org.vgpu.tracker.slurm.SlurmNode;
 
 /**
  * The site's GPU nodes at one moment: which GPUs are idle (by index) and since when, free CPUs and

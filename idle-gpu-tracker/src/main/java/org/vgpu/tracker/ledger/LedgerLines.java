@@ -14,7 +14,7 @@ import java.util.OptionalLong;
 import java.util.regex.Pattern;
 import java.util.zip.CRC32C;
 
-import org.vgpu.runtime.remote.lender.Endpoint;
+import org.vgpu.common.net.Endpoint;
 
 /**
  * The ledger's line format. One record per line, words separated by one space, the last word a

@@ -5,7 +5,7 @@ import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.OptionalLong;
 
-import org.vgpu.runtime.remote.lender.Endpoint;
+import org.vgpu.common.net.Endpoint;
 
 /**
  * One GPU borrowed for vGPU {@code vgpu} of a job from node {@code node}: kept in Slurm's books by

@@ -8,7 +8,7 @@ import java.util.Optional;
 
 import org.vgpu.siteconfig.Distances;
 import org.vgpu.siteconfig.Policy;
-import org.vgpu.siteconfig.slurm.SlurmJob;
+import org.vgpu.tracker.slurm.SlurmJob;
 
 /**
  * Plans the assembly of one held vgpu job: the node it runs on, how many of that node's idle GPUs

@@ -8,13 +8,14 @@ import java.util.regex.Pattern;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.vgpu.runtime.control.BoundedLineReader;
-import org.vgpu.runtime.control.LineService;
+import org.vgpu.common.line.BoundedLineReader;
+import org.vgpu.common.line.LineService;
 import org.vgpu.runtime.api.VgpuException;
-import org.vgpu.runtime.control.LineText;
-import org.vgpu.runtime.remote.lender.Endpoint;
-import org.vgpu.runtime.remote.security.SessionToken;
+import org.vgpu.common.line.LineText;
+import org.vgpu.common.net.Endpoint;
+import org.vgpu.common.security.SessionToken;
 import org.vgpu.tracker.Tracker;
+import org.vgpu.common.error.VgpuFailure;
 
 /**
  * The tracker's socket: the SPANK bridge's line protocol (slurm-spank-bridge/README.md, "Tracker
@@ -157,7 +158,7 @@ public final class TrackerProtocol implements LineService {
         try {
             endpoint = Endpoint.parse(words[3]);
             SessionToken.requireId("worker id", words[4]);
-        } catch (VgpuException e) {
+        } catch (VgpuFailure e) {
             return error(e.detail());
         }
         return tracker.worker(Long.parseLong(words[1]), Integer.parseInt(words[2]), endpoint, words[4], words[5]);

@@ -9,9 +9,9 @@ import java.util.regex.Pattern;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.vgpu.siteconfig.slurm.SlurmInventory;
-import org.vgpu.siteconfig.slurm.SlurmJob;
-import org.vgpu.siteconfig.slurm.SlurmOutputException;
+import org.vgpu.tracker.slurm.SlurmInventory;
+import org.vgpu.tracker.slurm.SlurmJob;
+import org.vgpu.tracker.slurm.SlurmOutputException;
 import org.vgpu.tracker.process.BoundedCommand;
 import org.vgpu.tracker.process.BoundedCommand.Result;
 

@@ -3,8 +3,8 @@ package org.vgpu.tracker.slurm;
 import java.util.Collection;
 import java.util.Optional;
 
-import org.vgpu.siteconfig.slurm.SlurmInventory;
-import org.vgpu.siteconfig.slurm.SlurmJob;
+import org.vgpu.tracker.slurm.SlurmInventory;
+import org.vgpu.tracker.slurm.SlurmJob;
 
 /**
  * What the tracker reads from and does to Slurm. Every method either does what it says or throws

@@ -14,9 +14,9 @@ import java.util.Optional;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.vgpu.cli.SubcommandRunner;
-import org.vgpu.runtime.control.LineServer;
-import org.vgpu.runtime.remote.lender.Endpoint;
+import org.vgpu.common.cli.SubcommandRunner;
+import org.vgpu.common.line.LineServer;
+import org.vgpu.common.net.Endpoint;
 import org.vgpu.tracker.ledger.Assembly;
 import org.vgpu.tracker.ledger.LedgerLines;
 import org.vgpu.tracker.ledger.Lend;

@@ -16,7 +16,7 @@ import java.util.Optional;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import org.vgpu.runtime.remote.lender.Endpoint;
+import org.vgpu.common.net.Endpoint;
 
 class LedgerTest {
     private static final Instant PLANNED = Instant.parse("2026-11-21T12:00:00.123Z");

@@ -11,10 +11,10 @@ import java.util.List;
 import java.util.Map;
 
 import org.junit.jupiter.api.Test;
-import org.vgpu.runtime.remote.lender.Endpoint;
+import org.vgpu.common.net.Endpoint;
 import org.vgpu.siteconfig.Distances;
 import org.vgpu.siteconfig.Policy;
-import org.vgpu.siteconfig.slurm.SlurmJob;
+import org.vgpu.tracker.slurm.SlurmJob;
 import org.vgpu.tracker.cluster.ClusterView;
 import org.vgpu.tracker.cluster.NodeView;
 

@@ -1,29 +1,21 @@
 package org.vgpu.migration.agent;
 
-import java.io.IOException;
-import java.net.StandardProtocolFamily;
-import java.net.UnixDomainSocketAddress;
-import java.nio.ByteBuffer;
-import java.nio.channels.ClosedChannelException;
-import java.nio.channels.ServerSocketChannel;
-import java.nio.channels.SocketChannel;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentSkipListMap;
-import java.util.concurrent.Semaphore;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.vgpu.common.error.VgpuFailure;
+import org.vgpu.common.line.BoundedLineReader;
+import org.vgpu.common.line.LineServer;
+import org.vgpu.common.line.LineService;
 import org.vgpu.migration.MigratableGpu;
 import org.vgpu.migration.MigrationConfig;
 import org.vgpu.migration.MigrationFaults;
@@ -61,6 +53,10 @@ public final class MigrationAgent implements AutoCloseable {
     public static final int HISTORY_LENGTH = 32;
     /** Connections served at once; more are told so and closed, so a flood cannot exhaust the app. */
     public static final int MAX_CONNECTIONS = 32;
+    /** A connection without a command for this long is closed; a migration in progress does not count. */
+    private static final Duration IDLE_TIMEOUT = Duration.ofMinutes(5);
+    private static final LineServer.Limits SOCKET_LIMITS = new LineServer.Limits("migration agent", MAX_LINE_BYTES,
+            MAX_CONNECTIONS, IDLE_TIMEOUT);
     private static final Logger LOG = LoggerFactory.getLogger(MigrationAgent.class);
     private static final String HELP = "commands: migrate <vgpu> <target> (target: local GPU index or host:port)"
             + " | status | history | help";
@@ -72,10 +68,7 @@ public final class MigrationAgent implements AutoCloseable {
     private final MigrationFaults faults;
     private final Map<Integer, MigratableGpu> vgpus = new ConcurrentSkipListMap<>();
     private final Deque<MigrationReport> history = new ArrayDeque<>();
-    private final ServerSocketChannel server;
-    private final Thread acceptor;
-    private final Semaphore connectionSlots = new Semaphore(MAX_CONNECTIONS);
-    private final Set<SocketChannel> connections = ConcurrentHashMap.newKeySet();
+    private final LineServer server;
     private volatile boolean closed;
 
     /** An agent for production: default migration configuration, no fault injection. */
@@ -88,8 +81,8 @@ public final class MigrationAgent implements AutoCloseable {
      *
      * @param tracker gets the report of every migration of every vGPU of this agent
      * @param faults  {@link MigrationFaults#NONE} except in tests
-     * @throws VgpuException CUDA_ERROR_INVALID_VALUE when the socket cannot be bound (path too long,
-     *         no such directory, another agent listening there)
+     * @throws org.vgpu.common.error.NetworkException CANNOT_LISTEN when the socket cannot be bound
+     *         (path too long, no such directory, another agent listening there, a file that is not a socket)
      */
     public MigrationAgent(Path socketPath, TargetResolver resolver, MigrationConfig config, MigrationListener tracker,
                           MigrationFaults faults) {
@@ -98,8 +91,17 @@ public final class MigrationAgent implements AutoCloseable {
         this.config = Objects.requireNonNull(config, "config");
         this.tracker = Objects.requireNonNull(tracker, "tracker listener");
         this.faults = Objects.requireNonNull(faults, "faults");
-        this.server = bind(socketPath);
-        this.acceptor = Thread.ofPlatform().name("vgpu-agent-accept").daemon().start(this::acceptLoop);
+        this.server = LineServer.startUnix(socketPath, SOCKET_LIMITS, new LineService() {
+            @Override
+            public List<String> answer(BoundedLineReader.Line request, String localHost) {
+                return MigrationAgent.this.answer(request);
+            }
+
+            @Override
+            public boolean closesAfterOverlongRequest() {
+                return true;
+            }
+        });
         LOG.info("migration agent listening on {}", socketPath);
     }
 
@@ -159,11 +161,11 @@ public final class MigrationAgent implements AutoCloseable {
     String reply(String line) {
         try {
             return oneLine(execute(line.strip()));
-        } catch (VgpuException e) {
+        } catch (VgpuFailure e) {
             return oneLine("error " + e.getMessage());
         } catch (RuntimeException e) {
             LOG.warn("agent command '{}' failed unexpectedly", line, e);
-            return oneLine("error internal failure: " + e);
+            return "error internal failure of the agent; its log has the details";
         }
     }
 
@@ -236,115 +238,12 @@ public final class MigrationAgent implements AutoCloseable {
 
     // ---- socket
 
-    private static ServerSocketChannel bind(Path path) {
-        ServerSocketChannel channel = null;
-        try {
-            removeStaleSocket(path);
-            channel = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
-            channel.bind(UnixDomainSocketAddress.of(path));
-            Files.setPosixFilePermissions(path, PosixFilePermissions.fromString("rw-------"));
-            return channel;
-        } catch (IOException | RuntimeException e) {
-            if (channel != null) {
-                try {
-                    channel.close();
-                } catch (IOException suppressed) {
-                    e.addSuppressed(suppressed);
-                }
-            }
-            if (e instanceof VgpuException vgpu) {
-                throw vgpu;
-            }
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE,
-                    "the migration agent cannot listen on " + path + ": " + e, e);
+    /** One command line's reply; an overlong line is answered and ends the connection. */
+    private List<String> answer(BoundedLineReader.Line line) {
+        if (line.truncated()) {
+            return List.of("error line longer than " + MAX_LINE_BYTES + " bytes; closing the connection");
         }
-    }
-
-    /** A socket file left by a dead agent is removed; one with a live agent behind it is not taken over. */
-    private static void removeStaleSocket(Path path) throws IOException {
-        if (!Files.exists(path)) {
-            return;
-        }
-        try (SocketChannel probe = SocketChannel.open(UnixDomainSocketAddress.of(path))) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "another migration agent listens on " + path);
-        } catch (IOException nobodyListens) {
-            Files.delete(path);
-        }
-    }
-
-    private void acceptLoop() {
-        while (!closed) {
-            SocketChannel connection;
-            try {
-                connection = server.accept();
-            } catch (ClosedChannelException e) {
-                return;
-            } catch (IOException e) {
-                if (!closed) {
-                    LOG.warn("migration agent: accept on {} failed", socketPath, e);
-                }
-                continue;
-            }
-            if (!connectionSlots.tryAcquire()) {
-                writeQuietly(connection, "error too many connections (" + MAX_CONNECTIONS + "); try again later");
-                closeQuietly(connection);
-                continue;
-            }
-            connections.add(connection);
-            Thread.ofVirtual().name("vgpu-agent-connection").start(() -> {
-                try {
-                    serve(connection);
-                } finally {
-                    connections.remove(connection);
-                    closeQuietly(connection);
-                    connectionSlots.release();
-                }
-            });
-        }
-    }
-
-    private void serve(SocketChannel connection) {
-        LineReader lines = new LineReader(connection, MAX_LINE_BYTES);
-        try {
-            while (!closed) {
-                LineReader.Line line = lines.next();
-                if (line == null) {
-                    return;
-                }
-                if (line.tooLong()) {
-                    write(connection, "error line longer than " + MAX_LINE_BYTES + " bytes; closing the connection");
-                    return;
-                }
-                write(connection, reply(line.text()));
-            }
-        } catch (IOException e) {
-            if (!closed) {
-                LOG.debug("migration agent: connection ended: {}", e.toString());
-            }
-        }
-    }
-
-    private static void write(SocketChannel connection, String reply) throws IOException {
-        ByteBuffer bytes = ByteBuffer.wrap((reply + "\n").getBytes(StandardCharsets.UTF_8));
-        while (bytes.hasRemaining()) {
-            connection.write(bytes);
-        }
-    }
-
-    private static void writeQuietly(SocketChannel connection, String reply) {
-        try {
-            write(connection, reply);
-        } catch (IOException ignored) {
-            // The client is gone; there is nobody to tell.
-        }
-    }
-
-    private static void closeQuietly(SocketChannel connection) {
-        try {
-            connection.close();
-        } catch (IOException ignored) {
-            // Closing a socket whose peer vanished has nothing left to release.
-        }
+        return List.of(reply(line.text()));
     }
 
     /**
@@ -358,24 +257,7 @@ public final class MigrationAgent implements AutoCloseable {
         }
         closed = true;
         FailureCollector failures = new FailureCollector();
-        failures.attempt(() -> {
-            try {
-                server.close();
-                Files.deleteIfExists(socketPath);
-            } catch (IOException e) {
-                throw new VgpuException(ErrorCode.CUDA_ERROR_UNKNOWN, "closing the agent socket " + socketPath + ": " + e, e);
-            }
-        });
-        for (SocketChannel connection : connections) {
-            closeQuietly(connection);
-        }
-        failures.attempt(() -> {
-            try {
-                acceptor.join();
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        });
+        failures.attempt(server::close);
         for (MigratableGpu gpu : vgpus.values()) {
             failures.attempt(gpu::close);
         }

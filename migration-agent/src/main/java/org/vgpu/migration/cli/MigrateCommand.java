@@ -1,23 +1,17 @@
 package org.vgpu.migration.cli;
 
-import java.io.ByteArrayOutputStream;
-import java.io.IOException;
-import java.io.InputStream;
 import java.io.PrintStream;
-import java.net.StandardProtocolFamily;
-import java.net.UnixDomainSocketAddress;
-import java.nio.ByteBuffer;
-import java.nio.channels.Channels;
-import java.nio.channels.SocketChannel;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.function.Function;
 
 import org.apache.commons.cli.CommandLine;
 import org.apache.commons.cli.Option;
 import org.apache.commons.cli.Options;
 import org.apache.commons.cli.ParseException;
-import org.vgpu.cli.Subcommand;
+import org.vgpu.common.cli.Subcommand;
+import org.vgpu.common.error.NetworkException;
+import org.vgpu.common.line.LineClient;
 import org.vgpu.migration.agent.MigrationAgent;
 
 /**
@@ -26,6 +20,9 @@ import org.vgpu.migration.agent.MigrationAgent;
  * reached, 2 for bad usage.
  */
 public final class MigrateCommand implements Subcommand {
+    /** A migration answers when it is done; moving many GiB over a network takes a while. */
+    private static final Duration REPLY_TIMEOUT = Duration.ofMinutes(10);
+
     private final Function<String, String> environment;
 
     public MigrateCommand() {
@@ -65,13 +62,9 @@ public final class MigrateCommand implements Subcommand {
         Path socket = socket(line);
         String reply;
         try {
-            reply = exchange(socket, command);
-        } catch (IOException e) {
-            err.println("vgpu migrate: cannot reach the migration agent at " + socket + ": " + e.getMessage());
-            return 1;
-        }
-        if (reply == null) {
-            err.println("vgpu migrate: the agent at " + socket + " closed the connection without a reply");
+            reply = LineClient.request(socket, command, REPLY_TIMEOUT).getLast();
+        } catch (NetworkException e) {
+            err.println("vgpu migrate: the migration agent did not answer: " + e.getMessage());
             return 1;
         }
         boolean ok = reply.startsWith("ok");
@@ -108,29 +101,5 @@ public final class MigrateCommand implements Subcommand {
             throw new ParseException("no agent socket: give --socket PATH or set " + MigrationAgent.SOCKET_ENV);
         }
         return Path.of(path);
-    }
-
-    /** Sends one line and reads one line back; null when the agent closed without replying. */
-    private static String exchange(Path socket, String command) throws IOException {
-        try (SocketChannel channel = SocketChannel.open(StandardProtocolFamily.UNIX)) {
-            channel.connect(UnixDomainSocketAddress.of(socket));
-            ByteBuffer request = ByteBuffer.wrap((command + "\n").getBytes(StandardCharsets.UTF_8));
-            while (request.hasRemaining()) {
-                channel.write(request);
-            }
-            channel.shutdownOutput();
-            InputStream in = Channels.newInputStream(channel);
-            ByteArrayOutputStream reply = new ByteArrayOutputStream();
-            boolean answered = false;
-            int b;
-            while ((b = in.read()) != -1) {
-                answered = true;
-                if (b == '\n') {
-                    break;
-                }
-                reply.write(b);
-            }
-            return answered ? reply.toString(StandardCharsets.UTF_8) : null;
-        }
     }
 }

@@ -12,7 +12,7 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
-import org.vgpu.cli.SubcommandRunner;
+import org.vgpu.common.cli.SubcommandRunner;
 import org.vgpu.migration.MigrationListener;
 import org.vgpu.migration.MigrationTarget;
 import org.vgpu.migration.NodeTargetResolver;

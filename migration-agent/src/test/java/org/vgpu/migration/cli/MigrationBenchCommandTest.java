@@ -11,7 +11,7 @@ import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-import org.vgpu.cli.SubcommandRunner;
+import org.vgpu.common.cli.SubcommandRunner;
 
 /** {@code vgpu migration-bench} on the emulation with tiny settings: the sections asked for, and only those. */
 class MigrationBenchCommandTest {

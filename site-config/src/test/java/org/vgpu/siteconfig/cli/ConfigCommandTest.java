@@ -12,7 +12,7 @@ import java.util.Optional;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import org.vgpu.cli.SubcommandRunner;
+import org.vgpu.common.cli.SubcommandRunner;
 import org.vgpu.siteconfig.SiteConfigFiles;
 import org.vgpu.siteconfig.SiteConfigReader;
 import org.vgpu.siteconfig.render.RenderedFile;

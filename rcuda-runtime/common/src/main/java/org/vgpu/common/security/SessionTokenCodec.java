@@ -1,0 +1,137 @@
+package org.vgpu.common.security;
+
+import java.nio.BufferUnderflowException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.time.DateTimeException;
+import java.time.Instant;
+import java.util.Base64;
+
+import org.vgpu.common.error.AuthException;
+import org.vgpu.common.error.InputException;
+
+/**
+ * The token's text form, shared by {@link TokenIssuer} and {@link TokenVerifier}:
+ * {@code v1.<payload>.<mac>}, both parts base64url without padding.
+ *
+ * <p>The payload is a canonical binary encoding in which every field has a fixed size or a length
+ * prefix, so no two different tokens encode to the same bytes (with plain concatenation, job "a"
+ * on worker "bc" would sign the same bytes as job "ab" on worker "c"):
+ * <pre>
+ *   int32 job id length, job id (ASCII) | int32 vGPU index
+ *   int32 worker id length, worker id (ASCII) | int64 expiry epoch second | int32 expiry nanosecond
+ * </pre>
+ * all big-endian. The MAC is HMAC-SHA256 over {@link #MAC_DOMAIN} followed by the payload; the
+ * domain prefix keeps a token MAC from ever equalling a MAC the site key makes for another purpose.
+ * Decoding accepts only the canonical text (it re-encodes and compares), so no two strings are
+ * the same valid token: changing any character of a token makes it invalid.
+ */
+final class SessionTokenCodec {
+    static final String VERSION = "v1";
+    /** Comfortably above the longest valid token (two ids of 128 characters give ~420). */
+    static final int MAX_TOKEN_LENGTH = 1024;
+    private static final byte[] MAC_DOMAIN = "vgpu session token v1\0".getBytes(StandardCharsets.US_ASCII);
+    private static final Base64.Encoder ENCODER = Base64.getUrlEncoder().withoutPadding();
+    private static final Base64.Decoder DECODER = Base64.getUrlDecoder();
+
+    private SessionTokenCodec() {
+    }
+
+    static String encode(SessionToken token, SiteKey key) {
+        byte[] jobId = token.jobId().getBytes(StandardCharsets.US_ASCII);
+        byte[] workerId = token.workerId().getBytes(StandardCharsets.US_ASCII);
+        ByteBuffer payload = ByteBuffer.allocate(4 + jobId.length + 4 + 4 + workerId.length + 8 + 4)
+                .putInt(jobId.length).put(jobId)
+                .putInt(token.vgpuIndex())
+                .putInt(workerId.length).put(workerId)
+                .putLong(token.expiresAt().getEpochSecond())
+                .putInt(token.expiresAt().getNano());
+        byte[] payloadBytes = payload.array();
+        return VERSION + "." + ENCODER.encodeToString(payloadBytes) + "." + ENCODER.encodeToString(mac(key, payloadBytes));
+    }
+
+    /**
+     * The token's content once its MAC checked out.
+     *
+     * @throws AuthException when the text is not a token or its MAC is wrong
+     */
+    static SessionToken decode(String text, SiteKey key) {
+        if (text == null || text.isEmpty()) {
+            throw refused("no session token was presented");
+        }
+        if (text.length() > MAX_TOKEN_LENGTH) {
+            throw refused("malformed session token: " + text.length() + " characters, at most " + MAX_TOKEN_LENGTH);
+        }
+        String[] parts = text.split("\\.", -1);
+        if (parts.length != 3) {
+            throw refused("malformed session token: expected " + VERSION + ".<payload>.<mac>");
+        }
+        if (!parts[0].equals(VERSION)) {
+            throw refused("malformed session token: unsupported format version (this worker accepts " + VERSION + ")");
+        }
+        byte[] payload = canonicalBase64(parts[1], "payload");
+        byte[] presentedMac = canonicalBase64(parts[2], "MAC");
+        if (!MessageDigest.isEqual(mac(key, payload), presentedMac)) {
+            throw refused("session token signature does not match: it was altered or signed with another site key");
+        }
+        return parsePayload(payload);
+    }
+
+    private static byte[] canonicalBase64(String part, String what) {
+        byte[] bytes;
+        try {
+            bytes = DECODER.decode(part);
+        } catch (IllegalArgumentException e) {
+            throw refused("malformed session token: its " + what + " is not base64url");
+        }
+        if (!ENCODER.encodeToString(bytes).equals(part)) {
+            throw refused("malformed session token: its " + what + " is not canonical unpadded base64url");
+        }
+        return bytes;
+    }
+
+    private static SessionToken parsePayload(byte[] payload) {
+        try {
+            ByteBuffer in = ByteBuffer.wrap(payload);
+            String jobId = readId(in);
+            int vgpuIndex = in.getInt();
+            String workerId = readId(in);
+            long expirySecond = in.getLong();
+            int expiryNano = in.getInt();
+            if (expiryNano < 0 || expiryNano > 999_999_999) {
+                throw refused("malformed session token: out-of-range expiry nanosecond " + expiryNano);
+            }
+            Instant expiresAt = Instant.ofEpochSecond(expirySecond, expiryNano);
+            if (in.hasRemaining()) {
+                throw refused("malformed session token: " + in.remaining() + " unexpected trailing bytes");
+            }
+            return new SessionToken(jobId, vgpuIndex, workerId, expiresAt);
+        } catch (BufferUnderflowException | DateTimeException e) {
+            throw refused("malformed session token: truncated or out-of-range payload");
+        } catch (InputException e) {
+            throw refused("malformed session token: " + e.getMessage());
+        }
+    }
+
+    private static String readId(ByteBuffer in) {
+        int length = in.getInt();
+        if (length < 0 || length > in.remaining()) {
+            throw refused("malformed session token: an id length of " + length + " does not fit the payload");
+        }
+        byte[] bytes = new byte[length];
+        in.get(bytes);
+        return new String(bytes, StandardCharsets.US_ASCII);
+    }
+
+    private static byte[] mac(SiteKey key, byte[] payload) {
+        byte[] input = new byte[MAC_DOMAIN.length + payload.length];
+        System.arraycopy(MAC_DOMAIN, 0, input, 0, MAC_DOMAIN.length);
+        System.arraycopy(payload, 0, input, MAC_DOMAIN.length, payload.length);
+        return key.mac(input);
+    }
+
+    static AuthException refused(String reason) {
+        return new AuthException(reason);
+    }
+}

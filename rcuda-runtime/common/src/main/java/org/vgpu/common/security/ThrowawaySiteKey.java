@@ -1,0 +1,60 @@
+package org.vgpu.common.security;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.util.Comparator;
+import java.util.stream.Stream;
+
+/**
+ * A fresh site key in its own temporary directory, with an issuer for it, for processes that start
+ * their own GPU workers (benchmarks, tests) and so play tracker and lender at once. Closing it
+ * removes the directory and everything in it.
+ */
+public final class ThrowawaySiteKey implements AutoCloseable {
+    private final Path directory;
+    private final Path keyFile;
+    private final TokenIssuer issuer;
+
+    private ThrowawaySiteKey(Path directory, Path keyFile, TokenIssuer issuer) {
+        this.directory = directory;
+        this.keyFile = keyFile;
+        this.issuer = issuer;
+    }
+
+    /** Generates a key and writes it (mode 600) into a new temporary directory named after {@code prefix}. */
+    public static ThrowawaySiteKey create(String prefix) {
+        Path directory;
+        try {
+            directory = Files.createTempDirectory(prefix);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        Path keyFile = directory.resolve("site.key");
+        SiteKey key = SiteKey.generate();
+        key.writeNewFile(keyFile);
+        return new ThrowawaySiteKey(directory, keyFile, new TokenIssuer(key, Clock.systemUTC()));
+    }
+
+    /** The key file, for workers' {@code --key-file}. */
+    public Path keyFile() {
+        return keyFile;
+    }
+
+    public TokenIssuer issuer() {
+        return issuer;
+    }
+
+    @Override
+    public void close() {
+        try (Stream<Path> files = Files.walk(directory)) {
+            for (Path path : files.sorted(Comparator.reverseOrder()).toList()) {
+                Files.deleteIfExists(path);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+}

@@ -1,0 +1,43 @@
+package org.vgpu.common.security;
+
+import java.time.Clock;
+import java.time.DateTimeException;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Objects;
+
+import org.vgpu.common.error.InputException;
+
+/**
+ * Signs session tokens (the tracker's side). A token is a bearer credential: whoever holds it may
+ * open the session it names until it expires, so hand it only to the job and never log it.
+ */
+public final class TokenIssuer {
+    private final SiteKey key;
+    private final Clock clock;
+
+    public TokenIssuer(SiteKey key, Clock clock) {
+        this.key = Objects.requireNonNull(key, "key");
+        this.clock = Objects.requireNonNull(clock, "clock");
+    }
+
+    /**
+     * A token that lets job {@code jobId} open vGPU {@code vgpuIndex} on worker {@code workerId}
+     * for {@code ttl} from now.
+     *
+     * @throws InputException for an id {@link SessionToken} does not accept,
+     *         an index out of range, or a ttl that is not positive
+     */
+    public String issue(String jobId, int vgpuIndex, String workerId, Duration ttl) {
+        if (ttl == null || ttl.isNegative() || ttl.isZero()) {
+            throw new InputException("a token's time to live must be positive, got " + ttl);
+        }
+        Instant expiresAt;
+        try {
+            expiresAt = clock.instant().plus(ttl);
+        } catch (DateTimeException | ArithmeticException e) {
+            throw new InputException("a token's time to live of " + ttl + " is too long");
+        }
+        return SessionTokenCodec.encode(new SessionToken(jobId, vgpuIndex, workerId, expiresAt), key);
+    }
+}

@@ -1,0 +1,53 @@
+package org.vgpu.runtime.api;
+
+import org.vgpu.common.VgpuLimits;
+
+/**
+ * The fixed virtual-address range of one vGPU. Every allocation of vGPU k lies inside window k on
+ * every backend, so a migration can map the same addresses on its target and device pointers stay
+ * valid (DESIGN.md, "Virtual-address windows make migration safe").
+ *
+ * <p>The default base 0x1000_0000_0000 (16 TiB) was honored by the driver on H200s in fresh
+ * processes; 256 GiB per vGPU leaves room for the largest GPUs and keeps 100 windows under 42 TiB.
+ */
+public record VaWindow(int vgpuIndex, long base, long size) {
+    public static final long DEFAULT_BASE = 0x1000_0000_0000L;
+    public static final long DEFAULT_SIZE = 256L << 30;
+    /** Allocation granularity of the CUDA VMM API on current NVIDIA GPUs; every backend uses it. */
+    public static final long GRANULARITY = 2L << 20;
+    public static final int MAX_VGPUS = VgpuLimits.MAX_VGPUS;
+
+    public VaWindow {
+        if (vgpuIndex < 0) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "vGPU index must be >= 0, got " + vgpuIndex);
+        }
+        if (base <= 0 || base % GRANULARITY != 0 || size <= 0 || size % GRANULARITY != 0
+                || base + size < base || base + size > (1L << 47)) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, String.format(
+                    "window 0x%x + 0x%x must be %d-aligned and inside the 47-bit user address space",
+                    base, size, GRANULARITY));
+        }
+    }
+
+    /** Window k of the default layout: {@code DEFAULT_BASE + k * DEFAULT_SIZE}. */
+    public static VaWindow forVgpu(int k) {
+        if (k < 0 || k >= MAX_VGPUS) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    "vGPU index must be in [0, " + MAX_VGPUS + "), got " + k);
+        }
+        return new VaWindow(k, DEFAULT_BASE + k * DEFAULT_SIZE, DEFAULT_SIZE);
+    }
+
+    public long end() {
+        return base + size;
+    }
+
+    public boolean contains(long address, long bytes) {
+        return address >= base && bytes >= 0 && address + bytes <= end() && address + bytes >= address;
+    }
+
+    @Override
+    public String toString() {
+        return String.format("vGPU %d window [0x%x, 0x%x)", vgpuIndex, base, end());
+    }
+}

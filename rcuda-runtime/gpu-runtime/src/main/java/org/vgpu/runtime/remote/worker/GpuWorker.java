@@ -1,0 +1,308 @@
+package org.vgpu.runtime.remote.worker;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Consumer;
+
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.AdaptiveRecvByteBufAllocator;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.WriteBufferWaterMark;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.handler.codec.DecoderException;
+import io.netty.handler.ssl.SslContext;
+import io.netty.handler.timeout.IdleStateEvent;
+import io.netty.handler.timeout.IdleStateHandler;
+
+import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.GpuBackend;
+import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.remote.protocol.Frame;
+import org.vgpu.runtime.remote.protocol.FrameDecoder;
+import org.vgpu.runtime.remote.protocol.Frames;
+import org.vgpu.runtime.remote.protocol.Hello;
+import org.vgpu.runtime.remote.protocol.Opcode;
+import org.vgpu.runtime.remote.protocol.ReplyEncoder;
+import org.vgpu.runtime.remote.protocol.RequestDecoder;
+import org.vgpu.runtime.remote.transport.NettyTransport;
+import org.vgpu.common.error.VgpuFailure;
+
+/**
+ * A GPU worker: serves ONE session of one remote vGPU on one device of {@code backend}, then is
+ * done (DESIGN.md, "One worker process per remote vGPU"). Connections that fail the handshake
+ * (wrong protocol version, bad token) are refused and the worker keeps waiting for its client; the
+ * first authenticated HELLO claims the session and any later one is refused. The session ends when
+ * the client says goodbye, closes or loses the connection, sends nothing for the idle timeout, or
+ * breaks the protocol; then the vGPU is freed and {@link #report()} completes. A worker that no
+ * client opens a session with within the idle timeout ends too, so a lent GPU is never held by a
+ * worker nobody uses.
+ */
+public final class GpuWorker implements AutoCloseable {
+    /** The outbound buffer a connection may fill before writers wait: a few copy chunks in flight. */
+    static final WriteBufferWaterMark WATER_MARK = new WriteBufferWaterMark(4 << 20, 8 << 20);
+
+    private final WorkerConfig config;
+    private final GpuBackend backend;
+    private final SessionAuthenticator authenticator;
+    private final SslContext ssl;
+    private final Consumer<String> log;
+    private final EventLoopGroup group;
+    private final Channel serverChannel;
+    private final AtomicBoolean sessionClaimed = new AtomicBoolean();
+    private final AtomicBoolean closed = new AtomicBoolean();
+    private final CompletableFuture<WorkerReport> report = new CompletableFuture<>();
+    private volatile Channel sessionChannel;
+
+    private GpuWorker(WorkerConfig config, GpuBackend backend, SessionAuthenticator authenticator, SslContext ssl,
+                      Consumer<String> log) {
+        this.config = config;
+        this.backend = backend;
+        this.authenticator = authenticator;
+        this.ssl = ssl;
+        this.log = log;
+        this.group = NettyTransport.newEventLoopGroup(1, "vgpu-worker-io", config.spinNanos());
+        try {
+            ServerBootstrap bootstrap = new ServerBootstrap();
+            NettyTransport.socketBuffers(bootstrap::childOption);
+            this.serverChannel = bootstrap
+                    .group(group)
+                    .channel(NettyTransport.serverSocketChannel())
+                    .childOption(ChannelOption.TCP_NODELAY, true)
+                    .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, WATER_MARK)
+                    .childOption(ChannelOption.RECVBUF_ALLOCATOR, new AdaptiveRecvByteBufAllocator(512, 16 << 10, 1 << 20))
+                    .childHandler(new ChannelInitializer<SocketChannel>() {
+                        @Override
+                        protected void initChannel(SocketChannel channel) {
+                            TrafficCounter traffic = new TrafficCounter();
+                            channel.pipeline().addLast(traffic);
+                            if (ssl != null) {
+                                channel.pipeline().addLast(ssl.newHandler(channel.alloc()));
+                            }
+                            channel.pipeline().addLast(new FrameDecoder(Opcode.Direction.REQUEST),
+                                    new IdleStateHandler(config.idleTimeout().toMillis(), 0, 0, TimeUnit.MILLISECONDS),
+                                    new Connection(traffic));
+                        }
+                    })
+                    .bind(config.listenHost(), config.listenPort())
+                    .syncUninterruptibly()
+                    .channel();
+        } catch (Exception e) {
+            // Netty rethrows a failed bind's BindException unchecked; every cause is a bad listen address here
+            group.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "worker " + config.workerId()
+                    + " cannot listen on " + config.listenHost() + ":" + config.listenPort() + ": " + e.getMessage(), e);
+        }
+        group.schedule(() -> {
+            if (!sessionClaimed.get()) {
+                finish(new WorkerReport(0, 0, 0, 0, false, "no client opened a session within "
+                        + config.idleTimeout().toMillis() + " ms"));
+            }
+        }, config.idleTimeout().toMillis(), TimeUnit.MILLISECONDS);
+    }
+
+    /**
+     * Listens for the session's client.
+     *
+     * @param ssl TLS for the connection, or null for plain TCP
+     * @param log where the worker tells what it does (refused connections, why the session ended)
+     */
+    public static GpuWorker start(WorkerConfig config, GpuBackend backend, SessionAuthenticator authenticator,
+                                  SslContext ssl, Consumer<String> log) {
+        Objects.requireNonNull(config, "config");
+        Objects.requireNonNull(backend, "backend");
+        Objects.requireNonNull(authenticator, "authenticator");
+        Objects.requireNonNull(log, "log");
+        return new GpuWorker(config, backend, authenticator, ssl, log);
+    }
+
+    /** The address the worker listens on (with the real port when port 0 was asked for). */
+    public InetSocketAddress address() {
+        return (InetSocketAddress) serverChannel.localAddress();
+    }
+
+    /** Completes when the session is over (or never began), with what it served. */
+    public CompletableFuture<WorkerReport> report() {
+        return report;
+    }
+
+    /** Waits for {@link #report()}. */
+    public WorkerReport awaitReport() throws InterruptedException {
+        try {
+            return report.get();
+        } catch (ExecutionException e) {
+            throw new IllegalStateException("the worker's report failed", e.getCause());
+        }
+    }
+
+    /** Ends the session if one runs, frees the vGPU, stops listening, and lets the last replies go out. */
+    @Override
+    public void close() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        Channel session = sessionChannel;
+        if (session != null) {
+            session.close();
+            try {
+                // the GPU thread frees the vGPU before the report completes
+                report.get(10, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } catch (ExecutionException | TimeoutException e) {
+                log.accept("worker " + config.workerId() + ": the session did not end within 10 s of closing: " + e);
+            }
+        }
+        report.complete(new WorkerReport(0, 0, 0, 0, false, "the worker was closed"));
+        serverChannel.close().syncUninterruptibly();
+        group.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
+    }
+
+    private void finish(WorkerReport result) {
+        if (report.complete(result)) {
+            log.accept("worker " + config.workerId() + ": done: " + result.endReason());
+            serverChannel.close();
+        }
+    }
+
+    /**
+     * One connection, on the event loop: answers the handshake and keepalives itself and queues
+     * everything else to the session's GPU thread.
+     */
+    private final class Connection extends ChannelInboundHandlerAdapter {
+        private final TrafficCounter traffic;
+        private SessionExecutor session;
+
+        Connection(TrafficCounter traffic) {
+            this.traffic = traffic;
+        }
+
+        @Override
+        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+            Frame frame = (Frame) msg;
+            if (frame.opcode() == Opcode.PING) {
+                int requestId = frame.requestId();
+                frame.release();
+                ByteBuf pong = ctx.alloc().buffer(Frames.HEADER_BYTES);
+                new ReplyEncoder().wrap(pong).pong(requestId);
+                ctx.writeAndFlush(pong, ctx.voidPromise());
+            } else if (session != null) {
+                session.submit(frame);
+            } else {
+                handshake(ctx, frame);
+            }
+        }
+
+        private void handshake(ChannelHandlerContext ctx, Frame frame) {
+            int requestId = frame.requestId();
+            Hello hello;
+            try {
+                hello = RequestDecoder.hello(frame);
+                if (hello.protocolVersion() != Frames.PROTOCOL_VERSION) {
+                    throw Frames.violation("the client speaks protocol version " + hello.protocolVersion()
+                            + ", worker " + config.workerId() + " speaks version " + Frames.PROTOCOL_VERSION);
+                }
+                authenticate(hello);
+                if (!sessionClaimed.compareAndSet(false, true)) {
+                    throw new VgpuException(ErrorCode.CUDA_ERROR_NOT_PERMITTED,
+                            "worker " + config.workerId() + " already serves a session");
+                }
+            } catch (VgpuException refused) {
+                frame.release();
+                log.accept("worker " + config.workerId() + ": refused " + ctx.channel().remoteAddress() + ": "
+                        + refused.getMessage());
+                replyAndClose(ctx, requestId, refused);
+                return;
+            }
+            log.accept("worker " + config.workerId() + ": session for " + hello.window() + " from "
+                    + ctx.channel().remoteAddress());
+            session = new SessionExecutor(ctx.channel(), backend, config);
+            sessionChannel = ctx.channel();
+            session.outcome().thenAccept(outcome ->
+                    ctx.channel().closeFuture().addListener(closed -> finish(new WorkerReport(outcome.calls(),
+                            traffic.bytesIn(), traffic.bytesOut(), outcome.busyNanos(), outcome.clean(), outcome.reason()))));
+            session.start();
+            session.submit(frame);
+        }
+
+        private void authenticate(Hello hello) {
+            try {
+                authenticator.authenticate(hello.token(), hello.window().vgpuIndex());
+            } catch (VgpuException e) {
+                throw e.code() == ErrorCode.VGPU_AUTH_FAILED ? e
+                        : new VgpuException(ErrorCode.VGPU_AUTH_FAILED, e.getMessage(), e);
+            } catch (VgpuFailure e) {
+                // The token's own words (AuthException) go to the client under the wire's one code for a refusal.
+                throw new VgpuException(ErrorCode.VGPU_AUTH_FAILED, e.detail(), e);
+            } catch (RuntimeException e) {
+                throw new VgpuException(ErrorCode.VGPU_AUTH_FAILED, "the session token could not be checked", e);
+            }
+        }
+
+        @Override
+        public void channelInactive(ChannelHandlerContext ctx) {
+            end("the client closed the connection");
+            ctx.fireChannelInactive();
+        }
+
+        @Override
+        public void channelWritabilityChanged(ChannelHandlerContext ctx) {
+            if (session != null && ctx.channel().isWritable()) {
+                session.writable();
+            }
+            ctx.fireChannelWritabilityChanged();
+        }
+
+        @Override
+        public void userEventTriggered(ChannelHandlerContext ctx, Object event) {
+            if (event instanceof IdleStateEvent) {
+                end("no frame from the client for " + config.idleTimeout().toMillis() + " ms");
+                ctx.close();
+            } else {
+                ctx.fireUserEventTriggered(event);
+            }
+        }
+
+        @Override
+        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+            Throwable failure = cause instanceof DecoderException && cause.getCause() != null ? cause.getCause() : cause;
+            if (failure instanceof VgpuException violation && violation.code() == ErrorCode.VGPU_PROTOCOL_ERROR) {
+                if (session == null) {
+                    log.accept("worker " + config.workerId() + ": refused " + ctx.channel().remoteAddress() + ": "
+                            + violation.getMessage());
+                }
+                end("protocol error: " + violation.detail());
+                if (ctx.channel().isActive()) {
+                    replyAndClose(ctx, 0, violation);
+                }
+            } else {
+                end("the connection failed: " + (failure instanceof IOException ? failure.getMessage() : failure.toString()));
+                ctx.close();
+            }
+        }
+
+        private void end(String reason) {
+            if (session != null) {
+                session.end(reason);
+            }
+        }
+
+        private void replyAndClose(ChannelHandlerContext ctx, int requestId, VgpuException failure) {
+            ByteBuf error = ctx.alloc().buffer(256);
+            new ReplyEncoder().wrap(error).error(requestId, failure);
+            ctx.writeAndFlush(error).addListener(ChannelFutureListener.CLOSE);
+        }
+    }
+}

@@ -1,0 +1,68 @@
+package org.vgpu.runtime.remote.worker;
+
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.List;
+
+import org.apache.commons.cli.ParseException;
+import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.common.line.LineClient;
+import org.vgpu.common.line.LineText;
+import org.vgpu.common.net.Endpoint;
+import org.vgpu.common.security.SiteKey;
+import org.vgpu.common.security.TokenIssuer;
+import org.vgpu.common.error.VgpuFailure;
+
+/**
+ * A worker in a holder job telling the tracker where it listens:
+ * {@code worker JOB VGPU HOST:PORT WORKER-ID PROOF}. The proof is a session token for exactly that
+ * job, vGPU and worker, valid for {@link #PROOF_TTL}, signed with the site key: the tracker checks it
+ * as a worker checks a client's token, so nobody without the key can point a job at their own worker.
+ */
+public record HolderAnnouncement(Endpoint tracker, String job, int vgpu) {
+    /** Long enough for one request, short enough that a proof seen in a log is useless soon after. */
+    public static final Duration PROOF_TTL = Duration.ofMinutes(2);
+    private static final Duration TIMEOUT = Duration.ofSeconds(30);
+
+    /** {@code --tracker HOST:PORT} and {@code --lend JOB:VGPU}. */
+    static HolderAnnouncement parse(String tracker, String lend) throws ParseException {
+        int colon = lend.lastIndexOf(':');
+        try {
+            if (colon < 1) {
+                throw new NumberFormatException();
+            }
+            return new HolderAnnouncement(Endpoint.parse(tracker), lend.substring(0, colon),
+                    Integer.parseInt(lend.substring(colon + 1)));
+        } catch (NumberFormatException e) {
+            throw new ParseException("--lend must be JOB:VGPU, e.g. 42:1; got '" + lend + "'");
+        } catch (VgpuFailure e) {
+            throw new ParseException("--tracker: " + e.detail());
+        }
+    }
+
+    /**
+     * @throws VgpuException VGPU_WORKER_LOST when the tracker cannot be reached or does not take this worker
+     */
+    void tell(Endpoint listening, String workerId, Path keyFile) {
+        String proof = new TokenIssuer(SiteKey.load(keyFile), Clock.systemUTC()).issue(job, vgpu, workerId, PROOF_TTL);
+        String request = String.join(" ", "worker", job, Integer.toString(vgpu), listening.toString(), workerId, proof);
+        List<String> reply;
+        try {
+            reply = LineClient.request(tracker, request, TIMEOUT);
+        } catch (VgpuFailure e) {
+            throw new VgpuException(ErrorCode.VGPU_WORKER_LOST, "cannot tell the tracker where this worker listens: "
+                    + e.detail(), e);
+        }
+        if (!reply.getLast().equals("ok")) {
+            throw new VgpuException(ErrorCode.VGPU_WORKER_LOST, "the tracker " + tracker + " did not take this worker for job "
+                    + job + " vGPU " + vgpu + ": " + LineText.printable(reply.getLast(), 300));
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "job " + job + " vGPU " + vgpu + " (tracker " + tracker + ")";
+    }
+}

@@ -1,0 +1,150 @@
+package org.vgpu.runtime.remote.worker;
+
+import java.io.PrintStream;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+
+import io.netty.handler.ssl.SslContext;
+
+import org.apache.commons.cli.CommandLine;
+import org.apache.commons.cli.Option;
+import org.apache.commons.cli.Options;
+import org.apache.commons.cli.ParseException;
+import org.vgpu.common.cli.CommandLines;
+import org.vgpu.common.cli.Subcommand;
+import org.vgpu.common.cli.SubcommandRunner;
+import org.vgpu.runtime.Backends;
+import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.GpuBackend;
+import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.common.net.Endpoint;
+import org.vgpu.runtime.remote.lender.WorkerLauncher;
+import org.vgpu.runtime.remote.lender.WorkerSpec;
+import org.vgpu.common.security.SiteKey;
+import org.vgpu.runtime.remote.security.TlsConfig;
+import org.vgpu.common.security.TokenVerifier;
+import org.vgpu.runtime.remote.transport.NettyTransport;
+import org.vgpu.common.error.VgpuFailure;
+
+/**
+ * {@code vgpu worker}: the process that serves one borrowed vGPU. It checks the session token with
+ * the site key, serves ONE session on one device, and exits when the session ends, the client
+ * disappears or stays silent for the idle timeout. Launchers rely on its stdout: exactly the line
+ * {@code vgpu-worker listening HOST:PORT} once it accepts connections, and
+ * {@code vgpu-worker served calls=N bytes_in=N bytes_out=N busy_ms=N} when it is done; everything
+ * else goes to stderr. Exit status 0 when the client ended the session with a goodbye, 1 otherwise.
+ *
+ * <p>In a tracker's holder job it is started with {@code --tracker HOST:PORT --lend JOB:VGPU}: once
+ * listening it tells the tracker {@code worker JOB VGPU HOST:PORT WORKER-ID PROOF}, where the proof is
+ * a short-lived token signed with the site key it already reads (so only a holder, which has the
+ * key, can claim a lend), and it exits at once when the tracker does not take it.
+ *
+ * <p>Runs without the launcher on the class path: {@code java -cp ... org.vgpu.runtime.remote.worker.WorkerCommand}.
+ */
+public final class WorkerCommand implements Subcommand {
+    public static void main(String[] args) {
+        System.exit(SubcommandRunner.run(new WorkerCommand(), args, System.out, System.err));
+    }
+
+    @Override
+    public String name() {
+        return "worker";
+    }
+
+    @Override
+    public String summary() {
+        return "serve one remote vGPU session on one local GPU (started by the lender)";
+    }
+
+    @Override
+    public Options options() {
+        return new Options()
+                .addOption(Option.builder().longOpt("listen").hasArg().argName("HOST:PORT").required()
+                        .desc("address to listen on; port 0 picks a free one, printed on the listening line").get())
+                .addOption(Option.builder().longOpt("backend").hasArg().argName("NAME")
+                        .desc("native or emulated (default native)").get())
+                .addOption(Option.builder().longOpt("device").hasArg().argName("D").desc("device to serve (default 0)").get())
+                .addOption(Option.builder().longOpt("worker-id").hasArg().argName("ID").required()
+                        .desc("this worker's id, which session tokens must name").get())
+                .addOption(Option.builder().longOpt("key-file").hasArg().argName("FILE").required()
+                        .desc("site key file that session tokens are checked with").get())
+                .addOption(Option.builder().longOpt("tls-cert").hasArg().argName("PEM")
+                        .desc("TLS certificate chain; with --tls-key, connections use TLS").get())
+                .addOption(Option.builder().longOpt("tls-key").hasArg().argName("PEM").desc("TLS private key (PKCS#8)").get())
+                .addOption(Option.builder().longOpt("idle-timeout").hasArg().argName("SECONDS")
+                        .desc("end the session after this long without a frame from the client, and give up when no"
+                                + " client opens one within it (default " + WorkerConfig.DEFAULT_IDLE_TIMEOUT.toSeconds() + ")").get())
+                .addOption(Option.builder().longOpt("tracker").hasArg().argName("HOST:PORT")
+                        .desc("in a holder job: the tracker to tell where this worker listens (with --lend)").get())
+                .addOption(Option.builder().longOpt("lend").hasArg().argName("JOB:VGPU")
+                        .desc("in a holder job: the job and vGPU this worker serves (with --tracker)").get())
+                .addOption(Option.builder().longOpt("baseline-port").hasArg().argName("PORT")
+                        .desc("also run the plain-socket baseline server here, for benchmarks only").get());
+    }
+
+    @Override
+    public int run(CommandLine line, PrintStream out, PrintStream err) throws ParseException {
+        Endpoint listen;
+        try {
+            listen = Endpoint.parse(line.getOptionValue("listen"));
+        } catch (VgpuFailure e) {
+            throw new ParseException("--listen: " + e.detail());
+        }
+        String backendName = CommandLines.choice(line, "backend", "native", WorkerSpec.BACKENDS);
+        int device = CommandLines.intValue(line, "device", 0, 0);
+        int idleSeconds = CommandLines.intValue(line, "idle-timeout", (int) WorkerConfig.DEFAULT_IDLE_TIMEOUT.toSeconds(), 1);
+        int baselinePort = CommandLines.intValue(line, "baseline-port", 0, 1);
+        if (line.hasOption("tls-cert") != line.hasOption("tls-key")) {
+            throw new ParseException("--tls-cert and --tls-key go together");
+        }
+        if (line.hasOption("tracker") != line.hasOption("lend")) {
+            throw new ParseException("--tracker and --lend go together");
+        }
+        HolderAnnouncement announcement = line.hasOption("tracker")
+                ? HolderAnnouncement.parse(line.getOptionValue("tracker"), line.getOptionValue("lend"))
+                : null;
+        WorkerConfig config = new WorkerConfig(listen.host(), listen.port(), device, line.getOptionValue("worker-id"),
+                Duration.ofSeconds(idleSeconds));
+
+        TokenVerifier verifier = new TokenVerifier(SiteKey.load(Path.of(line.getOptionValue("key-file"))), config.workerId(),
+                Clock.systemUTC());
+        SslContext ssl = line.hasOption("tls-cert")
+                ? new TlsConfig.Server(Path.of(line.getOptionValue("tls-cert")), Path.of(line.getOptionValue("tls-key"))).newSslContext()
+                : null;
+        try (GpuBackend backend = Backends.open(backendName)) {
+            if (device >= backend.deviceCount()) {
+                throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_DEVICE, backendName + " device " + device
+                        + " does not exist (" + backend.deviceCount() + " devices)");
+            }
+            // The CPU emulation serves tests and laptops, where how fast a fresh worker is does not matter;
+            // the property turns the warm-up on or off for either backend, to measure what it is worth.
+            boolean warm = Boolean.parseBoolean(System.getProperty(WarmUpSession.PROPERTY, String.valueOf("native".equals(backendName))));
+            WarmUpSession.WarmUp warmUp = warm ? WarmUpSession.run(backend, device) : WarmUpSession.WarmUp.NONE;
+            WorkerReport report;
+            try (PlainSocketBaseline.Server baseline = baselinePort > 0 ? PlainSocketBaseline.Server.start(listen.host(), baselinePort) : null;
+                 GpuWorker worker = GpuWorker.start(config, backend, verifier::verify, ssl, err::println)) {
+                err.printf("vgpu worker %s: %s device %d (%s), idle timeout %d s, %s, transport %s%s%s%n",
+                        config.workerId(), backendName, device, backend.deviceProperties(device).describe(), idleSeconds,
+                        ssl == null ? "no TLS" : "TLS", NettyTransport.describe(),
+                        warmUp.describe(),
+                        baseline == null ? "" : ", plain-socket baseline on port " + baseline.port());
+                Endpoint listening = new Endpoint(listen.host(), worker.address().getPort());
+                out.println(WorkerLauncher.LISTENING_PREFIX + listening);
+                out.flush();
+                if (announcement != null) {
+                    announcement.tell(listening, config.workerId(), Path.of(line.getOptionValue("key-file")));
+                    err.println("vgpu worker " + config.workerId() + ": the tracker took it for " + announcement);
+                }
+                report = worker.awaitReport();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                err.println("vgpu worker " + config.workerId() + ": interrupted");
+                return 1;
+            }
+            out.println(report.servedLine());
+            out.flush();
+            return report.clean() ? 0 : 1;
+        }
+    }
+}

@@ -1,0 +1,70 @@
+package org.vgpu.runtime.remote.worker;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.apache.commons.cli.ParseException;
+import org.junit.jupiter.api.Test;
+import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.common.line.LineServer;
+import org.vgpu.common.net.Endpoint;
+import org.vgpu.common.security.SiteKey;
+import org.vgpu.common.security.ThrowawaySiteKey;
+import org.vgpu.common.security.TokenVerifier;
+
+/** A holder's worker telling the tracker where it listens, with a proof the tracker can check with the site key. */
+class HolderAnnouncementTest {
+    @Test
+    void theTrackerGetsTheEndpointIdAndAProofForExactlyThatLend() throws Exception {
+        List<String> requests = new ArrayList<>();
+        try (ThrowawaySiteKey key = ThrowawaySiteKey.create("holder-announcement");
+             LineServer tracker = fakeTracker(requests, "ok")) {
+            HolderAnnouncement.parse(tracker.endpoint().toString(), "42:1")
+                    .tell(new Endpoint("10.0.0.2", 7501), "n2-holder-43", key.keyFile());
+
+            String[] words = requests.getFirst().split(" ");
+            assertEquals(List.of("worker", "42", "1", "10.0.0.2:7501", "n2-holder-43"), List.of(words).subList(0, 5));
+            var proof = new TokenVerifier(SiteKey.load(key.keyFile()), "n2-holder-43", Clock.systemUTC()).verify(words[5], 1);
+            assertEquals("42", proof.jobId());
+        }
+    }
+
+    @Test
+    void aTrackerThatRefusesOrCannotBeReachedEndsTheWorker() throws Exception {
+        try (ThrowawaySiteKey key = ThrowawaySiteKey.create("holder-announcement");
+             LineServer tracker = fakeTracker(new ArrayList<>(), "error job 42 has no borrowed vGPU 1")) {
+            VgpuException refused = assertThrows(VgpuException.class, () -> HolderAnnouncement.parse(tracker.endpoint().toString(),
+                    "42:1").tell(new Endpoint("10.0.0.2", 7501), "w", key.keyFile()));
+            assertEquals(ErrorCode.VGPU_WORKER_LOST, refused.code());
+            assertTrue(refused.getMessage().contains("error job 42 has no borrowed vGPU 1"), refused.getMessage());
+            Endpoint gone = tracker.endpoint();
+            tracker.close();
+            VgpuException unreachable = assertThrows(VgpuException.class, () -> HolderAnnouncement.parse(gone.toString(), "42:1")
+                    .tell(new Endpoint("10.0.0.2", 7501), "w", key.keyFile()));
+            assertTrue(unreachable.getMessage().contains("cannot tell the tracker where this worker listens"), unreachable.getMessage());
+        }
+    }
+
+    @Test
+    void malformedLendsAndTrackersAreUsageErrors() {
+        for (String lend : List.of("42", ":1", "42:x", "42:")) {
+            assertThrows(ParseException.class, () -> HolderAnnouncement.parse("127.0.0.1:1", lend), lend);
+        }
+        assertThrows(ParseException.class, () -> HolderAnnouncement.parse("nonsense", "42:1"));
+    }
+
+    private static LineServer fakeTracker(List<String> requests, String reply) {
+        return LineServer.start(new Endpoint("127.0.0.1", 0), new LineServer.Limits("fake tracker", 4096, 4, Duration.ofSeconds(5)),
+                (request, host) -> {
+                    requests.add(request.text());
+                    return List.of(reply);
+                });
+    }
+}

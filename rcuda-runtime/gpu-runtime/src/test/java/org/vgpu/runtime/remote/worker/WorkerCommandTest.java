@@ -1,0 +1,167 @@
+package org.vgpu.runtime.remote.worker;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import io.netty.channel.EventLoopGroup;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import org.vgpu.common.cli.SubcommandRunner;
+import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.VaWindow;
+import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.remote.client.RemoteConfig;
+import org.vgpu.runtime.remote.client.RemoteGpu;
+import org.vgpu.runtime.remote.client.WorkerEndpoint;
+import org.vgpu.common.security.SiteKey;
+import org.vgpu.common.security.TokenIssuer;
+import org.vgpu.runtime.remote.transport.NettyTransport;
+import org.vgpu.runtime.workloads.VectorAddWorkload;
+import org.vgpu.runtime.workloads.WorkloadResult;
+
+/** {@code vgpu worker} as a launcher sees it: its options, its two stdout lines, its exit status. */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class WorkerCommandTest {
+    @TempDir
+    Path directory;
+    private Path keyFile;
+    private SiteKey key;
+    private EventLoopGroup group;
+    private final ByteArrayOutputStream out = new ByteArrayOutputStream();
+    private final ByteArrayOutputStream err = new ByteArrayOutputStream();
+
+    @BeforeEach
+    void writeKey() {
+        key = SiteKey.generate();
+        keyFile = directory.resolve("site.key");
+        key.writeNewFile(keyFile);
+        group = NettyTransport.newEventLoopGroup(1, "test-client", 0);
+    }
+
+    @AfterEach
+    void stopClient() {
+        group.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
+    }
+
+    private CompletableFuture<Integer> start(String... args) {
+        PrintStream stdout = new PrintStream(out, true, StandardCharsets.UTF_8);
+        PrintStream stderr = new PrintStream(err, true, StandardCharsets.UTF_8);
+        return CompletableFuture.supplyAsync(() -> SubcommandRunner.run(new WorkerCommand(), args, stdout, stderr));
+    }
+
+    private int run(String... args) {
+        return start(args).join();
+    }
+
+    private List<String> stdout() {
+        return out.toString(StandardCharsets.UTF_8).lines().toList();
+    }
+
+    /** The port of the listening line, once it is printed. */
+    private int awaitListening() throws InterruptedException {
+        for (int i = 0; i < 500; i++) {
+            for (String line : stdout()) {
+                if (line.startsWith("vgpu-worker listening 127.0.0.1:")) {
+                    return Integer.parseInt(line.substring(line.lastIndexOf(':') + 1));
+                }
+            }
+            Thread.sleep(20);
+        }
+        throw new AssertionError("no listening line; stderr: " + err);
+    }
+
+    private String[] emulatedWorker(String id, int idleSeconds) {
+        return new String[] {"--listen", "127.0.0.1:0", "--backend", "emulated", "--worker-id", id,
+                "--key-file", keyFile.toString(), "--idle-timeout", Integer.toString(idleSeconds)};
+    }
+
+    private RemoteGpu connect(int port, String workerId, String tokenWorkerId) {
+        String token = new TokenIssuer(key, Clock.systemUTC()).issue("job-1", 0, tokenWorkerId, Duration.ofMinutes(1));
+        return RemoteGpu.connect(group, new WorkerEndpoint(workerId, "127.0.0.1", port, token, () -> { }),
+                VaWindow.forVgpu(0), RemoteConfig.defaults(), null);
+    }
+
+    @Test
+    void servesOneSessionAndSaysWhatItServed() throws Exception {
+        CompletableFuture<Integer> status = start(emulatedWorker("node1-gpu0", 30));
+        int port = awaitListening();
+        try (RemoteGpu gpu = connect(port, "node1-gpu0", "node1-gpu0")) {
+            WorkloadResult result = new VectorAddWorkload().run(gpu, 1, 5);
+            assertTrue(result.passed(), result.errorSummary());
+        }
+        assertEquals(0, status.get(30, TimeUnit.SECONDS), err.toString());
+        List<String> lines = stdout();
+        assertEquals(2, lines.size(), lines.toString());
+        assertTrue(lines.get(1).matches("vgpu-worker served calls=\\d+ bytes_in=\\d+ bytes_out=\\d+ busy_ms=\\d+"), lines.get(1));
+        assertTrue(Long.parseLong(lines.get(1).replaceAll(".*bytes_in=(\\d+).*", "$1")) > 2 * 65536 * 4,
+                "both input vectors went in: " + lines.get(1));
+        assertTrue(err.toString().contains("[CPU EMULATION, not a GPU]"), err.toString());
+    }
+
+    @Test
+    void refusesATokenForAnotherWorkerAndWaitsForItsOwnClient() throws Exception {
+        CompletableFuture<Integer> status = start(emulatedWorker("node1-gpu0", 30));
+        int port = awaitListening();
+        VgpuException refused = assertThrows(VgpuException.class, () -> connect(port, "node1-gpu0", "node2-gpu5"));
+        assertEquals(ErrorCode.VGPU_AUTH_FAILED, refused.code());
+        assertTrue(refused.getMessage().startsWith("VGPU_AUTH_FAILED: worker node1-gpu0 at 127.0.0.1:" + port + " refused the session: ")
+                && refused.getMessage().contains("issued for worker node2-gpu5, this is worker node1-gpu0"), refused.getMessage());
+        connect(port, "node1-gpu0", "node1-gpu0").close();
+        assertEquals(0, status.get(30, TimeUnit.SECONDS));
+    }
+
+    @Test
+    void givesUpWhenNoClientComes() throws Exception {
+        assertEquals(1, start(emulatedWorker("lonely", 1)).get(30, TimeUnit.SECONDS));
+        assertEquals(List.of("vgpu-worker served calls=0 bytes_in=0 bytes_out=0 busy_ms=0"), stdout().subList(1, 2));
+        assertTrue(err.toString().contains("no client opened a session within 1000 ms"), err.toString());
+    }
+
+    @Test
+    void anEmulatedWorkerWarmsUpOnlyWhenAskedTo() throws Exception {
+        assertEquals(1, start(emulatedWorker("cold", 1)).get(30, TimeUnit.SECONDS));
+        assertFalse(err.toString().contains("warmed up"), err.toString());
+        System.setProperty(WarmUpSession.PROPERTY, "true");
+        try {
+            assertEquals(1, start(emulatedWorker("warm", 1)).get(30, TimeUnit.SECONDS));
+        } finally {
+            System.clearProperty(WarmUpSession.PROPERTY);
+        }
+        assertTrue(err.toString().matches("(?s).*vgpu worker warm: .*, warmed up in \\d+ ms, then \\d+ ms for the JIT to .*"), err.toString());
+    }
+
+    @Test
+    void badOptionsAreUsageErrors() {
+        assertEquals(2, run());
+        assertEquals(2, run("--listen", "nowhere", "--worker-id", "w", "--key-file", keyFile.toString()));
+        assertEquals(2, run("--listen", "127.0.0.1:0", "--worker-id", "w", "--key-file", keyFile.toString(), "--backend", "gpu"));
+        assertEquals(2, run("--listen", "127.0.0.1:0", "--worker-id", "w", "--key-file", keyFile.toString(), "--tls-cert", "c.pem"));
+        assertEquals(2, run("--listen", "127.0.0.1:0", "--worker-id", "w", "--key-file", keyFile.toString(), "--idle-timeout", "0"));
+        assertTrue(stdout().isEmpty(), "nothing on stdout but the two contract lines");
+    }
+
+    @Test
+    void aMissingKeyFileIsAFailureBeforeListening() {
+        assertEquals(1, run("--listen", "127.0.0.1:0", "--backend", "emulated", "--worker-id", "w",
+                "--key-file", directory.resolve("absent.key").toString()));
+        assertTrue(err.toString().contains("absent.key does not exist"), err.toString());
+        assertFalse(err.toString().contains("CUDA_"), "a missing file is not a GPU error: " + err);
+        assertTrue(stdout().isEmpty());
+    }
+}
