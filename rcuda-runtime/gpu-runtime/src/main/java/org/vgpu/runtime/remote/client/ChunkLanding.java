@@ -10,6 +10,8 @@ import java.util.concurrent.TimeUnit;
 
 import io.netty.buffer.ByteBuf;
 
+import org.vgpu.runtime.remote.RemoteTuning;
+
 /**
  * Lands the DATA chunks of one connection's device-to-host copies in the callers' memory. A large
  * chunk is copied by a thread of the connection's own, the copier, so the event loop goes back to
@@ -25,12 +27,7 @@ import io.netty.buffer.ByteBuf;
  * arrived after, such as those of the next read a migration queued ahead. Where nothing was handed
  * off that costs one volatile read.
  */
-public final class ChunkLanding implements AutoCloseable {
-    /** System property: chunks of at least this many KiB land through the copier; 0 copies every chunk on the event loop. */
-    public static final String PROPERTY = "vgpu.client.copier.min.kib";
-    /** Smaller chunks are not worth a handoff: it costs a few microseconds, about what copying 256 KiB does. */
-    public static final int MIN_BYTES = Integer.getInteger(PROPERTY, 256) << 10;
-
+final class ChunkLanding implements AutoCloseable {
     private final int minBytes;
     /** Runs one task at a time in the order given, so chunks land in the order they were handed off. */
     private final ExecutorService copier;
@@ -51,12 +48,15 @@ public final class ChunkLanding implements AutoCloseable {
         this.copier = copier;
     }
 
-    /** Lands through a copier thread named {@code name}, which ends when idle and starts again on demand; chunks of {@link #MIN_BYTES}. */
+    /**
+     * Lands through a copier thread named {@code name}, which ends when idle and starts again on
+     * demand; chunks of {@link RemoteTuning#copierMinBytes} and more.
+     */
     static ChunkLanding withCopierThread(String name) {
         ThreadPoolExecutor copier = new ThreadPoolExecutor(1, 1, 10, TimeUnit.SECONDS, new LinkedBlockingQueue<>(),
                 task -> Thread.ofPlatform().name(name).daemon().unstarted(task));
         copier.allowCoreThreadTimeOut(true);
-        return new ChunkLanding(MIN_BYTES, copier);
+        return new ChunkLanding(RemoteTuning.current().copierMinBytes(), copier);
     }
 
     /**

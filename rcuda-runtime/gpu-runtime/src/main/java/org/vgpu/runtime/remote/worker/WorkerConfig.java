@@ -5,7 +5,7 @@ import java.util.Objects;
 
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VgpuException;
-import org.vgpu.runtime.remote.transport.NettyTransport;
+import org.vgpu.runtime.remote.RemoteTuning;
 
 /**
  * How a GPU worker runs, validated once at start.
@@ -43,7 +43,7 @@ public record WorkerConfig(String listenHost, int listenPort, int device, String
     }
 
     public WorkerConfig(String listenHost, int listenPort, int device, String workerId, Duration idleTimeout) {
-        this(listenHost, listenPort, device, workerId, idleTimeout, NettyTransport.DEFAULT_SPIN_NANOS);
+        this(listenHost, listenPort, device, workerId, idleTimeout, RemoteTuning.current().spinNanos());
     }
 
     private static VgpuException invalid(String detail) {
