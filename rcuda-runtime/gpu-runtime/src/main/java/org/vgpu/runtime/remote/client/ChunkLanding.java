@@ -2,6 +2,7 @@ package org.vgpu.runtime.remote.client;
 
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
@@ -26,6 +27,10 @@ import org.vgpu.runtime.remote.RemoteTuning;
  * as it completes, and the thread {@link #awaitLanded awaits} that mark, not the chunks that
  * arrived after, such as those of the next read a migration queued ahead. Where nothing was handed
  * off that costs one volatile read.
+ *
+ * <p>Memory of a confined arena belongs to its owner thread alone, so a copy into it is
+ * {@link #hold held} until that thread, after a call it waited for, {@link #applyHeldCopies
+ * applies} it.
  */
 final class ChunkLanding implements AutoCloseable {
     private final int minBytes;
@@ -38,6 +43,8 @@ final class ChunkLanding implements AutoCloseable {
     /** App threads waiting in {@link #awaitLanded}; the copier wakes them only when there are any. */
     private volatile int waiters;
     private final Object landing = new Object();
+    /** Device-to-host copies into confined memory, whose chunks wait for the owner thread. */
+    private final ConcurrentLinkedQueue<PendingCopyToHost> heldCopies = new ConcurrentLinkedQueue<>();
 
     /**
      * @param minBytes chunks of at least this size are handed off; 0 hands none off
@@ -132,10 +139,44 @@ final class ChunkLanding implements AutoCloseable {
         }
     }
 
-    /** Lands what was handed off, then lets the copier's thread end. */
+    /** Keeps {@code copy}, whose destination is confined memory, until its owner thread applies it. App thread. */
+    void hold(PendingCopyToHost copy) {
+        heldCopies.add(copy);
+    }
+
+    /** Forgets a held copy whose request was never sent. */
+    void forget(PendingCopyToHost copy) {
+        heldCopies.remove(copy);
+    }
+
+    /**
+     * Applies the device-to-host copies into confined memory of this thread that have completed:
+     * every synchronizing call does, after its reply, which the worker sends only after the data
+     * of every earlier copy.
+     */
+    void applyHeldCopies() {
+        if (heldCopies.isEmpty()) {
+            return;
+        }
+        Thread self = Thread.currentThread();
+        for (PendingCopyToHost copy : heldCopies) {
+            if (copy.applicableBy(self) && heldCopies.remove(copy)) {
+                if (copy.failed()) {
+                    copy.releaseHeldChunks();
+                } else {
+                    copy.applyHeldChunks();
+                }
+            }
+        }
+    }
+
+    /** Lands what was handed off, then lets the copier's thread end; held copies are dropped unapplied. */
     @Override
     public void close() {
         copier.shutdown();
+        for (PendingCopyToHost copy = heldCopies.poll(); copy != null; copy = heldCopies.poll()) {
+            copy.releaseHeldChunks();
+        }
     }
 
     /** Copies {@code data} to {@code destination} at {@code offset}, piece by piece (a large chunk arrives in several buffers). */
