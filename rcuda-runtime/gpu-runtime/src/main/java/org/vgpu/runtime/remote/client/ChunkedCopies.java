@@ -154,15 +154,7 @@ final class ChunkedCopies {
         batcher.lock();
         try {
             loss.checkAlive();
-            int id = batcher.nextId();
-            calls.register(id, copy);
-            try {
-                batcher.append(request, id);
-            } catch (RuntimeException e) {
-                calls.forget(id);
-                landing.forget(copy);
-                throw e;
-            }
+            calls.append(batcher, request, copy);
             if (async) {
                 streamsEndingInCopyToHost.put(streamId, copy);
             } else {

@@ -34,6 +34,21 @@ final class WaitingCalls {
         }
     }
 
+    /**
+     * Registers {@code call} under a fresh id and adds its request to the batch; neither where the
+     * request cannot be encoded. Batch lock held, the loss checked.
+     */
+    void append(RequestBatcher batcher, WorkerConnection.Request request, PendingCall<?> call) {
+        int id = batcher.nextId();
+        register(id, call);
+        try {
+            batcher.append(request, id);
+        } catch (RuntimeException e) {
+            forget(id);
+            throw e;
+        }
+    }
+
     /** Forgets request {@code id}, whose request was never sent. */
     void forget(int id) {
         waiting.remove(id);

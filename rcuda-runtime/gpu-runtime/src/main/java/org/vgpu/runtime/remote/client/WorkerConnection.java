@@ -134,14 +134,7 @@ final class WorkerConnection implements AutoCloseable {
         batcher.lock();
         try {
             loss.checkAlive();
-            int id = batcher.nextId();
-            calls.register(id, call);
-            try {
-                batcher.append(request, id);
-            } catch (RuntimeException e) {
-                calls.forget(id);
-                throw e;
-            }
+            calls.append(batcher, request, call);
             copies.requestAppended();
             batcher.flush();
         } finally {
