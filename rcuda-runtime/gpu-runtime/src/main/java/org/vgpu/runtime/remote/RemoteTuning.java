@@ -12,10 +12,10 @@ import org.vgpu.runtime.remote.protocol.RequestDecoder;
 
 /**
  * The remote runtime's tuning knobs, read from system properties once per process: the one place
- * that reads and validates them. They exist to measure (set them on both ends, through
- * JAVA_TOOL_OPTIONS, which the workers a launcher starts inherit), not for production tuning; a
- * value that cannot be used fails at start-up with a message naming the property and what it
- * accepts, instead of being clamped or ignored.
+ * that reads and validates them. They exist mostly to measure (set them on both ends, through
+ * JAVA_TOOL_OPTIONS, which the workers a launcher starts inherit); a value that cannot be used
+ * fails at start-up with a message naming the property and what it accepts, instead of being
+ * clamped or ignored.
  *
  * @param chunkBytes        {@value #CHUNK_KIB}: the chunk size of copies unless a client configures
  *                          another, and what one staging slot of a worker holds, so that a
@@ -52,7 +52,10 @@ public record RemoteTuning(int chunkBytes, long spinNanos, int socketBufferBytes
     static final long MAX_SPIN_MICROS = 1_000_000;
 
     private static final Logger LOG = LoggerFactory.getLogger(RemoteTuning.class);
-    /** Read on first use rather than in a static initializer, so a bad value is an error the command reports, not an ExceptionInInitializerError. */
+    /**
+     * Read on first use rather than in a static initializer, so that a bad value is an error the
+     * command reports, not an ExceptionInInitializerError.
+     */
     private static volatile RemoteTuning current;
 
     /** Whether a worker warms up before it listens. */
@@ -119,9 +122,10 @@ public record RemoteTuning(int chunkBytes, long spinNanos, int socketBufferBytes
     public String describe() {
         return "chunk " + (chunkBytes >> 10) + " KiB (-D" + CHUNK_KIB + "), "
                 + "poll " + spinNanos / 1000 + " us before sleeping (-D" + SPIN_MICROS + "), "
-                + "socket buffers " + (socketBufferBytes > 0 ? (socketBufferBytes >> 10) + " KiB" : "autotuned by the kernel")
-                + " (-D" + SOCKET_BUFFER_KIB + "), "
-                + "client lands chunks " + (copierMinBytes > 0 ? "of " + (copierMinBytes >> 10) + " KiB and more through a copier thread"
+                + "socket buffers " + (socketBufferBytes > 0 ? (socketBufferBytes >> 10) + " KiB"
+                        : "autotuned by the kernel") + " (-D" + SOCKET_BUFFER_KIB + "), "
+                + "client lands chunks " + (copierMinBytes > 0
+                        ? "of " + (copierMinBytes >> 10) + " KiB and more through a copier thread"
                         : "on the event loop") + " (-D" + COPIER_MIN_KIB + "), "
                 + "worker warm-up " + switch (workerWarmUp) {
                     case NATIVE_ONLY -> "on native workers";

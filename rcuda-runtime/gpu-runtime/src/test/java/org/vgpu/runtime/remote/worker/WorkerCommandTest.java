@@ -6,11 +6,16 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
+import java.io.File;
+import java.io.IOException;
+import java.io.InputStream;
 import java.io.PrintStream;
+import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Properties;
 import java.util.concurrent.CompletableFuture;
@@ -173,6 +178,31 @@ class WorkerCommandTest {
         assertTrue(err.toString().contains("vgpu worker: -Dvgpu.chunk.kib=abc: expected a whole number from 4 to 16383 (KiB)"),
                 err.toString());
         assertTrue(stdout().isEmpty(), "it never listened: " + stdout());
+    }
+
+    /** The whole path: the system property as a launcher's JAVA_TOOL_OPTIONS would set it, read at the worker's start. */
+    @Test
+    void aWorkerProcessGivenATuningPropertyItCannotUseExitsBeforeListening() throws Exception {
+        String java = ProcessHandle.current().info().command().orElseThrow();
+        List<String> command = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED", "-Dvgpu.chunk.kib=99999",
+                "-cp", System.getProperty("java.class.path"), WorkerCommand.class.getName()));
+        command.addAll(List.of(emulatedWorker("w", 1)));
+        Process worker = new ProcessBuilder(command).redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null"))).start();
+        CompletableFuture<String> stderr = CompletableFuture.supplyAsync(() -> readAll(worker.getErrorStream()));
+        String stdout = readAll(worker.getInputStream());
+        assertTrue(worker.waitFor(30, TimeUnit.SECONDS), "the worker did not exit");
+        assertEquals(2, worker.exitValue(), stderr.join());
+        assertTrue(stderr.join().contains("vgpu worker: -Dvgpu.chunk.kib=99999: expected a whole number from 4 to 16383 (KiB)"),
+                stderr.join());
+        assertEquals("", stdout, "it never listened");
+    }
+
+    private static String readAll(InputStream stream) {
+        try (stream) {
+            return new String(stream.readAllBytes(), StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
     }
 
     @Test
