@@ -33,7 +33,7 @@ import org.vgpu.runtime.remote.protocol.Frames;
 import org.vgpu.runtime.remote.protocol.Hello;
 import org.vgpu.runtime.remote.protocol.Opcode;
 import org.vgpu.runtime.remote.protocol.ReplyEncoder;
-import org.vgpu.runtime.remote.protocol.RequestDecoder;
+import org.vgpu.runtime.remote.protocol.RequestDispatch;
 import org.vgpu.runtime.remote.protocol.RequestVisitor;
 import org.vgpu.runtime.remote.protocol.Welcome;
 
@@ -205,7 +205,7 @@ final class SessionExecutor implements RequestVisitor, Runnable {
             if (!chunkOpen) {
                 calls++;
             }
-            RequestDecoder.dispatch(frame, this);
+            RequestDispatch.dispatch(frame, this);
         } catch (VgpuException violation) {
             if (violation.code() != ErrorCode.VGPU_PROTOCOL_ERROR) {
                 throw violation;
@@ -581,7 +581,7 @@ final class SessionExecutor implements RequestVisitor, Runnable {
     }
 
     @Override
-    public void memcpyDtoHGather(Frame frame, int streamId, List<DeviceRegion> regions, int chunkBytes) {
+    public void memcpyDtoHGather(Frame frame, int streamId, int chunkBytes, List<DeviceRegion> regions) {
         if (answeredWithKeptFailure(frame)) {
             return;
         }

@@ -78,9 +78,9 @@ class FrameCodecTest {
         encoder.moduleUnload(21, 7);
         encoder.memFree(22, BASE);
         encoder.goodbye(23);
-        encoder.memcpyDtoHGather(24, true, 5, List.of(new DeviceRegion(BASE, 4096), new DeviceRegion(BASE + 8192, 0),
-                new DeviceRegion(BASE + 3, 1)), 65536);
-        encoder.memcpyDtoHGather(25, false, 0, List.of(), 4096);
+        encoder.memcpyDtoHGather(24, true, 5, 65536, List.of(new DeviceRegion(BASE, 4096), new DeviceRegion(BASE + 8192, 0),
+                new DeviceRegion(BASE + 3, 1)));
+        encoder.memcpyDtoHGather(25, false, 0, 4096, List.of());
         encoder.memcpyHtoDScatterChunk(26, true, true, 5, List.of(new DeviceRegion(BASE, 2), new DeviceRegion(BASE + 64, 0)),
                 MemorySegment.ofArray(new byte[] {1, 2, 3}), 1, 2);
         encoder.memcpyHtoDScatterChunkHeader(26, true, false, 5, List.of(new DeviceRegion(BASE + 128, 1)), 1);
@@ -88,7 +88,7 @@ class FrameCodecTest {
 
         RecordingVisitors.Requests visitor = new RecordingVisitors.Requests();
         for (Frame frame : decodeAll(Opcode.Direction.REQUEST, wire)) {
-            dispatchAndRelease(frame, f -> RequestDecoder.dispatch(f, visitor));
+            dispatchAndRelease(frame, f -> RequestDispatch.dispatch(f, visitor));
         }
         assertEquals(List.of(
                 "#1 hello v1 vGPU 3 window [0x10c000000000, 0x110000000000) token=v1.tok.en",
@@ -207,7 +207,7 @@ class FrameCodecTest {
         whole.release();
         RecordingVisitors.Requests visitor = new RecordingVisitors.Requests();
         for (Frame frame = channel.readInbound(); frame != null; frame = channel.readInbound()) {
-            dispatchAndRelease(frame, f -> RequestDecoder.dispatch(f, visitor));
+            dispatchAndRelease(frame, f -> RequestDispatch.dispatch(f, visitor));
         }
         assertFalse(channel.finish());
         assertEquals(3, visitor.calls.size(), visitor.calls.toString());
@@ -230,7 +230,7 @@ class FrameCodecTest {
         whole.release();
         List<String> seen = new ArrayList<>();
         for (Frame frame = channel.readInbound(); frame != null; frame = channel.readInbound()) {
-            dispatchAndRelease(frame, f -> RequestDecoder.dispatch(f, new RecordingVisitors.Requests() {
+            dispatchAndRelease(frame, f -> RequestDispatch.dispatch(f, new RecordingVisitors.Requests() {
                 @Override
                 public void memcpyHtoD(Frame chunk, int streamId, long dst, ByteBuf bytes) {
                     byte[] received = new byte[bytes.readableBytes()];
@@ -283,7 +283,7 @@ class FrameCodecTest {
         whole.release();
         List<String> seen = new ArrayList<>();
         for (Frame frame = channel.readInbound(); frame != null; frame = channel.readInbound()) {
-            dispatchAndRelease(frame, f -> RequestDecoder.dispatch(f, new RecordingVisitors.Requests() {
+            dispatchAndRelease(frame, f -> RequestDispatch.dispatch(f, new RecordingVisitors.Requests() {
                 @Override
                 public void memcpyHtoD(Frame c, int streamId, long dst, ByteBuf bytes) {
                     byte[] received = new byte[bytes.readableBytes()];
@@ -364,7 +364,7 @@ class FrameCodecTest {
                 // random bytes may form a valid frame; then its body must not reach a request decoder unchecked
                 Frame decoded = frame;
                 try {
-                    RequestDecoder.dispatch(decoded, new RecordingVisitors.Requests());
+                    RequestDispatch.dispatch(decoded, new RecordingVisitors.Requests());
                 } catch (VgpuException e) {
                     assertEquals(ErrorCode.VGPU_PROTOCOL_ERROR, e.code(), e.getMessage());
                 } finally {
@@ -456,11 +456,11 @@ class FrameCodecTest {
     void aGatherNamingMoreRegionsThanAFrameHoldsIsRefusedBeforeAnythingIsWritten() {
         ByteBuf wire = Unpooled.buffer();
         RequestEncoder encoder = new RequestEncoder().wrap(wire);
-        VgpuException e = assertThrows(VgpuException.class, () -> encoder.memcpyDtoHGather(1, true, 0,
-                Collections.nCopies(RequestDecoder.MAX_GATHER_REGIONS + 1, new DeviceRegion(BASE, 1)), 4096));
+        VgpuException e = assertThrows(VgpuException.class, () -> encoder.memcpyDtoHGather(1, true, 0, 4096,
+                Collections.nCopies(RequestDecoder.MAX_GATHER_REGIONS + 1, new DeviceRegion(BASE, 1))));
         assertEquals(ErrorCode.CUDA_ERROR_INVALID_VALUE, e.code());
         assertFalse(wire.isReadable());
-        encoder.memcpyDtoHGather(1, true, 0, Collections.nCopies(RequestDecoder.MAX_GATHER_REGIONS, new DeviceRegion(BASE, 1)), 4096);
+        encoder.memcpyDtoHGather(1, true, 0, 4096, Collections.nCopies(RequestDecoder.MAX_GATHER_REGIONS, new DeviceRegion(BASE, 1)));
         List<Frame> frames = decodeAll(Opcode.Direction.REQUEST, wire);
         assertEquals(1, frames.size(), "the largest gather fits one frame");
         frames.forEach(Frame::release);
@@ -589,7 +589,7 @@ class FrameCodecTest {
         Frame frame = frames.get(0);
         try {
             if (direction == Opcode.Direction.REQUEST) {
-                assertProtocolError(() -> RequestDecoder.dispatch(frame, new RecordingVisitors.Requests()), expected);
+                assertProtocolError(() -> RequestDispatch.dispatch(frame, new RecordingVisitors.Requests()), expected);
             } else {
                 // an OK without a result is valid framing; an OK answering MEM_GET_INFO must hold 16 bytes
                 ReplyDecoder.dispatch(frame, new RecordingVisitors.Replies() {

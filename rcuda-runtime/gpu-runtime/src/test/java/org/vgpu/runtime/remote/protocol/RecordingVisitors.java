@@ -47,7 +47,7 @@ final class RecordingVisitors {
         @Override public void memcpyDtoH(Frame f, int streamId, long src, long bytes, int chunkBytes) {
             add(f, "memcpyDtoH s" + streamId + " " + hex(src) + " " + bytes + " chunk " + chunkBytes);
         }
-        @Override public void memcpyDtoHGather(Frame f, int streamId, List<DeviceRegion> regions, int chunkBytes) {
+        @Override public void memcpyDtoHGather(Frame f, int streamId, int chunkBytes, List<DeviceRegion> regions) {
             add(f, "memcpyDtoHGather s" + streamId + " chunk " + chunkBytes + " " + table(regions));
         }
         @Override public void memcpyHtoDScatter(Frame f, int streamId, List<DeviceRegion> pieces, ByteBuf data) {
