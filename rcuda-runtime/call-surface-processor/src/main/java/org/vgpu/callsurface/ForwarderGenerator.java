@@ -223,13 +223,31 @@ final class ForwarderGenerator {
         return calls;
     }
 
+    /**
+     * Whether the hand-written class writes {@code call} itself. Compared by name and erased
+     * parameter types, not by {@code Elements.overrides}: while this runs, the class's superclass
+     * is the one being generated, so javac does not yet see it implement the interface.
+     */
     private boolean declares(TypeElement handWritten, ExecutableElement call) {
         for (ExecutableElement method : ElementFilter.methodsIn(handWritten.getEnclosedElements())) {
-            if (env.getElementUtils().overrides(method, call, handWritten)) {
+            if (method.getSimpleName().equals(call.getSimpleName()) && sameParameters(method, call)) {
                 return true;
             }
         }
         return false;
+    }
+
+    private boolean sameParameters(ExecutableElement a, ExecutableElement b) {
+        if (a.getParameters().size() != b.getParameters().size()) {
+            return false;
+        }
+        for (int i = 0; i < a.getParameters().size(); i++) {
+            if (!env.getTypeUtils().isSameType(env.getTypeUtils().erasure(a.getParameters().get(i).asType()),
+                    env.getTypeUtils().erasure(b.getParameters().get(i).asType()))) {
+                return false;
+            }
+        }
+        return true;
     }
 
     private static boolean returns(ExecutableElement call) {
