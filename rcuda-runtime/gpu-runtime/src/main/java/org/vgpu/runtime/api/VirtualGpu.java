@@ -147,6 +147,13 @@ public interface VirtualGpu extends AutoCloseable {
 
     void streamDestroy(StreamHandle stream);
 
+    /**
+     * As {@code cuStreamWaitEvent} with flags 0: work queued on {@code stream} after this call
+     * starts only once the work {@code event} was last recorded after is done; the host does not
+     * wait. An event not yet recorded is no wait at all, as in CUDA.
+     */
+    void streamWaitEvent(StreamHandle stream, EventHandle event);
+
     EventHandle eventCreate();
 
     void eventRecord(EventHandle event, StreamHandle stream);

@@ -174,6 +174,10 @@ interface RemoteCalls {
     @Call(opcode = 0x0072, kind = ASYNC)
     void streamDestroy(int streamId);
 
+    /** {@code int32 stream id, int32 event id}: the stream's later work waits for the event's. */
+    @Call(opcode = 0x0073, kind = ASYNC)
+    void streamWaitEvent(int streamId, int eventId);
+
     /** {@code int32 event id}. */
     @Call(opcode = 0x0080, kind = ASYNC)
     void eventCreate(int eventId);

@@ -274,6 +274,11 @@ final class RequestHandler implements RequestVisitor {
     }
 
     @Override
+    public void streamWaitEvent(Frame frame, int streamId, int eventId) {
+        execute(frame, () -> gpu().streamWaitEvent(handles.stream(streamId), handles.event(eventId)));
+    }
+
+    @Override
     public void eventCreate(Frame frame, int eventId) {
         execute(frame, () -> {
             EventHandle event = gpu().eventCreate();

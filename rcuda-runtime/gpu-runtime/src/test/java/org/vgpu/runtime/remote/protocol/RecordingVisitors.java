@@ -72,6 +72,7 @@ final class RecordingVisitors {
         @Override public void streamCreate(Frame f, int streamId) { add(f, "streamCreate " + streamId); }
         @Override public void streamSynchronize(Frame f, int streamId) { add(f, "streamSynchronize " + streamId); }
         @Override public void streamDestroy(Frame f, int streamId) { add(f, "streamDestroy " + streamId); }
+        @Override public void streamWaitEvent(Frame f, int streamId, int eventId) { add(f, "streamWaitEvent s" + streamId + " " + eventId); }
         @Override public void eventCreate(Frame f, int eventId) { add(f, "eventCreate " + eventId); }
         @Override public void eventRecord(Frame f, int eventId, int streamId) { add(f, "eventRecord " + eventId + " s" + streamId); }
         @Override public void eventSynchronize(Frame f, int eventId) { add(f, "eventSynchronize " + eventId); }
