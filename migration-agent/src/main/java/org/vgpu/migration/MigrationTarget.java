@@ -2,8 +2,7 @@ package org.vgpu.migration;
 
 import java.util.regex.Pattern;
 
-import org.vgpu.runtime.api.ErrorCode;
-import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.common.error.InputException;
 import org.vgpu.common.net.Endpoint;
 
 /**
@@ -16,7 +15,7 @@ public sealed interface MigrationTarget {
     record LocalGpu(int index) implements MigrationTarget {
         public LocalGpu {
             if (index < 0) {
-                throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_DEVICE, "GPU index must be >= 0, got " + index);
+                throw new InputException("GPU index must be >= 0, got " + index);
             }
         }
 
@@ -33,12 +32,11 @@ public sealed interface MigrationTarget {
 
         public RemoteWorker {
             if (!HOST.matcher(endpoint.host()).matches()) {
-                throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "worker host '" + endpoint.host()
+                throw new InputException("worker host '" + endpoint.host()
                         + "' is not a host name or IP address");
             }
             if (endpoint.port() == 0 || endpoint.isWildcard()) {
-                throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE,
-                        "a worker endpoint needs a host one can connect to and a port, got " + endpoint);
+                throw new InputException("a worker endpoint needs a host one can connect to and a port, got " + endpoint);
             }
         }
 
@@ -54,7 +52,7 @@ public sealed interface MigrationTarget {
      */
     static MigrationTarget parse(String text) {
         if (text == null || text.isBlank()) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "empty migration target");
+            throw new InputException("empty migration target");
         }
         String target = text.strip();
         if (target.chars().allMatch(Character::isDigit)) {
@@ -67,7 +65,7 @@ public sealed interface MigrationTarget {
         try {
             return Integer.parseInt(digits);
         } catch (NumberFormatException e) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "GPU index '" + digits + "' is out of range");
+            throw new InputException("GPU index '" + digits + "' is out of range");
         }
     }
 }

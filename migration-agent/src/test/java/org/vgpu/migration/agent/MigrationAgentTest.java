@@ -36,6 +36,10 @@ import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.emulated.EmulatedBackend;
 import org.vgpu.runtime.kernels.TestKernels;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.channels.ServerSocketChannel;
+import org.vgpu.common.error.NetworkException;
 
 /** The agent's socket: commands, replies, malformed input, concurrency. */
 @Timeout(60)
@@ -194,15 +198,27 @@ class MigrationAgentTest {
 
     @Test
     void aStaleSocketFileIsReplacedALiveAgentIsNot() throws IOException {
-        Files.writeString(socket, "left over by a crashed app", StandardCharsets.UTF_8);
+        // A crashed app leaves its socket file behind: bound once, closed without removing it.
+        try (ServerSocketChannel crashed = ServerSocketChannel.open(StandardProtocolFamily.UNIX)) {
+            crashed.bind(UnixDomainSocketAddress.of(socket));
+        }
+        assertTrue(Files.exists(socket), "the stale socket file stays behind");
         try (MigrationAgent agent = agent(MigrationFaults.NONE, 0)) {
-            VgpuException taken = assertThrows(VgpuException.class, () -> agent(MigrationFaults.NONE, 0));
+            NetworkException taken = assertThrows(NetworkException.class, () -> agent(MigrationFaults.NONE, 0));
             assertTrue(taken.getMessage().contains("another migration agent listens"), taken.getMessage());
             try (AgentClient client = new AgentClient(socket)) {
                 assertEquals("ok no vGPUs", client.send("status"));
             }
         }
         assertFalse(Files.exists(socket), "close removes the socket file");
+    }
+
+    @Test
+    void aFileThatIsNotASocketIsNeverDeleted() throws IOException {
+        Files.writeString(socket, "an admin's file", StandardCharsets.UTF_8);
+        NetworkException refused = assertThrows(NetworkException.class, () -> agent(MigrationFaults.NONE, 0));
+        assertTrue(refused.getMessage().contains("not a socket"), refused.getMessage());
+        assertEquals("an admin's file", Files.readString(socket, StandardCharsets.UTF_8));
     }
 
     @Test
