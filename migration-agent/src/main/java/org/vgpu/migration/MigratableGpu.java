@@ -244,7 +244,8 @@ public final class MigratableGpu extends GatedVirtualGpu {
     // taking a lambda: this is the path every call of every job takes, and its cost (measured at 60
     // to 85 ns a call on the H200 machines, the goal is 1 %) must not depend on the JIT removing a
     // capturing lambda's allocation. The calls that only pass the gate are generated so, in
-    // GatedVirtualGpu, from the hooks at the end of this class; those below also keep the replay log.
+    // GatedVirtualGpu, from this class's @GatedForwarder hooks (monomorphic calls the JIT inlines);
+    // those below also keep the replay log or the pinned buffers' owners, so they are written here.
 
     @Override
     public ModuleHandle moduleLoadData(byte[] image) {

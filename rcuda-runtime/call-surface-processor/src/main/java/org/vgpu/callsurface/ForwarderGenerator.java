@@ -46,7 +46,6 @@ final class ForwarderGenerator {
     static final String GENERATE_FORWARDER = "org.vgpu.runtime.api.surface.GenerateForwarder";
     static final String GATED_FORWARDER = "org.vgpu.runtime.api.surface.GatedForwarder";
     static final String SYNCHRONIZING = "org.vgpu.runtime.api.surface.Synchronizing";
-    private static final String GENERATED = "javax.annotation.processing.Generated";
     /** What javac calls parameters of a class compiled without -parameters. */
     private static final Pattern SYNTHETIC_NAME = Pattern.compile("arg\\d+");
 
@@ -68,7 +67,7 @@ final class ForwarderGenerator {
         out.line(" * A {@link " + iface + "} that passes every call to another one, for decorators that change a few");
         out.line(" * calls: override those, and call {@code super} or {@link #delegate} for the rest.");
         out.line(" */");
-        out.line("@" + out.type(GENERATED) + "(\"" + CallSurfaceProcessor.class.getName() + "\")");
+        out.generatedAnnotation();
         out.line("public abstract class " + name + " implements " + iface + " {");
         out.line("    protected final " + iface + " delegate;");
         out.blank();
@@ -110,7 +109,7 @@ final class ForwarderGenerator {
                 + "} passes through its gate unchanged, written out");
         out.line(" * one by one, without a lambda per call, from the hooks it names; it writes the other calls itself.");
         out.line(" */");
-        out.line("@" + out.type(GENERATED) + "(\"" + CallSurfaceProcessor.class.getName() + "\")");
+        out.generatedAnnotation();
         out.line("abstract class " + name + " implements " + iface + " {");
         for (ExecutableElement hook : hookList(hooks)) {
             out.blank();

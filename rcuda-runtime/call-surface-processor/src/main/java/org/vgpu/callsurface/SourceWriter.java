@@ -37,6 +37,11 @@ final class SourceWriter {
         return this;
     }
 
+    /** Marks the type that follows as written by this processor. */
+    SourceWriter generatedAnnotation() {
+        return line("@" + type("javax.annotation.processing.Generated") + "(\"" + CallSurfaceProcessor.class.getName() + "\")");
+    }
+
     /** A javadoc comment at {@code indent}, from a doc comment as {@code Elements.getDocComment} returns it. */
     SourceWriter javadoc(String indent, String docComment) {
         if (docComment == null || docComment.isBlank()) {

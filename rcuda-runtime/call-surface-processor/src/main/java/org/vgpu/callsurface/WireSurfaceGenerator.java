@@ -47,7 +47,6 @@ final class WireSurfaceGenerator {
     static final String REPLY = "org.vgpu.runtime.api.surface.Reply";
     static final String CODEC = "org.vgpu.runtime.api.surface.Codec";
     private static final String BYTE_BUF = "io.netty.buffer.ByteBuf";
-    private static final String GENERATED = "javax.annotation.processing.Generated";
     /** Opcodes index a table of this many entries. */
     private static final int MAX_CODE = 0xFF;
     /** Names the generated dispatch code uses for its own variables. */
@@ -228,9 +227,8 @@ final class WireSurfaceGenerator {
 
     private String writeOpcodes(Names names, List<Frame> frames) {
         SourceWriter out = new SourceWriter(names.pkg);
-        String generated = out.type(GENERATED);
         out.javadoc("", env.getElementUtils().getDocComment(names.surface));
-        out.line("@" + generated + "(\"" + CallSurfaceProcessor.class.getName() + "\")");
+        out.generatedAnnotation();
         out.line("public enum " + names.opcodes + " {");
         for (int i = 0; i < frames.size(); i++) {
             Frame frame = frames.get(i);
@@ -303,13 +301,12 @@ final class WireSurfaceGenerator {
 
     private String writeVisitor(Names names, List<Frame> frames) {
         SourceWriter out = new SourceWriter(names.pkg);
-        String generated = out.type(GENERATED);
         out.line("/**");
         out.line(" * Receives decoded requests from {@link " + names.dispatch + "#dispatch}, one method per request of");
         out.line(" * {@link " + names.opcodes + "}. The {@code frame} gives the request id and flags. Buffers passed in");
         out.line(" * belong to the frame: use them during the call, or retain them.");
         out.line(" */");
-        out.line("@" + generated + "(\"" + CallSurfaceProcessor.class.getName() + "\")");
+        out.generatedAnnotation();
         out.line("public interface " + names.visitor + " {");
         for (Frame frame : requests(frames)) {
             out.blank();
@@ -325,7 +322,6 @@ final class WireSurfaceGenerator {
 
     private String writeEncoder(Names names, List<Frame> frames) {
         SourceWriter out = new SourceWriter(names.pkg);
-        String generated = out.type(GENERATED);
         String byteBuf = out.type(BYTE_BUF);
         out.line("/**");
         out.line(" * Writes request frames (layouts: {@link " + names.opcodes + "}) straight into a buffer, one method per");
@@ -333,7 +329,7 @@ final class WireSurfaceGenerator {
         out.line(" * {@link #wrap}ped around whatever buffer collects the next write. Not thread-safe; one per");
         out.line(" * connection, used under the connection's batch lock. Fields are written by {@link " + names.codecs + "}.");
         out.line(" */");
-        out.line("@" + generated + "(\"" + CallSurfaceProcessor.class.getName() + "\")");
+        out.generatedAnnotation();
         out.line("public final class " + names.encoder + " {");
         out.line("    private " + byteBuf + " out;");
         out.blank();
@@ -415,7 +411,6 @@ final class WireSurfaceGenerator {
 
     private String writeDispatch(Names names, List<Frame> frames) {
         SourceWriter out = new SourceWriter(names.pkg);
-        String generated = out.type(GENERATED);
         String byteBuf = out.type(BYTE_BUF);
         out.line("/**");
         out.line(" * Reads request bodies (layouts: {@link " + names.opcodes + "}) and hands the fields to a {@link " + names.visitor + "}.");
@@ -423,7 +418,7 @@ final class WireSurfaceGenerator {
         out.line(" * them) is a VGPU_PROTOCOL_ERROR raised before the visitor is called; what the values mean is for");
         out.line(" * the visitor to judge.");
         out.line(" */");
-        out.line("@" + generated + "(\"" + CallSurfaceProcessor.class.getName() + "\")");
+        out.generatedAnnotation();
         out.line("public final class " + names.dispatch + " {");
         out.line("    private " + names.dispatch + "() {");
         out.line("    }");
