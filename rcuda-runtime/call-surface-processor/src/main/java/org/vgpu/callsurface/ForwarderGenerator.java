@@ -78,8 +78,10 @@ final class ForwarderGenerator {
             out.blank();
             out.line("    @Override");
             out.line("    " + signature(out, call) + " {");
-            String arguments = call.getParameters().stream().map(p -> p.getSimpleName().toString()).collect(Collectors.joining(", "));
-            out.line("        " + (returns(call) ? "return " : "") + "delegate." + call.getSimpleName() + "(" + arguments + ");");
+            String arguments = call.getParameters().stream().map(p -> p.getSimpleName().toString())
+                    .collect(Collectors.joining(", "));
+            String result = returns(call) ? "return " : "";
+            out.line("        " + result + "delegate." + call.getSimpleName() + "(" + arguments + ");");
             out.line("    }");
         }
         out.line("}");
@@ -129,17 +131,21 @@ final class ForwarderGenerator {
             out.blank();
             out.line("    @Override");
             out.line("    " + signature(out, call) + " {");
-            out.line("        " + (tokened ? out.type(hooks.enter.getReturnType()) + " slot = " : "") + hooks.enter.getSimpleName() + "();");
+            String token = tokened ? out.type(hooks.enter.getReturnType()) + " slot = " : "";
+            out.line("        " + token + hooks.enter.getSimpleName() + "();");
             out.line("        try {");
             if (Mirrors.has(call, SYNCHRONIZING)) {
                 if (hooks.beforeSynchronizing == null) {
-                    error(handWritten, call.getSimpleName() + " is @Synchronizing: name a @GatedForwarder.BeforeSynchronizing hook");
+                    error(handWritten, call.getSimpleName()
+                            + " is @Synchronizing: name a @GatedForwarder.BeforeSynchronizing hook");
                 } else {
                     out.line("            " + hooks.beforeSynchronizing.getSimpleName() + "();");
                 }
             }
-            String arguments = call.getParameters().stream().map(p -> argument(p, hooks)).collect(Collectors.joining(", "));
-            out.line("            " + (returns(call) ? "return " : "") + hooks.current.getSimpleName() + "()." + call.getSimpleName()
+            String arguments = call.getParameters().stream().map(p -> argument(p, hooks))
+                    .collect(Collectors.joining(", "));
+            String result = returns(call) ? "return " : "";
+            out.line("            " + result + hooks.current.getSimpleName() + "()." + call.getSimpleName()
                     + "(" + arguments + ");");
             out.line("        } finally {");
             out.line("            " + hooks.exit.getSimpleName() + "(" + (tokened ? "slot" : "") + ");");

@@ -16,7 +16,8 @@ final class Sources {
         try (Writer writer = env.getFiler().createSourceFile(qualifiedName, origin).openWriter()) {
             writer.write(source);
         } catch (IOException e) {
-            env.getMessager().printMessage(Diagnostic.Kind.ERROR, "cannot write " + qualifiedName + ": " + e.getMessage(), origin);
+            env.getMessager().printMessage(Diagnostic.Kind.ERROR, "cannot write " + qualifiedName + ": " + e.getMessage(),
+                    origin);
         }
     }
 }

@@ -168,7 +168,8 @@ final class WireSurfaceGenerator {
 
     private Frame request(ExecutableElement method, AnnotationMirror call, Map<String, ExecutableElement> codecs) {
         int code = (Integer) Mirrors.value(env.getElementUtils(), call, "opcode");
-        Kind kind = Kind.valueOf(((VariableElement) Mirrors.value(env.getElementUtils(), call, "kind")).getSimpleName().toString());
+        VariableElement kindConstant = (VariableElement) Mirrors.value(env.getElementUtils(), call, "kind");
+        Kind kind = Kind.valueOf(kindConstant.getSimpleName().toString());
         String name = (String) Mirrors.value(env.getElementUtils(), call, "name");
         String methodName = method.getSimpleName().toString();
         String constant = name.isEmpty() ? constantName(methodName) : name;
@@ -284,7 +285,7 @@ final class WireSurfaceGenerator {
                         return synchronizing;
                     }
 
-                    /** Whether the frame may carry {@link Frames#FLAG_MORE}: one of several chunks of the same request or reply. */
+                    /** Whether the frame may carry {@link Frames#FLAG_MORE}: one of several chunks of one request or reply. */
                     public boolean chunked() {
                         return chunked;
                     }
@@ -357,9 +358,10 @@ final class WireSurfaceGenerator {
                 anyChunked = true;
                 parameters.add("int dataBytes");
                 out.line("    /**");
-                out.line("     * The header of one chunk of {@link " + names.opcodes + "#" + frame.constant + "} whose {@code dataBytes}");
-                out.line("     * the caller supplies right after it, in this buffer (see {@link #chunkBytes}) or as the next");
-                out.line("     * buffer written to the connection, so that the caller's memory can be sent without a copy.");
+                out.line("     * The header of one chunk of {@link " + names.opcodes + "#" + frame.constant + "}, whose");
+                out.line("     * {@code dataBytes} the caller supplies right after it, in this buffer (see {@link #chunkBytes})");
+                out.line("     * or as the next buffer written to the connection, so that the caller's memory can be sent");
+                out.line("     * without a copy.");
                 out.line("     */");
             } else {
                 out.line("    /** {@link " + names.opcodes + "#" + frame.constant + "}. */");
@@ -370,11 +372,13 @@ final class WireSurfaceGenerator {
                     out.line("        " + names.codecs + "." + field.checker.getSimpleName() + "(" + field.name + ");");
                 }
             }
-            out.line("        int start = Frames.begin(out, " + names.opcodes + "." + frame.constant + ", " + flags + ", requestId);");
+            String opcode = names.opcodes + "." + frame.constant;
+            out.line("        int start = Frames.begin(out, " + opcode + ", " + flags + ", requestId);");
             for (Field field : frame.header()) {
                 out.line("        " + names.codecs + "." + field.writer.getSimpleName() + "(out, " + field.name + ");");
             }
-            out.line(frame.kind.chunked ? "        Frames.finishWithTrailing(out, start, dataBytes);" : "        Frames.finish(out, start);");
+            out.line(frame.kind.chunked ? "        Frames.finishWithTrailing(out, start, dataBytes);"
+                    : "        Frames.finish(out, start);");
             out.line("    }");
             if (frame.kind.chunked) {
                 String segment = out.type("java.lang.foreign.MemorySegment");
@@ -384,7 +388,10 @@ final class WireSurfaceGenerator {
                 frame.header().forEach(f -> arguments.add(f.name));
                 arguments.add("chunkLength");
                 out.blank();
-                out.line("    /** One chunk of {@link " + names.opcodes + "#" + frame.constant + "} with its bytes copied from {@code chunkSource} at {@code chunkOffset}. */");
+                out.line("    /**");
+                out.line("     * One chunk of {@link " + names.opcodes + "#" + frame.constant + "} with its bytes copied from");
+                out.line("     * {@code chunkSource} at {@code chunkOffset}.");
+                out.line("     */");
                 out.line("    public void " + frame.method + "Chunk(" + String.join(", ", chunkParameters) + ") {");
                 out.line("        " + method + "(" + String.join(", ", arguments) + ");");
                 out.line("        chunkBytes(chunkSource, chunkOffset, chunkLength);");
@@ -394,7 +401,8 @@ final class WireSurfaceGenerator {
         if (anyChunked) {
             String segment = out.type("java.lang.foreign.MemorySegment");
             out.blank();
-            out.line("    /** The bytes of a chunk whose header was just written, copied from {@code src} at {@code offset}. */");
+            out.line("    /** The bytes of a chunk whose header was just written, copied from {@code src} at"
+                    + " {@code offset}. */");
             out.line("    public void chunkBytes(" + segment + " src, long offset, int bytes) {");
             out.line("        Frames.writeTrailing(out, src, offset, bytes);");
             out.line("    }");
@@ -413,7 +421,8 @@ final class WireSurfaceGenerator {
         SourceWriter out = new SourceWriter(names.pkg);
         String byteBuf = out.type(BYTE_BUF);
         out.line("/**");
-        out.line(" * Reads request bodies (layouts: {@link " + names.opcodes + "}) and hands the fields to a {@link " + names.visitor + "}.");
+        out.line(" * Reads request bodies (layouts: {@link " + names.opcodes + "}) and hands the fields to a");
+        out.line(" * {@link " + names.visitor + "}.");
         out.line(" * A body that is too short, too long or holds impossible values (as {@link " + names.codecs + "} judges");
         out.line(" * them) is a VGPU_PROTOCOL_ERROR raised before the visitor is called; what the values mean is for");
         out.line(" * the visitor to judge.");
@@ -447,7 +456,8 @@ final class WireSurfaceGenerator {
         }
         out.line("            }");
         out.line("        } catch (IndexOutOfBoundsException e) {");
-        out.line("            throw Frames.violation(frame.opcode() + \" body of \" + frame.body().readableBytes() + \" bytes is truncated\");");
+        out.line("            throw Frames.violation(frame.opcode() + \" body of \" + frame.body().readableBytes()");
+        out.line("                    + \" bytes is truncated\");");
         out.line("        }");
         out.line("    }");
         out.line("}");
