@@ -13,18 +13,15 @@ import java.util.concurrent.locks.ReentrantLock;
 
 import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.DeviceRegion;
-import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.EventHandle;
 import org.vgpu.runtime.api.FunctionHandle;
-import org.vgpu.runtime.api.KernelArgs;
-import org.vgpu.runtime.api.KernelSignature;
-import org.vgpu.runtime.api.MemoryInfo;
 import org.vgpu.runtime.api.ModuleHandle;
 import org.vgpu.runtime.api.StreamHandle;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.api.VirtualGpu;
+import org.vgpu.runtime.api.surface.GatedForwarder;
 import org.vgpu.runtime.core.FailureCollector;
 
 /**
@@ -55,7 +52,8 @@ import org.vgpu.runtime.core.FailureCollector;
  *
  * <p>Wrap a freshly opened backend: calls made on it before wrapping are not in the log.
  */
-public final class MigratableGpu implements VirtualGpu {
+@GatedForwarder(VirtualGpu.class)
+public final class MigratableGpu extends GatedVirtualGpu {
     private static final VarHandle DEFERRED_ERROR;
 
     static {
@@ -152,6 +150,12 @@ public final class MigratableGpu implements VirtualGpu {
     /** Successful migrations so far. */
     public int migrationCount() {
         return migrations.get();
+    }
+
+    /** The backend every gated call goes to; the generated forwarder reads it once per call, inside the gate. */
+    @GatedForwarder.Current
+    VirtualGpu currentBackend() {
+        return backend;
     }
 
     /**
@@ -251,20 +255,12 @@ public final class MigratableGpu implements VirtualGpu {
         return properties;
     }
 
-    // Every call below passes the gate the same way, written out each time rather than through a
-    // helper taking a lambda: this is the path every call of every job takes, and its cost (measured
-    // at 60 to 85 ns a call on the H200 machines, the goal is 1 %) must not depend on the JIT
-    // removing a capturing lambda's allocation.
-
-    @Override
-    public MemoryInfo memGetInfo() {
-        CallGate.Slot slot = gate.enter();
-        try {
-            return backend.memGetInfo();
-        } finally {
-            gate.exit(slot);
-        }
-    }
+    // Every call passes the gate the same way, written out each time rather than through a helper
+    // taking a lambda: this is the path every call of every job takes, and its cost (measured at 60
+    // to 85 ns a call on the H200 machines, the goal is 1 %) must not depend on the JIT removing a
+    // capturing lambda's allocation. The calls that only pass the gate are generated so, in
+    // GatedVirtualGpu, from this class's @GatedForwarder hooks (monomorphic calls the JIT inlines);
+    // those below also keep the replay log or the pinned buffers' owners, so they are written here.
 
     @Override
     public ModuleHandle moduleLoadData(byte[] image) {
@@ -298,16 +294,6 @@ public final class MigratableGpu implements VirtualGpu {
                 return known;
             }
             return log.addFunction(module, kernelName, backend.moduleGetFunction(log.module(module).current, kernelName));
-        } finally {
-            gate.exit(slot);
-        }
-    }
-
-    @Override
-    public KernelSignature functionSignature(FunctionHandle function) {
-        CallGate.Slot slot = gate.enter();
-        try {
-            return backend.functionSignature(log.backendFunction(function));
         } finally {
             gate.exit(slot);
         }
@@ -385,157 +371,10 @@ public final class MigratableGpu implements VirtualGpu {
     }
 
     @Override
-    public void memcpyHtoD(long dstDevice, MemorySegment srcHost, long byteCount) {
-        CallGate.Slot slot = gate.enter();
-        try {
-            raiseDeferredError();
-            backend.memcpyHtoD(dstDevice, srcHost, byteCount);
-        } finally {
-            gate.exit(slot);
-        }
-    }
-
-    @Override
-    public void memcpyDtoH(MemorySegment dstHost, long srcDevice, long byteCount) {
-        CallGate.Slot slot = gate.enter();
-        try {
-            raiseDeferredError();
-            backend.memcpyDtoH(dstHost, srcDevice, byteCount);
-        } finally {
-            gate.exit(slot);
-        }
-    }
-
-    @Override
-    public void memcpyDtoD(long dstDevice, long srcDevice, long byteCount) {
-        CallGate.Slot slot = gate.enter();
-        try {
-            raiseDeferredError();
-            backend.memcpyDtoD(dstDevice, srcDevice, byteCount);
-        } finally {
-            gate.exit(slot);
-        }
-    }
-
-    @Override
-    public void memcpyHtoDAsync(long dstDevice, MemorySegment srcHost, long byteCount, StreamHandle stream) {
-        CallGate.Slot slot = gate.enter();
-        try {
-            backend.memcpyHtoDAsync(dstDevice, srcHost, byteCount, log.backendStream(stream));
-        } finally {
-            gate.exit(slot);
-        }
-    }
-
-    @Override
-    public void memcpyDtoHAsync(MemorySegment dstHost, long srcDevice, long byteCount, StreamHandle stream) {
-        CallGate.Slot slot = gate.enter();
-        try {
-            backend.memcpyDtoHAsync(dstHost, srcDevice, byteCount, log.backendStream(stream));
-        } finally {
-            gate.exit(slot);
-        }
-    }
-
-    @Override
-    public void memcpyDtoDAsync(long dstDevice, long srcDevice, long byteCount, StreamHandle stream) {
-        CallGate.Slot slot = gate.enter();
-        try {
-            backend.memcpyDtoDAsync(dstDevice, srcDevice, byteCount, log.backendStream(stream));
-        } finally {
-            gate.exit(slot);
-        }
-    }
-
-    @Override
-    public void memcpyDtoHGatherAsync(MemorySegment dstHost, List<DeviceRegion> srcRegions, StreamHandle stream) {
-        CallGate.Slot slot = gate.enter();
-        try {
-            backend.memcpyDtoHGatherAsync(dstHost, srcRegions, log.backendStream(stream));
-        } finally {
-            gate.exit(slot);
-        }
-    }
-
-    @Override
-    public void memcpyHtoDScatterAsync(List<DeviceRegion> dstRegions, MemorySegment srcHost, StreamHandle stream) {
-        CallGate.Slot slot = gate.enter();
-        try {
-            backend.memcpyHtoDScatterAsync(dstRegions, srcHost, log.backendStream(stream));
-        } finally {
-            gate.exit(slot);
-        }
-    }
-
-    @Override
-    public void memsetD8(long dstDevice, byte value, long count) {
-        CallGate.Slot slot = gate.enter();
-        try {
-            raiseDeferredError();
-            backend.memsetD8(dstDevice, value, count);
-        } finally {
-            gate.exit(slot);
-        }
-    }
-
-    @Override
-    public void memsetD32(long dstDevice, int value, long count) {
-        CallGate.Slot slot = gate.enter();
-        try {
-            raiseDeferredError();
-            backend.memsetD32(dstDevice, value, count);
-        } finally {
-            gate.exit(slot);
-        }
-    }
-
-    @Override
-    public void memsetD8Async(long dstDevice, byte value, long count, StreamHandle stream) {
-        CallGate.Slot slot = gate.enter();
-        try {
-            backend.memsetD8Async(dstDevice, value, count, log.backendStream(stream));
-        } finally {
-            gate.exit(slot);
-        }
-    }
-
-    @Override
-    public void memsetD32Async(long dstDevice, int value, long count, StreamHandle stream) {
-        CallGate.Slot slot = gate.enter();
-        try {
-            backend.memsetD32Async(dstDevice, value, count, log.backendStream(stream));
-        } finally {
-            gate.exit(slot);
-        }
-    }
-
-    @Override
-    public void launchKernel(FunctionHandle function, Dim3 grid, Dim3 block, int sharedMemBytes, StreamHandle stream,
-                             KernelArgs args) {
-        CallGate.Slot slot = gate.enter();
-        try {
-            backend.launchKernel(log.backendFunction(function), grid, block, sharedMemBytes, log.backendStream(stream), args);
-        } finally {
-            gate.exit(slot);
-        }
-    }
-
-    @Override
     public StreamHandle streamCreate() {
         CallGate.Slot slot = gate.enter();
         try {
             return log.addStream(backend.streamCreate());
-        } finally {
-            gate.exit(slot);
-        }
-    }
-
-    @Override
-    public void streamSynchronize(StreamHandle stream) {
-        CallGate.Slot slot = gate.enter();
-        try {
-            raiseDeferredError();
-            backend.streamSynchronize(log.backendStream(stream));
         } finally {
             gate.exit(slot);
         }
@@ -566,53 +405,11 @@ public final class MigratableGpu implements VirtualGpu {
     }
 
     @Override
-    public void eventRecord(EventHandle event, StreamHandle stream) {
-        CallGate.Slot slot = gate.enter();
-        try {
-            backend.eventRecord(log.backendEvent(event), log.backendStream(stream));
-        } finally {
-            gate.exit(slot);
-        }
-    }
-
-    @Override
-    public void eventSynchronize(EventHandle event) {
-        CallGate.Slot slot = gate.enter();
-        try {
-            raiseDeferredError();
-            backend.eventSynchronize(log.backendEvent(event));
-        } finally {
-            gate.exit(slot);
-        }
-    }
-
-    @Override
-    public float eventElapsedTime(EventHandle start, EventHandle end) {
-        CallGate.Slot slot = gate.enter();
-        try {
-            return backend.eventElapsedTime(log.backendEvent(start), log.backendEvent(end));
-        } finally {
-            gate.exit(slot);
-        }
-    }
-
-    @Override
     public void eventDestroy(EventHandle event) {
         CallGate.Slot slot = gate.enter();
         try {
             backend.eventDestroy(log.backendEvent(event));
             log.removeEvent(event);
-        } finally {
-            gate.exit(slot);
-        }
-    }
-
-    @Override
-    public void ctxSynchronize() {
-        CallGate.Slot slot = gate.enter();
-        try {
-            raiseDeferredError();
-            backend.ctxSynchronize();
         } finally {
             gate.exit(slot);
         }
@@ -643,10 +440,39 @@ public final class MigratableGpu implements VirtualGpu {
         }
     }
 
-    private void raiseDeferredError() {
+    // ---- the hooks of GatedVirtualGpu's calls
+
+    @GatedForwarder.Enter
+    CallGate.Slot enterGate() {
+        return gate.enter();
+    }
+
+    @GatedForwarder.Exit
+    void exitGate(CallGate.Slot slot) {
+        gate.exit(slot);
+    }
+
+    /** A synchronizing call reports an error the source raised while a migration drained it. */
+    @GatedForwarder.BeforeSynchronizing
+    void raiseDeferredError() {
         VgpuException error = deferredError;
         if (error != null && DEFERRED_ERROR.compareAndSet(this, error, null)) {
             throw error;
         }
+    }
+
+    @GatedForwarder.Translate
+    StreamHandle backendStream(StreamHandle stream) {
+        return log.backendStream(stream);
+    }
+
+    @GatedForwarder.Translate
+    EventHandle backendEvent(EventHandle event) {
+        return log.backendEvent(event);
+    }
+
+    @GatedForwarder.Translate
+    FunctionHandle backendFunction(FunctionHandle function) {
+        return log.backendFunction(function);
     }
 }

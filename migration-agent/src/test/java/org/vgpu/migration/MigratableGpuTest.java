@@ -27,6 +27,7 @@ import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.EventHandle;
 import org.vgpu.runtime.api.ForwardingGpuBackend;
+import org.vgpu.runtime.api.ForwardingVirtualGpu;
 import org.vgpu.runtime.api.FunctionHandle;
 import org.vgpu.runtime.api.GpuBackend;
 import org.vgpu.runtime.api.KernelArgs;

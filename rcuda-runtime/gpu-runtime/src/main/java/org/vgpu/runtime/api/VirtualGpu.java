@@ -3,6 +3,9 @@ package org.vgpu.runtime.api;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 
+import org.vgpu.runtime.api.surface.GenerateForwarder;
+import org.vgpu.runtime.api.surface.Synchronizing;
+
 /**
  * One virtual GPU of a job: the app-facing API of vgpu.
  *
@@ -22,7 +25,11 @@ import java.util.List;
  * </ul>
  * Errors of asynchronous calls may surface at the next synchronizing call, as in CUDA.
  * Methods may be called from any thread.
+ *
+ * <p>The build generates {@link ForwardingVirtualGpu} from this interface, and the migration
+ * agent's gated forwarder; {@link Synchronizing} marks the calls that report such errors.
  */
+@GenerateForwarder("ForwardingVirtualGpu")
 public interface VirtualGpu extends AutoCloseable {
 
     /** The vGPU's index k within its job; it fixes the address window. */
@@ -77,10 +84,13 @@ public interface VirtualGpu extends AutoCloseable {
 
     // ---- copies and memsets
 
+    @Synchronizing
     void memcpyHtoD(long dstDevice, MemorySegment srcHost, long byteCount);
 
+    @Synchronizing
     void memcpyDtoH(MemorySegment dstHost, long srcDevice, long byteCount);
 
+    @Synchronizing
     void memcpyDtoD(long dstDevice, long srcDevice, long byteCount);
 
     /** {@code srcHost} must be native memory that stays valid until the stream reaches the copy. */
@@ -111,9 +121,11 @@ public interface VirtualGpu extends AutoCloseable {
     void memcpyHtoDScatterAsync(List<DeviceRegion> dstRegions, MemorySegment srcHost, StreamHandle stream);
 
     /** As {@code cuMemsetD8}: {@code count} bytes. */
+    @Synchronizing
     void memsetD8(long dstDevice, byte value, long count);
 
     /** As {@code cuMemsetD32}: {@code count} 32-bit words; {@code dstDevice} 4-byte aligned. */
+    @Synchronizing
     void memsetD32(long dstDevice, int value, long count);
 
     void memsetD8Async(long dstDevice, byte value, long count, StreamHandle stream);
@@ -130,14 +142,23 @@ public interface VirtualGpu extends AutoCloseable {
 
     StreamHandle streamCreate();
 
+    @Synchronizing
     void streamSynchronize(StreamHandle stream);
 
     void streamDestroy(StreamHandle stream);
+
+    /**
+     * As {@code cuStreamWaitEvent} with flags 0: work queued on {@code stream} after this call
+     * starts only once the work {@code event} was last recorded after is done; the host does not
+     * wait. An event not yet recorded is no wait at all, as in CUDA.
+     */
+    void streamWaitEvent(StreamHandle stream, EventHandle event);
 
     EventHandle eventCreate();
 
     void eventRecord(EventHandle event, StreamHandle stream);
 
+    @Synchronizing
     void eventSynchronize(EventHandle event);
 
     /** As {@code cuEventElapsedTime}: milliseconds between two recorded, completed events. */
@@ -146,6 +167,7 @@ public interface VirtualGpu extends AutoCloseable {
     void eventDestroy(EventHandle event);
 
     /** As {@code cuCtxSynchronize}: waits for all work of this vGPU. */
+    @Synchronizing
     void ctxSynchronize();
 
     /** Frees everything this vGPU holds: allocations, modules, streams, events, its window. */

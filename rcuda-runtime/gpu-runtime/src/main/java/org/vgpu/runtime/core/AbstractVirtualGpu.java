@@ -136,6 +136,8 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
 
     protected abstract void doEventRecord(E event, S stream);
 
+    protected abstract void doStreamWaitEvent(S stream, E event);
+
     protected abstract void doEventSynchronize(E event);
 
     protected abstract float doEventElapsedTime(E start, E end);
@@ -364,6 +366,12 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
     public void eventRecord(EventHandle event, StreamHandle stream) {
         ensureOpen();
         doEventRecord(events.get(event.id()), stream(stream));
+    }
+
+    @Override
+    public void streamWaitEvent(StreamHandle stream, EventHandle event) {
+        ensureOpen();
+        doStreamWaitEvent(stream(stream), events.get(event.id()));
     }
 
     @Override

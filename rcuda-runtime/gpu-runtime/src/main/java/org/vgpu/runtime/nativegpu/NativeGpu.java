@@ -396,6 +396,12 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
     }
 
     @Override
+    protected void doStreamWaitEvent(CUstream stream, CUevent event) {
+        context.makeCurrent();
+        CudaErrors.check(JCudaDriver.cuStreamWaitEvent(stream, event, 0), "cuStreamWaitEvent");
+    }
+
+    @Override
     protected void doEventSynchronize(CUevent event) {
         context.makeCurrent();
         CudaErrors.check(JCudaDriver.cuEventSynchronize(event), "cuEventSynchronize");

@@ -641,6 +641,55 @@ public abstract class VirtualGpuConformanceTest {
         assertError(ErrorCode.CUDA_ERROR_INVALID_HANDLE, () -> gpu.eventRecord(b, StreamHandle.DEFAULT));
     }
 
+    @Test
+    void workQueuedAfterAStreamWaitsForAnEventSeesTheWorkBeforeTheEvent() {
+        int n = 1 << 18;
+        float[] x = ramp(n);
+        float[] y = new float[n];
+        java.util.Arrays.fill(y, 1.5f);
+        long dx = upload(x);
+        long dy = upload(y);
+        long dsum = gpu.memAlloc((long) n * Float.BYTES);
+        StreamHandle producer = gpu.streamCreate();
+        StreamHandle consumer = gpu.streamCreate();
+        EventHandle produced = gpu.eventCreate();
+        Dim3 grid = Dim3.of((n + 127) / 128);
+        gpu.launchKernel(gpu.moduleGetFunction(kernels, "saxpy"), grid, Dim3.of(128), 0, producer,
+                KernelArgs.builder().i32(n).f32(2.0f).pointer(dx).pointer(dy).build());
+        gpu.eventRecord(produced, producer);
+        gpu.streamWaitEvent(consumer, produced);
+        gpu.launchKernel(gpu.moduleGetFunction(kernels, "vectorAdd"), grid, Dim3.of(128), 0, consumer,
+                KernelArgs.builder().pointer(dy).pointer(dx).pointer(dsum).i32(n).build());
+        MemorySegment host = gpu.memAllocHost((long) n * Float.BYTES);
+        // Only the consumer is waited for: what it read of y must be the producer's result.
+        gpu.memcpyDtoHAsync(host, dsum, (long) n * Float.BYTES, consumer);
+        gpu.streamSynchronize(consumer);
+        for (int i = 0; i < n; i++) {
+            assertEquals(3.0f * x[i] + 1.5f, host.getAtIndex(ValueLayout.JAVA_FLOAT, i), "element " + i);
+        }
+        gpu.memFreeHost(host);
+        gpu.eventDestroy(produced);
+        gpu.streamDestroy(producer);
+        gpu.streamDestroy(consumer);
+    }
+
+    @Test
+    void waitingForAnEventNeverRecordedIsNoWaitAndUnknownHandlesAreRefused() {
+        StreamHandle stream = gpu.streamCreate();
+        EventHandle never = gpu.eventCreate();
+        gpu.streamWaitEvent(stream, never);
+        gpu.streamWaitEvent(StreamHandle.DEFAULT, never);
+        gpu.streamSynchronize(stream);
+        gpu.ctxSynchronize();
+        EventHandle destroyed = gpu.eventCreate();
+        gpu.eventDestroy(destroyed);
+        assertError(ErrorCode.CUDA_ERROR_INVALID_HANDLE, () -> gpu.streamWaitEvent(stream, destroyed));
+        gpu.streamDestroy(stream);
+        assertError(ErrorCode.CUDA_ERROR_INVALID_HANDLE, () -> gpu.streamWaitEvent(stream, never));
+        gpu.eventDestroy(never);
+        gpu.ctxSynchronize();
+    }
+
     // ---- life cycle, threads
 
     @Test

@@ -142,7 +142,7 @@ final class ChunkedCopies {
     /** Device-to-host copies of many regions as one request; the regions' bytes land in {@code dst} back to back. */
     void gatherToHost(MemorySegment dst, List<DeviceRegion> regions, int streamId, boolean async) {
         copyToHost(dst, DeviceRegion.totalBytes(regions), streamId, async,
-                (encoder, requestId) -> encoder.memcpyDtoHGather(requestId, async, streamId, regions, config.chunkBytes()));
+                (encoder, requestId) -> encoder.memcpyDtoHGather(requestId, async, streamId, config.chunkBytes(), regions));
     }
 
     /** Sends {@code request}, whose reply is {@code bytes} of DATA for {@code dst}. */

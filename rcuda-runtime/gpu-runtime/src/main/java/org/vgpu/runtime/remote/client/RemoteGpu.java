@@ -29,7 +29,7 @@ import org.vgpu.runtime.remote.protocol.RequestDecoder;
  * round trip; this client's window allocator picks every address and the worker maps the same
  * address on its device, re-validating everything.
  *
- * <p>Launches, asynchronous copies and memsets, stream and event creation and event records are
+ * <p>Launches, asynchronous copies and memsets, stream and event creation, event records and stream waits are
  * batched and never wait; synchronous calls flush the batch and wait for their reply, and report
  * a failed asynchronous call of before, as CUDA does. Module, function, stream and event ids on the
  * wire are chosen here, which is what lets their creation be pipelined.
@@ -262,6 +262,11 @@ public final class RemoteGpu extends AbstractVirtualGpu<RemoteGpu.Module, Remote
     @Override
     protected void doEventRecord(Integer event, Integer stream) {
         connection.send((encoder, requestId) -> encoder.eventRecord(requestId, true, event, stream));
+    }
+
+    @Override
+    protected void doStreamWaitEvent(Integer stream, Integer event) {
+        connection.send((encoder, requestId) -> encoder.streamWaitEvent(requestId, true, stream, event));
     }
 
     @Override

@@ -43,7 +43,7 @@ public final class Frame extends DefaultByteBufHolder {
         return (flags & Frames.FLAG_FAILURE_KEPT) != 0;
     }
 
-    /** The body; read it with {@link RequestDecoder} or {@link ReplyDecoder}. */
+    /** The body; read it with {@link RequestDispatch} or {@link ReplyDecoder}. */
     public ByteBuf body() {
         return content();
     }

@@ -88,8 +88,7 @@ public final class FrameDecoder extends ByteToMessageDecoder {
         if ((flags & Frames.FLAG_ASYNC) != 0 && !opcode.mayBeAsync()) {
             throw fail(in, opcode + " cannot be asynchronous");
         }
-        if ((flags & Frames.FLAG_MORE) != 0 && opcode != Opcode.MEMCPY_HTOD && opcode != Opcode.MEMCPY_HTOD_SCATTER
-                && opcode != Opcode.DATA) {
+        if ((flags & Frames.FLAG_MORE) != 0 && !opcode.chunked()) {
             throw fail(in, opcode + " cannot be split into chunks");
         }
         if ((flags & Frames.FLAG_FAILURE_KEPT) != 0 && (opcode != Opcode.DATA || (flags & Frames.FLAG_MORE) != 0)) {

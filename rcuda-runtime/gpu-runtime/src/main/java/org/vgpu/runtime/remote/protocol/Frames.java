@@ -1,5 +1,6 @@
 package org.vgpu.runtime.remote.protocol;
 
+import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 
 import io.netty.buffer.ByteBuf;
@@ -86,6 +87,13 @@ public final class Frames {
         out.setInt(start, length);
     }
 
+    /** Copies {@code bytes} of {@code src} from {@code offset} to {@code out}: the bytes of a frame finished {@link #finishWithTrailing}. */
+    public static void writeTrailing(ByteBuf out, MemorySegment src, long offset, int bytes) {
+        out.ensureWritable(bytes);
+        MemorySegment.copy(src, offset, MemorySegment.ofBuffer(out.nioBuffer(out.writerIndex(), bytes)), 0, bytes);
+        out.writerIndex(out.writerIndex() + bytes);
+    }
+
     public static void writeString(ByteBuf out, String value) {
         byte[] bytes = value.getBytes(StandardCharsets.UTF_8);
         out.writeInt(bytes.length);
@@ -105,10 +113,15 @@ public final class Frames {
 
     /** Returns {@code value} after checking that {@code frame}'s body, read through {@code in}, held nothing more. */
     static <T> T consumed(Frame frame, ByteBuf in, T value) {
+        requireConsumed(frame, in);
+        return value;
+    }
+
+    /** Checks that {@code frame}'s body, read through {@code in}, held nothing more. */
+    static void requireConsumed(Frame frame, ByteBuf in) {
         if (in.isReadable()) {
             throw violation(frame.opcode() + " body has " + in.readableBytes() + " bytes too many");
         }
-        return value;
     }
 
     /** The error for anything that breaks the protocol; the peer that detects it closes the connection. */

@@ -7,7 +7,7 @@
  * session's own frames, and a request id that replies echo. A session starts with HELLO (protocol
  * version, session token, the vGPU's window) answered by WELCOME (the device), or by ERROR and a
  * close. Asynchronous calls (launches, asynchronous copies and memsets, stream and event creation,
- * event records) carry {@code FLAG_ASYNC} and get no reply on success; the worker keeps the first
+ * event records, stream waits) carry {@code FLAG_ASYNC} and get no reply on success; the worker keeps the first
  * failure and reports it at the next synchronizing request, as CUDA reports an asynchronous error at
  * the next synchronizing call. Copies larger than a chunk travel as several frames of one request
  * ({@code FLAG_MORE}) so the network and the device's copy engine overlap. Errors carry the CUDA
@@ -16,7 +16,12 @@
  * <p>{@link org.vgpu.runtime.remote.protocol.RequestEncoder} / {@link org.vgpu.runtime.remote.protocol.ReplyEncoder}
  * write frames straight into a buffer; {@link org.vgpu.runtime.remote.protocol.FrameDecoder} splits
  * the byte stream into {@link org.vgpu.runtime.remote.protocol.Frame}s and refuses oversized or
- * garbage ones before buffering them; {@link org.vgpu.runtime.remote.protocol.RequestDecoder} /
+ * garbage ones before buffering them; {@link org.vgpu.runtime.remote.protocol.RequestDispatch} /
  * {@link org.vgpu.runtime.remote.protocol.ReplyDecoder} read bodies into visitor calls.
+ *
+ * <p>The requests are described once, in {@link org.vgpu.runtime.remote.protocol.RemoteCalls}: the
+ * build generates {@code Opcode}, {@code RequestEncoder}, {@code RequestDispatch} and
+ * {@code RequestVisitor} from it (vgpu-call-surface-processor), each field going through its codec in
+ * {@link org.vgpu.runtime.remote.protocol.WireCodecs}. Replies are few and hand-written.
  */
 package org.vgpu.runtime.remote.protocol;

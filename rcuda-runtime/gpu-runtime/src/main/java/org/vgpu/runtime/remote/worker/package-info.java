@@ -4,9 +4,9 @@
  *
  * <p>Threads: one Netty event loop owns the connection (reads, writes, the handshake, keepalive
  * pongs); one GPU thread ({@link org.vgpu.runtime.remote.worker.SessionExecutor}) executes the
- * session's requests in order on a local {@link org.vgpu.runtime.api.VirtualGpu} (native or
- * emulated), which re-validates every pointer and handle, so a client can reach nothing but its
- * own allocations. Frames go from the event loop to the GPU thread through a queue (reading pauses
+ * session's requests in order ({@link org.vgpu.runtime.remote.worker.RequestHandler}) on a local
+ * {@link org.vgpu.runtime.api.VirtualGpu} (native or emulated), which re-validates every pointer
+ * and handle, so a client can reach nothing but its own allocations. Frames go from the event loop to the GPU thread through a queue (reading pauses
  * when it holds too much); replies go back through the channel. A frame belongs to whoever holds
  * it last, who releases it. Bulk copies pass through a few page-locked slots
  * ({@link org.vgpu.runtime.remote.worker.StagingRing}), so the device's copies run asynchronously

@@ -78,17 +78,18 @@ class FrameCodecTest {
         encoder.moduleUnload(21, 7);
         encoder.memFree(22, BASE);
         encoder.goodbye(23);
-        encoder.memcpyDtoHGather(24, true, 5, List.of(new DeviceRegion(BASE, 4096), new DeviceRegion(BASE + 8192, 0),
-                new DeviceRegion(BASE + 3, 1)), 65536);
-        encoder.memcpyDtoHGather(25, false, 0, List.of(), 4096);
+        encoder.memcpyDtoHGather(24, true, 5, 65536, List.of(new DeviceRegion(BASE, 4096), new DeviceRegion(BASE + 8192, 0),
+                new DeviceRegion(BASE + 3, 1)));
+        encoder.memcpyDtoHGather(25, false, 0, 4096, List.of());
         encoder.memcpyHtoDScatterChunk(26, true, true, 5, List.of(new DeviceRegion(BASE, 2), new DeviceRegion(BASE + 64, 0)),
                 MemorySegment.ofArray(new byte[] {1, 2, 3}), 1, 2);
         encoder.memcpyHtoDScatterChunkHeader(26, true, false, 5, List.of(new DeviceRegion(BASE + 128, 1)), 1);
         wire.writeByte(9);
+        encoder.streamWaitEvent(27, true, 5, 2);
 
         RecordingVisitors.Requests visitor = new RecordingVisitors.Requests();
         for (Frame frame : decodeAll(Opcode.Direction.REQUEST, wire)) {
-            dispatchAndRelease(frame, f -> RequestDecoder.dispatch(f, visitor));
+            dispatchAndRelease(frame, f -> RequestDispatch.dispatch(f, visitor));
         }
         assertEquals(List.of(
                 "#1 hello v1 vGPU 3 window [0x10c000000000, 0x110000000000) token=v1.tok.en",
@@ -119,7 +120,53 @@ class FrameCodecTest {
                 "#24 async memcpyDtoHGather s5 chunk 65536 [0x10c000000000+4096 0x10c000002000+0 0x10c000000003+1]",
                 "#25 memcpyDtoHGather s0 chunk 4096 []",
                 "#26 async more memcpyHtoDScatter s5 [0x10c000000000+2 0x10c000000040+0] 0203",
-                "#26 async memcpyHtoDScatter s5 [0x10c000000080+1] 09"), visitor.calls);
+                "#26 async memcpyHtoDScatter s5 [0x10c000000080+1] 09",
+                "#27 async streamWaitEvent s5 2"), visitor.calls);
+    }
+
+    /** The generated table keeps every opcode as released: they are what older peers send. */
+    @Test
+    void theOpcodeTableIsTheReleasedOne() {
+        List<String> table = new ArrayList<>();
+        for (Opcode opcode : Opcode.values()) {
+            table.add(String.format("%s 0x%04X %s async=%s synchronizing=%s chunked=%s", opcode, opcode.code(),
+                    opcode.direction(), opcode.mayBeAsync(), opcode.synchronizing(), opcode.chunked()));
+            assertEquals(opcode, Opcode.fromCode(opcode.code()));
+        }
+        assertEquals(List.of(
+                "HELLO 0x0001 REQUEST async=false synchronizing=false chunked=false",
+                "WELCOME 0x0002 REPLY async=false synchronizing=false chunked=false",
+                "PING 0x0003 REQUEST async=false synchronizing=false chunked=false",
+                "PONG 0x0004 REPLY async=false synchronizing=false chunked=false",
+                "GOODBYE 0x0005 REQUEST async=false synchronizing=false chunked=false",
+                "OK 0x0010 REPLY async=false synchronizing=false chunked=false",
+                "ERROR 0x0011 REPLY async=false synchronizing=false chunked=false",
+                "DATA 0x0012 REPLY async=false synchronizing=false chunked=true",
+                "MEM_GET_INFO 0x0020 REQUEST async=false synchronizing=false chunked=false",
+                "MODULE_LOAD 0x0030 REQUEST async=false synchronizing=false chunked=false",
+                "MODULE_UNLOAD 0x0031 REQUEST async=false synchronizing=false chunked=false",
+                "MODULE_GET_FUNCTION 0x0032 REQUEST async=false synchronizing=false chunked=false",
+                "MEM_ALLOC_AT 0x0040 REQUEST async=false synchronizing=false chunked=false",
+                "MEM_FREE 0x0041 REQUEST async=false synchronizing=false chunked=false",
+                "MEMCPY_HTOD 0x0050 REQUEST async=true synchronizing=true chunked=true",
+                "MEMCPY_DTOH 0x0051 REQUEST async=true synchronizing=true chunked=false",
+                "MEMCPY_DTOD 0x0052 REQUEST async=true synchronizing=true chunked=false",
+                "MEMSET 0x0053 REQUEST async=true synchronizing=true chunked=false",
+                "MEMCPY_DTOH_GATHER 0x0054 REQUEST async=true synchronizing=true chunked=false",
+                "MEMCPY_HTOD_SCATTER 0x0055 REQUEST async=true synchronizing=true chunked=true",
+                "LAUNCH_KERNEL 0x0060 REQUEST async=true synchronizing=false chunked=false",
+                "STREAM_CREATE 0x0070 REQUEST async=true synchronizing=false chunked=false",
+                "STREAM_SYNCHRONIZE 0x0071 REQUEST async=false synchronizing=true chunked=false",
+                "STREAM_DESTROY 0x0072 REQUEST async=true synchronizing=false chunked=false",
+                "STREAM_WAIT_EVENT 0x0073 REQUEST async=true synchronizing=false chunked=false",
+                "EVENT_CREATE 0x0080 REQUEST async=true synchronizing=false chunked=false",
+                "EVENT_RECORD 0x0081 REQUEST async=true synchronizing=false chunked=false",
+                "EVENT_SYNCHRONIZE 0x0082 REQUEST async=false synchronizing=true chunked=false",
+                "EVENT_ELAPSED_TIME 0x0083 REQUEST async=false synchronizing=false chunked=false",
+                "EVENT_DESTROY 0x0084 REQUEST async=true synchronizing=false chunked=false",
+                "CTX_SYNCHRONIZE 0x0090 REQUEST async=false synchronizing=true chunked=false"), table);
+        assertNull(Opcode.fromCode(0x0074));
+        assertNull(Opcode.fromCode(0x7777));
     }
 
     @Test
@@ -207,7 +254,7 @@ class FrameCodecTest {
         whole.release();
         RecordingVisitors.Requests visitor = new RecordingVisitors.Requests();
         for (Frame frame = channel.readInbound(); frame != null; frame = channel.readInbound()) {
-            dispatchAndRelease(frame, f -> RequestDecoder.dispatch(f, visitor));
+            dispatchAndRelease(frame, f -> RequestDispatch.dispatch(f, visitor));
         }
         assertFalse(channel.finish());
         assertEquals(3, visitor.calls.size(), visitor.calls.toString());
@@ -230,7 +277,7 @@ class FrameCodecTest {
         whole.release();
         List<String> seen = new ArrayList<>();
         for (Frame frame = channel.readInbound(); frame != null; frame = channel.readInbound()) {
-            dispatchAndRelease(frame, f -> RequestDecoder.dispatch(f, new RecordingVisitors.Requests() {
+            dispatchAndRelease(frame, f -> RequestDispatch.dispatch(f, new RecordingVisitors.Requests() {
                 @Override
                 public void memcpyHtoD(Frame chunk, int streamId, long dst, ByteBuf bytes) {
                     byte[] received = new byte[bytes.readableBytes()];
@@ -283,7 +330,7 @@ class FrameCodecTest {
         whole.release();
         List<String> seen = new ArrayList<>();
         for (Frame frame = channel.readInbound(); frame != null; frame = channel.readInbound()) {
-            dispatchAndRelease(frame, f -> RequestDecoder.dispatch(f, new RecordingVisitors.Requests() {
+            dispatchAndRelease(frame, f -> RequestDispatch.dispatch(f, new RecordingVisitors.Requests() {
                 @Override
                 public void memcpyHtoD(Frame c, int streamId, long dst, ByteBuf bytes) {
                     byte[] received = new byte[bytes.readableBytes()];
@@ -364,7 +411,7 @@ class FrameCodecTest {
                 // random bytes may form a valid frame; then its body must not reach a request decoder unchecked
                 Frame decoded = frame;
                 try {
-                    RequestDecoder.dispatch(decoded, new RecordingVisitors.Requests());
+                    RequestDispatch.dispatch(decoded, new RecordingVisitors.Requests());
                 } catch (VgpuException e) {
                     assertEquals(ErrorCode.VGPU_PROTOCOL_ERROR, e.code(), e.getMessage());
                 } finally {
@@ -456,11 +503,11 @@ class FrameCodecTest {
     void aGatherNamingMoreRegionsThanAFrameHoldsIsRefusedBeforeAnythingIsWritten() {
         ByteBuf wire = Unpooled.buffer();
         RequestEncoder encoder = new RequestEncoder().wrap(wire);
-        VgpuException e = assertThrows(VgpuException.class, () -> encoder.memcpyDtoHGather(1, true, 0,
-                Collections.nCopies(RequestDecoder.MAX_GATHER_REGIONS + 1, new DeviceRegion(BASE, 1)), 4096));
+        VgpuException e = assertThrows(VgpuException.class, () -> encoder.memcpyDtoHGather(1, true, 0, 4096,
+                Collections.nCopies(RequestDecoder.MAX_GATHER_REGIONS + 1, new DeviceRegion(BASE, 1))));
         assertEquals(ErrorCode.CUDA_ERROR_INVALID_VALUE, e.code());
         assertFalse(wire.isReadable());
-        encoder.memcpyDtoHGather(1, true, 0, Collections.nCopies(RequestDecoder.MAX_GATHER_REGIONS, new DeviceRegion(BASE, 1)), 4096);
+        encoder.memcpyDtoHGather(1, true, 0, 4096, Collections.nCopies(RequestDecoder.MAX_GATHER_REGIONS, new DeviceRegion(BASE, 1)));
         List<Frame> frames = decodeAll(Opcode.Direction.REQUEST, wire);
         assertEquals(1, frames.size(), "the largest gather fits one frame");
         frames.forEach(Frame::release);
@@ -589,7 +636,7 @@ class FrameCodecTest {
         Frame frame = frames.get(0);
         try {
             if (direction == Opcode.Direction.REQUEST) {
-                assertProtocolError(() -> RequestDecoder.dispatch(frame, new RecordingVisitors.Requests()), expected);
+                assertProtocolError(() -> RequestDispatch.dispatch(frame, new RecordingVisitors.Requests()), expected);
             } else {
                 // an OK without a result is valid framing; an OK answering MEM_GET_INFO must hold 16 bytes
                 ReplyDecoder.dispatch(frame, new RecordingVisitors.Replies() {

@@ -47,7 +47,7 @@ final class RecordingVisitors {
         @Override public void memcpyDtoH(Frame f, int streamId, long src, long bytes, int chunkBytes) {
             add(f, "memcpyDtoH s" + streamId + " " + hex(src) + " " + bytes + " chunk " + chunkBytes);
         }
-        @Override public void memcpyDtoHGather(Frame f, int streamId, List<DeviceRegion> regions, int chunkBytes) {
+        @Override public void memcpyDtoHGather(Frame f, int streamId, int chunkBytes, List<DeviceRegion> regions) {
             add(f, "memcpyDtoHGather s" + streamId + " chunk " + chunkBytes + " " + table(regions));
         }
         @Override public void memcpyHtoDScatter(Frame f, int streamId, List<DeviceRegion> pieces, ByteBuf data) {
@@ -72,6 +72,7 @@ final class RecordingVisitors {
         @Override public void streamCreate(Frame f, int streamId) { add(f, "streamCreate " + streamId); }
         @Override public void streamSynchronize(Frame f, int streamId) { add(f, "streamSynchronize " + streamId); }
         @Override public void streamDestroy(Frame f, int streamId) { add(f, "streamDestroy " + streamId); }
+        @Override public void streamWaitEvent(Frame f, int streamId, int eventId) { add(f, "streamWaitEvent s" + streamId + " " + eventId); }
         @Override public void eventCreate(Frame f, int eventId) { add(f, "eventCreate " + eventId); }
         @Override public void eventRecord(Frame f, int eventId, int streamId) { add(f, "eventRecord " + eventId + " s" + streamId); }
         @Override public void eventSynchronize(Frame f, int eventId) { add(f, "eventSynchronize " + eventId); }

@@ -1,0 +1,287 @@
+package org.vgpu.runtime.remote.worker;
+
+import java.lang.foreign.MemorySegment;
+import java.util.List;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.Consumer;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+
+import org.vgpu.runtime.api.DeviceRegion;
+import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.StreamHandle;
+import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.api.VirtualGpu;
+import org.vgpu.runtime.remote.protocol.Frame;
+import org.vgpu.runtime.remote.protocol.Frames;
+import org.vgpu.runtime.remote.protocol.Opcode;
+import org.vgpu.runtime.remote.protocol.ReplyEncoder;
+
+/**
+ * A session's bulk copies, streamed through the staging slots of its vGPU: chunked requests to the
+ * device ({@link Opcode#MEMCPY_HTOD}, {@link Opcode#MEMCPY_HTOD_SCATTER}) and DATA replies from it
+ * ({@link Opcode#MEMCPY_DTOH}, {@link Opcode#MEMCPY_DTOH_GATHER}). GPU thread only.
+ */
+final class BulkCopies {
+    private final Channel channel;
+    private final ReplyBatcher replies;
+    private final KeptFailure failures;
+    private final SessionHandles handles;
+    /** Writes the headers of DATA chunks into their slots; the batcher's encoder is busy with the gathered replies. */
+    private final ReplyEncoder dataHeaders = new ReplyEncoder();
+    private VirtualGpu gpu;
+    private StagingRing staging;
+    // the chunked request to the device under way, if any
+    private boolean chunkOpen;
+    private Opcode chunkOpcode;
+    private int chunkRequestId;
+    private boolean chunkAsync;
+    private VgpuException chunkFailure;
+
+    BulkCopies(Channel channel, ReplyBatcher replies, KeptFailure failures, SessionHandles handles) {
+        this.channel = channel;
+        this.replies = replies;
+        this.failures = failures;
+        this.handles = handles;
+    }
+
+    /**
+     * Pins the staging slots of {@code opened}: that takes milliseconds, paid when the session
+     * opens rather than by its first bulk copy, which may be a migration reading the vGPU while its
+     * app is stopped.
+     */
+    void open(VirtualGpu opened) {
+        gpu = opened;
+        staging = new StagingRing(opened);
+    }
+
+    /** Frees the staging slots, before the vGPU that owns them closes. */
+    void close() {
+        StagingRing ring = staging;
+        staging = null;
+        gpu = null;
+        if (ring != null) {
+            ring.close();
+        }
+    }
+
+    /**
+     * Refuses a frame other than the next chunk while a chunked request is open.
+     *
+     * @return whether {@code frame} starts a request, rather than continuing a chunked one
+     */
+    boolean startsRequest(Frame frame) {
+        if (chunkOpen && (frame.opcode() != chunkOpcode || frame.requestId() != chunkRequestId)) {
+            throw Frames.violation(frame + " arrived inside the chunked copy of request " + chunkRequestId);
+        }
+        return !chunkOpen;
+    }
+
+    // ---- to the device
+
+    void memcpyHtoD(Frame frame, int streamId, long dst, ByteBuf data) {
+        copyChunkToDevice(frame, streamId, stream -> {
+            if (!data.isReadable()) {
+                // a copy of 0 bytes still checks its pointer, as on a local vGPU
+                gpu().memcpyHtoD(dst, MemorySegment.NULL, 0);
+            }
+            stageToDevice(dst, data, stream);
+        });
+    }
+
+    void memcpyHtoDScatter(Frame frame, int streamId, List<DeviceRegion> pieces, ByteBuf data) {
+        copyChunkToDevice(frame, streamId, stream -> stageScatterToDevice(pieces, data, stream));
+    }
+
+    /**
+     * One chunk of a copy to the device: {@code stage} queues it on the stream the request runs on;
+     * the request is answered, or its failure kept, after its last chunk, and a failed chunk makes
+     * the rest of the request skip.
+     */
+    private void copyChunkToDevice(Frame frame, int streamId, Consumer<StreamHandle> stage) {
+        if (!chunkOpen) {
+            chunkOpcode = frame.opcode();
+            chunkRequestId = frame.requestId();
+            chunkAsync = frame.isAsync();
+            chunkFailure = chunkAsync ? null : failures.take();
+        } else if (frame.isAsync() != chunkAsync) {
+            throw Frames.violation("chunks of request " + chunkRequestId + " disagree on being asynchronous");
+        }
+        chunkOpen = frame.hasMore();
+        if (chunkFailure == null) {
+            try {
+                StreamHandle stream = handles.stream(streamId);
+                stage.accept(chunkAsync ? stream : StreamHandle.DEFAULT);
+                if (!chunkOpen && !chunkAsync) {
+                    staging().awaitDevice();
+                }
+            } catch (RuntimeException e) {
+                chunkFailure = KeptFailure.asVgpuException(e);
+            }
+        }
+        if (!chunkOpen) {
+            if (chunkFailure != null) {
+                failures.failed(frame, chunkFailure);
+            } else if (!chunkAsync) {
+                replies.reply().ok(frame.requestId());
+            }
+            chunkFailure = null;
+        }
+    }
+
+    /**
+     * Copies a chunk to the device through the staging slots: its pieces (a large chunk arrives in
+     * several buffers, see {@link org.vgpu.runtime.remote.protocol.FrameDecoder}) are gathered into
+     * a slot, whose copy then runs on {@code stream} while the next chunk is received and staged.
+     * The frame may be released at once. A synchronous copy is an asynchronous one on the default
+     * stream that its last chunk waits for, as CUDA's synchronous copy orders itself.
+     */
+    private void stageToDevice(long dst, ByteBuf data, StreamHandle stream) {
+        int start = data.readerIndex();
+        int length = data.readableBytes();
+        for (int offset = 0; offset < length; ) {
+            int piece = Math.min(StagingRing.SLOT_BYTES, length - offset);
+            long to = dst + offset;
+            stageSlot(data, start + offset, piece, stream, host -> gpu().memcpyHtoDAsync(to, host, piece, stream));
+            offset += piece;
+        }
+    }
+
+    /** As {@link #stageToDevice}, each slot's bytes scattered to the pieces they belong to (by the copy kernels, on a GPU). */
+    private void stageScatterToDevice(List<DeviceRegion> pieces, ByteBuf data, StreamHandle stream) {
+        int offset = data.readerIndex();
+        for (List<DeviceRegion> run : DeviceRegion.runs(pieces, StagingRing.SLOT_BYTES, Integer.MAX_VALUE)) {
+            int bytes = (int) DeviceRegion.totalBytes(run);
+            stageSlot(data, offset, bytes, stream, host -> gpu().memcpyHtoDScatterAsync(run, host, stream));
+            offset += bytes;
+        }
+    }
+
+    /** Copies {@code bytes} of {@code data} from {@code index} into the next free slot and queues {@code deviceCopy} of them on {@code stream}. */
+    private void stageSlot(ByteBuf data, int index, int bytes, StreamHandle stream, Consumer<MemorySegment> deviceCopy) {
+        StagingRing.Slot slot = staging().acquire();
+        MemorySegment host = slot.memory(bytes);
+        data.getBytes(index, host.asByteBuffer());
+        deviceCopy.accept(host);
+        slot.deviceCopyQueued(stream);
+    }
+
+    // ---- from the device
+
+    void memcpyDtoH(Frame frame, int streamId, long src, long bytes, int chunkBytes) {
+        if (failures.answeredWithKeptFailure(frame)) {
+            return;
+        }
+        try {
+            StreamHandle stream = handles.stream(streamId);
+            if (bytes < 0) {
+                throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "byte count must be >= 0, got " + bytes);
+            }
+            replies.flush();
+            sendFromDevice(frame, List.of(new DeviceRegion(src, bytes)), Math.min(chunkBytes, StagingRing.SLOT_BYTES), stream);
+        } catch (RuntimeException e) {
+            failedToSend(frame, e);
+        }
+    }
+
+    void memcpyDtoHGather(Frame frame, int streamId, int chunkBytes, List<DeviceRegion> regions) {
+        if (failures.answeredWithKeptFailure(frame)) {
+            return;
+        }
+        try {
+            StreamHandle stream = handles.stream(streamId);
+            replies.flush();
+            sendFromDevice(frame, regions, Math.min(chunkBytes, StagingRing.SLOT_BYTES), stream);
+        } catch (RuntimeException e) {
+            failedToSend(frame, e);
+        }
+    }
+
+    /** A device-to-host request that failed, maybe after some of its DATA: it is answered even when asynchronous. */
+    private void failedToSend(Frame frame, RuntimeException e) {
+        VgpuException failure = KeptFailure.asVgpuException(e);
+        if (frame.isAsync()) {
+            // the client still waits for this request's end; the failure is also kept for the next sync
+            replies.reply().error(frame.requestId(), failure);
+        }
+        failures.failed(frame, failure);
+    }
+
+    /**
+     * Sends the bytes of {@code regions}, back to back, as DATA chunks through the staging slots: the
+     * device copies the next chunk into its slot (one gathering copy of the pieces of the regions it
+     * holds) while the previous one is written to the socket straight from its slot, with no copy
+     * into a Netty buffer. A synchronous copy is an asynchronous one on the default stream whose
+     * chunks each wait for the device. Returns once the last chunk is handed to the socket, not once
+     * it is written: the next request's first gather then runs while this one's last chunks are still
+     * going out, instead of in a pause of the socket between the two (on H200s, 0.3 ms per request
+     * of a mem-sync of 4 KiB regions). A slot is still not reused, nor freed when the session ends,
+     * before the socket is done with it ({@link StagingRing#acquire}, {@link StagingRing#close}).
+     *
+     * <p>The last chunk of an asynchronous copy says whether an asynchronous failure is kept: if not,
+     * the client knows from that chunk alone that the copy's stream has finished without error.
+     */
+    private void sendFromDevice(Frame frame, List<DeviceRegion> regions, int chunkBytes, StreamHandle asyncStream) {
+        int requestId = frame.requestId();
+        StreamHandle stream = frame.isAsync() ? asyncStream : StreamHandle.DEFAULT;
+        // regions of 0 bytes go with a chunk too: their pointers are checked, as on a local vGPU
+        List<List<DeviceRegion>> chunks = DeviceRegion.runs(regions, chunkBytes, Integer.MAX_VALUE);
+        StagingRing ring = staging();
+        StagingRing.Slot copied = null;
+        long copiedOffset = 0;
+        int copiedLength = 0;
+        long offset = 0;
+        for (List<DeviceRegion> pieces : chunks.isEmpty() ? List.of(List.<DeviceRegion>of()) : chunks) {
+            int chunk = (int) DeviceRegion.totalBytes(pieces);
+            StagingRing.Slot slot = ring.acquire();
+            gpu().memcpyDtoHGatherAsync(slot.memory(chunk), pieces, stream);
+            slot.deviceCopyQueued(stream);
+            if (copied != null) {
+                sendSlot(requestId, copied, copiedOffset, copiedLength, true, false);
+            }
+            copied = slot;
+            copiedOffset = offset;
+            copiedLength = chunk;
+            offset += chunk;
+        }
+        sendSlot(requestId, copied, copiedOffset, copiedLength, false, frame.isAsync() && failures.isKept());
+    }
+
+    /**
+     * Writes one DATA chunk whose bytes are in {@code slot} once the device is done with it, with its
+     * header in the slot's room in front of them: one buffer, one write.
+     */
+    private void sendSlot(int requestId, StagingRing.Slot slot, long offset, int length, boolean more, boolean failureKept) {
+        slot.awaitDevice();
+        awaitWritable();
+        ByteBuf chunk = Unpooled.wrappedBuffer(slot.withHeader(ReplyEncoder.dataHeaderBytes(), length).asByteBuffer());
+        chunk.writerIndex(0);
+        dataHeaders.wrap(chunk).dataHeader(requestId, more, failureKept, offset, length);
+        chunk.writerIndex(chunk.capacity());
+        slot.sending();
+        channel.writeAndFlush(chunk).addListener(written -> slot.written());
+    }
+
+    /** Lets a chunked reply wait while the connection's outbound buffer is full, instead of piling up memory. */
+    private void awaitWritable() {
+        while (!channel.isWritable() && channel.isActive()) {
+            LockSupport.parkNanos(this, 1_000_000);
+        }
+    }
+
+    private VirtualGpu gpu() {
+        if (gpu == null) {
+            throw Frames.violation("a request arrived before the session was opened");
+        }
+        return gpu;
+    }
+
+    private StagingRing staging() {
+        if (staging == null) {
+            staging = new StagingRing(gpu());
+        }
+        return staging;
+    }
+}

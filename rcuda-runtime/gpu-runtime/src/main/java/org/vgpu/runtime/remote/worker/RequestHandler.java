@@ -1,0 +1,326 @@
+package org.vgpu.runtime.remote.worker;
+
+import java.util.List;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufUtil;
+
+import org.vgpu.runtime.api.DeviceRegion;
+import org.vgpu.runtime.api.Dim3;
+import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.EventHandle;
+import org.vgpu.runtime.api.FunctionHandle;
+import org.vgpu.runtime.api.GpuBackend;
+import org.vgpu.runtime.api.KernelArgs;
+import org.vgpu.runtime.api.ModuleHandle;
+import org.vgpu.runtime.api.StreamHandle;
+import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.api.VirtualGpu;
+import org.vgpu.runtime.remote.protocol.Frame;
+import org.vgpu.runtime.remote.protocol.Frames;
+import org.vgpu.runtime.remote.protocol.Hello;
+import org.vgpu.runtime.remote.protocol.RequestVisitor;
+import org.vgpu.runtime.remote.protocol.Welcome;
+
+/**
+ * What each request means on the worker: it runs on the session's local {@link VirtualGpu}, which
+ * re-validates everything (the client is never trusted), with the client's ids mapped to handles
+ * ({@link SessionHandles}), bulk copies streamed by {@link BulkCopies}, and the failures of
+ * asynchronous requests kept by {@link KeptFailure}. GPU thread only.
+ */
+final class RequestHandler implements RequestVisitor {
+    /** How a request ends the session: the client said goodbye, or its vGPU could not be opened. */
+    interface SessionEnd {
+        void stop(String reason, boolean cleanly);
+    }
+
+    private final GpuBackend backend;
+    private final WorkerConfig config;
+    private final ReplyBatcher replies;
+    private final KeptFailure failures;
+    private final SessionHandles handles;
+    private final BulkCopies bulk;
+    private final SessionEnd end;
+    private VirtualGpu gpu;
+
+    RequestHandler(GpuBackend backend, WorkerConfig config, ReplyBatcher replies, SessionHandles handles, BulkCopies bulk,
+                   KeptFailure failures, SessionEnd end) {
+        this.backend = backend;
+        this.config = config;
+        this.replies = replies;
+        this.handles = handles;
+        this.bulk = bulk;
+        this.failures = failures;
+        this.end = end;
+    }
+
+    /** Frees the vGPU, whatever the client left allocated; the first failure is thrown. */
+    void closeGpu() {
+        VirtualGpu closing = gpu;
+        gpu = null;
+        bulk.close();
+        if (closing != null) {
+            closing.close();
+        }
+    }
+
+    // ---- the session
+
+    @Override
+    public void hello(Frame frame, Hello hello) {
+        if (gpu != null) {
+            throw Frames.violation("HELLO arrived in a session that is already open");
+        }
+        try {
+            gpu = backend.open(config.device(), hello.window());
+            bulk.open(gpu);
+            replies.reply().welcome(frame.requestId(), new Welcome(Frames.PROTOCOL_VERSION, config.workerId(),
+                    (int) config.idleTimeout().toMillis(), gpu.deviceProperties()));
+        } catch (RuntimeException e) {
+            VgpuException failure = KeptFailure.asVgpuException(e);
+            replies.reply().error(frame.requestId(), failure);
+            end.stop("the vGPU could not be opened: " + failure.getMessage(), false);
+        }
+    }
+
+    @Override
+    public void ping(Frame frame) {
+        // answered by the event loop; one that got here was queued behind nothing that needs it
+    }
+
+    @Override
+    public void goodbye(Frame frame) {
+        try {
+            closeGpu();
+            replies.reply().ok(frame.requestId());
+            end.stop("the client said goodbye", true);
+        } catch (RuntimeException e) {
+            replies.reply().error(frame.requestId(), KeptFailure.asVgpuException(e));
+            end.stop("goodbye failed: " + e.getMessage(), false);
+        }
+    }
+
+    // ---- requests without a result: answered OK, or their failure kept when asynchronous
+
+    private interface Call {
+        void run();
+    }
+
+    private void execute(Frame frame, Call call) {
+        if (failures.answeredWithKeptFailure(frame)) {
+            return;
+        }
+        try {
+            call.run();
+            if (!frame.isAsync()) {
+                replies.reply().ok(frame.requestId());
+            }
+        } catch (RuntimeException e) {
+            failures.failed(frame, e);
+        }
+    }
+
+    private VirtualGpu gpu() {
+        if (gpu == null) {
+            throw Frames.violation("a request arrived before the session was opened");
+        }
+        return gpu;
+    }
+
+    @Override
+    public void memGetInfo(Frame frame) {
+        try {
+            replies.reply().ok(frame.requestId(), gpu().memGetInfo());
+        } catch (RuntimeException e) {
+            failures.failed(frame, e);
+        }
+    }
+
+    // ---- modules
+
+    @Override
+    public void moduleLoad(Frame frame, int moduleId, ByteBuf image) {
+        byte[] bytes = ByteBufUtil.getBytes(image);
+        execute(frame, () -> {
+            ModuleHandle module = gpu().moduleLoadData(bytes);
+            try {
+                SessionHandles.register(handles.modules, moduleId, "module", module);
+            } catch (VgpuException e) {
+                gpu.moduleUnload(module);
+                throw e;
+            }
+        });
+    }
+
+    @Override
+    public void moduleUnload(Frame frame, int moduleId) {
+        execute(frame, () -> {
+            gpu().moduleUnload(handles.module(moduleId));
+            handles.modules.remove(moduleId);
+        });
+    }
+
+    @Override
+    public void moduleGetFunction(Frame frame, int moduleId, int functionId, String kernelName) {
+        try {
+            FunctionHandle function = gpu().moduleGetFunction(handles.module(moduleId), kernelName);
+            SessionHandles.register(handles.functions, functionId, "function", function);
+            replies.reply().ok(frame.requestId(), gpu.functionSignature(function));
+        } catch (RuntimeException e) {
+            failures.failed(frame, e);
+        }
+    }
+
+    // ---- memory
+
+    @Override
+    public void memAllocAt(Frame frame, long address, long bytes) {
+        execute(frame, () -> gpu().memAllocAt(address, bytes));
+    }
+
+    @Override
+    public void memFree(Frame frame, long address) {
+        execute(frame, () -> gpu().memFree(address));
+    }
+
+    @Override
+    public void memcpyHtoD(Frame frame, int streamId, long dst, ByteBuf data) {
+        bulk.memcpyHtoD(frame, streamId, dst, data);
+    }
+
+    @Override
+    public void memcpyDtoH(Frame frame, int streamId, long src, long bytes, int chunkBytes) {
+        bulk.memcpyDtoH(frame, streamId, src, bytes, chunkBytes);
+    }
+
+    @Override
+    public void memcpyDtoD(Frame frame, int streamId, long dst, long src, long bytes) {
+        execute(frame, () -> {
+            if (frame.isAsync()) {
+                gpu().memcpyDtoDAsync(dst, src, bytes, handles.stream(streamId));
+            } else {
+                gpu().memcpyDtoD(dst, src, bytes);
+            }
+        });
+    }
+
+    @Override
+    public void memset(Frame frame, int streamId, long dst, int value, int elementSize, long count) {
+        execute(frame, () -> {
+            VirtualGpu device = gpu();
+            if (frame.isAsync()) {
+                StreamHandle stream = handles.stream(streamId);
+                if (elementSize == 1) {
+                    device.memsetD8Async(dst, (byte) value, count, stream);
+                } else {
+                    device.memsetD32Async(dst, value, count, stream);
+                }
+            } else if (elementSize == 1) {
+                device.memsetD8(dst, (byte) value, count);
+            } else {
+                device.memsetD32(dst, value, count);
+            }
+        });
+    }
+
+    @Override
+    public void memcpyDtoHGather(Frame frame, int streamId, int chunkBytes, List<DeviceRegion> regions) {
+        bulk.memcpyDtoHGather(frame, streamId, chunkBytes, regions);
+    }
+
+    @Override
+    public void memcpyHtoDScatter(Frame frame, int streamId, List<DeviceRegion> pieces, ByteBuf data) {
+        bulk.memcpyHtoDScatter(frame, streamId, pieces, data);
+    }
+
+    // ---- launch
+
+    @Override
+    public void launchKernel(Frame frame, int functionId, Dim3 grid, Dim3 block, int sharedMemBytes, int streamId,
+                             KernelArgs args) {
+        execute(frame, () -> gpu().launchKernel(handles.function(functionId), grid, block, sharedMemBytes,
+                handles.stream(streamId), args));
+    }
+
+    // ---- streams, events, synchronization
+
+    @Override
+    public void streamCreate(Frame frame, int streamId) {
+        execute(frame, () -> {
+            if (streamId == StreamHandle.DEFAULT.id()) {
+                throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "stream id 0 is the default stream");
+            }
+            StreamHandle stream = gpu().streamCreate();
+            try {
+                SessionHandles.register(handles.streams, streamId, "stream", stream);
+            } catch (VgpuException e) {
+                gpu.streamDestroy(stream);
+                throw e;
+            }
+        });
+    }
+
+    @Override
+    public void streamSynchronize(Frame frame, int streamId) {
+        execute(frame, () -> gpu().streamSynchronize(handles.stream(streamId)));
+    }
+
+    @Override
+    public void streamDestroy(Frame frame, int streamId) {
+        execute(frame, () -> {
+            gpu().streamDestroy(SessionHandles.lookup(handles.streams, streamId, "stream"));
+            handles.streams.remove(streamId);
+        });
+    }
+
+    @Override
+    public void streamWaitEvent(Frame frame, int streamId, int eventId) {
+        execute(frame, () -> gpu().streamWaitEvent(handles.stream(streamId), handles.event(eventId)));
+    }
+
+    @Override
+    public void eventCreate(Frame frame, int eventId) {
+        execute(frame, () -> {
+            EventHandle event = gpu().eventCreate();
+            try {
+                SessionHandles.register(handles.events, eventId, "event", event);
+            } catch (VgpuException e) {
+                gpu.eventDestroy(event);
+                throw e;
+            }
+        });
+    }
+
+    @Override
+    public void eventRecord(Frame frame, int eventId, int streamId) {
+        execute(frame, () -> gpu().eventRecord(handles.event(eventId), handles.stream(streamId)));
+    }
+
+    @Override
+    public void eventSynchronize(Frame frame, int eventId) {
+        execute(frame, () -> gpu().eventSynchronize(handles.event(eventId)));
+    }
+
+    @Override
+    public void eventElapsedTime(Frame frame, int startEventId, int endEventId) {
+        try {
+            float millis = gpu().eventElapsedTime(handles.event(startEventId), handles.event(endEventId));
+            replies.reply().ok(frame.requestId(), millis);
+        } catch (RuntimeException e) {
+            failures.failed(frame, e);
+        }
+    }
+
+    @Override
+    public void eventDestroy(Frame frame, int eventId) {
+        execute(frame, () -> {
+            gpu().eventDestroy(handles.event(eventId));
+            handles.events.remove(eventId);
+        });
+    }
+
+    @Override
+    public void ctxSynchronize(Frame frame) {
+        execute(frame, () -> gpu().ctxSynchronize());
+    }
+}
