@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 
+import org.vgpu.common.error.NetworkException;
 import org.vgpu.migration.MigratableGpu;
 import org.vgpu.migration.MigrationConfig;
 import org.vgpu.migration.MigrationFaults;
@@ -77,7 +78,7 @@ public final class JobVgpus implements AutoCloseable {
                     agent = new MigrationAgent(assembly.agentSocket().get(), targets, MigrationConfig.DEFAULTS, listener,
                             MigrationFaults.NONE);
                     socketRemoval = removalAtExit(assembly.agentSocket().get());
-                } catch (VgpuException e) {
+                } catch (NetworkException e) {
                     agentProblem = e.detail();
                 }
             }

@@ -7,9 +7,11 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
 import java.lang.foreign.MemorySegment;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.channels.ServerSocketChannel;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -24,6 +26,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+import org.vgpu.common.error.NetworkException;
 import org.vgpu.migration.FaultPoint;
 import org.vgpu.migration.MigratableGpu;
 import org.vgpu.migration.MigrationConfig;
@@ -194,15 +197,28 @@ class MigrationAgentTest {
 
     @Test
     void aStaleSocketFileIsReplacedALiveAgentIsNot() throws IOException {
-        Files.writeString(socket, "left over by a crashed app", StandardCharsets.UTF_8);
+        // left over by a crashed app: closing a channel leaves its socket file, as a killed process does
+        try (ServerSocketChannel crashed = ServerSocketChannel.open(StandardProtocolFamily.UNIX)) {
+            crashed.bind(UnixDomainSocketAddress.of(socket));
+        }
         try (MigrationAgent agent = agent(MigrationFaults.NONE, 0)) {
-            VgpuException taken = assertThrows(VgpuException.class, () -> agent(MigrationFaults.NONE, 0));
+            NetworkException taken = assertThrows(NetworkException.class, () -> agent(MigrationFaults.NONE, 0));
+            assertEquals(NetworkException.Code.CANNOT_LISTEN, taken.code());
             assertTrue(taken.getMessage().contains("another migration agent listens"), taken.getMessage());
             try (AgentClient client = new AgentClient(socket)) {
                 assertEquals("ok no vGPUs", client.send("status"));
             }
         }
         assertFalse(Files.exists(socket), "close removes the socket file");
+    }
+
+    @Test
+    void aFileThatIsNotASocketIsLeftAlone() throws IOException {
+        Files.writeString(socket, "an admin's notes");
+        NetworkException refused = assertThrows(NetworkException.class, () -> agent(MigrationFaults.NONE, 0));
+        assertTrue(refused.getMessage().contains("the migration agent cannot listen on " + socket
+                + ": a file that is not a socket is there"), refused.getMessage());
+        assertEquals("an admin's notes", Files.readString(socket));
     }
 
     @Test

@@ -113,7 +113,7 @@ public final class LineServer implements AutoCloseable {
         } catch (IOException e) {
             closeQuietly(channel);
             throw new NetworkException(NetworkException.Code.CANNOT_LISTEN,
-                    "cannot listen for " + limits.name() + " connections on " + socketFile + ": " + IoReasons.of(e), e);
+                    "the " + limits.name() + " cannot listen on " + socketFile + ": " + IoReasons.of(e), e);
         } catch (RuntimeException e) {
             closeQuietly(channel);
             throw e;
@@ -134,12 +134,12 @@ public final class LineServer implements AutoCloseable {
             return;
         }
         if (!attributes.isOther()) {
-            throw new NetworkException(NetworkException.Code.CANNOT_LISTEN, "cannot listen for " + limits.name()
-                    + " connections on " + socketFile + ": a file that is not a socket is there; remove it or choose another path");
+            throw new NetworkException(NetworkException.Code.CANNOT_LISTEN, "the " + limits.name() + " cannot listen on "
+                    + socketFile + ": a file that is not a socket is there; remove it or choose another path");
         }
         try (SocketChannel probe = SocketChannel.open(UnixDomainSocketAddress.of(socketFile))) {
             throw new NetworkException(NetworkException.Code.CANNOT_LISTEN,
-                    "another " + limits.name() + " server listens on " + socketFile);
+                    "another " + limits.name() + " listens on " + socketFile);
         } catch (IOException nobodyListens) {
             Files.deleteIfExists(socketFile);
         }
