@@ -2,13 +2,13 @@ package org.vgpu.migration;
 
 import java.util.regex.Pattern;
 
-import org.vgpu.runtime.api.ErrorCode;
-import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.common.error.InputException;
 import org.vgpu.common.net.Endpoint;
 
 /**
  * Where a vGPU can run: a GPU of this node (by index) or a remote GPU worker (host:port). The
- * agent's socket and the CLI write targets as {@code 1} or {@code lender-3:7400}.
+ * agent's socket and the CLI write targets as {@code 1} or {@code lender-3:7400}; a target that is
+ * not one of those is bad input ({@link InputException}), not a GPU call's failure.
  */
 public sealed interface MigrationTarget {
 
@@ -16,7 +16,7 @@ public sealed interface MigrationTarget {
     record LocalGpu(int index) implements MigrationTarget {
         public LocalGpu {
             if (index < 0) {
-                throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_DEVICE, "GPU index must be >= 0, got " + index);
+                throw new InputException("GPU index must be >= 0, got " + index);
             }
         }
 
@@ -33,12 +33,10 @@ public sealed interface MigrationTarget {
 
         public RemoteWorker {
             if (!HOST.matcher(endpoint.host()).matches()) {
-                throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "worker host '" + endpoint.host()
-                        + "' is not a host name or IP address");
+                throw new InputException("worker host '" + endpoint.host() + "' is not a host name or IP address");
             }
             if (endpoint.port() == 0 || endpoint.isWildcard()) {
-                throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE,
-                        "a worker endpoint needs a host one can connect to and a port, got " + endpoint);
+                throw new InputException("a worker endpoint needs a host one can connect to and a port, got " + endpoint);
             }
         }
 
@@ -50,11 +48,11 @@ public sealed interface MigrationTarget {
 
     /**
      * Reads a target as written on the socket: a non-negative integer is a local GPU, {@code host:port}
-     * (an IPv6 address in brackets) a remote worker; anything else is CUDA_ERROR_INVALID_VALUE.
+     * (an IPv6 address in brackets) a remote worker; anything else is an {@link InputException}.
      */
     static MigrationTarget parse(String text) {
         if (text == null || text.isBlank()) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "empty migration target");
+            throw new InputException("empty migration target");
         }
         String target = text.strip();
         if (target.chars().allMatch(Character::isDigit)) {
@@ -67,7 +65,7 @@ public sealed interface MigrationTarget {
         try {
             return Integer.parseInt(digits);
         } catch (NumberFormatException e) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "GPU index '" + digits + "' is out of range");
+            throw new InputException("GPU index '" + digits + "' is out of range");
         }
     }
 }

@@ -1,12 +1,12 @@
 package org.vgpu.migration;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
-import org.vgpu.runtime.api.ErrorCode;
-import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.common.error.InputException;
 import org.vgpu.common.net.Endpoint;
 
 /** How the socket and the CLI write targets. */
@@ -30,7 +30,8 @@ class MigrationTargetTest {
     @ValueSource(strings = {"", " ", "-1", "1.5", "gpu1", "host", "host:", ":80", "host:0", "0.0.0.0:80", "host:65536",
             "h st:80", "h@st:80", "fe80::1:80", "99999999999", "host:8o"})
     void anythingElseIsRefused(String text) {
-        VgpuException e = assertThrows(VgpuException.class, () -> MigrationTarget.parse(text));
-        assertEquals(ErrorCode.CUDA_ERROR_INVALID_VALUE, e.code(), e.getMessage());
+        InputException e = assertThrows(InputException.class, () -> MigrationTarget.parse(text));
+        assertEquals("BAD_INPUT", e.codeName(), e.getMessage());
+        assertFalse(e.getMessage().contains("CUDA_"), "bad input wears a CUDA name: " + e.getMessage());
     }
 }

@@ -1,5 +1,7 @@
 package org.vgpu.common.error;
 
+import java.io.IOException;
+
 /**
  * A failure that vgpu reports to a person, in vgpu's own words. Each domain has its own subtype
  * and codes ({@link ConfigException}, {@link InputException}, {@link NetworkException},
@@ -22,4 +24,17 @@ public abstract class VgpuFailure extends RuntimeException {
 
     /** A stable upper-case name of what failed (e.g. {@code CONFIG_MISSING}), for logs and reports. */
     public abstract String codeName();
+
+    /**
+     * What a user or admin may read of any failure: a {@code VgpuFailure}'s message, an I/O
+     * failure's reason in vgpu's words ({@link IoReasons}), and for anything else only that vgpu
+     * failed inside, since an unexpected exception's text is for the log that gets the exception.
+     */
+    public static String describe(Throwable failure) {
+        return switch (failure) {
+            case VgpuFailure known -> known.getMessage();
+            case IOException io -> IoReasons.of(io);
+            case null, default -> "an internal failure (the log has the details)";
+        };
+    }
 }
