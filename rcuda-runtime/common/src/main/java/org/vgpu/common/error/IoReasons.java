@@ -25,6 +25,8 @@ public final class IoReasons {
     public static String of(IOException failure) {
         String jdkText = String.valueOf(failure.getMessage());
         return switch (failure) {
+            // Netty's connect timeout is a ConnectException too
+            case ConnectException e when jdkText.contains("timed out") -> "no answer in time";
             case ConnectException e -> "connection refused";
             case SocketTimeoutException e -> "no answer in time";
             case UnknownHostException e -> "unknown host";

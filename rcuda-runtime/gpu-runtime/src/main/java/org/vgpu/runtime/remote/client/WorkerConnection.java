@@ -1,6 +1,5 @@
 package org.vgpu.runtime.remote.client;
 
-import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.channels.ClosedChannelException;
 import java.util.ArrayList;
@@ -37,6 +36,7 @@ import io.netty.handler.ssl.SslHandler;
 import io.netty.handler.timeout.IdleStateEvent;
 import io.netty.handler.timeout.IdleStateHandler;
 
+import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VaWindow;
@@ -51,6 +51,7 @@ import org.vgpu.runtime.remote.protocol.ReplyVisitor;
 import org.vgpu.runtime.remote.protocol.RequestDecoder;
 import org.vgpu.runtime.remote.protocol.RequestEncoder;
 import org.vgpu.runtime.remote.protocol.Welcome;
+import org.vgpu.runtime.remote.security.TlsFailures;
 import org.vgpu.runtime.remote.transport.NettyTransport;
 
 /**
@@ -151,7 +152,7 @@ final class WorkerConnection implements AutoCloseable {
             connected.awaitUninterruptibly();
             if (!connected.isSuccess()) {
                 throw new VgpuException(ErrorCode.VGPU_WORKER_LOST, "cannot connect to " + endpoint.describe() + ": "
-                        + connected.cause().getMessage(), connected.cause());
+                        + VgpuFailure.describe(connected.cause()), connected.cause());
             }
             connection.hello(window);
             return connection;
@@ -180,7 +181,8 @@ final class WorkerConnection implements AutoCloseable {
         } catch (ExecutionException e) {
             throw e.getCause() instanceof VgpuException refused
                     ? new VgpuException(refused.code(), refused.detail(), refused)
-                    : new VgpuException(ErrorCode.VGPU_WORKER_LOST, endpoint.describe() + " failed the handshake: " + e.getCause(), e);
+                    : new VgpuException(ErrorCode.VGPU_WORKER_LOST, endpoint.describe() + " failed the handshake: "
+                            + VgpuFailure.describe(e.getCause()), e);
         } catch (TimeoutException e) {
             throw new VgpuException(ErrorCode.VGPU_WORKER_LOST, endpoint.describe() + " did not answer HELLO within "
                     + config.connectTimeout().toMillis() + " ms");
@@ -689,10 +691,10 @@ final class WorkerConnection implements AutoCloseable {
                         + violation.detail(), violation));
             } else if (failure instanceof SSLException tls) {
                 lose(new VgpuException(ErrorCode.VGPU_AUTH_FAILED, "TLS with " + endpoint.describe() + " failed: "
-                        + tls.getMessage(), tls));
+                        + TlsFailures.reason(tls), tls));
             } else if (!(failure instanceof ClosedChannelException)) {
                 lose(new VgpuException(ErrorCode.VGPU_WORKER_LOST, "the connection to " + endpoint.describe() + " failed: "
-                        + (failure instanceof IOException ? failure.getMessage() : failure.toString()), failure));
+                        + VgpuFailure.describe(failure), failure));
             }
             ctx.close();
         }
