@@ -28,13 +28,14 @@ public abstract class VgpuFailure extends RuntimeException {
     /**
      * What a user or admin may read of any failure: a {@code VgpuFailure}'s message, an I/O
      * failure's reason in vgpu's words ({@link IoReasons}), and for anything else only that vgpu
-     * failed inside, since an unexpected exception's text is for the log that gets the exception.
+     * failed inside, since an unexpected exception's text is for a log: a caller that meets one
+     * logs it with the exception.
      */
     public static String describe(Throwable failure) {
         return switch (failure) {
             case VgpuFailure known -> known.getMessage();
             case IOException io -> IoReasons.of(io);
-            case null, default -> "an internal failure (the log has the details)";
+            case null, default -> "an unexpected internal failure";
         };
     }
 }

@@ -17,6 +17,7 @@ import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFutureListener;
 
+import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
@@ -239,7 +240,7 @@ final class SessionExecutor implements RequestVisitor, Runnable {
                 closeStaging();
                 gpu.close();
             } catch (RuntimeException e) {
-                closeFailure = e.getMessage();
+                closeFailure = VgpuFailure.describe(e);
             }
         }
         ByteBuf last = pendingReplies;
@@ -331,7 +332,8 @@ final class SessionExecutor implements RequestVisitor, Runnable {
     }
 
     private static VgpuException asVgpuException(RuntimeException e) {
-        return e instanceof VgpuException v ? v : new VgpuException(ErrorCode.CUDA_ERROR_UNKNOWN, "the worker failed: " + e, e);
+        return e instanceof VgpuException v ? v
+                : new VgpuException(ErrorCode.CUDA_ERROR_UNKNOWN, "the worker failed: " + VgpuFailure.describe(e), e);
     }
 
     private VirtualGpu gpu() {
@@ -414,7 +416,7 @@ final class SessionExecutor implements RequestVisitor, Runnable {
             stop("the client said goodbye", true);
         } catch (RuntimeException e) {
             reply().error(frame.requestId(), asVgpuException(e));
-            stop("freeing the vGPU at goodbye failed: " + e.getMessage(), false);
+            stop("freeing the vGPU at goodbye failed: " + VgpuFailure.describe(e), false);
         }
     }
 
