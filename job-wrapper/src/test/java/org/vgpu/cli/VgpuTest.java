@@ -106,7 +106,7 @@ class VgpuTest {
     @CsvSource(delimiter = '|', textBlock = """
             1 | config check /nonexistent/vgpu.conf                                  | /nonexistent/vgpu.conf: no such file
             1 | report --tracker 127.0.0.1:1                                          | connection refused
-            1 | migrate --socket /nonexistent/agent.sock --status                     | cannot reach the migration agent: cannot ask /nonexistent/agent.sock 'status'
+            1 | migrate --socket /nonexistent/agent.sock --status                     | cannot reach the migration agent
             2 | worker --listen bad --worker-id w --key-file /nonexistent/site.key    | --listen: expected HOST:PORT, got 'bad'
             1 | worker --listen 127.0.0.1:0 --worker-id w --key-file /nonexistent/site.key --backend emulated | /nonexistent/site.key does not exist
             1 | lender --listen 127.0.0.1:0 --devices 0 --key-file /nonexistent/site.key --backend emulated | /nonexistent/site.key does not exist

@@ -45,9 +45,9 @@ import org.vgpu.runtime.core.FailureCollector;
  *   help
  * </pre>
  * A malformed command gets an {@code error} reply in vgpu's words and changes nothing; a failed
- * migration's reply starts with its GPU error's name ({@code error CUDA_ERROR_OUT_OF_MEMORY: ...}). A
- * line that is too long ends the connection after its error reply. The socket file is made readable and writable by its owner
- * only: the job's user and root (the tracker) may command the agent.
+ * migration's reply starts with its GPU error's name ({@code error CUDA_ERROR_OUT_OF_MEMORY: ...}).
+ * A line that is too long ends the connection after its error reply. The socket file is made
+ * readable and writable by its owner only: the job's user and root (the tracker) may command the agent.
  */
 public final class MigrationAgent implements AutoCloseable {
     public static final String SOCKET_ENV = "VGPU_AGENT_SOCKET";

@@ -207,7 +207,8 @@ public final class LaunchedWorker implements AutoCloseable {
     private LendingException failedToStart(String reason) {
         String status = process.isAlive() ? "" : " (exit status " + process.exitValue() + ")";
         String tail = stderrTail();
-        return new LendingException(LendingException.Code.WORKER_NOT_STARTED, "GPU worker " + spec.workerId() + " on device " + spec.device()
-                + " " + reason + status + (tail.isEmpty() ? "; it wrote nothing to stderr" : "; its stderr ended with:\n" + tail));
+        return new LendingException(LendingException.Code.WORKER_NOT_STARTED, "GPU worker " + spec.workerId() + " on device "
+                + spec.device() + " " + reason + status
+                + (tail.isEmpty() ? "; it wrote nothing to stderr" : "; its stderr ended with:\n" + tail));
     }
 }

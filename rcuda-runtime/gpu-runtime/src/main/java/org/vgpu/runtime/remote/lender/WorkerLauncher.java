@@ -79,7 +79,8 @@ public final class WorkerLauncher {
             process = new ProcessBuilder(command).redirectInput(ProcessBuilder.Redirect.from(DEV_NULL)).start();
         } catch (IOException e) {
             throw new LendingException(LendingException.Code.WORKER_NOT_STARTED,
-                    "GPU worker " + spec.workerId() + " could not be started (" + command.getFirst() + "): " + IoReasons.of(e), e);
+                    "GPU worker " + spec.workerId() + " could not be started (" + command.getFirst() + "): "
+                            + IoReasons.of(e), e);
         }
         return LaunchedWorker.watch(spec, process, Instant.now()).awaitListening(startupTimeout);
     }

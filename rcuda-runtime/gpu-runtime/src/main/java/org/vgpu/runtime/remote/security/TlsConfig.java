@@ -98,7 +98,8 @@ public sealed interface TlsConfig permits TlsConfig.Server, TlsConfig.Client {
                     throw new ConfigException(ConfigException.Code.INVALID, mismatch);
                 }
             } catch (GeneralSecurityException e) {
-                throw new ConfigException(ConfigException.Code.INVALID, mismatch + ": it cannot sign what the certificate checks", e);
+                throw new ConfigException(ConfigException.Code.INVALID,
+                        mismatch + ": it cannot sign what the certificate checks", e);
             }
         }
     }

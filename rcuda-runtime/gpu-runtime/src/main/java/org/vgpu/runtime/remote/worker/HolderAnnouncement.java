@@ -55,8 +55,9 @@ public record HolderAnnouncement(Endpoint tracker, String job, int vgpu) {
             throw new NetworkException(e.code(), "cannot tell the tracker where this worker listens: " + e.detail(), e);
         }
         if (!reply.getLast().equals("ok")) {
-            throw new NetworkException(NetworkException.Code.REFUSED, "the tracker " + tracker + " did not take this worker for job "
-                    + job + " vGPU " + vgpu + ": " + LineText.printable(reply.getLast(), 300));
+            throw new NetworkException(NetworkException.Code.REFUSED, "the tracker " + tracker
+                    + " did not take this worker for job " + job + " vGPU " + vgpu + ": "
+                    + LineText.printable(reply.getLast(), 300));
         }
     }
 
