@@ -5,10 +5,10 @@ import java.io.IOException;
 /**
  * A failure that vgpu reports to a person, in vgpu's own words. Each domain has its own subtype
  * and codes ({@link ConfigException}, {@link InputException}, {@link NetworkException},
- * {@link AuthException}; the tracker adds Slurm and ledger failures, the GPU API its
- * {@code VgpuException} with CUDA's names), so a missing file is never called a CUDA error. The
- * message is what a user or admin reads: it never carries a Java exception's text; the cause, kept
- * for logs, may.
+ * {@link AuthException}; the tracker adds Slurm and ledger failures, the lender its
+ * {@code LendingException}, the GPU API its {@code VgpuException} with CUDA's names), so a missing
+ * file is never called a CUDA error. The message is what a user or admin reads: it never carries a
+ * Java exception's text; the cause, kept for logs, may.
  */
 public abstract class VgpuFailure extends RuntimeException {
     private static final long serialVersionUID = 1L;
