@@ -11,6 +11,8 @@ import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
 
+import javax.net.ssl.SSLException;
+
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.AdaptiveRecvByteBufAllocator;
@@ -43,6 +45,7 @@ import org.vgpu.runtime.remote.protocol.Hello;
 import org.vgpu.runtime.remote.protocol.Opcode;
 import org.vgpu.runtime.remote.protocol.ReplyEncoder;
 import org.vgpu.runtime.remote.protocol.RequestDecoder;
+import org.vgpu.runtime.remote.security.TlsFailures;
 import org.vgpu.runtime.remote.transport.NettyTransport;
 
 /**
@@ -56,8 +59,8 @@ import org.vgpu.runtime.remote.transport.NettyTransport;
  * worker nobody uses.
  */
 public final class GpuWorker implements AutoCloseable {
-    /** The outbound buffer a connection may fill before writers wait: a few copy chunks in flight. */
     private static final Logger LOG = LoggerFactory.getLogger(GpuWorker.class);
+    /** The outbound buffer a connection may fill before writers wait: a few copy chunks in flight. */
     static final WriteBufferWaterMark WATER_MARK = new WriteBufferWaterMark(4 << 20, 8 << 20);
 
     private final WorkerConfig config;
@@ -309,7 +312,8 @@ public final class GpuWorker implements AutoCloseable {
                 if (!(failure instanceof IOException || failure instanceof VgpuFailure)) {
                     LOG.warn("worker {}: the connection failed unexpectedly", config.workerId(), failure);
                 }
-                end("the connection failed: " + VgpuFailure.describe(failure));
+                end("the connection failed: " + (failure instanceof SSLException tls
+                        ? "TLS: " + TlsFailures.reason(tls) : VgpuFailure.describe(failure)));
                 ctx.close();
             }
         }
