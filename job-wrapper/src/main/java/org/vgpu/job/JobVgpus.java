@@ -21,6 +21,7 @@ import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.api.VirtualGpu;
 import org.vgpu.runtime.core.FailureCollector;
 import org.vgpu.runtime.remote.client.RemoteConfig;
+import org.vgpu.common.error.NetworkException;
 
 /**
  * A job's vGPUs, opened as its {@link JobAssembly} says: each a {@link MigratableGpu} in its own

@@ -127,7 +127,7 @@ public final class MigratableGpu implements VirtualGpu {
                     "vGPU " + vgpuIndex() + " is already migrating; try again when that migration has finished");
         }
         try {
-            MigrationReport report = new Migration(this, target).run();
+            MigrationReport report = new Migration(new Subject(), target, resolver, config, faults, listener).run();
             migrations.incrementAndGet();
             return report;
         } finally {
@@ -154,74 +154,84 @@ public final class MigratableGpu implements VirtualGpu {
         return migrations.get();
     }
 
-    // Package-private access for Migration, which runs with the gate shut.
-
-    CallGate gate() {
-        return gate;
-    }
-
-    ReplayLog log() {
-        return log;
-    }
-
-    VirtualGpu currentBackend() {
-        return backend;
-    }
-
-    TargetResolver resolver() {
-        return resolver;
-    }
-
-    MigrationConfig config() {
-        return config;
-    }
-
-    MigrationFaults faults() {
-        return faults;
-    }
-
-    MigrationListener listener() {
-        return listener;
-    }
-
-    /** An error the source raised while being drained: the app gets it at its next synchronizing call. */
-    void deferError(VgpuException error) {
-        DEFERRED_ERROR.compareAndSet(this, null, error);
-    }
-
-    /** Makes {@code target} the backend; the gate is shut, so no call sees a half-switched state. */
-    void switchTo(VirtualGpu target, MigrationTarget newLocation, ReplayLog.Rebinding rebinding) {
-        rebinding.commit();
-        backend = target;
-        location = newLocation;
-    }
-
     /**
-     * Gives up a former backend: its device memory is freed now; it is closed at once unless the
-     * app still holds pinned host buffers it allocated, in which case it is closed with the last one.
-     * Runs after the switch, so the app no longer allocates on {@code source}; the slow part (freeing,
-     * closing: a round trip to a remote worker) happens outside {@link #hostOwnership}, so the app's
-     * pinned-buffer calls never wait for it.
+     * What a {@link Migration} needs of this vGPU. A nested class rather than an {@code implements}
+     * clause: the interface's methods would be public here, and the app must not reach the gate, the
+     * backend behind it or the switch.
      */
-    void release(VirtualGpu source, List<DeviceRegion> regions) {
-        FailureCollector failures = new FailureCollector();
-        if (hostOwners.containsValue(source)) {
-            for (DeviceRegion region : regions) {
-                failures.attempt(() -> source.memFree(region.address()));
+    private final class Subject implements MigrationSubject {
+
+        @Override
+        public VaWindow window() {
+            return window;
+        }
+
+        @Override
+        public DeviceProperties shownProperties() {
+            return properties;
+        }
+
+        @Override
+        public String location() {
+            return MigratableGpu.this.location();
+        }
+
+        @Override
+        public VirtualGpu currentBackend() {
+            return backend;
+        }
+
+        @Override
+        public ReplayLog log() {
+            return log;
+        }
+
+        @Override
+        public CallGate gate() {
+            return gate;
+        }
+
+        @Override
+        public void deferError(VgpuException error) {
+            DEFERRED_ERROR.compareAndSet(MigratableGpu.this, null, error);
+        }
+
+        /** The gate is shut, so no call sees a half-switched state. */
+        @Override
+        public void switchTo(VirtualGpu target, MigrationTarget newLocation, ReplayLog.Rebinding rebinding) {
+            rebinding.commit();
+            backend = target;
+            location = newLocation;
+        }
+
+        /**
+         * Its device memory is freed now; it is closed at once unless the app still holds pinned host
+         * buffers it allocated, in which case it is closed with the last one. Runs after the switch, so
+         * the app no longer allocates on {@code source}; the slow part (freeing, closing: a round trip
+         * to a remote worker) happens outside {@link #hostOwnership}, so the app's pinned-buffer calls
+         * never wait for it.
+         */
+        @Override
+        public void release(VirtualGpu source, List<DeviceRegion> regions) {
+            FailureCollector failures = new FailureCollector();
+            if (hostOwners.containsValue(source)) {
+                for (DeviceRegion region : regions) {
+                    failures.attempt(() -> source.memFree(region.address()));
+                }
             }
-        }
-        boolean kept;
-        synchronized (hostOwnership) {
-            // The app may have freed its last buffer of the source meanwhile; then it is closed here.
-            kept = hostOwners.containsValue(source);
-            if (kept) {
-                retired.add(source);
+            boolean kept;
+            synchronized (hostOwnership) {
+                // The app may have freed its last buffer of the source meanwhile; then it is closed here.
+                kept = hostOwners.containsValue(source);
+                if (kept) {
+                    retired.add(source);
+                }
             }
+            if (!kept) {
+                failures.attempt(source::close);
+            }
+            failures.rethrow();
         }
-        if (!kept) {
-            failures.attempt(source::close);
-        }
-        failures.rethrow();
     }
 
     // ---- VirtualGpu

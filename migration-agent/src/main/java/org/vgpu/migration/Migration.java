@@ -22,10 +22,12 @@ import org.vgpu.runtime.core.FailureCollector;
 final class Migration {
     private static final Logger LOG = LoggerFactory.getLogger(Migration.class);
 
-    private final MigratableGpu gpu;
+    private final MigrationSubject gpu;
     private final MigrationTarget target;
+    private final TargetResolver resolver;
     private final MigrationConfig config;
     private final MigrationFaults faults;
+    private final MigrationListener listener;
     private final String from;
 
     private MigrationStep step = MigrationStep.OPEN_TARGET;
@@ -40,11 +42,19 @@ final class Migration {
     private long memSyncBytes;
     private int memSyncRegions;
 
-    Migration(MigratableGpu gpu, MigrationTarget target) {
+    /**
+     * @param gpu      the vGPU to move
+     * @param resolver opens {@code target}
+     * @param listener told the outcome, moved or rolled back
+     */
+    Migration(MigrationSubject gpu, MigrationTarget target, TargetResolver resolver, MigrationConfig config,
+              MigrationFaults faults, MigrationListener listener) {
         this.gpu = gpu;
         this.target = target;
-        this.config = gpu.config();
-        this.faults = gpu.faults();
+        this.resolver = resolver;
+        this.config = config;
+        this.faults = faults;
+        this.listener = listener;
         this.from = gpu.location();
     }
 
@@ -58,9 +68,9 @@ final class Migration {
         try {
             step = MigrationStep.OPEN_TARGET;
             faults.reached(FaultPoint.OPEN_TARGET, 0, null);
-            opened = gpu.resolver().open(target, gpu.window(), source);
+            opened = resolver.open(target, gpu.window(), source);
             requireCompatible(opened);
-            sync = MemorySync.prepare(source, opened, config, gpu.liveBytes());
+            sync = MemorySync.prepare(source, opened, config, gpu.log().liveBytes());
         } catch (RuntimeException e) {
             openTarget = System.nanoTime() - start;
             throw rolledBack(e, sync, opened);
@@ -126,7 +136,7 @@ final class Migration {
         } catch (RuntimeException e) {
             // The vGPU runs on its target; a source that fails to let go (a dead worker) is only reported.
             releaseError = "the vGPU moved, but releasing its source failed: " + VgpuFailure.describe(e);
-            LOG.warn("vGPU {}: {}", gpu.vgpuIndex(), releaseError, e);
+            LOG.warn("vGPU {}: {}", gpu.window().vgpuIndex(), releaseError, e);
         }
         release = System.nanoTime() - unlocked;
         MigrationReport report = report(MigrationReport.Outcome.MIGRATED, null, releaseError);
@@ -150,7 +160,7 @@ final class Migration {
 
     /** The target must run what the app was written for, by the properties it was shown. */
     private void requireCompatible(VirtualGpu opened) {
-        DeviceProperties shown = gpu.deviceProperties();
+        DeviceProperties shown = gpu.shownProperties();
         DeviceProperties offered = opened.deviceProperties();
         String problem = null;
         if (!opened.window().equals(gpu.window())) {
@@ -169,7 +179,7 @@ final class Migration {
         }
         if (problem != null) {
             throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_DEVICE, "target " + target + " (" + offered.name()
-                    + ") cannot take vGPU " + gpu.vgpuIndex() + ": " + problem);
+                    + ") cannot take vGPU " + gpu.window().vgpuIndex() + ": " + problem);
         }
     }
 
@@ -193,7 +203,7 @@ final class Migration {
         ErrorCode code = cause instanceof VgpuException vgpu ? vgpu.code() : ErrorCode.CUDA_ERROR_UNKNOWN;
         if (!(cause instanceof VgpuFailure)) {
             // the report says only "an internal failure"; the exception's own text is for the log
-            LOG.warn("vGPU {}: the migration to {} failed unexpectedly", gpu.vgpuIndex(), target, cause);
+            LOG.warn("vGPU {}: the migration to {} failed unexpectedly", gpu.window().vgpuIndex(), target, cause);
         }
         String message = VgpuFailure.describe(cause);
         MigrationReport report = report(MigrationReport.Outcome.ROLLED_BACK, step, message);
@@ -202,7 +212,7 @@ final class Migration {
     }
 
     private MigrationReport report(MigrationReport.Outcome outcome, MigrationStep failedStep, String error) {
-        return new MigrationReport(gpu.vgpuIndex(), from, target.toString(), outcome, failedStep, error,
+        return new MigrationReport(gpu.window().vgpuIndex(), from, target.toString(), outcome, failedStep, error,
                 Duration.ofNanos(openTarget), Duration.ofNanos(lockWait), Duration.ofNanos(drain), Duration.ofNanos(replay), memSyncBytes,
                 memSyncRegions, Duration.ofNanos(memSync), Duration.ofNanos(verify), Duration.ofNanos(blocked),
                 Duration.ofNanos(release), Instant.now());
@@ -210,9 +220,9 @@ final class Migration {
 
     private void notifyListener(MigrationReport report) {
         try {
-            gpu.listener().migrationFinished(report);
+            listener.migrationFinished(report);
         } catch (RuntimeException e) {
-            LOG.warn("vGPU {}: migration listener failed on {}", gpu.vgpuIndex(), report.summary(), e);
+            LOG.warn("vGPU {}: migration listener failed on {}", gpu.window().vgpuIndex(), report.summary(), e);
         }
     }
 }

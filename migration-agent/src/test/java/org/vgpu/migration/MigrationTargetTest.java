@@ -33,5 +33,6 @@ class MigrationTargetTest {
         InputException e = assertThrows(InputException.class, () -> MigrationTarget.parse(text));
         assertEquals("BAD_INPUT", e.codeName(), e.getMessage());
         assertFalse(e.getMessage().contains("CUDA_"), "bad input wears a CUDA name: " + e.getMessage());
+        assertFalse(e.getMessage().isBlank());
     }
 }

@@ -64,7 +64,7 @@ public final class MigrateCommand implements Subcommand {
         try {
             reply = LineClient.request(socket, command, REPLY_TIMEOUT).getLast();
         } catch (NetworkException e) {
-            err.println("vgpu migrate: cannot reach the migration agent: " + e.detail());
+            err.println("vgpu migrate: cannot reach the migration agent: " + e.getMessage());
             return 1;
         }
         boolean ok = reply.startsWith("ok");

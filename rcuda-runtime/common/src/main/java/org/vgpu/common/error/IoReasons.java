@@ -40,7 +40,7 @@ public final class IoReasons {
             case SocketException e when jdkText.contains("Permission denied") -> "permission denied";
             case SocketException e when jdkText.contains("reset") -> "connection reset by the peer";
             case SocketException e when jdkText.contains("Broken pipe") -> "the peer closed the connection";
-            case SocketException e when jdkText.contains("No such file") -> "no such socket file";
+            case SocketException e when jdkText.contains("No such file") -> "no such file or directory";
             case SocketException e when jdkText.contains("Connection refused") -> "connection refused";
             // Netty's native transports throw plain IOExceptions with the C library's words
             case IOException e when jdkText.contains("Address already in use") -> "the address is in use";

@@ -37,14 +37,13 @@ import org.vgpu.runtime.api.StreamHandle;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VirtualGpu;
 import org.vgpu.runtime.kernels.TestKernels;
-import org.vgpu.runtime.remote.client.ChunkLanding;
+import org.vgpu.runtime.remote.RemoteTuning;
 import org.vgpu.runtime.remote.client.RemoteConfig;
 import org.vgpu.runtime.remote.client.RemoteGpu;
 import org.vgpu.runtime.remote.client.WorkerEndpoint;
 import org.vgpu.runtime.remote.lender.LaunchedWorker;
 import org.vgpu.runtime.remote.lender.WorkerLauncher;
 import org.vgpu.runtime.remote.lender.WorkerSpec;
-import org.vgpu.runtime.remote.protocol.RequestDecoder;
 import org.vgpu.runtime.remote.transport.NettyTransport;
 import org.vgpu.runtime.remote.worker.PlainSocketBaseline;
 
@@ -129,15 +128,9 @@ public final class RemoteBenchCommand implements Subcommand {
                     out.println("CPU EMULATION: the device is the CPU emulation, so these figures measure the remote"
                             + " runtime and this machine's network stack, not a GPU");
                 }
-                out.printf("client and worker are separate processes on %s, %d cores; threads poll %d us before sleeping"
-                        + " (-D%s); copies in %d KiB chunks (-D%s); the client lands chunks of %s (-D%s); socket buffers %s (-D%s); %d trials after %d"
+                out.printf("client and worker are separate processes on %s, %d cores; tuning: %s; %d trials after %d"
                         + " warm-up trials; medians, and the range of each ratio over the trials%n%n", host,
-                        Runtime.getRuntime().availableProcessors(), RemoteConfig.defaults().spinNanos() / 1000,
-                        NettyTransport.SPIN_PROPERTY, RemoteConfig.defaults().chunkBytes() >> 10, RequestDecoder.CHUNK_PROPERTY,
-                        ChunkLanding.MIN_BYTES > 0 ? (ChunkLanding.MIN_BYTES >> 10) + " KiB and more through a copier thread"
-                                : "on the event loop", ChunkLanding.PROPERTY,
-                        NettyTransport.socketBufferBytes() > 0 ? (NettyTransport.socketBufferBytes() >> 10) + " KiB"
-                                : "autotuned by the kernel", NettyTransport.SOCKET_BUFFER_PROPERTY, trials, WARM_UP_TRIALS);
+                        Runtime.getRuntime().availableProcessors(), RemoteTuning.current().describe(), trials, WARM_UP_TRIALS);
                 List<Row> rows = measure(worker, localGpu, remoteGpu, syncIterations, asyncIterations, copyBytes, trials);
                 printTable(rows, label, out);
             }

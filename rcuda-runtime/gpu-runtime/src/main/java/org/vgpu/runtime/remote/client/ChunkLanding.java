@@ -2,6 +2,7 @@ package org.vgpu.runtime.remote.client;
 
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
@@ -9,6 +10,8 @@ import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 
 import io.netty.buffer.ByteBuf;
+
+import org.vgpu.runtime.remote.RemoteTuning;
 
 /**
  * Lands the DATA chunks of one connection's device-to-host copies in the callers' memory. A large
@@ -24,13 +27,12 @@ import io.netty.buffer.ByteBuf;
  * as it completes, and the thread {@link #awaitLanded awaits} that mark, not the chunks that
  * arrived after, such as those of the next read a migration queued ahead. Where nothing was handed
  * off that costs one volatile read.
+ *
+ * <p>Memory of a confined arena belongs to its owner thread alone, so a copy into it is
+ * {@link #hold held} until that thread, after a call it waited for, {@link #applyHeldCopies
+ * applies} it.
  */
-public final class ChunkLanding implements AutoCloseable {
-    /** System property: chunks of at least this many KiB land through the copier; 0 copies every chunk on the event loop. */
-    public static final String PROPERTY = "vgpu.client.copier.min.kib";
-    /** Smaller chunks are not worth a handoff: it costs a few microseconds, about what copying 256 KiB does. */
-    public static final int MIN_BYTES = Integer.getInteger(PROPERTY, 256) << 10;
-
+final class ChunkLanding implements AutoCloseable {
     private final int minBytes;
     /** Runs one task at a time in the order given, so chunks land in the order they were handed off. */
     private final ExecutorService copier;
@@ -41,6 +43,8 @@ public final class ChunkLanding implements AutoCloseable {
     /** App threads waiting in {@link #awaitLanded}; the copier wakes them only when there are any. */
     private volatile int waiters;
     private final Object landing = new Object();
+    /** Device-to-host copies into confined memory, whose chunks wait for the owner thread. */
+    private final ConcurrentLinkedQueue<PendingCopyToHost> heldCopies = new ConcurrentLinkedQueue<>();
 
     /**
      * @param minBytes chunks of at least this size are handed off; 0 hands none off
@@ -51,12 +55,15 @@ public final class ChunkLanding implements AutoCloseable {
         this.copier = copier;
     }
 
-    /** Lands through a copier thread named {@code name}, which ends when idle and starts again on demand; chunks of {@link #MIN_BYTES}. */
+    /**
+     * Lands through a copier thread named {@code name}, which ends when idle and starts again on
+     * demand; chunks of {@link RemoteTuning#copierMinBytes} and more.
+     */
     static ChunkLanding withCopierThread(String name) {
         ThreadPoolExecutor copier = new ThreadPoolExecutor(1, 1, 10, TimeUnit.SECONDS, new LinkedBlockingQueue<>(),
                 task -> Thread.ofPlatform().name(name).daemon().unstarted(task));
         copier.allowCoreThreadTimeOut(true);
-        return new ChunkLanding(MIN_BYTES, copier);
+        return new ChunkLanding(RemoteTuning.current().copierMinBytes(), copier);
     }
 
     /**
@@ -132,10 +139,44 @@ public final class ChunkLanding implements AutoCloseable {
         }
     }
 
-    /** Lands what was handed off, then lets the copier's thread end. */
+    /** Keeps {@code copy}, whose destination is confined memory, until its owner thread applies it. App thread. */
+    void hold(PendingCopyToHost copy) {
+        heldCopies.add(copy);
+    }
+
+    /** Forgets a held copy whose request was never sent. */
+    void forget(PendingCopyToHost copy) {
+        heldCopies.remove(copy);
+    }
+
+    /**
+     * Applies the device-to-host copies into confined memory of this thread that have completed:
+     * every synchronizing call does, after its reply, which the worker sends only after the data
+     * of every earlier copy.
+     */
+    void applyHeldCopies() {
+        if (heldCopies.isEmpty()) {
+            return;
+        }
+        Thread self = Thread.currentThread();
+        for (PendingCopyToHost copy : heldCopies) {
+            if (copy.applicableBy(self) && heldCopies.remove(copy)) {
+                if (copy.failed()) {
+                    copy.releaseHeldChunks();
+                } else {
+                    copy.applyHeldChunks();
+                }
+            }
+        }
+    }
+
+    /** Lands what was handed off, then lets the copier's thread end; held copies are dropped unapplied. */
     @Override
     public void close() {
         copier.shutdown();
+        for (PendingCopyToHost copy = heldCopies.poll(); copy != null; copy = heldCopies.poll()) {
+            copy.releaseHeldChunks();
+        }
     }
 
     /** Copies {@code data} to {@code destination} at {@code offset}, piece by piece (a large chunk arrives in several buffers). */

@@ -3,8 +3,8 @@ package org.vgpu.runtime.remote.client;
 import java.time.Duration;
 
 import org.vgpu.common.error.ConfigException;
+import org.vgpu.runtime.remote.RemoteTuning;
 import org.vgpu.runtime.remote.protocol.RequestDecoder;
-import org.vgpu.runtime.remote.transport.NettyTransport;
 
 /**
  * How a remote vGPU talks to its worker, validated once.
@@ -41,11 +41,12 @@ public record RemoteConfig(int batchBytes, int batchFrames, int chunkBytes, long
     }
 
     /**
-     * 64 KiB or 256 requests per batch, {@link RequestDecoder#DEFAULT_CHUNK_BYTES} chunks, 30 s to connect and open the session (a worker
-     * creating a CUDA context on a busy node takes seconds), 30 s to say goodbye.
+     * 64 KiB or 256 requests per batch, chunks and polling as {@link RemoteTuning} says, 30 s to connect and open
+     * the session (a worker creating a CUDA context on a busy node takes seconds), 30 s to say goodbye.
      */
     public static RemoteConfig defaults() {
-        return new RemoteConfig(64 << 10, 256, RequestDecoder.DEFAULT_CHUNK_BYTES, NettyTransport.DEFAULT_SPIN_NANOS, Duration.ofSeconds(30),
+        RemoteTuning tuning = RemoteTuning.current();
+        return new RemoteConfig(64 << 10, 256, tuning.chunkBytes(), tuning.spinNanos(), Duration.ofSeconds(30),
                 Duration.ofSeconds(30));
     }
 

@@ -49,6 +49,7 @@ public final class RemoteGpu extends AbstractVirtualGpu<RemoteGpu.Module, Remote
     private static final int DEFAULT_STREAM = 0;
 
     private final WorkerConnection connection;
+    private final ChunkedCopies copies;
     private final DeviceProperties properties;
     private final AtomicInteger nextRemoteId = new AtomicInteger(1);
     /** Set by {@link #close}: the worker frees everything at goodbye, so nothing is freed one by one. */
@@ -57,6 +58,7 @@ public final class RemoteGpu extends AbstractVirtualGpu<RemoteGpu.Module, Remote
     private RemoteGpu(VaWindow window, WorkerConnection connection) {
         super(window, VaWindow.GRANULARITY);
         this.connection = connection;
+        this.copies = connection.copies();
         this.properties = connection.welcome().device();
     }
 
@@ -162,12 +164,12 @@ public final class RemoteGpu extends AbstractVirtualGpu<RemoteGpu.Module, Remote
 
     @Override
     protected void doMemcpyHtoD(long dst, MemorySegment src, long bytes, Integer stream, boolean async) {
-        connection.copyToDevice(dst, src, bytes, stream, async);
+        copies.copyToDevice(dst, src, bytes, stream, async);
     }
 
     @Override
     protected void doMemcpyDtoH(MemorySegment dst, long src, long bytes, Integer stream, boolean async) {
-        connection.copyToHost(dst, src, bytes, stream, async);
+        copies.copyToHost(dst, src, bytes, stream, async);
     }
 
     /** One request for all the regions (or for as many as one frame can name), so small regions cost one round trip together. */
@@ -177,7 +179,7 @@ public final class RemoteGpu extends AbstractVirtualGpu<RemoteGpu.Module, Remote
         for (int from = 0; from < regions.size() || from == 0; from += RequestDecoder.MAX_GATHER_REGIONS) {
             List<DeviceRegion> part = regions.subList(from, Math.min(regions.size(), from + RequestDecoder.MAX_GATHER_REGIONS));
             long bytes = DeviceRegion.totalBytes(part);
-            connection.gatherToHost(dst.asSlice(offset, bytes), part, stream, true);
+            copies.gatherToHost(dst.asSlice(offset, bytes), part, stream, true);
             offset += bytes;
         }
     }
@@ -185,7 +187,7 @@ public final class RemoteGpu extends AbstractVirtualGpu<RemoteGpu.Module, Remote
     /** One request, chunked, whose chunks each name their pieces: a worker on a GPU scatters them with the copy kernels. */
     @Override
     protected void doMemcpyHtoDScatter(List<DeviceRegion> regions, MemorySegment src, Integer stream) {
-        connection.scatterToDevice(regions, src, stream, true);
+        copies.scatterToDevice(regions, src, stream, true);
     }
 
     @Override
@@ -238,7 +240,7 @@ public final class RemoteGpu extends AbstractVirtualGpu<RemoteGpu.Module, Remote
      */
     @Override
     protected void doStreamSynchronize(Integer stream) {
-        if (stream != DEFAULT_STREAM && connection.awaitStreamEndingInCopyToHost(stream)) {
+        if (stream != DEFAULT_STREAM && copies.awaitStreamEndingInCopyToHost(stream)) {
             return;
         }
         connection.call((encoder, requestId) -> encoder.streamSynchronize(requestId, stream), ReplyDecoder::empty);

@@ -20,14 +20,6 @@ import org.vgpu.runtime.api.VgpuException;
 public final class RequestDecoder {
     /** The largest DATA chunk a client may ask for: the body limit less the offset field. */
     public static final int MAX_CHUNK_BYTES = Frames.MAX_BODY_BYTES - Long.BYTES;
-    /** System property overriding {@link #DEFAULT_CHUNK_BYTES}, in KiB; set it on both ends (JAVA_TOOL_OPTIONS) to measure. */
-    public static final String CHUNK_PROPERTY = "vgpu.chunk.kib";
-    /**
-     * The chunk size of copies unless a client configures another, and what one staging slot of a
-     * worker holds, so that a device-to-host chunk is one slot: 1 MiB.
-     */
-    public static final int DEFAULT_CHUNK_BYTES = Math.clamp((long) Integer.getInteger(CHUNK_PROPERTY, 1024) << 10, 4096,
-            MAX_CHUNK_BYTES);
     /** The most regions one {@link Opcode#MEMCPY_DTOH_GATHER} may name: as many as fit one body. */
     public static final int MAX_GATHER_REGIONS = (Frames.MAX_BODY_BYTES - 3 * Integer.BYTES) / (2 * Long.BYTES);
     /** Pieces one scatter chunk may name: a table of 1 MiB, which leaves most of a frame to the bytes. */

@@ -22,30 +22,13 @@ import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.util.concurrent.DefaultThreadFactory;
 
+import org.vgpu.runtime.remote.RemoteTuning;
+
 /**
  * The Netty transport both ends of a remote vGPU use: the native epoll transport where it loads
  * (Linux x86-64: fewer copies and syscalls than NIO), NIO elsewhere. Decided once per process.
  */
 public final class NettyTransport {
-    /** System property overriding {@link #DEFAULT_SPIN_NANOS}, in microseconds; 0 turns polling off. */
-    public static final String SPIN_PROPERTY = "vgpu.spin.micros";
-    /**
-     * How long threads of a session poll for their next piece of work before they sleep: the app
-     * thread waiting for a reply, both event loops, the worker's GPU thread. Polling pays only where
-     * cores are plentiful (a busy session keeps up to four threads running); on a small machine they
-     * would take the CPU from each other, so there the default is 0.
-     */
-    public static final long DEFAULT_SPIN_NANOS = Long.getLong(SPIN_PROPERTY,
-            Runtime.getRuntime().availableProcessors() >= 8 ? 50 : 0) * 1000;
-
-    /**
-     * System property: SO_RCVBUF and SO_SNDBUF of session connections in KiB, on whichever end it is
-     * set (both, through JAVA_TOOL_OPTIONS); unset leaves them to the kernel's autotuning, which
-     * usually grows them further than a fixed size would. A knob for measuring bulk copies.
-     */
-    public static final String SOCKET_BUFFER_PROPERTY = "vgpu.socket.buffer.kib";
-    private static final int SOCKET_BUFFER_BYTES = Integer.getInteger(SOCKET_BUFFER_PROPERTY, 0) << 10;
-
     private static final boolean EPOLL = Epoll.isAvailable();
 
     private NettyTransport() {
@@ -78,16 +61,17 @@ public final class NettyTransport {
         };
     }
 
-    /** The socket buffer size {@link #SOCKET_BUFFER_PROPERTY} asks for in bytes, 0 where it is unset (kernel autotuning). */
+    /** The socket buffer size {@link RemoteTuning#socketBufferBytes} asks for in bytes, 0 where it is unset (kernel autotuning). */
     public static int socketBufferBytes() {
-        return SOCKET_BUFFER_BYTES;
+        return RemoteTuning.current().socketBufferBytes();
     }
 
-    /** Passes the socket buffer sizes {@link #SOCKET_BUFFER_PROPERTY} asks for to {@code option}, if any. */
+    /** Passes the socket buffer sizes {@link RemoteTuning#socketBufferBytes} asks for to {@code option}, if any. */
     public static void socketBuffers(BiConsumer<ChannelOption<Integer>, Integer> option) {
-        if (SOCKET_BUFFER_BYTES > 0) {
-            option.accept(ChannelOption.SO_RCVBUF, SOCKET_BUFFER_BYTES);
-            option.accept(ChannelOption.SO_SNDBUF, SOCKET_BUFFER_BYTES);
+        int bytes = socketBufferBytes();
+        if (bytes > 0) {
+            option.accept(ChannelOption.SO_RCVBUF, bytes);
+            option.accept(ChannelOption.SO_SNDBUF, bytes);
         }
     }
 

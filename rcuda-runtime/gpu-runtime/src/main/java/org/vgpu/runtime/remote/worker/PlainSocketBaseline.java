@@ -44,7 +44,7 @@ import org.vgpu.runtime.remote.transport.NettyTransport;
  * is not (for tests: the check runs before the acknowledgement, inside the client's timing, so
  * never time a verifying server). The server accepts anyone and serves
  * nothing but bytes it makes up or throws away; run it only for benchmarks. Socket buffers follow
- * {@link NettyTransport#SOCKET_BUFFER_PROPERTY} as the remote runtime's do.
+ * {@link NettyTransport#socketBufferBytes} as the remote runtime's do.
  */
 public final class PlainSocketBaseline {
     public static final int MESSAGE_BYTES = 64;

@@ -6,7 +6,7 @@ import java.util.concurrent.locks.LockSupport;
 import org.vgpu.runtime.api.EventHandle;
 import org.vgpu.runtime.api.StreamHandle;
 import org.vgpu.runtime.api.VirtualGpu;
-import org.vgpu.runtime.remote.protocol.RequestDecoder;
+import org.vgpu.runtime.remote.RemoteTuning;
 
 /**
  * Page-locked host memory of the worker's vGPU, in slots taken round-robin, through which bulk
@@ -21,7 +21,7 @@ import org.vgpu.runtime.remote.protocol.RequestDecoder;
  */
 final class StagingRing implements AutoCloseable {
     /** A slot holds one copy chunk as the client sends them by default. */
-    static final int SLOT_BYTES = RequestDecoder.DEFAULT_CHUNK_BYTES;
+    static final int SLOT_BYTES = RemoteTuning.current().chunkBytes();
     /** Enough slots for the device, the socket and the thread filling or emptying them to work at once. */
     static final int SLOTS = 4;
 

@@ -37,8 +37,6 @@ import org.vgpu.runtime.remote.transport.NettyTransport;
  * for the JIT to meet later, where its compiled code had assumed the in-memory ones.
  */
 final class WarmUpSession {
-    /** System property: true or false warms a worker up or not whatever its backend (default: native ones only). */
-    static final String PROPERTY = "vgpu.worker.warm-up";
     /** Rounds of copies: enough for the JIT to compile the per-chunk and per-region paths (131 thousand regions). */
     static final int ROUNDS = 64;
     /** One allocation that chunks are copied into and out of. */

@@ -4,6 +4,7 @@ import java.io.PrintStream;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.function.Supplier;
 
 import io.netty.handler.ssl.SslContext;
 
@@ -21,6 +22,7 @@ import org.vgpu.common.security.SiteKey;
 import org.vgpu.common.security.TokenVerifier;
 import org.vgpu.runtime.Backends;
 import org.vgpu.runtime.api.GpuBackend;
+import org.vgpu.runtime.remote.RemoteTuning;
 import org.vgpu.runtime.remote.lender.WorkerLauncher;
 import org.vgpu.runtime.remote.lender.WorkerSpec;
 import org.vgpu.runtime.remote.security.TlsConfig;
@@ -42,8 +44,21 @@ import org.vgpu.runtime.remote.transport.NettyTransport;
  * <p>Runs without the launcher on the class path: {@code java -cp ... org.vgpu.runtime.remote.worker.WorkerCommand}.
  */
 public final class WorkerCommand implements Subcommand {
+    /** Asked when the command runs, not when it is built: the launcher builds every command, also to show help. */
+    private final Supplier<RemoteTuning> tuning;
+
     public static void main(String[] args) {
         System.exit(SubcommandRunner.run(new WorkerCommand(), args, System.out, System.err));
+    }
+
+    /** A worker tuned as this process's system properties say. */
+    public WorkerCommand() {
+        this(RemoteTuning::current);
+    }
+
+    /** A worker tuned as {@code tuning} says, for tests. */
+    WorkerCommand(Supplier<RemoteTuning> tuning) {
+        this.tuning = tuning;
     }
 
     @Override
@@ -84,6 +99,8 @@ public final class WorkerCommand implements Subcommand {
 
     @Override
     public int run(CommandLine line, PrintStream out, PrintStream err) throws ParseException {
+        // First, so that a tuning property the worker cannot use stops it before it opens anything.
+        RemoteTuning workerTuning = tuning.get();
         Endpoint listen;
         try {
             listen = Endpoint.parse(line.getOptionValue("listen"));
@@ -104,7 +121,7 @@ public final class WorkerCommand implements Subcommand {
                 ? HolderAnnouncement.parse(line.getOptionValue("tracker"), line.getOptionValue("lend"))
                 : null;
         WorkerConfig config = new WorkerConfig(listen.host(), listen.port(), device, line.getOptionValue("worker-id"),
-                Duration.ofSeconds(idleSeconds));
+                Duration.ofSeconds(idleSeconds), workerTuning.spinNanos());
 
         TokenVerifier verifier = new TokenVerifier(SiteKey.load(Path.of(line.getOptionValue("key-file"))), config.workerId(),
                 Clock.systemUTC());
@@ -116,10 +133,9 @@ public final class WorkerCommand implements Subcommand {
                 throw new InputException("--device: " + backendName + " device " + device + " does not exist ("
                         + backend.deviceCount() + " devices)");
             }
-            // The CPU emulation serves tests and laptops, where how fast a fresh worker is does not matter;
-            // the property turns the warm-up on or off for either backend, to measure what it is worth.
-            boolean warm = Boolean.parseBoolean(System.getProperty(WarmUpSession.PROPERTY, String.valueOf("native".equals(backendName))));
-            WarmUpSession.WarmUp warmUp = warm ? WarmUpSession.run(backend, device) : WarmUpSession.WarmUp.NONE;
+            WarmUpSession.WarmUp warmUp = workerTuning.workerWarmUp().appliesTo(backendName)
+                    ? WarmUpSession.run(backend, device)
+                    : WarmUpSession.WarmUp.NONE;
             WorkerReport report;
             try (PlainSocketBaseline.Server baseline = baselinePort > 0 ? PlainSocketBaseline.Server.start(listen.host(), baselinePort) : null;
                  GpuWorker worker = GpuWorker.start(config, backend, verifier::verify, ssl, err::println)) {

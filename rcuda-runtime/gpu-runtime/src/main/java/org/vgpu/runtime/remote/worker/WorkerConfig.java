@@ -4,7 +4,7 @@ import java.time.Duration;
 import java.util.Objects;
 
 import org.vgpu.common.error.ConfigException;
-import org.vgpu.runtime.remote.transport.NettyTransport;
+import org.vgpu.runtime.remote.RemoteTuning;
 
 /**
  * How a GPU worker runs, validated once at start.
@@ -42,7 +42,7 @@ public record WorkerConfig(String listenHost, int listenPort, int device, String
     }
 
     public WorkerConfig(String listenHost, int listenPort, int device, String workerId, Duration idleTimeout) {
-        this(listenHost, listenPort, device, workerId, idleTimeout, NettyTransport.DEFAULT_SPIN_NANOS);
+        this(listenHost, listenPort, device, workerId, idleTimeout, RemoteTuning.current().spinNanos());
     }
 
     private static ConfigException invalid(String detail) {

@@ -26,6 +26,7 @@ import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.StreamHandle;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.remote.RemoteTuning;
 import org.vgpu.runtime.remote.protocol.NettyLeaks;
 import org.vgpu.runtime.remote.transport.NettyTransport;
 
@@ -252,7 +253,7 @@ class ClientProtocolTest {
     @Test
     void aCopyWhoseChunksLandOffTheEventLoopIsWholeWhenItReturns() throws Exception {
         RemoteGpu gpu = connect();
-        int chunk = ChunkLanding.MIN_BYTES;
+        int chunk = RemoteTuning.current().copierMinBytes();
         long address = allocate(gpu, 3L * chunk);
         byte[][] chunks = new byte[3][chunk];
         for (int i = 0; i < chunks.length; i++) {

@@ -6,12 +6,18 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
+import java.io.File;
+import java.io.IOException;
+import java.io.InputStream;
 import java.io.PrintStream;
+import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Properties;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
@@ -26,6 +32,7 @@ import org.vgpu.common.cli.SubcommandRunner;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.remote.RemoteTuning;
 import org.vgpu.runtime.remote.client.RemoteConfig;
 import org.vgpu.runtime.remote.client.RemoteGpu;
 import org.vgpu.runtime.remote.client.WorkerEndpoint;
@@ -60,13 +67,25 @@ class WorkerCommandTest {
     }
 
     private CompletableFuture<Integer> start(String... args) {
+        return start(new WorkerCommand(), args);
+    }
+
+    private CompletableFuture<Integer> start(WorkerCommand command, String... args) {
         PrintStream stdout = new PrintStream(out, true, StandardCharsets.UTF_8);
         PrintStream stderr = new PrintStream(err, true, StandardCharsets.UTF_8);
-        return CompletableFuture.supplyAsync(() -> SubcommandRunner.run(new WorkerCommand(), args, stdout, stderr));
+        return CompletableFuture.supplyAsync(() -> SubcommandRunner.run(command, args, stdout, stderr));
     }
 
     private int run(String... args) {
         return start(args).join();
+    }
+
+    /** This process's tuning with {@code property} set to {@code value}. */
+    private static RemoteTuning tunedWith(String property, String value) {
+        Properties properties = new Properties();
+        properties.putAll(System.getProperties());
+        properties.setProperty(property, value);
+        return RemoteTuning.fromProperties(properties);
     }
 
     private List<String> stdout() {
@@ -137,12 +156,8 @@ class WorkerCommandTest {
     void anEmulatedWorkerWarmsUpOnlyWhenAskedTo() throws Exception {
         assertEquals(1, start(emulatedWorker("cold", 1)).get(30, TimeUnit.SECONDS));
         assertFalse(err.toString().contains("warmed up"), err.toString());
-        System.setProperty(WarmUpSession.PROPERTY, "true");
-        try {
-            assertEquals(1, start(emulatedWorker("warm", 1)).get(30, TimeUnit.SECONDS));
-        } finally {
-            System.clearProperty(WarmUpSession.PROPERTY);
-        }
+        RemoteTuning warmUpAlways = tunedWith(RemoteTuning.WORKER_WARM_UP, "true");
+        assertEquals(1, start(new WorkerCommand(() -> warmUpAlways), emulatedWorker("warm", 1)).get(30, TimeUnit.SECONDS));
         assertTrue(err.toString().matches("(?s).*vgpu worker warm: .*, warmed up in \\d+ ms, then \\d+ ms for the JIT to .*"), err.toString());
     }
 
@@ -154,6 +169,40 @@ class WorkerCommandTest {
         assertEquals(2, run("--listen", "127.0.0.1:0", "--worker-id", "w", "--key-file", keyFile.toString(), "--tls-cert", "c.pem"));
         assertEquals(2, run("--listen", "127.0.0.1:0", "--worker-id", "w", "--key-file", keyFile.toString(), "--idle-timeout", "0"));
         assertTrue(stdout().isEmpty(), "nothing on stdout but the two contract lines");
+    }
+
+    @Test
+    void aTuningPropertyItCannotUseIsAUsageErrorNamingThePropertyAndItsRange() {
+        WorkerCommand badChunk = new WorkerCommand(() -> tunedWith(RemoteTuning.CHUNK_KIB, "abc"));
+        assertEquals(2, start(badChunk, emulatedWorker("w", 1)).join());
+        assertTrue(err.toString().contains("vgpu worker: -Dvgpu.chunk.kib=abc: expected a whole number from 4 to 16383 (KiB)"),
+                err.toString());
+        assertTrue(stdout().isEmpty(), "it never listened: " + stdout());
+    }
+
+    /** The whole path: the system property as a launcher's JAVA_TOOL_OPTIONS would set it, read at the worker's start. */
+    @Test
+    void aWorkerProcessGivenATuningPropertyItCannotUseExitsBeforeListening() throws Exception {
+        String java = ProcessHandle.current().info().command().orElseThrow();
+        List<String> command = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED", "-Dvgpu.chunk.kib=99999",
+                "-cp", System.getProperty("java.class.path"), WorkerCommand.class.getName()));
+        command.addAll(List.of(emulatedWorker("w", 1)));
+        Process worker = new ProcessBuilder(command).redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null"))).start();
+        CompletableFuture<String> stderr = CompletableFuture.supplyAsync(() -> readAll(worker.getErrorStream()));
+        String stdout = readAll(worker.getInputStream());
+        assertTrue(worker.waitFor(30, TimeUnit.SECONDS), "the worker did not exit");
+        assertEquals(2, worker.exitValue(), stderr.join());
+        assertTrue(stderr.join().contains("vgpu worker: -Dvgpu.chunk.kib=99999: expected a whole number from 4 to 16383 (KiB)"),
+                stderr.join());
+        assertEquals("", stdout, "it never listened");
+    }
+
+    private static String readAll(InputStream stream) {
+        try (stream) {
+            return new String(stream.readAllBytes(), StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
     }
 
     @Test

@@ -1,0 +1,211 @@
+package org.vgpu.runtime.remote.client;
+
+import java.lang.foreign.MemorySegment;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+import io.netty.buffer.Unpooled;
+
+import org.vgpu.runtime.api.DeviceRegion;
+import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.remote.protocol.ReplyDecoder;
+import org.vgpu.runtime.remote.protocol.RequestDecoder;
+import org.vgpu.runtime.remote.protocol.RequestEncoder;
+
+/**
+ * Copies between the caller's host memory and the worker's device over one connection. Large
+ * copies travel in pipelined chunks: host-to-device chunks are flushed as they are queued and
+ * sent from the caller's native memory without a copy; a device-to-host copy is one request whose
+ * DATA chunks land in the caller's memory as they arrive ({@link ChunkLanding}).
+ */
+final class ChunkedCopies {
+    /** Below this a host-to-device chunk is copied into the batch; above, the caller's native memory is sent as it is. */
+    private static final int ZERO_COPY_MIN_BYTES = 64 << 10;
+
+    private final RemoteConfig config;
+    private final RequestBatcher batcher;
+    private final WaitingCalls calls;
+    private final ConnectionLoss loss;
+    private final ChunkLanding landing;
+    /**
+     * Streams whose last request is an asynchronous device-to-host copy, with that copy: until any
+     * other request is sent (one that might add work to the stream), the copy's last chunk of data
+     * tells that the stream is done, so a synchronize of it need not queue behind later requests.
+     * Guarded by the batch lock, since it follows the order of requests on the wire.
+     */
+    private final Map<Integer, PendingCopyToHost> streamsEndingInCopyToHost = new HashMap<>();
+
+    ChunkedCopies(RemoteConfig config, RequestBatcher batcher, WaitingCalls calls, ConnectionLoss loss, ChunkLanding landing) {
+        this.config = config;
+        this.batcher = batcher;
+        this.calls = calls;
+        this.loss = loss;
+        this.landing = landing;
+    }
+
+    /** Another request was added to the batch; it may add work to any stream. Batch lock held. */
+    void requestAppended() {
+        streamsEndingInCopyToHost.clear();
+    }
+
+    // ---- host to device
+
+    /**
+     * A host-to-device copy in chunks, each flushed as soon as it is queued so the worker copies one
+     * while the next travels. Native host memory is sent without a copy: a synchronous copy waits for
+     * the last chunk's acknowledgement, and an asynchronous one may rely on the caller keeping the
+     * memory valid until it synchronizes, as with CUDA.
+     */
+    void copyToDevice(long dst, MemorySegment src, long bytes, int streamId, boolean async) {
+        int chunkBytes = config.chunkBytes();
+        int[] lengths = new int[(int) Math.max(1, Math.ceilDiv(bytes, chunkBytes))];
+        for (int chunk = 0; chunk < lengths.length; chunk++) {
+            lengths[chunk] = (int) Math.min(chunkBytes, bytes - (long) chunk * chunkBytes);
+        }
+        copyChunksToDevice(src, lengths, async, (encoder, requestId, more, chunk, offset, length) ->
+                encoder.memcpyHtoDChunkHeader(requestId, async, more, streamId, dst + offset, length));
+    }
+
+    /**
+     * Packed host bytes written to many device regions as one request, chunked as {@link #copyToDevice}
+     * is, each chunk naming the pieces of the regions its bytes go to. No regions send nothing.
+     */
+    void scatterToDevice(List<DeviceRegion> regions, MemorySegment src, int streamId, boolean async) {
+        List<List<DeviceRegion>> chunks = DeviceRegion.runs(regions, config.chunkBytes(), RequestDecoder.MAX_SCATTER_PIECES);
+        if (chunks.isEmpty()) {
+            return;
+        }
+        int[] lengths = new int[chunks.size()];
+        for (int chunk = 0; chunk < lengths.length; chunk++) {
+            lengths[chunk] = (int) DeviceRegion.totalBytes(chunks.get(chunk));
+        }
+        copyChunksToDevice(src, lengths, async, (encoder, requestId, more, chunk, offset, length) ->
+                encoder.memcpyHtoDScatterChunkHeader(requestId, async, more, streamId, chunks.get(chunk), length));
+    }
+
+    /** Writes the header of chunk {@code chunk}, whose {@code length} bytes start at {@code offset} of the source. */
+    @FunctionalInterface
+    private interface ChunkHeader {
+        void write(RequestEncoder encoder, int requestId, boolean more, int chunk, long offset, int length);
+    }
+
+    /** Sends one request to the device as chunks of {@code lengths} bytes of {@code src}, back to back. */
+    private void copyChunksToDevice(MemorySegment src, int[] lengths, boolean async, ChunkHeader header) {
+        PendingCall<Void> call = async ? null : new PendingCall<>(ReplyDecoder::empty);
+        batcher.lock();
+        try {
+            loss.checkAlive();
+            int id = batcher.nextId();
+            if (call != null) {
+                calls.register(id, call);
+            }
+            streamsEndingInCopyToHost.clear();
+            long offset = 0;
+            try {
+                for (int chunk = 0; chunk < lengths.length; chunk++) {
+                    int length = lengths[chunk];
+                    boolean more = chunk + 1 < lengths.length;
+                    RequestEncoder frame = batcher.frameEncoder();
+                    header.write(frame, id, more, chunk, offset, length);
+                    if (src.isNative() && HostMemory.isShared(src) && length >= ZERO_COPY_MIN_BYTES) {
+                        batcher.appendAsIs(Unpooled.wrappedBuffer(src.asSlice(offset, length).asByteBuffer()));
+                    } else {
+                        frame.chunkBytes(src, offset, length);
+                    }
+                    batcher.frameAdded();
+                    offset += length;
+                    if (more || !async || batcher.full()) {
+                        batcher.flush();
+                    }
+                }
+            } catch (RuntimeException e) {
+                calls.forget(id);
+                throw e;
+            }
+        } finally {
+            batcher.unlock();
+        }
+        if (call != null) {
+            calls.await(call, Long.MAX_VALUE);
+        }
+    }
+
+    // ---- device to host
+
+    /** A device-to-host copy; its chunks land in {@code dst} as they arrive. */
+    void copyToHost(MemorySegment dst, long src, long bytes, int streamId, boolean async) {
+        copyToHost(dst, bytes, streamId, async,
+                (encoder, requestId) -> encoder.memcpyDtoH(requestId, async, streamId, src, bytes, config.chunkBytes()));
+    }
+
+    /** Device-to-host copies of many regions as one request; the regions' bytes land in {@code dst} back to back. */
+    void gatherToHost(MemorySegment dst, List<DeviceRegion> regions, int streamId, boolean async) {
+        copyToHost(dst, DeviceRegion.totalBytes(regions), streamId, async,
+                (encoder, requestId) -> encoder.memcpyDtoHGather(requestId, async, streamId, regions, config.chunkBytes()));
+    }
+
+    /** Sends {@code request}, whose reply is {@code bytes} of DATA for {@code dst}. */
+    private void copyToHost(MemorySegment dst, long bytes, int streamId, boolean async, WorkerConnection.Request request) {
+        PendingCopyToHost copy = new PendingCopyToHost(dst, bytes);
+        if (copy.heldForOwner()) {
+            landing.hold(copy);
+        }
+        batcher.lock();
+        try {
+            loss.checkAlive();
+            calls.append(batcher, request, copy);
+            if (async) {
+                streamsEndingInCopyToHost.put(streamId, copy);
+            } else {
+                streamsEndingInCopyToHost.clear();
+            }
+            // A copy of a chunk or more goes out now, so the worker starts on it while the app issues more
+            // (mem-sync issues three reads of up to 2048 regions each before it first waits).
+            if (!async || batcher.full() || bytes >= config.chunkBytes()) {
+                batcher.flush();
+            }
+        } catch (RuntimeException e) {
+            landing.forget(copy);
+            throw e;
+        } finally {
+            batcher.unlock();
+        }
+        if (!async) {
+            calls.await(copy, Long.MAX_VALUE);
+            copy.throwIfDestinationFreed();
+        }
+    }
+
+    /**
+     * Waits for stream {@code streamId} without a request, if the last request on the connection
+     * that could add work to it was an asynchronous device-to-host copy on it: the worker runs a
+     * stream's work in order and sends the copy's data after it, so its last chunk means the stream
+     * is done. Unlike a synchronize, which the worker answers only after every request sent before
+     * it, this does not wait for later requests on other streams (reads queued ahead, say).
+     *
+     * @return false when the worker must be asked after all: there is no such copy, it failed, or
+     *         the worker keeps an asynchronous failure that the synchronize must report
+     */
+    boolean awaitStreamEndingInCopyToHost(int streamId) {
+        PendingCopyToHost copy;
+        batcher.lock();
+        try {
+            copy = streamsEndingInCopyToHost.get(streamId);
+            if (copy == null) {
+                return false;
+            }
+            loss.checkAlive();
+            batcher.flush();
+        } finally {
+            batcher.unlock();
+        }
+        try {
+            calls.await(copy, Long.MAX_VALUE);
+            copy.throwIfDestinationFreed();
+        } catch (VgpuException failed) {
+            return false;
+        }
+        return !copy.failureKept();
+    }
+}

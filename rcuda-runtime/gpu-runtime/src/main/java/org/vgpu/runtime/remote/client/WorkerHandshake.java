@@ -1,0 +1,145 @@
+package org.vgpu.runtime.remote.client;
+
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import javax.net.ssl.SSLParameters;
+
+import io.netty.bootstrap.Bootstrap;
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.AdaptiveRecvByteBufAllocator;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.WriteBufferWaterMark;
+import io.netty.handler.ssl.SslContext;
+import io.netty.handler.ssl.SslHandler;
+
+import org.vgpu.common.error.VgpuFailure;
+import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.VaWindow;
+import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.remote.protocol.FrameDecoder;
+import org.vgpu.runtime.remote.protocol.Frames;
+import org.vgpu.runtime.remote.protocol.Hello;
+import org.vgpu.runtime.remote.protocol.Opcode;
+import org.vgpu.runtime.remote.protocol.RequestEncoder;
+import org.vgpu.runtime.remote.protocol.Welcome;
+import org.vgpu.runtime.remote.transport.NettyTransport;
+
+/**
+ * Opening a session with a worker: the TCP connection (TLS where asked for) with the channel's
+ * options and pipeline, then HELLO, answered by WELCOME or by the error the worker refused the
+ * session with.
+ */
+final class WorkerHandshake {
+    private static final WriteBufferWaterMark WATER_MARK = new WriteBufferWaterMark(4 << 20, 8 << 20);
+
+    private final WorkerEndpoint endpoint;
+    private final RemoteConfig config;
+    private final CompletableFuture<Welcome> welcome = new CompletableFuture<>();
+
+    WorkerHandshake(WorkerEndpoint endpoint, RemoteConfig config) {
+        this.endpoint = endpoint;
+        this.config = config;
+    }
+
+    /**
+     * Starts connecting to the worker; replies go to {@code handler}.
+     *
+     * @param ssl TLS, or null for plain TCP; with TLS the worker's certificate must name {@code endpoint.host()}
+     */
+    ChannelFuture connect(EventLoopGroup group, SslContext ssl, InboundHandler handler) {
+        Bootstrap bootstrap = new Bootstrap();
+        NettyTransport.socketBuffers(bootstrap::option);
+        return bootstrap
+                .group(group)
+                .channel(NettyTransport.socketChannel())
+                .option(ChannelOption.TCP_NODELAY, true)
+                .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(Integer.MAX_VALUE, config.connectTimeout().toMillis()))
+                .option(ChannelOption.WRITE_BUFFER_WATER_MARK, WATER_MARK)
+                .option(ChannelOption.RECVBUF_ALLOCATOR, new AdaptiveRecvByteBufAllocator(512, 16 << 10, 1 << 20))
+                .handler(new ChannelInitializer<Channel>() {
+                    @Override
+                    protected void initChannel(Channel channel) {
+                        if (ssl != null) {
+                            channel.pipeline().addLast(verifyingHostName(ssl.newHandler(channel.alloc(), endpoint.host(),
+                                    endpoint.port())));
+                        }
+                        channel.pipeline().addLast(new FrameDecoder(Opcode.Direction.REPLY), handler);
+                    }
+                })
+                .connect(endpoint.host(), endpoint.port());
+    }
+
+    /** The worker's certificate must name the host this client connects to, whatever context the caller built. */
+    private static SslHandler verifyingHostName(SslHandler handler) {
+        SSLParameters parameters = handler.engine().getSSLParameters();
+        parameters.setEndpointIdentificationAlgorithm("HTTPS");
+        handler.engine().setSSLParameters(parameters);
+        return handler;
+    }
+
+    /**
+     * Waits for the connection, says HELLO with request id {@code requestId} and waits for WELCOME.
+     *
+     * @throws VgpuException VGPU_WORKER_LOST when the worker cannot be reached or does not answer in
+     *         time, or the error the worker refused the session with (VGPU_AUTH_FAILED, ...)
+     */
+    Welcome hello(ChannelFuture connected, int requestId, VaWindow window) {
+        connected.awaitUninterruptibly();
+        if (!connected.isSuccess()) {
+            throw new VgpuException(ErrorCode.VGPU_WORKER_LOST, "cannot connect to " + endpoint.describe() + ": "
+                    + VgpuFailure.describe(connected.cause()), connected.cause());
+        }
+        Channel channel = connected.channel();
+        ByteBuf hello = channel.alloc().buffer(256);
+        new RequestEncoder().wrap(hello).hello(requestId, new Hello(Frames.PROTOCOL_VERSION, endpoint.token(), window));
+        channel.writeAndFlush(hello, channel.voidPromise());
+        Welcome welcomed;
+        try {
+            welcomed = welcome.get(config.connectTimeout().toMillis(), TimeUnit.MILLISECONDS);
+        } catch (ExecutionException e) {
+            throw e.getCause() instanceof VgpuException refused
+                    ? new VgpuException(refused.code(), refused.detail(), refused)
+                    : new VgpuException(ErrorCode.VGPU_WORKER_LOST, endpoint.describe() + " failed the handshake: "
+                            + VgpuFailure.describe(e.getCause()), e);
+        } catch (TimeoutException e) {
+            throw new VgpuException(ErrorCode.VGPU_WORKER_LOST, endpoint.describe() + " did not answer HELLO within "
+                    + config.connectTimeout().toMillis() + " ms");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new VgpuException(ErrorCode.VGPU_WORKER_LOST, "interrupted while opening a session with " + endpoint.describe());
+        }
+        if (welcomed.protocolVersion() != Frames.PROTOCOL_VERSION) {
+            throw Frames.violation(endpoint.describe() + " speaks protocol version " + welcomed.protocolVersion()
+                    + ", this client " + Frames.PROTOCOL_VERSION);
+        }
+        return welcomed;
+    }
+
+    /** The worker's WELCOME, once it came; null before. */
+    Welcome welcome() {
+        return welcome.getNow(null);
+    }
+
+    /** Whether the handshake is over, the session open or refused. */
+    boolean isDone() {
+        return welcome.isDone();
+    }
+
+    /** WELCOME arrived. Event loop. */
+    void welcomed(Welcome welcomed) {
+        if (!welcome.complete(welcomed)) {
+            throw Frames.violation("WELCOME arrived in an open session");
+        }
+    }
+
+    /** The connection was lost: a HELLO still waiting fails with that. Event loop. */
+    void fail(VgpuException lost) {
+        welcome.completeExceptionally(lost);
+    }
+}
