@@ -12,18 +12,18 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.regex.Pattern;
 
+import org.vgpu.common.error.ConfigException;
+import org.vgpu.common.error.InputException;
+import org.vgpu.common.error.VgpuFailure;
+import org.vgpu.common.net.Endpoint;
 import org.vgpu.migration.MigrationTarget;
 import org.vgpu.migration.agent.MigrationAgent;
-import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VaWindow;
-import org.vgpu.runtime.api.VgpuException;
-import org.vgpu.common.net.Endpoint;
-import org.vgpu.common.error.VgpuFailure;
 
 /**
  * Reads a {@link JobAssembly} from the variables the SPANK bridge exports, with the grammar of
- * slurm-spank-bridge/README.md. Every error names the variable and what was expected; none quotes
- * a session token.
+ * slurm-spank-bridge/README.md. Every error is a {@link ConfigException} that names the variable and
+ * what was expected; none quotes a session token.
  */
 final class AssemblyEnvironment {
     static final String COUNT = "VGPU_COUNT";
@@ -310,7 +310,7 @@ final class AssemblyEnvironment {
         try {
             Endpoint tracker = Endpoint.parse(text);
             if (tracker.port() == 0) {
-                throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "port 0");
+                throw new InputException("port 0");
             }
         } catch (VgpuFailure e) {
             throw invalid(TRACKER + " must be HOST:PORT or unix:/ABSOLUTE/PATH, got '" + printable(text) + "' (" + e.detail() + ")");
@@ -375,7 +375,7 @@ final class AssemblyEnvironment {
         return shown.toString();
     }
 
-    private static VgpuException invalid(String detail) {
-        return new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, detail);
+    private static ConfigException invalid(String detail) {
+        return JobAssembly.invalid(detail);
     }
 }

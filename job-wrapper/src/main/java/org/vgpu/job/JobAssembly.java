@@ -8,10 +8,9 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalInt;
 
-import org.vgpu.runtime.api.ErrorCode;
-import org.vgpu.runtime.api.VaWindow;
-import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.common.error.ConfigException;
 import org.vgpu.common.net.Endpoint;
+import org.vgpu.runtime.api.VaWindow;
 
 /**
  * A Slurm job's assembly of vGPUs on this node, as the SPANK bridge exports it into the job's
@@ -108,8 +107,8 @@ public record JobAssembly(List<Vgpu> vgpus, long windowBase, Optional<Path> agen
      * The assembly in {@code environment}, or empty when it has none of the bridge's variables (not
      * a vgpu job).
      *
-     * @throws VgpuException CUDA_ERROR_INVALID_VALUE naming the variable that is missing, malformed
-     *         or inconsistent with the others, and what was expected
+     * @throws ConfigException INVALID naming the variable that is missing, malformed or inconsistent
+     *         with the others, and what was expected
      */
     public static Optional<JobAssembly> fromEnvironment(Map<String, String> environment) {
         return AssemblyEnvironment.parse(environment);
@@ -166,7 +165,8 @@ public record JobAssembly(List<Vgpu> vgpus, long windowBase, Optional<Path> agen
                 ? Optional.of(remote.token()) : Optional.empty();
     }
 
-    private static VgpuException invalid(String detail) {
-        return new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, detail);
+    /** The assembly is the job's configuration: a wrong one is a configuration error, not a GPU call's. */
+    static ConfigException invalid(String detail) {
+        return new ConfigException(ConfigException.Code.INVALID, detail);
     }
 }

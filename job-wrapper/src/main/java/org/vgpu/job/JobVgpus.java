@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 
+import org.vgpu.common.error.NetworkException;
 import org.vgpu.migration.MigratableGpu;
 import org.vgpu.migration.MigrationConfig;
 import org.vgpu.migration.MigrationFaults;
@@ -15,7 +16,6 @@ import org.vgpu.migration.MigrationTarget;
 import org.vgpu.migration.RemoteWorkerResolver;
 import org.vgpu.migration.agent.MigrationAgent;
 import org.vgpu.runtime.api.DeviceProperties;
-import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.GpuBackend;
 import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.api.VirtualGpu;
@@ -60,6 +60,8 @@ public final class JobVgpus implements AutoCloseable {
      * @param local    the backend of this node's GPUs (native, or the CPU emulation); the result owns it
      * @param listener gets the report of every migration, successful or rolled back
      * @throws VgpuException naming the vGPU that could not be opened and why
+     * @throws org.vgpu.common.error.ConfigException when the assembly has more local GPUs than
+     *         {@code local} has devices
      */
     public static JobVgpus open(JobAssembly assembly, GpuBackend local, RemoteConfig remoteConfig, MigrationListener listener) {
         FailureCollector cleanup = new FailureCollector();
@@ -129,11 +131,15 @@ public final class JobVgpus implements AutoCloseable {
         }
     }
 
-    /** Local GPU i of the job is CUDA device i: the backend must have as many devices as the job has local GPUs. */
+    /**
+     * Local GPU i of the job is CUDA device i: the backend must have as many devices as the job has
+     * local GPUs. A job whose environment names more is misconfigured (its GPUs hidden from CUDA, or
+     * the bridge's variables wrong); no GPU call has failed.
+     */
     private static void checkLocalDevices(JobAssembly assembly, GpuBackend local) {
         for (JobAssembly.Vgpu vgpu : assembly.vgpus()) {
             if (vgpu instanceof JobAssembly.Local gpu && gpu.cudaDevice() >= local.deviceCount()) {
-                throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_DEVICE, String.format("vGPU %d is local GPU %d,"
+                throw JobAssembly.invalid(String.format("vGPU %d is local GPU %d,"
                         + " device %d of the job (its place in VGPU_LOCAL_GPUS=%s), but the %s backend has %d device(s)%s",
                         gpu.index(), gpu.nodeGpu(), gpu.cudaDevice(), assembly.localGpusText(), local.name(),
                         local.deviceCount(), local.isEmulation() ? "" : "; does CUDA_VISIBLE_DEVICES list the job's GPUs?"));

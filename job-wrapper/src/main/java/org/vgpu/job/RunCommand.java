@@ -20,6 +20,7 @@ import org.apache.commons.cli.Options;
 import org.apache.commons.cli.ParseException;
 import org.vgpu.common.cli.CommandLines;
 import org.vgpu.common.cli.Subcommand;
+import org.vgpu.common.error.ConfigException;
 import org.vgpu.migration.MigratableGpu;
 import org.vgpu.runtime.Backends;
 import org.vgpu.runtime.api.DeviceProperties;
@@ -102,7 +103,7 @@ public final class RunCommand implements Subcommand {
         Optional<JobAssembly> parsed;
         try {
             parsed = JobAssembly.fromEnvironment(environment);
-        } catch (VgpuException e) {
+        } catch (ConfigException e) {
             err.println("vgpu run: the job's vgpu environment is malformed: " + e.detail());
             return 2;
         }

@@ -1,6 +1,7 @@
 package org.vgpu.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
@@ -8,6 +9,8 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 class VgpuTest {
     private final ByteArrayOutputStream out = new ByteArrayOutputStream();
@@ -92,5 +95,26 @@ class VgpuTest {
         assertEquals(0, vgpu("devices"));
         assertTrue(out().contains("backend native: "), out());
         assertTrue(out().contains("backend emulated: "), out());
+    }
+
+    /**
+     * A missing file, an unreachable peer and a bad option are said in vgpu's words: no CUDA error
+     * name (none of them is a GPU call) and no Java exception's class or text, with exit status 1
+     * for work that failed and 2 for bad usage.
+     */
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', textBlock = """
+            1 | config check /nonexistent/vgpu.conf                                  | /nonexistent/vgpu.conf: no such file
+            1 | report --tracker 127.0.0.1:1                                          | connection refused
+            1 | migrate --socket /nonexistent/agent.sock --status                     | cannot reach the migration agent
+            2 | worker --listen bad --worker-id w --key-file /nonexistent/site.key    | --listen: expected HOST:PORT, got 'bad'
+            1 | worker --listen 127.0.0.1:0 --worker-id w --key-file /nonexistent/site.key --backend emulated | /nonexistent/site.key does not exist
+            1 | lender --listen 127.0.0.1:0 --devices 0 --key-file /nonexistent/site.key --backend emulated | /nonexistent/site.key does not exist
+            2 | worker --listen 127.0.0.1:0 --worker-id w --key-file /nonexistent/site.key --idle-timeout soon | --idle-timeout needs an integer""")
+    void failuresOutsideGpuCallsAreSaidInVgpusWords(int status, String commandLine, String expected) {
+        assertEquals(status, vgpu(commandLine.split(" ")), err());
+        assertTrue(err().contains(expected), err());
+        assertFalse(err().contains("CUDA_"), "not a GPU call's failure: " + err());
+        assertFalse(err().matches("(?s).*(Exception|Error:|java\\.|netty).*"), "Java exception text: " + err());
     }
 }

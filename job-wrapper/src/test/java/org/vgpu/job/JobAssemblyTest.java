@@ -15,10 +15,9 @@ import java.util.OptionalInt;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
-import org.vgpu.runtime.api.ErrorCode;
-import org.vgpu.runtime.api.VaWindow;
-import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.common.error.ConfigException;
 import org.vgpu.common.net.Endpoint;
+import org.vgpu.runtime.api.VaWindow;
 
 /** The SPANK bridge's job environment, read into a {@link JobAssembly}: every good form and every way it can be wrong. */
 class JobAssemblyTest {
@@ -189,8 +188,9 @@ class JobAssemblyTest {
         } else {
             environment.put(variable, value);
         }
-        VgpuException e = assertThrows(VgpuException.class, () -> JobAssembly.fromEnvironment(environment));
-        assertEquals(ErrorCode.CUDA_ERROR_INVALID_VALUE, e.code());
+        ConfigException e = assertThrows(ConfigException.class, () -> JobAssembly.fromEnvironment(environment));
+        assertEquals(ConfigException.Code.INVALID, e.code());
+        assertFalse(e.getMessage().contains("CUDA_ERROR"), "a configuration error wears a CUDA name: " + e.getMessage());
         assertTrue(e.getMessage().contains(message), e.getMessage());
         assertFalse(e.getMessage().contains("SECRET"), "a token leaked into: " + e.getMessage());
     }
@@ -199,7 +199,7 @@ class JobAssemblyTest {
     void anAgentSocketPathTooLongForUnixSocketsIsRefused() {
         Map<String, String> environment = bridgeExample();
         environment.put("VGPU_AGENT_SOCKET", "/run/" + "v".repeat(103));
-        VgpuException e = assertThrows(VgpuException.class, () -> JobAssembly.fromEnvironment(environment));
+        ConfigException e = assertThrows(ConfigException.class, () -> JobAssembly.fromEnvironment(environment));
         assertTrue(e.getMessage().contains("VGPU_AGENT_SOCKET must be an absolute path of at most 107 bytes"), e.getMessage());
     }
 
@@ -207,13 +207,13 @@ class JobAssemblyTest {
     void aControlCharacterInAValueIsNotEchoed() {
         Map<String, String> environment = bridgeExample();
         environment.put("VGPU_NODE", "n1\u001b[2J");
-        VgpuException e = assertThrows(VgpuException.class, () -> JobAssembly.fromEnvironment(environment));
+        ConfigException e = assertThrows(ConfigException.class, () -> JobAssembly.fromEnvironment(environment));
         assertTrue(e.getMessage().contains("got 'n1?[2J'"), e.getMessage());
     }
 
     @Test
     void aWindowOutsideTheAssemblyIsRefused() {
-        VgpuException e = assertThrows(VgpuException.class, () -> parse(bridgeExample()).window(3));
+        ConfigException e = assertThrows(ConfigException.class, () -> parse(bridgeExample()).window(3));
         assertTrue(e.getMessage().contains("vGPU 3 is not in this job's assembly of 3"), e.getMessage());
     }
 }

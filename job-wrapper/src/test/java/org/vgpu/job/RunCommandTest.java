@@ -21,6 +21,7 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.vgpu.common.cli.SubcommandRunner;
 import org.vgpu.migration.cli.MigrateCommand;
+import org.vgpu.runtime.emulated.EmulatedBackend;
 
 /**
  * {@code vgpu run} with the job environments the SPANK bridge makes, on emulated local GPUs and
@@ -119,6 +120,16 @@ class RunCommandTest {
         assertTrue(err().contains("--hold must be >= 1"), err());
         assertEquals(2, run(localJob(1, directory.resolve("agent.sock")), "--workload", "bogus"));
         assertTrue(err().contains("unknown workload 'bogus'"), err());
+    }
+
+    @Test
+    void moreLocalGpusThanTheBackendHasIsAConfigurationErrorNotAGpuCallsFailure() {
+        int gpus = EmulatedBackend.DEFAULT_DEVICE_COUNT + 1;
+        assertEquals(1, run(localJob(gpus, directory.resolve("agent.sock")), "--local-backend", "emulated"));
+        assertTrue(err().contains("vGPU " + (gpus - 1) + " is local GPU " + (gpus - 1) + ", device " + (gpus - 1)
+                + " of the job (its place in VGPU_LOCAL_GPUS="), err());
+        assertTrue(err().contains("but the emulated backend has " + EmulatedBackend.DEFAULT_DEVICE_COUNT + " device(s)"), err());
+        assertFalse(err().contains("CUDA_ERROR"), err());
     }
 
     @Test

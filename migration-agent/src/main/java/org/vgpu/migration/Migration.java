@@ -6,6 +6,7 @@ import java.util.List;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.ErrorCode;
@@ -134,7 +135,7 @@ final class Migration {
             release.rethrow();
         } catch (RuntimeException e) {
             // The vGPU runs on its target; a source that fails to let go (a dead worker) is only reported.
-            releaseError = "the vGPU moved, but releasing its source failed: " + e.getMessage();
+            releaseError = "the vGPU moved, but releasing its source failed: " + VgpuFailure.describe(e);
             LOG.warn("vGPU {}: {}", gpu.window().vgpuIndex(), releaseError, e);
         }
         release = System.nanoTime() - unlocked;
@@ -200,7 +201,11 @@ final class Migration {
             cause.addSuppressed(cleanupFailure);
         }
         ErrorCode code = cause instanceof VgpuException vgpu ? vgpu.code() : ErrorCode.CUDA_ERROR_UNKNOWN;
-        String message = cause.getMessage() == null ? cause.toString() : cause.getMessage();
+        if (!(cause instanceof VgpuFailure)) {
+            // the report says only "an internal failure"; the exception's own text is for the log
+            LOG.warn("vGPU {}: the migration to {} failed unexpectedly", gpu.window().vgpuIndex(), target, cause);
+        }
+        String message = VgpuFailure.describe(cause);
         MigrationReport report = report(MigrationReport.Outcome.ROLLED_BACK, step, message);
         notifyListener(report);
         return new MigrationException(code, report, cause);

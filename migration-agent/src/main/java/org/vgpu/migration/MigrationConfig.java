@@ -2,8 +2,7 @@ package org.vgpu.migration;
 
 import java.time.Duration;
 
-import org.vgpu.runtime.api.ErrorCode;
-import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.common.error.ConfigException;
 
 /**
  * How migrations copy and how long they wait.
@@ -29,13 +28,13 @@ public record MigrationConfig(long chunkBytes, int stagingBuffers, Duration lock
 
     public MigrationConfig {
         if (chunkBytes < 4096 || chunkBytes > (1L << 30)) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "migration chunk must be 4 KiB to 1 GiB, got " + chunkBytes);
+            throw invalid("migration chunk must be 4 KiB to 1 GiB, got " + chunkBytes);
         }
         if (stagingBuffers < 1 || stagingBuffers > 8) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "staging buffers must be 1 to 8, got " + stagingBuffers);
+            throw invalid("staging buffers must be 1 to 8, got " + stagingBuffers);
         }
         if (lockTimeout == null || lockTimeout.isNegative() || lockTimeout.isZero()) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "lock timeout must be positive, got " + lockTimeout);
+            throw invalid("lock timeout must be positive, got " + lockTimeout);
         }
     }
 
@@ -53,5 +52,9 @@ public record MigrationConfig(long chunkBytes, int stagingBuffers, Duration lock
 
     public MigrationConfig withLockTimeout(Duration timeout) {
         return new MigrationConfig(chunkBytes, stagingBuffers, timeout, verifyCopies);
+    }
+
+    private static ConfigException invalid(String detail) {
+        return new ConfigException(ConfigException.Code.INVALID, detail);
     }
 }

@@ -7,7 +7,8 @@ import org.vgpu.common.net.Endpoint;
 
 /**
  * Where a vGPU can run: a GPU of this node (by index) or a remote GPU worker (host:port). The
- * agent's socket and the CLI write targets as {@code 1} or {@code lender-3:7400}.
+ * agent's socket and the CLI write targets as {@code 1} or {@code lender-3:7400}; a target that is
+ * not one of those is bad input ({@link InputException}), not a GPU call's failure.
  */
 public sealed interface MigrationTarget {
 
@@ -48,7 +49,7 @@ public sealed interface MigrationTarget {
 
     /**
      * Reads a target as written on the socket: a non-negative integer is a local GPU, {@code host:port}
-     * (an IPv6 address in brackets) a remote worker; anything else is CUDA_ERROR_INVALID_VALUE.
+     * (an IPv6 address in brackets) a remote worker; anything else is an {@link InputException}.
      */
     static MigrationTarget parse(String text) {
         if (text == null || text.isBlank()) {

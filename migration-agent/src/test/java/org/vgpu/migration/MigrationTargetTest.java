@@ -31,6 +31,8 @@ class MigrationTargetTest {
             "h st:80", "h@st:80", "fe80::1:80", "99999999999", "host:8o"})
     void anythingElseIsRefused(String text) {
         InputException e = assertThrows(InputException.class, () -> MigrationTarget.parse(text));
+        assertEquals("BAD_INPUT", e.codeName(), e.getMessage());
+        assertFalse(e.getMessage().contains("CUDA_"), "bad input wears a CUDA name: " + e.getMessage());
         assertFalse(e.getMessage().isBlank());
     }
 }

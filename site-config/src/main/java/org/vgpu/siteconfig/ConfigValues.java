@@ -1,5 +1,6 @@
 package org.vgpu.siteconfig;
 
+import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Locale;
@@ -112,7 +113,12 @@ final class ConfigValues {
     }
 
     static Path absolutePath(String value) {
-        Path path = Path.of(value);
+        Path path;
+        try {
+            path = Path.of(value);
+        } catch (InvalidPathException e) {
+            throw new IllegalArgumentException("'" + value + "' is not a path this system can use");
+        }
         if (!path.isAbsolute()) {
             throw new IllegalArgumentException("'" + value + "' is a relative path; expected an absolute path,"
                     + " because daemons do not start in the directory the file was written in");

@@ -10,7 +10,8 @@ import java.util.regex.Pattern;
  */
 final class GpuDeviceFiles {
     private static final Pattern PART = Pattern.compile("(/[^\\[\\],]*)(?:\\[([0-9,\\-]+)]([^\\[\\],]*))?");
-    private static final Pattern RANGE = Pattern.compile("(\\d+)(?:-(\\d+))?");
+    /** Six digits at most: a longer GPU number is a typo, and one beyond an int would not parse. */
+    private static final Pattern RANGE = Pattern.compile("(\\d{1,6})(?:-(\\d{1,6}))?");
 
     private GpuDeviceFiles() {
     }

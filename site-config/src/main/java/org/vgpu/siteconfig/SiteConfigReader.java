@@ -18,6 +18,7 @@ import java.util.OptionalLong;
 import java.util.function.Function;
 
 import org.vgpu.common.error.ConfigException;
+import org.vgpu.common.error.IoReasons;
 import org.vgpu.common.net.Endpoint;
 import org.vgpu.common.security.SiteKey;
 
@@ -69,7 +70,7 @@ public final class SiteConfigReader {
         } catch (MalformedInputException e) {
             throw new SiteConfigException(List.of(new ConfigProblem(file, 0, "is not UTF-8 text")));
         } catch (IOException e) {
-            throw new SiteConfigException(List.of(new ConfigProblem(file, 0, "cannot be read: " + e)));
+            throw new SiteConfigException(List.of(new ConfigProblem(file, 0, "cannot be read: " + IoReasons.of(e))));
         }
         IniFile ini = IniFile.parse(file, text, problems);
         Map<String, IniFile.Section> singletons = new HashMap<>();

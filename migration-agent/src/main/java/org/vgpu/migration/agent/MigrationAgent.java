@@ -12,6 +12,8 @@ import java.util.concurrent.ConcurrentSkipListMap;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.vgpu.common.error.ConfigException;
+import org.vgpu.common.error.InputException;
 import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.common.line.BoundedLineReader;
 import org.vgpu.common.line.LineServer;
@@ -42,9 +44,10 @@ import org.vgpu.runtime.core.FailureCollector;
  *   history                  the last migrations, successful or rolled back, with their timings
  *   help
  * </pre>
- * A malformed command gets an {@code error} reply and changes nothing; a line that is too long ends
- * the connection after its error reply. The socket file is made readable and writable by its owner
- * only: the job's user and root (the tracker) may command the agent.
+ * A malformed command gets an {@code error} reply in vgpu's words and changes nothing; a failed
+ * migration's reply starts with its GPU error's name ({@code error CUDA_ERROR_OUT_OF_MEMORY: ...}).
+ * A line that is too long ends the connection after its error reply. The socket file is made
+ * readable and writable by its owner only: the job's user and root (the tracker) may command the agent.
  */
 public final class MigrationAgent implements AutoCloseable {
     public static final String SOCKET_ENV = "VGPU_AGENT_SOCKET";
@@ -109,7 +112,7 @@ public final class MigrationAgent implements AutoCloseable {
     public static Path socketPathFromEnvironment() {
         String path = System.getenv(SOCKET_ENV);
         if (path == null || path.isBlank()) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, SOCKET_ENV + " is not set: the job's"
+            throw new ConfigException(ConfigException.Code.MISSING, SOCKET_ENV + " is not set: the job's"
                     + " environment must give the migration agent's socket path");
         }
         return Path.of(path);
@@ -134,12 +137,11 @@ public final class MigrationAgent implements AutoCloseable {
         return gpu;
     }
 
-    /** The agent's vGPU of index {@code vgpu}; CUDA_ERROR_INVALID_VALUE when it has none. */
+    /** The agent's vGPU of index {@code vgpu}; an {@link InputException} (a command named it) when it has none. */
     public MigratableGpu vgpu(int vgpu) {
         MigratableGpu gpu = vgpus.get(vgpu);
         if (gpu == null) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "no vGPU " + vgpu + " in this job (vGPUs: "
-                    + vgpus.keySet() + ")");
+            throw new InputException("no vGPU " + vgpu + " in this job (vGPUs: " + vgpus.keySet() + ")");
         }
         return gpu;
     }

@@ -17,6 +17,7 @@ import org.apache.commons.cli.Options;
 import org.apache.commons.cli.ParseException;
 import org.vgpu.common.cli.CommandLines;
 import org.vgpu.common.cli.Subcommand;
+import org.vgpu.common.error.ConfigException;
 import org.vgpu.migration.GateCost;
 import org.vgpu.migration.MigratableGpu;
 import org.vgpu.migration.MigrateAfterLaunches;
@@ -32,7 +33,6 @@ import org.vgpu.runtime.api.GpuBackend;
 import org.vgpu.runtime.api.KernelArgs;
 import org.vgpu.runtime.api.StreamHandle;
 import org.vgpu.runtime.api.VaWindow;
-import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.api.VirtualGpu;
 import org.vgpu.runtime.emulated.EmulatedBackend;
 import org.vgpu.runtime.kernels.TestKernels;
@@ -138,7 +138,7 @@ public final class MigrationBenchCommand implements Subcommand {
         MigrationConfig config;
         try {
             config = MigrationConfig.DEFAULTS.withStagingBuffers(stagingBuffers).withChunkBytes((long) chunkMib << 20);
-        } catch (VgpuException outOfRange) {
+        } catch (ConfigException outOfRange) {
             throw new ParseException("--staging-buffers / --chunk-mib: " + outOfRange.detail());
         }
         try (GpuBackend backend = backendName.equals(EmulatedBackend.NAME)

@@ -131,6 +131,7 @@ class MigrationAgentTest {
             for (String command : malformed) {
                 String reply = client.send(command);
                 assertTrue(reply.startsWith("error "), () -> "'" + command + "' got: " + reply);
+                assertFalse(reply.contains("CUDA_"), () -> "bad input, not a GPU call's failure: '" + command + "' got: " + reply);
             }
             String binary = client.sendBytes(new byte[] {(byte) 0xff, (byte) 0xfe, 'x', (byte) 0xc3, '\n'});
             assertTrue(binary.startsWith("error unknown command"), binary);

@@ -57,7 +57,7 @@ class MigrateCommandTest {
 
             Run refused = run(environment, "--vgpu", "3", "--to", "1");
             assertEquals(1, refused.status());
-            assertTrue(refused.err().startsWith("error CUDA_ERROR_INVALID_VALUE: no vGPU 3"), refused.err());
+            assertTrue(refused.err().startsWith("error no vGPU 3"), refused.err());
         }
     }
 

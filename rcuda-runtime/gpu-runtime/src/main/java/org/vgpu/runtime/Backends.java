@@ -2,6 +2,7 @@ package org.vgpu.runtime;
 
 import java.util.List;
 
+import org.vgpu.common.error.InputException;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.GpuBackend;
 import org.vgpu.runtime.api.VgpuException;
@@ -36,8 +37,7 @@ public final class Backends {
                     yield emulated();
                 }
             }
-            default -> throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE,
-                    "unknown backend '" + name + "', expected one of " + CHOICES);
+            default -> throw new InputException("unknown backend '" + name + "', expected one of " + CHOICES);
         };
     }
 

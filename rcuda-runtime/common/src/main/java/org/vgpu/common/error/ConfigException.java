@@ -1,16 +1,20 @@
 package org.vgpu.common.error;
 
-/** A configuration or key file that is missing, unreadable or wrong. */
+/**
+ * Configuration that is missing, unreadable or wrong: the site's configuration file, a key or
+ * certificate file, a daemon's settings, or the {@code VGPU_*} environment a job gets from the
+ * SPANK bridge.
+ */
 public final class ConfigException extends VgpuFailure {
     private static final long serialVersionUID = 1L;
 
     /** What is wrong with the file. */
     public enum Code {
-        /** The file does not exist. */
+        /** The file does not exist, or a setting the configuration needs is not given. */
         MISSING,
         /** The file exists but cannot be read or written. */
         UNREADABLE,
-        /** The file's content or permissions are not what vgpu needs. */
+        /** The file's content or permissions, or a setting's value, are not what vgpu needs. */
         INVALID
     }
 

@@ -25,6 +25,8 @@ public final class IoReasons {
     public static String of(IOException failure) {
         String jdkText = String.valueOf(failure.getMessage());
         return switch (failure) {
+            // Netty's connect timeout is a ConnectException too
+            case ConnectException e when jdkText.contains("timed out") -> "no answer in time";
             case ConnectException e -> "connection refused";
             case SocketTimeoutException e -> "no answer in time";
             case UnknownHostException e -> "unknown host";
@@ -40,6 +42,12 @@ public final class IoReasons {
             case SocketException e when jdkText.contains("Broken pipe") -> "the peer closed the connection";
             case SocketException e when jdkText.contains("No such file") -> "no such file or directory";
             case SocketException e when jdkText.contains("Connection refused") -> "connection refused";
+            // Netty's native transports throw plain IOExceptions with the C library's words
+            case IOException e when jdkText.contains("Address already in use") -> "the address is in use";
+            case IOException e when jdkText.contains("Cannot assign requested address") ->
+                    "the address is not one of this machine's";
+            case IOException e when jdkText.contains("Connection refused") -> "connection refused";
+            case IOException e when jdkText.contains("Connection reset") -> "connection reset by the peer";
             case IOException e when jdkText.contains("No space left") -> "no space left on the device";
             case IOException e when jdkText.contains("Permission denied") -> "permission denied";
             default -> "input/output error";

@@ -1,6 +1,9 @@
 package org.vgpu.common.error;
 
-/** A peer that cannot be reached, an address that cannot be listened on, or a peer that broke its protocol. */
+/**
+ * A peer that cannot be reached, an address that cannot be listened on, a peer that broke its
+ * protocol, or one that answered and refused the request.
+ */
 public final class NetworkException extends VgpuFailure {
     private static final long serialVersionUID = 1L;
 
@@ -11,7 +14,9 @@ public final class NetworkException extends VgpuFailure {
         /** An address or socket file could not be listened on. */
         CANNOT_LISTEN,
         /** The peer answered outside its protocol. */
-        PROTOCOL
+        PROTOCOL,
+        /** The peer answered within its protocol, and refused the request (its reason in the message). */
+        REFUSED
     }
 
     private final Code code;

@@ -1,12 +1,14 @@
 package org.vgpu.common.error;
 
+import java.io.IOException;
+
 /**
  * A failure that vgpu reports to a person, in vgpu's own words. Each domain has its own subtype
  * and codes ({@link ConfigException}, {@link InputException}, {@link NetworkException},
- * {@link AuthException}; the tracker adds Slurm and ledger failures, the GPU API its
- * {@code VgpuException} with CUDA's names), so a missing file is never called a CUDA error. The
- * message is what a user or admin reads: it never carries a Java exception's text; the cause, kept
- * for logs, may.
+ * {@link AuthException}; the tracker adds Slurm and ledger failures, the lender its
+ * {@code LendingException}, the GPU API its {@code VgpuException} with CUDA's names), so a missing
+ * file is never called a CUDA error. The message is what a user or admin reads: it never carries a
+ * Java exception's text; the cause, kept for logs, may.
  */
 public abstract class VgpuFailure extends RuntimeException {
     private static final long serialVersionUID = 1L;
@@ -22,4 +24,18 @@ public abstract class VgpuFailure extends RuntimeException {
 
     /** A stable upper-case name of what failed (e.g. {@code CONFIG_MISSING}), for logs and reports. */
     public abstract String codeName();
+
+    /**
+     * What a user or admin may read of any failure: a {@code VgpuFailure}'s message, an I/O
+     * failure's reason in vgpu's words ({@link IoReasons}), and for anything else only that vgpu
+     * failed inside, since an unexpected exception's text is for a log: a caller that meets one
+     * logs it with the exception.
+     */
+    public static String describe(Throwable failure) {
+        return switch (failure) {
+            case VgpuFailure known -> known.getMessage();
+            case IOException io -> IoReasons.of(io);
+            case null, default -> "an unexpected internal failure";
+        };
+    }
 }

@@ -80,7 +80,7 @@ public final class SiteKey {
         try {
             bytes = Base64.getDecoder().decode(lines.getFirst());
         } catch (IllegalArgumentException e) {
-            throw invalid(file, "does not hold base64 (" + e.getMessage() + "); " + howToCreate(file));
+            throw invalid(file, "does not hold base64 (only A-Z, a-z, 0-9, +, / and = padding); " + howToCreate(file));
         }
         if (bytes.length < MIN_BYTES) {
             throw invalid(file, "holds a key of " + bytes.length + " bytes, at least " + MIN_BYTES + " are needed; "

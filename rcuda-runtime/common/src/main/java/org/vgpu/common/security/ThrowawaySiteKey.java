@@ -1,12 +1,14 @@
 package org.vgpu.common.security;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.util.Comparator;
 import java.util.stream.Stream;
+
+import org.vgpu.common.error.ConfigException;
+import org.vgpu.common.error.IoReasons;
 
 /**
  * A fresh site key in its own temporary directory, with an issuer for it, for processes that start
@@ -30,7 +32,8 @@ public final class ThrowawaySiteKey implements AutoCloseable {
         try {
             directory = Files.createTempDirectory(prefix);
         } catch (IOException e) {
-            throw new UncheckedIOException(e);
+            throw new ConfigException(ConfigException.Code.UNREADABLE, "cannot create a directory for a throwaway"
+                    + " site key in " + System.getProperty("java.io.tmpdir") + ": " + IoReasons.of(e), e);
         }
         Path keyFile = directory.resolve("site.key");
         SiteKey key = SiteKey.generate();
@@ -54,7 +57,8 @@ public final class ThrowawaySiteKey implements AutoCloseable {
                 Files.deleteIfExists(path);
             }
         } catch (IOException e) {
-            throw new UncheckedIOException(e);
+            throw new ConfigException(ConfigException.Code.UNREADABLE, "cannot remove the throwaway site key in "
+                    + directory + ": " + IoReasons.of(e), e);
         }
     }
 }

@@ -2,7 +2,6 @@ package org.vgpu.runtime.cli;
 
 import java.io.IOException;
 import java.io.PrintStream;
-import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.InetAddress;
@@ -25,6 +24,10 @@ import org.apache.commons.cli.Options;
 import org.apache.commons.cli.ParseException;
 import org.vgpu.common.cli.CommandLines;
 import org.vgpu.common.cli.Subcommand;
+import org.vgpu.common.error.IoReasons;
+import org.vgpu.common.error.NetworkException;
+import org.vgpu.common.net.Endpoint;
+import org.vgpu.common.security.ThrowawaySiteKey;
 import org.vgpu.runtime.Backends;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.FunctionHandle;
@@ -38,11 +41,9 @@ import org.vgpu.runtime.remote.RemoteTuning;
 import org.vgpu.runtime.remote.client.RemoteConfig;
 import org.vgpu.runtime.remote.client.RemoteGpu;
 import org.vgpu.runtime.remote.client.WorkerEndpoint;
-import org.vgpu.common.net.Endpoint;
 import org.vgpu.runtime.remote.lender.LaunchedWorker;
 import org.vgpu.runtime.remote.lender.WorkerLauncher;
 import org.vgpu.runtime.remote.lender.WorkerSpec;
-import org.vgpu.common.security.ThrowawaySiteKey;
 import org.vgpu.runtime.remote.transport.NettyTransport;
 import org.vgpu.runtime.remote.worker.PlainSocketBaseline;
 
@@ -373,7 +374,8 @@ public final class RemoteBenchCommand implements Subcommand {
             try (ServerSocket probe = new ServerSocket(0, 1, InetAddress.getByName(host))) {
                 return probe.getLocalPort();
             } catch (IOException e) {
-                throw new UncheckedIOException(e);
+                throw new NetworkException(NetworkException.Code.CANNOT_LISTEN, "no free port for the plain-socket"
+                        + " baseline on " + host + ": " + IoReasons.of(e), e);
             }
         }
 

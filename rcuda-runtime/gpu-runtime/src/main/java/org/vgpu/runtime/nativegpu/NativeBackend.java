@@ -56,7 +56,7 @@ public final class NativeBackend implements GpuBackend {
             CudaErrors.check(JCudaDriver.cuDeviceGetCount(count), "cuDeviceGetCount");
             deviceCount = count[0];
         } catch (LinkageError e) {
-            throw unavailable("JCuda's native library could not be loaded: " + e);
+            throw unavailable("JCuda's native library could not be loaded (" + e.getMessage() + ")");
         }
         if (deviceCount == 0) {
             throw unavailable("the NVIDIA driver reports 0 CUDA devices");

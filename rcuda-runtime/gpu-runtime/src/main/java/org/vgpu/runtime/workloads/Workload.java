@@ -1,6 +1,6 @@
 package org.vgpu.runtime.workloads;
 
-import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.common.error.InputException;
 import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.api.VirtualGpu;
 
@@ -28,13 +28,12 @@ public interface Workload {
     /** {@code base * scale}, refusing a scale below 1 or a size that no longer fits an int. */
     static int scaled(int base, int scale) {
         if (scale < 1) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "workload scale must be >= 1, got " + scale);
+            throw new InputException("workload scale must be >= 1, got " + scale);
         }
         try {
             return Math.multiplyExact(base, scale);
         } catch (ArithmeticException e) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE,
-                    "workload scale " + scale + " makes a problem size beyond 2^31", e);
+            throw new InputException("workload scale " + scale + " makes a problem size beyond 2^31");
         }
     }
 }

@@ -16,6 +16,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
+import org.vgpu.common.error.InputException;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
@@ -72,8 +73,8 @@ class WorkloadsTest {
     void aScaleBelowOneIsRefused() {
         try (EmulatedBackend backend = new EmulatedBackend(1, MEMORY, TestKernels.twins());
              VirtualGpu gpu = backend.open(0, VaWindow.forVgpu(0))) {
-            VgpuException e = assertThrows(VgpuException.class, () -> new SaxpyWorkload().run(gpu, 0, 1));
-            assertEquals(ErrorCode.CUDA_ERROR_INVALID_VALUE, e.code());
+            InputException e = assertThrows(InputException.class, () -> new SaxpyWorkload().run(gpu, 0, 1));
+            assertTrue(e.getMessage().contains("workload scale must be >= 1, got 0"), e.getMessage());
         }
     }
 

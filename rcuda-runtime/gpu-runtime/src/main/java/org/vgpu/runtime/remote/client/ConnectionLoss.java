@@ -1,13 +1,14 @@
 package org.vgpu.runtime.remote.client;
 
-import java.io.IOException;
 import java.nio.channels.ClosedChannelException;
 import javax.net.ssl.SSLException;
 
 import io.netty.handler.codec.DecoderException;
 
+import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.remote.security.TlsFailures;
 
 /**
  * Whether a connection to a worker is lost, and what its loss says. The first loss wins: every
@@ -80,10 +81,10 @@ final class ConnectionLoss {
                     + violation.detail(), violation);
         } else if (failure instanceof SSLException tls) {
             return new VgpuException(ErrorCode.VGPU_AUTH_FAILED, "TLS with " + endpoint.describe() + " failed: "
-                    + tls.getMessage(), tls);
+                    + TlsFailures.reason(tls), tls);
         } else if (!(failure instanceof ClosedChannelException)) {
             return new VgpuException(ErrorCode.VGPU_WORKER_LOST, "the connection to " + endpoint.describe() + " failed: "
-                    + (failure instanceof IOException ? failure.getMessage() : failure.toString()), failure);
+                    + VgpuFailure.describe(failure), failure);
         }
         return null;
     }

@@ -2,8 +2,7 @@ package org.vgpu.runtime.remote.client;
 
 import java.time.Duration;
 
-import org.vgpu.runtime.api.ErrorCode;
-import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.common.error.ConfigException;
 import org.vgpu.runtime.remote.RemoteTuning;
 import org.vgpu.runtime.remote.protocol.RequestDecoder;
 
@@ -56,7 +55,7 @@ public record RemoteConfig(int batchBytes, int batchFrames, int chunkBytes, long
         return new RemoteConfig(batchBytes, batchFrames, chunkBytes, spinNanos, timeout, goodbyeTimeout);
     }
 
-    private static VgpuException invalid(String detail) {
-        return new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "remote configuration: " + detail);
+    private static ConfigException invalid(String detail) {
+        return new ConfigException(ConfigException.Code.INVALID, "remote configuration: " + detail);
     }
 }

@@ -8,6 +8,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import io.netty.channel.EventLoopGroup;
 import io.netty.handler.ssl.SslContext;
 
+import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
@@ -302,7 +303,7 @@ public final class RemoteGpu extends AbstractVirtualGpu<RemoteGpu.Module, Remote
                 connection.endpoint().close();
             } catch (Exception e) {
                 throw new VgpuException(ErrorCode.CUDA_ERROR_UNKNOWN,
-                        "releasing " + connection.endpoint().describe() + " failed: " + e, e);
+                        "releasing " + connection.endpoint().describe() + " failed: " + VgpuFailure.describe(e), e);
             }
         }
     }

@@ -18,6 +18,7 @@ import io.netty.channel.WriteBufferWaterMark;
 import io.netty.handler.ssl.SslContext;
 import io.netty.handler.ssl.SslHandler;
 
+import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
@@ -92,7 +93,7 @@ final class WorkerHandshake {
         connected.awaitUninterruptibly();
         if (!connected.isSuccess()) {
             throw new VgpuException(ErrorCode.VGPU_WORKER_LOST, "cannot connect to " + endpoint.describe() + ": "
-                    + connected.cause().getMessage(), connected.cause());
+                    + VgpuFailure.describe(connected.cause()), connected.cause());
         }
         Channel channel = connected.channel();
         ByteBuf hello = channel.alloc().buffer(256);
@@ -104,7 +105,8 @@ final class WorkerHandshake {
         } catch (ExecutionException e) {
             throw e.getCause() instanceof VgpuException refused
                     ? new VgpuException(refused.code(), refused.detail(), refused)
-                    : new VgpuException(ErrorCode.VGPU_WORKER_LOST, endpoint.describe() + " failed the handshake: " + e.getCause(), e);
+                    : new VgpuException(ErrorCode.VGPU_WORKER_LOST, endpoint.describe() + " failed the handshake: "
+                            + VgpuFailure.describe(e.getCause()), e);
         } catch (TimeoutException e) {
             throw new VgpuException(ErrorCode.VGPU_WORKER_LOST, endpoint.describe() + " did not answer HELLO within "
                     + config.connectTimeout().toMillis() + " ms");

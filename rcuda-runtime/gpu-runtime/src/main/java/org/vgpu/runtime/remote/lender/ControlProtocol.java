@@ -5,7 +5,7 @@ import java.util.List;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.common.line.BoundedLineReader;
 import org.vgpu.common.line.LineService;
 import org.vgpu.common.line.LineText;
@@ -50,11 +50,11 @@ final class ControlProtocol implements LineService {
     public List<String> answer(BoundedLineReader.Line request, String localHost) {
         try {
             return answerOrThrow(request, localHost);
-        } catch (VgpuException e) {
+        } catch (VgpuFailure e) {
             return List.of(error(e.detail()));
         } catch (RuntimeException e) {
             LOG.error("control request '{}' failed unexpectedly", LineText.printable(request.text(), MAX_ECHOED_CHARS), e);
-            return List.of(error("internal error: " + e));
+            return List.of(error(VgpuFailure.describe(e)));
         }
     }
 

@@ -16,8 +16,7 @@ import java.util.function.Supplier;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.vgpu.runtime.api.ErrorCode;
-import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.runtime.remote.lender.WorkerStatus.State;
 
 /**
@@ -94,8 +93,8 @@ final class DevicePool {
     /**
      * Hands out the oldest warm worker, or starts one and waits for it when none is warm.
      *
-     * @throws VgpuException when the device already has its most lent workers, a worker cannot be
-     *         started (VGPU_WORKER_LOST), or the lender is closing (VGPU_CLOSED)
+     * @throws LendingException when the device already has its most lent workers (DEVICE_BUSY), a
+     *         worker cannot be started (WORKER_NOT_STARTED), or the lender is closing (CLOSING)
      */
     LentWorker open() {
         Entry entry;
@@ -105,7 +104,7 @@ final class DevicePool {
             }
             long lent = lentCount();
             if (lent >= config.maxLentPerDevice()) {
-                throw new VgpuException(ErrorCode.CUDA_ERROR_NOT_PERMITTED, "device " + device + " already has " + lent
+                throw new LendingException(LendingException.Code.DEVICE_BUSY, "device " + device + " already has " + lent
                         + " lent worker(s), the most this lender hands out per device");
             }
             Optional<Entry> warm = entries.stream()
@@ -175,7 +174,7 @@ final class DevicePool {
         LaunchedWorker worker;
         try {
             worker = launch(entry);
-        } catch (VgpuException e) {
+        } catch (LendingException e) {
             synchronized (this) {
                 if (closed) {
                     return;
@@ -198,9 +197,12 @@ final class DevicePool {
             return launched.get();
         } catch (ExecutionException e) {
             forget(entry);
-            throw e.getCause() instanceof VgpuException failure ? failure
-                    : new VgpuException(ErrorCode.VGPU_WORKER_LOST, "worker " + entry.workerId + " failed to start: " + e.getCause(),
-                            e.getCause());
+            if (e.getCause() instanceof LendingException failure) {
+                throw failure;
+            }
+            LOG.warn("device {}: launching worker {} failed unexpectedly", device, entry.workerId, e.getCause());
+            throw new LendingException(LendingException.Code.WORKER_NOT_STARTED, "worker " + entry.workerId
+                    + " failed to start: " + VgpuFailure.describe(e.getCause()), e.getCause());
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             forget(entry);
@@ -285,7 +287,7 @@ final class DevicePool {
         entries.remove(entry);
     }
 
-    private static VgpuException closing() {
-        return new VgpuException(ErrorCode.VGPU_CLOSED, "the lender is shutting down");
+    private static LendingException closing() {
+        return new LendingException(LendingException.Code.CLOSING, "the lender is shutting down");
     }
 }

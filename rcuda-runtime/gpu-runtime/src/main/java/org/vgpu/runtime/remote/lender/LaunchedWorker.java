@@ -15,11 +15,9 @@ import java.util.function.Consumer;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.vgpu.runtime.api.ErrorCode;
-import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.common.line.BoundedLineReader;
 import org.vgpu.common.net.Endpoint;
-import org.vgpu.common.error.VgpuFailure;
 
 /**
  * A GPU worker process started by {@link WorkerLauncher}, listening at {@link #endpoint()}.
@@ -73,7 +71,7 @@ public final class LaunchedWorker implements AutoCloseable {
      * Waits for the listening line. On failure the process is stopped and the exception tells why,
      * with the end of the worker's stderr.
      *
-     * @throws VgpuException VGPU_WORKER_LOST when the worker exits, reports a bad endpoint or is not ready in time
+     * @throws LendingException WORKER_NOT_STARTED when the worker exits, reports a bad endpoint or is not ready in time
      */
     LaunchedWorker awaitListening(Duration timeout) {
         try {
@@ -206,10 +204,11 @@ public final class LaunchedWorker implements AutoCloseable {
         });
     }
 
-    private VgpuException failedToStart(String reason) {
+    private LendingException failedToStart(String reason) {
         String status = process.isAlive() ? "" : " (exit status " + process.exitValue() + ")";
         String tail = stderrTail();
-        return new VgpuException(ErrorCode.VGPU_WORKER_LOST, "GPU worker " + spec.workerId() + " on device " + spec.device()
-                + " " + reason + status + (tail.isEmpty() ? "; it wrote nothing to stderr" : "; its stderr ended with:\n" + tail));
+        return new LendingException(LendingException.Code.WORKER_NOT_STARTED, "GPU worker " + spec.workerId() + " on device "
+                + spec.device() + " " + reason + status
+                + (tail.isEmpty() ? "; it wrote nothing to stderr" : "; its stderr ended with:\n" + tail));
     }
 }

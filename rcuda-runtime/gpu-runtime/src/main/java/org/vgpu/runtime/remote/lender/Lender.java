@@ -18,12 +18,12 @@ import java.util.concurrent.atomic.AtomicBoolean;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.vgpu.runtime.api.ErrorCode;
-import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.common.error.ConfigException;
+import org.vgpu.common.error.InputException;
 import org.vgpu.common.line.LineServer;
+import org.vgpu.common.net.Endpoint;
 import org.vgpu.common.security.SessionToken;
 import org.vgpu.common.security.SiteKey;
-import org.vgpu.common.net.Endpoint;
 
 /**
  * The supervisor of one lender node ({@code vgpu lender}): keeps a warm pool of GPU workers per
@@ -67,8 +67,9 @@ public final class Lender implements AutoCloseable {
     /**
      * Checks the key file (and TLS files), binds the control socket and starts filling the pools.
      *
-     * @throws VgpuException when the key or TLS files are unusable or the socket cannot be bound;
-     *         nothing is left running then
+     * @throws org.vgpu.common.error.VgpuFailure when the key or TLS files are unusable
+     *         ({@link ConfigException}) or the socket cannot be bound (NetworkException); nothing is
+     *         left running then
      */
     public static Lender start(LenderConfig config, WorkerLauncher launcher) {
         SiteKey key = SiteKey.load(config.keyFile());
@@ -77,7 +78,7 @@ public final class Lender implements AutoCloseable {
         try {
             lender.controlServer = LineServer.start(config.listen(), CONTROL_LIMITS,
                     new ControlProtocol(lender, CONTROL_LIMITS.maxRequestBytes()));
-        } catch (VgpuException e) {
+        } catch (RuntimeException e) {
             lender.close();
             throw e;
         }
@@ -105,15 +106,14 @@ public final class Lender implements AutoCloseable {
     /**
      * Hands out a worker of {@code device}: a warm one, or a new one when none is warm.
      *
-     * @throws VgpuException CUDA_ERROR_INVALID_DEVICE when this node does not lend {@code device},
-     *         CUDA_ERROR_NOT_PERMITTED when the device has its most lent workers, VGPU_WORKER_LOST
-     *         when a new worker fails to start, VGPU_CLOSED while the lender closes
+     * @throws InputException when this node does not lend {@code device}
+     * @throws LendingException DEVICE_BUSY when the device has its most lent workers,
+     *         WORKER_NOT_STARTED when a new worker fails to start, CLOSING while the lender closes
      */
     public LentWorker open(int device) {
         DevicePool pool = pools.get(device);
         if (pool == null) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_DEVICE,
-                    "device " + device + " is not lent by this node (it lends " + config.devices() + ")");
+            throw new InputException("device " + device + " is not lent by this node (it lends " + config.devices() + ")");
         }
         return pool.open();
     }
@@ -121,7 +121,7 @@ public final class Lender implements AutoCloseable {
     /**
      * Stops the lent worker {@code workerId}, whose session (or the wait for it) is over.
      *
-     * @throws VgpuException CUDA_ERROR_INVALID_VALUE when no device has a lent worker of that id
+     * @throws InputException when no device has a lent worker of that id
      */
     public void closeLent(String workerId) {
         for (DevicePool pool : pools.values()) {
@@ -129,7 +129,7 @@ public final class Lender implements AutoCloseable {
                 return;
             }
         }
-        throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "no lent worker '" + workerId + "' (it may have ended already)");
+        throw new InputException("no lent worker '" + workerId + "' (it may have ended already)");
     }
 
     /** Every worker of every device, by device and start. */

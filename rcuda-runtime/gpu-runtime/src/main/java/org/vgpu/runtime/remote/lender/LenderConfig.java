@@ -8,10 +8,9 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalInt;
 
-import org.vgpu.runtime.api.ErrorCode;
-import org.vgpu.runtime.api.VgpuException;
-import org.vgpu.runtime.remote.security.TlsConfig;
+import org.vgpu.common.error.ConfigException;
 import org.vgpu.common.net.Endpoint;
+import org.vgpu.runtime.remote.security.TlsConfig;
 
 /**
  * The settings of one lender node's {@link Lender}, validated once.
@@ -65,7 +64,7 @@ public record LenderConfig(Endpoint listen, String backend, List<Integer> device
                 workerIdleTimeout, OptionalInt.empty());
     }
 
-    private static VgpuException invalid(String problem) {
-        return new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, problem);
+    private static ConfigException invalid(String problem) {
+        return new ConfigException(ConfigException.Code.INVALID, problem);
     }
 }

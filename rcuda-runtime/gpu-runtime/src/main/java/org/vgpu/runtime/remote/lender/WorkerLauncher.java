@@ -11,8 +11,8 @@ import java.util.Objects;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.vgpu.runtime.api.ErrorCode;
-import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.common.error.ConfigException;
+import org.vgpu.common.error.IoReasons;
 
 /**
  * Starts GPU workers as operating-system processes, one per borrowed vGPU (DESIGN.md, "One
@@ -48,7 +48,7 @@ public final class WorkerLauncher {
     public WorkerLauncher(String mainClass, Duration startupTimeout) {
         this.mainClass = Objects.requireNonNull(mainClass, "mainClass");
         if (startupTimeout.isNegative() || startupTimeout.isZero()) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "start-up timeout must be positive, got " + startupTimeout);
+            throw new ConfigException(ConfigException.Code.INVALID, "start-up timeout must be positive, got " + startupTimeout);
         }
         this.startupTimeout = startupTimeout;
     }
@@ -66,7 +66,7 @@ public final class WorkerLauncher {
     /**
      * Starts a worker and returns once it listens.
      *
-     * @throws VgpuException VGPU_WORKER_LOST when it cannot be started, exits, or does not report
+     * @throws LendingException WORKER_NOT_STARTED when it cannot be started, exits, or does not report
      *         listening within the start-up timeout (the message carries the end of its stderr);
      *         the process is gone by then
      */
@@ -78,8 +78,9 @@ public final class WorkerLauncher {
             // The worker reads no input: /dev/null rather than a pipe leaves no descriptor open in this JVM.
             process = new ProcessBuilder(command).redirectInput(ProcessBuilder.Redirect.from(DEV_NULL)).start();
         } catch (IOException e) {
-            throw new VgpuException(ErrorCode.VGPU_WORKER_LOST,
-                    "GPU worker " + spec.workerId() + " could not be started (" + command.getFirst() + "): " + e.getMessage(), e);
+            throw new LendingException(LendingException.Code.WORKER_NOT_STARTED,
+                    "GPU worker " + spec.workerId() + " could not be started (" + command.getFirst() + "): "
+                            + IoReasons.of(e), e);
         }
         return LaunchedWorker.watch(spec, process, Instant.now()).awaitListening(startupTimeout);
     }

@@ -21,12 +21,14 @@ import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
-import org.vgpu.runtime.api.ErrorCode;
-import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.common.error.ConfigException;
+import org.vgpu.common.error.IoReasons;
 
 /**
  * Reads PEM certificates and PKCS#8 private keys with the JDK alone, so every problem with a file
- * is reported by name and with the fix, before Netty sees the material.
+ * is reported by name and with the fix, before Netty sees the material. Certificates and keys are
+ * configuration: every problem is a {@link ConfigException}, in vgpu's words (the JDK's parser's
+ * text stays in the cause, for logs).
  */
 final class PemFiles {
     /** PEM files of certificates and keys are a few KiB; a cap keeps a wrong path from filling memory. */
@@ -56,7 +58,8 @@ final class PemFiles {
             }
             return certificates;
         } catch (CertificateException e) {
-            throw invalid(what, file, "holds a certificate that cannot be parsed: " + e.getMessage());
+            throw new ConfigException(ConfigException.Code.INVALID, what + " file " + file
+                    + " holds a certificate that cannot be parsed (damaged, or not X.509)", e);
         }
     }
 
@@ -79,7 +82,8 @@ final class PemFiles {
         try {
             der = Base64.getMimeDecoder().decode(block.group(1));
         } catch (IllegalArgumentException e) {
-            throw invalid(what, file, "holds a private key block that is not base64: " + e.getMessage());
+            throw new ConfigException(ConfigException.Code.INVALID, what + " file " + file
+                    + " holds a private key block that is not base64", e);
         }
         for (String algorithm : KEY_ALGORITHMS) {
             try {
@@ -98,13 +102,14 @@ final class PemFiles {
             }
             return Files.readString(file, StandardCharsets.ISO_8859_1);
         } catch (NoSuchFileException e) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_FILE_NOT_FOUND, what + " file " + file + " does not exist");
+            throw new ConfigException(ConfigException.Code.MISSING, what + " file " + file + " does not exist", e);
         } catch (IOException e) {
-            throw invalid(what, file, "cannot be read: " + e);
+            throw new ConfigException(ConfigException.Code.UNREADABLE, what + " file " + file + " cannot be read: "
+                    + IoReasons.of(e), e);
         }
     }
 
-    static VgpuException invalid(String what, Path file, String problem) {
-        return new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, what + " file " + file + " " + problem);
+    static ConfigException invalid(String what, Path file, String problem) {
+        return new ConfigException(ConfigException.Code.INVALID, what + " file " + file + " " + problem);
     }
 }

@@ -16,14 +16,13 @@ import javax.net.ssl.SSLException;
 import io.netty.handler.ssl.SslContext;
 import io.netty.handler.ssl.SslContextBuilder;
 
-import org.vgpu.runtime.api.ErrorCode;
-import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.common.error.ConfigException;
 
 /**
  * TLS for connections to GPU workers, which is optional: session tokens authenticate the client
  * either way, TLS also keeps the token and the data private on the wire. Both ends are vgpu, so
- * only TLS 1.3 is offered. Files are PEM; every problem with them is a {@link VgpuException} that
- * names the file (CUDA_ERROR_FILE_NOT_FOUND when missing, CUDA_ERROR_INVALID_VALUE otherwise).
+ * only TLS 1.3 is offered. Files are PEM; every problem with them is a {@link ConfigException} that
+ * names the file (MISSING, UNREADABLE, or INVALID for what it holds).
  *
  * <p>Build the context once at start-up, so a bad file stops the process before it serves anyone.
  */
@@ -45,7 +44,7 @@ public sealed interface TlsConfig permits TlsConfig.Server, TlsConfig.Client {
         }
 
         /**
-         * @throws VgpuException when a file is missing or unreadable, the key does not belong to
+         * @throws ConfigException when a file is missing or unreadable, the key does not belong to
          *         the chain's first certificate, or that certificate is expired or not yet valid
          */
         @Override
@@ -58,8 +57,8 @@ public sealed interface TlsConfig permits TlsConfig.Server, TlsConfig.Client {
             try {
                 return SslContextBuilder.forServer(key, chain).protocols(PROTOCOLS).build();
             } catch (SSLException | IllegalArgumentException e) {
-                throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "TLS certificate chain " + certificateChain
-                        + " and key " + privateKey + " make no TLS server context: " + e.getMessage(), e);
+                throw new ConfigException(ConfigException.Code.INVALID, "TLS certificate chain " + certificateChain
+                        + " and key " + privateKey + " make no TLS server context (the TLS library refused them)", e);
             }
         }
 
@@ -96,10 +95,11 @@ public sealed interface TlsConfig permits TlsConfig.Server, TlsConfig.Client {
                 checker.initVerify(leaf.getPublicKey());
                 checker.update(probe);
                 if (!checker.verify(signature)) {
-                    throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, mismatch);
+                    throw new ConfigException(ConfigException.Code.INVALID, mismatch);
                 }
             } catch (GeneralSecurityException e) {
-                throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, mismatch + ": " + e.getMessage(), e);
+                throw new ConfigException(ConfigException.Code.INVALID,
+                        mismatch + ": it cannot sign what the certificate checks", e);
             }
         }
     }
@@ -114,7 +114,7 @@ public sealed interface TlsConfig permits TlsConfig.Server, TlsConfig.Client {
             Objects.requireNonNull(trustedCertificates, "trustedCertificates");
         }
 
-        /** @throws VgpuException when the file is missing, unreadable or holds no certificate */
+        /** @throws ConfigException when the file is missing, unreadable or holds no certificate */
         @Override
         public SslContext newSslContext() {
             List<X509Certificate> trusted = PemFiles.certificates(trustedCertificates, "TLS trusted certificates");
@@ -122,8 +122,8 @@ public sealed interface TlsConfig permits TlsConfig.Server, TlsConfig.Client {
                 return SslContextBuilder.forClient().trustManager(trusted).protocols(PROTOCOLS)
                         .endpointIdentificationAlgorithm("HTTPS").build();
             } catch (SSLException | IllegalArgumentException e) {
-                throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "TLS trusted certificates " + trustedCertificates
-                        + " make no TLS client context: " + e.getMessage(), e);
+                throw new ConfigException(ConfigException.Code.INVALID, "TLS trusted certificates " + trustedCertificates
+                        + " make no TLS client context (the TLS library refused them)", e);
             }
         }
     }

@@ -2,6 +2,7 @@ package org.vgpu.runtime.remote.worker;
 
 import java.io.IOException;
 import java.net.InetSocketAddress;
+import java.nio.channels.UnresolvedAddressException;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -9,6 +10,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
+
+import javax.net.ssl.SSLException;
 
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
@@ -27,6 +30,11 @@ import io.netty.handler.ssl.SslContext;
 import io.netty.handler.timeout.IdleStateEvent;
 import io.netty.handler.timeout.IdleStateHandler;
 
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.vgpu.common.error.IoReasons;
+import org.vgpu.common.error.NetworkException;
+import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.GpuBackend;
 import org.vgpu.runtime.api.VgpuException;
@@ -37,8 +45,8 @@ import org.vgpu.runtime.remote.protocol.Hello;
 import org.vgpu.runtime.remote.protocol.Opcode;
 import org.vgpu.runtime.remote.protocol.ReplyEncoder;
 import org.vgpu.runtime.remote.protocol.RequestDecoder;
+import org.vgpu.runtime.remote.security.TlsFailures;
 import org.vgpu.runtime.remote.transport.NettyTransport;
-import org.vgpu.common.error.VgpuFailure;
 
 /**
  * A GPU worker: serves ONE session of one remote vGPU on one device of {@code backend}, then is
@@ -51,6 +59,7 @@ import org.vgpu.common.error.VgpuFailure;
  * worker nobody uses.
  */
 public final class GpuWorker implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(GpuWorker.class);
     /** The outbound buffer a connection may fill before writers wait: a few copy chunks in flight. */
     static final WriteBufferWaterMark WATER_MARK = new WriteBufferWaterMark(4 << 20, 8 << 20);
 
@@ -102,8 +111,8 @@ public final class GpuWorker implements AutoCloseable {
         } catch (Exception e) {
             // Netty rethrows a failed bind's BindException unchecked; every cause is a bad listen address here
             group.shutdownGracefully(0, 1, TimeUnit.SECONDS);
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "worker " + config.workerId()
-                    + " cannot listen on " + config.listenHost() + ":" + config.listenPort() + ": " + e.getMessage(), e);
+            throw new NetworkException(NetworkException.Code.CANNOT_LISTEN, "worker " + config.workerId()
+                    + " cannot listen on " + config.listenHost() + ":" + config.listenPort() + ": " + bindFailure(e), e);
         }
         group.schedule(() -> {
             if (!sessionClaimed.get()) {
@@ -147,6 +156,15 @@ public final class GpuWorker implements AutoCloseable {
         }
     }
 
+    /** Why a bind failed, in vgpu's words: Netty rethrows the JDK's exception or its native transport's. */
+    private static String bindFailure(Exception failure) {
+        return switch (failure) {
+            case IOException io -> IoReasons.of(io);
+            case UnresolvedAddressException unresolved -> "unknown host";
+            default -> "the address cannot be listened on";
+        };
+    }
+
     /** Ends the session if one runs, frees the vGPU, stops listening, and lets the last replies go out. */
     @Override
     public void close() {
@@ -161,8 +179,11 @@ public final class GpuWorker implements AutoCloseable {
                 report.get(10, TimeUnit.SECONDS);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-            } catch (ExecutionException | TimeoutException e) {
-                log.accept("worker " + config.workerId() + ": the session did not end within 10 s of closing: " + e);
+            } catch (TimeoutException e) {
+                log.accept("worker " + config.workerId() + ": the session did not end within 10 s of closing");
+            } catch (ExecutionException e) {
+                log.accept("worker " + config.workerId() + ": the session ended with a failure: "
+                        + VgpuFailure.describe(e.getCause()));
             }
         }
         report.complete(new WorkerReport(0, 0, 0, 0, false, "the worker was closed"));
@@ -288,7 +309,11 @@ public final class GpuWorker implements AutoCloseable {
                     replyAndClose(ctx, 0, violation);
                 }
             } else {
-                end("the connection failed: " + (failure instanceof IOException ? failure.getMessage() : failure.toString()));
+                if (!(failure instanceof IOException || failure instanceof VgpuFailure)) {
+                    LOG.warn("worker {}: the connection failed unexpectedly", config.workerId(), failure);
+                }
+                end("the connection failed: " + (failure instanceof SSLException tls
+                        ? "TLS: " + TlsFailures.reason(tls) : VgpuFailure.describe(failure)));
                 ctx.close();
             }
         }

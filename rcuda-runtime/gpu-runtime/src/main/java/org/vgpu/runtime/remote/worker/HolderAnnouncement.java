@@ -6,14 +6,13 @@ import java.time.Duration;
 import java.util.List;
 
 import org.apache.commons.cli.ParseException;
-import org.vgpu.runtime.api.ErrorCode;
-import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.common.error.NetworkException;
+import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.common.line.LineClient;
 import org.vgpu.common.line.LineText;
 import org.vgpu.common.net.Endpoint;
 import org.vgpu.common.security.SiteKey;
 import org.vgpu.common.security.TokenIssuer;
-import org.vgpu.common.error.VgpuFailure;
 
 /**
  * A worker in a holder job telling the tracker where it listens:
@@ -43,7 +42,8 @@ public record HolderAnnouncement(Endpoint tracker, String job, int vgpu) {
     }
 
     /**
-     * @throws VgpuException VGPU_WORKER_LOST when the tracker cannot be reached or does not take this worker
+     * @throws NetworkException when the tracker cannot be reached (UNREACHABLE) or does not take this
+     *         worker (REFUSED)
      */
     void tell(Endpoint listening, String workerId, Path keyFile) {
         String proof = new TokenIssuer(SiteKey.load(keyFile), Clock.systemUTC()).issue(job, vgpu, workerId, PROOF_TTL);
@@ -51,13 +51,13 @@ public record HolderAnnouncement(Endpoint tracker, String job, int vgpu) {
         List<String> reply;
         try {
             reply = LineClient.request(tracker, request, TIMEOUT);
-        } catch (VgpuFailure e) {
-            throw new VgpuException(ErrorCode.VGPU_WORKER_LOST, "cannot tell the tracker where this worker listens: "
-                    + e.detail(), e);
+        } catch (NetworkException e) {
+            throw new NetworkException(e.code(), "cannot tell the tracker where this worker listens: " + e.detail(), e);
         }
         if (!reply.getLast().equals("ok")) {
-            throw new VgpuException(ErrorCode.VGPU_WORKER_LOST, "the tracker " + tracker + " did not take this worker for job "
-                    + job + " vGPU " + vgpu + ": " + LineText.printable(reply.getLast(), 300));
+            throw new NetworkException(NetworkException.Code.REFUSED, "the tracker " + tracker
+                    + " did not take this worker for job " + job + " vGPU " + vgpu + ": "
+                    + LineText.printable(reply.getLast(), 300));
         }
     }
 

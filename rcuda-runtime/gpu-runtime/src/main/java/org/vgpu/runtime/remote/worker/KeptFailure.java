@@ -1,5 +1,6 @@
 package org.vgpu.runtime.remote.worker;
 
+import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.remote.protocol.Frame;
@@ -49,6 +50,7 @@ final class KeptFailure {
     }
 
     static VgpuException asVgpuException(RuntimeException e) {
-        return e instanceof VgpuException v ? v : new VgpuException(ErrorCode.CUDA_ERROR_UNKNOWN, "the worker failed: " + e, e);
+        return e instanceof VgpuException v ? v
+                : new VgpuException(ErrorCode.CUDA_ERROR_UNKNOWN, "the worker failed: " + VgpuFailure.describe(e), e);
     }
 }

@@ -15,6 +15,8 @@ import java.nio.channels.SocketChannel;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
+import org.vgpu.common.error.IoReasons;
+import org.vgpu.common.error.NetworkException;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.remote.transport.NettyTransport;
@@ -99,8 +101,8 @@ public final class PlainSocketBaseline {
                     throw e;
                 }
             } catch (IOException e) {
-                throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE,
-                        "the baseline server cannot listen on " + host + ":" + port + ": " + e.getMessage(), e);
+                throw new NetworkException(NetworkException.Code.CANNOT_LISTEN,
+                        "the baseline server cannot listen on " + host + ":" + port + ": " + IoReasons.of(e), e);
             }
         }
 

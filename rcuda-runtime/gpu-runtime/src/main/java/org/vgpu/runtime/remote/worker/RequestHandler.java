@@ -5,6 +5,7 @@ import java.util.List;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 
+import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
@@ -96,7 +97,7 @@ final class RequestHandler implements RequestVisitor {
             end.stop("the client said goodbye", true);
         } catch (RuntimeException e) {
             replies.reply().error(frame.requestId(), KeptFailure.asVgpuException(e));
-            end.stop("goodbye failed: " + e.getMessage(), false);
+            end.stop("goodbye failed: " + VgpuFailure.describe(e), false);
         }
     }
 

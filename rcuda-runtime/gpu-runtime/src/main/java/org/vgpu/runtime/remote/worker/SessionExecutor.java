@@ -8,6 +8,7 @@ import java.util.concurrent.locks.LockSupport;
 
 import io.netty.channel.Channel;
 
+import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.GpuBackend;
 import org.vgpu.runtime.api.VgpuException;
@@ -205,7 +206,7 @@ final class SessionExecutor implements Runnable {
         try {
             handler.closeGpu();
         } catch (RuntimeException e) {
-            closeFailure = e.getMessage();
+            closeFailure = VgpuFailure.describe(e);
         }
         replies.flushAndClose();
         finished = true;

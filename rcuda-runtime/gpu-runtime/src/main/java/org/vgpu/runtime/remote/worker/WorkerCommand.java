@@ -15,19 +15,18 @@ import org.apache.commons.cli.ParseException;
 import org.vgpu.common.cli.CommandLines;
 import org.vgpu.common.cli.Subcommand;
 import org.vgpu.common.cli.SubcommandRunner;
-import org.vgpu.runtime.Backends;
-import org.vgpu.runtime.api.ErrorCode;
-import org.vgpu.runtime.api.GpuBackend;
-import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.common.error.InputException;
+import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.common.net.Endpoint;
+import org.vgpu.common.security.SiteKey;
+import org.vgpu.common.security.TokenVerifier;
+import org.vgpu.runtime.Backends;
+import org.vgpu.runtime.api.GpuBackend;
 import org.vgpu.runtime.remote.RemoteTuning;
 import org.vgpu.runtime.remote.lender.WorkerLauncher;
 import org.vgpu.runtime.remote.lender.WorkerSpec;
-import org.vgpu.common.security.SiteKey;
 import org.vgpu.runtime.remote.security.TlsConfig;
-import org.vgpu.common.security.TokenVerifier;
 import org.vgpu.runtime.remote.transport.NettyTransport;
-import org.vgpu.common.error.VgpuFailure;
 
 /**
  * {@code vgpu worker}: the process that serves one borrowed vGPU. It checks the session token with
@@ -131,8 +130,8 @@ public final class WorkerCommand implements Subcommand {
                 : null;
         try (GpuBackend backend = Backends.open(backendName)) {
             if (device >= backend.deviceCount()) {
-                throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_DEVICE, backendName + " device " + device
-                        + " does not exist (" + backend.deviceCount() + " devices)");
+                throw new InputException("--device: " + backendName + " device " + device + " does not exist ("
+                        + backend.deviceCount() + " devices)");
             }
             WarmUpSession.WarmUp warmUp = workerTuning.workerWarmUp().appliesTo(backendName)
                     ? WarmUpSession.run(backend, device)

@@ -3,8 +3,7 @@ package org.vgpu.runtime.remote.worker;
 import java.time.Duration;
 import java.util.Objects;
 
-import org.vgpu.runtime.api.ErrorCode;
-import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.common.error.ConfigException;
 import org.vgpu.runtime.remote.RemoteTuning;
 
 /**
@@ -46,7 +45,7 @@ public record WorkerConfig(String listenHost, int listenPort, int device, String
         this(listenHost, listenPort, device, workerId, idleTimeout, RemoteTuning.current().spinNanos());
     }
 
-    private static VgpuException invalid(String detail) {
-        return new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "worker configuration: " + detail);
+    private static ConfigException invalid(String detail) {
+        return new ConfigException(ConfigException.Code.INVALID, "worker configuration: " + detail);
     }
 }

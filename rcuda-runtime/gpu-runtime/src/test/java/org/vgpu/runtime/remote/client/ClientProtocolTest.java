@@ -96,6 +96,16 @@ class ClientProtocolTest {
     }
 
     @Test
+    void aWorkerNobodyListensForIsLostWithTheReasonInVgpusWords() {
+        // a GPU call's failure (opening a vGPU) keeps its VGPU_ code; the reason is vgpu's, not the JDK's or Netty's
+        WorkerEndpoint nobody = new WorkerEndpoint("gone", "127.0.0.1", 1, "t", () -> { });
+        VgpuException e = assertThrows(VgpuException.class,
+                () -> RemoteGpu.connect(group, nobody, WINDOW, RemoteConfig.defaults(), null));
+        assertEquals(ErrorCode.VGPU_WORKER_LOST, e.code());
+        assertTrue(e.getMessage().endsWith("cannot connect to worker gone at 127.0.0.1:1: connection refused"), e.getMessage());
+    }
+
+    @Test
     void aReplyToARequestNobodyMadeBreaksTheSession() throws Exception {
         RemoteGpu gpu = connect();
         CompletableFuture<Object> info = CompletableFuture.supplyAsync(gpu::memGetInfo);

@@ -72,5 +72,7 @@ class RemoteTlsTest {
         VgpuException refused = assertThrows(VgpuException.class, () -> connect(stranger.certificate()));
         assertEquals(ErrorCode.VGPU_AUTH_FAILED, refused.code(), refused.getMessage());
         assertTrue(refused.getMessage().contains("TLS with worker tls-worker"), refused.getMessage());
+        assertTrue(refused.getMessage().endsWith("the certificate is not signed by a trusted certificate"),
+                "in vgpu's words, not the JDK's: " + refused.getMessage());
     }
 }

@@ -20,13 +20,11 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
-import org.vgpu.runtime.api.ErrorCode;
-import org.vgpu.runtime.api.VgpuException;
-import org.vgpu.runtime.remote.lender.WorkerStatus.State;
-import org.vgpu.common.security.SiteKey;
-import org.vgpu.common.net.Endpoint;
 import org.vgpu.common.error.ConfigException;
 import org.vgpu.common.error.NetworkException;
+import org.vgpu.common.net.Endpoint;
+import org.vgpu.common.security.SiteKey;
+import org.vgpu.runtime.remote.lender.WorkerStatus.State;
 
 /** {@link Lender} over its control socket, with {@link FakeWorker} processes as workers. */
 @Timeout(90)
@@ -293,8 +291,8 @@ class LenderTest {
         lender.close();
 
         assertEquals(List.of(), children.started());
-        VgpuException closed = assertThrows(VgpuException.class, () -> lender.open(0));
-        assertEquals(ErrorCode.VGPU_CLOSED, closed.code());
+        LendingException closed = assertThrows(LendingException.class, () -> lender.open(0));
+        assertEquals(LendingException.Code.CLOSING, closed.code());
         assertThrows(IOException.class, () -> new ControlClient(lender.controlEndpoint()).ask("status"));
         lender.close();
     }
@@ -329,6 +327,6 @@ class LenderTest {
 
 
     private static void assertInvalid(org.junit.jupiter.api.function.Executable call) {
-        assertEquals(ErrorCode.CUDA_ERROR_INVALID_VALUE, assertThrows(VgpuException.class, call).code());
+        assertEquals(ConfigException.Code.INVALID, assertThrows(ConfigException.class, call).code());
     }
 }

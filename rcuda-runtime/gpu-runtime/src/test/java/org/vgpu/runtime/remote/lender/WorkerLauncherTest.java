@@ -22,11 +22,9 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
-import org.vgpu.runtime.api.ErrorCode;
-import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.common.net.Endpoint;
 import org.vgpu.common.security.SiteKey;
 import org.vgpu.runtime.remote.security.TlsConfig;
-import org.vgpu.common.net.Endpoint;
 
 /** {@link WorkerLauncher} with {@link FakeWorker} processes: start-up, draining, failures and stopping. */
 @Timeout(60)
@@ -97,8 +95,8 @@ class WorkerLauncherTest {
 
     @Test
     void aWorkerThatExitsBeforeListeningIsReportedWithItsStatusAndStderr() {
-        VgpuException failed = assertThrows(VgpuException.class, () -> launcher.launch(spec("crash-0004")));
-        assertEquals(ErrorCode.VGPU_WORKER_LOST, failed.code());
+        LendingException failed = assertThrows(LendingException.class, () -> launcher.launch(spec("crash-0004")));
+        assertEquals(LendingException.Code.WORKER_NOT_STARTED, failed.code());
         assertTrue(failed.getMessage().contains("GPU worker crash-0004 on device 0 closed its output without reporting"
                 + " listening (exit status 3)"), failed.getMessage());
         assertTrue(failed.getMessage().contains("fake worker crash-0004: no GPU here"), failed.getMessage());
@@ -107,7 +105,7 @@ class WorkerLauncherTest {
     @Test
     void aWorkerRefusingItsKeyFileSaysWhy() throws IOException {
         Files.setPosixFilePermissions(keyFile, java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
-        VgpuException failed = assertThrows(VgpuException.class, () -> launcher.launch(spec("node1-d0-0005")));
+        LendingException failed = assertThrows(LendingException.class, () -> launcher.launch(spec("node1-d0-0005")));
         assertTrue(failed.getMessage().contains("(exit status 1)"), failed.getMessage());
         assertTrue(failed.getMessage().contains("chmod 600 " + keyFile), failed.getMessage());
     }
@@ -115,15 +113,15 @@ class WorkerLauncherTest {
     @Test
     void aWorkerThatNeverReportsListeningIsKilledAtTheTimeout() {
         WorkerLauncher impatient = new WorkerLauncher(FakeWorker.class.getName(), Duration.ofSeconds(3));
-        VgpuException failed = assertThrows(VgpuException.class, () -> impatient.launch(spec("silent-0006")));
-        assertEquals(ErrorCode.VGPU_WORKER_LOST, failed.code());
+        LendingException failed = assertThrows(LendingException.class, () -> impatient.launch(spec("silent-0006")));
+        assertEquals(LendingException.Code.WORKER_NOT_STARTED, failed.code());
         assertTrue(failed.getMessage().contains("did not report listening within 3 s"), failed.getMessage());
         assertTrue(failed.getMessage().contains("fake worker args"), failed.getMessage());
     }
 
     @Test
     void aBadListeningLineFailsTheLaunch() {
-        VgpuException failed = assertThrows(VgpuException.class, () -> launcher.launch(spec("badline-0007")));
+        LendingException failed = assertThrows(LendingException.class, () -> launcher.launch(spec("badline-0007")));
         assertTrue(failed.getMessage().contains("reported a bad endpoint: expected HOST:PORT, got 'nowhere'"),
                 failed.getMessage());
     }
@@ -131,7 +129,7 @@ class WorkerLauncherTest {
     @Test
     void aMissingMainClassFailsTheLaunchWithTheJvmsReason() {
         WorkerLauncher wrong = new WorkerLauncher("org.vgpu.NoSuchWorker", Duration.ofSeconds(30));
-        VgpuException failed = assertThrows(VgpuException.class, () -> wrong.launch(spec("node1-d0-0008")));
+        LendingException failed = assertThrows(LendingException.class, () -> wrong.launch(spec("node1-d0-0008")));
         assertTrue(failed.getMessage().contains("org.vgpu.NoSuchWorker"), failed.getMessage());
         assertTrue(failed.getMessage().contains("(exit status 1)"), failed.getMessage());
     }

@@ -1,6 +1,7 @@
 package org.vgpu.runtime.remote.security;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -35,8 +36,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
-import org.vgpu.runtime.api.ErrorCode;
-import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.common.error.ConfigException;
 
 /** TLS contexts from PEM files: a real loopback handshake, and a clear error for every bad file. */
 @Timeout(60)
@@ -100,16 +100,17 @@ class TlsConfigTest {
     @Test
     void missingFilesAreNamed() {
         Path absent = dir.resolve("absent.pem");
-        VgpuException noChain = assertThrows(VgpuException.class,
+        ConfigException noChain = assertThrows(ConfigException.class,
                 () -> new TlsConfig.Server(absent, worker.privateKey()).newSslContext());
-        assertEquals(ErrorCode.CUDA_ERROR_FILE_NOT_FOUND, noChain.code());
+        assertEquals(ConfigException.Code.MISSING, noChain.code());
+        assertFalse(noChain.getMessage().contains("CUDA_"), "a missing file is not a GPU error: " + noChain.getMessage());
         assertTrue(noChain.getMessage().contains("TLS certificate chain file " + absent + " does not exist"), noChain.getMessage());
 
-        VgpuException noKey = assertThrows(VgpuException.class,
+        ConfigException noKey = assertThrows(ConfigException.class,
                 () -> new TlsConfig.Server(worker.certificate(), absent).newSslContext());
         assertTrue(noKey.getMessage().contains("TLS private key file " + absent + " does not exist"), noKey.getMessage());
 
-        VgpuException noTrust = assertThrows(VgpuException.class, () -> new TlsConfig.Client(absent).newSslContext());
+        ConfigException noTrust = assertThrows(ConfigException.class, () -> new TlsConfig.Client(absent).newSslContext());
         assertTrue(noTrust.getMessage().contains("TLS trusted certificates file " + absent + " does not exist"),
                 noTrust.getMessage());
     }
@@ -226,8 +227,9 @@ class TlsConfigTest {
     }
 
     private static String invalid(org.junit.jupiter.api.function.Executable call) {
-        VgpuException refused = assertThrows(VgpuException.class, call);
-        assertEquals(ErrorCode.CUDA_ERROR_INVALID_VALUE, refused.code(), refused.getMessage());
+        ConfigException refused = assertThrows(ConfigException.class, call);
+        assertEquals(ConfigException.Code.INVALID, refused.code(), refused.getMessage());
+        assertFalse(refused.getMessage().contains("Exception"), "Java exception text leaked: " + refused.getMessage());
         return refused.getMessage();
     }
 }

@@ -17,6 +17,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.vgpu.common.error.NetworkException;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
@@ -330,10 +331,12 @@ class GpuWorkerTest {
     @Test
     void aPortInUseIsAClearError() throws Exception {
         try (ServerSocket taken = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            VgpuException e = assertThrows(VgpuException.class, () -> GpuWorker.start(
+            NetworkException e = assertThrows(NetworkException.class, () -> GpuWorker.start(
                     new WorkerConfig("127.0.0.1", taken.getLocalPort(), 0, "late", Duration.ofSeconds(1)), backend,
                     (token, vgpu) -> { }, null, log::add));
-            assertEquals(ErrorCode.CUDA_ERROR_INVALID_VALUE, e.code());
+            assertEquals(NetworkException.Code.CANNOT_LISTEN, e.code());
+            assertTrue(e.getMessage().endsWith(": the address is in use or not one of this machine's")
+                    || e.getMessage().endsWith(": the address is in use"), e.getMessage());
             assertTrue(e.getMessage().contains("worker late cannot listen on 127.0.0.1:" + taken.getLocalPort()), e.getMessage());
         }
     }

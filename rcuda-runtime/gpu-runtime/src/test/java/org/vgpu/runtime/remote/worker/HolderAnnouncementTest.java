@@ -11,8 +11,7 @@ import java.util.List;
 
 import org.apache.commons.cli.ParseException;
 import org.junit.jupiter.api.Test;
-import org.vgpu.runtime.api.ErrorCode;
-import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.common.error.NetworkException;
 import org.vgpu.common.line.LineServer;
 import org.vgpu.common.net.Endpoint;
 import org.vgpu.common.security.SiteKey;
@@ -40,14 +39,15 @@ class HolderAnnouncementTest {
     void aTrackerThatRefusesOrCannotBeReachedEndsTheWorker() throws Exception {
         try (ThrowawaySiteKey key = ThrowawaySiteKey.create("holder-announcement");
              LineServer tracker = fakeTracker(new ArrayList<>(), "error job 42 has no borrowed vGPU 1")) {
-            VgpuException refused = assertThrows(VgpuException.class, () -> HolderAnnouncement.parse(tracker.endpoint().toString(),
+            NetworkException refused = assertThrows(NetworkException.class, () -> HolderAnnouncement.parse(tracker.endpoint().toString(),
                     "42:1").tell(new Endpoint("10.0.0.2", 7501), "w", key.keyFile()));
-            assertEquals(ErrorCode.VGPU_WORKER_LOST, refused.code());
+            assertEquals(NetworkException.Code.REFUSED, refused.code());
             assertTrue(refused.getMessage().contains("error job 42 has no borrowed vGPU 1"), refused.getMessage());
             Endpoint gone = tracker.endpoint();
             tracker.close();
-            VgpuException unreachable = assertThrows(VgpuException.class, () -> HolderAnnouncement.parse(gone.toString(), "42:1")
+            NetworkException unreachable = assertThrows(NetworkException.class, () -> HolderAnnouncement.parse(gone.toString(), "42:1")
                     .tell(new Endpoint("10.0.0.2", 7501), "w", key.keyFile()));
+            assertEquals(NetworkException.Code.UNREACHABLE, unreachable.code());
             assertTrue(unreachable.getMessage().contains("cannot tell the tracker where this worker listens"), unreachable.getMessage());
         }
     }
