@@ -27,6 +27,10 @@
 static int failures;
 static int checks;
 
+/* A limit of contract/limits.conf as text, for the messages that quote it. */
+#define STR(x) #x
+#define LIMIT(x) STR(x)
+
 #define CHECK(cond) do { \
 	checks++; \
 	if (!(cond)) { \
@@ -204,12 +208,12 @@ static void test_config(void)
 
 static enum vgpu_reply reply(const char *line, struct vgpu_assembly *a, char *reason, char *err)
 {
-	return vgpu_parse_assembly_reply(line, strlen(line), a, reason, 256, err, VGPU_ERR_MAX);
+	return vgpu_parse_assembly_reply(line, strlen(line), a, reason, VGPU_REASON_LOGGED_BYTES + 1, err, VGPU_ERR_MAX);
 }
 
 static void test_reply_ok(struct vgpu_assembly *a)
 {
-	char reason[256], err[VGPU_ERR_MAX];
+	char reason[VGPU_REASON_LOGGED_BYTES + 1], err[VGPU_ERR_MAX];
 
 	CHECK(reply("ok vgpus=3 local=2,3 remote=1@10.0.0.5:7001#v1.abc_-.XYZ= "
 		    "agent_socket=/run/vgpu/j42.sock window_base=0x200000000000",
@@ -223,7 +227,7 @@ static void test_reply_ok(struct vgpu_assembly *a)
 	CHECK(a->window_base == UINT64_C(0x200000000000));
 
 	CHECK(reply("ok vgpus=2 local=0,1", a, reason, err) == VGPU_REPLY_OK);
-	CHECK(!a->has_agent_socket && a->window_base == VGPU_DEFAULT_WINDOW_BASE && a->nremote == 0);
+	CHECK(!a->has_agent_socket && a->window_base == VGPU_WINDOW_BASE_DEFAULT && a->nremote == 0);
 	CHECK(reply("ok vgpus=2 local= remote=1@[fe80::1]:7002#t1,0@n3:7001#t0", a, reason, err) == VGPU_REPLY_OK);
 	CHECK(a->nlocal == 0 && a->nremote == 2);
 	CHECK(a->remote[0].vgpu == 0 && a->remote[1].vgpu == 1);	/* sorted */
@@ -241,7 +245,7 @@ static void test_reply_ok(struct vgpu_assembly *a)
 
 static void expect_bad(const char *line, const char *why, struct vgpu_assembly *a)
 {
-	char reason[256], err[VGPU_ERR_MAX];
+	char reason[VGPU_REASON_LOGGED_BYTES + 1], err[VGPU_ERR_MAX];
 	const enum vgpu_reply r = reply(line, a, reason, err);
 
 	CHECK(r == VGPU_REPLY_BAD);
@@ -253,7 +257,7 @@ static void expect_bad(const char *line, const char *why, struct vgpu_assembly *
 
 static void test_reply_bad(struct vgpu_assembly *a)
 {
-	char reason[256], err[VGPU_ERR_MAX];
+	char reason[VGPU_REASON_LOGGED_BYTES + 1], err[VGPU_ERR_MAX];
 	char big[VGPU_LINE_MAX + 10];
 	const char nul[] = "ok vgpus=1\0local=0";
 
@@ -278,8 +282,8 @@ static void test_reply_bad(struct vgpu_assembly *a)
 	expect_bad("ok vgpus=1 vgpus=1 local=0", "vgpus given twice", a);
 	expect_bad("ok vgpus local=0", "is not key=value", a);
 	expect_bad("ok =1 local=0", "is not key=value", a);
-	expect_bad("ok vgpus=0", "vgpus: expected 1..64", a);
-	expect_bad("ok vgpus=65", "vgpus: expected 1..64", a);
+	expect_bad("ok vgpus=0", "vgpus: expected 1.." LIMIT(VGPU_VGPUS_MAX), a);
+	expect_bad("ok vgpus=65", "vgpus: expected 1.." LIMIT(VGPU_VGPUS_MAX), a);
 	expect_bad("ok vgpus=-1", "vgpus: expected", a);
 	expect_bad("ok vgpus=01 local=0", "vgpus: expected", a);
 	expect_bad("ok vgpus=1e3", "vgpus: expected", a);
@@ -288,7 +292,7 @@ static void test_reply_bad(struct vgpu_assembly *a)
 	expect_bad("ok vgpus=2 local=,1", "bad GPU index", a);
 	expect_bad("ok vgpus=2 local=1,2,", "trailing comma", a);
 	expect_bad("ok vgpus=2 local=1,1", "GPU 1 listed twice", a);
-	expect_bad("ok vgpus=1 local=1024", "bad GPU index (0..1023)", a);
+	expect_bad("ok vgpus=1 local=1024", "bad GPU index (0.." LIMIT(VGPU_GPU_INDEX_MAX) ")", a);
 	expect_bad("ok vgpus=2 local=0", "vgpus=2 but 1 local and 0 remote", a);
 	expect_bad("ok vgpus=1 local=0,1", "vgpus=1 but 2 local", a);
 	expect_bad("ok vgpus=1 remote=0@n3:7001", "has no '#token'", a);
@@ -321,10 +325,10 @@ static void test_reply_bad(struct vgpu_assembly *a)
 	memset(big, 'A', 2100);
 	memcpy(big, "ok vgpus=1 remote=0@n3:7001#", 28);
 	big[2100] = '\0';
-	expect_bad(big, "token must be 1..1024 bytes", a);
+	expect_bad(big, "token must be 1.." LIMIT(VGPU_TOKEN_BYTES) " bytes", a);
 	memset(big, 'x', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
-	expect_bad(big, "longer than 8191 bytes", a);
+	expect_bad(big, "longer than " LIMIT(VGPU_REPLY_LINE_BYTES) " bytes", a);
 	CHECK(vgpu_parse_assembly_reply(nul, sizeof(nul) - 1, a, reason, 256, err, sizeof(err)) == VGPU_REPLY_BAD);
 	CHECK_HAS(err, "non-printable byte 0x00");
 
@@ -333,7 +337,7 @@ static void test_reply_bad(struct vgpu_assembly *a)
 	memcpy(big, "wait ", 5);
 	big[1000] = '\0';
 	CHECK(reply(big, a, reason, err) == VGPU_REPLY_WAIT);
-	CHECK(strlen(reason) == 255);
+	CHECK(strlen(reason) == VGPU_REASON_LOGGED_BYTES);
 }
 
 static void test_done_reply(void)
@@ -418,7 +422,7 @@ static void test_tres(void)
 	CHECK(vgpu_count_from_tres("gres:vgpu:", &n, err, sizeof(err)) != 0);
 	CHECK(vgpu_count_from_tres("gres:vgpu:65", &n, err, sizeof(err)) != 0);
 	CHECK(vgpu_count_from_tres("gres:vgpu:40,gres:vgpu:40", &n, err, sizeof(err)) != 0);
-	CHECK_HAS(err, "more than 64");
+	CHECK_HAS(err, "more than " LIMIT(VGPU_VGPUS_MAX));
 }
 
 static void test_local_only(struct vgpu_assembly *a)
@@ -438,7 +442,7 @@ static void test_local_only(struct vgpu_assembly *a)
 
 static void test_env(struct vgpu_assembly *a, struct vgpu_env *e)
 {
-	char reason[256], err[VGPU_ERR_MAX];
+	char reason[VGPU_REASON_LOGGED_BYTES + 1], err[VGPU_ERR_MAX];
 
 	CHECK(reply("ok vgpus=4 local=6,2 remote=3@n4:7003#v1.bbbb.cccc,1@[::1]:7001#v1.aaaa.bbbb",
 		    a, reason, err) == VGPU_REPLY_OK);
@@ -462,7 +466,7 @@ static void test_env(struct vgpu_assembly *a, struct vgpu_env *e)
 	CHECK(reply("ok vgpus=1 local=0", a, reason, err) == VGPU_REPLY_OK);
 	CHECK(vgpu_env_render(a, "/a/directory/name/that/is/long/enough/to/overflow/the/socket/path/limit",
 			      4294967295u, "a-rather-long-node-name-0001", e, err, sizeof(err)) != 0);
-	CHECK_HAS(err, "longer than 107 bytes");
+	CHECK_HAS(err, "longer than " LIMIT(VGPU_SOCKET_PATH_BYTES) " bytes");
 }
 
 /*
@@ -530,7 +534,7 @@ static void test_reply_fuzz(struct vgpu_assembly *a, struct vgpu_env *e)
 		if (vgpu_parse_assembly_reply(line, n, a, reason, sizeof(reason), err, sizeof(err)) != VGPU_REPLY_OK)
 			continue;
 		accepted++;
-		if (a->vgpus == 0 || a->vgpus > VGPU_MAX || a->nlocal + a->nremote != a->vgpus)
+		if (a->vgpus == 0 || a->vgpus > VGPU_VGPUS_MAX || a->nlocal + a->nremote != a->vgpus)
 			bad_invariant = 1;
 		for (k = 0; k < a->nremote; k++)
 			if (a->remote[k].vgpu >= a->vgpus || (k > 0 && a->remote[k - 1].vgpu >= a->remote[k].vgpu)
@@ -604,7 +608,7 @@ static void test_read_line(void)
 	memset(big, 'x', sizeof(big));
 	big[sizeof(buf) - 1] = '\n';
 	CHECK(read_from(big, sizeof(buf), 1, buf, sizeof(buf), 2, err) < 0);
-	CHECK_HAS(err, "longer than 8190 bytes");
+	CHECK_HAS(err, "longer than " LIMIT(VGPU_REPLY_LINE_BYTES) " bytes");
 	CHECK(read_from(big, sizeof(big), 0, buf, sizeof(buf), 2, err) < 0);	/* never ends */
 	CHECK_HAS(err, "longer than");
 	CHECK(read_from("ok\n", 3, 1, buf, 1, 2, err) < 0);
