@@ -96,5 +96,10 @@ END {
 	print lang == "c" ? "#endif" : "}"
 }
 ' "$here/limits.conf" "$here/grammar.conf" > "$tmp"
-mv "$tmp" "$out"
+# An unchanged file keeps its time stamp, so that neither make nor javac redo their work.
+if cmp -s "$tmp" "$out"; then
+	rm -f "$tmp"
+else
+	mv "$tmp" "$out"
+fi
 trap - EXIT

@@ -26,6 +26,7 @@ import org.vgpu.siteconfig.SiteConfig;
 import org.vgpu.siteconfig.SiteConfigReader;
 import org.vgpu.tracker.ledger.Assembly;
 import org.vgpu.tracker.ledger.Ledger;
+import org.vgpu.tracker.server.TrackerProtocol;
 
 /**
  * The tracker's decisions against {@link InMemorySlurm} and a lender answering on a real socket:
@@ -83,14 +84,14 @@ class TrackerTest {
         Tracker tracker = tracker();
 
         tracker.tick();
-        assertTrue(tracker.status().contains("waiting job=" + job + " user=alice vgpus=3 reason=waiting for 3 GPUs: most idle"
+        assertTrue(statusLines(tracker).contains("waiting job=" + job + " user=alice vgpus=3 reason=waiting for 3 GPUs: most idle"
                 + " node n1 has 1, other nodes can lend 0 (idle for 10s, with a free CPU), a job may borrow at most 4"),
-                tracker.status().toString());
+                statusLines(tracker).toString());
         clock.advance(Duration.ofSeconds(11));
         tracker.tick();
         List<Long> holders = slurm.activeHolders();
         assertEquals(2, holders.size(), slurm.actions.toString());
-        assertEquals("wait the tracker is still securing the GPUs of job " + job, tracker.assembly(job, "n1"));
+        assertEquals("wait the tracker is still securing the GPUs of job " + job, line(tracker.assembly(job, "n1")));
 
         assertTrue(slurm.actions.stream().anyMatch(action -> action.matches("submit holder \\d+ on n2 for " + job + " v1: export"
                 + " CUDA_DEVICE_ORDER=PCI_BUS_ID; exec /usr/local/bin/vgpu worker --listen 10\\.0\\.0\\.2:0 --backend native --device 0"
@@ -99,13 +100,13 @@ class TrackerTest {
         slurm.schedule();
         tracker.tick();
         assertTrue(slurm.actions.stream().noneMatch(action -> action.startsWith("release ")), "released before its workers run");
-        assertTrue(tracker.worker(job, 1, new Endpoint("10.0.0.2", 40001), "n2-w", "v1.forged.proof")
+        assertTrue(line(tracker.worker(job, 1, new Endpoint("10.0.0.2", 40001), "n2-w", "v1.forged.proof"))
                 .startsWith("error unauthenticated: malformed session token"));
-        assertEquals("error the proof is for job 7, not " + job, tracker.worker(job, 1, new Endpoint("10.0.0.2", 40001), "n2-w",
-                key.issuer().issue("7", 1, "n2-w", Duration.ofMinutes(1))));
+        assertEquals("error the proof is for job 7, not " + job, line(tracker.worker(job, 1, new Endpoint("10.0.0.2", 40001),
+                "n2-w", key.issuer().issue("7", 1, "n2-w", Duration.ofMinutes(1)))));
         assertEquals("error job " + job + " has no borrowed vGPU 0 (its assembly ended or never had it)",
-                tracker.worker(job, 0, new Endpoint("10.0.0.1", 40001), "n1-w", key.issuer().issue(Long.toString(job), 0, "n1-w",
-                        Duration.ofMinutes(1))));
+                line(tracker.worker(job, 0, new Endpoint("10.0.0.1", 40001), "n1-w", key.issuer().issue(Long.toString(job), 0,
+                        "n1-w", Duration.ofMinutes(1)))));
         announceWorkers(tracker, job);
         tracker.tick();
         assertTrue(slurm.actions.contains("pin " + job + " to n1 gpu:1,vgpu:3"), slurm.actions.toString());
@@ -113,7 +114,7 @@ class TrackerTest {
         slurm.schedule();
         assertEquals("RUNNING", slurm.get(job).state());
 
-        assertEquals("error job " + job + " has its vGPU assembly on node n1, not on n2", tracker.assembly(job, "n2"));
+        assertEquals("error job " + job + " has its vGPU assembly on node n1, not on n2", line(tracker.assembly(job, "n2")));
         String reply = awaitOk(tracker, job);
         assertTrue(reply.matches("ok vgpus=3 local=3 remote=1@10\\.0\\.0\\.2:40000#v1\\.\\S+,2@10\\.0\\.0\\.3:40001#v1\\.\\S+"),
                 reply);
@@ -129,13 +130,13 @@ class TrackerTest {
         List<Long> holders = ledger.assembly(job).orElseThrow().holders();
         Tracker tracker = tracker();
 
-        assertEquals("ok", tracker.done(job, "n1", 0));
+        assertEquals("ok", line(tracker.done(job, "n1", 0)));
         tracker.tick();
 
         assertTrue(ledger.assembly(job).isEmpty());
         assertTrue(slurm.activeHolders().isEmpty(), slurm.actions.toString());
-        assertTrue(tracker.status().stream().anyMatch(line -> line.startsWith("ended job=" + job + " user=alice node=n1 vgpus=3"
-                + " borrowed=2 why=done")), tracker.status().toString());
+        assertTrue(statusLines(tracker).stream().anyMatch(line -> line.startsWith("ended job=" + job + " user=alice node=n1 vgpus=3"
+                + " borrowed=2 why=done")), statusLines(tracker).toString());
         assertTrue(slurm.actions.containsAll(holders.stream().map(holder -> "cancel " + holder).toList()));
     }
 
@@ -288,13 +289,22 @@ class TrackerTest {
     private void announceWorkers(Tracker tracker, long job) {
         for (var lend : ledger.assembly(job).orElseThrow().lends()) {
             String id = lend.node() + "-holder-" + lend.holder().getAsLong();
-            assertEquals("ok", tracker.worker(job, lend.vgpu(), new Endpoint("10.0.0." + lend.node().charAt(1), 39999 + lend.vgpu()),
-                    id, key.issuer().issue(Long.toString(job), lend.vgpu(), id, Duration.ofMinutes(1))));
+            assertEquals("ok", line(tracker.worker(job, lend.vgpu(), new Endpoint("10.0.0." + lend.node().charAt(1),
+                    39999 + lend.vgpu()), id, key.issuer().issue(Long.toString(job), lend.vgpu(), id, Duration.ofMinutes(1)))));
         }
     }
 
     private static String awaitOk(Tracker tracker, long job) {
-        return tracker.assembly(job, "n1");
+        return line(tracker.assembly(job, "n1"));
+    }
+
+    /** The tracker's answers as the bridge reads them: the protocol writes every line. */
+    private static String line(Answer answer) {
+        return TrackerProtocol.line(answer);
+    }
+
+    private static List<String> statusLines(Tracker tracker) {
+        return TrackerProtocol.lines(tracker.status());
     }
 
     private static final class MutableClock extends Clock {
