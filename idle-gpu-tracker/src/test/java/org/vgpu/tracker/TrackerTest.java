@@ -1,6 +1,7 @@
 package org.vgpu.tracker;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
@@ -12,12 +13,18 @@ import java.time.Instant;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+import org.vgpu.common.contract.BridgeContract;
+import org.vgpu.common.line.BoundedLineReader;
 import org.vgpu.common.line.LineServer;
 import org.vgpu.common.net.Endpoint;
 import org.vgpu.common.security.SiteKey;
@@ -252,6 +259,47 @@ class TrackerTest {
             ledger = null;
         }
         assertEquals(0, slurm.get(job).priority(), "nothing was released");
+    }
+
+    /**
+     * The golden transcripts that the SPANK bridge's tests and the fake tracker replay too: the real
+     * protocol, on a tracker in each scenario, answers every request word for word.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"nothing", "securing", "assembled"})
+    void theTrackerAnswersTheGoldenTranscriptsWordForWord(String scenario) throws Exception {
+        Tracker tracker = switch (scenario) {
+            case "nothing" -> tracker();
+            case "securing" -> {
+                fillLeavingOneIdleGpuPerNode();
+                assertEquals(103, slurm.submitVgpuJob(3), "the job id the transcripts name");
+                Tracker securing = trackerThatSawTheIdleGpusForTheGracePeriod();
+                securing.tick();
+                yield securing;
+            }
+            case "assembled" -> {
+                assertEquals(103, assembledJob(), "the job id the transcripts name");
+                yield tracker();
+            }
+            default -> throw new IllegalArgumentException(scenario);
+        };
+        TrackerProtocol protocol = new TrackerProtocol(tracker, () -> { }, BridgeContract.REQUEST_LINE_BYTES,
+                Optional.empty(), Set.of());
+        List<Transcripts.Exchange> exchanges = Transcripts.read().scenarios().get(scenario);
+        assertFalse(exchanges.isEmpty(), scenario);
+        for (Transcripts.Exchange exchange : exchanges) {
+            List<String> replies = protocol.answer(new BoundedLineReader.Line(exchange.request(), false), "127.0.0.1");
+            String where = Transcripts.FILE + ":" + exchange.line() + " '" + exchange.request() + "' got " + replies;
+            assertEquals(exchange.replies().size(), replies.size(), where);
+            for (int i = 0; i < replies.size(); i++) {
+                assertTrue(Transcripts.matches(exchange.replies().get(i), replies.get(i)), where);
+            }
+        }
+    }
+
+    @Test
+    void everyScenarioOfTheTranscriptsIsReplayed() {
+        assertEquals(List.of("nothing", "securing", "assembled"), List.copyOf(Transcripts.read().scenarios().keySet()));
     }
 
     private long assembledJob() throws Exception {
