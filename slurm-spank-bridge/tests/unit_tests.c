@@ -4,6 +4,7 @@
  * socketpairs and forked fake trackers. No Slurm, no network beyond loopback.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -733,6 +734,160 @@ static void test_tracker_call(void)
 }
 
 /* static, not heap: forked fake trackers exit without freeing anything */
+/* ---- golden transcripts (contract/transcripts.txt, replayed by the tracker's tests too) ---- */
+
+/* A session token for the transcripts' {token}: any token the grammar allows will do. */
+#define TRANSCRIPT_TOKEN "v1.transcript.token"
+
+static void fill_token(char *dst, size_t cap, const char *src)
+{
+	size_t used = 0;
+
+	while (*src != '\0' && used + 1 < cap) {
+		if (strncmp(src, "{token}", 7) == 0) {
+			used += (size_t)snprintf(dst + used, cap - used, "%s", TRANSCRIPT_TOKEN);
+			src += 7;
+		} else {
+			dst[used++] = *src++;
+		}
+	}
+	dst[used < cap ? used : cap - 1] = '\0';
+}
+
+static enum vgpu_reply kind_of(const char *reply)
+{
+	if (strncmp(reply, VGPU_REPLY_OK_WORD, strlen(VGPU_REPLY_OK_WORD)) == 0)
+		return VGPU_REPLY_OK;
+	if (strncmp(reply, VGPU_REPLY_WAIT_WORD " ", strlen(VGPU_REPLY_WAIT_WORD) + 1) == 0)
+		return VGPU_REPLY_WAIT;
+	if (strncmp(reply, VGPU_REPLY_ERROR_WORD " ", strlen(VGPU_REPLY_ERROR_WORD) + 1) == 0)
+		return VGPU_REPLY_ERROR;
+	return VGPU_REPLY_BAD;	/* a status line */
+}
+
+/*
+ * One request and its first reply line. A request the bridge sends (assembly, done) must be
+ * formatted exactly so by the bridge, or refused by it where the tracker refuses it too; the reply
+ * must parse to the kind its first word says. 1 when the reply was an ok to assembly, which *a
+ * then holds, with *jobid and node set.
+ */
+static int replay_exchange(const char *request, const char *reply, struct vgpu_assembly *a,
+			   unsigned *jobid, char *node, size_t nodecap)
+{
+	char verb[16], job[32], where[VGPU_NODE_NAME_BYTES + 8], status[32], extra[2];
+	char buf[VGPU_REQUEST_MAX], reason[VGPU_REASON_LOGGED_BYTES + 1], err[VGPU_ERR_MAX];
+	const enum vgpu_reply want = kind_of(reply);
+	const int fields = sscanf(request, "%15s %31s %135s %31s %1s", verb, job, where, status, extra);
+	uint64_t id = 0;
+	int formatted = -1;
+
+	if (fields < 1)
+		return 0;
+	if (vgpu_parse_uint(job, fields >= 2 ? strlen(job) : 0, UINT32_MAX, &id) != 0)
+		id = 0;
+	if (strcmp(verb, VGPU_REQUEST_ASSEMBLY) == 0) {
+		if (fields == 3)
+			formatted = vgpu_format_assembly_request(buf, sizeof(buf), (uint32_t)id, where, err, sizeof(err));
+		if (formatted < 0 ? want != VGPU_REPLY_ERROR : strcmp(buf, request) != 0)
+			fprintf(stderr, "  (transcript request \"%s\")\n", request);
+		CHECK(formatted < 0 ? want == VGPU_REPLY_ERROR : strcmp(buf, request) == 0);
+		CHECK(vgpu_parse_assembly_reply(reply, strlen(reply), a, reason, sizeof(reason), err, sizeof(err)) == want);
+		if (want == VGPU_REPLY_OK) {
+			*jobid = (unsigned)id;
+			snprintf(node, nodecap, "%s", where);
+			return 1;
+		}
+	} else if (strcmp(verb, VGPU_REQUEST_DONE) == 0) {
+		if (fields == 4 && strcmp(status, "-1") != 0 && vgpu_parse_uint(status, strlen(status), INT32_MAX, &(uint64_t){ 0 }) != 0)
+			formatted = -1;
+		else if (fields == 4)
+			formatted = vgpu_format_done_request(buf, sizeof(buf), (uint32_t)id, where, atoi(status), err, sizeof(err));
+		if (formatted < 0 ? want != VGPU_REPLY_ERROR : strcmp(buf, request) != 0)
+			fprintf(stderr, "  (transcript request \"%s\")\n", request);
+		CHECK(formatted < 0 ? want == VGPU_REPLY_ERROR : strcmp(buf, request) == 0);
+		CHECK(vgpu_parse_done_reply(reply, strlen(reply), reason, sizeof(reason), err, sizeof(err)) == want);
+	} else if (want == VGPU_REPLY_ERROR) {
+		/* requests the bridge never sends: their errors are still well-formed reply lines */
+		CHECK(vgpu_parse_done_reply(reply, strlen(reply), reason, sizeof(reason), err, sizeof(err)) == want);
+	}
+	return 0;
+}
+
+/* A "= NAME=VALUE" line: what the bridge exports for the last ok reply. */
+static void replay_export(const char *line, const struct vgpu_env *e)
+{
+	static const struct {
+		const char *name;
+		size_t offset;
+	} fields[] = {
+		{ VGPU_ENV_COUNT, offsetof(struct vgpu_env, count) },
+		{ VGPU_ENV_ASSEMBLY, offsetof(struct vgpu_env, assembly) },
+		{ VGPU_ENV_LOCAL_GPUS, offsetof(struct vgpu_env, local) },
+		{ VGPU_ENV_CUDA_VISIBLE_DEVICES, offsetof(struct vgpu_env, local) },
+		{ VGPU_ENV_REMOTE, offsetof(struct vgpu_env, remote) },
+		{ VGPU_ENV_AGENT_SOCKET, offsetof(struct vgpu_env, agent_socket) },
+		{ VGPU_ENV_WINDOW_BASE, offsetof(struct vgpu_env, window_base) },
+	};
+	const char *eq = strchr(line, '=');
+	size_t k;
+
+	CHECK(eq != NULL);
+	if (eq == NULL)
+		return;
+	for (k = 0; k < sizeof(fields) / sizeof(fields[0]); k++) {
+		if (strlen(fields[k].name) == (size_t)(eq - line) && strncmp(line, fields[k].name, (size_t)(eq - line)) == 0) {
+			CHECK_STR((const char *)e + fields[k].offset, eq + 1);
+			return;
+		}
+	}
+	failures++;
+	fprintf(stderr, "FAIL transcript exports unknown variable: %s\n", line);
+}
+
+static void test_transcripts(struct vgpu_assembly *a, struct vgpu_env *e)
+{
+	FILE *f = fopen(TRANSCRIPTS_FILE, "r");
+	static char line[VGPU_LINE_MAX + 16], text[VGPU_LINE_MAX + 16], request[VGPU_LINE_MAX + 16];
+	char node[VGPU_NODE_NAME_BYTES + 8], err[VGPU_ERR_MAX];
+	unsigned jobid = 0, exchanges = 0, exports = 0;
+	int first_reply = 0, rendered = 0;
+
+	CHECK(f != NULL);
+	if (f == NULL)
+		return;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		line[strcspn(line, "\n")] = '\0';
+		if (strlen(line) < 2)
+			continue;
+		fill_token(text, sizeof(text), line + 2);
+		switch (line[0]) {
+		case '>':
+			snprintf(request, sizeof(request), "%s", text);
+			first_reply = 1;
+			rendered = 0;
+			break;
+		case '<':
+			if (first_reply && replay_exchange(request, text, a, &jobid, node, sizeof(node))) {
+				CHECK(vgpu_env_render(a, VGPU_DEFAULT_AGENT_SOCKET_DIR, jobid, node, e, err, sizeof(err)) == 0);
+				rendered = 1;
+			}
+			exchanges += (unsigned)first_reply;
+			first_reply = 0;
+			break;
+		case '=':
+			CHECK(rendered);
+			if (rendered)
+				replay_export(text, e);
+			exports++;
+			break;
+		default:
+			break;
+		}
+	}
+	fclose(f);
+	CHECK(exchanges >= 20 && exports >= 5);
+}
+
 static struct vgpu_assembly assembly;
 static struct vgpu_env env;
 
@@ -753,6 +908,7 @@ int main(void)
 	test_tres();
 	test_local_only(a);
 	test_env(a, e);
+	test_transcripts(a, e);
 	test_reply_fuzz(a, e);
 	test_read_line();
 	test_tracker_call();
