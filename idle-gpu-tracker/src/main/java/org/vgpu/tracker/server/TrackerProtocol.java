@@ -95,7 +95,9 @@ public final class TrackerProtocol implements LineService {
             return answerOrThrow(request).stream().map(line -> LineText.printable(line, REPLY_LINE_BYTES)).toList();
         } catch (RuntimeException e) {
             LOG.error("tracker request '{}' failed", LineText.printable(request.text(), MAX_ECHOED_CHARS), e);
-            return List.of(error("tracker failed to answer: " + e.getMessage()));
+            // A Slurm or ledger failure says what failed in the product's words; anything else is in the log only.
+            return List.of(error("tracker failed to answer: " + (e instanceof VgpuFailure failure ? failure.detail()
+                    : "an internal error, logged by the tracker")));
         }
     }
 
