@@ -19,6 +19,7 @@ import java.util.concurrent.ConcurrentHashMap;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.vgpu.common.contract.BridgeContract;
 import org.vgpu.common.net.Endpoint;
 import org.vgpu.common.security.SessionToken;
 import org.vgpu.common.security.SiteKey;
@@ -446,7 +447,8 @@ public final class Tracker {
     private String holderScript(long job, Lend lend) {
         NodeConfig node = site.node(lend.node()).orElseThrow(() -> new IllegalStateException("node " + lend.node()
                 + " is not in the site configuration"));
-        return "export CUDA_DEVICE_ORDER=PCI_BUS_ID; exec " + site.slurm().vgpuCommand() + " worker --listen "
+        return "export " + BridgeContract.ENV_CUDA_DEVICE_ORDER + "=" + BridgeContract.CUDA_DEVICE_ORDER + "; exec "
+                + site.slurm().vgpuCommand() + " worker --listen "
                 + new Endpoint(node.reachableAs(), 0) + " --backend " + settings.workerBackend() + " --device 0 --worker-id "
                 + lend.node() + "-holder-$SLURM_JOB_ID --key-file " + site.tokenKeyFile() + " --idle-timeout "
                 + settings.workerIdleTimeout().toSeconds() + " --tracker " + site.tracker() + " --lend " + job + ":" + lend.vgpu();

@@ -41,13 +41,9 @@ import org.vgpu.tracker.ledger.LedgerLines;
 /**
  * The tracker's socket: the SPANK bridge's line protocol (slurm-spank-bridge/contract/grammar.conf,
  * with the limits of limits.conf) plus {@code status} for {@code vgpu report}. The {@link Tracker}
- * decides and returns {@link Answer}s and a {@link StatusReport}; this class alone writes lines:
- * <pre>
- *   assembly JOB NODE        -&gt; ok vgpus=N [local=I,...] [remote=K@HOST:PORT#TOKEN,...] | wait REASON | error REASON
- *   done JOB NODE STATUS     -&gt; ok | error REASON
- *   worker JOB VGPU HOST:PORT WORKER-ID PROOF -&gt; ok | error REASON   (a holder's worker, see HolderAnnouncement)
- *   status                   -&gt; assembly ... / waiting ... / ended ... lines, then ok assemblies=A waiting=W
- * </pre>
+ * decides and returns {@link Answer}s and a {@link StatusReport}; this class alone writes lines. The
+ * requests are {@code assembly} and {@code done} (the bridge's), {@code worker} (a holder's worker,
+ * see HolderAnnouncement) and {@code status}; contract/transcripts.txt shows what each is answered.
  * Anything else, a malformed field, or a request cut at the length limit gets one {@code error}
  * line and changes nothing. Replies are printable ASCII on one line each, whatever the request held.
  *
