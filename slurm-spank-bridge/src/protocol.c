@@ -252,7 +252,7 @@ static int parse_pair(struct span f, struct vgpu_assembly *a, unsigned *seen,
 	case 3:
 		if (vgpu_valid_socket_path(v.p, v.n) != 0)
 			return vgpu_fail(err, errlen,
-					 "agent_socket: must be absolute, at most %d bytes, of [A-Za-z0-9._/-], no . or .. components",
+					 "agent_socket: must be absolute, at most %d bytes, of [A-Za-z0-9" VGPU_SOCKET_PATH_CHARS "], no . or .. components",
 					 VGPU_SOCKET_PATH_BYTES);
 		memcpy(a->agent_socket, v.p, v.n);
 		a->agent_socket[v.n] = '\0';
@@ -330,7 +330,7 @@ int vgpu_format_assembly_request(char *buf, size_t cap, uint32_t jobid, const ch
 	if (jobid == 0)
 		return vgpu_fail(err, errlen, "job id 0");
 	if (node == NULL || vgpu_valid_node(node, strnlen(node, VGPU_NODE_NAME_BYTES + 1)) != 0)
-		return vgpu_fail(err, errlen, "node name is not [A-Za-z0-9._-]{1,%d}", VGPU_NODE_NAME_BYTES);
+		return vgpu_fail(err, errlen, "node name is not [A-Za-z0-9" VGPU_NODE_CHARS "]{1,%d}", VGPU_NODE_NAME_BYTES);
 	n = snprintf(buf, cap, VGPU_REQUEST_ASSEMBLY " %u %s", (unsigned)jobid, node);
 	if (n < 0 || (size_t)n >= cap)
 		return vgpu_fail(err, errlen, "request does not fit in %zu bytes", cap);
@@ -345,7 +345,7 @@ int vgpu_format_done_request(char *buf, size_t cap, uint32_t jobid, const char *
 	if (jobid == 0)
 		return vgpu_fail(err, errlen, "job id 0");
 	if (node == NULL || vgpu_valid_node(node, strnlen(node, VGPU_NODE_NAME_BYTES + 1)) != 0)
-		return vgpu_fail(err, errlen, "node name is not [A-Za-z0-9._-]{1,%d}", VGPU_NODE_NAME_BYTES);
+		return vgpu_fail(err, errlen, "node name is not [A-Za-z0-9" VGPU_NODE_CHARS "]{1,%d}", VGPU_NODE_NAME_BYTES);
 	n = snprintf(buf, cap, VGPU_REQUEST_DONE " %u %s %d", (unsigned)jobid, node, status);
 	if (n < 0 || (size_t)n >= cap)
 		return vgpu_fail(err, errlen, "request does not fit in %zu bytes", cap);
