@@ -5,7 +5,8 @@
 # POSIX sh and awk only, so that building the plugin on a Slurm node needs no JDK and the Java build
 # no C toolchain. A malformed line fails the generation, naming file and line.
 set -eu
-here=$(cd "$(dirname "$0")" && pwd)
+# VGPU_CONTRACT_DIR: another folder with the two files (make test-contract checks malformed ones).
+here=${VGPU_CONTRACT_DIR:-$(cd "$(dirname "$0")" && pwd)}
 case "${1:-}:${2:-}" in
 c:?*) out=$2 ;;
 java:?*) out=$2/org/vgpu/common/contract/BridgeContract.java ;;
@@ -66,6 +67,8 @@ FNR == 1 { ndoc = 0 }
 	if (name !~ /^[a-z][a-z0-9_]*$/) fail("bad name \"" name "\"")
 	if (value == "" || value ~ /^[ \t]|[ \t]$/) fail("empty value, or blanks around it")
 	if (name in seen) fail(name " defined twice")
+	if (FILENAME ~ /limits\.conf$/ && value !~ /^[0-9]+$/ && value !~ /^0x[0-9a-fA-F]+$/)
+		fail("a limit must be a decimal or 0x-hexadecimal number, not \"" value "\"")
 	seen[name] = 1
 	upper = toupper(name)
 	print ""
