@@ -34,6 +34,7 @@ import org.vgpu.siteconfig.SiteConfigReader;
 import org.vgpu.tracker.ledger.Assembly;
 import org.vgpu.tracker.ledger.Ledger;
 import org.vgpu.tracker.server.TrackerProtocol;
+import org.vgpu.tracker.slurm.SlurmException;
 
 /**
  * The tracker's decisions against {@link InMemorySlurm} and a lender answering on a real socket:
@@ -295,6 +296,22 @@ class TrackerTest {
                 assertTrue(Transcripts.matches(exchange.replies().get(i), replies.get(i)), where);
             }
         }
+    }
+
+    @Test
+    void aFailureWhileAnsweringIsOneErrorLineInProductWordsNeverJavaText() throws Exception {
+        long job = assembledJob();
+        TrackerProtocol protocol = new TrackerProtocol(tracker(), () -> { }, BridgeContract.REQUEST_LINE_BYTES,
+                Optional.empty(), Set.of());
+        BoundedLineReader.Line request = new BoundedLineReader.Line("assembly " + job + " n1", false);
+
+        slurm.jobFailure = SlurmException.unreachable("'scontrol show job -d " + job + "' did not finish within 5 s",
+                new java.io.IOException("java.io.IOException: Broken pipe"));
+        assertEquals(List.of("error tracker failed to answer: 'scontrol show job -d " + job + "' did not finish within 5 s"),
+                protocol.answer(request, "127.0.0.1"));
+        slurm.jobFailure = new IllegalStateException("java.lang.IllegalStateException: a bug");
+        assertEquals(List.of("error tracker failed to answer: an internal error, logged by the tracker"),
+                protocol.answer(request, "127.0.0.1"));
     }
 
     @Test
