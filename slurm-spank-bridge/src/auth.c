@@ -51,7 +51,7 @@ int vgpu_munge_encode(const char *socket, const char *payload, size_t len, char 
 	size_t n;
 	int ret = -1;
 
-	if (len > VGPU_LINE_MAX)
+	if (len > VGPU_REQUEST_MAX)
 		return vgpu_fail(err, errlen, "MUNGE payload too long");
 	lib = dlopen(LIBMUNGE, RTLD_NOW | RTLD_LOCAL);
 	if (lib == NULL)
@@ -105,7 +105,7 @@ int vgpu_append_credential(char *buf, size_t cap, const char *base, const char *
 
 	if (valid_cred(cred, cn) != 0)
 		return vgpu_fail(err, errlen, "malformed MUNGE credential");
-	n = snprintf(buf, cap, "%s munge=%s\n", base, cred);
+	n = snprintf(buf, cap, "%s " VGPU_CREDENTIAL_PREFIX "%s\n", base, cred);
 	if (n < 0 || (size_t)n >= cap)
 		return vgpu_fail(err, errlen, "request does not fit in %zu bytes", cap);
 	return n;
@@ -115,7 +115,7 @@ int vgpu_finish_request(const struct vgpu_config *cfg, const char *base, char *b
 			char *err, size_t errlen)
 {
 	char cred[VGPU_CRED_MAX];
-	const size_t len = strnlen(base, VGPU_LINE_MAX);
+	const size_t len = strnlen(base, VGPU_REQUEST_MAX);
 	int n;
 
 	if (cfg->auth == VGPU_AUTH_NONE) {

@@ -19,8 +19,8 @@ static int parse_tracker(const char *v, size_t vlen, struct vgpu_config *cfg,
 
 		if (vgpu_valid_socket_path(path, vlen - 5) != 0)
 			return vgpu_fail(err, errlen,
-					 "socket path must be absolute, at most %d bytes, of [A-Za-z0-9._/-] and without . or .. components",
-					 VGPU_SOCKET_PATH_MAX);
+					 "socket path must be absolute, at most %d bytes, of [A-Za-z0-9" VGPU_SOCKET_PATH_CHARS "] and without . or .. components",
+					 VGPU_SOCKET_PATH_BYTES);
 		cfg->tracker_kind = VGPU_TRACKER_UNIX;
 		memcpy(cfg->tracker_path, path, vlen - 5);
 		cfg->tracker_path[vlen - 5] = '\0';
@@ -121,17 +121,17 @@ static int parse_one(const char *arg, struct vgpu_config *cfg, unsigned *seen,
 	case 6:
 		if (vgpu_valid_socket_path(v, vlen) != 0)
 			return vgpu_fail(err, errlen,
-					 "socket path must be absolute, at most %d bytes, of [A-Za-z0-9._/-] and without . or .. components",
-					 VGPU_SOCKET_PATH_MAX);
+					 "socket path must be absolute, at most %d bytes, of [A-Za-z0-9" VGPU_SOCKET_PATH_CHARS "] and without . or .. components",
+					 VGPU_SOCKET_PATH_BYTES);
 		memcpy(cfg->munge_socket, v, vlen);
 		cfg->munge_socket[vlen] = '\0';
 		return 0;
 	default:
 		/* The socket file name is appended, so leave room for it. */
-		if (vgpu_valid_socket_path(v, vlen) != 0 || vlen > VGPU_SOCKET_PATH_MAX - 40)
+		if (vgpu_valid_socket_path(v, vlen) != 0 || vlen > VGPU_SOCKET_PATH_BYTES - 40)
 			return vgpu_fail(err, errlen,
-					 "directory must be absolute, at most %d bytes, of [A-Za-z0-9._/-] and without . or .. components",
-					 VGPU_SOCKET_PATH_MAX - 40);
+					 "directory must be absolute, at most %d bytes, of [A-Za-z0-9" VGPU_SOCKET_PATH_CHARS "] and without . or .. components",
+					 VGPU_SOCKET_PATH_BYTES - 40);
 		memcpy(cfg->agent_socket_dir, v, vlen);
 		/* "/run/vgpu/" and "/run/vgpu" are the same directory */
 		while (vlen > 1 && cfg->agent_socket_dir[vlen - 1] == '/')

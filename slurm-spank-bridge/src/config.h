@@ -23,15 +23,15 @@ enum vgpu_auth {
 
 struct vgpu_config {
 	enum vgpu_tracker_kind tracker_kind;
-	char tracker_host[VGPU_HOST_MAX + 1];	/* TCP: name or address, no brackets */
+	char tracker_host[VGPU_HOST_BYTES + 1];	/* TCP: name or address, no brackets */
 	char tracker_port[6];			/* TCP: 1..65535 in decimal */
-	char tracker_path[VGPU_SOCKET_PATH_MAX + 1]; /* UNIX */
+	char tracker_path[VGPU_SOCKET_PATH_BYTES + 1]; /* UNIX */
 	unsigned timeout_s;			/* per tracker request */
 	unsigned ready_timeout_s;		/* how long "wait" replies are retried */
 	enum vgpu_fallback fallback;
-	char agent_socket_dir[VGPU_SOCKET_PATH_MAX + 1];
+	char agent_socket_dir[VGPU_SOCKET_PATH_BYTES + 1];
 	enum vgpu_auth auth;
-	char munge_socket[VGPU_SOCKET_PATH_MAX + 1];	/* empty: libmunge's default */
+	char munge_socket[VGPU_SOCKET_PATH_BYTES + 1];	/* empty: libmunge's default */
 };
 
 #define VGPU_DEFAULT_TIMEOUT_S 5

@@ -33,7 +33,7 @@ int vgpu_env_render(const struct vgpu_assembly *a, const char *agent_socket_dir,
 	int n;
 
 	memset(e, 0, sizeof(*e));
-	if (a->vgpus == 0 || a->vgpus > VGPU_MAX || a->nlocal + a->nremote != a->vgpus)
+	if (a->vgpus == 0 || a->vgpus > VGPU_VGPUS_MAX || a->nlocal + a->nremote != a->vgpus)
 		return vgpu_fail(err, errlen, "inconsistent assembly");
 	snprintf(e->count, sizeof(e->count), "%u", a->vgpus);
 	snprintf(e->window_base, sizeof(e->window_base), "0x%llx",
@@ -52,14 +52,14 @@ int vgpu_env_render(const struct vgpu_assembly *a, const char *agent_socket_dir,
 		const char *sep = k ? "," : "";
 
 		if (ri < a->nremote && a->remote[ri].vgpu == k) {
-			if (append(e->assembly, sizeof(e->assembly), &ua, "%s%u=remote:%s:%u", sep, k,
+			if (append(e->assembly, sizeof(e->assembly), &ua, "%s%u=" VGPU_PLACEMENT_REMOTE "%s:%u", sep, k,
 				   a->remote[ri].host, a->remote[ri].port) != 0)
 				goto overflow;
 			ri++;
 		} else {
 			if (li >= a->nlocal)
 				return vgpu_fail(err, errlen, "inconsistent assembly");
-			if (append(e->assembly, sizeof(e->assembly), &ua, "%s%u=local:%u", sep, k,
+			if (append(e->assembly, sizeof(e->assembly), &ua, "%s%u=" VGPU_PLACEMENT_LOCAL "%u", sep, k,
 				   a->local[li]) != 0)
 				goto overflow;
 			li++;
@@ -67,7 +67,7 @@ int vgpu_env_render(const struct vgpu_assembly *a, const char *agent_socket_dir,
 	}
 
 	if (a->has_agent_socket) {
-		const size_t dl = strnlen(agent_socket_dir, VGPU_SOCKET_PATH_MAX + 1);
+		const size_t dl = strnlen(agent_socket_dir, VGPU_SOCKET_PATH_BYTES + 1);
 
 		/* the tracker picks the name, the admin the directory */
 		if (strncmp(a->agent_socket, agent_socket_dir, dl) != 0
@@ -82,7 +82,7 @@ int vgpu_env_render(const struct vgpu_assembly *a, const char *agent_socket_dir,
 		    || vgpu_valid_socket_path(e->agent_socket, (size_t)n) != 0)
 			return vgpu_fail(err, errlen,
 					 "agent socket path %s/vgpu-%u-%s.sock is longer than %d bytes",
-					 agent_socket_dir, jobid, node, VGPU_SOCKET_PATH_MAX);
+					 agent_socket_dir, jobid, node, VGPU_SOCKET_PATH_BYTES);
 	}
 	return 0;
 overflow:

@@ -1,4 +1,4 @@
-/* The VGPU_* values a job gets, rendered from an assembly. README.md lists them. */
+/* The VGPU_* values a job gets, rendered from an assembly. contract/grammar.conf lists them. */
 #ifndef VGPU_ENV_H
 #define VGPU_ENV_H
 
@@ -7,15 +7,15 @@
 #include "protocol.h"
 
 /* index, '@' or '=', host, ':', port, '#', token, ',' */
-#define VGPU_REMOTE_ENTRY_MAX (3 + 1 + VGPU_HOST_MAX + 2 + 1 + 5 + 1 + VGPU_TOKEN_MAX + 1)
-#define VGPU_LOCAL_LIST_MAX (VGPU_MAX * 5)
+#define VGPU_REMOTE_ENTRY_MAX (3 + 1 + VGPU_HOST_BYTES + 2 + 1 + 5 + 1 + VGPU_TOKEN_BYTES + 1)
+#define VGPU_LOCAL_LIST_MAX (VGPU_VGPUS_MAX * 5)
 
 struct vgpu_env {
 	char count[8];					/* VGPU_COUNT */
 	char local[VGPU_LOCAL_LIST_MAX];		/* VGPU_LOCAL_GPUS, CUDA_VISIBLE_DEVICES */
-	char remote[VGPU_MAX * VGPU_REMOTE_ENTRY_MAX];	/* VGPU_REMOTE: with tokens */
-	char assembly[VGPU_MAX * VGPU_REMOTE_ENTRY_MAX]; /* VGPU_ASSEMBLY: without tokens */
-	char agent_socket[VGPU_SOCKET_PATH_MAX + 1];	/* VGPU_AGENT_SOCKET */
+	char remote[VGPU_VGPUS_MAX * VGPU_REMOTE_ENTRY_MAX];	/* VGPU_REMOTE: with tokens */
+	char assembly[VGPU_VGPUS_MAX * VGPU_REMOTE_ENTRY_MAX]; /* VGPU_ASSEMBLY: without tokens */
+	char agent_socket[VGPU_SOCKET_PATH_BYTES + 1];	/* VGPU_AGENT_SOCKET */
 	char window_base[24];				/* VGPU_WINDOW_BASE */
 };
 

@@ -17,9 +17,9 @@ static int copy_node(struct vgpu_job *job, const char *name, char *err, size_t e
 
 	if (name == NULL)
 		return vgpu_fail(err, errlen, "slurmctld gave no node name");
-	n = strnlen(name, VGPU_NODE_MAX + 1);
+	n = strnlen(name, VGPU_NODE_NAME_BYTES + 1);
 	if (vgpu_valid_node(name, n) != 0)
-		return vgpu_fail(err, errlen, "node name is not [A-Za-z0-9._-]{1,%d}", VGPU_NODE_MAX);
+		return vgpu_fail(err, errlen, "node name is not [A-Za-z0-9" VGPU_NODE_CHARS "]{1,%d}", VGPU_NODE_NAME_BYTES);
 	memcpy(job->node, name, n);
 	job->node[n] = '\0';
 	return 0;

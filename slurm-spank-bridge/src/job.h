@@ -11,7 +11,7 @@
 
 struct vgpu_job {
 	unsigned vgpus;			/* per node; 0: not a vgpu job */
-	char node[VGPU_NODE_MAX + 1];	/* the node this step runs on */
+	char node[VGPU_NODE_NAME_BYTES + 1];	/* the node this step runs on */
 };
 
 /*

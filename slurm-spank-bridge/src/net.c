@@ -182,7 +182,7 @@ int vgpu_tracker_call(const struct vgpu_config *cfg, const char *request, char *
 {
 	struct vgpu_deadline d;
 	char why[VGPU_ERR_MAX];
-	char where[VGPU_HOST_MAX + 16];
+	char where[VGPU_HOST_BYTES + 16];
 	int fd;
 	int n = -1;
 

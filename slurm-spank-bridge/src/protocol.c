@@ -25,8 +25,8 @@ static int check_line(const char *line, size_t len, char *err, size_t errlen)
 
 	if (len == 0)
 		return vgpu_fail(err, errlen, "empty reply line");
-	if (len >= VGPU_LINE_MAX)
-		return vgpu_fail(err, errlen, "reply line longer than %d bytes", VGPU_LINE_MAX - 1);
+	if (len > VGPU_REPLY_LINE_BYTES)
+		return vgpu_fail(err, errlen, "reply line longer than %d bytes", VGPU_REPLY_LINE_BYTES);
 	for (i = 0; i < len; i++) {
 		const unsigned char c = (unsigned char)line[i];
 
@@ -60,7 +60,7 @@ static enum vgpu_reply reason_reply(enum vgpu_reply kind, const char *line, size
 {
 	if (pos >= len) {
 		vgpu_fail(err, errlen, "\"%s\" reply without a reason",
-			  kind == VGPU_REPLY_WAIT ? "wait" : "error");
+			  kind == VGPU_REPLY_WAIT ? VGPU_REPLY_WAIT_WORD : VGPU_REPLY_ERROR_WORD);
 		return VGPU_REPLY_BAD;
 	}
 	vgpu_sanitize(reason, reasonlen, line + pos, len - pos);
@@ -79,11 +79,11 @@ static int parse_index_list(struct span v, unsigned *out, unsigned *n, char *err
 
 		while (j < v.n && v.p[j] != ',')
 			j++;
-		if (*n == VGPU_MAX)
-			return vgpu_fail(err, errlen, "local: more than %d GPUs", VGPU_MAX);
-		if (vgpu_parse_uint(v.p + i, j - i, VGPU_LOCAL_INDEX_MAX, &x) != 0)
+		if (*n == VGPU_VGPUS_MAX)
+			return vgpu_fail(err, errlen, "local: more than %d GPUs", VGPU_VGPUS_MAX);
+		if (vgpu_parse_uint(v.p + i, j - i, VGPU_GPU_INDEX_MAX, &x) != 0)
 			return vgpu_fail(err, errlen, "local: bad GPU index (0..%d) at offset %zu",
-					 VGPU_LOCAL_INDEX_MAX, i);
+					 VGPU_GPU_INDEX_MAX, i);
 		for (k = 0; k < *n; k++)
 			if (out[k] == x)
 				return vgpu_fail(err, errlen, "local: GPU %u listed twice", (unsigned)x);
@@ -107,8 +107,8 @@ static int parse_remote(struct span e, struct vgpu_remote *r, char *err, size_t 
 
 	if (at == NULL)
 		return vgpu_fail(err, errlen, "remote: entry without '@'");
-	if (vgpu_parse_uint(e.p, (size_t)(at - e.p), VGPU_MAX - 1, &x) != 0)
-		return vgpu_fail(err, errlen, "remote: bad vGPU index (0..%d)", VGPU_MAX - 1);
+	if (vgpu_parse_uint(e.p, (size_t)(at - e.p), VGPU_VGPUS_MAX - 1, &x) != 0)
+		return vgpu_fail(err, errlen, "remote: bad vGPU index (0..%d)", VGPU_VGPUS_MAX - 1);
 	r->vgpu = (unsigned)x;
 	hash = memchr(at, '#', (size_t)(e.p + e.n - at));
 	if (hash == NULL)
@@ -116,8 +116,8 @@ static int parse_remote(struct span e, struct vgpu_remote *r, char *err, size_t 
 	toklen = (size_t)(e.p + e.n - hash - 1);
 	if (vgpu_valid_token(hash + 1, toklen) != 0)
 		return vgpu_fail(err, errlen,
-				 "remote: vGPU %u: token must be 1..%d bytes of [A-Za-z0-9._~+/=-]",
-				 r->vgpu, VGPU_TOKEN_MAX);
+				 "remote: vGPU %u: token must be 1..%d bytes of [A-Za-z0-9" VGPU_TOKEN_CHARS "]",
+				 r->vgpu, VGPU_TOKEN_BYTES);
 	host = at + 1;
 	colon = memrchr(host, ':', (size_t)(hash - host));
 	if (colon == NULL)
@@ -151,8 +151,8 @@ static int parse_remote_list(struct span v, struct vgpu_assembly *a, char *err, 
 
 		while (j < v.n && v.p[j] != ',')
 			j++;
-		if (a->nremote == VGPU_MAX)
-			return vgpu_fail(err, errlen, "remote: more than %d entries", VGPU_MAX);
+		if (a->nremote == VGPU_VGPUS_MAX)
+			return vgpu_fail(err, errlen, "remote: more than %d entries", VGPU_VGPUS_MAX);
 		e.p = v.p + i;
 		e.n = j - i;
 		if (parse_remote(e, &a->remote[a->nremote], err, errlen) != 0)
@@ -173,7 +173,7 @@ static void sort_remote(struct vgpu_assembly *a)
 {
 	unsigned i, j;
 
-	/* at most VGPU_MAX entries: insertion sort; struct copies are fine here */
+	/* at most VGPU_VGPUS_MAX entries: insertion sort; struct copies are fine here */
 	for (i = 1; i < a->nremote; i++) {
 		for (j = i; j > 0 && a->remote[j - 1].vgpu > a->remote[j].vgpu; j--) {
 			struct vgpu_remote t = a->remote[j];
@@ -196,13 +196,15 @@ static int check_assembly(struct vgpu_assembly *a, char *err, size_t errlen)
 		if (a->remote[i].vgpu >= a->vgpus)
 			return vgpu_fail(err, errlen, "remote: vGPU %u out of range (vgpus=%u)",
 					 a->remote[i].vgpu, a->vgpus);
-	if (a->window_base == 0 || (a->window_base & ((UINT64_C(2) << 20) - 1)) != 0)
-		return vgpu_fail(err, errlen, "window_base must be a non-zero multiple of 2 MiB");
+	if (a->window_base == 0 || (a->window_base & (VGPU_WINDOW_ALIGNMENT - 1)) != 0)
+		return vgpu_fail(err, errlen, "window_base must be a non-zero multiple of %llu MiB",
+				 (unsigned long long)(VGPU_WINDOW_ALIGNMENT >> 20));
 	if (a->window_base >= VGPU_ADDRESS_LIMIT
-	    || (VGPU_ADDRESS_LIMIT - a->window_base) / VGPU_WINDOW_SIZE < a->vgpus)
+	    || (VGPU_ADDRESS_LIMIT - a->window_base) / VGPU_WINDOW_BYTES < a->vgpus)
 		return vgpu_fail(err, errlen,
-				 "window_base: %u windows of 256 GiB do not fit below 0x%llx",
-				 a->vgpus, (unsigned long long)VGPU_ADDRESS_LIMIT);
+				 "window_base: %u windows of %llu GiB do not fit below 0x%llx",
+				 a->vgpus, (unsigned long long)(VGPU_WINDOW_BYTES >> 30),
+				 (unsigned long long)VGPU_ADDRESS_LIMIT);
 	sort_remote(a);
 	return 0;
 }
@@ -210,7 +212,8 @@ static int check_assembly(struct vgpu_assembly *a, char *err, size_t errlen)
 static int parse_pair(struct span f, struct vgpu_assembly *a, unsigned *seen,
 		      char *err, size_t errlen)
 {
-	static const char *const keys[] = { "vgpus", "local", "remote", "agent_socket", "window_base" };
+	static const char *const keys[] = { VGPU_KEY_VGPUS, VGPU_KEY_LOCAL, VGPU_KEY_REMOTE, VGPU_KEY_AGENT_SOCKET,
+					     VGPU_KEY_WINDOW_BASE };
 	const char *eq = memchr(f.p, '=', f.n);
 	struct span key, v;
 	unsigned k;
@@ -238,8 +241,8 @@ static int parse_pair(struct span f, struct vgpu_assembly *a, unsigned *seen,
 
 	switch (k) {
 	case 0:
-		if (vgpu_parse_uint(v.p, v.n, VGPU_MAX, &x) != 0 || x == 0)
-			return vgpu_fail(err, errlen, "vgpus: expected 1..%d", VGPU_MAX);
+		if (vgpu_parse_uint(v.p, v.n, VGPU_VGPUS_MAX, &x) != 0 || x == 0)
+			return vgpu_fail(err, errlen, "vgpus: expected 1..%d", VGPU_VGPUS_MAX);
 		a->vgpus = (unsigned)x;
 		return 0;
 	case 1:
@@ -249,8 +252,8 @@ static int parse_pair(struct span f, struct vgpu_assembly *a, unsigned *seen,
 	case 3:
 		if (vgpu_valid_socket_path(v.p, v.n) != 0)
 			return vgpu_fail(err, errlen,
-					 "agent_socket: must be absolute, at most %d bytes, of [A-Za-z0-9._/-], no . or .. components",
-					 VGPU_SOCKET_PATH_MAX);
+					 "agent_socket: must be absolute, at most %d bytes, of [A-Za-z0-9" VGPU_SOCKET_PATH_CHARS "], no . or .. components",
+					 VGPU_SOCKET_PATH_BYTES);
 		memcpy(a->agent_socket, v.p, v.n);
 		a->agent_socket[v.n] = '\0';
 		a->has_agent_socket = 1;
@@ -271,17 +274,17 @@ enum vgpu_reply vgpu_parse_assembly_reply(const char *line, size_t len, struct v
 	unsigned seen = 0;
 
 	memset(a, 0, sizeof(*a));
-	a->window_base = VGPU_DEFAULT_WINDOW_BASE;
+	a->window_base = VGPU_WINDOW_BASE_DEFAULT;
 	if (reasonlen > 0)
 		reason[0] = '\0';
 	if (check_line(line, len, err, errlen) != 0)
 		return VGPU_REPLY_BAD;
 	next_field(line, len, &pos, &f);
-	if (span_is(f, "wait"))
+	if (span_is(f, VGPU_REPLY_WAIT_WORD))
 		return reason_reply(VGPU_REPLY_WAIT, line, len, pos, reason, reasonlen, err, errlen);
-	if (span_is(f, "error"))
+	if (span_is(f, VGPU_REPLY_ERROR_WORD))
 		return reason_reply(VGPU_REPLY_ERROR, line, len, pos, reason, reasonlen, err, errlen);
-	if (!span_is(f, "ok")) {
+	if (!span_is(f, VGPU_REPLY_OK_WORD)) {
 		char shown[40];
 
 		vgpu_sanitize(shown, sizeof(shown), f.p, f.n);
@@ -311,9 +314,9 @@ enum vgpu_reply vgpu_parse_done_reply(const char *line, size_t len, char *reason
 	if (check_line(line, len, err, errlen) != 0)
 		return VGPU_REPLY_BAD;
 	next_field(line, len, &pos, &f);
-	if (span_is(f, "ok") && pos >= len)
+	if (span_is(f, VGPU_REPLY_OK_WORD) && pos >= len)
 		return VGPU_REPLY_OK;
-	if (span_is(f, "error"))
+	if (span_is(f, VGPU_REPLY_ERROR_WORD))
 		return reason_reply(VGPU_REPLY_ERROR, line, len, pos, reason, reasonlen, err, errlen);
 	vgpu_fail(err, errlen, "reply to done is neither \"ok\" nor \"error <reason>\"");
 	return VGPU_REPLY_BAD;
@@ -326,9 +329,9 @@ int vgpu_format_assembly_request(char *buf, size_t cap, uint32_t jobid, const ch
 
 	if (jobid == 0)
 		return vgpu_fail(err, errlen, "job id 0");
-	if (node == NULL || vgpu_valid_node(node, strnlen(node, VGPU_NODE_MAX + 1)) != 0)
-		return vgpu_fail(err, errlen, "node name is not [A-Za-z0-9._-]{1,%d}", VGPU_NODE_MAX);
-	n = snprintf(buf, cap, "assembly %u %s", (unsigned)jobid, node);
+	if (node == NULL || vgpu_valid_node(node, strnlen(node, VGPU_NODE_NAME_BYTES + 1)) != 0)
+		return vgpu_fail(err, errlen, "node name is not [A-Za-z0-9" VGPU_NODE_CHARS "]{1,%d}", VGPU_NODE_NAME_BYTES);
+	n = snprintf(buf, cap, VGPU_REQUEST_ASSEMBLY " %u %s", (unsigned)jobid, node);
 	if (n < 0 || (size_t)n >= cap)
 		return vgpu_fail(err, errlen, "request does not fit in %zu bytes", cap);
 	return n;
@@ -341,9 +344,9 @@ int vgpu_format_done_request(char *buf, size_t cap, uint32_t jobid, const char *
 
 	if (jobid == 0)
 		return vgpu_fail(err, errlen, "job id 0");
-	if (node == NULL || vgpu_valid_node(node, strnlen(node, VGPU_NODE_MAX + 1)) != 0)
-		return vgpu_fail(err, errlen, "node name is not [A-Za-z0-9._-]{1,%d}", VGPU_NODE_MAX);
-	n = snprintf(buf, cap, "done %u %s %d", (unsigned)jobid, node, status);
+	if (node == NULL || vgpu_valid_node(node, strnlen(node, VGPU_NODE_NAME_BYTES + 1)) != 0)
+		return vgpu_fail(err, errlen, "node name is not [A-Za-z0-9" VGPU_NODE_CHARS "]{1,%d}", VGPU_NODE_NAME_BYTES);
+	n = snprintf(buf, cap, VGPU_REQUEST_DONE " %u %s %d", (unsigned)jobid, node, status);
 	if (n < 0 || (size_t)n >= cap)
 		return vgpu_fail(err, errlen, "request does not fit in %zu bytes", cap);
 	return n;
@@ -371,12 +374,12 @@ static int tres_entry(const char *p, size_t n, unsigned *count, char *err, size_
 		lastlen = (size_t)(p + n - last);
 		if (colon == p + 4 && lastlen > 0 && (last[0] < '0' || last[0] > '9')) {
 			x = 1;	/* "vgpu:type" */
-		} else if (vgpu_parse_uint(last, lastlen, VGPU_MAX, &x) != 0) {
+		} else if (vgpu_parse_uint(last, lastlen, VGPU_VGPUS_MAX, &x) != 0) {
 			return vgpu_fail(err, errlen, "tres_per_node: bad vgpu count");
 		}
 	}
-	if (*count + x > VGPU_MAX)
-		return vgpu_fail(err, errlen, "tres_per_node: more than %d vGPUs per node", VGPU_MAX);
+	if (*count + x > VGPU_VGPUS_MAX)
+		return vgpu_fail(err, errlen, "tres_per_node: more than %d vGPUs per node", VGPU_VGPUS_MAX);
 	*count += (unsigned)x;
 	return 0;
 }
@@ -406,13 +409,13 @@ int vgpu_count_from_tres(const char *tres, unsigned *count, char *err, size_t er
 int vgpu_local_only_assembly(unsigned n, const char *visible, struct vgpu_assembly *a,
 			     char *err, size_t errlen)
 {
-	unsigned gpus[VGPU_MAX];
+	unsigned gpus[VGPU_VGPUS_MAX];
 	unsigned have = 0;
 	struct span v;
 	char why[VGPU_ERR_MAX];
 
 	memset(a, 0, sizeof(*a));
-	if (n == 0 || n > VGPU_MAX)
+	if (n == 0 || n > VGPU_VGPUS_MAX)
 		return vgpu_fail(err, errlen, "vGPU count %u out of range", n);
 	if (visible == NULL)
 		visible = "";
@@ -427,6 +430,6 @@ int vgpu_local_only_assembly(unsigned n, const char *visible, struct vgpu_assemb
 	a->vgpus = n;
 	a->nlocal = n;
 	memcpy(a->local, gpus, n * sizeof(gpus[0]));
-	a->window_base = VGPU_DEFAULT_WINDOW_BASE;
+	a->window_base = VGPU_WINDOW_BASE_DEFAULT;
 	return 0;
 }

@@ -1,6 +1,6 @@
 /*
  * The tracker's line protocol, client side: request lines out, reply lines in.
- * Pure string work; the socket is in net.c. README.md documents the grammar.
+ * Pure string work; the socket is in net.c. contract/grammar.conf holds the grammar.
  */
 #ifndef VGPU_PROTOCOL_H
 #define VGPU_PROTOCOL_H
@@ -12,19 +12,19 @@
 
 struct vgpu_remote {
 	unsigned vgpu;				/* index in the assembly */
-	char host[VGPU_HOST_MAX + 3];		/* IPv6 keeps its brackets */
+	char host[VGPU_HOST_BYTES + 3];		/* IPv6 keeps its brackets */
 	unsigned port;
-	char token[VGPU_TOKEN_MAX + 1];
+	char token[VGPU_TOKEN_BYTES + 1];
 };
 
 struct vgpu_assembly {
 	unsigned vgpus;
 	unsigned nlocal;
-	unsigned local[VGPU_MAX];		/* node GPU indices, in vGPU order */
+	unsigned local[VGPU_VGPUS_MAX];		/* node GPU indices, in vGPU order */
 	unsigned nremote;
-	struct vgpu_remote remote[VGPU_MAX];	/* sorted by vgpu */
+	struct vgpu_remote remote[VGPU_VGPUS_MAX];	/* sorted by vgpu */
 	int has_agent_socket;
-	char agent_socket[VGPU_SOCKET_PATH_MAX + 1];
+	char agent_socket[VGPU_SOCKET_PATH_BYTES + 1];
 	uint64_t window_base;
 };
 
@@ -34,11 +34,6 @@ enum vgpu_reply {
 	VGPU_REPLY_WAIT = 1,	/* reason holds the tracker's words */
 	VGPU_REPLY_ERROR = 2,
 };
-
-/* Each vGPU's window is this large, so vGPU k starts at base + k * size. */
-#define VGPU_WINDOW_SIZE (UINT64_C(256) << 30)
-/* Windows must end below the 47-bit user address space of x86-64 Linux. */
-#define VGPU_ADDRESS_LIMIT (UINT64_C(1) << 47)
 
 /*
  * "assembly <jobid> <node>" (no newline: see vgpu_finish_request) into buf. -1 when the node name is not a valid

@@ -21,7 +21,7 @@ static struct {
 	int vgpu_job;		/* set once the step is known to belong to a vgpu job */
 	int batch;		/* the batch step: its end is the job's end */
 	uint32_t jobid;
-	char node[VGPU_NODE_MAX + 1];
+	char node[VGPU_NODE_NAME_BYTES + 1];
 	int have_status;
 	int status;		/* exit code, 128 + signal, or -1 */
 } state;
@@ -46,9 +46,9 @@ static int fetch_assembly(const struct vgpu_config *cfg, const char *base,
 			  struct vgpu_assembly *a, char *err, size_t errlen)
 {
 	struct vgpu_deadline ready;
-	char request[VGPU_LINE_MAX];
+	char request[VGPU_REQUEST_MAX];
 	char reply[VGPU_LINE_MAX];
-	char reason[256];
+	char reason[VGPU_REASON_LOGGED_BYTES + 1];
 	char why[VGPU_ERR_MAX];
 	int n;
 
@@ -94,15 +94,15 @@ static int set(spank_t sp, const char *name, const char *value)
 static int export_env(spank_t sp, const struct vgpu_env *e, const char *node,
 		      const char *source, const char *migrate, const char *tracker)
 {
-	if (set(sp, "VGPU_COUNT", e->count) != 0 || set(sp, "VGPU_ASSEMBLY", e->assembly) != 0
-	    || set(sp, "VGPU_LOCAL_GPUS", e->local) != 0 || set(sp, "VGPU_REMOTE", e->remote) != 0
-	    || set(sp, "VGPU_AGENT_SOCKET", e->agent_socket) != 0
-	    || set(sp, "VGPU_WINDOW_BASE", e->window_base) != 0
-	    || set(sp, "VGPU_NODE", node) != 0 || set(sp, "VGPU_SOURCE", source) != 0
-	    || set(sp, "VGPU_MIGRATE", migrate) != 0 || set(sp, "VGPU_TRACKER", tracker) != 0
-	    || set(sp, "CUDA_VISIBLE_DEVICES", e->local) != 0
+	if (set(sp, VGPU_ENV_COUNT, e->count) != 0 || set(sp, VGPU_ENV_ASSEMBLY, e->assembly) != 0
+	    || set(sp, VGPU_ENV_LOCAL_GPUS, e->local) != 0 || set(sp, VGPU_ENV_REMOTE, e->remote) != 0
+	    || set(sp, VGPU_ENV_AGENT_SOCKET, e->agent_socket) != 0
+	    || set(sp, VGPU_ENV_WINDOW_BASE, e->window_base) != 0
+	    || set(sp, VGPU_ENV_NODE, node) != 0 || set(sp, VGPU_ENV_SOURCE, source) != 0
+	    || set(sp, VGPU_ENV_MIGRATE, migrate) != 0 || set(sp, VGPU_ENV_TRACKER, tracker) != 0
+	    || set(sp, VGPU_ENV_CUDA_VISIBLE_DEVICES, e->local) != 0
 	    /* local indices are nvidia-smi's; CUDA's default order may differ */
-	    || set(sp, "CUDA_DEVICE_ORDER", "PCI_BUS_ID") != 0)
+	    || set(sp, VGPU_ENV_CUDA_DEVICE_ORDER, VGPU_CUDA_DEVICE_ORDER) != 0)
 		return -1;
 	return 0;
 }
@@ -162,11 +162,11 @@ static int do_user_init(spank_t sp, const struct vgpu_config *cfg, const char *m
 	struct vgpu_assembly *a = NULL;
 	struct vgpu_env *e = NULL;
 	struct vgpu_job job;
-	char base[VGPU_LINE_MAX / 2];
+	char base[VGPU_REQUEST_MAX];
 	char err[VGPU_ERR_MAX];
-	char tracker[VGPU_HOST_MAX + 16];
+	char tracker[VGPU_HOST_BYTES + 16];
 	char sbuf[16];
-	const char *source = "tracker";
+	const char *source = VGPU_SOURCE_TRACKER;
 	uint32_t jobid = 0, stepid = 0;
 	spank_err_t src;
 	int rc = -1;
@@ -209,7 +209,7 @@ static int do_user_init(spank_t sp, const struct vgpu_config *cfg, const char *m
 	if (fetch_assembly(cfg, base, a, err, sizeof(err)) != 0) {
 		if (local_only(sp, cfg, job.vgpus, a, err) != 0)
 			goto fail;
-		source = "local-only-fallback";
+		source = VGPU_SOURCE_LOCAL_ONLY_FALLBACK;
 	} else if (a->vgpus != job.vgpus) {
 		slurm_error(LOG_PREFIX "job %u on %s asked for %u vGPU(s) per node, the tracker's "
 			    "assembly has %u: failing the step", jobid, job.node, job.vgpus, a->vgpus);
@@ -273,10 +273,10 @@ void vgpu_remote_task_exit(spank_t sp)
 
 void vgpu_remote_exit(spank_t sp, const struct vgpu_config *cfg)
 {
-	char base[VGPU_LINE_MAX / 2];
-	char request[VGPU_LINE_MAX];
+	char base[VGPU_REQUEST_MAX];
+	char request[VGPU_REQUEST_MAX];
 	char reply[VGPU_LINE_MAX];
-	char reason[256];
+	char reason[VGPU_REASON_LOGGED_BYTES + 1];
 	char err[VGPU_ERR_MAX];
 	const int status = state.have_status ? state.status : -1;
 	int n;

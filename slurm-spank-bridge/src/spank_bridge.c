@@ -15,7 +15,7 @@ SPANK_PLUGIN(vgpu_spank, 1)
 
 static struct vgpu_config config;
 static int config_ok;
-static char migrate[8] = "auto";
+static char migrate[8] = VGPU_MIGRATE_AUTO;
 
 enum { OPT_MIGRATE = 1 };
 
@@ -41,7 +41,7 @@ static int option_cb(int val, const char *optarg, int remote)
 	(void)remote;
 	if (val != OPT_MIGRATE)
 		return -1;
-	if (optarg != NULL && (strcmp(optarg, "auto") == 0 || strcmp(optarg, "never") == 0)) {
+	if (optarg != NULL && (strcmp(optarg, VGPU_MIGRATE_AUTO) == 0 || strcmp(optarg, VGPU_MIGRATE_NEVER) == 0)) {
 		memcpy(migrate, optarg, strlen(optarg) + 1);
 		return 0;
 	}
@@ -62,7 +62,7 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 	}
 	config_ok = 1;
 	if (spank_context() == S_CTX_REMOTE) {
-		char where[VGPU_HOST_MAX + 16];
+		char where[VGPU_HOST_BYTES + 16];
 
 		vgpu_config_describe_tracker(&config, where, sizeof(where));
 		slurm_debug(LOG_PREFIX "tracker=%s timeout=%u ready_timeout=%u fallback=%s "

@@ -79,7 +79,7 @@ void vgpu_sanitize(char *dst, size_t cap, const char *s, size_t len)
 
 void vgpu_redact_token(char *dst, size_t cap, const char *token)
 {
-	const size_t len = strnlen(token, VGPU_TOKEN_MAX + 1);
+	const size_t len = strnlen(token, VGPU_TOKEN_BYTES + 1);
 	char head[8];
 
 	/* A short token would be given away by its first characters. */

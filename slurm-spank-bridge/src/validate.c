@@ -20,9 +20,9 @@ static int all_in(const char *s, size_t len, const char *extra)
 
 int vgpu_valid_hostname(const char *s, size_t len)
 {
-	if (len == 0 || len > VGPU_HOST_MAX || s[0] == '-' || s[0] == '.')
+	if (len == 0 || len > VGPU_HOST_BYTES || s[0] == '-' || s[0] == '.')
 		return -1;
-	return all_in(s, len, ".-");
+	return all_in(s, len, VGPU_HOST_CHARS);
 }
 
 int vgpu_valid_ipv6(const char *s, size_t len)
@@ -45,7 +45,7 @@ int vgpu_valid_socket_path(const char *s, size_t len)
 {
 	size_t i, start;
 
-	if (len < 2 || len > VGPU_SOCKET_PATH_MAX || s[0] != '/' || all_in(s, len, "._/-") != 0)
+	if (len < 2 || len > VGPU_SOCKET_PATH_BYTES || s[0] != '/' || all_in(s, len, VGPU_SOCKET_PATH_CHARS) != 0)
 		return -1;
 	/* every component between slashes: not "." and not ".." */
 	for (start = 1, i = 1; i <= len; i++) {
@@ -62,14 +62,14 @@ int vgpu_valid_socket_path(const char *s, size_t len)
 
 int vgpu_valid_token(const char *s, size_t len)
 {
-	if (len == 0 || len > VGPU_TOKEN_MAX)
+	if (len == 0 || len > VGPU_TOKEN_BYTES)
 		return -1;
-	return all_in(s, len, "._~+/=-");
+	return all_in(s, len, VGPU_TOKEN_CHARS);
 }
 
 int vgpu_valid_node(const char *s, size_t len)
 {
-	if (len == 0 || len > VGPU_NODE_MAX || s[0] == '-')
+	if (len == 0 || len > VGPU_NODE_NAME_BYTES || s[0] == '-')
 		return -1;
-	return all_in(s, len, "._-");
+	return all_in(s, len, VGPU_NODE_CHARS);
 }

@@ -6,15 +6,15 @@
 
 /* All return 0 when s[0..len) is acceptable, -1 otherwise. */
 
-/* [A-Za-z0-9.-], 1..253 bytes, no leading '-' or '.' */
+/* letters, digits and VGPU_HOST_CHARS, 1..VGPU_HOST_BYTES bytes, no leading '-' or '.' */
 int vgpu_valid_hostname(const char *s, size_t len);
 /* hex digits, ':' and '.', 2..45 bytes, at least one ':' (brackets stripped) */
 int vgpu_valid_ipv6(const char *s, size_t len);
-/* absolute, <= VGPU_SOCKET_PATH_MAX, [A-Za-z0-9._/-], no "." or ".." component */
+/* absolute, <= VGPU_SOCKET_PATH_BYTES, letters, digits and VGPU_SOCKET_PATH_CHARS, no "." or ".." component */
 int vgpu_valid_socket_path(const char *s, size_t len);
-/* [A-Za-z0-9._~+/=-], 1..VGPU_TOKEN_MAX bytes */
+/* letters, digits and VGPU_TOKEN_CHARS, 1..VGPU_TOKEN_BYTES bytes */
 int vgpu_valid_token(const char *s, size_t len);
-/* a Slurm node name: [A-Za-z0-9._-], 1..VGPU_NODE_MAX bytes */
+/* a Slurm node name: letters, digits and VGPU_NODE_CHARS, 1..VGPU_NODE_NAME_BYTES bytes */
 int vgpu_valid_node(const char *s, size_t len);
 
 #endif

@@ -4,6 +4,7 @@
  * socketpairs and forked fake trackers. No Slurm, no network beyond loopback.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -26,6 +27,10 @@
 
 static int failures;
 static int checks;
+
+/* A limit of contract/limits.conf as text, for the messages that quote it. */
+#define STR(x) #x
+#define LIMIT(x) STR(x)
 
 #define CHECK(cond) do { \
 	checks++; \
@@ -204,12 +209,12 @@ static void test_config(void)
 
 static enum vgpu_reply reply(const char *line, struct vgpu_assembly *a, char *reason, char *err)
 {
-	return vgpu_parse_assembly_reply(line, strlen(line), a, reason, 256, err, VGPU_ERR_MAX);
+	return vgpu_parse_assembly_reply(line, strlen(line), a, reason, VGPU_REASON_LOGGED_BYTES + 1, err, VGPU_ERR_MAX);
 }
 
 static void test_reply_ok(struct vgpu_assembly *a)
 {
-	char reason[256], err[VGPU_ERR_MAX];
+	char reason[VGPU_REASON_LOGGED_BYTES + 1], err[VGPU_ERR_MAX];
 
 	CHECK(reply("ok vgpus=3 local=2,3 remote=1@10.0.0.5:7001#v1.abc_-.XYZ= "
 		    "agent_socket=/run/vgpu/j42.sock window_base=0x200000000000",
@@ -223,7 +228,7 @@ static void test_reply_ok(struct vgpu_assembly *a)
 	CHECK(a->window_base == UINT64_C(0x200000000000));
 
 	CHECK(reply("ok vgpus=2 local=0,1", a, reason, err) == VGPU_REPLY_OK);
-	CHECK(!a->has_agent_socket && a->window_base == VGPU_DEFAULT_WINDOW_BASE && a->nremote == 0);
+	CHECK(!a->has_agent_socket && a->window_base == VGPU_WINDOW_BASE_DEFAULT && a->nremote == 0);
 	CHECK(reply("ok vgpus=2 local= remote=1@[fe80::1]:7002#t1,0@n3:7001#t0", a, reason, err) == VGPU_REPLY_OK);
 	CHECK(a->nlocal == 0 && a->nremote == 2);
 	CHECK(a->remote[0].vgpu == 0 && a->remote[1].vgpu == 1);	/* sorted */
@@ -241,7 +246,7 @@ static void test_reply_ok(struct vgpu_assembly *a)
 
 static void expect_bad(const char *line, const char *why, struct vgpu_assembly *a)
 {
-	char reason[256], err[VGPU_ERR_MAX];
+	char reason[VGPU_REASON_LOGGED_BYTES + 1], err[VGPU_ERR_MAX];
 	const enum vgpu_reply r = reply(line, a, reason, err);
 
 	CHECK(r == VGPU_REPLY_BAD);
@@ -253,7 +258,7 @@ static void expect_bad(const char *line, const char *why, struct vgpu_assembly *
 
 static void test_reply_bad(struct vgpu_assembly *a)
 {
-	char reason[256], err[VGPU_ERR_MAX];
+	char reason[VGPU_REASON_LOGGED_BYTES + 1], err[VGPU_ERR_MAX];
 	char big[VGPU_LINE_MAX + 10];
 	const char nul[] = "ok vgpus=1\0local=0";
 
@@ -278,8 +283,8 @@ static void test_reply_bad(struct vgpu_assembly *a)
 	expect_bad("ok vgpus=1 vgpus=1 local=0", "vgpus given twice", a);
 	expect_bad("ok vgpus local=0", "is not key=value", a);
 	expect_bad("ok =1 local=0", "is not key=value", a);
-	expect_bad("ok vgpus=0", "vgpus: expected 1..64", a);
-	expect_bad("ok vgpus=65", "vgpus: expected 1..64", a);
+	expect_bad("ok vgpus=0", "vgpus: expected 1.." LIMIT(VGPU_VGPUS_MAX), a);
+	expect_bad("ok vgpus=65", "vgpus: expected 1.." LIMIT(VGPU_VGPUS_MAX), a);
 	expect_bad("ok vgpus=-1", "vgpus: expected", a);
 	expect_bad("ok vgpus=01 local=0", "vgpus: expected", a);
 	expect_bad("ok vgpus=1e3", "vgpus: expected", a);
@@ -288,7 +293,7 @@ static void test_reply_bad(struct vgpu_assembly *a)
 	expect_bad("ok vgpus=2 local=,1", "bad GPU index", a);
 	expect_bad("ok vgpus=2 local=1,2,", "trailing comma", a);
 	expect_bad("ok vgpus=2 local=1,1", "GPU 1 listed twice", a);
-	expect_bad("ok vgpus=1 local=1024", "bad GPU index (0..1023)", a);
+	expect_bad("ok vgpus=1 local=1024", "bad GPU index (0.." LIMIT(VGPU_GPU_INDEX_MAX) ")", a);
 	expect_bad("ok vgpus=2 local=0", "vgpus=2 but 1 local and 0 remote", a);
 	expect_bad("ok vgpus=1 local=0,1", "vgpus=1 but 2 local", a);
 	expect_bad("ok vgpus=1 remote=0@n3:7001", "has no '#token'", a);
@@ -321,10 +326,10 @@ static void test_reply_bad(struct vgpu_assembly *a)
 	memset(big, 'A', 2100);
 	memcpy(big, "ok vgpus=1 remote=0@n3:7001#", 28);
 	big[2100] = '\0';
-	expect_bad(big, "token must be 1..1024 bytes", a);
+	expect_bad(big, "token must be 1.." LIMIT(VGPU_TOKEN_BYTES) " bytes", a);
 	memset(big, 'x', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
-	expect_bad(big, "longer than 8191 bytes", a);
+	expect_bad(big, "longer than " LIMIT(VGPU_REPLY_LINE_BYTES) " bytes", a);
 	CHECK(vgpu_parse_assembly_reply(nul, sizeof(nul) - 1, a, reason, 256, err, sizeof(err)) == VGPU_REPLY_BAD);
 	CHECK_HAS(err, "non-printable byte 0x00");
 
@@ -333,7 +338,7 @@ static void test_reply_bad(struct vgpu_assembly *a)
 	memcpy(big, "wait ", 5);
 	big[1000] = '\0';
 	CHECK(reply(big, a, reason, err) == VGPU_REPLY_WAIT);
-	CHECK(strlen(reason) == 255);
+	CHECK(strlen(reason) == VGPU_REASON_LOGGED_BYTES);
 }
 
 static void test_done_reply(void)
@@ -418,7 +423,7 @@ static void test_tres(void)
 	CHECK(vgpu_count_from_tres("gres:vgpu:", &n, err, sizeof(err)) != 0);
 	CHECK(vgpu_count_from_tres("gres:vgpu:65", &n, err, sizeof(err)) != 0);
 	CHECK(vgpu_count_from_tres("gres:vgpu:40,gres:vgpu:40", &n, err, sizeof(err)) != 0);
-	CHECK_HAS(err, "more than 64");
+	CHECK_HAS(err, "more than " LIMIT(VGPU_VGPUS_MAX));
 }
 
 static void test_local_only(struct vgpu_assembly *a)
@@ -438,7 +443,7 @@ static void test_local_only(struct vgpu_assembly *a)
 
 static void test_env(struct vgpu_assembly *a, struct vgpu_env *e)
 {
-	char reason[256], err[VGPU_ERR_MAX];
+	char reason[VGPU_REASON_LOGGED_BYTES + 1], err[VGPU_ERR_MAX];
 
 	CHECK(reply("ok vgpus=4 local=6,2 remote=3@n4:7003#v1.bbbb.cccc,1@[::1]:7001#v1.aaaa.bbbb",
 		    a, reason, err) == VGPU_REPLY_OK);
@@ -462,7 +467,7 @@ static void test_env(struct vgpu_assembly *a, struct vgpu_env *e)
 	CHECK(reply("ok vgpus=1 local=0", a, reason, err) == VGPU_REPLY_OK);
 	CHECK(vgpu_env_render(a, "/a/directory/name/that/is/long/enough/to/overflow/the/socket/path/limit",
 			      4294967295u, "a-rather-long-node-name-0001", e, err, sizeof(err)) != 0);
-	CHECK_HAS(err, "longer than 107 bytes");
+	CHECK_HAS(err, "longer than " LIMIT(VGPU_SOCKET_PATH_BYTES) " bytes");
 }
 
 /*
@@ -530,7 +535,7 @@ static void test_reply_fuzz(struct vgpu_assembly *a, struct vgpu_env *e)
 		if (vgpu_parse_assembly_reply(line, n, a, reason, sizeof(reason), err, sizeof(err)) != VGPU_REPLY_OK)
 			continue;
 		accepted++;
-		if (a->vgpus == 0 || a->vgpus > VGPU_MAX || a->nlocal + a->nremote != a->vgpus)
+		if (a->vgpus == 0 || a->vgpus > VGPU_VGPUS_MAX || a->nlocal + a->nremote != a->vgpus)
 			bad_invariant = 1;
 		for (k = 0; k < a->nremote; k++)
 			if (a->remote[k].vgpu >= a->vgpus || (k > 0 && a->remote[k - 1].vgpu >= a->remote[k].vgpu)
@@ -604,7 +609,7 @@ static void test_read_line(void)
 	memset(big, 'x', sizeof(big));
 	big[sizeof(buf) - 1] = '\n';
 	CHECK(read_from(big, sizeof(buf), 1, buf, sizeof(buf), 2, err) < 0);
-	CHECK_HAS(err, "longer than 8190 bytes");
+	CHECK_HAS(err, "longer than " LIMIT(VGPU_REPLY_LINE_BYTES) " bytes");
 	CHECK(read_from(big, sizeof(big), 0, buf, sizeof(buf), 2, err) < 0);	/* never ends */
 	CHECK_HAS(err, "longer than");
 	CHECK(read_from("ok\n", 3, 1, buf, 1, 2, err) < 0);
@@ -729,6 +734,160 @@ static void test_tracker_call(void)
 }
 
 /* static, not heap: forked fake trackers exit without freeing anything */
+/* ---- golden transcripts (contract/transcripts.txt, replayed by the tracker's tests too) ---- */
+
+/* A session token for the transcripts' {token}: any token the grammar allows will do. */
+#define TRANSCRIPT_TOKEN "v1.transcript.token"
+
+static void fill_token(char *dst, size_t cap, const char *src)
+{
+	size_t used = 0;
+
+	while (*src != '\0' && used + 1 < cap) {
+		if (strncmp(src, "{token}", 7) == 0) {
+			used += (size_t)snprintf(dst + used, cap - used, "%s", TRANSCRIPT_TOKEN);
+			src += 7;
+		} else {
+			dst[used++] = *src++;
+		}
+	}
+	dst[used < cap ? used : cap - 1] = '\0';
+}
+
+static enum vgpu_reply kind_of(const char *reply)
+{
+	if (strncmp(reply, VGPU_REPLY_OK_WORD, strlen(VGPU_REPLY_OK_WORD)) == 0)
+		return VGPU_REPLY_OK;
+	if (strncmp(reply, VGPU_REPLY_WAIT_WORD " ", strlen(VGPU_REPLY_WAIT_WORD) + 1) == 0)
+		return VGPU_REPLY_WAIT;
+	if (strncmp(reply, VGPU_REPLY_ERROR_WORD " ", strlen(VGPU_REPLY_ERROR_WORD) + 1) == 0)
+		return VGPU_REPLY_ERROR;
+	return VGPU_REPLY_BAD;	/* a status line */
+}
+
+/*
+ * One request and its first reply line. A request the bridge sends (assembly, done) must be
+ * formatted exactly so by the bridge, or refused by it where the tracker refuses it too; the reply
+ * must parse to the kind its first word says. 1 when the reply was an ok to assembly, which *a
+ * then holds, with *jobid and node set.
+ */
+static int replay_exchange(const char *request, const char *reply, struct vgpu_assembly *a,
+			   unsigned *jobid, char *node, size_t nodecap)
+{
+	char verb[16], job[32], where[VGPU_NODE_NAME_BYTES + 8], status[32], extra[2];
+	char buf[VGPU_REQUEST_MAX], reason[VGPU_REASON_LOGGED_BYTES + 1], err[VGPU_ERR_MAX];
+	const enum vgpu_reply want = kind_of(reply);
+	const int fields = sscanf(request, "%15s %31s %135s %31s %1s", verb, job, where, status, extra);
+	uint64_t id = 0;
+	int formatted = -1;
+
+	if (fields < 1)
+		return 0;
+	if (vgpu_parse_uint(job, fields >= 2 ? strlen(job) : 0, UINT32_MAX, &id) != 0)
+		id = 0;
+	if (strcmp(verb, VGPU_REQUEST_ASSEMBLY) == 0) {
+		if (fields == 3)
+			formatted = vgpu_format_assembly_request(buf, sizeof(buf), (uint32_t)id, where, err, sizeof(err));
+		if (formatted < 0 ? want != VGPU_REPLY_ERROR : strcmp(buf, request) != 0)
+			fprintf(stderr, "  (transcript request \"%s\")\n", request);
+		CHECK(formatted < 0 ? want == VGPU_REPLY_ERROR : strcmp(buf, request) == 0);
+		CHECK(vgpu_parse_assembly_reply(reply, strlen(reply), a, reason, sizeof(reason), err, sizeof(err)) == want);
+		if (want == VGPU_REPLY_OK) {
+			*jobid = (unsigned)id;
+			snprintf(node, nodecap, "%s", where);
+			return 1;
+		}
+	} else if (strcmp(verb, VGPU_REQUEST_DONE) == 0) {
+		if (fields == 4 && strcmp(status, "-1") != 0 && vgpu_parse_uint(status, strlen(status), INT32_MAX, &(uint64_t){ 0 }) != 0)
+			formatted = -1;
+		else if (fields == 4)
+			formatted = vgpu_format_done_request(buf, sizeof(buf), (uint32_t)id, where, atoi(status), err, sizeof(err));
+		if (formatted < 0 ? want != VGPU_REPLY_ERROR : strcmp(buf, request) != 0)
+			fprintf(stderr, "  (transcript request \"%s\")\n", request);
+		CHECK(formatted < 0 ? want == VGPU_REPLY_ERROR : strcmp(buf, request) == 0);
+		CHECK(vgpu_parse_done_reply(reply, strlen(reply), reason, sizeof(reason), err, sizeof(err)) == want);
+	} else if (want == VGPU_REPLY_ERROR) {
+		/* requests the bridge never sends: their errors are still well-formed reply lines */
+		CHECK(vgpu_parse_done_reply(reply, strlen(reply), reason, sizeof(reason), err, sizeof(err)) == want);
+	}
+	return 0;
+}
+
+/* A "= NAME=VALUE" line: what the bridge exports for the last ok reply. */
+static void replay_export(const char *line, const struct vgpu_env *e)
+{
+	static const struct {
+		const char *name;
+		size_t offset;
+	} fields[] = {
+		{ VGPU_ENV_COUNT, offsetof(struct vgpu_env, count) },
+		{ VGPU_ENV_ASSEMBLY, offsetof(struct vgpu_env, assembly) },
+		{ VGPU_ENV_LOCAL_GPUS, offsetof(struct vgpu_env, local) },
+		{ VGPU_ENV_CUDA_VISIBLE_DEVICES, offsetof(struct vgpu_env, local) },
+		{ VGPU_ENV_REMOTE, offsetof(struct vgpu_env, remote) },
+		{ VGPU_ENV_AGENT_SOCKET, offsetof(struct vgpu_env, agent_socket) },
+		{ VGPU_ENV_WINDOW_BASE, offsetof(struct vgpu_env, window_base) },
+	};
+	const char *eq = strchr(line, '=');
+	size_t k;
+
+	CHECK(eq != NULL);
+	if (eq == NULL)
+		return;
+	for (k = 0; k < sizeof(fields) / sizeof(fields[0]); k++) {
+		if (strlen(fields[k].name) == (size_t)(eq - line) && strncmp(line, fields[k].name, (size_t)(eq - line)) == 0) {
+			CHECK_STR((const char *)e + fields[k].offset, eq + 1);
+			return;
+		}
+	}
+	failures++;
+	fprintf(stderr, "FAIL transcript exports unknown variable: %s\n", line);
+}
+
+static void test_transcripts(struct vgpu_assembly *a, struct vgpu_env *e)
+{
+	FILE *f = fopen(TRANSCRIPTS_FILE, "r");
+	static char line[VGPU_LINE_MAX + 16], text[VGPU_LINE_MAX + 16], request[VGPU_LINE_MAX + 16];
+	char node[VGPU_NODE_NAME_BYTES + 8], err[VGPU_ERR_MAX];
+	unsigned jobid = 0, exchanges = 0, exports = 0;
+	int first_reply = 0, rendered = 0;
+
+	CHECK(f != NULL);
+	if (f == NULL)
+		return;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		line[strcspn(line, "\n")] = '\0';
+		if (strlen(line) < 2)
+			continue;
+		fill_token(text, sizeof(text), line + 2);
+		switch (line[0]) {
+		case '>':
+			snprintf(request, sizeof(request), "%s", text);
+			first_reply = 1;
+			rendered = 0;
+			break;
+		case '<':
+			if (first_reply && replay_exchange(request, text, a, &jobid, node, sizeof(node))) {
+				CHECK(vgpu_env_render(a, VGPU_DEFAULT_AGENT_SOCKET_DIR, jobid, node, e, err, sizeof(err)) == 0);
+				rendered = 1;
+			}
+			exchanges += (unsigned)first_reply;
+			first_reply = 0;
+			break;
+		case '=':
+			CHECK(rendered);
+			if (rendered)
+				replay_export(text, e);
+			exports++;
+			break;
+		default:
+			break;
+		}
+	}
+	fclose(f);
+	CHECK(exchanges >= 20 && exports >= 5);
+}
+
 static struct vgpu_assembly assembly;
 static struct vgpu_env env;
 
@@ -749,6 +908,7 @@ int main(void)
 	test_tres();
 	test_local_only(a);
 	test_env(a, e);
+	test_transcripts(a, e);
 	test_reply_fuzz(a, e);
 	test_read_line();
 	test_tracker_call();

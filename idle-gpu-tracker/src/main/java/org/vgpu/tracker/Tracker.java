@@ -19,7 +19,7 @@ import java.util.concurrent.ConcurrentHashMap;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.common.contract.BridgeContract;
 import org.vgpu.common.net.Endpoint;
 import org.vgpu.common.security.SessionToken;
 import org.vgpu.common.security.SiteKey;
@@ -33,7 +33,6 @@ import org.vgpu.tracker.cluster.ClusterView;
 import org.vgpu.tracker.cluster.IdleClock;
 import org.vgpu.tracker.ledger.Assembly;
 import org.vgpu.tracker.ledger.Ledger;
-import org.vgpu.tracker.ledger.LedgerLines;
 import org.vgpu.tracker.ledger.Lend;
 import org.vgpu.tracker.placement.AssemblyPlanner;
 import org.vgpu.tracker.placement.Availability;
@@ -84,20 +83,17 @@ public final class Tracker {
     private final AssemblyPlanner planner;
     private final IdleClock idleClock = new IdleClock();
     private final Object lock = new Object();
-    /** Held vgpu jobs without an assembly, and why. Guarded by {@link #lock}. */
-    private final Map<Long, Waiting> waiting = new TreeMap<>();
+    /** Held vgpu jobs without an assembly, and why, by job id. Guarded by {@link #lock}. */
+    private final Map<Long, StatusReport.Waiting> waiting = new TreeMap<>();
     /** The comment last written to each job, so it is rewritten only on change. Guarded by {@link #lock}. */
     private final Map<Long, String> comments = new HashMap<>();
-    /** Lines about assemblies that ended, newest last. Guarded by {@link #lock}. */
-    private final Deque<String> history = new ArrayDeque<>();
+    /** Assemblies that ended, newest last. Guarded by {@link #lock}. */
+    private final Deque<StatusReport.Ended> history = new ArrayDeque<>();
     /** Holders of live assemblies that Slurm shows ended: those GPUs are no longer kept. Guarded by {@link #lock}. */
     private final Set<Long> lostHolders = new HashSet<>();
     /** Holders this tracker cancelled, which Slurm may still list as active for a moment. Guarded by {@link #lock}. */
     private final Set<Long> cancelledHolders = new HashSet<>();
     private final Set<Long> doneJobs = ConcurrentHashMap.newKeySet();
-
-    private record Waiting(String user, int vgpus, String reason) {
-    }
 
     /**
      * @param key the site key: signs the jobs' session tokens and checks the holders' workers' proofs
@@ -132,66 +128,59 @@ public final class Tracker {
     }
 
     /**
-     * The SPANK bridge's {@code assembly <job> <node>}: {@code ok ...} with the job's local GPU
-     * indices and its borrowed vGPUs' workers and fresh tokens, {@code wait <reason>} while workers
-     * are being opened, or {@code error <reason>}.
+     * The SPANK bridge's {@code assembly <job> <node>}: the job's local GPU indices and its borrowed
+     * vGPUs' workers with fresh tokens, {@link Answer.NotYet} while workers are being opened, or
+     * {@link Answer.Refused}.
      */
-    public String assembly(long job, String node) {
+    public Answer assembly(long job, String node) {
         Assembly assembly;
         synchronized (lock) {
             assembly = ledger.assembly(job).orElse(null);
         }
         if (assembly == null) {
-            return "error job " + job + " has no vGPU assembly from the tracker (it was not released by the tracker,"
-                    + " or has ended)";
+            return new Answer.Refused("job " + job + " has no vGPU assembly from the tracker (it was not released by the"
+                    + " tracker, or has ended)");
         }
         if (assembly.phase() == Assembly.Phase.SECURING) {
-            return "wait the tracker is still securing the GPUs of job " + job;
+            return new Answer.NotYet("the tracker is still securing the GPUs of job " + job);
         }
         if (!assembly.node().equals(node)) {
-            return "error job " + job + " has its vGPU assembly on node " + assembly.node() + ", not on " + node;
+            return new Answer.Refused("job " + job + " has its vGPU assembly on node " + assembly.node() + ", not on " + node);
         }
         if (assembly.lends().stream().anyMatch(lend -> lend.worker().isEmpty())) {
             // Released jobs have every worker; only a ledger edited by hand gets here.
-            return "error job " + job + " has borrowed vGPUs without a worker";
+            return new Answer.Refused("job " + job + " has borrowed vGPUs without a worker");
         }
         Optional<SlurmJob> slurmJob = slurm.job(job);
         if (slurmJob.isEmpty()) {
-            return "error Slurm does not know job " + job;
+            return new Answer.Refused("Slurm does not know job " + job);
         }
         List<Integer> local = slurmJob.get().gpuIndicesOn(node);
         if (local.size() != assembly.localGpus()) {
             if (!slurmJob.get().state().equals("RUNNING")) {
-                return "wait job " + job + " is " + slurmJob.get().state() + ", its GPUs are not allocated yet";
+                return new Answer.NotYet("job " + job + " is " + slurmJob.get().state() + ", its GPUs are not allocated yet");
             }
-            return "error job " + job + " holds " + local.size() + " GPU(s) on " + node + " but its assembly has "
-                    + assembly.localGpus() + " local GPU(s)";
+            return new Answer.Refused("job " + job + " holds " + local.size() + " GPU(s) on " + node + " but its assembly has "
+                    + assembly.localGpus() + " local GPU(s)");
         }
-        StringBuilder reply = new StringBuilder("ok vgpus=").append(assembly.vgpus());
-        if (!local.isEmpty()) {
-            reply.append(" local=").append(String.join(",", local.stream().map(String::valueOf).toList()));
-        }
-        List<String> remote = new ArrayList<>();
+        List<Answer.Borrowed> borrowed = new ArrayList<>();
         for (Lend lend : assembly.lends()) {
             String token = tokens.issue(Long.toString(job), lend.vgpu(), lend.workerId().orElseThrow(), settings.tokenTtl());
-            remote.add(lend.vgpu() + "@" + lend.worker().orElseThrow() + "#" + token);
-        }
-        if (!remote.isEmpty()) {
-            reply.append(" remote=").append(String.join(",", remote));
+            borrowed.add(new Answer.Borrowed(lend.vgpu(), lend.worker().orElseThrow(), token));
         }
         LOG.info("job {} on {} gets its assembly: {} local GPU(s) {}, {} borrowed", job, node, local.size(), local,
-                remote.size());
-        return reply.toString();
+                borrowed.size());
+        return new Answer.Assembled(assembly.vgpus(), local, borrowed);
     }
 
     /**
      * The SPANK bridge's {@code done <job> <node> <status>}: the job's batch step ended; its holders
      * are cancelled at once (by the next tick, which this wakes).
      */
-    public String done(long job, String node, int status) {
+    public Answer done(long job, String node, int status) {
         LOG.info("job {} ended on {} with status {}", job, node, status);
         doneJobs.add(job);
-        return "ok";
+        return new Answer.Accepted();
     }
 
     /**
@@ -199,29 +188,29 @@ public final class Tracker {
      * taken when the proof is a token for exactly that job, vGPU and worker signed with the site key,
      * and the job's assembly is waiting for that vGPU's worker.
      */
-    public String worker(long job, int vgpu, Endpoint endpoint, String workerId, String proof) {
+    public Answer worker(long job, int vgpu, Endpoint endpoint, String workerId, String proof) {
         try {
             SessionToken token = new TokenVerifier(key, workerId, clock).verify(proof, vgpu);
             if (!token.jobId().equals(Long.toString(job))) {
-                return "error the proof is for job " + token.jobId() + ", not " + job;
+                return new Answer.Refused("the proof is for job " + token.jobId() + ", not " + job);
             }
         } catch (VgpuFailure e) {
-            return "error unauthenticated: " + e.detail();
+            return new Answer.Unauthenticated(e.detail());
         }
         synchronized (lock) {
             Optional<Assembly> assembly = ledger.assembly(job);
             Optional<Lend> lend = assembly.flatMap(current -> current.lends().stream().filter(candidate -> candidate.vgpu() == vgpu)
                     .findFirst());
             if (lend.isEmpty()) {
-                return "error job " + job + " has no borrowed vGPU " + vgpu + " (its assembly ended or never had it)";
+                return new Answer.Refused("job " + job + " has no borrowed vGPU " + vgpu + " (its assembly ended or never had it)");
             }
             if (lend.get().workerId().filter(id -> !id.equals(workerId)).isPresent()) {
-                return "error vGPU " + vgpu + " of job " + job + " is served by worker " + lend.get().workerId().get();
+                return new Answer.Refused("vGPU " + vgpu + " of job " + job + " is served by worker " + lend.get().workerId().get());
             }
             ledger.record(assembly.get().withLend(lend.get().withWorker(endpoint, workerId)));
         }
         LOG.info("job {}: worker {} at {} serves vGPU {}", job, workerId, endpoint, vgpu);
-        return "ok";
+        return new Answer.Accepted();
     }
 
     /** Who owns a job: from its assembly, else from Slurm; empty when neither knows the job. */
@@ -240,30 +229,12 @@ public final class Tracker {
         return !doneJobs.isEmpty();
     }
 
-    /**
-     * What {@code vgpu report} shows: one {@code assembly} line per live assembly (the ledger's own
-     * record, which names no token) followed by a {@code lost} line when Slurm shows some of its
-     * holders ended, one {@code waiting} line per held job, the recent {@code ended} lines, and
-     * {@code ok assemblies=A waiting=W}.
-     */
-    public List<String> status() {
+    /** What {@code vgpu report} shows: live assemblies, waiting jobs and recently ended assemblies. */
+    public StatusReport status() {
         synchronized (lock) {
-            List<String> lines = new ArrayList<>();
-            for (Assembly assembly : ledger.assemblies()) {
-                lines.add(LedgerLines.assembly(assembly));
-                List<Long> lost = assembly.holders().stream().filter(lostHolders::contains).toList();
-                if (!lost.isEmpty()) {
-                    lines.add("lost job=" + assembly.job() + " holders=" + join(lost));
-                }
-            }
-            for (Map.Entry<Long, Waiting> entry : waiting.entrySet()) {
-                Waiting job = entry.getValue();
-                lines.add("waiting job=" + entry.getKey() + " user=" + job.user() + " vgpus=" + job.vgpus() + " reason="
-                        + job.reason());
-            }
-            lines.addAll(history);
-            lines.add("ok assemblies=" + ledger.assemblies().size() + " waiting=" + waiting.size());
-            return lines;
+            List<StatusReport.Live> live = ledger.assemblies().stream().map(assembly -> new StatusReport.Live(assembly,
+                    assembly.holders().stream().filter(lostHolders::contains).toList())).toList();
+            return new StatusReport(live, List.copyOf(waiting.values()), List.copyOf(history));
         }
     }
 
@@ -285,18 +256,17 @@ public final class Tracker {
     private void end(Assembly assembly, String why, String explanation) {
         LOG.info("job {}: {}; cancelling holder(s) {} and ending its assembly", assembly.job(), explanation,
                 assembly.holders());
-        close(assembly, why, "");
+        close(assembly, why, Optional.empty());
         comments.remove(assembly.job());
     }
 
     /** Cancels an assembly's holders, forgets it in the ledger and keeps an {@code ended} line for {@code vgpu report}. */
-    private void close(Assembly assembly, String why, String reasonField) {
+    private void close(Assembly assembly, String why, Optional<String> reason) {
         cancelHolders(assembly);
         ledger.forget(assembly.job(), why);
         lostHolders.removeAll(assembly.holders());
-        remember("ended job=" + assembly.job() + " user=" + assembly.user() + " node=" + assembly.node() + " vgpus="
-                + assembly.vgpus() + " borrowed=" + assembly.lends().size() + " why=" + why + " at=" + clock.instant()
-                + reasonField);
+        remember(new StatusReport.Ended(assembly.job(), assembly.user(), assembly.node(), assembly.vgpus(),
+                assembly.lends().size(), why, clock.instant(), reason));
     }
 
     /** Ends an assembly's lends: its holders are cancelled, which stops the workers they run. */
@@ -391,7 +361,7 @@ public final class Tracker {
     /** Gives an assembly up before its job was released: holders cancelled, the job stays held and is planned again. */
     private void abort(Assembly assembly, String why) {
         LOG.warn("job {}: giving up its assembly ({}); cancelling holder(s) {}", assembly.job(), why, assembly.holders());
-        close(assembly, "aborted", " reason=" + why);
+        close(assembly, "aborted", Optional.of(why));
         comment(assembly.job(), "assembly given up, planning again: " + why);
     }
 
@@ -438,7 +408,8 @@ public final class Tracker {
                 }
                 case Placement.Wait wait -> {
                     int vgpus = job.requestedPerNode().getOrDefault(SlurmJob.VGPU, 0);
-                    Waiting previous = waiting.put(job.id(), new Waiting(job.user(), vgpus, wait.reason()));
+                    StatusReport.Waiting previous = waiting.put(job.id(),
+                            new StatusReport.Waiting(job.id(), job.user(), vgpus, wait.reason()));
                     if (previous == null || !previous.reason().equals(wait.reason())) {
                         LOG.info("job {} ({} vGPUs) waits: {}", job.id(), vgpus, wait.reason());
                     }
@@ -476,7 +447,8 @@ public final class Tracker {
     private String holderScript(long job, Lend lend) {
         NodeConfig node = site.node(lend.node()).orElseThrow(() -> new IllegalStateException("node " + lend.node()
                 + " is not in the site configuration"));
-        return "export CUDA_DEVICE_ORDER=PCI_BUS_ID; exec " + site.slurm().vgpuCommand() + " worker --listen "
+        return "export " + BridgeContract.ENV_CUDA_DEVICE_ORDER + "=" + BridgeContract.CUDA_DEVICE_ORDER + "; exec "
+                + site.slurm().vgpuCommand() + " worker --listen "
                 + new Endpoint(node.reachableAs(), 0) + " --backend " + settings.workerBackend() + " --device 0 --worker-id "
                 + lend.node() + "-holder-$SLURM_JOB_ID --key-file " + site.tokenKeyFile() + " --idle-timeout "
                 + settings.workerIdleTimeout().toSeconds() + " --tracker " + site.tracker() + " --lend " + job + ":" + lend.vgpu();
@@ -495,14 +467,10 @@ public final class Tracker {
         }
     }
 
-    private void remember(String line) {
-        history.addLast(line);
+    private void remember(StatusReport.Ended ended) {
+        history.addLast(ended);
         while (history.size() > HISTORY_LINES) {
             history.removeFirst();
         }
-    }
-
-    private static String join(List<Long> ids) {
-        return String.join(",", ids.stream().map(String::valueOf).toList());
     }
 }

@@ -9,6 +9,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.vgpu.common.contract.BridgeContract;
 import org.vgpu.common.line.LineServer;
 import org.vgpu.common.net.Endpoint;
 import org.vgpu.tracker.ledger.Ledger;
@@ -24,8 +25,9 @@ import org.vgpu.tracker.server.TrackerProtocol;
  */
 public final class TrackerDaemon implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(TrackerDaemon.class);
-    /** SPANK requests are one short line, a MUNGE credential included. */
-    static final LineServer.Limits SOCKET_LIMITS = new LineServer.Limits("tracker", 4096, 256, Duration.ofSeconds(30));
+    /** SPANK requests are one short line, a MUNGE credential included; the bridge contract bounds them. */
+    static final LineServer.Limits SOCKET_LIMITS = new LineServer.Limits("tracker", BridgeContract.REQUEST_LINE_BYTES, 256,
+            Duration.ofSeconds(30));
 
     private final Tracker tracker;
     private final Ledger ledger;

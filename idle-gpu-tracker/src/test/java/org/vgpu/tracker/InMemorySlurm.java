@@ -28,6 +28,8 @@ final class InMemorySlurm implements SlurmControl {
     private final Map<Long, SlurmJob> jobs = new LinkedHashMap<>();
     private final Set<String> partitions = new HashSet<>(Set.of("gpu", "lend"));
     final List<String> actions = new ArrayList<>();
+    /** When set, {@link #job} throws it: Slurm failing while the tracker answers a request. */
+    RuntimeException jobFailure;
     private long nextId = 100;
 
     void addNode(String name, int gpus, int cpus) {
@@ -108,6 +110,9 @@ final class InMemorySlurm implements SlurmControl {
 
     @Override
     public Optional<SlurmJob> job(long id) {
+        if (jobFailure != null) {
+            throw jobFailure;
+        }
         return Optional.ofNullable(jobs.get(id));
     }
 

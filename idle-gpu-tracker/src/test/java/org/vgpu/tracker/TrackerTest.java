@@ -1,6 +1,7 @@
 package org.vgpu.tracker;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
@@ -12,12 +13,18 @@ import java.time.Instant;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+import org.vgpu.common.contract.BridgeContract;
+import org.vgpu.common.line.BoundedLineReader;
 import org.vgpu.common.line.LineServer;
 import org.vgpu.common.net.Endpoint;
 import org.vgpu.common.security.SiteKey;
@@ -26,6 +33,8 @@ import org.vgpu.siteconfig.SiteConfig;
 import org.vgpu.siteconfig.SiteConfigReader;
 import org.vgpu.tracker.ledger.Assembly;
 import org.vgpu.tracker.ledger.Ledger;
+import org.vgpu.tracker.server.TrackerProtocol;
+import org.vgpu.tracker.slurm.SlurmException;
 
 /**
  * The tracker's decisions against {@link InMemorySlurm} and a lender answering on a real socket:
@@ -83,14 +92,14 @@ class TrackerTest {
         Tracker tracker = tracker();
 
         tracker.tick();
-        assertTrue(tracker.status().contains("waiting job=" + job + " user=alice vgpus=3 reason=waiting for 3 GPUs: most idle"
+        assertTrue(statusLines(tracker).contains("waiting job=" + job + " user=alice vgpus=3 reason=waiting for 3 GPUs: most idle"
                 + " node n1 has 1, other nodes can lend 0 (idle for 10s, with a free CPU), a job may borrow at most 4"),
-                tracker.status().toString());
+                statusLines(tracker).toString());
         clock.advance(Duration.ofSeconds(11));
         tracker.tick();
         List<Long> holders = slurm.activeHolders();
         assertEquals(2, holders.size(), slurm.actions.toString());
-        assertEquals("wait the tracker is still securing the GPUs of job " + job, tracker.assembly(job, "n1"));
+        assertEquals("wait the tracker is still securing the GPUs of job " + job, line(tracker.assembly(job, "n1")));
 
         assertTrue(slurm.actions.stream().anyMatch(action -> action.matches("submit holder \\d+ on n2 for " + job + " v1: export"
                 + " CUDA_DEVICE_ORDER=PCI_BUS_ID; exec /usr/local/bin/vgpu worker --listen 10\\.0\\.0\\.2:0 --backend native --device 0"
@@ -99,13 +108,13 @@ class TrackerTest {
         slurm.schedule();
         tracker.tick();
         assertTrue(slurm.actions.stream().noneMatch(action -> action.startsWith("release ")), "released before its workers run");
-        assertTrue(tracker.worker(job, 1, new Endpoint("10.0.0.2", 40001), "n2-w", "v1.forged.proof")
+        assertTrue(line(tracker.worker(job, 1, new Endpoint("10.0.0.2", 40001), "n2-w", "v1.forged.proof"))
                 .startsWith("error unauthenticated: malformed session token"));
-        assertEquals("error the proof is for job 7, not " + job, tracker.worker(job, 1, new Endpoint("10.0.0.2", 40001), "n2-w",
-                key.issuer().issue("7", 1, "n2-w", Duration.ofMinutes(1))));
+        assertEquals("error the proof is for job 7, not " + job, line(tracker.worker(job, 1, new Endpoint("10.0.0.2", 40001),
+                "n2-w", key.issuer().issue("7", 1, "n2-w", Duration.ofMinutes(1)))));
         assertEquals("error job " + job + " has no borrowed vGPU 0 (its assembly ended or never had it)",
-                tracker.worker(job, 0, new Endpoint("10.0.0.1", 40001), "n1-w", key.issuer().issue(Long.toString(job), 0, "n1-w",
-                        Duration.ofMinutes(1))));
+                line(tracker.worker(job, 0, new Endpoint("10.0.0.1", 40001), "n1-w", key.issuer().issue(Long.toString(job), 0,
+                        "n1-w", Duration.ofMinutes(1)))));
         announceWorkers(tracker, job);
         tracker.tick();
         assertTrue(slurm.actions.contains("pin " + job + " to n1 gpu:1,vgpu:3"), slurm.actions.toString());
@@ -113,7 +122,7 @@ class TrackerTest {
         slurm.schedule();
         assertEquals("RUNNING", slurm.get(job).state());
 
-        assertEquals("error job " + job + " has its vGPU assembly on node n1, not on n2", tracker.assembly(job, "n2"));
+        assertEquals("error job " + job + " has its vGPU assembly on node n1, not on n2", line(tracker.assembly(job, "n2")));
         String reply = awaitOk(tracker, job);
         assertTrue(reply.matches("ok vgpus=3 local=3 remote=1@10\\.0\\.0\\.2:40000#v1\\.\\S+,2@10\\.0\\.0\\.3:40001#v1\\.\\S+"),
                 reply);
@@ -129,13 +138,13 @@ class TrackerTest {
         List<Long> holders = ledger.assembly(job).orElseThrow().holders();
         Tracker tracker = tracker();
 
-        assertEquals("ok", tracker.done(job, "n1", 0));
+        assertEquals("ok", line(tracker.done(job, "n1", 0)));
         tracker.tick();
 
         assertTrue(ledger.assembly(job).isEmpty());
         assertTrue(slurm.activeHolders().isEmpty(), slurm.actions.toString());
-        assertTrue(tracker.status().stream().anyMatch(line -> line.startsWith("ended job=" + job + " user=alice node=n1 vgpus=3"
-                + " borrowed=2 why=done")), tracker.status().toString());
+        assertTrue(statusLines(tracker).stream().anyMatch(line -> line.startsWith("ended job=" + job + " user=alice node=n1 vgpus=3"
+                + " borrowed=2 why=done")), statusLines(tracker).toString());
         assertTrue(slurm.actions.containsAll(holders.stream().map(holder -> "cancel " + holder).toList()));
     }
 
@@ -253,6 +262,63 @@ class TrackerTest {
         assertEquals(0, slurm.get(job).priority(), "nothing was released");
     }
 
+    /**
+     * The golden transcripts that the SPANK bridge's tests and the fake tracker replay too: the real
+     * protocol, on a tracker in each scenario, answers every request word for word.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"nothing", "securing", "assembled"})
+    void theTrackerAnswersTheGoldenTranscriptsWordForWord(String scenario) throws Exception {
+        Tracker tracker = switch (scenario) {
+            case "nothing" -> tracker();
+            case "securing" -> {
+                fillLeavingOneIdleGpuPerNode();
+                assertEquals(103, slurm.submitVgpuJob(3), "the job id the transcripts name");
+                Tracker securing = trackerThatSawTheIdleGpusForTheGracePeriod();
+                securing.tick();
+                yield securing;
+            }
+            case "assembled" -> {
+                assertEquals(103, assembledJob(), "the job id the transcripts name");
+                yield tracker();
+            }
+            default -> throw new IllegalArgumentException(scenario);
+        };
+        TrackerProtocol protocol = new TrackerProtocol(tracker, () -> { }, BridgeContract.REQUEST_LINE_BYTES,
+                Optional.empty(), Set.of());
+        List<Transcripts.Exchange> exchanges = Transcripts.read().scenarios().get(scenario);
+        assertFalse(exchanges.isEmpty(), scenario);
+        for (Transcripts.Exchange exchange : exchanges) {
+            List<String> replies = protocol.answer(new BoundedLineReader.Line(exchange.request(), false), "127.0.0.1");
+            String where = Transcripts.FILE + ":" + exchange.line() + " '" + exchange.request() + "' got " + replies;
+            assertEquals(exchange.replies().size(), replies.size(), where);
+            for (int i = 0; i < replies.size(); i++) {
+                assertTrue(Transcripts.matches(exchange.replies().get(i), replies.get(i)), where);
+            }
+        }
+    }
+
+    @Test
+    void aFailureWhileAnsweringIsOneErrorLineInProductWordsNeverJavaText() throws Exception {
+        long job = assembledJob();
+        TrackerProtocol protocol = new TrackerProtocol(tracker(), () -> { }, BridgeContract.REQUEST_LINE_BYTES,
+                Optional.empty(), Set.of());
+        BoundedLineReader.Line request = new BoundedLineReader.Line("assembly " + job + " n1", false);
+
+        slurm.jobFailure = SlurmException.unreachable("'scontrol show job -d " + job + "' did not finish within 5 s",
+                new java.io.IOException("java.io.IOException: Broken pipe"));
+        assertEquals(List.of("error tracker failed to answer: 'scontrol show job -d " + job + "' did not finish within 5 s"),
+                protocol.answer(request, "127.0.0.1"));
+        slurm.jobFailure = new IllegalStateException("java.lang.IllegalStateException: a bug");
+        assertEquals(List.of("error tracker failed to answer: an internal error, logged by the tracker"),
+                protocol.answer(request, "127.0.0.1"));
+    }
+
+    @Test
+    void everyScenarioOfTheTranscriptsIsReplayed() {
+        assertEquals(List.of("nothing", "securing", "assembled"), List.copyOf(Transcripts.read().scenarios().keySet()));
+    }
+
     private long assembledJob() throws Exception {
         fillLeavingOneIdleGpuPerNode();
         long job = slurm.submitVgpuJob(3);
@@ -288,13 +354,22 @@ class TrackerTest {
     private void announceWorkers(Tracker tracker, long job) {
         for (var lend : ledger.assembly(job).orElseThrow().lends()) {
             String id = lend.node() + "-holder-" + lend.holder().getAsLong();
-            assertEquals("ok", tracker.worker(job, lend.vgpu(), new Endpoint("10.0.0." + lend.node().charAt(1), 39999 + lend.vgpu()),
-                    id, key.issuer().issue(Long.toString(job), lend.vgpu(), id, Duration.ofMinutes(1))));
+            assertEquals("ok", line(tracker.worker(job, lend.vgpu(), new Endpoint("10.0.0." + lend.node().charAt(1),
+                    39999 + lend.vgpu()), id, key.issuer().issue(Long.toString(job), lend.vgpu(), id, Duration.ofMinutes(1)))));
         }
     }
 
     private static String awaitOk(Tracker tracker, long job) {
-        return tracker.assembly(job, "n1");
+        return line(tracker.assembly(job, "n1"));
+    }
+
+    /** The tracker's answers as the bridge reads them: the protocol writes every line. */
+    private static String line(Answer answer) {
+        return TrackerProtocol.line(answer);
+    }
+
+    private static List<String> statusLines(Tracker tracker) {
+        return TrackerProtocol.lines(tracker.status());
     }
 
     private static final class MutableClock extends Clock {

@@ -12,44 +12,42 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.regex.Pattern;
 
+import org.vgpu.common.contract.BridgeContract;
 import org.vgpu.common.error.ConfigException;
 import org.vgpu.common.error.InputException;
 import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.common.net.Endpoint;
 import org.vgpu.migration.MigrationTarget;
-import org.vgpu.migration.agent.MigrationAgent;
-import org.vgpu.runtime.api.VaWindow;
 
 /**
- * Reads a {@link JobAssembly} from the variables the SPANK bridge exports, with the grammar of
- * slurm-spank-bridge/README.md. Every error is a {@link ConfigException} that names the variable and
- * what was expected; none quotes a session token.
+ * Reads a {@link JobAssembly} from the variables the SPANK bridge exports, with the names, formats
+ * and limits of the bridge contract (slurm-spank-bridge/contract/grammar.conf and limits.conf, as
+ * {@link BridgeContract}). Every error is a {@link ConfigException} that names the variable and what
+ * was expected; none quotes a session token.
  */
 final class AssemblyEnvironment {
-    static final String COUNT = "VGPU_COUNT";
-    static final String ASSEMBLY = "VGPU_ASSEMBLY";
-    static final String LOCAL_GPUS = "VGPU_LOCAL_GPUS";
-    static final String CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES";
-    static final String REMOTE = "VGPU_REMOTE";
-    static final String AGENT_SOCKET = MigrationAgent.SOCKET_ENV;
-    static final String WINDOW_BASE = "VGPU_WINDOW_BASE";
-    static final String MIGRATE = "VGPU_MIGRATE";
-    static final String NODE = "VGPU_NODE";
-    static final String SOURCE = "VGPU_SOURCE";
-    static final String TRACKER = "VGPU_TRACKER";
+    static final String COUNT = BridgeContract.ENV_COUNT;
+    static final String ASSEMBLY = BridgeContract.ENV_ASSEMBLY;
+    static final String LOCAL_GPUS = BridgeContract.ENV_LOCAL_GPUS;
+    static final String CUDA_VISIBLE_DEVICES = BridgeContract.ENV_CUDA_VISIBLE_DEVICES;
+    static final String REMOTE = BridgeContract.ENV_REMOTE;
+    static final String AGENT_SOCKET = BridgeContract.ENV_AGENT_SOCKET;
+    static final String WINDOW_BASE = BridgeContract.ENV_WINDOW_BASE;
+    static final String MIGRATE = BridgeContract.ENV_MIGRATE;
+    static final String NODE = BridgeContract.ENV_NODE;
+    static final String SOURCE = BridgeContract.ENV_SOURCE;
+    static final String TRACKER = BridgeContract.ENV_TRACKER;
     /** The bridge's variables; CUDA_VISIBLE_DEVICES alone does not make a vgpu job. */
     static final List<String> BRIDGE_VARIABLES = List.of(COUNT, ASSEMBLY, LOCAL_GPUS, REMOTE, AGENT_SOCKET, WINDOW_BASE,
             MIGRATE, NODE, SOURCE, TRACKER);
 
-    /** The largest GPU index the bridge accepts (gres.conf numbering). */
-    static final int MAX_NODE_GPU = 1023;
-    static final int MAX_TOKEN_BYTES = 1024;
-    /** sun_path holds 108 bytes with its terminating NUL. */
-    static final int MAX_SOCKET_PATH_BYTES = 107;
     private static final Pattern DECIMAL = Pattern.compile("0|[1-9][0-9]{0,8}");
-    private static final Pattern TOKEN = Pattern.compile("[A-Za-z0-9._~+/=-]+");
-    private static final Pattern NODE_NAME = Pattern.compile("[A-Za-z0-9._-]{1,128}");
+    private static final Pattern TOKEN = Pattern.compile(BridgeContract.TOKEN_CHAR_CLASS + "+");
+    private static final Pattern NODE_NAME = Pattern.compile(BridgeContract.NODE_CHAR_CLASS + "{1,"
+            + BridgeContract.NODE_NAME_BYTES + "}");
     private static final Pattern HEX = Pattern.compile("0x[0-9a-fA-F]{1,16}");
+    private static final String LOCAL_PREFIX = BridgeContract.PLACEMENT_LOCAL;
+    private static final String REMOTE_PREFIX = BridgeContract.PLACEMENT_REMOTE;
 
     /** A vGPU as {@code VGPU_ASSEMBLY} places it: a node GPU, or a worker endpoint. */
     private record Placement(int index, int nodeGpu, Endpoint worker) {
@@ -140,11 +138,11 @@ final class AssemblyEnvironment {
         }
         int index = vgpuIndex(ASSEMBLY, entry.substring(0, equals), count);
         String where = entry.substring(equals + 1);
-        if (where.startsWith("local:")) {
-            return new Placement(index, nodeGpu(ASSEMBLY + " entry for vGPU " + index, where.substring("local:".length())), null);
+        if (where.startsWith(LOCAL_PREFIX)) {
+            return new Placement(index, nodeGpu(ASSEMBLY + " entry for vGPU " + index, where.substring(LOCAL_PREFIX.length())), null);
         }
-        if (where.startsWith("remote:")) {
-            return new Placement(index, -1, worker(ASSEMBLY + " entry for vGPU " + index, where.substring("remote:".length())));
+        if (where.startsWith(REMOTE_PREFIX)) {
+            return new Placement(index, -1, worker(ASSEMBLY + " entry for vGPU " + index, where.substring(REMOTE_PREFIX.length())));
         }
         throw invalid(ASSEMBLY + " entry for vGPU " + index + " is neither local nor remote" + expected);
     }
@@ -223,9 +221,10 @@ final class AssemblyEnvironment {
 
     private static void checkToken(int index, String token) {
         int bytes = token.getBytes(StandardCharsets.UTF_8).length;
-        if (bytes < 1 || bytes > MAX_TOKEN_BYTES || !TOKEN.matcher(token).matches()) {
-            throw invalid(REMOTE + ": the token of vGPU " + index + " must be 1 to " + MAX_TOKEN_BYTES
-                    + " bytes of [A-Za-z0-9._~+/=-], got " + bytes + " bytes that are not (token not shown)");
+        if (bytes < 1 || bytes > BridgeContract.TOKEN_BYTES || !TOKEN.matcher(token).matches()) {
+            throw invalid(REMOTE + ": the token of vGPU " + index + " must be 1 to " + BridgeContract.TOKEN_BYTES
+                    + " bytes of [A-Za-z0-9" + BridgeContract.TOKEN_CHARS + "], got " + bytes
+                    + " bytes that are not (token not shown)");
         }
     }
 
@@ -235,19 +234,21 @@ final class AssemblyEnvironment {
     private long windowBase(int count) {
         String text = environment.get(WINDOW_BASE);
         if (text == null) {
-            return VaWindow.DEFAULT_BASE;
+            return BridgeContract.WINDOW_BASE_DEFAULT;
         }
         if (!HEX.matcher(text).matches()) {
             throw invalid(WINDOW_BASE + " must be 0x followed by 1 to 16 hex digits, got '" + text + "'");
         }
         long base = HexFormat.fromHexDigitsToLong(text.substring(2));
-        long limit = 1L << 47;
-        if (base == 0 || Long.remainderUnsigned(base, VaWindow.GRANULARITY) != 0) {
-            throw invalid(WINDOW_BASE + " must be a non-zero multiple of 2 MiB (0x200000), got '" + text + "'");
+        long limit = BridgeContract.ADDRESS_LIMIT;
+        long alignment = BridgeContract.WINDOW_ALIGNMENT;
+        if (base == 0 || Long.remainderUnsigned(base, alignment) != 0) {
+            throw invalid(String.format("%s must be a non-zero multiple of %d MiB (0x%x), got '%s'", WINDOW_BASE,
+                    alignment >> 20, alignment, text));
         }
-        if (Long.compareUnsigned(base, limit) >= 0 || (limit - base) / VaWindow.DEFAULT_SIZE < count) {
-            throw invalid(String.format("%s '%s': %d windows of 256 GiB from it do not fit below 0x%x, the end of the"
-                    + " user address space", WINDOW_BASE, text, count, limit));
+        if (Long.compareUnsigned(base, limit) >= 0 || (limit - base) / BridgeContract.WINDOW_BYTES < count) {
+            throw invalid(String.format("%s '%s': %d windows of %d GiB from it do not fit below 0x%x, the end of the"
+                    + " user address space", WINDOW_BASE, text, count, BridgeContract.WINDOW_BYTES >> 30, limit));
         }
         return base;
     }
@@ -257,20 +258,21 @@ final class AssemblyEnvironment {
         if (text == null || text.isEmpty()) {
             return Optional.empty();
         }
-        if (!text.startsWith("/") || text.getBytes(StandardCharsets.UTF_8).length > MAX_SOCKET_PATH_BYTES
+        if (!text.startsWith("/") || text.getBytes(StandardCharsets.UTF_8).length > BridgeContract.SOCKET_PATH_BYTES
                 || text.chars().anyMatch(c -> c < 0x20 || c == 0x7f)) {
-            throw invalid(AGENT_SOCKET + " must be an absolute path of at most " + MAX_SOCKET_PATH_BYTES
+            throw invalid(AGENT_SOCKET + " must be an absolute path of at most " + BridgeContract.SOCKET_PATH_BYTES
                     + " bytes without control characters, got '" + printable(text) + "'");
         }
         return Optional.of(Path.of(text));
     }
 
     private JobAssembly.Migration migration() {
-        String text = environment.getOrDefault(MIGRATE, "auto");
+        String text = environment.getOrDefault(MIGRATE, BridgeContract.MIGRATE_AUTO);
         return switch (text) {
-            case "auto" -> JobAssembly.Migration.AUTO;
-            case "never" -> JobAssembly.Migration.NEVER;
-            default -> throw invalid(MIGRATE + " must be auto or never (from --vgpu-migrate), got '" + printable(text) + "'");
+            case BridgeContract.MIGRATE_AUTO -> JobAssembly.Migration.AUTO;
+            case BridgeContract.MIGRATE_NEVER -> JobAssembly.Migration.NEVER;
+            default -> throw invalid(MIGRATE + " must be " + BridgeContract.MIGRATE_AUTO + " or " + BridgeContract.MIGRATE_NEVER
+                    + " (from --vgpu-migrate), got '" + printable(text) + "'");
         };
     }
 
@@ -280,7 +282,8 @@ final class AssemblyEnvironment {
             return Optional.empty();
         }
         if (!NODE_NAME.matcher(text).matches()) {
-            throw invalid(NODE + " must be a Slurm node name of 1 to 128 characters [A-Za-z0-9._-], got '" + printable(text) + "'");
+            throw invalid(NODE + " must be a Slurm node name of 1 to " + BridgeContract.NODE_NAME_BYTES + " letters, digits and "
+                    + BridgeContract.NODE_CHARS + ", got '" + printable(text) + "'");
         }
         return Optional.of(text);
     }
@@ -292,7 +295,8 @@ final class AssemblyEnvironment {
                 return source;
             }
         }
-        throw invalid(SOURCE + " must be tracker or local-only-fallback, got '" + printable(text) + "'");
+        throw invalid(SOURCE + " must be " + BridgeContract.SOURCE_TRACKER + " or " + BridgeContract.SOURCE_LOCAL_ONLY_FALLBACK
+                + ", got '" + printable(text) + "'");
     }
 
     /** HOST:PORT or unix:/PATH; kept as text, for the agent's reports to the tracker. */
@@ -347,8 +351,8 @@ final class AssemblyEnvironment {
     }
 
     private static int nodeGpu(String where, String text) {
-        if (!DECIMAL.matcher(text).matches() || Integer.parseInt(text) > MAX_NODE_GPU) {
-            throw invalid(where + ": a GPU index must be a whole number from 0 to " + MAX_NODE_GPU
+        if (!DECIMAL.matcher(text).matches() || Integer.parseInt(text) > BridgeContract.GPU_INDEX_MAX) {
+            throw invalid(where + ": a GPU index must be a whole number from 0 to " + BridgeContract.GPU_INDEX_MAX
                     + " without leading zeros, got '" + printable(text) + "'");
         }
         return Integer.parseInt(text);

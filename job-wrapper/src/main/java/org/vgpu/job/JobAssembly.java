@@ -9,6 +9,8 @@ import java.util.Optional;
 import java.util.OptionalInt;
 
 import org.vgpu.common.error.ConfigException;
+import org.vgpu.common.contract.BridgeContract;
+import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.common.net.Endpoint;
 import org.vgpu.runtime.api.VaWindow;
 
@@ -28,7 +30,7 @@ import org.vgpu.runtime.api.VaWindow;
 public record JobAssembly(List<Vgpu> vgpus, long windowBase, Optional<Path> agentSocket, Migration migration,
                           Optional<String> node, Source source, Optional<String> tracker) {
     /** The most vGPUs the bridge gives a job on one node. */
-    public static final int MAX_VGPUS = 64;
+    public static final int MAX_VGPUS = BridgeContract.VGPUS_MAX;
 
     /** One vGPU of the assembly. */
     public sealed interface Vgpu permits Local, Remote {
@@ -72,7 +74,7 @@ public record JobAssembly(List<Vgpu> vgpus, long windowBase, Optional<Path> agen
 
     /** {@code VGPU_SOURCE}: the tracker planned the assembly, or the bridge fell back to the job's own GPUs. */
     public enum Source {
-        TRACKER("tracker"), LOCAL_ONLY_FALLBACK("local-only-fallback");
+        TRACKER(BridgeContract.SOURCE_TRACKER), LOCAL_ONLY_FALLBACK(BridgeContract.SOURCE_LOCAL_ONLY_FALLBACK);
 
         private final String text;
 

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.List;
@@ -68,6 +69,27 @@ class JobAssemblyTest {
         assertEquals(Optional.empty(), assembly.tokenFor(1, new Endpoint("10.1.0.7", 7002)));
         assertEquals(Optional.empty(), assembly.tokenFor(0, new Endpoint("10.1.0.7", 7001)));
         assertEquals("2,3", assembly.localGpusText());
+    }
+
+    /**
+     * What the bridge exports for the golden transcripts' ok reply (slurm-spank-bridge/contract/transcripts.txt,
+     * its "= NAME=VALUE" lines, which the bridge's tests render word for word) reads as the assembly of that reply.
+     */
+    @Test
+    void theEnvironmentOfTheGoldenTranscriptsReadsAsItsAssembly() throws Exception {
+        Map<String, String> environment = new HashMap<>();
+        for (String line : Files.readAllLines(Path.of("..", "slurm-spank-bridge", "contract", "transcripts.txt"))) {
+            if (line.startsWith("= ")) {
+                int equals = line.indexOf('=', 2);
+                environment.put(line.substring(2, equals), line.substring(equals + 1).replace("{token}", TOKEN));
+            }
+        }
+        JobAssembly assembly = parse(environment);
+
+        assertEquals(List.of(new JobAssembly.Local(0, 3, 0), new JobAssembly.Remote(1, new Endpoint("10.0.0.2", 40000), TOKEN),
+                new JobAssembly.Remote(2, new Endpoint("10.0.0.3", 40001), TOKEN)), assembly.vgpus());
+        assertEquals(VaWindow.DEFAULT_BASE, assembly.windowBase());
+        assertEquals(Optional.of(Path.of("/run/vgpu/vgpu-103-n1.sock")), assembly.agentSocket());
     }
 
     @Test

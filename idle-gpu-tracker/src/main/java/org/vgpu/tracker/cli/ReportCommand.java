@@ -16,7 +16,6 @@ import org.apache.commons.cli.Options;
 import org.apache.commons.cli.ParseException;
 import org.vgpu.common.cli.CommandLines;
 import org.vgpu.common.cli.Subcommand;
-import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.common.line.LineClient;
 import org.vgpu.common.net.Endpoint;
 import org.vgpu.siteconfig.SiteConfigReader;

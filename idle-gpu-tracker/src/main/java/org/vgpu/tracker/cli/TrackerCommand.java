@@ -14,7 +14,6 @@ import org.apache.commons.cli.Options;
 import org.apache.commons.cli.ParseException;
 import org.vgpu.common.cli.CommandLines;
 import org.vgpu.common.cli.Subcommand;
-import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.common.net.Endpoint;
 import org.vgpu.common.security.SiteKey;
 import org.vgpu.siteconfig.SiteConfig;
@@ -24,7 +23,7 @@ import org.vgpu.tracker.TrackerDaemon;
 import org.vgpu.tracker.ledger.Ledger;
 import org.vgpu.tracker.ledger.LedgerException;
 import org.vgpu.tracker.server.MungeVerifier;
-import org.vgpu.tracker.slurm.SlurmCommandException;
+import org.vgpu.tracker.slurm.SlurmException;
 import org.vgpu.tracker.slurm.SlurmCommands;
 import org.vgpu.tracker.slurm.SlurmControl;
 import org.vgpu.common.error.VgpuFailure;
@@ -137,8 +136,8 @@ public final class TrackerCommand implements Subcommand {
             Ledger ledger = Ledger.open(ledgerFile);
             Tracker tracker = new Tracker(site, slurm, ledger, SiteKey.load(site.tokenKeyFile()), settings, Clock.systemUTC());
             daemon = TrackerDaemon.start(tracker, ledger, listen, poll, munge, trustedUsers);
-        } catch (LedgerException | SlurmCommandException e) {
-            err.println("vgpu tracker: " + e.getMessage());
+        } catch (LedgerException | SlurmException e) {
+            err.println("vgpu tracker: " + e.detail());
             return 1;
         }
         Runtime.getRuntime().addShutdownHook(Thread.ofPlatform().name("tracker-shutdown").unstarted(daemon::close));
@@ -148,7 +147,8 @@ public final class TrackerCommand implements Subcommand {
         try {
             RuntimeException fatal = daemon.awaitStop();
             if (fatal != null) {
-                err.println("vgpu tracker: stopped: " + fatal.getMessage());
+                err.println("vgpu tracker: stopped: " + (fatal instanceof VgpuFailure failure ? failure.detail()
+                        : "an internal error, logged above"));
                 return 1;
             }
         } catch (InterruptedException e) {

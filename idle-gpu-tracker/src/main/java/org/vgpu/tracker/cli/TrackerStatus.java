@@ -51,7 +51,9 @@ record TrackerStatus(List<Assembly> assemblies, Set<Long> lostHolders, List<Map<
                     default -> throw new IllegalArgumentException("unknown line kind '" + kind + "'");
                 }
             } catch (RuntimeException e) {
-                throw new IllegalArgumentException("cannot read the tracker's status line '" + line + "': " + e.getMessage(), e);
+                // The JDK's words for a bad number ("For input string") are not for a person.
+                String why = e instanceof NumberFormatException ? "a number in it is not a number" : e.getMessage();
+                throw new IllegalArgumentException("cannot read the tracker's status line '" + line + "': " + why, e);
             }
         }
         throw new IllegalArgumentException("the tracker's status ended without its 'ok' line");

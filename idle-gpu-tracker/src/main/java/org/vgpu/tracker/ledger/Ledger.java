@@ -19,6 +19,7 @@ import java.util.Set;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.vgpu.common.error.IoReasons;
 
 /**
  * The tracker's persistent record of every live assembly (its lends, holder jobs and workers), a
@@ -109,7 +110,7 @@ public final class Ledger implements AutoCloseable {
         try {
             text = Files.readString(file, StandardCharsets.US_ASCII);
         } catch (IOException e) {
-            throw new LedgerException("cannot read the ledger " + file + ": " + e.getMessage(), e);
+            throw new LedgerException(LedgerException.Code.UNREADABLE, "cannot read the ledger " + file + ": " + IoReasons.of(e), e);
         }
         String[] lines = text.split("\n", -1);
         for (int i = 0; i < lines.length; i++) {
@@ -126,7 +127,8 @@ public final class Ledger implements AutoCloseable {
             try {
                 entry = LedgerLines.parse(lines[i]);
             } catch (IllegalArgumentException e) {
-                throw new LedgerException(file + ":" + (i + 1) + ": unreadable ledger record: " + e.getMessage()
+                throw new LedgerException(LedgerException.Code.DAMAGED, file + ":" + (i + 1) + ": unreadable ledger record: "
+                        + e.getMessage()
                         + "; the tracker will not start without knowing every lend. Repair the line, or move the file"
                         + " aside to start empty (holder jobs the tracker then does not know are cancelled)");
             }
@@ -162,7 +164,7 @@ public final class Ledger implements AutoCloseable {
             journal = FileChannel.open(file, StandardOpenOption.WRITE, StandardOpenOption.APPEND);
             linesSinceCompaction = 0;
         } catch (IOException e) {
-            throw new LedgerException("cannot write the ledger " + file + ": " + e.getMessage(), e);
+            throw new LedgerException(LedgerException.Code.UNWRITABLE, "cannot write the ledger " + file + ": " + IoReasons.of(e), e);
         }
     }
 
@@ -171,7 +173,8 @@ public final class Ledger implements AutoCloseable {
             writeFully(journal, line + "\n");
             journal.force(false);
         } catch (IOException e) {
-            throw new LedgerException("cannot append to the ledger " + file + ": " + e.getMessage(), e);
+            throw new LedgerException(LedgerException.Code.UNWRITABLE, "cannot append to the ledger " + file + ": "
+                    + IoReasons.of(e), e);
         }
         if (++linesSinceCompaction > COMPACT_AFTER_LINES + 4 * live.size()) {
             compact();

@@ -14,6 +14,7 @@ import java.util.OptionalLong;
 import java.util.regex.Pattern;
 import java.util.zip.CRC32C;
 
+import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.common.net.Endpoint;
 
 /**
@@ -112,11 +113,17 @@ public final class LedgerLines {
                 throw new IllegalArgumentException("lend '" + text + "' is not VGPU/NODE/HOLDER/GPU/HOST:PORT/WORKER-ID");
             }
             boolean hasWorker = !parts[4].equals(NONE);
-            lends.add(new Lend(Integer.parseInt(parts[0]), parts[1],
-                    parts[2].equals(NONE) ? OptionalLong.empty() : OptionalLong.of(Long.parseLong(parts[2])),
-                    parts[3].equals(NONE) ? OptionalInt.empty() : OptionalInt.of(Integer.parseInt(parts[3])),
-                    hasWorker ? Optional.of(Endpoint.parse(parts[4])) : Optional.empty(),
-                    parts[5].equals(NONE) ? Optional.empty() : Optional.of(parts[5])));
+            try {
+                lends.add(new Lend(Integer.parseInt(parts[0]), parts[1],
+                        parts[2].equals(NONE) ? OptionalLong.empty() : OptionalLong.of(Long.parseLong(parts[2])),
+                        parts[3].equals(NONE) ? OptionalInt.empty() : OptionalInt.of(Integer.parseInt(parts[3])),
+                        hasWorker ? Optional.of(Endpoint.parse(parts[4])) : Optional.empty(),
+                        parts[5].equals(NONE) ? Optional.empty() : Optional.of(parts[5])));
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException("lend '" + text + "' has a VGPU, HOLDER or GPU that is not a number", e);
+            } catch (VgpuFailure e) {
+                throw new IllegalArgumentException("lend '" + text + "': " + e.detail(), e);
+            }
         }
         Assembly.Phase phase = switch (require(fields, "phase")) {
             case "securing" -> Assembly.Phase.SECURING;

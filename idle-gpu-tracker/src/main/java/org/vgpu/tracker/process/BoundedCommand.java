@@ -10,6 +10,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
+import org.vgpu.common.error.IoReasons;
+
 /**
  * Runs a command with a time limit (Slurm's client commands block for minutes while slurmctld is
  * down; munged may hang), feeding it standard input and collecting both outputs without letting
@@ -46,7 +48,7 @@ public final class BoundedCommand {
         try {
             process = new ProcessBuilder(command).start();
         } catch (IOException e) {
-            throw new Failure("cannot run '" + line + "': " + e.getMessage(), e);
+            throw new Failure("cannot run '" + line + "': " + whyNotStarted(e), e);
         }
         CompletableFuture<String> stdout = readAll(process.getInputStream());
         CompletableFuture<String> stderr = readAll(process.getErrorStream());
@@ -66,8 +68,24 @@ public final class BoundedCommand {
             Thread.currentThread().interrupt();
             throw new Failure("interrupted while running '" + line + "'", e);
         } catch (ExecutionException e) {
-            throw new Failure("cannot read the output of '" + line + "': " + e.getCause(), e);
+            throw new Failure("cannot read the output of '" + line + "': " + (e.getCause() instanceof IOException io
+                    ? IoReasons.of(io) : "reading it failed"), e);
         }
+    }
+
+    /**
+     * ProcessBuilder reports the exec's errno only in its text ("error: 2 (No such file or directory)",
+     * "error=2, ..." in older JDKs).
+     */
+    private static String whyNotStarted(IOException e) {
+        String jdkText = String.valueOf(e.getMessage());
+        if (jdkText.contains("No such file or directory")) {
+            return "no such program";
+        }
+        if (jdkText.contains("Permission denied")) {
+            return "permission denied";
+        }
+        return IoReasons.of(e);
     }
 
     private static CompletableFuture<String> readAll(InputStream stream) {

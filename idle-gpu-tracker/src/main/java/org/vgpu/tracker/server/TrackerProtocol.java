@@ -1,5 +1,24 @@
 package org.vgpu.tracker.server;
 
+import static org.vgpu.common.contract.BridgeContract.CREDENTIAL_PREFIX;
+import static org.vgpu.common.contract.BridgeContract.JOB_ID_MAX;
+import static org.vgpu.common.contract.BridgeContract.KEY_LOCAL;
+import static org.vgpu.common.contract.BridgeContract.KEY_REMOTE;
+import static org.vgpu.common.contract.BridgeContract.KEY_VGPUS;
+import static org.vgpu.common.contract.BridgeContract.NODE_CHARS;
+import static org.vgpu.common.contract.BridgeContract.NODE_CHAR_CLASS;
+import static org.vgpu.common.contract.BridgeContract.NODE_NAME_BYTES;
+import static org.vgpu.common.contract.BridgeContract.REPLY_ERROR_WORD;
+import static org.vgpu.common.contract.BridgeContract.REPLY_LINE_BYTES;
+import static org.vgpu.common.contract.BridgeContract.REPLY_OK_WORD;
+import static org.vgpu.common.contract.BridgeContract.REPLY_WAIT_WORD;
+import static org.vgpu.common.contract.BridgeContract.REQUEST_ASSEMBLY;
+import static org.vgpu.common.contract.BridgeContract.REQUEST_DONE;
+import static org.vgpu.common.contract.BridgeContract.REQUEST_STATUS;
+import static org.vgpu.common.contract.BridgeContract.REQUEST_WORKER;
+import static org.vgpu.common.contract.BridgeContract.VGPUS_MAX;
+
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
@@ -8,24 +27,23 @@ import java.util.regex.Pattern;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.common.line.BoundedLineReader;
 import org.vgpu.common.line.LineService;
-import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.common.line.LineText;
 import org.vgpu.common.net.Endpoint;
 import org.vgpu.common.security.SessionToken;
+import org.vgpu.tracker.Answer;
+import org.vgpu.tracker.StatusReport;
 import org.vgpu.tracker.Tracker;
-import org.vgpu.common.error.VgpuFailure;
+import org.vgpu.tracker.ledger.LedgerLines;
 
 /**
- * The tracker's socket: the SPANK bridge's line protocol (slurm-spank-bridge/README.md, "Tracker
- * line protocol") plus {@code status} for {@code vgpu report}:
- * <pre>
- *   assembly JOB NODE        -&gt; ok vgpus=N [local=I,...] [remote=K@HOST:PORT#TOKEN,...] | wait REASON | error REASON
- *   done JOB NODE STATUS     -&gt; ok | error REASON
- *   worker JOB VGPU HOST:PORT WORKER-ID PROOF -&gt; ok | error REASON   (a holder's worker, see HolderAnnouncement)
- *   status                   -&gt; assembly ... / waiting ... / ended ... lines, then ok assemblies=A waiting=W
- * </pre>
+ * The tracker's socket: the SPANK bridge's line protocol (slurm-spank-bridge/contract/grammar.conf,
+ * with the limits of limits.conf) plus {@code status} for {@code vgpu report}. The {@link Tracker}
+ * decides and returns {@link Answer}s and a {@link StatusReport}; this class alone writes lines. The
+ * requests are {@code assembly} and {@code done} (the bridge's), {@code worker} (a holder's worker,
+ * see HolderAnnouncement) and {@code status}; contract/transcripts.txt shows what each is answered.
  * Anything else, a malformed field, or a request cut at the length limit gets one {@code error}
  * line and changes nothing. Replies are printable ASCII on one line each, whatever the request held.
  *
@@ -38,18 +56,14 @@ import org.vgpu.common.error.VgpuFailure;
  */
 public final class TrackerProtocol implements LineService {
     private static final Logger LOG = LoggerFactory.getLogger(TrackerProtocol.class);
-    static final String COMMANDS = "assembly <job> <node>, done <job> <node> <status>, worker <job> <vgpu> <host:port>"
-            + " <worker-id> <proof>, status";
-    /** The bridge's reply limit is 8190 bytes before the newline. */
-    private static final int MAX_REPLY_CHARS = 8190;
+    static final String COMMANDS = REQUEST_ASSEMBLY + " <job> <node>, " + REQUEST_DONE + " <job> <node> <status>, "
+            + REQUEST_WORKER + " <job> <vgpu> <host:port> <worker-id> <proof>, " + REQUEST_STATUS;
     private static final int MAX_ECHOED_CHARS = 40;
-    private static final Pattern JOB = Pattern.compile("[1-9][0-9]{0,9}");
-    private static final Pattern NODE = Pattern.compile("[A-Za-z0-9._-]{1,128}");
-    private static final Pattern VGPU = Pattern.compile("[0-9]|[1-5][0-9]|6[0-3]");
-    private static final Pattern STATUS = Pattern.compile("-1|0|[1-9][0-9]{0,9}");
-    private static final long MAX_JOB_ID = 0xFFFF_FFFFL;
+    private static final Pattern DECIMAL = Pattern.compile("0|[1-9][0-9]{0,9}");
+    private static final Pattern NODE = Pattern.compile(NODE_CHAR_CLASS + "{1," + NODE_NAME_BYTES + "}");
+    private static final Pattern STATUS = Pattern.compile("-1|" + DECIMAL.pattern());
 
-    private static final String CREDENTIAL_FIELD = " munge=";
+    private static final String CREDENTIAL_FIELD = " " + CREDENTIAL_PREFIX;
 
     private final Tracker tracker;
     private final Runnable wakeTracker;
@@ -74,10 +88,12 @@ public final class TrackerProtocol implements LineService {
     @Override
     public List<String> answer(BoundedLineReader.Line request, String localHost) {
         try {
-            return answerOrThrow(request).stream().map(line -> LineText.printable(line, MAX_REPLY_CHARS)).toList();
+            return answerOrThrow(request).stream().map(line -> LineText.printable(line, REPLY_LINE_BYTES)).toList();
         } catch (RuntimeException e) {
             LOG.error("tracker request '{}' failed", LineText.printable(request.text(), MAX_ECHOED_CHARS), e);
-            return List.of(error("tracker failed to answer: " + e.getMessage()));
+            // A Slurm or ledger failure says what failed in the product's words; anything else is in the log only.
+            return List.of(error("tracker failed to answer: " + (e instanceof VgpuFailure failure ? failure.detail()
+                    : "an internal error, logged by the tracker")));
         }
     }
 
@@ -95,7 +111,7 @@ public final class TrackerProtocol implements LineService {
         int credentialAt = text.lastIndexOf(CREDENTIAL_FIELD);
         String unsigned = credentialAt < 0 ? text : text.substring(0, credentialAt);
         String[] words = unsigned.split(" ", -1);
-        boolean needsAuthentication = words[0].equals("assembly") || words[0].equals("done");
+        boolean needsAuthentication = words[0].equals(REQUEST_ASSEMBLY) || words[0].equals(REQUEST_DONE);
         if (munge.isEmpty() && credentialAt >= 0) {
             return List.of(error("unauthenticated: the request carries a MUNGE credential but this tracker runs with"
                     + " --auth none; start it with --auth munge, as the SPANK bridge's auth=munge expects"));
@@ -105,14 +121,14 @@ public final class TrackerProtocol implements LineService {
                     : text.substring(credentialAt + CREDENTIAL_FIELD.length()));
             if (refusal != null) {
                 LOG.warn("refused '{}': {}", LineText.printable(unsigned, MAX_ECHOED_CHARS), refusal);
-                return List.of(error("unauthenticated: " + refusal));
+                return List.of(line(new Answer.Unauthenticated(refusal)));
             }
         }
         return switch (words[0]) {
-            case "assembly" -> List.of(assembly(words));
-            case "done" -> List.of(done(words));
-            case "worker" -> List.of(worker(words));
-            case "status" -> words.length == 1 ? tracker.status() : List.of(error("usage: status"));
+            case REQUEST_ASSEMBLY -> List.of(assembly(words));
+            case REQUEST_DONE -> List.of(done(words));
+            case REQUEST_WORKER -> List.of(worker(words));
+            case REQUEST_STATUS -> words.length == 1 ? lines(tracker.status()) : List.of(error("usage: " + REQUEST_STATUS));
             default -> List.of(error("unknown command '" + LineText.printable(words[0], MAX_ECHOED_CHARS) + "'; commands: "
                     + COMMANDS));
         };
@@ -120,15 +136,15 @@ public final class TrackerProtocol implements LineService {
 
     private String assembly(String[] words) {
         if (words.length != 3) {
-            return error("usage: assembly <job> <node>");
+            return error("usage: " + REQUEST_ASSEMBLY + " <job> <node>");
         }
         String problem = checkJobAndNode(words[1], words[2]);
-        return problem != null ? error(problem) : tracker.assembly(Long.parseLong(words[1]), words[2]);
+        return problem != null ? error(problem) : line(tracker.assembly(Long.parseLong(words[1]), words[2]));
     }
 
     private String done(String[] words) {
         if (words.length != 4) {
-            return error("usage: done <job> <node> <status>");
+            return error("usage: " + REQUEST_DONE + " <job> <node> <status>");
         }
         String problem = checkJobAndNode(words[1], words[2]);
         if (problem != null) {
@@ -138,21 +154,22 @@ public final class TrackerProtocol implements LineService {
             return error("status must be -1 or an exit status 0.." + Integer.MAX_VALUE + ", got '"
                     + LineText.printable(words[3], MAX_ECHOED_CHARS) + "'");
         }
-        String reply = tracker.done(Long.parseLong(words[1]), words[2], Integer.parseInt(words[3]));
+        Answer answer = tracker.done(Long.parseLong(words[1]), words[2], Integer.parseInt(words[3]));
         wakeTracker.run();
-        return reply;
+        return line(answer);
     }
 
     private String worker(String[] words) {
         if (words.length != 6) {
-            return error("usage: worker <job> <vgpu> <host:port> <worker-id> <proof>");
+            return error("usage: " + REQUEST_WORKER + " <job> <vgpu> <host:port> <worker-id> <proof>");
         }
         String problem = checkJob(words[1]);
         if (problem != null) {
             return error(problem);
         }
-        if (!VGPU.matcher(words[2]).matches()) {
-            return error("vgpu must be a vGPU index 0..63, got '" + LineText.printable(words[2], MAX_ECHOED_CHARS) + "'");
+        if (!DECIMAL.matcher(words[2]).matches() || Long.parseLong(words[2]) >= VGPUS_MAX) {
+            return error("vgpu must be a vGPU index 0.." + (VGPUS_MAX - 1) + ", got '"
+                    + LineText.printable(words[2], MAX_ECHOED_CHARS) + "'");
         }
         Endpoint endpoint;
         try {
@@ -161,7 +178,7 @@ public final class TrackerProtocol implements LineService {
         } catch (VgpuFailure e) {
             return error(e.detail());
         }
-        return tracker.worker(Long.parseLong(words[1]), Integer.parseInt(words[2]), endpoint, words[4], words[5]);
+        return line(tracker.worker(Long.parseLong(words[1]), Integer.parseInt(words[2]), endpoint, words[4], words[5]));
     }
 
     /** Why an {@code assembly} or {@code done} is not to be answered, or null when its sender may ask it. */
@@ -178,7 +195,7 @@ public final class TrackerProtocol implements LineService {
         if (sender.uid() == 0 || trustedUsers.contains(sender.user())) {
             return null;
         }
-        if (words.length >= 2 && JOB.matcher(words[1]).matches() && Long.parseLong(words[1]) <= MAX_JOB_ID
+        if (words.length >= 2 && checkJob(words[1]) == null
                 && tracker.owner(Long.parseLong(words[1])).filter(sender.user()::equals).isPresent()) {
             return null;
         }
@@ -186,8 +203,8 @@ public final class TrackerProtocol implements LineService {
     }
 
     private static String checkJob(String job) {
-        if (!JOB.matcher(job).matches() || Long.parseLong(job) > MAX_JOB_ID) {
-            return "job must be a Slurm job id 1.." + MAX_JOB_ID + ", got '" + LineText.printable(job, MAX_ECHOED_CHARS) + "'";
+        if (!DECIMAL.matcher(job).matches() || Long.parseLong(job) < 1 || Long.parseLong(job) > JOB_ID_MAX) {
+            return "job must be a Slurm job id 1.." + JOB_ID_MAX + ", got '" + LineText.printable(job, MAX_ECHOED_CHARS) + "'";
         }
         return null;
     }
@@ -198,13 +215,66 @@ public final class TrackerProtocol implements LineService {
             return problem;
         }
         if (!NODE.matcher(node).matches()) {
-            return "node must be a Slurm node name ([A-Za-z0-9._-], 1 to 128), got '" + LineText.printable(node, MAX_ECHOED_CHARS)
-                    + "'";
+            return "node must be a Slurm node name (1 to " + NODE_NAME_BYTES + " letters, digits and " + NODE_CHARS + "), got '"
+                    + LineText.printable(node, MAX_ECHOED_CHARS) + "'";
         }
         return null;
     }
 
+    /** The reply line of an answer: {@code ok ...}, {@code wait REASON} or {@code error REASON}. */
+    public static String line(Answer answer) {
+        return switch (answer) {
+            case Answer.Assembled assembled -> assembledLine(assembled);
+            case Answer.Accepted() -> REPLY_OK_WORD;
+            case Answer.NotYet(String reason) -> REPLY_WAIT_WORD + " " + reason;
+            case Answer.Refused(String reason) -> error(reason);
+            case Answer.Unauthenticated(String reason) -> error("unauthenticated: " + reason);
+        };
+    }
+
+    /** {@code ok vgpus=N [local=I,...] [remote=K@HOST:PORT#TOKEN,...]}: the window base is left at the bridge's default. */
+    private static String assembledLine(Answer.Assembled assembled) {
+        StringBuilder line = new StringBuilder(REPLY_OK_WORD).append(' ').append(KEY_VGPUS).append('=').append(assembled.vgpus());
+        if (!assembled.localGpus().isEmpty()) {
+            line.append(' ').append(KEY_LOCAL).append('=').append(joined(assembled.localGpus()));
+        }
+        if (!assembled.borrowed().isEmpty()) {
+            line.append(' ').append(KEY_REMOTE).append('=').append(String.join(",", assembled.borrowed().stream()
+                    .map(borrowed -> borrowed.vgpu() + "@" + borrowed.worker() + "#" + borrowed.token()).toList()));
+        }
+        return line.toString();
+    }
+
+    /**
+     * The reply to {@code status}: one {@code assembly} line per live assembly (the ledger's own record,
+     * which names no token) followed by a {@code lost} line when Slurm shows some of its holders ended,
+     * one {@code waiting} line per held job, the recent {@code ended} lines, and {@code ok assemblies=A waiting=W}.
+     */
+    public static List<String> lines(StatusReport status) {
+        List<String> lines = new ArrayList<>();
+        for (StatusReport.Live live : status.assemblies()) {
+            lines.add(LedgerLines.assembly(live.assembly()));
+            if (!live.lostHolders().isEmpty()) {
+                lines.add("lost job=" + live.assembly().job() + " holders=" + joined(live.lostHolders()));
+            }
+        }
+        for (StatusReport.Waiting job : status.waiting()) {
+            lines.add("waiting job=" + job.job() + " user=" + job.user() + " vgpus=" + job.vgpus() + " reason=" + job.reason());
+        }
+        for (StatusReport.Ended ended : status.ended()) {
+            lines.add("ended job=" + ended.job() + " user=" + ended.user() + " node=" + ended.node() + " vgpus=" + ended.vgpus()
+                    + " borrowed=" + ended.borrowed() + " why=" + ended.why() + " at=" + ended.at()
+                    + ended.reason().map(reason -> " reason=" + reason).orElse(""));
+        }
+        lines.add(REPLY_OK_WORD + " assemblies=" + status.assemblies().size() + " waiting=" + status.waiting().size());
+        return lines;
+    }
+
+    private static String joined(List<? extends Number> numbers) {
+        return String.join(",", numbers.stream().map(String::valueOf).toList());
+    }
+
     private static String error(String reason) {
-        return "error " + reason;
+        return REPLY_ERROR_WORD + " " + reason;
     }
 }

@@ -35,7 +35,7 @@ public record GresItem(String name, Optional<String> type, int count, List<Integ
      * empty list.
      *
      * @param source names the command and field, for error messages
-     * @throws SlurmOutputException for an entry in none of the forms above
+     * @throws SlurmException for an entry in none of the forms above
      */
     public static List<GresItem> parseList(String source, String text) {
         String stripped = text.strip();
@@ -52,7 +52,7 @@ public record GresItem(String name, Optional<String> type, int count, List<Integ
     private static GresItem parse(String source, String item) {
         Matcher matcher = ITEM.matcher(item);
         if (!matcher.matches()) {
-            throw new SlurmOutputException(source, "'" + item + "' is not a GRES entry such as gpu:4, gpu:1(IDX:3) or vgpu(CNT:3)");
+            throw SlurmException.badOutput(source, "'" + item + "' is not a GRES entry such as gpu:4, gpu:1(IDX:3) or vgpu(CNT:3)");
         }
         String detailKind = matcher.group(4);
         List<Integer> indices = "IDX".equals(detailKind) ? indices(source, item, matcher.group(5)) : List.of();
@@ -66,10 +66,10 @@ public record GresItem(String name, Optional<String> type, int count, List<Integ
                 count = indices.isEmpty() ? 1 : indices.size();
             }
         } catch (NumberFormatException e) {
-            throw new SlurmOutputException(source, "'" + item + "' has a count that is not a number");
+            throw SlurmException.badOutput(source, "'" + item + "' has a count that is not a number");
         }
         if (!indices.isEmpty() && indices.size() != count) {
-            throw new SlurmOutputException(source, "'" + item + "' counts " + count + " but lists " + indices.size() + " indices");
+            throw SlurmException.badOutput(source, "'" + item + "' counts " + count + " but lists " + indices.size() + " indices");
         }
         return new GresItem(matcher.group(1), Optional.ofNullable(matcher.group(2)), count, indices);
     }
@@ -79,12 +79,12 @@ public record GresItem(String name, Optional<String> type, int count, List<Integ
         for (String range : ranges.split(",")) {
             Matcher bounds = INDEX_RANGE.matcher(range);
             if (!bounds.matches()) {
-                throw new SlurmOutputException(source, "'" + item + "' has index '" + range + "', expected N or N-M");
+                throw SlurmException.badOutput(source, "'" + item + "' has index '" + range + "', expected N or N-M");
             }
             int low = Integer.parseInt(bounds.group(1));
             int high = bounds.group(2) == null ? low : Integer.parseInt(bounds.group(2));
             if (high < low) {
-                throw new SlurmOutputException(source, "'" + item + "' has a backwards index range '" + range + "'");
+                throw SlurmException.badOutput(source, "'" + item + "' has a backwards index range '" + range + "'");
             }
             for (int index = low; index <= high; index++) {
                 indices.add(index);

@@ -25,7 +25,7 @@ public final class HostList {
      * The host names, in order; {@code (null)} and the empty string are none.
      *
      * @param source names the command and field, for error messages
-     * @throws SlurmOutputException for text not in that notation
+     * @throws SlurmException for text not in that notation
      */
     public static List<String> expand(String source, String text) {
         String stripped = text.strip();
@@ -36,7 +36,7 @@ public final class HostList {
         for (String part : CommaLists.splitOutside(stripped, '[', ']')) {
             Matcher host = HOST.matcher(part);
             if (part.isEmpty() || !host.matches()) {
-                throw new SlurmOutputException(source, "'" + part + "' is not a host list such as n1 or n[1-3,5]");
+                throw SlurmException.badOutput(source, "'" + part + "' is not a host list such as n1 or n[1-3,5]");
             }
             if (host.group(2) == null) {
                 hosts.add(part);
@@ -45,14 +45,14 @@ public final class HostList {
             for (String range : host.group(2).split(",", -1)) {
                 Matcher bounds = RANGE.matcher(range);
                 if (!bounds.matches()) {
-                    throw new SlurmOutputException(source, "'" + range + "' in '" + part + "' is not N or N-M");
+                    throw SlurmException.badOutput(source, "'" + range + "' in '" + part + "' is not N or N-M");
                 }
                 String low = bounds.group(1);
                 String high = bounds.group(2) == null ? low : bounds.group(2);
                 long first = Long.parseLong(low);
                 long last = Long.parseLong(high);
                 if (last < first || last - first >= MAX_HOSTS - hosts.size()) {
-                    throw new SlurmOutputException(source, "'" + range + "' in '" + part + "' runs backwards or names more than "
+                    throw SlurmException.badOutput(source, "'" + range + "' in '" + part + "' runs backwards or names more than "
                             + MAX_HOSTS + " hosts");
                 }
                 for (long number = first; number <= last; number++) {

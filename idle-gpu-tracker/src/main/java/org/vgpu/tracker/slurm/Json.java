@@ -27,7 +27,7 @@ final class Json {
 
     /**
      * @param source names the command that printed the text, for error messages
-     * @throws SlurmOutputException at the first syntax error, with its line and column
+     * @throws SlurmException at the first syntax error, with its line and column
      */
     static Object parse(String source, String text) {
         Json json = new Json(source, text);
@@ -199,12 +199,12 @@ final class Json {
         }
     }
 
-    private SlurmOutputException errorBefore(String problem) {
+    private SlurmException errorBefore(String problem) {
         position--;
         return error(problem);
     }
 
-    private SlurmOutputException error(String problem) {
+    private SlurmException error(String problem) {
         int line = 1;
         int column = 1;
         for (int i = 0; i < Math.min(position, text.length()); i++) {
@@ -215,6 +215,6 @@ final class Json {
                 column++;
             }
         }
-        return new SlurmOutputException(source, "line " + line + " column " + column + ": " + problem);
+        return SlurmException.badOutput(source, "line " + line + " column " + column + ": " + problem);
     }
 }

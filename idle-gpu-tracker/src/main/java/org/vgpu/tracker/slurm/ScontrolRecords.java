@@ -32,14 +32,14 @@ final class ScontrolRecords {
         }
 
         String require(String key) {
-            return first(key).orElseThrow(() -> new SlurmOutputException(source,
+            return first(key).orElseThrow(() -> SlurmException.badOutput(source,
                     "the record at line " + line + " has no " + key + "= field"));
         }
     }
 
     /**
      * @param source the command that printed the text, for error messages
-     * @throws SlurmOutputException when a record does not start with {@code Key=Value}
+     * @throws SlurmException when a record does not start with {@code Key=Value}
      */
     static List<Record> parse(String source, String text) {
         List<Record> records = new ArrayList<>();
@@ -67,7 +67,7 @@ final class ScontrolRecords {
                     }
                     fields.add(new Field(word.substring(0, equals), word.substring(equals + 1), lineNumber));
                 } else if (fields.isEmpty()) {
-                    throw new SlurmOutputException(source, "line " + lineNumber + ": expected Key=Value, got '" + word + "'");
+                    throw SlurmException.badOutput(source, "line " + lineNumber + ": expected Key=Value, got '" + word + "'");
                 } else {
                     Field last = fields.removeLast();
                     String joined = last.value().isEmpty() ? word : last.value() + " " + word;

@@ -11,7 +11,6 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.vgpu.tracker.slurm.SlurmInventory;
 import org.vgpu.tracker.slurm.SlurmJob;
-import org.vgpu.tracker.slurm.SlurmOutputException;
 import org.vgpu.tracker.process.BoundedCommand;
 import org.vgpu.tracker.process.BoundedCommand.Result;
 
@@ -47,11 +46,7 @@ public final class SlurmCommands implements SlurmControl {
     public SlurmInventory inventory() {
         String nodes = run("scontrol", "show", "node", "-d").stdout();
         String jobs = run("scontrol", "show", "job", "-d").stdout();
-        try {
-            return SlurmInventory.fromScontrol(nodes, jobs.startsWith("No jobs in the system") ? "" : jobs);
-        } catch (SlurmOutputException e) {
-            throw new SlurmCommandException(e.getMessage(), e);
-        }
+        return SlurmInventory.fromScontrol(nodes, jobs.startsWith("No jobs in the system") ? "" : jobs);
     }
 
     @Override
@@ -63,11 +58,7 @@ public final class SlurmCommands implements SlurmControl {
             }
             throw failed(result);
         }
-        try {
-            return SlurmInventory.parseScontrolJobs(result.stdout()).stream().filter(job -> job.id() == id).findFirst();
-        } catch (SlurmOutputException e) {
-            throw new SlurmCommandException(e.getMessage(), e);
-        }
+        return SlurmInventory.parseScontrolJobs(result.stdout()).stream().filter(job -> job.id() == id).findFirst();
     }
 
     @Override
@@ -87,7 +78,7 @@ public final class SlurmCommands implements SlurmControl {
         String out = run(command.toArray(String[]::new)).stdout().strip();
         var matcher = JOB_ID.matcher(out);
         if (!matcher.matches()) {
-            throw new SlurmCommandException("sbatch printed '" + out + "' instead of the holder's job id");
+            throw SlurmException.badOutput("sbatch", "'" + out + "' instead of the holder's job id");
         }
         return Long.parseLong(matcher.group(1));
     }
@@ -129,8 +120,8 @@ public final class SlurmCommands implements SlurmControl {
         return result;
     }
 
-    private static SlurmCommandException failed(Result result) {
-        return new SlurmCommandException("'" + result.commandLine() + "' failed with exit code " + result.exitCode() + ": "
+    private static SlurmException failed(Result result) {
+        return SlurmException.commandFailed("'" + result.commandLine() + "' failed with exit code " + result.exitCode() + ": "
                 + firstLine(result.stderr().isBlank() ? result.stdout() : result.stderr()));
     }
 
@@ -139,7 +130,7 @@ public final class SlurmCommands implements SlurmControl {
         try {
             return BoundedCommand.run(List.of(command), "", timeout);
         } catch (BoundedCommand.Failure e) {
-            throw new SlurmCommandException(e.getMessage() + " (are Slurm's client commands on the PATH, is slurmctld up?)", e);
+            throw SlurmException.unreachable(e.getMessage() + " (are Slurm's client commands on the PATH, is slurmctld up?)", e);
         }
     }
 

@@ -8,7 +8,7 @@ import org.vgpu.tracker.slurm.SlurmJob;
 
 /**
  * What the tracker reads from and does to Slurm. Every method either does what it says or throws
- * {@link SlurmCommandException} naming the command and Slurm's answer.
+ * {@link SlurmException} naming the command and Slurm's answer.
  */
 public interface SlurmControl {
     /** Name prefix of holder jobs, followed by {@code <job>-v<vgpu>}; with the lend partition it marks the tracker's own jobs. */

@@ -41,7 +41,7 @@ public record SlurmInventory(List<SlurmNode> nodes, List<SlurmJob> jobs) {
         return jobs.stream().filter(job -> job.id() == id).findFirst();
     }
 
-    /** @throws SlurmOutputException when a node record lacks a field or has a malformed one */
+    /** @throws SlurmException when a node record lacks a field or has a malformed one */
     public static List<SlurmNode> parseScontrolNodes(String text) {
         List<SlurmNode> nodes = new ArrayList<>();
         for (ScontrolRecords.Record node : ScontrolRecords.parse(SHOW_NODE, text)) {
@@ -55,7 +55,7 @@ public record SlurmInventory(List<SlurmNode> nodes, List<SlurmJob> jobs) {
         return List.copyOf(nodes);
     }
 
-    /** @throws SlurmOutputException when a job record lacks a field or has a malformed one */
+    /** @throws SlurmException when a job record lacks a field or has a malformed one */
     public static List<SlurmJob> parseScontrolJobs(String text) {
         List<SlurmJob> jobs = new ArrayList<>();
         for (ScontrolRecords.Record job : ScontrolRecords.parse(SHOW_JOB, text)) {
@@ -84,7 +84,7 @@ public record SlurmInventory(List<SlurmNode> nodes, List<SlurmJob> jobs) {
         return List.copyOf(jobs);
     }
 
-    /** @throws SlurmOutputException for malformed JSON or a node without the fields used here */
+    /** @throws SlurmException for malformed JSON or a node without the fields used here */
     public static List<SlurmNode> parseSinfoJson(String json) {
         List<SlurmNode> nodes = new ArrayList<>();
         for (Object element : array(SINFO_JSON, document(SINFO_JSON, json), "nodes")) {
@@ -105,7 +105,7 @@ public record SlurmInventory(List<SlurmNode> nodes, List<SlurmJob> jobs) {
         return List.copyOf(nodes);
     }
 
-    /** @throws SlurmOutputException for malformed JSON or a job without the fields used here */
+    /** @throws SlurmException for malformed JSON or a job without the fields used here */
     public static List<SlurmJob> parseSqueueJson(String json) {
         List<SlurmJob> jobs = new ArrayList<>();
         for (Object element : array(SQUEUE_JSON, document(SQUEUE_JSON, json), "jobs")) {
@@ -119,7 +119,7 @@ public record SlurmInventory(List<SlurmNode> nodes, List<SlurmJob> jobs) {
                 List<Object> allocatedNodes = array(source, object(source, job.get("job_resources"), "job_resources"),
                         "allocated_nodes");
                 if (allocatedNodes.size() != details.size()) {
-                    throw new SlurmOutputException(source, "has " + details.size() + " gres_detail entries for "
+                    throw SlurmException.badOutput(source, "has " + details.size() + " gres_detail entries for "
                             + allocatedNodes.size() + " allocated nodes");
                 }
                 for (int i = 0; i < details.size(); i++) {
@@ -153,7 +153,7 @@ public record SlurmInventory(List<SlurmNode> nodes, List<SlurmJob> jobs) {
         try {
             return Long.parseLong(value);
         } catch (NumberFormatException e) {
-            throw new SlurmOutputException(source, key + "=" + value + " is not a number");
+            throw SlurmException.badOutput(source, key + "=" + value + " is not a number");
         }
     }
 
@@ -164,7 +164,7 @@ public record SlurmInventory(List<SlurmNode> nodes, List<SlurmJob> jobs) {
     @SuppressWarnings("unchecked")
     private static Map<String, Object> object(String source, Object value, String what) {
         if (!(value instanceof Map<?, ?>)) {
-            throw new SlurmOutputException(source, what + " is not a JSON object");
+            throw SlurmException.badOutput(source, what + " is not a JSON object");
         }
         return (Map<String, Object>) value;
     }
@@ -172,26 +172,26 @@ public record SlurmInventory(List<SlurmNode> nodes, List<SlurmJob> jobs) {
     @SuppressWarnings("unchecked")
     private static List<Object> array(String source, Map<String, Object> object, String key) {
         if (!(object.get(key) instanceof List<?>)) {
-            throw new SlurmOutputException(source, "'" + key + "' is " + describeMissing(object, key) + ", expected an array");
+            throw SlurmException.badOutput(source, "'" + key + "' is " + describeMissing(object, key) + ", expected an array");
         }
         return (List<Object>) object.get(key);
     }
 
     private static String string(String source, Map<String, Object> object, String key) {
         if (!(object.get(key) instanceof String value)) {
-            throw new SlurmOutputException(source, "'" + key + "' is " + describeMissing(object, key) + ", expected a string");
+            throw SlurmException.badOutput(source, "'" + key + "' is " + describeMissing(object, key) + ", expected a string");
         }
         return value;
     }
 
     private static long number(String source, Map<String, Object> object, String key) {
         if (!(object.get(key) instanceof BigDecimal value)) {
-            throw new SlurmOutputException(source, "'" + key + "' is " + describeMissing(object, key) + ", expected a number");
+            throw SlurmException.badOutput(source, "'" + key + "' is " + describeMissing(object, key) + ", expected a number");
         }
         try {
             return value.longValueExact();
         } catch (ArithmeticException e) {
-            throw new SlurmOutputException(source, "'" + key + "' is " + value + ", expected a whole number");
+            throw SlurmException.badOutput(source, "'" + key + "' is " + value + ", expected a whole number");
         }
     }
 

@@ -46,7 +46,7 @@ public record SlurmJob(long id, String name, String user, String state, String r
      * The GPU indices the job holds on {@code node}, from its allocation ({@code GRES=gpu:2(IDX:0-1)});
      * empty when it holds none there or Slurm printed no indices.
      *
-     * @throws SlurmOutputException when an allocation's node list is malformed
+     * @throws SlurmException when an allocation's node list is malformed
      */
     public List<Integer> gpuIndicesOn(String node) {
         return gpuIndicesByNode().getOrDefault(node, List.of());
@@ -56,7 +56,7 @@ public record SlurmJob(long id, String name, String user, String state, String r
      * The GPU indices the job holds, by node: each allocation's node list expanded once, for callers
      * that look at every node.
      *
-     * @throws SlurmOutputException when an allocation's node list is malformed
+     * @throws SlurmException when an allocation's node list is malformed
      */
     public Map<String, List<Integer>> gpuIndicesByNode() {
         Map<String, List<Integer>> byNode = new LinkedHashMap<>();

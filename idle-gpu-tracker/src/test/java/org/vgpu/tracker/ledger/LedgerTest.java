@@ -1,6 +1,7 @@
 package org.vgpu.tracker.ledger;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -80,6 +81,7 @@ class LedgerTest {
         Files.writeString(file, lines.get(0).replace("node=n1", "node=n9") + "\n" + lines.get(1) + "\n", StandardCharsets.US_ASCII);
 
         LedgerException refused = assertThrows(LedgerException.class, () -> Ledger.open(file));
+        assertEquals("LEDGER_DAMAGED", refused.codeName());
 
         assertTrue(refused.getMessage().startsWith(file + ":1: unreadable ledger record: its CRC does not match"),
                 refused.getMessage());
@@ -99,9 +101,14 @@ class LedgerTest {
                 new String[] {sealed("assembly job=x user=a node=n1 vgpus=1 local=1 phase=securing planned=0"), "'job=x' is not"},
                 new String[] {sealed("assembly job=1 job=2"), "'job' appears twice"},
                 new String[] {sealed("assembly job=1 user=a node=n1 vgpus=2 local=1 phase=securing planned=0"), "do not make 2"},
-                new String[] {sealed("launch job=1"), "unknown record 'launch'"})) {
+                new String[] {sealed("launch job=1"), "unknown record 'launch'"},
+                new String[] {sealed("assembly job=1 user=a node=n1 vgpus=2 local=1 phase=securing planned=0 lend=1/n2/x/-/-/-"),
+                        "lend '1/n2/x/-/-/-' has a VGPU, HOLDER or GPU that is not a number"},
+                new String[] {sealed("assembly job=1 user=a node=n1 vgpus=2 local=1 phase=securing planned=0"
+                        + " lend=1/n2/43/3/n2/w"), "lend '1/n2/43/3/n2/w': "})) {
             IllegalArgumentException refused = assertThrows(IllegalArgumentException.class, () -> LedgerLines.parse(bad[0]));
             assertTrue(refused.getMessage().contains(bad[1]), bad[1] + " not in: " + refused.getMessage());
+            assertFalse(refused.getMessage().contains("For input string"), refused.getMessage());
         }
     }
 

@@ -44,23 +44,23 @@ class JsonTest {
     @ValueSource(strings = {"", "{", "{\"a\" 1}", "{\"a\": 1,}", "[1 2]", "[1,]", "\"open", "01", "1.", "-", "tru", "{a: 1}",
             "{\"a\": 1} x", "\"\\q\"", "\"\\u12\"", "\"tab\there\""})
     void malformedDocumentsAreRefused(String text) {
-        SlurmOutputException e = assertThrows(SlurmOutputException.class, () -> Json.parse("squeue --json", text));
+        SlurmException e = assertThrows(SlurmException.class, () -> Json.parse("squeue --json", text));
         assertTrue(e.getMessage().contains("cannot read the output of squeue --json: line 1 column "), e.getMessage());
     }
 
     @Test
     void errorsPointAtLineAndColumn() {
-        SlurmOutputException e = assertThrows(SlurmOutputException.class, () -> Json.parse("x", "{\n  \"a\": 1\n  \"b\": 2\n}"));
+        SlurmException e = assertThrows(SlurmException.class, () -> Json.parse("x", "{\n  \"a\": 1\n  \"b\": 2\n}"));
 
-        assertEquals("CUDA_ERROR_INVALID_VALUE: cannot read the output of x: line 3 column 3: expected ',' or '}' after a member,"
-                + " got '\"'", e.getMessage());
+        assertEquals("SLURM_BAD_OUTPUT: cannot read the output of x: line 3 column 3: expected ',' or '}' after a member,"
+                + " got '\"'", e.codeName() + ": " + e.getMessage());
     }
 
     @Test
     void deepNestingIsRefused() {
         String deep = "[".repeat(100) + "]".repeat(100);
 
-        SlurmOutputException e = assertThrows(SlurmOutputException.class, () -> Json.parse("x", deep));
+        SlurmException e = assertThrows(SlurmException.class, () -> Json.parse("x", deep));
         assertTrue(e.getMessage().contains("nested deeper than 64 levels"), e.getMessage());
     }
 

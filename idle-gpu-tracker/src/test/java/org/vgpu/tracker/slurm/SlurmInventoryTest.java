@@ -163,16 +163,16 @@ class SlurmInventoryTest {
 
     @Test
     void outputThatIsNotScontrolsIsRefusedWithItsLine() {
-        SlurmOutputException e = assertThrows(SlurmOutputException.class,
+        SlurmException e = assertThrows(SlurmException.class,
                 () -> SlurmInventory.parseScontrolNodes("slurm_load_node error: Unable to contact slurm controller\n"));
 
-        assertEquals("CUDA_ERROR_INVALID_VALUE: cannot read the output of scontrol show node -d: line 1: expected Key=Value,"
-                + " got 'slurm_load_node'", e.getMessage());
+        assertEquals("SLURM_BAD_OUTPUT: cannot read the output of scontrol show node -d: line 1: expected Key=Value,"
+                + " got 'slurm_load_node'", e.codeName() + ": " + e.getMessage());
     }
 
     @Test
     void recordWithoutARequiredFieldIsNamed() {
-        SlurmOutputException e = assertThrows(SlurmOutputException.class,
+        SlurmException e = assertThrows(SlurmException.class,
                 () -> SlurmInventory.parseScontrolNodes("NodeName=n1 State=IDLE CPUTot=4 CPUAlloc=0 Gres=gpu:4\n\nNodeName=n2\n"));
 
         assertTrue(e.getMessage().endsWith("scontrol show node -d: the record at line 1 has no GresUsed= field"), e.getMessage());
@@ -180,7 +180,7 @@ class SlurmInventoryTest {
 
     @Test
     void malformedGresIsNamedWithItsNode() {
-        SlurmOutputException e = assertThrows(SlurmOutputException.class,
+        SlurmException e = assertThrows(SlurmException.class,
                 () -> SlurmInventory.parseScontrolNodes("NodeName=n1 State=IDLE CPUTot=4 CPUAlloc=0 Gres=gpu:4 GresUsed=gpu:x(y)\n"));
 
         assertTrue(e.getMessage().contains("GresUsed of n1: 'gpu:x(y)' is not a GRES entry"), e.getMessage());
@@ -188,7 +188,7 @@ class SlurmInventoryTest {
 
     @Test
     void malformedCpuCountIsNamedWithItsNode() {
-        SlurmOutputException e = assertThrows(SlurmOutputException.class,
+        SlurmException e = assertThrows(SlurmException.class,
                 () -> SlurmInventory.parseScontrolNodes("NodeName=n1 State=IDLE CPUTot=many CPUAlloc=0 Gres=gpu:4 GresUsed=gpu:0\n"));
 
         assertTrue(e.getMessage().endsWith("scontrol show node -d node n1: CPUTot=many is not a number"), e.getMessage());
@@ -196,7 +196,7 @@ class SlurmInventoryTest {
 
     @Test
     void malformedJobIdIsNamed() {
-        SlurmOutputException e = assertThrows(SlurmOutputException.class, () -> SlurmInventory.parseScontrolJobs(
+        SlurmException e = assertThrows(SlurmException.class, () -> SlurmInventory.parseScontrolJobs(
                 "JobId=abc JobName=x UserId=root(0) JobState=PENDING Reason=None Partition=gpu Priority=1\n"));
 
         assertTrue(e.getMessage().endsWith("JobId=abc is not a number"), e.getMessage());
@@ -207,14 +207,14 @@ class SlurmInventoryTest {
         String squeue = capture("one-idle", "squeue.json");
         String truncated = squeue.substring(0, squeue.length() / 2);
 
-        SlurmOutputException e = assertThrows(SlurmOutputException.class, () -> SlurmInventory.parseSqueueJson(truncated));
+        SlurmException e = assertThrows(SlurmException.class, () -> SlurmInventory.parseSqueueJson(truncated));
         assertTrue(e.getMessage().contains("cannot read the output of squeue --json: line "), e.getMessage());
         assertTrue(e.getMessage().contains("(truncated output?)"), e.getMessage());
     }
 
     @Test
     void jsonWithoutJobsIsRefused() {
-        SlurmOutputException e = assertThrows(SlurmOutputException.class,
+        SlurmException e = assertThrows(SlurmException.class,
                 () -> SlurmInventory.parseSqueueJson("{\"meta\": {}, \"errors\": []}"));
 
         assertTrue(e.getMessage().endsWith("squeue --json: 'jobs' is missing, expected an array"), e.getMessage());
@@ -222,7 +222,7 @@ class SlurmInventoryTest {
 
     @Test
     void jsonJobWithAWrongTypeIsNamed() {
-        SlurmOutputException e = assertThrows(SlurmOutputException.class,
+        SlurmException e = assertThrows(SlurmException.class,
                 () -> SlurmInventory.parseSqueueJson("{\"jobs\": [{\"job_id\": \"7\"}]}"));
 
         assertTrue(e.getMessage().endsWith("squeue --json: 'job_id' is 7, expected a number"), e.getMessage());
@@ -236,7 +236,7 @@ class SlurmInventoryTest {
                   "job_resources": {"allocated_nodes": []}}]}
                 """;
 
-        SlurmOutputException e = assertThrows(SlurmOutputException.class, () -> SlurmInventory.parseSqueueJson(job));
+        SlurmException e = assertThrows(SlurmException.class, () -> SlurmInventory.parseSqueueJson(job));
         assertTrue(e.getMessage().endsWith("has 1 gres_detail entries for 0 allocated nodes"), e.getMessage());
     }
 }

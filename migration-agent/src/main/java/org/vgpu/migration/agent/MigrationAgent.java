@@ -14,6 +14,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.vgpu.common.error.ConfigException;
 import org.vgpu.common.error.InputException;
+import org.vgpu.common.contract.BridgeContract;
 import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.common.line.BoundedLineReader;
 import org.vgpu.common.line.LineServer;
@@ -50,7 +51,7 @@ import org.vgpu.runtime.core.FailureCollector;
  * readable and writable by its owner only: the job's user and root (the tracker) may command the agent.
  */
 public final class MigrationAgent implements AutoCloseable {
-    public static final String SOCKET_ENV = "VGPU_AGENT_SOCKET";
+    public static final String SOCKET_ENV = BridgeContract.ENV_AGENT_SOCKET;
     public static final int MAX_LINE_BYTES = 512;
     /** Migrations kept for {@code history}; older ones are only in the tracker's ledger. */
     public static final int HISTORY_LENGTH = 32;

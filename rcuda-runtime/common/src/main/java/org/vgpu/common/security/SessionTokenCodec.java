@@ -8,6 +8,7 @@ import java.time.DateTimeException;
 import java.time.Instant;
 import java.util.Base64;
 
+import org.vgpu.common.contract.BridgeContract;
 import org.vgpu.common.error.AuthException;
 import org.vgpu.common.error.InputException;
 
@@ -29,8 +30,11 @@ import org.vgpu.common.error.InputException;
  */
 final class SessionTokenCodec {
     static final String VERSION = "v1";
-    /** Comfortably above the longest valid token (two ids of 128 characters give ~420). */
-    static final int MAX_TOKEN_LENGTH = 1024;
+    /**
+     * Comfortably above the longest valid token (two ids of 128 characters give ~420), and what the
+     * SPANK bridge passes on to a job.
+     */
+    static final int MAX_TOKEN_LENGTH = BridgeContract.TOKEN_BYTES;
     private static final byte[] MAC_DOMAIN = "vgpu session token v1\0".getBytes(StandardCharsets.US_ASCII);
     private static final Base64.Encoder ENCODER = Base64.getUrlEncoder().withoutPadding();
     private static final Base64.Decoder DECODER = Base64.getUrlDecoder();

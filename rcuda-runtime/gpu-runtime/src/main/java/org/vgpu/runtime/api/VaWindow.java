@@ -1,6 +1,7 @@
 package org.vgpu.runtime.api;
 
 import org.vgpu.common.VgpuLimits;
+import org.vgpu.common.contract.BridgeContract;
 
 /**
  * The fixed virtual-address range of one vGPU. Every allocation of vGPU k lies inside window k on
@@ -9,12 +10,14 @@ import org.vgpu.common.VgpuLimits;
  *
  * <p>The default base 0x1000_0000_0000 (16 TiB) was honored by the driver on H200s in fresh
  * processes; 256 GiB per vGPU leaves room for the largest GPUs and keeps 100 windows under 42 TiB.
+ * The SPANK bridge hands jobs their window base, so these numbers are the bridge contract's
+ * (slurm-spank-bridge/contract/limits.conf).
  */
 public record VaWindow(int vgpuIndex, long base, long size) {
-    public static final long DEFAULT_BASE = 0x1000_0000_0000L;
-    public static final long DEFAULT_SIZE = 256L << 30;
-    /** Allocation granularity of the CUDA VMM API on current NVIDIA GPUs; every backend uses it. */
-    public static final long GRANULARITY = 2L << 20;
+    public static final long DEFAULT_BASE = BridgeContract.WINDOW_BASE_DEFAULT;
+    public static final long DEFAULT_SIZE = BridgeContract.WINDOW_BYTES;
+    /** Allocation granularity of the CUDA VMM API on current NVIDIA GPUs (2 MiB); every backend uses it. */
+    public static final long GRANULARITY = BridgeContract.WINDOW_ALIGNMENT;
     public static final int MAX_VGPUS = VgpuLimits.MAX_VGPUS;
 
     public VaWindow {
@@ -22,7 +25,7 @@ public record VaWindow(int vgpuIndex, long base, long size) {
             throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "vGPU index must be >= 0, got " + vgpuIndex);
         }
         if (base <= 0 || base % GRANULARITY != 0 || size <= 0 || size % GRANULARITY != 0
-                || base + size < base || base + size > (1L << 47)) {
+                || base + size < base || base + size > BridgeContract.ADDRESS_LIMIT) {
             throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, String.format(
                     "window 0x%x + 0x%x must be %d-aligned and inside the 47-bit user address space",
                     base, size, GRANULARITY));

@@ -8,6 +8,7 @@ import java.util.List;
 import org.apache.commons.cli.ParseException;
 import org.vgpu.common.error.NetworkException;
 import org.vgpu.common.error.VgpuFailure;
+import org.vgpu.common.contract.BridgeContract;
 import org.vgpu.common.line.LineClient;
 import org.vgpu.common.line.LineText;
 import org.vgpu.common.net.Endpoint;
@@ -47,14 +48,14 @@ public record HolderAnnouncement(Endpoint tracker, String job, int vgpu) {
      */
     void tell(Endpoint listening, String workerId, Path keyFile) {
         String proof = new TokenIssuer(SiteKey.load(keyFile), Clock.systemUTC()).issue(job, vgpu, workerId, PROOF_TTL);
-        String request = String.join(" ", "worker", job, Integer.toString(vgpu), listening.toString(), workerId, proof);
+        String request = String.join(" ", BridgeContract.REQUEST_WORKER, job, Integer.toString(vgpu), listening.toString(), workerId, proof);
         List<String> reply;
         try {
             reply = LineClient.request(tracker, request, TIMEOUT);
         } catch (NetworkException e) {
             throw new NetworkException(e.code(), "cannot tell the tracker where this worker listens: " + e.detail(), e);
         }
-        if (!reply.getLast().equals("ok")) {
+        if (!reply.getLast().equals(BridgeContract.REPLY_OK_WORD)) {
             throw new NetworkException(NetworkException.Code.REFUSED, "the tracker " + tracker
                     + " did not take this worker for job " + job + " vGPU " + vgpu + ": "
                     + LineText.printable(reply.getLast(), 300));
