@@ -61,6 +61,24 @@ public final class MigrationBenchCommand implements Subcommand {
     private static final double PER_CALL_GOAL = 1.01;
     private static final List<String> SECTIONS = List.of("lock", "per-call", "replay", "mem-sync", "blocked", "md");
     /**
+     * Trials by default and with {@code --full}. With {@code --source worker} every mem-sync and MD
+     * trial starts a worker process of its own (a JVM, a CUDA context and the worker's warm-up: several
+     * seconds on an H100), which is what a section's time goes to: the defaults keep each section
+     * within a few minutes, {@code --full} gives the complete tables of docs/migration-bench.md, whose
+     * mem-sync table alone runs past 10 minutes.
+     */
+    private static final int DEFAULT_TRIALS = 3;
+    private static final int FULL_TRIALS = 7;
+    /** The mem-sync table's region sizes: the small regions the copy kernels pack, and regions cut in chunks. */
+    private static final long[] REGION_SIZES = {4L << 10, 64L << 20};
+    private static final long[] ALL_REGION_SIZES = {4L << 10, 64L << 10, 1L << 20, 16L << 20, 64L << 20};
+    /** Replay against calls made: two counts three decades apart show it flat. */
+    private static final int[] REPLAY_CALLS = {1_000, 1_000_000};
+    private static final int[] ALL_REPLAY_CALLS = {1_000, 10_000, 100_000, 1_000_000};
+    /** Replay against live objects: two counts show it growing with them. */
+    private static final int[] REPLAY_LIVE_OBJECTS = {100, 1_000};
+    private static final int[] ALL_REPLAY_LIVE_OBJECTS = {100, 1_000, 10_000};
+    /**
      * Per-call figures are ratios of two loops of a few milliseconds each, timed back to back; pairs
      * are cheap, and a median over many of them keeps a busy moment of the machine from deciding a
      * figure of 1 %.
@@ -95,8 +113,13 @@ public final class MigrationBenchCommand implements Subcommand {
                 .addOption(Option.builder().longOpt("sections").hasArg().argName("LIST")
                         .desc("comma-separated sections to measure, of " + SECTIONS + " (default all)").get())
                 .addOption(Option.builder().longOpt("trials").hasArg().argName("N")
-                        .desc("timed trials per figure, median reported (default 7; per call, " + PAIRS_PER_TRIAL
-                                + " interleaved pairs per trial)").get())
+                        .desc("timed trials per figure, median reported (default " + DEFAULT_TRIALS + ", with --full "
+                                + FULL_TRIALS + "; per call, " + PAIRS_PER_TRIAL + " interleaved pairs per trial)").get())
+                .addOption(Option.builder().longOpt("full")
+                        .desc("the complete tables: " + FULL_TRIALS + " trials, mem-sync at every region size of "
+                                + bytes(ALL_REGION_SIZES[0]) + " to " + bytes(ALL_REGION_SIZES[ALL_REGION_SIZES.length - 1])
+                                + ", replay at every call and live-object count (with --source worker, the mem-sync"
+                                + " table alone takes over 10 minutes on a GPU machine)").get())
                 .addOption(Option.builder().longOpt("iterations").hasArg().argName("N").desc("calls per per-call trial (default 20000 native, 500000 emulated; copies a tenth)").get())
                 .addOption(Option.builder().longOpt("live-mib").hasArg().argName("MIB")
                         .desc("live state for the blocked-time figure (default 1024)").get())
@@ -124,7 +147,8 @@ public final class MigrationBenchCommand implements Subcommand {
         String backendName = CommandLines.choice(line, "backend", EmulatedBackend.NAME, List.of(EmulatedBackend.NAME, "native"));
         String source = CommandLines.choice(line, "source", "local", List.of("local", "worker"));
         Set<String> sections = CommandLines.choices(line, "sections", SECTIONS);
-        Settings settings = new Settings(CommandLines.intValue(line, "trials", 7, 1),
+        boolean full = line.hasOption("full");
+        Settings settings = new Settings(full, CommandLines.intValue(line, "trials", full ? FULL_TRIALS : DEFAULT_TRIALS, 1),
                 // An emulated launch takes tens of nanoseconds, a native one microseconds: trials of similar length.
                 CommandLines.intValue(line, "iterations", backendName.equals(EmulatedBackend.NAME) ? 500_000 : 20_000, 100),
                 CommandLines.intValue(line, "live-mib", 1024, 1), line.hasOption("large"),
@@ -167,7 +191,7 @@ public final class MigrationBenchCommand implements Subcommand {
                             placement.target(), settings, out);
                 }
                 if (sections.contains("replay")) {
-                    replay(placement, out, label);
+                    replay(placement, settings, out, label);
                 }
                 if (sections.contains("mem-sync")) {
                     memSync(placement, settings, out, label);
@@ -186,7 +210,18 @@ public final class MigrationBenchCommand implements Subcommand {
         return 0;
     }
 
-    private record Settings(int trials, int iterations, int liveMib, boolean large, int mdScale, int mdRuns) {
+    private record Settings(boolean full, int trials, int iterations, int liveMib, boolean large, int mdScale, int mdRuns) {
+        long[] regionSizes() {
+            return full ? ALL_REGION_SIZES : REGION_SIZES;
+        }
+
+        int[] replayCalls() {
+            return full ? ALL_REPLAY_CALLS : REPLAY_CALLS;
+        }
+
+        int[] replayLiveObjects() {
+            return full ? ALL_REPLAY_LIVE_OBJECTS : REPLAY_LIVE_OBJECTS;
+        }
     }
 
     // ---- the lock alone
@@ -296,11 +331,11 @@ public final class MigrationBenchCommand implements Subcommand {
      * Replay against the app's call count (the log keeps live state only, so it should not grow) and
      * against the live state (one replayed call per live object, so it grows with it).
      */
-    private static void replay(Placement placement, PrintStream out, String label) {
+    private static void replay(Placement placement, Settings settings, PrintStream out, String label) {
         out.printf("%nreplay time (target opened, every live object recreated) vs calls the app made;"
                 + " live state: 1 module, 4 functions, 2 streams, 2 events, 16 allocations (goal: flat, <= 50 ms)%s%n", label);
         out.printf("  %-34s %12s%n", "calls made", "replay");
-        for (int calls : new int[] {1_000, 10_000, 100_000, 1_000_000}) {
+        for (int calls : settings.replayCalls()) {
             try (MigratableGpu gpu = placement.openOnSource(2)) {
                 FunctionHandle empty = null;
                 var module = gpu.moduleLoadData(TestKernels.ptx());
@@ -336,7 +371,7 @@ public final class MigrationBenchCommand implements Subcommand {
         }
         out.printf("  replay time vs live objects (grows with them, not with calls)%n");
         out.printf("  %-34s %12s %14s%n", "live objects", "replay", "per object");
-        for (int count : new int[] {100, 1_000, 10_000}) {
+        for (int count : settings.replayLiveObjects()) {
             try (MigratableGpu gpu = placement.openOnSource(2)) {
                 if ((long) count * VaWindow.GRANULARITY > gpu.deviceProperties().totalMemory() / 2) {
                     out.printf("  %-34s skipped: they would take %d MiB of device memory%n", count + " allocations of 4 KiB",
@@ -403,8 +438,7 @@ public final class MigrationBenchCommand implements Subcommand {
         // target's scatter) before the JIT has compiled it: loops over thousands of regions run in the
         // interpreter until they have run tens of thousands of times. Shown on its own, so that the rows
         // below differ only in the source.
-        long[] sizes = {4L << 10, 64L << 10, 1L << 20, 16L << 20, 64L << 20};
-        for (long firstSize : sizes) {
+        for (long firstSize : ALL_REGION_SIZES) {
             StringBuilder firsts = new StringBuilder();
             for (int migration = 0; migration < APP_WARM_UP_MIGRATIONS; migration++) {
                 MemSyncTrial trial = memSyncTrial(placement, firstSize, (int) (total / firstSize), false);
@@ -427,7 +461,7 @@ public final class MigrationBenchCommand implements Subcommand {
         // trials alternate, so the app's side is as warm for one as for the other.
         // by region size: the fresh trials, then the warmed ones; null where the regions do not fit the device
         Map<Long, MemSyncTrial[][]> bySize = new LinkedHashMap<>();
-        for (long size : sizes) {
+        for (long size : settings.regionSizes()) {
             int regions = (int) (total / size);
             MemSyncTrial[][] trials = new MemSyncTrial[2][settings.trials()];
             for (int trial = 0; trial < settings.trials() && trials != null; trial++) {

@@ -46,7 +46,7 @@ class MigrationBenchCommandTest {
     @Test
     @Timeout(value = 180, unit = TimeUnit.SECONDS)
     void memSyncShowsTheProcesssFirstMigrationsApartFromTheTableOfFreshAndWarmedSources() {
-        assertEquals(0, run("--sections", "mem-sync", "--trials", "1"), err.toString());
+        assertEquals(0, run("--sections", "mem-sync", "--trials", "1", "--full"), err.toString());
         String report = out.toString(StandardCharsets.UTF_8);
         assertTrue(report.lines().anyMatch(row -> row.matches("  this process's first 4 mem-syncs, 16384 regions of 4 KiB from"
                 + " fresh sources .*: [0-9.]+ ms \\([0-9.]+\\), [0-9.]+ ms \\([0-9.]+\\), [0-9.]+ ms \\([0-9.]+\\), [0-9.]+ ms \\([0-9.]+\\)")), report);
@@ -66,6 +66,29 @@ class MigrationBenchCommandTest {
                 + " just before\\): [0-9.]+ [ !]  each trial: [0-9.]+")).count(), report);
         assertTrue(report.contains("goal: >= 80 % of the slower leg"), report);
         assertFalse(report.contains("per call"), report);
+    }
+
+    @Test
+    @Timeout(value = 180, unit = TimeUnit.SECONDS)
+    void byDefaultTheTablesKeepTheirEndsAndFullAddsTheRowsBetween() {
+        assertEquals(0, run("--sections", "replay,mem-sync", "--trials", "1"), err.toString());
+        String report = out.toString(StandardCharsets.UTF_8);
+        // replay: the fewest and most calls, and two counts of live objects
+        for (String calls : new String[] {"1000", "1000000"}) {
+            assertEquals(1, report.lines().filter(row -> row.matches("  " + calls + " +[0-9.]+ ms")).count(), report);
+        }
+        assertFalse(report.lines().anyMatch(row -> row.matches("  (10000|100000) +[0-9.]+ ms")), report);
+        assertEquals(4, report.lines().filter(row -> row.matches("  (100|1000) (allocations of 4 KiB|streams and events) .*")).count(),
+                report);
+        assertFalse(report.contains("10000 allocations"), report);
+        // mem-sync: the smallest and the largest regions, from fresh and from warmed sources
+        for (String size : new String[] {"4 KiB  ", "64 MiB "}) {
+            assertEquals(2, report.lines().filter(row -> row.startsWith("  " + size) && row.contains(" ms ")).count(), report);
+        }
+        for (String size : new String[] {"64 KiB ", "1 MiB  ", "16 MiB "}) {
+            assertFalse(report.lines().anyMatch(row -> row.startsWith("  " + size)), report);
+        }
+        assertTrue(report.contains("this process's first 4 mem-syncs, 16384 regions of 4 KiB"), report);
     }
 
     @Test
