@@ -19,8 +19,9 @@ import org.junit.jupiter.api.TestMethodOrder;
  * The Slurm testbed with the SPANK bridge that slurm-spank-bridge built in this build, loaded
  * through the rendered plugstack.conf: first without a tracker (vgpu jobs fail closed), then with
  * {@code vgpu tracker} assembling vgpu jobs from scattered idle GPUs, with and without borrowing,
- * across a tracker crash, against bad input, and with MUNGE authentication. Skipped, with the reason, where the bridge was not built (no C
- * compiler or no Slurm headers) or no testbed can run.
+ * across a tracker crash, against bad input, and with MUNGE authentication; last, the bridge alone
+ * against a fake tracker (scenario spank-bridge). Skipped, with the reason, where the bridge was not
+ * built (no C compiler or no Slurm headers) or no testbed can run.
  */
 @Tag("slurm")
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
@@ -97,5 +98,12 @@ class SpankBridgeTestbedTest {
     @Order(6)
     void withMungeOnlyRequestsWithTheSendersOwnGoodCredentialAreAnswered() throws Exception {
         TESTBED.assertScenarioPasses("tracker-munge");
+    }
+
+    @Test
+    @Order(7)
+    void theBridgeAloneAgainstAFakeTrackerExportsAssembliesAndFailsClosed() throws Exception {
+        // slurm-spank-bridge/tests/slurm-it.sh runs the same scenario on a testbed of its own
+        TESTBED.assertScenarioPasses("spank-bridge");
     }
 }
