@@ -207,10 +207,7 @@ public final class BenchCommand implements Subcommand {
         }
 
         double median() {
-            double[] sorted = nanos.stream().mapToDouble(Double::doubleValue).toArray();
-            Arrays.sort(sorted);
-            int middle = sorted.length / 2;
-            return sorted.length % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+            return Medians.of(nanos);
         }
     }
 

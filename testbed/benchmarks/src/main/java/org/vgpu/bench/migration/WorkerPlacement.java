@@ -5,6 +5,8 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 
+import org.vgpu.common.net.Endpoint;
+import org.vgpu.common.security.ThrowawaySiteKey;
 import org.vgpu.migration.MigratableGpu;
 import org.vgpu.migration.MigrationConfig;
 import org.vgpu.migration.MigrationFaults;
@@ -19,11 +21,9 @@ import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.api.VirtualGpu;
 import org.vgpu.runtime.remote.client.RemoteConfig;
 import org.vgpu.runtime.remote.client.WorkerEndpoint;
-import org.vgpu.common.net.Endpoint;
 import org.vgpu.runtime.remote.lender.LaunchedWorker;
 import org.vgpu.runtime.remote.lender.WorkerLauncher;
 import org.vgpu.runtime.remote.lender.WorkerSpec;
-import org.vgpu.common.security.ThrowawaySiteKey;
 
 /**
  * The mission's placement: each source vGPU is served by its own GPU worker process on loopback

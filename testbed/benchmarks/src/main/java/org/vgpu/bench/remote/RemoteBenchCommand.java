@@ -18,8 +18,11 @@ import org.apache.commons.cli.CommandLine;
 import org.apache.commons.cli.Option;
 import org.apache.commons.cli.Options;
 import org.apache.commons.cli.ParseException;
+import org.vgpu.bench.Medians;
 import org.vgpu.common.cli.CommandLines;
 import org.vgpu.common.cli.Subcommand;
+import org.vgpu.common.net.Endpoint;
+import org.vgpu.common.security.ThrowawaySiteKey;
 import org.vgpu.runtime.Backends;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.FunctionHandle;
@@ -33,12 +36,10 @@ import org.vgpu.runtime.remote.client.ChunkLanding;
 import org.vgpu.runtime.remote.client.RemoteConfig;
 import org.vgpu.runtime.remote.client.RemoteGpu;
 import org.vgpu.runtime.remote.client.WorkerEndpoint;
-import org.vgpu.common.net.Endpoint;
 import org.vgpu.runtime.remote.lender.LaunchedWorker;
 import org.vgpu.runtime.remote.lender.WorkerLauncher;
 import org.vgpu.runtime.remote.lender.WorkerSpec;
 import org.vgpu.runtime.remote.protocol.RequestDecoder;
-import org.vgpu.common.security.ThrowawaySiteKey;
 import org.vgpu.runtime.remote.transport.NettyTransport;
 
 /**
@@ -278,10 +279,7 @@ public final class RemoteBenchCommand implements Subcommand {
         }
 
         double median() {
-            double[] sorted = samples.stream().mapToDouble(Double::doubleValue).toArray();
-            Arrays.sort(sorted);
-            int middle = sorted.length / 2;
-            return sorted.length % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+            return Medians.of(samples);
         }
     }
 
