@@ -4,8 +4,9 @@
 #   .gpu/jre.tar.xz   a jlinked Java 25 runtime (made once, by ../shared/tools/gpu-jre.sh)
 #   .gpu/lib/         the module jars and their runtime dependencies, the benchmarks' jar among them (the vgpu
 #                     launcher's class path: it offers bench, remote-bench and migration-bench from that jar)
-#   .gpu/test/        the rcuda-runtime, migration-agent, job-wrapper and benchmarks test classes (a directory: the jlinked runtime has no zip
-#                     file system, which JUnit needs to scan a jar) and the JUnit console launcher
+#   .gpu/test/        the rcuda-runtime, migration-agent, job-wrapper and benchmarks test classes (a directory:
+#                     the jlinked runtime has no zip file system, which JUnit needs to scan a jar) and the JUnit
+#                     console launcher
 # Then carry .gpu to the GPU machine and run testbed/gpu/run-on-gpu.sh there from the repository root.
 set -euo pipefail
 
