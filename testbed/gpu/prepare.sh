@@ -2,9 +2,11 @@
 # Run HERE (a build machine with JDK 25 and Maven) before sending the checkout to a GPU machine that
 # has CUDA but neither Java nor Maven. Stages into .gpu/ (git-ignored):
 #   .gpu/jre.tar.xz   a jlinked Java 25 runtime (made once, by ../shared/tools/gpu-jre.sh)
-#   .gpu/lib/         the module jars and their runtime dependencies (the vgpu launcher's class path)
-#   .gpu/test/        the rcuda-runtime and migration-agent test classes (a directory: the jlinked runtime has no zip
-#                     file system, which JUnit needs to scan a jar) and the JUnit console launcher
+#   .gpu/lib/         the module jars and their runtime dependencies, the benchmarks' jar among them (the vgpu
+#                     launcher's class path: it offers bench, remote-bench and migration-bench from that jar)
+#   .gpu/test/        the rcuda-runtime, migration-agent, job-wrapper and benchmarks test classes (a directory:
+#                     the jlinked runtime has no zip file system, which JUnit needs to scan a jar) and the JUnit
+#                     console launcher
 # Then carry .gpu to the GPU machine and run testbed/gpu/run-on-gpu.sh there from the repository root.
 set -euo pipefail
 
@@ -20,12 +22,13 @@ rm -rf .gpu/lib .gpu/test
 mkdir -p .gpu/lib .gpu/test
 mvn -q -B -DskipTests package dependency:copy-dependencies \
     -DincludeScope=runtime -DoutputDirectory="$top/.gpu/lib"
-cp job-wrapper/target/job-wrapper-*.jar .gpu/lib/
+cp job-wrapper/target/job-wrapper-*.jar testbed/benchmarks/target/vgpu-benchmarks.jar .gpu/lib/
 # copy-dependencies took rcuda-runtime's main jar for job-wrapper; the tests go beside JUnit.
 cp -r rcuda-runtime/gpu-runtime/target/test-classes .gpu/test/classes
 cp -r rcuda-runtime/common/target/test-classes/. .gpu/test/classes/
 cp -r migration-agent/target/test-classes/. .gpu/test/classes/
 cp -r job-wrapper/target/test-classes/. .gpu/test/classes/
+cp -r testbed/benchmarks/target/test-classes/. .gpu/test/classes/
 
 if [ ! -f "$junit_jar" ]; then
     mvn -q -B dependency:get -Dartifact=org.junit.platform:junit-platform-console-standalone:$junit_version

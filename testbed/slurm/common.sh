@@ -251,3 +251,21 @@ tracker_forgot() {
 job_comment_mentions() {
     slurm scontrol show job "$1" | grep -q "^ *Comment=.*$2"
 }
+
+# start_munged DIR: starts a munged of the testbed's own with a fresh key, its socket at
+# DIR/sock/munge.socket and its pid in DIR/sock/munged.pid; fails when MUNGE is not installed or
+# munged does not start. The caller stops it (kill the pid).
+start_munged() {
+    local dir=$1
+    command -v munged >/dev/null && command -v unmunge >/dev/null && id munge >/dev/null 2>&1 || return 1
+    mkdir -p "$dir"/{sock,key,lib}
+    dd if=/dev/urandom of="$dir/key/munge.key" bs=1024 count=1 2>/dev/null
+    chown -R munge:munge "$dir"/{sock,key,lib}
+    # munged insists on a socket directory others may enter and a private key directory.
+    chmod 755 "$dir" "$dir/sock"
+    chmod 700 "$dir/key" "$dir/lib"
+    chmod 400 "$dir/key/munge.key"
+    su -s /bin/sh munge -c "munged --socket=$dir/sock/munge.socket --key-file=$dir/key/munge.key \
+        --pid-file=$dir/sock/munged.pid --seed-file=$dir/lib/seed --log-file=$dir/lib/munged.log" || return 1
+    wait_until 10 "munged has started" test -s "$dir/sock/munged.pid"
+}

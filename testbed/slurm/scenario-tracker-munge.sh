@@ -22,16 +22,7 @@ restore() {
 }
 trap restore EXIT
 
-mkdir -p "$munge_dir"/{sock,key,lib}
-dd if=/dev/urandom of="$munge_dir/key/munge.key" bs=1024 count=1 2>/dev/null
-chown -R munge:munge "$munge_dir"/{sock,key,lib}
-# munged insists on a socket directory others may enter and a private key directory.
-chmod 755 "$munge_dir" "$munge_dir/sock"
-chmod 700 "$munge_dir/key" "$munge_dir/lib"
-chmod 400 "$munge_dir/key/munge.key"
-su -s /bin/sh munge -c "munged --socket=$socket --key-file=$munge_dir/key/munge.key --pid-file=$munge_dir/sock/munged.pid \
-    --seed-file=$munge_dir/lib/seed --log-file=$munge_dir/lib/munged.log" || die "munged did not start"
-wait_until 10 "munged has started" test -s "$munge_dir/sock/munged.pid" || die "munged did not start"
+start_munged "$munge_dir" || die "munged did not start"
 
 cp "$plugstack" "$plugstack.auth-none"
 sed -i "s|^\(required .*vgpu_spank\.so.*\)\$|\1 auth=munge munge_socket=$socket|" "$plugstack"

@@ -109,6 +109,8 @@ SlurmctldPidFile=$TESTBED_DIR/run/slurmctld.pid
 SlurmdPidFile=$TESTBED_DIR/run/slurmd-%n.pid
 SlurmctldLogFile=$TESTBED_DIR/log/slurmctld.log
 SlurmdLogFile=$TESTBED_DIR/log/slurmd-%n.log
+# The SPANK bridge logs each vGPU's worker (token redacted) at verbose level; scenario spank-bridge checks it.
+SlurmdDebug=verbose
 PlugStackConfig=$etc/plugstack.conf
 SlurmdParameters=config_overrides
 ProctrackType=proctrack/linuxproc

@@ -2,22 +2,12 @@ package org.vgpu.cli;
 
 import java.io.PrintStream;
 import java.util.Arrays;
+import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.ServiceLoader;
 
-import org.vgpu.job.RunCommand;
-import org.vgpu.migration.cli.MigrateCommand;
-import org.vgpu.migration.cli.MigrationBenchCommand;
-import org.vgpu.runtime.cli.BenchCommand;
-import org.vgpu.runtime.cli.DemoCommand;
-import org.vgpu.runtime.cli.DevicesCommand;
-import org.vgpu.runtime.cli.LenderCommand;
-import org.vgpu.runtime.cli.RemoteBenchCommand;
-import org.vgpu.runtime.remote.worker.WorkerCommand;
-import org.vgpu.siteconfig.cli.ConfigCommand;
-import org.vgpu.tracker.cli.ReportCommand;
-import org.vgpu.tracker.cli.TrackerCommand;
 import org.vgpu.common.cli.Subcommand;
 import org.vgpu.common.cli.SubcommandRunner;
 
@@ -25,21 +15,31 @@ import org.vgpu.common.cli.SubcommandRunner;
  * The {@code vgpu} launcher: {@code vgpu <subcommand> [options]}. Every subcommand runs through
  * {@link SubcommandRunner}, so help, usage errors and failures look and exit the same everywhere:
  * 0 success, 1 the work failed, 2 bad usage.
+ *
+ * <p>The subcommands are the {@link Subcommand} services on the class path: each module lists its
+ * own in {@code META-INF/services/org.vgpu.common.cli.Subcommand}, so the launcher names none of
+ * them and depends on no module for its commands' sake. The benchmarks ({@code vgpu bench},
+ * {@code remote-bench}, {@code migration-bench}) are offered only where their jar
+ * ({@code testbed/benchmarks}) is on the class path, never in the product's {@code vgpu.jar}.
  */
 public final class Vgpu {
     private final Map<String, Subcommand> commands = new LinkedHashMap<>();
 
+    /** @throws IllegalStateException when two subcommands share a name: which one runs would be an accident */
     public Vgpu(List<Subcommand> subcommands) {
         for (Subcommand command : subcommands) {
-            commands.put(command.name(), command);
+            Subcommand earlier = commands.putIfAbsent(command.name(), command);
+            if (earlier != null) {
+                throw new IllegalStateException("two vgpu subcommands are named '" + command.name() + "': "
+                        + earlier.getClass().getName() + " and " + command.getClass().getName());
+            }
         }
     }
 
-    /** The subcommands a {@code vgpu} installation offers. */
+    /** The subcommands on this class path, by name. */
     public static Vgpu standard() {
-        return new Vgpu(List.of(new DevicesCommand(), new DemoCommand(), new BenchCommand(), new LenderCommand(),
-                new WorkerCommand(), new RemoteBenchCommand(), new RunCommand(), new MigrateCommand(), new MigrationBenchCommand(),
-                new ConfigCommand(), new TrackerCommand(), new ReportCommand()));
+        return new Vgpu(ServiceLoader.load(Subcommand.class).stream().map(ServiceLoader.Provider::get)
+                .sorted(Comparator.comparing(Subcommand::name)).toList());
     }
 
     public static void main(String[] args) {

@@ -2,15 +2,18 @@ package org.vgpu.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
+import org.vgpu.bench.BenchCommand;
 
 class VgpuTest {
     private final ByteArrayOutputStream out = new ByteArrayOutputStream();
@@ -39,6 +42,22 @@ class VgpuTest {
     void helpListsTheCommands() {
         assertEquals(0, vgpu("--help"));
         assertTrue(out().contains("devices"), out());
+    }
+
+    @Test
+    void everyModulesSubcommandsAreFoundOnTheClassPathInNameOrder() {
+        assertEquals(0, vgpu("--help"));
+        // the product's modules and, on this test class path only, the benchmarks jar
+        List<String> names = out().lines().skip(2).map(line -> line.strip().split(" ")[0]).toList();
+        assertEquals(List.of("bench", "config", "demo", "devices", "lender", "migrate", "migration-bench", "remote-bench",
+                "report", "run", "tracker", "worker"), names);
+    }
+
+    @Test
+    void twoSubcommandsOfOneNameAreRefused() {
+        IllegalStateException refused = assertThrows(IllegalStateException.class,
+                () -> new Vgpu(List.of(new BenchCommand(), new BenchCommand())));
+        assertTrue(refused.getMessage().contains("two vgpu subcommands are named 'bench'"), refused.getMessage());
     }
 
     @Test

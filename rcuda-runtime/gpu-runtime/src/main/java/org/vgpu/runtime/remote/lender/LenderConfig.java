@@ -6,7 +6,6 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.OptionalInt;
 
 import org.vgpu.common.error.ConfigException;
 import org.vgpu.common.net.Endpoint;
@@ -60,8 +59,7 @@ public record LenderConfig(Endpoint listen, String backend, List<Integer> device
 
     /** What a worker for {@code device} is started with; its id is chosen by the pool. */
     WorkerSpec workerSpec(int device, String workerId) {
-        return new WorkerSpec(new Endpoint(listen.host(), 0), backend, device, workerId, keyFile, tls,
-                workerIdleTimeout, OptionalInt.empty());
+        return new WorkerSpec(new Endpoint(listen.host(), 0), backend, device, workerId, keyFile, tls, workerIdleTimeout);
     }
 
     private static ConfigException invalid(String problem) {

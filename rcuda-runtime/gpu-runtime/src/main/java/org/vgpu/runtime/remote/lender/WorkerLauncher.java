@@ -55,12 +55,19 @@ public final class WorkerLauncher {
 
     /** The full command line that starts the worker {@code spec} describes. */
     public List<String> command(WorkerSpec spec) {
-        String java = ProcessHandle.current().info().command()
-                .orElseGet(() -> Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        List<String> command = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED",
-                "-cp", System.getProperty("java.class.path"), mainClass));
+        List<String> command = new ArrayList<>(javaCommand(mainClass));
         command.addAll(spec.arguments());
         return List.copyOf(command);
+    }
+
+    /**
+     * This JVM's {@code java} and class path running {@code mainClass}: how a process of vgpu's own
+     * (a worker, or a benchmark's helper) starts with exactly the classes this one has.
+     */
+    public static List<String> javaCommand(String mainClass) {
+        String java = ProcessHandle.current().info().command()
+                .orElseGet(() -> Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        return List.of(java, "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), mainClass);
     }
 
     /**

@@ -6,7 +6,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.OptionalInt;
 
 import org.vgpu.common.security.SessionToken;
 import org.vgpu.runtime.remote.security.TlsConfig;
@@ -23,10 +22,9 @@ import org.vgpu.common.error.InputException;
  * @param keyFile the site key file the worker checks tokens with
  * @param tls the worker's certificate and key when its connections use TLS
  * @param idleTimeout how long the worker waits for its client before giving up (whole seconds)
- * @param baselinePort a port for the worker's raw-TCP baseline, which benchmarks compare against
  */
 public record WorkerSpec(Endpoint listen, String backend, int device, String workerId, Path keyFile,
-        Optional<TlsConfig.Server> tls, Optional<Duration> idleTimeout, OptionalInt baselinePort) {
+        Optional<TlsConfig.Server> tls, Optional<Duration> idleTimeout) {
     public static final List<String> BACKENDS = List.of("native", "emulated");
 
     public WorkerSpec {
@@ -41,28 +39,22 @@ public record WorkerSpec(Endpoint listen, String backend, int device, String wor
         Objects.requireNonNull(keyFile, "keyFile");
         Objects.requireNonNull(tls, "tls");
         Objects.requireNonNull(idleTimeout, "idleTimeout");
-        Objects.requireNonNull(baselinePort, "baselinePort");
         idleTimeout.ifPresent(timeout -> {
             if (timeout.toSeconds() < 1 || timeout.toNanosPart() != 0) {
                 throw new InputException("a worker's idle timeout is whole seconds >= 1, got " + timeout);
             }
         });
-        baselinePort.ifPresent(port -> {
-            if (port < 1 || port > 65535) {
-                throw new InputException("baseline port must be in [1, 65535], got " + port);
-            }
-        });
     }
 
-    /** A worker without TLS, idle timeout or baseline port. */
+    /** A worker without TLS or idle timeout. */
     public WorkerSpec(Endpoint listen, String backend, int device, String workerId, Path keyFile) {
-        this(listen, backend, device, workerId, keyFile, Optional.empty(), Optional.empty(), OptionalInt.empty());
+        this(listen, backend, device, workerId, keyFile, Optional.empty(), Optional.empty());
     }
 
     /**
      * The worker's command-line options, exactly as the worker command accepts them:
      * {@code --listen HOST:PORT --backend B --device D --worker-id ID --key-file FILE
-     * [--tls-cert PEM --tls-key PEM] [--idle-timeout SECONDS] [--baseline-port PORT]}.
+     * [--tls-cert PEM --tls-key PEM] [--idle-timeout SECONDS]}.
      */
     public List<String> arguments() {
         List<String> arguments = new ArrayList<>(List.of("--listen", listen.toString(), "--backend", backend,
@@ -70,7 +62,6 @@ public record WorkerSpec(Endpoint listen, String backend, int device, String wor
         tls.ifPresent(server -> arguments.addAll(List.of("--tls-cert", server.certificateChain().toString(),
                 "--tls-key", server.privateKey().toString())));
         idleTimeout.ifPresent(timeout -> arguments.addAll(List.of("--idle-timeout", Long.toString(timeout.toSeconds()))));
-        baselinePort.ifPresent(port -> arguments.addAll(List.of("--baseline-port", Integer.toString(port))));
         return List.copyOf(arguments);
     }
 }

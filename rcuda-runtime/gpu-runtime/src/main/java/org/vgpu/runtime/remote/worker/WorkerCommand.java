@@ -92,9 +92,7 @@ public final class WorkerCommand implements Subcommand {
                 .addOption(Option.builder().longOpt("tracker").hasArg().argName("HOST:PORT")
                         .desc("in a holder job: the tracker to tell where this worker listens (with --lend)").get())
                 .addOption(Option.builder().longOpt("lend").hasArg().argName("JOB:VGPU")
-                        .desc("in a holder job: the job and vGPU this worker serves (with --tracker)").get())
-                .addOption(Option.builder().longOpt("baseline-port").hasArg().argName("PORT")
-                        .desc("also run the plain-socket baseline server here, for benchmarks only").get());
+                        .desc("in a holder job: the job and vGPU this worker serves (with --tracker)").get());
     }
 
     @Override
@@ -110,7 +108,6 @@ public final class WorkerCommand implements Subcommand {
         String backendName = CommandLines.choice(line, "backend", "native", WorkerSpec.BACKENDS);
         int device = CommandLines.intValue(line, "device", 0, 0);
         int idleSeconds = CommandLines.intValue(line, "idle-timeout", (int) WorkerConfig.DEFAULT_IDLE_TIMEOUT.toSeconds(), 1);
-        int baselinePort = CommandLines.intValue(line, "baseline-port", 0, 1);
         if (line.hasOption("tls-cert") != line.hasOption("tls-key")) {
             throw new ParseException("--tls-cert and --tls-key go together");
         }
@@ -137,13 +134,10 @@ public final class WorkerCommand implements Subcommand {
                     ? WarmUpSession.run(backend, device)
                     : WarmUpSession.WarmUp.NONE;
             WorkerReport report;
-            try (PlainSocketBaseline.Server baseline = baselinePort > 0 ? PlainSocketBaseline.Server.start(listen.host(), baselinePort) : null;
-                 GpuWorker worker = GpuWorker.start(config, backend, verifier::verify, ssl, err::println)) {
-                err.printf("vgpu worker %s: %s device %d (%s), idle timeout %d s, %s, transport %s%s%s%n",
+            try (GpuWorker worker = GpuWorker.start(config, backend, verifier::verify, ssl, err::println)) {
+                err.printf("vgpu worker %s: %s device %d (%s), idle timeout %d s, %s, transport %s%s%n",
                         config.workerId(), backendName, device, backend.deviceProperties(device).describe(), idleSeconds,
-                        ssl == null ? "no TLS" : "TLS", NettyTransport.describe(),
-                        warmUp.describe(),
-                        baseline == null ? "" : ", plain-socket baseline on port " + baseline.port());
+                        ssl == null ? "no TLS" : "TLS", NettyTransport.describe(), warmUp.describe());
                 Endpoint listening = new Endpoint(listen.host(), worker.address().getPort());
                 out.println(WorkerLauncher.LISTENING_PREFIX + listening);
                 out.flush();

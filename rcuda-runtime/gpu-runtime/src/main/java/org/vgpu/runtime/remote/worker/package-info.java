@@ -15,7 +15,5 @@
  *
  * <p>The worker serves ONE session, then frees the vGPU and exits, also when the client vanishes,
  * stays silent past the idle timeout, or breaks the protocol; it reports what it served.
- * {@link org.vgpu.runtime.remote.worker.PlainSocketBaseline} is the transport floor benchmarks
- * compare against.
  */
 package org.vgpu.runtime.remote.worker;

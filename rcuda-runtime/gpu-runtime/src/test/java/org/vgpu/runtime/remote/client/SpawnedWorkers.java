@@ -5,7 +5,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.OptionalInt;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
@@ -104,7 +103,7 @@ final class SpawnedWorkers implements WorkerSource {
     private LaunchedWorker launch(int device) {
         String id = "w" + launches.incrementAndGet();
         WorkerSpec spec = new WorkerSpec(new Endpoint("127.0.0.1", 0), backendName, device, id, siteKey.keyFile(), Optional.empty(),
-                Optional.of(idleTimeout), OptionalInt.empty());
+                Optional.of(idleTimeout));
         LaunchedWorker worker = launcher.launch(spec);
         launched.add(worker);
         return worker;

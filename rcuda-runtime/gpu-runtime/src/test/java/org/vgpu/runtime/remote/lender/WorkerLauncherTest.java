@@ -14,7 +14,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
-import java.util.OptionalInt;
 import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.AfterEach;
@@ -68,21 +67,21 @@ class WorkerLauncherTest {
     void theCommandIsThisJvmsJavaAndClassPathWithTheWorkerContract() throws Exception {
         WorkerSpec spec = new WorkerSpec(LOOPBACK_ANY_PORT, "emulated", 3, "node1-d3-0002", keyFile,
                 Optional.of(new TlsConfig.Server(dir.resolve("c.pem"), dir.resolve("k.pem"))),
-                Optional.of(Duration.ofSeconds(90)), OptionalInt.of(7001));
+                Optional.of(Duration.ofSeconds(90)));
         List<String> command = new WorkerLauncher().command(spec);
 
         assertEquals(ProcessHandle.current().info().command().orElseThrow(), command.get(0));
         assertEquals(List.of("--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
                 WorkerLauncher.WORKER_MAIN_CLASS, "--listen", "127.0.0.1:0", "--backend", "emulated", "--device", "3",
                 "--worker-id", "node1-d3-0002", "--key-file", keyFile.toString(), "--tls-cert", dir.resolve("c.pem").toString(),
-                "--tls-key", dir.resolve("k.pem").toString(), "--idle-timeout", "90", "--baseline-port", "7001"),
+                "--tls-key", dir.resolve("k.pem").toString(), "--idle-timeout", "90"),
                 command.subList(1, command.size()));
     }
 
     @Test
     void theWorkerReceivesExactlyThoseOptions() throws Exception {
         WorkerSpec spec = new WorkerSpec(LOOPBACK_ANY_PORT, "native", 1, "node1-d1-0003", keyFile,
-                Optional.empty(), Optional.of(Duration.ofSeconds(1)), OptionalInt.empty());
+                Optional.empty(), Optional.of(Duration.ofSeconds(1)));
         try (LaunchedWorker worker = launcher.launch(spec)) {
             worker.onExit().get(20, TimeUnit.SECONDS);
             String stderr = worker.stderrTail();

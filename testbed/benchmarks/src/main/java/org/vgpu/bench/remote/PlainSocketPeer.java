@@ -1,0 +1,131 @@
+package org.vgpu.bench.remote;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+import org.vgpu.common.error.IoReasons;
+import org.vgpu.common.error.NetworkException;
+import org.vgpu.common.error.VgpuFailure;
+import org.vgpu.common.net.Endpoint;
+import org.vgpu.runtime.remote.lender.WorkerLauncher;
+
+/**
+ * The plain-socket baseline's {@link PlainSocketBaseline.Server server} in a process of its own,
+ * which {@code vgpu remote-bench} starts beside the GPU worker it measures, so that the worker, a
+ * product process, knows nothing of baselines. Its command line is
+ * {@code java -cp CLASSPATH org.vgpu.bench.remote.PlainSocketPeer HOST}: it listens on a free port of
+ * HOST, prints {@value #LISTENING_PREFIX}{@code HOST:PORT}, and serves until its standard input ends.
+ * The benchmark holds that input open, so a peer never outlives its benchmark, also one that was
+ * killed.
+ */
+public final class PlainSocketPeer implements AutoCloseable {
+    static final String LISTENING_PREFIX = "vgpu-plain-socket listening ";
+    private static final Duration STARTUP_TIMEOUT = Duration.ofSeconds(30);
+    private static final Duration STOP_GRACE = Duration.ofSeconds(5);
+
+    private final Process process;
+    private final Endpoint endpoint;
+
+    private PlainSocketPeer(Process process, Endpoint endpoint) {
+        this.process = process;
+        this.endpoint = endpoint;
+    }
+
+    public static void main(String[] args) throws IOException {
+        if (args.length != 1) {
+            System.err.println("usage: PlainSocketPeer HOST   (serves the plain-socket baseline until stdin ends)");
+            System.exit(2);
+        }
+        try (PlainSocketBaseline.Server server = PlainSocketBaseline.Server.start(args[0], 0)) {
+            System.out.println(LISTENING_PREFIX + new Endpoint(args[0], server.port()));
+            System.out.flush();
+            System.in.transferTo(OutputStream.nullOutputStream());
+        }
+    }
+
+    /**
+     * Starts a peer listening on {@code host}, with this JVM's java and class path, and returns once
+     * it listens.
+     *
+     * @throws NetworkException when it cannot be started or does not report listening in time
+     */
+    public static PlainSocketPeer start(String host) {
+        List<String> command = new ArrayList<>(WorkerLauncher.javaCommand(PlainSocketPeer.class.getName()));
+        command.add(host);
+        Process process;
+        try {
+            process = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        } catch (IOException e) {
+            throw new NetworkException(NetworkException.Code.CANNOT_LISTEN, "the plain-socket peer could not be started ("
+                    + command.getFirst() + "): " + IoReasons.of(e), e);
+        }
+        BufferedReader output = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
+        CompletableFuture<String> firstLine = CompletableFuture.supplyAsync(() -> {
+            try {
+                return output.readLine();
+            } catch (IOException e) {
+                return null;
+            }
+        }, Thread::startVirtualThread);
+        PlainSocketPeer peer = new PlainSocketPeer(process, null);
+        try {
+            String line = firstLine.get(STARTUP_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+            if (line == null || !line.startsWith(LISTENING_PREFIX)) {
+                throw new IllegalStateException(line == null ? "it exited without listening (its stderr is above)"
+                        : "it printed '" + line + "' instead of where it listens");
+            }
+            return new PlainSocketPeer(process, Endpoint.parse(line.substring(LISTENING_PREFIX.length())));
+        } catch (TimeoutException e) {
+            peer.close();
+            throw notListening("it did not report listening within " + STARTUP_TIMEOUT.toSeconds() + " s");
+        } catch (IllegalStateException e) {
+            peer.close();
+            throw notListening(e.getMessage());
+        } catch (VgpuFailure e) {
+            peer.close();
+            throw notListening("it printed a bad address: " + e.detail());
+        } catch (ExecutionException e) {
+            peer.close();
+            throw notListening("its output could not be read");
+        } catch (InterruptedException e) {
+            peer.close();
+            Thread.currentThread().interrupt();
+            throw notListening("the start was interrupted");
+        }
+    }
+
+    private static NetworkException notListening(String reason) {
+        return new NetworkException(NetworkException.Code.CANNOT_LISTEN, "the plain-socket peer did not start: " + reason);
+    }
+
+    /** Where the peer listens. */
+    public Endpoint endpoint() {
+        return endpoint;
+    }
+
+    /** Ends the peer's input, so it stops; kills it if it has not after a grace period. */
+    @Override
+    public void close() {
+        try {
+            process.getOutputStream().close();
+            if (!process.waitFor(STOP_GRACE.toMillis(), TimeUnit.MILLISECONDS)) {
+                process.destroyForcibly();
+            }
+        } catch (IOException e) {
+            process.destroyForcibly();
+        } catch (InterruptedException e) {
+            process.destroyForcibly();
+            Thread.currentThread().interrupt();
+        }
+    }
+}
