@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.File;
+import java.io.IOException;
+import java.io.InterruptedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -68,7 +70,7 @@ final class SlurmTestbed implements AutoCloseable {
     }
 
     @Override
-    public void close() throws Exception {
+    public void close() throws IOException {
         if (Files.exists(dir)) {
             Outcome down = run("down.sh");
             assertEquals(0, down.status(), "down.sh failed:\n" + down.output());
@@ -83,7 +85,8 @@ final class SlurmTestbed implements AutoCloseable {
         System.out.print(outcome.output());
     }
 
-    private Outcome run(String script, String... args) throws Exception {
+    /** Runs one script; an interrupt while it runs is an InterruptedIOException, so close() need not throw one. */
+    private Outcome run(String script, String... args) throws IOException {
         List<String> command = new ArrayList<>(List.of(SCRIPTS.resolve(script).toString()));
         command.addAll(Arrays.asList(args));
         // Output goes to a file, not a pipe: daemons that up.sh starts inherit it and would hold a pipe open.
@@ -98,13 +101,23 @@ final class SlurmTestbed implements AutoCloseable {
             environment.remove("VGPU_SPANK_PLUGIN");
             spankPlugin.ifPresent(plugin -> environment.put("VGPU_SPANK_PLUGIN", plugin.toString()));
             Process process = builder.start();
-            if (!process.waitFor(SCRIPT_TIMEOUT_SECONDS, TimeUnit.SECONDS)) {
+            if (!finishesInTime(process)) {
                 process.destroyForcibly();
                 throw new AssertionError(script + " ran longer than " + SCRIPT_TIMEOUT_SECONDS + " s:\n" + Files.readString(log));
             }
             return new Outcome(process.exitValue(), Files.readString(log));
         } finally {
             Files.delete(log);
+        }
+    }
+
+    private static boolean finishesInTime(Process process) throws InterruptedIOException {
+        try {
+            return process.waitFor(SCRIPT_TIMEOUT_SECONDS, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            process.destroyForcibly();
+            Thread.currentThread().interrupt();
+            throw new InterruptedIOException("interrupted while a testbed script ran");
         }
     }
 
