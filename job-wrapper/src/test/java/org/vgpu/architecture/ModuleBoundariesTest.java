@@ -6,8 +6,12 @@ import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.classes;
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
 import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.slices;
 
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.stream.Stream;
 
 import com.tngtech.archunit.core.domain.JavaClass;
 import com.tngtech.archunit.core.domain.JavaClasses;
@@ -36,12 +40,20 @@ class ModuleBoundariesTest {
             .importPackages("org.vgpu");
 
     /**
-     * One Maven module: the packages its classes live in ({@code roots}, each with its subpackages) and the
-     * packages other modules may use ({@code exports}, in ArchUnit's package syntax).
+     * One Maven module: the packages its classes live in ({@code roots}, each with its subpackages), the packages
+     * every other module may use ({@code exports}, in ArchUnit's package syntax) and those only one other module
+     * may use ({@code exportsTo}: package to module name, JPMS's "exports P to M").
      */
-    record Module(String name, List<String> roots, List<String> exports) {
+    record Module(String name, List<String> roots, List<String> exports, Map<String, String> exportsTo) {
         Module(String name, String root, String... exports) {
-            this(name, List.of(root), List.of(exports));
+            this(name, List.of(root), List.of(exports), Map.of());
+        }
+
+        /** This module, letting {@code consumer} alone, besides itself, use {@code packages}. */
+        Module exportingTo(String consumer, String... packages) {
+            Map<String, String> more = new HashMap<>(exportsTo);
+            Arrays.stream(packages).forEach(exported -> more.put(exported, consumer));
+            return new Module(name, roots, exports, Map.copyOf(more));
         }
 
         String[] rootPackages() {
@@ -49,13 +61,25 @@ class ModuleBoundariesTest {
         }
 
         ArchRule keepsItsInternals() {
-            String[] exported = exports.toArray(String[]::new);
-            return noClasses().that().resideOutsideOfPackages(rootPackages())
+            String[] usable = Stream.concat(exports.stream(), exportsTo.keySet().stream()).toArray(String[]::new);
+            List<ArchRule> rules = new ArrayList<>();
+            rules.add(noClasses().that().resideOutsideOfPackages(rootPackages())
                     .should().dependOnClassesThat(resideInAnyPackage(rootPackages())
-                            .and(not(resideInAnyPackage(exported))))
+                            .and(not(resideInAnyPackage(usable))))
                     .as("no other module uses " + name + "'s internals")
-                    .because(name + " exports only " + exports + " (ModuleBoundariesTest.MODULES)");
+                    .because(name + " exports only " + exports + " (ModuleBoundariesTest.MODULES)"));
+            exportsTo.forEach((exported, consumer) -> rules.add(noClasses()
+                    .that().resideOutsideOfPackages(Stream.concat(Arrays.stream(rootPackages()),
+                            Arrays.stream(module(consumer).rootPackages())).toArray(String[]::new))
+                    .should().dependOnClassesThat().resideInAPackage(exported)
+                    .as("only " + consumer + " uses " + exported + " of " + name)
+                    .because(name + " exports it to " + consumer + " alone (ModuleBoundariesTest.MODULES)")));
+            return CompositeArchRule.of(rules);
         }
+    }
+
+    private static Module module(String name) {
+        return MODULES.stream().filter(module -> module.name().equals(name)).findFirst().orElseThrow();
     }
 
     static final List<Module> MODULES = List.of(
@@ -66,15 +90,21 @@ class ModuleBoundariesTest {
                     "org.vgpu.runtime.core", "org.vgpu.runtime.cli", "org.vgpu.runtime.emulated",
                     "org.vgpu.runtime.kernels", "org.vgpu.runtime.workloads", "org.vgpu.runtime.remote.client",
                     "org.vgpu.runtime.remote.lender", "org.vgpu.runtime.remote.transport",
-                    "org.vgpu.runtime.remote.worker"),
+                    "org.vgpu.runtime.remote.worker")
+                    // bench measures the native backend against raw JCuda; remote-bench sets the remote tuning
+                    .exportingTo("vgpu-benchmarks", "org.vgpu.runtime.nativegpu", "org.vgpu.runtime.remote"),
             // render writes Slurm's and systemd's files; others read the configuration, not how it is written out
             new Module("site-config", "org.vgpu.siteconfig", "org.vgpu.siteconfig", "org.vgpu.siteconfig.cli"),
             new Module("migration-agent", "org.vgpu.migration", "org.vgpu.migration", "org.vgpu.migration.agent",
                     "org.vgpu.migration.cli"),
             // the ledger, placement, Slurm parsing and the server are the tracker's own business
             new Module("idle-gpu-tracker", "org.vgpu.tracker", "org.vgpu.tracker", "org.vgpu.tracker.cli"),
+            // javac runs it; no module calls it
+            new Module("vgpu-call-surface-processor", "org.vgpu.callsurface"),
+            // the launcher finds the benchmarks' commands through ServiceLoader, by their interface in vgpu-common
+            new Module("vgpu-benchmarks", "org.vgpu.bench"),
             // the top of the graph: nothing uses it
-            new Module("job-wrapper", List.of("org.vgpu.job", "org.vgpu.cli"), List.of()));
+            new Module("job-wrapper", List.of("org.vgpu.job", "org.vgpu.cli"), List.of(), Map.of()));
 
     @Test
     void everyClassBelongsToAModule() {
