@@ -22,7 +22,7 @@ refuse_busy_ports() {
     local port
     local node
     for port in $(seq "$TESTBED_PORT_BASE" $((TESTBED_PORT_BASE + ${#TESTBED_NODES[@]}))) \
-        $(for node in "${TESTBED_NODES[@]}"; do lender_port "$node"; done); do
+        $(for node in "${TESTBED_NODES[@]}"; do lender_port "$node"; done) "$(tracker_port)"; do
         if ss -Hltn "sport = :$port" | grep -q .; then
             die "port $port is in use; choose other ports with VGPU_TESTBED_PORT_BASE"
         fi

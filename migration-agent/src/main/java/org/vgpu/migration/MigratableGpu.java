@@ -154,6 +154,7 @@ public final class MigratableGpu extends GatedVirtualGpu {
 
     /** The backend every gated call goes to; the generated forwarder reads it once per call, inside the gate. */
     @GatedForwarder.Current
+    @Override
     VirtualGpu currentBackend() {
         return backend;
     }
@@ -443,17 +444,20 @@ public final class MigratableGpu extends GatedVirtualGpu {
     // ---- the hooks of GatedVirtualGpu's calls
 
     @GatedForwarder.Enter
+    @Override
     CallGate.Slot enterGate() {
         return gate.enter();
     }
 
     @GatedForwarder.Exit
+    @Override
     void exitGate(CallGate.Slot slot) {
         gate.exit(slot);
     }
 
     /** A synchronizing call reports an error the source raised while a migration drained it. */
     @GatedForwarder.BeforeSynchronizing
+    @Override
     void raiseDeferredError() {
         VgpuException error = deferredError;
         if (error != null && DEFERRED_ERROR.compareAndSet(this, error, null)) {
@@ -462,16 +466,19 @@ public final class MigratableGpu extends GatedVirtualGpu {
     }
 
     @GatedForwarder.Translate
+    @Override
     StreamHandle backendStream(StreamHandle stream) {
         return log.backendStream(stream);
     }
 
     @GatedForwarder.Translate
+    @Override
     EventHandle backendEvent(EventHandle event) {
         return log.backendEvent(event);
     }
 
     @GatedForwarder.Translate
+    @Override
     FunctionHandle backendFunction(FunctionHandle function) {
         return log.backendFunction(function);
     }

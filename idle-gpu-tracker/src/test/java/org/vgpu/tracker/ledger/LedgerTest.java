@@ -50,7 +50,7 @@ class LedgerTest {
                 ledger.record(securing(7));
             }
         }
-        try (Ledger ignored = Ledger.open(file)) {
+        try (Ledger _ = Ledger.open(file)) {
             assertEquals(1, Files.readAllLines(file).size());
         }
         assertEquals("rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(file)));

@@ -176,7 +176,7 @@ public final class MigrationAgent implements AutoCloseable {
         if (line.isEmpty()) {
             return "error empty command; " + HELP;
         }
-        if (line.chars().anyMatch(c -> c < 0x20 && c != '\t' || c == 0x7f)) {
+        if (line.chars().anyMatch(c -> (c < 0x20 && c != '\t') || c == 0x7f)) {
             return "error the command contains control characters";
         }
         String[] words = line.split("\\s+");

@@ -109,7 +109,7 @@ class MigrationAgentTest {
                 throw new VgpuException(ErrorCode.VGPU_WINDOW_UNAVAILABLE, "injected: window taken");
             }
         };
-        try (MigrationAgent agent = agent(noWindow, 1); AgentClient client = new AgentClient(socket)) {
+        try (MigrationAgent _ = agent(noWindow, 1); AgentClient client = new AgentClient(socket)) {
             String reply = client.send("migrate 0 1");
             assertTrue(reply.startsWith("error VGPU_WINDOW_UNAVAILABLE: vgpu 0 stays on gpu 0 (emulated), migration to"
                     + " gpu 1 rolled back at OPEN_TARGET: VGPU_WINDOW_UNAVAILABLE: injected: window taken"), reply);
@@ -126,7 +126,7 @@ class MigrationAgentTest {
                 "migrate 0 host:port", "migrate 0001 1", "migrate 999 1", "migrate 99999999999999999999 1",
                 "migrate 0 h@st:80", "status now", "history 3", "help me", "MIGRATE 0 1", "rm -rf /",
                 "\u0000migrate 0 1", "migrate 0 1\u0007", "migrate\u00a00 1");
-        try (MigrationAgent agent = agent(MigrationFaults.NONE, 1); AgentClient client = new AgentClient(socket)) {
+        try (MigrationAgent _ = agent(MigrationFaults.NONE, 1); AgentClient client = new AgentClient(socket)) {
             String status = client.send("status");
             for (String command : malformed) {
                 String reply = client.send(command);
@@ -143,7 +143,7 @@ class MigrationAgentTest {
 
     @Test
     void anOverlongLineEndsTheConnectionButNotTheAgent() throws IOException {
-        try (MigrationAgent agent = agent(MigrationFaults.NONE, 1)) {
+        try (MigrationAgent _ = agent(MigrationFaults.NONE, 1)) {
             try (AgentClient client = new AgentClient(socket)) {
                 String reply = client.send("migrate 0 " + "1".repeat(MigrationAgent.MAX_LINE_BYTES));
                 assertEquals("error line longer than 512 bytes; closing the connection", reply);
@@ -204,7 +204,7 @@ class MigrationAgentTest {
             crashed.bind(UnixDomainSocketAddress.of(socket));
         }
         assertTrue(Files.exists(socket), "the stale socket file stays behind");
-        try (MigrationAgent agent = agent(MigrationFaults.NONE, 0)) {
+        try (MigrationAgent _ = agent(MigrationFaults.NONE, 0)) {
             NetworkException taken = assertThrows(NetworkException.class, () -> agent(MigrationFaults.NONE, 0));
             assertTrue(taken.getMessage().contains("another migration agent listens"), taken.getMessage());
             try (AgentClient client = new AgentClient(socket)) {

@@ -4,6 +4,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.File;
+import java.io.IOException;
+import java.io.InterruptedIOException;
+import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -11,7 +14,9 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.IntStream;
 
 /**
  * One Slurm testbed, driven through the scripts in testbed/slurm: {@link #up()} starts it,
@@ -22,6 +27,15 @@ final class SlurmTestbed implements AutoCloseable {
     private static final Path SCRIPTS = Path.of("").toAbsolutePath();
     private static final Path LAUNCHER_JAR = Path.of("..", "..", "job-wrapper", "target", "vgpu.jar").toAbsolutePath().normalize();
     private static final long SCRIPT_TIMEOUT_SECONDS = 240;
+    /** A testbed listens on ports base to base+99 (common.sh lays them out: Slurm's daemons, lenders, tracker). */
+    private static final int PORT_SPAN = 100;
+    /**
+     * Port bases are drawn between these, below Linux's ephemeral ports (32768 up), so no outgoing connection
+     * takes one of the testbed's ports while it runs.
+     */
+    private static final int LOWEST_PORT_BASE = 20_000;
+    private static final int HIGHEST_PORT_BASE = 32_600;
+    private static final int PORT_BASE_TRIES = 50;
 
     private final Path dir;
     private final String portBase;
@@ -32,14 +46,49 @@ final class SlurmTestbed implements AutoCloseable {
     }
 
     /**
-     * @param dir         the testbed's directory, apart from one someone runs by hand (/tmp/vgpu-testbed)
-     * @param portBase    slurmctld's port; slurmd and lenders take the ports above it
+     * @param dir         the testbed's directory
+     * @param portBase    slurmctld's port; slurmd, lenders and the tracker take the ports above it
      * @param spankPlugin the SPANK bridge to load through plugstack.conf, if any
      */
-    SlurmTestbed(Path dir, int portBase, Optional<Path> spankPlugin) {
+    private SlurmTestbed(Path dir, int portBase, Optional<Path> spankPlugin) {
         this.dir = dir;
         this.portBase = Integer.toString(portBase);
         this.spankPlugin = spankPlugin;
+    }
+
+    /**
+     * A testbed in a new directory under the temporary directory, on ports that are free now: two builds on one
+     * machine, or a testbed someone runs by hand (/tmp/vgpu-testbed, ports from 17900), do not collide.
+     * {@link #close()} removes the directory (down.sh does).
+     *
+     * @param name the directory's prefix, which names the test in {@code ps} and in the daemons' logs
+     */
+    static SlurmTestbed fresh(String name, Optional<Path> spankPlugin) throws IOException {
+        // The directory only reserves a name that no other run takes: up() tears down what is there, and up.sh
+        // makes it anew.
+        Path dir = Files.createTempDirectory(name + "-");
+        return new SlurmTestbed(dir, freePortBase(), spankPlugin);
+    }
+
+    /** A base whose whole span of ports nothing listens on now; up.sh checks the ones it binds again. */
+    private static int freePortBase() throws IOException {
+        int bases = (HIGHEST_PORT_BASE - LOWEST_PORT_BASE) / PORT_SPAN;
+        for (int attempt = 0; attempt < PORT_BASE_TRIES; attempt++) {
+            int base = LOWEST_PORT_BASE + PORT_SPAN * ThreadLocalRandom.current().nextInt(bases);
+            if (IntStream.range(base, base + PORT_SPAN).allMatch(SlurmTestbed::free)) {
+                return base;
+            }
+        }
+        throw new IOException("no " + PORT_SPAN + " free ports in a row between " + LOWEST_PORT_BASE + " and "
+                + (HIGHEST_PORT_BASE + PORT_SPAN) + " after " + PORT_BASE_TRIES + " tries");
+    }
+
+    private static boolean free(int port) {
+        try (ServerSocket _ = new ServerSocket(port)) {
+            return true;
+        } catch (IOException taken) {
+            return false;
+        }
     }
 
     /** Why no testbed can run here, or null when one can. */
@@ -68,7 +117,7 @@ final class SlurmTestbed implements AutoCloseable {
     }
 
     @Override
-    public void close() throws Exception {
+    public void close() throws IOException {
         if (Files.exists(dir)) {
             Outcome down = run("down.sh");
             assertEquals(0, down.status(), "down.sh failed:\n" + down.output());
@@ -83,7 +132,8 @@ final class SlurmTestbed implements AutoCloseable {
         System.out.print(outcome.output());
     }
 
-    private Outcome run(String script, String... args) throws Exception {
+    /** Runs one script; an interrupt while it runs is an InterruptedIOException, so close() need not throw one. */
+    private Outcome run(String script, String... args) throws IOException {
         List<String> command = new ArrayList<>(List.of(SCRIPTS.resolve(script).toString()));
         command.addAll(Arrays.asList(args));
         // Output goes to a file, not a pipe: daemons that up.sh starts inherit it and would hold a pipe open.
@@ -98,13 +148,23 @@ final class SlurmTestbed implements AutoCloseable {
             environment.remove("VGPU_SPANK_PLUGIN");
             spankPlugin.ifPresent(plugin -> environment.put("VGPU_SPANK_PLUGIN", plugin.toString()));
             Process process = builder.start();
-            if (!process.waitFor(SCRIPT_TIMEOUT_SECONDS, TimeUnit.SECONDS)) {
+            if (!finishesInTime(process)) {
                 process.destroyForcibly();
                 throw new AssertionError(script + " ran longer than " + SCRIPT_TIMEOUT_SECONDS + " s:\n" + Files.readString(log));
             }
             return new Outcome(process.exitValue(), Files.readString(log));
         } finally {
             Files.delete(log);
+        }
+    }
+
+    private static boolean finishesInTime(Process process) throws InterruptedIOException {
+        try {
+            return process.waitFor(SCRIPT_TIMEOUT_SECONDS, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            process.destroyForcibly();
+            Thread.currentThread().interrupt();
+            throw new InterruptedIOException("interrupted while a testbed script ran");
         }
     }
 

@@ -30,7 +30,8 @@ import org.vgpu.tracker.slurm.SlurmNode;
 @Tag("slurm")
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class SlurmTestbedTest {
-    private static final SlurmTestbed TESTBED = new SlurmTestbed(Path.of("/tmp/vgpu-testbed-junit"), 17940, Optional.empty());
+    /** Made once the testbed can run here, so a skipped run leaves nothing behind. */
+    private static SlurmTestbed testbed;
     /** Why the testbed cannot run here, or null when it can. */
     private static String skipReason;
 
@@ -42,13 +43,14 @@ class SlurmTestbedTest {
             System.err.println("SlurmTestbedTest skipped: " + skipReason);
             return;
         }
-        TESTBED.up();
+        testbed = SlurmTestbed.fresh("vgpu-testbed-junit", Optional.empty());
+        testbed.up();
     }
 
     @AfterAll
     static void tearDownTestbed() throws Exception {
-        if (skipReason == null) {
-            TESTBED.close();
+        if (testbed != null) {
+            testbed.close();
         }
     }
 
@@ -60,26 +62,26 @@ class SlurmTestbedTest {
     @Test
     @Order(1)
     void gpuJobGetsTwoFakeGpusInCudaVisibleDevices() throws Exception {
-        TESTBED.assertScenarioPasses("gpu-env");
+        testbed.assertScenarioPasses("gpu-env");
     }
 
     @Test
     @Order(2)
     void vgpuJobIsHeldUntilRootReleasesIt() throws Exception {
-        TESTBED.assertScenarioPasses("vgpu-held");
+        testbed.assertScenarioPasses("vgpu-held");
     }
 
     @Test
     @Order(3)
     void badRequestsAreRefusedAtSubmission() throws Exception {
-        TESTBED.assertScenarioPasses("bad-input");
+        testbed.assertScenarioPasses("bad-input");
     }
 
     @Test
     @Order(4)
     void filledClusterShowsOneIdleGpuPerNodeToTheParser() throws Exception {
-        Path capture = TESTBED.dir().resolve("capture-one-idle");
-        TESTBED.assertScenarioPasses("one-idle-gpu-per-node", capture.toString());
+        Path capture = testbed.dir().resolve("capture-one-idle");
+        testbed.assertScenarioPasses("one-idle-gpu-per-node", capture.toString());
 
         SlurmInventory inventory = inventory(capture);
         assertEquals(inventory, jsonInventory(capture), "scontrol and JSON views differ");
@@ -95,8 +97,8 @@ class SlurmTestbedTest {
     @Test
     @Order(5)
     void handMadeAssemblyLeavesNoGpuIdleInSlurmsBooks() throws Exception {
-        Path capture = TESTBED.dir().resolve("capture-assembled");
-        TESTBED.assertScenarioPasses("assembly-by-hand", capture.toString());
+        Path capture = testbed.dir().resolve("capture-assembled");
+        testbed.assertScenarioPasses("assembly-by-hand", capture.toString());
 
         SlurmInventory inventory = inventory(capture);
         assertEquals(inventory, jsonInventory(capture), "scontrol and JSON views differ");

@@ -27,10 +27,8 @@ import org.junit.jupiter.api.TestMethodOrder;
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class SpankBridgeTestbedTest {
     private static final Path BRIDGE = Path.of("..", "..", "slurm-spank-bridge", "vgpu_spank.so").toAbsolutePath().normalize();
-    private static final SlurmTestbed TESTBED = new SlurmTestbed(Path.of("/tmp/vgpu-testbed-junit-spank"), 17980,
-            Optional.of(BRIDGE));
-    private static final Path BORROW_DELAY = Path.of("/tmp/vgpu-testbed-junit-spank-borrow-delay");
-    private static final Path LOCAL_ONLY_DELAY = Path.of("/tmp/vgpu-testbed-junit-spank-local-only-delay");
+    /** Made once the testbed can run here, so a skipped run leaves nothing behind. */
+    private static SlurmTestbed testbed;
     private static String skipReason;
 
     @BeforeAll
@@ -43,13 +41,14 @@ class SpankBridgeTestbedTest {
             System.err.println("SpankBridgeTestbedTest skipped: " + skipReason);
             return;
         }
-        TESTBED.up();
+        testbed = SlurmTestbed.fresh("vgpu-testbed-junit-spank", Optional.of(BRIDGE));
+        testbed.up();
     }
 
     @AfterAll
     static void tearDownTestbed() throws Exception {
-        if (skipReason == null) {
-            TESTBED.close();
+        if (testbed != null) {
+            testbed.close();
         }
     }
 
@@ -61,49 +60,58 @@ class SpankBridgeTestbedTest {
     @Test
     @Order(1)
     void bridgeLetsPlainJobsRunAndFailsVgpuJobsClosedWithoutATracker() throws Exception {
-        TESTBED.assertScenarioPasses("spank-fail-closed");
+        testbed.assertScenarioPasses("spank-fail-closed");
     }
 
     @Test
     @Order(2)
     void trackerStartsAVgpuJobOnOneLocalAndTwoBorrowedGpusAndLeavesNoHolder() throws Exception {
-        TESTBED.assertScenarioPasses("tracker-borrow", BORROW_DELAY.toString());
+        testbed.assertScenarioPasses("tracker-borrow", borrowDelay().toString());
     }
 
     @Test
     @Order(3)
     void withoutBorrowingTheSameJobWaitsForANodeWithThreeIdleGpus() throws Exception {
-        TESTBED.assertScenarioPasses("tracker-no-borrowing", LOCAL_ONLY_DELAY.toString());
+        testbed.assertScenarioPasses("tracker-no-borrowing", localOnlyDelay().toString());
         // The figure the closing note quotes: what borrowing saves this job here.
-        if (Files.exists(BORROW_DELAY)) {
+        if (Files.exists(borrowDelay())) {
             System.err.printf("vgpu:3 start delay on 3 nodes with 1 idle GPU each: borrowing on %s s, off %s s"
-                    + " (until a node frees 3 GPUs)%n", Files.readString(BORROW_DELAY).strip(),
-                    Files.readString(LOCAL_ONLY_DELAY).strip());
+                    + " (until a node frees 3 GPUs)%n", Files.readString(borrowDelay()).strip(),
+                    Files.readString(localOnlyDelay()).strip());
         }
     }
 
     @Test
     @Order(4)
     void aTrackerKilledMidJobComesBackAgreeingWithSlurm() throws Exception {
-        TESTBED.assertScenarioPasses("tracker-restart");
+        testbed.assertScenarioPasses("tracker-restart");
     }
 
     @Test
     @Order(5)
     void trackerRefusesBadInputClearlyAndKeepsServing() throws Exception {
-        TESTBED.assertScenarioPasses("tracker-bad-input");
+        testbed.assertScenarioPasses("tracker-bad-input");
     }
 
     @Test
     @Order(6)
     void withMungeOnlyRequestsWithTheSendersOwnGoodCredentialAreAnswered() throws Exception {
-        TESTBED.assertScenarioPasses("tracker-munge");
+        testbed.assertScenarioPasses("tracker-munge");
     }
 
     @Test
     @Order(7)
     void theBridgeAloneAgainstAFakeTrackerExportsAssembliesAndFailsClosed() throws Exception {
         // slurm-spank-bridge/tests/slurm-it.sh runs the same scenario on a testbed of its own
-        TESTBED.assertScenarioPasses("spank-bridge");
+        testbed.assertScenarioPasses("spank-bridge");
+    }
+
+    /** Where tracker-borrow writes the vgpu:3 job's start delay (inside the testbed, removed with it). */
+    private static Path borrowDelay() {
+        return testbed.dir().resolve("borrow-delay");
+    }
+
+    private static Path localOnlyDelay() {
+        return testbed.dir().resolve("local-only-delay");
     }
 }

@@ -47,6 +47,9 @@ public final class SubcommandRunner {
         }
     }
 
+    // commons-cli 1.10 deprecates this HelpFormatter for org.apache.commons.cli.help's, which lays usage out
+    // differently; every command's usage text is behaviour people and tests read, so it stays until that is chosen.
+    @SuppressWarnings("deprecation")
     private static void printUsage(Subcommand command, Options options, PrintStream stream) {
         PrintWriter writer = new PrintWriter(stream);
         new HelpFormatter().printHelp(writer, 100, "vgpu " + command.name() + " [options]"

@@ -137,7 +137,7 @@ public final class LineServer implements AutoCloseable {
             throw new NetworkException(NetworkException.Code.CANNOT_LISTEN, "the " + limits.name() + " cannot listen on "
                     + socketFile + ": a file that is not a socket is there; remove it or choose another path");
         }
-        try (SocketChannel probe = SocketChannel.open(UnixDomainSocketAddress.of(socketFile))) {
+        try (SocketChannel _ = SocketChannel.open(UnixDomainSocketAddress.of(socketFile))) {
             throw new NetworkException(NetworkException.Code.CANNOT_LISTEN,
                     "another " + limits.name() + " listens on " + socketFile);
         } catch (IOException nobodyListens) {

@@ -10,27 +10,37 @@ public sealed interface KernelArg {
     void writeTo(byte[] out, int offset);
 
     record Pointer(long address) implements KernelArg {
+        @Override
         public int size() { return 8; }
+        @Override
         public void writeTo(byte[] out, int offset) { LittleEndian.putLong(out, offset, address); }
     }
 
     record I32(int value) implements KernelArg {
+        @Override
         public int size() { return 4; }
+        @Override
         public void writeTo(byte[] out, int offset) { LittleEndian.putInt(out, offset, value); }
     }
 
     record I64(long value) implements KernelArg {
+        @Override
         public int size() { return 8; }
+        @Override
         public void writeTo(byte[] out, int offset) { LittleEndian.putLong(out, offset, value); }
     }
 
     record F32(float value) implements KernelArg {
+        @Override
         public int size() { return 4; }
+        @Override
         public void writeTo(byte[] out, int offset) { LittleEndian.putInt(out, offset, Float.floatToRawIntBits(value)); }
     }
 
     record F64(double value) implements KernelArg {
+        @Override
         public int size() { return 8; }
+        @Override
         public void writeTo(byte[] out, int offset) { LittleEndian.putLong(out, offset, Double.doubleToRawLongBits(value)); }
     }
 
@@ -39,7 +49,9 @@ public sealed interface KernelArg {
         public Bytes {
             value = value.clone();
         }
+        @Override
         public int size() { return value.length; }
+        @Override
         public void writeTo(byte[] out, int offset) { System.arraycopy(value, 0, out, offset, value.length); }
         @Override
         public byte[] value() { return value.clone(); }

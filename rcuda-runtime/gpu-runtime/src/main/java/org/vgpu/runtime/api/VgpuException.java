@@ -34,6 +34,7 @@ public class VgpuException extends VgpuFailure {
     }
 
     /** The message without the code prefix. */
+    @Override
     public String detail() {
         return detail;
     }

@@ -90,7 +90,7 @@ final class RegionCopyKernels implements AutoCloseable {
 
     private static void launch(CUfunction function, String name, long packedDevice, RegionCopyPlan.KernelBatch batch,
                                CUstream stream) {
-        int blocksPerRegion = (int) Math.clamp((batch.largestRegionBytes() + BLOCK_STEP_BYTES - 1) / BLOCK_STEP_BYTES,
+        int blocksPerRegion = Math.clamp((batch.largestRegionBytes() + BLOCK_STEP_BYTES - 1) / BLOCK_STEP_BYTES,
                 1, MAX_BLOCKS_PER_REGION);
         Pointer parameters = KernelParameterBuffer.forCurrentThread().marshal(
                 KernelArgs.of(new KernelArg.Pointer(packedDevice), new KernelArg.Bytes(batch.table())));

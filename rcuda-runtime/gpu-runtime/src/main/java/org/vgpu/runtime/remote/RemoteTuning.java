@@ -72,7 +72,7 @@ public record RemoteTuning(int chunkBytes, long spinNanos, int socketBufferBytes
 
         /** Whether a worker of backend {@code backendName} ("native", "emulated") warms up. */
         public boolean appliesTo(String backendName) {
-            return this == ON || this == NATIVE_ONLY && "native".equals(backendName);
+            return this == ON || (this == NATIVE_ONLY && "native".equals(backendName));
         }
     }
 

@@ -74,7 +74,7 @@ final class ChunkLanding implements AutoCloseable {
      *         the copier reports that to {@code copy} instead
      */
     void land(PendingCopyToHost copy, MemorySegment destination, long offset, ByteBuf data) {
-        if (minBytes == 0 || data.readableBytes() < minBytes && landed == handedOff) {
+        if (minBytes == 0 || (data.readableBytes() < minBytes && landed == handedOff)) {
             copyInto(destination, offset, data);
             return;
         }

@@ -11,6 +11,9 @@ import java.util.Objects;
  * @param token    the session token the worker checks; never logged
  * @param release  what closing the endpoint does
  */
+// "try": release is whatever supplier hands the worker back (a test's process stop waits, so may be interrupted);
+// close() passes on what it throws, and the callers that close an endpoint handle Exception.
+@SuppressWarnings("try")
 public record WorkerEndpoint(String workerId, String host, int port, String token, AutoCloseable release)
         implements AutoCloseable {
 

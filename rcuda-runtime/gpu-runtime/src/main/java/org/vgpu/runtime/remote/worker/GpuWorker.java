@@ -66,7 +66,6 @@ public final class GpuWorker implements AutoCloseable {
     private final WorkerConfig config;
     private final GpuBackend backend;
     private final SessionAuthenticator authenticator;
-    private final SslContext ssl;
     private final Consumer<String> log;
     private final EventLoopGroup group;
     private final Channel serverChannel;
@@ -80,7 +79,6 @@ public final class GpuWorker implements AutoCloseable {
         this.config = config;
         this.backend = backend;
         this.authenticator = authenticator;
-        this.ssl = ssl;
         this.log = log;
         this.group = NettyTransport.newEventLoopGroup(1, "vgpu-worker-io", config.spinNanos());
         try {

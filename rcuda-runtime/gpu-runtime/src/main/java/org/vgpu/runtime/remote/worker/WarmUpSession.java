@@ -72,6 +72,7 @@ final class WarmUpSession {
         static final WarmUp NONE = new WarmUp(Duration.ZERO, Duration.ZERO, true);
 
         /** ", warmed up in ..." for the worker's start line; empty for none. */
+        @SuppressWarnings("ReferenceEquality") // NONE is "no warm-up ran"; one that ran in 0 ms still says so
         String describe() {
             if (this == NONE) {
                 return "";

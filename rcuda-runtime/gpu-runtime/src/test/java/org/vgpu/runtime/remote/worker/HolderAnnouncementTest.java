@@ -37,14 +37,15 @@ class HolderAnnouncementTest {
 
     @Test
     void aTrackerThatRefusesOrCannotBeReachedEndsTheWorker() throws Exception {
-        try (ThrowawaySiteKey key = ThrowawaySiteKey.create("holder-announcement");
-             LineServer tracker = fakeTracker(new ArrayList<>(), "error job 42 has no borrowed vGPU 1")) {
-            NetworkException refused = assertThrows(NetworkException.class, () -> HolderAnnouncement.parse(tracker.endpoint().toString(),
-                    "42:1").tell(new Endpoint("10.0.0.2", 7501), "w", key.keyFile()));
-            assertEquals(NetworkException.Code.REFUSED, refused.code());
-            assertTrue(refused.getMessage().contains("error job 42 has no borrowed vGPU 1"), refused.getMessage());
-            Endpoint gone = tracker.endpoint();
-            tracker.close();
+        try (ThrowawaySiteKey key = ThrowawaySiteKey.create("holder-announcement")) {
+            Endpoint gone;
+            try (LineServer tracker = fakeTracker(new ArrayList<>(), "error job 42 has no borrowed vGPU 1")) {
+                NetworkException refused = assertThrows(NetworkException.class, () -> HolderAnnouncement.parse(
+                        tracker.endpoint().toString(), "42:1").tell(new Endpoint("10.0.0.2", 7501), "w", key.keyFile()));
+                assertEquals(NetworkException.Code.REFUSED, refused.code());
+                assertTrue(refused.getMessage().contains("error job 42 has no borrowed vGPU 1"), refused.getMessage());
+                gone = tracker.endpoint();
+            }
             NetworkException unreachable = assertThrows(NetworkException.class, () -> HolderAnnouncement.parse(gone.toString(), "42:1")
                     .tell(new Endpoint("10.0.0.2", 7501), "w", key.keyFile()));
             assertEquals(NetworkException.Code.UNREACHABLE, unreachable.code());
