@@ -35,8 +35,7 @@ public sealed interface Answer {
     }
 
     /** Taken: a {@code done}, or a worker's announcement. */
-    record Accepted() implements Answer {
-    }
+    record Accepted() implements Answer {}
 
     /** Not ready yet; the bridge asks again. */
     record NotYet(String reason) implements Answer {

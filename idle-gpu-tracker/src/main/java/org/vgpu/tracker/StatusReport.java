@@ -26,11 +26,16 @@ public record StatusReport(List<Live> assemblies, List<Waiting> waiting, List<En
     }
 
     /** A held vgpu job without an assembly, and why. */
-    public record Waiting(long job, String user, int vgpus, String reason) {
-    }
+    public record Waiting(long job, String user, int vgpus, String reason) {}
 
     /** An assembly that ended: {@code why} is done, gone, ended or aborted; an aborted one says what went wrong. */
-    public record Ended(long job, String user, String node, int vgpus, int borrowed, String why, Instant at,
-            Optional<String> reason) {
-    }
+    public record Ended(
+            long job,
+            String user,
+            String node,
+            int vgpus,
+            int borrowed,
+            String why,
+            Instant at,
+            Optional<String> reason) {}
 }

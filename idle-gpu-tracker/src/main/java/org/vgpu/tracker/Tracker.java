@@ -19,7 +19,9 @@ import java.util.concurrent.ConcurrentHashMap;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+
 import org.vgpu.common.contract.BridgeContract;
+import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.common.net.Endpoint;
 import org.vgpu.common.security.SessionToken;
 import org.vgpu.common.security.SiteKey;
@@ -27,8 +29,6 @@ import org.vgpu.common.security.TokenIssuer;
 import org.vgpu.common.security.TokenVerifier;
 import org.vgpu.siteconfig.NodeConfig;
 import org.vgpu.siteconfig.SiteConfig;
-import org.vgpu.tracker.slurm.SlurmInventory;
-import org.vgpu.tracker.slurm.SlurmJob;
 import org.vgpu.tracker.cluster.ClusterView;
 import org.vgpu.tracker.cluster.IdleClock;
 import org.vgpu.tracker.ledger.Assembly;
@@ -38,7 +38,8 @@ import org.vgpu.tracker.placement.AssemblyPlanner;
 import org.vgpu.tracker.placement.Availability;
 import org.vgpu.tracker.placement.Placement;
 import org.vgpu.tracker.slurm.SlurmControl;
-import org.vgpu.common.error.VgpuFailure;
+import org.vgpu.tracker.slurm.SlurmInventory;
+import org.vgpu.tracker.slurm.SlurmJob;
 
 /**
  * The tracker's state and decisions. Each {@link #tick()} reads Slurm once and then, in this order:
@@ -55,8 +56,9 @@ import org.vgpu.common.error.VgpuFailure;
 public final class Tracker {
     private static final Logger LOG = LoggerFactory.getLogger(Tracker.class);
     /** Job states in which a job may still run (or runs): anything else has ended for the tracker. */
-    private static final Set<String> ACTIVE_STATES = Set.of("PENDING", "CONFIGURING", "RUNNING", "SUSPENDED", "STOPPED",
-            "RESIZING");
+    private static final Set<String> ACTIVE_STATES =
+            Set.of("PENDING", "CONFIGURING", "RUNNING", "SUSPENDED", "STOPPED", "RESIZING");
+
     private static final int HISTORY_LINES = 200;
     private static final String COMMENT_PREFIX = "vgpu: ";
 
@@ -67,7 +69,8 @@ public final class Tracker {
      *                          {@code emulated} (the CPU emulation, for testbeds without GPUs)
      * @param workerIdleTimeout how long a holder's worker waits for its job's session, and then for each frame of it
      */
-    public record Settings(Duration holderTimeout, Duration tokenTtl, String workerBackend, Duration workerIdleTimeout) {
+    public record Settings(
+            Duration holderTimeout, Duration tokenTtl, String workerBackend, Duration workerIdleTimeout) {
         public static Settings defaults() {
             return new Settings(Duration.ofSeconds(60), Duration.ofHours(24), "native", Duration.ofHours(1));
         }
@@ -93,6 +96,7 @@ public final class Tracker {
     private final Set<Long> lostHolders = new HashSet<>();
     /** Holders this tracker cancelled, which Slurm may still list as active for a moment. Guarded by {@link #lock}. */
     private final Set<Long> cancelledHolders = new HashSet<>();
+
     private final Set<Long> doneJobs = ConcurrentHashMap.newKeySet();
 
     /**
@@ -138,14 +142,15 @@ public final class Tracker {
             assembly = ledger.assembly(job).orElse(null);
         }
         if (assembly == null) {
-            return new Answer.Refused("job " + job + " has no vGPU assembly from the tracker (it was not released by the"
-                    + " tracker, or has ended)");
+            return new Answer.Refused("job " + job
+                    + " has no vGPU assembly from the tracker (it was not released by the" + " tracker, or has ended)");
         }
         if (assembly.phase() == Assembly.Phase.SECURING) {
             return new Answer.NotYet("the tracker is still securing the GPUs of job " + job);
         }
         if (!assembly.node().equals(node)) {
-            return new Answer.Refused("job " + job + " has its vGPU assembly on node " + assembly.node() + ", not on " + node);
+            return new Answer.Refused(
+                    "job " + job + " has its vGPU assembly on node " + assembly.node() + ", not on " + node);
         }
         if (assembly.lends().stream().anyMatch(lend -> lend.worker().isEmpty())) {
             // Released jobs have every worker; only a ledger edited by hand gets here.
@@ -158,17 +163,24 @@ public final class Tracker {
         List<Integer> local = slurmJob.get().gpuIndicesOn(node);
         if (local.size() != assembly.localGpus()) {
             if (!slurmJob.get().state().equals("RUNNING")) {
-                return new Answer.NotYet("job " + job + " is " + slurmJob.get().state() + ", its GPUs are not allocated yet");
+                return new Answer.NotYet(
+                        "job " + job + " is " + slurmJob.get().state() + ", its GPUs are not allocated yet");
             }
-            return new Answer.Refused("job " + job + " holds " + local.size() + " GPU(s) on " + node + " but its assembly has "
-                    + assembly.localGpus() + " local GPU(s)");
+            return new Answer.Refused("job " + job + " holds " + local.size() + " GPU(s) on " + node
+                    + " but its assembly has " + assembly.localGpus() + " local GPU(s)");
         }
         List<Answer.Borrowed> borrowed = new ArrayList<>();
         for (Lend lend : assembly.lends()) {
-            String token = tokens.issue(Long.toString(job), lend.vgpu(), lend.workerId().orElseThrow(), settings.tokenTtl());
+            String token = tokens.issue(
+                    Long.toString(job), lend.vgpu(), lend.workerId().orElseThrow(), settings.tokenTtl());
             borrowed.add(new Answer.Borrowed(lend.vgpu(), lend.worker().orElseThrow(), token));
         }
-        LOG.info("job {} on {} gets its assembly: {} local GPU(s) {}, {} borrowed", job, node, local.size(), local,
+        LOG.info(
+                "job {} on {} gets its assembly: {} local GPU(s) {}, {} borrowed",
+                job,
+                node,
+                local.size(),
+                local,
                 borrowed.size());
         return new Answer.Assembled(assembly.vgpus(), local, borrowed);
     }
@@ -199,13 +211,16 @@ public final class Tracker {
         }
         synchronized (lock) {
             Optional<Assembly> assembly = ledger.assembly(job);
-            Optional<Lend> lend = assembly.flatMap(current -> current.lends().stream().filter(candidate -> candidate.vgpu() == vgpu)
+            Optional<Lend> lend = assembly.flatMap(current -> current.lends().stream()
+                    .filter(candidate -> candidate.vgpu() == vgpu)
                     .findFirst());
             if (lend.isEmpty()) {
-                return new Answer.Refused("job " + job + " has no borrowed vGPU " + vgpu + " (its assembly ended or never had it)");
+                return new Answer.Refused(
+                        "job " + job + " has no borrowed vGPU " + vgpu + " (its assembly ended or never had it)");
             }
             if (lend.get().workerId().filter(id -> !id.equals(workerId)).isPresent()) {
-                return new Answer.Refused("vGPU " + vgpu + " of job " + job + " is served by worker " + lend.get().workerId().get());
+                return new Answer.Refused("vGPU " + vgpu + " of job " + job + " is served by worker "
+                        + lend.get().workerId().get());
             }
             ledger.record(assembly.get().withLend(lend.get().withWorker(endpoint, workerId)));
         }
@@ -232,8 +247,13 @@ public final class Tracker {
     /** What {@code vgpu report} shows: live assemblies, waiting jobs and recently ended assemblies. */
     public StatusReport status() {
         synchronized (lock) {
-            List<StatusReport.Live> live = ledger.assemblies().stream().map(assembly -> new StatusReport.Live(assembly,
-                    assembly.holders().stream().filter(lostHolders::contains).toList())).toList();
+            List<StatusReport.Live> live = ledger.assemblies().stream()
+                    .map(assembly -> new StatusReport.Live(
+                            assembly,
+                            assembly.holders().stream()
+                                    .filter(lostHolders::contains)
+                                    .toList()))
+                    .toList();
             return new StatusReport(live, List.copyOf(waiting.values()), List.copyOf(history));
         }
     }
@@ -254,7 +274,10 @@ public final class Tracker {
     }
 
     private void end(Assembly assembly, String why, String explanation) {
-        LOG.info("job {}: {}; cancelling holder(s) {} and ending its assembly", assembly.job(), explanation,
+        LOG.info(
+                "job {}: {}; cancelling holder(s) {} and ending its assembly",
+                assembly.job(),
+                explanation,
                 assembly.holders());
         close(assembly, why, Optional.empty());
         comments.remove(assembly.job());
@@ -265,8 +288,15 @@ public final class Tracker {
         cancelHolders(assembly);
         ledger.forget(assembly.job(), why);
         lostHolders.removeAll(assembly.holders());
-        remember(new StatusReport.Ended(assembly.job(), assembly.user(), assembly.node(), assembly.vgpus(),
-                assembly.lends().size(), why, clock.instant(), reason));
+        remember(new StatusReport.Ended(
+                assembly.job(),
+                assembly.user(),
+                assembly.node(),
+                assembly.vgpus(),
+                assembly.lends().size(),
+                why,
+                clock.instant(),
+                reason));
     }
 
     /** Ends an assembly's lends: its holders are cancelled, which stops the workers they run. */
@@ -286,8 +316,10 @@ public final class Tracker {
                 .map(SlurmJob::id)
                 .filter(id -> !known.contains(id) && !cancelledHolders.contains(id))
                 .toList();
-        cancelledHolders.retainAll(inventory.jobs().stream().filter(job -> ACTIVE_STATES.contains(job.state()))
-                .map(SlurmJob::id).toList());
+        cancelledHolders.retainAll(inventory.jobs().stream()
+                .filter(job -> ACTIVE_STATES.contains(job.state()))
+                .map(SlurmJob::id)
+                .toList());
         if (!unknown.isEmpty()) {
             LOG.warn("cancelling holder job(s) {} that the ledger does not know", unknown);
             slurm.cancel(unknown);
@@ -304,8 +336,14 @@ public final class Tracker {
         boolean allRunning = true;
         for (Lend lend : assembly.lends()) {
             if (lend.holder().isEmpty()) {
-                long holder = slurm.submitHolder(lend.node(), assembly.job(), lend.vgpu(), holderScript(assembly.job(), lend));
-                LOG.info("job {}: holder {} submitted for a GPU of {} (vGPU {})", assembly.job(), holder, lend.node(), lend.vgpu());
+                long holder = slurm.submitHolder(
+                        lend.node(), assembly.job(), lend.vgpu(), holderScript(assembly.job(), lend));
+                LOG.info(
+                        "job {}: holder {} submitted for a GPU of {} (vGPU {})",
+                        assembly.job(),
+                        holder,
+                        lend.node(),
+                        lend.vgpu());
                 assembly = assembly.withLend(lend.withHolder(holder));
                 ledger.record(assembly);
                 allRunning = false;
@@ -316,19 +354,25 @@ public final class Tracker {
                 continue;
             }
             Optional<SlurmJob> holder = inventory.job(lend.holder().getAsLong());
-            if (holder.isEmpty() || holder.get().state().equals("PENDING") || holder.get().state().equals("CONFIGURING")) {
+            if (holder.isEmpty()
+                    || holder.get().state().equals("PENDING")
+                    || holder.get().state().equals("CONFIGURING")) {
                 allRunning = false;
                 continue;
             }
             if (!holder.get().state().equals("RUNNING")) {
-                abort(assembly, "holder job " + lend.holder().getAsLong() + " on " + lend.node() + " is "
-                        + holder.get().state());
+                abort(
+                        assembly,
+                        "holder job " + lend.holder().getAsLong() + " on " + lend.node() + " is "
+                                + holder.get().state());
                 return;
             }
             List<Integer> gpu = holder.get().gpuIndicesOn(lend.node());
             if (gpu.size() != 1) {
-                abort(assembly, "holder job " + lend.holder().getAsLong() + " on " + lend.node() + " holds GPU(s) " + gpu
-                        + ", expected exactly one");
+                abort(
+                        assembly,
+                        "holder job " + lend.holder().getAsLong() + " on " + lend.node() + " holds GPU(s) " + gpu
+                                + ", expected exactly one");
                 return;
             }
             // The worker may have announced itself before this look at Slurm: keep it.
@@ -339,7 +383,10 @@ public final class Tracker {
         }
         if (!allRunning) {
             if (Duration.between(assembly.planned(), now).compareTo(settings.holderTimeout()) > 0) {
-                abort(assembly, "holder jobs and their workers did not start within " + settings.holderTimeout().toSeconds() + " s");
+                abort(
+                        assembly,
+                        "holder jobs and their workers did not start within "
+                                + settings.holderTimeout().toSeconds() + " s");
             }
             return;
         }
@@ -351,16 +398,29 @@ public final class Tracker {
             slurm.release(assembly.job());
         }
         ledger.record(assembly.releasedAt(now));
-        String borrowed = assembly.lends().stream().map(lend -> lend.node() + ":" + lend.gpu().orElseThrow()).toList().toString();
-        LOG.info("job {} released on {}: {} local GPU(s), borrowed {}", assembly.job(), assembly.node(), assembly.localGpus(),
+        String borrowed = assembly.lends().stream()
+                .map(lend -> lend.node() + ":" + lend.gpu().orElseThrow())
+                .toList()
+                .toString();
+        LOG.info(
+                "job {} released on {}: {} local GPU(s), borrowed {}",
+                assembly.job(),
+                assembly.node(),
+                assembly.localGpus(),
                 borrowed);
-        comment(assembly.job(), "assembled on " + assembly.node() + ": " + assembly.localGpus() + " local GPU(s), "
-                + assembly.lends().size() + " borrowed " + borrowed);
+        comment(
+                assembly.job(),
+                "assembled on " + assembly.node() + ": " + assembly.localGpus() + " local GPU(s), "
+                        + assembly.lends().size() + " borrowed " + borrowed);
     }
 
     /** Gives an assembly up before its job was released: holders cancelled, the job stays held and is planned again. */
     private void abort(Assembly assembly, String why) {
-        LOG.warn("job {}: giving up its assembly ({}); cancelling holder(s) {}", assembly.job(), why, assembly.holders());
+        LOG.warn(
+                "job {}: giving up its assembly ({}); cancelling holder(s) {}",
+                assembly.job(),
+                why,
+                assembly.holders());
         close(assembly, "aborted", Optional.of(why));
         comment(assembly.job(), "assembly given up, planning again: " + why);
     }
@@ -368,27 +428,37 @@ public final class Tracker {
     private void noticeLostHolders(Assembly assembly, SlurmInventory inventory) {
         for (long holder : assembly.holders()) {
             Optional<SlurmJob> job = inventory.job(holder);
-            boolean running = job.isPresent() && ACTIVE_STATES.contains(job.get().state());
+            boolean running =
+                    job.isPresent() && ACTIVE_STATES.contains(job.get().state());
             if (!running && lostHolders.add(holder)) {
-                LOG.error("job {}: holder job {} has ended ({}); Slurm no longer keeps that borrowed GPU for it", assembly.job(),
-                        holder, job.map(SlurmJob::state).orElse("gone"));
+                LOG.error(
+                        "job {}: holder job {} has ended ({}); Slurm no longer keeps that borrowed GPU for it",
+                        assembly.job(),
+                        holder,
+                        job.map(SlurmJob::state).orElse("gone"));
             }
         }
     }
 
     private void planHeldJobs(SlurmInventory inventory, Instant now) {
         List<SlurmJob> held = inventory.jobs().stream()
-                .filter(job -> job.held() && job.asksForVgpu() && ledger.assembly(job.id()).isEmpty())
+                .filter(job -> job.held()
+                        && job.asksForVgpu()
+                        && ledger.assembly(job.id()).isEmpty())
                 .sorted(Comparator.comparingLong(SlurmJob::id))
                 .toList();
         waiting.keySet().retainAll(held.stream().map(SlurmJob::id).toList());
         // A held job cancelled before it was assembled never reaches end(): drop its last comment here.
-        comments.keySet().retainAll(inventory.jobs().stream().filter(job -> ACTIVE_STATES.contains(job.state()))
-                .map(SlurmJob::id).toList());
+        comments.keySet()
+                .retainAll(inventory.jobs().stream()
+                        .filter(job -> ACTIVE_STATES.contains(job.state()))
+                        .map(SlurmJob::id)
+                        .toList());
         if (held.isEmpty()) {
             return;
         }
-        Availability free = new Availability(ClusterView.of(inventory, site, idleClock, now), site.policy().idleGrace());
+        Availability free = new Availability(
+                ClusterView.of(inventory, site, idleClock, now), site.policy().idleGrace());
         reserveWhatSlurmDoesNotShowYet(free, inventory);
         for (SlurmJob job : held) {
             Placement placement = planner.plan(job, free);
@@ -397,19 +467,33 @@ public final class Tracker {
                     waiting.remove(job.id());
                     List<Lend> lends = new ArrayList<>();
                     for (int i = 0; i < plan.lenders().size(); i++) {
-                        lends.add(Lend.planned(plan.localGpus() + i, plan.lenders().get(i)));
+                        lends.add(Lend.planned(
+                                plan.localGpus() + i, plan.lenders().get(i)));
                     }
-                    Assembly assembly = new Assembly(job.id(), job.user(), plan.node(), plan.vgpus(), plan.localGpus(),
-                            Assembly.Phase.SECURING, now, Optional.empty(), lends);
+                    Assembly assembly = new Assembly(
+                            job.id(),
+                            job.user(),
+                            plan.node(),
+                            plan.vgpus(),
+                            plan.localGpus(),
+                            Assembly.Phase.SECURING,
+                            now,
+                            Optional.empty(),
+                            lends);
                     ledger.record(assembly);
-                    LOG.info("job {} ({} vGPUs): planned on {} with {} local GPU(s), borrowing from {}", job.id(),
-                            plan.vgpus(), plan.node(), plan.localGpus(), plan.lenders());
+                    LOG.info(
+                            "job {} ({} vGPUs): planned on {} with {} local GPU(s), borrowing from {}",
+                            job.id(),
+                            plan.vgpus(),
+                            plan.node(),
+                            plan.localGpus(),
+                            plan.lenders());
                     secure(assembly, inventory, now);
                 }
                 case Placement.Wait wait -> {
                     int vgpus = job.requestedPerNode().getOrDefault(SlurmJob.VGPU, 0);
-                    StatusReport.Waiting previous = waiting.put(job.id(),
-                            new StatusReport.Waiting(job.id(), job.user(), vgpus, wait.reason()));
+                    StatusReport.Waiting previous =
+                            waiting.put(job.id(), new StatusReport.Waiting(job.id(), job.user(), vgpus, wait.reason()));
                     if (previous == null || !previous.reason().equals(wait.reason())) {
                         LOG.info("job {} ({} vGPUs) waits: {}", job.id(), vgpus, wait.reason());
                     }
@@ -426,16 +510,20 @@ public final class Tracker {
     private void reserveWhatSlurmDoesNotShowYet(Availability free, SlurmInventory inventory) {
         for (Assembly assembly : ledger.assemblies()) {
             for (Lend lend : assembly.lends()) {
-                boolean holderRuns = lend.holder().isPresent() && inventory.job(lend.holder().getAsLong())
-                        .map(job -> job.state().equals("RUNNING")).orElse(false);
+                boolean holderRuns = lend.holder().isPresent()
+                        && inventory
+                                .job(lend.holder().getAsLong())
+                                .map(job -> job.state().equals("RUNNING"))
+                                .orElse(false);
                 if (!holderRuns) {
                     free.node(lend.node()).ifPresent(Availability.Node::takeForLend);
                 }
             }
             Optional<SlurmJob> job = inventory.job(assembly.job());
             if (job.isPresent() && job.get().state().equals("PENDING")) {
-                free.node(assembly.node()).ifPresent(node -> node.takeForJob(assembly.localGpus(), job.get().cpus(),
-                        assembly.vgpus()));
+                free.node(assembly.node())
+                        .ifPresent(node ->
+                                node.takeForJob(assembly.localGpus(), job.get().cpus(), assembly.vgpus()));
             }
         }
     }
@@ -445,13 +533,16 @@ public final class Tracker {
      * as nvidia-smi does), listening on its node's address, telling this tracker where.
      */
     private String holderScript(long job, Lend lend) {
-        NodeConfig node = site.node(lend.node()).orElseThrow(() -> new IllegalStateException("node " + lend.node()
-                + " is not in the site configuration"));
+        NodeConfig node = site.node(lend.node())
+                .orElseThrow(
+                        () -> new IllegalStateException("node " + lend.node() + " is not in the site configuration"));
         return "export " + BridgeContract.ENV_CUDA_DEVICE_ORDER + "=" + BridgeContract.CUDA_DEVICE_ORDER + "; exec "
                 + site.slurm().vgpuCommand() + " worker --listen "
-                + new Endpoint(node.reachableAs(), 0) + " --backend " + settings.workerBackend() + " --device 0 --worker-id "
+                + new Endpoint(node.reachableAs(), 0) + " --backend " + settings.workerBackend()
+                + " --device 0 --worker-id "
                 + lend.node() + "-holder-$SLURM_JOB_ID --key-file " + site.tokenKeyFile() + " --idle-timeout "
-                + settings.workerIdleTimeout().toSeconds() + " --tracker " + site.tracker() + " --lend " + job + ":" + lend.vgpu();
+                + settings.workerIdleTimeout().toSeconds() + " --tracker " + site.tracker() + " --lend " + job + ":"
+                + lend.vgpu();
     }
 
     private void comment(long job, String text) {

@@ -9,6 +9,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+
 import org.vgpu.common.contract.BridgeContract;
 import org.vgpu.common.line.LineServer;
 import org.vgpu.common.net.Endpoint;
@@ -26,8 +27,8 @@ import org.vgpu.tracker.server.TrackerProtocol;
 public final class TrackerDaemon implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(TrackerDaemon.class);
     /** SPANK requests are one short line, a MUNGE credential included; the bridge contract bounds them. */
-    static final LineServer.Limits SOCKET_LIMITS = new LineServer.Limits("tracker", BridgeContract.REQUEST_LINE_BYTES, 256,
-            Duration.ofSeconds(30));
+    static final LineServer.Limits SOCKET_LIMITS =
+            new LineServer.Limits("tracker", BridgeContract.REQUEST_LINE_BYTES, 256, Duration.ofSeconds(30));
 
     private final Tracker tracker;
     private final Ledger ledger;
@@ -50,12 +51,19 @@ public final class TrackerDaemon implements AutoCloseable {
      *
      * @throws RuntimeException when the first look at Slurm fails or the socket cannot be bound; the ledger is closed then
      */
-    public static TrackerDaemon start(Tracker tracker, Ledger ledger, Endpoint listen, Duration poll,
-            Optional<MungeVerifier> munge, Set<String> trustedUsers) {
+    public static TrackerDaemon start(
+            Tracker tracker,
+            Ledger ledger,
+            Endpoint listen,
+            Duration poll,
+            Optional<MungeVerifier> munge,
+            Set<String> trustedUsers) {
         TrackerDaemon daemon = new TrackerDaemon(tracker, ledger, poll);
         try {
             tracker.tick();
-            daemon.server = LineServer.start(listen, SOCKET_LIMITS,
+            daemon.server = LineServer.start(
+                    listen,
+                    SOCKET_LIMITS,
                     new TrackerProtocol(tracker, daemon::wake, SOCKET_LIMITS.maxRequestBytes(), munge, trustedUsers));
         } catch (RuntimeException e) {
             ledger.close();
@@ -93,7 +101,9 @@ public final class TrackerDaemon implements AutoCloseable {
             try {
                 tracker.tick();
             } catch (LedgerException e) {
-                LOG.error("the ledger failed; the tracker stops rather than act on what it cannot record: {}", e.getMessage());
+                LOG.error(
+                        "the ledger failed; the tracker stops rather than act on what it cannot record: {}",
+                        e.getMessage());
                 fatal = e;
                 closeServer();
                 break;

@@ -10,10 +10,10 @@ import java.util.Optional;
 import java.util.Set;
 
 import org.vgpu.tracker.slurm.GresItem;
+import org.vgpu.tracker.slurm.SlurmControl;
 import org.vgpu.tracker.slurm.SlurmInventory;
 import org.vgpu.tracker.slurm.SlurmJob;
 import org.vgpu.tracker.slurm.SlurmNode;
-import org.vgpu.tracker.slurm.SlurmControl;
 
 /**
  * A small stand-in for Slurm for the tracker's unit tests: nodes with GPUs and CPUs, jobs that
@@ -21,8 +21,7 @@ import org.vgpu.tracker.slurm.SlurmControl;
  * the tracker asked for. The real thing is exercised by the testbed's scenarios.
  */
 final class InMemorySlurm implements SlurmControl {
-    private record Node(String name, int gpus, int cpus, List<String> partitions) {
-    }
+    private record Node(String name, int gpus, int cpus, List<String> partitions) {}
 
     private final Map<String, Node> nodes = new LinkedHashMap<>();
     private final Map<Long, SlurmJob> jobs = new LinkedHashMap<>();
@@ -30,6 +29,7 @@ final class InMemorySlurm implements SlurmControl {
     final List<String> actions = new ArrayList<>();
     /** When set, {@link #job} throws it: Slurm failing while the tracker answers a request. */
     RuntimeException jobFailure;
+
     private long nextId = 100;
 
     void addNode(String name, int gpus, int cpus) {
@@ -39,23 +39,56 @@ final class InMemorySlurm implements SlurmControl {
     /** A running job holding {@code gpuIndices} of {@code node}. */
     long runOn(String node, List<Integer> gpuIndices, int cpus) {
         long id = nextId++;
-        jobs.put(id, new SlurmJob(id, "user-job", "bob", "RUNNING", "None", "gpu", 1, cpus, Map.of("gpu", gpuIndices.size()),
-                List.of(allocation(node, gpuIndices))));
+        jobs.put(
+                id,
+                new SlurmJob(
+                        id,
+                        "user-job",
+                        "bob",
+                        "RUNNING",
+                        "None",
+                        "gpu",
+                        1,
+                        cpus,
+                        Map.of("gpu", gpuIndices.size()),
+                        List.of(allocation(node, gpuIndices))));
         return id;
     }
 
     /** A vgpu job as job_submit.lua leaves it: pending, held. */
     long submitVgpuJob(int vgpus) {
         long id = nextId++;
-        jobs.put(id, new SlurmJob(id, "vgpu-job", "alice", "PENDING", "JobHeldUser", "gpu", 0, 1, Map.of("vgpu", vgpus),
-                List.of()));
+        jobs.put(
+                id,
+                new SlurmJob(
+                        id,
+                        "vgpu-job",
+                        "alice",
+                        "PENDING",
+                        "JobHeldUser",
+                        "gpu",
+                        0,
+                        1,
+                        Map.of("vgpu", vgpus),
+                        List.of()));
         return id;
     }
 
     void setState(long id, String state) {
         SlurmJob job = jobs.get(id);
-        jobs.put(id, new SlurmJob(id, job.name(), job.user(), state, job.reason(), job.partition(), job.priority(), job.cpus(),
-                job.requestedPerNode(), state.equals("RUNNING") ? job.allocations() : List.of()));
+        jobs.put(
+                id,
+                new SlurmJob(
+                        id,
+                        job.name(),
+                        job.user(),
+                        state,
+                        job.reason(),
+                        job.partition(),
+                        job.priority(),
+                        job.cpus(),
+                        job.requestedPerNode(),
+                        state.equals("RUNNING") ? job.allocations() : List.of()));
     }
 
     SlurmJob get(long id) {
@@ -65,22 +98,37 @@ final class InMemorySlurm implements SlurmControl {
     /** Starts every pending, released job whose pinned node has its GPUs free, lowest GPU indices first. */
     void schedule() {
         for (SlurmJob job : List.copyOf(jobs.values())) {
-            if (!job.state().equals("PENDING") || job.priority() == 0 || job.reason().equals("unpinned")) {
+            if (!job.state().equals("PENDING")
+                    || job.priority() == 0
+                    || job.reason().equals("unpinned")) {
                 continue;
             }
             String node = job.reason();
             int wanted = job.requestedPerNode().getOrDefault("gpu", 0);
             List<Integer> free = freeGpus(node);
             if (free.size() >= wanted) {
-                jobs.put(job.id(), new SlurmJob(job.id(), job.name(), job.user(), "RUNNING", "None", job.partition(),
-                        job.priority(), job.cpus(), job.requestedPerNode(), List.of(allocation(node, free.subList(0, wanted)))));
+                jobs.put(
+                        job.id(),
+                        new SlurmJob(
+                                job.id(),
+                                job.name(),
+                                job.user(),
+                                "RUNNING",
+                                "None",
+                                job.partition(),
+                                job.priority(),
+                                job.cpus(),
+                                job.requestedPerNode(),
+                                List.of(allocation(node, free.subList(0, wanted)))));
             }
         }
     }
 
     List<Integer> freeGpus(String node) {
         Set<Integer> used = new HashSet<>();
-        jobs.values().stream().filter(job -> job.state().equals("RUNNING")).forEach(job -> used.addAll(job.gpuIndicesOn(node)));
+        jobs.values().stream()
+                .filter(job -> job.state().equals("RUNNING"))
+                .forEach(job -> used.addAll(job.gpuIndicesOn(node)));
         List<Integer> free = new ArrayList<>();
         for (int gpu = 0; gpu < nodes.get(node).gpus(); gpu++) {
             if (!used.contains(gpu)) {
@@ -91,8 +139,10 @@ final class InMemorySlurm implements SlurmControl {
     }
 
     List<Long> activeHolders() {
-        return jobs.values().stream().filter(job -> job.partition().equals("lend") && !job.state().equals("CANCELLED"))
-                .map(SlurmJob::id).toList();
+        return jobs.values().stream()
+                .filter(job -> job.partition().equals("lend") && !job.state().equals("CANCELLED"))
+                .map(SlurmJob::id)
+                .toList();
     }
 
     @Override
@@ -100,10 +150,19 @@ final class InMemorySlurm implements SlurmControl {
         List<SlurmNode> views = new ArrayList<>();
         for (Node node : nodes.values()) {
             int usedGpus = node.gpus() - freeGpus(node.name()).size();
-            int usedCpus = jobs.values().stream().filter(job -> job.state().equals("RUNNING")
-                    && job.allocations().getFirst().nodes().equals(node.name())).mapToInt(SlurmJob::cpus).sum();
-            views.add(new SlurmNode(node.name(), usedGpus == 0 ? "IDLE" : "MIXED", node.cpus(), usedCpus, node.partitions(),
-                    Map.of("gpu", node.gpus(), "vgpu", 8), Map.of("gpu", usedGpus, "vgpu", 0)));
+            int usedCpus = jobs.values().stream()
+                    .filter(job -> job.state().equals("RUNNING")
+                            && job.allocations().getFirst().nodes().equals(node.name()))
+                    .mapToInt(SlurmJob::cpus)
+                    .sum();
+            views.add(new SlurmNode(
+                    node.name(),
+                    usedGpus == 0 ? "IDLE" : "MIXED",
+                    node.cpus(),
+                    usedCpus,
+                    node.partitions(),
+                    Map.of("gpu", node.gpus(), "vgpu", 8),
+                    Map.of("gpu", usedGpus, "vgpu", 0)));
         }
         return new SlurmInventory(views, List.copyOf(jobs.values()));
     }
@@ -125,8 +184,19 @@ final class InMemorySlurm implements SlurmControl {
     public long submitHolder(String node, long forJob, int vgpu, String script) {
         long id = nextId++;
         // A holder is pinned to its node and not held: reason carries the node for schedule().
-        jobs.put(id, new SlurmJob(id, HOLDER_NAME_PREFIX + forJob + "-v" + vgpu, "root", "PENDING", node, "lend", 1, 1,
-                Map.of("gpu", 1), List.of()));
+        jobs.put(
+                id,
+                new SlurmJob(
+                        id,
+                        HOLDER_NAME_PREFIX + forJob + "-v" + vgpu,
+                        "root",
+                        "PENDING",
+                        node,
+                        "lend",
+                        1,
+                        1,
+                        Map.of("gpu", 1),
+                        List.of()));
         actions.add("submit holder " + id + " on " + node + " for " + forJob + " v" + vgpu + ": " + script);
         return id;
     }
@@ -145,16 +215,38 @@ final class InMemorySlurm implements SlurmControl {
     public void pin(long id, String node, int localGpus, int vgpus) {
         SlurmJob job = jobs.get(id);
         Map<String, Integer> request = localGpus > 0 ? Map.of("gpu", localGpus, "vgpu", vgpus) : Map.of("vgpu", vgpus);
-        jobs.put(id, new SlurmJob(id, job.name(), job.user(), job.state(), node, job.partition(), job.priority(), job.cpus(),
-                request, job.allocations()));
+        jobs.put(
+                id,
+                new SlurmJob(
+                        id,
+                        job.name(),
+                        job.user(),
+                        job.state(),
+                        node,
+                        job.partition(),
+                        job.priority(),
+                        job.cpus(),
+                        request,
+                        job.allocations()));
         actions.add("pin " + id + " to " + node + " gpu:" + localGpus + ",vgpu:" + vgpus);
     }
 
     @Override
     public void release(long id) {
         SlurmJob job = jobs.get(id);
-        jobs.put(id, new SlurmJob(id, job.name(), job.user(), job.state(), job.reason(), job.partition(), 1, job.cpus(),
-                job.requestedPerNode(), job.allocations()));
+        jobs.put(
+                id,
+                new SlurmJob(
+                        id,
+                        job.name(),
+                        job.user(),
+                        job.state(),
+                        job.reason(),
+                        job.partition(),
+                        1,
+                        job.cpus(),
+                        job.requestedPerNode(),
+                        job.allocations()));
         actions.add("release " + id);
     }
 
@@ -164,7 +256,7 @@ final class InMemorySlurm implements SlurmControl {
     }
 
     private static SlurmJob.NodeAllocation allocation(String node, List<Integer> gpus) {
-        return new SlurmJob.NodeAllocation(node, gpus.isEmpty() ? List.of()
-                : List.of(new GresItem("gpu", Optional.empty(), gpus.size(), gpus)));
+        return new SlurmJob.NodeAllocation(
+                node, gpus.isEmpty() ? List.of() : List.of(new GresItem("gpu", Optional.empty(), gpus.size(), gpus)));
     }
 }

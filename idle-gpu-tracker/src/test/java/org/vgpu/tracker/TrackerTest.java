@@ -11,11 +11,9 @@ import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneOffset;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
-import java.util.concurrent.atomic.AtomicInteger;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -23,9 +21,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
+
 import org.vgpu.common.contract.BridgeContract;
 import org.vgpu.common.line.BoundedLineReader;
-import org.vgpu.common.line.LineServer;
 import org.vgpu.common.net.Endpoint;
 import org.vgpu.common.security.SiteKey;
 import org.vgpu.common.security.ThrowawaySiteKey;
@@ -45,6 +43,7 @@ class TrackerTest {
 
     @TempDir
     Path dir;
+
     private ThrowawaySiteKey key;
     private final InMemorySlurm slurm = new InMemorySlurm();
     private final MutableClock clock = new MutableClock(START);
@@ -66,8 +65,13 @@ class TrackerTest {
                 job_partition = gpu
                 """.formatted(key.keyFile()));
         for (String node : List.of("n1", "n2", "n3")) {
-            config.append("[node ").append(node).append("]\ngpus = 4\ngpu_memory = 80GiB\nvgpus = 8\nlender_port = ")
-                    .append(7500 + node.charAt(1)).append("\naddress = 10.0.0.").append(node.charAt(1)).append('\n');
+            config.append("[node ")
+                    .append(node)
+                    .append("]\ngpus = 4\ngpu_memory = 80GiB\nvgpus = 8\nlender_port = ")
+                    .append(7500 + node.charAt(1))
+                    .append("\naddress = 10.0.0.")
+                    .append(node.charAt(1))
+                    .append('\n');
             slurm.addNode(node, 4, 8);
         }
         config.append("[distance]\nn1 n2 = 1\nn2 n3 = 1\nn1 n3 = 2\n");
@@ -92,8 +96,11 @@ class TrackerTest {
         Tracker tracker = tracker();
 
         tracker.tick();
-        assertTrue(statusLines(tracker).contains("waiting job=" + job + " user=alice vgpus=3 reason=waiting for 3 GPUs: most idle"
-                + " node n1 has 1, other nodes can lend 0 (idle for 10s, with a free CPU), a job may borrow at most 4"),
+        assertTrue(
+                statusLines(tracker)
+                        .contains(
+                                "waiting job=" + job + " user=alice vgpus=3 reason=waiting for 3 GPUs: most idle"
+                                        + " node n1 has 1, other nodes can lend 0 (idle for 10s, with a free CPU), a job may borrow at most 4"),
                 statusLines(tracker).toString());
         clock.advance(Duration.ofSeconds(11));
         tracker.tick();
@@ -101,20 +108,36 @@ class TrackerTest {
         assertEquals(2, holders.size(), slurm.actions.toString());
         assertEquals("wait the tracker is still securing the GPUs of job " + job, line(tracker.assembly(job, "n1")));
 
-        assertTrue(slurm.actions.stream().anyMatch(action -> action.matches("submit holder \\d+ on n2 for " + job + " v1: export"
-                + " CUDA_DEVICE_ORDER=PCI_BUS_ID; exec /usr/local/bin/vgpu worker --listen 10\\.0\\.0\\.2:0 --backend native --device 0"
-                + " --worker-id n2-holder-\\$SLURM_JOB_ID --key-file \\S+ --idle-timeout 3600 --tracker 127\\.0\\.0\\.1:7400"
-                + " --lend " + job + ":1")), slurm.actions.toString());
+        assertTrue(
+                slurm.actions.stream()
+                        .anyMatch(action -> action.matches("submit holder \\d+ on n2 for " + job + " v1: export"
+                                + " CUDA_DEVICE_ORDER=PCI_BUS_ID; exec /usr/local/bin/vgpu worker --listen 10\\.0\\.0\\.2:0 --backend native --device 0"
+                                + " --worker-id n2-holder-\\$SLURM_JOB_ID --key-file \\S+ --idle-timeout 3600 --tracker 127\\.0\\.0\\.1:7400"
+                                + " --lend " + job + ":1")),
+                slurm.actions.toString());
         slurm.schedule();
         tracker.tick();
-        assertTrue(slurm.actions.stream().noneMatch(action -> action.startsWith("release ")), "released before its workers run");
+        assertTrue(
+                slurm.actions.stream().noneMatch(action -> action.startsWith("release ")),
+                "released before its workers run");
         assertTrue(line(tracker.worker(job, 1, new Endpoint("10.0.0.2", 40001), "n2-w", "v1.forged.proof"))
                 .startsWith("error unauthenticated: malformed session token"));
-        assertEquals("error the proof is for job 7, not " + job, line(tracker.worker(job, 1, new Endpoint("10.0.0.2", 40001),
-                "n2-w", key.issuer().issue("7", 1, "n2-w", Duration.ofMinutes(1)))));
-        assertEquals("error job " + job + " has no borrowed vGPU 0 (its assembly ended or never had it)",
-                line(tracker.worker(job, 0, new Endpoint("10.0.0.1", 40001), "n1-w", key.issuer().issue(Long.toString(job), 0,
-                        "n1-w", Duration.ofMinutes(1)))));
+        assertEquals(
+                "error the proof is for job 7, not " + job,
+                line(tracker.worker(
+                        job,
+                        1,
+                        new Endpoint("10.0.0.2", 40001),
+                        "n2-w",
+                        key.issuer().issue("7", 1, "n2-w", Duration.ofMinutes(1)))));
+        assertEquals(
+                "error job " + job + " has no borrowed vGPU 0 (its assembly ended or never had it)",
+                line(tracker.worker(
+                        job,
+                        0,
+                        new Endpoint("10.0.0.1", 40001),
+                        "n1-w",
+                        key.issuer().issue(Long.toString(job), 0, "n1-w", Duration.ofMinutes(1)))));
         announceWorkers(tracker, job);
         tracker.tick();
         assertTrue(slurm.actions.contains("pin " + job + " to n1 gpu:1,vgpu:3"), slurm.actions.toString());
@@ -122,13 +145,18 @@ class TrackerTest {
         slurm.schedule();
         assertEquals("RUNNING", slurm.get(job).state());
 
-        assertEquals("error job " + job + " has its vGPU assembly on node n1, not on n2", line(tracker.assembly(job, "n2")));
+        assertEquals(
+                "error job " + job + " has its vGPU assembly on node n1, not on n2", line(tracker.assembly(job, "n2")));
         String reply = awaitOk(tracker, job);
-        assertTrue(reply.matches("ok vgpus=3 local=3 remote=1@10\\.0\\.0\\.2:40000#v1\\.\\S+,2@10\\.0\\.0\\.3:40001#v1\\.\\S+"),
+        assertTrue(
+                reply.matches(
+                        "ok vgpus=3 local=3 remote=1@10\\.0\\.0\\.2:40000#v1\\.\\S+,2@10\\.0\\.0\\.3:40001#v1\\.\\S+"),
                 reply);
         Assembly assembly = ledger.assembly(job).orElseThrow();
         assertEquals(Assembly.Phase.RELEASED, assembly.phase());
-        assertEquals(List.of("n2", "n3"), assembly.lends().stream().map(lend -> lend.node()).toList());
+        assertEquals(
+                List.of("n2", "n3"),
+                assembly.lends().stream().map(lend -> lend.node()).toList());
         assertEquals(holders, assembly.holders());
     }
 
@@ -143,9 +171,13 @@ class TrackerTest {
 
         assertTrue(ledger.assembly(job).isEmpty());
         assertTrue(slurm.activeHolders().isEmpty(), slurm.actions.toString());
-        assertTrue(statusLines(tracker).stream().anyMatch(line -> line.startsWith("ended job=" + job + " user=alice node=n1 vgpus=3"
-                + " borrowed=2 why=done")), statusLines(tracker).toString());
-        assertTrue(slurm.actions.containsAll(holders.stream().map(holder -> "cancel " + holder).toList()));
+        assertTrue(
+                statusLines(tracker).stream()
+                        .anyMatch(line -> line.startsWith(
+                                "ended job=" + job + " user=alice node=n1 vgpus=3" + " borrowed=2 why=done")),
+                statusLines(tracker).toString());
+        assertTrue(slurm.actions.containsAll(
+                holders.stream().map(holder -> "cancel " + holder).toList()));
     }
 
     @Test
@@ -160,8 +192,12 @@ class TrackerTest {
         clock.advance(Duration.ofSeconds(61));
         tracker.tick();
 
-        assertTrue(slurm.actions.stream().anyMatch(action -> action.startsWith("comment " + job
-                + " vgpu: assembly given up, planning again: holder jobs and their workers did not start within 60 s")),
+        assertTrue(
+                slurm.actions.stream()
+                        .anyMatch(
+                                action -> action.startsWith(
+                                        "comment " + job
+                                                + " vgpu: assembly given up, planning again: holder jobs and their workers did not start within 60 s")),
                 slurm.actions.toString());
         assertEquals(0, slurm.get(job).priority(), "the job stays held");
         tracker.tick();
@@ -207,13 +243,19 @@ class TrackerTest {
     void garbageOnTheTrackersSocketGetsOneErrorLineEachAndChangesNothing() throws Exception {
         fillLeavingOneIdleGpuPerNode();
         long job = slurm.submitVgpuJob(2);
-        TrackerDaemon daemon = TrackerDaemon.start(tracker(), ledger, new Endpoint("127.0.0.1", 0), Duration.ofHours(1),
-                java.util.Optional.empty(), java.util.Set.of());
-        try (java.net.Socket socket = new java.net.Socket("127.0.0.1", daemon.endpoint().port())) {
+        TrackerDaemon daemon = TrackerDaemon.start(
+                tracker(),
+                ledger,
+                new Endpoint("127.0.0.1", 0),
+                Duration.ofHours(1),
+                java.util.Optional.empty(),
+                java.util.Set.of());
+        try (java.net.Socket socket =
+                new java.net.Socket("127.0.0.1", daemon.endpoint().port())) {
             socket.setSoTimeout(5000);
             var out = socket.getOutputStream();
-            var in = new java.io.BufferedReader(new java.io.InputStreamReader(socket.getInputStream(),
-                    java.nio.charset.StandardCharsets.US_ASCII));
+            var in = new java.io.BufferedReader(
+                    new java.io.InputStreamReader(socket.getInputStream(), java.nio.charset.StandardCharsets.US_ASCII));
             List<String[]> requests = List.of(
                     new String[] {"", "error empty request"},
                     new String[] {"hello", "error unknown command 'hello'; commands: assembly <job> <node>, done"},
@@ -223,11 +265,18 @@ class TrackerTest {
                     new String[] {"assembly 1 n1;rm", "error node must be a Slurm node name"},
                     new String[] {"assembly  1 n1", "error usage: assembly <job> <node>"},
                     new String[] {"done 1 n1 abc", "error status must be -1 or an exit status"},
-                    new String[] {"assembly " + job + " n1 munge=MUNGE:AwQ:", "error unauthenticated: the request carries a MUNGE credential but this tracker runs with --auth none"},
-                    new String[] {"assembly " + job + " n1", "error job " + job + " has no vGPU assembly from the tracker"},
+                    new String[] {
+                        "assembly " + job + " n1 munge=MUNGE:AwQ:",
+                        "error unauthenticated: the request carries a MUNGE credential but this tracker runs with --auth none"
+                    },
+                    new String[] {
+                        "assembly " + job + " n1", "error job " + job + " has no vGPU assembly from the tracker"
+                    },
                     new String[] {"status now", "error usage: status"},
                     new String[] {"x".repeat(5000), "error request longer than 4096 bytes"},
-                    new String[] {"assembly \u0000\u00ff 1", "error request holds characters that are not printable ASCII"});
+                    new String[] {
+                        "assembly \u0000\u00ff 1", "error request holds characters that are not printable ASCII"
+                    });
             for (String[] request : requests) {
                 out.write((request[0] + "\n").getBytes(java.nio.charset.StandardCharsets.ISO_8859_1));
                 out.flush();
@@ -284,8 +333,8 @@ class TrackerTest {
             }
             default -> throw new IllegalArgumentException(scenario);
         };
-        TrackerProtocol protocol = new TrackerProtocol(tracker, () -> { }, BridgeContract.REQUEST_LINE_BYTES,
-                Optional.empty(), Set.of());
+        TrackerProtocol protocol =
+                new TrackerProtocol(tracker, () -> {}, BridgeContract.REQUEST_LINE_BYTES, Optional.empty(), Set.of());
         List<Transcripts.Exchange> exchanges = Transcripts.read().scenarios().get(scenario);
         assertFalse(exchanges.isEmpty(), scenario);
         for (Transcripts.Exchange exchange : exchanges) {
@@ -301,22 +350,27 @@ class TrackerTest {
     @Test
     void aFailureWhileAnsweringIsOneErrorLineInProductWordsNeverJavaText() throws Exception {
         long job = assembledJob();
-        TrackerProtocol protocol = new TrackerProtocol(tracker(), () -> { }, BridgeContract.REQUEST_LINE_BYTES,
-                Optional.empty(), Set.of());
+        TrackerProtocol protocol =
+                new TrackerProtocol(tracker(), () -> {}, BridgeContract.REQUEST_LINE_BYTES, Optional.empty(), Set.of());
         BoundedLineReader.Line request = new BoundedLineReader.Line("assembly " + job + " n1", false);
 
-        slurm.jobFailure = SlurmException.unreachable("'scontrol show job -d " + job + "' did not finish within 5 s",
+        slurm.jobFailure = SlurmException.unreachable(
+                "'scontrol show job -d " + job + "' did not finish within 5 s",
                 new java.io.IOException("java.io.IOException: Broken pipe"));
-        assertEquals(List.of("error tracker failed to answer: 'scontrol show job -d " + job + "' did not finish within 5 s"),
+        assertEquals(
+                List.of("error tracker failed to answer: 'scontrol show job -d " + job + "' did not finish within 5 s"),
                 protocol.answer(request, "127.0.0.1"));
         slurm.jobFailure = new IllegalStateException("java.lang.IllegalStateException: a bug");
-        assertEquals(List.of("error tracker failed to answer: an internal error, logged by the tracker"),
+        assertEquals(
+                List.of("error tracker failed to answer: an internal error, logged by the tracker"),
                 protocol.answer(request, "127.0.0.1"));
     }
 
     @Test
     void everyScenarioOfTheTranscriptsIsReplayed() {
-        assertEquals(List.of("nothing", "securing", "assembled"), List.copyOf(Transcripts.read().scenarios().keySet()));
+        assertEquals(
+                List.of("nothing", "securing", "assembled"),
+                List.copyOf(Transcripts.read().scenarios().keySet()));
     }
 
     private long assembledJob() throws Exception {
@@ -354,8 +408,14 @@ class TrackerTest {
     private void announceWorkers(Tracker tracker, long job) {
         for (var lend : ledger.assembly(job).orElseThrow().lends()) {
             String id = lend.node() + "-holder-" + lend.holder().getAsLong();
-            assertEquals("ok", line(tracker.worker(job, lend.vgpu(), new Endpoint("10.0.0." + lend.node().charAt(1),
-                    39999 + lend.vgpu()), id, key.issuer().issue(Long.toString(job), lend.vgpu(), id, Duration.ofMinutes(1)))));
+            assertEquals(
+                    "ok",
+                    line(tracker.worker(
+                            job,
+                            lend.vgpu(),
+                            new Endpoint("10.0.0." + lend.node().charAt(1), 39999 + lend.vgpu()),
+                            id,
+                            key.issuer().issue(Long.toString(job), lend.vgpu(), id, Duration.ofMinutes(1)))));
         }
     }
 

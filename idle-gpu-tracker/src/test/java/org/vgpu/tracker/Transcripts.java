@@ -21,8 +21,7 @@ record Transcripts(Map<String, List<Transcripts.Exchange>> scenarios) {
     private static final String TOKEN = "{token}";
 
     /** One request and the reply lines the tracker gives it. */
-    record Exchange(int line, String request, List<String> replies) {
-    }
+    record Exchange(int line, String request, List<String> replies) {}
 
     static Transcripts read() {
         List<String> lines;
@@ -54,7 +53,9 @@ record Transcripts(Map<String, List<Transcripts.Exchange>> scenarios) {
         StringBuilder pattern = new StringBuilder();
         int from = 0;
         for (int at = expected.indexOf(TOKEN); at >= 0; at = expected.indexOf(TOKEN, from)) {
-            pattern.append(Pattern.quote(expected.substring(from, at))).append(BridgeContract.TOKEN_CHAR_CLASS).append('+');
+            pattern.append(Pattern.quote(expected.substring(from, at)))
+                    .append(BridgeContract.TOKEN_CHAR_CLASS)
+                    .append('+');
             from = at + TOKEN.length();
         }
         pattern.append(Pattern.quote(expected.substring(from)));

@@ -31,15 +31,18 @@ public final class Vgpu {
             Subcommand earlier = commands.putIfAbsent(command.name(), command);
             if (earlier != null) {
                 throw new IllegalStateException("two vgpu subcommands are named '" + command.name() + "': "
-                        + earlier.getClass().getName() + " and " + command.getClass().getName());
+                        + earlier.getClass().getName() + " and "
+                        + command.getClass().getName());
             }
         }
     }
 
     /** The subcommands on this class path, by name. */
     public static Vgpu standard() {
-        return new Vgpu(ServiceLoader.load(Subcommand.class).stream().map(ServiceLoader.Provider::get)
-                .sorted(Comparator.comparing(Subcommand::name)).toList());
+        return new Vgpu(ServiceLoader.load(Subcommand.class).stream()
+                .map(ServiceLoader.Provider::get)
+                .sorted(Comparator.comparing(Subcommand::name))
+                .toList());
     }
 
     public static void main(String[] args) {

@@ -3,13 +3,13 @@ package org.vgpu.job;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.TreeMap;
 import java.util.HexFormat;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.regex.Pattern;
 
 import org.vgpu.common.contract.BridgeContract;
@@ -38,13 +38,13 @@ final class AssemblyEnvironment {
     static final String SOURCE = BridgeContract.ENV_SOURCE;
     static final String TRACKER = BridgeContract.ENV_TRACKER;
     /** The bridge's variables; CUDA_VISIBLE_DEVICES alone does not make a vgpu job. */
-    static final List<String> BRIDGE_VARIABLES = List.of(COUNT, ASSEMBLY, LOCAL_GPUS, REMOTE, AGENT_SOCKET, WINDOW_BASE,
-            MIGRATE, NODE, SOURCE, TRACKER);
+    static final List<String> BRIDGE_VARIABLES =
+            List.of(COUNT, ASSEMBLY, LOCAL_GPUS, REMOTE, AGENT_SOCKET, WINDOW_BASE, MIGRATE, NODE, SOURCE, TRACKER);
 
     private static final Pattern DECIMAL = Pattern.compile("0|[1-9][0-9]{0,8}");
     private static final Pattern TOKEN = Pattern.compile(BridgeContract.TOKEN_CHAR_CLASS + "+");
-    private static final Pattern NODE_NAME = Pattern.compile(BridgeContract.NODE_CHAR_CLASS + "{1,"
-            + BridgeContract.NODE_NAME_BYTES + "}");
+    private static final Pattern NODE_NAME =
+            Pattern.compile(BridgeContract.NODE_CHAR_CLASS + "{1," + BridgeContract.NODE_NAME_BYTES + "}");
     private static final Pattern HEX = Pattern.compile("0x[0-9a-fA-F]{1,16}");
     private static final String LOCAL_PREFIX = BridgeContract.PLACEMENT_LOCAL;
     private static final String REMOTE_PREFIX = BridgeContract.PLACEMENT_REMOTE;
@@ -73,10 +73,14 @@ final class AssemblyEnvironment {
         int count = count();
         List<Placement> placements = placements(count);
         List<Integer> localGpus = localGpus();
-        List<Integer> assembledLocal = placements.stream().filter(Placement::local).map(Placement::nodeGpu).toList();
+        List<Integer> assembledLocal = placements.stream()
+                .filter(Placement::local)
+                .map(Placement::nodeGpu)
+                .toList();
         if (!assembledLocal.equals(localGpus)) {
             throw invalid(LOCAL_GPUS + " is '" + required(LOCAL_GPUS) + "' but " + ASSEMBLY
-                    + " places its local vGPUs on GPUs '" + joined(assembledLocal) + "' (in vGPU order); they must agree");
+                    + " places its local vGPUs on GPUs '" + joined(assembledLocal)
+                    + "' (in vGPU order); they must agree");
         }
         checkCudaVisibleDevices(localGpus);
         Map<Integer, String> tokens = tokens(count, placements);
@@ -88,9 +92,11 @@ final class AssemblyEnvironment {
         List<JobAssembly.Vgpu> vgpus = new ArrayList<>();
         int cudaDevice = 0;
         for (Placement placement : placements) {
-            vgpus.add(placement.local()
-                    ? new JobAssembly.Local(placement.index(), placement.nodeGpu(), cudaDevice++)
-                    : new JobAssembly.Remote(placement.index(), placement.worker(), tokens.get(placement.index())));
+            vgpus.add(
+                    placement.local()
+                            ? new JobAssembly.Local(placement.index(), placement.nodeGpu(), cudaDevice++)
+                            : new JobAssembly.Remote(
+                                    placement.index(), placement.worker(), tokens.get(placement.index())));
         }
         return new JobAssembly(vgpus, windowBase(count), agentSocket(), migration(), node(), source, tracker());
     }
@@ -99,8 +105,11 @@ final class AssemblyEnvironment {
 
     private int count() {
         String text = required(COUNT);
-        if (!DECIMAL.matcher(text).matches() || Integer.parseInt(text) < 1 || Integer.parseInt(text) > JobAssembly.MAX_VGPUS) {
-            throw invalid(COUNT + " must be a whole number from 1 to " + JobAssembly.MAX_VGPUS + ", got '" + text + "'");
+        if (!DECIMAL.matcher(text).matches()
+                || Integer.parseInt(text) < 1
+                || Integer.parseInt(text) > JobAssembly.MAX_VGPUS) {
+            throw invalid(
+                    COUNT + " must be a whole number from 1 to " + JobAssembly.MAX_VGPUS + ", got '" + text + "'");
         }
         return Integer.parseInt(text);
     }
@@ -123,8 +132,8 @@ final class AssemblyEnvironment {
         }
         for (int k = 0; k < count; k++) {
             if (placements.get(k).index() != k) {
-                throw invalid(ASSEMBLY + " must list vGPUs 0 to " + (count - 1) + " in index order, but entry " + (k + 1)
-                        + " is vGPU " + placements.get(k).index());
+                throw invalid(ASSEMBLY + " must list vGPUs 0 to " + (count - 1) + " in index order, but entry "
+                        + (k + 1) + " is vGPU " + placements.get(k).index());
             }
         }
         return placements;
@@ -139,10 +148,14 @@ final class AssemblyEnvironment {
         int index = vgpuIndex(ASSEMBLY, entry.substring(0, equals), count);
         String where = entry.substring(equals + 1);
         if (where.startsWith(LOCAL_PREFIX)) {
-            return new Placement(index, nodeGpu(ASSEMBLY + " entry for vGPU " + index, where.substring(LOCAL_PREFIX.length())), null);
+            return new Placement(
+                    index,
+                    nodeGpu(ASSEMBLY + " entry for vGPU " + index, where.substring(LOCAL_PREFIX.length())),
+                    null);
         }
         if (where.startsWith(REMOTE_PREFIX)) {
-            return new Placement(index, -1, worker(ASSEMBLY + " entry for vGPU " + index, where.substring(REMOTE_PREFIX.length())));
+            return new Placement(
+                    index, -1, worker(ASSEMBLY + " entry for vGPU " + index, where.substring(REMOTE_PREFIX.length())));
         }
         throw invalid(ASSEMBLY + " entry for vGPU " + index + " is neither local nor remote" + expected);
     }
@@ -202,8 +215,8 @@ final class AssemblyEnvironment {
                         + " places on local GPU " + placement.nodeGpu());
             }
             if (!placement.worker().equals(worker)) {
-                throw invalid(REMOTE + " gives vGPU " + index + " the worker " + worker + " but " + ASSEMBLY + " gives it "
-                        + placement.worker());
+                throw invalid(REMOTE + " gives vGPU " + index + " the worker " + worker + " but " + ASSEMBLY
+                        + " gives it " + placement.worker());
             }
             if (tokens.put(index, token) != null) {
                 throw invalid(REMOTE + " names vGPU " + index + " twice");
@@ -221,7 +234,9 @@ final class AssemblyEnvironment {
 
     private static void checkToken(int index, String token) {
         int bytes = token.getBytes(StandardCharsets.UTF_8).length;
-        if (bytes < 1 || bytes > BridgeContract.TOKEN_BYTES || !TOKEN.matcher(token).matches()) {
+        if (bytes < 1
+                || bytes > BridgeContract.TOKEN_BYTES
+                || !TOKEN.matcher(token).matches()) {
             throw invalid(REMOTE + ": the token of vGPU " + index + " must be 1 to " + BridgeContract.TOKEN_BYTES
                     + " bytes of [A-Za-z0-9" + BridgeContract.TOKEN_CHARS + "], got " + bytes
                     + " bytes that are not (token not shown)");
@@ -243,12 +258,15 @@ final class AssemblyEnvironment {
         long limit = BridgeContract.ADDRESS_LIMIT;
         long alignment = BridgeContract.WINDOW_ALIGNMENT;
         if (base == 0 || Long.remainderUnsigned(base, alignment) != 0) {
-            throw invalid(String.format("%s must be a non-zero multiple of %d MiB (0x%x), got '%s'", WINDOW_BASE,
-                    alignment >> 20, alignment, text));
+            throw invalid(String.format(
+                    "%s must be a non-zero multiple of %d MiB (0x%x), got '%s'",
+                    WINDOW_BASE, alignment >> 20, alignment, text));
         }
         if (Long.compareUnsigned(base, limit) >= 0 || (limit - base) / BridgeContract.WINDOW_BYTES < count) {
-            throw invalid(String.format("%s '%s': %d windows of %d GiB from it do not fit below 0x%x, the end of the"
-                    + " user address space", WINDOW_BASE, text, count, BridgeContract.WINDOW_BYTES >> 30, limit));
+            throw invalid(String.format(
+                    "%s '%s': %d windows of %d GiB from it do not fit below 0x%x, the end of the"
+                            + " user address space",
+                    WINDOW_BASE, text, count, BridgeContract.WINDOW_BYTES >> 30, limit));
         }
         return base;
     }
@@ -258,7 +276,8 @@ final class AssemblyEnvironment {
         if (text == null || text.isEmpty()) {
             return Optional.empty();
         }
-        if (!text.startsWith("/") || text.getBytes(StandardCharsets.UTF_8).length > BridgeContract.SOCKET_PATH_BYTES
+        if (!text.startsWith("/")
+                || text.getBytes(StandardCharsets.UTF_8).length > BridgeContract.SOCKET_PATH_BYTES
                 || text.chars().anyMatch(c -> c < 0x20 || c == 0x7f)) {
             throw invalid(AGENT_SOCKET + " must be an absolute path of at most " + BridgeContract.SOCKET_PATH_BYTES
                     + " bytes without control characters, got '" + printable(text) + "'");
@@ -271,8 +290,9 @@ final class AssemblyEnvironment {
         return switch (text) {
             case BridgeContract.MIGRATE_AUTO -> JobAssembly.Migration.AUTO;
             case BridgeContract.MIGRATE_NEVER -> JobAssembly.Migration.NEVER;
-            default -> throw invalid(MIGRATE + " must be " + BridgeContract.MIGRATE_AUTO + " or " + BridgeContract.MIGRATE_NEVER
-                    + " (from --vgpu-migrate), got '" + printable(text) + "'");
+            default ->
+                throw invalid(MIGRATE + " must be " + BridgeContract.MIGRATE_AUTO + " or "
+                        + BridgeContract.MIGRATE_NEVER + " (from --vgpu-migrate), got '" + printable(text) + "'");
         };
     }
 
@@ -282,8 +302,8 @@ final class AssemblyEnvironment {
             return Optional.empty();
         }
         if (!NODE_NAME.matcher(text).matches()) {
-            throw invalid(NODE + " must be a Slurm node name of 1 to " + BridgeContract.NODE_NAME_BYTES + " letters, digits and "
-                    + BridgeContract.NODE_CHARS + ", got '" + printable(text) + "'");
+            throw invalid(NODE + " must be a Slurm node name of 1 to " + BridgeContract.NODE_NAME_BYTES
+                    + " letters, digits and " + BridgeContract.NODE_CHARS + ", got '" + printable(text) + "'");
         }
         return Optional.of(text);
     }
@@ -295,8 +315,8 @@ final class AssemblyEnvironment {
                 return source;
             }
         }
-        throw invalid(SOURCE + " must be " + BridgeContract.SOURCE_TRACKER + " or " + BridgeContract.SOURCE_LOCAL_ONLY_FALLBACK
-                + ", got '" + printable(text) + "'");
+        throw invalid(SOURCE + " must be " + BridgeContract.SOURCE_TRACKER + " or "
+                + BridgeContract.SOURCE_LOCAL_ONLY_FALLBACK + ", got '" + printable(text) + "'");
     }
 
     /** HOST:PORT or unix:/PATH; kept as text, for the agent's reports to the tracker. */
@@ -317,7 +337,8 @@ final class AssemblyEnvironment {
                 throw new InputException("port 0");
             }
         } catch (VgpuFailure e) {
-            throw invalid(TRACKER + " must be HOST:PORT or unix:/ABSOLUTE/PATH, got '" + printable(text) + "' (" + e.detail() + ")");
+            throw invalid(TRACKER + " must be HOST:PORT or unix:/ABSOLUTE/PATH, got '" + printable(text) + "' ("
+                    + e.detail() + ")");
         }
         return Optional.of(text);
     }
@@ -334,7 +355,8 @@ final class AssemblyEnvironment {
     }
 
     private String presentBridgeVariables() {
-        return String.join(", ", BRIDGE_VARIABLES.stream().filter(environment::containsKey).toList());
+        return String.join(
+                ", ", BRIDGE_VARIABLES.stream().filter(environment::containsKey).toList());
     }
 
     /** The items of a comma list; an empty text is an empty list (an empty item stays, and fails its parse). */
@@ -344,8 +366,8 @@ final class AssemblyEnvironment {
 
     private static int vgpuIndex(String variable, String text, int count) {
         if (!DECIMAL.matcher(text).matches() || Integer.parseInt(text) >= count) {
-            throw invalid(variable + ": vGPU index must be a whole number from 0 to " + (count - 1) + " ("
-                    + COUNT + " is " + count + "), got '" + printable(text) + "'");
+            throw invalid(variable + ": vGPU index must be a whole number from 0 to " + (count - 1) + " (" + COUNT
+                    + " is " + count + "), got '" + printable(text) + "'");
         }
         return Integer.parseInt(text);
     }

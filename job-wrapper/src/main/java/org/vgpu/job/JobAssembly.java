@@ -8,9 +8,8 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalInt;
 
-import org.vgpu.common.error.ConfigException;
 import org.vgpu.common.contract.BridgeContract;
-import org.vgpu.runtime.api.VaWindow;
+import org.vgpu.common.error.ConfigException;
 import org.vgpu.common.net.Endpoint;
 import org.vgpu.runtime.api.VaWindow;
 
@@ -27,8 +26,14 @@ import org.vgpu.runtime.api.VaWindow;
  * @param source      who made the assembly
  * @param tracker     the tracker's address ({@code host:port} or {@code unix:/path}), when given
  */
-public record JobAssembly(List<Vgpu> vgpus, long windowBase, Optional<Path> agentSocket, Migration migration,
-                          Optional<String> node, Source source, Optional<String> tracker) {
+public record JobAssembly(
+        List<Vgpu> vgpus,
+        long windowBase,
+        Optional<Path> agentSocket,
+        Migration migration,
+        Optional<String> node,
+        Source source,
+        Optional<String> tracker) {
     /** The most vGPUs the bridge gives a job on one node. */
     public static final int MAX_VGPUS = BridgeContract.VGPUS_MAX;
 
@@ -44,8 +49,7 @@ public record JobAssembly(List<Vgpu> vgpus, long windowBase, Optional<Path> agen
      * @param cudaDevice its CUDA ordinal in the job: the job's CUDA_VISIBLE_DEVICES lists only its
      *                   local GPUs, so CUDA renumbers them by their position there
      */
-    public record Local(int index, int nodeGpu, int cudaDevice) implements Vgpu {
-    }
+    public record Local(int index, int nodeGpu, int cudaDevice) implements Vgpu {}
 
     /**
      * A GPU worker on a lender node, with the session token the tracker issued for it. The token is
@@ -65,7 +69,8 @@ public record JobAssembly(List<Vgpu> vgpus, long windowBase, Optional<Path> agen
 
     /** {@code VGPU_MIGRATE}: {@code auto}, the tracker may move vGPUs; {@code never}, they stay. */
     public enum Migration {
-        AUTO, NEVER;
+        AUTO,
+        NEVER;
 
         public String text() {
             return name().toLowerCase(Locale.ROOT);
@@ -74,7 +79,8 @@ public record JobAssembly(List<Vgpu> vgpus, long windowBase, Optional<Path> agen
 
     /** {@code VGPU_SOURCE}: the tracker planned the assembly, or the bridge fell back to the job's own GPUs. */
     public enum Source {
-        TRACKER(BridgeContract.SOURCE_TRACKER), LOCAL_ONLY_FALLBACK(BridgeContract.SOURCE_LOCAL_ONLY_FALLBACK);
+        TRACKER(BridgeContract.SOURCE_TRACKER),
+        LOCAL_ONLY_FALLBACK(BridgeContract.SOURCE_LOCAL_ONLY_FALLBACK);
 
         private final String text;
 
@@ -94,7 +100,8 @@ public record JobAssembly(List<Vgpu> vgpus, long windowBase, Optional<Path> agen
         }
         for (int k = 0; k < vgpus.size(); k++) {
             if (vgpus.get(k).index() != k) {
-                throw invalid("vGPU at position " + k + " has index " + vgpus.get(k).index());
+                throw invalid(
+                        "vGPU at position " + k + " has index " + vgpus.get(k).index());
             }
         }
         windowOf(windowBase, vgpus.size() - 1);
@@ -147,14 +154,21 @@ public record JobAssembly(List<Vgpu> vgpus, long windowBase, Optional<Path> agen
 
     /** The CUDA ordinal of node GPU {@code nodeGpu} in this job, or empty when the job cannot see that GPU. */
     public OptionalInt cudaDeviceOf(int nodeGpu) {
-        return vgpus.stream().filter(Local.class::isInstance).map(Local.class::cast)
-                .filter(local -> local.nodeGpu() == nodeGpu).mapToInt(Local::cudaDevice).findFirst();
+        return vgpus.stream()
+                .filter(Local.class::isInstance)
+                .map(Local.class::cast)
+                .filter(local -> local.nodeGpu() == nodeGpu)
+                .mapToInt(Local::cudaDevice)
+                .findFirst();
     }
 
     /** The node GPUs the job sees, in CUDA order: "2,3", or "none". */
     public String localGpusText() {
-        List<String> gpus = vgpus.stream().filter(Local.class::isInstance).map(Local.class::cast)
-                .map(local -> Integer.toString(local.nodeGpu())).toList();
+        List<String> gpus = vgpus.stream()
+                .filter(Local.class::isInstance)
+                .map(Local.class::cast)
+                .map(local -> Integer.toString(local.nodeGpu()))
+                .toList();
         return gpus.isEmpty() ? "none" : String.join(",", gpus);
     }
 
@@ -164,7 +178,8 @@ public record JobAssembly(List<Vgpu> vgpus, long windowBase, Optional<Path> agen
             return Optional.empty();
         }
         return vgpus.get(k) instanceof Remote remote && remote.worker().equals(worker)
-                ? Optional.of(remote.token()) : Optional.empty();
+                ? Optional.of(remote.token())
+                : Optional.empty();
     }
 
     /** The assembly is the job's configuration: a wrong one is a configuration error, not a GPU call's. */

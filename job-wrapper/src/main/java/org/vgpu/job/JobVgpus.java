@@ -21,7 +21,6 @@ import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.api.VirtualGpu;
 import org.vgpu.runtime.core.FailureCollector;
 import org.vgpu.runtime.remote.client.RemoteConfig;
-import org.vgpu.common.error.NetworkException;
 
 /**
  * A job's vGPUs, opened as its {@link JobAssembly} says: each a {@link MigratableGpu} in its own
@@ -42,8 +41,14 @@ public final class JobVgpus implements AutoCloseable {
     private final Thread socketRemoval;
     private final String agentProblem;
 
-    private JobVgpus(JobAssembly assembly, GpuBackend local, RemoteWorkerResolver workers, MigrationAgent agent,
-                     List<MigratableGpu> vgpus, Thread socketRemoval, String agentProblem) {
+    private JobVgpus(
+            JobAssembly assembly,
+            GpuBackend local,
+            RemoteWorkerResolver workers,
+            MigrationAgent agent,
+            List<MigratableGpu> vgpus,
+            Thread socketRemoval,
+            String agentProblem) {
         this.assembly = assembly;
         this.local = local;
         this.workers = workers;
@@ -63,7 +68,8 @@ public final class JobVgpus implements AutoCloseable {
      * @throws org.vgpu.common.error.ConfigException when the assembly has more local GPUs than
      *         {@code local} has devices
      */
-    public static JobVgpus open(JobAssembly assembly, GpuBackend local, RemoteConfig remoteConfig, MigrationListener listener) {
+    public static JobVgpus open(
+            JobAssembly assembly, GpuBackend local, RemoteConfig remoteConfig, MigrationListener listener) {
         FailureCollector cleanup = new FailureCollector();
         RemoteWorkerResolver workers = null;
         MigrationAgent agent = null;
@@ -77,7 +83,11 @@ public final class JobVgpus implements AutoCloseable {
             JobTargets targets = new JobTargets(assembly, local, workers);
             if (assembly.agentSocket().isPresent()) {
                 try {
-                    agent = new MigrationAgent(assembly.agentSocket().get(), targets, MigrationConfig.DEFAULTS, listener,
+                    agent = new MigrationAgent(
+                            assembly.agentSocket().get(),
+                            targets,
+                            MigrationConfig.DEFAULTS,
+                            listener,
                             MigrationFaults.NONE);
                     socketRemoval = removalAtExit(assembly.agentSocket().get());
                 } catch (NetworkException e) {
@@ -99,9 +109,14 @@ public final class JobVgpus implements AutoCloseable {
         }
     }
 
-    private static MigratableGpu openOne(JobAssembly assembly, JobAssembly.Vgpu vgpu, GpuBackend local,
-                                         RemoteWorkerResolver workers, JobTargets targets, MigrationAgent agent,
-                                         MigrationListener listener) {
+    private static MigratableGpu openOne(
+            JobAssembly assembly,
+            JobAssembly.Vgpu vgpu,
+            GpuBackend local,
+            RemoteWorkerResolver workers,
+            JobTargets targets,
+            MigrationAgent agent,
+            MigrationListener listener) {
         MigrationTarget location;
         VirtualGpu initial;
         try {
@@ -117,11 +132,12 @@ public final class JobVgpus implements AutoCloseable {
                 }
             }
         } catch (VgpuException e) {
-            throw new VgpuException(e.code(), "vGPU " + vgpu.index() + " (" + where(vgpu) + ") cannot be opened: "
-                    + e.detail(), e);
+            throw new VgpuException(
+                    e.code(), "vGPU " + vgpu.index() + " (" + where(vgpu) + ") cannot be opened: " + e.detail(), e);
         }
         if (agent == null) {
-            return new MigratableGpu(initial, location, targets, MigrationConfig.DEFAULTS, listener, MigrationFaults.NONE);
+            return new MigratableGpu(
+                    initial, location, targets, MigrationConfig.DEFAULTS, listener, MigrationFaults.NONE);
         }
         try {
             return agent.adopt(initial, location);
@@ -139,10 +155,16 @@ public final class JobVgpus implements AutoCloseable {
     private static void checkLocalDevices(JobAssembly assembly, GpuBackend local) {
         for (JobAssembly.Vgpu vgpu : assembly.vgpus()) {
             if (vgpu instanceof JobAssembly.Local gpu && gpu.cudaDevice() >= local.deviceCount()) {
-                throw JobAssembly.invalid(String.format("vGPU %d is local GPU %d,"
-                        + " device %d of the job (its place in VGPU_LOCAL_GPUS=%s), but the %s backend has %d device(s)%s",
-                        gpu.index(), gpu.nodeGpu(), gpu.cudaDevice(), assembly.localGpusText(), local.name(),
-                        local.deviceCount(), local.isEmulation() ? "" : "; does CUDA_VISIBLE_DEVICES list the job's GPUs?"));
+                throw JobAssembly.invalid(String.format(
+                        "vGPU %d is local GPU %d,"
+                                + " device %d of the job (its place in VGPU_LOCAL_GPUS=%s), but the %s backend has %d device(s)%s",
+                        gpu.index(),
+                        gpu.nodeGpu(),
+                        gpu.cudaDevice(),
+                        assembly.localGpusText(),
+                        local.name(),
+                        local.deviceCount(),
+                        local.isEmulation() ? "" : "; does CUDA_VISIBLE_DEVICES list the job's GPUs?"));
             }
         }
     }
@@ -160,13 +182,15 @@ public final class JobVgpus implements AutoCloseable {
      * socket then, so the tracker finds no dead agent's socket.
      */
     private static Thread removalAtExit(Path socket) {
-        Thread removal = new Thread(() -> {
-            try {
-                Files.deleteIfExists(socket);
-            } catch (IOException ignored) {
-                // the JVM is ending; a socket left behind is removed by the next agent that binds there
-            }
-        }, "vgpu-agent-socket-removal");
+        Thread removal = new Thread(
+                () -> {
+                    try {
+                        Files.deleteIfExists(socket);
+                    } catch (IOException ignored) {
+                        // the JVM is ending; a socket left behind is removed by the next agent that binds there
+                    }
+                },
+                "vgpu-agent-socket-removal");
         Runtime.getRuntime().addShutdownHook(removal);
         return removal;
     }
@@ -208,8 +232,13 @@ public final class JobVgpus implements AutoCloseable {
     }
 
     /** vGPUs first (the agent closes those it adopted), then the event loops they used, then the local backend. */
-    private static void closeAll(FailureCollector failures, GpuBackend local, RemoteWorkerResolver workers,
-                                 MigrationAgent agent, List<MigratableGpu> vgpus, Thread socketRemoval) {
+    private static void closeAll(
+            FailureCollector failures,
+            GpuBackend local,
+            RemoteWorkerResolver workers,
+            MigrationAgent agent,
+            List<MigratableGpu> vgpus,
+            Thread socketRemoval) {
         if (agent != null) {
             failures.attempt(agent::close);
         } else {

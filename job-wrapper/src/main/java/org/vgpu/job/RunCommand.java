@@ -18,6 +18,7 @@ import org.apache.commons.cli.CommandLine;
 import org.apache.commons.cli.Option;
 import org.apache.commons.cli.Options;
 import org.apache.commons.cli.ParseException;
+
 import org.vgpu.common.cli.CommandLines;
 import org.vgpu.common.cli.Subcommand;
 import org.vgpu.common.error.ConfigException;
@@ -44,6 +45,7 @@ import org.vgpu.runtime.workloads.Workloads;
 public final class RunCommand implements Subcommand {
     /** Small enough to take seconds on a 2-core CI machine under the CPU emulation. */
     static final List<String> DEFAULT_WORKLOADS = List.of("vector-add", "saxpy", "pointer-chase");
+
     private static final String EMULATION_MARK = "  [emulated: CPU, not a GPU]";
 
     /** How the command waits out {@code --hold}; tests act there instead of sleeping. */
@@ -79,22 +81,41 @@ public final class RunCommand implements Subcommand {
     public Options options() {
         return new Options()
                 .addOption(WorkloadSelection.option(String.join(",", DEFAULT_WORKLOADS)))
-                .addOption(Option.builder().longOpt("local-backend").hasArg().argName("NAME")
+                .addOption(Option.builder()
+                        .longOpt("local-backend")
+                        .hasArg()
+                        .argName("NAME")
                         .desc("how local GPUs are driven: auto, native or emulated (default auto: native where this"
-                                + " machine has a CUDA driver, else the CPU emulation)").get())
-                .addOption(Option.builder().longOpt("size").hasArg().argName("N")
-                        .desc("problem-size multiplier, >= 1 (default 1, sized for the CPU emulation)").get())
-                .addOption(Option.builder().longOpt("steps").hasArg().argName("N")
-                        .desc("run the workloads N times on every vGPU, each time with new inputs (default 1)").get())
-                .addOption(Option.builder().longOpt("hold").hasArg().argName("SECONDS")
+                                + " machine has a CUDA driver, else the CPU emulation)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("size")
+                        .hasArg()
+                        .argName("N")
+                        .desc("problem-size multiplier, >= 1 (default 1, sized for the CPU emulation)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("steps")
+                        .hasArg()
+                        .argName("N")
+                        .desc("run the workloads N times on every vGPU, each time with new inputs (default 1)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("hold")
+                        .hasArg()
+                        .argName("SECONDS")
                         .desc("afterwards keep the vGPUs open with the agent listening for SECONDS, then say where each"
-                                + " vGPU is and check again (to watch a migration)").get());
+                                + " vGPU is and check again (to watch a migration)")
+                        .get());
     }
 
     @Override
     public int run(CommandLine line, PrintStream out, PrintStream err) throws ParseException {
-        List<Workload> workloads = WorkloadSelection.select(line.getOptionValues(WorkloadSelection.OPTION),
-                DEFAULT_WORKLOADS.stream().map(name -> Workloads.named(name).orElseThrow()).toList());
+        List<Workload> workloads = WorkloadSelection.select(
+                line.getOptionValues(WorkloadSelection.OPTION),
+                DEFAULT_WORKLOADS.stream()
+                        .map(name -> Workloads.named(name).orElseThrow())
+                        .toList());
         String backendName = CommandLines.choice(line, "local-backend", Backends.AUTO, Backends.CHOICES);
         int scale = CommandLines.intValue(line, "size", 1, 1);
         int steps = CommandLines.intValue(line, "steps", 1, 1);
@@ -108,7 +129,8 @@ public final class RunCommand implements Subcommand {
             return 2;
         }
         if (parsed.isEmpty()) {
-            err.println("vgpu run: this is not a vgpu job: none of " + String.join(", ", AssemblyEnvironment.BRIDGE_VARIABLES)
+            err.println("vgpu run: this is not a vgpu job: none of "
+                    + String.join(", ", AssemblyEnvironment.BRIDGE_VARIABLES)
                     + " is set. Run it inside a job submitted with --gres=vgpu:N, where the vgpu SPANK plugin exports the"
                     + " assembly; vgpu demo runs the workloads on this machine alone.");
             return 2;
@@ -116,10 +138,14 @@ public final class RunCommand implements Subcommand {
         JobAssembly assembly = parsed.get();
         printAssembly(assembly, out);
 
-        try (JobVgpus job = JobVgpus.open(assembly, Backends.open(backendName), RemoteConfig.defaults(),
+        try (JobVgpus job = JobVgpus.open(
+                assembly,
+                Backends.open(backendName),
+                RemoteConfig.defaults(),
                 report -> out.println("migration: " + report.summary()))) {
-            job.agentProblem().ifPresent(problem -> err.println("vgpu run: warning: no migration agent, so these vGPUs"
-                    + " cannot be moved: " + problem));
+            job.agentProblem()
+                    .ifPresent(problem -> err.println(
+                            "vgpu run: warning: no migration agent, so these vGPUs" + " cannot be moved: " + problem));
             printVgpus(job, backendName, out);
             boolean passed = checkAll(job, workloads, scale, steps, 1, out);
             if (holdSeconds > 0) {
@@ -137,28 +163,39 @@ public final class RunCommand implements Subcommand {
     // ---- what the job has
 
     private static void printAssembly(JobAssembly assembly, PrintStream out) {
-        out.printf("vgpu job%s: %d vGPUs (%d local, %d remote) from the %s, windows from 0x%x, migration %s%s%s%n",
-                assembly.node().map(node -> " on node " + node).orElse(""), assembly.count(), assembly.localCount(),
-                assembly.remoteCount(), assembly.source() == JobAssembly.Source.TRACKER ? "tracker" : "local-only fallback",
-                assembly.windowBase(), assembly.migration().text(),
-                assembly.agentSocket().map(socket -> ", agent on " + socket).orElse(", no agent (VGPU_AGENT_SOCKET unset)"),
+        out.printf(
+                "vgpu job%s: %d vGPUs (%d local, %d remote) from the %s, windows from 0x%x, migration %s%s%s%n",
+                assembly.node().map(node -> " on node " + node).orElse(""),
+                assembly.count(),
+                assembly.localCount(),
+                assembly.remoteCount(),
+                assembly.source() == JobAssembly.Source.TRACKER ? "tracker" : "local-only fallback",
+                assembly.windowBase(),
+                assembly.migration().text(),
+                assembly.agentSocket()
+                        .map(socket -> ", agent on " + socket)
+                        .orElse(", no agent (VGPU_AGENT_SOCKET unset)"),
                 assembly.tracker().map(tracker -> ", tracker " + tracker).orElse(""));
     }
 
     private static void printVgpus(JobVgpus job, String backendName, PrintStream out) {
         if (job.local().isEmulation()) {
-            out.println("local backend emulated" + (backendName.equals(Backends.AUTO) ? " (auto: no CUDA GPU here)" : "")
-                    + ": kernels run as Java twins; results check the runtime, times say nothing about GPUs" + EMULATION_MARK);
+            out.println(
+                    "local backend emulated" + (backendName.equals(Backends.AUTO) ? " (auto: no CUDA GPU here)" : "")
+                            + ": kernels run as Java twins; results check the runtime, times say nothing about GPUs"
+                            + EMULATION_MARK);
         }
         for (JobAssembly.Vgpu vgpu : job.assembly().vgpus()) {
             DeviceProperties device = job.device(vgpu.index());
             String detail = switch (vgpu) {
-                case JobAssembly.Local local -> String.format("(%s), CUDA device %d: %s", job.local().name(),
-                        local.cudaDevice(), deviceText(device));
+                case JobAssembly.Local local ->
+                    String.format(
+                            "(%s), CUDA device %d: %s", job.local().name(), local.cudaDevice(), deviceText(device));
                 case JobAssembly.Remote remote -> "(worker's device: " + deviceText(device) + ")";
             };
-            out.printf("vgpu %d: %s %s, %s%s%n", vgpu.index(), JobVgpus.where(vgpu), detail,
-                    job.assembly().window(vgpu.index()), mark(device));
+            out.printf(
+                    "vgpu %d: %s %s, %s%s%n",
+                    vgpu.index(), JobVgpus.where(vgpu), detail, job.assembly().window(vgpu.index()), mark(device));
         }
     }
 
@@ -173,8 +210,7 @@ public final class RunCommand implements Subcommand {
     // ---- checks
 
     /** What one vGPU's thread found: its lines, in order, and the workloads that failed. */
-    private record VgpuChecks(List<String> lines, Set<String> failed) {
-    }
+    private record VgpuChecks(List<String> lines, Set<String> failed) {}
 
     /**
      * Runs the workloads on every vGPU at once, one thread each, and prints each vGPU's lines in vGPU
@@ -182,15 +218,16 @@ public final class RunCommand implements Subcommand {
      *
      * @param firstStep the number of the first step, so that a second round draws new inputs
      */
-    private static boolean checkAll(JobVgpus job, List<Workload> workloads, int scale, int steps, int firstStep,
-                                    PrintStream out) {
+    private static boolean checkAll(
+            JobVgpus job, List<Workload> workloads, int scale, int steps, int firstStep, PrintStream out) {
         List<MigratableGpu> vgpus = job.vgpus();
         List<Future<VgpuChecks>> running = new ArrayList<>();
-        try (ExecutorService threads = Executors.newThreadPerTaskExecutor(Thread.ofPlatform().name("vgpu-run-", 0).factory())) {
+        try (ExecutorService threads = Executors.newThreadPerTaskExecutor(
+                Thread.ofPlatform().name("vgpu-run-", 0).factory())) {
             for (int k = 0; k < vgpus.size(); k++) {
                 int vgpu = k;
-                running.add(threads.submit(() -> checkOne(vgpus.get(vgpu), vgpu, workloads, scale, steps, firstStep,
-                        mark(job.device(vgpu)))));
+                running.add(threads.submit(() ->
+                        checkOne(vgpus.get(vgpu), vgpu, workloads, scale, steps, firstStep, mark(job.device(vgpu)))));
             }
         }
         List<Integer> failedVgpus = new ArrayList<>();
@@ -203,17 +240,25 @@ public final class RunCommand implements Subcommand {
                 failures.add("vgpu " + k + " (" + String.join(", ", checks.failed()) + ")");
             }
         }
-        long remoteNow = vgpus.stream().filter(gpu -> gpu.backendName().equals(RemoteGpu.NAME)).count();
-        out.printf("%s: %d of %d vGPUs (%d local, %d remote) passed %s%s%s%s%n", failedVgpus.isEmpty() ? "PASS" : "FAIL",
-                vgpus.size() - failedVgpus.size(), vgpus.size(), vgpus.size() - remoteNow, remoteNow,
+        long remoteNow = vgpus.stream()
+                .filter(gpu -> gpu.backendName().equals(RemoteGpu.NAME))
+                .count();
+        out.printf(
+                "%s: %d of %d vGPUs (%d local, %d remote) passed %s%s%s%s%n",
+                failedVgpus.isEmpty() ? "PASS" : "FAIL",
+                vgpus.size() - failedVgpus.size(),
+                vgpus.size(),
+                vgpus.size() - remoteNow,
+                remoteNow,
                 String.join(", ", workloads.stream().map(Workload::name).toList()),
                 steps > 1 ? " (" + steps + " steps)" : "",
-                failures.isEmpty() ? "" : "; failed: " + String.join(", ", failures), emulationNote(job));
+                failures.isEmpty() ? "" : "; failed: " + String.join(", ", failures),
+                emulationNote(job));
         return failedVgpus.isEmpty();
     }
 
-    private static VgpuChecks checkOne(MigratableGpu gpu, int vgpu, List<Workload> workloads, int scale, int steps,
-                                       int firstStep, String mark) {
+    private static VgpuChecks checkOne(
+            MigratableGpu gpu, int vgpu, List<Workload> workloads, int scale, int steps, int firstStep, String mark) {
         List<String> lines = new ArrayList<>();
         Set<String> failed = new LinkedHashSet<>();
         for (int step = firstStep; step < firstStep + steps; step++) {
@@ -234,7 +279,8 @@ public final class RunCommand implements Subcommand {
         try {
             return checks.get();
         } catch (ExecutionException e) {
-            return new VgpuChecks(List.of(String.format("FAIL  vgpu %d  the checks ended early: %s%s", vgpu, e.getCause(), mark)),
+            return new VgpuChecks(
+                    List.of(String.format("FAIL  vgpu %d  the checks ended early: %s%s", vgpu, e.getCause(), mark)),
                     Set.of("all"));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -244,8 +290,10 @@ public final class RunCommand implements Subcommand {
 
     /** Says which vGPUs are the CPU emulation, for lines about all of them. */
     private static String emulationNote(JobVgpus job) {
-        List<String> emulated = IntStream.range(0, job.vgpus().size()).filter(k -> job.device(k).emulated())
-                .mapToObj(String::valueOf).toList();
+        List<String> emulated = IntStream.range(0, job.vgpus().size())
+                .filter(k -> job.device(k).emulated())
+                .mapToObj(String::valueOf)
+                .toList();
         return emulated.isEmpty() ? "" : "  [emulated: vgpu " + String.join(", ", emulated) + " on the CPU, not a GPU]";
     }
 
@@ -259,14 +307,19 @@ public final class RunCommand implements Subcommand {
         List<MigratableGpu> vgpus = job.vgpus();
         boolean intact = true;
         try (HeldData held = HeldData.place(vgpus)) {
-            out.printf("holding the vGPUs for %d s with %d KiB on each%s%n", duration.toSeconds(), HeldData.BYTES >> 10,
-                    job.agentSocket().map(socket -> "; the agent on " + socket + " takes migrate <vgpu> <GPU|HOST:PORT>")
+            out.printf(
+                    "holding the vGPUs for %d s with %d KiB on each%s%n",
+                    duration.toSeconds(),
+                    HeldData.BYTES >> 10,
+                    job.agentSocket()
+                            .map(socket -> "; the agent on " + socket + " takes migrate <vgpu> <GPU|HOST:PORT>")
                             .orElse(" (no agent: nothing can move them)"));
             hold.hold(duration);
             for (int k = 0; k < vgpus.size(); k++) {
                 MigratableGpu gpu = vgpus.get(k);
                 String mark = mark(job.device(k));
-                out.printf("vgpu %d: now on %s after %d migration(s)%s%n", k, gpu.location(), gpu.migrationCount(), mark);
+                out.printf(
+                        "vgpu %d: now on %s after %d migration(s)%s%n", k, gpu.location(), gpu.migrationCount(), mark);
                 boolean same;
                 String outcome;
                 try {
@@ -276,8 +329,9 @@ public final class RunCommand implements Subcommand {
                     same = false;
                     outcome = "unreadable: " + e.getMessage();
                 }
-                out.printf("%s  vgpu %d  %-15s %d KiB written before the hold, %s%s%n", same ? "PASS" : "FAIL", k, "held-data",
-                        HeldData.BYTES >> 10, outcome, mark);
+                out.printf(
+                        "%s  vgpu %d  %-15s %d KiB written before the hold, %s%s%n",
+                        same ? "PASS" : "FAIL", k, "held-data", HeldData.BYTES >> 10, outcome, mark);
                 intact &= same;
             }
         }

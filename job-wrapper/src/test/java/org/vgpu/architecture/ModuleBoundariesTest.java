@@ -61,17 +61,25 @@ class ModuleBoundariesTest {
         }
 
         ArchRule keepsItsInternals() {
-            String[] usable = Stream.concat(exports.stream(), exportsTo.keySet().stream()).toArray(String[]::new);
+            String[] usable =
+                    Stream.concat(exports.stream(), exportsTo.keySet().stream()).toArray(String[]::new);
             List<ArchRule> rules = new ArrayList<>();
-            rules.add(noClasses().that().resideOutsideOfPackages(rootPackages())
-                    .should().dependOnClassesThat(resideInAnyPackage(rootPackages())
-                            .and(not(resideInAnyPackage(usable))))
+            rules.add(noClasses()
+                    .that()
+                    .resideOutsideOfPackages(rootPackages())
+                    .should()
+                    .dependOnClassesThat(resideInAnyPackage(rootPackages()).and(not(resideInAnyPackage(usable))))
                     .as("no other module uses " + name + "'s internals")
                     .because(name + " exports only " + exports + " (ModuleBoundariesTest.MODULES)"));
             exportsTo.forEach((exported, consumer) -> rules.add(noClasses()
-                    .that().resideOutsideOfPackages(Stream.concat(Arrays.stream(rootPackages()),
-                            Arrays.stream(module(consumer).rootPackages())).toArray(String[]::new))
-                    .should().dependOnClassesThat().resideInAPackage(exported)
+                    .that()
+                    .resideOutsideOfPackages(Stream.concat(
+                                    Arrays.stream(rootPackages()),
+                                    Arrays.stream(module(consumer).rootPackages()))
+                            .toArray(String[]::new))
+                    .should()
+                    .dependOnClassesThat()
+                    .resideInAPackage(exported)
                     .as("only " + consumer + " uses " + exported + " of " + name)
                     .because(name + " exports it to " + consumer + " alone (ModuleBoundariesTest.MODULES)")));
             return CompositeArchRule.of(rules);
@@ -79,23 +87,39 @@ class ModuleBoundariesTest {
     }
 
     private static Module module(String name) {
-        return MODULES.stream().filter(module -> module.name().equals(name)).findFirst().orElseThrow();
+        return MODULES.stream()
+                .filter(module -> module.name().equals(name))
+                .findFirst()
+                .orElseThrow();
     }
 
     static final List<Module> MODULES = List.of(
             // the shared module: all of it is for the others
             new Module("vgpu-common", "org.vgpu.common", "org.vgpu.common.."),
             // memory, nativegpu, remote.protocol and remote.security are how the backends work, not what they offer
-            new Module("rcuda-runtime", "org.vgpu.runtime", "org.vgpu.runtime", "org.vgpu.runtime.api..",
-                    "org.vgpu.runtime.core", "org.vgpu.runtime.cli", "org.vgpu.runtime.emulated",
-                    "org.vgpu.runtime.kernels", "org.vgpu.runtime.workloads", "org.vgpu.runtime.remote.client",
-                    "org.vgpu.runtime.remote.lender", "org.vgpu.runtime.remote.transport",
-                    "org.vgpu.runtime.remote.worker")
+            new Module(
+                            "rcuda-runtime",
+                            "org.vgpu.runtime",
+                            "org.vgpu.runtime",
+                            "org.vgpu.runtime.api..",
+                            "org.vgpu.runtime.core",
+                            "org.vgpu.runtime.cli",
+                            "org.vgpu.runtime.emulated",
+                            "org.vgpu.runtime.kernels",
+                            "org.vgpu.runtime.workloads",
+                            "org.vgpu.runtime.remote.client",
+                            "org.vgpu.runtime.remote.lender",
+                            "org.vgpu.runtime.remote.transport",
+                            "org.vgpu.runtime.remote.worker")
                     // bench measures the native backend against raw JCuda; remote-bench sets the remote tuning
                     .exportingTo("vgpu-benchmarks", "org.vgpu.runtime.nativegpu", "org.vgpu.runtime.remote"),
             // render writes Slurm's and systemd's files; others read the configuration, not how it is written out
             new Module("site-config", "org.vgpu.siteconfig", "org.vgpu.siteconfig", "org.vgpu.siteconfig.cli"),
-            new Module("migration-agent", "org.vgpu.migration", "org.vgpu.migration", "org.vgpu.migration.agent",
+            new Module(
+                    "migration-agent",
+                    "org.vgpu.migration",
+                    "org.vgpu.migration",
+                    "org.vgpu.migration.agent",
                     "org.vgpu.migration.cli"),
             // the ledger, placement, Slurm parsing and the server are the tracker's own business
             new Module("idle-gpu-tracker", "org.vgpu.tracker", "org.vgpu.tracker", "org.vgpu.tracker.cli"),
@@ -109,8 +133,10 @@ class ModuleBoundariesTest {
     @Test
     void everyClassBelongsToAModule() {
         classes()
-                .should().resideInAnyPackage(MODULES.stream()
-                        .flatMap(module -> Arrays.stream(module.rootPackages())).toArray(String[]::new))
+                .should()
+                .resideInAnyPackage(MODULES.stream()
+                        .flatMap(module -> Arrays.stream(module.rootPackages()))
+                        .toArray(String[]::new))
                 .as("every class lies in a module's packages")
                 .because("a new top-level package needs a row in ModuleBoundariesTest.MODULES, with what it exports")
                 .check(PRODUCTION);
@@ -118,9 +144,12 @@ class ModuleBoundariesTest {
 
     @Test
     void gpuApiImportsNothingAboveIt() {
-        classes().that().resideInAPackage("org.vgpu.runtime.api..")
-                .should().onlyDependOnClassesThat().resideInAnyPackage("java..", "org.vgpu.common..",
-                        "org.vgpu.runtime.api..")
+        classes()
+                .that()
+                .resideInAPackage("org.vgpu.runtime.api..")
+                .should()
+                .onlyDependOnClassesThat()
+                .resideInAnyPackage("java..", "org.vgpu.common..", "org.vgpu.runtime.api..")
                 .as("the GPU API (org.vgpu.runtime.api) uses only the JDK, vgpu-common and itself")
                 .because("every backend, the migration layer and the launcher build on it, and it on none of them")
                 .check(PRODUCTION);
@@ -128,9 +157,11 @@ class ModuleBoundariesTest {
 
     @Test
     void commonUsesNoOtherModule() {
-        noClasses().that().resideInAPackage("org.vgpu.common..")
-                .should().dependOnClassesThat(resideInAnyPackage("org.vgpu..")
-                        .and(not(resideInAnyPackage("org.vgpu.common.."))))
+        noClasses()
+                .that()
+                .resideInAPackage("org.vgpu.common..")
+                .should()
+                .dependOnClassesThat(resideInAnyPackage("org.vgpu..").and(not(resideInAnyPackage("org.vgpu.common.."))))
                 .as("vgpu-common (org.vgpu.common) uses no other vgpu package")
                 .because("every module may use it, so it may use none of them")
                 .check(PRODUCTION);
@@ -138,18 +169,20 @@ class ModuleBoundariesTest {
 
     @Test
     void noModuleReachesIntoAnothersInternals() {
-        CompositeArchRule.of(MODULES.stream().map(Module::keepsItsInternals).toList()).check(PRODUCTION);
+        CompositeArchRule.of(MODULES.stream().map(Module::keepsItsInternals).toList())
+                .check(PRODUCTION);
     }
 
     @Test
     void packagesAreFreeOfCycles() {
         slices().matching("org.vgpu.(**)")
-                .should().beFreeOfCycles()
+                .should()
+                .beFreeOfCycles()
                 // The one cycle today: TrackerDaemon, in org.vgpu.tracker, wires the tracker to its line server in
                 // tracker.server, which calls the tracker. It belongs beside the server; moving it waits for the
                 // tracker protocol's rework (issue 18, item 4), which edits those classes. Remove this line then.
-                .ignoreDependency(JavaClass.Predicates.type(TrackerDaemon.class),
-                        resideInAnyPackage("org.vgpu.tracker.server"))
+                .ignoreDependency(
+                        JavaClass.Predicates.type(TrackerDaemon.class), resideInAnyPackage("org.vgpu.tracker.server"))
                 .as("no import cycles between vgpu packages")
                 .because("a cycle makes two packages one, and the next change to either touches both")
                 .check(PRODUCTION);

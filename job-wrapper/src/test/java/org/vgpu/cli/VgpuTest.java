@@ -13,6 +13,7 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
+
 import org.vgpu.bench.BenchCommand;
 
 class VgpuTest {
@@ -20,8 +21,11 @@ class VgpuTest {
     private final ByteArrayOutputStream err = new ByteArrayOutputStream();
 
     private int vgpu(String... args) {
-        return Vgpu.standard().run(args, new PrintStream(out, true, StandardCharsets.UTF_8),
-                new PrintStream(err, true, StandardCharsets.UTF_8));
+        return Vgpu.standard()
+                .run(
+                        args,
+                        new PrintStream(out, true, StandardCharsets.UTF_8),
+                        new PrintStream(err, true, StandardCharsets.UTF_8));
     }
 
     private String out() {
@@ -48,22 +52,38 @@ class VgpuTest {
     void everyModulesSubcommandsAreFoundOnTheClassPathInNameOrder() {
         assertEquals(0, vgpu("--help"));
         // the product's modules and, on this test class path only, the benchmarks jar
-        List<String> names = out().lines().skip(2).map(line -> line.strip().split(" ")[0]).toList();
-        assertEquals(List.of("bench", "config", "demo", "devices", "lender", "migrate", "migration-bench", "remote-bench",
-                "report", "run", "tracker", "worker"), names);
+        List<String> names =
+                out().lines().skip(2).map(line -> line.strip().split(" ")[0]).toList();
+        assertEquals(
+                List.of(
+                        "bench",
+                        "config",
+                        "demo",
+                        "devices",
+                        "lender",
+                        "migrate",
+                        "migration-bench",
+                        "remote-bench",
+                        "report",
+                        "run",
+                        "tracker",
+                        "worker"),
+                names);
     }
 
     @Test
     void twoSubcommandsOfOneNameAreRefused() {
-        IllegalStateException refused = assertThrows(IllegalStateException.class,
-                () -> new Vgpu(List.of(new BenchCommand(), new BenchCommand())));
+        IllegalStateException refused = assertThrows(
+                IllegalStateException.class, () -> new Vgpu(List.of(new BenchCommand(), new BenchCommand())));
         assertTrue(refused.getMessage().contains("two vgpu subcommands are named 'bench'"), refused.getMessage());
     }
 
     @Test
     void configCommandIsOffered() {
         assertEquals(0, vgpu("config", "--help"));
-        assertTrue(out().contains("usage: vgpu config [options] check FILE | render --what NAME [--node NODE] FILE"), out());
+        assertTrue(
+                out().contains("usage: vgpu config [options] check FILE | render --what NAME [--node NODE] FILE"),
+                out());
     }
 
     @Test

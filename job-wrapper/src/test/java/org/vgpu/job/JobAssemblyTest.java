@@ -16,6 +16,7 @@ import java.util.OptionalInt;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
+
 import org.vgpu.common.error.ConfigException;
 import org.vgpu.common.net.Endpoint;
 import org.vgpu.runtime.api.VaWindow;
@@ -50,9 +51,12 @@ class JobAssemblyTest {
     @Test
     void theBridgesExampleGivesEveryVgpuItsPlaceWindowAndCudaDevice() {
         JobAssembly assembly = parse(bridgeExample());
-        assertEquals(List.of(new JobAssembly.Local(0, 2, 0),
-                new JobAssembly.Remote(1, new Endpoint("10.1.0.7", 7001), TOKEN),
-                new JobAssembly.Local(2, 3, 1)), assembly.vgpus());
+        assertEquals(
+                List.of(
+                        new JobAssembly.Local(0, 2, 0),
+                        new JobAssembly.Remote(1, new Endpoint("10.1.0.7", 7001), TOKEN),
+                        new JobAssembly.Local(2, 3, 1)),
+                assembly.vgpus());
         assertEquals(3, assembly.count());
         assertEquals(2, assembly.localCount());
         assertEquals(1, assembly.remoteCount());
@@ -81,13 +85,18 @@ class JobAssemblyTest {
         for (String line : Files.readAllLines(Path.of("..", "slurm-spank-bridge", "contract", "transcripts.txt"))) {
             if (line.startsWith("= ")) {
                 int equals = line.indexOf('=', 2);
-                environment.put(line.substring(2, equals), line.substring(equals + 1).replace("{token}", TOKEN));
+                environment.put(
+                        line.substring(2, equals), line.substring(equals + 1).replace("{token}", TOKEN));
             }
         }
         JobAssembly assembly = parse(environment);
 
-        assertEquals(List.of(new JobAssembly.Local(0, 3, 0), new JobAssembly.Remote(1, new Endpoint("10.0.0.2", 40000), TOKEN),
-                new JobAssembly.Remote(2, new Endpoint("10.0.0.3", 40001), TOKEN)), assembly.vgpus());
+        assertEquals(
+                List.of(
+                        new JobAssembly.Local(0, 3, 0),
+                        new JobAssembly.Remote(1, new Endpoint("10.0.0.2", 40000), TOKEN),
+                        new JobAssembly.Remote(2, new Endpoint("10.0.0.3", 40001), TOKEN)),
+                assembly.vgpus());
         assertEquals(VaWindow.DEFAULT_BASE, assembly.windowBase());
         assertEquals(Optional.of(Path.of("/run/vgpu/vgpu-103-n1.sock")), assembly.agentSocket());
     }
@@ -96,13 +105,16 @@ class JobAssemblyTest {
     void theTokenIsNeverInTheRecordsText() {
         JobAssembly assembly = parse(bridgeExample());
         assertFalse(assembly.toString().contains("SECRET"), assembly.toString());
-        assertTrue(assembly.vgpu(1).toString().contains("10.1.0.7:7001"), assembly.vgpu(1).toString());
+        assertTrue(
+                assembly.vgpu(1).toString().contains("10.1.0.7:7001"),
+                assembly.vgpu(1).toString());
     }
 
     @Test
     void withoutTheBridgesVariablesItIsNotAVgpuJob() {
         assertEquals(Optional.empty(), JobAssembly.fromEnvironment(Map.of()));
-        assertEquals(Optional.empty(), JobAssembly.fromEnvironment(Map.of("CUDA_VISIBLE_DEVICES", "0,1", "PATH", "/bin")));
+        assertEquals(
+                Optional.empty(), JobAssembly.fromEnvironment(Map.of("CUDA_VISIBLE_DEVICES", "0,1", "PATH", "/bin")));
     }
 
     @Test
@@ -114,15 +126,18 @@ class JobAssemblyTest {
         environment.put("CUDA_VISIBLE_DEVICES", "");
         environment.put("VGPU_REMOTE", "1@[fd00::7]:7002#b-token,0@lender-1:7001#a-token");
         JobAssembly assembly = parse(environment);
-        assertEquals(List.of(new JobAssembly.Remote(0, new Endpoint("lender-1", 7001), "a-token"),
-                new JobAssembly.Remote(1, new Endpoint("fd00::7", 7002), "b-token")), assembly.vgpus());
+        assertEquals(
+                List.of(
+                        new JobAssembly.Remote(0, new Endpoint("lender-1", 7001), "a-token"),
+                        new JobAssembly.Remote(1, new Endpoint("fd00::7", 7002), "b-token")),
+                assembly.vgpus());
         assertEquals("none", assembly.localGpusText());
     }
 
     @Test
     void optionalVariablesTakeTheBridgesDefaults() {
-        Map<String, String> environment = new HashMap<>(Map.of("VGPU_COUNT", "1", "VGPU_ASSEMBLY", "0=local:0",
-                "VGPU_LOCAL_GPUS", "0", "CUDA_VISIBLE_DEVICES", "0"));
+        Map<String, String> environment = new HashMap<>(Map.of(
+                "VGPU_COUNT", "1", "VGPU_ASSEMBLY", "0=local:0", "VGPU_LOCAL_GPUS", "0", "CUDA_VISIBLE_DEVICES", "0"));
         JobAssembly assembly = parse(environment);
         assertEquals(List.of(new JobAssembly.Local(0, 0, 0)), assembly.vgpus());
         assertEquals(VaWindow.DEFAULT_BASE, assembly.windowBase());
@@ -155,54 +170,57 @@ class JobAssemblyTest {
 
     /** {@code (unset)} removes the variable from the bridge's example. */
     @ParameterizedTest(name = "{0}={1}")
-    @CsvSource(delimiter = '|', value = {
-            "VGPU_COUNT            | (unset)                                             | VGPU_COUNT is not set, but the job's environment has VGPU_ASSEMBLY",
-            "VGPU_COUNT            | 0                                                   | VGPU_COUNT must be a whole number from 1 to 64, got '0'",
-            "VGPU_COUNT            | 65                                                  | VGPU_COUNT must be a whole number from 1 to 64, got '65'",
-            "VGPU_COUNT            | three                                               | VGPU_COUNT must be a whole number from 1 to 64, got 'three'",
-            "VGPU_COUNT            | 2                                                   | VGPU_ASSEMBLY has 3 entries but VGPU_COUNT is 2",
-            "VGPU_ASSEMBLY         | (unset)                                             | VGPU_ASSEMBLY is not set",
-            "VGPU_ASSEMBLY         | 0=local:2,1=remote:10.1.0.7:7001,1=local:3          | VGPU_ASSEMBLY names vGPU 1 twice",
-            "VGPU_ASSEMBLY         | 1=remote:10.1.0.7:7001,0=local:2,2=local:3          | VGPU_ASSEMBLY must list vGPUs 0 to 2 in index order, but entry 1 is vGPU 1",
-            "VGPU_ASSEMBLY         | 0=local:2,1=remote:10.1.0.7:7001,3=local:3          | VGPU_ASSEMBLY: vGPU index must be a whole number from 0 to 2 (VGPU_COUNT is 3), got '3'",
-            "VGPU_ASSEMBLY         | 0=local:2,1=remote:10.1.0.7:7001,2=gpu:3            | VGPU_ASSEMBLY entry for vGPU 2 is neither local nor remote",
-            "VGPU_ASSEMBLY         | 0=local:2,1=remote:10.1.0.7:7001,2local:3           | VGPU_ASSEMBLY entry without '='",
-            "VGPU_ASSEMBLY         | 0=local:2,1=remote:10.1.0.7:7001,2=local:03         | VGPU_ASSEMBLY entry for vGPU 2: a GPU index must be a whole number from 0 to 1023 without leading zeros, got '03'",
-            "VGPU_ASSEMBLY         | 0=local:2,1=remote:10.1.0.7:7001,2=local:1024       | a GPU index must be a whole number from 0 to 1023",
-            "VGPU_ASSEMBLY         | 0=local:2,1=remote:10.1.0.7,2=local:3               | VGPU_ASSEMBLY entry for vGPU 1: expected HOST:PORT of a GPU worker",
-            "VGPU_ASSEMBLY         | 0=local:2,1=remote:10.1.0.7:0,2=local:3             | VGPU_ASSEMBLY entry for vGPU 1: expected HOST:PORT of a GPU worker (port 1 to 65535), got '10.1.0.7:0'",
-            "VGPU_ASSEMBLY         | 0=local:2,1=remote:0.0.0.0:7001,2=local:3           | VGPU_ASSEMBLY entry for vGPU 1: expected HOST:PORT",
-            "VGPU_ASSEMBLY         | 0=local:2,1=remote:10.1.0.7:7001,,2=local:3         | VGPU_ASSEMBLY has 4 entries but VGPU_COUNT is 3",
-            "VGPU_LOCAL_GPUS       | (unset)                                             | VGPU_LOCAL_GPUS is not set",
-            "VGPU_LOCAL_GPUS       | 3,2                                                 | VGPU_LOCAL_GPUS is '3,2' but VGPU_ASSEMBLY places its local vGPUs on GPUs '2,3'",
-            "VGPU_LOCAL_GPUS       | 2                                                   | VGPU_LOCAL_GPUS is '2' but VGPU_ASSEMBLY places its local vGPUs on GPUs '2,3'",
-            "VGPU_LOCAL_GPUS       | 2,2                                                 | VGPU_LOCAL_GPUS names GPU 2 twice",
-            "VGPU_LOCAL_GPUS       | 2,x                                                 | VGPU_LOCAL_GPUS: a GPU index must be a whole number",
-            "CUDA_VISIBLE_DEVICES  | (unset)                                             | CUDA_VISIBLE_DEVICES is not set; a vgpu job's must be '2,3'",
-            "CUDA_VISIBLE_DEVICES  | 0,1                                                 | CUDA_VISIBLE_DEVICES is '0,1' but VGPU_LOCAL_GPUS is '2,3'",
-            "VGPU_REMOTE           | (unset)                                             | VGPU_REMOTE has no session token for remote vGPU 1 (10.1.0.7:7001); expected an entry 1@10.1.0.7:7001#TOKEN, and VGPU_REMOTE is not set",
-            "VGPU_REMOTE           | ''                                                  | VGPU_REMOTE has no session token for remote vGPU 1 (10.1.0.7:7001)",
-            "VGPU_REMOTE           | 1@10.1.0.7:7001                                     | VGPU_REMOTE entry 1 is not K@HOST:PORT#TOKEN",
-            "VGPU_REMOTE           | 1:10.1.0.7:7001#SECRET                              | VGPU_REMOTE entry 1 is not K@HOST:PORT#TOKEN",
-            "VGPU_REMOTE           | 1@10.1.0.7:7001#SECRET,0@10.1.0.7:7001#SECRET       | VGPU_REMOTE has a token for vGPU 0, which VGPU_ASSEMBLY places on local GPU 2",
-            "VGPU_REMOTE           | 1@10.1.0.8:7001#SECRET                              | VGPU_REMOTE gives vGPU 1 the worker 10.1.0.8:7001 but VGPU_ASSEMBLY gives it 10.1.0.7:7001",
-            "VGPU_REMOTE           | 1@10.1.0.7:7001#SECRET,1@10.1.0.7:7001#SECRETtoo    | VGPU_REMOTE names vGPU 1 twice",
-            "VGPU_REMOTE           | 1@10.1.0.7:7001#SECRET!bad                          | VGPU_REMOTE: the token of vGPU 1 must be 1 to 1024 bytes of [A-Za-z0-9._~+/=-], got 10 bytes that are not (token not shown)",
-            "VGPU_REMOTE           | 1@10.1.0.7:7001#                                    | VGPU_REMOTE: the token of vGPU 1 must be 1 to 1024 bytes",
-            "VGPU_REMOTE           | 7@10.1.0.7:7001#SECRET                              | VGPU_REMOTE: vGPU index must be a whole number from 0 to 2",
-            "VGPU_WINDOW_BASE      | 100000000000                                        | VGPU_WINDOW_BASE must be 0x followed by 1 to 16 hex digits, got '100000000000'",
-            "VGPU_WINDOW_BASE      | 0x                                                  | VGPU_WINDOW_BASE must be 0x followed by 1 to 16 hex digits",
-            "VGPU_WINDOW_BASE      | 0x0                                                 | VGPU_WINDOW_BASE must be a non-zero multiple of 2 MiB (0x200000), got '0x0'",
-            "VGPU_WINDOW_BASE      | 0x100000100000                                      | VGPU_WINDOW_BASE must be a non-zero multiple of 2 MiB",
-            "VGPU_WINDOW_BASE      | 0x7fff00000000                                      | VGPU_WINDOW_BASE '0x7fff00000000': 3 windows of 256 GiB from it do not fit below 0x800000000000",
-            "VGPU_WINDOW_BASE      | 0xffffffffffe00000                                  | VGPU_WINDOW_BASE '0xffffffffffe00000': 3 windows of 256 GiB from it do not fit",
-            "VGPU_AGENT_SOCKET     | run/vgpu.sock                                       | VGPU_AGENT_SOCKET must be an absolute path of at most 107 bytes",
-            "VGPU_MIGRATE          | sometimes                                           | VGPU_MIGRATE must be auto or never (from --vgpu-migrate), got 'sometimes'",
-            "VGPU_NODE             | n 1                                                 | VGPU_NODE must be a Slurm node name",
-            "VGPU_SOURCE           | guess                                               | VGPU_SOURCE must be tracker or local-only-fallback, got 'guess'",
-            "VGPU_SOURCE           | local-only-fallback                                 | VGPU_SOURCE is local-only-fallback but VGPU_ASSEMBLY has remote vGPUs [1]",
-            "VGPU_TRACKER          | nowhere                                             | VGPU_TRACKER must be HOST:PORT or unix:/ABSOLUTE/PATH, got 'nowhere'",
-            "VGPU_TRACKER          | unix:relative.sock                                  | VGPU_TRACKER must be HOST:PORT or unix:/ABSOLUTE/PATH"})
+    @CsvSource(
+            delimiter = '|',
+            value = {
+                "VGPU_COUNT            | (unset)                                             | VGPU_COUNT is not set, but the job's environment has VGPU_ASSEMBLY",
+                "VGPU_COUNT            | 0                                                   | VGPU_COUNT must be a whole number from 1 to 64, got '0'",
+                "VGPU_COUNT            | 65                                                  | VGPU_COUNT must be a whole number from 1 to 64, got '65'",
+                "VGPU_COUNT            | three                                               | VGPU_COUNT must be a whole number from 1 to 64, got 'three'",
+                "VGPU_COUNT            | 2                                                   | VGPU_ASSEMBLY has 3 entries but VGPU_COUNT is 2",
+                "VGPU_ASSEMBLY         | (unset)                                             | VGPU_ASSEMBLY is not set",
+                "VGPU_ASSEMBLY         | 0=local:2,1=remote:10.1.0.7:7001,1=local:3          | VGPU_ASSEMBLY names vGPU 1 twice",
+                "VGPU_ASSEMBLY         | 1=remote:10.1.0.7:7001,0=local:2,2=local:3          | VGPU_ASSEMBLY must list vGPUs 0 to 2 in index order, but entry 1 is vGPU 1",
+                "VGPU_ASSEMBLY         | 0=local:2,1=remote:10.1.0.7:7001,3=local:3          | VGPU_ASSEMBLY: vGPU index must be a whole number from 0 to 2 (VGPU_COUNT is 3), got '3'",
+                "VGPU_ASSEMBLY         | 0=local:2,1=remote:10.1.0.7:7001,2=gpu:3            | VGPU_ASSEMBLY entry for vGPU 2 is neither local nor remote",
+                "VGPU_ASSEMBLY         | 0=local:2,1=remote:10.1.0.7:7001,2local:3           | VGPU_ASSEMBLY entry without '='",
+                "VGPU_ASSEMBLY         | 0=local:2,1=remote:10.1.0.7:7001,2=local:03         | VGPU_ASSEMBLY entry for vGPU 2: a GPU index must be a whole number from 0 to 1023 without leading zeros, got '03'",
+                "VGPU_ASSEMBLY         | 0=local:2,1=remote:10.1.0.7:7001,2=local:1024       | a GPU index must be a whole number from 0 to 1023",
+                "VGPU_ASSEMBLY         | 0=local:2,1=remote:10.1.0.7,2=local:3               | VGPU_ASSEMBLY entry for vGPU 1: expected HOST:PORT of a GPU worker",
+                "VGPU_ASSEMBLY         | 0=local:2,1=remote:10.1.0.7:0,2=local:3             | VGPU_ASSEMBLY entry for vGPU 1: expected HOST:PORT of a GPU worker (port 1 to 65535), got '10.1.0.7:0'",
+                "VGPU_ASSEMBLY         | 0=local:2,1=remote:0.0.0.0:7001,2=local:3           | VGPU_ASSEMBLY entry for vGPU 1: expected HOST:PORT",
+                "VGPU_ASSEMBLY         | 0=local:2,1=remote:10.1.0.7:7001,,2=local:3         | VGPU_ASSEMBLY has 4 entries but VGPU_COUNT is 3",
+                "VGPU_LOCAL_GPUS       | (unset)                                             | VGPU_LOCAL_GPUS is not set",
+                "VGPU_LOCAL_GPUS       | 3,2                                                 | VGPU_LOCAL_GPUS is '3,2' but VGPU_ASSEMBLY places its local vGPUs on GPUs '2,3'",
+                "VGPU_LOCAL_GPUS       | 2                                                   | VGPU_LOCAL_GPUS is '2' but VGPU_ASSEMBLY places its local vGPUs on GPUs '2,3'",
+                "VGPU_LOCAL_GPUS       | 2,2                                                 | VGPU_LOCAL_GPUS names GPU 2 twice",
+                "VGPU_LOCAL_GPUS       | 2,x                                                 | VGPU_LOCAL_GPUS: a GPU index must be a whole number",
+                "CUDA_VISIBLE_DEVICES  | (unset)                                             | CUDA_VISIBLE_DEVICES is not set; a vgpu job's must be '2,3'",
+                "CUDA_VISIBLE_DEVICES  | 0,1                                                 | CUDA_VISIBLE_DEVICES is '0,1' but VGPU_LOCAL_GPUS is '2,3'",
+                "VGPU_REMOTE           | (unset)                                             | VGPU_REMOTE has no session token for remote vGPU 1 (10.1.0.7:7001); expected an entry 1@10.1.0.7:7001#TOKEN, and VGPU_REMOTE is not set",
+                "VGPU_REMOTE           | ''                                                  | VGPU_REMOTE has no session token for remote vGPU 1 (10.1.0.7:7001)",
+                "VGPU_REMOTE           | 1@10.1.0.7:7001                                     | VGPU_REMOTE entry 1 is not K@HOST:PORT#TOKEN",
+                "VGPU_REMOTE           | 1:10.1.0.7:7001#SECRET                              | VGPU_REMOTE entry 1 is not K@HOST:PORT#TOKEN",
+                "VGPU_REMOTE           | 1@10.1.0.7:7001#SECRET,0@10.1.0.7:7001#SECRET       | VGPU_REMOTE has a token for vGPU 0, which VGPU_ASSEMBLY places on local GPU 2",
+                "VGPU_REMOTE           | 1@10.1.0.8:7001#SECRET                              | VGPU_REMOTE gives vGPU 1 the worker 10.1.0.8:7001 but VGPU_ASSEMBLY gives it 10.1.0.7:7001",
+                "VGPU_REMOTE           | 1@10.1.0.7:7001#SECRET,1@10.1.0.7:7001#SECRETtoo    | VGPU_REMOTE names vGPU 1 twice",
+                "VGPU_REMOTE           | 1@10.1.0.7:7001#SECRET!bad                          | VGPU_REMOTE: the token of vGPU 1 must be 1 to 1024 bytes of [A-Za-z0-9._~+/=-], got 10 bytes that are not (token not shown)",
+                "VGPU_REMOTE           | 1@10.1.0.7:7001#                                    | VGPU_REMOTE: the token of vGPU 1 must be 1 to 1024 bytes",
+                "VGPU_REMOTE           | 7@10.1.0.7:7001#SECRET                              | VGPU_REMOTE: vGPU index must be a whole number from 0 to 2",
+                "VGPU_WINDOW_BASE      | 100000000000                                        | VGPU_WINDOW_BASE must be 0x followed by 1 to 16 hex digits, got '100000000000'",
+                "VGPU_WINDOW_BASE      | 0x                                                  | VGPU_WINDOW_BASE must be 0x followed by 1 to 16 hex digits",
+                "VGPU_WINDOW_BASE      | 0x0                                                 | VGPU_WINDOW_BASE must be a non-zero multiple of 2 MiB (0x200000), got '0x0'",
+                "VGPU_WINDOW_BASE      | 0x100000100000                                      | VGPU_WINDOW_BASE must be a non-zero multiple of 2 MiB",
+                "VGPU_WINDOW_BASE      | 0x7fff00000000                                      | VGPU_WINDOW_BASE '0x7fff00000000': 3 windows of 256 GiB from it do not fit below 0x800000000000",
+                "VGPU_WINDOW_BASE      | 0xffffffffffe00000                                  | VGPU_WINDOW_BASE '0xffffffffffe00000': 3 windows of 256 GiB from it do not fit",
+                "VGPU_AGENT_SOCKET     | run/vgpu.sock                                       | VGPU_AGENT_SOCKET must be an absolute path of at most 107 bytes",
+                "VGPU_MIGRATE          | sometimes                                           | VGPU_MIGRATE must be auto or never (from --vgpu-migrate), got 'sometimes'",
+                "VGPU_NODE             | n 1                                                 | VGPU_NODE must be a Slurm node name",
+                "VGPU_SOURCE           | guess                                               | VGPU_SOURCE must be tracker or local-only-fallback, got 'guess'",
+                "VGPU_SOURCE           | local-only-fallback                                 | VGPU_SOURCE is local-only-fallback but VGPU_ASSEMBLY has remote vGPUs [1]",
+                "VGPU_TRACKER          | nowhere                                             | VGPU_TRACKER must be HOST:PORT or unix:/ABSOLUTE/PATH, got 'nowhere'",
+                "VGPU_TRACKER          | unix:relative.sock                                  | VGPU_TRACKER must be HOST:PORT or unix:/ABSOLUTE/PATH"
+            })
     void eachMalformedVariableIsNamedWithWhatWasExpected(String variable, String value, String message) {
         Map<String, String> environment = bridgeExample();
         if (value.equals("(unset)")) {
@@ -212,7 +230,8 @@ class JobAssemblyTest {
         }
         ConfigException e = assertThrows(ConfigException.class, () -> JobAssembly.fromEnvironment(environment));
         assertEquals(ConfigException.Code.INVALID, e.code());
-        assertFalse(e.getMessage().contains("CUDA_ERROR"), "a configuration error wears a CUDA name: " + e.getMessage());
+        assertFalse(
+                e.getMessage().contains("CUDA_ERROR"), "a configuration error wears a CUDA name: " + e.getMessage());
         assertTrue(e.getMessage().contains(message), e.getMessage());
         assertFalse(e.getMessage().contains("SECRET"), "a token leaked into: " + e.getMessage());
     }
@@ -222,7 +241,9 @@ class JobAssemblyTest {
         Map<String, String> environment = bridgeExample();
         environment.put("VGPU_AGENT_SOCKET", "/run/" + "v".repeat(103));
         ConfigException e = assertThrows(ConfigException.class, () -> JobAssembly.fromEnvironment(environment));
-        assertTrue(e.getMessage().contains("VGPU_AGENT_SOCKET must be an absolute path of at most 107 bytes"), e.getMessage());
+        assertTrue(
+                e.getMessage().contains("VGPU_AGENT_SOCKET must be an absolute path of at most 107 bytes"),
+                e.getMessage());
     }
 
     @Test
@@ -235,7 +256,8 @@ class JobAssemblyTest {
 
     @Test
     void aWindowOutsideTheAssemblyIsRefused() {
-        ConfigException e = assertThrows(ConfigException.class, () -> parse(bridgeExample()).window(3));
+        ConfigException e =
+                assertThrows(ConfigException.class, () -> parse(bridgeExample()).window(3));
         assertTrue(e.getMessage().contains("vGPU 3 is not in this job's assembly of 3"), e.getMessage());
     }
 }

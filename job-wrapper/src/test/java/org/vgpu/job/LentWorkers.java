@@ -5,11 +5,11 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 
-import org.vgpu.runtime.emulated.EmulatedBackend;
-import org.vgpu.runtime.kernels.TestKernels;
 import org.vgpu.common.security.SiteKey;
 import org.vgpu.common.security.ThrowawaySiteKey;
 import org.vgpu.common.security.TokenVerifier;
+import org.vgpu.runtime.emulated.EmulatedBackend;
+import org.vgpu.runtime.kernels.TestKernels;
 import org.vgpu.runtime.remote.worker.GpuWorker;
 import org.vgpu.runtime.remote.worker.WorkerConfig;
 
@@ -41,8 +41,12 @@ final class LentWorkers implements AutoCloseable {
     /** Starts a worker on emulated device {@code device} and issues this job a token for vGPU {@code vgpu} on it. */
     Lend lend(int vgpu, int device) {
         String id = "lender-" + (workers.size() + 1);
-        GpuWorker worker = GpuWorker.start(new WorkerConfig("127.0.0.1", 0, device, id, Duration.ofSeconds(60)), devices,
-                new TokenVerifier(key, id, Clock.systemUTC())::verify, null, log::add);
+        GpuWorker worker = GpuWorker.start(
+                new WorkerConfig("127.0.0.1", 0, device, id, Duration.ofSeconds(60)),
+                devices,
+                new TokenVerifier(key, id, Clock.systemUTC())::verify,
+                null,
+                log::add);
         workers.add(worker);
         String token = siteKey.issuer().issue(JOB, vgpu, id, Duration.ofMinutes(10));
         return new Lend(vgpu, "127.0.0.1:" + worker.address().getPort(), token);

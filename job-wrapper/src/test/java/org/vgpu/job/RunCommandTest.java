@@ -19,6 +19,7 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+
 import org.vgpu.common.cli.SubcommandRunner;
 import org.vgpu.migration.cli.MigrateCommand;
 import org.vgpu.runtime.emulated.EmulatedBackend;
@@ -41,14 +42,20 @@ class RunCommandTest {
     private final List<String> agentReplies = new ArrayList<>();
 
     private int run(Map<String, String> environment, RunCommand.Hold hold, String... args) {
-        return SubcommandRunner.run(new RunCommand(environment, hold), args, new PrintStream(out, true, StandardCharsets.UTF_8),
+        return SubcommandRunner.run(
+                new RunCommand(environment, hold),
+                args,
+                new PrintStream(out, true, StandardCharsets.UTF_8),
                 new PrintStream(err, true, StandardCharsets.UTF_8));
     }
 
     private int run(Map<String, String> environment, String... args) {
-        return run(environment, duration -> {
-            throw new AssertionError("no hold was asked for");
-        }, args);
+        return run(
+                environment,
+                duration -> {
+                    throw new AssertionError("no hold was asked for");
+                },
+                args);
     }
 
     private String out() {
@@ -81,16 +88,35 @@ class RunCommandTest {
             assembly.add(k + "=local:" + k);
             local.add(String.valueOf(k));
         }
-        Map<String, String> environment = new HashMap<>(Map.of("VGPU_COUNT", String.valueOf(gpus),
-                "VGPU_ASSEMBLY", String.join(",", assembly), "VGPU_LOCAL_GPUS", String.join(",", local),
-                "CUDA_VISIBLE_DEVICES", String.join(",", local), "VGPU_REMOTE", "", "VGPU_WINDOW_BASE", "0x100000000000",
-                "VGPU_MIGRATE", "auto", "VGPU_NODE", "n1", "VGPU_SOURCE", "tracker", "VGPU_TRACKER", "127.0.0.1:7100"));
+        Map<String, String> environment = new HashMap<>(Map.of(
+                "VGPU_COUNT",
+                String.valueOf(gpus),
+                "VGPU_ASSEMBLY",
+                String.join(",", assembly),
+                "VGPU_LOCAL_GPUS",
+                String.join(",", local),
+                "CUDA_VISIBLE_DEVICES",
+                String.join(",", local),
+                "VGPU_REMOTE",
+                "",
+                "VGPU_WINDOW_BASE",
+                "0x100000000000",
+                "VGPU_MIGRATE",
+                "auto",
+                "VGPU_NODE",
+                "n1",
+                "VGPU_SOURCE",
+                "tracker",
+                "VGPU_TRACKER",
+                "127.0.0.1:7100"));
         environment.put("VGPU_AGENT_SOCKET", socket.toString());
         return environment;
     }
 
     private static List<String> resultLines(String output) {
-        return output.lines().filter(line -> line.startsWith("PASS  ") || line.startsWith("FAIL  ")).toList();
+        return output.lines()
+                .filter(line -> line.startsWith("PASS  ") || line.startsWith("FAIL  "))
+                .toList();
     }
 
     @Test
@@ -106,8 +132,10 @@ class RunCommandTest {
         Map<String, String> environment = localJob(2, directory.resolve("agent.sock"));
         environment.put("CUDA_VISIBLE_DEVICES", "1,0");
         assertEquals(2, run(environment));
-        assertTrue(err().contains("vgpu run: the job's vgpu environment is malformed: CUDA_VISIBLE_DEVICES is '1,0' but"
-                + " VGPU_LOCAL_GPUS is '0,1'"), err());
+        assertTrue(
+                err().contains("vgpu run: the job's vgpu environment is malformed: CUDA_VISIBLE_DEVICES is '1,0' but"
+                        + " VGPU_LOCAL_GPUS is '0,1'"),
+                err());
         assertEquals("", out());
         assertFalse(Files.exists(directory.resolve("agent.sock")));
     }
@@ -126,9 +154,13 @@ class RunCommandTest {
     void moreLocalGpusThanTheBackendHasIsAConfigurationErrorNotAGpuCallsFailure() {
         int gpus = EmulatedBackend.DEFAULT_DEVICE_COUNT + 1;
         assertEquals(1, run(localJob(gpus, directory.resolve("agent.sock")), "--local-backend", "emulated"));
-        assertTrue(err().contains("vGPU " + (gpus - 1) + " is local GPU " + (gpus - 1) + ", device " + (gpus - 1)
-                + " of the job (its place in VGPU_LOCAL_GPUS="), err());
-        assertTrue(err().contains("but the emulated backend has " + EmulatedBackend.DEFAULT_DEVICE_COUNT + " device(s)"), err());
+        assertTrue(
+                err().contains("vGPU " + (gpus - 1) + " is local GPU " + (gpus - 1) + ", device " + (gpus - 1)
+                        + " of the job (its place in VGPU_LOCAL_GPUS="),
+                err());
+        assertTrue(
+                err().contains("but the emulated backend has " + EmulatedBackend.DEFAULT_DEVICE_COUNT + " device(s)"),
+                err());
         assertFalse(err().contains("CUDA_ERROR"), err());
     }
 
@@ -137,8 +169,10 @@ class RunCommandTest {
         Path socket = directory.resolve("agent.sock");
         assertEquals(0, run(localJob(2, socket), "--local-backend", "emulated"), printed());
         String output = out();
-        assertTrue(output.startsWith("vgpu job on node n1: 2 vGPUs (2 local, 0 remote) from the tracker, windows from"
-                + " 0x100000000000, migration auto, agent on " + socket + ", tracker 127.0.0.1:7100"), output);
+        assertTrue(
+                output.startsWith("vgpu job on node n1: 2 vGPUs (2 local, 0 remote) from the tracker, windows from"
+                        + " 0x100000000000, migration auto, agent on " + socket + ", tracker 127.0.0.1:7100"),
+                output);
         assertTrue(output.contains("vgpu 0: local GPU 0 (emulated), CUDA device 0: vgpu CPU emulation #0"), output);
         assertTrue(output.contains("vgpu 1: local GPU 1 (emulated), CUDA device 1: vgpu CPU emulation #1"), output);
         List<String> results = resultLines(output);
@@ -149,8 +183,10 @@ class RunCommandTest {
                 assertTrue(results.stream().anyMatch(line -> line.startsWith(prefix)), prefix + " in " + output);
             }
         }
-        assertTrue(output.contains("PASS: 2 of 2 vGPUs (2 local, 0 remote) passed " + WORKLOADS
-                + "  [emulated: vgpu 0, 1 on the CPU, not a GPU]"), output);
+        assertTrue(
+                output.contains("PASS: 2 of 2 vGPUs (2 local, 0 remote) passed " + WORKLOADS
+                        + "  [emulated: vgpu 0, 1 on the CPU, not a GPU]"),
+                output);
         for (String line : output.lines().toList()) {
             if (!line.startsWith("vgpu job ")) {
                 assertTrue(line.contains("emulated"), "not labelled emulated: " + line);
@@ -163,15 +199,27 @@ class RunCommandTest {
     void anAgentThatCannotListenIsAWarningNotTheJobsEnd() {
         Path socket = directory.resolve("no-such-directory").resolve("agent.sock");
         assertEquals(0, run(localJob(1, socket), "--local-backend", "emulated", "--workload", "saxpy"), printed());
-        assertTrue(err().contains("vgpu run: warning: no migration agent, so these vGPUs cannot be moved: the migration agent"
-                + " cannot listen on " + socket), err());
+        assertTrue(
+                err().contains(
+                                "vgpu run: warning: no migration agent, so these vGPUs cannot be moved: the migration agent"
+                                        + " cannot listen on " + socket),
+                err());
         assertTrue(out().contains("PASS: 1 of 1 vGPUs (1 local, 0 remote) passed saxpy"), out());
     }
 
     @Test
     void stepsRepeatTheWorkloadsWithNewInputs() {
-        assertEquals(0, run(localJob(1, directory.resolve("agent.sock")), "--local-backend", "emulated", "--steps", "2",
-                "--workload", "saxpy"), printed());
+        assertEquals(
+                0,
+                run(
+                        localJob(1, directory.resolve("agent.sock")),
+                        "--local-backend",
+                        "emulated",
+                        "--steps",
+                        "2",
+                        "--workload",
+                        "saxpy"),
+                printed());
         List<String> results = resultLines(out());
         assertEquals(2, results.size(), out());
         assertTrue(results.get(0).startsWith("PASS  vgpu 0  step 1  saxpy "), out());
@@ -190,25 +238,50 @@ class RunCommandTest {
         try (LentWorkers lenders = new LentWorkers()) {
             LentWorkers.Lend first = lenders.lend(1, 0);
             LentWorkers.Lend second = lenders.lend(2, 1);
-            Map<String, String> environment = new HashMap<>(Map.of("VGPU_COUNT", "3",
-                    "VGPU_ASSEMBLY", "0=local:2," + first.assemblyEntry() + "," + second.assemblyEntry(),
-                    "VGPU_LOCAL_GPUS", "2", "CUDA_VISIBLE_DEVICES", "2",
-                    "VGPU_REMOTE", first.remoteEntry() + "," + second.remoteEntry(),
-                    "VGPU_AGENT_SOCKET", socket.toString(), "VGPU_WINDOW_BASE", "0x100000000000", "VGPU_MIGRATE", "auto",
-                    "VGPU_NODE", "n1", "VGPU_SOURCE", "tracker"));
+            Map<String, String> environment = new HashMap<>(Map.of(
+                    "VGPU_COUNT",
+                    "3",
+                    "VGPU_ASSEMBLY",
+                    "0=local:2," + first.assemblyEntry() + "," + second.assemblyEntry(),
+                    "VGPU_LOCAL_GPUS",
+                    "2",
+                    "CUDA_VISIBLE_DEVICES",
+                    "2",
+                    "VGPU_REMOTE",
+                    first.remoteEntry() + "," + second.remoteEntry(),
+                    "VGPU_AGENT_SOCKET",
+                    socket.toString(),
+                    "VGPU_WINDOW_BASE",
+                    "0x100000000000",
+                    "VGPU_MIGRATE",
+                    "auto",
+                    "VGPU_NODE",
+                    "n1",
+                    "VGPU_SOURCE",
+                    "tracker"));
 
-            int status = run(environment, duration -> {
-                assertTrue(Files.exists(socket), "the agent listens during the hold");
-                toAgent(socket, "--vgpu", "1", "--to", "2");
-                toAgent(socket, "--status");
-            }, "--local-backend", "emulated", "--hold", "30");
+            int status = run(
+                    environment,
+                    duration -> {
+                        assertTrue(Files.exists(socket), "the agent listens during the hold");
+                        toAgent(socket, "--vgpu", "1", "--to", "2");
+                        toAgent(socket, "--status");
+                    },
+                    "--local-backend",
+                    "emulated",
+                    "--hold",
+                    "30");
 
             String output = out();
             assertEquals(0, status, printed());
             assertTrue(output.contains("vgpu job on node n1: 3 vGPUs (1 local, 2 remote) from the tracker"), output);
             assertTrue(output.contains("vgpu 0: local GPU 2 (emulated), CUDA device 0: vgpu CPU emulation #0"), output);
-            assertTrue(output.contains("vgpu 1: remote " + first.endpoint() + " (worker's device: vgpu CPU emulation #0"), output);
-            assertTrue(output.contains("vgpu 2: remote " + second.endpoint() + " (worker's device: vgpu CPU emulation #1"), output);
+            assertTrue(
+                    output.contains("vgpu 1: remote " + first.endpoint() + " (worker's device: vgpu CPU emulation #0"),
+                    output);
+            assertTrue(
+                    output.contains("vgpu 2: remote " + second.endpoint() + " (worker's device: vgpu CPU emulation #1"),
+                    output);
 
             List<String> results = resultLines(output);
             for (int k = 0; k < 3; k++) {
@@ -218,24 +291,33 @@ class RunCommandTest {
                     assertTrue(results.stream().anyMatch(line -> line.startsWith(before)), before + " in " + output);
                     assertTrue(results.stream().anyMatch(line -> line.startsWith(after)), after + " in " + output);
                 }
-                assertTrue(output.contains("PASS  vgpu " + k + "  held-data       1024 KiB written before the hold, read back"
-                        + " unchanged"), output);
+                assertTrue(
+                        output.contains("PASS  vgpu " + k
+                                + "  held-data       1024 KiB written before the hold, read back" + " unchanged"),
+                        output);
             }
             assertEquals(3 * 3 * 2 + 3, results.size(), output);
             assertTrue(results.stream().allMatch(line -> line.contains("[emulated: CPU, not a GPU]")), output);
 
-            assertTrue(agentReplies.get(0).startsWith("ok vgpu 1 moved " + first.endpoint() + " (remote) -> gpu 2: "),
+            assertTrue(
+                    agentReplies.get(0).startsWith("ok vgpu 1 moved " + first.endpoint() + " (remote) -> gpu 2: "),
                     agentReplies.toString());
-            assertTrue(agentReplies.get(1).contains("vgpu 1 on gpu 2 (emulated), 1048576 B live in 1 allocations, 1 migrations"),
+            assertTrue(
+                    agentReplies
+                            .get(1)
+                            .contains("vgpu 1 on gpu 2 (emulated), 1048576 B live in 1 allocations, 1 migrations"),
                     agentReplies.toString());
             assertTrue(output.contains("migration: vgpu 1 moved " + first.endpoint() + " (remote) -> gpu 2: "), output);
             assertTrue(output.contains("vgpu 0: now on gpu 2 (emulated) after 0 migration(s)"), output);
             assertTrue(output.contains("vgpu 1: now on gpu 2 (emulated) after 1 migration(s)"), output);
-            assertTrue(output.contains("vgpu 2: now on " + second.endpoint() + " (remote) after 0 migration(s)"), output);
+            assertTrue(
+                    output.contains("vgpu 2: now on " + second.endpoint() + " (remote) after 0 migration(s)"), output);
             assertTrue(output.contains("PASS: 3 of 3 vGPUs (1 local, 2 remote) passed " + WORKLOADS), output);
             assertTrue(output.contains("PASS: 3 of 3 vGPUs (2 local, 1 remote) passed " + WORKLOADS), output);
 
-            assertFalse(printed().contains(first.token()) || printed().contains(second.token()), "a session token was printed");
+            assertFalse(
+                    printed().contains(first.token()) || printed().contains(second.token()),
+                    "a session token was printed");
             assertFalse(Files.exists(socket), "the agent's socket is removed at exit");
         }
     }
@@ -243,14 +325,28 @@ class RunCommandTest {
     @Test
     void theAgentRefusesAGpuTheJobCannotSeeAndMovesToOneItCan() {
         Path socket = directory.resolve("agent.sock");
-        int status = run(localJob(2, socket), duration -> {
-            toAgent(socket, "--vgpu", "0", "--to", "7");
-            toAgent(socket, "--vgpu", "0", "--to", "1");
-        }, "--local-backend", "emulated", "--hold", "30", "--workload", "vector-add");
+        int status = run(
+                localJob(2, socket),
+                duration -> {
+                    toAgent(socket, "--vgpu", "0", "--to", "7");
+                    toAgent(socket, "--vgpu", "0", "--to", "1");
+                },
+                "--local-backend",
+                "emulated",
+                "--hold",
+                "30",
+                "--workload",
+                "vector-add");
         assertEquals(0, status, printed());
-        assertTrue(agentReplies.get(0).startsWith("error ") && agentReplies.get(0).contains(
-                "GPU 7 of this node is not one of the job's local GPUs (0,1); CUDA_VISIBLE_DEVICES hides it"), agentReplies.toString());
-        assertTrue(agentReplies.get(1).startsWith("ok vgpu 0 moved gpu 0 (emulated) -> gpu 1"), agentReplies.toString());
+        assertTrue(
+                agentReplies.get(0).startsWith("error ")
+                        && agentReplies
+                                .get(0)
+                                .contains(
+                                        "GPU 7 of this node is not one of the job's local GPUs (0,1); CUDA_VISIBLE_DEVICES hides it"),
+                agentReplies.toString());
+        assertTrue(
+                agentReplies.get(1).startsWith("ok vgpu 0 moved gpu 0 (emulated) -> gpu 1"), agentReplies.toString());
         assertTrue(out().contains("vgpu 0: now on gpu 1 (emulated) after 1 migration(s)"), out());
         assertTrue(out().contains("PASS  vgpu 0  held-data "), out());
     }
@@ -260,11 +356,20 @@ class RunCommandTest {
         Path socket = directory.resolve("agent.sock");
         Map<String, String> environment = localJob(2, socket);
         environment.put("VGPU_MIGRATE", "never");
-        int status = run(environment, duration -> toAgent(socket, "--vgpu", "0", "--to", "1"),
-                "--local-backend", "emulated", "--hold", "30", "--workload", "vector-add");
+        int status = run(
+                environment,
+                duration -> toAgent(socket, "--vgpu", "0", "--to", "1"),
+                "--local-backend",
+                "emulated",
+                "--hold",
+                "30",
+                "--workload",
+                "vector-add");
         assertEquals(0, status, printed());
-        assertTrue(agentReplies.get(0).startsWith("error ") && agentReplies.get(0).contains(
-                "--vgpu-migrate=never (VGPU_MIGRATE=never)"), agentReplies.toString());
+        assertTrue(
+                agentReplies.get(0).startsWith("error ")
+                        && agentReplies.get(0).contains("--vgpu-migrate=never (VGPU_MIGRATE=never)"),
+                agentReplies.toString());
         assertTrue(out().contains("vgpu 0: now on gpu 0 (emulated) after 0 migration(s)"), out());
     }
 

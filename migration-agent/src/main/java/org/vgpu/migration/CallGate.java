@@ -59,10 +59,12 @@ final class CallGate {
     private volatile int state = OPEN;
     /** The thread waiting for the calls in flight to leave, unparked by the last of them. */
     private volatile Thread shutter;
+
     private final ThreadLocal<Slot> slots = ThreadLocal.withInitial(this::register);
     private final Set<Slot> registered = ConcurrentHashMap.newKeySet();
     /** Guarded by {@code this}. */
     private int pruneThreshold = 64;
+
     private final ReentrantLock waitLock = new ReentrantLock();
     private final Condition stateChanged = waitLock.newCondition();
 
@@ -160,8 +162,10 @@ final class CallGate {
         }
         if (!awaitCallsInFlight(timeout)) {
             reopen();
-            throw new VgpuException(ErrorCode.CUDA_ERROR_NOT_PERMITTED, owner + ": calls still in flight after "
-                    + timeout.toMillis() + " ms; the migration lock was given up and nothing changed");
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_NOT_PERMITTED,
+                    owner + ": calls still in flight after " + timeout.toMillis()
+                            + " ms; the migration lock was given up and nothing changed");
         }
     }
 

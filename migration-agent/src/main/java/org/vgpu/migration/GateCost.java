@@ -12,8 +12,7 @@ import java.util.concurrent.locks.StampedLock;
  * printed by {@code vgpu migration-bench}. The alternatives exist only as baselines here.
  */
 public final class GateCost {
-    private GateCost() {
-    }
+    private GateCost() {}
 
     /** A way to bracket a call. */
     public enum Scheme {
@@ -37,8 +36,7 @@ public final class GateCost {
     /** Nanoseconds per bracketed empty call, each of {@code threads} threads making {@code calls} calls at once. */
     public static double nanosPerCall(Scheme scheme, int threads, long calls) {
         Runnable body = switch (scheme) {
-            case NONE -> loop(calls, () -> {
-            });
+            case NONE -> loop(calls, () -> {});
             case CALL_GATE -> {
                 CallGate gate = new CallGate("benchmark");
                 yield loop(calls, () -> gate.exit(gate.enter()));

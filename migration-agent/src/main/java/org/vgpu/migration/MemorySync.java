@@ -47,6 +47,7 @@ final class MemorySync implements AutoCloseable {
     private static final long BATCH_GRANULE = 4096;
     /** Halvings of the buffer size that the batches at each end of a long copy take, 1/8, 1/4 and 1/2. */
     private static final int RAMP_STEPS = 3;
+
     private final VirtualGpu source;
     private final VirtualGpu target;
     private final VirtualGpu stagingOwner;
@@ -75,7 +76,8 @@ final class MemorySync implements AutoCloseable {
      *                      bytes later still works, in more batches
      */
     static MemorySync prepare(VirtualGpu source, VirtualGpu target, MigrationConfig config, long liveBytesHint) {
-        long bufferBytes = Math.clamp(Math.ceilDiv(liveBytesHint, MIN_BATCHES * 4096L) * 4096, 4096, config.chunkBytes());
+        long bufferBytes =
+                Math.clamp(Math.ceilDiv(liveBytesHint, MIN_BATCHES * 4096L) * 4096, 4096, config.chunkBytes());
         MemorySync sync = new MemorySync(source, target, bufferBytes);
         try {
             for (int k = 0; k < config.stagingBuffers(); k++) {
@@ -102,8 +104,8 @@ final class MemorySync implements AutoCloseable {
     long copy(List<DeviceRegion> regions, MigrationFaults faults) {
         // a region that straddles a batch's end is split, so every batch has its planned size
         long[] sizes = batchBytes(DeviceRegion.totalBytes(regions), bufferBytes);
-        List<List<DeviceRegion>> batches = DeviceRegion.runs(regions,
-                batch -> batch < sizes.length ? sizes[batch] : bufferBytes, Integer.MAX_VALUE);
+        List<List<DeviceRegion>> batches = DeviceRegion.runs(
+                regions, batch -> batch < sizes.length ? sizes[batch] : bufferBytes, Integer.MAX_VALUE);
         int readAhead = RemoteGpu.NAME.equals(target.backendName()) ? Math.max(1, buffers.size() - 1) : buffers.size();
         for (int index = 0; index < Math.min(readAhead, batches.size()); index++) {
             read(index, batches.get(index), faults);
@@ -214,7 +216,8 @@ final class MemorySync implements AutoCloseable {
      */
     static void verify(VirtualGpu source, VirtualGpu target, List<DeviceRegion> regions, MigrationConfig config) {
         List<List<DeviceRegion>> batches = DeviceRegion.runs(regions, config.chunkBytes(), Integer.MAX_VALUE);
-        int bufferBytes = (int) batches.stream().mapToLong(DeviceRegion::totalBytes).max().orElse(1);
+        int bufferBytes =
+                (int) batches.stream().mapToLong(DeviceRegion::totalBytes).max().orElse(1);
         byte[] expected = new byte[bufferBytes];
         byte[] actual = new byte[bufferBytes];
         for (DeviceRegion piece : batches.stream().flatMap(List::stream).toList()) {
@@ -224,8 +227,11 @@ final class MemorySync implements AutoCloseable {
             target.memcpyDtoH(got, piece.address(), piece.bytes());
             long mismatch = want.mismatch(got);
             if (mismatch >= 0) {
-                throw new VgpuException(ErrorCode.CUDA_ERROR_UNKNOWN, String.format(
-                        "mem-sync verification: the target differs from the source at 0x%x", piece.address() + mismatch));
+                throw new VgpuException(
+                        ErrorCode.CUDA_ERROR_UNKNOWN,
+                        String.format(
+                                "mem-sync verification: the target differs from the source at 0x%x",
+                                piece.address() + mismatch));
             }
         }
     }

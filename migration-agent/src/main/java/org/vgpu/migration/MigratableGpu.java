@@ -58,7 +58,8 @@ public final class MigratableGpu extends GatedVirtualGpu {
 
     static {
         try {
-            DEFERRED_ERROR = MethodHandles.lookup().findVarHandle(MigratableGpu.class, "deferredError", VgpuException.class);
+            DEFERRED_ERROR =
+                    MethodHandles.lookup().findVarHandle(MigratableGpu.class, "deferredError", VgpuException.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -78,14 +79,17 @@ public final class MigratableGpu extends GatedVirtualGpu {
     private final Map<Long, VirtualGpu> hostOwners = new ConcurrentHashMap<>();
     /** Former backends kept only for the pinned host buffers they allocated. Guarded by {@link #hostOwnership}. */
     private final Set<VirtualGpu> retired = ConcurrentHashMap.newKeySet();
+
     private final Object hostOwnership = new Object();
     private volatile VirtualGpu backend;
     private volatile MigrationTarget location;
+
     @SuppressWarnings("unused") // through DEFERRED_ERROR
     private volatile VgpuException deferredError;
 
     /** A production vGPU: default configuration, no fault injection. */
-    public MigratableGpu(VirtualGpu initial, MigrationTarget location, TargetResolver resolver, MigrationListener listener) {
+    public MigratableGpu(
+            VirtualGpu initial, MigrationTarget location, TargetResolver resolver, MigrationListener listener) {
         this(initial, location, resolver, MigrationConfig.DEFAULTS, listener, MigrationFaults.NONE);
     }
 
@@ -94,8 +98,13 @@ public final class MigratableGpu extends GatedVirtualGpu {
      * @param location where {@code initial} runs, for status and reports
      * @param faults   {@link MigrationFaults#NONE} except in tests
      */
-    public MigratableGpu(VirtualGpu initial, MigrationTarget location, TargetResolver resolver, MigrationConfig config,
-                         MigrationListener listener, MigrationFaults faults) {
+    public MigratableGpu(
+            VirtualGpu initial,
+            MigrationTarget location,
+            TargetResolver resolver,
+            MigrationConfig config,
+            MigrationListener listener,
+            MigrationFaults faults) {
         this.backend = Objects.requireNonNull(initial, "initial backend");
         this.location = Objects.requireNonNull(location, "location");
         this.resolver = Objects.requireNonNull(resolver, "resolver");
@@ -121,7 +130,8 @@ public final class MigratableGpu extends GatedVirtualGpu {
     public MigrationReport migrate(MigrationTarget target) {
         Objects.requireNonNull(target, "target");
         if (!migrationLock.tryLock()) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_NOT_PERMITTED,
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_NOT_PERMITTED,
                     "vGPU " + vgpuIndex() + " is already migrating; try again when that migration has finished");
         }
         try {
@@ -294,7 +304,8 @@ public final class MigratableGpu extends GatedVirtualGpu {
             if (known != null) {
                 return known;
             }
-            return log.addFunction(module, kernelName, backend.moduleGetFunction(log.module(module).current, kernelName));
+            return log.addFunction(
+                    module, kernelName, backend.moduleGetFunction(log.module(module).current, kernelName));
         } finally {
             gate.exit(slot);
         }
@@ -356,7 +367,8 @@ public final class MigratableGpu extends GatedVirtualGpu {
             synchronized (hostOwnership) {
                 VirtualGpu owner = hostMemory == null ? null : hostOwners.get(hostMemory.address());
                 if (owner == null) {
-                    throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    throw new VgpuException(
+                            ErrorCode.CUDA_ERROR_INVALID_VALUE,
                             "host memory was not allocated by memAllocHost of this vGPU");
                 }
                 owner.memFreeHost(hostMemory);

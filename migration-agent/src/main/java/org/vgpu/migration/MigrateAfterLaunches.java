@@ -27,7 +27,8 @@ public final class MigrateAfterLaunches extends ForwardingVirtualGpu {
     private long launches;
 
     /** @param launchesBeforeMigration migrate after this many launches; never when it is 0 or the run has fewer */
-    public MigrateAfterLaunches(MigratableGpu migratable, long launchesBeforeMigration, MigrationTarget target, Executor migrator) {
+    public MigrateAfterLaunches(
+            MigratableGpu migratable, long launchesBeforeMigration, MigrationTarget target, Executor migrator) {
         super(migratable);
         this.migratable = migratable;
         this.launchesBeforeMigration = launchesBeforeMigration;
@@ -36,8 +37,8 @@ public final class MigrateAfterLaunches extends ForwardingVirtualGpu {
     }
 
     @Override
-    public void launchKernel(FunctionHandle function, Dim3 grid, Dim3 block, int sharedMemBytes, StreamHandle stream,
-                             KernelArgs args) {
+    public void launchKernel(
+            FunctionHandle function, Dim3 grid, Dim3 block, int sharedMemBytes, StreamHandle stream, KernelArgs args) {
         super.launchKernel(function, grid, block, sharedMemBytes, stream, args);
         launches++;
         if (launches == launchesBeforeMigration) {

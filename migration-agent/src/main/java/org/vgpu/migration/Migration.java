@@ -6,6 +6,7 @@ import java.util.List;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+
 import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.DeviceRegion;
@@ -47,8 +48,13 @@ final class Migration {
      * @param resolver opens {@code target}
      * @param listener told the outcome, moved or rolled back
      */
-    Migration(MigrationSubject gpu, MigrationTarget target, TargetResolver resolver, MigrationConfig config,
-              MigrationFaults faults, MigrationListener listener) {
+    Migration(
+            MigrationSubject gpu,
+            MigrationTarget target,
+            TargetResolver resolver,
+            MigrationConfig config,
+            MigrationFaults faults,
+            MigrationListener listener) {
         this.gpu = gpu;
         this.target = target;
         this.resolver = resolver;
@@ -170,16 +176,22 @@ final class Migration {
         } else if (shown.warpSize() != offered.warpSize()) {
             problem = "warp size " + offered.warpSize() + " instead of " + shown.warpSize();
         } else if (offered.maxThreadsPerBlock() < shown.maxThreadsPerBlock()) {
-            problem = "at most " + offered.maxThreadsPerBlock() + " threads per block, the app was shown " + shown.maxThreadsPerBlock();
+            problem = "at most " + offered.maxThreadsPerBlock() + " threads per block, the app was shown "
+                    + shown.maxThreadsPerBlock();
         } else if (offered.computeCapabilityMajor() * 10 + offered.computeCapabilityMinor()
                 < shown.computeCapabilityMajor() * 10 + shown.computeCapabilityMinor()) {
-            problem = String.format("compute capability %d.%d is below the %d.%d the app was shown",
-                    offered.computeCapabilityMajor(), offered.computeCapabilityMinor(),
-                    shown.computeCapabilityMajor(), shown.computeCapabilityMinor());
+            problem = String.format(
+                    "compute capability %d.%d is below the %d.%d the app was shown",
+                    offered.computeCapabilityMajor(),
+                    offered.computeCapabilityMinor(),
+                    shown.computeCapabilityMajor(),
+                    shown.computeCapabilityMinor());
         }
         if (problem != null) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_DEVICE, "target " + target + " (" + offered.name()
-                    + ") cannot take vGPU " + gpu.window().vgpuIndex() + ": " + problem);
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_DEVICE,
+                    "target " + target + " (" + offered.name() + ") cannot take vGPU "
+                            + gpu.window().vgpuIndex() + ": " + problem);
         }
     }
 
@@ -203,7 +215,11 @@ final class Migration {
         ErrorCode code = cause instanceof VgpuException vgpu ? vgpu.code() : ErrorCode.CUDA_ERROR_UNKNOWN;
         if (!(cause instanceof VgpuFailure)) {
             // the report says only "an internal failure"; the exception's own text is for the log
-            LOG.warn("vGPU {}: the migration to {} failed unexpectedly", gpu.window().vgpuIndex(), target, cause);
+            LOG.warn(
+                    "vGPU {}: the migration to {} failed unexpectedly",
+                    gpu.window().vgpuIndex(),
+                    target,
+                    cause);
         }
         String message = VgpuFailure.describe(cause);
         MigrationReport report = report(MigrationReport.Outcome.ROLLED_BACK, step, message);
@@ -212,10 +228,24 @@ final class Migration {
     }
 
     private MigrationReport report(MigrationReport.Outcome outcome, MigrationStep failedStep, String error) {
-        return new MigrationReport(gpu.window().vgpuIndex(), from, target.toString(), outcome, failedStep, error,
-                Duration.ofNanos(openTarget), Duration.ofNanos(lockWait), Duration.ofNanos(drain), Duration.ofNanos(replay), memSyncBytes,
-                memSyncRegions, Duration.ofNanos(memSync), Duration.ofNanos(verify), Duration.ofNanos(blocked),
-                Duration.ofNanos(release), Instant.now());
+        return new MigrationReport(
+                gpu.window().vgpuIndex(),
+                from,
+                target.toString(),
+                outcome,
+                failedStep,
+                error,
+                Duration.ofNanos(openTarget),
+                Duration.ofNanos(lockWait),
+                Duration.ofNanos(drain),
+                Duration.ofNanos(replay),
+                memSyncBytes,
+                memSyncRegions,
+                Duration.ofNanos(memSync),
+                Duration.ofNanos(verify),
+                Duration.ofNanos(blocked),
+                Duration.ofNanos(release),
+                Instant.now());
     }
 
     private void notifyListener(MigrationReport report) {

@@ -23,8 +23,9 @@ public record MigrationConfig(long chunkBytes, int stagingBuffers, Duration lock
      * finishes one, and one being written to the target.
      */
     public static final int DEFAULT_STAGING_BUFFERS = 3;
-    public static final MigrationConfig DEFAULTS = new MigrationConfig(DEFAULT_CHUNK_BYTES, DEFAULT_STAGING_BUFFERS,
-            Duration.ofSeconds(30), false);
+
+    public static final MigrationConfig DEFAULTS =
+            new MigrationConfig(DEFAULT_CHUNK_BYTES, DEFAULT_STAGING_BUFFERS, Duration.ofSeconds(30), false);
 
     public MigrationConfig {
         if (chunkBytes < 4096 || chunkBytes > (1L << 30)) {

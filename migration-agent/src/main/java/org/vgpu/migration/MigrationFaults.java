@@ -9,8 +9,7 @@ import org.vgpu.runtime.api.VirtualGpu;
  */
 @FunctionalInterface
 public interface MigrationFaults {
-    MigrationFaults NONE = (point, index, target) -> {
-    };
+    MigrationFaults NONE = (point, index, target) -> {};
 
     /**
      * @param index  which occurrence of the point (allocation or batch number), 0 for single points

@@ -7,8 +7,7 @@ package org.vgpu.migration;
  */
 @FunctionalInterface
 public interface MigrationListener {
-    MigrationListener NONE = report -> {
-    };
+    MigrationListener NONE = report -> {};
 
     void migrationFinished(MigrationReport report);
 }

@@ -21,10 +21,24 @@ import java.time.Instant;
  * @param blocked         how long the app's calls could not proceed: from taking the lock to releasing it
  * @param release         freeing the source and the copy's buffers after the switch (the app runs meanwhile)
  */
-public record MigrationReport(int vgpu, String from, String to, Outcome outcome, MigrationStep failedStep, String error,
-                              Duration openTarget, Duration lockWait, Duration drain, Duration replay,
-                              long memSyncBytes, int memSyncRegions,
-                              Duration memSync, Duration verify, Duration blocked, Duration release, Instant finishedAt) {
+public record MigrationReport(
+        int vgpu,
+        String from,
+        String to,
+        Outcome outcome,
+        MigrationStep failedStep,
+        String error,
+        Duration openTarget,
+        Duration lockWait,
+        Duration drain,
+        Duration replay,
+        long memSyncBytes,
+        int memSyncRegions,
+        Duration memSync,
+        Duration verify,
+        Duration blocked,
+        Duration release,
+        Instant finishedAt) {
 
     public enum Outcome {
         /** The vGPU runs on the target. */
@@ -45,14 +59,26 @@ public record MigrationReport(int vgpu, String from, String to, Outcome outcome,
 
     /** One line, as the agent's socket and history show it. */
     public String summary() {
-        String timings = String.format("open %.3f ms, then blocked %.3f ms (lock %.3f, drain %.3f, replay %.3f, mem-sync"
+        String timings = String.format(
+                "open %.3f ms, then blocked %.3f ms (lock %.3f, drain %.3f, replay %.3f, mem-sync"
                         + " %d B in %d regions %.3f ms = %.2f GB/s, verify %.3f), release %.3f ms",
-                millis(openTarget), millis(blocked), millis(lockWait), millis(drain), millis(replay), memSyncBytes, memSyncRegions,
-                millis(memSync), memSyncBytesPerSecond() / 1e9, millis(verify), millis(release));
+                millis(openTarget),
+                millis(blocked),
+                millis(lockWait),
+                millis(drain),
+                millis(replay),
+                memSyncBytes,
+                memSyncRegions,
+                millis(memSync),
+                memSyncBytesPerSecond() / 1e9,
+                millis(verify),
+                millis(release));
         return migrated()
-                ? String.format("vgpu %d moved %s -> %s: %s%s", vgpu, from, to, timings, error.isEmpty() ? "" : "; " + error)
-                : String.format("vgpu %d stays on %s, migration to %s rolled back at %s: %s; %s", vgpu, from, to,
-                        failedStep, error, timings);
+                ? String.format(
+                        "vgpu %d moved %s -> %s: %s%s", vgpu, from, to, timings, error.isEmpty() ? "" : "; " + error)
+                : String.format(
+                        "vgpu %d stays on %s, migration to %s rolled back at %s: %s; %s",
+                        vgpu, from, to, failedStep, error, timings);
     }
 
     private static double millis(Duration duration) {

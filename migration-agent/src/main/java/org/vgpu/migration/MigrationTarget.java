@@ -33,11 +33,11 @@ public sealed interface MigrationTarget {
 
         public RemoteWorker {
             if (!HOST.matcher(endpoint.host()).matches()) {
-                throw new InputException("worker host '" + endpoint.host()
-                        + "' is not a host name or IP address");
+                throw new InputException("worker host '" + endpoint.host() + "' is not a host name or IP address");
             }
             if (endpoint.port() == 0 || endpoint.isWildcard()) {
-                throw new InputException("a worker endpoint needs a host one can connect to and a port, got " + endpoint);
+                throw new InputException(
+                        "a worker endpoint needs a host one can connect to and a port, got " + endpoint);
             }
         }
 

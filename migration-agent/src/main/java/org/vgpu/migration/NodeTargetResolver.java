@@ -39,7 +39,8 @@ public final class NodeTargetResolver implements TargetResolver {
             case MigrationTarget.LocalGpu gpu -> openLocal(gpu, window, source);
             case MigrationTarget.RemoteWorker worker -> {
                 if (remoteWorkers == null) {
-                    throw new VgpuException(ErrorCode.CUDA_ERROR_NOT_SUPPORTED,
+                    throw new VgpuException(
+                            ErrorCode.CUDA_ERROR_NOT_SUPPORTED,
                             "this process has no remote runtime to reach worker " + worker);
                 }
                 yield remoteWorkers.open(worker, window, source);
@@ -49,9 +50,13 @@ public final class NodeTargetResolver implements TargetResolver {
 
     private VirtualGpu openLocal(MigrationTarget.LocalGpu gpu, VaWindow window, VirtualGpu source) {
         if (!local.isEmulation() && local.name().equals(source.backendName())) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_NOT_SUPPORTED, String.format("%s runs on a local %s GPU;"
-                    + " moving it to %s in the same process would need the window it holds (reserve it twice),"
-                    + " so native-to-native is refused: migrate through a remote worker", window, local.name(), gpu));
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_NOT_SUPPORTED,
+                    String.format(
+                            "%s runs on a local %s GPU;"
+                                    + " moving it to %s in the same process would need the window it holds (reserve it twice),"
+                                    + " so native-to-native is refused: migrate through a remote worker",
+                            window, local.name(), gpu));
         }
         return local.open(gpu.index(), window);
     }

@@ -6,6 +6,7 @@ import java.util.concurrent.TimeUnit;
 import io.netty.channel.EventLoopGroup;
 import io.netty.handler.ssl.SslContext;
 
+import org.vgpu.common.net.Endpoint;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
@@ -13,7 +14,6 @@ import org.vgpu.runtime.api.VirtualGpu;
 import org.vgpu.runtime.remote.client.RemoteConfig;
 import org.vgpu.runtime.remote.client.RemoteGpu;
 import org.vgpu.runtime.remote.client.WorkerEndpoint;
-import org.vgpu.common.net.Endpoint;
 import org.vgpu.runtime.remote.transport.NettyTransport;
 
 /**
@@ -40,8 +40,10 @@ public final class RemoteWorkerResolver implements TargetResolver, AutoCloseable
         this.credentials = Objects.requireNonNull(credentials, "credentials");
         this.config = Objects.requireNonNull(config, "config");
         this.ssl = ssl;
-        this.group = NettyTransport.newEventLoopGroup(Math.max(1, Math.min(2, Runtime.getRuntime().availableProcessors() / 2)),
-                "vgpu-migration-remote", config.spinNanos());
+        this.group = NettyTransport.newEventLoopGroup(
+                Math.max(1, Math.min(2, Runtime.getRuntime().availableProcessors() / 2)),
+                "vgpu-migration-remote",
+                config.spinNanos());
     }
 
     @Override

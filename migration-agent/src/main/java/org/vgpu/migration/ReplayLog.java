@@ -68,8 +68,7 @@ final class ReplayLog {
         }
     }
 
-    private record FunctionKey(int moduleId, String name) {
-    }
+    private record FunctionKey(int moduleId, String name) {}
 
     private final AtomicInteger nextModuleId = new AtomicInteger(1);
     private final AtomicInteger nextFunctionId = new AtomicInteger(1);
@@ -80,6 +79,7 @@ final class ReplayLog {
     private final ConcurrentHashMap<Integer, FunctionEntry> functions = new ConcurrentHashMap<>();
     /** The app's handle for each (module, kernel name), so repeated lookups do not grow the log. */
     private final ConcurrentHashMap<FunctionKey, FunctionHandle> functionsByName = new ConcurrentHashMap<>();
+
     private final ConcurrentHashMap<Integer, StreamEntry> streams = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<Integer, EventEntry> events = new ConcurrentHashMap<>();
     /**
@@ -256,8 +256,7 @@ final class ReplayLog {
         return rebinding;
     }
 
-    private record Rebound<E, H>(E entry, H handle) {
-    }
+    private record Rebound<E, H>(E entry, H handle) {}
 
     /** The target's handles for every entry, applied at the switch in one go. */
     static final class Rebinding {

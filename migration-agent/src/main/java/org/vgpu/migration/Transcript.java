@@ -37,8 +37,8 @@ public final class Transcript extends ForwardingVirtualGpu {
     }
 
     @Override
-    public void launchKernel(FunctionHandle function, Dim3 grid, Dim3 block, int sharedMemBytes, StreamHandle stream,
-                             KernelArgs args) {
+    public void launchKernel(
+            FunctionHandle function, Dim3 grid, Dim3 block, int sharedMemBytes, StreamHandle stream, KernelArgs args) {
         super.launchKernel(function, grid, block, sharedMemBytes, stream, args);
         launches++;
     }
@@ -52,6 +52,5 @@ public final class Transcript extends ForwardingVirtualGpu {
     }
 
     @Override
-    public void close() {
-    }
+    public void close() {}
 }

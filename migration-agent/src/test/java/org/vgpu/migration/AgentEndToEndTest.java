@@ -15,6 +15,7 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+
 import org.vgpu.common.cli.SubcommandRunner;
 import org.vgpu.migration.agent.MigrationAgent;
 import org.vgpu.migration.cli.MigrateCommand;
@@ -38,7 +39,10 @@ class AgentEndToEndTest {
     private static String vgpu(String... args) {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         ByteArrayOutputStream err = new ByteArrayOutputStream();
-        int status = SubcommandRunner.run(new MigrateCommand(), args, new PrintStream(out, true, StandardCharsets.UTF_8),
+        int status = SubcommandRunner.run(
+                new MigrateCommand(),
+                args,
+                new PrintStream(out, true, StandardCharsets.UTF_8),
                 new PrintStream(err, true, StandardCharsets.UTF_8));
         String printed = out.toString(StandardCharsets.UTF_8) + err.toString(StandardCharsets.UTF_8);
         assertEquals(0, status, printed);
@@ -49,9 +53,14 @@ class AgentEndToEndTest {
     void theCommandLineMovesAVgpuToAWorkerAndBackWhileTheAppComputes() {
         Path socket = directory.resolve("agent.sock");
         List<MigrationReport> tracker = Collections.synchronizedList(new ArrayList<>());
-        try (Emulation local = new Emulation(2); LocalWorkers workers = new LocalWorkers();
-             MigrationAgent agent = new MigrationAgent(socket, new NodeTargetResolver(local.backend, workers.resolver),
-                     Emulation.VERIFIED, tracker::add, MigrationFaults.NONE)) {
+        try (Emulation local = new Emulation(2);
+                LocalWorkers workers = new LocalWorkers();
+                MigrationAgent agent = new MigrationAgent(
+                        socket,
+                        new NodeTargetResolver(local.backend, workers.resolver),
+                        Emulation.VERIFIED,
+                        tracker::add,
+                        MigrationFaults.NONE)) {
             MigratableGpu gpu = agent.adopt(local.backend.open(0, VaWindow.forVgpu(0)), Emulation.gpu(0));
             int n = 1 << 16;
             FunctionHandle saxpy = gpu.moduleGetFunction(gpu.moduleLoadData(TestKernels.ptx()), TestKernels.SAXPY);
@@ -59,7 +68,8 @@ class AgentEndToEndTest {
             long y = gpu.memAlloc(n * 4L);
             gpu.memsetD32(x, Float.floatToRawIntBits(1.5f), n);
             gpu.memsetD32(y, Float.floatToRawIntBits(0f), n);
-            KernelArgs args = KernelArgs.builder().i32(n).f32(2f).pointer(x).pointer(y).build();
+            KernelArgs args =
+                    KernelArgs.builder().i32(n).f32(2f).pointer(x).pointer(y).build();
             String socketPath = socket.toString();
             MigrationTarget.RemoteWorker worker = workers.start(1);
 

@@ -16,6 +16,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+
 import org.vgpu.runtime.api.ForwardingVirtualGpu;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VirtualGpu;
@@ -58,8 +59,8 @@ class AgentThreadMigrationTest {
                 }
             };
             try (MigratableGpu gpu = emulation.open(3, 0, Emulation.VERIFIED, MigrationListener.NONE, awaitTheApp)) {
-                MigrateAfterLaunches trigger = new MigrateAfterLaunches(gpu, reference.launches() / 4, Emulation.gpu(1),
-                        threads::execute);
+                MigrateAfterLaunches trigger =
+                        new MigrateAfterLaunches(gpu, reference.launches() / 4, Emulation.gpu(1), threads::execute);
                 int runs = 0;
                 // Runs until one whole run has happened after the migration finished.
                 boolean migratedBeforeThisRun;
@@ -74,7 +75,10 @@ class AgentThreadMigrationTest {
 
                 assertTrue(migratedBeforeThisRun, "the migration finished");
                 assertTrue(runs >= 3, "the app ran during the migration and after it: " + runs + " runs");
-                assertEquals("gpu 1 (emulated)", gpu.location(), trigger.migration().join().summary());
+                assertEquals(
+                        "gpu 1 (emulated)",
+                        gpu.location(),
+                        trigger.migration().join().summary());
             }
             assertEquals(0, emulation.usedBytes(0), "the source's memory was released");
         }
@@ -94,12 +98,17 @@ class AgentThreadMigrationTest {
                     super.close();
                 }
             };
-            try (MigratableGpu gpu = new MigratableGpu(slowToClose, Emulation.gpu(0), new NodeTargetResolver(emulation.backend),
-                    Emulation.VERIFIED, MigrationListener.NONE, MigrationFaults.NONE)) {
+            try (MigratableGpu gpu = new MigratableGpu(
+                    slowToClose,
+                    Emulation.gpu(0),
+                    new NodeTargetResolver(emulation.backend),
+                    Emulation.VERIFIED,
+                    MigrationListener.NONE,
+                    MigrationFaults.NONE)) {
                 long data = gpu.memAlloc(1 << 16);
                 gpu.memsetD32(data, 0xC0FFEE, (1 << 16) / 4);
-                CompletableFuture<MigrationReport> migration = CompletableFuture.supplyAsync(() -> gpu.migrate(Emulation.gpu(1)),
-                        threads);
+                CompletableFuture<MigrationReport> migration =
+                        CompletableFuture.supplyAsync(() -> gpu.migrate(Emulation.gpu(1)), threads);
                 await(releasing);
 
                 // Every kind of call goes through while the source is still being closed, pinned buffers included.

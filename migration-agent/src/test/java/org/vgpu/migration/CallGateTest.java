@@ -21,6 +21,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VgpuException;
 
@@ -125,7 +126,10 @@ class CallGateTest {
         assertEquals(ErrorCode.VGPU_CLOSED, ((VgpuException) refused.getCause()).code());
         VgpuException later = assertThrows(VgpuException.class, gate::enter);
         assertEquals(ErrorCode.VGPU_CLOSED, later.code());
-        assertEquals(ErrorCode.VGPU_CLOSED, assertThrows(VgpuException.class, () -> gate.shut(Duration.ofSeconds(1))).code());
+        assertEquals(
+                ErrorCode.VGPU_CLOSED,
+                assertThrows(VgpuException.class, () -> gate.shut(Duration.ofSeconds(1)))
+                        .code());
         gate.reopen();
         assertThrows(VgpuException.class, gate::enter, "a closed gate stays closed");
     }

@@ -14,6 +14,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.FunctionHandle;
 import org.vgpu.runtime.api.KernelArgs;
@@ -34,7 +35,8 @@ class ConcurrentMigrationTest {
         int n = 4096;
         ExecutorService pool = Executors.newFixedThreadPool(threads);
         AtomicBoolean stop = new AtomicBoolean();
-        try (Emulation emulation = new Emulation(3); MigratableGpu gpu = emulation.open(0, 0)) {
+        try (Emulation emulation = new Emulation(3);
+                MigratableGpu gpu = emulation.open(0, 0)) {
             FunctionHandle saxpy = gpu.moduleGetFunction(gpu.moduleLoadData(TestKernels.ptx()), TestKernels.SAXPY);
             List<Future<Integer>> workers = new ArrayList<>();
             for (int t = 0; t < threads; t++) {
@@ -53,8 +55,18 @@ class ConcurrentMigrationTest {
                     float[] y = new float[n];
                     int rounds = 0;
                     while (!stop.get() || rounds < 20) {
-                        gpu.launchKernel(saxpy, Dim3.of(n / 256), Dim3.of(256), 0, stream,
-                                KernelArgs.builder().i32(n).f32(factor).pointer(dx).pointer(dy).build());
+                        gpu.launchKernel(
+                                saxpy,
+                                Dim3.of(n / 256),
+                                Dim3.of(256),
+                                0,
+                                stream,
+                                KernelArgs.builder()
+                                        .i32(n)
+                                        .f32(factor)
+                                        .pointer(dx)
+                                        .pointer(dy)
+                                        .build());
                         for (int i = 0; i < n; i++) {
                             expected[i] = factor * x[i] + expected[i];
                         }

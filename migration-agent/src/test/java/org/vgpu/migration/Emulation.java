@@ -24,9 +24,15 @@ final class Emulation implements AutoCloseable {
         return open(vgpu, device, VERIFIED, MigrationListener.NONE, MigrationFaults.NONE);
     }
 
-    MigratableGpu open(int vgpu, int device, MigrationConfig config, MigrationListener listener, MigrationFaults faults) {
-        return new MigratableGpu(backend.open(device, VaWindow.forVgpu(vgpu)), new MigrationTarget.LocalGpu(device),
-                new NodeTargetResolver(backend), config, listener, faults);
+    MigratableGpu open(
+            int vgpu, int device, MigrationConfig config, MigrationListener listener, MigrationFaults faults) {
+        return new MigratableGpu(
+                backend.open(device, VaWindow.forVgpu(vgpu)),
+                new MigrationTarget.LocalGpu(device),
+                new NodeTargetResolver(backend),
+                config,
+                listener,
+                faults);
     }
 
     /** Bytes in use on an emulated device, by all vGPUs on it. */

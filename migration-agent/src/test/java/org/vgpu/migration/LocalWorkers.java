@@ -6,6 +6,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 
+import org.vgpu.common.net.Endpoint;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
@@ -13,7 +14,6 @@ import org.vgpu.runtime.emulated.EmulatedBackend;
 import org.vgpu.runtime.kernels.TestKernels;
 import org.vgpu.runtime.remote.client.RemoteConfig;
 import org.vgpu.runtime.remote.client.WorkerEndpoint;
-import org.vgpu.common.net.Endpoint;
 import org.vgpu.runtime.remote.worker.GpuWorker;
 import org.vgpu.runtime.remote.worker.WorkerConfig;
 
@@ -35,12 +35,16 @@ final class LocalWorkers implements AutoCloseable {
     /** Starts a worker on emulated device {@code device} and returns it as a migration target. */
     MigrationTarget.RemoteWorker start(int device) {
         String id = "worker-" + started.incrementAndGet();
-        GpuWorker worker = GpuWorker.start(new WorkerConfig("127.0.0.1", 0, device, id, Duration.ofSeconds(30), 0),
-                devices, (token, vgpu) -> {
+        GpuWorker worker = GpuWorker.start(
+                new WorkerConfig("127.0.0.1", 0, device, id, Duration.ofSeconds(30), 0),
+                devices,
+                (token, vgpu) -> {
                     if (!TOKEN.equals(token)) {
                         throw new VgpuException(ErrorCode.VGPU_AUTH_FAILED, "wrong token");
                     }
-                }, null, log::add);
+                },
+                null,
+                log::add);
         int port = worker.address().getPort();
         byPort.put(port, worker);
         idByPort.put(port, id);

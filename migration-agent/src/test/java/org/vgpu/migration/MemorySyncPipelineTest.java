@@ -12,11 +12,11 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import io.netty.channel.EventLoopGroup;
-
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VirtualGpu;
@@ -75,20 +75,26 @@ class MemorySyncPipelineTest {
             }
             // an eighth of 16 KiB rounds up to one 4 KiB region per batch: five batches through three buffers
             MemorySync sync = MemorySync.prepare(source, target, MigrationConfig.DEFAULTS, REGIONS * REGION_BYTES);
-            CompletableFuture<Long> copying = CompletableFuture.supplyAsync(() -> sync.copy(regions, MigrationFaults.NONE));
+            CompletableFuture<Long> copying =
+                    CompletableFuture.supplyAsync(() -> sync.copy(regions, MigrationFaults.NONE));
 
             for (int stream = 0; stream < 3; stream++) {
                 worker.expect("STREAM_CREATE");
             }
-            List<Integer> reads = new ArrayList<>(List.of(worker.expect("MEMCPY_DTOH_GATHER"),
-                    worker.expect("MEMCPY_DTOH_GATHER"), worker.expect("MEMCPY_DTOH_GATHER")));
+            List<Integer> reads = new ArrayList<>(List.of(
+                    worker.expect("MEMCPY_DTOH_GATHER"),
+                    worker.expect("MEMCPY_DTOH_GATHER"),
+                    worker.expect("MEMCPY_DTOH_GATHER")));
             for (int batch = 0; batch < REGIONS; batch++) {
                 assertFalse(copying.isDone());
                 worker.data(reads.get(batch), false, 0, contents(batch));
                 if (batch + 3 < REGIONS) {
                     reads.add(worker.expect("MEMCPY_DTOH_GATHER"));
-                    assertEquals(batch + 4, reads.size(), "batch " + (batch + 3) + " is read while batches " + (batch + 1)
-                            + " and " + (batch + 2) + " are still on their way");
+                    assertEquals(
+                            batch + 4,
+                            reads.size(),
+                            "batch " + (batch + 3) + " is read while batches " + (batch + 1) + " and " + (batch + 2)
+                                    + " are still on their way");
                 }
             }
             assertEquals(REGIONS * REGION_BYTES, copying.get(10, TimeUnit.SECONDS));
@@ -108,7 +114,6 @@ class MemorySyncPipelineTest {
         worker.reply(encoder -> encoder.ok(id));
         goodbye.get(10, TimeUnit.SECONDS);
     }
-
 
     private static byte[] contents(int region) {
         byte[] bytes = new byte[REGION_BYTES];

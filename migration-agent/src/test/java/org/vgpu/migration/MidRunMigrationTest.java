@@ -9,6 +9,7 @@ import java.util.stream.Stream;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
+
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VirtualGpu;
 import org.vgpu.runtime.workloads.LennardJonesWorkload;
@@ -26,8 +27,10 @@ class MidRunMigrationTest {
 
     static Stream<Arguments> workloadsAndPoints() {
         Stream<Arguments> everyWorkloadHalfWay = Workloads.all().stream().map(workload -> Arguments.of(workload, 50));
-        Stream<Arguments> mdAndChaseAtQuarters = Stream.of(25, 75).flatMap(percent -> Stream.of(
-                Arguments.of(new LennardJonesWorkload(), percent), Arguments.of(new PointerChaseWorkload(), percent)));
+        Stream<Arguments> mdAndChaseAtQuarters = Stream.of(25, 75)
+                .flatMap(percent -> Stream.of(
+                        Arguments.of(new LennardJonesWorkload(), percent),
+                        Arguments.of(new PointerChaseWorkload(), percent)));
         return Stream.concat(everyWorkloadHalfWay, mdAndChaseAtQuarters);
     }
 
@@ -43,7 +46,8 @@ class MidRunMigrationTest {
             }
             long migrateAfter = Math.max(1, reference.launches() * percent / 100);
             try (MigratableGpu gpu = emulation.open(3, 0)) {
-                MigrateAfterLaunches trigger = new MigrateAfterLaunches(gpu, migrateAfter, Emulation.gpu(1), Runnable::run);
+                MigrateAfterLaunches trigger =
+                        new MigrateAfterLaunches(gpu, migrateAfter, Emulation.gpu(1), Runnable::run);
                 Transcript migrated = new Transcript(trigger);
                 WorkloadResult result = workload.run(migrated, 1, SEED);
 

@@ -3,6 +3,7 @@ package org.vgpu.migration;
 import java.util.List;
 
 import org.junit.jupiter.api.BeforeEach;
+
 import org.vgpu.runtime.api.GpuBackend;
 import org.vgpu.runtime.conformance.VirtualGpuConformanceTest;
 import org.vgpu.runtime.emulated.EmulatedBackend;
@@ -17,8 +18,8 @@ class MigratableGpuConformanceTest extends VirtualGpuConformanceTest {
 
     @Override
     protected GpuBackend createBackend() {
-        return new MigratingBackend(new EmulatedBackend(3, 1L << 30, TestKernels.twins()),
-                MigrationConfig.DEFAULTS.withVerifyCopies(true));
+        return new MigratingBackend(
+                new EmulatedBackend(3, 1L << 30, TestKernels.twins()), MigrationConfig.DEFAULTS.withVerifyCopies(true));
     }
 
     /** The devices the vGPU moves to, in order, before each test. */

@@ -22,6 +22,7 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.function.Executable;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
+
 import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
@@ -52,7 +53,8 @@ class MigratableGpuTest {
 
     @Test
     void handlesStayValidAcrossMigrationsAlsoWhenOthersWereDestroyed() {
-        try (Emulation emulation = new Emulation(2); MigratableGpu gpu = emulation.open(0, 0)) {
+        try (Emulation emulation = new Emulation(2);
+                MigratableGpu gpu = emulation.open(0, 0)) {
             ModuleHandle unloaded = gpu.moduleLoadData(TestKernels.ptx());
             FunctionHandle orphan = gpu.moduleGetFunction(unloaded, TestKernels.SAXPY);
             ModuleHandle kernels = gpu.moduleLoadData(TestKernels.ptx());
@@ -73,7 +75,8 @@ class MigratableGpuTest {
 
             gpu.migrate(Emulation.gpu(1));
 
-            KernelArgs args = KernelArgs.builder().i32(n).f32(3f).pointer(x).pointer(y).build();
+            KernelArgs args =
+                    KernelArgs.builder().i32(n).f32(3f).pointer(x).pointer(y).build();
             gpu.launchKernel(saxpy, Dim3.of(4), Dim3.of(256), 0, first, args);
             gpu.launchKernel(saxpy, Dim3.of(4), Dim3.of(256), 0, third, args);
             gpu.eventRecord(event, third);
@@ -88,7 +91,9 @@ class MigratableGpuTest {
             assertError(ErrorCode.CUDA_ERROR_INVALID_HANDLE, () -> gpu.streamSynchronize(destroyed));
             assertError(ErrorCode.CUDA_ERROR_INVALID_HANDLE, () -> gpu.eventRecord(gone, first));
             assertError(ErrorCode.CUDA_ERROR_INVALID_HANDLE, () -> gpu.moduleGetFunction(unloaded, TestKernels.SAXPY));
-            assertError(ErrorCode.CUDA_ERROR_INVALID_HANDLE, () -> gpu.functionSignature(orphan),
+            assertError(
+                    ErrorCode.CUDA_ERROR_INVALID_HANDLE,
+                    () -> gpu.functionSignature(orphan),
                     "a function of an unloaded module is gone with it");
             gpu.streamDestroy(first);
             gpu.streamDestroy(third);
@@ -98,7 +103,8 @@ class MigratableGpuTest {
 
     @Test
     void repeatedLookupsOfAKernelGetOneHandleAcrossMigrations() {
-        try (Emulation emulation = new Emulation(2); MigratableGpu gpu = emulation.open(0, 0)) {
+        try (Emulation emulation = new Emulation(2);
+                MigratableGpu gpu = emulation.open(0, 0)) {
             ModuleHandle kernels = gpu.moduleLoadData(TestKernels.ptx());
             FunctionHandle first = gpu.moduleGetFunction(kernels, TestKernels.EMPTY_KERNEL);
             for (int i = 0; i < 10_000; i++) {
@@ -111,14 +117,16 @@ class MigratableGpuTest {
             ModuleHandle reloaded = gpu.moduleLoadData(TestKernels.ptx());
             FunctionHandle fresh = gpu.moduleGetFunction(reloaded, TestKernels.EMPTY_KERNEL);
             assertTrue(fresh.id() != first.id(), "a function of a reloaded module is a new handle");
-            assertError(ErrorCode.CUDA_ERROR_INVALID_HANDLE, () -> gpu.launchKernel(first, Dim3.of(1), Dim3.of(1), 0,
-                    StreamHandle.DEFAULT, KernelArgs.none()));
+            assertError(
+                    ErrorCode.CUDA_ERROR_INVALID_HANDLE,
+                    () -> gpu.launchKernel(first, Dim3.of(1), Dim3.of(1), 0, StreamHandle.DEFAULT, KernelArgs.none()));
         }
     }
 
     @Test
     void pinnedHostMemoryOutlivesTheBackendThatAllocatedIt() {
-        try (Emulation emulation = new Emulation(2); MigratableGpu gpu = emulation.open(0, 0)) {
+        try (Emulation emulation = new Emulation(2);
+                MigratableGpu gpu = emulation.open(0, 0)) {
             long bytes = 1 << 20;
             MemorySegment pinned = gpu.memAllocHost(bytes);
             for (long i = 0; i < bytes / 8; i++) {
@@ -128,7 +136,10 @@ class MigratableGpuTest {
             gpu.memcpyHtoDAsync(device, pinned, bytes, StreamHandle.DEFAULT);
 
             gpu.migrate(Emulation.gpu(1));
-            assertEquals(0, emulation.usedBytes(0), "the source's device memory is freed although it is kept for the buffer");
+            assertEquals(
+                    0,
+                    emulation.usedBytes(0),
+                    "the source's device memory is freed although it is kept for the buffer");
 
             pinned.fill((byte) 0);
             gpu.memcpyDtoHAsync(pinned, device, bytes, StreamHandle.DEFAULT);
@@ -145,11 +156,14 @@ class MigratableGpuTest {
 
     @Test
     void anAsynchronousErrorFoundWhileDrainingStopsTheMigrationAndReachesTheApp() {
-        KernelTwinRegistry twins = TestKernels.twins().register(TestKernels.EMPTY_KERNEL, (grid, block, args, memory) -> {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_ILLEGAL_ADDRESS, "injected kernel fault");
-        });
-        try (Emulation emulation = new Emulation(2, twins); MigratableGpu gpu = emulation.open(0, 0)) {
-            FunctionHandle faulty = gpu.moduleGetFunction(gpu.moduleLoadData(TestKernels.ptx()), TestKernels.EMPTY_KERNEL);
+        KernelTwinRegistry twins = TestKernels.twins()
+                .register(TestKernels.EMPTY_KERNEL, (grid, block, args, memory) -> {
+                    throw new VgpuException(ErrorCode.CUDA_ERROR_ILLEGAL_ADDRESS, "injected kernel fault");
+                });
+        try (Emulation emulation = new Emulation(2, twins);
+                MigratableGpu gpu = emulation.open(0, 0)) {
+            FunctionHandle faulty =
+                    gpu.moduleGetFunction(gpu.moduleLoadData(TestKernels.ptx()), TestKernels.EMPTY_KERNEL);
             gpu.launchKernel(faulty, Dim3.of(1), Dim3.of(1), 0, StreamHandle.DEFAULT, KernelArgs.none());
 
             MigrationException failure = assertThrows(MigrationException.class, () -> gpu.migrate(Emulation.gpu(1)));
@@ -166,20 +180,24 @@ class MigratableGpuTest {
     void callsInFlightFinishBeforeTheSwitchAndTheLockGivesUpAfterItsTimeout() throws Exception {
         CountDownLatch inKernel = new CountDownLatch(1);
         CountDownLatch release = new CountDownLatch(1);
-        KernelTwinRegistry twins = TestKernels.twins().register(TestKernels.EMPTY_KERNEL, (grid, block, args, memory) -> {
-            inKernel.countDown();
-            try {
-                release.await();
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        });
+        KernelTwinRegistry twins = TestKernels.twins()
+                .register(TestKernels.EMPTY_KERNEL, (grid, block, args, memory) -> {
+                    inKernel.countDown();
+                    try {
+                        release.await();
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                });
         MigrationConfig shortLock = Emulation.VERIFIED.withLockTimeout(Duration.ofMillis(100));
         try (Emulation emulation = new Emulation(2, twins);
-             MigratableGpu gpu = emulation.open(0, 0, shortLock, MigrationListener.NONE, MigrationFaults.NONE)) {
-            FunctionHandle blocking = gpu.moduleGetFunction(gpu.moduleLoadData(TestKernels.ptx()), TestKernels.EMPTY_KERNEL);
-            CompletableFuture<Void> launch = CompletableFuture.runAsync(() ->
-                    gpu.launchKernel(blocking, Dim3.of(1), Dim3.of(1), 0, StreamHandle.DEFAULT, KernelArgs.none()), threads);
+                MigratableGpu gpu = emulation.open(0, 0, shortLock, MigrationListener.NONE, MigrationFaults.NONE)) {
+            FunctionHandle blocking =
+                    gpu.moduleGetFunction(gpu.moduleLoadData(TestKernels.ptx()), TestKernels.EMPTY_KERNEL);
+            CompletableFuture<Void> launch = CompletableFuture.runAsync(
+                    () -> gpu.launchKernel(
+                            blocking, Dim3.of(1), Dim3.of(1), 0, StreamHandle.DEFAULT, KernelArgs.none()),
+                    threads);
             assertTrue(inKernel.await(10, TimeUnit.SECONDS));
 
             MigrationException timedOut = assertThrows(MigrationException.class, () -> gpu.migrate(Emulation.gpu(1)));
@@ -197,14 +215,15 @@ class MigratableGpuTest {
     void aMigrationWaitsForTheCallInFlight() throws Exception {
         CountDownLatch inKernel = new CountDownLatch(1);
         CountDownLatch release = new CountDownLatch(1);
-        KernelTwinRegistry twins = TestKernels.twins().register(TestKernels.EMPTY_KERNEL, (grid, block, args, memory) -> {
-            inKernel.countDown();
-            try {
-                release.await();
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        });
+        KernelTwinRegistry twins = TestKernels.twins()
+                .register(TestKernels.EMPTY_KERNEL, (grid, block, args, memory) -> {
+                    inKernel.countDown();
+                    try {
+                        release.await();
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                });
         CountDownLatch migrationStarted = new CountDownLatch(1);
         MigrationFaults signalStart = (point, index, target) -> {
             if (point == FaultPoint.OPEN_TARGET) {
@@ -212,12 +231,16 @@ class MigratableGpuTest {
             }
         };
         try (Emulation emulation = new Emulation(2, twins);
-             MigratableGpu gpu = emulation.open(0, 0, Emulation.VERIFIED, MigrationListener.NONE, signalStart)) {
-            FunctionHandle blocking = gpu.moduleGetFunction(gpu.moduleLoadData(TestKernels.ptx()), TestKernels.EMPTY_KERNEL);
-            CompletableFuture<Void> launch = CompletableFuture.runAsync(() ->
-                    gpu.launchKernel(blocking, Dim3.of(1), Dim3.of(1), 0, StreamHandle.DEFAULT, KernelArgs.none()), threads);
+                MigratableGpu gpu = emulation.open(0, 0, Emulation.VERIFIED, MigrationListener.NONE, signalStart)) {
+            FunctionHandle blocking =
+                    gpu.moduleGetFunction(gpu.moduleLoadData(TestKernels.ptx()), TestKernels.EMPTY_KERNEL);
+            CompletableFuture<Void> launch = CompletableFuture.runAsync(
+                    () -> gpu.launchKernel(
+                            blocking, Dim3.of(1), Dim3.of(1), 0, StreamHandle.DEFAULT, KernelArgs.none()),
+                    threads);
             assertTrue(inKernel.await(10, TimeUnit.SECONDS));
-            CompletableFuture<MigrationReport> migration = CompletableFuture.supplyAsync(() -> gpu.migrate(Emulation.gpu(1)), threads);
+            CompletableFuture<MigrationReport> migration =
+                    CompletableFuture.supplyAsync(() -> gpu.migrate(Emulation.gpu(1)), threads);
             assertTrue(migrationStarted.await(10, TimeUnit.SECONDS));
             // However long the migration has had, it cannot finish while the launch is inside the gate.
             Thread.sleep(50);
@@ -244,8 +267,9 @@ class MigratableGpuTest {
             }
         };
         try (Emulation emulation = new Emulation(2);
-             MigratableGpu gpu = emulation.open(0, 0, Emulation.VERIFIED, MigrationListener.NONE, holdAtOpen)) {
-            CompletableFuture<MigrationReport> first = CompletableFuture.supplyAsync(() -> gpu.migrate(Emulation.gpu(1)), threads);
+                MigratableGpu gpu = emulation.open(0, 0, Emulation.VERIFIED, MigrationListener.NONE, holdAtOpen)) {
+            CompletableFuture<MigrationReport> first =
+                    CompletableFuture.supplyAsync(() -> gpu.migrate(Emulation.gpu(1)), threads);
             assertTrue(reachedOpen.await(10, TimeUnit.SECONDS));
             assertError(ErrorCode.CUDA_ERROR_NOT_PERMITTED, () -> gpu.migrate(Emulation.gpu(1)));
             proceed.countDown();
@@ -263,11 +287,17 @@ class MigratableGpuTest {
                     return "native";
                 }
             };
-            try (MigratableGpu gpu = new MigratableGpu(nativeSource, Emulation.gpu(0), new NodeTargetResolver(pretendNative),
-                    Emulation.VERIFIED, MigrationListener.NONE, MigrationFaults.NONE)) {
+            try (MigratableGpu gpu = new MigratableGpu(
+                    nativeSource,
+                    Emulation.gpu(0),
+                    new NodeTargetResolver(pretendNative),
+                    Emulation.VERIFIED,
+                    MigrationListener.NONE,
+                    MigrationFaults.NONE)) {
                 long data = gpu.memAlloc(4096);
                 gpu.memsetD8(data, (byte) 9, 4096);
-                MigrationException refused = assertThrows(MigrationException.class, () -> gpu.migrate(Emulation.gpu(1)));
+                MigrationException refused =
+                        assertThrows(MigrationException.class, () -> gpu.migrate(Emulation.gpu(1)));
                 assertEquals(ErrorCode.CUDA_ERROR_NOT_SUPPORTED, refused.code());
                 assertEquals(MigrationStep.OPEN_TARGET, refused.failedStep());
                 assertTrue(refused.getMessage().contains("native-to-native"), refused.getMessage());
@@ -281,9 +311,10 @@ class MigratableGpuTest {
 
     @Test
     void remoteTargetsNeedARemoteRuntime() {
-        try (Emulation emulation = new Emulation(1); MigratableGpu gpu = emulation.open(0, 0)) {
-            MigrationException refused = assertThrows(MigrationException.class,
-                    () -> gpu.migrate(MigrationTarget.parse("lender-1:7400")));
+        try (Emulation emulation = new Emulation(1);
+                MigratableGpu gpu = emulation.open(0, 0)) {
+            MigrationException refused =
+                    assertThrows(MigrationException.class, () -> gpu.migrate(MigrationTarget.parse("lender-1:7400")));
             assertEquals(ErrorCode.CUDA_ERROR_NOT_SUPPORTED, refused.code());
         }
     }
@@ -292,22 +323,42 @@ class MigratableGpuTest {
     void aTargetForAnotherWindowOrDeviceKindIsRefused() {
         try (Emulation emulation = new Emulation(2)) {
             TargetResolver wrongWindow = (target, window, source) -> emulation.backend.open(1, VaWindow.forVgpu(5));
-            try (MigratableGpu gpu = new MigratableGpu(emulation.backend.open(0, VaWindow.forVgpu(0)), Emulation.gpu(0),
-                    wrongWindow, Emulation.VERIFIED, MigrationListener.NONE, MigrationFaults.NONE)) {
-                MigrationException refused = assertThrows(MigrationException.class, () -> gpu.migrate(Emulation.gpu(1)));
+            try (MigratableGpu gpu = new MigratableGpu(
+                    emulation.backend.open(0, VaWindow.forVgpu(0)),
+                    Emulation.gpu(0),
+                    wrongWindow,
+                    Emulation.VERIFIED,
+                    MigrationListener.NONE,
+                    MigrationFaults.NONE)) {
+                MigrationException refused =
+                        assertThrows(MigrationException.class, () -> gpu.migrate(Emulation.gpu(1)));
                 assertEquals(ErrorCode.CUDA_ERROR_INVALID_DEVICE, refused.code());
             }
-            TargetResolver smallerBlocks = (target, window, source) -> new ForwardingVirtualGpu(emulation.backend.open(1, window)) {
-                @Override
-                public DeviceProperties deviceProperties() {
-                    DeviceProperties real = delegate.deviceProperties();
-                    return new DeviceProperties(real.name(), real.totalMemory(), real.computeCapabilityMajor(),
-                            real.computeCapabilityMinor(), real.multiprocessorCount(), 256, real.warpSize(), real.emulated());
-                }
-            };
-            try (MigratableGpu gpu = new MigratableGpu(emulation.backend.open(0, VaWindow.forVgpu(0)), Emulation.gpu(0),
-                    smallerBlocks, Emulation.VERIFIED, MigrationListener.NONE, MigrationFaults.NONE)) {
-                MigrationException refused = assertThrows(MigrationException.class, () -> gpu.migrate(Emulation.gpu(1)));
+            TargetResolver smallerBlocks =
+                    (target, window, source) -> new ForwardingVirtualGpu(emulation.backend.open(1, window)) {
+                        @Override
+                        public DeviceProperties deviceProperties() {
+                            DeviceProperties real = delegate.deviceProperties();
+                            return new DeviceProperties(
+                                    real.name(),
+                                    real.totalMemory(),
+                                    real.computeCapabilityMajor(),
+                                    real.computeCapabilityMinor(),
+                                    real.multiprocessorCount(),
+                                    256,
+                                    real.warpSize(),
+                                    real.emulated());
+                        }
+                    };
+            try (MigratableGpu gpu = new MigratableGpu(
+                    emulation.backend.open(0, VaWindow.forVgpu(0)),
+                    Emulation.gpu(0),
+                    smallerBlocks,
+                    Emulation.VERIFIED,
+                    MigrationListener.NONE,
+                    MigrationFaults.NONE)) {
+                MigrationException refused =
+                        assertThrows(MigrationException.class, () -> gpu.migrate(Emulation.gpu(1)));
                 assertEquals(ErrorCode.CUDA_ERROR_INVALID_DEVICE, refused.code());
                 assertTrue(refused.getMessage().contains("threads per block"), refused.getMessage());
             }
@@ -344,9 +395,10 @@ class MigratableGpuTest {
     @ParameterizedTest(name = "{0} staging buffers")
     @ValueSource(ints = {1, 2, 3, 5})
     void bytesInFirstAndLastPiecesOfLargeRegionsArrive(int stagingBuffers) {
-        MigrationConfig smallChunks = Emulation.VERIFIED.withChunkBytes(64 << 10).withStagingBuffers(stagingBuffers);
+        MigrationConfig smallChunks =
+                Emulation.VERIFIED.withChunkBytes(64 << 10).withStagingBuffers(stagingBuffers);
         try (Emulation emulation = new Emulation(2);
-             MigratableGpu gpu = emulation.open(0, 0, smallChunks, MigrationListener.NONE, MigrationFaults.NONE)) {
+                MigratableGpu gpu = emulation.open(0, 0, smallChunks, MigrationListener.NONE, MigrationFaults.NONE)) {
             // Regions smaller than, equal to and larger than a chunk, odd sizes, packed and split.
             long[] sizes = {1, 4095, 64 << 10, (64 << 10) + 1, 1_000_003, 17};
             long[] addresses = new long[sizes.length];

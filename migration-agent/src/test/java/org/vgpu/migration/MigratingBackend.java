@@ -20,7 +20,12 @@ final class MigratingBackend extends ForwardingGpuBackend {
     @Override
     public MigratableGpu open(int device, VaWindow window) {
         VirtualGpu initial = delegate().open(device, window);
-        return new MigratableGpu(initial, new MigrationTarget.LocalGpu(device), new NodeTargetResolver(delegate()), config,
-                MigrationListener.NONE, MigrationFaults.NONE);
+        return new MigratableGpu(
+                initial,
+                new MigrationTarget.LocalGpu(device),
+                new NodeTargetResolver(delegate()),
+                config,
+                MigrationListener.NONE,
+                MigrationFaults.NONE);
     }
 }

@@ -14,6 +14,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
+
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.ForwardingVirtualGpu;
@@ -67,16 +68,31 @@ class MigrationFaultTest {
 
     static Stream<Fault> faults() {
         return Stream.of(
-                new Fault("target cannot reserve the window", at(FaultPoint.OPEN_TARGET, 0,
-                        throwing(ErrorCode.VGPU_WINDOW_UNAVAILABLE)), MigrationStep.OPEN_TARGET, ErrorCode.VGPU_WINDOW_UNAVAILABLE),
-                new Fault("out of memory replaying the 2nd allocation", at(FaultPoint.REPLAY_ALLOCATION, 1,
-                        throwing(ErrorCode.CUDA_ERROR_OUT_OF_MEMORY)), MigrationStep.REPLAY, ErrorCode.CUDA_ERROR_OUT_OF_MEMORY),
-                new Fault("copy fails mid-way", at(FaultPoint.MEM_SYNC_BATCH, 1,
-                        throwing(ErrorCode.CUDA_ERROR_LAUNCH_FAILED)), MigrationStep.MEM_SYNC, ErrorCode.CUDA_ERROR_LAUNCH_FAILED),
-                new Fault("target dies during the copy", at(FaultPoint.MEM_SYNC_BATCH, 1, VirtualGpu::close),
-                        MigrationStep.MEM_SYNC, ErrorCode.VGPU_CLOSED),
-                new Fault("copy mismatch", at(FaultPoint.VERIFY, 0, MigrationFaultTest::corruptFirstByte),
-                        MigrationStep.VERIFY, ErrorCode.CUDA_ERROR_UNKNOWN));
+                new Fault(
+                        "target cannot reserve the window",
+                        at(FaultPoint.OPEN_TARGET, 0, throwing(ErrorCode.VGPU_WINDOW_UNAVAILABLE)),
+                        MigrationStep.OPEN_TARGET,
+                        ErrorCode.VGPU_WINDOW_UNAVAILABLE),
+                new Fault(
+                        "out of memory replaying the 2nd allocation",
+                        at(FaultPoint.REPLAY_ALLOCATION, 1, throwing(ErrorCode.CUDA_ERROR_OUT_OF_MEMORY)),
+                        MigrationStep.REPLAY,
+                        ErrorCode.CUDA_ERROR_OUT_OF_MEMORY),
+                new Fault(
+                        "copy fails mid-way",
+                        at(FaultPoint.MEM_SYNC_BATCH, 1, throwing(ErrorCode.CUDA_ERROR_LAUNCH_FAILED)),
+                        MigrationStep.MEM_SYNC,
+                        ErrorCode.CUDA_ERROR_LAUNCH_FAILED),
+                new Fault(
+                        "target dies during the copy",
+                        at(FaultPoint.MEM_SYNC_BATCH, 1, VirtualGpu::close),
+                        MigrationStep.MEM_SYNC,
+                        ErrorCode.VGPU_CLOSED),
+                new Fault(
+                        "copy mismatch",
+                        at(FaultPoint.VERIFY, 0, MigrationFaultTest::corruptFirstByte),
+                        MigrationStep.VERIFY,
+                        ErrorCode.CUDA_ERROR_UNKNOWN));
     }
 
     /** Flips the bits of the first byte of the lowest live allocation of the target. */
@@ -135,7 +151,7 @@ class MigrationFaultTest {
             }
         };
         try (Emulation emulation = new Emulation(2);
-             MigratableGpu gpu = emulation.open(0, 0, Emulation.VERIFIED, MigrationListener.NONE, failFirstOpen)) {
+                MigratableGpu gpu = emulation.open(0, 0, Emulation.VERIFIED, MigrationListener.NONE, failFirstOpen)) {
             long data = gpu.memAlloc(1 << 20);
             gpu.memsetD32(data, 0x12345678, (1 << 20) / 4);
             MigrationException failure = assertThrows(MigrationException.class, () -> gpu.migrate(Emulation.gpu(1)));
@@ -152,10 +168,14 @@ class MigrationFaultTest {
     @Test
     void aTargetWithoutRoomRollsBack() {
         try (EmulatedBackend small = new EmulatedBackend(1, 4L << 20, TestKernels.twins());
-             Emulation emulation = new Emulation(1);
-             MigratableGpu gpu = new MigratableGpu(emulation.backend.open(0, VaWindow.forVgpu(0)),
-                     Emulation.gpu(0), (target, window, source) -> small.open(0, window), Emulation.VERIFIED,
-                     MigrationListener.NONE, MigrationFaults.NONE)) {
+                Emulation emulation = new Emulation(1);
+                MigratableGpu gpu = new MigratableGpu(
+                        emulation.backend.open(0, VaWindow.forVgpu(0)),
+                        Emulation.gpu(0),
+                        (target, window, source) -> small.open(0, window),
+                        Emulation.VERIFIED,
+                        MigrationListener.NONE,
+                        MigrationFaults.NONE)) {
             long[] regions = {gpu.memAlloc(3 << 20), gpu.memAlloc(3 << 20)};
             for (long region : regions) {
                 gpu.memsetD8(region, (byte) 0x5c, 3 << 20);
@@ -185,8 +205,13 @@ class MigrationFaultTest {
         }
 
         @Override
-        public void launchKernel(FunctionHandle function, Dim3 grid, Dim3 block, int sharedMemBytes, StreamHandle stream,
-                                 KernelArgs args) {
+        public void launchKernel(
+                FunctionHandle function,
+                Dim3 grid,
+                Dim3 block,
+                int sharedMemBytes,
+                StreamHandle stream,
+                KernelArgs args) {
             super.launchKernel(function, grid, block, sharedMemBytes, stream, args);
             if (++launches == after) {
                 try {

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
+
 import org.vgpu.common.error.InputException;
 import org.vgpu.common.net.Endpoint;
 
@@ -27,8 +28,25 @@ class MigrationTargetTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"", " ", "-1", "1.5", "gpu1", "host", "host:", ":80", "host:0", "0.0.0.0:80", "host:65536",
-            "h st:80", "h@st:80", "fe80::1:80", "99999999999", "host:8o"})
+    @ValueSource(
+            strings = {
+                "",
+                " ",
+                "-1",
+                "1.5",
+                "gpu1",
+                "host",
+                "host:",
+                ":80",
+                "host:0",
+                "0.0.0.0:80",
+                "host:65536",
+                "h st:80",
+                "h@st:80",
+                "fe80::1:80",
+                "99999999999",
+                "host:8o"
+            })
     void anythingElseIsRefused(String text) {
         InputException e = assertThrows(InputException.class, () -> MigrationTarget.parse(text));
         assertEquals("BAD_INPUT", e.codeName(), e.getMessage());

@@ -13,6 +13,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Test;
+
 import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.ErrorCode;
@@ -91,10 +92,15 @@ class MigrationTest {
         }
     }
 
-    private static Migration migration(RecordingSubject subject, Emulation emulation, MigrationFaults faults,
-                                       List<MigrationReport> reports) {
-        return new Migration(subject, Emulation.gpu(1), new NodeTargetResolver(emulation.backend), Emulation.VERIFIED,
-                faults, reports::add);
+    private static Migration migration(
+            RecordingSubject subject, Emulation emulation, MigrationFaults faults, List<MigrationReport> reports) {
+        return new Migration(
+                subject,
+                Emulation.gpu(1),
+                new NodeTargetResolver(emulation.backend),
+                Emulation.VERIFIED,
+                faults,
+                reports::add);
     }
 
     /** Allocates on the subject's source, as MigratableGpu would, and fills the allocation with a pattern. */
@@ -121,7 +127,8 @@ class MigrationTest {
             RecordingSubject subject = new RecordingSubject(emulation.backend.open(0, VaWindow.forVgpu(3)));
             byte[] pattern = allocateOnSource(subject);
 
-            MigrationReport report = migration(subject, emulation, MigrationFaults.NONE, reports).run();
+            MigrationReport report =
+                    migration(subject, emulation, MigrationFaults.NONE, reports).run();
 
             assertEquals(MigrationReport.Outcome.MIGRATED, report.outcome(), report.summary());
             assertEquals(List.of(report), reports, "the listener got the report");
@@ -132,7 +139,10 @@ class MigrationTest {
             assertGateOpen(subject.gate);
             byte[] copied = new byte[BYTES];
             try (VirtualGpu target = subject.switchedTo) {
-                target.memcpyDtoH(MemorySegment.ofArray(copied), subject.log.regions().getFirst().address(), BYTES);
+                target.memcpyDtoH(
+                        MemorySegment.ofArray(copied),
+                        subject.log.regions().getFirst().address(),
+                        BYTES);
             }
             assertArrayEquals(pattern, copied, "the target holds the source's bytes");
         }
@@ -141,13 +151,14 @@ class MigrationTest {
     @Test
     void aFailedReplayNeverSwitchesReopensTheGateAndClosesTheTarget() throws Exception {
         List<MigrationReport> reports = new ArrayList<>();
-        MigrationFaults failReplay = MigrationFaultTest.at(FaultPoint.REPLAY_ALLOCATION, 0,
-                MigrationFaultTest.throwing(ErrorCode.CUDA_ERROR_OUT_OF_MEMORY));
+        MigrationFaults failReplay = MigrationFaultTest.at(
+                FaultPoint.REPLAY_ALLOCATION, 0, MigrationFaultTest.throwing(ErrorCode.CUDA_ERROR_OUT_OF_MEMORY));
         try (Emulation emulation = new Emulation(2)) {
             RecordingSubject subject = new RecordingSubject(emulation.backend.open(0, VaWindow.forVgpu(3)));
             allocateOnSource(subject);
 
-            MigrationException failure = assertThrows(MigrationException.class,
+            MigrationException failure = assertThrows(
+                    MigrationException.class,
                     () -> migration(subject, emulation, failReplay, reports).run());
 
             assertEquals(MigrationStep.REPLAY, failure.failedStep(), failure.getMessage());
@@ -172,8 +183,10 @@ class MigrationTest {
             };
             RecordingSubject subject = new RecordingSubject(failingSource);
 
-            MigrationException failure = assertThrows(MigrationException.class,
-                    () -> migration(subject, emulation, MigrationFaults.NONE, new ArrayList<>()).run());
+            MigrationException failure = assertThrows(
+                    MigrationException.class,
+                    () -> migration(subject, emulation, MigrationFaults.NONE, new ArrayList<>())
+                            .run());
 
             assertEquals(MigrationStep.DRAIN, failure.failedStep(), failure.getMessage());
             assertEquals(List.of("deferError"), subject.hooks);

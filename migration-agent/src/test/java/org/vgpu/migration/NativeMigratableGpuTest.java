@@ -8,6 +8,7 @@ import java.lang.foreign.MemorySegment;
 
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.nativegpu.NativeBackend;
@@ -25,9 +26,13 @@ class NativeMigratableGpuTest {
     @Test
     void nativeToNativeInOneProcessIsRefusedAndTheVgpuKeepsItsData() {
         try (NativeBackend backend = NativeBackend.load();
-             MigratableGpu gpu = new MigratableGpu(backend.open(0, VaWindow.forVgpu(0)), new MigrationTarget.LocalGpu(0),
-                     new NodeTargetResolver(backend), MigrationConfig.DEFAULTS.withVerifyCopies(true),
-                     MigrationListener.NONE, MigrationFaults.NONE)) {
+                MigratableGpu gpu = new MigratableGpu(
+                        backend.open(0, VaWindow.forVgpu(0)),
+                        new MigrationTarget.LocalGpu(0),
+                        new NodeTargetResolver(backend),
+                        MigrationConfig.DEFAULTS.withVerifyCopies(true),
+                        MigrationListener.NONE,
+                        MigrationFaults.NONE)) {
             long data = gpu.memAlloc(1 << 20);
             gpu.memsetD32(data, 0x600DF00D, (1 << 20) / 4);
             for (int device = 0; device < backend.deviceCount(); device++) {

@@ -19,6 +19,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.MethodSource;
+
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VirtualGpu;
@@ -37,17 +38,24 @@ import org.vgpu.runtime.workloads.WorkloadResult;
 class RemoteMigrationTest {
     private static final long SEED = 11;
 
-    enum Direction { LOCAL_TO_REMOTE, REMOTE_TO_LOCAL, REMOTE_TO_REMOTE }
+    enum Direction {
+        LOCAL_TO_REMOTE,
+        REMOTE_TO_LOCAL,
+        REMOTE_TO_REMOTE
+    }
 
     static Stream<Arguments> directionsAndWorkloads() {
-        return Stream.of(Direction.values()).flatMap(direction -> Stream.of(
-                Arguments.of(direction, new LennardJonesWorkload()), Arguments.of(direction, new PointerChaseWorkload())));
+        return Stream.of(Direction.values())
+                .flatMap(direction -> Stream.of(
+                        Arguments.of(direction, new LennardJonesWorkload()),
+                        Arguments.of(direction, new PointerChaseWorkload())));
     }
 
     @ParameterizedTest(name = "{0}, {1} migrated half-way")
     @MethodSource("directionsAndWorkloads")
     void everyDirectionMidRunReadsBackTheSameBits(Direction direction, Workload workload) throws Exception {
-        try (Emulation local = new Emulation(2); LocalWorkers workers = new LocalWorkers()) {
+        try (Emulation local = new Emulation(2);
+                LocalWorkers workers = new LocalWorkers()) {
             Transcript reference;
             WorkloadResult unmigrated;
             try (VirtualGpu plain = local.backend.open(0, VaWindow.forVgpu(2))) {
@@ -56,14 +64,17 @@ class RemoteMigrationTest {
             }
             TargetResolver resolver = new NodeTargetResolver(local.backend, workers.resolver);
             VaWindow window = VaWindow.forVgpu(2);
-            MigrationTarget.RemoteWorker sourceWorker = direction == Direction.LOCAL_TO_REMOTE ? null : workers.start(0);
+            MigrationTarget.RemoteWorker sourceWorker =
+                    direction == Direction.LOCAL_TO_REMOTE ? null : workers.start(0);
             MigrationTarget start = sourceWorker == null ? Emulation.gpu(0) : sourceWorker;
             MigrationTarget target = direction == Direction.REMOTE_TO_LOCAL ? Emulation.gpu(1) : workers.start(1);
-            VirtualGpu initial = sourceWorker == null ? local.backend.open(0, window) : workers.resolver.open(sourceWorker, window, null);
-            try (MigratableGpu gpu = new MigratableGpu(initial, start, resolver, Emulation.VERIFIED, MigrationListener.NONE,
-                    MigrationFaults.NONE)) {
-                MigrateAfterLaunches trigger = new MigrateAfterLaunches(gpu, Math.max(1, reference.launches() / 2), target,
-                        Runnable::run);
+            VirtualGpu initial = sourceWorker == null
+                    ? local.backend.open(0, window)
+                    : workers.resolver.open(sourceWorker, window, null);
+            try (MigratableGpu gpu = new MigratableGpu(
+                    initial, start, resolver, Emulation.VERIFIED, MigrationListener.NONE, MigrationFaults.NONE)) {
+                MigrateAfterLaunches trigger =
+                        new MigrateAfterLaunches(gpu, Math.max(1, reference.launches() / 2), target, Runnable::run);
                 Transcript migrated = new Transcript(trigger);
                 WorkloadResult result = workload.run(migrated, 1, SEED);
 
@@ -71,7 +82,8 @@ class RemoteMigrationTest {
                 assertTrue(result.passed(), result.errorSummary());
                 assertEquals(unmigrated.comparison(), result.comparison());
                 assertEquals(reference.digest(), migrated.digest(), "bytes read back differ from the unmigrated run");
-                assertEquals(target + " (" + (target instanceof MigrationTarget.LocalGpu ? "emulated" : "remote") + ")",
+                assertEquals(
+                        target + " (" + (target instanceof MigrationTarget.LocalGpu ? "emulated" : "remote") + ")",
                         gpu.location());
                 if (sourceWorker != null) {
                     WorkerReport served = workers.worker(sourceWorker).report().get(30, TimeUnit.SECONDS);
@@ -87,15 +99,22 @@ class RemoteMigrationTest {
      * compares both sides too), and the app reads back what it wrote.
      */
     @ParameterizedTest(name = "{0}")
-    @EnumSource(value = Direction.class, names = {"REMOTE_TO_LOCAL", "REMOTE_TO_REMOTE"})
+    @EnumSource(
+            value = Direction.class,
+            names = {"REMOTE_TO_LOCAL", "REMOTE_TO_REMOTE"})
     void manySmallRegionsFromARemoteSourceArriveBitIdentical(Direction direction) {
-        try (Emulation local = new Emulation(1); LocalWorkers workers = new LocalWorkers()) {
+        try (Emulation local = new Emulation(1);
+                LocalWorkers workers = new LocalWorkers()) {
             MigrationTarget.RemoteWorker source = workers.start(0);
             MigrationTarget target = direction == Direction.REMOTE_TO_LOCAL ? Emulation.gpu(0) : workers.start(1);
             VaWindow window = VaWindow.forVgpu(1);
             MigrationConfig smallBuffers = Emulation.VERIFIED.withChunkBytes(64 << 10);
-            try (MigratableGpu gpu = new MigratableGpu(workers.resolver.open(source, window, null), source,
-                    new NodeTargetResolver(local.backend, workers.resolver), smallBuffers, MigrationListener.NONE,
+            try (MigratableGpu gpu = new MigratableGpu(
+                    workers.resolver.open(source, window, null),
+                    source,
+                    new NodeTargetResolver(local.backend, workers.resolver),
+                    smallBuffers,
+                    MigrationListener.NONE,
                     MigrationFaults.NONE)) {
                 Random random = new Random(SEED);
                 List<Long> addresses = new ArrayList<>();
@@ -123,7 +142,8 @@ class RemoteMigrationTest {
     /** The worker dies while the memory is copied to it: the migration rolls back and the app goes on locally. */
     @Test
     void aWorkerThatDiesDuringTheCopyIsRolledBack() {
-        try (Emulation local = new Emulation(1); LocalWorkers workers = new LocalWorkers()) {
+        try (Emulation local = new Emulation(1);
+                LocalWorkers workers = new LocalWorkers()) {
             MigrationTarget.RemoteWorker target = workers.start(0);
             MigrationFaults killWorker = (point, index, opened) -> {
                 if (point == FaultPoint.MEM_SYNC_BATCH && index == 2) {
@@ -131,8 +151,13 @@ class RemoteMigrationTest {
                 }
             };
             MigrationConfig smallChunks = Emulation.VERIFIED.withChunkBytes(64 << 10);
-            try (MigratableGpu gpu = new MigratableGpu(local.backend.open(0, VaWindow.forVgpu(0)), Emulation.gpu(0),
-                    new NodeTargetResolver(local.backend, workers.resolver), smallChunks, MigrationListener.NONE, killWorker)) {
+            try (MigratableGpu gpu = new MigratableGpu(
+                    local.backend.open(0, VaWindow.forVgpu(0)),
+                    Emulation.gpu(0),
+                    new NodeTargetResolver(local.backend, workers.resolver),
+                    smallChunks,
+                    MigrationListener.NONE,
+                    killWorker)) {
                 long data = gpu.memAlloc(1 << 20);
                 gpu.memsetD32(data, 0xFEEDFACE, (1 << 20) / 4);
                 MigrationException failure = assertThrows(MigrationException.class, () -> gpu.migrate(target));
@@ -150,12 +175,17 @@ class RemoteMigrationTest {
 
     @Test
     void aWorkerNotLentToTheJobIsRefused() {
-        try (Emulation local = new Emulation(1); LocalWorkers workers = new LocalWorkers();
-             MigratableGpu gpu = new MigratableGpu(local.backend.open(0, VaWindow.forVgpu(0)), Emulation.gpu(0),
-                     new NodeTargetResolver(local.backend, workers.resolver), Emulation.VERIFIED, MigrationListener.NONE,
-                     MigrationFaults.NONE)) {
-            MigrationException refused = assertThrows(MigrationException.class,
-                    () -> gpu.migrate(MigrationTarget.parse("127.0.0.1:1")));
+        try (Emulation local = new Emulation(1);
+                LocalWorkers workers = new LocalWorkers();
+                MigratableGpu gpu = new MigratableGpu(
+                        local.backend.open(0, VaWindow.forVgpu(0)),
+                        Emulation.gpu(0),
+                        new NodeTargetResolver(local.backend, workers.resolver),
+                        Emulation.VERIFIED,
+                        MigrationListener.NONE,
+                        MigrationFaults.NONE)) {
+            MigrationException refused =
+                    assertThrows(MigrationException.class, () -> gpu.migrate(MigrationTarget.parse("127.0.0.1:1")));
             assertEquals(ErrorCode.VGPU_AUTH_FAILED, refused.code());
             assertEquals(MigrationStep.OPEN_TARGET, refused.failedStep());
         }

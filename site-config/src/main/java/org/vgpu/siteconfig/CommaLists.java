@@ -8,8 +8,7 @@ import java.util.List;
  * parentheses, as in {@code /dev/nvidia[0-1,3]} or {@code gpu:2(IDX:0,2)}.
  */
 public final class CommaLists {
-    private CommaLists() {
-    }
+    private CommaLists() {}
 
     /** The items of {@code text}, split at the commas that are not between {@code open} and {@code close}. */
     public static List<String> splitOutside(String text, char open, char close) {

@@ -18,14 +18,28 @@ import org.vgpu.common.net.Endpoint;
 final class ConfigValues {
     /** Node, partition, QOS and cluster names as Slurm accepts them without quoting. */
     private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9_.-]*");
+
     private static final Pattern DURATION = Pattern.compile("(\\d+)\\s*(ms|s|m|h|d)");
     private static final Pattern SIZE = Pattern.compile("(\\d+)\\s*([A-Za-z]*)");
     private static final Map<String, Long> SIZE_UNITS = Map.of(
-            "kib", 1L << 10, "mib", 1L << 20, "gib", 1L << 30, "tib", 1L << 40,
-            "kb", 1_000L, "mb", 1_000_000L, "gb", 1_000_000_000L, "tb", 1_000_000_000_000L);
+            "kib",
+            1L << 10,
+            "mib",
+            1L << 20,
+            "gib",
+            1L << 30,
+            "tib",
+            1L << 40,
+            "kb",
+            1_000L,
+            "mb",
+            1_000_000L,
+            "gb",
+            1_000_000_000L,
+            "tb",
+            1_000_000_000_000L);
 
-    private ConfigValues() {
-    }
+    private ConfigValues() {}
 
     static String name(String value) {
         if (!NAME.matcher(value).matches()) {

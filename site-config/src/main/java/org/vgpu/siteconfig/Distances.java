@@ -18,7 +18,8 @@ public record Distances(Map<NodePair, Integer> pairs) {
             Objects.requireNonNull(first, "first");
             Objects.requireNonNull(second, "second");
             if (first.compareTo(second) >= 0) {
-                throw new IllegalArgumentException("use NodePair.of: '" + first + "' must sort before '" + second + "'");
+                throw new IllegalArgumentException(
+                        "use NodePair.of: '" + first + "' must sort before '" + second + "'");
             }
         }
 
@@ -38,7 +39,8 @@ public record Distances(Map<NodePair, Integer> pairs) {
         }
         Integer distance = pairs.get(NodePair.of(a, b));
         if (distance == null) {
-            throw new IllegalArgumentException("no distance between '" + a + "' and '" + b + "': not both configured nodes");
+            throw new IllegalArgumentException(
+                    "no distance between '" + a + "' and '" + b + "': not both configured nodes");
         }
         return distance;
     }

@@ -13,8 +13,7 @@ final class GpuDeviceFiles {
     /** Six digits at most: a longer GPU number is a typo, and one beyond an int would not parse. */
     private static final Pattern RANGE = Pattern.compile("(\\d{1,6})(?:-(\\d{1,6}))?");
 
-    private GpuDeviceFiles() {
-    }
+    private GpuDeviceFiles() {}
 
     /**
      * @throws IllegalArgumentException when the text is not in that syntax
@@ -34,7 +33,8 @@ final class GpuDeviceFiles {
             for (String range : matcher.group(2).split(",", -1)) {
                 Matcher bounds = RANGE.matcher(range);
                 if (!bounds.matches()) {
-                    throw new IllegalArgumentException("'" + range + "' in '" + part + "' is not a number or range N-M");
+                    throw new IllegalArgumentException(
+                            "'" + range + "' in '" + part + "' is not a number or range N-M");
                 }
                 int low = Integer.parseInt(bounds.group(1));
                 int high = bounds.group(2) == null ? low : Integer.parseInt(bounds.group(2));

@@ -32,8 +32,7 @@ record IniFile(Path file, List<Section> sections) {
     }
 
     /** One {@code key = value} line; key and value are stripped, the value of any comment. */
-    record Entry(String key, String value, int line) {
-    }
+    record Entry(String key, String value, int line) {}
 
     static IniFile parse(Path file, String text, List<ConfigProblem> problems) {
         List<Section> sections = new ArrayList<>();
@@ -51,8 +50,12 @@ record IniFile(Path file, List<Section> sections) {
             if (line.startsWith("[")) {
                 Matcher header = HEADER.matcher(line);
                 if (!header.matches()) {
-                    problems.add(new ConfigProblem(file, lineNumber, "malformed section header '" + line
-                            + "'; expected [name] or [name label] with a lower-case name, e.g. [cluster] or [node n1]"));
+                    problems.add(
+                            new ConfigProblem(
+                                    file,
+                                    lineNumber,
+                                    "malformed section header '" + line
+                                            + "'; expected [name] or [name label] with a lower-case name, e.g. [cluster] or [node n1]"));
                     continue;
                 }
                 if (kind != null) {
@@ -66,18 +69,22 @@ record IniFile(Path file, List<Section> sections) {
             }
             int equals = line.indexOf('=');
             if (equals < 0) {
-                problems.add(new ConfigProblem(file, lineNumber, "'" + line + "' is not a setting; expected key = value"));
+                problems.add(
+                        new ConfigProblem(file, lineNumber, "'" + line + "' is not a setting; expected key = value"));
                 continue;
             }
             String key = line.substring(0, equals).strip();
             String value = line.substring(equals + 1).strip();
             if (key.isEmpty()) {
-                problems.add(new ConfigProblem(file, lineNumber, "setting without a key before '='; expected key = value"));
+                problems.add(
+                        new ConfigProblem(file, lineNumber, "setting without a key before '='; expected key = value"));
             } else if (value.isEmpty()) {
                 problems.add(new ConfigProblem(file, lineNumber, "'" + key + "' has no value after '='"));
             } else if (kind == null) {
-                problems.add(new ConfigProblem(file, lineNumber, "'" + key
-                        + "' is outside any section; settings belong under a header such as [cluster]"));
+                problems.add(new ConfigProblem(
+                        file,
+                        lineNumber,
+                        "'" + key + "' is outside any section; settings belong under a header such as [cluster]"));
             } else {
                 entries.add(new Entry(key, value, lineNumber));
             }

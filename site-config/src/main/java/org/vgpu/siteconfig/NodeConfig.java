@@ -21,8 +21,17 @@ import org.vgpu.common.net.Endpoint;
  * @param cpus           Slurm's {@code CPUs}, when slurm.conf should state it
  * @param realMemoryBytes Slurm's {@code RealMemory}, when slurm.conf should state it
  */
-public record NodeConfig(String name, int gpus, long gpuMemoryBytes, int vgpus, int lenderPort, String gpuDevices,
-        Optional<String> address, Optional<String> hostname, OptionalInt slurmdPort, OptionalInt cpus,
+public record NodeConfig(
+        String name,
+        int gpus,
+        long gpuMemoryBytes,
+        int vgpus,
+        int lenderPort,
+        String gpuDevices,
+        Optional<String> address,
+        Optional<String> hostname,
+        OptionalInt slurmdPort,
+        OptionalInt cpus,
         OptionalLong realMemoryBytes) {
     public NodeConfig {
         Objects.requireNonNull(name, "name");
@@ -33,7 +42,8 @@ public record NodeConfig(String name, int gpus, long gpuMemoryBytes, int vgpus, 
         Objects.requireNonNull(cpus, "cpus");
         Objects.requireNonNull(realMemoryBytes, "realMemoryBytes");
         if (gpus < 1 || vgpus < 1 || gpuMemoryBytes < 1) {
-            throw new IllegalArgumentException("node " + name + " needs at least one GPU, one vGPU and some GPU memory");
+            throw new IllegalArgumentException(
+                    "node " + name + " needs at least one GPU, one vGPU and some GPU memory");
         }
     }
 

@@ -19,8 +19,17 @@ import org.vgpu.common.net.Endpoint;
  * @param lendQos       the QOS of holder jobs, when the site has accounting (QOS needs slurmdbd)
  * @param nodes         the GPU nodes, in file order, names unique
  */
-public record SiteConfig(Path source, String clusterName, Endpoint tracker, Path tokenKeyFile, String lendPartition,
-        Optional<String> lendQos, Policy policy, List<NodeConfig> nodes, Distances distances, SlurmSettings slurm) {
+public record SiteConfig(
+        Path source,
+        String clusterName,
+        Endpoint tracker,
+        Path tokenKeyFile,
+        String lendPartition,
+        Optional<String> lendQos,
+        Policy policy,
+        List<NodeConfig> nodes,
+        Distances distances,
+        SlurmSettings slurm) {
     public SiteConfig {
         Objects.requireNonNull(source, "source");
         Objects.requireNonNull(clusterName, "clusterName");
@@ -54,7 +63,9 @@ public record SiteConfig(Path source, String clusterName, Endpoint tracker, Path
         if (nodes.stream().anyMatch(node -> node.cpus().isEmpty())) {
             return OptionalInt.empty();
         }
-        return nodes.stream().mapToInt(node -> node.cpus().getAsInt() - node.gpus()).min();
+        return nodes.stream()
+                .mapToInt(node -> node.cpus().getAsInt() - node.gpus())
+                .min();
     }
 
     /** The most vGPUs one job may ask for on a node: the largest vgpu count of any node. */

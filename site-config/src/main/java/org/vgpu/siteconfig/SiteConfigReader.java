@@ -79,20 +79,25 @@ public final class SiteConfigReader {
             sortSection(section, singletons, nodeSections);
         }
 
-        Settings cluster = settings(singletons.get(CLUSTER), CLUSTER,
+        Settings cluster = settings(
+                singletons.get(CLUSTER),
+                CLUSTER,
                 List.of("name", "tracker", "token_key_file", "lend_partition", "lend_qos"));
-        Optional<String> clusterName = cluster.required("name", "a name for logs and rendered files", ConfigValues::name);
-        Optional<Endpoint> tracker = cluster.required("tracker", "host:port where the tracker listens", ConfigValues::endpoint);
-        Optional<Path> tokenKeyFile = cluster.required("token_key_file", "absolute path of the site key file",
-                ConfigValues::absolutePath);
-        Optional<String> lendPartition = cluster.required("lend_partition", "the partition of the tracker's holder jobs",
-                ConfigValues::name);
+        Optional<String> clusterName =
+                cluster.required("name", "a name for logs and rendered files", ConfigValues::name);
+        Optional<Endpoint> tracker =
+                cluster.required("tracker", "host:port where the tracker listens", ConfigValues::endpoint);
+        Optional<Path> tokenKeyFile =
+                cluster.required("token_key_file", "absolute path of the site key file", ConfigValues::absolutePath);
+        Optional<String> lendPartition =
+                cluster.required("lend_partition", "the partition of the tracker's holder jobs", ConfigValues::name);
         Optional<String> lendQos = cluster.optional("lend_qos", ConfigValues::name);
 
         Policy policy = readPolicy(singletons.get(POLICY));
         List<NodeConfig> nodes = readNodes(nodeSections);
         SlurmSettings slurm = readSlurm(singletons.get(SLURM), lendPartition);
-        Distances distances = readDistances(singletons.get(DISTANCE),
+        Distances distances = readDistances(
+                singletons.get(DISTANCE),
                 nodeSections.stream().map(IniFile.Section::label).distinct().toList());
 
         if (checkFiles && tokenKeyFile.isPresent()) {
@@ -106,15 +111,30 @@ public final class SiteConfigReader {
             problems.sort(Comparator.comparingInt(ConfigProblem::line));
             throw new SiteConfigException(problems);
         }
-        return new SiteConfig(file, clusterName.orElseThrow(), tracker.orElseThrow(), tokenKeyFile.orElseThrow(),
-                lendPartition.orElseThrow(), lendQos, policy, nodes, distances, slurm);
+        return new SiteConfig(
+                file,
+                clusterName.orElseThrow(),
+                tracker.orElseThrow(),
+                tokenKeyFile.orElseThrow(),
+                lendPartition.orElseThrow(),
+                lendQos,
+                policy,
+                nodes,
+                distances,
+                slurm);
     }
 
-    private void sortSection(IniFile.Section section, Map<String, IniFile.Section> singletons,
-            List<IniFile.Section> nodeSections) {
+    private void sortSection(
+            IniFile.Section section, Map<String, IniFile.Section> singletons, List<IniFile.Section> nodeSections) {
         if (!SECTION_KINDS.contains(section.kind())) {
-            problem(section.line(), "unknown section " + section.title() + "; expected one of "
-                    + String.join(", ", SECTION_KINDS.stream().map(kind -> "[" + kind + "]").toList()));
+            problem(
+                    section.line(),
+                    "unknown section " + section.title() + "; expected one of "
+                            + String.join(
+                                    ", ",
+                                    SECTION_KINDS.stream()
+                                            .map(kind -> "[" + kind + "]")
+                                            .toList()));
         } else if (section.kind().equals(NODE)) {
             if (section.label().isEmpty()) {
                 problem(section.line(), "[node] needs the node's Slurm name, e.g. [node n1]");
@@ -126,15 +146,17 @@ public final class SiteConfigReader {
         } else {
             IniFile.Section first = singletons.putIfAbsent(section.kind(), section);
             if (first != null) {
-                problem(section.line(), section.title() + " appears again (first at line " + first.line()
-                        + "); write each of its settings once, in one section");
+                problem(
+                        section.line(),
+                        section.title() + " appears again (first at line " + first.line()
+                                + "); write each of its settings once, in one section");
             }
         }
     }
 
     private Policy readPolicy(IniFile.Section section) {
-        Settings policy = settings(section, POLICY,
-                List.of("idle_grace", "max_borrowed_per_job", "borrowing", "fallback_local_only"));
+        Settings policy = settings(
+                section, POLICY, List.of("idle_grace", "max_borrowed_per_job", "borrowing", "fallback_local_only"));
         Policy defaults = Policy.defaults();
         return new Policy(
                 policy.optional("idle_grace", ConfigValues::duration).orElse(defaults.idleGrace()),
@@ -146,8 +168,10 @@ public final class SiteConfigReader {
 
     private List<NodeConfig> readNodes(List<IniFile.Section> sections) {
         if (sections.isEmpty()) {
-            problem(0, "no [node NAME] section; describe each GPU node, e.g. [node n1] with gpus, gpu_memory,"
-                    + " vgpus and lender_port");
+            problem(
+                    0,
+                    "no [node NAME] section; describe each GPU node, e.g. [node n1] with gpus, gpu_memory,"
+                            + " vgpus and lender_port");
             return List.of();
         }
         Map<String, Integer> firstLineOfNode = new HashMap<>();
@@ -158,19 +182,38 @@ public final class SiteConfigReader {
             if (name.isPresent()) {
                 Integer firstLine = firstLineOfNode.putIfAbsent(name.get(), section.line());
                 if (firstLine != null) {
-                    problem(section.line(), "node '" + name.get() + "' is described again (first at line " + firstLine
-                            + "); node names must be unique");
+                    problem(
+                            section.line(),
+                            "node '" + name.get() + "' is described again (first at line " + firstLine
+                                    + "); node names must be unique");
                     continue;
                 }
             }
-            Settings node = settings(section, NODE, List.of("gpus", "gpu_memory", "vgpus", "lender_port", "gpu_devices",
-                    "address", "hostname", "slurmd_port", "cpus", "real_memory"));
-            Optional<Integer> gpus = node.required("gpus", "the number of physical GPUs",
-                    value -> ConfigValues.integer(value, 1, 64));
-            Optional<Long> gpuMemory = node.required("gpu_memory", "each GPU's memory, e.g. 80GiB", ConfigValues::bytes);
-            Optional<Integer> vgpus = node.required("vgpus", "how many vGPUs jobs on this node may ask for in all",
+            Settings node = settings(
+                    section,
+                    NODE,
+                    List.of(
+                            "gpus",
+                            "gpu_memory",
+                            "vgpus",
+                            "lender_port",
+                            "gpu_devices",
+                            "address",
+                            "hostname",
+                            "slurmd_port",
+                            "cpus",
+                            "real_memory"));
+            Optional<Integer> gpus =
+                    node.required("gpus", "the number of physical GPUs", value -> ConfigValues.integer(value, 1, 64));
+            Optional<Long> gpuMemory =
+                    node.required("gpu_memory", "each GPU's memory, e.g. 80GiB", ConfigValues::bytes);
+            Optional<Integer> vgpus = node.required(
+                    "vgpus",
+                    "how many vGPUs jobs on this node may ask for in all",
                     value -> ConfigValues.integer(value, 1, 4096));
-            Optional<Integer> lenderPort = node.required("lender_port", "the TCP port of this node's lender",
+            Optional<Integer> lenderPort = node.required(
+                    "lender_port",
+                    "the TCP port of this node's lender",
                     value -> ConfigValues.integer(value, 1, 65535));
             Optional<String> gpuDevices = node.optional("gpu_devices", value -> {
                 int count = GpuDeviceFiles.count(value);
@@ -186,8 +229,8 @@ public final class SiteConfigReader {
             Optional<Integer> cpus = node.optional("cpus", value -> {
                 int count = ConfigValues.integer(value, 1, 100_000);
                 if (gpus.isPresent() && count <= gpus.get()) {
-                    throw new IllegalArgumentException(count + " CPUs leave none for user jobs once each of the " + gpus.get()
-                            + " GPUs keeps one for its holder job; expected more than gpus");
+                    throw new IllegalArgumentException(count + " CPUs leave none for user jobs once each of the "
+                            + gpus.get() + " GPUs keeps one for its holder job; expected more than gpus");
                 }
                 return count;
             });
@@ -198,8 +241,15 @@ public final class SiteConfigReader {
             if (gpus.isEmpty() || gpuMemory.isEmpty() || vgpus.isEmpty() || lenderPort.isEmpty()) {
                 continue;
             }
-            NodeConfig config = new NodeConfig(name.get(), gpus.get(), gpuMemory.get(), vgpus.get(), lenderPort.get(),
-                    gpuDevices.orElse(NodeConfig.defaultGpuDevices(gpus.get())), address, hostname,
+            NodeConfig config = new NodeConfig(
+                    name.get(),
+                    gpus.get(),
+                    gpuMemory.get(),
+                    vgpus.get(),
+                    lenderPort.get(),
+                    gpuDevices.orElse(NodeConfig.defaultGpuDevices(gpus.get())),
+                    address,
+                    hostname,
                     slurmdPort.map(OptionalInt::of).orElse(OptionalInt.empty()),
                     cpus.map(OptionalInt::of).orElse(OptionalInt.empty()),
                     realMemory.map(OptionalLong::of).orElse(OptionalLong.empty()));
@@ -209,8 +259,11 @@ public final class SiteConfigReader {
                     String endpoint = config.reachableAs() + ":" + value.get();
                     Integer clash = firstLineOfPort.putIfAbsent(endpoint, node.lineOf(port));
                     if (clash != null) {
-                        problem(node.lineOf(port), port + " " + value.get() + " on host " + config.reachableAs()
-                                + " is already used at line " + clash + "; each daemon on one host needs its own port");
+                        problem(
+                                node.lineOf(port),
+                                port + " " + value.get() + " on host " + config.reachableAs()
+                                        + " is already used at line " + clash
+                                        + "; each daemon on one host needs its own port");
                     }
                 }
             }
@@ -221,12 +274,16 @@ public final class SiteConfigReader {
 
     private SlurmSettings readSlurm(IniFile.Section section, Optional<String> lendPartition) {
         Settings slurm = settings(section, SLURM, List.of("job_partition", "spank_plugin", "vgpu_command"));
-        String jobPartition = slurm.optional("job_partition", ConfigValues::name).orElse(SlurmSettings.DEFAULT_JOB_PARTITION);
+        String jobPartition =
+                slurm.optional("job_partition", ConfigValues::name).orElse(SlurmSettings.DEFAULT_JOB_PARTITION);
         if (lendPartition.isPresent() && lendPartition.get().equals(jobPartition)) {
-            problem(slurm.lineOf("job_partition"), "job_partition and lend_partition are both '"
-                    + jobPartition + "'; holder jobs need a partition of their own, so users cannot take lent GPUs");
+            problem(
+                    slurm.lineOf("job_partition"),
+                    "job_partition and lend_partition are both '" + jobPartition
+                            + "'; holder jobs need a partition of their own, so users cannot take lent GPUs");
         }
-        return new SlurmSettings(jobPartition,
+        return new SlurmSettings(
+                jobPartition,
                 slurm.optional("spank_plugin", ConfigValues::absolutePath).orElse(SlurmSettings.DEFAULT_SPANK_PLUGIN),
                 slurm.optional("vgpu_command", ConfigValues::absolutePath).orElse(SlurmSettings.DEFAULT_VGPU_COMMAND));
     }
@@ -247,15 +304,21 @@ public final class SiteConfigReader {
             }
             String[] ends = entry.key().split("\\s+");
             if (ends.length != 2) {
-                problem(entry.line(), "'" + entry.key() + "' in [distance] is not a pair of nodes; expected"
-                        + " 'NODE NODE = DISTANCE' (e.g. n1 n2 = 1) or 'default = DISTANCE'");
+                problem(
+                        entry.line(),
+                        "'" + entry.key() + "' in [distance] is not a pair of nodes; expected"
+                                + " 'NODE NODE = DISTANCE' (e.g. n1 n2 = 1) or 'default = DISTANCE'");
                 continue;
             }
             boolean known = true;
             for (String end : ends) {
                 if (!names.contains(end)) {
-                    problem(entry.line(), "distance to unknown node '" + end + "'; "
-                            + (names.isEmpty() ? "no node is described" : "the nodes are " + String.join(", ", names)));
+                    problem(
+                            entry.line(),
+                            "distance to unknown node '" + end + "'; "
+                                    + (names.isEmpty()
+                                            ? "no node is described"
+                                            : "the nodes are " + String.join(", ", names)));
                     known = false;
                 }
             }
@@ -263,15 +326,20 @@ public final class SiteConfigReader {
                 continue;
             }
             if (ends[0].equals(ends[1])) {
-                problem(entry.line(), "distance from '" + ends[0] + "' to itself; a node is 0 from itself, give pairs of"
-                        + " different nodes");
+                problem(
+                        entry.line(),
+                        "distance from '" + ends[0] + "' to itself; a node is 0 from itself, give pairs of"
+                                + " different nodes");
                 continue;
             }
             Distances.NodePair pair = Distances.NodePair.of(ends[0], ends[1]);
             Integer firstLine = lineOfPair.putIfAbsent(pair, entry.line());
             if (firstLine != null) {
-                problem(entry.line(), "distance between '" + pair.first() + "' and '" + pair.second()
-                        + "' is given again (first at line " + firstLine + "); distances are symmetric, give each pair once");
+                problem(
+                        entry.line(),
+                        "distance between '" + pair.first() + "' and '" + pair.second()
+                                + "' is given again (first at line " + firstLine
+                                + "); distances are symmetric, give each pair once");
                 continue;
             }
             distance.ifPresent(value -> pairs.put(pair, value));
@@ -289,9 +357,13 @@ public final class SiteConfigReader {
                 }
             }
         }
-        if (!missing.isEmpty() && section != null && problemsAt(section.entries()).isEmpty()) {
-            problem(section.line(), "[distance] lacks " + String.join(", ", missing) + "; add a line 'NODE NODE = DISTANCE'"
-                    + " for each, or 'default = DISTANCE' for all pairs not listed");
+        if (!missing.isEmpty()
+                && section != null
+                && problemsAt(section.entries()).isEmpty()) {
+            problem(
+                    section.line(),
+                    "[distance] lacks " + String.join(", ", missing) + "; add a line 'NODE NODE = DISTANCE'"
+                            + " for each, or 'default = DISTANCE' for all pairs not listed");
         }
         return new Distances(pairs);
     }
@@ -299,7 +371,9 @@ public final class SiteConfigReader {
     /** The problems already reported on these entries; a table with bad lines is not also called incomplete. */
     private List<ConfigProblem> problemsAt(List<IniFile.Entry> entries) {
         List<Integer> lines = entries.stream().map(IniFile.Entry::line).toList();
-        return problems.stream().filter(problem -> lines.contains(problem.line())).toList();
+        return problems.stream()
+                .filter(problem -> lines.contains(problem.line()))
+                .toList();
     }
 
     private Optional<String> validNodeName(IniFile.Section section) {
@@ -346,14 +420,18 @@ public final class SiteConfigReader {
             }
             for (IniFile.Entry entry : section.entries()) {
                 if (!knownKeys.contains(entry.key())) {
-                    problem(entry.line(), "unknown key '" + entry.key() + "' in " + section.title() + "; expected one of "
-                            + String.join(", ", knownKeys));
+                    problem(
+                            entry.line(),
+                            "unknown key '" + entry.key() + "' in " + section.title() + "; expected one of "
+                                    + String.join(", ", knownKeys));
                     continue;
                 }
                 IniFile.Entry first = entries.putIfAbsent(entry.key(), entry);
                 if (first != null) {
-                    problem(entry.line(), "'" + entry.key() + "' is set again in " + section.title() + " (first at line "
-                            + first.line() + "); set each key once");
+                    problem(
+                            entry.line(),
+                            "'" + entry.key() + "' is set again in " + section.title() + " (first at line "
+                                    + first.line() + "); set each key once");
                 }
             }
         }

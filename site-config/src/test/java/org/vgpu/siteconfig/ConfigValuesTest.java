@@ -11,6 +11,7 @@ import java.time.Duration;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
+
 import org.vgpu.common.net.Endpoint;
 
 class ConfigValuesTest {
@@ -67,7 +68,8 @@ class ConfigValuesTest {
     @Test
     void integersAreBounded() {
         assertEquals(4, ConfigValues.integer("4", 1, 64));
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> ConfigValues.integer("65", 1, 64));
+        IllegalArgumentException e =
+                assertThrows(IllegalArgumentException.class, () -> ConfigValues.integer("65", 1, 64));
         assertEquals("65 is out of range; expected 1..64", e.getMessage());
         assertThrows(IllegalArgumentException.class, () -> ConfigValues.integer("4.0", 1, 64));
     }

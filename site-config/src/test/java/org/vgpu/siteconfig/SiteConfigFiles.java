@@ -9,8 +9,7 @@ import org.vgpu.common.security.SiteKey;
 
 /** Site configuration files for tests: a valid one, and variations written into a directory. */
 public final class SiteConfigFiles {
-    private SiteConfigFiles() {
-    }
+    private SiteConfigFiles() {}
 
     /** A valid three-node configuration whose token key file lies in {@code dir}. */
     public static String valid(Path dir) {

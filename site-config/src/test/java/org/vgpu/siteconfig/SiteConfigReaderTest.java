@@ -22,6 +22,7 @@ import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
+
 import org.vgpu.common.net.Endpoint;
 
 class SiteConfigReaderTest {
@@ -47,11 +48,25 @@ class SiteConfigReaderTest {
         assertEquals("vgpu-lend", config.lendPartition());
         assertEquals(Optional.of("vgpu-lend"), config.lendQos());
         assertEquals(new Policy(Duration.ofSeconds(45), 3, true, true), config.policy());
-        assertEquals(new SlurmSettings("batch", Path.of("/opt/vgpu/lib/vgpu_spank.so"), Path.of("/opt/vgpu/bin/vgpu")),
+        assertEquals(
+                new SlurmSettings("batch", Path.of("/opt/vgpu/lib/vgpu_spank.so"), Path.of("/opt/vgpu/bin/vgpu")),
                 config.slurm());
-        assertEquals(List.of("n1", "n2", "n3"), config.nodes().stream().map(NodeConfig::name).toList());
-        assertEquals(new NodeConfig("n1", 4, 80L << 30, 8, 7501, "/dev/nvidia[0-3]", Optional.of("10.0.0.1"),
-                Optional.empty(), OptionalInt.of(6818), OptionalInt.of(64), OptionalLong.of(512L << 30)),
+        assertEquals(
+                List.of("n1", "n2", "n3"),
+                config.nodes().stream().map(NodeConfig::name).toList());
+        assertEquals(
+                new NodeConfig(
+                        "n1",
+                        4,
+                        80L << 30,
+                        8,
+                        7501,
+                        "/dev/nvidia[0-3]",
+                        Optional.of("10.0.0.1"),
+                        Optional.empty(),
+                        OptionalInt.of(6818),
+                        OptionalInt.of(64),
+                        OptionalLong.of(512L << 30)),
                 config.nodes().get(0));
         assertEquals(40_000_000_000L, config.nodes().get(1).gpuMemoryBytes());
         assertEquals("/dev/nvidia0,/dev/nvidia2", config.nodes().get(1).gpuDevices());
@@ -93,8 +108,12 @@ class SiteConfigReaderTest {
                 """);
 
         assertEquals(Policy.defaults(), config.policy());
-        assertEquals(new SlurmSettings(SlurmSettings.DEFAULT_JOB_PARTITION, SlurmSettings.DEFAULT_SPANK_PLUGIN,
-                SlurmSettings.DEFAULT_VGPU_COMMAND), config.slurm());
+        assertEquals(
+                new SlurmSettings(
+                        SlurmSettings.DEFAULT_JOB_PARTITION,
+                        SlurmSettings.DEFAULT_SPANK_PLUGIN,
+                        SlurmSettings.DEFAULT_VGPU_COMMAND),
+                config.slurm());
         assertEquals(Optional.empty(), config.lendQos());
         assertEquals("/dev/nvidia0", config.nodes().get(0).gpuDevices());
         assertEquals("/dev/nvidia[0-1]", config.nodes().get(1).gpuDevices());
@@ -116,65 +135,173 @@ class SiteConfigReaderTest {
 
     static Stream<Arguments> malformedFiles() {
         return Stream.of(
-                broken("unknown key", "max_borrowed_per_job = 3", "max_borowed_per_job = 3", 11,
+                broken(
+                        "unknown key",
+                        "max_borrowed_per_job = 3",
+                        "max_borowed_per_job = 3",
+                        11,
                         "unknown key 'max_borowed_per_job' in [policy]; expected one of idle_grace, max_borrowed_per_job"),
-                broken("key set twice", "vgpus = 4", "vgpus = 4\nvgpus = 5", 34, "'vgpus' is set again in [node n2] (first at line 33)"),
-                broken("duplicate node", "[node n3]", "[node n1]", 38, "node 'n1' is described again (first at line 20)"),
+                broken(
+                        "key set twice",
+                        "vgpus = 4",
+                        "vgpus = 4\nvgpus = 5",
+                        34,
+                        "'vgpus' is set again in [node n2] (first at line 33)"),
+                broken(
+                        "duplicate node",
+                        "[node n3]",
+                        "[node n1]",
+                        38,
+                        "node 'n1' is described again (first at line 20)"),
                 broken("bad duration", "idle_grace = 45s", "idle_grace = 45", 10, "idle_grace: '45' is not a duration"),
                 broken("duration unit unknown", "idle_grace = 45s", "idle_grace = 45 sec", 10, "is not a duration"),
                 broken("bad size", "gpu_memory = 80GiB", "gpu_memory = 80", 22, "gpu_memory: '80' is not a size"),
                 broken("size unit unknown", "gpu_memory = 80GiB", "gpu_memory = 80 parsecs", 22, "is not a size"),
                 broken("zero size", "gpu_memory = 80GiB", "gpu_memory = 0GiB", 22, "is zero"),
-                broken("bad switch", "borrowing = on", "borrowing = maybe", 12, "borrowing: 'maybe' is not a switch; expected on or off"),
+                broken(
+                        "bad switch",
+                        "borrowing = on",
+                        "borrowing = maybe",
+                        12,
+                        "borrowing: 'maybe' is not a switch; expected on or off"),
                 broken("gpus out of range", "gpus = 4", "gpus = 0", 21, "gpus: 0 is out of range; expected 1..64"),
                 broken("gpus not a number", "gpus = 4", "gpus = four", 21, "gpus: 'four' is not a whole number"),
-                broken("lender port out of range", "lender_port = 7501\naddress = 10.0.0.1", "lender_port = 70000\naddress = 10.0.0.1",
-                        24, "lender_port: 70000 is out of range; expected 1..65535"),
-                broken("endpoint without port", "tracker = 127.0.0.1:7400", "tracker = 127.0.0.1", 4,
+                broken(
+                        "lender port out of range",
+                        "lender_port = 7501\naddress = 10.0.0.1",
+                        "lender_port = 70000\naddress = 10.0.0.1",
+                        24,
+                        "lender_port: 70000 is out of range; expected 1..65535"),
+                broken(
+                        "endpoint without port",
+                        "tracker = 127.0.0.1:7400",
+                        "tracker = 127.0.0.1",
+                        4,
                         "tracker: expected HOST:PORT, got '127.0.0.1', e.g. 127.0.0.1:7400"),
-                broken("endpoint port out of range", "tracker = 127.0.0.1:7400", "tracker = 127.0.0.1:99999", 4, "a port must be in [0, 65535], got 99999"),
-                broken("endpoint on any port", "tracker = 127.0.0.1:7400", "tracker = 127.0.0.1:0", 4, "is not an address others can connect to"),
-                broken("endpoint on every interface", "tracker = 127.0.0.1:7400", "tracker = 0.0.0.0:7400", 4, "is not an address others can connect to"),
-                broken("relative key path", "token_key_file = " , "token_key_file = site.key\n#", 5, "is a relative path"),
-                broken("bad partition name", "lend_partition = vgpu-lend", "lend_partition = vgpu lend", 6, "is not a valid name"),
-                broken("same partition for jobs and holders", "job_partition = batch", "job_partition = vgpu-lend", 16,
+                broken(
+                        "endpoint port out of range",
+                        "tracker = 127.0.0.1:7400",
+                        "tracker = 127.0.0.1:99999",
+                        4,
+                        "a port must be in [0, 65535], got 99999"),
+                broken(
+                        "endpoint on any port",
+                        "tracker = 127.0.0.1:7400",
+                        "tracker = 127.0.0.1:0",
+                        4,
+                        "is not an address others can connect to"),
+                broken(
+                        "endpoint on every interface",
+                        "tracker = 127.0.0.1:7400",
+                        "tracker = 0.0.0.0:7400",
+                        4,
+                        "is not an address others can connect to"),
+                broken(
+                        "relative key path",
+                        "token_key_file = ",
+                        "token_key_file = site.key\n#",
+                        5,
+                        "is a relative path"),
+                broken(
+                        "bad partition name",
+                        "lend_partition = vgpu-lend",
+                        "lend_partition = vgpu lend",
+                        6,
+                        "is not a valid name"),
+                broken(
+                        "same partition for jobs and holders",
+                        "job_partition = batch",
+                        "job_partition = vgpu-lend",
+                        16,
                         "job_partition and lend_partition are both 'vgpu-lend'"),
-                broken("device count differs from gpus", "gpu_devices = /dev/nvidia0,/dev/nvidia2", "gpu_devices = /dev/nvidia[0-2]",
-                        36, "names 3 device files but gpus = 2"),
-                broken("device list malformed", "gpu_devices = /dev/nvidia0,/dev/nvidia2", "gpu_devices = nvidia[0-1]", 36,
+                broken(
+                        "device count differs from gpus",
+                        "gpu_devices = /dev/nvidia0,/dev/nvidia2",
+                        "gpu_devices = /dev/nvidia[0-2]",
+                        36,
+                        "names 3 device files but gpus = 2"),
+                broken(
+                        "device list malformed",
+                        "gpu_devices = /dev/nvidia0,/dev/nvidia2",
+                        "gpu_devices = nvidia[0-1]",
+                        36,
                         "is not a device file list"),
-                broken("lender ports clash on one host", "lender_port = 7501\nhostname", "lender_port = 7501\naddress = 10.0.0.2\nhostname",
-                        42, "lender_port 7501 on host 10.0.0.2 is already used at line 34"),
-                broken("distance to unknown node", "n1 n2 = 1", "n1 n9 = 1", 46, "distance to unknown node 'n9'; the nodes are n1, n2, n3"),
+                broken(
+                        "lender ports clash on one host",
+                        "lender_port = 7501\nhostname",
+                        "lender_port = 7501\naddress = 10.0.0.2\nhostname",
+                        42,
+                        "lender_port 7501 on host 10.0.0.2 is already used at line 34"),
+                broken(
+                        "distance to unknown node",
+                        "n1 n2 = 1",
+                        "n1 n9 = 1",
+                        46,
+                        "distance to unknown node 'n9'; the nodes are n1, n2, n3"),
                 broken("distance to itself", "n1 n2 = 1", "n1 n1 = 1", 46, "distance from 'n1' to itself"),
-                broken("distance given twice", "n3 n1 = 3", "n3 n1 = 3\nn1 n3 = 4", 48, "given again (first at line 47)"),
+                broken(
+                        "distance given twice",
+                        "n3 n1 = 3",
+                        "n3 n1 = 3\nn1 n3 = 4",
+                        48,
+                        "given again (first at line 47)"),
                 broken("distance not a pair", "n1 n2 = 1", "n1 = 1", 46, "'n1' in [distance] is not a pair of nodes"),
                 broken("distance zero", "n1 n2 = 1", "n1 n2 = 0", 46, "n1 n2: 0 is out of range; expected 1..1000000"),
                 broken("incomplete distances", "default = 2", "# no default", 45, "[distance] lacks n2 n3; add a line"),
-                broken("unknown section", "[slurm]", "[slurmd]", 15, "unknown section [slurmd]; expected one of [cluster], [policy]"),
+                broken(
+                        "unknown section",
+                        "[slurm]",
+                        "[slurmd]",
+                        15,
+                        "unknown section [slurmd]; expected one of [cluster], [policy]"),
                 broken("section repeated", "[slurm]", "[policy]", 15, "[policy] appears again (first at line 9)"),
-                broken("label on a singleton section", "[slurm]", "[slurm main]", 15, "[slurm main]: [slurm] takes no label"),
+                broken(
+                        "label on a singleton section",
+                        "[slurm]",
+                        "[slurm main]",
+                        15,
+                        "[slurm main]: [slurm] takes no label"),
                 broken("node without name", "[node n3]", "[node]", 38, "[node] needs the node's Slurm name"),
                 broken("malformed header", "[slurm]", "[slurm", 15, "malformed section header '[slurm'"),
-                broken("line without =", "borrowing = on", "borrowing on", 12, "'borrowing on' is not a setting; expected key = value"),
+                broken(
+                        "line without =",
+                        "borrowing = on",
+                        "borrowing on",
+                        12,
+                        "'borrowing on' is not a setting; expected key = value"),
                 broken("value missing", "borrowing = on", "borrowing =", 12, "'borrowing' has no value after '='"),
                 broken("key missing", "borrowing = on", "= on", 12, "setting without a key"),
                 broken("required key missing", "vgpus = 2\n", "\n", 38, "[node n3] lacks 'vgpus'"),
-                broken("no CPU left for holders", "cpus = 64", "cpus = 4", 27,
+                broken(
+                        "no CPU left for holders",
+                        "cpus = 64",
+                        "cpus = 4",
+                        27,
                         "cpus: 4 CPUs leave none for user jobs once each of the 4 GPUs keeps one for its holder job"),
-                broken("setting before any section", "# the test cluster", "name = early", 1, "'name' is outside any section"));
+                broken(
+                        "setting before any section",
+                        "# the test cluster",
+                        "name = early",
+                        1,
+                        "'name' is outside any section"));
     }
 
     @ParameterizedTest(name = "{0}")
     @MethodSource("malformedFiles")
-    void malformedFileIsRejectedWithLineAndExpectation(String description, String from, String to, int line, String expected) {
+    void malformedFileIsRejectedWithLineAndExpectation(
+            String description, String from, String to, int line, String expected) {
         String valid = SiteConfigFiles.valid(dir);
         assertTrue(valid.contains(from), "test setup: '" + from + "' not in the valid file");
         List<ConfigProblem> problems = problems(valid.replaceFirst(Pattern.quote(from), Matcher.quoteReplacement(to)));
 
-        assertTrue(problems.stream().anyMatch(problem -> problem.line() == line && problem.message().contains(expected)),
+        assertTrue(
+                problems.stream()
+                        .anyMatch(problem ->
+                                problem.line() == line && problem.message().contains(expected)),
                 "expected line " + line + ": " + expected + "; got " + problems);
-        assertTrue(problems.stream().allMatch(problem -> problem.file().equals(dir.resolve("vgpu.conf").toAbsolutePath())));
+        assertTrue(problems.stream()
+                .allMatch(problem ->
+                        problem.file().equals(dir.resolve("vgpu.conf").toAbsolutePath())));
     }
 
     @Test
@@ -190,7 +317,10 @@ class SiteConfigReaderTest {
                 gpus = many
                 """);
 
-        assertEquals(List.of(1, 3, 4, 6, 7, 7, 7, 8), problems.stream().map(ConfigProblem::line).toList(), problems.toString());
+        assertEquals(
+                List.of(1, 3, 4, 6, 7, 7, 7, 8),
+                problems.stream().map(ConfigProblem::line).toList(),
+                problems.toString());
         assertTrue(problems.get(0).message().contains("lacks 'lend_partition'"), problems.toString());
     }
 
@@ -200,23 +330,34 @@ class SiteConfigReaderTest {
 
         assertEquals(2, problems.size(), problems.toString());
         assertEquals(0, problems.get(0).line());
-        assertTrue(problems.stream().anyMatch(problem -> problem.message().startsWith("no [cluster] section")), problems.toString());
-        assertTrue(problems.stream().anyMatch(problem -> problem.message().startsWith("no [node NAME] section")), problems.toString());
+        assertTrue(
+                problems.stream().anyMatch(problem -> problem.message().startsWith("no [cluster] section")),
+                problems.toString());
+        assertTrue(
+                problems.stream().anyMatch(problem -> problem.message().startsWith("no [node NAME] section")),
+                problems.toString());
     }
 
     @Test
     void problemPrintsAsFileColonLine() {
-        ConfigProblem problem = problems("[cluster]\nname\n").stream().filter(p -> p.line() == 2).findFirst().orElseThrow();
+        ConfigProblem problem = problems("[cluster]\nname\n").stream()
+                .filter(p -> p.line() == 2)
+                .findFirst()
+                .orElseThrow();
 
-        assertEquals(dir.resolve("vgpu.conf").toAbsolutePath() + ":2: 'name' is not a setting; expected key = value",
+        assertEquals(
+                dir.resolve("vgpu.conf").toAbsolutePath() + ":2: 'name' is not a setting; expected key = value",
                 problem.toString());
     }
 
     @Test
     void missingFileIsOneProblem() {
-        SiteConfigException e = assertThrows(SiteConfigException.class, () -> SiteConfigReader.read(dir.resolve("absent.conf")));
+        SiteConfigException e =
+                assertThrows(SiteConfigException.class, () -> SiteConfigReader.read(dir.resolve("absent.conf")));
 
-        assertEquals(List.of(new ConfigProblem(dir.resolve("absent.conf").toAbsolutePath(), 0, "no such file")), e.problems());
+        assertEquals(
+                List.of(new ConfigProblem(dir.resolve("absent.conf").toAbsolutePath(), 0, "no such file")),
+                e.problems());
     }
 
     @Test
@@ -240,7 +381,8 @@ class SiteConfigReaderTest {
         Files.delete(dir.resolve("site.key"));
 
         assertEquals("testbed", SiteConfigReader.read(file).clusterName(), "reading alone does not look at the key");
-        List<ConfigProblem> problems = assertThrows(SiteConfigException.class, () -> SiteConfigReader.readAndCheckFiles(file))
+        List<ConfigProblem> problems = assertThrows(
+                        SiteConfigException.class, () -> SiteConfigReader.readAndCheckFiles(file))
                 .problems();
         assertEquals(1, problems.size());
         assertEquals(5, problems.getFirst().line());
@@ -253,7 +395,8 @@ class SiteConfigReaderTest {
         Files.setPosixFilePermissions(dir.resolve("site.key"), PosixFilePermissions.fromString("rw-r--r--"));
 
         ConfigProblem problem = assertThrows(SiteConfigException.class, () -> SiteConfigReader.readAndCheckFiles(file))
-                .problems().getFirst();
+                .problems()
+                .getFirst();
         assertEquals(5, problem.line());
         assertTrue(problem.message().contains("chmod 600"), problem.message());
     }

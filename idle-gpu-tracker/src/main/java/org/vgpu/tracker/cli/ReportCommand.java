@@ -14,14 +14,15 @@ import org.apache.commons.cli.CommandLine;
 import org.apache.commons.cli.Option;
 import org.apache.commons.cli.Options;
 import org.apache.commons.cli.ParseException;
+
 import org.vgpu.common.cli.CommandLines;
 import org.vgpu.common.cli.Subcommand;
+import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.common.line.LineClient;
 import org.vgpu.common.net.Endpoint;
 import org.vgpu.siteconfig.SiteConfigReader;
 import org.vgpu.tracker.ledger.Assembly;
 import org.vgpu.tracker.ledger.Lend;
-import org.vgpu.common.error.VgpuFailure;
 
 /**
  * {@code vgpu report}: what the tracker has lent, to whom, and which vgpu jobs wait and why, as a
@@ -44,12 +45,24 @@ public final class ReportCommand implements Subcommand {
     @Override
     public Options options() {
         return new Options()
-                .addOption(Option.builder().longOpt("config").hasArg().argName("FILE")
-                        .desc("the site configuration, which names the tracker").get())
-                .addOption(Option.builder().longOpt("tracker").hasArg().argName("HOST:PORT")
-                        .desc("the tracker to ask, instead of the configuration's").get())
-                .addOption(Option.builder().longOpt("format").hasArg().argName("FORMAT")
-                        .desc("table, json or csv (default table)").get());
+                .addOption(Option.builder()
+                        .longOpt("config")
+                        .hasArg()
+                        .argName("FILE")
+                        .desc("the site configuration, which names the tracker")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("tracker")
+                        .hasArg()
+                        .argName("HOST:PORT")
+                        .desc("the tracker to ask, instead of the configuration's")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("format")
+                        .hasArg()
+                        .argName("FORMAT")
+                        .desc("table, json or csv (default table)")
+                        .get());
     }
 
     @Override
@@ -66,7 +79,8 @@ public final class ReportCommand implements Subcommand {
                 throw new ParseException("--tracker: " + e.detail());
             }
         } else {
-            tracker = SiteConfigReader.read(Path.of(line.getOptionValue("config"))).tracker();
+            tracker = SiteConfigReader.read(Path.of(line.getOptionValue("config")))
+                    .tracker();
         }
         TrackerStatus status;
         try {
@@ -87,20 +101,33 @@ public final class ReportCommand implements Subcommand {
         List<List<String>> rows = new ArrayList<>();
         rows.add(List.of("JOB", "USER", "NODE", "VGPUS", "LOCAL", "BORROWED (vGPU=NODE:GPU holder)", "PHASE", "SINCE"));
         for (Assembly assembly : status.assemblies()) {
-            String borrowed = assembly.lends().stream().map(lend -> borrowedCell(lend, status)).collect(Collectors.joining(" "));
-            rows.add(List.of(Long.toString(assembly.job()), assembly.user(), assembly.node(), Integer.toString(assembly.vgpus()),
-                    Integer.toString(assembly.localGpus()), borrowed.isEmpty() ? "-" : borrowed,
-                    assembly.phase().name().toLowerCase(), assembly.released().orElse(assembly.planned()).toString()));
+            String borrowed = assembly.lends().stream()
+                    .map(lend -> borrowedCell(lend, status))
+                    .collect(Collectors.joining(" "));
+            rows.add(List.of(
+                    Long.toString(assembly.job()),
+                    assembly.user(),
+                    assembly.node(),
+                    Integer.toString(assembly.vgpus()),
+                    Integer.toString(assembly.localGpus()),
+                    borrowed.isEmpty() ? "-" : borrowed,
+                    assembly.phase().name().toLowerCase(),
+                    assembly.released().orElse(assembly.planned()).toString()));
         }
         out.println("Assemblies: " + status.assemblies().size() + ", borrowed GPUs: "
-                + status.assemblies().stream().mapToInt(assembly -> assembly.lends().size()).sum());
+                + status.assemblies().stream()
+                        .mapToInt(assembly -> assembly.lends().size())
+                        .sum());
         printAligned(rows, out);
         out.println();
         out.println("Waiting vgpu jobs: " + status.waiting().size());
         List<List<String>> waiting = new ArrayList<>();
         waiting.add(List.of("JOB", "USER", "VGPUS", "REASON"));
         for (Map<String, String> job : status.waiting()) {
-            waiting.add(List.of(job.getOrDefault("job", "?"), job.getOrDefault("user", "?"), job.getOrDefault("vgpus", "?"),
+            waiting.add(List.of(
+                    job.getOrDefault("job", "?"),
+                    job.getOrDefault("user", "?"),
+                    job.getOrDefault("vgpus", "?"),
                     job.getOrDefault("reason", "")));
         }
         printAligned(waiting, out);
@@ -109,9 +136,13 @@ public final class ReportCommand implements Subcommand {
         List<List<String>> ended = new ArrayList<>();
         ended.add(List.of("JOB", "USER", "NODE", "VGPUS", "BORROWED", "WHY", "AT"));
         for (Map<String, String> job : status.ended()) {
-            ended.add(List.of(job.getOrDefault("job", "?"), job.getOrDefault("user", "?"), job.getOrDefault("node", "?"),
-                    job.getOrDefault("vgpus", "?"), job.getOrDefault("borrowed", "?"), job.getOrDefault("why", "?")
-                            + (job.containsKey("reason") ? ": " + job.get("reason") : ""),
+            ended.add(List.of(
+                    job.getOrDefault("job", "?"),
+                    job.getOrDefault("user", "?"),
+                    job.getOrDefault("node", "?"),
+                    job.getOrDefault("vgpus", "?"),
+                    job.getOrDefault("borrowed", "?"),
+                    job.getOrDefault("why", "?") + (job.containsKey("reason") ? ": " + job.get("reason") : ""),
                     job.getOrDefault("at", "?")));
         }
         printAligned(ended, out);
@@ -120,7 +151,8 @@ public final class ReportCommand implements Subcommand {
     private static String borrowedCell(Lend lend, TrackerStatus status) {
         String gpu = lend.gpu().isPresent() ? Integer.toString(lend.gpu().getAsInt()) : "?";
         String holder = lend.holder().isPresent() ? Long.toString(lend.holder().getAsLong()) : "not submitted";
-        boolean lost = lend.holder().isPresent() && status.lostHolders().contains(lend.holder().getAsLong());
+        boolean lost = lend.holder().isPresent()
+                && status.lostHolders().contains(lend.holder().getAsLong());
         return lend.vgpu() + "=" + lend.node() + ":" + gpu + "(holder " + holder + (lost ? " LOST" : "") + ")";
     }
 
@@ -145,19 +177,50 @@ public final class ReportCommand implements Subcommand {
         out.println("kind,job,user,node,vgpu,lender,gpu,holder,worker,phase,reason");
         for (Assembly assembly : status.assemblies()) {
             for (int vgpu = 0; vgpu < assembly.localGpus(); vgpu++) {
-                out.println(String.join(",", "local", Long.toString(assembly.job()), assembly.user(), assembly.node(),
-                        Integer.toString(vgpu), assembly.node(), "", "", "", assembly.phase().name().toLowerCase(), ""));
+                out.println(String.join(
+                        ",",
+                        "local",
+                        Long.toString(assembly.job()),
+                        assembly.user(),
+                        assembly.node(),
+                        Integer.toString(vgpu),
+                        assembly.node(),
+                        "",
+                        "",
+                        "",
+                        assembly.phase().name().toLowerCase(),
+                        ""));
             }
             for (Lend lend : assembly.lends()) {
-                out.println(String.join(",", "borrowed", Long.toString(assembly.job()), assembly.user(), assembly.node(),
-                        Integer.toString(lend.vgpu()), lend.node(), lend.gpu().isPresent() ? Integer.toString(lend.gpu().getAsInt()) : "",
-                        number(lend.holder()), lend.worker().map(Endpoint::toString).orElse(""),
-                        assembly.phase().name().toLowerCase(), ""));
+                out.println(String.join(
+                        ",",
+                        "borrowed",
+                        Long.toString(assembly.job()),
+                        assembly.user(),
+                        assembly.node(),
+                        Integer.toString(lend.vgpu()),
+                        lend.node(),
+                        lend.gpu().isPresent() ? Integer.toString(lend.gpu().getAsInt()) : "",
+                        number(lend.holder()),
+                        lend.worker().map(Endpoint::toString).orElse(""),
+                        assembly.phase().name().toLowerCase(),
+                        ""));
             }
         }
         for (Map<String, String> job : status.waiting()) {
-            out.println(String.join(",", "waiting", job.getOrDefault("job", ""), job.getOrDefault("user", ""), "", "", "", "", "",
-                    "", "held", csvField(job.getOrDefault("reason", ""))));
+            out.println(String.join(
+                    ",",
+                    "waiting",
+                    job.getOrDefault("job", ""),
+                    job.getOrDefault("user", ""),
+                    "",
+                    "",
+                    "",
+                    "",
+                    "",
+                    "",
+                    "held",
+                    csvField(job.getOrDefault("reason", ""))));
         }
     }
 
@@ -178,15 +241,22 @@ public final class ReportCommand implements Subcommand {
                 lends.add("{\"vgpu\":" + lend.vgpu() + ",\"node\":" + string(lend.node()) + ",\"holder\":"
                         + (lend.holder().isPresent() ? lend.holder().getAsLong() : "null") + ",\"gpu\":"
                         + (lend.gpu().isPresent() ? lend.gpu().getAsInt() : "null") + ",\"worker\":"
-                        + lend.worker().map(endpoint -> string(endpoint.toString())).orElse("null") + ",\"worker_id\":"
+                        + lend.worker()
+                                .map(endpoint -> string(endpoint.toString()))
+                                .orElse("null") + ",\"worker_id\":"
                         + lend.workerId().map(ReportCommand::string).orElse("null") + ",\"holder_lost\":"
-                        + (lend.holder().isPresent() && status.lostHolders().contains(lend.holder().getAsLong())) + "}");
+                        + (lend.holder().isPresent()
+                                && status.lostHolders().contains(lend.holder().getAsLong())) + "}");
             }
             assemblies.add("{\"job\":" + assembly.job() + ",\"user\":" + string(assembly.user()) + ",\"node\":"
-                    + string(assembly.node()) + ",\"vgpus\":" + assembly.vgpus() + ",\"local_gpus\":" + assembly.localGpus()
+                    + string(assembly.node()) + ",\"vgpus\":" + assembly.vgpus() + ",\"local_gpus\":"
+                    + assembly.localGpus()
                     + ",\"phase\":" + string(assembly.phase().name().toLowerCase()) + ",\"planned\":"
                     + string(assembly.planned().toString()) + ",\"released\":"
-                    + assembly.released().map(Instant::toString).map(ReportCommand::string).orElse("null") + ",\"borrowed\":["
+                    + assembly.released()
+                            .map(Instant::toString)
+                            .map(ReportCommand::string)
+                            .orElse("null") + ",\"borrowed\":["
                     + String.join(",", lends) + "]}");
         }
         json.append(String.join(",", assemblies)).append("],\"waiting\":[");
@@ -197,8 +267,9 @@ public final class ReportCommand implements Subcommand {
     }
 
     private static String jsonObject(Map<String, String> fields) {
-        return fields.entrySet().stream().map(entry -> string(entry.getKey()) + ":"
-                + (entry.getValue().matches("-?[0-9]{1,18}") ? entry.getValue() : string(entry.getValue())))
+        return fields.entrySet().stream()
+                .map(entry -> string(entry.getKey()) + ":"
+                        + (entry.getValue().matches("-?[0-9]{1,18}") ? entry.getValue() : string(entry.getValue())))
                 .collect(Collectors.joining(",", "{", "}"));
     }
 

@@ -12,8 +12,10 @@ import org.apache.commons.cli.CommandLine;
 import org.apache.commons.cli.Option;
 import org.apache.commons.cli.Options;
 import org.apache.commons.cli.ParseException;
+
 import org.vgpu.common.cli.CommandLines;
 import org.vgpu.common.cli.Subcommand;
+import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.common.net.Endpoint;
 import org.vgpu.common.security.SiteKey;
 import org.vgpu.siteconfig.SiteConfig;
@@ -23,10 +25,9 @@ import org.vgpu.tracker.TrackerDaemon;
 import org.vgpu.tracker.ledger.Ledger;
 import org.vgpu.tracker.ledger.LedgerException;
 import org.vgpu.tracker.server.MungeVerifier;
-import org.vgpu.tracker.slurm.SlurmException;
 import org.vgpu.tracker.slurm.SlurmCommands;
 import org.vgpu.tracker.slurm.SlurmControl;
-import org.vgpu.common.error.VgpuFailure;
+import org.vgpu.tracker.slurm.SlurmException;
 
 /**
  * {@code vgpu tracker --config FILE}: the idle-GPU tracker daemon. Runs until SIGTERM/SIGINT; exits
@@ -52,40 +53,98 @@ public final class TrackerCommand implements Subcommand {
     public Options options() {
         Tracker.Settings defaults = Tracker.Settings.defaults();
         return new Options()
-                .addOption(Option.builder().longOpt("config").hasArg().argName("FILE")
-                        .desc("the site configuration (required)").get())
-                .addOption(Option.builder().longOpt("ledger").hasArg().argName("FILE")
-                        .desc("the journal of every assembly and lend (default " + DEFAULT_LEDGER + ")").get())
-                .addOption(Option.builder().longOpt("listen").hasArg().argName("HOST:PORT")
-                        .desc("where the socket listens (default: the configuration's tracker)").get())
-                .addOption(Option.builder().longOpt("poll").hasArg().argName("SECONDS")
-                        .desc("how often Slurm is read (default " + DEFAULT_POLL_SECONDS + ")").get())
-                .addOption(Option.builder().longOpt("slurm-timeout").hasArg().argName("SECONDS")
-                        .desc("limit for one Slurm command (default " + DEFAULT_SLURM_TIMEOUT_SECONDS + ")").get())
-                .addOption(Option.builder().longOpt("holder-timeout").hasArg().argName("SECONDS")
+                .addOption(Option.builder()
+                        .longOpt("config")
+                        .hasArg()
+                        .argName("FILE")
+                        .desc("the site configuration (required)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("ledger")
+                        .hasArg()
+                        .argName("FILE")
+                        .desc("the journal of every assembly and lend (default " + DEFAULT_LEDGER + ")")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("listen")
+                        .hasArg()
+                        .argName("HOST:PORT")
+                        .desc("where the socket listens (default: the configuration's tracker)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("poll")
+                        .hasArg()
+                        .argName("SECONDS")
+                        .desc("how often Slurm is read (default " + DEFAULT_POLL_SECONDS + ")")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("slurm-timeout")
+                        .hasArg()
+                        .argName("SECONDS")
+                        .desc("limit for one Slurm command (default " + DEFAULT_SLURM_TIMEOUT_SECONDS + ")")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("holder-timeout")
+                        .hasArg()
+                        .argName("SECONDS")
                         .desc("how long holder jobs may stay pending before an assembly is planned again (default "
-                                + defaults.holderTimeout().toSeconds() + ")").get())
-                .addOption(Option.builder().longOpt("worker-backend").hasArg().argName("NAME")
-                        .desc("what holder jobs' workers drive: native (the GPU Slurm gives the holder) or emulated (the"
-                                + " CPU emulation, for testbeds without GPUs; default native)").get())
-                .addOption(Option.builder().longOpt("worker-idle-timeout").hasArg().argName("SECONDS")
-                        .desc("how long a holder's worker waits for its job's session, and for each of its frames (default "
-                                + defaults.workerIdleTimeout().toSeconds() + ")").get())
-                .addOption(Option.builder().longOpt("holder-output").hasArg().argName("PATH")
-                        .desc("where holder jobs write, sbatch's --output (%j: the holder's id; default /dev/null)").get())
-                .addOption(Option.builder().longOpt("auth").hasArg().argName("MODE")
+                                + defaults.holderTimeout().toSeconds() + ")")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("worker-backend")
+                        .hasArg()
+                        .argName("NAME")
+                        .desc(
+                                "what holder jobs' workers drive: native (the GPU Slurm gives the holder) or emulated (the"
+                                        + " CPU emulation, for testbeds without GPUs; default native)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("worker-idle-timeout")
+                        .hasArg()
+                        .argName("SECONDS")
+                        .desc(
+                                "how long a holder's worker waits for its job's session, and for each of its frames (default "
+                                        + defaults.workerIdleTimeout().toSeconds() + ")")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("holder-output")
+                        .hasArg()
+                        .argName("PATH")
+                        .desc("where holder jobs write, sbatch's --output (%j: the holder's id; default /dev/null)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("auth")
+                        .hasArg()
+                        .argName("MODE")
                         .desc("none or munge, as the SPANK bridge's auth= (default none): munge checks every request's"
-                                + " credential with unmunge").get())
-                .addOption(Option.builder().longOpt("munge-socket").hasArg().argName("PATH")
-                        .desc("munged's socket, with --auth munge (default: libmunge's)").get())
-                .addOption(Option.builder().longOpt("unmunge").hasArg().argName("PATH")
-                        .desc("the unmunge program, with --auth munge (default unmunge on the PATH)").get())
-                .addOption(Option.builder().longOpt("trusted-user").hasArg().argName("NAME")
+                                + " credential with unmunge")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("munge-socket")
+                        .hasArg()
+                        .argName("PATH")
+                        .desc("munged's socket, with --auth munge (default: libmunge's)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("unmunge")
+                        .hasArg()
+                        .argName("PATH")
+                        .desc("the unmunge program, with --auth munge (default unmunge on the PATH)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("trusted-user")
+                        .hasArg()
+                        .argName("NAME")
                         .desc("besides root and a job's owner, who may ask for any job's assembly: Slurm's SlurmUser"
-                                + " (repeatable)").get())
-                .addOption(Option.builder().longOpt("token-ttl").hasArg().argName("SECONDS")
+                                + " (repeatable)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("token-ttl")
+                        .hasArg()
+                        .argName("SECONDS")
                         .desc("how long a job's worker tokens stay valid for opening a session (default "
-                                + defaults.tokenTtl().toSeconds() + ")").get());
+                                + defaults.tokenTtl().toSeconds() + ")")
+                        .get());
     }
 
     @Override
@@ -99,10 +158,14 @@ public final class TrackerCommand implements Subcommand {
         Tracker.Settings defaults = Tracker.Settings.defaults();
         Duration poll = seconds(line, "poll", DEFAULT_POLL_SECONDS);
         Duration slurmTimeout = seconds(line, "slurm-timeout", DEFAULT_SLURM_TIMEOUT_SECONDS);
-        Tracker.Settings settings = new Tracker.Settings(seconds(line, "holder-timeout", defaults.holderTimeout().toSeconds()),
+        Tracker.Settings settings = new Tracker.Settings(
+                seconds(line, "holder-timeout", defaults.holderTimeout().toSeconds()),
                 seconds(line, "token-ttl", defaults.tokenTtl().toSeconds()),
                 CommandLines.choice(line, "worker-backend", defaults.workerBackend(), List.of("native", "emulated")),
-                seconds(line, "worker-idle-timeout", defaults.workerIdleTimeout().toSeconds()));
+                seconds(
+                        line,
+                        "worker-idle-timeout",
+                        defaults.workerIdleTimeout().toSeconds()));
         Path ledgerFile = Path.of(line.getOptionValue("ledger", DEFAULT_LEDGER.toString()));
         SiteConfig site = SiteConfigReader.readAndCheckFiles(Path.of(line.getOptionValue("config")));
         Endpoint listen = site.tracker();
@@ -118,37 +181,44 @@ public final class TrackerCommand implements Subcommand {
             throw new ParseException("--munge-socket and --unmunge belong to --auth munge");
         }
         Optional<MungeVerifier> munge = auth.equals("munge")
-                ? Optional.of(new MungeVerifier(Path.of(line.getOptionValue("unmunge", "unmunge")),
+                ? Optional.of(new MungeVerifier(
+                        Path.of(line.getOptionValue("unmunge", "unmunge")),
                         Optional.ofNullable(line.getOptionValue("munge-socket")).map(Path::of)))
                 : Optional.empty();
-        Set<String> trustedUsers = line.hasOption("trusted-user") ? Set.of(line.getOptionValues("trusted-user")) : Set.of();
-        SlurmControl slurm = new SlurmCommands(slurmTimeout, site.lendPartition(), site.lendQos(),
-                line.getOptionValue("holder-output", "/dev/null"));
+        Set<String> trustedUsers =
+                line.hasOption("trusted-user") ? Set.of(line.getOptionValues("trusted-user")) : Set.of();
+        SlurmControl slurm = new SlurmCommands(
+                slurmTimeout, site.lendPartition(), site.lendQos(), line.getOptionValue("holder-output", "/dev/null"));
         TrackerDaemon daemon;
         try {
             for (String partition : List.of(site.lendPartition(), site.slurm().jobPartition())) {
                 if (!slurm.partitionExists(partition)) {
-                    err.println("vgpu tracker: Slurm has no partition '" + partition + "' (named in " + site.source()
-                            + "); add it to slurm.conf (vgpu config render --what slurm.conf) or fix the configuration");
+                    err.println(
+                            "vgpu tracker: Slurm has no partition '" + partition + "' (named in " + site.source()
+                                    + "); add it to slurm.conf (vgpu config render --what slurm.conf) or fix the configuration");
                     return 1;
                 }
             }
             Ledger ledger = Ledger.open(ledgerFile);
-            Tracker tracker = new Tracker(site, slurm, ledger, SiteKey.load(site.tokenKeyFile()), settings, Clock.systemUTC());
+            Tracker tracker =
+                    new Tracker(site, slurm, ledger, SiteKey.load(site.tokenKeyFile()), settings, Clock.systemUTC());
             daemon = TrackerDaemon.start(tracker, ledger, listen, poll, munge, trustedUsers);
         } catch (LedgerException | SlurmException e) {
             err.println("vgpu tracker: " + e.detail());
             return 1;
         }
-        Runtime.getRuntime().addShutdownHook(Thread.ofPlatform().name("tracker-shutdown").unstarted(daemon::close));
+        Runtime.getRuntime()
+                .addShutdownHook(Thread.ofPlatform().name("tracker-shutdown").unstarted(daemon::close));
         out.println("vgpu tracker listening on " + daemon.endpoint() + ", ledger " + ledgerFile.toAbsolutePath()
                 + ", polling Slurm every " + poll.toSeconds() + " s, auth " + auth);
         out.flush();
         try {
             RuntimeException fatal = daemon.awaitStop();
             if (fatal != null) {
-                err.println("vgpu tracker: stopped: " + (fatal instanceof VgpuFailure failure ? failure.detail()
-                        : "an internal error, logged above"));
+                err.println("vgpu tracker: stopped: "
+                        + (fatal instanceof VgpuFailure failure
+                                ? failure.detail()
+                                : "an internal error, logged above"));
                 return 1;
             }
         } catch (InterruptedException e) {

@@ -17,7 +17,10 @@ import org.vgpu.tracker.ledger.LedgerLines;
  * @param waiting and {@code ended}: each line's {@code key=value} fields in order; {@code reason}
  *                is the rest of the line and may hold spaces
  */
-record TrackerStatus(List<Assembly> assemblies, Set<Long> lostHolders, List<Map<String, String>> waiting,
+record TrackerStatus(
+        List<Assembly> assemblies,
+        Set<Long> lostHolders,
+        List<Map<String, String>> waiting,
         List<Map<String, String>> ended) {
 
     /**
@@ -38,7 +41,8 @@ record TrackerStatus(List<Assembly> assemblies, Set<Long> lostHolders, List<Map<
                         }
                     }
                     case "lost" -> {
-                        for (String holder : fields(line).getOrDefault("holders", "").split(",")) {
+                        for (String holder :
+                                fields(line).getOrDefault("holders", "").split(",")) {
                             lost.add(Long.parseLong(holder));
                         }
                     }
@@ -47,7 +51,9 @@ record TrackerStatus(List<Assembly> assemblies, Set<Long> lostHolders, List<Map<
                     case "ok" -> {
                         return new TrackerStatus(assemblies, lost, waiting, ended);
                     }
-                    case "error" -> throw new IllegalArgumentException("the tracker answered: " + line.substring(kind.length()).strip());
+                    case "error" ->
+                        throw new IllegalArgumentException("the tracker answered: "
+                                + line.substring(kind.length()).strip());
                     default -> throw new IllegalArgumentException("unknown line kind '" + kind + "'");
                 }
             } catch (RuntimeException e) {

@@ -23,7 +23,8 @@ import org.vgpu.tracker.slurm.SlurmNode;
  */
 public record ClusterView(Instant now, List<NodeView> nodes) {
     /** States in which a job holds its GPUs (a completing job still does until its epilog ends). */
-    private static final Set<String> HOLDING_STATES = Set.of("RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING", "STOPPED");
+    private static final Set<String> HOLDING_STATES =
+            Set.of("RUNNING", "SUSPENDED", "COMPLETING", "CONFIGURING", "STOPPED");
 
     public ClusterView {
         nodes = List.copyOf(nodes);
@@ -40,8 +41,15 @@ public record ClusterView(Instant now, List<NodeView> nodes) {
             }
             SlurmNode node = reported.get();
             List<Integer> idle = idleGpus(node, inUse.getOrDefault(node.name(), Set.of()));
-            views.add(new NodeView(node.name(), node.schedulable(), node.partitions(), node.idleCpus(), node.idle(SlurmJob.VGPU),
-                    clock.observe(node.name(), idle, now), config.gpuMemoryBytes(), config.lenderEndpoint()));
+            views.add(new NodeView(
+                    node.name(),
+                    node.schedulable(),
+                    node.partitions(),
+                    node.idleCpus(),
+                    node.idle(SlurmJob.VGPU),
+                    clock.observe(node.name(), idle, now),
+                    config.gpuMemoryBytes(),
+                    config.lenderEndpoint()));
         }
         return new ClusterView(now, views);
     }
@@ -55,8 +63,9 @@ public record ClusterView(Instant now, List<NodeView> nodes) {
         Map<String, Set<Integer>> inUse = new HashMap<>();
         for (SlurmJob job : jobs) {
             if (HOLDING_STATES.contains(job.state())) {
-                job.gpuIndicesByNode().forEach((node, indices) -> inUse.computeIfAbsent(node, ignored -> new HashSet<>())
-                        .addAll(indices));
+                job.gpuIndicesByNode()
+                        .forEach((node, indices) -> inUse.computeIfAbsent(node, ignored -> new HashSet<>())
+                                .addAll(indices));
             }
         }
         return inUse;

@@ -17,8 +17,15 @@ import org.vgpu.common.net.Endpoint;
  * @param idleVgpus   the node's vgpu GRES slots no job holds: a vgpu job pinned here needs its count
  * @param lender      where the node's lender listens
  */
-public record NodeView(String name, boolean schedulable, List<String> partitions, int idleCpus, int idleVgpus,
-        Map<Integer, Instant> idleSince, long gpuMemoryBytes, Endpoint lender) {
+public record NodeView(
+        String name,
+        boolean schedulable,
+        List<String> partitions,
+        int idleCpus,
+        int idleVgpus,
+        Map<Integer, Instant> idleSince,
+        long gpuMemoryBytes,
+        Endpoint lender) {
     public NodeView {
         Objects.requireNonNull(name, "name");
         partitions = List.copyOf(partitions);
@@ -32,6 +39,8 @@ public record NodeView(String name, boolean schedulable, List<String> partitions
 
     /** GPUs idle for at least {@code grace} at {@code now}: only these may be lent to jobs of other nodes. */
     public int lendableGpus(Instant now, Duration grace) {
-        return (int) idleSince.values().stream().filter(since -> !since.plus(grace).isAfter(now)).count();
+        return (int) idleSince.values().stream()
+                .filter(since -> !since.plus(grace).isAfter(now))
+                .count();
     }
 }

@@ -15,10 +15,19 @@ import java.util.OptionalLong;
  *                 released; {@link Phase#RELEASED} after
  * @param released when the tracker released the job; empty while securing
  */
-public record Assembly(long job, String user, String node, int vgpus, int localGpus, Phase phase, Instant planned,
-        Optional<Instant> released, List<Lend> lends) {
+public record Assembly(
+        long job,
+        String user,
+        String node,
+        int vgpus,
+        int localGpus,
+        Phase phase,
+        Instant planned,
+        Optional<Instant> released,
+        List<Lend> lends) {
     public enum Phase {
-        SECURING, RELEASED
+        SECURING,
+        RELEASED
     }
 
     public Assembly {
@@ -39,7 +48,8 @@ public record Assembly(long job, String user, String node, int vgpus, int localG
             }
         }
         if (released.isPresent() != (phase == Phase.RELEASED)) {
-            throw new IllegalArgumentException("assembly of job " + job + ": released time and phase " + phase + " disagree");
+            throw new IllegalArgumentException(
+                    "assembly of job " + job + ": released time and phase " + phase + " disagree");
         }
     }
 
@@ -55,6 +65,10 @@ public record Assembly(long job, String user, String node, int vgpus, int localG
 
     /** The holder jobs submitted for this assembly. */
     public List<Long> holders() {
-        return lends.stream().map(Lend::holder).filter(OptionalLong::isPresent).map(OptionalLong::getAsLong).toList();
+        return lends.stream()
+                .map(Lend::holder)
+                .filter(OptionalLong::isPresent)
+                .map(OptionalLong::getAsLong)
+                .toList();
     }
 }

@@ -19,6 +19,7 @@ import java.util.Set;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+
 import org.vgpu.common.error.IoReasons;
 
 /**
@@ -110,7 +111,8 @@ public final class Ledger implements AutoCloseable {
         try {
             text = Files.readString(file, StandardCharsets.US_ASCII);
         } catch (IOException e) {
-            throw new LedgerException(LedgerException.Code.UNREADABLE, "cannot read the ledger " + file + ": " + IoReasons.of(e), e);
+            throw new LedgerException(
+                    LedgerException.Code.UNREADABLE, "cannot read the ledger " + file + ": " + IoReasons.of(e), e);
         }
         String[] lines = text.split("\n", -1);
         for (int i = 0; i < lines.length; i++) {
@@ -119,7 +121,10 @@ public final class Ledger implements AutoCloseable {
                 break;
             }
             if (last) {
-                LOG.warn("ledger {}: line {} has no newline (a write cut short by a crash); dropped: {}", file, i + 1,
+                LOG.warn(
+                        "ledger {}: line {} has no newline (a write cut short by a crash); dropped: {}",
+                        file,
+                        i + 1,
                         lines[i].length() > 120 ? lines[i].substring(0, 120) + "..." : lines[i]);
                 break;
             }
@@ -127,10 +132,12 @@ public final class Ledger implements AutoCloseable {
             try {
                 entry = LedgerLines.parse(lines[i]);
             } catch (IllegalArgumentException e) {
-                throw new LedgerException(LedgerException.Code.DAMAGED, file + ":" + (i + 1) + ": unreadable ledger record: "
-                        + e.getMessage()
-                        + "; the tracker will not start without knowing every lend. Repair the line, or move the file"
-                        + " aside to start empty (holder jobs the tracker then does not know are cancelled)");
+                throw new LedgerException(
+                        LedgerException.Code.DAMAGED,
+                        file + ":" + (i + 1) + ": unreadable ledger record: "
+                                + e.getMessage()
+                                + "; the tracker will not start without knowing every lend. Repair the line, or move the file"
+                                + " aside to start empty (holder jobs the tracker then does not know are cancelled)");
             }
             switch (entry) {
                 case LedgerLines.Entry.Keep keep -> live.put(keep.assembly().job(), keep.assembly());
@@ -150,7 +157,9 @@ public final class Ledger implements AutoCloseable {
                 text.append(LedgerLines.assembly(assembly)).append('\n');
             }
             Files.deleteIfExists(fresh);
-            try (FileChannel out = FileChannel.open(fresh, Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE),
+            try (FileChannel out = FileChannel.open(
+                    fresh,
+                    Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE),
                     PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")))) {
                 writeFully(out, text.toString());
                 out.force(true);
@@ -164,7 +173,8 @@ public final class Ledger implements AutoCloseable {
             journal = FileChannel.open(file, StandardOpenOption.WRITE, StandardOpenOption.APPEND);
             linesSinceCompaction = 0;
         } catch (IOException e) {
-            throw new LedgerException(LedgerException.Code.UNWRITABLE, "cannot write the ledger " + file + ": " + IoReasons.of(e), e);
+            throw new LedgerException(
+                    LedgerException.Code.UNWRITABLE, "cannot write the ledger " + file + ": " + IoReasons.of(e), e);
         }
     }
 
@@ -173,8 +183,8 @@ public final class Ledger implements AutoCloseable {
             writeFully(journal, line + "\n");
             journal.force(false);
         } catch (IOException e) {
-            throw new LedgerException(LedgerException.Code.UNWRITABLE, "cannot append to the ledger " + file + ": "
-                    + IoReasons.of(e), e);
+            throw new LedgerException(
+                    LedgerException.Code.UNWRITABLE, "cannot append to the ledger " + file + ": " + IoReasons.of(e), e);
         }
         if (++linesSinceCompaction > COMPACT_AFTER_LINES + 4 * live.size()) {
             compact();

@@ -32,19 +32,17 @@ import org.vgpu.common.net.Endpoint;
 public final class LedgerLines {
     /** Node, user and reason words: what Slurm allows in names, and nothing that could split a field. */
     private static final Pattern WORD = Pattern.compile("[A-Za-z0-9._@+-]{1,128}");
+
     private static final String NONE = "-";
 
     /** A parsed line: an assembly to keep, or a job to forget. */
     public sealed interface Entry {
-        record Keep(Assembly assembly) implements Entry {
-        }
+        record Keep(Assembly assembly) implements Entry {}
 
-        record Forget(long job, String why) implements Entry {
-        }
+        record Forget(long job, String why) implements Entry {}
     }
 
-    private LedgerLines() {
-    }
+    private LedgerLines() {}
 
     public static String assembly(Assembly assembly) {
         StringBuilder line = new StringBuilder("assembly");
@@ -57,10 +55,20 @@ public final class LedgerLines {
         line.append(" planned=").append(assembly.planned().toEpochMilli());
         assembly.released().ifPresent(when -> line.append(" released=").append(when.toEpochMilli()));
         for (Lend lend : assembly.lends()) {
-            line.append(" lend=").append(lend.vgpu()).append('/').append(word("node", lend.node())).append('/')
-                    .append(lend.holder().isPresent() ? Long.toString(lend.holder().getAsLong()) : NONE).append('/')
-                    .append(lend.gpu().isPresent() ? Integer.toString(lend.gpu().getAsInt()) : NONE).append('/')
-                    .append(lend.worker().map(Endpoint::toString).orElse(NONE)).append('/')
+            line.append(" lend=")
+                    .append(lend.vgpu())
+                    .append('/')
+                    .append(word("node", lend.node()))
+                    .append('/')
+                    .append(
+                            lend.holder().isPresent()
+                                    ? Long.toString(lend.holder().getAsLong())
+                                    : NONE)
+                    .append('/')
+                    .append(lend.gpu().isPresent() ? Integer.toString(lend.gpu().getAsInt()) : NONE)
+                    .append('/')
+                    .append(lend.worker().map(Endpoint::toString).orElse(NONE))
+                    .append('/')
                     .append(lend.workerId().map(id -> word("worker id", id)).orElse(NONE));
         }
         return sealed(line.toString());
@@ -110,17 +118,21 @@ public final class LedgerLines {
         for (String text : lendTexts) {
             String[] parts = text.split("/", 6);
             if (parts.length != 6) {
-                throw new IllegalArgumentException("lend '" + text + "' is not VGPU/NODE/HOLDER/GPU/HOST:PORT/WORKER-ID");
+                throw new IllegalArgumentException(
+                        "lend '" + text + "' is not VGPU/NODE/HOLDER/GPU/HOST:PORT/WORKER-ID");
             }
             boolean hasWorker = !parts[4].equals(NONE);
             try {
-                lends.add(new Lend(Integer.parseInt(parts[0]), parts[1],
+                lends.add(new Lend(
+                        Integer.parseInt(parts[0]),
+                        parts[1],
                         parts[2].equals(NONE) ? OptionalLong.empty() : OptionalLong.of(Long.parseLong(parts[2])),
                         parts[3].equals(NONE) ? OptionalInt.empty() : OptionalInt.of(Integer.parseInt(parts[3])),
                         hasWorker ? Optional.of(Endpoint.parse(parts[4])) : Optional.empty(),
                         parts[5].equals(NONE) ? Optional.empty() : Optional.of(parts[5])));
             } catch (NumberFormatException e) {
-                throw new IllegalArgumentException("lend '" + text + "' has a VGPU, HOLDER or GPU that is not a number", e);
+                throw new IllegalArgumentException(
+                        "lend '" + text + "' has a VGPU, HOLDER or GPU that is not a number", e);
             } catch (VgpuFailure e) {
                 throw new IllegalArgumentException("lend '" + text + "': " + e.detail(), e);
             }
@@ -128,14 +140,22 @@ public final class LedgerLines {
         Assembly.Phase phase = switch (require(fields, "phase")) {
             case "securing" -> Assembly.Phase.SECURING;
             case "released" -> Assembly.Phase.RELEASED;
-            default -> throw new IllegalArgumentException("phase '" + fields.get("phase") + "' is not securing or released");
+            default ->
+                throw new IllegalArgumentException("phase '" + fields.get("phase") + "' is not securing or released");
         };
         Optional<Instant> released = fields.containsKey("released")
                 ? Optional.of(Instant.ofEpochMilli(number(fields, "released")))
                 : Optional.empty();
-        return new Assembly(number(fields, "job"), require(fields, "user"), require(fields, "node"),
-                (int) number(fields, "vgpus"), (int) number(fields, "local"), phase,
-                Instant.ofEpochMilli(number(fields, "planned")), released, lends);
+        return new Assembly(
+                number(fields, "job"),
+                require(fields, "user"),
+                require(fields, "node"),
+                (int) number(fields, "vgpus"),
+                (int) number(fields, "local"),
+                phase,
+                Instant.ofEpochMilli(number(fields, "planned")),
+                released,
+                lends);
     }
 
     private static String require(Map<String, String> fields, String key) {

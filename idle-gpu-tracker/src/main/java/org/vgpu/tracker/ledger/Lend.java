@@ -12,7 +12,12 @@ import org.vgpu.common.net.Endpoint;
  * holder job {@code holder} (once submitted), GPU {@code gpu} of that node (once the holder runs),
  * served by the worker {@code workerId} at {@code worker} (once the node's lender opened one).
  */
-public record Lend(int vgpu, String node, OptionalLong holder, OptionalInt gpu, Optional<Endpoint> worker,
+public record Lend(
+        int vgpu,
+        String node,
+        OptionalLong holder,
+        OptionalInt gpu,
+        Optional<Endpoint> worker,
         Optional<String> workerId) {
     public Lend {
         Objects.requireNonNull(node, "node");
@@ -34,7 +39,8 @@ public record Lend(int vgpu, String node, OptionalLong holder, OptionalInt gpu, 
     }
 
     public Lend withHolder(long holderJob) {
-        return new Lend(vgpu, node, OptionalLong.of(holderJob), OptionalInt.empty(), Optional.empty(), Optional.empty());
+        return new Lend(
+                vgpu, node, OptionalLong.of(holderJob), OptionalInt.empty(), Optional.empty(), Optional.empty());
     }
 
     public Lend withGpu(int index) {

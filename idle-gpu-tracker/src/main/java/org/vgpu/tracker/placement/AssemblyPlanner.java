@@ -44,29 +44,41 @@ public final class AssemblyPlanner {
         }
         int alsoGpus = job.requestedPerNode().getOrDefault(SlurmJob.GPU, 0);
         if (alsoGpus > 0) {
-            return new Placement.Wait(job.id(), "asks for gpu:" + alsoGpus + " as well as vgpu:" + vgpus
-                    + "; a vgpu job gets its GPUs from the tracker, ask for --gres=vgpu:" + (vgpus + alsoGpus) + " alone");
+            return new Placement.Wait(
+                    job.id(),
+                    "asks for gpu:" + alsoGpus + " as well as vgpu:" + vgpus
+                            + "; a vgpu job gets its GPUs from the tracker, ask for --gres=vgpu:" + (vgpus + alsoGpus)
+                            + " alone");
         }
         List<Availability.Node> hosts = free.nodes().stream()
-                .filter(node -> node.view().schedulable() && node.view().partitions().contains(job.partition()))
+                .filter(node ->
+                        node.view().schedulable() && node.view().partitions().contains(job.partition()))
                 .filter(node -> node.cpus() >= job.cpus() && node.vgpus() >= vgpus)
                 .toList();
         if (hosts.isEmpty()) {
-            return new Placement.Wait(job.id(), "no node of partition " + job.partition() + " has " + job.cpus()
-                    + " free CPU(s) and " + vgpus + " free vgpu slot(s)");
+            return new Placement.Wait(
+                    job.id(),
+                    "no node of partition " + job.partition() + " has " + job.cpus() + " free CPU(s) and " + vgpus
+                            + " free vgpu slot(s)");
         }
-        Optional<Availability.Node> wholeNode = hosts.stream().filter(node -> node.gpus() >= vgpus)
-                .min(Comparator.comparingInt(Availability.Node::gpus).thenComparing(node -> node.view().name()));
+        Optional<Availability.Node> wholeNode = hosts.stream()
+                .filter(node -> node.gpus() >= vgpus)
+                .min(Comparator.comparingInt(Availability.Node::gpus)
+                        .thenComparing(node -> node.view().name()));
         if (wholeNode.isPresent()) {
             return take(job, vgpus, wholeNode.get(), List.of());
         }
         List<Availability.Node> byLocalGpus = hosts.stream()
-                .sorted(Comparator.comparingInt(Availability.Node::gpus).reversed().thenComparing(node -> node.view().name()))
+                .sorted(Comparator.comparingInt(Availability.Node::gpus)
+                        .reversed()
+                        .thenComparing(node -> node.view().name()))
                 .toList();
         Availability.Node mostIdle = byLocalGpus.getFirst();
         if (!policy.borrowing()) {
-            return new Placement.Wait(job.id(), "waiting for a node with " + vgpus + " idle GPUs (most now: "
-                    + mostIdle.gpus() + " on " + mostIdle.view().name() + "); borrowing is off");
+            return new Placement.Wait(
+                    job.id(),
+                    "waiting for a node with " + vgpus + " idle GPUs (most now: " + mostIdle.gpus() + " on "
+                            + mostIdle.view().name() + "); borrowing is off");
         }
         for (Availability.Node host : byLocalGpus) {
             int borrow = vgpus - host.gpus();
@@ -78,11 +90,17 @@ public final class AssemblyPlanner {
                 return take(job, host.gpus(), host, lenders.get());
             }
         }
-        int lendable = free.nodes().stream().filter(node -> node != mostIdle && canLend(node))
-                .mapToInt(node -> Math.min(node.lendableGpus(), node.cpus())).sum();
-        return new Placement.Wait(job.id(), "waiting for " + vgpus + " GPUs: most idle node " + mostIdle.view().name()
-                + " has " + mostIdle.gpus() + ", other nodes can lend " + lendable + " (idle for "
-                + policy.idleGrace().toSeconds() + "s, with a free CPU), a job may borrow at most " + policy.maxBorrowedPerJob());
+        int lendable = free.nodes().stream()
+                .filter(node -> node != mostIdle && canLend(node))
+                .mapToInt(node -> Math.min(node.lendableGpus(), node.cpus()))
+                .sum();
+        return new Placement.Wait(
+                job.id(),
+                "waiting for " + vgpus + " GPUs: most idle node "
+                        + mostIdle.view().name()
+                        + " has " + mostIdle.gpus() + ", other nodes can lend " + lendable + " (idle for "
+                        + policy.idleGrace().toSeconds() + "s, with a free CPU), a job may borrow at most "
+                        + policy.maxBorrowedPerJob());
     }
 
     /** One lender per borrowed GPU, or empty when too few GPUs can be lent to jobs on {@code host}. */
@@ -92,7 +110,8 @@ public final class AssemblyPlanner {
             Optional<Availability.Node> next = free.nodes().stream()
                     .filter(node -> node != host && canLend(node))
                     .filter(node -> Math.min(node.lendableGpus(), node.cpus()) > countOf(chosen, node))
-                    .min(Comparator.<Availability.Node>comparingInt(node -> distances.between(host.view().name(), node.view().name()))
+                    .min(Comparator.<Availability.Node>comparingInt(node -> distances.between(
+                                    host.view().name(), node.view().name()))
                             .thenComparingInt(node -> node.lent() + countOf(chosen, node))
                             .thenComparing(node -> node.view().gpuMemoryBytes(), Comparator.reverseOrder())
                             .thenComparing(node -> node.view().name()));
@@ -112,13 +131,17 @@ public final class AssemblyPlanner {
         return (int) chosen.stream().filter(candidate -> candidate == node).count();
     }
 
-    private static Placement take(SlurmJob job, int localGpus, Availability.Node host, List<Availability.Node> lenders) {
+    private static Placement take(
+            SlurmJob job, int localGpus, Availability.Node host, List<Availability.Node> lenders) {
         int vgpus = localGpus + lenders.size();
         host.takeForJob(localGpus, job.cpus(), vgpus);
         for (Availability.Node lender : lenders) {
             lender.takeForLend();
         }
-        return new Placement.Plan(job.id(), host.view().name(), localGpus,
+        return new Placement.Plan(
+                job.id(),
+                host.view().name(),
+                localGpus,
                 lenders.stream().map(lender -> lender.view().name()).toList());
     }
 }

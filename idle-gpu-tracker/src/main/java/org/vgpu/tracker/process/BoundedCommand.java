@@ -34,8 +34,7 @@ public final class BoundedCommand {
         }
     }
 
-    private BoundedCommand() {
-    }
+    private BoundedCommand() {}
 
     /**
      * @param stdin what the command reads (empty: it reads end of file at once)
@@ -68,8 +67,10 @@ public final class BoundedCommand {
             Thread.currentThread().interrupt();
             throw new Failure("interrupted while running '" + line + "'", e);
         } catch (ExecutionException e) {
-            throw new Failure("cannot read the output of '" + line + "': " + (e.getCause() instanceof IOException io
-                    ? IoReasons.of(io) : "reading it failed"), e);
+            throw new Failure(
+                    "cannot read the output of '" + line + "': "
+                            + (e.getCause() instanceof IOException io ? IoReasons.of(io) : "reading it failed"),
+                    e);
         }
     }
 

@@ -18,8 +18,7 @@ import org.vgpu.tracker.process.BoundedCommand;
  */
 public final class MungeVerifier {
     /** What munge says about a good credential: who encoded it. */
-    public record Sender(String user, long uid) {
-    }
+    public record Sender(String user, long uid) {}
 
     /** Why a credential was refused, in words for the {@code error unauthenticated ...} reply. */
     public static final class Refused extends Exception {
@@ -78,7 +77,8 @@ public final class MungeVerifier {
         if (result.exitCode() != 0) {
             Matcher status = STATUS.matcher(result.stdout());
             String why = result.stderr().strip();
-            throw new Refused(status.find() ? status.group(1) : why.isEmpty() ? "unmunge exit " + result.exitCode() : why);
+            throw new Refused(
+                    status.find() ? status.group(1) : why.isEmpty() ? "unmunge exit " + result.exitCode() : why);
         }
         return result.stdout();
     }

@@ -27,6 +27,7 @@ import java.util.regex.Pattern;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+
 import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.common.line.BoundedLineReader;
 import org.vgpu.common.line.LineService;
@@ -76,7 +77,11 @@ public final class TrackerProtocol implements LineService {
      * @param munge        checks credentials; empty: requests are not authenticated ({@code auth=none})
      * @param trustedUsers besides a job's owner, who may ask for or end any job's assembly (root, SlurmUser)
      */
-    public TrackerProtocol(Tracker tracker, Runnable wakeTracker, int maxRequestBytes, Optional<MungeVerifier> munge,
+    public TrackerProtocol(
+            Tracker tracker,
+            Runnable wakeTracker,
+            int maxRequestBytes,
+            Optional<MungeVerifier> munge,
             Set<String> trustedUsers) {
         this.tracker = Objects.requireNonNull(tracker, "tracker");
         this.wakeTracker = Objects.requireNonNull(wakeTracker, "wakeTracker");
@@ -88,12 +93,16 @@ public final class TrackerProtocol implements LineService {
     @Override
     public List<String> answer(BoundedLineReader.Line request, String localHost) {
         try {
-            return answerOrThrow(request).stream().map(line -> LineText.printable(line, REPLY_LINE_BYTES)).toList();
+            return answerOrThrow(request).stream()
+                    .map(line -> LineText.printable(line, REPLY_LINE_BYTES))
+                    .toList();
         } catch (RuntimeException e) {
             LOG.error("tracker request '{}' failed", LineText.printable(request.text(), MAX_ECHOED_CHARS), e);
             // A Slurm or ledger failure says what failed in the product's words; anything else is in the log only.
-            return List.of(error("tracker failed to answer: " + (e instanceof VgpuFailure failure ? failure.detail()
-                    : "an internal error, logged by the tracker")));
+            return List.of(error("tracker failed to answer: "
+                    + (e instanceof VgpuFailure failure
+                            ? failure.detail()
+                            : "an internal error, logged by the tracker")));
         }
     }
 
@@ -117,8 +126,10 @@ public final class TrackerProtocol implements LineService {
                     + " --auth none; start it with --auth munge, as the SPANK bridge's auth=munge expects"));
         }
         if (munge.isPresent() && needsAuthentication) {
-            String refusal = authenticationProblem(unsigned, words, credentialAt < 0 ? null
-                    : text.substring(credentialAt + CREDENTIAL_FIELD.length()));
+            String refusal = authenticationProblem(
+                    unsigned,
+                    words,
+                    credentialAt < 0 ? null : text.substring(credentialAt + CREDENTIAL_FIELD.length()));
             if (refusal != null) {
                 LOG.warn("refused '{}': {}", LineText.printable(unsigned, MAX_ECHOED_CHARS), refusal);
                 return List.of(line(new Answer.Unauthenticated(refusal)));
@@ -128,9 +139,11 @@ public final class TrackerProtocol implements LineService {
             case REQUEST_ASSEMBLY -> List.of(assembly(words));
             case REQUEST_DONE -> List.of(done(words));
             case REQUEST_WORKER -> List.of(worker(words));
-            case REQUEST_STATUS -> words.length == 1 ? lines(tracker.status()) : List.of(error("usage: " + REQUEST_STATUS));
-            default -> List.of(error("unknown command '" + LineText.printable(words[0], MAX_ECHOED_CHARS) + "'; commands: "
-                    + COMMANDS));
+            case REQUEST_STATUS ->
+                words.length == 1 ? lines(tracker.status()) : List.of(error("usage: " + REQUEST_STATUS));
+            default ->
+                List.of(error("unknown command '" + LineText.printable(words[0], MAX_ECHOED_CHARS) + "'; commands: "
+                        + COMMANDS));
         };
     }
 
@@ -195,8 +208,11 @@ public final class TrackerProtocol implements LineService {
         if (sender.uid() == 0 || trustedUsers.contains(sender.user())) {
             return null;
         }
-        if (words.length >= 2 && checkJob(words[1]) == null
-                && tracker.owner(Long.parseLong(words[1])).filter(sender.user()::equals).isPresent()) {
+        if (words.length >= 2
+                && checkJob(words[1]) == null
+                && tracker.owner(Long.parseLong(words[1]))
+                        .filter(sender.user()::equals)
+                        .isPresent()) {
             return null;
         }
         return "user " + sender.user() + " (uid " + sender.uid() + ") is not the job's owner, root or a trusted user";
@@ -204,7 +220,8 @@ public final class TrackerProtocol implements LineService {
 
     private static String checkJob(String job) {
         if (!DECIMAL.matcher(job).matches() || Long.parseLong(job) < 1 || Long.parseLong(job) > JOB_ID_MAX) {
-            return "job must be a Slurm job id 1.." + JOB_ID_MAX + ", got '" + LineText.printable(job, MAX_ECHOED_CHARS) + "'";
+            return "job must be a Slurm job id 1.." + JOB_ID_MAX + ", got '" + LineText.printable(job, MAX_ECHOED_CHARS)
+                    + "'";
         }
         return null;
     }
@@ -215,8 +232,8 @@ public final class TrackerProtocol implements LineService {
             return problem;
         }
         if (!NODE.matcher(node).matches()) {
-            return "node must be a Slurm node name (1 to " + NODE_NAME_BYTES + " letters, digits and " + NODE_CHARS + "), got '"
-                    + LineText.printable(node, MAX_ECHOED_CHARS) + "'";
+            return "node must be a Slurm node name (1 to " + NODE_NAME_BYTES + " letters, digits and " + NODE_CHARS
+                    + "), got '" + LineText.printable(node, MAX_ECHOED_CHARS) + "'";
         }
         return null;
     }
@@ -234,13 +251,23 @@ public final class TrackerProtocol implements LineService {
 
     /** {@code ok vgpus=N [local=I,...] [remote=K@HOST:PORT#TOKEN,...]}: the window base is left at the bridge's default. */
     private static String assembledLine(Answer.Assembled assembled) {
-        StringBuilder line = new StringBuilder(REPLY_OK_WORD).append(' ').append(KEY_VGPUS).append('=').append(assembled.vgpus());
+        StringBuilder line = new StringBuilder(REPLY_OK_WORD)
+                .append(' ')
+                .append(KEY_VGPUS)
+                .append('=')
+                .append(assembled.vgpus());
         if (!assembled.localGpus().isEmpty()) {
             line.append(' ').append(KEY_LOCAL).append('=').append(joined(assembled.localGpus()));
         }
         if (!assembled.borrowed().isEmpty()) {
-            line.append(' ').append(KEY_REMOTE).append('=').append(String.join(",", assembled.borrowed().stream()
-                    .map(borrowed -> borrowed.vgpu() + "@" + borrowed.worker() + "#" + borrowed.token()).toList()));
+            line.append(' ')
+                    .append(KEY_REMOTE)
+                    .append('=')
+                    .append(String.join(
+                            ",",
+                            assembled.borrowed().stream()
+                                    .map(borrowed -> borrowed.vgpu() + "@" + borrowed.worker() + "#" + borrowed.token())
+                                    .toList()));
         }
         return line.toString();
     }
@@ -259,14 +286,17 @@ public final class TrackerProtocol implements LineService {
             }
         }
         for (StatusReport.Waiting job : status.waiting()) {
-            lines.add("waiting job=" + job.job() + " user=" + job.user() + " vgpus=" + job.vgpus() + " reason=" + job.reason());
+            lines.add("waiting job=" + job.job() + " user=" + job.user() + " vgpus=" + job.vgpus() + " reason="
+                    + job.reason());
         }
         for (StatusReport.Ended ended : status.ended()) {
-            lines.add("ended job=" + ended.job() + " user=" + ended.user() + " node=" + ended.node() + " vgpus=" + ended.vgpus()
+            lines.add("ended job=" + ended.job() + " user=" + ended.user() + " node=" + ended.node() + " vgpus="
+                    + ended.vgpus()
                     + " borrowed=" + ended.borrowed() + " why=" + ended.why() + " at=" + ended.at()
                     + ended.reason().map(reason -> " reason=" + reason).orElse(""));
         }
-        lines.add(REPLY_OK_WORD + " assemblies=" + status.assemblies().size() + " waiting=" + status.waiting().size());
+        lines.add(REPLY_OK_WORD + " assemblies=" + status.assemblies().size() + " waiting="
+                + status.waiting().size());
         return lines;
     }
 

@@ -52,7 +52,8 @@ public record GresItem(String name, Optional<String> type, int count, List<Integ
     private static GresItem parse(String source, String item) {
         Matcher matcher = ITEM.matcher(item);
         if (!matcher.matches()) {
-            throw SlurmException.badOutput(source, "'" + item + "' is not a GRES entry such as gpu:4, gpu:1(IDX:3) or vgpu(CNT:3)");
+            throw SlurmException.badOutput(
+                    source, "'" + item + "' is not a GRES entry such as gpu:4, gpu:1(IDX:3) or vgpu(CNT:3)");
         }
         String detailKind = matcher.group(4);
         List<Integer> indices = "IDX".equals(detailKind) ? indices(source, item, matcher.group(5)) : List.of();
@@ -69,7 +70,8 @@ public record GresItem(String name, Optional<String> type, int count, List<Integ
             throw SlurmException.badOutput(source, "'" + item + "' has a count that is not a number");
         }
         if (!indices.isEmpty() && indices.size() != count) {
-            throw SlurmException.badOutput(source, "'" + item + "' counts " + count + " but lists " + indices.size() + " indices");
+            throw SlurmException.badOutput(
+                    source, "'" + item + "' counts " + count + " but lists " + indices.size() + " indices");
         }
         return new GresItem(matcher.group(1), Optional.ofNullable(matcher.group(2)), count, indices);
     }

@@ -18,8 +18,7 @@ public final class HostList {
     /** A range of more hosts than this is not a node list but a typo or garbage; refuse it before allocating. */
     private static final int MAX_HOSTS = 65_536;
 
-    private HostList() {
-    }
+    private HostList() {}
 
     /**
      * The host names, in order; {@code (null)} and the empty string are none.
@@ -52,8 +51,10 @@ public final class HostList {
                 long first = Long.parseLong(low);
                 long last = Long.parseLong(high);
                 if (last < first || last - first >= MAX_HOSTS - hosts.size()) {
-                    throw SlurmException.badOutput(source, "'" + range + "' in '" + part + "' runs backwards or names more than "
-                            + MAX_HOSTS + " hosts");
+                    throw SlurmException.badOutput(
+                            source,
+                            "'" + range + "' in '" + part + "' runs backwards or names more than " + MAX_HOSTS
+                                    + " hosts");
                 }
                 for (long number = first; number <= last; number++) {
                     hosts.add(host.group(1) + zeroPadded(number, low.length()) + host.group(3));

@@ -14,12 +14,10 @@ import java.util.regex.Pattern;
 final class ScontrolRecords {
     private static final Pattern KEY = Pattern.compile("[A-Za-z][A-Za-z0-9_:/]*");
 
-    private ScontrolRecords() {
-    }
+    private ScontrolRecords() {}
 
     /** One {@code Key=Value} field and the line it started on. */
-    record Field(String key, String value, int line) {
-    }
+    record Field(String key, String value, int line) {}
 
     /** One node or job. */
     record Record(String source, int line, List<Field> fields) {
@@ -28,12 +26,16 @@ final class ScontrolRecords {
         }
 
         Optional<String> first(String key) {
-            return fields.stream().filter(field -> field.key().equals(key)).map(Field::value).findFirst();
+            return fields.stream()
+                    .filter(field -> field.key().equals(key))
+                    .map(Field::value)
+                    .findFirst();
         }
 
         String require(String key) {
-            return first(key).orElseThrow(() -> SlurmException.badOutput(source,
-                    "the record at line " + line + " has no " + key + "= field"));
+            return first(key)
+                    .orElseThrow(() -> SlurmException.badOutput(
+                            source, "the record at line " + line + " has no " + key + "= field"));
         }
     }
 
@@ -67,7 +69,8 @@ final class ScontrolRecords {
                     }
                     fields.add(new Field(word.substring(0, equals), word.substring(equals + 1), lineNumber));
                 } else if (fields.isEmpty()) {
-                    throw SlurmException.badOutput(source, "line " + lineNumber + ": expected Key=Value, got '" + word + "'");
+                    throw SlurmException.badOutput(
+                            source, "line " + lineNumber + ": expected Key=Value, got '" + word + "'");
                 } else {
                     Field last = fields.removeLast();
                     String joined = last.value().isEmpty() ? word : last.value() + " " + word;

@@ -9,8 +9,7 @@ import java.util.regex.Pattern;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.vgpu.tracker.slurm.SlurmInventory;
-import org.vgpu.tracker.slurm.SlurmJob;
+
 import org.vgpu.tracker.process.BoundedCommand;
 import org.vgpu.tracker.process.BoundedCommand.Result;
 
@@ -58,7 +57,9 @@ public final class SlurmCommands implements SlurmControl {
             }
             throw failed(result);
         }
-        return SlurmInventory.parseScontrolJobs(result.stdout()).stream().filter(job -> job.id() == id).findFirst();
+        return SlurmInventory.parseScontrolJobs(result.stdout()).stream()
+                .filter(job -> job.id() == id)
+                .findFirst();
     }
 
     @Override
@@ -69,9 +70,18 @@ public final class SlurmCommands implements SlurmControl {
 
     @Override
     public long submitHolder(String node, long forJob, int vgpu, String script) {
-        List<String> command = new ArrayList<>(List.of("sbatch", "--parsable", "--partition=" + lendPartition,
-                "--nodelist=" + node, "--nodes=1", "--ntasks=1", "--cpus-per-task=1", "--mem=1", "--gres=gpu:1",
-                "--job-name=" + HOLDER_NAME_PREFIX + forJob + "-v" + vgpu, "--output=" + holderOutput,
+        List<String> command = new ArrayList<>(List.of(
+                "sbatch",
+                "--parsable",
+                "--partition=" + lendPartition,
+                "--nodelist=" + node,
+                "--nodes=1",
+                "--ntasks=1",
+                "--cpus-per-task=1",
+                "--mem=1",
+                "--gres=gpu:1",
+                "--job-name=" + HOLDER_NAME_PREFIX + forJob + "-v" + vgpu,
+                "--output=" + holderOutput,
                 "--comment=vgpu holder: a GPU of " + node + " lent to job " + forJob + " as its vGPU " + vgpu));
         lendQos.ifPresent(qos -> command.add("--qos=" + qos));
         command.addAll(List.of("--wrap", script));
@@ -121,8 +131,8 @@ public final class SlurmCommands implements SlurmControl {
     }
 
     private static SlurmException failed(Result result) {
-        return SlurmException.commandFailed("'" + result.commandLine() + "' failed with exit code " + result.exitCode() + ": "
-                + firstLine(result.stderr().isBlank() ? result.stdout() : result.stderr()));
+        return SlurmException.commandFailed("'" + result.commandLine() + "' failed with exit code " + result.exitCode()
+                + ": " + firstLine(result.stderr().isBlank() ? result.stdout() : result.stderr()));
     }
 
     private Result runAllowingFailure(String... command) {
@@ -130,7 +140,8 @@ public final class SlurmCommands implements SlurmControl {
         try {
             return BoundedCommand.run(List.of(command), "", timeout);
         } catch (BoundedCommand.Failure e) {
-            throw SlurmException.unreachable(e.getMessage() + " (are Slurm's client commands on the PATH, is slurmctld up?)", e);
+            throw SlurmException.unreachable(
+                    e.getMessage() + " (are Slurm's client commands on the PATH, is slurmctld up?)", e);
         }
     }
 

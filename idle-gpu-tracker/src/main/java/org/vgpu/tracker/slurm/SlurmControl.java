@@ -3,9 +3,6 @@ package org.vgpu.tracker.slurm;
 import java.util.Collection;
 import java.util.Optional;
 
-import org.vgpu.tracker.slurm.SlurmInventory;
-import org.vgpu.tracker.slurm.SlurmJob;
-
 /**
  * What the tracker reads from and does to Slurm. Every method either does what it says or throws
  * {@link SlurmException} naming the command and Slurm's answer.

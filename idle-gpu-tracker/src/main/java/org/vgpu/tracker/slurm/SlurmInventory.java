@@ -47,8 +47,12 @@ public record SlurmInventory(List<SlurmNode> nodes, List<SlurmJob> jobs) {
         for (ScontrolRecords.Record node : ScontrolRecords.parse(SHOW_NODE, text)) {
             String name = node.require("NodeName");
             String source = SHOW_NODE + " node " + name;
-            nodes.add(new SlurmNode(name, node.require("State"), (int) parseLong(source, "CPUTot", node.require("CPUTot")),
-                    (int) parseLong(source, "CPUAlloc", node.require("CPUAlloc")), splitList(node.first("Partitions").orElse("")),
+            nodes.add(new SlurmNode(
+                    name,
+                    node.require("State"),
+                    (int) parseLong(source, "CPUTot", node.require("CPUTot")),
+                    (int) parseLong(source, "CPUAlloc", node.require("CPUAlloc")),
+                    splitList(node.first("Partitions").orElse("")),
                     counts(GresItem.parseList(SHOW_NODE + " Gres of " + name, node.require("Gres"))),
                     counts(GresItem.parseList(SHOW_NODE + " GresUsed of " + name, node.require("GresUsed")))));
         }
@@ -76,10 +80,18 @@ public record SlurmInventory(List<SlurmNode> nodes, List<SlurmJob> jobs) {
             }
             // UserId=root(0): the name, without the uid.
             String user = job.require("UserId").replaceFirst("\\(\\d+\\)$", "");
-            jobs.add(new SlurmJob(id, job.require("JobName"), user, job.require("JobState"), job.require("Reason"),
-                    job.require("Partition"), parseLong(source, "Priority", job.require("Priority")),
+            jobs.add(new SlurmJob(
+                    id,
+                    job.require("JobName"),
+                    user,
+                    job.require("JobState"),
+                    job.require("Reason"),
+                    job.require("Partition"),
+                    parseLong(source, "Priority", job.require("Priority")),
                     (int) parseLong(source, "MinCPUsNode", job.require("MinCPUsNode")),
-                    counts(GresItem.parseList(source + " TresPerNode", job.first("TresPerNode").orElse(""))), allocations));
+                    counts(GresItem.parseList(
+                            source + " TresPerNode", job.first("TresPerNode").orElse(""))),
+                    allocations));
         }
         return List.copyOf(jobs);
     }
@@ -96,9 +108,15 @@ public record SlurmInventory(List<SlurmNode> nodes, List<SlurmJob> jobs) {
             for (Object flag : array(source, node, "state_flags")) {
                 state.add(String.valueOf(flag));
             }
-            List<String> partitions = array(source, node, "partitions").stream().map(String::valueOf).toList();
-            nodes.add(new SlurmNode(name, String.join("+", state), (int) number(source, node, "cpus"),
-                    (int) number(source, node, "alloc_cpus"), partitions,
+            List<String> partitions = array(source, node, "partitions").stream()
+                    .map(String::valueOf)
+                    .toList();
+            nodes.add(new SlurmNode(
+                    name,
+                    String.join("+", state),
+                    (int) number(source, node, "cpus"),
+                    (int) number(source, node, "alloc_cpus"),
+                    partitions,
                     counts(GresItem.parseList(source + " gres", string(source, node, "gres"))),
                     counts(GresItem.parseList(source + " gres_used", string(source, node, "gres_used")))));
         }
@@ -116,21 +134,30 @@ public record SlurmInventory(List<SlurmNode> nodes, List<SlurmJob> jobs) {
             List<SlurmJob.NodeAllocation> allocations = new ArrayList<>();
             if (!details.isEmpty()) {
                 // One gres_detail entry per allocated node, in the order of job_resources.allocated_nodes.
-                List<Object> allocatedNodes = array(source, object(source, job.get("job_resources"), "job_resources"),
-                        "allocated_nodes");
+                List<Object> allocatedNodes =
+                        array(source, object(source, job.get("job_resources"), "job_resources"), "allocated_nodes");
                 if (allocatedNodes.size() != details.size()) {
-                    throw SlurmException.badOutput(source, "has " + details.size() + " gres_detail entries for "
-                            + allocatedNodes.size() + " allocated nodes");
+                    throw SlurmException.badOutput(
+                            source,
+                            "has " + details.size() + " gres_detail entries for " + allocatedNodes.size()
+                                    + " allocated nodes");
                 }
                 for (int i = 0; i < details.size(); i++) {
-                    String node = string(source, object(source, allocatedNodes.get(i), "an allocated node"), "nodename");
-                    allocations.add(new SlurmJob.NodeAllocation(node,
-                            GresItem.parseList(source + " gres_detail", String.valueOf(details.get(i)))));
+                    String node =
+                            string(source, object(source, allocatedNodes.get(i), "an allocated node"), "nodename");
+                    allocations.add(new SlurmJob.NodeAllocation(
+                            node, GresItem.parseList(source + " gres_detail", String.valueOf(details.get(i)))));
                 }
             }
-            jobs.add(new SlurmJob(id, string(source, job, "name"), string(source, job, "user_name"),
-                    string(source, job, "job_state"), string(source, job, "state_reason"), string(source, job, "partition"),
-                    number(source, job, "priority"), (int) number(source, job, "minimum_cpus_per_node"),
+            jobs.add(new SlurmJob(
+                    id,
+                    string(source, job, "name"),
+                    string(source, job, "user_name"),
+                    string(source, job, "job_state"),
+                    string(source, job, "state_reason"),
+                    string(source, job, "partition"),
+                    number(source, job, "priority"),
+                    (int) number(source, job, "minimum_cpus_per_node"),
                     counts(GresItem.parseList(source + " tres_per_node", string(source, job, "tres_per_node"))),
                     allocations));
         }
@@ -146,7 +173,9 @@ public record SlurmInventory(List<SlurmNode> nodes, List<SlurmJob> jobs) {
     }
 
     private static List<String> splitList(String text) {
-        return text.isBlank() || text.equals("(null)") ? List.of() : List.of(text.strip().split(","));
+        return text.isBlank() || text.equals("(null)")
+                ? List.of()
+                : List.of(text.strip().split(","));
     }
 
     private static long parseLong(String source, String key, String value) {
@@ -172,21 +201,24 @@ public record SlurmInventory(List<SlurmNode> nodes, List<SlurmJob> jobs) {
     @SuppressWarnings("unchecked")
     private static List<Object> array(String source, Map<String, Object> object, String key) {
         if (!(object.get(key) instanceof List<?>)) {
-            throw SlurmException.badOutput(source, "'" + key + "' is " + describeMissing(object, key) + ", expected an array");
+            throw SlurmException.badOutput(
+                    source, "'" + key + "' is " + describeMissing(object, key) + ", expected an array");
         }
         return (List<Object>) object.get(key);
     }
 
     private static String string(String source, Map<String, Object> object, String key) {
         if (!(object.get(key) instanceof String value)) {
-            throw SlurmException.badOutput(source, "'" + key + "' is " + describeMissing(object, key) + ", expected a string");
+            throw SlurmException.badOutput(
+                    source, "'" + key + "' is " + describeMissing(object, key) + ", expected a string");
         }
         return value;
     }
 
     private static long number(String source, Map<String, Object> object, String key) {
         if (!(object.get(key) instanceof BigDecimal value)) {
-            throw SlurmException.badOutput(source, "'" + key + "' is " + describeMissing(object, key) + ", expected a number");
+            throw SlurmException.badOutput(
+                    source, "'" + key + "' is " + describeMissing(object, key) + ", expected a number");
         }
         try {
             return value.longValueExact();

@@ -15,8 +15,17 @@ import java.util.Objects;
  * @param requestedPerNode the job's {@code --gres} request by GRES name ({@code gpu}, {@code vgpu})
  * @param allocations      per node set, the GRES Slurm allocated (indices for gpu); empty unless running
  */
-public record SlurmJob(long id, String name, String user, String state, String reason, String partition, long priority,
-        int cpus, Map<String, Integer> requestedPerNode, List<NodeAllocation> allocations) {
+public record SlurmJob(
+        long id,
+        String name,
+        String user,
+        String state,
+        String reason,
+        String partition,
+        long priority,
+        int cpus,
+        Map<String, Integer> requestedPerNode,
+        List<NodeAllocation> allocations) {
     public static final String VGPU = "vgpu";
     public static final String GPU = "gpu";
 

@@ -16,12 +16,31 @@ import java.util.Set;
  * @param configured GRES counts by name ({@code gpu}, {@code vgpu}), summed over types
  * @param used       allocated GRES counts by name
  */
-public record SlurmNode(String name, String state, int cpus, int allocatedCpus, List<String> partitions,
-        Map<String, Integer> configured, Map<String, Integer> used) {
+public record SlurmNode(
+        String name,
+        String state,
+        int cpus,
+        int allocatedCpus,
+        List<String> partitions,
+        Map<String, Integer> configured,
+        Map<String, Integer> used) {
     /** States (base or flag) in which Slurm starts no new job on the node. */
-    private static final Set<String> UNSCHEDULABLE = Set.of("DOWN", "DRAIN", "DRAINED", "DRAINING", "FAIL", "FAILING",
-            "FUTURE", "MAINTENANCE", "REBOOT_REQUESTED", "REBOOT_ISSUED", "POWERED_DOWN", "POWERING_DOWN", "RESERVED",
-            "INVALID_REG", "NOT_RESPONDING");
+    private static final Set<String> UNSCHEDULABLE = Set.of(
+            "DOWN",
+            "DRAIN",
+            "DRAINED",
+            "DRAINING",
+            "FAIL",
+            "FAILING",
+            "FUTURE",
+            "MAINTENANCE",
+            "REBOOT_REQUESTED",
+            "REBOOT_ISSUED",
+            "POWERED_DOWN",
+            "POWERING_DOWN",
+            "RESERVED",
+            "INVALID_REG",
+            "NOT_RESPONDING");
 
     public SlurmNode {
         Objects.requireNonNull(name, "name");

@@ -17,6 +17,7 @@ import java.util.Optional;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+
 import org.vgpu.common.net.Endpoint;
 
 class LedgerTest {
@@ -28,8 +29,11 @@ class LedgerTest {
     @Test
     void everyChangeSurvivesReopeningAndForgottenJobsStayForgotten() {
         Path file = dir.resolve("state/tracker.ledger");
-        Assembly secured = securing(42).withLend(Lend.planned(1, "n2").withHolder(43).withGpu(3)
-                .withWorker(new Endpoint("10.1.0.2", 7501), "n2-d3-9f2c"));
+        Assembly secured = securing(42)
+                .withLend(Lend.planned(1, "n2")
+                        .withHolder(43)
+                        .withGpu(3)
+                        .withWorker(new Endpoint("10.1.0.2", 7501), "n2-d3-9f2c"));
         try (Ledger ledger = Ledger.open(file)) {
             ledger.record(securing(41));
             ledger.record(securing(42));
@@ -66,7 +70,9 @@ class LedgerTest {
         Files.writeString(file, torn.substring(0, torn.length() / 2), StandardOpenOption.APPEND);
 
         try (Ledger reopened = Ledger.open(file)) {
-            assertEquals(List.of(7L), reopened.assemblies().stream().map(Assembly::job).toList());
+            assertEquals(
+                    List.of(7L),
+                    reopened.assemblies().stream().map(Assembly::job).toList());
         }
     }
 
@@ -78,35 +84,55 @@ class LedgerTest {
             ledger.record(securing(8));
         }
         List<String> lines = Files.readAllLines(file);
-        Files.writeString(file, lines.get(0).replace("node=n1", "node=n9") + "\n" + lines.get(1) + "\n", StandardCharsets.US_ASCII);
+        Files.writeString(
+                file,
+                lines.get(0).replace("node=n1", "node=n9") + "\n" + lines.get(1) + "\n",
+                StandardCharsets.US_ASCII);
 
         LedgerException refused = assertThrows(LedgerException.class, () -> Ledger.open(file));
         assertEquals("LEDGER_DAMAGED", refused.codeName());
 
-        assertTrue(refused.getMessage().startsWith(file + ":1: unreadable ledger record: its CRC does not match"),
+        assertTrue(
+                refused.getMessage().startsWith(file + ":1: unreadable ledger record: its CRC does not match"),
                 refused.getMessage());
         assertEquals(2, Files.readAllLines(file).size(), "a ledger that cannot be read is left as it is");
     }
 
     @Test
     void linesRoundTripAndMalformedOnesAreRefusedWithTheReason() {
-        Assembly released = securing(42).withLend(Lend.planned(1, "n2").withHolder(43).withGpu(3)
-                .withWorker(new Endpoint("::1", 7501), "n2-d3-9f2c")).releasedAt(PLANNED.plusSeconds(1));
+        Assembly released = securing(42)
+                .withLend(Lend.planned(1, "n2")
+                        .withHolder(43)
+                        .withGpu(3)
+                        .withWorker(new Endpoint("::1", 7501), "n2-d3-9f2c"))
+                .releasedAt(PLANNED.plusSeconds(1));
 
         assertEquals(new LedgerLines.Entry.Keep(released), LedgerLines.parse(LedgerLines.assembly(released)));
         assertEquals(new LedgerLines.Entry.Forget(42, "gone"), LedgerLines.parse(LedgerLines.forget(42, "gone")));
         for (String[] bad : List.of(
                 new String[] {"assembly job=1", "no crc="},
-                new String[] {sealed("assembly job=1 user=a node=n1 vgpus=1 local=1 phase=held planned=0"), "phase 'held'"},
-                new String[] {sealed("assembly job=x user=a node=n1 vgpus=1 local=1 phase=securing planned=0"), "'job=x' is not"},
+                new String[] {
+                    sealed("assembly job=1 user=a node=n1 vgpus=1 local=1 phase=held planned=0"), "phase 'held'"
+                },
+                new String[] {
+                    sealed("assembly job=x user=a node=n1 vgpus=1 local=1 phase=securing planned=0"), "'job=x' is not"
+                },
                 new String[] {sealed("assembly job=1 job=2"), "'job' appears twice"},
-                new String[] {sealed("assembly job=1 user=a node=n1 vgpus=2 local=1 phase=securing planned=0"), "do not make 2"},
+                new String[] {
+                    sealed("assembly job=1 user=a node=n1 vgpus=2 local=1 phase=securing planned=0"), "do not make 2"
+                },
                 new String[] {sealed("launch job=1"), "unknown record 'launch'"},
-                new String[] {sealed("assembly job=1 user=a node=n1 vgpus=2 local=1 phase=securing planned=0 lend=1/n2/x/-/-/-"),
-                        "lend '1/n2/x/-/-/-' has a VGPU, HOLDER or GPU that is not a number"},
-                new String[] {sealed("assembly job=1 user=a node=n1 vgpus=2 local=1 phase=securing planned=0"
-                        + " lend=1/n2/43/3/n2/w"), "lend '1/n2/43/3/n2/w': "})) {
-            IllegalArgumentException refused = assertThrows(IllegalArgumentException.class, () -> LedgerLines.parse(bad[0]));
+                new String[] {
+                    sealed("assembly job=1 user=a node=n1 vgpus=2 local=1 phase=securing planned=0 lend=1/n2/x/-/-/-"),
+                    "lend '1/n2/x/-/-/-' has a VGPU, HOLDER or GPU that is not a number"
+                },
+                new String[] {
+                    sealed("assembly job=1 user=a node=n1 vgpus=2 local=1 phase=securing planned=0"
+                            + " lend=1/n2/43/3/n2/w"),
+                    "lend '1/n2/43/3/n2/w': "
+                })) {
+            IllegalArgumentException refused =
+                    assertThrows(IllegalArgumentException.class, () -> LedgerLines.parse(bad[0]));
             assertTrue(refused.getMessage().contains(bad[1]), bad[1] + " not in: " + refused.getMessage());
             assertFalse(refused.getMessage().contains("For input string"), refused.getMessage());
         }
@@ -114,12 +140,21 @@ class LedgerTest {
 
     @Test
     void namesThatCouldSplitAFieldAreNeverWritten() {
-        Assembly odd = new Assembly(1, "al ice", "n1", 1, 1, Assembly.Phase.SECURING, PLANNED, Optional.empty(), List.of());
+        Assembly odd =
+                new Assembly(1, "al ice", "n1", 1, 1, Assembly.Phase.SECURING, PLANNED, Optional.empty(), List.of());
         assertThrows(IllegalArgumentException.class, () -> LedgerLines.assembly(odd));
     }
 
     private static Assembly securing(long job) {
-        return new Assembly(job, "alice", "n1", 2, 1, Assembly.Phase.SECURING, PLANNED, Optional.empty(),
+        return new Assembly(
+                job,
+                "alice",
+                "n1",
+                2,
+                1,
+                Assembly.Phase.SECURING,
+                PLANNED,
+                Optional.empty(),
                 List.of(Lend.planned(1, "n2")));
     }
 
@@ -128,6 +163,8 @@ class LedgerTest {
         String valid = LedgerLines.forget(1, "x");
         java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
         crc.update(body.getBytes(StandardCharsets.US_ASCII));
-        return valid.isEmpty() ? body : body + " crc=" + java.util.HexFormat.of().toHexDigits((int) crc.getValue());
+        return valid.isEmpty()
+                ? body
+                : body + " crc=" + java.util.HexFormat.of().toHexDigits((int) crc.getValue());
     }
 }

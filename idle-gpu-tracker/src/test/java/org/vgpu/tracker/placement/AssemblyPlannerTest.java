@@ -11,12 +11,13 @@ import java.util.List;
 import java.util.Map;
 
 import org.junit.jupiter.api.Test;
+
 import org.vgpu.common.net.Endpoint;
 import org.vgpu.siteconfig.Distances;
 import org.vgpu.siteconfig.Policy;
-import org.vgpu.tracker.slurm.SlurmJob;
 import org.vgpu.tracker.cluster.ClusterView;
 import org.vgpu.tracker.cluster.NodeView;
+import org.vgpu.tracker.slurm.SlurmJob;
 
 class AssemblyPlannerTest {
     private static final Instant NOW = Instant.parse("2026-11-21T12:00:00Z");
@@ -24,8 +25,13 @@ class AssemblyPlannerTest {
     private static final Instant LONG_IDLE = NOW.minusSeconds(600);
     private static final Instant JUST_FREED = NOW.minusSeconds(5);
     private static final Policy BORROWING = new Policy(GRACE, 4, true, false);
-    private static final Distances DISTANCES = new Distances(Map.of(Distances.NodePair.of("n1", "n2"), 1,
-            Distances.NodePair.of("n1", "n3"), 2, Distances.NodePair.of("n2", "n3"), 1));
+    private static final Distances DISTANCES = new Distances(Map.of(
+            Distances.NodePair.of("n1", "n2"),
+            1,
+            Distances.NodePair.of("n1", "n3"),
+            2,
+            Distances.NodePair.of("n2", "n3"),
+            1));
 
     private final AssemblyPlanner planner = new AssemblyPlanner(BORROWING, DISTANCES, "lend");
 
@@ -90,17 +96,34 @@ class AssemblyPlannerTest {
 
     @Test
     void lendsSpreadOverLendersAtTheSameDistanceAndNeedAFreeCpuEach() {
-        Distances flat = new Distances(Map.of(Distances.NodePair.of("n1", "n2"), 1, Distances.NodePair.of("n1", "n3"), 1,
-                Distances.NodePair.of("n2", "n3"), 1));
+        Distances flat = new Distances(Map.of(
+                Distances.NodePair.of("n1", "n2"),
+                1,
+                Distances.NodePair.of("n1", "n3"),
+                1,
+                Distances.NodePair.of("n2", "n3"),
+                1));
         AssemblyPlanner planner = new AssemblyPlanner(BORROWING, flat, "lend");
-        Availability free = free(node("n1", 2, LONG_IDLE), node("n2", 2, LONG_IDLE), new NodeView("n3", true,
-                List.of("gpu", "lend"), 1, 8, idle(3, LONG_IDLE), 80L << 30, new Endpoint("n3", 7500)));
-        SlurmJob twoCpus = new SlurmJob(7, "x", "alice", "PENDING", "JobHeldUser", "gpu", 0, 2, Map.of("vgpu", 5), List.of());
+        Availability free = free(
+                node("n1", 2, LONG_IDLE),
+                node("n2", 2, LONG_IDLE),
+                new NodeView(
+                        "n3",
+                        true,
+                        List.of("gpu", "lend"),
+                        1,
+                        8,
+                        idle(3, LONG_IDLE),
+                        80L << 30,
+                        new Endpoint("n3", 7500)));
+        SlurmJob twoCpus =
+                new SlurmJob(7, "x", "alice", "PENDING", "JobHeldUser", "gpu", 0, 2, Map.of("vgpu", 5), List.of());
 
         Placement.Plan plan = assertInstanceOf(Placement.Plan.class, planner.plan(twoCpus, free));
 
         assertEquals("n1", plan.node(), "n3 has the most idle GPUs but not the job's 2 CPUs");
-        assertEquals(List.of("n2", "n3", "n2"), plan.lenders(), "spread over lenders; n3 has one free CPU, for one holder");
+        assertEquals(
+                List.of("n2", "n3", "n2"), plan.lenders(), "spread over lenders; n3 has one free CPU, for one holder");
     }
 
     @Test
@@ -116,25 +139,36 @@ class AssemblyPlannerTest {
 
     @Test
     void unschedulableNodesOtherPartitionsAndMixedRequestsAreNotPlanned() {
-        NodeView drained = new NodeView("n1", false, List.of("gpu", "lend"), 8, 8, idle(4, LONG_IDLE), 1, new Endpoint("n1", 1));
-        NodeView otherPartition = new NodeView("n2", true, List.of("cpu"), 8, 8, idle(4, LONG_IDLE), 1, new Endpoint("n2", 1));
+        NodeView drained =
+                new NodeView("n1", false, List.of("gpu", "lend"), 8, 8, idle(4, LONG_IDLE), 1, new Endpoint("n1", 1));
+        NodeView otherPartition =
+                new NodeView("n2", true, List.of("cpu"), 8, 8, idle(4, LONG_IDLE), 1, new Endpoint("n2", 1));
         Availability free = free(drained, otherPartition);
 
         Placement.Wait wait = assertInstanceOf(Placement.Wait.class, planner.plan(job(7, 1), free));
         assertEquals("no node of partition gpu has 1 free CPU(s) and 1 free vgpu slot(s)", wait.reason());
 
-        SlurmJob mixed = new SlurmJob(8, "x", "alice", "PENDING", "JobHeldUser", "gpu", 0, 1,
-                Map.of("gpu", 1, "vgpu", 2), List.of());
-        Placement.Wait mixedWait = assertInstanceOf(Placement.Wait.class, planner.plan(mixed, free(node("n3", 4, LONG_IDLE))));
+        SlurmJob mixed = new SlurmJob(
+                8, "x", "alice", "PENDING", "JobHeldUser", "gpu", 0, 1, Map.of("gpu", 1, "vgpu", 2), List.of());
+        Placement.Wait mixedWait =
+                assertInstanceOf(Placement.Wait.class, planner.plan(mixed, free(node("n3", 4, LONG_IDLE))));
         assertTrue(mixedWait.reason().startsWith("asks for gpu:1 as well as vgpu:2"), mixedWait.reason());
     }
 
     private static SlurmJob job(long id, int vgpus) {
-        return new SlurmJob(id, "job" + id, "alice", "PENDING", "JobHeldUser", "gpu", 0, 1, Map.of("vgpu", vgpus), List.of());
+        return new SlurmJob(
+                id, "job" + id, "alice", "PENDING", "JobHeldUser", "gpu", 0, 1, Map.of("vgpu", vgpus), List.of());
     }
 
     private static NodeView node(String name, int idleGpus, Instant idleSince) {
-        return new NodeView(name, true, List.of("gpu", "lend"), 8, 8, idle(idleGpus, idleSince), 80L << 30,
+        return new NodeView(
+                name,
+                true,
+                List.of("gpu", "lend"),
+                8,
+                8,
+                idle(idleGpus, idleSince),
+                80L << 30,
                 new Endpoint(name, 7500));
     }
 

@@ -13,15 +13,18 @@ class BoundedCommandTest {
 
     @Test
     void aMissingProgramIsNamedWithoutTheJdksText() {
-        BoundedCommand.Failure failure = assertThrows(BoundedCommand.Failure.class,
-                () -> BoundedCommand.run(List.of("/nonexistent/vgpu-no-such-command", "show"), "", Duration.ofSeconds(5)));
+        BoundedCommand.Failure failure = assertThrows(
+                BoundedCommand.Failure.class,
+                () -> BoundedCommand.run(
+                        List.of("/nonexistent/vgpu-no-such-command", "show"), "", Duration.ofSeconds(5)));
 
         assertEquals("cannot run '/nonexistent/vgpu-no-such-command show': no such program", failure.getMessage());
     }
 
     @Test
     void aCommandPastItsTimeIsKilledAndSaysSo() {
-        BoundedCommand.Failure failure = assertThrows(BoundedCommand.Failure.class,
+        BoundedCommand.Failure failure = assertThrows(
+                BoundedCommand.Failure.class,
                 () -> BoundedCommand.run(List.of("sleep", "30"), "", Duration.ofSeconds(1)));
 
         assertEquals("'sleep 30' did not finish within 1 s", failure.getMessage());

@@ -38,8 +38,17 @@ class GresItemTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"gpu:-1", "gpu:2(IDX:0)", "gpu:1(IDX:x)", "gpu:2(IDX:3-1)", "4:gpu", "gpu:1,,vgpu:2", "gpu:1(FOO:2)",
-            "vgpu(CNT:many)"})
+    @ValueSource(
+            strings = {
+                "gpu:-1",
+                "gpu:2(IDX:0)",
+                "gpu:1(IDX:x)",
+                "gpu:2(IDX:3-1)",
+                "4:gpu",
+                "gpu:1,,vgpu:2",
+                "gpu:1(FOO:2)",
+                "vgpu(CNT:many)"
+            })
     void malformedEntriesAreRefused(String text) {
         assertThrows(SlurmException.class, () -> parse(text));
     }

@@ -33,7 +33,8 @@ class HostListTest {
     @ParameterizedTest
     @ValueSource(strings = {"n[3-1]", "n[1-x]", "n[]", "n[1-2", "n1,,n2", "n[0-99999999]"})
     void refusesWhatIsNotAHostList(String text) {
-        SlurmException refused = assertThrows(SlurmException.class, () -> HostList.expand("scontrol show job -d", text));
+        SlurmException refused =
+                assertThrows(SlurmException.class, () -> HostList.expand("scontrol show job -d", text));
         assertTrue(refused.getMessage().contains("scontrol show job -d"), refused.getMessage());
     }
 }

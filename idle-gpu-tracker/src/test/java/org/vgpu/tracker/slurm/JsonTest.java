@@ -21,8 +21,22 @@ class JsonTest {
                  "a": [1, [], {}], "o": {"k": "v"}}
                 """);
 
-        assertEquals(Map.of("s", "a/b\"é\n", "n", new BigDecimal("-12.5e1"), "i", new BigDecimal("4294901759"),
-                "t", true, "f", false, "a", List.of(BigDecimal.ONE, List.of(), Map.of()), "o", Map.of("k", "v")),
+        assertEquals(
+                Map.of(
+                        "s",
+                        "a/b\"é\n",
+                        "n",
+                        new BigDecimal("-12.5e1"),
+                        "i",
+                        new BigDecimal("4294901759"),
+                        "t",
+                        true,
+                        "f",
+                        false,
+                        "a",
+                        List.of(BigDecimal.ONE, List.of(), Map.of()),
+                        "o",
+                        Map.of("k", "v")),
                 withoutNull(value));
         assertTrue(((Map<?, ?>) value).containsKey("z"));
     }
@@ -41,8 +55,25 @@ class JsonTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"", "{", "{\"a\" 1}", "{\"a\": 1,}", "[1 2]", "[1,]", "\"open", "01", "1.", "-", "tru", "{a: 1}",
-            "{\"a\": 1} x", "\"\\q\"", "\"\\u12\"", "\"tab\there\""})
+    @ValueSource(
+            strings = {
+                "",
+                "{",
+                "{\"a\" 1}",
+                "{\"a\": 1,}",
+                "[1 2]",
+                "[1,]",
+                "\"open",
+                "01",
+                "1.",
+                "-",
+                "tru",
+                "{a: 1}",
+                "{\"a\": 1} x",
+                "\"\\q\"",
+                "\"\\u12\"",
+                "\"tab\there\""
+            })
     void malformedDocumentsAreRefused(String text) {
         SlurmException e = assertThrows(SlurmException.class, () -> Json.parse("squeue --json", text));
         assertTrue(e.getMessage().contains("cannot read the output of squeue --json: line 1 column "), e.getMessage());
@@ -52,8 +83,10 @@ class JsonTest {
     void errorsPointAtLineAndColumn() {
         SlurmException e = assertThrows(SlurmException.class, () -> Json.parse("x", "{\n  \"a\": 1\n  \"b\": 2\n}"));
 
-        assertEquals("SLURM_BAD_OUTPUT: cannot read the output of x: line 3 column 3: expected ',' or '}' after a member,"
-                + " got '\"'", e.codeName() + ": " + e.getMessage());
+        assertEquals(
+                "SLURM_BAD_OUTPUT: cannot read the output of x: line 3 column 3: expected ',' or '}' after a member,"
+                        + " got '\"'",
+                e.codeName() + ": " + e.getMessage());
     }
 
     @Test

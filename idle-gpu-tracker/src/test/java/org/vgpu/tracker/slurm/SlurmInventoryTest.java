@@ -34,7 +34,8 @@ class SlurmInventoryTest {
     }
 
     private static SlurmInventory scontrolView(String state) {
-        return SlurmInventory.fromScontrol(capture(state, "scontrol-show-node-d.txt"), capture(state, "scontrol-show-job-d.txt"));
+        return SlurmInventory.fromScontrol(
+                capture(state, "scontrol-show-node-d.txt"), capture(state, "scontrol-show-job-d.txt"));
     }
 
     private static SlurmInventory jsonView(String state) {
@@ -51,7 +52,9 @@ class SlurmInventoryTest {
     void filledNodesHaveOneIdleGpuEach() {
         SlurmInventory inventory = scontrolView("one-idle");
 
-        assertEquals(List.of("n1", "n2", "n3"), inventory.nodes().stream().map(SlurmNode::name).toList());
+        assertEquals(
+                List.of("n1", "n2", "n3"),
+                inventory.nodes().stream().map(SlurmNode::name).toList());
         for (SlurmNode node : inventory.nodes()) {
             assertEquals(Map.of("gpu", 4, "vgpu", 8), node.configured());
             assertEquals(1, node.idle("gpu"), node.toString());
@@ -66,8 +69,10 @@ class SlurmInventoryTest {
 
     @Test
     void heldVgpuJobIsRecognized() {
-        SlurmJob held = scontrolView("one-idle").jobs().stream().filter(job -> job.name().equals("wants-3-vgpus"))
-                .findFirst().orElseThrow();
+        SlurmJob held = scontrolView("one-idle").jobs().stream()
+                .filter(job -> job.name().equals("wants-3-vgpus"))
+                .findFirst()
+                .orElseThrow();
 
         assertTrue(held.held());
         assertTrue(held.asksForVgpu());
@@ -84,9 +89,14 @@ class SlurmInventoryTest {
 
         for (String node : List.of("n1", "n2", "n3")) {
             SlurmJob fill = inventory.jobs().stream()
-                    .filter(job -> job.name().equals("fill-" + node) && job.state().equals("RUNNING")).findFirst().orElseThrow();
-            assertEquals(List.of(new SlurmJob.NodeAllocation(node,
-                    List.of(new GresItem("gpu", Optional.empty(), 3, List.of(0, 1, 2))))), fill.allocations());
+                    .filter(job ->
+                            job.name().equals("fill-" + node) && job.state().equals("RUNNING"))
+                    .findFirst()
+                    .orElseThrow();
+            assertEquals(
+                    List.of(new SlurmJob.NodeAllocation(
+                            node, List.of(new GresItem("gpu", Optional.empty(), 3, List.of(0, 1, 2))))),
+                    fill.allocations());
             assertFalse(fill.asksForVgpu());
             assertFalse(fill.held());
         }
@@ -95,34 +105,52 @@ class SlurmInventoryTest {
     @Test
     void assembledJobHoldsItsLocalGpuAndHoldersTheBorrowedOnes() {
         SlurmInventory inventory = scontrolView("assembled");
-        SlurmJob assembled = inventory.jobs().stream().filter(job -> job.name().equals("assembled-3-vgpus")).findFirst()
+        SlurmJob assembled = inventory.jobs().stream()
+                .filter(job -> job.name().equals("assembled-3-vgpus"))
+                .findFirst()
                 .orElseThrow();
 
         assertEquals("RUNNING", assembled.state());
         assertEquals(Map.of("gpu", 1, "vgpu", 3), assembled.requestedPerNode());
-        assertEquals(List.of(new SlurmJob.NodeAllocation("n1", List.of(
-                new GresItem("vgpu", Optional.empty(), 3, List.of()),
-                new GresItem("gpu", Optional.empty(), 1, List.of(3))))), assembled.allocations());
+        assertEquals(
+                List.of(new SlurmJob.NodeAllocation(
+                        "n1",
+                        List.of(
+                                new GresItem("vgpu", Optional.empty(), 3, List.of()),
+                                new GresItem("gpu", Optional.empty(), 1, List.of(3))))),
+                assembled.allocations());
 
         List<SlurmJob> holders = inventory.jobs().stream()
-                .filter(job -> job.name().equals("vgpu-holder-" + assembled.id())).toList();
-        assertEquals(List.of("n2", "n3"), holders.stream().map(job -> job.allocations().getFirst().nodes()).toList());
+                .filter(job -> job.name().equals("vgpu-holder-" + assembled.id()))
+                .toList();
+        assertEquals(
+                List.of("n2", "n3"),
+                holders.stream()
+                        .map(job -> job.allocations().getFirst().nodes())
+                        .toList());
         for (SlurmJob holder : holders) {
             assertEquals("vgpu-lend", holder.partition());
-            assertEquals(List.of(3), holder.allocations().getFirst().gres().getFirst().indices());
+            assertEquals(
+                    List.of(3),
+                    holder.allocations().getFirst().gres().getFirst().indices());
         }
         for (SlurmNode node : inventory.nodes()) {
             assertEquals(0, node.idle("gpu"), node.toString());
         }
         assertEquals(4, inventory.node("n1").orElseThrow().allocatedCpus(), "3 of the fill job, 1 of the vgpu job");
-        assertEquals(5, inventory.node("n2").orElseThrow().allocatedCpus(), "3 of the fill job, the last user CPU, the holder");
+        assertEquals(
+                5,
+                inventory.node("n2").orElseThrow().allocatedCpus(),
+                "3 of the fill job, the last user CPU, the holder");
         assertEquals(5, inventory.node("n1").orElseThrow().idle("vgpu"));
     }
 
     @Test
     void finishedJobsKeepTheirRequestButNoAllocation() {
         SlurmJob cancelled = scontrolView("one-idle").jobs().stream()
-                .filter(job -> job.user().equals("nobody")).findFirst().orElseThrow();
+                .filter(job -> job.user().equals("nobody"))
+                .findFirst()
+                .orElseThrow();
 
         assertEquals("CANCELLED", cancelled.state());
         assertEquals(Map.of("vgpu", 1), cancelled.requestedPerNode());
@@ -156,48 +184,64 @@ class SlurmInventoryTest {
 
     @Test
     void notRespondingNodesAreNotSchedulable() {
-        SlurmNode node = SlurmInventory.parseScontrolNodes("NodeName=n5 State=IDLE* CPUTot=4 CPUAlloc=0 Gres=gpu:1 GresUsed=gpu:0\n").getFirst();
+        SlurmNode node = SlurmInventory.parseScontrolNodes(
+                        "NodeName=n5 State=IDLE* CPUTot=4 CPUAlloc=0 Gres=gpu:1 GresUsed=gpu:0\n")
+                .getFirst();
 
         assertFalse(node.schedulable());
     }
 
     @Test
     void outputThatIsNotScontrolsIsRefusedWithItsLine() {
-        SlurmException e = assertThrows(SlurmException.class,
+        SlurmException e = assertThrows(
+                SlurmException.class,
                 () -> SlurmInventory.parseScontrolNodes("slurm_load_node error: Unable to contact slurm controller\n"));
 
-        assertEquals("SLURM_BAD_OUTPUT: cannot read the output of scontrol show node -d: line 1: expected Key=Value,"
-                + " got 'slurm_load_node'", e.codeName() + ": " + e.getMessage());
+        assertEquals(
+                "SLURM_BAD_OUTPUT: cannot read the output of scontrol show node -d: line 1: expected Key=Value,"
+                        + " got 'slurm_load_node'",
+                e.codeName() + ": " + e.getMessage());
     }
 
     @Test
     void recordWithoutARequiredFieldIsNamed() {
-        SlurmException e = assertThrows(SlurmException.class,
-                () -> SlurmInventory.parseScontrolNodes("NodeName=n1 State=IDLE CPUTot=4 CPUAlloc=0 Gres=gpu:4\n\nNodeName=n2\n"));
+        SlurmException e = assertThrows(
+                SlurmException.class,
+                () -> SlurmInventory.parseScontrolNodes(
+                        "NodeName=n1 State=IDLE CPUTot=4 CPUAlloc=0 Gres=gpu:4\n\nNodeName=n2\n"));
 
-        assertTrue(e.getMessage().endsWith("scontrol show node -d: the record at line 1 has no GresUsed= field"), e.getMessage());
+        assertTrue(
+                e.getMessage().endsWith("scontrol show node -d: the record at line 1 has no GresUsed= field"),
+                e.getMessage());
     }
 
     @Test
     void malformedGresIsNamedWithItsNode() {
-        SlurmException e = assertThrows(SlurmException.class,
-                () -> SlurmInventory.parseScontrolNodes("NodeName=n1 State=IDLE CPUTot=4 CPUAlloc=0 Gres=gpu:4 GresUsed=gpu:x(y)\n"));
+        SlurmException e = assertThrows(
+                SlurmException.class,
+                () -> SlurmInventory.parseScontrolNodes(
+                        "NodeName=n1 State=IDLE CPUTot=4 CPUAlloc=0 Gres=gpu:4 GresUsed=gpu:x(y)\n"));
 
         assertTrue(e.getMessage().contains("GresUsed of n1: 'gpu:x(y)' is not a GRES entry"), e.getMessage());
     }
 
     @Test
     void malformedCpuCountIsNamedWithItsNode() {
-        SlurmException e = assertThrows(SlurmException.class,
-                () -> SlurmInventory.parseScontrolNodes("NodeName=n1 State=IDLE CPUTot=many CPUAlloc=0 Gres=gpu:4 GresUsed=gpu:0\n"));
+        SlurmException e = assertThrows(
+                SlurmException.class,
+                () -> SlurmInventory.parseScontrolNodes(
+                        "NodeName=n1 State=IDLE CPUTot=many CPUAlloc=0 Gres=gpu:4 GresUsed=gpu:0\n"));
 
-        assertTrue(e.getMessage().endsWith("scontrol show node -d node n1: CPUTot=many is not a number"), e.getMessage());
+        assertTrue(
+                e.getMessage().endsWith("scontrol show node -d node n1: CPUTot=many is not a number"), e.getMessage());
     }
 
     @Test
     void malformedJobIdIsNamed() {
-        SlurmException e = assertThrows(SlurmException.class, () -> SlurmInventory.parseScontrolJobs(
-                "JobId=abc JobName=x UserId=root(0) JobState=PENDING Reason=None Partition=gpu Priority=1\n"));
+        SlurmException e = assertThrows(
+                SlurmException.class,
+                () -> SlurmInventory.parseScontrolJobs(
+                        "JobId=abc JobName=x UserId=root(0) JobState=PENDING Reason=None Partition=gpu Priority=1\n"));
 
         assertTrue(e.getMessage().endsWith("JobId=abc is not a number"), e.getMessage());
     }
@@ -214,16 +258,16 @@ class SlurmInventoryTest {
 
     @Test
     void jsonWithoutJobsIsRefused() {
-        SlurmException e = assertThrows(SlurmException.class,
-                () -> SlurmInventory.parseSqueueJson("{\"meta\": {}, \"errors\": []}"));
+        SlurmException e = assertThrows(
+                SlurmException.class, () -> SlurmInventory.parseSqueueJson("{\"meta\": {}, \"errors\": []}"));
 
         assertTrue(e.getMessage().endsWith("squeue --json: 'jobs' is missing, expected an array"), e.getMessage());
     }
 
     @Test
     void jsonJobWithAWrongTypeIsNamed() {
-        SlurmException e = assertThrows(SlurmException.class,
-                () -> SlurmInventory.parseSqueueJson("{\"jobs\": [{\"job_id\": \"7\"}]}"));
+        SlurmException e = assertThrows(
+                SlurmException.class, () -> SlurmInventory.parseSqueueJson("{\"jobs\": [{\"job_id\": \"7\"}]}"));
 
         assertTrue(e.getMessage().endsWith("squeue --json: 'job_id' is 7, expected a number"), e.getMessage());
     }

@@ -12,9 +12,10 @@ import java.util.concurrent.ConcurrentSkipListMap;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+
+import org.vgpu.common.contract.BridgeContract;
 import org.vgpu.common.error.ConfigException;
 import org.vgpu.common.error.InputException;
-import org.vgpu.common.contract.BridgeContract;
 import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.common.line.BoundedLineReader;
 import org.vgpu.common.line.LineServer;
@@ -59,11 +60,12 @@ public final class MigrationAgent implements AutoCloseable {
     public static final int MAX_CONNECTIONS = 32;
     /** A connection without a command for this long is closed; a migration in progress does not count. */
     private static final Duration IDLE_TIMEOUT = Duration.ofMinutes(5);
-    private static final LineServer.Limits SOCKET_LIMITS = new LineServer.Limits("migration agent", MAX_LINE_BYTES,
-            MAX_CONNECTIONS, IDLE_TIMEOUT);
+
+    private static final LineServer.Limits SOCKET_LIMITS =
+            new LineServer.Limits("migration agent", MAX_LINE_BYTES, MAX_CONNECTIONS, IDLE_TIMEOUT);
     private static final Logger LOG = LoggerFactory.getLogger(MigrationAgent.class);
-    private static final String HELP = "commands: migrate <vgpu> <target> (target: local GPU index or host:port)"
-            + " | status | history | help";
+    private static final String HELP =
+            "commands: migrate <vgpu> <target> (target: local GPU index or host:port)" + " | status | history | help";
 
     private final Path socketPath;
     private final TargetResolver resolver;
@@ -88,8 +90,12 @@ public final class MigrationAgent implements AutoCloseable {
      * @throws org.vgpu.common.error.NetworkException CANNOT_LISTEN when the socket cannot be bound
      *         (path too long, no such directory, another agent listening there, a file that is not a socket)
      */
-    public MigrationAgent(Path socketPath, TargetResolver resolver, MigrationConfig config, MigrationListener tracker,
-                          MigrationFaults faults) {
+    public MigrationAgent(
+            Path socketPath,
+            TargetResolver resolver,
+            MigrationConfig config,
+            MigrationListener tracker,
+            MigrationFaults faults) {
         this.socketPath = Objects.requireNonNull(socketPath, "socket path");
         this.resolver = Objects.requireNonNull(resolver, "resolver");
         this.config = Objects.requireNonNull(config, "config");
@@ -113,8 +119,9 @@ public final class MigrationAgent implements AutoCloseable {
     public static Path socketPathFromEnvironment() {
         String path = System.getenv(SOCKET_ENV);
         if (path == null || path.isBlank()) {
-            throw new ConfigException(ConfigException.Code.MISSING, SOCKET_ENV + " is not set: the job's"
-                    + " environment must give the migration agent's socket path");
+            throw new ConfigException(
+                    ConfigException.Code.MISSING,
+                    SOCKET_ENV + " is not set: the job's" + " environment must give the migration agent's socket path");
         }
         return Path.of(path);
     }
@@ -133,7 +140,8 @@ public final class MigrationAgent implements AutoCloseable {
     public MigratableGpu adopt(VirtualGpu initial, MigrationTarget location) {
         MigratableGpu gpu = new MigratableGpu(initial, location, resolver, config, this::recordAndForward, faults);
         if (vgpus.putIfAbsent(gpu.vgpuIndex(), gpu) != null) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "the agent already has vGPU " + gpu.vgpuIndex());
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE, "the agent already has vGPU " + gpu.vgpuIndex());
         }
         return gpu;
     }
@@ -195,7 +203,8 @@ public final class MigrationAgent implements AutoCloseable {
     }
 
     private String migrate(String vgpuText, String targetText) {
-        if (!vgpuText.chars().allMatch(Character::isDigit) || vgpuText.length() > 3
+        if (!vgpuText.chars().allMatch(Character::isDigit)
+                || vgpuText.length() > 3
                 || Integer.parseInt(vgpuText) >= VaWindow.MAX_VGPUS) {
             return "error vgpu must be an index in [0, " + VaWindow.MAX_VGPUS + "), got '" + abbreviate(vgpuText) + "'";
         }
@@ -210,8 +219,9 @@ public final class MigrationAgent implements AutoCloseable {
         }
         List<String> parts = new ArrayList<>();
         for (MigratableGpu gpu : vgpus.values()) {
-            parts.add(String.format("vgpu %d on %s, %d B live in %d allocations, %d migrations", gpu.vgpuIndex(),
-                    gpu.location(), gpu.liveBytes(), gpu.liveAllocations(), gpu.migrationCount()));
+            parts.add(String.format(
+                    "vgpu %d on %s, %d B live in %d allocations, %d migrations",
+                    gpu.vgpuIndex(), gpu.location(), gpu.liveBytes(), gpu.liveAllocations(), gpu.migrationCount()));
         }
         return "ok " + String.join("; ", parts);
     }

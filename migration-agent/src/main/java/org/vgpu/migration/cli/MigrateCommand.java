@@ -9,6 +9,7 @@ import org.apache.commons.cli.CommandLine;
 import org.apache.commons.cli.Option;
 import org.apache.commons.cli.Options;
 import org.apache.commons.cli.ParseException;
+
 import org.vgpu.common.cli.Subcommand;
 import org.vgpu.common.error.NetworkException;
 import org.vgpu.common.line.LineClient;
@@ -47,13 +48,32 @@ public final class MigrateCommand implements Subcommand {
     @Override
     public Options options() {
         return new Options()
-                .addOption(Option.builder().longOpt("socket").hasArg().argName("PATH")
-                        .desc("the agent's socket (default: $" + MigrationAgent.SOCKET_ENV + ")").get())
-                .addOption(Option.builder().longOpt("vgpu").hasArg().argName("K").desc("the vGPU to move").get())
-                .addOption(Option.builder().longOpt("to").hasArg().argName("TARGET")
-                        .desc("a local GPU index or HOST:PORT of a GPU worker").get())
-                .addOption(Option.builder().longOpt("status").desc("where each vGPU runs and its live bytes").get())
-                .addOption(Option.builder().longOpt("history").desc("the agent's recent migrations").get());
+                .addOption(Option.builder()
+                        .longOpt("socket")
+                        .hasArg()
+                        .argName("PATH")
+                        .desc("the agent's socket (default: $" + MigrationAgent.SOCKET_ENV + ")")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("vgpu")
+                        .hasArg()
+                        .argName("K")
+                        .desc("the vGPU to move")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("to")
+                        .hasArg()
+                        .argName("TARGET")
+                        .desc("a local GPU index or HOST:PORT of a GPU worker")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("status")
+                        .desc("where each vGPU runs and its live bytes")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("history")
+                        .desc("the agent's recent migrations")
+                        .get());
     }
 
     @Override
@@ -89,7 +109,9 @@ public final class MigrateCommand implements Subcommand {
         if (vgpu == null || target == null) {
             throw new ParseException("--vgpu and --to go together");
         }
-        if (vgpu.isBlank() || target.isBlank() || (vgpu + target).chars().anyMatch(c -> Character.isWhitespace(c) || c < 0x20)) {
+        if (vgpu.isBlank()
+                || target.isBlank()
+                || (vgpu + target).chars().anyMatch(c -> Character.isWhitespace(c) || c < 0x20)) {
             throw new ParseException("--vgpu and --to take one word each, got '" + vgpu + "' and '" + target + "'");
         }
         return "migrate " + vgpu + " " + target;

@@ -8,6 +8,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.channels.ServerSocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -24,6 +27,8 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+
+import org.vgpu.common.error.NetworkException;
 import org.vgpu.migration.FaultPoint;
 import org.vgpu.migration.MigratableGpu;
 import org.vgpu.migration.MigrationConfig;
@@ -36,16 +41,13 @@ import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.emulated.EmulatedBackend;
 import org.vgpu.runtime.kernels.TestKernels;
-import java.net.StandardProtocolFamily;
-import java.net.UnixDomainSocketAddress;
-import java.nio.channels.ServerSocketChannel;
-import org.vgpu.common.error.NetworkException;
 
 /** The agent's socket: commands, replies, malformed input, concurrency. */
 @Timeout(60)
 class MigrationAgentTest {
     @TempDir
     Path directory;
+
     private Path socket;
     private EmulatedBackend backend;
     private final List<MigrationReport> trackerReports = Collections.synchronizedList(new ArrayList<>());
@@ -62,8 +64,12 @@ class MigrationAgentTest {
     }
 
     private MigrationAgent agent(MigrationFaults faults, int vgpus) {
-        MigrationAgent agent = new MigrationAgent(socket, new NodeTargetResolver(backend),
-                MigrationConfig.DEFAULTS.withVerifyCopies(true), trackerReports::add, faults);
+        MigrationAgent agent = new MigrationAgent(
+                socket,
+                new NodeTargetResolver(backend),
+                MigrationConfig.DEFAULTS.withVerifyCopies(true),
+                trackerReports::add,
+                faults);
         for (int k = 0; k < vgpus; k++) {
             agent.adopt(backend.open(0, VaWindow.forVgpu(k)), new MigrationTarget.LocalGpu(0));
         }
@@ -72,22 +78,29 @@ class MigrationAgentTest {
 
     @Test
     void migratesOnCommandAndReportsStatusAndHistory() throws IOException {
-        try (MigrationAgent agent = agent(MigrationFaults.NONE, 2); AgentClient client = new AgentClient(socket)) {
+        try (MigrationAgent agent = agent(MigrationFaults.NONE, 2);
+                AgentClient client = new AgentClient(socket)) {
             MigratableGpu gpu = agentGpu(agent, 1);
             long data = gpu.memAlloc(5000);
             gpu.memsetD8(data, (byte) 0x3c, 5000);
 
             assertTrue(client.send("help").startsWith("ok commands: migrate <vgpu> <target>"));
-            assertEquals("ok vgpu 0 on gpu 0 (emulated), 0 B live in 0 allocations, 0 migrations;"
-                    + " vgpu 1 on gpu 0 (emulated), 5000 B live in 1 allocations, 0 migrations", client.send("status"));
+            assertEquals(
+                    "ok vgpu 0 on gpu 0 (emulated), 0 B live in 0 allocations, 0 migrations;"
+                            + " vgpu 1 on gpu 0 (emulated), 5000 B live in 1 allocations, 0 migrations",
+                    client.send("status"));
             assertEquals("ok no migrations", client.send("history"));
 
             String reply = client.send("migrate 1 2");
             assertTrue(reply.startsWith("ok vgpu 1 moved gpu 0 (emulated) -> gpu 2: open "), reply);
             assertTrue(reply.contains("mem-sync 5000 B in 1 regions"), reply);
-            assertTrue(client.send("status").contains("vgpu 1 on gpu 2 (emulated), 5000 B live in 1 allocations, 1 migrations"));
+            assertTrue(client.send("status")
+                    .contains("vgpu 1 on gpu 2 (emulated), 5000 B live in 1 allocations, 1 migrations"));
             String history = client.send("history");
-            assertTrue(history.startsWith("ok 1 migrations: ") && history.contains("vgpu 1 moved gpu 0 (emulated) -> gpu 2"), history);
+            assertTrue(
+                    history.startsWith("ok 1 migrations: ")
+                            && history.contains("vgpu 1 moved gpu 0 (emulated) -> gpu 2"),
+                    history);
             assertEquals(1, trackerReports.size());
             assertTrue(trackerReports.getFirst().migrated());
 
@@ -109,10 +122,13 @@ class MigrationAgentTest {
                 throw new VgpuException(ErrorCode.VGPU_WINDOW_UNAVAILABLE, "injected: window taken");
             }
         };
-        try (MigrationAgent _ = agent(noWindow, 1); AgentClient client = new AgentClient(socket)) {
+        try (MigrationAgent _ = agent(noWindow, 1);
+                AgentClient client = new AgentClient(socket)) {
             String reply = client.send("migrate 0 1");
-            assertTrue(reply.startsWith("error VGPU_WINDOW_UNAVAILABLE: vgpu 0 stays on gpu 0 (emulated), migration to"
-                    + " gpu 1 rolled back at OPEN_TARGET: VGPU_WINDOW_UNAVAILABLE: injected: window taken"), reply);
+            assertTrue(
+                    reply.startsWith("error VGPU_WINDOW_UNAVAILABLE: vgpu 0 stays on gpu 0 (emulated), migration to"
+                            + " gpu 1 rolled back at OPEN_TARGET: VGPU_WINDOW_UNAVAILABLE: injected: window taken"),
+                    reply);
             assertTrue(client.send("history").contains("rolled back at OPEN_TARGET"));
             assertFalse(trackerReports.getFirst().migrated());
             assertTrue(client.send("status").contains("vgpu 0 on gpu 0 (emulated)"));
@@ -121,17 +137,41 @@ class MigrationAgentTest {
 
     @Test
     void malformedCommandsGetAnErrorAndChangeNothing() throws IOException {
-        List<String> malformed = List.of("", "   ", "migrate", "migrate 0", "migrate 0 1 2", "migrate x 1", "migrate -1 1",
-                "migrate 7 1", "migrate 0 -3", "migrate 0 host:", "migrate 0 :80", "migrate 0 host:99999",
-                "migrate 0 host:port", "migrate 0001 1", "migrate 999 1", "migrate 99999999999999999999 1",
-                "migrate 0 h@st:80", "status now", "history 3", "help me", "MIGRATE 0 1", "rm -rf /",
-                "\u0000migrate 0 1", "migrate 0 1\u0007", "migrate\u00a00 1");
-        try (MigrationAgent _ = agent(MigrationFaults.NONE, 1); AgentClient client = new AgentClient(socket)) {
+        List<String> malformed = List.of(
+                "",
+                "   ",
+                "migrate",
+                "migrate 0",
+                "migrate 0 1 2",
+                "migrate x 1",
+                "migrate -1 1",
+                "migrate 7 1",
+                "migrate 0 -3",
+                "migrate 0 host:",
+                "migrate 0 :80",
+                "migrate 0 host:99999",
+                "migrate 0 host:port",
+                "migrate 0001 1",
+                "migrate 999 1",
+                "migrate 99999999999999999999 1",
+                "migrate 0 h@st:80",
+                "status now",
+                "history 3",
+                "help me",
+                "MIGRATE 0 1",
+                "rm -rf /",
+                "\u0000migrate 0 1",
+                "migrate 0 1\u0007",
+                "migrate\u00a00 1");
+        try (MigrationAgent _ = agent(MigrationFaults.NONE, 1);
+                AgentClient client = new AgentClient(socket)) {
             String status = client.send("status");
             for (String command : malformed) {
                 String reply = client.send(command);
                 assertTrue(reply.startsWith("error "), () -> "'" + command + "' got: " + reply);
-                assertFalse(reply.contains("CUDA_"), () -> "bad input, not a GPU call's failure: '" + command + "' got: " + reply);
+                assertFalse(
+                        reply.contains("CUDA_"),
+                        () -> "bad input, not a GPU call's failure: '" + command + "' got: " + reply);
             }
             String binary = client.sendBytes(new byte[] {(byte) 0xff, (byte) 0xfe, 'x', (byte) 0xc3, '\n'});
             assertTrue(binary.startsWith("error unknown command"), binary);
@@ -226,7 +266,8 @@ class MigrationAgentTest {
     void adoptingTwoVgpusOfOneIndexIsRefused() {
         try (MigrationAgent agent = agent(MigrationFaults.NONE, 1)) {
             var duplicate = backend.open(1, VaWindow.forVgpu(0));
-            VgpuException e = assertThrows(VgpuException.class, () -> agent.adopt(duplicate, new MigrationTarget.LocalGpu(1)));
+            VgpuException e =
+                    assertThrows(VgpuException.class, () -> agent.adopt(duplicate, new MigrationTarget.LocalGpu(1)));
             assertEquals(ErrorCode.CUDA_ERROR_INVALID_VALUE, e.code());
             duplicate.close();
         }

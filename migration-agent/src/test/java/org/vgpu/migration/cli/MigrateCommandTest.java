@@ -12,6 +12,7 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+
 import org.vgpu.common.cli.SubcommandRunner;
 import org.vgpu.migration.MigrationListener;
 import org.vgpu.migration.MigrationTarget;
@@ -27,14 +28,16 @@ class MigrateCommandTest {
     @TempDir
     Path directory;
 
-    private record Run(int status, String out, String err) {
-    }
+    private record Run(int status, String out, String err) {}
 
     private static Run run(Map<String, String> environment, String... args) {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         ByteArrayOutputStream err = new ByteArrayOutputStream();
-        int status = SubcommandRunner.run(new MigrateCommand(environment::get), args,
-                new PrintStream(out, true, StandardCharsets.UTF_8), new PrintStream(err, true, StandardCharsets.UTF_8));
+        int status = SubcommandRunner.run(
+                new MigrateCommand(environment::get),
+                args,
+                new PrintStream(out, true, StandardCharsets.UTF_8),
+                new PrintStream(err, true, StandardCharsets.UTF_8));
         return new Run(status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
     }
 
@@ -42,7 +45,8 @@ class MigrateCommandTest {
     void movesAVgpuAndAnswersStatusAndHistory() {
         Path socket = directory.resolve("agent.sock");
         try (EmulatedBackend backend = new EmulatedBackend(2, 1L << 30, TestKernels.twins());
-             MigrationAgent agent = new MigrationAgent(socket, new NodeTargetResolver(backend), MigrationListener.NONE)) {
+                MigrationAgent agent =
+                        new MigrationAgent(socket, new NodeTargetResolver(backend), MigrationListener.NONE)) {
             agent.adopt(backend.open(0, VaWindow.forVgpu(0)), new MigrationTarget.LocalGpu(0));
             Map<String, String> environment = Map.of(MigrationAgent.SOCKET_ENV, socket.toString());
 
@@ -63,7 +67,8 @@ class MigrateCommandTest {
 
     @Test
     void usageErrorsAndAnUnreachableAgent() {
-        Map<String, String> environment = Map.of(MigrationAgent.SOCKET_ENV, directory.resolve("none.sock").toString());
+        Map<String, String> environment =
+                Map.of(MigrationAgent.SOCKET_ENV, directory.resolve("none.sock").toString());
         assertEquals(2, run(environment).status(), "nothing asked");
         assertEquals(2, run(environment, "--vgpu", "0").status(), "no target");
         assertEquals(2, run(environment, "--status", "--history").status(), "two questions");

@@ -1,7 +1,6 @@
 package org.vgpu.callsurface;
 
 import java.util.Set;
-
 import javax.annotation.processing.AbstractProcessor;
 import javax.annotation.processing.RoundEnvironment;
 import javax.annotation.processing.SupportedAnnotationTypes;
@@ -17,8 +16,11 @@ import javax.tools.Diagnostic;
  * a {@code @CallSurface} interface ({@link WireSurfaceGenerator}), and the forwarders of
  * {@code VirtualGpu} ({@link ForwarderGenerator}). What stays hand-written is behaviour.
  */
-@SupportedAnnotationTypes({WireSurfaceGenerator.CALL_SURFACE, ForwarderGenerator.GENERATE_FORWARDER,
-        ForwarderGenerator.GATED_FORWARDER})
+@SupportedAnnotationTypes({
+    WireSurfaceGenerator.CALL_SURFACE,
+    ForwarderGenerator.GENERATE_FORWARDER,
+    ForwarderGenerator.GATED_FORWARDER
+})
 public final class CallSurfaceProcessor extends AbstractProcessor {
 
     @Override
@@ -45,7 +47,8 @@ public final class CallSurfaceProcessor extends AbstractProcessor {
                             new ForwarderGenerator(processingEnv).generatePlain(type);
                         }
                     }
-                    case ForwarderGenerator.GATED_FORWARDER -> new ForwarderGenerator(processingEnv).generateGated(type);
+                    case ForwarderGenerator.GATED_FORWARDER ->
+                        new ForwarderGenerator(processingEnv).generateGated(type);
                     default -> throw new IllegalStateException("not a supported annotation: " + name);
                 }
             }
@@ -57,7 +60,9 @@ public final class CallSurfaceProcessor extends AbstractProcessor {
         if (type.getKind() == ElementKind.INTERFACE) {
             return true;
         }
-        processingEnv.getMessager().printMessage(Diagnostic.Kind.ERROR, "@" + annotation + " belongs on an interface", type);
+        processingEnv
+                .getMessager()
+                .printMessage(Diagnostic.Kind.ERROR, "@" + annotation + " belongs on an interface", type);
         return false;
     }
 }

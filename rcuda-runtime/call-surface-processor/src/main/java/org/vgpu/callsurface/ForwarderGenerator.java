@@ -7,7 +7,6 @@ import java.util.Optional;
 import java.util.TreeMap;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
-
 import javax.annotation.processing.ProcessingEnvironment;
 import javax.lang.model.element.AnnotationMirror;
 import javax.lang.model.element.Element;
@@ -60,7 +59,8 @@ final class ForwarderGenerator {
     void generatePlain(TypeElement contract) {
         AnnotationMirror mirror = Mirrors.find(contract, GENERATE_FORWARDER).orElseThrow();
         String name = (String) Mirrors.value(env.getElementUtils(), mirror, "value");
-        String pkg = env.getElementUtils().getPackageOf(contract).getQualifiedName().toString();
+        String pkg =
+                env.getElementUtils().getPackageOf(contract).getQualifiedName().toString();
         SourceWriter out = new SourceWriter(pkg);
         String iface = out.type(contract.getQualifiedName().toString());
         out.line("/**");
@@ -78,47 +78,62 @@ final class ForwarderGenerator {
             out.blank();
             out.line("    @Override");
             out.line("    " + signature(out, call) + " {");
-            String arguments = call.getParameters().stream().map(p -> p.getSimpleName().toString())
+            String arguments = call.getParameters().stream()
+                    .map(p -> p.getSimpleName().toString())
                     .collect(Collectors.joining(", "));
             String result = returns(call) ? "return " : "";
             out.line("        " + result + "delegate." + call.getSimpleName() + "(" + arguments + ");");
             out.line("    }");
         }
         out.line("}");
-        Sources.write(env, contract, pkg + "." + name, out.toSource(contract.getQualifiedName().toString()));
+        Sources.write(
+                env,
+                contract,
+                pkg + "." + name,
+                out.toSource(contract.getQualifiedName().toString()));
     }
 
     // ---- the gated forwarder
 
-    private record Hooks(ExecutableElement enter, ExecutableElement exit, ExecutableElement current,
-                         ExecutableElement beforeSynchronizing, Map<String, ExecutableElement> translations) {
-    }
+    private record Hooks(
+            ExecutableElement enter,
+            ExecutableElement exit,
+            ExecutableElement current,
+            ExecutableElement beforeSynchronizing,
+            Map<String, ExecutableElement> translations) {}
 
     void generateGated(TypeElement handWritten) {
         AnnotationMirror mirror = Mirrors.find(handWritten, GATED_FORWARDER).orElseThrow();
-        TypeElement contract = (TypeElement) ((DeclaredType) Mirrors.value(env.getElementUtils(), mirror, "value")).asElement();
+        TypeElement contract =
+                (TypeElement) ((DeclaredType) Mirrors.value(env.getElementUtils(), mirror, "value")).asElement();
         Optional<Hooks> found = hooks(handWritten);
         if (found.isEmpty()) {
             return;
         }
         Hooks hooks = found.get();
-        String pkg = env.getElementUtils().getPackageOf(handWritten).getQualifiedName().toString();
+        String pkg = env.getElementUtils()
+                .getPackageOf(handWritten)
+                .getQualifiedName()
+                .toString();
         String name = "Gated" + contract.getSimpleName();
         SourceWriter out = new SourceWriter(pkg);
         String iface = out.type(contract.getQualifiedName().toString());
         out.line("/**");
         out.line(" * The calls of {@link " + iface + "} that {@link " + handWritten.getSimpleName()
                 + "} passes through its gate unchanged, written out");
-        out.line(" * one by one, without a lambda per call, from the hooks it names; it writes the other calls itself.");
+        out.line(
+                " * one by one, without a lambda per call, from the hooks it names; it writes the other calls itself.");
         out.line(" */");
         out.generatedAnnotation();
         out.line("abstract class " + name + " implements " + iface + " {");
         for (ExecutableElement hook : hookList(hooks)) {
             out.blank();
             out.line("    /** See {@link " + handWritten.getSimpleName() + "#" + hook.getSimpleName() + "}. */");
-            String parameters = hook.getParameters().stream().map(p -> out.type(p.asType()) + " " + p.getSimpleName())
+            String parameters = hook.getParameters().stream()
+                    .map(p -> out.type(p.asType()) + " " + p.getSimpleName())
                     .collect(Collectors.joining(", "));
-            out.line("    abstract " + out.type(hook.getReturnType()) + " " + hook.getSimpleName() + "(" + parameters + ");");
+            out.line("    abstract " + out.type(hook.getReturnType()) + " " + hook.getSimpleName() + "(" + parameters
+                    + ");");
         }
         boolean tokened = hooks.enter.getReturnType().getKind() != TypeKind.VOID;
         for (ExecutableElement call : calls(contract)) {
@@ -136,24 +151,30 @@ final class ForwarderGenerator {
             out.line("        try {");
             if (Mirrors.has(call, SYNCHRONIZING)) {
                 if (hooks.beforeSynchronizing == null) {
-                    error(handWritten, call.getSimpleName()
-                            + " is @Synchronizing: name a @GatedForwarder.BeforeSynchronizing hook");
+                    error(
+                            handWritten,
+                            call.getSimpleName()
+                                    + " is @Synchronizing: name a @GatedForwarder.BeforeSynchronizing hook");
                 } else {
                     out.line("            " + hooks.beforeSynchronizing.getSimpleName() + "();");
                 }
             }
-            String arguments = call.getParameters().stream().map(p -> argument(p, hooks))
-                    .collect(Collectors.joining(", "));
+            String arguments =
+                    call.getParameters().stream().map(p -> argument(p, hooks)).collect(Collectors.joining(", "));
             String result = returns(call) ? "return " : "";
-            out.line("            " + result + hooks.current.getSimpleName() + "()." + call.getSimpleName()
-                    + "(" + arguments + ");");
+            out.line("            " + result + hooks.current.getSimpleName() + "()." + call.getSimpleName() + "("
+                    + arguments + ");");
             out.line("        } finally {");
             out.line("            " + hooks.exit.getSimpleName() + "(" + (tokened ? "slot" : "") + ");");
             out.line("        }");
             out.line("    }");
         }
         out.line("}");
-        Sources.write(env, handWritten, pkg + "." + name, out.toSource(handWritten.getQualifiedName().toString()));
+        Sources.write(
+                env,
+                handWritten,
+                pkg + "." + name,
+                out.toSource(handWritten.getQualifiedName().toString()));
     }
 
     private Optional<Hooks> hooks(TypeElement handWritten) {
@@ -173,7 +194,10 @@ final class ForwarderGenerator {
                 beforeSynchronizing = method;
             } else if (Mirrors.has(method, GATED_FORWARDER + ".Translate")) {
                 if (method.getParameters().size() != 1
-                        || !env.getTypeUtils().isSameType(method.getReturnType(), method.getParameters().getFirst().asType())) {
+                        || !env.getTypeUtils()
+                                .isSameType(
+                                        method.getReturnType(),
+                                        method.getParameters().getFirst().asType())) {
                     error(method, "a @Translate hook takes one argument and returns the same type");
                     continue;
                 }
@@ -181,8 +205,11 @@ final class ForwarderGenerator {
             } else {
                 continue;
             }
-            if (method.getModifiers().contains(Modifier.PRIVATE) || method.getModifiers().contains(Modifier.STATIC)) {
-                error(method, "a hook is an instance method the generated superclass can call: not private, not static");
+            if (method.getModifiers().contains(Modifier.PRIVATE)
+                    || method.getModifiers().contains(Modifier.STATIC)) {
+                error(
+                        method,
+                        "a hook is an instance method the generated superclass can call: not private, not static");
             }
         }
         if (enter == null || exit == null || current == null) {
@@ -202,7 +229,8 @@ final class ForwarderGenerator {
     }
 
     private static String argument(VariableElement parameter, Hooks hooks) {
-        ExecutableElement translation = hooks.translations.get(parameter.asType().toString());
+        ExecutableElement translation =
+                hooks.translations.get(parameter.asType().toString());
         String name = parameter.getSimpleName().toString();
         return translation == null ? name : translation.getSimpleName() + "(" + name + ")";
     }
@@ -212,13 +240,16 @@ final class ForwarderGenerator {
     /** The interface's abstract methods, its own and inherited, in declaration order. */
     private List<ExecutableElement> calls(TypeElement contract) {
         List<ExecutableElement> calls = new ArrayList<>();
-        for (ExecutableElement method : ElementFilter.methodsIn(env.getElementUtils().getAllMembers(contract))) {
+        for (ExecutableElement method :
+                ElementFilter.methodsIn(env.getElementUtils().getAllMembers(contract))) {
             if (method.getModifiers().contains(Modifier.ABSTRACT)
                     && method.getEnclosingElement().getKind() == ElementKind.INTERFACE) {
                 for (VariableElement parameter : method.getParameters()) {
                     if (SYNTHETIC_NAME.matcher(parameter.getSimpleName()).matches()) {
-                        error(contract, contract.getSimpleName() + "." + method.getSimpleName()
-                                + " has no parameter names: compile its module with -parameters");
+                        error(
+                                contract,
+                                contract.getSimpleName() + "." + method.getSimpleName()
+                                        + " has no parameter names: compile its module with -parameters");
                         break;
                     }
                 }
@@ -247,8 +278,10 @@ final class ForwarderGenerator {
             return false;
         }
         for (int i = 0; i < a.getParameters().size(); i++) {
-            if (!env.getTypeUtils().isSameType(env.getTypeUtils().erasure(a.getParameters().get(i).asType()),
-                    env.getTypeUtils().erasure(b.getParameters().get(i).asType()))) {
+            if (!env.getTypeUtils()
+                    .isSameType(
+                            env.getTypeUtils().erasure(a.getParameters().get(i).asType()),
+                            env.getTypeUtils().erasure(b.getParameters().get(i).asType()))) {
                 return false;
             }
         }
@@ -260,11 +293,14 @@ final class ForwarderGenerator {
     }
 
     private static String signature(SourceWriter out, ExecutableElement call) {
-        String parameters = call.getParameters().stream().map(p -> out.type(p.asType()) + " " + p.getSimpleName())
+        String parameters = call.getParameters().stream()
+                .map(p -> out.type(p.asType()) + " " + p.getSimpleName())
                 .collect(Collectors.joining(", "));
-        String thrown = call.getThrownTypes().isEmpty() ? ""
+        String thrown = call.getThrownTypes().isEmpty()
+                ? ""
                 : " throws " + call.getThrownTypes().stream().map(out::type).collect(Collectors.joining(", "));
-        return "public " + out.type(call.getReturnType()) + " " + call.getSimpleName() + "(" + parameters + ")" + thrown;
+        return "public " + out.type(call.getReturnType()) + " " + call.getSimpleName() + "(" + parameters + ")"
+                + thrown;
     }
 
     private void error(Element element, String message) {

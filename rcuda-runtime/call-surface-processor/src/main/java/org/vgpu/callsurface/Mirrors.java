@@ -2,7 +2,6 @@ package org.vgpu.callsurface;
 
 import java.util.Map;
 import java.util.Optional;
-
 import javax.lang.model.element.AnnotationMirror;
 import javax.lang.model.element.AnnotationValue;
 import javax.lang.model.element.Element;
@@ -15,8 +14,7 @@ import javax.lang.model.util.Elements;
  * never loads the annotation classes of the project it runs on.
  */
 final class Mirrors {
-    private Mirrors() {
-    }
+    private Mirrors() {}
 
     static Optional<AnnotationMirror> find(Element element, String annotation) {
         for (AnnotationMirror mirror : element.getAnnotationMirrors()) {
@@ -34,8 +32,8 @@ final class Mirrors {
 
     /** The value of {@code attribute}, its default where the annotation leaves it out. */
     static Object value(Elements elements, AnnotationMirror mirror, String attribute) {
-        for (Map.Entry<? extends ExecutableElement, ? extends AnnotationValue> entry
-                : elements.getElementValuesWithDefaults(mirror).entrySet()) {
+        for (Map.Entry<? extends ExecutableElement, ? extends AnnotationValue> entry :
+                elements.getElementValuesWithDefaults(mirror).entrySet()) {
             if (entry.getKey().getSimpleName().contentEquals(attribute)) {
                 return entry.getValue().getValue();
             }

@@ -7,7 +7,6 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.stream.Collectors;
-
 import javax.annotation.processing.ProcessingEnvironment;
 import javax.lang.model.element.AnnotationMirror;
 import javax.lang.model.element.Element;
@@ -50,8 +49,19 @@ final class WireSurfaceGenerator {
     /** Opcodes index a table of this many entries. */
     private static final int MAX_CODE = 0xFF;
     /** Names the generated dispatch code uses for its own variables. */
-    private static final Set<String> RESERVED = Set.of("frame", "in", "visitor", "out", "start", "requestId", "async",
-            "more", "dataBytes", "chunkSource", "chunkOffset", "chunkLength");
+    private static final Set<String> RESERVED = Set.of(
+            "frame",
+            "in",
+            "visitor",
+            "out",
+            "start",
+            "requestId",
+            "async",
+            "more",
+            "dataBytes",
+            "chunkSource",
+            "chunkOffset",
+            "chunkLength");
 
     private enum Kind {
         SYNC(false, false, false),
@@ -71,13 +81,23 @@ final class WireSurfaceGenerator {
         }
     }
 
-    private record Field(String name, TypeMirror type, ExecutableElement reader, ExecutableElement writer,
-                         ExecutableElement checker) {
-    }
+    private record Field(
+            String name,
+            TypeMirror type,
+            ExecutableElement reader,
+            ExecutableElement writer,
+            ExecutableElement checker) {}
 
     /** One frame of the table: a request (with its method and fields) or a reply. */
-    private record Frame(Element element, String constant, int code, boolean request, Kind kind, boolean chunked,
-                         String method, List<Field> fields) {
+    private record Frame(
+            Element element,
+            String constant,
+            int code,
+            boolean request,
+            Kind kind,
+            boolean chunked,
+            String method,
+            List<Field> fields) {
         /** The fields written by the encoder: a chunked request's last field is the caller's bytes. */
         List<Field> header() {
             return kind != null && kind.chunked ? fields.subList(0, fields.size() - 1) : fields;
@@ -94,7 +114,8 @@ final class WireSurfaceGenerator {
     /** Writes the four classes, or reports every mistake of the description and writes nothing. */
     void generate(TypeElement surface) {
         AnnotationMirror mirror = Mirrors.find(surface, CALL_SURFACE).orElseThrow();
-        TypeElement codecs = (TypeElement) ((DeclaredType) Mirrors.value(env.getElementUtils(), mirror, "codecs")).asElement();
+        TypeElement codecs =
+                (TypeElement) ((DeclaredType) Mirrors.value(env.getElementUtils(), mirror, "codecs")).asElement();
         String opcodes = (String) Mirrors.value(env.getElementUtils(), mirror, "opcodes");
         String visitor = (String) Mirrors.value(env.getElementUtils(), mirror, "visitor");
         String encoder = (String) Mirrors.value(env.getElementUtils(), mirror, "encoder");
@@ -103,7 +124,8 @@ final class WireSurfaceGenerator {
         if (failed) {
             return;
         }
-        String pkg = env.getElementUtils().getPackageOf(surface).getQualifiedName().toString();
+        String pkg =
+                env.getElementUtils().getPackageOf(surface).getQualifiedName().toString();
         Names names = new Names(pkg, surface, codecs.getSimpleName().toString(), opcodes, visitor, encoder, dispatch);
         Sources.write(env, surface, pkg + "." + opcodes, writeOpcodes(names, frames));
         Sources.write(env, surface, pkg + "." + visitor, writeVisitor(names, frames));
@@ -111,8 +133,14 @@ final class WireSurfaceGenerator {
         Sources.write(env, surface, pkg + "." + dispatch, writeDispatch(names, frames));
     }
 
-    private record Names(String pkg, TypeElement surface, String codecs, String opcodes, String visitor, String encoder,
-                         String dispatch) {
+    private record Names(
+            String pkg,
+            TypeElement surface,
+            String codecs,
+            String opcodes,
+            String visitor,
+            String encoder,
+            String dispatch) {
         String origin() {
             return surface.getQualifiedName().toString();
         }
@@ -131,9 +159,14 @@ final class WireSurfaceGenerator {
         Map<Integer, String> codes = new HashMap<>();
         for (Element element : surface.getEnclosedElements()) {
             Frame frame = switch (element.getKind()) {
-                case METHOD -> Mirrors.find(element, CALL).map(call -> request((ExecutableElement) element, call, codecMethods))
-                        .orElse(null);
-                case FIELD -> Mirrors.find(element, REPLY).map(reply -> reply((VariableElement) element, reply)).orElse(null);
+                case METHOD ->
+                    Mirrors.find(element, CALL)
+                            .map(call -> request((ExecutableElement) element, call, codecMethods))
+                            .orElse(null);
+                case FIELD ->
+                    Mirrors.find(element, REPLY)
+                            .map(reply -> reply((VariableElement) element, reply))
+                            .orElse(null);
                 default -> null;
             };
             if (frame == null) {
@@ -199,12 +232,19 @@ final class WireSurfaceGenerator {
         ExecutableElement reader = codecs.get("read" + codec);
         ExecutableElement writer = trailing ? null : codecs.get("write" + codec);
         if (reader == null || (!trailing && writer == null)) {
-            error(parameter, "codec " + codec + " needs static read" + codec + (trailing ? "" : " and write" + codec)
-                    + " methods in the surface's codecs class");
+            error(
+                    parameter,
+                    "codec " + codec + " needs static read" + codec + (trailing ? "" : " and write" + codec)
+                            + " methods in the surface's codecs class");
         } else if (!env.getTypeUtils().isSameType(reader.getReturnType(), parameter.asType())) {
             error(parameter, "read" + codec + " returns " + reader.getReturnType() + ", not " + parameter.asType());
-        } else if (writer != null && (writer.getParameters().size() != 2
-                || !writer.getParameters().getFirst().asType().toString().equals(BYTE_BUF))) {
+        } else if (writer != null
+                && (writer.getParameters().size() != 2
+                        || !writer.getParameters()
+                                .getFirst()
+                                .asType()
+                                .toString()
+                                .equals(BYTE_BUF))) {
             error(parameter, "write" + codec + " must take (ByteBuf out, value)");
         }
         return new Field(name, parameter.asType(), reader, writer, trailing ? null : codecs.get("check" + codec));
@@ -234,9 +274,15 @@ final class WireSurfaceGenerator {
         for (int i = 0; i < frames.size(); i++) {
             Frame frame = frames.get(i);
             out.javadoc("    ", env.getElementUtils().getDocComment(frame.element));
-            out.line(String.format("    %s(0x%04X, Direction.%s, %s, %s, %s)%s", frame.constant, frame.code,
-                    frame.request ? "REQUEST" : "REPLY", frame.kind != null && frame.kind.mayBeAsync,
-                    frame.kind != null && frame.kind.synchronizing, frame.chunked, i == frames.size() - 1 ? ";" : ","));
+            out.line(String.format(
+                    "    %s(0x%04X, Direction.%s, %s, %s, %s)%s",
+                    frame.constant,
+                    frame.code,
+                    frame.request ? "REQUEST" : "REPLY",
+                    frame.kind != null && frame.kind.mayBeAsync,
+                    frame.kind != null && frame.kind.synchronizing,
+                    frame.chunked,
+                    i == frames.size() - 1 ? ";" : ","));
         }
         String opcode = names.opcodes;
         out.line("""
@@ -303,8 +349,10 @@ final class WireSurfaceGenerator {
     private String writeVisitor(Names names, List<Frame> frames) {
         SourceWriter out = new SourceWriter(names.pkg);
         out.line("/**");
-        out.line(" * Receives decoded requests from {@link " + names.dispatch + "#dispatch}, one method per request of");
-        out.line(" * {@link " + names.opcodes + "}. The {@code frame} gives the request id and flags. Buffers passed in");
+        out.line(
+                " * Receives decoded requests from {@link " + names.dispatch + "#dispatch}, one method per request of");
+        out.line(" * {@link " + names.opcodes
+                + "}. The {@code frame} gives the request id and flags. Buffers passed in");
         out.line(" * belong to the frame: use them during the call, or retain them.");
         out.line(" */");
         out.generatedAnnotation();
@@ -312,7 +360,9 @@ final class WireSurfaceGenerator {
         for (Frame frame : requests(frames)) {
             out.blank();
             out.line("    /** {@link " + names.opcodes + "#" + frame.constant + "}. */");
-            String fields = frame.fields.stream().map(f -> ", " + out.type(f.type) + " " + f.name).collect(Collectors.joining());
+            String fields = frame.fields.stream()
+                    .map(f -> ", " + out.type(f.type) + " " + f.name)
+                    .collect(Collectors.joining());
             out.line("    void " + frame.method + "(Frame frame" + fields + ");");
         }
         out.line("}");
@@ -325,10 +375,12 @@ final class WireSurfaceGenerator {
         SourceWriter out = new SourceWriter(names.pkg);
         String byteBuf = out.type(BYTE_BUF);
         out.line("/**");
-        out.line(" * Writes request frames (layouts: {@link " + names.opcodes + "}) straight into a buffer, one method per");
+        out.line(" * Writes request frames (layouts: {@link " + names.opcodes
+                + "}) straight into a buffer, one method per");
         out.line(" * request, without building a message object first: a flyweight in the Aeron/SBE sense,");
         out.line(" * {@link #wrap}ped around whatever buffer collects the next write. Not thread-safe; one per");
-        out.line(" * connection, used under the connection's batch lock. Fields are written by {@link " + names.codecs + "}.");
+        out.line(" * connection, used under the connection's batch lock. Fields are written by {@link " + names.codecs
+                + "}.");
         out.line(" */");
         out.generatedAnnotation();
         out.line("public final class " + names.encoder + " {");
@@ -352,15 +404,19 @@ final class WireSurfaceGenerator {
             for (Field field : frame.header()) {
                 parameters.add(out.type(field.writer.getParameters().get(1).asType()) + " " + field.name);
             }
-            String flags = frame.kind.chunked ? "flags(async, more)" : frame.kind.mayBeAsync ? "flags(async, false)" : "0";
+            String flags =
+                    frame.kind.chunked ? "flags(async, more)" : frame.kind.mayBeAsync ? "flags(async, false)" : "0";
             String method = frame.kind.chunked ? frame.method + "ChunkHeader" : frame.method;
             if (frame.kind.chunked) {
                 anyChunked = true;
                 parameters.add("int dataBytes");
                 out.line("    /**");
-                out.line("     * The header of one chunk of {@link " + names.opcodes + "#" + frame.constant + "}, whose");
-                out.line("     * {@code dataBytes} the caller supplies right after it, in this buffer (see {@link #chunkBytes})");
-                out.line("     * or as the next buffer written to the connection, so that the caller's memory can be sent");
+                out.line("     * The header of one chunk of {@link " + names.opcodes + "#" + frame.constant
+                        + "}, whose");
+                out.line(
+                        "     * {@code dataBytes} the caller supplies right after it, in this buffer (see {@link #chunkBytes})");
+                out.line(
+                        "     * or as the next buffer written to the connection, so that the caller's memory can be sent");
                 out.line("     * without a copy.");
                 out.line("     */");
             } else {
@@ -377,8 +433,10 @@ final class WireSurfaceGenerator {
             for (Field field : frame.header()) {
                 out.line("        " + names.codecs + "." + field.writer.getSimpleName() + "(out, " + field.name + ");");
             }
-            out.line(frame.kind.chunked ? "        Frames.finishWithTrailing(out, start, dataBytes);"
-                    : "        Frames.finish(out, start);");
+            out.line(
+                    frame.kind.chunked
+                            ? "        Frames.finishWithTrailing(out, start, dataBytes);"
+                            : "        Frames.finish(out, start);");
             out.line("    }");
             if (frame.kind.chunked) {
                 String segment = out.type("java.lang.foreign.MemorySegment");
@@ -389,7 +447,8 @@ final class WireSurfaceGenerator {
                 arguments.add("chunkLength");
                 out.blank();
                 out.line("    /**");
-                out.line("     * One chunk of {@link " + names.opcodes + "#" + frame.constant + "} with its bytes copied from");
+                out.line("     * One chunk of {@link " + names.opcodes + "#" + frame.constant
+                        + "} with its bytes copied from");
                 out.line("     * {@code chunkSource} at {@code chunkOffset}.");
                 out.line("     */");
                 out.line("    public void " + frame.method + "Chunk(" + String.join(", ", chunkParameters) + ") {");
@@ -423,7 +482,8 @@ final class WireSurfaceGenerator {
         out.line("/**");
         out.line(" * Reads request bodies (layouts: {@link " + names.opcodes + "}) and hands the fields to a");
         out.line(" * {@link " + names.visitor + "}.");
-        out.line(" * A body that is too short, too long or holds impossible values (as {@link " + names.codecs + "} judges");
+        out.line(" * A body that is too short, too long or holds impossible values (as {@link " + names.codecs
+                + "} judges");
         out.line(" * them) is a VGPU_PROTOCOL_ERROR raised before the visitor is called; what the values mean is for");
         out.line(" * the visitor to judge.");
         out.line(" */");
@@ -432,7 +492,8 @@ final class WireSurfaceGenerator {
         out.line("    private " + names.dispatch + "() {");
         out.line("    }");
         out.blank();
-        out.line("    /** Decodes {@code frame} and calls the visitor method of its opcode. The frame stays the caller's. */");
+        out.line(
+                "    /** Decodes {@code frame} and calls the visitor method of its opcode. The frame stays the caller's. */");
         out.line("    public static void dispatch(Frame frame, " + names.visitor + " visitor) {");
         out.line("        " + byteBuf + " in = frame.body().duplicate();");
         out.line("        try {");
@@ -440,7 +501,8 @@ final class WireSurfaceGenerator {
         for (Frame frame : requests(frames)) {
             out.line("                case " + frame.constant + " -> {");
             for (Field field : frame.fields) {
-                String arguments = field.reader.getParameters().stream().map(p -> readerArgument(p, field))
+                String arguments = field.reader.getParameters().stream()
+                        .map(p -> readerArgument(p, field))
                         .collect(Collectors.joining(", "));
                 out.line("                    " + out.type(field.type) + " " + field.name + " = " + names.codecs + "."
                         + field.reader.getSimpleName() + "(" + arguments + ");");
@@ -450,9 +512,11 @@ final class WireSurfaceGenerator {
             out.line("                    visitor." + frame.method + "(frame" + fields + ");");
             out.line("                }");
         }
-        String replies = frames.stream().filter(f -> !f.request).map(Frame::constant).collect(Collectors.joining(", "));
+        String replies =
+                frames.stream().filter(f -> !f.request).map(Frame::constant).collect(Collectors.joining(", "));
         if (!replies.isEmpty()) {
-            out.line("                case " + replies + " -> throw Frames.violation(frame.opcode() + \" is not a request\");");
+            out.line("                case " + replies
+                    + " -> throw Frames.violation(frame.opcode() + \" is not a request\");");
         }
         out.line("            }");
         out.line("        } catch (IndexOutOfBoundsException e) {");

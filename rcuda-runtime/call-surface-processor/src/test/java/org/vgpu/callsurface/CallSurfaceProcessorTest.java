@@ -1,5 +1,9 @@
 package org.vgpu.callsurface;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import java.io.IOException;
 import java.lang.reflect.Method;
 import java.net.URL;
@@ -12,7 +16,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.stream.Stream;
-
 import javax.tools.Diagnostic;
 import javax.tools.DiagnosticCollector;
 import javax.tools.JavaCompiler;
@@ -23,10 +26,6 @@ import javax.tools.ToolProvider;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertTrue;
-
 /** Runs the processor inside javac on small surfaces, with the project's real annotations. */
 class CallSurfaceProcessorTest {
     /** The annotations the processor reads, from the module that declares them: one source for both. */
@@ -35,8 +34,7 @@ class CallSurfaceProcessorTest {
     @TempDir
     Path dir;
 
-    private record Compilation(boolean success, List<String> errors, Path classes, Path generated) {
-    }
+    private record Compilation(boolean success, List<String> errors, Path classes, Path generated) {}
 
     private static final Map<String, String> DEVICE = Map.of(
             "demo/Handle.java", """
@@ -96,11 +94,19 @@ class CallSurfaceProcessorTest {
     void aGatedCallEntersTranslatesChecksOnlyWhenSynchronizingAndExits() throws Exception {
         Compilation compilation = compile(DEVICE);
         assertTrue(compilation.success, compilation.errors.toString());
-        assertEquals(List.of(
-                "enter", "check", "current", "exit slot",
-                "enter", "current", "exit slot", "read returned 107",
-                "own by hand",
-                "target saw [sync 101, read 102]"), run(compilation, "demo.Gated", "scenario"));
+        assertEquals(
+                List.of(
+                        "enter",
+                        "check",
+                        "current",
+                        "exit slot",
+                        "enter",
+                        "current",
+                        "exit slot",
+                        "read returned 107",
+                        "own by hand",
+                        "target saw [sync 101, read 102]"),
+                run(compilation, "demo.Gated", "scenario"));
         String generated = Files.readString(compilation.generated.resolve("demo/GatedDevice.java"));
         assertFalse(generated.contains("own()"), "a call the class writes itself is not generated:\n" + generated);
         assertFalse(generated.contains("->"), "no lambda in a gated call:\n" + generated);
@@ -118,7 +124,8 @@ class CallSurfaceProcessorTest {
                 """);
         Compilation compilation = compile(sources);
         assertFalse(compilation.success);
-        assertTrue(compilation.errors.stream().anyMatch(e -> e.contains("names its @Enter, @Exit and @Current hooks")),
+        assertTrue(
+                compilation.errors.stream().anyMatch(e -> e.contains("names its @Enter, @Exit and @Current hooks")),
                 compilation.errors.toString());
     }
 
@@ -126,8 +133,12 @@ class CallSurfaceProcessorTest {
     void thePlainForwarderPassesEveryCallToItsDelegate() throws Exception {
         Map<String, String> sources = new java.util.HashMap<>(DEVICE);
         sources.remove("demo/Gated.java");
-        sources.put("demo/Device.java", DEVICE.get("demo/Device.java")
-                .replace("public interface Device", "@org.vgpu.runtime.api.surface.GenerateForwarder(\"ForwardingDevice\")\npublic interface Device"));
+        sources.put(
+                "demo/Device.java",
+                DEVICE.get("demo/Device.java")
+                        .replace(
+                                "public interface Device",
+                                "@org.vgpu.runtime.api.surface.GenerateForwarder(\"ForwardingDevice\")\npublic interface Device"));
         sources.put("demo/Scenario.java", """
                 package demo;
                 import java.util.ArrayList;
@@ -147,7 +158,9 @@ class CallSurfaceProcessorTest {
                 """);
         Compilation compilation = compile(sources);
         assertTrue(compilation.success, compilation.errors.toString());
-        assertEquals(List.of("sync 1", "read 2", "read returned 7", "own, overridden"), run(compilation, "demo.Scenario", "run"));
+        assertEquals(
+                List.of("sync 1", "read 2", "read returned 7", "own, overridden"),
+                run(compilation, "demo.Scenario", "run"));
     }
 
     // ---- the wire surface: mistakes are reported at the description, and nothing is generated
@@ -191,8 +204,11 @@ class CallSurfaceProcessorTest {
                     @Call(opcode = 0x0070, kind = Call.Kind.ASYNC) void streamWaitEvent(int streamId, int eventId);
                 """);
         assertFalse(compilation.success);
-        assertTrue(compilation.errors.contains("opcode 0x0070 is already STREAM_CREATE"), compilation.errors.toString());
-        assertFalse(Files.exists(compilation.generated.resolve("wire/Opcode.java")), "nothing is generated from a wrong description");
+        assertTrue(
+                compilation.errors.contains("opcode 0x0070 is already STREAM_CREATE"), compilation.errors.toString());
+        assertFalse(
+                Files.exists(compilation.generated.resolve("wire/Opcode.java")),
+                "nothing is generated from a wrong description");
     }
 
     @Test
@@ -202,11 +218,16 @@ class CallSurfaceProcessorTest {
                     @Call(opcode = 0x0300, kind = Call.Kind.SYNC) void tooHigh(@Codec("Int32") int value);
                 """);
         assertFalse(compilation.success);
-        assertTrue(compilation.errors.contains("codec Int64 needs static readInt64 and writeInt64 methods in the surface's codecs class"),
+        assertTrue(
+                compilation.errors.contains(
+                        "codec Int64 needs static readInt64 and writeInt64 methods in the surface's codecs class"),
                 compilation.errors.toString());
-        assertTrue(compilation.errors.contains("'frame' is a name the generated code uses; call the field otherwise"),
+        assertTrue(
+                compilation.errors.contains("'frame' is a name the generated code uses; call the field otherwise"),
                 compilation.errors.toString());
-        assertTrue(compilation.errors.contains("opcode 0x0300 is outside [0x0001, 0x00FF]"), compilation.errors.toString());
+        assertTrue(
+                compilation.errors.contains("opcode 0x0300 is outside [0x0001, 0x00FF]"),
+                compilation.errors.toString());
     }
 
     @Test
@@ -232,22 +253,29 @@ class CallSurfaceProcessorTest {
         }
         JavaCompiler javac = ToolProvider.getSystemJavaCompiler();
         DiagnosticCollector<JavaFileObject> diagnostics = new DiagnosticCollector<>();
-        try (StandardJavaFileManager fileManager = javac.getStandardFileManager(diagnostics, Locale.ROOT, StandardCharsets.UTF_8)) {
-            JavaCompiler.CompilationTask task = javac.getTask(null, fileManager, diagnostics,
-                    List.of("-d", classes.toString(), "-s", generated.toString(), "-parameters"), null,
+        try (StandardJavaFileManager fileManager =
+                javac.getStandardFileManager(diagnostics, Locale.ROOT, StandardCharsets.UTF_8)) {
+            JavaCompiler.CompilationTask task = javac.getTask(
+                    null,
+                    fileManager,
+                    diagnostics,
+                    List.of("-d", classes.toString(), "-s", generated.toString(), "-parameters"),
+                    null,
                     fileManager.getJavaFileObjectsFromPaths(files));
             task.setProcessors(List.of(new CallSurfaceProcessor()));
             boolean success = task.call();
-            List<String> errors = diagnostics.getDiagnostics().stream().filter(d -> d.getKind() == Diagnostic.Kind.ERROR)
-                    .map(d -> d.getMessage(Locale.ROOT)).toList();
+            List<String> errors = diagnostics.getDiagnostics().stream()
+                    .filter(d -> d.getKind() == Diagnostic.Kind.ERROR)
+                    .map(d -> d.getMessage(Locale.ROOT))
+                    .toList();
             return new Compilation(success, errors, classes, generated);
         }
     }
 
     @SuppressWarnings("unchecked")
     private static List<String> run(Compilation compilation, String className, String method) throws Exception {
-        try (URLClassLoader loader = new URLClassLoader(new URL[] {compilation.classes.toUri().toURL()},
-                CallSurfaceProcessorTest.class.getClassLoader())) {
+        try (URLClassLoader loader = new URLClassLoader(
+                new URL[] {compilation.classes.toUri().toURL()}, CallSurfaceProcessorTest.class.getClassLoader())) {
             Method scenario = loader.loadClass(className).getMethod(method);
             return (List<String>) scenario.invoke(null);
         }

@@ -15,8 +15,7 @@ public final class Backends {
     public static final String AUTO = "auto";
     public static final List<String> CHOICES = List.of(AUTO, "native", EmulatedBackend.NAME);
 
-    private Backends() {
-    }
+    private Backends() {}
 
     /**
      * Opens {@code name}: "native" (the GPUs of this machine; fails with VGPU_BACKEND_UNAVAILABLE
@@ -43,7 +42,7 @@ public final class Backends {
 
     /** The CPU emulation with its default devices and the twins of the test kernels. */
     public static EmulatedBackend emulated() {
-        return new EmulatedBackend(EmulatedBackend.DEFAULT_DEVICE_COUNT, EmulatedBackend.DEFAULT_MEMORY_PER_DEVICE,
-                TestKernels.twins());
+        return new EmulatedBackend(
+                EmulatedBackend.DEFAULT_DEVICE_COUNT, EmulatedBackend.DEFAULT_MEMORY_PER_DEVICE, TestKernels.twins());
     }
 }

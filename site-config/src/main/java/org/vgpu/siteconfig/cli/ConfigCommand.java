@@ -11,6 +11,7 @@ import org.apache.commons.cli.CommandLine;
 import org.apache.commons.cli.Option;
 import org.apache.commons.cli.Options;
 import org.apache.commons.cli.ParseException;
+
 import org.vgpu.common.cli.Subcommand;
 import org.vgpu.common.security.SiteKey;
 import org.vgpu.siteconfig.NodeConfig;
@@ -47,19 +48,27 @@ public final class ConfigCommand implements Subcommand {
     @Override
     public Options options() {
         return new Options()
-                .addOption(Option.builder().longOpt("what").hasArg().argName("NAME")
-                        .desc("for render: one of " + String.join(", ", RenderedFile.fileNames())).get())
-                .addOption(Option.builder().longOpt("node").hasArg().argName("NODE")
+                .addOption(Option.builder()
+                        .longOpt("what")
+                        .hasArg()
+                        .argName("NAME")
+                        .desc("for render: one of " + String.join(", ", RenderedFile.fileNames()))
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("node")
+                        .hasArg()
+                        .argName("NODE")
                         .desc("for render of a per-node file (" + String.join(", ", RenderedFile.perNodeFileNames())
-                                + "): the node to render it for").get());
+                                + "): the node to render it for")
+                        .get());
     }
 
     @Override
     public int run(CommandLine line, PrintStream out, PrintStream err) throws ParseException {
         List<String> operands = line.getArgList();
         if (operands.size() != 2 || !List.of(CHECK, RENDER).contains(operands.get(0))) {
-            throw new ParseException("expected 'check FILE' or 'render --what NAME FILE', got '"
-                    + String.join(" ", operands) + "'");
+            throw new ParseException(
+                    "expected 'check FILE' or 'render --what NAME FILE', got '" + String.join(" ", operands) + "'");
         }
         Path file = Path.of(operands.get(1));
         if (operands.get(0).equals(CHECK)) {
@@ -72,11 +81,14 @@ public final class ConfigCommand implements Subcommand {
         if (what == null) {
             throw new ParseException("render needs --what NAME, one of " + String.join(", ", RenderedFile.fileNames()));
         }
-        RenderedFile rendered = RenderedFile.byFileName(what).orElseThrow(() -> new ParseException(
-                "--what must be one of " + String.join(", ", RenderedFile.fileNames()) + ", got '" + what + "'"));
+        RenderedFile rendered = RenderedFile.byFileName(what)
+                .orElseThrow(() -> new ParseException("--what must be one of "
+                        + String.join(", ", RenderedFile.fileNames()) + ", got '" + what + "'"));
         if (rendered.perNode() != line.hasOption("node")) {
-            throw new ParseException(rendered.perNode() ? what + " differs between nodes: add --node NODE"
-                    : "--node does not apply: " + what + " is the same on every node");
+            throw new ParseException(
+                    rendered.perNode()
+                            ? what + " differs between nodes: add --node NODE"
+                            : "--node does not apply: " + what + " is the same on every node");
         }
         SiteConfig config;
         try {
@@ -87,8 +99,14 @@ public final class ConfigCommand implements Subcommand {
         Optional<NodeConfig> node = Optional.empty();
         if (rendered.perNode()) {
             String name = line.getOptionValue("node");
-            node = Optional.of(config.node(name).orElseThrow(() -> new ParseException("--node: no node '" + name + "' in "
-                    + file + "; its nodes are " + String.join(", ", config.nodes().stream().map(NodeConfig::name).toList()))));
+            node = Optional.of(config.node(name)
+                    .orElseThrow(() ->
+                            new ParseException("--node: no node '" + name + "' in " + file + "; its nodes are "
+                                    + String.join(
+                                            ", ",
+                                            config.nodes().stream()
+                                                    .map(NodeConfig::name)
+                                                    .toList()))));
         }
         out.print(rendered.render(config, node));
         return 0;
@@ -102,19 +120,38 @@ public final class ConfigCommand implements Subcommand {
             return reportProblems(CHECK, file, e, err);
         }
         out.println(config.source() + ": valid");
-        out.printf("cluster %s: %d node%s, %d GPUs, %d vGPUs%n", config.clusterName(), config.nodes().size(),
-                config.nodes().size() == 1 ? "" : "s", config.totalGpus(),
+        out.printf(
+                "cluster %s: %d node%s, %d GPUs, %d vGPUs%n",
+                config.clusterName(),
+                config.nodes().size(),
+                config.nodes().size() == 1 ? "" : "s",
+                config.totalGpus(),
                 config.nodes().stream().mapToInt(NodeConfig::vgpus).sum());
-        out.printf("tracker %s; token key %s (private, fingerprint %s)%n", config.tracker(), config.tokenKeyFile(),
+        out.printf(
+                "tracker %s; token key %s (private, fingerprint %s)%n",
+                config.tracker(),
+                config.tokenKeyFile(),
                 SiteKey.load(config.tokenKeyFile()).fingerprint());
-        out.printf("partitions: jobs %s, holders %s (QOS %s)%n", config.slurm().jobPartition(), config.lendPartition(),
+        out.printf(
+                "partitions: jobs %s, holders %s (QOS %s)%n",
+                config.slurm().jobPartition(),
+                config.lendPartition(),
                 config.lendQos().orElse("none"));
-        out.printf("policy: idle_grace %s, max_borrowed_per_job %d, borrowing %s, fallback_local_only %s%n",
-                formatDuration(config.policy().idleGrace()), config.policy().maxBorrowedPerJob(),
-                onOff(config.policy().borrowing()), onOff(config.policy().fallbackLocalOnly()));
+        out.printf(
+                "policy: idle_grace %s, max_borrowed_per_job %d, borrowing %s, fallback_local_only %s%n",
+                formatDuration(config.policy().idleGrace()),
+                config.policy().maxBorrowedPerJob(),
+                onOff(config.policy().borrowing()),
+                onOff(config.policy().fallbackLocalOnly()));
         for (NodeConfig node : config.nodes()) {
-            out.printf("node %s: %d GPU%s x %s, %d vGPUs, devices %s, lender %s%n", node.name(), node.gpus(),
-                    node.gpus() == 1 ? "" : "s", formatBytes(node.gpuMemoryBytes()), node.vgpus(), node.gpuDevices(),
+            out.printf(
+                    "node %s: %d GPU%s x %s, %d vGPUs, devices %s, lender %s%n",
+                    node.name(),
+                    node.gpus(),
+                    node.gpus() == 1 ? "" : "s",
+                    formatBytes(node.gpuMemoryBytes()),
+                    node.vgpus(),
+                    node.gpuDevices(),
                     node.lenderEndpoint());
         }
         StringBuilder distances = new StringBuilder("distances:");
@@ -122,11 +159,19 @@ public final class ConfigCommand implements Subcommand {
             for (int j = i + 1; j < config.nodes().size(); j++) {
                 String a = config.nodes().get(i).name();
                 String b = config.nodes().get(j).name();
-                distances.append(' ').append(a).append('-').append(b).append('=').append(config.distances().between(a, b));
+                distances
+                        .append(' ')
+                        .append(a)
+                        .append('-')
+                        .append(b)
+                        .append('=')
+                        .append(config.distances().between(a, b));
             }
         }
         out.println(distances);
-        out.printf("slurm: SPANK plugin %s, vgpu command %s%n", config.slurm().spankPlugin(), config.slurm().vgpuCommand());
+        out.printf(
+                "slurm: SPANK plugin %s, vgpu command %s%n",
+                config.slurm().spankPlugin(), config.slurm().vgpuCommand());
         return 0;
     }
 
@@ -162,8 +207,23 @@ public final class ConfigCommand implements Subcommand {
 
     /** The size in the largest unit, binary or decimal, that shows it exactly, as the file's syntax writes it. */
     static String formatBytes(long bytes) {
-        Map<String, Long> units = Map.of("KiB", 1L << 10, "MiB", 1L << 20, "GiB", 1L << 30, "TiB", 1L << 40,
-                "KB", 1_000L, "MB", 1_000_000L, "GB", 1_000_000_000L, "TB", 1_000_000_000_000L);
+        Map<String, Long> units = Map.of(
+                "KiB",
+                1L << 10,
+                "MiB",
+                1L << 20,
+                "GiB",
+                1L << 30,
+                "TiB",
+                1L << 40,
+                "KB",
+                1_000L,
+                "MB",
+                1_000_000L,
+                "GB",
+                1_000_000_000L,
+                "TB",
+                1_000_000_000_000L);
         return units.entrySet().stream()
                 .filter(unit -> bytes > 0 && bytes % unit.getValue() == 0)
                 .max(Map.Entry.comparingByValue())

@@ -39,7 +39,9 @@ public enum RenderedFile {
     }
 
     public static Optional<RenderedFile> byFileName(String fileName) {
-        return Arrays.stream(values()).filter(file -> file.fileName.equals(fileName)).findFirst();
+        return Arrays.stream(values())
+                .filter(file -> file.fileName.equals(fileName))
+                .findFirst();
     }
 
     public static List<String> fileNames() {
@@ -47,7 +49,10 @@ public enum RenderedFile {
     }
 
     public static List<String> perNodeFileNames() {
-        return Arrays.stream(values()).filter(RenderedFile::perNode).map(RenderedFile::fileName).toList();
+        return Arrays.stream(values())
+                .filter(RenderedFile::perNode)
+                .map(RenderedFile::fileName)
+                .toList();
     }
 
     /** Whether the file differs between nodes, so rendering it needs the node. */
@@ -61,25 +66,38 @@ public enum RenderedFile {
      */
     public String render(SiteConfig config, Optional<NodeConfig> node) {
         if (node.isPresent() != perNode()) {
-            throw new IllegalArgumentException(fileName + (perNode() ? " is rendered for one node" : " is the same on every node"));
+            throw new IllegalArgumentException(
+                    fileName + (perNode() ? " is rendered for one node" : " is the same on every node"));
         }
         Map<String, String> values = new HashMap<>();
         values.put("source", config.source().toString());
         values.put("cluster", config.clusterName());
         switch (this) {
             case SLURM_CONF -> {
-                values.put("node_lines", config.nodes().stream().map(RenderedFile::nodeLine).collect(Collectors.joining("\n")));
-                values.put("node_list", config.nodes().stream().map(NodeConfig::name).collect(Collectors.joining(",")));
+                values.put(
+                        "node_lines",
+                        config.nodes().stream().map(RenderedFile::nodeLine).collect(Collectors.joining("\n")));
+                values.put(
+                        "node_list",
+                        config.nodes().stream().map(NodeConfig::name).collect(Collectors.joining(",")));
                 values.put("job_partition", config.slurm().jobPartition());
-                values.put("max_user_cpus", config.maxUserCpusPerNode().stream()
-                        .mapToObj(cpus -> " MaxCPUsPerNode=" + cpus).findFirst().orElse(""));
+                values.put(
+                        "max_user_cpus",
+                        config.maxUserCpusPerNode().stream()
+                                .mapToObj(cpus -> " MaxCPUsPerNode=" + cpus)
+                                .findFirst()
+                                .orElse(""));
                 values.put("lend_partition", config.lendPartition());
-                values.put("lend_qos", config.lendQos().map(qos -> " QOS=" + qos).orElse(""));
+                values.put(
+                        "lend_qos", config.lendQos().map(qos -> " QOS=" + qos).orElse(""));
             }
-            case GRES_CONF -> values.put("gres_lines", config.nodes().stream()
-                    .map(each -> "NodeName=" + each.name() + " Name=gpu File=" + each.gpuDevices() + "\n"
-                            + "NodeName=" + each.name() + " Name=vgpu Count=" + each.vgpus())
-                    .collect(Collectors.joining("\n")));
+            case GRES_CONF ->
+                values.put(
+                        "gres_lines",
+                        config.nodes().stream()
+                                .map(each -> "NodeName=" + each.name() + " Name=gpu File=" + each.gpuDevices() + "\n"
+                                        + "NodeName=" + each.name() + " Name=vgpu Count=" + each.vgpus())
+                                .collect(Collectors.joining("\n")));
             case PLUGSTACK_CONF -> {
                 values.put("spank_plugin", config.slurm().spankPlugin().toString());
                 values.put("tracker", config.tracker().toString());
@@ -90,14 +108,18 @@ public enum RenderedFile {
                 values.put("max_vgpus_per_node", Integer.toString(config.maxVgpusPerNode()));
                 values.put("max_gpus_per_job", Integer.toString(config.maxGpusPerJob()));
             }
-            case TRACKER_UNIT -> values.put("vgpu_command", config.slurm().vgpuCommand().toString());
+            case TRACKER_UNIT ->
+                values.put("vgpu_command", config.slurm().vgpuCommand().toString());
             case LENDER_UNIT -> {
                 NodeConfig lender = node.orElseThrow();
                 values.put("vgpu_command", config.slurm().vgpuCommand().toString());
                 values.put("node", lender.name());
                 values.put("listen", lender.lenderEndpoint().toString());
-                values.put("devices", IntStream.range(0, lender.gpus()).mapToObj(Integer::toString)
-                        .collect(Collectors.joining(",")));
+                values.put(
+                        "devices",
+                        IntStream.range(0, lender.gpus())
+                                .mapToObj(Integer::toString)
+                                .collect(Collectors.joining(",")));
                 values.put("token_key_file", config.tokenKeyFile().toString());
             }
         }
@@ -111,7 +133,11 @@ public enum RenderedFile {
         node.slurmdPort().ifPresent(port -> line.append(" Port=").append(port));
         node.cpus().ifPresent(cpus -> line.append(" CPUs=").append(cpus));
         node.realMemoryBytes().ifPresent(bytes -> line.append(" RealMemory=").append(bytes / MIB));
-        return line.append(" Gres=gpu:").append(node.gpus()).append(",vgpu:").append(node.vgpus())
-                .append(" State=UNKNOWN").toString();
+        return line.append(" Gres=gpu:")
+                .append(node.gpus())
+                .append(",vgpu:")
+                .append(node.vgpus())
+                .append(" State=UNKNOWN")
+                .toString();
     }
 }

@@ -43,7 +43,8 @@ final class Template {
         while (matcher.find()) {
             String value = values.get(matcher.group(1));
             if (value == null) {
-                throw new IllegalStateException("template " + name + " has {{" + matcher.group(1) + "}} but no value for it");
+                throw new IllegalStateException(
+                        "template " + name + " has {{" + matcher.group(1) + "}} but no value for it");
             }
             unused.remove(matcher.group(1));
             matcher.appendReplacement(rendered, Matcher.quoteReplacement(value));

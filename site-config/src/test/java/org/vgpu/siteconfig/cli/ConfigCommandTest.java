@@ -12,6 +12,7 @@ import java.util.Optional;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+
 import org.vgpu.common.cli.SubcommandRunner;
 import org.vgpu.siteconfig.SiteConfigFiles;
 import org.vgpu.siteconfig.SiteConfigReader;
@@ -25,7 +26,10 @@ class ConfigCommandTest {
     private final ByteArrayOutputStream err = new ByteArrayOutputStream();
 
     private int config(String... args) {
-        return SubcommandRunner.run(new ConfigCommand(), args, new PrintStream(out, true, StandardCharsets.UTF_8),
+        return SubcommandRunner.run(
+                new ConfigCommand(),
+                args,
+                new PrintStream(out, true, StandardCharsets.UTF_8),
                 new PrintStream(err, true, StandardCharsets.UTF_8));
     }
 
@@ -45,8 +49,12 @@ class ConfigCommandTest {
         assertTrue(out().contains(file.toAbsolutePath() + ": valid"), out());
         assertTrue(out().contains("cluster testbed: 3 nodes, 7 GPUs, 14 vGPUs"), out());
         assertTrue(out().contains("private, fingerprint "), out());
-        assertTrue(out().contains("policy: idle_grace 45s, max_borrowed_per_job 3, borrowing on, fallback_local_only on"), out());
-        assertTrue(out().contains("node n2: 2 GPUs x 40 GB, 4 vGPUs, devices /dev/nvidia0,/dev/nvidia2, lender 10.0.0.2:7501"),
+        assertTrue(
+                out().contains("policy: idle_grace 45s, max_borrowed_per_job 3, borrowing on, fallback_local_only on"),
+                out());
+        assertTrue(
+                out().contains(
+                                "node n2: 2 GPUs x 40 GB, 4 vGPUs, devices /dev/nvidia0,/dev/nvidia2, lender 10.0.0.2:7501"),
                 out());
         assertTrue(out().contains("distances: n1-n2=1 n1-n3=3 n2-n3=2"), out());
         assertEquals("", err());
@@ -54,9 +62,11 @@ class ConfigCommandTest {
 
     @Test
     void checkPrintsEveryProblemWithItsLineAndFails() {
-        Path file = SiteConfigFiles.write(dir, SiteConfigFiles.valid(dir)
-                .replace("idle_grace = 45s", "idle_grace = soon")
-                .replace("n1 n2 = 1", "n1 n7 = 1"));
+        Path file = SiteConfigFiles.write(
+                dir,
+                SiteConfigFiles.valid(dir)
+                        .replace("idle_grace = 45s", "idle_grace = soon")
+                        .replace("n1 n2 = 1", "n1 n7 = 1"));
 
         assertEquals(1, config("check", file.toString()));
         assertTrue(err().contains(file.toAbsolutePath() + ":10: idle_grace: 'soon' is not a duration"), err());
@@ -108,7 +118,9 @@ class ConfigCommandTest {
     void badUsageIsExplained() {
         assertEquals(2, config());
         assertTrue(err().contains("expected 'check FILE' or 'render --what NAME FILE'"), err());
-        assertTrue(err().contains("usage: vgpu config [options] check FILE | render --what NAME [--node NODE] FILE"), err());
+        assertTrue(
+                err().contains("usage: vgpu config [options] check FILE | render --what NAME [--node NODE] FILE"),
+                err());
 
         assertEquals(2, config("validate", "x.conf"));
         assertEquals(2, config("check", "a.conf", "b.conf"));

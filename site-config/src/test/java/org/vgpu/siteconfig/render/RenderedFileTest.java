@@ -13,6 +13,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
+
 import org.vgpu.siteconfig.SiteConfig;
 import org.vgpu.siteconfig.SiteConfigFiles;
 import org.vgpu.siteconfig.SiteConfigReader;
@@ -50,15 +51,17 @@ class RenderedFileTest {
     void slurmConfHasOneNodeLineEachAndBothPartitions() {
         String text = render(RenderedFile.SLURM_CONF);
 
-        assertEquals(List.of(
-                "NodeName=n1 NodeAddr=10.0.0.1 Port=6818 CPUs=64 RealMemory=524288 Gres=gpu:4,vgpu:8 State=UNKNOWN",
-                "NodeName=n2 NodeAddr=10.0.0.2 Gres=gpu:2,vgpu:4 State=UNKNOWN",
-                "NodeName=n3 NodeHostname=gpu-n3.cluster Gres=gpu:1,vgpu:2 State=UNKNOWN"),
+        assertEquals(
+                List.of(
+                        "NodeName=n1 NodeAddr=10.0.0.1 Port=6818 CPUs=64 RealMemory=524288 Gres=gpu:4,vgpu:8 State=UNKNOWN",
+                        "NodeName=n2 NodeAddr=10.0.0.2 Gres=gpu:2,vgpu:4 State=UNKNOWN",
+                        "NodeName=n3 NodeHostname=gpu-n3.cluster Gres=gpu:1,vgpu:2 State=UNKNOWN"),
                 linesStartingWith(text, "NodeName="));
-        assertEquals(List.of(
-                "PartitionName=batch Nodes=n1,n2,n3 Default=YES MaxTime=INFINITE State=UP",
-                "PartitionName=vgpu-lend Nodes=n1,n2,n3 Hidden=YES AllowGroups=root PriorityTier=65533 QOS=vgpu-lend"
-                        + " MaxTime=INFINITE State=UP"),
+        assertEquals(
+                List.of(
+                        "PartitionName=batch Nodes=n1,n2,n3 Default=YES MaxTime=INFINITE State=UP",
+                        "PartitionName=vgpu-lend Nodes=n1,n2,n3 Hidden=YES AllowGroups=root PriorityTier=65533 QOS=vgpu-lend"
+                                + " MaxTime=INFINITE State=UP"),
                 linesStartingWith(text, "PartitionName="));
         assertEquals(List.of("GresTypes=gpu,vgpu"), linesStartingWith(text, "GresTypes="));
         assertEquals(List.of("JobSubmitPlugins=lua"), linesStartingWith(text, "JobSubmitPlugins="));
@@ -67,29 +70,35 @@ class RenderedFileTest {
     @Test
     void jobPartitionKeepsOneCpuPerGpuForHoldersWhenEveryNodeStatesItsCpus() {
         String valid = SiteConfigFiles.valid(dir);
-        SiteConfig config = SiteConfigReader.read(SiteConfigFiles.write(dir, valid
-                .replace("gpu_devices = /dev/nvidia0,/dev/nvidia2", "gpu_devices = /dev/nvidia0,/dev/nvidia2\ncpus = 8")
-                .replace("hostname = gpu-n3.cluster", "hostname = gpu-n3.cluster\ncpus = 32")));
+        SiteConfig config = SiteConfigReader.read(SiteConfigFiles.write(
+                dir,
+                valid.replace(
+                                "gpu_devices = /dev/nvidia0,/dev/nvidia2",
+                                "gpu_devices = /dev/nvidia0,/dev/nvidia2\ncpus = 8")
+                        .replace("hostname = gpu-n3.cluster", "hostname = gpu-n3.cluster\ncpus = 32")));
 
-        assertEquals(List.of("PartitionName=batch Nodes=n1,n2,n3 MaxCPUsPerNode=6 Default=YES MaxTime=INFINITE State=UP"),
+        assertEquals(
+                List.of("PartitionName=batch Nodes=n1,n2,n3 MaxCPUsPerNode=6 Default=YES MaxTime=INFINITE State=UP"),
                 linesStartingWith(RenderedFile.SLURM_CONF.render(config, Optional.empty()), "PartitionName=batch"));
     }
 
     @Test
     void gresConfListsDeviceFilesAndVgpuCounts() {
-        assertEquals(List.of(
-                "NodeName=n1 Name=gpu File=/dev/nvidia[0-3]",
-                "NodeName=n1 Name=vgpu Count=8",
-                "NodeName=n2 Name=gpu File=/dev/nvidia0,/dev/nvidia2",
-                "NodeName=n2 Name=vgpu Count=4",
-                "NodeName=n3 Name=gpu File=/dev/nvidia0",
-                "NodeName=n3 Name=vgpu Count=2"),
+        assertEquals(
+                List.of(
+                        "NodeName=n1 Name=gpu File=/dev/nvidia[0-3]",
+                        "NodeName=n1 Name=vgpu Count=8",
+                        "NodeName=n2 Name=gpu File=/dev/nvidia0,/dev/nvidia2",
+                        "NodeName=n2 Name=vgpu Count=4",
+                        "NodeName=n3 Name=gpu File=/dev/nvidia0",
+                        "NodeName=n3 Name=vgpu Count=2"),
                 linesStartingWith(render(RenderedFile.GRES_CONF), "NodeName="));
     }
 
     @Test
     void plugstackLoadsTheBridgeRequiredWithTheTracker() {
-        assertEquals(List.of("required /opt/vgpu/lib/vgpu_spank.so tracker=127.0.0.1:7400 fallback=local-only"),
+        assertEquals(
+                List.of("required /opt/vgpu/lib/vgpu_spank.so tracker=127.0.0.1:7400 fallback=local-only"),
                 linesStartingWith(render(RenderedFile.PLUGSTACK_CONF), "required"));
     }
 
@@ -109,19 +118,25 @@ class RenderedFileTest {
 
     @Test
     void trackerUnitStartsTheConfiguredLauncherWithThisFile() {
-        assertEquals(List.of("ExecStart=/opt/vgpu/bin/vgpu tracker --config " + dir.resolve("vgpu.conf").toAbsolutePath()
-                + " --ledger /var/lib/vgpu/tracker.ledger"), linesStartingWith(render(RenderedFile.TRACKER_UNIT), "ExecStart="));
-        assertEquals(List.of("StateDirectory=vgpu"), linesStartingWith(render(RenderedFile.TRACKER_UNIT), "StateDirectory="));
+        assertEquals(
+                List.of("ExecStart=/opt/vgpu/bin/vgpu tracker --config "
+                        + dir.resolve("vgpu.conf").toAbsolutePath() + " --ledger /var/lib/vgpu/tracker.ledger"),
+                linesStartingWith(render(RenderedFile.TRACKER_UNIT), "ExecStart="));
+        assertEquals(
+                List.of("StateDirectory=vgpu"),
+                linesStartingWith(render(RenderedFile.TRACKER_UNIT), "StateDirectory="));
     }
 
     @Test
     void lenderUnitListensOnItsNodeAndLendsEachOfItsGpus() {
         SiteConfig config = config();
 
-        assertEquals(List.of("ExecStart=/opt/vgpu/bin/vgpu lender --listen 10.0.0.1:7501 --devices 0,1,2,3 --key-file "
+        assertEquals(
+                List.of("ExecStart=/opt/vgpu/bin/vgpu lender --listen 10.0.0.1:7501 --devices 0,1,2,3 --key-file "
                         + dir.resolve("site.key")),
                 linesStartingWith(RenderedFile.LENDER_UNIT.render(config, config.node("n1")), "ExecStart="));
-        assertEquals(List.of("ExecStart=/opt/vgpu/bin/vgpu lender --listen gpu-n3.cluster:7501 --devices 0 --key-file "
+        assertEquals(
+                List.of("ExecStart=/opt/vgpu/bin/vgpu lender --listen gpu-n3.cluster:7501 --devices 0 --key-file "
                         + dir.resolve("site.key")),
                 linesStartingWith(RenderedFile.LENDER_UNIT.render(config, config.node("n3")), "ExecStart="));
     }
@@ -137,7 +152,9 @@ class RenderedFileTest {
 
     @Test
     void filesAreFoundByName() {
-        assertEquals(RenderedFile.LENDER_UNIT, RenderedFile.byFileName("vgpu-lender.service").orElseThrow());
+        assertEquals(
+                RenderedFile.LENDER_UNIT,
+                RenderedFile.byFileName("vgpu-lender.service").orElseThrow());
         assertTrue(RenderedFile.byFileName("slurmdbd.conf").isEmpty());
         assertEquals(RenderedFile.values().length, RenderedFile.fileNames().size());
     }

@@ -11,14 +11,33 @@ import org.junit.jupiter.api.Test;
 
 class TemplateTest {
     private static Map<String, String> plugstackValues() {
-        return Map.of("cluster", "c", "source", "/etc/vgpu/vgpu.conf", "spank_plugin", "/x.so", "tracker", "h:1",
-                "fallback", "none");
+        return Map.of(
+                "cluster",
+                "c",
+                "source",
+                "/etc/vgpu/vgpu.conf",
+                "spank_plugin",
+                "/x.so",
+                "tracker",
+                "h:1",
+                "fallback",
+                "none");
     }
 
     @Test
     void valuesReplaceTheirPlaceholdersLiterally() {
-        String text = Template.load("plugstack.conf.tmpl").render(Map.of("cluster", "c$1", "source", "/a\\b",
-                "spank_plugin", "/x.so", "tracker", "h:1", "fallback", "none"));
+        String text = Template.load("plugstack.conf.tmpl")
+                .render(Map.of(
+                        "cluster",
+                        "c$1",
+                        "source",
+                        "/a\\b",
+                        "spank_plugin",
+                        "/x.so",
+                        "tracker",
+                        "h:1",
+                        "fallback",
+                        "none"));
 
         assertTrue(text.contains("required /x.so tracker=h:1 fallback=none"), text);
         assertTrue(text.contains("cluster c$1, rendered from /a\\b"), text);
@@ -29,7 +48,8 @@ class TemplateTest {
         Map<String, String> values = new HashMap<>(plugstackValues());
         values.remove("tracker");
 
-        IllegalStateException e = assertThrows(IllegalStateException.class,
+        IllegalStateException e = assertThrows(
+                IllegalStateException.class,
                 () -> Template.load("plugstack.conf.tmpl").render(values));
         assertEquals("template plugstack.conf.tmpl has {{tracker}} but no value for it", e.getMessage());
     }
@@ -39,7 +59,8 @@ class TemplateTest {
         Map<String, String> values = new HashMap<>(plugstackValues());
         values.put("lend_qos", "q");
 
-        IllegalStateException e = assertThrows(IllegalStateException.class,
+        IllegalStateException e = assertThrows(
+                IllegalStateException.class,
                 () -> Template.load("plugstack.conf.tmpl").render(values));
         assertEquals("template plugstack.conf.tmpl lacks placeholders for [lend_qos]", e.getMessage());
     }

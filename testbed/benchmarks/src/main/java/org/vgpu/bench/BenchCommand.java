@@ -13,11 +13,11 @@ import jcuda.driver.CUdeviceptr;
 import jcuda.driver.CUfunction;
 import jcuda.driver.CUmodule;
 import jcuda.driver.JCudaDriver;
-
 import org.apache.commons.cli.CommandLine;
 import org.apache.commons.cli.Option;
 import org.apache.commons.cli.Options;
 import org.apache.commons.cli.ParseException;
+
 import org.vgpu.common.cli.CommandLines;
 import org.vgpu.common.cli.Subcommand;
 import org.vgpu.runtime.api.Dim3;
@@ -58,12 +58,26 @@ public final class BenchCommand implements Subcommand {
     @Override
     public Options options() {
         return new Options()
-                .addOption(Option.builder().longOpt("device").hasArg().argName("N").desc("GPU to use (default 0)").get())
-                .addOption(Option.builder().longOpt("iterations").hasArg().argName("N")
+                .addOption(Option.builder()
+                        .longOpt("device")
+                        .hasArg()
+                        .argName("N")
+                        .desc("GPU to use (default 0)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("iterations")
+                        .hasArg()
+                        .argName("N")
                         .desc("asynchronous empty launches per trial (default 20000); synchronous launches and 4 KiB"
-                                + " copies run a tenth of that, 256 MiB copies " + LARGE_COPIES_PER_TRIAL).get())
-                .addOption(Option.builder().longOpt("trials").hasArg().argName("N")
-                        .desc("timed trials whose median is reported (default 15), after " + WARM_UP_TRIALS + " warm-up trials").get());
+                                + " copies run a tenth of that, 256 MiB copies " + LARGE_COPIES_PER_TRIAL)
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("trials")
+                        .hasArg()
+                        .argName("N")
+                        .desc("timed trials whose median is reported (default 15), after " + WARM_UP_TRIALS
+                                + " warm-up trials")
+                        .get());
     }
 
     @Override
@@ -73,14 +87,17 @@ public final class BenchCommand implements Subcommand {
         int trials = CommandLines.intValue(line, "trials", 15, 1);
         try (NativeBackend backend = NativeBackend.load()) {
             if (device >= backend.deviceCount()) {
-                throw new ParseException("--device must be < " + backend.deviceCount() + " (the GPUs of this machine), got " + device);
+                throw new ParseException(
+                        "--device must be < " + backend.deviceCount() + " (the GPUs of this machine), got " + device);
             }
             try (VirtualGpu gpu = backend.open(device, VaWindow.forVgpu(0));
-                 RawJCuda raw = new RawJCuda(device)) {
-                out.printf("vgpu bench on GPU %d: %s; Java %s%n", device, gpu.deviceProperties().describe(),
-                        Runtime.version());
-                out.printf("%d trials after %d warm-up trials, median per operation; raw JCuda and vgpu share the"
-                        + " device's primary context; the ratio range spans the trials' own ratios (their noise)%n%n",
+                    RawJCuda raw = new RawJCuda(device)) {
+                out.printf(
+                        "vgpu bench on GPU %d: %s; Java %s%n",
+                        device, gpu.deviceProperties().describe(), Runtime.version());
+                out.printf(
+                        "%d trials after %d warm-up trials, median per operation; raw JCuda and vgpu share the"
+                                + " device's primary context; the ratio range spans the trials' own ratios (their noise)%n%n",
                         trials, WARM_UP_TRIALS);
                 List<Operation> operations = operations(gpu, raw, iterations);
                 for (int trial = 0; trial < WARM_UP_TRIALS + trials; trial++) {
@@ -104,7 +121,10 @@ public final class BenchCommand implements Subcommand {
         long largeDevice = gpu.memAlloc(LARGE_COPY_BYTES);
         MemorySegment pinned = gpu.memAllocHost(LARGE_COPY_BYTES);
         return List.of(
-                new Operation("empty kernel launch, async (per launch)", iterations, false,
+                new Operation(
+                        "empty kernel launch, async (per launch)",
+                        iterations,
+                        false,
                         n -> {
                             for (int i = 0; i < n; i++) {
                                 raw.launchEmpty();
@@ -117,7 +137,10 @@ public final class BenchCommand implements Subcommand {
                             }
                             gpu.ctxSynchronize();
                         }),
-                new Operation("empty kernel launch + synchronize", syncRepetitions, false,
+                new Operation(
+                        "empty kernel launch + synchronize",
+                        syncRepetitions,
+                        false,
                         n -> {
                             for (int i = 0; i < n; i++) {
                                 raw.launchEmpty();
@@ -130,7 +153,10 @@ public final class BenchCommand implements Subcommand {
                                 gpu.ctxSynchronize();
                             }
                         }),
-                new Operation("4 KiB pageable host->device copy (byte[])", syncRepetitions, false,
+                new Operation(
+                        "4 KiB pageable host->device copy (byte[])",
+                        syncRepetitions,
+                        false,
                         n -> {
                             for (int i = 0; i < n; i++) {
                                 raw.copySmallToDevice(smallHost);
@@ -141,7 +167,10 @@ public final class BenchCommand implements Subcommand {
                                 gpu.memcpyHtoD(smallDevice, MemorySegment.ofArray(smallHost), SMALL_COPY_BYTES);
                             }
                         }),
-                new Operation("256 MiB pinned host->device copy", LARGE_COPIES_PER_TRIAL, true,
+                new Operation(
+                        "256 MiB pinned host->device copy",
+                        LARGE_COPIES_PER_TRIAL,
+                        true,
                         n -> {
                             for (int i = 0; i < n; i++) {
                                 raw.copyLargeToDevice();
@@ -152,7 +181,10 @@ public final class BenchCommand implements Subcommand {
                                 gpu.memcpyHtoD(largeDevice, pinned, LARGE_COPY_BYTES);
                             }
                         }),
-                new Operation("256 MiB pinned device->host copy", LARGE_COPIES_PER_TRIAL, true,
+                new Operation(
+                        "256 MiB pinned device->host copy",
+                        LARGE_COPIES_PER_TRIAL,
+                        true,
                         n -> {
                             for (int i = 0; i < n; i++) {
                                 raw.copyLargeToHost();
@@ -173,8 +205,13 @@ public final class BenchCommand implements Subcommand {
             double vgpuNanos = operation.vgpu.median();
             double ratio = vgpuNanos / rawNanos;
             double[] trialRatios = operation.trialRatios();
-            out.printf(format, operation.name, operation.describe(rawNanos), operation.describe(vgpuNanos),
-                    String.format("%.3f", ratio), String.format("%.3f-%.3f", trialRatios[0], trialRatios[trialRatios.length - 1]),
+            out.printf(
+                    format,
+                    operation.name,
+                    operation.describe(rawNanos),
+                    operation.describe(vgpuNanos),
+                    String.format("%.3f", ratio),
+                    String.format("%.3f-%.3f", trialRatios[0], trialRatios[trialRatios.length - 1]),
                     ratio <= GOAL_RATIO ? "yes" : "NO");
         }
     }
@@ -277,14 +314,17 @@ public final class BenchCommand implements Subcommand {
             byte[] ptx = TestKernels.ptx();
             byte[] terminated = Arrays.copyOf(ptx, ptx.length + 1);
             CudaErrors.check(JCudaDriver.cuModuleLoadData(module, terminated), "cuModuleLoadData");
-            CudaErrors.check(JCudaDriver.cuModuleGetFunction(emptyKernel, module, TestKernels.EMPTY_KERNEL), "cuModuleGetFunction");
+            CudaErrors.check(
+                    JCudaDriver.cuModuleGetFunction(emptyKernel, module, TestKernels.EMPTY_KERNEL),
+                    "cuModuleGetFunction");
             CudaErrors.check(JCudaDriver.cuMemAlloc(smallDevice, SMALL_COPY_BYTES), "cuMemAlloc");
             CudaErrors.check(JCudaDriver.cuMemAlloc(largeDevice, LARGE_COPY_BYTES), "cuMemAlloc");
             CudaErrors.check(JCudaDriver.cuMemAllocHost(pinned, LARGE_COPY_BYTES), "cuMemAllocHost");
         }
 
         void launchEmpty() {
-            CudaErrors.check(JCudaDriver.cuLaunchKernel(emptyKernel, 1, 1, 1, 1, 1, 1, 0, null, null, null), "cuLaunchKernel");
+            CudaErrors.check(
+                    JCudaDriver.cuLaunchKernel(emptyKernel, 1, 1, 1, 1, 1, 1, 0, null, null, null), "cuLaunchKernel");
         }
 
         void synchronize() {

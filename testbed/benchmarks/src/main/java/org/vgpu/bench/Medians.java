@@ -5,8 +5,7 @@ import java.util.Collection;
 
 /** The median every benchmark reports, in one place. */
 public final class Medians {
-    private Medians() {
-    }
+    private Medians() {}
 
     /** The middle value of {@code values}, or the mean of the two middle ones for an even count; {@code values} is not changed. */
     public static double of(double[] values) {

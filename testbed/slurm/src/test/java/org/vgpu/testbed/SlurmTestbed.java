@@ -25,7 +25,10 @@ import java.util.stream.IntStream;
 final class SlurmTestbed implements AutoCloseable {
     /** The scripts sit beside this module's pom, the tests' working directory. */
     private static final Path SCRIPTS = Path.of("").toAbsolutePath();
-    private static final Path LAUNCHER_JAR = Path.of("..", "..", "job-wrapper", "target", "vgpu.jar").toAbsolutePath().normalize();
+
+    private static final Path LAUNCHER_JAR = Path.of("..", "..", "job-wrapper", "target", "vgpu.jar")
+            .toAbsolutePath()
+            .normalize();
     private static final long SCRIPT_TIMEOUT_SECONDS = 240;
     /** A testbed listens on ports base to base+99 (common.sh lays them out: Slurm's daemons, lenders, tracker). */
     private static final int PORT_SPAN = 100;
@@ -34,6 +37,7 @@ final class SlurmTestbed implements AutoCloseable {
      * takes one of the testbed's ports while it runs.
      */
     private static final int LOWEST_PORT_BASE = 20_000;
+
     private static final int HIGHEST_PORT_BASE = 32_600;
     private static final int PORT_BASE_TRIES = 50;
 
@@ -42,8 +46,7 @@ final class SlurmTestbed implements AutoCloseable {
     private final Optional<Path> spankPlugin;
 
     /** A finished script: its exit status and everything it printed. */
-    record Outcome(int status, String output) {
-    }
+    record Outcome(int status, String output) {}
 
     /**
      * @param dir         the testbed's directory
@@ -74,7 +77,8 @@ final class SlurmTestbed implements AutoCloseable {
     private static int freePortBase() throws IOException {
         int bases = (HIGHEST_PORT_BASE - LOWEST_PORT_BASE) / PORT_SPAN;
         for (int attempt = 0; attempt < PORT_BASE_TRIES; attempt++) {
-            int base = LOWEST_PORT_BASE + PORT_SPAN * ThreadLocalRandom.current().nextInt(bases);
+            int base =
+                    LOWEST_PORT_BASE + PORT_SPAN * ThreadLocalRandom.current().nextInt(bases);
             if (IntStream.range(base, base + PORT_SPAN).allMatch(SlurmTestbed::free)) {
                 return base;
             }
@@ -139,7 +143,8 @@ final class SlurmTestbed implements AutoCloseable {
         // Output goes to a file, not a pipe: daemons that up.sh starts inherit it and would hold a pipe open.
         Path log = Files.createTempFile("vgpu-testbed-" + script, ".log");
         try {
-            ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile());
+            ProcessBuilder builder =
+                    new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile());
             Map<String, String> environment = builder.environment();
             environment.put("VGPU_TESTBED_DIR", dir.toString());
             environment.put("VGPU_TESTBED_PORT_BASE", portBase);
@@ -150,7 +155,8 @@ final class SlurmTestbed implements AutoCloseable {
             Process process = builder.start();
             if (!finishesInTime(process)) {
                 process.destroyForcibly();
-                throw new AssertionError(script + " ran longer than " + SCRIPT_TIMEOUT_SECONDS + " s:\n" + Files.readString(log));
+                throw new AssertionError(
+                        script + " ran longer than " + SCRIPT_TIMEOUT_SECONDS + " s:\n" + Files.readString(log));
             }
             return new Outcome(process.exitValue(), Files.readString(log));
         } finally {

@@ -17,6 +17,7 @@ import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestMethodOrder;
+
 import org.vgpu.tracker.slurm.SlurmInventory;
 import org.vgpu.tracker.slurm.SlurmJob;
 import org.vgpu.tracker.slurm.SlurmNode;
@@ -85,11 +86,15 @@ class SlurmTestbedTest {
 
         SlurmInventory inventory = inventory(capture);
         assertEquals(inventory, jsonInventory(capture), "scontrol and JSON views differ");
-        assertEquals(List.of("n1", "n2", "n3"), inventory.nodes().stream().map(SlurmNode::name).toList());
+        assertEquals(
+                List.of("n1", "n2", "n3"),
+                inventory.nodes().stream().map(SlurmNode::name).toList());
         for (SlurmNode node : inventory.nodes()) {
             assertEquals(1, node.idle("gpu"), node.toString());
         }
-        List<SlurmJob> held = inventory.jobs().stream().filter(job -> job.held() && job.asksForVgpu()).toList();
+        List<SlurmJob> held = inventory.jobs().stream()
+                .filter(job -> job.held() && job.asksForVgpu())
+                .toList();
         assertEquals(1, held.size(), inventory.jobs().toString());
         assertEquals(3, held.getFirst().requestedPerNode().get("vgpu"));
     }
@@ -106,19 +111,26 @@ class SlurmTestbedTest {
             assertEquals(0, node.idle("gpu"), node.toString());
         }
         SlurmJob assembled = inventory.jobs().stream()
-                .filter(job -> job.asksForVgpu() && job.state().equals("RUNNING")).findFirst().orElseThrow();
+                .filter(job -> job.asksForVgpu() && job.state().equals("RUNNING"))
+                .findFirst()
+                .orElseThrow();
         assertEquals("n1", assembled.allocations().getFirst().nodes());
-        assertEquals(2, inventory.jobs().stream()
-                .filter(job -> job.partition().equals("vgpu-lend") && job.state().equals("RUNNING")).count());
+        assertEquals(
+                2,
+                inventory.jobs().stream()
+                        .filter(job -> job.partition().equals("vgpu-lend")
+                                && job.state().equals("RUNNING"))
+                        .count());
     }
 
     private static SlurmInventory inventory(Path capture) throws IOException {
-        return SlurmInventory.fromScontrol(Files.readString(capture.resolve("scontrol-show-node-d.txt")),
+        return SlurmInventory.fromScontrol(
+                Files.readString(capture.resolve("scontrol-show-node-d.txt")),
                 Files.readString(capture.resolve("scontrol-show-job-d.txt")));
     }
 
     private static SlurmInventory jsonInventory(Path capture) throws IOException {
-        return SlurmInventory.fromJson(Files.readString(capture.resolve("sinfo.json")),
-                Files.readString(capture.resolve("squeue.json")));
+        return SlurmInventory.fromJson(
+                Files.readString(capture.resolve("sinfo.json")), Files.readString(capture.resolve("squeue.json")));
     }
 }

@@ -26,9 +26,12 @@ import org.junit.jupiter.api.TestMethodOrder;
 @Tag("slurm")
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class SpankBridgeTestbedTest {
-    private static final Path BRIDGE = Path.of("..", "..", "slurm-spank-bridge", "vgpu_spank.so").toAbsolutePath().normalize();
+    private static final Path BRIDGE = Path.of("..", "..", "slurm-spank-bridge", "vgpu_spank.so")
+            .toAbsolutePath()
+            .normalize();
     /** Made once the testbed can run here, so a skipped run leaves nothing behind. */
     private static SlurmTestbed testbed;
+
     private static String skipReason;
 
     @BeforeAll
@@ -75,8 +78,10 @@ class SpankBridgeTestbedTest {
         testbed.assertScenarioPasses("tracker-no-borrowing", localOnlyDelay().toString());
         // The figure the closing note quotes: what borrowing saves this job here.
         if (Files.exists(borrowDelay())) {
-            System.err.printf("vgpu:3 start delay on 3 nodes with 1 idle GPU each: borrowing on %s s, off %s s"
-                    + " (until a node frees 3 GPUs)%n", Files.readString(borrowDelay()).strip(),
+            System.err.printf(
+                    "vgpu:3 start delay on 3 nodes with 1 idle GPU each: borrowing on %s s, off %s s"
+                            + " (until a node frees 3 GPUs)%n",
+                    Files.readString(borrowDelay()).strip(),
                     Files.readString(localOnlyDelay()).strip());
         }
     }

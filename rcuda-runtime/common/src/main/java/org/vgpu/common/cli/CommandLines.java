@@ -9,8 +9,7 @@ import org.apache.commons.cli.ParseException;
 
 /** Option-value helpers shared by subcommands, so a bad value reads the same everywhere. */
 public final class CommandLines {
-    private CommandLines() {
-    }
+    private CommandLines() {}
 
     /** An integer option's value, or {@code fallback}; a bad or too small number is a usage error. */
     public static int intValue(CommandLine line, String option, int fallback, int min) throws ParseException {
@@ -31,7 +30,8 @@ public final class CommandLines {
     }
 
     /** An option's value, or {@code fallback}; it must be one of {@code choices}. */
-    public static String choice(CommandLine line, String option, String fallback, List<String> choices) throws ParseException {
+    public static String choice(CommandLine line, String option, String fallback, List<String> choices)
+            throws ParseException {
         String value = line.getOptionValue(option, fallback);
         if (!choices.contains(value)) {
             throw new ParseException("--" + option + " must be one of " + choices + ", got '" + value + "'");
@@ -52,8 +52,8 @@ public final class CommandLines {
         for (String item : value.split(",", -1)) {
             String name = item.strip();
             if (!choices.contains(name)) {
-                throw new ParseException("--" + option + " takes a comma-separated list of " + choices + ", got '" + name
-                        + "' in '" + value + "'");
+                throw new ParseException("--" + option + " takes a comma-separated list of " + choices + ", got '"
+                        + name + "' in '" + value + "'");
             }
             given.add(name);
         }

@@ -9,6 +9,7 @@ import org.apache.commons.cli.HelpFormatter;
 import org.apache.commons.cli.Option;
 import org.apache.commons.cli.Options;
 import org.apache.commons.cli.ParseException;
+
 import org.vgpu.common.error.InputException;
 import org.vgpu.common.error.VgpuFailure;
 
@@ -21,12 +22,14 @@ import org.vgpu.common.error.VgpuFailure;
  * (a GPU worker), without the launcher on its class path.
  */
 public final class SubcommandRunner {
-    private SubcommandRunner() {
-    }
+    private SubcommandRunner() {}
 
     public static int run(Subcommand command, String[] args, PrintStream out, PrintStream err) {
         Options options = command.options()
-                .addOption(Option.builder("h").longOpt("help").desc("show this help").get());
+                .addOption(Option.builder("h")
+                        .longOpt("help")
+                        .desc("show this help")
+                        .get());
         try {
             CommandLine line = new DefaultParser().parse(options, args);
             if (line.hasOption("help")) {
@@ -52,9 +55,17 @@ public final class SubcommandRunner {
     @SuppressWarnings("deprecation")
     private static void printUsage(Subcommand command, Options options, PrintStream stream) {
         PrintWriter writer = new PrintWriter(stream);
-        new HelpFormatter().printHelp(writer, 100, "vgpu " + command.name() + " [options]"
-                + (command.operands().isEmpty() ? "" : " " + command.operands()), command.summary(),
-                options, 2, 4, "");
+        new HelpFormatter()
+                .printHelp(
+                        writer,
+                        100,
+                        "vgpu " + command.name() + " [options]"
+                                + (command.operands().isEmpty() ? "" : " " + command.operands()),
+                        command.summary(),
+                        options,
+                        2,
+                        4,
+                        "");
         writer.flush();
     }
 }

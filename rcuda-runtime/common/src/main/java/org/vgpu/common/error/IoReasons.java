@@ -19,8 +19,7 @@ import java.nio.file.NotDirectoryException;
  * exception itself stays the cause, for logs.
  */
 public final class IoReasons {
-    private IoReasons() {
-    }
+    private IoReasons() {}
 
     public static String of(IOException failure) {
         String jdkText = String.valueOf(failure.getMessage());
@@ -44,8 +43,8 @@ public final class IoReasons {
             case SocketException e when jdkText.contains("Connection refused") -> "connection refused";
             // Netty's native transports throw plain IOExceptions with the C library's words
             case IOException e when jdkText.contains("Address already in use") -> "the address is in use";
-            case IOException e when jdkText.contains("Cannot assign requested address") ->
-                    "the address is not one of this machine's";
+            case IOException e
+            when jdkText.contains("Cannot assign requested address") -> "the address is not one of this machine's";
             case IOException e when jdkText.contains("Connection refused") -> "connection refused";
             case IOException e when jdkText.contains("Connection reset") -> "connection reset by the peer";
             case IOException e when jdkText.contains("No space left") -> "no space left on the device";

@@ -13,8 +13,7 @@ import java.nio.charset.StandardCharsets;
  */
 public final class BoundedLineReader {
     /** One line; {@code truncated} when bytes beyond the limit were discarded. Bytes that are not UTF-8 read as U+FFFD. */
-    public record Line(String text, boolean truncated) {
-    }
+    public record Line(String text, boolean truncated) {}
 
     private final InputStream in;
     private final int maxBytes;
@@ -46,7 +45,8 @@ public final class BoundedLineReader {
             return null;
         }
         byte[] bytes = kept.toByteArray();
-        int length = !truncated && bytes.length > 0 && bytes[bytes.length - 1] == '\r' ? bytes.length - 1 : bytes.length;
+        int length =
+                !truncated && bytes.length > 0 && bytes[bytes.length - 1] == '\r' ? bytes.length - 1 : bytes.length;
         if (length > maxBytes) {
             truncated = true;
             length = maxBytes;

@@ -19,7 +19,8 @@ final class IdleCloser implements AutoCloseable {
 
     IdleCloser(Duration timeout) {
         this.timeout = timeout;
-        this.timer = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().name("vgpu-line-idle").daemon().factory());
+        this.timer = Executors.newSingleThreadScheduledExecutor(
+                Thread.ofPlatform().name("vgpu-line-idle").daemon().factory());
     }
 
     /** Starts timing {@code channel}: it is closed unless {@link Watch#busy()} comes within the timeout. */

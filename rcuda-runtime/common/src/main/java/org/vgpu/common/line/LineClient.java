@@ -27,10 +27,10 @@ import org.vgpu.common.net.Endpoint;
 public final class LineClient {
     /** Replies of this client's peers are short; a longer line is a peer speaking another protocol. */
     private static final int MAX_REPLY_LINE_BYTES = 64 * 1024;
+
     private static final int MAX_REPLY_LINES = 100_000;
 
-    private LineClient() {
-    }
+    private LineClient() {}
 
     /**
      * @param timeout for connecting, and for the reply's next line
@@ -39,24 +39,33 @@ public final class LineClient {
      *         oversized reply (PROTOCOL)
      */
     public static List<String> request(Endpoint peer, String requestLine, Duration timeout) {
-        return request(SocketChannel::open, new InetSocketAddress(peer.host(), peer.port()), peer.toString(), requestLine,
+        return request(
+                SocketChannel::open,
+                new InetSocketAddress(peer.host(), peer.port()),
+                peer.toString(),
+                requestLine,
                 timeout);
     }
 
     /** The same over the UNIX domain socket {@code socketFile}. */
     public static List<String> request(Path socketFile, String requestLine, Duration timeout) {
-        return request(() -> SocketChannel.open(StandardProtocolFamily.UNIX), UnixDomainSocketAddress.of(socketFile),
-                socketFile.toString(), requestLine, timeout);
+        return request(
+                () -> SocketChannel.open(StandardProtocolFamily.UNIX),
+                UnixDomainSocketAddress.of(socketFile),
+                socketFile.toString(),
+                requestLine,
+                timeout);
     }
 
     private interface ChannelOpener {
         SocketChannel open() throws IOException;
     }
 
-    private static List<String> request(ChannelOpener opener, SocketAddress address, String peer, String requestLine,
-                                        Duration timeout) {
-        try (SocketChannel channel = opener.open(); IdleCloser closer = new IdleCloser(timeout);
-             IdleCloser.Watch watch = closer.watch(channel)) {
+    private static List<String> request(
+            ChannelOpener opener, SocketAddress address, String peer, String requestLine, Duration timeout) {
+        try (SocketChannel channel = opener.open();
+                IdleCloser closer = new IdleCloser(timeout);
+                IdleCloser.Watch watch = closer.watch(channel)) {
             channel.connect(address);
             ByteBuffer request = ByteBuffer.wrap((requestLine + "\n").getBytes(StandardCharsets.UTF_8));
             while (request.hasRemaining()) {
@@ -74,13 +83,19 @@ public final class LineClient {
                     return lines;
                 }
             }
-            throw new NetworkException(NetworkException.Code.UNREACHABLE, peer + " closed the connection before its reply ended");
+            throw new NetworkException(
+                    NetworkException.Code.UNREACHABLE, peer + " closed the connection before its reply ended");
         } catch (AsynchronousCloseException e) {
-            throw new NetworkException(NetworkException.Code.UNREACHABLE, peer + " did not answer '"
-                    + LineText.printable(requestLine, 40) + "' within " + timeout.toSeconds() + " s", e);
+            throw new NetworkException(
+                    NetworkException.Code.UNREACHABLE,
+                    peer + " did not answer '" + LineText.printable(requestLine, 40) + "' within " + timeout.toSeconds()
+                            + " s",
+                    e);
         } catch (IOException e) {
-            throw new NetworkException(NetworkException.Code.UNREACHABLE, "cannot ask " + peer + " '"
-                    + LineText.printable(requestLine, 40) + "': " + IoReasons.of(e), e);
+            throw new NetworkException(
+                    NetworkException.Code.UNREACHABLE,
+                    "cannot ask " + peer + " '" + LineText.printable(requestLine, 40) + "': " + IoReasons.of(e),
+                    e);
         }
     }
 }

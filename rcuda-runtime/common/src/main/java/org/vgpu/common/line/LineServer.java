@@ -27,6 +27,7 @@ import java.util.concurrent.Semaphore;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+
 import org.vgpu.common.error.IoReasons;
 import org.vgpu.common.error.NetworkException;
 import org.vgpu.common.net.Endpoint;
@@ -49,8 +50,8 @@ public final class LineServer implements AutoCloseable {
     public record Limits(String name, int maxRequestBytes, int maxConnections, Duration idleTimeout) {
         public Limits {
             if (maxRequestBytes < 1 || maxConnections < 1 || idleTimeout.isNegative() || idleTimeout.isZero()) {
-                throw new IllegalArgumentException("line server limits must be positive: " + maxRequestBytes + " bytes, "
-                        + maxConnections + " connections, idle " + idleTimeout);
+                throw new IllegalArgumentException("line server limits must be positive: " + maxRequestBytes
+                        + " bytes, " + maxConnections + " connections, idle " + idleTimeout);
             }
         }
     }
@@ -64,14 +65,18 @@ public final class LineServer implements AutoCloseable {
     private final IdleCloser idleCloser;
     private final Thread acceptor;
 
-    private LineServer(ServerSocketChannel server, Endpoint endpoint, Path socketFile, Limits limits, LineService service) {
+    private LineServer(
+            ServerSocketChannel server, Endpoint endpoint, Path socketFile, Limits limits, LineService service) {
         this.server = server;
         this.endpoint = endpoint;
         this.socketFile = socketFile;
         this.limits = limits;
         this.connectionSlots = new Semaphore(limits.maxConnections());
         this.idleCloser = new IdleCloser(limits.idleTimeout());
-        this.acceptor = Thread.ofPlatform().name(threadName(limits) + "-accept").daemon().unstarted(() -> acceptLoop(service));
+        this.acceptor = Thread.ofPlatform()
+                .name(threadName(limits) + "-accept")
+                .daemon()
+                .unstarted(() -> acceptLoop(service));
     }
 
     /**
@@ -84,13 +89,17 @@ public final class LineServer implements AutoCloseable {
         try {
             channel = ServerSocketChannel.open();
             channel.setOption(StandardSocketOptions.SO_REUSEADDR, true);
-            channel.bind(new InetSocketAddress(InetAddress.getByName(listen.host()), listen.port()), limits.maxConnections());
+            channel.bind(
+                    new InetSocketAddress(InetAddress.getByName(listen.host()), listen.port()),
+                    limits.maxConnections());
             int port = ((InetSocketAddress) channel.getLocalAddress()).getPort();
             return started(new LineServer(channel, new Endpoint(listen.host(), port), null, limits, service));
         } catch (IOException e) {
             closeQuietly(channel);
-            throw new NetworkException(NetworkException.Code.CANNOT_LISTEN,
-                    "cannot listen for " + limits.name() + " connections on " + listen + ": " + IoReasons.of(e), e);
+            throw new NetworkException(
+                    NetworkException.Code.CANNOT_LISTEN,
+                    "cannot listen for " + limits.name() + " connections on " + listen + ": " + IoReasons.of(e),
+                    e);
         }
     }
 
@@ -112,8 +121,10 @@ public final class LineServer implements AutoCloseable {
             return started(new LineServer(channel, null, socketFile, limits, service));
         } catch (IOException e) {
             closeQuietly(channel);
-            throw new NetworkException(NetworkException.Code.CANNOT_LISTEN,
-                    "the " + limits.name() + " cannot listen on " + socketFile + ": " + IoReasons.of(e), e);
+            throw new NetworkException(
+                    NetworkException.Code.CANNOT_LISTEN,
+                    "the " + limits.name() + " cannot listen on " + socketFile + ": " + IoReasons.of(e),
+                    e);
         } catch (RuntimeException e) {
             closeQuietly(channel);
             throw e;
@@ -134,12 +145,14 @@ public final class LineServer implements AutoCloseable {
             return;
         }
         if (!attributes.isOther()) {
-            throw new NetworkException(NetworkException.Code.CANNOT_LISTEN, "the " + limits.name() + " cannot listen on "
-                    + socketFile + ": a file that is not a socket is there; remove it or choose another path");
+            throw new NetworkException(
+                    NetworkException.Code.CANNOT_LISTEN,
+                    "the " + limits.name() + " cannot listen on " + socketFile
+                            + ": a file that is not a socket is there; remove it or choose another path");
         }
         try (SocketChannel _ = SocketChannel.open(UnixDomainSocketAddress.of(socketFile))) {
-            throw new NetworkException(NetworkException.Code.CANNOT_LISTEN,
-                    "another " + limits.name() + " listens on " + socketFile);
+            throw new NetworkException(
+                    NetworkException.Code.CANNOT_LISTEN, "another " + limits.name() + " listens on " + socketFile);
         } catch (IOException nobodyListens) {
             Files.deleteIfExists(socketFile);
         }
@@ -210,7 +223,8 @@ public final class LineServer implements AutoCloseable {
     }
 
     private void serve(SocketChannel connection, LineService service) {
-        try (connection; IdleCloser.Watch watch = idleCloser.watch(connection)) {
+        try (connection;
+                IdleCloser.Watch watch = idleCloser.watch(connection)) {
             InputStream in = Channels.newInputStream(connection);
             BoundedLineReader requests = new BoundedLineReader(in, limits.maxRequestBytes());
             String localHost = localHost(connection);
@@ -227,7 +241,9 @@ public final class LineServer implements AutoCloseable {
                 watch.idle();
             }
         } catch (AsynchronousCloseException e) {
-            LOG.debug("{} connection closed after {} s without a request, or at shutdown", limits.name(),
+            LOG.debug(
+                    "{} connection closed after {} s without a request, or at shutdown",
+                    limits.name(),
                     limits.idleTimeout().toSeconds());
         } catch (IOException e) {
             LOG.debug("{} connection ended: {}", limits.name(), IoReasons.of(e));
@@ -257,8 +273,10 @@ public final class LineServer implements AutoCloseable {
 
     private void refuse(SocketChannel connection) {
         try (connection) {
-            write(connection, "error too many " + limits.name() + " connections (" + limits.maxConnections()
-                    + "), try again later\n");
+            write(
+                    connection,
+                    "error too many " + limits.name() + " connections (" + limits.maxConnections()
+                            + "), try again later\n");
         } catch (IOException e) {
             LOG.debug("refused a {} connection: {}", limits.name(), IoReasons.of(e));
         }

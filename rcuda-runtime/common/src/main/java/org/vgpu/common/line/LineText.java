@@ -2,8 +2,7 @@ package org.vgpu.common.line;
 
 /** Text made safe for a line protocol's reply or a log line. */
 public final class LineText {
-    private LineText() {
-    }
+    private LineText() {}
 
     /**
      * {@code text} on one line of printable ASCII, at most {@code maxChars} long: line breaks become

@@ -33,8 +33,8 @@ public record SessionToken(String jobId, int vgpuIndex, String workerId, Instant
      */
     public static void requireId(String what, String id) {
         if (id == null || id.isEmpty() || id.length() > MAX_ID_LENGTH) {
-            throw new InputException(what + " must have 1 to " + MAX_ID_LENGTH
-                    + " characters, got " + (id == null ? "none" : id.length()));
+            throw new InputException(what + " must have 1 to " + MAX_ID_LENGTH + " characters, got "
+                    + (id == null ? "none" : id.length()));
         }
         for (int i = 0; i < id.length(); i++) {
             char c = id.charAt(i);

@@ -35,24 +35,27 @@ final class SessionTokenCodec {
      * SPANK bridge passes on to a job.
      */
     static final int MAX_TOKEN_LENGTH = BridgeContract.TOKEN_BYTES;
+
     private static final byte[] MAC_DOMAIN = "vgpu session token v1\0".getBytes(StandardCharsets.US_ASCII);
     private static final Base64.Encoder ENCODER = Base64.getUrlEncoder().withoutPadding();
     private static final Base64.Decoder DECODER = Base64.getUrlDecoder();
 
-    private SessionTokenCodec() {
-    }
+    private SessionTokenCodec() {}
 
     static String encode(SessionToken token, SiteKey key) {
         byte[] jobId = token.jobId().getBytes(StandardCharsets.US_ASCII);
         byte[] workerId = token.workerId().getBytes(StandardCharsets.US_ASCII);
         ByteBuffer payload = ByteBuffer.allocate(4 + jobId.length + 4 + 4 + workerId.length + 8 + 4)
-                .putInt(jobId.length).put(jobId)
+                .putInt(jobId.length)
+                .put(jobId)
                 .putInt(token.vgpuIndex())
-                .putInt(workerId.length).put(workerId)
+                .putInt(workerId.length)
+                .put(workerId)
                 .putLong(token.expiresAt().getEpochSecond())
                 .putInt(token.expiresAt().getNano());
         byte[] payloadBytes = payload.array();
-        return VERSION + "." + ENCODER.encodeToString(payloadBytes) + "." + ENCODER.encodeToString(mac(key, payloadBytes));
+        return VERSION + "." + ENCODER.encodeToString(payloadBytes) + "."
+                + ENCODER.encodeToString(mac(key, payloadBytes));
     }
 
     /**

@@ -18,7 +18,6 @@ import java.util.EnumSet;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Set;
-
 import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
 
@@ -36,18 +35,26 @@ import org.vgpu.common.error.IoReasons;
 public final class SiteKey {
     /** 256 bits, the size of HMAC-SHA256's output; a shorter key would be the weakest link. */
     public static final int MIN_BYTES = 32;
+
     static final String MAC_ALGORITHM = "HmacSHA256";
     /** A key file is one short line; anything much larger is not a key file. */
     private static final int MAX_FILE_BYTES = 4096;
+
     private static final Set<PosixFilePermission> GROUP_OR_OTHERS = EnumSet.of(
-            PosixFilePermission.GROUP_READ, PosixFilePermission.GROUP_WRITE, PosixFilePermission.GROUP_EXECUTE,
-            PosixFilePermission.OTHERS_READ, PosixFilePermission.OTHERS_WRITE, PosixFilePermission.OTHERS_EXECUTE);
+            PosixFilePermission.GROUP_READ,
+            PosixFilePermission.GROUP_WRITE,
+            PosixFilePermission.GROUP_EXECUTE,
+            PosixFilePermission.OTHERS_READ,
+            PosixFilePermission.OTHERS_WRITE,
+            PosixFilePermission.OTHERS_EXECUTE);
 
     private final byte[] key;
 
     private SiteKey(byte[] key) {
         if (key.length < MIN_BYTES) {
-            throw new ConfigException(ConfigException.Code.INVALID, "a site key needs at least " + MIN_BYTES + " bytes, got " + key.length);
+            throw new ConfigException(
+                    ConfigException.Code.INVALID,
+                    "a site key needs at least " + MIN_BYTES + " bytes, got " + key.length);
         }
         this.key = key.clone();
     }
@@ -69,7 +76,10 @@ public final class SiteKey {
     public static SiteKey load(Path file) {
         refuseIfNotPrivate(file);
         String content = readSmallFile(file);
-        List<String> lines = content.lines().map(String::strip).filter(line -> !line.isEmpty()).toList();
+        List<String> lines = content.lines()
+                .map(String::strip)
+                .filter(line -> !line.isEmpty())
+                .toList();
         if (lines.isEmpty()) {
             throw invalid(file, "is empty; " + howToCreate(file));
         }
@@ -83,8 +93,10 @@ public final class SiteKey {
             throw invalid(file, "does not hold base64 (only A-Z, a-z, 0-9, +, / and = padding); " + howToCreate(file));
         }
         if (bytes.length < MIN_BYTES) {
-            throw invalid(file, "holds a key of " + bytes.length + " bytes, at least " + MIN_BYTES + " are needed; "
-                    + howToCreate(file));
+            throw invalid(
+                    file,
+                    "holds a key of " + bytes.length + " bytes, at least " + MIN_BYTES + " are needed; "
+                            + howToCreate(file));
         }
         return new SiteKey(bytes);
     }
@@ -98,14 +110,22 @@ public final class SiteKey {
      */
     public void writeNewFile(Path file) {
         try {
-            Files.createFile(file, PosixFilePermissions.asFileAttribute(
-                    EnumSet.of(PosixFilePermission.OWNER_READ, PosixFilePermission.OWNER_WRITE)));
+            Files.createFile(
+                    file,
+                    PosixFilePermissions.asFileAttribute(
+                            EnumSet.of(PosixFilePermission.OWNER_READ, PosixFilePermission.OWNER_WRITE)));
             Files.writeString(file, Base64.getEncoder().encodeToString(key) + "\n", StandardCharsets.US_ASCII);
         } catch (FileAlreadyExistsException e) {
-            throw invalid(file, "already exists; a site key is never overwritten, remove it first if you mean to replace it");
+            throw invalid(
+                    file, "already exists; a site key is never overwritten, remove it first if you mean to replace it");
         } catch (IOException | UnsupportedOperationException e) {
-            throw new ConfigException(ConfigException.Code.UNREADABLE, "site key file " + file + " cannot be written: "
-                    + (e instanceof IOException io ? IoReasons.of(io) : "the file system has no POSIX permissions"), e);
+            throw new ConfigException(
+                    ConfigException.Code.UNREADABLE,
+                    "site key file " + file + " cannot be written: "
+                            + (e instanceof IOException io
+                                    ? IoReasons.of(io)
+                                    : "the file system has no POSIX permissions"),
+                    e);
         }
     }
 
@@ -146,19 +166,27 @@ public final class SiteKey {
             }
             permissions = Files.getPosixFilePermissions(file);
         } catch (NoSuchFileException e) {
-            throw new ConfigException(ConfigException.Code.MISSING, "site key file " + file + " does not exist; " + howToCreate(file));
+            throw new ConfigException(
+                    ConfigException.Code.MISSING, "site key file " + file + " does not exist; " + howToCreate(file));
         } catch (UnsupportedOperationException e) {
-            throw invalid(file, "is on a file system without POSIX permissions, so nobody can tell who may read it;"
-                    + " keep the key on a local POSIX file system");
+            throw invalid(
+                    file,
+                    "is on a file system without POSIX permissions, so nobody can tell who may read it;"
+                            + " keep the key on a local POSIX file system");
         } catch (IOException e) {
-            throw new ConfigException(ConfigException.Code.UNREADABLE, "site key file " + file + " cannot be read: " + IoReasons.of(e), e);
+            throw new ConfigException(
+                    ConfigException.Code.UNREADABLE,
+                    "site key file " + file + " cannot be read: " + IoReasons.of(e),
+                    e);
         }
         Set<PosixFilePermission> tooOpen = EnumSet.noneOf(PosixFilePermission.class);
         tooOpen.addAll(permissions);
         tooOpen.retainAll(GROUP_OR_OTHERS);
         if (!tooOpen.isEmpty()) {
-            throw invalid(file, "is accessible by group or others (" + PosixFilePermissions.toString(permissions)
-                    + "), so they could forge session tokens; fix it with: chmod 600 " + file);
+            throw invalid(
+                    file,
+                    "is accessible by group or others (" + PosixFilePermissions.toString(permissions)
+                            + "), so they could forge session tokens; fix it with: chmod 600 " + file);
         }
     }
 
@@ -170,9 +198,13 @@ public final class SiteKey {
             }
             return new String(head, StandardCharsets.US_ASCII);
         } catch (NoSuchFileException e) {
-            throw new ConfigException(ConfigException.Code.MISSING, "site key file " + file + " does not exist; " + howToCreate(file));
+            throw new ConfigException(
+                    ConfigException.Code.MISSING, "site key file " + file + " does not exist; " + howToCreate(file));
         } catch (IOException e) {
-            throw new ConfigException(ConfigException.Code.UNREADABLE, "site key file " + file + " cannot be read: " + IoReasons.of(e), e);
+            throw new ConfigException(
+                    ConfigException.Code.UNREADABLE,
+                    "site key file " + file + " cannot be read: " + IoReasons.of(e),
+                    e);
         }
     }
 

@@ -32,8 +32,11 @@ public final class ThrowawaySiteKey implements AutoCloseable {
         try {
             directory = Files.createTempDirectory(prefix);
         } catch (IOException e) {
-            throw new ConfigException(ConfigException.Code.UNREADABLE, "cannot create a directory for a throwaway"
-                    + " site key in " + System.getProperty("java.io.tmpdir") + ": " + IoReasons.of(e), e);
+            throw new ConfigException(
+                    ConfigException.Code.UNREADABLE,
+                    "cannot create a directory for a throwaway" + " site key in " + System.getProperty("java.io.tmpdir")
+                            + ": " + IoReasons.of(e),
+                    e);
         }
         Path keyFile = directory.resolve("site.key");
         SiteKey key = SiteKey.generate();
@@ -57,8 +60,10 @@ public final class ThrowawaySiteKey implements AutoCloseable {
                 Files.deleteIfExists(path);
             }
         } catch (IOException e) {
-            throw new ConfigException(ConfigException.Code.UNREADABLE, "cannot remove the throwaway site key in "
-                    + directory + ": " + IoReasons.of(e), e);
+            throw new ConfigException(
+                    ConfigException.Code.UNREADABLE,
+                    "cannot remove the throwaway site key in " + directory + ": " + IoReasons.of(e),
+                    e);
         }
     }
 }

@@ -47,7 +47,8 @@ public final class TokenVerifier {
         Instant now = clock.instant();
         if (now.minus(CLOCK_SKEW_ALLOWANCE).isAfter(granted.expiresAt())) {
             throw SessionTokenCodec.refused("session token of job " + granted.jobId() + " expired at "
-                    + granted.expiresAt() + " (now " + now + ", clock skew allowance " + CLOCK_SKEW_ALLOWANCE.toSeconds()
+                    + granted.expiresAt() + " (now " + now + ", clock skew allowance "
+                    + CLOCK_SKEW_ALLOWANCE.toSeconds()
                     + " s)");
         }
         return granted;

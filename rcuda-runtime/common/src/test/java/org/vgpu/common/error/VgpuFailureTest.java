@@ -20,7 +20,8 @@ class VgpuFailureTest {
 
     @Test
     void anUnexpectedExceptionShowsNeitherItsClassNorItsText() {
-        assertEquals("an unexpected internal failure",
+        assertEquals(
+                "an unexpected internal failure",
                 VgpuFailure.describe(new IllegalStateException("java.lang.NullPointerException at Foo.bar")));
         assertEquals("an unexpected internal failure", VgpuFailure.describe(null));
     }
@@ -45,7 +46,8 @@ class VgpuFailureTest {
 
     @Test
     void aConnectTimeoutIsNoAnswerNotARefusal() {
-        assertEquals("no answer in time",
+        assertEquals(
+                "no answer in time",
                 IoReasons.of(new ConnectException("connection timed out after 30000 ms: /10.0.0.9:7400")));
     }
 

@@ -8,6 +8,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 
 import org.junit.jupiter.api.Test;
+
 import org.vgpu.common.line.BoundedLineReader.Line;
 
 class BoundedLineReaderTest {
@@ -37,7 +38,8 @@ class BoundedLineReaderTest {
 
     @Test
     void bytesThatAreNotUtf8BecomeReplacementCharacters() throws IOException {
-        BoundedLineReader reader = new BoundedLineReader(new ByteArrayInputStream(new byte[] {'a', (byte) 0xff, '\n'}), 8);
+        BoundedLineReader reader =
+                new BoundedLineReader(new ByteArrayInputStream(new byte[] {'a', (byte) 0xff, '\n'}), 8);
         assertEquals(new Line("a\uFFFD", false), reader.readLine());
     }
 

@@ -9,12 +9,17 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
+
 import org.vgpu.common.error.InputException;
 
 class EndpointTest {
     @ParameterizedTest
-    @CsvSource({"gpu07.cluster:7000, gpu07.cluster, 7000", "10.1.2.3:0, 10.1.2.3, 0", "[::1]:65535, ::1, 65535",
-            "[fe80::1%eth0]:80, fe80::1%eth0, 80"})
+    @CsvSource({
+        "gpu07.cluster:7000, gpu07.cluster, 7000",
+        "10.1.2.3:0, 10.1.2.3, 0",
+        "[::1]:65535, ::1, 65535",
+        "[fe80::1%eth0]:80, fe80::1%eth0, 80"
+    })
     void parsesAndPrintsTheSameText(String text, String host, int port) {
         Endpoint endpoint = Endpoint.parse(text);
         assertEquals(new Endpoint(host, port), endpoint);
@@ -22,8 +27,21 @@ class EndpointTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"", "host", "host:", ":80", "::1:80", "host:http", "host:-1", "host:65536", "host:123456",
-            "ho st:80", "[]:80", "[::1:80"})
+    @ValueSource(
+            strings = {
+                "",
+                "host",
+                "host:",
+                ":80",
+                "::1:80",
+                "host:http",
+                "host:-1",
+                "host:65536",
+                "host:123456",
+                "ho st:80",
+                "[]:80",
+                "[::1:80"
+            })
     void refusesWhatIsNotHostColonPort(String text) {
         InputException refused = assertThrows(InputException.class, () -> Endpoint.parse(text));
         assertEquals("BAD_INPUT", refused.codeName());

@@ -17,6 +17,7 @@ import java.util.Random;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
+
 import org.vgpu.common.VgpuLimits;
 import org.vgpu.common.error.AuthException;
 import org.vgpu.common.error.InputException;
@@ -36,7 +37,8 @@ class SessionTokenTest {
         String token = issuer.issue("4711_3", 2, WORKER, Duration.ofMinutes(10));
 
         assertTrue(token.startsWith("v1."), token);
-        assertEquals(new SessionToken("4711_3", 2, WORKER, NOW.plus(Duration.ofMinutes(10))), verifier.verify(token, 2));
+        assertEquals(
+                new SessionToken("4711_3", 2, WORKER, NOW.plus(Duration.ofMinutes(10))), verifier.verify(token, 2));
     }
 
     @Test
@@ -55,7 +57,8 @@ class SessionTokenTest {
     @Test
     void anExpiredTokenIsRefusedSayingWhenItExpired() {
         String token = issuer.issue("42", 0, WORKER, Duration.ofSeconds(60));
-        Instant later = NOW.plusSeconds(60).plus(TokenVerifier.CLOCK_SKEW_ALLOWANCE).plusSeconds(1);
+        Instant later =
+                NOW.plusSeconds(60).plus(TokenVerifier.CLOCK_SKEW_ALLOWANCE).plusSeconds(1);
 
         String reason = refusal(() -> verifierAt(later).verify(token, 0));
         assertTrue(reason.contains("session token of job 42 expired at 2026-03-01T12:01:00Z"), reason);
@@ -135,7 +138,8 @@ class SessionTokenTest {
     void noTokenAndOversizedTokensAreRefused() {
         assertTrue(refusal(() -> verifier.verify(null, 0)).contains("no session token"));
         assertTrue(refusal(() -> verifier.verify("", 0)).contains("no session token"));
-        assertTrue(refusal(() -> verifier.verify("v1." + "A".repeat(5000) + ".AA", 0)).contains("at most 1024"));
+        assertTrue(refusal(() -> verifier.verify("v1." + "A".repeat(5000) + ".AA", 0))
+                .contains("at most 1024"));
     }
 
     @Test
@@ -150,10 +154,17 @@ class SessionTokenTest {
         byte[] job = "42".getBytes(StandardCharsets.US_ASCII);
         byte[] worker = WORKER.getBytes(StandardCharsets.US_ASCII);
         ByteBuffer valid = ByteBuffer.allocate(4 + 2 + 4 + 4 + worker.length + 8 + 4)
-                .putInt(2).put(job).putInt(0).putInt(worker.length).put(worker).putLong(NOW.getEpochSecond()).putInt(0);
+                .putInt(2)
+                .put(job)
+                .putInt(0)
+                .putInt(worker.length)
+                .put(worker)
+                .putLong(NOW.getEpochSecond())
+                .putInt(0);
         assertEquals("42", verifier.verify(signed(valid.array()), 0).jobId());
 
-        byte[] trailing = ByteBuffer.allocate(valid.capacity() + 1).put(valid.array()).array();
+        byte[] trailing =
+                ByteBuffer.allocate(valid.capacity() + 1).put(valid.array()).array();
         assertTrue(refusal(() -> verifier.verify(signed(trailing), 0)).contains("trailing"));
 
         byte[] truncated = java.util.Arrays.copyOf(valid.array(), valid.capacity() - 3);
@@ -222,7 +233,10 @@ class SessionTokenTest {
 
     private String signed(byte[] payload) {
         byte[] domain = "vgpu session token v1\0".getBytes(StandardCharsets.US_ASCII);
-        byte[] input = ByteBuffer.allocate(domain.length + payload.length).put(domain).put(payload).array();
+        byte[] input = ByteBuffer.allocate(domain.length + payload.length)
+                .put(domain)
+                .put(payload)
+                .array();
         return "v1." + base64(payload) + "." + base64(key.mac(input));
     }
 

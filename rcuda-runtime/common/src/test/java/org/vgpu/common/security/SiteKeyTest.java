@@ -17,6 +17,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
+
 import org.vgpu.common.error.ConfigException;
 
 class SiteKeyTest {
@@ -58,7 +59,8 @@ class SiteKeyTest {
         SiteKey.generate().writeNewFile(file);
         String before = Files.readString(file);
 
-        ConfigException refused = assertThrows(ConfigException.class, () -> SiteKey.generate().writeNewFile(file));
+        ConfigException refused =
+                assertThrows(ConfigException.class, () -> SiteKey.generate().writeNewFile(file));
         assertTrue(refused.getMessage().contains("already exists"), refused.getMessage());
         assertEquals(before, Files.readString(file));
     }
@@ -119,13 +121,17 @@ class SiteKeyTest {
 
     @Test
     void aDirectoryIsRefused() throws IOException {
-        Path directory = Files.createDirectory(dir.resolve("keys"), PosixFilePermissions.asFileAttribute(
-                PosixFilePermissions.fromString("rwx------")));
+        Path directory = Files.createDirectory(
+                dir.resolve("keys"),
+                PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
         assertTrue(refusal(directory).contains("not a regular file"));
     }
 
     private Path privateKeyFile(String content) throws IOException {
-        Path file = Files.createTempFile(dir, "site", ".key",
+        Path file = Files.createTempFile(
+                dir,
+                "site",
+                ".key",
                 PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
         Files.writeString(file, content, StandardCharsets.US_ASCII);
         return file;

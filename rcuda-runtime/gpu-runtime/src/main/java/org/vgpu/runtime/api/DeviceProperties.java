@@ -17,8 +17,13 @@ public record DeviceProperties(
 
     /** One line for listings; emulated devices are labelled as such. */
     public String describe() {
-        return String.format("%s, %d MiB, compute %d.%d, %d SMs%s", name, totalMemory >> 20,
-                computeCapabilityMajor, computeCapabilityMinor, multiprocessorCount,
+        return String.format(
+                "%s, %d MiB, compute %d.%d, %d SMs%s",
+                name,
+                totalMemory >> 20,
+                computeCapabilityMajor,
+                computeCapabilityMinor,
+                multiprocessorCount,
                 emulated ? " [CPU EMULATION, not a GPU]" : "");
     }
 }

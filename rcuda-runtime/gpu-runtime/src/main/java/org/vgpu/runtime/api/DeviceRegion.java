@@ -44,7 +44,10 @@ public record DeviceRegion(long address, long bytes) {
                     filled = 0;
                 }
                 long piece = Math.min(capacity - filled, region.bytes() - offset);
-                run.add(offset == 0 && piece == region.bytes() ? region : new DeviceRegion(region.address() + offset, piece));
+                run.add(
+                        offset == 0 && piece == region.bytes()
+                                ? region
+                                : new DeviceRegion(region.address() + offset, piece));
                 filled += piece;
                 offset += piece;
             } while (offset < region.bytes());
@@ -69,7 +72,8 @@ public record DeviceRegion(long address, long bytes) {
         for (DeviceRegion region : regions) {
             total += region.bytes();
             if (total < 0) {
-                throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "the regions hold more than 2^63 bytes together");
+                throw new VgpuException(
+                        ErrorCode.CUDA_ERROR_INVALID_VALUE, "the regions hold more than 2^63 bytes together");
             }
         }
         return total;

@@ -4,7 +4,8 @@ package org.vgpu.runtime.api;
 public record Dim3(int x, int y, int z) {
     public Dim3 {
         if (x < 1 || y < 1 || z < 1) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE,
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
                     "launch dimensions must be >= 1, got (" + x + ", " + y + ", " + z + ")");
         }
     }

@@ -1,5 +1,4 @@
 package org.vgpu.runtime.api;
 
 /** An event. Runtime-owned id. */
-public record EventHandle(int id) {
-}
+public record EventHandle(int id) {}

@@ -20,6 +20,5 @@ public interface GpuBackend extends AutoCloseable {
     VirtualGpu open(int device, VaWindow window);
 
     @Override
-    default void close() {
-    }
+    default void close() {}
 }

@@ -11,37 +11,62 @@ public sealed interface KernelArg {
 
     record Pointer(long address) implements KernelArg {
         @Override
-        public int size() { return 8; }
+        public int size() {
+            return 8;
+        }
+
         @Override
-        public void writeTo(byte[] out, int offset) { LittleEndian.putLong(out, offset, address); }
+        public void writeTo(byte[] out, int offset) {
+            LittleEndian.putLong(out, offset, address);
+        }
     }
 
     record I32(int value) implements KernelArg {
         @Override
-        public int size() { return 4; }
+        public int size() {
+            return 4;
+        }
+
         @Override
-        public void writeTo(byte[] out, int offset) { LittleEndian.putInt(out, offset, value); }
+        public void writeTo(byte[] out, int offset) {
+            LittleEndian.putInt(out, offset, value);
+        }
     }
 
     record I64(long value) implements KernelArg {
         @Override
-        public int size() { return 8; }
+        public int size() {
+            return 8;
+        }
+
         @Override
-        public void writeTo(byte[] out, int offset) { LittleEndian.putLong(out, offset, value); }
+        public void writeTo(byte[] out, int offset) {
+            LittleEndian.putLong(out, offset, value);
+        }
     }
 
     record F32(float value) implements KernelArg {
         @Override
-        public int size() { return 4; }
+        public int size() {
+            return 4;
+        }
+
         @Override
-        public void writeTo(byte[] out, int offset) { LittleEndian.putInt(out, offset, Float.floatToRawIntBits(value)); }
+        public void writeTo(byte[] out, int offset) {
+            LittleEndian.putInt(out, offset, Float.floatToRawIntBits(value));
+        }
     }
 
     record F64(double value) implements KernelArg {
         @Override
-        public int size() { return 8; }
+        public int size() {
+            return 8;
+        }
+
         @Override
-        public void writeTo(byte[] out, int offset) { LittleEndian.putLong(out, offset, Double.doubleToRawLongBits(value)); }
+        public void writeTo(byte[] out, int offset) {
+            LittleEndian.putLong(out, offset, Double.doubleToRawLongBits(value));
+        }
     }
 
     /** A by-value struct or any other raw parameter, passed byte for byte. */
@@ -49,18 +74,26 @@ public sealed interface KernelArg {
         public Bytes {
             value = value.clone();
         }
+
         @Override
-        public int size() { return value.length; }
+        public int size() {
+            return value.length;
+        }
+
         @Override
-        public void writeTo(byte[] out, int offset) { System.arraycopy(value, 0, out, offset, value.length); }
+        public void writeTo(byte[] out, int offset) {
+            System.arraycopy(value, 0, out, offset, value.length);
+        }
+
         @Override
-        public byte[] value() { return value.clone(); }
+        public byte[] value() {
+            return value.clone();
+        }
     }
 
     /** Little-endian stores without a ByteBuffer per argument. */
     final class LittleEndian {
-        private LittleEndian() {
-        }
+        private LittleEndian() {}
 
         static void putInt(byte[] out, int offset, int v) {
             for (int i = 0; i < 4; i++) {

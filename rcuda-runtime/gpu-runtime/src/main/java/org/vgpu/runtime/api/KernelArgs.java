@@ -65,13 +65,16 @@ public final class KernelArgs {
 
     private <T extends KernelArg> T as(int index, Class<T> type) {
         if (index < 0 || index >= args.size()) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE,
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
                     "kernel argument " + index + " does not exist (" + args.size() + " arguments)");
         }
         KernelArg arg = args.get(index);
         if (!type.isInstance(arg)) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "kernel argument " + index
-                    + " is " + arg.getClass().getSimpleName() + ", expected " + type.getSimpleName());
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    "kernel argument " + index + " is " + arg.getClass().getSimpleName() + ", expected "
+                            + type.getSimpleName());
         }
         return type.cast(arg);
     }

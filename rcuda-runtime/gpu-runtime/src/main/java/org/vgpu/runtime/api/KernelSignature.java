@@ -15,15 +15,19 @@ public record KernelSignature(String kernelName, List<Integer> parameterSizes) {
     /** Throws CUDA_ERROR_INVALID_VALUE unless {@code args} match this signature in count and sizes. */
     public void check(KernelArgs args) {
         if (args.count() != parameterSizes.size()) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "kernel " + kernelName + " takes "
-                    + parameterSizes.size() + " arguments " + describeSizes() + ", got " + args.count());
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    "kernel " + kernelName + " takes " + parameterSizes.size() + " arguments " + describeSizes()
+                            + ", got " + args.count());
         }
         for (int i = 0; i < args.count(); i++) {
             int given = args.get(i).size();
             if (given != parameterSizes.get(i)) {
-                throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "kernel " + kernelName + " argument "
-                        + i + " must be " + parameterSizes.get(i) + " bytes, got " + args.get(i) + " ("
-                        + given + " bytes)");
+                throw new VgpuException(
+                        ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                        "kernel " + kernelName + " argument "
+                                + i + " must be " + parameterSizes.get(i) + " bytes, got " + args.get(i) + " ("
+                                + given + " bytes)");
             }
         }
     }

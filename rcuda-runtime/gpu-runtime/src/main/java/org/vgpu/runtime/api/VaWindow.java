@@ -18,25 +18,32 @@ public record VaWindow(int vgpuIndex, long base, long size) {
     public static final long DEFAULT_SIZE = BridgeContract.WINDOW_BYTES;
     /** Allocation granularity of the CUDA VMM API on current NVIDIA GPUs (2 MiB); every backend uses it. */
     public static final long GRANULARITY = BridgeContract.WINDOW_ALIGNMENT;
+
     public static final int MAX_VGPUS = VgpuLimits.MAX_VGPUS;
 
     public VaWindow {
         if (vgpuIndex < 0) {
             throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "vGPU index must be >= 0, got " + vgpuIndex);
         }
-        if (base <= 0 || base % GRANULARITY != 0 || size <= 0 || size % GRANULARITY != 0
-                || base + size < base || base + size > BridgeContract.ADDRESS_LIMIT) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, String.format(
-                    "window 0x%x + 0x%x must be %d-aligned and inside the 47-bit user address space",
-                    base, size, GRANULARITY));
+        if (base <= 0
+                || base % GRANULARITY != 0
+                || size <= 0
+                || size % GRANULARITY != 0
+                || base + size < base
+                || base + size > BridgeContract.ADDRESS_LIMIT) {
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    String.format(
+                            "window 0x%x + 0x%x must be %d-aligned and inside the 47-bit user address space",
+                            base, size, GRANULARITY));
         }
     }
 
     /** Window k of the default layout: {@code DEFAULT_BASE + k * DEFAULT_SIZE}. */
     public static VaWindow forVgpu(int k) {
         if (k < 0 || k >= MAX_VGPUS) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE,
-                    "vGPU index must be in [0, " + MAX_VGPUS + "), got " + k);
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE, "vGPU index must be in [0, " + MAX_VGPUS + "), got " + k);
         }
         return new VaWindow(k, DEFAULT_BASE + k * DEFAULT_SIZE, DEFAULT_SIZE);
     }

@@ -135,8 +135,8 @@ public interface VirtualGpu extends AutoCloseable {
     // ---- launch
 
     /** As {@code cuLaunchKernel}; asynchronous with respect to the host. */
-    void launchKernel(FunctionHandle function, Dim3 grid, Dim3 block, int sharedMemBytes,
-                      StreamHandle stream, KernelArgs args);
+    void launchKernel(
+            FunctionHandle function, Dim3 grid, Dim3 block, int sharedMemBytes, StreamHandle stream, KernelArgs args);
 
     // ---- streams, events, synchronization
 

@@ -7,6 +7,7 @@ import org.apache.commons.cli.CommandLine;
 import org.apache.commons.cli.Option;
 import org.apache.commons.cli.Options;
 import org.apache.commons.cli.ParseException;
+
 import org.vgpu.common.cli.CommandLines;
 import org.vgpu.common.cli.Subcommand;
 import org.vgpu.runtime.Backends;
@@ -36,17 +37,37 @@ public final class DemoCommand implements Subcommand {
     @Override
     public Options options() {
         return new Options()
-                .addOption(Option.builder().longOpt("backend").hasArg().argName("NAME")
-                        .desc("auto, native or emulated (default auto: native when this machine has a GPU)").get())
-                .addOption(Option.builder().longOpt("size").hasArg().argName("N")
-                        .desc("problem-size multiplier, >= 1 (default 1, sized for the CPU emulation)").get())
+                .addOption(Option.builder()
+                        .longOpt("backend")
+                        .hasArg()
+                        .argName("NAME")
+                        .desc("auto, native or emulated (default auto: native when this machine has a GPU)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("size")
+                        .hasArg()
+                        .argName("N")
+                        .desc("problem-size multiplier, >= 1 (default 1, sized for the CPU emulation)")
+                        .get())
                 .addOption(WorkloadSelection.option("all"))
-                .addOption(Option.builder().longOpt("vgpu").hasArg().argName("K")
-                        .desc("vGPU index, which fixes the address window (default 0)").get())
-                .addOption(Option.builder().longOpt("device").hasArg().argName("D")
-                        .desc("device of the backend to open the vGPU on (default 0)").get())
-                .addOption(Option.builder().longOpt("seed").hasArg().argName("S")
-                        .desc("seed of the random inputs (default 1)").get());
+                .addOption(Option.builder()
+                        .longOpt("vgpu")
+                        .hasArg()
+                        .argName("K")
+                        .desc("vGPU index, which fixes the address window (default 0)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("device")
+                        .hasArg()
+                        .argName("D")
+                        .desc("device of the backend to open the vGPU on (default 0)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("seed")
+                        .hasArg()
+                        .argName("S")
+                        .desc("seed of the random inputs (default 1)")
+                        .get());
     }
 
     @Override
@@ -59,15 +80,18 @@ public final class DemoCommand implements Subcommand {
         }
         int device = CommandLines.intValue(line, "device", 0, 0);
         int seed = CommandLines.intValue(line, "seed", 1, 0);
-        List<Workload> workloads = WorkloadSelection.select(line.getOptionValues(WorkloadSelection.OPTION), Workloads.all());
+        List<Workload> workloads =
+                WorkloadSelection.select(line.getOptionValues(WorkloadSelection.OPTION), Workloads.all());
 
         try (GpuBackend backend = Backends.open(backendName)) {
             if (device >= backend.deviceCount()) {
-                throw new ParseException("--device " + device + " does not exist: backend " + backend.name()
-                        + " has " + backend.deviceCount() + " device(s)");
+                throw new ParseException("--device " + device + " does not exist: backend " + backend.name() + " has "
+                        + backend.deviceCount() + " device(s)");
             }
             String emulationMark = backend.isEmulation() ? "  [CPU EMULATION, not a GPU]" : "";
-            out.printf("backend %s, device %d: %s%n", backend.name(), device, backend.deviceProperties(device).describe());
+            out.printf(
+                    "backend %s, device %d: %s%n",
+                    backend.name(), device, backend.deviceProperties(device).describe());
             if (backend.isEmulation()) {
                 out.println("CPU EMULATION, not a GPU: kernels run as their Java twins; results check the runtime,"
                         + " times say nothing about GPUs");
@@ -83,8 +107,13 @@ public final class DemoCommand implements Subcommand {
                     }
                 }
             }
-            out.printf("%s: %d of %d workloads passed on %s%s%n", failed == 0 ? "PASS" : "FAIL",
-                    workloads.size() - failed, workloads.size(), backend.name(), emulationMark);
+            out.printf(
+                    "%s: %d of %d workloads passed on %s%s%n",
+                    failed == 0 ? "PASS" : "FAIL",
+                    workloads.size() - failed,
+                    workloads.size(),
+                    backend.name(),
+                    emulationMark);
             return failed == 0 ? 0 : 1;
         }
     }

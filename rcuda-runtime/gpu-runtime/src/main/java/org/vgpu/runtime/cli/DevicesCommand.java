@@ -7,6 +7,7 @@ import org.apache.commons.cli.CommandLine;
 import org.apache.commons.cli.Option;
 import org.apache.commons.cli.Options;
 import org.apache.commons.cli.ParseException;
+
 import org.vgpu.common.cli.CommandLines;
 import org.vgpu.common.cli.Subcommand;
 import org.vgpu.runtime.Backends;
@@ -31,8 +32,13 @@ public final class DevicesCommand implements Subcommand {
 
     @Override
     public Options options() {
-        return new Options().addOption(Option.builder().longOpt("backend").hasArg().argName("NAME")
-                .desc("native, emulated or all (default all)").get());
+        return new Options()
+                .addOption(Option.builder()
+                        .longOpt("backend")
+                        .hasArg()
+                        .argName("NAME")
+                        .desc("native, emulated or all (default all)")
+                        .get());
     }
 
     /** Exit 1 only when an asked-for backend is unusable; a machine without GPU is no failure of "all". */
@@ -44,10 +50,12 @@ public final class DevicesCommand implements Subcommand {
         for (String name : names) {
             try (GpuBackend opened = Backends.open(name)) {
                 int count = opened.deviceCount();
-                out.printf("backend %s: %d device%s%s%n", name, count, count == 1 ? "" : "s",
-                        opened.isEmulation() ? " [CPU EMULATION, not a GPU]" : "");
+                out.printf(
+                        "backend %s: %d device%s%s%n",
+                        name, count, count == 1 ? "" : "s", opened.isEmulation() ? " [CPU EMULATION, not a GPU]" : "");
                 for (int d = 0; d < count; d++) {
-                    out.printf("  %s %d: %s%n", name, d, opened.deviceProperties(d).describe());
+                    out.printf(
+                            "  %s %d: %s%n", name, d, opened.deviceProperties(d).describe());
                 }
             } catch (VgpuException e) {
                 out.printf("backend %s: unavailable (%s)%n", name, e.getMessage());

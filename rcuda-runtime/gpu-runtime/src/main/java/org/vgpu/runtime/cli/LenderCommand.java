@@ -11,16 +11,16 @@ import org.apache.commons.cli.CommandLine;
 import org.apache.commons.cli.Option;
 import org.apache.commons.cli.Options;
 import org.apache.commons.cli.ParseException;
+
 import org.vgpu.common.cli.CommandLines;
 import org.vgpu.common.cli.Subcommand;
-import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.common.net.Endpoint;
 import org.vgpu.runtime.remote.lender.Lender;
 import org.vgpu.runtime.remote.lender.LenderConfig;
 import org.vgpu.runtime.remote.lender.WorkerLauncher;
 import org.vgpu.runtime.remote.lender.WorkerSpec;
 import org.vgpu.runtime.remote.security.TlsConfig;
-import org.vgpu.common.error.VgpuFailure;
 
 /**
  * {@code vgpu lender}: the daemon of a lender node. Keeps warm GPU workers per device and hands
@@ -48,39 +48,81 @@ public final class LenderCommand implements Subcommand {
     @Override
     public Options options() {
         return new Options()
-                .addOption(Option.builder().longOpt("listen").hasArg().argName("HOST:PORT")
-                        .desc("control socket (required); workers listen on the same host").get())
-                .addOption(Option.builder().longOpt("backend").hasArg().argName("NAME")
-                        .desc("native or emulated (default native)").get())
-                .addOption(Option.builder().longOpt("devices").hasArg().argName("D[,D...]")
-                        .desc("devices this node lends, e.g. 0,1 (required)").get())
-                .addOption(Option.builder().longOpt("key-file").hasArg().argName("FILE")
-                        .desc("site key file (base64, mode 600) the workers check session tokens with (required)").get())
-                .addOption(Option.builder().longOpt("pool").hasArg().argName("N")
-                        .desc("warm workers kept per device (default 1, 0 to start each on request)").get())
-                .addOption(Option.builder().longOpt("max-lent").hasArg().argName("N")
-                        .desc("workers per device handed out at once (default 1: a GPU is never lent twice)").get())
-                .addOption(Option.builder().longOpt("worker-idle-timeout").hasArg().argName("SECONDS")
-                        .desc("how long a warm worker waits unused before it is replaced, and a lent one for its job"
-                                + " (each worker's --idle-timeout; default " + DEFAULT_WORKER_IDLE_TIMEOUT.toSeconds() + ")")
+                .addOption(Option.builder()
+                        .longOpt("listen")
+                        .hasArg()
+                        .argName("HOST:PORT")
+                        .desc("control socket (required); workers listen on the same host")
                         .get())
-                .addOption(Option.builder().longOpt("worker-startup-timeout").hasArg().argName("SECONDS")
+                .addOption(Option.builder()
+                        .longOpt("backend")
+                        .hasArg()
+                        .argName("NAME")
+                        .desc("native or emulated (default native)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("devices")
+                        .hasArg()
+                        .argName("D[,D...]")
+                        .desc("devices this node lends, e.g. 0,1 (required)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("key-file")
+                        .hasArg()
+                        .argName("FILE")
+                        .desc("site key file (base64, mode 600) the workers check session tokens with (required)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("pool")
+                        .hasArg()
+                        .argName("N")
+                        .desc("warm workers kept per device (default 1, 0 to start each on request)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("max-lent")
+                        .hasArg()
+                        .argName("N")
+                        .desc("workers per device handed out at once (default 1: a GPU is never lent twice)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("worker-idle-timeout")
+                        .hasArg()
+                        .argName("SECONDS")
+                        .desc("how long a warm worker waits unused before it is replaced, and a lent one for its job"
+                                + " (each worker's --idle-timeout; default " + DEFAULT_WORKER_IDLE_TIMEOUT.toSeconds()
+                                + ")")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("worker-startup-timeout")
+                        .hasArg()
+                        .argName("SECONDS")
                         .desc("time a worker has to report listening before it is killed (default "
-                                + WorkerLauncher.DEFAULT_STARTUP_TIMEOUT.toSeconds() + ")").get())
-                .addOption(Option.builder().longOpt("tls-cert").hasArg().argName("PEM")
-                        .desc("workers' TLS certificate chain; with --tls-key, worker connections use TLS").get())
-                .addOption(Option.builder().longOpt("tls-key").hasArg().argName("PEM")
-                        .desc("workers' TLS private key (unencrypted PKCS#8)").get());
+                                + WorkerLauncher.DEFAULT_STARTUP_TIMEOUT.toSeconds() + ")")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("tls-cert")
+                        .hasArg()
+                        .argName("PEM")
+                        .desc("workers' TLS certificate chain; with --tls-key, worker connections use TLS")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("tls-key")
+                        .hasArg()
+                        .argName("PEM")
+                        .desc("workers' TLS private key (unencrypted PKCS#8)")
+                        .get());
     }
 
     @Override
     public int run(CommandLine line, PrintStream out, PrintStream err) throws ParseException {
         LenderConfig config = config(line);
-        int startupSeconds = CommandLines.intValue(line, "worker-startup-timeout",
-                (int) WorkerLauncher.DEFAULT_STARTUP_TIMEOUT.toSeconds(), 1);
-        WorkerLauncher launcher = new WorkerLauncher(WorkerLauncher.WORKER_MAIN_CLASS, Duration.ofSeconds(startupSeconds));
+        int startupSeconds = CommandLines.intValue(
+                line, "worker-startup-timeout", (int) WorkerLauncher.DEFAULT_STARTUP_TIMEOUT.toSeconds(), 1);
+        WorkerLauncher launcher =
+                new WorkerLauncher(WorkerLauncher.WORKER_MAIN_CLASS, Duration.ofSeconds(startupSeconds));
         Lender lender = Lender.start(config, launcher);
-        Runtime.getRuntime().addShutdownHook(Thread.ofPlatform().name("lender-shutdown").unstarted(lender::close));
+        Runtime.getRuntime()
+                .addShutdownHook(Thread.ofPlatform().name("lender-shutdown").unstarted(lender::close));
         out.println("vgpu lender listening " + lender.controlEndpoint());
         out.flush();
         try {
@@ -102,13 +144,14 @@ public final class LenderCommand implements Subcommand {
         String backend = CommandLines.choice(line, "backend", "native", WorkerSpec.BACKENDS);
         int poolSize = CommandLines.intValue(line, "pool", 1, 0);
         int maxLent = CommandLines.intValue(line, "max-lent", 1, 1);
-        Duration idleTimeout = Duration.ofSeconds(CommandLines.intValue(line, "worker-idle-timeout",
-                (int) DEFAULT_WORKER_IDLE_TIMEOUT.toSeconds(), 1));
+        Duration idleTimeout = Duration.ofSeconds(
+                CommandLines.intValue(line, "worker-idle-timeout", (int) DEFAULT_WORKER_IDLE_TIMEOUT.toSeconds(), 1));
         if (line.hasOption("tls-cert") != line.hasOption("tls-key")) {
             throw new ParseException("--tls-cert and --tls-key go together: give both for TLS, neither without");
         }
         Optional<TlsConfig.Server> tls = line.hasOption("tls-cert")
-                ? Optional.of(new TlsConfig.Server(Path.of(line.getOptionValue("tls-cert")), Path.of(line.getOptionValue("tls-key"))))
+                ? Optional.of(new TlsConfig.Server(
+                        Path.of(line.getOptionValue("tls-cert")), Path.of(line.getOptionValue("tls-key"))))
                 : Optional.empty();
         Endpoint listen;
         try {
@@ -117,9 +160,15 @@ public final class LenderCommand implements Subcommand {
             throw new ParseException("--listen: " + e.detail());
         }
         try {
-            return new LenderConfig(listen, backend,
-                    devices(line.getOptionValue("devices")), Path.of(line.getOptionValue("key-file")), poolSize, maxLent,
-                    Optional.of(idleTimeout), tls);
+            return new LenderConfig(
+                    listen,
+                    backend,
+                    devices(line.getOptionValue("devices")),
+                    Path.of(line.getOptionValue("key-file")),
+                    poolSize,
+                    maxLent,
+                    Optional.of(idleTimeout),
+                    tls);
         } catch (VgpuFailure e) {
             throw new ParseException(e.detail());
         }

@@ -7,6 +7,7 @@ import java.util.Set;
 
 import org.apache.commons.cli.Option;
 import org.apache.commons.cli.ParseException;
+
 import org.vgpu.runtime.workloads.Workload;
 import org.vgpu.runtime.workloads.Workloads;
 
@@ -15,14 +16,17 @@ public final class WorkloadSelection {
     public static final String OPTION = "workload";
     private static final String ALL = "all";
 
-    private WorkloadSelection() {
-    }
+    private WorkloadSelection() {}
 
     /** {@code --workload NAME[,NAME...]}, repeatable; {@code defaultText} says what runs without it. */
     public static Option option(String defaultText) {
-        return Option.builder().longOpt(OPTION).hasArg().argName("NAME[,NAME...]")
-                .desc("workloads to run, repeatable (default " + defaultText + "): " + String.join(", ", Workloads.names())
-                        + ", or " + ALL).get();
+        return Option.builder()
+                .longOpt(OPTION)
+                .hasArg()
+                .argName("NAME[,NAME...]")
+                .desc("workloads to run, repeatable (default " + defaultText + "): "
+                        + String.join(", ", Workloads.names()) + ", or " + ALL)
+                .get();
     }
 
     /**
@@ -49,8 +53,9 @@ public final class WorkloadSelection {
         }
         List<Workload> selected = new ArrayList<>();
         for (String name : names) {
-            selected.add(Workloads.named(name).orElseThrow(() -> new ParseException(
-                    "unknown workload '" + name + "', expected one of " + Workloads.names() + " or " + ALL)));
+            selected.add(Workloads.named(name)
+                    .orElseThrow(() -> new ParseException(
+                            "unknown workload '" + name + "', expected one of " + Workloads.names() + " or " + ALL)));
         }
         return selected;
     }

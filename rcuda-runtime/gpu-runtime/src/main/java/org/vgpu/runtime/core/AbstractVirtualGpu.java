@@ -36,12 +36,10 @@ import org.vgpu.runtime.memory.WindowAllocator;
 public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
 
     /** A loaded module with the image it came from. */
-    protected record LoadedModule<M>(M module, ModuleImage image) {
-    }
+    protected record LoadedModule<M>(M module, ModuleImage image) {}
 
     /** A function with the signature launches are checked against. */
-    protected record LoadedFunction<F>(F function, KernelSignature signature, int moduleId) {
-    }
+    protected record LoadedFunction<F>(F function, KernelSignature signature, int moduleId) {}
 
     protected final WindowAllocator allocator;
     private final HandleTable<LoadedModule<M>> modules = new HandleTable<>("module");
@@ -50,6 +48,7 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
     private final HandleTable<E> events = new HandleTable<>("event");
     /** Pinned host allocations by address, each freed by closing its arena. */
     private final Map<Long, Arena> hostAllocations = new ConcurrentHashMap<>();
+
     private volatile boolean closed;
 
     protected AbstractVirtualGpu(VaWindow window, long granularity) {
@@ -223,7 +222,8 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
     public MemorySegment memAllocHost(long bytes) {
         ensureOpen();
         if (bytes <= 0) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "host allocation size must be > 0, got " + bytes);
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE, "host allocation size must be > 0, got " + bytes);
         }
         Arena arena = Arena.ofShared();
         MemorySegment segment;
@@ -242,8 +242,8 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
         ensureOpen();
         Arena arena = hostMemory == null ? null : hostAllocations.remove(hostMemory.address());
         if (arena == null) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE,
-                    "host memory was not allocated by memAllocHost of this vGPU");
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE, "host memory was not allocated by memAllocHost of this vGPU");
         }
         arena.close();
     }
@@ -321,17 +321,20 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
     }
 
     @Override
-    public void launchKernel(FunctionHandle function, Dim3 grid, Dim3 block, int sharedMemBytes,
-                             StreamHandle stream, KernelArgs args) {
+    public void launchKernel(
+            FunctionHandle function, Dim3 grid, Dim3 block, int sharedMemBytes, StreamHandle stream, KernelArgs args) {
         ensureOpen();
         LoadedFunction<F> loaded = functions.get(function.id());
         loaded.signature().check(args);
         if (sharedMemBytes < 0) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "shared memory size must be >= 0, got " + sharedMemBytes);
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE, "shared memory size must be >= 0, got " + sharedMemBytes);
         }
         if (block.count() > deviceProperties().maxThreadsPerBlock()) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "block of " + block.count()
-                    + " threads exceeds the device's " + deviceProperties().maxThreadsPerBlock());
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    "block of " + block.count() + " threads exceeds the device's "
+                            + deviceProperties().maxThreadsPerBlock());
         }
         doLaunch(loaded.function(), grid, block, sharedMemBytes, stream(stream), args);
     }
@@ -436,7 +439,8 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
 
     protected final void ensureOpen() {
         if (closed) {
-            throw new VgpuException(ErrorCode.VGPU_CLOSED, "vGPU " + vgpuIndex() + " (" + backendName() + ") is closed");
+            throw new VgpuException(
+                    ErrorCode.VGPU_CLOSED, "vGPU " + vgpuIndex() + " (" + backendName() + ") is closed");
         }
     }
 
@@ -463,7 +467,8 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
      * Checks an asynchronous copy between {@code host}, packed, and many device regions, which must
      * each lie in a live allocation; returns the regions as an immutable copy.
      */
-    private List<DeviceRegion> checkRegionCopy(String call, List<DeviceRegion> regions, MemorySegment host, boolean toHost) {
+    private List<DeviceRegion> checkRegionCopy(
+            String call, List<DeviceRegion> regions, MemorySegment host, boolean toHost) {
         ensureOpen();
         if (regions == null) {
             throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, call + " regions are null");
@@ -483,7 +488,8 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
         ensureOpen();
         checkHost(dst, bytes, async, "destination");
         if (dst.isReadOnly()) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "memcpyDtoH destination is read-only host memory");
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE, "memcpyDtoH destination is read-only host memory");
         }
     }
 
@@ -498,7 +504,8 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
         ensureOpen();
         checkCount(count);
         if (dst % elementSize != 0) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE,
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
                     String.format("%s destination 0x%x is not %d-byte aligned", what, dst, elementSize));
         }
         if (count > Long.MAX_VALUE / elementSize) {
@@ -513,12 +520,15 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
             throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "host " + role + " is null");
         }
         if (host.byteSize() < bytes) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "host " + role + " holds "
-                    + host.byteSize() + " bytes, the copy needs " + bytes);
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    "host " + role + " holds " + host.byteSize() + " bytes, the copy needs " + bytes);
         }
         if (async && !host.isNative()) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "asynchronous copies need native host memory"
-                    + " (memAllocHost or an Arena); a Java heap array may move before the copy runs");
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    "asynchronous copies need native host memory"
+                            + " (memAllocHost or an Arena); a Java heap array may move before the copy runs");
         }
     }
 

@@ -18,7 +18,11 @@ import org.vgpu.runtime.api.VgpuException;
  */
 public record ModuleImage(byte[] bytes, Format format, Map<String, KernelSignature> ptxKernels) {
 
-    public enum Format { PTX, CUBIN, FATBIN }
+    public enum Format {
+        PTX,
+        CUBIN,
+        FATBIN
+    }
 
     private static final Pattern ENTRY = Pattern.compile("\\.entry\\s+([A-Za-z_$][\\w$]*)\\s*(\\(([^)]*)\\))?");
     private static final Pattern PARAM_TYPE = Pattern.compile("\\.[bsuf](8|16|32|64)\\b");
@@ -31,12 +35,16 @@ public record ModuleImage(byte[] bytes, Format format, Map<String, KernelSignatu
     /** Classifies and, for PTX, parses {@code image}; CUDA_ERROR_INVALID_IMAGE when it is neither. */
     public static ModuleImage parse(byte[] image) {
         if (image == null || image.length < 4) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_IMAGE, "module image is empty or shorter than 4 bytes");
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_IMAGE, "module image is empty or shorter than 4 bytes");
         }
         if (image[0] == 0x7f && image[1] == 'E' && image[2] == 'L' && image[3] == 'F') {
             return new ModuleImage(image.clone(), Format.CUBIN, Map.of());
         }
-        if ((image[0] & 0xff) == 0x50 && (image[1] & 0xff) == 0xed && (image[2] & 0xff) == 0x55 && (image[3] & 0xff) == 0xba) {
+        if ((image[0] & 0xff) == 0x50
+                && (image[1] & 0xff) == 0xed
+                && (image[2] & 0xff) == 0x55
+                && (image[3] & 0xff) == 0xba) {
             return new ModuleImage(image.clone(), Format.FATBIN, Map.of());
         }
         String text = new String(image, StandardCharsets.US_ASCII);
@@ -45,7 +53,8 @@ public record ModuleImage(byte[] bytes, Format format, Map<String, KernelSignatu
             text = text.substring(0, nul);
         }
         if (!text.contains(".version") || !text.contains(".target")) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_IMAGE,
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_IMAGE,
                     "module image is neither PTX (no .version/.target), a cubin (ELF) nor a fatbin");
         }
         return new ModuleImage(image.clone(), Format.PTX, parsePtxEntries(text));
@@ -71,7 +80,8 @@ public record ModuleImage(byte[] bytes, Format format, Map<String, KernelSignatu
     private static int paramSize(String kernel, String param) {
         Matcher type = PARAM_TYPE.matcher(param);
         if (!type.find()) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_PTX,
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_PTX,
                     "cannot read the type of a parameter of kernel " + kernel + ": " + param.strip());
         }
         int size = Integer.parseInt(type.group(1)) / 8;
@@ -83,8 +93,9 @@ public record ModuleImage(byte[] bytes, Format format, Map<String, KernelSignatu
     public KernelSignature ptxSignature(String kernelName) {
         KernelSignature signature = ptxKernels.get(kernelName);
         if (signature == null) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_NOT_FOUND, "module has no kernel named '" + kernelName
-                    + "' (it declares " + ptxKernels.keySet() + ")");
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_NOT_FOUND,
+                    "module has no kernel named '" + kernelName + "' (it declares " + ptxKernels.keySet() + ")");
         }
         return signature;
     }

@@ -21,6 +21,7 @@ public final class EmulatedBackend implements GpuBackend {
     public static final String NAME = "emulated";
     /** Default device memory: small enough for a CI machine, large enough for the demo workloads. */
     public static final long DEFAULT_MEMORY_PER_DEVICE = 4L << 30;
+
     public static final int DEFAULT_DEVICE_COUNT = 4;
 
     private final long memoryPerDevice;
@@ -29,10 +30,12 @@ public final class EmulatedBackend implements GpuBackend {
 
     public EmulatedBackend(int deviceCount, long memoryPerDevice, KernelTwinRegistry twins) {
         if (deviceCount < 1) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "emulated device count must be >= 1, got " + deviceCount);
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE, "emulated device count must be >= 1, got " + deviceCount);
         }
         if (memoryPerDevice < VaWindow.GRANULARITY) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE,
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
                     "emulated device memory must be >= " + VaWindow.GRANULARITY + " bytes, got " + memoryPerDevice);
         }
         this.memoryPerDevice = memoryPerDevice;
@@ -61,8 +64,15 @@ public final class EmulatedBackend implements GpuBackend {
     @Override
     public DeviceProperties deviceProperties(int device) {
         checkDevice(device);
-        return new DeviceProperties("vgpu CPU emulation #" + device, memoryPerDevice, 8, 0,
-                Runtime.getRuntime().availableProcessors(), 1024, 32, true);
+        return new DeviceProperties(
+                "vgpu CPU emulation #" + device,
+                memoryPerDevice,
+                8,
+                0,
+                Runtime.getRuntime().availableProcessors(),
+                1024,
+                32,
+                true);
     }
 
     @Override
@@ -73,8 +83,9 @@ public final class EmulatedBackend implements GpuBackend {
 
     private void checkDevice(int device) {
         if (device < 0 || device >= usedBytes.length) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_DEVICE, "emulated device " + device
-                    + " does not exist (" + usedBytes.length + " emulated devices)");
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_DEVICE,
+                    "emulated device " + device + " does not exist (" + usedBytes.length + " emulated devices)");
         }
     }
 }

@@ -26,17 +26,15 @@ import org.vgpu.runtime.memory.Allocation;
  * outside the live allocations) is not thrown by the launch but by the next synchronizing call;
  * unlike a GPU, the error is reported once and the vGPU stays usable.
  */
-final class EmulatedGpu extends AbstractVirtualGpu<EmulatedGpu.Module, EmulatedGpu.Function, EmulatedGpu.Stream, EmulatedGpu.Event>
+final class EmulatedGpu
+        extends AbstractVirtualGpu<EmulatedGpu.Module, EmulatedGpu.Function, EmulatedGpu.Stream, EmulatedGpu.Event>
         implements EmulatedMemory {
 
-    record Module(ModuleImage image) {
-    }
+    record Module(ModuleImage image) {}
 
-    record Function(String name) {
-    }
+    record Function(String name) {}
 
-    static final class Stream {
-    }
+    static final class Stream {}
 
     static final class Event {
         /** System.nanoTime() of the last record; -1 before the first. */
@@ -50,10 +48,10 @@ final class EmulatedGpu extends AbstractVirtualGpu<EmulatedGpu.Module, EmulatedG
     private final KernelTwinRegistry twins;
     /** Host memory behind each live allocation, by device address. */
     private final ConcurrentSkipListMap<Long, Backing> backing = new ConcurrentSkipListMap<>();
+
     private final AtomicReference<VgpuException> pendingKernelFault = new AtomicReference<>();
 
-    private record Backing(Arena arena, MemorySegment segment, long address) {
-    }
+    private record Backing(Arena arena, MemorySegment segment, long address) {}
 
     EmulatedGpu(VaWindow window, DeviceProperties properties, AtomicLong deviceUsedBytes, KernelTwinRegistry twins) {
         super(window, VaWindow.GRANULARITY);
@@ -90,9 +88,11 @@ final class EmulatedGpu extends AbstractVirtualGpu<EmulatedGpu.Module, EmulatedG
                 return segment.asSlice(offset, bytes);
             }
         }
-        throw new VgpuException(ErrorCode.CUDA_ERROR_ILLEGAL_ADDRESS, String.format(
-                "CPU emulation: kernel accessed 0x%x (+%d bytes), outside every live allocation of vGPU %d",
-                address, bytes, vgpuIndex()));
+        throw new VgpuException(
+                ErrorCode.CUDA_ERROR_ILLEGAL_ADDRESS,
+                String.format(
+                        "CPU emulation: kernel accessed 0x%x (+%d bytes), outside every live allocation of vGPU %d",
+                        address, bytes, vgpuIndex()));
     }
 
     // ---- modules
@@ -100,15 +100,15 @@ final class EmulatedGpu extends AbstractVirtualGpu<EmulatedGpu.Module, EmulatedG
     @Override
     protected Module doModuleLoad(ModuleImage image) {
         if (image.format() != ModuleImage.Format.PTX) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_NOT_SUPPORTED,
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_NOT_SUPPORTED,
                     "CPU emulation loads PTX modules only (their kernels run as Java twins), got a " + image.format());
         }
         return new Module(image);
     }
 
     @Override
-    protected void doModuleUnload(Module module) {
-    }
+    protected void doModuleUnload(Module module) {}
 
     @Override
     protected Function doGetFunction(Module module, String kernelName) {
@@ -127,9 +127,11 @@ final class EmulatedGpu extends AbstractVirtualGpu<EmulatedGpu.Module, EmulatedG
         long total = properties.totalMemory();
         if (deviceUsedBytes.addAndGet(allocation.mappedBytes()) > total) {
             deviceUsedBytes.addAndGet(-allocation.mappedBytes());
-            throw new VgpuException(ErrorCode.CUDA_ERROR_OUT_OF_MEMORY, String.format(
-                    "CPU emulation: %d bytes do not fit in emulated device memory (%d of %d bytes in use)",
-                    allocation.mappedBytes(), deviceUsedBytes.get(), total));
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_OUT_OF_MEMORY,
+                    String.format(
+                            "CPU emulation: %d bytes do not fit in emulated device memory (%d of %d bytes in use)",
+                            allocation.mappedBytes(), deviceUsedBytes.get(), total));
         }
         Arena arena = Arena.ofShared();
         try {
@@ -140,8 +142,10 @@ final class EmulatedGpu extends AbstractVirtualGpu<EmulatedGpu.Module, EmulatedG
         } catch (OutOfMemoryError | RuntimeException e) {
             arena.close();
             deviceUsedBytes.addAndGet(-allocation.mappedBytes());
-            throw new VgpuException(ErrorCode.CUDA_ERROR_OUT_OF_MEMORY,
-                    "CPU emulation: host memory for " + allocation.requestedBytes() + " bytes could not be allocated", e);
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_OUT_OF_MEMORY,
+                    "CPU emulation: host memory for " + allocation.requestedBytes() + " bytes could not be allocated",
+                    e);
         }
     }
 
@@ -194,13 +198,15 @@ final class EmulatedGpu extends AbstractVirtualGpu<EmulatedGpu.Module, EmulatedG
     // ---- launch
 
     @Override
-    protected void doLaunch(Function function, Dim3 grid, Dim3 block, int sharedMemBytes, Stream stream, KernelArgs args) {
+    protected void doLaunch(
+            Function function, Dim3 grid, Dim3 block, int sharedMemBytes, Stream stream, KernelArgs args) {
         KernelTwin twin = twins.require(function.name());
         try {
             twin.run(grid, block, args, this);
         } catch (VgpuException fault) {
-            pendingKernelFault.compareAndSet(null, new VgpuException(fault.code(),
-                    "kernel " + function.name() + " failed: " + fault.detail(), fault));
+            pendingKernelFault.compareAndSet(
+                    null,
+                    new VgpuException(fault.code(), "kernel " + function.name() + " failed: " + fault.detail(), fault));
         }
     }
 
@@ -222,8 +228,7 @@ final class EmulatedGpu extends AbstractVirtualGpu<EmulatedGpu.Module, EmulatedG
     }
 
     @Override
-    protected void doStreamDestroy(Stream stream) {
-    }
+    protected void doStreamDestroy(Stream stream) {}
 
     @Override
     protected Event doEventCreate() {
@@ -237,8 +242,7 @@ final class EmulatedGpu extends AbstractVirtualGpu<EmulatedGpu.Module, EmulatedG
 
     /** Work runs when it is issued, so what the event marks is done already: there is nothing to wait for. */
     @Override
-    protected void doStreamWaitEvent(Stream stream, Event event) {
-    }
+    protected void doStreamWaitEvent(Stream stream, Event event) {}
 
     @Override
     protected void doEventSynchronize(Event event) {
@@ -256,8 +260,7 @@ final class EmulatedGpu extends AbstractVirtualGpu<EmulatedGpu.Module, EmulatedG
     }
 
     @Override
-    protected void doEventDestroy(Event event) {
-    }
+    protected void doEventDestroy(Event event) {}
 
     @Override
     protected void doCtxSynchronize() {
@@ -265,8 +268,7 @@ final class EmulatedGpu extends AbstractVirtualGpu<EmulatedGpu.Module, EmulatedG
     }
 
     @Override
-    protected void doClose() {
-    }
+    protected void doClose() {}
 
     /** A synchronizing call reports the first kernel fault since the last report, as CUDA does. */
     private void reportFaultUnless(boolean async) {

@@ -28,8 +28,10 @@ public final class KernelTwinRegistry {
     public KernelTwin require(String kernelName) {
         KernelTwin twin = twins.get(kernelName);
         if (twin == null) {
-            throw new VgpuException(ErrorCode.VGPU_NO_KERNEL_TWIN, "CPU emulation cannot run kernel '" + kernelName
-                    + "': it has no Java twin registered (emulation runs registered twins, not PTX)");
+            throw new VgpuException(
+                    ErrorCode.VGPU_NO_KERNEL_TWIN,
+                    "CPU emulation cannot run kernel '" + kernelName
+                            + "': it has no Java twin registered (emulation runs registered twins, not PTX)");
         }
         return twin;
     }

@@ -13,8 +13,7 @@ import org.vgpu.runtime.emulated.EmulatedMemory;
  * ljForces, ljFinalIntegrate, ljKineticEnergy); positions, velocities and forces hold 3 floats per atom.
  */
 final class LennardJonesTwins {
-    private LennardJonesTwins() {
-    }
+    private LennardJonesTwins() {}
 
     /** {@code ljInitialIntegrate(float* pos, float* vel, const float* force, int n, float dtf, float dt)}. */
     static void ljInitialIntegrate(Dim3 grid, Dim3 block, KernelArgs args, EmulatedMemory memory) {

@@ -11,12 +11,10 @@ import org.vgpu.runtime.emulated.EmulatedMemory;
 
 /** Twins of emptyKernel, vectorAdd, saxpy, matMul and transpose in test_kernels.cu. */
 final class LinearAlgebraTwins {
-    private LinearAlgebraTwins() {
-    }
+    private LinearAlgebraTwins() {}
 
     /** {@code emptyKernel()}: touches nothing. */
-    static void emptyKernel(Dim3 grid, Dim3 block, KernelArgs args, EmulatedMemory memory) {
-    }
+    static void emptyKernel(Dim3 grid, Dim3 block, KernelArgs args, EmulatedMemory memory) {}
 
     /** {@code vectorAdd(const float* a, const float* b, float* c, int n)}. */
     static void vectorAdd(Dim3 grid, Dim3 block, KernelArgs args, EmulatedMemory memory) {

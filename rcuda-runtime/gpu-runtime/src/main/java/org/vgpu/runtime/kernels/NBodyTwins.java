@@ -10,8 +10,7 @@ import org.vgpu.runtime.emulated.EmulatedMemory;
 
 /** Twins of nbodyStep and nbodyIntegrate in test_kernels.cu; pos holds (x, y, z, mass), vel (vx, vy, vz) per body. */
 final class NBodyTwins {
-    private NBodyTwins() {
-    }
+    private NBodyTwins() {}
 
     /** {@code nbodyStep(const float* pos, float* vel, int n, float dt, float softeningSquared)}. */
     static void nbodyStep(Dim3 grid, Dim3 block, KernelArgs args, EmulatedMemory memory) {
@@ -68,7 +67,10 @@ final class NBodyTwins {
         for (long copy = 0; copy < threads.threadsPerX(); copy++) {
             for (int i = 0; i < active; i++) {
                 for (int k = 0; k < 3; k++) {
-                    pos.setAtIndex(FLOAT, 4L * i + k, pos.getAtIndex(FLOAT, 4L * i + k) + vel.getAtIndex(FLOAT, 3L * i + k) * dt);
+                    pos.setAtIndex(
+                            FLOAT,
+                            4L * i + k,
+                            pos.getAtIndex(FLOAT, 4L * i + k) + vel.getAtIndex(FLOAT, 3L * i + k) * dt);
                 }
             }
         }

@@ -10,8 +10,7 @@ import org.vgpu.runtime.emulated.EmulatedMemory;
 
 /** Twin of pointerChase in test_kernels.cu. */
 final class PointerChaseTwin {
-    private PointerChaseTwin() {
-    }
+    private PointerChaseTwin() {}
 
     /**
      * {@code pointerChase(const unsigned long long* starts, unsigned long long* payloads, int n, int steps)}.
@@ -33,7 +32,8 @@ final class PointerChaseTwin {
                 for (int s = 0; s < steps; s++) {
                     node = TwinMemory.longs(memory, node, 1).getAtIndex(LONG, 0);
                 }
-                payloads.setAtIndex(LONG, i, TwinMemory.longs(memory, node + Long.BYTES, 1).getAtIndex(LONG, 0));
+                payloads.setAtIndex(
+                        LONG, i, TwinMemory.longs(memory, node + Long.BYTES, 1).getAtIndex(LONG, 0));
             }
         }
     }

@@ -11,8 +11,7 @@ import org.vgpu.runtime.emulated.EmulatedMemory;
 
 /** Twin of swAntiDiagonal in test_kernels.cu. */
 final class SmithWatermanTwin {
-    private SmithWatermanTwin() {
-    }
+    private SmithWatermanTwin() {}
 
     /**
      * {@code swAntiDiagonal(const char* seqA, const char* seqB, int* H, int lenA, int lenB, int diag,
@@ -38,7 +37,8 @@ final class SmithWatermanTwin {
         // neighbour is the lowest index touched and the last cell itself the highest.
         long lowestCell = (firstRow - 1) * width + (diag - firstRow - 1);
         long highestCell = lastActiveRow * width + (diag - lastActiveRow);
-        MemorySegment h = TwinMemory.ints(memory, args.pointer(2) + lowestCell * Integer.BYTES, highestCell - lowestCell + 1);
+        MemorySegment h =
+                TwinMemory.ints(memory, args.pointer(2) + lowestCell * Integer.BYTES, highestCell - lowestCell + 1);
         MemorySegment seqA = TwinMemory.bytes(memory, args.pointer(0) + firstRow - 1, cells);
         MemorySegment seqB = TwinMemory.bytes(memory, args.pointer(1) + diag - lastActiveRow - 1, cells);
         for (long copy = 0; copy < threads.threadsPerX(); copy++) {

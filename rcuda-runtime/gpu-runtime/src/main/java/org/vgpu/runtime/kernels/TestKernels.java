@@ -38,8 +38,7 @@ public final class TestKernels {
     /** Every kernel of the PTX with its twin, in the order of the source file. */
     private static final SequencedMap<String, KernelTwin> TWINS = twinTable();
 
-    private TestKernels() {
-    }
+    private TestKernels() {}
 
     private static SequencedMap<String, KernelTwin> twinTable() {
         SequencedMap<String, KernelTwin> twins = new LinkedHashMap<>();
@@ -64,12 +63,15 @@ public final class TestKernels {
     public static byte[] ptx() {
         try (InputStream in = TestKernels.class.getResourceAsStream(PTX_RESOURCE)) {
             if (in == null) {
-                throw new VgpuException(ErrorCode.CUDA_ERROR_FILE_NOT_FOUND, "test-kernel PTX " + PTX_RESOURCE
-                        + " is not on the classpath (regenerate it with src/main/cuda/build-ptx.sh)");
+                throw new VgpuException(
+                        ErrorCode.CUDA_ERROR_FILE_NOT_FOUND,
+                        "test-kernel PTX " + PTX_RESOURCE
+                                + " is not on the classpath (regenerate it with src/main/cuda/build-ptx.sh)");
             }
             return in.readAllBytes();
         } catch (IOException e) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_FILE_NOT_FOUND, "cannot read test-kernel PTX " + PTX_RESOURCE, e);
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_FILE_NOT_FOUND, "cannot read test-kernel PTX " + PTX_RESOURCE, e);
         }
     }
 

@@ -17,11 +17,11 @@ import org.vgpu.runtime.emulated.EmulatedMemory;
 final class TwinMemory {
     /** Device memory is little endian whatever the host is. */
     static final ValueLayout.OfFloat FLOAT = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+
     static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
-    private TwinMemory() {
-    }
+    private TwinMemory() {}
 
     /** {@code count} floats starting at device address {@code address}. */
     static MemorySegment floats(EmulatedMemory memory, long address, long count) {
@@ -42,9 +42,12 @@ final class TwinMemory {
 
     private static MemorySegment elements(EmulatedMemory memory, long address, long count, int elementSize) {
         if (address % elementSize != 0) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_ILLEGAL_ADDRESS, String.format(
-                    "CPU emulation: kernel accessed %d-byte elements at misaligned address 0x%x"
-                            + " (a GPU faults with CUDA_ERROR_MISALIGNED_ADDRESS)", elementSize, address));
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_ILLEGAL_ADDRESS,
+                    String.format(
+                            "CPU emulation: kernel accessed %d-byte elements at misaligned address 0x%x"
+                                    + " (a GPU faults with CUDA_ERROR_MISALIGNED_ADDRESS)",
+                            elementSize, address));
         }
         return memory.segment(address, Math.multiplyExact(count, elementSize));
     }

@@ -28,6 +28,7 @@ public final class WindowAllocator {
     private final ConcurrentSkipListMap<Long, Allocation> live = new ConcurrentSkipListMap<>();
     /** Free ranges: start address to length. Guarded by {@code this}. */
     private final TreeMap<Long, Long> free = new TreeMap<>();
+
     private long mappedBytes;
 
     public WindowAllocator(VaWindow window) {
@@ -36,7 +37,8 @@ public final class WindowAllocator {
 
     public WindowAllocator(VaWindow window, long granularity) {
         if (granularity <= 0 || Long.bitCount(granularity) != 1 || window.size() % granularity != 0) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE,
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
                     "granularity " + granularity + " must be a power of two dividing the window size");
         }
         this.window = window;
@@ -59,7 +61,8 @@ public final class WindowAllocator {
         }
         long rounded = roundUp(bytes);
         if (rounded <= 0) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_OUT_OF_MEMORY, "allocation of " + bytes + " bytes is too large");
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_OUT_OF_MEMORY, "allocation of " + bytes + " bytes is too large");
         }
         for (Iterator<Map.Entry<Long, Long>> it = free.entrySet().iterator(); it.hasNext(); ) {
             Map.Entry<Long, Long> range = it.next();
@@ -77,9 +80,11 @@ public final class WindowAllocator {
                 return allocation;
             }
         }
-        throw new VgpuException(ErrorCode.VGPU_WINDOW_FULL, String.format(
-                "%s has no free range of %d bytes (%d bytes mapped in %d allocations)",
-                window, rounded, mappedBytes, live.size()));
+        throw new VgpuException(
+                ErrorCode.VGPU_WINDOW_FULL,
+                String.format(
+                        "%s has no free range of %d bytes (%d bytes mapped in %d allocations)",
+                        window, rounded, mappedBytes, live.size()));
     }
 
     /**
@@ -89,13 +94,15 @@ public final class WindowAllocator {
     public synchronized Allocation allocateAt(long address, long bytes) {
         long rounded = roundUp(bytes);
         if (bytes <= 0 || address % granularity != 0 || !window.contains(address, rounded)) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, String.format(
-                    "cannot place %d bytes at 0x%x in %s", bytes, address, window));
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    String.format("cannot place %d bytes at 0x%x in %s", bytes, address, window));
         }
         Map.Entry<Long, Long> range = free.floorEntry(address);
         if (range == null || range.getKey() + range.getValue() < address + rounded) {
-            throw new VgpuException(ErrorCode.VGPU_WINDOW_FULL, String.format(
-                    "range 0x%x + %d of %s is not free", address, rounded, window));
+            throw new VgpuException(
+                    ErrorCode.VGPU_WINDOW_FULL,
+                    String.format("range 0x%x + %d of %s is not free", address, rounded, window));
         }
         long start = range.getKey();
         long length = range.getValue();
@@ -127,7 +134,8 @@ public final class WindowAllocator {
     public synchronized Allocation retire(long address) {
         Allocation allocation = live.remove(address);
         if (allocation == null) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE,
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
                     String.format("0x%x is not the start of a live allocation of %s", address, window));
         }
         mappedBytes -= allocation.mappedBytes();
@@ -159,9 +167,11 @@ public final class WindowAllocator {
     public Allocation require(long address, long bytes, String what) {
         Map.Entry<Long, Allocation> entry = live.floorEntry(address);
         if (entry == null || !entry.getValue().contains(address, bytes)) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, String.format(
-                    "%s 0x%x (+%d bytes) is not inside a live allocation of vGPU %d%s", what, address, bytes,
-                    window.vgpuIndex(), describeNear(entry)));
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    String.format(
+                            "%s 0x%x (+%d bytes) is not inside a live allocation of vGPU %d%s",
+                            what, address, bytes, window.vgpuIndex(), describeNear(entry)));
         }
         return entry.getValue();
     }
@@ -183,7 +193,9 @@ public final class WindowAllocator {
             long address = region.address();
             if (walk == null || address < previous) {
                 floor = live.floorEntry(address);
-                walk = (floor == null ? live : live.tailMap(floor.getKey(), false)).entrySet().iterator();
+                walk = (floor == null ? live : live.tailMap(floor.getKey(), false))
+                        .entrySet()
+                        .iterator();
                 ahead = null;
             } else {
                 // floor stays the last allocation starting at or below the address

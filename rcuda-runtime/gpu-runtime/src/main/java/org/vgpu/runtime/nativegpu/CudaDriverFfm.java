@@ -46,9 +46,8 @@ final class CudaDriverFfm {
     static final int CU_POINTER_ATTRIBUTE_DEVICE_POINTER = 3;
 
     /** {@code CUmemLocation}: where memory lives. */
-    static final StructLayout MEM_LOCATION = MemoryLayout.structLayout(
-            JAVA_INT.withName("type"),
-            JAVA_INT.withName("id"));
+    static final StructLayout MEM_LOCATION =
+            MemoryLayout.structLayout(JAVA_INT.withName("type"), JAVA_INT.withName("id"));
 
     /** {@code CUmemAllocationProp}, 32 bytes; vgpu leaves every field it does not name zero. */
     static final StructLayout ALLOCATION_PROP = MemoryLayout.structLayout(
@@ -59,14 +58,16 @@ final class CudaDriverFfm {
             MemoryLayout.sequenceLayout(8, JAVA_BYTE).withName("allocFlags"));
 
     /** {@code CUmemAccessDesc}, 12 bytes. */
-    static final StructLayout ACCESS_DESC = MemoryLayout.structLayout(
-            MEM_LOCATION.withName("location"),
-            JAVA_INT.withName("flags"));
+    static final StructLayout ACCESS_DESC =
+            MemoryLayout.structLayout(MEM_LOCATION.withName("location"), JAVA_INT.withName("flags"));
 
     private static final long PROP_TYPE = ALLOCATION_PROP.byteOffset(groupElement("type"));
-    private static final long PROP_LOCATION_TYPE = ALLOCATION_PROP.byteOffset(groupElement("location"), groupElement("type"));
-    private static final long PROP_LOCATION_ID = ALLOCATION_PROP.byteOffset(groupElement("location"), groupElement("id"));
-    private static final long ACCESS_LOCATION_TYPE = ACCESS_DESC.byteOffset(groupElement("location"), groupElement("type"));
+    private static final long PROP_LOCATION_TYPE =
+            ALLOCATION_PROP.byteOffset(groupElement("location"), groupElement("type"));
+    private static final long PROP_LOCATION_ID =
+            ALLOCATION_PROP.byteOffset(groupElement("location"), groupElement("id"));
+    private static final long ACCESS_LOCATION_TYPE =
+            ACCESS_DESC.byteOffset(groupElement("location"), groupElement("type"));
     private static final long ACCESS_LOCATION_ID = ACCESS_DESC.byteOffset(groupElement("location"), groupElement("id"));
     private static final long ACCESS_FLAGS = ACCESS_DESC.byteOffset(groupElement("flags"));
 
@@ -98,22 +99,33 @@ final class CudaDriverFfm {
                     binder.required("cuDevicePrimaryCtxRetain", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT)),
                     binder.required("cuDevicePrimaryCtxRelease_v2", FunctionDescriptor.of(JAVA_INT, JAVA_INT)),
                     // Called before every operation, so it skips the thread-state transition.
-                    binder.required("cuCtxGetCurrent", FunctionDescriptor.of(JAVA_INT, ADDRESS), Linker.Option.critical(false)),
+                    binder.required(
+                            "cuCtxGetCurrent", FunctionDescriptor.of(JAVA_INT, ADDRESS), Linker.Option.critical(false)),
                     binder.required("cuCtxSetCurrent", FunctionDescriptor.of(JAVA_INT, ADDRESS)),
-                    binder.required("cuMemAddressReserve",
+                    binder.required(
+                            "cuMemAddressReserve",
                             FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG)),
                     binder.required("cuMemAddressFree", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG)),
-                    binder.required("cuMemCreate", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG)),
+                    binder.required(
+                            "cuMemCreate", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG)),
                     binder.required("cuMemRelease", FunctionDescriptor.of(JAVA_INT, JAVA_LONG)),
-                    binder.required("cuMemMap",
+                    binder.required(
+                            "cuMemMap",
                             FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG)),
                     binder.required("cuMemUnmap", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG)),
-                    binder.required("cuMemSetAccess", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, ADDRESS, JAVA_LONG)),
-                    binder.required("cuMemGetAllocationGranularity", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT)),
+                    binder.required(
+                            "cuMemSetAccess",
+                            FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, ADDRESS, JAVA_LONG)),
+                    binder.required(
+                            "cuMemGetAllocationGranularity",
+                            FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT)),
                     binder.required("cuMemAllocHost_v2", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG)),
-                    binder.required("cuPointerGetAttribute", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG)),
+                    binder.required(
+                            "cuPointerGetAttribute", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG)),
                     binder.required("cuMemFreeHost", FunctionDescriptor.of(JAVA_INT, ADDRESS)),
-                    binder.optional("cuFuncGetParamInfo", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS, ADDRESS)));
+                    binder.optional(
+                            "cuFuncGetParamInfo",
+                            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS, ADDRESS)));
         }
     }
 
@@ -121,14 +133,18 @@ final class CudaDriverFfm {
         MethodHandle required(String symbol, FunctionDescriptor descriptor, Linker.Option... options) {
             MethodHandle handle = optional(symbol, descriptor, options);
             if (handle == null) {
-                throw new VgpuException(ErrorCode.VGPU_BACKEND_UNAVAILABLE, LIBRARY + " has no " + symbol
-                        + ": the NVIDIA driver is too old for vgpu (it needs a CUDA 12 driver or newer)");
+                throw new VgpuException(
+                        ErrorCode.VGPU_BACKEND_UNAVAILABLE,
+                        LIBRARY + " has no " + symbol
+                                + ": the NVIDIA driver is too old for vgpu (it needs a CUDA 12 driver or newer)");
             }
             return handle;
         }
 
         MethodHandle optional(String symbol, FunctionDescriptor descriptor, Linker.Option... options) {
-            return library.find(symbol).map(address -> linker.downcallHandle(address, descriptor, options)).orElse(null);
+            return library.find(symbol)
+                    .map(address -> linker.downcallHandle(address, descriptor, options))
+                    .orElse(null);
         }
     }
 
@@ -145,7 +161,8 @@ final class CudaDriverFfm {
             reason = "cannot load " + LIBRARY + ", the NVIDIA driver library: no NVIDIA driver is installed on this"
                     + " machine, or it is not on the library path (" + e.getMessage() + ")";
         } catch (IllegalCallerException e) {
-            reason = "native access is denied to vgpu; run java with --enable-native-access=ALL-UNNAMED (" + e.getMessage() + ")";
+            reason = "native access is denied to vgpu; run java with --enable-native-access=ALL-UNNAMED ("
+                    + e.getMessage() + ")";
         } catch (VgpuException e) {
             reason = e.detail();
         }
@@ -157,8 +174,7 @@ final class CudaDriverFfm {
     private static final ThreadLocal<MemorySegment> CURRENT_CONTEXT_SLOT =
             ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(ADDRESS));
 
-    private CudaDriverFfm() {
-    }
+    private CudaDriverFfm() {}
 
     /** Throws VGPU_BACKEND_UNAVAILABLE with the reason unless libcuda was bound. */
     static void requireAvailable() {
@@ -321,7 +337,9 @@ final class CudaDriverFfm {
             } catch (Throwable t) {
                 throw propagate(t);
             }
-            CudaErrors.check(result, String.format("cuMemSetAccess(0x%x, size 0x%x, device %d read-write)", address, size, device));
+            CudaErrors.check(
+                    result,
+                    String.format("cuMemSetAccess(0x%x, size 0x%x, device %d read-write)", address, size, device));
         }
     }
 
@@ -332,8 +350,9 @@ final class CudaDriverFfm {
             MemorySegment prop = allocationProperties(arena, device);
             int result;
             try {
-                result = (int) bindings().cuMemGetAllocationGranularity().invokeExact(granularity, prop,
-                        CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+                result = (int) bindings()
+                        .cuMemGetAllocationGranularity()
+                        .invokeExact(granularity, prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
             } catch (Throwable t) {
                 throw propagate(t);
             }
@@ -391,8 +410,9 @@ final class CudaDriverFfm {
             MemorySegment pointer = arena.allocate(JAVA_LONG);
             int result;
             try {
-                result = (int) bindings().cuPointerGetAttribute().invokeExact(pointer, CU_POINTER_ATTRIBUTE_DEVICE_POINTER,
-                        hostAddress);
+                result = (int) bindings()
+                        .cuPointerGetAttribute()
+                        .invokeExact(pointer, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, hostAddress);
             } catch (Throwable t) {
                 throw propagate(t);
             }
@@ -419,9 +439,11 @@ final class CudaDriverFfm {
     static List<Integer> parameterSizes(long function, String kernelName) {
         MethodHandle getParamInfo = bindings().cuFuncGetParamInfo();
         if (getParamInfo == null) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_NOT_SUPPORTED, "the NVIDIA driver has no cuFuncGetParamInfo"
-                    + " (it needs CUDA 12.4 or newer), so the parameters of kernel " + kernelName
-                    + " from a cubin cannot be checked; load the module as PTX instead");
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_NOT_SUPPORTED,
+                    "the NVIDIA driver has no cuFuncGetParamInfo"
+                            + " (it needs CUDA 12.4 or newer), so the parameters of kernel " + kernelName
+                            + " from a cubin cannot be checked; load the module as PTX instead");
         }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment offset = arena.allocate(JAVA_LONG);

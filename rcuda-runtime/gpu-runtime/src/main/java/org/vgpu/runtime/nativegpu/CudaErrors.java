@@ -13,8 +13,7 @@ import org.vgpu.runtime.api.VgpuException;
 public final class CudaErrors {
     public static final int CUDA_SUCCESS = 0;
 
-    private CudaErrors() {
-    }
+    private CudaErrors() {}
 
     /** Throws unless {@code result} is CUDA_SUCCESS; {@code call} names the call and its arguments. */
     public static void check(int result, String call) {
@@ -24,13 +23,15 @@ public final class CudaErrors {
     }
 
     public static VgpuException failure(int result, String call) {
-        return new VgpuException(ErrorCode.fromNumber(result),
+        return new VgpuException(
+                ErrorCode.fromNumber(result),
                 call + " failed: " + CUresult.stringFor(result) + " (CUresult " + result + ")");
     }
 
     /** As {@link #failure(int, String)}, followed by what else the driver said, such as a JIT log. */
     public static VgpuException failure(int result, String call, String driverOutput) {
-        return new VgpuException(ErrorCode.fromNumber(result),
+        return new VgpuException(
+                ErrorCode.fromNumber(result),
                 call + " failed: " + CUresult.stringFor(result) + " (CUresult " + result + "): " + driverOutput);
     }
 }

@@ -25,8 +25,7 @@ final class JCudaInterop {
     private static final CUdeviceptr NULL_DEVICE = new CUdeviceptr();
     private static final MethodHandle GET_NATIVE_POINTER = findGetNativePointer();
 
-    private JCudaInterop() {
-    }
+    private JCudaInterop() {}
 
     static CUdeviceptr devicePointer(long address) {
         return NULL_DEVICE.withByteOffset(address);
@@ -59,8 +58,10 @@ final class JCudaInterop {
             case long[] a -> Pointer.to(a);
             case float[] a -> Pointer.to(a);
             case double[] a -> Pointer.to(a);
-            default -> throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE,
-                    "host memory backed by " + array.getClass().getSimpleName() + " cannot be copied");
+            default ->
+                throw new VgpuException(
+                        ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                        "host memory backed by " + array.getClass().getSimpleName() + " cannot be copied");
         };
         return offset == 0 ? start : start.withByteOffset(offset);
     }
@@ -68,8 +69,10 @@ final class JCudaInterop {
     /** The driver handle inside a JCuda object (a CUfunction, say), which JCuda keeps protected. */
     static long nativeHandle(NativePointerObject object) {
         if (GET_NATIVE_POINTER == null) {
-            throw new VgpuException(ErrorCode.VGPU_BACKEND_UNAVAILABLE, "cannot read the native handles of JCuda"
-                    + " objects (NativePointerObject.getNativePointer); put JCuda on the class path");
+            throw new VgpuException(
+                    ErrorCode.VGPU_BACKEND_UNAVAILABLE,
+                    "cannot read the native handles of JCuda"
+                            + " objects (NativePointerObject.getNativePointer); put JCuda on the class path");
         }
         try {
             return (long) GET_NATIVE_POINTER.invokeExact(object);

@@ -20,7 +20,8 @@ import org.vgpu.runtime.api.KernelArgs;
  */
 final class KernelParameterBuffer {
     private static final int VALUE_ALIGNMENT = 8;
-    private static final ThreadLocal<KernelParameterBuffer> PER_THREAD = ThreadLocal.withInitial(KernelParameterBuffer::new);
+    private static final ThreadLocal<KernelParameterBuffer> PER_THREAD =
+            ThreadLocal.withInitial(KernelParameterBuffer::new);
 
     private byte[] values = new byte[256];
     private MemorySegment block = MemorySegment.NULL;

@@ -97,7 +97,8 @@ public final class NativeBackend implements GpuBackend {
 
     private void checkDevice(int device) {
         if (device < 0 || device >= devices.length) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_DEVICE,
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_DEVICE,
                     "GPU " + device + " does not exist (this machine has " + devices.length + ")");
         }
     }
@@ -122,7 +123,8 @@ public final class NativeBackend implements GpuBackend {
 
     private static int attribute(CUdevice device, int ordinal, int attribute) {
         int[] value = new int[1];
-        CudaErrors.check(JCudaDriver.cuDeviceGetAttribute(value, attribute, device),
+        CudaErrors.check(
+                JCudaDriver.cuDeviceGetAttribute(value, attribute, device),
                 "cuDeviceGetAttribute(" + attribute + ", device " + ordinal + ")");
         return value[0];
     }

@@ -37,11 +37,11 @@ import org.vgpu.runtime.memory.Allocation;
 final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, CUstream, CUevent> {
 
     /** A kernel with its name, for error messages. */
-    record Function(CUfunction handle, String name) {
-    }
+    record Function(CUfunction handle, String name) {}
 
     /** The null stream handle: CUDA's legacy default stream. */
     private static final CUstream DEFAULT_STREAM = new CUstream();
+
     private static final int JIT_LOG_BYTES = 16 * 1024;
 
     private final int ordinal;
@@ -51,8 +51,13 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
     /** vgpu's gather and scatter kernels in this context; null where they could not be loaded. */
     private final RegionCopyKernels copyKernels;
 
-    private NativeGpu(VaWindow window, int ordinal, DeviceProperties properties, PrimaryContext context,
-                      WindowReservation reservation, RegionCopyKernels copyKernels) {
+    private NativeGpu(
+            VaWindow window,
+            int ordinal,
+            DeviceProperties properties,
+            PrimaryContext context,
+            WindowReservation reservation,
+            RegionCopyKernels copyKernels) {
         super(window, VaWindow.GRANULARITY);
         this.ordinal = ordinal;
         this.properties = properties;
@@ -68,13 +73,16 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
             context.makeCurrent();
             long granularity = CudaDriverFfm.allocationGranularity(ordinal);
             if (granularity <= 0 || VaWindow.GRANULARITY % granularity != 0) {
-                throw new VgpuException(ErrorCode.CUDA_ERROR_NOT_SUPPORTED, "GPU " + ordinal + " maps memory in units of "
-                        + granularity + " bytes, which do not divide vgpu's window granularity of " + VaWindow.GRANULARITY);
+                throw new VgpuException(
+                        ErrorCode.CUDA_ERROR_NOT_SUPPORTED,
+                        "GPU " + ordinal + " maps memory in units of " + granularity
+                                + " bytes, which do not divide vgpu's window granularity of " + VaWindow.GRANULARITY);
             }
             WindowReservation reservation = WindowReservation.reserve(window);
             // Loaded now, not at the first gather or scatter: a migration's target is opened before the
             // app is stopped, so the module's JIT compilation never adds to the time the app waits.
-            return new NativeGpu(window, ordinal, properties, context, reservation, RegionCopyKernels.loadOrNull(ordinal));
+            return new NativeGpu(
+                    window, ordinal, properties, context, reservation, RegionCopyKernels.loadOrNull(ordinal));
         } catch (RuntimeException e) {
             try {
                 context.close();
@@ -226,8 +234,9 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
                 ? JCudaDriver.cuMemcpyHtoDAsync(JCudaInterop.devicePointer(dst), host, bytes, stream)
                 : JCudaDriver.cuMemcpyHtoD(JCudaInterop.devicePointer(dst), host, bytes);
         if (result != CudaErrors.CUDA_SUCCESS) {
-            throw CudaErrors.failure(result, String.format("%s(0x%x, %d bytes)",
-                    async ? "cuMemcpyHtoDAsync" : "cuMemcpyHtoD", dst, bytes));
+            throw CudaErrors.failure(
+                    result,
+                    String.format("%s(0x%x, %d bytes)", async ? "cuMemcpyHtoDAsync" : "cuMemcpyHtoD", dst, bytes));
         }
     }
 
@@ -239,8 +248,9 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
                 ? JCudaDriver.cuMemcpyDtoHAsync(host, JCudaInterop.devicePointer(src), bytes, stream)
                 : JCudaDriver.cuMemcpyDtoH(host, JCudaInterop.devicePointer(src), bytes);
         if (result != CudaErrors.CUDA_SUCCESS) {
-            throw CudaErrors.failure(result, String.format("%s(0x%x, %d bytes)",
-                    async ? "cuMemcpyDtoHAsync" : "cuMemcpyDtoH", src, bytes));
+            throw CudaErrors.failure(
+                    result,
+                    String.format("%s(0x%x, %d bytes)", async ? "cuMemcpyDtoHAsync" : "cuMemcpyDtoH", src, bytes));
         }
     }
 
@@ -313,11 +323,15 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
     protected void doMemcpyDtoD(long dst, long src, long bytes, CUstream stream, boolean async) {
         context.makeCurrent();
         int result = async
-                ? JCudaDriver.cuMemcpyDtoDAsync(JCudaInterop.devicePointer(dst), JCudaInterop.devicePointer(src), bytes, stream)
+                ? JCudaDriver.cuMemcpyDtoDAsync(
+                        JCudaInterop.devicePointer(dst), JCudaInterop.devicePointer(src), bytes, stream)
                 : JCudaDriver.cuMemcpyDtoD(JCudaInterop.devicePointer(dst), JCudaInterop.devicePointer(src), bytes);
         if (result != CudaErrors.CUDA_SUCCESS) {
-            throw CudaErrors.failure(result, String.format("%s(0x%x <- 0x%x, %d bytes)",
-                    async ? "cuMemcpyDtoDAsync" : "cuMemcpyDtoD", dst, src, bytes));
+            throw CudaErrors.failure(
+                    result,
+                    String.format(
+                            "%s(0x%x <- 0x%x, %d bytes)",
+                            async ? "cuMemcpyDtoDAsync" : "cuMemcpyDtoD", dst, src, bytes));
         }
     }
 
@@ -335,22 +349,39 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
                     : JCudaDriver.cuMemsetD32(JCudaInterop.devicePointer(dst), value, count);
         }
         if (result != CudaErrors.CUDA_SUCCESS) {
-            throw CudaErrors.failure(result, String.format("cuMemsetD%d%s(0x%x, 0x%x, %d)",
-                    elementSize * 8, async ? "Async" : "", dst, value, count));
+            throw CudaErrors.failure(
+                    result,
+                    String.format(
+                            "cuMemsetD%d%s(0x%x, 0x%x, %d)", elementSize * 8, async ? "Async" : "", dst, value, count));
         }
     }
 
     // ---- launch
 
     @Override
-    protected void doLaunch(Function function, Dim3 grid, Dim3 block, int sharedMemBytes, CUstream stream, KernelArgs args) {
+    protected void doLaunch(
+            Function function, Dim3 grid, Dim3 block, int sharedMemBytes, CUstream stream, KernelArgs args) {
         context.makeCurrent();
-        Pointer kernelParams = args.count() == 0 ? null : KernelParameterBuffer.forCurrentThread().marshal(args);
-        int result = JCudaDriver.cuLaunchKernel(function.handle(), grid.x(), grid.y(), grid.z(),
-                block.x(), block.y(), block.z(), sharedMemBytes, stream, kernelParams, null);
+        Pointer kernelParams = args.count() == 0
+                ? null
+                : KernelParameterBuffer.forCurrentThread().marshal(args);
+        int result = JCudaDriver.cuLaunchKernel(
+                function.handle(),
+                grid.x(),
+                grid.y(),
+                grid.z(),
+                block.x(),
+                block.y(),
+                block.z(),
+                sharedMemBytes,
+                stream,
+                kernelParams,
+                null);
         if (result != CudaErrors.CUDA_SUCCESS) {
-            throw CudaErrors.failure(result, "cuLaunchKernel(" + function.name() + ", grid " + grid + ", block " + block
-                    + ", " + sharedMemBytes + " bytes shared, args " + args + ")");
+            throw CudaErrors.failure(
+                    result,
+                    "cuLaunchKernel(" + function.name() + ", grid " + grid + ", block " + block + ", " + sharedMemBytes
+                            + " bytes shared, args " + args + ")");
         }
     }
 
@@ -430,7 +461,8 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
     /** Unloads the copy kernels, frees the window, then the context reference (try-with-resources closes in reverse order). */
     @Override
     protected void doClose() {
-        try (context; reservation) {
+        try (context;
+                reservation) {
             if (copyKernels != null) {
                 context.makeCurrent();
                 copyKernels.close();

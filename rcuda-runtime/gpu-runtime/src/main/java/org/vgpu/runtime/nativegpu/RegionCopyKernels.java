@@ -9,9 +9,9 @@ import jcuda.driver.CUfunction;
 import jcuda.driver.CUmodule;
 import jcuda.driver.CUstream;
 import jcuda.driver.JCudaDriver;
-
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.KernelArg;
 import org.vgpu.runtime.api.KernelArgs;
@@ -54,7 +54,9 @@ final class RegionCopyKernels implements AutoCloseable {
         try {
             return load();
         } catch (RuntimeException e) {
-            LOG.warn("GPU {}: cannot load vgpu's copy kernels ({}); gathers and scatters copy region by region", ordinal,
+            LOG.warn(
+                    "GPU {}: cannot load vgpu's copy kernels ({}); gathers and scatters copy region by region",
+                    ordinal,
                     e.getMessage());
             return null;
         }
@@ -69,8 +71,10 @@ final class RegionCopyKernels implements AutoCloseable {
         try {
             CUfunction gather = new CUfunction();
             CUfunction scatter = new CUfunction();
-            CudaErrors.check(JCudaDriver.cuModuleGetFunction(gather, module, GATHER), "cuModuleGetFunction(" + GATHER + ")");
-            CudaErrors.check(JCudaDriver.cuModuleGetFunction(scatter, module, SCATTER), "cuModuleGetFunction(" + SCATTER + ")");
+            CudaErrors.check(
+                    JCudaDriver.cuModuleGetFunction(gather, module, GATHER), "cuModuleGetFunction(" + GATHER + ")");
+            CudaErrors.check(
+                    JCudaDriver.cuModuleGetFunction(scatter, module, SCATTER), "cuModuleGetFunction(" + SCATTER + ")");
             return new RegionCopyKernels(module, gather, scatter);
         } catch (RuntimeException e) {
             JCudaDriver.cuModuleUnload(module);
@@ -88,17 +92,30 @@ final class RegionCopyKernels implements AutoCloseable {
         launch(scatter, SCATTER, packedDevice, batch, stream);
     }
 
-    private static void launch(CUfunction function, String name, long packedDevice, RegionCopyPlan.KernelBatch batch,
-                               CUstream stream) {
-        int blocksPerRegion = Math.clamp((batch.largestRegionBytes() + BLOCK_STEP_BYTES - 1) / BLOCK_STEP_BYTES,
-                1, MAX_BLOCKS_PER_REGION);
-        Pointer parameters = KernelParameterBuffer.forCurrentThread().marshal(
-                KernelArgs.of(new KernelArg.Pointer(packedDevice), new KernelArg.Bytes(batch.table())));
-        int result = JCudaDriver.cuLaunchKernel(function, blocksPerRegion, batch.regions().size(), 1,
-                THREADS_PER_BLOCK, 1, 1, 0, stream, parameters, null);
+    private static void launch(
+            CUfunction function, String name, long packedDevice, RegionCopyPlan.KernelBatch batch, CUstream stream) {
+        int blocksPerRegion = Math.clamp(
+                (batch.largestRegionBytes() + BLOCK_STEP_BYTES - 1) / BLOCK_STEP_BYTES, 1, MAX_BLOCKS_PER_REGION);
+        Pointer parameters = KernelParameterBuffer.forCurrentThread()
+                .marshal(KernelArgs.of(new KernelArg.Pointer(packedDevice), new KernelArg.Bytes(batch.table())));
+        int result = JCudaDriver.cuLaunchKernel(
+                function,
+                blocksPerRegion,
+                batch.regions().size(),
+                1,
+                THREADS_PER_BLOCK,
+                1,
+                1,
+                0,
+                stream,
+                parameters,
+                null);
         if (result != CudaErrors.CUDA_SUCCESS) {
-            throw CudaErrors.failure(result, String.format("cuLaunchKernel(%s, %d regions, packed 0x%x)", name,
-                    batch.regions().size(), packedDevice));
+            throw CudaErrors.failure(
+                    result,
+                    String.format(
+                            "cuLaunchKernel(%s, %d regions, packed 0x%x)",
+                            name, batch.regions().size(), packedDevice));
         }
     }
 

@@ -27,8 +27,7 @@ record RegionCopyPlan(List<DirectCopy> directCopies, List<KernelBatch> kernelBat
     static final int TABLE_BYTES = TABLE_REGIONS * (Long.BYTES + Integer.BYTES);
 
     /** One region and the offset of its bytes in the packed host buffer. */
-    record DirectCopy(DeviceRegion region, long packedOffset) {
-    }
+    record DirectCopy(DeviceRegion region, long packedOffset) {}
 
     /**
      * Regions whose bytes lie back to back in the packed buffer from {@code packedOffset}: one launch.

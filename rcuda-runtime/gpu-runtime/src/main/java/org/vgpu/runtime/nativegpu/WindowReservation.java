@@ -30,9 +30,12 @@ final class WindowReservation implements AutoCloseable {
         }
         if (granted != window.base()) {
             CudaDriverFfm.addressFree(granted, window.size());
-            throw new VgpuException(ErrorCode.VGPU_WINDOW_UNAVAILABLE, String.format("%s: asked the driver for"
-                    + " 0x%x, it reserved 0x%x instead (part of the range is taken in this process)",
-                    window, window.base(), granted));
+            throw new VgpuException(
+                    ErrorCode.VGPU_WINDOW_UNAVAILABLE,
+                    String.format(
+                            "%s: asked the driver for"
+                                    + " 0x%x, it reserved 0x%x instead (part of the range is taken in this process)",
+                            window, window.base(), granted));
         }
         return new WindowReservation(window);
     }

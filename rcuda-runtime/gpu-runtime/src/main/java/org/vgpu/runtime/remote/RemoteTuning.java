@@ -36,8 +36,8 @@ import org.vgpu.runtime.remote.protocol.RequestDecoder;
  * @param workerWarmUp      {@value #WORKER_WARM_UP}: whether a worker serves itself a warm-up session
  *                          before it listens
  */
-public record RemoteTuning(int chunkBytes, long spinNanos, int socketBufferBytes, int copierMinBytes,
-                           WorkerWarmUp workerWarmUp) {
+public record RemoteTuning(
+        int chunkBytes, long spinNanos, int socketBufferBytes, int copierMinBytes, WorkerWarmUp workerWarmUp) {
     public static final String CHUNK_KIB = "vgpu.chunk.kib";
     public static final String SPIN_MICROS = "vgpu.spin.micros";
     public static final String SOCKET_BUFFER_KIB = "vgpu.socket.buffer.kib";
@@ -108,30 +108,40 @@ public record RemoteTuning(int chunkBytes, long spinNanos, int socketBufferBytes
      */
     public static RemoteTuning fromProperties(Properties properties) {
         int chunkKib = (int) number(properties, CHUNK_KIB, 1024, 4, MAX_CHUNK_KIB, "KiB");
-        long spinMicros = number(properties, SPIN_MICROS, Runtime.getRuntime().availableProcessors() >= 8 ? 50 : 0,
-                0, MAX_SPIN_MICROS, "us; 0: no polling");
-        int socketBufferKib = (int) number(properties, SOCKET_BUFFER_KIB, 0, 0, MAX_SOCKET_BUFFER_KIB,
-                "KiB; 0: the kernel's autotuning");
-        int copierMinKib = (int) number(properties, COPIER_MIN_KIB, 256, 0, MAX_CHUNK_KIB,
-                "KiB; 0: every chunk on the event loop");
-        return new RemoteTuning(chunkKib << 10, spinMicros * 1000, socketBufferKib << 10, copierMinKib << 10,
-                warmUp(properties));
+        long spinMicros = number(
+                properties,
+                SPIN_MICROS,
+                Runtime.getRuntime().availableProcessors() >= 8 ? 50 : 0,
+                0,
+                MAX_SPIN_MICROS,
+                "us; 0: no polling");
+        int socketBufferKib = (int)
+                number(properties, SOCKET_BUFFER_KIB, 0, 0, MAX_SOCKET_BUFFER_KIB, "KiB; 0: the kernel's autotuning");
+        int copierMinKib = (int)
+                number(properties, COPIER_MIN_KIB, 256, 0, MAX_CHUNK_KIB, "KiB; 0: every chunk on the event loop");
+        return new RemoteTuning(
+                chunkKib << 10, spinMicros * 1000, socketBufferKib << 10, copierMinKib << 10, warmUp(properties));
     }
 
     /** One line of the values and the properties that set them, e.g. "chunk 1024 KiB (-Dvgpu.chunk.kib), ...". */
     public String describe() {
         return "chunk " + (chunkBytes >> 10) + " KiB (-D" + CHUNK_KIB + "), "
                 + "poll " + spinNanos / 1000 + " us before sleeping (-D" + SPIN_MICROS + "), "
-                + "socket buffers " + (socketBufferBytes > 0 ? (socketBufferBytes >> 10) + " KiB"
-                        : "autotuned by the kernel") + " (-D" + SOCKET_BUFFER_KIB + "), "
-                + "client lands chunks " + (copierMinBytes > 0
+                + "socket buffers "
+                + (socketBufferBytes > 0 ? (socketBufferBytes >> 10) + " KiB" : "autotuned by the kernel") + " (-D"
+                + SOCKET_BUFFER_KIB + "), "
+                + "client lands chunks "
+                + (copierMinBytes > 0
                         ? "of " + (copierMinBytes >> 10) + " KiB and more through a copier thread"
-                        : "on the event loop") + " (-D" + COPIER_MIN_KIB + "), "
-                + "worker warm-up " + switch (workerWarmUp) {
+                        : "on the event loop")
+                + " (-D" + COPIER_MIN_KIB + "), "
+                + "worker warm-up "
+                + switch (workerWarmUp) {
                     case NATIVE_ONLY -> "on native workers";
                     case ON -> "on every worker";
                     case OFF -> "off";
-                } + " (-D" + WORKER_WARM_UP + ")";
+                }
+                + " (-D" + WORKER_WARM_UP + ")";
     }
 
     private static long number(Properties properties, String name, long defaultValue, long min, long max, String unit) {
@@ -160,8 +170,9 @@ public record RemoteTuning(int chunkBytes, long spinNanos, int socketBufferBytes
         return switch (text.strip().toLowerCase(Locale.ROOT)) {
             case "true" -> WorkerWarmUp.ON;
             case "false" -> WorkerWarmUp.OFF;
-            default -> throw new InputException("-D" + WORKER_WARM_UP + "=" + text
-                    + ": expected true or false; unset, native workers warm up and emulated ones do not");
+            default ->
+                throw new InputException("-D" + WORKER_WARM_UP + "=" + text
+                        + ": expected true or false; unset, native workers warm up and emulated ones do not");
         };
     }
 }

@@ -43,8 +43,13 @@ public record Comparison(long compared, long mismatches, double maxAbsError, dou
         Builder builder = new Builder(what, expected.length, actual.length);
         for (int index = 0; index < Math.min(expected.length, actual.length); index++) {
             int i = index;
-            builder.add(i, expected[i], actual[i], expected[i] == actual[i],
-                    () -> Integer.toString(expected[i]), () -> Integer.toString(actual[i]));
+            builder.add(
+                    i,
+                    expected[i],
+                    actual[i],
+                    expected[i] == actual[i],
+                    () -> Integer.toString(expected[i]),
+                    () -> Integer.toString(actual[i]));
         }
         return builder.build();
     }
@@ -54,8 +59,13 @@ public record Comparison(long compared, long mismatches, double maxAbsError, dou
         Builder builder = new Builder(what, expected.length, actual.length);
         for (int index = 0; index < Math.min(expected.length, actual.length); index++) {
             int i = index;
-            builder.add(i, expected[i], actual[i], expected[i] == actual[i],
-                    () -> "0x" + Long.toHexString(expected[i]), () -> "0x" + Long.toHexString(actual[i]));
+            builder.add(
+                    i,
+                    expected[i],
+                    actual[i],
+                    expected[i] == actual[i],
+                    () -> "0x" + Long.toHexString(expected[i]),
+                    () -> "0x" + Long.toHexString(actual[i]));
         }
         return builder.build();
     }
@@ -65,8 +75,13 @@ public record Comparison(long compared, long mismatches, double maxAbsError, dou
         Builder builder = new Builder(what, expected.length, actual.length);
         for (int index = 0; index < Math.min(expected.length, actual.length); index++) {
             int i = index;
-            builder.add(i, expected[i], actual[i], tolerance.accepts(expected[i], actual[i]),
-                    () -> Double.toString(expected[i]), () -> Float.toString(actual[i]));
+            builder.add(
+                    i,
+                    expected[i],
+                    actual[i],
+                    tolerance.accepts(expected[i], actual[i]),
+                    () -> Double.toString(expected[i]),
+                    () -> Float.toString(actual[i]));
         }
         return builder.build();
     }
@@ -74,8 +89,13 @@ public record Comparison(long compared, long mismatches, double maxAbsError, dou
     /** A single value, e.g. a total. */
     public static Comparison within(String what, double expected, double actual, Tolerance tolerance) {
         Builder builder = new Builder(what, 1, 1);
-        builder.add(-1, expected, actual, tolerance.accepts(expected, actual),
-                () -> Double.toString(expected), () -> Double.toString(actual));
+        builder.add(
+                -1,
+                expected,
+                actual,
+                tolerance.accepts(expected, actual),
+                () -> Double.toString(expected),
+                () -> Double.toString(actual));
         return builder.build();
     }
 
@@ -94,8 +114,11 @@ public record Comparison(long compared, long mismatches, double maxAbsError, dou
 
     /** Both comparisons together; the first mismatch is this one's if it has one. */
     public Comparison and(Comparison other) {
-        return new Comparison(compared + other.compared, mismatches + other.mismatches,
-                Math.max(maxAbsError, other.maxAbsError), Math.max(maxRelError, other.maxRelError),
+        return new Comparison(
+                compared + other.compared,
+                mismatches + other.mismatches,
+                Math.max(maxAbsError, other.maxAbsError),
+                Math.max(maxRelError, other.maxRelError),
                 firstMismatch.isEmpty() ? other.firstMismatch : firstMismatch);
     }
 
@@ -124,18 +147,24 @@ public record Comparison(long compared, long mismatches, double maxAbsError, dou
         }
 
         /** {@code index} -1 for a single value; the texts are made only for the first mismatch. */
-        void add(int index, double expected, double actual, boolean accepted,
-                 Supplier<String> expectedText, Supplier<String> actualText) {
+        void add(
+                int index,
+                double expected,
+                double actual,
+                boolean accepted,
+                Supplier<String> expectedText,
+                Supplier<String> actualText) {
             compared++;
             double abs = Math.abs(actual - expected);
             // NaN on either side counts as an infinite error rather than vanishing from the maxima.
             abs = Double.isNaN(abs) ? Double.POSITIVE_INFINITY : abs;
             maxAbs = Math.max(maxAbs, abs);
-            maxRel = Math.max(maxRel, expected == 0 ? (abs == 0 ? 0 : Double.POSITIVE_INFINITY) : abs / Math.abs(expected));
+            maxRel = Math.max(
+                    maxRel, expected == 0 ? (abs == 0 ? 0 : Double.POSITIVE_INFINITY) : abs / Math.abs(expected));
             if (!accepted) {
                 if (first.isEmpty()) {
-                    first = what + (index < 0 ? "" : "[" + index + "]") + ": expected " + expectedText.get()
-                            + ", got " + actualText.get();
+                    first = what + (index < 0 ? "" : "[" + index + "]") + ": expected " + expectedText.get() + ", got "
+                            + actualText.get();
                 }
                 mismatches++;
             }

@@ -35,8 +35,7 @@ final class DeviceScope implements AutoCloseable {
     private int launches;
 
     /** What a run on the device produced, how long the device part took, and how many kernels it launched. */
-    record DeviceRun<T>(T output, Duration elapsed, int launches) {
-    }
+    record DeviceRun<T>(T output, Duration elapsed, int launches) {}
 
     private DeviceScope(VirtualGpu gpu) {
         this.gpu = gpu;
@@ -157,5 +156,4 @@ final class DeviceScope implements AutoCloseable {
         }
         failures.rethrow();
     }
-
 }

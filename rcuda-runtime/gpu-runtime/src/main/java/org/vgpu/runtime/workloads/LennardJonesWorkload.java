@@ -27,6 +27,7 @@ import org.vgpu.runtime.workloads.Comparison.Tolerance;
 public final class LennardJonesWorkload implements Workload {
     /** 3 x 3 x 3 fcc cells. */
     static final int DEFAULT_ATOMS = 108;
+
     static final double DENSITY = 0.8442;
     private static final double LATTICE_CONSTANT = Math.cbrt(4 / DENSITY);
     static final double TEMPERATURE = 3.0;
@@ -36,6 +37,7 @@ public final class LennardJonesWorkload implements Workload {
     private static final float CUTOFF_SQUARED = CUTOFF * CUTOFF;
     /** Subtracted from every pair energy, so a pair's energy is zero at the cutoff. */
     private static final float ENERGY_SHIFT = (float) pairEnergy(CUTOFF_SQUARED);
+
     static final Tolerance POSITION_TOLERANCE = new Tolerance(1e-3, 0);
     static final Tolerance VELOCITY_TOLERANCE = new Tolerance(5e-3, 0);
     static final Tolerance ENERGY_TOLERANCE = new Tolerance(5e-3, 0);
@@ -71,13 +73,33 @@ public final class LennardJonesWorkload implements Workload {
             long dforce = device.allocate(3L * n * Float.BYTES);
             long dpotential = device.allocate((long) n * Float.BYTES);
             long dkinetic = device.allocate((long) n * Float.BYTES);
-            KernelArgs forces = KernelArgs.builder().pointer(dpos).pointer(dforce).pointer(dpotential).i32(n)
-                    .f32(inputs.box()).f32(CUTOFF_SQUARED).f32(ENERGY_SHIFT).build();
-            KernelArgs initialIntegrate = KernelArgs.builder().pointer(dpos).pointer(dvel).pointer(dforce).i32(n)
-                    .f32(dtf).f32(DT).build();
-            KernelArgs applyPeriodic = KernelArgs.builder().pointer(dpos).i32(n).f32(inputs.box()).build();
-            KernelArgs finalIntegrate = KernelArgs.builder().pointer(dvel).pointer(dforce).i32(n).f32(dtf).build();
-            KernelArgs kineticEnergy = KernelArgs.builder().pointer(dvel).pointer(dkinetic).i32(n).build();
+            KernelArgs forces = KernelArgs.builder()
+                    .pointer(dpos)
+                    .pointer(dforce)
+                    .pointer(dpotential)
+                    .i32(n)
+                    .f32(inputs.box())
+                    .f32(CUTOFF_SQUARED)
+                    .f32(ENERGY_SHIFT)
+                    .build();
+            KernelArgs initialIntegrate = KernelArgs.builder()
+                    .pointer(dpos)
+                    .pointer(dvel)
+                    .pointer(dforce)
+                    .i32(n)
+                    .f32(dtf)
+                    .f32(DT)
+                    .build();
+            KernelArgs applyPeriodic =
+                    KernelArgs.builder().pointer(dpos).i32(n).f32(inputs.box()).build();
+            KernelArgs finalIntegrate = KernelArgs.builder()
+                    .pointer(dvel)
+                    .pointer(dforce)
+                    .i32(n)
+                    .f32(dtf)
+                    .build();
+            KernelArgs kineticEnergy =
+                    KernelArgs.builder().pointer(dvel).pointer(dkinetic).i32(n).build();
             device.launch1D(TestKernels.LJ_FORCES, n, forces);
             for (int step = 0; step < STEPS; step++) {
                 device.launch1D(TestKernels.LJ_INITIAL_INTEGRATE, n, initialIntegrate);
@@ -86,8 +108,11 @@ public final class LennardJonesWorkload implements Workload {
                 device.launch1D(TestKernels.LJ_FINAL_INTEGRATE, n, finalIntegrate);
                 device.launch1D(TestKernels.LJ_KINETIC_ENERGY, n, kineticEnergy);
             }
-            return new State(device.readFloats(dpos, 3 * n), device.readFloats(dvel, 3 * n),
-                    device.readFloats(dpotential, n), device.readFloats(dkinetic, n));
+            return new State(
+                    device.readFloats(dpos, 3 * n),
+                    device.readFloats(dvel, 3 * n),
+                    device.readFloats(dpotential, n),
+                    device.readFloats(dkinetic, n));
         });
         return new Simulation(inputs, gpu.backendName(), run.output(), run.elapsed(), run.launches());
     }
@@ -102,14 +127,20 @@ public final class LennardJonesWorkload implements Workload {
             reference.step(DT);
         }
         State device = simulation.state;
-        Comparison comparison = Comparison.within("pos", reference.nearestImages(device.pos()), device.pos(), POSITION_TOLERANCE)
+        Comparison comparison = Comparison.within(
+                        "pos", reference.nearestImages(device.pos()), device.pos(), POSITION_TOLERANCE)
                 .and(Comparison.within("vel", reference.vel, device.vel(), VELOCITY_TOLERANCE))
                 .and(Comparison.within("potential", reference.potential, device.potential(), ENERGY_TOLERANCE))
                 .and(Comparison.within("kinetic", reference.kinetic(), device.kinetic(), ENERGY_TOLERANCE));
         double endEnergy = sum(device.potential()) + sum(device.kinetic());
-        return new WorkloadResult(name(), simulation.backend, comparison, simulation.elapsed, String.format(
-                "%d atoms, %d steps, %d launches, energy/atom %.4f -> %.4f", n, STEPS, simulation.launches,
-                startEnergy / n, endEnergy / n));
+        return new WorkloadResult(
+                name(),
+                simulation.backend,
+                comparison,
+                simulation.elapsed,
+                String.format(
+                        "%d atoms, %d steps, %d launches, energy/atom %.4f -> %.4f",
+                        n, STEPS, simulation.launches, startEnergy / n, endEnergy / n));
     }
 
     /**
@@ -143,7 +174,9 @@ public final class LennardJonesWorkload implements Workload {
     private record Inputs(float box, float[] pos, float[] vel) {
         static Inputs draw(int scale, long seed) {
             int cells = cellsPerEdge(Workload.scaled(DEFAULT_ATOMS, scale));
-            return new Inputs((float) (cells * LATTICE_CONSTANT), fccLattice(cells, LATTICE_CONSTANT),
+            return new Inputs(
+                    (float) (cells * LATTICE_CONSTANT),
+                    fccLattice(cells, LATTICE_CONSTANT),
                     thermalVelocities(new SplittableRandom(seed), 4 * cells * cells * cells));
         }
 
@@ -153,8 +186,7 @@ public final class LennardJonesWorkload implements Workload {
     }
 
     /** What the device read back at the end of a run. */
-    private record State(float[] pos, float[] vel, float[] potential, float[] kinetic) {
-    }
+    private record State(float[] pos, float[] vel, float[] potential, float[] kinetic) {}
 
     /** The smallest number of fcc cells per edge that holds {@code atoms} atoms, and at least 3 so the box exceeds twice the cutoff. */
     static int cellsPerEdge(int atoms) {
@@ -295,7 +327,8 @@ public final class LennardJonesWorkload implements Workload {
         double[] kinetic() {
             double[] kinetic = new double[n];
             for (int i = 0; i < n; i++) {
-                kinetic[i] = 0.5 * (vel[3 * i] * vel[3 * i] + vel[3 * i + 1] * vel[3 * i + 1] + vel[3 * i + 2] * vel[3 * i + 2]);
+                kinetic[i] = 0.5
+                        * (vel[3 * i] * vel[3 * i] + vel[3 * i + 1] * vel[3 * i + 1] + vel[3 * i + 2] * vel[3 * i + 2]);
             }
             return kinetic;
         }

@@ -35,7 +35,16 @@ public final class MatMulWorkload implements Workload {
             long da = device.upload(a);
             long db = device.upload(b);
             long dc = device.allocate((long) elements * Float.BYTES);
-            device.launch2D(TestKernels.MAT_MUL, n, n, KernelArgs.builder().pointer(da).pointer(db).pointer(dc).i32(n).build());
+            device.launch2D(
+                    TestKernels.MAT_MUL,
+                    n,
+                    n,
+                    KernelArgs.builder()
+                            .pointer(da)
+                            .pointer(db)
+                            .pointer(dc)
+                            .i32(n)
+                            .build());
             return device.readFloats(dc, elements);
         });
         float[] expected = new float[elements];
@@ -48,7 +57,11 @@ public final class MatMulWorkload implements Workload {
                 expected[row * n + col] = sum;
             }
         }
-        return new WorkloadResult(name(), gpu.backendName(), Comparison.exact("C", expected, run.output()),
-                run.elapsed(), String.format("%d x %d, %d launch", n, n, run.launches()));
+        return new WorkloadResult(
+                name(),
+                gpu.backendName(),
+                Comparison.exact("C", expected, run.output()),
+                run.elapsed(),
+                String.format("%d x %d, %d launch", n, n, run.launches()));
     }
 }

@@ -46,13 +46,23 @@ public final class NBodyWorkload implements Workload {
         }
         float[] vel = RandomInputs.uniform(random, 3 * n, -0.05f, 0.05f);
 
-        record State(float[] pos, float[] vel) {
-        }
+        record State(float[] pos, float[] vel) {}
         var run = DeviceScope.run(gpu, device -> {
             long dpos = device.upload(pos);
             long dvel = device.upload(vel);
-            KernelArgs step = KernelArgs.builder().pointer(dpos).pointer(dvel).i32(n).f32(DT).f32(SOFTENING_SQUARED).build();
-            KernelArgs integrate = KernelArgs.builder().pointer(dpos).pointer(dvel).i32(n).f32(DT).build();
+            KernelArgs step = KernelArgs.builder()
+                    .pointer(dpos)
+                    .pointer(dvel)
+                    .i32(n)
+                    .f32(DT)
+                    .f32(SOFTENING_SQUARED)
+                    .build();
+            KernelArgs integrate = KernelArgs.builder()
+                    .pointer(dpos)
+                    .pointer(dvel)
+                    .i32(n)
+                    .f32(DT)
+                    .build();
             for (int s = 0; s < STEPS; s++) {
                 device.launch1D(TestKernels.NBODY_STEP, n, step);
                 device.launch1D(TestKernels.NBODY_INTEGRATE, n, integrate);
@@ -63,9 +73,14 @@ public final class NBodyWorkload implements Workload {
         double[] expectedPos = Comparison.widened(pos);
         double[] expectedVel = Comparison.widened(vel);
         simulate(expectedPos, expectedVel, n);
-        Comparison comparison = Comparison.within("pos", expectedPos, run.output().pos(), TOLERANCE)
+        Comparison comparison = Comparison.within(
+                        "pos", expectedPos, run.output().pos(), TOLERANCE)
                 .and(Comparison.within("vel", expectedVel, run.output().vel(), TOLERANCE));
-        return new WorkloadResult(name(), gpu.backendName(), comparison, run.elapsed(),
+        return new WorkloadResult(
+                name(),
+                gpu.backendName(),
+                comparison,
+                run.elapsed(),
                 String.format("%d bodies, %d steps, %d launches", n, STEPS, run.launches()));
     }
 

@@ -15,6 +15,7 @@ public final class PointerChaseWorkload implements Workload {
     static final int DEFAULT_NODES = 1 << 14;
     /** Nodes are spread over this many allocations, so links cross allocation boundaries. */
     static final int ALLOCATIONS = 4;
+
     static final int HOPS = 32;
     /** A node is its next node's device address, then its payload. */
     private static final int NODE_BYTES = 2 * Long.BYTES;
@@ -54,7 +55,8 @@ public final class PointerChaseWorkload implements Workload {
             }
             long[] address = new long[nodes];
             for (int k = 0; k < nodes; k++) {
-                address[k] = base[slotOf[k] / nodesPerAllocation] + (long) (slotOf[k] % nodesPerAllocation) * NODE_BYTES;
+                address[k] =
+                        base[slotOf[k] / nodesPerAllocation] + (long) (slotOf[k] % nodesPerAllocation) * NODE_BYTES;
             }
             long[][] images = new long[ALLOCATIONS][];
             for (int a = 0; a < ALLOCATIONS; a++) {
@@ -71,8 +73,15 @@ public final class PointerChaseWorkload implements Workload {
             }
             long starts = device.upload(address);
             long results = device.allocate((long) nodes * Long.BYTES);
-            device.launch1D(TestKernels.POINTER_CHASE, nodes, KernelArgs.builder().pointer(starts).pointer(results)
-                    .i32(nodes).i32(HOPS).build());
+            device.launch1D(
+                    TestKernels.POINTER_CHASE,
+                    nodes,
+                    KernelArgs.builder()
+                            .pointer(starts)
+                            .pointer(results)
+                            .i32(nodes)
+                            .i32(HOPS)
+                            .build());
             return device.readLongs(results, nodes);
         });
 
@@ -84,8 +93,13 @@ public final class PointerChaseWorkload implements Workload {
             }
             expected[i] = payload[node];
         }
-        return new WorkloadResult(name(), gpu.backendName(), Comparison.exact("payload", expected, run.output()),
-                run.elapsed(), String.format("%d nodes in %d allocations, %d hops per thread, %d launch", nodes,
-                        ALLOCATIONS, HOPS, run.launches()));
+        return new WorkloadResult(
+                name(),
+                gpu.backendName(),
+                Comparison.exact("payload", expected, run.output()),
+                run.elapsed(),
+                String.format(
+                        "%d nodes in %d allocations, %d hops per thread, %d launch",
+                        nodes, ALLOCATIONS, HOPS, run.launches()));
     }
 }

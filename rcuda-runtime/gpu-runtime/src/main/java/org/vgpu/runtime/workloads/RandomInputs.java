@@ -4,8 +4,7 @@ import java.util.SplittableRandom;
 
 /** Seeded input generation shared by the workloads, so a seed reproduces a run exactly. */
 final class RandomInputs {
-    private RandomInputs() {
-    }
+    private RandomInputs() {}
 
     /** {@code count} floats uniform in {@code [low, high)}. */
     static float[] uniform(SplittableRandom random, int count, float low, float high) {

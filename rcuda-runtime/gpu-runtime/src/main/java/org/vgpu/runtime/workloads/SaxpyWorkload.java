@@ -30,14 +30,21 @@ public final class SaxpyWorkload implements Workload {
         var run = DeviceScope.run(gpu, device -> {
             long dx = device.upload(x);
             long dy = device.upload(y);
-            device.launch1D(TestKernels.SAXPY, n, KernelArgs.builder().i32(n).f32(a).pointer(dx).pointer(dy).build());
+            device.launch1D(
+                    TestKernels.SAXPY,
+                    n,
+                    KernelArgs.builder().i32(n).f32(a).pointer(dx).pointer(dy).build());
             return device.readFloats(dy, n);
         });
         float[] expected = new float[n];
         for (int i = 0; i < n; i++) {
             expected[i] = a * x[i] + y[i];
         }
-        return new WorkloadResult(name(), gpu.backendName(), Comparison.exact("y", expected, run.output()),
-                run.elapsed(), String.format("%d floats, a = %s, %d launch", n, a, run.launches()));
+        return new WorkloadResult(
+                name(),
+                gpu.backendName(),
+                Comparison.exact("y", expected, run.output()),
+                run.elapsed(),
+                String.format("%d floats, a = %s, %d launch", n, a, run.launches()));
     }
 }

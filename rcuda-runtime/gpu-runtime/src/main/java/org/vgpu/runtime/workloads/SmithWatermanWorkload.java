@@ -46,9 +46,20 @@ public final class SmithWatermanWorkload implements Workload {
             long dh = device.allocateZeroed((long) cells * Integer.BYTES);
             for (int diag = 2; diag <= lenA + lenB; diag++) {
                 int diagonalCells = Math.min(lenA, diag - 1) - Math.max(1, diag - lenB) + 1;
-                device.launch1D(TestKernels.SW_ANTI_DIAGONAL, diagonalCells, KernelArgs.builder()
-                        .pointer(da).pointer(db).pointer(dh).i32(lenA).i32(lenB).i32(diag)
-                        .i32(MATCH).i32(MISMATCH).i32(GAP).build());
+                device.launch1D(
+                        TestKernels.SW_ANTI_DIAGONAL,
+                        diagonalCells,
+                        KernelArgs.builder()
+                                .pointer(da)
+                                .pointer(db)
+                                .pointer(dh)
+                                .i32(lenA)
+                                .i32(lenB)
+                                .i32(diag)
+                                .i32(MATCH)
+                                .i32(MISMATCH)
+                                .i32(GAP)
+                                .build());
             }
             return device.readInts(dh, cells);
         });
@@ -58,7 +69,11 @@ public final class SmithWatermanWorkload implements Workload {
         int best = max(run.output());
         Comparison comparison = Comparison.exact("best score", new int[] {expectedBest}, new int[] {best})
                 .and(Comparison.exact("H", expected, run.output()));
-        return new WorkloadResult(name(), gpu.backendName(), comparison, run.elapsed(),
+        return new WorkloadResult(
+                name(),
+                gpu.backendName(),
+                comparison,
+                run.elapsed(),
                 String.format("%d x %d bases, best local score %d, %d launches", lenA, lenB, best, run.launches()));
     }
 

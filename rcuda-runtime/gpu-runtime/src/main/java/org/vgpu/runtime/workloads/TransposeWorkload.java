@@ -30,7 +30,16 @@ public final class TransposeWorkload implements Workload {
         var run = DeviceScope.run(gpu, device -> {
             long din = device.upload(in);
             long dout = device.allocate((long) elements * Float.BYTES);
-            device.launch2D(TestKernels.TRANSPOSE, cols, rows, KernelArgs.builder().pointer(din).pointer(dout).i32(rows).i32(cols).build());
+            device.launch2D(
+                    TestKernels.TRANSPOSE,
+                    cols,
+                    rows,
+                    KernelArgs.builder()
+                            .pointer(din)
+                            .pointer(dout)
+                            .i32(rows)
+                            .i32(cols)
+                            .build());
             return device.readFloats(dout, elements);
         });
         float[] expected = new float[elements];
@@ -39,7 +48,11 @@ public final class TransposeWorkload implements Workload {
                 expected[col * rows + row] = in[row * cols + col];
             }
         }
-        return new WorkloadResult(name(), gpu.backendName(), Comparison.exact("out", expected, run.output()),
-                run.elapsed(), String.format("%d x %d -> %d x %d, %d launch", rows, cols, cols, rows, run.launches()));
+        return new WorkloadResult(
+                name(),
+                gpu.backendName(),
+                Comparison.exact("out", expected, run.output()),
+                run.elapsed(),
+                String.format("%d x %d -> %d x %d, %d launch", rows, cols, cols, rows, run.launches()));
     }
 }

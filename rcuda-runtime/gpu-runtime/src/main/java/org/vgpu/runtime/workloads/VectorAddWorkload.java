@@ -30,14 +30,26 @@ public final class VectorAddWorkload implements Workload {
             long da = device.upload(a);
             long db = device.upload(b);
             long dc = device.allocate((long) n * Float.BYTES);
-            device.launch1D(TestKernels.VECTOR_ADD, n, KernelArgs.builder().pointer(da).pointer(db).pointer(dc).i32(n).build());
+            device.launch1D(
+                    TestKernels.VECTOR_ADD,
+                    n,
+                    KernelArgs.builder()
+                            .pointer(da)
+                            .pointer(db)
+                            .pointer(dc)
+                            .i32(n)
+                            .build());
             return device.readFloats(dc, n);
         });
         float[] expected = new float[n];
         for (int i = 0; i < n; i++) {
             expected[i] = a[i] + b[i];
         }
-        return new WorkloadResult(name(), gpu.backendName(), Comparison.exact("c", expected, run.output()),
-                run.elapsed(), n + " floats, " + run.launches() + " launch");
+        return new WorkloadResult(
+                name(),
+                gpu.backendName(),
+                Comparison.exact("c", expected, run.output()),
+                run.elapsed(),
+                n + " floats, " + run.launches() + " launch");
     }
 }

@@ -15,8 +15,12 @@ public record WorkloadCheck(String workload, boolean passed, String outcome) {
     public static WorkloadCheck run(Workload workload, VirtualGpu gpu, int scale, long seed) {
         try {
             WorkloadResult result = workload.run(gpu, scale, seed);
-            return new WorkloadCheck(workload.name(), result.passed(), String.format("%10.1f ms  %s  (%s)",
-                    result.elapsed().toNanos() / 1e6, result.errorSummary(), result.detail()));
+            return new WorkloadCheck(
+                    workload.name(),
+                    result.passed(),
+                    String.format(
+                            "%10.1f ms  %s  (%s)",
+                            result.elapsed().toNanos() / 1e6, result.errorSummary(), result.detail()));
         } catch (VgpuException e) {
             return new WorkloadCheck(workload.name(), false, String.format("%13s  %s", "-", e.getMessage()));
         }

@@ -21,7 +21,8 @@ public record WorkloadResult(String workload, String backend, Comparison compari
         if (passed()) {
             return comparison.summary();
         }
-        return String.format("%d of %d values wrong (%s); first: %s", comparison.mismatches(),
-                comparison.compared(), comparison.summary(), comparison.firstMismatch());
+        return String.format(
+                "%d of %d values wrong (%s); first: %s",
+                comparison.mismatches(), comparison.compared(), comparison.summary(), comparison.firstMismatch());
     }
 }

@@ -5,12 +5,18 @@ import java.util.Optional;
 
 /** The catalogue of test workloads, in the order the demo runs them. */
 public final class Workloads {
-    private Workloads() {
-    }
+    private Workloads() {}
 
     public static List<Workload> all() {
-        return List.of(new VectorAddWorkload(), new SaxpyWorkload(), new MatMulWorkload(), new TransposeWorkload(),
-                new NBodyWorkload(), new SmithWatermanWorkload(), new LennardJonesWorkload(), new PointerChaseWorkload());
+        return List.of(
+                new VectorAddWorkload(),
+                new SaxpyWorkload(),
+                new MatMulWorkload(),
+                new TransposeWorkload(),
+                new NBodyWorkload(),
+                new SmithWatermanWorkload(),
+                new LennardJonesWorkload(),
+                new PointerChaseWorkload());
     }
 
     public static List<String> names() {

@@ -9,15 +9,25 @@ import org.junit.jupiter.api.Test;
 class KernelArgsTest {
     @Test
     void typedAccessorsReturnWhatWasBuilt() {
-        KernelArgs args = KernelArgs.builder().pointer(0x1000_0000_0000L).i32(-3).i64(1L << 40).f32(1.5f).f64(-2.25).build();
+        KernelArgs args = KernelArgs.builder()
+                .pointer(0x1000_0000_0000L)
+                .i32(-3)
+                .i64(1L << 40)
+                .f32(1.5f)
+                .f64(-2.25)
+                .build();
         assertEquals(5, args.count());
         assertEquals(0x1000_0000_0000L, args.pointer(0));
         assertEquals(-3, args.i32(1));
         assertEquals(1L << 40, args.i64(2));
         assertEquals(1.5f, args.f32(3));
         assertEquals(-2.25, args.f64(4));
-        assertEquals(ErrorCode.CUDA_ERROR_INVALID_VALUE, assertThrows(VgpuException.class, () -> args.i32(0)).code());
-        assertEquals(ErrorCode.CUDA_ERROR_INVALID_VALUE, assertThrows(VgpuException.class, () -> args.f32(5)).code());
+        assertEquals(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                assertThrows(VgpuException.class, () -> args.i32(0)).code());
+        assertEquals(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                assertThrows(VgpuException.class, () -> args.f32(5)).code());
     }
 
     @Test

@@ -23,6 +23,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
+
 import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
@@ -104,7 +105,8 @@ public abstract class VirtualGpuConformanceTest {
 
     @Test
     void openingAnUnknownDeviceIsRefused() {
-        assertError(ErrorCode.CUDA_ERROR_INVALID_DEVICE, () -> backend.open(backend.deviceCount(), VaWindow.forVgpu(1)));
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_DEVICE, () -> backend.open(backend.deviceCount(), VaWindow.forVgpu(1)));
     }
 
     // ---- allocation inside the window
@@ -143,7 +145,10 @@ public abstract class VirtualGpuConformanceTest {
         assertEquals(gpu.window().base(), gpu.memAlloc(8 * VaWindow.GRANULARITY), "the range below stays free");
         assertError(ErrorCode.VGPU_WINDOW_FULL, () -> gpu.memAllocAt(placed, 16), "already taken");
         assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memAllocAt(placed + 4096, 16), "not aligned");
-        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memAllocAt(VaWindow.forVgpu(7).base(), 16), "another window");
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> gpu.memAllocAt(VaWindow.forVgpu(7).base(), 16),
+                "another window");
         gpu.memFree(placed);
         gpu.memAllocAt(placed, 16);
     }
@@ -160,7 +165,9 @@ public abstract class VirtualGpuConformanceTest {
         long total = gpu.deviceProperties().totalMemory();
         long tooMuch = total + VaWindow.GRANULARITY;
         VgpuException e = assertThrows(VgpuException.class, () -> gpu.memAlloc(tooMuch));
-        assertTrue(e.code() == ErrorCode.CUDA_ERROR_OUT_OF_MEMORY || e.code() == ErrorCode.VGPU_WINDOW_FULL, e.getMessage());
+        assertTrue(
+                e.code() == ErrorCode.CUDA_ERROR_OUT_OF_MEMORY || e.code() == ErrorCode.VGPU_WINDOW_FULL,
+                e.getMessage());
         assertEquals(gpu.window().base(), gpu.memAlloc(64), "the failed range went back to the free list");
     }
 
@@ -297,8 +304,14 @@ public abstract class VirtualGpuConformanceTest {
     }
 
     /** Adds the region {@code device + offset, bytes} and its expected bytes at {@code at}; returns the new end. */
-    private static long copyOfRegion(List<DeviceRegion> regions, MemorySegment expected, long at, MemorySegment content,
-                                     long device, long offset, long bytes) {
+    private static long copyOfRegion(
+            List<DeviceRegion> regions,
+            MemorySegment expected,
+            long at,
+            MemorySegment content,
+            long device,
+            long offset,
+            long bytes) {
         regions.add(new DeviceRegion(device + offset, bytes));
         MemorySegment.copy(content, offset, expected, at, bytes);
         return at + bytes;
@@ -313,14 +326,30 @@ public abstract class VirtualGpuConformanceTest {
             MemorySegment host = arena.allocate(8192);
             gpu.memcpyDtoHGatherAsync(host, List.of(), StreamHandle.DEFAULT);
             gpu.ctxSynchronize();
-            assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memcpyDtoHGatherAsync(host,
-                    List.of(new DeviceRegion(a, 16), new DeviceRegion(freed, 16)), StreamHandle.DEFAULT), "a freed region");
-            assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memcpyDtoHGatherAsync(host,
-                    List.of(new DeviceRegion(a + 4000, 200)), StreamHandle.DEFAULT), "a region past its allocation's end");
-            assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memcpyDtoHGatherAsync(host.asSlice(0, 100),
-                    List.of(new DeviceRegion(a, 64), new DeviceRegion(a + 64, 64)), StreamHandle.DEFAULT), "a host buffer too small");
-            assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memcpyDtoHGatherAsync(MemorySegment.ofArray(new byte[64]),
-                    List.of(new DeviceRegion(a, 64)), StreamHandle.DEFAULT), "Java heap memory");
+            assertError(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    () -> gpu.memcpyDtoHGatherAsync(
+                            host, List.of(new DeviceRegion(a, 16), new DeviceRegion(freed, 16)), StreamHandle.DEFAULT),
+                    "a freed region");
+            assertError(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    () -> gpu.memcpyDtoHGatherAsync(
+                            host, List.of(new DeviceRegion(a + 4000, 200)), StreamHandle.DEFAULT),
+                    "a region past its allocation's end");
+            assertError(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    () -> gpu.memcpyDtoHGatherAsync(
+                            host.asSlice(0, 100),
+                            List.of(new DeviceRegion(a, 64), new DeviceRegion(a + 64, 64)),
+                            StreamHandle.DEFAULT),
+                    "a host buffer too small");
+            assertError(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    () -> gpu.memcpyDtoHGatherAsync(
+                            MemorySegment.ofArray(new byte[64]),
+                            List.of(new DeviceRegion(a, 64)),
+                            StreamHandle.DEFAULT),
+                    "Java heap memory");
             gpu.ctxSynchronize();
         }
     }
@@ -402,16 +431,33 @@ public abstract class VirtualGpuConformanceTest {
             MemorySegment host = arena.allocate(8192);
             gpu.memcpyHtoDScatterAsync(List.of(), host, StreamHandle.DEFAULT);
             gpu.ctxSynchronize();
-            assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memcpyHtoDScatterAsync(
-                    List.of(new DeviceRegion(a, 16), new DeviceRegion(freed, 16)), host, StreamHandle.DEFAULT), "a freed region");
-            assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memcpyHtoDScatterAsync(
-                    List.of(new DeviceRegion(a + 4000, 200)), host, StreamHandle.DEFAULT), "a region past its allocation's end");
-            assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memcpyHtoDScatterAsync(
-                    List.of(new DeviceRegion(a, 64), new DeviceRegion(a + 64, 64)), host.asSlice(0, 100), StreamHandle.DEFAULT),
+            assertError(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    () -> gpu.memcpyHtoDScatterAsync(
+                            List.of(new DeviceRegion(a, 16), new DeviceRegion(freed, 16)), host, StreamHandle.DEFAULT),
+                    "a freed region");
+            assertError(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    () -> gpu.memcpyHtoDScatterAsync(
+                            List.of(new DeviceRegion(a + 4000, 200)), host, StreamHandle.DEFAULT),
+                    "a region past its allocation's end");
+            assertError(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    () -> gpu.memcpyHtoDScatterAsync(
+                            List.of(new DeviceRegion(a, 64), new DeviceRegion(a + 64, 64)),
+                            host.asSlice(0, 100),
+                            StreamHandle.DEFAULT),
                     "a host buffer too small");
-            assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memcpyHtoDScatterAsync(
-                    List.of(new DeviceRegion(a, 64)), MemorySegment.ofArray(new byte[64]), StreamHandle.DEFAULT), "Java heap memory");
-            assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memcpyHtoDScatterAsync(null, host, StreamHandle.DEFAULT),
+            assertError(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    () -> gpu.memcpyHtoDScatterAsync(
+                            List.of(new DeviceRegion(a, 64)),
+                            MemorySegment.ofArray(new byte[64]),
+                            StreamHandle.DEFAULT),
+                    "Java heap memory");
+            assertError(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    () -> gpu.memcpyHtoDScatterAsync(null, host, StreamHandle.DEFAULT),
                     "no region list");
             gpu.ctxSynchronize();
         }
@@ -420,9 +466,11 @@ public abstract class VirtualGpuConformanceTest {
     @Test
     void asynchronousCopyFromTheJavaHeapIsRefused() {
         long d = gpu.memAlloc(64);
-        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE,
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
                 () -> gpu.memcpyHtoDAsync(d, MemorySegment.ofArray(new byte[64]), 64, StreamHandle.DEFAULT));
-        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE,
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
                 () -> gpu.memcpyDtoHAsync(MemorySegment.ofArray(new byte[64]), d, 64, StreamHandle.DEFAULT));
     }
 
@@ -438,9 +486,12 @@ public abstract class VirtualGpuConformanceTest {
         assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memcpyHtoD(foreign, host, 16));
         assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memcpyHtoD(0x1234, host, 16));
         assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memcpyDtoD(a, foreign, 16));
-        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memcpyHtoD(a, host, 4097), "past the allocation's end");
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memcpyHtoD(a, host, 4097), "past the allocation's end");
         assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memcpyDtoH(host, a + 4000, 200), "straddles the end");
-        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memcpyHtoD(a, MemorySegment.ofArray(new byte[8]), 16),
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> gpu.memcpyHtoD(a, MemorySegment.ofArray(new byte[8]), 16),
                 "host buffer smaller than the copy");
         assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memcpyHtoD(a, host, -1));
     }
@@ -505,7 +556,12 @@ public abstract class VirtualGpuConformanceTest {
         long db = upload(b);
         long dc = gpu.memAlloc(n * 4L);
         FunctionHandle add = gpu.moduleGetFunction(kernels, "vectorAdd");
-        gpu.launchKernel(add, Dim3.of((n + 255) / 256), Dim3.of(256), 0, StreamHandle.DEFAULT,
+        gpu.launchKernel(
+                add,
+                Dim3.of((n + 255) / 256),
+                Dim3.of(256),
+                0,
+                StreamHandle.DEFAULT,
                 KernelArgs.builder().pointer(da).pointer(db).pointer(dc).i32(n).build());
         float[] c = download(dc, n);
         for (int i = 0; i < n; i++) {
@@ -526,7 +582,12 @@ public abstract class VirtualGpuConformanceTest {
         EventHandle end = gpu.eventCreate();
         FunctionHandle saxpy = gpu.moduleGetFunction(kernels, "saxpy");
         gpu.eventRecord(start, stream);
-        gpu.launchKernel(saxpy, Dim3.of((n + 127) / 128), Dim3.of(128), 0, stream,
+        gpu.launchKernel(
+                saxpy,
+                Dim3.of((n + 127) / 128),
+                Dim3.of(128),
+                0,
+                stream,
                 KernelArgs.builder().i32(n).f32(2.0f).pointer(dx).pointer(dy).build());
         gpu.eventRecord(end, stream);
         gpu.eventSynchronize(end);
@@ -561,27 +622,85 @@ public abstract class VirtualGpuConformanceTest {
     void launchesThatDoNotMatchTheKernelAreRefused() {
         FunctionHandle add = gpu.moduleGetFunction(kernels, "vectorAdd");
         long d = gpu.memAlloc(64);
-        VgpuException tooFew = assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.launchKernel(add, Dim3.of(1),
-                Dim3.of(1), 0, StreamHandle.DEFAULT, KernelArgs.builder().pointer(d).pointer(d).build()));
-        assertTrue(tooFew.getMessage().contains("vectorAdd") && tooFew.getMessage().contains("4 arguments"), tooFew.getMessage());
-        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.launchKernel(add, Dim3.of(1), Dim3.of(1), 0,
-                StreamHandle.DEFAULT, KernelArgs.builder().pointer(d).pointer(d).pointer(d).i64(1).build()), "long for an int");
-        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.launchKernel(add, Dim3.of(1), Dim3.of(4096), 0,
-                StreamHandle.DEFAULT, KernelArgs.builder().pointer(d).pointer(d).pointer(d).i32(1).build()), "block too large");
+        VgpuException tooFew = assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> gpu.launchKernel(
+                        add,
+                        Dim3.of(1),
+                        Dim3.of(1),
+                        0,
+                        StreamHandle.DEFAULT,
+                        KernelArgs.builder().pointer(d).pointer(d).build()));
+        assertTrue(
+                tooFew.getMessage().contains("vectorAdd") && tooFew.getMessage().contains("4 arguments"),
+                tooFew.getMessage());
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> gpu.launchKernel(
+                        add,
+                        Dim3.of(1),
+                        Dim3.of(1),
+                        0,
+                        StreamHandle.DEFAULT,
+                        KernelArgs.builder()
+                                .pointer(d)
+                                .pointer(d)
+                                .pointer(d)
+                                .i64(1)
+                                .build()),
+                "long for an int");
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> gpu.launchKernel(
+                        add,
+                        Dim3.of(1),
+                        Dim3.of(4096),
+                        0,
+                        StreamHandle.DEFAULT,
+                        KernelArgs.builder()
+                                .pointer(d)
+                                .pointer(d)
+                                .pointer(d)
+                                .i32(1)
+                                .build()),
+                "block too large");
         assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> Dim3.of(0));
-        assertError(ErrorCode.CUDA_ERROR_INVALID_HANDLE, () -> gpu.launchKernel(new FunctionHandle(9999, "ghost"),
-                Dim3.of(1), Dim3.of(1), 0, StreamHandle.DEFAULT, KernelArgs.none()));
-        assertError(ErrorCode.CUDA_ERROR_INVALID_HANDLE, () -> gpu.launchKernel(add, Dim3.of(1), Dim3.of(1), 0,
-                new StreamHandle(777), KernelArgs.builder().pointer(d).pointer(d).pointer(d).i32(1).build()));
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_HANDLE,
+                () -> gpu.launchKernel(
+                        new FunctionHandle(9999, "ghost"),
+                        Dim3.of(1),
+                        Dim3.of(1),
+                        0,
+                        StreamHandle.DEFAULT,
+                        KernelArgs.none()));
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_HANDLE,
+                () -> gpu.launchKernel(
+                        add,
+                        Dim3.of(1),
+                        Dim3.of(1),
+                        0,
+                        new StreamHandle(777),
+                        KernelArgs.builder()
+                                .pointer(d)
+                                .pointer(d)
+                                .pointer(d)
+                                .i32(1)
+                                .build()));
     }
 
     @Test
     void unknownKernelsAndBadImagesAreRefused() {
-        VgpuException missing = assertError(ErrorCode.CUDA_ERROR_NOT_FOUND, () -> gpu.moduleGetFunction(kernels, "noSuchKernel"));
+        VgpuException missing =
+                assertError(ErrorCode.CUDA_ERROR_NOT_FOUND, () -> gpu.moduleGetFunction(kernels, "noSuchKernel"));
         assertTrue(missing.getMessage().contains("noSuchKernel"), missing.getMessage());
-        assertError(ErrorCode.CUDA_ERROR_INVALID_IMAGE, () -> gpu.moduleLoadData("not a module".getBytes(StandardCharsets.US_ASCII)));
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_IMAGE,
+                () -> gpu.moduleLoadData("not a module".getBytes(StandardCharsets.US_ASCII)));
         assertError(ErrorCode.CUDA_ERROR_INVALID_IMAGE, () -> gpu.moduleLoadData(new byte[0]));
-        assertError(ErrorCode.CUDA_ERROR_INVALID_HANDLE, () -> gpu.moduleGetFunction(new ModuleHandle(4242), "vectorAdd"));
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_HANDLE, () -> gpu.moduleGetFunction(new ModuleHandle(4242), "vectorAdd"));
         gpu.moduleUnload(kernels);
         assertError(ErrorCode.CUDA_ERROR_INVALID_HANDLE, () -> gpu.moduleUnload(kernels));
         kernels = gpu.moduleLoadData(TestKernels.ptx());
@@ -602,7 +721,7 @@ public abstract class VirtualGpuConformanceTest {
         for (int i = 0; i < nodes; i++) {
             long[] image = i % 2 == 0 ? firstImage : secondImage;
             image[(i / 2) * 2] = address[(i * 7 + 1) % nodes]; // next
-            image[(i / 2) * 2 + 1] = 1000L + i;                 // payload
+            image[(i / 2) * 2 + 1] = 1000L + i; // payload
         }
         gpu.memcpyHtoD(first, MemorySegment.ofArray(firstImage), nodes / 2 * 16L);
         gpu.memcpyHtoD(second, MemorySegment.ofArray(secondImage), nodes / 2 * 16L);
@@ -610,8 +729,18 @@ public abstract class VirtualGpuConformanceTest {
         long out = gpu.memAlloc(nodes * 8L);
         int steps = 33;
         FunctionHandle chase = gpu.moduleGetFunction(kernels, "pointerChase");
-        gpu.launchKernel(chase, Dim3.of((nodes + 127) / 128), Dim3.of(128), 0, StreamHandle.DEFAULT,
-                KernelArgs.builder().pointer(starts).pointer(out).i32(nodes).i32(steps).build());
+        gpu.launchKernel(
+                chase,
+                Dim3.of((nodes + 127) / 128),
+                Dim3.of(128),
+                0,
+                StreamHandle.DEFAULT,
+                KernelArgs.builder()
+                        .pointer(starts)
+                        .pointer(out)
+                        .i32(nodes)
+                        .i32(steps)
+                        .build());
         long[] payloads = new long[nodes];
         gpu.memcpyDtoH(MemorySegment.ofArray(payloads), out, nodes * 8L);
         for (int i = 0; i < nodes; i++) {
@@ -654,12 +783,27 @@ public abstract class VirtualGpuConformanceTest {
         StreamHandle consumer = gpu.streamCreate();
         EventHandle produced = gpu.eventCreate();
         Dim3 grid = Dim3.of((n + 127) / 128);
-        gpu.launchKernel(gpu.moduleGetFunction(kernels, "saxpy"), grid, Dim3.of(128), 0, producer,
+        gpu.launchKernel(
+                gpu.moduleGetFunction(kernels, "saxpy"),
+                grid,
+                Dim3.of(128),
+                0,
+                producer,
                 KernelArgs.builder().i32(n).f32(2.0f).pointer(dx).pointer(dy).build());
         gpu.eventRecord(produced, producer);
         gpu.streamWaitEvent(consumer, produced);
-        gpu.launchKernel(gpu.moduleGetFunction(kernels, "vectorAdd"), grid, Dim3.of(128), 0, consumer,
-                KernelArgs.builder().pointer(dy).pointer(dx).pointer(dsum).i32(n).build());
+        gpu.launchKernel(
+                gpu.moduleGetFunction(kernels, "vectorAdd"),
+                grid,
+                Dim3.of(128),
+                0,
+                consumer,
+                KernelArgs.builder()
+                        .pointer(dy)
+                        .pointer(dx)
+                        .pointer(dsum)
+                        .i32(n)
+                        .build());
         MemorySegment host = gpu.memAllocHost((long) n * Float.BYTES);
         // Only the consumer is waited for: what it read of y must be the producer's result.
         gpu.memcpyDtoHAsync(host, dsum, (long) n * Float.BYTES, consumer);
@@ -721,8 +865,18 @@ public abstract class VirtualGpuConformanceTest {
                     long dy = gpu.memAlloc(n * 4L);
                     gpu.memsetD32Async(dy, Float.floatToRawIntBits(1f), n, stream);
                     for (int round = 0; round < 10; round++) {
-                        gpu.launchKernel(saxpy, Dim3.of((n + 255) / 256), Dim3.of(256), 0, stream,
-                                KernelArgs.builder().i32(n).f32(factor).pointer(dx).pointer(dy).build());
+                        gpu.launchKernel(
+                                saxpy,
+                                Dim3.of((n + 255) / 256),
+                                Dim3.of(256),
+                                0,
+                                stream,
+                                KernelArgs.builder()
+                                        .i32(n)
+                                        .f32(factor)
+                                        .pointer(dx)
+                                        .pointer(dy)
+                                        .build());
                     }
                     gpu.streamSynchronize(stream);
                     float[] y = download(dy, n);

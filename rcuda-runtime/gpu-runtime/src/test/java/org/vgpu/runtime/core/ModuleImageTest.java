@@ -7,6 +7,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.List;
 
 import org.junit.jupiter.api.Test;
+
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.KernelArgs;
 import org.vgpu.runtime.api.VgpuException;
@@ -40,33 +41,60 @@ class ModuleImageTest {
         assertEquals(ModuleImage.Format.PTX, image.format());
         assertEquals(List.of(), image.ptxSignature("noArgs").parameterSizes());
         assertEquals(List.of(8, 4, 8, 12, 1), image.ptxSignature("mixed").parameterSizes());
-        assertEquals(ErrorCode.CUDA_ERROR_NOT_FOUND,
-                assertThrows(VgpuException.class, () -> image.ptxSignature("other")).code());
+        assertEquals(
+                ErrorCode.CUDA_ERROR_NOT_FOUND,
+                assertThrows(VgpuException.class, () -> image.ptxSignature("other"))
+                        .code());
     }
 
     @Test
     void signaturesCheckArgumentSizes() {
-        var signature = ModuleImage.parse(PTX.getBytes(StandardCharsets.US_ASCII)).ptxSignature("mixed");
-        signature.check(KernelArgs.builder().pointer(1).i32(2).f64(3).bytes(new byte[12]).bytes(new byte[1]).build());
-        assertThrows(VgpuException.class,
-                () -> signature.check(KernelArgs.builder().pointer(1).i32(2).f32(3).bytes(new byte[12]).bytes(new byte[1]).build()));
+        var signature =
+                ModuleImage.parse(PTX.getBytes(StandardCharsets.US_ASCII)).ptxSignature("mixed");
+        signature.check(KernelArgs.builder()
+                .pointer(1)
+                .i32(2)
+                .f64(3)
+                .bytes(new byte[12])
+                .bytes(new byte[1])
+                .build());
+        assertThrows(
+                VgpuException.class,
+                () -> signature.check(KernelArgs.builder()
+                        .pointer(1)
+                        .i32(2)
+                        .f32(3)
+                        .bytes(new byte[12])
+                        .bytes(new byte[1])
+                        .build()));
     }
 
     @Test
     void classifiesBinaryImagesAndTerminatesPtx() {
-        assertEquals(ModuleImage.Format.CUBIN, ModuleImage.parse(new byte[] {0x7f, 'E', 'L', 'F', 0}).format());
-        assertEquals(ModuleImage.Format.FATBIN,
-                ModuleImage.parse(new byte[] {0x50, (byte) 0xed, 0x55, (byte) 0xba, 1}).format());
-        byte[] driverImage = ModuleImage.parse(PTX.getBytes(StandardCharsets.US_ASCII)).driverImage();
+        assertEquals(
+                ModuleImage.Format.CUBIN,
+                ModuleImage.parse(new byte[] {0x7f, 'E', 'L', 'F', 0}).format());
+        assertEquals(
+                ModuleImage.Format.FATBIN,
+                ModuleImage.parse(new byte[] {0x50, (byte) 0xed, 0x55, (byte) 0xba, 1})
+                        .format());
+        byte[] driverImage =
+                ModuleImage.parse(PTX.getBytes(StandardCharsets.US_ASCII)).driverImage();
         assertEquals(0, driverImage[driverImage.length - 1]);
     }
 
     @Test
     void garbageIsAnInvalidImage() {
         for (byte[] garbage : new byte[][] {null, new byte[0], "hello world".getBytes(StandardCharsets.US_ASCII)}) {
-            assertEquals(ErrorCode.CUDA_ERROR_INVALID_IMAGE, assertThrows(VgpuException.class, () -> ModuleImage.parse(garbage)).code());
+            assertEquals(
+                    ErrorCode.CUDA_ERROR_INVALID_IMAGE,
+                    assertThrows(VgpuException.class, () -> ModuleImage.parse(garbage))
+                            .code());
         }
         byte[] badParam = ".version 8.0\n.target sm_80\n.entry k(.param .weird x)".getBytes(StandardCharsets.US_ASCII);
-        assertEquals(ErrorCode.CUDA_ERROR_INVALID_PTX, assertThrows(VgpuException.class, () -> ModuleImage.parse(badParam)).code());
+        assertEquals(
+                ErrorCode.CUDA_ERROR_INVALID_PTX,
+                assertThrows(VgpuException.class, () -> ModuleImage.parse(badParam))
+                        .code());
     }
 }

@@ -9,6 +9,7 @@ import java.nio.charset.StandardCharsets;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.FunctionHandle;
@@ -48,7 +49,9 @@ class EmulatedBackendTest {
         assertEquals(2, backend.deviceCount());
         for (int d = 0; d < backend.deviceCount(); d++) {
             assertTrue(backend.deviceProperties(d).emulated());
-            assertTrue(backend.deviceProperties(d).describe().contains("CPU EMULATION"), backend.deviceProperties(d).describe());
+            assertTrue(
+                    backend.deviceProperties(d).describe().contains("CPU EMULATION"),
+                    backend.deviceProperties(d).describe());
             assertTrue(backend.deviceProperties(d).name().contains("emulation"));
         }
     }
@@ -57,8 +60,15 @@ class EmulatedBackendTest {
     void aKernelWithoutTwinIsAClearError() {
         ModuleHandle module = gpu.moduleLoadData(PTX_WITHOUT_TWIN.getBytes(StandardCharsets.US_ASCII));
         FunctionHandle lonely = gpu.moduleGetFunction(module, "lonelyKernel");
-        VgpuException e = assertThrows(VgpuException.class, () -> gpu.launchKernel(lonely, Dim3.of(1), Dim3.of(1), 0,
-                StreamHandle.DEFAULT, KernelArgs.builder().i32(1).build()));
+        VgpuException e = assertThrows(
+                VgpuException.class,
+                () -> gpu.launchKernel(
+                        lonely,
+                        Dim3.of(1),
+                        Dim3.of(1),
+                        0,
+                        StreamHandle.DEFAULT,
+                        KernelArgs.builder().i32(1).build()));
         assertEquals(ErrorCode.VGPU_NO_KERNEL_TWIN, e.code());
         assertTrue(e.getMessage().contains("lonelyKernel") && e.getMessage().contains("emulation"), e.getMessage());
     }
@@ -77,8 +87,18 @@ class EmulatedBackendTest {
         ModuleHandle module = gpu.moduleLoadData(TestKernels.ptx());
         FunctionHandle add = gpu.moduleGetFunction(module, "vectorAdd");
         // n = 1000 floats, but each buffer holds 16: the twin walks off the allocation.
-        gpu.launchKernel(add, Dim3.of(4), Dim3.of(256), 0, StreamHandle.DEFAULT,
-                KernelArgs.builder().pointer(small).pointer(small).pointer(small).i32(1000).build());
+        gpu.launchKernel(
+                add,
+                Dim3.of(4),
+                Dim3.of(256),
+                0,
+                StreamHandle.DEFAULT,
+                KernelArgs.builder()
+                        .pointer(small)
+                        .pointer(small)
+                        .pointer(small)
+                        .i32(1000)
+                        .build());
         VgpuException e = assertThrows(VgpuException.class, gpu::ctxSynchronize);
         assertEquals(ErrorCode.CUDA_ERROR_ILLEGAL_ADDRESS, e.code());
         assertTrue(e.getMessage().contains("vectorAdd"), e.getMessage());
@@ -109,11 +129,17 @@ class EmulatedBackendTest {
 
     @Test
     void badBackendParametersAreRefused() {
-        assertEquals(ErrorCode.CUDA_ERROR_INVALID_VALUE,
-                assertThrows(VgpuException.class, () -> new EmulatedBackend(0, 1L << 30, new KernelTwinRegistry())).code());
-        assertEquals(ErrorCode.CUDA_ERROR_INVALID_VALUE,
-                assertThrows(VgpuException.class, () -> new EmulatedBackend(1, 1000, new KernelTwinRegistry())).code());
-        assertEquals(ErrorCode.CUDA_ERROR_INVALID_DEVICE,
-                assertThrows(VgpuException.class, () -> backend.open(2, VaWindow.forVgpu(0))).code());
+        assertEquals(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                assertThrows(VgpuException.class, () -> new EmulatedBackend(0, 1L << 30, new KernelTwinRegistry()))
+                        .code());
+        assertEquals(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                assertThrows(VgpuException.class, () -> new EmulatedBackend(1, 1000, new KernelTwinRegistry()))
+                        .code());
+        assertEquals(
+                ErrorCode.CUDA_ERROR_INVALID_DEVICE,
+                assertThrows(VgpuException.class, () -> backend.open(2, VaWindow.forVgpu(0)))
+                        .code());
     }
 }

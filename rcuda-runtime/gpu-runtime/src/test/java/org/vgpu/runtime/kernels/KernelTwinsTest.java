@@ -13,6 +13,7 @@ import java.util.Arrays;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.KernelArgs;
@@ -56,7 +57,11 @@ class KernelTwinsTest {
         long a = upload(1, 2, 3, 4);
         long b = upload(10, 20, 30, 40);
         long c = upload(-1, -1, -1, -1);
-        launch(TestKernels.VECTOR_ADD, Dim3.of(1), Dim3.of(8), KernelArgs.builder().pointer(a).pointer(b).pointer(c).i32(3).build());
+        launch(
+                TestKernels.VECTOR_ADD,
+                Dim3.of(1),
+                Dim3.of(8),
+                KernelArgs.builder().pointer(a).pointer(b).pointer(c).i32(3).build());
         assertArrayEquals(new float[] {11, 22, 33, -1}, readFloats(c, 4));
     }
 
@@ -65,7 +70,11 @@ class KernelTwinsTest {
         long a = upload(1, 2, 3, 4);
         long b = upload(10, 20, 30, 40);
         long c = upload(-1, -1, -1, -1);
-        launch(TestKernels.VECTOR_ADD, Dim3.of(1), Dim3.of(2), KernelArgs.builder().pointer(a).pointer(b).pointer(c).i32(4).build());
+        launch(
+                TestKernels.VECTOR_ADD,
+                Dim3.of(1),
+                Dim3.of(2),
+                KernelArgs.builder().pointer(a).pointer(b).pointer(c).i32(4).build());
         assertArrayEquals(new float[] {11, 22, -1, -1}, readFloats(c, 4));
     }
 
@@ -75,7 +84,11 @@ class KernelTwinsTest {
         float a = 1 + 0x1p-12f;
         long x = upload(a, 3);
         long y = upload(-1, 0.5f);
-        launch(TestKernels.SAXPY, Dim3.of(1), Dim3.of(32), KernelArgs.builder().i32(2).f32(a).pointer(x).pointer(y).build());
+        launch(
+                TestKernels.SAXPY,
+                Dim3.of(1),
+                Dim3.of(32),
+                KernelArgs.builder().i32(2).f32(a).pointer(x).pointer(y).build());
         float[] result = readFloats(y, 2);
         assertEquals(0x1p-11f, result[0]);
         assertNotEquals(Math.fma(a, a, -1f), result[0]);
@@ -87,7 +100,11 @@ class KernelTwinsTest {
     void threadsThatDifferOnlyInUnusedDimensionsRepeatTheWorkInSequence() {
         long x = upload(1);
         long y = upload(1);
-        launch(TestKernels.SAXPY, Dim3.of(1, 2), Dim3.of(32), KernelArgs.builder().i32(1).f32(1).pointer(x).pointer(y).build());
+        launch(
+                TestKernels.SAXPY,
+                Dim3.of(1, 2),
+                Dim3.of(32),
+                KernelArgs.builder().i32(1).f32(1).pointer(x).pointer(y).build());
         assertArrayEquals(new float[] {3}, readFloats(y, 1));
     }
 
@@ -96,7 +113,11 @@ class KernelTwinsTest {
         long a = upload(1, 2, 3, 4);
         long b = upload(5, 6, 7, 8);
         long c = gpu.memAlloc(4 * Float.BYTES);
-        launch(TestKernels.MAT_MUL, Dim3.of(1, 1), Dim3.of(4, 4), KernelArgs.builder().pointer(a).pointer(b).pointer(c).i32(2).build());
+        launch(
+                TestKernels.MAT_MUL,
+                Dim3.of(1, 1),
+                Dim3.of(4, 4),
+                KernelArgs.builder().pointer(a).pointer(b).pointer(c).i32(2).build());
         assertArrayEquals(new float[] {19, 22, 43, 50}, readFloats(c, 4));
     }
 
@@ -105,7 +126,16 @@ class KernelTwinsTest {
         long a = upload(1, 2, 3, 4, 5, 6, 7, 8, 9);
         long identity = upload(1, 0, 0, 0, 1, 0, 0, 0, 1);
         long c = upload(-1, -1, -1, -1, -1, -1, -1, -1, -1);
-        launch(TestKernels.MAT_MUL, Dim3.of(1, 1), Dim3.of(2, 2), KernelArgs.builder().pointer(a).pointer(identity).pointer(c).i32(3).build());
+        launch(
+                TestKernels.MAT_MUL,
+                Dim3.of(1, 1),
+                Dim3.of(2, 2),
+                KernelArgs.builder()
+                        .pointer(a)
+                        .pointer(identity)
+                        .pointer(c)
+                        .i32(3)
+                        .build());
         assertArrayEquals(new float[] {1, 2, -1, 4, 5, -1, -1, -1, -1}, readFloats(c, 9));
     }
 
@@ -113,7 +143,11 @@ class KernelTwinsTest {
     void transposeOfANonSquareMatrix() {
         long in = upload(1, 2, 3, 4, 5, 6);
         long out = gpu.memAlloc(6 * Float.BYTES);
-        launch(TestKernels.TRANSPOSE, Dim3.of(1, 1), Dim3.of(16, 16), KernelArgs.builder().pointer(in).pointer(out).i32(2).i32(3).build());
+        launch(
+                TestKernels.TRANSPOSE,
+                Dim3.of(1, 1),
+                Dim3.of(16, 16),
+                KernelArgs.builder().pointer(in).pointer(out).i32(2).i32(3).build());
         assertArrayEquals(new float[] {1, 4, 2, 5, 3, 6}, readFloats(out, 6));
     }
 
@@ -125,9 +159,23 @@ class KernelTwinsTest {
     void nbodyStepAndIntegrateMoveTwoBodiesTowardsEachOther() {
         long pos = upload(0, 0, 0, 8, 1, 0, 0, 8);
         long vel = upload(0, 0, 0, 0, 0, 0);
-        launch(TestKernels.NBODY_STEP, Dim3.of(1), Dim3.of(32), KernelArgs.builder().pointer(pos).pointer(vel).i32(2).f32(0.5f).f32(3).build());
+        launch(
+                TestKernels.NBODY_STEP,
+                Dim3.of(1),
+                Dim3.of(32),
+                KernelArgs.builder()
+                        .pointer(pos)
+                        .pointer(vel)
+                        .i32(2)
+                        .f32(0.5f)
+                        .f32(3)
+                        .build());
         assertArrayEquals(new float[] {0.5f, 0, 0, -0.5f, 0, 0}, readFloats(vel, 6));
-        launch(TestKernels.NBODY_INTEGRATE, Dim3.of(1), Dim3.of(32), KernelArgs.builder().pointer(pos).pointer(vel).i32(2).f32(0.5f).build());
+        launch(
+                TestKernels.NBODY_INTEGRATE,
+                Dim3.of(1),
+                Dim3.of(32),
+                KernelArgs.builder().pointer(pos).pointer(vel).i32(2).f32(0.5f).build());
         assertArrayEquals(new float[] {0.25f, 0, 0, 8, 0.75f, 0, 0, 8}, readFloats(pos, 8));
     }
 
@@ -141,11 +189,14 @@ class KernelTwinsTest {
         for (int diag = 2; diag <= 5; diag++) {
             launch(TestKernels.SW_ANTI_DIAGONAL, Dim3.of(1), Dim3.of(32), smithWaterman(seqA, seqB, h, 3, 2, diag));
         }
-        assertArrayEquals(new int[] {
-                0, 0, 0,
-                0, 0, 0,
-                0, 2, 1,
-                0, 1, 4}, readInts(h, 12));
+        assertArrayEquals(
+                new int[] {
+                    0, 0, 0,
+                    0, 0, 0,
+                    0, 2, 1,
+                    0, 1, 4
+                },
+                readInts(h, 12));
     }
 
     @Test
@@ -172,8 +223,19 @@ class KernelTwinsTest {
         long pos = upload(0.5f, 0.5f, 0.5f, 3.5f, 0.5f, 0.5f, 0.5f, 2.5f, 0.5f);
         long force = gpu.memAlloc(9 * Float.BYTES);
         long potential = gpu.memAlloc(3 * Float.BYTES);
-        launch(TestKernels.LJ_FORCES, Dim3.of(1), Dim3.of(32), KernelArgs.builder().pointer(pos).pointer(force)
-                .pointer(potential).i32(3).f32(4).f32(4).f32(-0.5f).build());
+        launch(
+                TestKernels.LJ_FORCES,
+                Dim3.of(1),
+                Dim3.of(32),
+                KernelArgs.builder()
+                        .pointer(pos)
+                        .pointer(force)
+                        .pointer(potential)
+                        .i32(3)
+                        .f32(4)
+                        .f32(4)
+                        .f32(-0.5f)
+                        .build());
         assertArrayEquals(new float[] {24, 0, 0, -24, 0, 0, 0, 0, 0}, readFloats(force, 9));
         assertArrayEquals(new float[] {0.25f, 0.25f, 0}, readFloats(potential, 3));
     }
@@ -184,8 +246,19 @@ class KernelTwinsTest {
         long pos = upload(1, 1, 1, 2, 2, 1);
         long force = gpu.memAlloc(6 * Float.BYTES);
         long potential = gpu.memAlloc(2 * Float.BYTES);
-        launch(TestKernels.LJ_FORCES, Dim3.of(1), Dim3.of(32), KernelArgs.builder().pointer(pos).pointer(force)
-                .pointer(potential).i32(2).f32(10).f32(6.25f).f32(0).build());
+        launch(
+                TestKernels.LJ_FORCES,
+                Dim3.of(1),
+                Dim3.of(32),
+                KernelArgs.builder()
+                        .pointer(pos)
+                        .pointer(force)
+                        .pointer(potential)
+                        .i32(2)
+                        .f32(10)
+                        .f32(6.25f)
+                        .f32(0)
+                        .build());
         assertArrayEquals(new float[] {1.125f, 1.125f, 0, -1.125f, -1.125f, 0}, readFloats(force, 6));
         assertArrayEquals(new float[] {-0.21875f, -0.21875f}, readFloats(potential, 2));
     }
@@ -195,16 +268,38 @@ class KernelTwinsTest {
         long pos = upload(1, 1, 1);
         long vel = upload(1, 1, 1);
         long force = upload(2, -2, 0);
-        launch(TestKernels.LJ_INITIAL_INTEGRATE, Dim3.of(1), Dim3.of(32), KernelArgs.builder().pointer(pos).pointer(vel)
-                .pointer(force).i32(1).f32(0.25f).f32(0.5f).build());
+        launch(
+                TestKernels.LJ_INITIAL_INTEGRATE,
+                Dim3.of(1),
+                Dim3.of(32),
+                KernelArgs.builder()
+                        .pointer(pos)
+                        .pointer(vel)
+                        .pointer(force)
+                        .i32(1)
+                        .f32(0.25f)
+                        .f32(0.5f)
+                        .build());
         assertArrayEquals(new float[] {1.5f, 0.5f, 1}, readFloats(vel, 3));
         assertArrayEquals(new float[] {1.75f, 1.25f, 1.5f}, readFloats(pos, 3));
-        launch(TestKernels.LJ_FINAL_INTEGRATE, Dim3.of(1), Dim3.of(32), KernelArgs.builder().pointer(vel).pointer(force)
-                .i32(1).f32(0.25f).build());
+        launch(
+                TestKernels.LJ_FINAL_INTEGRATE,
+                Dim3.of(1),
+                Dim3.of(32),
+                KernelArgs.builder()
+                        .pointer(vel)
+                        .pointer(force)
+                        .i32(1)
+                        .f32(0.25f)
+                        .build());
         assertArrayEquals(new float[] {2, 0, 1}, readFloats(vel, 3));
 
         long outside = upload(4.5f, -0.5f, 4, 2, 0, 3.5f);
-        launch(TestKernels.LJ_APPLY_PERIODIC, Dim3.of(1), Dim3.of(32), KernelArgs.builder().pointer(outside).i32(2).f32(4).build());
+        launch(
+                TestKernels.LJ_APPLY_PERIODIC,
+                Dim3.of(1),
+                Dim3.of(32),
+                KernelArgs.builder().pointer(outside).i32(2).f32(4).build());
         assertArrayEquals(new float[] {0.5f, 3.5f, 0, 2, 0, 3.5f}, readFloats(outside, 6));
     }
 
@@ -212,7 +307,11 @@ class KernelTwinsTest {
     void ljKineticEnergyIsHalfTheSquaredSpeed() {
         long vel = upload(1, 2, 2, 0, 0, 3);
         long kinetic = gpu.memAlloc(2 * Float.BYTES);
-        launch(TestKernels.LJ_KINETIC_ENERGY, Dim3.of(1), Dim3.of(32), KernelArgs.builder().pointer(vel).pointer(kinetic).i32(2).build());
+        launch(
+                TestKernels.LJ_KINETIC_ENERGY,
+                Dim3.of(1),
+                Dim3.of(32),
+                KernelArgs.builder().pointer(vel).pointer(kinetic).i32(2).build());
         assertArrayEquals(new float[] {4.5f, 4.5f}, readFloats(kinetic, 2));
     }
 
@@ -250,24 +349,54 @@ class KernelTwinsTest {
     @Test
     void twinsFaultWhenAKernelWouldReadPastItsBuffers() {
         long small = upload(1, 2, 3, 4);
-        launchFaulting(TestKernels.MAT_MUL, KernelArgs.builder().pointer(small).pointer(small).pointer(small).i32(3).build());
+        launchFaulting(
+                TestKernels.MAT_MUL,
+                KernelArgs.builder()
+                        .pointer(small)
+                        .pointer(small)
+                        .pointer(small)
+                        .i32(3)
+                        .build());
         long seqA = upload("ACG");
         long seqB = upload("CG");
         long tooSmall = gpu.memAlloc(11 * Integer.BYTES);
         launchFaulting(TestKernels.SW_ANTI_DIAGONAL, smithWaterman(seqA, seqB, tooSmall, 3, 2, 5));
-        launchFaulting(TestKernels.LJ_FORCES, KernelArgs.builder().pointer(small).pointer(small).pointer(small).i32(2)
-                .f32(10).f32(6.25f).f32(0).build());
+        launchFaulting(
+                TestKernels.LJ_FORCES,
+                KernelArgs.builder()
+                        .pointer(small)
+                        .pointer(small)
+                        .pointer(small)
+                        .i32(2)
+                        .f32(10)
+                        .f32(6.25f)
+                        .f32(0)
+                        .build());
     }
 
     // ---- helpers
 
     private static KernelArgs smithWaterman(long seqA, long seqB, long h, int lenA, int lenB, int diag) {
-        return KernelArgs.builder().pointer(seqA).pointer(seqB).pointer(h).i32(lenA).i32(lenB).i32(diag)
-                .i32(2).i32(-1).i32(1).build();
+        return KernelArgs.builder()
+                .pointer(seqA)
+                .pointer(seqB)
+                .pointer(h)
+                .i32(lenA)
+                .i32(lenB)
+                .i32(diag)
+                .i32(2)
+                .i32(-1)
+                .i32(1)
+                .build();
     }
 
     private static KernelArgs pointerChase(long starts, long payloads, int n, int steps) {
-        return KernelArgs.builder().pointer(starts).pointer(payloads).i32(n).i32(steps).build();
+        return KernelArgs.builder()
+                .pointer(starts)
+                .pointer(payloads)
+                .i32(n)
+                .i32(steps)
+                .build();
     }
 
     /** Launches and synchronizes, so a fault inside the twin surfaces here. */

@@ -10,6 +10,7 @@ import java.util.Set;
 import java.util.regex.Pattern;
 
 import org.junit.jupiter.api.Test;
+
 import org.vgpu.runtime.api.KernelSignature;
 import org.vgpu.runtime.core.ModuleImage;
 
@@ -58,7 +59,13 @@ class TestKernelsTest {
     void ptxHasNoFusedOrApproximateFloatInstructions() {
         String text = new String(TestKernels.ptx(), StandardCharsets.US_ASCII);
         Pattern inexact = Pattern.compile("\\b(fma|mad)\\.[a-z0-9.]*f32|\\.approx\\.|\\bdiv\\.full|\\.ftz\\.");
-        assertFalse(inexact.matcher(text).find(), () -> "PTX contains " + inexact.matcher(text).results().findFirst()
-                .map(m -> m.group()).orElse("") + "; rebuild it with src/main/cuda/build-ptx.sh");
+        assertFalse(
+                inexact.matcher(text).find(),
+                () -> "PTX contains "
+                        + inexact.matcher(text)
+                                .results()
+                                .findFirst()
+                                .map(m -> m.group())
+                                .orElse("") + "; rebuild it with src/main/cuda/build-ptx.sh");
     }
 }

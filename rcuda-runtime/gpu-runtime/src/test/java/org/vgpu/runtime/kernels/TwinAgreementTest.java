@@ -20,6 +20,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
+
 import org.vgpu.runtime.Backends;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.GpuBackend;
@@ -88,79 +89,154 @@ class TwinAgreementTest {
         for (int i = 0; i < onGpu.buffers().size(); i++) {
             Buffer gpu = onGpu.buffers().get(i);
             Buffer twin = onTwin.buffers().get(i);
-            assertEquals(gpu.address(), twin.address(), String.format(
-                    "buffer %d is at 0x%x on the GPU and 0x%x in the emulation; stored pointers would differ", i, gpu.address(), twin.address()));
+            assertEquals(
+                    gpu.address(),
+                    twin.address(),
+                    String.format(
+                            "buffer %d is at 0x%x on the GPU and 0x%x in the emulation; stored pointers would differ",
+                            i, gpu.address(), twin.address()));
             compare(agreementCase.name(), i, gpu, twin);
         }
     }
 
     static Stream<Case> cases() {
         return Stream.of(
-                new Case("emptyKernel", Set.of(TestKernels.EMPTY_KERNEL), (device, random) ->
-                        device.launch(TestKernels.EMPTY_KERNEL, new Dim3(4, 2, 1), Dim3.of(BLOCK), KernelArgs.none())),
+                new Case(
+                        "emptyKernel",
+                        Set.of(TestKernels.EMPTY_KERNEL),
+                        (device, random) -> device.launch(
+                                TestKernels.EMPTY_KERNEL, new Dim3(4, 2, 1), Dim3.of(BLOCK), KernelArgs.none())),
                 new Case("vectorAdd", Set.of(TestKernels.VECTOR_ADD), (device, random) -> {
                     int n = 10_007;
                     long a = device.upload(wideFloats(random, n));
                     long b = device.upload(wideFloats(random, n));
                     long c = device.allocate((n + 9) * 4L, Element.FLOAT);
-                    device.launch1D(TestKernels.VECTOR_ADD, n, KernelArgs.builder().pointer(a).pointer(b).pointer(c).i32(n).build());
+                    device.launch1D(
+                            TestKernels.VECTOR_ADD,
+                            n,
+                            KernelArgs.builder()
+                                    .pointer(a)
+                                    .pointer(b)
+                                    .pointer(c)
+                                    .i32(n)
+                                    .build());
                 }),
                 new Case("saxpy", Set.of(TestKernels.SAXPY), (device, random) -> {
                     int n = 10_007;
                     long x = device.upload(wideFloats(random, n));
                     long y = device.upload(wideFloats(random, n + 9));
-                    device.launch1D(TestKernels.SAXPY, n, KernelArgs.builder().i32(n).f32(1.1f + random.nextFloat())
-                            .pointer(x).pointer(y).build());
+                    device.launch1D(
+                            TestKernels.SAXPY,
+                            n,
+                            KernelArgs.builder()
+                                    .i32(n)
+                                    .f32(1.1f + random.nextFloat())
+                                    .pointer(x)
+                                    .pointer(y)
+                                    .build());
                 }),
                 new Case("matMul", Set.of(TestKernels.MAT_MUL), (device, random) -> {
                     int n = 77;
                     long a = device.upload(uniform(random, n * n, -1, 1));
                     long b = device.upload(uniform(random, n * n, -1, 1));
                     long c = device.allocate((long) n * n * 4, Element.FLOAT);
-                    device.launch2D(TestKernels.MAT_MUL, n, n, KernelArgs.builder().pointer(a).pointer(b).pointer(c).i32(n).build());
+                    device.launch2D(
+                            TestKernels.MAT_MUL,
+                            n,
+                            n,
+                            KernelArgs.builder()
+                                    .pointer(a)
+                                    .pointer(b)
+                                    .pointer(c)
+                                    .i32(n)
+                                    .build());
                 }),
-                new Case("transpose of random bit patterns (NaN payloads, subnormals)", Set.of(TestKernels.TRANSPOSE), (device, random) -> {
-                    int rows = 130;
-                    int cols = 67;
-                    int[] bits = new int[rows * cols];
-                    for (int i = 0; i < bits.length; i++) {
-                        bits[i] = random.nextInt();
-                    }
-                    long in = device.upload(bits);
-                    long out = device.allocate((long) rows * cols * 4, Element.FLOAT);
-                    device.launch2D(TestKernels.TRANSPOSE, cols, rows, KernelArgs.builder().pointer(in).pointer(out).i32(rows).i32(cols).build());
-                }),
-                new Case("nbodyStep and nbodyIntegrate, 3 steps", Set.of(TestKernels.NBODY_STEP, TestKernels.NBODY_INTEGRATE), (device, random) -> {
-                    int n = 700;
-                    float[] pos = new float[4 * n];
-                    for (int i = 0; i < n; i++) {
-                        pos[4 * i] = -1 + 2 * random.nextFloat();
-                        pos[4 * i + 1] = -1 + 2 * random.nextFloat();
-                        pos[4 * i + 2] = -1 + 2 * random.nextFloat();
-                        pos[4 * i + 3] = random.nextFloat() / n;
-                    }
-                    long dpos = device.upload(pos);
-                    long dvel = device.upload(uniform(random, 3 * n, -0.1f, 0.1f));
-                    for (int step = 0; step < 3; step++) {
-                        device.launch1D(TestKernels.NBODY_STEP, n, KernelArgs.builder().pointer(dpos).pointer(dvel).i32(n)
-                                .f32(0.01f).f32(0.0025f).build());
-                        device.launch1D(TestKernels.NBODY_INTEGRATE, n, KernelArgs.builder().pointer(dpos).pointer(dvel).i32(n)
-                                .f32(0.01f).build());
-                    }
-                }),
-                new Case("swAntiDiagonal over the whole matrix", Set.of(TestKernels.SW_ANTI_DIAGONAL), (device, random) -> {
-                    int lenA = 300;
-                    int lenB = 211;
-                    long seqA = device.upload(bases(random, lenA));
-                    long seqB = device.upload(bases(random, lenB));
-                    long h = device.allocate((lenA + 1L) * (lenB + 1) * 4, Element.INT);
-                    device.memsetZero(h, (lenA + 1L) * (lenB + 1) * 4);
-                    for (int diag = 2; diag <= lenA + lenB; diag++) {
-                        device.launch1D(TestKernels.SW_ANTI_DIAGONAL, Math.min(lenA, diag - 1) - Math.max(1, diag - lenB) + 1,
-                                KernelArgs.builder().pointer(seqA).pointer(seqB).pointer(h).i32(lenA).i32(lenB).i32(diag)
-                                        .i32(3).i32(-3).i32(2).build());
-                    }
-                }),
+                new Case(
+                        "transpose of random bit patterns (NaN payloads, subnormals)",
+                        Set.of(TestKernels.TRANSPOSE),
+                        (device, random) -> {
+                            int rows = 130;
+                            int cols = 67;
+                            int[] bits = new int[rows * cols];
+                            for (int i = 0; i < bits.length; i++) {
+                                bits[i] = random.nextInt();
+                            }
+                            long in = device.upload(bits);
+                            long out = device.allocate((long) rows * cols * 4, Element.FLOAT);
+                            device.launch2D(
+                                    TestKernels.TRANSPOSE,
+                                    cols,
+                                    rows,
+                                    KernelArgs.builder()
+                                            .pointer(in)
+                                            .pointer(out)
+                                            .i32(rows)
+                                            .i32(cols)
+                                            .build());
+                        }),
+                new Case(
+                        "nbodyStep and nbodyIntegrate, 3 steps",
+                        Set.of(TestKernels.NBODY_STEP, TestKernels.NBODY_INTEGRATE),
+                        (device, random) -> {
+                            int n = 700;
+                            float[] pos = new float[4 * n];
+                            for (int i = 0; i < n; i++) {
+                                pos[4 * i] = -1 + 2 * random.nextFloat();
+                                pos[4 * i + 1] = -1 + 2 * random.nextFloat();
+                                pos[4 * i + 2] = -1 + 2 * random.nextFloat();
+                                pos[4 * i + 3] = random.nextFloat() / n;
+                            }
+                            long dpos = device.upload(pos);
+                            long dvel = device.upload(uniform(random, 3 * n, -0.1f, 0.1f));
+                            for (int step = 0; step < 3; step++) {
+                                device.launch1D(
+                                        TestKernels.NBODY_STEP,
+                                        n,
+                                        KernelArgs.builder()
+                                                .pointer(dpos)
+                                                .pointer(dvel)
+                                                .i32(n)
+                                                .f32(0.01f)
+                                                .f32(0.0025f)
+                                                .build());
+                                device.launch1D(
+                                        TestKernels.NBODY_INTEGRATE,
+                                        n,
+                                        KernelArgs.builder()
+                                                .pointer(dpos)
+                                                .pointer(dvel)
+                                                .i32(n)
+                                                .f32(0.01f)
+                                                .build());
+                            }
+                        }),
+                new Case(
+                        "swAntiDiagonal over the whole matrix",
+                        Set.of(TestKernels.SW_ANTI_DIAGONAL),
+                        (device, random) -> {
+                            int lenA = 300;
+                            int lenB = 211;
+                            long seqA = device.upload(bases(random, lenA));
+                            long seqB = device.upload(bases(random, lenB));
+                            long h = device.allocate((lenA + 1L) * (lenB + 1) * 4, Element.INT);
+                            device.memsetZero(h, (lenA + 1L) * (lenB + 1) * 4);
+                            for (int diag = 2; diag <= lenA + lenB; diag++) {
+                                device.launch1D(
+                                        TestKernels.SW_ANTI_DIAGONAL,
+                                        Math.min(lenA, diag - 1) - Math.max(1, diag - lenB) + 1,
+                                        KernelArgs.builder()
+                                                .pointer(seqA)
+                                                .pointer(seqB)
+                                                .pointer(h)
+                                                .i32(lenA)
+                                                .i32(lenB)
+                                                .i32(diag)
+                                                .i32(3)
+                                                .i32(-3)
+                                                .i32(2)
+                                                .build());
+                            }
+                        }),
                 new Case("ljForces on a jittered lattice", Set.of(TestKernels.LJ_FORCES), (device, random) -> {
                     LennardJonesBox box = LennardJonesBox.jitteredLattice(random, 5);
                     long pos = device.upload(box.positions());
@@ -173,51 +249,123 @@ class TwinAgreementTest {
                     long pos = device.upload(uniform(random, 3 * n, 0, 8));
                     long vel = device.upload(uniform(random, 3 * n, -3, 3));
                     long force = device.upload(wideFloats(random, 3 * n));
-                    device.launch1D(TestKernels.LJ_INITIAL_INTEGRATE, n, KernelArgs.builder().pointer(pos).pointer(vel).pointer(force)
-                            .i32(n).f32(0.0025f).f32(0.005f).build());
+                    device.launch1D(
+                            TestKernels.LJ_INITIAL_INTEGRATE,
+                            n,
+                            KernelArgs.builder()
+                                    .pointer(pos)
+                                    .pointer(vel)
+                                    .pointer(force)
+                                    .i32(n)
+                                    .f32(0.0025f)
+                                    .f32(0.005f)
+                                    .build());
                 }),
-                new Case("ljApplyPeriodic at and around the box faces", Set.of(TestKernels.LJ_APPLY_PERIODIC), (device, random) -> {
-                    int n = 1_001;
-                    float box = 8.4f;
-                    float[] pos = uniform(random, 3 * n, -0.5f, box + 0.5f);
-                    float[] edges = {0, -0.0f, box, Math.nextDown(box), Math.nextUp(box), -1e-8f, -Float.MIN_VALUE, -box};
-                    System.arraycopy(edges, 0, pos, 0, edges.length);
-                    long dpos = device.upload(pos);
-                    device.launch1D(TestKernels.LJ_APPLY_PERIODIC, n, KernelArgs.builder().pointer(dpos).i32(n).f32(box).build());
-                }),
+                new Case(
+                        "ljApplyPeriodic at and around the box faces",
+                        Set.of(TestKernels.LJ_APPLY_PERIODIC),
+                        (device, random) -> {
+                            int n = 1_001;
+                            float box = 8.4f;
+                            float[] pos = uniform(random, 3 * n, -0.5f, box + 0.5f);
+                            float[] edges = {
+                                0, -0.0f, box, Math.nextDown(box), Math.nextUp(box), -1e-8f, -Float.MIN_VALUE, -box
+                            };
+                            System.arraycopy(edges, 0, pos, 0, edges.length);
+                            long dpos = device.upload(pos);
+                            device.launch1D(
+                                    TestKernels.LJ_APPLY_PERIODIC,
+                                    n,
+                                    KernelArgs.builder()
+                                            .pointer(dpos)
+                                            .i32(n)
+                                            .f32(box)
+                                            .build());
+                        }),
                 new Case("ljFinalIntegrate", Set.of(TestKernels.LJ_FINAL_INTEGRATE), (device, random) -> {
                     int n = 1_001;
                     long vel = device.upload(uniform(random, 3 * n, -3, 3));
                     long force = device.upload(wideFloats(random, 3 * n));
-                    device.launch1D(TestKernels.LJ_FINAL_INTEGRATE, n, KernelArgs.builder().pointer(vel).pointer(force).i32(n)
-                            .f32(0.0025f).build());
+                    device.launch1D(
+                            TestKernels.LJ_FINAL_INTEGRATE,
+                            n,
+                            KernelArgs.builder()
+                                    .pointer(vel)
+                                    .pointer(force)
+                                    .i32(n)
+                                    .f32(0.0025f)
+                                    .build());
                 }),
                 new Case("ljKineticEnergy", Set.of(TestKernels.LJ_KINETIC_ENERGY), (device, random) -> {
                     int n = 1_001;
                     long vel = device.upload(wideFloats(random, 3 * n));
                     long kinetic = device.allocate(n * 4L, Element.FLOAT);
-                    device.launch1D(TestKernels.LJ_KINETIC_ENERGY, n, KernelArgs.builder().pointer(vel).pointer(kinetic).i32(n).build());
+                    device.launch1D(
+                            TestKernels.LJ_KINETIC_ENERGY,
+                            n,
+                            KernelArgs.builder()
+                                    .pointer(vel)
+                                    .pointer(kinetic)
+                                    .i32(n)
+                                    .build());
                 }),
-                new Case("Lennard-Jones, 10 velocity-Verlet steps", Set.of(TestKernels.LJ_FORCES, TestKernels.LJ_INITIAL_INTEGRATE,
-                        TestKernels.LJ_APPLY_PERIODIC, TestKernels.LJ_FINAL_INTEGRATE, TestKernels.LJ_KINETIC_ENERGY), (device, random) -> {
-                    LennardJonesBox box = LennardJonesBox.jitteredLattice(random, 4);
-                    int n = box.atoms();
-                    long pos = device.upload(box.positions());
-                    long vel = device.upload(uniform(random, 3 * n, -2, 2));
-                    long force = device.allocate(3L * n * 4, Element.FLOAT);
-                    long potential = device.allocate(n * 4L, Element.FLOAT);
-                    long kinetic = device.allocate(n * 4L, Element.FLOAT);
-                    device.launch1D(TestKernels.LJ_FORCES, n, box.forceArgs(pos, force, potential));
-                    for (int step = 0; step < 10; step++) {
-                        device.launch1D(TestKernels.LJ_INITIAL_INTEGRATE, n, KernelArgs.builder().pointer(pos).pointer(vel)
-                                .pointer(force).i32(n).f32(0.0025f).f32(0.005f).build());
-                        device.launch1D(TestKernels.LJ_APPLY_PERIODIC, n, KernelArgs.builder().pointer(pos).i32(n).f32(box.edge()).build());
-                        device.launch1D(TestKernels.LJ_FORCES, n, box.forceArgs(pos, force, potential));
-                        device.launch1D(TestKernels.LJ_FINAL_INTEGRATE, n, KernelArgs.builder().pointer(vel).pointer(force).i32(n)
-                                .f32(0.0025f).build());
-                        device.launch1D(TestKernels.LJ_KINETIC_ENERGY, n, KernelArgs.builder().pointer(vel).pointer(kinetic).i32(n).build());
-                    }
-                }),
+                new Case(
+                        "Lennard-Jones, 10 velocity-Verlet steps",
+                        Set.of(
+                                TestKernels.LJ_FORCES,
+                                TestKernels.LJ_INITIAL_INTEGRATE,
+                                TestKernels.LJ_APPLY_PERIODIC,
+                                TestKernels.LJ_FINAL_INTEGRATE,
+                                TestKernels.LJ_KINETIC_ENERGY),
+                        (device, random) -> {
+                            LennardJonesBox box = LennardJonesBox.jitteredLattice(random, 4);
+                            int n = box.atoms();
+                            long pos = device.upload(box.positions());
+                            long vel = device.upload(uniform(random, 3 * n, -2, 2));
+                            long force = device.allocate(3L * n * 4, Element.FLOAT);
+                            long potential = device.allocate(n * 4L, Element.FLOAT);
+                            long kinetic = device.allocate(n * 4L, Element.FLOAT);
+                            device.launch1D(TestKernels.LJ_FORCES, n, box.forceArgs(pos, force, potential));
+                            for (int step = 0; step < 10; step++) {
+                                device.launch1D(
+                                        TestKernels.LJ_INITIAL_INTEGRATE,
+                                        n,
+                                        KernelArgs.builder()
+                                                .pointer(pos)
+                                                .pointer(vel)
+                                                .pointer(force)
+                                                .i32(n)
+                                                .f32(0.0025f)
+                                                .f32(0.005f)
+                                                .build());
+                                device.launch1D(
+                                        TestKernels.LJ_APPLY_PERIODIC,
+                                        n,
+                                        KernelArgs.builder()
+                                                .pointer(pos)
+                                                .i32(n)
+                                                .f32(box.edge())
+                                                .build());
+                                device.launch1D(TestKernels.LJ_FORCES, n, box.forceArgs(pos, force, potential));
+                                device.launch1D(
+                                        TestKernels.LJ_FINAL_INTEGRATE,
+                                        n,
+                                        KernelArgs.builder()
+                                                .pointer(vel)
+                                                .pointer(force)
+                                                .i32(n)
+                                                .f32(0.0025f)
+                                                .build());
+                                device.launch1D(
+                                        TestKernels.LJ_KINETIC_ENERGY,
+                                        n,
+                                        KernelArgs.builder()
+                                                .pointer(vel)
+                                                .pointer(kinetic)
+                                                .i32(n)
+                                                .build());
+                            }
+                        }),
                 new Case("pointerChase through 3 allocations", Set.of(TestKernels.POINTER_CHASE), (device, random) -> {
                     int perAllocation = 1_700;
                     int nodes = 3 * perAllocation;
@@ -239,21 +387,29 @@ class TwinAgreementTest {
                     }
                     long starts = device.upload(address);
                     long payloads = device.allocate(nodes * 8L, Element.LONG);
-                    device.launch1D(TestKernels.POINTER_CHASE, nodes, KernelArgs.builder().pointer(starts).pointer(payloads)
-                            .i32(nodes).i32(50).build());
+                    device.launch1D(
+                            TestKernels.POINTER_CHASE,
+                            nodes,
+                            KernelArgs.builder()
+                                    .pointer(starts)
+                                    .pointer(payloads)
+                                    .i32(nodes)
+                                    .i32(50)
+                                    .build());
                 }));
     }
 
     // ---- running and comparing
 
-    record Buffer(long address, Element element, byte[] bytes) {
-    }
+    record Buffer(long address, Element element, byte[] bytes) {}
 
-    record Outcome(List<Buffer> buffers, Set<String> launched) {
-    }
+    record Outcome(List<Buffer> buffers, Set<String> launched) {}
 
     enum Element {
-        BYTE(1), INT(4), FLOAT(4), LONG(8);
+        BYTE(1),
+        INT(4),
+        FLOAT(4),
+        LONG(8);
 
         final int size;
 
@@ -277,7 +433,8 @@ class TwinAgreementTest {
     }
 
     private static final ValueLayout.OfInt LE_INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-    private static final ValueLayout.OfLong LE_LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfLong LE_LONG =
+            ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     private static Outcome runOn(GpuBackend backend, Case agreementCase) {
         try (VirtualGpu gpu = backend.open(0, VaWindow.forVgpu(0))) {
@@ -304,9 +461,17 @@ class TwinAgreementTest {
             }
         }
         if (differences > 0) {
-            fail(String.format("%s: buffer %d (%s at 0x%x) differs in %d of %d elements; first at index %d: GPU %s, twin %s",
-                    caseName, index, gpu.element(), gpu.address(), differences, expected.length / size, firstDifference,
-                    gpu.element().describe(expected, firstDifference), gpu.element().describe(actual, firstDifference)));
+            fail(String.format(
+                    "%s: buffer %d (%s at 0x%x) differs in %d of %d elements; first at index %d: GPU %s, twin %s",
+                    caseName,
+                    index,
+                    gpu.element(),
+                    gpu.address(),
+                    differences,
+                    expected.length / size,
+                    firstDifference,
+                    gpu.element().describe(expected, firstDifference),
+                    gpu.element().describe(actual, firstDifference)));
         }
     }
 
@@ -425,8 +590,15 @@ class TwinAgreementTest {
         }
 
         KernelArgs forceArgs(long pos, long force, long potential) {
-            return KernelArgs.builder().pointer(pos).pointer(force).pointer(potential).i32(atoms()).f32(edge)
-                    .f32(CUTOFF * CUTOFF).f32(ENERGY_SHIFT).build();
+            return KernelArgs.builder()
+                    .pointer(pos)
+                    .pointer(force)
+                    .pointer(potential)
+                    .i32(atoms())
+                    .f32(edge)
+                    .f32(CUTOFF * CUTOFF)
+                    .f32(ENERGY_SHIFT)
+                    .build();
         }
     }
 

@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Random;
 
 import org.junit.jupiter.api.Test;
+
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VaWindow;
@@ -57,25 +58,35 @@ class WindowAllocatorTest {
         assertEquals(window.base() + 4 * G, placed.address());
         assertEquals(window.base(), allocator.allocate(4 * G).address(), "the range below stays free");
         assertEquals(window.base() + 7 * G, allocator.allocate(G).address(), "the range above stays free");
-        assertEquals(ErrorCode.VGPU_WINDOW_FULL,
-                assertThrows(VgpuException.class, () -> allocator.allocateAt(window.base() + 6 * G, G)).code());
-        assertEquals(ErrorCode.CUDA_ERROR_INVALID_VALUE,
-                assertThrows(VgpuException.class, () -> allocator.allocateAt(window.base() + 100, G)).code());
-        assertEquals(ErrorCode.CUDA_ERROR_INVALID_VALUE,
-                assertThrows(VgpuException.class, () -> allocator.allocateAt(window.end(), G)).code());
+        assertEquals(
+                ErrorCode.VGPU_WINDOW_FULL,
+                assertThrows(VgpuException.class, () -> allocator.allocateAt(window.base() + 6 * G, G))
+                        .code());
+        assertEquals(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                assertThrows(VgpuException.class, () -> allocator.allocateAt(window.base() + 100, G))
+                        .code());
+        assertEquals(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                assertThrows(VgpuException.class, () -> allocator.allocateAt(window.end(), G))
+                        .code());
     }
 
     @Test
     void aRetiredRangeIsNotHandedOutUntilReclaimed() {
         Allocation a = allocator.allocate(G);
         Allocation retired = allocator.retire(a.address());
-        assertEquals(ErrorCode.CUDA_ERROR_INVALID_VALUE,
-                assertThrows(VgpuException.class, () -> allocator.require(a.address(), 1, "x")).code());
+        assertEquals(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                assertThrows(VgpuException.class, () -> allocator.require(a.address(), 1, "x"))
+                        .code());
         assertEquals(window.base() + G, allocator.allocate(G).address(), "the retired range is skipped");
         allocator.reclaim(retired);
         assertEquals(window.base(), allocator.allocate(G).address(), "reclaimed, the range is first fit again");
-        assertEquals(ErrorCode.CUDA_ERROR_INVALID_VALUE,
-                assertThrows(VgpuException.class, () -> allocator.retire(a.address() + G * 5)).code());
+        assertEquals(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                assertThrows(VgpuException.class, () -> allocator.retire(a.address() + G * 5))
+                        .code());
     }
 
     @Test
@@ -83,26 +94,50 @@ class WindowAllocatorTest {
         Allocation a = allocator.allocate(G);
         Allocation b = allocator.allocate(100);
         Allocation c = allocator.allocate(3 * G);
-        List<DeviceRegion> ascending = List.of(new DeviceRegion(a.address(), 16), new DeviceRegion(a.address() + 64, 64),
-                new DeviceRegion(b.address(), 100), new DeviceRegion(c.address() + G, G), new DeviceRegion(c.address() + 2 * G, G));
+        List<DeviceRegion> ascending = List.of(
+                new DeviceRegion(a.address(), 16),
+                new DeviceRegion(a.address() + 64, 64),
+                new DeviceRegion(b.address(), 100),
+                new DeviceRegion(c.address() + G, G),
+                new DeviceRegion(c.address() + 2 * G, G));
         allocator.requireAll(ascending, "x");
-        allocator.requireAll(List.of(new DeviceRegion(c.address(), 8), new DeviceRegion(a.address(), 8),
-                new DeviceRegion(b.address() + 50, 50)), "x");
+        allocator.requireAll(
+                List.of(
+                        new DeviceRegion(c.address(), 8),
+                        new DeviceRegion(a.address(), 8),
+                        new DeviceRegion(b.address() + 50, 50)),
+                "x");
         allocator.requireAll(List.of(), "x");
 
-        VgpuException gap = assertThrows(VgpuException.class, () -> allocator.requireAll(List.of(
-                new DeviceRegion(a.address(), 8), new DeviceRegion(b.address() + 100, 1), new DeviceRegion(c.address(), 8)), "gather"));
-        assertEquals(assertThrows(VgpuException.class, () -> allocator.require(b.address() + 100, 1, "gather")).getMessage(),
-                gap.getMessage(), "worded as require words it");
-        VgpuException across = assertThrows(VgpuException.class, () -> allocator.requireAll(List.of(
-                new DeviceRegion(a.address(), 8), new DeviceRegion(a.address() + G - 8, 16)), "x"));
+        VgpuException gap = assertThrows(
+                VgpuException.class,
+                () -> allocator.requireAll(
+                        List.of(
+                                new DeviceRegion(a.address(), 8),
+                                new DeviceRegion(b.address() + 100, 1),
+                                new DeviceRegion(c.address(), 8)),
+                        "gather"));
+        assertEquals(
+                assertThrows(VgpuException.class, () -> allocator.require(b.address() + 100, 1, "gather"))
+                        .getMessage(),
+                gap.getMessage(),
+                "worded as require words it");
+        VgpuException across = assertThrows(
+                VgpuException.class,
+                () -> allocator.requireAll(
+                        List.of(new DeviceRegion(a.address(), 8), new DeviceRegion(a.address() + G - 8, 16)), "x"));
         assertTrue(across.getMessage().contains("is not inside a live allocation"), across.getMessage());
-        VgpuException below = assertThrows(VgpuException.class, () -> allocator.requireAll(List.of(
-                new DeviceRegion(b.address(), 8), new DeviceRegion(window.base() - 8, 8)), "x"));
+        VgpuException below = assertThrows(
+                VgpuException.class,
+                () -> allocator.requireAll(
+                        List.of(new DeviceRegion(b.address(), 8), new DeviceRegion(window.base() - 8, 8)), "x"));
         assertTrue(below.getMessage().contains("is not inside a live allocation"), below.getMessage());
         allocator.release(b.address());
-        assertThrows(VgpuException.class, () -> allocator.requireAll(List.of(new DeviceRegion(a.address(), 8),
-                new DeviceRegion(b.address(), 8)), "x"), "a freed allocation is not live");
+        assertThrows(
+                VgpuException.class,
+                () -> allocator.requireAll(
+                        List.of(new DeviceRegion(a.address(), 8), new DeviceRegion(b.address(), 8)), "x"),
+                "a freed allocation is not live");
     }
 
     @Test
@@ -111,7 +146,8 @@ class WindowAllocatorTest {
         assertEquals(a, allocator.require(a.address(), 100, "x"));
         assertEquals(a, allocator.require(a.address() + 99, 1, "x"));
         assertEquals(a, allocator.require(a.address() + 100, 0, "x"));
-        VgpuException e = assertThrows(VgpuException.class, () -> allocator.require(a.address() + 50, 51, "memcpy source"));
+        VgpuException e =
+                assertThrows(VgpuException.class, () -> allocator.require(a.address() + 50, 51, "memcpy source"));
         assertEquals(ErrorCode.CUDA_ERROR_INVALID_VALUE, e.code());
         assertTrue(e.getMessage().contains("memcpy source"), e.getMessage());
         assertThrows(VgpuException.class, () -> allocator.require(a.address() - 1, 1, "x"));

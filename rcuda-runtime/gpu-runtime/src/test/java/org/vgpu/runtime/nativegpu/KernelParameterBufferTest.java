@@ -15,6 +15,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.concurrent.CompletableFuture;
 
 import org.junit.jupiter.api.Test;
+
 import org.vgpu.runtime.api.KernelArgs;
 
 /** The void** kernelParams block, read back as the driver reads it; no GPU needed. */
@@ -22,8 +23,14 @@ class KernelParameterBufferTest {
 
     @Test
     void eachPointerAddressesItsArgumentsBytes() {
-        KernelArgs args = KernelArgs.builder().pointer(0x1000_0020_0000L).i32(-7).f32(2.5f)
-                .bytes(new byte[] {1, 2, 3}).f64(-0.125).i64(Long.MIN_VALUE + 1).build();
+        KernelArgs args = KernelArgs.builder()
+                .pointer(0x1000_0020_0000L)
+                .i32(-7)
+                .f32(2.5f)
+                .bytes(new byte[] {1, 2, 3})
+                .f64(-0.125)
+                .i64(Long.MIN_VALUE + 1)
+                .build();
         KernelParameterBuffer buffer = KernelParameterBuffer.forCurrentThread();
         buffer.marshal(args);
         MemorySegment all = buffer.block();
@@ -54,7 +61,8 @@ class KernelParameterBufferTest {
     @Test
     void threadsHaveTheirOwnBuffers() throws Exception {
         KernelParameterBuffer mine = KernelParameterBuffer.forCurrentThread();
-        KernelParameterBuffer theirs = CompletableFuture.supplyAsync(KernelParameterBuffer::forCurrentThread).get();
+        KernelParameterBuffer theirs = CompletableFuture.supplyAsync(KernelParameterBuffer::forCurrentThread)
+                .get();
         assertNotSame(mine, theirs);
         assertTrue(mine == KernelParameterBuffer.forCurrentThread());
     }

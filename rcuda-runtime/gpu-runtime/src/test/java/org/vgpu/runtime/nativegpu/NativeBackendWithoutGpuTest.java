@@ -9,6 +9,7 @@ import java.lang.foreign.SymbolLookup;
 
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
+
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VgpuException;
 
@@ -20,8 +21,11 @@ class NativeBackendWithoutGpuTest {
         Assumptions.assumeFalse(driverLibraryLoads(), "this machine has libcuda; the GPU tests cover it");
         VgpuException e = assertThrows(VgpuException.class, NativeBackend::load);
         assertEquals(ErrorCode.VGPU_BACKEND_UNAVAILABLE, e.code());
-        assertTrue(e.getMessage().contains(CudaDriverFfm.LIBRARY) && e.getMessage().contains("NVIDIA driver"), e.getMessage());
-        VgpuException again = assertThrows(VgpuException.class, NativeBackend::load, "a second attempt fails the same way");
+        assertTrue(
+                e.getMessage().contains(CudaDriverFfm.LIBRARY) && e.getMessage().contains("NVIDIA driver"),
+                e.getMessage());
+        VgpuException again =
+                assertThrows(VgpuException.class, NativeBackend::load, "a second attempt fails the same way");
         assertEquals(e.getMessage(), again.getMessage());
     }
 

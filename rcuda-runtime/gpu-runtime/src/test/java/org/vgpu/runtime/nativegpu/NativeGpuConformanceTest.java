@@ -1,6 +1,7 @@
 package org.vgpu.runtime.nativegpu;
 
 import org.junit.jupiter.api.Tag;
+
 import org.vgpu.runtime.api.GpuBackend;
 import org.vgpu.runtime.conformance.VirtualGpuConformanceTest;
 

@@ -20,12 +20,12 @@ import jcuda.driver.CUjitInputType;
 import jcuda.driver.CUlinkState;
 import jcuda.driver.JCudaDriver;
 import jcuda.driver.JITOptions;
-
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
+
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.FunctionHandle;
@@ -64,12 +64,15 @@ class NativeGpuSmokeTest {
      */
     @Test
     void theCopyKernelsLoadAndReachPinnedMemoryButNotPageableMemory() {
-        try (VirtualGpu gpu = backend.open(0, VaWindow.forVgpu(4)); Arena arena = Arena.ofConfined()) {
+        try (VirtualGpu gpu = backend.open(0, VaWindow.forVgpu(4));
+                Arena arena = Arena.ofConfined()) {
             MemorySegment pinned = gpu.memAllocHost(1 << 20);
             NativeGpu nativeGpu = (NativeGpu) gpu;
             assertTrue(nativeGpu.copyKernelsReach(pinned), "pinned memory from memAllocHost");
             assertTrue(nativeGpu.copyKernelsReach(pinned.asSlice(12345)), "the inside of pinned memory");
-            assertEquals(pinned.address() + 12345, CudaDriverFfm.mappedDevicePointer(pinned.address() + 12345),
+            assertEquals(
+                    pinned.address() + 12345,
+                    CudaDriverFfm.mappedDevicePointer(pinned.address() + 12345),
                     "unified addressing: kernels see pinned memory at its host address");
             assertFalse(nativeGpu.copyKernelsReach(arena.allocate(1 << 20)), "pageable memory");
             gpu.memFreeHost(pinned);
@@ -91,8 +94,18 @@ class NativeGpuSmokeTest {
             gpu.memcpyHtoD(starts, MemorySegment.ofArray(new long[] {node}), 8);
             ModuleHandle module = gpu.moduleLoadData(TestKernels.ptx());
             FunctionHandle chase = gpu.moduleGetFunction(module, TestKernels.POINTER_CHASE);
-            gpu.launchKernel(chase, Dim3.of(1), Dim3.of(32), 0, StreamHandle.DEFAULT,
-                    KernelArgs.builder().pointer(starts).pointer(payloads).i32(1).i32(5).build());
+            gpu.launchKernel(
+                    chase,
+                    Dim3.of(1),
+                    Dim3.of(32),
+                    0,
+                    StreamHandle.DEFAULT,
+                    KernelArgs.builder()
+                            .pointer(starts)
+                            .pointer(payloads)
+                            .i32(1)
+                            .i32(5)
+                            .build());
             long[] result = new long[1];
             gpu.memcpyDtoH(MemorySegment.ofArray(result), payloads, 8);
             assertEquals(4242, result[0]);
@@ -119,7 +132,8 @@ class NativeGpuSmokeTest {
 
     @Test
     void hostSlicesAndNativeSegmentsCopyFromTheirOwnOffset() {
-        try (VirtualGpu gpu = backend.open(0, VaWindow.forVgpu(5)); Arena arena = Arena.ofConfined()) {
+        try (VirtualGpu gpu = backend.open(0, VaWindow.forVgpu(5));
+                Arena arena = Arena.ofConfined()) {
             long d = gpu.memAlloc(64);
             int[] source = new int[16];
             Arrays.setAll(source, i -> 100 + i);
@@ -154,8 +168,12 @@ class NativeGpuSmokeTest {
             ModuleHandle ptx = gpu.moduleLoadData(TestKernels.ptx());
             ModuleHandle cubin = gpu.moduleLoadData(linkToCubin(TestKernels.ptx()));
             for (String kernel : TestKernels.kernelNames()) {
-                assertEquals(gpu.functionSignature(gpu.moduleGetFunction(ptx, kernel)).parameterSizes(),
-                        gpu.functionSignature(gpu.moduleGetFunction(cubin, kernel)).parameterSizes(), kernel);
+                assertEquals(
+                        gpu.functionSignature(gpu.moduleGetFunction(ptx, kernel))
+                                .parameterSizes(),
+                        gpu.functionSignature(gpu.moduleGetFunction(cubin, kernel))
+                                .parameterSizes(),
+                        kernel);
             }
             int n = 1000;
             float[] a = new float[n];
@@ -165,8 +183,18 @@ class NativeGpuSmokeTest {
             long da = gpu.memAlloc(n * 4L);
             long dc = gpu.memAlloc(n * 4L);
             gpu.memcpyHtoD(da, MemorySegment.ofArray(a), n * 4L);
-            gpu.launchKernel(gpu.moduleGetFunction(cubin, TestKernels.VECTOR_ADD), Dim3.of(4), Dim3.of(256), 0,
-                    StreamHandle.DEFAULT, KernelArgs.builder().pointer(da).pointer(da).pointer(dc).i32(n).build());
+            gpu.launchKernel(
+                    gpu.moduleGetFunction(cubin, TestKernels.VECTOR_ADD),
+                    Dim3.of(4),
+                    Dim3.of(256),
+                    0,
+                    StreamHandle.DEFAULT,
+                    KernelArgs.builder()
+                            .pointer(da)
+                            .pointer(da)
+                            .pointer(dc)
+                            .i32(n)
+                            .build());
             float[] c = new float[n];
             gpu.memcpyDtoH(MemorySegment.ofArray(c), dc, n * 4L);
             assertEquals(2f * 999, c[999]);
@@ -213,13 +241,22 @@ class NativeGpuSmokeTest {
         CUlinkState link = new CUlinkState();
         CudaErrors.check(JCudaDriver.cuLinkCreate(new JITOptions(), link), "cuLinkCreate");
         try {
-            CudaErrors.check(JCudaDriver.cuLinkAddData(link, CUjitInputType.CU_JIT_INPUT_PTX, Pointer.to(terminated),
-                    terminated.length, "test_kernels.ptx", new JITOptions()), "cuLinkAddData");
+            CudaErrors.check(
+                    JCudaDriver.cuLinkAddData(
+                            link,
+                            CUjitInputType.CU_JIT_INPUT_PTX,
+                            Pointer.to(terminated),
+                            terminated.length,
+                            "test_kernels.ptx",
+                            new JITOptions()),
+                    "cuLinkAddData");
             Pointer image = new Pointer();
             long[] size = new long[1];
             CudaErrors.check(JCudaDriver.cuLinkComplete(link, image, size), "cuLinkComplete");
             // The image belongs to the link state, so it is copied out before cuLinkDestroy.
-            return MemorySegment.ofAddress(JCudaInterop.nativeHandle(image)).reinterpret(size[0]).toArray(JAVA_BYTE);
+            return MemorySegment.ofAddress(JCudaInterop.nativeHandle(image))
+                    .reinterpret(size[0])
+                    .toArray(JAVA_BYTE);
         } finally {
             CudaErrors.check(JCudaDriver.cuLinkDestroy(link), "cuLinkDestroy");
         }

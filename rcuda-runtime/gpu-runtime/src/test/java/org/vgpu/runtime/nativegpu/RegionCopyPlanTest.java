@@ -9,6 +9,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 import org.junit.jupiter.api.Test;
+
 import org.vgpu.runtime.api.DeviceRegion;
 
 /** The split of a gather or scatter between driver copies and copy-kernel launches, and the kernels' table bytes. */
@@ -24,8 +25,12 @@ class RegionCopyPlanTest {
         RegionCopyPlan plan = RegionCopyPlan.of(regions);
         assertEquals(List.of(), plan.directCopies());
         assertEquals(3, plan.kernelBatches().size());
-        assertEquals(List.of(240, 240, 20), plan.kernelBatches().stream().map(b -> b.regions().size()).toList());
-        assertEquals(List.of(0L, 240 * 4096L, 480 * 4096L), plan.kernelBatches().stream().map(b -> b.packedOffset()).toList());
+        assertEquals(
+                List.of(240, 240, 20),
+                plan.kernelBatches().stream().map(b -> b.regions().size()).toList());
+        assertEquals(
+                List.of(0L, 240 * 4096L, 480 * 4096L),
+                plan.kernelBatches().stream().map(b -> b.packedOffset()).toList());
         assertEquals(regions.subList(240, 480), plan.kernelBatches().get(1).regions());
     }
 
@@ -38,8 +43,11 @@ class RegionCopyPlanTest {
         DeviceRegion small3 = new DeviceRegion(BASE + (6L << 20), RegionCopyPlan.DIRECT_COPY_MIN_BYTES - 1);
         RegionCopyPlan plan = RegionCopyPlan.of(List.of(small1, small2, large, empty, small3));
         assertEquals(List.of(new RegionCopyPlan.DirectCopy(large, 4000)), plan.directCopies());
-        assertEquals(List.of(new RegionCopyPlan.KernelBatch(0, List.of(small1, small2)),
-                new RegionCopyPlan.KernelBatch(4000 + RegionCopyPlan.DIRECT_COPY_MIN_BYTES, List.of(small3))), plan.kernelBatches());
+        assertEquals(
+                List.of(
+                        new RegionCopyPlan.KernelBatch(0, List.of(small1, small2)),
+                        new RegionCopyPlan.KernelBatch(4000 + RegionCopyPlan.DIRECT_COPY_MIN_BYTES, List.of(small3))),
+                plan.kernelBatches());
     }
 
     @Test
@@ -50,8 +58,12 @@ class RegionCopyPlanTest {
 
     @Test
     void theTableHoldsAddressesThenCumulativeEndOffsetsLittleEndian() {
-        RegionCopyPlan.KernelBatch batch = new RegionCopyPlan.KernelBatch(0,
-                List.of(new DeviceRegion(BASE + 16, 100), new DeviceRegion(BASE + 8192, 28), new DeviceRegion(BASE + 64, 4)));
+        RegionCopyPlan.KernelBatch batch = new RegionCopyPlan.KernelBatch(
+                0,
+                List.of(
+                        new DeviceRegion(BASE + 16, 100),
+                        new DeviceRegion(BASE + 8192, 28),
+                        new DeviceRegion(BASE + 64, 4)));
         byte[] table = batch.table();
         assertEquals(RegionCopyPlan.TABLE_BYTES, table.length);
         assertEquals(2880, table.length, "RegionTable of copy_kernels.cu: 240 u64 then 240 u32");

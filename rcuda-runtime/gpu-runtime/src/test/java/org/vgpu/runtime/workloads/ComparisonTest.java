@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import org.junit.jupiter.api.Test;
+
 import org.vgpu.runtime.workloads.Comparison.Tolerance;
 
 class ComparisonTest {
@@ -17,13 +18,19 @@ class ComparisonTest {
         assertEquals(4, c.compared());
         assertEquals(2, c.mismatches());
         assertEquals(1.0, c.maxAbsError());
-        assertTrue(c.firstMismatch().startsWith("c[1]: expected 1.0 (0x3f800000), got 1.0000001 (0x3f800001)"), c.firstMismatch());
+        assertTrue(
+                c.firstMismatch().startsWith("c[1]: expected 1.0 (0x3f800000), got 1.0000001 (0x3f800001)"),
+                c.firstMismatch());
     }
 
     @Test
     void exactFloatsTellNegativeFromPositiveZero() {
-        assertFalse(Comparison.exact("x", new float[] {0.0f}, new float[] {-0.0f}).passed());
-        assertEquals("exact", Comparison.exact("x", new float[] {-0.0f, 5}, new float[] {-0.0f, 5}).summary());
+        assertFalse(
+                Comparison.exact("x", new float[] {0.0f}, new float[] {-0.0f}).passed());
+        assertEquals(
+                "exact",
+                Comparison.exact("x", new float[] {-0.0f, 5}, new float[] {-0.0f, 5})
+                        .summary());
     }
 
     @Test
@@ -35,7 +42,8 @@ class ComparisonTest {
     @Test
     void toleranceIsAbsolutePlusRelative() {
         Tolerance tolerance = new Tolerance(0.01, 0.1);
-        assertTrue(Comparison.within("v", new double[] {100, 0}, new float[] {110, 0.01f}, tolerance).passed());
+        assertTrue(Comparison.within("v", new double[] {100, 0}, new float[] {110, 0.01f}, tolerance)
+                .passed());
         Comparison c = Comparison.within("v", new double[] {100, 0}, new float[] {110.5f, 0.02f}, tolerance);
         assertEquals(2, c.mismatches());
         assertEquals(10.5, c.maxAbsError(), 1e-9);

@@ -22,8 +22,13 @@ final class LocalPlacement implements Placement {
 
     /** A migratable vGPU on {@code device} of {@code backend}, whose targets are that backend's devices. */
     static MigratableGpu migratable(GpuBackend backend, int vgpu, int device, MigrationConfig config) {
-        return new MigratableGpu(backend.open(device, VaWindow.forVgpu(vgpu)), new MigrationTarget.LocalGpu(device),
-                new NodeTargetResolver(backend), config, MigrationListener.NONE, MigrationFaults.NONE);
+        return new MigratableGpu(
+                backend.open(device, VaWindow.forVgpu(vgpu)),
+                new MigrationTarget.LocalGpu(device),
+                new NodeTargetResolver(backend),
+                config,
+                MigrationListener.NONE,
+                MigrationFaults.NONE);
     }
 
     @Override
@@ -57,6 +62,5 @@ final class LocalPlacement implements Placement {
     }
 
     @Override
-    public void close() {
-    }
+    public void close() {}
 }

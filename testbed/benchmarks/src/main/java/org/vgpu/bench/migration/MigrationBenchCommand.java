@@ -15,6 +15,7 @@ import org.apache.commons.cli.CommandLine;
 import org.apache.commons.cli.Option;
 import org.apache.commons.cli.Options;
 import org.apache.commons.cli.ParseException;
+
 import org.vgpu.bench.Medians;
 import org.vgpu.common.cli.CommandLines;
 import org.vgpu.common.cli.Subcommand;
@@ -69,15 +70,19 @@ public final class MigrationBenchCommand implements Subcommand {
      * mem-sync table alone runs past 10 minutes.
      */
     private static final int DEFAULT_TRIALS = 3;
+
     private static final int FULL_TRIALS = 7;
     /** The mem-sync table's region sizes: the small regions the copy kernels pack, and regions cut in chunks. */
     private static final long[] REGION_SIZES = {4L << 10, 64L << 20};
+
     private static final long[] ALL_REGION_SIZES = {4L << 10, 64L << 10, 1L << 20, 16L << 20, 64L << 20};
     /** Replay against calls made: two counts three decades apart show it flat. */
     private static final int[] REPLAY_CALLS = {1_000, 1_000_000};
+
     private static final int[] ALL_REPLAY_CALLS = {1_000, 10_000, 100_000, 1_000_000};
     /** Replay against live objects: two counts show it growing with them. */
     private static final int[] REPLAY_LIVE_OBJECTS = {100, 1_000};
+
     private static final int[] ALL_REPLAY_LIVE_OBJECTS = {100, 1_000, 10_000};
     /**
      * Per-call figures are ratios of two loops of a few milliseconds each, timed back to back; pairs
@@ -85,6 +90,7 @@ public final class MigrationBenchCommand implements Subcommand {
      * figure of 1 %.
      */
     private static final int PAIRS_PER_TRIAL = 5;
+
     private static final double MEM_SYNC_GOAL = 0.80;
     /** Migrations of a state of 4 KiB regions that warm the app's side of mem-sync before its table. */
     private static final int APP_WARM_UP_MIGRATIONS = 4;
@@ -92,6 +98,7 @@ public final class MigrationBenchCommand implements Subcommand {
     private static final int WARM_UP_READS = 20;
     /** Timed raw copies of each leg in each worker process that the raw baseline samples. */
     private static final int RAW_COPIES_PER_PROCESS = 3;
+
     private static final long SMALL_COPY = 4096;
     /** Budget of each emulated device: the emulation charges 2 MiB per allocation, whatever its size. */
     private static final long EMULATED_DEVICE_BUDGET = 200L << 30;
@@ -109,50 +116,114 @@ public final class MigrationBenchCommand implements Subcommand {
     @Override
     public Options options() {
         return new Options()
-                .addOption(Option.builder().longOpt("backend").hasArg().argName("NAME")
-                        .desc("the local backend: emulated (default, two emulated devices) or native").get())
-                .addOption(Option.builder().longOpt("sections").hasArg().argName("LIST")
-                        .desc("comma-separated sections to measure, of " + SECTIONS + " (default all)").get())
-                .addOption(Option.builder().longOpt("trials").hasArg().argName("N")
+                .addOption(Option.builder()
+                        .longOpt("backend")
+                        .hasArg()
+                        .argName("NAME")
+                        .desc("the local backend: emulated (default, two emulated devices) or native")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("sections")
+                        .hasArg()
+                        .argName("LIST")
+                        .desc("comma-separated sections to measure, of " + SECTIONS + " (default all)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("trials")
+                        .hasArg()
+                        .argName("N")
                         .desc("timed trials per figure, median reported (default " + DEFAULT_TRIALS + ", with --full "
-                                + FULL_TRIALS + "; per call, " + PAIRS_PER_TRIAL + " interleaved pairs per trial)").get())
-                .addOption(Option.builder().longOpt("full")
+                                + FULL_TRIALS + "; per call, " + PAIRS_PER_TRIAL + " interleaved pairs per trial)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("full")
                         .desc("the complete tables: " + FULL_TRIALS + " trials, mem-sync at every region size of "
-                                + bytes(ALL_REGION_SIZES[0]) + " to " + bytes(ALL_REGION_SIZES[ALL_REGION_SIZES.length - 1])
+                                + bytes(ALL_REGION_SIZES[0]) + " to "
+                                + bytes(ALL_REGION_SIZES[ALL_REGION_SIZES.length - 1])
                                 + ", replay at every call and live-object count (with --source worker, the mem-sync"
-                                + " table alone takes over 10 minutes on a GPU machine)").get())
-                .addOption(Option.builder().longOpt("iterations").hasArg().argName("N").desc("calls per per-call trial (default 20000 native, 500000 emulated; copies a tenth)").get())
-                .addOption(Option.builder().longOpt("live-mib").hasArg().argName("MIB")
-                        .desc("live state for the blocked-time figure (default 1024)").get())
-                .addOption(Option.builder().longOpt("large").desc("also measure the blocked time for 8 GiB of live state").get())
-                .addOption(Option.builder().longOpt("md-scale").hasArg().argName("N").desc("Lennard-Jones workload scale (default 2)").get())
-                .addOption(Option.builder().longOpt("md-runs").hasArg().argName("N")
-                        .desc("back-to-back Lennard-Jones runs that make the MD app (default 200 native, about 1.7 s from a"
-                                + " remote GPU; 4 emulated)").get())
-                .addOption(Option.builder().longOpt("source").hasArg().argName("WHERE")
-                        .desc("where migrated vGPUs start: local (default; emulated device 0) or worker (a GPU worker process"
-                                + " per vGPU on loopback, the remote-to-local mission; required for native)").get())
-                .addOption(Option.builder().longOpt("worker-device").hasArg().argName("N")
-                        .desc("device of the worker processes (default 0)").get())
-                .addOption(Option.builder().longOpt("target-device").hasArg().argName("N")
-                        .desc("local device the vGPUs move to with --source worker (default 0)").get())
-                .addOption(Option.builder().longOpt("staging-buffers").hasArg().argName("N")
-                        .desc("mem-sync's staging buffers, 1 to 8 (default " + MigrationConfig.DEFAULT_STAGING_BUFFERS + ")").get())
-                .addOption(Option.builder().longOpt("chunk-mib").hasArg().argName("MIB")
+                                + " table alone takes over 10 minutes on a GPU machine)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("iterations")
+                        .hasArg()
+                        .argName("N")
+                        .desc("calls per per-call trial (default 20000 native, 500000 emulated; copies a tenth)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("live-mib")
+                        .hasArg()
+                        .argName("MIB")
+                        .desc("live state for the blocked-time figure (default 1024)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("large")
+                        .desc("also measure the blocked time for 8 GiB of live state")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("md-scale")
+                        .hasArg()
+                        .argName("N")
+                        .desc("Lennard-Jones workload scale (default 2)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("md-runs")
+                        .hasArg()
+                        .argName("N")
+                        .desc(
+                                "back-to-back Lennard-Jones runs that make the MD app (default 200 native, about 1.7 s from a"
+                                        + " remote GPU; 4 emulated)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("source")
+                        .hasArg()
+                        .argName("WHERE")
+                        .desc(
+                                "where migrated vGPUs start: local (default; emulated device 0) or worker (a GPU worker process"
+                                        + " per vGPU on loopback, the remote-to-local mission; required for native)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("worker-device")
+                        .hasArg()
+                        .argName("N")
+                        .desc("device of the worker processes (default 0)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("target-device")
+                        .hasArg()
+                        .argName("N")
+                        .desc("local device the vGPUs move to with --source worker (default 0)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("staging-buffers")
+                        .hasArg()
+                        .argName("N")
+                        .desc("mem-sync's staging buffers, 1 to 8 (default " + MigrationConfig.DEFAULT_STAGING_BUFFERS
+                                + ")")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("chunk-mib")
+                        .hasArg()
+                        .argName("MIB")
                         .desc("mem-sync's staging buffer size in MiB, 1 to 1024 (default "
-                                + (MigrationConfig.DEFAULT_CHUNK_BYTES >> 20) + ")").get());
+                                + (MigrationConfig.DEFAULT_CHUNK_BYTES >> 20) + ")")
+                        .get());
     }
 
     @Override
     public int run(CommandLine line, PrintStream out, PrintStream err) throws ParseException {
-        String backendName = CommandLines.choice(line, "backend", EmulatedBackend.NAME, List.of(EmulatedBackend.NAME, "native"));
+        String backendName =
+                CommandLines.choice(line, "backend", EmulatedBackend.NAME, List.of(EmulatedBackend.NAME, "native"));
         String source = CommandLines.choice(line, "source", "local", List.of("local", "worker"));
         Set<String> sections = CommandLines.choices(line, "sections", SECTIONS);
         boolean full = line.hasOption("full");
-        Settings settings = new Settings(full, CommandLines.intValue(line, "trials", full ? FULL_TRIALS : DEFAULT_TRIALS, 1),
+        Settings settings = new Settings(
+                full,
+                CommandLines.intValue(line, "trials", full ? FULL_TRIALS : DEFAULT_TRIALS, 1),
                 // An emulated launch takes tens of nanoseconds, a native one microseconds: trials of similar length.
-                CommandLines.intValue(line, "iterations", backendName.equals(EmulatedBackend.NAME) ? 500_000 : 20_000, 100),
-                CommandLines.intValue(line, "live-mib", 1024, 1), line.hasOption("large"),
+                CommandLines.intValue(
+                        line, "iterations", backendName.equals(EmulatedBackend.NAME) ? 500_000 : 20_000, 100),
+                CommandLines.intValue(line, "live-mib", 1024, 1),
+                line.hasOption("large"),
                 CommandLines.intValue(line, "md-scale", 2, 1),
                 // Long enough that a migration's fixed costs are small beside the app's run, as in a real MD job.
                 CommandLines.intValue(line, "md-runs", backendName.equals(EmulatedBackend.NAME) ? 4 : 200, 1));
@@ -167,29 +238,45 @@ public final class MigrationBenchCommand implements Subcommand {
             throw new ParseException("--staging-buffers / --chunk-mib: " + outOfRange.detail());
         }
         try (GpuBackend backend = backendName.equals(EmulatedBackend.NAME)
-                ? new EmulatedBackend(2, EMULATED_DEVICE_BUDGET, TestKernels.twins()) : Backends.open(backendName)) {
+                ? new EmulatedBackend(2, EMULATED_DEVICE_BUDGET, TestKernels.twins())
+                : Backends.open(backendName)) {
             if (targetDevice >= backend.deviceCount() || (source.equals("local") && backend.deviceCount() < 2)) {
-                throw new ParseException("--target-device must be < " + backend.deviceCount() + " and --source local needs"
-                        + " two devices of the backend");
+                throw new ParseException("--target-device must be < " + backend.deviceCount()
+                        + " and --source local needs" + " two devices of the backend");
             }
-            String label = backend.isEmulation() ? "  [CPU EMULATION: not a GPU; shows the wrapper's and protocol's own costs]" : "";
-            out.printf("vgpu migration-bench on %s; Java %s%n%s%n", backend.deviceProperties(0).describe(), Runtime.version(), label);
+            String label = backend.isEmulation()
+                    ? "  [CPU EMULATION: not a GPU; shows the wrapper's and protocol's own costs]"
+                    : "";
+            out.printf(
+                    "vgpu migration-bench on %s; Java %s%n%s%n",
+                    backend.deviceProperties(0).describe(), Runtime.version(), label);
             if (sections.contains("lock")) {
                 gateCost(settings, out);
             }
             if (sections.contains("per-call")) {
-                perCall(LocalPlacement.migratable(backend, 0, 0, config), backend.open(0, VaWindow.forVgpu(1)), null, settings, out);
+                perCall(
+                        LocalPlacement.migratable(backend, 0, 0, config),
+                        backend.open(0, VaWindow.forVgpu(1)),
+                        null,
+                        settings,
+                        out);
             }
             if (source.equals("local") && !backend.isEmulation()) {
-                out.printf("%nmigration figures skipped: native to native in one process is refused; use --source worker%n");
+                out.printf(
+                        "%nmigration figures skipped: native to native in one process is refused; use --source worker%n");
                 return 0;
             }
-            try (Placement placement = source.equals("local") ? new LocalPlacement(backend, config)
+            try (Placement placement = source.equals("local")
+                    ? new LocalPlacement(backend, config)
                     : new WorkerPlacement(backend, backendName, workerDevice, targetDevice, config)) {
                 out.printf("%nmigrations: %s%n", placement.describe());
                 if (sections.contains("per-call")) {
-                    perCall(placement.openOnSource(0), backend.open(placement.targetDevice(), VaWindow.forVgpu(1)),
-                            placement.target(), settings, out);
+                    perCall(
+                            placement.openOnSource(0),
+                            backend.open(placement.targetDevice(), VaWindow.forVgpu(1)),
+                            placement.target(),
+                            settings,
+                            out);
                 }
                 if (sections.contains("replay")) {
                     replay(placement, settings, out, label);
@@ -211,7 +298,8 @@ public final class MigrationBenchCommand implements Subcommand {
         return 0;
     }
 
-    private record Settings(boolean full, int trials, int iterations, int liveMib, boolean large, int mdScale, int mdRuns) {
+    private record Settings(
+            boolean full, int trials, int iterations, int liveMib, boolean large, int mdScale, int mdRuns) {
         long[] regionSizes() {
             return full ? ALL_REGION_SIZES : REGION_SIZES;
         }
@@ -231,7 +319,8 @@ public final class MigrationBenchCommand implements Subcommand {
         int cores = Runtime.getRuntime().availableProcessors();
         int many = Math.max(2, Math.min(4, cores));
         long calls = 100L * settings.iterations();
-        out.printf("%nmigration lock alone, ns per call per thread (median of %d after a warm-up; %d cores)%n",
+        out.printf(
+                "%nmigration lock alone, ns per call per thread (median of %d after a warm-up; %d cores)%n",
                 settings.trials(), cores);
         out.printf("  %-52s %10s %10s%n", "scheme", "1 thread", many + " threads");
         for (GateCost.Scheme scheme : GateCost.Scheme.values()) {
@@ -248,9 +337,10 @@ public final class MigrationBenchCommand implements Subcommand {
      * The wrapper's cost per call against {@code direct}, a backend's own vGPU; with a {@code target},
      * after the wrapper has migrated there (and {@code direct} is on the target's device).
      */
-    private static void perCall(MigratableGpu wrapper, VirtualGpu direct, MigrationTarget target, Settings settings,
-                                PrintStream out) {
-        try (wrapper; direct) {
+    private static void perCall(
+            MigratableGpu wrapper, VirtualGpu direct, MigrationTarget target, Settings settings, PrintStream out) {
+        try (wrapper;
+                direct) {
             // Set up before the migration, so the wrapper's handles and buffers are ones the replay remapped.
             LongConsumer directLaunches = launches(direct);
             LongConsumer wrapperLaunches = launches(wrapper);
@@ -259,11 +349,19 @@ public final class MigrationBenchCommand implements Subcommand {
             if (target != null) {
                 wrapper.migrate(target);
             }
-            out.printf("%nper call, %s vs the backend directly (medians of %d interleaved pairs of loops; goal <= %.2f)%n",
+            out.printf(
+                    "%nper call, %s vs the backend directly (medians of %d interleaved pairs of loops; goal <= %.2f)%n",
                     target != null ? "after a migration, wrapper" : "wrapper recording (before any migration)",
-                    settings.trials() * PAIRS_PER_TRIAL, PER_CALL_GOAL);
+                    settings.trials() * PAIRS_PER_TRIAL,
+                    PER_CALL_GOAL);
             out.printf("  %-40s %12s %12s %8s %8s%n", "operation", "backend", "wrapper", "ratio", "range");
-            compare("empty kernel launch, async", settings, settings.iterations(), directLaunches, wrapperLaunches, out);
+            compare(
+                    "empty kernel launch, async",
+                    settings,
+                    settings.iterations(),
+                    directLaunches,
+                    wrapperLaunches,
+                    out);
             compare("4 KiB host->device copy", settings, settings.iterations() / 10, directCopies, wrapperCopies, out);
         }
     }
@@ -294,8 +392,13 @@ public final class MigrationBenchCommand implements Subcommand {
      * and prints the median of each and the median of the pairs' ratios (a pair shares the machine's
      * moment, so drift between pairs cancels), with the middle half of the ratios as the range.
      */
-    private static void compare(String name, Settings settings, int repetitions, LongConsumer direct, LongConsumer wrapper,
-                                PrintStream out) {
+    private static void compare(
+            String name,
+            Settings settings,
+            int repetitions,
+            LongConsumer direct,
+            LongConsumer wrapper,
+            PrintStream out) {
         for (int warmUp = 0; warmUp < 2; warmUp++) {
             direct.accept(repetitions);
             wrapper.accept(repetitions);
@@ -316,8 +419,13 @@ public final class MigrationBenchCommand implements Subcommand {
         }
         double[] sortedRatios = ratios.clone();
         Arrays.sort(sortedRatios);
-        out.printf("  %-40s %9.3f us %9.3f us %8.3f %s%n", name, median(directNanos) / 1e3, median(wrapperNanos) / 1e3,
-                median(ratios), String.format("%.3f-%.3f", sortedRatios[pairs / 4], sortedRatios[(pairs - 1) * 3 / 4]));
+        out.printf(
+                "  %-40s %9.3f us %9.3f us %8.3f %s%n",
+                name,
+                median(directNanos) / 1e3,
+                median(wrapperNanos) / 1e3,
+                median(ratios),
+                String.format("%.3f-%.3f", sortedRatios[pairs / 4], sortedRatios[(pairs - 1) * 3 / 4]));
     }
 
     private static double nanosPer(LongConsumer body, int repetitions) {
@@ -333,14 +441,20 @@ public final class MigrationBenchCommand implements Subcommand {
      * against the live state (one replayed call per live object, so it grows with it).
      */
     private static void replay(Placement placement, Settings settings, PrintStream out, String label) {
-        out.printf("%nreplay time (target opened, every live object recreated) vs calls the app made;"
-                + " live state: 1 module, 4 functions, 2 streams, 2 events, 16 allocations (goal: flat, <= 50 ms)%s%n", label);
+        out.printf(
+                "%nreplay time (target opened, every live object recreated) vs calls the app made;"
+                        + " live state: 1 module, 4 functions, 2 streams, 2 events, 16 allocations (goal: flat, <= 50 ms)%s%n",
+                label);
         out.printf("  %-34s %12s%n", "calls made", "replay");
         for (int calls : settings.replayCalls()) {
             try (MigratableGpu gpu = placement.openOnSource(2)) {
                 FunctionHandle empty = null;
                 var module = gpu.moduleLoadData(TestKernels.ptx());
-                for (String kernel : List.of(TestKernels.EMPTY_KERNEL, TestKernels.SAXPY, TestKernels.VECTOR_ADD, TestKernels.POINTER_CHASE)) {
+                for (String kernel : List.of(
+                        TestKernels.EMPTY_KERNEL,
+                        TestKernels.SAXPY,
+                        TestKernels.VECTOR_ADD,
+                        TestKernels.POINTER_CHASE)) {
                     FunctionHandle function = gpu.moduleGetFunction(module, kernel);
                     empty = kernel.equals(TestKernels.EMPTY_KERNEL) ? function : empty;
                 }
@@ -375,8 +489,9 @@ public final class MigrationBenchCommand implements Subcommand {
         for (int count : settings.replayLiveObjects()) {
             try (MigratableGpu gpu = placement.openOnSource(2)) {
                 if ((long) count * VaWindow.GRANULARITY > gpu.deviceProperties().totalMemory() / 2) {
-                    out.printf("  %-34s skipped: they would take %d MiB of device memory%n", count + " allocations of 4 KiB",
-                            count * (VaWindow.GRANULARITY >> 20));
+                    out.printf(
+                            "  %-34s skipped: they would take %d MiB of device memory%n",
+                            count + " allocations of 4 KiB", count * (VaWindow.GRANULARITY >> 20));
                 } else {
                     for (int i = 0; i < count; i++) {
                         gpu.memAlloc(SMALL_COPY);
@@ -426,15 +541,26 @@ public final class MigrationBenchCommand implements Subcommand {
         }
         double slowerLeg = total / Math.max(raw[0], raw[1]);
         double serial = total / (raw[0] + raw[1]);
-        out.printf("%nmem-sync of %d MiB by region size vs raw copies of one %d MiB region through pinned memory"
-                + " (each leg the faster of one copy and %d MiB pieces on %d streams)%s%n", total >> 20, total >> 20,
-                placement.config().chunkBytes() >> 20, placement.config().stagingBuffers(), label);
-        out.printf("  raw: source device->host %.2f GB/s, target host->device %.2f GB/s; slower leg %.2f GB/s,"
-                + " one after the other %.2f GB/s%n", total / raw[0] / 1e9, total / raw[1] / 1e9, slowerLeg / 1e9, serial / 1e9);
-        out.printf("  raw by worker process (each way the median of %d copies; the faster way by its median counts), GB/s:"
-                + " source device->host one copy %s, pieces %s; target host->device one copy %s, pieces %s%n",
-                RAW_COPIES_PER_PROCESS, gigabytesPerSecond(total, rawByProcess[0][0]), gigabytesPerSecond(total, rawByProcess[0][1]),
-                gigabytesPerSecond(total, rawByProcess[1][0]), gigabytesPerSecond(total, rawByProcess[1][1]));
+        out.printf(
+                "%nmem-sync of %d MiB by region size vs raw copies of one %d MiB region through pinned memory"
+                        + " (each leg the faster of one copy and %d MiB pieces on %d streams)%s%n",
+                total >> 20,
+                total >> 20,
+                placement.config().chunkBytes() >> 20,
+                placement.config().stagingBuffers(),
+                label);
+        out.printf(
+                "  raw: source device->host %.2f GB/s, target host->device %.2f GB/s; slower leg %.2f GB/s,"
+                        + " one after the other %.2f GB/s%n",
+                total / raw[0] / 1e9, total / raw[1] / 1e9, slowerLeg / 1e9, serial / 1e9);
+        out.printf(
+                "  raw by worker process (each way the median of %d copies; the faster way by its median counts), GB/s:"
+                        + " source device->host one copy %s, pieces %s; target host->device one copy %s, pieces %s%n",
+                RAW_COPIES_PER_PROCESS,
+                gigabytesPerSecond(total, rawByProcess[0][0]),
+                gigabytesPerSecond(total, rawByProcess[0][1]),
+                gigabytesPerSecond(total, rawByProcess[1][0]),
+                gigabytesPerSecond(total, rawByProcess[1][1]));
         // A job's first migration also runs the app's side of mem-sync (batching, the requests, the
         // target's scatter) before the JIT has compiled it: loops over thousands of regions run in the
         // interpreter until they have run tens of thousands of times. Shown on its own, so that the rows
@@ -447,13 +573,15 @@ public final class MigrationBenchCommand implements Subcommand {
                     break;
                 }
                 double bandwidth = total / trial.memSyncSeconds();
-                firsts.append(String.format("%s%.3f ms (%.3f)", firsts.isEmpty() ? "" : ", ", trial.memSyncSeconds() * 1e3,
-                        bandwidth / slowerLeg));
+                firsts.append(String.format(
+                        "%s%.3f ms (%.3f)",
+                        firsts.isEmpty() ? "" : ", ", trial.memSyncSeconds() * 1e3, bandwidth / slowerLeg));
             }
             if (!firsts.isEmpty()) {
-                out.printf("  this process's first %d mem-syncs, %d regions of %s from fresh sources (a job's first migration:"
-                        + " the app's side not yet compiled by the JIT), time (/ slower leg): %s%n", APP_WARM_UP_MIGRATIONS,
-                        total / firstSize, bytes(firstSize), firsts);
+                out.printf(
+                        "  this process's first %d mem-syncs, %d regions of %s from fresh sources (a job's first migration:"
+                                + " the app's side not yet compiled by the JIT), time (/ slower leg): %s%n",
+                        APP_WARM_UP_MIGRATIONS, total / firstSize, bytes(firstSize), firsts);
                 break;
             }
         }
@@ -474,40 +602,80 @@ public final class MigrationBenchCommand implements Subcommand {
             bySize.put(size, trials);
         }
         for (boolean warmed : new boolean[] {false, true}) {
-            out.printf("  source %s%n", warmed ? "warmed: it served " + WARM_UP_READS + " reads of the whole state first"
-                    : "fresh: its first requests are the migration's (a native worker has served only its own warm-up session)");
-            out.printf("  %-12s %9s %12s %11s %14s %12s   %s%n", "region size", "regions", "mem-sync", "GB/s", "/ slower leg",
-                    "/ serial", "each trial / slower leg");
+            out.printf(
+                    "  source %s%n",
+                    warmed
+                            ? "warmed: it served " + WARM_UP_READS + " reads of the whole state first"
+                            : "fresh: its first requests are the migration's (a native worker has served only its own warm-up session)");
+            out.printf(
+                    "  %-12s %9s %12s %11s %14s %12s   %s%n",
+                    "region size",
+                    "regions",
+                    "mem-sync",
+                    "GB/s",
+                    "/ slower leg",
+                    "/ serial",
+                    "each trial / slower leg");
             for (Map.Entry<Long, MemSyncTrial[][]> row : bySize.entrySet()) {
                 long size = row.getKey();
                 int regions = (int) (total / size);
                 if (row.getValue() == null) {
-                    out.printf("  %-12s %9d   skipped: the regions would take %d MiB of device memory%n", bytes(size),
-                            regions, regions * (VaWindow.GRANULARITY >> 20));
+                    out.printf(
+                            "  %-12s %9d   skipped: the regions would take %d MiB of device memory%n",
+                            bytes(size), regions, regions * (VaWindow.GRANULARITY >> 20));
                     continue;
                 }
                 MemSyncTrial[] trials = row.getValue()[warmed ? 1 : 0];
-                double[] eachSeconds = Arrays.stream(trials).mapToDouble(MemSyncTrial::memSyncSeconds).toArray();
+                double[] eachSeconds = Arrays.stream(trials)
+                        .mapToDouble(MemSyncTrial::memSyncSeconds)
+                        .toArray();
                 double seconds = median(eachSeconds);
                 double bandwidth = total / seconds;
-                out.printf("  %-12s %9d %9.3f ms %11.2f %11.3f %s %11.3f   %s%n", bytes(size), regions, seconds * 1e3,
-                        bandwidth / 1e9, bandwidth / slowerLeg, bandwidth / slowerLeg >= MEM_SYNC_GOAL ? "  " : " !",
-                        bandwidth / serial, Arrays.stream(eachSeconds).mapToObj(each -> String.format("%.3f", total / each / slowerLeg))
+                out.printf(
+                        "  %-12s %9d %9.3f ms %11.2f %11.3f %s %11.3f   %s%n",
+                        bytes(size),
+                        regions,
+                        seconds * 1e3,
+                        bandwidth / 1e9,
+                        bandwidth / slowerLeg,
+                        bandwidth / slowerLeg >= MEM_SYNC_GOAL ? "  " : " !",
+                        bandwidth / serial,
+                        Arrays.stream(eachSeconds)
+                                .mapToObj(each -> String.format("%.3f", total / each / slowerLeg))
                                 .collect(Collectors.joining(" ")));
                 if (warmed) {
-                    double[] againstOwnRaw = Arrays.stream(trials).mapToDouble(trial -> trial.ownRawSeconds() / trial.memSyncSeconds())
+                    double[] againstOwnRaw = Arrays.stream(trials)
+                            .mapToDouble(trial -> trial.ownRawSeconds() / trial.memSyncSeconds())
                             .toArray();
-                    double ownRawSeconds = median(Arrays.stream(trials).mapToDouble(MemSyncTrial::ownRawSeconds).toArray());
+                    double ownRawSeconds = median(Arrays.stream(trials)
+                            .mapToDouble(MemSyncTrial::ownRawSeconds)
+                            .toArray());
                     double paired = median(againstOwnRaw);
-                    out.printf("  %-12s %9s   / its own source's raw read (%.2f GB/s by median, just before): %.3f %s  each"
-                            + " trial: %s%n", "", "", total / ownRawSeconds / 1e9, paired, paired >= MEM_SYNC_GOAL ? " " : "!",
-                            Arrays.stream(againstOwnRaw).mapToObj(ratio -> String.format("%.3f", ratio)).collect(Collectors.joining(" ")));
+                    out.printf(
+                            "  %-12s %9s   / its own source's raw read (%.2f GB/s by median, just before): %.3f %s  each"
+                                    + " trial: %s%n",
+                            "",
+                            "",
+                            total / ownRawSeconds / 1e9,
+                            paired,
+                            paired >= MEM_SYNC_GOAL ? " " : "!",
+                            Arrays.stream(againstOwnRaw)
+                                    .mapToObj(ratio -> String.format("%.3f", ratio))
+                                    .collect(Collectors.joining(" ")));
                     // mem-sync's two legs for this region size alone, to show which one a shortfall comes from
                     double[] scatter = scatterSeconds(placement, size, regions, settings.trials());
-                    out.printf("  %-12s %9s   legs: source gather %.2f GB/s (its last warm-up read), target scatter"
-                            + " %.2f GB/s into fresh allocations, %.2f GB/s again (a local vGPU with the same regions)%n", "", "",
-                            total / median(Arrays.stream(trials).mapToDouble(MemSyncTrial::gatherSeconds).toArray()) / 1e9,
-                            total / scatter[0] / 1e9, total / scatter[1] / 1e9);
+                    out.printf(
+                            "  %-12s %9s   legs: source gather %.2f GB/s (its last warm-up read), target scatter"
+                                    + " %.2f GB/s into fresh allocations, %.2f GB/s again (a local vGPU with the same regions)%n",
+                            "",
+                            "",
+                            total
+                                    / median(Arrays.stream(trials)
+                                            .mapToDouble(MemSyncTrial::gatherSeconds)
+                                            .toArray())
+                                    / 1e9,
+                            total / scatter[0] / 1e9,
+                            total / scatter[1] / 1e9);
                 }
             }
         }
@@ -523,8 +691,7 @@ public final class MigrationBenchCommand implements Subcommand {
      *                      (see {@link #ownRawReadSeconds}); 0 for a fresh one, whose first requests
      *                      must be the migration's
      */
-    private record MemSyncTrial(double memSyncSeconds, double gatherSeconds, double ownRawSeconds) {
-    }
+    private record MemSyncTrial(double memSyncSeconds, double gatherSeconds, double ownRawSeconds) {}
 
     /**
      * The raw read of the worker process that a warmed trial migrates from, so that its mem-sync is
@@ -570,9 +737,12 @@ public final class MigrationBenchCommand implements Subcommand {
                 gpu.memsetD32(address, r, size / 4);
                 live.add(new DeviceRegion(address, size));
             }
-            double gatherSeconds = warmed ? readBack(gpu, live, WARM_UP_READS, placement.config().chunkBytes()) : 0;
+            double gatherSeconds = warmed
+                    ? readBack(gpu, live, WARM_UP_READS, placement.config().chunkBytes())
+                    : 0;
             double ownRawSeconds = warmed ? ownRawReadSeconds(gpu, size * regions, placement.config()) : 0;
-            return new MemSyncTrial(gpu.migrate(placement.target()).memSync().toNanos() / 1e9, gatherSeconds, ownRawSeconds);
+            return new MemSyncTrial(
+                    gpu.migrate(placement.target()).memSync().toNanos() / 1e9, gatherSeconds, ownRawSeconds);
         }
     }
 
@@ -588,7 +758,8 @@ public final class MigrationBenchCommand implements Subcommand {
             for (int r = 0; r < regions; r++) {
                 allocated.add(new DeviceRegion(target.memAlloc(size), size));
             }
-            MemorySegment pinned = target.memAllocHost(Math.max(size, placement.config().chunkBytes()));
+            MemorySegment pinned =
+                    target.memAllocHost(Math.max(size, placement.config().chunkBytes()));
             List<List<DeviceRegion>> batches = DeviceRegion.runs(allocated, pinned.byteSize(), Integer.MAX_VALUE);
             StreamHandle stream = target.streamCreate();
             try {
@@ -643,7 +814,7 @@ public final class MigrationBenchCommand implements Subcommand {
      */
     private static double[][][] rawCopy(Placement placement, long bytes, int trials) {
         try (VirtualGpu source = placement.openPlainOnSource(4);
-             VirtualGpu target = placement.local().open(placement.targetDevice(), VaWindow.forVgpu(5))) {
+                VirtualGpu target = placement.local().open(placement.targetDevice(), VaWindow.forVgpu(5))) {
             long from = source.memAlloc(bytes);
             long to = target.memAlloc(bytes);
             source.memsetD8(from, (byte) 1, bytes);
@@ -670,8 +841,8 @@ public final class MigrationBenchCommand implements Subcommand {
                 start = System.nanoTime();
                 for (long offset = 0; offset < bytes; offset += piece) {
                     long length = Math.min(piece, bytes - offset);
-                    target.memcpyHtoDAsync(to + offset, pinned.asSlice(offset, length), length,
-                            targetStreams.get((int) (offset / piece % targetStreams.size())));
+                    target.memcpyHtoDAsync(to + offset, pinned.asSlice(offset, length), length, targetStreams.get((int)
+                            (offset / piece % targetStreams.size())));
                 }
                 targetStreams.forEach(target::streamSynchronize);
                 long upPieces = System.nanoTime() - start;
@@ -690,7 +861,8 @@ public final class MigrationBenchCommand implements Subcommand {
      * {@code host}: with no streams, one synchronous copy; otherwise asynchronous copies of
      * {@code piece} bytes spread round-robin over {@code streams}, then one synchronize per stream.
      */
-    private static double readSeconds(VirtualGpu source, long from, MemorySegment host, long piece, List<StreamHandle> streams) {
+    private static double readSeconds(
+            VirtualGpu source, long from, MemorySegment host, long piece, List<StreamHandle> streams) {
         long bytes = host.byteSize();
         long start = System.nanoTime();
         if (streams.isEmpty()) {
@@ -698,8 +870,8 @@ public final class MigrationBenchCommand implements Subcommand {
         } else {
             for (long offset = 0; offset < bytes; offset += piece) {
                 long length = Math.min(piece, bytes - offset);
-                source.memcpyDtoHAsync(host.asSlice(offset, length), from + offset, length,
-                        streams.get((int) (offset / piece % streams.size())));
+                source.memcpyDtoHAsync(host.asSlice(offset, length), from + offset, length, streams.get((int)
+                        (offset / piece % streams.size())));
             }
             streams.forEach(source::streamSynchronize);
         }
@@ -716,8 +888,9 @@ public final class MigrationBenchCommand implements Subcommand {
                 gpu.memsetD8(gpu.memAlloc(bytes), (byte) (placed >> 20), bytes);
             }
             MigrationReport report = gpu.migrate(placement.target());
-            out.printf("%napp blocked by the migration of %s of live state in %d regions%s%n  %s%n", bytes(liveBytes),
-                    report.memSyncRegions(), label, report.summary());
+            out.printf(
+                    "%napp blocked by the migration of %s of live state in %d regions%s%n  %s%n",
+                    bytes(liveBytes), report.memSyncRegions(), label, report.summary());
         }
     }
 
@@ -743,8 +916,13 @@ public final class MigrationBenchCommand implements Subcommand {
         }
         long launches = unmigrated.launches();
         // Each row: whether the app starts on the target, and after how many launches it moves there (0: never).
-        String[] names = {"never migrated, on the source", "never migrated, on the target", "migrated after 25 % of launches",
-                "migrated after 50 % of launches", "migrated after 75 % of launches"};
+        String[] names = {
+            "never migrated, on the source",
+            "never migrated, on the target",
+            "migrated after 25 % of launches",
+            "migrated after 50 % of launches",
+            "migrated after 75 % of launches"
+        };
         boolean[] onTarget = {false, true, false, false, false};
         long[] migrateAfter = {0, 0, launches / 4, launches / 2, launches * 3 / 4};
         double[][] appMillis = new double[names.length][settings.trials()];
@@ -762,11 +940,14 @@ public final class MigrationBenchCommand implements Subcommand {
                         : placement.openOnSource(7)) {
                     MdRun run = mdRun(gpu, workload, settings, migrateAfter[row], placement.target(), out, false);
                     if (!run.digest().equals(unmigrated.digest())) {
-                        out.printf("  MD app FAILED: %s read back other bits than the app never migrated%n", names[row]);
+                        out.printf(
+                                "  MD app FAILED: %s read back other bits than the app never migrated%n", names[row]);
                     }
                     if (round >= 0) {
                         appMillis[row][round] = run.millis();
-                        blockedMillis[row][round] = run.migration() == null ? 0 : run.migration().blocked().toNanos() / 1e6;
+                        blockedMillis[row][round] = run.migration() == null
+                                ? 0
+                                : run.migration().blocked().toNanos() / 1e6;
                         for (MdStep step : run.steps()) {
                             steps.get(row).get(step.phase().ordinal()).add(step);
                         }
@@ -774,10 +955,11 @@ public final class MigrationBenchCommand implements Subcommand {
                 }
             }
         }
-        out.printf("%nLennard-Jones MD app: %d runs of scale %d back to back, %d launches; migrated by an agent thread"
-                + " while the app runs; the app's time (uploads, launches, read-backs, the waits for the migration),"
-                + " median of %d; each run of a first app, never migrated, checked against its CPU reference after it"
-                + " ended, and every app bit for bit against that one%s%n",
+        out.printf(
+                "%nLennard-Jones MD app: %d runs of scale %d back to back, %d launches; migrated by an agent thread"
+                        + " while the app runs; the app's time (uploads, launches, read-backs, the waits for the migration),"
+                        + " median of %d; each run of a first app, never migrated, checked against its CPU reference after it"
+                        + " ended, and every app bit for bit against that one%s%n",
                 settings.mdRuns(), settings.mdScale(), launches, settings.trials(), label);
         out.printf("  %-34s %12s %10s %12s %12s%n", "app", "time", "/ source", "/ expected", "app blocked");
         double source = median(appMillis[0]);
@@ -787,7 +969,9 @@ public final class MigrationBenchCommand implements Subcommand {
             // Moved after a share f of its launches, the app would take f of the source app's time and
             // the rest of the target app's if the migration cost nothing.
             double share = (double) migrateAfter[row] / launches;
-            String expected = migrateAfter[row] == 0 ? "-" : String.format("%.3f", millis / (share * source + (1 - share) * target));
+            String expected = migrateAfter[row] == 0
+                    ? "-"
+                    : String.format("%.3f", millis / (share * source + (1 - share) * target));
             String blocked = migrateAfter[row] == 0 ? "-" : String.format("%.2f ms", median(blockedMillis[row]));
             out.printf("  %-34s %9.2f ms %10.3f %12s %12s%n", names[row], millis, millis / source, expected, blocked);
         }
@@ -796,16 +980,24 @@ public final class MigrationBenchCommand implements Subcommand {
         // released, all beside the app), and its runs after against the app never moved on the target.
         double sourceRun = MdStep.median(steps.get(0).get(MdPhase.BEFORE.ordinal()));
         double targetRun = MdStep.median(steps.get(1).get(MdPhase.BEFORE.ordinal()));
-        out.printf("  one run (of %d), median over runs and trials: never migrated on the source %.2f ms, on the target %.2f ms%n",
+        out.printf(
+                "  one run (of %d), median over runs and trials: never migrated on the source %.2f ms, on the target %.2f ms%n",
                 settings.mdRuns(), sourceRun, targetRun);
         for (int row = 2; row < names.length; row++) {
             List<List<MdStep>> phases = steps.get(row);
             double before = MdStep.median(phases.get(MdPhase.BEFORE.ordinal()));
             double after = MdStep.median(phases.get(MdPhase.AFTER.ordinal()));
             List<MdStep> overlapped = phases.get(MdPhase.DURING.ordinal());
-            out.printf("  %-34s before %.2f ms (/ source %.3f); during the migration %.1f runs per trial, %.2f ms each;"
-                    + " after %.2f ms (/ target %.3f)%n", names[row], before, before / sourceRun,
-                    (double) overlapped.size() / settings.trials(), MdStep.median(overlapped), after, after / targetRun);
+            out.printf(
+                    "  %-34s before %.2f ms (/ source %.3f); during the migration %.1f runs per trial, %.2f ms each;"
+                            + " after %.2f ms (/ target %.3f)%n",
+                    names[row],
+                    before,
+                    before / sourceRun,
+                    (double) overlapped.size() / settings.trials(),
+                    MdStep.median(overlapped),
+                    after,
+                    after / targetRun);
         }
         out.printf("  expected: migrated apps between the two, nearer the target the earlier they move;"
                 + " / expected: over the mix of the two by the share of launches made before the move%n");
@@ -817,17 +1009,23 @@ public final class MigrationBenchCommand implements Subcommand {
      * @param millis    the app's time: its runs, back to back
      * @param migration the migration's report; null when the app never moved
      */
-    private record MdRun(double millis, long launches, String digest, MigrationReport migration, List<MdStep> steps) {
-    }
+    private record MdRun(double millis, long launches, String digest, MigrationReport migration, List<MdStep> steps) {}
 
     /** Where one run of the MD app ran: wholly before its migration started, while it ran, or wholly after it ended. */
-    private enum MdPhase { BEFORE, DURING, AFTER }
+    private enum MdPhase {
+        BEFORE,
+        DURING,
+        AFTER
+    }
 
     /** One of the MD app's runs; an app never migrated has only runs BEFORE. */
     private record MdStep(MdPhase phase, double millis) {
         /** The median time of {@code steps}; NaN for none. */
         static double median(List<MdStep> steps) {
-            return steps.isEmpty() ? Double.NaN : MigrationBenchCommand.median(steps.stream().mapToDouble(MdStep::millis).toArray());
+            return steps.isEmpty()
+                    ? Double.NaN
+                    : MigrationBenchCommand.median(
+                            steps.stream().mapToDouble(MdStep::millis).toArray());
         }
     }
 
@@ -835,9 +1033,18 @@ public final class MigrationBenchCommand implements Subcommand {
      * Runs the MD app, migrated to {@code target} by its own thread after {@code migrateAfter}
      * launches (0: never), then, if asked, checks each of its runs against the CPU reference.
      */
-    private static MdRun mdRun(MigratableGpu gpu, LennardJonesWorkload workload, Settings settings, long migrateAfter,
-                               MigrationTarget target, PrintStream out, boolean checkEachRun) {
-        MigrateAfterLaunches trigger = new MigrateAfterLaunches(gpu, migrateAfter, target,
+    private static MdRun mdRun(
+            MigratableGpu gpu,
+            LennardJonesWorkload workload,
+            Settings settings,
+            long migrateAfter,
+            MigrationTarget target,
+            PrintStream out,
+            boolean checkEachRun) {
+        MigrateAfterLaunches trigger = new MigrateAfterLaunches(
+                gpu,
+                migrateAfter,
+                target,
                 migration -> Thread.ofPlatform().name("migration agent").start(migration));
         Transcript transcript = new Transcript(trigger);
         List<MdStep> steps = new ArrayList<>();
@@ -852,12 +1059,14 @@ public final class MigrationBenchCommand implements Subcommand {
             if (checkEachRun) {
                 simulations.add(simulation);
             }
-            MdPhase phase = doneBefore ? MdPhase.AFTER
+            MdPhase phase = doneBefore
+                    ? MdPhase.AFTER
                     : migrateAfter == 0 || trigger.launches() < migrateAfter ? MdPhase.BEFORE : MdPhase.DURING;
             steps.add(new MdStep(phase, runNanos / 1e6));
         }
         double millis = (System.nanoTime() - start) / 1e6;
-        MigrationReport migration = migrateAfter == 0 ? null : trigger.migration().join();
+        MigrationReport migration =
+                migrateAfter == 0 ? null : trigger.migration().join();
         for (LennardJonesWorkload.Simulation simulation : simulations) {
             WorkloadResult result = workload.check(simulation);
             if (!result.passed()) {
@@ -887,7 +1096,9 @@ public final class MigrationBenchCommand implements Subcommand {
 
     /** Each of {@code seconds} as the bandwidth of copying {@code bytes}, in GB/s, in trial order. */
     private static String gigabytesPerSecond(long bytes, double[] seconds) {
-        return Arrays.stream(seconds).mapToObj(each -> String.format("%.2f", bytes / each / 1e9)).collect(Collectors.joining(" "));
+        return Arrays.stream(seconds)
+                .mapToObj(each -> String.format("%.2f", bytes / each / 1e9))
+                .collect(Collectors.joining(" "));
     }
 
     private static String bytes(long bytes) {

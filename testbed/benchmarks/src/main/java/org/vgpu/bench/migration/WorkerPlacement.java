@@ -45,7 +45,8 @@ final class WorkerPlacement implements Placement {
     private final Map<Integer, LaunchedWorker> byPort = new ConcurrentHashMap<>();
     private final RemoteWorkerResolver workers;
 
-    WorkerPlacement(GpuBackend local, String workerBackend, int workerDevice, int targetDevice, MigrationConfig config) {
+    WorkerPlacement(
+            GpuBackend local, String workerBackend, int workerDevice, int targetDevice, MigrationConfig config) {
         this.local = local;
         this.config = config;
         this.workerBackend = workerBackend;
@@ -58,8 +59,13 @@ final class WorkerPlacement implements Placement {
     public MigratableGpu openOnSource(int vgpu) {
         MigrationTarget.RemoteWorker worker = launch();
         VirtualGpu remote = workers.open(worker, VaWindow.forVgpu(vgpu), null);
-        return new MigratableGpu(remote, worker, new NodeTargetResolver(local, workers), config,
-                MigrationListener.NONE, MigrationFaults.NONE);
+        return new MigratableGpu(
+                remote,
+                worker,
+                new NodeTargetResolver(local, workers),
+                config,
+                MigrationListener.NONE,
+                MigrationFaults.NONE);
     }
 
     @Override
@@ -69,7 +75,8 @@ final class WorkerPlacement implements Placement {
 
     private MigrationTarget.RemoteWorker launch() {
         String id = "bench-worker-" + launches.incrementAndGet();
-        LaunchedWorker launched = launcher.launch(new WorkerSpec(new Endpoint("127.0.0.1", 0), workerBackend, workerDevice, id, siteKey.keyFile()));
+        LaunchedWorker launched = launcher.launch(
+                new WorkerSpec(new Endpoint("127.0.0.1", 0), workerBackend, workerDevice, id, siteKey.keyFile()));
         byPort.put(launched.endpoint().port(), launched);
         return new MigrationTarget.RemoteWorker(launched.endpoint());
     }
@@ -100,7 +107,8 @@ final class WorkerPlacement implements Placement {
 
     @Override
     public String describe() {
-        return "worker process (" + workerBackend + " device " + workerDevice + ") -> " + local.name() + " device " + targetDevice;
+        return "worker process (" + workerBackend + " device " + workerDevice + ") -> " + local.name() + " device "
+                + targetDevice;
     }
 
     /** Stops workers that were started but never connected to, and removes the site key. */

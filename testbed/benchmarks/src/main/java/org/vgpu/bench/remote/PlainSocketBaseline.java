@@ -52,12 +52,13 @@ public final class PlainSocketBaseline {
     public static final int CACHED_BUFFER_BYTES = 1 << 20;
     /** The largest transfer from or into the server's memory it allocates for. */
     public static final long MAX_MEMORY_BYTES = 64L << 30;
+
     private static final byte ACK = 1;
     private static final byte WRONG_BYTES = 2;
-    private static final ValueLayout.OfLong PATTERN_LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfLong PATTERN_LONG =
+            ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
-    private PlainSocketBaseline() {
-    }
+    private PlainSocketBaseline() {}
 
     /** The server side, on its own threads. */
     public static final class Server implements AutoCloseable {
@@ -101,8 +102,10 @@ public final class PlainSocketBaseline {
                     throw e;
                 }
             } catch (IOException e) {
-                throw new NetworkException(NetworkException.Code.CANNOT_LISTEN,
-                        "the baseline server cannot listen on " + host + ":" + port + ": " + IoReasons.of(e), e);
+                throw new NetworkException(
+                        NetworkException.Code.CANNOT_LISTEN,
+                        "the baseline server cannot listen on " + host + ":" + port + ": " + IoReasons.of(e),
+                        e);
             }
         }
 
@@ -151,7 +154,7 @@ public final class PlainSocketBaseline {
                             return ACK;
                         });
                     }
-                    default -> { }
+                    default -> {}
                 }
             } catch (IOException ended) {
                 // the client went away, or asked for what this server does not serve
@@ -451,7 +454,9 @@ public final class PlainSocketBaseline {
     }
 
     private static VgpuException failed(String what, String host, int port, IOException e) {
-        return new VgpuException(ErrorCode.VGPU_WORKER_LOST, "baseline " + what + " with " + host + ":" + port
-                + " failed: " + e.getMessage(), e);
+        return new VgpuException(
+                ErrorCode.VGPU_WORKER_LOST,
+                "baseline " + what + " with " + host + ":" + port + " failed: " + e.getMessage(),
+                e);
     }
 }

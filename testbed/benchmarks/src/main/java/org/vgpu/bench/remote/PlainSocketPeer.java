@@ -64,25 +64,34 @@ public final class PlainSocketPeer implements AutoCloseable {
         command.add(host);
         Process process;
         try {
-            process = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+            process = new ProcessBuilder(command)
+                    .redirectError(ProcessBuilder.Redirect.INHERIT)
+                    .start();
         } catch (IOException e) {
-            throw new NetworkException(NetworkException.Code.CANNOT_LISTEN, "the plain-socket peer could not be started ("
-                    + command.getFirst() + "): " + IoReasons.of(e), e);
+            throw new NetworkException(
+                    NetworkException.Code.CANNOT_LISTEN,
+                    "the plain-socket peer could not be started (" + command.getFirst() + "): " + IoReasons.of(e),
+                    e);
         }
-        BufferedReader output = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
-        CompletableFuture<String> firstLine = CompletableFuture.supplyAsync(() -> {
-            try {
-                return output.readLine();
-            } catch (IOException e) {
-                return null;
-            }
-        }, Thread::startVirtualThread);
+        BufferedReader output =
+                new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
+        CompletableFuture<String> firstLine = CompletableFuture.supplyAsync(
+                () -> {
+                    try {
+                        return output.readLine();
+                    } catch (IOException e) {
+                        return null;
+                    }
+                },
+                Thread::startVirtualThread);
         PlainSocketPeer peer = new PlainSocketPeer(process, null);
         try {
             String line = firstLine.get(STARTUP_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
             if (line == null || !line.startsWith(LISTENING_PREFIX)) {
-                throw new IllegalStateException(line == null ? "it exited without listening (its stderr is above)"
-                        : "it printed '" + line + "' instead of where it listens");
+                throw new IllegalStateException(
+                        line == null
+                                ? "it exited without listening (its stderr is above)"
+                                : "it printed '" + line + "' instead of where it listens");
             }
             return new PlainSocketPeer(process, Endpoint.parse(line.substring(LISTENING_PREFIX.length())));
         } catch (TimeoutException e) {
@@ -105,7 +114,8 @@ public final class PlainSocketPeer implements AutoCloseable {
     }
 
     private static NetworkException notListening(String reason) {
-        return new NetworkException(NetworkException.Code.CANNOT_LISTEN, "the plain-socket peer did not start: " + reason);
+        return new NetworkException(
+                NetworkException.Code.CANNOT_LISTEN, "the plain-socket peer did not start: " + reason);
     }
 
     /** Where the peer listens. */

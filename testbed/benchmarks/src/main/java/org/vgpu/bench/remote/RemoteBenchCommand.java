@@ -13,11 +13,11 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.DoubleSupplier;
 
 import io.netty.channel.EventLoopGroup;
-
 import org.apache.commons.cli.CommandLine;
 import org.apache.commons.cli.Option;
 import org.apache.commons.cli.Options;
 import org.apache.commons.cli.ParseException;
+
 import org.vgpu.bench.Medians;
 import org.vgpu.common.cli.CommandLines;
 import org.vgpu.common.cli.Subcommand;
@@ -39,7 +39,6 @@ import org.vgpu.runtime.remote.client.WorkerEndpoint;
 import org.vgpu.runtime.remote.lender.LaunchedWorker;
 import org.vgpu.runtime.remote.lender.WorkerLauncher;
 import org.vgpu.runtime.remote.lender.WorkerSpec;
-import org.vgpu.runtime.remote.protocol.RequestDecoder;
 import org.vgpu.runtime.remote.transport.NettyTransport;
 
 /**
@@ -78,22 +77,56 @@ public final class RemoteBenchCommand implements Subcommand {
     @Override
     public Options options() {
         return new Options()
-                .addOption(Option.builder().longOpt("backend").hasArg().argName("NAME")
-                        .desc("native or emulated, for the worker and the local comparison (default native)").get())
-                .addOption(Option.builder().longOpt("device").hasArg().argName("D").desc("device this client uses locally (default 0)").get())
-                .addOption(Option.builder().longOpt("worker-device").hasArg().argName("D")
+                .addOption(Option.builder()
+                        .longOpt("backend")
+                        .hasArg()
+                        .argName("NAME")
+                        .desc("native or emulated, for the worker and the local comparison (default native)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("device")
+                        .hasArg()
+                        .argName("D")
+                        .desc("device this client uses locally (default 0)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("worker-device")
+                        .hasArg()
+                        .argName("D")
                         .desc("device the worker serves (default: --device; on a two-GPU machine use the other GPU, so"
-                                + " lender and borrower GPUs are distinct)").get())
-                .addOption(Option.builder().longOpt("host").hasArg().argName("ADDRESS")
-                        .desc("address the worker listens on and this client connects to (default 127.0.0.1)").get())
-                .addOption(Option.builder().longOpt("trials").hasArg().argName("N")
-                        .desc("timed trials whose median is reported (default 9), after " + WARM_UP_TRIALS + " warm-up trials").get())
-                .addOption(Option.builder().longOpt("sync-iterations").hasArg().argName("N")
-                        .desc("round trips and launch+synchronize pairs per trial (default 2000)").get())
-                .addOption(Option.builder().longOpt("async-iterations").hasArg().argName("N")
-                        .desc("asynchronous launches per trial (default 20000)").get())
-                .addOption(Option.builder().longOpt("copy-mib").hasArg().argName("MIB")
-                        .desc("size of each bulk copy (default 256)").get());
+                                + " lender and borrower GPUs are distinct)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("host")
+                        .hasArg()
+                        .argName("ADDRESS")
+                        .desc("address the worker listens on and this client connects to (default 127.0.0.1)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("trials")
+                        .hasArg()
+                        .argName("N")
+                        .desc("timed trials whose median is reported (default 9), after " + WARM_UP_TRIALS
+                                + " warm-up trials")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("sync-iterations")
+                        .hasArg()
+                        .argName("N")
+                        .desc("round trips and launch+synchronize pairs per trial (default 2000)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("async-iterations")
+                        .hasArg()
+                        .argName("N")
+                        .desc("asynchronous launches per trial (default 20000)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("copy-mib")
+                        .hasArg()
+                        .argName("MIB")
+                        .desc("size of each bulk copy (default 256)")
+                        .get());
     }
 
     @Override
@@ -115,27 +148,45 @@ public final class RemoteBenchCommand implements Subcommand {
             boolean emulated = local.isEmulation();
             String label = emulated ? " [CPU EMULATION]" : "";
             try (BenchWorker worker = BenchWorker.start(host, backendName, workerDevice);
-                 VirtualGpu localGpu = local.open(device, VaWindow.forVgpu(0));
-                 VirtualGpu remoteGpu = worker.connect(VaWindow.forVgpu(0))) {
-                out.printf("vgpu remote-bench: %s device %d (%s), worker on device %d: %s, transport %s; Java %s%n",
-                        backendName, device, local.deviceProperties(device).describe(), workerDevice, ((RemoteGpu) remoteGpu).workerDescription(),
-                        NettyTransport.describe(), Runtime.version());
+                    VirtualGpu localGpu = local.open(device, VaWindow.forVgpu(0));
+                    VirtualGpu remoteGpu = worker.connect(VaWindow.forVgpu(0))) {
+                out.printf(
+                        "vgpu remote-bench: %s device %d (%s), worker on device %d: %s, transport %s; Java %s%n",
+                        backendName,
+                        device,
+                        local.deviceProperties(device).describe(),
+                        workerDevice,
+                        ((RemoteGpu) remoteGpu).workerDescription(),
+                        NettyTransport.describe(),
+                        Runtime.version());
                 if (emulated) {
                     out.println("CPU EMULATION: the device is the CPU emulation, so these figures measure the remote"
                             + " runtime and this machine's network stack, not a GPU");
                 }
-                out.printf("client and worker are separate processes on %s, %d cores; tuning: %s; %d trials after %d"
-                        + " warm-up trials; medians, and the range of each ratio over the trials%n%n", host,
-                        Runtime.getRuntime().availableProcessors(), RemoteTuning.current().describe(), trials, WARM_UP_TRIALS);
-                List<Row> rows = measure(worker, localGpu, remoteGpu, syncIterations, asyncIterations, copyBytes, trials);
+                out.printf(
+                        "client and worker are separate processes on %s, %d cores; tuning: %s; %d trials after %d"
+                                + " warm-up trials; medians, and the range of each ratio over the trials%n%n",
+                        host,
+                        Runtime.getRuntime().availableProcessors(),
+                        RemoteTuning.current().describe(),
+                        trials,
+                        WARM_UP_TRIALS);
+                List<Row> rows =
+                        measure(worker, localGpu, remoteGpu, syncIterations, asyncIterations, copyBytes, trials);
                 printTable(rows, label, out);
             }
         }
         return 0;
     }
 
-    private static List<Row> measure(BenchWorker worker, VirtualGpu localGpu, VirtualGpu remoteGpu, int syncIterations,
-                                     int asyncIterations, long copyBytes, int trials) {
+    private static List<Row> measure(
+            BenchWorker worker,
+            VirtualGpu localGpu,
+            VirtualGpu remoteGpu,
+            int syncIterations,
+            int asyncIterations,
+            long copyBytes,
+            int trials) {
         Device local = new Device(localGpu, copyBytes);
         Device remote = new Device(remoteGpu, copyBytes);
         try (Arena arena = Arena.ofConfined()) {
@@ -144,22 +195,37 @@ public final class RemoteBenchCommand implements Subcommand {
             PlainSocketBaseline.fillPattern(plainMemory);
             String baselineHost = worker.baseline().host();
             int baselinePort = worker.baseline().port();
-            Series rtt = new Series(() -> PlainSocketBaseline.roundTripNanos(baselineHost, baselinePort, syncIterations));
+            Series rtt =
+                    new Series(() -> PlainSocketBaseline.roundTripNanos(baselineHost, baselinePort, syncIterations));
             Series localSync = new Series(() -> local.launchAndSynchronizeNanos(syncIterations));
             Series remoteSync = new Series(() -> remote.launchAndSynchronizeNanos(syncIterations));
             Series localAsync = new Series(() -> local.asyncLaunchNanos(asyncIterations));
             Series remoteAsync = new Series(() -> remote.asyncLaunchNanos(asyncIterations));
-            Series plainSendFromMemory = new Series(() -> PlainSocketBaseline.sendFromMemoryNanos(baselineHost, baselinePort, plainMemory));
-            Series plainSendCached = new Series(() -> PlainSocketBaseline.sendNanos(baselineHost, baselinePort, copyBytes));
+            Series plainSendFromMemory =
+                    new Series(() -> PlainSocketBaseline.sendFromMemoryNanos(baselineHost, baselinePort, plainMemory));
+            Series plainSendCached =
+                    new Series(() -> PlainSocketBaseline.sendNanos(baselineHost, baselinePort, copyBytes));
             Series remoteToDevice = new Series(remote::copyToDeviceNanos);
             Series localToDevice = new Series(local::copyToDeviceNanos);
-            Series plainReceiveIntoMemory = new Series(() -> PlainSocketBaseline.receiveIntoMemoryNanos(baselineHost, baselinePort,
-                    plainMemory));
-            Series plainReceiveCached = new Series(() -> PlainSocketBaseline.receiveNanos(baselineHost, baselinePort, copyBytes));
+            Series plainReceiveIntoMemory = new Series(
+                    () -> PlainSocketBaseline.receiveIntoMemoryNanos(baselineHost, baselinePort, plainMemory));
+            Series plainReceiveCached =
+                    new Series(() -> PlainSocketBaseline.receiveNanos(baselineHost, baselinePort, copyBytes));
             Series remoteToHost = new Series(remote::copyToHostNanos);
             Series localToHost = new Series(local::copyToHostNanos);
-            List<Series> all = List.of(rtt, localSync, remoteSync, localAsync, remoteAsync, plainSendFromMemory,
-                    plainSendCached, remoteToDevice, localToDevice, plainReceiveIntoMemory, plainReceiveCached, remoteToHost,
+            List<Series> all = List.of(
+                    rtt,
+                    localSync,
+                    remoteSync,
+                    localAsync,
+                    remoteAsync,
+                    plainSendFromMemory,
+                    plainSendCached,
+                    remoteToDevice,
+                    localToDevice,
+                    plainReceiveIntoMemory,
+                    plainReceiveCached,
+                    remoteToHost,
                     localToHost);
             for (int trial = 0; trial < WARM_UP_TRIALS + trials; trial++) {
                 boolean record = trial >= WARM_UP_TRIALS;
@@ -177,24 +243,46 @@ public final class RemoteBenchCommand implements Subcommand {
                     Row.time("plain socket 64 B round trip", rtt),
                     Row.time("local launch + synchronize", localSync),
                     Row.time("remote launch + synchronize", remoteSync),
-                    Row.ratio("  remote overhead / plain round trip", "<= " + GOAL_SYNC_OVERHEAD_PER_RTT, false,
-                            GOAL_SYNC_OVERHEAD_PER_RTT, t -> (remoteSync.at(t) - localSync.at(t)) / rtt.at(t),
-                            (remoteSync.median() - localSync.median()) / rtt.median(), trials),
+                    Row.ratio(
+                            "  remote overhead / plain round trip",
+                            "<= " + GOAL_SYNC_OVERHEAD_PER_RTT,
+                            false,
+                            GOAL_SYNC_OVERHEAD_PER_RTT,
+                            t -> (remoteSync.at(t) - localSync.at(t)) / rtt.at(t),
+                            (remoteSync.median() - localSync.median()) / rtt.median(),
+                            trials),
                     Row.rate("local async launch", localAsync),
                     Row.rate("remote async launch (batched)", remoteAsync),
-                    Row.ratio("  remote / local launch throughput", ">= 50 %", true, GOAL_ASYNC_THROUGHPUT,
-                            t -> localAsync.at(t) / remoteAsync.at(t), localAsync.median() / remoteAsync.median(), trials),
+                    Row.ratio(
+                            "  remote / local launch throughput",
+                            ">= 50 %",
+                            true,
+                            GOAL_ASYNC_THROUGHPUT,
+                            t -> localAsync.at(t) / remoteAsync.at(t),
+                            localAsync.median() / remoteAsync.median(),
+                            trials),
                     Row.bandwidth("plain socket send from " + mib + " host memory", plainSendFromMemory, copyBytes),
                     Row.bandwidth("plain socket send through " + cached, plainSendCached, copyBytes),
                     Row.bandwidth("remote host->device " + mib, remoteToDevice, copyBytes),
-                    bandwidthRatio("  remote vs plain socket from " + mib + " host memory", plainSendFromMemory, remoteToDevice, trials),
-                    bandwidthRatio("  remote vs plain socket through " + cached, plainSendCached, remoteToDevice, trials),
+                    bandwidthRatio(
+                            "  remote vs plain socket from " + mib + " host memory",
+                            plainSendFromMemory,
+                            remoteToDevice,
+                            trials),
+                    bandwidthRatio(
+                            "  remote vs plain socket through " + cached, plainSendCached, remoteToDevice, trials),
                     Row.bandwidth("  (local host->device " + mib + ")", localToDevice, copyBytes),
-                    Row.bandwidth("plain socket receive into " + mib + " host memory", plainReceiveIntoMemory, copyBytes),
+                    Row.bandwidth(
+                            "plain socket receive into " + mib + " host memory", plainReceiveIntoMemory, copyBytes),
                     Row.bandwidth("plain socket receive through " + cached, plainReceiveCached, copyBytes),
                     Row.bandwidth("remote device->host " + mib, remoteToHost, copyBytes),
-                    bandwidthRatio("  remote vs plain socket into " + mib + " host memory", plainReceiveIntoMemory, remoteToHost, trials),
-                    bandwidthRatio("  remote vs plain socket through " + cached, plainReceiveCached, remoteToHost, trials),
+                    bandwidthRatio(
+                            "  remote vs plain socket into " + mib + " host memory",
+                            plainReceiveIntoMemory,
+                            remoteToHost,
+                            trials),
+                    bandwidthRatio(
+                            "  remote vs plain socket through " + cached, plainReceiveCached, remoteToHost, trials),
                     Row.bandwidth("  (local device->host " + mib + ")", localToHost, copyBytes));
         } finally {
             local.free();
@@ -204,7 +292,13 @@ public final class RemoteBenchCommand implements Subcommand {
 
     /** Remote bandwidth as a share of a plain socket's moving the same bytes: its time over the remote copy's. */
     private static Row bandwidthRatio(String name, Series plain, Series remote, int trials) {
-        return Row.ratio(name, ">= 90 %", true, GOAL_BANDWIDTH, t -> plain.at(t) / remote.at(t), plain.median() / remote.median(),
+        return Row.ratio(
+                name,
+                ">= 90 %",
+                true,
+                GOAL_BANDWIDTH,
+                t -> plain.at(t) / remote.at(t),
+                plain.median() / remote.median(),
                 trials);
     }
 
@@ -223,16 +317,32 @@ public final class RemoteBenchCommand implements Subcommand {
         }
 
         static Row rate(String name, Series series) {
-            return new Row(name, String.format("%.2f us (%.0f k/s)", series.median() / 1e3, 1e6 / series.median()), "", "", "");
+            return new Row(
+                    name,
+                    String.format("%.2f us (%.0f k/s)", series.median() / 1e3, 1e6 / series.median()),
+                    "",
+                    "",
+                    "");
         }
 
         static Row bandwidth(String name, Series series, long bytes) {
-            return new Row(name, String.format("%.1f ms (%.2f GB/s)", series.median() / 1e6, bytes / series.median()), "", "", "");
+            return new Row(
+                    name,
+                    String.format("%.1f ms (%.2f GB/s)", series.median() / 1e6, bytes / series.median()),
+                    "",
+                    "",
+                    "");
         }
 
         /** A ratio shown as a plain number, or as a percentage when {@code percent}. */
-        static Row ratio(String name, String goal, boolean percent, double threshold, TrialRatio perTrial, double median,
-                         int trials) {
+        static Row ratio(
+                String name,
+                String goal,
+                boolean percent,
+                double threshold,
+                TrialRatio perTrial,
+                double median,
+                int trials) {
             double[] ratios = new double[trials];
             for (int t = 0; t < trials; t++) {
                 ratios[t] = perTrial.at(t);
@@ -241,9 +351,13 @@ public final class RemoteBenchCommand implements Subcommand {
             String format = percent ? "%.0f %%" : "%.2f";
             double scale = percent ? 100 : 1;
             boolean met = percent ? median >= threshold : median <= threshold;
-            return new Row(name, String.format(format, median * scale),
-                    String.format(format, ratios[0] * scale) + " - " + String.format(format, ratios[trials - 1] * scale),
-                    goal, met ? "yes" : "NO");
+            return new Row(
+                    name,
+                    String.format(format, median * scale),
+                    String.format(format, ratios[0] * scale) + " - "
+                            + String.format(format, ratios[trials - 1] * scale),
+                    goal,
+                    met ? "yes" : "NO");
         }
     }
 
@@ -338,7 +452,8 @@ public final class RemoteBenchCommand implements Subcommand {
         private final LaunchedWorker process;
         private final String token;
         private final PlainSocketPeer baseline;
-        private final EventLoopGroup group = NettyTransport.newEventLoopGroup(1, "vgpu-bench-io", RemoteConfig.defaults().spinNanos());
+        private final EventLoopGroup group = NettyTransport.newEventLoopGroup(
+                1, "vgpu-bench-io", RemoteConfig.defaults().spinNanos());
 
         private BenchWorker(ThrowawaySiteKey siteKey, LaunchedWorker process, String token, PlainSocketPeer baseline) {
             this.siteKey = siteKey;
@@ -351,8 +466,14 @@ public final class RemoteBenchCommand implements Subcommand {
             ThrowawaySiteKey siteKey = ThrowawaySiteKey.create("vgpu-remote-bench");
             LaunchedWorker process = null;
             try {
-                WorkerSpec spec = new WorkerSpec(new Endpoint(host, 0), backend, device, WORKER_ID, siteKey.keyFile(),
-                        Optional.empty(), Optional.of(Duration.ofSeconds(120)));
+                WorkerSpec spec = new WorkerSpec(
+                        new Endpoint(host, 0),
+                        backend,
+                        device,
+                        WORKER_ID,
+                        siteKey.keyFile(),
+                        Optional.empty(),
+                        Optional.of(Duration.ofSeconds(120)));
                 process = new WorkerLauncher().launch(spec);
                 PlainSocketPeer baseline = PlainSocketPeer.start(host);
                 String token = siteKey.issuer().issue("remote-bench", 0, WORKER_ID, Duration.ofHours(12));
@@ -368,8 +489,12 @@ public final class RemoteBenchCommand implements Subcommand {
 
         VirtualGpu connect(VaWindow window) {
             Endpoint at = process.endpoint();
-            return RemoteGpu.connect(group, new WorkerEndpoint(WORKER_ID, at.host(), at.port(), token, () -> { }), window,
-                    RemoteConfig.defaults(), null);
+            return RemoteGpu.connect(
+                    group,
+                    new WorkerEndpoint(WORKER_ID, at.host(), at.port(), token, () -> {}),
+                    window,
+                    RemoteConfig.defaults(),
+                    null);
         }
 
         /** Where the plain-socket baseline's peer listens. */

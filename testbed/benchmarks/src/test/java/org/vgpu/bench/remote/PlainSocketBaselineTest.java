@@ -13,6 +13,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VgpuException;
 
@@ -46,7 +47,8 @@ class PlainSocketBaselineTest {
         assertFalse(PlainSocketBaseline.holdsPattern(memory));
         // one slice sent twice in place of the next shows too
         PlainSocketBaseline.fillPattern(memory);
-        MemorySegment.copy(memory, 0, memory, PlainSocketBaseline.CACHED_BUFFER_BYTES, PlainSocketBaseline.CACHED_BUFFER_BYTES);
+        MemorySegment.copy(
+                memory, 0, memory, PlainSocketBaseline.CACHED_BUFFER_BYTES, PlainSocketBaseline.CACHED_BUFFER_BYTES);
         assertFalse(PlainSocketBaseline.holdsPattern(memory));
     }
 
@@ -65,8 +67,8 @@ class PlainSocketBaselineTest {
         MemorySegment from = arena.allocate(ODD_BYTES);
         PlainSocketBaseline.fillPattern(from);
         from.set(ValueLayout.JAVA_BYTE, 2L * PlainSocketBaseline.CACHED_BUFFER_BYTES + 7, (byte) 0x5A);
-        VgpuException e = assertThrows(VgpuException.class,
-                () -> PlainSocketBaseline.sendFromMemoryNanos(HOST, server.port(), from));
+        VgpuException e = assertThrows(
+                VgpuException.class, () -> PlainSocketBaseline.sendFromMemoryNanos(HOST, server.port(), from));
         assertEquals(ErrorCode.VGPU_WORKER_LOST, e.code());
         assertTrue(e.getMessage().contains("other than the pattern"), e.getMessage());
     }
@@ -94,7 +96,9 @@ class PlainSocketBaselineTest {
         int port = server.port();
         server.close();
         MemorySegment into = arena.allocate(4096);
-        assertEquals(ErrorCode.VGPU_WORKER_LOST, assertThrows(VgpuException.class,
-                () -> PlainSocketBaseline.receiveIntoMemoryNanos(HOST, port, into)).code());
+        assertEquals(
+                ErrorCode.VGPU_WORKER_LOST,
+                assertThrows(VgpuException.class, () -> PlainSocketBaseline.receiveIntoMemoryNanos(HOST, port, into))
+                        .code());
     }
 }

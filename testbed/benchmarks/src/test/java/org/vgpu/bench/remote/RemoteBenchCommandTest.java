@@ -10,6 +10,7 @@ import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+
 import org.vgpu.common.cli.SubcommandRunner;
 
 /** {@code vgpu remote-bench} on the emulation with tiny sizes: it runs, labels emulation, and prints every row. */
@@ -18,24 +19,52 @@ class RemoteBenchCommandTest {
     private final ByteArrayOutputStream err = new ByteArrayOutputStream();
 
     private int run(String... args) {
-        return SubcommandRunner.run(new RemoteBenchCommand(), args, new PrintStream(out, true, StandardCharsets.UTF_8),
+        return SubcommandRunner.run(
+                new RemoteBenchCommand(),
+                args,
+                new PrintStream(out, true, StandardCharsets.UTF_8),
                 new PrintStream(err, true, StandardCharsets.UTF_8));
     }
 
     @Test
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void measuresEveryRowAgainstAWorkerProcessAndLabelsTheEmulation() {
-        assertEquals(0, run("--backend", "emulated", "--trials", "1", "--sync-iterations", "20", "--async-iterations", "20",
-                "--copy-mib", "1"), err.toString());
+        assertEquals(
+                0,
+                run(
+                        "--backend",
+                        "emulated",
+                        "--trials",
+                        "1",
+                        "--sync-iterations",
+                        "20",
+                        "--async-iterations",
+                        "20",
+                        "--copy-mib",
+                        "1"),
+                err.toString());
         String table = out.toString(StandardCharsets.UTF_8);
         assertTrue(table.contains("CPU EMULATION"), table);
-        for (String row : new String[] {"plain socket 64 B round trip", "remote launch + synchronize",
-                "remote overhead / plain round trip", "remote async launch (batched)", "remote / local launch throughput",
-                "remote host->device 1 MiB", "remote device->host 1 MiB", "<= 1.25", ">= 50 %", ">= 90 %",
-                "plain socket send from 1 MiB host memory", "plain socket send through a cached 1 MiB buffer",
-                "plain socket receive into 1 MiB host memory", "plain socket receive through a cached 1 MiB buffer",
-                "remote vs plain socket from 1 MiB host memory", "remote vs plain socket into 1 MiB host memory",
-                "-Dvgpu.chunk.kib", "-Dvgpu.socket.buffer.kib"}) {
+        for (String row : new String[] {
+            "plain socket 64 B round trip",
+            "remote launch + synchronize",
+            "remote overhead / plain round trip",
+            "remote async launch (batched)",
+            "remote / local launch throughput",
+            "remote host->device 1 MiB",
+            "remote device->host 1 MiB",
+            "<= 1.25",
+            ">= 50 %",
+            ">= 90 %",
+            "plain socket send from 1 MiB host memory",
+            "plain socket send through a cached 1 MiB buffer",
+            "plain socket receive into 1 MiB host memory",
+            "plain socket receive through a cached 1 MiB buffer",
+            "remote vs plain socket from 1 MiB host memory",
+            "remote vs plain socket into 1 MiB host memory",
+            "-Dvgpu.chunk.kib",
+            "-Dvgpu.socket.buffer.kib"
+        }) {
             assertTrue(table.contains(row), "missing '" + row + "' in\n" + table);
         }
         // both bulk copies are compared with both baselines: two ratios through the cached buffer

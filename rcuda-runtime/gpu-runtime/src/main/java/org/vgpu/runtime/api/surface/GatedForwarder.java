@@ -22,28 +22,23 @@ public @interface GatedForwarder {
     /** Enters the gate; what it returns is handed to {@link Exit}. */
     @Retention(RetentionPolicy.SOURCE)
     @Target(ElementType.METHOD)
-    @interface Enter {
-    }
+    @interface Enter {}
 
     @Retention(RetentionPolicy.SOURCE)
     @Target(ElementType.METHOD)
-    @interface Exit {
-    }
+    @interface Exit {}
 
     /** The object calls go to now. */
     @Retention(RetentionPolicy.SOURCE)
     @Target(ElementType.METHOD)
-    @interface Current {
-    }
+    @interface Current {}
 
     @Retention(RetentionPolicy.SOURCE)
     @Target(ElementType.METHOD)
-    @interface BeforeSynchronizing {
-    }
+    @interface BeforeSynchronizing {}
 
     /** Maps an argument of its type (a handle) to what the target knows it by. */
     @Retention(RetentionPolicy.SOURCE)
     @Target(ElementType.METHOD)
-    @interface Translate {
-    }
+    @interface Translate {}
 }

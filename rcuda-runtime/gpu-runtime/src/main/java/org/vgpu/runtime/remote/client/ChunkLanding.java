@@ -42,6 +42,7 @@ final class ChunkLanding implements AutoCloseable {
     private volatile long landed;
     /** App threads waiting in {@link #awaitLanded}; the copier wakes them only when there are any. */
     private volatile int waiters;
+
     private final Object landing = new Object();
     /** Device-to-host copies into confined memory, whose chunks wait for the owner thread. */
     private final ConcurrentLinkedQueue<PendingCopyToHost> heldCopies = new ConcurrentLinkedQueue<>();
@@ -60,7 +61,12 @@ final class ChunkLanding implements AutoCloseable {
      * demand; chunks of {@link RemoteTuning#copierMinBytes} and more.
      */
     static ChunkLanding withCopierThread(String name) {
-        ThreadPoolExecutor copier = new ThreadPoolExecutor(1, 1, 10, TimeUnit.SECONDS, new LinkedBlockingQueue<>(),
+        ThreadPoolExecutor copier = new ThreadPoolExecutor(
+                1,
+                1,
+                10,
+                TimeUnit.SECONDS,
+                new LinkedBlockingQueue<>(),
                 task -> Thread.ofPlatform().name(name).daemon().unstarted(task));
         copier.allowCoreThreadTimeOut(true);
         return new ChunkLanding(RemoteTuning.current().copierMinBytes(), copier);
@@ -83,7 +89,8 @@ final class ChunkLanding implements AutoCloseable {
         try {
             copier.execute(() -> landNow(copy, destination, offset, chunk));
         } catch (RejectedExecutionException closed) {
-            // the connection is closing: land it here, after what is queued would be out of order, but nothing waits any more
+            // the connection is closing: land it here, after what is queued would be out of order, but nothing waits
+            // any more
             landNow(copy, destination, offset, chunk);
         }
     }

@@ -36,7 +36,12 @@ final class ChunkedCopies {
      */
     private final Map<Integer, PendingCopyToHost> streamsEndingInCopyToHost = new HashMap<>();
 
-    ChunkedCopies(RemoteConfig config, RequestBatcher batcher, WaitingCalls calls, ConnectionLoss loss, ChunkLanding landing) {
+    ChunkedCopies(
+            RemoteConfig config,
+            RequestBatcher batcher,
+            WaitingCalls calls,
+            ConnectionLoss loss,
+            ChunkLanding landing) {
         this.config = config;
         this.batcher = batcher;
         this.calls = calls;
@@ -63,8 +68,12 @@ final class ChunkedCopies {
         for (int chunk = 0; chunk < lengths.length; chunk++) {
             lengths[chunk] = (int) Math.min(chunkBytes, bytes - (long) chunk * chunkBytes);
         }
-        copyChunksToDevice(src, lengths, async, (encoder, requestId, more, chunk, offset, length) ->
-                encoder.memcpyHtoDChunkHeader(requestId, async, more, streamId, dst + offset, length));
+        copyChunksToDevice(
+                src,
+                lengths,
+                async,
+                (encoder, requestId, more, chunk, offset, length) ->
+                        encoder.memcpyHtoDChunkHeader(requestId, async, more, streamId, dst + offset, length));
     }
 
     /**
@@ -72,7 +81,8 @@ final class ChunkedCopies {
      * is, each chunk naming the pieces of the regions its bytes go to. No regions send nothing.
      */
     void scatterToDevice(List<DeviceRegion> regions, MemorySegment src, int streamId, boolean async) {
-        List<List<DeviceRegion>> chunks = DeviceRegion.runs(regions, config.chunkBytes(), RequestDecoder.MAX_SCATTER_PIECES);
+        List<List<DeviceRegion>> chunks =
+                DeviceRegion.runs(regions, config.chunkBytes(), RequestDecoder.MAX_SCATTER_PIECES);
         if (chunks.isEmpty()) {
             return;
         }
@@ -80,8 +90,12 @@ final class ChunkedCopies {
         for (int chunk = 0; chunk < lengths.length; chunk++) {
             lengths[chunk] = (int) DeviceRegion.totalBytes(chunks.get(chunk));
         }
-        copyChunksToDevice(src, lengths, async, (encoder, requestId, more, chunk, offset, length) ->
-                encoder.memcpyHtoDScatterChunkHeader(requestId, async, more, streamId, chunks.get(chunk), length));
+        copyChunksToDevice(
+                src,
+                lengths,
+                async,
+                (encoder, requestId, more, chunk, offset, length) -> encoder.memcpyHtoDScatterChunkHeader(
+                        requestId, async, more, streamId, chunks.get(chunk), length));
     }
 
     /** Writes the header of chunk {@code chunk}, whose {@code length} bytes start at {@code offset} of the source. */
@@ -109,7 +123,8 @@ final class ChunkedCopies {
                     RequestEncoder frame = batcher.frameEncoder();
                     header.write(frame, id, more, chunk, offset, length);
                     if (src.isNative() && HostMemory.isShared(src) && length >= ZERO_COPY_MIN_BYTES) {
-                        batcher.appendAsIs(Unpooled.wrappedBuffer(src.asSlice(offset, length).asByteBuffer()));
+                        batcher.appendAsIs(Unpooled.wrappedBuffer(
+                                src.asSlice(offset, length).asByteBuffer()));
                     } else {
                         frame.chunkBytes(src, offset, length);
                     }
@@ -135,18 +150,29 @@ final class ChunkedCopies {
 
     /** A device-to-host copy; its chunks land in {@code dst} as they arrive. */
     void copyToHost(MemorySegment dst, long src, long bytes, int streamId, boolean async) {
-        copyToHost(dst, bytes, streamId, async,
-                (encoder, requestId) -> encoder.memcpyDtoH(requestId, async, streamId, src, bytes, config.chunkBytes()));
+        copyToHost(
+                dst,
+                bytes,
+                streamId,
+                async,
+                (encoder, requestId) ->
+                        encoder.memcpyDtoH(requestId, async, streamId, src, bytes, config.chunkBytes()));
     }
 
     /** Device-to-host copies of many regions as one request; the regions' bytes land in {@code dst} back to back. */
     void gatherToHost(MemorySegment dst, List<DeviceRegion> regions, int streamId, boolean async) {
-        copyToHost(dst, DeviceRegion.totalBytes(regions), streamId, async,
-                (encoder, requestId) -> encoder.memcpyDtoHGather(requestId, async, streamId, config.chunkBytes(), regions));
+        copyToHost(
+                dst,
+                DeviceRegion.totalBytes(regions),
+                streamId,
+                async,
+                (encoder, requestId) ->
+                        encoder.memcpyDtoHGather(requestId, async, streamId, config.chunkBytes(), regions));
     }
 
     /** Sends {@code request}, whose reply is {@code bytes} of DATA for {@code dst}. */
-    private void copyToHost(MemorySegment dst, long bytes, int streamId, boolean async, WorkerConnection.Request request) {
+    private void copyToHost(
+            MemorySegment dst, long bytes, int streamId, boolean async, WorkerConnection.Request request) {
         PendingCopyToHost copy = new PendingCopyToHost(dst, bytes);
         if (copy.heldForOwner()) {
             landing.hold(copy);

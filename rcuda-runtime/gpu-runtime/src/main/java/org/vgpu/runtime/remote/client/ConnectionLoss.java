@@ -52,9 +52,11 @@ final class ConnectionLoss {
 
     /** The connection ended without a goodbye. */
     VgpuException connectionClosed() {
-        return new VgpuException(ErrorCode.VGPU_WORKER_LOST, closing
-                ? "the session with " + endpoint.describe() + " is closed"
-                : endpoint.describe() + " closed the connection (the worker ended or the network failed)");
+        return new VgpuException(
+                ErrorCode.VGPU_WORKER_LOST,
+                closing
+                        ? "the session with " + endpoint.describe() + " is closed"
+                        : endpoint.describe() + " closed the connection (the worker ended or the network failed)");
     }
 
     /** The worker answered HELLO, or a request of no call (id 0), with an error: it refused or ended the session. */
@@ -65,8 +67,9 @@ final class ConnectionLoss {
 
     /** The worker stayed silent past its idle timeout. */
     VgpuException keepaliveExpired(long silentMillis) {
-        return new VgpuException(ErrorCode.VGPU_WORKER_LOST, "no frame from " + endpoint.describe() + " for "
-                + silentMillis + " ms: keepalive expired");
+        return new VgpuException(
+                ErrorCode.VGPU_WORKER_LOST,
+                "no frame from " + endpoint.describe() + " for " + silentMillis + " ms: keepalive expired");
     }
 
     /**
@@ -77,14 +80,20 @@ final class ConnectionLoss {
     VgpuException ofPipelineException(Throwable cause) {
         Throwable failure = cause instanceof DecoderException && cause.getCause() != null ? cause.getCause() : cause;
         if (failure instanceof VgpuException violation && violation.code() == ErrorCode.VGPU_PROTOCOL_ERROR) {
-            return new VgpuException(ErrorCode.VGPU_PROTOCOL_ERROR, endpoint.describe() + " broke the protocol: "
-                    + violation.detail(), violation);
+            return new VgpuException(
+                    ErrorCode.VGPU_PROTOCOL_ERROR,
+                    endpoint.describe() + " broke the protocol: " + violation.detail(),
+                    violation);
         } else if (failure instanceof SSLException tls) {
-            return new VgpuException(ErrorCode.VGPU_AUTH_FAILED, "TLS with " + endpoint.describe() + " failed: "
-                    + TlsFailures.reason(tls), tls);
+            return new VgpuException(
+                    ErrorCode.VGPU_AUTH_FAILED,
+                    "TLS with " + endpoint.describe() + " failed: " + TlsFailures.reason(tls),
+                    tls);
         } else if (!(failure instanceof ClosedChannelException)) {
-            return new VgpuException(ErrorCode.VGPU_WORKER_LOST, "the connection to " + endpoint.describe() + " failed: "
-                    + VgpuFailure.describe(failure), failure);
+            return new VgpuException(
+                    ErrorCode.VGPU_WORKER_LOST,
+                    "the connection to " + endpoint.describe() + " failed: " + VgpuFailure.describe(failure),
+                    failure);
         }
         return null;
     }

@@ -5,10 +5,9 @@ import java.lang.foreign.MemorySegment;
 /** What the event loop may do with a caller's host memory. */
 final class HostMemory {
     /** A thread that never runs: memory it may access is memory every thread may access. */
-    private static final Thread NO_OWNER = Thread.ofPlatform().unstarted(() -> { });
+    private static final Thread NO_OWNER = Thread.ofPlatform().unstarted(() -> {});
 
-    private HostMemory() {
-    }
+    private HostMemory() {}
 
     /**
      * Whether threads other than the caller (the event loop) may read or write {@code segment}:

@@ -24,8 +24,12 @@ final class InboundHandler extends ChannelInboundHandlerAdapter implements Reply
     private final RequestBatcher batcher;
     private ChannelHandlerContext ctx;
 
-    InboundHandler(WorkerHandshake handshake, WaitingCalls calls, Keepalive keepalive, ConnectionLoss loss,
-                   RequestBatcher batcher) {
+    InboundHandler(
+            WorkerHandshake handshake,
+            WaitingCalls calls,
+            Keepalive keepalive,
+            ConnectionLoss loss,
+            RequestBatcher batcher) {
         this.handshake = handshake;
         this.calls = calls;
         this.keepalive = keepalive;

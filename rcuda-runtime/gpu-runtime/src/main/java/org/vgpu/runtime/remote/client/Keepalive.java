@@ -27,8 +27,12 @@ final class Keepalive {
     void start(Channel channel, long idleMillis) {
         idleTimeoutNanos = TimeUnit.MILLISECONDS.toNanos(idleMillis);
         long keepaliveMillis = Math.max(1, idleMillis / 3);
-        channel.eventLoop().execute(() -> channel.pipeline().addBefore(channel.pipeline().context(InboundHandler.class).name(),
-                "keepalive", new IdleStateHandler(keepaliveMillis, keepaliveMillis, 0, TimeUnit.MILLISECONDS)));
+        channel.eventLoop()
+                .execute(() -> channel.pipeline()
+                        .addBefore(
+                                channel.pipeline().context(InboundHandler.class).name(),
+                                "keepalive",
+                                new IdleStateHandler(keepaliveMillis, keepaliveMillis, 0, TimeUnit.MILLISECONDS)));
     }
 
     /** A frame arrived. Event loop. */

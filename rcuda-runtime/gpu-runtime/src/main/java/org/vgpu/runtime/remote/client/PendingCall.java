@@ -20,6 +20,7 @@ class PendingCall<T> {
     private volatile boolean done;
     /** The chunks handed to the copier when it completed ({@link ChunkLanding#handedOff()}); -1 where nobody noted it. */
     private volatile long landingMark = -1;
+
     private volatile Thread waiter;
     private T result;
     private VgpuException failure;
@@ -99,7 +100,8 @@ class PendingCall<T> {
             while (!done) {
                 long left = timeoutNanos - (System.nanoTime() - start);
                 if (left <= 0) {
-                    fail(new VgpuException(ErrorCode.VGPU_WORKER_LOST, "no reply within " + timeoutNanos / 1_000_000 + " ms"));
+                    fail(new VgpuException(
+                            ErrorCode.VGPU_WORKER_LOST, "no reply within " + timeoutNanos / 1_000_000 + " ms"));
                     break;
                 }
                 LockSupport.parkNanos(this, left);

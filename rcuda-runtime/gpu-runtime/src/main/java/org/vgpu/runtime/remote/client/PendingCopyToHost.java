@@ -26,10 +26,12 @@ final class PendingCopyToHost extends PendingCall<Void> {
     private final boolean heldForOwner;
     /** Chunks kept for the owner thread, with their offsets; event loop until done, owner after. */
     private final List<ByteBuf> heldChunks = new ArrayList<>();
+
     private final List<Long> heldOffsets = new ArrayList<>();
     private long received;
     /** Set by whichever thread found the destination freed (event loop or copier), first one wins. */
     private volatile VgpuException destinationFailure;
+
     private volatile boolean failureKept;
 
     PendingCopyToHost(MemorySegment destination, long bytes) {
@@ -63,8 +65,8 @@ final class PendingCopyToHost extends PendingCall<Void> {
     boolean accept(long offset, ByteBuf data, boolean more, boolean failureKept, ChunkLanding landing) {
         int length = data.readableBytes();
         if (offset != received || length > bytes - received) {
-            throw Frames.violation("DATA chunk of " + length + " bytes at offset " + offset + " does not continue a copy of "
-                    + bytes + " bytes after " + received);
+            throw Frames.violation("DATA chunk of " + length + " bytes at offset " + offset
+                    + " does not continue a copy of " + bytes + " bytes after " + received);
         }
         if (heldForOwner) {
             heldChunks.add(data.retainedSlice());
@@ -98,8 +100,10 @@ final class PendingCopyToHost extends PendingCall<Void> {
     /** An asynchronous copy's host memory was freed before its data arrived. Event loop or copier. */
     void destinationFreed(IllegalStateException freed) {
         if (destinationFailure == null) {
-            destinationFailure = new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE,
-                    "the host memory of a device-to-host copy was freed before the copy completed", freed);
+            destinationFailure = new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    "the host memory of a device-to-host copy was freed before the copy completed",
+                    freed);
         }
     }
 

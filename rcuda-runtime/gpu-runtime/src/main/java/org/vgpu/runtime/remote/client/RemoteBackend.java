@@ -79,8 +79,10 @@ public final class RemoteBackend implements GpuBackend {
 
     private void checkDevice(int device) {
         if (device < 0 || device >= source.deviceCount()) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_DEVICE, "remote device " + device
-                    + " does not exist (the worker source offers " + source.deviceCount() + ")");
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_DEVICE,
+                    "remote device " + device + " does not exist (the worker source offers " + source.deviceCount()
+                            + ")");
         }
     }
 }

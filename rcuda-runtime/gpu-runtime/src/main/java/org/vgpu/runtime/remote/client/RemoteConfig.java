@@ -20,8 +20,13 @@ import org.vgpu.runtime.remote.protocol.RequestDecoder;
  * @param connectTimeout   how long to wait for the TCP connection and the handshake
  * @param goodbyeTimeout   how long {@code close} waits for the worker to free the vGPU
  */
-public record RemoteConfig(int batchBytes, int batchFrames, int chunkBytes, long spinNanos, Duration connectTimeout,
-                           Duration goodbyeTimeout) {
+public record RemoteConfig(
+        int batchBytes,
+        int batchFrames,
+        int chunkBytes,
+        long spinNanos,
+        Duration connectTimeout,
+        Duration goodbyeTimeout) {
     public RemoteConfig {
         if (batchBytes < 256 || batchBytes > (16 << 20)) {
             throw invalid("batch size must be in [256 B, 16 MiB], got " + batchBytes);
@@ -35,7 +40,10 @@ public record RemoteConfig(int batchBytes, int batchFrames, int chunkBytes, long
         if (spinNanos < 0) {
             throw invalid("spin time must be >= 0, got " + spinNanos);
         }
-        if (connectTimeout == null || connectTimeout.toMillis() < 1 || goodbyeTimeout == null || goodbyeTimeout.isNegative()) {
+        if (connectTimeout == null
+                || connectTimeout.toMillis() < 1
+                || goodbyeTimeout == null
+                || goodbyeTimeout.isNegative()) {
             throw invalid("connect timeout must be >= 1 ms and goodbye timeout >= 0");
         }
     }
@@ -46,8 +54,8 @@ public record RemoteConfig(int batchBytes, int batchFrames, int chunkBytes, long
      */
     public static RemoteConfig defaults() {
         RemoteTuning tuning = RemoteTuning.current();
-        return new RemoteConfig(64 << 10, 256, tuning.chunkBytes(), tuning.spinNanos(), Duration.ofSeconds(30),
-                Duration.ofSeconds(30));
+        return new RemoteConfig(
+                64 << 10, 256, tuning.chunkBytes(), tuning.spinNanos(), Duration.ofSeconds(30), Duration.ofSeconds(30));
     }
 
     /** The same with another connect timeout. */

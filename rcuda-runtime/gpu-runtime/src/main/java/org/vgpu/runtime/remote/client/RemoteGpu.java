@@ -39,12 +39,10 @@ public final class RemoteGpu extends AbstractVirtualGpu<RemoteGpu.Module, Remote
     public static final String NAME = "remote";
 
     /** A module as the worker knows it. */
-    record Module(int remoteId) {
-    }
+    record Module(int remoteId) {}
 
     /** A function as the worker knows it, with the parameter sizes the worker read from its module. */
-    record Function(int remoteId, KernelSignature workerSignature) {
-    }
+    record Function(int remoteId, KernelSignature workerSignature) {}
 
     private static final int DEFAULT_STREAM = 0;
 
@@ -68,8 +66,8 @@ public final class RemoteGpu extends AbstractVirtualGpu<RemoteGpu.Module, Remote
      *
      * @param ssl TLS for the connection, or null for plain TCP
      */
-    public static RemoteGpu connect(EventLoopGroup group, WorkerEndpoint endpoint, VaWindow window, RemoteConfig config,
-                                    SslContext ssl) {
+    public static RemoteGpu connect(
+            EventLoopGroup group, WorkerEndpoint endpoint, VaWindow window, RemoteConfig config, SslContext ssl) {
         try {
             return new RemoteGpu(window, WorkerConnection.open(group, endpoint, window, config, ssl));
         } catch (RuntimeException e) {
@@ -121,7 +119,8 @@ public final class RemoteGpu extends AbstractVirtualGpu<RemoteGpu.Module, Remote
     @Override
     protected void doModuleUnload(Module module) {
         if (!closing) {
-            connection.call((encoder, requestId) -> encoder.moduleUnload(requestId, module.remoteId()), ReplyDecoder::empty);
+            connection.call(
+                    (encoder, requestId) -> encoder.moduleUnload(requestId, module.remoteId()), ReplyDecoder::empty);
         }
     }
 
@@ -143,14 +142,17 @@ public final class RemoteGpu extends AbstractVirtualGpu<RemoteGpu.Module, Remote
 
     @Override
     protected void doMap(Allocation allocation) {
-        connection.call((encoder, requestId) -> encoder.memAllocAt(requestId, allocation.address(), allocation.requestedBytes()),
+        connection.call(
+                (encoder, requestId) ->
+                        encoder.memAllocAt(requestId, allocation.address(), allocation.requestedBytes()),
                 ReplyDecoder::empty);
     }
 
     @Override
     protected void doUnmap(Allocation allocation) {
         if (!closing) {
-            connection.call((encoder, requestId) -> encoder.memFree(requestId, allocation.address()), ReplyDecoder::empty);
+            connection.call(
+                    (encoder, requestId) -> encoder.memFree(requestId, allocation.address()), ReplyDecoder::empty);
         }
     }
 
@@ -177,7 +179,8 @@ public final class RemoteGpu extends AbstractVirtualGpu<RemoteGpu.Module, Remote
     protected void doMemcpyDtoHGather(MemorySegment dst, List<DeviceRegion> regions, Integer stream) {
         long offset = 0;
         for (int from = 0; from < regions.size() || from == 0; from += RequestDecoder.MAX_GATHER_REGIONS) {
-            List<DeviceRegion> part = regions.subList(from, Math.min(regions.size(), from + RequestDecoder.MAX_GATHER_REGIONS));
+            List<DeviceRegion> part =
+                    regions.subList(from, Math.min(regions.size(), from + RequestDecoder.MAX_GATHER_REGIONS));
             long bytes = DeviceRegion.totalBytes(part);
             copies.gatherToHost(dst.asSlice(offset, bytes), part, stream, true);
             offset += bytes;
@@ -192,7 +195,8 @@ public final class RemoteGpu extends AbstractVirtualGpu<RemoteGpu.Module, Remote
 
     @Override
     protected void doMemcpyDtoD(long dst, long src, long bytes, Integer stream, boolean async) {
-        WorkerConnection.Request request = (encoder, requestId) -> encoder.memcpyDtoD(requestId, async, stream, dst, src, bytes);
+        WorkerConnection.Request request =
+                (encoder, requestId) -> encoder.memcpyDtoD(requestId, async, stream, dst, src, bytes);
         if (async) {
             connection.send(request);
         } else {
@@ -202,8 +206,8 @@ public final class RemoteGpu extends AbstractVirtualGpu<RemoteGpu.Module, Remote
 
     @Override
     protected void doMemset(long dst, int value, int elementSize, long count, Integer stream, boolean async) {
-        WorkerConnection.Request request = (encoder, requestId) -> encoder.memset(requestId, async, stream, dst, value,
-                elementSize, count);
+        WorkerConnection.Request request =
+                (encoder, requestId) -> encoder.memset(requestId, async, stream, dst, value, elementSize, count);
         if (async) {
             connection.send(request);
         } else {
@@ -214,9 +218,10 @@ public final class RemoteGpu extends AbstractVirtualGpu<RemoteGpu.Module, Remote
     // ---- launch
 
     @Override
-    protected void doLaunch(Function function, Dim3 grid, Dim3 block, int sharedMemBytes, Integer stream, KernelArgs args) {
-        connection.send((encoder, requestId) -> encoder.launchKernel(requestId, true, function.remoteId(), grid, block,
-                sharedMemBytes, stream, args));
+    protected void doLaunch(
+            Function function, Dim3 grid, Dim3 block, int sharedMemBytes, Integer stream, KernelArgs args) {
+        connection.send((encoder, requestId) ->
+                encoder.launchKernel(requestId, true, function.remoteId(), grid, block, sharedMemBytes, stream, args));
     }
 
     // ---- streams, events, synchronization
@@ -277,8 +282,8 @@ public final class RemoteGpu extends AbstractVirtualGpu<RemoteGpu.Module, Remote
 
     @Override
     protected float doEventElapsedTime(Integer start, Integer end) {
-        return connection.call((encoder, requestId) -> encoder.eventElapsedTime(requestId, start, end),
-                ReplyDecoder::elapsedMillis);
+        return connection.call(
+                (encoder, requestId) -> encoder.eventElapsedTime(requestId, start, end), ReplyDecoder::elapsedMillis);
     }
 
     @Override
@@ -302,8 +307,10 @@ public final class RemoteGpu extends AbstractVirtualGpu<RemoteGpu.Module, Remote
             try {
                 connection.endpoint().close();
             } catch (Exception e) {
-                throw new VgpuException(ErrorCode.CUDA_ERROR_UNKNOWN,
-                        "releasing " + connection.endpoint().describe() + " failed: " + VgpuFailure.describe(e), e);
+                throw new VgpuException(
+                        ErrorCode.CUDA_ERROR_UNKNOWN,
+                        "releasing " + connection.endpoint().describe() + " failed: " + VgpuFailure.describe(e),
+                        e);
             }
         }
     }

@@ -23,6 +23,7 @@ final class RequestBatcher {
     private final ConnectionLoss loss;
     /** Set once by {@link #attach} before the connection is handed out. */
     private Channel channel;
+
     private volatile Thread writabilityWaiter;
 
     // guarded by lock
@@ -92,7 +93,8 @@ final class RequestBatcher {
 
     /** Whether the batch reached its size bound. Lock held. */
     boolean full() {
-        return batchedFrames >= config.batchFrames() || (current != null && current.readableBytes() >= config.batchBytes());
+        return batchedFrames >= config.batchFrames()
+                || (current != null && current.readableBytes() >= config.batchBytes());
     }
 
     private ByteBuf current() {

@@ -71,11 +71,18 @@ final class WorkerConnection implements AutoCloseable {
      * @throws VgpuException VGPU_WORKER_LOST when the worker cannot be reached or does not answer in
      *         time, or the error the worker refused the session with (VGPU_AUTH_FAILED, ...)
      */
-    static WorkerConnection open(EventLoopGroup group, WorkerEndpoint endpoint, VaWindow window, RemoteConfig config,
-                                 SslContext ssl) {
+    static WorkerConnection open(
+            EventLoopGroup group, WorkerEndpoint endpoint, VaWindow window, RemoteConfig config, SslContext ssl) {
         WorkerConnection connection = new WorkerConnection(endpoint, config);
-        ChannelFuture connected = connection.handshake.connect(group, ssl,
-                new InboundHandler(connection.handshake, connection.calls, connection.keepalive, connection.loss, connection.batcher));
+        ChannelFuture connected = connection.handshake.connect(
+                group,
+                ssl,
+                new InboundHandler(
+                        connection.handshake,
+                        connection.calls,
+                        connection.keepalive,
+                        connection.loss,
+                        connection.batcher));
         connection.channel = connected.channel();
         connection.batcher.attach(connection.channel);
         try {
@@ -152,7 +159,10 @@ final class WorkerConnection implements AutoCloseable {
     void goodbye() {
         try {
             if (!loss.isLost()) {
-                call(RequestEncoder::goodbye, ReplyDecoder::empty, config.goodbyeTimeout().toNanos());
+                call(
+                        RequestEncoder::goodbye,
+                        ReplyDecoder::empty,
+                        config.goodbyeTimeout().toNanos());
             }
         } catch (VgpuException e) {
             if (e.code() != ErrorCode.VGPU_WORKER_LOST) {

@@ -59,15 +59,17 @@ final class WorkerHandshake {
                 .group(group)
                 .channel(NettyTransport.socketChannel())
                 .option(ChannelOption.TCP_NODELAY, true)
-                .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(Integer.MAX_VALUE, config.connectTimeout().toMillis()))
+                .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int)
+                        Math.min(Integer.MAX_VALUE, config.connectTimeout().toMillis()))
                 .option(ChannelOption.WRITE_BUFFER_WATER_MARK, WATER_MARK)
                 .option(ChannelOption.RECVBUF_ALLOCATOR, new AdaptiveRecvByteBufAllocator(512, 16 << 10, 1 << 20))
                 .handler(new ChannelInitializer<Channel>() {
                     @Override
                     protected void initChannel(Channel channel) {
                         if (ssl != null) {
-                            channel.pipeline().addLast(verifyingHostName(ssl.newHandler(channel.alloc(), endpoint.host(),
-                                    endpoint.port())));
+                            channel.pipeline()
+                                    .addLast(verifyingHostName(
+                                            ssl.newHandler(channel.alloc(), endpoint.host(), endpoint.port())));
                         }
                         channel.pipeline().addLast(new FrameDecoder(Opcode.Direction.REPLY), handler);
                     }
@@ -92,8 +94,10 @@ final class WorkerHandshake {
     Welcome hello(ChannelFuture connected, int requestId, VaWindow window) {
         connected.awaitUninterruptibly();
         if (!connected.isSuccess()) {
-            throw new VgpuException(ErrorCode.VGPU_WORKER_LOST, "cannot connect to " + endpoint.describe() + ": "
-                    + VgpuFailure.describe(connected.cause()), connected.cause());
+            throw new VgpuException(
+                    ErrorCode.VGPU_WORKER_LOST,
+                    "cannot connect to " + endpoint.describe() + ": " + VgpuFailure.describe(connected.cause()),
+                    connected.cause());
         }
         Channel channel = connected.channel();
         ByteBuf hello = channel.alloc().buffer(256);
@@ -105,14 +109,19 @@ final class WorkerHandshake {
         } catch (ExecutionException e) {
             throw e.getCause() instanceof VgpuException refused
                     ? new VgpuException(refused.code(), refused.detail(), refused)
-                    : new VgpuException(ErrorCode.VGPU_WORKER_LOST, endpoint.describe() + " failed the handshake: "
-                            + VgpuFailure.describe(e.getCause()), e);
+                    : new VgpuException(
+                            ErrorCode.VGPU_WORKER_LOST,
+                            endpoint.describe() + " failed the handshake: " + VgpuFailure.describe(e.getCause()),
+                            e);
         } catch (TimeoutException e) {
-            throw new VgpuException(ErrorCode.VGPU_WORKER_LOST, endpoint.describe() + " did not answer HELLO within "
-                    + config.connectTimeout().toMillis() + " ms");
+            throw new VgpuException(
+                    ErrorCode.VGPU_WORKER_LOST,
+                    endpoint.describe() + " did not answer HELLO within "
+                            + config.connectTimeout().toMillis() + " ms");
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new VgpuException(ErrorCode.VGPU_WORKER_LOST, "interrupted while opening a session with " + endpoint.describe());
+            throw new VgpuException(
+                    ErrorCode.VGPU_WORKER_LOST, "interrupted while opening a session with " + endpoint.describe());
         }
         if (welcomed.protocolVersion() != Frames.PROTOCOL_VERSION) {
             throw Frames.violation(endpoint.describe() + " speaks protocol version " + welcomed.protocolVersion()

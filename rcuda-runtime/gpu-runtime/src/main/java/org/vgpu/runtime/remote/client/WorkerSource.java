@@ -18,6 +18,5 @@ public interface WorkerSource extends AutoCloseable {
     WorkerEndpoint open(int device, VaWindow window);
 
     @Override
-    default void close() {
-    }
+    default void close() {}
 }

@@ -5,6 +5,7 @@ import java.util.List;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+
 import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.common.line.BoundedLineReader;
 import org.vgpu.common.line.LineService;
@@ -31,6 +32,7 @@ final class ControlProtocol implements LineService {
     static final String COMMANDS = "open <device>, close <worker-id>, status";
     /** Errors can carry a worker's stderr; the cap keeps replies readable. */
     private static final int MAX_REPLY_CHARS = 2000;
+
     private static final int MAX_ECHOED_CHARS = 40;
 
     private final Lender lender;
@@ -53,7 +55,10 @@ final class ControlProtocol implements LineService {
         } catch (VgpuFailure e) {
             return List.of(error(e.detail()));
         } catch (RuntimeException e) {
-            LOG.error("control request '{}' failed unexpectedly", LineText.printable(request.text(), MAX_ECHOED_CHARS), e);
+            LOG.error(
+                    "control request '{}' failed unexpectedly",
+                    LineText.printable(request.text(), MAX_ECHOED_CHARS),
+                    e);
             return List.of(error(VgpuFailure.describe(e)));
         }
     }
@@ -71,10 +76,13 @@ final class ControlProtocol implements LineService {
         }
         String[] words = text.split("[ \t]+");
         return switch (words[0]) {
-            case "open" -> words.length == 2 ? List.of(open(words[1], localHost)) : List.of(error("usage: open <device>"));
+            case "open" ->
+                words.length == 2 ? List.of(open(words[1], localHost)) : List.of(error("usage: open <device>"));
             case "close" -> words.length == 2 ? List.of(close(words[1])) : List.of(error("usage: close <worker-id>"));
             case "status" -> words.length == 1 ? status() : List.of(error("usage: status"));
-            default -> List.of(error("unknown command '" + LineText.printable(words[0], MAX_ECHOED_CHARS) + "'; commands: " + COMMANDS));
+            default ->
+                List.of(error("unknown command '" + LineText.printable(words[0], MAX_ECHOED_CHARS) + "'; commands: "
+                        + COMMANDS));
         };
     }
 
@@ -99,7 +107,8 @@ final class ControlProtocol implements LineService {
         List<String> lines = new ArrayList<>();
         for (WorkerStatus worker : lender.status()) {
             lines.add("worker " + worker.device() + " " + worker.workerId() + " "
-                    + worker.endpoint().map(Endpoint::toString).orElse("-") + " " + worker.state().name().toLowerCase()
+                    + worker.endpoint().map(Endpoint::toString).orElse("-") + " "
+                    + worker.state().name().toLowerCase()
                     + " " + worker.age().toSeconds() + "s");
         }
         lines.add("ok " + lines.size());

@@ -16,6 +16,7 @@ import java.util.function.Supplier;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+
 import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.runtime.remote.lender.WorkerStatus.State;
 
@@ -41,6 +42,7 @@ final class DevicePool {
         final Instant startedAt = Instant.now();
         /** Started for an {@code open} that is waiting for it, not for the warm pool. */
         final boolean forOpen;
+
         State state = State.STARTING;
         LaunchedWorker worker;
 
@@ -62,8 +64,13 @@ final class DevicePool {
     private boolean waitingToRetry;
     private boolean closed;
 
-    DevicePool(int device, LenderConfig config, WorkerLauncher launcher, Supplier<String> newWorkerId,
-            ExecutorService launches, ScheduledExecutorService timer) {
+    DevicePool(
+            int device,
+            LenderConfig config,
+            WorkerLauncher launcher,
+            Supplier<String> newWorkerId,
+            ExecutorService launches,
+            ScheduledExecutorService timer) {
         this.device = device;
         this.config = config;
         this.launcher = launcher;
@@ -81,7 +88,9 @@ final class DevicePool {
         if (closed || waitingToRetry) {
             return;
         }
-        long warmOrStarting = entries.stream().filter(entry -> !entry.forOpen && entry.state != State.LENT).count();
+        long warmOrStarting = entries.stream()
+                .filter(entry -> !entry.forOpen && entry.state != State.LENT)
+                .count();
         long wanted = Math.min(config.poolSize(), config.maxLentPerDevice() - lentCount());
         for (long missing = wanted - warmOrStarting; missing > 0; missing--) {
             Entry entry = new Entry(newWorkerId.get(), false);
@@ -104,11 +113,15 @@ final class DevicePool {
             }
             long lent = lentCount();
             if (lent >= config.maxLentPerDevice()) {
-                throw new LendingException(LendingException.Code.DEVICE_BUSY, "device " + device + " already has " + lent
-                        + " lent worker(s), the most this lender hands out per device");
+                throw new LendingException(
+                        LendingException.Code.DEVICE_BUSY,
+                        "device " + device + " already has " + lent
+                                + " lent worker(s), the most this lender hands out per device");
             }
             Optional<Entry> warm = entries.stream()
-                    .filter(candidate -> candidate.state == State.WARM && candidate.worker.process().isAlive()).findFirst();
+                    .filter(candidate -> candidate.state == State.WARM
+                            && candidate.worker.process().isAlive())
+                    .findFirst();
             if (warm.isPresent()) {
                 entry = warm.get();
                 entry.state = State.LENT;
@@ -140,7 +153,8 @@ final class DevicePool {
         LaunchedWorker worker;
         synchronized (this) {
             Optional<Entry> lent = entries.stream()
-                    .filter(entry -> entry.state == State.LENT && entry.workerId.equals(workerId) && entry.worker != null)
+                    .filter(entry ->
+                            entry.state == State.LENT && entry.workerId.equals(workerId) && entry.worker != null)
                     .findFirst();
             if (lent.isEmpty()) {
                 return false;
@@ -154,20 +168,30 @@ final class DevicePool {
 
     /** Workers handed out, or being started for an {@code open}. */
     private synchronized long lentCount() {
-        return entries.stream().filter(entry -> entry.state == State.LENT || entry.forOpen).count();
+        return entries.stream()
+                .filter(entry -> entry.state == State.LENT || entry.forOpen)
+                .count();
     }
 
     synchronized List<WorkerStatus> status() {
         Instant now = Instant.now();
-        return entries.stream().map(entry -> new WorkerStatus(device, entry.workerId,
-                Optional.ofNullable(entry.worker).map(LaunchedWorker::endpoint), entry.state,
-                Duration.between(entry.startedAt, now))).toList();
+        return entries.stream()
+                .map(entry -> new WorkerStatus(
+                        device,
+                        entry.workerId,
+                        Optional.ofNullable(entry.worker).map(LaunchedWorker::endpoint),
+                        entry.state,
+                        Duration.between(entry.startedAt, now)))
+                .toList();
     }
 
     /** Stops refilling and accepting; returns the workers that still run, for the caller to stop. */
     synchronized List<LaunchedWorker> shutDown() {
         closed = true;
-        return entries.stream().map(entry -> entry.worker).filter(Objects::nonNull).toList();
+        return entries.stream()
+                .map(entry -> entry.worker)
+                .filter(Objects::nonNull)
+                .toList();
     }
 
     private void launchWarm(Entry entry) {
@@ -201,8 +225,10 @@ final class DevicePool {
                 throw failure;
             }
             LOG.warn("device {}: launching worker {} failed unexpectedly", device, entry.workerId, e.getCause());
-            throw new LendingException(LendingException.Code.WORKER_NOT_STARTED, "worker " + entry.workerId
-                    + " failed to start: " + VgpuFailure.describe(e.getCause()), e.getCause());
+            throw new LendingException(
+                    LendingException.Code.WORKER_NOT_STARTED,
+                    "worker " + entry.workerId + " failed to start: " + VgpuFailure.describe(e.getCause()),
+                    e.getCause());
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             forget(entry);
@@ -241,17 +267,33 @@ final class DevicePool {
         long ageSeconds = Duration.between(entry.startedAt, Instant.now()).toSeconds();
         Optional<String> served = worker.servedSummary();
         if (closing) {
-            LOG.info("device {}: worker {} stopped ({}): {}", device, entry.workerId, lastState,
+            LOG.info(
+                    "device {}: worker {} stopped ({}): {}",
+                    device,
+                    entry.workerId,
+                    lastState,
                     served.orElse("served no session"));
             return;
         }
         boolean orderly = served.isPresent();
         if (orderly && (status == 0 || lastState == State.WARM)) {
-            LOG.info("device {}: worker {} ({}) exited with status {} after {} s: {}", device, entry.workerId, lastState,
-                    status, ageSeconds, served.get());
+            LOG.info(
+                    "device {}: worker {} ({}) exited with status {} after {} s: {}",
+                    device,
+                    entry.workerId,
+                    lastState,
+                    status,
+                    ageSeconds,
+                    served.get());
         } else {
-            LOG.warn("device {}: worker {} ({}) exited with status {} after {} s: {}; its stderr ended with:\n{}", device,
-                    entry.workerId, lastState, status, ageSeconds, served.orElse("it printed no served line"),
+            LOG.warn(
+                    "device {}: worker {} ({}) exited with status {} after {} s: {}; its stderr ended with:\n{}",
+                    device,
+                    entry.workerId,
+                    lastState,
+                    status,
+                    ageSeconds,
+                    served.orElse("it printed no served line"),
                     worker.stderrTail());
         }
         if (!orderly && lastState == State.WARM) {
@@ -275,12 +317,15 @@ final class DevicePool {
         Duration doubled = retryDelay.multipliedBy(2);
         retryDelay = doubled.compareTo(MAX_RETRY_DELAY) > 0 ? MAX_RETRY_DELAY : doubled;
         LOG.warn("device {}: refilling the warm pool again in {} s", device, delay.toSeconds());
-        timer.schedule(() -> {
-            synchronized (this) {
-                waitingToRetry = false;
-            }
-            refill();
-        }, delay.toMillis(), TimeUnit.MILLISECONDS);
+        timer.schedule(
+                () -> {
+                    synchronized (this) {
+                        waitingToRetry = false;
+                    }
+                    refill();
+                },
+                delay.toMillis(),
+                TimeUnit.MILLISECONDS);
     }
 
     private synchronized void forget(Entry entry) {

@@ -15,6 +15,7 @@ import java.util.function.Consumer;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+
 import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.common.line.BoundedLineReader;
 import org.vgpu.common.net.Endpoint;
@@ -31,6 +32,7 @@ public final class LaunchedWorker implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(LaunchedWorker.class);
     /** A worker's line is short; longer ones are cut so a runaway worker cannot fill the lender's memory. */
     private static final int MAX_LINE_BYTES = 4096;
+
     private static final int STDERR_TAIL_LINES = 20;
     private static final Duration STOP_GRACE = Duration.ofSeconds(5);
     /** Output still in the pipes when a worker exits takes moments to read. */
@@ -60,10 +62,12 @@ public final class LaunchedWorker implements AutoCloseable {
     static LaunchedWorker watch(WorkerSpec spec, Process process, Instant startedAt) {
         LaunchedWorker worker = new LaunchedWorker(spec, process, startedAt);
         worker.drain(process.getInputStream(), "stdout", worker::onStdoutLine, () -> {
-            worker.listening.completeExceptionally(new IllegalStateException("closed its output without reporting listening"));
+            worker.listening.completeExceptionally(
+                    new IllegalStateException("closed its output without reporting listening"));
             worker.stdoutDrained.complete(null);
         });
-        worker.drain(process.getErrorStream(), "stderr", worker::onStderrLine, () -> worker.stderrDrained.complete(null));
+        worker.drain(
+                process.getErrorStream(), "stderr", worker::onStderrLine, () -> worker.stderrDrained.complete(null));
         return worker;
     }
 
@@ -76,7 +80,11 @@ public final class LaunchedWorker implements AutoCloseable {
     LaunchedWorker awaitListening(Duration timeout) {
         try {
             endpoint = listening.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
-            LOG.debug("worker {} (pid {}) listening at {} after {} ms", spec.workerId(), process.pid(), endpoint,
+            LOG.debug(
+                    "worker {} (pid {}) listening at {} after {} ms",
+                    spec.workerId(),
+                    process.pid(),
+                    endpoint,
                     Duration.between(startedAt, Instant.now()).toMillis());
             return this;
         } catch (TimeoutException e) {
@@ -138,7 +146,10 @@ public final class LaunchedWorker implements AutoCloseable {
             process.destroy();
             try {
                 if (!process.waitFor(STOP_GRACE.toMillis(), TimeUnit.MILLISECONDS)) {
-                    LOG.warn("worker {} (pid {}) ignored SIGTERM for {} s, killing it", spec.workerId(), process.pid(),
+                    LOG.warn(
+                            "worker {} (pid {}) ignored SIGTERM for {} s, killing it",
+                            spec.workerId(),
+                            process.pid(),
                             STOP_GRACE.toSeconds());
                     process.destroyForcibly();
                     process.waitFor(STOP_GRACE.toMillis(), TimeUnit.MILLISECONDS);
@@ -162,13 +173,15 @@ public final class LaunchedWorker implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "worker " + spec.workerId() + " (device " + spec.device() + ", pid " + process.pid() + ", " + endpoint() + ")";
+        return "worker " + spec.workerId() + " (device " + spec.device() + ", pid " + process.pid() + ", " + endpoint()
+                + ")";
     }
 
     private void onStdoutLine(String line) {
         if (!listening.isDone() && line.startsWith(WorkerLauncher.LISTENING_PREFIX)) {
             try {
-                listening.complete(Endpoint.parse(line.substring(WorkerLauncher.LISTENING_PREFIX.length()).strip()));
+                listening.complete(Endpoint.parse(
+                        line.substring(WorkerLauncher.LISTENING_PREFIX.length()).strip()));
             } catch (VgpuFailure e) {
                 listening.completeExceptionally(new IllegalStateException("reported a bad endpoint: " + e.detail()));
             }
@@ -190,25 +203,30 @@ public final class LaunchedWorker implements AutoCloseable {
     }
 
     private void drain(InputStream stream, String name, Consumer<String> onLine, Runnable atEnd) {
-        Thread.ofPlatform().daemon().name("worker-" + spec.workerId() + "-" + name).start(() -> {
-            try (stream) {
-                BoundedLineReader reader = new BoundedLineReader(stream, MAX_LINE_BYTES);
-                for (BoundedLineReader.Line line = reader.readLine(); line != null; line = reader.readLine()) {
-                    onLine.accept(line.truncated() ? line.text() + " [cut]" : line.text());
-                }
-            } catch (IOException e) {
-                LOG.debug("worker {}: reading {} ended: {}", spec.workerId(), name, e.toString());
-            } finally {
-                atEnd.run();
-            }
-        });
+        Thread.ofPlatform()
+                .daemon()
+                .name("worker-" + spec.workerId() + "-" + name)
+                .start(() -> {
+                    try (stream) {
+                        BoundedLineReader reader = new BoundedLineReader(stream, MAX_LINE_BYTES);
+                        for (BoundedLineReader.Line line = reader.readLine(); line != null; line = reader.readLine()) {
+                            onLine.accept(line.truncated() ? line.text() + " [cut]" : line.text());
+                        }
+                    } catch (IOException e) {
+                        LOG.debug("worker {}: reading {} ended: {}", spec.workerId(), name, e.toString());
+                    } finally {
+                        atEnd.run();
+                    }
+                });
     }
 
     private LendingException failedToStart(String reason) {
         String status = process.isAlive() ? "" : " (exit status " + process.exitValue() + ")";
         String tail = stderrTail();
-        return new LendingException(LendingException.Code.WORKER_NOT_STARTED, "GPU worker " + spec.workerId() + " on device "
-                + spec.device() + " " + reason + status
-                + (tail.isEmpty() ? "; it wrote nothing to stderr" : "; its stderr ended with:\n" + tail));
+        return new LendingException(
+                LendingException.Code.WORKER_NOT_STARTED,
+                "GPU worker " + spec.workerId() + " on device "
+                        + spec.device() + " " + reason + status
+                        + (tail.isEmpty() ? "; it wrote nothing to stderr" : "; its stderr ended with:\n" + tail));
     }
 }

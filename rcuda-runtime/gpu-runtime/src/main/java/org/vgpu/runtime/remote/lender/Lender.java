@@ -18,6 +18,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+
 import org.vgpu.common.error.ConfigException;
 import org.vgpu.common.error.InputException;
 import org.vgpu.common.line.LineServer;
@@ -53,7 +54,8 @@ public final class Lender implements AutoCloseable {
     private final String nodeName = nodeName();
     private final SecureRandom random = new SecureRandom();
     /** Control requests are short ({@code open 3}); the cap bounds what a stranger can make the lender buffer. */
-    static final LineServer.Limits CONTROL_LIMITS = new LineServer.Limits("lender control", 256, 32, Duration.ofMinutes(5));
+    static final LineServer.Limits CONTROL_LIMITS =
+            new LineServer.Limits("lender control", 256, 32, Duration.ofMinutes(5));
 
     private volatile LineServer controlServer;
 
@@ -76,17 +78,21 @@ public final class Lender implements AutoCloseable {
         config.tls().ifPresent(tls -> tls.newSslContext());
         Lender lender = new Lender(config, launcher);
         try {
-            lender.controlServer = LineServer.start(config.listen(), CONTROL_LIMITS,
-                    new ControlProtocol(lender, CONTROL_LIMITS.maxRequestBytes()));
+            lender.controlServer = LineServer.start(
+                    config.listen(), CONTROL_LIMITS, new ControlProtocol(lender, CONTROL_LIMITS.maxRequestBytes()));
         } catch (RuntimeException e) {
             lender.close();
             throw e;
         }
         LOG.info("lender control socket {}", lender.controlServer.endpoint());
         LOG.info("lender backend {}, devices {}", config.backend(), config.devices());
-        LOG.info("lender warm pool {} worker(s) per device, at most {} lent per device", config.poolSize(),
+        LOG.info(
+                "lender warm pool {} worker(s) per device, at most {} lent per device",
+                config.poolSize(),
                 config.maxLentPerDevice());
-        LOG.info("lender worker idle timeout {}", config.workerIdleTimeout().map(t -> t.toSeconds() + " s").orElse("the worker's own default"));
+        LOG.info(
+                "lender worker idle timeout {}",
+                config.workerIdleTimeout().map(t -> t.toSeconds() + " s").orElse("the worker's own default"));
         LOG.info("lender worker TLS {}", config.tls().map(Object::toString).orElse("off"));
         LOG.info("lender site key {} ({})", config.keyFile(), key);
         LOG.info("lender {}", launcher);
@@ -113,7 +119,8 @@ public final class Lender implements AutoCloseable {
     public LentWorker open(int device) {
         DevicePool pool = pools.get(device);
         if (pool == null) {
-            throw new InputException("device " + device + " is not lent by this node (it lends " + config.devices() + ")");
+            throw new InputException(
+                    "device " + device + " is not lent by this node (it lends " + config.devices() + ")");
         }
         return pool.open();
     }

@@ -25,8 +25,15 @@ import org.vgpu.runtime.remote.security.TlsConfig;
  * @param workerIdleTimeout passed to every worker as {@code --idle-timeout}
  * @param tls the workers' certificate and key when their connections use TLS
  */
-public record LenderConfig(Endpoint listen, String backend, List<Integer> devices, Path keyFile, int poolSize,
-        int maxLentPerDevice, Optional<Duration> workerIdleTimeout, Optional<TlsConfig.Server> tls) {
+public record LenderConfig(
+        Endpoint listen,
+        String backend,
+        List<Integer> devices,
+        Path keyFile,
+        int poolSize,
+        int maxLentPerDevice,
+        Optional<Duration> workerIdleTimeout,
+        Optional<TlsConfig.Server> tls) {
     /** More warm workers than this per device is a typo: each holds a CUDA context on the GPU. */
     public static final int MAX_POOL_SIZE = 16;
 
@@ -59,7 +66,8 @@ public record LenderConfig(Endpoint listen, String backend, List<Integer> device
 
     /** What a worker for {@code device} is started with; its id is chosen by the pool. */
     WorkerSpec workerSpec(int device, String workerId) {
-        return new WorkerSpec(new Endpoint(listen.host(), 0), backend, device, workerId, keyFile, tls, workerIdleTimeout);
+        return new WorkerSpec(
+                new Endpoint(listen.host(), 0), backend, device, workerId, keyFile, tls, workerIdleTimeout);
     }
 
     private static ConfigException invalid(String problem) {

@@ -11,6 +11,7 @@ import java.util.Objects;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+
 import org.vgpu.common.error.ConfigException;
 import org.vgpu.common.error.IoReasons;
 
@@ -29,6 +30,7 @@ public final class WorkerLauncher {
     public static final String WORKER_MAIN_CLASS = "org.vgpu.runtime.remote.worker.WorkerCommand";
     /** Generous: a JVM plus CUDA context creation on a busy node takes seconds, not minutes. */
     public static final Duration DEFAULT_STARTUP_TIMEOUT = Duration.ofSeconds(60);
+
     public static final String LISTENING_PREFIX = "vgpu-worker listening ";
     public static final String SERVED_PREFIX = "vgpu-worker served ";
     private static final File DEV_NULL = new File("/dev/null");
@@ -48,7 +50,8 @@ public final class WorkerLauncher {
     public WorkerLauncher(String mainClass, Duration startupTimeout) {
         this.mainClass = Objects.requireNonNull(mainClass, "mainClass");
         if (startupTimeout.isNegative() || startupTimeout.isZero()) {
-            throw new ConfigException(ConfigException.Code.INVALID, "start-up timeout must be positive, got " + startupTimeout);
+            throw new ConfigException(
+                    ConfigException.Code.INVALID, "start-up timeout must be positive, got " + startupTimeout);
         }
         this.startupTimeout = startupTimeout;
     }
@@ -65,9 +68,13 @@ public final class WorkerLauncher {
      * (a worker, or a benchmark's helper) starts with exactly the classes this one has.
      */
     public static List<String> javaCommand(String mainClass) {
-        String java = ProcessHandle.current().info().command()
-                .orElseGet(() -> Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        return List.of(java, "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), mainClass);
+        String java = ProcessHandle.current()
+                .info()
+                .command()
+                .orElseGet(() ->
+                        Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        return List.of(
+                java, "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), mainClass);
     }
 
     /**
@@ -83,11 +90,15 @@ public final class WorkerLauncher {
         Process process;
         try {
             // The worker reads no input: /dev/null rather than a pipe leaves no descriptor open in this JVM.
-            process = new ProcessBuilder(command).redirectInput(ProcessBuilder.Redirect.from(DEV_NULL)).start();
+            process = new ProcessBuilder(command)
+                    .redirectInput(ProcessBuilder.Redirect.from(DEV_NULL))
+                    .start();
         } catch (IOException e) {
-            throw new LendingException(LendingException.Code.WORKER_NOT_STARTED,
+            throw new LendingException(
+                    LendingException.Code.WORKER_NOT_STARTED,
                     "GPU worker " + spec.workerId() + " could not be started (" + command.getFirst() + "): "
-                            + IoReasons.of(e), e);
+                            + IoReasons.of(e),
+                    e);
         }
         return LaunchedWorker.watch(spec, process, Instant.now()).awaitListening(startupTimeout);
     }

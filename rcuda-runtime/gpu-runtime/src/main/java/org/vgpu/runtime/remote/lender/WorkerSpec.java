@@ -7,10 +7,10 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 
+import org.vgpu.common.error.InputException;
+import org.vgpu.common.net.Endpoint;
 import org.vgpu.common.security.SessionToken;
 import org.vgpu.runtime.remote.security.TlsConfig;
-import org.vgpu.common.net.Endpoint;
-import org.vgpu.common.error.InputException;
 
 /**
  * How to start one GPU worker: the options of the worker's command line, validated once.
@@ -23,8 +23,14 @@ import org.vgpu.common.error.InputException;
  * @param tls the worker's certificate and key when its connections use TLS
  * @param idleTimeout how long the worker waits for its client before giving up (whole seconds)
  */
-public record WorkerSpec(Endpoint listen, String backend, int device, String workerId, Path keyFile,
-        Optional<TlsConfig.Server> tls, Optional<Duration> idleTimeout) {
+public record WorkerSpec(
+        Endpoint listen,
+        String backend,
+        int device,
+        String workerId,
+        Path keyFile,
+        Optional<TlsConfig.Server> tls,
+        Optional<Duration> idleTimeout) {
     public static final List<String> BACKENDS = List.of("native", "emulated");
 
     public WorkerSpec {
@@ -57,11 +63,24 @@ public record WorkerSpec(Endpoint listen, String backend, int device, String wor
      * [--tls-cert PEM --tls-key PEM] [--idle-timeout SECONDS]}.
      */
     public List<String> arguments() {
-        List<String> arguments = new ArrayList<>(List.of("--listen", listen.toString(), "--backend", backend,
-                "--device", Integer.toString(device), "--worker-id", workerId, "--key-file", keyFile.toString()));
-        tls.ifPresent(server -> arguments.addAll(List.of("--tls-cert", server.certificateChain().toString(),
-                "--tls-key", server.privateKey().toString())));
-        idleTimeout.ifPresent(timeout -> arguments.addAll(List.of("--idle-timeout", Long.toString(timeout.toSeconds()))));
+        List<String> arguments = new ArrayList<>(List.of(
+                "--listen",
+                listen.toString(),
+                "--backend",
+                backend,
+                "--device",
+                Integer.toString(device),
+                "--worker-id",
+                workerId,
+                "--key-file",
+                keyFile.toString()));
+        tls.ifPresent(server -> arguments.addAll(List.of(
+                "--tls-cert",
+                server.certificateChain().toString(),
+                "--tls-key",
+                server.privateKey().toString())));
+        idleTimeout.ifPresent(
+                timeout -> arguments.addAll(List.of("--idle-timeout", Long.toString(timeout.toSeconds()))));
         return List.copyOf(arguments);
     }
 }

@@ -2,6 +2,7 @@ package org.vgpu.runtime.remote.lender;
 
 import java.time.Duration;
 import java.util.Optional;
+
 import org.vgpu.common.net.Endpoint;
 
 /**

@@ -50,7 +50,7 @@ public final class Frame extends DefaultByteBufHolder {
 
     @Override
     public String toString() {
-        return opcode + "#" + requestId + (isAsync() ? " async" : "") + (hasMore() ? " more" : "")
-                + " (" + content().readableBytes() + " body bytes)";
+        return opcode + "#" + requestId + (isAsync() ? " async" : "") + (hasMore() ? " more" : "") + " ("
+                + content().readableBytes() + " body bytes)";
     }
 }

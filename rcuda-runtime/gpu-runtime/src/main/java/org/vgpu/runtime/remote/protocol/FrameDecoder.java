@@ -29,8 +29,8 @@ public final class FrameDecoder extends ByteToMessageDecoder {
      * read arrives, and merging that read in would copy nearly every byte of a stream of chunks a
      * second time on the event loop.
      */
-    private static final Cumulator SIZE_CUMULATOR = (alloc, cumulation, in) ->
-            (long) cumulation.readableBytes() + in.readableBytes() < LARGE_FRAME_BYTES
+    private static final Cumulator SIZE_CUMULATOR =
+            (alloc, cumulation, in) -> (long) cumulation.readableBytes() + in.readableBytes() < LARGE_FRAME_BYTES
                     ? MERGE_CUMULATOR.cumulate(alloc, cumulation, in)
                     : COMPOSITE_CUMULATOR.cumulate(alloc, cumulation, in);
 
@@ -55,8 +55,10 @@ public final class FrameDecoder extends ByteToMessageDecoder {
         int start = in.readerIndex();
         int length = in.getInt(start);
         if (length < Frames.MIN_LENGTH || length > Frames.MAX_LENGTH) {
-            throw fail(in, "frame length " + Integer.toUnsignedString(length) + " is outside [" + Frames.MIN_LENGTH
-                    + ", " + Frames.MAX_LENGTH + "]");
+            throw fail(
+                    in,
+                    "frame length " + Integer.toUnsignedString(length) + " is outside [" + Frames.MIN_LENGTH + ", "
+                            + Frames.MAX_LENGTH + "]");
         }
         if (in.readableBytes() < Frames.HEADER_BYTES) {
             return;
@@ -68,8 +70,10 @@ public final class FrameDecoder extends ByteToMessageDecoder {
             throw fail(in, String.format("unknown opcode 0x%04x", code));
         }
         if (opcode.direction() != inbound) {
-            throw fail(in, opcode + " is a " + opcode.direction().name().toLowerCase() + " frame, expected a "
-                    + inbound.name().toLowerCase());
+            throw fail(
+                    in,
+                    opcode + " is a " + opcode.direction().name().toLowerCase() + " frame, expected a "
+                            + inbound.name().toLowerCase());
         }
         checkFlags(in, opcode, flags);
         if (in.readableBytes() < Frames.LENGTH_FIELD_BYTES + length) {
@@ -101,9 +105,13 @@ public final class FrameDecoder extends ByteToMessageDecoder {
     protected void decodeLast(ChannelHandlerContext ctx, ByteBuf in, List<Object> out) {
         if (!broken && in.isReadable()) {
             int expected = in.readableBytes() >= Frames.LENGTH_FIELD_BYTES
-                    ? Frames.LENGTH_FIELD_BYTES + in.getInt(in.readerIndex()) : -1;
-            throw fail(in, "the connection ended inside a frame: " + in.readableBytes() + " of its "
-                    + (expected < 0 ? Frames.LENGTH_FIELD_BYTES + " length-field" : expected) + " bytes arrived");
+                    ? Frames.LENGTH_FIELD_BYTES + in.getInt(in.readerIndex())
+                    : -1;
+            throw fail(
+                    in,
+                    "the connection ended inside a frame: " + in.readableBytes() + " of its "
+                            + (expected < 0 ? Frames.LENGTH_FIELD_BYTES + " length-field" : expected)
+                            + " bytes arrived");
         }
         in.skipBytes(in.readableBytes());
     }

@@ -48,10 +48,10 @@ public final class Frames {
      * instead of asking the worker.
      */
     public static final int FLAG_FAILURE_KEPT = 4;
+
     static final int KNOWN_FLAGS = FLAG_ASYNC | FLAG_MORE | FLAG_FAILURE_KEPT;
 
-    private Frames() {
-    }
+    private Frames() {}
 
     /**
      * Starts a frame at {@code out}'s writer index: the length is written by {@link #finish}.
@@ -72,8 +72,10 @@ public final class Frames {
         int length = out.writerIndex() - start - LENGTH_FIELD_BYTES;
         if (length > MAX_LENGTH) {
             out.writerIndex(start);
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "a request body of " + (length - MIN_LENGTH)
-                    + " bytes exceeds the remote protocol's frame limit of " + MAX_BODY_BYTES + " bytes");
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    "a request body of " + (length - MIN_LENGTH)
+                            + " bytes exceeds the remote protocol's frame limit of " + MAX_BODY_BYTES + " bytes");
         }
         out.setInt(start, length);
     }

@@ -1,5 +1,11 @@
 package org.vgpu.runtime.remote.protocol;
 
+import static org.vgpu.runtime.api.surface.Call.Kind.ASYNC;
+import static org.vgpu.runtime.api.surface.Call.Kind.ASYNC_OR_SYNCHRONIZING;
+import static org.vgpu.runtime.api.surface.Call.Kind.CHUNKED;
+import static org.vgpu.runtime.api.surface.Call.Kind.SYNC;
+import static org.vgpu.runtime.api.surface.Call.Kind.SYNCHRONIZING;
+
 import java.util.List;
 
 import io.netty.buffer.ByteBuf;
@@ -11,12 +17,6 @@ import org.vgpu.runtime.api.surface.Call;
 import org.vgpu.runtime.api.surface.CallSurface;
 import org.vgpu.runtime.api.surface.Codec;
 import org.vgpu.runtime.api.surface.Reply;
-
-import static org.vgpu.runtime.api.surface.Call.Kind.ASYNC;
-import static org.vgpu.runtime.api.surface.Call.Kind.ASYNC_OR_SYNCHRONIZING;
-import static org.vgpu.runtime.api.surface.Call.Kind.CHUNKED;
-import static org.vgpu.runtime.api.surface.Call.Kind.SYNC;
-import static org.vgpu.runtime.api.surface.Call.Kind.SYNCHRONIZING;
 
 // The one description of the remote protocol's frames: the build generates Opcode (with the doc
 // comments below), RequestEncoder, RequestDispatch and RequestVisitor from it, each field going
@@ -139,8 +139,8 @@ interface RemoteCalls {
      * byte count >= 0; their sum is the length of the reply.
      */
     @Call(opcode = 0x0054, kind = ASYNC_OR_SYNCHRONIZING, name = "MEMCPY_DTOH_GATHER")
-    void memcpyDtoHGather(int streamId, @Codec("ChunkSize") int chunkBytes,
-                          @Codec("GatherRegions") List<DeviceRegion> regions);
+    void memcpyDtoHGather(
+            int streamId, @Codec("ChunkSize") int chunkBytes, @Codec("GatherRegions") List<DeviceRegion> regions);
 
     /**
      * Packed host bytes written into many device regions (a migration's mem-sync writes a remote
@@ -150,7 +150,8 @@ interface RemoteCalls {
      * sum; {@link Frames#FLAG_MORE} and the answer as for {@link #MEMCPY_HTOD}.
      */
     @Call(opcode = 0x0055, kind = CHUNKED, name = "MEMCPY_HTOD_SCATTER")
-    void memcpyHtoDScatter(int streamId, @Codec("ScatterPieces") List<DeviceRegion> pieces, @Codec("Rest") ByteBuf data);
+    void memcpyHtoDScatter(
+            int streamId, @Codec("ScatterPieces") List<DeviceRegion> pieces, @Codec("Rest") ByteBuf data);
 
     // ---- launch
 

@@ -17,8 +17,7 @@ import org.vgpu.runtime.api.VgpuException;
  * worker no more than a worker trusts a client.
  */
 public final class ReplyDecoder {
-    private ReplyDecoder() {
-    }
+    private ReplyDecoder() {}
 
     /** Decodes {@code frame} and calls the visitor method of its opcode. The frame stays the caller's. */
     public static void dispatch(Frame frame, ReplyVisitor visitor) {
@@ -92,8 +91,15 @@ public final class ReplyDecoder {
         int version = in.readUnsignedShort();
         String workerId = Frames.readString(in);
         int idleTimeoutMillis = in.readInt();
-        DeviceProperties device = new DeviceProperties(Frames.readString(in), in.readLong(), in.readInt(), in.readInt(),
-                in.readInt(), in.readInt(), in.readInt(), in.readBoolean());
+        DeviceProperties device = new DeviceProperties(
+                Frames.readString(in),
+                in.readLong(),
+                in.readInt(),
+                in.readInt(),
+                in.readInt(),
+                in.readInt(),
+                in.readInt(),
+                in.readBoolean());
         if (idleTimeoutMillis < 1) {
             throw Frames.violation("WELCOME idle timeout must be >= 1 ms, got " + idleTimeoutMillis);
         }

@@ -82,7 +82,8 @@ public final class ReplyEncoder {
         int start = Frames.begin(out, Opcode.ERROR, 0, requestId);
         out.writeInt(code.number());
         Frames.writeString(out, code.name());
-        Frames.writeString(out, detail.length() > MAX_DETAIL_CHARS ? detail.substring(0, MAX_DETAIL_CHARS) + "..." : detail);
+        Frames.writeString(
+                out, detail.length() > MAX_DETAIL_CHARS ? detail.substring(0, MAX_DETAIL_CHARS) + "..." : detail);
         Frames.finish(out, start);
     }
 
@@ -93,7 +94,10 @@ public final class ReplyEncoder {
      * @param failureKept on the last chunk: the worker keeps an asynchronous failure for the next synchronizing request
      */
     public void dataHeader(int requestId, boolean more, boolean failureKept, long offset, int dataBytes) {
-        int start = Frames.begin(out, Opcode.DATA, (more ? Frames.FLAG_MORE : 0) | (failureKept ? Frames.FLAG_FAILURE_KEPT : 0),
+        int start = Frames.begin(
+                out,
+                Opcode.DATA,
+                (more ? Frames.FLAG_MORE : 0) | (failureKept ? Frames.FLAG_FAILURE_KEPT : 0),
                 requestId);
         out.writeLong(offset);
         Frames.finishWithTrailing(out, start, dataBytes);

@@ -14,8 +14,7 @@ public final class RequestDecoder {
     /** Pieces one scatter chunk may name: a table of 1 MiB, which leaves most of a frame to the bytes. */
     public static final int MAX_SCATTER_PIECES = 1 << 16;
 
-    private RequestDecoder() {
-    }
+    private RequestDecoder() {}
 
     /** The HELLO a connection must open with; any other first frame is a protocol error. */
     public static Hello hello(Frame frame) {

@@ -7,5 +7,4 @@ import org.vgpu.runtime.api.DeviceProperties;
  * session got, and the idle timeout after which the worker ends a silent session, which tells the
  * client how often to send keepalives.
  */
-public record Welcome(int protocolVersion, String workerId, int idleTimeoutMillis, DeviceProperties device) {
-}
+public record Welcome(int protocolVersion, String workerId, int idleTimeoutMillis, DeviceProperties device) {}

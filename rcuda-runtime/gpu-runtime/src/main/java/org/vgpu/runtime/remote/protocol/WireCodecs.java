@@ -32,8 +32,7 @@ final class WireCodecs {
     /** A module image shares its body with the module id. */
     static final int MAX_MODULE_IMAGE_BYTES = Frames.MAX_BODY_BYTES - Integer.BYTES;
 
-    private WireCodecs() {
-    }
+    private WireCodecs() {}
 
     // ---- numbers and strings
 
@@ -100,8 +99,10 @@ final class WireCodecs {
 
     static void checkModuleImage(byte[] image) {
         if (image.length > MAX_MODULE_IMAGE_BYTES) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "a module image of " + image.length
-                    + " bytes exceeds the remote protocol's limit of " + MAX_MODULE_IMAGE_BYTES + " bytes");
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    "a module image of " + image.length + " bytes exceeds the remote protocol's limit of "
+                            + MAX_MODULE_IMAGE_BYTES + " bytes");
         }
     }
 
@@ -138,8 +139,10 @@ final class WireCodecs {
     /** Fails before anything is written when the region table would not fit one frame. */
     static void checkGatherRegions(List<DeviceRegion> regions) {
         if (regions.size() > RequestDecoder.MAX_GATHER_REGIONS) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "a gather of " + regions.size()
-                    + " regions exceeds the remote protocol's limit of " + RequestDecoder.MAX_GATHER_REGIONS + " per request");
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    "a gather of " + regions.size() + " regions exceeds the remote protocol's limit of "
+                            + RequestDecoder.MAX_GATHER_REGIONS + " per request");
         }
     }
 
@@ -166,8 +169,10 @@ final class WireCodecs {
 
     static void checkScatterPieces(List<DeviceRegion> pieces) {
         if (pieces.size() > RequestDecoder.MAX_SCATTER_PIECES) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "a scatter chunk of " + pieces.size()
-                    + " pieces exceeds the remote protocol's limit of " + RequestDecoder.MAX_SCATTER_PIECES);
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    "a scatter chunk of " + pieces.size() + " pieces exceeds the remote protocol's limit of "
+                            + RequestDecoder.MAX_SCATTER_PIECES);
         }
     }
 
@@ -228,7 +233,8 @@ final class WireCodecs {
         int y = in.readInt();
         int z = in.readInt();
         if (x < 1 || y < 1 || z < 1) {
-            throw Frames.violation(frame.opcode() + " " + field + " (" + x + ", " + y + ", " + z + ") has a dimension below 1");
+            throw Frames.violation(
+                    frame.opcode() + " " + field + " (" + x + ", " + y + ", " + z + ") has a dimension below 1");
         }
         return new Dim3(x, y, z);
     }
@@ -264,8 +270,10 @@ final class WireCodecs {
     static void checkKernelArgs(KernelArgs args) {
         for (KernelArg arg : args.asList()) {
             if (arg.size() > MAX_ARG_BYTES) {
-                throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "a kernel argument of " + arg.size()
-                        + " bytes exceeds the remote protocol's limit of " + MAX_ARG_BYTES + " bytes per argument");
+                throw new VgpuException(
+                        ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                        "a kernel argument of " + arg.size() + " bytes exceeds the remote protocol's limit of "
+                                + MAX_ARG_BYTES + " bytes per argument");
             }
         }
     }

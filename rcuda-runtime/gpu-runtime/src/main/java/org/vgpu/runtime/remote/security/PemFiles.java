@@ -33,12 +33,12 @@ import org.vgpu.common.error.IoReasons;
 final class PemFiles {
     /** PEM files of certificates and keys are a few KiB; a cap keeps a wrong path from filling memory. */
     private static final long MAX_FILE_BYTES = 1 << 20;
-    private static final Pattern PRIVATE_KEY = Pattern.compile(
-            "-----BEGIN PRIVATE KEY-----([A-Za-z0-9+/=\\s]+)-----END PRIVATE KEY-----");
+
+    private static final Pattern PRIVATE_KEY =
+            Pattern.compile("-----BEGIN PRIVATE KEY-----([A-Za-z0-9+/=\\s]+)-----END PRIVATE KEY-----");
     private static final List<String> KEY_ALGORITHMS = List.of("RSA", "EC", "Ed25519", "Ed448");
 
-    private PemFiles() {
-    }
+    private PemFiles() {}
 
     /** Every certificate in a PEM file, in file order (a chain starts with the leaf). */
     static List<X509Certificate> certificates(Path file, String what) {
@@ -58,8 +58,10 @@ final class PemFiles {
             }
             return certificates;
         } catch (CertificateException e) {
-            throw new ConfigException(ConfigException.Code.INVALID, what + " file " + file
-                    + " holds a certificate that cannot be parsed (damaged, or not X.509)", e);
+            throw new ConfigException(
+                    ConfigException.Code.INVALID,
+                    what + " file " + file + " holds a certificate that cannot be parsed (damaged, or not X.509)",
+                    e);
         }
     }
 
@@ -67,23 +69,30 @@ final class PemFiles {
     static PrivateKey privateKey(Path file, String what) {
         String text = read(file, what);
         if (text.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----")) {
-            throw invalid(what, file, "is encrypted; a worker starts unattended and cannot ask for a passphrase."
-                    + " Decrypt it into a file only its owner can read: openssl pkcs8 -in " + file + " -out KEY.pem");
+            throw invalid(
+                    what,
+                    file,
+                    "is encrypted; a worker starts unattended and cannot ask for a passphrase."
+                            + " Decrypt it into a file only its owner can read: openssl pkcs8 -in " + file
+                            + " -out KEY.pem");
         }
         Matcher block = PRIVATE_KEY.matcher(text);
         if (!block.find()) {
-            String hint = text.contains("-----BEGIN RSA PRIVATE KEY-----") || text.contains("-----BEGIN EC PRIVATE KEY-----")
-                    ? "is in the traditional OpenSSL format; convert it to PKCS#8 with: openssl pkcs8 -topk8 -nocrypt -in "
-                            + file + " -out KEY.pem"
-                    : "holds no PEM private key (a block starting with -----BEGIN PRIVATE KEY-----)";
+            String hint =
+                    text.contains("-----BEGIN RSA PRIVATE KEY-----") || text.contains("-----BEGIN EC PRIVATE KEY-----")
+                            ? "is in the traditional OpenSSL format; convert it to PKCS#8 with: openssl pkcs8 -topk8 -nocrypt -in "
+                                    + file + " -out KEY.pem"
+                            : "holds no PEM private key (a block starting with -----BEGIN PRIVATE KEY-----)";
             throw invalid(what, file, hint);
         }
         byte[] der;
         try {
             der = Base64.getMimeDecoder().decode(block.group(1));
         } catch (IllegalArgumentException e) {
-            throw new ConfigException(ConfigException.Code.INVALID, what + " file " + file
-                    + " holds a private key block that is not base64", e);
+            throw new ConfigException(
+                    ConfigException.Code.INVALID,
+                    what + " file " + file + " holds a private key block that is not base64",
+                    e);
         }
         for (String algorithm : KEY_ALGORITHMS) {
             try {
@@ -104,8 +113,8 @@ final class PemFiles {
         } catch (NoSuchFileException e) {
             throw new ConfigException(ConfigException.Code.MISSING, what + " file " + file + " does not exist", e);
         } catch (IOException e) {
-            throw new ConfigException(ConfigException.Code.UNREADABLE, what + " file " + file + " cannot be read: "
-                    + IoReasons.of(e), e);
+            throw new ConfigException(
+                    ConfigException.Code.UNREADABLE, what + " file " + file + " cannot be read: " + IoReasons.of(e), e);
         }
     }
 

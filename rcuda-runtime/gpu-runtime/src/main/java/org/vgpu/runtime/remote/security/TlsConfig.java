@@ -10,7 +10,6 @@ import java.security.cert.CertificateNotYetValidException;
 import java.security.cert.X509Certificate;
 import java.util.List;
 import java.util.Objects;
-
 import javax.net.ssl.SSLException;
 
 import io.netty.handler.ssl.SslContext;
@@ -55,10 +54,15 @@ public sealed interface TlsConfig permits TlsConfig.Server, TlsConfig.Client {
             requireCurrentlyValid(leaf);
             requireMatchingKey(leaf, key);
             try {
-                return SslContextBuilder.forServer(key, chain).protocols(PROTOCOLS).build();
+                return SslContextBuilder.forServer(key, chain)
+                        .protocols(PROTOCOLS)
+                        .build();
             } catch (SSLException | IllegalArgumentException e) {
-                throw new ConfigException(ConfigException.Code.INVALID, "TLS certificate chain " + certificateChain
-                        + " and key " + privateKey + " make no TLS server context (the TLS library refused them)", e);
+                throw new ConfigException(
+                        ConfigException.Code.INVALID,
+                        "TLS certificate chain " + certificateChain + " and key " + privateKey
+                                + " make no TLS server context (the TLS library refused them)",
+                        e);
             }
         }
 
@@ -66,11 +70,17 @@ public sealed interface TlsConfig permits TlsConfig.Server, TlsConfig.Client {
             try {
                 leaf.checkValidity();
             } catch (CertificateExpiredException e) {
-                throw PemFiles.invalid("TLS certificate chain", certificateChain,
-                        "starts with a certificate that expired on " + leaf.getNotAfter().toInstant());
+                throw PemFiles.invalid(
+                        "TLS certificate chain",
+                        certificateChain,
+                        "starts with a certificate that expired on "
+                                + leaf.getNotAfter().toInstant());
             } catch (CertificateNotYetValidException e) {
-                throw PemFiles.invalid("TLS certificate chain", certificateChain,
-                        "starts with a certificate that is not valid before " + leaf.getNotBefore().toInstant());
+                throw PemFiles.invalid(
+                        "TLS certificate chain",
+                        certificateChain,
+                        "starts with a certificate that is not valid before "
+                                + leaf.getNotBefore().toInstant());
             }
         }
 
@@ -82,8 +92,11 @@ public sealed interface TlsConfig permits TlsConfig.Server, TlsConfig.Client {
                 case "RSA" -> "SHA256withRSA";
                 case "EC" -> "SHA256withECDSA";
                 case "Ed25519", "Ed448", "EdDSA" -> "EdDSA";
-                default -> throw PemFiles.invalid("TLS private key", privateKey,
-                        "holds a " + key.getAlgorithm() + " key, which is not supported (RSA, EC or EdDSA are)");
+                default ->
+                    throw PemFiles.invalid(
+                            "TLS private key",
+                            privateKey,
+                            "holds a " + key.getAlgorithm() + " key, which is not supported (RSA, EC or EdDSA are)");
             };
             byte[] probe = "vgpu TLS key check".getBytes(StandardCharsets.US_ASCII);
             try {
@@ -98,8 +111,8 @@ public sealed interface TlsConfig permits TlsConfig.Server, TlsConfig.Client {
                     throw new ConfigException(ConfigException.Code.INVALID, mismatch);
                 }
             } catch (GeneralSecurityException e) {
-                throw new ConfigException(ConfigException.Code.INVALID,
-                        mismatch + ": it cannot sign what the certificate checks", e);
+                throw new ConfigException(
+                        ConfigException.Code.INVALID, mismatch + ": it cannot sign what the certificate checks", e);
             }
         }
     }
@@ -119,11 +132,17 @@ public sealed interface TlsConfig permits TlsConfig.Server, TlsConfig.Client {
         public SslContext newSslContext() {
             List<X509Certificate> trusted = PemFiles.certificates(trustedCertificates, "TLS trusted certificates");
             try {
-                return SslContextBuilder.forClient().trustManager(trusted).protocols(PROTOCOLS)
-                        .endpointIdentificationAlgorithm("HTTPS").build();
+                return SslContextBuilder.forClient()
+                        .trustManager(trusted)
+                        .protocols(PROTOCOLS)
+                        .endpointIdentificationAlgorithm("HTTPS")
+                        .build();
             } catch (SSLException | IllegalArgumentException e) {
-                throw new ConfigException(ConfigException.Code.INVALID, "TLS trusted certificates " + trustedCertificates
-                        + " make no TLS client context (the TLS library refused them)", e);
+                throw new ConfigException(
+                        ConfigException.Code.INVALID,
+                        "TLS trusted certificates " + trustedCertificates
+                                + " make no TLS client context (the TLS library refused them)",
+                        e);
             }
         }
     }

@@ -9,8 +9,7 @@ import javax.net.ssl.SSLException;
  * failure it explains, for logs.
  */
 public final class TlsFailures {
-    private TlsFailures() {
-    }
+    private TlsFailures() {}
 
     public static String reason(SSLException failure) {
         String jdkText = String.valueOf(failure.getMessage());

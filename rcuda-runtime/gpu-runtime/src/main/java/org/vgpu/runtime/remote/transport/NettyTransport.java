@@ -4,8 +4,8 @@ import java.nio.channels.spi.SelectorProvider;
 import java.util.concurrent.Executor;
 import java.util.function.BiConsumer;
 
-import io.netty.channel.DefaultSelectStrategyFactory;
 import io.netty.channel.ChannelOption;
+import io.netty.channel.DefaultSelectStrategyFactory;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.IoEventLoop;
 import io.netty.channel.IoHandlerFactory;
@@ -31,8 +31,7 @@ import org.vgpu.runtime.remote.RemoteTuning;
 public final class NettyTransport {
     private static final boolean EPOLL = Epoll.isAvailable();
 
-    private NettyTransport() {
-    }
+    private NettyTransport() {}
 
     /** "epoll", or "nio" with the reason epoll could not be used. */
     public static String describe() {

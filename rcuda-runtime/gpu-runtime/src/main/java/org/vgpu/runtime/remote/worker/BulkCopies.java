@@ -31,6 +31,7 @@ final class BulkCopies {
     private final SessionHandles handles;
     /** Writes the headers of DATA chunks into their slots; the batcher's encoder is busy with the gathered replies. */
     private final ReplyEncoder dataHeaders = new ReplyEncoder();
+
     private VirtualGpu gpu;
     private StagingRing staging;
     // the chunked request to the device under way, if any
@@ -160,7 +161,8 @@ final class BulkCopies {
     }
 
     /** Copies {@code bytes} of {@code data} from {@code index} into the next free slot and queues {@code deviceCopy} of them on {@code stream}. */
-    private void stageSlot(ByteBuf data, int index, int bytes, StreamHandle stream, Consumer<MemorySegment> deviceCopy) {
+    private void stageSlot(
+            ByteBuf data, int index, int bytes, StreamHandle stream, Consumer<MemorySegment> deviceCopy) {
         StagingRing.Slot slot = staging().acquire();
         MemorySegment host = slot.memory(bytes);
         data.getBytes(index, host.asByteBuffer());
@@ -180,7 +182,8 @@ final class BulkCopies {
                 throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "byte count must be >= 0, got " + bytes);
             }
             replies.flush();
-            sendFromDevice(frame, List.of(new DeviceRegion(src, bytes)), Math.min(chunkBytes, StagingRing.SLOT_BYTES), stream);
+            sendFromDevice(
+                    frame, List.of(new DeviceRegion(src, bytes)), Math.min(chunkBytes, StagingRing.SLOT_BYTES), stream);
         } catch (RuntimeException e) {
             failedToSend(frame, e);
         }
@@ -253,10 +256,12 @@ final class BulkCopies {
      * Writes one DATA chunk whose bytes are in {@code slot} once the device is done with it, with its
      * header in the slot's room in front of them: one buffer, one write.
      */
-    private void sendSlot(int requestId, StagingRing.Slot slot, long offset, int length, boolean more, boolean failureKept) {
+    private void sendSlot(
+            int requestId, StagingRing.Slot slot, long offset, int length, boolean more, boolean failureKept) {
         slot.awaitDevice();
         awaitWritable();
-        ByteBuf chunk = Unpooled.wrappedBuffer(slot.withHeader(ReplyEncoder.dataHeaderBytes(), length).asByteBuffer());
+        ByteBuf chunk = Unpooled.wrappedBuffer(
+                slot.withHeader(ReplyEncoder.dataHeaderBytes(), length).asByteBuffer());
         chunk.writerIndex(0);
         dataHeaders.wrap(chunk).dataHeader(requestId, more, failureKept, offset, length);
         chunk.writerIndex(chunk.capacity());

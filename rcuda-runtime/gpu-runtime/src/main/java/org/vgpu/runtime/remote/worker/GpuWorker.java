@@ -10,7 +10,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
-
 import javax.net.ssl.SSLException;
 
 import io.netty.bootstrap.ServerBootstrap;
@@ -29,9 +28,9 @@ import io.netty.handler.codec.DecoderException;
 import io.netty.handler.ssl.SslContext;
 import io.netty.handler.timeout.IdleStateEvent;
 import io.netty.handler.timeout.IdleStateHandler;
-
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+
 import org.vgpu.common.error.IoReasons;
 import org.vgpu.common.error.NetworkException;
 import org.vgpu.common.error.VgpuFailure;
@@ -74,8 +73,12 @@ public final class GpuWorker implements AutoCloseable {
     private final CompletableFuture<WorkerReport> report = new CompletableFuture<>();
     private volatile Channel sessionChannel;
 
-    private GpuWorker(WorkerConfig config, GpuBackend backend, SessionAuthenticator authenticator, SslContext ssl,
-                      Consumer<String> log) {
+    private GpuWorker(
+            WorkerConfig config,
+            GpuBackend backend,
+            SessionAuthenticator authenticator,
+            SslContext ssl,
+            Consumer<String> log) {
         this.config = config;
         this.backend = backend;
         this.authenticator = authenticator;
@@ -89,7 +92,8 @@ public final class GpuWorker implements AutoCloseable {
                     .channel(NettyTransport.serverSocketChannel())
                     .childOption(ChannelOption.TCP_NODELAY, true)
                     .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, WATER_MARK)
-                    .childOption(ChannelOption.RECVBUF_ALLOCATOR, new AdaptiveRecvByteBufAllocator(512, 16 << 10, 1 << 20))
+                    .childOption(
+                            ChannelOption.RECVBUF_ALLOCATOR, new AdaptiveRecvByteBufAllocator(512, 16 << 10, 1 << 20))
                     .childHandler(new ChannelInitializer<SocketChannel>() {
                         @Override
                         protected void initChannel(SocketChannel channel) {
@@ -98,9 +102,12 @@ public final class GpuWorker implements AutoCloseable {
                             if (ssl != null) {
                                 channel.pipeline().addLast(ssl.newHandler(channel.alloc()));
                             }
-                            channel.pipeline().addLast(new FrameDecoder(Opcode.Direction.REQUEST),
-                                    new IdleStateHandler(config.idleTimeout().toMillis(), 0, 0, TimeUnit.MILLISECONDS),
-                                    new Connection(traffic));
+                            channel.pipeline()
+                                    .addLast(
+                                            new FrameDecoder(Opcode.Direction.REQUEST),
+                                            new IdleStateHandler(
+                                                    config.idleTimeout().toMillis(), 0, 0, TimeUnit.MILLISECONDS),
+                                            new Connection(traffic));
                         }
                     })
                     .bind(config.listenHost(), config.listenPort())
@@ -109,15 +116,27 @@ public final class GpuWorker implements AutoCloseable {
         } catch (Exception e) {
             // Netty rethrows a failed bind's BindException unchecked; every cause is a bad listen address here
             group.shutdownGracefully(0, 1, TimeUnit.SECONDS);
-            throw new NetworkException(NetworkException.Code.CANNOT_LISTEN, "worker " + config.workerId()
-                    + " cannot listen on " + config.listenHost() + ":" + config.listenPort() + ": " + bindFailure(e), e);
+            throw new NetworkException(
+                    NetworkException.Code.CANNOT_LISTEN,
+                    "worker " + config.workerId() + " cannot listen on " + config.listenHost() + ":"
+                            + config.listenPort() + ": " + bindFailure(e),
+                    e);
         }
-        group.schedule(() -> {
-            if (!sessionClaimed.get()) {
-                finish(new WorkerReport(0, 0, 0, 0, false, "no client opened a session within "
-                        + config.idleTimeout().toMillis() + " ms"));
-            }
-        }, config.idleTimeout().toMillis(), TimeUnit.MILLISECONDS);
+        group.schedule(
+                () -> {
+                    if (!sessionClaimed.get()) {
+                        finish(new WorkerReport(
+                                0,
+                                0,
+                                0,
+                                0,
+                                false,
+                                "no client opened a session within "
+                                        + config.idleTimeout().toMillis() + " ms"));
+                    }
+                },
+                config.idleTimeout().toMillis(),
+                TimeUnit.MILLISECONDS);
     }
 
     /**
@@ -126,8 +145,12 @@ public final class GpuWorker implements AutoCloseable {
      * @param ssl TLS for the connection, or null for plain TCP
      * @param log where the worker tells what it does (refused connections, why the session ended)
      */
-    public static GpuWorker start(WorkerConfig config, GpuBackend backend, SessionAuthenticator authenticator,
-                                  SslContext ssl, Consumer<String> log) {
+    public static GpuWorker start(
+            WorkerConfig config,
+            GpuBackend backend,
+            SessionAuthenticator authenticator,
+            SslContext ssl,
+            Consumer<String> log) {
         Objects.requireNonNull(config, "config");
         Objects.requireNonNull(backend, "backend");
         Objects.requireNonNull(authenticator, "authenticator");
@@ -230,18 +253,19 @@ public final class GpuWorker implements AutoCloseable {
             try {
                 hello = RequestDecoder.hello(frame);
                 if (hello.protocolVersion() != Frames.PROTOCOL_VERSION) {
-                    throw Frames.violation("the client speaks protocol version " + hello.protocolVersion()
-                            + ", worker " + config.workerId() + " speaks version " + Frames.PROTOCOL_VERSION);
+                    throw Frames.violation("the client speaks protocol version " + hello.protocolVersion() + ", worker "
+                            + config.workerId() + " speaks version " + Frames.PROTOCOL_VERSION);
                 }
                 authenticate(hello);
                 if (!sessionClaimed.compareAndSet(false, true)) {
-                    throw new VgpuException(ErrorCode.CUDA_ERROR_NOT_PERMITTED,
+                    throw new VgpuException(
+                            ErrorCode.CUDA_ERROR_NOT_PERMITTED,
                             "worker " + config.workerId() + " already serves a session");
                 }
             } catch (VgpuException refused) {
                 frame.release();
-                log.accept("worker " + config.workerId() + ": refused " + ctx.channel().remoteAddress() + ": "
-                        + refused.getMessage());
+                log.accept("worker " + config.workerId() + ": refused "
+                        + ctx.channel().remoteAddress() + ": " + refused.getMessage());
                 replyAndClose(ctx, requestId, refused);
                 return;
             }
@@ -249,9 +273,16 @@ public final class GpuWorker implements AutoCloseable {
                     + ctx.channel().remoteAddress());
             session = new SessionExecutor(ctx.channel(), backend, config);
             sessionChannel = ctx.channel();
-            session.outcome().thenAccept(outcome ->
-                    ctx.channel().closeFuture().addListener(closed -> finish(new WorkerReport(outcome.calls(),
-                            traffic.bytesIn(), traffic.bytesOut(), outcome.busyNanos(), outcome.clean(), outcome.reason()))));
+            session.outcome()
+                    .thenAccept(outcome -> ctx.channel()
+                            .closeFuture()
+                            .addListener(closed -> finish(new WorkerReport(
+                                    outcome.calls(),
+                                    traffic.bytesIn(),
+                                    traffic.bytesOut(),
+                                    outcome.busyNanos(),
+                                    outcome.clean(),
+                                    outcome.reason()))));
             session.start();
             session.submit(frame);
         }
@@ -260,7 +291,8 @@ public final class GpuWorker implements AutoCloseable {
             try {
                 authenticator.authenticate(hello.token(), hello.window().vgpuIndex());
             } catch (VgpuException e) {
-                throw e.code() == ErrorCode.VGPU_AUTH_FAILED ? e
+                throw e.code() == ErrorCode.VGPU_AUTH_FAILED
+                        ? e
                         : new VgpuException(ErrorCode.VGPU_AUTH_FAILED, e.getMessage(), e);
             } catch (VgpuFailure e) {
                 // The token's own words (AuthException) go to the client under the wire's one code for a refusal.
@@ -296,11 +328,12 @@ public final class GpuWorker implements AutoCloseable {
 
         @Override
         public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-            Throwable failure = cause instanceof DecoderException && cause.getCause() != null ? cause.getCause() : cause;
+            Throwable failure =
+                    cause instanceof DecoderException && cause.getCause() != null ? cause.getCause() : cause;
             if (failure instanceof VgpuException violation && violation.code() == ErrorCode.VGPU_PROTOCOL_ERROR) {
                 if (session == null) {
-                    log.accept("worker " + config.workerId() + ": refused " + ctx.channel().remoteAddress() + ": "
-                            + violation.getMessage());
+                    log.accept("worker " + config.workerId() + ": refused "
+                            + ctx.channel().remoteAddress() + ": " + violation.getMessage());
                 }
                 end("protocol error: " + violation.detail());
                 if (ctx.channel().isActive()) {
@@ -310,8 +343,10 @@ public final class GpuWorker implements AutoCloseable {
                 if (!(failure instanceof IOException || failure instanceof VgpuFailure)) {
                     LOG.warn("worker {}: the connection failed unexpectedly", config.workerId(), failure);
                 }
-                end("the connection failed: " + (failure instanceof SSLException tls
-                        ? "TLS: " + TlsFailures.reason(tls) : VgpuFailure.describe(failure)));
+                end("the connection failed: "
+                        + (failure instanceof SSLException tls
+                                ? "TLS: " + TlsFailures.reason(tls)
+                                : VgpuFailure.describe(failure)));
                 ctx.close();
             }
         }

@@ -6,9 +6,10 @@ import java.time.Duration;
 import java.util.List;
 
 import org.apache.commons.cli.ParseException;
+
+import org.vgpu.common.contract.BridgeContract;
 import org.vgpu.common.error.NetworkException;
 import org.vgpu.common.error.VgpuFailure;
-import org.vgpu.common.contract.BridgeContract;
 import org.vgpu.common.line.LineClient;
 import org.vgpu.common.line.LineText;
 import org.vgpu.common.net.Endpoint;
@@ -24,6 +25,7 @@ import org.vgpu.common.security.TokenIssuer;
 public record HolderAnnouncement(Endpoint tracker, String job, int vgpu) {
     /** Long enough for one request, short enough that a proof seen in a log is useless soon after. */
     public static final Duration PROOF_TTL = Duration.ofMinutes(2);
+
     private static final Duration TIMEOUT = Duration.ofSeconds(30);
 
     /** {@code --tracker HOST:PORT} and {@code --lend JOB:VGPU}. */
@@ -33,8 +35,8 @@ public record HolderAnnouncement(Endpoint tracker, String job, int vgpu) {
             if (colon < 1) {
                 throw new NumberFormatException();
             }
-            return new HolderAnnouncement(Endpoint.parse(tracker), lend.substring(0, colon),
-                    Integer.parseInt(lend.substring(colon + 1)));
+            return new HolderAnnouncement(
+                    Endpoint.parse(tracker), lend.substring(0, colon), Integer.parseInt(lend.substring(colon + 1)));
         } catch (NumberFormatException e) {
             throw new ParseException("--lend must be JOB:VGPU, e.g. 42:1; got '" + lend + "'");
         } catch (VgpuFailure e) {
@@ -48,7 +50,8 @@ public record HolderAnnouncement(Endpoint tracker, String job, int vgpu) {
      */
     void tell(Endpoint listening, String workerId, Path keyFile) {
         String proof = new TokenIssuer(SiteKey.load(keyFile), Clock.systemUTC()).issue(job, vgpu, workerId, PROOF_TTL);
-        String request = String.join(" ", BridgeContract.REQUEST_WORKER, job, Integer.toString(vgpu), listening.toString(), workerId, proof);
+        String request = String.join(
+                " ", BridgeContract.REQUEST_WORKER, job, Integer.toString(vgpu), listening.toString(), workerId, proof);
         List<String> reply;
         try {
             reply = LineClient.request(tracker, request, TIMEOUT);
@@ -56,9 +59,11 @@ public record HolderAnnouncement(Endpoint tracker, String job, int vgpu) {
             throw new NetworkException(e.code(), "cannot tell the tracker where this worker listens: " + e.detail(), e);
         }
         if (!reply.getLast().equals(BridgeContract.REPLY_OK_WORD)) {
-            throw new NetworkException(NetworkException.Code.REFUSED, "the tracker " + tracker
-                    + " did not take this worker for job " + job + " vGPU " + vgpu + ": "
-                    + LineText.printable(reply.getLast(), 300));
+            throw new NetworkException(
+                    NetworkException.Code.REFUSED,
+                    "the tracker " + tracker
+                            + " did not take this worker for job " + job + " vGPU " + vgpu + ": "
+                            + LineText.printable(reply.getLast(), 300));
         }
     }
 

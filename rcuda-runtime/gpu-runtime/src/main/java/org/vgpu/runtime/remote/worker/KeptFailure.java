@@ -33,8 +33,11 @@ final class KeptFailure {
         if (!frame.isAsync()) {
             replies.reply().error(frame.requestId(), failure);
         } else if (kept == null) {
-            kept = new VgpuException(failure.code(), "asynchronous " + frame.opcode() + " (request "
-                    + frame.requestId() + ") failed: " + failure.detail(), failure);
+            kept = new VgpuException(
+                    failure.code(),
+                    "asynchronous " + frame.opcode() + " (request " + frame.requestId() + ") failed: "
+                            + failure.detail(),
+                    failure);
         }
     }
 
@@ -50,7 +53,8 @@ final class KeptFailure {
     }
 
     static VgpuException asVgpuException(RuntimeException e) {
-        return e instanceof VgpuException v ? v
+        return e instanceof VgpuException v
+                ? v
                 : new VgpuException(ErrorCode.CUDA_ERROR_UNKNOWN, "the worker failed: " + VgpuFailure.describe(e), e);
     }
 }

@@ -44,8 +44,14 @@ final class RequestHandler implements RequestVisitor {
     private final SessionEnd end;
     private VirtualGpu gpu;
 
-    RequestHandler(GpuBackend backend, WorkerConfig config, ReplyBatcher replies, SessionHandles handles, BulkCopies bulk,
-                   KeptFailure failures, SessionEnd end) {
+    RequestHandler(
+            GpuBackend backend,
+            WorkerConfig config,
+            ReplyBatcher replies,
+            SessionHandles handles,
+            BulkCopies bulk,
+            KeptFailure failures,
+            SessionEnd end) {
         this.backend = backend;
         this.config = config;
         this.replies = replies;
@@ -75,8 +81,14 @@ final class RequestHandler implements RequestVisitor {
         try {
             gpu = backend.open(config.device(), hello.window());
             bulk.open(gpu);
-            replies.reply().welcome(frame.requestId(), new Welcome(Frames.PROTOCOL_VERSION, config.workerId(),
-                    (int) config.idleTimeout().toMillis(), gpu.deviceProperties()));
+            replies.reply()
+                    .welcome(
+                            frame.requestId(),
+                            new Welcome(
+                                    Frames.PROTOCOL_VERSION,
+                                    config.workerId(),
+                                    (int) config.idleTimeout().toMillis(),
+                                    gpu.deviceProperties()));
         } catch (RuntimeException e) {
             VgpuException failure = KeptFailure.asVgpuException(e);
             replies.reply().error(frame.requestId(), failure);
@@ -237,10 +249,17 @@ final class RequestHandler implements RequestVisitor {
     // ---- launch
 
     @Override
-    public void launchKernel(Frame frame, int functionId, Dim3 grid, Dim3 block, int sharedMemBytes, int streamId,
-                             KernelArgs args) {
-        execute(frame, () -> gpu().launchKernel(handles.function(functionId), grid, block, sharedMemBytes,
-                handles.stream(streamId), args));
+    public void launchKernel(
+            Frame frame, int functionId, Dim3 grid, Dim3 block, int sharedMemBytes, int streamId, KernelArgs args) {
+        execute(
+                frame,
+                () -> gpu().launchKernel(
+                                handles.function(functionId),
+                                grid,
+                                block,
+                                sharedMemBytes,
+                                handles.stream(streamId),
+                                args));
     }
 
     // ---- streams, events, synchronization

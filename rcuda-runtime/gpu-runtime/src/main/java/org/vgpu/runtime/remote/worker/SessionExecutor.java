@@ -34,12 +34,12 @@ import org.vgpu.runtime.remote.protocol.RequestDispatch;
 final class SessionExecutor implements Runnable {
     /** Above this many queued request bytes the event loop stops reading, so a fast client cannot fill the heap. */
     static final long PAUSE_READING_BYTES = 32L << 20;
+
     static final long RESUME_READING_BYTES = 8L << 20;
     private static final Object END = new Object();
 
     /** How the session ended, for the worker's report. */
-    record Outcome(long calls, long busyNanos, boolean clean, String reason) {
-    }
+    record Outcome(long calls, long busyNanos, boolean clean, String reason) {}
 
     private final Channel channel;
     private final WorkerConfig config;
@@ -212,7 +212,10 @@ final class SessionExecutor implements Runnable {
         finished = true;
         releaseQueued();
         String reason = endReason == null ? "the session ended" : endReason;
-        outcome.complete(new Outcome(calls, busyNanos, clean && closeFailure == null,
+        outcome.complete(new Outcome(
+                calls,
+                busyNanos,
+                clean && closeFailure == null,
                 closeFailure == null ? reason : reason + "; freeing the vGPU failed: " + closeFailure));
     }
 

@@ -40,7 +40,8 @@ final class SessionHandles {
     static <T> T lookup(Map<Integer, T> handles, int id, String kind) {
         T handle = handles.get(id);
         if (handle == null) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_HANDLE, kind + " " + id + " is not live in this session");
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_HANDLE, kind + " " + id + " is not live in this session");
         }
         return handle;
     }

@@ -56,7 +56,8 @@ final class StagingRing implements AutoCloseable {
         /** The first {@code bytes} of the slot's data and the {@code headerBytes} right in front of them. */
         MemorySegment withHeader(int headerBytes, long bytes) {
             if (headerBytes > HEADER_ROOM) {
-                throw new IllegalArgumentException("a header of " + headerBytes + " bytes exceeds the slot's room of " + HEADER_ROOM);
+                throw new IllegalArgumentException(
+                        "a header of " + headerBytes + " bytes exceeds the slot's room of " + HEADER_ROOM);
             }
             return memory.asSlice(HEADER_ROOM - headerBytes, headerBytes + bytes);
         }

@@ -48,6 +48,7 @@ final class WarmUpSession {
      * 256 MiB in all, for the warm-up's second.
      */
     private static final int SMALL_ALLOCATIONS = 128;
+
     private static final long SMALL_ALLOCATION_BYTES = 64L << 10;
     private static final int REGION_BYTES = 4096;
     /** Regions lie every 8 KiB in their allocation, as a live table's do, never back to back. */
@@ -55,8 +56,7 @@ final class WarmUpSession {
     /** A window of this process only: the warm-up ends before any client can ask for one. */
     private static final VaWindow WINDOW = VaWindow.forVgpu(VaWindow.MAX_VGPUS - 1);
 
-    private WarmUpSession() {
-    }
+    private WarmUpSession() {}
 
     /** How long the JIT must add no compile time to count as done with what the warm-up queued. */
     static final Duration COMPILER_QUIET = Duration.ofMillis(200);
@@ -77,7 +77,8 @@ final class WarmUpSession {
             if (this == NONE) {
                 return "";
             }
-            return ", warmed up in " + session.toMillis() + " ms, then " + compilerWait.toMillis() + " ms for the JIT to "
+            return ", warmed up in " + session.toMillis() + " ms, then " + compilerWait.toMillis()
+                    + " ms for the JIT to "
                     + (compilerIdle ? "finish compiling it" : "compile it (still busy when the wait ended)");
         }
     }
@@ -101,9 +102,11 @@ final class WarmUpSession {
         };
         List<String> said = Collections.synchronizedList(new ArrayList<>());
         WorkerConfig config = new WorkerConfig("127.0.0.1", 0, device, "warm-up", WorkerConfig.DEFAULT_IDLE_TIMEOUT);
-        EventLoopGroup client = NettyTransport.newEventLoopGroup(1, "vgpu-warm-up-io", RemoteConfig.defaults().spinNanos());
+        EventLoopGroup client = NettyTransport.newEventLoopGroup(
+                1, "vgpu-warm-up-io", RemoteConfig.defaults().spinNanos());
         try (GpuWorker worker = GpuWorker.start(config, backend, onlyOurs, null, said::add)) {
-            WorkerEndpoint endpoint = new WorkerEndpoint("warm-up", "127.0.0.1", worker.address().getPort(), token, () -> { });
+            WorkerEndpoint endpoint =
+                    new WorkerEndpoint("warm-up", "127.0.0.1", worker.address().getPort(), token, () -> {});
             try (VirtualGpu gpu = RemoteGpu.connect(client, endpoint, WINDOW, RemoteConfig.defaults(), null)) {
                 askWhatAMigrationAsks(gpu);
             } catch (VgpuException e) {
@@ -160,7 +163,8 @@ final class WarmUpSession {
 
     /** The failure of the warm-up, with what the private worker said about it where the worker ended it. */
     private static VgpuException failed(ErrorCode code, String reason, List<String> said, Throwable cause) {
-        String message = "the worker's warm-up session failed: " + reason + (said.isEmpty() ? "" : " (" + String.join("; ", said) + ")");
+        String message = "the worker's warm-up session failed: " + reason
+                + (said.isEmpty() ? "" : " (" + String.join("; ", said) + ")");
         return cause == null ? new VgpuException(code, message) : new VgpuException(code, message, cause);
     }
 
@@ -180,7 +184,9 @@ final class WarmUpSession {
             }
         }
         List<List<DeviceRegion>> memSyncReads = memSyncShapedReads(state, regions);
-        long hostBytes = Math.max(STATE_BYTES, memSyncReads.stream().mapToLong(DeviceRegion::totalBytes).sum());
+        long hostBytes = Math.max(
+                STATE_BYTES,
+                memSyncReads.stream().mapToLong(DeviceRegion::totalBytes).sum());
         MemorySegment host = gpu.memAllocHost(hostBytes);
         StreamHandle stream = gpu.streamCreate();
         List<StreamHandle> readStreams = new ArrayList<>();
@@ -223,7 +229,9 @@ final class WarmUpSession {
         long chunkBytes = RemoteConfig.defaults().chunkBytes();
         List<DeviceRegion> twice = new ArrayList<>(smallRegions);
         twice.addAll(smallRegions);
-        return List.of(List.of(new DeviceRegion(state, chunkBytes)),
-                List.of(new DeviceRegion(state + chunkBytes, chunkBytes / 2), smallRegions.getFirst()), twice);
+        return List.of(
+                List.of(new DeviceRegion(state, chunkBytes)),
+                List.of(new DeviceRegion(state + chunkBytes, chunkBytes / 2), smallRegions.getFirst()),
+                twice);
     }
 }

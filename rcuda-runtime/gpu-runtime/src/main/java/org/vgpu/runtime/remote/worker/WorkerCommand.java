@@ -7,11 +7,11 @@ import java.time.Duration;
 import java.util.function.Supplier;
 
 import io.netty.handler.ssl.SslContext;
-
 import org.apache.commons.cli.CommandLine;
 import org.apache.commons.cli.Option;
 import org.apache.commons.cli.Options;
 import org.apache.commons.cli.ParseException;
+
 import org.vgpu.common.cli.CommandLines;
 import org.vgpu.common.cli.Subcommand;
 import org.vgpu.common.cli.SubcommandRunner;
@@ -74,25 +74,71 @@ public final class WorkerCommand implements Subcommand {
     @Override
     public Options options() {
         return new Options()
-                .addOption(Option.builder().longOpt("listen").hasArg().argName("HOST:PORT").required()
-                        .desc("address to listen on; port 0 picks a free one, printed on the listening line").get())
-                .addOption(Option.builder().longOpt("backend").hasArg().argName("NAME")
-                        .desc("native or emulated (default native)").get())
-                .addOption(Option.builder().longOpt("device").hasArg().argName("D").desc("device to serve (default 0)").get())
-                .addOption(Option.builder().longOpt("worker-id").hasArg().argName("ID").required()
-                        .desc("this worker's id, which session tokens must name").get())
-                .addOption(Option.builder().longOpt("key-file").hasArg().argName("FILE").required()
-                        .desc("site key file that session tokens are checked with").get())
-                .addOption(Option.builder().longOpt("tls-cert").hasArg().argName("PEM")
-                        .desc("TLS certificate chain; with --tls-key, connections use TLS").get())
-                .addOption(Option.builder().longOpt("tls-key").hasArg().argName("PEM").desc("TLS private key (PKCS#8)").get())
-                .addOption(Option.builder().longOpt("idle-timeout").hasArg().argName("SECONDS")
+                .addOption(Option.builder()
+                        .longOpt("listen")
+                        .hasArg()
+                        .argName("HOST:PORT")
+                        .required()
+                        .desc("address to listen on; port 0 picks a free one, printed on the listening line")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("backend")
+                        .hasArg()
+                        .argName("NAME")
+                        .desc("native or emulated (default native)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("device")
+                        .hasArg()
+                        .argName("D")
+                        .desc("device to serve (default 0)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("worker-id")
+                        .hasArg()
+                        .argName("ID")
+                        .required()
+                        .desc("this worker's id, which session tokens must name")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("key-file")
+                        .hasArg()
+                        .argName("FILE")
+                        .required()
+                        .desc("site key file that session tokens are checked with")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("tls-cert")
+                        .hasArg()
+                        .argName("PEM")
+                        .desc("TLS certificate chain; with --tls-key, connections use TLS")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("tls-key")
+                        .hasArg()
+                        .argName("PEM")
+                        .desc("TLS private key (PKCS#8)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("idle-timeout")
+                        .hasArg()
+                        .argName("SECONDS")
                         .desc("end the session after this long without a frame from the client, and give up when no"
-                                + " client opens one within it (default " + WorkerConfig.DEFAULT_IDLE_TIMEOUT.toSeconds() + ")").get())
-                .addOption(Option.builder().longOpt("tracker").hasArg().argName("HOST:PORT")
-                        .desc("in a holder job: the tracker to tell where this worker listens (with --lend)").get())
-                .addOption(Option.builder().longOpt("lend").hasArg().argName("JOB:VGPU")
-                        .desc("in a holder job: the job and vGPU this worker serves (with --tracker)").get());
+                                + " client opens one within it (default "
+                                + WorkerConfig.DEFAULT_IDLE_TIMEOUT.toSeconds() + ")")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("tracker")
+                        .hasArg()
+                        .argName("HOST:PORT")
+                        .desc("in a holder job: the tracker to tell where this worker listens (with --lend)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("lend")
+                        .hasArg()
+                        .argName("JOB:VGPU")
+                        .desc("in a holder job: the job and vGPU this worker serves (with --tracker)")
+                        .get());
     }
 
     @Override
@@ -107,7 +153,8 @@ public final class WorkerCommand implements Subcommand {
         }
         String backendName = CommandLines.choice(line, "backend", "native", WorkerSpec.BACKENDS);
         int device = CommandLines.intValue(line, "device", 0, 0);
-        int idleSeconds = CommandLines.intValue(line, "idle-timeout", (int) WorkerConfig.DEFAULT_IDLE_TIMEOUT.toSeconds(), 1);
+        int idleSeconds =
+                CommandLines.intValue(line, "idle-timeout", (int) WorkerConfig.DEFAULT_IDLE_TIMEOUT.toSeconds(), 1);
         if (line.hasOption("tls-cert") != line.hasOption("tls-key")) {
             throw new ParseException("--tls-cert and --tls-key go together");
         }
@@ -117,13 +164,20 @@ public final class WorkerCommand implements Subcommand {
         HolderAnnouncement announcement = line.hasOption("tracker")
                 ? HolderAnnouncement.parse(line.getOptionValue("tracker"), line.getOptionValue("lend"))
                 : null;
-        WorkerConfig config = new WorkerConfig(listen.host(), listen.port(), device, line.getOptionValue("worker-id"),
-                Duration.ofSeconds(idleSeconds), workerTuning.spinNanos());
+        WorkerConfig config = new WorkerConfig(
+                listen.host(),
+                listen.port(),
+                device,
+                line.getOptionValue("worker-id"),
+                Duration.ofSeconds(idleSeconds),
+                workerTuning.spinNanos());
 
-        TokenVerifier verifier = new TokenVerifier(SiteKey.load(Path.of(line.getOptionValue("key-file"))), config.workerId(),
-                Clock.systemUTC());
+        TokenVerifier verifier = new TokenVerifier(
+                SiteKey.load(Path.of(line.getOptionValue("key-file"))), config.workerId(), Clock.systemUTC());
         SslContext ssl = line.hasOption("tls-cert")
-                ? new TlsConfig.Server(Path.of(line.getOptionValue("tls-cert")), Path.of(line.getOptionValue("tls-key"))).newSslContext()
+                ? new TlsConfig.Server(
+                                Path.of(line.getOptionValue("tls-cert")), Path.of(line.getOptionValue("tls-key")))
+                        .newSslContext()
                 : null;
         try (GpuBackend backend = Backends.open(backendName)) {
             if (device >= backend.deviceCount()) {
@@ -135,10 +189,18 @@ public final class WorkerCommand implements Subcommand {
                     : WarmUpSession.WarmUp.NONE;
             WorkerReport report;
             try (GpuWorker worker = GpuWorker.start(config, backend, verifier::verify, ssl, err::println)) {
-                err.printf("vgpu worker %s: %s device %d (%s), idle timeout %d s, %s, transport %s%s%n",
-                        config.workerId(), backendName, device, backend.deviceProperties(device).describe(), idleSeconds,
-                        ssl == null ? "no TLS" : "TLS", NettyTransport.describe(), warmUp.describe());
-                Endpoint listening = new Endpoint(listen.host(), worker.address().getPort());
+                err.printf(
+                        "vgpu worker %s: %s device %d (%s), idle timeout %d s, %s, transport %s%s%n",
+                        config.workerId(),
+                        backendName,
+                        device,
+                        backend.deviceProperties(device).describe(),
+                        idleSeconds,
+                        ssl == null ? "no TLS" : "TLS",
+                        NettyTransport.describe(),
+                        warmUp.describe());
+                Endpoint listening =
+                        new Endpoint(listen.host(), worker.address().getPort());
                 out.println(WorkerLauncher.LISTENING_PREFIX + listening);
                 out.flush();
                 if (announcement != null) {

@@ -18,8 +18,8 @@ import org.vgpu.runtime.remote.RemoteTuning;
  * @param spinNanos   how long the GPU thread and the event loop poll for the next request before
  *                    they sleep: a request that arrives meanwhile is served without a thread wake-up
  */
-public record WorkerConfig(String listenHost, int listenPort, int device, String workerId, Duration idleTimeout,
-                           long spinNanos) {
+public record WorkerConfig(
+        String listenHost, int listenPort, int device, String workerId, Duration idleTimeout, long spinNanos) {
     public static final Duration DEFAULT_IDLE_TIMEOUT = Duration.ofSeconds(30);
 
     public WorkerConfig {
@@ -42,7 +42,13 @@ public record WorkerConfig(String listenHost, int listenPort, int device, String
     }
 
     public WorkerConfig(String listenHost, int listenPort, int device, String workerId, Duration idleTimeout) {
-        this(listenHost, listenPort, device, workerId, idleTimeout, RemoteTuning.current().spinNanos());
+        this(
+                listenHost,
+                listenPort,
+                device,
+                workerId,
+                idleTimeout,
+                RemoteTuning.current().spinNanos());
     }
 
     private static ConfigException invalid(String detail) {

@@ -19,9 +19,9 @@ import java.util.concurrent.TimeUnit;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
-
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VgpuException;
 
@@ -84,9 +84,17 @@ class ChunkLandingTest {
     void aWaitingThreadWaitsForItsMarkNotForChunksHandedOffAfterIt() throws Exception {
         byte[] first = new byte[MIN];
         byte[] second = new byte[MIN];
-        landing.land(new PendingCopyToHost(MemorySegment.ofArray(first), MIN), MemorySegment.ofArray(first), 0, filled(MIN, 1));
+        landing.land(
+                new PendingCopyToHost(MemorySegment.ofArray(first), MIN),
+                MemorySegment.ofArray(first),
+                0,
+                filled(MIN, 1));
         long mark = landing.handedOff();
-        landing.land(new PendingCopyToHost(MemorySegment.ofArray(second), MIN), MemorySegment.ofArray(second), 0, filled(MIN, 2));
+        landing.land(
+                new PendingCopyToHost(MemorySegment.ofArray(second), MIN),
+                MemorySegment.ofArray(second),
+                0,
+                filled(MIN, 2));
         assertEquals(2, landing.handedOff());
         CompletableFuture<Void> waiting = CompletableFuture.runAsync(() -> landing.awaitLanded(mark));
         copier.runOne();

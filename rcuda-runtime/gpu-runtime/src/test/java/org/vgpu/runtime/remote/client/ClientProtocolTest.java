@@ -16,12 +16,12 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import io.netty.channel.EventLoopGroup;
-
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.ExtendWith;
+
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.StreamHandle;
 import org.vgpu.runtime.api.VaWindow;
@@ -66,7 +66,8 @@ class ClientProtocolTest {
     }
 
     private static VgpuException failure(CompletableFuture<?> call) {
-        Throwable cause = assertThrows(Exception.class, () -> call.get(10, TimeUnit.SECONDS)).getCause();
+        Throwable cause = assertThrows(Exception.class, () -> call.get(10, TimeUnit.SECONDS))
+                .getCause();
         return assertThrowsVgpu(cause);
     }
 
@@ -88,7 +89,8 @@ class ClientProtocolTest {
 
     @Test
     void aWorkerThatNeverAnswersHelloIsGivenUp() {
-        CompletableFuture<RemoteGpu> connecting = connectAsync(RemoteConfig.defaults().withConnectTimeout(Duration.ofMillis(500)));
+        CompletableFuture<RemoteGpu> connecting =
+                connectAsync(RemoteConfig.defaults().withConnectTimeout(Duration.ofMillis(500)));
         assertTrue(worker.nextRequest().startsWith("HELLO#"));
         VgpuException e = failure(connecting);
         assertEquals(ErrorCode.VGPU_WORKER_LOST, e.code());
@@ -98,11 +100,13 @@ class ClientProtocolTest {
     @Test
     void aWorkerNobodyListensForIsLostWithTheReasonInVgpusWords() {
         // a GPU call's failure (opening a vGPU) keeps its VGPU_ code; the reason is vgpu's, not the JDK's or Netty's
-        WorkerEndpoint nobody = new WorkerEndpoint("gone", "127.0.0.1", 1, "t", () -> { });
-        VgpuException e = assertThrows(VgpuException.class,
-                () -> RemoteGpu.connect(group, nobody, WINDOW, RemoteConfig.defaults(), null));
+        WorkerEndpoint nobody = new WorkerEndpoint("gone", "127.0.0.1", 1, "t", () -> {});
+        VgpuException e = assertThrows(
+                VgpuException.class, () -> RemoteGpu.connect(group, nobody, WINDOW, RemoteConfig.defaults(), null));
         assertEquals(ErrorCode.VGPU_WORKER_LOST, e.code());
-        assertTrue(e.getMessage().endsWith("cannot connect to worker gone at 127.0.0.1:1: connection refused"), e.getMessage());
+        assertTrue(
+                e.getMessage().endsWith("cannot connect to worker gone at 127.0.0.1:1: connection refused"),
+                e.getMessage());
     }
 
     @Test
@@ -114,7 +118,9 @@ class ClientProtocolTest {
         VgpuException e = failure(info);
         assertEquals(ErrorCode.VGPU_PROTOCOL_ERROR, e.code());
         assertTrue(e.getMessage().contains("OK for request 999, which no call waits for"), e.getMessage());
-        assertEquals(ErrorCode.VGPU_PROTOCOL_ERROR, assertThrows(VgpuException.class, gpu::ctxSynchronize).code(),
+        assertEquals(
+                ErrorCode.VGPU_PROTOCOL_ERROR,
+                assertThrows(VgpuException.class, gpu::ctxSynchronize).code(),
                 "the session is over");
         assertEquals("closed", worker.nextRequest());
         gpu.close();
@@ -155,7 +161,6 @@ class ClientProtocolTest {
         closing.get(10, TimeUnit.SECONDS);
     }
 
-
     /** Queues an asynchronous copy of {@code bytes} into {@code host} on a new stream, returns the stream; the worker sees both requests. */
     private StreamHandle streamEndingInCopyToHost(RemoteGpu gpu, long address, MemorySegment host) {
         StreamHandle stream = gpu.streamCreate();
@@ -194,8 +199,9 @@ class ClientProtocolTest {
             worker.expect("STREAM_CREATE");
             worker.data(worker.expect("MEMCPY_DTOH"), false, true, 0, new byte[4]);
             int id = worker.expect("STREAM_SYNCHRONIZE");
-            worker.reply(encoder -> encoder.error(id, new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE,
-                    "asynchronous MEMSET (request 3) failed")));
+            worker.reply(encoder -> encoder.error(
+                    id,
+                    new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "asynchronous MEMSET (request 3) failed")));
             VgpuException e = failure(sync);
             assertEquals(ErrorCode.CUDA_ERROR_INVALID_VALUE, e.code());
             assertTrue(e.getMessage().contains("asynchronous MEMSET"), e.getMessage());
@@ -264,14 +270,18 @@ class ClientProtocolTest {
             // Many times over, so a return before the copier is done would be caught at least once.
             for (int round = 0; round < 20; round++) {
                 host.fill((byte) 0);
-                CompletableFuture<Void> copy = CompletableFuture.runAsync(() -> gpu.memcpyDtoH(host, address, host.byteSize()));
+                CompletableFuture<Void> copy =
+                        CompletableFuture.runAsync(() -> gpu.memcpyDtoH(host, address, host.byteSize()));
                 int id = worker.expect("MEMCPY_DTOH");
                 for (int i = 0; i < chunks.length; i++) {
                     worker.data(id, i + 1 < chunks.length, (long) i * chunk, chunks[i]);
                 }
                 copy.get(10, TimeUnit.SECONDS);
                 for (int i = 0; i < chunks.length; i++) {
-                    assertArrayEquals(chunks[i], host.asSlice((long) i * chunk, chunk).toArray(ValueLayout.JAVA_BYTE), "chunk " + i);
+                    assertArrayEquals(
+                            chunks[i],
+                            host.asSlice((long) i * chunk, chunk).toArray(ValueLayout.JAVA_BYTE),
+                            "chunk " + i);
                 }
             }
         }
@@ -286,7 +296,9 @@ class ClientProtocolTest {
         worker.reply(encoder -> encoder.error(0, ErrorCode.CUDA_ERROR_DEINITIALIZED, "the driver is shutting down"));
         VgpuException e = failure(sync);
         assertEquals(ErrorCode.CUDA_ERROR_DEINITIALIZED, e.code());
-        assertTrue(e.getMessage().contains("worker fake at 127.0.0.1:") && e.getMessage().contains("ended the session"),
+        assertTrue(
+                e.getMessage().contains("worker fake at 127.0.0.1:")
+                        && e.getMessage().contains("ended the session"),
                 e.getMessage());
         gpu.close();
     }

@@ -13,6 +13,7 @@ import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+
 import org.vgpu.runtime.Backends;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VirtualGpu;
@@ -35,7 +36,8 @@ class ConcurrentSessionsTest {
         ExecutorService apps = Executors.newFixedThreadPool(SESSIONS);
         // Sixteen JVMs starting at once on two cores take their time to answer the first HELLO.
         RemoteConfig patient = RemoteConfig.defaults().withConnectTimeout(Duration.ofSeconds(120));
-        try (RemoteBackend backend = new RemoteBackend(new SpawnedWorkers("emulated", Backends.emulated()), patient, null)) {
+        try (RemoteBackend backend =
+                new RemoteBackend(new SpawnedWorkers("emulated", Backends.emulated()), patient, null)) {
             List<Future<WorkloadResult>> results = new ArrayList<>();
             for (int k = 0; k < SESSIONS; k++) {
                 int vgpu = k;

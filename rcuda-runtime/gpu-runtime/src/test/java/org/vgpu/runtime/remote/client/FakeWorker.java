@@ -40,7 +40,7 @@ public final class FakeWorker implements AutoCloseable {
     }
 
     public WorkerEndpoint endpoint() {
-        return new WorkerEndpoint("fake", "127.0.0.1", server.getLocalPort(), "token", () -> { });
+        return new WorkerEndpoint("fake", "127.0.0.1", server.getLocalPort(), "token", () -> {});
     }
 
     /** Waits for the client's next request: "OPCODE#ID"; the connection is accepted on the first call. */

@@ -5,6 +5,7 @@ import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.ExtendWith;
+
 import org.vgpu.runtime.api.GpuBackend;
 import org.vgpu.runtime.conformance.VirtualGpuConformanceTest;
 import org.vgpu.runtime.remote.protocol.NettyLeaks;

@@ -48,12 +48,16 @@ final class InProcessWorkers implements WorkerSource {
     @Override
     public WorkerEndpoint open(int device, VaWindow window) {
         String id = "inproc-" + started.incrementAndGet();
-        GpuWorker worker = GpuWorker.start(new WorkerConfig("127.0.0.1", 0, device, id, idleTimeout, spinNanos), backend,
+        GpuWorker worker = GpuWorker.start(
+                new WorkerConfig("127.0.0.1", 0, device, id, idleTimeout, spinNanos),
+                backend,
                 (token, vgpu) -> {
                     if (!TOKEN.equals(token)) {
                         throw new VgpuException(ErrorCode.VGPU_AUTH_FAILED, "wrong token");
                     }
-                }, null, log::add);
+                },
+                null,
+                log::add);
         workers.add(worker);
         return new WorkerEndpoint(id, "127.0.0.1", worker.address().getPort(), TOKEN, worker::close);
     }

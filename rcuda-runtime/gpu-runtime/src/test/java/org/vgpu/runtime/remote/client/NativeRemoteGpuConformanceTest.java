@@ -7,6 +7,7 @@ import java.util.concurrent.CompletableFuture;
 
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+
 import org.vgpu.runtime.api.GpuBackend;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VirtualGpu;
@@ -40,7 +41,8 @@ class NativeRemoteGpuConformanceTest extends VirtualGpuConformanceTest {
     void aLocalGpuAndARemoteOneRunWorkloadsAtTheSameTime() throws Exception {
         try (VirtualGpu native0 = local.open(0, VaWindow.forVgpu(9))) {
             for (Workload workload : Workloads.all()) {
-                CompletableFuture<WorkloadResult> onLocal = CompletableFuture.supplyAsync(() -> workload.run(native0, 4, 7));
+                CompletableFuture<WorkloadResult> onLocal =
+                        CompletableFuture.supplyAsync(() -> workload.run(native0, 4, 7));
                 WorkloadResult onRemote = workload.run(gpu, 4, 7);
                 WorkloadResult localResult = onLocal.get();
                 assertTrue(onRemote.passed(), onRemote.toString());

@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Timeout;
+
 import org.vgpu.runtime.api.GpuBackend;
 import org.vgpu.runtime.conformance.VirtualGpuConformanceTest;
 
@@ -18,8 +19,8 @@ class PollingRemoteGpuConformanceTest extends VirtualGpuConformanceTest {
 
     @Override
     protected GpuBackend createBackend() {
-        RemoteConfig polling = new RemoteConfig(64 << 10, 256, 1 << 20, SPIN_NANOS, Duration.ofSeconds(30),
-                Duration.ofSeconds(30));
+        RemoteConfig polling =
+                new RemoteConfig(64 << 10, 256, 1 << 20, SPIN_NANOS, Duration.ofSeconds(30), Duration.ofSeconds(30));
         return new RemoteBackend(new InProcessWorkers(Duration.ofSeconds(30), SPIN_NANOS), polling, null);
     }
 }

@@ -13,6 +13,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.ExtendWith;
+
 import org.vgpu.runtime.api.StreamHandle;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VirtualGpu;
@@ -31,6 +32,7 @@ class RemoteBulkCopyTest {
     private static final int CHUNK_BYTES = (3 << 19) + 4093;
     /** Past two turns of the slots, ending inside one. */
     private static final int COPY_BYTES = (9 << 20) + 12_345;
+
     private static final int ODD_OFFSET = 7;
 
     private InProcessWorkers workers;
@@ -43,8 +45,16 @@ class RemoteBulkCopyTest {
     void open() {
         workers = new InProcessWorkers(Duration.ofSeconds(10), 0);
         RemoteConfig defaults = RemoteConfig.defaults();
-        backend = new RemoteBackend(workers, new RemoteConfig(defaults.batchBytes(), defaults.batchFrames(), CHUNK_BYTES,
-                defaults.spinNanos(), defaults.connectTimeout(), defaults.goodbyeTimeout()), null);
+        backend = new RemoteBackend(
+                workers,
+                new RemoteConfig(
+                        defaults.batchBytes(),
+                        defaults.batchFrames(),
+                        CHUNK_BYTES,
+                        defaults.spinNanos(),
+                        defaults.connectTimeout(),
+                        defaults.goodbyeTimeout()),
+                null);
         gpu = backend.open(0, VaWindow.forVgpu(0));
         device = gpu.memAlloc(COPY_BYTES);
         for (int i = 0; i < data.length; i++) {

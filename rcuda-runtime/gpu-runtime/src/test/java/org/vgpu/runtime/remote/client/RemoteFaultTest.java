@@ -16,6 +16,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+
 import org.vgpu.runtime.Backends;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
@@ -40,6 +41,7 @@ import org.vgpu.runtime.workloads.WorkloadResult;
 class RemoteFaultTest {
     /** Short, so a frozen worker is declared lost quickly; the client pings every third of it. */
     private static final Duration IDLE_TIMEOUT = Duration.ofSeconds(3);
+
     private static final Pattern WORKER_ID = Pattern.compile("worker (\\S+) at 127\\.0\\.0\\.1:\\d+");
 
     private SpawnedWorkers workers;
@@ -67,12 +69,20 @@ class RemoteFaultTest {
     }
 
     private static void signal(LaunchedWorker worker, String signal) throws IOException, InterruptedException {
-        assertEquals(0, new ProcessBuilder("kill", "-" + signal, Long.toString(worker.process().pid())).start().waitFor());
+        assertEquals(
+                0,
+                new ProcessBuilder(
+                                "kill",
+                                "-" + signal,
+                                Long.toString(worker.process().pid()))
+                        .start()
+                        .waitFor());
     }
 
     private static void assertLost(VgpuException e, VirtualGpu gpu) {
         assertEquals(ErrorCode.VGPU_WORKER_LOST, e.code(), e.getMessage());
-        assertTrue(e.getMessage().contains(((RemoteGpu) gpu).workerDescription()), "names the worker: " + e.getMessage());
+        assertTrue(
+                e.getMessage().contains(((RemoteGpu) gpu).workerDescription()), "names the worker: " + e.getMessage());
     }
 
     @Test
@@ -83,7 +93,8 @@ class RemoteFaultTest {
             LaunchedWorker worker = workerOf(doomed);
             worker.process().destroyForcibly().waitFor();
 
-            VgpuException lost = assertThrows(VgpuException.class,
+            VgpuException lost = assertThrows(
+                    VgpuException.class,
                     () -> doomed.memcpyHtoD(buffer, MemorySegment.ofArray(new int[] {1, 2, 3, 4}), 16));
             assertLost(lost, doomed);
             assertLost(assertThrows(VgpuException.class, doomed::ctxSynchronize), doomed);
@@ -103,7 +114,8 @@ class RemoteFaultTest {
             Thread.sleep(300);
             assertTrue(!waiting.isDone(), "the frozen worker cannot answer");
             worker.process().destroyForcibly().waitFor();
-            Throwable failure = assertThrows(Exception.class, () -> waiting.get(10, TimeUnit.SECONDS)).getCause();
+            Throwable failure = assertThrows(Exception.class, () -> waiting.get(10, TimeUnit.SECONDS))
+                    .getCause();
             assertLost((VgpuException) failure, gpu);
         }
     }
@@ -122,7 +134,9 @@ class RemoteFaultTest {
                 assertLost(lost, gpu);
                 assertTrue(lost.getMessage().contains("keepalive expired"), lost.getMessage());
                 // not before the idle timeout (less the keepalive period it is checked at), and without hanging
-                assertTrue(waited >= IDLE_TIMEOUT.toMillis() - 1000 && waited < 5 * IDLE_TIMEOUT.toMillis(), waited + " ms");
+                assertTrue(
+                        waited >= IDLE_TIMEOUT.toMillis() - 1000 && waited < 5 * IDLE_TIMEOUT.toMillis(),
+                        waited + " ms");
             } finally {
                 worker.process().destroyForcibly().waitFor();
             }
@@ -134,12 +148,19 @@ class RemoteFaultTest {
         WorkerEndpoint endpoint = workers.open(0, VaWindow.forVgpu(4));
         LaunchedWorker worker = workers.worker(endpoint.workerId());
         try (RawClient client = new RawClient(endpoint.host(), endpoint.port())) {
-            assertEquals("#1 welcome " + endpoint.workerId(), client.hello(1, endpoint.token(), VaWindow.forVgpu(4)).read());
-            assertEquals("#2 ok 0 bytes", client.send(e -> e.memAllocAt(2, VaWindow.forVgpu(4).base(), 256 << 20)).read());
+            assertEquals(
+                    "#1 welcome " + endpoint.workerId(),
+                    client.hello(1, endpoint.token(), VaWindow.forVgpu(4)).read());
+            assertEquals(
+                    "#2 ok 0 bytes",
+                    client.send(e -> e.memAllocAt(2, VaWindow.forVgpu(4).base(), 256 << 20))
+                            .read());
         }
         worker.onExit().get(20, TimeUnit.SECONDS);
         assertEquals(1, worker.process().exitValue(), "no goodbye: the session did not end cleanly");
-        assertTrue(worker.servedSummary().orElseThrow().startsWith("vgpu-worker served calls=2 "), worker.servedSummary().orElseThrow());
+        assertTrue(
+                worker.servedSummary().orElseThrow().startsWith("vgpu-worker served calls=2 "),
+                worker.servedSummary().orElseThrow());
         endpoint.close();
     }
 
@@ -148,8 +169,18 @@ class RemoteFaultTest {
         try (VirtualGpu gpu = backend.open(0, VaWindow.forVgpu(0))) {
             FunctionHandle add = gpu.moduleGetFunction(gpu.moduleLoadData(TestKernels.ptx()), TestKernels.VECTOR_ADD);
             long nowhere = gpu.window().base() + (64L << 20);
-            gpu.launchKernel(add, Dim3.of(4), Dim3.of(256), 0, StreamHandle.DEFAULT,
-                    KernelArgs.builder().pointer(nowhere).pointer(nowhere).pointer(nowhere).i32(1024).build());
+            gpu.launchKernel(
+                    add,
+                    Dim3.of(4),
+                    Dim3.of(256),
+                    0,
+                    StreamHandle.DEFAULT,
+                    KernelArgs.builder()
+                            .pointer(nowhere)
+                            .pointer(nowhere)
+                            .pointer(nowhere)
+                            .i32(1024)
+                            .build());
             VgpuException fault = assertThrows(VgpuException.class, gpu::ctxSynchronize);
             assertEquals(ErrorCode.CUDA_ERROR_ILLEGAL_ADDRESS, fault.code(), fault.getMessage());
             assertTrue(fault.getMessage().contains("vectorAdd"), fault.getMessage());

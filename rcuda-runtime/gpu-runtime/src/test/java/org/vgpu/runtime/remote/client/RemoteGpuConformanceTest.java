@@ -3,6 +3,7 @@ package org.vgpu.runtime.remote.client;
 import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Timeout;
+
 import org.vgpu.runtime.Backends;
 import org.vgpu.runtime.api.GpuBackend;
 import org.vgpu.runtime.conformance.VirtualGpuConformanceTest;

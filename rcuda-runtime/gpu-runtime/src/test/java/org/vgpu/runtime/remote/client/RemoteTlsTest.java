@@ -9,12 +9,12 @@ import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 
 import io.netty.channel.EventLoopGroup;
-
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
@@ -33,15 +33,19 @@ import org.vgpu.runtime.workloads.WorkloadResult;
 class RemoteTlsTest {
     @TempDir
     Path directory;
+
     private EventLoopGroup group;
     private GpuWorker worker;
 
     @BeforeEach
     void startWorker() throws Exception {
         TestCertificates certificates = TestCertificates.create(directory, "worker");
-        worker = GpuWorker.start(new WorkerConfig("127.0.0.1", 0, 0, "tls-worker", Duration.ofSeconds(30)),
-                new EmulatedBackend(1, 1L << 30, TestKernels.twins()), (token, vgpu) -> { },
-                new TlsConfig.Server(certificates.certificate(), certificates.privateKey()).newSslContext(), line -> { });
+        worker = GpuWorker.start(
+                new WorkerConfig("127.0.0.1", 0, 0, "tls-worker", Duration.ofSeconds(30)),
+                new EmulatedBackend(1, 1L << 30, TestKernels.twins()),
+                (token, vgpu) -> {},
+                new TlsConfig.Server(certificates.certificate(), certificates.privateKey()).newSslContext(),
+                line -> {});
         group = NettyTransport.newEventLoopGroup(1, "tls-client", 0);
     }
 
@@ -52,8 +56,12 @@ class RemoteTlsTest {
     }
 
     private RemoteGpu connect(Path trusted) {
-        return RemoteGpu.connect(group, new WorkerEndpoint("tls-worker", "127.0.0.1", worker.address().getPort(), "t", () -> { }),
-                VaWindow.forVgpu(0), RemoteConfig.defaults(), new TlsConfig.Client(trusted).newSslContext());
+        return RemoteGpu.connect(
+                group,
+                new WorkerEndpoint("tls-worker", "127.0.0.1", worker.address().getPort(), "t", () -> {}),
+                VaWindow.forVgpu(0),
+                RemoteConfig.defaults(),
+                new TlsConfig.Client(trusted).newSslContext());
     }
 
     @Test
@@ -72,7 +80,8 @@ class RemoteTlsTest {
         VgpuException refused = assertThrows(VgpuException.class, () -> connect(stranger.certificate()));
         assertEquals(ErrorCode.VGPU_AUTH_FAILED, refused.code(), refused.getMessage());
         assertTrue(refused.getMessage().contains("TLS with worker tls-worker"), refused.getMessage());
-        assertTrue(refused.getMessage().endsWith("the certificate is not signed by a trusted certificate"),
+        assertTrue(
+                refused.getMessage().endsWith("the certificate is not signed by a trusted certificate"),
                 "in vgpu's words, not the JDK's: " + refused.getMessage());
     }
 }

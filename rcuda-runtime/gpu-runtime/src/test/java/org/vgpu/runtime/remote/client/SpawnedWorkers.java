@@ -10,14 +10,14 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
+import org.vgpu.common.net.Endpoint;
+import org.vgpu.common.security.ThrowawaySiteKey;
 import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.GpuBackend;
 import org.vgpu.runtime.api.VaWindow;
-import org.vgpu.common.net.Endpoint;
 import org.vgpu.runtime.remote.lender.LaunchedWorker;
 import org.vgpu.runtime.remote.lender.WorkerLauncher;
 import org.vgpu.runtime.remote.lender.WorkerSpec;
-import org.vgpu.common.security.ThrowawaySiteKey;
 
 /**
  * Real GPU worker processes ({@code WorkerCommand} started through the lender's
@@ -102,7 +102,13 @@ final class SpawnedWorkers implements WorkerSource {
 
     private LaunchedWorker launch(int device) {
         String id = "w" + launches.incrementAndGet();
-        WorkerSpec spec = new WorkerSpec(new Endpoint("127.0.0.1", 0), backendName, device, id, siteKey.keyFile(), Optional.empty(),
+        WorkerSpec spec = new WorkerSpec(
+                new Endpoint("127.0.0.1", 0),
+                backendName,
+                device,
+                id,
+                siteKey.keyFile(),
+                Optional.empty(),
                 Optional.of(idleTimeout));
         LaunchedWorker worker = launcher.launch(spec);
         launched.add(worker);
@@ -111,7 +117,10 @@ final class SpawnedWorkers implements WorkerSource {
 
     /** The worker started as {@code workerId}. */
     LaunchedWorker worker(String workerId) {
-        return launched.stream().filter(worker -> worker.workerId().equals(workerId)).findFirst().orElseThrow();
+        return launched.stream()
+                .filter(worker -> worker.workerId().equals(workerId))
+                .findFirst()
+                .orElseThrow();
     }
 
     /** After a goodbye the worker exits by itself; a worker that does not is stopped. */
@@ -128,7 +137,9 @@ final class SpawnedWorkers implements WorkerSource {
     public void close() {
         synchronized (spares) {
             for (CompletableFuture<LaunchedWorker> spare : spares.values()) {
-                spare.thenAccept(LaunchedWorker::close).exceptionally(failed -> null).join();
+                spare.thenAccept(LaunchedWorker::close)
+                        .exceptionally(failed -> null)
+                        .join();
             }
             spares.clear();
         }

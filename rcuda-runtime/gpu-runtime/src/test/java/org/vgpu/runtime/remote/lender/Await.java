@@ -6,8 +6,7 @@ import java.util.function.BooleanSupplier;
 
 /** Polls for what other threads and processes bring about, failing the test after a bound. */
 final class Await {
-    private Await() {
-    }
+    private Await() {}
 
     /** Generous for a 2-core machine starting JVMs; a passing test returns as soon as the condition holds. */
     private static final Duration PATIENCE = Duration.ofSeconds(60);

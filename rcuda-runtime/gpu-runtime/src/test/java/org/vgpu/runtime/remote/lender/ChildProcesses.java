@@ -19,7 +19,8 @@ final class ChildProcesses {
 
     /** Notes the children that already run, before the test starts any. */
     static ChildProcesses snapshot() {
-        return new ChildProcesses(ProcessHandle.current().children().map(ProcessHandle::pid).collect(Collectors.toSet()));
+        return new ChildProcesses(
+                ProcessHandle.current().children().map(ProcessHandle::pid).collect(Collectors.toSet()));
     }
 
     /** Kills the live children started since the snapshot and returns their pids and command lines: empty when the test cleaned up. */
@@ -29,11 +30,16 @@ final class ChildProcesses {
             child.destroyForcibly();
             child.onExit().orTimeout(10, TimeUnit.SECONDS).join();
         }
-        return alive.stream().map(child -> child.pid() + " " + child.info().commandLine().orElse("?")).toList();
+        return alive.stream()
+                .map(child -> child.pid() + " " + child.info().commandLine().orElse("?"))
+                .toList();
     }
 
     /** The live children started since the snapshot. */
     List<ProcessHandle> started() {
-        return ProcessHandle.current().children().filter(child -> child.isAlive() && !before.contains(child.pid())).toList();
+        return ProcessHandle.current()
+                .children()
+                .filter(child -> child.isAlive() && !before.contains(child.pid()))
+                .toList();
     }
 }

@@ -8,6 +8,7 @@ import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+
 import org.vgpu.common.net.Endpoint;
 
 /** A test's connection to a lender's control socket. */

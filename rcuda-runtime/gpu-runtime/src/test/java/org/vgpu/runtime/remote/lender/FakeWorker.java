@@ -12,9 +12,9 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 
-import org.vgpu.runtime.api.VgpuException;
-import org.vgpu.common.security.SiteKey;
 import org.vgpu.common.net.Endpoint;
+import org.vgpu.common.security.SiteKey;
+import org.vgpu.runtime.api.VgpuException;
 
 /**
  * A stand-in for the GPU worker that keeps its process contract (options, listening line, one
@@ -25,8 +25,7 @@ import org.vgpu.common.net.Endpoint;
  * {@code stubborn} ignores SIGTERM.
  */
 public final class FakeWorker {
-    private FakeWorker() {
-    }
+    private FakeWorker() {}
 
     public static void main(String[] args) throws Exception {
         Map<String, String> options = new HashMap<>();
@@ -89,7 +88,9 @@ public final class FakeWorker {
             System.out.flush();
             long bytes = 0;
             int calls = 0;
-            try (Socket client = server.accept(); InputStream in = client.getInputStream(); OutputStream out = client.getOutputStream()) {
+            try (Socket client = server.accept();
+                    InputStream in = client.getInputStream();
+                    OutputStream out = client.getOutputStream()) {
                 calls = 1;
                 byte[] buffer = new byte[8192];
                 for (int read = in.read(buffer); read > 0; read = in.read(buffer)) {
@@ -99,8 +100,8 @@ public final class FakeWorker {
             } catch (SocketTimeoutException idle) {
                 System.err.println("fake worker: no client within " + idleTimeoutSeconds + " s");
             }
-            System.out.println(WorkerLauncher.SERVED_PREFIX + "calls=" + calls + " bytes_in=" + bytes + " bytes_out=" + bytes
-                    + " busy_ms=0");
+            System.out.println(WorkerLauncher.SERVED_PREFIX + "calls=" + calls + " bytes_in=" + bytes + " bytes_out="
+                    + bytes + " busy_ms=0");
             System.out.flush();
             return calls > 0;
         }

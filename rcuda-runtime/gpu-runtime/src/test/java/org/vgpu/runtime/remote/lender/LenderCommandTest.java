@@ -21,25 +21,27 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+
 import org.vgpu.common.cli.SubcommandRunner;
-import org.vgpu.runtime.cli.LenderCommand;
-import org.vgpu.common.security.SiteKey;
 import org.vgpu.common.net.Endpoint;
+import org.vgpu.common.security.SiteKey;
+import org.vgpu.runtime.cli.LenderCommand;
 
 /** {@code vgpu lender}: usage errors in process, and a real daemon answering and stopping on SIGTERM. */
 @Timeout(60)
 class LenderCommandTest {
     private final ChildProcesses children = ChildProcesses.snapshot();
+
     @TempDir
     Path dir;
+
     Path keyFile;
     private final ByteArrayOutputStream out = new ByteArrayOutputStream();
     private final ByteArrayOutputStream err = new ByteArrayOutputStream();
 
     /** Runs {@code vgpu lender} alone in a process of its own, as the vgpu launcher would. */
     public static final class Main {
-        private Main() {
-        }
+        private Main() {}
 
         public static void main(String[] args) {
             System.exit(SubcommandRunner.run(new LenderCommand(), args, System.out, System.err));
@@ -60,8 +62,17 @@ class LenderCommandTest {
     @Test
     void helpListsTheOptions() {
         assertEquals(0, run("--help"));
-        for (String option : List.of("--listen", "--devices", "--key-file", "--pool", "--max-lent", "--worker-idle-timeout",
-                "--worker-startup-timeout", "--tls-cert", "--tls-key", "--backend")) {
+        for (String option : List.of(
+                "--listen",
+                "--devices",
+                "--key-file",
+                "--pool",
+                "--max-lent",
+                "--worker-idle-timeout",
+                "--worker-startup-timeout",
+                "--tls-cert",
+                "--tls-key",
+                "--backend")) {
             assertTrue(out().contains(option), out());
         }
     }
@@ -99,15 +110,31 @@ class LenderCommandTest {
 
     @Test
     void theDaemonAnswersOnItsSocketAndStopsOnSigterm() throws IOException, InterruptedException {
-        List<String> command = List.of(ProcessHandle.current().info().command().orElseThrow(), "-cp",
-                System.getProperty("java.class.path"), Main.class.getName(), "--listen", "127.0.0.1:0", "--devices", "0,1",
-                "--backend", "emulated", "--pool", "0", "--key-file", keyFile.toString());
-        Process daemon = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.DISCARD).start();
+        List<String> command = List.of(
+                ProcessHandle.current().info().command().orElseThrow(),
+                "-cp",
+                System.getProperty("java.class.path"),
+                Main.class.getName(),
+                "--listen",
+                "127.0.0.1:0",
+                "--devices",
+                "0,1",
+                "--backend",
+                "emulated",
+                "--pool",
+                "0",
+                "--key-file",
+                keyFile.toString());
+        Process daemon = new ProcessBuilder(command)
+                .redirectError(ProcessBuilder.Redirect.DISCARD)
+                .start();
         try {
-            BufferedReader stdout = new BufferedReader(new InputStreamReader(daemon.getInputStream(), StandardCharsets.UTF_8));
+            BufferedReader stdout =
+                    new BufferedReader(new InputStreamReader(daemon.getInputStream(), StandardCharsets.UTF_8));
             String ready = stdout.readLine();
             assertTrue(ready != null && ready.startsWith("vgpu lender listening 127.0.0.1:"), String.valueOf(ready));
-            try (ControlClient control = new ControlClient(Endpoint.parse(ready.substring("vgpu lender listening ".length())))) {
+            try (ControlClient control =
+                    new ControlClient(Endpoint.parse(ready.substring("vgpu lender listening ".length())))) {
                 assertEquals(List.of("ok 0"), control.request("status"));
                 assertEquals("error device 2 is not lent by this node (it lends [0, 1])", control.ask("open 2"));
             }
@@ -121,8 +148,8 @@ class LenderCommandTest {
 
     /** Runs with valid required options, one of them (or an extra option) replaced by {@code option value}. */
     private void assertUsageError(String message, String option, String value) {
-        Map<String, String> options = new LinkedHashMap<>(Map.of("--listen", "127.0.0.1:0", "--devices", "0",
-                "--key-file", keyFile.toString()));
+        Map<String, String> options = new LinkedHashMap<>(
+                Map.of("--listen", "127.0.0.1:0", "--devices", "0", "--key-file", keyFile.toString()));
         options.put(option, value);
         List<String> args = new ArrayList<>();
         options.forEach((name, setting) -> args.addAll(List.of(name, setting)));
@@ -133,7 +160,10 @@ class LenderCommandTest {
     private int run(String... args) {
         out.reset();
         err.reset();
-        return SubcommandRunner.run(new LenderCommand(), args, new PrintStream(out, true, StandardCharsets.UTF_8),
+        return SubcommandRunner.run(
+                new LenderCommand(),
+                args,
+                new PrintStream(out, true, StandardCharsets.UTF_8),
                 new PrintStream(err, true, StandardCharsets.UTF_8));
     }
 

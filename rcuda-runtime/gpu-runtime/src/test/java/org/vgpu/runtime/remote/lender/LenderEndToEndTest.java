@@ -12,11 +12,14 @@ import java.util.List;
 import java.util.Optional;
 
 import io.netty.handler.ssl.SslContext;
-
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+
+import org.vgpu.common.net.Endpoint;
+import org.vgpu.common.security.SiteKey;
+import org.vgpu.common.security.TokenIssuer;
 import org.vgpu.runtime.Backends;
 import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.GpuBackend;
@@ -27,12 +30,9 @@ import org.vgpu.runtime.remote.client.RemoteConfig;
 import org.vgpu.runtime.remote.client.WorkerEndpoint;
 import org.vgpu.runtime.remote.client.WorkerSource;
 import org.vgpu.runtime.remote.lender.WorkerStatus.State;
-import org.vgpu.common.security.SiteKey;
 import org.vgpu.runtime.remote.security.TestCertificates;
 import org.vgpu.runtime.remote.security.TlsConfig;
-import org.vgpu.common.security.TokenIssuer;
 import org.vgpu.runtime.workloads.Workloads;
-import org.vgpu.common.net.Endpoint;
 
 /**
  * The whole path of a borrowed GPU with real worker processes on the CPU emulation: a lender
@@ -43,8 +43,10 @@ import org.vgpu.common.net.Endpoint;
 @Timeout(120)
 class LenderEndToEndTest {
     private final ChildProcesses children = ChildProcesses.snapshot();
+
     @TempDir
     Path dir;
+
     private Lender lender;
 
     @AfterEach
@@ -64,15 +66,25 @@ class LenderEndToEndTest {
     void aJobRunsAWorkloadOnABorrowedWorkerOverTls() throws IOException, InterruptedException {
         TestCertificates worker = TestCertificates.create(dir, "worker");
         SslContext clientTls = new TlsConfig.Client(worker.certificate()).newSslContext();
-        runWorkloadOnBorrowedWorker(Optional.of(new TlsConfig.Server(worker.certificate(), worker.privateKey())), clientTls);
+        runWorkloadOnBorrowedWorker(
+                Optional.of(new TlsConfig.Server(worker.certificate(), worker.privateKey())), clientTls);
     }
 
     private void runWorkloadOnBorrowedWorker(Optional<TlsConfig.Server> workerTls, SslContext clientTls) {
         Path keyFile = dir.resolve("site.key");
         SiteKey key = SiteKey.generate();
         key.writeNewFile(keyFile);
-        lender = Lender.start(new LenderConfig(new Endpoint("127.0.0.1", 0), "emulated", List.of(0), keyFile, 1, 1,
-                Optional.of(Duration.ofSeconds(60)), workerTls), new WorkerLauncher());
+        lender = Lender.start(
+                new LenderConfig(
+                        new Endpoint("127.0.0.1", 0),
+                        "emulated",
+                        List.of(0),
+                        keyFile,
+                        1,
+                        1,
+                        Optional.of(Duration.ofSeconds(60)),
+                        workerTls),
+                new WorkerLauncher());
         Await.until(() -> count(State.WARM) == 1);
         String warmId = lender.status().getFirst().workerId();
 
@@ -80,10 +92,12 @@ class LenderEndToEndTest {
         try (RemoteBackend backend = new RemoteBackend(source, RemoteConfig.defaults(), clientTls);
                 VirtualGpu gpu = backend.open(0, VaWindow.forVgpu(2))) {
             assertEquals(warmId, source.lastWorkerId);
-            assertTrue(Workloads.named("vector-add").orElseThrow().run(gpu, 1, 1).passed());
+            assertTrue(
+                    Workloads.named("vector-add").orElseThrow().run(gpu, 1, 1).passed());
         }
 
-        Await.until(() -> lender.status().stream().noneMatch(worker -> worker.workerId().equals(warmId)));
+        Await.until(() ->
+                lender.status().stream().noneMatch(worker -> worker.workerId().equals(warmId)));
         Await.until(() -> count(State.WARM) == 1);
     }
 
@@ -117,7 +131,7 @@ class LenderEndToEndTest {
                 Endpoint at = Endpoint.parse(reply[1]);
                 lastWorkerId = reply[2];
                 String token = issuer.issue("e2e-job", window.vgpuIndex(), lastWorkerId, Duration.ofMinutes(5));
-                return new WorkerEndpoint(lastWorkerId, at.host(), at.port(), token, () -> { });
+                return new WorkerEndpoint(lastWorkerId, at.host(), at.port(), token, () -> {});
             } catch (IOException e) {
                 throw new UncheckedIOException(e);
             }
@@ -130,7 +144,8 @@ class LenderEndToEndTest {
     }
 
     private long count(State state) {
-        return lender.status().stream().filter(worker -> worker.state() == state).count();
+        return lender.status().stream()
+                .filter(worker -> worker.state() == state)
+                .count();
     }
-
 }

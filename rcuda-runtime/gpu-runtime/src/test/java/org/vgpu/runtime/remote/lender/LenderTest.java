@@ -20,6 +20,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+
 import org.vgpu.common.error.ConfigException;
 import org.vgpu.common.error.NetworkException;
 import org.vgpu.common.net.Endpoint;
@@ -30,8 +31,10 @@ import org.vgpu.runtime.remote.lender.WorkerStatus.State;
 @Timeout(90)
 class LenderTest {
     private final ChildProcesses children = ChildProcesses.snapshot();
+
     @TempDir
     Path dir;
+
     Path keyFile;
     private final WorkerLauncher fakeWorkers = new WorkerLauncher(FakeWorker.class.getName(), Duration.ofSeconds(30));
     private final List<Lender> lenders = new ArrayList<>();
@@ -73,7 +76,10 @@ class LenderTest {
             assertEquals("ok " + warm.endpoint().orElseThrow() + " " + warm.workerId(), control.ask("open 0"));
         }
         Await.until(() -> count(lender, State.WARM) == 1 && count(lender, State.LENT) == 1);
-        WorkerStatus refill = lender.status().stream().filter(worker -> worker.state() == State.WARM).findFirst().orElseThrow();
+        WorkerStatus refill = lender.status().stream()
+                .filter(worker -> worker.state() == State.WARM)
+                .findFirst()
+                .orElseThrow();
         assertNotEquals(warm.workerId(), refill.workerId());
     }
 
@@ -97,7 +103,8 @@ class LenderTest {
             assertTrue(control.ask("open 0").startsWith("ok "));
             assertEquals(1, count(lender, State.WARM) + count(lender, State.STARTING));
             assertTrue(control.ask("open 0").startsWith("ok "));
-            assertEquals("error device 0 already has 2 lent worker(s), the most this lender hands out per device",
+            assertEquals(
+                    "error device 0 already has 2 lent worker(s), the most this lender hands out per device",
                     control.ask("open 0"));
         }
         assertEquals(0, count(lender, State.WARM) + count(lender, State.STARTING));
@@ -111,7 +118,8 @@ class LenderTest {
             String lentId = reply.split(" ")[2];
             assertEquals("session", WorkerLauncherTest.echo(Endpoint.parse(reply.split(" ")[1]), "session"));
 
-            Await.until(() -> lender.status().stream().noneMatch(worker -> worker.workerId().equals(lentId)));
+            Await.until(() -> lender.status().stream()
+                    .noneMatch(worker -> worker.workerId().equals(lentId)));
             Await.until(() -> count(lender, State.WARM) == 1);
             assertTrue(control.ask("open 0").startsWith("ok "));
         }
@@ -123,12 +131,14 @@ class LenderTest {
         try (ControlClient control = new ControlClient(lender.controlEndpoint())) {
             String lentId = control.ask("open 0").split(" ")[2];
             assertTrue(control.ask("open 0").startsWith("error device 0 already has 1 lent worker(s)"));
-            assertEquals("error no lent worker 'nobody-d0-1' (it may have ended already)", control.ask("close nobody-d0-1"));
+            assertEquals(
+                    "error no lent worker 'nobody-d0-1' (it may have ended already)", control.ask("close nobody-d0-1"));
             assertEquals("usage: close <worker-id>", control.ask("close").substring("error ".length()));
 
             assertEquals("ok closed " + lentId, control.ask("close " + lentId));
 
-            Await.until(() -> lender.status().stream().noneMatch(worker -> worker.workerId().equals(lentId)));
+            Await.until(() -> lender.status().stream()
+                    .noneMatch(worker -> worker.workerId().equals(lentId)));
             assertTrue(control.ask("open 0").startsWith("ok "));
         }
     }
@@ -141,18 +151,28 @@ class LenderTest {
 
         children.started().forEach(ProcessHandle::destroyForcibly);
 
-        Await.until(() -> lender.status().stream().anyMatch(worker -> worker.state() == State.WARM
-                && !worker.workerId().equals(firstId)));
+        Await.until(() -> lender.status().stream()
+                .anyMatch(worker ->
+                        worker.state() == State.WARM && !worker.workerId().equals(firstId)));
     }
 
     @Test
     void aWarmWorkerWhoseIdleTimeoutExpiresIsReplaced() {
-        LenderConfig config = new LenderConfig(new Endpoint("127.0.0.1", 0), "emulated", List.of(0), keyFile, 1, 1,
-                Optional.of(Duration.ofSeconds(1)), Optional.empty());
+        LenderConfig config = new LenderConfig(
+                new Endpoint("127.0.0.1", 0),
+                "emulated",
+                List.of(0),
+                keyFile,
+                1,
+                1,
+                Optional.of(Duration.ofSeconds(1)),
+                Optional.empty());
         Lender lender = start(config, fakeWorkers);
         java.util.Set<String> warmIds = java.util.concurrent.ConcurrentHashMap.newKeySet();
         Await.until(() -> {
-            lender.status().stream().filter(worker -> worker.state() == State.WARM).forEach(worker -> warmIds.add(worker.workerId()));
+            lender.status().stream()
+                    .filter(worker -> worker.state() == State.WARM)
+                    .forEach(worker -> warmIds.add(worker.workerId()));
             return warmIds.size() >= 3;
         });
     }
@@ -171,21 +191,30 @@ class LenderTest {
             assertEquals("error usage: open <device>", control.ask("open"));
             assertEquals("error usage: open <device>", control.ask("open 0 1"));
             assertEquals("error usage: status", control.ask("status please"));
-            assertEquals("error unknown command 'quit'; commands: open <device>, close <worker-id>, status", control.ask("quit"));
-            assertEquals("error unknown command 'OPEN'; commands: open <device>, close <worker-id>, status", control.ask("OPEN 0"));
+            assertEquals(
+                    "error unknown command 'quit'; commands: open <device>, close <worker-id>, status",
+                    control.ask("quit"));
+            assertEquals(
+                    "error unknown command 'OPEN'; commands: open <device>, close <worker-id>, status",
+                    control.ask("OPEN 0"));
             assertEquals("error empty request; commands: open <device>, close <worker-id>, status", control.ask(""));
-            assertEquals("error empty request; commands: open <device>, close <worker-id>, status", control.ask("   \t "));
+            assertEquals(
+                    "error empty request; commands: open <device>, close <worker-id>, status", control.ask("   \t "));
             assertEquals("error request longer than 256 bytes", control.ask("open " + "0".repeat(1000)));
-            assertEquals("error request holds characters that are not printable ASCII",
-                    control.requestRaw(new byte[] {'o', 'p', 0, (byte) 0xff, '\n'}).getFirst());
+            assertEquals(
+                    "error request holds characters that are not printable ASCII",
+                    control.requestRaw(new byte[] {'o', 'p', 0, (byte) 0xff, '\n'})
+                            .getFirst());
             assertEquals("error request holds characters that are not printable ASCII", control.ask("stätus"));
-            assertEquals(List.of("error request longer than 256 bytes"),
+            assertEquals(
+                    List.of("error request longer than 256 bytes"),
                     control.requestRaw(("status" + " ".repeat(100_000) + "\n").getBytes(StandardCharsets.US_ASCII)));
 
             List<String> status = control.request("status\r");
             assertEquals("ok 1", status.getLast());
         }
-        assertEquals(before.stream().map(WorkerStatus::workerId).toList(),
+        assertEquals(
+                before.stream().map(WorkerStatus::workerId).toList(),
                 lender.status().stream().map(WorkerStatus::workerId).toList());
         assertEquals(State.WARM, lender.status().getFirst().state());
     }
@@ -216,7 +245,8 @@ class LenderTest {
     @Test
     void aWorkerOnAWildcardAddressIsReportedAtTheAddressTheRequestReached() throws IOException {
         Lender lender = start(config("0.0.0.0", List.of(0), 0, 1), fakeWorkers);
-        try (ControlClient control = new ControlClient(new Endpoint("127.0.0.1", lender.controlEndpoint().port()))) {
+        try (ControlClient control = new ControlClient(
+                new Endpoint("127.0.0.1", lender.controlEndpoint().port()))) {
             String reply = control.ask("open 0");
             assertTrue(reply.matches("ok 127\\.0\\.0\\.1:\\d+ \\S+"), reply);
             assertEquals("x", WorkerLauncherTest.echo(Endpoint.parse(reply.split(" ")[1]), "x"));
@@ -267,18 +297,20 @@ class LenderTest {
     @Test
     void startingRefusesABadKeyFileAndLeavesNothingRunning() throws IOException {
         Files.setPosixFilePermissions(keyFile, PosixFilePermissions.fromString("rw-rw-r--"));
-        ConfigException refused = assertThrows(ConfigException.class,
-                () -> Lender.start(config("127.0.0.1", List.of(0), 1, 1), fakeWorkers));
+        ConfigException refused = assertThrows(
+                ConfigException.class, () -> Lender.start(config("127.0.0.1", List.of(0), 1, 1), fakeWorkers));
         assertTrue(refused.getMessage().contains("chmod 600"), refused.getMessage());
     }
 
     @Test
     void startingOnAPortInUseFailsClearly() {
         Lender first = start(config("127.0.0.1", List.of(0), 0, 1), fakeWorkers);
-        LenderConfig clash = new LenderConfig(first.controlEndpoint(), "emulated", List.of(0), keyFile, 1, 1,
-                Optional.empty(), Optional.empty());
+        LenderConfig clash = new LenderConfig(
+                first.controlEndpoint(), "emulated", List.of(0), keyFile, 1, 1, Optional.empty(), Optional.empty());
         NetworkException refused = assertThrows(NetworkException.class, () -> Lender.start(clash, fakeWorkers));
-        assertTrue(refused.getMessage().contains("cannot listen for lender control connections on " + first.controlEndpoint()),
+        assertTrue(
+                refused.getMessage()
+                        .contains("cannot listen for lender control connections on " + first.controlEndpoint()),
                 refused.getMessage());
     }
 
@@ -303,15 +335,23 @@ class LenderTest {
         assertInvalid(() -> config("127.0.0.1", List.of(0, 0), 1, 1));
         assertInvalid(() -> config("127.0.0.1", List.of(-1), 1, 1));
         assertInvalid(() -> config("127.0.0.1", List.of(0), -1, 1));
-        assertInvalid(() -> config("127.0.0.1", List.of(0), LenderConfig.MAX_POOL_SIZE + 1, LenderConfig.MAX_POOL_SIZE + 1));
+        assertInvalid(
+                () -> config("127.0.0.1", List.of(0), LenderConfig.MAX_POOL_SIZE + 1, LenderConfig.MAX_POOL_SIZE + 1));
         assertInvalid(() -> config("127.0.0.1", List.of(0), 1, 0));
         assertInvalid(() -> config("127.0.0.1", List.of(0), 3, 2));
-        assertInvalid(() -> new LenderConfig(new Endpoint("127.0.0.1", 0), "auto", List.of(0), keyFile, 1, 1,
-                Optional.empty(), Optional.empty()));
+        assertInvalid(() -> new LenderConfig(
+                new Endpoint("127.0.0.1", 0), "auto", List.of(0), keyFile, 1, 1, Optional.empty(), Optional.empty()));
     }
 
     private LenderConfig config(String host, List<Integer> devices, int poolSize, int maxLent) {
-        return new LenderConfig(new Endpoint(host, 0), "emulated", devices, keyFile, poolSize, maxLent, Optional.empty(),
+        return new LenderConfig(
+                new Endpoint(host, 0),
+                "emulated",
+                devices,
+                keyFile,
+                poolSize,
+                maxLent,
+                Optional.empty(),
                 Optional.empty());
     }
 
@@ -322,11 +362,14 @@ class LenderTest {
     }
 
     private static long count(Lender lender, State state) {
-        return lender.status().stream().filter(worker -> worker.state() == state).count();
+        return lender.status().stream()
+                .filter(worker -> worker.state() == state)
+                .count();
     }
 
-
     private static void assertInvalid(org.junit.jupiter.api.function.Executable call) {
-        assertEquals(ConfigException.Code.INVALID, assertThrows(ConfigException.class, call).code());
+        assertEquals(
+                ConfigException.Code.INVALID,
+                assertThrows(ConfigException.class, call).code());
     }
 }

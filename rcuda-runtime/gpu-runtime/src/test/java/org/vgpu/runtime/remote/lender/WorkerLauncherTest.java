@@ -21,6 +21,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+
 import org.vgpu.common.net.Endpoint;
 import org.vgpu.common.security.SiteKey;
 import org.vgpu.runtime.remote.security.TlsConfig;
@@ -31,8 +32,10 @@ class WorkerLauncherTest {
     private static final Endpoint LOOPBACK_ANY_PORT = new Endpoint("127.0.0.1", 0);
 
     private final ChildProcesses children = ChildProcesses.snapshot();
+
     @TempDir
     Path dir;
+
     Path keyFile;
     final WorkerLauncher launcher = new WorkerLauncher(FakeWorker.class.getName(), Duration.ofSeconds(30));
 
@@ -59,36 +62,67 @@ class WorkerLauncherTest {
 
             worker.onExit().get(20, TimeUnit.SECONDS);
             assertEquals(0, worker.process().exitValue());
-            assertEquals(Optional.of("vgpu-worker served calls=1 bytes_in=5 bytes_out=5 busy_ms=0"), worker.servedSummary());
+            assertEquals(
+                    Optional.of("vgpu-worker served calls=1 bytes_in=5 bytes_out=5 busy_ms=0"), worker.servedSummary());
         }
     }
 
     @Test
     void theCommandIsThisJvmsJavaAndClassPathWithTheWorkerContract() throws Exception {
-        WorkerSpec spec = new WorkerSpec(LOOPBACK_ANY_PORT, "emulated", 3, "node1-d3-0002", keyFile,
+        WorkerSpec spec = new WorkerSpec(
+                LOOPBACK_ANY_PORT,
+                "emulated",
+                3,
+                "node1-d3-0002",
+                keyFile,
                 Optional.of(new TlsConfig.Server(dir.resolve("c.pem"), dir.resolve("k.pem"))),
                 Optional.of(Duration.ofSeconds(90)));
         List<String> command = new WorkerLauncher().command(spec);
 
         assertEquals(ProcessHandle.current().info().command().orElseThrow(), command.get(0));
-        assertEquals(List.of("--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
-                WorkerLauncher.WORKER_MAIN_CLASS, "--listen", "127.0.0.1:0", "--backend", "emulated", "--device", "3",
-                "--worker-id", "node1-d3-0002", "--key-file", keyFile.toString(), "--tls-cert", dir.resolve("c.pem").toString(),
-                "--tls-key", dir.resolve("k.pem").toString(), "--idle-timeout", "90"),
+        assertEquals(
+                List.of(
+                        "--enable-native-access=ALL-UNNAMED",
+                        "-cp",
+                        System.getProperty("java.class.path"),
+                        WorkerLauncher.WORKER_MAIN_CLASS,
+                        "--listen",
+                        "127.0.0.1:0",
+                        "--backend",
+                        "emulated",
+                        "--device",
+                        "3",
+                        "--worker-id",
+                        "node1-d3-0002",
+                        "--key-file",
+                        keyFile.toString(),
+                        "--tls-cert",
+                        dir.resolve("c.pem").toString(),
+                        "--tls-key",
+                        dir.resolve("k.pem").toString(),
+                        "--idle-timeout",
+                        "90"),
                 command.subList(1, command.size()));
     }
 
     @Test
     void theWorkerReceivesExactlyThoseOptions() throws Exception {
-        WorkerSpec spec = new WorkerSpec(LOOPBACK_ANY_PORT, "native", 1, "node1-d1-0003", keyFile,
-                Optional.empty(), Optional.of(Duration.ofSeconds(1)));
+        WorkerSpec spec = new WorkerSpec(
+                LOOPBACK_ANY_PORT,
+                "native",
+                1,
+                "node1-d1-0003",
+                keyFile,
+                Optional.empty(),
+                Optional.of(Duration.ofSeconds(1)));
         try (LaunchedWorker worker = launcher.launch(spec)) {
             worker.onExit().get(20, TimeUnit.SECONDS);
             String stderr = worker.stderrTail();
             assertTrue(stderr.contains("fake worker jvm --enable-native-access=ALL-UNNAMED"), stderr);
             assertTrue(stderr.contains("fake worker args " + String.join(" ", spec.arguments())), stderr);
             assertTrue(stderr.contains("no client within 1 s"), stderr);
-            assertEquals(Optional.of("vgpu-worker served calls=0 bytes_in=0 bytes_out=0 busy_ms=0"), worker.servedSummary());
+            assertEquals(
+                    Optional.of("vgpu-worker served calls=0 bytes_in=0 bytes_out=0 busy_ms=0"), worker.servedSummary());
         }
     }
 
@@ -96,8 +130,11 @@ class WorkerLauncherTest {
     void aWorkerThatExitsBeforeListeningIsReportedWithItsStatusAndStderr() {
         LendingException failed = assertThrows(LendingException.class, () -> launcher.launch(spec("crash-0004")));
         assertEquals(LendingException.Code.WORKER_NOT_STARTED, failed.code());
-        assertTrue(failed.getMessage().contains("GPU worker crash-0004 on device 0 closed its output without reporting"
-                + " listening (exit status 3)"), failed.getMessage());
+        assertTrue(
+                failed.getMessage()
+                        .contains("GPU worker crash-0004 on device 0 closed its output without reporting"
+                                + " listening (exit status 3)"),
+                failed.getMessage());
         assertTrue(failed.getMessage().contains("fake worker crash-0004: no GPU here"), failed.getMessage());
     }
 
@@ -121,7 +158,8 @@ class WorkerLauncherTest {
     @Test
     void aBadListeningLineFailsTheLaunch() {
         LendingException failed = assertThrows(LendingException.class, () -> launcher.launch(spec("badline-0007")));
-        assertTrue(failed.getMessage().contains("reported a bad endpoint: expected HOST:PORT, got 'nowhere'"),
+        assertTrue(
+                failed.getMessage().contains("reported a bad endpoint: expected HOST:PORT, got 'nowhere'"),
                 failed.getMessage());
     }
 

@@ -9,8 +9,9 @@ import java.util.List;
 import java.util.Optional;
 
 import org.junit.jupiter.api.Test;
-import org.vgpu.common.net.Endpoint;
+
 import org.vgpu.common.error.InputException;
+import org.vgpu.common.net.Endpoint;
 
 class WorkerSpecTest {
     private static final Endpoint LISTEN = new Endpoint("10.0.0.5", 0);
@@ -18,8 +19,19 @@ class WorkerSpecTest {
 
     @Test
     void aMinimalSpecHasOnlyTheRequiredOptions() {
-        assertEquals(List.of("--listen", "10.0.0.5:0", "--backend", "native", "--device", "2", "--worker-id", "n1-d2-00ff",
-                "--key-file", "/etc/vgpu/site.key"), new WorkerSpec(LISTEN, "native", 2, "n1-d2-00ff", KEY).arguments());
+        assertEquals(
+                List.of(
+                        "--listen",
+                        "10.0.0.5:0",
+                        "--backend",
+                        "native",
+                        "--device",
+                        "2",
+                        "--worker-id",
+                        "n1-d2-00ff",
+                        "--key-file",
+                        "/etc/vgpu/site.key"),
+                new WorkerSpec(LISTEN, "native", 2, "n1-d2-00ff", KEY).arguments());
     }
 
     @Test

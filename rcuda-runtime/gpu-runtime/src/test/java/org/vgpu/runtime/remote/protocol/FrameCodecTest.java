@@ -23,9 +23,9 @@ import io.netty.buffer.Unpooled;
 import io.netty.channel.embedded.EmbeddedChannel;
 import io.netty.handler.codec.DecoderException;
 import io.netty.util.ResourceLeakDetector;
-
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+
 import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
@@ -64,8 +64,22 @@ class FrameCodecTest {
         encoder.memcpyDtoH(8, true, 5, BASE, 1 << 20, 65536);
         encoder.memcpyDtoD(9, false, 0, BASE + 64, BASE, 64);
         encoder.memset(10, true, 5, BASE, 0xCAFEBABE, 4, 16);
-        encoder.launchKernel(11, true, 11, Dim3.of(2, 3), Dim3.of(128), 256, 5, KernelArgs.builder()
-                .pointer(BASE).i32(-4).i64(1L << 40).f32(1.5f).f64(-2.25).bytes(new byte[] {8, 9}).build());
+        encoder.launchKernel(
+                11,
+                true,
+                11,
+                Dim3.of(2, 3),
+                Dim3.of(128),
+                256,
+                5,
+                KernelArgs.builder()
+                        .pointer(BASE)
+                        .i32(-4)
+                        .i64(1L << 40)
+                        .f32(1.5f)
+                        .f64(-2.25)
+                        .bytes(new byte[] {8, 9})
+                        .build());
         encoder.streamCreate(12, true, 5);
         encoder.streamSynchronize(13, 5);
         encoder.streamDestroy(14, true, 5);
@@ -78,11 +92,22 @@ class FrameCodecTest {
         encoder.moduleUnload(21, 7);
         encoder.memFree(22, BASE);
         encoder.goodbye(23);
-        encoder.memcpyDtoHGather(24, true, 5, 65536, List.of(new DeviceRegion(BASE, 4096), new DeviceRegion(BASE + 8192, 0),
-                new DeviceRegion(BASE + 3, 1)));
+        encoder.memcpyDtoHGather(
+                24,
+                true,
+                5,
+                65536,
+                List.of(new DeviceRegion(BASE, 4096), new DeviceRegion(BASE + 8192, 0), new DeviceRegion(BASE + 3, 1)));
         encoder.memcpyDtoHGather(25, false, 0, 4096, List.of());
-        encoder.memcpyHtoDScatterChunk(26, true, true, 5, List.of(new DeviceRegion(BASE, 2), new DeviceRegion(BASE + 64, 0)),
-                MemorySegment.ofArray(new byte[] {1, 2, 3}), 1, 2);
+        encoder.memcpyHtoDScatterChunk(
+                26,
+                true,
+                true,
+                5,
+                List.of(new DeviceRegion(BASE, 2), new DeviceRegion(BASE + 64, 0)),
+                MemorySegment.ofArray(new byte[] {1, 2, 3}),
+                1,
+                2);
         encoder.memcpyHtoDScatterChunkHeader(26, true, false, 5, List.of(new DeviceRegion(BASE + 128, 1)), 1);
         wire.writeByte(9);
         encoder.streamWaitEvent(27, true, 5, 2);
@@ -91,37 +116,40 @@ class FrameCodecTest {
         for (Frame frame : decodeAll(Opcode.Direction.REQUEST, wire)) {
             dispatchAndRelease(frame, f -> RequestDispatch.dispatch(f, visitor));
         }
-        assertEquals(List.of(
-                "#1 hello v1 vGPU 3 window [0x10c000000000, 0x110000000000) token=v1.tok.en",
-                "#2 ping",
-                "#3 memGetInfo",
-                "#4 moduleLoad 7 .version 8.0",
-                "#5 moduleGetFunction 7 11 saxpy",
-                "#6 memAllocAt 0x10c000000000 4096",
-                "#7 more memcpyHtoD s0 0x10c000000000 0203",
-                "#7 memcpyHtoD s0 0x10c000000002 09",
-                "#8 async memcpyDtoH s5 0x10c000000000 1048576 chunk 65536",
-                "#9 memcpyDtoD s0 0x10c000000040 0x10c000000000 64",
-                "#10 async memset s5 0x10c000000000 0xffffffffcafebabe x4 16",
-                "#11 async launch fn11 Dim3[x=2, y=3, z=1] Dim3[x=128, y=1, z=1] shared 256 s5 [Pointer[address="
-                        + BASE + "], I32[value=-4], I64[value=1099511627776], F32[value=1.5], F64[value=-2.25], Bytes[8, 9]]",
-                "#12 async streamCreate 5",
-                "#13 streamSynchronize 5",
-                "#14 async streamDestroy 5",
-                "#15 async eventCreate 2",
-                "#16 async eventRecord 2 s5",
-                "#17 eventSynchronize 2",
-                "#18 eventElapsedTime 2 3",
-                "#19 async eventDestroy 2",
-                "#20 ctxSynchronize",
-                "#21 moduleUnload 7",
-                "#22 memFree 0x10c000000000",
-                "#23 goodbye",
-                "#24 async memcpyDtoHGather s5 chunk 65536 [0x10c000000000+4096 0x10c000002000+0 0x10c000000003+1]",
-                "#25 memcpyDtoHGather s0 chunk 4096 []",
-                "#26 async more memcpyHtoDScatter s5 [0x10c000000000+2 0x10c000000040+0] 0203",
-                "#26 async memcpyHtoDScatter s5 [0x10c000000080+1] 09",
-                "#27 async streamWaitEvent s5 2"), visitor.calls);
+        assertEquals(
+                List.of(
+                        "#1 hello v1 vGPU 3 window [0x10c000000000, 0x110000000000) token=v1.tok.en",
+                        "#2 ping",
+                        "#3 memGetInfo",
+                        "#4 moduleLoad 7 .version 8.0",
+                        "#5 moduleGetFunction 7 11 saxpy",
+                        "#6 memAllocAt 0x10c000000000 4096",
+                        "#7 more memcpyHtoD s0 0x10c000000000 0203",
+                        "#7 memcpyHtoD s0 0x10c000000002 09",
+                        "#8 async memcpyDtoH s5 0x10c000000000 1048576 chunk 65536",
+                        "#9 memcpyDtoD s0 0x10c000000040 0x10c000000000 64",
+                        "#10 async memset s5 0x10c000000000 0xffffffffcafebabe x4 16",
+                        "#11 async launch fn11 Dim3[x=2, y=3, z=1] Dim3[x=128, y=1, z=1] shared 256 s5 [Pointer[address="
+                                + BASE
+                                + "], I32[value=-4], I64[value=1099511627776], F32[value=1.5], F64[value=-2.25], Bytes[8, 9]]",
+                        "#12 async streamCreate 5",
+                        "#13 streamSynchronize 5",
+                        "#14 async streamDestroy 5",
+                        "#15 async eventCreate 2",
+                        "#16 async eventRecord 2 s5",
+                        "#17 eventSynchronize 2",
+                        "#18 eventElapsedTime 2 3",
+                        "#19 async eventDestroy 2",
+                        "#20 ctxSynchronize",
+                        "#21 moduleUnload 7",
+                        "#22 memFree 0x10c000000000",
+                        "#23 goodbye",
+                        "#24 async memcpyDtoHGather s5 chunk 65536 [0x10c000000000+4096 0x10c000002000+0 0x10c000000003+1]",
+                        "#25 memcpyDtoHGather s0 chunk 4096 []",
+                        "#26 async more memcpyHtoDScatter s5 [0x10c000000000+2 0x10c000000040+0] 0203",
+                        "#26 async memcpyHtoDScatter s5 [0x10c000000080+1] 09",
+                        "#27 async streamWaitEvent s5 2"),
+                visitor.calls);
     }
 
     /** The generated table keeps every opcode as released: they are what older peers send. */
@@ -129,42 +157,50 @@ class FrameCodecTest {
     void theOpcodeTableIsTheReleasedOne() {
         List<String> table = new ArrayList<>();
         for (Opcode opcode : Opcode.values()) {
-            table.add(String.format("%s 0x%04X %s async=%s synchronizing=%s chunked=%s", opcode, opcode.code(),
-                    opcode.direction(), opcode.mayBeAsync(), opcode.synchronizing(), opcode.chunked()));
+            table.add(String.format(
+                    "%s 0x%04X %s async=%s synchronizing=%s chunked=%s",
+                    opcode,
+                    opcode.code(),
+                    opcode.direction(),
+                    opcode.mayBeAsync(),
+                    opcode.synchronizing(),
+                    opcode.chunked()));
             assertEquals(opcode, Opcode.fromCode(opcode.code()));
         }
-        assertEquals(List.of(
-                "HELLO 0x0001 REQUEST async=false synchronizing=false chunked=false",
-                "WELCOME 0x0002 REPLY async=false synchronizing=false chunked=false",
-                "PING 0x0003 REQUEST async=false synchronizing=false chunked=false",
-                "PONG 0x0004 REPLY async=false synchronizing=false chunked=false",
-                "GOODBYE 0x0005 REQUEST async=false synchronizing=false chunked=false",
-                "OK 0x0010 REPLY async=false synchronizing=false chunked=false",
-                "ERROR 0x0011 REPLY async=false synchronizing=false chunked=false",
-                "DATA 0x0012 REPLY async=false synchronizing=false chunked=true",
-                "MEM_GET_INFO 0x0020 REQUEST async=false synchronizing=false chunked=false",
-                "MODULE_LOAD 0x0030 REQUEST async=false synchronizing=false chunked=false",
-                "MODULE_UNLOAD 0x0031 REQUEST async=false synchronizing=false chunked=false",
-                "MODULE_GET_FUNCTION 0x0032 REQUEST async=false synchronizing=false chunked=false",
-                "MEM_ALLOC_AT 0x0040 REQUEST async=false synchronizing=false chunked=false",
-                "MEM_FREE 0x0041 REQUEST async=false synchronizing=false chunked=false",
-                "MEMCPY_HTOD 0x0050 REQUEST async=true synchronizing=true chunked=true",
-                "MEMCPY_DTOH 0x0051 REQUEST async=true synchronizing=true chunked=false",
-                "MEMCPY_DTOD 0x0052 REQUEST async=true synchronizing=true chunked=false",
-                "MEMSET 0x0053 REQUEST async=true synchronizing=true chunked=false",
-                "MEMCPY_DTOH_GATHER 0x0054 REQUEST async=true synchronizing=true chunked=false",
-                "MEMCPY_HTOD_SCATTER 0x0055 REQUEST async=true synchronizing=true chunked=true",
-                "LAUNCH_KERNEL 0x0060 REQUEST async=true synchronizing=false chunked=false",
-                "STREAM_CREATE 0x0070 REQUEST async=true synchronizing=false chunked=false",
-                "STREAM_SYNCHRONIZE 0x0071 REQUEST async=false synchronizing=true chunked=false",
-                "STREAM_DESTROY 0x0072 REQUEST async=true synchronizing=false chunked=false",
-                "STREAM_WAIT_EVENT 0x0073 REQUEST async=true synchronizing=false chunked=false",
-                "EVENT_CREATE 0x0080 REQUEST async=true synchronizing=false chunked=false",
-                "EVENT_RECORD 0x0081 REQUEST async=true synchronizing=false chunked=false",
-                "EVENT_SYNCHRONIZE 0x0082 REQUEST async=false synchronizing=true chunked=false",
-                "EVENT_ELAPSED_TIME 0x0083 REQUEST async=false synchronizing=false chunked=false",
-                "EVENT_DESTROY 0x0084 REQUEST async=true synchronizing=false chunked=false",
-                "CTX_SYNCHRONIZE 0x0090 REQUEST async=false synchronizing=true chunked=false"), table);
+        assertEquals(
+                List.of(
+                        "HELLO 0x0001 REQUEST async=false synchronizing=false chunked=false",
+                        "WELCOME 0x0002 REPLY async=false synchronizing=false chunked=false",
+                        "PING 0x0003 REQUEST async=false synchronizing=false chunked=false",
+                        "PONG 0x0004 REPLY async=false synchronizing=false chunked=false",
+                        "GOODBYE 0x0005 REQUEST async=false synchronizing=false chunked=false",
+                        "OK 0x0010 REPLY async=false synchronizing=false chunked=false",
+                        "ERROR 0x0011 REPLY async=false synchronizing=false chunked=false",
+                        "DATA 0x0012 REPLY async=false synchronizing=false chunked=true",
+                        "MEM_GET_INFO 0x0020 REQUEST async=false synchronizing=false chunked=false",
+                        "MODULE_LOAD 0x0030 REQUEST async=false synchronizing=false chunked=false",
+                        "MODULE_UNLOAD 0x0031 REQUEST async=false synchronizing=false chunked=false",
+                        "MODULE_GET_FUNCTION 0x0032 REQUEST async=false synchronizing=false chunked=false",
+                        "MEM_ALLOC_AT 0x0040 REQUEST async=false synchronizing=false chunked=false",
+                        "MEM_FREE 0x0041 REQUEST async=false synchronizing=false chunked=false",
+                        "MEMCPY_HTOD 0x0050 REQUEST async=true synchronizing=true chunked=true",
+                        "MEMCPY_DTOH 0x0051 REQUEST async=true synchronizing=true chunked=false",
+                        "MEMCPY_DTOD 0x0052 REQUEST async=true synchronizing=true chunked=false",
+                        "MEMSET 0x0053 REQUEST async=true synchronizing=true chunked=false",
+                        "MEMCPY_DTOH_GATHER 0x0054 REQUEST async=true synchronizing=true chunked=false",
+                        "MEMCPY_HTOD_SCATTER 0x0055 REQUEST async=true synchronizing=true chunked=true",
+                        "LAUNCH_KERNEL 0x0060 REQUEST async=true synchronizing=false chunked=false",
+                        "STREAM_CREATE 0x0070 REQUEST async=true synchronizing=false chunked=false",
+                        "STREAM_SYNCHRONIZE 0x0071 REQUEST async=false synchronizing=true chunked=false",
+                        "STREAM_DESTROY 0x0072 REQUEST async=true synchronizing=false chunked=false",
+                        "STREAM_WAIT_EVENT 0x0073 REQUEST async=true synchronizing=false chunked=false",
+                        "EVENT_CREATE 0x0080 REQUEST async=true synchronizing=false chunked=false",
+                        "EVENT_RECORD 0x0081 REQUEST async=true synchronizing=false chunked=false",
+                        "EVENT_SYNCHRONIZE 0x0082 REQUEST async=false synchronizing=true chunked=false",
+                        "EVENT_ELAPSED_TIME 0x0083 REQUEST async=false synchronizing=false chunked=false",
+                        "EVENT_DESTROY 0x0084 REQUEST async=true synchronizing=false chunked=false",
+                        "CTX_SYNCHRONIZE 0x0090 REQUEST async=false synchronizing=true chunked=false"),
+                table);
         assertNull(Opcode.fromCode(0x0074));
         assertNull(Opcode.fromCode(0x7777));
     }
@@ -193,17 +229,20 @@ class FrameCodecTest {
         for (Frame frame : frames) {
             dispatchAndRelease(frame, f -> ReplyDecoder.dispatch(f, visitor));
         }
-        assertEquals(List.of(
-                "#1 Welcome[protocolVersion=1, workerId=node7-gpu2, idleTimeoutMillis=30000, device=" + device + "]",
-                "#2 pong",
-                "#3 ok ",
-                "#4 ok 000000000000006400000000000000c8",
-                "#5 ok 00020000000800000004",
-                "#6 ok 40200000",
-                "#7 error CUDA_ERROR_ILLEGAL_ADDRESS kernel touched 0x10",
-                "#8 more data @0 0506",
-                "#8 data @2 07",
-                "#9 failure-kept data @0 08"), visitor.calls);
+        assertEquals(
+                List.of(
+                        "#1 Welcome[protocolVersion=1, workerId=node7-gpu2, idleTimeoutMillis=30000, device=" + device
+                                + "]",
+                        "#2 pong",
+                        "#3 ok ",
+                        "#4 ok 000000000000006400000000000000c8",
+                        "#5 ok 00020000000800000004",
+                        "#6 ok 40200000",
+                        "#7 error CUDA_ERROR_ILLEGAL_ADDRESS kernel touched 0x10",
+                        "#8 more data @0 0506",
+                        "#8 data @2 07",
+                        "#9 failure-kept data @0 08"),
+                visitor.calls);
     }
 
     @Test
@@ -218,18 +257,20 @@ class FrameCodecTest {
         ReplyVisitor reader = new RecordingVisitors.Replies() {
             @Override
             public void ok(int requestId, ByteBuf result) {
-                results.add(switch (requestId) {
-                    case 1 -> ReplyDecoder.memoryInfo(result);
-                    case 2 -> ReplyDecoder.kernelSignature("vectorAdd", result);
-                    case 3 -> ReplyDecoder.elapsedMillis(result);
-                    default -> String.valueOf(ReplyDecoder.empty(result));
-                });
+                results.add(
+                        switch (requestId) {
+                            case 1 -> ReplyDecoder.memoryInfo(result);
+                            case 2 -> ReplyDecoder.kernelSignature("vectorAdd", result);
+                            case 3 -> ReplyDecoder.elapsedMillis(result);
+                            default -> String.valueOf(ReplyDecoder.empty(result));
+                        });
             }
         };
         for (Frame frame : decodeAll(Opcode.Direction.REPLY, wire)) {
             dispatchAndRelease(frame, f -> ReplyDecoder.dispatch(f, reader));
         }
-        assertEquals(List.of(new MemoryInfo(123, 456), new KernelSignature("vectorAdd", List.of(8, 8, 8, 4)), 0.75f, "null"),
+        assertEquals(
+                List.of(new MemoryInfo(123, 456), new KernelSignature("vectorAdd", List.of(8, 8, 8, 4)), 0.75f, "null"),
                 results);
         ByteBuf shortResult = Unpooled.buffer().writeLong(1);
         try {
@@ -244,7 +285,15 @@ class FrameCodecTest {
     void framesSplitAtEveryByteDecodeTheSame() {
         ByteBuf whole = Unpooled.buffer();
         RequestEncoder encoder = new RequestEncoder().wrap(whole);
-        encoder.launchKernel(1, true, 3, Dim3.of(1), Dim3.of(32), 0, 0, KernelArgs.builder().pointer(BASE).i32(5).build());
+        encoder.launchKernel(
+                1,
+                true,
+                3,
+                Dim3.of(1),
+                Dim3.of(32),
+                0,
+                0,
+                KernelArgs.builder().pointer(BASE).i32(5).build());
         encoder.memAllocAt(2, BASE, 1 << 21);
         encoder.ctxSynchronize(3);
         EmbeddedChannel channel = new EmbeddedChannel(new FrameDecoder(Opcode.Direction.REQUEST));
@@ -277,30 +326,33 @@ class FrameCodecTest {
         whole.release();
         List<String> seen = new ArrayList<>();
         for (Frame frame = channel.readInbound(); frame != null; frame = channel.readInbound()) {
-            dispatchAndRelease(frame, f -> RequestDispatch.dispatch(f, new RecordingVisitors.Requests() {
-                @Override
-                public void memcpyHtoD(Frame chunk, int streamId, long dst, ByteBuf bytes) {
-                    byte[] received = new byte[bytes.readableBytes()];
-                    int at = 0;
-                    for (ByteBuffer piece : bytes.nioBuffers()) {
-                        int length = piece.remaining();
-                        piece.get(received, at, length);
-                        at += length;
-                    }
-                    seen.add("chunk of " + received.length + (Arrays.equals(data, received) ? " intact" : " CORRUPT")
-                            + " in " + bytes.nioBufferCount() + " pieces");
-                }
+            dispatchAndRelease(
+                    frame,
+                    f -> RequestDispatch.dispatch(f, new RecordingVisitors.Requests() {
+                        @Override
+                        public void memcpyHtoD(Frame chunk, int streamId, long dst, ByteBuf bytes) {
+                            byte[] received = new byte[bytes.readableBytes()];
+                            int at = 0;
+                            for (ByteBuffer piece : bytes.nioBuffers()) {
+                                int length = piece.remaining();
+                                piece.get(received, at, length);
+                                at += length;
+                            }
+                            seen.add("chunk of " + received.length
+                                    + (Arrays.equals(data, received) ? " intact" : " CORRUPT") + " in "
+                                    + bytes.nioBufferCount() + " pieces");
+                        }
 
-                @Override
-                public void ctxSynchronize(Frame sync) {
-                    seen.add("sync");
-                }
+                        @Override
+                        public void ctxSynchronize(Frame sync) {
+                            seen.add("sync");
+                        }
 
-                @Override
-                public void memAllocAt(Frame alloc, long address, long bytes) {
-                    seen.add("alloc");
-                }
-            }));
+                        @Override
+                        public void memAllocAt(Frame alloc, long address, long bytes) {
+                            seen.add("alloc");
+                        }
+                    }));
         }
         assertFalse(channel.finish());
         assertEquals(3, seen.size(), seen.toString());
@@ -330,22 +382,25 @@ class FrameCodecTest {
         whole.release();
         List<String> seen = new ArrayList<>();
         for (Frame frame = channel.readInbound(); frame != null; frame = channel.readInbound()) {
-            dispatchAndRelease(frame, f -> RequestDispatch.dispatch(f, new RecordingVisitors.Requests() {
-                @Override
-                public void memcpyHtoD(Frame c, int streamId, long dst, ByteBuf bytes) {
-                    byte[] received = new byte[bytes.readableBytes()];
-                    boolean copied = false;
-                    int at = 0;
-                    for (ByteBuffer piece : bytes.nioBuffers()) {
-                        long address = MemorySegment.ofBuffer(piece).address();
-                        copied |= address < start || address + piece.remaining() > end;
-                        int length = piece.remaining();
-                        piece.get(received, at, length);
-                        at += length;
-                    }
-                    seen.add((Arrays.equals(data, received) ? "intact" : "CORRUPT") + (copied ? " copied" : ""));
-                }
-            }));
+            dispatchAndRelease(
+                    frame,
+                    f -> RequestDispatch.dispatch(f, new RecordingVisitors.Requests() {
+                        @Override
+                        public void memcpyHtoD(Frame c, int streamId, long dst, ByteBuf bytes) {
+                            byte[] received = new byte[bytes.readableBytes()];
+                            boolean copied = false;
+                            int at = 0;
+                            for (ByteBuffer piece : bytes.nioBuffers()) {
+                                long address = MemorySegment.ofBuffer(piece).address();
+                                copied |= address < start || address + piece.remaining() > end;
+                                int length = piece.remaining();
+                                piece.get(received, at, length);
+                                at += length;
+                            }
+                            seen.add(
+                                    (Arrays.equals(data, received) ? "intact" : "CORRUPT") + (copied ? " copied" : ""));
+                        }
+                    }));
         }
         assertFalse(channel.finish());
         assertEquals(List.of("intact", "intact", "intact"), seen, "every chunk's bytes still lie where they were read");
@@ -368,7 +423,8 @@ class FrameCodecTest {
     @Test
     void anOversizedFrameIsRefusedFromItsLengthAlone() {
         EmbeddedChannel channel = new EmbeddedChannel(new FrameDecoder(Opcode.Direction.REQUEST));
-        DecoderException e = assertThrows(DecoderException.class,
+        DecoderException e = assertThrows(
+                DecoderException.class,
                 () -> channel.writeInbound(Unpooled.buffer().writeInt(Frames.MAX_LENGTH + 1)));
         assertProtocolCause(e, "frame length " + (Frames.MAX_LENGTH + 1) + " is outside");
         assertFalse(channel.writeInbound(Unpooled.buffer().writeZero(1 << 16)), "what follows is discarded");
@@ -378,7 +434,8 @@ class FrameCodecTest {
     @Test
     void aLengthTooShortForAHeaderIsRefused() {
         EmbeddedChannel channel = new EmbeddedChannel(new FrameDecoder(Opcode.Direction.REPLY));
-        DecoderException e = assertThrows(DecoderException.class,
+        DecoderException e = assertThrows(
+                DecoderException.class,
                 () -> channel.writeInbound(Unpooled.buffer().writeInt(3).writeInt(0)));
         assertProtocolCause(e, "frame length 3 is outside");
         assertFalse(channel.finish());
@@ -428,61 +485,133 @@ class FrameCodecTest {
     @Test
     void headersThatBreakTheRulesAreRefused() {
         assertRefused(Opcode.Direction.REQUEST, rawFrame(0x7777, 0, 1), "unknown opcode 0x7777");
-        assertRefused(Opcode.Direction.REQUEST, rawFrame(Opcode.OK.code(), 0, 1), "OK is a reply frame, expected a request");
+        assertRefused(
+                Opcode.Direction.REQUEST, rawFrame(Opcode.OK.code(), 0, 1), "OK is a reply frame, expected a request");
         assertRefused(Opcode.Direction.REPLY, rawFrame(Opcode.CTX_SYNCHRONIZE.code(), 0, 1), "expected a reply");
-        assertRefused(Opcode.Direction.REQUEST, rawFrame(Opcode.CTX_SYNCHRONIZE.code(), 0x80, 1), "unknown flags 0x0080");
-        assertRefused(Opcode.Direction.REQUEST, rawFrame(Opcode.CTX_SYNCHRONIZE.code(), Frames.FLAG_ASYNC, 1),
+        assertRefused(
+                Opcode.Direction.REQUEST, rawFrame(Opcode.CTX_SYNCHRONIZE.code(), 0x80, 1), "unknown flags 0x0080");
+        assertRefused(
+                Opcode.Direction.REQUEST,
+                rawFrame(Opcode.CTX_SYNCHRONIZE.code(), Frames.FLAG_ASYNC, 1),
                 "CTX_SYNCHRONIZE cannot be asynchronous");
-        assertRefused(Opcode.Direction.REQUEST, rawFrame(Opcode.MEMSET.code(), Frames.FLAG_MORE, 1),
+        assertRefused(
+                Opcode.Direction.REQUEST,
+                rawFrame(Opcode.MEMSET.code(), Frames.FLAG_MORE, 1),
                 "MEMSET cannot be split into chunks");
-        assertRefused(Opcode.Direction.REPLY, rawFrame(Opcode.OK.code(), Frames.FLAG_FAILURE_KEPT, 1),
+        assertRefused(
+                Opcode.Direction.REPLY,
+                rawFrame(Opcode.OK.code(), Frames.FLAG_FAILURE_KEPT, 1),
                 "only the last DATA chunk can say that a failure is kept, not OK");
-        assertRefused(Opcode.Direction.REPLY, rawFrame(Opcode.DATA.code(), Frames.FLAG_FAILURE_KEPT | Frames.FLAG_MORE, 1),
+        assertRefused(
+                Opcode.Direction.REPLY,
+                rawFrame(Opcode.DATA.code(), Frames.FLAG_FAILURE_KEPT | Frames.FLAG_MORE, 1),
                 "only the last DATA chunk can say that a failure is kept, not DATA");
     }
 
     @Test
     void bodiesThatBreakTheLayoutAreRefused() {
         assertBodyRefused(rawFrame(Opcode.MEM_FREE.code(), 0, 1, 0, 0, 0, 1), "MEM_FREE body of 4 bytes is truncated");
-        assertBodyRefused(rawFrame(Opcode.CTX_SYNCHRONIZE.code(), 0, 1, 9), "CTX_SYNCHRONIZE body has 1 bytes too many");
-        assertBodyRefused(rawFrame(Opcode.HELLO.code(), 0, 1, 'H', 'T', 'T', 'P'), "does not start with the vgpu magic");
-        ByteBuf badString = Unpooled.buffer().writeInt(1).writeInt(2).writeInt(1000).writeByte('x');
+        assertBodyRefused(
+                rawFrame(Opcode.CTX_SYNCHRONIZE.code(), 0, 1, 9), "CTX_SYNCHRONIZE body has 1 bytes too many");
+        assertBodyRefused(
+                rawFrame(Opcode.HELLO.code(), 0, 1, 'H', 'T', 'T', 'P'), "does not start with the vgpu magic");
+        ByteBuf badString =
+                Unpooled.buffer().writeInt(1).writeInt(2).writeInt(1000).writeByte('x');
         assertBodyRefused(frame(Opcode.MODULE_GET_FUNCTION, badString), "string of 1000 bytes");
-        ByteBuf zeroGrid = Unpooled.buffer().writeInt(1).writeInt(0).writeInt(1).writeInt(1)
-                .writeInt(1).writeInt(1).writeInt(1).writeInt(0).writeInt(0).writeShort(0);
+        ByteBuf zeroGrid = Unpooled.buffer()
+                .writeInt(1)
+                .writeInt(0)
+                .writeInt(1)
+                .writeInt(1)
+                .writeInt(1)
+                .writeInt(1)
+                .writeInt(1)
+                .writeInt(0)
+                .writeInt(0)
+                .writeShort(0);
         assertBodyRefused(frame(Opcode.LAUNCH_KERNEL, zeroGrid), "grid (0, 1, 1) has a dimension below 1");
-        ByteBuf badTag = Unpooled.buffer().writeInt(1).writeInt(1).writeInt(1).writeInt(1)
-                .writeInt(1).writeInt(1).writeInt(1).writeInt(0).writeInt(0).writeShort(1).writeByte(42);
+        ByteBuf badTag = Unpooled.buffer()
+                .writeInt(1)
+                .writeInt(1)
+                .writeInt(1)
+                .writeInt(1)
+                .writeInt(1)
+                .writeInt(1)
+                .writeInt(1)
+                .writeInt(0)
+                .writeInt(0)
+                .writeShort(1)
+                .writeByte(42);
         assertBodyRefused(frame(Opcode.LAUNCH_KERNEL, badTag), "argument 0 has unknown type tag 42");
-        ByteBuf badElement = Unpooled.buffer().writeInt(0).writeLong(BASE).writeInt(0).writeByte(2).writeLong(1);
+        ByteBuf badElement = Unpooled.buffer()
+                .writeInt(0)
+                .writeLong(BASE)
+                .writeInt(0)
+                .writeByte(2)
+                .writeLong(1);
         assertBodyRefused(frame(Opcode.MEMSET, badElement), "element size must be 1 or 4, got 2");
-        ByteBuf badChunk = Unpooled.buffer().writeInt(0).writeLong(BASE).writeLong(10).writeInt(0);
+        ByteBuf badChunk =
+                Unpooled.buffer().writeInt(0).writeLong(BASE).writeLong(10).writeInt(0);
         assertBodyRefused(frame(Opcode.MEMCPY_DTOH, badChunk), "chunk size 0 is outside");
         ByteBuf gatherCountTooLarge = gather(4096, 2).writeLong(BASE).writeLong(16);
-        assertBodyRefused(frame(Opcode.MEMCPY_DTOH_GATHER, gatherCountTooLarge), "names 2 regions in a table of 16 bytes");
+        assertBodyRefused(
+                frame(Opcode.MEMCPY_DTOH_GATHER, gatherCountTooLarge), "names 2 regions in a table of 16 bytes");
         ByteBuf gatherCountTooSmall = gather(4096, 0).writeLong(BASE).writeLong(16);
-        assertBodyRefused(frame(Opcode.MEMCPY_DTOH_GATHER, gatherCountTooSmall), "names 0 regions in a table of 16 bytes");
+        assertBodyRefused(
+                frame(Opcode.MEMCPY_DTOH_GATHER, gatherCountTooSmall), "names 0 regions in a table of 16 bytes");
         assertBodyRefused(frame(Opcode.MEMCPY_DTOH_GATHER, gather(4096, -1)), "names -1 regions");
-        ByteBuf gatherNegative = gather(4096, 2).writeLong(BASE).writeLong(16).writeLong(BASE).writeLong(-5);
+        ByteBuf gatherNegative =
+                gather(4096, 2).writeLong(BASE).writeLong(16).writeLong(BASE).writeLong(-5);
         assertBodyRefused(frame(Opcode.MEMCPY_DTOH_GATHER, gatherNegative), "region 1 has byte count -5");
-        ByteBuf gatherOverflow = gather(4096, 2).writeLong(BASE).writeLong(Long.MAX_VALUE).writeLong(BASE).writeLong(1);
+        ByteBuf gatherOverflow = gather(4096, 2)
+                .writeLong(BASE)
+                .writeLong(Long.MAX_VALUE)
+                .writeLong(BASE)
+                .writeLong(1);
         assertBodyRefused(frame(Opcode.MEMCPY_DTOH_GATHER, gatherOverflow), "beyond 2^63 bytes in all");
         assertBodyRefused(frame(Opcode.MEMCPY_DTOH_GATHER, gather(0, 0)), "MEMCPY_DTOH_GATHER chunk size 0 is outside");
-        assertBodyRefused(frame(Opcode.MEMCPY_DTOH_GATHER, Unpooled.buffer().writeInt(0).writeInt(4096)),
+        assertBodyRefused(
+                frame(Opcode.MEMCPY_DTOH_GATHER, Unpooled.buffer().writeInt(0).writeInt(4096)),
                 "MEMCPY_DTOH_GATHER body of 8 bytes is truncated");
-        assertRefused(Opcode.Direction.REQUEST, rawFrame(Opcode.MEMCPY_DTOH_GATHER.code(), Frames.FLAG_MORE, 1),
+        assertRefused(
+                Opcode.Direction.REQUEST,
+                rawFrame(Opcode.MEMCPY_DTOH_GATHER.code(), Frames.FLAG_MORE, 1),
                 "MEMCPY_DTOH_GATHER cannot be split into chunks");
-        ByteBuf scatterShort = Unpooled.buffer().writeInt(0).writeInt(1).writeLong(BASE).writeLong(4).writeByte(1).writeByte(2);
-        assertBodyRefused(frame(Opcode.MEMCPY_HTOD_SCATTER, scatterShort), "MEMCPY_HTOD_SCATTER carries 2 bytes for pieces of 4 bytes");
-        ByteBuf scatterLong = Unpooled.buffer().writeInt(0).writeInt(1).writeLong(BASE).writeLong(1).writeByte(1).writeByte(2);
+        ByteBuf scatterShort = Unpooled.buffer()
+                .writeInt(0)
+                .writeInt(1)
+                .writeLong(BASE)
+                .writeLong(4)
+                .writeByte(1)
+                .writeByte(2);
+        assertBodyRefused(
+                frame(Opcode.MEMCPY_HTOD_SCATTER, scatterShort),
+                "MEMCPY_HTOD_SCATTER carries 2 bytes for pieces of 4 bytes");
+        ByteBuf scatterLong = Unpooled.buffer()
+                .writeInt(0)
+                .writeInt(1)
+                .writeLong(BASE)
+                .writeLong(1)
+                .writeByte(1)
+                .writeByte(2);
         assertBodyRefused(frame(Opcode.MEMCPY_HTOD_SCATTER, scatterLong), "carries 2 bytes for pieces of 1 bytes");
-        ByteBuf scatterTableCut = Unpooled.buffer().writeInt(0).writeInt(2).writeLong(BASE).writeLong(1);
-        assertBodyRefused(frame(Opcode.MEMCPY_HTOD_SCATTER, scatterTableCut), "MEMCPY_HTOD_SCATTER names 2 regions in a table of 16 bytes");
+        ByteBuf scatterTableCut =
+                Unpooled.buffer().writeInt(0).writeInt(2).writeLong(BASE).writeLong(1);
+        assertBodyRefused(
+                frame(Opcode.MEMCPY_HTOD_SCATTER, scatterTableCut),
+                "MEMCPY_HTOD_SCATTER names 2 regions in a table of 16 bytes");
         ByteBuf scatterTooMany = Unpooled.buffer().writeInt(0).writeInt(RequestDecoder.MAX_SCATTER_PIECES + 1);
         assertBodyRefused(frame(Opcode.MEMCPY_HTOD_SCATTER, scatterTooMany), "names 65537 pieces, outside [0, 65536]");
-        ByteBuf scatterNegative = Unpooled.buffer().writeInt(0).writeInt(1).writeLong(BASE).writeLong(-1);
-        assertBodyRefused(frame(Opcode.MEMCPY_HTOD_SCATTER, scatterNegative), "MEMCPY_HTOD_SCATTER region 0 has byte count -1");
-        ByteBuf badWindow = Unpooled.buffer().writeInt(Frames.MAGIC).writeShort(1).writeInt(0).writeLong(12345).writeLong(1);
+        ByteBuf scatterNegative =
+                Unpooled.buffer().writeInt(0).writeInt(1).writeLong(BASE).writeLong(-1);
+        assertBodyRefused(
+                frame(Opcode.MEMCPY_HTOD_SCATTER, scatterNegative), "MEMCPY_HTOD_SCATTER region 0 has byte count -1");
+        ByteBuf badWindow = Unpooled.buffer()
+                .writeInt(Frames.MAGIC)
+                .writeShort(1)
+                .writeInt(0)
+                .writeLong(12345)
+                .writeLong(1);
         Frames.writeString(badWindow, "t");
         assertBodyRefused(frame(Opcode.HELLO, badWindow), "HELLO names an impossible window");
         assertBodyRefused(rawFrame(Opcode.OK.code(), 0, 1), Opcode.Direction.REPLY, "");
@@ -492,8 +621,15 @@ class FrameCodecTest {
     void aScatterChunkNamingTooManyPiecesIsRefusedBeforeAnythingIsWritten() {
         ByteBuf wire = Unpooled.buffer();
         RequestEncoder encoder = new RequestEncoder().wrap(wire);
-        VgpuException e = assertThrows(VgpuException.class, () -> encoder.memcpyHtoDScatterChunkHeader(1, true, false, 0,
-                Collections.nCopies(RequestDecoder.MAX_SCATTER_PIECES + 1, new DeviceRegion(BASE, 0)), 0));
+        VgpuException e = assertThrows(
+                VgpuException.class,
+                () -> encoder.memcpyHtoDScatterChunkHeader(
+                        1,
+                        true,
+                        false,
+                        0,
+                        Collections.nCopies(RequestDecoder.MAX_SCATTER_PIECES + 1, new DeviceRegion(BASE, 0)),
+                        0));
         assertEquals(ErrorCode.CUDA_ERROR_INVALID_VALUE, e.code());
         assertFalse(wire.isReadable());
         wire.release();
@@ -503,11 +639,18 @@ class FrameCodecTest {
     void aGatherNamingMoreRegionsThanAFrameHoldsIsRefusedBeforeAnythingIsWritten() {
         ByteBuf wire = Unpooled.buffer();
         RequestEncoder encoder = new RequestEncoder().wrap(wire);
-        VgpuException e = assertThrows(VgpuException.class, () -> encoder.memcpyDtoHGather(1, true, 0, 4096,
-                Collections.nCopies(RequestDecoder.MAX_GATHER_REGIONS + 1, new DeviceRegion(BASE, 1))));
+        VgpuException e = assertThrows(
+                VgpuException.class,
+                () -> encoder.memcpyDtoHGather(
+                        1,
+                        true,
+                        0,
+                        4096,
+                        Collections.nCopies(RequestDecoder.MAX_GATHER_REGIONS + 1, new DeviceRegion(BASE, 1))));
         assertEquals(ErrorCode.CUDA_ERROR_INVALID_VALUE, e.code());
         assertFalse(wire.isReadable());
-        encoder.memcpyDtoHGather(1, true, 0, 4096, Collections.nCopies(RequestDecoder.MAX_GATHER_REGIONS, new DeviceRegion(BASE, 1)));
+        encoder.memcpyDtoHGather(
+                1, true, 0, 4096, Collections.nCopies(RequestDecoder.MAX_GATHER_REGIONS, new DeviceRegion(BASE, 1)));
         List<Frame> frames = decodeAll(Opcode.Direction.REQUEST, wire);
         assertEquals(1, frames.size(), "the largest gather fits one frame");
         frames.forEach(Frame::release);
@@ -522,7 +665,10 @@ class FrameCodecTest {
         ByteBuf body = Unpooled.buffer().writeInt(12345);
         Frames.writeString(body, "CUDA_ERROR_FROM_THE_FUTURE");
         Frames.writeString(body, "details");
-        wire.writeInt(Frames.MIN_LENGTH + body.readableBytes()).writeShort(Opcode.ERROR.code()).writeShort(0).writeInt(10)
+        wire.writeInt(Frames.MIN_LENGTH + body.readableBytes())
+                .writeShort(Opcode.ERROR.code())
+                .writeShort(0)
+                .writeInt(10)
                 .writeBytes(body);
         body.release();
         assertTrue(wire.toString(0, start, StandardCharsets.US_ASCII).contains("CUDA_ERROR_LAUNCH_FAILED"));
@@ -539,7 +685,8 @@ class FrameCodecTest {
         assertEquals(ErrorCode.CUDA_ERROR_LAUNCH_FAILED, errors.get(0).code());
         assertTrue(errors.get(0).detail().length() < 9000, "long details are cut");
         assertEquals(ErrorCode.CUDA_ERROR_UNKNOWN, errors.get(1).code());
-        assertEquals("CUDA_ERROR_FROM_THE_FUTURE (12345): details", errors.get(1).detail());
+        assertEquals(
+                "CUDA_ERROR_FROM_THE_FUTURE (12345): details", errors.get(1).detail());
     }
 
     @Test
@@ -548,11 +695,20 @@ class FrameCodecTest {
         RequestEncoder encoder = new RequestEncoder().wrap(out);
         encoder.ping(1);
         int before = out.writerIndex();
-        VgpuException image = assertThrows(VgpuException.class,
-                () -> encoder.moduleLoad(2, 1, new byte[Frames.MAX_BODY_BYTES]));
+        VgpuException image =
+                assertThrows(VgpuException.class, () -> encoder.moduleLoad(2, 1, new byte[Frames.MAX_BODY_BYTES]));
         assertEquals(ErrorCode.CUDA_ERROR_INVALID_VALUE, image.code());
-        VgpuException arg = assertThrows(VgpuException.class, () -> encoder.launchKernel(3, true, 1, Dim3.of(1), Dim3.of(1), 0, 0,
-                KernelArgs.builder().bytes(new byte[70_000]).build()));
+        VgpuException arg = assertThrows(
+                VgpuException.class,
+                () -> encoder.launchKernel(
+                        3,
+                        true,
+                        1,
+                        Dim3.of(1),
+                        Dim3.of(1),
+                        0,
+                        0,
+                        KernelArgs.builder().bytes(new byte[70_000]).build()));
         assertEquals(ErrorCode.CUDA_ERROR_INVALID_VALUE, arg.code());
         assertEquals(before, out.writerIndex(), "no partial frame is left behind");
         out.release();
@@ -604,7 +760,10 @@ class FrameCodecTest {
     }
 
     private static ByteBuf rawFrame(int opcode, int flags, int requestId, int... body) {
-        ByteBuf buf = Unpooled.buffer().writeInt(Frames.MIN_LENGTH + body.length).writeShort(opcode).writeShort(flags)
+        ByteBuf buf = Unpooled.buffer()
+                .writeInt(Frames.MIN_LENGTH + body.length)
+                .writeShort(opcode)
+                .writeShort(flags)
                 .writeInt(requestId);
         for (int b : body) {
             buf.writeByte(b);
@@ -613,8 +772,12 @@ class FrameCodecTest {
     }
 
     private static ByteBuf frame(Opcode opcode, ByteBuf body) {
-        ByteBuf buf = Unpooled.buffer().writeInt(Frames.MIN_LENGTH + body.readableBytes()).writeShort(opcode.code())
-                .writeShort(0).writeInt(1).writeBytes(body);
+        ByteBuf buf = Unpooled.buffer()
+                .writeInt(Frames.MIN_LENGTH + body.readableBytes())
+                .writeShort(opcode.code())
+                .writeShort(0)
+                .writeInt(1)
+                .writeBytes(body);
         body.release();
         return buf;
     }

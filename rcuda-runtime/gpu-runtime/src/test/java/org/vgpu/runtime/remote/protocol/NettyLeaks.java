@@ -39,8 +39,7 @@ public final class NettyLeaks implements BeforeAllCallback, AfterAllCallback {
     }
 
     /** For JUnit, which makes one per test class that extends with it. */
-    public NettyLeaks() {
-    }
+    public NettyLeaks() {}
 
     @Override
     public void beforeAll(ExtensionContext context) {

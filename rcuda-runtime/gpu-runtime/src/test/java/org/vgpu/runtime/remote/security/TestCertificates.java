@@ -36,10 +36,27 @@ public record TestCertificates(Path certificate, Path privateKey) {
         Path keytool = Path.of(System.getProperty("java.home"), "bin", "keytool");
         assumeTrue(Files.isExecutable(keytool), "this JDK has no keytool at " + keytool);
         Path keystore = dir.resolve(name + ".p12");
-        List<String> command = new java.util.ArrayList<>(List.of(keytool.toString(), "-genkeypair", "-alias", name,
-                "-keyalg", "EC", "-groupname", "secp256r1", "-dname", "CN=localhost",
-                "-ext", "SAN=dns:localhost,ip:127.0.0.1", "-keystore", keystore.toString(), "-storetype", "PKCS12",
-                "-storepass", PASSWORD, "-keypass", PASSWORD));
+        List<String> command = new java.util.ArrayList<>(List.of(
+                keytool.toString(),
+                "-genkeypair",
+                "-alias",
+                name,
+                "-keyalg",
+                "EC",
+                "-groupname",
+                "secp256r1",
+                "-dname",
+                "CN=localhost",
+                "-ext",
+                "SAN=dns:localhost,ip:127.0.0.1",
+                "-keystore",
+                keystore.toString(),
+                "-storetype",
+                "PKCS12",
+                "-storepass",
+                PASSWORD,
+                "-keypass",
+                PASSWORD));
         command.addAll(validity);
         Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
         String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
@@ -52,8 +69,13 @@ public record TestCertificates(Path certificate, Path privateKey) {
             store.load(in, PASSWORD.toCharArray());
             Path certificate = dir.resolve(name + ".crt.pem");
             Path privateKey = dir.resolve(name + ".key.pem");
-            Files.writeString(certificate, pem("CERTIFICATE", store.getCertificate(name).getEncoded()));
-            Files.writeString(privateKey, pem("PRIVATE KEY", store.getKey(name, PASSWORD.toCharArray()).getEncoded()));
+            Files.writeString(
+                    certificate, pem("CERTIFICATE", store.getCertificate(name).getEncoded()));
+            Files.writeString(
+                    privateKey,
+                    pem(
+                            "PRIVATE KEY",
+                            store.getKey(name, PASSWORD.toCharArray()).getEncoded()));
             return new TestCertificates(certificate, privateKey);
         } catch (GeneralSecurityException e) {
             throw new IOException("cannot read the keystore keytool wrote", e);
@@ -61,7 +83,8 @@ public record TestCertificates(Path certificate, Path privateKey) {
     }
 
     private static String pem(String type, byte[] der) {
-        String body = Base64.getMimeEncoder(64, "\n".getBytes(StandardCharsets.US_ASCII)).encodeToString(der);
+        String body = Base64.getMimeEncoder(64, "\n".getBytes(StandardCharsets.US_ASCII))
+                .encodeToString(der);
         return "-----BEGIN " + type + "-----\n" + body + "\n-----END " + type + "-----\n";
     }
 }

@@ -30,12 +30,12 @@ import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.handler.ssl.SslContext;
 import io.netty.handler.ssl.SslHandler;
-
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+
 import org.vgpu.common.error.ConfigException;
 
 /** TLS contexts from PEM files: a real loopback handshake, and a clear error for every bad file. */
@@ -43,6 +43,7 @@ import org.vgpu.common.error.ConfigException;
 class TlsConfigTest {
     @TempDir
     static Path dir;
+
     static TestCertificates worker;
     static TestCertificates stranger;
     static EventLoopGroup group;
@@ -85,33 +86,43 @@ class TlsConfigTest {
 
     @Test
     void aKeyOfAnotherCertificateIsRefused() {
-        String message = invalid(() -> new TlsConfig.Server(worker.certificate(), stranger.privateKey()).newSslContext());
-        assertTrue(message.contains("TLS private key " + stranger.privateKey() + " does not belong to the first certificate of "
-                + worker.certificate()), message);
+        String message =
+                invalid(() -> new TlsConfig.Server(worker.certificate(), stranger.privateKey()).newSslContext());
+        assertTrue(
+                message.contains("TLS private key " + stranger.privateKey()
+                        + " does not belong to the first certificate of " + worker.certificate()),
+                message);
     }
 
     @Test
     void anExpiredCertificateIsRefusedWithItsEndDate() throws IOException, InterruptedException {
         TestCertificates expired = TestCertificates.createExpired(dir, "expired");
-        String message = invalid(() -> new TlsConfig.Server(expired.certificate(), expired.privateKey()).newSslContext());
+        String message =
+                invalid(() -> new TlsConfig.Server(expired.certificate(), expired.privateKey()).newSslContext());
         assertTrue(message.contains("starts with a certificate that expired on "), message);
     }
 
     @Test
     void missingFilesAreNamed() {
         Path absent = dir.resolve("absent.pem");
-        ConfigException noChain = assertThrows(ConfigException.class,
-                () -> new TlsConfig.Server(absent, worker.privateKey()).newSslContext());
+        ConfigException noChain = assertThrows(
+                ConfigException.class, () -> new TlsConfig.Server(absent, worker.privateKey()).newSslContext());
         assertEquals(ConfigException.Code.MISSING, noChain.code());
-        assertFalse(noChain.getMessage().contains("CUDA_"), "a missing file is not a GPU error: " + noChain.getMessage());
-        assertTrue(noChain.getMessage().contains("TLS certificate chain file " + absent + " does not exist"), noChain.getMessage());
+        assertFalse(
+                noChain.getMessage().contains("CUDA_"), "a missing file is not a GPU error: " + noChain.getMessage());
+        assertTrue(
+                noChain.getMessage().contains("TLS certificate chain file " + absent + " does not exist"),
+                noChain.getMessage());
 
-        ConfigException noKey = assertThrows(ConfigException.class,
-                () -> new TlsConfig.Server(worker.certificate(), absent).newSslContext());
-        assertTrue(noKey.getMessage().contains("TLS private key file " + absent + " does not exist"), noKey.getMessage());
+        ConfigException noKey = assertThrows(
+                ConfigException.class, () -> new TlsConfig.Server(worker.certificate(), absent).newSslContext());
+        assertTrue(
+                noKey.getMessage().contains("TLS private key file " + absent + " does not exist"), noKey.getMessage());
 
-        ConfigException noTrust = assertThrows(ConfigException.class, () -> new TlsConfig.Client(absent).newSslContext());
-        assertTrue(noTrust.getMessage().contains("TLS trusted certificates file " + absent + " does not exist"),
+        ConfigException noTrust =
+                assertThrows(ConfigException.class, () -> new TlsConfig.Client(absent).newSslContext());
+        assertTrue(
+                noTrust.getMessage().contains("TLS trusted certificates file " + absent + " does not exist"),
                 noTrust.getMessage());
     }
 
@@ -127,53 +138,63 @@ class TlsConfigTest {
 
     @Test
     void aDamagedCertificateIsRefused() throws IOException {
-        Path damaged = Files.writeString(dir.resolve("damaged.pem"),
-                "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n");
+        Path damaged = Files.writeString(
+                dir.resolve("damaged.pem"), "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n");
         assertTrue(invalid(() -> new TlsConfig.Client(damaged).newSslContext()).contains("cannot be parsed"));
     }
 
     @Test
     void keysInOtherFormatsAreRefusedWithTheConversion() throws IOException {
-        Path traditional = Files.writeString(dir.resolve("rsa.pem"),
-                "-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----\n");
+        Path traditional = Files.writeString(
+                dir.resolve("rsa.pem"), "-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----\n");
         assertTrue(invalid(() -> new TlsConfig.Server(worker.certificate(), traditional).newSslContext())
                 .contains("openssl pkcs8 -topk8 -nocrypt -in " + traditional));
 
-        Path encrypted = Files.writeString(dir.resolve("encrypted.pem"),
+        Path encrypted = Files.writeString(
+                dir.resolve("encrypted.pem"),
                 "-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n");
         assertTrue(invalid(() -> new TlsConfig.Server(worker.certificate(), encrypted).newSslContext())
                 .contains("is encrypted"));
 
-        Path garbage = Files.writeString(dir.resolve("garbage.pem"),
-                "-----BEGIN PRIVATE KEY-----\nAAAAAAAA\n-----END PRIVATE KEY-----\n");
+        Path garbage = Files.writeString(
+                dir.resolve("garbage.pem"), "-----BEGIN PRIVATE KEY-----\nAAAAAAAA\n-----END PRIVATE KEY-----\n");
         assertTrue(invalid(() -> new TlsConfig.Server(worker.certificate(), garbage).newSslContext())
                 .contains("is none of [RSA, EC, Ed25519, Ed448] or is damaged"));
     }
 
     /** Sends "ping" through a TLS echo server on loopback; returns the protocol and the echo. */
-    private static String exchange(SslContext serverContext, SslContext clientContext, String hostName) throws Exception {
-        Channel server = new ServerBootstrap().group(group).channel(NioServerSocketChannel.class)
+    private static String exchange(SslContext serverContext, SslContext clientContext, String hostName)
+            throws Exception {
+        Channel server = new ServerBootstrap()
+                .group(group)
+                .channel(NioServerSocketChannel.class)
                 .childHandler(new ChannelInitializer<SocketChannel>() {
                     @Override
                     protected void initChannel(SocketChannel channel) {
-                        channel.pipeline().addLast(serverContext.newHandler(channel.alloc()), new ChannelInboundHandlerAdapter() {
-                            @Override
-                            public void channelRead(ChannelHandlerContext ctx, Object message) {
-                                ctx.writeAndFlush(message);
-                            }
+                        channel.pipeline()
+                                .addLast(serverContext.newHandler(channel.alloc()), new ChannelInboundHandlerAdapter() {
+                                    @Override
+                                    public void channelRead(ChannelHandlerContext ctx, Object message) {
+                                        ctx.writeAndFlush(message);
+                                    }
 
-                            @Override
-                            public void exceptionCaught(ChannelHandlerContext ctx, Throwable refusedHandshake) {
-                                ctx.close();
-                            }
-                        });
+                                    @Override
+                                    public void exceptionCaught(ChannelHandlerContext ctx, Throwable refusedHandshake) {
+                                        ctx.close();
+                                    }
+                                });
                     }
-                }).bind("127.0.0.1", 0).sync().channel();
+                })
+                .bind("127.0.0.1", 0)
+                .sync()
+                .channel();
         int port = ((java.net.InetSocketAddress) server.localAddress()).getPort();
         CompletableFuture<String> reply = new CompletableFuture<>();
         Channel client = null;
         try {
-            client = new Bootstrap().group(group).channel(NioSocketChannel.class)
+            client = new Bootstrap()
+                    .group(group)
+                    .channel(NioSocketChannel.class)
                     .handler(new ChannelInitializer<SocketChannel>() {
                         @Override
                         protected void initChannel(SocketChannel channel) {
@@ -204,7 +225,10 @@ class TlsConfigTest {
                                 }
                             });
                         }
-                    }).connect("127.0.0.1", port).sync().channel();
+                    })
+                    .connect("127.0.0.1", port)
+                    .sync()
+                    .channel();
             return reply.get(20, TimeUnit.SECONDS);
         } catch (TimeoutException e) {
             throw new AssertionError("no TLS echo within 20 s", e);

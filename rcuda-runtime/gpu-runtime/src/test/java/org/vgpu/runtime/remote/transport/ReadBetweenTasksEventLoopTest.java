@@ -21,7 +21,6 @@ import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.EventLoop;
 import io.netty.channel.EventLoopGroup;
 import io.netty.util.ReferenceCountUtil;
-
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -53,7 +52,9 @@ class ReadBetweenTasksEventLoopTest {
         AtomicBoolean producing = new AtomicBoolean(true);
         Thread producer = null;
         try {
-            Channel server = new ServerBootstrap().group(serverGroup).channel(NettyTransport.serverSocketChannel())
+            Channel server = new ServerBootstrap()
+                    .group(serverGroup)
+                    .channel(NettyTransport.serverSocketChannel())
                     .childHandler(new ChannelInboundHandlerAdapter() {
                         @Override
                         public void channelActive(ChannelHandlerContext ctx) {
@@ -66,9 +67,17 @@ class ReadBetweenTasksEventLoopTest {
                             ReferenceCountUtil.release(message);
                             readAfterTasks.add(tasksRun.get());
                         }
-                    }).bind(InetAddress.getLoopbackAddress(), 0).sync().channel();
-            Channel client = new Bootstrap().group(clientGroup).channel(NettyTransport.socketChannel())
-                    .handler(new ChannelInboundHandlerAdapter()).connect(server.localAddress()).sync().channel();
+                    })
+                    .bind(InetAddress.getLoopbackAddress(), 0)
+                    .sync()
+                    .channel();
+            Channel client = new Bootstrap()
+                    .group(clientGroup)
+                    .channel(NettyTransport.socketChannel())
+                    .handler(new ChannelInboundHandlerAdapter())
+                    .connect(server.localAddress())
+                    .sync()
+                    .channel();
             EventLoop busy = accepted.get(10, TimeUnit.SECONDS).eventLoop();
 
             Semaphore room = new Semaphore(QUEUED);
@@ -90,12 +99,15 @@ class ReadBetweenTasksEventLoopTest {
             }
 
             for (int probe = 0; probe < PROBES; probe++) {
-                client.writeAndFlush(Unpooled.wrappedBuffer(new byte[] {(byte) probe})).sync();
+                client.writeAndFlush(Unpooled.wrappedBuffer(new byte[] {(byte) probe}))
+                        .sync();
                 long sent = tasksRun.get();
                 Long read = readAfterTasks.poll(30, TimeUnit.SECONDS);
                 assertNotNull(read, "byte " + probe + " was never read");
-                assertTrue(read - sent < NETTY_CHECK_INTERVAL, "byte " + probe + " was read " + (read - sent)
-                        + " tasks after it was sent, with at most " + QUEUED + " queued at a time");
+                assertTrue(
+                        read - sent < NETTY_CHECK_INTERVAL,
+                        "byte " + probe + " was read " + (read - sent) + " tasks after it was sent, with at most "
+                                + QUEUED + " queued at a time");
             }
             client.close().sync();
             server.close().sync();

@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import java.util.concurrent.TimeUnit;
 
 import io.netty.channel.SelectStrategy;
-
 import org.junit.jupiter.api.Test;
 
 /** When an event loop polls and when it sleeps. */

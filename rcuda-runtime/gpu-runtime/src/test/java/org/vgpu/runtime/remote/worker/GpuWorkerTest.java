@@ -17,6 +17,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.ExtendWith;
+
 import org.vgpu.common.error.NetworkException;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
@@ -57,12 +58,16 @@ class GpuWorkerTest {
     }
 
     private void startWorker(Duration idleTimeout) {
-        worker = GpuWorker.start(new WorkerConfig("127.0.0.1", 0, 0, "test-worker", idleTimeout), backend,
+        worker = GpuWorker.start(
+                new WorkerConfig("127.0.0.1", 0, 0, "test-worker", idleTimeout),
+                backend,
                 (token, vgpu) -> {
                     if (!TOKEN.equals(token)) {
                         throw new VgpuException(ErrorCode.VGPU_AUTH_FAILED, "the token is not the secret");
                     }
-                }, null, log::add);
+                },
+                null,
+                log::add);
     }
 
     private RawClient connect() {
@@ -80,8 +85,11 @@ class GpuWorkerTest {
     void aSessionIsServedAndReportedUntilGoodbye() throws Exception {
         startWorker(Duration.ofSeconds(10));
         try (RawClient client = connect()) {
-            assertEquals("#1 welcome test-worker", client.hello(1, TOKEN, WINDOW).read());
-            assertEquals("#2 ok 0 bytes", client.send(e -> e.memAllocAt(2, WINDOW.base(), 1 << 20)).read());
+            assertEquals(
+                    "#1 welcome test-worker", client.hello(1, TOKEN, WINDOW).read());
+            assertEquals(
+                    "#2 ok 0 bytes",
+                    client.send(e -> e.memAllocAt(2, WINDOW.base(), 1 << 20)).read());
             assertEquals("#3 ok 16 bytes", client.send(e -> e.memGetInfo(3)).read());
             assertEquals("#0 pong", client.send(e -> e.ping(0)).read());
             assertEquals("#4 ok 0 bytes", client.send(e -> e.goodbye(4)).read());
@@ -91,7 +99,8 @@ class GpuWorkerTest {
         assertTrue(report.clean(), report.toString());
         assertEquals(4, report.calls(), "HELLO, alloc, info and goodbye; pings are the event loop's");
         assertTrue(report.bytesIn() > 0 && report.bytesOut() > 0, report.toString());
-        assertTrue(report.servedLine().matches("vgpu-worker served calls=4 bytes_in=\\d+ bytes_out=\\d+ busy_ms=\\d+"),
+        assertTrue(
+                report.servedLine().matches("vgpu-worker served calls=4 bytes_in=\\d+ bytes_out=\\d+ busy_ms=\\d+"),
                 report.servedLine());
         assertEquals(MEMORY, freeDeviceMemory());
     }
@@ -100,12 +109,14 @@ class GpuWorkerTest {
     void garbageIsAProtocolErrorAndTheWorkerWaitsOnForItsClient() {
         startWorker(Duration.ofSeconds(10));
         try (RawClient stranger = connect()) {
-            String reply = stranger.sendBytes("GET / HTTP/1.1\r\nHost: gpu\r\n\r\n".getBytes()).read();
+            String reply = stranger.sendBytes("GET / HTTP/1.1\r\nHost: gpu\r\n\r\n".getBytes())
+                    .read();
             assertTrue(reply.startsWith("#0 error VGPU_PROTOCOL_ERROR: frame length"), reply);
             assertEquals("closed", stranger.read());
         }
         try (RawClient client = connect()) {
-            assertEquals("#1 welcome test-worker", client.hello(1, TOKEN, WINDOW).read());
+            assertEquals(
+                    "#1 welcome test-worker", client.hello(1, TOKEN, WINDOW).read());
         }
         assertTrue(log.stream().anyMatch(line -> line.contains("refused")), log.toString());
     }
@@ -114,11 +125,14 @@ class GpuWorkerTest {
     void aWrongTokenOrProtocolVersionIsRefused() {
         startWorker(Duration.ofSeconds(10));
         try (RawClient intruder = connect()) {
-            assertEquals("#1 error VGPU_AUTH_FAILED: the token is not the secret", intruder.hello(1, "guess", WINDOW).read());
+            assertEquals(
+                    "#1 error VGPU_AUTH_FAILED: the token is not the secret",
+                    intruder.hello(1, "guess", WINDOW).read());
             assertEquals("closed", intruder.read());
         }
         try (RawClient future = connect()) {
-            String reply = future.send(e -> e.hello(1, new Hello(Frames.PROTOCOL_VERSION + 1, TOKEN, WINDOW))).read();
+            String reply = future.send(e -> e.hello(1, new Hello(Frames.PROTOCOL_VERSION + 1, TOKEN, WINDOW)))
+                    .read();
             assertTrue(reply.startsWith("#1 error VGPU_PROTOCOL_ERROR: the client speaks protocol version 2"), reply);
         }
         try (RawClient noHello = connect()) {
@@ -131,9 +145,12 @@ class GpuWorkerTest {
     @Test
     void aSecondSessionIsRefused() {
         startWorker(Duration.ofSeconds(10));
-        try (RawClient client = connect(); RawClient second = connect()) {
-            assertEquals("#1 welcome test-worker", client.hello(1, TOKEN, WINDOW).read());
-            assertEquals("#1 error CUDA_ERROR_NOT_PERMITTED: worker test-worker already serves a session",
+        try (RawClient client = connect();
+                RawClient second = connect()) {
+            assertEquals(
+                    "#1 welcome test-worker", client.hello(1, TOKEN, WINDOW).read());
+            assertEquals(
+                    "#1 error CUDA_ERROR_NOT_PERMITTED: worker test-worker already serves a session",
                     second.hello(1, TOKEN, VaWindow.forVgpu(3)).read());
             assertEquals("#2 ok 0 bytes", client.send(e -> e.ctxSynchronize(2)).read(), "the first session goes on");
         }
@@ -152,8 +169,11 @@ class GpuWorkerTest {
                 e.ctxSynchronize(6);
             });
             assertEquals("#4 ok 0 bytes", client.read(), "an allocation is no synchronizing call");
-            assertEquals("#5 error CUDA_ERROR_INVALID_HANDLE: asynchronous LAUNCH_KERNEL (request 2) failed: function 99"
-                    + " is not live in this session", client.read(), "the first failure, not the memset's");
+            assertEquals(
+                    "#5 error CUDA_ERROR_INVALID_HANDLE: asynchronous LAUNCH_KERNEL (request 2) failed: function 99"
+                            + " is not live in this session",
+                    client.read(),
+                    "the first failure, not the memset's");
             assertEquals("#6 ok 0 bytes", client.read(), "reported once");
         }
     }
@@ -177,9 +197,11 @@ class GpuWorkerTest {
                 assertEquals("#4 data@" + offset + " 1024 bytes more", client.read());
             }
             assertEquals("#4 data@3072 1024 bytes", client.read(), "nothing failed yet");
-            assertEquals("#6 data@0 4096 bytes failure-kept", client.read(), "the memset's failure waits for a synchronize");
+            assertEquals(
+                    "#6 data@0 4096 bytes failure-kept", client.read(), "the memset's failure waits for a synchronize");
             String kept = client.read();
-            assertTrue(kept.startsWith("#8 error CUDA_ERROR_INVALID_VALUE: asynchronous MEMSET (request 5) failed"), kept);
+            assertTrue(
+                    kept.startsWith("#8 error CUDA_ERROR_INVALID_VALUE: asynchronous MEMSET (request 5) failed"), kept);
             assertEquals("#9 data@0 16 bytes", client.read(), "reported, so no longer kept");
         }
     }
@@ -258,19 +280,46 @@ class GpuWorkerTest {
             client.hello(1, TOKEN, WINDOW).read();
             client.send(e -> {
                 e.memAllocAt(2, WINDOW.base(), 8192);
-                e.memcpyHtoDScatterChunk(3, false, true, 0, List.of(new DeviceRegion(WINDOW.base() + 4096, 2),
-                        new DeviceRegion(WINDOW.base() + 100, 0), new DeviceRegion(WINDOW.base(), 1)), MemorySegment.ofArray(packed), 0, 3);
-                e.memcpyHtoDScatterChunk(3, false, false, 0, List.of(new DeviceRegion(WINDOW.base() + 1, 3)),
-                        MemorySegment.ofArray(packed), 3, 3);
+                e.memcpyHtoDScatterChunk(
+                        3,
+                        false,
+                        true,
+                        0,
+                        List.of(
+                                new DeviceRegion(WINDOW.base() + 4096, 2),
+                                new DeviceRegion(WINDOW.base() + 100, 0),
+                                new DeviceRegion(WINDOW.base(), 1)),
+                        MemorySegment.ofArray(packed),
+                        0,
+                        3);
+                e.memcpyHtoDScatterChunk(
+                        3,
+                        false,
+                        false,
+                        0,
+                        List.of(new DeviceRegion(WINDOW.base() + 1, 3)),
+                        MemorySegment.ofArray(packed),
+                        3,
+                        3);
                 e.memcpyDtoH(4, false, 0, WINDOW.base(), 4, 4096);
                 e.memcpyDtoH(5, false, 0, WINDOW.base() + 4096, 2, 4096);
-                e.memcpyHtoDScatterChunk(6, false, true, 0, List.of(new DeviceRegion(WINDOW.base(), 1)),
-                        MemorySegment.ofArray(packed), 0, 1);
+                e.memcpyHtoDScatterChunk(
+                        6,
+                        false,
+                        true,
+                        0,
+                        List.of(new DeviceRegion(WINDOW.base(), 1)),
+                        MemorySegment.ofArray(packed),
+                        0,
+                        1);
                 e.memcpyHtoDChunk(7, false, false, 0, WINDOW.base(), MemorySegment.ofArray(packed), 0, 1);
             });
             assertEquals("#2 ok 0 bytes", client.read());
             assertEquals("#3 ok 0 bytes", client.read(), "one answer after the last chunk");
-            assertEquals("#4 data@0 4 bytes [03040506]", client.read(), "the first chunk's last piece, then the second chunk");
+            assertEquals(
+                    "#4 data@0 4 bytes [03040506]",
+                    client.read(),
+                    "the first chunk's last piece, then the second chunk");
             assertEquals("#5 data@0 2 bytes [0102]", client.read());
             String reply = client.read();
             assertTrue(reply.startsWith("#0 error VGPU_PROTOCOL_ERROR: MEMCPY_HTOD#7"), reply);
@@ -319,7 +368,9 @@ class GpuWorkerTest {
         startWorker(Duration.ofSeconds(30));
         RawClient client = connect();
         client.hello(1, TOKEN, WINDOW).read();
-        assertEquals("#2 ok 0 bytes", client.send(e -> e.memAllocAt(2, WINDOW.base(), 64 << 20)).read());
+        assertEquals(
+                "#2 ok 0 bytes",
+                client.send(e -> e.memAllocAt(2, WINDOW.base(), 64 << 20)).read());
         assertTrue(freeDeviceMemory() < MEMORY);
         client.close();
         WorkerReport report = worker.awaitReport();
@@ -331,13 +382,22 @@ class GpuWorkerTest {
     @Test
     void aPortInUseIsAClearError() throws Exception {
         try (ServerSocket taken = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            NetworkException e = assertThrows(NetworkException.class, () -> GpuWorker.start(
-                    new WorkerConfig("127.0.0.1", taken.getLocalPort(), 0, "late", Duration.ofSeconds(1)), backend,
-                    (token, vgpu) -> { }, null, log::add));
+            NetworkException e = assertThrows(
+                    NetworkException.class,
+                    () -> GpuWorker.start(
+                            new WorkerConfig("127.0.0.1", taken.getLocalPort(), 0, "late", Duration.ofSeconds(1)),
+                            backend,
+                            (token, vgpu) -> {},
+                            null,
+                            log::add));
             assertEquals(NetworkException.Code.CANNOT_LISTEN, e.code());
-            assertTrue(e.getMessage().endsWith(": the address is in use or not one of this machine's")
-                    || e.getMessage().endsWith(": the address is in use"), e.getMessage());
-            assertTrue(e.getMessage().contains("worker late cannot listen on 127.0.0.1:" + taken.getLocalPort()), e.getMessage());
+            assertTrue(
+                    e.getMessage().endsWith(": the address is in use or not one of this machine's")
+                            || e.getMessage().endsWith(": the address is in use"),
+                    e.getMessage());
+            assertTrue(
+                    e.getMessage().contains("worker late cannot listen on 127.0.0.1:" + taken.getLocalPort()),
+                    e.getMessage());
         }
     }
 

@@ -11,6 +11,7 @@ import java.util.List;
 
 import org.apache.commons.cli.ParseException;
 import org.junit.jupiter.api.Test;
+
 import org.vgpu.common.error.NetworkException;
 import org.vgpu.common.line.LineServer;
 import org.vgpu.common.net.Endpoint;
@@ -24,13 +25,16 @@ class HolderAnnouncementTest {
     void theTrackerGetsTheEndpointIdAndAProofForExactlyThatLend() throws Exception {
         List<String> requests = new ArrayList<>();
         try (ThrowawaySiteKey key = ThrowawaySiteKey.create("holder-announcement");
-             LineServer tracker = fakeTracker(requests, "ok")) {
+                LineServer tracker = fakeTracker(requests, "ok")) {
             HolderAnnouncement.parse(tracker.endpoint().toString(), "42:1")
                     .tell(new Endpoint("10.0.0.2", 7501), "n2-holder-43", key.keyFile());
 
             String[] words = requests.getFirst().split(" ");
-            assertEquals(List.of("worker", "42", "1", "10.0.0.2:7501", "n2-holder-43"), List.of(words).subList(0, 5));
-            var proof = new TokenVerifier(SiteKey.load(key.keyFile()), "n2-holder-43", Clock.systemUTC()).verify(words[5], 1);
+            assertEquals(
+                    List.of("worker", "42", "1", "10.0.0.2:7501", "n2-holder-43"),
+                    List.of(words).subList(0, 5));
+            var proof = new TokenVerifier(SiteKey.load(key.keyFile()), "n2-holder-43", Clock.systemUTC())
+                    .verify(words[5], 1);
             assertEquals("42", proof.jobId());
         }
     }
@@ -40,16 +44,22 @@ class HolderAnnouncementTest {
         try (ThrowawaySiteKey key = ThrowawaySiteKey.create("holder-announcement")) {
             Endpoint gone;
             try (LineServer tracker = fakeTracker(new ArrayList<>(), "error job 42 has no borrowed vGPU 1")) {
-                NetworkException refused = assertThrows(NetworkException.class, () -> HolderAnnouncement.parse(
-                        tracker.endpoint().toString(), "42:1").tell(new Endpoint("10.0.0.2", 7501), "w", key.keyFile()));
+                NetworkException refused = assertThrows(
+                        NetworkException.class,
+                        () -> HolderAnnouncement.parse(tracker.endpoint().toString(), "42:1")
+                                .tell(new Endpoint("10.0.0.2", 7501), "w", key.keyFile()));
                 assertEquals(NetworkException.Code.REFUSED, refused.code());
                 assertTrue(refused.getMessage().contains("error job 42 has no borrowed vGPU 1"), refused.getMessage());
                 gone = tracker.endpoint();
             }
-            NetworkException unreachable = assertThrows(NetworkException.class, () -> HolderAnnouncement.parse(gone.toString(), "42:1")
-                    .tell(new Endpoint("10.0.0.2", 7501), "w", key.keyFile()));
+            NetworkException unreachable = assertThrows(
+                    NetworkException.class,
+                    () -> HolderAnnouncement.parse(gone.toString(), "42:1")
+                            .tell(new Endpoint("10.0.0.2", 7501), "w", key.keyFile()));
             assertEquals(NetworkException.Code.UNREACHABLE, unreachable.code());
-            assertTrue(unreachable.getMessage().contains("cannot tell the tracker where this worker listens"), unreachable.getMessage());
+            assertTrue(
+                    unreachable.getMessage().contains("cannot tell the tracker where this worker listens"),
+                    unreachable.getMessage());
         }
     }
 
@@ -62,7 +72,9 @@ class HolderAnnouncementTest {
     }
 
     private static LineServer fakeTracker(List<String> requests, String reply) {
-        return LineServer.start(new Endpoint("127.0.0.1", 0), new LineServer.Limits("fake tracker", 4096, 4, Duration.ofSeconds(5)),
+        return LineServer.start(
+                new Endpoint("127.0.0.1", 0),
+                new LineServer.Limits("fake tracker", 4096, 4, Duration.ofSeconds(5)),
                 (request, host) -> {
                     requests.add(request.text());
                     return List.of(reply);

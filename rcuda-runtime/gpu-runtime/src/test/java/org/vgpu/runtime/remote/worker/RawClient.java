@@ -119,7 +119,11 @@ public final class RawClient implements AutoCloseable {
 
             @Override
             public void ok(int requestId, ByteBuf result) {
-                line.append('#').append(requestId).append(" ok ").append(result.readableBytes()).append(" bytes");
+                line.append('#')
+                        .append(requestId)
+                        .append(" ok ")
+                        .append(result.readableBytes())
+                        .append(" bytes");
             }
 
             @Override
@@ -129,8 +133,15 @@ public final class RawClient implements AutoCloseable {
 
             @Override
             public void data(int requestId, boolean more, boolean failureKept, long offset, ByteBuf bytes) {
-                line.append('#').append(requestId).append(" data@").append(offset).append(' ').append(bytes.readableBytes())
-                        .append(" bytes").append(more ? " more" : "").append(failureKept ? " failure-kept" : "");
+                line.append('#')
+                        .append(requestId)
+                        .append(" data@")
+                        .append(offset)
+                        .append(' ')
+                        .append(bytes.readableBytes())
+                        .append(" bytes")
+                        .append(more ? " more" : "")
+                        .append(failureKept ? " failure-kept" : "");
                 if (bytes.readableBytes() < 16) {
                     line.append(" [").append(ByteBufUtil.hexDump(bytes)).append(']');
                 }

@@ -15,6 +15,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+
 import org.vgpu.runtime.api.StreamHandle;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VirtualGpu;
@@ -55,14 +56,18 @@ class StagingRingTest {
                 StagingRing.Slot slot = ring.acquire();
                 MemorySegment host = slot.memory(StagingRing.SLOT_BYTES);
                 host.fill((byte) (chunk + 1));
-                gpu.memcpyHtoDAsync(device + (long) chunk * StagingRing.SLOT_BYTES, host, StagingRing.SLOT_BYTES,
+                gpu.memcpyHtoDAsync(
+                        device + (long) chunk * StagingRing.SLOT_BYTES,
+                        host,
+                        StagingRing.SLOT_BYTES,
                         StreamHandle.DEFAULT);
                 slot.deviceCopyQueued(StreamHandle.DEFAULT);
             }
             ring.awaitDevice();
             byte[] back = new byte[StagingRing.SLOT_BYTES];
             for (int chunk = 0; chunk < chunks; chunk++) {
-                gpu.memcpyDtoH(MemorySegment.ofArray(back), device + (long) chunk * StagingRing.SLOT_BYTES, back.length);
+                gpu.memcpyDtoH(
+                        MemorySegment.ofArray(back), device + (long) chunk * StagingRing.SLOT_BYTES, back.length);
                 assertEquals((byte) (chunk + 1), back[0], "first byte of chunk " + chunk);
                 assertEquals((byte) (chunk + 1), back[back.length - 1], "last byte of chunk " + chunk);
             }

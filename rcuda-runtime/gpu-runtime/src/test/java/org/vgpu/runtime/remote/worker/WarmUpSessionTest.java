@@ -16,6 +16,7 @@ import java.util.function.LongSupplier;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.ForwardingGpuBackend;
@@ -56,11 +57,20 @@ class WarmUpSessionTest {
         }
         long chunk = RemoteConfig.defaults().chunkBytes();
         List<String> shapes = gathers.stream()
-                .map(gather -> gather.stream().map(region -> region.bytes() > 4096 ? "large" : "small").toList().toString())
+                .map(gather -> gather.stream()
+                        .map(region -> region.bytes() > 4096 ? "large" : "small")
+                        .toList()
+                        .toString())
                 .toList();
-        assertEquals(WarmUpSession.ROUNDS, shapes.stream().filter("[large, small]"::equals).count(), "one such read per round");
+        assertEquals(
+                WarmUpSession.ROUNDS,
+                shapes.stream().filter("[large, small]"::equals).count(),
+                "one such read per round");
         assertTrue(shapes.contains("[large]"), shapes.toString());
-        assertTrue(shapes.contains(Collections.nCopies((int) (chunk / 4096), "small").toString()), shapes.toString());
+        assertTrue(
+                shapes.contains(
+                        Collections.nCopies((int) (chunk / 4096), "small").toString()),
+                shapes.toString());
     }
 
     /** The backend {@code emulation}, whose vGPUs add the regions of every gather they run to {@code gathers}. */
@@ -70,8 +80,8 @@ class WarmUpSessionTest {
             @SuppressWarnings("unchecked")
             public VirtualGpu open(int device, VaWindow window) {
                 VirtualGpu gpu = super.open(device, window);
-                return (VirtualGpu) Proxy.newProxyInstance(VirtualGpu.class.getClassLoader(), new Class<?>[] {VirtualGpu.class},
-                        (proxy, method, args) -> {
+                return (VirtualGpu) Proxy.newProxyInstance(
+                        VirtualGpu.class.getClassLoader(), new Class<?>[] {VirtualGpu.class}, (proxy, method, args) -> {
                             if (method.getName().equals("memcpyDtoHGatherAsync")) {
                                 gathers.add(List.copyOf((List<DeviceRegion>) args[1]));
                             }
@@ -90,8 +100,11 @@ class WarmUpSessionTest {
         try (EmulatedBackend backend = new EmulatedBackend(1, 2L << 20, TestKernels.twins())) {
             VgpuException e = assertThrows(VgpuException.class, () -> WarmUpSession.run(backend, 0));
             assertEquals(ErrorCode.CUDA_ERROR_OUT_OF_MEMORY, e.code());
-            assertTrue(e.getMessage().startsWith("CUDA_ERROR_OUT_OF_MEMORY: the worker's warm-up session failed: CPU emulation:"
-                    + " 4194304 bytes do not fit"), e.getMessage());
+            assertTrue(
+                    e.getMessage()
+                            .startsWith("CUDA_ERROR_OUT_OF_MEMORY: the worker's warm-up session failed: CPU emulation:"
+                                    + " 4194304 bytes do not fit"),
+                    e.getMessage());
         }
     }
 
@@ -107,7 +120,8 @@ class WarmUpSessionTest {
     @Test
     void aCompilerThatNeverGoesQuietIsWaitedForOnlyUpToTheLimit() {
         AtomicLong polls = new AtomicLong();
-        assertFalse(WarmUpSession.awaitCompilerIdle(polls::incrementAndGet, Duration.ofSeconds(30), Duration.ofMillis(50)));
+        assertFalse(
+                WarmUpSession.awaitCompilerIdle(polls::incrementAndGet, Duration.ofSeconds(30), Duration.ofMillis(50)));
         assertTrue(polls.get() >= 1);
     }
 

@@ -22,13 +22,15 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import io.netty.channel.EventLoopGroup;
-
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+
 import org.vgpu.common.cli.SubcommandRunner;
+import org.vgpu.common.security.SiteKey;
+import org.vgpu.common.security.TokenIssuer;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
@@ -36,8 +38,6 @@ import org.vgpu.runtime.remote.RemoteTuning;
 import org.vgpu.runtime.remote.client.RemoteConfig;
 import org.vgpu.runtime.remote.client.RemoteGpu;
 import org.vgpu.runtime.remote.client.WorkerEndpoint;
-import org.vgpu.common.security.SiteKey;
-import org.vgpu.common.security.TokenIssuer;
 import org.vgpu.runtime.remote.transport.NettyTransport;
 import org.vgpu.runtime.workloads.VectorAddWorkload;
 import org.vgpu.runtime.workloads.WorkloadResult;
@@ -47,6 +47,7 @@ import org.vgpu.runtime.workloads.WorkloadResult;
 class WorkerCommandTest {
     @TempDir
     Path directory;
+
     private Path keyFile;
     private SiteKey key;
     private EventLoopGroup group;
@@ -106,14 +107,28 @@ class WorkerCommandTest {
     }
 
     private String[] emulatedWorker(String id, int idleSeconds) {
-        return new String[] {"--listen", "127.0.0.1:0", "--backend", "emulated", "--worker-id", id,
-                "--key-file", keyFile.toString(), "--idle-timeout", Integer.toString(idleSeconds)};
+        return new String[] {
+            "--listen",
+            "127.0.0.1:0",
+            "--backend",
+            "emulated",
+            "--worker-id",
+            id,
+            "--key-file",
+            keyFile.toString(),
+            "--idle-timeout",
+            Integer.toString(idleSeconds)
+        };
     }
 
     private RemoteGpu connect(int port, String workerId, String tokenWorkerId) {
         String token = new TokenIssuer(key, Clock.systemUTC()).issue("job-1", 0, tokenWorkerId, Duration.ofMinutes(1));
-        return RemoteGpu.connect(group, new WorkerEndpoint(workerId, "127.0.0.1", port, token, () -> { }),
-                VaWindow.forVgpu(0), RemoteConfig.defaults(), null);
+        return RemoteGpu.connect(
+                group,
+                new WorkerEndpoint(workerId, "127.0.0.1", port, token, () -> {}),
+                VaWindow.forVgpu(0),
+                RemoteConfig.defaults(),
+                null);
     }
 
     @Test
@@ -127,8 +142,11 @@ class WorkerCommandTest {
         assertEquals(0, status.get(30, TimeUnit.SECONDS), err.toString());
         List<String> lines = stdout();
         assertEquals(2, lines.size(), lines.toString());
-        assertTrue(lines.get(1).matches("vgpu-worker served calls=\\d+ bytes_in=\\d+ bytes_out=\\d+ busy_ms=\\d+"), lines.get(1));
-        assertTrue(Long.parseLong(lines.get(1).replaceAll(".*bytes_in=(\\d+).*", "$1")) > 2 * 65536 * 4,
+        assertTrue(
+                lines.get(1).matches("vgpu-worker served calls=\\d+ bytes_in=\\d+ bytes_out=\\d+ busy_ms=\\d+"),
+                lines.get(1));
+        assertTrue(
+                Long.parseLong(lines.get(1).replaceAll(".*bytes_in=(\\d+).*", "$1")) > 2 * 65536 * 4,
                 "both input vectors went in: " + lines.get(1));
         assertTrue(err.toString().contains("[CPU EMULATION, not a GPU]"), err.toString());
     }
@@ -139,8 +157,12 @@ class WorkerCommandTest {
         int port = awaitListening();
         VgpuException refused = assertThrows(VgpuException.class, () -> connect(port, "node1-gpu0", "node2-gpu5"));
         assertEquals(ErrorCode.VGPU_AUTH_FAILED, refused.code());
-        assertTrue(refused.getMessage().startsWith("VGPU_AUTH_FAILED: worker node1-gpu0 at 127.0.0.1:" + port + " refused the session: ")
-                && refused.getMessage().contains("issued for worker node2-gpu5, this is worker node1-gpu0"), refused.getMessage());
+        assertTrue(
+                refused.getMessage()
+                                .startsWith("VGPU_AUTH_FAILED: worker node1-gpu0 at 127.0.0.1:" + port
+                                        + " refused the session: ")
+                        && refused.getMessage().contains("issued for worker node2-gpu5, this is worker node1-gpu0"),
+                refused.getMessage());
         connect(port, "node1-gpu0", "node1-gpu0").close();
         assertEquals(0, status.get(30, TimeUnit.SECONDS));
     }
@@ -157,17 +179,53 @@ class WorkerCommandTest {
         assertEquals(1, start(emulatedWorker("cold", 1)).get(30, TimeUnit.SECONDS));
         assertFalse(err.toString().contains("warmed up"), err.toString());
         RemoteTuning warmUpAlways = tunedWith(RemoteTuning.WORKER_WARM_UP, "true");
-        assertEquals(1, start(new WorkerCommand(() -> warmUpAlways), emulatedWorker("warm", 1)).get(30, TimeUnit.SECONDS));
-        assertTrue(err.toString().matches("(?s).*vgpu worker warm: .*, warmed up in \\d+ ms, then \\d+ ms for the JIT to .*"), err.toString());
+        assertEquals(
+                1,
+                start(new WorkerCommand(() -> warmUpAlways), emulatedWorker("warm", 1))
+                        .get(30, TimeUnit.SECONDS));
+        assertTrue(
+                err.toString()
+                        .matches("(?s).*vgpu worker warm: .*, warmed up in \\d+ ms, then \\d+ ms for the JIT to .*"),
+                err.toString());
     }
 
     @Test
     void badOptionsAreUsageErrors() {
         assertEquals(2, run());
         assertEquals(2, run("--listen", "nowhere", "--worker-id", "w", "--key-file", keyFile.toString()));
-        assertEquals(2, run("--listen", "127.0.0.1:0", "--worker-id", "w", "--key-file", keyFile.toString(), "--backend", "gpu"));
-        assertEquals(2, run("--listen", "127.0.0.1:0", "--worker-id", "w", "--key-file", keyFile.toString(), "--tls-cert", "c.pem"));
-        assertEquals(2, run("--listen", "127.0.0.1:0", "--worker-id", "w", "--key-file", keyFile.toString(), "--idle-timeout", "0"));
+        assertEquals(
+                2,
+                run(
+                        "--listen",
+                        "127.0.0.1:0",
+                        "--worker-id",
+                        "w",
+                        "--key-file",
+                        keyFile.toString(),
+                        "--backend",
+                        "gpu"));
+        assertEquals(
+                2,
+                run(
+                        "--listen",
+                        "127.0.0.1:0",
+                        "--worker-id",
+                        "w",
+                        "--key-file",
+                        keyFile.toString(),
+                        "--tls-cert",
+                        "c.pem"));
+        assertEquals(
+                2,
+                run(
+                        "--listen",
+                        "127.0.0.1:0",
+                        "--worker-id",
+                        "w",
+                        "--key-file",
+                        keyFile.toString(),
+                        "--idle-timeout",
+                        "0"));
         assertTrue(stdout().isEmpty(), "nothing on stdout but the two contract lines");
     }
 
@@ -175,7 +233,9 @@ class WorkerCommandTest {
     void aTuningPropertyItCannotUseIsAUsageErrorNamingThePropertyAndItsRange() {
         WorkerCommand badChunk = new WorkerCommand(() -> tunedWith(RemoteTuning.CHUNK_KIB, "abc"));
         assertEquals(2, start(badChunk, emulatedWorker("w", 1)).join());
-        assertTrue(err.toString().contains("vgpu worker: -Dvgpu.chunk.kib=abc: expected a whole number from 4 to 16383 (KiB)"),
+        assertTrue(
+                err.toString()
+                        .contains("vgpu worker: -Dvgpu.chunk.kib=abc: expected a whole number from 4 to 16383 (KiB)"),
                 err.toString());
         assertTrue(stdout().isEmpty(), "it never listened: " + stdout());
     }
@@ -184,15 +244,24 @@ class WorkerCommandTest {
     @Test
     void aWorkerProcessGivenATuningPropertyItCannotUseExitsBeforeListening() throws Exception {
         String java = ProcessHandle.current().info().command().orElseThrow();
-        List<String> command = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED", "-Dvgpu.chunk.kib=99999",
-                "-cp", System.getProperty("java.class.path"), WorkerCommand.class.getName()));
+        List<String> command = new ArrayList<>(List.of(
+                java,
+                "--enable-native-access=ALL-UNNAMED",
+                "-Dvgpu.chunk.kib=99999",
+                "-cp",
+                System.getProperty("java.class.path"),
+                WorkerCommand.class.getName()));
         command.addAll(List.of(emulatedWorker("w", 1)));
-        Process worker = new ProcessBuilder(command).redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null"))).start();
+        Process worker = new ProcessBuilder(command)
+                .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))
+                .start();
         CompletableFuture<String> stderr = CompletableFuture.supplyAsync(() -> readAll(worker.getErrorStream()));
         String stdout = readAll(worker.getInputStream());
         assertTrue(worker.waitFor(30, TimeUnit.SECONDS), "the worker did not exit");
         assertEquals(2, worker.exitValue(), stderr.join());
-        assertTrue(stderr.join().contains("vgpu worker: -Dvgpu.chunk.kib=99999: expected a whole number from 4 to 16383 (KiB)"),
+        assertTrue(
+                stderr.join()
+                        .contains("vgpu worker: -Dvgpu.chunk.kib=99999: expected a whole number from 4 to 16383 (KiB)"),
                 stderr.join());
         assertEquals("", stdout, "it never listened");
     }
@@ -207,8 +276,17 @@ class WorkerCommandTest {
 
     @Test
     void aMissingKeyFileIsAFailureBeforeListening() {
-        assertEquals(1, run("--listen", "127.0.0.1:0", "--backend", "emulated", "--worker-id", "w",
-                "--key-file", directory.resolve("absent.key").toString()));
+        assertEquals(
+                1,
+                run(
+                        "--listen",
+                        "127.0.0.1:0",
+                        "--backend",
+                        "emulated",
+                        "--worker-id",
+                        "w",
+                        "--key-file",
+                        directory.resolve("absent.key").toString()));
         assertTrue(err.toString().contains("absent.key does not exist"), err.toString());
         assertFalse(err.toString().contains("CUDA_"), "a missing file is not a GPU error: " + err);
         assertTrue(stdout().isEmpty());
