@@ -2,10 +2,10 @@
 # Run ON the GPU machine, from the repository root, after testbed/gpu/prepare.sh staged .gpu/ here.
 # Runs, each with its log in $OUT (default .gpu/out):
 #   nvidia-smi.log   the GPU and driver
-#   tests.log        every test of rcuda-runtime, migration-agent, job-wrapper and the benchmarks, the `gpu`-tagged ones
-#                    included (native conformance suites, native smoke test, native-to-native refusal,
-#                    vgpu run with a borrowed vGPU moved home onto the native GPU);
-#                    `slurm`-tagged tests need a cluster and are left out
+#   tests.log        the `gpu`-tagged tests of rcuda-runtime, migration-agent, job-wrapper and the benchmarks
+#                    (native conformance suites, native smoke test, native-to-native refusal, vgpu run with a
+#                    borrowed vGPU moved home onto the native GPU, twins against PTX); the others run in CI, and
+#                    with all of them (VGPU_GPU_TESTS=all, about 4 minutes on an H100) the run would not fit one call
 #   devices.log      vgpu devices
 #   demo.log         vgpu demo --backend native
 #   bench.log        vgpu bench (native backend vs raw JCuda)
@@ -73,8 +73,10 @@ step nvidia-smi 15 nvidia-smi
 # With two or more GPUs the worker (lender) serves the last GPU and this process (borrower) uses GPU 0.
 last_gpu=$(( $(nvidia-smi -L | wc -l) - 1 ))
 vgpu=("${java[@]}" -cp '.gpu/lib/*' org.vgpu.cli.Vgpu)
-step tests 240 "${java[@]}" -Dvgpu.test.worker.device="$last_gpu" -cp ".gpu/lib/*:$test_classes:$junit_jar" org.junit.platform.console.ConsoleLauncher execute \
-    --scan-class-path "$test_classes" --exclude-tag slurm --fail-if-no-tests --details tree --disable-banner
+tags=(--include-tag gpu)
+[ "${VGPU_GPU_TESTS:-gpu}" = all ] && tags=(--exclude-tag slurm)
+step tests 150 "${java[@]}" -Dvgpu.test.worker.device="$last_gpu" -cp ".gpu/lib/*:$test_classes:$junit_jar" org.junit.platform.console.ConsoleLauncher execute \
+    --scan-class-path "$test_classes" "${tags[@]}" --fail-if-no-tests --details tree --disable-banner
 step devices 20 "${vgpu[@]}" devices
 step demo 40 "${vgpu[@]}" demo --backend native
 step bench 45 "${vgpu[@]}" bench

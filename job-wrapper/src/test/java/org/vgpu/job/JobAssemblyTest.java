@@ -76,13 +76,27 @@ class JobAssemblyTest {
     }
 
     /**
+     * The golden transcripts of the checkout: Maven runs this test in job-wrapper/, the GPU machine's
+     * JUnit console from the repository's root.
+     */
+    private static Path transcripts() {
+        Path relative = Path.of("slurm-spank-bridge", "contract", "transcripts.txt");
+        for (Path dir = Path.of("").toAbsolutePath(); dir != null; dir = dir.getParent()) {
+            if (Files.isRegularFile(dir.resolve(relative))) {
+                return dir.resolve(relative);
+            }
+        }
+        throw new AssertionError("no " + relative + " in " + Path.of("").toAbsolutePath() + " or above");
+    }
+
+    /**
      * What the bridge exports for the golden transcripts' ok reply (slurm-spank-bridge/contract/transcripts.txt,
      * its "= NAME=VALUE" lines, which the bridge's tests render word for word) reads as the assembly of that reply.
      */
     @Test
     void theEnvironmentOfTheGoldenTranscriptsReadsAsItsAssembly() throws Exception {
         Map<String, String> environment = new HashMap<>();
-        for (String line : Files.readAllLines(Path.of("..", "slurm-spank-bridge", "contract", "transcripts.txt"))) {
+        for (String line : Files.readAllLines(transcripts())) {
             if (line.startsWith("= ")) {
                 int equals = line.indexOf('=', 2);
                 environment.put(
