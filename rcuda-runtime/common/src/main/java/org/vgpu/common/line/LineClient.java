@@ -64,8 +64,7 @@ public final class LineClient {
     private static List<String> request(
             ChannelOpener opener, SocketAddress address, String peer, String requestLine, Duration timeout) {
         try (SocketChannel channel = opener.open();
-                IdleCloser closer = new IdleCloser(timeout);
-                IdleCloser.Watch watch = closer.watch(channel)) {
+                IdleCloser.Watch watch = IdleCloser.watch(channel, timeout)) {
             channel.connect(address);
             ByteBuffer request = ByteBuffer.wrap((requestLine + "\n").getBytes(StandardCharsets.UTF_8));
             while (request.hasRemaining()) {

@@ -62,7 +62,6 @@ public final class LineServer implements AutoCloseable {
     private final Limits limits;
     private final Set<SocketChannel> connections = ConcurrentHashMap.newKeySet();
     private final Semaphore connectionSlots;
-    private final IdleCloser idleCloser;
     private final Thread acceptor;
 
     private LineServer(
@@ -72,7 +71,6 @@ public final class LineServer implements AutoCloseable {
         this.socketFile = socketFile;
         this.limits = limits;
         this.connectionSlots = new Semaphore(limits.maxConnections());
-        this.idleCloser = new IdleCloser(limits.idleTimeout());
         this.acceptor = Thread.ofPlatform()
                 .name(threadName(limits) + "-accept")
                 .daemon()
@@ -173,7 +171,6 @@ public final class LineServer implements AutoCloseable {
         for (SocketChannel connection : connections) {
             closeQuietly(connection);
         }
-        idleCloser.close();
         try {
             acceptor.join(Duration.ofSeconds(5));
         } catch (InterruptedException e) {
@@ -224,7 +221,7 @@ public final class LineServer implements AutoCloseable {
 
     private void serve(SocketChannel connection, LineService service) {
         try (connection;
-                IdleCloser.Watch watch = idleCloser.watch(connection)) {
+                IdleCloser.Watch watch = IdleCloser.watch(connection, limits.idleTimeout())) {
             InputStream in = Channels.newInputStream(connection);
             BoundedLineReader requests = new BoundedLineReader(in, limits.maxRequestBytes());
             String localHost = localHost(connection);
