@@ -12,16 +12,11 @@ public final class SiteConfigException extends VgpuFailure {
     private final transient List<ConfigProblem> problems;
 
     public SiteConfigException(List<ConfigProblem> problems) {
-        super(describe(problems), null);
+        super("CONFIG_INVALID", describe(problems), null);
         if (problems.isEmpty()) {
             throw new IllegalArgumentException("a SiteConfigException needs at least one problem");
         }
         this.problems = List.copyOf(problems);
-    }
-
-    @Override
-    public String codeName() {
-        return "CONFIG_INVALID";
     }
 
     public List<ConfigProblem> problems() {

@@ -23,16 +23,11 @@ public final class LedgerException extends VgpuFailure {
     }
 
     public LedgerException(Code code, String message, Throwable cause) {
-        super(message, cause);
+        super("LEDGER", code, message, cause);
         this.code = code;
     }
 
     public Code code() {
         return code;
-    }
-
-    @Override
-    public String codeName() {
-        return "LEDGER_" + code.name();
     }
 }

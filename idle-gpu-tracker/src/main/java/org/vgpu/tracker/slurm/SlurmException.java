@@ -22,7 +22,7 @@ public final class SlurmException extends VgpuFailure {
     private final Code code;
 
     private SlurmException(Code code, String message, Throwable cause) {
-        super(message, cause);
+        super("SLURM", code, message, cause);
         this.code = code;
     }
 
@@ -41,10 +41,5 @@ public final class SlurmException extends VgpuFailure {
 
     public Code code() {
         return code;
-    }
-
-    @Override
-    public String codeName() {
-        return "SLURM_" + code.name();
     }
 }

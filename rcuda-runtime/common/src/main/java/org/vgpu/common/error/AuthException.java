@@ -8,11 +8,6 @@ public final class AuthException extends VgpuFailure {
     private static final long serialVersionUID = 1L;
 
     public AuthException(String message) {
-        super(message, null);
-    }
-
-    @Override
-    public String codeName() {
-        return "AUTH_FAILED";
+        super("AUTH_FAILED", message, null);
     }
 }

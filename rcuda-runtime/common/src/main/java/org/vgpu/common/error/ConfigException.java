@@ -25,16 +25,11 @@ public final class ConfigException extends VgpuFailure {
     }
 
     public ConfigException(Code code, String message, Throwable cause) {
-        super(message, cause);
+        super("CONFIG", code, message, cause);
         this.code = code;
     }
 
     public Code code() {
         return code;
-    }
-
-    @Override
-    public String codeName() {
-        return "CONFIG_" + code.name();
     }
 }

@@ -8,11 +8,6 @@ public final class InputException extends VgpuFailure {
     private static final long serialVersionUID = 1L;
 
     public InputException(String message) {
-        super(message, null);
-    }
-
-    @Override
-    public String codeName() {
-        return "BAD_INPUT";
+        super("BAD_INPUT", message, null);
     }
 }

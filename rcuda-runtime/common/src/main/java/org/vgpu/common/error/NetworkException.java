@@ -26,16 +26,11 @@ public final class NetworkException extends VgpuFailure {
     }
 
     public NetworkException(Code code, String message, Throwable cause) {
-        super(message, cause);
+        super("NETWORK", code, message, cause);
         this.code = code;
     }
 
     public Code code() {
         return code;
-    }
-
-    @Override
-    public String codeName() {
-        return "NETWORK_" + code.name();
     }
 }

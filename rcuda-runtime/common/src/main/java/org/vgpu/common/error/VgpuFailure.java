@@ -13,8 +13,17 @@ import java.io.IOException;
 public abstract class VgpuFailure extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
-    protected VgpuFailure(String message, Throwable cause) {
+    private final String codeName;
+
+    /** @param codeName what {@link #codeName()} gives: a stable upper-case name */
+    protected VgpuFailure(String codeName, String message, Throwable cause) {
         super(message, cause);
+        this.codeName = codeName;
+    }
+
+    /** A failure that one of its domain's codes names: {@link #codeName()} is DOMAIN_CODE, e.g. CONFIG_MISSING. */
+    protected VgpuFailure(String domain, Enum<?> code, String message, Throwable cause) {
+        this(domain + "_" + code.name(), message, cause);
     }
 
     /** The message without any code in front of it: what a sentence can quote. */
@@ -23,7 +32,9 @@ public abstract class VgpuFailure extends RuntimeException {
     }
 
     /** A stable upper-case name of what failed (e.g. {@code CONFIG_MISSING}), for logs and reports. */
-    public abstract String codeName();
+    public final String codeName() {
+        return codeName;
+    }
 
     /**
      * What a user or admin may read of any failure: a {@code VgpuFailure}'s message, an I/O

@@ -19,18 +19,13 @@ public class VgpuException extends VgpuFailure {
     }
 
     public VgpuException(ErrorCode code, String detail, Throwable cause) {
-        super(code.name() + ": " + detail, cause);
+        super(code.name(), code.name() + ": " + detail, cause);
         this.code = code;
         this.detail = detail;
     }
 
     public ErrorCode code() {
         return code;
-    }
-
-    @Override
-    public String codeName() {
-        return code.name();
     }
 
     /** The message without the code prefix. */

@@ -27,16 +27,11 @@ public final class LendingException extends VgpuFailure {
     }
 
     public LendingException(Code code, String message, Throwable cause) {
-        super(message, cause);
+        super("LENDING", code, message, cause);
         this.code = code;
     }
 
     public Code code() {
         return code;
-    }
-
-    @Override
-    public String codeName() {
-        return "LENDING_" + code.name();
     }
 }
