@@ -80,6 +80,11 @@ public final class RemoteGpu extends AbstractVirtualGpu<RemoteGpu.Module, Remote
         }
     }
 
+    /** What this vGPU has forwarded to its worker and waited for since it was opened. Cheap: no call to the worker. */
+    public RemoteCounters counters() {
+        return connection.counters();
+    }
+
     /** The worker this vGPU runs on, as errors name it. */
     public String workerDescription() {
         return connection.endpoint().describe();
