@@ -17,6 +17,8 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 import org.vgpu.common.error.NetworkException;
 import org.vgpu.runtime.api.DeviceRegion;
@@ -156,9 +158,11 @@ class GpuWorkerTest {
         assertFalse(worker.report().isDone(), "the worker still waits for its client");
     }
 
-    @Test
-    void aSecondSessionIsRefused() {
-        startWorker(Duration.ofSeconds(10));
+    /** A lender's worker and a holder's alike: one session at a time. */
+    @ParameterizedTest
+    @EnumSource(GpuWorker.Sessions.class)
+    void aSecondSessionIsRefused(GpuWorker.Sessions sessions) {
+        startWorker(Duration.ofSeconds(10), sessions);
         try (RawClient client = connect();
                 RawClient second = connect()) {
             assertEquals(
@@ -463,18 +467,5 @@ class GpuWorkerTest {
         assertEquals("the worker was closed after 3 session(s)", report.endReason());
         assertEquals(6, report.calls(), "HELLO, alloc and goodbye; HELLO and alloc; HELLO");
         assertEquals(MEMORY, freeDeviceMemory());
-    }
-
-    @Test
-    void aHolderWorkerStillServesOneSessionAtATime() {
-        startWorker(Duration.ofSeconds(10), GpuWorker.Sessions.ONE_AFTER_ANOTHER);
-        try (RawClient client = connect();
-                RawClient second = connect()) {
-            assertEquals(
-                    "#1 welcome test-worker", client.hello(1, TOKEN, WINDOW).read());
-            assertEquals(
-                    "#1 error CUDA_ERROR_NOT_PERMITTED: worker test-worker already serves a session",
-                    second.hello(1, TOKEN, VaWindow.forVgpu(3)).read());
-        }
     }
 }
