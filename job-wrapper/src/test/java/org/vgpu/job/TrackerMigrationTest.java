@@ -140,6 +140,36 @@ class TrackerMigrationTest {
                 AgentChannel.Done unknown = tracker.nextDone();
                 assertEquals(new AgentChannel.Failed("job 42 has no vGPU 5"), unknown.outcome());
 
+                // a move that fails (no CUDA device drives GPU 7 here) leaves the vGPU where it was, the grant
+                // withdrawn
+                tracker.send((poll, nonce) -> AgentChannel.Migrate.signed(
+                        poll.credential().token(), nonce, 10, 1, new AgentChannel.LocalGpu(7)));
+                AgentChannel.Done failed = tracker.nextDone();
+                assertTrue(
+                        ((AgentChannel.Failed) failed.outcome()).reason().contains("GPU 7 of this node is not in"),
+                        failed.toString());
+                assertEquals(new MigrationTarget.RemoteWorker(Endpoint.parse(lend.endpoint())), borrowed.placement());
+                VgpuException withdrawn =
+                        assertThrows(VgpuException.class, () -> own.migrate(new MigrationTarget.LocalGpu(7)));
+                assertTrue(withdrawn.getMessage().contains("GPU 7 of node n1 is not granted"), withdrawn.getMessage());
+
+                // a drain: the tracker moves vGPU 1 to another lender with a fresh session token, remote to remote
+                LentWorkers.Lend other = lenders.lend(1, 1);
+                Endpoint otherWorker = Endpoint.parse(other.endpoint());
+                tracker.send((poll, nonce) -> AgentChannel.Migrate.signed(
+                        poll.credential().token(),
+                        nonce,
+                        11,
+                        1,
+                        new AgentChannel.RemoteTarget(otherWorker, other.token())));
+                assertInstanceOf(
+                        AgentChannel.Succeeded.class, tracker.nextDone().outcome());
+                assertEquals(new MigrationTarget.RemoteWorker(otherWorker), borrowed.placement());
+                assertEquals("remote", borrowed.backendName());
+                assertTrue(
+                        borrowed.remoteCounters().calls() > forwarded.calls(),
+                        "the counters go on from the first worker's: " + borrowed.remoteCounters());
+
                 // the tracker's own command: vGPU 1 comes home onto the freed GPU 2
                 tracker.send((poll, nonce) -> AgentChannel.Migrate.signed(
                         poll.credential().token(), nonce, 9, 1, new AgentChannel.LocalGpu(2)));
