@@ -14,9 +14,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
-import java.util.OptionalLong;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -26,15 +24,13 @@ import org.junit.jupiter.api.Test;
 import org.vgpu.common.cli.SubcommandRunner;
 import org.vgpu.common.line.LineServer;
 import org.vgpu.common.net.Endpoint;
+import org.vgpu.tracker.SampleStatus;
 import org.vgpu.tracker.StatusReport;
-import org.vgpu.tracker.ledger.Assembly;
-import org.vgpu.tracker.ledger.Lend;
 import org.vgpu.tracker.report.Report;
 import org.vgpu.tracker.report.ReportJson;
 
 /** {@code vgpu report} against a socket that answers {@code status json} as the tracker does. */
 class ReportCommandTest {
-    private static final Instant PLANNED = Instant.parse("2026-11-21T12:00:00Z");
     private static final Instant NOW = Instant.parse("2026-11-21T12:05:00Z");
     private final List<AutoCloseable> servers = new ArrayList<>();
 
@@ -45,52 +41,9 @@ class ReportCommandTest {
         }
     }
 
-    static StatusReport sample() {
-        Assembly assembly = new Assembly(
-                        42,
-                        "alice",
-                        "n1",
-                        3,
-                        1,
-                        Assembly.Phase.SECURING,
-                        PLANNED,
-                        Optional.empty(),
-                        List.of(
-                                Lend.planned(1, "n2")
-                                        .withHolder(43)
-                                        .withGpu(3)
-                                        .withWorker(new Endpoint("10.0.0.2", 7501), "n2-d3-a"),
-                                Lend.planned(2, "n3")
-                                        .withHolder(44)
-                                        .withGpu(1)
-                                        .withWorker(new Endpoint("10.0.0.3", 7502), "n3-d1-b")))
-                .releasedAt(PLANNED.plusSeconds(3));
-        return new StatusReport(
-                NOW,
-                List.of(new StatusReport.Live(
-                        assembly, List.of(44L), List.of(5), Map.of(1, new StatusReport.Forwarded(1200, 987_654)))),
-                List.of(new StatusReport.Migration(
-                        7,
-                        41,
-                        1,
-                        "n3:0",
-                        "n1:2",
-                        "GPU 2 of n1 was released",
-                        PLANNED.plusSeconds(60),
-                        Optional.of(PLANNED.plusSeconds(61)),
-                        OptionalLong.of(180),
-                        OptionalLong.of(1L << 30),
-                        "done")),
-                List.of(new StatusReport.Waiting(
-                        50, "bob", 2, "waiting for 2 GPUs: most idle node n1 has 0, other nodes can lend 1")),
-                List.of(new StatusReport.NodeIdle("n1", List.of()), new StatusReport.NodeIdle("n2", List.of(0, 2))),
-                List.of(new StatusReport.Ended(
-                        40, "carol", "n2", 2, 1, "done", Instant.parse("2026-11-21T11:59:00Z"), Optional.empty())));
-    }
-
     @Test
     void theTableShowsEverySection() {
-        Endpoint tracker = tracker(ReportJson.replyLines(Report.of(sample())));
+        Endpoint tracker = tracker(ReportJson.replyLines(Report.of(SampleStatus.report())));
 
         Run table = report("--tracker", tracker.toString());
 
@@ -118,7 +71,7 @@ class ReportCommandTest {
 
     @Test
     void jsonHasASchemaVersionIsoUtcTimesAndNullForWhatIsNotKnown() throws IOException {
-        Endpoint tracker = tracker(ReportJson.replyLines(Report.of(sample())));
+        Endpoint tracker = tracker(ReportJson.replyLines(Report.of(SampleStatus.report())));
 
         Run json = report("--tracker", tracker.toString(), "--format", "json");
 
@@ -148,7 +101,7 @@ class ReportCommandTest {
 
     @Test
     void csvCarriesTheSameFactsAsJson() throws IOException {
-        Endpoint tracker = tracker(ReportJson.replyLines(Report.of(sample())));
+        Endpoint tracker = tracker(ReportJson.replyLines(Report.of(SampleStatus.report())));
         JsonNode json = new ObjectMapper()
                 .readTree(report("--tracker", tracker.toString(), "--format", "json")
                         .out());
@@ -261,7 +214,7 @@ class ReportCommandTest {
         assertEquals(1, notAReport.status());
         assertTrue(notAReport.err().contains("is not a vgpu report"), notAReport.err());
 
-        List<String> cut = new ArrayList<>(ReportJson.replyLines(Report.of(sample())));
+        List<String> cut = new ArrayList<>(ReportJson.replyLines(Report.of(SampleStatus.report())));
         cut.set(0, cut.getFirst().substring(0, 100));
         Run shortened = report("--tracker", tracker(cut).toString());
         assertEquals(1, shortened.status());
