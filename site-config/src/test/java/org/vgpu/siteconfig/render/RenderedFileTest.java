@@ -128,6 +128,22 @@ class RenderedFileTest {
     }
 
     @Test
+    void trackerUnitSaysWhereToScrapeMetricsOrHowToTurnThemOn() {
+        assertEquals(
+                List.of("# Prometheus: /metrics is off; set [tracker] metrics = HOST:PORT in the configuration to serve"
+                        + " it, then scrape http://HOST:PORT/metrics"),
+                linesStartingWith(render(RenderedFile.TRACKER_UNIT), "# Prometheus"));
+
+        SiteConfig withMetrics = SiteConfigReader.read(
+                SiteConfigFiles.write(dir, SiteConfigFiles.valid(dir) + "[tracker]\nmetrics = 10.0.0.9:9464\n"));
+        String unit = RenderedFile.TRACKER_UNIT.render(withMetrics, Optional.empty());
+        assertTrue(
+                unit.contains("# Prometheus: the tracker serves http://10.0.0.9:9464/metrics ([tracker] metrics)"),
+                unit);
+        assertTrue(unit.contains("#       static_configs: [{targets: ['10.0.0.9:9464']}]\n"), unit);
+    }
+
+    @Test
     void lenderUnitListensOnItsNodeAndLendsEachOfItsGpus() {
         SiteConfig config = config();
 
