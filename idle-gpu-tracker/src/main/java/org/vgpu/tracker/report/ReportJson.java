@@ -92,10 +92,9 @@ public final class ReportJson {
         }
         String last = lines.getLast();
         if (last.startsWith(REPLY_ERROR_WORD + " ")) {
-            throw new NetworkException(
-                    NetworkException.Code.PROTOCOL,
-                    peer + " answered: " + LineText.printable(last.substring(REPLY_ERROR_WORD.length() + 1), 300)
-                            + " (is it a vgpu tracker of this version?)");
+            throw notATracker(
+                    peer,
+                    "it answered '" + LineText.printable(last.substring(REPLY_ERROR_WORD.length() + 1), 300) + "'");
         }
         Matcher ok = OK_LINE.matcher(last);
         if (!ok.matches()) {

@@ -195,7 +195,11 @@ class ReportCommandTest {
         Run lender = report(
                 "--tracker", tracker(List.of("error unknown command 'status'")).toString());
         assertEquals(1, lender.status());
-        assertTrue(lender.err().contains("answered: unknown command 'status'"), lender.err());
+        assertTrue(
+                lender.err()
+                        .contains("is not a vgpu tracker, or not one of this version: it answered 'unknown command"
+                                + " 'status''"),
+                lender.err());
         assertEquals("", lender.out());
 
         Run okOnly = report("--tracker", tracker(List.of("ok")).toString());

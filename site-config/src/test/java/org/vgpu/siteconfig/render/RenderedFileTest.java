@@ -114,6 +114,12 @@ class RenderedFileTest {
         assertTrue(lua.contains("local MAX_GPUS_PER_JOB = 7\n"), "4 local + 3 borrowed, all 7 GPUs: " + lua);
         assertTrue(lua.contains("return slurm.ESLURM_ACCESS_DENIED"), lua);
         assertTrue(lua.contains("127.0.0.1:7400"), lua);
+        assertTrue(
+                lua.contains(
+                        "local HELD_COMMENT = \"vgpu: held until the vgpu tracker (127.0.0.1:7400) secures its GPUs;"
+                                + " it has not planned this job yet\"\n"),
+                lua);
+        assertTrue(lua.contains("      job_desc.comment = HELD_COMMENT\n"), lua);
     }
 
     @Test
