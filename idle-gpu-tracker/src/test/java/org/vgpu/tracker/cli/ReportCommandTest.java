@@ -14,6 +14,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -176,7 +177,7 @@ class ReportCommandTest {
                     NOW,
                     Optional.of("holder job " + job + " on n2 is FAILED")));
         }
-        StatusReport big = new StatusReport(NOW, List.of(), List.of(), List.of(), List.of(), ended);
+        StatusReport big = new StatusReport(NOW, List.of(), List.of(), List.of(), List.of(), ended, Map.of());
         List<String> lines = ReportJson.replyLines(Report.of(big));
         assertTrue(lines.size() > 2, "a report of 200 ended assemblies takes several lines");
         assertTrue(lines.stream().allMatch(line -> line.length() <= 8190));
