@@ -128,8 +128,11 @@ public final class ConfigCommand implements Subcommand {
                 config.totalGpus(),
                 config.nodes().stream().mapToInt(NodeConfig::vgpus).sum());
         out.printf(
-                "tracker %s; token key %s (private, fingerprint %s)%n",
+                "tracker %s, /metrics %s; token key %s (private, fingerprint %s)%n",
                 config.tracker(),
+                config.metrics()
+                        .map(metrics -> "on http://" + metrics + "/metrics")
+                        .orElse("off"),
                 config.tokenKeyFile(),
                 SiteKey.load(config.tokenKeyFile()).fingerprint());
         out.printf(
