@@ -7,6 +7,7 @@
 #include <slurm/spank.h>
 
 #include "config.h"
+#include "prolog.h"
 #include "remote.h"
 
 SPANK_PLUGIN(vgpu_spank, 1)
@@ -77,6 +78,35 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 			return -1;
 		}
 	}
+	return 0;
+}
+
+int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
+{
+	(void)ac;
+	(void)av;
+	if (spank_context() != S_CTX_REMOTE)
+		return 0;
+	if (!config_ok)
+		return -1;
+	return vgpu_remote_init_post_opt(sp, &config);
+}
+
+int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
+{
+	(void)ac;
+	(void)av;
+	if (spank_context() == S_CTX_JOB_SCRIPT && config_ok)
+		vgpu_job_prolog(sp, &config);
+	return 0;
+}
+
+int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
+{
+	(void)ac;
+	(void)av;
+	if (spank_context() == S_CTX_JOB_SCRIPT && config_ok)
+		vgpu_job_epilog(sp, &config);
 	return 0;
 }
 
