@@ -143,10 +143,10 @@ static int parse_one(const char *arg, struct vgpu_config *cfg, unsigned *seen,
 		return 0;
 	default:
 		/* The socket file name is appended, so leave room for it. */
-		if (vgpu_valid_socket_path(v, vlen) != 0 || vlen > VGPU_SOCKET_PATH_BYTES - 40)
+		if (vgpu_valid_socket_path(v, vlen) != 0 || vlen > VGPU_AGENT_SOCKET_DIR_BYTES)
 			return vgpu_fail(err, errlen,
 					 "directory must be absolute, at most %d bytes, of [A-Za-z0-9" VGPU_SOCKET_PATH_CHARS "] and without . or .. components",
-					 VGPU_SOCKET_PATH_BYTES - 40);
+					 VGPU_AGENT_SOCKET_DIR_BYTES);
 		memcpy(cfg->agent_socket_dir, v, vlen);
 		/* "/run/vgpu/" and "/run/vgpu" are the same directory */
 		while (vlen > 1 && cfg->agent_socket_dir[vlen - 1] == '/')
