@@ -84,22 +84,24 @@ static int resolve_grant(spank_t sp, const struct vgpu_config *cfg, int starting
 	job_info_msg_t *msg = NULL;
 	const slurm_job_info_t *info;
 	char why[VGPU_ERR_MAX], gres_conf[PATH_MAX];
-	const char *name, *node, *gpus;
+	const char *partition, *uid, *node, *gpus;
 	unsigned target_vgpus;
 	int rc;
 
 	memset(g, 0, sizeof(*g));
 	if (spank_get_item(sp, S_JOB_ID, &g->holder) != ESPANK_SUCCESS)
 		return 0;
-	/* slurmd puts the job's name into the prolog's environment; without it, ask slurmctld */
-	name = getenv("SLURM_JOB_NAME");
-	if (name != NULL && strncmp(name, VGPU_GRANT_HOLDER_PREFIX, strlen(VGPU_GRANT_HOLDER_PREFIX)) != 0)
+	/*
+	 * Slurm 22.05's prolog environment has no job name, but the partition and the user: only
+	 * root's jobs in the lend partition can be grant holders, so only they cost an RPC.
+	 */
+	partition = getenv("SLURM_JOB_PARTITION");
+	uid = getenv("SLURM_JOB_UID");
+	if (cfg->lend_partition[0] != '\0' && partition != NULL && uid != NULL
+	    && (strcmp(partition, cfg->lend_partition) != 0 || strcmp(uid, "0") != 0))
 		return 0;
-	if (vgpu_job_load(g->holder, &msg, &info, why, sizeof(why)) != 0) {
-		if (name == NULL)
-			return 0;	/* cannot tell; an ordinary job most likely, and nothing is admitted */
+	if (vgpu_job_load(g->holder, &msg, &info, why, sizeof(why)) != 0)
 		return vgpu_fail(err, errlen, "%s", why);
-	}
 	rc = vgpu_parse_grant_name(info->name, &g->target, &g->vgpu, why, sizeof(why));
 	if (rc <= 0)
 		goto done;

@@ -92,20 +92,36 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 	return vgpu_remote_init_post_opt(sp, &config);
 }
 
+/*
+ * Slurm 22.05 calls no slurm_spank_init before job_prolog/job_epilog (a process of their own):
+ * the arguments are parsed here. A bad plugstack.conf is logged, never fails them (that drains).
+ */
+static int job_script_config(int ac, char **av)
+{
+	char err[VGPU_ERR_MAX];
+
+	if (spank_context() != S_CTX_JOB_SCRIPT)
+		return -1;
+	if (config_ok)
+		return 0;
+	if (vgpu_config_parse(ac, av, &config, err, sizeof(err)) != 0) {
+		slurm_error(LOG_PREFIX "%s", err);
+		return -1;
+	}
+	config_ok = 1;
+	return 0;
+}
+
 int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
 {
-	(void)ac;
-	(void)av;
-	if (spank_context() == S_CTX_JOB_SCRIPT && config_ok)
+	if (job_script_config(ac, av) == 0)
 		vgpu_job_prolog(sp, &config);
 	return 0;
 }
 
 int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
 {
-	(void)ac;
-	(void)av;
-	if (spank_context() == S_CTX_JOB_SCRIPT && config_ok)
+	if (job_script_config(ac, av) == 0)
 		vgpu_job_epilog(sp, &config);
 	return 0;
 }
