@@ -271,3 +271,18 @@ start_munged() {
         --pid-file=$dir/sock/munged.pid --seed-file=$dir/lib/seed --log-file=$dir/lib/munged.log" || return 1
     wait_until 10 "munged has started" test -s "$dir/sock/munged.pid"
 }
+
+# remove_slurm_cgroups: the testbed nodes' cgroups that Slurm's cgroup plugins leave in every v1
+# controller (slurm_n1...); a cgroup that still holds a process stays (rmdir refuses), so this never
+# disturbs a running job. Fails when one is left.
+remove_slurm_cgroups() {
+    local node dir left=0
+    for node in "${TESTBED_NODES[@]}"; do
+        for dir in /sys/fs/cgroup/*/slurm_"$node"; do
+            [ -d "$dir" ] || continue
+            find "$dir" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+            [ ! -d "$dir" ] || left=1
+        done
+    done
+    return "$left"
+}

@@ -183,6 +183,11 @@ nodes_idle() {
 
 "$(dirname "$0")/install-slurm.sh"
 refuse_busy_ports
+# Slurm names its cgroups by node and job (slurm_n1/uid_0/job_1): two testbeds with cgroups on one
+# machine would share them.
+if [ "${VGPU_TESTBED_CGROUPS:-no}" = yes ] && ! remove_slurm_cgroups; then
+    die "another testbed with VGPU_TESTBED_CGROUPS=yes runs here (its slurm_n* cgroups hold processes); tear it down first"
+fi
 # A failed start leaves the directory and any started daemon for inspection; down.sh clears both.
 trap 'echo "testbed: up.sh failed; logs are in $TESTBED_DIR/log; clean up with $(dirname "$0")/down.sh" >&2' ERR
 mkdir -p "$TESTBED_DIR"/{etc,state,run,log,out,capture}
