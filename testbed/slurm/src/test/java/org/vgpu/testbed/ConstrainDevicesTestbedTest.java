@@ -47,8 +47,7 @@ class ConstrainDevicesTestbedTest {
     }
 
     private static boolean writableDevicesController() throws IOException {
-        return Files.isRegularFile(DEVICES_CONTROLLER.resolve("devices.allow"))
-                && Files.isWritable(DEVICES_CONTROLLER);
+        return Files.isRegularFile(DEVICES_CONTROLLER.resolve("devices.allow")) && Files.isWritable(DEVICES_CONTROLLER);
     }
 
     @AfterAll
