@@ -183,6 +183,9 @@ static void grant_device(spank_t sp, const struct vgpu_config *cfg, int admit)
 			    g.target, g.vgpu, admit ? "admitting" : "dropping", err);
 		return;
 	}
+	/* the job's later steps stop getting the GPU, whatever becomes of the cgroup below */
+	if (!admit && vgpu_grant_record_remove(cfg->agent_socket_dir, g.target, g.holder, err, sizeof(err)) != 0)
+		slurm_error(LOG_PREFIX "grant holder %u: job %u's grant record stays: %s", g.holder, g.target, err);
 	switch (vgpu_find_devices_cgroup(MOUNTS, mount, sizeof(mount))) {
 	case VGPU_CGROUP_NONE:
 		slurm_info(LOG_PREFIX "grant holder %u: no cgroup file system here, job %u's devices are not "
@@ -220,10 +223,20 @@ static void grant_device(spank_t sp, const struct vgpu_config *cfg, int admit)
 	slurm_info(LOG_PREFIX "grant holder %u: GPU %u (%s, c %u:%u) %s job %u vGPU %u's devices cgroup %s "
 		   "(%u cgroup(s))", g.holder, g.gpu, g.file, g.dev.major, g.dev.minor,
 		   admit ? "admitted into" : "dropped from", g.target, g.vgpu, dir, written);
+	/* for the steps the job starts while the grant lasts (vgpu_remote_task_init_privileged) */
+	if (admit && vgpu_grant_record_write(cfg->agent_socket_dir, g.target, g.holder, g.dev.major, g.dev.minor,
+					     err, sizeof(err)) != 0)
+		slurm_error(LOG_PREFIX "grant holder %u: job %u's later steps will not get the GPU: %s", g.holder,
+			    g.target, err);
 }
 
 void vgpu_job_prolog(spank_t sp, const struct vgpu_config *cfg)
 {
+	uint32_t jobid;
+
+	/* a job that starts has no grant yet: records under its id are an earlier job's */
+	if (spank_get_item(sp, S_JOB_ID, &jobid) == ESPANK_SUCCESS)
+		vgpu_grant_records_clear(cfg->agent_socket_dir, jobid);
 	grant_device(sp, cfg, 1);
 }
 
@@ -233,7 +246,9 @@ void vgpu_job_epilog(spank_t sp, const struct vgpu_config *cfg)
 	uint32_t jobid;
 
 	grant_device(sp, cfg, 0);
-	if (spank_get_item(sp, S_JOB_ID, &jobid) == ESPANK_SUCCESS
-	    && vgpu_remove_socket_dir(cfg->agent_socket_dir, jobid, err, sizeof(err)) != 0)
+	if (spank_get_item(sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS)
+		return;
+	vgpu_grant_records_clear(cfg->agent_socket_dir, jobid);
+	if (vgpu_remove_socket_dir(cfg->agent_socket_dir, jobid, err, sizeof(err)) != 0)
 		slurm_error(LOG_PREFIX "job %u: cannot remove its agent socket directory: %s", jobid, err);
 }

@@ -1,6 +1,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -45,10 +46,9 @@ static int make_parents(const char *dir, char *err, size_t errlen)
 	}
 }
 
-int vgpu_prepare_socket_dir(const char *agent_socket_dir, uint32_t jobid, uid_t uid, gid_t gid,
-			    char *err, size_t errlen)
+/* agent_socket_dir, made if missing and open: a descriptor, or -1 with err when it is not root's alone. */
+static int open_root_dir(const char *agent_socket_dir, char *err, size_t errlen)
 {
-	char name[32];
 	struct stat st;
 	int base;
 
@@ -64,6 +64,18 @@ int vgpu_prepare_socket_dir(const char *agent_socket_dir, uint32_t jobid, uid_t 
 				 "mode %04o): job users could take each other's socket names",
 				 agent_socket_dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
 	}
+	return base;
+}
+
+int vgpu_prepare_socket_dir(const char *agent_socket_dir, uint32_t jobid, uid_t uid, gid_t gid,
+			    char *err, size_t errlen)
+{
+	char name[32];
+	struct stat st;
+	const int base = open_root_dir(agent_socket_dir, err, errlen);
+
+	if (base < 0)
+		return -1;
 	snprintf(name, sizeof(name), VGPU_JOB_SOCKET_DIR_PREFIX "%u", jobid);
 	if (mkdirat(base, name, 0700) == 0) {
 		/* root made it inside a directory only root writes: nothing can swap it in between */
@@ -139,4 +151,132 @@ int vgpu_remove_socket_dir(const char *agent_socket_dir, uint32_t jobid, char *e
 	rc = remove_tree(base, name, 0, err, errlen);
 	close(base);
 	return rc;
+}
+
+/* agent_socket_dir/grants, root's 0700, open; -1 with err. */
+static int open_grants_dir(const char *agent_socket_dir, int create, char *err, size_t errlen)
+{
+	struct stat st;
+	const int base = open_root_dir(agent_socket_dir, err, errlen);
+	int fd;
+
+	if (base < 0)
+		return -1;
+	if (create && mkdirat(base, VGPU_GRANTS_DIR, 0700) != 0 && errno != EEXIST) {
+		const int e = errno;
+
+		close(base);
+		return vgpu_fail(err, errlen, "mkdir %s/" VGPU_GRANTS_DIR ": %s", agent_socket_dir, strerror(e));
+	}
+	fd = openat(base, VGPU_GRANTS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	close(base);
+	if (fd < 0)
+		return vgpu_fail(err, errlen, "%s/" VGPU_GRANTS_DIR ": %s", agent_socket_dir, strerror(errno));
+	if (fstat(fd, &st) != 0 || st.st_uid != 0 || (st.st_mode & 077) != 0) {
+		close(fd);
+		return vgpu_fail(err, errlen, "%s/" VGPU_GRANTS_DIR " must be root's, mode 0700", agent_socket_dir);
+	}
+	return fd;
+}
+
+int vgpu_grant_record_write(const char *agent_socket_dir, uint32_t job, uint32_t holder, unsigned major,
+			    unsigned minor, char *err, size_t errlen)
+{
+	char name[32], text[32];
+	const int dir = open_grants_dir(agent_socket_dir, 1, err, errlen);
+	int fd, n;
+
+	if (dir < 0)
+		return -1;
+	snprintf(name, sizeof(name), "%u-%u", job, holder);
+	fd = openat(dir, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	close(dir);
+	if (fd < 0)
+		return vgpu_fail(err, errlen, "grant record %s: %s", name, strerror(errno));
+	n = snprintf(text, sizeof(text), "%u %u\n", major, minor);
+	if (write(fd, text, (size_t)n) != n) {
+		close(fd);
+		return vgpu_fail(err, errlen, "grant record %s: %s", name, strerror(errno));
+	}
+	return close(fd) == 0 ? 0 : vgpu_fail(err, errlen, "grant record %s: %s", name, strerror(errno));
+}
+
+int vgpu_grant_record_remove(const char *agent_socket_dir, uint32_t job, uint32_t holder, char *err,
+			     size_t errlen)
+{
+	char name[32], path[PATH_MAX];
+	struct stat st;
+	int dir, rc = 0;
+
+	snprintf(path, sizeof(path), "%s/" VGPU_GRANTS_DIR, agent_socket_dir);
+	if (lstat(path, &st) != 0 && errno == ENOENT)
+		return 0;	/* no grants directory, no record */
+	dir = open_grants_dir(agent_socket_dir, 0, err, errlen);
+	if (dir < 0)
+		return -1;
+	snprintf(name, sizeof(name), "%u-%u", job, holder);
+	if (unlinkat(dir, name, 0) != 0 && errno != ENOENT)
+		rc = vgpu_fail(err, errlen, "grant record %s: %s", name, strerror(errno));
+	close(dir);
+	return rc;
+}
+
+int vgpu_grant_records(const char *agent_socket_dir, uint32_t job,
+		       int (*found)(unsigned major, unsigned minor, void *ctx), void *ctx)
+{
+	char prefix[16], path[PATH_MAX];
+	struct dirent *de;
+	DIR *d;
+	int rc = 0;
+
+	snprintf(path, sizeof(path), "%s/" VGPU_GRANTS_DIR, agent_socket_dir);
+	d = opendir(path);
+	if (d == NULL)
+		return 0;
+	snprintf(prefix, sizeof(prefix), "%u-", job);
+	while (rc == 0 && (de = readdir(d)) != NULL) {
+		char text[32];
+		struct stat st;
+		unsigned major, minor;
+		char extra;
+		ssize_t n;
+		int fd;
+
+		if (strncmp(de->d_name, prefix, strlen(prefix)) != 0)
+			continue;
+		fd = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		/* only root writes records: anything else is not one */
+		if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != 0) {
+			close(fd);
+			continue;
+		}
+		n = read(fd, text, sizeof(text) - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		text[n] = '\0';
+		if (sscanf(text, "%u %u%c", &major, &minor, &extra) == 3 && extra == '\n')
+			rc = found(major, minor, ctx);
+	}
+	closedir(d);
+	return rc;
+}
+
+void vgpu_grant_records_clear(const char *agent_socket_dir, uint32_t job)
+{
+	char prefix[16], path[PATH_MAX];
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/" VGPU_GRANTS_DIR, agent_socket_dir);
+	d = opendir(path);
+	if (d == NULL)
+		return;
+	snprintf(prefix, sizeof(prefix), "%u-", job);
+	while ((de = readdir(d)) != NULL)
+		if (strncmp(de->d_name, prefix, strlen(prefix)) == 0)
+			unlinkat(dirfd(d), de->d_name, 0);
+	closedir(d);
 }

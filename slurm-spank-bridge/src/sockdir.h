@@ -37,4 +37,24 @@ int vgpu_prepare_socket_dir(const char *agent_socket_dir, uint32_t jobid, uid_t 
  */
 int vgpu_remove_socket_dir(const char *agent_socket_dir, uint32_t jobid, char *err, size_t errlen);
 
+/*
+ * Grant records: agent_socket_dir/grants/<job>-<holder>, root's (directory 0700, file 0600),
+ * holding "MAJOR MINOR" of the device a grant holder's prolog admitted into job's cgroup. A step
+ * the job starts later reads them to admit the granted GPUs into its own cgroup (Slurm fills a new
+ * step's devices cgroup with the step's own GRES only); the holder's epilog removes its record.
+ */
+#define VGPU_GRANTS_DIR "grants"
+int vgpu_grant_record_write(const char *agent_socket_dir, uint32_t job, uint32_t holder, unsigned major,
+			    unsigned minor, char *err, size_t errlen);
+int vgpu_grant_record_remove(const char *agent_socket_dir, uint32_t job, uint32_t holder, char *err,
+			     size_t errlen);
+/* Removes every record of job (its prolog and epilog: records of an earlier job of that id are stale). */
+void vgpu_grant_records_clear(const char *agent_socket_dir, uint32_t job);
+/*
+ * Calls found(major, minor, ctx) for every record of job that root wrote (others are skipped);
+ * stops at the first non-zero return and returns it. 0 also when there are no records.
+ */
+int vgpu_grant_records(const char *agent_socket_dir, uint32_t job, int (*found)(unsigned major, unsigned minor,
+			void *ctx), void *ctx);
+
 #endif

@@ -137,6 +137,28 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
 	return vgpu_remote_user_init(sp, &config, migrate);
 }
 
+int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
+{
+	(void)ac;
+	(void)av;
+	if (spank_context() == S_CTX_REMOTE && config_ok)
+		return vgpu_remote_task_init_privileged(sp, &config);
+	return 0;
+}
+
+/*
+ * Again from slurmstepd itself after the fork: Slurm may set up the task's devices cgroup there,
+ * after task_init_privileged has run in the task (seen on 22.05: a step's task then lost a grant).
+ */
+int slurm_spank_task_post_fork(spank_t sp, int ac, char **av)
+{
+	(void)ac;
+	(void)av;
+	if (spank_context() == S_CTX_REMOTE && config_ok)
+		vgpu_remote_task_init_privileged(sp, &config);
+	return 0;
+}
+
 int slurm_spank_task_init(spank_t sp, int ac, char **av)
 {
 	(void)ac;

@@ -1153,6 +1153,15 @@ static void test_cgroup_tree(const char *dir)
 
 /* ---- the agent's socket directory ---- */
 
+static int record_seen(unsigned major, unsigned minor, void *ctx)
+{
+	struct collected *c = ctx;
+	size_t used = strlen(c->text);
+
+	snprintf(c->text + used, sizeof(c->text) - used, "%s%u:%u", used ? " " : "", major, minor);
+	return 0;
+}
+
 static void test_socket_dir(const char *dir)
 {
 	char base[256], jobdir[300], path[400], err[VGPU_ERR_MAX];
@@ -1202,6 +1211,40 @@ static void test_socket_dir(const char *dir)
 	CHECK(lstat(jobdir, &st) != 0 && errno == ENOENT);
 	CHECK(stat(dir, &st) == 0 && stat(base, &st) == 0);
 	CHECK(vgpu_remove_socket_dir(base, 42, err, sizeof(err)) == 0);	/* none: fine */
+
+	/* grant records: root's, per job and holder, read back by the job's later steps */
+	{
+		struct collected got = { "" };
+
+		CHECK(vgpu_grant_records(base, 42, record_seen, &got) == 0);
+		CHECK_STR(got.text, "");	/* none yet */
+		CHECK(vgpu_grant_record_write(base, 42, 7, 195, 2, err, sizeof(err)) == 0);
+		CHECK(vgpu_grant_record_write(base, 42, 8, 195, 3, err, sizeof(err)) == 0);
+		CHECK(vgpu_grant_record_write(base, 420, 9, 195, 1, err, sizeof(err)) == 0);
+		snprintf(path, sizeof(path), "%s/grants", base);
+		CHECK(stat(path, &st) == 0 && st.st_uid == 0 && (st.st_mode & 07777) == 0700);
+		/* a record root did not write is not one */
+		snprintf(path, sizeof(path), "%s/grants/42-99", base);
+		write_file(path, "195 0\n");
+		CHECK(chown(path, uid, gid) == 0);
+		snprintf(path, sizeof(path), "%s/grants/42-98", base);
+		write_file(path, "195 0 junk\n");
+		CHECK(vgpu_grant_records(base, 42, record_seen, &got) == 0);
+		CHECK(strstr(got.text, "195:2") != NULL && strstr(got.text, "195:3") != NULL);
+		CHECK(strstr(got.text, "195:1") == NULL && strstr(got.text, "195:0") == NULL);
+		CHECK(vgpu_grant_record_remove(base, 42, 7, err, sizeof(err)) == 0);
+		CHECK(vgpu_grant_record_remove(base, 42, 7, err, sizeof(err)) == 0);	/* gone: fine */
+		got.text[0] = '\0';
+		CHECK(vgpu_grant_records(base, 42, record_seen, &got) == 0);
+		CHECK_STR(got.text, "195:3");
+		/* the job's end (or the start of a later job of that id) clears them all, and only its own */
+		vgpu_grant_records_clear(base, 42);
+		got.text[0] = '\0';
+		CHECK(vgpu_grant_records(base, 42, record_seen, &got) == 0);
+		CHECK_STR(got.text, "");
+		CHECK(vgpu_grant_records(base, 420, record_seen, &got) == 0);
+		CHECK_STR(got.text, "195:1");
+	}
 
 	/* an agent_socket_dir others may write into is refused, nothing is made in it */
 	CHECK(chmod(base, 01777) == 0);

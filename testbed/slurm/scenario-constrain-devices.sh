@@ -7,7 +7,8 @@
 # the lend partition, --gres=gpu:1 -w n1) starts, the bridge's job prolog admits that GPU into the
 # job's devices cgroup and the same process opens it; once the holder is cancelled, the epilog drops
 # it again. A holder of the same name submitted by another user outside the lend partition is
-# refused (slurmd's log says why) and admits nothing. The testbed's device files have no driver
+# refused and admits nothing. A step the job starts while the grant lasts gets the granted GPU too
+# (from the grant record the prolog leaves), one started after it ended does not. The testbed's device files have no driver
 # behind them: an admitted GPU opens as far as the missing driver ("No such device or address"),
 # a refused one stops at the cgroup ("Operation not permitted").
 # Run: VGPU_TESTBED_DIR=/tmp/vgpu-tb-bridge VGPU_TESTBED_PORT_BASE=18500 VGPU_TESTBED_CGROUPS=yes \
@@ -140,6 +141,20 @@ check "slurmd's log: the prolog admitted GPU $granted into job $job's cgroup" \
 for i in "${others[@]}"; do
     [ "$i" = "$granted" ] || check "GPU $i, neither the job's nor granted, stays refused" result_is "$i" "$DENIED"
 done
+# A step the job starts while the grant lasts: Slurm gives its cgroup the step's own GRES only; the
+# bridge admits the granted GPU there from the holder's grant record.
+step_probe() {
+    slurm srun --jobid="$job" --overlap -w n1 -n1 sh -c \
+        "for i in $1; do if out=\$( (exec 3<$DEV/nvidia\$i) 2>&1); then echo nvidia\$i=opened; else echo \"nvidia\$i=\${out##*: }\"; fi; done" \
+        2>>"$T/out/step.err"
+}
+step_probe "$granted ${others[*]}" >"$T/out/step.out"
+sed 's/^/    new step: /' "$T/out/step.out"
+check "the prolog left a root-only grant record for the job's later steps" test -f "/run/vgpu/grants/$job-$holder"
+check "a new step of job $job opens the granted GPU $granted" grep -qx "nvidia$granted=No such device or address" "$T/out/step.out"
+for i in "${others[@]}"; do
+    [ "$i" = "$granted" ] || check "a new step is refused GPU $i" grep -qx "nvidia$i=Operation not permitted" "$T/out/step.out"
+done
 slurm scancel "$holder"
 wait_until 30 "grant holder $holder has ended" job_has_ended "$holder"
 if wait_until 20 "job $job is refused GPU $granted again" result_is "$granted" "$DENIED"; then
@@ -147,9 +162,12 @@ if wait_until 20 "job $job is refused GPU $granted again" result_is "$granted" "
 else
     not_ok "after grant holder $holder ended, job $job is refused GPU $granted again (latest probe: $(tail -n 1 "$T/out/job.out"))"
 fi
+check "the grant record for the job's later steps is gone" bash -c "! ls /run/vgpu/grants/$job-$holder 2>/dev/null"
 check "slurmd's log: the epilog dropped GPU $granted" \
     bash -c "grep -q 'grant holder $holder: GPU $granted (.*) dropped from job $job vGPU 0' $TESTBED_DIR/log/slurmd-n1.log"
 check "the job's own GPU $own still passes" result_is "$own" "$ADMITTED"
+step_probe "$granted" >"$T/out/step-after.out"
+check "a step started after the grant ended is refused GPU $granted" grep -qx "nvidia$granted=Operation not permitted" "$T/out/step-after.out"
 check "the vgpu job's CUDA_VISIBLE_DEVICES is unset" grep -qx 'CUDA_VISIBLE_DEVICES=unset' "$T/out/job.out"
 echo "---- slurmd-n1.log, the bridge's grant lines"
 grep 'vgpu_spank: grant holder' "$TESTBED_DIR/log/slurmd-n1.log" | sed 's/^/    /'
