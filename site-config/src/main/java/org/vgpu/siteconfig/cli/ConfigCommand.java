@@ -173,8 +173,10 @@ public final class ConfigCommand implements Subcommand {
         }
         out.println(distances);
         out.printf(
-                "slurm: SPANK plugin %s, vgpu command %s%n",
-                config.slurm().spankPlugin(), config.slurm().vgpuCommand());
+                "slurm: SPANK plugin %s, vgpu command %s, agent sockets in %s%n",
+                config.slurm().spankPlugin(),
+                config.slurm().vgpuCommand(),
+                config.slurm().agentSocketDir());
         return 0;
     }
 
