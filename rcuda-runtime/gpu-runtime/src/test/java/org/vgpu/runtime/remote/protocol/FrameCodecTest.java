@@ -215,7 +215,7 @@ class FrameCodecTest {
         encoder.ok(3);
         encoder.ok(4, new MemoryInfo(100, 200));
         encoder.ok(5, new KernelSignature("k", List.of(8, 4)));
-        encoder.ok(6, 2.5f);
+        encoder.eventElapsedTime(6, 2.5f);
         encoder.error(7, new VgpuException(ErrorCode.CUDA_ERROR_ILLEGAL_ADDRESS, "kernel touched 0x10"));
         encoder.dataHeader(8, true, false, 0, 2);
         wire.writeBytes(new byte[] {5, 6});
@@ -251,7 +251,7 @@ class FrameCodecTest {
         ReplyEncoder encoder = new ReplyEncoder().wrap(wire);
         encoder.ok(1, new MemoryInfo(123, 456));
         encoder.ok(2, new KernelSignature("vectorAdd", List.of(8, 8, 8, 4)));
-        encoder.ok(3, 0.75f);
+        encoder.eventElapsedTime(3, 0.75f);
         encoder.ok(4);
         List<Object> results = new ArrayList<>();
         ReplyVisitor reader = new RecordingVisitors.Replies() {
@@ -261,7 +261,7 @@ class FrameCodecTest {
                         switch (requestId) {
                             case 1 -> ReplyDecoder.memoryInfo(result);
                             case 2 -> ReplyDecoder.kernelSignature("vectorAdd", result);
-                            case 3 -> ReplyDecoder.elapsedMillis(result);
+                            case 3 -> ResultDecoder.eventElapsedTime(result);
                             default -> String.valueOf(ReplyDecoder.empty(result));
                         });
             }
