@@ -165,6 +165,16 @@ public interface VirtualGpu extends AutoCloseable {
     @RemoteCall(opcode = 0x0073, kind = ASYNC)
     void streamWaitEvent(StreamHandle stream, EventHandle event);
 
+    /**
+     * As {@code cuStreamQuery}: true when all work queued on {@code stream} is done (CUDA_SUCCESS),
+     * its results readable (those of copies to the host included); false while some is not
+     * (CUDA_ERROR_NOT_READY, which is an answer, not a failure). Never waits. As in CUDA, it reports
+     * the failure of earlier asynchronous work.
+     */
+    @Synchronizing
+    @RemoteCall(opcode = 0x0074, kind = SYNCHRONIZING)
+    boolean streamQuery(StreamHandle stream);
+
     EventHandle eventCreate();
 
     @RemoteCall(opcode = 0x0081, kind = ASYNC)

@@ -131,6 +131,9 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
 
     protected abstract void doStreamDestroy(S stream);
 
+    /** Whether the stream's work is all done; CUDA_ERROR_NOT_READY is {@code false}, not a failure. */
+    protected abstract boolean doStreamQuery(S stream);
+
     protected abstract E doEventCreate();
 
     protected abstract void doEventRecord(E event, S stream);
@@ -348,6 +351,11 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
     @Override
     public void streamSynchronize(StreamHandle stream) {
         doStreamSynchronize(stream(stream));
+    }
+
+    @Override
+    public boolean streamQuery(StreamHandle stream) {
+        return doStreamQuery(stream(stream));
     }
 
     @Override

@@ -230,6 +230,13 @@ final class EmulatedGpu
     @Override
     protected void doStreamDestroy(Stream stream) {}
 
+    /** Work runs when it is issued, so a stream's is always done; a kernel's fault is reported as CUDA's query does. */
+    @Override
+    protected boolean doStreamQuery(Stream stream) {
+        reportFaultUnless(false);
+        return true;
+    }
+
     @Override
     protected Event doEventCreate() {
         return new Event();

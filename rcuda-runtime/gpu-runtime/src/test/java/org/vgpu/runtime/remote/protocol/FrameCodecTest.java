@@ -111,6 +111,7 @@ class FrameCodecTest {
         encoder.memcpyHtoDScatterChunkHeader(26, true, false, 5, List.of(new DeviceRegion(BASE + 128, 1)), 1);
         wire.writeByte(9);
         encoder.streamWaitEvent(27, true, 5, 2);
+        encoder.streamQuery(28, 5);
 
         RecordingVisitors.Requests visitor = new RecordingVisitors.Requests();
         for (Frame frame : decodeAll(Opcode.Direction.REQUEST, wire)) {
@@ -148,7 +149,8 @@ class FrameCodecTest {
                         "#25 memcpyDtoHGather s0 chunk 4096 []",
                         "#26 async more memcpyHtoDScatter s5 [0x10c000000000+2 0x10c000000040+0] 0203",
                         "#26 async memcpyHtoDScatter s5 [0x10c000000080+1] 09",
-                        "#27 async streamWaitEvent s5 2"),
+                        "#27 async streamWaitEvent s5 2",
+                        "#28 streamQuery 5"),
                 visitor.calls);
     }
 
@@ -194,6 +196,7 @@ class FrameCodecTest {
                         "STREAM_SYNCHRONIZE 0x0071 REQUEST async=false synchronizing=true chunked=false",
                         "STREAM_DESTROY 0x0072 REQUEST async=true synchronizing=false chunked=false",
                         "STREAM_WAIT_EVENT 0x0073 REQUEST async=true synchronizing=false chunked=false",
+                        "STREAM_QUERY 0x0074 REQUEST async=false synchronizing=true chunked=false",
                         "EVENT_CREATE 0x0080 REQUEST async=true synchronizing=false chunked=false",
                         "EVENT_RECORD 0x0081 REQUEST async=true synchronizing=false chunked=false",
                         "EVENT_SYNCHRONIZE 0x0082 REQUEST async=false synchronizing=true chunked=false",
@@ -201,7 +204,7 @@ class FrameCodecTest {
                         "EVENT_DESTROY 0x0084 REQUEST async=true synchronizing=false chunked=false",
                         "CTX_SYNCHRONIZE 0x0090 REQUEST async=false synchronizing=true chunked=false"),
                 table);
-        assertNull(Opcode.fromCode(0x0074));
+        assertNull(Opcode.fromCode(0x0075));
         assertNull(Opcode.fromCode(0x7777));
     }
 
@@ -252,6 +255,8 @@ class FrameCodecTest {
         encoder.ok(1, new MemoryInfo(123, 456));
         encoder.ok(2, new KernelSignature("vectorAdd", List.of(8, 8, 8, 4)));
         encoder.eventElapsedTime(3, 0.75f);
+        encoder.streamQuery(5, false);
+        encoder.streamQuery(6, true);
         encoder.ok(4);
         List<Object> results = new ArrayList<>();
         ReplyVisitor reader = new RecordingVisitors.Replies() {
@@ -262,6 +267,7 @@ class FrameCodecTest {
                             case 1 -> ReplyDecoder.memoryInfo(result);
                             case 2 -> ReplyDecoder.kernelSignature("vectorAdd", result);
                             case 3 -> ResultDecoder.eventElapsedTime(result);
+                            case 5, 6 -> ResultDecoder.streamQuery(result);
                             default -> String.valueOf(ReplyDecoder.empty(result));
                         });
             }
@@ -270,14 +276,23 @@ class FrameCodecTest {
             dispatchAndRelease(frame, f -> ReplyDecoder.dispatch(f, reader));
         }
         assertEquals(
-                List.of(new MemoryInfo(123, 456), new KernelSignature("vectorAdd", List.of(8, 8, 8, 4)), 0.75f, "null"),
+                List.of(
+                        new MemoryInfo(123, 456),
+                        new KernelSignature("vectorAdd", List.of(8, 8, 8, 4)),
+                        0.75f,
+                        false,
+                        true,
+                        "null"),
                 results);
         ByteBuf shortResult = Unpooled.buffer().writeLong(1);
+        ByteBuf notABoolean = Unpooled.buffer().writeByte(2);
         try {
             assertProtocolError(() -> ReplyDecoder.memoryInfo(shortResult), "truncated");
             assertProtocolError(() -> ReplyDecoder.empty(shortResult), "too many");
+            assertProtocolError(() -> ResultDecoder.streamQuery(notABoolean), "a boolean must be 0 or 1, got 2");
         } finally {
             shortResult.release();
+            notABoolean.release();
         }
     }
 

@@ -134,6 +134,11 @@ final class RecordingVisitors {
         }
 
         @Override
+        public void streamQuery(Frame f, int streamId) {
+            add(f, "streamQuery " + streamId);
+        }
+
+        @Override
         public void streamWaitEvent(Frame f, int streamId, int eventId) {
             add(f, "streamWaitEvent s" + streamId + " " + eventId);
         }
