@@ -180,6 +180,16 @@ public interface VirtualGpu extends AutoCloseable {
     @RemoteCall(opcode = 0x0081, kind = ASYNC)
     void eventRecord(EventHandle event, StreamHandle stream);
 
+    /**
+     * As {@code cuEventQuery}: true when the work {@code event} was last recorded after is done, or
+     * when it was never recorded (CUDA_SUCCESS); false while that work is not (CUDA_ERROR_NOT_READY,
+     * which is an answer, not a failure). Never waits. As in CUDA, it reports the failure of earlier
+     * asynchronous work.
+     */
+    @Synchronizing
+    @RemoteCall(opcode = 0x0085, kind = SYNCHRONIZING)
+    boolean eventQuery(EventHandle event);
+
     @Synchronizing
     @RemoteCall(opcode = 0x0082, kind = SYNCHRONIZING)
     void eventSynchronize(EventHandle event);

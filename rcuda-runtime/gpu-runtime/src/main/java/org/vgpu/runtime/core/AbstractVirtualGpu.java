@@ -142,6 +142,9 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
 
     protected abstract void doEventSynchronize(E event);
 
+    /** Whether the event's work is done, or the event never recorded; CUDA_ERROR_NOT_READY is {@code false}. */
+    protected abstract boolean doEventQuery(E event);
+
     protected abstract float doEventElapsedTime(E start, E end);
 
     protected abstract void doEventDestroy(E event);
@@ -383,6 +386,12 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
     public void streamWaitEvent(StreamHandle stream, EventHandle event) {
         ensureOpen();
         doStreamWaitEvent(stream(stream), events.get(event.id()));
+    }
+
+    @Override
+    public boolean eventQuery(EventHandle event) {
+        ensureOpen();
+        return doEventQuery(events.get(event.id()));
     }
 
     @Override

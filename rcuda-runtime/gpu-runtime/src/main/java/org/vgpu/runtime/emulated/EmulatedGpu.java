@@ -230,11 +230,9 @@ final class EmulatedGpu
     @Override
     protected void doStreamDestroy(Stream stream) {}
 
-    /** Work runs when it is issued, so a stream's is always done; a kernel's fault is reported as CUDA's query does. */
     @Override
     protected boolean doStreamQuery(Stream stream) {
-        reportFaultUnless(false);
-        return true;
+        return everythingDone();
     }
 
     @Override
@@ -250,6 +248,17 @@ final class EmulatedGpu
     /** Work runs when it is issued, so what the event marks is done already: there is nothing to wait for. */
     @Override
     protected void doStreamWaitEvent(Stream stream, Event event) {}
+
+    @Override
+    protected boolean doEventQuery(Event event) {
+        return everythingDone();
+    }
+
+    /** A query's answer: work runs when it is issued, so all of it is done; a kernel's fault is reported as CUDA's queries do. */
+    private boolean everythingDone() {
+        reportFaultUnless(false);
+        return true;
+    }
 
     @Override
     protected void doEventSynchronize(Event event) {

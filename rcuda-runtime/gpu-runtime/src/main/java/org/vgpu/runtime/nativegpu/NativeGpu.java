@@ -448,6 +448,12 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
     }
 
     @Override
+    protected boolean doEventQuery(CUevent event) {
+        context.makeCurrent();
+        return done(JCudaDriver.cuEventQuery(event), "cuEventQuery");
+    }
+
+    @Override
     protected void doEventSynchronize(CUevent event) {
         context.makeCurrent();
         CudaErrors.check(JCudaDriver.cuEventSynchronize(event), "cuEventSynchronize");

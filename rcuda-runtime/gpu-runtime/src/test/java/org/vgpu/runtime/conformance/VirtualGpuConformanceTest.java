@@ -884,6 +884,57 @@ public abstract class VirtualGpuConformanceTest {
         gpu.streamDestroy(stream);
     }
 
+    @Test
+    void anEventQuerySaysDoneOnceTheWorkBeforeTheEventIsDoneOrWhenItWasNeverRecorded() {
+        EventHandle never = gpu.eventCreate();
+        assertTrue(gpu.eventQuery(never), "an event never recorded is done, as in CUDA");
+        int n = 1 << 16;
+        float[] x = ramp(n);
+        float[] y = new float[n];
+        java.util.Arrays.fill(y, -0.5f);
+        long dx = upload(x);
+        long dy = upload(y);
+        StreamHandle stream = gpu.streamCreate();
+        EventHandle copied = gpu.eventCreate();
+        MemorySegment host = gpu.memAllocHost((long) n * Float.BYTES);
+        gpu.launchKernel(
+                gpu.moduleGetFunction(kernels, "saxpy"),
+                Dim3.of((n + 127) / 128),
+                Dim3.of(128),
+                0,
+                stream,
+                KernelArgs.builder().i32(n).f32(3.0f).pointer(dx).pointer(dy).build());
+        gpu.memcpyDtoHAsync(host, dy, (long) n * Float.BYTES, stream);
+        gpu.eventRecord(copied, stream);
+        awaitDone(() -> gpu.eventQuery(copied), "the event");
+        // No synchronize: the query's answer alone says the copy before the event has landed.
+        for (int i = 0; i < n; i++) {
+            assertEquals(3.0f * x[i] - 0.5f, host.getAtIndex(ValueLayout.JAVA_FLOAT, i), "element " + i);
+        }
+        assertTrue(gpu.eventQuery(copied), "an event stays done until it is recorded again");
+        gpu.memFreeHost(host);
+        gpu.eventDestroy(copied);
+        assertError(ErrorCode.CUDA_ERROR_INVALID_HANDLE, () -> gpu.eventQuery(copied));
+        gpu.eventDestroy(never);
+        gpu.streamDestroy(stream);
+    }
+
+    @Test
+    void anEventQueryWhileTheKernelBeforeItRunsSaysNotReadyWithoutWaitingForIt() {
+        assumeFalse(
+                gpu.deviceProperties().emulated(),
+                "the emulation runs work when it is issued: none is ever in flight to be asked about");
+        StreamHandle stream = gpu.streamCreate();
+        EventHandle chased = gpu.eventCreate();
+        launchLongChase(stream);
+        gpu.eventRecord(chased, stream);
+        assertFalse(gpu.eventQuery(chased), "the chase before the event is still running");
+        gpu.eventSynchronize(chased);
+        assertTrue(gpu.eventQuery(chased));
+        gpu.eventDestroy(chased);
+        gpu.streamDestroy(stream);
+    }
+
     /**
      * Launches on {@code stream} a pointer chase around one node that points at itself: 2^22
      * dependent loads, tens of milliseconds on a GPU, long after the next call has asked about it.

@@ -20,6 +20,7 @@ import org.junit.jupiter.api.Timeout;
 import org.vgpu.runtime.Backends;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.EventHandle;
 import org.vgpu.runtime.api.FunctionHandle;
 import org.vgpu.runtime.api.KernelArgs;
 import org.vgpu.runtime.api.StreamHandle;
@@ -196,12 +197,18 @@ class RemoteFaultTest {
     }
 
     @Test
-    void aStreamQueryReportsAnEarlierAsynchronousKernelFaultAsCudasDoes() {
+    void queriesReportAnEarlierAsynchronousKernelFaultAsCudasDo() {
         try (VirtualGpu gpu = backend.open(0, VaWindow.forVgpu(0))) {
             launchFaultingKernel(gpu);
             VgpuException fault = assertThrows(VgpuException.class, () -> gpu.streamQuery(StreamHandle.DEFAULT));
             assertEquals(ErrorCode.CUDA_ERROR_ILLEGAL_ADDRESS, fault.code(), fault.getMessage());
             assertTrue(gpu.streamQuery(StreamHandle.DEFAULT), "reported once, then the stream is done");
+            EventHandle after = gpu.eventCreate();
+            launchFaultingKernel(gpu);
+            gpu.eventRecord(after, StreamHandle.DEFAULT);
+            fault = assertThrows(VgpuException.class, () -> gpu.eventQuery(after));
+            assertEquals(ErrorCode.CUDA_ERROR_ILLEGAL_ADDRESS, fault.code(), fault.getMessage());
+            assertTrue(gpu.eventQuery(after), "reported once, then the event is done");
         }
     }
 }

@@ -112,6 +112,7 @@ class FrameCodecTest {
         wire.writeByte(9);
         encoder.streamWaitEvent(27, true, 5, 2);
         encoder.streamQuery(28, 5);
+        encoder.eventQuery(29, 2);
 
         RecordingVisitors.Requests visitor = new RecordingVisitors.Requests();
         for (Frame frame : decodeAll(Opcode.Direction.REQUEST, wire)) {
@@ -150,7 +151,8 @@ class FrameCodecTest {
                         "#26 async more memcpyHtoDScatter s5 [0x10c000000000+2 0x10c000000040+0] 0203",
                         "#26 async memcpyHtoDScatter s5 [0x10c000000080+1] 09",
                         "#27 async streamWaitEvent s5 2",
-                        "#28 streamQuery 5"),
+                        "#28 streamQuery 5",
+                        "#29 eventQuery 2"),
                 visitor.calls);
     }
 
@@ -202,6 +204,7 @@ class FrameCodecTest {
                         "EVENT_SYNCHRONIZE 0x0082 REQUEST async=false synchronizing=true chunked=false",
                         "EVENT_ELAPSED_TIME 0x0083 REQUEST async=false synchronizing=false chunked=false",
                         "EVENT_DESTROY 0x0084 REQUEST async=true synchronizing=false chunked=false",
+                        "EVENT_QUERY 0x0085 REQUEST async=false synchronizing=true chunked=false",
                         "CTX_SYNCHRONIZE 0x0090 REQUEST async=false synchronizing=true chunked=false"),
                 table);
         assertNull(Opcode.fromCode(0x0075));
@@ -257,6 +260,7 @@ class FrameCodecTest {
         encoder.eventElapsedTime(3, 0.75f);
         encoder.streamQuery(5, false);
         encoder.streamQuery(6, true);
+        encoder.eventQuery(7, false);
         encoder.ok(4);
         List<Object> results = new ArrayList<>();
         ReplyVisitor reader = new RecordingVisitors.Replies() {
@@ -268,6 +272,7 @@ class FrameCodecTest {
                             case 2 -> ReplyDecoder.kernelSignature("vectorAdd", result);
                             case 3 -> ResultDecoder.eventElapsedTime(result);
                             case 5, 6 -> ResultDecoder.streamQuery(result);
+                            case 7 -> ResultDecoder.eventQuery(result);
                             default -> String.valueOf(ReplyDecoder.empty(result));
                         });
             }
@@ -282,6 +287,7 @@ class FrameCodecTest {
                         0.75f,
                         false,
                         true,
+                        false,
                         "null"),
                 results);
         ByteBuf shortResult = Unpooled.buffer().writeLong(1);

@@ -154,6 +154,11 @@ final class RecordingVisitors {
         }
 
         @Override
+        public void eventQuery(Frame f, int eventId) {
+            add(f, "eventQuery " + eventId);
+        }
+
+        @Override
         public void eventSynchronize(Frame f, int eventId) {
             add(f, "eventSynchronize " + eventId);
         }
