@@ -146,17 +146,6 @@ final class WireSurfaceGenerator {
             String method,
             List<Field> fields,
             OneToOne oneToOne) {
-        Frame(
-                Element element,
-                String constant,
-                int code,
-                boolean request,
-                Kind kind,
-                boolean chunked,
-                String method,
-                List<Field> fields) {
-            this(element, constant, code, request, kind, chunked, method, fields, null);
-        }
 
         /** The fields written by the encoder: a chunked request's last field is the caller's bytes. */
         List<Field> header() {
@@ -327,7 +316,7 @@ final class WireSurfaceGenerator {
         ExecutableElement primitive = primitive(validation, method);
         List<Field> fields = new ArrayList<>();
         if (primitive == null) {
-            return new Frame(method, constantName(name), code, true, kind, false, name, fields);
+            return new Frame(method, constantName(name), code, true, kind, false, name, fields, null);
         }
         List<? extends VariableElement> parameters = method.getParameters();
         for (int i = 0; i < parameters.size(); i++) {
@@ -417,10 +406,12 @@ final class WireSurfaceGenerator {
     private Frame reply(VariableElement constant, AnnotationMirror reply) {
         if (!(constant.getConstantValue() instanceof Integer code)) {
             error(constant, "a @Reply is an int constant holding its opcode");
-            return new Frame(constant, constant.getSimpleName().toString(), 0, false, null, false, null, List.of());
+            return new Frame(
+                    constant, constant.getSimpleName().toString(), 0, false, null, false, null, List.of(), null);
         }
         boolean chunked = (Boolean) Mirrors.value(env.getElementUtils(), reply, "chunked");
-        return new Frame(constant, constant.getSimpleName().toString(), code, false, null, chunked, null, List.of());
+        return new Frame(
+                constant, constant.getSimpleName().toString(), code, false, null, chunked, null, List.of(), null);
     }
 
     private Frame request(ExecutableElement method, AnnotationMirror call, Map<String, ExecutableElement> codecs) {
@@ -442,7 +433,7 @@ final class WireSurfaceGenerator {
         if (method.getReturnType().getKind() != TypeKind.VOID) {
             error(method, "a call's answer is a reply frame, not a return value: declare it void");
         }
-        return new Frame(method, constant, code, true, kind, kind.chunked, methodName, fields);
+        return new Frame(method, constant, code, true, kind, kind.chunked, methodName, fields, null);
     }
 
     private Field field(VariableElement parameter, Map<String, ExecutableElement> codecs, boolean trailing) {

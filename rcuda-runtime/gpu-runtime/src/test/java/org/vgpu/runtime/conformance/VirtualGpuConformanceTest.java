@@ -839,27 +839,12 @@ public abstract class VirtualGpuConformanceTest {
 
     @Test
     void aStreamQuerySaysDoneOnceTheStreamsWorkIsDoneAndItsCopyToTheHostHasLanded() {
-        int n = 1 << 16;
-        float[] x = ramp(n);
-        float[] y = new float[n];
-        java.util.Arrays.fill(y, 1.5f);
-        long dx = upload(x);
-        long dy = upload(y);
+        float[] x = ramp(1 << 16);
         StreamHandle stream = gpu.streamCreate();
-        MemorySegment host = gpu.memAllocHost((long) n * Float.BYTES);
-        gpu.launchKernel(
-                gpu.moduleGetFunction(kernels, "saxpy"),
-                Dim3.of((n + 127) / 128),
-                Dim3.of(128),
-                0,
-                stream,
-                KernelArgs.builder().i32(n).f32(2.0f).pointer(dx).pointer(dy).build());
-        gpu.memcpyDtoHAsync(host, dy, (long) n * Float.BYTES, stream);
+        MemorySegment host = queueSaxpyCopiedToHost(stream, x, 2.0f, 1.5f);
         awaitDone(() -> gpu.streamQuery(stream), "the stream");
         // No synchronize: the query's answer alone says the copy's data is in.
-        for (int i = 0; i < n; i++) {
-            assertEquals(2.0f * x[i] + 1.5f, host.getAtIndex(ValueLayout.JAVA_FLOAT, i), "element " + i);
-        }
+        assertSaxpy(host, x, 2.0f, 1.5f);
         assertTrue(gpu.streamQuery(stream), "a stream stays done while nothing is queued on it");
         gpu.ctxSynchronize();
         assertTrue(gpu.streamQuery(StreamHandle.DEFAULT), "the default stream after a synchronize");
@@ -888,29 +873,14 @@ public abstract class VirtualGpuConformanceTest {
     void anEventQuerySaysDoneOnceTheWorkBeforeTheEventIsDoneOrWhenItWasNeverRecorded() {
         EventHandle never = gpu.eventCreate();
         assertTrue(gpu.eventQuery(never), "an event never recorded is done, as in CUDA");
-        int n = 1 << 16;
-        float[] x = ramp(n);
-        float[] y = new float[n];
-        java.util.Arrays.fill(y, -0.5f);
-        long dx = upload(x);
-        long dy = upload(y);
+        float[] x = ramp(1 << 16);
         StreamHandle stream = gpu.streamCreate();
         EventHandle copied = gpu.eventCreate();
-        MemorySegment host = gpu.memAllocHost((long) n * Float.BYTES);
-        gpu.launchKernel(
-                gpu.moduleGetFunction(kernels, "saxpy"),
-                Dim3.of((n + 127) / 128),
-                Dim3.of(128),
-                0,
-                stream,
-                KernelArgs.builder().i32(n).f32(3.0f).pointer(dx).pointer(dy).build());
-        gpu.memcpyDtoHAsync(host, dy, (long) n * Float.BYTES, stream);
+        MemorySegment host = queueSaxpyCopiedToHost(stream, x, 3.0f, -0.5f);
         gpu.eventRecord(copied, stream);
         awaitDone(() -> gpu.eventQuery(copied), "the event");
         // No synchronize: the query's answer alone says the copy before the event has landed.
-        for (int i = 0; i < n; i++) {
-            assertEquals(3.0f * x[i] - 0.5f, host.getAtIndex(ValueLayout.JAVA_FLOAT, i), "element " + i);
-        }
+        assertSaxpy(host, x, 3.0f, -0.5f);
         assertTrue(gpu.eventQuery(copied), "an event stays done until it is recorded again");
         gpu.memFreeHost(host);
         gpu.eventDestroy(copied);
@@ -958,6 +928,34 @@ public abstract class VirtualGpuConformanceTest {
                         .i32(1 << 22)
                         .build());
         return payload;
+    }
+
+    /**
+     * Queues on {@code stream} y = a x + y, y being {@code y0} everywhere, then the copy of y into
+     * pinned host memory, which it returns for {@link #assertSaxpy} once the work is done.
+     */
+    private MemorySegment queueSaxpyCopiedToHost(StreamHandle stream, float[] x, float a, float y0) {
+        int n = x.length;
+        float[] y = new float[n];
+        java.util.Arrays.fill(y, y0);
+        long dx = upload(x);
+        long dy = upload(y);
+        MemorySegment host = gpu.memAllocHost((long) n * Float.BYTES);
+        gpu.launchKernel(
+                gpu.moduleGetFunction(kernels, "saxpy"),
+                Dim3.of((n + 127) / 128),
+                Dim3.of(128),
+                0,
+                stream,
+                KernelArgs.builder().i32(n).f32(a).pointer(dx).pointer(dy).build());
+        gpu.memcpyDtoHAsync(host, dy, (long) n * Float.BYTES, stream);
+        return host;
+    }
+
+    private static void assertSaxpy(MemorySegment host, float[] x, float a, float y0) {
+        for (int i = 0; i < x.length; i++) {
+            assertEquals(a * x[i] + y0, host.getAtIndex(ValueLayout.JAVA_FLOAT, i), "element " + i);
+        }
     }
 
     /** Asks {@code query} until it says done, as a program polls between other work; at most 30 s. */
