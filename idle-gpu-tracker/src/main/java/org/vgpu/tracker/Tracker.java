@@ -92,12 +92,16 @@ public final class Tracker {
     private final Map<Long, String> comments = new HashMap<>();
     /** Assemblies that ended, newest last. Guarded by {@link #lock}. */
     private final Deque<StatusReport.Ended> history = new ArrayDeque<>();
+    /** How many assemblies ended since this tracker started, by why (for /metrics). Guarded by {@link #lock}. */
+    private final Map<String, Long> endedTotals = new TreeMap<>();
     /** Holders of live assemblies that Slurm shows ended: those GPUs are no longer kept. Guarded by {@link #lock}. */
     private final Set<Long> lostHolders = new HashSet<>();
     /** Holders this tracker cancelled, which Slurm may still list as active for a moment. Guarded by {@link #lock}. */
     private final Set<Long> cancelledHolders = new HashSet<>();
 
     private final Set<Long> doneJobs = ConcurrentHashMap.newKeySet();
+    /** What the last tick read of Slurm, for {@link #status()}; empty before the first. Guarded by {@link #lock}. */
+    private SlurmInventory lastLook = new SlurmInventory(List.of(), List.of());
 
     /**
      * @param key the site key: signs the jobs' session tokens and checks the holders' workers' proofs
@@ -118,6 +122,7 @@ public final class Tracker {
         SlurmInventory inventory = slurm.inventory();
         Instant now = clock.instant();
         synchronized (lock) {
+            lastLook = inventory;
             endAssembliesOfEndedJobs(inventory);
             cancelUnknownHolders(inventory);
             for (Assembly assembly : ledger.assemblies()) {
@@ -244,7 +249,11 @@ public final class Tracker {
         return !doneJobs.isEmpty();
     }
 
-    /** What {@code vgpu report} shows: live assemblies, waiting jobs and recently ended assemblies. */
+    /**
+     * What {@code vgpu report} shows and {@code /metrics} counts: live assemblies with their jobs'
+     * local GPUs, waiting jobs, idle GPUs per node (all as the last tick saw Slurm) and recently
+     * ended assemblies. Migrations and forwarded traffic are empty until the migration hook fills them.
+     */
     public StatusReport status() {
         synchronized (lock) {
             List<StatusReport.Live> live = ledger.assemblies().stream()
@@ -252,9 +261,23 @@ public final class Tracker {
                             assembly,
                             assembly.holders().stream()
                                     .filter(lostHolders::contains)
-                                    .toList()))
+                                    .toList(),
+                            lastLook.job(assembly.job())
+                                    .map(job -> job.gpuIndicesOn(assembly.node()))
+                                    .orElse(List.of()),
+                            Map.of()))
                     .toList();
-            return new StatusReport(live, List.copyOf(waiting.values()), List.copyOf(history));
+            List<StatusReport.NodeIdle> idle = ClusterView.idleGpus(lastLook, site).entrySet().stream()
+                    .map(node -> new StatusReport.NodeIdle(node.getKey(), node.getValue()))
+                    .toList();
+            return new StatusReport(
+                    clock.instant(),
+                    live,
+                    List.of(),
+                    List.copyOf(waiting.values()),
+                    idle,
+                    List.copyOf(history),
+                    endedTotals);
         }
     }
 
@@ -559,6 +582,7 @@ public final class Tracker {
     }
 
     private void remember(StatusReport.Ended ended) {
+        endedTotals.merge(ended.why(), 1L, Long::sum);
         history.addLast(ended);
         while (history.size() > HISTORY_LINES) {
             history.removeFirst();

@@ -33,7 +33,8 @@ public final class SiteConfigReader {
     private static final String NODE = "node";
     private static final String DISTANCE = "distance";
     private static final String SLURM = "slurm";
-    private static final List<String> SECTION_KINDS = List.of(CLUSTER, POLICY, NODE, DISTANCE, SLURM);
+    private static final String TRACKER = "tracker";
+    private static final List<String> SECTION_KINDS = List.of(CLUSTER, POLICY, NODE, DISTANCE, SLURM, TRACKER);
     private static final String DEFAULT_DISTANCE_KEY = "default";
 
     private final Path file;
@@ -99,6 +100,7 @@ public final class SiteConfigReader {
         Distances distances = readDistances(
                 singletons.get(DISTANCE),
                 nodeSections.stream().map(IniFile.Section::label).distinct().toList());
+        Optional<Endpoint> metrics = readMetrics(singletons.get(TRACKER), tracker);
 
         if (checkFiles && tokenKeyFile.isPresent()) {
             try {
@@ -121,7 +123,8 @@ public final class SiteConfigReader {
                 policy,
                 nodes,
                 distances,
-                slurm);
+                slurm,
+                metrics);
     }
 
     private void sortSection(
@@ -273,7 +276,8 @@ public final class SiteConfigReader {
     }
 
     private SlurmSettings readSlurm(IniFile.Section section, Optional<String> lendPartition) {
-        Settings slurm = settings(section, SLURM, List.of("job_partition", "spank_plugin", "vgpu_command"));
+        Settings slurm =
+                settings(section, SLURM, List.of("job_partition", "spank_plugin", "vgpu_command", "agent_socket_dir"));
         String jobPartition =
                 slurm.optional("job_partition", ConfigValues::name).orElse(SlurmSettings.DEFAULT_JOB_PARTITION);
         if (lendPartition.isPresent() && lendPartition.get().equals(jobPartition)) {
@@ -285,7 +289,30 @@ public final class SiteConfigReader {
         return new SlurmSettings(
                 jobPartition,
                 slurm.optional("spank_plugin", ConfigValues::absolutePath).orElse(SlurmSettings.DEFAULT_SPANK_PLUGIN),
-                slurm.optional("vgpu_command", ConfigValues::absolutePath).orElse(SlurmSettings.DEFAULT_VGPU_COMMAND));
+                slurm.optional("vgpu_command", ConfigValues::absolutePath).orElse(SlurmSettings.DEFAULT_VGPU_COMMAND),
+                slurm.optional("agent_socket_dir", ConfigValues::agentSocketDir)
+                        .orElse(SlurmSettings.DEFAULT_AGENT_SOCKET_DIR));
+    }
+
+    /**
+     * {@code [tracker] metrics = HOST:PORT}: where the tracker serves Prometheus' {@code /metrics};
+     * absent, it serves none. A wildcard host (all interfaces) is allowed, port 0 is not: Prometheus
+     * must be told the port.
+     */
+    private Optional<Endpoint> readMetrics(IniFile.Section section, Optional<Endpoint> tracker) {
+        Settings settings = settings(section, TRACKER, List.of("metrics"));
+        Optional<Endpoint> metrics = settings.optional("metrics", ConfigValues::listenAddress);
+        if (metrics.isPresent()
+                && tracker.isPresent()
+                && metrics.get().port() == tracker.get().port()
+                && (metrics.get().isWildcard()
+                        || metrics.get().host().equals(tracker.get().host()))) {
+            problem(
+                    settings.lineOf("metrics"),
+                    "metrics: " + metrics.get() + " is where the tracker's socket listens ([cluster] tracker = "
+                            + tracker.get() + "); give /metrics a port of its own, e.g. 9464");
+        }
+        return metrics;
     }
 
     /** Without a [distance] section the network is flat: every pair of nodes is 1 apart. */

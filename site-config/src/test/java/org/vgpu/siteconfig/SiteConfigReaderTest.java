@@ -49,7 +49,11 @@ class SiteConfigReaderTest {
         assertEquals(Optional.of("vgpu-lend"), config.lendQos());
         assertEquals(new Policy(Duration.ofSeconds(45), 3, true, true), config.policy());
         assertEquals(
-                new SlurmSettings("batch", Path.of("/opt/vgpu/lib/vgpu_spank.so"), Path.of("/opt/vgpu/bin/vgpu")),
+                new SlurmSettings(
+                        "batch",
+                        Path.of("/opt/vgpu/lib/vgpu_spank.so"),
+                        Path.of("/opt/vgpu/bin/vgpu"),
+                        SlurmSettings.DEFAULT_AGENT_SOCKET_DIR),
                 config.slurm());
         assertEquals(
                 List.of("n1", "n2", "n3"),
@@ -74,6 +78,18 @@ class SiteConfigReaderTest {
         assertEquals(7, config.totalGpus());
         assertEquals(8, config.maxVgpusPerNode());
         assertEquals(7, config.maxGpusPerJob(), "4 local + 3 borrowed, and the cluster has 7");
+    }
+
+    @Test
+    void theAgentSocketDirectoryIsTakenAsTheBridgeTakesIt() {
+        String valid = SiteConfigFiles.valid(dir);
+        String text = valid.replace(
+                "vgpu_command = /opt/vgpu/bin/vgpu",
+                "vgpu_command = /opt/vgpu/bin/vgpu\nagent_socket_dir = /var/run/vgpu-agents/");
+
+        assertEquals(Path.of("/var/run/vgpu-agents"), read(text).slurm().agentSocketDir());
+        assertEquals(
+                SlurmSettings.DEFAULT_AGENT_SOCKET_DIR, read(valid).slurm().agentSocketDir(), "the default: /run/vgpu");
     }
 
     @Test
@@ -112,13 +128,60 @@ class SiteConfigReaderTest {
                 new SlurmSettings(
                         SlurmSettings.DEFAULT_JOB_PARTITION,
                         SlurmSettings.DEFAULT_SPANK_PLUGIN,
-                        SlurmSettings.DEFAULT_VGPU_COMMAND),
+                        SlurmSettings.DEFAULT_VGPU_COMMAND,
+                        SlurmSettings.DEFAULT_AGENT_SOCKET_DIR),
                 config.slurm());
         assertEquals(Optional.empty(), config.lendQos());
         assertEquals("/dev/nvidia0", config.nodes().get(0).gpuDevices());
         assertEquals("/dev/nvidia[0-1]", config.nodes().get(1).gpuDevices());
         assertEquals(1, config.distances().between("a", "b"), "no [distance] section: a flat network");
         assertEquals(3, config.maxGpusPerJob(), "2 local + 4 borrowed, but the cluster has 3");
+        assertEquals(Optional.empty(), config.metrics(), "no [tracker] metrics: the tracker serves no /metrics");
+    }
+
+    private static final String SMALL_SITE = """
+            [cluster]
+            name = c
+            tracker = tracker.cluster:7400
+            token_key_file = /etc/vgpu/site.key
+            lend_partition = lend
+            [node a]
+            gpus = 1
+            gpu_memory = 16GiB
+            vgpus = 1
+            lender_port = 7500
+            """;
+
+    @Test
+    void theTrackerServesMetricsWhereTheConfigurationSays() {
+        assertEquals(
+                Optional.of(new Endpoint("127.0.0.1", 9464)),
+                read(SMALL_SITE + "[tracker]\nmetrics = 127.0.0.1:9464\n").metrics());
+        assertEquals(
+                Optional.of(new Endpoint("0.0.0.0", 9464)),
+                read(SMALL_SITE + "[tracker]\nmetrics = 0.0.0.0:9464   # every interface\n")
+                        .metrics());
+    }
+
+    @Test
+    void badMetricsAddressesAreReportedWithTheOtherProblems() {
+        List<ConfigProblem> problems = problems(SMALL_SITE.replaceFirst("gpus = 1", "gpus = none")
+                + "[tracker]\nmetrics = 127.0.0.1:0\nscrape = yes\n");
+
+        assertEquals(
+                List.of(7, 12, 13), problems.stream().map(ConfigProblem::line).toList(), problems.toString());
+        assertTrue(problems.get(1).message().contains("metrics: '127.0.0.1:0' has no fixed port"), problems.toString());
+        assertTrue(
+                problems.get(2).message().contains("unknown key 'scrape' in [tracker]; expected one of metrics"),
+                problems.toString());
+
+        List<ConfigProblem> clash = problems(SMALL_SITE + "[tracker]\nmetrics = 0.0.0.0:7400\n");
+        assertEquals(1, clash.size(), clash.toString());
+        assertTrue(clash.getFirst().message().contains("is where the tracker's socket listens"), clash.toString());
+        assertTrue(problems(SMALL_SITE + "[tracker]\nmetrics = nowhere\n")
+                .getFirst()
+                .message()
+                .contains("e.g. 127.0.0.1:9464"));
     }
 
     @Test
@@ -278,6 +341,30 @@ class SiteConfigReaderTest {
                         "cpus = 4",
                         27,
                         "cpus: 4 CPUs leave none for user jobs once each of the 4 GPUs keeps one for its holder job"),
+                broken(
+                        "agent socket directory relative",
+                        "vgpu_command = /opt/vgpu/bin/vgpu",
+                        "vgpu_command = /opt/vgpu/bin/vgpu\nagent_socket_dir = run/vgpu",
+                        19,
+                        "'run/vgpu' is a relative path"),
+                broken(
+                        "agent socket directory with a blank",
+                        "vgpu_command = /opt/vgpu/bin/vgpu",
+                        "vgpu_command = /opt/vgpu/bin/vgpu\nagent_socket_dir = /var/run/vgpu agents",
+                        19,
+                        "'/var/run/vgpu agents' cannot hold agent sockets; expected an absolute path of at most 67"),
+                broken(
+                        "agent socket directory with ..",
+                        "vgpu_command = /opt/vgpu/bin/vgpu",
+                        "vgpu_command = /opt/vgpu/bin/vgpu\nagent_socket_dir = /var/run/../etc",
+                        19,
+                        "without . or .. components"),
+                broken(
+                        "agent socket directory too long",
+                        "vgpu_command = /opt/vgpu/bin/vgpu",
+                        "vgpu_command = /opt/vgpu/bin/vgpu\nagent_socket_dir = /" + "d".repeat(67),
+                        19,
+                        "at most 67 letters, digits and '._/-'"),
                 broken(
                         "setting before any section",
                         "# the test cluster",

@@ -16,6 +16,7 @@ import static org.vgpu.common.contract.BridgeContract.REQUEST_ASSEMBLY;
 import static org.vgpu.common.contract.BridgeContract.REQUEST_DONE;
 import static org.vgpu.common.contract.BridgeContract.REQUEST_STATUS;
 import static org.vgpu.common.contract.BridgeContract.REQUEST_WORKER;
+import static org.vgpu.common.contract.BridgeContract.STATUS_JSON_LINE_WORD;
 import static org.vgpu.common.contract.BridgeContract.VGPUS_MAX;
 
 import java.util.ArrayList;
@@ -38,10 +39,13 @@ import org.vgpu.tracker.Answer;
 import org.vgpu.tracker.StatusReport;
 import org.vgpu.tracker.Tracker;
 import org.vgpu.tracker.ledger.LedgerLines;
+import org.vgpu.tracker.report.Report;
+import org.vgpu.tracker.report.ReportJson;
 
 /**
  * The tracker's socket: the SPANK bridge's line protocol (slurm-spank-bridge/contract/grammar.conf,
- * with the limits of limits.conf) plus {@code status} for {@code vgpu report}. The {@link Tracker}
+ * with the limits of limits.conf) plus {@code status} for shell scripts and {@code status json} for
+ * {@code vgpu report} (the {@link Report} document, see {@link ReportJson}). The {@link Tracker}
  * decides and returns {@link Answer}s and a {@link StatusReport}; this class alone writes lines. The
  * requests are {@code assembly} and {@code done} (the bridge's), {@code worker} (a holder's worker,
  * see HolderAnnouncement) and {@code status}; contract/transcripts.txt shows what each is answered.
@@ -58,7 +62,9 @@ import org.vgpu.tracker.ledger.LedgerLines;
 public final class TrackerProtocol implements LineService {
     private static final Logger LOG = LoggerFactory.getLogger(TrackerProtocol.class);
     static final String COMMANDS = REQUEST_ASSEMBLY + " <job> <node>, " + REQUEST_DONE + " <job> <node> <status>, "
-            + REQUEST_WORKER + " <job> <vgpu> <host:port> <worker-id> <proof>, " + REQUEST_STATUS;
+            + REQUEST_WORKER + " <job> <vgpu> <host:port> <worker-id> <proof>, " + REQUEST_STATUS + " ["
+            + STATUS_JSON_LINE_WORD
+            + "]";
     private static final int MAX_ECHOED_CHARS = 40;
     private static final Pattern DECIMAL = Pattern.compile("0|[1-9][0-9]{0,9}");
     private static final Pattern NODE = Pattern.compile(NODE_CHAR_CLASS + "{1," + NODE_NAME_BYTES + "}");
@@ -139,12 +145,21 @@ public final class TrackerProtocol implements LineService {
             case REQUEST_ASSEMBLY -> List.of(assembly(words));
             case REQUEST_DONE -> List.of(done(words));
             case REQUEST_WORKER -> List.of(worker(words));
-            case REQUEST_STATUS ->
-                words.length == 1 ? lines(tracker.status()) : List.of(error("usage: " + REQUEST_STATUS));
+            case REQUEST_STATUS -> status(words);
             default ->
                 List.of(error("unknown command '" + LineText.printable(words[0], MAX_ECHOED_CHARS) + "'; commands: "
                         + COMMANDS));
         };
+    }
+
+    private List<String> status(String[] words) {
+        if (words.length == 1) {
+            return lines(tracker.status());
+        }
+        if (words.length == 2 && words[1].equals(STATUS_JSON_LINE_WORD)) {
+            return ReportJson.replyLines(Report.of(tracker.status()));
+        }
+        return List.of(error("usage: " + REQUEST_STATUS + " [" + STATUS_JSON_LINE_WORD + "]"));
     }
 
     private String assembly(String[] words) {
