@@ -113,7 +113,7 @@ class JobAssemblyTest {
                         new JobAssembly.Remote(2, new Endpoint("10.0.0.3", 40001), TOKEN)),
                 assembly.vgpus());
         assertEquals(VaWindow.DEFAULT_BASE, assembly.windowBase());
-        assertEquals(Optional.of(Path.of("/run/vgpu/vgpu-103-n1.sock")), assembly.agentSocket());
+        assertEquals(Optional.of(Path.of("/run/vgpu/job-103/vgpu-n1.sock")), assembly.agentSocket());
     }
 
     @Test

@@ -270,9 +270,10 @@ public final class GpuWorker implements AutoCloseable {
      * adds the session's figures to its own and takes the next client.
      */
     private void sessionEnded(WorkerReport session) {
-        sessionEnd.complete(session);
         if (sessions == Sessions.ONE) {
             finish(session);
+            // after the report: close() waits for this, and its own report must not win over the session's
+            sessionEnd.complete(session);
             return;
         }
         int ended;
@@ -282,6 +283,7 @@ public final class GpuWorker implements AutoCloseable {
         }
         log.accept("worker " + config.workerId() + ": session " + ended + " ended: " + session.endReason()
                 + "; waiting for the job's next session");
+        sessionEnd.complete(session);
         sessionChannel = null;
         sessionEnd = new CompletableFuture<>();
         sessionClaimed.set(false);
