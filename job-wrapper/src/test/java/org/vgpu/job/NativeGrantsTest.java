@@ -35,7 +35,7 @@ class NativeGrantsTest {
     private static final Pattern MINOR = Pattern.compile("(?m)^Device Minor:\\s*(\\d+)");
 
     /** The driver's word for the device minor of the GPU at {@code busId}, read here without CudaOrdinals. */
-    private static int minorAt(String busId) throws IOException {
+    static int minorAt(String busId) throws IOException {
         List<Path> entries;
         try (Stream<Path> listed = Files.list(CudaOrdinals.NVIDIA_GPUS)) {
             entries = listed.toList();
