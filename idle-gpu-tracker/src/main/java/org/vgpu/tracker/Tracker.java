@@ -20,6 +20,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import org.vgpu.common.agent.AgentChannel;
 import org.vgpu.common.contract.BridgeContract;
 import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.common.net.Endpoint;
@@ -31,6 +32,9 @@ import org.vgpu.siteconfig.NodeConfig;
 import org.vgpu.siteconfig.SiteConfig;
 import org.vgpu.tracker.cluster.ClusterView;
 import org.vgpu.tracker.cluster.IdleClock;
+import org.vgpu.tracker.hook.AgentMailbox;
+import org.vgpu.tracker.hook.MigrationHook;
+import org.vgpu.tracker.hook.MoveRecord;
 import org.vgpu.tracker.ledger.Assembly;
 import org.vgpu.tracker.ledger.Ledger;
 import org.vgpu.tracker.ledger.Lend;
@@ -70,9 +74,37 @@ public final class Tracker {
      * @param workerIdleTimeout how long a holder's worker waits for its job's session, and then for each frame of it
      */
     public record Settings(
-            Duration holderTimeout, Duration tokenTtl, String workerBackend, Duration workerIdleTimeout) {
+            Duration holderTimeout,
+            Duration tokenTtl,
+            String workerBackend,
+            Duration workerIdleTimeout,
+            MigrationHook.Bounds migration,
+            Duration agentHold) {
+        public static final MigrationHook.Bounds DEFAULT_MIGRATION_BOUNDS =
+                new MigrationHook.Bounds(Duration.ofSeconds(30), Duration.ofMinutes(10));
+
+        public Settings {
+            Objects.requireNonNull(migration, "migration");
+            Objects.requireNonNull(agentHold, "agentHold");
+        }
+
+        /** The hook's bounds and the agents' hold time at their defaults. */
+        public Settings(Duration holderTimeout, Duration tokenTtl, String workerBackend, Duration workerIdleTimeout) {
+            this(
+                    holderTimeout,
+                    tokenTtl,
+                    workerBackend,
+                    workerIdleTimeout,
+                    DEFAULT_MIGRATION_BOUNDS,
+                    Duration.ofSeconds(AgentChannel.HOLD_SECONDS));
+        }
+
         public static Settings defaults() {
             return new Settings(Duration.ofSeconds(60), Duration.ofHours(24), "native", Duration.ofHours(1));
+        }
+
+        public Settings withMigration(MigrationHook.Bounds bounds, Duration hold) {
+            return new Settings(holderTimeout, tokenTtl, workerBackend, workerIdleTimeout, bounds, hold);
         }
     }
 
@@ -98,6 +130,8 @@ public final class Tracker {
     private final Set<Long> cancelledHolders = new HashSet<>();
 
     private final Set<Long> doneJobs = ConcurrentHashMap.newKeySet();
+    /** Moves borrowed vGPUs home and carries out admins' moves. Guarded by {@link #lock}. */
+    private final MigrationHook hook;
 
     /**
      * @param key the site key: signs the jobs' session tokens and checks the holders' workers' proofs
@@ -111,6 +145,8 @@ public final class Tracker {
         this.settings = Objects.requireNonNull(settings, "settings");
         this.clock = Objects.requireNonNull(clock, "clock");
         this.planner = new AssemblyPlanner(site.policy(), site.distances(), site.lendPartition());
+        this.hook = new MigrationHook(
+                site.policy().migration(), slurm, ledger, key, settings.migration(), cancelledHolders::add);
     }
 
     /** One look at Slurm and everything that follows from it (see the class comment). */
@@ -127,6 +163,8 @@ public final class Tracker {
                     noticeLostHolders(assembly, inventory);
                 }
             }
+            hook.advance(inventory, now);
+            hook.decide(inventory, now);
             planHeldJobs(inventory, now);
         }
     }
@@ -152,7 +190,8 @@ public final class Tracker {
             return new Answer.Refused(
                     "job " + job + " has its vGPU assembly on node " + assembly.node() + ", not on " + node);
         }
-        if (assembly.lends().stream().anyMatch(lend -> lend.worker().isEmpty())) {
+        if (assembly.lends().stream()
+                .anyMatch(lend -> !lend.home() && lend.worker().isEmpty())) {
             // Released jobs have every worker; only a ledger edited by hand gets here.
             return new Answer.Refused("job " + job + " has borrowed vGPUs without a worker");
         }
@@ -170,7 +209,18 @@ public final class Tracker {
                     + " but its assembly has " + assembly.localGpus() + " local GPU(s)");
         }
         List<Answer.Borrowed> borrowed = new ArrayList<>();
+        List<Integer> granted = new ArrayList<>(local);
         for (Lend lend : assembly.lends()) {
+            if (lend.home()) {
+                // The bridge's local list is positional: a vGPU that moved home extends it only right after the others.
+                if (!borrowed.isEmpty() || granted.size() != lend.vgpu()) {
+                    return new Answer.Refused("vGPU " + lend.vgpu() + " of job " + job + " moved home to GPU "
+                            + lend.gpu().getAsInt() + " but a borrowed vGPU comes before it: a new step cannot be"
+                            + " given this assembly");
+                }
+                granted.add(lend.gpu().getAsInt());
+                continue;
+            }
             String token = tokens.issue(
                     Long.toString(job), lend.vgpu(), lend.workerId().orElseThrow(), settings.tokenTtl());
             borrowed.add(new Answer.Borrowed(lend.vgpu(), lend.worker().orElseThrow(), token));
@@ -182,7 +232,7 @@ public final class Tracker {
                 local.size(),
                 local,
                 borrowed.size());
-        return new Answer.Assembled(assembly.vgpus(), local, borrowed);
+        return new Answer.Assembled(assembly.vgpus(), granted, borrowed);
     }
 
     /**
@@ -239,6 +289,101 @@ public final class Tracker {
         return slurm.job(job).map(SlurmJob::user);
     }
 
+    /**
+     * A job's migration agent polling ({@code agent poll}): the credential must be the session token of one of the
+     * job's borrowed vGPUs (see {@link MigrationHook#refusal}); its counters are kept for the hook, and the poll is
+     * held up to the agent hold time until a command for the job is queued. The command is signed with the poll's
+     * token and nonce, so only this job's agent can take it.
+     */
+    public AgentChannel.PollReply agentPoll(AgentChannel.Poll poll) {
+        AgentChannel.Credential credential = poll.credential();
+        long job = Long.parseLong(credential.job());
+        synchronized (lock) {
+            Optional<String> refusal = hook.refusal(job, credential.vgpu(), credential.token());
+            if (refusal.isPresent()) {
+                LOG.warn("agent poll for vGPU {} of job {} refused: {}", credential.vgpu(), job, refusal.get());
+                return AgentChannel.Refused.because(refusal.get());
+            }
+            hook.report(job, poll.stats(), clock.instant());
+        }
+        Optional<AgentMailbox.Order> order;
+        try {
+            order = hook.mailbox().take(job, settings.agentHold());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return new AgentChannel.Idle();
+        }
+        if (order.isEmpty()) {
+            return new AgentChannel.Idle();
+        }
+        LOG.info(
+                "migration {}: sent to job {}'s agent: vGPU {} to local GPU {}",
+                order.get().id(),
+                job,
+                order.get().vgpu(),
+                order.get().gpu());
+        return AgentChannel.Migrate.signed(
+                credential.token(),
+                poll.nonce(),
+                order.get().id(),
+                order.get().vgpu(),
+                new AgentChannel.LocalGpu(order.get().gpu()));
+    }
+
+    /** A job's migration agent reporting how a migration ended ({@code agent done}); authenticated as a poll is. */
+    public AgentChannel.DoneReply agentDone(AgentChannel.Done done) {
+        AgentChannel.Credential credential = done.credential();
+        long job = Long.parseLong(credential.job());
+        synchronized (lock) {
+            Optional<String> refusal = hook.refusal(job, credential.vgpu(), credential.token());
+            if (refusal.isPresent()) {
+                LOG.warn("agent done for job {} refused: {}", job, refusal.get());
+                return AgentChannel.Refused.because(refusal.get());
+            }
+            return hook.done(job, done.id(), done.outcome(), clock.instant());
+        }
+    }
+
+    /**
+     * {@code vgpu migrate JOB VGPU [NODE]} through the tracker: moves the vGPU home now (see
+     * {@link MigrationHook#migrate}); reads Slurm once, outside the lock.
+     */
+    public MigrationHook.Reply migrate(long job, int vgpu, Optional<String> node, String who) {
+        SlurmInventory inventory = slurm.inventory();
+        synchronized (lock) {
+            return hook.migrate(job, vgpu, node, inventory, clock.instant(), who);
+        }
+    }
+
+    /** {@code vgpu drain NODE}: see {@link MigrationHook#drain}. */
+    public MigrationHook.Reply drain(String node, String who) {
+        SlurmInventory inventory = slurm.inventory();
+        synchronized (lock) {
+            return hook.drain(node, inventory, clock.instant(), who);
+        }
+    }
+
+    /** {@code vgpu hook pause|resume}. */
+    public MigrationHook.Reply pauseHook(boolean pause, String who) {
+        synchronized (lock) {
+            return hook.pause(pause, who);
+        }
+    }
+
+    /** Migrations under way and recently ended, oldest first. */
+    public List<MoveRecord> migrations() {
+        synchronized (lock) {
+            return hook.moves();
+        }
+    }
+
+    /** One migration, for {@code vgpu migrate}'s progress. */
+    public Optional<MoveRecord> migration(long id) {
+        synchronized (lock) {
+            return hook.move(id);
+        }
+    }
+
     /** Whether a {@code done} arrived that the next tick has to act on. */
     public boolean hasPendingDone() {
         return !doneJobs.isEmpty();
@@ -285,6 +430,7 @@ public final class Tracker {
 
     /** Cancels an assembly's holders, forgets it in the ledger and keeps an {@code ended} line for {@code vgpu report}. */
     private void close(Assembly assembly, String why, Optional<String> reason) {
+        hook.endJob(assembly.job(), clock.instant());
         cancelHolders(assembly);
         ledger.forget(assembly.job(), why);
         lostHolders.removeAll(assembly.holders());
@@ -307,11 +453,12 @@ public final class Tracker {
 
     /** Holder jobs (lend partition, holder name) that no live assembly names: left by a crash or a hand; cancelled. */
     private void cancelUnknownHolders(SlurmInventory inventory) {
-        Set<Long> known = new HashSet<>();
+        Set<Long> known = new HashSet<>(hook.grants());
         ledger.assemblies().forEach(assembly -> known.addAll(assembly.holders()));
         List<Long> unknown = inventory.jobs().stream()
                 .filter(job -> job.partition().equals(site.lendPartition()))
-                .filter(job -> job.name().startsWith(SlurmControl.HOLDER_NAME_PREFIX))
+                .filter(job -> job.name().startsWith(SlurmControl.HOLDER_NAME_PREFIX)
+                        || job.name().startsWith(SlurmControl.GRANT_NAME_PREFIX))
                 .filter(job -> ACTIVE_STATES.contains(job.state()))
                 .map(SlurmJob::id)
                 .filter(id -> !known.contains(id) && !cancelledHolders.contains(id))
@@ -460,6 +607,7 @@ public final class Tracker {
         Availability free = new Availability(
                 ClusterView.of(inventory, site, idleClock, now), site.policy().idleGrace());
         reserveWhatSlurmDoesNotShowYet(free, inventory);
+        hook.reserve(free, inventory);
         for (SlurmJob job : held) {
             Placement placement = planner.plan(job, free);
             switch (placement) {
