@@ -221,7 +221,9 @@ public final class Ledger implements AutoCloseable {
                 text.append(LedgerLines.assembly(assembly)).append('\n');
             }
             // Ids are never reused, even after every job that had one ended: an agent may still hold an old one.
-            text.append(LedgerLines.lastMigrationId(lastMigrationId)).append('\n');
+            if (lastMigrationId > 0) {
+                text.append(LedgerLines.lastMigrationId(lastMigrationId)).append('\n');
+            }
             outcomes.values().stream()
                     .flatMap(byVgpu -> byVgpu.values().stream())
                     .forEach(
