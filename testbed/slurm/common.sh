@@ -160,6 +160,16 @@ tracker_port() {
     echo $((TESTBED_PORT_BASE + 99))
 }
 
+# Where the tracker serves Prometheus' /metrics (the site configuration's [tracker] metrics): base+98.
+metrics_port() {
+    echo $((TESTBED_PORT_BASE + 98))
+}
+
+# scrape_metrics: prints the tracker's /metrics as Prometheus reads it.
+scrape_metrics() {
+    curl -fsS --max-time 10 "http://127.0.0.1:$(metrics_port)/metrics"
+}
+
 # start_tracker [CONFIG]: starts `vgpu tracker` (polling every second, ledger in the testbed's state
 # directory, holder jobs' workers on the CPU emulation, their output in out/holder-JOB.out) in the background, its log in $TESTBED_DIR/log/tracker.log (appended, so a restart
 # keeps the earlier run's lines), its pid in $TESTBED_DIR/run/tracker.pid; waits until it listens.

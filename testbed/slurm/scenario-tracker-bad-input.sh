@@ -2,7 +2,8 @@
 # Scenario: the tracker answers bad input clearly and keeps serving: a malformed configuration and a
 # lend partition Slurm does not have stop `vgpu tracker` at start with the reason; garbage, malformed
 # and unknown requests on its socket each get one error line; a job asking for more vGPUs than the
-# cluster can give is refused at submission; `vgpu report` still answers afterwards.
+# cluster can give is refused at submission; `vgpu report` still answers afterwards, and fails clearly
+# when pointed at something that is not a tracker.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
@@ -49,5 +50,8 @@ grep -q "asks for more than" <<<"$output" || die "the refusal does not say why: 
 say "  sbatch --gres=vgpu:$((TESTBED_VGPUS_PER_NODE + 1)): $(grep -m 1 'asks for more than' <<<"$output")"
 [ "$(slurm squeue -h | wc -l)" -eq "$jobs_before" ] || die "a refused submission left a job behind"
 "$VGPU" report --config "$TESTBED_DIR/etc/vgpu.conf" >/dev/null || die "vgpu report failed after the bad input"
+# vgpu report asking what is not a tracker fails, saying so, rather than print an empty report.
+expect_exit_1 "vgpu report asking a lender's port" "vgpu tracker" "$VGPU" report --tracker "127.0.0.1:$(lender_port n1)"
+expect_exit_1 "vgpu report asking the metrics' HTTP port" "vgpu report: " "$VGPU" report --tracker "127.0.0.1:$(metrics_port)"
 pass "tracker-bad-input: malformed configuration and unknown partition refused at start, garbage answered with" \
     "errors while the tracker kept serving, an oversized vgpu request refused at submission"

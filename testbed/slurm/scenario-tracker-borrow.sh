@@ -29,6 +29,22 @@ node=$(job_field "$job" NodeList)
 report=$("$VGPU" report --config "$TESTBED_DIR/etc/vgpu.conf")
 grep -Eq "^$job +root +$node +3 +1 +1=n[0-9]:[0-9]\(holder [0-9]+\) 2=n[0-9]:[0-9]\(holder [0-9]+\) +released" <<<"$report" \
     || die "vgpu report does not show job $job's assembly: $report"
+# The JSON report carries the same facts: both borrowed GPUs with their lenders' GPUs and holders, the
+# job's own GPU index; and Prometheus' /metrics counts the two borrowed GPUs.
+"$VGPU" report --config "$TESTBED_DIR/etc/vgpu.conf" --format json >"$TESTBED_DIR/out/report-$job.json"
+python3 - "$TESTBED_DIR/out/report-$job.json" "$job" <<'CHECK' || die "vgpu report --format json: $(cat "$TESTBED_DIR/out/report-$job.json")"
+import json, sys
+report = json.load(open(sys.argv[1]))
+job = int(sys.argv[2])
+assert report["schema_version"] == 1, report["schema_version"]
+lends = [lend for lend in report["borrowed"] if lend["job"] == job]
+assert len(lends) == 2, lends
+assert all(lend["lender_gpu"] is not None and lend["holder"] and len(lend["local_gpus"]) == 1 for lend in lends), lends
+assert report["generated_at"].endswith("Z"), report["generated_at"]
+CHECK
+metrics=$(scrape_metrics) || die "the tracker serves no /metrics on port $(metrics_port)"
+grep -qx 'vgpu_borrowed_gpus 2.0' <<<"$metrics" || die "/metrics does not count 2 borrowed GPUs: $metrics"
+say "/metrics while job $job runs: $(grep -E '^vgpu_(borrowed_gpus|held_jobs|idle_gpus|assemblies)' <<<"$metrics" | tr '\n' ' ')"
 expect_state "$job" COMPLETED 120
 output=$TESTBED_DIR/out/$job.out
 check_vgpu_job_output "$output" "$node" 1 2

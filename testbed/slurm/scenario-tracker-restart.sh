@@ -29,7 +29,9 @@ start_tracker
 wait_until 15 "the stray holder $stray is cancelled" job_has_ended "$stray" \
     || die "the restarted tracker left the stray holder $stray: $(job_field "$stray" JobState)"
 report=$("$VGPU" report --config "$TESTBED_DIR/etc/vgpu.conf" --format csv)
-reported=$(awk -F, -v job="$job" '$1 == "borrowed" && $2 == job { print $8 }' <<<"$report" | sort | tr '\n' ' ')
+# The CSV's columns by their header names (idle-gpu-tracker/README.md), not by position.
+reported=$(awk -F, -v job="$job" 'NR == 1 { for (i = 1; i <= NF; i++) column[$i] = i; next }
+    $1 == "borrowed" && $2 == job { print $column["holder"] }' <<<"$report" | sort | tr '\n' ' ')
 [ "$reported" = "${holders[*]} " ] || die "after the restart the tracker reports holders '$reported' for job $job," \
     "Slurm runs '${holders[*]}': $report"
 [ "$(holders_of "$job" | sort | tr '\n' ' ')" = "${holders[*]} " ] || die "job $job's holders changed across the restart"

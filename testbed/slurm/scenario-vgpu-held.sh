@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Scenario: `sbatch --gres=vgpu:3` is held by job_submit.lua (PENDING, priority 0), its owner may
+# Scenario: `sbatch --gres=vgpu:3` is held by job_submit.lua (PENDING, priority 0, a comment saying
+# what it waits for even with no tracker running), its owner may
 # not release it (only root, i.e. the tracker, may), and root's `scontrol release` lets it run.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
@@ -12,6 +13,9 @@ sleep 2 # longer than a scheduling cycle (sched_interval=2): a job that is not h
 [ "$(job_field "$job" Priority)" = 0 ] || die "vgpu job $job has priority $(job_field "$job" Priority), expected 0 (held)"
 reason=$(job_field "$job" Reason)
 [[ "$reason" == JobHeld* ]] || die "vgpu job $job waits for '$reason', expected a hold (JobHeldUser or JobHeldAdmin)"
+# With no tracker running, the job's comment still says what it waits for (not Comment=(null)).
+job_comment_mentions "$job" "vgpu: held until the vgpu tracker (127.0.0.1:$(tracker_port)) secures its GPUs" \
+    || die "held vgpu job $job does not say what it waits for: $(slurm scontrol show job "$job" | grep -i comment)"
 grep -q 'vgpu: job held until the vgpu tracker' "$TESTBED_DIR/out/sbatch.err" \
     || die "sbatch did not pass on job_submit.lua's message; sbatch said: $(cat "$TESTBED_DIR/out/sbatch.err")"
 

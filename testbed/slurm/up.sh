@@ -22,7 +22,7 @@ refuse_busy_ports() {
     local port
     local node
     for port in $(seq "$TESTBED_PORT_BASE" $((TESTBED_PORT_BASE + ${#TESTBED_NODES[@]}))) \
-        $(for node in "${TESTBED_NODES[@]}"; do lender_port "$node"; done) "$(tracker_port)"; do
+        $(for node in "${TESTBED_NODES[@]}"; do lender_port "$node"; done) "$(tracker_port)" "$(metrics_port)"; do
         if ss -Hltn "sport = :$port" | grep -q .; then
             die "port $port is in use; choose other ports with VGPU_TESTBED_PORT_BASE"
         fi
@@ -55,6 +55,10 @@ lend_partition = vgpu-lend
 [policy]
 idle_grace = 2s
 max_borrowed_per_job = 4
+
+[tracker]
+# Prometheus scrapes http://127.0.0.1:$(metrics_port)/metrics
+metrics = 127.0.0.1:$(metrics_port)
 
 [slurm]
 job_partition = gpu

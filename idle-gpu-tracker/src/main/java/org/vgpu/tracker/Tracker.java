@@ -13,9 +13,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Consumer;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -132,6 +134,8 @@ public final class Tracker {
     private final Set<Long> doneJobs = ConcurrentHashMap.newKeySet();
     /** Moves borrowed vGPUs home and carries out admins' moves. Guarded by {@link #lock}. */
     private final MigrationHook hook;
+    /** What the last tick read of Slurm, for {@link #status()}; empty before the first. Guarded by {@link #lock}. */
+    private SlurmInventory lastLook = new SlurmInventory(List.of(), List.of());
 
     /**
      * @param key the site key: signs the jobs' session tokens and checks the holders' workers' proofs
@@ -154,6 +158,7 @@ public final class Tracker {
         SlurmInventory inventory = slurm.inventory();
         Instant now = clock.instant();
         synchronized (lock) {
+            lastLook = inventory;
             endAssembliesOfEndedJobs(inventory);
             cancelUnknownHolders(inventory);
             for (Assembly assembly : ledger.assemblies()) {
@@ -370,6 +375,24 @@ public final class Tracker {
         }
     }
 
+    /** Tells {@code listener} of each migration as it ends (the tracker's metrics); it must not block. */
+    public void onMigrationEnded(Consumer<MoveRecord> listener) {
+        synchronized (lock) {
+            hook.onEnded(listener);
+        }
+    }
+
+    /** What each remote vGPU of a job forwarded, as its agent last reported; guarded by {@link #lock}. */
+    private Map<Integer, StatusReport.Forwarded> forwarded(long job) {
+        Map<Integer, StatusReport.Forwarded> forwarded = new HashMap<>();
+        hook.stats(job).forEach((vgpu, stat) -> {
+            if (stat.where() instanceof AgentChannel.RemoteWorker) {
+                forwarded.put(vgpu, new StatusReport.Forwarded(stat.calls(), stat.bytes()));
+            }
+        });
+        return forwarded;
+    }
+
     /** Migrations under way and recently ended, oldest first. */
     public List<MoveRecord> migrations() {
         synchronized (lock) {
@@ -389,7 +412,11 @@ public final class Tracker {
         return !doneJobs.isEmpty();
     }
 
-    /** What {@code vgpu report} shows: live assemblies, waiting jobs and recently ended assemblies. */
+    /**
+     * What {@code vgpu report} shows and {@code /metrics} counts: live assemblies with their jobs'
+     * local GPUs, waiting jobs, idle GPUs per node (all as the last tick saw Slurm) and recently
+     * ended assemblies. Migrations and forwarded traffic are empty until the migration hook fills them.
+     */
     public StatusReport status() {
         synchronized (lock) {
             List<StatusReport.Live> live = ledger.assemblies().stream()
@@ -397,9 +424,31 @@ public final class Tracker {
                             assembly,
                             assembly.holders().stream()
                                     .filter(lostHolders::contains)
-                                    .toList()))
+                                    .toList(),
+                            lastLook.job(assembly.job())
+                                    .map(job -> job.gpuIndicesOn(assembly.node()))
+                                    .orElse(List.of()),
+                            forwarded(assembly.job())))
                     .toList();
-            return new StatusReport(live, List.copyOf(waiting.values()), List.copyOf(history));
+            List<StatusReport.Migration> migrations = hook.moves().stream()
+                    .map(move -> new StatusReport.Migration(
+                            move.id(),
+                            move.job(),
+                            move.vgpu(),
+                            move.from(),
+                            move.to(),
+                            move.by() + ": " + move.reason() + "; " + move.explanation(),
+                            move.started(),
+                            move.ended(),
+                            move.state().equals("ok") ? OptionalLong.of(move.blockedMs()) : OptionalLong.empty(),
+                            move.state().equals("ok") ? OptionalLong.of(move.bytes()) : OptionalLong.empty(),
+                            move.state()))
+                    .toList();
+            List<StatusReport.NodeIdle> idle = ClusterView.idleGpus(lastLook, site).entrySet().stream()
+                    .map(node -> new StatusReport.NodeIdle(node.getKey(), node.getValue()))
+                    .toList();
+            return new StatusReport(
+                    clock.instant(), live, migrations, List.copyOf(waiting.values()), idle, List.copyOf(history));
         }
     }
 

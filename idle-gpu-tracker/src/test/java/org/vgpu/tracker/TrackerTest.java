@@ -24,6 +24,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 import org.vgpu.common.contract.BridgeContract;
 import org.vgpu.common.line.BoundedLineReader;
+import org.vgpu.common.line.LineClient;
 import org.vgpu.common.net.Endpoint;
 import org.vgpu.common.security.SiteKey;
 import org.vgpu.common.security.ThrowawaySiteKey;
@@ -31,6 +32,8 @@ import org.vgpu.siteconfig.SiteConfig;
 import org.vgpu.siteconfig.SiteConfigReader;
 import org.vgpu.tracker.ledger.Assembly;
 import org.vgpu.tracker.ledger.Ledger;
+import org.vgpu.tracker.report.Report;
+import org.vgpu.tracker.report.ReportJson;
 import org.vgpu.tracker.server.TrackerProtocol;
 import org.vgpu.tracker.slurm.SlurmException;
 
@@ -178,6 +181,49 @@ class TrackerTest {
                 statusLines(tracker).toString());
         assertTrue(slurm.actions.containsAll(
                 holders.stream().map(holder -> "cancel " + holder).toList()));
+    }
+
+    @Test
+    void statusJsonOnTheSocketIsTheReportOfWhatTheLastTickSaw() throws Exception {
+        long job = assembledJob();
+        long held = slurm.submitVgpuJob(2);
+        Tracker tracker = tracker();
+        tracker.tick();
+        TrackerDaemon daemon = TrackerDaemon.start(
+                tracker,
+                ledger,
+                new Endpoint("127.0.0.1", 0),
+                Duration.ofHours(1),
+                java.util.Optional.empty(),
+                java.util.Set.of());
+        try {
+            Report report = ReportJson.fromReply(
+                    LineClient.request(daemon.endpoint(), "status json", Duration.ofSeconds(5)),
+                    daemon.endpoint().toString());
+
+            assertEquals(START.plusSeconds(11), report.generatedAt());
+            Report.AssemblyRow assembly = report.assemblies().getFirst();
+            assertEquals(job, assembly.job());
+            assertEquals(List.of(slurm.get(job).gpuIndicesOn("n1").getFirst()), assembly.localGpus());
+            assertEquals(
+                    List.of("n2", "n3"),
+                    report.borrowed().stream()
+                            .map(Report.BorrowedRow::lenderNode)
+                            .toList());
+            assertTrue(report.borrowed().stream().allMatch(lend -> lend.lenderGpu() != null && lend.holder() != null));
+            assertTrue(report.borrowed().stream().allMatch(lend -> lend.forwardedCalls() == null));
+            assertEquals(List.of(), report.migrations());
+            assertEquals(
+                    List.of(held),
+                    report.heldJobs().stream().map(Report.HeldRow::job).toList());
+            assertEquals(
+                    List.of("n1 0", "n2 0", "n3 0"),
+                    report.idleGpus().stream()
+                            .map(node -> node.node() + " " + node.count())
+                            .toList());
+        } finally {
+            daemon.close();
+        }
     }
 
     @Test

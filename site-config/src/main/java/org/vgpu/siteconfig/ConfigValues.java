@@ -141,6 +141,21 @@ final class ConfigValues {
         return endpoint;
     }
 
+    /** An address to listen on: a host (or a wildcard such as 0.0.0.0, every interface) and a fixed port. */
+    static Endpoint listenAddress(String value) {
+        Endpoint endpoint;
+        try {
+            endpoint = Endpoint.parse(value);
+        } catch (InputException e) {
+            throw new IllegalArgumentException(e.getMessage() + ", e.g. 127.0.0.1:9464");
+        }
+        if (endpoint.port() == 0) {
+            throw new IllegalArgumentException(
+                    "'" + value + "' has no fixed port; expected one Prometheus can be told, e.g. 127.0.0.1:9464");
+        }
+        return endpoint;
+    }
+
     static Path absolutePath(String value) {
         Path path;
         try {

@@ -18,6 +18,8 @@ import org.vgpu.common.net.Endpoint;
  * @param lendPartition the partition of the tracker's holder jobs
  * @param lendQos       the QOS of holder jobs, when the site has accounting (QOS needs slurmdbd)
  * @param nodes         the GPU nodes, in file order, names unique
+ * @param metrics       where the tracker serves Prometheus' {@code /metrics}; empty: it serves none
+ *                      (the default, so the tracker opens no port an admin did not choose)
  */
 public record SiteConfig(
         Path source,
@@ -29,7 +31,8 @@ public record SiteConfig(
         Policy policy,
         List<NodeConfig> nodes,
         Distances distances,
-        SlurmSettings slurm) {
+        SlurmSettings slurm,
+        Optional<Endpoint> metrics) {
     public SiteConfig {
         Objects.requireNonNull(source, "source");
         Objects.requireNonNull(clusterName, "clusterName");
@@ -40,6 +43,7 @@ public record SiteConfig(
         Objects.requireNonNull(policy, "policy");
         Objects.requireNonNull(distances, "distances");
         Objects.requireNonNull(slurm, "slurm");
+        Objects.requireNonNull(metrics, "metrics");
         nodes = List.copyOf(nodes);
         if (nodes.isEmpty()) {
             throw new IllegalArgumentException("a site needs at least one node");

@@ -33,7 +33,8 @@ public final class SiteConfigReader {
     private static final String NODE = "node";
     private static final String DISTANCE = "distance";
     private static final String SLURM = "slurm";
-    private static final List<String> SECTION_KINDS = List.of(CLUSTER, POLICY, NODE, DISTANCE, SLURM);
+    private static final String TRACKER = "tracker";
+    private static final List<String> SECTION_KINDS = List.of(CLUSTER, POLICY, NODE, DISTANCE, SLURM, TRACKER);
     private static final String DEFAULT_DISTANCE_KEY = "default";
 
     private final Path file;
@@ -99,6 +100,7 @@ public final class SiteConfigReader {
         Distances distances = readDistances(
                 singletons.get(DISTANCE),
                 nodeSections.stream().map(IniFile.Section::label).distinct().toList());
+        Optional<Endpoint> metrics = readMetrics(singletons.get(TRACKER), tracker);
 
         if (checkFiles && tokenKeyFile.isPresent()) {
             try {
@@ -121,7 +123,8 @@ public final class SiteConfigReader {
                 policy,
                 nodes,
                 distances,
-                slurm);
+                slurm,
+                metrics);
     }
 
     private void sortSection(
@@ -307,6 +310,27 @@ public final class SiteConfigReader {
                 jobPartition,
                 slurm.optional("spank_plugin", ConfigValues::absolutePath).orElse(SlurmSettings.DEFAULT_SPANK_PLUGIN),
                 slurm.optional("vgpu_command", ConfigValues::absolutePath).orElse(SlurmSettings.DEFAULT_VGPU_COMMAND));
+    }
+
+    /**
+     * {@code [tracker] metrics = HOST:PORT}: where the tracker serves Prometheus' {@code /metrics};
+     * absent, it serves none. A wildcard host (all interfaces) is allowed, port 0 is not: Prometheus
+     * must be told the port.
+     */
+    private Optional<Endpoint> readMetrics(IniFile.Section section, Optional<Endpoint> tracker) {
+        Settings settings = settings(section, TRACKER, List.of("metrics"));
+        Optional<Endpoint> metrics = settings.optional("metrics", ConfigValues::listenAddress);
+        if (metrics.isPresent()
+                && tracker.isPresent()
+                && metrics.get().port() == tracker.get().port()
+                && (metrics.get().isWildcard()
+                        || metrics.get().host().equals(tracker.get().host()))) {
+            problem(
+                    settings.lineOf("metrics"),
+                    "metrics: " + metrics.get() + " is where the tracker's socket listens ([cluster] tracker = "
+                            + tracker.get() + "); give /metrics a port of its own, e.g. 9464");
+        }
+        return metrics;
     }
 
     /** Without a [distance] section the network is flat: every pair of nodes is 1 apart. */

@@ -119,6 +119,52 @@ class SiteConfigReaderTest {
         assertEquals("/dev/nvidia[0-1]", config.nodes().get(1).gpuDevices());
         assertEquals(1, config.distances().between("a", "b"), "no [distance] section: a flat network");
         assertEquals(3, config.maxGpusPerJob(), "2 local + 4 borrowed, but the cluster has 3");
+        assertEquals(Optional.empty(), config.metrics(), "no [tracker] metrics: the tracker serves no /metrics");
+    }
+
+    private static final String SMALL_SITE = """
+            [cluster]
+            name = c
+            tracker = tracker.cluster:7400
+            token_key_file = /etc/vgpu/site.key
+            lend_partition = lend
+            [node a]
+            gpus = 1
+            gpu_memory = 16GiB
+            vgpus = 1
+            lender_port = 7500
+            """;
+
+    @Test
+    void theTrackerServesMetricsWhereTheConfigurationSays() {
+        assertEquals(
+                Optional.of(new Endpoint("127.0.0.1", 9464)),
+                read(SMALL_SITE + "[tracker]\nmetrics = 127.0.0.1:9464\n").metrics());
+        assertEquals(
+                Optional.of(new Endpoint("0.0.0.0", 9464)),
+                read(SMALL_SITE + "[tracker]\nmetrics = 0.0.0.0:9464   # every interface\n")
+                        .metrics());
+    }
+
+    @Test
+    void badMetricsAddressesAreReportedWithTheOtherProblems() {
+        List<ConfigProblem> problems = problems(SMALL_SITE.replaceFirst("gpus = 1", "gpus = none")
+                + "[tracker]\nmetrics = 127.0.0.1:0\nscrape = yes\n");
+
+        assertEquals(
+                List.of(7, 12, 13), problems.stream().map(ConfigProblem::line).toList(), problems.toString());
+        assertTrue(problems.get(1).message().contains("metrics: '127.0.0.1:0' has no fixed port"), problems.toString());
+        assertTrue(
+                problems.get(2).message().contains("unknown key 'scrape' in [tracker]; expected one of metrics"),
+                problems.toString());
+
+        List<ConfigProblem> clash = problems(SMALL_SITE + "[tracker]\nmetrics = 0.0.0.0:7400\n");
+        assertEquals(1, clash.size(), clash.toString());
+        assertTrue(clash.getFirst().message().contains("is where the tracker's socket listens"), clash.toString());
+        assertTrue(problems(SMALL_SITE + "[tracker]\nmetrics = nowhere\n")
+                .getFirst()
+                .message()
+                .contains("e.g. 127.0.0.1:9464"));
     }
 
     @Test

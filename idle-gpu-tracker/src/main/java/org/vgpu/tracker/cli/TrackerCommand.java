@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 
+import io.prometheus.metrics.exporter.httpserver.HTTPServer;
 import org.apache.commons.cli.CommandLine;
 import org.apache.commons.cli.Option;
 import org.apache.commons.cli.Options;
@@ -15,6 +16,7 @@ import org.apache.commons.cli.ParseException;
 
 import org.vgpu.common.cli.CommandLines;
 import org.vgpu.common.cli.Subcommand;
+import org.vgpu.common.error.NetworkException;
 import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.common.net.Endpoint;
 import org.vgpu.common.security.SiteKey;
@@ -24,6 +26,7 @@ import org.vgpu.tracker.Tracker;
 import org.vgpu.tracker.TrackerDaemon;
 import org.vgpu.tracker.ledger.Ledger;
 import org.vgpu.tracker.ledger.LedgerException;
+import org.vgpu.tracker.metrics.TrackerMetrics;
 import org.vgpu.tracker.server.MungeVerifier;
 import org.vgpu.tracker.slurm.SlurmCommands;
 import org.vgpu.tracker.slurm.SlurmControl;
@@ -70,6 +73,13 @@ public final class TrackerCommand implements Subcommand {
                         .hasArg()
                         .argName("HOST:PORT")
                         .desc("where the socket listens (default: the configuration's tracker)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("metrics")
+                        .hasArg()
+                        .argName("HOST:PORT")
+                        .desc("where to serve Prometheus' /metrics, or 'off' (default: the configuration's [tracker]"
+                                + " metrics, else off)")
                         .get())
                 .addOption(Option.builder()
                         .longOpt("poll")
@@ -170,11 +180,13 @@ public final class TrackerCommand implements Subcommand {
         SiteConfig site = SiteConfigReader.readAndCheckFiles(Path.of(line.getOptionValue("config")));
         Endpoint listen = site.tracker();
         if (line.hasOption("listen")) {
-            try {
-                listen = Endpoint.parse(line.getOptionValue("listen"));
-            } catch (VgpuFailure e) {
-                throw new ParseException("--listen: " + e.detail());
-            }
+            listen = endpoint(line, "listen");
+        }
+        Optional<Endpoint> metricsAddress = site.metrics();
+        if (line.hasOption("metrics")) {
+            metricsAddress = line.getOptionValue("metrics").equals("off")
+                    ? Optional.empty()
+                    : Optional.of(endpoint(line, "metrics"));
         }
         String auth = CommandLines.choice(line, "auth", "none", List.of("none", "munge"));
         if (auth.equals("none") && (line.hasOption("munge-socket") || line.hasOption("unmunge"))) {
@@ -190,6 +202,7 @@ public final class TrackerCommand implements Subcommand {
         SlurmControl slurm = new SlurmCommands(
                 slurmTimeout, site.lendPartition(), site.lendQos(), line.getOptionValue("holder-output", "/dev/null"));
         TrackerDaemon daemon;
+        TrackerMetrics metrics;
         try {
             for (String partition : List.of(site.lendPartition(), site.slurm().jobPartition())) {
                 if (!slurm.partitionExists(partition)) {
@@ -202,15 +215,36 @@ public final class TrackerCommand implements Subcommand {
             Ledger ledger = Ledger.open(ledgerFile);
             Tracker tracker =
                     new Tracker(site, slurm, ledger, SiteKey.load(site.tokenKeyFile()), settings, Clock.systemUTC());
+            // Counts what the migration hook reports; its gauges read the tracker at each scrape.
+            metrics = new TrackerMetrics(tracker::status);
+            TrackerMetrics counted = metrics;
+            tracker.onMigrationEnded(move -> counted.migrationFinished(
+                    "home",
+                    move.state().equals("ok") ? "done" : move.state().replace('-', '_'),
+                    move.blockedMs() / 1000.0));
             daemon = TrackerDaemon.start(tracker, ledger, listen, poll, munge, trustedUsers);
         } catch (LedgerException | SlurmException e) {
             err.println("vgpu tracker: " + e.detail());
             return 1;
         }
+        Optional<HTTPServer> metricsServer;
+        try {
+            metricsServer = metricsAddress.map(metrics::serve);
+        } catch (NetworkException e) {
+            daemon.close();
+            err.println("vgpu tracker: " + e.detail());
+            return 1;
+        }
         Runtime.getRuntime()
-                .addShutdownHook(Thread.ofPlatform().name("tracker-shutdown").unstarted(daemon::close));
+                .addShutdownHook(Thread.ofPlatform().name("tracker-shutdown").unstarted(() -> {
+                    metricsServer.ifPresent(HTTPServer::close);
+                    daemon.close();
+                }));
         out.println("vgpu tracker listening on " + daemon.endpoint() + ", ledger " + ledgerFile.toAbsolutePath()
-                + ", polling Slurm every " + poll.toSeconds() + " s, auth " + auth);
+                + ", polling Slurm every " + poll.toSeconds() + " s, auth " + auth + ", metrics "
+                + metricsAddress
+                        .map(address -> "on http://" + address + "/metrics")
+                        .orElse("off"));
         out.flush();
         try {
             RuntimeException fatal = daemon.awaitStop();
@@ -224,8 +258,18 @@ public final class TrackerCommand implements Subcommand {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             daemon.close();
+        } finally {
+            metricsServer.ifPresent(HTTPServer::close);
         }
         return 0;
+    }
+
+    private static Endpoint endpoint(CommandLine line, String option) throws ParseException {
+        try {
+            return Endpoint.parse(line.getOptionValue(option));
+        } catch (VgpuFailure e) {
+            throw new ParseException("--" + option + ": " + e.detail());
+        }
     }
 
     private static Duration seconds(CommandLine line, String option, long fallback) throws ParseException {

@@ -4,6 +4,7 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -32,7 +33,7 @@ public record ClusterView(Instant now, List<NodeView> nodes) {
 
     /** Nodes of the site configuration that Slurm does not report are left out (they cannot run anything). */
     public static ClusterView of(SlurmInventory inventory, SiteConfig site, IdleClock clock, Instant now) {
-        Map<String, Set<Integer>> inUse = gpusInUseByNode(inventory.jobs());
+        Map<String, List<Integer>> idleByNode = idleGpus(inventory, site);
         List<NodeView> views = new ArrayList<>();
         for (NodeConfig config : site.nodes()) {
             Optional<SlurmNode> reported = inventory.node(config.name());
@@ -40,18 +41,33 @@ public record ClusterView(Instant now, List<NodeView> nodes) {
                 continue;
             }
             SlurmNode node = reported.get();
-            List<Integer> idle = idleGpus(node, inUse.getOrDefault(node.name(), Set.of()));
             views.add(new NodeView(
                     node.name(),
                     node.schedulable(),
                     node.partitions(),
                     node.idleCpus(),
                     node.idle(SlurmJob.VGPU),
-                    clock.observe(node.name(), idle, now),
+                    clock.observe(node.name(), idleByNode.get(node.name()), now),
                     config.gpuMemoryBytes(),
                     config.lenderEndpoint()));
         }
         return new ClusterView(now, views);
+    }
+
+    /**
+     * The idle GPU indices of each node of the site that Slurm reports, in site order, without
+     * touching an {@link IdleClock}: what {@code vgpu report} and {@code /metrics} show.
+     */
+    public static Map<String, List<Integer>> idleGpus(SlurmInventory inventory, SiteConfig site) {
+        Map<String, Set<Integer>> inUse = gpusInUseByNode(inventory.jobs());
+        Map<String, List<Integer>> idle = new LinkedHashMap<>();
+        for (NodeConfig config : site.nodes()) {
+            inventory
+                    .node(config.name())
+                    .ifPresent(node ->
+                            idle.put(node.name(), idleGpus(node, inUse.getOrDefault(node.name(), Set.of()))));
+        }
+        return idle;
     }
 
     public Optional<NodeView> node(String name) {

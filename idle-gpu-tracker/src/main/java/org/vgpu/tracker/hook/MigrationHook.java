@@ -102,6 +102,7 @@ public final class MigrationHook {
     private final Map<Long, MoveRecord> moves = new LinkedHashMap<>();
     private final Set<Long> silentNoted = new HashSet<>();
     private boolean paused;
+    private Consumer<MoveRecord> onEnded = move -> {};
 
     /**
      * @param holderCancelled told of every holder this hook cancels, so the tracker does not take it for lost or
@@ -155,6 +156,18 @@ public final class MigrationHook {
         paused = pause;
         LOG.info("hook {} by {}", pause ? "paused" : "resumed", who);
         return Reply.ok("hook " + (pause ? "paused" : "running") + (was == pause ? " (it was already)" : ""));
+    }
+
+    /** Told of each migration as it ends (for the tracker's metrics), under the tracker's lock: it must not block. */
+    public void onEnded(Consumer<MoveRecord> listener) {
+        onEnded = Objects.requireNonNull(listener, "listener");
+    }
+
+    /** What the job's agent last reported of each of its vGPUs, by vGPU. */
+    public Map<Integer, AgentChannel.Stat> stats(long job) {
+        Map<Integer, AgentChannel.Stat> stats = new HashMap<>();
+        reports.getOrDefault(job, Map.of()).forEach((vgpu, report) -> stats.put(vgpu, report.stat()));
+        return stats;
     }
 
     /** Migrations under way and recently ended, oldest first. */
@@ -659,7 +672,15 @@ public final class MigrationHook {
     }
 
     private void remember(long id, UnaryOperator<MoveRecord> change) {
-        moves.computeIfPresent(id, (ignored, move) -> change.apply(move));
+        MoveRecord before = moves.get(id);
+        if (before == null) {
+            return;
+        }
+        MoveRecord after = change.apply(before);
+        moves.put(id, after);
+        if (after.finished() && !before.finished()) {
+            onEnded.accept(after);
+        }
     }
 
     private void trimHistory() {

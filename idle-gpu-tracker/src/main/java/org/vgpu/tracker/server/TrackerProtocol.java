@@ -16,6 +16,7 @@ import static org.vgpu.common.contract.BridgeContract.REQUEST_ASSEMBLY;
 import static org.vgpu.common.contract.BridgeContract.REQUEST_DONE;
 import static org.vgpu.common.contract.BridgeContract.REQUEST_STATUS;
 import static org.vgpu.common.contract.BridgeContract.REQUEST_WORKER;
+import static org.vgpu.common.contract.BridgeContract.STATUS_JSON_LINE_WORD;
 import static org.vgpu.common.contract.BridgeContract.VGPUS_MAX;
 
 import java.util.ArrayList;
@@ -41,10 +42,13 @@ import org.vgpu.tracker.Tracker;
 import org.vgpu.tracker.hook.MigrationHook;
 import org.vgpu.tracker.hook.MoveRecord;
 import org.vgpu.tracker.ledger.LedgerLines;
+import org.vgpu.tracker.report.Report;
+import org.vgpu.tracker.report.ReportJson;
 
 /**
  * The tracker's socket: the SPANK bridge's line protocol (slurm-spank-bridge/contract/grammar.conf,
- * with the limits of limits.conf) plus {@code status} for {@code vgpu report}. The {@link Tracker}
+ * with the limits of limits.conf) plus {@code status} for shell scripts and {@code status json} for
+ * {@code vgpu report} (the {@link Report} document, see {@link ReportJson}). The {@link Tracker}
  * decides and returns {@link Answer}s and a {@link StatusReport}; this class alone writes lines. The
  * requests are {@code assembly} and {@code done} (the bridge's), {@code worker} (a holder's worker,
  * see HolderAnnouncement) and {@code status}; contract/transcripts.txt shows what each is answered.
@@ -65,9 +69,10 @@ public final class TrackerProtocol implements LineService {
     static final String HOOK = "hook";
     static final String MIGRATION = "migration";
     static final String COMMANDS = REQUEST_ASSEMBLY + " <job> <node>, " + REQUEST_DONE + " <job> <node> <status>, "
-            + REQUEST_WORKER + " <job> <vgpu> <host:port> <worker-id> <proof>, " + REQUEST_STATUS + ", "
-            + AgentChannel.WORD + " " + AgentChannel.POLL + "|" + AgentChannel.DONE + " ..., " + MIGRATE
-            + " <job> <vgpu> [<node>], " + DRAIN + " <node>, " + HOOK + " pause|resume, " + MIGRATION + " <id>";
+            + REQUEST_WORKER + " <job> <vgpu> <host:port> <worker-id> <proof>, " + REQUEST_STATUS + " ["
+            + STATUS_JSON_LINE_WORD + "], " + AgentChannel.WORD + " " + AgentChannel.POLL + "|" + AgentChannel.DONE
+            + " ..., " + MIGRATE + " <job> <vgpu> [<node>], " + DRAIN + " <node>, " + HOOK + " pause|resume, "
+            + MIGRATION + " <id>";
     /** Requests that change where vGPUs run: with MUNGE only root and trusted users may send them. */
     private static final Set<String> ADMIN_REQUESTS = Set.of(MIGRATE, DRAIN, HOOK);
 
@@ -159,12 +164,21 @@ public final class TrackerProtocol implements LineService {
             case DRAIN -> List.of(drain(words, who));
             case HOOK -> List.of(hook(words, who));
             case MIGRATION -> List.of(migration(words));
-            case REQUEST_STATUS ->
-                words.length == 1 ? lines(tracker.status()) : List.of(error("usage: " + REQUEST_STATUS));
+            case REQUEST_STATUS -> status(words);
             default ->
                 List.of(error("unknown command '" + LineText.printable(words[0], MAX_ECHOED_CHARS) + "'; commands: "
                         + COMMANDS));
         };
+    }
+
+    private List<String> status(String[] words) {
+        if (words.length == 1) {
+            return lines(tracker.status());
+        }
+        if (words.length == 2 && words[1].equals(STATUS_JSON_LINE_WORD)) {
+            return ReportJson.replyLines(Report.of(tracker.status()));
+        }
+        return List.of(error("usage: " + REQUEST_STATUS + " [" + STATUS_JSON_LINE_WORD + "]"));
     }
 
     private String assembly(String[] words) {

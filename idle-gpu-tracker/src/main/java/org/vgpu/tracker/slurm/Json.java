@@ -1,5 +1,6 @@
 package org.vgpu.tracker.slurm;
 
+import java.io.IOException;
 import java.math.BigDecimal;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -7,22 +8,53 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonLocation;
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.StreamReadFeature;
+
 /**
- * A small, strict JSON reader (RFC 8259) for Slurm's {@code --json} output, so vgpu needs no JSON
- * library. Objects become unmodifiable {@link Map}s in document order, arrays {@link List}s, numbers
+ * Slurm's {@code --json} output read with Jackson's streaming parser into plain values: objects
+ * become unmodifiable {@link Map}s in document order, arrays {@link List}s, numbers
  * {@link BigDecimal}, and {@code true}/{@code false}/{@code null} {@link Boolean} and {@code null}.
+ * Jackson checks the syntax (RFC 8259, strict: no comments, no trailing commas, no leading zeroes);
+ * this class says what is wrong in words an admin reads, with the line and column.
  */
 final class Json {
     /** Slurm's documents nest a few levels; a bound keeps hostile input from exhausting the stack. */
     private static final int MAX_DEPTH = 64;
 
-    private final String source;
-    private final String text;
-    private int position;
+    private static final JsonFactory FACTORY = JsonFactory.builder()
+            // Parse errors name the line and column, never a snippet of the input (it may be long or binary).
+            .disable(StreamReadFeature.INCLUDE_SOURCE_IN_LOCATION)
+            .build();
 
-    private Json(String source, String text) {
+    /** Jackson's phrases for a syntax error and the same in this product's words, first match wins. */
+    private static final List<Map.Entry<String, String>> PROBLEMS = List.of(
+            Map.entry("was expecting comma to separate Object entries", "expected ',' or '}' after a member"),
+            Map.entry("was expecting comma to separate Array entries", "expected ',' or ']' after an element"),
+            Map.entry("was expecting double-quote to start field name", "expected a member name in quotes"),
+            Map.entry("was expecting a colon to separate field name and value", "expected ':' after a member name"),
+            Map.entry("expected a value", "expected a value"),
+            Map.entry("end-of-input", "the document ends where more was expected (truncated output?)"),
+            Map.entry("Unrecognized token", "not a JSON value (true, false, null, a number, a string, [ or {)"),
+            Map.entry("Leading zeroes", "a number with a leading zero"),
+            Map.entry("Decimal point not followed by a digit", "a number ends in its decimal point"),
+            Map.entry("Unrecognized character escape", "an unknown escape in a string"),
+            Map.entry("expected a hex-digit", "a \\u escape needs four hex digits"),
+            Map.entry("Illegal unquoted character", "a control character inside a string must be escaped"),
+            Map.entry("Illegal character", "a character that cannot start a JSON value"),
+            Map.entry("Unexpected close marker", "a closing bracket that closes nothing open"),
+            Map.entry("Unexpected character", "a character that does not belong here"));
+
+    private final String source;
+    private final JsonParser parser;
+
+    private Json(String source, JsonParser parser) {
         this.source = source;
-        this.text = text;
+        this.parser = parser;
     }
 
     /**
@@ -30,191 +62,91 @@ final class Json {
      * @throws SlurmException at the first syntax error, with its line and column
      */
     static Object parse(String source, String text) {
-        Json json = new Json(source, text);
-        json.skipWhitespace();
-        Object value = json.value(0);
-        json.skipWhitespace();
-        if (json.position != text.length()) {
-            throw json.error("unexpected text after the JSON document");
+        try (JsonParser parser = FACTORY.createParser(text)) {
+            Json json = new Json(source, parser);
+            if (parser.nextToken() == null) {
+                throw json.error(parser.currentLocation(), "the document is empty (no output?)");
+            }
+            Object value = json.value(1);
+            if (parser.nextToken() != null) {
+                throw json.error(parser.currentTokenLocation(), "unexpected text after the JSON document");
+            }
+            return value;
+        } catch (JsonProcessingException e) {
+            throw syntaxError(source, e);
+        } catch (IOException e) {
+            // A String source cannot fail to be read; Jackson's API declares it all the same.
+            throw SlurmException.badOutput(source, "it could not be read");
         }
-        return value;
     }
 
-    private Object value(int depth) {
-        if (depth > MAX_DEPTH) {
-            throw error("nested deeper than " + MAX_DEPTH + " levels");
+    /** The value whose first token the parser is on. */
+    private Object value(int depth) throws IOException {
+        JsonToken token = parser.currentToken();
+        if (token.isStructStart() && depth > MAX_DEPTH) {
+            throw error(parser.currentTokenLocation(), "nested deeper than " + MAX_DEPTH + " levels");
         }
-        if (position >= text.length()) {
-            throw error("the document ends where a value was expected (truncated output?)");
-        }
-        char c = text.charAt(position);
-        return switch (c) {
-            case '{' -> object(depth);
-            case '[' -> array(depth);
-            case '"' -> string();
-            case 't' -> literal("true", Boolean.TRUE);
-            case 'f' -> literal("false", Boolean.FALSE);
-            case 'n' -> literal("null", null);
-            default -> {
-                if (c == '-' || (c >= '0' && c <= '9')) {
-                    yield number();
-                }
-                throw error("unexpected character '" + c + "'");
-            }
+        return switch (token) {
+            case START_OBJECT -> object(depth);
+            case START_ARRAY -> array(depth);
+            case VALUE_STRING -> parser.getText();
+            case VALUE_NUMBER_INT, VALUE_NUMBER_FLOAT -> parser.getDecimalValue();
+            case VALUE_TRUE -> Boolean.TRUE;
+            case VALUE_FALSE -> Boolean.FALSE;
+            case VALUE_NULL -> null;
+            default -> throw error(parser.currentTokenLocation(), "expected a value");
         };
     }
 
-    private Map<String, Object> object(int depth) {
-        position++;
+    private Map<String, Object> object(int depth) throws IOException {
         Map<String, Object> members = new LinkedHashMap<>();
-        skipWhitespace();
-        if (peek() == '}') {
-            position++;
-            return Collections.unmodifiableMap(members);
-        }
-        while (true) {
-            skipWhitespace();
-            if (peek() != '"') {
-                throw error("expected a member name in quotes");
-            }
-            String name = string();
-            skipWhitespace();
-            expect(':');
-            skipWhitespace();
+        for (JsonToken token = parser.nextToken(); token != JsonToken.END_OBJECT; token = parser.nextToken()) {
+            String name = parser.currentName();
+            parser.nextToken();
             members.put(name, value(depth + 1));
-            skipWhitespace();
-            char next = next("',' or '}'");
-            if (next == '}') {
-                return Collections.unmodifiableMap(members);
-            }
-            if (next != ',') {
-                throw errorBefore("expected ',' or '}' after a member, got '" + next + "'");
-            }
         }
+        return Collections.unmodifiableMap(members);
     }
 
-    private List<Object> array(int depth) {
-        position++;
+    private List<Object> array(int depth) throws IOException {
         List<Object> elements = new ArrayList<>();
-        skipWhitespace();
-        if (peek() == ']') {
-            position++;
-            return Collections.unmodifiableList(elements);
-        }
-        while (true) {
-            skipWhitespace();
+        for (JsonToken token = parser.nextToken(); token != JsonToken.END_ARRAY; token = parser.nextToken()) {
             elements.add(value(depth + 1));
-            skipWhitespace();
-            char next = next("',' or ']'");
-            if (next == ']') {
-                return Collections.unmodifiableList(elements);
-            }
-            if (next != ',') {
-                throw errorBefore("expected ',' or ']' after an element, got '" + next + "'");
-            }
         }
+        return Collections.unmodifiableList(elements);
     }
 
-    private String string() {
-        position++;
-        StringBuilder value = new StringBuilder();
-        while (true) {
-            char c = next("a closing '\"'");
-            if (c == '"') {
-                return value.toString();
-            }
-            if (c < 0x20) {
-                throw errorBefore("control character in a string");
-            }
-            if (c != '\\') {
-                value.append(c);
-                continue;
-            }
-            char escaped = next("an escaped character");
-            switch (escaped) {
-                case '"', '\\', '/' -> value.append(escaped);
-                case 'b' -> value.append('\b');
-                case 'f' -> value.append('\f');
-                case 'n' -> value.append('\n');
-                case 'r' -> value.append('\r');
-                case 't' -> value.append('\t');
-                case 'u' -> {
-                    if (position + 4 > text.length()) {
-                        throw error("truncated \\u escape");
-                    }
-                    try {
-                        value.append((char) Integer.parseInt(text.substring(position, position + 4), 16));
-                    } catch (NumberFormatException e) {
-                        throw error("bad \\u escape '" + text.substring(position, position + 4) + "'");
-                    }
-                    position += 4;
-                }
-                default -> throw errorBefore("unknown escape '\\" + escaped + "'");
-            }
-        }
+    private SlurmException error(JsonLocation at, String problem) {
+        return SlurmException.badOutput(
+                source, "line " + at.getLineNr() + " column " + at.getColumnNr() + ": " + problem);
     }
 
-    private BigDecimal number() {
-        int start = position;
-        while (position < text.length() && "+-0123456789.eE".indexOf(text.charAt(position)) >= 0) {
-            position++;
-        }
-        String literal = text.substring(start, position);
-        if (!literal.matches("-?(0|[1-9]\\d*)(\\.\\d+)?([eE][+-]?\\d+)?")) {
-            position = start;
-            throw error("malformed number '" + literal + "'");
-        }
-        return new BigDecimal(literal);
+    private static SlurmException syntaxError(String source, JsonProcessingException e) {
+        String original = e.getOriginalMessage() == null ? "" : e.getOriginalMessage();
+        String problem = PROBLEMS.stream()
+                .filter(entry -> original.contains(entry.getKey()))
+                .map(Map.Entry::getValue)
+                .findFirst()
+                .orElse("not valid JSON");
+        String got = unexpectedCharacter(original);
+        return SlurmException.badOutput(
+                source,
+                whereReadingStopped(e.getLocation()) + ": " + problem + (got.isEmpty() ? "" : ", got '" + got + "'"));
     }
 
-    private Object literal(String word, Object value) {
-        if (!text.startsWith(word, position)) {
-            throw error("unexpected word; expected a value");
+    /** The character Jackson names in "Unexpected character ('X' (code N))", when printable; else empty. */
+    private static String unexpectedCharacter(String message) {
+        String marker = "Unexpected character ('";
+        int at = message.indexOf(marker);
+        if (at < 0 || message.length() < at + marker.length() + 1) {
+            return "";
         }
-        position += word.length();
-        return value;
+        char c = message.charAt(at + marker.length());
+        return c >= ' ' && c <= '~' ? String.valueOf(c) : "";
     }
 
-    private void expect(char wanted) {
-        char c = next("'" + wanted + "'");
-        if (c != wanted) {
-            throw errorBefore("expected '" + wanted + "', got '" + c + "'");
-        }
-    }
-
-    private char peek() {
-        return position < text.length() ? text.charAt(position) : '\0';
-    }
-
-    private char next(String expected) {
-        if (position >= text.length()) {
-            throw error("the document ends where " + expected + " was expected (truncated output?)");
-        }
-        return text.charAt(position++);
-    }
-
-    private void skipWhitespace() {
-        while (position < text.length() && " \t\r\n".indexOf(text.charAt(position)) >= 0) {
-            position++;
-        }
-    }
-
-    private SlurmException errorBefore(String problem) {
-        position--;
-        return error(problem);
-    }
-
-    private SlurmException error(String problem) {
-        int line = 1;
-        int column = 1;
-        for (int i = 0; i < Math.min(position, text.length()); i++) {
-            if (text.charAt(i) == '\n') {
-                line++;
-                column = 1;
-            } else {
-                column++;
-            }
-        }
-        return SlurmException.badOutput(source, "line " + line + " column " + column + ": " + problem);
+    /** Where Jackson stopped reading: the offending character, or the end of the offending word. */
+    private static String whereReadingStopped(JsonLocation at) {
+        return at == null ? "line ? column ?" : "line " + at.getLineNr() + " column " + at.getColumnNr();
     }
 }

@@ -4,7 +4,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.OutputStream;
 import java.io.PrintStream;
+import java.net.ServerSocket;
+import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
@@ -12,119 +16,260 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import org.vgpu.common.cli.SubcommandRunner;
 import org.vgpu.common.line.LineServer;
 import org.vgpu.common.net.Endpoint;
-import org.vgpu.tracker.ledger.Assembly;
-import org.vgpu.tracker.ledger.LedgerLines;
-import org.vgpu.tracker.ledger.Lend;
+import org.vgpu.tracker.SampleStatus;
+import org.vgpu.tracker.StatusReport;
+import org.vgpu.tracker.report.Report;
+import org.vgpu.tracker.report.ReportJson;
 
-/** {@code vgpu report} against a tracker socket that answers {@code status} with lines the tracker writes. */
+/** {@code vgpu report} against a socket that answers {@code status json} as the tracker does. */
 class ReportCommandTest {
-    private static final Instant PLANNED = Instant.parse("2026-11-21T12:00:00Z");
-    private final List<LineServer> servers = new ArrayList<>();
+    private static final Instant NOW = Instant.parse("2026-11-21T12:05:00Z");
+    private final List<AutoCloseable> servers = new ArrayList<>();
 
     @AfterEach
-    void stop() {
-        servers.forEach(LineServer::close);
+    void stop() throws Exception {
+        for (AutoCloseable server : servers) {
+            server.close();
+        }
     }
 
     @Test
-    void showsAssembliesBorrowedGpusWaitingJobsAndEndedOnesInEachFormat() {
-        Assembly assembly = new Assembly(
-                        42,
-                        "alice",
-                        "n1",
-                        3,
-                        1,
-                        Assembly.Phase.SECURING,
-                        PLANNED,
-                        Optional.empty(),
-                        List.of(
-                                Lend.planned(1, "n2")
-                                        .withHolder(43)
-                                        .withGpu(3)
-                                        .withWorker(new Endpoint("10.0.0.2", 7501), "n2-d3-a"),
-                                Lend.planned(2, "n3")
-                                        .withHolder(44)
-                                        .withGpu(1)
-                                        .withWorker(new Endpoint("10.0.0.3", 7502), "n3-d1-b")))
-                .releasedAt(PLANNED.plusSeconds(3));
-        Endpoint tracker = tracker(List.of(
-                LedgerLines.assembly(assembly),
-                "lost job=42 holders=44",
-                "waiting job=50 user=bob vgpus=2 reason=waiting for 2 GPUs: most idle node n1 has 0, other nodes can lend 1",
-                "ended job=40 user=carol node=n2 vgpus=2 borrowed=1 why=done at=2026-11-21T11:59:00Z",
-                "ok assemblies=1 waiting=1"));
+    void theTableShowsEverySection() {
+        Endpoint tracker = tracker(ReportJson.replyLines(Report.of(SampleStatus.report())));
 
         Run table = report("--tracker", tracker.toString());
+
         assertEquals(0, table.status(), table.err());
-        assertTrue(
-                table.out()
-                        .contains("42   alice  n1    3      1      1=n2:3(holder 43) 2=n3:1(holder 44 LOST)  released"),
-                table.out());
-        assertTrue(
-                table.out()
-                        .contains(
-                                "50   bob   2      waiting for 2 GPUs: most idle node n1 has 0, other nodes can lend 1"),
-                table.out());
-        assertTrue(table.out().contains("40   carol  n2    2      1         done"), table.out());
-
-        Run csv = report("--tracker", tracker.toString(), "--format", "csv");
-        assertEquals(
-                List.of(
-                        "kind,job,user,node,vgpu,lender,gpu,holder,worker,phase,reason",
-                        "local,42,alice,n1,0,n1,,,,released,",
-                        "borrowed,42,alice,n1,1,n2,3,43,10.0.0.2:7501,released,",
-                        "borrowed,42,alice,n1,2,n3,1,44,10.0.0.3:7502,released,",
-                        "waiting,50,bob,,,,,,,held,\"waiting for 2 GPUs: most idle node n1 has 0, other nodes can lend 1\""),
-                csv.out().lines().toList());
-
-        Run json = report("--tracker", tracker.toString(), "--format", "json");
-        assertTrue(
-                json.out()
-                        .startsWith("{\"assemblies\":[{\"job\":42,\"user\":\"alice\",\"node\":\"n1\",\"vgpus\":3,"
-                                + "\"local_gpus\":1,\"phase\":\"released\""),
-                json.out());
-        assertTrue(
-                json.out()
-                        .contains("{\"vgpu\":2,\"node\":\"n3\",\"holder\":44,\"gpu\":1,\"worker\":\"10.0.0.3:7502\","
-                                + "\"worker_id\":\"n3-d1-b\",\"holder_lost\":true}"),
-                json.out());
-        assertTrue(json.out().contains("\"waiting\":[{\"job\":50,\"user\":\"bob\",\"vgpus\":2,"), json.out());
+        List<String> expected = List.of(
+                "vgpu report at 2026-11-21T12:05:00Z",
+                "Assemblies: 1, borrowed GPUs: 2",
+                "42   alice  n1    3      1      1=n2:3(holder 43) 2=n3:1(holder 44 LOST)  released  2026-11-21T12:00:03Z",
+                "Borrowed GPUs now: 2",
+                "42   alice  n1    5           1     n2:3               43       2026-11-21T12:00:03Z  1200   987654",
+                "42   alice  n1    5           2     n3:1               44 LOST  2026-11-21T12:00:03Z  -      -",
+                "Migrations: 1",
+                "2026-11-21T12:01:00Z  41   1     n3:0 -> n1:2  GPU 2 of n1 was released  180         1073741824  done",
+                "Held vgpu jobs: 1",
+                "50   bob   2      waiting for 2 GPUs: most idle node n1 has 0, other nodes can lend 1",
+                "Idle GPUs: 2",
+                "n1    0     none",
+                "n2    2     0,2",
+                "Recently ended assemblies: 1",
+                "40   carol  n2    2      1         done  2026-11-21T11:59:00Z");
+        for (String line : expected) {
+            assertTrue(table.out().lines().anyMatch(each -> each.startsWith(line)), line + "\n---\n" + table.out());
+        }
     }
 
     @Test
-    void aTrackerThatCannotBeReachedOrAnswersGarbageIsAnErrorAndBadUsageIsAUsageError() {
-        Endpoint garbage = tracker(List.of("hello there", "ok"));
-        Run refused = report("--tracker", garbage.toString());
-        assertEquals(1, refused.status());
+    void jsonHasASchemaVersionIsoUtcTimesAndNullForWhatIsNotKnown() throws IOException {
+        Endpoint tracker = tracker(ReportJson.replyLines(Report.of(SampleStatus.report())));
+
+        Run json = report("--tracker", tracker.toString(), "--format", "json");
+
+        assertEquals(0, json.status(), json.err());
+        JsonNode root = new ObjectMapper().readTree(json.out());
+        assertEquals(1, root.get("schema_version").asInt());
+        assertEquals("2026-11-21T12:05:00Z", root.get("generated_at").asText());
+        JsonNode second = root.get("borrowed").get(1);
+        assertEquals("n3", second.get("lender_node").asText());
+        assertEquals(1, second.get("lender_gpu").asInt());
+        assertEquals("[5]", second.get("local_gpus").toString());
+        assertTrue(second.get("holder_lost").asBoolean());
+        assertTrue(second.get("forwarded_calls").isNull(), second.toString());
+        assertEquals(1200, root.get("borrowed").get(0).get("forwarded_calls").asLong());
+        JsonNode migration = root.get("migrations").get(0);
+        assertEquals("2026-11-21T12:01:00Z", migration.get("started_at").asText());
+        assertEquals(180, migration.get("blocked_ms").asLong());
+        assertEquals("n3:0", migration.get("from").asText());
+        assertEquals("done", migration.get("outcome").asText());
+        assertTrue(root.get("assemblies").get(0).get("released").isTextual());
+        assertEquals(
+                "waiting for 2 GPUs: most idle node n1 has 0, other nodes can lend 1",
+                root.get("held_jobs").get(0).get("reason").asText());
+        assertEquals("[0,2]", root.get("idle_gpus").get(1).get("gpus").toString());
+        assertTrue(root.get("ended").get(0).get("reason").isNull());
+    }
+
+    @Test
+    void csvCarriesTheSameFactsAsJson() throws IOException {
+        Endpoint tracker = tracker(ReportJson.replyLines(Report.of(SampleStatus.report())));
+        JsonNode json = new ObjectMapper()
+                .readTree(report("--tracker", tracker.toString(), "--format", "json")
+                        .out());
+
+        Run csv = report("--tracker", tracker.toString(), "--format", "csv");
+
+        assertEquals(0, csv.status(), csv.err());
+        List<String> lines = csv.out().lines().toList();
+        List<String> header = List.of(lines.getFirst().split(",", -1));
+        assertEquals("section", header.getFirst());
+        int rows = 0;
+        for (String section : List.of("assemblies", "borrowed", "migrations", "held_jobs", "idle_gpus", "ended")) {
+            for (JsonNode row : json.get(section)) {
+                String line = lines.get(++rows);
+                List<String> cells = csvCells(line);
+                assertEquals(header.size(), cells.size(), line);
+                assertEquals(section, cells.getFirst(), line);
+                for (var field : row.properties()) {
+                    JsonNode value = field.getValue();
+                    String expected = value.isNull()
+                            ? ""
+                            : value.isArray()
+                                    ? String.join(
+                                            ";",
+                                            value.valueStream()
+                                                    .map(JsonNode::asText)
+                                                    .toList())
+                                    : value.asText();
+                    assertEquals(expected, cells.get(header.indexOf(field.getKey())), field.getKey() + " in " + line);
+                }
+            }
+        }
+        assertEquals(rows + 1, lines.size(), csv.out());
         assertTrue(
-                refused.err()
-                        .contains("cannot read the tracker's status line 'hello there': unknown line kind 'hello'"),
-                refused.err());
+                csv.out()
+                        .contains("held_jobs,50,bob,,2,,,,,,,,,,,,,,,,,,,\"waiting for 2 GPUs: most idle node n1 has 0,"
+                                + " other nodes can lend 1\",,,,,,,,,"),
+                csv.out());
+    }
+
+    /** Cells of one CSV line: commas inside double quotes belong to the cell. */
+    private static List<String> csvCells(String line) {
+        List<String> cells = new ArrayList<>();
+        StringBuilder cell = new StringBuilder();
+        boolean quoted = false;
+        for (int i = 0; i < line.length(); i++) {
+            char c = line.charAt(i);
+            if (c == '"') {
+                quoted = !quoted;
+            } else if (c == ',' && !quoted) {
+                cells.add(cell.toString());
+                cell.setLength(0);
+            } else {
+                cell.append(c);
+            }
+        }
+        cells.add(cell.toString());
+        return cells;
+    }
+
+    @Test
+    void aReportLongerThanOneReplyLineComesInPiecesAndWhole() {
+        List<StatusReport.Ended> ended = new ArrayList<>();
+        for (int job = 1; job <= 200; job++) {
+            ended.add(new StatusReport.Ended(
+                    job,
+                    "user" + job,
+                    "n1",
+                    4,
+                    3,
+                    "aborted",
+                    NOW,
+                    Optional.of("holder job " + job + " on n2 is FAILED")));
+        }
+        StatusReport big = new StatusReport(NOW, List.of(), List.of(), List.of(), List.of(), ended);
+        List<String> lines = ReportJson.replyLines(Report.of(big));
+        assertTrue(lines.size() > 2, "a report of 200 ended assemblies takes several lines");
+        assertTrue(lines.stream().allMatch(line -> line.length() <= 8190));
+
+        Run table = report("--tracker", tracker(lines).toString());
+
+        assertEquals(0, table.status(), table.err());
+        assertTrue(table.out().contains("Recently ended assemblies: 200"), table.out());
+        assertTrue(table.out().contains("aborted: holder job 200 on n2 is FAILED"), table.out());
+        assertEquals(Report.of(big), ReportJson.fromReply(lines, "t"));
+    }
+
+    @Test
+    void somethingThatIsNotATrackerIsAnErrorNeverAnEmptyReport() throws Exception {
+        // A peer speaking the line protocol, but not a tracker (a lender's control port says so in an error line).
+        Run lender = report(
+                "--tracker", tracker(List.of("error unknown command 'status'")).toString());
+        assertEquals(1, lender.status());
+        assertTrue(
+                lender.err()
+                        .contains("is not a vgpu tracker, or not one of this version: it answered 'unknown command"
+                                + " 'status''"),
+                lender.err());
+        assertEquals("", lender.out());
+
+        Run okOnly = report("--tracker", tracker(List.of("ok")).toString());
+        assertEquals(1, okOnly.status());
+        assertTrue(okOnly.err().contains("is not a vgpu tracker"), okOnly.err());
+
+        Run oldTracker = report(
+                "--tracker",
+                tracker(List.of("assembly job=1", "ok assemblies=1 waiting=0")).toString());
+        assertEquals(1, oldTracker.status());
+        assertTrue(oldTracker.err().contains("is not a vgpu tracker"), oldTracker.err());
+
+        Run notAReport = report(
+                "--tracker",
+                tracker(List.of("json {\"hello\":1}", "ok json_bytes=11")).toString());
+        assertEquals(1, notAReport.status());
+        assertTrue(notAReport.err().contains("is not a vgpu report"), notAReport.err());
+
+        List<String> cut = new ArrayList<>(ReportJson.replyLines(Report.of(SampleStatus.report())));
+        cut.set(0, cut.getFirst().substring(0, 100));
+        Run shortened = report("--tracker", tracker(cut).toString());
+        assertEquals(1, shortened.status());
+        assertTrue(shortened.err().contains("(cut?)"), shortened.err());
+
+        // An HTTP server answers with a status line and closes the connection.
+        Endpoint http = rawServer("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        Run web = report("--tracker", http.toString());
+        assertEquals(1, web.status());
+        assertTrue(web.err().startsWith("vgpu report: "), web.err());
+        assertEquals("", web.out());
 
         Endpoint closed = tracker(List.of("ok"));
-        servers.forEach(LineServer::close);
+        stop();
+        servers.clear();
         Run unreachable = report("--tracker", closed.toString());
         assertEquals(1, unreachable.status());
-        assertTrue(unreachable.err().contains("cannot ask " + closed + " 'status'"), unreachable.err());
+        assertTrue(unreachable.err().contains("cannot ask " + closed + " 'status json'"), unreachable.err());
+    }
 
+    @Test
+    void badUsageIsAUsageError() {
         assertEquals(2, report().status());
         assertEquals(2, report("--tracker", "h:1", "--format", "xml").status());
         assertEquals(2, report("--tracker", "nonsense").status());
     }
 
-    private Endpoint tracker(List<String> statusReply) {
+    private Endpoint tracker(List<String> reply) {
         LineServer server = LineServer.start(
                 new Endpoint("127.0.0.1", 0),
                 new LineServer.Limits("fake tracker", 64, 4, Duration.ofSeconds(5)),
-                (request, host) -> statusReply);
+                (request, host) -> request.text().equals("status json") ? reply : List.of("error usage"));
         servers.add(server);
         return server.endpoint();
+    }
+
+    /** A TCP server that answers any connection with {@code answer} and closes it. */
+    private Endpoint rawServer(String answer) throws IOException {
+        ServerSocket socket = new ServerSocket(0, 4, java.net.InetAddress.getLoopbackAddress());
+        servers.add(socket);
+        Thread.ofVirtual().start(() -> {
+            while (!socket.isClosed()) {
+                try (Socket client = socket.accept();
+                        OutputStream out = client.getOutputStream()) {
+                    out.write(answer.getBytes(StandardCharsets.US_ASCII));
+                } catch (IOException e) {
+                    return;
+                }
+            }
+        });
+        return new Endpoint("127.0.0.1", socket.getLocalPort());
     }
 
     private record Run(int status, String out, String err) {}

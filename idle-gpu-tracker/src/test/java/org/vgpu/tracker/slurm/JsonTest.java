@@ -1,6 +1,7 @@
 package org.vgpu.tracker.slurm;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -77,6 +78,18 @@ class JsonTest {
     void malformedDocumentsAreRefused(String text) {
         SlurmException e = assertThrows(SlurmException.class, () -> Json.parse("squeue --json", text));
         assertTrue(e.getMessage().contains("cannot read the output of squeue --json: line 1 column "), e.getMessage());
+        // The parser's own words (Jackson's) never reach an admin.
+        for (String libraryWords : List.of("(code ", "Unrecognized", "was expecting", "Source:", "jackson")) {
+            assertFalse(e.getMessage().contains(libraryWords), e.getMessage());
+        }
+    }
+
+    @Test
+    void aCutDocumentSaysItMayBeTruncated() {
+        SlurmException e =
+                assertThrows(SlurmException.class, () -> Json.parse("sinfo --json", "{\"nodes\": [{\"a\": 1"));
+
+        assertTrue(e.getMessage().contains("truncated output?"), e.getMessage());
     }
 
     @Test

@@ -108,8 +108,18 @@ public enum RenderedFile {
                 values.put("max_vgpus_per_node", Integer.toString(config.maxVgpusPerNode()));
                 values.put("max_gpus_per_job", Integer.toString(config.maxGpusPerJob()));
             }
-            case TRACKER_UNIT ->
+            case TRACKER_UNIT -> {
                 values.put("vgpu_command", config.slurm().vgpuCommand().toString());
+                values.put(
+                        "metrics",
+                        config.metrics()
+                                .map(metrics -> "# Prometheus: the tracker serves http://" + metrics
+                                        + "/metrics ([tracker] metrics); scrape it with, in prometheus.yml:\n"
+                                        + "#   scrape_configs:\n#     - job_name: vgpu-tracker\n"
+                                        + "#       static_configs: [{targets: ['" + metrics + "']}]")
+                                .orElse("# Prometheus: /metrics is off; set [tracker] metrics = HOST:PORT in the"
+                                        + " configuration to serve it, then scrape http://HOST:PORT/metrics"));
+            }
             case LENDER_UNIT -> {
                 NodeConfig lender = node.orElseThrow();
                 values.put("vgpu_command", config.slurm().vgpuCommand().toString());

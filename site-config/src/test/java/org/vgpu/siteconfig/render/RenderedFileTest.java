@@ -114,6 +114,12 @@ class RenderedFileTest {
         assertTrue(lua.contains("local MAX_GPUS_PER_JOB = 7\n"), "4 local + 3 borrowed, all 7 GPUs: " + lua);
         assertTrue(lua.contains("return slurm.ESLURM_ACCESS_DENIED"), lua);
         assertTrue(lua.contains("127.0.0.1:7400"), lua);
+        assertTrue(
+                lua.contains(
+                        "local HELD_COMMENT = \"vgpu: held until the vgpu tracker (127.0.0.1:7400) secures its GPUs;"
+                                + " it has not planned this job yet\"\n"),
+                lua);
+        assertTrue(lua.contains("      job_desc.comment = HELD_COMMENT\n"), lua);
     }
 
     @Test
@@ -125,6 +131,22 @@ class RenderedFileTest {
         assertEquals(
                 List.of("StateDirectory=vgpu"),
                 linesStartingWith(render(RenderedFile.TRACKER_UNIT), "StateDirectory="));
+    }
+
+    @Test
+    void trackerUnitSaysWhereToScrapeMetricsOrHowToTurnThemOn() {
+        assertEquals(
+                List.of("# Prometheus: /metrics is off; set [tracker] metrics = HOST:PORT in the configuration to serve"
+                        + " it, then scrape http://HOST:PORT/metrics"),
+                linesStartingWith(render(RenderedFile.TRACKER_UNIT), "# Prometheus"));
+
+        SiteConfig withMetrics = SiteConfigReader.read(
+                SiteConfigFiles.write(dir, SiteConfigFiles.valid(dir) + "[tracker]\nmetrics = 10.0.0.9:9464\n"));
+        String unit = RenderedFile.TRACKER_UNIT.render(withMetrics, Optional.empty());
+        assertTrue(
+                unit.contains("# Prometheus: the tracker serves http://10.0.0.9:9464/metrics ([tracker] metrics)"),
+                unit);
+        assertTrue(unit.contains("#       static_configs: [{targets: ['10.0.0.9:9464']}]\n"), unit);
     }
 
     @Test
