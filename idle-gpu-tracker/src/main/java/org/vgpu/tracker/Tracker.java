@@ -55,6 +55,22 @@ import org.vgpu.tracker.slurm.SlurmJob;
  * ledger is written before Slurm is changed, so a tracker killed at any point finds on restart
  * either what it did or what it was about to do, and the first tick reconciles the two.
  *
+ * <p>After securing, each tick moves migrations under way forward and lets the {@link MigrationHook} start a move
+ * home where a GPU of a job's node is free and the move pays. A tracker killed mid-migration follows one safe
+ * rule on restart: <em>no GPU that the job may be using is ever released on a guess</em>.
+ * <ul>
+ * <li>An intent without a grant holder (killed before or during sbatch) is given up; a grant holder it may have
+ *     submitted has no ledger record and is cancelled as unknown.</li>
+ * <li>An intent whose grant holder was submitted but whose command was not sent goes on as if nothing happened:
+ *     the agent never heard of it.</li>
+ * <li>A sent migration is never sent again. Its outcome comes from the agent's {@code done} (agents report to
+ *     whichever tracker answers), or, past the migration timeout, from where the agent's next poll says the
+ *     vGPU runs: on the granted GPU is success (the lender's holder is cancelled), remote is failure (the grant
+ *     holder is cancelled). While the agent says nothing, both holders stay until the job ends.</li>
+ * <li>A lend recorded as home whose migration has no outcome yet (killed between the two records) is finished as
+ *     success; the lender's holder no assembly names any more is cancelled as unknown.</li>
+ * </ul>
+ *
  * <p>Requests of the SPANK bridge ({@link #assembly}, {@link #done}) and {@link #status()} come
  * from other threads; they take the lock only to read or record, never while waiting on Slurm
  * or a lender, except {@link #tick()}'s short Slurm commands.

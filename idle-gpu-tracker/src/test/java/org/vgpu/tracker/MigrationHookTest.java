@@ -193,6 +193,19 @@ class MigrationHookTest {
         assertEquals(120, move.blockedMs());
         assertEquals(4096, move.bytes());
 
+        StatusReport report = tracker.status();
+        StatusReport.Migration reported = report.migrations().getFirst();
+        assertEquals(command.id(), reported.id());
+        assertEquals("n2:3", reported.from());
+        assertEquals("n1:0", reported.to());
+        assertEquals("ok", reported.outcome());
+        assertEquals(java.util.OptionalLong.of(120), reported.blockedMillis());
+        assertTrue(reported.reason().startsWith("hook: vGPU 1 moves home to GPU 0: saves "), reported.reason());
+        assertEquals(
+                Map.of(2, new StatusReport.Forwarded(10, 100)),
+                report.assemblies().getFirst().forwarded(),
+                "vGPU 1 runs home: only vGPU 2 forwards");
+
         tracker.tick();
         List<String> status = TrackerProtocol.lines(tracker.status());
         assertTrue(status.stream().noneMatch(line -> line.startsWith("lost ")), status.toString());

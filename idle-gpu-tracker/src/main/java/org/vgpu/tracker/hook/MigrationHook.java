@@ -571,6 +571,8 @@ public final class MigrationHook {
         ledger.finish(new MigrationOutcome(
                 migration.id(), migration.job(), migration.vgpu(), MigrationOutcome.Result.OK, blockedMs, bytes, now));
         lend.holder().ifPresent(holder -> cancel(List.of(holder)));
+        // Its counters were the remote's: the agent's next poll says what runs where now.
+        reports.getOrDefault(migration.job(), new HashMap<>()).remove(migration.vgpu());
         remember(migration.id(), move -> move.endedAt(now, "ok", blockedMs, bytes, how));
         LOG.info(
                 "migration {}: vGPU {} of job {} is home on GPU {} of {} via grant holder {} ({}; blocked {} ms, {}"
