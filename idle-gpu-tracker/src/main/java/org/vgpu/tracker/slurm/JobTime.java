@@ -5,6 +5,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.Stream;
 
 /**
  * How long a job has run and may run ({@code RunTime} and {@code TimeLimit} of {@code scontrol show job}).
@@ -33,26 +34,37 @@ public record JobTime(Duration ranFor, Optional<Duration> timeLimit) {
         return new JobTime(ran, limit);
     }
 
+    /**
+     * Slurm's time formats: {@code MM}, {@code MM:SS}, {@code HH:MM:SS}, {@code D-HH}, {@code D-HH:MM},
+     * {@code D-HH:MM:SS}.
+     */
     private static Duration duration(String source, String key, String text) {
         Matcher matcher = TIME.matcher(text);
         if (!matcher.matches()) {
             throw SlurmException.badOutput(source, key + "=" + text + " is not a time [D-]HH:MM:SS");
         }
-        long days = group(matcher, 1);
-        if (matcher.group(2) == null) {
-            // A bare number is minutes.
-            return Duration.ofDays(days).plusMinutes(group(matcher, 4));
+        boolean withDays = matcher.group(1) != null;
+        long[] fields = Stream.of(matcher.group(2), matcher.group(3), matcher.group(4))
+                .filter(Objects::nonNull)
+                .mapToLong(Long::parseLong)
+                .toArray();
+        // Units of the fields, last field first: with days they count hours first, without minutes first.
+        Duration[][] units = withDays
+                ? new Duration[][] {
+                    {Duration.ofHours(1)},
+                    {Duration.ofHours(1), Duration.ofMinutes(1)},
+                    {Duration.ofHours(1), Duration.ofMinutes(1), Duration.ofSeconds(1)}
+                }
+                : new Duration[][] {
+                    {Duration.ofMinutes(1)},
+                    {Duration.ofMinutes(1), Duration.ofSeconds(1)},
+                    {Duration.ofHours(1), Duration.ofMinutes(1), Duration.ofSeconds(1)}
+                };
+        Duration total = Duration.ofDays(group(matcher, 1));
+        for (int i = 0; i < fields.length; i++) {
+            total = total.plus(units[fields.length - 1][i].multipliedBy(fields[i]));
         }
-        if (matcher.group(3) == null) {
-            // Two fields: hours:minutes after days ("1-02:03"), else minutes:seconds.
-            return matcher.group(1) != null
-                    ? Duration.ofDays(days).plusHours(group(matcher, 2)).plusMinutes(group(matcher, 4))
-                    : Duration.ofMinutes(group(matcher, 2)).plusSeconds(group(matcher, 4));
-        }
-        return Duration.ofDays(days)
-                .plusHours(group(matcher, 2))
-                .plusMinutes(group(matcher, 3))
-                .plusSeconds(group(matcher, 4));
+        return total;
     }
 
     private static long group(Matcher matcher, int group) {
