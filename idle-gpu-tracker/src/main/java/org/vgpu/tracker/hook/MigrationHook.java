@@ -214,6 +214,9 @@ public final class MigrationHook {
                 remember(migration.id(), move -> move.endedAt(now, "gave-up", 0, 0, "the job ended"));
             }
         }
+        if (!grants.isEmpty()) {
+            LOG.info("job {} ended during its migration: grant holder(s) {} cancelled", job, grants);
+        }
         cancel(grants);
         mailbox.clear(job);
         reports.remove(job);

@@ -59,7 +59,8 @@ public final class MigrateCommand implements Subcommand {
 
     @Override
     public String summary() {
-        return "tell a job's migration agent to move a vGPU (--vgpu K --to GPU|HOST:PORT), or ask its --status or --history";
+        return "move a job's vGPU: JOB VGPU [NODE] through the tracker (admins), or --vgpu K --to GPU|HOST:PORT at"
+                + " the job's agent, or ask the agent's --status or --history";
     }
 
     @Override
