@@ -166,7 +166,33 @@ public final class Tracker {
         this.clock = Objects.requireNonNull(clock, "clock");
         this.planner = new AssemblyPlanner(site.policy(), site.distances(), site.lendPartition());
         this.hook = new MigrationHook(
-                site.policy().migration(), slurm, ledger, key, settings.migration(), cancelledHolders::add);
+                site.policy().migration(),
+                slurm,
+                ledger,
+                key,
+                settings.migration(),
+                cancelledHolders::add,
+                new MigrationHook.Lenders() {
+                    @Override
+                    public String holderScript(long job, int vgpu, String node) {
+                        return Tracker.this.holderScript(job, Lend.planned(vgpu, node));
+                    }
+
+                    @Override
+                    public String token(long job, int vgpu, String workerId) {
+                        return tokens.issue(Long.toString(job), vgpu, workerId, settings.tokenTtl());
+                    }
+
+                    @Override
+                    public int distance(String a, String b) {
+                        return site.distances().between(a, b);
+                    }
+
+                    @Override
+                    public String partition() {
+                        return site.lendPartition();
+                    }
+                });
     }
 
     /** One look at Slurm and everything that follows from it (see the class comment). */
@@ -289,6 +315,9 @@ public final class Tracker {
                 return new Answer.Refused(
                         "job " + job + " has no borrowed vGPU " + vgpu + " (its assembly ended or never had it)");
             }
+            if (hook.announce(job, vgpu, endpoint, workerId)) {
+                return new Answer.Accepted();
+            }
             if (lend.get().workerId().filter(id -> !id.equals(workerId)).isPresent()) {
                 return new Answer.Refused("vGPU " + vgpu + " of job " + job + " is served by worker "
                         + lend.get().workerId().get());
@@ -337,18 +366,19 @@ public final class Tracker {
         if (order.isEmpty()) {
             return new AgentChannel.Idle();
         }
+        // The target's toString leaves a remote target's session token out.
         LOG.info(
-                "migration {}: sent to job {}'s agent: vGPU {} to local GPU {}",
+                "migration {}: sent to job {}'s agent: vGPU {} to {}",
                 order.get().id(),
                 job,
                 order.get().vgpu(),
-                order.get().gpu());
+                order.get().target());
         return AgentChannel.Migrate.signed(
                 credential.token(),
                 poll.nonce(),
                 order.get().id(),
                 order.get().vgpu(),
-                new AgentChannel.LocalGpu(order.get().gpu()));
+                order.get().target());
     }
 
     /** A job's migration agent reporting how a migration ended ({@code agent done}); authenticated as a poll is. */

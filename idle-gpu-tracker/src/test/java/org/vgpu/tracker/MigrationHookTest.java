@@ -31,6 +31,7 @@ import org.vgpu.common.net.Endpoint;
 import org.vgpu.common.security.SiteKey;
 import org.vgpu.common.security.ThrowawaySiteKey;
 import org.vgpu.common.security.TokenIssuer;
+import org.vgpu.common.security.TokenVerifier;
 import org.vgpu.siteconfig.SiteConfig;
 import org.vgpu.siteconfig.SiteConfigReader;
 import org.vgpu.tracker.hook.MigrationHook;
@@ -407,7 +408,10 @@ class MigrationHookTest {
                     },
                     new String[] {"migrate 99 1", "error job 99 has no running vGPU assembly at this tracker"},
                     new String[] {"migrate " + job + " 0", "error vGPU 0 of job " + job + " is not borrowed"},
-                    new String[] {"migrate " + job + " 1 n2", "error moving vGPU 1 of job " + job + " to another node"},
+                    new String[] {
+                        "migrate " + job + " 1 n2", "error vGPU 1 of job " + job + " is served from n2 already"
+                    },
+                    new String[] {"migrate " + job + " 1 n3", "error node n3 cannot lend a GPU now"},
                     new String[] {"migrate " + job, "error usage: migrate <job> <vgpu> [<node>]"},
                     new String[] {"hook sleep", "error usage: hook pause|resume"},
                     new String[] {"migration 12345", "error the tracker knows no migration 12345"});
@@ -459,7 +463,7 @@ class MigrationHookTest {
                 new MigrationHook.Reply(
                         false,
                         "nothing moves off n2: 0 moving, 1 staying: job " + job + " vGPU 1: node n1 has no free GPU"
-                                + " for vGPU 1 of job " + job + " now (moving it to another lender is not built yet)"),
+                                + " for vGPU 1 of job " + job + " now"),
                 tracker.drain("n2", "root"));
         endFillerOfN1();
         MigrationHook.Reply reply = tracker.drain("n2", "root");
@@ -467,6 +471,67 @@ class MigrationHookTest {
         assertEquals(1, onlyMigration().vgpu());
         assertEquals("admin", onlyMigration().by());
         assertEquals(new MigrationHook.Reply(true, "node n1 serves no borrowed vGPU"), tracker.drain("n1", "root"));
+    }
+
+    @Test
+    void aDrainWithoutAFreeGpuAtHomeMovesTheVgpuToTheNextLenderWithAFreshToken() {
+        Tracker tracker = tracker();
+        long oldHolder = lend(1).holder().getAsLong();
+        String oldWorker = lend(1).workerId().orElseThrow();
+        slurm.setState(fillers.get(2), "COMPLETED"); // n3 has free GPUs, n1 none
+
+        MigrationHook.Reply reply = tracker.drain("n2", "root");
+        assertTrue(reply.text().contains("moves from n2 to n3"), reply.text());
+        Migration claiming = onlyMigration();
+        assertTrue(claiming.remote());
+        long holder = claiming.grant().getAsLong();
+        assertTrue(
+                slurm.actions.stream()
+                        .anyMatch(action -> action.startsWith("submit holder " + holder + " on n3 for " + job + " v1: ")
+                                && action.contains("--lend " + job + ":1")),
+                slurm.actions.toString());
+        slurm.schedule();
+        tracker.tick();
+        assertEquals(Migration.Phase.CLAIMING, onlyMigration().phase(), "its worker has not announced itself");
+
+        String newWorker = "n3-holder-" + holder;
+        Endpoint endpoint = new Endpoint("10.0.0.3", 41001);
+        assertEquals(
+                "ok",
+                TrackerProtocol.line(tracker.worker(
+                        job,
+                        1,
+                        endpoint,
+                        newWorker,
+                        key.issuer().issue(Long.toString(job), 1, newWorker, Duration.ofMinutes(1)))));
+        tracker.tick();
+        assertEquals(Migration.Phase.SENT, onlyMigration().phase());
+        AgentChannel.Migrate command = assertInstanceOf(AgentChannel.Migrate.class, poll(tracker, 1, stats(10, 0)));
+        AgentChannel.RemoteTarget target = assertInstanceOf(AgentChannel.RemoteTarget.class, command.target());
+        assertEquals(endpoint, target.endpoint());
+        assertEquals(
+                Long.toString(job),
+                new TokenVerifier(SiteKey.load(key.keyFile()), newWorker, clock)
+                        .verify(target.sessionToken(), 1)
+                        .jobId(),
+                "the target carries a token for the new worker");
+        assertTrue(AgentChannel.verify(token(1), NONCE, command));
+
+        tracker.agentDone(new AgentChannel.Done(credential(1), command.id(), new AgentChannel.Succeeded(30, 8)));
+        Lend moved = lend(1);
+        assertEquals("n3", moved.node());
+        assertEquals(holder, moved.holder().getAsLong());
+        assertEquals(Optional.of(endpoint), moved.worker());
+        assertEquals(List.of(oldWorker, newWorker), moved.workerIds());
+        assertTrue(slurm.actions.contains("cancel " + oldHolder), slurm.actions.toString());
+        assertTrue(noCommand(poll(tracker, 1, stats(10, 0))), "the job's first token still authenticates its agent");
+        tracker.tick();
+        assertTrue(
+                TrackerProtocol.lines(tracker.status()).stream()
+                        .anyMatch(line -> line.contains(
+                                " lend=1/n3/" + holder + "/0/10.0.0.3:41001/" + newWorker + "/" + oldWorker + " ")),
+                TrackerProtocol.lines(tracker.status()).toString());
+        assertTrue(TrackerProtocol.lines(tracker.status()).stream().noneMatch(line -> line.startsWith("lost ")));
     }
 
     // ------------------------------------------------------------------ helpers

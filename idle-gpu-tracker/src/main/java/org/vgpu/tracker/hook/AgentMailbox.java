@@ -8,6 +8,8 @@ import java.util.Optional;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 
+import org.vgpu.common.agent.AgentChannel;
+
 /**
  * Commands waiting for the jobs' migration agents, one at most per job. An agent's poll waits here
  * (without the tracker's lock, on the virtual thread of its connection) until a command for its job
@@ -16,8 +18,12 @@ import java.util.concurrent.locks.ReentrantLock;
  * {@code done} or, failing that, from where its next polls say the vGPU runs.
  */
 public final class AgentMailbox {
-    /** A migration for a job's agent: move {@code vgpu} to GPU {@code gpu} of its node. */
-    public record Order(long id, int vgpu, int gpu) {}
+    /** A migration for a job's agent: move {@code vgpu} to {@code target} (a GPU of its node, or another worker). */
+    public record Order(long id, int vgpu, AgentChannel.Target target) {
+        public Order {
+            Objects.requireNonNull(target, "target");
+        }
+    }
 
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition changed = lock.newCondition();

@@ -5,6 +5,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -21,6 +22,7 @@ import org.slf4j.LoggerFactory;
 
 import org.vgpu.common.agent.AgentChannel;
 import org.vgpu.common.error.VgpuFailure;
+import org.vgpu.common.net.Endpoint;
 import org.vgpu.common.security.SessionToken;
 import org.vgpu.common.security.SiteKey;
 import org.vgpu.common.security.TokenVerifier;
@@ -75,6 +77,21 @@ public final class MigrationHook {
         }
     }
 
+    /** What a move to another lender needs of the tracker: its holder jobs' script and session tokens. */
+    public interface Lenders {
+        /** The script of a holder job that serves vGPU {@code vgpu} of job {@code job} from {@code node}. */
+        String holderScript(long job, int vgpu, String node);
+
+        /** A fresh session token for vGPU {@code vgpu} of job {@code job} on worker {@code workerId}. */
+        String token(long job, int vgpu, String workerId);
+
+        /** How far apart two nodes are (site distances): a drain picks the nearest lender. */
+        int distance(String a, String b);
+
+        /** The lend partition, whose nodes may lend. */
+        String partition();
+    }
+
     /** What the job's agent last said of one vGPU, and when. */
     private record Report(AgentChannel.Stat stat, Instant at) {}
 
@@ -96,6 +113,7 @@ public final class MigrationHook {
     private final SiteKey key;
     private final Bounds bounds;
     private final Consumer<Long> holderCancelled;
+    private final Lenders lenders;
     private final AgentMailbox mailbox = new AgentMailbox();
     private final Map<Long, Map<Integer, Report>> reports = new HashMap<>();
     private final Map<Long, String> reasons = new HashMap<>();
@@ -114,7 +132,8 @@ public final class MigrationHook {
             Ledger ledger,
             SiteKey key,
             Bounds bounds,
-            Consumer<Long> holderCancelled) {
+            Consumer<Long> holderCancelled,
+            Lenders lenders) {
         this.policy = Objects.requireNonNull(policy, "policy");
         this.movePolicy = new MovePolicy(policy);
         this.slurm = Objects.requireNonNull(slurm, "slurm");
@@ -122,6 +141,7 @@ public final class MigrationHook {
         this.key = Objects.requireNonNull(key, "key");
         this.bounds = Objects.requireNonNull(bounds, "bounds");
         this.holderCancelled = Objects.requireNonNull(holderCancelled, "holderCancelled");
+        this.lenders = Objects.requireNonNull(lenders, "lenders");
         for (Migration migration : ledger.migrations()) {
             moves.put(
                     migration.id(),
@@ -236,20 +256,25 @@ public final class MigrationHook {
         if (assembly.isEmpty() || assembly.get().phase() != Assembly.Phase.RELEASED) {
             return Optional.of("job " + job + " has no running vGPU assembly at this tracker");
         }
-        Optional<String> workerId = lend(assembly.get(), vgpu).flatMap(Lend::workerId);
-        if (workerId.isEmpty()) {
+        List<String> workerIds = lend(assembly.get(), vgpu).map(Lend::workerIds).orElse(List.of());
+        if (workerIds.isEmpty()) {
             return Optional.of("job " + job + " has no borrowed vGPU " + vgpu);
         }
-        try {
-            SessionToken granted = new TokenVerifier(key, workerId.get(), NO_EXPIRY).verify(token, vgpu);
-            if (!granted.jobId().equals(Long.toString(job))) {
-                return Optional.of(
-                        "unauthenticated: the token is job " + granted.jobId() + "'s, not job " + job + "'s");
+        String why = "";
+        for (String workerId : workerIds) {
+            try {
+                SessionToken granted = new TokenVerifier(key, workerId, NO_EXPIRY).verify(token, vgpu);
+                if (!granted.jobId().equals(Long.toString(job))) {
+                    return Optional.of(
+                            "unauthenticated: the token is job " + granted.jobId() + "'s, not job " + job + "'s");
+                }
+                return Optional.empty();
+            } catch (VgpuFailure e) {
+                // The token may name an earlier worker of the lend: try those before refusing.
+                why = why.isEmpty() ? e.detail() : why;
             }
-        } catch (VgpuFailure e) {
-            return Optional.of("unauthenticated: " + e.detail());
         }
-        return Optional.empty();
+        return Optional.of("unauthenticated: " + why);
     }
 
     /**
@@ -261,6 +286,33 @@ public final class MigrationHook {
         for (AgentChannel.Stat stat : stats) {
             byVgpu.put(stat.vgpu(), new Report(stat, now));
         }
+    }
+
+    /**
+     * A worker announcing itself for vGPU {@code vgpu} of job {@code job} (its proof already checked): taken when it
+     * runs in the holder of a move to another lender ({@code NODE-holder-HOLDER} names it).
+     *
+     * @return whether a migration took it
+     */
+    public boolean announce(long job, int vgpu, Endpoint endpoint, String workerId) {
+        for (Migration migration : ledger.migrations()) {
+            if (migration.job() == job
+                    && migration.vgpu() == vgpu
+                    && migration.remote()
+                    && migration.phase() == Migration.Phase.CLAIMING
+                    && migration.grant().isPresent()
+                    && workerId.endsWith("-holder-" + migration.grant().getAsLong())) {
+                ledger.record(migration.withWorker(new Migration.Worker(endpoint, workerId)));
+                LOG.info(
+                        "migration {}: worker {} at {} is ready on {}",
+                        migration.id(),
+                        workerId,
+                        endpoint,
+                        migration.node());
+                return true;
+            }
+        }
+        return false;
     }
 
     /** The agent's {@code done} for migration {@code id}, authenticated as job {@code job}. */
@@ -296,7 +348,7 @@ public final class MigrationHook {
             }
             if (migration.phase() == Migration.Phase.CLAIMING) {
                 claim(migration, inventory, now);
-            } else if (lend.get().home() && lend.get().holder().equals(migration.grant())) {
+            } else if (lend.get().holder().equals(migration.grant())) {
                 // The tracker stopped between recording the move home and its outcome.
                 ledger.finish(new MigrationOutcome(
                         migration.id(), migration.job(), migration.vgpu(), MigrationOutcome.Result.OK, 0, 0, now));
@@ -353,7 +405,7 @@ public final class MigrationHook {
             switch (decision) {
                 case MovePolicy.Decision.Move move -> {
                     reasons.remove(assembly.job());
-                    start(assembly, move.vgpu(), now, "hook", move.reason());
+                    start(assembly, move.vgpu(), assembly.node(), false, now, "hook", move.reason());
                     migrating.add(assembly.job());
                 }
                 case MovePolicy.Decision.Stay stay -> {
@@ -388,11 +440,6 @@ public final class MigrationHook {
                     + lend.get().gpu().getAsInt() + " of its own node "
                     + assembly.get().node() + " already");
         }
-        if (targetNode.isPresent() && !targetNode.get().equals(assembly.get().node())) {
-            return Reply.refused("moving vGPU " + vgpu + " of job " + job + " to another node's GPU ("
-                    + targetNode.get() + ") is not built yet; without a target it moves home to "
-                    + assembly.get().node());
-        }
         Optional<Migration> under = ledger.migrations().stream()
                 .filter(migration -> migration.job() == job)
                 .findFirst();
@@ -400,13 +447,25 @@ public final class MigrationHook {
             return Reply.refused("job " + job + " has migration " + under.get().id() + " (vGPU "
                     + under.get().vgpu() + ") under way; one at a time");
         }
-        if (freeGpus(inventory, assembly.get().node()).isEmpty()) {
-            return Reply.refused(
-                    "node " + assembly.get().node() + " has no free GPU for vGPU " + vgpu + " of job " + job + " now");
+        String node = assembly.get().node();
+        if (targetNode.isPresent() && !targetNode.get().equals(node)) {
+            String lender = targetNode.get();
+            if (lender.equals(lend.get().node())) {
+                return Reply.refused("vGPU " + vgpu + " of job " + job + " is served from " + lender + " already");
+            }
+            if (!canLend(inventory, lender)) {
+                return Reply.refused("node " + lender + " cannot lend a GPU now (not in the lend partition, or no"
+                        + " free GPU and CPU)");
+            }
+            long id = start(assembly.get(), vgpu, lender, true, now, "admin", "asked by " + who);
+            return Reply.ok("migration " + id + " started: vGPU " + vgpu + " of job " + job + " moves from "
+                    + lend.get().node() + " to " + lender);
         }
-        long id = start(assembly.get(), vgpu, now, "admin", "asked by " + who);
-        return Reply.ok("migration " + id + " started: vGPU " + vgpu + " of job " + job + " moves home to "
-                + assembly.get().node());
+        if (freeGpus(inventory, node).isEmpty()) {
+            return Reply.refused("node " + node + " has no free GPU for vGPU " + vgpu + " of job " + job + " now");
+        }
+        long id = start(assembly.get(), vgpu, node, false, now, "admin", "asked by " + who);
+        return Reply.ok("migration " + id + " started: vGPU " + vgpu + " of job " + job + " moves home to " + node);
     }
 
     /**
@@ -421,8 +480,12 @@ public final class MigrationHook {
                 if (lend.home() || !lend.node().equals(node) || assembly.phase() != Assembly.Phase.RELEASED) {
                     continue;
                 }
-                Reply reply = migrate(
-                        assembly.job(), lend.vgpu(), Optional.empty(), inventory, now, who + " (drain " + node + ")");
+                // Home when the job's node has a free GPU, else to the nearest lender that can take it.
+                Optional<String> target = freeGpus(inventory, assembly.node()).isEmpty()
+                        ? nearestLender(inventory, assembly.node(), node, started.size())
+                        : Optional.empty();
+                Reply reply =
+                        migrate(assembly.job(), lend.vgpu(), target, inventory, now, who + " (drain " + node + ")");
                 (reply.ok() ? started : staying)
                         .add("job " + assembly.job() + " vGPU " + lend.vgpu() + ": " + reply.text());
             }
@@ -431,19 +494,18 @@ public final class MigrationHook {
             return Reply.ok("node " + node + " serves no borrowed vGPU");
         }
         List<String> all = new ArrayList<>(started);
-        all.addAll(staying.stream()
-                .map(text -> text + " (moving it to another lender is not built yet)")
-                .toList());
+        all.addAll(staying);
         String summary = started.size() + " moving, " + staying.size() + " staying: " + String.join("; ", all);
         return started.isEmpty() ? Reply.refused("nothing moves off " + node + ": " + summary) : Reply.ok(summary);
     }
 
     // ------------------------------------------------------------------ steps
 
-    private long start(Assembly assembly, int vgpu, Instant now, String by, String reason) {
+    private long start(
+            Assembly assembly, int vgpu, String node, boolean remote, Instant now, String by, String reason) {
         long id = ledger.nextMigrationId();
         Lend lend = lend(assembly, vgpu).orElseThrow();
-        Migration intent = Migration.intent(id, assembly.job(), vgpu, assembly.node(), now, by);
+        Migration intent = Migration.intent(id, assembly.job(), vgpu, node, remote, now, by);
         ledger.record(intent);
         String from = lend.node() + ":"
                 + (lend.gpu().isPresent() ? Integer.toString(lend.gpu().getAsInt()) : "?");
@@ -462,19 +524,22 @@ public final class MigrationHook {
                         0,
                         0,
                         Optional.empty(),
-                        "claiming a GPU of " + assembly.node()));
+                        "claiming a GPU of " + node));
         trimHistory();
-        long grant = slurm.submitGrant(assembly.node(), assembly.job(), vgpu);
+        long grant = remote
+                ? slurm.submitHolder(node, assembly.job(), vgpu, lenders.holderScript(assembly.job(), vgpu, node))
+                : slurm.submitGrant(node, assembly.job(), vgpu);
         ledger.record(intent.withGrant(grant));
         LOG.info(
-                "migration {}: vGPU {} of job {} from {} to {} ({}: {}); grant holder {} submitted",
+                "migration {}: vGPU {} of job {} from {} to {} ({}: {}); {} {} submitted",
                 id,
                 vgpu,
                 assembly.job(),
                 from,
-                assembly.node(),
+                node,
                 by,
                 reason,
+                remote ? "holder" : "grant holder",
                 grant);
         return id;
     }
@@ -511,22 +576,42 @@ public final class MigrationHook {
             giveUp(migration, now, "grant holder " + grant + " holds GPU(s) " + gpus + ", expected exactly one");
             return;
         }
+        if (migration.remote() && migration.worker().isEmpty()) {
+            // Its worker has not announced itself yet; the grant timeout bounds the wait from the start.
+            if (Duration.between(migration.started(), now).compareTo(bounds.grantTimeout()) > 0) {
+                cancel(List.of(grant));
+                giveUp(
+                        migration,
+                        now,
+                        "the worker of holder " + grant + " did not start within "
+                                + bounds.grantTimeout().toSeconds() + " s");
+            }
+            return;
+        }
         Migration sent = migration.sentAt(gpus.getFirst(), now);
         ledger.record(sent);
-        mailbox.post(migration.job(), new AgentMailbox.Order(migration.id(), migration.vgpu(), gpus.getFirst()));
+        AgentChannel.Target target = migration.worker().isPresent()
+                ? new AgentChannel.RemoteTarget(
+                        migration.worker().get().endpoint(),
+                        lenders.token(
+                                migration.job(),
+                                migration.vgpu(),
+                                migration.worker().get().id()))
+                : new AgentChannel.LocalGpu(gpus.getFirst());
+        mailbox.post(migration.job(), new AgentMailbox.Order(migration.id(), migration.vgpu(), target));
+        String ready =
+                migration.remote() ? "worker ready on GPU " + gpus.getFirst() : "GPU " + gpus.getFirst() + " granted";
         remember(
                 migration.id(),
-                move -> move.to(target(sent))
-                        .in("sent", "GPU " + gpus.getFirst() + " granted; command queued for the job's agent"));
+                move -> move.to(target(sent)).in("sent", ready + "; command queued for the job's agent"));
         LOG.info(
-                "migration {}: grant holder {} runs on GPU {} of {}; migrate {} {} local:{} queued for job {}'s agent",
+                "migration {}: {} on {}; migrate {} {} {} queued for job {}'s agent",
                 migration.id(),
-                grant,
-                gpus.getFirst(),
+                ready,
                 migration.node(),
                 migration.id(),
                 migration.vgpu(),
-                gpus.getFirst(),
+                migration.remote() ? "remote:" + migration.worker().get().endpoint() : "local:" + gpus.getFirst(),
                 migration.job());
     }
 
@@ -552,15 +637,19 @@ public final class MigrationHook {
             }
             return;
         }
-        if (report.get().stat().where() instanceof AgentChannel.LocalGpu(int gpu)
-                && gpu == migration.gpu().getAsInt()) {
-            succeed(migration, 0, 0, now, "the agent reports it on GPU " + gpu + " (no done received)");
+        AgentChannel.Where where = report.get().stat().where();
+        boolean arrived = migration.worker().isPresent()
+                ? where.equals(
+                        new AgentChannel.RemoteWorker(migration.worker().get().endpoint()))
+                : where.equals(new AgentChannel.LocalGpu(migration.gpu().getAsInt()));
+        if (arrived) {
+            succeed(migration, 0, 0, now, "the agent reports it at " + where.format() + " (no done received)");
         } else {
             fail(
                     migration,
                     now,
                     "no done within " + bounds.migrationTimeout().toSeconds()
-                            + " s and the agent reports it still remote");
+                            + " s and the agent reports it still where it was");
         }
     }
 
@@ -570,7 +659,15 @@ public final class MigrationHook {
         long grant = migration.grant().getAsLong();
         int gpu = migration.gpu().getAsInt();
         // Ledger first: a tracker stopped after this line finds the lend home and its outcome missing (advance).
-        ledger.record(assembly.withLend(lend.movedHome(assembly.node(), grant, gpu)));
+        Lend moved = migration.worker().isPresent()
+                ? lend.movedTo(
+                        migration.node(),
+                        grant,
+                        gpu,
+                        migration.worker().get().endpoint(),
+                        migration.worker().get().id())
+                : lend.movedHome(assembly.node(), grant, gpu);
+        ledger.record(assembly.withLend(moved));
         ledger.finish(new MigrationOutcome(
                 migration.id(), migration.job(), migration.vgpu(), MigrationOutcome.Result.OK, blockedMs, bytes, now));
         lend.holder().ifPresent(holder -> cancel(List.of(holder)));
@@ -578,13 +675,14 @@ public final class MigrationHook {
         reports.getOrDefault(migration.job(), new HashMap<>()).remove(migration.vgpu());
         remember(migration.id(), move -> move.endedAt(now, "ok", blockedMs, bytes, how));
         LOG.info(
-                "migration {}: vGPU {} of job {} is home on GPU {} of {} via grant holder {} ({}; blocked {} ms, {}"
-                        + " bytes); lender's holder {} cancelled",
+                "migration {}: vGPU {} of job {} runs on GPU {} of {} via {} {} ({}; blocked {} ms, {} bytes);"
+                        + " the former lender's holder {} cancelled",
                 migration.id(),
                 migration.vgpu(),
                 migration.job(),
                 gpu,
-                assembly.node(),
+                migration.node(),
+                migration.remote() ? "holder" : "grant holder",
                 grant,
                 how,
                 blockedMs,
@@ -659,6 +757,30 @@ public final class MigrationHook {
         return free.size() > view.get().idle(SlurmJob.GPU)
                 ? free.subList(0, view.get().idle(SlurmJob.GPU))
                 : free;
+    }
+
+    /** Whether {@code node} can run a holder now: in the lend partition, a free GPU and a free CPU. */
+    private boolean canLend(SlurmInventory inventory, String node) {
+        Optional<SlurmNode> view = inventory.node(node);
+        return view.isPresent()
+                && view.get().partitions().contains(lenders.partition())
+                && view.get().idleCpus() > 0
+                && !freeGpus(inventory, node).isEmpty();
+    }
+
+    /**
+     * The lender nearest to {@code jobNode} (site distances, then name) other than {@code draining} that can lend,
+     * skipping the first {@code taken} such (GPUs this drain claimed already).
+     */
+    private Optional<String> nearestLender(SlurmInventory inventory, String jobNode, String draining, int taken) {
+        return inventory.nodes().stream()
+                .map(SlurmNode::name)
+                .filter(name -> !name.equals(jobNode) && !name.equals(draining))
+                .filter(name -> canLend(inventory, name))
+                .sorted(Comparator.comparingInt((String name) -> lenders.distance(jobNode, name))
+                        .thenComparing(Comparator.naturalOrder()))
+                .skip(taken)
+                .findFirst();
     }
 
     private static Optional<Lend> lend(Assembly assembly, int vgpu) {

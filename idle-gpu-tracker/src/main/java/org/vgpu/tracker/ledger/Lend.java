@@ -1,5 +1,7 @@
 package org.vgpu.tracker.ledger;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalInt;
@@ -14,7 +16,8 @@ import org.vgpu.common.net.Endpoint;
  *
  * <p>A lend that moved {@code home} is GPU {@code gpu} of the job's own node, kept by the grant
  * holder {@code holder}; it has no worker any more but keeps the id of the worker that served it,
- * so the job's session token for the vGPU still identifies the job to the tracker.
+ * so the job's session token for the vGPU still identifies the job to the tracker. A lend moved from lender to
+ * lender keeps the ids of the workers that served it before in {@code formerWorkerIds}, for the same reason.
  */
 public record Lend(
         int vgpu,
@@ -23,13 +26,15 @@ public record Lend(
         OptionalInt gpu,
         Optional<Endpoint> worker,
         Optional<String> workerId,
-        boolean home) {
+        boolean home,
+        List<String> formerWorkerIds) {
     public Lend {
         Objects.requireNonNull(node, "node");
         Objects.requireNonNull(holder, "holder");
         Objects.requireNonNull(gpu, "gpu");
         Objects.requireNonNull(worker, "worker");
         Objects.requireNonNull(workerId, "workerId");
+        formerWorkerIds = List.copyOf(formerWorkerIds);
         if (vgpu < 0) {
             throw new IllegalArgumentException("vGPU index must not be negative, got " + vgpu);
         }
@@ -51,7 +56,14 @@ public record Lend(
             OptionalInt gpu,
             Optional<Endpoint> worker,
             Optional<String> workerId) {
-        this(vgpu, node, holder, gpu, worker, workerId, false);
+        this(vgpu, node, holder, gpu, worker, workerId, false, List.of());
+    }
+
+    /** The ids of every worker that served this lend for its job: the one its job's session token names among them. */
+    public List<String> workerIds() {
+        List<String> ids = new ArrayList<>(formerWorkerIds);
+        workerId.ifPresent(ids::add);
+        return ids;
     }
 
     /** A lend planned but not yet secured by a holder job. */
@@ -81,6 +93,23 @@ public record Lend(
                 OptionalInt.of(localGpu),
                 Optional.empty(),
                 Optional.of(workerId.orElseThrow(() -> new IllegalStateException("vGPU " + vgpu + " has no worker"))),
-                true);
+                true,
+                formerWorkerIds);
+    }
+
+    /**
+     * This lend moved to another lender: GPU {@code lenderGpu} of {@code lender}, kept by holder {@code holderJob},
+     * served by the worker {@code id} at {@code endpoint}; the worker that served it so far becomes a former one.
+     */
+    public Lend movedTo(String lender, long holderJob, int lenderGpu, Endpoint endpoint, String id) {
+        return new Lend(
+                vgpu,
+                lender,
+                OptionalLong.of(holderJob),
+                OptionalInt.of(lenderGpu),
+                Optional.of(endpoint),
+                Optional.of(id),
+                false,
+                workerIds());
     }
 }

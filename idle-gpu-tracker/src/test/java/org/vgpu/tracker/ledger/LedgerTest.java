@@ -151,7 +151,7 @@ class LedgerTest {
         Lend served =
                 Lend.planned(1, "n2").withHolder(43).withGpu(3).withWorker(new Endpoint("10.0.0.2", 7500), "w-43");
         Assembly released = securing(42).withLend(served).releasedAt(PLANNED.plusSeconds(1));
-        Migration intent = Migration.intent(7, 42, 1, "n1", PLANNED.plusSeconds(5), "hook");
+        Migration intent = Migration.intent(7, 42, 1, "n1", false, PLANNED.plusSeconds(5), "hook");
         Migration sent = intent.withGrant(57).sentAt(0, PLANNED.plusSeconds(6));
         MigrationOutcome failed = new MigrationOutcome(6, 42, 1, MigrationOutcome.Result.FAILED, 0, 0, PLANNED);
         try (Ledger ledger = Ledger.open(file)) {
@@ -165,7 +165,8 @@ class LedgerTest {
         assertTrue(
                 lines.contains(LedgerLines.migration(sent))
                         && lines.get(lines.size() - 1)
-                                .startsWith("migration id=7 job=42 vgpu=1 node=n1 phase=sent grant=57 gpu=0 started="),
+                                .startsWith(
+                                        "migration id=7 job=42 vgpu=1 node=n1 to=home phase=sent grant=57 gpu=0 worker=- started="),
                 lines.toString());
         Assembly home = released.withLend(served.movedHome("n1", 57, 0));
         try (Ledger reopened = Ledger.open(file)) {
@@ -200,11 +201,11 @@ class LedgerTest {
     void malformedMigrationRecordsAreRefusedWithTheirReason() {
         for (String[] broken : List.of(
                 new String[] {
-                    "migration id=7 job=42 vgpu=1 node=n1 phase=flying grant=- gpu=- started=1 sent=- by=hook",
+                    "migration id=7 job=42 vgpu=1 node=n1 to=home phase=flying grant=- gpu=- worker=- started=1 sent=- by=hook",
                     "phase 'flying' is not claiming or sent"
                 },
                 new String[] {
-                    "migration id=7 job=42 vgpu=1 node=n1 phase=sent grant=- gpu=- started=1 sent=- by=hook",
+                    "migration id=7 job=42 vgpu=1 node=n1 to=home phase=sent grant=- gpu=- worker=- started=1 sent=- by=hook",
                     "was sent without its grant holder"
                 },
                 new String[] {
