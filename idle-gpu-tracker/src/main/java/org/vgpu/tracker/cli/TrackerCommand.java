@@ -219,7 +219,7 @@ public final class TrackerCommand implements Subcommand {
             metrics = new TrackerMetrics(tracker::status);
             TrackerMetrics counted = metrics;
             tracker.onMigrationEnded(move -> counted.migrationFinished(
-                    "home",
+                    move.direction(),
                     move.state().equals("ok") ? "done" : move.state().replace('-', '_'),
                     move.blockedMs() / 1000.0));
             daemon = TrackerDaemon.start(tracker, ledger, listen, poll, munge, trustedUsers);

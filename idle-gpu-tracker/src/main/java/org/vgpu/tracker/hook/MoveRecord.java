@@ -9,6 +9,7 @@ import java.util.Optional;
  *
  * @param from        {@code NODE:GPU} the vGPU ran on (its lender's GPU)
  * @param to          {@code NODE:GPU}, or {@code NODE:?} until the grant holder runs
+ * @param direction   {@code home} (onto a GPU of the job's node) or {@code remote} (lender to lender)
  * @param by          {@code hook} or {@code admin}
  * @param reason      why it was started (the cost model's figures, or who asked)
  * @param state       {@code claiming}, {@code sent}, then {@code ok}, {@code failed} or {@code gave-up}
@@ -20,6 +21,7 @@ public record MoveRecord(
         int vgpu,
         String from,
         String to,
+        String direction,
         String by,
         String reason,
         Instant started,
@@ -31,6 +33,7 @@ public record MoveRecord(
     public MoveRecord {
         Objects.requireNonNull(from, "from");
         Objects.requireNonNull(to, "to");
+        Objects.requireNonNull(direction, "direction");
         Objects.requireNonNull(by, "by");
         Objects.requireNonNull(reason, "reason");
         Objects.requireNonNull(started, "started");
@@ -46,15 +49,42 @@ public record MoveRecord(
 
     MoveRecord to(String target) {
         return new MoveRecord(
-                id, job, vgpu, from, target, by, reason, started, state, blockedMs, bytes, ended, explanation);
+                id,
+                job,
+                vgpu,
+                from,
+                target,
+                direction,
+                by,
+                reason,
+                started,
+                state,
+                blockedMs,
+                bytes,
+                ended,
+                explanation);
     }
 
     MoveRecord in(String newState, String what) {
-        return new MoveRecord(id, job, vgpu, from, to, by, reason, started, newState, blockedMs, bytes, ended, what);
+        return new MoveRecord(
+                id, job, vgpu, from, to, direction, by, reason, started, newState, blockedMs, bytes, ended, what);
     }
 
     MoveRecord endedAt(Instant at, String result, long blocked, long copied, String what) {
         return new MoveRecord(
-                id, job, vgpu, from, to, by, reason, started, result, blocked, copied, Optional.of(at), what);
+                id,
+                job,
+                vgpu,
+                from,
+                to,
+                direction,
+                by,
+                reason,
+                started,
+                result,
+                blocked,
+                copied,
+                Optional.of(at),
+                what);
     }
 }
