@@ -66,7 +66,7 @@ static int parse_one(const char *arg, struct vgpu_config *cfg, unsigned *seen,
 {
 	static const char *const keys[] = {
 		"tracker", "timeout", "ready_timeout", "fallback", "agent_socket_dir", "auth",
-		"munge_socket",
+		"munge_socket", "lend_partition", "gres_conf",
 	};
 	const size_t len = strnlen(arg, ARG_MAX_LEN + 1);
 	const char *eq;
@@ -88,7 +88,7 @@ static int parse_one(const char *arg, struct vgpu_config *cfg, unsigned *seen,
 	if (k == sizeof(keys) / sizeof(keys[0]))
 		return vgpu_fail(err, errlen,
 				 "unknown key (known: tracker, timeout, ready_timeout, fallback, "
-				 "agent_socket_dir, auth, munge_socket)");
+				 "agent_socket_dir, auth, munge_socket, lend_partition, gres_conf)");
 	if (*seen & (1u << k))
 		return vgpu_fail(err, errlen, "key given twice");
 	*seen |= 1u << k;
@@ -126,12 +126,27 @@ static int parse_one(const char *arg, struct vgpu_config *cfg, unsigned *seen,
 		memcpy(cfg->munge_socket, v, vlen);
 		cfg->munge_socket[vlen] = '\0';
 		return 0;
+	case 7:
+		if (vgpu_valid_node(v, vlen) != 0)
+			return vgpu_fail(err, errlen, "partition name must be 1..%d of [A-Za-z0-9" VGPU_NODE_CHARS "]",
+					 VGPU_NODE_NAME_BYTES);
+		memcpy(cfg->lend_partition, v, vlen);
+		cfg->lend_partition[vlen] = '\0';
+		return 0;
+	case 8:
+		if (vgpu_valid_socket_path(v, vlen) != 0)
+			return vgpu_fail(err, errlen,
+					 "path must be absolute, at most %d bytes, of [A-Za-z0-9" VGPU_SOCKET_PATH_CHARS "] and without . or .. components",
+					 VGPU_SOCKET_PATH_BYTES);
+		memcpy(cfg->gres_conf, v, vlen);
+		cfg->gres_conf[vlen] = '\0';
+		return 0;
 	default:
 		/* The socket file name is appended, so leave room for it. */
-		if (vgpu_valid_socket_path(v, vlen) != 0 || vlen > VGPU_SOCKET_PATH_BYTES - 40)
+		if (vgpu_valid_socket_path(v, vlen) != 0 || vlen > VGPU_AGENT_SOCKET_DIR_BYTES)
 			return vgpu_fail(err, errlen,
 					 "directory must be absolute, at most %d bytes, of [A-Za-z0-9" VGPU_SOCKET_PATH_CHARS "] and without . or .. components",
-					 VGPU_SOCKET_PATH_BYTES - 40);
+					 VGPU_AGENT_SOCKET_DIR_BYTES);
 		memcpy(cfg->agent_socket_dir, v, vlen);
 		/* "/run/vgpu/" and "/run/vgpu" are the same directory */
 		while (vlen > 1 && cfg->agent_socket_dir[vlen - 1] == '/')

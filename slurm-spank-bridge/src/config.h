@@ -32,6 +32,10 @@ struct vgpu_config {
 	char agent_socket_dir[VGPU_SOCKET_PATH_BYTES + 1];
 	enum vgpu_auth auth;
 	char munge_socket[VGPU_SOCKET_PATH_BYTES + 1];	/* empty: libmunge's default */
+	/* grant holders must run in this partition; empty: grants are refused */
+	char lend_partition[VGPU_NODE_NAME_BYTES + 1];
+	/* gres.conf, for a GPU index's device file; empty: slurm.conf's directory, see grant's prolog */
+	char gres_conf[VGPU_SOCKET_PATH_BYTES + 1];
 };
 
 #define VGPU_DEFAULT_TIMEOUT_S 5

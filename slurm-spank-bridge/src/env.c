@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "env.h"
+#include "sockdir.h"
 #include "validate.h"
 
 static int append(char *buf, size_t cap, size_t *used, const char *fmt, ...)
@@ -28,6 +29,7 @@ int vgpu_env_render(const struct vgpu_assembly *a, const char *agent_socket_dir,
 		    unsigned jobid, const char *node, struct vgpu_env *e,
 		    char *err, size_t errlen)
 {
+	char jobdir[VGPU_SOCKET_PATH_BYTES + 32];
 	size_t ul = 0, ur = 0, ua = 0;
 	unsigned k, li = 0, ri = 0;
 	int n;
@@ -66,23 +68,27 @@ int vgpu_env_render(const struct vgpu_assembly *a, const char *agent_socket_dir,
 		}
 	}
 
+	if (vgpu_job_socket_dir(agent_socket_dir, jobid, jobdir, sizeof(jobdir)) != 0)
+		return vgpu_fail(err, errlen, "agent socket directory %s/" VGPU_JOB_SOCKET_DIR_PREFIX "%u is too long",
+				 agent_socket_dir, jobid);
 	if (a->has_agent_socket) {
-		const size_t dl = strnlen(agent_socket_dir, VGPU_SOCKET_PATH_BYTES + 1);
+		const size_t dl = strlen(jobdir);
 
-		/* the tracker picks the name, the admin the directory */
-		if (strncmp(a->agent_socket, agent_socket_dir, dl) != 0
-		    || (a->agent_socket[dl] != '/' && !(dl == 1 && agent_socket_dir[0] == '/')))
-			return vgpu_fail(err, errlen, "agent_socket %s is not inside agent_socket_dir %s",
-					 a->agent_socket, agent_socket_dir);
+		/*
+		 * The tracker picks the name, the admin the directory; the agent (the job's user) can
+		 * bind a socket only in the job's own directory.
+		 */
+		if (strncmp(a->agent_socket, jobdir, dl) != 0 || a->agent_socket[dl] != '/')
+			return vgpu_fail(err, errlen, "agent_socket %s is not inside the job's directory %s of "
+					 "agent_socket_dir", a->agent_socket, jobdir);
 		snprintf(e->agent_socket, sizeof(e->agent_socket), "%s", a->agent_socket);
 	} else {
-		n = snprintf(e->agent_socket, sizeof(e->agent_socket), "%s/vgpu-%u-%s.sock",
-			     agent_socket_dir, jobid, node);
+		n = snprintf(e->agent_socket, sizeof(e->agent_socket), "%s/vgpu-%s.sock", jobdir, node);
 		if (n < 0 || (size_t)n >= sizeof(e->agent_socket)
 		    || vgpu_valid_socket_path(e->agent_socket, (size_t)n) != 0)
 			return vgpu_fail(err, errlen,
-					 "agent socket path %s/vgpu-%u-%s.sock is longer than %d bytes",
-					 agent_socket_dir, jobid, node, VGPU_SOCKET_PATH_BYTES);
+					 "agent socket path %s/vgpu-%s.sock is longer than %d bytes",
+					 jobdir, node, VGPU_SOCKET_PATH_BYTES);
 	}
 	return 0;
 overflow:

@@ -12,7 +12,7 @@
 
 struct vgpu_env {
 	char count[8];					/* VGPU_COUNT */
-	char local[VGPU_LOCAL_LIST_MAX];		/* VGPU_LOCAL_GPUS, CUDA_VISIBLE_DEVICES */
+	char local[VGPU_LOCAL_LIST_MAX];		/* VGPU_LOCAL_GPUS */
 	char remote[VGPU_VGPUS_MAX * VGPU_REMOTE_ENTRY_MAX];	/* VGPU_REMOTE: with tokens */
 	char assembly[VGPU_VGPUS_MAX * VGPU_REMOTE_ENTRY_MAX]; /* VGPU_ASSEMBLY: without tokens */
 	char agent_socket[VGPU_SOCKET_PATH_BYTES + 1];	/* VGPU_AGENT_SOCKET */
@@ -21,7 +21,8 @@ struct vgpu_env {
 
 /*
  * Renders a; when the tracker named no agent socket, uses
- * <agent_socket_dir>/vgpu-<jobid>-<node>.sock.
+ * <agent_socket_dir>/job-<jobid>/vgpu-<node>.sock (sockdir.h: the job's own directory). A
+ * tracker-named socket must lie in that directory too.
  */
 int vgpu_env_render(const struct vgpu_assembly *a, const char *agent_socket_dir,
 		    unsigned jobid, const char *node, struct vgpu_env *e,

@@ -78,18 +78,16 @@ static int step_node(spank_t sp, const slurm_job_info_t *info, uint32_t stepid,
 	return nth_node(info->nodes, nodeid, job, err, errlen);
 }
 
-int vgpu_job_lookup(spank_t sp, uint32_t jobid, uint32_t stepid, struct vgpu_job *job,
-		    char *err, size_t errlen)
+int vgpu_job_load(uint32_t jobid, job_info_msg_t **msg, const slurm_job_info_t **info, char *err,
+		  size_t errlen)
 {
-	job_info_msg_t *msg = NULL;
-	const slurm_job_info_t *info;
 	uint32_t i;
 	int tries;
-	int rc = -1;
 
-	memset(job, 0, sizeof(*job));
+	*msg = NULL;
+	*info = NULL;
 	for (tries = 1;; tries++) {
-		if (slurm_load_job(&msg, jobid, SHOW_DETAIL) == SLURM_SUCCESS)
+		if (slurm_load_job(msg, jobid, SHOW_DETAIL) == SLURM_SUCCESS)
 			break;
 		if (tries == LOAD_TRIES)
 			return vgpu_fail(err, errlen,
@@ -98,20 +96,34 @@ int vgpu_job_lookup(spank_t sp, uint32_t jobid, uint32_t stepid, struct vgpu_job
 		sleep(1);
 	}
 	/* a heterogeneous job answers with all its components */
-	for (i = 0, info = NULL; msg != NULL && msg->job_array != NULL && i < msg->record_count; i++)
-		if (msg->job_array[i].job_id == jobid)
-			info = &msg->job_array[i];
-	if (info == NULL) {
-		vgpu_fail(err, errlen, "slurmctld's answer does not contain job %u", jobid);
-		goto fail;
+	for (i = 0; *msg != NULL && (*msg)->job_array != NULL && i < (*msg)->record_count; i++)
+		if ((*msg)->job_array[i].job_id == jobid)
+			*info = &(*msg)->job_array[i];
+	if (*info == NULL) {
+		if (*msg != NULL)
+			slurm_free_job_info_msg(*msg);
+		*msg = NULL;
+		return vgpu_fail(err, errlen, "slurmctld's answer does not contain job %u", jobid);
 	}
+	return 0;
+}
+
+int vgpu_job_lookup(spank_t sp, uint32_t jobid, uint32_t stepid, struct vgpu_job *job,
+		    char *err, size_t errlen)
+{
+	job_info_msg_t *msg;
+	const slurm_job_info_t *info;
+	int rc = -1;
+
+	memset(job, 0, sizeof(*job));
+	if (vgpu_job_load(jobid, &msg, &info, err, errlen) != 0)
+		return -1;
 	if (vgpu_count_from_tres(info->tres_per_node, &job->vgpus, err, errlen) != 0)
 		goto fail;
 	if (job->vgpus > 0 && step_node(sp, info, stepid, job, err, errlen) != 0)
 		goto fail;
 	rc = 0;
 fail:
-	if (msg != NULL)
-		slurm_free_job_info_msg(msg);
+	slurm_free_job_info_msg(msg);
 	return rc;
 }

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <slurm/slurm.h>
 #include <slurm/spank.h>
 
 #include "common.h"
@@ -21,5 +22,12 @@ struct vgpu_job {
  */
 int vgpu_job_lookup(spank_t sp, uint32_t jobid, uint32_t stepid, struct vgpu_job *job,
 		    char *err, size_t errlen);
+
+/*
+ * slurmctld's record of jobid (asked up to 3 times, a second apart). 0 with *msg (free it with
+ * slurm_free_job_info_msg) and *info pointing into it, or -1 with err.
+ */
+int vgpu_job_load(uint32_t jobid, job_info_msg_t **msg, const slurm_job_info_t **info, char *err,
+		  size_t errlen);
 
 #endif

@@ -8,16 +8,20 @@
 
 #include "auth.h"
 #include "env.h"
+#include "grant.h"
 #include "job.h"
 #include "net.h"
 #include "protocol.h"
 #include "remote.h"
+#include "sockdir.h"
 
 #define LOG_PREFIX VGPU_PLUGIN_NAME ": "
 
 /* What exit() needs from user_init(); slurmstepd runs both in one process. */
 static struct {
 	int failed;		/* no assembly: every task of the step is stopped */
+	int looked_up;		/* init_post_opt read the job from slurmctld into job */
+	struct vgpu_job job;
 	int vgpu_job;		/* set once the step is known to belong to a vgpu job */
 	int batch;		/* the batch step: its end is the job's end */
 	uint32_t jobid;
@@ -91,6 +95,24 @@ static int set(spank_t sp, const char *name, const char *value)
 	return 0;
 }
 
+/*
+ * A vgpu job's CUDA enumerates every GPU of the node: CUDA reads CUDA_VISIBLE_DEVICES once, so a
+ * GPU granted to the job later could never appear otherwise. Which GPUs the app may drive is the
+ * runtime's business (VGPU_LOCAL_GPUS, then the tracker's grants) and, with ConstrainDevices=yes,
+ * the devices cgroup's (README: "CUDA_VISIBLE_DEVICES of a vgpu job").
+ */
+static int unset_visible_devices(spank_t sp)
+{
+	const spank_err_t rc = spank_unsetenv(sp, VGPU_ENV_CUDA_VISIBLE_DEVICES);
+
+	if (rc != ESPANK_SUCCESS && rc != ESPANK_ENV_NOEXIST) {
+		slurm_error(LOG_PREFIX "cannot unset %s in the job's environment: %s",
+			    VGPU_ENV_CUDA_VISIBLE_DEVICES, spank_strerror(rc));
+		return -1;
+	}
+	return 0;
+}
+
 static int export_env(spank_t sp, const struct vgpu_env *e, const char *node,
 		      const char *source, const char *migrate, const char *tracker)
 {
@@ -100,11 +122,10 @@ static int export_env(spank_t sp, const struct vgpu_env *e, const char *node,
 	    || set(sp, VGPU_ENV_WINDOW_BASE, e->window_base) != 0
 	    || set(sp, VGPU_ENV_NODE, node) != 0 || set(sp, VGPU_ENV_SOURCE, source) != 0
 	    || set(sp, VGPU_ENV_MIGRATE, migrate) != 0 || set(sp, VGPU_ENV_TRACKER, tracker) != 0
-	    || set(sp, VGPU_ENV_CUDA_VISIBLE_DEVICES, e->local) != 0
-	    /* local indices are nvidia-smi's; CUDA's default order may differ */
+	    /* CUDA numbers the node's GPUs by PCI bus id, as the runtime maps Slurm's indices */
 	    || set(sp, VGPU_ENV_CUDA_DEVICE_ORDER, VGPU_CUDA_DEVICE_ORDER) != 0)
 		return -1;
-	return 0;
+	return unset_visible_devices(sp);
 }
 
 static void log_assembly(uint32_t jobid, const char *node, const struct vgpu_assembly *a,
@@ -157,19 +178,16 @@ static int local_only(spank_t sp, const struct vgpu_config *cfg, unsigned vgpus,
 	return 0;
 }
 
-static int do_user_init(spank_t sp, const struct vgpu_config *cfg, const char *migrate)
+/*
+ * As root, before privileges are dropped: reads the job from slurmctld and, for a vgpu job, makes
+ * its agent socket directory (sockdir.h), which the job's user could not.
+ */
+static int do_init_post_opt(spank_t sp, const struct vgpu_config *cfg)
 {
-	struct vgpu_assembly *a = NULL;
-	struct vgpu_env *e = NULL;
-	struct vgpu_job job;
-	char base[VGPU_REQUEST_MAX];
 	char err[VGPU_ERR_MAX];
-	char tracker[VGPU_HOST_BYTES + 16];
 	char sbuf[16];
-	const char *source = VGPU_SOURCE_TRACKER;
-	uint32_t jobid = 0, stepid = 0;
+	uint32_t jobid = 0, stepid = 0, uid = 0, gid = 0;
 	spank_err_t src;
-	int rc = -1;
 
 	src = spank_get_item(sp, S_JOB_ID, &jobid);
 	if (src == ESPANK_SUCCESS)
@@ -178,22 +196,50 @@ static int do_user_init(spank_t sp, const struct vgpu_config *cfg, const char *m
 		slurm_error(LOG_PREFIX "cannot get the job and step id: %s", spank_strerror(src));
 		return -1;
 	}
+	state.jobid = jobid;
 	if (stepid == SLURM_EXTERN_CONT)
 		return 0;	/* runs no user task */
-	state.jobid = jobid;
-	if (vgpu_job_lookup(sp, jobid, stepid, &job, err, sizeof(err)) != 0) {
+	if (vgpu_job_lookup(sp, jobid, stepid, &state.job, err, sizeof(err)) != 0) {
 		/* Without the job record a vgpu job cannot be told from another. */
 		slurm_error(LOG_PREFIX "job %u step %s: cannot tell whether the job asked for vgpu, "
 			    "failing the step: %s", jobid, step_name(stepid, sbuf, sizeof(sbuf)), err);
 		return -1;
 	}
-	if (job.vgpus == 0)
+	state.looked_up = 1;
+	if (state.job.vgpus == 0)
 		return 0;
-
 	state.vgpu_job = 1;
 	state.batch = stepid == SLURM_BATCH_SCRIPT;
-	state.jobid = jobid;
-	snprintf(state.node, sizeof(state.node), "%s", job.node);
+	snprintf(state.node, sizeof(state.node), "%s", state.job.node);
+	src = spank_get_item(sp, S_JOB_UID, &uid);
+	if (src == ESPANK_SUCCESS)
+		src = spank_get_item(sp, S_JOB_GID, &gid);
+	if (src != ESPANK_SUCCESS) {
+		slurm_error(LOG_PREFIX "job %u: cannot get its user and group: %s", jobid, spank_strerror(src));
+		return -1;
+	}
+	if (vgpu_prepare_socket_dir(cfg->agent_socket_dir, jobid, (uid_t)uid, (gid_t)gid, err, sizeof(err)) != 0) {
+		slurm_error(LOG_PREFIX "job %u on %s: no directory for its migration agent, failing the step: %s",
+			    jobid, state.node, err);
+		return -1;
+	}
+	return 0;
+}
+
+static int do_user_init(spank_t sp, const struct vgpu_config *cfg, const char *migrate)
+{
+	struct vgpu_assembly *a = NULL;
+	struct vgpu_env *e = NULL;
+	const struct vgpu_job *job = &state.job;
+	char base[VGPU_REQUEST_MAX];
+	char err[VGPU_ERR_MAX];
+	char tracker[VGPU_HOST_BYTES + 16];
+	const char *source = VGPU_SOURCE_TRACKER;
+	const uint32_t jobid = state.jobid;
+	int rc = -1;
+
+	if (!state.looked_up || job->vgpus == 0)
+		return 0;	/* the extern step, or no vgpu */
 
 	a = calloc(1, sizeof(*a));
 	e = calloc(1, sizeof(*e));
@@ -201,29 +247,29 @@ static int do_user_init(spank_t sp, const struct vgpu_config *cfg, const char *m
 		slurm_error(LOG_PREFIX "job %u: out of memory", jobid);
 		goto fail;
 	}
-	if (vgpu_format_assembly_request(base, sizeof(base), jobid, job.node, err,
+	if (vgpu_format_assembly_request(base, sizeof(base), jobid, job->node, err,
 					 sizeof(err)) < 0) {
 		slurm_error(LOG_PREFIX "job %u: %s", jobid, err);
 		goto fail;
 	}
 	if (fetch_assembly(cfg, base, a, err, sizeof(err)) != 0) {
-		if (local_only(sp, cfg, job.vgpus, a, err) != 0)
+		if (local_only(sp, cfg, job->vgpus, a, err) != 0)
 			goto fail;
 		source = VGPU_SOURCE_LOCAL_ONLY_FALLBACK;
-	} else if (a->vgpus != job.vgpus) {
+	} else if (a->vgpus != job->vgpus) {
 		slurm_error(LOG_PREFIX "job %u on %s asked for %u vGPU(s) per node, the tracker's "
-			    "assembly has %u: failing the step", jobid, job.node, job.vgpus, a->vgpus);
+			    "assembly has %u: failing the step", jobid, job->node, job->vgpus, a->vgpus);
 		goto fail;
 	}
-	if (vgpu_env_render(a, cfg->agent_socket_dir, jobid, job.node, e, err, sizeof(err)) != 0) {
+	if (vgpu_env_render(a, cfg->agent_socket_dir, jobid, job->node, e, err, sizeof(err)) != 0) {
 		slurm_error(LOG_PREFIX "job %u on %s: bad assembly from the tracker: %s", jobid,
-			    job.node, err);
+			    job->node, err);
 		goto fail;
 	}
 	vgpu_config_describe_tracker(cfg, tracker, sizeof(tracker));
-	if (export_env(sp, e, job.node, source, migrate, tracker) != 0)
+	if (export_env(sp, e, job->node, source, migrate, tracker) != 0)
 		goto fail;
-	log_assembly(jobid, job.node, a, e, source);
+	log_assembly(jobid, job->node, a, e, source);
 	rc = 0;
 fail:
 	free(e);
@@ -237,16 +283,69 @@ fail:
  * user_init() only remembers the failure, and task_init() stops each task
  * before exec: the job ends FAILED with exit code 1 and the node stays up.
  */
+int vgpu_remote_init_post_opt(spank_t sp, const struct vgpu_config *cfg)
+{
+	if (do_init_post_opt(sp, cfg) != 0)
+		state.failed = 1;
+	return 0;
+}
+
 int vgpu_remote_user_init(spank_t sp, const struct vgpu_config *cfg, const char *migrate)
 {
-	if (do_user_init(sp, cfg, migrate) != 0)
+	if (!state.failed && do_user_init(sp, cfg, migrate) != 0)
 		state.failed = 1;
+	return 0;
+}
+
+struct step_grant {
+	const char *dir;
+	unsigned admitted;
+};
+
+static int admit_recorded(unsigned major, unsigned minor, void *ctx)
+{
+	struct step_grant *g = ctx;
+	const struct vgpu_device dev = { major, minor };
+	char err[VGPU_ERR_MAX];
+	unsigned written = 0;
+
+	if (vgpu_cgroup_set_device(g->dir, &dev, 1, &written, err, sizeof(err)) != 0)
+		slurm_error(LOG_PREFIX "job %u: granted device c %u:%u not admitted into this step: %s", state.jobid,
+			    major, minor, err);
+	else
+		g->admitted++;
+	return 0;
+}
+
+/*
+ * As root in each task, after Slurm has set up the step's devices cgroup with the step's own GRES:
+ * the GPUs granted to the job while it ran (grant records of the holders' prologs) are admitted
+ * into the new step too. Nothing to do without records or without a v1 job cgroup.
+ */
+int vgpu_remote_task_init_privileged(spank_t sp, const struct vgpu_config *cfg)
+{
+	char mount[PATH_MAX], dir[PATH_MAX], err[VGPU_ERR_MAX];
+	struct step_grant g = { dir, 0 };
+	uint32_t uid = 0;
+
+	if (state.failed || !state.vgpu_job || spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS)
+		return 0;
+	if (vgpu_find_devices_cgroup("/proc/self/mounts", mount, sizeof(mount)) != VGPU_CGROUP_V1
+	    || vgpu_job_devices_cgroup(mount, state.node, (uid_t)uid, state.jobid, dir, sizeof(dir), err,
+				       sizeof(err)) != 0)
+		return 0;
+	vgpu_grant_records(cfg->agent_socket_dir, state.jobid, admit_recorded, &g);
+	if (g.admitted > 0)
+		slurm_verbose(LOG_PREFIX "job %u: %u granted device(s) admitted into the new step's cgroups",
+			      state.jobid, g.admitted);
 	return 0;
 }
 
 int vgpu_remote_task_init(spank_t sp)
 {
-	(void)sp;
+	/* again here, in case Slurm sets the task's GPU variables after user_init */
+	if (!state.failed && state.vgpu_job)
+		return unset_visible_devices(sp);
 	if (!state.failed)
 		return 0;
 	slurm_error(LOG_PREFIX "job %u: not starting the task without its vGPU assembly "

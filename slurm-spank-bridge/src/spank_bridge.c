@@ -7,6 +7,7 @@
 #include <slurm/spank.h>
 
 #include "config.h"
+#include "prolog.h"
 #include "remote.h"
 
 SPANK_PLUGIN(vgpu_spank, 1)
@@ -80,6 +81,51 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 	return 0;
 }
 
+int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
+{
+	(void)ac;
+	(void)av;
+	if (spank_context() != S_CTX_REMOTE)
+		return 0;
+	if (!config_ok)
+		return -1;
+	return vgpu_remote_init_post_opt(sp, &config);
+}
+
+/*
+ * Slurm 22.05 calls no slurm_spank_init before job_prolog/job_epilog (a process of their own):
+ * the arguments are parsed here. A bad plugstack.conf is logged, never fails them (that drains).
+ */
+static int job_script_config(int ac, char **av)
+{
+	char err[VGPU_ERR_MAX];
+
+	if (spank_context() != S_CTX_JOB_SCRIPT)
+		return -1;
+	if (config_ok)
+		return 0;
+	if (vgpu_config_parse(ac, av, &config, err, sizeof(err)) != 0) {
+		slurm_error(LOG_PREFIX "%s", err);
+		return -1;
+	}
+	config_ok = 1;
+	return 0;
+}
+
+int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
+{
+	if (job_script_config(ac, av) == 0)
+		vgpu_job_prolog(sp, &config);
+	return 0;
+}
+
+int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
+{
+	if (job_script_config(ac, av) == 0)
+		vgpu_job_epilog(sp, &config);
+	return 0;
+}
+
 int slurm_spank_user_init(spank_t sp, int ac, char **av)
 {
 	(void)ac;
@@ -89,6 +135,28 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
 	if (!config_ok)
 		return -1;
 	return vgpu_remote_user_init(sp, &config, migrate);
+}
+
+int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
+{
+	(void)ac;
+	(void)av;
+	if (spank_context() == S_CTX_REMOTE && config_ok)
+		return vgpu_remote_task_init_privileged(sp, &config);
+	return 0;
+}
+
+/*
+ * Again from slurmstepd itself after the fork: Slurm may set up the task's devices cgroup there,
+ * after task_init_privileged has run in the task (seen on 22.05: a step's task then lost a grant).
+ */
+int slurm_spank_task_post_fork(spank_t sp, int ac, char **av)
+{
+	(void)ac;
+	(void)av;
+	if (spank_context() == S_CTX_REMOTE && config_ok)
+		vgpu_remote_task_init_privileged(sp, &config);
+	return 0;
 }
 
 int slurm_spank_task_init(spank_t sp, int ac, char **av)

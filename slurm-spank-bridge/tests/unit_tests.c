@@ -4,6 +4,7 @@
  * socketpairs and forked fake trackers. No Slurm, no network beyond loopback.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdarg.h>
 #include <netinet/in.h>
@@ -12,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -21,8 +24,10 @@
 #include "common.h"
 #include "config.h"
 #include "env.h"
+#include "grant.h"
 #include "net.h"
 #include "protocol.h"
+#include "sockdir.h"
 #include "validate.h"
 
 static int failures;
@@ -180,6 +185,15 @@ static void test_config(void)
 	CHECK(parse_args(&c, err, sizeof(err), 2, "tracker=h:1", "agent_socket_dir=run/vgpu") != 0);
 	CHECK(parse_args(&c, err, sizeof(err), 2, "tracker=h:1", "agent_socket_dir=/run/../etc") != 0);
 	CHECK(parse_args(&c, err, sizeof(err), 2, "tracker=h:1", "agent_socket_dir=/run/v gpu") != 0);
+	CHECK(c.lend_partition[0] == '\0' && c.gres_conf[0] == '\0');
+	CHECK(parse_args(&c, err, sizeof(err), 3, "tracker=h:1", "lend_partition=vgpu-lend",
+			 "gres_conf=/etc/slurm-llnl/gres.conf") == 0);
+	CHECK_STR(c.lend_partition, "vgpu-lend");
+	CHECK_STR(c.gres_conf, "/etc/slurm-llnl/gres.conf");
+	CHECK(parse_args(&c, err, sizeof(err), 2, "tracker=h:1", "lend_partition=vgpu lend") != 0);
+	CHECK_HAS(err, "partition name must be");
+	CHECK(parse_args(&c, err, sizeof(err), 2, "tracker=h:1", "gres_conf=gres.conf") != 0);
+	CHECK_HAS(err, "path must be absolute");
 
 	CHECK(parse_args(&c, err, sizeof(err), 1, "tracker=127.0.0.1") != 0);
 	CHECK_HAS(err, "expected HOST:PORT or unix:/PATH");
@@ -452,17 +466,23 @@ static void test_env(struct vgpu_assembly *a, struct vgpu_env *e)
 	CHECK_STR(e->local, "6,2");
 	CHECK_STR(e->remote, "1@[::1]:7001#v1.aaaa.bbbb,3@n4:7003#v1.bbbb.cccc");
 	CHECK_STR(e->assembly, "0=local:6,1=remote:[::1]:7001,2=local:2,3=remote:n4:7003");
-	CHECK_STR(e->agent_socket, "/run/vgpu/vgpu-42-n1.sock");
+	/* the job's own directory, which the bridge makes as root (sockdir.h) */
+	CHECK_STR(e->agent_socket, "/run/vgpu/job-42/vgpu-n1.sock");
 	CHECK_STR(e->window_base, "0x100000000000");
 
-	CHECK(reply("ok vgpus=1 remote=0@n4:7003#tok agent_socket=/run/vgpu/job42/agent.sock",
+	CHECK(reply("ok vgpus=1 remote=0@n4:7003#tok agent_socket=/run/vgpu/job-42/agent.sock",
 		    a, reason, err) == VGPU_REPLY_OK);
 	CHECK(vgpu_env_render(a, "/run/vgpu", 42, "n1", e, err, sizeof(err)) == 0);
-	CHECK_STR(e->agent_socket, "/run/vgpu/job42/agent.sock");
+	CHECK_STR(e->agent_socket, "/run/vgpu/job-42/agent.sock");
 	CHECK_STR(e->local, "");
 	CHECK(vgpu_env_render(a, "/run/vgpu/job4", 42, "n1", e, err, sizeof(err)) != 0);
-	CHECK_HAS(err, "not inside agent_socket_dir");
+	CHECK_HAS(err, "not inside the job's directory /run/vgpu/job4/job-42");
 	CHECK(vgpu_env_render(a, "/tmp", 42, "n1", e, err, sizeof(err)) != 0);
+	/* inside agent_socket_dir, but in another job's directory or the shared one: refused */
+	CHECK(vgpu_env_render(a, "/run/vgpu", 4, "n1", e, err, sizeof(err)) != 0);
+	CHECK(vgpu_env_render(a, "/run/vgpu", 420, "n1", e, err, sizeof(err)) != 0);
+	CHECK(reply("ok vgpus=1 remote=0@n4:7003#tok agent_socket=/run/vgpu/a.sock", a, reason, err) == VGPU_REPLY_OK);
+	CHECK(vgpu_env_render(a, "/run/vgpu", 42, "n1", e, err, sizeof(err)) != 0);
 
 	CHECK(reply("ok vgpus=1 local=0", a, reason, err) == VGPU_REPLY_OK);
 	CHECK(vgpu_env_render(a, "/a/directory/name/that/is/long/enough/to/overflow/the/socket/path/limit",
@@ -542,7 +562,7 @@ static void test_reply_fuzz(struct vgpu_assembly *a, struct vgpu_env *e)
 			    || vgpu_valid_token(a->remote[k].token, strlen(a->remote[k].token)) != 0)
 				bad_invariant = 1;
 		if (vgpu_env_render(a, "/run/vgpu", 1, "n1", e, err, sizeof(err)) != 0
-		    && strstr(err, "not inside agent_socket_dir") == NULL)
+		    && strstr(err, "not inside the job's directory") == NULL)
 			bad_invariant = 1;
 	}
 	CHECK(!bad_invariant);
@@ -823,7 +843,6 @@ static void replay_export(const char *line, const struct vgpu_env *e)
 		{ VGPU_ENV_COUNT, offsetof(struct vgpu_env, count) },
 		{ VGPU_ENV_ASSEMBLY, offsetof(struct vgpu_env, assembly) },
 		{ VGPU_ENV_LOCAL_GPUS, offsetof(struct vgpu_env, local) },
-		{ VGPU_ENV_CUDA_VISIBLE_DEVICES, offsetof(struct vgpu_env, local) },
 		{ VGPU_ENV_REMOTE, offsetof(struct vgpu_env, remote) },
 		{ VGPU_ENV_AGENT_SOCKET, offsetof(struct vgpu_env, agent_socket) },
 		{ VGPU_ENV_WINDOW_BASE, offsetof(struct vgpu_env, window_base) },
@@ -888,6 +907,377 @@ static void test_transcripts(struct vgpu_assembly *a, struct vgpu_env *e)
 	CHECK(exchanges >= 20 && exports >= 5);
 }
 
+/* ---- grants: holder names, gres.conf, cgroups (a fake tree here; tests/cgroup-v1-test.sh: a real one) ---- */
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	CHECK(f != NULL);
+	if (f == NULL)
+		return;
+	fputs(text, f);
+	fclose(f);
+}
+
+static void read_file(const char *path, char *buf, size_t cap)
+{
+	FILE *f = fopen(path, "r");
+	size_t n = 0;
+
+	buf[0] = '\0';
+	if (f == NULL)
+		return;
+	n = fread(buf, 1, cap - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+}
+
+struct collected {
+	char text[512];
+};
+
+static int collect(const char *item, void *ctx)
+{
+	struct collected *c = ctx;
+	size_t used = strlen(c->text);
+
+	snprintf(c->text + used, sizeof(c->text) - used, "%s%s", used ? " " : "", item);
+	return 0;
+}
+
+static void expect_expansion(const char *expr, const char *want)
+{
+	struct collected c = { "" };
+	char err[VGPU_ERR_MAX];
+
+	CHECK(vgpu_expand_hostlist(expr, collect, &c, err, sizeof(err)) == 0);
+	CHECK_STR(c.text, want);
+}
+
+static void test_grant_names(void)
+{
+	char err[VGPU_ERR_MAX];
+	uint32_t job = 0;
+	unsigned vgpu = 0, gpu = 0;
+
+	CHECK(vgpu_parse_grant_name("vgpu-grant-42-v1", &job, &vgpu, err, sizeof(err)) == 1);
+	CHECK(job == 42 && vgpu == 1);
+	CHECK(vgpu_parse_grant_name("vgpu-grant-4294967295-v63", &job, &vgpu, err, sizeof(err)) == 1);
+	CHECK(job == 4294967295u && vgpu == 63);
+	/* lend holders and ordinary jobs are no grant holders */
+	CHECK(vgpu_parse_grant_name("vgpu-holder-42-v1", &job, &vgpu, err, sizeof(err)) == 0);
+	CHECK(vgpu_parse_grant_name("train", &job, &vgpu, err, sizeof(err)) == 0);
+	CHECK(vgpu_parse_grant_name(NULL, &job, &vgpu, err, sizeof(err)) == 0);
+	{
+		static const char *const bad[] = {
+			"vgpu-grant-", "vgpu-grant-42", "vgpu-grant-42-v", "vgpu-grant-0-v1", "vgpu-grant-042-v1",
+			"vgpu-grant-42-v01", "vgpu-grant-42-v64", "vgpu-grant-4294967296-v1", "vgpu-grant-42-v1 ",
+			"vgpu-grant-42-v1x", "vgpu-grant--42-v1", "vgpu-grant-4x2-v1", "vgpu-grant-42-v1-v2",
+			"vgpu-grant-+42-v1",
+		};
+		size_t k;
+
+		for (k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+			err[0] = '\0';
+			CHECK(vgpu_parse_grant_name(bad[k], &job, &vgpu, err, sizeof(err)) == -1);
+			CHECK_HAS(err, "job name is not vgpu-grant-<job 1..4294967295>-v<vGPU 0..63>");
+		}
+	}
+
+	CHECK(vgpu_parse_single_gpu("3", &gpu, err, sizeof(err)) == 0 && gpu == 3);
+	CHECK(vgpu_parse_single_gpu("1023", &gpu, err, sizeof(err)) == 0 && gpu == 1023);
+	CHECK(vgpu_parse_single_gpu("1024", &gpu, err, sizeof(err)) != 0);
+	CHECK(vgpu_parse_single_gpu("2,3", &gpu, err, sizeof(err)) != 0);
+	CHECK_HAS(err, "exactly one GPU");
+	CHECK_HAS(err, "\"2,3\"");
+	CHECK(vgpu_parse_single_gpu("", &gpu, err, sizeof(err)) != 0);
+	CHECK_HAS(err, "no GPU");
+	CHECK(vgpu_parse_single_gpu(NULL, &gpu, err, sizeof(err)) != 0);
+	CHECK(vgpu_parse_single_gpu("\x1b]0", &gpu, err, sizeof(err)) != 0);
+	CHECK_HAS(err, "\"?]0\"");
+}
+
+static void test_hostlists(void)
+{
+	struct collected c = { "" };
+	char err[VGPU_ERR_MAX];
+
+	expect_expansion("n1", "n1");
+	expect_expansion("n[1-3]", "n1 n2 n3");
+	expect_expansion("n[1-2,5],m7", "n1 n2 n5 m7");
+	expect_expansion("gpu[08-11]", "gpu08 gpu09 gpu10 gpu11");
+	expect_expansion("r[1-2]n[1-2]", "r1n1 r1n2 r2n1 r2n2");
+	expect_expansion("/dev/nvidia[0-3]", "/dev/nvidia0 /dev/nvidia1 /dev/nvidia2 /dev/nvidia3");
+	expect_expansion("/dev/nvidia2,/dev/nvidia0", "/dev/nvidia2 /dev/nvidia0");
+	{
+		static const char *const bad[] = {
+			"", "n[1-", "n1]", "n[]", "n[3-1]", "n[a-b]", "n[1--2]", "n[[1]]", "a,,b", ",a", "n[1-2",
+			"n[1-9999999999]", "n[1,]", "a,",
+		};
+		size_t k;
+
+		for (k = 0; k < sizeof(bad) / sizeof(bad[0]); k++)
+			CHECK(vgpu_expand_hostlist(bad[k], collect, &c, err, sizeof(err)) < 0);
+	}
+	/* an expansion without end is refused, not walked */
+	CHECK(vgpu_expand_hostlist("n[0-999][0-999]", collect, &c, err, sizeof(err)) < 0);
+	CHECK_HAS(err, "more than 65536 names");
+}
+
+static void test_gres_conf(const char *dir)
+{
+	char path[256], file[PATH_MAX], err[VGPU_ERR_MAX];
+
+	snprintf(path, sizeof(path), "%s/gres.conf", dir);
+	write_file(path,
+		   "# rendered by vgpu config render\n"
+		   "NodeName=n[1-2] Name=gpu File=/dev/nvidia[0-3]   # four each\n"
+		   "NodeName=n[1-3] Name=vgpu Count=8\n"
+		   "nodename=n3 name=gpu type=a100 file=/dev/nvidia[4-5]\n"
+		   "NodeName=n3 Name=gpu Files=/dev/nvidia9\n"
+		   "Name=gpu File=/dev/everywhere0\n");
+	CHECK(vgpu_gres_gpu_file(path, "n1", 2, file, sizeof(file), err, sizeof(err)) == 0);
+	CHECK_STR(file, "/dev/nvidia2");
+	/* lines without NodeName= apply to every node, in the order written */
+	CHECK(vgpu_gres_gpu_file(path, "n2", 4, file, sizeof(file), err, sizeof(err)) == 0);
+	CHECK_STR(file, "/dev/everywhere0");
+	CHECK(vgpu_gres_gpu_file(path, "n3", 1, file, sizeof(file), err, sizeof(err)) == 0);
+	CHECK_STR(file, "/dev/nvidia5");
+	CHECK(vgpu_gres_gpu_file(path, "n3", 2, file, sizeof(file), err, sizeof(err)) == 0);
+	CHECK_STR(file, "/dev/nvidia9");
+	CHECK(vgpu_gres_gpu_file(path, "n2", 5, file, sizeof(file), err, sizeof(err)) != 0);
+	CHECK_HAS(err, "names 5 gpu device file(s) for node n2, none with index 5");
+	CHECK(vgpu_gres_gpu_file(path, "n9", 0, file, sizeof(file), err, sizeof(err)) == 0);
+	CHECK_STR(file, "/dev/everywhere0");
+
+	write_file(path, "NodeName=n1 Name=gpu Count=4\n");
+	CHECK(vgpu_gres_gpu_file(path, "n1", 0, file, sizeof(file), err, sizeof(err)) != 0);
+	CHECK_HAS(err, "gres.conf:1: a gpu line for n1 without File=");
+	/* another node's line without File= does not matter */
+	CHECK(vgpu_gres_gpu_file(path, "n2", 0, file, sizeof(file), err, sizeof(err)) != 0);
+	CHECK_HAS(err, "names 0 gpu device file(s) for node n2");
+	write_file(path, "AutoDetect=nvml\nNodeName=n1 Name=gpu File=/dev/nvidia0\n");
+	CHECK(vgpu_gres_gpu_file(path, "n1", 0, file, sizeof(file), err, sizeof(err)) != 0);
+	CHECK_HAS(err, "gres.conf:1: AutoDetect= is set");
+	write_file(path, "NodeName=n[1-3 Name=gpu File=/dev/nvidia0\n");
+	CHECK(vgpu_gres_gpu_file(path, "n1", 0, file, sizeof(file), err, sizeof(err)) != 0);
+	CHECK_HAS(err, "gres.conf:1:");
+	write_file(path, "NodeName=n1 Name=gpu File=/dev/nvidia[0-\n");
+	CHECK(vgpu_gres_gpu_file(path, "n1", 0, file, sizeof(file), err, sizeof(err)) != 0);
+	CHECK_HAS(err, "File=/dev/nvidia[0-: ");
+	snprintf(path, sizeof(path), "%s/no-such-gres.conf", dir);
+	CHECK(vgpu_gres_gpu_file(path, "n1", 0, file, sizeof(file), err, sizeof(err)) != 0);
+	CHECK_HAS(err, "cannot read");
+}
+
+static void test_cgroup_tree(const char *dir)
+{
+	char mounts[256], mount[PATH_MAX], path[PATH_MAX], got[128], err[VGPU_ERR_MAX];
+	struct vgpu_device dev = { 195, 2 };
+	unsigned written = 0;
+	const char *const cgroups[] = {
+		"", "/slurm_n1", "/slurm_n1/uid_1000", "/slurm_n1/uid_1000/job_42",
+		"/slurm_n1/uid_1000/job_42/step_batch", "/slurm_n1/uid_1000/job_42/step_0",
+		"/slurm_n1/uid_1000/job_42/step_0/task_0", "/slurm_n1/uid_1000/job_43",
+	};
+	size_t k;
+
+	snprintf(mounts, sizeof(mounts), "%s/mounts", dir);
+	write_file(mounts, "proc /proc proc rw 0 0\n"
+			   "cgroup /sys/fs/cgroup/memory cgroup rw,relatime,memory 0 0\n"
+			   "cgroup /sys/fs/cgroup/devices cgroup rw,relatime,devices 0 0\n"
+			   "cgroup2 /sys/fs/cgroup/unified cgroup2 rw 0 0\n");
+	CHECK(vgpu_find_devices_cgroup(mounts, mount, sizeof(mount)) == VGPU_CGROUP_V1);
+	CHECK_STR(mount, "/sys/fs/cgroup/devices");
+	write_file(mounts, "cgroup2 /sys/fs/cgroup cgroup2 rw,nsdelegate 0 0\n"
+			   "cgroup /x cgroup rw,relatime,devicesx 0 0\n");
+	CHECK(vgpu_find_devices_cgroup(mounts, mount, sizeof(mount)) == VGPU_CGROUP_V2);
+	write_file(mounts, "proc /proc proc rw 0 0\n");
+	CHECK(vgpu_find_devices_cgroup(mounts, mount, sizeof(mount)) == VGPU_CGROUP_NONE);
+
+	/* Slurm's v1 layout, with plain files standing in for devices.allow/deny */
+	for (k = 0; k < sizeof(cgroups) / sizeof(cgroups[0]); k++) {
+		snprintf(path, sizeof(path), "%s/devices%s", dir, cgroups[k]);
+		CHECK(mkdir(path, 0755) == 0);
+		snprintf(path, sizeof(path), "%s/devices%s/devices.allow", dir, cgroups[k]);
+		write_file(path, "");
+		snprintf(path, sizeof(path), "%s/devices%s/devices.deny", dir, cgroups[k]);
+		write_file(path, "");
+	}
+	snprintf(mount, sizeof(mount), "%s/devices", dir);
+	CHECK(vgpu_job_devices_cgroup(mount, "n1", 1000, 42, path, sizeof(path), err, sizeof(err)) == 0);
+	CHECK_HAS(path, "/devices/slurm_n1/uid_1000/job_42");
+	CHECK(vgpu_job_devices_cgroup(mount, "n2", 1000, 42, path, sizeof(path), err, sizeof(err)) == 1);
+	CHECK(vgpu_job_devices_cgroup(mount, "n1", 1001, 42, path, sizeof(path), err, sizeof(err)) == 1);
+	CHECK(vgpu_job_devices_cgroup(mount, "n1;x", 1000, 42, path, sizeof(path), err, sizeof(err)) == -1);
+	CHECK(vgpu_job_devices_cgroup(mount, "n1", 1000, 42, path, sizeof(path), err, sizeof(err)) == 0);
+
+	CHECK(vgpu_cgroup_set_device(path, &dev, 1, &written, err, sizeof(err)) == 0);
+	CHECK(written == 4);	/* the job, its two steps, and the task below step 0 */
+	snprintf(path, sizeof(path), "%s/devices/slurm_n1/uid_1000/job_42/step_0/task_0/devices.allow", dir);
+	read_file(path, got, sizeof(got));
+	CHECK_STR(got, "c 195:2 rw");
+	snprintf(path, sizeof(path), "%s/devices/slurm_n1/uid_1000/job_43/devices.allow", dir);
+	read_file(path, got, sizeof(got));
+	CHECK_STR(got, "");	/* another job: untouched */
+	snprintf(path, sizeof(path), "%s/devices/slurm_n1/devices.allow", dir);
+	read_file(path, got, sizeof(got));
+	CHECK_STR(got, "");	/* above the job: untouched */
+
+	snprintf(path, sizeof(path), "%s/devices/slurm_n1/uid_1000/job_42", dir);
+	CHECK(vgpu_cgroup_set_device(path, &dev, 0, &written, err, sizeof(err)) == 0 && written == 4);
+	snprintf(path, sizeof(path), "%s/devices/slurm_n1/uid_1000/job_42/step_batch/devices.deny", dir);
+	read_file(path, got, sizeof(got));
+	CHECK_STR(got, "c 195:2 rwm");
+
+	/* a link in place of the job's cgroup is refused, never followed */
+	snprintf(path, sizeof(path), "%s/devices/slurm_n1/uid_1000/job_44", dir);
+	CHECK(symlink("job_43", path) == 0);
+	CHECK(vgpu_job_devices_cgroup(mount, "n1", 1000, 44, path, sizeof(path), err, sizeof(err)) == -1);
+	CHECK_HAS(err, "is not a directory");
+	snprintf(path, sizeof(path), "%s/devices/slurm_n1/uid_1000/job_44", dir);
+	CHECK(vgpu_cgroup_set_device(path, &dev, 1, &written, err, sizeof(err)) != 0);
+	/* a cgroup without devices.allow (no devices controller) fails, naming the file */
+	snprintf(path, sizeof(path), "%s/devices/slurm_n1/uid_1000/job_42/step_0/task_0/devices.allow", dir);
+	CHECK(unlink(path) == 0);
+	snprintf(path, sizeof(path), "%s/devices/slurm_n1/uid_1000/job_42", dir);
+	CHECK(vgpu_cgroup_set_device(path, &dev, 1, &written, err, sizeof(err)) != 0);
+	CHECK_HAS(err, "task_0/devices.allow");
+
+	CHECK(vgpu_char_device("/dev/null", &dev, err, sizeof(err)) == 0);
+	CHECK(dev.major == 1 && dev.minor == 3);
+	CHECK(vgpu_char_device(mounts, &dev, err, sizeof(err)) != 0);
+	CHECK_HAS(err, "is not a character device");
+}
+
+/* ---- the agent's socket directory ---- */
+
+static int record_seen(unsigned major, unsigned minor, void *ctx)
+{
+	struct collected *c = ctx;
+	size_t used = strlen(c->text);
+
+	snprintf(c->text + used, sizeof(c->text) - used, "%s%u:%u", used ? " " : "", major, minor);
+	return 0;
+}
+
+static void test_socket_dir(const char *dir)
+{
+	char base[256], jobdir[300], path[400], err[VGPU_ERR_MAX];
+	const int root = geteuid() == 0;
+	const uid_t uid = root ? 65534 : geteuid();
+	const gid_t gid = root ? 65534 : getegid();
+	struct stat st;
+
+	snprintf(base, sizeof(base), "%s/run/vgpu", dir);
+	CHECK(vgpu_job_socket_dir(base, 42, jobdir, sizeof(jobdir)) == 0);
+	snprintf(path, sizeof(path), "%s/job-42", base);
+	CHECK_STR(jobdir, path);
+	if (!root) {
+		/* the directory checks want root's agent_socket_dir: only as root */
+		CHECK(vgpu_prepare_socket_dir(base, 42, uid, gid, err, sizeof(err)) != 0);
+		CHECK_HAS(err, "must be root's");
+		return;
+	}
+	/* made with its parents, root's 0755, the job's directory the user's 0700 */
+	CHECK(vgpu_prepare_socket_dir(base, 42, uid, gid, err, sizeof(err)) == 0);
+	CHECK(stat(base, &st) == 0 && st.st_uid == 0 && (st.st_mode & 07777) == 0755);
+	CHECK(lstat(jobdir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == uid && st.st_gid == gid
+	      && (st.st_mode & 07777) == 0700);
+	/* another step of the job: fine */
+	CHECK(vgpu_prepare_socket_dir(base, 42, uid, gid, err, sizeof(err)) == 0);
+	/* someone else's directory under the job's name: refused */
+	CHECK(vgpu_prepare_socket_dir(base, 42, uid + 1, gid, err, sizeof(err)) != 0);
+	CHECK_HAS(err, "exists but is not a directory of uid");
+	CHECK(chmod(jobdir, 0755) == 0);
+	CHECK(vgpu_prepare_socket_dir(base, 42, uid, gid, err, sizeof(err)) != 0);
+	CHECK(chmod(jobdir, 0700) == 0);
+	snprintf(path, sizeof(path), "%s/job-43", base);
+	CHECK(symlink(jobdir, path) == 0);
+	CHECK(vgpu_prepare_socket_dir(base, 43, uid, gid, err, sizeof(err)) != 0);
+	CHECK(unlink(path) == 0);
+
+	/* what the job left is removed with the directory; a link is removed, not followed */
+	snprintf(path, sizeof(path), "%s/vgpu-n1.sock", jobdir);
+	write_file(path, "x");
+	snprintf(path, sizeof(path), "%s/sub", jobdir);
+	CHECK(mkdir(path, 0700) == 0);
+	snprintf(path, sizeof(path), "%s/sub/f", jobdir);
+	write_file(path, "x");
+	snprintf(path, sizeof(path), "%s/escape", jobdir);
+	CHECK(symlink(dir, path) == 0);
+	CHECK(vgpu_remove_socket_dir(base, 42, err, sizeof(err)) == 0);
+	CHECK(lstat(jobdir, &st) != 0 && errno == ENOENT);
+	CHECK(stat(dir, &st) == 0 && stat(base, &st) == 0);
+	CHECK(vgpu_remove_socket_dir(base, 42, err, sizeof(err)) == 0);	/* none: fine */
+
+	/* grant records: root's, per job and holder, read back by the job's later steps */
+	{
+		struct collected got = { "" };
+
+		CHECK(vgpu_grant_records(base, 42, record_seen, &got) == 0);
+		CHECK_STR(got.text, "");	/* none yet */
+		CHECK(vgpu_grant_record_write(base, 42, 7, 195, 2, err, sizeof(err)) == 0);
+		CHECK(vgpu_grant_record_write(base, 42, 8, 195, 3, err, sizeof(err)) == 0);
+		CHECK(vgpu_grant_record_write(base, 420, 9, 195, 1, err, sizeof(err)) == 0);
+		snprintf(path, sizeof(path), "%s/grants", base);
+		CHECK(stat(path, &st) == 0 && st.st_uid == 0 && (st.st_mode & 07777) == 0700);
+		/* a record root did not write is not one */
+		snprintf(path, sizeof(path), "%s/grants/42-99", base);
+		write_file(path, "195 0\n");
+		CHECK(chown(path, uid, gid) == 0);
+		snprintf(path, sizeof(path), "%s/grants/42-98", base);
+		write_file(path, "195 0 junk\n");
+		CHECK(vgpu_grant_records(base, 42, record_seen, &got) == 0);
+		CHECK(strstr(got.text, "195:2") != NULL && strstr(got.text, "195:3") != NULL);
+		CHECK(strstr(got.text, "195:1") == NULL && strstr(got.text, "195:0") == NULL);
+		CHECK(vgpu_grant_record_remove(base, 42, 7, err, sizeof(err)) == 0);
+		CHECK(vgpu_grant_record_remove(base, 42, 7, err, sizeof(err)) == 0);	/* gone: fine */
+		got.text[0] = '\0';
+		CHECK(vgpu_grant_records(base, 42, record_seen, &got) == 0);
+		CHECK_STR(got.text, "195:3");
+		/* the job's end (or the start of a later job of that id) clears them all, and only its own */
+		vgpu_grant_records_clear(base, 42);
+		got.text[0] = '\0';
+		CHECK(vgpu_grant_records(base, 42, record_seen, &got) == 0);
+		CHECK_STR(got.text, "");
+		CHECK(vgpu_grant_records(base, 420, record_seen, &got) == 0);
+		CHECK_STR(got.text, "195:1");
+	}
+
+	/* an agent_socket_dir others may write into is refused, nothing is made in it */
+	CHECK(chmod(base, 01777) == 0);
+	CHECK(vgpu_prepare_socket_dir(base, 44, uid, gid, err, sizeof(err)) != 0);
+	CHECK_HAS(err, "must be root's and writable by root alone");
+	snprintf(path, sizeof(path), "%s/job-44", base);
+	CHECK(lstat(path, &st) != 0);
+	CHECK(chmod(base, 0755) == 0 && chown(base, uid, gid) == 0);
+	CHECK(vgpu_prepare_socket_dir(base, 44, uid, gid, err, sizeof(err)) != 0);
+	CHECK_HAS(err, "must be root's");
+}
+
+static void remove_all(const char *dir)
+{
+	char cmd[400];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	CHECK(system(cmd) == 0);
+}
+
+static void test_grants(void)
+{
+	char dir[] = "/tmp/vgpu-bridge-unit-XXXXXX";
+
+	CHECK(mkdtemp(dir) != NULL);
+	test_grant_names();
+	test_hostlists();
+	test_gres_conf(dir);
+	test_cgroup_tree(dir);
+	test_socket_dir(dir);
+	remove_all(dir);
+}
+
 static struct vgpu_assembly assembly;
 static struct vgpu_env env;
 
@@ -912,6 +1302,7 @@ int main(void)
 	test_reply_fuzz(a, e);
 	test_read_line();
 	test_tracker_call();
+	test_grants();
 	printf("unit tests: %d checks, %d failed\n", checks, failures);
 	return failures == 0 ? 0 : 1;
 }

@@ -38,5 +38,8 @@ fi
 for pid_file in "$TESTBED_DIR"/run/tracker.pid "$TESTBED_DIR"/etc/munge/sock/munged.pid "$TESTBED_DIR"/run/lender-*.pid "$TESTBED_DIR"/run/slurmd-*.pid "$TESTBED_DIR"/run/slurmctld.pid; do
     [ -e "$pid_file" ] && stop_daemon "$pid_file"
 done
+if [ -f "$TESTBED_DIR/etc/cgroup.conf" ]; then
+    remove_slurm_cgroups || say "warning: some slurm_<node> cgroups of the testbed's nodes still hold processes"
+fi
 rm -rf "$TESTBED_DIR"
 say "down: $TESTBED_DIR removed"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Scenario (testbed started with VGPU_SPANK_PLUGIN): the SPANK bridge alone, against
 # slurm-spank-bridge/tests/fake_tracker.py, whose replies each check sets, on 127.0.0.1 and on a UNIX
-# socket. It checks: a vgpu job's variables and CUDA_VISIBLE_DEVICES, --vgpu-migrate, `assembly` and
+# socket. It checks: a vgpu job's variables, CUDA_VISIBLE_DEVICES unset, the agent's socket directory
+# (the job's, 0700, gone after the job), --vgpu-migrate, `assembly` and
 # `done` reaching the tracker, no token in the logs; a plain job untouched; per-node assemblies for a
 # two-node srun step; a job started by srun alone; `wait` then `ok`; refusal, malformed reply, count
 # mismatch, silence, endless `wait` and a stopped tracker each failing the job (FAILED, reason in
@@ -130,7 +131,7 @@ ENVDUMP='env | grep -E "^(VGPU_|CUDA_VISIBLE_DEVICES=|CUDA_DEVICE_ORDER=)" | sor
 : >"$T/tracker.log"
 
 # 1. a vgpu job gets its assembly; the tracker hears assembly and done
-J=$(submit_named vgpu --gres=vgpu:2 --vgpu-migrate=never --wrap "$ENVDUMP; scontrol show job \$SLURM_JOB_ID | grep -o 'TresPerNode=[^ ]*'")
+J=$(submit_named vgpu --gres=vgpu:2 --vgpu-migrate=never --wrap "$ENVDUMP; scontrol show job \$SLURM_JOB_ID | grep -o 'TresPerNode=[^ ]*'; stat -c 'agentdir %U %a' \$(dirname \$VGPU_AGENT_SOCKET)")
 S=$(wait_job "$J")
 O=$T/out/vgpu.out
 show "$O"
@@ -139,9 +140,11 @@ check "VGPU_COUNT=2" has "$O" '^VGPU_COUNT=2$'
 check "VGPU_ASSEMBLY maps vGPU 0 to local GPU 1 and vGPU 1 to the worker" has "$O" '^VGPU_ASSEMBLY=0=local:1,1=remote:127.0.0.1:7999$'
 check "VGPU_LOCAL_GPUS=1" has "$O" '^VGPU_LOCAL_GPUS=1$'
 check "CUDA_DEVICE_ORDER=PCI_BUS_ID" has "$O" '^CUDA_DEVICE_ORDER=PCI_BUS_ID$'
-check "CUDA_VISIBLE_DEVICES=1 (the assembly's local GPU)" has "$O" '^CUDA_VISIBLE_DEVICES=1$'
+check "CUDA_VISIBLE_DEVICES unset (CUDA enumerates every GPU of the node)" hasnt "$O" '^CUDA_VISIBLE_DEVICES='
 check "VGPU_REMOTE carries endpoint and token" has "$O" "^VGPU_REMOTE=1@127.0.0.1:7999#$TOKEN\$"
-check "VGPU_AGENT_SOCKET defaults to /run/vgpu/vgpu-<job>-<node>.sock" has "$O" "^VGPU_AGENT_SOCKET=/run/vgpu/vgpu-$J-n[1-3].sock\$"
+check "VGPU_AGENT_SOCKET defaults to /run/vgpu/job-<job>/vgpu-<node>.sock" has "$O" "^VGPU_AGENT_SOCKET=/run/vgpu/job-$J/vgpu-n[1-3].sock\$"
+check "the bridge made the job's agent directory, the job user's, mode 700" has "$O" '^agentdir root 700$'
+check "the job's epilog removed its agent directory" wait_until 20 "/run/vgpu/job-$J is gone" test ! -e "/run/vgpu/job-$J"
 check "VGPU_WINDOW_BASE" has "$O" '^VGPU_WINDOW_BASE=0x100000000000$'
 check "VGPU_MIGRATE=never from --vgpu-migrate" has "$O" '^VGPU_MIGRATE=never$'
 check "VGPU_SOURCE=tracker" has "$O" '^VGPU_SOURCE=tracker$'
@@ -177,7 +180,7 @@ tracker_reply "wait holders not placed yet" "ok vgpus=2 local=0,1"
 J=$(submit_named waiting --gres=vgpu:2 --wrap "$ENVDUMP")
 S=$(wait_job "$J")
 check "job $J waited for the tracker and completed ($S)" [ "$S" = COMPLETED ]
-check "after wait: CUDA_VISIBLE_DEVICES=0,1" has "$T/out/waiting.out" '^CUDA_VISIBLE_DEVICES=0,1$'
+check "after wait: VGPU_LOCAL_GPUS=0,1" has "$T/out/waiting.out" '^VGPU_LOCAL_GPUS=0,1$'
 
 # 4a. the tracker on a UNIX socket
 python3 "$FAKE_TRACKER" --unix "$T/run/tracker.sock" --reply-file "$T/tracker.reply" \
@@ -196,11 +199,12 @@ plugstack "tracker=127.0.0.1:$TRACKER_PORT" timeout=2 ready_timeout=3
 # 4b. a job started by srun alone (no batch step): the step gets its assembly
 tracker_reply "ok vgpus=1 local=1"
 status=0
-timeout 60 srun -N1 -w n2 --gres=vgpu:1 printenv VGPU_NODE CUDA_VISIBLE_DEVICES >"$T/out/srun.out" 2>"$T/out/srun.err" || status=$?
+timeout 60 srun -N1 -w n2 --gres=vgpu:1 bash -c 'printenv VGPU_NODE VGPU_LOCAL_GPUS; echo "CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-unset}"' >"$T/out/srun.out" 2>"$T/out/srun.err" || status=$?
 check "srun job exits 0 ($status)" [ "$status" = 0 ]
 show "$T/out/srun.out"
 check "srun job: VGPU_NODE=n2" has "$T/out/srun.out" '^n2$'
-check "srun job: CUDA_VISIBLE_DEVICES=1" has "$T/out/srun.out" '^1$'
+check "srun job: VGPU_LOCAL_GPUS=1" has "$T/out/srun.out" '^1$'
+check "srun job: CUDA_VISIBLE_DEVICES unset" has "$T/out/srun.out" '^CUDA_VISIBLE_DEVICES=unset$'
 
 # 5. tracker refuses, answers garbage, stays silent: the job fails closed, with the reason in slurmd's log
 expect_fail() { # expect_fail NAME LOG-PATTERN SBATCH-ARGS...

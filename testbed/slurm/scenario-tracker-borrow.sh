@@ -44,7 +44,7 @@ assert report["generated_at"].endswith("Z"), report["generated_at"]
 CHECK
 metrics=$(scrape_metrics) || die "the tracker serves no /metrics on port $(metrics_port)"
 grep -qx 'vgpu_borrowed_gpus 2.0' <<<"$metrics" || die "/metrics does not count 2 borrowed GPUs: $metrics"
-say "/metrics while job $job runs: $(grep -E '^vgpu_(borrowed_gpus|held_jobs|idle_gpus|assemblies)' <<<"$metrics" | tr '\n' ' ')"
+say "/metrics while job $job runs: $(grep -E '^vgpu_(borrowed_gpus|held_jobs|idle_gpus|live_assemblies|assemblies_total)' <<<"$metrics" | tr '\n' ' ')"
 expect_state "$job" COMPLETED 120
 output=$TESTBED_DIR/out/$job.out
 check_vgpu_job_output "$output" "$node" 1 2

@@ -6,7 +6,8 @@
 # lines, job_submit.lua and the lenders' command lines are rendered from a site configuration by
 # `vgpu config render`, as an admin would. Needs root.
 # Environment: VGPU_TESTBED_DIR (default /tmp/vgpu-testbed), VGPU_TESTBED_PORT_BASE (17900),
-# VGPU_SPANK_PLUGIN (a built SPANK bridge to load; without it plugstack.conf stays empty).
+# VGPU_SPANK_PLUGIN (a built SPANK bridge to load; without it plugstack.conf stays empty),
+# VGPU_TESTBED_CGROUPS=yes (task/cgroup and proctrack/cgroup with ConstrainDevices=yes; default: none).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
@@ -94,6 +95,26 @@ CONFIG
         || die "the testbed's site configuration is invalid: $(cat "$TESTBED_DIR/log/config-check.txt")"
 }
 
+# VGPU_TESTBED_CGROUPS=yes: Slurm's cgroup plugins with ConstrainDevices=yes (cgroup v1, as this
+# machine kind has), for scenario constrain-devices; otherwise no cgroups at all.
+process_tracking() {
+    if [ "${VGPU_TESTBED_CGROUPS:-no}" = yes ]; then
+        printf '%s\n' ProctrackType=proctrack/cgroup TaskPlugin=task/cgroup
+    else
+        printf '%s\n' ProctrackType=proctrack/linuxproc TaskPlugin=task/none
+    fi
+}
+
+write_cgroup_config() {
+    [ "${VGPU_TESTBED_CGROUPS:-no}" = yes ] || return 0
+    cat >"$TESTBED_DIR/etc/cgroup.conf" <<CONFIG
+# written by testbed/slurm/up.sh (VGPU_TESTBED_CGROUPS=yes): jobs see only the devices of their GRES
+CgroupPlugin=cgroup/v1
+CgroupMountpoint=/sys/fs/cgroup
+ConstrainDevices=yes
+CONFIG
+}
+
 write_slurm_config() {
     local etc=$TESTBED_DIR/etc host
     host=$(hostname)
@@ -117,8 +138,7 @@ SlurmdLogFile=$TESTBED_DIR/log/slurmd-%n.log
 SlurmdDebug=verbose
 PlugStackConfig=$etc/plugstack.conf
 SlurmdParameters=config_overrides
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
+$(process_tracking)
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 SelectType=select/cons_tres
@@ -167,6 +187,11 @@ nodes_idle() {
 
 "$(dirname "$0")/install-slurm.sh"
 refuse_busy_ports
+# Slurm names its cgroups by node and job (slurm_n1/uid_0/job_1): two testbeds with cgroups on one
+# machine would share them.
+if [ "${VGPU_TESTBED_CGROUPS:-no}" = yes ] && ! remove_slurm_cgroups; then
+    die "another testbed with VGPU_TESTBED_CGROUPS=yes runs here (its slurm_n* cgroups hold processes); tear it down first"
+fi
 # A failed start leaves the directory and any started daemon for inspection; down.sh clears both.
 trap 'echo "testbed: up.sh failed; logs are in $TESTBED_DIR/log; clean up with $(dirname "$0")/down.sh" >&2' ERR
 mkdir -p "$TESTBED_DIR"/{etc,state,run,log,out,capture}
@@ -178,6 +203,7 @@ done
 make_fake_gpus
 write_site_config
 write_slurm_config
+write_cgroup_config
 
 say "starting slurmctld on 127.0.0.1:$TESTBED_PORT_BASE"
 slurmctld -f "$SLURM_CONF" || die "slurmctld did not start; see $TESTBED_DIR/log/slurmctld.log"

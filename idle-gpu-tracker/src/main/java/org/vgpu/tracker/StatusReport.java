@@ -15,7 +15,8 @@ import org.vgpu.tracker.ledger.Assembly;
  * reasons, the idle GPUs of each node, and the recently ended assemblies, oldest first. {@code vgpu
  * report} shows it (through {@code org.vgpu.tracker.report.Report}) and {@code /metrics} counts it.
  *
- * @param at when the tracker composed it
+ * @param at          when the tracker composed it
+ * @param endedTotals how many assemblies ended since the tracker started, by {@link Ended#why()}
  */
 public record StatusReport(
         Instant at,
@@ -23,7 +24,8 @@ public record StatusReport(
         List<Migration> migrations,
         List<Waiting> waiting,
         List<NodeIdle> idleGpus,
-        List<Ended> ended) {
+        List<Ended> ended,
+        Map<String, Long> endedTotals) {
     public StatusReport {
         Objects.requireNonNull(at, "at");
         assemblies = List.copyOf(assemblies);
@@ -31,6 +33,7 @@ public record StatusReport(
         waiting = List.copyOf(waiting);
         idleGpus = List.copyOf(idleGpus);
         ended = List.copyOf(ended);
+        endedTotals = Map.copyOf(endedTotals);
     }
 
     /**

@@ -142,6 +142,8 @@ public final class Tracker {
     private final Map<Long, String> comments = new HashMap<>();
     /** Assemblies that ended, newest last. Guarded by {@link #lock}. */
     private final Deque<StatusReport.Ended> history = new ArrayDeque<>();
+    /** How many assemblies ended since this tracker started, by why (for /metrics). Guarded by {@link #lock}. */
+    private final Map<String, Long> endedTotals = new TreeMap<>();
     /** Holders of live assemblies that Slurm shows ended: those GPUs are no longer kept. Guarded by {@link #lock}. */
     private final Set<Long> lostHolders = new HashSet<>();
     /** Holders this tracker cancelled, which Slurm may still list as active for a moment. Guarded by {@link #lock}. */
@@ -494,7 +496,13 @@ public final class Tracker {
                     .map(node -> new StatusReport.NodeIdle(node.getKey(), node.getValue()))
                     .toList();
             return new StatusReport(
-                    clock.instant(), live, migrations, List.copyOf(waiting.values()), idle, List.copyOf(history));
+                    clock.instant(),
+                    live,
+                    migrations,
+                    List.copyOf(waiting.values()),
+                    idle,
+                    List.copyOf(history),
+                    endedTotals);
         }
     }
 
@@ -802,6 +810,7 @@ public final class Tracker {
     }
 
     private void remember(StatusReport.Ended ended) {
+        endedTotals.merge(ended.why(), 1L, Long::sum);
         history.addLast(ended);
         while (history.size() > HISTORY_LINES) {
             history.removeFirst();

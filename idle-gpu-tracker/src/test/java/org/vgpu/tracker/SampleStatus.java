@@ -20,7 +20,7 @@ public final class SampleStatus {
     /**
      * Job 42 (alice) runs on n1 with its GPU 5 and borrows n2:3 (holder 43, 1200 calls reported) and n3:1
      * (holder 44, lost); job 41's vGPU 1 moved home n3:0 -> n1:2 in 180 ms; job 50 (bob) is held; n2 has
-     * GPUs 0 and 2 idle, n1 none; job 40 (carol) ended.
+     * GPUs 0 and 2 idle, n1 none; job 40 (carol) ended, the last of 3 done and 1 aborted.
      */
     public static StatusReport report() {
         Assembly assembly = new Assembly(
@@ -62,6 +62,7 @@ public final class SampleStatus {
                         50, "bob", 2, "waiting for 2 GPUs: most idle node n1 has 0, other nodes can lend 1")),
                 List.of(new StatusReport.NodeIdle("n1", List.of()), new StatusReport.NodeIdle("n2", List.of(0, 2))),
                 List.of(new StatusReport.Ended(
-                        40, "carol", "n2", 2, 1, "done", Instant.parse("2026-11-21T11:59:00Z"), Optional.empty())));
+                        40, "carol", "n2", 2, 1, "done", Instant.parse("2026-11-21T11:59:00Z"), Optional.empty())),
+                Map.of("done", 3L, "aborted", 1L));
     }
 }

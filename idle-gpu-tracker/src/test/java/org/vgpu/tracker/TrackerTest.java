@@ -181,6 +181,7 @@ class TrackerTest {
                 statusLines(tracker).toString());
         assertTrue(slurm.actions.containsAll(
                 holders.stream().map(holder -> "cancel " + holder).toList()));
+        assertEquals(java.util.Map.of("done", 1L), tracker.status().endedTotals(), "what vgpu_assemblies_total counts");
     }
 
     @Test

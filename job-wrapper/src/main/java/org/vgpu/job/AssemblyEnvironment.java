@@ -37,6 +37,8 @@ final class AssemblyEnvironment {
     static final String NODE = BridgeContract.ENV_NODE;
     static final String SOURCE = BridgeContract.ENV_SOURCE;
     static final String TRACKER = BridgeContract.ENV_TRACKER;
+    /** Slurm's, not the bridge's: set in every step of every job. */
+    static final String SLURM_JOB_ID = "SLURM_JOB_ID";
     /** The bridge's variables; CUDA_VISIBLE_DEVICES alone does not make a vgpu job. */
     static final List<String> BRIDGE_VARIABLES =
             List.of(COUNT, ASSEMBLY, LOCAL_GPUS, REMOTE, AGENT_SOCKET, WINDOW_BASE, MIGRATE, NODE, SOURCE, TRACKER);
@@ -90,15 +92,14 @@ final class AssemblyEnvironment {
         }
 
         List<JobAssembly.Vgpu> vgpus = new ArrayList<>();
-        int cudaDevice = 0;
         for (Placement placement : placements) {
             vgpus.add(
                     placement.local()
-                            ? new JobAssembly.Local(placement.index(), placement.nodeGpu(), cudaDevice++)
+                            ? new JobAssembly.Local(placement.index(), placement.nodeGpu())
                             : new JobAssembly.Remote(
                                     placement.index(), placement.worker(), tokens.get(placement.index())));
         }
-        return new JobAssembly(vgpus, windowBase(count), agentSocket(), migration(), node(), source, tracker());
+        return new JobAssembly(vgpus, windowBase(count), agentSocket(), migration(), node(), source, tracker(), job());
     }
 
     // ---- VGPU_COUNT, VGPU_ASSEMBLY, VGPU_LOCAL_GPUS, CUDA_VISIBLE_DEVICES
@@ -173,19 +174,20 @@ final class AssemblyEnvironment {
     }
 
     /**
-     * CUDA numbers the GPUs a process sees by their place in CUDA_VISIBLE_DEVICES, and the job
-     * drives local GPU i of VGPU_LOCAL_GPUS as CUDA device i: both lists must be the same.
+     * A job may be granted node GPUs after it started, so CUDA may show it more than its own (CUDA_VISIBLE_DEVICES
+     * unset, or listing more GPUs); the runtime opens only those granted ({@link JobGrants}) and finds which CUDA
+     * ordinal is which GPU ({@link CudaOrdinals}). A list of GPU indices must show the job's own, or CUDA hides them.
      */
     private void checkCudaVisibleDevices(List<Integer> localGpus) {
         String visible = environment.get(CUDA_VISIBLE_DEVICES);
-        String expected = joined(localGpus);
-        if (visible == null) {
-            throw invalid(CUDA_VISIBLE_DEVICES + " is not set; a vgpu job's must be '" + expected + "', the GPUs of "
-                    + LOCAL_GPUS + ", so that CUDA device i is the i-th of them");
+        if (visible == null || !items(visible).stream().allMatch(DECIMAL.asMatchPredicate())) {
+            return; // every GPU, or GPUs by UUID: the job finds its own by PCI bus id
         }
-        if (!items(visible).equals(items(expected))) {
-            throw invalid(CUDA_VISIBLE_DEVICES + " is '" + visible + "' but " + LOCAL_GPUS + " is '" + expected
-                    + "'; they must be the same list, so that CUDA device i is the i-th local GPU");
+        for (int gpu : localGpus) {
+            if (!items(visible).contains(Integer.toString(gpu))) {
+                throw invalid(CUDA_VISIBLE_DEVICES + " is '" + visible + "' and does not list GPU " + gpu + " of "
+                        + LOCAL_GPUS + " ('" + joined(localGpus) + "'), so CUDA would hide the job's own GPU from it");
+            }
         }
     }
 
@@ -317,6 +319,19 @@ final class AssemblyEnvironment {
         }
         throw invalid(SOURCE + " must be " + BridgeContract.SOURCE_TRACKER + " or "
                 + BridgeContract.SOURCE_LOCAL_ONLY_FALLBACK + ", got '" + printable(text) + "'");
+    }
+
+    /** SLURM_JOB_ID, when set: a Slurm job id. */
+    private Optional<String> job() {
+        String text = environment.get(SLURM_JOB_ID);
+        if (text == null || text.isEmpty()) {
+            return Optional.empty();
+        }
+        if (!Pattern.matches("[1-9][0-9]{0,9}", text) || Long.parseLong(text) > BridgeContract.JOB_ID_MAX) {
+            throw invalid(SLURM_JOB_ID + " must be a Slurm job id from 1 to " + BridgeContract.JOB_ID_MAX + ", got '"
+                    + printable(text) + "'");
+        }
+        return Optional.of(text);
     }
 
     /** HOST:PORT or unix:/PATH; kept as text, for the agent's reports to the tracker. */

@@ -6,7 +6,6 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.OptionalInt;
 
 import org.vgpu.common.contract.BridgeContract;
 import org.vgpu.common.error.ConfigException;
@@ -25,6 +24,7 @@ import org.vgpu.runtime.api.VaWindow;
  * @param node        the node the assembly is for, when given
  * @param source      who made the assembly
  * @param tracker     the tracker's address ({@code host:port} or {@code unix:/path}), when given
+ * @param job         the Slurm job id (SLURM_JOB_ID), when given: the agent's polls of the tracker name it
  */
 public record JobAssembly(
         List<Vgpu> vgpus,
@@ -33,7 +33,8 @@ public record JobAssembly(
         Migration migration,
         Optional<String> node,
         Source source,
-        Optional<String> tracker) {
+        Optional<String> tracker,
+        Optional<String> job) {
     /** The most vGPUs the bridge gives a job on one node. */
     public static final int MAX_VGPUS = BridgeContract.VGPUS_MAX;
 
@@ -45,11 +46,10 @@ public record JobAssembly(
     /**
      * A GPU of this node.
      *
-     * @param nodeGpu    its index on the node, as nvidia-smi and gres.conf number GPUs
-     * @param cudaDevice its CUDA ordinal in the job: the job's CUDA_VISIBLE_DEVICES lists only its
-     *                   local GPUs, so CUDA renumbers them by their position there
+     * @param nodeGpu its index on the node, as nvidia-smi and gres.conf number GPUs (Slurm's index, the minor of
+     *                /dev/nvidiaN); which CUDA ordinal drives it is {@link CudaOrdinals}'s to find
      */
-    public record Local(int index, int nodeGpu, int cudaDevice) implements Vgpu {}
+    public record Local(int index, int nodeGpu) implements Vgpu {}
 
     /**
      * A GPU worker on a lender node, with the session token the tracker issued for it. The token is
@@ -110,6 +110,7 @@ public record JobAssembly(
         Objects.requireNonNull(node, "node");
         Objects.requireNonNull(source, "source");
         Objects.requireNonNull(tracker, "tracker");
+        Objects.requireNonNull(job, "job");
     }
 
     /**
@@ -152,24 +153,29 @@ public record JobAssembly(
         return vgpus.stream().filter(Remote.class::isInstance).count();
     }
 
-    /** The CUDA ordinal of node GPU {@code nodeGpu} in this job, or empty when the job cannot see that GPU. */
-    public OptionalInt cudaDeviceOf(int nodeGpu) {
+    /** The node GPUs of the job's local vGPUs, in vGPU order (VGPU_LOCAL_GPUS): those the job is granted at start. */
+    public List<Integer> localGpus() {
         return vgpus.stream()
                 .filter(Local.class::isInstance)
                 .map(Local.class::cast)
-                .filter(local -> local.nodeGpu() == nodeGpu)
-                .mapToInt(Local::cudaDevice)
-                .findFirst();
+                .map(Local::nodeGpu)
+                .toList();
     }
 
-    /** The node GPUs the job sees, in CUDA order: "2,3", or "none". */
+    /** {@link #localGpus()} as text: "2,3", or "none". */
     public String localGpusText() {
-        List<String> gpus = vgpus.stream()
-                .filter(Local.class::isInstance)
-                .map(Local.class::cast)
-                .map(local -> Integer.toString(local.nodeGpu()))
-                .toList();
-        return gpus.isEmpty() ? "none" : String.join(",", gpus);
+        List<Integer> gpus = localGpus();
+        return gpus.isEmpty()
+                ? "none"
+                : String.join(",", gpus.stream().map(String::valueOf).toList());
+    }
+
+    /** The first borrowed vGPU, whose session token the agent's polls of the tracker carry; empty: none is borrowed. */
+    public Optional<Remote> firstRemote() {
+        return vgpus.stream()
+                .filter(Remote.class::isInstance)
+                .map(Remote.class::cast)
+                .findFirst();
     }
 
     /** The session token of remote vGPU {@code k} if it runs on {@code worker}. */

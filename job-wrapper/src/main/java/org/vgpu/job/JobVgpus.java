@@ -7,7 +7,9 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 
+import org.vgpu.common.agent.AgentChannel;
 import org.vgpu.common.error.NetworkException;
+import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.migration.MigratableGpu;
 import org.vgpu.migration.MigrationConfig;
 import org.vgpu.migration.MigrationFaults;
@@ -15,6 +17,7 @@ import org.vgpu.migration.MigrationListener;
 import org.vgpu.migration.MigrationTarget;
 import org.vgpu.migration.RemoteWorkerResolver;
 import org.vgpu.migration.agent.MigrationAgent;
+import org.vgpu.migration.agent.TrackerLink;
 import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.GpuBackend;
 import org.vgpu.runtime.api.VgpuException;
@@ -25,8 +28,10 @@ import org.vgpu.runtime.remote.client.RemoteConfig;
 /**
  * A job's vGPUs, opened as its {@link JobAssembly} says: each a {@link MigratableGpu} in its own
  * window, over the local backend (a GPU of this node) or a session on its lent GPU worker, and the
- * migration agent listening on the assembly's socket when it names one. Closing it closes the
- * vGPUs, stops the agent and removes its socket.
+ * migration agent listening on the assembly's socket when it names one. When the job borrows a vGPU
+ * and knows the tracker (VGPU_TRACKER), a {@link TrackerLink} polls the tracker for the migrations
+ * that bring borrowed vGPUs home. Closing it stops the link, closes the vGPUs, stops the agent and
+ * removes its socket.
  *
  * <p>An agent that cannot listen (the site has not created the socket directory, another agent
  * holds the socket) does not stop the job: its vGPUs work, they only cannot be moved, and
@@ -37,6 +42,9 @@ public final class JobVgpus implements AutoCloseable {
     private final GpuBackend local;
     private final RemoteWorkerResolver workers;
     private final MigrationAgent agent;
+    private final TrackerLink trackerLink;
+    private final String trackerProblem;
+    private final CudaOrdinals ordinals;
     private final List<MigratableGpu> vgpus;
     private final Thread socketRemoval;
     private final String agentProblem;
@@ -46,6 +54,8 @@ public final class JobVgpus implements AutoCloseable {
             GpuBackend local,
             RemoteWorkerResolver workers,
             MigrationAgent agent,
+            TrackerPolling polling,
+            CudaOrdinals ordinals,
             List<MigratableGpu> vgpus,
             Thread socketRemoval,
             String agentProblem) {
@@ -53,6 +63,9 @@ public final class JobVgpus implements AutoCloseable {
         this.local = local;
         this.workers = workers;
         this.agent = agent;
+        this.trackerLink = polling.link();
+        this.trackerProblem = polling.problem();
+        this.ordinals = ordinals;
         this.vgpus = List.copyOf(vgpus);
         this.socketRemoval = socketRemoval;
         this.agentProblem = agentProblem;
@@ -70,6 +83,16 @@ public final class JobVgpus implements AutoCloseable {
      */
     public static JobVgpus open(
             JobAssembly assembly, GpuBackend local, RemoteConfig remoteConfig, MigrationListener listener) {
+        return open(assembly, CudaOrdinals.of(System.getenv(), local), local, remoteConfig, listener);
+    }
+
+    /** With the CUDA ordinals found from another environment than this process's (vgpu run's, a test's). */
+    static JobVgpus open(
+            JobAssembly assembly,
+            CudaOrdinals ordinals,
+            GpuBackend local,
+            RemoteConfig remoteConfig,
+            MigrationListener listener) {
         FailureCollector cleanup = new FailureCollector();
         RemoteWorkerResolver workers = null;
         MigrationAgent agent = null;
@@ -77,10 +100,11 @@ public final class JobVgpus implements AutoCloseable {
         String agentProblem = null;
         List<MigratableGpu> vgpus = new ArrayList<>();
         try {
-            checkLocalDevices(assembly, local);
+            checkLocalDevices(assembly, ordinals);
+            JobGrants grants = new JobGrants(assembly);
             // No TLS: the job's environment says nothing of the lenders' certificates (see README, vgpu run).
-            workers = new RemoteWorkerResolver(JobTargets.credentials(assembly), remoteConfig, null);
-            JobTargets targets = new JobTargets(assembly, local, workers);
+            workers = new RemoteWorkerResolver(JobTargets.credentials(grants), remoteConfig, null);
+            JobTargets targets = new JobTargets(assembly, grants, ordinals, local, workers);
             if (assembly.agentSocket().isPresent()) {
                 try {
                     agent = new MigrationAgent(
@@ -95,11 +119,12 @@ public final class JobVgpus implements AutoCloseable {
                 }
             }
             for (JobAssembly.Vgpu vgpu : assembly.vgpus()) {
-                vgpus.add(openOne(assembly, vgpu, local, workers, targets, agent, listener));
+                vgpus.add(openOne(assembly, vgpu, ordinals, local, workers, targets, agent, listener));
             }
-            return new JobVgpus(assembly, local, workers, agent, vgpus, socketRemoval, agentProblem);
+            TrackerPolling polling = startTrackerLink(assembly, vgpus, grants);
+            return new JobVgpus(assembly, local, workers, agent, polling, ordinals, vgpus, socketRemoval, agentProblem);
         } catch (RuntimeException e) {
-            closeAll(cleanup, local, workers, agent, vgpus, socketRemoval);
+            closeAll(cleanup, local, workers, null, agent, vgpus, socketRemoval);
             try {
                 cleanup.rethrow();
             } catch (RuntimeException closing) {
@@ -109,9 +134,39 @@ public final class JobVgpus implements AutoCloseable {
         }
     }
 
+    /** The link to the tracker, or why there is none although the job borrows a vGPU (null when it needs none). */
+    private record TrackerPolling(TrackerLink link, String problem) {}
+
+    /**
+     * A link to the tracker when the job borrows a vGPU (its session token is the link's credential) and knows the
+     * tracker; none otherwise: a job without a borrowed vGPU has nothing to bring home.
+     */
+    private static TrackerPolling startTrackerLink(JobAssembly assembly, List<MigratableGpu> vgpus, JobGrants grants) {
+        Optional<JobAssembly.Remote> borrowed = assembly.firstRemote();
+        if (borrowed.isEmpty() || assembly.tracker().isEmpty()) {
+            return new TrackerPolling(null, null);
+        }
+        if (assembly.job().isEmpty()) {
+            return new TrackerPolling(null, "SLURM_JOB_ID is not set, so the job cannot name itself to the tracker");
+        }
+        AgentChannel.Credential credential;
+        TrackerLink.Address tracker;
+        try {
+            credential = new AgentChannel.Credential(
+                    assembly.job().get(), borrowed.get().index(), borrowed.get().token());
+            tracker = TrackerLink.Address.parse(assembly.tracker().get());
+        } catch (IllegalArgumentException e) {
+            return new TrackerPolling(null, e.getMessage());
+        } catch (VgpuFailure e) {
+            return new TrackerPolling(null, e.detail());
+        }
+        return new TrackerPolling(TrackerLink.start(tracker, credential, vgpus, grants), null);
+    }
+
     private static MigratableGpu openOne(
             JobAssembly assembly,
             JobAssembly.Vgpu vgpu,
+            CudaOrdinals ordinals,
             GpuBackend local,
             RemoteWorkerResolver workers,
             JobTargets targets,
@@ -123,7 +178,7 @@ public final class JobVgpus implements AutoCloseable {
             switch (vgpu) {
                 case JobAssembly.Local gpu -> {
                     location = new MigrationTarget.LocalGpu(gpu.nodeGpu());
-                    initial = local.open(gpu.cudaDevice(), assembly.window(gpu.index()));
+                    initial = local.open(ordinals.ordinalOf(gpu.nodeGpu()), assembly.window(gpu.index()));
                 }
                 case JobAssembly.Remote remote -> {
                     MigrationTarget.RemoteWorker worker = new MigrationTarget.RemoteWorker(remote.worker());
@@ -148,23 +203,18 @@ public final class JobVgpus implements AutoCloseable {
     }
 
     /**
-     * Local GPU i of the job is CUDA device i: the backend must have as many devices as the job has
-     * local GPUs. A job whose environment names more is misconfigured (its GPUs hidden from CUDA, or
-     * the bridge's variables wrong); no GPU call has failed.
+     * Every local GPU of the job must be one CUDA shows this process: a job whose GPUs cannot be found is
+     * misconfigured (its GPUs hidden from CUDA, or the bridge's variables wrong); no GPU call has failed.
      */
-    private static void checkLocalDevices(JobAssembly assembly, GpuBackend local) {
+    private static void checkLocalDevices(JobAssembly assembly, CudaOrdinals ordinals) {
         for (JobAssembly.Vgpu vgpu : assembly.vgpus()) {
-            if (vgpu instanceof JobAssembly.Local gpu && gpu.cudaDevice() >= local.deviceCount()) {
-                throw JobAssembly.invalid(String.format(
-                        "vGPU %d is local GPU %d,"
-                                + " device %d of the job (its place in VGPU_LOCAL_GPUS=%s), but the %s backend has %d device(s)%s",
-                        gpu.index(),
-                        gpu.nodeGpu(),
-                        gpu.cudaDevice(),
-                        assembly.localGpusText(),
-                        local.name(),
-                        local.deviceCount(),
-                        local.isEmulation() ? "" : "; does CUDA_VISIBLE_DEVICES list the job's GPUs?"));
+            if (vgpu instanceof JobAssembly.Local gpu) {
+                try {
+                    ordinals.ordinalOf(gpu.nodeGpu());
+                } catch (VgpuException e) {
+                    throw JobAssembly.invalid("vGPU " + gpu.index() + " (local GPU " + gpu.nodeGpu()
+                            + ") cannot be opened: " + e.detail());
+                }
             }
         }
     }
@@ -219,6 +269,16 @@ public final class JobVgpus implements AutoCloseable {
         return Optional.ofNullable(agentProblem);
     }
 
+    /** Why the job borrows a vGPU but does not poll the tracker for migrations; empty when it polls, or needs not. */
+    public Optional<String> trackerProblem() {
+        return Optional.ofNullable(trackerProblem);
+    }
+
+    /** The CUDA ordinal of this process that drives node GPU {@code nodeGpu}. */
+    public int cudaOrdinal(int nodeGpu) {
+        return ordinals.ordinalOf(nodeGpu);
+    }
+
     /** The device vGPU {@code k} was opened on, which it keeps showing the app across migrations. */
     public DeviceProperties device(int k) {
         return vgpus.get(k).deviceProperties();
@@ -227,18 +287,25 @@ public final class JobVgpus implements AutoCloseable {
     @Override
     public void close() {
         FailureCollector failures = new FailureCollector();
-        closeAll(failures, local, workers, agent, vgpus, socketRemoval);
+        closeAll(failures, local, workers, trackerLink, agent, vgpus, socketRemoval);
         failures.rethrow();
     }
 
-    /** vGPUs first (the agent closes those it adopted), then the event loops they used, then the local backend. */
+    /**
+     * The tracker link first (no migration starts after it), then the vGPUs (the agent closes those it adopted),
+     * then the event loops they used, then the local backend.
+     */
     private static void closeAll(
             FailureCollector failures,
             GpuBackend local,
             RemoteWorkerResolver workers,
+            TrackerLink trackerLink,
             MigrationAgent agent,
             List<MigratableGpu> vgpus,
             Thread socketRemoval) {
+        if (trackerLink != null) {
+            failures.attempt(trackerLink::close);
+        }
         if (agent != null) {
             failures.attempt(agent::close);
         } else {

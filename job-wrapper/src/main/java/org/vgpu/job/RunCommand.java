@@ -21,12 +21,15 @@ import org.apache.commons.cli.ParseException;
 
 import org.vgpu.common.cli.CommandLines;
 import org.vgpu.common.cli.Subcommand;
+import org.vgpu.common.contract.BridgeContract;
 import org.vgpu.common.error.ConfigException;
 import org.vgpu.migration.MigratableGpu;
 import org.vgpu.runtime.Backends;
 import org.vgpu.runtime.api.DeviceProperties;
+import org.vgpu.runtime.api.GpuBackend;
 import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.cli.WorkloadSelection;
+import org.vgpu.runtime.emulated.EmulatedBackend;
 import org.vgpu.runtime.remote.client.RemoteConfig;
 import org.vgpu.runtime.remote.client.RemoteGpu;
 import org.vgpu.runtime.workloads.Workload;
@@ -89,6 +92,14 @@ public final class RunCommand implements Subcommand {
                                 + " machine has a CUDA driver, else the CPU emulation)")
                         .get())
                 .addOption(Option.builder()
+                        .longOpt("emulated-gpus")
+                        .hasArg()
+                        .argName("N")
+                        .desc("GPUs of the node the CPU emulation shows, GPU i as device i: at least the highest GPU"
+                                + " index of the node plus one, so a GPU the tracker grants can be opened (default "
+                                + EmulatedBackend.DEFAULT_DEVICE_COUNT + ")")
+                        .get())
+                .addOption(Option.builder()
                         .longOpt("size")
                         .hasArg()
                         .argName("N")
@@ -117,6 +128,11 @@ public final class RunCommand implements Subcommand {
                         .map(name -> Workloads.named(name).orElseThrow())
                         .toList());
         String backendName = CommandLines.choice(line, "local-backend", Backends.AUTO, Backends.CHOICES);
+        int emulatedGpus = CommandLines.intValue(line, "emulated-gpus", EmulatedBackend.DEFAULT_DEVICE_COUNT, 1);
+        if (emulatedGpus > BridgeContract.GPU_INDEX_MAX + 1) {
+            throw new ParseException("--emulated-gpus must be <= " + (BridgeContract.GPU_INDEX_MAX + 1)
+                    + " (GPU indices go up to " + BridgeContract.GPU_INDEX_MAX + "), got " + emulatedGpus);
+        }
         int scale = CommandLines.intValue(line, "size", 1, 1);
         int steps = CommandLines.intValue(line, "steps", 1, 1);
         int holdSeconds = line.hasOption("hold") ? CommandLines.intValue(line, "hold", 0, 1) : 0;
@@ -138,14 +154,19 @@ public final class RunCommand implements Subcommand {
         JobAssembly assembly = parsed.get();
         printAssembly(assembly, out);
 
+        GpuBackend local = Backends.open(backendName, emulatedGpus);
         try (JobVgpus job = JobVgpus.open(
                 assembly,
-                Backends.open(backendName),
+                CudaOrdinals.of(environment, local),
+                local,
                 RemoteConfig.defaults(),
                 report -> out.println("migration: " + report.summary()))) {
             job.agentProblem()
                     .ifPresent(problem -> err.println(
                             "vgpu run: warning: no migration agent, so these vGPUs" + " cannot be moved: " + problem));
+            job.trackerProblem()
+                    .ifPresent(problem -> err.println("vgpu run: warning: the borrowed vGPUs will not be brought home"
+                            + " by the tracker: " + problem));
             printVgpus(job, backendName, out);
             boolean passed = checkAll(job, workloads, scale, steps, 1, out);
             if (holdSeconds > 0) {
@@ -190,7 +211,8 @@ public final class RunCommand implements Subcommand {
             String detail = switch (vgpu) {
                 case JobAssembly.Local local ->
                     String.format(
-                            "(%s), CUDA device %d: %s", job.local().name(), local.cudaDevice(), deviceText(device));
+                            "(%s), CUDA device %d: %s",
+                            job.local().name(), job.cudaOrdinal(local.nodeGpu()), deviceText(device));
                 case JobAssembly.Remote remote -> "(worker's device: " + deviceText(device) + ")";
             };
             out.printf(

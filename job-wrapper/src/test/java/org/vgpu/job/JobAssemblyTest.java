@@ -11,7 +11,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.OptionalInt;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -53,9 +52,9 @@ class JobAssemblyTest {
         JobAssembly assembly = parse(bridgeExample());
         assertEquals(
                 List.of(
-                        new JobAssembly.Local(0, 2, 0),
+                        new JobAssembly.Local(0, 2),
                         new JobAssembly.Remote(1, new Endpoint("10.1.0.7", 7001), TOKEN),
-                        new JobAssembly.Local(2, 3, 1)),
+                        new JobAssembly.Local(2, 3)),
                 assembly.vgpus());
         assertEquals(3, assembly.count());
         assertEquals(2, assembly.localCount());
@@ -67,8 +66,10 @@ class JobAssemblyTest {
         assertEquals(Optional.of("n1"), assembly.node());
         assertEquals(JobAssembly.Source.TRACKER, assembly.source());
         assertEquals(Optional.of("10.1.0.5:7100"), assembly.tracker());
-        assertEquals(OptionalInt.of(1), assembly.cudaDeviceOf(3));
-        assertEquals(OptionalInt.empty(), assembly.cudaDeviceOf(0));
+        assertEquals(List.of(2, 3), assembly.localGpus());
+        assertEquals(
+                Optional.of(new JobAssembly.Remote(1, new Endpoint("10.1.0.7", 7001), TOKEN)), assembly.firstRemote());
+        assertEquals(Optional.empty(), assembly.job(), "SLURM_JOB_ID is not in the example");
         assertEquals(Optional.of(TOKEN), assembly.tokenFor(1, new Endpoint("10.1.0.7", 7001)));
         assertEquals(Optional.empty(), assembly.tokenFor(1, new Endpoint("10.1.0.7", 7002)));
         assertEquals(Optional.empty(), assembly.tokenFor(0, new Endpoint("10.1.0.7", 7001)));
@@ -107,7 +108,7 @@ class JobAssemblyTest {
 
         assertEquals(
                 List.of(
-                        new JobAssembly.Local(0, 3, 0),
+                        new JobAssembly.Local(0, 3),
                         new JobAssembly.Remote(1, new Endpoint("10.0.0.2", 40000), TOKEN),
                         new JobAssembly.Remote(2, new Endpoint("10.0.0.3", 40001), TOKEN)),
                 assembly.vgpus());
@@ -153,7 +154,7 @@ class JobAssemblyTest {
         Map<String, String> environment = new HashMap<>(Map.of(
                 "VGPU_COUNT", "1", "VGPU_ASSEMBLY", "0=local:0", "VGPU_LOCAL_GPUS", "0", "CUDA_VISIBLE_DEVICES", "0"));
         JobAssembly assembly = parse(environment);
-        assertEquals(List.of(new JobAssembly.Local(0, 0, 0)), assembly.vgpus());
+        assertEquals(List.of(new JobAssembly.Local(0, 0)), assembly.vgpus());
         assertEquals(VaWindow.DEFAULT_BASE, assembly.windowBase());
         assertEquals(Optional.empty(), assembly.agentSocket());
         assertEquals(JobAssembly.Migration.AUTO, assembly.migration());
@@ -180,6 +181,25 @@ class JobAssemblyTest {
         assertEquals(JobAssembly.Source.LOCAL_ONLY_FALLBACK, assembly.source());
         assertEquals(Optional.of("unix:/run/vgpu/tracker.sock"), assembly.tracker());
         assertEquals(0x7FC0_0000_0000L, assembly.windowBase());
+    }
+
+    /**
+     * A job may be granted node GPUs after it started, so CUDA may show it every GPU of the node: CUDA_VISIBLE_DEVICES
+     * unset, listing more GPUs than the job's, or naming GPUs by UUID; the job's own must be among those listed.
+     */
+    @ParameterizedTest
+    @CsvSource({"(unset)", "'2,3'", "'0,1,2,3'", "'3,2'", "'GPU-8c1e7f0a,GPU-5b1d2e3f'"})
+    void cudaMayShowTheJobMoreGpusThanItsOwn(String visible) {
+        Map<String, String> environment = bridgeExample();
+        if (visible.equals("(unset)")) {
+            environment.remove("CUDA_VISIBLE_DEVICES");
+        } else {
+            environment.put("CUDA_VISIBLE_DEVICES", visible);
+        }
+        environment.put("SLURM_JOB_ID", "42");
+        JobAssembly assembly = parse(environment);
+        assertEquals(List.of(2, 3), assembly.localGpus());
+        assertEquals(Optional.of("42"), assembly.job());
     }
 
     /** {@code (unset)} removes the variable from the bridge's example. */
@@ -209,8 +229,11 @@ class JobAssemblyTest {
                 "VGPU_LOCAL_GPUS       | 2                                                   | VGPU_LOCAL_GPUS is '2' but VGPU_ASSEMBLY places its local vGPUs on GPUs '2,3'",
                 "VGPU_LOCAL_GPUS       | 2,2                                                 | VGPU_LOCAL_GPUS names GPU 2 twice",
                 "VGPU_LOCAL_GPUS       | 2,x                                                 | VGPU_LOCAL_GPUS: a GPU index must be a whole number",
-                "CUDA_VISIBLE_DEVICES  | (unset)                                             | CUDA_VISIBLE_DEVICES is not set; a vgpu job's must be '2,3'",
-                "CUDA_VISIBLE_DEVICES  | 0,1                                                 | CUDA_VISIBLE_DEVICES is '0,1' but VGPU_LOCAL_GPUS is '2,3'",
+                "CUDA_VISIBLE_DEVICES  | 0,1                                                 | CUDA_VISIBLE_DEVICES is '0,1' and does not list GPU 2 of VGPU_LOCAL_GPUS ('2,3'), so CUDA would hide the job's own GPU from it",
+                "CUDA_VISIBLE_DEVICES  | 0,2,1                                               | CUDA_VISIBLE_DEVICES is '0,2,1' and does not list GPU 3 of VGPU_LOCAL_GPUS",
+                "SLURM_JOB_ID          | 042                                                 | SLURM_JOB_ID must be a Slurm job id from 1 to 4294967295, got '042'",
+                "SLURM_JOB_ID          | 4294967296                                          | SLURM_JOB_ID must be a Slurm job id from 1 to 4294967295",
+                "SLURM_JOB_ID          | 42.1                                                | SLURM_JOB_ID must be a Slurm job id",
                 "VGPU_REMOTE           | (unset)                                             | VGPU_REMOTE has no session token for remote vGPU 1 (10.1.0.7:7001); expected an entry 1@10.1.0.7:7001#TOKEN, and VGPU_REMOTE is not set",
                 "VGPU_REMOTE           | ''                                                  | VGPU_REMOTE has no session token for remote vGPU 1 (10.1.0.7:7001)",
                 "VGPU_REMOTE           | 1@10.1.0.7:7001                                     | VGPU_REMOTE entry 1 is not K@HOST:PORT#TOKEN",

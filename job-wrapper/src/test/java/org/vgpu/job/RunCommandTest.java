@@ -110,6 +110,7 @@ class RunCommandTest {
                 "VGPU_TRACKER",
                 "127.0.0.1:7100"));
         environment.put("VGPU_AGENT_SOCKET", socket.toString());
+        environment.put("SLURM_JOB_ID", "42");
         return environment;
     }
 
@@ -130,11 +131,11 @@ class RunCommandTest {
     @Test
     void aMalformedEnvironmentIsExit2NamingTheVariable() {
         Map<String, String> environment = localJob(2, directory.resolve("agent.sock"));
-        environment.put("CUDA_VISIBLE_DEVICES", "1,0");
+        environment.put("CUDA_VISIBLE_DEVICES", "1");
         assertEquals(2, run(environment));
         assertTrue(
-                err().contains("vgpu run: the job's vgpu environment is malformed: CUDA_VISIBLE_DEVICES is '1,0' but"
-                        + " VGPU_LOCAL_GPUS is '0,1'"),
+                err().contains("vgpu run: the job's vgpu environment is malformed: CUDA_VISIBLE_DEVICES is '1' and"
+                        + " does not list GPU 0 of VGPU_LOCAL_GPUS ('0,1')"),
                 err());
         assertEquals("", out());
         assertFalse(Files.exists(directory.resolve("agent.sock")));
@@ -155,8 +156,8 @@ class RunCommandTest {
         int gpus = EmulatedBackend.DEFAULT_DEVICE_COUNT + 1;
         assertEquals(1, run(localJob(gpus, directory.resolve("agent.sock")), "--local-backend", "emulated"));
         assertTrue(
-                err().contains("vGPU " + (gpus - 1) + " is local GPU " + (gpus - 1) + ", device " + (gpus - 1)
-                        + " of the job (its place in VGPU_LOCAL_GPUS="),
+                err().contains("vGPU " + (gpus - 1) + " (local GPU " + (gpus - 1) + ") cannot be opened: CUDA device "
+                        + (gpus - 1) + " of the job (its place in CUDA_VISIBLE_DEVICES="),
                 err());
         assertTrue(
                 err().contains("but the emulated backend has " + EmulatedBackend.DEFAULT_DEVICE_COUNT + " device(s)"),
@@ -323,7 +324,7 @@ class RunCommandTest {
     }
 
     @Test
-    void theAgentRefusesAGpuTheJobCannotSeeAndMovesToOneItCan() {
+    void theAgentRefusesAGpuNotGrantedToTheJobAndMovesToOneThatIs() {
         Path socket = directory.resolve("agent.sock");
         int status = run(
                 localJob(2, socket),
@@ -343,7 +344,8 @@ class RunCommandTest {
                         && agentReplies
                                 .get(0)
                                 .contains(
-                                        "GPU 7 of this node is not one of the job's local GPUs (0,1); CUDA_VISIBLE_DEVICES hides it"),
+                                        "CUDA_ERROR_NOT_PERMITTED: GPU 7 of node n1 is not granted to job 42 (it has GPU"
+                                                + " 0, GPU 1); the tracker grants a freed GPU when it moves a vGPU home"),
                 agentReplies.toString());
         assertTrue(
                 agentReplies.get(1).startsWith("ok vgpu 0 moved gpu 0 (emulated) -> gpu 1"), agentReplies.toString());

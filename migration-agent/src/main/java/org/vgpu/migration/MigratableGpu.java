@@ -23,6 +23,8 @@ import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.api.VirtualGpu;
 import org.vgpu.runtime.api.surface.GatedForwarder;
 import org.vgpu.runtime.core.FailureCollector;
+import org.vgpu.runtime.remote.client.RemoteCounters;
+import org.vgpu.runtime.remote.client.RemoteGpu;
 
 /**
  * A vGPU that can move, live, to another backend: it passes every call to its current backend and
@@ -83,6 +85,8 @@ public final class MigratableGpu extends GatedVirtualGpu {
     private final Object hostOwnership = new Object();
     private volatile VirtualGpu backend;
     private volatile MigrationTarget location;
+    /** What the remote backends this vGPU left behind had counted; changed only by the switch, under the gate. */
+    private volatile RemoteCounters formerRemotes = RemoteCounters.ZERO;
 
     @SuppressWarnings("unused") // through DEFERRED_ERROR
     private volatile VgpuException deferredError;
@@ -146,6 +150,19 @@ public final class MigratableGpu extends GatedVirtualGpu {
     /** Where the vGPU runs now, e.g. "gpu 1 (native)" or "lender-3:7400 (remote)". */
     public String location() {
         return location + " (" + backend.backendName() + ")";
+    }
+
+    /** Where the vGPU runs now, as its migrations name targets: a node GPU or a worker's endpoint. */
+    public MigrationTarget placement() {
+        return location;
+    }
+
+    /**
+     * What the app forwarded to remote workers and waited for, cumulative since the vGPU was opened, while it runs
+     * remote; zero while it runs on a GPU of this node (the tracker's cost model weighs remote vGPUs only).
+     */
+    public RemoteCounters remoteCounters() {
+        return backend instanceof RemoteGpu remote ? formerRemotes.plus(remote.counters()) : RemoteCounters.ZERO;
     }
 
     /** Bytes the app has allocated on this vGPU: what a migration copies. */
@@ -215,6 +232,9 @@ public final class MigratableGpu extends GatedVirtualGpu {
         @Override
         public void switchTo(VirtualGpu target, MigrationTarget newLocation, ReplayLog.Rebinding rebinding) {
             rebinding.commit();
+            if (backend instanceof RemoteGpu remote) {
+                formerRemotes = formerRemotes.plus(remote.counters());
+            }
             backend = target;
             location = newLocation;
         }

@@ -3,11 +3,13 @@ package org.vgpu.siteconfig;
 import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.Locale;
 import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import org.vgpu.common.contract.BridgeContract;
 import org.vgpu.common.error.InputException;
 import org.vgpu.common.net.Endpoint;
 
@@ -168,5 +170,23 @@ final class ConfigValues {
                     + " because daemons do not start in the directory the file was written in");
         }
         return path.normalize();
+    }
+
+    /**
+     * The SPANK bridge's agent_socket_dir, as its plugstack.conf parser accepts it: absolute, at most
+     * {@link BridgeContract#AGENT_SOCKET_DIR_BYTES} bytes of letters, digits and
+     * {@link BridgeContract#SOCKET_PATH_CHARS}, no {@code .} or {@code ..} component.
+     */
+    static Path agentSocketDir(String value) {
+        Path path = absolutePath(value);
+        boolean dots = Arrays.stream(value.split("/")).anyMatch(part -> part.equals(".") || part.equals(".."));
+        if (dots
+                || !value.matches(BridgeContract.SOCKET_PATH_CHAR_CLASS + "+")
+                || value.length() > BridgeContract.AGENT_SOCKET_DIR_BYTES) {
+            throw new IllegalArgumentException("'" + value + "' cannot hold agent sockets; expected an absolute path of"
+                    + " at most " + BridgeContract.AGENT_SOCKET_DIR_BYTES + " letters, digits and '"
+                    + BridgeContract.SOCKET_PATH_CHARS + "', without . or .. components, e.g. /run/vgpu");
+        }
+        return path;
     }
 }

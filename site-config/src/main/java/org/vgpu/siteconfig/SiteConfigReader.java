@@ -297,7 +297,8 @@ public final class SiteConfigReader {
     }
 
     private SlurmSettings readSlurm(IniFile.Section section, Optional<String> lendPartition) {
-        Settings slurm = settings(section, SLURM, List.of("job_partition", "spank_plugin", "vgpu_command"));
+        Settings slurm =
+                settings(section, SLURM, List.of("job_partition", "spank_plugin", "vgpu_command", "agent_socket_dir"));
         String jobPartition =
                 slurm.optional("job_partition", ConfigValues::name).orElse(SlurmSettings.DEFAULT_JOB_PARTITION);
         if (lendPartition.isPresent() && lendPartition.get().equals(jobPartition)) {
@@ -309,7 +310,9 @@ public final class SiteConfigReader {
         return new SlurmSettings(
                 jobPartition,
                 slurm.optional("spank_plugin", ConfigValues::absolutePath).orElse(SlurmSettings.DEFAULT_SPANK_PLUGIN),
-                slurm.optional("vgpu_command", ConfigValues::absolutePath).orElse(SlurmSettings.DEFAULT_VGPU_COMMAND));
+                slurm.optional("vgpu_command", ConfigValues::absolutePath).orElse(SlurmSettings.DEFAULT_VGPU_COMMAND),
+                slurm.optional("agent_socket_dir", ConfigValues::agentSocketDir)
+                        .orElse(SlurmSettings.DEFAULT_AGENT_SOCKET_DIR));
     }
 
     /**

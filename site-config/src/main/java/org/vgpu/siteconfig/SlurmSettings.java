@@ -9,15 +9,19 @@ import java.util.Objects;
  * @param jobPartition  the partition user jobs (vgpu ones included) run in; rendered as the default partition
  * @param spankPlugin   the SPANK bridge's shared object, as plugstack.conf loads it on every node
  * @param vgpuCommand   the {@code vgpu} launcher the systemd units start
+ * @param agentSocketDir where the SPANK bridge makes each vgpu job's directory for its migration agent's
+ *     socket (plugstack.conf's {@code agent_socket_dir}; the bridge creates it, root's, mode 0755)
  */
-public record SlurmSettings(String jobPartition, Path spankPlugin, Path vgpuCommand) {
+public record SlurmSettings(String jobPartition, Path spankPlugin, Path vgpuCommand, Path agentSocketDir) {
     public static final String DEFAULT_JOB_PARTITION = "gpu";
     public static final Path DEFAULT_SPANK_PLUGIN = Path.of("/usr/lib/x86_64-linux-gnu/slurm-wlm/vgpu_spank.so");
     public static final Path DEFAULT_VGPU_COMMAND = Path.of("/usr/local/bin/vgpu");
+    public static final Path DEFAULT_AGENT_SOCKET_DIR = Path.of("/run/vgpu");
 
     public SlurmSettings {
         Objects.requireNonNull(jobPartition, "jobPartition");
         Objects.requireNonNull(spankPlugin, "spankPlugin");
         Objects.requireNonNull(vgpuCommand, "vgpuCommand");
+        Objects.requireNonNull(agentSocketDir, "agentSocketDir");
     }
 }

@@ -49,7 +49,11 @@ class SiteConfigReaderTest {
         assertEquals(Optional.of("vgpu-lend"), config.lendQos());
         assertEquals(new Policy(Duration.ofSeconds(45), 3, true, true), config.policy());
         assertEquals(
-                new SlurmSettings("batch", Path.of("/opt/vgpu/lib/vgpu_spank.so"), Path.of("/opt/vgpu/bin/vgpu")),
+                new SlurmSettings(
+                        "batch",
+                        Path.of("/opt/vgpu/lib/vgpu_spank.so"),
+                        Path.of("/opt/vgpu/bin/vgpu"),
+                        SlurmSettings.DEFAULT_AGENT_SOCKET_DIR),
                 config.slurm());
         assertEquals(
                 List.of("n1", "n2", "n3"),
@@ -74,6 +78,18 @@ class SiteConfigReaderTest {
         assertEquals(7, config.totalGpus());
         assertEquals(8, config.maxVgpusPerNode());
         assertEquals(7, config.maxGpusPerJob(), "4 local + 3 borrowed, and the cluster has 7");
+    }
+
+    @Test
+    void theAgentSocketDirectoryIsTakenAsTheBridgeTakesIt() {
+        String valid = SiteConfigFiles.valid(dir);
+        String text = valid.replace(
+                "vgpu_command = /opt/vgpu/bin/vgpu",
+                "vgpu_command = /opt/vgpu/bin/vgpu\nagent_socket_dir = /var/run/vgpu-agents/");
+
+        assertEquals(Path.of("/var/run/vgpu-agents"), read(text).slurm().agentSocketDir());
+        assertEquals(
+                SlurmSettings.DEFAULT_AGENT_SOCKET_DIR, read(valid).slurm().agentSocketDir(), "the default: /run/vgpu");
     }
 
     @Test
@@ -112,7 +128,8 @@ class SiteConfigReaderTest {
                 new SlurmSettings(
                         SlurmSettings.DEFAULT_JOB_PARTITION,
                         SlurmSettings.DEFAULT_SPANK_PLUGIN,
-                        SlurmSettings.DEFAULT_VGPU_COMMAND),
+                        SlurmSettings.DEFAULT_VGPU_COMMAND,
+                        SlurmSettings.DEFAULT_AGENT_SOCKET_DIR),
                 config.slurm());
         assertEquals(Optional.empty(), config.lendQos());
         assertEquals("/dev/nvidia0", config.nodes().get(0).gpuDevices());
@@ -383,6 +400,30 @@ class SiteConfigReaderTest {
                         "cpus = 4",
                         27,
                         "cpus: 4 CPUs leave none for user jobs once each of the 4 GPUs keeps one for its holder job"),
+                broken(
+                        "agent socket directory relative",
+                        "vgpu_command = /opt/vgpu/bin/vgpu",
+                        "vgpu_command = /opt/vgpu/bin/vgpu\nagent_socket_dir = run/vgpu",
+                        19,
+                        "'run/vgpu' is a relative path"),
+                broken(
+                        "agent socket directory with a blank",
+                        "vgpu_command = /opt/vgpu/bin/vgpu",
+                        "vgpu_command = /opt/vgpu/bin/vgpu\nagent_socket_dir = /var/run/vgpu agents",
+                        19,
+                        "'/var/run/vgpu agents' cannot hold agent sockets; expected an absolute path of at most 67"),
+                broken(
+                        "agent socket directory with ..",
+                        "vgpu_command = /opt/vgpu/bin/vgpu",
+                        "vgpu_command = /opt/vgpu/bin/vgpu\nagent_socket_dir = /var/run/../etc",
+                        19,
+                        "without . or .. components"),
+                broken(
+                        "agent socket directory too long",
+                        "vgpu_command = /opt/vgpu/bin/vgpu",
+                        "vgpu_command = /opt/vgpu/bin/vgpu\nagent_socket_dir = /" + "d".repeat(67),
+                        19,
+                        "at most 67 letters, digits and '._/-'"),
                 broken(
                         "setting before any section",
                         "# the test cluster",

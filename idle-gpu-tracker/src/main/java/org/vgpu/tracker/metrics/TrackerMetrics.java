@@ -7,6 +7,7 @@ import java.util.function.Supplier;
 import java.util.regex.Pattern;
 
 import io.prometheus.metrics.core.metrics.Counter;
+import io.prometheus.metrics.core.metrics.CounterWithCallback;
 import io.prometheus.metrics.core.metrics.GaugeWithCallback;
 import io.prometheus.metrics.core.metrics.Histogram;
 import io.prometheus.metrics.exporter.httpserver.HTTPServer;
@@ -27,7 +28,8 @@ import org.vgpu.tracker.ledger.Assembly;
  *
  * <pre>
  * vgpu_borrowed_gpus                          GPUs lent now to jobs of other nodes
- * vgpu_assemblies{phase}                      live assemblies: securing or released
+ * vgpu_live_assemblies{phase}                 live assemblies: securing or released
+ * vgpu_assemblies_total{outcome}              assemblies that ended: done, gone, ended, aborted
  * vgpu_held_jobs                              vgpu jobs held, waiting for an assembly
  * vgpu_idle_gpus{node}                        GPUs no job holds, per node
  * vgpu_migrations_total{direction,outcome}    migrations that ended
@@ -60,7 +62,7 @@ public final class TrackerMetrics {
                         .sum()))
                 .register(registry);
         GaugeWithCallback.builder()
-                .name("vgpu_assemblies")
+                .name("vgpu_live_assemblies")
                 .help("live assemblies of vgpu jobs, by phase: securing (holders starting) or released (the job runs)")
                 .labelNames("phase")
                 .callback(gauge -> {
@@ -73,6 +75,15 @@ public final class TrackerMetrics {
                                 phase.name().toLowerCase());
                     }
                 })
+                .register(registry);
+        // The tracker keeps the totals: a counter is the tracker's own count since it started, read at the scrape.
+        CounterWithCallback.builder()
+                .name("vgpu_assemblies_total")
+                .help("assemblies that ended since the tracker started, by outcome: done (the batch step ended), gone"
+                        + " (Slurm forgot the job), ended (the job left the running states), aborted (given up while"
+                        + " securing)")
+                .labelNames("outcome")
+                .callback(counter -> status.get().endedTotals().forEach((why, count) -> counter.call(count, why)))
                 .register(registry);
         GaugeWithCallback.builder()
                 .name("vgpu_held_jobs")

@@ -1,6 +1,8 @@
 package org.vgpu.tracker.report;
 
 import java.time.Instant;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -16,7 +18,8 @@ import org.vgpu.tracker.ledger.Lend;
  * JSON ({@link ReportJson}), and the table, JSON and CSV are written from it alone, so they carry the
  * same facts. Field names are the JSON's (snake_case); a fact not known yet (a lender's GPU before its
  * holder runs, traffic before the job's agent reported, the end of a running migration) is null. Every
- * time is an ISO-8601 instant in UTC ({@code 2026-11-25T03:10:00Z}).
+ * time is an ISO-8601 instant in UTC with milliseconds ({@link #time}: {@code 2026-11-25T03:10:00.000Z}),
+ * in all three outputs.
  *
  * @param schemaVersion {@link #SCHEMA_VERSION}: raised when a field changes meaning or goes away
  *                      (adding one does not raise it)
@@ -31,6 +34,18 @@ public record Report(
         List<IdleRow> idleGpus,
         List<EndedRow> ended) {
     public static final int SCHEMA_VERSION = 1;
+
+    /**
+     * The one form of a time in the report: ISO-8601, UTC, always three fraction digits, so every time
+     * has the same length and sorts as text (Instant's own form drops zero fractions and shows nanoseconds).
+     */
+    private static final DateTimeFormatter TIME =
+            DateTimeFormatter.ofPattern("uuuu-MM-dd'T'HH:mm:ss.SSS'Z'").withZone(ZoneOffset.UTC);
+
+    /** {@code instant} as the report writes it, e.g. {@code 2026-11-25T03:10:00.000Z}. */
+    public static String time(Instant instant) {
+        return TIME.format(instant);
+    }
 
     public Report {
         Objects.requireNonNull(generatedAt, "generated_at");

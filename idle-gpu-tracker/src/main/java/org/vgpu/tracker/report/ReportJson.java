@@ -5,26 +5,32 @@ import static org.vgpu.common.contract.BridgeContract.REPLY_LINE_BYTES;
 import static org.vgpu.common.contract.BridgeContract.REPLY_OK_WORD;
 import static org.vgpu.common.contract.BridgeContract.STATUS_JSON_LINE_WORD;
 
+import java.io.IOException;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.json.JsonWriteFeature;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.PropertyNamingStrategies;
 import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.SerializerProvider;
 import com.fasterxml.jackson.databind.json.JsonMapper;
+import com.fasterxml.jackson.databind.module.SimpleModule;
+import com.fasterxml.jackson.databind.ser.std.StdSerializer;
 import com.fasterxml.jackson.datatype.jsr310.JavaTimeModule;
 
 import org.vgpu.common.error.NetworkException;
 import org.vgpu.common.line.LineText;
 
 /**
- * The {@link Report} as JSON, written and read with Jackson: snake_case names, instants as ISO-8601
- * UTC text, nulls written (a consumer sees every field, known or not), non-ASCII escaped so the text
+ * The {@link Report} as JSON, written and read with Jackson: snake_case names, instants as
+ * {@link Report#time} text, nulls written (a consumer sees every field, known or not), non-ASCII escaped so the text
  * is printable ASCII. On the tracker's socket the reply to {@code status json} carries the document
  * cut into lines of at most {@code REPLY_LINE_BYTES} ({@code json CHUNK} each; the chunks joined are
  * the document) and ends in {@code ok json_bytes=N}, so a report of any size fits the line protocol
@@ -34,6 +40,7 @@ public final class ReportJson {
     /** Shared by every use: an ObjectMapper is thread-safe once configured. */
     static final ObjectMapper MAPPER = JsonMapper.builder()
             .addModule(new JavaTimeModule())
+            .addModule(new SimpleModule("report-time").addSerializer(Instant.class, new TimeSerializer()))
             .propertyNamingStrategy(PropertyNamingStrategies.SNAKE_CASE)
             .disable(SerializationFeature.WRITE_DATES_AS_TIMESTAMPS)
             .enable(JsonWriteFeature.ESCAPE_NON_ASCII)
@@ -48,6 +55,20 @@ public final class ReportJson {
     private static final Pattern OK_LINE = Pattern.compile(REPLY_OK_WORD + " json_bytes=([0-9]{1,10})");
 
     private ReportJson() {}
+
+    /** Writes an instant as {@link Report#time}; JavaTimeModule reads it back (any ISO-8601 instant). */
+    private static final class TimeSerializer extends StdSerializer<Instant> {
+        private static final long serialVersionUID = 1L;
+
+        TimeSerializer() {
+            super(Instant.class);
+        }
+
+        @Override
+        public void serialize(Instant value, JsonGenerator generator, SerializerProvider provider) throws IOException {
+            generator.writeString(Report.time(value));
+        }
+    }
 
     /** The document on one line. */
     public static String line(Report report) {

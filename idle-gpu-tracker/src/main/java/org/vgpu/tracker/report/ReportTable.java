@@ -17,7 +17,7 @@ public final class ReportTable {
 
     public static String write(Report report) {
         StringBuilder out = new StringBuilder();
-        out.append("vgpu report at ").append(report.generatedAt()).append('\n');
+        out.append("vgpu report at ").append(Report.time(report.generatedAt())).append('\n');
 
         out.append('\n')
                 .append("Assemblies: ")
@@ -134,7 +134,7 @@ public final class ReportTable {
     private static String text(Object value) {
         return value == null
                 ? UNKNOWN
-                : value instanceof Instant instant ? instant.toString() : Objects.toString(value);
+                : value instanceof Instant instant ? Report.time(instant) : Objects.toString(value);
     }
 
     private static void aligned(List<List<String>> rows, StringBuilder out) {

@@ -14,6 +14,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -49,21 +50,21 @@ class ReportCommandTest {
 
         assertEquals(0, table.status(), table.err());
         List<String> expected = List.of(
-                "vgpu report at 2026-11-21T12:05:00Z",
+                "vgpu report at 2026-11-21T12:05:00.000Z",
                 "Assemblies: 1, borrowed GPUs: 2",
-                "42   alice  n1    3      1      1=n2:3(holder 43) 2=n3:1(holder 44 LOST)  released  2026-11-21T12:00:03Z",
+                "42   alice  n1    3      1      1=n2:3(holder 43) 2=n3:1(holder 44 LOST)  released  2026-11-21T12:00:03.000Z",
                 "Borrowed GPUs now: 2",
-                "42   alice  n1    5           1     n2:3               43       2026-11-21T12:00:03Z  1200   987654",
-                "42   alice  n1    5           2     n3:1               44 LOST  2026-11-21T12:00:03Z  -      -",
+                "42   alice  n1    5           1     n2:3               43       2026-11-21T12:00:03.000Z  1200   987654",
+                "42   alice  n1    5           2     n3:1               44 LOST  2026-11-21T12:00:03.000Z  -      -",
                 "Migrations: 1",
-                "2026-11-21T12:01:00Z  41   1     n3:0 -> n1:2  GPU 2 of n1 was released  180         1073741824  done",
+                "2026-11-21T12:01:00.000Z  41   1     n3:0 -> n1:2  GPU 2 of n1 was released  180         1073741824  done",
                 "Held vgpu jobs: 1",
                 "50   bob   2      waiting for 2 GPUs: most idle node n1 has 0, other nodes can lend 1",
                 "Idle GPUs: 2",
                 "n1    0     none",
                 "n2    2     0,2",
                 "Recently ended assemblies: 1",
-                "40   carol  n2    2      1         done  2026-11-21T11:59:00Z");
+                "40   carol  n2    2      1         done  2026-11-21T11:59:00.000Z");
         for (String line : expected) {
             assertTrue(table.out().lines().anyMatch(each -> each.startsWith(line)), line + "\n---\n" + table.out());
         }
@@ -78,7 +79,7 @@ class ReportCommandTest {
         assertEquals(0, json.status(), json.err());
         JsonNode root = new ObjectMapper().readTree(json.out());
         assertEquals(1, root.get("schema_version").asInt());
-        assertEquals("2026-11-21T12:05:00Z", root.get("generated_at").asText());
+        assertEquals("2026-11-21T12:05:00.000Z", root.get("generated_at").asText());
         JsonNode second = root.get("borrowed").get(1);
         assertEquals("n3", second.get("lender_node").asText());
         assertEquals(1, second.get("lender_gpu").asInt());
@@ -87,7 +88,7 @@ class ReportCommandTest {
         assertTrue(second.get("forwarded_calls").isNull(), second.toString());
         assertEquals(1200, root.get("borrowed").get(0).get("forwarded_calls").asLong());
         JsonNode migration = root.get("migrations").get(0);
-        assertEquals("2026-11-21T12:01:00Z", migration.get("started_at").asText());
+        assertEquals("2026-11-21T12:01:00.000Z", migration.get("started_at").asText());
         assertEquals(180, migration.get("blocked_ms").asLong());
         assertEquals("n3:0", migration.get("from").asText());
         assertEquals("done", migration.get("outcome").asText());
@@ -97,6 +98,21 @@ class ReportCommandTest {
                 root.get("held_jobs").get(0).get("reason").asText());
         assertEquals("[0,2]", root.get("idle_gpus").get(1).get("gpus").toString());
         assertTrue(root.get("ended").get(0).get("reason").isNull());
+    }
+
+    @Test
+    void everyTimeHasOneFormatIsoUtcWithMilliseconds() {
+        Instant precise = Instant.parse("2026-11-21T12:05:00.123456789Z");
+        StatusReport status =
+                new StatusReport(precise, List.of(), List.of(), List.of(), List.of(), List.of(), Map.of());
+
+        String json = ReportJson.line(Report.of(status));
+
+        assertTrue(json.contains("\"generated_at\":\"2026-11-21T12:05:00.123Z\""), json);
+        assertEquals(
+                Instant.parse("2026-11-21T12:05:00.123Z"),
+                ReportJson.fromReply(ReportJson.replyLines(Report.of(status)), "t")
+                        .generatedAt());
     }
 
     @Test
@@ -176,7 +192,7 @@ class ReportCommandTest {
                     NOW,
                     Optional.of("holder job " + job + " on n2 is FAILED")));
         }
-        StatusReport big = new StatusReport(NOW, List.of(), List.of(), List.of(), List.of(), ended);
+        StatusReport big = new StatusReport(NOW, List.of(), List.of(), List.of(), List.of(), ended, Map.of());
         List<String> lines = ReportJson.replyLines(Report.of(big));
         assertTrue(lines.size() > 2, "a report of 200 ended assemblies takes several lines");
         assertTrue(lines.stream().allMatch(line -> line.length() <= 8190));

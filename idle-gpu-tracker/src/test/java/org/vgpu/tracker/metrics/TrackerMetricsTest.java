@@ -10,6 +10,7 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.atomic.AtomicReference;
 
 import io.prometheus.metrics.exporter.httpserver.HTTPServer;
@@ -39,8 +40,11 @@ class TrackerMetricsTest {
                             + " assembly)",
                     "# TYPE vgpu_borrowed_gpus gauge",
                     "vgpu_borrowed_gpus 2.0",
-                    "vgpu_assemblies{phase=\"released\"} 1.0",
-                    "vgpu_assemblies{phase=\"securing\"} 0.0",
+                    "vgpu_live_assemblies{phase=\"released\"} 1.0",
+                    "vgpu_live_assemblies{phase=\"securing\"} 0.0",
+                    "# TYPE vgpu_assemblies_total counter",
+                    "vgpu_assemblies_total{outcome=\"aborted\"} 1.0",
+                    "vgpu_assemblies_total{outcome=\"done\"} 3.0",
                     "vgpu_held_jobs 1.0",
                     "vgpu_idle_gpus{node=\"n1\"} 0.0",
                     "vgpu_idle_gpus{node=\"n2\"} 2.0",
@@ -64,11 +68,13 @@ class TrackerMetricsTest {
                     List.of(),
                     List.of(),
                     List.of(new StatusReport.NodeIdle("n1", List.of(0, 1, 2, 3))),
-                    List.of()));
+                    List.of(),
+                    Map.of("done", 4L, "aborted", 1L)));
             String later = scrape(server.getPort());
             assertTrue(later.lines().anyMatch("vgpu_borrowed_gpus 0.0"::equals), later);
             assertTrue(later.lines().anyMatch("vgpu_held_jobs 0.0"::equals), later);
             assertTrue(later.lines().anyMatch("vgpu_idle_gpus{node=\"n1\"} 4.0"::equals), later);
+            assertTrue(later.lines().anyMatch("vgpu_assemblies_total{outcome=\"done\"} 4.0"::equals), later);
             assertTrue(later.lines().noneMatch(line -> line.startsWith("vgpu_idle_gpus{node=\"n2\"}")), later);
         }
     }

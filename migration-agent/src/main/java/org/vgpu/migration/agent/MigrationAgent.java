@@ -32,6 +32,7 @@ import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.api.VirtualGpu;
 import org.vgpu.runtime.core.FailureCollector;
+import org.vgpu.runtime.remote.client.RemoteCounters;
 
 /**
  * The migration agent inside an app: it owns the app's migratable vGPUs and takes commands on a
@@ -42,7 +43,7 @@ import org.vgpu.runtime.core.FailureCollector;
  * per command, starting with {@code ok} or {@code error}; a connection may send several commands.
  * <pre>
  *   migrate &lt;vgpu&gt; &lt;target&gt;   target: a local GPU index, or host:port of a GPU worker
- *   status                   where each vGPU runs and its live bytes
+ *   status                   where each vGPU runs, its live bytes and, while remote, what it forwarded and waited
  *   history                  the last migrations, successful or rolled back, with their timings
  *   help
  * </pre>
@@ -219,9 +220,19 @@ public final class MigrationAgent implements AutoCloseable {
         }
         List<String> parts = new ArrayList<>();
         for (MigratableGpu gpu : vgpus.values()) {
+            RemoteCounters remote = gpu.remoteCounters();
             parts.add(String.format(
-                    "vgpu %d on %s, %d B live in %d allocations, %d migrations",
-                    gpu.vgpuIndex(), gpu.location(), gpu.liveBytes(), gpu.liveAllocations(), gpu.migrationCount()));
+                    "vgpu %d on %s, %d B live in %d allocations, %d migrations%s",
+                    gpu.vgpuIndex(),
+                    gpu.location(),
+                    gpu.liveBytes(),
+                    gpu.liveAllocations(),
+                    gpu.migrationCount(),
+                    remote.equals(RemoteCounters.ZERO)
+                            ? ""
+                            : String.format(
+                                    ", forwarded %d calls and %d B, waited %d ms on the worker",
+                                    remote.calls(), remote.bytes(), remote.waitMillis())));
         }
         return "ok " + String.join("; ", parts);
     }

@@ -13,8 +13,9 @@ import javax.tools.Diagnostic;
 /**
  * Generates the mechanical parts of the GPU call surface at build time, as Aeron generates its
  * codecs from an SBE schema: the remote protocol's opcode table, encoder, decoder and visitor from
- * a {@code @CallSurface} interface ({@link WireSurfaceGenerator}), and the forwarders of
- * {@code VirtualGpu} ({@link ForwarderGenerator}). What stays hand-written is behaviour.
+ * a {@code @CallSurface} interface ({@link WireSurfaceGenerator}), both ends of the calls its API
+ * marks {@code @RemoteCall} ({@link OneToOneGenerator}), and the forwarders of {@code VirtualGpu}
+ * ({@link ForwarderGenerator}). What stays hand-written is behaviour.
  */
 @SupportedAnnotationTypes({
     WireSurfaceGenerator.CALL_SURFACE,

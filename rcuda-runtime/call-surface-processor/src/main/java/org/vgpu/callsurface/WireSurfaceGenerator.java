@@ -1,7 +1,9 @@
 package org.vgpu.callsurface;
 
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -16,6 +18,7 @@ import javax.lang.model.element.Modifier;
 import javax.lang.model.element.TypeElement;
 import javax.lang.model.element.VariableElement;
 import javax.lang.model.type.DeclaredType;
+import javax.lang.model.type.TypeKind;
 import javax.lang.model.type.TypeMirror;
 import javax.lang.model.util.ElementFilter;
 import javax.tools.Diagnostic;
@@ -35,6 +38,13 @@ import javax.tools.Diagnostic;
  * request leaves no partial frame in a batch. A {@code CHUNKED} request's last parameter is the
  * chunk's bytes, which the caller writes after the generated header.
  *
+ * <p>With an {@code api}, the table also holds that interface's {@code @RemoteCall} methods, the
+ * calls a worker serves one to one: the parameters are the fields (a handle, which the
+ * {@code validation} class's primitive {@code doX} takes as a type variable, travels as an int32
+ * id named after its parameter), the result the OK reply's body, each through the codec of its
+ * type; {@link OneToOneGenerator} writes both ends. The table is in opcode order, whichever of the
+ * two lists a frame.
+ *
  * <p>The generated code frames through the surface package's {@code Frames} ({@code begin},
  * {@code finish}, {@code finishWithTrailing}, {@code writeTrailing}, {@code requireConsumed},
  * {@code violation}, {@code FLAG_ASYNC}, {@code FLAG_MORE}) and reads {@code Frame}s
@@ -45,6 +55,7 @@ final class WireSurfaceGenerator {
     static final String CALL = "org.vgpu.runtime.api.surface.Call";
     static final String REPLY = "org.vgpu.runtime.api.surface.Reply";
     static final String CODEC = "org.vgpu.runtime.api.surface.Codec";
+    static final String REMOTE_CALL = "org.vgpu.runtime.api.surface.RemoteCall";
     private static final String BYTE_BUF = "io.netty.buffer.ByteBuf";
     /** Opcodes index a table of this many entries. */
     private static final int MAX_CODE = 0xFF;
@@ -61,9 +72,12 @@ final class WireSurfaceGenerator {
             "dataBytes",
             "chunkSource",
             "chunkOffset",
-            "chunkLength");
+            "chunkLength",
+            "encoder",
+            "result",
+            "failure");
 
-    private enum Kind {
+    enum Kind {
         SYNC(false, false, false),
         ASYNC(true, false, false),
         SYNCHRONIZING(false, true, false),
@@ -81,15 +95,48 @@ final class WireSurfaceGenerator {
         }
     }
 
-    private record Field(
+    /**
+     * One field of a request body. {@code parameter} and {@code handle} are set for a one-to-one
+     * call's field: the API parameter it carries and, when that is a handle, the handle's type (the
+     * field is then its int32 id) and the validation class's type variable for its backend object.
+     */
+    record Field(
             String name,
             TypeMirror type,
             ExecutableElement reader,
             ExecutableElement writer,
-            ExecutableElement checker) {}
+            ExecutableElement checker,
+            String parameter,
+            TypeMirror handle,
+            String handleVariable) {
+        Field(
+                String name,
+                TypeMirror type,
+                ExecutableElement reader,
+                ExecutableElement writer,
+                ExecutableElement checker) {
+            this(name, type, reader, writer, checker, null, null, null);
+        }
+    }
+
+    /**
+     * What a one-to-one call adds to its frame: the API method, the validation class's primitive it
+     * reaches, and its result's type and codec (none for {@code void}).
+     */
+    record OneToOne(
+            ExecutableElement call,
+            ExecutableElement primitive,
+            TypeMirror result,
+            String resultCodec,
+            ExecutableElement resultReader,
+            ExecutableElement resultWriter) {
+        boolean returns() {
+            return result.getKind() != TypeKind.VOID;
+        }
+    }
 
     /** One frame of the table: a request (with its method and fields) or a reply. */
-    private record Frame(
+    record Frame(
             Element element,
             String constant,
             int code,
@@ -97,7 +144,9 @@ final class WireSurfaceGenerator {
             Kind kind,
             boolean chunked,
             String method,
-            List<Field> fields) {
+            List<Field> fields,
+            OneToOne oneToOne) {
+
         /** The fields written by the encoder: a chunked request's last field is the caller's bytes. */
         List<Field> header() {
             return kind != null && kind.chunked ? fields.subList(0, fields.size() - 1) : fields;
@@ -111,7 +160,10 @@ final class WireSurfaceGenerator {
         this.env = env;
     }
 
-    /** Writes the four classes, or reports every mistake of the description and writes nothing. */
+    /**
+     * Writes the four classes (and, with an {@code api}, the one-to-one calls' ends), or reports
+     * every mistake of the description and writes nothing.
+     */
     void generate(TypeElement surface) {
         AnnotationMirror mirror = Mirrors.find(surface, CALL_SURFACE).orElseThrow();
         TypeElement codecs =
@@ -120,10 +172,21 @@ final class WireSurfaceGenerator {
         String visitor = (String) Mirrors.value(env.getElementUtils(), mirror, "visitor");
         String encoder = (String) Mirrors.value(env.getElementUtils(), mirror, "encoder");
         String dispatch = (String) Mirrors.value(env.getElementUtils(), mirror, "dispatch");
-        List<Frame> frames = read(surface, codecs);
+        Map<String, ExecutableElement> codecMethods = codecMethods(codecs);
+        List<Frame> frames = read(surface, codecMethods);
+        TypeMirror api = (TypeMirror) Mirrors.value(env.getElementUtils(), mirror, "api");
+        OneToOneGenerator.Ends ends = null;
+        if (api.getKind() == TypeKind.DECLARED) {
+            ends = oneToOneEnds(surface, mirror);
+            if (ends != null) {
+                frames.addAll(readApi((TypeElement) ((DeclaredType) api).asElement(), ends.validation(), codecMethods));
+            }
+        }
+        checkTable(frames);
         if (failed) {
             return;
         }
+        frames.sort(Comparator.comparingInt(Frame::code));
         String pkg =
                 env.getElementUtils().getPackageOf(surface).getQualifiedName().toString();
         Names names = new Names(pkg, surface, codecs.getSimpleName().toString(), opcodes, visitor, encoder, dispatch);
@@ -131,9 +194,12 @@ final class WireSurfaceGenerator {
         Sources.write(env, surface, pkg + "." + visitor, writeVisitor(names, frames));
         Sources.write(env, surface, pkg + "." + encoder, writeEncoder(names, frames));
         Sources.write(env, surface, pkg + "." + dispatch, writeDispatch(names, frames));
+        if (ends != null) {
+            new OneToOneGenerator(env, names, ends).generate(frames);
+        }
     }
 
-    private record Names(
+    record Names(
             String pkg,
             TypeElement surface,
             String codecs,
@@ -148,15 +214,18 @@ final class WireSurfaceGenerator {
 
     // ---- reading the description
 
-    private List<Frame> read(TypeElement surface, TypeElement codecs) {
+    private static Map<String, ExecutableElement> codecMethods(TypeElement codecs) {
         Map<String, ExecutableElement> codecMethods = new HashMap<>();
         for (ExecutableElement method : ElementFilter.methodsIn(codecs.getEnclosedElements())) {
             if (method.getModifiers().contains(Modifier.STATIC)) {
                 codecMethods.put(method.getSimpleName().toString(), method);
             }
         }
+        return codecMethods;
+    }
+
+    private List<Frame> read(TypeElement surface, Map<String, ExecutableElement> codecMethods) {
         List<Frame> frames = new ArrayList<>();
-        Map<Integer, String> codes = new HashMap<>();
         for (Element element : surface.getEnclosedElements()) {
             Frame frame = switch (element.getKind()) {
                 case METHOD ->
@@ -175,28 +244,174 @@ final class WireSurfaceGenerator {
                 }
                 continue;
             }
-            if (frame.code < 1 || frame.code > MAX_CODE) {
-                error(element, String.format("opcode 0x%04X is outside [0x0001, 0x%04X]", frame.code, MAX_CODE));
-            }
-            String taken = codes.putIfAbsent(frame.code, frame.constant);
-            if (taken != null) {
-                error(element, String.format("opcode 0x%04X is already %s", frame.code, taken));
-            }
-            if (frames.stream().anyMatch(f -> f.constant.equals(frame.constant))) {
-                error(element, "a second frame is named " + frame.constant);
-            }
             frames.add(frame);
         }
         return frames;
     }
 
+    /** Every opcode in range and taken once, every constant named once, over the surface's and the API's frames. */
+    private void checkTable(List<Frame> frames) {
+        Map<Integer, String> codes = new HashMap<>();
+        Set<String> constants = new HashSet<>();
+        for (Frame frame : frames) {
+            if (frame.code < 1 || frame.code > MAX_CODE) {
+                error(frame.element, String.format("opcode 0x%04X is outside [0x0001, 0x%04X]", frame.code, MAX_CODE));
+            }
+            String taken = codes.putIfAbsent(frame.code, frame.constant);
+            if (taken != null) {
+                error(frame.element, String.format("opcode 0x%04X is already %s", frame.code, taken));
+            }
+            if (!constants.add(frame.constant)) {
+                error(frame.element, "a second frame is named " + frame.constant);
+            }
+        }
+    }
+
+    // ---- the API's one-to-one calls
+
+    private OneToOneGenerator.Ends oneToOneEnds(TypeElement surface, AnnotationMirror mirror) {
+        TypeMirror validation = (TypeMirror) Mirrors.value(env.getElementUtils(), mirror, "validation");
+        String client = (String) Mirrors.value(env.getElementUtils(), mirror, "client");
+        String worker = (String) Mirrors.value(env.getElementUtils(), mirror, "worker");
+        if (validation.getKind() != TypeKind.DECLARED || client.isEmpty() || worker.isEmpty()) {
+            error(surface, "a call surface with an api names its validation class, client and worker");
+            return null;
+        }
+        return new OneToOneGenerator.Ends(
+                (TypeElement) ((DeclaredType) validation).asElement(),
+                client,
+                worker,
+                (String) Mirrors.value(env.getElementUtils(), mirror, "resultEncoder"),
+                (String) Mirrors.value(env.getElementUtils(), mirror, "resultDecoder"));
+    }
+
+    private List<Frame> readApi(TypeElement api, TypeElement validation, Map<String, ExecutableElement> codecs) {
+        List<Frame> frames = new ArrayList<>();
+        for (ExecutableElement method : ElementFilter.methodsIn(api.getEnclosedElements())) {
+            Mirrors.find(method, REMOTE_CALL)
+                    .map(call -> oneToOne(method, call, validation, codecs))
+                    .ifPresent(frames::add);
+        }
+        return frames;
+    }
+
+    private Frame oneToOne(
+            ExecutableElement method,
+            AnnotationMirror call,
+            TypeElement validation,
+            Map<String, ExecutableElement> codecs) {
+        int code = (Integer) Mirrors.value(env.getElementUtils(), call, "opcode");
+        VariableElement kindConstant = (VariableElement) Mirrors.value(env.getElementUtils(), call, "kind");
+        Kind kind = Kind.valueOf(kindConstant.getSimpleName().toString());
+        String name = method.getSimpleName().toString();
+        boolean synchronizing = Mirrors.has(method, ForwarderGenerator.SYNCHRONIZING);
+        TypeMirror result = method.getReturnType();
+        if (kind != Kind.ASYNC && kind != Kind.SYNC && kind != Kind.SYNCHRONIZING) {
+            error(method, "a one-to-one call is ASYNC, SYNC or SYNCHRONIZING; a " + kind + " call is written by hand");
+        } else if (synchronizing != (kind == Kind.SYNCHRONIZING)) {
+            error(method, "a @Synchronizing call is SYNCHRONIZING on the wire, and only such a call is");
+        } else if (kind == Kind.ASYNC && result.getKind() != TypeKind.VOID) {
+            error(method, "an ASYNC call has no result to answer");
+        }
+        ExecutableElement primitive = primitive(validation, method);
+        List<Field> fields = new ArrayList<>();
+        if (primitive == null) {
+            return new Frame(method, constantName(name), code, true, kind, false, name, fields, null);
+        }
+        List<? extends VariableElement> parameters = method.getParameters();
+        for (int i = 0; i < parameters.size(); i++) {
+            VariableElement parameter = parameters.get(i);
+            TypeMirror backend = primitive.getParameters().get(i).asType();
+            String parameterName = parameter.getSimpleName().toString();
+            if (backend.getKind() == TypeKind.TYPEVAR) {
+                Field id = field(
+                        parameter,
+                        parameterName + "Id",
+                        "Int32",
+                        env.getTypeUtils().getPrimitiveType(TypeKind.INT),
+                        codecs,
+                        false);
+                fields.add(new Field(
+                        id.name(),
+                        id.type(),
+                        id.reader(),
+                        id.writer(),
+                        id.checker(),
+                        parameterName,
+                        parameter.asType(),
+                        backend.toString()));
+            } else if (env.getTypeUtils().isSameType(backend, parameter.asType())) {
+                Field value = field(parameter, codecs, false);
+                fields.add(new Field(
+                        value.name(),
+                        value.type(),
+                        value.reader(),
+                        value.writer(),
+                        value.checker(),
+                        parameterName,
+                        null,
+                        null));
+            } else {
+                error(
+                        parameter,
+                        validation.getSimpleName() + "." + primitive.getSimpleName() + " takes " + backend
+                                + " here, neither the same type nor a handle's backend object");
+            }
+        }
+        if (!env.getTypeUtils().isSameType(primitive.getReturnType(), result)) {
+            error(
+                    method,
+                    validation.getSimpleName() + "." + primitive.getSimpleName() + " returns "
+                            + primitive.getReturnType() + ", not " + result);
+        }
+        OneToOne oneToOne = new OneToOne(method, primitive, result, null, null, null);
+        if (result.getKind() != TypeKind.VOID) {
+            String codec = defaultCodec(result);
+            ExecutableElement reader = codecs.get("read" + codec);
+            ExecutableElement writer = codecs.get("write" + codec);
+            if (reader == null
+                    || writer == null
+                    || reader.getParameters().size() != 1
+                    || !reader.getParameters().getFirst().asType().toString().equals(BYTE_BUF)) {
+                error(
+                        method,
+                        "a result of type " + result + " needs static read" + codec + "(ByteBuf) and write" + codec
+                                + " methods in the surface's codecs class");
+            }
+            oneToOne = new OneToOne(method, primitive, result, codec, reader, writer);
+        }
+        return new Frame(method, constantName(name), code, true, kind, false, name, fields, oneToOne);
+    }
+
+    /** The validation class's {@code doX} that API call {@code x} reaches once validated. */
+    private ExecutableElement primitive(TypeElement validation, ExecutableElement call) {
+        String name = call.getSimpleName().toString();
+        String primitive = "do" + Character.toUpperCase(name.charAt(0)) + name.substring(1);
+        for (ExecutableElement method :
+                ElementFilter.methodsIn(env.getElementUtils().getAllMembers(validation))) {
+            if (method.getSimpleName().contentEquals(primitive)
+                    && method.getParameters().size() == call.getParameters().size()
+                    && !method.getModifiers().contains(Modifier.PRIVATE)) {
+                return method;
+            }
+        }
+        error(
+                call,
+                validation.getSimpleName() + " has no " + primitive + " with "
+                        + call.getParameters().size()
+                        + " parameters for the client to implement: a call without one is written by hand");
+        return null;
+    }
+
     private Frame reply(VariableElement constant, AnnotationMirror reply) {
         if (!(constant.getConstantValue() instanceof Integer code)) {
             error(constant, "a @Reply is an int constant holding its opcode");
-            return new Frame(constant, constant.getSimpleName().toString(), 0, false, null, false, null, List.of());
+            return new Frame(
+                    constant, constant.getSimpleName().toString(), 0, false, null, false, null, List.of(), null);
         }
         boolean chunked = (Boolean) Mirrors.value(env.getElementUtils(), reply, "chunked");
-        return new Frame(constant, constant.getSimpleName().toString(), code, false, null, chunked, null, List.of());
+        return new Frame(
+                constant, constant.getSimpleName().toString(), code, false, null, chunked, null, List.of(), null);
     }
 
     private Frame request(ExecutableElement method, AnnotationMirror call, Map<String, ExecutableElement> codecs) {
@@ -215,20 +430,30 @@ final class WireSurfaceGenerator {
         if (kind.chunked && parameters.isEmpty()) {
             error(method, "a CHUNKED call's last parameter is the chunk's bytes");
         }
-        if (method.getReturnType().getKind() != javax.lang.model.type.TypeKind.VOID) {
+        if (method.getReturnType().getKind() != TypeKind.VOID) {
             error(method, "a call's answer is a reply frame, not a return value: declare it void");
         }
-        return new Frame(method, constant, code, true, kind, kind.chunked, methodName, fields);
+        return new Frame(method, constant, code, true, kind, kind.chunked, methodName, fields, null);
     }
 
     private Field field(VariableElement parameter, Map<String, ExecutableElement> codecs, boolean trailing) {
-        String name = parameter.getSimpleName().toString();
-        if (RESERVED.contains(name)) {
-            error(parameter, "'" + name + "' is a name the generated code uses; call the field otherwise");
-        }
         String codec = Mirrors.find(parameter, CODEC)
                 .map(c -> (String) Mirrors.value(env.getElementUtils(), c, "value"))
                 .orElseGet(() -> defaultCodec(parameter.asType()));
+        return field(parameter, parameter.getSimpleName().toString(), codec, parameter.asType(), codecs, trailing);
+    }
+
+    /** The field {@code name} of {@code type}, carrying {@code parameter} through {@code codec}. */
+    private Field field(
+            VariableElement parameter,
+            String name,
+            String codec,
+            TypeMirror type,
+            Map<String, ExecutableElement> codecs,
+            boolean trailing) {
+        if (RESERVED.contains(name)) {
+            error(parameter, "'" + name + "' is a name the generated code uses; call the field otherwise");
+        }
         ExecutableElement reader = codecs.get("read" + codec);
         ExecutableElement writer = trailing ? null : codecs.get("write" + codec);
         if (reader == null || (!trailing && writer == null)) {
@@ -236,8 +461,10 @@ final class WireSurfaceGenerator {
                     parameter,
                     "codec " + codec + " needs static read" + codec + (trailing ? "" : " and write" + codec)
                             + " methods in the surface's codecs class");
-        } else if (!env.getTypeUtils().isSameType(reader.getReturnType(), parameter.asType())) {
-            error(parameter, "read" + codec + " returns " + reader.getReturnType() + ", not " + parameter.asType());
+            return new Field(name, type, null, null, null);
+        }
+        if (!env.getTypeUtils().isSameType(reader.getReturnType(), type)) {
+            error(parameter, "read" + codec + " returns " + reader.getReturnType() + ", not " + type);
         } else if (writer != null
                 && (writer.getParameters().size() != 2
                         || !writer.getParameters()
@@ -247,13 +474,15 @@ final class WireSurfaceGenerator {
                                 .equals(BYTE_BUF))) {
             error(parameter, "write" + codec + " must take (ByteBuf out, value)");
         }
-        return new Field(name, parameter.asType(), reader, writer, trailing ? null : codecs.get("check" + codec));
+        return new Field(name, type, reader, writer, trailing ? null : codecs.get("check" + codec));
     }
 
     private static String defaultCodec(TypeMirror type) {
         return switch (type.getKind()) {
             case INT -> "Int32";
             case LONG -> "Int64";
+            case FLOAT -> "Float32";
+            case BOOLEAN -> "Boolean";
             case DECLARED -> ((DeclaredType) type).asElement().getSimpleName().toString();
             default -> type.toString();
         };
@@ -273,7 +502,7 @@ final class WireSurfaceGenerator {
         out.line("public enum " + names.opcodes + " {");
         for (int i = 0; i < frames.size(); i++) {
             Frame frame = frames.get(i);
-            out.javadoc("    ", env.getElementUtils().getDocComment(frame.element));
+            out.javadoc("    ", doc(frame));
             out.line(String.format(
                     "    %s(0x%04X, Direction.%s, %s, %s, %s)%s",
                     frame.constant,
@@ -541,6 +770,37 @@ final class WireSurfaceGenerator {
         }
         error(field.reader, "a reader takes the Frame, the body's ByteBuf or the field's name, not " + type);
         return "null";
+    }
+
+    /** A frame's doc comment: the surface's own, or for a one-to-one call its layout and the call it carries. */
+    private String doc(Frame frame) {
+        if (frame.oneToOne == null) {
+            return env.getElementUtils().getDocComment(frame.element);
+        }
+        String body = frame.fields.stream()
+                .map(f -> f.handle != null
+                        ? "int32 " + words(f.parameter) + " id"
+                        : layout(defaultCodec(f.type)) + " " + words(f.parameter))
+                .collect(Collectors.joining(", "));
+        String call = ((TypeElement) frame.element.getEnclosingElement()).getQualifiedName() + "#" + frame.method;
+        return " One to one: {@link " + call + "}. " + (body.isEmpty() ? "Empty" : "{@code " + body + "}")
+                + (frame.oneToOne.returns() ? "; OK: {@code " + layout(frame.oneToOne.resultCodec()) + "}." : ".");
+    }
+
+    /** How a codec of the primitive types lays out its value; another codec by its name. */
+    private static String layout(String codec) {
+        return switch (codec) {
+            case "Int32" -> "int32";
+            case "Int64" -> "int64";
+            case "Float32" -> "float32";
+            case "Boolean" -> "uint8 (0 or 1)";
+            default -> codec;
+        };
+    }
+
+    /** startEvent -> start event. */
+    private static String words(String name) {
+        return name.replaceAll("([a-z0-9])([A-Z])", "$1 $2").toLowerCase(Locale.ROOT);
     }
 
     private static List<Frame> requests(List<Frame> frames) {

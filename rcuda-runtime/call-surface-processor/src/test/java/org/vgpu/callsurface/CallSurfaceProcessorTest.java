@@ -230,6 +230,161 @@ class CallSurfaceProcessorTest {
                 compilation.errors.toString());
     }
 
+    // ---- one-to-one calls of an API: both ends generated from the API's own annotations
+
+    private static final Map<String, String> ONE_TO_ONE = Map.of(
+            "api/Handle.java", """
+                    package api;
+                    public record Handle(int id) {}
+                    """,
+            "api/Device.java", """
+                    package api;
+                    import org.vgpu.runtime.api.surface.Call;
+                    import org.vgpu.runtime.api.surface.RemoteCall;
+                    import org.vgpu.runtime.api.surface.Synchronizing;
+                    public interface Device {
+                        @RemoteCall(opcode = 0x0021, kind = Call.Kind.ASYNC)
+                        void mark(Handle handle, long value);
+                        @Synchronizing
+                        @RemoteCall(opcode = 0x0022, kind = Call.Kind.SYNCHRONIZING)
+                        boolean query(Handle handle);
+                        void local();
+                    }
+                    """,
+            "api/Validating.java", """
+                    package api;
+                    public abstract class Validating<M, S> implements Device {
+                        protected Validating(String name) {}
+                        protected abstract void doMark(S handle, long value);
+                        protected abstract boolean doQuery(S handle);
+                        protected abstract M module();
+                        public void mark(Handle handle, long value) { doMark(null, value); }
+                        public boolean query(Handle handle) { return doQuery(null); }
+                        public void local() {}
+                    }
+                    """);
+
+    private Compilation compileOneToOne(String surface) throws IOException {
+        return compileOneToOne(surface, ONE_TO_ONE.get("api/Device.java"));
+    }
+
+    private Compilation compileOneToOne(String surface, String device) throws IOException {
+        Map<String, String> sources = new java.util.HashMap<>(WIRE);
+        sources.putAll(ONE_TO_ONE);
+        sources.put("api/Device.java", device);
+        sources.put("wire/Calls.java", """
+                package wire;
+                import org.vgpu.runtime.api.surface.Call;
+                import org.vgpu.runtime.api.surface.CallSurface;
+                @CallSurface(codecs = Codecs.class, api = api.Device.class, validation = api.Validating.class,
+                        client = "client.ClientCalls", worker = "worker.WorkerCalls")
+                interface Calls {
+                %s
+                }
+                """.formatted(surface));
+        sources.put("wire/Codecs.java", """
+                package wire;
+                import io.netty.buffer.ByteBuf;
+                final class Codecs {
+                    static int readInt32(ByteBuf in) { return in.readInt(); }
+                    static void writeInt32(ByteBuf out, int value) { out.writeInt(value); }
+                    static long readInt64(ByteBuf in) { return 0; }
+                    static void writeInt64(ByteBuf out, long value) {}
+                    static boolean readBoolean(ByteBuf in) { return in.readInt() == 1; }
+                    static void writeBoolean(ByteBuf out, boolean value) { out.writeInt(value ? 1 : 0); }
+                }
+                """);
+        return compile(sources);
+    }
+
+    @Test
+    void aOneToOneCallGetsItsOpcodeAndBothEndsFromTheApi() throws IOException {
+        Compilation compilation = compileOneToOne("""
+                    @Call(opcode = 0x0020, kind = Call.Kind.SYNC) void open(int deviceId);
+                """);
+        // The generated code frames through wire classes this test does not provide: only what is written counts.
+        String opcodes = Files.readString(compilation.generated.resolve("wire/Opcode.java"));
+        assertTrue(
+                opcodes.contains("OPEN(0x0020, Direction.REQUEST, false, false, false),\n")
+                        && opcodes.contains("MARK(0x0021, Direction.REQUEST, true, false, false),\n")
+                        && opcodes.contains("QUERY(0x0022, Direction.REQUEST, false, true, false);\n"),
+                "the API's calls join the table in opcode order:\n" + opcodes);
+        assertTrue(
+                opcodes.contains("{@code int32 handle id}; OK: {@code uint8 (0 or 1)}"),
+                "a one-to-one call's layout is documented:\n" + opcodes);
+        String client = Files.readString(compilation.generated.resolve("client/ClientCalls.java"));
+        assertTrue(
+                client.contains("abstract class ClientCalls<M> extends Validating<M, Integer> {"),
+                "a handle's backend object is its wire id on the client:\n" + client);
+        assertTrue(
+                client.contains(
+                        "protected final void doMark(Integer handle, long value) {\n"
+                                + "        connection().send((encoder, requestId) -> encoder.mark(requestId, true, handle, value));"),
+                "an asynchronous call is batched as a hand-written one is:\n" + client);
+        assertTrue(
+                client.contains("return connection().call((encoder, requestId) -> encoder.query(requestId, handle),"
+                        + " ResultDecoder::query);"),
+                "a call with a result waits for it:\n" + client);
+        assertTrue(client.contains("protected ClientCalls(String name) {"), "the validation class's constructor");
+        assertFalse(client.contains("doLocal"), "a call without @RemoteCall is not generated:\n" + client);
+        String worker = Files.readString(compilation.generated.resolve("worker/WorkerCalls.java"));
+        assertTrue(
+                worker.contains("public final void query(Frame frame, int handleId) {\n"
+                        + "        if (answeredWithKeptFailure(frame)) {\n"
+                        + "            return;\n"
+                        + "        }\n"
+                        + "        try {\n"
+                        + "            boolean result = gpu().query(handle(handleId));\n"
+                        + "            reply().query(frame.requestId(), result);"),
+                "the worker reports a kept failure, translates the id and answers the result:\n" + worker);
+        assertTrue(
+                worker.contains(
+                        "            gpu().mark(handle(handleId), value);\n" + "            if (!frame.isAsync()) {"),
+                "an asynchronous request is answered only when sent synchronous:\n" + worker);
+        assertFalse(worker.contains("->"), "no lambda per request on the worker:\n" + worker);
+        assertFalse(worker.contains("void open("), "a hand-written request stays the worker's own:\n" + worker);
+        String results = Files.readString(compilation.generated.resolve("wire/ResultEncoder.java"));
+        assertTrue(results.contains("Codecs.writeBoolean(out, result);"), results);
+    }
+
+    @Test
+    void anOpcodeOfTheSurfaceIsNotTakenAgainByTheApi() throws IOException {
+        Compilation compilation = compileOneToOne("""
+                    @Call(opcode = 0x0021, kind = Call.Kind.SYNC) void open(int deviceId);
+                """);
+        assertFalse(compilation.success);
+        assertTrue(compilation.errors.contains("opcode 0x0021 is already OPEN"), compilation.errors.toString());
+        assertFalse(
+                Files.exists(compilation.generated.resolve("client/ClientCalls.java")),
+                "nothing is generated from a wrong description");
+    }
+
+    @Test
+    void aOneToOneCallMatchesItsPrimitiveAndItsKind() throws IOException {
+        Compilation compilation =
+                compileOneToOne("", ONE_TO_ONE.get("api/Device.java").replace("    void local();", """
+                            @RemoteCall(opcode = 0x0030, kind = Call.Kind.ASYNC)
+                            int count(Handle handle);
+                            @RemoteCall(opcode = 0x0031, kind = Call.Kind.SYNCHRONIZING)
+                            void drain();
+                            @RemoteCall(opcode = 0x0032, kind = Call.Kind.SYNC)
+                            void local();
+                        """));
+        assertFalse(compilation.success);
+        assertTrue(compilation.errors.contains("an ASYNC call has no result to answer"), compilation.errors.toString());
+        assertTrue(
+                compilation.errors.contains(
+                        "a @Synchronizing call is SYNCHRONIZING on the wire, and only such a call is"),
+                compilation.errors.toString());
+        assertTrue(
+                compilation.errors.contains("Validating has no doLocal with 0 parameters for the client to implement:"
+                        + " a call without one is written by hand"),
+                compilation.errors.toString());
+        assertFalse(
+                Files.exists(compilation.generated.resolve("client/ClientCalls.java")),
+                "nothing is generated from a wrong description");
+    }
+
     @Test
     void constantNamesAreTheMethodNamesInUpperSnakeCase() {
         assertEquals("MEM_ALLOC_AT", WireSurfaceGenerator.constantName("memAllocAt"));

@@ -23,9 +23,14 @@ public final class Backends {
      * (native when a GPU is present, the emulation otherwise).
      */
     public static GpuBackend open(String name) {
+        return open(name, EmulatedBackend.DEFAULT_DEVICE_COUNT);
+    }
+
+    /** The same, an emulation having {@code emulatedDevices} devices (a job's: one for every GPU index of its node). */
+    public static GpuBackend open(String name, int emulatedDevices) {
         return switch (name) {
             case "native" -> NativeBackend.load();
-            case EmulatedBackend.NAME -> emulated();
+            case EmulatedBackend.NAME -> emulated(emulatedDevices);
             case AUTO -> {
                 try {
                     yield NativeBackend.load();
@@ -33,7 +38,7 @@ public final class Backends {
                     if (noGpu.code() != ErrorCode.VGPU_BACKEND_UNAVAILABLE) {
                         throw noGpu;
                     }
-                    yield emulated();
+                    yield emulated(emulatedDevices);
                 }
             }
             default -> throw new InputException("unknown backend '" + name + "', expected one of " + CHOICES);
@@ -42,7 +47,11 @@ public final class Backends {
 
     /** The CPU emulation with its default devices and the twins of the test kernels. */
     public static EmulatedBackend emulated() {
-        return new EmulatedBackend(
-                EmulatedBackend.DEFAULT_DEVICE_COUNT, EmulatedBackend.DEFAULT_MEMORY_PER_DEVICE, TestKernels.twins());
+        return emulated(EmulatedBackend.DEFAULT_DEVICE_COUNT);
+    }
+
+    /** The CPU emulation with {@code devices} devices of the default memory and the test kernels' twins. */
+    public static EmulatedBackend emulated(int devices) {
+        return new EmulatedBackend(devices, EmulatedBackend.DEFAULT_MEMORY_PER_DEVICE, TestKernels.twins());
     }
 }

@@ -129,8 +129,11 @@ public final class ConfigCommand implements Subcommand {
                 config.totalGpus(),
                 config.nodes().stream().mapToInt(NodeConfig::vgpus).sum());
         out.printf(
-                "tracker %s; token key %s (private, fingerprint %s)%n",
+                "tracker %s, /metrics %s; token key %s (private, fingerprint %s)%n",
                 config.tracker(),
+                config.metrics()
+                        .map(metrics -> "on http://" + metrics + "/metrics")
+                        .orElse("off"),
                 config.tokenKeyFile(),
                 SiteKey.load(config.tokenKeyFile()).fingerprint());
         out.printf(
@@ -180,8 +183,10 @@ public final class ConfigCommand implements Subcommand {
         }
         out.println(distances);
         out.printf(
-                "slurm: SPANK plugin %s, vgpu command %s%n",
-                config.slurm().spankPlugin(), config.slurm().vgpuCommand());
+                "slurm: SPANK plugin %s, vgpu command %s, agent sockets in %s%n",
+                config.slurm().spankPlugin(),
+                config.slurm().vgpuCommand(),
+                config.slurm().agentSocketDir());
         return 0;
     }
 

@@ -102,6 +102,8 @@ public enum RenderedFile {
                 values.put("spank_plugin", config.slurm().spankPlugin().toString());
                 values.put("tracker", config.tracker().toString());
                 values.put("fallback", config.policy().fallbackLocalOnly() ? "local-only" : "none");
+                values.put("agent_socket_dir", config.slurm().agentSocketDir().toString());
+                values.put("lend_partition", config.lendPartition());
             }
             case JOB_SUBMIT_LUA -> {
                 values.put("tracker", config.tracker().toString());

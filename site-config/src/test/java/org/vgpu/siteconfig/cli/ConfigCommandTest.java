@@ -48,6 +48,7 @@ class ConfigCommandTest {
         assertEquals(0, config("check", file.toString()), err());
         assertTrue(out().contains(file.toAbsolutePath() + ": valid"), out());
         assertTrue(out().contains("cluster testbed: 3 nodes, 7 GPUs, 14 vGPUs"), out());
+        assertTrue(out().contains("tracker 127.0.0.1:7400, /metrics off; token key "), out());
         assertTrue(out().contains("private, fingerprint "), out());
         assertTrue(
                 out().contains("policy: idle_grace 45s, max_borrowed_per_job 3, borrowing on, fallback_local_only on"),

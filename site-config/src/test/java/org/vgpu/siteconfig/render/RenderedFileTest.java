@@ -98,7 +98,8 @@ class RenderedFileTest {
     @Test
     void plugstackLoadsTheBridgeRequiredWithTheTracker() {
         assertEquals(
-                List.of("required /opt/vgpu/lib/vgpu_spank.so tracker=127.0.0.1:7400 fallback=local-only"),
+                List.of("required /opt/vgpu/lib/vgpu_spank.so tracker=127.0.0.1:7400 fallback=local-only"
+                        + " agent_socket_dir=/run/vgpu lend_partition=vgpu-lend"),
                 linesStartingWith(render(RenderedFile.PLUGSTACK_CONF), "required"));
     }
 

@@ -21,7 +21,11 @@ class TemplateTest {
                 "tracker",
                 "h:1",
                 "fallback",
-                "none");
+                "none",
+                "agent_socket_dir",
+                "/run/vgpu",
+                "lend_partition",
+                "vgpu-lend");
     }
 
     @Test
@@ -37,7 +41,11 @@ class TemplateTest {
                         "tracker",
                         "h:1",
                         "fallback",
-                        "none"));
+                        "none",
+                        "agent_socket_dir",
+                        "/run/vgpu",
+                        "lend_partition",
+                        "vgpu-lend"));
 
         assertTrue(text.contains("required /x.so tracker=h:1 fallback=none"), text);
         assertTrue(text.contains("cluster c$1, rendered from /a\\b"), text);

@@ -44,6 +44,8 @@ final class SlurmTestbed implements AutoCloseable {
     private final Path dir;
     private final String portBase;
     private final Optional<Path> spankPlugin;
+    /** Slurm's cgroup plugins with ConstrainDevices=yes (up.sh's VGPU_TESTBED_CGROUPS). */
+    private final boolean constrainDevices;
 
     /** A finished script: its exit status and everything it printed. */
     record Outcome(int status, String output) {}
@@ -52,11 +54,13 @@ final class SlurmTestbed implements AutoCloseable {
      * @param dir         the testbed's directory
      * @param portBase    slurmctld's port; slurmd, lenders and the tracker take the ports above it
      * @param spankPlugin the SPANK bridge to load through plugstack.conf, if any
+     * @param constrainDevices whether jobs run under task/cgroup with ConstrainDevices=yes
      */
-    private SlurmTestbed(Path dir, int portBase, Optional<Path> spankPlugin) {
+    private SlurmTestbed(Path dir, int portBase, Optional<Path> spankPlugin, boolean constrainDevices) {
         this.dir = dir;
         this.portBase = Integer.toString(portBase);
         this.spankPlugin = spankPlugin;
+        this.constrainDevices = constrainDevices;
     }
 
     /**
@@ -67,10 +71,15 @@ final class SlurmTestbed implements AutoCloseable {
      * @param name the directory's prefix, which names the test in {@code ps} and in the daemons' logs
      */
     static SlurmTestbed fresh(String name, Optional<Path> spankPlugin) throws IOException {
+        return fresh(name, spankPlugin, false);
+    }
+
+    /** {@link #fresh(String, Optional)}, with Slurm's cgroup plugins and ConstrainDevices=yes when asked. */
+    static SlurmTestbed fresh(String name, Optional<Path> spankPlugin, boolean constrainDevices) throws IOException {
         // The directory only reserves a name that no other run takes: up() tears down what is there, and up.sh
         // makes it anew.
         Path dir = Files.createTempDirectory(name + "-");
-        return new SlurmTestbed(dir, freePortBase(), spankPlugin);
+        return new SlurmTestbed(dir, freePortBase(), spankPlugin, constrainDevices);
     }
 
     /** A base whose whole span of ports nothing listens on now; up.sh checks the ones it binds again. */
@@ -151,6 +160,7 @@ final class SlurmTestbed implements AutoCloseable {
             // The launcher runs on the Java running this test, which is the build's Java 25.
             environment.put("JAVA_HOME", System.getProperty("java.home"));
             environment.remove("VGPU_SPANK_PLUGIN");
+            environment.put("VGPU_TESTBED_CGROUPS", constrainDevices ? "yes" : "no");
             spankPlugin.ifPresent(plugin -> environment.put("VGPU_SPANK_PLUGIN", plugin.toString()));
             Process process = builder.start();
             if (!finishesInTime(process)) {

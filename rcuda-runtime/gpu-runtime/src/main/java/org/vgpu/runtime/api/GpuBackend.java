@@ -1,5 +1,7 @@
 package org.vgpu.runtime.api;
 
+import java.util.Optional;
+
 /**
  * A kind of device that vGPUs can be opened on: the native GPUs of this machine, the CPU emulation,
  * or (later) a remote worker.
@@ -15,6 +17,14 @@ public interface GpuBackend extends AutoCloseable {
     int deviceCount();
 
     DeviceProperties deviceProperties(int device);
+
+    /**
+     * Device {@code device}'s PCI bus id as the driver writes it (e.g. {@code 0000:3B:00.0}): how a job finds which
+     * CUDA ordinal is which GPU of the node. Empty where the backend's devices are not PCI devices (the emulation).
+     */
+    default Optional<String> pciBusId(int device) {
+        return Optional.empty();
+    }
 
     /** Opens vGPU {@code window.vgpuIndex()} on physical device {@code device}, reserving its window. */
     VirtualGpu open(int device, VaWindow window);

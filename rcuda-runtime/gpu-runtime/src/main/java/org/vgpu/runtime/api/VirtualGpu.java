@@ -1,9 +1,14 @@
 package org.vgpu.runtime.api;
 
+import static org.vgpu.runtime.api.surface.Call.Kind.ASYNC;
+import static org.vgpu.runtime.api.surface.Call.Kind.SYNC;
+import static org.vgpu.runtime.api.surface.Call.Kind.SYNCHRONIZING;
+
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 
 import org.vgpu.runtime.api.surface.GenerateForwarder;
+import org.vgpu.runtime.api.surface.RemoteCall;
 import org.vgpu.runtime.api.surface.Synchronizing;
 
 /**
@@ -28,6 +33,11 @@ import org.vgpu.runtime.api.surface.Synchronizing;
  *
  * <p>The build generates {@link ForwardingVirtualGpu} from this interface, and the migration
  * agent's gated forwarder; {@link Synchronizing} marks the calls that report such errors.
+ * {@link RemoteCall} marks the calls a remote worker serves one to one (the operands travel, the
+ * worker makes the same call, the result comes back) with their opcode and kind: both ends of those
+ * are generated too (see {@code RemoteCalls}, which lists the remote protocol's other requests).
+ * Adding such a call takes this interface, its checks in {@code AbstractVirtualGpu} and its meaning
+ * in {@code NativeGpu} and {@code EmulatedGpu}.
  */
 @GenerateForwarder("ForwardingVirtualGpu")
 public interface VirtualGpu extends AutoCloseable {
@@ -152,22 +162,47 @@ public interface VirtualGpu extends AutoCloseable {
      * starts only once the work {@code event} was last recorded after is done; the host does not
      * wait. An event not yet recorded is no wait at all, as in CUDA.
      */
+    @RemoteCall(opcode = 0x0073, kind = ASYNC)
     void streamWaitEvent(StreamHandle stream, EventHandle event);
+
+    /**
+     * As {@code cuStreamQuery}: true when all work queued on {@code stream} is done (CUDA_SUCCESS),
+     * its results readable (those of copies to the host included); false while some is not
+     * (CUDA_ERROR_NOT_READY, which is an answer, not a failure). Never waits. As in CUDA, it reports
+     * the failure of earlier asynchronous work.
+     */
+    @Synchronizing
+    @RemoteCall(opcode = 0x0074, kind = SYNCHRONIZING)
+    boolean streamQuery(StreamHandle stream);
 
     EventHandle eventCreate();
 
+    @RemoteCall(opcode = 0x0081, kind = ASYNC)
     void eventRecord(EventHandle event, StreamHandle stream);
 
+    /**
+     * As {@code cuEventQuery}: true when the work {@code event} was last recorded after is done, or
+     * when it was never recorded (CUDA_SUCCESS); false while that work is not (CUDA_ERROR_NOT_READY,
+     * which is an answer, not a failure). Never waits. As in CUDA, it reports the failure of earlier
+     * asynchronous work.
+     */
     @Synchronizing
+    @RemoteCall(opcode = 0x0085, kind = SYNCHRONIZING)
+    boolean eventQuery(EventHandle event);
+
+    @Synchronizing
+    @RemoteCall(opcode = 0x0082, kind = SYNCHRONIZING)
     void eventSynchronize(EventHandle event);
 
     /** As {@code cuEventElapsedTime}: milliseconds between two recorded, completed events. */
+    @RemoteCall(opcode = 0x0083, kind = SYNC)
     float eventElapsedTime(EventHandle start, EventHandle end);
 
     void eventDestroy(EventHandle event);
 
     /** As {@code cuCtxSynchronize}: waits for all work of this vGPU. */
     @Synchronizing
+    @RemoteCall(opcode = 0x0090, kind = SYNCHRONIZING)
     void ctxSynchronize();
 
     /** Frees everything this vGPU holds: allocations, modules, streams, events, its window. */

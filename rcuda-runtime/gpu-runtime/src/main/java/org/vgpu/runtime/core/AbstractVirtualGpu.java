@@ -131,6 +131,9 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
 
     protected abstract void doStreamDestroy(S stream);
 
+    /** Whether the stream's work is all done; CUDA_ERROR_NOT_READY is {@code false}, not a failure. */
+    protected abstract boolean doStreamQuery(S stream);
+
     protected abstract E doEventCreate();
 
     protected abstract void doEventRecord(E event, S stream);
@@ -138,6 +141,9 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
     protected abstract void doStreamWaitEvent(S stream, E event);
 
     protected abstract void doEventSynchronize(E event);
+
+    /** Whether the event's work is done, or the event never recorded; CUDA_ERROR_NOT_READY is {@code false}. */
+    protected abstract boolean doEventQuery(E event);
 
     protected abstract float doEventElapsedTime(E start, E end);
 
@@ -351,6 +357,11 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
     }
 
     @Override
+    public boolean streamQuery(StreamHandle stream) {
+        return doStreamQuery(stream(stream));
+    }
+
+    @Override
     public void streamDestroy(StreamHandle stream) {
         ensureOpen();
         if (stream.id() == StreamHandle.DEFAULT.id()) {
@@ -375,6 +386,12 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
     public void streamWaitEvent(StreamHandle stream, EventHandle event) {
         ensureOpen();
         doStreamWaitEvent(stream(stream), events.get(event.id()));
+    }
+
+    @Override
+    public boolean eventQuery(EventHandle event) {
+        ensureOpen();
+        return doEventQuery(events.get(event.id()));
     }
 
     @Override

@@ -231,6 +231,11 @@ final class EmulatedGpu
     protected void doStreamDestroy(Stream stream) {}
 
     @Override
+    protected boolean doStreamQuery(Stream stream) {
+        return everythingDone();
+    }
+
+    @Override
     protected Event doEventCreate() {
         return new Event();
     }
@@ -243,6 +248,17 @@ final class EmulatedGpu
     /** Work runs when it is issued, so what the event marks is done already: there is nothing to wait for. */
     @Override
     protected void doStreamWaitEvent(Stream stream, Event event) {}
+
+    @Override
+    protected boolean doEventQuery(Event event) {
+        return everythingDone();
+    }
+
+    /** A query's answer: work runs when it is issued, so all of it is done; a kernel's fault is reported as CUDA's queries do. */
+    private boolean everythingDone() {
+        reportFaultUnless(false);
+        return true;
+    }
 
     @Override
     protected void doEventSynchronize(Event event) {

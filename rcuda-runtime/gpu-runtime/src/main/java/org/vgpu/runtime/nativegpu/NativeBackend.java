@@ -7,6 +7,7 @@ import static jcuda.driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR
 import static jcuda.driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_WARP_SIZE;
 
 import java.nio.charset.StandardCharsets;
+import java.util.Optional;
 
 import jcuda.driver.CUdevice;
 import jcuda.driver.CUresult;
@@ -29,9 +30,11 @@ public final class NativeBackend implements GpuBackend {
     public static final String NAME = "native";
 
     private final DeviceProperties[] devices;
+    private final String[] pciBusIds;
 
-    private NativeBackend(DeviceProperties[] devices) {
+    private NativeBackend(DeviceProperties[] devices, String[] pciBusIds) {
         this.devices = devices;
+        this.pciBusIds = pciBusIds;
     }
 
     /**
@@ -62,10 +65,12 @@ public final class NativeBackend implements GpuBackend {
             throw unavailable("the NVIDIA driver reports 0 CUDA devices");
         }
         DeviceProperties[] devices = new DeviceProperties[deviceCount];
+        String[] pciBusIds = new String[deviceCount];
         for (int i = 0; i < deviceCount; i++) {
             devices[i] = queryProperties(i);
+            pciBusIds[i] = queryPciBusId(i);
         }
-        return new NativeBackend(devices);
+        return new NativeBackend(devices, pciBusIds);
     }
 
     @Override
@@ -87,6 +92,12 @@ public final class NativeBackend implements GpuBackend {
     public DeviceProperties deviceProperties(int device) {
         checkDevice(device);
         return devices[device];
+    }
+
+    @Override
+    public Optional<String> pciBusId(int device) {
+        checkDevice(device);
+        return Optional.of(pciBusIds[device]);
     }
 
     @Override
@@ -119,6 +130,17 @@ public final class NativeBackend implements GpuBackend {
                 attribute(device, ordinal, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK),
                 attribute(device, ordinal, CU_DEVICE_ATTRIBUTE_WARP_SIZE),
                 false);
+    }
+
+    /** cuDeviceGetPCIBusId: "domain:bus:device.function" in hex, 13 characters and a NUL at most. */
+    private static String queryPciBusId(int ordinal) {
+        CUdevice device = new CUdevice();
+        CudaErrors.check(JCudaDriver.cuDeviceGet(device, ordinal), "cuDeviceGet(" + ordinal + ")");
+        String[] busId = new String[1];
+        CudaErrors.check(JCudaDriver.cuDeviceGetPCIBusId(busId, 32, device), "cuDeviceGetPCIBusId(" + ordinal + ")");
+        String text = busId[0] == null ? "" : busId[0];
+        int nul = text.indexOf('\0');
+        return (nul < 0 ? text : text.substring(0, nul)).strip();
     }
 
     private static int attribute(CUdevice device, int ordinal, int attribute) {

@@ -407,6 +407,21 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
     }
 
     @Override
+    protected boolean doStreamQuery(CUstream stream) {
+        context.makeCurrent();
+        return done(JCudaDriver.cuStreamQuery(stream), "cuStreamQuery");
+    }
+
+    /** A query's answer: CUDA_SUCCESS is done, CUDA_ERROR_NOT_READY not yet; any other result is a failure. */
+    private static boolean done(int result, String call) {
+        if (result == CUresult.CUDA_ERROR_NOT_READY) {
+            return false;
+        }
+        CudaErrors.check(result, call);
+        return true;
+    }
+
+    @Override
     protected void doStreamDestroy(CUstream stream) {
         context.makeCurrent();
         CudaErrors.check(JCudaDriver.cuStreamDestroy(stream), "cuStreamDestroy");
@@ -430,6 +445,12 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
     protected void doStreamWaitEvent(CUstream stream, CUevent event) {
         context.makeCurrent();
         CudaErrors.check(JCudaDriver.cuStreamWaitEvent(stream, event, 0), "cuStreamWaitEvent");
+    }
+
+    @Override
+    protected boolean doEventQuery(CUevent event) {
+        context.makeCurrent();
+        return done(JCudaDriver.cuEventQuery(event), "cuEventQuery");
     }
 
     @Override

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -16,6 +17,8 @@ import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
 
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
@@ -832,6 +835,136 @@ public abstract class VirtualGpuConformanceTest {
         assertError(ErrorCode.CUDA_ERROR_INVALID_HANDLE, () -> gpu.streamWaitEvent(stream, never));
         gpu.eventDestroy(never);
         gpu.ctxSynchronize();
+    }
+
+    @Test
+    void aStreamQuerySaysDoneOnceTheStreamsWorkIsDoneAndItsCopyToTheHostHasLanded() {
+        float[] x = ramp(1 << 16);
+        StreamHandle stream = gpu.streamCreate();
+        MemorySegment host = queueSaxpyCopiedToHost(stream, x, 2.0f, 1.5f);
+        awaitDone(() -> gpu.streamQuery(stream), "the stream");
+        // No synchronize: the query's answer alone says the copy's data is in.
+        assertSaxpy(host, x, 2.0f, 1.5f);
+        assertTrue(gpu.streamQuery(stream), "a stream stays done while nothing is queued on it");
+        gpu.ctxSynchronize();
+        assertTrue(gpu.streamQuery(StreamHandle.DEFAULT), "the default stream after a synchronize");
+        gpu.memFreeHost(host);
+        gpu.streamDestroy(stream);
+        assertError(ErrorCode.CUDA_ERROR_INVALID_HANDLE, () -> gpu.streamQuery(stream));
+    }
+
+    @Test
+    void aStreamQueryWhileAKernelRunsSaysNotReadyWithoutWaitingForIt() {
+        assumeFalse(
+                gpu.deviceProperties().emulated(),
+                "the emulation runs work when it is issued: none is ever in flight to be asked about");
+        StreamHandle stream = gpu.streamCreate();
+        long payload = launchLongChase(stream);
+        assertFalse(gpu.streamQuery(stream), "the chase is still running");
+        gpu.streamSynchronize(stream);
+        assertTrue(gpu.streamQuery(stream));
+        long[] out = new long[1];
+        gpu.memcpyDtoH(MemorySegment.ofArray(out), payload, Long.BYTES);
+        assertEquals(42L, out[0]);
+        gpu.streamDestroy(stream);
+    }
+
+    @Test
+    void anEventQuerySaysDoneOnceTheWorkBeforeTheEventIsDoneOrWhenItWasNeverRecorded() {
+        EventHandle never = gpu.eventCreate();
+        assertTrue(gpu.eventQuery(never), "an event never recorded is done, as in CUDA");
+        float[] x = ramp(1 << 16);
+        StreamHandle stream = gpu.streamCreate();
+        EventHandle copied = gpu.eventCreate();
+        MemorySegment host = queueSaxpyCopiedToHost(stream, x, 3.0f, -0.5f);
+        gpu.eventRecord(copied, stream);
+        awaitDone(() -> gpu.eventQuery(copied), "the event");
+        // No synchronize: the query's answer alone says the copy before the event has landed.
+        assertSaxpy(host, x, 3.0f, -0.5f);
+        assertTrue(gpu.eventQuery(copied), "an event stays done until it is recorded again");
+        gpu.memFreeHost(host);
+        gpu.eventDestroy(copied);
+        assertError(ErrorCode.CUDA_ERROR_INVALID_HANDLE, () -> gpu.eventQuery(copied));
+        gpu.eventDestroy(never);
+        gpu.streamDestroy(stream);
+    }
+
+    @Test
+    void anEventQueryWhileTheKernelBeforeItRunsSaysNotReadyWithoutWaitingForIt() {
+        assumeFalse(
+                gpu.deviceProperties().emulated(),
+                "the emulation runs work when it is issued: none is ever in flight to be asked about");
+        StreamHandle stream = gpu.streamCreate();
+        EventHandle chased = gpu.eventCreate();
+        launchLongChase(stream);
+        gpu.eventRecord(chased, stream);
+        assertFalse(gpu.eventQuery(chased), "the chase before the event is still running");
+        gpu.eventSynchronize(chased);
+        assertTrue(gpu.eventQuery(chased));
+        gpu.eventDestroy(chased);
+        gpu.streamDestroy(stream);
+    }
+
+    /**
+     * Launches on {@code stream} a pointer chase around one node that points at itself: 2^22
+     * dependent loads, tens of milliseconds on a GPU, long after the next call has asked about it.
+     * Returns where the chase writes the node's payload, 42.
+     */
+    private long launchLongChase(StreamHandle stream) {
+        long node = gpu.memAlloc(2 * Long.BYTES);
+        gpu.memcpyHtoD(node, MemorySegment.ofArray(new long[] {node, 42}), 2 * Long.BYTES);
+        long starts = upload(new long[] {node});
+        long payload = gpu.memAlloc(Long.BYTES);
+        gpu.launchKernel(
+                gpu.moduleGetFunction(kernels, "pointerChase"),
+                Dim3.of(1),
+                Dim3.of(1),
+                0,
+                stream,
+                KernelArgs.builder()
+                        .pointer(starts)
+                        .pointer(payload)
+                        .i32(1)
+                        .i32(1 << 22)
+                        .build());
+        return payload;
+    }
+
+    /**
+     * Queues on {@code stream} y = a x + y, y being {@code y0} everywhere, then the copy of y into
+     * pinned host memory, which it returns for {@link #assertSaxpy} once the work is done.
+     */
+    private MemorySegment queueSaxpyCopiedToHost(StreamHandle stream, float[] x, float a, float y0) {
+        int n = x.length;
+        float[] y = new float[n];
+        java.util.Arrays.fill(y, y0);
+        long dx = upload(x);
+        long dy = upload(y);
+        MemorySegment host = gpu.memAllocHost((long) n * Float.BYTES);
+        gpu.launchKernel(
+                gpu.moduleGetFunction(kernels, "saxpy"),
+                Dim3.of((n + 127) / 128),
+                Dim3.of(128),
+                0,
+                stream,
+                KernelArgs.builder().i32(n).f32(a).pointer(dx).pointer(dy).build());
+        gpu.memcpyDtoHAsync(host, dy, (long) n * Float.BYTES, stream);
+        return host;
+    }
+
+    private static void assertSaxpy(MemorySegment host, float[] x, float a, float y0) {
+        for (int i = 0; i < x.length; i++) {
+            assertEquals(a * x[i] + y0, host.getAtIndex(ValueLayout.JAVA_FLOAT, i), "element " + i);
+        }
+    }
+
+    /** Asks {@code query} until it says done, as a program polls between other work; at most 30 s. */
+    private static void awaitDone(BooleanSupplier query, String what) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (!query.getAsBoolean()) {
+            assertTrue(System.nanoTime() < deadline, what + " never said done");
+            Thread.onSpinWait();
+        }
     }
 
     // ---- life cycle, threads

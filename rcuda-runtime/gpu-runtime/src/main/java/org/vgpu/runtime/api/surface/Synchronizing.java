@@ -7,8 +7,8 @@ import java.lang.annotation.RetentionPolicy;
 import java.lang.annotation.Target;
 
 /**
- * A call that waits for earlier work and so reports an earlier asynchronous call's failure, as
- * CUDA's synchronizing calls do. Kept in the class file: forwarders generated in other modules read it.
+ * A call that reports an earlier asynchronous call's failure, as CUDA's synchronizing calls (which
+ * wait for earlier work) and its queries do. Kept in the class file: forwarders generated in other modules read it.
  */
 @Documented
 @Retention(RetentionPolicy.CLASS)

@@ -7,6 +7,7 @@ import io.netty.handler.timeout.IdleStateEvent;
 
 import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.remote.protocol.Frame;
+import org.vgpu.runtime.remote.protocol.Frames;
 import org.vgpu.runtime.remote.protocol.ReplyDecoder;
 import org.vgpu.runtime.remote.protocol.ReplyVisitor;
 import org.vgpu.runtime.remote.protocol.Welcome;
@@ -22,6 +23,7 @@ final class InboundHandler extends ChannelInboundHandlerAdapter implements Reply
     private final Keepalive keepalive;
     private final ConnectionLoss loss;
     private final RequestBatcher batcher;
+    private final RemoteTraffic traffic;
     private ChannelHandlerContext ctx;
 
     InboundHandler(
@@ -29,12 +31,14 @@ final class InboundHandler extends ChannelInboundHandlerAdapter implements Reply
             WaitingCalls calls,
             Keepalive keepalive,
             ConnectionLoss loss,
-            RequestBatcher batcher) {
+            RequestBatcher batcher,
+            RemoteTraffic traffic) {
         this.handshake = handshake;
         this.calls = calls;
         this.keepalive = keepalive;
         this.loss = loss;
         this.batcher = batcher;
+        this.traffic = traffic;
     }
 
     @Override
@@ -46,6 +50,7 @@ final class InboundHandler extends ChannelInboundHandlerAdapter implements Reply
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
         keepalive.frameRead();
         Frame frame = (Frame) msg;
+        traffic.received(Frames.HEADER_BYTES + (long) frame.content().readableBytes());
         try {
             ReplyDecoder.dispatch(frame, this);
         } finally {

@@ -18,7 +18,6 @@ import org.vgpu.runtime.api.KernelSignature;
 import org.vgpu.runtime.api.MemoryInfo;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
-import org.vgpu.runtime.core.AbstractVirtualGpu;
 import org.vgpu.runtime.core.ModuleImage;
 import org.vgpu.runtime.memory.Allocation;
 import org.vgpu.runtime.remote.protocol.ReplyDecoder;
@@ -26,7 +25,7 @@ import org.vgpu.runtime.remote.protocol.RequestDecoder;
 
 /**
  * A vGPU whose device is on another node, driven through its GPU worker. The shared validation of
- * {@link AbstractVirtualGpu} runs here first, so bad pointers, handles and launches fail without a
+ * {@link org.vgpu.runtime.core.AbstractVirtualGpu} runs here first, so bad pointers, handles and launches fail without a
  * round trip; this client's window allocator picks every address and the worker maps the same
  * address on its device, re-validating everything.
  *
@@ -34,8 +33,12 @@ import org.vgpu.runtime.remote.protocol.RequestDecoder;
  * batched and never wait; synchronous calls flush the batch and wait for their reply, and report
  * a failed asynchronous call of before, as CUDA does. Module, function, stream and event ids on the
  * wire are chosen here, which is what lets their creation be pipelined.
+ *
+ * <p>The calls a worker serves one to one ({@code VirtualGpu}'s {@code @RemoteCall}s: event records and
+ * synchronizes, stream waits, elapsed times, context synchronizes) are sent by
+ * {@link OneToOneClientCalls}, generated; those written here have a remote form of their own.
  */
-public final class RemoteGpu extends AbstractVirtualGpu<RemoteGpu.Module, RemoteGpu.Function, Integer, Integer> {
+public final class RemoteGpu extends OneToOneClientCalls<RemoteGpu.Module, RemoteGpu.Function> {
     public static final String NAME = "remote";
 
     /** A module as the worker knows it. */
@@ -78,6 +81,17 @@ public final class RemoteGpu extends AbstractVirtualGpu<RemoteGpu.Module, Remote
             }
             throw e;
         }
+    }
+
+    /** What this vGPU has forwarded to its worker and waited for since it was opened. Cheap: no call to the worker. */
+    public RemoteCounters counters() {
+        return connection.counters();
+    }
+
+    /** For the generated calls; this class being final, the JIT inlines it. */
+    @Override
+    WorkerConnection connection() {
+        return connection;
     }
 
     /** The worker this vGPU runs on, as errors name it. */
@@ -266,36 +280,10 @@ public final class RemoteGpu extends AbstractVirtualGpu<RemoteGpu.Module, Remote
     }
 
     @Override
-    protected void doEventRecord(Integer event, Integer stream) {
-        connection.send((encoder, requestId) -> encoder.eventRecord(requestId, true, event, stream));
-    }
-
-    @Override
-    protected void doStreamWaitEvent(Integer stream, Integer event) {
-        connection.send((encoder, requestId) -> encoder.streamWaitEvent(requestId, true, stream, event));
-    }
-
-    @Override
-    protected void doEventSynchronize(Integer event) {
-        connection.call((encoder, requestId) -> encoder.eventSynchronize(requestId, event), ReplyDecoder::empty);
-    }
-
-    @Override
-    protected float doEventElapsedTime(Integer start, Integer end) {
-        return connection.call(
-                (encoder, requestId) -> encoder.eventElapsedTime(requestId, start, end), ReplyDecoder::elapsedMillis);
-    }
-
-    @Override
     protected void doEventDestroy(Integer event) {
         if (!closing) {
             connection.send((encoder, requestId) -> encoder.eventDestroy(requestId, true, event));
         }
-    }
-
-    @Override
-    protected void doCtxSynchronize() {
-        connection.call((encoder, requestId) -> encoder.ctxSynchronize(requestId), ReplyDecoder::empty);
     }
 
     /** Says goodbye (the worker frees the vGPU), then hands the worker back to whoever supplied it. */

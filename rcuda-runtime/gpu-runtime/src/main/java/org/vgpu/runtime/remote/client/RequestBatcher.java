@@ -21,6 +21,7 @@ final class RequestBatcher {
     private final ReentrantLock lock = new ReentrantLock();
     private final RemoteConfig config;
     private final ConnectionLoss loss;
+    private final RemoteTraffic traffic;
     /** Set once by {@link #attach} before the connection is handed out. */
     private Channel channel;
 
@@ -33,9 +34,10 @@ final class RequestBatcher {
     private int batchedFrames;
     private int nextRequestId = 1;
 
-    RequestBatcher(RemoteConfig config, ConnectionLoss loss) {
+    RequestBatcher(RemoteConfig config, ConnectionLoss loss, RemoteTraffic traffic) {
         this.config = config;
         this.loss = loss;
+        this.traffic = traffic;
     }
 
     /** The channel the batches go to, once it exists. */
@@ -114,13 +116,17 @@ final class RequestBatcher {
             parts.add(current);
             current = null;
         }
+        int frames = batchedFrames;
         batchedFrames = 0;
         if (parts.isEmpty()) {
             return;
         }
+        long bytes = 0;
         for (ByteBuf part : parts) {
+            bytes += part.readableBytes();
             channel.write(part, channel.voidPromise());
         }
+        traffic.sent(frames, bytes);
         parts.clear();
         channel.flush();
         awaitWritable();
@@ -131,6 +137,7 @@ final class RequestBatcher {
             return;
         }
         writabilityWaiter = Thread.currentThread();
+        long start = System.nanoTime();
         try {
             while (!channel.isWritable()) {
                 loss.checkAlive();
@@ -138,6 +145,7 @@ final class RequestBatcher {
             }
         } finally {
             writabilityWaiter = null;
+            traffic.waited(System.nanoTime() - start);
         }
     }
 

@@ -18,11 +18,13 @@ final class WaitingCalls {
     private final ConnectionLoss loss;
     private final ChunkLanding landing;
     private final long spinNanos;
+    private final RemoteTraffic traffic;
 
-    WaitingCalls(ConnectionLoss loss, ChunkLanding landing, long spinNanos) {
+    WaitingCalls(ConnectionLoss loss, ChunkLanding landing, long spinNanos, RemoteTraffic traffic) {
         this.loss = loss;
         this.landing = landing;
         this.spinNanos = spinNanos;
+        this.traffic = traffic;
     }
 
     /** Registers {@code call} for request {@code id}; called under the batch lock, after the loss was checked. */
@@ -59,11 +61,13 @@ final class WaitingCalls {
      * must find its memory as the worker's order of replies says), then applies the held copies.
      */
     <T> T await(PendingCall<T> call, long timeoutNanos) {
+        long start = System.nanoTime();
         try {
             return call.await(spinNanos, timeoutNanos);
         } finally {
             landing.awaitLanded(call.landingMark(landing));
             landing.applyHeldCopies();
+            traffic.waited(System.nanoTime() - start);
         }
     }
 

@@ -50,6 +50,7 @@ final class WorkerConnection implements AutoCloseable {
     private final ChunkedCopies copies;
     private final WorkerHandshake handshake;
     private final Keepalive keepalive = new Keepalive();
+    private final RemoteTraffic traffic = new RemoteTraffic();
     /** Set once by {@link #open} before the connection is handed out; the event loop side uses its context instead. */
     private Channel channel;
 
@@ -58,8 +59,8 @@ final class WorkerConnection implements AutoCloseable {
         this.config = config;
         this.loss = new ConnectionLoss(endpoint);
         this.landing = ChunkLanding.withCopierThread("vgpu-copier-" + endpoint.workerId());
-        this.batcher = new RequestBatcher(config, loss);
-        this.calls = new WaitingCalls(loss, landing, config.spinNanos());
+        this.batcher = new RequestBatcher(config, loss, traffic);
+        this.calls = new WaitingCalls(loss, landing, config.spinNanos(), traffic);
         this.copies = new ChunkedCopies(config, batcher, calls, loss, landing);
         this.handshake = new WorkerHandshake(endpoint, config);
     }
@@ -82,7 +83,8 @@ final class WorkerConnection implements AutoCloseable {
                         connection.calls,
                         connection.keepalive,
                         connection.loss,
-                        connection.batcher));
+                        connection.batcher,
+                        connection.traffic));
         connection.channel = connected.channel();
         connection.batcher.attach(connection.channel);
         try {
@@ -109,6 +111,11 @@ final class WorkerConnection implements AutoCloseable {
 
     WorkerEndpoint endpoint() {
         return endpoint;
+    }
+
+    /** What the session has forwarded and waited for so far. */
+    RemoteCounters counters() {
+        return traffic.snapshot();
     }
 
     /** Host-to-device and device-to-host copies over this connection. */

@@ -13,15 +13,26 @@ import io.netty.buffer.ByteBuf;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.KernelArgs;
+import org.vgpu.runtime.api.VirtualGpu;
 import org.vgpu.runtime.api.surface.Call;
 import org.vgpu.runtime.api.surface.CallSurface;
 import org.vgpu.runtime.api.surface.Codec;
 import org.vgpu.runtime.api.surface.Reply;
+import org.vgpu.runtime.core.AbstractVirtualGpu;
 
 // The one description of the remote protocol's frames: the build generates Opcode (with the doc
-// comments below), RequestEncoder, RequestDispatch and RequestVisitor from it, each field going
-// through its codec in WireCodecs. Nobody implements this interface. A new request is one method
-// here; opcodes never change once released, since they are what older peers send.
+// comments below), RequestEncoder, RequestDispatch and RequestVisitor from it and from VirtualGpu's
+// @RemoteCall methods, each field going through its codec in WireCodecs. Nobody implements this
+// interface. The calls a worker serves one to one are described on VirtualGpu itself, and both
+// their ends are generated (the client's primitives in OneToOneClientCalls, the worker's requests
+// in OneToOneWorkerCalls, their results in ResultEncoder and ResultDecoder); those listed here have a
+// remote form of their own, written by hand in RemoteGpu and RequestHandler: the session's frames,
+// calls whose ids the client chooses (module, function, stream and event creation) or that the
+// client answers itself when it can (destroys at close, a stream ending in a copy to the host),
+// allocations (placed by the client's window allocator), copies and memsets (chunked, gathered,
+// scattered, one request for the synchronous and asynchronous forms), launches (arguments packed)
+// and memGetInfo (which AbstractVirtualGpu leaves to each backend). Opcodes never change once
+// released, since they are what older peers send.
 
 /**
  * What a frame asks for or answers: one opcode per request of {@link RemoteCalls}, which are the
@@ -37,7 +48,12 @@ import org.vgpu.runtime.api.surface.Reply;
  * Every other request is answered by {@link #OK}, {@link #ERROR} or, for {@link #MEMCPY_DTOH} and
  * {@link #MEMCPY_DTOH_GATHER}, {@link #DATA} frames.
  */
-@CallSurface(codecs = WireCodecs.class)
+@CallSurface(
+        codecs = WireCodecs.class,
+        api = VirtualGpu.class,
+        validation = AbstractVirtualGpu.class,
+        client = "org.vgpu.runtime.remote.client.OneToOneClientCalls",
+        worker = "org.vgpu.runtime.remote.worker.OneToOneWorkerCalls")
 interface RemoteCalls {
     // ---- session
 
@@ -175,31 +191,11 @@ interface RemoteCalls {
     @Call(opcode = 0x0072, kind = ASYNC)
     void streamDestroy(int streamId);
 
-    /** {@code int32 stream id, int32 event id}: the stream's later work waits for the event's. */
-    @Call(opcode = 0x0073, kind = ASYNC)
-    void streamWaitEvent(int streamId, int eventId);
-
     /** {@code int32 event id}. */
     @Call(opcode = 0x0080, kind = ASYNC)
     void eventCreate(int eventId);
 
-    /** {@code int32 event id, int32 stream id}. */
-    @Call(opcode = 0x0081, kind = ASYNC)
-    void eventRecord(int eventId, int streamId);
-
-    /** {@code int32 event id}. */
-    @Call(opcode = 0x0082, kind = SYNCHRONIZING)
-    void eventSynchronize(int eventId);
-
-    /** {@code int32 start event id, int32 end event id}; OK: {@code float32 milliseconds}. */
-    @Call(opcode = 0x0083, kind = SYNC)
-    void eventElapsedTime(int startEventId, int endEventId);
-
     /** {@code int32 event id}. */
     @Call(opcode = 0x0084, kind = ASYNC)
     void eventDestroy(int eventId);
-
-    /** Empty. */
-    @Call(opcode = 0x0090, kind = SYNCHRONIZING)
-    void ctxSynchronize();
 }

@@ -13,7 +13,8 @@ import org.vgpu.runtime.api.VgpuException;
 
 /**
  * Reads reply bodies (layouts: {@link Opcode}): {@link #dispatch} for the frame itself, and one
- * reader per kind of OK result. A malformed body is a VGPU_PROTOCOL_ERROR: a client trusts a
+ * reader per kind of OK result of the requests written by hand ({@link ResultDecoder} has those of
+ * the one-to-one calls). A malformed body is a VGPU_PROTOCOL_ERROR: a client trusts a
  * worker no more than a worker trusts a client.
  */
 public final class ReplyDecoder {
@@ -59,21 +60,17 @@ public final class ReplyDecoder {
         });
     }
 
-    /** The result of {@link Opcode#EVENT_ELAPSED_TIME}. */
-    public static float elapsedMillis(ByteBuf result) {
-        return read(result, "EVENT_ELAPSED_TIME", ByteBuf::readFloat);
-    }
-
     /** Checks that a request without a result got an empty OK. */
     public static Void empty(ByteBuf result) {
         return read(result, "OK", in -> null);
     }
 
-    private interface BodyReader<T> {
+    interface BodyReader<T> {
         T read(ByteBuf in);
     }
 
-    private static <T> T read(ByteBuf result, String what, BodyReader<T> reader) {
+    /** A result read by {@code reader}, which must consume it exactly; {@link ResultDecoder}'s readers come here. */
+    static <T> T read(ByteBuf result, String what, BodyReader<T> reader) {
         ByteBuf in = result.duplicate();
         T value;
         try {

@@ -10,13 +10,13 @@ import org.vgpu.runtime.api.VgpuException;
 
 /**
  * Writes reply frames (layouts: {@link Opcode}) straight into a buffer: the worker's counterpart
- * of {@link RequestEncoder}. Stateless apart from the wrapped buffer; not thread-safe.
+ * of {@link RequestEncoder}. The OK replies of the calls a worker serves one to one are generated, in
+ * {@link ResultEncoder}; those of the other requests are here. Stateless apart from the wrapped
+ * buffer; not thread-safe.
  */
-public final class ReplyEncoder {
+public final class ReplyEncoder extends ResultEncoder {
     /** Error details are cut here: a reply must never exceed a frame because a message was long. */
     static final int MAX_DETAIL_CHARS = 8192;
-
-    private ByteBuf out;
 
     public ReplyEncoder wrap(ByteBuf buffer) {
         this.out = buffer;
@@ -44,11 +44,6 @@ public final class ReplyEncoder {
         Frames.finish(out, Frames.begin(out, Opcode.PONG, 0, requestId));
     }
 
-    /** Success without a result. */
-    public void ok(int requestId) {
-        Frames.finish(out, Frames.begin(out, Opcode.OK, 0, requestId));
-    }
-
     /** Answer to {@link Opcode#MEM_GET_INFO}. */
     public void ok(int requestId, MemoryInfo info) {
         int start = Frames.begin(out, Opcode.OK, 0, requestId);
@@ -64,13 +59,6 @@ public final class ReplyEncoder {
         for (int size : signature.parameterSizes()) {
             out.writeInt(size);
         }
-        Frames.finish(out, start);
-    }
-
-    /** Answer to {@link Opcode#EVENT_ELAPSED_TIME}. */
-    public void ok(int requestId, float milliseconds) {
-        int start = Frames.begin(out, Opcode.OK, 0, requestId);
-        out.writeFloat(milliseconds);
         Frames.finish(out, start);
     }
 

@@ -18,7 +18,9 @@ import org.vgpu.runtime.api.VgpuException;
  * {@link RemoteCalls}, {@code readX} reads it from a body (refusing what no client may send with a
  * VGPU_PROTOCOL_ERROR), {@code writeX} writes it, and {@code checkX}, where there is one, refuses
  * a value the protocol cannot carry before anything of its frame is written. The generated
- * {@link RequestEncoder} and {@link RequestDispatch} call them.
+ * {@link RequestEncoder} and {@link RequestDispatch} call them, and for the results of
+ * {@code VirtualGpu}'s one-to-one calls {@link ResultEncoder} and {@link ResultDecoder}: every
+ * primitive type a call takes or returns has its codec here, so such a call needs none of its own.
  */
 final class WireCodecs {
     static final int ARG_POINTER = 1;
@@ -50,6 +52,27 @@ final class WireCodecs {
 
     static void writeInt64(ByteBuf out, long value) {
         out.writeLong(value);
+    }
+
+    static float readFloat32(ByteBuf in) {
+        return in.readFloat();
+    }
+
+    static void writeFloat32(ByteBuf out, float value) {
+        out.writeFloat(value);
+    }
+
+    /** {@code uint8}, 0 or 1: any other value is a peer's mistake, not a truth value. */
+    static boolean readBoolean(ByteBuf in) {
+        int value = in.readUnsignedByte();
+        if (value > 1) {
+            throw Frames.violation("a boolean must be 0 or 1, got " + value);
+        }
+        return value == 1;
+    }
+
+    static void writeBoolean(ByteBuf out, boolean value) {
+        out.writeByte(value ? 1 : 0);
     }
 
     static String readString(ByteBuf in) {

@@ -19,9 +19,13 @@
  * garbage ones before buffering them; {@link org.vgpu.runtime.remote.protocol.RequestDispatch} /
  * {@link org.vgpu.runtime.remote.protocol.ReplyDecoder} read bodies into visitor calls.
  *
- * <p>The requests are described once, in {@link org.vgpu.runtime.remote.protocol.RemoteCalls}: the
+ * <p>The requests are described once, in {@link org.vgpu.runtime.remote.protocol.RemoteCalls} and,
+ * for the calls a worker serves one to one, on {@code VirtualGpu} itself ({@code @RemoteCall}): the
  * build generates {@code Opcode}, {@code RequestEncoder}, {@code RequestDispatch} and
- * {@code RequestVisitor} from it (vgpu-call-surface-processor), each field going through its codec in
- * {@link org.vgpu.runtime.remote.protocol.WireCodecs}. Replies are few and hand-written.
+ * {@code RequestVisitor} from them (vgpu-call-surface-processor), each field going through its codec in
+ * {@link org.vgpu.runtime.remote.protocol.WireCodecs}, and both ends of the one-to-one calls: their
+ * results' {@code ResultEncoder} (the superclass of the hand-written {@code ReplyEncoder}) and
+ * {@code ResultDecoder}, the client's {@code OneToOneClientCalls} and the worker's
+ * {@code OneToOneWorkerCalls}. The other replies are few and hand-written.
  */
 package org.vgpu.runtime.remote.protocol;

@@ -48,17 +48,32 @@ import org.vgpu.runtime.remote.security.TlsFailures;
 import org.vgpu.runtime.remote.transport.NettyTransport;
 
 /**
- * A GPU worker: serves ONE session of one remote vGPU on one device of {@code backend}, then is
- * done (DESIGN.md, "One worker process per remote vGPU"). Connections that fail the handshake
- * (wrong protocol version, bad token) are refused and the worker keeps waiting for its client; the
- * first authenticated HELLO claims the session and any later one is refused. The session ends when
- * the client says goodbye, closes or loses the connection, sends nothing for the idle timeout, or
- * breaks the protocol; then the vGPU is freed and {@link #report()} completes. A worker that no
- * client opens a session with within the idle timeout ends too, so a lent GPU is never held by a
- * worker nobody uses.
+ * A GPU worker: serves the sessions of one remote vGPU on one device of {@code backend} (DESIGN.md,
+ * "One worker process per remote vGPU"). Connections that fail the handshake (wrong protocol version,
+ * bad token) are refused and the worker keeps waiting for its client; an authenticated HELLO claims
+ * the session and any other one is refused while it runs. The session ends when the client says
+ * goodbye, closes or loses the connection, sends nothing for the idle timeout, or breaks the
+ * protocol; then the vGPU is freed.
+ *
+ * <p>How many sessions, {@link Sessions}: a lender's worker serves {@link Sessions#ONE ONE}, then
+ * {@link #report()} completes; a worker that no client opens a session with within the idle timeout
+ * ends too, so a lent GPU is never held by a worker nobody uses. A holder job's worker serves
+ * {@link Sessions#ONE_AFTER_ANOTHER one after another} until it is closed: every step of the job,
+ * and the app after {@code vgpu run}'s checks, opens the borrowed vGPU again, and a session that
+ * ends because the vGPU moved away ends like any other; the idle timeout bounds each session's
+ * silence, and the holder's life is the tracker's to end (it cancels the holder job).
  */
 public final class GpuWorker implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(GpuWorker.class);
+
+    /** How many sessions a worker serves. */
+    public enum Sessions {
+        /** One, then the worker is done: a lender's worker. */
+        ONE,
+        /** One after another until the worker is closed: a holder job's worker, for every step of the job. */
+        ONE_AFTER_ANOTHER
+    }
+
     /** The outbound buffer a connection may fill before writers wait: a few copy chunks in flight. */
     static final WriteBufferWaterMark WATER_MARK = new WriteBufferWaterMark(4 << 20, 8 << 20);
 
@@ -66,23 +81,34 @@ public final class GpuWorker implements AutoCloseable {
     private final GpuBackend backend;
     private final SessionAuthenticator authenticator;
     private final Consumer<String> log;
+    private final Sessions sessions;
     private final EventLoopGroup group;
     private final Channel serverChannel;
     private final AtomicBoolean sessionClaimed = new AtomicBoolean();
     private final AtomicBoolean closed = new AtomicBoolean();
     private final CompletableFuture<WorkerReport> report = new CompletableFuture<>();
     private volatile Channel sessionChannel;
+    /** Completes when the session now served has ended and freed its vGPU. */
+    private volatile CompletableFuture<WorkerReport> sessionEnd = new CompletableFuture<>();
+
+    private final Object servedLock = new Object();
+    /** What the sessions that ended served, all together. Guarded by {@link #servedLock}. */
+    private WorkerReport served = new WorkerReport(0, 0, 0, 0, true, "no session yet");
+    /** Guarded by {@link #servedLock}. */
+    private int endedSessions;
 
     private GpuWorker(
             WorkerConfig config,
             GpuBackend backend,
             SessionAuthenticator authenticator,
             SslContext ssl,
-            Consumer<String> log) {
+            Consumer<String> log,
+            Sessions sessions) {
         this.config = config;
         this.backend = backend;
         this.authenticator = authenticator;
         this.log = log;
+        this.sessions = sessions;
         this.group = NettyTransport.newEventLoopGroup(1, "vgpu-worker-io", config.spinNanos());
         try {
             ServerBootstrap bootstrap = new ServerBootstrap();
@@ -122,6 +148,12 @@ public final class GpuWorker implements AutoCloseable {
                             + config.listenPort() + ": " + bindFailure(e),
                     e);
         }
+        if (sessions == Sessions.ONE) {
+            scheduleGiveUpWithoutClient();
+        }
+    }
+
+    private void scheduleGiveUpWithoutClient() {
         group.schedule(
                 () -> {
                     if (!sessionClaimed.get()) {
@@ -139,23 +171,36 @@ public final class GpuWorker implements AutoCloseable {
                 TimeUnit.MILLISECONDS);
     }
 
-    /**
-     * Listens for the session's client.
-     *
-     * @param ssl TLS for the connection, or null for plain TCP
-     * @param log where the worker tells what it does (refused connections, why the session ended)
-     */
+    /** A worker that serves {@link Sessions#ONE one session}, as a lender starts it. */
     public static GpuWorker start(
             WorkerConfig config,
             GpuBackend backend,
             SessionAuthenticator authenticator,
             SslContext ssl,
             Consumer<String> log) {
+        return start(config, backend, authenticator, ssl, log, Sessions.ONE);
+    }
+
+    /**
+     * Listens for the session's client.
+     *
+     * @param ssl      TLS for the connection, or null for plain TCP
+     * @param log      where the worker tells what it does (refused connections, why a session ended)
+     * @param sessions one session, or one after another until {@link #close}
+     */
+    public static GpuWorker start(
+            WorkerConfig config,
+            GpuBackend backend,
+            SessionAuthenticator authenticator,
+            SslContext ssl,
+            Consumer<String> log,
+            Sessions sessions) {
         Objects.requireNonNull(config, "config");
         Objects.requireNonNull(backend, "backend");
         Objects.requireNonNull(authenticator, "authenticator");
         Objects.requireNonNull(log, "log");
-        return new GpuWorker(config, backend, authenticator, ssl, log);
+        Objects.requireNonNull(sessions, "sessions");
+        return new GpuWorker(config, backend, authenticator, ssl, log, sessions);
     }
 
     /** The address the worker listens on (with the real port when port 0 was asked for). */
@@ -163,7 +208,10 @@ public final class GpuWorker implements AutoCloseable {
         return (InetSocketAddress) serverChannel.localAddress();
     }
 
-    /** Completes when the session is over (or never began), with what it served. */
+    /**
+     * Completes when the worker is done, with what it served: for {@link Sessions#ONE}, when the session is over (or
+     * never began); for {@link Sessions#ONE_AFTER_ANOTHER}, when the worker is closed, with every session's figures.
+     */
     public CompletableFuture<WorkerReport> report() {
         return report;
     }
@@ -192,12 +240,14 @@ public final class GpuWorker implements AutoCloseable {
         if (!closed.compareAndSet(false, true)) {
             return;
         }
+        // read before the channel: a session that ends meanwhile has completed this one before it is replaced
+        CompletableFuture<WorkerReport> end = sessionEnd;
         Channel session = sessionChannel;
         if (session != null) {
             session.close();
             try {
-                // the GPU thread frees the vGPU before the report completes
-                report.get(10, TimeUnit.SECONDS);
+                // the GPU thread frees the vGPU before the session's end completes
+                end.get(10, TimeUnit.SECONDS);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             } catch (TimeoutException e) {
@@ -207,9 +257,47 @@ public final class GpuWorker implements AutoCloseable {
                         + VgpuFailure.describe(e.getCause()));
             }
         }
-        report.complete(new WorkerReport(0, 0, 0, 0, false, "the worker was closed"));
+        report.complete(
+                sessions == Sessions.ONE
+                        ? new WorkerReport(0, 0, 0, 0, false, "the worker was closed")
+                        : servedSoFar("the worker was closed"));
         serverChannel.close().syncUninterruptibly();
         group.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
+    }
+
+    /**
+     * A session is over and its vGPU freed: a one-session worker is done; one that serves sessions one after another
+     * adds the session's figures to its own and takes the next client.
+     */
+    private void sessionEnded(WorkerReport session) {
+        sessionEnd.complete(session);
+        if (sessions == Sessions.ONE) {
+            finish(session);
+            return;
+        }
+        int ended;
+        synchronized (servedLock) {
+            served = served.plus(session);
+            ended = ++endedSessions;
+        }
+        log.accept("worker " + config.workerId() + ": session " + ended + " ended: " + session.endReason()
+                + "; waiting for the job's next session");
+        sessionChannel = null;
+        sessionEnd = new CompletableFuture<>();
+        sessionClaimed.set(false);
+    }
+
+    /** Every ended session's figures together; clean, since a holder's worker ends when its holder does. */
+    private WorkerReport servedSoFar(String reason) {
+        synchronized (servedLock) {
+            return new WorkerReport(
+                    served.calls(),
+                    served.bytesIn(),
+                    served.bytesOut(),
+                    served.busyNanos(),
+                    true,
+                    reason + " after " + endedSessions + " session(s)");
+        }
     }
 
     private void finish(WorkerReport result) {
@@ -276,7 +364,7 @@ public final class GpuWorker implements AutoCloseable {
             session.outcome()
                     .thenAccept(outcome -> ctx.channel()
                             .closeFuture()
-                            .addListener(closed -> finish(new WorkerReport(
+                            .addListener(closed -> sessionEnded(new WorkerReport(
                                     outcome.calls(),
                                     traffic.bytesIn(),
                                     traffic.bytesOut(),

@@ -20,7 +20,7 @@ import org.vgpu.runtime.api.VirtualGpu;
 import org.vgpu.runtime.remote.protocol.Frame;
 import org.vgpu.runtime.remote.protocol.Frames;
 import org.vgpu.runtime.remote.protocol.Hello;
-import org.vgpu.runtime.remote.protocol.RequestVisitor;
+import org.vgpu.runtime.remote.protocol.ReplyEncoder;
 import org.vgpu.runtime.remote.protocol.Welcome;
 
 /**
@@ -28,8 +28,12 @@ import org.vgpu.runtime.remote.protocol.Welcome;
  * re-validates everything (the client is never trusted), with the client's ids mapped to handles
  * ({@link SessionHandles}), bulk copies streamed by {@link BulkCopies}, and the failures of
  * asynchronous requests kept by {@link KeptFailure}. GPU thread only.
+ *
+ * <p>The requests of the calls a worker serves one to one ({@code VirtualGpu}'s {@code @RemoteCall}s)
+ * are served by {@link OneToOneWorkerCalls}, generated, through the hooks below; those written here
+ * mean more than one call on the vGPU.
  */
-final class RequestHandler implements RequestVisitor {
+final class RequestHandler extends OneToOneWorkerCalls {
     /** How a request ends the session: the client said goodbye, or its vGPU could not be opened. */
     interface SessionEnd {
         void stop(String reason, boolean cleanly);
@@ -133,11 +137,39 @@ final class RequestHandler implements RequestVisitor {
         }
     }
 
-    private VirtualGpu gpu() {
+    @Override
+    VirtualGpu gpu() {
         if (gpu == null) {
             throw Frames.violation("a request arrived before the session was opened");
         }
         return gpu;
+    }
+
+    // ---- the hooks of OneToOneWorkerCalls
+
+    @Override
+    ReplyEncoder reply() {
+        return replies.reply();
+    }
+
+    @Override
+    boolean answeredWithKeptFailure(Frame frame) {
+        return failures.answeredWithKeptFailure(frame);
+    }
+
+    @Override
+    void failed(Frame frame, RuntimeException failure) {
+        failures.failed(frame, failure);
+    }
+
+    @Override
+    StreamHandle stream(int id) {
+        return handles.stream(id);
+    }
+
+    @Override
+    EventHandle event(int id) {
+        return handles.event(id);
     }
 
     @Override
@@ -294,11 +326,6 @@ final class RequestHandler implements RequestVisitor {
     }
 
     @Override
-    public void streamWaitEvent(Frame frame, int streamId, int eventId) {
-        execute(frame, () -> gpu().streamWaitEvent(handles.stream(streamId), handles.event(eventId)));
-    }
-
-    @Override
     public void eventCreate(Frame frame, int eventId) {
         execute(frame, () -> {
             EventHandle event = gpu().eventCreate();
@@ -312,35 +339,10 @@ final class RequestHandler implements RequestVisitor {
     }
 
     @Override
-    public void eventRecord(Frame frame, int eventId, int streamId) {
-        execute(frame, () -> gpu().eventRecord(handles.event(eventId), handles.stream(streamId)));
-    }
-
-    @Override
-    public void eventSynchronize(Frame frame, int eventId) {
-        execute(frame, () -> gpu().eventSynchronize(handles.event(eventId)));
-    }
-
-    @Override
-    public void eventElapsedTime(Frame frame, int startEventId, int endEventId) {
-        try {
-            float millis = gpu().eventElapsedTime(handles.event(startEventId), handles.event(endEventId));
-            replies.reply().ok(frame.requestId(), millis);
-        } catch (RuntimeException e) {
-            failures.failed(frame, e);
-        }
-    }
-
-    @Override
     public void eventDestroy(Frame frame, int eventId) {
         execute(frame, () -> {
             gpu().eventDestroy(handles.event(eventId));
             handles.events.remove(eventId);
         });
-    }
-
-    @Override
-    public void ctxSynchronize(Frame frame) {
-        execute(frame, () -> gpu().ctxSynchronize());
     }
 }

@@ -31,7 +31,8 @@ import org.vgpu.runtime.remote.transport.NettyTransport;
 /**
  * {@code vgpu worker}: the process that serves one borrowed vGPU. It checks the session token with
  * the site key, serves ONE session on one device, and exits when the session ends, the client
- * disappears or stays silent for the idle timeout. Launchers rely on its stdout: exactly the line
+ * disappears or stays silent for the idle timeout (a holder job's worker serves sessions one after
+ * another instead, see below). Launchers rely on its stdout: exactly the line
  * {@code vgpu-worker listening HOST:PORT} once it accepts connections, and
  * {@code vgpu-worker served calls=N bytes_in=N bytes_out=N busy_ms=N} when it is done; everything
  * else goes to stderr. Exit status 0 when the client ended the session with a goodbye, 1 otherwise.
@@ -39,7 +40,10 @@ import org.vgpu.runtime.remote.transport.NettyTransport;
  * <p>In a tracker's holder job it is started with {@code --tracker HOST:PORT --lend JOB:VGPU}: once
  * listening it tells the tracker {@code worker JOB VGPU HOST:PORT WORKER-ID PROOF}, where the proof is
  * a short-lived token signed with the site key it already reads (so only a holder, which has the
- * key, can claim a lend), and it exits at once when the tracker does not take it.
+ * key, can claim a lend), and it exits at once when the tracker does not take it. It then serves the
+ * job's sessions one after another (each step of the job, and the app after {@code vgpu run}'s checks,
+ * opens the vGPU again; a session that ends because the vGPU moved away is no failure) until the
+ * tracker cancels the holder; the idle timeout bounds each session's silence, not the holder's life.
  *
  * <p>Runs without the launcher on the class path: {@code java -cp ... org.vgpu.runtime.remote.worker.WorkerCommand}.
  */
@@ -68,7 +72,7 @@ public final class WorkerCommand implements Subcommand {
 
     @Override
     public String summary() {
-        return "serve one remote vGPU session on one local GPU (started by the lender)";
+        return "serve a remote vGPU on one local GPU (started by the lender, or in a holder job)";
     }
 
     @Override
@@ -123,8 +127,8 @@ public final class WorkerCommand implements Subcommand {
                         .longOpt("idle-timeout")
                         .hasArg()
                         .argName("SECONDS")
-                        .desc("end the session after this long without a frame from the client, and give up when no"
-                                + " client opens one within it (default "
+                        .desc("end a session after this long without a frame from the client; without --tracker, also"
+                                + " give up when no client opens one within it (default "
                                 + WorkerConfig.DEFAULT_IDLE_TIMEOUT.toSeconds() + ")")
                         .get())
                 .addOption(Option.builder()
@@ -188,9 +192,12 @@ public final class WorkerCommand implements Subcommand {
                     ? WarmUpSession.run(backend, device)
                     : WarmUpSession.WarmUp.NONE;
             WorkerReport report;
-            try (GpuWorker worker = GpuWorker.start(config, backend, verifier::verify, ssl, err::println)) {
+            // A holder's worker serves the job's sessions one after another until the tracker ends the holder.
+            GpuWorker.Sessions sessions =
+                    announcement == null ? GpuWorker.Sessions.ONE : GpuWorker.Sessions.ONE_AFTER_ANOTHER;
+            try (GpuWorker worker = GpuWorker.start(config, backend, verifier::verify, ssl, err::println, sessions)) {
                 err.printf(
-                        "vgpu worker %s: %s device %d (%s), idle timeout %d s, %s, transport %s%s%n",
+                        "vgpu worker %s: %s device %d (%s), idle timeout %d s, %s, transport %s, %s%s%n",
                         config.workerId(),
                         backendName,
                         device,
@@ -198,6 +205,7 @@ public final class WorkerCommand implements Subcommand {
                         idleSeconds,
                         ssl == null ? "no TLS" : "TLS",
                         NettyTransport.describe(),
+                        sessions == GpuWorker.Sessions.ONE ? "one session" : "sessions one after another",
                         warmUp.describe());
                 Endpoint listening =
                         new Endpoint(listen.host(), worker.address().getPort());

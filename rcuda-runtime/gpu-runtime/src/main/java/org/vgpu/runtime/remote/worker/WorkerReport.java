@@ -14,6 +14,17 @@ import org.vgpu.runtime.remote.lender.WorkerLauncher;
  */
 public record WorkerReport(long calls, long bytesIn, long bytesOut, long busyNanos, boolean clean, String endReason) {
 
+    /** This report's figures and {@code next}'s added, with {@code next}'s outcome: sessions one after another. */
+    public WorkerReport plus(WorkerReport next) {
+        return new WorkerReport(
+                calls + next.calls,
+                bytesIn + next.bytesIn,
+                bytesOut + next.bytesOut,
+                busyNanos + next.busyNanos,
+                next.clean,
+                next.endReason);
+    }
+
     /** The line the worker prints on stdout when it is done; launchers parse it. */
     public String servedLine() {
         return WorkerLauncher.SERVED_PREFIX + "calls=" + calls + " bytes_in=" + bytesIn + " bytes_out=" + bytesOut

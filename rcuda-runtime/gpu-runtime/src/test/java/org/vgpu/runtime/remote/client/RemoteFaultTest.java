@@ -20,6 +20,7 @@ import org.junit.jupiter.api.Timeout;
 import org.vgpu.runtime.Backends;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.EventHandle;
 import org.vgpu.runtime.api.FunctionHandle;
 import org.vgpu.runtime.api.KernelArgs;
 import org.vgpu.runtime.api.StreamHandle;
@@ -167,26 +168,47 @@ class RemoteFaultTest {
     @Test
     void anAsynchronousKernelFaultSurfacesAtTheNextSynchronizingCall() {
         try (VirtualGpu gpu = backend.open(0, VaWindow.forVgpu(0))) {
-            FunctionHandle add = gpu.moduleGetFunction(gpu.moduleLoadData(TestKernels.ptx()), TestKernels.VECTOR_ADD);
-            long nowhere = gpu.window().base() + (64L << 20);
-            gpu.launchKernel(
-                    add,
-                    Dim3.of(4),
-                    Dim3.of(256),
-                    0,
-                    StreamHandle.DEFAULT,
-                    KernelArgs.builder()
-                            .pointer(nowhere)
-                            .pointer(nowhere)
-                            .pointer(nowhere)
-                            .i32(1024)
-                            .build());
+            launchFaultingKernel(gpu);
             VgpuException fault = assertThrows(VgpuException.class, gpu::ctxSynchronize);
             assertEquals(ErrorCode.CUDA_ERROR_ILLEGAL_ADDRESS, fault.code(), fault.getMessage());
             assertTrue(fault.getMessage().contains("vectorAdd"), fault.getMessage());
             gpu.ctxSynchronize();
             WorkloadResult after = new SaxpyWorkload().run(gpu, 1, 2);
             assertTrue(after.passed(), "the emulated vGPU stays usable after the fault is reported");
+        }
+    }
+
+    /** A vectorAdd on unmapped addresses of the window: it faults on the worker, asynchronously. */
+    private static void launchFaultingKernel(VirtualGpu gpu) {
+        FunctionHandle add = gpu.moduleGetFunction(gpu.moduleLoadData(TestKernels.ptx()), TestKernels.VECTOR_ADD);
+        long nowhere = gpu.window().base() + (64L << 20);
+        gpu.launchKernel(
+                add,
+                Dim3.of(4),
+                Dim3.of(256),
+                0,
+                StreamHandle.DEFAULT,
+                KernelArgs.builder()
+                        .pointer(nowhere)
+                        .pointer(nowhere)
+                        .pointer(nowhere)
+                        .i32(1024)
+                        .build());
+    }
+
+    @Test
+    void queriesReportAnEarlierAsynchronousKernelFaultAsCudasDo() {
+        try (VirtualGpu gpu = backend.open(0, VaWindow.forVgpu(0))) {
+            launchFaultingKernel(gpu);
+            VgpuException fault = assertThrows(VgpuException.class, () -> gpu.streamQuery(StreamHandle.DEFAULT));
+            assertEquals(ErrorCode.CUDA_ERROR_ILLEGAL_ADDRESS, fault.code(), fault.getMessage());
+            assertTrue(gpu.streamQuery(StreamHandle.DEFAULT), "reported once, then the stream is done");
+            EventHandle after = gpu.eventCreate();
+            launchFaultingKernel(gpu);
+            gpu.eventRecord(after, StreamHandle.DEFAULT);
+            fault = assertThrows(VgpuException.class, () -> gpu.eventQuery(after));
+            assertEquals(ErrorCode.CUDA_ERROR_ILLEGAL_ADDRESS, fault.code(), fault.getMessage());
+            assertTrue(gpu.eventQuery(after), "reported once, then the event is done");
         }
     }
 }

@@ -111,6 +111,8 @@ class FrameCodecTest {
         encoder.memcpyHtoDScatterChunkHeader(26, true, false, 5, List.of(new DeviceRegion(BASE + 128, 1)), 1);
         wire.writeByte(9);
         encoder.streamWaitEvent(27, true, 5, 2);
+        encoder.streamQuery(28, 5);
+        encoder.eventQuery(29, 2);
 
         RecordingVisitors.Requests visitor = new RecordingVisitors.Requests();
         for (Frame frame : decodeAll(Opcode.Direction.REQUEST, wire)) {
@@ -148,7 +150,9 @@ class FrameCodecTest {
                         "#25 memcpyDtoHGather s0 chunk 4096 []",
                         "#26 async more memcpyHtoDScatter s5 [0x10c000000000+2 0x10c000000040+0] 0203",
                         "#26 async memcpyHtoDScatter s5 [0x10c000000080+1] 09",
-                        "#27 async streamWaitEvent s5 2"),
+                        "#27 async streamWaitEvent s5 2",
+                        "#28 streamQuery 5",
+                        "#29 eventQuery 2"),
                 visitor.calls);
     }
 
@@ -194,14 +198,16 @@ class FrameCodecTest {
                         "STREAM_SYNCHRONIZE 0x0071 REQUEST async=false synchronizing=true chunked=false",
                         "STREAM_DESTROY 0x0072 REQUEST async=true synchronizing=false chunked=false",
                         "STREAM_WAIT_EVENT 0x0073 REQUEST async=true synchronizing=false chunked=false",
+                        "STREAM_QUERY 0x0074 REQUEST async=false synchronizing=true chunked=false",
                         "EVENT_CREATE 0x0080 REQUEST async=true synchronizing=false chunked=false",
                         "EVENT_RECORD 0x0081 REQUEST async=true synchronizing=false chunked=false",
                         "EVENT_SYNCHRONIZE 0x0082 REQUEST async=false synchronizing=true chunked=false",
                         "EVENT_ELAPSED_TIME 0x0083 REQUEST async=false synchronizing=false chunked=false",
                         "EVENT_DESTROY 0x0084 REQUEST async=true synchronizing=false chunked=false",
+                        "EVENT_QUERY 0x0085 REQUEST async=false synchronizing=true chunked=false",
                         "CTX_SYNCHRONIZE 0x0090 REQUEST async=false synchronizing=true chunked=false"),
                 table);
-        assertNull(Opcode.fromCode(0x0074));
+        assertNull(Opcode.fromCode(0x0075));
         assertNull(Opcode.fromCode(0x7777));
     }
 
@@ -215,7 +221,7 @@ class FrameCodecTest {
         encoder.ok(3);
         encoder.ok(4, new MemoryInfo(100, 200));
         encoder.ok(5, new KernelSignature("k", List.of(8, 4)));
-        encoder.ok(6, 2.5f);
+        encoder.eventElapsedTime(6, 2.5f);
         encoder.error(7, new VgpuException(ErrorCode.CUDA_ERROR_ILLEGAL_ADDRESS, "kernel touched 0x10"));
         encoder.dataHeader(8, true, false, 0, 2);
         wire.writeBytes(new byte[] {5, 6});
@@ -251,7 +257,10 @@ class FrameCodecTest {
         ReplyEncoder encoder = new ReplyEncoder().wrap(wire);
         encoder.ok(1, new MemoryInfo(123, 456));
         encoder.ok(2, new KernelSignature("vectorAdd", List.of(8, 8, 8, 4)));
-        encoder.ok(3, 0.75f);
+        encoder.eventElapsedTime(3, 0.75f);
+        encoder.streamQuery(5, false);
+        encoder.streamQuery(6, true);
+        encoder.eventQuery(7, false);
         encoder.ok(4);
         List<Object> results = new ArrayList<>();
         ReplyVisitor reader = new RecordingVisitors.Replies() {
@@ -261,7 +270,9 @@ class FrameCodecTest {
                         switch (requestId) {
                             case 1 -> ReplyDecoder.memoryInfo(result);
                             case 2 -> ReplyDecoder.kernelSignature("vectorAdd", result);
-                            case 3 -> ReplyDecoder.elapsedMillis(result);
+                            case 3 -> ResultDecoder.eventElapsedTime(result);
+                            case 5, 6 -> ResultDecoder.streamQuery(result);
+                            case 7 -> ResultDecoder.eventQuery(result);
                             default -> String.valueOf(ReplyDecoder.empty(result));
                         });
             }
@@ -270,14 +281,24 @@ class FrameCodecTest {
             dispatchAndRelease(frame, f -> ReplyDecoder.dispatch(f, reader));
         }
         assertEquals(
-                List.of(new MemoryInfo(123, 456), new KernelSignature("vectorAdd", List.of(8, 8, 8, 4)), 0.75f, "null"),
+                List.of(
+                        new MemoryInfo(123, 456),
+                        new KernelSignature("vectorAdd", List.of(8, 8, 8, 4)),
+                        0.75f,
+                        false,
+                        true,
+                        false,
+                        "null"),
                 results);
         ByteBuf shortResult = Unpooled.buffer().writeLong(1);
+        ByteBuf notABoolean = Unpooled.buffer().writeByte(2);
         try {
             assertProtocolError(() -> ReplyDecoder.memoryInfo(shortResult), "truncated");
             assertProtocolError(() -> ReplyDecoder.empty(shortResult), "too many");
+            assertProtocolError(() -> ResultDecoder.streamQuery(notABoolean), "a boolean must be 0 or 1, got 2");
         } finally {
             shortResult.release();
+            notABoolean.release();
         }
     }
 

@@ -134,6 +134,11 @@ final class RecordingVisitors {
         }
 
         @Override
+        public void streamQuery(Frame f, int streamId) {
+            add(f, "streamQuery " + streamId);
+        }
+
+        @Override
         public void streamWaitEvent(Frame f, int streamId, int eventId) {
             add(f, "streamWaitEvent s" + streamId + " " + eventId);
         }
@@ -146,6 +151,11 @@ final class RecordingVisitors {
         @Override
         public void eventRecord(Frame f, int eventId, int streamId) {
             add(f, "eventRecord " + eventId + " s" + streamId);
+        }
+
+        @Override
+        public void eventQuery(Frame f, int eventId) {
+            add(f, "eventQuery " + eventId);
         }
 
         @Override

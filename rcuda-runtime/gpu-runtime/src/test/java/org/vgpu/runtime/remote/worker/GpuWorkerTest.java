@@ -17,6 +17,8 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 import org.vgpu.common.error.NetworkException;
 import org.vgpu.runtime.api.DeviceRegion;
@@ -58,6 +60,10 @@ class GpuWorkerTest {
     }
 
     private void startWorker(Duration idleTimeout) {
+        startWorker(idleTimeout, GpuWorker.Sessions.ONE);
+    }
+
+    private void startWorker(Duration idleTimeout, GpuWorker.Sessions sessions) {
         worker = GpuWorker.start(
                 new WorkerConfig("127.0.0.1", 0, 0, "test-worker", idleTimeout),
                 backend,
@@ -67,7 +73,17 @@ class GpuWorkerTest {
                     }
                 },
                 null,
-                log::add);
+                log::add,
+                sessions);
+    }
+
+    /** Waits until the worker logged a line containing {@code text}. */
+    private void awaitLog(String text) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (log.stream().noneMatch(line -> line.contains(text))) {
+            assertTrue(System.nanoTime() < deadline, () -> "the worker never logged '" + text + "': " + log);
+            Thread.sleep(10);
+        }
     }
 
     private RawClient connect() {
@@ -142,9 +158,11 @@ class GpuWorkerTest {
         assertFalse(worker.report().isDone(), "the worker still waits for its client");
     }
 
-    @Test
-    void aSecondSessionIsRefused() {
-        startWorker(Duration.ofSeconds(10));
+    /** A lender's worker and a holder's alike: one session at a time. */
+    @ParameterizedTest
+    @EnumSource(GpuWorker.Sessions.class)
+    void aSecondSessionIsRefused(GpuWorker.Sessions sessions) {
+        startWorker(Duration.ofSeconds(10), sessions);
         try (RawClient client = connect();
                 RawClient second = connect()) {
             assertEquals(
@@ -407,5 +425,47 @@ class GpuWorkerTest {
         WorkerReport report = worker.awaitReport();
         assertEquals("no client opened a session within 200 ms", report.endReason());
         assertEquals(0, report.calls());
+    }
+
+    @Test
+    void aHolderWorkerServesSessionsOneAfterAnotherUntilItIsClosed() throws Exception {
+        startWorker(Duration.ofSeconds(1), GpuWorker.Sessions.ONE_AFTER_ANOTHER);
+        Thread.sleep(1500);
+        assertFalse(worker.report().isDone(), "a holder's worker does not give up for want of a client");
+
+        try (RawClient step = connect()) {
+            assertEquals("#1 welcome test-worker", step.hello(1, TOKEN, WINDOW).read());
+            assertEquals(
+                    "#2 ok 0 bytes",
+                    step.send(e -> e.memAllocAt(2, WINDOW.base(), 64 << 20)).read());
+            assertEquals("#3 ok 0 bytes", step.send(e -> e.goodbye(3)).read());
+            assertEquals("closed", step.read());
+        }
+        awaitLog("session 1 ended");
+
+        RawClient app = connect();
+        assertEquals("#1 welcome test-worker", app.hello(1, TOKEN, WINDOW).read(), "the next step opens it again");
+        assertEquals(
+                "#2 ok 0 bytes",
+                app.send(e -> e.memAllocAt(2, WINDOW.base(), 64 << 20)).read(),
+                "the first session's memory was freed");
+        app.close(); // as an app does whose vGPU moved home: it closes without a goodbye
+        awaitLog("session 2 ended: the client closed the connection; waiting for the job's next session");
+        assertEquals(MEMORY, freeDeviceMemory());
+
+        try (RawClient silent = connect()) {
+            assertEquals(
+                    "#1 welcome test-worker", silent.hello(1, TOKEN, WINDOW).read());
+            assertEquals("closed", silent.read(), "the idle timeout bounds a session's silence");
+        }
+        awaitLog("session 3 ended: no frame from the client for 1000 ms");
+        assertFalse(worker.report().isDone());
+
+        worker.close();
+        WorkerReport report = worker.awaitReport();
+        assertTrue(report.clean(), report.toString());
+        assertEquals("the worker was closed after 3 session(s)", report.endReason());
+        assertEquals(6, report.calls(), "HELLO, alloc and goodbye; HELLO and alloc; HELLO");
+        assertEquals(MEMORY, freeDeviceMemory());
     }
 }

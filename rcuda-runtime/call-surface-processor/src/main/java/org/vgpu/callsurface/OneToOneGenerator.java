@@ -1,0 +1,330 @@
+package org.vgpu.callsurface;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.stream.Collectors;
+import javax.annotation.processing.ProcessingEnvironment;
+import javax.lang.model.element.ExecutableElement;
+import javax.lang.model.element.Modifier;
+import javax.lang.model.element.TypeElement;
+import javax.lang.model.element.TypeParameterElement;
+import javax.lang.model.type.TypeMirror;
+import javax.lang.model.util.ElementFilter;
+
+import org.vgpu.callsurface.WireSurfaceGenerator.Field;
+import org.vgpu.callsurface.WireSurfaceGenerator.Frame;
+import org.vgpu.callsurface.WireSurfaceGenerator.Kind;
+import org.vgpu.callsurface.WireSurfaceGenerator.Names;
+
+/**
+ * Writes both ends of an API's one-to-one calls ({@code @RemoteCall}), which are the frames of the
+ * table that carry an API method: the call is made on the client, validated there by the
+ * surface's {@code validation} class, reaches that class's primitive {@code doX}, travels as its
+ * operands, and is made again on the worker's local vGPU. Four classes:
+ *
+ * <ul>
+ *   <li>the result encoder (next to the surface): the abstract superclass of the hand-written reply
+ *       encoder, holding its buffer {@code out}, {@code ok(requestId)} and one method per call with a
+ *       result, writing the OK reply through the result type's codec;</li>
+ *   <li>the result decoder: one static reader per call with a result, through the hand-written reply
+ *       decoder's {@code read(result, what, reader)};</li>
+ *   <li>the client's abstract superclass: the validation class with the type variable of every
+ *       handle a call takes bound to {@code Integer} (on the client, a stream's or event's backend
+ *       object is its id on the wire), implementing each call's primitive exactly as a hand-written
+ *       client does: {@code connection().send(lambda)} for an asynchronous call, {@code call(lambda,
+ *       decoder)} for the others, the lambda writing the request through the encoder;</li>
+ *   <li>the worker's abstract superclass, implementing each call's visitor method as straight-line
+ *       code: report a kept failure (synchronizing calls only), make the call on {@code gpu()} with
+ *       every id translated by the handle's hook ({@code stream(int)} for a {@code StreamHandle}),
+ *       answer OK with the result unless the request came asynchronous, and hand a failure to
+ *       {@code failed}.</li>
+ * </ul>
+ *
+ * The client frames through a {@code WorkerConnection} of its package ({@code send(Request)},
+ * {@code call(Request, Function<ByteBuf, T>)}) and the surface package's {@code ReplyDecoder}
+ * ({@code empty}, {@code read}). The hooks are abstract methods the hand-written subclass implements; it being final, each is a
+ * monomorphic call the JIT inlines. The generated methods are final: a call that needs more than
+ * this is not one to one and is written by hand, in the surface as a {@code @Call}.
+ */
+final class OneToOneGenerator {
+    private static final String BYTE_BUF = "io.netty.buffer.ByteBuf";
+
+    /** Where the ends go: the validation class the client extends, and the generated classes' names. */
+    record Ends(TypeElement validation, String client, String worker, String resultEncoder, String resultDecoder) {}
+
+    private final ProcessingEnvironment env;
+    private final Names names;
+    private final Ends ends;
+
+    OneToOneGenerator(ProcessingEnvironment env, Names names, Ends ends) {
+        this.env = env;
+        this.names = names;
+        this.ends = ends;
+    }
+
+    void generate(List<Frame> table) {
+        List<Frame> calls = table.stream().filter(f -> f.oneToOne() != null).toList();
+        Sources.write(env, names.surface(), names.pkg() + "." + ends.resultEncoder(), writeResultEncoder(calls));
+        Sources.write(env, names.surface(), names.pkg() + "." + ends.resultDecoder(), writeResultDecoder(calls));
+        Sources.write(env, names.surface(), ends.client(), writeClient(calls));
+        Sources.write(env, names.surface(), ends.worker(), writeWorker(calls));
+    }
+
+    // ---- results
+
+    private String writeResultEncoder(List<Frame> calls) {
+        SourceWriter out = new SourceWriter(names.pkg());
+        String byteBuf = out.type(BYTE_BUF);
+        out.line("/**");
+        out.line(" * The OK replies: without a result, and with the result of each one-to-one call, written through");
+        out.line(
+                " * {@link " + names.codecs() + "}. The hand-written reply encoder extends it with the other replies.");
+        out.line(" */");
+        out.generatedAnnotation();
+        out.line("public abstract class " + ends.resultEncoder() + " {");
+        out.line("    /** Where the next reply is written, at its writer index. */");
+        out.line("    protected " + byteBuf + " out;");
+        out.blank();
+        out.line("    /** Success without a result. */");
+        out.line("    public void ok(int requestId) {");
+        out.line("        Frames.finish(out, Frames.begin(out, " + names.opcodes() + ".OK, 0, requestId));");
+        out.line("    }");
+        for (Frame call : calls) {
+            if (!call.oneToOne().returns()) {
+                continue;
+            }
+            out.blank();
+            out.line("    /** OK to {@link " + names.opcodes() + "#" + call.constant() + "}. */");
+            out.line("    public void " + call.method() + "(int requestId, "
+                    + out.type(call.oneToOne().result()) + " result) {");
+            out.line("        int start = Frames.begin(out, " + names.opcodes() + ".OK, 0, requestId);");
+            out.line("        " + names.codecs() + "."
+                    + call.oneToOne().resultWriter().getSimpleName() + "(out, result);");
+            out.line("        Frames.finish(out, start);");
+            out.line("    }");
+        }
+        out.line("}");
+        return out.toSource(names.origin());
+    }
+
+    private String writeResultDecoder(List<Frame> calls) {
+        SourceWriter out = new SourceWriter(names.pkg());
+        String byteBuf = out.type(BYTE_BUF);
+        out.line(
+                "/** Reads the result of each one-to-one call from its OK reply; a malformed one is a VGPU_PROTOCOL_ERROR. */");
+        out.generatedAnnotation();
+        out.line("public final class " + ends.resultDecoder() + " {");
+        out.line("    private " + ends.resultDecoder() + "() {");
+        out.line("    }");
+        for (Frame call : calls) {
+            if (!call.oneToOne().returns()) {
+                continue;
+            }
+            out.blank();
+            out.line("    /** The result of {@link " + names.opcodes() + "#" + call.constant() + "}. */");
+            out.line("    public static " + out.type(call.oneToOne().result()) + " " + call.method() + "(" + byteBuf
+                    + " result) {");
+            out.line("        return ReplyDecoder.read(result, \"" + call.constant() + "\", " + names.codecs() + "::"
+                    + call.oneToOne().resultReader().getSimpleName() + ");");
+            out.line("    }");
+        }
+        out.line("}");
+        return out.toSource(names.origin());
+    }
+
+    // ---- the client
+
+    private String writeClient(List<Frame> calls) {
+        String pkg = packageOf(ends.client());
+        String name = simpleName(ends.client());
+        SourceWriter out = new SourceWriter(pkg);
+        Set<String> wireIds = new LinkedHashSet<>();
+        for (Frame call : calls) {
+            call.fields().stream().filter(f -> f.handle() != null).forEach(f -> wireIds.add(f.handleVariable()));
+        }
+        List<String> kept = new ArrayList<>();
+        List<String> bound = new ArrayList<>();
+        for (TypeParameterElement variable : ends.validation().getTypeParameters()) {
+            String variableName = variable.getSimpleName().toString();
+            boolean wireId = wireIds.contains(variableName);
+            bound.add(wireId ? "Integer" : variableName);
+            if (!wireId) {
+                kept.add(variableName);
+            }
+        }
+        String validation = out.type(ends.validation().getQualifiedName().toString());
+        String replyDecoder = out.type(names.pkg() + ".ReplyDecoder");
+        String resultDecoder = out.type(names.pkg() + "." + ends.resultDecoder());
+        out.line("/**");
+        out.line(" * The client's side of the one-to-one calls of {@code "
+                + names.surface().getSimpleName() + "}'s table: each");
+        out.line(" * primitive of {@link " + validation + "} sends its operands as the request, a handle's as its");
+        out.line(" * id on the wire (its backend object here), and returns the worker's result.");
+        out.line(" */");
+        out.generatedAnnotation();
+        out.line("abstract class " + name + (kept.isEmpty() ? "" : "<" + String.join(", ", kept) + ">") + " extends "
+                + validation + "<" + String.join(", ", bound) + "> {");
+        for (ExecutableElement constructor :
+                ElementFilter.constructorsIn(ends.validation().getEnclosedElements())) {
+            if (constructor.getModifiers().contains(Modifier.PRIVATE)) {
+                continue;
+            }
+            String parameters = constructor.getParameters().stream()
+                    .map(p -> out.type(p.asType()) + " " + p.getSimpleName())
+                    .collect(Collectors.joining(", "));
+            String arguments = constructor.getParameters().stream()
+                    .map(p -> p.getSimpleName().toString())
+                    .collect(Collectors.joining(", "));
+            out.blank();
+            out.line("    protected " + name + "(" + parameters + ") {");
+            out.line("        super(" + arguments + ");");
+            out.line("    }");
+        }
+        out.blank();
+        out.line("    /** The connection to the worker, in whose batch the requests are written. */");
+        out.line("    abstract WorkerConnection connection();");
+        for (Frame call : calls) {
+            ExecutableElement primitive = call.oneToOne().primitive();
+            List<String> parameters = new ArrayList<>();
+            List<String> arguments = new ArrayList<>(List.of("requestId"));
+            if (call.kind().mayBeAsync) {
+                arguments.add("true");
+            }
+            for (int i = 0; i < call.fields().size(); i++) {
+                Field field = call.fields().get(i);
+                TypeMirror type = primitive.getParameters().get(i).asType();
+                parameters.add((field.handle() != null ? "Integer" : out.type(type)) + " " + field.parameter());
+                arguments.add(field.parameter());
+            }
+            String request =
+                    "(encoder, requestId) -> encoder." + call.method() + "(" + String.join(", ", arguments) + ")";
+            out.blank();
+            out.line("    /** {@link " + names.pkg() + "." + names.opcodes() + "#" + call.constant() + "}. */");
+            out.line("    @Override");
+            out.line("    protected final " + out.type(call.oneToOne().result()) + " " + primitive.getSimpleName() + "("
+                    + String.join(", ", parameters) + ") {");
+            if (call.kind() == Kind.ASYNC) {
+                out.line("        connection().send(" + request + ");");
+            } else if (call.oneToOne().returns()) {
+                out.line("        return connection().call(" + request + ", " + resultDecoder + "::" + call.method()
+                        + ");");
+            } else {
+                out.line("        connection().call(" + request + ", " + replyDecoder + "::empty);");
+            }
+            out.line("    }");
+        }
+        out.line("}");
+        return out.toSource(names.origin());
+    }
+
+    // ---- the worker
+
+    private String writeWorker(List<Frame> calls) {
+        String pkg = packageOf(ends.worker());
+        String name = simpleName(ends.worker());
+        SourceWriter out = new SourceWriter(pkg);
+        String visitor = out.type(names.pkg() + "." + names.visitor());
+        String frame = out.type(names.pkg() + ".Frame");
+        String resultEncoder = out.type(names.pkg() + "." + ends.resultEncoder());
+        Map<String, TypeMirror> handles = new LinkedHashMap<>();
+        String api = null;
+        for (Frame call : calls) {
+            api = out.type(((TypeElement) call.oneToOne().call().getEnclosingElement())
+                    .getQualifiedName()
+                    .toString());
+            for (Field field : call.fields()) {
+                if (field.handle() != null) {
+                    handles.put(hook(field.handle()), field.handle());
+                }
+            }
+        }
+        out.line("/**");
+        out.line(" * The worker's side of the one-to-one calls of {@code "
+                + names.surface().getSimpleName() + "}'s table: each");
+        out.line(" * request makes its call on the session's vGPU, with the client's ids turned back into handles,");
+        out.line(" * and is answered with the result, or its failure reported or kept. Straight-line code, no");
+        out.line(" * object per request.");
+        out.line(" */");
+        out.generatedAnnotation();
+        out.line("abstract class " + name + " implements " + visitor + " {");
+        if (api != null) {
+            out.blank();
+            out.line("    /** The session's vGPU; a protocol violation before the session is open. */");
+            out.line("    abstract " + api + " gpu();");
+        }
+        out.blank();
+        out.line("    /** Where the answer is written. */");
+        out.line("    abstract " + resultEncoder + " reply();");
+        out.blank();
+        out.line(
+                "    /** Whether a synchronizing request was answered with a kept asynchronous failure instead of running. */");
+        out.line("    abstract boolean answeredWithKeptFailure(" + frame + " frame);");
+        out.blank();
+        out.line("    /** A request failed: its failure is answered, or kept when the request came asynchronous. */");
+        out.line("    abstract void failed(" + frame + " frame, RuntimeException failure);");
+        for (Map.Entry<String, TypeMirror> handle : handles.entrySet()) {
+            out.blank();
+            out.line(
+                    "    /** The handle the client's id {@code id} stands for in this session; CUDA_ERROR_INVALID_HANDLE if none. */");
+            out.line("    abstract " + out.type(handle.getValue()) + " " + handle.getKey() + "(int id);");
+        }
+        for (Frame call : calls) {
+            String fields = call.fields().stream()
+                    .map(f -> ", " + out.type(f.type()) + " " + f.name())
+                    .collect(Collectors.joining());
+            String arguments = call.fields().stream()
+                    .map(f -> f.handle() != null ? hook(f.handle()) + "(" + f.name() + ")" : f.name())
+                    .collect(Collectors.joining(", "));
+            String invocation = "gpu()." + call.method() + "(" + arguments + ");";
+            out.blank();
+            out.line("    @Override");
+            out.line("    public final void " + call.method() + "(" + frame + " frame" + fields + ") {");
+            if (call.kind().synchronizing) {
+                out.line("        if (answeredWithKeptFailure(frame)) {");
+                out.line("            return;");
+                out.line("        }");
+            }
+            out.line("        try {");
+            if (call.oneToOne().returns()) {
+                out.line("            " + out.type(call.oneToOne().result()) + " result = " + invocation);
+                out.line("            reply()." + call.method() + "(frame.requestId(), result);");
+            } else {
+                out.line("            " + invocation);
+                if (call.kind().mayBeAsync) {
+                    out.line("            if (!frame.isAsync()) {");
+                    out.line("                reply().ok(frame.requestId());");
+                    out.line("            }");
+                } else {
+                    out.line("            reply().ok(frame.requestId());");
+                }
+            }
+            out.line("        } catch (RuntimeException failure) {");
+            out.line("            failed(frame, failure);");
+            out.line("        }");
+            out.line("    }");
+        }
+        out.line("}");
+        return out.toSource(names.origin());
+    }
+
+    /** StreamHandle -> stream: the worker's hook that turns an id into that handle. */
+    private static String hook(TypeMirror handle) {
+        String simple = handle.toString().substring(handle.toString().lastIndexOf('.') + 1);
+        String base = simple.endsWith("Handle") && simple.length() > "Handle".length()
+                ? simple.substring(0, simple.length() - "Handle".length())
+                : simple;
+        return Character.toLowerCase(base.charAt(0)) + base.substring(1);
+    }
+
+    private static String packageOf(String qualifiedName) {
+        return qualifiedName.substring(0, qualifiedName.lastIndexOf('.'));
+    }
+
+    private static String simpleName(String qualifiedName) {
+        return qualifiedName.substring(qualifiedName.lastIndexOf('.') + 1);
+    }
+}

@@ -1,0 +1,65 @@
+package org.vgpu.testbed;
+
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Optional;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A GPU granted to a running vgpu job under Slurm's task/cgroup with ConstrainDevices=yes (scenario
+ * constrain-devices): refused before the grant holder starts, opened while it runs, refused again once
+ * it ends. Skipped, with the reason, where the bridge was not built, no testbed can run, or the machine
+ * has no writable cgroup v1 devices controller.
+ */
+@Tag("slurm")
+class ConstrainDevicesTestbedTest {
+    private static final Path BRIDGE = Path.of("..", "..", "slurm-spank-bridge", "vgpu_spank.so")
+            .toAbsolutePath()
+            .normalize();
+    private static final Path DEVICES_CONTROLLER = Path.of("/sys/fs/cgroup/devices");
+
+    private static SlurmTestbed testbed;
+    private static String skipReason;
+
+    @BeforeAll
+    static void bringUpTestbed() throws Exception {
+        skipReason = SlurmTestbed.reasonItCannotRun();
+        if (skipReason == null && !Files.isRegularFile(BRIDGE)) {
+            skipReason = "the SPANK bridge " + BRIDGE + " was not built (slurm-spank-bridge needs cc and libslurm-dev)";
+        }
+        if (skipReason == null && !writableDevicesController()) {
+            skipReason = DEVICES_CONTROLLER + " is no writable cgroup v1 devices controller (Slurm's task/cgroup"
+                    + " would constrain devices with cgroup v2's eBPF programs, which the bridge does not widen)";
+        }
+        if (skipReason != null) {
+            System.err.println("ConstrainDevicesTestbedTest skipped: " + skipReason);
+            return;
+        }
+        testbed = SlurmTestbed.fresh("vgpu-testbed-junit-cgroups", Optional.of(BRIDGE), true);
+        testbed.up();
+    }
+
+    private static boolean writableDevicesController() throws IOException {
+        return Files.isRegularFile(DEVICES_CONTROLLER.resolve("devices.allow")) && Files.isWritable(DEVICES_CONTROLLER);
+    }
+
+    @AfterAll
+    static void tearDownTestbed() throws Exception {
+        if (testbed != null) {
+            testbed.close();
+        }
+    }
+
+    @Test
+    void aGrantHolderAdmitsItsGpuIntoTheRunningJobsDevicesCgroupForItsLifetime() throws Exception {
+        assumeTrue(skipReason == null, skipReason);
+        testbed.assertScenarioPasses("constrain-devices");
+    }
+}
