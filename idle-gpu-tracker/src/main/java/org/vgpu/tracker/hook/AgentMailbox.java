@@ -2,9 +2,11 @@ package org.vgpu.tracker.hook;
 
 import java.time.Duration;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -28,6 +30,8 @@ public final class AgentMailbox {
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition changed = lock.newCondition();
     private final Map<Long, Order> pending = new HashMap<>();
+    /** Jobs whose held poll is to end now without a command, so the agent reports afresh. */
+    private final Set<Long> nudged = new HashSet<>();
 
     /** Queues {@code order} for job {@code job}'s agent, replacing one not taken yet, and wakes its held poll. */
     public void post(long job, Order order) {
@@ -35,6 +39,21 @@ public final class AgentMailbox {
         lock.lock();
         try {
             pending.put(job, order);
+            changed.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Ends {@code job}'s held poll now with no command (or its next one, when none is held), so that its agent polls
+     * again at once with fresh figures: a GPU just freed on its node is decided on today's counters, not those of
+     * up to a hold time ago.
+     */
+    public void nudge(long job) {
+        lock.lock();
+        try {
+            nudged.add(job);
             changed.signalAll();
         } finally {
             lock.unlock();
@@ -76,11 +95,12 @@ public final class AgentMailbox {
         lock.lock();
         try {
             while (!pending.containsKey(job)) {
-                if (nanos <= 0) {
+                if (nanos <= 0 || nudged.remove(job)) {
                     return Optional.empty();
                 }
                 nanos = changed.awaitNanos(nanos);
             }
+            nudged.remove(job);
             return Optional.of(pending.remove(job));
         } finally {
             lock.unlock();
@@ -92,6 +112,7 @@ public final class AgentMailbox {
         lock.lock();
         try {
             pending.remove(job);
+            nudged.remove(job);
         } finally {
             lock.unlock();
         }

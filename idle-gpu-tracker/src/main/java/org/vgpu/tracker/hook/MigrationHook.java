@@ -119,6 +119,9 @@ public final class MigrationHook {
     private final Map<Long, String> reasons = new HashMap<>();
     private final Map<Long, MoveRecord> moves = new LinkedHashMap<>();
     private final Set<Long> silentNoted = new HashSet<>();
+    /** The free GPUs of each job's node at the hook's last look: a newly freed one asks the agent for fresh figures. */
+    private final Map<Long, Set<Integer>> freeSeen = new HashMap<>();
+
     private boolean paused;
     private Consumer<MoveRecord> onEnded = move -> {};
 
@@ -241,6 +244,7 @@ public final class MigrationHook {
         cancel(grants);
         mailbox.clear(job);
         reports.remove(job);
+        freeSeen.remove(job);
         reasons.remove(job);
     }
 
@@ -374,6 +378,11 @@ public final class MigrationHook {
                 continue;
             }
             List<Integer> free = freeGpus(inventory, assembly.node());
+            Set<Integer> before = freeSeen.put(assembly.job(), Set.copyOf(free));
+            if (!(before == null ? Set.of() : before).containsAll(free)) {
+                // A GPU was just released here: the agent's next report, at once, carries today's counters.
+                mailbox.nudge(assembly.job());
+            }
             List<MovePolicy.Candidate> candidates = new ArrayList<>();
             for (Lend lend : remote) {
                 Optional<MigrationOutcome> last = ledger.lastOutcome(assembly.job(), lend.vgpu());
