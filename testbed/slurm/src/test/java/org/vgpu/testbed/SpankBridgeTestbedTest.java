@@ -112,6 +112,12 @@ class SpankBridgeTestbedTest {
 
     @Test
     @Order(8)
+    void aDrainOfALenderMovesItsVgpuToAnotherLenderWhileTheJobRuns() throws Exception {
+        testbed.assertScenarioPasses("hook-drain");
+    }
+
+    @Test
+    @Order(9)
     void theBridgeAloneAgainstAFakeTrackerExportsAssembliesAndFailsClosed() throws Exception {
         // slurm-spank-bridge/tests/slurm-it.sh runs the same scenario on a testbed of its own
         testbed.assertScenarioPasses("spank-bridge");
