@@ -351,10 +351,9 @@ public final class Tracker {
         AgentChannel.Credential credential = poll.credential();
         long job = Long.parseLong(credential.job());
         synchronized (lock) {
-            Optional<String> refusal = hook.refusal(job, credential.vgpu(), credential.token());
-            if (refusal.isPresent()) {
-                LOG.warn("agent poll for vGPU {} of job {} refused: {}", credential.vgpu(), job, refusal.get());
-                return AgentChannel.Refused.because(refusal.get());
+            Optional<AgentChannel.Refused> refused = refused("poll", credential);
+            if (refused.isPresent()) {
+                return refused.get();
             }
             hook.report(job, poll.stats(), clock.instant());
         }
@@ -383,15 +382,23 @@ public final class Tracker {
                 order.get().target());
     }
 
+    /** Why an agent's request with {@code credential} is refused (logged), or empty; guarded by {@link #lock}. */
+    private Optional<AgentChannel.Refused> refused(String request, AgentChannel.Credential credential) {
+        long job = Long.parseLong(credential.job());
+        Optional<String> refusal = hook.refusal(job, credential.vgpu(), credential.token());
+        refusal.ifPresent(
+                why -> LOG.warn("agent {} for vGPU {} of job {} refused: {}", request, credential.vgpu(), job, why));
+        return refusal.map(AgentChannel.Refused::because);
+    }
+
     /** A job's migration agent reporting how a migration ended ({@code agent done}); authenticated as a poll is. */
     public AgentChannel.DoneReply agentDone(AgentChannel.Done done) {
         AgentChannel.Credential credential = done.credential();
         long job = Long.parseLong(credential.job());
         synchronized (lock) {
-            Optional<String> refusal = hook.refusal(job, credential.vgpu(), credential.token());
-            if (refusal.isPresent()) {
-                LOG.warn("agent done for job {} refused: {}", job, refusal.get());
-                return AgentChannel.Refused.because(refusal.get());
+            Optional<AgentChannel.Refused> refused = refused("done", credential);
+            if (refused.isPresent()) {
+                return refused.get();
             }
             return hook.done(job, done.id(), done.outcome(), clock.instant());
         }

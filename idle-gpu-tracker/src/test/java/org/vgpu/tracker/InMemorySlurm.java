@@ -186,42 +186,22 @@ final class InMemorySlurm implements SlurmControl {
 
     @Override
     public long submitHolder(String node, long forJob, int vgpu, String script) {
-        long id = nextId++;
-        // A holder is pinned to its node and not held: reason carries the node for schedule().
-        jobs.put(
-                id,
-                new SlurmJob(
-                        id,
-                        HOLDER_NAME_PREFIX + forJob + "-v" + vgpu,
-                        "root",
-                        "PENDING",
-                        node,
-                        "lend",
-                        1,
-                        1,
-                        Map.of("gpu", 1),
-                        List.of()));
+        long id = pendingLendJob(HOLDER_NAME_PREFIX + forJob + "-v" + vgpu, node);
         actions.add("submit holder " + id + " on " + node + " for " + forJob + " v" + vgpu + ": " + script);
         return id;
     }
 
     @Override
     public long submitGrant(String node, long forJob, int vgpu) {
-        long id = nextId++;
-        jobs.put(
-                id,
-                new SlurmJob(
-                        id,
-                        GRANT_NAME_PREFIX + forJob + "-v" + vgpu,
-                        "root",
-                        "PENDING",
-                        node,
-                        "lend",
-                        1,
-                        1,
-                        Map.of("gpu", 1),
-                        List.of()));
+        long id = pendingLendJob(GRANT_NAME_PREFIX + forJob + "-v" + vgpu, node);
         actions.add("submit grant " + id + " on " + node + " for " + forJob + " v" + vgpu);
+        return id;
+    }
+
+    /** A job of the lend partition asking for one GPU of {@code node}: pinned, not held; its reason carries the node for schedule(). */
+    private long pendingLendJob(String name, String node) {
+        long id = nextId++;
+        jobs.put(id, new SlurmJob(id, name, "root", "PENDING", node, "lend", 1, 1, Map.of("gpu", 1), List.of()));
         return id;
     }
 

@@ -241,13 +241,8 @@ class MigrationHookTest {
     void aFailedMoveLeavesTheVgpuRemoteCancelsTheGrantAndBacksOffForTheCooldown() {
         Tracker tracker = tracker();
         long lender1 = lend(1).holder().getAsLong();
-        endFillerOfN1();
-        poll(tracker, 1, stats(10_000, 0));
-        tracker.tick();
-        slurm.schedule();
-        tracker.tick();
-        Migration sent = onlyMigration();
-        AgentChannel.Migrate command = assertInstanceOf(AgentChannel.Migrate.class, poll(tracker, 1, stats(10_000, 0)));
+        Migration sent = sentHome(tracker);
+        AgentChannel.Migrate command = takenCommand(tracker);
 
         assertEquals(
                 new AgentChannel.Accepted(),
@@ -313,13 +308,8 @@ class MigrationHookTest {
     @Test
     void aTrackerKilledAfterSendingFindsTheMigrationAndTakesTheAgentsDone() {
         Tracker first = tracker();
-        endFillerOfN1();
-        poll(first, 1, stats(10_000, 0));
-        first.tick();
-        slurm.schedule();
-        first.tick();
-        AgentChannel.Migrate command = assertInstanceOf(AgentChannel.Migrate.class, poll(first, 1, stats(10_000, 0)));
-        long grant = onlyMigration().grant().getAsLong();
+        long grant = sentHome(first).grant().getAsLong();
+        AgentChannel.Migrate command = takenCommand(first);
 
         ledger.close(); // SIGKILL: nothing more is written
         ledger = Ledger.open(dir.resolve("tracker.ledger"));
@@ -339,13 +329,8 @@ class MigrationHookTest {
     void withoutADoneTheVgpusPlaceSinceTheCommandDecidesAndSilenceKeepsBothGpus() {
         Tracker tracker = tracker();
         long lender1 = lend(1).holder().getAsLong();
-        endFillerOfN1();
-        poll(tracker, 1, stats(10_000, 0));
-        tracker.tick();
-        slurm.schedule();
-        tracker.tick();
-        long grant = onlyMigration().grant().getAsLong();
-        AgentChannel.Migrate command = assertInstanceOf(AgentChannel.Migrate.class, poll(tracker, 1, stats(10_000, 0)));
+        long grant = sentHome(tracker).grant().getAsLong();
+        AgentChannel.Migrate command = takenCommand(tracker);
 
         now = now.plus(Duration.ofMinutes(11));
         tracker.tick();
@@ -544,6 +529,23 @@ class MigrationHookTest {
                 SiteKey.load(key.keyFile()),
                 Tracker.Settings.defaults().withMigration(BOUNDS, Duration.ofMillis(50)),
                 clock);
+    }
+
+    /** n1's filler ends, the agent reports, the hook claims a GPU and the command is queued: the sent migration. */
+    private Migration sentHome(Tracker tracker) {
+        endFillerOfN1();
+        poll(tracker, 1, stats(10_000, 0));
+        tracker.tick();
+        slurm.schedule();
+        tracker.tick();
+        Migration sent = onlyMigration();
+        assertEquals(Migration.Phase.SENT, sent.phase());
+        return sent;
+    }
+
+    /** The agent's next poll, which takes the queued command. */
+    private AgentChannel.Migrate takenCommand(Tracker tracker) {
+        return assertInstanceOf(AgentChannel.Migrate.class, poll(tracker, 1, stats(10_000, 0)));
     }
 
     private void endFillerOfN1() {
