@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -14,11 +15,13 @@ import java.time.Instant;
 import java.time.ZoneId;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
+import java.util.Base64;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.function.BiFunction;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -26,6 +29,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import org.vgpu.common.agent.AgentChannel;
+import org.vgpu.common.line.BoundedLineReader;
 import org.vgpu.common.line.LineClient;
 import org.vgpu.common.net.Endpoint;
 import org.vgpu.common.security.SiteKey;
@@ -41,6 +45,7 @@ import org.vgpu.tracker.ledger.Ledger;
 import org.vgpu.tracker.ledger.Lend;
 import org.vgpu.tracker.ledger.Migration;
 import org.vgpu.tracker.ledger.MigrationOutcome;
+import org.vgpu.tracker.server.MungeVerifier;
 import org.vgpu.tracker.server.TrackerProtocol;
 
 /**
@@ -517,6 +522,50 @@ class MigrationHookTest {
                                 " lend=1/n3/" + holder + "/0/10.0.0.3:41001/" + newWorker + "/" + oldWorker + " ")),
                 TrackerProtocol.lines(tracker.status()).toString());
         assertTrue(TrackerProtocol.lines(tracker.status()).stream().noneMatch(line -> line.startsWith("lost ")));
+    }
+
+    @Test
+    void withMungeOnlyRootAndTrustedUsersMayAskForMoves() throws IOException {
+        // A stand-in for unmunge: the "credential" is base64 of what unmunge would print (its UID line, the payload).
+        Path unmunge = dir.resolve("unmunge");
+        Files.writeString(unmunge, "#!/bin/sh\nbase64 -d\n");
+        unmunge.toFile().setExecutable(true);
+        TrackerProtocol protocol = new TrackerProtocol(
+                tracker(), () -> {}, 4096, Optional.of(new MungeVerifier(unmunge, Optional.empty())), Set.of("slurm"));
+        BiFunction<String, String, String> ask = (request, sender) -> protocol.answer(
+                        new BoundedLineReader.Line(
+                                request + (sender == null ? "" : " munge=" + credential(sender, request)), false),
+                        "127.0.0.1")
+                .getFirst();
+
+        assertEquals(
+                "error unauthenticated: a MUNGE credential is required (munge=... at the end; vgpu's admin commands"
+                        + " take --auth munge)",
+                ask.apply("hook pause", null));
+        assertEquals(
+                "error unauthenticated: user alice (uid 1000) may not move vGPUs: only root and trusted users may",
+                ask.apply("hook pause", "alice (1000)"));
+        assertEquals(
+                "error unauthenticated: MUNGE refused the credential: the credential was made for another request",
+                protocol.answer(
+                                new BoundedLineReader.Line(
+                                        "hook pause munge=" + credential("root (0)", "hook resume"), false),
+                                "127.0.0.1")
+                        .getFirst());
+        assertEquals("ok hook paused", ask.apply("hook pause", "root (0)"));
+        assertEquals("ok hook running", ask.apply("hook resume", "slurm (64030)"));
+        assertEquals(
+                "error unauthenticated: user alice (uid 1000) may not move vGPUs: only root and trusted users may",
+                ask.apply("migrate " + job + " 1", "alice (1000)"));
+        assertTrue(ledger.migrations().isEmpty());
+        assertTrue(
+                ask.apply("migration 1", null).startsWith("error the tracker knows no migration 1"),
+                "a migration's progress needs no credential");
+    }
+
+    private static String credential(String sender, String payload) {
+        return Base64.getEncoder()
+                .encodeToString(("UID: " + sender + "\n\n" + payload + "\n").getBytes(StandardCharsets.US_ASCII));
     }
 
     // ------------------------------------------------------------------ helpers
