@@ -13,13 +13,16 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Consumer;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import org.vgpu.common.agent.AgentChannel;
 import org.vgpu.common.contract.BridgeContract;
 import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.common.net.Endpoint;
@@ -31,6 +34,9 @@ import org.vgpu.siteconfig.NodeConfig;
 import org.vgpu.siteconfig.SiteConfig;
 import org.vgpu.tracker.cluster.ClusterView;
 import org.vgpu.tracker.cluster.IdleClock;
+import org.vgpu.tracker.hook.AgentMailbox;
+import org.vgpu.tracker.hook.MigrationHook;
+import org.vgpu.tracker.hook.MoveRecord;
 import org.vgpu.tracker.ledger.Assembly;
 import org.vgpu.tracker.ledger.Ledger;
 import org.vgpu.tracker.ledger.Lend;
@@ -48,6 +54,22 @@ import org.vgpu.tracker.slurm.SlurmJob;
  * pin and release the job), and plans held vgpu jobs that have no assembly yet, oldest first. The
  * ledger is written before Slurm is changed, so a tracker killed at any point finds on restart
  * either what it did or what it was about to do, and the first tick reconciles the two.
+ *
+ * <p>After securing, each tick moves migrations under way forward and lets the {@link MigrationHook} start a move
+ * home where a GPU of a job's node is free and the move pays. A tracker killed mid-migration follows one safe
+ * rule on restart: <em>no GPU that the job may be using is ever released on a guess</em>.
+ * <ul>
+ * <li>An intent without a grant holder (killed before or during sbatch) is given up; a grant holder it may have
+ *     submitted has no ledger record and is cancelled as unknown.</li>
+ * <li>An intent whose grant holder was submitted but whose command was not sent goes on as if nothing happened:
+ *     the agent never heard of it.</li>
+ * <li>A sent migration is never sent again. Its outcome comes from the agent's {@code done} (agents report to
+ *     whichever tracker answers), or, past the migration timeout, from where the agent's next poll says the
+ *     vGPU runs: on the granted GPU is success (the lender's holder is cancelled), remote is failure (the grant
+ *     holder is cancelled). While the agent says nothing, both holders stay until the job ends.</li>
+ * <li>A lend recorded as home whose migration has no outcome yet (killed between the two records) is finished as
+ *     success; the lender's holder no assembly names any more is cancelled as unknown.</li>
+ * </ul>
  *
  * <p>Requests of the SPANK bridge ({@link #assembly}, {@link #done}) and {@link #status()} come
  * from other threads; they take the lock only to read or record, never while waiting on Slurm
@@ -70,9 +92,37 @@ public final class Tracker {
      * @param workerIdleTimeout how long a holder's worker waits for its job's session, and then for each frame of it
      */
     public record Settings(
-            Duration holderTimeout, Duration tokenTtl, String workerBackend, Duration workerIdleTimeout) {
+            Duration holderTimeout,
+            Duration tokenTtl,
+            String workerBackend,
+            Duration workerIdleTimeout,
+            MigrationHook.Bounds migration,
+            Duration agentHold) {
+        public static final MigrationHook.Bounds DEFAULT_MIGRATION_BOUNDS =
+                new MigrationHook.Bounds(Duration.ofSeconds(30), Duration.ofMinutes(10));
+
+        public Settings {
+            Objects.requireNonNull(migration, "migration");
+            Objects.requireNonNull(agentHold, "agentHold");
+        }
+
+        /** The hook's bounds and the agents' hold time at their defaults. */
+        public Settings(Duration holderTimeout, Duration tokenTtl, String workerBackend, Duration workerIdleTimeout) {
+            this(
+                    holderTimeout,
+                    tokenTtl,
+                    workerBackend,
+                    workerIdleTimeout,
+                    DEFAULT_MIGRATION_BOUNDS,
+                    Duration.ofSeconds(AgentChannel.HOLD_SECONDS));
+        }
+
         public static Settings defaults() {
             return new Settings(Duration.ofSeconds(60), Duration.ofHours(24), "native", Duration.ofHours(1));
+        }
+
+        public Settings withMigration(MigrationHook.Bounds bounds, Duration hold) {
+            return new Settings(holderTimeout, tokenTtl, workerBackend, workerIdleTimeout, bounds, hold);
         }
     }
 
@@ -100,6 +150,8 @@ public final class Tracker {
     private final Set<Long> cancelledHolders = new HashSet<>();
 
     private final Set<Long> doneJobs = ConcurrentHashMap.newKeySet();
+    /** Moves borrowed vGPUs home and carries out admins' moves. Guarded by {@link #lock}. */
+    private final MigrationHook hook;
     /** What the last tick read of Slurm, for {@link #status()}; empty before the first. Guarded by {@link #lock}. */
     private SlurmInventory lastLook = new SlurmInventory(List.of(), List.of());
 
@@ -115,6 +167,34 @@ public final class Tracker {
         this.settings = Objects.requireNonNull(settings, "settings");
         this.clock = Objects.requireNonNull(clock, "clock");
         this.planner = new AssemblyPlanner(site.policy(), site.distances(), site.lendPartition());
+        this.hook = new MigrationHook(
+                site.policy().migration(),
+                slurm,
+                ledger,
+                key,
+                settings.migration(),
+                cancelledHolders::add,
+                new MigrationHook.Lenders() {
+                    @Override
+                    public String holderScript(long job, int vgpu, String node) {
+                        return Tracker.this.holderScript(job, Lend.planned(vgpu, node));
+                    }
+
+                    @Override
+                    public String token(long job, int vgpu, String workerId) {
+                        return tokens.issue(Long.toString(job), vgpu, workerId, settings.tokenTtl());
+                    }
+
+                    @Override
+                    public int distance(String a, String b) {
+                        return site.distances().between(a, b);
+                    }
+
+                    @Override
+                    public String partition() {
+                        return site.lendPartition();
+                    }
+                });
     }
 
     /** One look at Slurm and everything that follows from it (see the class comment). */
@@ -132,6 +212,8 @@ public final class Tracker {
                     noticeLostHolders(assembly, inventory);
                 }
             }
+            hook.advance(inventory, now);
+            hook.decide(inventory, now);
             planHeldJobs(inventory, now);
         }
     }
@@ -157,7 +239,8 @@ public final class Tracker {
             return new Answer.Refused(
                     "job " + job + " has its vGPU assembly on node " + assembly.node() + ", not on " + node);
         }
-        if (assembly.lends().stream().anyMatch(lend -> lend.worker().isEmpty())) {
+        if (assembly.lends().stream()
+                .anyMatch(lend -> !lend.home() && lend.worker().isEmpty())) {
             // Released jobs have every worker; only a ledger edited by hand gets here.
             return new Answer.Refused("job " + job + " has borrowed vGPUs without a worker");
         }
@@ -175,7 +258,18 @@ public final class Tracker {
                     + " but its assembly has " + assembly.localGpus() + " local GPU(s)");
         }
         List<Answer.Borrowed> borrowed = new ArrayList<>();
+        List<Integer> granted = new ArrayList<>(local);
         for (Lend lend : assembly.lends()) {
+            if (lend.home()) {
+                // The bridge's local list is positional: a vGPU that moved home extends it only right after the others.
+                if (!borrowed.isEmpty() || granted.size() != lend.vgpu()) {
+                    return new Answer.Refused("vGPU " + lend.vgpu() + " of job " + job + " moved home to GPU "
+                            + lend.gpu().getAsInt() + " but a borrowed vGPU comes before it: a new step cannot be"
+                            + " given this assembly");
+                }
+                granted.add(lend.gpu().getAsInt());
+                continue;
+            }
             String token = tokens.issue(
                     Long.toString(job), lend.vgpu(), lend.workerId().orElseThrow(), settings.tokenTtl());
             borrowed.add(new Answer.Borrowed(lend.vgpu(), lend.worker().orElseThrow(), token));
@@ -187,7 +281,7 @@ public final class Tracker {
                 local.size(),
                 local,
                 borrowed.size());
-        return new Answer.Assembled(assembly.vgpus(), local, borrowed);
+        return new Answer.Assembled(assembly.vgpus(), granted, borrowed);
     }
 
     /**
@@ -223,6 +317,9 @@ public final class Tracker {
                 return new Answer.Refused(
                         "job " + job + " has no borrowed vGPU " + vgpu + " (its assembly ended or never had it)");
             }
+            if (hook.announce(job, vgpu, endpoint, workerId)) {
+                return new Answer.Accepted();
+            }
             if (lend.get().workerId().filter(id -> !id.equals(workerId)).isPresent()) {
                 return new Answer.Refused("vGPU " + vgpu + " of job " + job + " is served by worker "
                         + lend.get().workerId().get());
@@ -242,6 +339,127 @@ public final class Tracker {
             }
         }
         return slurm.job(job).map(SlurmJob::user);
+    }
+
+    /**
+     * A job's migration agent polling ({@code agent poll}): the credential must be the session token of one of the
+     * job's borrowed vGPUs (see {@link MigrationHook#refusal}); its counters are kept for the hook, and the poll is
+     * held up to the agent hold time until a command for the job is queued. The command is signed with the poll's
+     * token and nonce, so only this job's agent can take it.
+     */
+    public AgentChannel.PollReply agentPoll(AgentChannel.Poll poll) {
+        AgentChannel.Credential credential = poll.credential();
+        long job = Long.parseLong(credential.job());
+        synchronized (lock) {
+            Optional<AgentChannel.Refused> refused = refused("poll", credential);
+            if (refused.isPresent()) {
+                return refused.get();
+            }
+            hook.report(job, poll.stats(), clock.instant());
+        }
+        Optional<AgentMailbox.Order> order;
+        try {
+            order = hook.mailbox().take(job, settings.agentHold());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return new AgentChannel.Idle();
+        }
+        if (order.isEmpty()) {
+            return new AgentChannel.Idle();
+        }
+        // The target's toString leaves a remote target's session token out.
+        LOG.info(
+                "migration {}: sent to job {}'s agent: vGPU {} to {}",
+                order.get().id(),
+                job,
+                order.get().vgpu(),
+                order.get().target());
+        return AgentChannel.Migrate.signed(
+                credential.token(),
+                poll.nonce(),
+                order.get().id(),
+                order.get().vgpu(),
+                order.get().target());
+    }
+
+    /** Why an agent's request with {@code credential} is refused (logged), or empty; guarded by {@link #lock}. */
+    private Optional<AgentChannel.Refused> refused(String request, AgentChannel.Credential credential) {
+        long job = Long.parseLong(credential.job());
+        Optional<String> refusal = hook.refusal(job, credential.vgpu(), credential.token());
+        refusal.ifPresent(
+                why -> LOG.warn("agent {} for vGPU {} of job {} refused: {}", request, credential.vgpu(), job, why));
+        return refusal.map(AgentChannel.Refused::because);
+    }
+
+    /** A job's migration agent reporting how a migration ended ({@code agent done}); authenticated as a poll is. */
+    public AgentChannel.DoneReply agentDone(AgentChannel.Done done) {
+        AgentChannel.Credential credential = done.credential();
+        long job = Long.parseLong(credential.job());
+        synchronized (lock) {
+            Optional<AgentChannel.Refused> refused = refused("done", credential);
+            if (refused.isPresent()) {
+                return refused.get();
+            }
+            return hook.done(job, done.id(), done.outcome(), clock.instant());
+        }
+    }
+
+    /**
+     * {@code vgpu migrate JOB VGPU [NODE]} through the tracker: moves the vGPU home now (see
+     * {@link MigrationHook#migrate}); reads Slurm once, outside the lock.
+     */
+    public MigrationHook.Reply migrate(long job, int vgpu, Optional<String> node, String who) {
+        SlurmInventory inventory = slurm.inventory();
+        synchronized (lock) {
+            return hook.migrate(job, vgpu, node, inventory, clock.instant(), who);
+        }
+    }
+
+    /** {@code vgpu drain NODE}: see {@link MigrationHook#drain}. */
+    public MigrationHook.Reply drain(String node, String who) {
+        SlurmInventory inventory = slurm.inventory();
+        synchronized (lock) {
+            return hook.drain(node, inventory, clock.instant(), who);
+        }
+    }
+
+    /** {@code vgpu hook pause|resume}. */
+    public MigrationHook.Reply pauseHook(boolean pause, String who) {
+        synchronized (lock) {
+            return hook.pause(pause, who);
+        }
+    }
+
+    /** Tells {@code listener} of each migration as it ends (the tracker's metrics); it must not block. */
+    public void onMigrationEnded(Consumer<MoveRecord> listener) {
+        synchronized (lock) {
+            hook.onEnded(listener);
+        }
+    }
+
+    /** What each remote vGPU of a job forwarded, as its agent last reported; guarded by {@link #lock}. */
+    private Map<Integer, StatusReport.Forwarded> forwarded(long job) {
+        Map<Integer, StatusReport.Forwarded> forwarded = new HashMap<>();
+        hook.stats(job).forEach((vgpu, stat) -> {
+            if (stat.where() instanceof AgentChannel.RemoteWorker) {
+                forwarded.put(vgpu, new StatusReport.Forwarded(stat.calls(), stat.bytes()));
+            }
+        });
+        return forwarded;
+    }
+
+    /** Migrations under way and recently ended, oldest first. */
+    public List<MoveRecord> migrations() {
+        synchronized (lock) {
+            return hook.moves();
+        }
+    }
+
+    /** One migration, for {@code vgpu migrate}'s progress. */
+    public Optional<MoveRecord> migration(long id) {
+        synchronized (lock) {
+            return hook.move(id);
+        }
     }
 
     /** Whether a {@code done} arrived that the next tick has to act on. */
@@ -265,7 +483,21 @@ public final class Tracker {
                             lastLook.job(assembly.job())
                                     .map(job -> job.gpuIndicesOn(assembly.node()))
                                     .orElse(List.of()),
-                            Map.of()))
+                            forwarded(assembly.job())))
+                    .toList();
+            List<StatusReport.Migration> migrations = hook.moves().stream()
+                    .map(move -> new StatusReport.Migration(
+                            move.id(),
+                            move.job(),
+                            move.vgpu(),
+                            move.from(),
+                            move.to(),
+                            move.by() + ": " + move.reason() + "; " + move.explanation(),
+                            move.started(),
+                            move.ended(),
+                            move.state().equals("ok") ? OptionalLong.of(move.blockedMs()) : OptionalLong.empty(),
+                            move.state().equals("ok") ? OptionalLong.of(move.bytes()) : OptionalLong.empty(),
+                            move.state()))
                     .toList();
             List<StatusReport.NodeIdle> idle = ClusterView.idleGpus(lastLook, site).entrySet().stream()
                     .map(node -> new StatusReport.NodeIdle(node.getKey(), node.getValue()))
@@ -273,7 +505,7 @@ public final class Tracker {
             return new StatusReport(
                     clock.instant(),
                     live,
-                    List.of(),
+                    migrations,
                     List.copyOf(waiting.values()),
                     idle,
                     List.copyOf(history),
@@ -308,6 +540,7 @@ public final class Tracker {
 
     /** Cancels an assembly's holders, forgets it in the ledger and keeps an {@code ended} line for {@code vgpu report}. */
     private void close(Assembly assembly, String why, Optional<String> reason) {
+        hook.endJob(assembly.job(), clock.instant());
         cancelHolders(assembly);
         ledger.forget(assembly.job(), why);
         lostHolders.removeAll(assembly.holders());
@@ -330,11 +563,12 @@ public final class Tracker {
 
     /** Holder jobs (lend partition, holder name) that no live assembly names: left by a crash or a hand; cancelled. */
     private void cancelUnknownHolders(SlurmInventory inventory) {
-        Set<Long> known = new HashSet<>();
+        Set<Long> known = new HashSet<>(hook.grants());
         ledger.assemblies().forEach(assembly -> known.addAll(assembly.holders()));
         List<Long> unknown = inventory.jobs().stream()
                 .filter(job -> job.partition().equals(site.lendPartition()))
-                .filter(job -> job.name().startsWith(SlurmControl.HOLDER_NAME_PREFIX))
+                .filter(job -> job.name().startsWith(SlurmControl.HOLDER_NAME_PREFIX)
+                        || job.name().startsWith(SlurmControl.GRANT_NAME_PREFIX))
                 .filter(job -> ACTIVE_STATES.contains(job.state()))
                 .map(SlurmJob::id)
                 .filter(id -> !known.contains(id) && !cancelledHolders.contains(id))
@@ -483,6 +717,7 @@ public final class Tracker {
         Availability free = new Availability(
                 ClusterView.of(inventory, site, idleClock, now), site.policy().idleGrace());
         reserveWhatSlurmDoesNotShowYet(free, inventory);
+        hook.reserve(free, inventory);
         for (SlurmJob job : held) {
             Placement placement = planner.plan(job, free);
             switch (placement) {

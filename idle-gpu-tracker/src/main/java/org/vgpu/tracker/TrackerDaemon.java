@@ -26,9 +26,14 @@ import org.vgpu.tracker.server.TrackerProtocol;
  */
 public final class TrackerDaemon implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(TrackerDaemon.class);
-    /** SPANK requests are one short line, a MUNGE credential included; the bridge contract bounds them. */
+    /**
+     * SPANK requests are one short line, a MUNGE credential included; the bridge contract bounds them. Each running
+     * job's migration agent keeps one connection, held up to the agent hold time (20 s) per poll and busy meanwhile,
+     * so the idle timeout (between requests) never closes it; 1024 connections leave room for many such jobs beside
+     * the bridges' requests.
+     */
     static final LineServer.Limits SOCKET_LIMITS =
-            new LineServer.Limits("tracker", BridgeContract.REQUEST_LINE_BYTES, 256, Duration.ofSeconds(30));
+            new LineServer.Limits("tracker", BridgeContract.REQUEST_LINE_BYTES, 1024, Duration.ofSeconds(30));
 
     private final Tracker tracker;
     private final Ledger ledger;

@@ -1,5 +1,6 @@
 package org.vgpu.tracker;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashSet;
@@ -10,6 +11,7 @@ import java.util.Optional;
 import java.util.Set;
 
 import org.vgpu.tracker.slurm.GresItem;
+import org.vgpu.tracker.slurm.JobTime;
 import org.vgpu.tracker.slurm.SlurmControl;
 import org.vgpu.tracker.slurm.SlurmInventory;
 import org.vgpu.tracker.slurm.SlurmJob;
@@ -31,6 +33,8 @@ final class InMemorySlurm implements SlurmControl {
     RuntimeException jobFailure;
 
     private long nextId = 100;
+    /** What {@link #jobTime} says of each job; a job not here has run 100 s without a time limit. */
+    final Map<Long, JobTime> times = new LinkedHashMap<>();
 
     void addNode(String name, int gpus, int cpus) {
         nodes.put(name, new Node(name, gpus, cpus, List.of("gpu", "lend")));
@@ -182,23 +186,31 @@ final class InMemorySlurm implements SlurmControl {
 
     @Override
     public long submitHolder(String node, long forJob, int vgpu, String script) {
-        long id = nextId++;
-        // A holder is pinned to its node and not held: reason carries the node for schedule().
-        jobs.put(
-                id,
-                new SlurmJob(
-                        id,
-                        HOLDER_NAME_PREFIX + forJob + "-v" + vgpu,
-                        "root",
-                        "PENDING",
-                        node,
-                        "lend",
-                        1,
-                        1,
-                        Map.of("gpu", 1),
-                        List.of()));
+        long id = pendingLendJob(HOLDER_NAME_PREFIX + forJob + "-v" + vgpu, node);
         actions.add("submit holder " + id + " on " + node + " for " + forJob + " v" + vgpu + ": " + script);
         return id;
+    }
+
+    @Override
+    public long submitGrant(String node, long forJob, int vgpu) {
+        long id = pendingLendJob(GRANT_NAME_PREFIX + forJob + "-v" + vgpu, node);
+        actions.add("submit grant " + id + " on " + node + " for " + forJob + " v" + vgpu);
+        return id;
+    }
+
+    /** A job of the lend partition asking for one GPU of {@code node}: pinned, not held; its reason carries the node for schedule(). */
+    private long pendingLendJob(String name, String node) {
+        long id = nextId++;
+        jobs.put(id, new SlurmJob(id, name, "root", "PENDING", node, "lend", 1, 1, Map.of("gpu", 1), List.of()));
+        return id;
+    }
+
+    @Override
+    public Optional<JobTime> jobTime(long id) {
+        if (!jobs.containsKey(id)) {
+            return Optional.empty();
+        }
+        return Optional.of(times.getOrDefault(id, new JobTime(Duration.ofSeconds(100), Optional.empty())));
     }
 
     @Override

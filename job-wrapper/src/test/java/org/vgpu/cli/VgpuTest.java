@@ -60,6 +60,8 @@ class VgpuTest {
                         "config",
                         "demo",
                         "devices",
+                        "drain",
+                        "hook",
                         "lender",
                         "migrate",
                         "migration-bench",

@@ -113,6 +113,21 @@ final class ConfigValues {
         }
     }
 
+    /** A byte rate: a size as {@link #bytes} followed by {@code /s}, e.g. {@code 10GB/s}; bytes per second. */
+    static long bandwidth(String value) {
+        String perSecond = "/s";
+        try {
+            if (value.endsWith(perSecond)) {
+                return bytes(
+                        value.substring(0, value.length() - perSecond.length()).strip());
+            }
+        } catch (IllegalArgumentException e) {
+            // The size's own message would suggest a size without "/s": say what a bandwidth looks like instead.
+        }
+        throw new IllegalArgumentException(
+                "'" + value + "' is not a bandwidth; expected a size above 0 per second," + " e.g. 10GB/s or 12GiB/s");
+    }
+
     /** {@code host:port} with a fixed port: daemons on other machines must know where to connect. */
     static Endpoint endpoint(String value) {
         Endpoint endpoint;

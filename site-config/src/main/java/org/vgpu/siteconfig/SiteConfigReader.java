@@ -159,14 +159,35 @@ public final class SiteConfigReader {
 
     private Policy readPolicy(IniFile.Section section) {
         Settings policy = settings(
-                section, POLICY, List.of("idle_grace", "max_borrowed_per_job", "borrowing", "fallback_local_only"));
+                section,
+                POLICY,
+                List.of(
+                        "idle_grace",
+                        "max_borrowed_per_job",
+                        "borrowing",
+                        "fallback_local_only",
+                        "migrate_home",
+                        "migration_cooldown",
+                        "migration_end_guard",
+                        "mem_sync_bandwidth",
+                        "replay_cost"));
         Policy defaults = Policy.defaults();
+        MigrationPolicy moves = defaults.migration();
         return new Policy(
                 policy.optional("idle_grace", ConfigValues::duration).orElse(defaults.idleGrace()),
                 policy.optional("max_borrowed_per_job", value -> ConfigValues.integer(value, 0, 1024))
                         .orElse(defaults.maxBorrowedPerJob()),
                 policy.optional("borrowing", ConfigValues::onOff).orElse(defaults.borrowing()),
-                policy.optional("fallback_local_only", ConfigValues::onOff).orElse(defaults.fallbackLocalOnly()));
+                policy.optional("fallback_local_only", ConfigValues::onOff).orElse(defaults.fallbackLocalOnly()),
+                new MigrationPolicy(
+                        policy.optional("migrate_home", ConfigValues::onOff).orElse(moves.migrateHome()),
+                        policy.optional("migration_cooldown", ConfigValues::duration)
+                                .orElse(moves.cooldown()),
+                        policy.optional("migration_end_guard", ConfigValues::duration)
+                                .orElse(moves.endGuard()),
+                        policy.optional("mem_sync_bandwidth", ConfigValues::bandwidth)
+                                .orElse(moves.memSyncBytesPerSecond()),
+                        policy.optional("replay_cost", ConfigValues::duration).orElse(moves.replayCost())));
     }
 
     private List<NodeConfig> readNodes(List<IniFile.Section> sections) {

@@ -185,6 +185,65 @@ class SiteConfigReaderTest {
     }
 
     @Test
+    void theMigrationKeysOfPolicyAreRead() {
+        SiteConfig config = read(SiteConfigFiles.valid(dir)
+                .replace(
+                        "idle_grace = 45s",
+                        "idle_grace = 45s\nmigrate_home = off\nmigration_cooldown = 2m\nmigration_end_guard = 90s"
+                                + "\nmem_sync_bandwidth = 12GiB/s\nreplay_cost = 250ms"));
+
+        assertEquals(
+                new MigrationPolicy(
+                        false, Duration.ofMinutes(2), Duration.ofSeconds(90), 12L << 30, Duration.ofMillis(250)),
+                config.policy().migration());
+    }
+
+    @Test
+    void withoutMigrationKeysTheHookMovesHomeWithTheDefaults() {
+        SiteConfig config = read(SiteConfigFiles.valid(dir));
+
+        assertEquals(
+                new MigrationPolicy(
+                        true, Duration.ofMinutes(5), Duration.ofMinutes(5), 10_000_000_000L, Duration.ofSeconds(1)),
+                config.policy().migration());
+    }
+
+    @Test
+    void everyMalformedMigrationKeyIsReportedAtOnce() {
+        List<ConfigProblem> problems = problems(SiteConfigFiles.valid(dir)
+                .replace(
+                        "idle_grace = 45s",
+                        "idle_grace = 45s\nmigrate_home = sometimes\nmigration_cooldown = 5 minutes"
+                                + "\nmigration_end_guard = -1m\nmem_sync_bandwidth = 10GB\nreplay_cost = 1"));
+
+        List<String> messages = problems.stream().map(ConfigProblem::message).toList();
+        assertEquals(
+                List.of(11, 12, 13, 14, 15),
+                problems.stream().map(ConfigProblem::line).toList(),
+                messages.toString());
+        assertTrue(
+                messages.get(0).contains("migrate_home: 'sometimes' is not a switch; expected on or off"),
+                messages.toString());
+        assertTrue(messages.get(1).contains("migration_cooldown: '5 minutes' is not a duration"), messages.toString());
+        assertTrue(messages.get(2).contains("migration_end_guard: '-1m' is not a duration"), messages.toString());
+        assertTrue(
+                messages.get(3)
+                        .contains("mem_sync_bandwidth: '10GB' is not a bandwidth; expected a size above 0 per"
+                                + " second, e.g. 10GB/s"),
+                messages.toString());
+        assertTrue(messages.get(4).contains("replay_cost: '1' is not a duration"), messages.toString());
+    }
+
+    @Test
+    void aZeroBandwidthIsRefused() {
+        List<ConfigProblem> problems = problems(
+                SiteConfigFiles.valid(dir).replace("idle_grace = 45s", "idle_grace = 45s\nmem_sync_bandwidth = 0GB/s"));
+
+        assertEquals(1, problems.size(), problems.toString());
+        assertTrue(problems.get(0).message().contains("'0GB/s' is not a bandwidth"), problems.toString());
+    }
+
+    @Test
     void withoutBorrowingAJobGetsOneNodesGpus() {
         SiteConfig config = read(SiteConfigFiles.valid(dir).replace("borrowing = on", "borrowing = off"));
 

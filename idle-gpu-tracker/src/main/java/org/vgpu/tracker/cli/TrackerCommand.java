@@ -217,6 +217,11 @@ public final class TrackerCommand implements Subcommand {
                     new Tracker(site, slurm, ledger, SiteKey.load(site.tokenKeyFile()), settings, Clock.systemUTC());
             // Counts what the migration hook reports; its gauges read the tracker at each scrape.
             metrics = new TrackerMetrics(tracker::status);
+            TrackerMetrics counted = metrics;
+            tracker.onMigrationEnded(move -> counted.migrationFinished(
+                    move.direction(),
+                    move.state().equals("ok") ? "done" : move.state().replace('-', '_'),
+                    move.blockedMs() / 1000.0));
             daemon = TrackerDaemon.start(tracker, ledger, listen, poll, munge, trustedUsers);
         } catch (LedgerException | SlurmException e) {
             err.println("vgpu tracker: " + e.detail());

@@ -42,6 +42,12 @@ public final class Ledger implements AutoCloseable {
 
     private final Path file;
     private final Map<Long, Assembly> live = new LinkedHashMap<>();
+    /** Migrations under way by id. */
+    private final Map<Long, Migration> migrations = new LinkedHashMap<>();
+    /** The last outcome of each vGPU of a live assembly, by job, then vGPU. */
+    private final Map<Long, Map<Integer, MigrationOutcome>> outcomes = new LinkedHashMap<>();
+
+    private long lastMigrationId;
     private FileChannel journal;
     private int linesSinceCompaction;
 
@@ -82,14 +88,66 @@ public final class Ledger implements AutoCloseable {
         append(line);
     }
 
-    /** Ends a job's assembly, durably; {@code why} is one word ({@code done}, {@code gone}, {@code aborted}). */
+    /**
+     * Ends a job's assembly and its migrations, durably; {@code why} is one word ({@code done}, {@code gone},
+     * {@code aborted}).
+     */
     public void forget(long job, String why) {
         if (!live.containsKey(job)) {
             return;
         }
         String line = LedgerLines.forget(job, why);
-        live.remove(job);
+        forgetLive(job);
         append(line);
+    }
+
+    /** The migrations under way, oldest first. */
+    public Collection<Migration> migrations() {
+        return List.copyOf(migrations.values());
+    }
+
+    /** The id for the next migration: above every id this ledger has seen. */
+    public long nextMigrationId() {
+        return lastMigrationId + 1;
+    }
+
+    /** Records a migration's intent or its next step, durably. */
+    public void record(Migration migration) {
+        if (!live.containsKey(migration.job())) {
+            throw new IllegalStateException(
+                    "migration " + migration.id() + " of job " + migration.job() + " has no live assembly");
+        }
+        String line = LedgerLines.migration(migration);
+        migrations.put(migration.id(), migration);
+        lastMigrationId = Math.max(lastMigrationId, migration.id());
+        append(line);
+    }
+
+    /** Ends a migration with its outcome, durably; it becomes the vGPU's last outcome. */
+    public void finish(MigrationOutcome outcome) {
+        String line = LedgerLines.outcome(outcome);
+        keep(outcome);
+        append(line);
+    }
+
+    /** The last migration outcome of a job's vGPU, while the job's assembly lives. */
+    public Optional<MigrationOutcome> lastOutcome(long job, int vgpu) {
+        return Optional.ofNullable(outcomes.getOrDefault(job, Map.of()).get(vgpu));
+    }
+
+    private void keep(MigrationOutcome outcome) {
+        migrations.remove(outcome.id());
+        lastMigrationId = Math.max(lastMigrationId, outcome.id());
+        if (live.containsKey(outcome.job())) {
+            outcomes.computeIfAbsent(outcome.job(), job -> new LinkedHashMap<>())
+                    .put(outcome.vgpu(), outcome);
+        }
+    }
+
+    private void forgetLive(long job) {
+        live.remove(job);
+        migrations.values().removeIf(migration -> migration.job() == job);
+        outcomes.remove(job);
     }
 
     @Override
@@ -141,7 +199,13 @@ public final class Ledger implements AutoCloseable {
             }
             switch (entry) {
                 case LedgerLines.Entry.Keep keep -> live.put(keep.assembly().job(), keep.assembly());
-                case LedgerLines.Entry.Forget forget -> live.remove(forget.job());
+                case LedgerLines.Entry.Forget forget -> forgetLive(forget.job());
+                case LedgerLines.Entry.Step step -> {
+                    migrations.put(step.migration().id(), step.migration());
+                    lastMigrationId = Math.max(lastMigrationId, step.migration().id());
+                }
+                case LedgerLines.Entry.Outcome outcome -> keep(outcome.outcome());
+                case LedgerLines.Entry.LastMigrationId seen -> lastMigrationId = Math.max(lastMigrationId, seen.id());
             }
         }
     }
@@ -155,6 +219,17 @@ public final class Ledger implements AutoCloseable {
             StringBuilder text = new StringBuilder();
             for (Assembly assembly : live.values()) {
                 text.append(LedgerLines.assembly(assembly)).append('\n');
+            }
+            // Ids are never reused, even after every job that had one ended: an agent may still hold an old one.
+            if (lastMigrationId > 0) {
+                text.append(LedgerLines.lastMigrationId(lastMigrationId)).append('\n');
+            }
+            outcomes.values().stream()
+                    .flatMap(byVgpu -> byVgpu.values().stream())
+                    .forEach(
+                            outcome -> text.append(LedgerLines.outcome(outcome)).append('\n'));
+            for (Migration migration : migrations.values()) {
+                text.append(LedgerLines.migration(migration)).append('\n');
             }
             Files.deleteIfExists(fresh);
             try (FileChannel out = FileChannel.open(

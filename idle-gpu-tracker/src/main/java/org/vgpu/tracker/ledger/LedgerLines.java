@@ -24,22 +24,37 @@ import org.vgpu.common.net.Endpoint;
  *   assembly job=42 user=alice node=n1 vgpus=3 local=1 phase=released planned=MILLIS released=MILLIS
  *            lend=1/n2/43/3/10.1.0.2:7500/n2-d3-9f2c lend=2/n3/44/-/-/- crc=1a2b3c4d
  *   forget job=42 why=ended crc=...
+ *   migration id=7 job=42 vgpu=1 node=n1 to=home phase=claiming grant=57 gpu=- worker=- started=MILLIS sent=- by=hook crc=...
+ *   outcome id=7 job=42 vgpu=1 result=ok blocked=120 bytes=1048576 at=MILLIS crc=...
+ *   migrations last=7 crc=...
  * </pre>
- * {@code lend=VGPU/NODE/HOLDER/GPU/HOST:PORT/WORKER-ID}, {@code -} for what is not known yet. An
- * {@code assembly} line replaces the job's earlier one; {@code forget} ends it. Times are
- * milliseconds since the epoch. Tokens are never written: they are issued afresh when asked for.
+ * {@code lend=VGPU/NODE/HOLDER/GPU/HOST:PORT/WORKER-ID[/FORMER-ID,...]}, {@code -} for what is not known yet (the
+ * former ids: workers that served the lend before it moved from lender to lender); a lend
+ * that moved home reads {@code lend=VGPU/JOB-NODE/GRANT-HOLDER/GPU/home/FORMER-WORKER-ID}. An
+ * {@code assembly} line replaces the job's earlier one; {@code forget} ends it (and its migrations).
+ * A {@code migration} line ({@code to=home}: a GPU of the job's node; {@code to=remote}: a worker on another
+ * lender, {@code worker=HOST:PORT/WORKER-ID} once it announced itself) replaces the earlier one of the same id; {@code outcome} ends it and is
+ * the vGPU's last move (the hook's cooldown). Times are milliseconds since the epoch. Tokens are
+ * never written: they are issued afresh when asked for.
  */
 public final class LedgerLines {
     /** Node, user and reason words: what Slurm allows in names, and nothing that could split a field. */
     private static final Pattern WORD = Pattern.compile("[A-Za-z0-9._@+-]{1,128}");
 
     private static final String NONE = "-";
+    private static final String HOME = "home";
 
-    /** A parsed line: an assembly to keep, or a job to forget. */
+    /** A parsed line: an assembly to keep, a job to forget, a migration's step or its outcome. */
     public sealed interface Entry {
         record Keep(Assembly assembly) implements Entry {}
 
         record Forget(long job, String why) implements Entry {}
+
+        record Step(Migration migration) implements Entry {}
+
+        record Outcome(MigrationOutcome outcome) implements Entry {}
+
+        record LastMigrationId(long id) implements Entry {}
     }
 
     private LedgerLines() {}
@@ -67,15 +82,63 @@ public final class LedgerLines {
                     .append('/')
                     .append(lend.gpu().isPresent() ? Integer.toString(lend.gpu().getAsInt()) : NONE)
                     .append('/')
-                    .append(lend.worker().map(Endpoint::toString).orElse(NONE))
+                    .append(
+                            lend.home()
+                                    ? HOME
+                                    : lend.worker().map(Endpoint::toString).orElse(NONE))
                     .append('/')
                     .append(lend.workerId().map(id -> word("worker id", id)).orElse(NONE));
+            if (!lend.formerWorkerIds().isEmpty()) {
+                line.append('/')
+                        .append(String.join(
+                                ",",
+                                lend.formerWorkerIds().stream()
+                                        .map(id -> word("worker id", id))
+                                        .toList()));
+            }
         }
         return sealed(line.toString());
     }
 
     public static String forget(long job, String why) {
         return sealed("forget job=" + job + " why=" + word("reason", why));
+    }
+
+    public static String migration(Migration migration) {
+        return sealed("migration id=" + migration.id() + " job=" + migration.job() + " vgpu=" + migration.vgpu()
+                + " node=" + word("node", migration.node()) + " to=" + (migration.remote() ? "remote" : "home")
+                + " phase=" + migration.phase().name().toLowerCase(Locale.ROOT)
+                + " grant="
+                + (migration.grant().isPresent()
+                        ? Long.toString(migration.grant().getAsLong())
+                        : NONE)
+                + " gpu="
+                + (migration.gpu().isPresent()
+                        ? Integer.toString(migration.gpu().getAsInt())
+                        : NONE)
+                + " worker="
+                + migration
+                        .worker()
+                        .map(worker -> worker.endpoint() + "/" + word("worker id", worker.id()))
+                        .orElse(NONE)
+                + " started=" + migration.started().toEpochMilli()
+                + " sent="
+                + migration
+                        .sent()
+                        .map(when -> Long.toString(when.toEpochMilli()))
+                        .orElse(NONE)
+                + " by=" + word("migration's origin", migration.by()));
+    }
+
+    /** The highest migration id handed out, so ids stay unique across compactions. */
+    public static String lastMigrationId(long id) {
+        return sealed("migrations last=" + id);
+    }
+
+    public static String outcome(MigrationOutcome outcome) {
+        return sealed("outcome id=" + outcome.id() + " job=" + outcome.job() + " vgpu=" + outcome.vgpu() + " result="
+                + outcome.result().word() + " blocked=" + outcome.blockedMs() + " bytes=" + outcome.bytes() + " at="
+                + outcome.at().toEpochMilli());
     }
 
     /**
@@ -109,6 +172,9 @@ public final class LedgerLines {
         return switch (words[0]) {
             case "assembly" -> new Entry.Keep(assembly(fields, lends));
             case "forget" -> new Entry.Forget(number(fields, "job"), require(fields, "why"));
+            case "migration" -> new Entry.Step(migration(fields));
+            case "outcome" -> new Entry.Outcome(outcome(fields));
+            case "migrations" -> new Entry.LastMigrationId(number(fields, "last"));
             default -> throw new IllegalArgumentException("unknown record '" + words[0] + "'");
         };
     }
@@ -116,12 +182,15 @@ public final class LedgerLines {
     private static Assembly assembly(Map<String, String> fields, List<String> lendTexts) {
         List<Lend> lends = new ArrayList<>();
         for (String text : lendTexts) {
-            String[] parts = text.split("/", 6);
-            if (parts.length != 6) {
+            String[] parts = text.split("/", 7);
+            if (parts.length < 6) {
                 throw new IllegalArgumentException(
-                        "lend '" + text + "' is not VGPU/NODE/HOLDER/GPU/HOST:PORT/WORKER-ID");
+                        "lend '" + text + "' is not VGPU/NODE/HOLDER/GPU/HOST:PORT/WORKER-ID[/FORMER-ID,...]");
             }
-            boolean hasWorker = !parts[4].equals(NONE);
+            List<String> formers = parts.length == 7 ? List.of(parts[6].split(",", -1)) : List.of();
+            formers.forEach(id -> word("former worker id", id));
+            boolean home = parts[4].equals(HOME);
+            boolean hasWorker = !home && !parts[4].equals(NONE);
             try {
                 lends.add(new Lend(
                         Integer.parseInt(parts[0]),
@@ -129,12 +198,16 @@ public final class LedgerLines {
                         parts[2].equals(NONE) ? OptionalLong.empty() : OptionalLong.of(Long.parseLong(parts[2])),
                         parts[3].equals(NONE) ? OptionalInt.empty() : OptionalInt.of(Integer.parseInt(parts[3])),
                         hasWorker ? Optional.of(Endpoint.parse(parts[4])) : Optional.empty(),
-                        parts[5].equals(NONE) ? Optional.empty() : Optional.of(parts[5])));
+                        parts[5].equals(NONE) ? Optional.empty() : Optional.of(parts[5]),
+                        home,
+                        formers));
             } catch (NumberFormatException e) {
                 throw new IllegalArgumentException(
                         "lend '" + text + "' has a VGPU, HOLDER or GPU that is not a number", e);
             } catch (VgpuFailure e) {
                 throw new IllegalArgumentException("lend '" + text + "': " + e.detail(), e);
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("lend '" + text + "': " + e.getMessage(), e);
             }
         }
         Assembly.Phase phase = switch (require(fields, "phase")) {
@@ -156,6 +229,60 @@ public final class LedgerLines {
                 Instant.ofEpochMilli(number(fields, "planned")),
                 released,
                 lends);
+    }
+
+    private static Migration migration(Map<String, String> fields) {
+        Migration.Phase phase = switch (require(fields, "phase")) {
+            case "claiming" -> Migration.Phase.CLAIMING;
+            case "sent" -> Migration.Phase.SENT;
+            default ->
+                throw new IllegalArgumentException("phase '" + fields.get("phase") + "' is not claiming or sent");
+        };
+        boolean remote = switch (require(fields, "to")) {
+            case "home" -> false;
+            case "remote" -> true;
+            default -> throw new IllegalArgumentException("to '" + fields.get("to") + "' is not home or remote");
+        };
+        Optional<Migration.Worker> worker = Optional.empty();
+        String workerText = require(fields, "worker");
+        if (!workerText.equals(NONE)) {
+            int slash = workerText.lastIndexOf('/');
+            if (slash < 0) {
+                throw new IllegalArgumentException("worker '" + workerText + "' is not HOST:PORT/WORKER-ID");
+            }
+            try {
+                worker = Optional.of(new Migration.Worker(
+                        Endpoint.parse(workerText.substring(0, slash)), workerText.substring(slash + 1)));
+            } catch (VgpuFailure e) {
+                throw new IllegalArgumentException("worker '" + workerText + "': " + e.detail(), e);
+            }
+        }
+        return new Migration(
+                number(fields, "id"),
+                number(fields, "job"),
+                (int) number(fields, "vgpu"),
+                require(fields, "node"),
+                remote,
+                phase,
+                require(fields, "grant").equals(NONE) ? OptionalLong.empty() : OptionalLong.of(number(fields, "grant")),
+                require(fields, "gpu").equals(NONE) ? OptionalInt.empty() : OptionalInt.of((int) number(fields, "gpu")),
+                worker,
+                Instant.ofEpochMilli(number(fields, "started")),
+                require(fields, "sent").equals(NONE)
+                        ? Optional.empty()
+                        : Optional.of(Instant.ofEpochMilli(number(fields, "sent"))),
+                require(fields, "by"));
+    }
+
+    private static MigrationOutcome outcome(Map<String, String> fields) {
+        return new MigrationOutcome(
+                number(fields, "id"),
+                number(fields, "job"),
+                (int) number(fields, "vgpu"),
+                MigrationOutcome.Result.of(require(fields, "result")),
+                number(fields, "blocked"),
+                number(fields, "bytes"),
+                Instant.ofEpochMilli(number(fields, "at")));
     }
 
     private static String require(Map<String, String> fields, String key) {

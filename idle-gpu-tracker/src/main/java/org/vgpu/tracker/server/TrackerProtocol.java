@@ -29,6 +29,7 @@ import java.util.regex.Pattern;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import org.vgpu.common.agent.AgentChannel;
 import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.common.line.BoundedLineReader;
 import org.vgpu.common.line.LineService;
@@ -38,6 +39,8 @@ import org.vgpu.common.security.SessionToken;
 import org.vgpu.tracker.Answer;
 import org.vgpu.tracker.StatusReport;
 import org.vgpu.tracker.Tracker;
+import org.vgpu.tracker.hook.MigrationHook;
+import org.vgpu.tracker.hook.MoveRecord;
 import org.vgpu.tracker.ledger.LedgerLines;
 import org.vgpu.tracker.report.Report;
 import org.vgpu.tracker.report.ReportJson;
@@ -61,10 +64,18 @@ import org.vgpu.tracker.report.ReportJson;
  */
 public final class TrackerProtocol implements LineService {
     private static final Logger LOG = LoggerFactory.getLogger(TrackerProtocol.class);
+    static final String MIGRATE = "migrate";
+    static final String DRAIN = "drain";
+    static final String HOOK = "hook";
+    static final String MIGRATION = "migration";
     static final String COMMANDS = REQUEST_ASSEMBLY + " <job> <node>, " + REQUEST_DONE + " <job> <node> <status>, "
             + REQUEST_WORKER + " <job> <vgpu> <host:port> <worker-id> <proof>, " + REQUEST_STATUS + " ["
-            + STATUS_JSON_LINE_WORD
-            + "]";
+            + STATUS_JSON_LINE_WORD + "], " + AgentChannel.WORD + " " + AgentChannel.POLL + "|" + AgentChannel.DONE
+            + " ..., " + MIGRATE + " <job> <vgpu> [<node>], " + DRAIN + " <node>, " + HOOK + " pause|resume, "
+            + MIGRATION + " <id>";
+    /** Requests that change where vGPUs run: with MUNGE only root and trusted users may send them. */
+    private static final Set<String> ADMIN_REQUESTS = Set.of(MIGRATE, DRAIN, HOOK);
+
     private static final int MAX_ECHOED_CHARS = 40;
     private static final Pattern DECIMAL = Pattern.compile("0|[1-9][0-9]{0,9}");
     private static final Pattern NODE = Pattern.compile(NODE_CHAR_CLASS + "{1," + NODE_NAME_BYTES + "}");
@@ -126,25 +137,33 @@ public final class TrackerProtocol implements LineService {
         int credentialAt = text.lastIndexOf(CREDENTIAL_FIELD);
         String unsigned = credentialAt < 0 ? text : text.substring(0, credentialAt);
         String[] words = unsigned.split(" ", -1);
-        boolean needsAuthentication = words[0].equals(REQUEST_ASSEMBLY) || words[0].equals(REQUEST_DONE);
+        boolean admin = ADMIN_REQUESTS.contains(words[0]);
+        boolean needsAuthentication = words[0].equals(REQUEST_ASSEMBLY) || words[0].equals(REQUEST_DONE) || admin;
         if (munge.isEmpty() && credentialAt >= 0) {
             return List.of(error("unauthenticated: the request carries a MUNGE credential but this tracker runs with"
                     + " --auth none; start it with --auth munge, as the SPANK bridge's auth=munge expects"));
         }
+        String who = "an unauthenticated admin (the tracker runs with --auth none)";
         if (munge.isPresent() && needsAuthentication) {
-            String refusal = authenticationProblem(
-                    unsigned,
-                    words,
-                    credentialAt < 0 ? null : text.substring(credentialAt + CREDENTIAL_FIELD.length()));
-            if (refusal != null) {
-                LOG.warn("refused '{}': {}", LineText.printable(unsigned, MAX_ECHOED_CHARS), refusal);
-                return List.of(line(new Answer.Unauthenticated(refusal)));
+            String credential = credentialAt < 0 ? null : text.substring(credentialAt + CREDENTIAL_FIELD.length());
+            AdminCheck check = admin
+                    ? adminCheck(unsigned, credential)
+                    : new AdminCheck(authenticationProblem(unsigned, words, credential), who);
+            if (check.refusal() != null) {
+                LOG.warn("refused '{}': {}", LineText.printable(unsigned, MAX_ECHOED_CHARS), check.refusal());
+                return List.of(line(new Answer.Unauthenticated(check.refusal())));
             }
+            who = check.who();
         }
         return switch (words[0]) {
             case REQUEST_ASSEMBLY -> List.of(assembly(words));
             case REQUEST_DONE -> List.of(done(words));
             case REQUEST_WORKER -> List.of(worker(words));
+            case AgentChannel.WORD -> List.of(agent(unsigned));
+            case MIGRATE -> List.of(migrate(words, who));
+            case DRAIN -> List.of(drain(words, who));
+            case HOOK -> List.of(hook(words, who));
+            case MIGRATION -> List.of(migration(words));
             case REQUEST_STATUS -> status(words);
             default ->
                 List.of(error("unknown command '" + LineText.printable(words[0], MAX_ECHOED_CHARS) + "'; commands: "
@@ -209,6 +228,110 @@ public final class TrackerProtocol implements LineService {
         return line(tracker.worker(Long.parseLong(words[1]), Integer.parseInt(words[2]), endpoint, words[4], words[5]));
     }
 
+    /** A job's migration agent: parsed by the channel's one codec, answered by the tracker. */
+    private String agent(String text) {
+        AgentChannel.Request request;
+        try {
+            request = AgentChannel.parseRequest(text);
+        } catch (AgentChannel.ParseError e) {
+            return error(e.detail());
+        }
+        return switch (request) {
+            case AgentChannel.Poll poll -> tracker.agentPoll(poll).format();
+            case AgentChannel.Done done -> tracker.agentDone(done).format();
+        };
+    }
+
+    private String migrate(String[] words, String who) {
+        if (words.length < 3 || words.length > 4) {
+            return error("usage: " + MIGRATE + " <job> <vgpu> [<node>]");
+        }
+        String problem = checkJob(words[1]);
+        if (problem == null && (!DECIMAL.matcher(words[2]).matches() || Long.parseLong(words[2]) >= VGPUS_MAX)) {
+            problem = "vgpu must be a vGPU index 0.." + (VGPUS_MAX - 1) + ", got '"
+                    + LineText.printable(words[2], MAX_ECHOED_CHARS) + "'";
+        }
+        if (problem == null && words.length == 4 && !NODE.matcher(words[3]).matches()) {
+            problem = nodeProblem(words[3]);
+        }
+        if (problem != null) {
+            return error(problem);
+        }
+        return reply(tracker.migrate(
+                Long.parseLong(words[1]),
+                Integer.parseInt(words[2]),
+                words.length == 4 ? Optional.of(words[3]) : Optional.empty(),
+                who));
+    }
+
+    private String drain(String[] words, String who) {
+        if (words.length != 2) {
+            return error("usage: " + DRAIN + " <node>");
+        }
+        if (!NODE.matcher(words[1]).matches()) {
+            return error(nodeProblem(words[1]));
+        }
+        return reply(tracker.drain(words[1], who));
+    }
+
+    private String hook(String[] words, String who) {
+        if (words.length != 2 || !(words[1].equals("pause") || words[1].equals("resume"))) {
+            return error("usage: " + HOOK + " pause|resume");
+        }
+        return reply(tracker.pauseHook(words[1].equals("pause"), who));
+    }
+
+    /** {@code migration <id>}: one migration's state, for {@code vgpu migrate}'s progress; needs no credential. */
+    private String migration(String[] words) {
+        if (words.length != 2 || !DECIMAL.matcher(words[1]).matches()) {
+            return error("usage: " + MIGRATION + " <id>");
+        }
+        long id = Long.parseLong(words[1]);
+        return tracker.migration(id)
+                .map(TrackerProtocol::moveLine)
+                .map(text -> REPLY_OK_WORD + " " + text)
+                .orElseGet(() -> error("the tracker knows no migration " + id));
+    }
+
+    /** One migration as a line of {@code key=value} words, the reason and explanation last. */
+    public static String moveLine(MoveRecord move) {
+        return "migration id=" + move.id() + " job=" + move.job() + " vgpu=" + move.vgpu() + " from=" + move.from()
+                + " to=" + move.to() + " by=" + move.by() + " state=" + move.state() + " started="
+                + move.started() + move.ended().map(at -> " ended=" + at).orElse("") + " blocked_ms="
+                + move.blockedMs() + " bytes=" + move.bytes() + " what="
+                + move.explanation().replace(' ', '_')
+                + " reason=" + move.reason().replace(' ', '_');
+    }
+
+    private static String reply(MigrationHook.Reply reply) {
+        return reply.ok() ? REPLY_OK_WORD + " " + reply.text() : error(reply.text());
+    }
+
+    /** Why a request is refused (null when it is not), and who sent it. */
+    private record AdminCheck(String refusal, String who) {}
+
+    /**
+     * Admin requests: only root and trusted users. MUNGE decodes each credential once (a second decode is a
+     * replay), so one check yields both the verdict and the sender.
+     */
+    private AdminCheck adminCheck(String request, String credential) {
+        if (credential == null) {
+            return new AdminCheck(
+                    "a MUNGE credential is required (munge=... at the end; vgpu's admin commands take --auth munge)",
+                    null);
+        }
+        try {
+            MungeVerifier.Sender sender = munge.orElseThrow().verify(credential, request);
+            String who = sender.user() + " (uid " + sender.uid() + ")";
+            if (sender.uid() == 0 || trustedUsers.contains(sender.user())) {
+                return new AdminCheck(null, who);
+            }
+            return new AdminCheck("user " + who + " may not move vGPUs: only root and trusted users may", who);
+        } catch (MungeVerifier.Refused e) {
+            return new AdminCheck("MUNGE refused the credential: " + e.getMessage(), null);
+        }
+    }
+
     /** Why an {@code assembly} or {@code done} is not to be answered, or null when its sender may ask it. */
     private String authenticationProblem(String request, String[] words, String credential) {
         if (credential == null) {
@@ -247,10 +370,14 @@ public final class TrackerProtocol implements LineService {
             return problem;
         }
         if (!NODE.matcher(node).matches()) {
-            return "node must be a Slurm node name (1 to " + NODE_NAME_BYTES + " letters, digits and " + NODE_CHARS
-                    + "), got '" + LineText.printable(node, MAX_ECHOED_CHARS) + "'";
+            return nodeProblem(node);
         }
         return null;
+    }
+
+    private static String nodeProblem(String node) {
+        return "node must be a Slurm node name (1 to " + NODE_NAME_BYTES + " letters, digits and " + NODE_CHARS
+                + "), got '" + LineText.printable(node, MAX_ECHOED_CHARS) + "'";
     }
 
     /** The reply line of an answer: {@code ok ...}, {@code wait REASON} or {@code error REASON}. */

@@ -70,6 +70,39 @@ public final class SlurmCommands implements SlurmControl {
 
     @Override
     public long submitHolder(String node, long forJob, int vgpu, String script) {
+        return submitLendJob(
+                node,
+                HOLDER_NAME_PREFIX + forJob + "-v" + vgpu,
+                "vgpu holder: a GPU of " + node + " lent to job " + forJob + " as its vGPU " + vgpu,
+                script);
+    }
+
+    @Override
+    public long submitGrant(String node, long forJob, int vgpu) {
+        // The grant holder keeps the GPU in Slurm's books; job forJob's own process drives it.
+        return submitLendJob(
+                node,
+                GRANT_NAME_PREFIX + forJob + "-v" + vgpu,
+                "vgpu grant: a GPU of " + node + " granted to job " + forJob + " for its vGPU " + vgpu,
+                "exec sleep infinity");
+    }
+
+    @Override
+    public Optional<JobTime> jobTime(long id) {
+        Result result = runAllowingFailure("scontrol", "show", "job", Long.toString(id));
+        if (result.exitCode() != 0) {
+            if (UNKNOWN_JOB.matcher(result.stderr()).find()) {
+                return Optional.empty();
+            }
+            throw failed(result);
+        }
+        String source = "scontrol show job " + id;
+        return ScontrolRecords.parse(source, result.stdout()).stream()
+                .findFirst()
+                .map(job -> JobTime.parse(source, job.require("RunTime"), job.require("TimeLimit")));
+    }
+
+    private long submitLendJob(String node, String name, String comment, String script) {
         List<String> command = new ArrayList<>(List.of(
                 "sbatch",
                 "--parsable",
@@ -80,9 +113,9 @@ public final class SlurmCommands implements SlurmControl {
                 "--cpus-per-task=1",
                 "--mem=1",
                 "--gres=gpu:1",
-                "--job-name=" + HOLDER_NAME_PREFIX + forJob + "-v" + vgpu,
+                "--job-name=" + name,
                 "--output=" + holderOutput,
-                "--comment=vgpu holder: a GPU of " + node + " lent to job " + forJob + " as its vGPU " + vgpu));
+                "--comment=" + comment));
         lendQos.ifPresent(qos -> command.add("--qos=" + qos));
         command.addAll(List.of("--wrap", script));
         String out = run(command.toArray(String[]::new)).stdout().strip();

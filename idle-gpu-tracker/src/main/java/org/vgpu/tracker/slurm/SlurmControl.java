@@ -11,6 +11,9 @@ public interface SlurmControl {
     /** Name prefix of holder jobs, followed by {@code <job>-v<vgpu>}; with the lend partition it marks the tracker's own jobs. */
     String HOLDER_NAME_PREFIX = "vgpu-holder-";
 
+    /** Name prefix of grant holders, followed by {@code <job>-v<vgpu>}: a GPU of the job's node claimed for a move home. */
+    String GRANT_NAME_PREFIX = "vgpu-grant-";
+
     /** Every node and every job Slurm still remembers. */
     SlurmInventory inventory();
 
@@ -25,6 +28,16 @@ public interface SlurmControl {
      * its job id.
      */
     long submitHolder(String node, long forJob, int vgpu, String script);
+
+    /**
+     * Submits a grant holder that claims one GPU of {@code node} (the node of job {@code forJob}) for vGPU
+     * {@code vgpu} to move onto, in the lend partition; it only waits: the job's own process drives the
+     * GPU. Returns its job id.
+     */
+    long submitGrant(String node, long forJob, int vgpu);
+
+    /** How long a job has run and may run; empty when Slurm no longer knows it. */
+    Optional<JobTime> jobTime(long id);
 
     /** Cancels jobs; ids Slurm no longer knows are not an error. */
     void cancel(Collection<Long> jobs);

@@ -145,6 +145,83 @@ class LedgerTest {
         assertThrows(IllegalArgumentException.class, () -> LedgerLines.assembly(odd));
     }
 
+    @Test
+    void migrationsTheirOutcomesAndLendsThatMovedHomeSurviveAReopenAndACompaction() throws IOException {
+        Path file = dir.resolve("tracker.ledger");
+        Lend served =
+                Lend.planned(1, "n2").withHolder(43).withGpu(3).withWorker(new Endpoint("10.0.0.2", 7500), "w-43");
+        Assembly released = securing(42).withLend(served).releasedAt(PLANNED.plusSeconds(1));
+        Migration intent = Migration.intent(7, 42, 1, "n1", false, PLANNED.plusSeconds(5), "hook");
+        Migration sent = intent.withGrant(57).sentAt(0, PLANNED.plusSeconds(6));
+        MigrationOutcome failed = new MigrationOutcome(6, 42, 1, MigrationOutcome.Result.FAILED, 0, 0, PLANNED);
+        try (Ledger ledger = Ledger.open(file)) {
+            ledger.record(released);
+            ledger.finish(failed);
+            ledger.record(intent);
+            ledger.record(sent);
+            assertEquals(8, ledger.nextMigrationId());
+        }
+        List<String> lines = Files.readAllLines(file);
+        assertTrue(
+                lines.contains(LedgerLines.migration(sent))
+                        && lines.get(lines.size() - 1)
+                                .startsWith(
+                                        "migration id=7 job=42 vgpu=1 node=n1 to=home phase=sent grant=57 gpu=0 worker=- started="),
+                lines.toString());
+        Assembly home = released.withLend(served.movedHome("n1", 57, 0));
+        try (Ledger reopened = Ledger.open(file)) {
+            assertEquals(List.of(sent), List.copyOf(reopened.migrations()));
+            assertEquals(Optional.of(failed), reopened.lastOutcome(42, 1));
+            reopened.record(home);
+            reopened.finish(new MigrationOutcome(7, 42, 1, MigrationOutcome.Result.OK, 120, 4096, PLANNED));
+        }
+        try (Ledger reopened = Ledger.open(file)) {
+            assertTrue(reopened.migrations().isEmpty());
+            assertEquals(
+                    Optional.of(MigrationOutcome.Result.OK),
+                    reopened.lastOutcome(42, 1).map(MigrationOutcome::result));
+            Lend lend = reopened.assembly(42).orElseThrow().lends().getFirst();
+            assertTrue(lend.home());
+            assertEquals(Optional.of("w-43"), lend.workerId(), "the job's token names the worker that served it");
+            assertTrue(LedgerLines.assembly(home).contains(" lend=1/n1/57/0/home/w-43 "), LedgerLines.assembly(home));
+            reopened.forget(42, "done");
+            assertTrue(reopened.lastOutcome(42, 1).isEmpty());
+        }
+        try (Ledger reopened = Ledger.open(file)) {
+            assertEquals(8, reopened.nextMigrationId(), "ids are not reused after every job that had one ended");
+            assertEquals(
+                    List.of("migrations last=7"),
+                    Files.readAllLines(file).stream()
+                            .map(line -> line.substring(0, line.lastIndexOf(" crc=")))
+                            .toList());
+        }
+    }
+
+    @Test
+    void malformedMigrationRecordsAreRefusedWithTheirReason() {
+        for (String[] broken : List.of(
+                new String[] {
+                    "migration id=7 job=42 vgpu=1 node=n1 to=home phase=flying grant=- gpu=- worker=- started=1 sent=- by=hook",
+                    "phase 'flying' is not claiming or sent"
+                },
+                new String[] {
+                    "migration id=7 job=42 vgpu=1 node=n1 to=home phase=sent grant=- gpu=- worker=- started=1 sent=- by=hook",
+                    "was sent without its grant holder"
+                },
+                new String[] {
+                    "outcome id=7 job=42 vgpu=1 result=maybe blocked=0 bytes=0 at=1",
+                    "result 'maybe' is not ok, failed or gave-up"
+                },
+                new String[] {
+                    "assembly job=42 user=a node=n1 vgpus=2 local=1 phase=securing planned=1 lend=1/n1/-/-/home/w",
+                    "a lend moved home has its grant holder"
+                })) {
+            IllegalArgumentException refused =
+                    assertThrows(IllegalArgumentException.class, () -> LedgerLines.parse(sealed(broken[0])));
+            assertTrue(refused.getMessage().contains(broken[1]), refused.getMessage());
+        }
+    }
+
     private static Assembly securing(long job) {
         return new Assembly(
                 job,

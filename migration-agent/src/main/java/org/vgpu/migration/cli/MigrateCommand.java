@@ -3,7 +3,11 @@ package org.vgpu.migration.cli;
 import java.io.PrintStream;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
+import java.util.Map;
 import java.util.function.Function;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import org.apache.commons.cli.CommandLine;
 import org.apache.commons.cli.Option;
@@ -13,16 +17,29 @@ import org.apache.commons.cli.ParseException;
 import org.vgpu.common.cli.Subcommand;
 import org.vgpu.common.error.NetworkException;
 import org.vgpu.common.line.LineClient;
+import org.vgpu.common.line.TrackerAdminClient;
+import org.vgpu.common.net.Endpoint;
 import org.vgpu.migration.agent.MigrationAgent;
+import org.vgpu.siteconfig.cli.TrackerOptions;
 
 /**
- * {@code vgpu migrate}: sends one command to a job's migration agent and prints its reply. Exit
- * status 0 when the agent answered {@code ok}, 1 when it answered {@code error} or could not be
- * reached, 2 for bad usage.
+ * {@code vgpu migrate}: two forms.
+ * <ul>
+ * <li>{@code vgpu migrate JOB VGPU [NODE]} (admins): asks the tracker to move borrowed vGPU VGPU of job JOB home to a
+ *     free GPU of its node now, whatever the hook's cost model says, and follows the migration until it ends (a dot
+ *     per second on a terminal while it waits); {@code --no-wait} returns once it started.</li>
+ * <li>{@code vgpu migrate --vgpu K --to T} (inside the job): sends one command to the job's migration agent and
+ *     prints its reply.</li>
+ * </ul>
+ * Exit status 0 when the move succeeded (or the agent answered {@code ok}), 1 when it failed, was refused (unknown
+ * job or vGPU: the tracker's reason) or the peer could not be reached, 2 for bad usage.
  */
 public final class MigrateCommand implements Subcommand {
     /** A migration answers when it is done; moving many GiB over a network takes a while. */
     private static final Duration REPLY_TIMEOUT = Duration.ofMinutes(10);
+
+    private static final Duration TRACKER_TIMEOUT = Duration.ofSeconds(30);
+    private static final Pattern STARTED = Pattern.compile("^ok migration (\\d+) started");
 
     private final Function<String, String> environment;
 
@@ -42,12 +59,22 @@ public final class MigrateCommand implements Subcommand {
 
     @Override
     public String summary() {
-        return "tell a job's migration agent to move a vGPU (--vgpu K --to GPU|HOST:PORT), or ask its --status or --history";
+        return "move a job's vGPU: JOB VGPU [NODE] through the tracker (admins), or --vgpu K --to GPU|HOST:PORT at"
+                + " the job's agent, or ask the agent's --status or --history";
+    }
+
+    @Override
+    public String operands() {
+        return "[JOB VGPU [NODE]]";
     }
 
     @Override
     public Options options() {
-        return new Options()
+        return TrackerOptions.addTo(new Options())
+                .addOption(Option.builder()
+                        .longOpt("no-wait")
+                        .desc("JOB VGPU form: return once the tracker started the migration")
+                        .get())
                 .addOption(Option.builder()
                         .longOpt("socket")
                         .hasArg()
@@ -78,6 +105,9 @@ public final class MigrateCommand implements Subcommand {
 
     @Override
     public int run(CommandLine line, PrintStream out, PrintStream err) throws ParseException {
+        if (!line.getArgList().isEmpty()) {
+            return throughTracker(line, out);
+        }
         String command = command(line);
         Path socket = socket(line);
         String reply;
@@ -89,6 +119,44 @@ public final class MigrateCommand implements Subcommand {
         }
         boolean ok = reply.startsWith("ok");
         (ok ? out : err).println(reply);
+        return ok ? 0 : 1;
+    }
+
+    /** The admins' form: the tracker claims a GPU of the job's node, grants it and tells the job's agent. */
+    private int throughTracker(CommandLine line, PrintStream out) throws ParseException {
+        List<String> operands = line.getArgList();
+        if (operands.size() < 2 || operands.size() > 3) {
+            throw new ParseException("give JOB VGPU [NODE]");
+        }
+        if (line.hasOption("vgpu") || line.hasOption("to") || line.hasOption("status") || line.hasOption("history")) {
+            throw new ParseException("JOB VGPU goes to the tracker; --vgpu, --to, --status and --history to the agent:"
+                    + " give one form");
+        }
+        for (String operand : operands) {
+            if (operand.isBlank() || operand.chars().anyMatch(c -> c <= ' ' || c > '~')) {
+                throw new ParseException("JOB, VGPU and NODE are one word each, got '" + operand + "'");
+            }
+        }
+        Endpoint tracker = TrackerOptions.tracker(line);
+        String started = TrackerAdminClient.request(
+                tracker, "migrate " + String.join(" ", operands), TrackerOptions.auth(line), TRACKER_TIMEOUT);
+        out.println(started.replaceFirst("^ok ", ""));
+        Matcher id = STARTED.matcher(started);
+        if (line.hasOption("no-wait") || !id.find()) {
+            return 0;
+        }
+        Map<String, String> end = TrackerAdminClient.follow(
+                tracker,
+                Long.parseLong(id.group(1)),
+                out,
+                System.console() != null,
+                Duration.ofSeconds(1),
+                REPLY_TIMEOUT);
+        boolean ok = end.getOrDefault("state", "").equals("ok");
+        out.println(
+                (ok ? "moved: " : "not moved: ") + end.getOrDefault("from", "?") + " -> " + end.getOrDefault("to", "?")
+                        + ", blocked " + end.getOrDefault("blocked_ms", "?") + " ms, " + end.getOrDefault("bytes", "?")
+                        + " bytes copied");
         return ok ? 0 : 1;
     }
 

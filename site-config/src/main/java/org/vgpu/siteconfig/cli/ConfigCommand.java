@@ -14,6 +14,7 @@ import org.apache.commons.cli.ParseException;
 
 import org.vgpu.common.cli.Subcommand;
 import org.vgpu.common.security.SiteKey;
+import org.vgpu.siteconfig.MigrationPolicy;
 import org.vgpu.siteconfig.NodeConfig;
 import org.vgpu.siteconfig.SiteConfig;
 import org.vgpu.siteconfig.SiteConfigException;
@@ -146,6 +147,15 @@ public final class ConfigCommand implements Subcommand {
                 config.policy().maxBorrowedPerJob(),
                 onOff(config.policy().borrowing()),
                 onOff(config.policy().fallbackLocalOnly()));
+        MigrationPolicy moves = config.policy().migration();
+        out.printf(
+                "policy: migrate_home %s, migration_cooldown %s, migration_end_guard %s, mem_sync_bandwidth %d B/s,"
+                        + " replay_cost %s%n",
+                onOff(moves.migrateHome()),
+                formatDuration(moves.cooldown()),
+                formatDuration(moves.endGuard()),
+                moves.memSyncBytesPerSecond(),
+                formatDuration(moves.replayCost()));
         for (NodeConfig node : config.nodes()) {
             out.printf(
                     "node %s: %d GPU%s x %s, %d vGPUs, devices %s, lender %s%n",

@@ -123,6 +123,12 @@ class SlurmTestbedTest {
                         .count());
     }
 
+    @Test
+    @Order(6)
+    void anAdminsMoveHomeClaimsAFreedGpuWithAGrantHolderThatTheJobsEndCancels() throws Exception {
+        testbed.assertScenarioPasses("hook-grant");
+    }
+
     private static SlurmInventory inventory(Path capture) throws IOException {
         return SlurmInventory.fromScontrol(
                 Files.readString(capture.resolve("scontrol-show-node-d.txt")),

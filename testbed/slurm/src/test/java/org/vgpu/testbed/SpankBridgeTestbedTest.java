@@ -106,6 +106,24 @@ class SpankBridgeTestbedTest {
 
     @Test
     @Order(7)
+    void theHookMovesBothBorrowedVgpusHomeWhenTheJobsNodeFreesGpus() throws Exception {
+        testbed.assertScenarioPasses("hook-home");
+    }
+
+    @Test
+    @Order(8)
+    void aDrainOfALenderMovesItsVgpuToAnotherLenderWhileTheJobRuns() throws Exception {
+        testbed.assertScenarioPasses("hook-drain");
+    }
+
+    @Test
+    @Order(9)
+    void aTrackerKilledMidMigrationComesBackAgreeingWithSlurmAndTheJob() throws Exception {
+        testbed.assertScenarioPasses("hook-restart");
+    }
+
+    @Test
+    @Order(10)
     void theBridgeAloneAgainstAFakeTrackerExportsAssembliesAndFailsClosed() throws Exception {
         // slurm-spank-bridge/tests/slurm-it.sh runs the same scenario on a testbed of its own
         testbed.assertScenarioPasses("spank-bridge");

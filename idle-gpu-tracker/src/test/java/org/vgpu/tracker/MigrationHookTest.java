@@ -1,0 +1,650 @@
+package org.vgpu.tracker;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneId;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.function.BiFunction;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import org.vgpu.common.agent.AgentChannel;
+import org.vgpu.common.line.BoundedLineReader;
+import org.vgpu.common.line.LineClient;
+import org.vgpu.common.net.Endpoint;
+import org.vgpu.common.security.SiteKey;
+import org.vgpu.common.security.ThrowawaySiteKey;
+import org.vgpu.common.security.TokenIssuer;
+import org.vgpu.common.security.TokenVerifier;
+import org.vgpu.siteconfig.SiteConfig;
+import org.vgpu.siteconfig.SiteConfigReader;
+import org.vgpu.tracker.hook.MigrationHook;
+import org.vgpu.tracker.hook.MoveRecord;
+import org.vgpu.tracker.ledger.Assembly;
+import org.vgpu.tracker.ledger.Ledger;
+import org.vgpu.tracker.ledger.Lend;
+import org.vgpu.tracker.ledger.Migration;
+import org.vgpu.tracker.ledger.MigrationOutcome;
+import org.vgpu.tracker.server.MungeVerifier;
+import org.vgpu.tracker.server.TrackerProtocol;
+
+/**
+ * The migration hook against {@link InMemorySlurm}: a job assembled from GPU 3 of n1 and GPUs lent by n2 and n3
+ * whose neighbours on n1 end, so GPUs 0..2 of n1 free up. The agent is played by calls of the channel's codec.
+ */
+class MigrationHookTest {
+    private static final Instant START = Instant.parse("2026-11-21T12:00:00Z");
+    private static final String NONCE = "0123456789abcdef0123";
+    private static final MigrationHook.Bounds BOUNDS =
+            new MigrationHook.Bounds(Duration.ofSeconds(30), Duration.ofMinutes(10));
+
+    @TempDir
+    Path dir;
+
+    private ThrowawaySiteKey key;
+    private final InMemorySlurm slurm = new InMemorySlurm();
+    private final Clock clock = new Clock() {
+        @Override
+        public Instant instant() {
+            return now;
+        }
+
+        @Override
+        public ZoneId getZone() {
+            return ZoneOffset.UTC;
+        }
+
+        @Override
+        public Clock withZone(ZoneId zone) {
+            return this;
+        }
+    };
+    private Instant now = START;
+    private SiteConfig site;
+    private Ledger ledger;
+    private final List<Long> fillers = new ArrayList<>();
+    private long job;
+    private final Map<Integer, String> tokens = new HashMap<>();
+
+    @BeforeEach
+    void assembled() throws IOException {
+        key = ThrowawaySiteKey.create("hook-test");
+        StringBuilder config = new StringBuilder("""
+                [cluster]
+                name = test
+                tracker = 127.0.0.1:7400
+                token_key_file = %s
+                lend_partition = lend
+                [policy]
+                idle_grace = 10s
+                migration_cooldown = 5m
+                migration_end_guard = 5m
+                """.formatted(key.keyFile()));
+        for (String node : List.of("n1", "n2", "n3")) {
+            config.append(
+                    "[node %s]\ngpus = 4\ngpu_memory = 80GiB\nvgpus = 8\nlender_port = 75%s0\naddress = 10.0.0.%s\n"
+                            .formatted(node, node.charAt(1), node.charAt(1)));
+            slurm.addNode(node, 4, 8);
+            fillers.add(slurm.runOn(node, List.of(0, 1, 2), 3));
+        }
+        Files.writeString(dir.resolve("vgpu.conf"), config);
+        site = SiteConfigReader.read(dir.resolve("vgpu.conf"));
+        ledger = Ledger.open(dir.resolve("tracker.ledger"));
+
+        job = slurm.submitVgpuJob(3);
+        Tracker tracker = tracker();
+        tracker.tick();
+        now = now.plusSeconds(11);
+        tracker.tick();
+        slurm.schedule();
+        for (Lend lend : ledger.assembly(job).orElseThrow().lends()) {
+            String id = workerId(lend);
+            assertEquals(
+                    "ok",
+                    TrackerProtocol.line(tracker.worker(
+                            job,
+                            lend.vgpu(),
+                            new Endpoint("10.0.0." + lend.node().charAt(1), 40000 + lend.vgpu()),
+                            id,
+                            key.issuer().issue(Long.toString(job), lend.vgpu(), id, Duration.ofMinutes(1)))));
+        }
+        tracker.tick();
+        slurm.schedule();
+        assertEquals("RUNNING", slurm.get(job).state());
+        assertEquals(List.of(3), slurm.get(job).gpuIndicesOn("n1"));
+    }
+
+    @AfterEach
+    void stop() {
+        ledger.close();
+        key.close();
+    }
+
+    @Test
+    void aFreedGpuOfTheJobsNodeTakesABorrowedVgpuHomeAndTheLendersHolderIsCancelled() {
+        Tracker tracker = tracker();
+        long lender1 = lend(1).holder().getAsLong();
+        tracker.tick();
+        assertTrue(ledger.migrations().isEmpty(), "no GPU of n1 is free yet");
+
+        endFillerOfN1();
+        tracker.tick();
+        assertTrue(ledger.migrations().isEmpty(), "the agent has not reported: nothing moves");
+        assertTrue(noCommand(poll(tracker, 1, stats(10_000, 5_000))));
+
+        tracker.tick();
+        Migration intent = onlyMigration();
+        assertEquals(Migration.Phase.CLAIMING, intent.phase());
+        assertEquals(1, intent.vgpu(), "vGPU 1 waited as long as vGPU 2: the lower index comes first");
+        long grant = intent.grant().getAsLong();
+        assertTrue(
+                slurm.actions.contains("submit grant " + grant + " on n1 for " + job + " v1"),
+                slurm.actions.toString());
+        tracker.tick();
+        assertEquals(Migration.Phase.CLAIMING, onlyMigration().phase(), "the grant holder is not running yet");
+
+        slurm.schedule();
+        tracker.tick();
+        Migration sent = onlyMigration();
+        assertEquals(Migration.Phase.SENT, sent.phase());
+        assertEquals(0, sent.gpu().getAsInt());
+
+        AgentChannel.PollReply reply = poll(tracker, 2, stats(10_000, 5_000));
+        AgentChannel.Migrate command = assertInstanceOf(AgentChannel.Migrate.class, reply);
+        assertEquals(new AgentChannel.LocalGpu(0), command.target());
+        assertEquals(1, command.vgpu());
+        assertTrue(AgentChannel.verify(token(2), NONCE, command), "signed with the polling vGPU's token");
+        assertFalse(AgentChannel.verify(token(1), NONCE, command), "another token does not verify it");
+        assertTrue(noCommand(poll(tracker, 1, stats(10_000, 5_000))), "a command is handed out once");
+
+        assertEquals(
+                new AgentChannel.Accepted(),
+                tracker.agentDone(
+                        new AgentChannel.Done(credential(1), command.id(), new AgentChannel.Succeeded(120, 4096))));
+
+        Lend home = lend(1);
+        assertTrue(home.home());
+        assertEquals("n1", home.node());
+        assertEquals(grant, home.holder().getAsLong());
+        assertEquals(0, home.gpu().getAsInt());
+        assertEquals(Optional.of(workerIdOf(lender1, "n2")), home.workerId());
+        assertTrue(slurm.actions.contains("cancel " + lender1), slurm.actions.toString());
+        assertEquals(
+                Optional.of(MigrationOutcome.Result.OK),
+                ledger.lastOutcome(job, 1).map(MigrationOutcome::result));
+        MoveRecord move = tracker.migration(command.id()).orElseThrow();
+        assertEquals("ok", move.state());
+        assertEquals("n2:3", move.from());
+        assertEquals("n1:0", move.to());
+        assertEquals(120, move.blockedMs());
+        assertEquals(4096, move.bytes());
+
+        StatusReport report = tracker.status();
+        StatusReport.Migration reported = report.migrations().getFirst();
+        assertEquals(command.id(), reported.id());
+        assertEquals("n2:3", reported.from());
+        assertEquals("n1:0", reported.to());
+        assertEquals("ok", reported.outcome());
+        assertEquals(java.util.OptionalLong.of(120), reported.blockedMillis());
+        assertTrue(reported.reason().startsWith("hook: vGPU 1 moves home to GPU 0: saves "), reported.reason());
+        assertEquals(
+                Map.of(2, new StatusReport.Forwarded(10, 100)),
+                report.assemblies().getFirst().forwarded(),
+                "vGPU 1 runs home: only vGPU 2 forwards");
+
+        tracker.tick();
+        List<String> status = TrackerProtocol.lines(tracker.status());
+        assertTrue(status.stream().noneMatch(line -> line.startsWith("lost ")), status.toString());
+        assertTrue(
+                status.stream().anyMatch(line -> line.contains(" lend=1/n1/" + grant + "/0/home/n2-holder-")),
+                status.toString());
+        assertTrue(slurm.actions.stream()
+                        .filter(action -> action.equals("cancel " + lender1))
+                        .count()
+                == 1);
+
+        // The job's token for the vGPU that came home still authenticates its agent; vGPU 2 moves next.
+        Migration second = onlyMigration();
+        assertEquals(2, second.vgpu());
+        slurm.schedule();
+        tracker.tick();
+        AgentChannel.Migrate next =
+                assertInstanceOf(AgentChannel.Migrate.class, poll(tracker, 1, stats(10_000, 5_000)));
+        assertEquals(new AgentChannel.LocalGpu(1), next.target());
+        tracker.agentDone(new AgentChannel.Done(credential(2), next.id(), new AgentChannel.Succeeded(80, 2048)));
+        assertTrue(lend(2).home());
+        String reply2 = TrackerProtocol.line(tracker.assembly(job, "n1"));
+        assertEquals("ok vgpus=3 local=3,0,1", reply2, "a new step gets every vGPU local");
+
+        // The job ends: its holders, grants included, are cancelled.
+        tracker.done(job, "n1", 0);
+        tracker.tick();
+        assertTrue(slurm.activeHolders().isEmpty(), slurm.actions.toString());
+    }
+
+    @Test
+    void aFailedMoveLeavesTheVgpuRemoteCancelsTheGrantAndBacksOffForTheCooldown() {
+        Tracker tracker = tracker();
+        long lender1 = lend(1).holder().getAsLong();
+        Migration sent = sentHome(tracker);
+        AgentChannel.Migrate command = takenCommand(tracker);
+
+        assertEquals(
+                new AgentChannel.Accepted(),
+                tracker.agentDone(new AgentChannel.Done(
+                        credential(1), command.id(), AgentChannel.Failed.because("window taken on GPU 0"))));
+
+        assertFalse(lend(1).home());
+        assertEquals(lender1, lend(1).holder().getAsLong());
+        assertTrue(slurm.actions.contains("cancel " + sent.grant().getAsLong()), slurm.actions.toString());
+        assertFalse(slurm.actions.contains("cancel " + lender1));
+        assertEquals("failed", tracker.migration(command.id()).orElseThrow().state());
+        assertTrue(tracker.migration(command.id()).orElseThrow().explanation().contains("window taken on GPU 0"));
+
+        // vGPU 2 may move (its own cooldown is clear); vGPU 1 not before 5 minutes.
+        tracker.tick();
+        assertEquals(2, onlyMigration().vgpu());
+        assertEquals(
+                "error migration " + onlyMigration().id() + " was not sent to job " + job + "'s agent yet",
+                tracker.agentDone(new AgentChannel.Done(
+                                credential(2), onlyMigration().id(), AgentChannel.Failed.because("x")))
+                        .format());
+        slurm.schedule();
+        tracker.tick();
+        long second = onlyMigration().id();
+        tracker.agentDone(new AgentChannel.Done(credential(2), second, AgentChannel.Failed.because("x")));
+        now = now.plus(Duration.ofMinutes(4));
+        tracker.tick();
+        assertTrue(ledger.migrations().isEmpty(), "both vGPUs are cooling down");
+        now = now.plus(Duration.ofMinutes(2));
+        poll(tracker, 1, stats(10_000, 0));
+        tracker.tick();
+        assertEquals(1, onlyMigration().vgpu(), "after the cooldown vGPU 1 is tried again");
+    }
+
+    @Test
+    void aGrantHolderThatSlurmDoesNotStartIsCancelledAndTheMoveTriedAgainLater() {
+        Tracker tracker = tracker();
+        endFillerOfN1();
+        // Only vGPU 1 has reported, so only it can move.
+        poll(tracker, 1, stats(10_000, 0).subList(0, 1));
+        tracker.tick();
+        long grant = onlyMigration().grant().getAsLong();
+        // Slurm gives every free GPU of n1 to another job first.
+        long other = slurm.runOn("n1", List.of(0, 1, 2), 1);
+
+        now = now.plusSeconds(31);
+        tracker.tick();
+        assertTrue(ledger.migrations().isEmpty());
+        assertTrue(slurm.actions.contains("cancel " + grant), slurm.actions.toString());
+        assertEquals(
+                Optional.of(MigrationOutcome.Result.GAVE_UP),
+                ledger.lastOutcome(job, 1).map(MigrationOutcome::result));
+        assertFalse(lend(1).home());
+
+        slurm.setState(other, "COMPLETED");
+        tracker.tick();
+        assertTrue(ledger.migrations().isEmpty(), "gave-up backs off for the grant timeout");
+        now = now.plusSeconds(31);
+        tracker.tick();
+        assertEquals(1, onlyMigration().vgpu());
+    }
+
+    @Test
+    void aTrackerKilledAfterSendingFindsTheMigrationAndTakesTheAgentsDone() {
+        Tracker first = tracker();
+        long grant = sentHome(first).grant().getAsLong();
+        AgentChannel.Migrate command = takenCommand(first);
+
+        ledger.close(); // SIGKILL: nothing more is written
+        ledger = Ledger.open(dir.resolve("tracker.ledger"));
+        Tracker restarted = tracker();
+        restarted.tick();
+        Migration found = onlyMigration();
+        assertEquals(Migration.Phase.SENT, found.phase());
+        assertFalse(slurm.actions.contains("cancel " + grant), "the grant holder is known, not cancelled");
+        assertTrue(noCommand(poll(restarted, 1, stats(10_000, 0))), "a sent command is never sent again");
+
+        restarted.agentDone(new AgentChannel.Done(credential(1), command.id(), new AgentChannel.Succeeded(5, 6)));
+        assertTrue(lend(1).home());
+        assertTrue(ledger.nextMigrationId() > command.id());
+    }
+
+    @Test
+    void withoutADoneTheVgpusPlaceSinceTheCommandDecidesAndSilenceKeepsBothGpus() {
+        Tracker tracker = tracker();
+        long lender1 = lend(1).holder().getAsLong();
+        long grant = sentHome(tracker).grant().getAsLong();
+        AgentChannel.Migrate command = takenCommand(tracker);
+
+        now = now.plus(Duration.ofMinutes(11));
+        tracker.tick();
+        assertEquals(command.id(), onlyMigration().id(), "the agent is silent: nothing is decided");
+        assertFalse(slurm.actions.contains("cancel " + grant));
+        assertFalse(slurm.actions.contains("cancel " + lender1));
+
+        List<AgentChannel.Stat> onGrantedGpu = List.of(
+                new AgentChannel.Stat(1, new AgentChannel.LocalGpu(0), 0, 0, 0, 0),
+                new AgentChannel.Stat(2, new AgentChannel.RemoteWorker(new Endpoint("10.0.0.3", 40002)), 1, 1, 1, 1));
+        poll(tracker, 2, onGrantedGpu);
+        tracker.tick();
+        assertTrue(lend(1).home(), "the agent's own report shows it moved");
+        assertTrue(slurm.actions.contains("cancel " + lender1));
+    }
+
+    @Test
+    void forgedOrForeignCredentialsAndUnknownJobsGetOneErrorAndChangeNothing() throws Exception {
+        Tracker tracker = tracker();
+        endFillerOfN1();
+        TrackerDaemon daemon = TrackerDaemon.start(
+                tracker, ledger, new Endpoint("127.0.0.1", 0), Duration.ofHours(1), Optional.empty(), Set.of());
+        try {
+            Endpoint socket = daemon.endpoint();
+            String forged = token(1).substring(0, token(1).length() - 4) + "AAAA";
+            String otherWorker = key.issuer().issue(Long.toString(job), 1, "n9-holder-1", Duration.ofMinutes(1));
+            String otherJob = key.issuer().issue("7", 1, workerId(lend(1)), Duration.ofMinutes(1));
+            String expired = new TokenIssuer(
+                            SiteKey.load(key.keyFile()), Clock.fixed(START.minus(Duration.ofDays(2)), ZoneOffset.UTC))
+                    .issue(Long.toString(job), 1, workerId(lend(1)), Duration.ofHours(1));
+            List<String[]> requests = List.of(
+                    new String[] {"agent poll " + job + " 1 " + forged + " " + NONCE, "error unauthenticated: "},
+                    new String[] {"agent poll " + job + " 1 " + otherWorker + " " + NONCE, "error unauthenticated: "},
+                    new String[] {
+                        "agent poll " + job + " 1 " + otherJob + " " + NONCE,
+                        "error unauthenticated: the token is job 7's, not job " + job + "'s"
+                    },
+                    new String[] {
+                        "agent poll " + job + " 2 " + token(1) + " " + NONCE,
+                        "error unauthenticated: session token of job " + job + " was issued for worker"
+                    },
+                    new String[] {
+                        "agent poll 99 1 " + token(1) + " " + NONCE,
+                        "error job 99 has no running vGPU assembly at this tracker"
+                    },
+                    new String[] {
+                        "agent poll " + job + " 0 " + token(1) + " " + NONCE,
+                        "error job " + job + " has no borrowed vGPU 0"
+                    },
+                    new String[] {"agent poll " + job + " 1 " + token(1) + " xyz", "error "},
+                    new String[] {"agent poll", "error "},
+                    new String[] {"agent fly", "error unknown agent request 'fly'"},
+                    new String[] {
+                        "agent done " + job + " 1 " + otherJob + " 1 ok 1 2",
+                        "error unauthenticated: the token is job 7's"
+                    },
+                    new String[] {
+                        "agent done " + job + " 1 " + token(1) + " 42 ok 1 2",
+                        "error job " + job + " has no migration 42 under way"
+                    },
+                    new String[] {"migrate 99 1", "error job 99 has no running vGPU assembly at this tracker"},
+                    new String[] {"migrate " + job + " 0", "error vGPU 0 of job " + job + " is not borrowed"},
+                    new String[] {
+                        "migrate " + job + " 1 n2", "error vGPU 1 of job " + job + " is served from n2 already"
+                    },
+                    new String[] {"migrate " + job + " 1 n3", "error node n3 cannot lend a GPU now"},
+                    new String[] {"migrate " + job, "error usage: migrate <job> <vgpu> [<node>]"},
+                    new String[] {"hook sleep", "error usage: hook pause|resume"},
+                    new String[] {"migration 12345", "error the tracker knows no migration 12345"});
+            for (String[] request : requests) {
+                List<String> reply = LineClient.request(socket, request[0], Duration.ofSeconds(5));
+                assertEquals(1, reply.size(), request[0] + " -> " + reply);
+                assertTrue(reply.getFirst().startsWith(request[1]), "'" + request[0] + "' got '" + reply + "'");
+            }
+            assertTrue(
+                    LineClient.request(
+                                    socket, "agent poll " + job + " 1 " + expired + " " + NONCE, Duration.ofSeconds(30))
+                            .getFirst()
+                            .equals("ok idle"),
+                    "a token past its expiry still identifies a running job's agent");
+            assertTrue(ledger.migrations().isEmpty(), "nothing started");
+            assertFalse(lend(1).home());
+
+            assertEquals(List.of("ok hook paused"), LineClient.request(socket, "hook pause", Duration.ofSeconds(5)));
+            poll(tracker, 1, stats(10_000, 0));
+            tracker.tick();
+            assertTrue(ledger.migrations().isEmpty(), "a paused hook starts nothing");
+            assertEquals(List.of("ok hook running"), LineClient.request(socket, "hook resume", Duration.ofSeconds(5)));
+            List<String> started = LineClient.request(socket, "migrate " + job + " 2", Duration.ofSeconds(5));
+            assertTrue(
+                    started.getFirst().matches("ok migration \\d+ started: vGPU 2 of job " + job + " moves home to n1"),
+                    started.toString());
+            assertEquals(
+                    "error job " + job + " has migration " + onlyMigration().id() + " (vGPU 2) under way; one at a"
+                            + " time",
+                    LineClient.request(socket, "migrate " + job + " 1", Duration.ofSeconds(5))
+                            .getFirst());
+            List<String> progress =
+                    LineClient.request(socket, "migration " + onlyMigration().id(), Duration.ofSeconds(5));
+            assertTrue(
+                    progress.getFirst()
+                            .startsWith("ok migration id=" + onlyMigration().id() + " job=" + job
+                                    + " vgpu=2 from=n3:3 to=n1:? by=admin state=claiming"),
+                    progress.toString());
+        } finally {
+            daemon.close();
+            ledger = Ledger.open(dir.resolve("tracker.ledger"));
+        }
+    }
+
+    @Test
+    void aDrainMovesEveryVgpuServedFromTheNodeHome() {
+        Tracker tracker = tracker();
+        assertEquals(
+                new MigrationHook.Reply(
+                        false,
+                        "nothing moves off n2: 0 moving, 1 staying: job " + job + " vGPU 1: node n1 has no free GPU"
+                                + " for vGPU 1 of job " + job + " now"),
+                tracker.drain("n2", "root"));
+        endFillerOfN1();
+        MigrationHook.Reply reply = tracker.drain("n2", "root");
+        assertTrue(reply.ok(), reply.text());
+        assertEquals(1, onlyMigration().vgpu());
+        assertEquals("admin", onlyMigration().by());
+        assertEquals(new MigrationHook.Reply(true, "node n1 serves no borrowed vGPU"), tracker.drain("n1", "root"));
+    }
+
+    @Test
+    void aDrainWithoutAFreeGpuAtHomeMovesTheVgpuToTheNextLenderWithAFreshToken() {
+        Tracker tracker = tracker();
+        long oldHolder = lend(1).holder().getAsLong();
+        String oldWorker = lend(1).workerId().orElseThrow();
+        slurm.setState(fillers.get(2), "COMPLETED"); // n3 has free GPUs, n1 none
+
+        MigrationHook.Reply reply = tracker.drain("n2", "root");
+        assertTrue(reply.text().contains("moves from n2 to n3"), reply.text());
+        Migration claiming = onlyMigration();
+        assertTrue(claiming.remote());
+        long holder = claiming.grant().getAsLong();
+        assertTrue(
+                slurm.actions.stream()
+                        .anyMatch(action -> action.startsWith("submit holder " + holder + " on n3 for " + job + " v1: ")
+                                && action.contains("--lend " + job + ":1")),
+                slurm.actions.toString());
+        slurm.schedule();
+        tracker.tick();
+        assertEquals(Migration.Phase.CLAIMING, onlyMigration().phase(), "its worker has not announced itself");
+
+        String newWorker = "n3-holder-" + holder;
+        Endpoint endpoint = new Endpoint("10.0.0.3", 41001);
+        assertEquals(
+                "ok",
+                TrackerProtocol.line(tracker.worker(
+                        job,
+                        1,
+                        endpoint,
+                        newWorker,
+                        key.issuer().issue(Long.toString(job), 1, newWorker, Duration.ofMinutes(1)))));
+        tracker.tick();
+        assertEquals(Migration.Phase.SENT, onlyMigration().phase());
+        AgentChannel.Migrate command = assertInstanceOf(AgentChannel.Migrate.class, poll(tracker, 1, stats(10, 0)));
+        AgentChannel.RemoteTarget target = assertInstanceOf(AgentChannel.RemoteTarget.class, command.target());
+        assertEquals(endpoint, target.endpoint());
+        assertEquals(
+                Long.toString(job),
+                new TokenVerifier(SiteKey.load(key.keyFile()), newWorker, clock)
+                        .verify(target.sessionToken(), 1)
+                        .jobId(),
+                "the target carries a token for the new worker");
+        assertTrue(AgentChannel.verify(token(1), NONCE, command));
+
+        tracker.agentDone(new AgentChannel.Done(credential(1), command.id(), new AgentChannel.Succeeded(30, 8)));
+        Lend moved = lend(1);
+        assertEquals("n3", moved.node());
+        assertEquals(holder, moved.holder().getAsLong());
+        assertEquals(Optional.of(endpoint), moved.worker());
+        assertEquals(List.of(oldWorker, newWorker), moved.workerIds());
+        assertTrue(slurm.actions.contains("cancel " + oldHolder), slurm.actions.toString());
+        assertTrue(noCommand(poll(tracker, 1, stats(10, 0))), "the job's first token still authenticates its agent");
+        tracker.tick();
+        assertTrue(
+                TrackerProtocol.lines(tracker.status()).stream()
+                        .anyMatch(line -> line.contains(
+                                " lend=1/n3/" + holder + "/0/10.0.0.3:41001/" + newWorker + "/" + oldWorker + " ")),
+                TrackerProtocol.lines(tracker.status()).toString());
+        assertTrue(TrackerProtocol.lines(tracker.status()).stream().noneMatch(line -> line.startsWith("lost ")));
+    }
+
+    @Test
+    void withMungeOnlyRootAndTrustedUsersMayAskForMoves() throws IOException {
+        // A stand-in for unmunge: the "credential" is base64 of what unmunge would print (its UID line, the payload).
+        Path unmunge = dir.resolve("unmunge");
+        Files.writeString(unmunge, "#!/bin/sh\nbase64 -d\n");
+        unmunge.toFile().setExecutable(true);
+        TrackerProtocol protocol = new TrackerProtocol(
+                tracker(), () -> {}, 4096, Optional.of(new MungeVerifier(unmunge, Optional.empty())), Set.of("slurm"));
+        BiFunction<String, String, String> ask = (request, sender) -> protocol.answer(
+                        new BoundedLineReader.Line(
+                                request + (sender == null ? "" : " munge=" + credential(sender, request)), false),
+                        "127.0.0.1")
+                .getFirst();
+
+        assertEquals(
+                "error unauthenticated: a MUNGE credential is required (munge=... at the end; vgpu's admin commands"
+                        + " take --auth munge)",
+                ask.apply("hook pause", null));
+        assertEquals(
+                "error unauthenticated: user alice (uid 1000) may not move vGPUs: only root and trusted users may",
+                ask.apply("hook pause", "alice (1000)"));
+        assertEquals(
+                "error unauthenticated: MUNGE refused the credential: the credential was made for another request",
+                protocol.answer(
+                                new BoundedLineReader.Line(
+                                        "hook pause munge=" + credential("root (0)", "hook resume"), false),
+                                "127.0.0.1")
+                        .getFirst());
+        assertEquals("ok hook paused", ask.apply("hook pause", "root (0)"));
+        assertEquals("ok hook running", ask.apply("hook resume", "slurm (64030)"));
+        assertEquals(
+                "error unauthenticated: user alice (uid 1000) may not move vGPUs: only root and trusted users may",
+                ask.apply("migrate " + job + " 1", "alice (1000)"));
+        assertTrue(ledger.migrations().isEmpty());
+        assertTrue(
+                ask.apply("migration 1", null).startsWith("error the tracker knows no migration 1"),
+                "a migration's progress needs no credential");
+    }
+
+    private static String credential(String sender, String payload) {
+        return Base64.getEncoder()
+                .encodeToString(("UID: " + sender + "\n\n" + payload + "\n").getBytes(StandardCharsets.US_ASCII));
+    }
+
+    // ------------------------------------------------------------------ helpers
+
+    private Tracker tracker() {
+        return new Tracker(
+                site,
+                slurm,
+                ledger,
+                SiteKey.load(key.keyFile()),
+                Tracker.Settings.defaults().withMigration(BOUNDS, Duration.ofMillis(50)),
+                clock);
+    }
+
+    /** n1's filler ends, the agent reports, the hook claims a GPU and the command is queued: the sent migration. */
+    private Migration sentHome(Tracker tracker) {
+        endFillerOfN1();
+        poll(tracker, 1, stats(10_000, 0));
+        tracker.tick();
+        slurm.schedule();
+        tracker.tick();
+        Migration sent = onlyMigration();
+        assertEquals(Migration.Phase.SENT, sent.phase());
+        return sent;
+    }
+
+    /** The agent's next poll, which takes the queued command. */
+    private AgentChannel.Migrate takenCommand(Tracker tracker) {
+        return assertInstanceOf(AgentChannel.Migrate.class, poll(tracker, 1, stats(10_000, 0)));
+    }
+
+    private void endFillerOfN1() {
+        slurm.setState(fillers.getFirst(), "COMPLETED");
+    }
+
+    private Migration onlyMigration() {
+        assertEquals(1, ledger.migrations().size(), ledger.migrations().toString());
+        return ledger.migrations().iterator().next();
+    }
+
+    private Lend lend(int vgpu) {
+        Assembly assembly = ledger.assembly(job).orElseThrow();
+        return assembly.lends().get(vgpu - assembly.localGpus());
+    }
+
+    private static String workerId(Lend lend) {
+        return workerIdOf(lend.holder().getAsLong(), lend.node());
+    }
+
+    private static String workerIdOf(long holder, String node) {
+        return node + "-holder-" + holder;
+    }
+
+    /** The job's session token for a vGPU, as its environment holds it: one per vGPU for the whole job. */
+    private String token(int vgpu) {
+        return tokens.computeIfAbsent(
+                vgpu,
+                ignored -> key.issuer()
+                        .issue(Long.toString(job), vgpu, lend(vgpu).workerId().orElseThrow(), Duration.ofHours(1)));
+    }
+
+    private AgentChannel.Credential credential(int vgpu) {
+        return new AgentChannel.Credential(Long.toString(job), vgpu, token(vgpu));
+    }
+
+    /** Both borrowed vGPUs remote, having waited {@code waitMs} each, with {@code liveBytes} each. */
+    private static List<AgentChannel.Stat> stats(long waitMs, long liveBytes) {
+        return List.of(
+                new AgentChannel.Stat(
+                        1, new AgentChannel.RemoteWorker(new Endpoint("10.0.0.2", 40001)), 10, 100, waitMs, liveBytes),
+                new AgentChannel.Stat(
+                        2, new AgentChannel.RemoteWorker(new Endpoint("10.0.0.3", 40002)), 10, 100, waitMs, liveBytes));
+    }
+
+    private AgentChannel.PollReply poll(Tracker tracker, int vgpu, List<AgentChannel.Stat> stats) {
+        return tracker.agentPoll(new AgentChannel.Poll(credential(vgpu), NONCE, stats));
+    }
+
+    private static boolean noCommand(AgentChannel.PollReply reply) {
+        return reply instanceof AgentChannel.Idle;
+    }
+}

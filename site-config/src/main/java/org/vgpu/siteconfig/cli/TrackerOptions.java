@@ -1,0 +1,73 @@
+package org.vgpu.siteconfig.cli;
+
+import java.nio.file.Path;
+
+import org.apache.commons.cli.CommandLine;
+import org.apache.commons.cli.Option;
+import org.apache.commons.cli.Options;
+import org.apache.commons.cli.ParseException;
+
+import org.vgpu.common.error.VgpuFailure;
+import org.vgpu.common.line.TrackerAdminClient;
+import org.vgpu.common.net.Endpoint;
+import org.vgpu.siteconfig.SiteConfigReader;
+
+/**
+ * The options of the admin commands that ask the tracker to act ({@code vgpu migrate JOB VGPU}, {@code vgpu drain},
+ * {@code vgpu hook}): where the tracker is ({@code --tracker HOST:PORT}, else the site configuration's, {@code
+ * --config FILE}, default {@value #DEFAULT_CONFIG}) and how it authenticates admins ({@code --auth none|munge}, as
+ * the tracker's own {@code --auth}).
+ */
+public final class TrackerOptions {
+    public static final String DEFAULT_CONFIG = "/etc/vgpu/vgpu.conf";
+
+    private TrackerOptions() {}
+
+    /** Adds {@code --config}, {@code --tracker} and {@code --auth} to {@code options}. */
+    public static Options addTo(Options options) {
+        return options.addOption(Option.builder()
+                        .longOpt("config")
+                        .hasArg()
+                        .argName("FILE")
+                        .desc("the site configuration, which names the tracker (default " + DEFAULT_CONFIG + ")")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("tracker")
+                        .hasArg()
+                        .argName("HOST:PORT")
+                        .desc("the tracker to ask, instead of the configuration's")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("auth")
+                        .hasArg()
+                        .argName("none|munge")
+                        .desc("munge: sign the request with MUNGE, for a tracker started with --auth munge (default"
+                                + " none)")
+                        .get());
+    }
+
+    /** The tracker's address: {@code --tracker}, else the configuration's. */
+    public static Endpoint tracker(CommandLine line) throws ParseException {
+        if (line.hasOption("tracker") && line.hasOption("config")) {
+            throw new ParseException("give --config FILE or --tracker HOST:PORT, not both");
+        }
+        if (line.hasOption("tracker")) {
+            try {
+                return Endpoint.parse(line.getOptionValue("tracker"));
+            } catch (VgpuFailure e) {
+                throw new ParseException("--tracker: " + e.detail());
+            }
+        }
+        return SiteConfigReader.read(Path.of(line.getOptionValue("config", DEFAULT_CONFIG)))
+                .tracker();
+    }
+
+    public static TrackerAdminClient.Auth auth(CommandLine line) throws ParseException {
+        return switch (line.getOptionValue("auth", "none")) {
+            case "none" -> TrackerAdminClient.Auth.NONE;
+            case "munge" -> TrackerAdminClient.Auth.MUNGE;
+            default ->
+                throw new ParseException("--auth takes none or munge, got '" + line.getOptionValue("auth") + "'");
+        };
+    }
+}
