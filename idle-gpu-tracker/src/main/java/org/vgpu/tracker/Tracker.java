@@ -261,12 +261,9 @@ public final class Tracker {
         List<Integer> granted = new ArrayList<>(local);
         for (Lend lend : assembly.lends()) {
             if (lend.home()) {
-                // The bridge's local list is positional: a vGPU that moved home extends it only right after the others.
-                if (!borrowed.isEmpty() || granted.size() != lend.vgpu()) {
-                    return new Answer.Refused("vGPU " + lend.vgpu() + " of job " + job + " moved home to GPU "
-                            + lend.gpu().getAsInt() + " but a borrowed vGPU comes before it: a new step cannot be"
-                            + " given this assembly");
-                }
+                // The bridge gives the vGPUs without a remote entry the local GPUs in the order listed; lends come in
+                // vGPU order after the job's own GPUs, so a vGPU that moved home takes its place in the list also
+                // when a borrowed vGPU comes before it.
                 granted.add(lend.gpu().getAsInt());
                 continue;
             }

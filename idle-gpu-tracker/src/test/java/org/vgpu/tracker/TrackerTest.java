@@ -32,6 +32,7 @@ import org.vgpu.siteconfig.SiteConfig;
 import org.vgpu.siteconfig.SiteConfigReader;
 import org.vgpu.tracker.ledger.Assembly;
 import org.vgpu.tracker.ledger.Ledger;
+import org.vgpu.tracker.ledger.Lend;
 import org.vgpu.tracker.report.Report;
 import org.vgpu.tracker.report.ReportJson;
 import org.vgpu.tracker.server.TrackerProtocol;
@@ -363,7 +364,7 @@ class TrackerTest {
      * protocol, on a tracker in each scenario, answers every request word for word.
      */
     @ParameterizedTest
-    @ValueSource(strings = {"nothing", "securing", "assembled"})
+    @ValueSource(strings = {"nothing", "securing", "assembled", "moved-home"})
     void theTrackerAnswersTheGoldenTranscriptsWordForWord(String scenario) throws Exception {
         Tracker tracker = switch (scenario) {
             case "nothing" -> tracker();
@@ -376,6 +377,15 @@ class TrackerTest {
             }
             case "assembled" -> {
                 assertEquals(103, assembledJob(), "the job id the transcripts name");
+                yield tracker();
+            }
+            case "moved-home" -> {
+                assertEquals(103, assembledJob(), "the job id the transcripts name");
+                Assembly assembly = ledger.assembly(103).orElseThrow();
+                Lend last = assembly.lends().getLast();
+                assertEquals(2, last.vgpu());
+                // As the hook records a move home: vGPU 2 onto GPU 0 of n1 through a grant holder; vGPU 1 stays remote.
+                ledger.record(assembly.withLend(last.movedHome("n1", 106, 0)));
                 yield tracker();
             }
             default -> throw new IllegalArgumentException(scenario);
@@ -416,7 +426,7 @@ class TrackerTest {
     @Test
     void everyScenarioOfTheTranscriptsIsReplayed() {
         assertEquals(
-                List.of("nothing", "securing", "assembled"),
+                List.of("nothing", "securing", "assembled", "moved-home"),
                 List.copyOf(Transcripts.read().scenarios().keySet()));
     }
 

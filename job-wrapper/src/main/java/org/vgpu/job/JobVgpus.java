@@ -83,16 +83,22 @@ public final class JobVgpus implements AutoCloseable {
      */
     public static JobVgpus open(
             JobAssembly assembly, GpuBackend local, RemoteConfig remoteConfig, MigrationListener listener) {
-        return open(assembly, CudaOrdinals.of(System.getenv(), local), local, remoteConfig, listener);
+        return open(
+                assembly, CudaOrdinals.of(System.getenv(), local), local, remoteConfig, listener, MigrationFaults.NONE);
     }
 
-    /** With the CUDA ordinals found from another environment than this process's (vgpu run's, a test's). */
+    /**
+     * With the CUDA ordinals found from another environment than this process's (vgpu run's, a test's).
+     *
+     * @param faults {@link MigrationFaults#NONE}, except where vgpu run was given a test-only fault
+     */
     static JobVgpus open(
             JobAssembly assembly,
             CudaOrdinals ordinals,
             GpuBackend local,
             RemoteConfig remoteConfig,
-            MigrationListener listener) {
+            MigrationListener listener,
+            MigrationFaults faults) {
         FailureCollector cleanup = new FailureCollector();
         RemoteWorkerResolver workers = null;
         MigrationAgent agent = null;
@@ -108,18 +114,14 @@ public final class JobVgpus implements AutoCloseable {
             if (assembly.agentSocket().isPresent()) {
                 try {
                     agent = new MigrationAgent(
-                            assembly.agentSocket().get(),
-                            targets,
-                            MigrationConfig.DEFAULTS,
-                            listener,
-                            MigrationFaults.NONE);
+                            assembly.agentSocket().get(), targets, MigrationConfig.DEFAULTS, listener, faults);
                     socketRemoval = removalAtExit(assembly.agentSocket().get());
                 } catch (NetworkException e) {
                     agentProblem = e.detail();
                 }
             }
             for (JobAssembly.Vgpu vgpu : assembly.vgpus()) {
-                vgpus.add(openOne(assembly, vgpu, ordinals, local, workers, targets, agent, listener));
+                vgpus.add(openOne(assembly, vgpu, ordinals, local, workers, targets, agent, listener, faults));
             }
             TrackerPolling polling = startTrackerLink(assembly, vgpus, grants);
             return new JobVgpus(assembly, local, workers, agent, polling, ordinals, vgpus, socketRemoval, agentProblem);
@@ -171,7 +173,8 @@ public final class JobVgpus implements AutoCloseable {
             RemoteWorkerResolver workers,
             JobTargets targets,
             MigrationAgent agent,
-            MigrationListener listener) {
+            MigrationListener listener,
+            MigrationFaults faults) {
         MigrationTarget location;
         VirtualGpu initial;
         try {
@@ -191,8 +194,7 @@ public final class JobVgpus implements AutoCloseable {
                     e.code(), "vGPU " + vgpu.index() + " (" + where(vgpu) + ") cannot be opened: " + e.detail(), e);
         }
         if (agent == null) {
-            return new MigratableGpu(
-                    initial, location, targets, MigrationConfig.DEFAULTS, listener, MigrationFaults.NONE);
+            return new MigratableGpu(initial, location, targets, MigrationConfig.DEFAULTS, listener, faults);
         }
         try {
             return agent.adopt(initial, location);

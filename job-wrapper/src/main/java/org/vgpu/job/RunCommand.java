@@ -23,7 +23,9 @@ import org.vgpu.common.cli.CommandLines;
 import org.vgpu.common.cli.Subcommand;
 import org.vgpu.common.contract.BridgeContract;
 import org.vgpu.common.error.ConfigException;
+import org.vgpu.migration.FaultPoint;
 import org.vgpu.migration.MigratableGpu;
+import org.vgpu.migration.MigrationFaults;
 import org.vgpu.runtime.Backends;
 import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.GpuBackend;
@@ -138,8 +140,10 @@ public final class RunCommand implements Subcommand {
         int holdSeconds = line.hasOption("hold") ? CommandLines.intValue(line, "hold", 0, 1) : 0;
 
         Optional<JobAssembly> parsed;
+        Optional<FaultPoint> testFault;
         try {
             parsed = JobAssembly.fromEnvironment(environment);
+            testFault = TestMigrationFault.from(environment);
         } catch (ConfigException e) {
             err.println("vgpu run: the job's vgpu environment is malformed: " + e.detail());
             return 2;
@@ -152,6 +156,7 @@ public final class RunCommand implements Subcommand {
             return 2;
         }
         JobAssembly assembly = parsed.get();
+        testFault.ifPresent(point -> err.println(TestMigrationFault.warning(point)));
         printAssembly(assembly, out);
 
         GpuBackend local = Backends.open(backendName, emulatedGpus);
@@ -160,7 +165,8 @@ public final class RunCommand implements Subcommand {
                 CudaOrdinals.of(environment, local),
                 local,
                 RemoteConfig.defaults(),
-                report -> out.println("migration: " + report.summary()))) {
+                report -> out.println("migration: " + report.summary()),
+                testFault.map(TestMigrationFault::at).orElse(MigrationFaults.NONE))) {
             job.agentProblem()
                     .ifPresent(problem -> err.println(
                             "vgpu run: warning: no migration agent, so these vGPUs" + " cannot be moved: " + problem));

@@ -11,6 +11,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -91,21 +92,28 @@ class JobAssemblyTest {
     }
 
     /**
-     * What the bridge exports for the golden transcripts' ok reply (slurm-spank-bridge/contract/transcripts.txt,
-     * its "= NAME=VALUE" lines, which the bridge's tests render word for word) reads as the assembly of that reply.
+     * What the bridge exports for the golden transcripts' ok replies (slurm-spank-bridge/contract/transcripts.txt,
+     * their "= NAME=VALUE" lines, which the bridge's tests render word for word) reads as the assembly of each reply:
+     * the assembled job's, and the same job's after its vGPU 2 moved home while vGPU 1 stays borrowed.
      */
     @Test
     void theEnvironmentOfTheGoldenTranscriptsReadsAsItsAssembly() throws Exception {
-        Map<String, String> environment = new HashMap<>();
+        Map<String, Map<String, String>> environments = new HashMap<>();
+        String scenario = "";
         for (String line : Files.readAllLines(transcripts())) {
-            if (line.startsWith("= ")) {
+            if (line.startsWith("@ ")) {
+                scenario = line.substring(2);
+            } else if (line.startsWith("= ")) {
                 int equals = line.indexOf('=', 2);
-                environment.put(
-                        line.substring(2, equals), line.substring(equals + 1).replace("{token}", TOKEN));
+                environments
+                        .computeIfAbsent(scenario, ignored -> new HashMap<>())
+                        .put(
+                                line.substring(2, equals),
+                                line.substring(equals + 1).replace("{token}", TOKEN));
             }
         }
-        JobAssembly assembly = parse(environment);
-
+        assertEquals(Set.of("assembled", "moved-home"), environments.keySet());
+        JobAssembly assembly = parse(environments.get("assembled"));
         assertEquals(
                 List.of(
                         new JobAssembly.Local(0, 3),
@@ -114,6 +122,15 @@ class JobAssemblyTest {
                 assembly.vgpus());
         assertEquals(VaWindow.DEFAULT_BASE, assembly.windowBase());
         assertEquals(Optional.of(Path.of("/run/vgpu/job-103/vgpu-n1.sock")), assembly.agentSocket());
+
+        JobAssembly movedHome = parse(environments.get("moved-home"));
+        assertEquals(
+                List.of(
+                        new JobAssembly.Local(0, 3),
+                        new JobAssembly.Remote(1, new Endpoint("10.0.0.2", 40000), TOKEN),
+                        new JobAssembly.Local(2, 0)),
+                movedHome.vgpus());
+        assertEquals(List.of(3, 0), movedHome.localGpus());
     }
 
     @Test

@@ -19,6 +19,7 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
+import org.vgpu.migration.MigrationFaults;
 import org.vgpu.migration.MigrationTarget;
 import org.vgpu.runtime.Backends;
 import org.vgpu.runtime.api.GpuBackend;
@@ -70,7 +71,8 @@ class NativeGrantsTest {
                 new CudaOrdinals(Optional.empty(), probe, CudaOrdinals.NVIDIA_GPUS),
                 probe,
                 RemoteConfig.defaults(),
-                report -> {})) {
+                report -> {},
+                MigrationFaults.NONE)) {
             assertEquals(0, job.cudaOrdinal(nodeGpu));
             assertEquals("native", job.vgpus().getFirst().backendName());
             long address = job.vgpus().getFirst().memAlloc(1 << 20);

@@ -24,6 +24,7 @@ import org.vgpu.common.agent.AgentChannel;
 import org.vgpu.common.net.Endpoint;
 import org.vgpu.common.security.ThrowawaySiteKey;
 import org.vgpu.migration.MigratableGpu;
+import org.vgpu.migration.MigrationFaults;
 import org.vgpu.migration.MigrationReport;
 import org.vgpu.migration.MigrationTarget;
 import org.vgpu.runtime.Backends;
@@ -75,7 +76,8 @@ class NativeTrackerMigrationTest {
                     new CudaOrdinals(Optional.empty(), local, CudaOrdinals.NVIDIA_GPUS),
                     local,
                     RemoteConfig.defaults(),
-                    reports::add)) {
+                    reports::add,
+                    MigrationFaults.NONE)) {
                 MigratableGpu vgpu = job.vgpus().getFirst();
                 byte[] bytes = new byte[BYTES];
                 for (int i = 0; i < bytes.length; i++) {

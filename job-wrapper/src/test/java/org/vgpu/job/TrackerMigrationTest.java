@@ -27,6 +27,7 @@ import org.vgpu.common.agent.AgentChannel;
 import org.vgpu.common.line.LineClient;
 import org.vgpu.common.net.Endpoint;
 import org.vgpu.migration.MigratableGpu;
+import org.vgpu.migration.MigrationFaults;
 import org.vgpu.migration.MigrationReport;
 import org.vgpu.migration.MigrationTarget;
 import org.vgpu.runtime.api.VgpuException;
@@ -82,7 +83,8 @@ class TrackerMigrationTest {
                     new CudaOrdinals(Optional.of("0,1,2,3"), local, directory),
                     local,
                     RemoteConfig.defaults(),
-                    reports::add);
+                    reports::add,
+                    MigrationFaults.NONE);
             try {
                 MigratableGpu borrowed = job.vgpus().get(1);
                 MigratableGpu own = job.vgpus().get(0);
@@ -212,7 +214,8 @@ class TrackerMigrationTest {
                     new CudaOrdinals(Optional.empty(), local, directory),
                     local,
                     RemoteConfig.defaults(),
-                    report -> {})) {
+                    report -> {},
+                    MigrationFaults.NONE)) {
                 Thread.sleep(500);
                 assertEquals(Optional.empty(), job.trackerProblem());
             }
