@@ -9,6 +9,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.LongSupplier;
 
 import org.vgpu.common.agent.AgentChannel;
 
@@ -18,6 +19,12 @@ import org.vgpu.common.agent.AgentChannel;
  * is queued or the hold time passes. A command is handed to exactly one poll: it is not sent twice,
  * because the agent may have acted on it; the tracker learns what happened from the agent's
  * {@code done} or, failing that, from where its next polls say the vGPU runs.
+ *
+ * <p>Only a job's newest poll takes its orders. A poll is held on a connection that nobody reads while it waits: when
+ * the agent's process ends (a job step's {@code vgpu run} exits, or is killed) its held poll stays until the hold time
+ * passes, and an order handed to it would be lost. The next step's agent polls anew, which makes the dead poll an
+ * older one. When no poll is held, {@link #silentFor} says for how long none was, so that the tracker does not start
+ * a move for an agent that has gone.
  */
 public final class AgentMailbox {
     /** A migration for a job's agent: move {@code vgpu} to {@code target} (a GPU of its node, or another worker). */
@@ -32,6 +39,26 @@ public final class AgentMailbox {
     private final Map<Long, Order> pending = new HashMap<>();
     /** Jobs whose held poll is to end now without a command, so the agent reports afresh. */
     private final Set<Long> nudged = new HashSet<>();
+    /** Each job's polls, once it polled. */
+    private final Map<Long, Polls> polls = new HashMap<>();
+
+    private final LongSupplier nanoTime;
+
+    /** A job's polls: the newest one's number, how many are held now, when the last one ended. */
+    private static final class Polls {
+        long newest;
+        int held;
+        long lastEnded;
+    }
+
+    public AgentMailbox() {
+        this(System::nanoTime);
+    }
+
+    /** @param nanoTime the clock of {@link #silentFor} (tests give their own) */
+    AgentMailbox(LongSupplier nanoTime) {
+        this.nanoTime = Objects.requireNonNull(nanoTime, "nanoTime");
+    }
 
     /** Queues {@code order} for job {@code job}'s agent, replacing one not taken yet, and wakes its held poll. */
     public void post(long job, Order order) {
@@ -86,22 +113,47 @@ public final class AgentMailbox {
     }
 
     /**
-     * Waits up to {@code hold} for an order for {@code job} and takes it; empty when none came.
+     * Waits up to {@code hold} for an order for {@code job} and takes it; empty when none came, or when a newer poll of
+     * the job came meanwhile (this one's agent has gone, or polls again).
      *
      * @throws InterruptedException when the poll's thread is interrupted (the tracker stopping)
      */
     public Optional<Order> take(long job, Duration hold) throws InterruptedException {
         long nanos = hold.toNanos();
         lock.lock();
+        Polls mine = polls.computeIfAbsent(job, ignored -> new Polls());
+        long ticket = ++mine.newest;
+        mine.held++;
+        // An older poll of the job still held ends now: its agent polls anew, or has gone.
+        changed.signalAll();
         try {
-            while (!pending.containsKey(job)) {
-                if (nanos <= 0 || nudged.remove(job)) {
+            while (!(pending.containsKey(job) && ticket == mine.newest)) {
+                if (nanos <= 0 || ticket != mine.newest || nudged.remove(job)) {
                     return Optional.empty();
                 }
                 nanos = changed.awaitNanos(nanos);
             }
             nudged.remove(job);
             return Optional.of(pending.remove(job));
+        } finally {
+            mine.held--;
+            mine.lastEnded = nanoTime.getAsLong();
+            changed.signalAll();
+            lock.unlock();
+        }
+    }
+
+    /**
+     * How long {@code job}'s agent has not polled: empty while a poll is held, or when it never polled (its app has
+     * not started its agent yet, or this tracker started since).
+     */
+    public Optional<Duration> silentFor(long job) {
+        lock.lock();
+        try {
+            Polls its = polls.get(job);
+            return its == null || its.held > 0
+                    ? Optional.empty()
+                    : Optional.of(Duration.ofNanos(nanoTime.getAsLong() - its.lastEnded));
         } finally {
             lock.unlock();
         }
@@ -113,6 +165,7 @@ public final class AgentMailbox {
         try {
             pending.remove(job);
             nudged.remove(job);
+            polls.remove(job);
         } finally {
             lock.unlock();
         }

@@ -63,6 +63,12 @@ import org.vgpu.tracker.slurm.SlurmNode;
 public final class MigrationHook {
     private static final Logger LOG = LoggerFactory.getLogger(MigrationHook.class);
     private static final int HISTORY = 200;
+    /**
+     * A job's agent holds a poll nearly always (it polls again within a second of each reply): one that has held none
+     * for this long has gone with its app (ended, or killed), and nothing is sent to it.
+     */
+    static final Duration AGENT_GONE_AFTER = Duration.ofSeconds(10);
+
     /** Tokens are checked for key, job, vGPU and worker, not expiry: a job's agent polls for as long as the job runs. */
     private static final Clock NO_EXPIRY = Clock.fixed(Instant.EPOCH, ZoneOffset.UTC);
 
@@ -377,6 +383,11 @@ public final class MigrationHook {
             if (assembly.phase() != Assembly.Phase.RELEASED || remote.isEmpty() || migrating.contains(assembly.job())) {
                 continue;
             }
+            Optional<String> gone = agentGone(assembly.job());
+            if (gone.isPresent()) {
+                reasons.put(assembly.job(), gone.get());
+                continue;
+            }
             List<Integer> free = freeGpus(inventory, assembly.node());
             Set<Integer> before = freeSeen.put(assembly.job(), Set.copyOf(free));
             if (!(before == null ? Set.of() : before).containsAll(free)) {
@@ -456,6 +467,10 @@ public final class MigrationHook {
         if (under.isPresent()) {
             return Reply.refused("job " + job + " has migration " + under.get().id() + " (vGPU "
                     + under.get().vgpu() + ") under way; one at a time");
+        }
+        Optional<String> gone = agentGone(job);
+        if (gone.isPresent()) {
+            return Reply.refused(gone.get() + "; nothing was started, vGPU " + vgpu + " stays where it is");
         }
         String node = assembly.get().node();
         if (targetNode.isPresent() && !targetNode.get().equals(node)) {
@@ -792,6 +807,14 @@ public final class MigrationHook {
                         .thenComparing(Comparator.naturalOrder()))
                 .skip(taken)
                 .findFirst();
+    }
+
+    /** Why job {@code job}'s agent cannot take a migration, when it polled before and has stopped. */
+    private Optional<String> agentGone(long job) {
+        return mailbox.silentFor(job)
+                .filter(silent -> silent.compareTo(AGENT_GONE_AFTER) > 0)
+                .map(silent -> "job " + job + "'s migration agent stopped polling the tracker " + silent.toSeconds()
+                        + " s ago (its app ended or was killed)");
     }
 
     private static Optional<Lend> lend(Assembly assembly, int vgpu) {

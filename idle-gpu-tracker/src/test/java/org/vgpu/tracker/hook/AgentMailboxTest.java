@@ -7,6 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Test;
@@ -53,6 +55,42 @@ class AgentMailboxTest {
         long start = System.nanoTime();
         assertEquals(Optional.empty(), take(mailbox, 42, Duration.ofMillis(200)), "and clears it");
         assertTrue(System.nanoTime() - start >= TimeUnit.MILLISECONDS.toNanos(150));
+    }
+
+    @Test
+    void onlyTheNewestPollOfAJobTakesItsOrderSoAnAgentThatEndedLosesNone() throws Exception {
+        AgentMailbox mailbox = new AgentMailbox();
+        // The poll of a job step's agent that has exited: held on a connection no one reads any more.
+        // Threads of their own: the common pool may have a single thread on a 2-core machine.
+        ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor();
+        CompletableFuture<Optional<AgentMailbox.Order>> dead =
+                CompletableFuture.supplyAsync(() -> take(mailbox, 42, Duration.ofSeconds(20)), threads);
+        Thread.sleep(100);
+        CompletableFuture<Optional<AgentMailbox.Order>> next =
+                CompletableFuture.supplyAsync(() -> take(mailbox, 42, Duration.ofSeconds(20)), threads);
+        assertEquals(Optional.empty(), dead.get(5, TimeUnit.SECONDS), "a newer poll ends the older one at once");
+        mailbox.post(42, ORDER);
+
+        assertEquals(Optional.of(ORDER), next.get(5, TimeUnit.SECONDS));
+        threads.close();
+    }
+
+    @Test
+    void silentForSaysHowLongNoPollWasHeldOnceTheJobPolled() throws Exception {
+        long[] now = {1_000_000_000L};
+        AgentMailbox mailbox = new AgentMailbox(() -> now[0]);
+        assertEquals(Optional.empty(), mailbox.silentFor(42), "never polled: not known to be gone");
+        CompletableFuture<Optional<AgentMailbox.Order>> held =
+                CompletableFuture.supplyAsync(() -> take(mailbox, 42, Duration.ofSeconds(20)));
+        Thread.sleep(100);
+        assertEquals(Optional.empty(), mailbox.silentFor(42), "a poll is held");
+        mailbox.nudge(42);
+        assertEquals(Optional.empty(), held.get(5, TimeUnit.SECONDS));
+        now[0] += Duration.ofSeconds(12).toNanos();
+
+        assertEquals(Optional.of(Duration.ofSeconds(12)), mailbox.silentFor(42));
+        mailbox.clear(42);
+        assertEquals(Optional.empty(), mailbox.silentFor(42), "an ended job is forgotten");
     }
 
     private static Optional<AgentMailbox.Order> take(AgentMailbox mailbox, long job, Duration hold) {
