@@ -75,7 +75,7 @@ expect_refused "vgpu migrate of an unknown vGPU" "vGPU 5 of job $job is not borr
     "$VGPU" migrate --config "$config" "$job" 5
 expect_refused "vgpu migrate to an unknown node" "node nosuch cannot lend" 1 \
     "$VGPU" migrate --config "$config" "$job" 1 nosuch
-expect_refused "vgpu migrate with a vGPU that is no number" "vgpu" 1 \
+expect_refused "vgpu migrate with a vGPU that is no number" "vgpu must be a vGPU index" 1 \
     "$VGPU" migrate --config "$config" "$job" one
 
 # 3. forged agent reports: one error line each. The job's own token (from its app's environment, as root may

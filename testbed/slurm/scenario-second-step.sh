@@ -68,4 +68,4 @@ assemblies=$(grep -c "job $job on $node gets its assembly" "$TESTBED_DIR/log/tra
 [ "$assemblies" -eq 3 ] || die "the tracker answered $assemblies assembly requests for job $job, expected one per step"
 pass "second-step: job $job's three steps each got the assembly anew and passed on all 3 vGPUs, the same lenders'" \
     "workers serving steps 1 and 2; after vGPU 2 moved home behind the borrowed vGPU 1, step 3 got local GPUs" \
-    "$own,$grant_gpu and vGPU 1 from the same worker"
+    "${own#local:},$grant_gpu and vGPU 1 from the same worker"

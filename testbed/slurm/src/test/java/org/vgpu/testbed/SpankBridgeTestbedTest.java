@@ -19,7 +19,9 @@ import org.junit.jupiter.api.TestMethodOrder;
  * The Slurm testbed with the SPANK bridge that slurm-spank-bridge built in this build, loaded
  * through the rendered plugstack.conf: first without a tracker (vgpu jobs fail closed), then with
  * {@code vgpu tracker} assembling vgpu jobs from scattered idle GPUs, with and without borrowing,
- * across a tracker crash, against bad input, and with MUNGE authentication; last, the bridge alone
+ * across a tracker crash, against bad input, and with MUNGE authentication; the migration hook moving vGPUs home,
+ * draining a lender, across a tracker crash, a move failing at its target, later job steps, and bad input to the
+ * hook; last, the bridge alone
  * against a fake tracker (scenario spank-bridge). Skipped, with the reason, where the bridge was not
  * built (no C compiler or no Slurm headers) or no testbed can run.
  */
@@ -124,6 +126,24 @@ class SpankBridgeTestbedTest {
 
     @Test
     @Order(10)
+    void aMigrationThatFailsAtItsTargetLeavesTheJobRunningRemoteAndTheHookBacksOff() throws Exception {
+        testbed.assertScenarioPasses("hook-fault");
+    }
+
+    @Test
+    @Order(11)
+    void laterJobStepsOpenTheBorrowedVgpusAgainAlsoAfterOneMovedHome() throws Exception {
+        testbed.assertScenarioPasses("second-step");
+    }
+
+    @Test
+    @Order(12)
+    void theHookRefusesBadInputAndAVanishedAgentClearlyAndLosesNothing() throws Exception {
+        testbed.assertScenarioPasses("hook-bad-input");
+    }
+
+    @Test
+    @Order(13)
     void theBridgeAloneAgainstAFakeTrackerExportsAssembliesAndFailsClosed() throws Exception {
         // slurm-spank-bridge/tests/slurm-it.sh runs the same scenario on a testbed of its own
         testbed.assertScenarioPasses("spank-bridge");
