@@ -354,6 +354,45 @@ class RunCommandTest {
     }
 
     @Test
+    void aTestOnlyFaultSaysSoLoudlyAndEveryMoveFailsThereLeavingTheVgpuWhereItWas() {
+        Path socket = directory.resolve("agent.sock");
+        Map<String, String> environment = localJob(2, socket);
+        environment.put("VGPU_TEST_MIGRATION_FAULT", "verify");
+        int status = run(
+                environment,
+                duration -> toAgent(socket, "--vgpu", "0", "--to", "1"),
+                "--local-backend",
+                "emulated",
+                "--hold",
+                "30",
+                "--workload",
+                "vector-add");
+        assertEquals(0, status, printed());
+        assertTrue(
+                err().startsWith("vgpu run: TEST-ONLY FAULT: every migration of this job fails at verify because"
+                        + " VGPU_TEST_MIGRATION_FAULT is set"),
+                err());
+        assertTrue(
+                agentReplies.getFirst().startsWith("error ")
+                        && agentReplies.getFirst().contains("test-only fault injected at verify"),
+                agentReplies.toString());
+        assertTrue(out().contains("vgpu 0: now on gpu 0 (emulated) after 0 migration(s)"), out());
+        assertTrue(out().contains("PASS  vgpu 0  held-data "), out());
+    }
+
+    @Test
+    void anUnknownTestOnlyFaultIsAMalformedEnvironment() {
+        Map<String, String> environment = localJob(1, directory.resolve("agent.sock"));
+        environment.put("VGPU_TEST_MIGRATION_FAULT", "everywhere");
+        assertEquals(2, run(environment));
+        assertTrue(
+                err().contains("vgpu run: the job's vgpu environment is malformed: VGPU_TEST_MIGRATION_FAULT must be"
+                        + " one of open-target, replay-allocation, mem-sync-batch, verify (a test-only fault), got"
+                        + " 'everywhere'"),
+                err());
+    }
+
+    @Test
     void withVgpuMigrateNeverTheAgentMovesNothing() {
         Path socket = directory.resolve("agent.sock");
         Map<String, String> environment = localJob(2, socket);
