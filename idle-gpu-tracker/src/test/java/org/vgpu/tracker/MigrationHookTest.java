@@ -353,6 +353,26 @@ class MigrationHookTest {
     }
 
     @Test
+    void aCommandNoAgentTookWithinTheTimeoutFailsReleasingTheGrantAndKeepingTheLender() {
+        Tracker tracker = tracker();
+        long lender1 = lend(1).holder().getAsLong();
+        long grant = sentHome(tracker).grant().getAsLong();
+
+        now = now.plus(Duration.ofMinutes(9));
+        tracker.tick();
+        assertFalse(slurm.actions.contains("cancel " + grant), "within the timeout the command waits");
+        now = now.plus(Duration.ofMinutes(2));
+        tracker.tick();
+        assertTrue(ledger.migrations().stream().noneMatch(m -> m.vgpu() == 1), "vGPU 1's move has ended");
+        assertEquals(
+                MigrationOutcome.Result.FAILED,
+                ledger.lastOutcome(job, 1).orElseThrow().result());
+        assertTrue(slurm.actions.contains("cancel " + grant), "the grant holder is released");
+        assertFalse(slurm.actions.contains("cancel " + lender1), "the vGPU never left its lender");
+        assertFalse(lend(1).home());
+    }
+
+    @Test
     void forgedOrForeignCredentialsAndUnknownJobsGetOneErrorAndChangeNothing() throws Exception {
         Tracker tracker = tracker();
         endFillerOfN1();

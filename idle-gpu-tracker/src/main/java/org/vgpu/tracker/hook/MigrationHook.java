@@ -56,7 +56,8 @@ import org.vgpu.tracker.slurm.SlurmNode;
  * cancelled and the vGPU tried again later. No {@code done} within the migration timeout: where the agent's polls
  * since the command say the vGPU runs decides (remote: failed, on the granted GPU: ok); with no poll since, nothing
  * is cancelled, because either GPU may be the one in use: both stay held until the agent reports or the job ends.
- * The last outcome of each vGPU (any result but gave-up) starts its cooldown.
+ * A command no agent took within the migration timeout fails (the vGPU cannot have left). The last outcome of each
+ * vGPU (any result but gave-up) starts its cooldown.
  *
  * <p>Not thread-safe: the tracker calls it under its lock. Only {@link AgentMailbox#take} waits, outside it.
  */
@@ -647,7 +648,16 @@ public final class MigrationHook {
             return;
         }
         // No done in time: the vGPU's place since the command decides, never a guess.
-        mailbox.withdraw(migration.job(), migration.id());
+        if (mailbox.withdraw(migration.job(), migration.id())) {
+            // No agent ever took the command (it is posted once, when sent): the vGPU cannot have left.
+            fail(
+                    migration,
+                    now,
+                    "no agent of the job took the command within "
+                            + bounds.migrationTimeout().toSeconds()
+                            + " s (its app ended, or does not run vgpu run); the vGPU never left");
+            return;
+        }
         Optional<Report> report = Optional.ofNullable(
                         reports.getOrDefault(migration.job(), Map.of()).get(migration.vgpu()))
                 .filter(candidate -> candidate.at().isAfter(sent));
