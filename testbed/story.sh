@@ -112,7 +112,8 @@ echo "  the lenders' holders ${LENDER_HOLDERS[*]} have ended: their GPUs are bac
 section "vgpu report"
 migrations=$(check_borrower_migrations "$TESTBED_DIR/out/report-$BORROWER.json")
 "$VGPU" report --config "$TESTBED_DIR/etc/vgpu.conf" | indent
-echo "  (--format json lists both migrations, e.g. $(head -n 1 <<<"$migrations"))"
+echo "  (vgpu report --format json lists both migrations of job $BORROWER, blocked ms:" \
+    "$(grep -o '"blocked_ms": [0-9]*' <<<"$migrations" | cut -d ' ' -f 2 | paste -sd ' ' -))"
 
 section "Prometheus /metrics (excerpt)"
 metrics=$(scrape_metrics) || die "the tracker serves no /metrics on port $(metrics_port)"
