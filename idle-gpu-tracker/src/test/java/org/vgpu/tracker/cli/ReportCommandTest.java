@@ -71,6 +71,24 @@ class ReportCommandTest {
     }
 
     @Test
+    void aVgpuThatMovedHomeIsLocalOnItsGrantHoldersGpuNotBorrowed() {
+        Endpoint tracker = tracker(ReportJson.replyLines(Report.of(SampleStatus.reportAfterVgpu1CameHome())));
+
+        Run table = report("--tracker", tracker.toString());
+
+        assertEquals(0, table.status(), table.err());
+        List<String> expected = List.of(
+                "Assemblies: 1, borrowed GPUs: 1",
+                "42   alice  n1    3      2      2=n3:1(holder 44 LOST)           released  2026-11-21T12:00:03.000Z",
+                "Borrowed GPUs now: 1",
+                "42   alice  n1    2,5         2     n3:1               44 LOST  2026-11-21T12:00:03.000Z  -      -");
+        for (String line : expected) {
+            assertTrue(table.out().lines().anyMatch(each -> each.startsWith(line)), line + "\n---\n" + table.out());
+        }
+        assertTrue(table.out().lines().noneMatch(line -> line.contains("n2:3")), table.out());
+    }
+
+    @Test
     void jsonHasASchemaVersionIsoUtcTimesAndNullForWhatIsNotKnown() throws IOException {
         Endpoint tracker = tracker(ReportJson.replyLines(Report.of(SampleStatus.report())));
 
