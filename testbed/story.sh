@@ -5,8 +5,9 @@
 # `sbatch --gres=vgpu:3` with a checked workload, shows it start on 1 local + 2 borrowed GPUs, ends the
 # fillers on its node, shows the tracker's hook moving both vGPUs home while the workload runs, prints
 # `vgpu report`, a /metrics excerpt and the release-to-migration latency, checks the workload's results,
-# and tears the cluster down, also on failure or Ctrl-C. The steps and their checks are scenario
-# hook-home's (testbed/slurm/common.sh). Exit 0 only when every check passed.
+# and tears the cluster down, also on failure (its logs and the jobs' output kept in $VGPU_TESTBED_DIR.failed)
+# or Ctrl-C. The steps and their checks are scenario hook-home's (testbed/slurm/common.sh). Exit 0 only
+# when every check passed.
 # Environment: VGPU_TESTBED_DIR (default /tmp/vgpu-story), VGPU_TESTBED_PORT_BASE (17900),
 # VGPU_STORY_HOLD (how long the workload keeps its vGPUs open for the moves, default 30 s).
 set -euo pipefail
@@ -44,6 +45,13 @@ tear_down() {
     if [ -e "$SLURM_CONF" ] && timeout 5 scontrol ping >/dev/null 2>&1; then
         mapfile -t jobs < <(slurm squeue -h -o %i)
         cancel_jobs "${jobs[@]}"
+    fi
+    if [ "$status" -ne 0 ] && [ -d "$TESTBED_DIR/log" ]; then
+        # down.sh removes the testbed's directory: the daemons' logs and the jobs' output stay for a look.
+        rm -rf "$TESTBED_DIR.failed"
+        mkdir -p "$TESTBED_DIR.failed"
+        cp -r "$TESTBED_DIR/log" "$TESTBED_DIR/out" "$TESTBED_DIR.failed/" 2>/dev/null || true
+        echo "  logs and job output kept in $TESTBED_DIR.failed"
     fi
     if "$slurm_dir/down.sh" >"$TESTBED_DIR.down.log" 2>&1; then
         echo "  cluster stopped, $TESTBED_DIR removed"
