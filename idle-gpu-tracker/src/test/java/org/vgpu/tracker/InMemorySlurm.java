@@ -32,6 +32,9 @@ final class InMemorySlurm implements SlurmControl {
     /** When set, {@link #job} throws it: Slurm failing while the tracker answers a request. */
     RuntimeException jobFailure;
 
+    /** Run once right after the next {@link #inventory} is taken: a request that lands between a tick's look and its turn. */
+    private Runnable afterNextLook;
+
     private long nextId = 100;
     /** What {@link #jobTime} says of each job; a job not here has run 100 s without a time limit. */
     final Map<Long, JobTime> times = new LinkedHashMap<>();
@@ -81,6 +84,11 @@ final class InMemorySlurm implements SlurmControl {
                         Map.of("vgpu", vgpus),
                         List.of()));
         return id;
+    }
+
+    /** Slurm no longer lists the job: it ended longer ago than MinJobAge, or was purged. */
+    void forget(long id) {
+        jobs.remove(id);
     }
 
     void setState(long id, String state) {
@@ -173,7 +181,18 @@ final class InMemorySlurm implements SlurmControl {
                     Map.of("gpu", node.gpus(), "vgpu", 8),
                     Map.of("gpu", usedGpus, "vgpu", 0)));
         }
-        return new SlurmInventory(views, List.copyOf(jobs.values()));
+        SlurmInventory inventory = new SlurmInventory(views, List.copyOf(jobs.values()));
+        Runnable between = afterNextLook;
+        afterNextLook = null;
+        if (between != null) {
+            between.run();
+        }
+        return inventory;
+    }
+
+    /** {@code between} runs once, after the next look is taken and before its caller sees it. */
+    void afterNextLook(Runnable between) {
+        afterNextLook = between;
     }
 
     @Override

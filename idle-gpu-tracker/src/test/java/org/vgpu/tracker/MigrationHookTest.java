@@ -311,6 +311,39 @@ class MigrationHookTest {
     }
 
     @Test
+    void anAdminMoveAskedBetweenATicksLookAndItsTurnWaitsForALookThatCanShowTheGrant() {
+        Tracker tracker = tracker();
+        endFillerOfN1();
+        // The tick's look is taken before the admin's grant holder exists, so that look cannot list it.
+        slurm.afterNextLook(() ->
+                assertTrue(tracker.migrate(job, 1, Optional.empty(), "root").ok()));
+        tracker.tick();
+        assertEquals(Migration.Phase.CLAIMING, onlyMigration().phase(), "a grant no look has shown is not gone");
+
+        slurm.schedule();
+        tracker.tick();
+        assertEquals(Migration.Phase.SENT, onlyMigration().phase());
+    }
+
+    @Test
+    void aGrantHolderThatNoLookListsWithinTheGrantTimeoutIsGivenUp() {
+        Tracker tracker = tracker();
+        endFillerOfN1();
+        assertTrue(tracker.migrate(job, 1, Optional.empty(), "root").ok());
+        long grant = onlyMigration().grant().getAsLong();
+        slurm.forget(grant);
+        tracker.tick();
+        assertEquals(Migration.Phase.CLAIMING, onlyMigration().phase());
+
+        now = now.plusSeconds(31);
+        tracker.tick();
+        assertTrue(ledger.migrations().isEmpty());
+        assertEquals(
+                Optional.of(MigrationOutcome.Result.GAVE_UP),
+                ledger.lastOutcome(job, 1).map(MigrationOutcome::result));
+    }
+
+    @Test
     void aTrackerKilledAfterSendingFindsTheMigrationAndTakesTheAgentsDone() {
         Tracker first = tracker();
         long grant = sentHome(first).grant().getAsLong();

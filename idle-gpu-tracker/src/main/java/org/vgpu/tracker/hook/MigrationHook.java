@@ -578,16 +578,24 @@ public final class MigrationHook {
         }
         long grant = migration.grant().getAsLong();
         Optional<SlurmJob> holder = inventory.job(grant);
-        String state = holder.map(SlurmJob::state).orElse("gone");
+        // Slurm lists a job from the moment sbatch answers until MinJobAge after its end. A grant this look does not
+        // list was submitted after the look was taken (an admin's move lands between a tick's look and its turn) or
+        // ended long ago; it waits as a pending one does, and the grant timeout ends both.
+        String state = holder.map(SlurmJob::state).orElse("PENDING");
         if (state.equals("PENDING") || state.equals("CONFIGURING")) {
             if (Duration.between(migration.started(), now).compareTo(bounds.grantTimeout()) > 0) {
                 cancel(List.of(grant));
                 giveUp(
                         migration,
                         now,
-                        "grant holder " + grant + " did not start within "
-                                + bounds.grantTimeout().toSeconds()
-                                + " s (Slurm gave the GPU to another job first?); trying again later");
+                        "grant holder " + grant
+                                + (holder.isEmpty()
+                                        ? " was not listed by Slurm within "
+                                                + bounds.grantTimeout().toSeconds() + " s"
+                                        : " did not start within "
+                                                + bounds.grantTimeout().toSeconds()
+                                                + " s (Slurm gave the GPU to another job first?)")
+                                + "; trying again later");
             }
             return;
         }
