@@ -146,6 +146,8 @@ public final class Tracker {
     private final Map<String, Long> endedTotals = new TreeMap<>();
     /** Holders of live assemblies that Slurm shows ended: those GPUs are no longer kept. Guarded by {@link #lock}. */
     private final Set<Long> lostHolders = new HashSet<>();
+    /** Why each vGPU that dies with its cancelled holder is lost, by job and vGPU; guarded by {@link #lock}. */
+    private final Map<Long, Map<Integer, String>> lostVgpus = new HashMap<>();
     /** Holders this tracker cancelled, which Slurm may still list as active for a moment. Guarded by {@link #lock}. */
     private final Set<Long> cancelledHolders = new HashSet<>();
 
@@ -195,6 +197,7 @@ public final class Tracker {
                         return site.lendPartition();
                     }
                 });
+        this.hook.onLost(this::lost);
     }
 
     /** One look at Slurm and everything that follows from it (see the class comment). */
@@ -300,13 +303,9 @@ public final class Tracker {
      * and the job's assembly is waiting for that vGPU's worker.
      */
     public Answer worker(long job, int vgpu, Endpoint endpoint, String workerId, String proof) {
-        try {
-            SessionToken token = new TokenVerifier(key, workerId, clock).verify(proof, vgpu);
-            if (!token.jobId().equals(Long.toString(job))) {
-                return new Answer.Refused("the proof is for job " + token.jobId() + ", not " + job);
-            }
-        } catch (VgpuFailure e) {
-            return new Answer.Unauthenticated(e.detail());
+        Optional<Answer> refused = proofRefusal(job, vgpu, workerId, proof);
+        if (refused.isPresent()) {
+            return refused.get();
         }
         synchronized (lock) {
             Optional<Assembly> assembly = ledger.assembly(job);
@@ -328,6 +327,65 @@ public final class Tracker {
         }
         LOG.info("job {}: worker {} at {} serves vGPU {}", job, workerId, endpoint, vgpu);
         return new Answer.Accepted();
+    }
+
+    /**
+     * Why a worker's request is refused: its proof must be a token for exactly that job, vGPU and worker, signed with
+     * the site key (HolderAnnouncement); empty when it is.
+     */
+    private Optional<Answer> proofRefusal(long job, int vgpu, String workerId, String proof) {
+        try {
+            SessionToken token = new TokenVerifier(key, workerId, clock).verify(proof, vgpu);
+            if (!token.jobId().equals(Long.toString(job))) {
+                return Optional.of(new Answer.Refused("the proof is for job " + token.jobId() + ", not " + job));
+            }
+            return Optional.empty();
+        } catch (VgpuFailure e) {
+            return Optional.of(new Answer.Unauthenticated(e.detail()));
+        }
+    }
+
+    /**
+     * A holder's worker leaving ({@code worker-leaving JOB VGPU WORKER-ID PROOF}, authenticated as {@code worker}):
+     * its holder job is being cancelled, by an admin's {@code scancel} or Slurm. Its vGPU is evacuated at once
+     * ({@link MigrationHook#evacuate}; Slurm is read once, outside the lock); when nothing can take it, the job is
+     * told (its comment), the log says so at ERROR and the report shows the vGPU lost with why.
+     *
+     * @return accepted with what moves where (the worker serves its session until it ends), or refused with why
+     *         nothing moves (the worker may end at once)
+     */
+    public Answer workerLeaving(long job, int vgpu, String workerId, String proof) {
+        Optional<Answer> refused = proofRefusal(job, vgpu, workerId, proof);
+        if (refused.isPresent()) {
+            return refused.get();
+        }
+        SlurmInventory inventory = slurm.inventory();
+        synchronized (lock) {
+            Optional<Lend> lend = ledger.assembly(job)
+                    .flatMap(assembly -> assembly.lends().stream()
+                            .filter(candidate -> candidate.vgpu() == vgpu)
+                            .findFirst());
+            if (lend.isEmpty() || lend.get().home() || !lend.get().workerId().equals(Optional.of(workerId))) {
+                return new Answer.Refused("worker " + workerId + " does not serve vGPU " + vgpu + " of job " + job
+                        + " (the assembly ended, or the vGPU moved away already)");
+            }
+            long holder = lend.get().holder().orElse(-1);
+            LOG.warn(
+                    "job {}: worker {} of vGPU {} is leaving (holder {} is being cancelled): evacuating the vGPU",
+                    job,
+                    workerId,
+                    vgpu,
+                    holder);
+            MigrationHook.Reply reply = hook.evacuate(job, vgpu, holder, inventory, clock.instant());
+            return reply.ok() ? new Answer.Evacuating(reply.text()) : new Answer.Refused(reply.text());
+        }
+    }
+
+    /** A vGPU that dies with its holder: the job's comment, the log at ERROR, the report; guarded by {@link #lock}. */
+    private void lost(MigrationHook.Lost lost) {
+        lostVgpus.computeIfAbsent(lost.job(), ignored -> new HashMap<>()).put(lost.vgpu(), lost.reason());
+        LOG.error("job {}: vGPU {} is lost: {}", lost.job(), lost.vgpu(), lost.reason());
+        comment(lost.job(), "vGPU " + lost.vgpu() + " LOST: " + lost.reason());
     }
 
     /** Who owns a job: from its assembly, else from Slurm; empty when neither knows the job. */
@@ -483,7 +541,8 @@ public final class Tracker {
                             lastLook.job(assembly.job())
                                     .map(job -> job.gpuIndicesOn(assembly.node()))
                                     .orElse(List.of()),
-                            forwarded(assembly.job())))
+                            forwarded(assembly.job()),
+                            lostVgpus.getOrDefault(assembly.job(), Map.of())))
                     .toList();
             List<StatusReport.Migration> migrations = hook.moves().stream()
                     .map(move -> new StatusReport.Migration(
@@ -544,6 +603,7 @@ public final class Tracker {
         cancelHolders(assembly);
         ledger.forget(assembly.job(), why);
         lostHolders.removeAll(assembly.holders());
+        lostVgpus.remove(assembly.job());
         remember(new StatusReport.Ended(
                 assembly.job(),
                 assembly.user(),
