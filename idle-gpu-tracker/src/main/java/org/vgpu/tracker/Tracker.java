@@ -146,6 +146,11 @@ public final class Tracker {
     private final Map<String, Long> endedTotals = new TreeMap<>();
     /** Holders of live assemblies that Slurm shows ended: those GPUs are no longer kept. Guarded by {@link #lock}. */
     private final Set<Long> lostHolders = new HashSet<>();
+    /**
+     * Holders whose worker left and whose vGPU is being evacuated: their end is expected, not a loss (an evacuation
+     * that fails says so itself); guarded by {@link #lock}.
+     */
+    private final Set<Long> evacuatedHolders = new HashSet<>();
     /** Why each vGPU that dies with its cancelled holder is lost, by job and vGPU; guarded by {@link #lock}. */
     private final Map<Long, Map<Integer, String>> lostVgpus = new HashMap<>();
     /** Holders this tracker cancelled, which Slurm may still list as active for a moment. Guarded by {@link #lock}. */
@@ -377,12 +382,20 @@ public final class Tracker {
                     vgpu,
                     holder);
             MigrationHook.Reply reply = hook.evacuate(job, vgpu, holder, inventory, clock.instant());
+            if (reply.ok()) {
+                evacuatedHolders.add(holder);
+            }
             return reply.ok() ? new Answer.Evacuating(reply.text()) : new Answer.Refused(reply.text());
         }
     }
 
     /** A vGPU that dies with its holder: the job's comment, the log at ERROR, the report; guarded by {@link #lock}. */
     private void lost(MigrationHook.Lost lost) {
+        ledger.assembly(lost.job())
+                .flatMap(assembly -> assembly.lends().stream()
+                        .filter(lend -> lend.vgpu() == lost.vgpu())
+                        .findFirst())
+                .ifPresent(lend -> lend.holder().ifPresent(evacuatedHolders::remove));
         lostVgpus.computeIfAbsent(lost.job(), ignored -> new HashMap<>()).put(lost.vgpu(), lost.reason());
         LOG.error("job {}: vGPU {} is lost: {}", lost.job(), lost.vgpu(), lost.reason());
         comment(lost.job(), "vGPU " + lost.vgpu() + " LOST: " + lost.reason());
@@ -603,6 +616,7 @@ public final class Tracker {
         cancelHolders(assembly);
         ledger.forget(assembly.job(), why);
         lostHolders.removeAll(assembly.holders());
+        evacuatedHolders.removeAll(assembly.holders());
         lostVgpus.remove(assembly.job());
         remember(new StatusReport.Ended(
                 assembly.job(),
@@ -747,7 +761,7 @@ public final class Tracker {
             Optional<SlurmJob> job = inventory.job(holder);
             boolean running =
                     job.isPresent() && ACTIVE_STATES.contains(job.get().state());
-            if (!running && lostHolders.add(holder)) {
+            if (!running && !evacuatedHolders.contains(holder) && lostHolders.add(holder)) {
                 LOG.error(
                         "job {}: holder job {} has ended ({}); Slurm no longer keeps that borrowed GPU for it",
                         assembly.job(),

@@ -585,8 +585,12 @@ class MigrationHookTest {
         assertEquals("admin", onlyMigration().by());
         assertEquals(Migration.Phase.CLAIMING, onlyMigration().phase());
 
+        slurm.setState(lender1, "CANCELLED"); // scancel: Slurm shows it ended while its worker still serves
         slurm.schedule();
         tracker.tick();
+        assertTrue(
+                TrackerProtocol.lines(tracker.status()).stream().noneMatch(line -> line.startsWith("lost ")),
+                "a holder whose vGPU is being evacuated is not lost: " + TrackerProtocol.lines(tracker.status()));
         AgentChannel.Migrate command = takenCommand(tracker);
         tracker.agentDone(new AgentChannel.Done(credential(1), command.id(), new AgentChannel.Succeeded(12, 1024)));
         assertTrue(lend(1).home(), "the vGPU runs on a GPU of its own node");
