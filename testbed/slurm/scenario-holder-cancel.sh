@@ -25,11 +25,7 @@ sleep 5 # the agent's first report
 lend_node() { tracker_request status | grep "^assembly job=$job " | grep -o " lend=$1/[^/]*" | cut -d/ -f2; }
 holder_of() { slurm squeue -h -t RUNNING -n "vgpu-holder-$job-v$1" -o '%i' | head -n 1; }
 lender=$(lend_node 1)
-other=
-for fill in "${FILL_JOBS[@]}"; do
-    fill_node=$(job_field "$fill" NodeList)
-    if [ "$fill_node" != "$node" ] && [ "$fill_node" != "$lender" ]; then other=$fill_node; slurm scancel "$fill"; fi
-done
+other=$(end_fill_beside "$node" "$lender")
 sleep 2 # Slurm frees the filler's GPUs
 
 # (a) evacuated to another lender
