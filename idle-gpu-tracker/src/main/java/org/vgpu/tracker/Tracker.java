@@ -364,15 +364,19 @@ public final class Tracker {
         if (refused.isPresent()) {
             return refused.get();
         }
+        String notServed = "worker " + workerId + " does not serve vGPU " + vgpu + " of job " + job
+                + " (the assembly ended, or the vGPU moved away already)";
+        synchronized (lock) {
+            // A holder the tracker cancelled itself (the job ended, the vGPU moved) is answered without asking Slurm.
+            if (servedBy(job, vgpu, workerId).isEmpty()) {
+                return new Answer.Refused(notServed);
+            }
+        }
         SlurmInventory inventory = slurm.inventory();
         synchronized (lock) {
-            Optional<Lend> lend = ledger.assembly(job)
-                    .flatMap(assembly -> assembly.lends().stream()
-                            .filter(candidate -> candidate.vgpu() == vgpu)
-                            .findFirst());
-            if (lend.isEmpty() || lend.get().home() || !lend.get().workerId().equals(Optional.of(workerId))) {
-                return new Answer.Refused("worker " + workerId + " does not serve vGPU " + vgpu + " of job " + job
-                        + " (the assembly ended, or the vGPU moved away already)");
+            Optional<Lend> lend = servedBy(job, vgpu, workerId);
+            if (lend.isEmpty()) {
+                return new Answer.Refused(notServed);
             }
             long holder = lend.get().holder().orElse(-1);
             LOG.warn(
@@ -387,6 +391,15 @@ public final class Tracker {
             }
             return reply.ok() ? new Answer.Evacuating(reply.text()) : new Answer.Refused(reply.text());
         }
+    }
+
+    /** The lend of vGPU {@code vgpu} of job {@code job} when worker {@code workerId} serves it now; guarded by lock. */
+    private Optional<Lend> servedBy(long job, int vgpu, String workerId) {
+        return ledger.assembly(job)
+                .flatMap(assembly -> assembly.lends().stream()
+                        .filter(lend -> lend.vgpu() == vgpu)
+                        .findFirst())
+                .filter(lend -> !lend.home() && lend.workerId().equals(Optional.of(workerId)));
     }
 
     /** A vGPU that dies with its holder: the job's comment, the log at ERROR, the report; guarded by {@link #lock}. */

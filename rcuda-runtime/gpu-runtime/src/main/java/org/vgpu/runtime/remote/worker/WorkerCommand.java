@@ -215,9 +215,9 @@ public final class WorkerCommand implements Subcommand {
                 out.flush();
                 if (announcement != null) {
                     Path keyFile = Path.of(line.getOptionValue("key-file"));
-                    announcement.tell(listening, config.workerId(), keyFile);
-                    err.println("vgpu worker " + config.workerId() + ": the tracker took it for " + announcement);
-                    // A cancelled holder's worker gets SIGTERM: the hook has the vGPU evacuated before it ends.
+                    // A cancelled holder's worker gets SIGTERM: the hook has the vGPU evacuated before it ends. It is
+                    // there before the tracker can lend this worker, so no SIGTERM after that finds it missing (a
+                    // worker the tracker never took is refused its worker-leaving, and ends at once).
                     Runtime.getRuntime()
                             .addShutdownHook(new Thread(
                                     new HolderLeaving(
@@ -228,6 +228,8 @@ public final class WorkerCommand implements Subcommand {
                                             HolderLeaving.WAIT,
                                             err::println),
                                     "vgpu-worker-leaving"));
+                    announcement.tell(listening, config.workerId(), keyFile);
+                    err.println("vgpu worker " + config.workerId() + ": the tracker took it for " + announcement);
                 }
                 report = worker.awaitReport();
             } catch (InterruptedException e) {
