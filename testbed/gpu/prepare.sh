@@ -4,7 +4,7 @@
 #   .gpu/jre.tar.xz   a jlinked Java 25 runtime (made once, by ../shared/tools/gpu-jre.sh)
 #   .gpu/lib/         the module jars and their runtime dependencies, the benchmarks' jar among them (the vgpu
 #                     launcher's class path: it offers bench, remote-bench and migration-bench from that jar)
-#   .gpu/test/        the rcuda-runtime, migration-agent, job-wrapper and benchmarks test classes (a directory:
+#   .gpu/test/        the rcuda-runtime, migration-agent, idle-gpu-tracker, job-wrapper and benchmarks test classes (a directory:
 #                     the jlinked runtime has no zip file system, which JUnit needs to scan a jar) and the JUnit
 #                     console launcher
 # Then carry .gpu to the GPU machine and run testbed/gpu/run-on-gpu.sh there from the repository root.
@@ -27,6 +27,7 @@ cp job-wrapper/target/job-wrapper-*.jar testbed/benchmarks/target/vgpu-benchmark
 cp -r rcuda-runtime/gpu-runtime/target/test-classes .gpu/test/classes
 cp -r rcuda-runtime/common/target/test-classes/. .gpu/test/classes/
 cp -r migration-agent/target/test-classes/. .gpu/test/classes/
+cp -r idle-gpu-tracker/target/test-classes/. .gpu/test/classes/
 cp -r job-wrapper/target/test-classes/. .gpu/test/classes/
 cp -r testbed/benchmarks/target/test-classes/. .gpu/test/classes/
 

@@ -37,7 +37,12 @@ final class InMemorySlurm implements SlurmControl {
     final Map<Long, JobTime> times = new LinkedHashMap<>();
 
     void addNode(String name, int gpus, int cpus) {
-        nodes.put(name, new Node(name, gpus, cpus, List.of("gpu", "lend")));
+        addNode(name, gpus, cpus, List.of("gpu", "lend"));
+    }
+
+    /** A node in only {@code partitions}: e.g. {@code lend} alone, a lender that runs no vgpu job itself. */
+    void addNode(String name, int gpus, int cpus, List<String> partitions) {
+        nodes.put(name, new Node(name, gpus, cpus, List.copyOf(partitions)));
     }
 
     /** A running job holding {@code gpuIndices} of {@code node}. */
