@@ -29,6 +29,8 @@ public record HolderAnnouncement(Endpoint tracker, String job, int vgpu) {
     public static final Duration PROOF_TTL = Duration.ofMinutes(2);
 
     private static final Duration TIMEOUT = Duration.ofSeconds(30);
+    /** A leaving worker has KillWait (30 s by default) in all: the tracker's answer may take only part of it. */
+    private static final Duration LEAVING_TIMEOUT = Duration.ofSeconds(10);
 
     /** {@code --tracker HOST:PORT} and {@code --lend JOB:VGPU}. */
     static HolderAnnouncement parse(String tracker, String lend) throws ParseException {
@@ -53,7 +55,7 @@ public record HolderAnnouncement(Endpoint tracker, String job, int vgpu) {
     void tell(Endpoint listening, String workerId, Path keyFile) {
         List<String> reply;
         try {
-            reply = request(BridgeContract.REQUEST_WORKER, listening.toString(), workerId, keyFile);
+            reply = request(BridgeContract.REQUEST_WORKER, listening.toString(), workerId, keyFile, TIMEOUT);
         } catch (NetworkException e) {
             throw new NetworkException(e.code(), "cannot tell the tracker where this worker listens: " + e.detail(), e);
         }
@@ -75,7 +77,7 @@ public record HolderAnnouncement(Endpoint tracker, String job, int vgpu) {
      */
     Leaving leave(String workerId, Path keyFile) {
         try {
-            String reply = request(BridgeContract.REQUEST_WORKER_LEAVING, null, workerId, keyFile)
+            String reply = request(BridgeContract.REQUEST_WORKER_LEAVING, null, workerId, keyFile, LEAVING_TIMEOUT)
                     .getLast();
             return new Leaving(
                     reply.startsWith(BridgeContract.REPLY_OK_WORD + " ") || reply.equals(BridgeContract.REPLY_OK_WORD),
@@ -86,12 +88,12 @@ public record HolderAnnouncement(Endpoint tracker, String job, int vgpu) {
     }
 
     /** One request on the tracker's socket: {@code WORD JOB VGPU [LISTENING] WORKER-ID PROOF}, the proof fresh. */
-    private List<String> request(String word, String listening, String workerId, Path keyFile) {
+    private List<String> request(String word, String listening, String workerId, Path keyFile, Duration timeout) {
         String proof = new TokenIssuer(SiteKey.load(keyFile), Clock.systemUTC()).issue(job, vgpu, workerId, PROOF_TTL);
         String request = listening == null
                 ? String.join(" ", word, job, Integer.toString(vgpu), workerId, proof)
                 : String.join(" ", word, job, Integer.toString(vgpu), listening, workerId, proof);
-        return LineClient.request(tracker, request, TIMEOUT);
+        return LineClient.request(tracker, request, timeout);
     }
 
     @Override

@@ -10,7 +10,7 @@ import java.util.function.Consumer;
  * Slurm): the worker gets SIGTERM, and Slurm waits KillWait (30 s by default) before SIGKILL. Run as the JVM's
  * shutdown hook, it tells the tracker {@code worker-leaving} so that the tracker evacuates the vGPU (home, or to
  * another lender) while this worker still serves it, then keeps serving, because the evacuation reads the vGPU's
- * memory from this worker, until the session ends (the vGPU moved away) or {@link #WAIT} passes. When the tracker
+ * memory from this worker, until the session ends (the vGPU moved away) or {@link #WAIT} has passed since SIGTERM. When the tracker
  * says nothing can move the vGPU (it told the job so) or cannot be reached, there is nothing to wait for.
  */
 final class HolderLeaving implements Runnable {
@@ -41,6 +41,7 @@ final class HolderLeaving implements Runnable {
 
     @Override
     public void run() {
+        long start = System.nanoTime();
         HolderAnnouncement.Leaving leaving = announcement.leave(workerId, keyFile);
         String prefix = "vgpu worker " + workerId + ": leaving (holder cancelled): ";
         if (!leaving.evacuating()) {
@@ -50,7 +51,9 @@ final class HolderLeaving implements Runnable {
         log.accept(prefix + "the tracker evacuates the vGPU (" + leaving.reply() + "); serving until the session"
                 + " ends, at most " + describe(wait));
         try {
-            boolean ended = worker.awaitSessionEnd(wait);
+            // The bound counts from SIGTERM: the tracker's answer took part of it.
+            Duration left = wait.minusNanos(System.nanoTime() - start);
+            boolean ended = worker.awaitSessionEnd(left.isNegative() ? Duration.ZERO : left);
             log.accept(prefix
                     + (ended
                             ? "the session ended: the vGPU moved away"
