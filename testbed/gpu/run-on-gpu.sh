@@ -75,7 +75,7 @@ last_gpu=$(( $(nvidia-smi -L | wc -l) - 1 ))
 vgpu=("${java[@]}" -cp '.gpu/lib/*' org.vgpu.cli.Vgpu)
 tags=(--include-tag gpu)
 [ "${VGPU_GPU_TESTS:-gpu}" = all ] && tags=(--exclude-tag slurm)
-step tests 150 "${java[@]}" -Dvgpu.test.worker.device="$last_gpu" -cp ".gpu/lib/*:$test_classes:$junit_jar" org.junit.platform.console.ConsoleLauncher execute \
+step tests 200 "${java[@]}" -Dvgpu.test.worker.device="$last_gpu" -cp ".gpu/lib/*:$test_classes:$junit_jar" org.junit.platform.console.ConsoleLauncher execute \
     --scan-class-path "$test_classes" "${tags[@]}" --fail-if-no-tests --details tree --disable-banner
 step devices 20 "${vgpu[@]}" devices
 step demo 40 "${vgpu[@]}" demo --backend native

@@ -178,9 +178,17 @@ metrics_port() {
     echo $((TESTBED_PORT_BASE + 98))
 }
 
-# scrape_metrics: prints the tracker's /metrics as Prometheus reads it.
+# scrape_metrics: prints the tracker's /metrics as Prometheus reads it; fails unless the answer is
+# HTTP 200. Plain HTTP/1.0 through bash's /dev/tcp (the server then neither chunks nor keeps the
+# connection), so a fresh Debian without curl runs it too.
 scrape_metrics() {
-    curl -fsS --max-time 10 "http://127.0.0.1:$(metrics_port)/metrics"
+    local response
+    response=$(timeout "$SLURM_CALL_TIMEOUT" bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" &&
+        printf "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n" >&3 && cat <&3' scrape-metrics "$(metrics_port)") \
+        || return 1
+    [[ "$response" =~ ^HTTP/1\.[01]\ 200 ]] || return 1
+    # The body: what follows the first empty line (headers end with CR LF).
+    tr -d '\r' <<<"$response" | sed '1,/^$/d'
 }
 
 # start_tracker [CONFIG]: starts `vgpu tracker` (polling every second, ledger in the testbed's state
@@ -308,4 +316,84 @@ remove_slurm_cgroups() {
         done
     done
     return "$left"
+}
+
+# ---- The hook brings borrowed vGPUs home: the steps of scenario hook-home, which testbed/story.sh
+# tells with what an admin sees between them.
+
+# start_borrowing_job HOLD: fills every node to 1 idle GPU (FILL_JOBS), then submits a vgpu:3 job whose
+# `vgpu run --hold HOLD` checks its results on every vGPU, keeps them open HOLD seconds with its
+# migration agent polling the tracker, and checks them again; waits until it runs on 1 local + 2
+# borrowed GPUs. Sets BORROWER (the job), BORROWER_NODE and LENDER_HOLDERS (its 2 holder jobs).
+start_borrowing_job() {
+    fill_leaving_one_idle_gpu
+    BORROWER=$(submit --gres=vgpu:3 -J hook-home --wrap "$(vgpu_job_script --hold "$1")")
+    expect_state "$BORROWER" RUNNING 60
+    BORROWER_NODE=$(job_field "$BORROWER" NodeList)
+    mapfile -t LENDER_HOLDERS < <(holders_of "$BORROWER")
+    [ "${#LENDER_HOLDERS[@]}" -eq 2 ] || die "job $BORROWER has ${#LENDER_HOLDERS[@]} holders, expected 2"
+}
+
+# free_borrower_node: cancels the fillers on the borrower's node (as if they had finished) and waits
+# until the hook starts a migration. Sets RELEASE_TO_MIGRATION: seconds from the cancel to the
+# tracker's log line, an upper bound (the log is polled every half second).
+free_borrower_node() {
+    local before fill freed_at=
+    before=$(started_migrations)
+    for fill in "${FILL_JOBS[@]}"; do
+        if [ "$(job_field "$fill" NodeList)" = "$BORROWER_NODE" ]; then
+            slurm scancel "$fill"
+            freed_at=$(date +%s.%N)
+        fi
+    done
+    [ -n "$freed_at" ] || die "no filler ran on $BORROWER_NODE"
+    wait_until 30 "the hook starts a migration" migrations_started_more_than "$before" \
+        || die "no migration: $(tail -n 20 "$TESTBED_DIR/log/tracker.log")"
+    RELEASE_TO_MIGRATION=$(awk -v from="$freed_at" -v to="$(date +%s.%N)" 'BEGIN { printf "%.2f", to - from }')
+}
+
+started_migrations() {
+    grep -Ec 'migration [0-9]+: vGPU .* submitted' "$TESTBED_DIR/log/tracker.log" || true
+}
+
+migrations_started_more_than() {
+    [ "$(started_migrations)" -gt "$1" ]
+}
+
+# wait_borrower_home: waits until the tracker has both borrowed vGPUs of the borrower home and the
+# lenders' holders have ended.
+wait_borrower_home() {
+    local holder
+    wait_until 90 "both vGPUs of job $BORROWER are home" borrower_home \
+        || die "not home: $(tracker_request status | head -n 3); $(grep -E 'migration [0-9]+:' "$TESTBED_DIR/log/tracker.log" | tail -n 8)"
+    for holder in "${LENDER_HOLDERS[@]}"; do
+        wait_until 30 "lender holder $holder has ended" job_has_ended "$holder" || die "holder $holder still runs"
+    done
+}
+
+borrower_home() {
+    [ "$(tracker_request status | grep "^assembly job=$BORROWER " | grep -o "/home/" | wc -l)" -eq 2 ]
+}
+
+# check_borrower_migrations FILE: `vgpu report --format json`, written to FILE, lists both migrations
+# of the borrower; prints each, one JSON object a line.
+check_borrower_migrations() {
+    local report=$1
+    "$VGPU" report --config "$TESTBED_DIR/etc/vgpu.conf" --format json >"$report"
+    python3 - "$report" "$BORROWER" <<'CHECK' || die "report: $(cat "$report")"
+import json, sys
+report = json.load(open(sys.argv[1]))
+job = int(sys.argv[2])
+moves = [m for m in report["migrations"] if m["job"] == job]
+assert len(moves) == 2, moves
+for m in moves:
+    print(json.dumps(m))
+CHECK
+}
+
+# finish_borrower: waits until the borrower has completed and checks its output: it ran on its node
+# with 1 local and 2 borrowed vGPUs and passed its checks, before and after the hold.
+finish_borrower() {
+    expect_state "$BORROWER" COMPLETED 120
+    check_vgpu_job_output "$TESTBED_DIR/out/$BORROWER.out" "$BORROWER_NODE" 1 2
 }

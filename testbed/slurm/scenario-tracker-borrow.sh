@@ -14,9 +14,11 @@ trap 'cancel_jobs "${FILL_JOBS[@]}" ${job:+"$job"}; stop_tracker' EXIT
 start_tracker
 fill_leaving_one_idle_gpu
 # The workload checks its results on every vGPU (1 local on the CPU emulation, 2 remote on the
-# lenders' emulated workers); VGPU_* and CUDA_VISIBLE_DEVICES come from the SPANK bridge.
+# lenders' emulated workers); VGPU_* and CUDA_VISIBLE_DEVICES come from the SPANK bridge. It holds its
+# vGPUs 10 s after its checks, so that it still runs while squeue, vgpu report and /metrics are read
+# (without, the job could end first on an idle machine: the report then had no assembly).
 submitted=$SECONDS
-job=$(submit --gres=vgpu:3 -J borrow-3-vgpus --wrap "$(vgpu_job_script)")
+job=$(submit --gres=vgpu:3 -J borrow-3-vgpus --wrap "$(vgpu_job_script --hold 10)")
 expect_state "$job" RUNNING 60
 delay=$((SECONDS - submitted))
 say "job $job started ${delay}s after submission"

@@ -23,7 +23,17 @@ public final class SampleStatus {
      * GPUs 0 and 2 idle, n1 none; job 40 (carol) ended, the last of 3 done and 1 aborted.
      */
     public static StatusReport report() {
-        Assembly assembly = new Assembly(
+        return withJob42(job42());
+    }
+
+    /** {@link #report()} after job 42's vGPU 1 moved home onto GPU 2 of n1, kept by grant holder 45. */
+    public static StatusReport reportAfterVgpu1CameHome() {
+        Assembly job42 = job42();
+        return withJob42(job42.withLend(job42.lends().getFirst().movedHome("n1", 45, 2)));
+    }
+
+    private static Assembly job42() {
+        return new Assembly(
                         42,
                         "alice",
                         "n1",
@@ -42,6 +52,9 @@ public final class SampleStatus {
                                         .withGpu(1)
                                         .withWorker(new Endpoint("10.0.0.3", 7502), "n3-d1-b")))
                 .releasedAt(PLANNED.plusSeconds(3));
+    }
+
+    private static StatusReport withJob42(Assembly assembly) {
         return new StatusReport(
                 NOW,
                 List.of(new StatusReport.Live(

@@ -377,8 +377,7 @@ public final class MigrationHook {
         Set<Long> migrating = new HashSet<>();
         ledger.migrations().forEach(migration -> migrating.add(migration.job()));
         for (Assembly assembly : ledger.assemblies()) {
-            List<Lend> remote =
-                    assembly.lends().stream().filter(lend -> !lend.home()).toList();
+            List<Lend> remote = assembly.borrowedLends();
             if (assembly.phase() != Assembly.Phase.RELEASED || remote.isEmpty() || migrating.contains(assembly.job())) {
                 continue;
             }

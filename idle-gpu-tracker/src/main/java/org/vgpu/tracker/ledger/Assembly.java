@@ -63,6 +63,14 @@ public record Assembly(
         return new Assembly(job, user, node, vgpus, localGpus, Phase.RELEASED, planned, Optional.of(when), lends);
     }
 
+    /**
+     * The lends still served from another node: a lend that moved home runs on a GPU of the job's own node
+     * (kept by its grant holder) and is no longer borrowed.
+     */
+    public List<Lend> borrowedLends() {
+        return lends.stream().filter(lend -> !lend.home()).toList();
+    }
+
     /** The holder jobs submitted for this assembly. */
     public List<Long> holders() {
         return lends.stream()

@@ -58,7 +58,7 @@ public final class TrackerMetrics {
                 .name("vgpu_borrowed_gpus")
                 .help("GPUs lent now to jobs of other nodes (one per borrowed vGPU of a live assembly)")
                 .callback(gauge -> gauge.call(status.get().assemblies().stream()
-                        .mapToInt(live -> live.assembly().lends().size())
+                        .mapToInt(live -> live.assembly().borrowedLends().size())
                         .sum()))
                 .register(registry);
         GaugeWithCallback.builder()

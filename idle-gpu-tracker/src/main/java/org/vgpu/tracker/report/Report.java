@@ -59,8 +59,9 @@ public record Report(
 
     /**
      * A live assembly: {@code local} GPUs of its node (indices {@code localGpus} once Slurm shows
-     * them) and {@code borrowed} GPUs of other nodes make its {@code vgpus}; {@code released} is
-     * null while the tracker secures it.
+     * them; a borrowed vGPU that moved home counts here, with the GPU its grant holder keeps) and
+     * {@code borrowed} GPUs of other nodes make its {@code vgpus}; {@code released} is null while the
+     * tracker secures it.
      */
     public record AssemblyRow(
             long job,
@@ -139,24 +140,31 @@ public record Report(
         List<BorrowedRow> borrowed = new ArrayList<>();
         for (StatusReport.Live live : status.assemblies()) {
             Assembly assembly = live.assembly();
+            List<Lend> remote = assembly.borrowedLends();
+            // A vGPU that moved home runs on a GPU of the job's node: local now, on the grant holder's GPU.
+            List<Integer> localGpus = new ArrayList<>(live.localGpus());
+            assembly.lends().stream()
+                    .filter(Lend::home)
+                    .forEach(lend -> lend.gpu().ifPresent(localGpus::add));
+            localGpus.sort(null);
             assemblies.add(new AssemblyRow(
                     assembly.job(),
                     assembly.user(),
                     assembly.node(),
                     assembly.vgpus(),
-                    assembly.localGpus(),
-                    assembly.lends().size(),
-                    live.localGpus(),
+                    assembly.vgpus() - remote.size(),
+                    remote.size(),
+                    localGpus,
                     assembly.phase().name().toLowerCase(),
                     assembly.planned(),
                     assembly.released().orElse(null)));
-            for (Lend lend : assembly.lends()) {
+            for (Lend lend : remote) {
                 StatusReport.Forwarded forwarded = live.forwarded().get(lend.vgpu());
                 borrowed.add(new BorrowedRow(
                         assembly.job(),
                         assembly.user(),
                         assembly.node(),
-                        live.localGpus(),
+                        localGpus,
                         lend.vgpu(),
                         lend.node(),
                         boxed(lend.gpu()),

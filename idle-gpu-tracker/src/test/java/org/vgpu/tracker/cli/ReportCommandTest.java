@@ -44,12 +44,8 @@ class ReportCommandTest {
 
     @Test
     void theTableShowsEverySection() {
-        Endpoint tracker = tracker(ReportJson.replyLines(Report.of(SampleStatus.report())));
-
-        Run table = report("--tracker", tracker.toString());
-
-        assertEquals(0, table.status(), table.err());
-        List<String> expected = List.of(
+        assertTableHasLines(
+                SampleStatus.report(),
                 "vgpu report at 2026-11-21T12:05:00.000Z",
                 "Assemblies: 1, borrowed GPUs: 2",
                 "42   alice  n1    3      1      1=n2:3(holder 43) 2=n3:1(holder 44 LOST)  released  2026-11-21T12:00:03.000Z",
@@ -65,9 +61,30 @@ class ReportCommandTest {
                 "n2    2     0,2",
                 "Recently ended assemblies: 1",
                 "40   carol  n2    2      1         done  2026-11-21T11:59:00.000Z");
-        for (String line : expected) {
+    }
+
+    @Test
+    void aVgpuThatMovedHomeIsLocalOnItsGrantHoldersGpuNotBorrowed() {
+        String table = assertTableHasLines(
+                SampleStatus.reportAfterVgpu1CameHome(),
+                "Assemblies: 1, borrowed GPUs: 1",
+                "42   alice  n1    3      2      2=n3:1(holder 44 LOST)           released  2026-11-21T12:00:03.000Z",
+                "Borrowed GPUs now: 1",
+                "42   alice  n1    2,5         2     n3:1               44 LOST  2026-11-21T12:00:03.000Z  -      -");
+        assertTrue(table.lines().noneMatch(line -> line.contains("n2:3")), table);
+    }
+
+    /** {@code vgpu report}'s table of a tracker that knows {@code status} has a line starting with each of these. */
+    private String assertTableHasLines(StatusReport status, String... starts) {
+        Endpoint tracker = tracker(ReportJson.replyLines(Report.of(status)));
+
+        Run table = report("--tracker", tracker.toString());
+
+        assertEquals(0, table.status(), table.err());
+        for (String line : starts) {
             assertTrue(table.out().lines().anyMatch(each -> each.startsWith(line)), line + "\n---\n" + table.out());
         }
+        return table.out();
     }
 
     @Test

@@ -27,6 +27,15 @@ class TrackerMetricsTest {
     private final TrackerMetrics metrics = new TrackerMetrics(status::get);
 
     @Test
+    void aVgpuThatMovedHomeIsNoLongerABorrowedGpu() throws Exception {
+        status.set(SampleStatus.reportAfterVgpu1CameHome());
+        try (HTTPServer server = metrics.serve(new Endpoint("127.0.0.1", 0))) {
+            String text = scrape(server.getPort());
+            assertTrue(text.lines().anyMatch("vgpu_borrowed_gpus 1.0"::equals), text);
+        }
+    }
+
+    @Test
     void aScrapeShowsTheTrackersStateAndTheMigrationsReportedToIt() throws Exception {
         metrics.migrationFinished("home", "done", 0.18);
         metrics.migrationFinished("home", "done", 2.0);

@@ -145,12 +145,26 @@ final class SlurmTestbed implements AutoCloseable {
         System.out.print(outcome.output());
     }
 
+    /**
+     * Runs testbed/story.sh (README's first command), which brings up a testbed of its own in this one's
+     * directory and ports, tells its story and tears it down; instead of {@link #up()}. Fails with its output
+     * unless it exited 0; returns that output.
+     */
+    String assertStoryPasses() throws Exception {
+        // The directory fresh() reserved goes: story.sh makes it anew, as up.sh does.
+        run("down.sh");
+        Outcome story = run("../story.sh");
+        assertEquals(0, story.status(), "story.sh failed:\n" + story.output());
+        System.out.print(story.output());
+        return story.output();
+    }
+
     /** Runs one script; an interrupt while it runs is an InterruptedIOException, so close() need not throw one. */
     private Outcome run(String script, String... args) throws IOException {
         List<String> command = new ArrayList<>(List.of(SCRIPTS.resolve(script).toString()));
         command.addAll(Arrays.asList(args));
         // Output goes to a file, not a pipe: daemons that up.sh starts inherit it and would hold a pipe open.
-        Path log = Files.createTempFile("vgpu-testbed-" + script, ".log");
+        Path log = Files.createTempFile("vgpu-testbed-" + Path.of(script).getFileName(), ".log");
         try {
             ProcessBuilder builder =
                     new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile());
