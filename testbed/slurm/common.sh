@@ -138,6 +138,19 @@ fill_leaving_one_idle_gpu() {
     done
 }
 
+# end_fill_beside NODE LENDER: cancels the filler (of fill_leaving_one_idle_gpu) of the node that is neither
+# NODE nor LENDER, so that it can lend again, and prints that node's name.
+end_fill_beside() {
+    local fill fill_node
+    for fill in "${FILL_JOBS[@]}"; do
+        fill_node=$(job_field "$fill" NodeList)
+        if [ "$fill_node" != "$1" ] && [ "$fill_node" != "$2" ]; then
+            slurm scancel "$fill"
+            echo "$fill_node"
+        fi
+    done
+}
+
 # capture_slurm_views DIR: what the tracker parses, as Slurm prints it now.
 capture_slurm_views() {
     local dir=$1

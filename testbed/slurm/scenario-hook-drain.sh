@@ -19,11 +19,7 @@ expect_state "$job" RUNNING 60
 node=$(job_field "$job" NodeList)
 sleep 5 # the agent's first report
 lender=$(tracker_request status | grep "^assembly job=$job " | grep -o ' lend=1/[^/]*' | cut -d/ -f2)
-other=
-for fill in "${FILL_JOBS[@]}"; do
-    fill_node=$(job_field "$fill" NodeList)
-    if [ "$fill_node" != "$node" ] && [ "$fill_node" != "$lender" ]; then other=$fill_node; slurm scancel "$fill"; fi
-done
+other=$(end_fill_beside "$node" "$lender")
 sleep 2 # Slurm frees the filler's GPUs
 drained=$("$VGPU" drain --config "$config" "$lender") || die "vgpu drain $lender: $drained"
 say "vgpu drain $lender: $drained"

@@ -37,6 +37,13 @@ public sealed interface Answer {
     /** Taken: a {@code done}, or a worker's announcement. */
     record Accepted() implements Answer {}
 
+    /** A leaving worker's vGPU moves away, as {@code what} says: the worker serves its session until it ends. */
+    record Evacuating(String what) implements Answer {
+        public Evacuating {
+            Objects.requireNonNull(what, "what");
+        }
+    }
+
     /** Not ready yet; the bridge asks again. */
     record NotYet(String reason) implements Answer {
         public NotYet {

@@ -43,19 +43,26 @@ public record StatusReport(
      * @param localGpus   the job's GPU indices on its node as Slurm allocated them; empty until the job runs
      * @param forwarded   what each borrowed vGPU (by index) forwarded to its lender, as the job's agent last
      *                    reported; a vGPU without an entry has not been reported yet
+     * @param lostVgpus   why each borrowed vGPU (by index) that dies with its cancelled holder is lost (no evacuation
+     *                    could move it); empty for the others
      */
     public record Live(
-            Assembly assembly, List<Long> lostHolders, List<Integer> localGpus, Map<Integer, Forwarded> forwarded) {
+            Assembly assembly,
+            List<Long> lostHolders,
+            List<Integer> localGpus,
+            Map<Integer, Forwarded> forwarded,
+            Map<Integer, String> lostVgpus) {
         public Live {
             Objects.requireNonNull(assembly, "assembly");
             lostHolders = List.copyOf(lostHolders);
             localGpus = List.copyOf(localGpus);
             forwarded = Map.copyOf(forwarded);
+            lostVgpus = Map.copyOf(lostVgpus);
         }
 
         /** An assembly of which nothing beyond the ledger's record is known. */
         public static Live of(Assembly assembly) {
-            return new Live(assembly, List.of(), List.of(), Map.of());
+            return new Live(assembly, List.of(), List.of(), Map.of(), Map.of());
         }
     }
 

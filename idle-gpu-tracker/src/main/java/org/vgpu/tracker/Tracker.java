@@ -146,6 +146,13 @@ public final class Tracker {
     private final Map<String, Long> endedTotals = new TreeMap<>();
     /** Holders of live assemblies that Slurm shows ended: those GPUs are no longer kept. Guarded by {@link #lock}. */
     private final Set<Long> lostHolders = new HashSet<>();
+    /**
+     * Holders whose worker left and whose vGPU is being evacuated: their end is expected, not a loss (an evacuation
+     * that fails says so itself); guarded by {@link #lock}.
+     */
+    private final Set<Long> evacuatedHolders = new HashSet<>();
+    /** Why each vGPU that dies with its cancelled holder is lost, by job and vGPU; guarded by {@link #lock}. */
+    private final Map<Long, Map<Integer, String>> lostVgpus = new HashMap<>();
     /** Holders this tracker cancelled, which Slurm may still list as active for a moment. Guarded by {@link #lock}. */
     private final Set<Long> cancelledHolders = new HashSet<>();
 
@@ -195,6 +202,7 @@ public final class Tracker {
                         return site.lendPartition();
                     }
                 });
+        this.hook.onLost(this::lost);
     }
 
     /** One look at Slurm and everything that follows from it (see the class comment). */
@@ -297,13 +305,9 @@ public final class Tracker {
      * and the job's assembly is waiting for that vGPU's worker.
      */
     public Answer worker(long job, int vgpu, Endpoint endpoint, String workerId, String proof) {
-        try {
-            SessionToken token = new TokenVerifier(key, workerId, clock).verify(proof, vgpu);
-            if (!token.jobId().equals(Long.toString(job))) {
-                return new Answer.Refused("the proof is for job " + token.jobId() + ", not " + job);
-            }
-        } catch (VgpuFailure e) {
-            return new Answer.Unauthenticated(e.detail());
+        Optional<Answer> refused = proofRefusal(job, vgpu, workerId, proof);
+        if (refused.isPresent()) {
+            return refused.get();
         }
         synchronized (lock) {
             Optional<Assembly> assembly = ledger.assembly(job);
@@ -325,6 +329,86 @@ public final class Tracker {
         }
         LOG.info("job {}: worker {} at {} serves vGPU {}", job, workerId, endpoint, vgpu);
         return new Answer.Accepted();
+    }
+
+    /**
+     * Why a worker's request is refused: its proof must be a token for exactly that job, vGPU and worker, signed with
+     * the site key (HolderAnnouncement); empty when it is.
+     */
+    private Optional<Answer> proofRefusal(long job, int vgpu, String workerId, String proof) {
+        try {
+            SessionToken token = new TokenVerifier(key, workerId, clock).verify(proof, vgpu);
+            if (!token.jobId().equals(Long.toString(job))) {
+                return Optional.of(new Answer.Refused("the proof is for job " + token.jobId() + ", not " + job));
+            }
+            return Optional.empty();
+        } catch (VgpuFailure e) {
+            return Optional.of(new Answer.Unauthenticated(e.detail()));
+        }
+    }
+
+    /**
+     * A holder's worker leaving ({@code worker-leaving JOB VGPU WORKER-ID PROOF}, authenticated as {@code worker}):
+     * its holder job is being cancelled, by an admin's {@code scancel} or Slurm. Its vGPU is evacuated at once
+     * ({@link MigrationHook#evacuate}; Slurm is read once, outside the lock); when nothing can take it, the job is
+     * told (its comment), the log says so at ERROR and the report shows the vGPU lost with why.
+     *
+     * @return accepted with what moves where (the worker serves its session until it ends), or refused with why
+     *         nothing moves (the worker may end at once)
+     */
+    public Answer workerLeaving(long job, int vgpu, String workerId, String proof) {
+        Optional<Answer> refused = proofRefusal(job, vgpu, workerId, proof);
+        if (refused.isPresent()) {
+            return refused.get();
+        }
+        String notServed = "worker " + workerId + " does not serve vGPU " + vgpu + " of job " + job
+                + " (the assembly ended, or the vGPU moved away already)";
+        synchronized (lock) {
+            // A holder the tracker cancelled itself (the job ended, the vGPU moved) is answered without asking Slurm.
+            if (servedBy(job, vgpu, workerId).isEmpty()) {
+                return new Answer.Refused(notServed);
+            }
+        }
+        SlurmInventory inventory = slurm.inventory();
+        synchronized (lock) {
+            Optional<Lend> lend = servedBy(job, vgpu, workerId);
+            if (lend.isEmpty()) {
+                return new Answer.Refused(notServed);
+            }
+            long holder = lend.get().holder().orElse(-1);
+            LOG.warn(
+                    "job {}: worker {} of vGPU {} is leaving (holder {} is being cancelled): evacuating the vGPU",
+                    job,
+                    workerId,
+                    vgpu,
+                    holder);
+            MigrationHook.Reply reply = hook.evacuate(job, vgpu, holder, inventory, clock.instant());
+            if (reply.ok()) {
+                evacuatedHolders.add(holder);
+            }
+            return reply.ok() ? new Answer.Evacuating(reply.text()) : new Answer.Refused(reply.text());
+        }
+    }
+
+    /** The lend of vGPU {@code vgpu} of job {@code job} when worker {@code workerId} serves it now; guarded by lock. */
+    private Optional<Lend> servedBy(long job, int vgpu, String workerId) {
+        return ledger.assembly(job)
+                .flatMap(assembly -> assembly.lends().stream()
+                        .filter(lend -> lend.vgpu() == vgpu)
+                        .findFirst())
+                .filter(lend -> !lend.home() && lend.workerId().equals(Optional.of(workerId)));
+    }
+
+    /** A vGPU that dies with its holder: the job's comment, the log at ERROR, the report; guarded by {@link #lock}. */
+    private void lost(MigrationHook.Lost lost) {
+        ledger.assembly(lost.job())
+                .flatMap(assembly -> assembly.lends().stream()
+                        .filter(lend -> lend.vgpu() == lost.vgpu())
+                        .findFirst())
+                .ifPresent(lend -> lend.holder().ifPresent(evacuatedHolders::remove));
+        lostVgpus.computeIfAbsent(lost.job(), ignored -> new HashMap<>()).put(lost.vgpu(), lost.reason());
+        LOG.error("job {}: vGPU {} is lost: {}", lost.job(), lost.vgpu(), lost.reason());
+        comment(lost.job(), "vGPU " + lost.vgpu() + " LOST: " + lost.reason());
     }
 
     /** Who owns a job: from its assembly, else from Slurm; empty when neither knows the job. */
@@ -480,7 +564,8 @@ public final class Tracker {
                             lastLook.job(assembly.job())
                                     .map(job -> job.gpuIndicesOn(assembly.node()))
                                     .orElse(List.of()),
-                            forwarded(assembly.job())))
+                            forwarded(assembly.job()),
+                            lostVgpus.getOrDefault(assembly.job(), Map.of())))
                     .toList();
             List<StatusReport.Migration> migrations = hook.moves().stream()
                     .map(move -> new StatusReport.Migration(
@@ -541,6 +626,8 @@ public final class Tracker {
         cancelHolders(assembly);
         ledger.forget(assembly.job(), why);
         lostHolders.removeAll(assembly.holders());
+        evacuatedHolders.removeAll(assembly.holders());
+        lostVgpus.remove(assembly.job());
         remember(new StatusReport.Ended(
                 assembly.job(),
                 assembly.user(),
@@ -684,7 +771,7 @@ public final class Tracker {
             Optional<SlurmJob> job = inventory.job(holder);
             boolean running =
                     job.isPresent() && ACTIVE_STATES.contains(job.get().state());
-            if (!running && lostHolders.add(holder)) {
+            if (!running && !evacuatedHolders.contains(holder) && lostHolders.add(holder)) {
                 LOG.error(
                         "job {}: holder job {} has ended ({}); Slurm no longer keeps that borrowed GPU for it",
                         assembly.job(),

@@ -45,6 +45,8 @@ import org.vgpu.tracker.ledger.Ledger;
 import org.vgpu.tracker.ledger.Lend;
 import org.vgpu.tracker.ledger.Migration;
 import org.vgpu.tracker.ledger.MigrationOutcome;
+import org.vgpu.tracker.report.Report;
+import org.vgpu.tracker.report.ReportTable;
 import org.vgpu.tracker.server.MungeVerifier;
 import org.vgpu.tracker.server.TrackerProtocol;
 
@@ -619,6 +621,116 @@ class MigrationHookTest {
     private static String credential(String sender, String payload) {
         return Base64.getEncoder()
                 .encodeToString(("UID: " + sender + "\n\n" + payload + "\n").getBytes(StandardCharsets.US_ASCII));
+    }
+
+    // ------------------------------------------------------------------ a holder cancelled under its worker
+
+    @Test
+    void aLeavingWorkersVgpuIsEvacuatedHomeAtOnceEvenWithTheHookPaused() {
+        Tracker tracker = tracker();
+        tracker.pauseHook(true, "root");
+        long lender1 = lend(1).holder().getAsLong();
+        endFillerOfN1();
+        Answer answer = leaving(tracker, 1);
+        assertEquals(
+                "ok migration " + onlyMigration().id() + " started: vGPU 1 of job " + job + " moves home to n1",
+                TrackerProtocol.line(answer));
+        assertEquals("admin", onlyMigration().by());
+        assertEquals(Migration.Phase.CLAIMING, onlyMigration().phase());
+
+        slurm.setState(lender1, "CANCELLED"); // scancel: Slurm shows it ended while its worker still serves
+        slurm.schedule();
+        tracker.tick();
+        assertTrue(
+                TrackerProtocol.lines(tracker.status()).stream().noneMatch(line -> line.startsWith("lost ")),
+                "a holder whose vGPU is being evacuated is not lost: " + TrackerProtocol.lines(tracker.status()));
+        AgentChannel.Migrate command = takenCommand(tracker);
+        tracker.agentDone(new AgentChannel.Done(credential(1), command.id(), new AgentChannel.Succeeded(12, 1024)));
+        assertTrue(lend(1).home(), "the vGPU runs on a GPU of its own node");
+        assertTrue(slurm.actions.contains("cancel " + lender1), slurm.actions.toString());
+        assertTrue(slurm.actions.stream().noneMatch(action -> action.contains("LOST")), slurm.actions.toString());
+        assertTrue(Report.of(tracker.status()).borrowed().stream().allMatch(row -> row.lostReason() == null));
+    }
+
+    @Test
+    void aLeavingWorkerWhoseVgpuNothingCanTakeLosesItAndTheJobIsTold() {
+        Tracker tracker = tracker();
+        long lender1 = lend(1).holder().getAsLong();
+        Answer answer = leaving(tracker, 1);
+        String why = "its holder " + lender1 + " is being cancelled and it cannot be evacuated: node n1 has no free"
+                + " GPU for vGPU 1 of job " + job + " now, and no other node can lend a GPU";
+        assertEquals("error node n1 has no free GPU for vGPU 1 of job " + job + " now", TrackerProtocol.line(answer));
+        assertTrue(ledger.migrations().isEmpty());
+        assertTrue(
+                slurm.actions.contains("comment " + job + " " + "vgpu: " + "vGPU 1 LOST: " + why),
+                slurm.actions.toString());
+        Report.BorrowedRow row = Report.of(tracker.status()).borrowed().stream()
+                .filter(borrowed -> borrowed.vgpu() == 1)
+                .findFirst()
+                .orElseThrow();
+        assertEquals(why, row.lostReason());
+        assertTrue(ReportTable.write(Report.of(tracker.status())).contains(lender1 + " LOST: " + why));
+        assertTrue(Report.of(tracker.status()).borrowed().stream()
+                .filter(borrowed -> borrowed.vgpu() == 2)
+                .allMatch(borrowed -> borrowed.lostReason() == null));
+    }
+
+    @Test
+    void aLeavingWorkersVgpuGoesToAnotherLenderAndIsToldLostWhenThatMoveFails() {
+        Tracker tracker = tracker();
+        slurm.setState(fillers.get(2), "COMPLETED"); // n3 can lend again; n1, the job's node, stays full
+        Answer answer = leaving(tracker, 1);
+        assertEquals(
+                "ok migration " + onlyMigration().id() + " started: vGPU 1 of job " + job + " moves from n2 to n3",
+                TrackerProtocol.line(answer));
+        assertTrue(onlyMigration().remote());
+
+        slurm.schedule();
+        now = now.plus(BOUNDS.grantTimeout()).plusSeconds(1);
+        tracker.tick(); // the new holder's worker never announced itself
+        assertTrue(ledger.migrations().isEmpty());
+        assertTrue(
+                slurm.actions.stream()
+                        .anyMatch(action -> action.startsWith("comment " + job + " ")
+                                && action.contains("vGPU 1 LOST: its holder is being cancelled and its evacuation"
+                                        + " (migration ")
+                                && action.contains("did not start within 30 s")),
+                slurm.actions.toString());
+    }
+
+    @Test
+    void onlyTheWorkerOfTheLendWithItsProofMayLeave() {
+        Tracker tracker = tracker();
+        endFillerOfN1();
+        String other = workerId(lend(2));
+        assertEquals(
+                "error worker " + other + " does not serve vGPU 1 of job " + job
+                        + " (the assembly ended, or the vGPU moved away already)",
+                TrackerProtocol.line(tracker.workerLeaving(
+                        job, 1, other, key.issuer().issue(Long.toString(job), 1, other, Duration.ofMinutes(1)))));
+        String mine = workerId(lend(1));
+        assertTrue(TrackerProtocol.line(tracker.workerLeaving(
+                        job, 1, mine, key.issuer().issue(Long.toString(job), 2, mine, Duration.ofMinutes(1))))
+                .startsWith("error unauthenticated: "));
+        assertTrue(ledger.migrations().isEmpty(), "nothing moved");
+
+        TrackerProtocol protocol = new TrackerProtocol(tracker, () -> {}, 4096, Optional.empty(), Set.of());
+        assertEquals(
+                "error usage: worker-leaving <job> <vgpu> <worker-id> <proof>",
+                protocol.answer(new BoundedLineReader.Line("worker-leaving " + job + " 1", false), "127.0.0.1")
+                        .getFirst());
+        String proof = key.issuer().issue(Long.toString(job), 1, mine, Duration.ofMinutes(1));
+        assertTrue(protocol.answer(
+                        new BoundedLineReader.Line("worker-leaving " + job + " 1 " + mine + " " + proof, false),
+                        "127.0.0.1")
+                .getFirst()
+                .startsWith("ok migration "));
+    }
+
+    private Answer leaving(Tracker tracker, int vgpu) {
+        String id = workerId(lend(vgpu));
+        return tracker.workerLeaving(
+                job, vgpu, id, key.issuer().issue(Long.toString(job), vgpu, id, Duration.ofMinutes(1)));
     }
 
     // ------------------------------------------------------------------ helpers

@@ -58,7 +58,11 @@ public final class SampleStatus {
         return new StatusReport(
                 NOW,
                 List.of(new StatusReport.Live(
-                        assembly, List.of(44L), List.of(5), Map.of(1, new StatusReport.Forwarded(1200, 987_654)))),
+                        assembly,
+                        List.of(44L),
+                        List.of(5),
+                        Map.of(1, new StatusReport.Forwarded(1200, 987_654)),
+                        Map.of())),
                 List.of(new StatusReport.Migration(
                         7,
                         41,

@@ -14,6 +14,7 @@ import java.util.stream.Stream;
 
 import org.vgpu.common.contract.BridgeContract;
 import org.vgpu.common.error.IoReasons;
+import org.vgpu.runtime.DeferredNativeBackend;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.GpuBackend;
 import org.vgpu.runtime.api.VgpuException;
@@ -70,6 +71,12 @@ final class CudaOrdinals {
      * @throws VgpuException CUDA_ERROR_INVALID_DEVICE saying why no ordinal of this process is that GPU
      */
     synchronized int ordinalOf(int nodeGpu) {
+        if (!backend.isEmulation() && backend.deviceCount() == 0) {
+            // A deferred native backend whose driver sees no GPU yet (DeferredNativeBackend): the grant's cgroup
+            // admission has not happened, so no ordinal can be found, whatever the environment says.
+            throw invalidDevice("GPU " + nodeGpu + " of this node cannot be driven: "
+                    + DeferredNativeBackend.NONE_ADMITTED + " (the " + backend.name() + " backend sees no device)");
+        }
         if (!backend.isEmulation()
                 && backend.deviceCount() > 0
                 && backend.pciBusId(0).isPresent()) {

@@ -27,6 +27,7 @@ import org.vgpu.migration.FaultPoint;
 import org.vgpu.migration.MigratableGpu;
 import org.vgpu.migration.MigrationFaults;
 import org.vgpu.runtime.Backends;
+import org.vgpu.runtime.DeferredNativeBackend;
 import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.GpuBackend;
 import org.vgpu.runtime.api.VgpuException;
@@ -91,7 +92,8 @@ public final class RunCommand implements Subcommand {
                         .hasArg()
                         .argName("NAME")
                         .desc("how local GPUs are driven: auto, native or emulated (default auto: native where this"
-                                + " machine has a CUDA driver, else the CPU emulation)")
+                                + " machine has a CUDA driver, even when it admits no GPU to the job yet, else the CPU"
+                                + " emulation)")
                         .get())
                 .addOption(Option.builder()
                         .longOpt("emulated-gpus")
@@ -159,7 +161,7 @@ public final class RunCommand implements Subcommand {
         testFault.ifPresent(point -> err.println(TestMigrationFault.warning(point)));
         printAssembly(assembly, out);
 
-        GpuBackend local = Backends.open(backendName, emulatedGpus);
+        GpuBackend local = Backends.forJob(backendName, emulatedGpus);
         try (JobVgpus job = JobVgpus.open(
                 assembly,
                 CudaOrdinals.of(environment, local),
@@ -206,6 +208,10 @@ public final class RunCommand implements Subcommand {
     }
 
     private static void printVgpus(JobVgpus job, String backendName, PrintStream out) {
+        if (job.local() instanceof DeferredNativeBackend deferred && !deferred.loaded()) {
+            out.println("local backend native, deferred: the NVIDIA driver sees no GPU of this node yet; a GPU the"
+                    + " tracker grants is driven natively once the job's device cgroup admits it");
+        }
         if (job.local().isEmulation()) {
             out.println(
                     "local backend emulated" + (backendName.equals(Backends.AUTO) ? " (auto: no CUDA GPU here)" : "")

@@ -140,6 +140,20 @@ class CudaOrdinalsTest {
     }
 
     @Test
+    void aNativeBackendThatSeesNoGpuYetSaysNoneIsAdmittedWhateverTheEnvironmentSays() throws IOException {
+        fourGpus();
+        for (Optional<String> visible : List.of(Optional.<String>empty(), Optional.of("0,1,2,3"))) {
+            VgpuException e =
+                    assertThrows(VgpuException.class, () -> new CudaOrdinals(visible, gpusAt(), proc).ordinalOf(2));
+            assertEquals(ErrorCode.CUDA_ERROR_INVALID_DEVICE, e.code());
+            assertEquals(
+                    "GPU 2 of this node cannot be driven: no GPU of this node is admitted to this job yet (the native"
+                            + " backend sees no device)",
+                    e.detail());
+        }
+    }
+
+    @Test
     void aDriverDirectoryWithoutMinorsFallsBackToThePosition() throws IOException {
         Files.createDirectories(proc.resolve("0000:1b:00.0"));
         Files.writeString(proc.resolve("0000:1b:00.0").resolve("information"), "Model: something else\n");

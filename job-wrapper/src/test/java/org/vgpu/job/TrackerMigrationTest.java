@@ -2,6 +2,7 @@ package org.vgpu.job;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -16,6 +17,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Predicate;
 import java.util.regex.Pattern;
 
@@ -30,6 +32,8 @@ import org.vgpu.migration.MigratableGpu;
 import org.vgpu.migration.MigrationFaults;
 import org.vgpu.migration.MigrationReport;
 import org.vgpu.migration.MigrationTarget;
+import org.vgpu.runtime.DeferredNativeBackend;
+import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.emulated.EmulatedBackend;
 import org.vgpu.runtime.kernels.TestKernels;
@@ -195,6 +199,66 @@ class TrackerMigrationTest {
             int polled = tracker.polls.size();
             Thread.sleep(600);
             assertEquals(polled, tracker.polls.size(), "closing the job's vGPUs stops the polling");
+        }
+    }
+
+    @Test
+    void aJobThatStartedWithNoGpuAdmittedDrivesTheGrantedGpuOnceTheDriverSeesIt() throws Exception {
+        List<MigrationReport> reports = new CopyOnWriteArrayList<>();
+        AtomicBoolean admitted = new AtomicBoolean();
+        // the native loader's stand-in: no device until the grant's cgroup admission, then the node's GPUs
+        DeferredNativeBackend local = new DeferredNativeBackend(
+                () -> {
+                    if (!admitted.get()) {
+                        throw new VgpuException(ErrorCode.VGPU_BACKEND_UNAVAILABLE, "every GPU refused (stand-in)");
+                    }
+                    return new EmulatedBackend(4, 1L << 30, TestKernels.twins());
+                },
+                "every GPU refused (stand-in)");
+        try (LentWorkers lenders = new LentWorkers();
+                FakeTracker tracker = new FakeTracker();
+                Arena arena = Arena.ofConfined()) {
+            LentWorkers.Lend lend = lenders.lend(0, 0);
+            Map<String, String> environment = new HashMap<>();
+            environment.put("VGPU_COUNT", "1");
+            environment.put("VGPU_ASSEMBLY", lend.assemblyEntry());
+            environment.put("VGPU_LOCAL_GPUS", "");
+            environment.put("VGPU_REMOTE", lend.remoteEntry());
+            environment.put("VGPU_AGENT_SOCKET", directory.resolve("agent.sock").toString());
+            environment.put("VGPU_NODE", "n1");
+            environment.put("VGPU_TRACKER", tracker.address());
+            environment.put("SLURM_JOB_ID", LentWorkers.JOB);
+            JobAssembly assembly = JobAssembly.fromEnvironment(environment).orElseThrow();
+            try (JobVgpus job = JobVgpus.open(
+                    assembly,
+                    new CudaOrdinals(Optional.empty(), local, directory),
+                    local,
+                    RemoteConfig.defaults(),
+                    reports::add)) {
+                MigratableGpu borrowed = job.vgpus().getFirst();
+                MigrationSegments data = MigrationSegments.pattern(arena);
+                long address = borrowed.memAlloc(BYTES);
+                borrowed.memcpyHtoD(address, data.written(), BYTES);
+                assertFalse(local.loaded(), "no GPU admitted at the start");
+
+                // granted but not yet admitted by the cgroup: the move fails saying so, the vGPU stays remote
+                tracker.send((poll, nonce) -> AgentChannel.Migrate.signed(
+                        poll.credential().token(), nonce, 1, 0, new AgentChannel.LocalGpu(2)));
+                AgentChannel.Failed early = assertInstanceOf(
+                        AgentChannel.Failed.class, tracker.nextDone().outcome());
+                assertTrue(early.reason().contains("no GPU of this node is admitted to this job yet"), early.reason());
+                assertEquals(new MigrationTarget.RemoteWorker(Endpoint.parse(lend.endpoint())), borrowed.placement());
+
+                admitted.set(true);
+                tracker.send((poll, nonce) -> AgentChannel.Migrate.signed(
+                        poll.credential().token(), nonce, 2, 0, new AgentChannel.LocalGpu(2)));
+                assertInstanceOf(
+                        AgentChannel.Succeeded.class, tracker.nextDone().outcome());
+                assertTrue(local.loaded());
+                assertEquals(new MigrationTarget.LocalGpu(2), borrowed.placement());
+                borrowed.memcpyDtoH(data.read(), address, BYTES);
+                assertArrayEquals(data.expected(), data.read().toArray(ValueLayout.JAVA_BYTE), "the data came home");
+            }
         }
     }
 

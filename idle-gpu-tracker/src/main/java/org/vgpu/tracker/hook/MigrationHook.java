@@ -129,8 +129,12 @@ public final class MigrationHook {
     /** The free GPUs of each job's node at the hook's last look: a newly freed one asks the agent for fresh figures. */
     private final Map<Long, Set<Integer>> freeSeen = new HashMap<>();
 
+    /** Migrations that evacuate a vGPU from a holder being cancelled: one that fails loses the vGPU. */
+    private final Set<Long> evacuations = new HashSet<>();
+
     private boolean paused;
     private Consumer<MoveRecord> onEnded = move -> {};
+    private Consumer<Lost> lost = vgpu -> {};
 
     /**
      * @param holderCancelled told of every holder this hook cancels, so the tracker does not take it for lost or
@@ -241,6 +245,7 @@ public final class MigrationHook {
         List<Long> grants = new ArrayList<>();
         for (Migration migration : ledger.migrations()) {
             if (migration.job() == job) {
+                evacuations.remove(migration.id());
                 migration.grant().ifPresent(grants::add);
                 remember(migration.id(), move -> move.endedAt(now, "gave-up", 0, 0, "the job ended"));
             }
@@ -505,12 +510,7 @@ public final class MigrationHook {
                 if (lend.home() || !lend.node().equals(node) || assembly.phase() != Assembly.Phase.RELEASED) {
                     continue;
                 }
-                // Home when the job's node has a free GPU, else to the nearest lender that can take it.
-                Optional<String> target = freeGpus(inventory, assembly.node()).isEmpty()
-                        ? nearestLender(inventory, assembly.node(), node, started.size())
-                        : Optional.empty();
-                Reply reply =
-                        migrate(assembly.job(), lend.vgpu(), target, inventory, now, who + " (drain " + node + ")");
+                Reply reply = moveAway(assembly, lend, inventory, now, who + " (drain " + node + ")", started.size());
                 (reply.ok() ? started : staying)
                         .add("job " + assembly.job() + " vGPU " + lend.vgpu() + ": " + reply.text());
             }
@@ -522,6 +522,73 @@ public final class MigrationHook {
         all.addAll(staying);
         String summary = started.size() + " moving, " + staying.size() + " staying: " + String.join("; ", all);
         return started.isEmpty() ? Reply.refused("nothing moves off " + node + ": " + summary) : Reply.ok(summary);
+    }
+
+    /**
+     * A holder's worker leaving: its holder job is being cancelled ({@code scancel} sends the worker SIGTERM, and
+     * Slurm waits KillWait before SIGKILL), so its vGPU moves away at once as {@link #drain} would move it (home when
+     * the job's node has a free GPU, else to the nearest other lender), whatever the policy, a pause or a cooldown
+     * say. When nothing can take it, the vGPU is lost with its holder: {@link #onLost} is told why, as it is when
+     * the evacuation started but does not succeed.
+     *
+     * @return the move started (or already under way), or refused with why nothing moves the vGPU
+     */
+    public Reply evacuate(long job, int vgpu, long holder, SlurmInventory inventory, Instant now) {
+        Optional<Assembly> assembly = ledger.assembly(job);
+        Optional<Lend> lend = assembly.flatMap(current -> lend(current, vgpu));
+        if (assembly.isEmpty() || lend.isEmpty()) {
+            return Reply.refused("job " + job + " has no borrowed vGPU " + vgpu);
+        }
+        Optional<Migration> under = ledger.migrations().stream()
+                .filter(migration -> migration.job() == job && migration.vgpu() == vgpu)
+                .findFirst();
+        if (under.isPresent()) {
+            evacuations.add(under.get().id());
+            return Reply.ok(
+                    "migration " + under.get().id() + " of vGPU " + vgpu + " of job " + job + " is under way already");
+        }
+        Reply reply = moveAway(assembly.get(), lend.get(), inventory, now, "the cancel of holder " + holder, 0);
+        if (reply.ok()) {
+            ledger.migrations().stream()
+                    .filter(migration -> migration.job() == job && migration.vgpu() == vgpu)
+                    .forEach(migration -> evacuations.add(migration.id()));
+        } else {
+            boolean noLender = freeGpus(inventory, assembly.get().node()).isEmpty();
+            lost.accept(new Lost(
+                    job,
+                    vgpu,
+                    "its holder " + holder + " is being cancelled and it cannot be evacuated: " + reply.text()
+                            + (noLender ? ", and no other node can lend a GPU" : "")));
+        }
+        return reply;
+    }
+
+    /** A borrowed vGPU that dies with its cancelled holder, and why: the tracker tells the job, its log and report. */
+    public record Lost(long job, int vgpu, String reason) {}
+
+    /** Told of every vGPU an evacuation cannot save, under the tracker's lock: it must not block. */
+    public void onLost(Consumer<Lost> listener) {
+        lost = Objects.requireNonNull(listener, "listener");
+    }
+
+    /** Moves {@code lend} off its lender: home when the job's node has a free GPU, else to the nearest other lender. */
+    private Reply moveAway(
+            Assembly assembly, Lend lend, SlurmInventory inventory, Instant now, String who, int takenLenders) {
+        Optional<String> target = freeGpus(inventory, assembly.node()).isEmpty()
+                ? nearestLender(inventory, assembly.node(), lend.node(), takenLenders)
+                : Optional.empty();
+        return migrate(assembly.job(), lend.vgpu(), target, inventory, now, who);
+    }
+
+    /** An evacuation that ended without moving its vGPU: the vGPU dies with its holder. */
+    private void evacuationFailed(Migration migration, String why) {
+        if (evacuations.remove(migration.id())) {
+            lost.accept(new Lost(
+                    migration.job(),
+                    migration.vgpu(),
+                    "its holder is being cancelled and its evacuation (migration " + migration.id() + ") failed: "
+                            + why));
+        }
     }
 
     // ------------------------------------------------------------------ steps
@@ -713,6 +780,7 @@ public final class MigrationHook {
         ledger.record(assembly.withLend(moved));
         ledger.finish(new MigrationOutcome(
                 migration.id(), migration.job(), migration.vgpu(), MigrationOutcome.Result.OK, blockedMs, bytes, now));
+        evacuations.remove(migration.id());
         lend.holder().ifPresent(holder -> cancel(List.of(holder)));
         // Its counters were the remote's: the agent's next poll says what runs where now.
         reports.getOrDefault(migration.job(), new HashMap<>()).remove(migration.vgpu());
@@ -734,6 +802,7 @@ public final class MigrationHook {
     }
 
     private void fail(Migration migration, Instant now, String why) {
+        evacuationFailed(migration, why);
         mailbox.withdraw(migration.job(), migration.id());
         migration.grant().ifPresent(grant -> cancel(List.of(grant)));
         ledger.finish(new MigrationOutcome(
@@ -749,6 +818,7 @@ public final class MigrationHook {
     }
 
     private void giveUp(Migration migration, Instant now, String why) {
+        evacuationFailed(migration, why);
         mailbox.withdraw(migration.job(), migration.id());
         ledger.finish(new MigrationOutcome(
                 migration.id(), migration.job(), migration.vgpu(), MigrationOutcome.Result.GAVE_UP, 0, 0, now));

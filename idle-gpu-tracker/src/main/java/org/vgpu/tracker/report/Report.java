@@ -83,7 +83,8 @@ public record Report(
      * One GPU borrowed now: job {@code job} of {@code user} runs on {@code node} (its own GPUs there:
      * {@code localGpus}) and uses GPU {@code lenderGpu} of {@code lenderNode} as its vGPU {@code vgpu},
      * kept by holder job {@code holder} (lost: Slurm shows the holder ended) and served by {@code worker},
-     * since {@code since}; {@code forwardedCalls} and {@code forwardedBytes} as the job's agent last said.
+     * since {@code since}; {@code forwardedCalls} and {@code forwardedBytes} as the job's agent last said;
+     * {@code lostReason}: why the vGPU dies with its cancelled holder (no evacuation could move it), else null.
      */
     public record BorrowedRow(
             long job,
@@ -98,7 +99,8 @@ public record Report(
             String worker,
             Instant since,
             Long forwardedCalls,
-            Long forwardedBytes) {
+            Long forwardedBytes,
+            String lostReason) {
         public BorrowedRow {
             localGpus = List.copyOf(localGpus);
         }
@@ -172,7 +174,8 @@ public record Report(
                         lend.worker().map(Object::toString).orElse(null),
                         assembly.released().orElse(assembly.planned()),
                         forwarded == null ? null : forwarded.calls(),
-                        forwarded == null ? null : forwarded.bytes()));
+                        forwarded == null ? null : forwarded.bytes(),
+                        live.lostVgpus().get(lend.vgpu())));
             }
         }
         return new Report(

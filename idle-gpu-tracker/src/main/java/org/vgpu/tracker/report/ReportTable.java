@@ -56,7 +56,7 @@ public final class ReportTable {
                     indices(lend.localGpus(), UNKNOWN),
                     Integer.toString(lend.vgpu()),
                     lend.lenderNode() + ":" + text(lend.lenderGpu()),
-                    text(lend.holder()) + (lend.holderLost() ? " LOST" : ""),
+                    text(lend.holder()) + lost(lend),
                     text(lend.since()),
                     text(lend.forwardedCalls()),
                     text(lend.forwardedBytes())));
@@ -120,7 +120,15 @@ public final class ReportTable {
     private static String borrowedCell(Report.BorrowedRow lend) {
         String holder = lend.holder() == null ? "not submitted" : Long.toString(lend.holder());
         return lend.vgpu() + "=" + lend.lenderNode() + ":" + (lend.lenderGpu() == null ? "?" : lend.lenderGpu())
-                + "(holder " + holder + (lend.holderLost() ? " LOST" : "") + ")";
+                + "(holder " + holder + lost(lend) + ")";
+    }
+
+    /** " LOST" when Slurm shows the holder ended, with why when the vGPU dies with a cancelled holder. */
+    private static String lost(Report.BorrowedRow lend) {
+        if (lend.lostReason() != null) {
+            return " LOST: " + lend.lostReason();
+        }
+        return lend.holderLost() ? " LOST" : "";
     }
 
     private static void section(StringBuilder out, String title, int count) {

@@ -16,6 +16,7 @@ import static org.vgpu.common.contract.BridgeContract.REQUEST_ASSEMBLY;
 import static org.vgpu.common.contract.BridgeContract.REQUEST_DONE;
 import static org.vgpu.common.contract.BridgeContract.REQUEST_STATUS;
 import static org.vgpu.common.contract.BridgeContract.REQUEST_WORKER;
+import static org.vgpu.common.contract.BridgeContract.REQUEST_WORKER_LEAVING;
 import static org.vgpu.common.contract.BridgeContract.STATUS_JSON_LINE_WORD;
 import static org.vgpu.common.contract.BridgeContract.VGPUS_MAX;
 
@@ -50,8 +51,8 @@ import org.vgpu.tracker.report.ReportJson;
  * with the limits of limits.conf) plus {@code status} for shell scripts and {@code status json} for
  * {@code vgpu report} (the {@link Report} document, see {@link ReportJson}). The {@link Tracker}
  * decides and returns {@link Answer}s and a {@link StatusReport}; this class alone writes lines. The
- * requests are {@code assembly} and {@code done} (the bridge's), {@code worker} (a holder's worker,
- * see HolderAnnouncement) and {@code status}; contract/transcripts.txt shows what each is answered.
+ * requests are {@code assembly} and {@code done} (the bridge's), {@code worker} and {@code worker-leaving} (a
+ * holder's worker, see HolderAnnouncement) and {@code status}; contract/transcripts.txt shows what each is answered.
  * Anything else, a malformed field, or a request cut at the length limit gets one {@code error}
  * line and changes nothing. Replies are printable ASCII on one line each, whatever the request held.
  *
@@ -69,7 +70,8 @@ public final class TrackerProtocol implements LineService {
     static final String HOOK = "hook";
     static final String MIGRATION = "migration";
     static final String COMMANDS = REQUEST_ASSEMBLY + " <job> <node>, " + REQUEST_DONE + " <job> <node> <status>, "
-            + REQUEST_WORKER + " <job> <vgpu> <host:port> <worker-id> <proof>, " + REQUEST_STATUS + " ["
+            + REQUEST_WORKER + " <job> <vgpu> <host:port> <worker-id> <proof>, " + REQUEST_WORKER_LEAVING
+            + " <job> <vgpu> <worker-id> <proof>, " + REQUEST_STATUS + " ["
             + STATUS_JSON_LINE_WORD + "], " + AgentChannel.WORD + " " + AgentChannel.POLL + "|" + AgentChannel.DONE
             + " ..., " + MIGRATE + " <job> <vgpu> [<node>], " + DRAIN + " <node>, " + HOOK + " pause|resume, "
             + MIGRATION + " <id>";
@@ -159,6 +161,7 @@ public final class TrackerProtocol implements LineService {
             case REQUEST_ASSEMBLY -> List.of(assembly(words));
             case REQUEST_DONE -> List.of(done(words));
             case REQUEST_WORKER -> List.of(worker(words));
+            case REQUEST_WORKER_LEAVING -> List.of(workerLeaving(words));
             case AgentChannel.WORD -> List.of(agent(unsigned));
             case MIGRATE -> List.of(migrate(words, who));
             case DRAIN -> List.of(drain(words, who));
@@ -210,22 +213,47 @@ public final class TrackerProtocol implements LineService {
         if (words.length != 6) {
             return error("usage: " + REQUEST_WORKER + " <job> <vgpu> <host:port> <worker-id> <proof>");
         }
-        String problem = checkJob(words[1]);
+        String problem = checkJobVgpuAndWorker(words[1], words[2], words[4]);
         if (problem != null) {
             return error(problem);
-        }
-        if (!DECIMAL.matcher(words[2]).matches() || Long.parseLong(words[2]) >= VGPUS_MAX) {
-            return error("vgpu must be a vGPU index 0.." + (VGPUS_MAX - 1) + ", got '"
-                    + LineText.printable(words[2], MAX_ECHOED_CHARS) + "'");
         }
         Endpoint endpoint;
         try {
             endpoint = Endpoint.parse(words[3]);
-            SessionToken.requireId("worker id", words[4]);
         } catch (VgpuFailure e) {
             return error(e.detail());
         }
         return line(tracker.worker(Long.parseLong(words[1]), Integer.parseInt(words[2]), endpoint, words[4], words[5]));
+    }
+
+    /** A holder's worker whose holder is being cancelled: see {@link Tracker#workerLeaving}. */
+    private String workerLeaving(String[] words) {
+        if (words.length != 5) {
+            return error("usage: " + REQUEST_WORKER_LEAVING + " <job> <vgpu> <worker-id> <proof>");
+        }
+        String problem = checkJobVgpuAndWorker(words[1], words[2], words[3]);
+        if (problem != null) {
+            return error(problem);
+        }
+        return line(tracker.workerLeaving(Long.parseLong(words[1]), Integer.parseInt(words[2]), words[3], words[4]));
+    }
+
+    /** What is wrong with a worker request's job, vGPU and worker id, or null. */
+    private static String checkJobVgpuAndWorker(String job, String vgpu, String workerId) {
+        String problem = checkJob(job);
+        if (problem != null) {
+            return problem;
+        }
+        if (!DECIMAL.matcher(vgpu).matches() || Long.parseLong(vgpu) >= VGPUS_MAX) {
+            return "vgpu must be a vGPU index 0.." + (VGPUS_MAX - 1) + ", got '"
+                    + LineText.printable(vgpu, MAX_ECHOED_CHARS) + "'";
+        }
+        try {
+            SessionToken.requireId("worker id", workerId);
+        } catch (VgpuFailure e) {
+            return e.detail();
+        }
+        return null;
     }
 
     /** A job's migration agent: parsed by the channel's one codec, answered by the tracker. */
@@ -385,6 +413,7 @@ public final class TrackerProtocol implements LineService {
         return switch (answer) {
             case Answer.Assembled assembled -> assembledLine(assembled);
             case Answer.Accepted() -> REPLY_OK_WORD;
+            case Answer.Evacuating(String what) -> REPLY_OK_WORD + " " + what;
             case Answer.NotYet(String reason) -> REPLY_WAIT_WORD + " " + reason;
             case Answer.Refused(String reason) -> error(reason);
             case Answer.Unauthenticated(String reason) -> error("unauthenticated: " + reason);

@@ -170,8 +170,9 @@ class ReportCommandTest {
         assertEquals(rows + 1, lines.size(), csv.out());
         assertTrue(
                 csv.out()
-                        .contains("held_jobs,50,bob,,2,,,,,,,,,,,,,,,,,,,\"waiting for 2 GPUs: most idle node n1 has 0,"
-                                + " other nodes can lend 1\",,,,,,,,,"),
+                        .contains(
+                                "held_jobs,50,bob,,2,,,,,,,,,,,,,,,,,,,,\"waiting for 2 GPUs: most idle node n1 has 0,"
+                                        + " other nodes can lend 1\",,,,,,,,,"),
                 csv.out());
     }
 

@@ -1,6 +1,7 @@
 package org.vgpu.runtime;
 
 import java.util.List;
+import java.util.function.Supplier;
 
 import org.vgpu.common.error.InputException;
 import org.vgpu.runtime.api.ErrorCode;
@@ -26,23 +27,55 @@ public final class Backends {
         return open(name, EmulatedBackend.DEFAULT_DEVICE_COUNT);
     }
 
-    /** The same, an emulation having {@code emulatedDevices} devices (a job's: one for every GPU index of its node). */
+    /** The same, an emulation having {@code emulatedDevices} devices. */
     public static GpuBackend open(String name, int emulatedDevices) {
-        return switch (name) {
-            case "native" -> NativeBackend.load();
-            case EmulatedBackend.NAME -> emulated(emulatedDevices);
-            case AUTO -> {
-                try {
-                    yield NativeBackend.load();
-                } catch (VgpuException noGpu) {
-                    if (noGpu.code() != ErrorCode.VGPU_BACKEND_UNAVAILABLE) {
-                        throw noGpu;
-                    }
-                    yield emulated(emulatedDevices);
-                }
+        return select(name, emulatedDevices, NativeBackend::load, false);
+    }
+
+    /**
+     * The local backend of a vgpu job ({@code vgpu run}): as {@link #open}, except where the NVIDIA driver is
+     * present but sees no device, see {@link #select}.
+     *
+     * @param emulatedDevices the emulation's devices: one for every GPU index of the job's node
+     */
+    public static GpuBackend forJob(String name, int emulatedDevices) {
+        return select(name, emulatedDevices, NativeBackend::load, true);
+    }
+
+    /**
+     * The one place that decides which backend a name means.
+     *
+     * <p>For a job, "auto" and "native" with the driver present but no device seen give a {@link
+     * DeferredNativeBackend}, not the emulation or a failure: under ConstrainDevices a job that starts with all its
+     * vGPUs borrowed has every GPU of its node refused by its device cgroup, so cuInit says no device; the tracker
+     * may grant it a GPU later, the cgroup then admits it, and a cuInit retried in the same process succeeds
+     * (docs/gpu-grants.md). Falling back to the emulation would make that GPU impossible to drive natively.
+     * Where the driver library is absent nothing can change while the job runs, so "auto" means the emulation.
+     *
+     * @param loader     {@link NativeBackend#load}; tests give a stand-in (there is no GPU where they run)
+     * @param job        whether this is a job's local backend, which defers instead of failing on "no device"
+     */
+    static GpuBackend select(String name, int emulatedDevices, Supplier<? extends GpuBackend> loader, boolean job) {
+        if (name.equals(EmulatedBackend.NAME)) {
+            return emulated(emulatedDevices);
+        }
+        if (!name.equals(AUTO) && !name.equals(NativeBackend.NAME)) {
+            throw new InputException("unknown backend '" + name + "', expected one of " + CHOICES);
+        }
+        try {
+            return loader.get();
+        } catch (VgpuException unavailable) {
+            if (unavailable.code() != ErrorCode.VGPU_BACKEND_UNAVAILABLE) {
+                throw unavailable;
             }
-            default -> throw new InputException("unknown backend '" + name + "', expected one of " + CHOICES);
-        };
+            if (job && unavailable instanceof NativeBackend.NoDeviceSeen) {
+                return new DeferredNativeBackend(loader, unavailable.detail());
+            }
+            if (name.equals(NativeBackend.NAME)) {
+                throw unavailable;
+            }
+            return emulated(emulatedDevices);
+        }
     }
 
     /** The CPU emulation with its default devices and the twins of the test kernels. */

@@ -144,6 +144,12 @@ class SpankBridgeTestbedTest {
 
     @Test
     @Order(13)
+    void anAdminsCancelOfAHolderEvacuatesItsVgpuOrTellsTheJobItIsLost() throws Exception {
+        testbed.assertScenarioPasses("holder-cancel");
+    }
+
+    @Test
+    @Order(14)
     void theBridgeAloneAgainstAFakeTrackerExportsAssembliesAndFailsClosed() throws Exception {
         // slurm-spank-bridge/tests/slurm-it.sh runs the same scenario on a testbed of its own
         testbed.assertScenarioPasses("spank-bridge");

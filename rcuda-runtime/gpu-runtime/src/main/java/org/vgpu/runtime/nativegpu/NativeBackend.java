@@ -29,6 +29,8 @@ import org.vgpu.runtime.api.VirtualGpu;
 public final class NativeBackend implements GpuBackend {
     public static final String NAME = "native";
 
+    private static final String NOT_HERE = "the native GPU backend cannot run here: ";
+
     private final DeviceProperties[] devices;
     private final String[] pciBusIds;
 
@@ -39,8 +41,9 @@ public final class NativeBackend implements GpuBackend {
 
     /**
      * Initialises the CUDA driver. Throws VGPU_BACKEND_UNAVAILABLE, saying why, where there is no
-     * NVIDIA driver, JCuda's native library cannot load, or the driver sees no device; never crashes
-     * the JVM on a machine without a GPU.
+     * NVIDIA driver, JCuda's native library cannot load, or the driver sees no device (then as
+     * {@link NoDeviceSeen}); never crashes the JVM on a machine without a GPU. May be called again
+     * after it failed: cuInit is retried.
      */
     public static NativeBackend load() {
         CudaDriverFfm.requireAvailable();
@@ -50,7 +53,9 @@ public final class NativeBackend implements GpuBackend {
             JCudaDriver.setExceptionsEnabled(false);
             int result = JCudaDriver.cuInit(0);
             if (result == CUresult.CUDA_ERROR_NO_DEVICE) {
-                throw unavailable("the NVIDIA driver sees no CUDA device (check CUDA_VISIBLE_DEVICES and nvidia-smi)");
+                throw new NoDeviceSeen(
+                        "the NVIDIA driver sees no CUDA device (check CUDA_VISIBLE_DEVICES, nvidia-smi, and whether the"
+                                + " job's device cgroup admits a GPU)");
             }
             if (result != CudaErrors.CUDA_SUCCESS) {
                 throw unavailable("cuInit failed: " + CUresult.stringFor(result) + " (CUresult " + result + ")");
@@ -62,7 +67,7 @@ public final class NativeBackend implements GpuBackend {
             throw unavailable("JCuda's native library could not be loaded (" + e.getMessage() + ")");
         }
         if (deviceCount == 0) {
-            throw unavailable("the NVIDIA driver reports 0 CUDA devices");
+            throw new NoDeviceSeen("the NVIDIA driver reports 0 CUDA devices");
         }
         DeviceProperties[] devices = new DeviceProperties[deviceCount];
         String[] pciBusIds = new String[deviceCount];
@@ -160,6 +165,20 @@ public final class NativeBackend implements GpuBackend {
     }
 
     private static VgpuException unavailable(String why) {
-        return new VgpuException(ErrorCode.VGPU_BACKEND_UNAVAILABLE, "the native GPU backend cannot run here: " + why);
+        return new VgpuException(ErrorCode.VGPU_BACKEND_UNAVAILABLE, NOT_HERE + why);
+    }
+
+    /**
+     * {@link #load} found the NVIDIA driver but the driver shows this process no GPU: none on the machine, or every
+     * one refused by the process's device cgroup. Unlike a missing driver this can change while the process runs (a
+     * GPU the tracker grants is admitted later, and a failed cuInit is not sticky: docs/gpu-grants.md), so a job
+     * defers its native backend on it ({@link DeferredNativeBackend}).
+     */
+    public static final class NoDeviceSeen extends VgpuException {
+        private static final long serialVersionUID = 1L;
+
+        public NoDeviceSeen(String why) {
+            super(ErrorCode.VGPU_BACKEND_UNAVAILABLE, NOT_HERE + why);
+        }
     }
 }

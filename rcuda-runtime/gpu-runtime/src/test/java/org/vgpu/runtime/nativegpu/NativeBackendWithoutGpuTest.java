@@ -10,7 +10,9 @@ import java.lang.foreign.SymbolLookup;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
+import org.vgpu.runtime.Backends;
 import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.GpuBackend;
 import org.vgpu.runtime.api.VgpuException;
 
 /** On a machine without the NVIDIA driver (CI), loading the native backend is an error, not a crash. */
@@ -27,6 +29,16 @@ class NativeBackendWithoutGpuTest {
         VgpuException again =
                 assertThrows(VgpuException.class, NativeBackend::load, "a second attempt fails the same way");
         assertEquals(e.getMessage(), again.getMessage());
+    }
+
+    @Test
+    void aJobWithoutTheDriverRunsOnTheEmulationUnderAuto() {
+        Assumptions.assumeFalse(driverLibraryLoads(), "this machine has libcuda; the GPU tests cover it");
+        try (GpuBackend local = Backends.forJob(Backends.AUTO, 2)) {
+            assertTrue(local.isEmulation(), local.name());
+            assertEquals(2, local.deviceCount());
+        }
+        assertThrows(VgpuException.class, () -> Backends.forJob(NativeBackend.NAME, 2));
     }
 
     @SuppressWarnings("restricted")

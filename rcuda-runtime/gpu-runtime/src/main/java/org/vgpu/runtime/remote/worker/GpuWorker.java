@@ -3,6 +3,7 @@ package org.vgpu.runtime.remote.worker;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.channels.UnresolvedAddressException;
+import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -222,6 +223,28 @@ public final class GpuWorker implements AutoCloseable {
             return report.get();
         } catch (ExecutionException e) {
             throw new IllegalStateException("the worker's report failed", e.getCause());
+        }
+    }
+
+    /**
+     * Waits until the session served now has ended (the vGPU moved away, or its client ended it), at most
+     * {@code bound}; at once when none runs.
+     *
+     * @return whether no session runs any more
+     */
+    public boolean awaitSessionEnd(Duration bound) throws InterruptedException {
+        // read before the channel, as close() does: a session that ends meanwhile has completed this one
+        CompletableFuture<WorkerReport> end = sessionEnd;
+        if (sessionChannel == null) {
+            return true;
+        }
+        try {
+            end.get(bound.toMillis(), TimeUnit.MILLISECONDS);
+            return true;
+        } catch (TimeoutException e) {
+            return false;
+        } catch (ExecutionException e) {
+            return true;
         }
     }
 

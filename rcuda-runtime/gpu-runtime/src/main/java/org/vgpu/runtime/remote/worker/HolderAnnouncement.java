@@ -21,12 +21,16 @@ import org.vgpu.common.security.TokenIssuer;
  * {@code worker JOB VGPU HOST:PORT WORKER-ID PROOF}. The proof is a session token for exactly that
  * job, vGPU and worker, valid for {@link #PROOF_TTL}, signed with the site key: the tracker checks it
  * as a worker checks a client's token, so nobody without the key can point a job at their own worker.
+ * When its holder is being cancelled it says {@code worker-leaving JOB VGPU WORKER-ID PROOF} ({@link #leave}),
+ * proven alike, so that the tracker moves the vGPU away before the worker ends (see {@link HolderLeaving}).
  */
 public record HolderAnnouncement(Endpoint tracker, String job, int vgpu) {
     /** Long enough for one request, short enough that a proof seen in a log is useless soon after. */
     public static final Duration PROOF_TTL = Duration.ofMinutes(2);
 
     private static final Duration TIMEOUT = Duration.ofSeconds(30);
+    /** A leaving worker has KillWait (30 s by default) in all: the tracker's answer may take only part of it. */
+    private static final Duration LEAVING_TIMEOUT = Duration.ofSeconds(10);
 
     /** {@code --tracker HOST:PORT} and {@code --lend JOB:VGPU}. */
     static HolderAnnouncement parse(String tracker, String lend) throws ParseException {
@@ -49,12 +53,9 @@ public record HolderAnnouncement(Endpoint tracker, String job, int vgpu) {
      *         worker (REFUSED)
      */
     void tell(Endpoint listening, String workerId, Path keyFile) {
-        String proof = new TokenIssuer(SiteKey.load(keyFile), Clock.systemUTC()).issue(job, vgpu, workerId, PROOF_TTL);
-        String request = String.join(
-                " ", BridgeContract.REQUEST_WORKER, job, Integer.toString(vgpu), listening.toString(), workerId, proof);
         List<String> reply;
         try {
-            reply = LineClient.request(tracker, request, TIMEOUT);
+            reply = request(BridgeContract.REQUEST_WORKER, listening.toString(), workerId, keyFile, TIMEOUT);
         } catch (NetworkException e) {
             throw new NetworkException(e.code(), "cannot tell the tracker where this worker listens: " + e.detail(), e);
         }
@@ -65,6 +66,34 @@ public record HolderAnnouncement(Endpoint tracker, String job, int vgpu) {
                             + " did not take this worker for job " + job + " vGPU " + vgpu + ": "
                             + LineText.printable(reply.getLast(), 300));
         }
+    }
+
+    /** What the tracker answered {@code worker-leaving}: whether the vGPU moves away, and its words. */
+    record Leaving(boolean evacuating, String reply) {}
+
+    /**
+     * Tells the tracker that this worker is leaving (its holder is being cancelled):
+     * {@code worker-leaving JOB VGPU WORKER-ID PROOF}. Never throws: a tracker that cannot be reached moves nothing.
+     */
+    Leaving leave(String workerId, Path keyFile) {
+        try {
+            String reply = request(BridgeContract.REQUEST_WORKER_LEAVING, null, workerId, keyFile, LEAVING_TIMEOUT)
+                    .getLast();
+            return new Leaving(
+                    reply.startsWith(BridgeContract.REPLY_OK_WORD + " ") || reply.equals(BridgeContract.REPLY_OK_WORD),
+                    LineText.printable(reply, 300));
+        } catch (VgpuFailure e) {
+            return new Leaving(false, "cannot tell the tracker " + tracker + " that this worker leaves: " + e.detail());
+        }
+    }
+
+    /** One request on the tracker's socket: {@code WORD JOB VGPU [LISTENING] WORKER-ID PROOF}, the proof fresh. */
+    private List<String> request(String word, String listening, String workerId, Path keyFile, Duration timeout) {
+        String proof = new TokenIssuer(SiteKey.load(keyFile), Clock.systemUTC()).issue(job, vgpu, workerId, PROOF_TTL);
+        String request = listening == null
+                ? String.join(" ", word, job, Integer.toString(vgpu), workerId, proof)
+                : String.join(" ", word, job, Integer.toString(vgpu), listening, workerId, proof);
+        return LineClient.request(tracker, request, timeout);
     }
 
     @Override

@@ -43,7 +43,9 @@ import org.vgpu.runtime.remote.transport.NettyTransport;
  * key, can claim a lend), and it exits at once when the tracker does not take it. It then serves the
  * job's sessions one after another (each step of the job, and the app after {@code vgpu run}'s checks,
  * opens the vGPU again; a session that ends because the vGPU moved away is no failure) until the
- * tracker cancels the holder; the idle timeout bounds each session's silence, not the holder's life.
+ * tracker cancels the holder; the idle timeout bounds each session's silence, not the holder's life. On SIGTERM
+ * (its holder cancelled, by the tracker or an admin) it tells the tracker {@code worker-leaving} and serves on
+ * until its session moves away or 25 s pass ({@link HolderLeaving}).
  *
  * <p>Runs without the launcher on the class path: {@code java -cp ... org.vgpu.runtime.remote.worker.WorkerCommand}.
  */
@@ -212,7 +214,21 @@ public final class WorkerCommand implements Subcommand {
                 out.println(WorkerLauncher.LISTENING_PREFIX + listening);
                 out.flush();
                 if (announcement != null) {
-                    announcement.tell(listening, config.workerId(), Path.of(line.getOptionValue("key-file")));
+                    Path keyFile = Path.of(line.getOptionValue("key-file"));
+                    // A cancelled holder's worker gets SIGTERM: the hook has the vGPU evacuated before it ends. It is
+                    // there before the tracker can lend this worker, so no SIGTERM after that finds it missing (a
+                    // worker the tracker never took is refused its worker-leaving, and ends at once).
+                    Runtime.getRuntime()
+                            .addShutdownHook(new Thread(
+                                    new HolderLeaving(
+                                            announcement,
+                                            worker,
+                                            config.workerId(),
+                                            keyFile,
+                                            HolderLeaving.WAIT,
+                                            err::println),
+                                    "vgpu-worker-leaving"));
+                    announcement.tell(listening, config.workerId(), keyFile);
                     err.println("vgpu worker " + config.workerId() + ": the tracker took it for " + announcement);
                 }
                 report = worker.awaitReport();

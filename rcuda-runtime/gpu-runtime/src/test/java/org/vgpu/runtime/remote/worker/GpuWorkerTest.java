@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.lang.foreign.MemorySegment;
 import java.net.InetAddress;
 import java.net.ServerSocket;
+import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -21,6 +22,10 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 import org.vgpu.common.error.NetworkException;
+import org.vgpu.common.line.LineServer;
+import org.vgpu.common.security.SiteKey;
+import org.vgpu.common.security.ThrowawaySiteKey;
+import org.vgpu.common.security.TokenVerifier;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
@@ -467,5 +472,87 @@ class GpuWorkerTest {
         assertEquals("the worker was closed after 3 session(s)", report.endReason());
         assertEquals(6, report.calls(), "HELLO, alloc and goodbye; HELLO and alloc; HELLO");
         assertEquals(MEMORY, freeDeviceMemory());
+    }
+
+    @Test
+    void aLeavingHolderWorkerAnnouncesItselfAndServesUntilItsSessionMovesAway() throws Exception {
+        startWorker(Duration.ofSeconds(10), GpuWorker.Sessions.ONE_AFTER_ANOTHER);
+        List<String> requests = new CopyOnWriteArrayList<>();
+        try (ThrowawaySiteKey key = ThrowawaySiteKey.create("holder-leaving");
+                LineServer tracker = HolderAnnouncementTest.fakeTracker(
+                        requests, "ok migration 3 started: vGPU 1 of job 42 moves home to n1");
+                RawClient app = connect()) {
+            assertEquals("#1 welcome test-worker", app.hello(1, TOKEN, WINDOW).read());
+            Thread leaving = Thread.ofPlatform()
+                    .start(new HolderLeaving(
+                            HolderAnnouncement.parse(tracker.endpoint().toString(), "42:1"),
+                            worker,
+                            "test-worker",
+                            key.keyFile(),
+                            Duration.ofSeconds(20),
+                            log::add));
+            awaitLog("the tracker evacuates the vGPU (ok migration 3 started");
+            String[] words = requests.getFirst().split(" ");
+            assertEquals(
+                    List.of("worker-leaving", "42", "1", "test-worker"),
+                    List.of(words).subList(0, 4));
+            assertEquals(
+                    "42",
+                    new TokenVerifier(SiteKey.load(key.keyFile()), "test-worker", Clock.systemUTC())
+                            .verify(words[4], 1)
+                            .jobId(),
+                    "the proof is the site key's for exactly this lend");
+
+            // the evacuation reads the vGPU through this session: the worker still serves it
+            assertEquals(
+                    "#2 ok 0 bytes",
+                    app.send(e -> e.memAllocAt(2, WINDOW.base(), 64 << 20)).read());
+            leaving.join(300);
+            assertTrue(leaving.isAlive(), "the worker waits for its session to move away");
+
+            assertEquals("#3 ok 0 bytes", app.send(e -> e.goodbye(3)).read());
+            leaving.join(10_000);
+            assertFalse(leaving.isAlive(), "the session moved away: the worker may end");
+            awaitLog("the session ended: the vGPU moved away");
+        }
+    }
+
+    @Test
+    void aLeavingHolderWorkerWhoseVgpuNothingMovesEndsAtOnceAndOneWhoseSessionStaysEndsAtTheBound() throws Exception {
+        startWorker(Duration.ofSeconds(10), GpuWorker.Sessions.ONE_AFTER_ANOTHER);
+        try (ThrowawaySiteKey key = ThrowawaySiteKey.create("holder-leaving");
+                LineServer refusing = HolderAnnouncementTest.fakeTracker(
+                        new CopyOnWriteArrayList<>(), "error node n1 has no free GPU");
+                LineServer moving =
+                        HolderAnnouncementTest.fakeTracker(new CopyOnWriteArrayList<>(), "ok migration 4 started");
+                RawClient app = connect()) {
+            assertEquals("#1 welcome test-worker", app.hello(1, TOKEN, WINDOW).read());
+            long start = System.nanoTime();
+            new HolderLeaving(
+                            HolderAnnouncement.parse(refusing.endpoint().toString(), "42:1"),
+                            worker,
+                            "test-worker",
+                            key.keyFile(),
+                            Duration.ofSeconds(20),
+                            log::add)
+                    .run();
+            assertTrue(System.nanoTime() - start < TimeUnit.SECONDS.toNanos(10), "no waiting for nothing");
+            awaitLog("nothing moves the vGPU: error node n1 has no free GPU");
+
+            start = System.nanoTime();
+            new HolderLeaving(
+                            HolderAnnouncement.parse(moving.endpoint().toString(), "42:1"),
+                            worker,
+                            "test-worker",
+                            key.keyFile(),
+                            Duration.ofMillis(500),
+                            log::add)
+                    .run();
+            assertTrue(System.nanoTime() - start >= TimeUnit.MILLISECONDS.toNanos(500), "it waited for the bound");
+            awaitLog("the session still runs after 500 ms: ending with it");
+            assertEquals(
+                    "#2 ok 0 bytes",
+                    app.send(e -> e.memAllocAt(2, WINDOW.base(), 64 << 20)).read());
+        }
     }
 }

@@ -71,7 +71,8 @@ class HolderAnnouncementTest {
         assertThrows(ParseException.class, () -> HolderAnnouncement.parse("nonsense", "42:1"));
     }
 
-    private static LineServer fakeTracker(List<String> requests, String reply) {
+    /** A tracker that answers every request with {@code reply} and keeps the requests. */
+    static LineServer fakeTracker(List<String> requests, String reply) {
         return LineServer.start(
                 new Endpoint("127.0.0.1", 0),
                 new LineServer.Limits("fake tracker", 4096, 4, Duration.ofSeconds(5)),

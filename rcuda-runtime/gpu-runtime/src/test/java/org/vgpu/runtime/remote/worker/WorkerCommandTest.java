@@ -5,10 +5,12 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.BufferedReader;
 import java.io.ByteArrayOutputStream;
 import java.io.File;
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -19,6 +21,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Properties;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 
 import io.netty.channel.EventLoopGroup;
@@ -29,6 +32,8 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 import org.vgpu.common.cli.SubcommandRunner;
+import org.vgpu.common.line.LineServer;
+import org.vgpu.common.net.Endpoint;
 import org.vgpu.common.security.SiteKey;
 import org.vgpu.common.security.TokenIssuer;
 import org.vgpu.runtime.api.ErrorCode;
@@ -264,6 +269,54 @@ class WorkerCommandTest {
                         .contains("vgpu worker: -Dvgpu.chunk.kib=99999: expected a whole number from 4 to 16383 (KiB)"),
                 stderr.join());
         assertEquals("", stdout, "it never listened");
+    }
+
+    /** The real signal: scancel of a holder sends its worker SIGTERM, and the worker says it leaves before it exits. */
+    @Test
+    void aHolderWorkerProcessToldToTerminateTellsTheTrackerItLeaves() throws Exception {
+        List<String> requests = new CopyOnWriteArrayList<>();
+        try (LineServer tracker = LineServer.start(
+                new Endpoint("127.0.0.1", 0),
+                new LineServer.Limits("fake tracker", 4096, 4, Duration.ofSeconds(5)),
+                (request, host) -> {
+                    requests.add(request.text());
+                    return List.of(
+                            request.text().startsWith("worker-leaving ")
+                                    ? "error node n1 has no free GPU for vGPU 1 of job 42 now"
+                                    : "ok");
+                })) {
+            String java = ProcessHandle.current().info().command().orElseThrow();
+            List<String> command = new ArrayList<>(List.of(
+                    java,
+                    "--enable-native-access=ALL-UNNAMED",
+                    "-cp",
+                    System.getProperty("java.class.path"),
+                    WorkerCommand.class.getName()));
+            command.addAll(List.of(emulatedWorker("n2-holder-43", 30)));
+            command.addAll(List.of("--tracker", tracker.endpoint().toString(), "--lend", "42:1"));
+            Process worker = new ProcessBuilder(command)
+                    .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))
+                    .start();
+            CompletableFuture<String> stderr = CompletableFuture.supplyAsync(() -> readAll(worker.getErrorStream()));
+            BufferedReader stdout =
+                    new BufferedReader(new InputStreamReader(worker.getInputStream(), StandardCharsets.UTF_8));
+            assertTrue(stdout.readLine().startsWith("vgpu-worker listening 127.0.0.1:"));
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            while (requests.isEmpty() && System.nanoTime() < deadline) {
+                Thread.sleep(20);
+            }
+            assertTrue(requests.getFirst().startsWith("worker 42 1 127.0.0.1:"), requests.toString());
+
+            worker.toHandle().destroy(); // SIGTERM; Process.destroy would also close our ends of its streams
+            assertTrue(worker.waitFor(30, TimeUnit.SECONDS), "the worker did not exit");
+            assertEquals(2, requests.size(), requests.toString());
+            assertTrue(requests.get(1).startsWith("worker-leaving 42 1 n2-holder-43 "), requests.toString());
+            assertTrue(
+                    stderr.join()
+                            .contains("vgpu worker n2-holder-43: leaving (holder cancelled): nothing moves the vGPU:"
+                                    + " error node n1 has no free GPU for vGPU 1 of job 42 now"),
+                    stderr.join());
+        }
     }
 
     private static String readAll(InputStream stream) {
