@@ -257,7 +257,7 @@ class SiteConfigReaderTest {
      * the build; how fast it loads is measured by {@code vgpu config-bench} (docs/config-load.md), not asserted.
      */
     @Test
-    @Timeout(120)
+    @Timeout(value = 120, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
     void aTenThousandNodeConfigurationLoadsWithEveryDistance() {
         StringBuilder text = new StringBuilder(SMALL_SITE.substring(0, SMALL_SITE.indexOf("[node")));
         StringBuilder distances = new StringBuilder("[distance]\ndefault = 3\n");
