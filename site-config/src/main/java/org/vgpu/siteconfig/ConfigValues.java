@@ -20,6 +20,13 @@ import org.vgpu.common.net.Endpoint;
 final class ConfigValues {
     /** Node, partition, QOS and cluster names as Slurm accepts them without quoting. */
     private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9_.-]*");
+    /**
+     * Names end up in Slurm's files, systemd units, logs and ledger records; Slurm's own limit on most names is
+     * 64 bytes or less, and a megabyte of name (issue 21) must not get that far.
+     */
+    private static final int MAX_NAME_LENGTH = 64;
+    /** DNS's limit on a whole host name. */
+    private static final int MAX_HOST_LENGTH = 253;
 
     private static final Pattern DURATION = Pattern.compile("(\\d+)\\s*(ms|s|m|h|d)");
     private static final Pattern SIZE = Pattern.compile("(\\d+)\\s*([A-Za-z]*)");
@@ -44,6 +51,19 @@ final class ConfigValues {
     private ConfigValues() {}
 
     static String name(String value) {
+        return name(value, MAX_NAME_LENGTH);
+    }
+
+    /** A host name or address ({@code address}, {@code hostname}): a name as long as DNS allows. */
+    static String host(String value) {
+        return name(value, MAX_HOST_LENGTH);
+    }
+
+    private static String name(String value, int maxLength) {
+        if (value.length() > maxLength) {
+            throw new IllegalArgumentException("a name of " + value.length() + " characters is too long; expected"
+                    + " at most " + maxLength + " letters, digits, '_', '.', '-'");
+        }
         if (!NAME.matcher(value).matches()) {
             throw new IllegalArgumentException("'" + value + "' is not a valid name;"
                     + " expected letters, digits, '_', '.', '-' (starting with a letter or digit)");
@@ -158,7 +178,16 @@ final class ConfigValues {
         return endpoint;
     }
 
+    /** An absolute path vgpu may write unquoted: see {@link PlainWords}. */
     static Path absolutePath(String value) {
+        Path path = absolute(value);
+        PlainWords.pathProblem(value).ifPresent(problem -> {
+            throw new IllegalArgumentException(problem);
+        });
+        return path;
+    }
+
+    private static Path absolute(String value) {
         Path path;
         try {
             path = Path.of(value);
@@ -178,7 +207,8 @@ final class ConfigValues {
      * {@link BridgeContract#SOCKET_PATH_CHARS}, no {@code .} or {@code ..} component.
      */
     static Path agentSocketDir(String value) {
-        Path path = absolutePath(value);
+        // Its own, narrower character set (the bridge's) says what is expected; it is plain as well.
+        Path path = absolute(value);
         boolean dots = Arrays.stream(value.split("/")).anyMatch(part -> part.equals(".") || part.equals(".."));
         if (dots
                 || !value.matches(BridgeContract.SOCKET_PATH_CHAR_CLASS + "+")
