@@ -111,11 +111,13 @@ class LedgerTest {
         for (String[] bad : List.of(
                 new String[] {
                     good + " lend=1/n2/43/3/10.1.0.2:99999/w-43",
-                    "lend '1/n2/43/3/10.1.0.2:99999/w-43': expected a port in 0..65535, found 99999"
+                    "lend '1/n2/43/3/10.1.0.2:99999/w-43': worker: expected HOST:PORT with a port in 0..65535,"
+                            + " found '10.1.0.2:99999'"
                 },
                 new String[] {
                     good + " lend=1/n2/43/3/10.1.0.2:7500/$(id)",
-                    "worker id: expected 1 to 128 of A-Z a-z 0-9 . _ @ + -, found '$(id)'"
+                    "lend '1/n2/43/3/10.1.0.2:7500/$(id)': worker id: expected 1 to 128 of A-Z a-z 0-9 . _ @ + -,"
+                            + " found '$(id)'"
                 },
                 new String[] {
                     good.replace("user=alice", "user=al\u00e9") + lend,
