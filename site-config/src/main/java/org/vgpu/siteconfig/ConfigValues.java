@@ -27,6 +27,8 @@ final class ConfigValues {
     private static final int MAX_NAME_LENGTH = 64;
     /** DNS's limit on a whole host name. */
     private static final int MAX_HOST_LENGTH = 253;
+    /** An IPv6 literal (written in brackets in HOST:PORT). */
+    private static final Pattern IPV6 = Pattern.compile("[0-9A-Fa-f:.]{2,45}");
 
     private static final Pattern DURATION = Pattern.compile("(\\d+)\\s*(ms|s|m|h|d)");
     private static final Pattern SIZE = Pattern.compile("(\\d+)\\s*([A-Za-z]*)");
@@ -156,6 +158,7 @@ final class ConfigValues {
         } catch (InputException e) {
             throw new IllegalArgumentException(e.getMessage() + ", e.g. 127.0.0.1:7400 or tracker.cluster:7400");
         }
+        requireHostName(value, endpoint);
         if (endpoint.port() == 0 || endpoint.isWildcard()) {
             throw new IllegalArgumentException("'" + value + "' is not an address others can connect to;"
                     + " expected a host name or address and a fixed port, e.g. tracker.cluster:7400");
@@ -171,11 +174,27 @@ final class ConfigValues {
         } catch (InputException e) {
             throw new IllegalArgumentException(e.getMessage() + ", e.g. 127.0.0.1:9464");
         }
+        requireHostName(value, endpoint);
         if (endpoint.port() == 0) {
             throw new IllegalArgumentException(
                     "'" + value + "' has no fixed port; expected one Prometheus can be told, e.g. 127.0.0.1:9464");
         }
         return endpoint;
+    }
+
+    /**
+     * The host of an endpoint lands in plugstack.conf, job_submit.lua's strings and the holder's command line:
+     * a name or an address, nothing that could end a word or a string there.
+     */
+    private static void requireHostName(String value, Endpoint endpoint) {
+        String host = endpoint.host();
+        boolean valid = host.contains(":")
+                ? IPV6.matcher(host).matches()
+                : host.length() <= MAX_HOST_LENGTH && NAME.matcher(host).matches();
+        if (!valid) {
+            throw new IllegalArgumentException("'" + value + "' does not start with a host name or address; expected"
+                    + " letters, digits, '_', '.', '-' (an IPv6 address in brackets), e.g. tracker.cluster:7400");
+        }
     }
 
     /** An absolute path vgpu may write unquoted: see {@link PlainWords}. */

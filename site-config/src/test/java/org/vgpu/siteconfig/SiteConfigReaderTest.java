@@ -345,6 +345,25 @@ class SiteConfigReaderTest {
     static Stream<Arguments> malformedFiles() {
         return Stream.of(
                 broken(
+                        "tracker host that would end job_submit.lua's string",
+                        "tracker = 127.0.0.1:7400",
+                        "tracker = x\")os.execute(\"id\")--:7400",
+                        4,
+                        "does not start with a host name or address"),
+                broken(
+                        "metrics host with a quote",
+                        "[node n1]",
+                        "[tracker]\nmetrics = my\"host:9464\n[node n1]",
+                        21,
+                        "metrics: 'my\"host:9464' does not start with a host name or address"),
+                broken(
+                        "device files with a space",
+                        "gpu_devices = /dev/nvidia0,/dev/nvidia2",
+                        "gpu_devices = /dev/nvidia0 Name=mps,/dev/nvidia2",
+                        36,
+                        "gpu_devices: '/dev/nvidia0 Name=mps,/dev/nvidia2' has a character gres.conf would split at"
+                                + " (' ', '='); expected absolute paths of letters, digits and . _ + - @ /"),
+                broken(
                         "unknown key",
                         "max_borrowed_per_job = 3",
                         "max_borowed_per_job = 3",
