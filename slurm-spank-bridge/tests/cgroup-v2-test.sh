@@ -2,8 +2,8 @@
 # The bridge's grant admission on a REAL cgroup2 hierarchy with device programs (root, BPF): cgroups
 # laid out as Slurm's cgroup/v2 plugin makes them (<root>/system.slice/slurmstepd.scope/job_J/
 # step_S/user/task_T; <root> is a fresh cgroup under the cgroup2 mount standing in for it) get a
-# device program of the shape Slurm attaches (c 195:6, the job's own GPU, allowed; the other c 195:*
-# denied; everything else allowed) at the job and at each step's user cgroup with
+# device program of the shape Slurm attaches (c 195:6, the job's own GPU, allowed; c 195:7 and 8,
+# the node's other GPUs, denied; everything else allowed) at the job and at each step's user cgroup with
 # BPF_F_ALLOW_OVERRIDE, and at a task with no flag, as Slurm does. Processes in two steps cannot open
 # a GPU device file (mknod c 195 N) until the prolog's code admits the GPU (replacing each program by
 # the bridge's wrapper of it), a step started after the admission gets it from the grant records as
@@ -57,11 +57,11 @@ NodeName=$node Name=gpu File=$tmp/dev/nvidia[6-8]
 GRES
 
 mkdir -p "$cg/step_0/user/task_0"
-if ! "$tool" slurm-like "$cg" 6 override 2>"$tmp/err"; then
+if ! "$tool" slurm-like "$cg" override 6 7 8 2>"$tmp/err"; then
     say "SKIPPED: device programs cannot be attached here: $(cat "$tmp/err")"
     exit 0
 fi
-"$tool" slurm-like "$cg/step_0/user" 6 override
+"$tool" slurm-like "$cg/step_0/user" override 6 7 8
 prober_start step0 "$cg/step_0/user/task_0" || fail "no probe process in step_0"
 say "job cgroup $cg; step_0/user/task_0 holds pid $prober_pid_step0"
 
@@ -98,7 +98,7 @@ programs "$cg/step_0/user" vgpu_grants   # admitted twice: still one program, no
 
 # A step started after the grant: Slurm attaches its own program, without the grant.
 mkdir -p "$cg/step_1/user/task_0"
-"$tool" slurm-like "$cg/step_1/user" 6 override
+"$tool" slurm-like "$cg/step_1/user" override 6 7 8
 prober_start step1 "$cg/step_1/user/task_0" || fail "no probe process in step_1"
 expect step1 nvidia7 "$DENIED" "a new step, before its tasks' re-admission"
 grants readmit "$node" "$uid" "$job" "$tmp/agent" | tee "$tmp/out"
@@ -113,7 +113,7 @@ expect step0 nvidia8 "$NO_DRIVER" "a second grant, step_0"
 expect step1 nvidia8 "$NO_DRIVER" "a second grant, step_1"
 
 # Slurm's task-level program (attached with no flag) is replaced the same way.
-"$tool" slurm-like "$cg/step_0/user/task_0" 6 none
+"$tool" slurm-like "$cg/step_0/user/task_0" none 6 7 8
 expect step0 nvidia8 "$DENIED" "a task-level program of Slurm's, before re-admission"
 grants readmit "$node" "$uid" "$job" "$tmp/agent" >/dev/null
 programs "$cg/step_0/user/task_0" vgpu_grants
@@ -129,6 +129,20 @@ expect step1 null opened "Slurm's default verdict, kept"
 grants readmit "$node" "$uid" "$job" "$tmp/agent" | grep -q "readmitted 1 granted device" \
     || fail "a dropped grant's record is still read"
 expect step1 nvidia7 "$DENIED" "a dropped grant is not readmitted"
+
+# A program attached with BPF_F_ALLOW_MULTI (not Slurm's way; other tools attach so) is replaced in
+# its own place, with BPF_F_REPLACE.
+multi=$scope/job_$((job + 3))
+mkdir -p "$multi/step_0"
+"$tool" slurm-like "$multi" multi 6 7 8
+prober_start multi "$multi/step_0" || fail "no probe process in job $((job + 3))"
+expect multi nvidia7 "$DENIED" "a job whose program allows others beside it, before the grant"
+grants admit "$node" "$uid" $((job + 3)) "$tmp/gres.conf" 1 | grep -q "(1 device programs)" \
+    || fail "the multi-mode program was not replaced"
+"$tool" programs "$multi" | grep -qx vgpu_grants || fail "no vgpu_grants program in job $((job + 3))"
+[ "$("$tool" programs "$multi" | wc -l)" -eq 1 ] || fail "the multi-mode program was added to, not replaced"
+expect multi nvidia7 "$NO_DRIVER" "that job after the admission"
+expect multi nvidia8 "$DENIED" "that job's other verdicts kept"
 
 # Jobs with nothing to admit into: no cgroup (ended), or cgroups without device programs
 # (ConstrainDevices=no): said so, nothing written.

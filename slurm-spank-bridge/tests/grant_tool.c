@@ -8,10 +8,11 @@
  *       RECORDS_DIR: also its grant record, for the job's later steps)
  *   grant_tool [--cgroup2 ROOT] readmit NODE UID JOB RECORDS_DIR
  *       what a task of the job's later step does (the grants the records name, again)
- *   grant_tool slurm-like CGROUP OWN_MINOR override|none
+ *   grant_tool slurm-like CGROUP override|none|multi OWN_MINOR [DENIED_MINOR...]
  *       attaches a device program of the shape Slurm's cgroup/v2 plugin attaches (rules, then a
- *       default verdict: c 195:OWN_MINOR allowed, the other c 195:* denied, everything else
- *       allowed) with BPF_F_ALLOW_OVERRIDE (Slurm's job and step level) or no flag (its tasks')
+ *       default verdict: c 195:OWN_MINOR allowed, each c 195:DENIED_MINOR (the node's other GPUs)
+ *       denied, everything else allowed) with BPF_F_ALLOW_OVERRIDE (Slurm's job and step level),
+ *       no flag (its tasks') or BPF_F_ALLOW_MULTI (not Slurm's; other tools attach so)
  *   grant_tool programs CGROUP          the names of the device programs attached there
  * --cgroup2 ROOT: Slurm's cgroup/v2 layout under ROOT (the cgroup2 mount point, or a cgroup below
  * it standing in for one) instead of the v1 devices controller; on a hybrid host the bridge itself
@@ -36,7 +37,7 @@ static int usage(void)
 	fprintf(stderr, "usage: grant_tool mount | cgroup2\n"
 		"       grant_tool [--cgroup2 ROOT] admit|drop NODE UID JOB GRES_CONF INDEX [RECORDS_DIR HOLDER]\n"
 		"       grant_tool [--cgroup2 ROOT] readmit NODE UID JOB RECORDS_DIR\n"
-		"       grant_tool slurm-like CGROUP OWN_MINOR override|none\n"
+		"       grant_tool slurm-like CGROUP override|none|multi OWN_MINOR [DENIED_MINOR...]\n"
 		"       grant_tool programs CGROUP\n");
 	return 2;
 }
@@ -61,33 +62,41 @@ static struct bpf_insn op(uint8_t code, uint8_t dst, int16_t off, int32_t imm)
 	return i;
 }
 
-static int slurm_like(const char *cgroup, unsigned own, const char *mode)
+/* Slurm's rule shape: c 195:minor gets verdict; anything else goes on to the next rule (3 on). */
+static size_t rule(struct bpf_insn *p, size_t n, unsigned minor, int verdict)
 {
-	/* r2 = type, r4 = major, r5 = minor; rule 1 allows c 195:own, rule 2 denies c 195:*; default allow */
-	const struct bpf_insn prog[] = {
-		op(BPF_LDX | BPF_MEM | BPF_W, 2, 0, 0),
-		op(BPF_ALU | BPF_AND | BPF_K, 2, 0, 0xffff),
-		op(BPF_LDX | BPF_MEM | BPF_W, 4, 4, 0),
-		op(BPF_LDX | BPF_MEM | BPF_W, 5, 8, 0),
-		op(BPF_JMP | BPF_JNE | BPF_K, 2, 4, BPF_DEVCG_DEV_CHAR),
-		op(BPF_JMP | BPF_JNE | BPF_K, 4, 3, 195),
-		op(BPF_JMP | BPF_JNE | BPF_K, 5, 2, (int32_t)own),
-		op(BPF_ALU64 | BPF_MOV | BPF_K, 0, 0, 1),
-		op(BPF_JMP | BPF_EXIT, 0, 0, 0),
-		op(BPF_JMP | BPF_JNE | BPF_K, 2, 3, BPF_DEVCG_DEV_CHAR),
-		op(BPF_JMP | BPF_JNE | BPF_K, 4, 2, 195),
-		op(BPF_ALU64 | BPF_MOV | BPF_K, 0, 0, 0),
-		op(BPF_JMP | BPF_EXIT, 0, 0, 0),
-		op(BPF_ALU64 | BPF_MOV | BPF_K, 0, 0, 1),
-		op(BPF_JMP | BPF_EXIT, 0, 0, 0),
-	};
+	p[n++] = op(BPF_JMP | BPF_JNE | BPF_K, 2, 4, BPF_DEVCG_DEV_CHAR);
+	p[n++] = op(BPF_JMP | BPF_JNE | BPF_K, 4, 3, 195);
+	p[n++] = op(BPF_JMP | BPF_JNE | BPF_K, 5, 2, (int32_t)minor);
+	p[n++] = op(BPF_ALU64 | BPF_MOV | BPF_K, 0, 0, verdict);
+	p[n++] = op(BPF_JMP | BPF_EXIT, 0, 0, 0);
+	return n;
+}
+
+static int slurm_like(const char *cgroup, const char *mode, char **minors, int count)
+{
+	struct bpf_insn prog[4 + 5 * 16 + 2];
 	union bpf_attr attr;
-	int fd, dir;
+	size_t n = 0;
+	int fd, dir, k;
+
+	if (count < 1 || count > 16)
+		return usage();
+	/* r2 = device type, r4 = major, r5 = minor */
+	prog[n++] = op(BPF_LDX | BPF_MEM | BPF_W, 2, 0, 0);
+	prog[n++] = op(BPF_ALU | BPF_AND | BPF_K, 2, 0, 0xffff);
+	prog[n++] = op(BPF_LDX | BPF_MEM | BPF_W, 4, 4, 0);
+	prog[n++] = op(BPF_LDX | BPF_MEM | BPF_W, 5, 8, 0);
+	/* the job's own GPU allowed, the node's other GPUs denied, everything else allowed */
+	for (k = 0; k < count; k++)
+		n = rule(prog, n, (unsigned)strtoul(minors[k], NULL, 10), k == 0);
+	prog[n++] = op(BPF_ALU64 | BPF_MOV | BPF_K, 0, 0, 1);
+	prog[n++] = op(BPF_JMP | BPF_EXIT, 0, 0, 0);
 
 	memset(&attr, 0, sizeof(attr));
 	attr.prog_type = BPF_PROG_TYPE_CGROUP_DEVICE;
 	attr.insns = (uint64_t)(uintptr_t)prog;
-	attr.insn_cnt = sizeof(prog) / sizeof(prog[0]);
+	attr.insn_cnt = (uint32_t)n;
 	attr.license = (uint64_t)(uintptr_t)"GPL";
 	snprintf(attr.prog_name, sizeof(attr.prog_name), "slurm_like");
 	fd = (int)bpf(BPF_PROG_LOAD, &attr);
@@ -104,7 +113,8 @@ static int slurm_like(const char *cgroup, unsigned own, const char *mode)
 	attr.target_fd = (uint32_t)dir;
 	attr.attach_bpf_fd = (uint32_t)fd;
 	attr.attach_type = BPF_CGROUP_DEVICE;
-	attr.attach_flags = strcmp(mode, "override") == 0 ? BPF_F_ALLOW_OVERRIDE : 0;
+	attr.attach_flags = strcmp(mode, "override") == 0 ? BPF_F_ALLOW_OVERRIDE
+			    : strcmp(mode, "multi") == 0 ? BPF_F_ALLOW_MULTI : 0;
 	if (bpf(BPF_PROG_ATTACH, &attr) != 0) {
 		fprintf(stderr, "grant_tool: attaching to %s: %s\n", cgroup, strerror(errno));
 		return 1;
@@ -210,8 +220,8 @@ int main(int argc, char **argv)
 		puts(mount);
 		return 0;
 	}
-	if (argc == 5 && strcmp(argv[1], "slurm-like") == 0)
-		return slurm_like(argv[2], (unsigned)strtoul(argv[3], NULL, 10), argv[4]);
+	if (argc >= 5 && strcmp(argv[1], "slurm-like") == 0)
+		return slurm_like(argv[2], argv[3], argv + 4, argc - 4);
 	if (argc == 3 && strcmp(argv[1], "programs") == 0)
 		return programs(argv[2]);
 	if (argc > 2 && strcmp(argv[1], "--cgroup2") == 0) {
