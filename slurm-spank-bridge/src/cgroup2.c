@@ -15,32 +15,21 @@
 int vgpu_job_cgroup2(const char *mount, const char *node, uint32_t job, char *dir, size_t cap, char *err,
 		     size_t errlen)
 {
-	unsigned k;
+	char several[PATH_MAX], one[PATH_MAX];
 
 	if (vgpu_valid_node(node, strnlen(node, VGPU_NODE_NAME_BYTES + 1)) != 0)
 		return vgpu_fail(err, errlen, "bad node name");
 	/* <node>_slurmstepd.scope where slurmd is built for several per host, else slurmstepd.scope */
-	for (k = 0; k < 2; k++) {
-		const int n = snprintf(dir, cap, "%s/system.slice/%s%sslurmstepd.scope/job_%u", mount,
-				       k == 0 ? node : "", k == 0 ? "_" : "", job);
-
-		if (n < 0 || (size_t)n >= cap)
-			return vgpu_fail(err, errlen, "cgroup path too long");
-		switch (vgpu_existing_cgroup(dir, err, errlen)) {
-		case 0:
-			return 0;
-		case -1:
-			return -1;
-		default:
-			break;
-		}
-	}
-	return 1;
+	if (snprintf(several, sizeof(several), "%s/system.slice/%s_slurmstepd.scope/job_%u", mount, node, job)
+	    >= (int)sizeof(several))
+		return vgpu_fail(err, errlen, "cgroup path too long");
+	snprintf(one, sizeof(one), "%s/system.slice/slurmstepd.scope/job_%u", mount, job);
+	return vgpu_first_cgroup(several, one, dir, cap, err, errlen);
 }
 
 /* ---- the program ---- */
 
-static struct bpf_insn insn(uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm)
+struct bpf_insn vgpu_bpf_insn(uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm)
 {
 	struct bpf_insn i;
 
@@ -64,39 +53,39 @@ size_t vgpu_grant_check_insns(struct bpf_insn *out, int map_fd)
 	size_t n = 0;
 
 	/* r6 keeps the request (struct bpf_cgroup_dev_ctx) across the map lookup */
-	out[n++] = insn(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_6, BPF_REG_1, 0, 0);
+	out[n++] = vgpu_bpf_insn(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_6, BPF_REG_1, 0, 0);
 	/* access_type: device type in the low 16 bits, access (mknod, read, write) in the high ones */
-	out[n++] = insn(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_2, BPF_REG_6, 0, 0);
-	out[n++] = insn(BPF_ALU | BPF_MOV | BPF_X, BPF_REG_3, BPF_REG_2, 0, 0);
-	out[n++] = insn(BPF_ALU | BPF_RSH | BPF_K, BPF_REG_3, 0, 0, 16);
+	out[n++] = vgpu_bpf_insn(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_2, BPF_REG_6, 0, 0);
+	out[n++] = vgpu_bpf_insn(BPF_ALU | BPF_MOV | BPF_X, BPF_REG_3, BPF_REG_2, 0, 0);
+	out[n++] = vgpu_bpf_insn(BPF_ALU | BPF_RSH | BPF_K, BPF_REG_3, 0, 0, 16);
 	/* a grant is read and write, as "c MAJOR:MINOR rw" on cgroup v1: mknod is the job's own rules' */
-	out[n++] = insn(BPF_ALU | BPF_AND | BPF_K, BPF_REG_3, 0, 0, BPF_DEVCG_ACC_MKNOD);
-	out[n] = insn(BPF_JMP | BPF_JNE | BPF_K, BPF_REG_3, 0, TO_WRAPPED(n), 0);
+	out[n++] = vgpu_bpf_insn(BPF_ALU | BPF_AND | BPF_K, BPF_REG_3, 0, 0, BPF_DEVCG_ACC_MKNOD);
+	out[n] = vgpu_bpf_insn(BPF_JMP | BPF_JNE | BPF_K, BPF_REG_3, 0, TO_WRAPPED(n), 0);
 	n++;
-	out[n++] = insn(BPF_ALU | BPF_AND | BPF_K, BPF_REG_2, 0, 0, 0xffff);
-	out[n] = insn(BPF_JMP | BPF_JNE | BPF_K, BPF_REG_2, 0, TO_WRAPPED(n), BPF_DEVCG_DEV_CHAR);
+	out[n++] = vgpu_bpf_insn(BPF_ALU | BPF_AND | BPF_K, BPF_REG_2, 0, 0, 0xffff);
+	out[n] = vgpu_bpf_insn(BPF_JMP | BPF_JNE | BPF_K, BPF_REG_2, 0, TO_WRAPPED(n), BPF_DEVCG_DEV_CHAR);
 	n++;
 	/* key {major, minor} on the stack */
-	out[n++] = insn(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_2, BPF_REG_6, 4, 0);
-	out[n++] = insn(BPF_STX | BPF_MEM | BPF_W, BPF_REG_10, BPF_REG_2, -8, 0);
-	out[n++] = insn(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_2, BPF_REG_6, 8, 0);
-	out[n++] = insn(BPF_STX | BPF_MEM | BPF_W, BPF_REG_10, BPF_REG_2, -4, 0);
+	out[n++] = vgpu_bpf_insn(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_2, BPF_REG_6, 4, 0);
+	out[n++] = vgpu_bpf_insn(BPF_STX | BPF_MEM | BPF_W, BPF_REG_10, BPF_REG_2, -8, 0);
+	out[n++] = vgpu_bpf_insn(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_2, BPF_REG_6, 8, 0);
+	out[n++] = vgpu_bpf_insn(BPF_STX | BPF_MEM | BPF_W, BPF_REG_10, BPF_REG_2, -4, 0);
 	/* r0 = bpf_map_lookup_elem(grants, &key) */
-	out[n++] = insn(BPF_LD | BPF_DW | BPF_IMM, BPF_REG_1, BPF_PSEUDO_MAP_FD, 0, map_fd);
-	out[n++] = insn(0, 0, 0, 0, 0);
-	out[n++] = insn(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_2, BPF_REG_10, 0, 0);
-	out[n++] = insn(BPF_ALU64 | BPF_ADD | BPF_K, BPF_REG_2, 0, 0, -8);
-	out[n++] = insn(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_map_lookup_elem);
-	out[n] = insn(BPF_JMP | BPF_JEQ | BPF_K, BPF_REG_0, 0, TO_WRAPPED(n), 0);
+	out[n++] = vgpu_bpf_insn(BPF_LD | BPF_DW | BPF_IMM, BPF_REG_1, BPF_PSEUDO_MAP_FD, 0, map_fd);
+	out[n++] = vgpu_bpf_insn(0, 0, 0, 0, 0);
+	out[n++] = vgpu_bpf_insn(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_2, BPF_REG_10, 0, 0);
+	out[n++] = vgpu_bpf_insn(BPF_ALU64 | BPF_ADD | BPF_K, BPF_REG_2, 0, 0, -8);
+	out[n++] = vgpu_bpf_insn(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_map_lookup_elem);
+	out[n] = vgpu_bpf_insn(BPF_JMP | BPF_JEQ | BPF_K, BPF_REG_0, 0, TO_WRAPPED(n), 0);
 	n++;
-	out[n++] = insn(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_0, BPF_REG_0, 0, 0);
-	out[n] = insn(BPF_JMP | BPF_JEQ | BPF_K, BPF_REG_0, 0, TO_WRAPPED(n), 0);
+	out[n++] = vgpu_bpf_insn(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_0, BPF_REG_0, 0, 0);
+	out[n] = vgpu_bpf_insn(BPF_JMP | BPF_JEQ | BPF_K, BPF_REG_0, 0, TO_WRAPPED(n), 0);
 	n++;
 	/* granted: allow */
-	out[n++] = insn(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 1);
-	out[n++] = insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
+	out[n++] = vgpu_bpf_insn(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 1);
+	out[n++] = vgpu_bpf_insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
 	/* not granted: the wrapped program decides, from its first instruction, as it always did */
-	out[n++] = insn(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_1, BPF_REG_6, 0, 0);
+	out[n++] = vgpu_bpf_insn(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_1, BPF_REG_6, 0, 0);
 	return n;
 }
 

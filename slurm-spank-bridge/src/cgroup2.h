@@ -43,6 +43,9 @@
 int vgpu_job_cgroup2(const char *mount, const char *node, uint32_t job, char *dir, size_t cap, char *err,
 		     size_t errlen);
 
+/* One BPF instruction (registers 0..10; 64-bit immediates take two, the second all zero but imm). */
+struct bpf_insn vgpu_bpf_insn(uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm);
+
 /*
  * The grant check that comes before the wrapped program: exit with "allow" for a character
  * device (not a mknod) whose {major, minor} is in the grants map map_fd, else fall through to

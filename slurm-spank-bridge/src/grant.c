@@ -405,41 +405,38 @@ int vgpu_find_cgroup2(const char *mounts, char *mount, size_t cap)
 	return 0;
 }
 
-int vgpu_existing_cgroup(const char *dir, char *err, size_t errlen)
+int vgpu_first_cgroup(const char *first, const char *second, char *dir, size_t cap, char *err, size_t errlen)
 {
-	struct stat st;
+	const char *const candidates[] = { first, second };
+	unsigned k;
 
-	if (lstat(dir, &st) == 0)
-		return S_ISDIR(st.st_mode) ? 0 : vgpu_fail(err, errlen, "%s is not a directory", dir);
-	if (errno != ENOENT)
-		return vgpu_fail(err, errlen, "%s: %s", dir, strerror(errno));
+	for (k = 0; k < 2; k++) {
+		struct stat st;
+
+		if (strlen(candidates[k]) >= cap)
+			return vgpu_fail(err, errlen, "cgroup path too long");
+		snprintf(dir, cap, "%s", candidates[k]);
+		if (lstat(dir, &st) == 0)
+			return S_ISDIR(st.st_mode) ? 0 : vgpu_fail(err, errlen, "%s is not a directory", dir);
+		if (errno != ENOENT)
+			return vgpu_fail(err, errlen, "%s: %s", dir, strerror(errno));
+	}
 	return 1;
 }
 
 int vgpu_job_devices_cgroup(const char *mount, const char *node, uid_t uid, uint32_t job, char *dir,
 			    size_t cap, char *err, size_t errlen)
 {
-	unsigned k;
+	char several[PATH_MAX], one[PATH_MAX];
 
 	if (vgpu_valid_node(node, strnlen(node, VGPU_NODE_NAME_BYTES + 1)) != 0)
 		return vgpu_fail(err, errlen, "bad node name");
 	/* slurm_<node> where slurmd is built for several per host (slurmd -N), else slurm */
-	for (k = 0; k < 2; k++) {
-		const int n = snprintf(dir, cap, "%s/slurm%s%s/uid_%u/job_%u", mount, k == 0 ? "_" : "",
-				       k == 0 ? node : "", (unsigned)uid, job);
-
-		if (n < 0 || (size_t)n >= cap)
-			return vgpu_fail(err, errlen, "cgroup path too long");
-		switch (vgpu_existing_cgroup(dir, err, errlen)) {
-		case 0:
-			return 0;
-		case -1:
-			return -1;
-		default:
-			break;
-		}
-	}
-	return 1;
+	if (snprintf(several, sizeof(several), "%s/slurm_%s/uid_%u/job_%u", mount, node, (unsigned)uid, job)
+	    >= (int)sizeof(several))
+		return vgpu_fail(err, errlen, "cgroup path too long");
+	snprintf(one, sizeof(one), "%s/slurm/uid_%u/job_%u", mount, (unsigned)uid, job);
+	return vgpu_first_cgroup(several, one, dir, cap, err, errlen);
 }
 
 typedef int (*cgroup_visitor)(int fd, const char *where, void *ctx, char *err, size_t errlen);

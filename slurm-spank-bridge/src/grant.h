@@ -73,8 +73,12 @@ enum vgpu_cgroup_kind vgpu_find_devices_cgroup(const char *mounts, char *mount, 
 /* The cgroup2 mount point, whatever else is mounted (a hybrid host's unified hierarchy): 0, or -1. */
 int vgpu_find_cgroup2(const char *mounts, char *mount, size_t cap);
 
-/* 0 when dir is a directory (not a link), 1 when it does not exist, -1 with err otherwise. */
-int vgpu_existing_cgroup(const char *dir, char *err, size_t errlen);
+/*
+ * Where Slurm puts a job's cgroup depends on how slurmd was built (one or several per host): dir
+ * gets the first of the two candidates that is a directory (not a link), 0; 1 when neither exists;
+ * -1 with err (a candidate too long for cap, or one that is there but no directory).
+ */
+int vgpu_first_cgroup(const char *first, const char *second, char *dir, size_t cap, char *err, size_t errlen);
 
 /*
  * The job's devices cgroup in Slurm's v1 layout: <mount>/slurm_<node>/uid_<uid>/job_<job>

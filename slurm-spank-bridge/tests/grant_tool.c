@@ -47,19 +47,10 @@ static long bpf(int cmd, union bpf_attr *attr)
 	return syscall(__NR_bpf, cmd, attr, sizeof(*attr));
 }
 
+/* An instruction of the Slurm-like program: its loads read the request in r1. */
 static struct bpf_insn op(uint8_t code, uint8_t dst, int16_t off, int32_t imm)
 {
-	struct bpf_insn i;
-
-	memset(&i, 0, sizeof(i));
-	i.code = code;
-	i.dst_reg = dst & 0xf;
-	i.src_reg = 1;	/* the loads read the request in r1; the other instructions ignore it */
-	if (BPF_CLASS(code) != BPF_LDX)
-		i.src_reg = 0;
-	i.off = off;
-	i.imm = imm;
-	return i;
+	return vgpu_bpf_insn(code, dst, BPF_CLASS(code) == BPF_LDX ? BPF_REG_1 : 0, off, imm);
 }
 
 /* Slurm's rule shape: c 195:minor gets verdict; anything else goes on to the next rule (3 on). */

@@ -1222,19 +1222,6 @@ static void test_cgroup2_layout(const char *dir)
 	CHECK_HAS(err, "No such file or directory");
 }
 
-static struct bpf_insn bpf_op(uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm)
-{
-	struct bpf_insn i;
-
-	memset(&i, 0, sizeof(i));
-	i.code = code;
-	i.dst_reg = dst & 0xf;
-	i.src_reg = src & 0xf;
-	i.off = off;
-	i.imm = imm;
-	return i;
-}
-
 /* The grant check's shape, and which programs may be wrapped. */
 static void test_grant_program(void)
 {
@@ -1274,22 +1261,22 @@ static void test_grant_program(void)
 	CHECK(calls == 1 && exits == 1 && lookups == 1);
 
 	/* Slurm's shape: loads, compares, verdicts */
-	prog[0] = bpf_op(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_4, BPF_REG_1, 4, 0);
-	prog[1] = bpf_op(BPF_JMP | BPF_JNE | BPF_K, BPF_REG_4, 0, 1, 195);
-	prog[2] = bpf_op(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 0);
-	prog[3] = bpf_op(BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
+	prog[0] = vgpu_bpf_insn(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_4, BPF_REG_1, 4, 0);
+	prog[1] = vgpu_bpf_insn(BPF_JMP | BPF_JNE | BPF_K, BPF_REG_4, 0, 1, 195);
+	prog[2] = vgpu_bpf_insn(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 0);
+	prog[3] = vgpu_bpf_insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
 	CHECK(vgpu_wrappable_insns(prog, 4, err, sizeof(err)) == 0);
 	CHECK(vgpu_wrappable_insns(prog, 0, err, sizeof(err)) == -1);
 	CHECK_HAS(err, "no instructions");
 	CHECK(vgpu_wrappable_insns(prog, VGPU_WRAPPED_INSNS_MAX + 1, err, sizeof(err)) == -1);
 	CHECK_HAS(err, "more than " LIMIT(VGPU_WRAPPED_INSNS_MAX));
-	prog[2] = bpf_op(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_map_lookup_elem);
+	prog[2] = vgpu_bpf_insn(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_map_lookup_elem);
 	CHECK(vgpu_wrappable_insns(prog, 4, err, sizeof(err)) == -1);
 	CHECK_HAS(err, "instruction 2 calls a helper");
-	prog[2] = bpf_op(BPF_LD | BPF_DW | BPF_IMM, BPF_REG_1, BPF_PSEUDO_MAP_FD, 0, 3);
+	prog[2] = vgpu_bpf_insn(BPF_LD | BPF_DW | BPF_IMM, BPF_REG_1, BPF_PSEUDO_MAP_FD, 0, 3);
 	CHECK(vgpu_wrappable_insns(prog, 4, err, sizeof(err)) == -1);
 	CHECK_HAS(err, "instruction 2 loads a map");
-	prog[2] = bpf_op(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_0, 0, 0, 0);
+	prog[2] = vgpu_bpf_insn(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_0, 0, 0, 0);
 	prog[2].src_reg = 11;	/* BPF_REG_AX: constant blinding's */
 	CHECK(vgpu_wrappable_insns(prog, 4, err, sizeof(err)) == -1);
 	CHECK_HAS(err, "bpf_jit_harden");

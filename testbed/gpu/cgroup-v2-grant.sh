@@ -23,6 +23,10 @@ say() { echo "cgroup-v2-grant: $*"; }
 [ -c /dev/nvidia0 ] || { say "FAIL: no /dev/nvidia0 here"; exit 2; }
 
 work=$(mktemp -d /tmp/vgpu-cgroup-v2-grant.XXXXXX)
+# The CUDA check runs as a prober (slurm-spank-bridge/tests/cgroup-prober.sh): one line asked, one answered.
+tmp=$work
+# shellcheck source=slurm-spank-bridge/tests/cgroup-prober.sh
+. slurm-spank-bridge/tests/cgroup-prober.sh
 make -s -C slurm-spank-bridge build/grant_tool >"$work/build.log" 2>&1 \
     || { cat "$work/build.log"; say "FAIL: building grant_tool"; exit 2; }
 tool=$top/slurm-spank-bridge/build/grant_tool
@@ -38,15 +42,10 @@ job=$((4000000000 + $$ % 100000))
 holder=$((job + 7))
 root=$unified/vgpu-gputest-$$
 cg=$root/system.slice/slurmstepd.scope/job_$job
-pids=()
 failures=0
 checks=0
 cleanup() {
-    local pid
-    for pid in "${pids[@]}"; do
-        kill "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    done
+    prober_stop_all
     if [ -d "$root" ] && ! find "$root" -depth -type d -exec rmdir {} +; then
         say "could not remove $root"
     fi
@@ -65,22 +64,8 @@ mkdir -p "$work/agent" && chmod 0700 "$work/agent"
 echo "NodeName=$node Name=gpu File=/dev/nvidia0" >"$work/gres.conf"
 grants() { "$tool" --cgroup2 "$root" "$@"; }
 
-# start_check NAME CGROUP: the CUDA check process inside CGROUP, fed through FIFOs (fds 7+ per name).
-start_check() {
-    local name=$1 cg_dir=$2
-    mkfifo "$work/$name.in" "$work/$name.out"
-    (echo "$BASHPID" >"$cg_dir/cgroup.procs" && exec "$work/check" <"$work/$name.in" >"$work/$name.out") &
-    pids+=("$!")
-    eval "exec {${name}_in}>\"$work/$name.in\" {${name}_out}<\"$work/$name.out\""
-}
-ask() {
-    local in out answer
-    in=$1_in
-    out=$1_out
-    echo "$2" >&"${!in}"
-    read -r answer <&"${!out}" || answer="(no answer: the check process ended)"
-    echo "$answer"
-}
+start_check() { prober_start "$1" "$2" "$work/check" || { say "FAIL: no check process in $2"; exit 1; }; }
+ask() { probe "$1" "$2"; }
 check() {
     local what=$1 got=$2 want=$3
     checks=$((checks + 1))
