@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -372,9 +373,23 @@ int vgpu_cgroup2_set_device(const char *dir, const struct vgpu_device *dev, int 
 			    char *err, size_t errlen)
 {
 	struct walk w = { dev, allow ? COLLECT : DROP, -1, 0 };
-	int rc = 0;
+	int rc = 0, lock;
 
 	*programs = 0;
+	/*
+	 * One admission or drop at a time per job: two holders' prologs (or a prolog and a new step's
+	 * tasks) that both replaced the same program would each attach a wrapper with its own map,
+	 * and the later one would take the earlier one's grant away. flock on the job's cgroup
+	 * directory itself: nothing else to create or clean up, and it goes with the job.
+	 */
+	lock = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (lock < 0)
+		return vgpu_fail(err, errlen, "%s: %s", dir, strerror(errno));
+	if (flock(lock, LOCK_EX) != 0) {
+		rc = vgpu_fail(err, errlen, "%s: locking it: %s", dir, strerror(errno));
+		close(lock);
+		return rc;
+	}
 	if (allow) {
 		/*
 		 * First the grants map the job's wrappers share, wherever one is (a step's own program
@@ -394,6 +409,7 @@ int vgpu_cgroup2_set_device(const char *dir, const struct vgpu_device *dev, int 
 		rc = vgpu_cgroup_walk(dir, visit_cgroup, &w, err, errlen);
 	if (w.shared_map >= 0)
 		close(w.shared_map);
+	close(lock);	/* releases the lock */
 	*programs = w.programs;
 	return rc;
 }

@@ -68,7 +68,7 @@ int vgpu_wrappable_insns(const struct bpf_insn *insns, size_t n, char *err, size
  * there that is ours gets dev put into (or taken out of) its grants map; on admission, each one
  * that is not ours is replaced by ours wrapping it (same attach flags; in BPF_F_ALLOW_MULTI mode
  * in its own place, with BPF_F_REPLACE). Dropping leaves the wrappers, which then decide as the
- * wrapped programs do. 0 and in *programs the number of device programs that now carry the
+ * wrapped programs do. One call at a time per job (an exclusive flock on dir). 0 and in *programs the number of device programs that now carry the
  * admission or drop (0: no device program anywhere, the job's devices are not constrained), or
  * -1 with err (the first failure; the walk stops there).
  */

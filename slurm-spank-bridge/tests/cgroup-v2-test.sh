@@ -107,6 +107,17 @@ programs "$cg/step_1/user" vgpu_grants
 expect step1 nvidia7 "$NO_DRIVER" "the new step after the re-admission"
 expect step1 nvidia6 "$NO_DRIVER" "the new step's own GPU"
 
+# One admission at a time per job: another one (holding the job cgroup's lock) is waited for.
+flock -x "$cg" -c "sleep 2" &
+locker=$!
+sleep 0.3
+started=$(date +%s%N)
+grants admit "$node" "$uid" "$job" "$tmp/gres.conf" 1 >/dev/null
+waited=$(( ($(date +%s%N) - started) / 1000000 ))
+wait "$locker"
+say "an admission while another holds the job's lock waited ${waited} ms"
+[ "$waited" -ge 1000 ] || fail "the admission did not wait for the job's lock (${waited} ms)"
+
 # A second grant reaches every step at once (one grants map for the job's programs).
 grants admit "$node" "$uid" "$job" "$tmp/gres.conf" 2 "$tmp/agent" $((holder + 1)) >/dev/null
 expect step0 nvidia8 "$NO_DRIVER" "a second grant, step_0"
