@@ -99,6 +99,16 @@ public final class Distances {
                 "no distance between '" + a + "' and '" + b + "': not both configured nodes");
     }
 
+    /** How many pairs the configuration gives one by one. */
+    public int listedPairs() {
+        return listed.size();
+    }
+
+    /** The distance of every configured pair not listed; empty when every pair is listed. */
+    public OptionalInt otherPairs() {
+        return fallback;
+    }
+
     @Override
     public boolean equals(Object other) {
         return other instanceof Distances distances
