@@ -55,6 +55,14 @@ public interface VirtualGpu extends AutoCloseable {
 
     DeviceProperties deviceProperties();
 
+    /**
+     * As {@code cuCtxGetDevice} (and the runtime API's {@code cudaGetDevice}): the device this vGPU
+     * is to the program, which is its index k in the job ({@link #vgpuIndex()}), not the ordinal of
+     * whatever GPU, worker or emulation serves it now: CUDA device k is vGPU k, before and after a
+     * migration, on every backend.
+     */
+    int ctxGetDevice();
+
     /** As {@code cuMemGetInfo}: the device's free and total memory. */
     MemoryInfo memGetInfo();
 

@@ -156,6 +156,16 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
 
     // ---- VirtualGpu
 
+    /**
+     * The job's index of this vGPU, the same on every backend: no backend asks its driver, whose
+     * ordinal is the physical GPU's (and changes when the vGPU moves).
+     */
+    @Override
+    public final int ctxGetDevice() {
+        ensureOpen();
+        return vgpuIndex();
+    }
+
     @Override
     public ModuleHandle moduleLoadData(byte[] image) {
         ensureOpen();

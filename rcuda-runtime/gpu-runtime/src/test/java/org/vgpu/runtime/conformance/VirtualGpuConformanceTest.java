@@ -63,6 +63,13 @@ public abstract class VirtualGpuConformanceTest {
         return 0;
     }
 
+    /**
+     * Moves the vGPU under test elsewhere in the middle of a test, where the suite has a migrating
+     * variant; nothing elsewhere. Tests of state a migration must carry (set attributes, module
+     * globals) call it between creating that state and using it.
+     */
+    protected void moveMidTest() {}
+
     @BeforeAll
     void openBackend() {
         backend = createBackend();
@@ -965,6 +972,21 @@ public abstract class VirtualGpuConformanceTest {
             assertTrue(System.nanoTime() < deadline, what + " never said done");
             Thread.onSpinWait();
         }
+    }
+
+    // ---- the calls real programs make besides the core ones (issue 20)
+
+    @Test
+    void theCurrentDeviceIsTheVgpusIndexInTheJob() {
+        assertEquals(gpu.vgpuIndex(), gpu.ctxGetDevice());
+        try (VirtualGpu third = backend.open(device(), VaWindow.forVgpu(3))) {
+            assertEquals(3, third.ctxGetDevice(), "device k is vGPU k, whichever GPU serves it");
+        }
+        moveMidTest();
+        assertEquals(0, gpu.ctxGetDevice(), "a migration does not change the device the program sees");
+        VirtualGpu closed = backend.open(device(), VaWindow.forVgpu(4));
+        closed.close();
+        assertError(ErrorCode.VGPU_CLOSED, closed::ctxGetDevice);
     }
 
     // ---- life cycle, threads
