@@ -63,6 +63,15 @@ public interface VirtualGpu extends AutoCloseable {
      */
     int ctxGetDevice();
 
+    /**
+     * As {@code cuDeviceGetAttribute}: one figure of the device behind this vGPU, as its driver
+     * reports it (a remote vGPU's worker's GPU; the emulation's fixed, documented figures). CUDA's
+     * attribute numbers map to {@link DeviceAttribute} with {@link DeviceAttribute#fromCuda}, which
+     * refuses those vgpu does not answer with CUDA_ERROR_INVALID_VALUE.
+     */
+    @RemoteCall(opcode = 0x0021, kind = SYNC)
+    int deviceGetAttribute(DeviceAttribute attribute);
+
     /** As {@code cuMemGetInfo}: the device's free and total memory. */
     MemoryInfo memGetInfo();
 

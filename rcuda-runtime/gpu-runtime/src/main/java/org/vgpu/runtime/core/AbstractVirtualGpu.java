@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
+import org.vgpu.runtime.api.DeviceAttribute;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
@@ -66,6 +67,9 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
     }
 
     // ---- backend primitives
+
+    /** The device's figure for a known attribute. */
+    protected abstract int doDeviceGetAttribute(DeviceAttribute attribute);
 
     protected abstract M doModuleLoad(ModuleImage image);
 
@@ -164,6 +168,15 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
     public final int ctxGetDevice() {
         ensureOpen();
         return vgpuIndex();
+    }
+
+    @Override
+    public int deviceGetAttribute(DeviceAttribute attribute) {
+        ensureOpen();
+        if (attribute == null) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "cuDeviceGetAttribute: the attribute is null");
+        }
+        return doDeviceGetAttribute(attribute);
     }
 
     @Override

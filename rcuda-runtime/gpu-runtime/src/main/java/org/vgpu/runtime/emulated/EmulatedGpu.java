@@ -8,6 +8,7 @@ import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
+import org.vgpu.runtime.api.DeviceAttribute;
 import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
@@ -43,6 +44,12 @@ final class EmulatedGpu
 
     private static final Stream DEFAULT_STREAM = new Stream();
 
+    /** Shared memory a block may use without opting in, as on every GPU since Volta. */
+    private static final int SHARED_MEMORY_PER_BLOCK = 48 * 1024;
+
+    /** An A100's most shared memory per block once a kernel opts in (163 KiB). */
+    private static final int SHARED_MEMORY_PER_BLOCK_OPTIN = 163 * 1024;
+
     private final DeviceProperties properties;
     private final AtomicLong deviceUsedBytes;
     private final KernelTwinRegistry twins;
@@ -74,6 +81,38 @@ final class EmulatedGpu
     public MemoryInfo memGetInfo() {
         ensureOpen();
         return new MemoryInfo(properties.totalMemory() - deviceUsedBytes.get(), properties.totalMemory());
+    }
+
+    /**
+     * Fixed figures: the device's own properties where it has them (compute capability 8.0,
+     * 1024 threads per block, warp 32, as many SMs as the host has cores), otherwise an A100's,
+     * the GPU of compute capability 8.0, so that a program sizes its launches as it would there.
+     * The emulation enforces the thread and shared-memory limits among them at launch.
+     */
+    @Override
+    protected int doDeviceGetAttribute(DeviceAttribute attribute) {
+        return switch (attribute) {
+            case MAX_THREADS_PER_BLOCK -> properties.maxThreadsPerBlock();
+            case MAX_BLOCK_DIM_X, MAX_BLOCK_DIM_Y -> 1024;
+            case MAX_BLOCK_DIM_Z -> 64;
+            case MAX_GRID_DIM_X -> Integer.MAX_VALUE;
+            case MAX_GRID_DIM_Y, MAX_GRID_DIM_Z -> 65535;
+            case MAX_SHARED_MEMORY_PER_BLOCK -> SHARED_MEMORY_PER_BLOCK;
+            case TOTAL_CONSTANT_MEMORY -> 64 * 1024;
+            case WARP_SIZE -> properties.warpSize();
+            case MAX_REGISTERS_PER_BLOCK -> 64 * 1024;
+            case CLOCK_RATE -> 1_410_000;
+            case MULTIPROCESSOR_COUNT -> properties.multiprocessorCount();
+            case CONCURRENT_KERNELS, UNIFIED_ADDRESSING -> 1;
+            case MEMORY_CLOCK_RATE -> 1_215_000;
+            case GLOBAL_MEMORY_BUS_WIDTH -> 5120;
+            case L2_CACHE_SIZE -> 40 * 1024 * 1024;
+            case MAX_THREADS_PER_MULTIPROCESSOR -> 2048;
+            case COMPUTE_CAPABILITY_MAJOR -> properties.computeCapabilityMajor();
+            case COMPUTE_CAPABILITY_MINOR -> properties.computeCapabilityMinor();
+            case MAX_SHARED_MEMORY_PER_MULTIPROCESSOR -> 164 * 1024;
+            case MAX_SHARED_MEMORY_PER_BLOCK_OPTIN -> SHARED_MEMORY_PER_BLOCK_OPTIN;
+        };
     }
 
     // ---- EmulatedMemory, for twins

@@ -5,6 +5,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.List;
 
 import jcuda.Pointer;
+import jcuda.driver.CUdevice;
 import jcuda.driver.CUevent;
 import jcuda.driver.CUfunction;
 import jcuda.driver.CUjit_option;
@@ -14,6 +15,7 @@ import jcuda.driver.CUstream;
 import jcuda.driver.JCudaDriver;
 import jcuda.driver.JITOptions;
 
+import org.vgpu.runtime.api.DeviceAttribute;
 import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
@@ -111,6 +113,18 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
         long[] total = new long[1];
         CudaErrors.check(JCudaDriver.cuMemGetInfo(free, total), "cuMemGetInfo");
         return new MemoryInfo(free[0], total[0]);
+    }
+
+    @Override
+    protected int doDeviceGetAttribute(DeviceAttribute attribute) {
+        context.makeCurrent();
+        CUdevice device = new CUdevice();
+        CudaErrors.check(JCudaDriver.cuDeviceGet(device, ordinal), "cuDeviceGet(" + ordinal + ")");
+        int[] value = new int[1];
+        CudaErrors.check(
+                JCudaDriver.cuDeviceGetAttribute(value, attribute.cudaNumber(), device),
+                "cuDeviceGetAttribute(" + attribute + ")");
+        return value[0];
     }
 
     // ---- pinned host memory

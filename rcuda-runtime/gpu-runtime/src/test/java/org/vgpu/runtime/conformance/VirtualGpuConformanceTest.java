@@ -27,6 +27,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
+import org.vgpu.runtime.api.DeviceAttribute;
 import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
@@ -987,6 +988,43 @@ public abstract class VirtualGpuConformanceTest {
         VirtualGpu closed = backend.open(device(), VaWindow.forVgpu(4));
         closed.close();
         assertError(ErrorCode.VGPU_CLOSED, closed::ctxGetDevice);
+    }
+
+    @Test
+    void deviceAttributesAgreeWithThePropertiesAndWithWhatGpusHave() {
+        DeviceProperties properties = gpu.deviceProperties();
+        assertEquals(properties.multiprocessorCount(), gpu.deviceGetAttribute(DeviceAttribute.MULTIPROCESSOR_COUNT));
+        assertEquals(properties.maxThreadsPerBlock(), gpu.deviceGetAttribute(DeviceAttribute.MAX_THREADS_PER_BLOCK));
+        assertEquals(32, gpu.deviceGetAttribute(DeviceAttribute.WARP_SIZE));
+        assertEquals(
+                properties.computeCapabilityMajor(), gpu.deviceGetAttribute(DeviceAttribute.COMPUTE_CAPABILITY_MAJOR));
+        assertEquals(
+                properties.computeCapabilityMinor(), gpu.deviceGetAttribute(DeviceAttribute.COMPUTE_CAPABILITY_MINOR));
+        assertEquals(48 * 1024, gpu.deviceGetAttribute(DeviceAttribute.MAX_SHARED_MEMORY_PER_BLOCK));
+        assertTrue(gpu.deviceGetAttribute(DeviceAttribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN) > 48 * 1024);
+        assertEquals(Integer.MAX_VALUE, gpu.deviceGetAttribute(DeviceAttribute.MAX_GRID_DIM_X));
+        assertEquals(65535, gpu.deviceGetAttribute(DeviceAttribute.MAX_GRID_DIM_Y));
+        assertEquals(1024, gpu.deviceGetAttribute(DeviceAttribute.MAX_BLOCK_DIM_X));
+        assertEquals(64, gpu.deviceGetAttribute(DeviceAttribute.MAX_BLOCK_DIM_Z));
+        assertEquals(1, gpu.deviceGetAttribute(DeviceAttribute.UNIFIED_ADDRESSING));
+        assertEquals(1, gpu.deviceGetAttribute(DeviceAttribute.CONCURRENT_KERNELS));
+        assertTrue(gpu.deviceGetAttribute(DeviceAttribute.MEMORY_CLOCK_RATE) > 0);
+        assertTrue(gpu.deviceGetAttribute(DeviceAttribute.GLOBAL_MEMORY_BUS_WIDTH) > 0);
+        int optIn = gpu.deviceGetAttribute(DeviceAttribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+        moveMidTest();
+        assertEquals(
+                optIn,
+                gpu.deviceGetAttribute(DeviceAttribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
+                "a migration goes only where the same figures hold");
+    }
+
+    @Test
+    void deviceAttributesAreCudasNumbersAndUnknownOnesAreRefusedByNumber() {
+        assertEquals(DeviceAttribute.MULTIPROCESSOR_COUNT, DeviceAttribute.fromCuda(16));
+        assertEquals(DeviceAttribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, DeviceAttribute.fromCuda(97));
+        VgpuException unknown = assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> DeviceAttribute.fromCuda(9999));
+        assertTrue(unknown.getMessage().contains("attribute 9999"), unknown.getMessage());
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.deviceGetAttribute(null));
     }
 
     // ---- life cycle, threads

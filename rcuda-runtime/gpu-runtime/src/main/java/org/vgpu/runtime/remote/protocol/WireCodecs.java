@@ -5,6 +5,7 @@ import java.util.List;
 
 import io.netty.buffer.ByteBuf;
 
+import org.vgpu.runtime.api.DeviceAttribute;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
@@ -81,6 +82,22 @@ final class WireCodecs {
 
     static void writeString(ByteBuf out, String value) {
         Frames.writeString(out, value);
+    }
+
+    // ---- device queries
+
+    /** {@code int32}: CUDA's attribute number; one this peer does not know is the other peer's mistake. */
+    static DeviceAttribute readDeviceAttribute(ByteBuf in) {
+        int number = in.readInt();
+        try {
+            return DeviceAttribute.fromCuda(number);
+        } catch (VgpuException unknown) {
+            throw Frames.violation("device attribute " + number + " is not one this worker answers");
+        }
+    }
+
+    static void writeDeviceAttribute(ByteBuf out, DeviceAttribute attribute) {
+        out.writeInt(attribute.cudaNumber());
     }
 
     // ---- the session

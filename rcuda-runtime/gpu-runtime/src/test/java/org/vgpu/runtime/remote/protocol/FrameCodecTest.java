@@ -26,6 +26,7 @@ import io.netty.util.ResourceLeakDetector;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
+import org.vgpu.runtime.api.DeviceAttribute;
 import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
@@ -113,6 +114,7 @@ class FrameCodecTest {
         encoder.streamWaitEvent(27, true, 5, 2);
         encoder.streamQuery(28, 5);
         encoder.eventQuery(29, 2);
+        encoder.deviceGetAttribute(30, DeviceAttribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
 
         RecordingVisitors.Requests visitor = new RecordingVisitors.Requests();
         for (Frame frame : decodeAll(Opcode.Direction.REQUEST, wire)) {
@@ -152,7 +154,8 @@ class FrameCodecTest {
                         "#26 async memcpyHtoDScatter s5 [0x10c000000080+1] 09",
                         "#27 async streamWaitEvent s5 2",
                         "#28 streamQuery 5",
-                        "#29 eventQuery 2"),
+                        "#29 eventQuery 2",
+                        "#30 deviceGetAttribute MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"),
                 visitor.calls);
     }
 
@@ -182,6 +185,7 @@ class FrameCodecTest {
                         "ERROR 0x0011 REPLY async=false synchronizing=false chunked=false",
                         "DATA 0x0012 REPLY async=false synchronizing=false chunked=true",
                         "MEM_GET_INFO 0x0020 REQUEST async=false synchronizing=false chunked=false",
+                        "DEVICE_GET_ATTRIBUTE 0x0021 REQUEST async=false synchronizing=false chunked=false",
                         "MODULE_LOAD 0x0030 REQUEST async=false synchronizing=false chunked=false",
                         "MODULE_UNLOAD 0x0031 REQUEST async=false synchronizing=false chunked=false",
                         "MODULE_GET_FUNCTION 0x0032 REQUEST async=false synchronizing=false chunked=false",
@@ -261,6 +265,7 @@ class FrameCodecTest {
         encoder.streamQuery(5, false);
         encoder.streamQuery(6, true);
         encoder.eventQuery(7, false);
+        encoder.deviceGetAttribute(8, 232448);
         encoder.ok(4);
         List<Object> results = new ArrayList<>();
         ReplyVisitor reader = new RecordingVisitors.Replies() {
@@ -273,6 +278,7 @@ class FrameCodecTest {
                             case 3 -> ResultDecoder.eventElapsedTime(result);
                             case 5, 6 -> ResultDecoder.streamQuery(result);
                             case 7 -> ResultDecoder.eventQuery(result);
+                            case 8 -> ResultDecoder.deviceGetAttribute(result);
                             default -> String.valueOf(ReplyDecoder.empty(result));
                         });
             }
@@ -288,6 +294,7 @@ class FrameCodecTest {
                         false,
                         true,
                         false,
+                        232448,
                         "null"),
                 results);
         ByteBuf shortResult = Unpooled.buffer().writeLong(1);
@@ -752,6 +759,13 @@ class FrameCodecTest {
             NettyLeaks.forget();
             log.setUseParentHandlers(useParentHandlers);
         }
+    }
+
+    @Test
+    void aDeviceAttributeTheWorkerDoesNotAnswerIsRefused() {
+        assertBodyRefused(
+                frame(Opcode.DEVICE_GET_ATTRIBUTE, Unpooled.buffer().writeInt(9999)),
+                "device attribute 9999 is not one this worker answers");
     }
 
     // ---- helpers

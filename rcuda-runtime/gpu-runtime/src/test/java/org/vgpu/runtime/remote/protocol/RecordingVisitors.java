@@ -8,6 +8,7 @@ import java.util.List;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 
+import org.vgpu.runtime.api.DeviceAttribute;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.KernelArg;
@@ -176,6 +177,11 @@ final class RecordingVisitors {
         @Override
         public void ctxSynchronize(Frame f) {
             add(f, "ctxSynchronize");
+        }
+
+        @Override
+        public void deviceGetAttribute(Frame f, DeviceAttribute attribute) {
+            add(f, "deviceGetAttribute " + attribute);
         }
     }
 
