@@ -147,6 +147,16 @@ public interface VirtualGpu extends AutoCloseable {
      */
     void memcpyHtoDScatterAsync(List<DeviceRegion> dstRegions, MemorySegment srcHost, StreamHandle stream);
 
+    /**
+     * As {@code cuMemcpy2D}: {@code height} rows of {@code widthBytes} each, from rows {@code
+     * src.pitch()} bytes apart to rows {@code dst.pitch()} bytes apart; host to device, device to
+     * host or device to device (two host sides are refused: that is no device copy). Each pitch must
+     * be at least {@code widthBytes}, and all rows of a side must lie in one live allocation or host
+     * buffer; the bytes between rows are left as they are.
+     */
+    @Synchronizing
+    void memcpy2D(PitchedMemory dst, PitchedMemory src, long widthBytes, long height);
+
     /** As {@code cuMemsetD8}: {@code count} bytes. */
     @Synchronizing
     void memsetD8(long dstDevice, byte value, long count);
@@ -155,7 +165,13 @@ public interface VirtualGpu extends AutoCloseable {
     @Synchronizing
     void memsetD32(long dstDevice, int value, long count);
 
+    /** As {@code cuMemsetD16}: {@code count} 16-bit words; {@code dstDevice} 2-byte aligned. */
+    @Synchronizing
+    void memsetD16(long dstDevice, short value, long count);
+
     void memsetD8Async(long dstDevice, byte value, long count, StreamHandle stream);
+
+    void memsetD16Async(long dstDevice, short value, long count, StreamHandle stream);
 
     void memsetD32Async(long dstDevice, int value, long count, StreamHandle stream);
 

@@ -15,6 +15,7 @@ import org.vgpu.runtime.api.FunctionHandle;
 import org.vgpu.runtime.api.KernelArgs;
 import org.vgpu.runtime.api.KernelSignature;
 import org.vgpu.runtime.api.ModuleHandle;
+import org.vgpu.runtime.api.PitchedMemory;
 import org.vgpu.runtime.api.StreamHandle;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
@@ -121,7 +122,47 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
         }
     }
 
-    /** {@code elementSize} is 1 or 4; {@code count} elements. */
+    /**
+     * A validated 2D copy. Lowered here to one copy per row (one copy in all where both sides are
+     * contiguous), queued on the default stream and then waited for, so that a remote vGPU sends
+     * its rows back to back and waits once; the emulation and a remote worker's client use this, a
+     * local GPU hands the whole copy to its driver.
+     */
+    protected void doMemcpy2D(PitchedMemory dst, PitchedMemory src, long widthBytes, long height) {
+        S stream = defaultStream();
+        boolean contiguous = dst.pitch() == widthBytes && src.pitch() == widthBytes;
+        long rows = contiguous ? 1 : height;
+        long rowBytes = contiguous ? widthBytes * height : widthBytes;
+        for (long row = 0; row < rows; row++) {
+            long dstOffset = row * dst.pitch();
+            long srcOffset = row * src.pitch();
+            switch (dst) {
+                case PitchedMemory.Device to
+                when src instanceof PitchedMemory.Device from ->
+                    doMemcpyDtoD(to.address() + dstOffset, from.address() + srcOffset, rowBytes, stream, true);
+                case PitchedMemory.Device to
+                when src instanceof PitchedMemory.Host from ->
+                    doMemcpyHtoD(
+                            to.address() + dstOffset,
+                            from.memory().asSlice(srcOffset, rowBytes),
+                            rowBytes,
+                            stream,
+                            true);
+                case PitchedMemory.Host to
+                when src instanceof PitchedMemory.Device from ->
+                    doMemcpyDtoH(
+                            to.memory().asSlice(dstOffset, rowBytes),
+                            from.address() + srcOffset,
+                            rowBytes,
+                            stream,
+                            true);
+                default -> throw new IllegalStateException("memcpy2D between two host buffers passed the checks");
+            }
+        }
+        doStreamSynchronize(stream);
+    }
+
+    /** {@code elementSize} is 1, 2 or 4; {@code count} elements. */
     protected abstract void doMemset(long dst, int value, int elementSize, long count, S stream, boolean async);
 
     protected abstract void doLaunch(F function, Dim3 grid, Dim3 block, int sharedMemBytes, S stream, KernelArgs args);
@@ -326,6 +367,54 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
     }
 
     @Override
+    public void memcpy2D(PitchedMemory dst, PitchedMemory src, long widthBytes, long height) {
+        ensureOpen();
+        if (dst == null || src == null) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "memcpy2D source or destination is null");
+        }
+        if (dst instanceof PitchedMemory.Host && src instanceof PitchedMemory.Host) {
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    "memcpy2D between two host buffers is no device copy; vgpu copies to, from or within device memory");
+        }
+        if (widthBytes < 0 || height < 0) {
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    "memcpy2D width " + widthBytes + " and height " + height + " must be >= 0");
+        }
+        checkPitchedSide(dst, widthBytes, height, "destination");
+        checkPitchedSide(src, widthBytes, height, "source");
+        if (widthBytes > 0 && height > 0) {
+            doMemcpy2D(dst, src, widthBytes, height);
+        }
+    }
+
+    /** The side's pitch holds a row, and its rows lie in one live allocation or in its host buffer. */
+    private void checkPitchedSide(PitchedMemory side, long widthBytes, long height, String role) {
+        if (side.pitch() < widthBytes) {
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    "memcpy2D " + role + " pitch " + side.pitch() + " is smaller than the width " + widthBytes);
+        }
+        long extent;
+        try {
+            extent = height == 0 || widthBytes == 0
+                    ? 0
+                    : Math.addExact(Math.multiplyExact(side.pitch(), height - 1), widthBytes);
+        } catch (ArithmeticException e) {
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    "memcpy2D " + role + " of " + height + " rows of pitch " + side.pitch() + " is too large");
+        }
+        switch (side) {
+            case PitchedMemory.Device device -> allocator.require(device.address(), extent, "memcpy2D " + role);
+            case PitchedMemory.Host host
+            when role.equals("destination") -> checkHostDestination(host.memory(), extent, false);
+            case PitchedMemory.Host host -> checkHost(host.memory(), extent, false, role);
+        }
+    }
+
+    @Override
     public void memsetD8(long dstDevice, byte value, long count) {
         checkMemset(dstDevice, 1, count, "memsetD8");
         doMemset(dstDevice, value, 1, count, defaultStream(), false);
@@ -335,6 +424,18 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
     public void memsetD32(long dstDevice, int value, long count) {
         checkMemset(dstDevice, 4, count, "memsetD32");
         doMemset(dstDevice, value, 4, count, defaultStream(), false);
+    }
+
+    @Override
+    public void memsetD16(long dstDevice, short value, long count) {
+        checkMemset(dstDevice, 2, count, "memsetD16");
+        doMemset(dstDevice, Short.toUnsignedInt(value), 2, count, defaultStream(), false);
+    }
+
+    @Override
+    public void memsetD16Async(long dstDevice, short value, long count, StreamHandle stream) {
+        checkMemset(dstDevice, 2, count, "memsetD16Async");
+        doMemset(dstDevice, Short.toUnsignedInt(value), 2, count, stream(stream), true);
     }
 
     @Override

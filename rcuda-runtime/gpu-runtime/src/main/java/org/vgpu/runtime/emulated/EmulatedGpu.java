@@ -225,11 +225,17 @@ final class EmulatedGpu
     protected void doMemset(long dst, int value, int elementSize, long count, Stream stream, boolean async) {
         reportFaultUnless(async);
         MemorySegment target = segment(dst, count * elementSize);
-        if (elementSize == 1) {
-            target.fill((byte) value);
-        } else {
-            for (long i = 0; i < count; i++) {
-                target.setAtIndex(ValueLayout.JAVA_INT_UNALIGNED, i, value);
+        switch (elementSize) {
+            case 1 -> target.fill((byte) value);
+            case 2 -> {
+                for (long i = 0; i < count; i++) {
+                    target.setAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, i, (short) value);
+                }
+            }
+            default -> {
+                for (long i = 0; i < count; i++) {
+                    target.setAtIndex(ValueLayout.JAVA_INT_UNALIGNED, i, value);
+                }
             }
         }
     }

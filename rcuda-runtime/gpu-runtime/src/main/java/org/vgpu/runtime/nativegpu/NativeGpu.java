@@ -5,10 +5,13 @@ import java.lang.foreign.MemorySegment;
 import java.util.List;
 
 import jcuda.Pointer;
+import jcuda.driver.CUDA_MEMCPY2D;
 import jcuda.driver.CUdevice;
+import jcuda.driver.CUdeviceptr;
 import jcuda.driver.CUevent;
 import jcuda.driver.CUfunction;
 import jcuda.driver.CUjit_option;
+import jcuda.driver.CUmemorytype;
 import jcuda.driver.CUmodule;
 import jcuda.driver.CUresult;
 import jcuda.driver.CUstream;
@@ -23,6 +26,7 @@ import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.KernelArgs;
 import org.vgpu.runtime.api.KernelSignature;
 import org.vgpu.runtime.api.MemoryInfo;
+import org.vgpu.runtime.api.PitchedMemory;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.core.AbstractVirtualGpu;
@@ -349,19 +353,61 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
         }
     }
 
+    /** The driver's own 2D copy: one call, which the copy engine does with the pitches. */
+    @Override
+    protected void doMemcpy2D(PitchedMemory dst, PitchedMemory src, long widthBytes, long height) {
+        context.makeCurrent();
+        CUDA_MEMCPY2D copy = new CUDA_MEMCPY2D();
+        copy.WidthInBytes = widthBytes;
+        copy.Height = height;
+        copy.dstPitch = dst.pitch();
+        copy.srcPitch = src.pitch();
+        long dstExtent = dst.pitch() * (height - 1) + widthBytes;
+        long srcExtent = src.pitch() * (height - 1) + widthBytes;
+        switch (dst) {
+            case PitchedMemory.Device device -> {
+                copy.dstMemoryType = CUmemorytype.CU_MEMORYTYPE_DEVICE;
+                copy.dstDevice = JCudaInterop.devicePointer(device.address());
+            }
+            case PitchedMemory.Host host -> {
+                copy.dstMemoryType = CUmemorytype.CU_MEMORYTYPE_HOST;
+                copy.dstHost = JCudaInterop.hostPointer(host.memory(), dstExtent);
+            }
+        }
+        switch (src) {
+            case PitchedMemory.Device device -> {
+                copy.srcMemoryType = CUmemorytype.CU_MEMORYTYPE_DEVICE;
+                copy.srcDevice = JCudaInterop.devicePointer(device.address());
+            }
+            case PitchedMemory.Host host -> {
+                copy.srcMemoryType = CUmemorytype.CU_MEMORYTYPE_HOST;
+                copy.srcHost = JCudaInterop.hostPointer(host.memory(), srcExtent);
+            }
+        }
+        CudaErrors.check(
+                JCudaDriver.cuMemcpy2D(copy),
+                "cuMemcpy2D(" + widthBytes + " x " + height + " bytes, pitches " + dst.pitch() + " <- " + src.pitch()
+                        + ")");
+    }
+
     @Override
     protected void doMemset(long dst, int value, int elementSize, long count, CUstream stream, boolean async) {
         context.makeCurrent();
-        int result;
-        if (elementSize == 1) {
-            result = async
-                    ? JCudaDriver.cuMemsetD8Async(JCudaInterop.devicePointer(dst), (byte) value, count, stream)
-                    : JCudaDriver.cuMemsetD8(JCudaInterop.devicePointer(dst), (byte) value, count);
-        } else {
-            result = async
-                    ? JCudaDriver.cuMemsetD32Async(JCudaInterop.devicePointer(dst), value, count, stream)
-                    : JCudaDriver.cuMemsetD32(JCudaInterop.devicePointer(dst), value, count);
-        }
+        CUdeviceptr target = JCudaInterop.devicePointer(dst);
+        int result = switch (elementSize) {
+            case 1 ->
+                async
+                        ? JCudaDriver.cuMemsetD8Async(target, (byte) value, count, stream)
+                        : JCudaDriver.cuMemsetD8(target, (byte) value, count);
+            case 2 ->
+                async
+                        ? JCudaDriver.cuMemsetD16Async(target, (short) value, count, stream)
+                        : JCudaDriver.cuMemsetD16(target, (short) value, count);
+            default ->
+                async
+                        ? JCudaDriver.cuMemsetD32Async(target, value, count, stream)
+                        : JCudaDriver.cuMemsetD32(target, value, count);
+        };
         if (result != CudaErrors.CUDA_SUCCESS) {
             throw CudaErrors.failure(
                     result,

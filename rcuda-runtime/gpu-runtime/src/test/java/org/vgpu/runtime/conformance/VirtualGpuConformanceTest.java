@@ -38,6 +38,7 @@ import org.vgpu.runtime.api.GpuBackend;
 import org.vgpu.runtime.api.KernelArgs;
 import org.vgpu.runtime.api.MemoryInfo;
 import org.vgpu.runtime.api.ModuleHandle;
+import org.vgpu.runtime.api.PitchedMemory;
 import org.vgpu.runtime.api.StreamHandle;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
@@ -543,6 +544,124 @@ public abstract class VirtualGpuConformanceTest {
         assertEquals(7, view.get(ValueLayout.JAVA_INT_UNALIGNED, 516));
         assertEquals(1, back[1023]);
         assertEquals(0x5A, back[999]);
+    }
+
+    @Test
+    void memsetD16FillsHalfWordsSynchronouslyAndOnAStream() {
+        long d = gpu.memAlloc(256);
+        gpu.memsetD8(d, (byte) 0x11, 256);
+        gpu.memsetD16(d + 2, (short) 0xBEEF, 3);
+        StreamHandle stream = gpu.streamCreate();
+        gpu.memsetD16Async(d + 100, (short) -2, 10, stream);
+        gpu.streamSynchronize(stream);
+        byte[] back = new byte[256];
+        gpu.memcpyDtoH(MemorySegment.ofArray(back), d, 256);
+        MemorySegment view = MemorySegment.ofArray(back);
+        assertEquals(0x1111, view.get(ValueLayout.JAVA_SHORT_UNALIGNED, 0));
+        for (int i = 0; i < 3; i++) {
+            assertEquals((short) 0xBEEF, view.get(ValueLayout.JAVA_SHORT_UNALIGNED, 2 + 2L * i));
+        }
+        assertEquals(0x1111, view.get(ValueLayout.JAVA_SHORT_UNALIGNED, 8), "the word after the last one is untouched");
+        assertEquals((short) -2, view.get(ValueLayout.JAVA_SHORT_UNALIGNED, 118));
+        assertEquals(0x11, back[120]);
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memsetD16(d + 1, (short) 0, 1), "misaligned");
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memsetD16(d, (short) 0, 129), "past the end");
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memsetD16Async(d, (short) 0, -1, stream));
+    }
+
+    // ---- 2D copies
+
+    /** A 5 x 3 block of bytes 1..15 in rows {@code pitch} bytes apart, the gaps 0x77. */
+    private static byte[] pitchedBlock(int pitch) {
+        byte[] host = new byte[pitch * 2 + 5];
+        java.util.Arrays.fill(host, (byte) 0x77);
+        for (int row = 0; row < 3; row++) {
+            for (int column = 0; column < 5; column++) {
+                host[row * pitch + column] = (byte) (1 + row * 5 + column);
+            }
+        }
+        return host;
+    }
+
+    @Test
+    void memcpy2DCopiesRowsBetweenPitchesAndLeavesTheGapsAlone() {
+        long device = gpu.memAlloc(256);
+        gpu.memsetD8(device, (byte) 0xEE, 256);
+        gpu.memcpy2D(
+                new PitchedMemory.Device(device + 8, 32),
+                new PitchedMemory.Host(MemorySegment.ofArray(pitchedBlock(7)), 7),
+                5,
+                3);
+        byte[] raw = new byte[256];
+        gpu.memcpyDtoH(MemorySegment.ofArray(raw), device, 256);
+        for (int row = 0; row < 3; row++) {
+            for (int column = 0; column < 5; column++) {
+                assertEquals((byte) (1 + row * 5 + column), raw[8 + row * 32 + column], "row " + row);
+            }
+            assertEquals((byte) 0xEE, raw[8 + row * 32 + 5], "the device gap after row " + row);
+        }
+        assertEquals((byte) 0xEE, raw[7]);
+
+        long other = gpu.memAlloc(64);
+        gpu.memcpy2D(new PitchedMemory.Device(other, 5), new PitchedMemory.Device(device + 8, 32), 5, 3);
+        byte[] back = new byte[6 * 2 + 5];
+        java.util.Arrays.fill(back, (byte) 0x55);
+        gpu.memcpy2D(new PitchedMemory.Host(MemorySegment.ofArray(back), 6), new PitchedMemory.Device(other, 5), 5, 3);
+        byte[] expected = pitchedBlock(6);
+        for (int i = 0; i < expected.length; i++) {
+            if (expected[i] == 0x77) {
+                expected[i] = 0x55;
+            }
+        }
+        assertArrayEquals(expected, back, "device to device packs the rows, device to host spreads them again");
+
+        moveMidTest();
+        byte[] afterMove = new byte[6 * 2 + 5];
+        java.util.Arrays.fill(afterMove, (byte) 0x55);
+        gpu.memcpy2D(
+                new PitchedMemory.Host(MemorySegment.ofArray(afterMove), 6), new PitchedMemory.Device(other, 5), 5, 3);
+        assertArrayEquals(expected, afterMove);
+    }
+
+    @Test
+    void badMemcpy2DsAreRefused() {
+        long device = gpu.memAlloc(64);
+        MemorySegment host = MemorySegment.ofArray(new byte[64]);
+        PitchedMemory.Device rows = new PitchedMemory.Device(device, 16);
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> gpu.memcpy2D(new PitchedMemory.Device(device, 4), new PitchedMemory.Host(host, 8), 8, 2),
+                "pitch below the width");
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> gpu.memcpy2D(rows, new PitchedMemory.Host(host, 16), 16, 5),
+                "the last row lies past the allocation");
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> gpu.memcpy2D(rows, new PitchedMemory.Host(MemorySegment.ofArray(new byte[40]), 16), 16, 3),
+                "the host buffer is too small");
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> gpu.memcpy2D(new PitchedMemory.Host(host, 8), new PitchedMemory.Host(host, 8), 8, 2),
+                "host to host");
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> gpu.memcpy2D(rows, new PitchedMemory.Host(host, 16), 16, -1),
+                "negative height");
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> gpu.memcpy2D(rows, new PitchedMemory.Host(host, Long.MAX_VALUE), 16, 3),
+                "rows beyond any address");
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> gpu.memcpy2D(rows, new PitchedMemory.Device(device + 1, 16), 16, 4),
+                "the source's last row runs past the allocation");
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> gpu.memcpy2D(
+                        rows, new PitchedMemory.Device(VaWindow.forVgpu(5).base(), 16), 16, 1),
+                "a foreign source");
+        gpu.memcpy2D(rows, new PitchedMemory.Host(host, 16), 16, 0);
     }
 
     @Test

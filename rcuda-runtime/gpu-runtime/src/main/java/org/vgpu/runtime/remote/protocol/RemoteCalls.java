@@ -142,7 +142,7 @@ interface RemoteCalls {
     @Call(opcode = 0x0052, kind = ASYNC_OR_SYNCHRONIZING, name = "MEMCPY_DTOD")
     void memcpyDtoD(int streamId, long dst, long src, long bytes);
 
-    /** {@code int32 stream id, int64 destination, int32 value, uint8 element size (1 or 4), int64 count}. */
+    /** {@code int32 stream id, int64 destination, int32 value, uint8 element size (1, 2 or 4), int64 count}. */
     @Call(opcode = 0x0053, kind = ASYNC_OR_SYNCHRONIZING)
     void memset(int streamId, long dst, int value, @Codec("ElementSize") int elementSize, long count);
 

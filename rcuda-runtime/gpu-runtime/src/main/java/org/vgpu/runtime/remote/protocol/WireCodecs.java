@@ -253,11 +253,11 @@ final class WireCodecs {
         }
     }
 
-    /** A memset's element size in bytes: 1 or 4. */
+    /** A memset's element size in bytes: 1, 2 or 4. */
     static int readElementSize(Frame frame, ByteBuf in) {
         int elementSize = in.readUnsignedByte();
-        if (elementSize != 1 && elementSize != 4) {
-            throw Frames.violation(frame.opcode() + " element size must be 1 or 4, got " + elementSize);
+        if (elementSize != 1 && elementSize != 2 && elementSize != 4) {
+            throw Frames.violation(frame.opcode() + " element size must be 1, 2 or 4, got " + elementSize);
         }
         return elementSize;
     }

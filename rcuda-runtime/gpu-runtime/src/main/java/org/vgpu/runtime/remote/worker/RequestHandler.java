@@ -255,15 +255,17 @@ final class RequestHandler extends OneToOneWorkerCalls {
             VirtualGpu device = gpu();
             if (frame.isAsync()) {
                 StreamHandle stream = handles.stream(streamId);
-                if (elementSize == 1) {
-                    device.memsetD8Async(dst, (byte) value, count, stream);
-                } else {
-                    device.memsetD32Async(dst, value, count, stream);
+                switch (elementSize) {
+                    case 1 -> device.memsetD8Async(dst, (byte) value, count, stream);
+                    case 2 -> device.memsetD16Async(dst, (short) value, count, stream);
+                    default -> device.memsetD32Async(dst, value, count, stream);
                 }
-            } else if (elementSize == 1) {
-                device.memsetD8(dst, (byte) value, count);
             } else {
-                device.memsetD32(dst, value, count);
+                switch (elementSize) {
+                    case 1 -> device.memsetD8(dst, (byte) value, count);
+                    case 2 -> device.memsetD16(dst, (short) value, count);
+                    default -> device.memsetD32(dst, value, count);
+                }
             }
         });
     }

@@ -115,6 +115,7 @@ class FrameCodecTest {
         encoder.streamQuery(28, 5);
         encoder.eventQuery(29, 2);
         encoder.deviceGetAttribute(30, DeviceAttribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+        encoder.memset(31, false, 0, BASE + 2, 0xBEEF, 2, 8);
 
         RecordingVisitors.Requests visitor = new RecordingVisitors.Requests();
         for (Frame frame : decodeAll(Opcode.Direction.REQUEST, wire)) {
@@ -155,7 +156,8 @@ class FrameCodecTest {
                         "#27 async streamWaitEvent s5 2",
                         "#28 streamQuery 5",
                         "#29 eventQuery 2",
-                        "#30 deviceGetAttribute MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"),
+                        "#30 deviceGetAttribute MAX_SHARED_MEMORY_PER_BLOCK_OPTIN",
+                        "#31 memset s0 0x10c000000002 0xbeef x2 8"),
                 visitor.calls);
     }
 
@@ -575,9 +577,9 @@ class FrameCodecTest {
                 .writeInt(0)
                 .writeLong(BASE)
                 .writeInt(0)
-                .writeByte(2)
+                .writeByte(3)
                 .writeLong(1);
-        assertBodyRefused(frame(Opcode.MEMSET, badElement), "element size must be 1 or 4, got 2");
+        assertBodyRefused(frame(Opcode.MEMSET, badElement), "element size must be 1, 2 or 4, got 3");
         ByteBuf badChunk =
                 Unpooled.buffer().writeInt(0).writeLong(BASE).writeLong(10).writeInt(0);
         assertBodyRefused(frame(Opcode.MEMCPY_DTOH, badChunk), "chunk size 0 is outside");
