@@ -15,6 +15,7 @@ import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.EventHandle;
+import org.vgpu.runtime.api.FunctionAttribute;
 import org.vgpu.runtime.api.FunctionHandle;
 import org.vgpu.runtime.api.ModuleHandle;
 import org.vgpu.runtime.api.StreamHandle;
@@ -326,6 +327,17 @@ public final class MigratableGpu extends GatedVirtualGpu {
             }
             return log.addFunction(
                     module, kernelName, backend.moduleGetFunction(log.module(module).current, kernelName));
+        } finally {
+            gate.exit(slot);
+        }
+    }
+
+    @Override
+    public void funcSetAttribute(FunctionHandle function, FunctionAttribute attribute, int value) {
+        CallGate.Slot slot = gate.enter();
+        try {
+            backend.funcSetAttribute(log.backendFunction(function), attribute, value);
+            log.setFunctionAttribute(function, attribute, value);
         } finally {
             gate.exit(slot);
         }

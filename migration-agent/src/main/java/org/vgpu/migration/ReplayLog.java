@@ -11,6 +11,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.EventHandle;
+import org.vgpu.runtime.api.FunctionAttribute;
 import org.vgpu.runtime.api.FunctionHandle;
 import org.vgpu.runtime.api.ModuleHandle;
 import org.vgpu.runtime.api.StreamHandle;
@@ -18,8 +19,8 @@ import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.api.VirtualGpu;
 
 /**
- * What a replay needs, and nothing more: the live modules (their images), functions (module and
- * name), streams, events and allocations (address and size) of one vGPU. Unload, destroy and free
+ * What a replay needs, and nothing more: the live modules (their images), functions (module,
+ * name and the attributes the app set), streams, events and allocations (address and size) of one vGPU. Unload, destroy and free
  * remove entries, so the log is proportional to the live state, not to the number of calls.
  * Memory contents are not recorded; the migration copies them.
  *
@@ -43,6 +44,9 @@ final class ReplayLog {
     static final class FunctionEntry {
         final int moduleId;
         final String name;
+        /** What the app set with funcSetAttribute: the target's new handle gets the same. */
+        final Map<FunctionAttribute, Integer> attributes = new ConcurrentHashMap<>();
+
         volatile FunctionHandle current;
 
         FunctionEntry(int moduleId, String name, FunctionHandle current) {
@@ -139,6 +143,15 @@ final class ReplayLog {
         return entry.current;
     }
 
+    /** Records a set attribute, once the backend has taken it. */
+    void setFunctionAttribute(FunctionHandle function, FunctionAttribute attribute, int value) {
+        FunctionEntry entry = functions.get(function.id());
+        if (entry == null) {
+            throw unknown("function", function.id());
+        }
+        entry.attributes.put(attribute, value);
+    }
+
     // ---- streams and events
 
     StreamHandle addStream(StreamHandle current) {
@@ -212,9 +225,13 @@ final class ReplayLog {
         return allocations.size();
     }
 
-    /** How many calls a replay makes: one per module, function, stream, event and allocation. */
+    /** How many calls a replay makes: one per module, function, set function attribute, stream, event and allocation. */
     int replayCalls() {
-        return modules.size() + functions.size() + streams.size() + events.size() + allocations.size();
+        int attributes = 0;
+        for (FunctionEntry function : functions.values()) {
+            attributes += function.attributes.size();
+        }
+        return modules.size() + functions.size() + attributes + streams.size() + events.size() + allocations.size();
     }
 
     // ---- replay
@@ -240,6 +257,7 @@ final class ReplayLog {
         }
         for (FunctionEntry function : functions.values()) {
             FunctionHandle handle = target.moduleGetFunction(targetModules.get(function.moduleId), function.name);
+            function.attributes.forEach((attribute, value) -> target.funcSetAttribute(handle, attribute, value));
             rebinding.functions.add(new Rebound<>(function, handle));
         }
         for (StreamEntry stream : streams.values()) {

@@ -1,16 +1,11 @@
 package org.vgpu.runtime.api;
 
-import java.util.Arrays;
-import java.util.HashMap;
-import java.util.Map;
-import java.util.stream.Collectors;
-
 /**
  * The device attributes {@link VirtualGpu#deviceGetAttribute} answers: those programs query to
  * size their launches, with CUDA's {@code CUdevice_attribute} numbers, which JCuda programs pass.
  * Any other number is refused by {@link #fromCuda} rather than answered with a guess.
  */
-public enum DeviceAttribute {
+public enum DeviceAttribute implements CudaNumbered {
     MAX_THREADS_PER_BLOCK(1),
     MAX_BLOCK_DIM_X(2),
     MAX_BLOCK_DIM_Y(3),
@@ -40,13 +35,8 @@ public enum DeviceAttribute {
     /** The most shared memory a block may use once its kernel's MAX_DYNAMIC_SHARED_SIZE_BYTES is raised. */
     MAX_SHARED_MEMORY_PER_BLOCK_OPTIN(97);
 
-    private static final Map<Integer, DeviceAttribute> BY_NUMBER = new HashMap<>();
-
-    static {
-        for (DeviceAttribute attribute : values()) {
-            BY_NUMBER.put(attribute.cudaNumber, attribute);
-        }
-    }
+    private static final CudaNumbered.Index<DeviceAttribute> INDEX =
+            new CudaNumbered.Index<>("cuDeviceGetAttribute", values());
 
     private final int cudaNumber;
 
@@ -55,6 +45,7 @@ public enum DeviceAttribute {
     }
 
     /** CUDA's {@code CU_DEVICE_ATTRIBUTE_*} value. */
+    @Override
     public int cudaNumber() {
         return cudaNumber;
     }
@@ -64,15 +55,6 @@ public enum DeviceAttribute {
      * attributes vgpu answers when it is not one of them.
      */
     public static DeviceAttribute fromCuda(int number) {
-        DeviceAttribute attribute = BY_NUMBER.get(number);
-        if (attribute == null) {
-            throw new VgpuException(
-                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
-                    "cuDeviceGetAttribute: attribute " + number + " is not one vgpu answers; it answers "
-                            + Arrays.stream(values())
-                                    .map(a -> a.name() + " (" + a.cudaNumber + ")")
-                                    .collect(Collectors.joining(", ")));
-        }
-        return attribute;
+        return INDEX.of(number);
     }
 }

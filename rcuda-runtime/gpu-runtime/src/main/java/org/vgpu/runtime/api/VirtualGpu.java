@@ -85,6 +85,21 @@ public interface VirtualGpu extends AutoCloseable {
     /** As {@code cuModuleGetFunction}; CUDA_ERROR_NOT_FOUND when the module has no such kernel. */
     FunctionHandle moduleGetFunction(ModuleHandle module, String kernelName);
 
+    /**
+     * As {@code cuFuncGetAttribute}: one figure of a kernel as compiled for the device behind this
+     * vGPU (the emulation's fixed figures: see {@code EmulatedGpu}), or the value set by
+     * {@link #funcSetAttribute}. CUDA's numbers map with {@link FunctionAttribute#fromCuda}.
+     */
+    int funcGetAttribute(FunctionAttribute attribute, FunctionHandle function);
+
+    /**
+     * As {@code cuFuncSetAttribute}, for the {@link FunctionAttribute#settable} attributes: a kernel
+     * that launches with more than 48 KiB of dynamic shared memory raises its
+     * MAX_DYNAMIC_SHARED_SIZE_BYTES first (at most the device's MAX_SHARED_MEMORY_PER_BLOCK_OPTIN).
+     * The value holds for every handle of that kernel, and across a migration.
+     */
+    void funcSetAttribute(FunctionHandle function, FunctionAttribute attribute, int value);
+
     /** The parameter sizes of a function, as its module declares them. */
     KernelSignature functionSignature(FunctionHandle function);
 

@@ -11,6 +11,7 @@ import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.EventHandle;
+import org.vgpu.runtime.api.FunctionAttribute;
 import org.vgpu.runtime.api.FunctionHandle;
 import org.vgpu.runtime.api.KernelArgs;
 import org.vgpu.runtime.api.KernelSignature;
@@ -77,6 +78,11 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
     protected abstract void doModuleUnload(M module);
 
     protected abstract F doGetFunction(M module, String kernelName);
+
+    protected abstract int doFuncGetAttribute(F function, FunctionAttribute attribute);
+
+    /** Sets a settable attribute to a value within its range. */
+    protected abstract void doFuncSetAttribute(F function, FunctionAttribute attribute, int value);
 
     /** The signature of a function from a non-PTX module; PTX signatures come from the text. */
     protected abstract KernelSignature doBinarySignature(F function, String kernelName);
@@ -243,6 +249,38 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
         F function = doGetFunction(loaded.module(), kernelName);
         KernelSignature signature = ptx ? ptxSignature : doBinarySignature(function, kernelName);
         return new FunctionHandle(functions.add(new LoadedFunction<>(function, signature, module.id())), kernelName);
+    }
+
+    @Override
+    public int funcGetAttribute(FunctionAttribute attribute, FunctionHandle function) {
+        ensureOpen();
+        if (attribute == null) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "cuFuncGetAttribute: the attribute is null");
+        }
+        return doFuncGetAttribute(functions.get(function.id()).function(), attribute);
+    }
+
+    @Override
+    public void funcSetAttribute(FunctionHandle function, FunctionAttribute attribute, int value) {
+        ensureOpen();
+        F loaded = functions.get(function.id()).function();
+        if (attribute == null || !attribute.settable()) {
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    "cuFuncSetAttribute: " + attribute + " cannot be set; MAX_DYNAMIC_SHARED_SIZE_BYTES and"
+                            + " PREFERRED_SHARED_MEMORY_CARVEOUT can");
+        }
+        int low = attribute == FunctionAttribute.PREFERRED_SHARED_MEMORY_CARVEOUT ? -1 : 0;
+        int high = attribute == FunctionAttribute.PREFERRED_SHARED_MEMORY_CARVEOUT
+                ? 100
+                : doDeviceGetAttribute(DeviceAttribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+        if (value < low || value > high) {
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    "cuFuncSetAttribute: " + attribute + " of " + function.name() + " must be within [" + low + ", "
+                            + high + "], got " + value);
+        }
+        doFuncSetAttribute(loaded, attribute, value);
     }
 
     @Override

@@ -4,6 +4,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
@@ -12,6 +13,7 @@ import org.vgpu.runtime.api.DeviceAttribute;
 import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.FunctionAttribute;
 import org.vgpu.runtime.api.KernelArgs;
 import org.vgpu.runtime.api.KernelSignature;
 import org.vgpu.runtime.api.MemoryInfo;
@@ -31,9 +33,19 @@ final class EmulatedGpu
         extends AbstractVirtualGpu<EmulatedGpu.Module, EmulatedGpu.Function, EmulatedGpu.Stream, EmulatedGpu.Event>
         implements EmulatedMemory {
 
-    record Module(ModuleImage image) {}
+    /** A module with its functions, so that every lookup of a kernel shares its attributes, as in CUDA. */
+    record Module(ModuleImage image, Map<String, Function> functions) {}
 
-    record Function(String name) {}
+    /** A kernel with the attributes a program may set. */
+    static final class Function {
+        final String name;
+        volatile int maxDynamicSharedBytes = SHARED_MEMORY_PER_BLOCK;
+        volatile int preferredSharedCarveout = -1;
+
+        Function(String name) {
+            this.name = name;
+        }
+    }
 
     static final class Stream {}
 
@@ -143,7 +155,7 @@ final class EmulatedGpu
                     ErrorCode.CUDA_ERROR_NOT_SUPPORTED,
                     "CPU emulation loads PTX modules only (their kernels run as Java twins), got a " + image.format());
         }
-        return new Module(image);
+        return new Module(image, new ConcurrentHashMap<>());
     }
 
     @Override
@@ -151,7 +163,34 @@ final class EmulatedGpu
 
     @Override
     protected Function doGetFunction(Module module, String kernelName) {
-        return new Function(kernelName);
+        return module.functions().computeIfAbsent(kernelName, Function::new);
+    }
+
+    /**
+     * The emulation compiles nothing, so the figures are fixed: the device's thread limit, no
+     * static shared, constant or local memory it could know of, 32 registers, PTX 8.0 and a binary
+     * for the emulated compute capability; the settable ones as last set.
+     */
+    @Override
+    protected int doFuncGetAttribute(Function function, FunctionAttribute attribute) {
+        return switch (attribute) {
+            case MAX_THREADS_PER_BLOCK -> properties.maxThreadsPerBlock();
+            case SHARED_SIZE_BYTES, CONST_SIZE_BYTES, LOCAL_SIZE_BYTES -> 0;
+            case NUM_REGS -> 32;
+            case PTX_VERSION -> 80;
+            case BINARY_VERSION -> properties.computeCapabilityMajor() * 10 + properties.computeCapabilityMinor();
+            case MAX_DYNAMIC_SHARED_SIZE_BYTES -> function.maxDynamicSharedBytes;
+            case PREFERRED_SHARED_MEMORY_CARVEOUT -> function.preferredSharedCarveout;
+        };
+    }
+
+    @Override
+    protected void doFuncSetAttribute(Function function, FunctionAttribute attribute, int value) {
+        if (attribute == FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES) {
+            function.maxDynamicSharedBytes = value;
+        } else {
+            function.preferredSharedCarveout = value;
+        }
     }
 
     @Override
@@ -245,13 +284,20 @@ final class EmulatedGpu
     @Override
     protected void doLaunch(
             Function function, Dim3 grid, Dim3 block, int sharedMemBytes, Stream stream, KernelArgs args) {
-        KernelTwin twin = twins.require(function.name());
+        if (sharedMemBytes > function.maxDynamicSharedBytes) {
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    "CPU emulation: launch of " + function.name + " asks for " + sharedMemBytes
+                            + " bytes of dynamic shared memory, above its MAX_DYNAMIC_SHARED_SIZE_BYTES of "
+                            + function.maxDynamicSharedBytes + " (raise it with funcSetAttribute)");
+        }
+        KernelTwin twin = twins.require(function.name);
         try {
             twin.run(grid, block, args, this);
         } catch (VgpuException fault) {
             pendingKernelFault.compareAndSet(
                     null,
-                    new VgpuException(fault.code(), "kernel " + function.name() + " failed: " + fault.detail(), fault));
+                    new VgpuException(fault.code(), "kernel " + function.name + " failed: " + fault.detail(), fault));
         }
     }
 

@@ -23,6 +23,7 @@ import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.FunctionAttribute;
 import org.vgpu.runtime.api.KernelArgs;
 import org.vgpu.runtime.api.KernelSignature;
 import org.vgpu.runtime.api.MemoryInfo;
@@ -183,6 +184,24 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
         }
         CudaErrors.check(result, "cuModuleGetFunction(" + kernelName + ")");
         return new Function(function, kernelName);
+    }
+
+    @Override
+    protected int doFuncGetAttribute(Function function, FunctionAttribute attribute) {
+        context.makeCurrent();
+        int[] value = new int[1];
+        CudaErrors.check(
+                JCudaDriver.cuFuncGetAttribute(value, attribute.cudaNumber(), function.handle()),
+                "cuFuncGetAttribute(" + attribute + ", " + function.name() + ")");
+        return value[0];
+    }
+
+    @Override
+    protected void doFuncSetAttribute(Function function, FunctionAttribute attribute, int value) {
+        context.makeCurrent();
+        CudaErrors.check(
+                JCudaDriver.cuFuncSetAttribute(function.handle(), attribute.cudaNumber(), value),
+                "cuFuncSetAttribute(" + function.name() + ", " + attribute + ", " + value + ")");
     }
 
     @Override

@@ -33,6 +33,7 @@ import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.EventHandle;
+import org.vgpu.runtime.api.FunctionAttribute;
 import org.vgpu.runtime.api.FunctionHandle;
 import org.vgpu.runtime.api.GpuBackend;
 import org.vgpu.runtime.api.KernelArgs;
@@ -1144,6 +1145,81 @@ public abstract class VirtualGpuConformanceTest {
         VgpuException unknown = assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> DeviceAttribute.fromCuda(9999));
         assertTrue(unknown.getMessage().contains("attribute 9999"), unknown.getMessage());
         assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.deviceGetAttribute(null));
+    }
+
+    @Test
+    void kernelAttributesAreTheCompiledKernelsAndTheDefaultsOfCuda() {
+        FunctionHandle add = gpu.moduleGetFunction(kernels, "vectorAdd");
+        DeviceProperties properties = gpu.deviceProperties();
+        int threads = gpu.funcGetAttribute(FunctionAttribute.MAX_THREADS_PER_BLOCK, add);
+        assertTrue(threads >= 32 && threads <= properties.maxThreadsPerBlock(), "max threads " + threads);
+        assertTrue(gpu.funcGetAttribute(FunctionAttribute.NUM_REGS, add) > 0);
+        assertEquals(
+                properties.computeCapabilityMajor() * 10 + properties.computeCapabilityMinor(),
+                gpu.funcGetAttribute(FunctionAttribute.BINARY_VERSION, add));
+        assertTrue(gpu.funcGetAttribute(FunctionAttribute.PTX_VERSION, add) >= 80);
+        int staticShared = gpu.funcGetAttribute(FunctionAttribute.SHARED_SIZE_BYTES, add);
+        assertEquals(
+                48 * 1024 - staticShared, gpu.funcGetAttribute(FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, add));
+        assertEquals(FunctionAttribute.NUM_REGS, FunctionAttribute.fromCuda(4));
+        VgpuException unknown = assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> FunctionAttribute.fromCuda(77));
+        assertTrue(unknown.getMessage().contains("attribute 77"), unknown.getMessage());
+    }
+
+    @Test
+    void dynamicSharedMemoryAbove48KiBNeedsTheKernelsAttributeRaisedWhichAMigrationKeeps() {
+        FunctionHandle empty = gpu.moduleGetFunction(kernels, "emptyKernel");
+        int wanted = 64 * 1024;
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> {
+                    gpu.launchKernel(empty, Dim3.of(1), Dim3.of(32), wanted, StreamHandle.DEFAULT, KernelArgs.none());
+                    gpu.ctxSynchronize();
+                },
+                "64 KiB of dynamic shared memory without opting in");
+        gpu.funcSetAttribute(empty, FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, wanted);
+        gpu.funcSetAttribute(empty, FunctionAttribute.PREFERRED_SHARED_MEMORY_CARVEOUT, 100);
+        assertEquals(wanted, gpu.funcGetAttribute(FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, empty));
+        FunctionHandle again = gpu.moduleGetFunction(kernels, "emptyKernel");
+        assertEquals(
+                wanted,
+                gpu.funcGetAttribute(FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, again),
+                "every handle of the kernel sees it");
+        moveMidTest();
+        assertEquals(wanted, gpu.funcGetAttribute(FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, empty));
+        gpu.launchKernel(empty, Dim3.of(1), Dim3.of(32), wanted, StreamHandle.DEFAULT, KernelArgs.none());
+        gpu.ctxSynchronize();
+    }
+
+    @Test
+    void badKernelAttributeSetsAreRefused() {
+        FunctionHandle empty = gpu.moduleGetFunction(kernels, "emptyKernel");
+        int optIn = gpu.deviceGetAttribute(DeviceAttribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> gpu.funcSetAttribute(empty, FunctionAttribute.NUM_REGS, 16),
+                "not settable");
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> gpu.funcSetAttribute(empty, FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, optIn + 1),
+                "above the device's opt-in limit");
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> gpu.funcSetAttribute(empty, FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, -1));
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> gpu.funcSetAttribute(empty, FunctionAttribute.PREFERRED_SHARED_MEMORY_CARVEOUT, 101));
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.funcGetAttribute(null, empty), "no attribute");
+        FunctionHandle unknown = new FunctionHandle(9999, "emptyKernel");
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_HANDLE, () -> gpu.funcGetAttribute(FunctionAttribute.NUM_REGS, unknown));
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_HANDLE,
+                () -> gpu.funcSetAttribute(unknown, FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, 0));
+        assertEquals(
+                48 * 1024,
+                gpu.funcGetAttribute(FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, empty),
+                "refused sets changed nothing");
     }
 
     // ---- life cycle, threads

@@ -60,6 +60,11 @@ public final class ReplyDecoder {
         });
     }
 
+    /** The result of {@link Opcode#FUNC_GET_ATTRIBUTE}. */
+    public static int int32(ByteBuf result) {
+        return read(result, "FUNC_GET_ATTRIBUTE", ByteBuf::readInt);
+    }
+
     /** Checks that a request without a result got an empty OK. */
     public static Void empty(ByteBuf result) {
         return read(result, "OK", in -> null);

@@ -62,6 +62,13 @@ public final class ReplyEncoder extends ResultEncoder {
         Frames.finish(out, start);
     }
 
+    /** Answer to {@link Opcode#FUNC_GET_ATTRIBUTE}. */
+    public void ok(int requestId, int value) {
+        int start = Frames.begin(out, Opcode.OK, 0, requestId);
+        out.writeInt(value);
+        Frames.finish(out, start);
+    }
+
     public void error(int requestId, VgpuException failure) {
         error(requestId, failure.code(), failure.detail());
     }

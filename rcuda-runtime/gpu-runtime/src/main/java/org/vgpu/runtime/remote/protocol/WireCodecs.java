@@ -2,13 +2,16 @@ package org.vgpu.runtime.remote.protocol;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.IntFunction;
 
 import io.netty.buffer.ByteBuf;
 
+import org.vgpu.runtime.api.CudaNumbered;
 import org.vgpu.runtime.api.DeviceAttribute;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.FunctionAttribute;
 import org.vgpu.runtime.api.KernelArg;
 import org.vgpu.runtime.api.KernelArgs;
 import org.vgpu.runtime.api.VaWindow;
@@ -86,18 +89,30 @@ final class WireCodecs {
 
     // ---- device queries
 
-    /** {@code int32}: CUDA's attribute number; one this peer does not know is the other peer's mistake. */
     static DeviceAttribute readDeviceAttribute(ByteBuf in) {
-        int number = in.readInt();
-        try {
-            return DeviceAttribute.fromCuda(number);
-        } catch (VgpuException unknown) {
-            throw Frames.violation("device attribute " + number + " is not one this worker answers");
-        }
+        return readCudaNumbered(in, DeviceAttribute::fromCuda, "device attribute");
     }
 
     static void writeDeviceAttribute(ByteBuf out, DeviceAttribute attribute) {
         out.writeInt(attribute.cudaNumber());
+    }
+
+    static FunctionAttribute readFunctionAttribute(ByteBuf in) {
+        return readCudaNumbered(in, FunctionAttribute::fromCuda, "function attribute");
+    }
+
+    static void writeFunctionAttribute(ByteBuf out, FunctionAttribute attribute) {
+        out.writeInt(attribute.cudaNumber());
+    }
+
+    /** {@code int32}: CUDA's number of a constant; one this peer does not know is the other peer's mistake. */
+    private static <E extends CudaNumbered> E readCudaNumbered(ByteBuf in, IntFunction<E> fromCuda, String what) {
+        int number = in.readInt();
+        try {
+            return fromCuda.apply(number);
+        } catch (VgpuException unknown) {
+            throw Frames.violation(what + " " + number + " is not one this worker answers");
+        }
     }
 
     // ---- the session

@@ -10,6 +10,7 @@ import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.EventHandle;
+import org.vgpu.runtime.api.FunctionAttribute;
 import org.vgpu.runtime.api.FunctionHandle;
 import org.vgpu.runtime.api.GpuBackend;
 import org.vgpu.runtime.api.KernelArgs;
@@ -214,6 +215,20 @@ final class RequestHandler extends OneToOneWorkerCalls {
         } catch (RuntimeException e) {
             failures.failed(frame, e);
         }
+    }
+
+    @Override
+    public void funcGetAttribute(Frame frame, int functionId, FunctionAttribute attribute) {
+        try {
+            replies.reply().ok(frame.requestId(), gpu().funcGetAttribute(attribute, handles.function(functionId)));
+        } catch (RuntimeException e) {
+            failures.failed(frame, e);
+        }
+    }
+
+    @Override
+    public void funcSetAttribute(Frame frame, int functionId, FunctionAttribute attribute, int value) {
+        execute(frame, () -> gpu().funcSetAttribute(handles.function(functionId), attribute, value));
     }
 
     // ---- memory

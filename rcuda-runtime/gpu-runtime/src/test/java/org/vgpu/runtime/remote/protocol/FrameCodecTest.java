@@ -31,6 +31,7 @@ import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.FunctionAttribute;
 import org.vgpu.runtime.api.KernelArgs;
 import org.vgpu.runtime.api.KernelSignature;
 import org.vgpu.runtime.api.MemoryInfo;
@@ -116,6 +117,8 @@ class FrameCodecTest {
         encoder.eventQuery(29, 2);
         encoder.deviceGetAttribute(30, DeviceAttribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
         encoder.memset(31, false, 0, BASE + 2, 0xBEEF, 2, 8);
+        encoder.funcGetAttribute(32, 11, FunctionAttribute.NUM_REGS);
+        encoder.funcSetAttribute(33, 11, FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, 65536);
 
         RecordingVisitors.Requests visitor = new RecordingVisitors.Requests();
         for (Frame frame : decodeAll(Opcode.Direction.REQUEST, wire)) {
@@ -157,7 +160,9 @@ class FrameCodecTest {
                         "#28 streamQuery 5",
                         "#29 eventQuery 2",
                         "#30 deviceGetAttribute MAX_SHARED_MEMORY_PER_BLOCK_OPTIN",
-                        "#31 memset s0 0x10c000000002 0xbeef x2 8"),
+                        "#31 memset s0 0x10c000000002 0xbeef x2 8",
+                        "#32 funcGetAttribute fn11 NUM_REGS",
+                        "#33 funcSetAttribute fn11 MAX_DYNAMIC_SHARED_SIZE_BYTES 65536"),
                 visitor.calls);
     }
 
@@ -191,6 +196,8 @@ class FrameCodecTest {
                         "MODULE_LOAD 0x0030 REQUEST async=false synchronizing=false chunked=false",
                         "MODULE_UNLOAD 0x0031 REQUEST async=false synchronizing=false chunked=false",
                         "MODULE_GET_FUNCTION 0x0032 REQUEST async=false synchronizing=false chunked=false",
+                        "FUNC_GET_ATTRIBUTE 0x0033 REQUEST async=false synchronizing=false chunked=false",
+                        "FUNC_SET_ATTRIBUTE 0x0034 REQUEST async=false synchronizing=false chunked=false",
                         "MEM_ALLOC_AT 0x0040 REQUEST async=false synchronizing=false chunked=false",
                         "MEM_FREE 0x0041 REQUEST async=false synchronizing=false chunked=false",
                         "MEMCPY_HTOD 0x0050 REQUEST async=true synchronizing=true chunked=true",
@@ -268,6 +275,7 @@ class FrameCodecTest {
         encoder.streamQuery(6, true);
         encoder.eventQuery(7, false);
         encoder.deviceGetAttribute(8, 232448);
+        encoder.ok(9, -1);
         encoder.ok(4);
         List<Object> results = new ArrayList<>();
         ReplyVisitor reader = new RecordingVisitors.Replies() {
@@ -281,6 +289,7 @@ class FrameCodecTest {
                             case 5, 6 -> ResultDecoder.streamQuery(result);
                             case 7 -> ResultDecoder.eventQuery(result);
                             case 8 -> ResultDecoder.deviceGetAttribute(result);
+                            case 9 -> ReplyDecoder.int32(result);
                             default -> String.valueOf(ReplyDecoder.empty(result));
                         });
             }
@@ -297,6 +306,7 @@ class FrameCodecTest {
                         true,
                         false,
                         232448,
+                        -1,
                         "null"),
                 results);
         ByteBuf shortResult = Unpooled.buffer().writeLong(1);
@@ -764,10 +774,15 @@ class FrameCodecTest {
     }
 
     @Test
-    void aDeviceAttributeTheWorkerDoesNotAnswerIsRefused() {
+    void anAttributeTheWorkerDoesNotAnswerIsRefused() {
         assertBodyRefused(
                 frame(Opcode.DEVICE_GET_ATTRIBUTE, Unpooled.buffer().writeInt(9999)),
                 "device attribute 9999 is not one this worker answers");
+        assertBodyRefused(
+                frame(
+                        Opcode.FUNC_SET_ATTRIBUTE,
+                        Unpooled.buffer().writeInt(1).writeInt(77).writeInt(0)),
+                "function attribute 77 is not one this worker answers");
     }
 
     // ---- helpers

@@ -11,6 +11,7 @@ import io.netty.buffer.ByteBufUtil;
 import org.vgpu.runtime.api.DeviceAttribute;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
+import org.vgpu.runtime.api.FunctionAttribute;
 import org.vgpu.runtime.api.KernelArg;
 import org.vgpu.runtime.api.KernelArgs;
 import org.vgpu.runtime.api.VgpuException;
@@ -177,6 +178,16 @@ final class RecordingVisitors {
         @Override
         public void ctxSynchronize(Frame f) {
             add(f, "ctxSynchronize");
+        }
+
+        @Override
+        public void funcGetAttribute(Frame f, int functionId, FunctionAttribute attribute) {
+            add(f, "funcGetAttribute fn" + functionId + " " + attribute);
+        }
+
+        @Override
+        public void funcSetAttribute(Frame f, int functionId, FunctionAttribute attribute, int value) {
+            add(f, "funcSetAttribute fn" + functionId + " " + attribute + " " + value);
         }
 
         @Override
