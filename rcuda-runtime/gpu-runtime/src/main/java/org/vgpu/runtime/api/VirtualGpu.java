@@ -119,6 +119,19 @@ public interface VirtualGpu extends AutoCloseable {
     /** As {@code cuMemFree}: {@code address} must be the start of a live allocation of this vGPU. */
     void memFree(long address);
 
+    /**
+     * As {@code cuMemGetAddressRange}: the start and size (as allocated) of the live allocation
+     * holding {@code address}; CUDA_ERROR_NOT_FOUND when none does. Answered from the runtime's map
+     * of the window, the same on every backend and after a migration.
+     */
+    DeviceRegion memGetAddressRange(long address);
+
+    /**
+     * As {@code cuPointerGetAttribute} for a device address of this vGPU, from the same map as
+     * {@link #memGetAddressRange}; an address no live allocation holds is CUDA_ERROR_INVALID_VALUE.
+     */
+    long pointerGetAttribute(PointerAttribute attribute, long address);
+
     /** Page-locked host memory for fast and asynchronous copies; free with {@link #memFreeHost}. */
     MemorySegment memAllocHost(long bytes);
 

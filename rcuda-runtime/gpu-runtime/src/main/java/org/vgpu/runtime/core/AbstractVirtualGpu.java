@@ -17,6 +17,7 @@ import org.vgpu.runtime.api.KernelArgs;
 import org.vgpu.runtime.api.KernelSignature;
 import org.vgpu.runtime.api.ModuleHandle;
 import org.vgpu.runtime.api.PitchedMemory;
+import org.vgpu.runtime.api.PointerAttribute;
 import org.vgpu.runtime.api.StreamHandle;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
@@ -324,6 +325,51 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
     private void unmapAndReclaim(Allocation allocation) {
         doUnmap(allocation);
         allocator.reclaim(allocation);
+    }
+
+    @Override
+    public final DeviceRegion memGetAddressRange(long address) {
+        ensureOpen();
+        DeviceRegion range = rangeHolding(address);
+        if (range == null) {
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_NOT_FOUND,
+                    String.format(
+                            "cuMemGetAddressRange: 0x%x is not inside a live allocation of vGPU %d",
+                            address, vgpuIndex()));
+        }
+        return range;
+    }
+
+    @Override
+    public final long pointerGetAttribute(PointerAttribute attribute, long address) {
+        ensureOpen();
+        if (attribute == null) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "cuPointerGetAttribute: the attribute is null");
+        }
+        DeviceRegion range = rangeHolding(address);
+        if (range == null) {
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    String.format(
+                            "cuPointerGetAttribute: 0x%x is not inside a live allocation of vGPU %d",
+                            address, vgpuIndex()));
+        }
+        return switch (attribute) {
+            case MEMORY_TYPE -> PointerAttribute.MEMORY_TYPE_DEVICE;
+            case DEVICE_POINTER -> address;
+            case IS_MANAGED -> 0;
+            case DEVICE_ORDINAL -> vgpuIndex();
+            case RANGE_START_ADDR -> range.address();
+            case RANGE_SIZE -> range.bytes();
+            case MAPPED -> 1;
+        };
+    }
+
+    /** The live allocation holding {@code address}, as the app asked for it; null when there is none. */
+    private DeviceRegion rangeHolding(long address) {
+        Allocation allocation = allocator.holding(address);
+        return allocation == null ? null : new DeviceRegion(allocation.address(), allocation.requestedBytes());
     }
 
     @Override

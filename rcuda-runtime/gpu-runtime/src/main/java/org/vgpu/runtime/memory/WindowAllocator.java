@@ -176,6 +176,12 @@ public final class WindowAllocator {
         return entry.getValue();
     }
 
+    /** The live allocation whose requested bytes hold {@code address}; null when there is none. */
+    public Allocation holding(long address) {
+        Map.Entry<Long, Allocation> entry = live.floorEntry(address);
+        return entry != null && entry.getValue().contains(address, 1) ? entry.getValue() : null;
+    }
+
     /**
      * {@link #require} for every region. Regions in ascending address order, as a gather or scatter
      * of a migration names them, are checked in one walk along the live allocations instead of one

@@ -40,6 +40,7 @@ import org.vgpu.runtime.api.KernelArgs;
 import org.vgpu.runtime.api.MemoryInfo;
 import org.vgpu.runtime.api.ModuleHandle;
 import org.vgpu.runtime.api.PitchedMemory;
+import org.vgpu.runtime.api.PointerAttribute;
 import org.vgpu.runtime.api.StreamHandle;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
@@ -1220,6 +1221,41 @@ public abstract class VirtualGpuConformanceTest {
                 48 * 1024,
                 gpu.funcGetAttribute(FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, empty),
                 "refused sets changed nothing");
+    }
+
+    @Test
+    void anAddressTellsItsAllocationAndDeviceFromTheRuntimesOwnMap() {
+        long small = gpu.memAlloc(1000);
+        long large = gpu.memAlloc(3L << 20);
+        assertEquals(new DeviceRegion(small, 1000), gpu.memGetAddressRange(small + 999));
+        assertEquals(new DeviceRegion(large, 3L << 20), gpu.memGetAddressRange(large + (2L << 20)));
+        long inside = large + 4096;
+        assertEquals(large, gpu.pointerGetAttribute(PointerAttribute.RANGE_START_ADDR, inside));
+        assertEquals(3L << 20, gpu.pointerGetAttribute(PointerAttribute.RANGE_SIZE, inside));
+        assertEquals(inside, gpu.pointerGetAttribute(PointerAttribute.DEVICE_POINTER, inside));
+        assertEquals(
+                PointerAttribute.MEMORY_TYPE_DEVICE, gpu.pointerGetAttribute(PointerAttribute.MEMORY_TYPE, inside));
+        assertEquals(0, gpu.pointerGetAttribute(PointerAttribute.DEVICE_ORDINAL, inside));
+        assertEquals(1, gpu.pointerGetAttribute(PointerAttribute.MAPPED, inside));
+        assertEquals(0, gpu.pointerGetAttribute(PointerAttribute.IS_MANAGED, inside));
+
+        moveMidTest();
+        assertEquals(new DeviceRegion(large, 3L << 20), gpu.memGetAddressRange(inside), "the same after a migration");
+        assertEquals(0, gpu.pointerGetAttribute(PointerAttribute.DEVICE_ORDINAL, inside));
+
+        assertError(
+                ErrorCode.CUDA_ERROR_NOT_FOUND, () -> gpu.memGetAddressRange(small + 1000), "past the bytes asked for");
+        assertError(
+                ErrorCode.CUDA_ERROR_NOT_FOUND,
+                () -> gpu.memGetAddressRange(VaWindow.forVgpu(5).base()));
+        gpu.memFree(small);
+        assertError(ErrorCode.CUDA_ERROR_NOT_FOUND, () -> gpu.memGetAddressRange(small), "freed");
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.pointerGetAttribute(PointerAttribute.RANGE_SIZE, small));
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.pointerGetAttribute(null, inside));
+        assertEquals(PointerAttribute.RANGE_SIZE, PointerAttribute.fromCuda(12));
+        VgpuException unknown = assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> PointerAttribute.fromCuda(5));
+        assertTrue(unknown.getMessage().contains("cuPointerGetAttribute: attribute 5"), unknown.getMessage());
     }
 
     // ---- life cycle, threads
