@@ -333,6 +333,30 @@ public final class MigratableGpu extends GatedVirtualGpu {
     }
 
     @Override
+    public DeviceRegion moduleGetGlobal(ModuleHandle module, String name) {
+        return lookUpGlobal(module, name, null);
+    }
+
+    @Override
+    public DeviceRegion moduleGetGlobalAt(ModuleHandle module, String name, long address) {
+        return lookUpGlobal(module, name, address);
+    }
+
+    /** Looks a module variable up on the backend, at {@code at} when given, and records its address for the replay. */
+    private DeviceRegion lookUpGlobal(ModuleHandle module, String name, Long at) {
+        CallGate.Slot slot = gate.enter();
+        try {
+            ModuleHandle current = log.module(module).current;
+            DeviceRegion region =
+                    at == null ? backend.moduleGetGlobal(current, name) : backend.moduleGetGlobalAt(current, name, at);
+            log.addGlobal(module, name, region);
+            return region;
+        } finally {
+            gate.exit(slot);
+        }
+    }
+
+    @Override
     public void funcSetAttribute(FunctionHandle function, FunctionAttribute attribute, int value) {
         CallGate.Slot slot = gate.enter();
         try {

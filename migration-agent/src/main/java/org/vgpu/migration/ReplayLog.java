@@ -19,7 +19,8 @@ import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.api.VirtualGpu;
 
 /**
- * What a replay needs, and nothing more: the live modules (their images), functions (module,
+ * What a replay needs, and nothing more: the live modules (their images and the addresses of the
+ * variables looked up in them), functions (module,
  * name and the attributes the app set), streams, events and allocations (address and size) of one vGPU. Unload, destroy and free
  * remove entries, so the log is proportional to the live state, not to the number of calls.
  * Memory contents are not recorded; the migration copies them.
@@ -33,6 +34,9 @@ final class ReplayLog {
 
     static final class ModuleEntry {
         final byte[] image;
+        /** The module's variables the app looked up, by name, at the addresses it was given. */
+        final Map<String, DeviceRegion> globals = new ConcurrentHashMap<>();
+
         volatile ModuleHandle current;
 
         ModuleEntry(byte[] image, ModuleHandle current) {
@@ -107,6 +111,20 @@ final class ReplayLog {
             throw unknown("module", module.id());
         }
         return entry;
+    }
+
+    /** Records a variable's lookup: the replay gives it the same address, mem-sync copies its contents. */
+    void addGlobal(ModuleHandle module, String name, DeviceRegion region) {
+        module(module).globals.put(name, region);
+    }
+
+    /** The module variables the app looked up, which a migration copies as it copies allocations. */
+    List<DeviceRegion> globals() {
+        List<DeviceRegion> globals = new ArrayList<>();
+        for (ModuleEntry module : modules.values()) {
+            globals.addAll(module.globals.values());
+        }
+        return globals;
     }
 
     /** Forgets a module and the functions looked up in it, which CUDA invalidates with it. */
@@ -225,13 +243,22 @@ final class ReplayLog {
         return allocations.size();
     }
 
-    /** How many calls a replay makes: one per module, function, set function attribute, stream, event and allocation. */
+    /**
+     * How many calls a replay makes: one per module, module variable looked up, function, set
+     * function attribute, stream, event and allocation.
+     */
     int replayCalls() {
         int attributes = 0;
         for (FunctionEntry function : functions.values()) {
             attributes += function.attributes.size();
         }
-        return modules.size() + functions.size() + attributes + streams.size() + events.size() + allocations.size();
+        return modules.size()
+                + globals().size()
+                + functions.size()
+                + attributes
+                + streams.size()
+                + events.size()
+                + allocations.size();
     }
 
     // ---- replay
@@ -254,6 +281,15 @@ final class ReplayLog {
             ModuleHandle handle = target.moduleLoadData(module.getValue().image);
             targetModules.put(module.getKey(), handle);
             rebinding.modules.add(new Rebound<>(module.getValue(), handle));
+        }
+        for (Map.Entry<Integer, ModuleEntry> module : modules.entrySet()) {
+            for (Map.Entry<String, DeviceRegion> global :
+                    module.getValue().globals.entrySet()) {
+                target.moduleGetGlobalAt(
+                        targetModules.get(module.getKey()),
+                        global.getKey(),
+                        global.getValue().address());
+            }
         }
         for (FunctionEntry function : functions.values()) {
             FunctionHandle handle = target.moduleGetFunction(targetModules.get(function.moduleId), function.name);

@@ -100,6 +100,23 @@ public interface VirtualGpu extends AutoCloseable {
      */
     void funcSetAttribute(FunctionHandle function, FunctionAttribute attribute, int value);
 
+    /**
+     * As {@code cuModuleGetGlobal}: the address and size of module variable {@code name} (a
+     * {@code __device__} or {@code __constant__} variable); CUDA_ERROR_NOT_FOUND when the module
+     * defines none. The address is the runtime's, in the top of {@link #window()}, the same each time
+     * and kept by a migration, which carries the variable's contents too: copies and memsets there
+     * reach the variable. Passed to a kernel as a pointer it would fault: kernels reach module
+     * variables by name.
+     */
+    DeviceRegion moduleGetGlobal(ModuleHandle module, String name);
+
+    /**
+     * vgpu's extension of {@link #moduleGetGlobal}: the variable's address is {@code address}, which
+     * must be free in the window's globals area. A migration replays the program's lookups with it,
+     * so that the addresses the program holds stay valid.
+     */
+    DeviceRegion moduleGetGlobalAt(ModuleHandle module, String name, long address);
+
     /** The parameter sizes of a function, as its module declares them. */
     KernelSignature functionSignature(FunctionHandle function);
 

@@ -11,6 +11,7 @@ import java.util.concurrent.atomic.AtomicReference;
 
 import org.vgpu.runtime.api.DeviceAttribute;
 import org.vgpu.runtime.api.DeviceProperties;
+import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.FunctionAttribute;
@@ -33,17 +34,43 @@ final class EmulatedGpu
         extends AbstractVirtualGpu<EmulatedGpu.Module, EmulatedGpu.Function, EmulatedGpu.Stream, EmulatedGpu.Event>
         implements EmulatedMemory {
 
-    /** A module with its functions, so that every lookup of a kernel shares its attributes, as in CUDA. */
-    record Module(ModuleImage image, Map<String, Function> functions) {}
+    /**
+     * A module with its functions, so that every lookup of a kernel shares its attributes, as in
+     * CUDA, and its variables ({@code .global} and {@code .const} in the PTX, initialised as
+     * declared) in host memory of {@code arena}, freed at unload.
+     */
+    record Module(
+            ModuleImage image, Map<String, Function> functions, Arena arena, Map<String, MemorySegment> globals) {}
 
     /** A kernel with the attributes a program may set. */
     static final class Function {
         final String name;
+        final Module module;
         volatile int maxDynamicSharedBytes = SHARED_MEMORY_PER_BLOCK;
         volatile int preferredSharedCarveout = -1;
 
-        Function(String name) {
+        Function(String name, Module module) {
             this.name = name;
+            this.module = module;
+        }
+    }
+
+    /** What a twin of one of the module's kernels sees: the vGPU's memory and the module's variables. */
+    private record ModuleMemory(EmulatedGpu gpu, Module module) implements EmulatedMemory {
+        @Override
+        public MemorySegment segment(long address, long bytes) {
+            return gpu.segment(address, bytes);
+        }
+
+        @Override
+        public MemorySegment global(String name) {
+            MemorySegment global = module.globals().get(name);
+            if (global == null) {
+                throw new VgpuException(
+                        ErrorCode.CUDA_ERROR_ILLEGAL_ADDRESS,
+                        "CPU emulation: kernel read module variable " + name + ", which its module does not define");
+            }
+            return global;
         }
     }
 
@@ -155,15 +182,37 @@ final class EmulatedGpu
                     ErrorCode.CUDA_ERROR_NOT_SUPPORTED,
                     "CPU emulation loads PTX modules only (their kernels run as Java twins), got a " + image.format());
         }
-        return new Module(image, new ConcurrentHashMap<>());
+        Arena arena = Arena.ofShared();
+        Map<String, MemorySegment> globals = new ConcurrentHashMap<>();
+        for (ModuleImage.PtxGlobal global : image.ptxGlobals().values()) {
+            MemorySegment memory = arena.allocate(global.bytes(), 16);
+            MemorySegment.copy(MemorySegment.ofArray(global.initialValue()), 0, memory, 0, global.bytes());
+            globals.put(global.name(), memory);
+            // copies reach a variable by its host address, as they reach allocations by theirs
+            backing.put(memory.address(), new Backing(arena, memory, memory.address()));
+        }
+        return new Module(image, new ConcurrentHashMap<>(), arena, globals);
     }
 
     @Override
-    protected void doModuleUnload(Module module) {}
+    protected void doModuleUnload(Module module) {
+        for (MemorySegment global : module.globals().values()) {
+            backing.remove(global.address());
+        }
+        module.arena().close();
+    }
+
+    /** The variable's host memory stands for its device address. */
+    @Override
+    protected DeviceRegion doModuleGetGlobal(Module module, String name) {
+        module.image().ptxGlobal(name);
+        MemorySegment global = module.globals().get(name);
+        return new DeviceRegion(global.address(), global.byteSize());
+    }
 
     @Override
     protected Function doGetFunction(Module module, String kernelName) {
-        return module.functions().computeIfAbsent(kernelName, Function::new);
+        return module.functions().computeIfAbsent(kernelName, name -> new Function(name, module));
     }
 
     /**
@@ -293,7 +342,7 @@ final class EmulatedGpu
         }
         KernelTwin twin = twins.require(function.name);
         try {
-            twin.run(grid, block, args, this);
+            twin.run(grid, block, args, new ModuleMemory(this, function.module));
         } catch (VgpuException fault) {
             pendingKernelFault.compareAndSet(
                     null,

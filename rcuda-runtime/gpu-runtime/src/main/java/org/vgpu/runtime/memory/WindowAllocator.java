@@ -36,14 +36,27 @@ public final class WindowAllocator {
     }
 
     public WindowAllocator(VaWindow window, long granularity) {
+        this(window, granularity, 0);
+    }
+
+    /**
+     * An allocator that never hands out the window's top {@code reservedTopBytes}, which its owner
+     * uses otherwise (a vGPU: for its module variables' addresses).
+     */
+    public WindowAllocator(VaWindow window, long granularity, long reservedTopBytes) {
         if (granularity <= 0 || Long.bitCount(granularity) != 1 || window.size() % granularity != 0) {
             throw new VgpuException(
                     ErrorCode.CUDA_ERROR_INVALID_VALUE,
                     "granularity " + granularity + " must be a power of two dividing the window size");
         }
+        if (reservedTopBytes < 0 || reservedTopBytes >= window.size() || reservedTopBytes % granularity != 0) {
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    "the reserved top of " + reservedTopBytes + " bytes must be granules inside the window");
+        }
         this.window = window;
         this.granularity = granularity;
-        free.put(window.base(), window.size());
+        free.put(window.base(), window.size() - reservedTopBytes);
     }
 
     public VaWindow window() {

@@ -175,6 +175,19 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
     }
 
     @Override
+    protected DeviceRegion doModuleGetGlobal(CUmodule module, String name) {
+        context.makeCurrent();
+        CUdeviceptr address = new CUdeviceptr();
+        long[] bytes = new long[1];
+        int result = JCudaDriver.cuModuleGetGlobal(address, bytes, module, name);
+        if (result == CUresult.CUDA_ERROR_NOT_FOUND) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_NOT_FOUND, "module has no variable named '" + name + "'");
+        }
+        CudaErrors.check(result, "cuModuleGetGlobal(" + name + ")");
+        return new DeviceRegion(JCudaInterop.nativeHandle(address), bytes[0]);
+    }
+
+    @Override
     protected Function doGetFunction(CUmodule module, String kernelName) {
         context.makeCurrent();
         CUfunction function = new CUfunction();

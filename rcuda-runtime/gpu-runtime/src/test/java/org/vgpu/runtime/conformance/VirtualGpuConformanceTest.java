@@ -1258,6 +1258,97 @@ public abstract class VirtualGpuConformanceTest {
         assertTrue(unknown.getMessage().contains("cuPointerGetAttribute: attribute 5"), unknown.getMessage());
     }
 
+    /** Module variables only: a {@code __device__} float, a {@code __device__} table, {@code __constant__} words. */
+    private static final String GLOBALS_PTX = """
+            .version 8.0
+            .target sm_80
+            .address_size 64
+
+            .visible .global .align 4 .f32 scale = 0f40000000;
+            .visible .global .align 4 .b8 table[300];
+            .visible .const .align 4 .u32 coefficients[4] = {1, 2, 3, 4};
+            """;
+
+    private static int[] readInts(VirtualGpu gpu, long address, int count) {
+        int[] values = new int[count];
+        gpu.memcpyDtoH(MemorySegment.ofArray(values), address, 4L * count);
+        return values;
+    }
+
+    @Test
+    void moduleVariablesHaveWindowAddressesThatCopiesAndMemsetsReach() {
+        ModuleHandle module = gpu.moduleLoadData(GLOBALS_PTX.getBytes(StandardCharsets.US_ASCII));
+        DeviceRegion scale = gpu.moduleGetGlobal(module, "scale");
+        DeviceRegion table = gpu.moduleGetGlobal(module, "table");
+        DeviceRegion coefficients = gpu.moduleGetGlobal(module, "coefficients");
+        assertEquals(4, scale.bytes());
+        assertEquals(300, table.bytes());
+        assertEquals(16, coefficients.bytes());
+        for (DeviceRegion global : List.of(scale, table, coefficients)) {
+            assertTrue(gpu.window().contains(global.address(), global.bytes()), global + " inside the window");
+        }
+        assertEquals(table, gpu.moduleGetGlobal(module, "table"), "the same address each time, as in CUDA");
+        assertArrayEquals(new int[] {1, 2, 3, 4}, readInts(gpu, coefficients.address(), 4), "initialised as declared");
+        float[] two = new float[1];
+        gpu.memcpyDtoH(MemorySegment.ofArray(two), scale.address(), 4);
+        assertEquals(2.0f, two[0]);
+
+        gpu.memcpyHtoD(coefficients.address() + 4, MemorySegment.ofArray(new int[] {20, 30}), 8);
+        assertArrayEquals(new int[] {1, 20, 30, 4}, readInts(gpu, coefficients.address(), 4));
+        gpu.memsetD8(table.address(), (byte) 7, 300);
+        gpu.memsetD32(table.address() + 8, 0x01020304, 2);
+        long buffer = gpu.memAlloc(300);
+        gpu.memcpyDtoD(buffer, table.address(), 300);
+        byte[] back = new byte[300];
+        gpu.memcpyDtoH(MemorySegment.ofArray(back), buffer, 300);
+        assertEquals(7, back[0]);
+        assertEquals(4, back[8], "little-endian words");
+        assertEquals(7, back[299]);
+        assertEquals(table, gpu.memGetAddressRange(table.address() + 299));
+
+        assertError(ErrorCode.CUDA_ERROR_NOT_FOUND, () -> gpu.moduleGetGlobal(module, "noSuchVariable"));
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> gpu.memsetD8(table.address() + 1, (byte) 0, 300),
+                "one byte past the variable");
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> gpu.moduleGetGlobalAt(module, "table", table.address() + 256),
+                "a variable keeps its address");
+        gpu.moduleUnload(module);
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> gpu.memsetD8(table.address(), (byte) 0, 1),
+                "the variable went with its module");
+        assertError(ErrorCode.CUDA_ERROR_NOT_FOUND, () -> gpu.memGetAddressRange(table.address()));
+    }
+
+    @Test
+    void moduleVariablesKeepTheirAddressesAndContentsAcrossAMigration() {
+        ModuleHandle module = gpu.moduleLoadData(GLOBALS_PTX.getBytes(StandardCharsets.US_ASCII));
+        DeviceRegion table = gpu.moduleGetGlobal(module, "table");
+        DeviceRegion coefficients = gpu.moduleGetGlobal(module, "coefficients");
+        byte[] pattern = new byte[300];
+        for (int i = 0; i < pattern.length; i++) {
+            pattern[i] = (byte) (i * 7 + 1);
+        }
+        gpu.memcpyHtoD(table.address(), MemorySegment.ofArray(pattern), 300);
+        gpu.memcpyHtoD(coefficients.address(), MemorySegment.ofArray(new int[] {-1, -2, -3, -4}), 16);
+
+        moveMidTest();
+
+        assertEquals(table, gpu.moduleGetGlobal(module, "table"));
+        assertEquals(coefficients, gpu.moduleGetGlobal(module, "coefficients"));
+        byte[] back = new byte[300];
+        gpu.memcpyDtoH(MemorySegment.ofArray(back), table.address(), 300);
+        assertArrayEquals(pattern, back, "the contents moved with the vGPU");
+        assertArrayEquals(new int[] {-1, -2, -3, -4}, readInts(gpu, coefficients.address(), 4));
+        DeviceRegion scale = gpu.moduleGetGlobal(module, "scale");
+        float[] two = new float[1];
+        gpu.memcpyDtoH(MemorySegment.ofArray(two), scale.address(), 4);
+        assertEquals(2.0f, two[0], "a variable first looked up after the move has its declared value");
+    }
+
     // ---- life cycle, threads
 
     @Test

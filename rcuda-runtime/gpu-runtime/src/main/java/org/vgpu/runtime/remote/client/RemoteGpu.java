@@ -139,6 +139,14 @@ public final class RemoteGpu extends OneToOneClientCalls<RemoteGpu.Module, Remot
         }
     }
 
+    /** The variable's address in the worker's window, which the worker turns into its backend's. */
+    @Override
+    protected DeviceRegion doModuleGetGlobal(Module module, String name) {
+        return connection.call(
+                (encoder, requestId) -> encoder.moduleGetGlobal(requestId, module.remoteId(), name),
+                ReplyDecoder::deviceRegion);
+    }
+
     @Override
     protected Function doGetFunction(Module module, String kernelName) {
         int id = nextRemoteId.getAndIncrement();

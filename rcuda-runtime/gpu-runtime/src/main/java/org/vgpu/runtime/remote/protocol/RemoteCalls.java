@@ -126,6 +126,11 @@ interface RemoteCalls {
     @Call(opcode = 0x0034, kind = SYNC)
     void funcSetAttribute(int functionId, FunctionAttribute attribute, int value);
 
+    /** {@code int32 module id, string name}; OK: {@code int64 the variable's address in the worker's window,
+     *  int64 bytes}. */
+    @Call(opcode = 0x0035, kind = SYNC)
+    void moduleGetGlobal(int moduleId, String name);
+
     // ---- memory
 
     /** {@code int64 address (chosen by the client's window allocator), int64 bytes}. */

@@ -218,6 +218,15 @@ final class RequestHandler extends OneToOneWorkerCalls {
     }
 
     @Override
+    public void moduleGetGlobal(Frame frame, int moduleId, String name) {
+        try {
+            replies.reply().ok(frame.requestId(), gpu().moduleGetGlobal(handles.module(moduleId), name));
+        } catch (RuntimeException e) {
+            failures.failed(frame, e);
+        }
+    }
+
+    @Override
     public void funcGetAttribute(Frame frame, int functionId, FunctionAttribute attribute) {
         try {
             replies.reply().ok(frame.requestId(), gpu().funcGetAttribute(attribute, handles.function(functionId)));

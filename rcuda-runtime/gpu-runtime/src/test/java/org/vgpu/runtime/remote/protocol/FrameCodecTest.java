@@ -119,6 +119,7 @@ class FrameCodecTest {
         encoder.memset(31, false, 0, BASE + 2, 0xBEEF, 2, 8);
         encoder.funcGetAttribute(32, 11, FunctionAttribute.NUM_REGS);
         encoder.funcSetAttribute(33, 11, FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, 65536);
+        encoder.moduleGetGlobal(34, 7, "coefficients");
 
         RecordingVisitors.Requests visitor = new RecordingVisitors.Requests();
         for (Frame frame : decodeAll(Opcode.Direction.REQUEST, wire)) {
@@ -162,7 +163,8 @@ class FrameCodecTest {
                         "#30 deviceGetAttribute MAX_SHARED_MEMORY_PER_BLOCK_OPTIN",
                         "#31 memset s0 0x10c000000002 0xbeef x2 8",
                         "#32 funcGetAttribute fn11 NUM_REGS",
-                        "#33 funcSetAttribute fn11 MAX_DYNAMIC_SHARED_SIZE_BYTES 65536"),
+                        "#33 funcSetAttribute fn11 MAX_DYNAMIC_SHARED_SIZE_BYTES 65536",
+                        "#34 moduleGetGlobal 7 coefficients"),
                 visitor.calls);
     }
 
@@ -198,6 +200,7 @@ class FrameCodecTest {
                         "MODULE_GET_FUNCTION 0x0032 REQUEST async=false synchronizing=false chunked=false",
                         "FUNC_GET_ATTRIBUTE 0x0033 REQUEST async=false synchronizing=false chunked=false",
                         "FUNC_SET_ATTRIBUTE 0x0034 REQUEST async=false synchronizing=false chunked=false",
+                        "MODULE_GET_GLOBAL 0x0035 REQUEST async=false synchronizing=false chunked=false",
                         "MEM_ALLOC_AT 0x0040 REQUEST async=false synchronizing=false chunked=false",
                         "MEM_FREE 0x0041 REQUEST async=false synchronizing=false chunked=false",
                         "MEMCPY_HTOD 0x0050 REQUEST async=true synchronizing=true chunked=true",
@@ -276,6 +279,7 @@ class FrameCodecTest {
         encoder.eventQuery(7, false);
         encoder.deviceGetAttribute(8, 232448);
         encoder.ok(9, -1);
+        encoder.ok(10, new DeviceRegion(BASE + 256, 300));
         encoder.ok(4);
         List<Object> results = new ArrayList<>();
         ReplyVisitor reader = new RecordingVisitors.Replies() {
@@ -290,6 +294,7 @@ class FrameCodecTest {
                             case 7 -> ResultDecoder.eventQuery(result);
                             case 8 -> ResultDecoder.deviceGetAttribute(result);
                             case 9 -> ReplyDecoder.int32(result);
+                            case 10 -> ReplyDecoder.deviceRegion(result);
                             default -> String.valueOf(ReplyDecoder.empty(result));
                         });
             }
@@ -307,6 +312,7 @@ class FrameCodecTest {
                         false,
                         232448,
                         -1,
+                        new DeviceRegion(BASE + 256, 300),
                         "null"),
                 results);
         ByteBuf shortResult = Unpooled.buffer().writeLong(1);

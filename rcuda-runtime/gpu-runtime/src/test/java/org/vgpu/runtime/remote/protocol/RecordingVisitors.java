@@ -181,6 +181,11 @@ final class RecordingVisitors {
         }
 
         @Override
+        public void moduleGetGlobal(Frame f, int moduleId, String name) {
+            add(f, "moduleGetGlobal " + moduleId + " " + name);
+        }
+
+        @Override
         public void funcGetAttribute(Frame f, int functionId, FunctionAttribute attribute) {
             add(f, "funcGetAttribute fn" + functionId + " " + attribute);
         }
