@@ -394,32 +394,28 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
         copy.Height = height;
         copy.dstPitch = dst.pitch();
         copy.srcPitch = src.pitch();
-        long dstExtent = dst.pitch() * (height - 1) + widthBytes;
-        long srcExtent = src.pitch() * (height - 1) + widthBytes;
-        switch (dst) {
-            case PitchedMemory.Device device -> {
-                copy.dstMemoryType = CUmemorytype.CU_MEMORYTYPE_DEVICE;
-                copy.dstDevice = JCudaInterop.devicePointer(device.address());
-            }
-            case PitchedMemory.Host host -> {
-                copy.dstMemoryType = CUmemorytype.CU_MEMORYTYPE_HOST;
-                copy.dstHost = JCudaInterop.hostPointer(host.memory(), dstExtent);
-            }
+        copy.dstMemoryType = memoryType(dst);
+        if (dst instanceof PitchedMemory.Device device) {
+            copy.dstDevice = JCudaInterop.devicePointer(device.address());
+        } else if (dst instanceof PitchedMemory.Host host) {
+            copy.dstHost = JCudaInterop.hostPointer(host.memory(), dst.pitch() * (height - 1) + widthBytes);
         }
-        switch (src) {
-            case PitchedMemory.Device device -> {
-                copy.srcMemoryType = CUmemorytype.CU_MEMORYTYPE_DEVICE;
-                copy.srcDevice = JCudaInterop.devicePointer(device.address());
-            }
-            case PitchedMemory.Host host -> {
-                copy.srcMemoryType = CUmemorytype.CU_MEMORYTYPE_HOST;
-                copy.srcHost = JCudaInterop.hostPointer(host.memory(), srcExtent);
-            }
+        copy.srcMemoryType = memoryType(src);
+        if (src instanceof PitchedMemory.Device device) {
+            copy.srcDevice = JCudaInterop.devicePointer(device.address());
+        } else if (src instanceof PitchedMemory.Host host) {
+            copy.srcHost = JCudaInterop.hostPointer(host.memory(), src.pitch() * (height - 1) + widthBytes);
         }
         CudaErrors.check(
                 JCudaDriver.cuMemcpy2D(copy),
                 "cuMemcpy2D(" + widthBytes + " x " + height + " bytes, pitches " + dst.pitch() + " <- " + src.pitch()
                         + ")");
+    }
+
+    private static int memoryType(PitchedMemory side) {
+        return side instanceof PitchedMemory.Device
+                ? CUmemorytype.CU_MEMORYTYPE_DEVICE
+                : CUmemorytype.CU_MEMORYTYPE_HOST;
     }
 
     @Override

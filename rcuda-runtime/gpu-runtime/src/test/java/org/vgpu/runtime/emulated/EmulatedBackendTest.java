@@ -69,22 +69,11 @@ class EmulatedBackendTest {
             FunctionHandle kernel = vgpu.moduleGetFunction(module, "scaleByGlobal");
             long data = vgpu.memAlloc(4);
             vgpu.memcpyHtoD(data, MemorySegment.ofArray(new float[] {3}), 4);
-            vgpu.launchKernel(
-                    kernel,
-                    Dim3.of(1),
-                    Dim3.of(1),
-                    0,
-                    StreamHandle.DEFAULT,
-                    KernelArgs.builder().pointer(data).build());
+            KernelArgs args = KernelArgs.builder().pointer(data).build();
+            vgpu.launchKernel(kernel, Dim3.of(1), Dim3.of(1), 0, StreamHandle.DEFAULT, args);
             vgpu.memcpyHtoD(
                     vgpu.moduleGetGlobal(module, "scale").address(), MemorySegment.ofArray(new float[] {10}), 4);
-            vgpu.launchKernel(
-                    kernel,
-                    Dim3.of(1),
-                    Dim3.of(1),
-                    0,
-                    StreamHandle.DEFAULT,
-                    KernelArgs.builder().pointer(data).build());
+            vgpu.launchKernel(kernel, Dim3.of(1), Dim3.of(1), 0, StreamHandle.DEFAULT, args);
             float[] back = new float[1];
             vgpu.memcpyDtoH(MemorySegment.ofArray(back), data, 4);
             assertEquals(60f, back[0], "3 x the declared 2, then x the 10 the program wrote");
