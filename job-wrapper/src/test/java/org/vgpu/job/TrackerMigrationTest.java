@@ -234,7 +234,8 @@ class TrackerMigrationTest {
                     new CudaOrdinals(Optional.empty(), local, directory),
                     local,
                     RemoteConfig.defaults(),
-                    reports::add)) {
+                    reports::add,
+                    MigrationFaults.NONE)) {
                 MigratableGpu borrowed = job.vgpus().getFirst();
                 MigrationSegments data = MigrationSegments.pattern(arena);
                 long address = borrowed.memAlloc(BYTES);
