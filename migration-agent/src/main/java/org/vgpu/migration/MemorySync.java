@@ -129,6 +129,27 @@ final class MemorySync implements AutoCloseable {
     }
 
     /**
+     * Copies module variables, each at the same window address on both sides (the replay placed
+     * them so), through the first staging buffer: programs have few, small ones (constant memory is
+     * at most 64 KiB), so plain synchronous copies suffice. Both sides must be idle.
+     *
+     * @return the bytes copied
+     */
+    long copyGlobals(List<DeviceRegion> globals) {
+        MemorySegment buffer = buffers.getFirst();
+        long copied = 0;
+        for (DeviceRegion global : globals) {
+            for (long offset = 0; offset < global.bytes(); offset += bufferBytes) {
+                long bytes = Math.min(bufferBytes, global.bytes() - offset);
+                source.memcpyDtoH(buffer, global.address() + offset, bytes);
+                target.memcpyHtoD(global.address() + offset, buffer, bytes);
+                copied += bytes;
+            }
+        }
+        return copied;
+    }
+
+    /**
      * The sizes of the batches that copy {@code total} bytes through buffers of {@code bufferBytes}:
      * full buffers, but a copy of many buffers starts with batches of 1/8, 1/4 and 1/2 of a buffer
      * and ends with the same in reverse. A pipeline's first batch is paid in full before any write

@@ -15,6 +15,7 @@ import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.EventHandle;
+import org.vgpu.runtime.api.FunctionAttribute;
 import org.vgpu.runtime.api.FunctionHandle;
 import org.vgpu.runtime.api.ModuleHandle;
 import org.vgpu.runtime.api.StreamHandle;
@@ -326,6 +327,41 @@ public final class MigratableGpu extends GatedVirtualGpu {
             }
             return log.addFunction(
                     module, kernelName, backend.moduleGetFunction(log.module(module).current, kernelName));
+        } finally {
+            gate.exit(slot);
+        }
+    }
+
+    @Override
+    public DeviceRegion moduleGetGlobal(ModuleHandle module, String name) {
+        return lookUpGlobal(module, name, null);
+    }
+
+    @Override
+    public DeviceRegion moduleGetGlobalAt(ModuleHandle module, String name, long address) {
+        return lookUpGlobal(module, name, address);
+    }
+
+    /** Looks a module variable up on the backend, at {@code at} when given, and records its address for the replay. */
+    private DeviceRegion lookUpGlobal(ModuleHandle module, String name, Long at) {
+        CallGate.Slot slot = gate.enter();
+        try {
+            ModuleHandle current = log.module(module).current;
+            DeviceRegion region =
+                    at == null ? backend.moduleGetGlobal(current, name) : backend.moduleGetGlobalAt(current, name, at);
+            log.addGlobal(module, name, region);
+            return region;
+        } finally {
+            gate.exit(slot);
+        }
+    }
+
+    @Override
+    public void funcSetAttribute(FunctionHandle function, FunctionAttribute attribute, int value) {
+        CallGate.Slot slot = gate.enter();
+        try {
+            backend.funcSetAttribute(log.backendFunction(function), attribute, value);
+            log.setFunctionAttribute(function, attribute, value);
         } finally {
             gate.exit(slot);
         }

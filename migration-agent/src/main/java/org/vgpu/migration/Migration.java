@@ -109,7 +109,8 @@ final class Migration {
 
             step = MigrationStep.MEM_SYNC;
             memSyncRegions = regions.size();
-            memSyncBytes = sync.copy(regions, faults);
+            memSyncBytes =
+                    sync.copy(regions, faults) + sync.copyGlobals(gpu.log().globals());
             long copied = System.nanoTime();
             memSync = copied - replayed;
 

@@ -11,6 +11,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.EventHandle;
+import org.vgpu.runtime.api.FunctionAttribute;
 import org.vgpu.runtime.api.FunctionHandle;
 import org.vgpu.runtime.api.ModuleHandle;
 import org.vgpu.runtime.api.StreamHandle;
@@ -18,8 +19,9 @@ import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.api.VirtualGpu;
 
 /**
- * What a replay needs, and nothing more: the live modules (their images), functions (module and
- * name), streams, events and allocations (address and size) of one vGPU. Unload, destroy and free
+ * What a replay needs, and nothing more: the live modules (their images and the addresses of the
+ * variables looked up in them), functions (module,
+ * name and the attributes the app set), streams, events and allocations (address and size) of one vGPU. Unload, destroy and free
  * remove entries, so the log is proportional to the live state, not to the number of calls.
  * Memory contents are not recorded; the migration copies them.
  *
@@ -32,6 +34,9 @@ final class ReplayLog {
 
     static final class ModuleEntry {
         final byte[] image;
+        /** The module's variables the app looked up, by name, at the addresses it was given. */
+        final Map<String, DeviceRegion> globals = new ConcurrentHashMap<>();
+
         volatile ModuleHandle current;
 
         ModuleEntry(byte[] image, ModuleHandle current) {
@@ -43,6 +48,9 @@ final class ReplayLog {
     static final class FunctionEntry {
         final int moduleId;
         final String name;
+        /** What the app set with funcSetAttribute: the target's new handle gets the same. */
+        final Map<FunctionAttribute, Integer> attributes = new ConcurrentHashMap<>();
+
         volatile FunctionHandle current;
 
         FunctionEntry(int moduleId, String name, FunctionHandle current) {
@@ -105,6 +113,20 @@ final class ReplayLog {
         return entry;
     }
 
+    /** Records a variable's lookup: the replay gives it the same address, mem-sync copies its contents. */
+    void addGlobal(ModuleHandle module, String name, DeviceRegion region) {
+        module(module).globals.put(name, region);
+    }
+
+    /** The module variables the app looked up, which a migration copies as it copies allocations. */
+    List<DeviceRegion> globals() {
+        List<DeviceRegion> globals = new ArrayList<>();
+        for (ModuleEntry module : modules.values()) {
+            globals.addAll(module.globals.values());
+        }
+        return globals;
+    }
+
     /** Forgets a module and the functions looked up in it, which CUDA invalidates with it. */
     void removeModule(ModuleHandle module) {
         modules.remove(module.id());
@@ -137,6 +159,15 @@ final class ReplayLog {
             throw unknown("function", function.id());
         }
         return entry.current;
+    }
+
+    /** Records a set attribute, once the backend has taken it. */
+    void setFunctionAttribute(FunctionHandle function, FunctionAttribute attribute, int value) {
+        FunctionEntry entry = functions.get(function.id());
+        if (entry == null) {
+            throw unknown("function", function.id());
+        }
+        entry.attributes.put(attribute, value);
     }
 
     // ---- streams and events
@@ -212,9 +243,22 @@ final class ReplayLog {
         return allocations.size();
     }
 
-    /** How many calls a replay makes: one per module, function, stream, event and allocation. */
+    /**
+     * How many calls a replay makes: one per module, module variable looked up, function, set
+     * function attribute, stream, event and allocation.
+     */
     int replayCalls() {
-        return modules.size() + functions.size() + streams.size() + events.size() + allocations.size();
+        int attributes = 0;
+        for (FunctionEntry function : functions.values()) {
+            attributes += function.attributes.size();
+        }
+        return modules.size()
+                + globals().size()
+                + functions.size()
+                + attributes
+                + streams.size()
+                + events.size()
+                + allocations.size();
     }
 
     // ---- replay
@@ -238,8 +282,18 @@ final class ReplayLog {
             targetModules.put(module.getKey(), handle);
             rebinding.modules.add(new Rebound<>(module.getValue(), handle));
         }
+        for (Map.Entry<Integer, ModuleEntry> module : modules.entrySet()) {
+            for (Map.Entry<String, DeviceRegion> global :
+                    module.getValue().globals.entrySet()) {
+                target.moduleGetGlobalAt(
+                        targetModules.get(module.getKey()),
+                        global.getKey(),
+                        global.getValue().address());
+            }
+        }
         for (FunctionEntry function : functions.values()) {
             FunctionHandle handle = target.moduleGetFunction(targetModules.get(function.moduleId), function.name);
+            function.attributes.forEach((attribute, value) -> target.funcSetAttribute(handle, attribute, value));
             rebinding.functions.add(new Rebound<>(function, handle));
         }
         for (StreamEntry stream : streams.values()) {

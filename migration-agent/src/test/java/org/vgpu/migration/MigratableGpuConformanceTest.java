@@ -27,6 +27,14 @@ class MigratableGpuConformanceTest extends VirtualGpuConformanceTest {
         return List.of(1);
     }
 
+    /** Moves on to the next emulated device (of three), from wherever the vGPU is now. */
+    @Override
+    protected void moveMidTest() {
+        MigratableGpu migratable = (MigratableGpu) gpu;
+        int here = ((MigrationTarget.LocalGpu) migratable.placement()).index();
+        migratable.migrate(new MigrationTarget.LocalGpu((here + 1) % 3));
+    }
+
     @BeforeEach
     void migrateAfterOpening() {
         MigratableGpu migratable = (MigratableGpu) gpu;

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
@@ -20,9 +21,17 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.MethodSource;
 
+import org.vgpu.runtime.api.DeviceRegion;
+import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.FunctionAttribute;
+import org.vgpu.runtime.api.FunctionHandle;
+import org.vgpu.runtime.api.KernelArgs;
+import org.vgpu.runtime.api.ModuleHandle;
+import org.vgpu.runtime.api.StreamHandle;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VirtualGpu;
+import org.vgpu.runtime.kernels.TestKernels;
 import org.vgpu.runtime.remote.worker.WorkerReport;
 import org.vgpu.runtime.workloads.LennardJonesWorkload;
 import org.vgpu.runtime.workloads.PointerChaseWorkload;
@@ -89,6 +98,57 @@ class RemoteMigrationTest {
                     WorkerReport served = workers.worker(sourceWorker).report().get(30, TimeUnit.SECONDS);
                     assertTrue(served.clean(), "the source worker's session ended cleanly: " + served.endReason());
                 }
+            }
+        }
+    }
+
+    /**
+     * Module variables keep their addresses and contents and set kernel attributes hold in every
+     * direction: onto a worker the client's address of a variable stands for the worker's, which
+     * stands for its backend's.
+     */
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(Direction.class)
+    void moduleVariablesAndKernelAttributesMoveInEveryDirection(Direction direction) {
+        try (Emulation local = new Emulation(2);
+                LocalWorkers workers = new LocalWorkers()) {
+            MigrationTarget.RemoteWorker sourceWorker =
+                    direction == Direction.LOCAL_TO_REMOTE ? null : workers.start(0);
+            MigrationTarget start = sourceWorker == null ? Emulation.gpu(0) : sourceWorker;
+            MigrationTarget target = direction == Direction.REMOTE_TO_LOCAL ? Emulation.gpu(1) : workers.start(1);
+            VaWindow window = VaWindow.forVgpu(1);
+            VirtualGpu initial = sourceWorker == null
+                    ? local.backend.open(0, window)
+                    : workers.resolver.open(sourceWorker, window, null);
+            try (MigratableGpu gpu = new MigratableGpu(
+                    initial,
+                    start,
+                    new NodeTargetResolver(local.backend, workers.resolver),
+                    Emulation.VERIFIED,
+                    MigrationListener.NONE,
+                    MigrationFaults.NONE)) {
+                String variables = """
+                        .version 8.0
+                        .target sm_80
+                        .address_size 64
+                        .visible .global .align 4 .u32 pad[100];
+                        .visible .const .align 4 .u32 table[4] = {1, 2, 3, 4};
+                        """;
+                ModuleHandle module = gpu.moduleLoadData(variables.getBytes(StandardCharsets.US_ASCII));
+                DeviceRegion table = gpu.moduleGetGlobal(module, "table");
+                gpu.memcpyHtoD(table.address() + 4, MemorySegment.ofArray(new int[] {6, 7}), 8);
+                FunctionHandle empty = gpu.moduleGetFunction(gpu.moduleLoadData(TestKernels.ptx()), "emptyKernel");
+                gpu.funcSetAttribute(empty, FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, 64 << 10);
+
+                gpu.migrate(target);
+
+                assertEquals(table, gpu.moduleGetGlobal(module, "table"), "the address the program holds");
+                int[] back = new int[4];
+                gpu.memcpyDtoH(MemorySegment.ofArray(back), table.address(), 16);
+                assertArrayEquals(new int[] {1, 6, 7, 4}, back);
+                assertEquals(64 << 10, gpu.funcGetAttribute(FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, empty));
+                gpu.launchKernel(empty, Dim3.of(1), Dim3.of(32), 64 << 10, StreamHandle.DEFAULT, KernelArgs.none());
+                gpu.ctxSynchronize();
             }
         }
     }

@@ -55,6 +55,23 @@ public interface VirtualGpu extends AutoCloseable {
 
     DeviceProperties deviceProperties();
 
+    /**
+     * As {@code cuCtxGetDevice} (and the runtime API's {@code cudaGetDevice}): the device this vGPU
+     * is to the program, which is its index k in the job ({@link #vgpuIndex()}), not the ordinal of
+     * whatever GPU, worker or emulation serves it now: CUDA device k is vGPU k, before and after a
+     * migration, on every backend.
+     */
+    int ctxGetDevice();
+
+    /**
+     * As {@code cuDeviceGetAttribute}: one figure of the device behind this vGPU, as its driver
+     * reports it (a remote vGPU's worker's GPU; the emulation's fixed, documented figures). CUDA's
+     * attribute numbers map to {@link DeviceAttribute} with {@link DeviceAttribute#fromCuda}, which
+     * refuses those vgpu does not answer with CUDA_ERROR_INVALID_VALUE.
+     */
+    @RemoteCall(opcode = 0x0021, kind = SYNC)
+    int deviceGetAttribute(DeviceAttribute attribute);
+
     /** As {@code cuMemGetInfo}: the device's free and total memory. */
     MemoryInfo memGetInfo();
 
@@ -67,6 +84,38 @@ public interface VirtualGpu extends AutoCloseable {
 
     /** As {@code cuModuleGetFunction}; CUDA_ERROR_NOT_FOUND when the module has no such kernel. */
     FunctionHandle moduleGetFunction(ModuleHandle module, String kernelName);
+
+    /**
+     * As {@code cuFuncGetAttribute}: one figure of a kernel as compiled for the device behind this
+     * vGPU (the emulation's fixed figures: see {@code EmulatedGpu}), or the value set by
+     * {@link #funcSetAttribute}. CUDA's numbers map with {@link FunctionAttribute#fromCuda}.
+     */
+    int funcGetAttribute(FunctionAttribute attribute, FunctionHandle function);
+
+    /**
+     * As {@code cuFuncSetAttribute}, for the {@link FunctionAttribute#settable} attributes: a kernel
+     * that launches with more than 48 KiB of dynamic shared memory raises its
+     * MAX_DYNAMIC_SHARED_SIZE_BYTES first (at most the device's MAX_SHARED_MEMORY_PER_BLOCK_OPTIN).
+     * The value holds for every handle of that kernel, and across a migration.
+     */
+    void funcSetAttribute(FunctionHandle function, FunctionAttribute attribute, int value);
+
+    /**
+     * As {@code cuModuleGetGlobal}: the address and size of module variable {@code name} (a
+     * {@code __device__} or {@code __constant__} variable); CUDA_ERROR_NOT_FOUND when the module
+     * defines none. The address is the runtime's, in the top of {@link #window()}, the same each time
+     * and kept by a migration, which carries the variable's contents too: copies and memsets there
+     * reach the variable. Passed to a kernel as a pointer it would fault: kernels reach module
+     * variables by name.
+     */
+    DeviceRegion moduleGetGlobal(ModuleHandle module, String name);
+
+    /**
+     * vgpu's extension of {@link #moduleGetGlobal}: the variable's address is {@code address}, which
+     * must be free in the window's globals area. A migration replays the program's lookups with it,
+     * so that the addresses the program holds stay valid.
+     */
+    DeviceRegion moduleGetGlobalAt(ModuleHandle module, String name, long address);
 
     /** The parameter sizes of a function, as its module declares them. */
     KernelSignature functionSignature(FunctionHandle function);
@@ -86,6 +135,19 @@ public interface VirtualGpu extends AutoCloseable {
 
     /** As {@code cuMemFree}: {@code address} must be the start of a live allocation of this vGPU. */
     void memFree(long address);
+
+    /**
+     * As {@code cuMemGetAddressRange}: the start and size (as allocated) of the live allocation
+     * holding {@code address}; CUDA_ERROR_NOT_FOUND when none does. Answered from the runtime's map
+     * of the window, the same on every backend and after a migration.
+     */
+    DeviceRegion memGetAddressRange(long address);
+
+    /**
+     * As {@code cuPointerGetAttribute} for a device address of this vGPU, from the same map as
+     * {@link #memGetAddressRange}; an address no live allocation holds is CUDA_ERROR_INVALID_VALUE.
+     */
+    long pointerGetAttribute(PointerAttribute attribute, long address);
 
     /** Page-locked host memory for fast and asynchronous copies; free with {@link #memFreeHost}. */
     MemorySegment memAllocHost(long bytes);
@@ -130,6 +192,16 @@ public interface VirtualGpu extends AutoCloseable {
      */
     void memcpyHtoDScatterAsync(List<DeviceRegion> dstRegions, MemorySegment srcHost, StreamHandle stream);
 
+    /**
+     * As {@code cuMemcpy2D}: {@code height} rows of {@code widthBytes} each, from rows {@code
+     * src.pitch()} bytes apart to rows {@code dst.pitch()} bytes apart; host to device, device to
+     * host or device to device (two host sides are refused: that is no device copy). Each pitch must
+     * be at least {@code widthBytes}, and all rows of a side must lie in one live allocation or host
+     * buffer; the bytes between rows are left as they are.
+     */
+    @Synchronizing
+    void memcpy2D(PitchedMemory dst, PitchedMemory src, long widthBytes, long height);
+
     /** As {@code cuMemsetD8}: {@code count} bytes. */
     @Synchronizing
     void memsetD8(long dstDevice, byte value, long count);
@@ -138,7 +210,13 @@ public interface VirtualGpu extends AutoCloseable {
     @Synchronizing
     void memsetD32(long dstDevice, int value, long count);
 
+    /** As {@code cuMemsetD16}: {@code count} 16-bit words; {@code dstDevice} 2-byte aligned. */
+    @Synchronizing
+    void memsetD16(long dstDevice, short value, long count);
+
     void memsetD8Async(long dstDevice, byte value, long count, StreamHandle stream);
+
+    void memsetD16Async(long dstDevice, short value, long count, StreamHandle stream);
 
     void memsetD32Async(long dstDevice, int value, long count, StreamHandle stream);
 

@@ -6,14 +6,18 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
+import org.vgpu.runtime.api.DeviceAttribute;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.EventHandle;
+import org.vgpu.runtime.api.FunctionAttribute;
 import org.vgpu.runtime.api.FunctionHandle;
 import org.vgpu.runtime.api.KernelArgs;
 import org.vgpu.runtime.api.KernelSignature;
 import org.vgpu.runtime.api.ModuleHandle;
+import org.vgpu.runtime.api.PitchedMemory;
+import org.vgpu.runtime.api.PointerAttribute;
 import org.vgpu.runtime.api.StreamHandle;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
@@ -35,13 +39,42 @@ import org.vgpu.runtime.memory.WindowAllocator;
  */
 public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
 
-    /** A loaded module with the image it came from. */
-    protected record LoadedModule<M>(M module, ModuleImage image) {}
+    /** A loaded module with the image it came from and the variables looked up in it, by name. */
+    protected record LoadedModule<M>(M module, ModuleImage image, Map<String, ModuleGlobal> globals) {}
+
+    /**
+     * A module variable as the app sees it, at {@code address} in the window's globals area, and
+     * where the backend keeps it: a local GPU's address in its context, a worker's window address,
+     * the emulation's host memory.
+     */
+    protected record ModuleGlobal(long address, long bytes, long backendAddress) {
+        DeviceRegion region() {
+            return new DeviceRegion(address, bytes);
+        }
+    }
+
+    /**
+     * The top of each window (1 GiB, less in a window under 2 GiB) holds the addresses of module
+     * variables, never allocations: {@code moduleGetGlobal} gives a variable an address there, so
+     * that the address is the runtime's, the same on every backend and kept by a migration (which
+     * places it again with {@code moduleGetGlobalAt}), while the variable itself stays where its
+     * module's code reads it. Copies and memsets at such an address go to the variable; a kernel
+     * given it as a pointer would fault, since nothing is mapped there.
+     */
+    private static final long GLOBALS_AREA_BYTES = 1L << 30;
+
+    /** Module variables' addresses are 256-byte aligned, as CUDA aligns them at most. */
+    private static final long GLOBAL_ALIGNMENT = 256;
 
     /** A function with the signature launches are checked against. */
     protected record LoadedFunction<F>(F function, KernelSignature signature, int moduleId) {}
 
     protected final WindowAllocator allocator;
+    /** Hands out module variables' addresses in the globals area; null where the window is too small for one. */
+    private final WindowAllocator globalAddresses;
+    /** The live module variables by their window address. */
+    private final Map<Long, ModuleGlobal> globals = new ConcurrentHashMap<>();
+
     private final HandleTable<LoadedModule<M>> modules = new HandleTable<>("module");
     private final HandleTable<LoadedFunction<F>> functions = new HandleTable<>("function");
     private final HandleTable<S> streams = new HandleTable<>("stream");
@@ -52,7 +85,11 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
     private volatile boolean closed;
 
     protected AbstractVirtualGpu(VaWindow window, long granularity) {
-        this.allocator = new WindowAllocator(window, granularity);
+        long area = Math.min(GLOBALS_AREA_BYTES, window.size() / 2 / VaWindow.GRANULARITY * VaWindow.GRANULARITY);
+        this.allocator = new WindowAllocator(window, granularity, area);
+        this.globalAddresses = area == 0
+                ? null
+                : new WindowAllocator(new VaWindow(window.vgpuIndex(), window.end() - area, area), GLOBAL_ALIGNMENT);
     }
 
     @Override
@@ -67,11 +104,25 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
 
     // ---- backend primitives
 
+    /** The device's figure for a known attribute. */
+    protected abstract int doDeviceGetAttribute(DeviceAttribute attribute);
+
     protected abstract M doModuleLoad(ModuleImage image);
 
     protected abstract void doModuleUnload(M module);
 
+    /**
+     * Where the backend keeps module variable {@code name} and its size, as {@code cuModuleGetGlobal}
+     * answers; CUDA_ERROR_NOT_FOUND when the module has none of that name.
+     */
+    protected abstract DeviceRegion doModuleGetGlobal(M module, String name);
+
     protected abstract F doGetFunction(M module, String kernelName);
+
+    protected abstract int doFuncGetAttribute(F function, FunctionAttribute attribute);
+
+    /** Sets a settable attribute to a value within its range. */
+    protected abstract void doFuncSetAttribute(F function, FunctionAttribute attribute, int value);
 
     /** The signature of a function from a non-PTX module; PTX signatures come from the text. */
     protected abstract KernelSignature doBinarySignature(F function, String kernelName);
@@ -117,7 +168,47 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
         }
     }
 
-    /** {@code elementSize} is 1 or 4; {@code count} elements. */
+    /**
+     * A validated 2D copy. Lowered here to one copy per row (one copy in all where both sides are
+     * contiguous), queued on the default stream and then waited for, so that a remote vGPU sends
+     * its rows back to back and waits once; the emulation and a remote worker's client use this, a
+     * local GPU hands the whole copy to its driver.
+     */
+    protected void doMemcpy2D(PitchedMemory dst, PitchedMemory src, long widthBytes, long height) {
+        S stream = defaultStream();
+        boolean contiguous = dst.pitch() == widthBytes && src.pitch() == widthBytes;
+        long rows = contiguous ? 1 : height;
+        long rowBytes = contiguous ? widthBytes * height : widthBytes;
+        for (long row = 0; row < rows; row++) {
+            long dstOffset = row * dst.pitch();
+            long srcOffset = row * src.pitch();
+            switch (dst) {
+                case PitchedMemory.Device to
+                when src instanceof PitchedMemory.Device from ->
+                    doMemcpyDtoD(to.address() + dstOffset, from.address() + srcOffset, rowBytes, stream, true);
+                case PitchedMemory.Device to
+                when src instanceof PitchedMemory.Host from ->
+                    doMemcpyHtoD(
+                            to.address() + dstOffset,
+                            from.memory().asSlice(srcOffset, rowBytes),
+                            rowBytes,
+                            stream,
+                            true);
+                case PitchedMemory.Host to
+                when src instanceof PitchedMemory.Device from ->
+                    doMemcpyDtoH(
+                            to.memory().asSlice(dstOffset, rowBytes),
+                            from.address() + srcOffset,
+                            rowBytes,
+                            stream,
+                            true);
+                default -> throw new IllegalStateException("memcpy2D between two host buffers passed the checks");
+            }
+        }
+        doStreamSynchronize(stream);
+    }
+
+    /** {@code elementSize} is 1, 2 or 4; {@code count} elements. */
     protected abstract void doMemset(long dst, int value, int elementSize, long count, S stream, boolean async);
 
     protected abstract void doLaunch(F function, Dim3 grid, Dim3 block, int sharedMemBytes, S stream, KernelArgs args);
@@ -156,18 +247,115 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
 
     // ---- VirtualGpu
 
+    /**
+     * The job's index of this vGPU, the same on every backend: no backend asks its driver, whose
+     * ordinal is the physical GPU's (and changes when the vGPU moves).
+     */
+    @Override
+    public final int ctxGetDevice() {
+        ensureOpen();
+        return vgpuIndex();
+    }
+
+    @Override
+    public int deviceGetAttribute(DeviceAttribute attribute) {
+        ensureOpen();
+        if (attribute == null) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "cuDeviceGetAttribute: the attribute is null");
+        }
+        return doDeviceGetAttribute(attribute);
+    }
+
     @Override
     public ModuleHandle moduleLoadData(byte[] image) {
         ensureOpen();
         ModuleImage parsed = ModuleImage.parse(image);
         M module = doModuleLoad(parsed);
-        return new ModuleHandle(modules.add(new LoadedModule<>(module, parsed)));
+        return new ModuleHandle(modules.add(new LoadedModule<>(module, parsed, new ConcurrentHashMap<>())));
     }
 
     @Override
     public void moduleUnload(ModuleHandle module) {
         ensureOpen();
-        doModuleUnload(modules.remove(module.id()).module());
+        LoadedModule<M> unloaded = modules.remove(module.id());
+        forgetGlobals(unloaded);
+        doModuleUnload(unloaded.module());
+    }
+
+    @Override
+    public DeviceRegion moduleGetGlobal(ModuleHandle module, String name) {
+        return placeGlobal(module, name, null);
+    }
+
+    @Override
+    public DeviceRegion moduleGetGlobalAt(ModuleHandle module, String name, long address) {
+        return placeGlobal(module, name, address);
+    }
+
+    /**
+     * The variable's window address: the one it already has (as CUDA answers the same address each
+     * time), or a new one, first fit in the globals area or at {@code at}. Serialised per module, so
+     * that two threads asking at once get one address.
+     */
+    private DeviceRegion placeGlobal(ModuleHandle module, String name, Long at) {
+        ensureOpen();
+        LoadedModule<M> loaded = modules.get(module.id());
+        if (name == null) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "cuModuleGetGlobal: the name is null");
+        }
+        synchronized (loaded) {
+            ModuleGlobal known = loaded.globals().get(name);
+            if (known != null) {
+                if (at != null && known.address() != at) {
+                    throw new VgpuException(
+                            ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                            String.format(
+                                    "module variable %s already has address 0x%x, not 0x%x",
+                                    name, known.address(), at));
+                }
+                return known.region();
+            }
+            DeviceRegion backend = doModuleGetGlobal(loaded.module(), name);
+            if (globalAddresses == null) {
+                throw new VgpuException(
+                        ErrorCode.VGPU_WINDOW_FULL, "window " + window() + " is too small for module variables");
+            }
+            long address = (at == null
+                            ? globalAddresses.allocate(backend.bytes())
+                            : globalAddresses.allocateAt(at, backend.bytes()))
+                    .address();
+            ModuleGlobal global = new ModuleGlobal(address, backend.bytes(), backend.address());
+            loaded.globals().put(name, global);
+            globals.put(address, global);
+            return global.region();
+        }
+    }
+
+    private void forgetGlobals(LoadedModule<M> module) {
+        synchronized (module) {
+            for (ModuleGlobal global : module.globals().values()) {
+                globals.remove(global.address());
+                globalAddresses.release(global.address());
+            }
+            module.globals().clear();
+        }
+    }
+
+    /**
+     * The backend's address for {@code [address, address + bytes)} of device memory: a module
+     * variable's own where the range lies in one, else the address itself, which must then lie in a
+     * live allocation (CUDA_ERROR_INVALID_VALUE otherwise, naming {@code what}).
+     */
+    private long deviceAddress(long address, long bytes, String what) {
+        if (globalAddresses != null && address >= globalAddresses.window().base()) {
+            Allocation placed = globalAddresses.holding(address);
+            ModuleGlobal global = placed == null ? null : globals.get(placed.address());
+            if (global != null && placed.contains(address, bytes)) {
+                return global.backendAddress() + (address - global.address());
+            }
+        }
+        allocator.require(address, bytes, what);
+        return address;
     }
 
     @Override
@@ -179,6 +367,38 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
         F function = doGetFunction(loaded.module(), kernelName);
         KernelSignature signature = ptx ? ptxSignature : doBinarySignature(function, kernelName);
         return new FunctionHandle(functions.add(new LoadedFunction<>(function, signature, module.id())), kernelName);
+    }
+
+    @Override
+    public int funcGetAttribute(FunctionAttribute attribute, FunctionHandle function) {
+        ensureOpen();
+        if (attribute == null) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "cuFuncGetAttribute: the attribute is null");
+        }
+        return doFuncGetAttribute(functions.get(function.id()).function(), attribute);
+    }
+
+    @Override
+    public void funcSetAttribute(FunctionHandle function, FunctionAttribute attribute, int value) {
+        ensureOpen();
+        F loaded = functions.get(function.id()).function();
+        if (attribute == null || !attribute.settable()) {
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    "cuFuncSetAttribute: " + attribute + " cannot be set; MAX_DYNAMIC_SHARED_SIZE_BYTES and"
+                            + " PREFERRED_SHARED_MEMORY_CARVEOUT can");
+        }
+        int low = attribute == FunctionAttribute.PREFERRED_SHARED_MEMORY_CARVEOUT ? -1 : 0;
+        int high = attribute == FunctionAttribute.PREFERRED_SHARED_MEMORY_CARVEOUT
+                ? 100
+                : doDeviceGetAttribute(DeviceAttribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+        if (value < low || value > high) {
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    "cuFuncSetAttribute: " + attribute + " of " + function.name() + " must be within [" + low + ", "
+                            + high + "], got " + value);
+        }
+        doFuncSetAttribute(loaded, attribute, value);
     }
 
     @Override
@@ -225,6 +445,54 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
     }
 
     @Override
+    public final DeviceRegion memGetAddressRange(long address) {
+        ensureOpen();
+        DeviceRegion range = rangeHolding(address);
+        if (range == null) {
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_NOT_FOUND,
+                    String.format(
+                            "cuMemGetAddressRange: 0x%x is not inside a live allocation of vGPU %d",
+                            address, vgpuIndex()));
+        }
+        return range;
+    }
+
+    @Override
+    public final long pointerGetAttribute(PointerAttribute attribute, long address) {
+        ensureOpen();
+        if (attribute == null) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "cuPointerGetAttribute: the attribute is null");
+        }
+        DeviceRegion range = rangeHolding(address);
+        if (range == null) {
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    String.format(
+                            "cuPointerGetAttribute: 0x%x is not inside a live allocation of vGPU %d",
+                            address, vgpuIndex()));
+        }
+        return switch (attribute) {
+            case MEMORY_TYPE -> PointerAttribute.MEMORY_TYPE_DEVICE;
+            case DEVICE_POINTER -> address;
+            case IS_MANAGED -> 0;
+            case DEVICE_ORDINAL -> vgpuIndex();
+            case RANGE_START_ADDR -> range.address();
+            case RANGE_SIZE -> range.bytes();
+            case MAPPED -> 1;
+        };
+    }
+
+    /** The live allocation or module variable holding {@code address}, as the app asked for it; null when there is none. */
+    private DeviceRegion rangeHolding(long address) {
+        Allocation allocation = allocator.holding(address);
+        if (allocation == null && globalAddresses != null) {
+            allocation = globalAddresses.holding(address);
+        }
+        return allocation == null ? null : new DeviceRegion(allocation.address(), allocation.requestedBytes());
+    }
+
+    @Override
     public MemorySegment memAllocHost(long bytes) {
         ensureOpen();
         if (bytes <= 0) {
@@ -256,38 +524,44 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
 
     @Override
     public void memcpyHtoD(long dstDevice, MemorySegment srcHost, long byteCount) {
-        checkHtoD(dstDevice, srcHost, byteCount, false);
-        doMemcpyHtoD(dstDevice, srcHost, byteCount, defaultStream(), false);
+        long dst = checkHtoD(dstDevice, srcHost, byteCount, false);
+        doMemcpyHtoD(dst, srcHost, byteCount, defaultStream(), false);
     }
 
     @Override
     public void memcpyDtoH(MemorySegment dstHost, long srcDevice, long byteCount) {
-        checkDtoH(dstHost, srcDevice, byteCount, false);
-        doMemcpyDtoH(dstHost, srcDevice, byteCount, defaultStream(), false);
+        long src = checkDtoH(dstHost, srcDevice, byteCount, false);
+        doMemcpyDtoH(dstHost, src, byteCount, defaultStream(), false);
     }
 
     @Override
     public void memcpyDtoD(long dstDevice, long srcDevice, long byteCount) {
-        checkDtoD(dstDevice, srcDevice, byteCount);
-        doMemcpyDtoD(dstDevice, srcDevice, byteCount, defaultStream(), false);
+        ensureOpen();
+        copyDtoD(dstDevice, srcDevice, byteCount, defaultStream(), false);
     }
 
     @Override
     public void memcpyHtoDAsync(long dstDevice, MemorySegment srcHost, long byteCount, StreamHandle stream) {
-        checkHtoD(dstDevice, srcHost, byteCount, true);
-        doMemcpyHtoD(dstDevice, srcHost, byteCount, stream(stream), true);
+        long dst = checkHtoD(dstDevice, srcHost, byteCount, true);
+        doMemcpyHtoD(dst, srcHost, byteCount, stream(stream), true);
     }
 
     @Override
     public void memcpyDtoHAsync(MemorySegment dstHost, long srcDevice, long byteCount, StreamHandle stream) {
-        checkDtoH(dstHost, srcDevice, byteCount, true);
-        doMemcpyDtoH(dstHost, srcDevice, byteCount, stream(stream), true);
+        long src = checkDtoH(dstHost, srcDevice, byteCount, true);
+        doMemcpyDtoH(dstHost, src, byteCount, stream(stream), true);
     }
 
     @Override
     public void memcpyDtoDAsync(long dstDevice, long srcDevice, long byteCount, StreamHandle stream) {
-        checkDtoD(dstDevice, srcDevice, byteCount);
-        doMemcpyDtoD(dstDevice, srcDevice, byteCount, stream(stream), true);
+        copyDtoD(dstDevice, srcDevice, byteCount, stream(stream), true);
+    }
+
+    private void copyDtoD(long dstDevice, long srcDevice, long bytes, S stream, boolean async) {
+        checkCount(bytes);
+        long dst = deviceAddress(dstDevice, bytes, "memcpyDtoD destination");
+        long src = deviceAddress(srcDevice, bytes, "memcpyDtoD source");
+        doMemcpyDtoD(dst, src, bytes, stream, async);
     }
 
     @Override
@@ -303,27 +577,94 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
     }
 
     @Override
+    public void memcpy2D(PitchedMemory dst, PitchedMemory src, long widthBytes, long height) {
+        ensureOpen();
+        if (dst == null || src == null) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "memcpy2D source or destination is null");
+        }
+        if (dst instanceof PitchedMemory.Host && src instanceof PitchedMemory.Host) {
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    "memcpy2D between two host buffers is no device copy; vgpu copies to, from or within device memory");
+        }
+        if (widthBytes < 0 || height < 0) {
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    "memcpy2D width " + widthBytes + " and height " + height + " must be >= 0");
+        }
+        PitchedMemory to = checkPitchedSide(dst, widthBytes, height, "destination");
+        PitchedMemory from = checkPitchedSide(src, widthBytes, height, "source");
+        if (widthBytes > 0 && height > 0) {
+            doMemcpy2D(to, from, widthBytes, height);
+        }
+    }
+
+    /**
+     * The side's pitch holds a row, and its rows lie in one live allocation (or module variable) or
+     * in its host buffer; returns the side with the backend's device address.
+     */
+    private PitchedMemory checkPitchedSide(PitchedMemory side, long widthBytes, long height, String role) {
+        if (side.pitch() < widthBytes) {
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    "memcpy2D " + role + " pitch " + side.pitch() + " is smaller than the width " + widthBytes);
+        }
+        long extent;
+        try {
+            extent = height == 0 || widthBytes == 0
+                    ? 0
+                    : Math.addExact(Math.multiplyExact(side.pitch(), height - 1), widthBytes);
+        } catch (ArithmeticException e) {
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    "memcpy2D " + role + " of " + height + " rows of pitch " + side.pitch() + " is too large");
+        }
+        switch (side) {
+            case PitchedMemory.Device device -> {
+                return new PitchedMemory.Device(
+                        deviceAddress(device.address(), extent, "memcpy2D " + role), device.pitch());
+            }
+            case PitchedMemory.Host host
+            when role.equals("destination") -> checkHostDestination(host.memory(), extent, false);
+            case PitchedMemory.Host host -> checkHost(host.memory(), extent, false, role);
+        }
+        return side;
+    }
+
+    @Override
     public void memsetD8(long dstDevice, byte value, long count) {
-        checkMemset(dstDevice, 1, count, "memsetD8");
-        doMemset(dstDevice, value, 1, count, defaultStream(), false);
+        long dst = checkMemset(dstDevice, 1, count, "memsetD8");
+        doMemset(dst, value, 1, count, defaultStream(), false);
     }
 
     @Override
     public void memsetD32(long dstDevice, int value, long count) {
-        checkMemset(dstDevice, 4, count, "memsetD32");
-        doMemset(dstDevice, value, 4, count, defaultStream(), false);
+        long dst = checkMemset(dstDevice, 4, count, "memsetD32");
+        doMemset(dst, value, 4, count, defaultStream(), false);
+    }
+
+    @Override
+    public void memsetD16(long dstDevice, short value, long count) {
+        long dst = checkMemset(dstDevice, 2, count, "memsetD16");
+        doMemset(dst, Short.toUnsignedInt(value), 2, count, defaultStream(), false);
+    }
+
+    @Override
+    public void memsetD16Async(long dstDevice, short value, long count, StreamHandle stream) {
+        long dst = checkMemset(dstDevice, 2, count, "memsetD16Async");
+        doMemset(dst, Short.toUnsignedInt(value), 2, count, stream(stream), true);
     }
 
     @Override
     public void memsetD8Async(long dstDevice, byte value, long count, StreamHandle stream) {
-        checkMemset(dstDevice, 1, count, "memsetD8Async");
-        doMemset(dstDevice, value, 1, count, stream(stream), true);
+        long dst = checkMemset(dstDevice, 1, count, "memsetD8Async");
+        doMemset(dst, value, 1, count, stream(stream), true);
     }
 
     @Override
     public void memsetD32Async(long dstDevice, int value, long count, StreamHandle stream) {
-        checkMemset(dstDevice, 4, count, "memsetD32Async");
-        doMemset(dstDevice, value, 4, count, stream(stream), true);
+        long dst = checkMemset(dstDevice, 4, count, "memsetD32Async");
+        doMemset(dst, value, 4, count, stream(stream), true);
     }
 
     @Override
@@ -437,6 +778,7 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
         }
         functions.drain();
         for (LoadedModule<M> module : modules.drain()) {
+            forgetGlobals(module);
             failures.attempt(() -> doModuleUnload(module.module()));
         }
         for (Allocation allocation : allocator.liveAllocations()) {
@@ -469,20 +811,23 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
         return streams.get(stream.id());
     }
 
-    private void checkHtoD(long dst, MemorySegment src, long bytes, boolean async) {
+    /** Returns the backend's destination address. */
+    private long checkHtoD(long dst, MemorySegment src, long bytes, boolean async) {
         ensureOpen();
         checkHost(src, bytes, async, "source");
-        allocator.require(dst, bytes, "memcpyHtoD destination");
+        return deviceAddress(dst, bytes, "memcpyHtoD destination");
     }
 
-    private void checkDtoH(MemorySegment dst, long src, long bytes, boolean async) {
+    /** Returns the backend's source address. */
+    private long checkDtoH(MemorySegment dst, long src, long bytes, boolean async) {
         checkHostDestination(dst, bytes, async);
-        allocator.require(src, bytes, "memcpyDtoH source");
+        return deviceAddress(src, bytes, "memcpyDtoH source");
     }
 
     /**
      * Checks an asynchronous copy between {@code host}, packed, and many device regions, which must
-     * each lie in a live allocation; returns the regions as an immutable copy.
+     * each lie in a live allocation or module variable; returns the regions as an immutable copy,
+     * with the backend's addresses for module variables.
      */
     private List<DeviceRegion> checkRegionCopy(
             String call, List<DeviceRegion> regions, MemorySegment host, boolean toHost) {
@@ -497,8 +842,18 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
         } else {
             checkHost(host, bytes, true, "source");
         }
-        allocator.requireAll(copy, call + (toHost ? " source" : " destination"));
-        return copy;
+        String what = call + (toHost ? " source" : " destination");
+        if (globalAddresses == null
+                || copy.stream()
+                        .noneMatch(region ->
+                                region.address() >= globalAddresses.window().base())) {
+            allocator.requireAll(copy, what);
+            return copy;
+        }
+        // a worker serves copies of module variables with these too: each region to its backend address
+        return copy.stream()
+                .map(region -> new DeviceRegion(deviceAddress(region.address(), region.bytes(), what), region.bytes()))
+                .toList();
     }
 
     private void checkHostDestination(MemorySegment dst, long bytes, boolean async) {
@@ -510,14 +865,8 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
         }
     }
 
-    private void checkDtoD(long dst, long src, long bytes) {
-        ensureOpen();
-        checkCount(bytes);
-        allocator.require(dst, bytes, "memcpyDtoD destination");
-        allocator.require(src, bytes, "memcpyDtoD source");
-    }
-
-    private void checkMemset(long dst, int elementSize, long count, String what) {
+    /** Returns the backend's destination address. */
+    private long checkMemset(long dst, int elementSize, long count, String what) {
         ensureOpen();
         checkCount(count);
         if (dst % elementSize != 0) {
@@ -528,7 +877,7 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
         if (count > Long.MAX_VALUE / elementSize) {
             throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, what + " count " + count + " is too large");
         }
-        allocator.require(dst, count * elementSize, what + " destination");
+        return deviceAddress(dst, count * elementSize, what + " destination");
     }
 
     private static void checkHost(MemorySegment host, long bytes, boolean async, String role) {

@@ -1,5 +1,7 @@
 package org.vgpu.runtime.core;
 
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -14,9 +16,19 @@ import org.vgpu.runtime.api.VgpuException;
 
 /**
  * A module image as given to {@code moduleLoadData}, classified, and for PTX the kernels it
- * declares with their parameter sizes. The bytes are kept because a migration replays the load.
+ * declares with their parameter sizes and the module-scope variables ({@code .global} and
+ * {@code .const}) it defines, which the CPU emulation backs with memory. The bytes are kept
+ * because a migration replays the load.
  */
-public record ModuleImage(byte[] bytes, Format format, Map<String, KernelSignature> ptxKernels) {
+public record ModuleImage(
+        byte[] bytes, Format format, Map<String, KernelSignature> ptxKernels, Map<String, PtxGlobal> ptxGlobals) {
+
+    /**
+     * A module-scope variable of a PTX module: its size and its initial bytes (zeros unless the
+     * declaration has an initialiser: integers, and floats as PTX writes them, {@code 0f} or
+     * {@code 0d} and the hexadecimal bits), little-endian as on a GPU.
+     */
+    public record PtxGlobal(String name, long bytes, byte[] initialValue) {}
 
     public enum Format {
         PTX,
@@ -28,8 +40,19 @@ public record ModuleImage(byte[] bytes, Format format, Map<String, KernelSignatu
     private static final Pattern PARAM_TYPE = Pattern.compile("\\.[bsuf](8|16|32|64)\\b");
     private static final Pattern ARRAY = Pattern.compile("\\[(\\d+)]");
 
+    /**
+     * {@code [.visible|.weak] .global|.const [.align N] .TYPE name[[N]] [= value|{values}];} at the
+     * start of a line; {@code .extern} declarations define nothing and are not matched.
+     */
+    private static final Pattern GLOBAL = Pattern.compile(
+            "^[ \\t]*(?:\\.(?:visible|weak)[ \\t]+)?\\.(?:global|const)[ \\t]+(?:\\.align[ \\t]+\\d+[ \\t]+)?"
+                    + "\\.[bsuf](8|16|32|64)[ \\t]+([A-Za-z_$][\\w$]*)[ \\t]*(?:\\[(\\d+)])?[ \\t]*"
+                    + "(?:=[ \\t]*(\\{[^}]*}|[^;{]+))?[ \\t]*;",
+            Pattern.MULTILINE);
+
     public ModuleImage {
         ptxKernels = Map.copyOf(ptxKernels);
+        ptxGlobals = Map.copyOf(ptxGlobals);
     }
 
     /** Classifies and, for PTX, parses {@code image}; CUDA_ERROR_INVALID_IMAGE when it is neither. */
@@ -39,13 +62,13 @@ public record ModuleImage(byte[] bytes, Format format, Map<String, KernelSignatu
                     ErrorCode.CUDA_ERROR_INVALID_IMAGE, "module image is empty or shorter than 4 bytes");
         }
         if (image[0] == 0x7f && image[1] == 'E' && image[2] == 'L' && image[3] == 'F') {
-            return new ModuleImage(image.clone(), Format.CUBIN, Map.of());
+            return new ModuleImage(image.clone(), Format.CUBIN, Map.of(), Map.of());
         }
         if ((image[0] & 0xff) == 0x50
                 && (image[1] & 0xff) == 0xed
                 && (image[2] & 0xff) == 0x55
                 && (image[3] & 0xff) == 0xba) {
-            return new ModuleImage(image.clone(), Format.FATBIN, Map.of());
+            return new ModuleImage(image.clone(), Format.FATBIN, Map.of(), Map.of());
         }
         String text = new String(image, StandardCharsets.US_ASCII);
         int nul = text.indexOf('\0');
@@ -57,7 +80,77 @@ public record ModuleImage(byte[] bytes, Format format, Map<String, KernelSignatu
                     ErrorCode.CUDA_ERROR_INVALID_IMAGE,
                     "module image is neither PTX (no .version/.target), a cubin (ELF) nor a fatbin");
         }
-        return new ModuleImage(image.clone(), Format.PTX, parsePtxEntries(text));
+        return new ModuleImage(image.clone(), Format.PTX, parsePtxEntries(text), parsePtxGlobals(text));
+    }
+
+    private static Map<String, PtxGlobal> parsePtxGlobals(String ptx) {
+        Map<String, PtxGlobal> globals = new LinkedHashMap<>();
+        Matcher global = GLOBAL.matcher(ptx);
+        while (global.find()) {
+            String name = global.group(2);
+            int elementBytes = Integer.parseInt(global.group(1)) / 8;
+            long count = global.group(3) == null ? 1 : Long.parseLong(global.group(3));
+            if (count <= 0 || count > Integer.MAX_VALUE / elementBytes) {
+                throw new VgpuException(
+                        ErrorCode.CUDA_ERROR_INVALID_PTX, "module variable " + name + " has " + count + " elements");
+            }
+            ByteBuffer initial =
+                    ByteBuffer.allocate((int) (count * elementBytes)).order(ByteOrder.LITTLE_ENDIAN);
+            String values = global.group(4);
+            if (values != null) {
+                String list = values.strip();
+                if (list.startsWith("{")) {
+                    list = list.substring(1, list.length() - 1);
+                }
+                for (String value : list.split(",")) {
+                    if (!initial.hasRemaining()) {
+                        throw new VgpuException(
+                                ErrorCode.CUDA_ERROR_INVALID_PTX,
+                                "module variable " + name + " has more initial values than its " + count + " elements");
+                    }
+                    putElement(initial, elementBytes, parseValue(name, value.strip()));
+                }
+            }
+            globals.put(name, new PtxGlobal(name, initial.capacity(), initial.array()));
+        }
+        return globals;
+    }
+
+    /** An integer, or a float's bits as PTX writes them ({@code 0fXXXXXXXX}, {@code 0dXXXXXXXXXXXXXXXX}). */
+    private static long parseValue(String variable, String value) {
+        try {
+            if (value.startsWith("0f") || value.startsWith("0F") || value.startsWith("0d") || value.startsWith("0D")) {
+                return Long.parseUnsignedLong(value.substring(2), 16);
+            }
+            if (value.startsWith("0x") || value.startsWith("0X")) {
+                return Long.parseUnsignedLong(value.substring(2), 16);
+            }
+            return Long.parseLong(value);
+        } catch (NumberFormatException e) {
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_PTX,
+                    "module variable " + variable + " has an initial value the CPU emulation cannot read: " + value);
+        }
+    }
+
+    private static void putElement(ByteBuffer out, int elementBytes, long value) {
+        switch (elementBytes) {
+            case 1 -> out.put((byte) value);
+            case 2 -> out.putShort((short) value);
+            case 4 -> out.putInt((int) value);
+            default -> out.putLong(value);
+        }
+    }
+
+    /** The module-scope variable {@code name} of a PTX module; CUDA_ERROR_NOT_FOUND when it defines none. */
+    public PtxGlobal ptxGlobal(String name) {
+        PtxGlobal global = ptxGlobals.get(name);
+        if (global == null) {
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_NOT_FOUND,
+                    "module has no variable named '" + name + "' (it defines " + ptxGlobals.keySet() + ")");
+        }
+        return global;
     }
 
     private static Map<String, KernelSignature> parsePtxEntries(String ptx) {

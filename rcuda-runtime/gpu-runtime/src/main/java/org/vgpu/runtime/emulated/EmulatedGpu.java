@@ -4,13 +4,17 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
+import org.vgpu.runtime.api.DeviceAttribute;
 import org.vgpu.runtime.api.DeviceProperties;
+import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.FunctionAttribute;
 import org.vgpu.runtime.api.KernelArgs;
 import org.vgpu.runtime.api.KernelSignature;
 import org.vgpu.runtime.api.MemoryInfo;
@@ -30,9 +34,45 @@ final class EmulatedGpu
         extends AbstractVirtualGpu<EmulatedGpu.Module, EmulatedGpu.Function, EmulatedGpu.Stream, EmulatedGpu.Event>
         implements EmulatedMemory {
 
-    record Module(ModuleImage image) {}
+    /**
+     * A module with its functions, so that every lookup of a kernel shares its attributes, as in
+     * CUDA, and its variables ({@code .global} and {@code .const} in the PTX, initialised as
+     * declared) in host memory of {@code arena}, freed at unload.
+     */
+    record Module(
+            ModuleImage image, Map<String, Function> functions, Arena arena, Map<String, MemorySegment> globals) {}
 
-    record Function(String name) {}
+    /** A kernel with the attributes a program may set. */
+    static final class Function {
+        final String name;
+        final Module module;
+        volatile int maxDynamicSharedBytes = SHARED_MEMORY_PER_BLOCK;
+        volatile int preferredSharedCarveout = -1;
+
+        Function(String name, Module module) {
+            this.name = name;
+            this.module = module;
+        }
+    }
+
+    /** What a twin of one of the module's kernels sees: the vGPU's memory and the module's variables. */
+    private record ModuleMemory(EmulatedGpu gpu, Module module) implements EmulatedMemory {
+        @Override
+        public MemorySegment segment(long address, long bytes) {
+            return gpu.segment(address, bytes);
+        }
+
+        @Override
+        public MemorySegment global(String name) {
+            MemorySegment global = module.globals().get(name);
+            if (global == null) {
+                throw new VgpuException(
+                        ErrorCode.CUDA_ERROR_ILLEGAL_ADDRESS,
+                        "CPU emulation: kernel read module variable " + name + ", which its module does not define");
+            }
+            return global;
+        }
+    }
 
     static final class Stream {}
 
@@ -42,6 +82,12 @@ final class EmulatedGpu
     }
 
     private static final Stream DEFAULT_STREAM = new Stream();
+
+    /** Shared memory a block may use without opting in, as on every GPU since Volta. */
+    private static final int SHARED_MEMORY_PER_BLOCK = 48 * 1024;
+
+    /** An A100's most shared memory per block once a kernel opts in (163 KiB). */
+    private static final int SHARED_MEMORY_PER_BLOCK_OPTIN = 163 * 1024;
 
     private final DeviceProperties properties;
     private final AtomicLong deviceUsedBytes;
@@ -76,6 +122,38 @@ final class EmulatedGpu
         return new MemoryInfo(properties.totalMemory() - deviceUsedBytes.get(), properties.totalMemory());
     }
 
+    /**
+     * Fixed figures: the device's own properties where it has them (compute capability 8.0,
+     * 1024 threads per block, warp 32, as many SMs as the host has cores), otherwise an A100's,
+     * the GPU of compute capability 8.0, so that a program sizes its launches as it would there.
+     * The emulation enforces the thread and shared-memory limits among them at launch.
+     */
+    @Override
+    protected int doDeviceGetAttribute(DeviceAttribute attribute) {
+        return switch (attribute) {
+            case MAX_THREADS_PER_BLOCK -> properties.maxThreadsPerBlock();
+            case MAX_BLOCK_DIM_X, MAX_BLOCK_DIM_Y -> 1024;
+            case MAX_BLOCK_DIM_Z -> 64;
+            case MAX_GRID_DIM_X -> Integer.MAX_VALUE;
+            case MAX_GRID_DIM_Y, MAX_GRID_DIM_Z -> 65535;
+            case MAX_SHARED_MEMORY_PER_BLOCK -> SHARED_MEMORY_PER_BLOCK;
+            case TOTAL_CONSTANT_MEMORY -> 64 * 1024;
+            case WARP_SIZE -> properties.warpSize();
+            case MAX_REGISTERS_PER_BLOCK -> 64 * 1024;
+            case CLOCK_RATE -> 1_410_000;
+            case MULTIPROCESSOR_COUNT -> properties.multiprocessorCount();
+            case CONCURRENT_KERNELS, UNIFIED_ADDRESSING -> 1;
+            case MEMORY_CLOCK_RATE -> 1_215_000;
+            case GLOBAL_MEMORY_BUS_WIDTH -> 5120;
+            case L2_CACHE_SIZE -> 40 * 1024 * 1024;
+            case MAX_THREADS_PER_MULTIPROCESSOR -> 2048;
+            case COMPUTE_CAPABILITY_MAJOR -> properties.computeCapabilityMajor();
+            case COMPUTE_CAPABILITY_MINOR -> properties.computeCapabilityMinor();
+            case MAX_SHARED_MEMORY_PER_MULTIPROCESSOR -> 164 * 1024;
+            case MAX_SHARED_MEMORY_PER_BLOCK_OPTIN -> SHARED_MEMORY_PER_BLOCK_OPTIN;
+        };
+    }
+
     // ---- EmulatedMemory, for twins
 
     @Override
@@ -104,15 +182,64 @@ final class EmulatedGpu
                     ErrorCode.CUDA_ERROR_NOT_SUPPORTED,
                     "CPU emulation loads PTX modules only (their kernels run as Java twins), got a " + image.format());
         }
-        return new Module(image);
+        Arena arena = Arena.ofShared();
+        Map<String, MemorySegment> globals = new ConcurrentHashMap<>();
+        for (ModuleImage.PtxGlobal global : image.ptxGlobals().values()) {
+            MemorySegment memory = arena.allocate(global.bytes(), 16);
+            MemorySegment.copy(MemorySegment.ofArray(global.initialValue()), 0, memory, 0, global.bytes());
+            globals.put(global.name(), memory);
+            // copies reach a variable by its host address, as they reach allocations by theirs
+            backing.put(memory.address(), new Backing(arena, memory, memory.address()));
+        }
+        return new Module(image, new ConcurrentHashMap<>(), arena, globals);
     }
 
     @Override
-    protected void doModuleUnload(Module module) {}
+    protected void doModuleUnload(Module module) {
+        for (MemorySegment global : module.globals().values()) {
+            backing.remove(global.address());
+        }
+        module.arena().close();
+    }
+
+    /** The variable's host memory stands for its device address. */
+    @Override
+    protected DeviceRegion doModuleGetGlobal(Module module, String name) {
+        module.image().ptxGlobal(name);
+        MemorySegment global = module.globals().get(name);
+        return new DeviceRegion(global.address(), global.byteSize());
+    }
 
     @Override
     protected Function doGetFunction(Module module, String kernelName) {
-        return new Function(kernelName);
+        return module.functions().computeIfAbsent(kernelName, name -> new Function(name, module));
+    }
+
+    /**
+     * The emulation compiles nothing, so the figures are fixed: the device's thread limit, no
+     * static shared, constant or local memory it could know of, 32 registers, PTX 8.0 and a binary
+     * for the emulated compute capability; the settable ones as last set.
+     */
+    @Override
+    protected int doFuncGetAttribute(Function function, FunctionAttribute attribute) {
+        return switch (attribute) {
+            case MAX_THREADS_PER_BLOCK -> properties.maxThreadsPerBlock();
+            case SHARED_SIZE_BYTES, CONST_SIZE_BYTES, LOCAL_SIZE_BYTES -> 0;
+            case NUM_REGS -> 32;
+            case PTX_VERSION -> 80;
+            case BINARY_VERSION -> properties.computeCapabilityMajor() * 10 + properties.computeCapabilityMinor();
+            case MAX_DYNAMIC_SHARED_SIZE_BYTES -> function.maxDynamicSharedBytes;
+            case PREFERRED_SHARED_MEMORY_CARVEOUT -> function.preferredSharedCarveout;
+        };
+    }
+
+    @Override
+    protected void doFuncSetAttribute(Function function, FunctionAttribute attribute, int value) {
+        if (attribute == FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES) {
+            function.maxDynamicSharedBytes = value;
+        } else {
+            function.preferredSharedCarveout = value;
+        }
     }
 
     @Override
@@ -186,11 +313,17 @@ final class EmulatedGpu
     protected void doMemset(long dst, int value, int elementSize, long count, Stream stream, boolean async) {
         reportFaultUnless(async);
         MemorySegment target = segment(dst, count * elementSize);
-        if (elementSize == 1) {
-            target.fill((byte) value);
-        } else {
-            for (long i = 0; i < count; i++) {
-                target.setAtIndex(ValueLayout.JAVA_INT_UNALIGNED, i, value);
+        switch (elementSize) {
+            case 1 -> target.fill((byte) value);
+            case 2 -> {
+                for (long i = 0; i < count; i++) {
+                    target.setAtIndex(ValueLayout.JAVA_SHORT_UNALIGNED, i, (short) value);
+                }
+            }
+            default -> {
+                for (long i = 0; i < count; i++) {
+                    target.setAtIndex(ValueLayout.JAVA_INT_UNALIGNED, i, value);
+                }
             }
         }
     }
@@ -200,13 +333,20 @@ final class EmulatedGpu
     @Override
     protected void doLaunch(
             Function function, Dim3 grid, Dim3 block, int sharedMemBytes, Stream stream, KernelArgs args) {
-        KernelTwin twin = twins.require(function.name());
+        if (sharedMemBytes > function.maxDynamicSharedBytes) {
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    "CPU emulation: launch of " + function.name + " asks for " + sharedMemBytes
+                            + " bytes of dynamic shared memory, above its MAX_DYNAMIC_SHARED_SIZE_BYTES of "
+                            + function.maxDynamicSharedBytes + " (raise it with funcSetAttribute)");
+        }
+        KernelTwin twin = twins.require(function.name);
         try {
-            twin.run(grid, block, args, this);
+            twin.run(grid, block, args, new ModuleMemory(this, function.module));
         } catch (VgpuException fault) {
             pendingKernelFault.compareAndSet(
                     null,
-                    new VgpuException(fault.code(), "kernel " + function.name() + " failed: " + fault.detail(), fault));
+                    new VgpuException(fault.code(), "kernel " + function.name + " failed: " + fault.detail(), fault));
         }
     }
 

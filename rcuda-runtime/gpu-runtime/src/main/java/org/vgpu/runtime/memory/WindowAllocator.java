@@ -36,14 +36,27 @@ public final class WindowAllocator {
     }
 
     public WindowAllocator(VaWindow window, long granularity) {
+        this(window, granularity, 0);
+    }
+
+    /**
+     * An allocator that never hands out the window's top {@code reservedTopBytes}, which its owner
+     * uses otherwise (a vGPU: for its module variables' addresses).
+     */
+    public WindowAllocator(VaWindow window, long granularity, long reservedTopBytes) {
         if (granularity <= 0 || Long.bitCount(granularity) != 1 || window.size() % granularity != 0) {
             throw new VgpuException(
                     ErrorCode.CUDA_ERROR_INVALID_VALUE,
                     "granularity " + granularity + " must be a power of two dividing the window size");
         }
+        if (reservedTopBytes < 0 || reservedTopBytes >= window.size() || reservedTopBytes % granularity != 0) {
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    "the reserved top of " + reservedTopBytes + " bytes must be granules inside the window");
+        }
         this.window = window;
         this.granularity = granularity;
-        free.put(window.base(), window.size());
+        free.put(window.base(), window.size() - reservedTopBytes);
     }
 
     public VaWindow window() {
@@ -174,6 +187,12 @@ public final class WindowAllocator {
                             what, address, bytes, window.vgpuIndex(), describeNear(entry)));
         }
         return entry.getValue();
+    }
+
+    /** The live allocation whose requested bytes hold {@code address}; null when there is none. */
+    public Allocation holding(long address) {
+        Map.Entry<Long, Allocation> entry = live.floorEntry(address);
+        return entry != null && entry.getValue().contains(address, 1) ? entry.getValue() : null;
     }
 
     /**

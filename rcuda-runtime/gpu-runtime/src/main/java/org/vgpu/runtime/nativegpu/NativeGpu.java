@@ -5,22 +5,29 @@ import java.lang.foreign.MemorySegment;
 import java.util.List;
 
 import jcuda.Pointer;
+import jcuda.driver.CUDA_MEMCPY2D;
+import jcuda.driver.CUdevice;
+import jcuda.driver.CUdeviceptr;
 import jcuda.driver.CUevent;
 import jcuda.driver.CUfunction;
 import jcuda.driver.CUjit_option;
+import jcuda.driver.CUmemorytype;
 import jcuda.driver.CUmodule;
 import jcuda.driver.CUresult;
 import jcuda.driver.CUstream;
 import jcuda.driver.JCudaDriver;
 import jcuda.driver.JITOptions;
 
+import org.vgpu.runtime.api.DeviceAttribute;
 import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.FunctionAttribute;
 import org.vgpu.runtime.api.KernelArgs;
 import org.vgpu.runtime.api.KernelSignature;
 import org.vgpu.runtime.api.MemoryInfo;
+import org.vgpu.runtime.api.PitchedMemory;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.core.AbstractVirtualGpu;
@@ -113,6 +120,18 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
         return new MemoryInfo(free[0], total[0]);
     }
 
+    @Override
+    protected int doDeviceGetAttribute(DeviceAttribute attribute) {
+        context.makeCurrent();
+        CUdevice device = new CUdevice();
+        CudaErrors.check(JCudaDriver.cuDeviceGet(device, ordinal), "cuDeviceGet(" + ordinal + ")");
+        int[] value = new int[1];
+        CudaErrors.check(
+                JCudaDriver.cuDeviceGetAttribute(value, attribute.cudaNumber(), device),
+                "cuDeviceGetAttribute(" + attribute + ")");
+        return value[0];
+    }
+
     // ---- pinned host memory
 
     /** cuMemAllocHost memory, bounded to its size and freed by cuMemFreeHost when the arena closes. */
@@ -156,6 +175,19 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
     }
 
     @Override
+    protected DeviceRegion doModuleGetGlobal(CUmodule module, String name) {
+        context.makeCurrent();
+        CUdeviceptr address = new CUdeviceptr();
+        long[] bytes = new long[1];
+        int result = JCudaDriver.cuModuleGetGlobal(address, bytes, module, name);
+        if (result == CUresult.CUDA_ERROR_NOT_FOUND) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_NOT_FOUND, "module has no variable named '" + name + "'");
+        }
+        CudaErrors.check(result, "cuModuleGetGlobal(" + name + ")");
+        return new DeviceRegion(JCudaInterop.nativeHandle(address), bytes[0]);
+    }
+
+    @Override
     protected Function doGetFunction(CUmodule module, String kernelName) {
         context.makeCurrent();
         CUfunction function = new CUfunction();
@@ -165,6 +197,24 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
         }
         CudaErrors.check(result, "cuModuleGetFunction(" + kernelName + ")");
         return new Function(function, kernelName);
+    }
+
+    @Override
+    protected int doFuncGetAttribute(Function function, FunctionAttribute attribute) {
+        context.makeCurrent();
+        int[] value = new int[1];
+        CudaErrors.check(
+                JCudaDriver.cuFuncGetAttribute(value, attribute.cudaNumber(), function.handle()),
+                "cuFuncGetAttribute(" + attribute + ", " + function.name() + ")");
+        return value[0];
+    }
+
+    @Override
+    protected void doFuncSetAttribute(Function function, FunctionAttribute attribute, int value) {
+        context.makeCurrent();
+        CudaErrors.check(
+                JCudaDriver.cuFuncSetAttribute(function.handle(), attribute.cudaNumber(), value),
+                "cuFuncSetAttribute(" + function.name() + ", " + attribute + ", " + value + ")");
     }
 
     @Override
@@ -335,19 +385,95 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
         }
     }
 
+    /**
+     * The driver's own 2D copy: one call, which the copy engine does with the pitches. A host side
+     * in a Java array goes through native memory of its extent: the descriptor holds addresses, and
+     * an array may move while the driver reads it.
+     */
+    @Override
+    protected void doMemcpy2D(PitchedMemory dst, PitchedMemory src, long widthBytes, long height) {
+        if (isHeap(dst) || isHeap(src)) {
+            try (Arena arena = Arena.ofConfined()) {
+                PitchedMemory nativeDst = staged(dst, widthBytes, height, arena);
+                doMemcpy2D(nativeDst, staged(src, widthBytes, height, arena), widthBytes, height);
+                if (dst instanceof PitchedMemory.Host heap && nativeDst instanceof PitchedMemory.Host staging) {
+                    MemorySegment.copy(
+                            staging.memory(),
+                            0,
+                            heap.memory(),
+                            0,
+                            staging.memory().byteSize());
+                }
+            }
+            return;
+        }
+        context.makeCurrent();
+        CUDA_MEMCPY2D copy = new CUDA_MEMCPY2D();
+        copy.WidthInBytes = widthBytes;
+        copy.Height = height;
+        copy.dstPitch = dst.pitch();
+        copy.srcPitch = src.pitch();
+        copy.dstMemoryType = memoryType(dst);
+        if (dst instanceof PitchedMemory.Device device) {
+            copy.dstDevice = JCudaInterop.devicePointer(device.address());
+        } else if (dst instanceof PitchedMemory.Host host) {
+            copy.dstHost = JCudaInterop.hostPointer(host.memory(), dst.pitch() * (height - 1) + widthBytes);
+        }
+        copy.srcMemoryType = memoryType(src);
+        if (src instanceof PitchedMemory.Device device) {
+            copy.srcDevice = JCudaInterop.devicePointer(device.address());
+        } else if (src instanceof PitchedMemory.Host host) {
+            copy.srcHost = JCudaInterop.hostPointer(host.memory(), src.pitch() * (height - 1) + widthBytes);
+        }
+        CudaErrors.check(
+                JCudaDriver.cuMemcpy2D(copy),
+                "cuMemcpy2D(" + widthBytes + " x " + height + " bytes, pitches " + dst.pitch() + " <- " + src.pitch()
+                        + ")");
+    }
+
+    private static boolean isHeap(PitchedMemory side) {
+        return side instanceof PitchedMemory.Host host && !host.memory().isNative();
+    }
+
+    /**
+     * A heap host side as native memory of its extent holding its bytes (a destination's too: the
+     * bytes between its rows come back as they were); other sides as they are.
+     */
+    private static PitchedMemory staged(PitchedMemory side, long widthBytes, long height, Arena arena) {
+        if (!isHeap(side)) {
+            return side;
+        }
+        PitchedMemory.Host heap = (PitchedMemory.Host) side;
+        long extent = heap.pitch() * (height - 1) + widthBytes;
+        MemorySegment staging = arena.allocate(extent);
+        MemorySegment.copy(heap.memory(), 0, staging, 0, extent);
+        return new PitchedMemory.Host(staging, heap.pitch());
+    }
+
+    private static int memoryType(PitchedMemory side) {
+        return side instanceof PitchedMemory.Device
+                ? CUmemorytype.CU_MEMORYTYPE_DEVICE
+                : CUmemorytype.CU_MEMORYTYPE_HOST;
+    }
+
     @Override
     protected void doMemset(long dst, int value, int elementSize, long count, CUstream stream, boolean async) {
         context.makeCurrent();
-        int result;
-        if (elementSize == 1) {
-            result = async
-                    ? JCudaDriver.cuMemsetD8Async(JCudaInterop.devicePointer(dst), (byte) value, count, stream)
-                    : JCudaDriver.cuMemsetD8(JCudaInterop.devicePointer(dst), (byte) value, count);
-        } else {
-            result = async
-                    ? JCudaDriver.cuMemsetD32Async(JCudaInterop.devicePointer(dst), value, count, stream)
-                    : JCudaDriver.cuMemsetD32(JCudaInterop.devicePointer(dst), value, count);
-        }
+        CUdeviceptr target = JCudaInterop.devicePointer(dst);
+        int result = switch (elementSize) {
+            case 1 ->
+                async
+                        ? JCudaDriver.cuMemsetD8Async(target, (byte) value, count, stream)
+                        : JCudaDriver.cuMemsetD8(target, (byte) value, count);
+            case 2 ->
+                async
+                        ? JCudaDriver.cuMemsetD16Async(target, (short) value, count, stream)
+                        : JCudaDriver.cuMemsetD16(target, (short) value, count);
+            default ->
+                async
+                        ? JCudaDriver.cuMemsetD32Async(target, value, count, stream)
+                        : JCudaDriver.cuMemsetD32(target, value, count);
+        };
         if (result != CudaErrors.CUDA_SUCCESS) {
             throw CudaErrors.failure(
                     result,

@@ -27,16 +27,20 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
+import org.vgpu.runtime.api.DeviceAttribute;
 import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.EventHandle;
+import org.vgpu.runtime.api.FunctionAttribute;
 import org.vgpu.runtime.api.FunctionHandle;
 import org.vgpu.runtime.api.GpuBackend;
 import org.vgpu.runtime.api.KernelArgs;
 import org.vgpu.runtime.api.MemoryInfo;
 import org.vgpu.runtime.api.ModuleHandle;
+import org.vgpu.runtime.api.PitchedMemory;
+import org.vgpu.runtime.api.PointerAttribute;
 import org.vgpu.runtime.api.StreamHandle;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
@@ -62,6 +66,13 @@ public abstract class VirtualGpuConformanceTest {
     protected int device() {
         return 0;
     }
+
+    /**
+     * Moves the vGPU under test elsewhere in the middle of a test, where the suite has a migrating
+     * variant; nothing elsewhere. Tests of state a migration must carry (set attributes, module
+     * globals) call it between creating that state and using it.
+     */
+    protected void moveMidTest() {}
 
     @BeforeAll
     void openBackend() {
@@ -538,6 +549,124 @@ public abstract class VirtualGpuConformanceTest {
     }
 
     @Test
+    void memsetD16FillsHalfWordsSynchronouslyAndOnAStream() {
+        long d = gpu.memAlloc(256);
+        gpu.memsetD8(d, (byte) 0x11, 256);
+        gpu.memsetD16(d + 2, (short) 0xBEEF, 3);
+        StreamHandle stream = gpu.streamCreate();
+        gpu.memsetD16Async(d + 100, (short) -2, 10, stream);
+        gpu.streamSynchronize(stream);
+        byte[] back = new byte[256];
+        gpu.memcpyDtoH(MemorySegment.ofArray(back), d, 256);
+        MemorySegment view = MemorySegment.ofArray(back);
+        assertEquals(0x1111, view.get(ValueLayout.JAVA_SHORT_UNALIGNED, 0));
+        for (int i = 0; i < 3; i++) {
+            assertEquals((short) 0xBEEF, view.get(ValueLayout.JAVA_SHORT_UNALIGNED, 2 + 2L * i));
+        }
+        assertEquals(0x1111, view.get(ValueLayout.JAVA_SHORT_UNALIGNED, 8), "the word after the last one is untouched");
+        assertEquals((short) -2, view.get(ValueLayout.JAVA_SHORT_UNALIGNED, 118));
+        assertEquals(0x11, back[120]);
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memsetD16(d + 1, (short) 0, 1), "misaligned");
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memsetD16(d, (short) 0, 129), "past the end");
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memsetD16Async(d, (short) 0, -1, stream));
+    }
+
+    // ---- 2D copies
+
+    /** A 5 x 3 block of bytes 1..15 in rows {@code pitch} bytes apart, the gaps 0x77. */
+    private static byte[] pitchedBlock(int pitch) {
+        byte[] host = new byte[pitch * 2 + 5];
+        java.util.Arrays.fill(host, (byte) 0x77);
+        for (int row = 0; row < 3; row++) {
+            for (int column = 0; column < 5; column++) {
+                host[row * pitch + column] = (byte) (1 + row * 5 + column);
+            }
+        }
+        return host;
+    }
+
+    @Test
+    void memcpy2DCopiesRowsBetweenPitchesAndLeavesTheGapsAlone() {
+        long device = gpu.memAlloc(256);
+        gpu.memsetD8(device, (byte) 0xEE, 256);
+        gpu.memcpy2D(
+                new PitchedMemory.Device(device + 8, 32),
+                new PitchedMemory.Host(MemorySegment.ofArray(pitchedBlock(7)), 7),
+                5,
+                3);
+        byte[] raw = new byte[256];
+        gpu.memcpyDtoH(MemorySegment.ofArray(raw), device, 256);
+        for (int row = 0; row < 3; row++) {
+            for (int column = 0; column < 5; column++) {
+                assertEquals((byte) (1 + row * 5 + column), raw[8 + row * 32 + column], "row " + row);
+            }
+            assertEquals((byte) 0xEE, raw[8 + row * 32 + 5], "the device gap after row " + row);
+        }
+        assertEquals((byte) 0xEE, raw[7]);
+
+        long other = gpu.memAlloc(64);
+        gpu.memcpy2D(new PitchedMemory.Device(other, 5), new PitchedMemory.Device(device + 8, 32), 5, 3);
+        byte[] back = new byte[6 * 2 + 5];
+        java.util.Arrays.fill(back, (byte) 0x55);
+        gpu.memcpy2D(new PitchedMemory.Host(MemorySegment.ofArray(back), 6), new PitchedMemory.Device(other, 5), 5, 3);
+        byte[] expected = pitchedBlock(6);
+        for (int i = 0; i < expected.length; i++) {
+            if (expected[i] == 0x77) {
+                expected[i] = 0x55;
+            }
+        }
+        assertArrayEquals(expected, back, "device to device packs the rows, device to host spreads them again");
+
+        moveMidTest();
+        byte[] afterMove = new byte[6 * 2 + 5];
+        java.util.Arrays.fill(afterMove, (byte) 0x55);
+        gpu.memcpy2D(
+                new PitchedMemory.Host(MemorySegment.ofArray(afterMove), 6), new PitchedMemory.Device(other, 5), 5, 3);
+        assertArrayEquals(expected, afterMove);
+    }
+
+    @Test
+    void badMemcpy2DsAreRefused() {
+        long device = gpu.memAlloc(64);
+        MemorySegment host = MemorySegment.ofArray(new byte[64]);
+        PitchedMemory.Device rows = new PitchedMemory.Device(device, 16);
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> gpu.memcpy2D(new PitchedMemory.Device(device, 4), new PitchedMemory.Host(host, 8), 8, 2),
+                "pitch below the width");
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> gpu.memcpy2D(rows, new PitchedMemory.Host(host, 16), 16, 5),
+                "the last row lies past the allocation");
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> gpu.memcpy2D(rows, new PitchedMemory.Host(MemorySegment.ofArray(new byte[40]), 16), 16, 3),
+                "the host buffer is too small");
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> gpu.memcpy2D(new PitchedMemory.Host(host, 8), new PitchedMemory.Host(host, 8), 8, 2),
+                "host to host");
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> gpu.memcpy2D(rows, new PitchedMemory.Host(host, 16), 16, -1),
+                "negative height");
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> gpu.memcpy2D(rows, new PitchedMemory.Host(host, Long.MAX_VALUE), 16, 3),
+                "rows beyond any address");
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> gpu.memcpy2D(rows, new PitchedMemory.Device(device + 1, 16), 16, 4),
+                "the source's last row runs past the allocation");
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> gpu.memcpy2D(
+                        rows, new PitchedMemory.Device(VaWindow.forVgpu(5).base(), 16), 16, 1),
+                "a foreign source");
+        gpu.memcpy2D(rows, new PitchedMemory.Host(host, 16), 16, 0);
+    }
+
+    @Test
     void badMemsetsAreRefused() {
         long d = gpu.memAlloc(64);
         assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memsetD32(d + 2, 0, 1), "misaligned");
@@ -965,6 +1094,259 @@ public abstract class VirtualGpuConformanceTest {
             assertTrue(System.nanoTime() < deadline, what + " never said done");
             Thread.onSpinWait();
         }
+    }
+
+    // ---- the calls real programs make besides the core ones (issue 20)
+
+    @Test
+    void theCurrentDeviceIsTheVgpusIndexInTheJob() {
+        assertEquals(gpu.vgpuIndex(), gpu.ctxGetDevice());
+        try (VirtualGpu third = backend.open(device(), VaWindow.forVgpu(3))) {
+            assertEquals(3, third.ctxGetDevice(), "device k is vGPU k, whichever GPU serves it");
+        }
+        moveMidTest();
+        assertEquals(0, gpu.ctxGetDevice(), "a migration does not change the device the program sees");
+        VirtualGpu closed = backend.open(device(), VaWindow.forVgpu(4));
+        closed.close();
+        assertError(ErrorCode.VGPU_CLOSED, closed::ctxGetDevice);
+    }
+
+    @Test
+    void deviceAttributesAgreeWithThePropertiesAndWithWhatGpusHave() {
+        DeviceProperties properties = gpu.deviceProperties();
+        assertEquals(properties.multiprocessorCount(), gpu.deviceGetAttribute(DeviceAttribute.MULTIPROCESSOR_COUNT));
+        assertEquals(properties.maxThreadsPerBlock(), gpu.deviceGetAttribute(DeviceAttribute.MAX_THREADS_PER_BLOCK));
+        assertEquals(32, gpu.deviceGetAttribute(DeviceAttribute.WARP_SIZE));
+        assertEquals(
+                properties.computeCapabilityMajor(), gpu.deviceGetAttribute(DeviceAttribute.COMPUTE_CAPABILITY_MAJOR));
+        assertEquals(
+                properties.computeCapabilityMinor(), gpu.deviceGetAttribute(DeviceAttribute.COMPUTE_CAPABILITY_MINOR));
+        assertEquals(48 * 1024, gpu.deviceGetAttribute(DeviceAttribute.MAX_SHARED_MEMORY_PER_BLOCK));
+        assertTrue(gpu.deviceGetAttribute(DeviceAttribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN) > 48 * 1024);
+        assertEquals(Integer.MAX_VALUE, gpu.deviceGetAttribute(DeviceAttribute.MAX_GRID_DIM_X));
+        assertEquals(65535, gpu.deviceGetAttribute(DeviceAttribute.MAX_GRID_DIM_Y));
+        assertEquals(1024, gpu.deviceGetAttribute(DeviceAttribute.MAX_BLOCK_DIM_X));
+        assertEquals(64, gpu.deviceGetAttribute(DeviceAttribute.MAX_BLOCK_DIM_Z));
+        assertEquals(1, gpu.deviceGetAttribute(DeviceAttribute.UNIFIED_ADDRESSING));
+        assertEquals(1, gpu.deviceGetAttribute(DeviceAttribute.CONCURRENT_KERNELS));
+        assertTrue(gpu.deviceGetAttribute(DeviceAttribute.MEMORY_CLOCK_RATE) > 0);
+        assertTrue(gpu.deviceGetAttribute(DeviceAttribute.GLOBAL_MEMORY_BUS_WIDTH) > 0);
+        int optIn = gpu.deviceGetAttribute(DeviceAttribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+        moveMidTest();
+        assertEquals(
+                optIn,
+                gpu.deviceGetAttribute(DeviceAttribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
+                "a migration goes only where the same figures hold");
+    }
+
+    @Test
+    void deviceAttributesAreCudasNumbersAndUnknownOnesAreRefusedByNumber() {
+        assertEquals(DeviceAttribute.MULTIPROCESSOR_COUNT, DeviceAttribute.fromCuda(16));
+        assertEquals(DeviceAttribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, DeviceAttribute.fromCuda(97));
+        VgpuException unknown = assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> DeviceAttribute.fromCuda(9999));
+        assertTrue(unknown.getMessage().contains("attribute 9999"), unknown.getMessage());
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.deviceGetAttribute(null));
+    }
+
+    @Test
+    void kernelAttributesAreTheCompiledKernelsAndTheDefaultsOfCuda() {
+        FunctionHandle add = gpu.moduleGetFunction(kernels, "vectorAdd");
+        DeviceProperties properties = gpu.deviceProperties();
+        int threads = gpu.funcGetAttribute(FunctionAttribute.MAX_THREADS_PER_BLOCK, add);
+        assertTrue(threads >= 32 && threads <= properties.maxThreadsPerBlock(), "max threads " + threads);
+        assertTrue(gpu.funcGetAttribute(FunctionAttribute.NUM_REGS, add) > 0);
+        assertEquals(
+                properties.computeCapabilityMajor() * 10 + properties.computeCapabilityMinor(),
+                gpu.funcGetAttribute(FunctionAttribute.BINARY_VERSION, add));
+        assertTrue(gpu.funcGetAttribute(FunctionAttribute.PTX_VERSION, add) >= 80);
+        int staticShared = gpu.funcGetAttribute(FunctionAttribute.SHARED_SIZE_BYTES, add);
+        assertEquals(
+                48 * 1024 - staticShared, gpu.funcGetAttribute(FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, add));
+        assertEquals(FunctionAttribute.NUM_REGS, FunctionAttribute.fromCuda(4));
+        VgpuException unknown = assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> FunctionAttribute.fromCuda(77));
+        assertTrue(unknown.getMessage().contains("attribute 77"), unknown.getMessage());
+    }
+
+    @Test
+    void dynamicSharedMemoryAbove48KiBNeedsTheKernelsAttributeRaisedWhichAMigrationKeeps() {
+        FunctionHandle empty = gpu.moduleGetFunction(kernels, "emptyKernel");
+        int wanted = 64 * 1024;
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> {
+                    gpu.launchKernel(empty, Dim3.of(1), Dim3.of(32), wanted, StreamHandle.DEFAULT, KernelArgs.none());
+                    gpu.ctxSynchronize();
+                },
+                "64 KiB of dynamic shared memory without opting in");
+        gpu.funcSetAttribute(empty, FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, wanted);
+        gpu.funcSetAttribute(empty, FunctionAttribute.PREFERRED_SHARED_MEMORY_CARVEOUT, 100);
+        assertEquals(wanted, gpu.funcGetAttribute(FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, empty));
+        FunctionHandle again = gpu.moduleGetFunction(kernels, "emptyKernel");
+        assertEquals(
+                wanted,
+                gpu.funcGetAttribute(FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, again),
+                "every handle of the kernel sees it");
+        moveMidTest();
+        assertEquals(wanted, gpu.funcGetAttribute(FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, empty));
+        gpu.launchKernel(empty, Dim3.of(1), Dim3.of(32), wanted, StreamHandle.DEFAULT, KernelArgs.none());
+        gpu.ctxSynchronize();
+    }
+
+    @Test
+    void badKernelAttributeSetsAreRefused() {
+        FunctionHandle empty = gpu.moduleGetFunction(kernels, "emptyKernel");
+        int optIn = gpu.deviceGetAttribute(DeviceAttribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> gpu.funcSetAttribute(empty, FunctionAttribute.NUM_REGS, 16),
+                "not settable");
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> gpu.funcSetAttribute(empty, FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, optIn + 1),
+                "above the device's opt-in limit");
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> gpu.funcSetAttribute(empty, FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, -1));
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> gpu.funcSetAttribute(empty, FunctionAttribute.PREFERRED_SHARED_MEMORY_CARVEOUT, 101));
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.funcGetAttribute(null, empty), "no attribute");
+        FunctionHandle unknown = new FunctionHandle(9999, "emptyKernel");
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_HANDLE, () -> gpu.funcGetAttribute(FunctionAttribute.NUM_REGS, unknown));
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_HANDLE,
+                () -> gpu.funcSetAttribute(unknown, FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, 0));
+        assertEquals(
+                48 * 1024,
+                gpu.funcGetAttribute(FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, empty),
+                "refused sets changed nothing");
+    }
+
+    @Test
+    void anAddressTellsItsAllocationAndDeviceFromTheRuntimesOwnMap() {
+        long small = gpu.memAlloc(1000);
+        long large = gpu.memAlloc(3L << 20);
+        assertEquals(new DeviceRegion(small, 1000), gpu.memGetAddressRange(small + 999));
+        assertEquals(new DeviceRegion(large, 3L << 20), gpu.memGetAddressRange(large + (2L << 20)));
+        long inside = large + 4096;
+        assertEquals(large, gpu.pointerGetAttribute(PointerAttribute.RANGE_START_ADDR, inside));
+        assertEquals(3L << 20, gpu.pointerGetAttribute(PointerAttribute.RANGE_SIZE, inside));
+        assertEquals(inside, gpu.pointerGetAttribute(PointerAttribute.DEVICE_POINTER, inside));
+        assertEquals(
+                PointerAttribute.MEMORY_TYPE_DEVICE, gpu.pointerGetAttribute(PointerAttribute.MEMORY_TYPE, inside));
+        assertEquals(0, gpu.pointerGetAttribute(PointerAttribute.DEVICE_ORDINAL, inside));
+        assertEquals(1, gpu.pointerGetAttribute(PointerAttribute.MAPPED, inside));
+        assertEquals(0, gpu.pointerGetAttribute(PointerAttribute.IS_MANAGED, inside));
+
+        moveMidTest();
+        assertEquals(new DeviceRegion(large, 3L << 20), gpu.memGetAddressRange(inside), "the same after a migration");
+        assertEquals(0, gpu.pointerGetAttribute(PointerAttribute.DEVICE_ORDINAL, inside));
+
+        assertError(
+                ErrorCode.CUDA_ERROR_NOT_FOUND, () -> gpu.memGetAddressRange(small + 1000), "past the bytes asked for");
+        assertError(
+                ErrorCode.CUDA_ERROR_NOT_FOUND,
+                () -> gpu.memGetAddressRange(VaWindow.forVgpu(5).base()));
+        gpu.memFree(small);
+        assertError(ErrorCode.CUDA_ERROR_NOT_FOUND, () -> gpu.memGetAddressRange(small), "freed");
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.pointerGetAttribute(PointerAttribute.RANGE_SIZE, small));
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.pointerGetAttribute(null, inside));
+        assertEquals(PointerAttribute.RANGE_SIZE, PointerAttribute.fromCuda(12));
+        VgpuException unknown = assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> PointerAttribute.fromCuda(5));
+        assertTrue(unknown.getMessage().contains("cuPointerGetAttribute: attribute 5"), unknown.getMessage());
+    }
+
+    /** Module variables only: a {@code __device__} float, a {@code __device__} table, {@code __constant__} words. */
+    private static final String GLOBALS_PTX = """
+            .version 8.0
+            .target sm_80
+            .address_size 64
+
+            .visible .global .align 4 .f32 scale = 0f40000000;
+            .visible .global .align 4 .b8 table[300];
+            .visible .const .align 4 .u32 coefficients[4] = {1, 2, 3, 4};
+            """;
+
+    private static int[] readInts(VirtualGpu gpu, long address, int count) {
+        int[] values = new int[count];
+        gpu.memcpyDtoH(MemorySegment.ofArray(values), address, 4L * count);
+        return values;
+    }
+
+    @Test
+    void moduleVariablesHaveWindowAddressesThatCopiesAndMemsetsReach() {
+        ModuleHandle module = gpu.moduleLoadData(GLOBALS_PTX.getBytes(StandardCharsets.US_ASCII));
+        DeviceRegion scale = gpu.moduleGetGlobal(module, "scale");
+        DeviceRegion table = gpu.moduleGetGlobal(module, "table");
+        DeviceRegion coefficients = gpu.moduleGetGlobal(module, "coefficients");
+        assertEquals(4, scale.bytes());
+        assertEquals(300, table.bytes());
+        assertEquals(16, coefficients.bytes());
+        for (DeviceRegion global : List.of(scale, table, coefficients)) {
+            assertTrue(gpu.window().contains(global.address(), global.bytes()), global + " inside the window");
+        }
+        assertEquals(table, gpu.moduleGetGlobal(module, "table"), "the same address each time, as in CUDA");
+        assertArrayEquals(new int[] {1, 2, 3, 4}, readInts(gpu, coefficients.address(), 4), "initialised as declared");
+        float[] two = new float[1];
+        gpu.memcpyDtoH(MemorySegment.ofArray(two), scale.address(), 4);
+        assertEquals(2.0f, two[0]);
+
+        gpu.memcpyHtoD(coefficients.address() + 4, MemorySegment.ofArray(new int[] {20, 30}), 8);
+        assertArrayEquals(new int[] {1, 20, 30, 4}, readInts(gpu, coefficients.address(), 4));
+        gpu.memsetD8(table.address(), (byte) 7, 300);
+        gpu.memsetD32(table.address() + 8, 0x01020304, 2);
+        long buffer = gpu.memAlloc(300);
+        gpu.memcpyDtoD(buffer, table.address(), 300);
+        byte[] back = new byte[300];
+        gpu.memcpyDtoH(MemorySegment.ofArray(back), buffer, 300);
+        assertEquals(7, back[0]);
+        assertEquals(4, back[8], "little-endian words");
+        assertEquals(7, back[299]);
+        assertEquals(table, gpu.memGetAddressRange(table.address() + 299));
+
+        assertError(ErrorCode.CUDA_ERROR_NOT_FOUND, () -> gpu.moduleGetGlobal(module, "noSuchVariable"));
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> gpu.memsetD8(table.address() + 1, (byte) 0, 300),
+                "one byte past the variable");
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> gpu.moduleGetGlobalAt(module, "table", table.address() + 256),
+                "a variable keeps its address");
+        gpu.moduleUnload(module);
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> gpu.memsetD8(table.address(), (byte) 0, 1),
+                "the variable went with its module");
+        assertError(ErrorCode.CUDA_ERROR_NOT_FOUND, () -> gpu.memGetAddressRange(table.address()));
+    }
+
+    @Test
+    void moduleVariablesKeepTheirAddressesAndContentsAcrossAMigration() {
+        ModuleHandle module = gpu.moduleLoadData(GLOBALS_PTX.getBytes(StandardCharsets.US_ASCII));
+        DeviceRegion table = gpu.moduleGetGlobal(module, "table");
+        DeviceRegion coefficients = gpu.moduleGetGlobal(module, "coefficients");
+        byte[] pattern = new byte[300];
+        for (int i = 0; i < pattern.length; i++) {
+            pattern[i] = (byte) (i * 7 + 1);
+        }
+        gpu.memcpyHtoD(table.address(), MemorySegment.ofArray(pattern), 300);
+        gpu.memcpyHtoD(coefficients.address(), MemorySegment.ofArray(new int[] {-1, -2, -3, -4}), 16);
+
+        moveMidTest();
+
+        assertEquals(table, gpu.moduleGetGlobal(module, "table"));
+        assertEquals(coefficients, gpu.moduleGetGlobal(module, "coefficients"));
+        byte[] back = new byte[300];
+        gpu.memcpyDtoH(MemorySegment.ofArray(back), table.address(), 300);
+        assertArrayEquals(pattern, back, "the contents moved with the vGPU");
+        assertArrayEquals(new int[] {-1, -2, -3, -4}, readInts(gpu, coefficients.address(), 4));
+        DeviceRegion scale = gpu.moduleGetGlobal(module, "scale");
+        float[] two = new float[1];
+        gpu.memcpyDtoH(MemorySegment.ofArray(two), scale.address(), 4);
+        assertEquals(2.0f, two[0], "a variable first looked up after the move has its declared value");
     }
 
     // ---- life cycle, threads

@@ -1,5 +1,6 @@
 package org.vgpu.runtime.core;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
@@ -67,6 +68,48 @@ class ModuleImageTest {
                         .bytes(new byte[12])
                         .bytes(new byte[1])
                         .build()));
+    }
+
+    @Test
+    void readsModuleVariablesWithTheirSizesAndInitialValues() {
+        String ptx = """
+                .version 8.0
+                .target sm_80
+                .address_size 64
+                .visible .global .align 4 .f32 scale = 0f40000000;
+                .global .align 8 .b8 table[12];
+                .visible .const .align 4 .u32 coefficients[3] = {1, 0x100, -1};
+                .const .align 8 .f64 half = 0d3FE0000000000000;
+                .extern .global .align 4 .u32 elsewhere;
+                .visible .entry k(.param .u64 p)
+                {
+                    ld.global.f32 %f1, [scale];
+                    ret;
+                }
+                """;
+        ModuleImage image = ModuleImage.parse(ptx.getBytes(StandardCharsets.US_ASCII));
+        assertEquals(
+                java.util.Set.of("scale", "table", "coefficients", "half"),
+                image.ptxGlobals().keySet());
+        assertArrayEquals(new byte[] {0, 0, 0, 0x40}, image.ptxGlobal("scale").initialValue(), "2.0f, little-endian");
+        assertArrayEquals(new byte[12], image.ptxGlobal("table").initialValue());
+        assertArrayEquals(
+                new byte[] {1, 0, 0, 0, 0, 1, 0, 0, -1, -1, -1, -1},
+                image.ptxGlobal("coefficients").initialValue());
+        assertEquals(
+                0.5,
+                java.nio.ByteBuffer.wrap(image.ptxGlobal("half").initialValue())
+                        .order(java.nio.ByteOrder.LITTLE_ENDIAN)
+                        .getDouble());
+        assertEquals(
+                ErrorCode.CUDA_ERROR_NOT_FOUND,
+                assertThrows(VgpuException.class, () -> image.ptxGlobal("elsewhere"))
+                        .code(),
+                "an extern variable is defined by another module");
+        String tooMany = ptx.replace("{1, 0x100, -1}", "{1, 2, 3, 4}");
+        VgpuException e =
+                assertThrows(VgpuException.class, () -> ModuleImage.parse(tooMany.getBytes(StandardCharsets.US_ASCII)));
+        assertEquals(ErrorCode.CUDA_ERROR_INVALID_PTX, e.code());
     }
 
     @Test

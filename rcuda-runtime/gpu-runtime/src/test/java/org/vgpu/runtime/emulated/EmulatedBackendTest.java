@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
 
 import org.junit.jupiter.api.AfterEach;
@@ -41,6 +42,42 @@ class EmulatedBackendTest {
     @AfterEach
     void close() {
         gpu.close();
+    }
+
+    @Test
+    void aTwinReadsItsModulesVariablesByNameAsTheProgramWroteThem() {
+        String ptx = """
+                .version 8.0
+                .target sm_80
+                .address_size 64
+                .visible .global .align 4 .f32 scale = 0f40000000;
+                .visible .entry scaleByGlobal(
+                    .param .u64 scaleByGlobal_param_0
+                )
+                {
+                    ret;
+                }
+                """;
+        KernelTwinRegistry twins = new KernelTwinRegistry().register("scaleByGlobal", (grid, block, args, memory) -> {
+            MemorySegment data = memory.segment(args.pointer(0), 4);
+            float scale = memory.global("scale").get(ValueLayout.JAVA_FLOAT, 0);
+            data.set(ValueLayout.JAVA_FLOAT, 0, data.get(ValueLayout.JAVA_FLOAT, 0) * scale);
+        });
+        try (EmulatedBackend own = new EmulatedBackend(1, 64L << 20, twins);
+                VirtualGpu vgpu = own.open(0, VaWindow.forVgpu(0))) {
+            ModuleHandle module = vgpu.moduleLoadData(ptx.getBytes(StandardCharsets.US_ASCII));
+            FunctionHandle kernel = vgpu.moduleGetFunction(module, "scaleByGlobal");
+            long data = vgpu.memAlloc(4);
+            vgpu.memcpyHtoD(data, MemorySegment.ofArray(new float[] {3}), 4);
+            KernelArgs args = KernelArgs.builder().pointer(data).build();
+            vgpu.launchKernel(kernel, Dim3.of(1), Dim3.of(1), 0, StreamHandle.DEFAULT, args);
+            vgpu.memcpyHtoD(
+                    vgpu.moduleGetGlobal(module, "scale").address(), MemorySegment.ofArray(new float[] {10}), 4);
+            vgpu.launchKernel(kernel, Dim3.of(1), Dim3.of(1), 0, StreamHandle.DEFAULT, args);
+            float[] back = new float[1];
+            vgpu.memcpyDtoH(MemorySegment.ofArray(back), data, 4);
+            assertEquals(60f, back[0], "3 x the declared 2, then x the 10 the program wrote");
+        }
     }
 
     @Test

@@ -13,6 +13,7 @@ import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.FunctionAttribute;
 import org.vgpu.runtime.api.KernelArgs;
 import org.vgpu.runtime.api.KernelSignature;
 import org.vgpu.runtime.api.MemoryInfo;
@@ -138,6 +139,14 @@ public final class RemoteGpu extends OneToOneClientCalls<RemoteGpu.Module, Remot
         }
     }
 
+    /** The variable's address in the worker's window, which the worker turns into its backend's. */
+    @Override
+    protected DeviceRegion doModuleGetGlobal(Module module, String name) {
+        return connection.call(
+                (encoder, requestId) -> encoder.moduleGetGlobal(requestId, module.remoteId(), name),
+                ReplyDecoder::deviceRegion);
+    }
+
     @Override
     protected Function doGetFunction(Module module, String kernelName) {
         int id = nextRemoteId.getAndIncrement();
@@ -145,6 +154,20 @@ public final class RemoteGpu extends OneToOneClientCalls<RemoteGpu.Module, Remot
                 (encoder, requestId) -> encoder.moduleGetFunction(requestId, module.remoteId(), id, kernelName),
                 result -> ReplyDecoder.kernelSignature(kernelName, result));
         return new Function(id, signature);
+    }
+
+    @Override
+    protected int doFuncGetAttribute(Function function, FunctionAttribute attribute) {
+        return connection.call(
+                (encoder, requestId) -> encoder.funcGetAttribute(requestId, function.remoteId(), attribute),
+                ReplyDecoder::int32);
+    }
+
+    @Override
+    protected void doFuncSetAttribute(Function function, FunctionAttribute attribute, int value) {
+        connection.call(
+                (encoder, requestId) -> encoder.funcSetAttribute(requestId, function.remoteId(), attribute, value),
+                ReplyDecoder::empty);
     }
 
     @Override

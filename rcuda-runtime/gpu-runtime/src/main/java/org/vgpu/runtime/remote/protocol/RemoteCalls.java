@@ -12,6 +12,7 @@ import io.netty.buffer.ByteBuf;
 
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
+import org.vgpu.runtime.api.FunctionAttribute;
 import org.vgpu.runtime.api.KernelArgs;
 import org.vgpu.runtime.api.VirtualGpu;
 import org.vgpu.runtime.api.surface.Call;
@@ -117,6 +118,19 @@ interface RemoteCalls {
     @Call(opcode = 0x0032, kind = SYNC)
     void moduleGetFunction(int moduleId, int functionId, String kernelName);
 
+    /** {@code int32 function id, int32 attribute (CUDA's number)}; OK: {@code int32 value}. */
+    @Call(opcode = 0x0033, kind = SYNC)
+    void funcGetAttribute(int functionId, FunctionAttribute attribute);
+
+    /** {@code int32 function id, int32 attribute (CUDA's number), int32 value}. */
+    @Call(opcode = 0x0034, kind = SYNC)
+    void funcSetAttribute(int functionId, FunctionAttribute attribute, int value);
+
+    /** {@code int32 module id, string name}; OK: {@code int64 the variable's address in the worker's window,
+     *  int64 bytes}. */
+    @Call(opcode = 0x0035, kind = SYNC)
+    void moduleGetGlobal(int moduleId, String name);
+
     // ---- memory
 
     /** {@code int64 address (chosen by the client's window allocator), int64 bytes}. */
@@ -142,7 +156,7 @@ interface RemoteCalls {
     @Call(opcode = 0x0052, kind = ASYNC_OR_SYNCHRONIZING, name = "MEMCPY_DTOD")
     void memcpyDtoD(int streamId, long dst, long src, long bytes);
 
-    /** {@code int32 stream id, int64 destination, int32 value, uint8 element size (1 or 4), int64 count}. */
+    /** {@code int32 stream id, int64 destination, int32 value, uint8 element size (1, 2 or 4), int64 count}. */
     @Call(opcode = 0x0053, kind = ASYNC_OR_SYNCHRONIZING)
     void memset(int streamId, long dst, int value, @Codec("ElementSize") int elementSize, long count);
 

@@ -2,12 +2,16 @@ package org.vgpu.runtime.remote.protocol;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.IntFunction;
 
 import io.netty.buffer.ByteBuf;
 
+import org.vgpu.runtime.api.CudaNumbered;
+import org.vgpu.runtime.api.DeviceAttribute;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.FunctionAttribute;
 import org.vgpu.runtime.api.KernelArg;
 import org.vgpu.runtime.api.KernelArgs;
 import org.vgpu.runtime.api.VaWindow;
@@ -81,6 +85,34 @@ final class WireCodecs {
 
     static void writeString(ByteBuf out, String value) {
         Frames.writeString(out, value);
+    }
+
+    // ---- device queries
+
+    static DeviceAttribute readDeviceAttribute(ByteBuf in) {
+        return readCudaNumbered(in, DeviceAttribute::fromCuda, "device attribute");
+    }
+
+    static void writeDeviceAttribute(ByteBuf out, DeviceAttribute attribute) {
+        out.writeInt(attribute.cudaNumber());
+    }
+
+    static FunctionAttribute readFunctionAttribute(ByteBuf in) {
+        return readCudaNumbered(in, FunctionAttribute::fromCuda, "function attribute");
+    }
+
+    static void writeFunctionAttribute(ByteBuf out, FunctionAttribute attribute) {
+        out.writeInt(attribute.cudaNumber());
+    }
+
+    /** {@code int32}: CUDA's number of a constant; one this peer does not know is the other peer's mistake. */
+    private static <E extends CudaNumbered> E readCudaNumbered(ByteBuf in, IntFunction<E> fromCuda, String what) {
+        int number = in.readInt();
+        try {
+            return fromCuda.apply(number);
+        } catch (VgpuException unknown) {
+            throw Frames.violation(what + " " + number + " is not one this worker answers");
+        }
     }
 
     // ---- the session
@@ -236,11 +268,11 @@ final class WireCodecs {
         }
     }
 
-    /** A memset's element size in bytes: 1 or 4. */
+    /** A memset's element size in bytes: 1, 2 or 4. */
     static int readElementSize(Frame frame, ByteBuf in) {
         int elementSize = in.readUnsignedByte();
-        if (elementSize != 1 && elementSize != 4) {
-            throw Frames.violation(frame.opcode() + " element size must be 1 or 4, got " + elementSize);
+        if (elementSize != 1 && elementSize != 2 && elementSize != 4) {
+            throw Frames.violation(frame.opcode() + " element size must be 1, 2 or 4, got " + elementSize);
         }
         return elementSize;
     }

@@ -10,6 +10,7 @@ import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.EventHandle;
+import org.vgpu.runtime.api.FunctionAttribute;
 import org.vgpu.runtime.api.FunctionHandle;
 import org.vgpu.runtime.api.GpuBackend;
 import org.vgpu.runtime.api.KernelArgs;
@@ -216,6 +217,29 @@ final class RequestHandler extends OneToOneWorkerCalls {
         }
     }
 
+    @Override
+    public void moduleGetGlobal(Frame frame, int moduleId, String name) {
+        try {
+            replies.reply().ok(frame.requestId(), gpu().moduleGetGlobal(handles.module(moduleId), name));
+        } catch (RuntimeException e) {
+            failures.failed(frame, e);
+        }
+    }
+
+    @Override
+    public void funcGetAttribute(Frame frame, int functionId, FunctionAttribute attribute) {
+        try {
+            replies.reply().ok(frame.requestId(), gpu().funcGetAttribute(attribute, handles.function(functionId)));
+        } catch (RuntimeException e) {
+            failures.failed(frame, e);
+        }
+    }
+
+    @Override
+    public void funcSetAttribute(Frame frame, int functionId, FunctionAttribute attribute, int value) {
+        execute(frame, () -> gpu().funcSetAttribute(handles.function(functionId), attribute, value));
+    }
+
     // ---- memory
 
     @Override
@@ -255,15 +279,17 @@ final class RequestHandler extends OneToOneWorkerCalls {
             VirtualGpu device = gpu();
             if (frame.isAsync()) {
                 StreamHandle stream = handles.stream(streamId);
-                if (elementSize == 1) {
-                    device.memsetD8Async(dst, (byte) value, count, stream);
-                } else {
-                    device.memsetD32Async(dst, value, count, stream);
+                switch (elementSize) {
+                    case 1 -> device.memsetD8Async(dst, (byte) value, count, stream);
+                    case 2 -> device.memsetD16Async(dst, (short) value, count, stream);
+                    default -> device.memsetD32Async(dst, value, count, stream);
                 }
-            } else if (elementSize == 1) {
-                device.memsetD8(dst, (byte) value, count);
             } else {
-                device.memsetD32(dst, value, count);
+                switch (elementSize) {
+                    case 1 -> device.memsetD8(dst, (byte) value, count);
+                    case 2 -> device.memsetD16(dst, (short) value, count);
+                    default -> device.memsetD32(dst, value, count);
+                }
             }
         });
     }

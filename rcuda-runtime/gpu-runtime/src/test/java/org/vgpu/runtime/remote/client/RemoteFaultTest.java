@@ -18,11 +18,15 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 import org.vgpu.runtime.Backends;
+import org.vgpu.runtime.api.DeviceAttribute;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.EventHandle;
+import org.vgpu.runtime.api.FunctionAttribute;
 import org.vgpu.runtime.api.FunctionHandle;
 import org.vgpu.runtime.api.KernelArgs;
+import org.vgpu.runtime.api.ModuleHandle;
+import org.vgpu.runtime.api.PitchedMemory;
 import org.vgpu.runtime.api.StreamHandle;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
@@ -194,6 +198,37 @@ class RemoteFaultTest {
                         .pointer(nowhere)
                         .i32(1024)
                         .build());
+    }
+
+    @Test
+    void theCallsOfIssue20ReportAnEarlierKernelFaultOrALostWorker() throws Exception {
+        try (VirtualGpu gpu = backend.open(0, VaWindow.forVgpu(0))) {
+            long device = gpu.memAlloc(64);
+            launchFaultingKernel(gpu);
+            VgpuException fault = assertThrows(
+                    VgpuException.class,
+                    () -> gpu.memcpy2D(
+                            new PitchedMemory.Host(MemorySegment.ofArray(new byte[64]), 16),
+                            new PitchedMemory.Device(device, 16),
+                            16,
+                            4));
+            assertEquals(ErrorCode.CUDA_ERROR_ILLEGAL_ADDRESS, fault.code(), "a 2D copy synchronizes");
+            launchFaultingKernel(gpu);
+            fault = assertThrows(VgpuException.class, () -> gpu.memsetD16(device, (short) 1, 32));
+            assertEquals(ErrorCode.CUDA_ERROR_ILLEGAL_ADDRESS, fault.code(), fault.getMessage());
+            gpu.memsetD16(device, (short) 1, 32);
+        }
+        VirtualGpu doomed = backend.open(0, VaWindow.forVgpu(2));
+        ModuleHandle module = doomed.moduleLoadData(TestKernels.ptx());
+        FunctionHandle add = doomed.moduleGetFunction(module, TestKernels.VECTOR_ADD);
+        workerOf(doomed).process().destroyForcibly().waitFor();
+        assertLost(
+                assertThrows(VgpuException.class, () -> doomed.deviceGetAttribute(DeviceAttribute.WARP_SIZE)), doomed);
+        assertLost(
+                assertThrows(VgpuException.class, () -> doomed.funcGetAttribute(FunctionAttribute.NUM_REGS, add)),
+                doomed);
+        assertLost(assertThrows(VgpuException.class, () -> doomed.moduleGetGlobal(module, "anything")), doomed);
+        doomed.close();
     }
 
     @Test

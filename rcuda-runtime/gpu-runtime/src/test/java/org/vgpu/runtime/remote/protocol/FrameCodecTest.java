@@ -26,10 +26,12 @@ import io.netty.util.ResourceLeakDetector;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
+import org.vgpu.runtime.api.DeviceAttribute;
 import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.FunctionAttribute;
 import org.vgpu.runtime.api.KernelArgs;
 import org.vgpu.runtime.api.KernelSignature;
 import org.vgpu.runtime.api.MemoryInfo;
@@ -113,6 +115,11 @@ class FrameCodecTest {
         encoder.streamWaitEvent(27, true, 5, 2);
         encoder.streamQuery(28, 5);
         encoder.eventQuery(29, 2);
+        encoder.deviceGetAttribute(30, DeviceAttribute.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+        encoder.memset(31, false, 0, BASE + 2, 0xBEEF, 2, 8);
+        encoder.funcGetAttribute(32, 11, FunctionAttribute.NUM_REGS);
+        encoder.funcSetAttribute(33, 11, FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, 65536);
+        encoder.moduleGetGlobal(34, 7, "coefficients");
 
         RecordingVisitors.Requests visitor = new RecordingVisitors.Requests();
         for (Frame frame : decodeAll(Opcode.Direction.REQUEST, wire)) {
@@ -152,7 +159,12 @@ class FrameCodecTest {
                         "#26 async memcpyHtoDScatter s5 [0x10c000000080+1] 09",
                         "#27 async streamWaitEvent s5 2",
                         "#28 streamQuery 5",
-                        "#29 eventQuery 2"),
+                        "#29 eventQuery 2",
+                        "#30 deviceGetAttribute MAX_SHARED_MEMORY_PER_BLOCK_OPTIN",
+                        "#31 memset s0 0x10c000000002 0xbeef x2 8",
+                        "#32 funcGetAttribute fn11 NUM_REGS",
+                        "#33 funcSetAttribute fn11 MAX_DYNAMIC_SHARED_SIZE_BYTES 65536",
+                        "#34 moduleGetGlobal 7 coefficients"),
                 visitor.calls);
     }
 
@@ -182,9 +194,13 @@ class FrameCodecTest {
                         "ERROR 0x0011 REPLY async=false synchronizing=false chunked=false",
                         "DATA 0x0012 REPLY async=false synchronizing=false chunked=true",
                         "MEM_GET_INFO 0x0020 REQUEST async=false synchronizing=false chunked=false",
+                        "DEVICE_GET_ATTRIBUTE 0x0021 REQUEST async=false synchronizing=false chunked=false",
                         "MODULE_LOAD 0x0030 REQUEST async=false synchronizing=false chunked=false",
                         "MODULE_UNLOAD 0x0031 REQUEST async=false synchronizing=false chunked=false",
                         "MODULE_GET_FUNCTION 0x0032 REQUEST async=false synchronizing=false chunked=false",
+                        "FUNC_GET_ATTRIBUTE 0x0033 REQUEST async=false synchronizing=false chunked=false",
+                        "FUNC_SET_ATTRIBUTE 0x0034 REQUEST async=false synchronizing=false chunked=false",
+                        "MODULE_GET_GLOBAL 0x0035 REQUEST async=false synchronizing=false chunked=false",
                         "MEM_ALLOC_AT 0x0040 REQUEST async=false synchronizing=false chunked=false",
                         "MEM_FREE 0x0041 REQUEST async=false synchronizing=false chunked=false",
                         "MEMCPY_HTOD 0x0050 REQUEST async=true synchronizing=true chunked=true",
@@ -261,6 +277,9 @@ class FrameCodecTest {
         encoder.streamQuery(5, false);
         encoder.streamQuery(6, true);
         encoder.eventQuery(7, false);
+        encoder.deviceGetAttribute(8, 232448);
+        encoder.ok(9, -1);
+        encoder.ok(10, new DeviceRegion(BASE + 256, 300));
         encoder.ok(4);
         List<Object> results = new ArrayList<>();
         ReplyVisitor reader = new RecordingVisitors.Replies() {
@@ -273,6 +292,9 @@ class FrameCodecTest {
                             case 3 -> ResultDecoder.eventElapsedTime(result);
                             case 5, 6 -> ResultDecoder.streamQuery(result);
                             case 7 -> ResultDecoder.eventQuery(result);
+                            case 8 -> ResultDecoder.deviceGetAttribute(result);
+                            case 9 -> ReplyDecoder.int32(result);
+                            case 10 -> ReplyDecoder.deviceRegion(result);
                             default -> String.valueOf(ReplyDecoder.empty(result));
                         });
             }
@@ -288,6 +310,9 @@ class FrameCodecTest {
                         false,
                         true,
                         false,
+                        232448,
+                        -1,
+                        new DeviceRegion(BASE + 256, 300),
                         "null"),
                 results);
         ByteBuf shortResult = Unpooled.buffer().writeLong(1);
@@ -568,9 +593,9 @@ class FrameCodecTest {
                 .writeInt(0)
                 .writeLong(BASE)
                 .writeInt(0)
-                .writeByte(2)
+                .writeByte(3)
                 .writeLong(1);
-        assertBodyRefused(frame(Opcode.MEMSET, badElement), "element size must be 1 or 4, got 2");
+        assertBodyRefused(frame(Opcode.MEMSET, badElement), "element size must be 1, 2 or 4, got 3");
         ByteBuf badChunk =
                 Unpooled.buffer().writeInt(0).writeLong(BASE).writeLong(10).writeInt(0);
         assertBodyRefused(frame(Opcode.MEMCPY_DTOH, badChunk), "chunk size 0 is outside");
@@ -752,6 +777,18 @@ class FrameCodecTest {
             NettyLeaks.forget();
             log.setUseParentHandlers(useParentHandlers);
         }
+    }
+
+    @Test
+    void anAttributeTheWorkerDoesNotAnswerIsRefused() {
+        assertBodyRefused(
+                frame(Opcode.DEVICE_GET_ATTRIBUTE, Unpooled.buffer().writeInt(9999)),
+                "device attribute 9999 is not one this worker answers");
+        assertBodyRefused(
+                frame(
+                        Opcode.FUNC_SET_ATTRIBUTE,
+                        Unpooled.buffer().writeInt(1).writeInt(77).writeInt(0)),
+                "function attribute 77 is not one this worker answers");
     }
 
     // ---- helpers

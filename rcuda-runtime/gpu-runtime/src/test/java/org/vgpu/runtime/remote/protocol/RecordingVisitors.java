@@ -8,8 +8,10 @@ import java.util.List;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 
+import org.vgpu.runtime.api.DeviceAttribute;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
+import org.vgpu.runtime.api.FunctionAttribute;
 import org.vgpu.runtime.api.KernelArg;
 import org.vgpu.runtime.api.KernelArgs;
 import org.vgpu.runtime.api.VgpuException;
@@ -176,6 +178,26 @@ final class RecordingVisitors {
         @Override
         public void ctxSynchronize(Frame f) {
             add(f, "ctxSynchronize");
+        }
+
+        @Override
+        public void moduleGetGlobal(Frame f, int moduleId, String name) {
+            add(f, "moduleGetGlobal " + moduleId + " " + name);
+        }
+
+        @Override
+        public void funcGetAttribute(Frame f, int functionId, FunctionAttribute attribute) {
+            add(f, "funcGetAttribute fn" + functionId + " " + attribute);
+        }
+
+        @Override
+        public void funcSetAttribute(Frame f, int functionId, FunctionAttribute attribute, int value) {
+            add(f, "funcSetAttribute fn" + functionId + " " + attribute + " " + value);
+        }
+
+        @Override
+        public void deviceGetAttribute(Frame f, DeviceAttribute attribute) {
+            add(f, "deviceGetAttribute " + attribute);
         }
     }
 
