@@ -245,6 +245,41 @@ class MigrationHookTest {
     }
 
     @Test
+    void theUsersHintedEndInTheAgentsPollBoundsTheMoveAndItsReasonSaysSo() {
+        Tracker tracker = tracker();
+        endFillerOfN1();
+        tracker.tick();
+        // Without a time limit a day would count, and this vGPU would move (as in the test above).
+        assertTrue(noCommand(poll(tracker, 1, Optional.of(now.plus(Duration.ofMinutes(4))), stats(10_000, 5_000))));
+        tracker.tick();
+        assertTrue(ledger.migrations().isEmpty(), "4 min to the hinted end is within migration_end_guard");
+
+        assertTrue(noCommand(poll(tracker, 1, Optional.of(now.plus(Duration.ofHours(2))), stats(10_000, 5_000))));
+        tracker.tick();
+        MoveRecord move = tracker.migration(onlyMigration().id()).orElseThrow();
+        assertEquals(
+                "vGPU 1 moves home to GPU 0: saves 720.0 s (100.0 ms remote wait per s over 7200 s left: hinted end in 2"
+                        + " h), costs 1.0 s (5000 live bytes)",
+                move.reason());
+    }
+
+    @Test
+    void aPollWithoutAHintDropsTheOneBefore() {
+        Tracker tracker = tracker();
+        endFillerOfN1();
+        tracker.tick();
+        assertTrue(noCommand(poll(tracker, 1, Optional.of(now.plus(Duration.ofMinutes(4))), stats(10_000, 5_000))));
+        tracker.tick();
+        assertTrue(ledger.migrations().isEmpty(), "4 min to the hinted end is within migration_end_guard");
+
+        // the next step's program gives no hint: the job's time limit (none here) counts again
+        assertTrue(noCommand(poll(tracker, 1, stats(10_000, 5_000))));
+        tracker.tick();
+        assertTrue(
+                tracker.migration(onlyMigration().id()).orElseThrow().reason().contains("over 86400 s left)"));
+    }
+
+    @Test
     void aFailedMoveLeavesTheVgpuRemoteCancelsTheGrantAndBacksOffForTheCooldown() {
         Tracker tracker = tracker();
         long lender1 = lend(1).holder().getAsLong();
@@ -806,7 +841,12 @@ class MigrationHookTest {
     }
 
     private AgentChannel.PollReply poll(Tracker tracker, int vgpu, List<AgentChannel.Stat> stats) {
-        return tracker.agentPoll(new AgentChannel.Poll(credential(vgpu), NONCE, stats));
+        return poll(tracker, vgpu, Optional.empty(), stats);
+    }
+
+    private AgentChannel.PollReply poll(
+            Tracker tracker, int vgpu, Optional<Instant> hintedEnd, List<AgentChannel.Stat> stats) {
+        return tracker.agentPoll(new AgentChannel.Poll(credential(vgpu), NONCE, hintedEnd, stats));
     }
 
     private static boolean noCommand(AgentChannel.PollReply reply) {

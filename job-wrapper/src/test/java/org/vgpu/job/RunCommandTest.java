@@ -19,6 +19,8 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 import org.vgpu.common.cli.SubcommandRunner;
 import org.vgpu.migration.cli.MigrateCommand;
@@ -149,6 +151,59 @@ class RunCommandTest {
         assertTrue(err().contains("--hold must be >= 1"), err());
         assertEquals(2, run(localJob(1, directory.resolve("agent.sock")), "--workload", "bogus"));
         assertTrue(err().contains("unknown workload 'bogus'"), err());
+    }
+
+    @ParameterizedTest
+    @CsvSource(
+            delimiter = '|',
+            value = {
+                "-5m|--expected-runtime: '-5m' is not a duration; expected a whole number with a unit ms, s, m, h or d",
+                "abc|--expected-runtime: 'abc' is not a duration; expected a whole number with a unit ms, s, m, h or d",
+                "0|--expected-runtime: '0' is not a duration; expected a whole number with a unit ms, s, m, h or d",
+                "0s|--expected-runtime: '0s' is not a runtime; expected at least 1 s in whole seconds",
+                "1500ms|--expected-runtime: '1500ms' is not a runtime; expected at least 1 s in whole seconds",
+                "366d|--expected-runtime: '366d' is longer than 365d, the longest runtime hint",
+                "99999999999999999999h|--expected-runtime: '99999999999999999999h' is too long a duration",
+            })
+    void badExpectedRuntimesAreUsageErrorsSayingWhatIsExpected(String value, String expected) {
+        assertEquals(2, run(localJob(1, directory.resolve("agent.sock")), "--expected-runtime", value));
+        assertTrue(err().contains(expected), err());
+        assertEquals("", out());
+
+        err.reset();
+        assertEquals(2, run(localJob(1, directory.resolve("agent.sock")), "--expected-runtime=" + value));
+        assertTrue(err().contains(expected), err());
+        assertFalse(Files.exists(directory.resolve("agent.sock")), "nothing was opened");
+    }
+
+    @Test
+    void theExpectedRuntimeComesFromTheOptionOrElseTheVariable() {
+        Map<String, String> environment = localJob(1, directory.resolve("agent.sock"));
+        String[] quick = {"--local-backend", "emulated", "--workload", "saxpy"};
+        assertEquals(0, run(environment, quick), printed());
+        assertFalse(out().contains("expected runtime"), out());
+
+        out.reset();
+        environment.put("VGPU_EXPECTED_RUNTIME", "45m");
+        assertEquals(0, run(environment, quick), printed());
+        assertTrue(out().lines().findFirst().orElseThrow().endsWith(", expected runtime 2700 s"), out());
+
+        out.reset();
+        List<String> withOption = new ArrayList<>(List.of(quick));
+        withOption.addAll(List.of("--expected-runtime", " 2h "));
+        assertEquals(0, run(environment, withOption.toArray(String[]::new)), printed());
+        assertTrue(out().lines().findFirst().orElseThrow().endsWith(", expected runtime 7200 s"), out());
+    }
+
+    @Test
+    void aMalformedExpectedRuntimeVariableIsAMalformedEnvironment() {
+        Map<String, String> environment = localJob(1, directory.resolve("agent.sock"));
+        environment.put("VGPU_EXPECTED_RUNTIME", "soon");
+        assertEquals(2, run(environment));
+        assertTrue(
+                err().contains("vgpu run: the job's vgpu environment is malformed: VGPU_EXPECTED_RUNTIME: 'soon' is not"
+                        + " a duration; expected a whole number with a unit ms, s, m, h or d, e.g. 30s"),
+                err());
     }
 
     @Test
