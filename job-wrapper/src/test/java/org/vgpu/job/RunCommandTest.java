@@ -408,11 +408,16 @@ class RunCommandTest {
         assertTrue(out().contains("PASS  vgpu 0  held-data "), out());
     }
 
-    @Test
-    void aTestOnlyFaultSaysSoLoudlyAndEveryMoveFailsThereLeavingTheVgpuWhereItWas() {
+    /**
+     * A job of 2 local GPUs with {@code variable=value} whose hold asks its agent to move vGPU 0 to GPU 1: the run
+     * passes, the agent refuses, and vGPU 0 is where it was.
+     *
+     * @return the agent's refusal, for what the caller asserts of it
+     */
+    private String refusedMoveDuringTheHold(String variable, String value) {
         Path socket = directory.resolve("agent.sock");
         Map<String, String> environment = localJob(2, socket);
-        environment.put("VGPU_TEST_MIGRATION_FAULT", "verify");
+        environment.put(variable, value);
         int status = run(
                 environment,
                 duration -> toAgent(socket, "--vgpu", "0", "--to", "1"),
@@ -423,15 +428,19 @@ class RunCommandTest {
                 "--workload",
                 "vector-add");
         assertEquals(0, status, printed());
+        assertTrue(agentReplies.getFirst().startsWith("error "), agentReplies.toString());
+        assertTrue(out().contains("vgpu 0: now on gpu 0 (emulated) after 0 migration(s)"), out());
+        return agentReplies.getFirst();
+    }
+
+    @Test
+    void aTestOnlyFaultSaysSoLoudlyAndEveryMoveFailsThereLeavingTheVgpuWhereItWas() {
+        String refusal = refusedMoveDuringTheHold("VGPU_TEST_MIGRATION_FAULT", "verify");
         assertTrue(
                 err().startsWith("vgpu run: TEST-ONLY FAULT: every migration of this job fails at verify because"
                         + " VGPU_TEST_MIGRATION_FAULT is set"),
                 err());
-        assertTrue(
-                agentReplies.getFirst().startsWith("error ")
-                        && agentReplies.getFirst().contains("test-only fault injected at verify"),
-                agentReplies.toString());
-        assertTrue(out().contains("vgpu 0: now on gpu 0 (emulated) after 0 migration(s)"), out());
+        assertTrue(refusal.contains("test-only fault injected at verify"), agentReplies.toString());
         assertTrue(out().contains("PASS  vgpu 0  held-data "), out());
     }
 
@@ -449,24 +458,8 @@ class RunCommandTest {
 
     @Test
     void withVgpuMigrateNeverTheAgentMovesNothing() {
-        Path socket = directory.resolve("agent.sock");
-        Map<String, String> environment = localJob(2, socket);
-        environment.put("VGPU_MIGRATE", "never");
-        int status = run(
-                environment,
-                duration -> toAgent(socket, "--vgpu", "0", "--to", "1"),
-                "--local-backend",
-                "emulated",
-                "--hold",
-                "30",
-                "--workload",
-                "vector-add");
-        assertEquals(0, status, printed());
-        assertTrue(
-                agentReplies.get(0).startsWith("error ")
-                        && agentReplies.get(0).contains("--vgpu-migrate=never (VGPU_MIGRATE=never)"),
-                agentReplies.toString());
-        assertTrue(out().contains("vgpu 0: now on gpu 0 (emulated) after 0 migration(s)"), out());
+        String refusal = refusedMoveDuringTheHold("VGPU_MIGRATE", "never");
+        assertTrue(refusal.contains("--vgpu-migrate=never (VGPU_MIGRATE=never)"), agentReplies.toString());
     }
 
     @Test
