@@ -37,7 +37,6 @@ import org.vgpu.common.security.ThrowawaySiteKey;
 import org.vgpu.common.security.TokenIssuer;
 import org.vgpu.common.security.TokenVerifier;
 import org.vgpu.siteconfig.SiteConfig;
-import org.vgpu.siteconfig.SiteConfigReader;
 import org.vgpu.tracker.hook.MigrationHook;
 import org.vgpu.tracker.hook.MoveRecord;
 import org.vgpu.tracker.ledger.Assembly;
@@ -91,26 +90,10 @@ class MigrationHookTest {
     @BeforeEach
     void assembled() throws IOException {
         key = ThrowawaySiteKey.create("hook-test");
-        StringBuilder config = new StringBuilder("""
-                [cluster]
-                name = test
-                tracker = 127.0.0.1:7400
-                token_key_file = %s
-                lend_partition = lend
-                [policy]
-                idle_grace = 10s
-                migration_cooldown = 5m
-                migration_end_guard = 5m
-                """.formatted(key.keyFile()));
-        for (String node : List.of("n1", "n2", "n3")) {
-            config.append(
-                    "[node %s]\ngpus = 4\ngpu_memory = 80GiB\nvgpus = 8\nlender_port = 75%s0\naddress = 10.0.0.%s\n"
-                            .formatted(node, node.charAt(1), node.charAt(1)));
-            slurm.addNode(node, 4, 8);
+        site = TestCluster.configure(dir, key, slurm, "migration_cooldown = 5m\nmigration_end_guard = 5m\n", "");
+        for (String node : TestCluster.NODES) {
             fillers.add(slurm.runOn(node, List.of(0, 1, 2), 3));
         }
-        Files.writeString(dir.resolve("vgpu.conf"), config);
-        site = SiteConfigReader.read(dir.resolve("vgpu.conf"));
         ledger = Ledger.open(dir.resolve("tracker.ledger"));
 
         job = slurm.submitVgpuJob(3);
