@@ -227,16 +227,23 @@ class MigrationHookTest {
         assertTrue(slurm.activeHolders().isEmpty(), slurm.actions.toString());
     }
 
-    @Test
-    void theUsersHintedEndInTheAgentsPollBoundsTheMoveAndItsReasonSaysSo() {
+    /**
+     * n1's filler ends and the agent hints that the job ends in 4 min: within migration_end_guard, nothing moves,
+     * although without a time limit a day would count and the vGPU would move (as in the test above).
+     */
+    private Tracker hintedEndWithinTheEndGuard() {
         Tracker tracker = tracker();
         endFillerOfN1();
         tracker.tick();
-        // Without a time limit a day would count, and this vGPU would move (as in the test above).
         assertTrue(noCommand(poll(tracker, 1, Optional.of(now.plus(Duration.ofMinutes(4))), stats(10_000, 5_000))));
         tracker.tick();
         assertTrue(ledger.migrations().isEmpty(), "4 min to the hinted end is within migration_end_guard");
+        return tracker;
+    }
 
+    @Test
+    void theUsersHintedEndInTheAgentsPollBoundsTheMoveAndItsReasonSaysSo() {
+        Tracker tracker = hintedEndWithinTheEndGuard();
         assertTrue(noCommand(poll(tracker, 1, Optional.of(now.plus(Duration.ofHours(2))), stats(10_000, 5_000))));
         tracker.tick();
         MoveRecord move = tracker.migration(onlyMigration().id()).orElseThrow();
@@ -248,13 +255,7 @@ class MigrationHookTest {
 
     @Test
     void aPollWithoutAHintDropsTheOneBefore() {
-        Tracker tracker = tracker();
-        endFillerOfN1();
-        tracker.tick();
-        assertTrue(noCommand(poll(tracker, 1, Optional.of(now.plus(Duration.ofMinutes(4))), stats(10_000, 5_000))));
-        tracker.tick();
-        assertTrue(ledger.migrations().isEmpty(), "4 min to the hinted end is within migration_end_guard");
-
+        Tracker tracker = hintedEndWithinTheEndGuard();
         // the next step's program gives no hint: the job's time limit (none here) counts again
         assertTrue(noCommand(poll(tracker, 1, stats(10_000, 5_000))));
         tracker.tick();

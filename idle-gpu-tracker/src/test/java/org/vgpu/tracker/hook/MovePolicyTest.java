@@ -145,24 +145,20 @@ class MovePolicyTest {
     @Test
     void aJobWithoutATimeLimitCountsOneDayLeft() {
         // 1 ms waited in 100 s (1e-5) over 86400 s = 0.864 s < 1 s; 2 ms gives 1.728 s > 1 s.
-        Situation oneMs = new Situation(
+        assertInstanceOf(Decision.Stay.class, POLICY.decide(unlimited(measured(1, 1, 0))));
+        assertInstanceOf(Decision.Move.class, POLICY.decide(unlimited(measured(1, 2, 0))));
+    }
+
+    /** A job that has run 100 s, without a time limit or a hint, GPU 0 free beside it. */
+    private static Situation unlimited(Candidate candidate) {
+        return new Situation(
                 NOW,
                 Duration.ofSeconds(100),
                 Optional.empty(),
                 Optional.empty(),
                 List.of(0),
                 false,
-                List.of(measured(1, 1, 0)));
-        Situation twoMs = new Situation(
-                NOW,
-                Duration.ofSeconds(100),
-                Optional.empty(),
-                Optional.empty(),
-                List.of(0),
-                false,
-                List.of(measured(1, 2, 0)));
-        assertInstanceOf(Decision.Stay.class, POLICY.decide(oneMs));
-        assertInstanceOf(Decision.Move.class, POLICY.decide(twoMs));
+                List.of(candidate));
     }
 
     /** A job that has run 100 s of {@code limit}, with the user's hint of its end {@code hintIn} from now. */
@@ -225,9 +221,7 @@ class MovePolicyTest {
     void aJobWithoutATimeLimitCountsItsHintedEndInsteadOfOneDay() {
         // 2 ms waited in 100 s (2e-5): over one day 1.728 s > 1 s moves; over a hinted 2 h, 0.144 s does not.
         Candidate waiting = measured(1, 2, 0);
-        Situation unlimited = new Situation(
-                NOW, Duration.ofSeconds(100), Optional.empty(), Optional.empty(), List.of(0), false, List.of(waiting));
-        assertInstanceOf(Decision.Move.class, POLICY.decide(unlimited));
+        assertInstanceOf(Decision.Move.class, POLICY.decide(unlimited(waiting)));
 
         Decision decision = POLICY.decide(hinted(Optional.empty(), Duration.ofHours(2), waiting));
         assertEquals(

@@ -2,7 +2,6 @@ package org.vgpu.common.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
 
@@ -12,20 +11,28 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 class DurationsTest {
     @Test
-    void everyUnitReads() {
+    void durationsTakeTheirUnit() {
         assertEquals(Duration.ofMillis(500), Durations.parse("500ms"));
         assertEquals(Duration.ofSeconds(30), Durations.parse("30s"));
-        assertEquals(Duration.ofMinutes(5), Durations.parse("5m"));
+        assertEquals(Duration.ofMinutes(5), Durations.parse("5 m"));
         assertEquals(Duration.ofHours(2), Durations.parse("2h"));
         assertEquals(Duration.ofDays(1), Durations.parse("1d"));
         assertEquals(Duration.ZERO, Durations.parse("0s"));
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"", "abc", "0", "5", "-5m", "1.5h", "5 min", "m"})
-    void anythingElseSaysWhatIsExpected(String value) {
+    @ValueSource(strings = {"30", "s", "-5s", "1.5s", "30 seconds", "99999999999999999999s"})
+    void badDurationsAreRejected(String value) {
+        assertThrows(IllegalArgumentException.class, () -> Durations.parse(value));
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"", "abc", "0", "-5m", "5 min", "m"})
+    void aValueWithoutAWholeNumberAndAUnitSaysWhatIsExpected(String value) {
         IllegalArgumentException error = assertThrows(IllegalArgumentException.class, () -> Durations.parse(value));
-        assertTrue(error.getMessage().contains("expected a whole number with a unit ms, s, m, h or d"));
+        assertEquals(
+                "'" + value + "' is not a duration; expected a whole number with a unit ms, s, m, h or d, e.g. 30s",
+                error.getMessage());
     }
 
     @Test
