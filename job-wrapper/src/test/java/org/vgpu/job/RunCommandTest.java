@@ -130,11 +130,16 @@ class RunCommandTest {
         assertEquals("", out());
     }
 
+    /** vgpu run in a job of {@code gpus} local GPUs whose {@code variable} is {@code value}: exit 2. */
+    private void runMalformed(int gpus, String variable, String value) {
+        Map<String, String> environment = localJob(gpus, directory.resolve("agent.sock"));
+        environment.put(variable, value);
+        assertEquals(2, run(environment));
+    }
+
     @Test
     void aMalformedEnvironmentIsExit2NamingTheVariable() {
-        Map<String, String> environment = localJob(2, directory.resolve("agent.sock"));
-        environment.put("CUDA_VISIBLE_DEVICES", "1");
-        assertEquals(2, run(environment));
+        runMalformed(2, "CUDA_VISIBLE_DEVICES", "1");
         assertTrue(
                 err().contains("vgpu run: the job's vgpu environment is malformed: CUDA_VISIBLE_DEVICES is '1' and"
                         + " does not list GPU 0 of VGPU_LOCAL_GPUS ('0,1')"),
@@ -197,9 +202,7 @@ class RunCommandTest {
 
     @Test
     void aMalformedExpectedRuntimeVariableIsAMalformedEnvironment() {
-        Map<String, String> environment = localJob(1, directory.resolve("agent.sock"));
-        environment.put("VGPU_EXPECTED_RUNTIME", "soon");
-        assertEquals(2, run(environment));
+        runMalformed(1, "VGPU_EXPECTED_RUNTIME", "soon");
         assertTrue(
                 err().contains("vgpu run: the job's vgpu environment is malformed: VGPU_EXPECTED_RUNTIME: 'soon' is not"
                         + " a duration; expected a whole number with a unit ms, s, m, h or d, e.g. 30s"),
@@ -446,9 +449,7 @@ class RunCommandTest {
 
     @Test
     void anUnknownTestOnlyFaultIsAMalformedEnvironment() {
-        Map<String, String> environment = localJob(1, directory.resolve("agent.sock"));
-        environment.put("VGPU_TEST_MIGRATION_FAULT", "everywhere");
-        assertEquals(2, run(environment));
+        runMalformed(1, "VGPU_TEST_MIGRATION_FAULT", "everywhere");
         assertTrue(
                 err().contains("vgpu run: the job's vgpu environment is malformed: VGPU_TEST_MIGRATION_FAULT must be"
                         + " one of open-target, replay-allocation, mem-sync-batch, verify (a test-only fault), got"
