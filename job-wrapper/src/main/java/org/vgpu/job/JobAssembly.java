@@ -152,7 +152,7 @@ public record JobAssembly(
         Duration runtime = Durations.parse(text);
         if (runtime.toMillis() % 1000 != 0 || runtime.compareTo(Duration.ofSeconds(1)) < 0) {
             throw new IllegalArgumentException(
-                    "'" + text + "' is not a runtime; expected at least 1 s in whole seconds," + " e.g. 45m or 2h");
+                    "'" + text + "' is not a runtime; expected at least 1 s in whole seconds, e.g. 45m or 2h");
         }
         if (runtime.compareTo(EXPECTED_RUNTIME_MAX) > 0) {
             throw new IllegalArgumentException(

@@ -26,13 +26,13 @@ import org.vgpu.siteconfig.MigrationPolicy;
  * {@link #UNLIMITED_HORIZON} for a job with neither. Where the user gave a hint, the decision's text
  * says which end counted ("hinted end in 3 min", "time limit in 55 min"). Hysteresis keeps anything
  * from ping-ponging: one migration per job at a time, none of a vGPU within {@code migration_cooldown}
- * of its last, none when less than {@code migration_end_guard} is left before that end. A vGPU whose agent has not reported yet
- * does not move: without its counters the benefit is unknown. Among vGPUs whose move pays, the
- * largest net gain (benefit − cost) moves first, ties to the lowest vGPU; the target is the lowest
- * free GPU index.
+ * of its last, none when less than {@code migration_end_guard} is left before that end. A vGPU whose
+ * agent has not reported yet does not move: without its counters the benefit is unknown. Among
+ * vGPUs whose move pays, the largest net gain (benefit − cost) moves first, ties to the lowest vGPU;
+ * the target is the lowest free GPU index.
  */
 public final class MovePolicy {
-    /** The remaining time assumed for a job without a time limit. */
+    /** The remaining time assumed for a job without a time limit or a hinted end. */
     public static final Duration UNLIMITED_HORIZON = Duration.ofDays(1);
 
     private final MigrationPolicy policy;
