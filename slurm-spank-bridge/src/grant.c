@@ -10,7 +10,9 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "cgroup2.h"
 #include "grant.h"
+#include "sockdir.h"
 #include "validate.h"
 
 /* A gres.conf line Slurm would read; longer ones are refused rather than cut. */
@@ -358,94 +360,100 @@ static int has_option(const char *options, const char *want)
 	return 0;
 }
 
-enum vgpu_cgroup_kind vgpu_find_devices_cgroup(const char *mounts, char *mount, size_t cap)
+/* The devices controller's v1 mount (into v1) and the first cgroup2 mount (into v2), "" for none. */
+static void scan_mounts(const char *mounts, char *v1, char *v2, size_t cap)
 {
-	enum vgpu_cgroup_kind kind = VGPU_CGROUP_NONE;
 	char line[1024];
 	FILE *f = fopen(mounts, "re");
 
+	v1[0] = '\0';
+	v2[0] = '\0';
 	if (f == NULL)
-		return VGPU_CGROUP_NONE;
+		return;
 	while (fgets(line, sizeof(line), f) != NULL) {
 		char dev[256], dir[512], type[64], options[512];
 
-		if (sscanf(line, "%255s %511s %63s %511s", dev, dir, type, options) != 4)
+		/* \040 and friends: a mount point with blanks is not Slurm's */
+		if (sscanf(line, "%255s %511s %63s %511s", dev, dir, type, options) != 4 || strchr(dir, '\\') != NULL
+		    || strlen(dir) >= cap)
 			continue;
-		if (strcmp(type, "cgroup") == 0 && has_option(options, "devices")
-		    && strchr(dir, '\\') == NULL && strlen(dir) < cap) {
-			/* \040 and friends: a mount point with blanks is not Slurm's */
-			snprintf(mount, cap, "%s", dir);
-			kind = VGPU_CGROUP_V1;
-			break;
-		}
-		if (strcmp(type, "cgroup2") == 0)
-			kind = VGPU_CGROUP_V2;
+		if (strcmp(type, "cgroup") == 0 && has_option(options, "devices") && v1[0] == '\0')
+			snprintf(v1, cap, "%s", dir);
+		else if (strcmp(type, "cgroup2") == 0 && v2[0] == '\0')
+			snprintf(v2, cap, "%s", dir);
 	}
 	fclose(f);
-	return kind;
 }
 
-int vgpu_job_devices_cgroup(const char *mount, const char *node, uid_t uid, uint32_t job, char *dir,
-			    size_t cap, char *err, size_t errlen)
+enum vgpu_cgroup_kind vgpu_find_devices_cgroup(const char *mounts, char *mount, size_t cap)
 {
+	char v1[PATH_MAX], v2[PATH_MAX];
+
+	scan_mounts(mounts, v1, v2, sizeof(v1) < cap ? sizeof(v1) : cap);
+	snprintf(mount, cap, "%s", v1[0] != '\0' ? v1 : v2);
+	return v1[0] != '\0' ? VGPU_CGROUP_V1 : v2[0] != '\0' ? VGPU_CGROUP_V2 : VGPU_CGROUP_NONE;
+}
+
+int vgpu_find_cgroup2(const char *mounts, char *mount, size_t cap)
+{
+	char v1[PATH_MAX], v2[PATH_MAX];
+
+	scan_mounts(mounts, v1, v2, sizeof(v2) < cap ? sizeof(v2) : cap);
+	if (v2[0] == '\0')
+		return -1;
+	snprintf(mount, cap, "%s", v2);
+	return 0;
+}
+
+int vgpu_first_cgroup(const char *first, const char *second, char *dir, size_t cap, char *err, size_t errlen)
+{
+	const char *const candidates[] = { first, second };
 	unsigned k;
 
-	if (vgpu_valid_node(node, strnlen(node, VGPU_NODE_NAME_BYTES + 1)) != 0)
-		return vgpu_fail(err, errlen, "bad node name");
-	/* slurm_<node> where slurmd is built for several per host (slurmd -N), else slurm */
 	for (k = 0; k < 2; k++) {
 		struct stat st;
-		int n;
 
-		n = snprintf(dir, cap, "%s/slurm%s%s/uid_%u/job_%u", mount, k == 0 ? "_" : "",
-			     k == 0 ? node : "", (unsigned)uid, job);
-		if (n < 0 || (size_t)n >= cap)
+		if (strlen(candidates[k]) >= cap)
 			return vgpu_fail(err, errlen, "cgroup path too long");
-		if (lstat(dir, &st) == 0) {
-			if (!S_ISDIR(st.st_mode))
-				return vgpu_fail(err, errlen, "%s is not a directory", dir);
-			return 0;
-		}
+		snprintf(dir, cap, "%s", candidates[k]);
+		if (lstat(dir, &st) == 0)
+			return S_ISDIR(st.st_mode) ? 0 : vgpu_fail(err, errlen, "%s is not a directory", dir);
 		if (errno != ENOENT)
 			return vgpu_fail(err, errlen, "%s: %s", dir, strerror(errno));
 	}
 	return 1;
 }
 
-static int write_rule(int dirfd, const char *where, const char *file, const char *rule, char *err, size_t errlen)
+int vgpu_job_devices_cgroup(const char *mount, const char *node, uid_t uid, uint32_t job, char *dir,
+			    size_t cap, char *err, size_t errlen)
 {
-	const int fd = openat(dirfd, file, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
-	const size_t len = strlen(rule);
-	ssize_t n;
+	char several[PATH_MAX], one[PATH_MAX];
 
-	if (fd < 0)
-		return vgpu_fail(err, errlen, "%s/%s: %s", where, file, strerror(errno));
-	n = write(fd, rule, len);
-	if (n != (ssize_t)len) {
-		const int e = n < 0 ? errno : EIO;
-
-		close(fd);
-		return vgpu_fail(err, errlen, "writing \"%s\" to %s/%s: %s", rule, where, file, strerror(e));
-	}
-	if (close(fd) != 0)
-		return vgpu_fail(err, errlen, "writing \"%s\" to %s/%s: %s", rule, where, file, strerror(errno));
-	return 0;
+	if (vgpu_valid_node(node, strnlen(node, VGPU_NODE_NAME_BYTES + 1)) != 0)
+		return vgpu_fail(err, errlen, "bad node name");
+	/* slurm_<node> where slurmd is built for several per host (slurmd -N), else slurm */
+	if (snprintf(several, sizeof(several), "%s/slurm_%s/uid_%u/job_%u", mount, node, (unsigned)uid, job)
+	    >= (int)sizeof(several))
+		return vgpu_fail(err, errlen, "cgroup path too long");
+	snprintf(one, sizeof(one), "%s/slurm/uid_%u/job_%u", mount, (unsigned)uid, job);
+	return vgpu_first_cgroup(several, one, dir, cap, err, errlen);
 }
 
+typedef int (*cgroup_visitor)(int fd, const char *where, void *ctx, char *err, size_t errlen);
+
 /* dirfd is owned by the call (closed before return). */
-static int set_tree(int dirfd, const char *where, const char *file, const char *rule, unsigned depth,
-		    unsigned *written, char *err, size_t errlen)
+static int walk_tree(int dirfd, const char *where, unsigned depth, cgroup_visitor visit, void *ctx, char *err,
+		     size_t errlen)
 {
 	struct dirent *de;
 	DIR *d;
 	int rc;
 
-	rc = write_rule(dirfd, where, file, rule, err, errlen);
+	rc = visit(dirfd, where, ctx, err, errlen);
 	if (rc != 0) {
 		close(dirfd);
 		return rc;
 	}
-	(*written)++;
 	d = fdopendir(dirfd);
 	if (d == NULL) {
 		close(dirfd);
@@ -471,22 +479,119 @@ static int set_tree(int dirfd, const char *where, const char *file, const char *
 			rc = vgpu_fail(err, errlen, "%s: %s", below, strerror(errno));
 			break;
 		}
-		rc = set_tree(child, below, file, rule, depth + 1, written, err, errlen);
+		rc = walk_tree(child, below, depth + 1, visit, ctx, err, errlen);
 	}
 	closedir(d);
 	return rc;
 }
 
+int vgpu_cgroup_walk(const char *dir, cgroup_visitor visit, void *ctx, char *err, size_t errlen)
+{
+	const int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return vgpu_fail(err, errlen, "%s: %s", dir, strerror(errno));
+	return walk_tree(fd, dir, 0, visit, ctx, err, errlen);
+}
+
+struct v1_rule {
+	const char *file;
+	char rule[48];
+	unsigned written;
+};
+
+static int write_rule(int dirfd, const char *where, void *ctx, char *err, size_t errlen)
+{
+	struct v1_rule *r = ctx;
+	const int fd = openat(dirfd, r->file, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	const size_t len = strlen(r->rule);
+	ssize_t n;
+
+	if (fd < 0)
+		return vgpu_fail(err, errlen, "%s/%s: %s", where, r->file, strerror(errno));
+	n = write(fd, r->rule, len);
+	if (n != (ssize_t)len) {
+		const int e = n < 0 ? errno : EIO;
+
+		close(fd);
+		return vgpu_fail(err, errlen, "writing \"%s\" to %s/%s: %s", r->rule, where, r->file, strerror(e));
+	}
+	if (close(fd) != 0)
+		return vgpu_fail(err, errlen, "writing \"%s\" to %s/%s: %s", r->rule, where, r->file,
+				 strerror(errno));
+	r->written++;
+	return 0;
+}
+
 int vgpu_cgroup_set_device(const char *dir, const struct vgpu_device *dev, int allow, unsigned *written,
 			   char *err, size_t errlen)
 {
-	char rule[48];
-	int fd;
+	struct v1_rule r = { allow ? "devices.allow" : "devices.deny", "", 0 };
+	int rc;
 
-	*written = 0;
-	snprintf(rule, sizeof(rule), "c %u:%u %s", dev->major, dev->minor, allow ? "rw" : "rwm");
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return vgpu_fail(err, errlen, "%s: %s", dir, strerror(errno));
-	return set_tree(fd, dir, allow ? "devices.allow" : "devices.deny", rule, 0, written, err, errlen);
+	snprintf(r.rule, sizeof(r.rule), "c %u:%u %s", dev->major, dev->minor, allow ? "rw" : "rwm");
+	rc = vgpu_cgroup_walk(dir, write_rule, &r, err, errlen);
+	*written = r.written;
+	return rc;
+}
+
+int vgpu_job_cgroup(const struct vgpu_cgroup_root *root, const char *node, uid_t uid, uint32_t job, char *dir,
+		    size_t cap, char *err, size_t errlen)
+{
+	switch (root->kind) {
+	case VGPU_CGROUP_V1:
+		return vgpu_job_devices_cgroup(root->mount, node, uid, job, dir, cap, err, errlen);
+	case VGPU_CGROUP_V2:
+		return vgpu_job_cgroup2(root->mount, node, job, dir, cap, err, errlen);
+	case VGPU_CGROUP_NONE:
+	default:
+		return 1;
+	}
+}
+
+int vgpu_job_set_device(const struct vgpu_cgroup_root *root, const char *dir, const struct vgpu_device *dev,
+			int allow, unsigned *count, char *err, size_t errlen)
+{
+	*count = 0;
+	if (root->kind == VGPU_CGROUP_V1)
+		return vgpu_cgroup_set_device(dir, dev, allow, count, err, errlen);
+	if (root->kind == VGPU_CGROUP_V2)
+		return vgpu_cgroup2_set_device(dir, dev, allow, count, err, errlen);
+	return 0;
+}
+
+struct readmission {
+	const struct vgpu_cgroup_root *root;
+	const char *dir;
+	unsigned admitted;
+	int failed;
+	char *err;
+	size_t errlen;
+};
+
+static int readmit_one(unsigned major, unsigned minor, void *ctx)
+{
+	struct readmission *r = ctx;
+	const struct vgpu_device dev = { major, minor };
+	char why[VGPU_ERR_MAX];
+	unsigned count = 0;
+
+	if (vgpu_job_set_device(r->root, r->dir, &dev, 1, &count, why, sizeof(why)) != 0) {
+		if (!r->failed)
+			vgpu_fail(r->err, r->errlen, "granted device c %u:%u: %s", major, minor, why);
+		r->failed = 1;
+	} else if (count > 0) {
+		r->admitted++;
+	}
+	return 0;
+}
+
+int vgpu_readmit_grants(const struct vgpu_cgroup_root *root, const char *dir, const char *agent_socket_dir,
+			uint32_t job, unsigned *admitted, char *err, size_t errlen)
+{
+	struct readmission r = { root, dir, 0, 0, err, errlen };
+
+	vgpu_grant_records(agent_socket_dir, job, readmit_one, &r);
+	*admitted = r.admitted;
+	return r.failed ? -1 : 0;
 }

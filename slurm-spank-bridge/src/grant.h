@@ -60,14 +60,25 @@ int vgpu_char_device(const char *file, struct vgpu_device *dev, char *err, size_
 enum vgpu_cgroup_kind {
 	VGPU_CGROUP_NONE,	/* no cgroup file system: nothing constrains devices */
 	VGPU_CGROUP_V1,		/* a cgroup v1 hierarchy with the devices controller */
-	VGPU_CGROUP_V2,		/* cgroup v2 only: Slurm constrains devices with eBPF programs */
+	VGPU_CGROUP_V2,		/* cgroup v2 only: Slurm constrains devices with eBPF programs (cgroup2.h) */
 };
 
 /*
- * Reads a mount table (/proc/self/mounts format) and finds the cgroup v1 devices controller's
- * mount point (into mount, for V1). V2 when there is none but a cgroup2 file system is mounted.
+ * Where a node constrains devices: reads a mount table (/proc/self/mounts format). V1 and the
+ * devices controller's mount point when there is one (Slurm prefers it on hybrid hosts too); else
+ * V2 and the cgroup2 mount point; else NONE (mount empty).
  */
 enum vgpu_cgroup_kind vgpu_find_devices_cgroup(const char *mounts, char *mount, size_t cap);
+
+/* The cgroup2 mount point, whatever else is mounted (a hybrid host's unified hierarchy): 0, or -1. */
+int vgpu_find_cgroup2(const char *mounts, char *mount, size_t cap);
+
+/*
+ * Where Slurm puts a job's cgroup depends on how slurmd was built (one or several per host): dir
+ * gets the first of the two candidates that is a directory (not a link), 0; 1 when neither exists;
+ * -1 with err (a candidate too long for cap, or one that is there but no directory).
+ */
+int vgpu_first_cgroup(const char *first, const char *second, char *dir, size_t cap, char *err, size_t errlen);
 
 /*
  * The job's devices cgroup in Slurm's v1 layout: <mount>/slurm_<node>/uid_<uid>/job_<job>
@@ -79,14 +90,54 @@ int vgpu_job_devices_cgroup(const char *mount, const char *node, uid_t uid, uint
 			    size_t cap, char *err, size_t errlen);
 
 /*
- * Writes "c MAJOR:MINOR rw" into devices.allow (allow) or "c MAJOR:MINOR rwm" into devices.deny
- * of the cgroup dir and of every cgroup below it (step_*, task_*: a v1 child does not inherit an
- * allowance given to its parent later), parents first, without following links, at most
- * VGPU_CGROUP_DEPTH levels down. 0 and the number of cgroups written in *written, or -1 with err
- * (the first failure; the walk stops there).
+ * Calls visit(fd, path, ctx, err, errlen) for the cgroup dir and every cgroup below it, parents
+ * first, without following links, at most VGPU_CGROUP_DEPTH levels down; a cgroup that goes
+ * while the walk runs (a step ending) is skipped. 0, or -1 with err (the first failure, the
+ * visitor's or the walk's; the walk stops there).
  */
 #define VGPU_CGROUP_DEPTH 6
+int vgpu_cgroup_walk(const char *dir, int (*visit)(int fd, const char *where, void *ctx, char *err, size_t errlen),
+		     void *ctx, char *err, size_t errlen);
+
+/*
+ * Writes "c MAJOR:MINOR rw" into devices.allow (allow) or "c MAJOR:MINOR rwm" into devices.deny
+ * of the cgroup dir and of every cgroup below it (step_*, task_*: a v1 child does not inherit an
+ * allowance given to its parent later). 0 and the number of cgroups written in *written, or -1
+ * with err (the first failure; the walk stops there).
+ */
 int vgpu_cgroup_set_device(const char *dir, const struct vgpu_device *dev, int allow, unsigned *written,
 			   char *err, size_t errlen);
+
+/* A node's devices constraint: its kind and mount point (vgpu_find_devices_cgroup). */
+struct vgpu_cgroup_root {
+	enum vgpu_cgroup_kind kind;
+	char mount[PATH_MAX];
+};
+
+/*
+ * The job's cgroup under root, in Slurm's layout for root's kind (uid matters to v1 only). 0 and
+ * dir; 1 when there is none (the job's devices are not constrained: ConstrainDevices=no, no
+ * cgroups at all, or the job has ended); -1 with err.
+ */
+int vgpu_job_cgroup(const struct vgpu_cgroup_root *root, const char *node, uid_t uid, uint32_t job, char *dir,
+		    size_t cap, char *err, size_t errlen);
+
+/*
+ * dev admitted into (allow) or dropped from the job cgroup dir and everything below it, as
+ * root's kind does it: devices.allow/deny files on v1, device programs on v2 (cgroup2.h). 0 and
+ * in *count the cgroups written (v1) or device programs that carry it (v2; 0: no device program,
+ * the job's devices are not constrained), or -1 with err.
+ */
+int vgpu_job_set_device(const struct vgpu_cgroup_root *root, const char *dir, const struct vgpu_device *dev,
+			int allow, unsigned *count, char *err, size_t errlen);
+
+/*
+ * A step the job started after a grant: every device the grant records of job in
+ * agent_socket_dir name (sockdir.h) admitted into the job cgroup dir again (Slurm gives a new
+ * step its own GRES only). 0 with the devices admitted in *admitted, or -1 with the first
+ * failure in err (the other records are still tried).
+ */
+int vgpu_readmit_grants(const struct vgpu_cgroup_root *root, const char *dir, const char *agent_socket_dir,
+			uint32_t job, unsigned *admitted, char *err, size_t errlen);
 
 #endif

@@ -1,6 +1,7 @@
 /*
  * slurmd's job prolog and epilog (S_CTX_JOB_SCRIPT, root, on the job's node): a grant holder's
- * GPU into and out of its target job's devices cgroup (grant.h), and the end of a job's agent
+ * GPU into and out of its target job's devices cgroup (grant.h: v1 devices files; cgroup2.h: v2
+ * device programs), and the end of a job's agent
  * socket directory (sockdir.h). Neither ever fails the prolog or epilog: Slurm 22.05 drains the
  * node when they do, and any user could name a job like a grant holder. A grant that cannot be
  * admitted is refused (nothing written) with the reason in slurmd's log; the job then cannot
@@ -167,10 +168,17 @@ done:
 	return rc;
 }
 
+/* How a log line names the job's cgroup that constrains its devices. */
+static const char *cgroup_word(enum vgpu_cgroup_kind kind)
+{
+	return kind == VGPU_CGROUP_V2 ? "cgroup v2 (device programs)" : "devices";
+}
+
 static void grant_device(spank_t sp, const struct vgpu_config *cfg, int admit)
 {
 	const char *verb = admit ? "admitting" : "dropping";
-	char err[VGPU_ERR_MAX] = "", mount[PATH_MAX], dir[PATH_MAX];
+	char err[VGPU_ERR_MAX] = "", dir[PATH_MAX];
+	struct vgpu_cgroup_root root;
 	struct grant g;
 	unsigned written = 0;
 	int rc;
@@ -186,44 +194,40 @@ static void grant_device(spank_t sp, const struct vgpu_config *cfg, int admit)
 	/* the job's later steps stop getting the GPU, whatever becomes of the cgroup below */
 	if (!admit && vgpu_grant_record_remove(cfg->agent_socket_dir, g.target, g.holder, err, sizeof(err)) != 0)
 		slurm_error(LOG_PREFIX "grant holder %u: job %u's grant record stays: %s", g.holder, g.target, err);
-	switch (vgpu_find_devices_cgroup(MOUNTS, mount, sizeof(mount))) {
-	case VGPU_CGROUP_NONE:
+	root.kind = vgpu_find_devices_cgroup(MOUNTS, root.mount, sizeof(root.mount));
+	if (root.kind == VGPU_CGROUP_NONE) {
 		slurm_info(LOG_PREFIX "grant holder %u: no cgroup file system here, job %u's devices are not "
 			   "constrained: nothing to %s for GPU %u", g.holder, g.target, admit ? "admit" : "drop",
 			   g.gpu);
 		return;
-	case VGPU_CGROUP_V2:
-		/*
-		 * Slurm 22.05 constrains a v2 job's devices with an eBPF program of its own; widening
-		 * it means replacing that program, which this plugin does not do.
-		 */
-		slurm_error(LOG_PREFIX "grant holder %u: cgroup v2: %s GPU %u (%s, c %u:%u) %s job %u's device "
-			    "program is not implemented; with ConstrainDevices=yes the job cannot open it",
-			    g.holder, verb, g.gpu, g.file, g.dev.major, g.dev.minor, admit ? "into" : "out of",
-			    g.target);
-		return;
-	case VGPU_CGROUP_V1:
-		break;
 	}
-	rc = vgpu_job_devices_cgroup(mount, g.node, g.target_uid, g.target, dir, sizeof(dir), err, sizeof(err));
+	rc = vgpu_job_cgroup(&root, g.node, g.target_uid, g.target, dir, sizeof(dir), err, sizeof(err));
 	if (rc == 1) {
-		slurm_info(LOG_PREFIX "grant holder %u: job %u has no devices cgroup on %s (ConstrainDevices=no, "
-			   "or it has ended): nothing to %s for GPU %u", g.holder, g.target, g.node,
-			   admit ? "admit" : "drop", g.gpu);
+		slurm_info(LOG_PREFIX "grant holder %u: job %u has no %s cgroup on %s (ConstrainDevices=no, "
+			   "or it has ended): nothing to %s for GPU %u", g.holder, g.target, cgroup_word(root.kind),
+			   g.node, admit ? "admit" : "drop", g.gpu);
 		return;
 	}
 	if (rc == 0)
-		rc = vgpu_cgroup_set_device(dir, &g.dev, admit, &written, err, sizeof(err));
+		rc = vgpu_job_set_device(&root, dir, &g.dev, admit, &written, err, sizeof(err));
 	if (rc != 0) {
-		slurm_error(LOG_PREFIX "grant holder %u: %s GPU %u (%s, c %u:%u) %s job %u's devices cgroup "
+		slurm_error(LOG_PREFIX "grant holder %u: %s GPU %u (%s, c %u:%u) %s job %u's %s cgroup "
 			    "failed: %s", g.holder, verb, g.gpu, g.file, g.dev.major, g.dev.minor,
-			    admit ? "into" : "out of", g.target, err);
+			    admit ? "into" : "out of", g.target, cgroup_word(root.kind), err);
 		return;
 	}
-	slurm_info(LOG_PREFIX "grant holder %u: GPU %u (%s, c %u:%u) %s job %u vGPU %u's devices cgroup %s "
-		   "(%u cgroup(s))", g.holder, g.gpu, g.file, g.dev.major, g.dev.minor,
-		   admit ? "admitted into" : "dropped from", g.target, g.vgpu, dir, written);
-	/* for the steps the job starts while the grant lasts (vgpu_remote_task_init_privileged) */
+	if (written == 0) {
+		/* cgroup v2 without a device program anywhere in the job: nothing constrains its devices */
+		slurm_info(LOG_PREFIX "grant holder %u: job %u's cgroup %s has no device program "
+			   "(ConstrainDevices=no): nothing to %s for GPU %u", g.holder, g.target, dir,
+			   admit ? "admit" : "drop", g.gpu);
+		return;
+	}
+	slurm_info(LOG_PREFIX "grant holder %u: GPU %u (%s, c %u:%u) %s job %u vGPU %u's %s cgroup %s "
+		   "(%u %s)", g.holder, g.gpu, g.file, g.dev.major, g.dev.minor,
+		   admit ? "admitted into" : "dropped from", g.target, g.vgpu, cgroup_word(root.kind), dir, written,
+		   root.kind == VGPU_CGROUP_V2 ? "device program(s)" : "cgroup(s)");
+	/* for the steps the job starts while the grant lasts (vgpu_remote_readmit_grants) */
 	if (admit && vgpu_grant_record_write(cfg->agent_socket_dir, g.target, g.holder, g.dev.major, g.dev.minor,
 					     err, sizeof(err)) != 0)
 		slurm_error(LOG_PREFIX "grant holder %u: job %u's later steps will not get the GPU: %s", g.holder,

@@ -297,48 +297,30 @@ int vgpu_remote_user_init(spank_t sp, const struct vgpu_config *cfg, const char 
 	return 0;
 }
 
-struct step_grant {
-	const char *dir;
-	unsigned admitted;
-};
-
-static int admit_recorded(unsigned major, unsigned minor, void *ctx)
-{
-	struct step_grant *g = ctx;
-	const struct vgpu_device dev = { major, minor };
-	char err[VGPU_ERR_MAX];
-	unsigned written = 0;
-
-	if (vgpu_cgroup_set_device(g->dir, &dev, 1, &written, err, sizeof(err)) != 0)
-		slurm_error(LOG_PREFIX "job %u: granted device c %u:%u not admitted into this step: %s", state.jobid,
-			    major, minor, err);
-	else
-		g->admitted++;
-	return 0;
-}
-
 /*
- * As root in each task, after Slurm has set up the step's devices cgroup with the step's own GRES:
- * the GPUs granted to the job while it ran (grant records of the holders' prologs) are admitted
- * into the new step too. Nothing to do without records or without a v1 job cgroup.
+ * As root, once Slurm has set up the new step's devices constraint with the step's own GRES (v1
+ * devices files, or v2 device programs): the GPUs granted to the job while it ran (grant records
+ * of the holders' prologs) are admitted into the new step too. Nothing to do without records or
+ * without a job cgroup.
  */
-int vgpu_remote_task_init_privileged(spank_t sp, const struct vgpu_config *cfg)
+void vgpu_remote_readmit_grants(spank_t sp, const struct vgpu_config *cfg)
 {
-	char mount[PATH_MAX], dir[PATH_MAX], err[VGPU_ERR_MAX];
-	struct step_grant g = { dir, 0 };
+	char dir[PATH_MAX], err[VGPU_ERR_MAX];
+	struct vgpu_cgroup_root root;
 	uint32_t uid = 0;
+	unsigned admitted = 0;
 
 	if (state.failed || !state.vgpu_job || spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS)
-		return 0;
-	if (vgpu_find_devices_cgroup("/proc/self/mounts", mount, sizeof(mount)) != VGPU_CGROUP_V1
-	    || vgpu_job_devices_cgroup(mount, state.node, (uid_t)uid, state.jobid, dir, sizeof(dir), err,
-				       sizeof(err)) != 0)
-		return 0;
-	vgpu_grant_records(cfg->agent_socket_dir, state.jobid, admit_recorded, &g);
-	if (g.admitted > 0)
+		return;
+	root.kind = vgpu_find_devices_cgroup("/proc/self/mounts", root.mount, sizeof(root.mount));
+	if (vgpu_job_cgroup(&root, state.node, (uid_t)uid, state.jobid, dir, sizeof(dir), err, sizeof(err)) != 0)
+		return;
+	if (vgpu_readmit_grants(&root, dir, cfg->agent_socket_dir, state.jobid, &admitted, err, sizeof(err)) != 0)
+		slurm_error(LOG_PREFIX "job %u: not every granted device is admitted into this step: %s", state.jobid,
+			    err);
+	if (admitted > 0)
 		slurm_verbose(LOG_PREFIX "job %u: %u granted device(s) admitted into the new step's cgroups",
-			      state.jobid, g.admitted);
-	return 0;
+			      state.jobid, admitted);
 }
 
 int vgpu_remote_task_init(spank_t sp)

@@ -137,26 +137,31 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
 	return vgpu_remote_user_init(sp, &config, migrate);
 }
 
+/*
+ * The job's granted GPUs into a step's cgroups: from the task as root (task_init_privileged) and
+ * again from slurmstepd itself after the fork (task_post_fork), because Slurm may set up the task's
+ * devices constraint there, after task_init_privileged has run (seen on 22.05 with cgroup v1: a
+ * step's task then lost a grant). Admitting twice is harmless on v1 and v2 alike.
+ */
+static int readmit_grants(spank_t sp)
+{
+	if (spank_context() == S_CTX_REMOTE && config_ok)
+		vgpu_remote_readmit_grants(sp, &config);
+	return 0;
+}
+
 int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 {
 	(void)ac;
 	(void)av;
-	if (spank_context() == S_CTX_REMOTE && config_ok)
-		return vgpu_remote_task_init_privileged(sp, &config);
-	return 0;
+	return readmit_grants(sp);
 }
 
-/*
- * Again from slurmstepd itself after the fork: Slurm may set up the task's devices cgroup there,
- * after task_init_privileged has run in the task (seen on 22.05: a step's task then lost a grant).
- */
 int slurm_spank_task_post_fork(spank_t sp, int ac, char **av)
 {
 	(void)ac;
 	(void)av;
-	if (spank_context() == S_CTX_REMOTE && config_ok)
-		vgpu_remote_task_init_privileged(sp, &config);
-	return 0;
+	return readmit_grants(sp);
 }
 
 int slurm_spank_task_init(spank_t sp, int ac, char **av)

@@ -19,13 +19,11 @@ job=$((4000000000 + $$ % 100000))
 top=$mount/slurm_$node
 cg=$top/uid_$uid/job_$job
 tmp=$(mktemp -d /tmp/vgpu-cgroup-test.XXXXXX)
-prober=
+# shellcheck source=tests/cgroup-prober.sh
+. "$(dirname "$0")/cgroup-prober.sh"
 cleanup() {
     local status=$? dir
-    if [ -n "$prober" ]; then
-        kill "$prober" 2>/dev/null || true
-        wait "$prober" 2>/dev/null || true
-    fi
+    prober_stop_all
     # a cgroup goes once its processes have: children first
     for dir in "$cg/step_0" "$cg" "$top/uid_$uid" "$top"; do
         if [ -d "$dir" ] && ! rmdir "$dir"; then
@@ -59,34 +57,14 @@ for rule in "c 1:3 rwm" "c 1:5 rwm" "c 1:8 rwm" "c 1:9 rwm" "c 5:0 rwm" "c 5:2 r
 done
 mkdir "$cg/step_0"   # the step: it copies the job's list now and keeps its own from here on
 
-# One long-lived process in the step's cgroup answers each probe (a device file to open) on a FIFO.
-mkfifo "$tmp/ask" "$tmp/answer"
-(
-    echo "$BASHPID" >"$cg/step_0/cgroup.procs"
-    exec 4<>"$tmp/ask" 5<>"$tmp/answer"
-    while read -r file <&4; do
-        if out=$( (exec 3<"$file") 2>&1); then echo "opened" >&5; else echo "${out##*: }" >&5; fi
-    done
-) &
-prober=$!
-exec 6<>"$tmp/ask" 7<>"$tmp/answer"
-probe() {
-    local answer
-    echo "$1" >&6
-    read -r answer <&7
-    echo "$answer"
-}
+prober_start step0 "$cg/step_0" || fail "no probe process in $cg/step_0"
+prober=$prober_pid_step0
 expect() {
     local file=$1 want=$2 got
-    got=$(probe "$tmp/dev/$file")
+    got=$(probe step0 "$tmp/dev/$file")
     echo "cgroup-v1-test: $3: open $file in step_0 (pid $prober): $got"
     [ "$got" = "$want" ] || fail "open $file: got '$got', expected '$want'"
 }
-for _ in $(seq 50); do
-    grep -qx "$prober" "$cg/step_0/cgroup.procs" && break
-    sleep 0.1
-done
-grep -qx "$prober" "$cg/step_0/cgroup.procs" || fail "the probe process is not in $cg/step_0"
 echo "cgroup-v1-test: job cgroup $cg, step cgroup step_0 holds pid $prober"
 
 DENIED="Operation not permitted"

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "cgroup2.h"
 #include "common.h"
 #include "config.h"
 #include "env.h"
@@ -1151,6 +1152,136 @@ static void test_cgroup_tree(const char *dir)
 	CHECK_HAS(err, "is not a character device");
 }
 
+/* Slurm's cgroup/v2 layout, and where the bridge looks for the job's devices constraint. */
+static void test_cgroup2_layout(const char *dir)
+{
+	char mounts[256], mount[PATH_MAX], path[PATH_MAX], err[VGPU_ERR_MAX];
+	struct vgpu_cgroup_root root;
+	struct vgpu_device dev = { 195, 7 };
+	unsigned count = 7;
+	const char *const cgroups[] = {
+		"/v2", "/v2/system.slice", "/v2/system.slice/slurmstepd.scope",
+		"/v2/system.slice/slurmstepd.scope/job_42", "/v2/system.slice/n2_slurmstepd.scope",
+		"/v2/system.slice/n2_slurmstepd.scope/job_42",
+	};
+	size_t k;
+
+	/* a hybrid host: v1 devices win, as Slurm takes v1 there; the unified mount is still found */
+	snprintf(mounts, sizeof(mounts), "%s/mounts2", dir);
+	write_file(mounts, "cgroup2 /sys/fs/cgroup/unified cgroup2 rw 0 0\n"
+			   "cgroup /sys/fs/cgroup/devices cgroup rw,relatime,devices 0 0\n"
+			   "cgroup2 /other cgroup2 rw 0 0\n");
+	CHECK(vgpu_find_devices_cgroup(mounts, mount, sizeof(mount)) == VGPU_CGROUP_V1);
+	CHECK_STR(mount, "/sys/fs/cgroup/devices");
+	CHECK(vgpu_find_cgroup2(mounts, mount, sizeof(mount)) == 0);
+	CHECK_STR(mount, "/sys/fs/cgroup/unified");
+	/* pure v2: the cgroup2 mount is where Slurm's job cgroups are */
+	write_file(mounts, "cgroup2 /sys/fs/cgroup cgroup2 rw,nsdelegate 0 0\n");
+	CHECK(vgpu_find_devices_cgroup(mounts, mount, sizeof(mount)) == VGPU_CGROUP_V2);
+	CHECK_STR(mount, "/sys/fs/cgroup");
+	write_file(mounts, "cgroup /sys/fs/cgroup/devices cgroup rw,devices 0 0\n");
+	CHECK(vgpu_find_cgroup2(mounts, mount, sizeof(mount)) == -1);
+	write_file(mounts, "proc /proc proc rw 0 0\n");
+	CHECK(vgpu_find_devices_cgroup(mounts, mount, sizeof(mount)) == VGPU_CGROUP_NONE);
+	CHECK_STR(mount, "");
+
+	for (k = 0; k < sizeof(cgroups) / sizeof(cgroups[0]); k++) {
+		snprintf(path, sizeof(path), "%s%s", dir, cgroups[k]);
+		CHECK(mkdir(path, 0755) == 0);
+	}
+	snprintf(mount, sizeof(mount), "%s/v2", dir);
+	CHECK(vgpu_job_cgroup2(mount, "n1", 42, path, sizeof(path), err, sizeof(err)) == 0);
+	CHECK_HAS(path, "/v2/system.slice/slurmstepd.scope/job_42");
+	/* several slurmd per host: <node>_slurmstepd.scope comes first */
+	CHECK(vgpu_job_cgroup2(mount, "n2", 42, path, sizeof(path), err, sizeof(err)) == 0);
+	CHECK_HAS(path, "/v2/system.slice/n2_slurmstepd.scope/job_42");
+	CHECK(vgpu_job_cgroup2(mount, "n1", 43, path, sizeof(path), err, sizeof(err)) == 1);
+	CHECK(vgpu_job_cgroup2(mount, "n1/..", 42, path, sizeof(path), err, sizeof(err)) == -1);
+	CHECK(vgpu_job_cgroup2(mount, "n1", 42, path, 20, err, sizeof(err)) == -1);
+	CHECK_HAS(err, "too long");
+	snprintf(path, sizeof(path), "%s/v2/system.slice/slurmstepd.scope/job_44", dir);
+	CHECK(symlink("job_42", path) == 0);
+	CHECK(vgpu_job_cgroup2(mount, "n1", 44, path, sizeof(path), err, sizeof(err)) == -1);
+	CHECK_HAS(err, "is not a directory");
+
+	/* the dispatch by kind: v2 takes the v2 layout (no uid in it); no cgroups, nothing constrained */
+	root.kind = VGPU_CGROUP_V2;
+	snprintf(root.mount, sizeof(root.mount), "%s", mount);
+	CHECK(vgpu_job_cgroup(&root, "n1", 1000, 42, path, sizeof(path), err, sizeof(err)) == 0);
+	CHECK_HAS(path, "/v2/system.slice/slurmstepd.scope/job_42");
+	root.kind = VGPU_CGROUP_NONE;
+	CHECK(vgpu_job_cgroup(&root, "n1", 1000, 42, path, sizeof(path), err, sizeof(err)) == 1);
+	CHECK(vgpu_job_set_device(&root, path, &dev, 1, &count, err, sizeof(err)) == 0 && count == 0);
+	/* a directory that is no cgroup has no device programs to ask about: a clear failure */
+	snprintf(path, sizeof(path), "%s/v2/system.slice/slurmstepd.scope/job_42", dir);
+	CHECK(vgpu_cgroup2_set_device(path, &dev, 1, &count, err, sizeof(err)) == -1);
+	CHECK_HAS(err, "job_42: querying its device programs");
+	CHECK(vgpu_cgroup2_set_device(path, &dev, 0, &count, err, sizeof(err)) == -1 && count == 0);
+	snprintf(path, sizeof(path), "%s/v2/none", dir);
+	CHECK(vgpu_cgroup2_set_device(path, &dev, 1, &count, err, sizeof(err)) == -1);
+	CHECK_HAS(err, "No such file or directory");
+}
+
+/* The grant check's shape, and which programs may be wrapped. */
+static void test_grant_program(void)
+{
+	struct bpf_insn check[VGPU_GRANT_CHECK_INSNS + 1], prog[4];
+	char err[VGPU_ERR_MAX];
+	unsigned calls = 0, exits = 0, lookups = 0;
+	size_t n, i;
+
+	memset(check, 0xa5, sizeof(check));
+	n = vgpu_grant_check_insns(check, 9);
+	CHECK(n == VGPU_GRANT_CHECK_INSNS);
+	CHECK(check[VGPU_GRANT_CHECK_INSNS].code == 0xa5);	/* nothing written past the end */
+	/* it starts by saving the request and ends by handing it back in r1 to the wrapped program */
+	CHECK(check[0].code == (BPF_ALU64 | BPF_MOV | BPF_X) && check[0].dst_reg == BPF_REG_6
+	      && check[0].src_reg == BPF_REG_1);
+	CHECK(check[n - 1].code == (BPF_ALU64 | BPF_MOV | BPF_X) && check[n - 1].dst_reg == BPF_REG_1
+	      && check[n - 1].src_reg == BPF_REG_6);
+	for (i = 0; i < n; i++) {
+		const uint8_t code = check[i].code;
+
+		if (code == (BPF_JMP | BPF_CALL)) {
+			calls++;
+			CHECK(check[i].imm == BPF_FUNC_map_lookup_elem);
+		} else if (code == (BPF_JMP | BPF_EXIT)) {
+			exits++;
+			/* its one exit allows: r0 = 1 just before */
+			CHECK(i > 0 && check[i - 1].code == (BPF_ALU64 | BPF_MOV | BPF_K) && check[i - 1].imm == 1);
+		} else if (BPF_CLASS(code) == BPF_JMP) {
+			/* every other way out goes to the wrapped program's verdict */
+			CHECK((long)i + 1 + check[i].off == (long)n - 1);
+		} else if (code == (BPF_LD | BPF_DW | BPF_IMM)) {
+			lookups++;
+			CHECK(check[i].src_reg == BPF_PSEUDO_MAP_FD && check[i].imm == 9);
+			i++;	/* the second half of the 64-bit load */
+		}
+	}
+	CHECK(calls == 1 && exits == 1 && lookups == 1);
+
+	/* Slurm's shape: loads, compares, verdicts */
+	prog[0] = vgpu_bpf_insn(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_4, BPF_REG_1, 4, 0);
+	prog[1] = vgpu_bpf_insn(BPF_JMP | BPF_JNE | BPF_K, BPF_REG_4, 0, 1, 195);
+	prog[2] = vgpu_bpf_insn(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 0);
+	prog[3] = vgpu_bpf_insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
+	CHECK(vgpu_wrappable_insns(prog, 4, err, sizeof(err)) == 0);
+	CHECK(vgpu_wrappable_insns(prog, 0, err, sizeof(err)) == -1);
+	CHECK_HAS(err, "no instructions");
+	CHECK(vgpu_wrappable_insns(prog, VGPU_WRAPPED_INSNS_MAX + 1, err, sizeof(err)) == -1);
+	CHECK_HAS(err, "more than " LIMIT(VGPU_WRAPPED_INSNS_MAX));
+	prog[2] = vgpu_bpf_insn(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_map_lookup_elem);
+	CHECK(vgpu_wrappable_insns(prog, 4, err, sizeof(err)) == -1);
+	CHECK_HAS(err, "instruction 2 calls a helper");
+	prog[2] = vgpu_bpf_insn(BPF_LD | BPF_DW | BPF_IMM, BPF_REG_1, BPF_PSEUDO_MAP_FD, 0, 3);
+	CHECK(vgpu_wrappable_insns(prog, 4, err, sizeof(err)) == -1);
+	CHECK_HAS(err, "instruction 2 loads a map");
+	prog[2] = vgpu_bpf_insn(BPF_ALU64 | BPF_MOV | BPF_X, BPF_REG_0, 0, 0, 0);
+	prog[2].src_reg = 11;	/* BPF_REG_AX: constant blinding's */
+	CHECK(vgpu_wrappable_insns(prog, 4, err, sizeof(err)) == -1);
+	CHECK_HAS(err, "bpf_jit_harden");
+}
+
 /* ---- the agent's socket directory ---- */
 
 static int record_seen(unsigned major, unsigned minor, void *ctx)
@@ -1274,6 +1405,8 @@ static void test_grants(void)
 	test_hostlists();
 	test_gres_conf(dir);
 	test_cgroup_tree(dir);
+	test_cgroup2_layout(dir);
+	test_grant_program();
 	test_socket_dir(dir);
 	remove_all(dir);
 }

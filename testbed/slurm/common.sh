@@ -318,6 +318,52 @@ remove_slurm_cgroups() {
     return "$left"
 }
 
+# ---- The SPANK bridge's scenarios (spank-bridge, constrain-devices): the bridge apart from the
+# site's policy, and checks that all run and count.
+
+# let_every_job_through FILE: a job_submit.lua that takes every job as submitted (vgpu jobs are not
+# held, a two-node vgpu job is allowed), as if a tracker had released each at once. The scenario
+# restores the testbed's own afterwards.
+let_every_job_through() {
+    cat >"$1" <<'LUA'
+-- written by a testbed scenario of the SPANK bridge while it runs: every job as submitted
+function slurm_job_submit(job_desc, part_list, submit_uid)
+   return slurm.SUCCESS
+end
+function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
+   return slurm.SUCCESS
+end
+LUA
+}
+
+# mark_slurmd_logs, then new_slurmd_log: what the testbed's slurmd logged since the mark (earlier
+# scenarios of this testbed logged too, and only what comes after counts).
+declare -A SLURMD_LOG_MARK
+mark_slurmd_logs() {
+    local log
+    for log in "$TESTBED_DIR"/log/slurmd-n*.log; do
+        SLURMD_LOG_MARK[$log]=$(wc -l <"$log")
+    done
+}
+new_slurmd_log() {
+    local log
+    for log in "$TESTBED_DIR"/log/slurmd-n*.log; do
+        tail -n "+$((${SLURMD_LOG_MARK[$log]:-0} + 1))" "$log"
+    done
+}
+
+# check DESCRIPTION COMMAND...: PASS or FAIL with the description, counted in PASSED and FAILED;
+# every check runs, and the scenario fails at its end if one failed.
+PASSED=0
+FAILED=0
+ok() { PASSED=$((PASSED + 1)); echo "PASS $*"; }
+not_ok() { FAILED=$((FAILED + 1)); echo "FAIL $*"; }
+check() {
+    local what=$1
+    shift
+    if "$@"; then ok "$what"; else not_ok "$what"; fi
+}
+
 # ---- The hook brings borrowed vGPUs home: the steps of scenario hook-home, which testbed/story.sh
 # tells with what an admin sees between them.
 

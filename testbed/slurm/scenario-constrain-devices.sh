@@ -31,8 +31,6 @@ cp "$JOB_SUBMIT" "$T/job_submit.lua.testbed"
 JOBS=()
 PIDS=()
 unset "${!VGPU_@}"
-PASSED=0
-FAILED=0
 restore() {
     set +e
     [ "${#JOBS[@]}" -eq 0 ] || cancel_jobs "${JOBS[@]}"
@@ -45,31 +43,8 @@ restore() {
 }
 trap restore EXIT
 # The bridge apart from the site's policy, as scenario spank-bridge does: every job as submitted.
-cat >"$JOB_SUBMIT" <<'LUA'
-function slurm_job_submit(job_desc, part_list, submit_uid)
-   return slurm.SUCCESS
-end
-function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
-   return slurm.SUCCESS
-end
-LUA
-declare -A LOG_START
-for log in "$TESTBED_DIR"/log/slurmd-n*.log; do
-    LOG_START[$log]=$(wc -l <"$log")
-done
-new_slurmd_log() {
-    local log
-    for log in "$TESTBED_DIR"/log/slurmd-n*.log; do
-        tail -n "+$((${LOG_START[$log]:-0} + 1))" "$log"
-    done
-}
-ok() { PASSED=$((PASSED + 1)); echo "PASS $*"; }
-not_ok() { FAILED=$((FAILED + 1)); echo "FAIL $*"; }
-check() {
-    local what=$1
-    shift
-    if "$@"; then ok "$what"; else not_ok "$what"; fi
-}
+let_every_job_through "$JOB_SUBMIT"
+mark_slurmd_logs
 
 python3 "$REPO_ROOT/slurm-spank-bridge/tests/fake_tracker.py" --port-file "$T/tracker.port" \
     --reply-file "$T/tracker.reply" --log "$T/tracker.log" >"$T/log/tracker.out" 2>&1 &

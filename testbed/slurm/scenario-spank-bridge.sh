@@ -35,8 +35,6 @@ PIDS=()
 # sbatch hands the submitter's environment to the job: the testbed's own settings (VGPU_TESTBED_DIR, ...)
 # would pass for variables the bridge set.
 unset "${!VGPU_@}"
-PASSED=0
-FAILED=0
 
 restore() {
     set +e
@@ -52,35 +50,8 @@ restore() {
     slurm scontrol update NodeName="$(IFS=,; echo "${TESTBED_NODES[*]}")" State=RESUME >/dev/null 2>&1
 }
 trap restore EXIT
-cat >"$JOB_SUBMIT" <<'LUA'
--- written by testbed/slurm/scenario-spank-bridge.sh while it runs: every job as submitted
-function slurm_job_submit(job_desc, part_list, submit_uid)
-   return slurm.SUCCESS
-end
-function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
-   return slurm.SUCCESS
-end
-LUA
-
-# Only what slurmd logs from here on counts: earlier scenarios of this testbed logged too.
-declare -A LOG_START
-for log in "$TESTBED_DIR"/log/slurmd-n*.log; do
-    LOG_START[$log]=$(wc -l <"$log")
-done
-new_slurmd_log() {
-    local log
-    for log in "$TESTBED_DIR"/log/slurmd-n*.log; do
-        tail -n "+$((${LOG_START[$log]:-0} + 1))" "$log"
-    done
-}
-
-ok() { PASSED=$((PASSED + 1)); echo "PASS $*"; }
-not_ok() { FAILED=$((FAILED + 1)); echo "FAIL $*"; }
-check() { # check DESCRIPTION COMMAND...
-    local what=$1
-    shift
-    if "$@"; then ok "$what"; else not_ok "$what"; fi
-}
+let_every_job_through "$JOB_SUBMIT"
+mark_slurmd_logs
 
 # ---- fake tracker ----
 start_fake_tracker() {

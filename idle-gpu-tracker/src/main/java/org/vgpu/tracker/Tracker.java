@@ -23,7 +23,6 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import org.vgpu.common.agent.AgentChannel;
-import org.vgpu.common.contract.BridgeContract;
 import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.common.net.Endpoint;
 import org.vgpu.common.security.SessionToken;
@@ -870,21 +869,18 @@ public final class Tracker {
         }
     }
 
-    /**
-     * What a holder runs: the worker that serves its GPU (device 0 of the GPUs Slurm gave it, numbered
-     * as nvidia-smi does), listening on its node's address, telling this tracker where.
-     */
+    /** What a holder runs: see {@link HolderScript}. */
     private String holderScript(long job, Lend lend) {
         NodeConfig node = site.node(lend.node())
                 .orElseThrow(
                         () -> new IllegalStateException("node " + lend.node() + " is not in the site configuration"));
-        return "export " + BridgeContract.ENV_CUDA_DEVICE_ORDER + "=" + BridgeContract.CUDA_DEVICE_ORDER + "; exec "
-                + site.slurm().vgpuCommand() + " worker --listen "
-                + new Endpoint(node.reachableAs(), 0) + " --backend " + settings.workerBackend()
-                + " --device 0 --worker-id "
-                + lend.node() + "-holder-$SLURM_JOB_ID --key-file " + site.tokenKeyFile() + " --idle-timeout "
-                + settings.workerIdleTimeout().toSeconds() + " --tracker " + site.tracker() + " --lend " + job + ":"
-                + lend.vgpu();
+        return new HolderScript(
+                        site.slurm().vgpuCommand(),
+                        site.tokenKeyFile(),
+                        site.tracker(),
+                        settings.workerBackend(),
+                        settings.workerIdleTimeout())
+                .forLend(lend.node(), node.reachableAs(), job, lend.vgpu());
     }
 
     private void comment(long job, String text) {

@@ -552,7 +552,7 @@ class MigrationHookTest {
         assertTrue(
                 slurm.actions.stream()
                         .anyMatch(action -> action.startsWith("submit holder " + holder + " on n3 for " + job + " v1: ")
-                                && action.contains("--lend " + job + ":1")),
+                                && action.contains("'--lend' '" + job + ":1'")),
                 slurm.actions.toString());
         slurm.schedule();
         tracker.tick();

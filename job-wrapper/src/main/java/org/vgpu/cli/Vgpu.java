@@ -19,7 +19,7 @@ import org.vgpu.common.cli.SubcommandRunner;
  * <p>The subcommands are the {@link Subcommand} services on the class path: each module lists its
  * own in {@code META-INF/services/org.vgpu.common.cli.Subcommand}, so the launcher names none of
  * them and depends on no module for its commands' sake. The benchmarks ({@code vgpu bench},
- * {@code remote-bench}, {@code migration-bench}) are offered only where their jar
+ * {@code remote-bench}, {@code migration-bench}, {@code config-bench}) are offered only where their jar
  * ({@code testbed/benchmarks}) is on the class path, never in the product's {@code vgpu.jar}.
  */
 public final class Vgpu {

@@ -58,6 +58,7 @@ class VgpuTest {
                 List.of(
                         "bench",
                         "config",
+                        "config-bench",
                         "demo",
                         "devices",
                         "drain",

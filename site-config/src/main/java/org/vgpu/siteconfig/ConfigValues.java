@@ -21,6 +21,15 @@ import org.vgpu.common.net.Endpoint;
 final class ConfigValues {
     /** Node, partition, QOS and cluster names as Slurm accepts them without quoting. */
     private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9_.-]*");
+    /**
+     * Names end up in Slurm's files, systemd units, logs and ledger records; Slurm's own limit on most names is
+     * 64 bytes or less, and a megabyte of name (issue 21) must not get that far.
+     */
+    private static final int MAX_NAME_LENGTH = 64;
+    /** DNS's limit on a whole host name. */
+    private static final int MAX_HOST_LENGTH = 253;
+    /** An IPv6 literal (written in brackets in HOST:PORT). */
+    private static final Pattern IPV6 = Pattern.compile("[0-9A-Fa-f:.]{2,45}");
 
     private static final Pattern SIZE = Pattern.compile("(\\d+)\\s*([A-Za-z]*)");
     private static final Map<String, Long> SIZE_UNITS = Map.of(
@@ -44,6 +53,19 @@ final class ConfigValues {
     private ConfigValues() {}
 
     static String name(String value) {
+        return name(value, MAX_NAME_LENGTH);
+    }
+
+    /** A host name or address ({@code address}, {@code hostname}): a name as long as DNS allows. */
+    static String host(String value) {
+        return name(value, MAX_HOST_LENGTH);
+    }
+
+    private static String name(String value, int maxLength) {
+        if (value.length() > maxLength) {
+            throw new IllegalArgumentException("a name of " + value.length() + " characters is too long; expected"
+                    + " at most " + maxLength + " letters, digits, '_', '.', '-'");
+        }
         if (!NAME.matcher(value).matches()) {
             throw new IllegalArgumentException("'" + value + "' is not a valid name;"
                     + " expected letters, digits, '_', '.', '-' (starting with a letter or digit)");
@@ -119,6 +141,7 @@ final class ConfigValues {
         } catch (InputException e) {
             throw new IllegalArgumentException(e.getMessage() + ", e.g. 127.0.0.1:7400 or tracker.cluster:7400");
         }
+        requireHostName(value, endpoint);
         if (endpoint.port() == 0 || endpoint.isWildcard()) {
             throw new IllegalArgumentException("'" + value + "' is not an address others can connect to;"
                     + " expected a host name or address and a fixed port, e.g. tracker.cluster:7400");
@@ -134,6 +157,7 @@ final class ConfigValues {
         } catch (InputException e) {
             throw new IllegalArgumentException(e.getMessage() + ", e.g. 127.0.0.1:9464");
         }
+        requireHostName(value, endpoint);
         if (endpoint.port() == 0) {
             throw new IllegalArgumentException(
                     "'" + value + "' has no fixed port; expected one Prometheus can be told, e.g. 127.0.0.1:9464");
@@ -141,7 +165,31 @@ final class ConfigValues {
         return endpoint;
     }
 
+    /**
+     * The host of an endpoint lands in plugstack.conf, job_submit.lua's strings and the holder's command line:
+     * a name or an address, nothing that could end a word or a string there.
+     */
+    private static void requireHostName(String value, Endpoint endpoint) {
+        String host = endpoint.host();
+        boolean valid = host.contains(":")
+                ? IPV6.matcher(host).matches()
+                : host.length() <= MAX_HOST_LENGTH && NAME.matcher(host).matches();
+        if (!valid) {
+            throw new IllegalArgumentException("'" + value + "' does not start with a host name or address; expected"
+                    + " letters, digits, '_', '.', '-' (an IPv6 address in brackets), e.g. tracker.cluster:7400");
+        }
+    }
+
+    /** An absolute path vgpu may write unquoted: see {@link PlainWords}. */
     static Path absolutePath(String value) {
+        Path path = absolute(value);
+        PlainWords.pathProblem(value).ifPresent(problem -> {
+            throw new IllegalArgumentException(problem);
+        });
+        return path;
+    }
+
+    private static Path absolute(String value) {
         Path path;
         try {
             path = Path.of(value);
@@ -161,7 +209,8 @@ final class ConfigValues {
      * {@link BridgeContract#SOCKET_PATH_CHARS}, no {@code .} or {@code ..} component.
      */
     static Path agentSocketDir(String value) {
-        Path path = absolutePath(value);
+        // Its own, narrower character set (the bridge's) says what is expected; it is plain as well.
+        Path path = absolute(value);
         boolean dots = Arrays.stream(value.split("/")).anyMatch(part -> part.equals(".") || part.equals(".."));
         if (dots
                 || !value.matches(BridgeContract.SOCKET_PATH_CHAR_CLASS + "+")

@@ -19,6 +19,13 @@ final class GpuDeviceFiles {
      * @throws IllegalArgumentException when the text is not in that syntax
      */
     static int count(String files) {
+        // gres.conf takes the value unquoted: a space would start another key, as "File=/dev/nvidia0 Name=mps".
+        String odd = PlainWords.unplainCharacters(files.replaceAll("[\\[\\],]", ""));
+        if (!odd.isEmpty()) {
+            throw new IllegalArgumentException("'" + files + "' has a character gres.conf would split at (" + odd
+                    + "); expected absolute paths of " + PlainWords.PATH_CHARS + " with an optional [N-M] range,"
+                    + " e.g. /dev/nvidia[0-3]");
+        }
         int count = 0;
         for (String part : CommaLists.splitOutside(files, '[', ']')) {
             Matcher matcher = PART.matcher(part);

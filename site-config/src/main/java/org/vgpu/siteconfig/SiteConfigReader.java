@@ -9,13 +9,15 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.OptionalLong;
+import java.util.Set;
 import java.util.function.Function;
+import java.util.stream.Collectors;
 
 import org.vgpu.common.error.ConfigException;
 import org.vgpu.common.error.IoReasons;
@@ -36,6 +38,8 @@ public final class SiteConfigReader {
     private static final String TRACKER = "tracker";
     private static final List<String> SECTION_KINDS = List.of(CLUSTER, POLICY, NODE, DISTANCE, SLURM, TRACKER);
     private static final String DEFAULT_DISTANCE_KEY = "default";
+    /** How many names or pairs a message lists before it says how many more there are. */
+    private static final int SHOWN_AT_MOST = 10;
 
     private final Path file;
     private final List<ConfigProblem> problems = new ArrayList<>();
@@ -247,8 +251,8 @@ public final class SiteConfigReader {
                 }
                 return value;
             });
-            Optional<String> address = node.optional("address", ConfigValues::name);
-            Optional<String> hostname = node.optional("hostname", ConfigValues::name);
+            Optional<String> address = node.optional("address", ConfigValues::host);
+            Optional<String> hostname = node.optional("hostname", ConfigValues::host);
             Optional<Integer> slurmdPort = node.optional("slurmd_port", value -> ConfigValues.integer(value, 1, 65535));
             Optional<Integer> cpus = node.optional("cpus", value -> {
                 int count = ConfigValues.integer(value, 1, 100_000);
@@ -336,11 +340,16 @@ public final class SiteConfigReader {
         return metrics;
     }
 
-    /** Without a [distance] section the network is flat: every pair of nodes is 1 apart. */
+    /**
+     * Without a [distance] section the network is flat: every pair of nodes is 1 apart. Only the listed pairs are
+     * kept (see {@link Distances}); completeness without a default is checked by counting, so a large site with a
+     * default never walks its n * (n - 1) / 2 pairs.
+     */
     private Distances readDistances(IniFile.Section section, List<String> names) {
-        Map<Distances.NodePair, Integer> pairs = new LinkedHashMap<>();
+        Map<Distances.NodePair, Integer> pairs = new HashMap<>();
         Optional<Integer> fallback = section == null ? Optional.of(1) : Optional.empty();
         Map<Distances.NodePair, Integer> lineOfPair = new HashMap<>();
+        Set<String> known = new HashSet<>(names);
         for (IniFile.Entry entry : section == null ? List.<IniFile.Entry>of() : section.entries()) {
             Optional<Integer> distance = parse(entry, value -> ConfigValues.integer(value, 1, 1_000_000));
             if (entry.key().equals(DEFAULT_DISTANCE_KEY)) {
@@ -358,19 +367,17 @@ public final class SiteConfigReader {
                                 + " 'NODE NODE = DISTANCE' (e.g. n1 n2 = 1) or 'default = DISTANCE'");
                 continue;
             }
-            boolean known = true;
+            boolean bothKnown = true;
             for (String end : ends) {
-                if (!names.contains(end)) {
+                if (!known.contains(end)) {
                     problem(
                             entry.line(),
                             "distance to unknown node '" + end + "'; "
-                                    + (names.isEmpty()
-                                            ? "no node is described"
-                                            : "the nodes are " + String.join(", ", names)));
-                    known = false;
+                                    + (names.isEmpty() ? "no node is described" : "the nodes are " + listed(names)));
+                    bothKnown = false;
                 }
             }
-            if (!known) {
+            if (!bothKnown) {
                 continue;
             }
             if (ends[0].equals(ends[1])) {
@@ -392,33 +399,48 @@ public final class SiteConfigReader {
             }
             distance.ifPresent(value -> pairs.put(pair, value));
         }
-        List<String> missing = new ArrayList<>();
-        for (int i = 0; i < names.size(); i++) {
-            for (int j = i + 1; j < names.size(); j++) {
-                Distances.NodePair pair = Distances.NodePair.of(names.get(i), names.get(j));
-                if (!pairs.containsKey(pair) && !lineOfPair.containsKey(pair)) {
-                    if (fallback.isPresent()) {
-                        pairs.put(pair, fallback.get());
-                    } else {
-                        missing.add(pair.first() + " " + pair.second());
-                    }
-                }
-            }
-        }
-        if (!missing.isEmpty()
+        long allPairs = (long) names.size() * (names.size() - 1) / 2;
+        if (fallback.isEmpty()
+                && lineOfPair.size() < allPairs
                 && section != null
                 && problemsAt(section.entries()).isEmpty()) {
             problem(
                     section.line(),
-                    "[distance] lacks " + String.join(", ", missing) + "; add a line 'NODE NODE = DISTANCE'"
-                            + " for each, or 'default = DISTANCE' for all pairs not listed");
+                    "[distance] lacks " + missingPairs(names, lineOfPair.keySet(), allPairs)
+                            + "; add a line 'NODE NODE = DISTANCE' for each, or 'default = DISTANCE' for all pairs"
+                            + " not listed");
         }
-        return new Distances(pairs);
+        return new Distances(known, pairs, fallback.map(OptionalInt::of).orElse(OptionalInt.empty()));
+    }
+
+    /** The first few pairs not given, and how many more: a site of thousands of nodes lacks millions. */
+    private static String missingPairs(List<String> names, Set<Distances.NodePair> given, long allPairs) {
+        List<String> shown = new ArrayList<>();
+        for (int i = 0; i < names.size() && shown.size() < SHOWN_AT_MOST; i++) {
+            for (int j = i + 1; j < names.size() && shown.size() < SHOWN_AT_MOST; j++) {
+                Distances.NodePair pair = Distances.NodePair.of(names.get(i), names.get(j));
+                if (!given.contains(pair)) {
+                    shown.add(pair.first() + " " + pair.second());
+                }
+            }
+        }
+        long more = allPairs - given.size() - shown.size();
+        return more == 0
+                ? String.join(", ", shown)
+                : String.join(", ", shown) + " and " + more + " more pair" + (more == 1 ? "" : "s");
+    }
+
+    /** Names for a message: all of a small site's, the first few of a large one's. */
+    private static String listed(List<String> names) {
+        return names.size() <= SHOWN_AT_MOST
+                ? String.join(", ", names)
+                : String.join(", ", names.subList(0, SHOWN_AT_MOST)) + " and " + (names.size() - SHOWN_AT_MOST)
+                        + " more";
     }
 
     /** The problems already reported on these entries; a table with bad lines is not also called incomplete. */
     private List<ConfigProblem> problemsAt(List<IniFile.Entry> entries) {
-        List<Integer> lines = entries.stream().map(IniFile.Entry::line).toList();
+        Set<Integer> lines = entries.stream().map(IniFile.Entry::line).collect(Collectors.toSet());
         return problems.stream()
                 .filter(problem -> lines.contains(problem.line()))
                 .toList();

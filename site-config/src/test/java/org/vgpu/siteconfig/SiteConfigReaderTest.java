@@ -18,6 +18,7 @@ import java.util.regex.Pattern;
 import java.util.stream.Stream;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
@@ -250,6 +251,92 @@ class SiteConfigReaderTest {
         assertEquals(4, config.maxGpusPerJob());
     }
 
+    /**
+     * Issue 21 #6: distances used to be a complete table of every pair (10,000 nodes: 50 million entries) built
+     * through Map.copyOf, which took minutes from 1,000 nodes on. The timeout only keeps a regression from hanging
+     * the build; how fast it loads is measured by {@code vgpu config-bench} (docs/config-load.md), not asserted.
+     */
+    @Test
+    @Timeout(value = 120, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void aTenThousandNodeConfigurationLoadsWithEveryDistance() {
+        StringBuilder text = new StringBuilder(SMALL_SITE.substring(0, SMALL_SITE.indexOf("[node")));
+        StringBuilder distances = new StringBuilder("[distance]\ndefault = 3\n");
+        for (int i = 0; i < 10_000; i++) {
+            text.append("[node g%05d]\ngpus = 4\ngpu_memory = 80GiB\nvgpus = 8\nlender_port = 7500\n".formatted(i));
+            if (i % 2 == 1) {
+                distances.append("g%05d g%05d = 1\n".formatted(i - 1, i));
+            }
+        }
+        Distances read = read(text.append(distances).toString()).distances();
+
+        assertEquals(1, read.between("g00000", "g00001"));
+        assertEquals(1, read.between("g09999", "g09998"));
+        assertEquals(3, read.between("g00001", "g00002"), "not listed: the default");
+        assertEquals(3, read.between("g09999", "g00000"));
+        assertEquals(0, read.between("g04711", "g04711"));
+        assertThrows(IllegalArgumentException.class, () -> read.between("g00000", "g10000"));
+    }
+
+    @Test
+    void aDistanceTableWithoutDefaultNamesItsFirstMissingPairsAndCountsTheRest() {
+        StringBuilder text = new StringBuilder(SMALL_SITE.substring(0, SMALL_SITE.indexOf("[node")));
+        for (int i = 0; i < 200; i++) {
+            text.append("[node g%03d]\ngpus = 1\ngpu_memory = 16GiB\nvgpus = 1\nlender_port = 7500\n".formatted(i));
+        }
+        List<ConfigProblem> problems =
+                problems(text.append("[distance]\ng000 g001 = 1\n").toString());
+
+        assertEquals(1, problems.size(), problems.toString());
+        String message = problems.get(0).message();
+        assertTrue(
+                message.startsWith("[distance] lacks g000 g002, g000 g003, g000 g004, g000 g005, g000 g006, g000 g007,"
+                        + " g000 g008, g000 g009, g000 g010, g000 g011 and 19889 more pairs;"),
+                message);
+        assertTrue(message.endsWith("'default = DISTANCE' for all pairs not listed"), message);
+    }
+
+    /**
+     * Issue 21 #7: values that reach shell commands (the holder job's script) and systemd's ExecStart lines must be
+     * plain words: a path that is a command line, or a name of a megabyte, is refused with what is expected.
+     */
+    @Test
+    void valuesThatWouldReachAShellOrAUnitAreRefusedWithWhatIsExpected() {
+        String hostile = SiteConfigFiles.valid(dir)
+                .replace("vgpu_command = /opt/vgpu/bin/vgpu", "vgpu_command = /usr/local/bin/vgpu; rm -rf /")
+                .replace("spank_plugin = /opt/vgpu/lib/vgpu_spank.so", "spank_plugin = /opt/vgpu/lib/$(id).so")
+                .replace("name = testbed", "name = " + "c".repeat(1 << 20))
+                .replace("hostname = gpu-n3.cluster", "hostname = " + "h".repeat(300))
+                .replace("token_key_file = " + dir.resolve("site.key"), "token_key_file = /etc/vgpu/my key");
+
+        List<String> messages =
+                problems(hostile).stream().map(ConfigProblem::toString).toList();
+
+        Path file = dir.resolve("vgpu.conf").toAbsolutePath();
+        assertEquals(5, messages.size(), messages.toString());
+        assertEquals(
+                file + ":3: name: a name of 1048576 characters is too long; expected at most 64 letters, digits,"
+                        + " '_', '.', '-'",
+                messages.get(0));
+        assertEquals(
+                file + ":5: token_key_file: '/etc/vgpu/my key' has a character vgpu does not write into shell"
+                        + " commands or systemd units (' '); expected an absolute path of letters, digits and . _ + - @ /",
+                messages.get(1));
+        assertTrue(
+                messages.get(2).startsWith(file + ":17: spank_plugin: '/opt/vgpu/lib/$(id).so' has a character"),
+                messages.get(2));
+        assertTrue(
+                messages.get(3)
+                        .startsWith(file + ":18: vgpu_command: '/usr/local/bin/vgpu; rm -rf /' has a character"
+                                + " vgpu does not write into shell commands or systemd units (';', ' '); expected an absolute"
+                                + " path"),
+                messages.get(3));
+        assertTrue(
+                messages.get(4)
+                        .startsWith(file + ":43: hostname: a name of 300 characters is too long; expected at"
+                                + " most 253"),
+                messages.get(4));
+    }
+
     /** A valid file with one line replaced (or, with an empty {@code from}, with a line appended). */
     private static Arguments broken(String description, String from, String to, int line, String expected) {
         return Arguments.of(description, from, to, line, expected);
@@ -257,6 +344,25 @@ class SiteConfigReaderTest {
 
     static Stream<Arguments> malformedFiles() {
         return Stream.of(
+                broken(
+                        "tracker host that would end job_submit.lua's string",
+                        "tracker = 127.0.0.1:7400",
+                        "tracker = x\")os.execute(\"id\")--:7400",
+                        4,
+                        "does not start with a host name or address"),
+                broken(
+                        "metrics host with a quote",
+                        "[node n1]",
+                        "[tracker]\nmetrics = my\"host:9464\n[node n1]",
+                        21,
+                        "metrics: 'my\"host:9464' does not start with a host name or address"),
+                broken(
+                        "device files with a space",
+                        "gpu_devices = /dev/nvidia0,/dev/nvidia2",
+                        "gpu_devices = /dev/nvidia0 Name=mps,/dev/nvidia2",
+                        36,
+                        "gpu_devices: '/dev/nvidia0 Name=mps,/dev/nvidia2' has a character gres.conf would split at"
+                                + " (' ', '='); expected absolute paths of letters, digits and . _ + - @ /"),
                 broken(
                         "unknown key",
                         "max_borrowed_per_job = 3",

@@ -203,16 +203,19 @@ public final class TrackerCommand implements Subcommand {
                 slurmTimeout, site.lendPartition(), site.lendQos(), line.getOptionValue("holder-output", "/dev/null"));
         TrackerDaemon daemon;
         TrackerMetrics metrics;
+        Ledger ledger = null;
         try {
+            // The ledger first: a line it cannot read is found (FILE:LINE, the file left as it is) without Slurm.
+            ledger = Ledger.open(ledgerFile);
             for (String partition : List.of(site.lendPartition(), site.slurm().jobPartition())) {
                 if (!slurm.partitionExists(partition)) {
                     err.println(
                             "vgpu tracker: Slurm has no partition '" + partition + "' (named in " + site.source()
                                     + "); add it to slurm.conf (vgpu config render --what slurm.conf) or fix the configuration");
+                    ledger.close();
                     return 1;
                 }
             }
-            Ledger ledger = Ledger.open(ledgerFile);
             Tracker tracker =
                     new Tracker(site, slurm, ledger, SiteKey.load(site.tokenKeyFile()), settings, Clock.systemUTC());
             // Counts what the migration hook reports; its gauges read the tracker at each scrape.
@@ -224,6 +227,9 @@ public final class TrackerCommand implements Subcommand {
                     move.blockedMs() / 1000.0));
             daemon = TrackerDaemon.start(tracker, ledger, listen, poll, munge, trustedUsers);
         } catch (LedgerException | SlurmException e) {
+            if (ledger != null) {
+                ledger.close();
+            }
             err.println("vgpu tracker: " + e.detail());
             return 1;
         }

@@ -36,6 +36,9 @@ public record Assembly(
         Objects.requireNonNull(phase, "phase");
         Objects.requireNonNull(planned, "planned");
         Objects.requireNonNull(released, "released");
+        LedgerValues.atLeast("job", job, 1);
+        LedgerValues.word("user", user);
+        LedgerValues.word("node", node);
         lends = List.copyOf(lends);
         if (localGpus < 0 || localGpus + lends.size() != vgpus || vgpus < 1) {
             throw new IllegalArgumentException("assembly of job " + job + ": " + localGpus + " local GPU(s) and "

@@ -167,7 +167,8 @@ public final class Ledger implements AutoCloseable {
         }
         String text;
         try {
-            text = Files.readString(file, StandardCharsets.US_ASCII);
+            // One char per byte, so a byte that is not ASCII is reported at its line instead of failing the read.
+            text = new String(Files.readAllBytes(file), StandardCharsets.ISO_8859_1);
         } catch (IOException e) {
             throw new LedgerException(
                     LedgerException.Code.UNREADABLE, "cannot read the ledger " + file + ": " + IoReasons.of(e), e);
@@ -186,16 +187,18 @@ public final class Ledger implements AutoCloseable {
                         lines[i].length() > 120 ? lines[i].substring(0, 120) + "..." : lines[i]);
                 break;
             }
+            int column = firstNonText(lines[i]);
+            if (column >= 0) {
+                throw damaged(
+                        i + 1,
+                        "expected ASCII text, found the byte 0x%02x at column %d"
+                                .formatted((int) lines[i].charAt(column), column + 1));
+            }
             LedgerLines.Entry entry;
             try {
                 entry = LedgerLines.parse(lines[i]);
             } catch (IllegalArgumentException e) {
-                throw new LedgerException(
-                        LedgerException.Code.DAMAGED,
-                        file + ":" + (i + 1) + ": unreadable ledger record: "
-                                + e.getMessage()
-                                + "; the tracker will not start without knowing every lend. Repair the line, or move the file"
-                                + " aside to start empty (holder jobs the tracker then does not know are cancelled)");
+                throw damaged(i + 1, e.getMessage());
             }
             switch (entry) {
                 case LedgerLines.Entry.Keep keep -> live.put(keep.assembly().job(), keep.assembly());
@@ -208,6 +211,29 @@ public final class Ledger implements AutoCloseable {
                 case LedgerLines.Entry.LastMigrationId seen -> lastMigrationId = Math.max(lastMigrationId, seen.id());
             }
         }
+    }
+
+    /**
+     * A line that is not a record: FILE:LINE, what was expected and found. Thrown before anything is written, so
+     * the file stays as it was for the admin to repair.
+     */
+    private LedgerException damaged(int line, String reason) {
+        return new LedgerException(
+                LedgerException.Code.DAMAGED,
+                file + ":" + line + ": unreadable ledger record: " + reason
+                        + "; the tracker will not start without knowing every lend. Repair the line, or move the file"
+                        + " aside to start empty (holder jobs the tracker then does not know are cancelled)");
+    }
+
+    /** The index of the first character that is not printable ASCII, or -1. */
+    private static int firstNonText(String line) {
+        for (int i = 0; i < line.length(); i++) {
+            char c = line.charAt(i);
+            if (c < ' ' || c > '~') {
+                return i;
+            }
+        }
+        return -1;
     }
 
     private void compact() {

@@ -11,7 +11,6 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.OptionalLong;
-import java.util.regex.Pattern;
 import java.util.zip.CRC32C;
 
 import org.vgpu.common.error.VgpuFailure;
@@ -38,9 +37,6 @@ import org.vgpu.common.net.Endpoint;
  * never written: they are issued afresh when asked for.
  */
 public final class LedgerLines {
-    /** Node, user and reason words: what Slurm allows in names, and nothing that could split a field. */
-    private static final Pattern WORD = Pattern.compile("[A-Za-z0-9._@+-]{1,128}");
-
     private static final String NONE = "-";
     private static final String HOME = "home";
 
@@ -48,13 +44,22 @@ public final class LedgerLines {
     public sealed interface Entry {
         record Keep(Assembly assembly) implements Entry {}
 
-        record Forget(long job, String why) implements Entry {}
+        record Forget(long job, String why) implements Entry {
+            public Forget {
+                LedgerValues.atLeast("job", job, 1);
+                LedgerValues.word("reason", why);
+            }
+        }
 
         record Step(Migration migration) implements Entry {}
 
         record Outcome(MigrationOutcome outcome) implements Entry {}
 
-        record LastMigrationId(long id) implements Entry {}
+        record LastMigrationId(long id) implements Entry {
+            public LastMigrationId {
+                LedgerValues.atLeast("last", id, 0);
+            }
+        }
     }
 
     private LedgerLines() {}
@@ -171,11 +176,13 @@ public final class LedgerLines {
         }
         return switch (words[0]) {
             case "assembly" -> new Entry.Keep(assembly(fields, lends));
-            case "forget" -> new Entry.Forget(number(fields, "job"), require(fields, "why"));
+            case "forget" -> new Entry.Forget(number(fields, "job", 1), require(fields, "why"));
             case "migration" -> new Entry.Step(migration(fields));
             case "outcome" -> new Entry.Outcome(outcome(fields));
-            case "migrations" -> new Entry.LastMigrationId(number(fields, "last"));
-            default -> throw new IllegalArgumentException("unknown record '" + words[0] + "'");
+            case "migrations" -> new Entry.LastMigrationId(number(fields, "last", 0));
+            default ->
+                throw new IllegalArgumentException("unknown record " + LedgerValues.shown(words[0])
+                        + "; expected assembly, forget, migration, outcome or migrations");
         };
     }
 
@@ -184,11 +191,10 @@ public final class LedgerLines {
         for (String text : lendTexts) {
             String[] parts = text.split("/", 7);
             if (parts.length < 6) {
-                throw new IllegalArgumentException(
-                        "lend '" + text + "' is not VGPU/NODE/HOLDER/GPU/HOST:PORT/WORKER-ID[/FORMER-ID,...]");
+                throw new IllegalArgumentException("lend " + LedgerValues.shown(text)
+                        + " is not VGPU/NODE/HOLDER/GPU/HOST:PORT/WORKER-ID[/FORMER-ID,...]");
             }
             List<String> formers = parts.length == 7 ? List.of(parts[6].split(",", -1)) : List.of();
-            formers.forEach(id -> word("former worker id", id));
             boolean home = parts[4].equals(HOME);
             boolean hasWorker = !home && !parts[4].equals(NONE);
             try {
@@ -197,17 +203,15 @@ public final class LedgerLines {
                         parts[1],
                         parts[2].equals(NONE) ? OptionalLong.empty() : OptionalLong.of(Long.parseLong(parts[2])),
                         parts[3].equals(NONE) ? OptionalInt.empty() : OptionalInt.of(Integer.parseInt(parts[3])),
-                        hasWorker ? Optional.of(Endpoint.parse(parts[4])) : Optional.empty(),
+                        hasWorker ? Optional.of(endpoint("worker", parts[4])) : Optional.empty(),
                         parts[5].equals(NONE) ? Optional.empty() : Optional.of(parts[5]),
                         home,
                         formers));
             } catch (NumberFormatException e) {
                 throw new IllegalArgumentException(
-                        "lend '" + text + "' has a VGPU, HOLDER or GPU that is not a number", e);
-            } catch (VgpuFailure e) {
-                throw new IllegalArgumentException("lend '" + text + "': " + e.detail(), e);
+                        "lend " + LedgerValues.shown(text) + " has a VGPU, HOLDER or GPU that is not a number", e);
             } catch (IllegalArgumentException e) {
-                throw new IllegalArgumentException("lend '" + text + "': " + e.getMessage(), e);
+                throw new IllegalArgumentException("lend " + LedgerValues.shown(text) + ": " + e.getMessage(), e);
             }
         }
         Assembly.Phase phase = switch (require(fields, "phase")) {
@@ -216,17 +220,16 @@ public final class LedgerLines {
             default ->
                 throw new IllegalArgumentException("phase '" + fields.get("phase") + "' is not securing or released");
         };
-        Optional<Instant> released = fields.containsKey("released")
-                ? Optional.of(Instant.ofEpochMilli(number(fields, "released")))
-                : Optional.empty();
+        Optional<Instant> released =
+                fields.containsKey("released") ? Optional.of(time(fields, "released")) : Optional.empty();
         return new Assembly(
-                number(fields, "job"),
+                number(fields, "job", 1),
                 require(fields, "user"),
                 require(fields, "node"),
-                (int) number(fields, "vgpus"),
-                (int) number(fields, "local"),
+                integer(fields, "vgpus", 1),
+                integer(fields, "local", 0),
                 phase,
-                Instant.ofEpochMilli(number(fields, "planned")),
+                time(fields, "planned"),
                 released,
                 lends);
     }
@@ -248,41 +251,38 @@ public final class LedgerLines {
         if (!workerText.equals(NONE)) {
             int slash = workerText.lastIndexOf('/');
             if (slash < 0) {
-                throw new IllegalArgumentException("worker '" + workerText + "' is not HOST:PORT/WORKER-ID");
+                throw new IllegalArgumentException(
+                        "worker: expected HOST:PORT/WORKER-ID, found " + LedgerValues.shown(workerText));
             }
-            try {
-                worker = Optional.of(new Migration.Worker(
-                        Endpoint.parse(workerText.substring(0, slash)), workerText.substring(slash + 1)));
-            } catch (VgpuFailure e) {
-                throw new IllegalArgumentException("worker '" + workerText + "': " + e.detail(), e);
-            }
+            worker = Optional.of(new Migration.Worker(
+                    endpoint("worker", workerText.substring(0, slash)), workerText.substring(slash + 1)));
         }
         return new Migration(
-                number(fields, "id"),
-                number(fields, "job"),
-                (int) number(fields, "vgpu"),
+                number(fields, "id", 1),
+                number(fields, "job", 1),
+                integer(fields, "vgpu", 0),
                 require(fields, "node"),
                 remote,
                 phase,
-                require(fields, "grant").equals(NONE) ? OptionalLong.empty() : OptionalLong.of(number(fields, "grant")),
-                require(fields, "gpu").equals(NONE) ? OptionalInt.empty() : OptionalInt.of((int) number(fields, "gpu")),
+                require(fields, "grant").equals(NONE)
+                        ? OptionalLong.empty()
+                        : OptionalLong.of(number(fields, "grant", 1)),
+                require(fields, "gpu").equals(NONE) ? OptionalInt.empty() : OptionalInt.of(integer(fields, "gpu", 0)),
                 worker,
-                Instant.ofEpochMilli(number(fields, "started")),
-                require(fields, "sent").equals(NONE)
-                        ? Optional.empty()
-                        : Optional.of(Instant.ofEpochMilli(number(fields, "sent"))),
+                time(fields, "started"),
+                require(fields, "sent").equals(NONE) ? Optional.empty() : Optional.of(time(fields, "sent")),
                 require(fields, "by"));
     }
 
     private static MigrationOutcome outcome(Map<String, String> fields) {
         return new MigrationOutcome(
-                number(fields, "id"),
-                number(fields, "job"),
-                (int) number(fields, "vgpu"),
+                number(fields, "id", 1),
+                number(fields, "job", 1),
+                integer(fields, "vgpu", 0),
                 MigrationOutcome.Result.of(require(fields, "result")),
-                number(fields, "blocked"),
-                number(fields, "bytes"),
-                Instant.ofEpochMilli(number(fields, "at")));
+                number(fields, "blocked", 0),
+                number(fields, "bytes", 0),
+                time(fields, "at"));
     }
 
     private static String require(Map<String, String> fields, String key) {
@@ -293,20 +293,45 @@ public final class LedgerLines {
         return value;
     }
 
-    private static long number(Map<String, String> fields, String key) {
+    private static long number(Map<String, String> fields, String key, long min) {
+        return number(fields, key, min, Long.MAX_VALUE);
+    }
+
+    private static int integer(Map<String, String> fields, String key, int min) {
+        return (int) number(fields, key, min, Integer.MAX_VALUE);
+    }
+
+    private static long number(Map<String, String> fields, String key, long min, long max) {
+        String text = require(fields, key);
+        long value;
         try {
-            return Long.parseLong(require(fields, key));
+            value = Long.parseLong(text);
         } catch (NumberFormatException e) {
-            throw new IllegalArgumentException("'" + key + "=" + fields.get(key) + "' is not a number");
+            throw new IllegalArgumentException(
+                    "'" + key + "=" + LedgerValues.shown(text).replace("'", "")
+                            + "' is not a number: expected a number in " + min + ".." + max);
+        }
+        if (value < min || value > max) {
+            throw new IllegalArgumentException(key + ": expected a number in " + min + ".." + max + ", found " + value);
+        }
+        return value;
+    }
+
+    private static Instant time(Map<String, String> fields, String key) {
+        return Instant.ofEpochMilli(number(fields, key, 0));
+    }
+
+    private static Endpoint endpoint(String what, String text) {
+        try {
+            return Endpoint.parse(text);
+        } catch (VgpuFailure e) {
+            throw new IllegalArgumentException(
+                    what + ": expected HOST:PORT with a port in 0..65535, found " + LedgerValues.shown(text), e);
         }
     }
 
     private static String word(String what, String value) {
-        if (!WORD.matcher(value).matches()) {
-            throw new IllegalArgumentException(what + " '" + value + "' cannot be written to the ledger: expected "
-                    + "1 to 128 of A-Z a-z 0-9 . _ @ + -");
-        }
-        return value;
+        return LedgerValues.word(what, value);
     }
 
     private static String sealed(String body) {

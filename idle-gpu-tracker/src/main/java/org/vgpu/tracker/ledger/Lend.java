@@ -38,6 +38,11 @@ public record Lend(
         if (vgpu < 0) {
             throw new IllegalArgumentException("vGPU index must not be negative, got " + vgpu);
         }
+        LedgerValues.word("node", node);
+        holder.ifPresent(job -> LedgerValues.atLeast("holder", job, 1));
+        gpu.ifPresent(index -> LedgerValues.atLeast("gpu", index, 0));
+        workerId.ifPresent(id -> LedgerValues.word("worker id", id));
+        formerWorkerIds.forEach(id -> LedgerValues.word("former worker id", id));
         if (home
                 ? worker.isPresent() || workerId.isEmpty() || holder.isEmpty() || gpu.isEmpty()
                 : worker.isPresent() != workerId.isPresent()) {

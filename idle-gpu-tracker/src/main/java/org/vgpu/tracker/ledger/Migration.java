@@ -46,6 +46,7 @@ public record Migration(
         public Worker {
             Objects.requireNonNull(endpoint, "endpoint");
             Objects.requireNonNull(id, "id");
+            LedgerValues.word("worker id", id);
         }
     }
 
@@ -61,6 +62,11 @@ public record Migration(
         if (id < 1 || vgpu < 0) {
             throw new IllegalArgumentException("migration " + id + " of vGPU " + vgpu + ": id must be positive");
         }
+        LedgerValues.atLeast("job", job, 1);
+        LedgerValues.word("node", node);
+        LedgerValues.word("migration's origin", by);
+        grant.ifPresent(holder -> LedgerValues.atLeast("grant", holder, 1));
+        gpu.ifPresent(index -> LedgerValues.atLeast("gpu", index, 0));
         if (phase == Phase.SENT
                 && (grant.isEmpty() || gpu.isEmpty() || sent.isEmpty() || remote != worker.isPresent())) {
             throw new IllegalArgumentException(

@@ -41,6 +41,9 @@ public record MigrationOutcome(long id, long job, int vgpu, Result result, long 
     public MigrationOutcome {
         Objects.requireNonNull(result, "result");
         Objects.requireNonNull(at, "at");
+        LedgerValues.atLeast("id", id, 1);
+        LedgerValues.atLeast("job", job, 1);
+        LedgerValues.atLeast("vgpu", vgpu, 0);
         if (blockedMs < 0 || bytes < 0) {
             throw new IllegalArgumentException("blocked time and bytes must not be negative");
         }

@@ -1,5 +1,6 @@
 package org.vgpu.tracker.ledger;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -98,6 +99,77 @@ class LedgerTest {
         assertEquals(2, Files.readAllLines(file).size(), "a ledger that cannot be read is left as it is");
     }
 
+    /**
+     * Issue 21 #8: a line whose CRC is right but whose value is not (a port out of range, a worker id that is a
+     * shell command, bytes that are not ASCII, a number beyond its field) stops the tracker with FILE:LINE, what was
+     * expected and what was found, before anything is rewritten: the file stays as it was.
+     */
+    @Test
+    void aSealedLineWithABadValueIsRefusedWithFileLineExpectedAndFoundAndTheFileIsLeftAlone() throws IOException {
+        String lend = " lend=1/n2/43/3/10.1.0.2:7500/w-43";
+        String good = "assembly job=7 user=alice node=n1 vgpus=2 local=1 phase=securing planned=1";
+        for (String[] bad : List.of(
+                new String[] {
+                    good + " lend=1/n2/43/3/10.1.0.2:99999/w-43",
+                    "lend '1/n2/43/3/10.1.0.2:99999/w-43': worker: expected HOST:PORT with a port in 0..65535,"
+                            + " found '10.1.0.2:99999'"
+                },
+                new String[] {
+                    good + " lend=1/n2/43/3/10.1.0.2:7500/$(id)",
+                    "lend '1/n2/43/3/10.1.0.2:7500/$(id)': worker id: expected 1 to 128 of A-Z a-z 0-9 . _ @ + -,"
+                            + " found '$(id)'"
+                },
+                new String[] {
+                    good.replace("user=alice", "user=al\u00e9") + lend,
+                    "expected ASCII text, found the byte 0xc3 at column 23"
+                },
+                new String[] {
+                    good.replace("vgpus=2", "vgpus=4294967298") + lend,
+                    "vgpus: expected a number in 1..2147483647, found 4294967298"
+                },
+                new String[] {
+                    good.replace("job=7", "job=-7") + lend, "job: expected a number in 1..9223372036854775807, found -7"
+                },
+                new String[] {
+                    "migration id=9 job=7 vgpu=1 node=n1 to=remote phase=claiming grant=- gpu=- worker=10.1.0.3:7500/`id`"
+                            + " started=1 sent=- by=hook",
+                    "worker id: expected 1 to 128 of A-Z a-z 0-9 . _ @ + -, found '`id`'"
+                },
+                new String[] {"forget job=7 why=$(reboot)", "reason: expected 1 to 128 of"})) {
+            Path file = dir.resolve("tracker.ledger");
+            try (Ledger ledger = Ledger.open(file)) {
+                ledger.record(securing(6));
+            }
+            byte[] before = (Files.readString(file) + sealed(bad[0]) + "\n").getBytes(StandardCharsets.UTF_8);
+            Files.write(file, before);
+
+            LedgerException refused = assertThrows(LedgerException.class, () -> Ledger.open(file), bad[0]);
+
+            assertEquals("LEDGER_DAMAGED", refused.codeName());
+            assertTrue(
+                    refused.getMessage().startsWith(file + ":2: unreadable ledger record: " + bad[1]),
+                    bad[1] + " does not begin: " + refused.getMessage());
+            assertArrayEquals(before, Files.readAllBytes(file), "nothing is rewritten or lost");
+            Files.delete(file);
+        }
+    }
+
+    @Test
+    void recordsRefuseValuesTheReaderWouldRefuseSoTheWriterNeverWritesThem() {
+        Endpoint worker = new Endpoint("10.1.0.2", 7500);
+        for (Runnable make : List.<Runnable>of(
+                () -> Lend.planned(1, "n2").withHolder(43).withGpu(3).withWorker(worker, "$(id)"),
+                () -> Lend.planned(1, "n 2"),
+                () -> Migration.intent(7, 42, 1, "n1", false, PLANNED, "by hook"),
+                () -> new Migration.Worker(worker, "w;reboot"),
+                () -> new Assembly(
+                        0, "alice", "n1", 1, 1, Assembly.Phase.SECURING, PLANNED, Optional.empty(), List.of()),
+                () -> new MigrationOutcome(7, 42, -1, MigrationOutcome.Result.OK, 0, 0, PLANNED))) {
+            IllegalArgumentException refused = assertThrows(IllegalArgumentException.class, make::run);
+            assertTrue(refused.getMessage().contains("expected"), refused.getMessage());
+        }
+    }
+
     @Test
     void linesRoundTripAndMalformedOnesAreRefusedWithTheReason() {
         Assembly released = securing(42)
@@ -140,9 +212,11 @@ class LedgerTest {
 
     @Test
     void namesThatCouldSplitAFieldAreNeverWritten() {
-        Assembly odd =
-                new Assembly(1, "al ice", "n1", 1, 1, Assembly.Phase.SECURING, PLANNED, Optional.empty(), List.of());
-        assertThrows(IllegalArgumentException.class, () -> LedgerLines.assembly(odd));
+        // Since issue 21 the record itself refuses the name, so no ledger line can be made of it.
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> LedgerLines.assembly(new Assembly(
+                        1, "al ice", "n1", 1, 1, Assembly.Phase.SECURING, PLANNED, Optional.empty(), List.of())));
     }
 
     @Test

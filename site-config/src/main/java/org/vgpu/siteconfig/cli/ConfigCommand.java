@@ -14,6 +14,7 @@ import org.apache.commons.cli.ParseException;
 
 import org.vgpu.common.cli.Subcommand;
 import org.vgpu.common.security.SiteKey;
+import org.vgpu.siteconfig.Distances;
 import org.vgpu.siteconfig.MigrationPolicy;
 import org.vgpu.siteconfig.NodeConfig;
 import org.vgpu.siteconfig.SiteConfig;
@@ -30,6 +31,8 @@ import org.vgpu.siteconfig.render.RenderedFile;
 public final class ConfigCommand implements Subcommand {
     private static final String CHECK = "check";
     private static final String RENDER = "render";
+    /** Up to this many nodes, check prints the distance of every pair (496 pairs at most). */
+    private static final int FULL_DISTANCE_TABLE_NODES = 32;
 
     @Override
     public String name() {
@@ -167,9 +170,34 @@ public final class ConfigCommand implements Subcommand {
                     node.gpuDevices(),
                     node.lenderEndpoint());
         }
+        out.println(distances(config));
+        out.printf(
+                "slurm: SPANK plugin %s, vgpu command %s, agent sockets in %s%n",
+                config.slurm().spankPlugin(),
+                config.slurm().vgpuCommand(),
+                config.slurm().agentSocketDir());
+        return 0;
+    }
+
+    /**
+     * Every pair's distance for a small site; for a large one what the file gives, since the table of a
+     * 10,000-node site has 50 million pairs (issue 21).
+     */
+    private static String distances(SiteConfig config) {
+        int nodes = config.nodes().size();
+        if (nodes > FULL_DISTANCE_TABLE_NODES) {
+            Distances distances = config.distances();
+            return "distances: " + distances.listedPairs() + " pair" + (distances.listedPairs() == 1 ? "" : "s")
+                    + " listed, "
+                    + (distances.otherPairs().isPresent()
+                            ? "every other pair " + distances.otherPairs().getAsInt()
+                            : "no other pair")
+                    + "; " + nodes + " nodes make " + (long) nodes * (nodes - 1) / 2
+                    + " pairs, too many to print each";
+        }
         StringBuilder distances = new StringBuilder("distances:");
-        for (int i = 0; i < config.nodes().size(); i++) {
-            for (int j = i + 1; j < config.nodes().size(); j++) {
+        for (int i = 0; i < nodes; i++) {
+            for (int j = i + 1; j < nodes; j++) {
                 String a = config.nodes().get(i).name();
                 String b = config.nodes().get(j).name();
                 distances
@@ -181,13 +209,7 @@ public final class ConfigCommand implements Subcommand {
                         .append(config.distances().between(a, b));
             }
         }
-        out.println(distances);
-        out.printf(
-                "slurm: SPANK plugin %s, vgpu command %s, agent sockets in %s%n",
-                config.slurm().spankPlugin(),
-                config.slurm().vgpuCommand(),
-                config.slurm().agentSocketDir());
-        return 0;
+        return distances.toString();
     }
 
     private static int reportProblems(String action, Path file, SiteConfigException e, PrintStream err) {

@@ -8,7 +8,9 @@ import java.util.Optional;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 
+import org.vgpu.common.error.ConfigException;
 import org.vgpu.siteconfig.NodeConfig;
+import org.vgpu.siteconfig.PlainWords;
 import org.vgpu.siteconfig.SiteConfig;
 
 /**
@@ -55,6 +57,11 @@ public enum RenderedFile {
                 .toList();
     }
 
+    /** The tracker's unit starts it with this file: ExecStart takes words unquoted, so its path must be plain. */
+    private boolean namesSourceInExecStart() {
+        return this == TRACKER_UNIT;
+    }
+
     /** Whether the file differs between nodes, so rendering it needs the node. */
     public boolean perNode() {
         return this == LENDER_UNIT;
@@ -69,8 +76,23 @@ public enum RenderedFile {
             throw new IllegalArgumentException(
                     fileName + (perNode() ? " is rendered for one node" : " is the same on every node"));
         }
+        String source = config.source().toString();
+        if (source.chars().anyMatch(Character::isISOControl)) {
+            throw new ConfigException(
+                    ConfigException.Code.INVALID,
+                    "the configuration file's path has a control character, which would end a comment line of "
+                            + fileName + "; move the file to an absolute path of " + PlainWords.PATH_CHARS);
+        }
+        String odd = PlainWords.unplainCharacters(source);
+        if (namesSourceInExecStart() && !odd.isEmpty()) {
+            throw new ConfigException(
+                    ConfigException.Code.INVALID,
+                    fileName + " names the configuration file " + source + " in its ExecStart, where systemd would"
+                            + " split or expand it (" + odd + "); move the file to an absolute path of "
+                            + PlainWords.PATH_CHARS + " and render again");
+        }
         Map<String, String> values = new HashMap<>();
-        values.put("source", config.source().toString());
+        values.put("source", source);
         values.put("cluster", config.clusterName());
         switch (this) {
             case SLURM_CONF -> {

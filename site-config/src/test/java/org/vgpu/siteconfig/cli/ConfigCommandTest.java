@@ -62,6 +62,23 @@ class ConfigCommandTest {
     }
 
     @Test
+    void checkOfALargeSiteSaysWhatItsDistanceTableGivesInsteadOfPrintingEveryPair() {
+        StringBuilder text = new StringBuilder(SiteConfigFiles.valid(dir)
+                .substring(0, SiteConfigFiles.valid(dir).indexOf("[node n1]")));
+        for (int i = 0; i < 40; i++) {
+            text.append("[node g%02d]\ngpus = 1\ngpu_memory = 16GiB\nvgpus = 1\nlender_port = 7500\n".formatted(i));
+        }
+        Path file = SiteConfigFiles.write(
+                dir, text.append("[distance]\ng00 g01 = 1\ndefault = 2\n").toString());
+
+        assertEquals(0, config("check", file.toString()), err());
+        assertTrue(
+                out().contains("\ndistances: 1 pair listed, every other pair 2; 40 nodes make 780 pairs, too many to"
+                        + " print each\n"),
+                out());
+    }
+
+    @Test
     void checkPrintsEveryProblemWithItsLineAndFails() {
         Path file = SiteConfigFiles.write(
                 dir,

@@ -5,6 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Optional;
@@ -14,9 +16,11 @@ import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
+import org.vgpu.common.error.ConfigException;
 import org.vgpu.siteconfig.SiteConfig;
 import org.vgpu.siteconfig.SiteConfigFiles;
 import org.vgpu.siteconfig.SiteConfigReader;
+import org.vgpu.siteconfig.SlurmSettings;
 
 class RenderedFileTest {
     @TempDir
@@ -162,6 +166,44 @@ class RenderedFileTest {
                 List.of("ExecStart=/opt/vgpu/bin/vgpu lender --listen gpu-n3.cluster:7501 --devices 0 --key-file "
                         + dir.resolve("site.key")),
                 linesStartingWith(RenderedFile.LENDER_UNIT.render(config, config.node("n3")), "ExecStart="));
+    }
+
+    /**
+     * Issue 21 #7: a unit names the configuration file in ExecStart, where systemd would split a path at a space and
+     * expand $ and %; such a path is refused with what to do, never written into the unit.
+     */
+    @Test
+    void aUnitIsNotRenderedForAConfigurationWhosePathSystemdWouldSplit() throws IOException {
+        Path odd = Files.createDirectories(dir.resolve("my $HOME"));
+        SiteConfig config = SiteConfigReader.read(SiteConfigFiles.write(odd, SiteConfigFiles.valid(dir)));
+
+        ConfigException refused =
+                assertThrows(ConfigException.class, () -> RenderedFile.TRACKER_UNIT.render(config, Optional.empty()));
+        assertEquals(
+                "vgpu-tracker.service names the configuration file " + odd.resolve("vgpu.conf")
+                        + " in its ExecStart, where systemd would split or expand it (' ', '$'); move the file"
+                        + " to an absolute path of letters, digits and . _ + - @ / and render again",
+                refused.detail());
+        assertTrue(
+                RenderedFile.LENDER_UNIT.render(config, config.node("n1")).contains(odd.toString()),
+                "the lender's unit names it in a comment only");
+        assertTrue(
+                RenderedFile.SLURM_CONF.render(config, Optional.empty()).contains(odd.toString()),
+                "a comment may name it");
+    }
+
+    @Test
+    void settingsThatWouldSplitAShellWordCannotBeMade() {
+        IllegalArgumentException refused = assertThrows(
+                IllegalArgumentException.class,
+                () -> new SlurmSettings(
+                        "gpu",
+                        SlurmSettings.DEFAULT_SPANK_PLUGIN,
+                        Path.of("/usr/local/bin/vgpu; rm -rf /"),
+                        SlurmSettings.DEFAULT_AGENT_SOCKET_DIR));
+        assertTrue(
+                refused.getMessage().startsWith("vgpu_command: '/usr/local/bin/vgpu; rm -rf ' has a character"),
+                refused.getMessage());
     }
 
     @Test

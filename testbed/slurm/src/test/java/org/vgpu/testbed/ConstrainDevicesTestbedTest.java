@@ -35,8 +35,9 @@ class ConstrainDevicesTestbedTest {
             skipReason = "the SPANK bridge " + BRIDGE + " was not built (slurm-spank-bridge needs cc and libslurm-dev)";
         }
         if (skipReason == null && !writableDevicesController()) {
-            skipReason = DEVICES_CONTROLLER + " is no writable cgroup v1 devices controller (Slurm's task/cgroup"
-                    + " would constrain devices with cgroup v2's eBPF programs, which the bridge does not widen)";
+            skipReason = DEVICES_CONTROLLER + " is no writable cgroup v1 devices controller (the testbed runs"
+                    + " Slurm's cgroup/v1 plugin; the bridge's cgroup v2 admission is tested by"
+                    + " slurm-spank-bridge/tests/cgroup-v2-test.sh)";
         }
         if (skipReason != null) {
             System.err.println("ConstrainDevicesTestbedTest skipped: " + skipReason);

@@ -2,10 +2,12 @@ package org.vgpu.common.cli;
 
 import java.io.PrintStream;
 import java.io.PrintWriter;
+import java.util.Arrays;
 
 import org.apache.commons.cli.CommandLine;
 import org.apache.commons.cli.DefaultParser;
 import org.apache.commons.cli.HelpFormatter;
+import org.apache.commons.cli.MissingOptionException;
 import org.apache.commons.cli.Option;
 import org.apache.commons.cli.Options;
 import org.apache.commons.cli.ParseException;
@@ -40,6 +42,16 @@ public final class SubcommandRunner {
                 throw new ParseException("unexpected argument(s): " + String.join(" ", line.getArgList()));
             }
             return command.run(line, out, err);
+        } catch (MissingOptionException e) {
+            // The parser checks required options before anyone can look for --help: "vgpu worker --help" was a
+            // usage error (issue 21). Asking for help needs none of them.
+            if (Arrays.asList(args).contains("--help") || Arrays.asList(args).contains("-h")) {
+                printUsage(command, options, out);
+                return 0;
+            }
+            err.println("vgpu " + command.name() + ": " + e.getMessage());
+            printUsage(command, options, err);
+            return 2;
         } catch (ParseException | InputException e) {
             err.println("vgpu " + command.name() + ": " + e.getMessage());
             printUsage(command, options, err);
