@@ -367,13 +367,16 @@ check() {
 # ---- The hook brings borrowed vGPUs home: the steps of scenario hook-home, which testbed/story.sh
 # tells with what an admin sees between them.
 
-# start_borrowing_job HOLD: fills every node to 1 idle GPU (FILL_JOBS), then submits a vgpu:3 job whose
+# start_borrowing_job HOLD [NAME [SBATCH_OPTION...]]: fills every node to 1 idle GPU (FILL_JOBS), then
+# submits a vgpu:3 job NAME (default hook-home, with the sbatch options given, e.g. an --export) whose
 # `vgpu run --hold HOLD` checks its results on every vGPU, keeps them open HOLD seconds with its
 # migration agent polling the tracker, and checks them again; waits until it runs on 1 local + 2
 # borrowed GPUs. Sets BORROWER (the job), BORROWER_NODE and LENDER_HOLDERS (its 2 holder jobs).
 start_borrowing_job() {
+    local hold=$1 name=${2:-hook-home}
+    shift $(($# < 2 ? $# : 2))
     fill_leaving_one_idle_gpu
-    BORROWER=$(submit --gres=vgpu:3 -J hook-home --wrap "$(vgpu_job_script --hold "$1")")
+    BORROWER=$(submit --gres=vgpu:3 -J "$name" "$@" --wrap "$(vgpu_job_script --hold "$hold")")
     expect_state "$BORROWER" RUNNING 60
     BORROWER_NODE=$(job_field "$BORROWER" NodeList)
     mapfile -t LENDER_HOLDERS < <(holders_of "$BORROWER")

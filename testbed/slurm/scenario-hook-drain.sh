@@ -8,15 +8,13 @@ set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
 FILL_JOBS=()
-job=
-trap '"$VGPU" hook resume --config "$TESTBED_DIR/etc/vgpu.conf" >/dev/null 2>&1 || true; cancel_jobs "${FILL_JOBS[@]}" ${job:+"$job"}; stop_tracker' EXIT
+BORROWER=
+trap '"$VGPU" hook resume --config "$TESTBED_DIR/etc/vgpu.conf" >/dev/null 2>&1 || true; cancel_jobs "${FILL_JOBS[@]}" ${BORROWER:+"$BORROWER"}; stop_tracker' EXIT
 start_tracker
 config=$TESTBED_DIR/etc/vgpu.conf
 "$VGPU" hook pause --config "$config"
-fill_leaving_one_idle_gpu
-job=$(submit --gres=vgpu:3 -J hook-drain --wrap "$(vgpu_job_script --hold 45)")
-expect_state "$job" RUNNING 60
-node=$(job_field "$job" NodeList)
+start_borrowing_job 45 hook-drain
+job=$BORROWER node=$BORROWER_NODE
 sleep 5 # the agent's first report
 lender=$(tracker_request status | grep "^assembly job=$job " | grep -o ' lend=1/[^/]*' | cut -d/ -f2)
 other=$(end_fill_beside "$node" "$lender")

@@ -10,16 +10,11 @@ set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
 FILL_JOBS=()
-job=
-trap 'cancel_jobs "${FILL_JOBS[@]}" ${job:+"$job"}; stop_tracker' EXIT
+BORROWER=
+trap 'cancel_jobs "${FILL_JOBS[@]}" ${BORROWER:+"$BORROWER"}; stop_tracker' EXIT
 start_tracker
-fill_leaving_one_idle_gpu
-job=$(submit --gres=vgpu:3 -J hook-fault --export=ALL,VGPU_TEST_MIGRATION_FAULT=replay-allocation \
-    --wrap "$(vgpu_job_script --hold 50)")
-expect_state "$job" RUNNING 60
-node=$(job_field "$job" NodeList)
-mapfile -t lenders < <(holders_of "$job")
-[ "${#lenders[@]}" -eq 2 ] || die "job $job has ${#lenders[@]} holders, expected 2"
+start_borrowing_job 50 hook-fault --export=ALL,VGPU_TEST_MIGRATION_FAULT=replay-allocation
+job=$BORROWER node=$BORROWER_NODE lenders=("${LENDER_HOLDERS[@]}")
 say "job $job runs on $node, borrowing through holders ${lenders[*]}, every migration set to fail at its target"
 sleep 5 # the workload's first pass on the remote vGPUs, so the agent has counters to report
 

@@ -9,15 +9,13 @@ set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
 FILL_JOBS=()
-job=
-trap 'cancel_jobs "${FILL_JOBS[@]}" ${job:+"$job"}; stop_tracker' EXIT
+BORROWER=
+trap 'cancel_jobs "${FILL_JOBS[@]}" ${BORROWER:+"$BORROWER"}; stop_tracker' EXIT
 start_tracker
 config=$TESTBED_DIR/etc/vgpu.conf
 "$VGPU" hook pause --config "$config"
-fill_leaving_one_idle_gpu
-job=$(submit --gres=vgpu:3 -J hook-restart --wrap "$(vgpu_job_script --hold 45)")
-expect_state "$job" RUNNING 60
-node=$(job_field "$job" NodeList)
+start_borrowing_job 45 hook-restart
+job=$BORROWER node=$BORROWER_NODE
 sleep 3
 for fill in "${FILL_JOBS[@]}"; do
     if [ "$(job_field "$fill" NodeList)" = "$node" ]; then slurm scancel "$fill"; fi

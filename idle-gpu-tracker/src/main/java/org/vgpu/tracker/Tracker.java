@@ -435,7 +435,7 @@ public final class Tracker {
             if (refused.isPresent()) {
                 return refused.get();
             }
-            hook.report(job, poll.stats(), clock.instant());
+            hook.report(job, poll.stats(), poll.expectedEnd(), clock.instant());
         }
         Optional<AgentMailbox.Order> order;
         try {

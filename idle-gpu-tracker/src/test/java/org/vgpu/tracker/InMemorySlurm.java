@@ -9,6 +9,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 
 import org.vgpu.tracker.slurm.GresItem;
 import org.vgpu.tracker.slurm.JobTime;
@@ -21,6 +23,9 @@ import org.vgpu.tracker.slurm.SlurmNode;
  * A small stand-in for Slurm for the tracker's unit tests: nodes with GPUs and CPUs, jobs that
  * {@link #schedule()} starts first-come when their node has the GPUs, and a log of every change
  * the tracker asked for. The real thing is exercised by the testbed's scenarios.
+ *
+ * <p>Thread-safe: a tracker daemon's tick, its socket's threads and the test itself may all reach it at once (as in
+ * job-wrapper's HookOnGpuTest), so every operation holds its lock, and {@link #actions} may be read while it grows.
  */
 final class InMemorySlurm implements SlurmControl {
     private record Node(String name, int gpus, int cpus, List<String> partitions) {}
@@ -28,28 +33,28 @@ final class InMemorySlurm implements SlurmControl {
     private final Map<String, Node> nodes = new LinkedHashMap<>();
     private final Map<Long, SlurmJob> jobs = new LinkedHashMap<>();
     private final Set<String> partitions = new HashSet<>(Set.of("gpu", "lend"));
-    final List<String> actions = new ArrayList<>();
+    final List<String> actions = new CopyOnWriteArrayList<>();
     /** When set, {@link #job} throws it: Slurm failing while the tracker answers a request. */
-    RuntimeException jobFailure;
+    volatile RuntimeException jobFailure;
 
     /** Run once right after the next {@link #inventory} is taken: a request that lands between a tick's look and its turn. */
     private Runnable afterNextLook;
 
     private long nextId = 100;
     /** What {@link #jobTime} says of each job; a job not here has run 100 s without a time limit. */
-    final Map<Long, JobTime> times = new LinkedHashMap<>();
+    final Map<Long, JobTime> times = new ConcurrentHashMap<>();
 
-    void addNode(String name, int gpus, int cpus) {
+    synchronized void addNode(String name, int gpus, int cpus) {
         addNode(name, gpus, cpus, List.of("gpu", "lend"));
     }
 
     /** A node in only {@code partitions}: e.g. {@code lend} alone, a lender that runs no vgpu job itself. */
-    void addNode(String name, int gpus, int cpus, List<String> partitions) {
+    synchronized void addNode(String name, int gpus, int cpus, List<String> partitions) {
         nodes.put(name, new Node(name, gpus, cpus, List.copyOf(partitions)));
     }
 
     /** A running job holding {@code gpuIndices} of {@code node}. */
-    long runOn(String node, List<Integer> gpuIndices, int cpus) {
+    synchronized long runOn(String node, List<Integer> gpuIndices, int cpus) {
         long id = nextId++;
         jobs.put(
                 id,
@@ -68,7 +73,7 @@ final class InMemorySlurm implements SlurmControl {
     }
 
     /** A vgpu job as job_submit.lua leaves it: pending, held. */
-    long submitVgpuJob(int vgpus) {
+    synchronized long submitVgpuJob(int vgpus) {
         long id = nextId++;
         jobs.put(
                 id,
@@ -87,11 +92,11 @@ final class InMemorySlurm implements SlurmControl {
     }
 
     /** Slurm no longer lists the job: it ended longer ago than MinJobAge, or was purged. */
-    void forget(long id) {
+    synchronized void forget(long id) {
         jobs.remove(id);
     }
 
-    void setState(long id, String state) {
+    synchronized void setState(long id, String state) {
         SlurmJob job = jobs.get(id);
         jobs.put(
                 id,
@@ -108,12 +113,12 @@ final class InMemorySlurm implements SlurmControl {
                         state.equals("RUNNING") ? job.allocations() : List.of()));
     }
 
-    SlurmJob get(long id) {
+    synchronized SlurmJob get(long id) {
         return jobs.get(id);
     }
 
     /** Starts every pending, released job whose pinned node has its GPUs free, lowest GPU indices first. */
-    void schedule() {
+    synchronized void schedule() {
         for (SlurmJob job : List.copyOf(jobs.values())) {
             if (!job.state().equals("PENDING")
                     || job.priority() == 0
@@ -141,7 +146,7 @@ final class InMemorySlurm implements SlurmControl {
         }
     }
 
-    List<Integer> freeGpus(String node) {
+    synchronized List<Integer> freeGpus(String node) {
         Set<Integer> used = new HashSet<>();
         jobs.values().stream()
                 .filter(job -> job.state().equals("RUNNING"))
@@ -155,7 +160,7 @@ final class InMemorySlurm implements SlurmControl {
         return free;
     }
 
-    List<Long> activeHolders() {
+    synchronized List<Long> activeHolders() {
         return jobs.values().stream()
                 .filter(job -> job.partition().equals("lend") && !job.state().equals("CANCELLED"))
                 .map(SlurmJob::id)
@@ -164,6 +169,21 @@ final class InMemorySlurm implements SlurmControl {
 
     @Override
     public SlurmInventory inventory() {
+        SlurmInventory inventory;
+        Runnable between;
+        synchronized (this) {
+            inventory = look();
+            between = afterNextLook;
+            afterNextLook = null;
+        }
+        // Outside the lock: what runs between may wait on a thread that asks this Slurm.
+        if (between != null) {
+            between.run();
+        }
+        return inventory;
+    }
+
+    private SlurmInventory look() {
         List<SlurmNode> views = new ArrayList<>();
         for (Node node : nodes.values()) {
             int usedGpus = node.gpus() - freeGpus(node.name()).size();
@@ -181,22 +201,16 @@ final class InMemorySlurm implements SlurmControl {
                     Map.of("gpu", node.gpus(), "vgpu", 8),
                     Map.of("gpu", usedGpus, "vgpu", 0)));
         }
-        SlurmInventory inventory = new SlurmInventory(views, List.copyOf(jobs.values()));
-        Runnable between = afterNextLook;
-        afterNextLook = null;
-        if (between != null) {
-            between.run();
-        }
-        return inventory;
+        return new SlurmInventory(views, List.copyOf(jobs.values()));
     }
 
     /** {@code between} runs once, after the next look is taken and before its caller sees it. */
-    void afterNextLook(Runnable between) {
+    synchronized void afterNextLook(Runnable between) {
         afterNextLook = between;
     }
 
     @Override
-    public Optional<SlurmJob> job(long id) {
+    public synchronized Optional<SlurmJob> job(long id) {
         if (jobFailure != null) {
             throw jobFailure;
         }
@@ -204,19 +218,19 @@ final class InMemorySlurm implements SlurmControl {
     }
 
     @Override
-    public boolean partitionExists(String partition) {
+    public synchronized boolean partitionExists(String partition) {
         return partitions.contains(partition);
     }
 
     @Override
-    public long submitHolder(String node, long forJob, int vgpu, String script) {
+    public synchronized long submitHolder(String node, long forJob, int vgpu, String script) {
         long id = pendingLendJob(HOLDER_NAME_PREFIX + forJob + "-v" + vgpu, node);
         actions.add("submit holder " + id + " on " + node + " for " + forJob + " v" + vgpu + ": " + script);
         return id;
     }
 
     @Override
-    public long submitGrant(String node, long forJob, int vgpu) {
+    public synchronized long submitGrant(String node, long forJob, int vgpu) {
         long id = pendingLendJob(GRANT_NAME_PREFIX + forJob + "-v" + vgpu, node);
         actions.add("submit grant " + id + " on " + node + " for " + forJob + " v" + vgpu);
         return id;
@@ -230,7 +244,7 @@ final class InMemorySlurm implements SlurmControl {
     }
 
     @Override
-    public Optional<JobTime> jobTime(long id) {
+    public synchronized Optional<JobTime> jobTime(long id) {
         if (!jobs.containsKey(id)) {
             return Optional.empty();
         }
@@ -238,7 +252,7 @@ final class InMemorySlurm implements SlurmControl {
     }
 
     @Override
-    public void cancel(Collection<Long> ids) {
+    public synchronized void cancel(Collection<Long> ids) {
         for (long id : ids) {
             if (jobs.containsKey(id)) {
                 setState(id, "CANCELLED");
@@ -248,7 +262,7 @@ final class InMemorySlurm implements SlurmControl {
     }
 
     @Override
-    public void pin(long id, String node, int localGpus, int vgpus) {
+    public synchronized void pin(long id, String node, int localGpus, int vgpus) {
         SlurmJob job = jobs.get(id);
         Map<String, Integer> request = localGpus > 0 ? Map.of("gpu", localGpus, "vgpu", vgpus) : Map.of("vgpu", vgpus);
         jobs.put(
@@ -268,7 +282,7 @@ final class InMemorySlurm implements SlurmControl {
     }
 
     @Override
-    public void release(long id) {
+    public synchronized void release(long id) {
         SlurmJob job = jobs.get(id);
         jobs.put(
                 id,
@@ -287,7 +301,7 @@ final class InMemorySlurm implements SlurmControl {
     }
 
     @Override
-    public void comment(long id, String text) {
+    public synchronized void comment(long id, String text) {
         actions.add("comment " + id + " " + text);
     }
 

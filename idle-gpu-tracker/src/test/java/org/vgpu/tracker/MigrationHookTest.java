@@ -37,7 +37,6 @@ import org.vgpu.common.security.ThrowawaySiteKey;
 import org.vgpu.common.security.TokenIssuer;
 import org.vgpu.common.security.TokenVerifier;
 import org.vgpu.siteconfig.SiteConfig;
-import org.vgpu.siteconfig.SiteConfigReader;
 import org.vgpu.tracker.hook.MigrationHook;
 import org.vgpu.tracker.hook.MoveRecord;
 import org.vgpu.tracker.ledger.Assembly;
@@ -91,26 +90,10 @@ class MigrationHookTest {
     @BeforeEach
     void assembled() throws IOException {
         key = ThrowawaySiteKey.create("hook-test");
-        StringBuilder config = new StringBuilder("""
-                [cluster]
-                name = test
-                tracker = 127.0.0.1:7400
-                token_key_file = %s
-                lend_partition = lend
-                [policy]
-                idle_grace = 10s
-                migration_cooldown = 5m
-                migration_end_guard = 5m
-                """.formatted(key.keyFile()));
-        for (String node : List.of("n1", "n2", "n3")) {
-            config.append(
-                    "[node %s]\ngpus = 4\ngpu_memory = 80GiB\nvgpus = 8\nlender_port = 75%s0\naddress = 10.0.0.%s\n"
-                            .formatted(node, node.charAt(1), node.charAt(1)));
-            slurm.addNode(node, 4, 8);
+        site = TestCluster.configure(dir, key, slurm, "migration_cooldown = 5m\nmigration_end_guard = 5m\n", "");
+        for (String node : TestCluster.NODES) {
             fillers.add(slurm.runOn(node, List.of(0, 1, 2), 3));
         }
-        Files.writeString(dir.resolve("vgpu.conf"), config);
-        site = SiteConfigReader.read(dir.resolve("vgpu.conf"));
         ledger = Ledger.open(dir.resolve("tracker.ledger"));
 
         job = slurm.submitVgpuJob(3);
@@ -242,6 +225,42 @@ class MigrationHookTest {
         tracker.done(job, "n1", 0);
         tracker.tick();
         assertTrue(slurm.activeHolders().isEmpty(), slurm.actions.toString());
+    }
+
+    /**
+     * n1's filler ends and the agent hints that the job ends in 4 min: within migration_end_guard, nothing moves,
+     * although without a time limit a day would count and the vGPU would move (as in the test above).
+     */
+    private Tracker hintedEndWithinTheEndGuard() {
+        Tracker tracker = tracker();
+        endFillerOfN1();
+        tracker.tick();
+        assertTrue(noCommand(poll(tracker, 1, Optional.of(now.plus(Duration.ofMinutes(4))), stats(10_000, 5_000))));
+        tracker.tick();
+        assertTrue(ledger.migrations().isEmpty(), "4 min to the hinted end is within migration_end_guard");
+        return tracker;
+    }
+
+    @Test
+    void theUsersHintedEndInTheAgentsPollBoundsTheMoveAndItsReasonSaysSo() {
+        Tracker tracker = hintedEndWithinTheEndGuard();
+        assertTrue(noCommand(poll(tracker, 1, Optional.of(now.plus(Duration.ofHours(2))), stats(10_000, 5_000))));
+        tracker.tick();
+        MoveRecord move = tracker.migration(onlyMigration().id()).orElseThrow();
+        assertEquals(
+                "vGPU 1 moves home to GPU 0: saves 720.0 s (100.0 ms remote wait per s over 7200 s left: hinted end in 2"
+                        + " h), costs 1.0 s (5000 live bytes)",
+                move.reason());
+    }
+
+    @Test
+    void aPollWithoutAHintDropsTheOneBefore() {
+        Tracker tracker = hintedEndWithinTheEndGuard();
+        // the next step's program gives no hint: the job's time limit (none here) counts again
+        assertTrue(noCommand(poll(tracker, 1, stats(10_000, 5_000))));
+        tracker.tick();
+        assertTrue(
+                tracker.migration(onlyMigration().id()).orElseThrow().reason().contains("over 86400 s left)"));
     }
 
     @Test
@@ -806,7 +825,12 @@ class MigrationHookTest {
     }
 
     private AgentChannel.PollReply poll(Tracker tracker, int vgpu, List<AgentChannel.Stat> stats) {
-        return tracker.agentPoll(new AgentChannel.Poll(credential(vgpu), NONCE, stats));
+        return poll(tracker, vgpu, Optional.empty(), stats);
+    }
+
+    private AgentChannel.PollReply poll(
+            Tracker tracker, int vgpu, Optional<Instant> hintedEnd, List<AgentChannel.Stat> stats) {
+        return tracker.agentPoll(new AgentChannel.Poll(credential(vgpu), NONCE, hintedEnd, stats));
     }
 
     private static boolean noCommand(AgentChannel.PollReply reply) {

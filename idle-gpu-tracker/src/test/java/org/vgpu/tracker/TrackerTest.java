@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
@@ -29,7 +28,6 @@ import org.vgpu.common.net.Endpoint;
 import org.vgpu.common.security.SiteKey;
 import org.vgpu.common.security.ThrowawaySiteKey;
 import org.vgpu.siteconfig.SiteConfig;
-import org.vgpu.siteconfig.SiteConfigReader;
 import org.vgpu.tracker.ledger.Assembly;
 import org.vgpu.tracker.ledger.Ledger;
 import org.vgpu.tracker.ledger.Lend;
@@ -57,31 +55,8 @@ class TrackerTest {
     @BeforeEach
     void cluster() throws IOException {
         key = ThrowawaySiteKey.create("tracker-test");
-        StringBuilder config = new StringBuilder("""
-                [cluster]
-                name = test
-                tracker = 127.0.0.1:7400
-                token_key_file = %s
-                lend_partition = lend
-                [policy]
-                idle_grace = 10s
-                [slurm]
-                job_partition = gpu
-                """.formatted(key.keyFile()));
-        for (String node : List.of("n1", "n2", "n3")) {
-            config.append("[node ")
-                    .append(node)
-                    .append("]\ngpus = 4\ngpu_memory = 80GiB\nvgpus = 8\nlender_port = ")
-                    .append(7500 + node.charAt(1))
-                    .append("\naddress = 10.0.0.")
-                    .append(node.charAt(1))
-                    .append('\n');
-            slurm.addNode(node, 4, 8);
-        }
-        config.append("[distance]\nn1 n2 = 1\nn2 n3 = 1\nn1 n3 = 2\n");
-        Path file = dir.resolve("vgpu.conf");
-        Files.writeString(file, config.toString());
-        site = SiteConfigReader.read(file);
+        site = TestCluster.configure(
+                dir, key, slurm, "", "[slurm]\njob_partition = gpu\n[distance]\nn1 n2 = 1\nn2 n3 = 1\nn1 n3 = 2\n");
         ledger = Ledger.open(dir.resolve("tracker.ledger"));
     }
 

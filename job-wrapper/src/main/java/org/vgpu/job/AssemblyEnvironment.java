@@ -2,6 +2,7 @@ package org.vgpu.job;
 
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.LinkedHashSet;
@@ -99,7 +100,16 @@ final class AssemblyEnvironment {
                             : new JobAssembly.Remote(
                                     placement.index(), placement.worker(), tokens.get(placement.index())));
         }
-        return new JobAssembly(vgpus, windowBase(count), agentSocket(), migration(), node(), source, tracker(), job());
+        return new JobAssembly(
+                vgpus,
+                windowBase(count),
+                agentSocket(),
+                migration(),
+                node(),
+                source,
+                tracker(),
+                job(),
+                expectedRuntime());
     }
 
     // ---- VGPU_COUNT, VGPU_ASSEMBLY, VGPU_LOCAL_GPUS, CUDA_VISIBLE_DEVICES
@@ -332,6 +342,19 @@ final class AssemblyEnvironment {
                     + printable(text) + "'");
         }
         return Optional.of(text);
+    }
+
+    /** The user's runtime hint, when set (not the bridge's: it passes the variable through). */
+    private Optional<Duration> expectedRuntime() {
+        String text = environment.get(JobAssembly.EXPECTED_RUNTIME_VARIABLE);
+        if (text == null || text.isEmpty()) {
+            return Optional.empty();
+        }
+        try {
+            return Optional.of(JobAssembly.expectedRuntime(text));
+        } catch (IllegalArgumentException e) {
+            throw invalid(JobAssembly.EXPECTED_RUNTIME_VARIABLE + ": " + printable(e.getMessage()));
+        }
     }
 
     /** HOST:PORT or unix:/PATH; kept as text, for the agent's reports to the tracker. */

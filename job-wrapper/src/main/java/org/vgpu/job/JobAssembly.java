@@ -1,12 +1,16 @@
 package org.vgpu.job;
 
 import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 
+import org.vgpu.common.cli.Durations;
 import org.vgpu.common.contract.BridgeContract;
 import org.vgpu.common.error.ConfigException;
 import org.vgpu.common.net.Endpoint;
@@ -25,6 +29,8 @@ import org.vgpu.runtime.api.VaWindow;
  * @param source      who made the assembly
  * @param tracker     the tracker's address ({@code host:port} or {@code unix:/path}), when given
  * @param job         the Slurm job id (SLURM_JOB_ID), when given: the agent's polls of the tracker name it
+ * @param expectedRuntime how long the user expects the job's program to run from its start
+ *                    ({@value #EXPECTED_RUNTIME_VARIABLE}, or {@code vgpu run --expected-runtime}); empty: no hint
  */
 public record JobAssembly(
         List<Vgpu> vgpus,
@@ -34,9 +40,16 @@ public record JobAssembly(
         Optional<String> node,
         Source source,
         Optional<String> tracker,
-        Optional<String> job) {
+        Optional<String> job,
+        Optional<Duration> expectedRuntime) {
     /** The most vGPUs the bridge gives a job on one node. */
     public static final int MAX_VGPUS = BridgeContract.VGPUS_MAX;
+
+    /** The user's hint of the program's runtime, for programs started without vgpu run's flags. */
+    public static final String EXPECTED_RUNTIME_VARIABLE = BridgeContract.ENV_EXPECTED_RUNTIME;
+
+    /** The longest runtime hint taken: a job expected to run longer than a year has no end worth planning for. */
+    public static final Duration EXPECTED_RUNTIME_MAX = Duration.ofDays(365);
 
     /** One vGPU of the assembly. */
     public sealed interface Vgpu permits Local, Remote {
@@ -111,6 +124,7 @@ public record JobAssembly(
         Objects.requireNonNull(source, "source");
         Objects.requireNonNull(tracker, "tracker");
         Objects.requireNonNull(job, "job");
+        Objects.requireNonNull(expectedRuntime, "expectedRuntime");
     }
 
     /**
@@ -126,6 +140,36 @@ public record JobAssembly(
 
     public int count() {
         return vgpus.size();
+    }
+
+    /**
+     * A runtime hint as the user writes it ({@code 45m}, {@code 2h}, {@code 1d}): whole seconds, at least 1 s and at
+     * most {@link #EXPECTED_RUNTIME_MAX}.
+     *
+     * @throws IllegalArgumentException saying what was expected
+     */
+    public static Duration expectedRuntime(String text) {
+        Duration runtime = Durations.parse(text);
+        if (runtime.toMillis() % 1000 != 0 || runtime.compareTo(Duration.ofSeconds(1)) < 0) {
+            throw new IllegalArgumentException(
+                    "'" + text + "' is not a runtime; expected at least 1 s in whole seconds, e.g. 45m or 2h");
+        }
+        if (runtime.compareTo(EXPECTED_RUNTIME_MAX) > 0) {
+            throw new IllegalArgumentException(
+                    "'" + text + "' is longer than " + EXPECTED_RUNTIME_MAX.toDays() + "d, the longest runtime hint");
+        }
+        return runtime;
+    }
+
+    /** This assembly with the user's runtime hint (vgpu run's {@code --expected-runtime} overrides the variable). */
+    public JobAssembly withExpectedRuntime(Duration runtime) {
+        return new JobAssembly(
+                vgpus, windowBase, agentSocket, migration, node, source, tracker, job, Optional.of(runtime));
+    }
+
+    /** When the job's program expects to end if it started at {@code start}, in whole seconds; empty: no hint. */
+    public Optional<Instant> expectedEnd(Instant start) {
+        return expectedRuntime.map(runtime -> start.plus(runtime).truncatedTo(ChronoUnit.SECONDS));
     }
 
     public Vgpu vgpu(int k) {

@@ -3,6 +3,7 @@ package org.vgpu.job;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -162,7 +163,8 @@ public final class JobVgpus implements AutoCloseable {
         } catch (VgpuFailure e) {
             return new TrackerPolling(null, e.detail());
         }
-        return new TrackerPolling(TrackerLink.start(tracker, credential, vgpus, grants), null);
+        return new TrackerPolling(
+                TrackerLink.start(tracker, credential, assembly.expectedEnd(Instant.now()), vgpus, grants), null);
     }
 
     private static MigratableGpu openOne(

@@ -53,6 +53,7 @@ public final class RunCommand implements Subcommand {
     static final List<String> DEFAULT_WORKLOADS = List.of("vector-add", "saxpy", "pointer-chase");
 
     private static final String EMULATION_MARK = "  [emulated: CPU, not a GPU]";
+    private static final String EXPECTED_RUNTIME = "expected-runtime";
 
     /** How the command waits out {@code --hold}; tests act there instead of sleeping. */
     @FunctionalInterface
@@ -116,6 +117,17 @@ public final class RunCommand implements Subcommand {
                         .desc("run the workloads N times on every vGPU, each time with new inputs (default 1)")
                         .get())
                 .addOption(Option.builder()
+                        .longOpt(EXPECTED_RUNTIME)
+                        .hasArg()
+                        .argName("DURATION")
+                        .desc("how long this program is expected to run from now, e.g. 45m or 2h (at most "
+                                + JobAssembly.EXPECTED_RUNTIME_MAX.toDays() + "d; default: "
+                                + JobAssembly.EXPECTED_RUNTIME_VARIABLE
+                                + " when set, else no hint): the tracker moves a"
+                                + " borrowed vGPU home only if the move pays before the job ends, counting from the"
+                                + " hinted end or the time limit, whichever comes first")
+                        .get())
+                .addOption(Option.builder()
                         .longOpt("hold")
                         .hasArg()
                         .argName("SECONDS")
@@ -140,6 +152,7 @@ public final class RunCommand implements Subcommand {
         int scale = CommandLines.intValue(line, "size", 1, 1);
         int steps = CommandLines.intValue(line, "steps", 1, 1);
         int holdSeconds = line.hasOption("hold") ? CommandLines.intValue(line, "hold", 0, 1) : 0;
+        Optional<Duration> expectedRuntime = expectedRuntime(line);
 
         Optional<JobAssembly> parsed;
         Optional<FaultPoint> testFault;
@@ -157,7 +170,8 @@ public final class RunCommand implements Subcommand {
                     + " assembly; vgpu demo runs the workloads on this machine alone.");
             return 2;
         }
-        JobAssembly assembly = parsed.get();
+        JobAssembly assembly =
+                expectedRuntime.map(parsed.get()::withExpectedRuntime).orElse(parsed.get());
         testFault.ifPresent(point -> err.println(TestMigrationFault.warning(point)));
         printAssembly(assembly, out);
 
@@ -189,11 +203,24 @@ public final class RunCommand implements Subcommand {
         }
     }
 
+    /** {@code --expected-runtime}, when given; a bad value is a usage error. */
+    private static Optional<Duration> expectedRuntime(CommandLine line) throws ParseException {
+        String text = line.getOptionValue(EXPECTED_RUNTIME);
+        if (text == null) {
+            return Optional.empty();
+        }
+        try {
+            return Optional.of(JobAssembly.expectedRuntime(text.strip()));
+        } catch (IllegalArgumentException e) {
+            throw new ParseException("--" + EXPECTED_RUNTIME + ": " + e.getMessage());
+        }
+    }
+
     // ---- what the job has
 
     private static void printAssembly(JobAssembly assembly, PrintStream out) {
         out.printf(
-                "vgpu job%s: %d vGPUs (%d local, %d remote) from the %s, windows from 0x%x, migration %s%s%s%n",
+                "vgpu job%s: %d vGPUs (%d local, %d remote) from the %s, windows from 0x%x, migration %s%s%s%s%n",
                 assembly.node().map(node -> " on node " + node).orElse(""),
                 assembly.count(),
                 assembly.localCount(),
@@ -204,7 +231,10 @@ public final class RunCommand implements Subcommand {
                 assembly.agentSocket()
                         .map(socket -> ", agent on " + socket)
                         .orElse(", no agent (VGPU_AGENT_SOCKET unset)"),
-                assembly.tracker().map(tracker -> ", tracker " + tracker).orElse(""));
+                assembly.tracker().map(tracker -> ", tracker " + tracker).orElse(""),
+                assembly.expectedRuntime()
+                        .map(runtime -> ", expected runtime " + runtime.toSeconds() + " s")
+                        .orElse(""));
     }
 
     private static void printVgpus(JobVgpus job, String backendName, PrintStream out) {

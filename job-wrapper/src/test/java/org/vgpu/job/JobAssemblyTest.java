@@ -7,6 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -147,6 +149,42 @@ class JobAssemblyTest {
         assertEquals(Optional.empty(), JobAssembly.fromEnvironment(Map.of()));
         assertEquals(
                 Optional.empty(), JobAssembly.fromEnvironment(Map.of("CUDA_VISIBLE_DEVICES", "0,1", "PATH", "/bin")));
+    }
+
+    @Test
+    void theUsersRuntimeHintIsReadButDoesNotMakeAVgpuJob() {
+        assertEquals(Optional.empty(), JobAssembly.fromEnvironment(Map.of("VGPU_EXPECTED_RUNTIME", "2h")));
+        assertEquals(Optional.empty(), parse(bridgeExample()).expectedRuntime());
+        assertEquals(Optional.empty(), parse(bridgeExample()).expectedEnd(Instant.EPOCH));
+
+        Map<String, String> environment = bridgeExample();
+        environment.put("VGPU_EXPECTED_RUNTIME", "90m");
+        JobAssembly hinted = parse(environment);
+        assertEquals(Optional.of(Duration.ofMinutes(90)), hinted.expectedRuntime());
+        assertEquals(
+                Optional.of(Instant.parse("2026-11-25T08:30:01Z")),
+                hinted.expectedEnd(Instant.parse("2026-11-25T07:00:01.999Z")),
+                "the end is whole seconds");
+        assertEquals(
+                Optional.of(Duration.ofHours(3)),
+                hinted.withExpectedRuntime(Duration.ofHours(3)).expectedRuntime());
+    }
+
+    @ParameterizedTest
+    @CsvSource(
+            delimiter = '|',
+            value = {
+                "-5m|'-5m' is not a duration",
+                "abc|'abc' is not a duration",
+                "0|'0' is not a duration",
+                "0m|'0m' is not a runtime; expected at least 1 s in whole seconds",
+                "366d|'366d' is longer than 365d",
+            })
+    void aBadRuntimeHintIsNamedWithWhatWasExpected(String value, String message) {
+        Map<String, String> environment = bridgeExample();
+        environment.put("VGPU_EXPECTED_RUNTIME", value);
+        ConfigException e = assertThrows(ConfigException.class, () -> JobAssembly.fromEnvironment(environment));
+        assertTrue(e.detail().startsWith("VGPU_EXPECTED_RUNTIME: " + message), e.detail());
     }
 
     @Test

@@ -19,6 +19,8 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 import org.vgpu.common.cli.SubcommandRunner;
 import org.vgpu.migration.cli.MigrateCommand;
@@ -128,11 +130,16 @@ class RunCommandTest {
         assertEquals("", out());
     }
 
+    /** vgpu run in a job of {@code gpus} local GPUs whose {@code variable} is {@code value}: exit 2. */
+    private void runMalformed(int gpus, String variable, String value) {
+        Map<String, String> environment = localJob(gpus, directory.resolve("agent.sock"));
+        environment.put(variable, value);
+        assertEquals(2, run(environment));
+    }
+
     @Test
     void aMalformedEnvironmentIsExit2NamingTheVariable() {
-        Map<String, String> environment = localJob(2, directory.resolve("agent.sock"));
-        environment.put("CUDA_VISIBLE_DEVICES", "1");
-        assertEquals(2, run(environment));
+        runMalformed(2, "CUDA_VISIBLE_DEVICES", "1");
         assertTrue(
                 err().contains("vgpu run: the job's vgpu environment is malformed: CUDA_VISIBLE_DEVICES is '1' and"
                         + " does not list GPU 0 of VGPU_LOCAL_GPUS ('0,1')"),
@@ -149,6 +156,57 @@ class RunCommandTest {
         assertTrue(err().contains("--hold must be >= 1"), err());
         assertEquals(2, run(localJob(1, directory.resolve("agent.sock")), "--workload", "bogus"));
         assertTrue(err().contains("unknown workload 'bogus'"), err());
+    }
+
+    @ParameterizedTest
+    @CsvSource(
+            delimiter = '|',
+            value = {
+                "-5m|--expected-runtime: '-5m' is not a duration; expected a whole number with a unit ms, s, m, h or d",
+                "abc|--expected-runtime: 'abc' is not a duration; expected a whole number with a unit ms, s, m, h or d",
+                "0|--expected-runtime: '0' is not a duration; expected a whole number with a unit ms, s, m, h or d",
+                "0s|--expected-runtime: '0s' is not a runtime; expected at least 1 s in whole seconds",
+                "1500ms|--expected-runtime: '1500ms' is not a runtime; expected at least 1 s in whole seconds",
+                "366d|--expected-runtime: '366d' is longer than 365d, the longest runtime hint",
+                "99999999999999999999h|--expected-runtime: '99999999999999999999h' is too long a duration",
+            })
+    void badExpectedRuntimesAreUsageErrorsSayingWhatIsExpected(String value, String expected) {
+        assertEquals(2, run(localJob(1, directory.resolve("agent.sock")), "--expected-runtime", value));
+        assertTrue(err().contains(expected), err());
+        assertEquals("", out());
+
+        err.reset();
+        assertEquals(2, run(localJob(1, directory.resolve("agent.sock")), "--expected-runtime=" + value));
+        assertTrue(err().contains(expected), err());
+        assertFalse(Files.exists(directory.resolve("agent.sock")), "nothing was opened");
+    }
+
+    @Test
+    void theExpectedRuntimeComesFromTheOptionOrElseTheVariable() {
+        Map<String, String> environment = localJob(1, directory.resolve("agent.sock"));
+        String[] quick = {"--local-backend", "emulated", "--workload", "saxpy"};
+        assertEquals(0, run(environment, quick), printed());
+        assertFalse(out().contains("expected runtime"), out());
+
+        out.reset();
+        environment.put("VGPU_EXPECTED_RUNTIME", "45m");
+        assertEquals(0, run(environment, quick), printed());
+        assertTrue(out().lines().findFirst().orElseThrow().endsWith(", expected runtime 2700 s"), out());
+
+        out.reset();
+        List<String> withOption = new ArrayList<>(List.of(quick));
+        withOption.addAll(List.of("--expected-runtime", " 2h "));
+        assertEquals(0, run(environment, withOption.toArray(String[]::new)), printed());
+        assertTrue(out().lines().findFirst().orElseThrow().endsWith(", expected runtime 7200 s"), out());
+    }
+
+    @Test
+    void aMalformedExpectedRuntimeVariableIsAMalformedEnvironment() {
+        runMalformed(1, "VGPU_EXPECTED_RUNTIME", "soon");
+        assertTrue(
+                err().contains("vgpu run: the job's vgpu environment is malformed: VGPU_EXPECTED_RUNTIME: 'soon' is not"
+                        + " a duration; expected a whole number with a unit ms, s, m, h or d, e.g. 30s"),
+                err());
     }
 
     @Test
@@ -353,11 +411,16 @@ class RunCommandTest {
         assertTrue(out().contains("PASS  vgpu 0  held-data "), out());
     }
 
-    @Test
-    void aTestOnlyFaultSaysSoLoudlyAndEveryMoveFailsThereLeavingTheVgpuWhereItWas() {
+    /**
+     * A job of 2 local GPUs with {@code variable=value} whose hold asks its agent to move vGPU 0 to GPU 1: the run
+     * passes, the agent refuses, and vGPU 0 is where it was.
+     *
+     * @return the agent's refusal, for what the caller asserts of it
+     */
+    private String refusedMoveDuringTheHold(String variable, String value) {
         Path socket = directory.resolve("agent.sock");
         Map<String, String> environment = localJob(2, socket);
-        environment.put("VGPU_TEST_MIGRATION_FAULT", "verify");
+        environment.put(variable, value);
         int status = run(
                 environment,
                 duration -> toAgent(socket, "--vgpu", "0", "--to", "1"),
@@ -368,23 +431,25 @@ class RunCommandTest {
                 "--workload",
                 "vector-add");
         assertEquals(0, status, printed());
+        assertTrue(agentReplies.getFirst().startsWith("error "), agentReplies.toString());
+        assertTrue(out().contains("vgpu 0: now on gpu 0 (emulated) after 0 migration(s)"), out());
+        return agentReplies.getFirst();
+    }
+
+    @Test
+    void aTestOnlyFaultSaysSoLoudlyAndEveryMoveFailsThereLeavingTheVgpuWhereItWas() {
+        String refusal = refusedMoveDuringTheHold("VGPU_TEST_MIGRATION_FAULT", "verify");
         assertTrue(
                 err().startsWith("vgpu run: TEST-ONLY FAULT: every migration of this job fails at verify because"
                         + " VGPU_TEST_MIGRATION_FAULT is set"),
                 err());
-        assertTrue(
-                agentReplies.getFirst().startsWith("error ")
-                        && agentReplies.getFirst().contains("test-only fault injected at verify"),
-                agentReplies.toString());
-        assertTrue(out().contains("vgpu 0: now on gpu 0 (emulated) after 0 migration(s)"), out());
+        assertTrue(refusal.contains("test-only fault injected at verify"), agentReplies.toString());
         assertTrue(out().contains("PASS  vgpu 0  held-data "), out());
     }
 
     @Test
     void anUnknownTestOnlyFaultIsAMalformedEnvironment() {
-        Map<String, String> environment = localJob(1, directory.resolve("agent.sock"));
-        environment.put("VGPU_TEST_MIGRATION_FAULT", "everywhere");
-        assertEquals(2, run(environment));
+        runMalformed(1, "VGPU_TEST_MIGRATION_FAULT", "everywhere");
         assertTrue(
                 err().contains("vgpu run: the job's vgpu environment is malformed: VGPU_TEST_MIGRATION_FAULT must be"
                         + " one of open-target, replay-allocation, mem-sync-batch, verify (a test-only fault), got"
@@ -394,24 +459,8 @@ class RunCommandTest {
 
     @Test
     void withVgpuMigrateNeverTheAgentMovesNothing() {
-        Path socket = directory.resolve("agent.sock");
-        Map<String, String> environment = localJob(2, socket);
-        environment.put("VGPU_MIGRATE", "never");
-        int status = run(
-                environment,
-                duration -> toAgent(socket, "--vgpu", "0", "--to", "1"),
-                "--local-backend",
-                "emulated",
-                "--hold",
-                "30",
-                "--workload",
-                "vector-add");
-        assertEquals(0, status, printed());
-        assertTrue(
-                agentReplies.get(0).startsWith("error ")
-                        && agentReplies.get(0).contains("--vgpu-migrate=never (VGPU_MIGRATE=never)"),
-                agentReplies.toString());
-        assertTrue(out().contains("vgpu 0: now on gpu 0 (emulated) after 0 migration(s)"), out());
+        String refusal = refusedMoveDuringTheHold("VGPU_MIGRATE", "never");
+        assertTrue(refusal.contains("--vgpu-migrate=never (VGPU_MIGRATE=never)"), agentReplies.toString());
     }
 
     @Test

@@ -12,6 +12,8 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -259,6 +261,32 @@ class TrackerMigrationTest {
                 assertEquals(new MigrationTarget.LocalGpu(2), borrowed.placement());
                 borrowed.memcpyDtoH(data.read(), address, BYTES);
                 assertArrayEquals(data.expected(), data.read().toArray(ValueLayout.JAVA_BYTE), "the data came home");
+            }
+        }
+    }
+
+    @Test
+    void theUsersExpectedRuntimeRidesInEveryPollAsTheJobsEnd() throws Exception {
+        try (LentWorkers lenders = new LentWorkers();
+                FakeTracker tracker = new FakeTracker()) {
+            LentWorkers.Lend lend = lenders.lend(1, 0);
+            Map<String, String> environment = environment(lend, tracker, directory.resolve("agent.sock"));
+            environment.put("VGPU_EXPECTED_RUNTIME", "2h");
+            JobAssembly assembly = JobAssembly.fromEnvironment(environment).orElseThrow();
+            EmulatedBackend local = new EmulatedBackend(4, 1L << 30, TestKernels.twins());
+            Instant before = Instant.now().truncatedTo(ChronoUnit.SECONDS);
+            try (JobVgpus _ = JobVgpus.open(
+                    assembly,
+                    new CudaOrdinals(Optional.of("0,1,2,3"), local, directory),
+                    local,
+                    RemoteConfig.defaults(),
+                    report -> {},
+                    MigrationFaults.NONE)) {
+                Instant after = Instant.now();
+                AgentChannel.Poll poll = awaitPoll(tracker, candidate -> true);
+                Instant end = poll.expectedEnd().orElseThrow(() -> new AssertionError("no hint in " + poll));
+                assertFalse(end.isBefore(before.plus(Duration.ofHours(2))), end + " is before " + before + " + 2 h");
+                assertFalse(end.isAfter(after.plus(Duration.ofHours(2))), end + " is after " + after + " + 2 h");
             }
         }
     }

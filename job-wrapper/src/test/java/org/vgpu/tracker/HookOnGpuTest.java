@@ -12,7 +12,6 @@ import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -42,10 +41,6 @@ import org.vgpu.siteconfig.SiteConfigReader;
 import org.vgpu.tracker.ledger.Ledger;
 import org.vgpu.tracker.ledger.Lend;
 import org.vgpu.tracker.server.TrackerProtocol;
-import org.vgpu.tracker.slurm.JobTime;
-import org.vgpu.tracker.slurm.SlurmControl;
-import org.vgpu.tracker.slurm.SlurmInventory;
-import org.vgpu.tracker.slurm.SlurmJob;
 
 /**
  * On a GPU machine, the whole loop with nothing typed: the real tracker (its daemon ticking, its socket, its
@@ -90,12 +85,12 @@ class HookOnGpuTest {
                     lender_port = 7502
                     address = 127.0.0.1
                     """.formatted(key.keyFile()));
-            InMemorySlurm memory = new InMemorySlurm();
-            memory.addNode("n1", 1, 8);
-            memory.addNode("n2", 1, 8, List.of("lend"));
-            long filler = memory.runOn("n1", List.of(0), 1);
-            long job = memory.submitVgpuJob(1);
-            OneAtATimeSlurm slurm = new OneAtATimeSlurm(memory);
+            // The tracker's daemon, its socket's threads and this test all reach it: InMemorySlurm is thread-safe.
+            InMemorySlurm slurm = new InMemorySlurm();
+            slurm.addNode("n1", 1, 8);
+            slurm.addNode("n2", 1, 8, List.of("lend"));
+            long filler = slurm.runOn("n1", List.of(0), 1);
+            long job = slurm.submitVgpuJob(1);
             Ledger ledger = Ledger.open(dir.resolve("tracker.ledger"));
             Tracker tracker = new Tracker(
                     SiteConfigReader.read(dir.resolve("vgpu.conf")),
@@ -182,9 +177,8 @@ class HookOnGpuTest {
                         vgpu.memcpyDtoH(back, address, BYTES);
                         assertArrayEquals(bytes, back.toArray(ValueLayout.JAVA_BYTE), "the data came home");
                         assertTrue(
-                                memory.actions.contains(
-                                        "cancel " + lend.holder().getAsLong()),
-                                "the lender's holder is cancelled: " + memory.actions);
+                                slurm.actions.contains("cancel " + lend.holder().getAsLong()),
+                                "the lender's holder is cancelled: " + slurm.actions);
                     }
                 }
             } finally {
@@ -203,7 +197,7 @@ class HookOnGpuTest {
     }
 
     /** Ticks (the daemon does) and schedules until the job's one lend has a running holder. */
-    private static Lend awaitLend(Tracker tracker, Ledger ledger, OneAtATimeSlurm slurm, long job)
+    private static Lend awaitLend(Tracker tracker, Ledger ledger, InMemorySlurm slurm, long job)
             throws InterruptedException {
         for (int i = 0; i < 200; i++) {
             slurm.schedule();
@@ -219,7 +213,7 @@ class HookOnGpuTest {
         throw new AssertionError("the tracker did not assemble job " + job + ": " + tracker.status());
     }
 
-    private static Answer.Assembled awaitAssembly(Tracker tracker, OneAtATimeSlurm slurm, long job)
+    private static Answer.Assembled awaitAssembly(Tracker tracker, InMemorySlurm slurm, long job)
             throws InterruptedException {
         for (int i = 0; i < 200; i++) {
             slurm.schedule();
@@ -241,75 +235,5 @@ class HookOnGpuTest {
         }
         throw new AssertionError(
                 "the migration did not settle: " + tracker.status().migrations());
-    }
-
-    /**
-     * The in-memory Slurm is single-threaded; here the tracker's daemon, its socket's threads and the test all
-     * reach it, so every call goes through one lock.
-     */
-    private static final class OneAtATimeSlurm implements SlurmControl {
-        private final InMemorySlurm slurm;
-
-        OneAtATimeSlurm(InMemorySlurm slurm) {
-            this.slurm = slurm;
-        }
-
-        synchronized void schedule() {
-            slurm.schedule();
-        }
-
-        synchronized void setState(long id, String state) {
-            slurm.setState(id, state);
-        }
-
-        @Override
-        public synchronized SlurmInventory inventory() {
-            return slurm.inventory();
-        }
-
-        @Override
-        public synchronized Optional<SlurmJob> job(long id) {
-            return slurm.job(id);
-        }
-
-        @Override
-        public synchronized boolean partitionExists(String partition) {
-            return slurm.partitionExists(partition);
-        }
-
-        @Override
-        public synchronized long submitHolder(String node, long forJob, int vgpu, String script) {
-            return slurm.submitHolder(node, forJob, vgpu, script);
-        }
-
-        @Override
-        public synchronized long submitGrant(String node, long forJob, int vgpu) {
-            return slurm.submitGrant(node, forJob, vgpu);
-        }
-
-        @Override
-        public synchronized Optional<JobTime> jobTime(long id) {
-            return slurm.jobTime(id);
-        }
-
-        @Override
-        public synchronized void cancel(Collection<Long> ids) {
-            slurm.cancel(ids);
-        }
-
-        @Override
-        public synchronized void pin(long id, String node, int localGpus, int vgpus) {
-            slurm.pin(id, node, localGpus, vgpus);
-        }
-
-        @Override
-        public synchronized void release(long id) {
-            slurm.release(id);
-        }
-
-        @Override
-        public synchronized void comment(long id, String text) {
-            slurm.comment(id, text);
-        }
     }
 }

@@ -9,6 +9,7 @@ import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import org.vgpu.common.cli.Durations;
 import org.vgpu.common.contract.BridgeContract;
 import org.vgpu.common.error.InputException;
 import org.vgpu.common.net.Endpoint;
@@ -30,7 +31,6 @@ final class ConfigValues {
     /** An IPv6 literal (written in brackets in HOST:PORT). */
     private static final Pattern IPV6 = Pattern.compile("[0-9A-Fa-f:.]{2,45}");
 
-    private static final Pattern DURATION = Pattern.compile("(\\d+)\\s*(ms|s|m|h|d)");
     private static final Pattern SIZE = Pattern.compile("(\\d+)\\s*([A-Za-z]*)");
     private static final Map<String, Long> SIZE_UNITS = Map.of(
             "kib",
@@ -94,26 +94,9 @@ final class ConfigValues {
         };
     }
 
-    /** A duration with a unit: {@code 500ms}, {@code 30s}, {@code 5m}, {@code 2h}, {@code 1d}. */
+    /** A duration with a unit: {@code 500ms}, {@code 30s}, {@code 5m}, {@code 2h}, {@code 1d} (see {@link Durations}). */
     static Duration duration(String value) {
-        Matcher matcher = DURATION.matcher(value);
-        if (!matcher.matches()) {
-            throw new IllegalArgumentException("'" + value + "' is not a duration; expected a whole number with"
-                    + " a unit ms, s, m, h or d, e.g. 30s");
-        }
-        long amount;
-        try {
-            amount = Long.parseLong(matcher.group(1));
-            return switch (matcher.group(2)) {
-                case "ms" -> Duration.ofMillis(amount);
-                case "s" -> Duration.ofSeconds(amount);
-                case "m" -> Duration.ofMinutes(amount);
-                case "h" -> Duration.ofHours(amount);
-                default -> Duration.ofDays(amount);
-            };
-        } catch (NumberFormatException | ArithmeticException e) {
-            throw new IllegalArgumentException("'" + value + "' is too long a duration");
-        }
+        return Durations.parse(value);
     }
 
     /** A byte size with a unit: binary {@code KiB MiB GiB TiB} or decimal {@code KB MB GB TB}. */

@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Path;
-import java.time.Duration;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -15,21 +14,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 import org.vgpu.common.net.Endpoint;
 
 class ConfigValuesTest {
-    @Test
-    void durationsTakeTheirUnit() {
-        assertEquals(Duration.ofMillis(500), ConfigValues.duration("500ms"));
-        assertEquals(Duration.ofSeconds(30), ConfigValues.duration("30s"));
-        assertEquals(Duration.ofMinutes(5), ConfigValues.duration("5 m"));
-        assertEquals(Duration.ofHours(2), ConfigValues.duration("2h"));
-        assertEquals(Duration.ofDays(1), ConfigValues.duration("1d"));
-        assertEquals(Duration.ZERO, ConfigValues.duration("0s"));
-    }
-
-    @ParameterizedTest
-    @ValueSource(strings = {"30", "s", "-5s", "1.5s", "30 seconds", "99999999999999999999s"})
-    void badDurationsAreRejected(String value) {
-        assertThrows(IllegalArgumentException.class, () -> ConfigValues.duration(value));
-    }
+    // Durations (ConfigValues.duration is Durations.parse) are tested in vgpu-common's DurationsTest.
 
     @Test
     void sizesTakeBinaryOrDecimalUnits() {

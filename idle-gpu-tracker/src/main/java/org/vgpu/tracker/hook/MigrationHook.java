@@ -123,6 +123,9 @@ public final class MigrationHook {
     private final Lenders lenders;
     private final AgentMailbox mailbox = new AgentMailbox();
     private final Map<Long, Map<Integer, Report>> reports = new HashMap<>();
+    /** Each job's end as the user hints it, from its agent's newest poll (a poll without a hint drops it). */
+    private final Map<Long, Instant> hintedEnds = new HashMap<>();
+
     private final Map<Long, String> reasons = new HashMap<>();
     private final Map<Long, MoveRecord> moves = new LinkedHashMap<>();
     private final Set<Long> silentNoted = new HashSet<>();
@@ -256,6 +259,7 @@ public final class MigrationHook {
         cancel(grants);
         mailbox.clear(job);
         reports.remove(job);
+        hintedEnds.remove(job);
         freeSeen.remove(job);
         reasons.remove(job);
     }
@@ -295,14 +299,15 @@ public final class MigrationHook {
     }
 
     /**
-     * Keeps what an authenticated poll says of the job's vGPUs: the cost model's counters, and where each vGPU runs
-     * (what settles a migration whose {@code done} never came).
+     * Keeps what an authenticated poll says of the job's vGPUs: the cost model's counters, where each vGPU runs
+     * (what settles a migration whose {@code done} never came), and the job's end as its user hints it.
      */
-    public void report(long job, List<AgentChannel.Stat> stats, Instant now) {
+    public void report(long job, List<AgentChannel.Stat> stats, Optional<Instant> hintedEnd, Instant now) {
         Map<Integer, Report> byVgpu = reports.computeIfAbsent(job, ignored -> new HashMap<>());
         for (AgentChannel.Stat stat : stats) {
             byVgpu.put(stat.vgpu(), new Report(stat, now));
         }
+        hintedEnd.ifPresentOrElse(end -> hintedEnds.put(job, end), () -> hintedEnds.remove(job));
     }
 
     /**
@@ -419,14 +424,20 @@ public final class MigrationHook {
                             .allMatch(candidate -> candidate.counters().isEmpty())) {
                 // Nothing can move whatever the job's times are: the policy says why without asking Slurm for them.
                 decision = movePolicy.decide(new MovePolicy.Situation(
-                        now, Duration.ofSeconds(1), Optional.empty(), free, false, candidates));
+                        now, Duration.ofSeconds(1), Optional.empty(), Optional.empty(), free, false, candidates));
             } else {
                 Optional<JobTime> time = slurm.jobTime(assembly.job());
                 if (time.isEmpty()) {
                     continue;
                 }
                 decision = movePolicy.decide(new MovePolicy.Situation(
-                        now, time.get().ranFor(), time.get().timeLimit(), free, false, candidates));
+                        now,
+                        time.get().ranFor(),
+                        time.get().timeLimit(),
+                        Optional.ofNullable(hintedEnds.get(assembly.job())),
+                        free,
+                        false,
+                        candidates));
             }
             switch (decision) {
                 case MovePolicy.Decision.Move move -> {

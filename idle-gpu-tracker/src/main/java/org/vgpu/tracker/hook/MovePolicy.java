@@ -21,16 +21,18 @@ import org.vgpu.siteconfig.MigrationPolicy;
  *   benefit = remaining × (remote-wait so far / run time so far)
  *   cost    = live bytes / mem_sync_bandwidth + replay_cost
  * </pre>
- * where remaining is the time limit minus the run time ({@link #UNLIMITED_HORIZON} for a job
- * without a time limit). Hysteresis keeps anything from ping-ponging: one migration per job at a
- * time, none of a vGPU within {@code migration_cooldown} of its last, none when less than
- * {@code migration_end_guard} of the time limit is left. A vGPU whose agent has not reported yet
- * does not move: without its counters the benefit is unknown. Among vGPUs whose move pays, the
- * largest net gain (benefit − cost) moves first, ties to the lowest vGPU; the target is the lowest
- * free GPU index.
+ * where remaining is the time left until the job's end: the time limit minus the run time, or the
+ * user's hinted end ({@code vgpu run --expected-runtime}) minus now, whichever comes first;
+ * {@link #UNLIMITED_HORIZON} for a job with neither. Where the user gave a hint, the decision's text
+ * says which end counted ("hinted end in 3 min", "time limit in 55 min"). Hysteresis keeps anything
+ * from ping-ponging: one migration per job at a time, none of a vGPU within {@code migration_cooldown}
+ * of its last, none when less than {@code migration_end_guard} is left before that end. A vGPU whose
+ * agent has not reported yet does not move: without its counters the benefit is unknown. Among
+ * vGPUs whose move pays, the largest net gain (benefit − cost) moves first, ties to the lowest vGPU;
+ * the target is the lowest free GPU index.
  */
 public final class MovePolicy {
-    /** The remaining time assumed for a job without a time limit. */
+    /** The remaining time assumed for a job without a time limit or a hinted end. */
     public static final Duration UNLIMITED_HORIZON = Duration.ofDays(1);
 
     private final MigrationPolicy policy;
@@ -61,6 +63,7 @@ public final class MovePolicy {
      *
      * @param ranFor        how long the job has run (Slurm's RunTime)
      * @param timeLimit     its time limit; empty when it has none
+     * @param hintedEnd     when the user expects it to end (its agent's polls say); empty without a hint
      * @param freeGpus      GPU indices of the job's node that no job holds now
      * @param jobMigrating  whether one of the job's vGPUs is moving already
      * @param candidates    its borrowed vGPUs
@@ -69,6 +72,7 @@ public final class MovePolicy {
             Instant now,
             Duration ranFor,
             Optional<Duration> timeLimit,
+            Optional<Instant> hintedEnd,
             List<Integer> freeGpus,
             boolean jobMigrating,
             List<Candidate> candidates) {
@@ -76,6 +80,7 @@ public final class MovePolicy {
             Objects.requireNonNull(now, "now");
             Objects.requireNonNull(ranFor, "ranFor");
             Objects.requireNonNull(timeLimit, "timeLimit");
+            Objects.requireNonNull(hintedEnd, "hintedEnd");
             freeGpus = List.copyOf(freeGpus);
             candidates = List.copyOf(candidates);
         }
@@ -107,16 +112,11 @@ public final class MovePolicy {
         if (situation.ranFor().isZero() || situation.ranFor().isNegative()) {
             return new Decision.Stay("the job has not run long enough to measure its remote penalty");
         }
-        Duration remaining;
-        if (situation.timeLimit().isPresent()) {
-            remaining = situation.timeLimit().get().minus(situation.ranFor());
-            if (remaining.compareTo(policy.endGuard()) < 0) {
-                return new Decision.Stay("less than migration_end_guard (" + describe(policy.endGuard())
-                        + ") of the job's time limit is left ("
-                        + describe(remaining.isNegative() ? Duration.ZERO : remaining) + ")");
-            }
-        } else {
-            remaining = UNLIMITED_HORIZON;
+        Remaining remaining = Remaining.of(situation);
+        if (remaining.guarded() && remaining.time().compareTo(policy.endGuard()) < 0) {
+            return new Decision.Stay("less than migration_end_guard (" + describe(policy.endGuard()) + ") "
+                    + remaining.guardText() + " ("
+                    + describe(remaining.time().isNegative() ? Duration.ZERO : remaining.time()) + ")");
         }
         int gpu =
                 situation.freeGpus().stream().mapToInt(Integer::intValue).min().orElseThrow();
@@ -136,14 +136,15 @@ public final class MovePolicy {
             Counters counters = candidate.counters().get();
             double penalty =
                     counters.remoteWaitMillis() / (double) situation.ranFor().toMillis();
-            double benefit = seconds(remaining) * penalty;
+            double benefit = seconds(remaining.time()) * penalty;
             double cost = counters.liveBytes() / (double) policy.memSyncBytesPerSecond() + seconds(policy.replayCost());
             String figures = String.format(
                     Locale.ROOT,
-                    "saves %.1f s (%.1f ms remote wait per s over %.0f s left), costs %.1f s (%d live bytes)",
+                    "saves %.1f s (%.1f ms remote wait per s over %.0f s left%s), costs %.1f s (%d live bytes)",
                     benefit,
                     penalty * 1000,
-                    seconds(remaining),
+                    seconds(remaining.time()),
+                    remaining.named(),
                     cost,
                     counters.liveBytes());
             if (benefit <= cost) {
@@ -161,6 +162,51 @@ public final class MovePolicy {
             }
         }
         return best != null ? best : new Decision.Stay(String.join("; ", stays));
+    }
+
+    /**
+     * The time the move has to pay off, and which end bounds it.
+     *
+     * @param guarded   whether the job has an end, so that the end guard applies
+     * @param guardText how the end guard's text names the time left
+     * @param named     for the figures, where the user gave a hint: which end counted and when it comes; else empty
+     */
+    private record Remaining(Duration time, boolean guarded, String guardText, String named) {
+        static Remaining of(Situation situation) {
+            Optional<Duration> untilLimit = situation.timeLimit().map(limit -> limit.minus(situation.ranFor()));
+            Optional<Duration> untilHint = situation.hintedEnd().map(end -> Duration.between(situation.now(), end));
+            if (untilHint.isPresent()
+                    && (untilLimit.isEmpty() || untilHint.get().compareTo(untilLimit.get()) <= 0)) {
+                return new Remaining(
+                        untilHint.get(),
+                        true,
+                        "is left before the job's hinted end",
+                        ": hinted end in " + humanly(untilHint.get()));
+            }
+            if (untilLimit.isPresent()) {
+                return new Remaining(
+                        untilLimit.get(),
+                        true,
+                        "of the job's time limit is left",
+                        untilHint.isPresent() ? ": time limit in " + humanly(untilLimit.get()) : "");
+            }
+            return new Remaining(UNLIMITED_HORIZON, false, "", "");
+        }
+    }
+
+    /** A time left as a person says it: {@code 40 s}, {@code 3 min}, {@code 2 h 5 min}, {@code 3 d 4 h}. */
+    static String humanly(Duration duration) {
+        long seconds = Math.max(0, duration.toSeconds());
+        if (seconds < 60) {
+            return seconds + " s";
+        }
+        if (seconds < 3600) {
+            return seconds / 60 + " min";
+        }
+        if (seconds < 86_400) {
+            return seconds / 3600 + " h" + (seconds % 3600 / 60 == 0 ? "" : " " + seconds % 3600 / 60 + " min");
+        }
+        return seconds / 86_400 + " d" + (seconds % 86_400 / 3600 == 0 ? "" : " " + seconds % 86_400 / 3600 + " h");
     }
 
     private static double gain(Decision.Move move) {

@@ -27,7 +27,13 @@ class MovePolicyTest {
     /** A job that has run 100 s of a 1 h limit. */
     private static Situation situation(List<Integer> free, boolean migrating, Candidate... candidates) {
         return new Situation(
-                NOW, Duration.ofSeconds(100), Optional.of(Duration.ofHours(1)), free, migrating, List.of(candidates));
+                NOW,
+                Duration.ofSeconds(100),
+                Optional.of(Duration.ofHours(1)),
+                Optional.empty(),
+                free,
+                migrating,
+                List.of(candidates));
     }
 
     private static Candidate measured(int vgpu, long remoteWaitMillis, long liveBytes) {
@@ -115,6 +121,7 @@ class MovePolicyTest {
                 NOW,
                 Duration.ofMinutes(56),
                 Optional.of(Duration.ofHours(1)),
+                Optional.empty(),
                 List.of(0),
                 false,
                 List.of(measured(1, 3_000_000, 0)));
@@ -126,6 +133,7 @@ class MovePolicyTest {
                 NOW,
                 Duration.ofMinutes(70),
                 Optional.of(Duration.ofHours(1)),
+                Optional.empty(),
                 List.of(0),
                 false,
                 List.of(measured(1, 3_000_000, 0)));
@@ -137,12 +145,107 @@ class MovePolicyTest {
     @Test
     void aJobWithoutATimeLimitCountsOneDayLeft() {
         // 1 ms waited in 100 s (1e-5) over 86400 s = 0.864 s < 1 s; 2 ms gives 1.728 s > 1 s.
-        Situation oneMs = new Situation(
-                NOW, Duration.ofSeconds(100), Optional.empty(), List.of(0), false, List.of(measured(1, 1, 0)));
-        Situation twoMs = new Situation(
-                NOW, Duration.ofSeconds(100), Optional.empty(), List.of(0), false, List.of(measured(1, 2, 0)));
-        assertInstanceOf(Decision.Stay.class, POLICY.decide(oneMs));
-        assertInstanceOf(Decision.Move.class, POLICY.decide(twoMs));
+        assertInstanceOf(Decision.Stay.class, POLICY.decide(unlimited(measured(1, 1, 0))));
+        assertInstanceOf(Decision.Move.class, POLICY.decide(unlimited(measured(1, 2, 0))));
+    }
+
+    /** A job that has run 100 s, without a time limit or a hint, GPU 0 free beside it. */
+    private static Situation unlimited(Candidate candidate) {
+        return new Situation(
+                NOW,
+                Duration.ofSeconds(100),
+                Optional.empty(),
+                Optional.empty(),
+                List.of(0),
+                false,
+                List.of(candidate));
+    }
+
+    /** A job that has run 100 s of {@code limit}, with the user's hint of its end {@code hintIn} from now. */
+    private static Situation hinted(Optional<Duration> limit, Duration hintIn, Candidate candidate) {
+        return new Situation(
+                NOW,
+                Duration.ofSeconds(100),
+                limit,
+                Optional.of(NOW.plus(hintIn)),
+                List.of(0),
+                false,
+                List.of(candidate));
+    }
+
+    @Test
+    void aHintedEndBeforeTheTimeLimitStopsAMoveTheLimitAloneWouldMake() {
+        // 0.5 s waited in 100 s: 5 ms per s; 20 GB at 10 GB/s + 1 s = 3 s. Over the limit's 3500 s it saves 17.5 s,
+        // over the hint's 400 s only 2 s.
+        Candidate waiting = measured(1, 500, 20 * GB);
+        assertInstanceOf(Decision.Move.class, POLICY.decide(situation(List.of(0), false, waiting)));
+
+        Decision decision = POLICY.decide(hinted(Optional.of(Duration.ofHours(1)), Duration.ofSeconds(400), waiting));
+        assertEquals(
+                "vGPU 1: the move does not pay: saves 2.0 s (5.0 ms remote wait per s over 400 s left: hinted end in 6"
+                        + " min), costs 3.0 s (20000000000 live bytes)",
+                assertInstanceOf(Decision.Stay.class, decision).reason());
+    }
+
+    @Test
+    void aHintedEndAfterTheTimeLimitLeavesTheLimitToCountAndTheTextSaysSo() {
+        Decision decision = POLICY.decide(
+                hinted(Optional.of(Duration.ofHours(1)), Duration.ofHours(2), measured(1, 10_000, 20 * GB)));
+
+        Decision.Move move = assertInstanceOf(Decision.Move.class, decision);
+        assertEquals(350.0, move.benefitSeconds(), 1e-9);
+        assertEquals(
+                "vGPU 1 moves home to GPU 0: saves 350.0 s (100.0 ms remote wait per s over 3500 s left: time limit in"
+                        + " 58 min), costs 3.0 s (20000000000 live bytes)",
+                move.reason());
+    }
+
+    @Test
+    void nothingMovesInTheLastMinutesBeforeTheHintedEnd() {
+        Candidate paying = measured(1, 3_000_000, 0);
+        assertEquals(
+                "less than migration_end_guard (300 s) is left before the job's hinted end (240 s)",
+                POLICY.decide(hinted(Optional.of(Duration.ofHours(1)), Duration.ofMinutes(4), paying))
+                        .reason());
+        assertEquals(
+                "less than migration_end_guard (300 s) is left before the job's hinted end (0 s)",
+                POLICY.decide(hinted(Optional.empty(), Duration.ofMinutes(-10), paying))
+                        .reason());
+        assertInstanceOf(
+                Decision.Move.class,
+                POLICY.decide(hinted(Optional.of(Duration.ofHours(1)), Duration.ofMinutes(5), paying)),
+                "exactly the end guard left is enough");
+    }
+
+    @Test
+    void aJobWithoutATimeLimitCountsItsHintedEndInsteadOfOneDay() {
+        // 2 ms waited in 100 s (2e-5): over one day 1.728 s > 1 s moves; over a hinted 2 h, 0.144 s does not.
+        Candidate waiting = measured(1, 2, 0);
+        assertInstanceOf(Decision.Move.class, POLICY.decide(unlimited(waiting)));
+
+        Decision decision = POLICY.decide(hinted(Optional.empty(), Duration.ofHours(2), waiting));
+        assertEquals(
+                "vGPU 1: the move does not pay: saves 0.1 s (0.0 ms remote wait per s over 7200 s left: hinted end in 2"
+                        + " h), costs 1.0 s (0 live bytes)",
+                assertInstanceOf(Decision.Stay.class, decision).reason());
+
+        // 100 ms in 100 s over a hinted 3 d 4 h pays.
+        Decision.Move move = assertInstanceOf(
+                Decision.Move.class,
+                POLICY.decide(hinted(Optional.empty(), Duration.ofHours(76).plusMinutes(30), measured(1, 100, 0))));
+        assertTrue(move.reason().contains("over 275400 s left: hinted end in 3 d 4 h"), move.reason());
+    }
+
+    @Test
+    void timesLeftReadAsAPersonSaysThem() {
+        assertEquals("0 s", MovePolicy.humanly(Duration.ofSeconds(-3)));
+        assertEquals("59 s", MovePolicy.humanly(Duration.ofSeconds(59)));
+        assertEquals("1 min", MovePolicy.humanly(Duration.ofSeconds(119)));
+        assertEquals("59 min", MovePolicy.humanly(Duration.ofMinutes(59).plusSeconds(59)));
+        assertEquals("1 h", MovePolicy.humanly(Duration.ofHours(1)));
+        assertEquals("2 h 5 min", MovePolicy.humanly(Duration.ofMinutes(125)));
+        assertEquals("1 d", MovePolicy.humanly(Duration.ofDays(1)));
+        assertEquals("3 d 4 h", MovePolicy.humanly(Duration.ofHours(76).plusMinutes(30)));
     }
 
     @Test
@@ -158,7 +261,14 @@ class MovePolicyTest {
                 "no borrowed vGPU", POLICY.decide(situation(List.of(0), false)).reason());
         assertEquals(
                 "the job has not run long enough to measure its remote penalty",
-                POLICY.decide(new Situation(NOW, Duration.ZERO, Optional.empty(), List.of(0), false, List.of(paying)))
+                POLICY.decide(new Situation(
+                                NOW,
+                                Duration.ZERO,
+                                Optional.empty(),
+                                Optional.empty(),
+                                List.of(0),
+                                false,
+                                List.of(paying)))
                         .reason());
         MovePolicy off = new MovePolicy(new MigrationPolicy(
                 false, Duration.ofMinutes(5), Duration.ofMinutes(5), 10 * GB, Duration.ofSeconds(1)));

@@ -3,6 +3,7 @@ package org.vgpu.migration.agent;
 import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
@@ -88,6 +89,7 @@ public final class TrackerLink implements AutoCloseable {
 
     private final Address tracker;
     private final Credential credential;
+    private final Optional<Instant> expectedEnd;
     private final List<MigratableGpu> vgpus;
     private final TrackerGrants grants;
     private final Duration firstBackoff;
@@ -105,12 +107,14 @@ public final class TrackerLink implements AutoCloseable {
     private TrackerLink(
             Address tracker,
             Credential credential,
+            Optional<Instant> expectedEnd,
             List<MigratableGpu> vgpus,
             TrackerGrants grants,
             Duration firstBackoff,
             Duration lastBackoff) {
         this.tracker = Objects.requireNonNull(tracker, "tracker");
         this.credential = Objects.requireNonNull(credential, "credential");
+        this.expectedEnd = Objects.requireNonNull(expectedEnd, "expectedEnd");
         this.vgpus = List.copyOf(vgpus);
         this.grants = Objects.requireNonNull(grants, "grants");
         this.firstBackoff = firstBackoff;
@@ -121,29 +125,37 @@ public final class TrackerLink implements AutoCloseable {
     /**
      * Starts polling {@code tracker} for the job's commands.
      *
-     * @param credential the job, one of its borrowed vGPUs and that vGPU's session token: who polls, and the mac key
-     * @param vgpus      the job's vGPUs, which commands name by index
+     * @param credential  the job, one of its borrowed vGPUs and that vGPU's session token: who polls, and the mac key
+     * @param expectedEnd when the user expects the job to end (vgpu run --expected-runtime, VGPU_EXPECTED_RUNTIME),
+     *                    sent in every poll for the tracker's cost model; empty: no hint
+     * @param vgpus       the job's vGPUs, which commands name by index
      */
     public static TrackerLink start(
-            Address tracker, Credential credential, List<MigratableGpu> vgpus, TrackerGrants grants) {
-        return start(tracker, credential, vgpus, grants, FIRST_BACKOFF, LAST_BACKOFF);
+            Address tracker,
+            Credential credential,
+            Optional<Instant> expectedEnd,
+            List<MigratableGpu> vgpus,
+            TrackerGrants grants) {
+        return start(tracker, credential, expectedEnd, vgpus, grants, FIRST_BACKOFF, LAST_BACKOFF);
     }
 
     /** With another backoff, for tests. */
     static TrackerLink start(
             Address tracker,
             Credential credential,
+            Optional<Instant> expectedEnd,
             List<MigratableGpu> vgpus,
             TrackerGrants grants,
             Duration firstBackoff,
             Duration lastBackoff) {
-        TrackerLink link = new TrackerLink(tracker, credential, vgpus, grants, firstBackoff, lastBackoff);
+        TrackerLink link = new TrackerLink(tracker, credential, expectedEnd, vgpus, grants, firstBackoff, lastBackoff);
         link.thread.start();
         LOG.info(
-                "polling the tracker at {} for job {}'s migrations (as vGPU {})",
+                "polling the tracker at {} for job {}'s migrations (as vGPU {}){}",
                 tracker,
                 credential.job(),
-                credential.vgpu());
+                credential.vgpu(),
+                expectedEnd.map(end -> ", expecting the job to end at " + end).orElse(""));
         return link;
     }
 
@@ -152,7 +164,7 @@ public final class TrackerLink implements AutoCloseable {
         while (!isClosed()) {
             long asked = System.nanoTime();
             String nonce = HexFormat.of().formatHex(randomBytes());
-            String line = Poll.fitting(credential, nonce, stats()).format();
+            String line = Poll.fitting(credential, nonce, expectedEnd, stats()).format();
             PollReply reply;
             try {
                 reply = AgentChannel.parsePollReply(tracker.request(

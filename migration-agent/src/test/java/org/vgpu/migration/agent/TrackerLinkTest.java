@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.net.ServerSocket;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -75,7 +76,13 @@ class TrackerLinkTest {
                                 ? "error job 42 is not known yet"
                                 : new AgentChannel.Idle().format()));
                 TrackerLink _ = TrackerLink.start(
-                        at(server), CREDENTIAL, List.of(), NO_GRANTS, Duration.ofMillis(100), Duration.ofMillis(150))) {
+                        at(server),
+                        CREDENTIAL,
+                        Optional.empty(),
+                        List.of(),
+                        NO_GRANTS,
+                        Duration.ofMillis(100),
+                        Duration.ofMillis(150))) {
             long start = System.nanoTime();
             awaitRequests(5);
             assertTrue(
@@ -95,6 +102,41 @@ class TrackerLinkTest {
     }
 
     @Test
+    void everyPollCarriesTheJobsExpectedEndAndNoneWithoutAHint() throws Exception {
+        Instant end = Instant.parse("2026-11-25T09:00:00Z");
+        try (LineServer server = tracker((line, host) -> List.of(new AgentChannel.Idle().format()))) {
+            try (TrackerLink _ = TrackerLink.start(
+                    at(server),
+                    CREDENTIAL,
+                    Optional.of(end),
+                    List.of(),
+                    NO_GRANTS,
+                    Duration.ofMillis(10),
+                    Duration.ofMillis(20))) {
+                awaitRequests(2);
+            }
+            List<String> hinted = List.copyOf(requests);
+            for (String request : hinted) {
+                assertEquals(Optional.of(end), ((AgentChannel.Poll) AgentChannel.parseRequest(request)).expectedEnd());
+            }
+            requests.clear();
+            try (TrackerLink _ = TrackerLink.start(
+                    at(server),
+                    CREDENTIAL,
+                    Optional.empty(),
+                    List.of(),
+                    NO_GRANTS,
+                    Duration.ofMillis(10),
+                    Duration.ofMillis(20))) {
+                awaitRequests(1);
+            }
+            assertEquals(
+                    Optional.empty(),
+                    ((AgentChannel.Poll) AgentChannel.parseRequest(requests.getFirst())).expectedEnd());
+        }
+    }
+
+    @Test
     void anUnreachableTrackerIsRetriedAndCloseEndsTheWaitAtOnce() throws Exception {
         int port;
         try (ServerSocket free = new ServerSocket(0)) {
@@ -103,6 +145,7 @@ class TrackerLinkTest {
         TrackerLink link = TrackerLink.start(
                 TrackerLink.Address.parse("127.0.0.1:" + port),
                 CREDENTIAL,
+                Optional.empty(),
                 List.of(),
                 NO_GRANTS,
                 Duration.ofSeconds(30),
@@ -123,7 +166,7 @@ class TrackerLinkTest {
             }
             return List.of(new AgentChannel.Idle().format());
         })) {
-            TrackerLink link = TrackerLink.start(at(server), CREDENTIAL, List.of(), NO_GRANTS);
+            TrackerLink link = TrackerLink.start(at(server), CREDENTIAL, Optional.empty(), List.of(), NO_GRANTS);
             awaitRequests(1);
             long start = System.nanoTime();
             link.close();

@@ -16,11 +16,13 @@ import java.nio.charset.StandardCharsets;
 import java.security.InvalidKeyException;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.Set;
 import java.util.regex.Pattern;
 import javax.crypto.Mac;
@@ -39,7 +41,7 @@ import org.vgpu.common.net.Endpoint;
  * {@link BridgeContract#REPLY_LINE_BYTES}:
  *
  * <pre>
- *   request  = "agent poll" SP credential SP nonce *(SP stat)
+ *   request  = "agent poll" SP credential SP nonce [SP end] *(SP stat)
  *            | "agent done" SP credential SP id SP outcome
  *   credential = job SP vgpu SP token        (the session token VGPU_REMOTE holds for borrowed vGPU vgpu,
  *                                             signed with the site key for (job, vgpu, worker id))
@@ -47,6 +49,9 @@ import org.vgpu.common.net.Endpoint;
  *   vgpu     = 0..vgpus_max-1
  *   token    = 1..token_bytes of token_chars
  *   nonce    = 16..64 lowercase hex digits, fresh per poll
+ *   end      = "end=" 1..end_max                      (the user's hint: when the job expects to end, in seconds
+ *                                                     since 1970-01-01T00:00:00Z; end_max is 9999-12-31T23:59:59Z;
+ *                                                     absent: no hint, as in the polls of agents before it)
  *   stat     = "v" vgpu "=" where "," calls "," bytes "," remote-wait-ms "," live-bytes   (each vgpu at most once)
  *   where    = "local:" gpu | "remote:" host ":" port
  *   calls, bytes, remote-wait-ms = count, cumulative since the vGPU was opened (0 while it runs local)
@@ -86,6 +91,10 @@ public final class AgentChannel {
     public static final String SUCCEEDED = "ok";
     public static final String FAILED = "failed";
     public static final String MAC_PREFIX = "mac=";
+    public static final String END_PREFIX = "end=";
+
+    /** The latest hinted end a poll may carry, 9999-12-31T23:59:59Z: a hint beyond it is a mistake, not a plan. */
+    public static final Instant END_MAX = Instant.parse("9999-12-31T23:59:59Z");
 
     /** How long the tracker holds a poll without a command; the agent's read timeout must exceed it. */
     public static final int HOLD_SECONDS = 20;
@@ -216,32 +225,48 @@ public final class AgentChannel {
         String format();
     }
 
-    /** Waits up to {@link #HOLD_SECONDS} for a command, reporting the job's vGPUs. */
-    public record Poll(Credential credential, String nonce, List<Stat> stats) implements Request {
+    /**
+     * Waits up to {@link #HOLD_SECONDS} for a command, reporting the job's vGPUs and, when the user gave one, the
+     * job's expected end (whole seconds; the tracker's cost model weighs the remaining time by it).
+     */
+    public record Poll(Credential credential, String nonce, Optional<Instant> expectedEnd, List<Stat> stats)
+            implements Request {
         public Poll {
             Objects.requireNonNull(credential, "credential");
             requireValid(checkNonce(nonce));
+            Objects.requireNonNull(expectedEnd, "expectedEnd");
+            expectedEnd.ifPresent(end -> requireValid(checkEnd(end)));
             stats = List.copyOf(stats);
             requireValid(checkDistinctStats(stats));
-            requireValid(checkLength("an agent poll", formatPoll(credential, nonce, stats), REQUEST_LINE_BYTES));
+            requireValid(checkLength(
+                    "an agent poll", formatPoll(credential, nonce, expectedEnd, stats), REQUEST_LINE_BYTES));
         }
 
-        /** A poll with as many of {@code stats}, in order, as fit the request line. */
-        public static Poll fitting(Credential credential, String nonce, List<Stat> stats) {
+        /** A poll without a hint of the job's end. */
+        public Poll(Credential credential, String nonce, List<Stat> stats) {
+            this(credential, nonce, Optional.empty(), stats);
+        }
+
+        /** A poll with as many of {@code stats}, in order, as fit the request line (the hint always does). */
+        public static Poll fitting(
+                Credential credential, String nonce, Optional<Instant> expectedEnd, List<Stat> stats) {
             List<Stat> kept = new ArrayList<>(stats);
-            while (!kept.isEmpty() && formatPoll(credential, nonce, kept).length() > REQUEST_LINE_BYTES) {
+            while (!kept.isEmpty()
+                    && formatPoll(credential, nonce, expectedEnd, kept).length() > REQUEST_LINE_BYTES) {
                 kept.removeLast();
             }
-            return new Poll(credential, nonce, kept);
+            return new Poll(credential, nonce, expectedEnd, kept);
         }
 
         @Override
         public String format() {
-            return formatPoll(credential, nonce, stats);
+            return formatPoll(credential, nonce, expectedEnd, stats);
         }
 
-        private static String formatPoll(Credential credential, String nonce, List<Stat> stats) {
+        private static String formatPoll(
+                Credential credential, String nonce, Optional<Instant> expectedEnd, List<Stat> stats) {
             StringBuilder line = new StringBuilder(WORD + " " + POLL + " " + credential.format() + " " + nonce);
+            expectedEnd.ifPresent(end -> line.append(' ').append(END_PREFIX).append(end.getEpochSecond()));
             stats.forEach(stat -> line.append(' ').append(stat.format()));
             return line.toString();
         }
@@ -454,17 +479,35 @@ public final class AgentChannel {
 
     private static Poll parsePoll(String[] fields) {
         if (fields.length < 6) {
-            throw new ParseError("usage: " + WORD + " " + POLL + " <job> <vgpu> <token> <nonce> [<stat> ...]");
+            throw new ParseError(
+                    "usage: " + WORD + " " + POLL + " <job> <vgpu> <token> <nonce> [end=<seconds>] [<stat> ...]");
         }
         Credential credential = parseCredential(fields);
         String nonce = fields[5];
         requireParsed(checkNonce(nonce));
+        int next = 6;
+        Optional<Instant> expectedEnd = Optional.empty();
+        if (fields.length > next && fields[next].startsWith(END_PREFIX)) {
+            expectedEnd = Optional.of(parseEnd(fields[next].substring(END_PREFIX.length())));
+            next++;
+        }
         List<Stat> stats = new ArrayList<>();
-        for (int i = 6; i < fields.length; i++) {
+        for (int i = next; i < fields.length; i++) {
             stats.add(parseStat(fields[i]));
         }
         requireParsed(checkDistinctStats(stats));
-        return new Poll(credential, nonce, stats);
+        return new Poll(credential, nonce, expectedEnd, stats);
+    }
+
+    /** The hinted end: whole seconds since 1970, 1 up to {@link #END_MAX}. */
+    private static Instant parseEnd(String field) {
+        long seconds = parseCount("the job's expected end (" + END_PREFIX + ")", field);
+        requireParsed(checkRange(
+                "the job's expected end (" + END_PREFIX + ", seconds since 1970)",
+                seconds,
+                1,
+                END_MAX.getEpochSecond()));
+        return Instant.ofEpochSecond(seconds);
     }
 
     private static Done parseDone(String[] fields, String line) {
@@ -666,6 +709,16 @@ public final class AgentChannel {
             return "a session token has only letters, digits and " + BridgeContract.TOKEN_CHARS;
         }
         return null;
+    }
+
+    private static String checkEnd(Instant end) {
+        return end.getNano() != 0
+                ? "the job's expected end is whole seconds, got " + end
+                : checkRange(
+                        "the job's expected end (seconds since 1970)",
+                        end.getEpochSecond(),
+                        1,
+                        END_MAX.getEpochSecond());
     }
 
     private static String checkNonce(String nonce) {

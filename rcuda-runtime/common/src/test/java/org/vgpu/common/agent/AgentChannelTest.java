@@ -7,9 +7,11 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.charset.StandardCharsets;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.Optional;
 import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
 
@@ -55,6 +57,28 @@ class AgentChannelTest {
                         + " v1=remote:n2.cluster:7100,12,3456,78,9 v2=remote:[::1]:7101,1,2,3,4",
                 line);
         assertEquals(poll, AgentChannel.parseRequest(line));
+    }
+
+    @Test
+    void pollWithTheJobsExpectedEndRoundTrips() {
+        Instant end = Instant.parse("2026-11-25T09:00:00Z");
+        Poll poll = new Poll(CREDENTIAL, NONCE, Optional.of(end), List.of(new Stat(0, new LocalGpu(3), 0, 0, 0, 1)));
+        String line = poll.format();
+        assertEquals(
+                "agent poll 42 1 " + TOKEN + " " + NONCE + " end=" + end.getEpochSecond() + " v0=local:3,0,0,0,1",
+                line);
+        Poll parsed = (Poll) AgentChannel.parseRequest(line);
+        assertEquals(poll, parsed);
+        assertEquals(Optional.of(end), parsed.expectedEnd());
+
+        Poll hintOnly = new Poll(CREDENTIAL, NONCE, Optional.of(AgentChannel.END_MAX), List.of());
+        assertEquals(hintOnly, AgentChannel.parseRequest(hintOnly.format()));
+    }
+
+    @Test
+    void aPollWithoutAnEndMeansNoHint() {
+        String oldAgentsPoll = "agent poll 42 1 " + TOKEN + " " + NONCE + " v0=local:3,0,0,0,1";
+        assertEquals(Optional.empty(), ((Poll) AgentChannel.parseRequest(oldAgentsPoll)).expectedEnd());
     }
 
     @Test
@@ -163,6 +187,18 @@ class AgentChannelTest {
                 "agent poll 42 1 tok 0123456789abcdef v0=local:1,0,0,0,9223372036854775808|live-bytes 9223372036854775808"
                         + " is larger than",
                 "agent poll 42 1 tok 0123456789abcdef v0=local:1,0,0,0,0 v0=local:2,0,0,0,0|vGPU 0 has two",
+                "agent poll 42 1 tok 0123456789abcdef end=|the job's expected end (end=) must be a decimal count",
+                "agent poll 42 1 tok 0123456789abcdef end=soon|the job's expected end (end=) must be a decimal count",
+                "agent poll 42 1 tok 0123456789abcdef end=-5|the job's expected end (end=) must be a decimal count",
+                "agent poll 42 1 tok 0123456789abcdef end=01|the job's expected end (end=) must be a decimal count",
+                "agent poll 42 1 tok 0123456789abcdef end=1.5|the job's expected end (end=) must be a decimal count",
+                "agent poll 42 1 tok 0123456789abcdef end=0|the job's expected end (end=, seconds since 1970) must be"
+                        + " in 1..253402300799, got 0",
+                "agent poll 42 1 tok 0123456789abcdef end=253402300800|must be in 1..253402300799, got 253402300800",
+                "agent poll 42 1 tok 0123456789abcdef end=99999999999999999999|the job's expected end (end=) must be",
+                "agent poll 42 1 tok 0123456789abcdef end=9223372036854775808|is larger than",
+                "agent poll 42 1 tok 0123456789abcdef end=5 end=6|a stat is v<vgpu>",
+                "agent poll 42 1 tok 0123456789abcdef v0=local:1,0,0,0,0 end=5|a stat is v<vgpu>",
                 "agent poll 42  1 tok 0123456789abcdef|exactly one space",
                 "'agent poll 42 1 tok 0123456789abcdef '|exactly one space",
                 "' agent poll 42 1 tok 0123456789abcdef'|exactly one space",
@@ -248,13 +284,31 @@ class AgentChannelTest {
         }
         Credential credential = new Credential("42", 1, "t".repeat(BridgeContract.TOKEN_BYTES));
         assertThrows(IllegalArgumentException.class, () -> new Poll(credential, NONCE, stats));
-        Poll poll = Poll.fitting(credential, NONCE, stats);
+        Poll poll = Poll.fitting(credential, NONCE, Optional.empty(), stats);
         assertTrue(poll.format().length() <= BridgeContract.REQUEST_LINE_BYTES);
         assertTrue(
                 poll.stats().size() > 5 && poll.stats().size() < 40,
                 () -> poll.stats().size() + " stats kept");
         assertEquals(stats.subList(0, poll.stats().size()), poll.stats());
         assertEquals(poll, AgentChannel.parseRequest(poll.format()));
+    }
+
+    @Test
+    void aPollThatDropsStatsToFitKeepsItsHint() {
+        List<Stat> stats = new ArrayList<>();
+        for (int k = 0; k < 40; k++) {
+            stats.add(new Stat(k, new RemoteWorker(new Endpoint("h".repeat(200), 7000 + k)), 1, 2, 3, 4));
+        }
+        Credential credential = new Credential("42", 1, "t".repeat(BridgeContract.TOKEN_BYTES));
+        Optional<Instant> end = Optional.of(AgentChannel.END_MAX);
+        Poll hinted = Poll.fitting(credential, NONCE, end, stats);
+        assertTrue(hinted.format().length() <= BridgeContract.REQUEST_LINE_BYTES);
+        assertEquals(end, hinted.expectedEnd());
+        assertEquals(hinted, AgentChannel.parseRequest(hinted.format()));
+        assertTrue(
+                hinted.stats().size() > 5 && hinted.stats().size() < 40,
+                () -> hinted.stats().size() + " kept");
+        assertEquals(stats.subList(0, hinted.stats().size()), hinted.stats());
     }
 
     @Test
@@ -276,6 +330,15 @@ class AgentChannelTest {
         assertThrows(IllegalArgumentException.class, () -> new LocalGpu(-1));
         assertThrows(IllegalArgumentException.class, () -> new RemoteWorker(new Endpoint("n2", 0)));
         assertThrows(IllegalArgumentException.class, () -> new Poll(CREDENTIAL, "short", List.of()));
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> new Poll(CREDENTIAL, NONCE, Optional.of(Instant.EPOCH), List.of()));
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> new Poll(CREDENTIAL, NONCE, Optional.of(AgentChannel.END_MAX.plusSeconds(1)), List.of()));
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> new Poll(CREDENTIAL, NONCE, Optional.of(Instant.parse("2026-11-25T09:00:00.5Z")), List.of()));
         assertThrows(IllegalArgumentException.class, () -> new Stat(0, new LocalGpu(1), -1, 0, 0, 0));
     }
 

@@ -86,6 +86,11 @@ class WorkerCommandTest {
         return start(args).join();
     }
 
+    /** A worker given every required option, to listen on any port of 127.0.0.1, and then {@code option value}. */
+    private int runListeningWith(String option, String value) {
+        return run("--listen", "127.0.0.1:0", "--worker-id", "w", "--key-file", keyFile.toString(), option, value);
+    }
+
     /** This process's tuning with {@code property} set to {@code value}. */
     private static RemoteTuning tunedWith(String property, String value) {
         Properties properties = new Properties();
@@ -198,39 +203,9 @@ class WorkerCommandTest {
     void badOptionsAreUsageErrors() {
         assertEquals(2, run());
         assertEquals(2, run("--listen", "nowhere", "--worker-id", "w", "--key-file", keyFile.toString()));
-        assertEquals(
-                2,
-                run(
-                        "--listen",
-                        "127.0.0.1:0",
-                        "--worker-id",
-                        "w",
-                        "--key-file",
-                        keyFile.toString(),
-                        "--backend",
-                        "gpu"));
-        assertEquals(
-                2,
-                run(
-                        "--listen",
-                        "127.0.0.1:0",
-                        "--worker-id",
-                        "w",
-                        "--key-file",
-                        keyFile.toString(),
-                        "--tls-cert",
-                        "c.pem"));
-        assertEquals(
-                2,
-                run(
-                        "--listen",
-                        "127.0.0.1:0",
-                        "--worker-id",
-                        "w",
-                        "--key-file",
-                        keyFile.toString(),
-                        "--idle-timeout",
-                        "0"));
+        assertEquals(2, runListeningWith("--backend", "gpu"));
+        assertEquals(2, runListeningWith("--tls-cert", "c.pem"));
+        assertEquals(2, runListeningWith("--idle-timeout", "0"));
         assertTrue(stdout().isEmpty(), "nothing on stdout but the two contract lines");
     }
 
