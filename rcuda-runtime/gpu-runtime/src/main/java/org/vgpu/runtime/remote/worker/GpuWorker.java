@@ -239,7 +239,8 @@ public final class GpuWorker implements AutoCloseable {
             return true;
         }
         try {
-            end.get(bound.toMillis(), TimeUnit.MILLISECONDS);
+            // in nanoseconds: whole milliseconds would cut the wait short of the bound by up to one
+            end.get(bound.toNanos(), TimeUnit.NANOSECONDS);
             return true;
         } catch (TimeoutException e) {
             return false;

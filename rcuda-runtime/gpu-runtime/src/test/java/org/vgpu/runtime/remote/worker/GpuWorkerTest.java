@@ -518,6 +518,19 @@ class GpuWorkerTest {
     }
 
     @Test
+    void aSessionsEndIsAwaitedForTheWholeBoundAlsoBelowAMillisecond() throws Exception {
+        startWorker(Duration.ofSeconds(10), GpuWorker.Sessions.ONE_AFTER_ANOTHER);
+        try (RawClient app = connect()) {
+            assertEquals("#1 welcome test-worker", app.hello(1, TOKEN, WINDOW).read());
+            // HolderLeaving hands over what is left of its bound, rarely a whole number of milliseconds
+            Duration bound = Duration.ofNanos(900_000);
+            long start = System.nanoTime();
+            assertFalse(worker.awaitSessionEnd(bound), "the session runs on");
+            assertTrue(System.nanoTime() - start >= bound.toNanos(), "the wait was cut short of its bound");
+        }
+    }
+
+    @Test
     void aLeavingHolderWorkerWhoseVgpuNothingMovesEndsAtOnceAndOneWhoseSessionStaysEndsAtTheBound() throws Exception {
         startWorker(Duration.ofSeconds(10), GpuWorker.Sessions.ONE_AFTER_ANOTHER);
         try (ThrowawaySiteKey key = ThrowawaySiteKey.create("holder-leaving");
