@@ -10,10 +10,14 @@ import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufUtil;
+import io.netty.buffer.Unpooled;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -38,6 +42,8 @@ import org.vgpu.runtime.kernels.TestKernels;
 import org.vgpu.runtime.remote.protocol.Frames;
 import org.vgpu.runtime.remote.protocol.Hello;
 import org.vgpu.runtime.remote.protocol.NettyLeaks;
+import org.vgpu.runtime.remote.protocol.Opcode;
+import org.vgpu.runtime.remote.protocol.RequestDecoder;
 
 /**
  * A worker in this JVM, driven by a raw client that plays by the rules or does not: the worker
@@ -284,6 +290,71 @@ class GpuWorkerTest {
                     "#7 data@0 4 bytes [00000000]",
                     client.send(e -> e.memcpyDtoH(7, false, 0, WINDOW.base(), 4, 4096))
                             .read());
+        }
+    }
+
+    @Test
+    void aFrameLargerThanAHelloBeforeSignInIsRefusedAndClosedWhileTheSessionTakesFullFrames() {
+        startWorker(Duration.ofSeconds(10));
+        try (RawClient client = connect();
+                RawClient stranger = connect()) {
+            assertEquals(
+                    "#1 welcome test-worker", client.hello(1, TOKEN, WINDOW).read());
+            // the header of a 15 MiB HELLO: refused from its length, before its body is buffered
+            ByteBuf header = Unpooled.buffer().writeInt(Frames.MIN_LENGTH + (15 << 20));
+            header.writeShort(Opcode.HELLO.code()).writeShort(0).writeInt(7);
+            stranger.sendBytes(ByteBufUtil.getBytes(header));
+            header.release();
+            String refusal = stranger.read();
+            assertTrue(
+                    refusal.startsWith("#0 error VGPU_PROTOCOL_ERROR: frame length 15728648 is outside [8, "
+                            + (Frames.MIN_LENGTH + RequestDecoder.MAX_HELLO_BODY_BYTES)
+                            + "] before the client signed in (a HELLO is at most "
+                            + RequestDecoder.MAX_HELLO_BODY_BYTES + " bytes)"),
+                    refusal);
+            assertEquals("closed", stranger.read());
+            MemorySegment megabyte = MemorySegment.ofArray(new byte[1 << 20]);
+            client.send(e -> {
+                e.memAllocAt(2, WINDOW.base(), 1 << 20);
+                e.memcpyHtoDChunk(3, false, false, 0, WINDOW.base(), megabyte, 0, 1 << 20);
+            });
+            assertEquals("#2 ok 0 bytes", client.read());
+            assertEquals("#3 ok 0 bytes", client.read(), "a signed-in client sends frames of the protocol's size");
+        }
+    }
+
+    @Test
+    void connectionsBeyondThoseAWorkerKeepsAreRefusedAndTheSessionGoesOn() throws Exception {
+        startWorker(Duration.ofSeconds(10));
+        List<RawClient> waiting = new ArrayList<>();
+        try (RawClient client = connect()) {
+            assertEquals(
+                    "#1 welcome test-worker", client.hello(1, TOKEN, WINDOW).read());
+            for (int i = 0; i < GpuWorker.MAX_CONNECTIONS_SIGNING_IN; i++) {
+                waiting.add(connect());
+            }
+            try (RawClient oneTooMany = connect()) {
+                assertEquals(
+                        "#0 error CUDA_ERROR_NOT_PERMITTED: worker test-worker is busy: "
+                                + GpuWorker.MAX_CONNECTIONS_SIGNING_IN
+                                + " connections are already signing in; try again shortly",
+                        oneTooMany.read());
+                assertEquals("closed", oneTooMany.read());
+            }
+            assertEquals("#2 ok 16 bytes", client.send(e -> e.memGetInfo(2)).read());
+            waiting.removeFirst().close();
+            // once the worker saw that one close, a newcomer is heard: its HELLO meets the session, not the limit
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            String reply;
+            do {
+                try (RawClient newcomer = connect()) {
+                    reply = newcomer.hello(1, TOKEN, WINDOW).read();
+                }
+            } while (reply.contains("busy") && System.nanoTime() < deadline);
+            assertEquals("#1 error CUDA_ERROR_NOT_PERMITTED: worker test-worker already serves a session", reply);
+            assertEquals("#3 ok 16 bytes", client.send(e -> e.memGetInfo(3)).read());
+        } finally {
+            waiting.forEach(RawClient::close);
         }
     }
 
