@@ -208,6 +208,32 @@ class GpuWorkerTest {
     }
 
     @Test
+    void aLaunchWithAZeroGridOverTheWireIsOneInvalidValueAndTheSessionGoesOn() {
+        startWorker(Duration.ofSeconds(10));
+        try (RawClient client = connect()) {
+            client.hello(1, TOKEN, WINDOW).read();
+            // no client of vgpu's can send this (Dim3 refuses it), so the frame is written by hand
+            ByteBuf launch = Unpooled.buffer();
+            int bodyBytes = 9 * Integer.BYTES + Short.BYTES;
+            launch.writeInt(Frames.MIN_LENGTH + bodyBytes)
+                    .writeShort(Opcode.LAUNCH_KERNEL.code())
+                    .writeShort(Frames.FLAG_ASYNC)
+                    .writeInt(2);
+            launch.writeInt(1); // function
+            launch.writeInt(0).writeInt(0).writeInt(0); // grid
+            launch.writeInt(1).writeInt(1).writeInt(1); // block
+            launch.writeInt(0).writeInt(0).writeShort(0); // shared memory, stream, no arguments
+            client.sendBytes(ByteBufUtil.getBytes(launch));
+            launch.release();
+            assertEquals(
+                    "#3 error CUDA_ERROR_INVALID_VALUE: asynchronous LAUNCH_KERNEL (request 2) failed:"
+                            + " the launch's grid (0, 0, 0) has a dimension below 1",
+                    client.send(e -> e.ctxSynchronize(3)).read());
+            assertEquals("#4 ok 16 bytes", client.send(e -> e.memGetInfo(4)).read(), "the session goes on");
+        }
+    }
+
+    @Test
     void theLastChunkOfAnAsynchronousCopySaysWhetherAFailureIsKept() {
         startWorker(Duration.ofSeconds(10));
         try (RawClient client = connect()) {
