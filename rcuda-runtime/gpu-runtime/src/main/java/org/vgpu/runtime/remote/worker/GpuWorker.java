@@ -141,6 +141,7 @@ public final class GpuWorker implements AutoCloseable {
             this.serverChannel = bootstrap
                     .group(group)
                     .channel(NettyTransport.serverSocketChannel())
+                    .handler(new AcceptFailures(config.workerId(), log, System::nanoTime))
                     .childOption(ChannelOption.TCP_NODELAY, true)
                     .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, WATER_MARK)
                     .childOption(
@@ -229,6 +230,11 @@ public final class GpuWorker implements AutoCloseable {
         Objects.requireNonNull(log, "log");
         Objects.requireNonNull(sessions, "sessions");
         return new GpuWorker(config, backend, authenticator, ssl, log, sessions);
+    }
+
+    /** The listening socket's channel, for tests that play what the operating system does to it. */
+    Channel listeningChannel() {
+        return serverChannel;
     }
 
     /** The address the worker listens on (with the real port when port 0 was asked for). */

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.net.InetAddress;
 import java.net.ServerSocket;
@@ -18,6 +19,7 @@ import java.util.concurrent.TimeUnit;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -381,6 +383,30 @@ class GpuWorkerTest {
             assertEquals("#3 ok 16 bytes", client.send(e -> e.memGetInfo(3)).read());
         } finally {
             waiting.forEach(RawClient::close);
+        }
+    }
+
+    @Test
+    void failedAcceptsAreToldInOneLineAndTheWorkerAcceptsAgain() throws Exception {
+        startWorker(Duration.ofSeconds(10));
+        Channel listening = worker.listeningChannel();
+        // what a worker out of file descriptors sees: every accept fails
+        listening
+                .eventLoop()
+                .submit(() -> {
+                    for (int i = 0; i < 50; i++) {
+                        listening
+                                .pipeline()
+                                .fireExceptionCaught(new IOException("accept(..) failed: Too many open files"));
+                    }
+                })
+                .get();
+        awaitLog("worker test-worker cannot accept connections: too many open files; it tries again every 1 s");
+        assertEquals(
+                1, log.stream().filter(line -> line.contains("cannot accept")).count(), log::toString);
+        try (RawClient client = connect()) {
+            assertEquals(
+                    "#1 welcome test-worker", client.hello(1, TOKEN, WINDOW).read(), "accepting again");
         }
     }
 
