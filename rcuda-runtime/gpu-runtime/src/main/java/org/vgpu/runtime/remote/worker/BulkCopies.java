@@ -89,12 +89,17 @@ final class BulkCopies {
                 // a copy of 0 bytes still checks its pointer, as on a local vGPU
                 gpu().memcpyHtoD(dst, MemorySegment.NULL, 0);
             }
+            // the whole chunk, checked before its first slot is copied: a chunk that does not fit writes nothing
+            gpu().checkDeviceRegions(List.of(new DeviceRegion(dst, data.readableBytes())), "memcpyHtoD destination");
             stageToDevice(dst, data, stream);
         });
     }
 
     void memcpyHtoDScatter(Frame frame, int streamId, List<DeviceRegion> pieces, ByteBuf data) {
-        copyChunkToDevice(frame, streamId, stream -> stageScatterToDevice(pieces, data, stream));
+        copyChunkToDevice(frame, streamId, stream -> {
+            gpu().checkDeviceRegions(pieces, "memcpyHtoDScatter destination");
+            stageScatterToDevice(pieces, data, stream);
+        });
     }
 
     /**

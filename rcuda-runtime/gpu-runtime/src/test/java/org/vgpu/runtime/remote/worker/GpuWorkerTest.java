@@ -12,6 +12,7 @@ import java.net.ServerSocket;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
@@ -407,6 +408,41 @@ class GpuWorkerTest {
         try (RawClient client = connect()) {
             assertEquals(
                     "#1 welcome test-worker", client.hello(1, TOKEN, WINDOW).read(), "accepting again");
+        }
+    }
+
+    @Test
+    void aChunkToTheDeviceThatRunsOutOfItsAllocationWritesNothing() {
+        startWorker(Duration.ofSeconds(10));
+        // three staging slots' worth: the first two would fit the allocation, the third not
+        byte[] ones = new byte[3 << 20];
+        Arrays.fill(ones, (byte) 1);
+        try (RawClient client = connect()) {
+            client.hello(1, TOKEN, WINDOW).read();
+            client.send(e -> {
+                e.memAllocAt(2, WINDOW.base(), 2 << 20);
+                e.memcpyHtoDChunk(3, false, false, 0, WINDOW.base(), MemorySegment.ofArray(ones), 0, ones.length);
+                e.memcpyHtoDScatterChunk(
+                        4,
+                        false,
+                        false,
+                        0,
+                        List.of(
+                                new DeviceRegion(WINDOW.base() + 16, 4),
+                                new DeviceRegion(WINDOW.base() + (2 << 20), 4)),
+                        MemorySegment.ofArray(ones),
+                        0,
+                        8);
+                e.memcpyDtoH(5, false, 0, WINDOW.base(), 4, 4096);
+                e.memcpyDtoH(6, false, 0, WINDOW.base() + 16, 4, 4096);
+            });
+            assertEquals("#2 ok 0 bytes", client.read());
+            for (int request = 3; request <= 4; request++) {
+                String reply = client.read();
+                assertTrue(reply.startsWith("#" + request + " error CUDA_ERROR_INVALID_VALUE"), reply);
+            }
+            assertEquals("#5 data@0 4 bytes [00000000]", client.read(), "no part of the copy was made");
+            assertEquals("#6 data@0 4 bytes [00000000]", client.read(), "no piece of the scatter was written");
         }
     }
 
