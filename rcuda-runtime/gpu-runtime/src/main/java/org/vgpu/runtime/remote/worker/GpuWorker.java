@@ -7,6 +7,7 @@ import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -93,6 +94,14 @@ public final class GpuWorker implements AutoCloseable {
      * HELLO is refused while a session runs).
      */
     public static final int MAX_CONNECTIONS = MAX_CONNECTIONS_SIGNING_IN + 1;
+
+    /**
+     * How long a connection may take to sign in (TLS, then an accepted HELLO), or the idle timeout
+     * when that is shorter: vgpu's client sends its HELLO as soon as it is connected, and a peer that
+     * trickles one in byte by byte would otherwise hold one of the
+     * {@link #MAX_CONNECTIONS_SIGNING_IN} places for as long as it keeps sending.
+     */
+    public static final Duration SIGN_IN_BOUND = Duration.ofSeconds(10);
 
     /** Why a peer that has not signed in may send only small frames, for the protocol error it gets. */
     private static final String SIGN_IN_FRAME_LIMIT =
@@ -377,6 +386,8 @@ public final class GpuWorker implements AutoCloseable {
         private boolean signingIn;
         /** Set when the connection was refused as one too many: what it sends before it closes is dropped. */
         private boolean overLimit;
+        /** Closes the connection if it has not signed in by then. */
+        private ScheduledFuture<?> signInDeadline;
 
         Connection(TrafficCounter traffic) {
             this.traffic = traffic;
@@ -400,12 +411,30 @@ public final class GpuWorker implements AutoCloseable {
                         + ctx.channel().remoteAddress() + ": " + refused.getMessage());
                 overLimit = true;
                 replyAndClose(ctx, 0, refused);
+            } else {
+                Duration bound =
+                        config.idleTimeout().compareTo(SIGN_IN_BOUND) < 0 ? config.idleTimeout() : SIGN_IN_BOUND;
+                signInDeadline =
+                        ctx.executor().schedule(() -> signInTooSlow(ctx, bound), bound.toNanos(), TimeUnit.NANOSECONDS);
             }
             ctx.fireChannelActive();
         }
 
+        private void signInTooSlow(ChannelHandlerContext ctx, Duration bound) {
+            if (signingIn && ctx.channel().isActive()) {
+                VgpuException refused = new VgpuException(
+                        ErrorCode.VGPU_AUTH_FAILED,
+                        "worker " + config.workerId() + " closes the connection: no session was opened within "
+                                + bound.toMillis() + " ms of connecting");
+                log.accept("worker " + config.workerId() + ": refused "
+                        + ctx.channel().remoteAddress() + ": " + refused.getMessage());
+                replyAndClose(ctx, 0, refused);
+            }
+        }
+
         private void signedIn(ChannelHandlerContext ctx) {
             signingIn = false;
+            signInDeadline.cancel(false);
             connectionsSigningIn.decrementAndGet();
             ctx.pipeline().get(FrameDecoder.class).allowFullFrames();
         }
@@ -487,6 +516,9 @@ public final class GpuWorker implements AutoCloseable {
         @Override
         public void channelInactive(ChannelHandlerContext ctx) {
             connections.decrementAndGet();
+            if (signInDeadline != null) {
+                signInDeadline.cancel(false);
+            }
             if (signingIn) {
                 signingIn = false;
                 connectionsSigningIn.decrementAndGet();

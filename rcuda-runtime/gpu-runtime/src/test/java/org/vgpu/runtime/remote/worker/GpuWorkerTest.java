@@ -447,6 +447,23 @@ class GpuWorkerTest {
     }
 
     @Test
+    void aPeerThatHasNotSignedInWithinTheBoundIsClosedBeforeTheIdleTimeout() {
+        // a holder's worker, which waits for its clients as long as it lives, with a long idle timeout
+        startWorker(GpuWorker.SIGN_IN_BOUND.multipliedBy(2), GpuWorker.Sessions.ONE_AFTER_ANOTHER);
+        try (RawClient slow = connect()) {
+            long start = System.nanoTime();
+            slow.sendBytes(new byte[] {0, 0, 1, 0}); // the start of a HELLO that never comes
+            assertEquals(
+                    "#0 error VGPU_AUTH_FAILED: worker test-worker closes the connection: no session was opened"
+                            + " within 10000 ms of connecting",
+                    slow.read());
+            assertEquals("closed", slow.read());
+            assertTrue(System.nanoTime() - start
+                    < GpuWorker.SIGN_IN_BOUND.multipliedBy(2).toNanos());
+        }
+    }
+
+    @Test
     void copiesTravelInChunksBothWays() {
         startWorker(Duration.ofSeconds(10));
         byte[] data = new byte[10_000];
