@@ -19,7 +19,9 @@ import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.attribute.BasicFileAttributes;
+import java.nio.file.attribute.PosixFileAttributes;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.nio.file.attribute.UserPrincipal;
 import java.time.Duration;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -103,8 +105,9 @@ public final class LineServer implements AutoCloseable {
 
     /**
      * Binds a UNIX domain socket at {@code socketFile}, readable and writable by its owner only, and
-     * starts answering. A socket file left by a dead server is replaced; a live server's socket, or
-     * a file that is not a socket, is never touched.
+     * starts answering. A socket file left by a dead server is replaced when its directory is this user's
+     * alone; a live server's socket, a socket nobody answers on in a directory others can reach, or a file that is not
+     * a socket, is never touched.
      *
      * @throws NetworkException CANNOT_LISTEN saying why (no such directory, path too long, another
      *         server listening there, not a socket)
@@ -134,7 +137,11 @@ public final class LineServer implements AutoCloseable {
         return server;
     }
 
-    /** Only a socket nobody answers on is replaced. */
+    /**
+     * Only a socket nobody answers on, in a directory that is this user's alone, is replaced: there, nobody else can
+     * have made it (the job's agent socket directory is such a one). A socket nobody answers on elsewhere may be
+     * another program's between its restarts.
+     */
     private static void removeStaleSocket(Path socketFile, Limits limits) throws IOException {
         BasicFileAttributes attributes;
         try {
@@ -152,8 +159,31 @@ public final class LineServer implements AutoCloseable {
             throw new NetworkException(
                     NetworkException.Code.CANNOT_LISTEN, "another " + limits.name() + " listens on " + socketFile);
         } catch (IOException nobodyListens) {
+            Path directory = socketFile.toAbsolutePath().getParent();
+            if (!isThisUsersAlone(directory)) {
+                throw new NetworkException(
+                        NetworkException.Code.CANNOT_LISTEN,
+                        "the " + limits.name() + " cannot listen on " + socketFile + ": a socket nobody answers on is"
+                                + " there, but " + directory + " is not this user's alone (the job's agent socket"
+                                + " directory is, mode 0700), so it may be another program's; nothing was deleted:"
+                                + " remove it or choose another path");
+            }
             Files.deleteIfExists(socketFile);
         }
+    }
+
+    /** A real directory (not a link) owned by the user this process runs as, with no rights for group or others. */
+    private static boolean isThisUsersAlone(Path directory) throws IOException {
+        PosixFileAttributes attributes =
+                Files.readAttributes(directory, PosixFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+        UserPrincipal me = directory
+                .getFileSystem()
+                .getUserPrincipalLookupService()
+                .lookupPrincipalByName(System.getProperty("user.name"));
+        return attributes.isDirectory()
+                && attributes.owner().equals(me)
+                && attributes.permissions().stream()
+                        .allMatch(permission -> permission.name().startsWith("OWNER_"));
     }
 
     /** The bound TCP address, with the actual port when port 0 was asked for. */
