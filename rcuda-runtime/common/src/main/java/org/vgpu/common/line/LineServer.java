@@ -23,6 +23,7 @@ import java.nio.file.attribute.PosixFileAttributes;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.nio.file.attribute.UserPrincipal;
 import java.time.Duration;
+import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Semaphore;
@@ -252,14 +253,18 @@ public final class LineServer implements AutoCloseable {
     private void serve(SocketChannel connection, LineService service) {
         try (connection;
                 IdleCloser.Watch watch = IdleCloser.watch(connection, limits.idleTimeout())) {
-            InputStream in = Channels.newInputStream(connection);
+            ConnectionInput in = new ConnectionInput(connection);
             BoundedLineReader requests = new BoundedLineReader(in, limits.maxRequestBytes());
             String localHost = localHost(connection);
             for (BoundedLineReader.Line request = requests.readLine(); request != null; request = requests.readLine()) {
                 watch.busy();
+                List<String> reply = service.answer(request, localHost);
+                if (in.peerClosed()) {
+                    service.peerLeftBeforeReply(reply);
+                }
                 StringBuilder replies = new StringBuilder();
-                for (String reply : service.answer(request, localHost)) {
-                    replies.append(reply).append('\n');
+                for (String line : reply) {
+                    replies.append(line).append('\n');
                 }
                 write(connection, replies.toString());
                 if (request.truncated() && service.closesAfterOverlongRequest()) {
@@ -274,6 +279,57 @@ public final class LineServer implements AutoCloseable {
                     limits.idleTimeout().toSeconds());
         } catch (IOException e) {
             LOG.debug("{} connection ended: {}", limits.name(), IoReasons.of(e));
+        }
+    }
+
+    /**
+     * The connection's bytes for the line reader (a blocking read, as {@link Channels#newInputStream} gives), and,
+     * without blocking, whether the peer has closed its side: a byte that arrived meanwhile is kept for the next read.
+     */
+    private static final class ConnectionInput extends InputStream {
+        private final SocketChannel channel;
+        private final ByteBuffer ahead = ByteBuffer.allocate(1).flip();
+
+        ConnectionInput(SocketChannel channel) {
+            this.channel = channel;
+        }
+
+        @Override
+        public int read() throws IOException {
+            byte[] one = new byte[1];
+            return read(one, 0, 1) < 0 ? -1 : one[0] & 0xff;
+        }
+
+        @Override
+        public int read(byte[] bytes, int offset, int length) throws IOException {
+            if (length == 0) {
+                return 0;
+            }
+            if (ahead.hasRemaining()) {
+                bytes[offset] = ahead.get();
+                return 1;
+            }
+            return channel.read(ByteBuffer.wrap(bytes, offset, length));
+        }
+
+        boolean peerClosed() {
+            if (ahead.hasRemaining()) {
+                return false;
+            }
+            synchronized (channel.blockingLock()) {
+                try {
+                    channel.configureBlocking(false);
+                    try {
+                        ahead.clear();
+                        return channel.read(ahead) < 0;
+                    } finally {
+                        ahead.flip();
+                        channel.configureBlocking(true);
+                    }
+                } catch (IOException resetOrClosed) {
+                    return true;
+                }
+            }
         }
     }
 
