@@ -2,6 +2,7 @@ package org.vgpu.job;
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.OutputStream;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -110,9 +111,8 @@ final class ProgramLaunch {
         builder.environment().put(RunAgent.RUN_DIRECTORY, runDirectory.toString());
         // the program's own terminal where it is ours (a job's output file, a console); a caller's streams get copies
         boolean ownStreams = out == System.out && err == System.err;
-        builder.redirectInput(ProcessBuilder.Redirect.INHERIT);
         if (ownStreams) {
-            builder.redirectOutput(ProcessBuilder.Redirect.INHERIT).redirectError(ProcessBuilder.Redirect.INHERIT);
+            builder.inheritIO();
         }
         Process program;
         try {
@@ -125,9 +125,11 @@ final class ProgramLaunch {
         // scancel or Ctrl-C ends the launcher: the program is told to stop too, and gets time to close its vGPUs
         Thread stopProgram = new Thread(() -> stop(program), "vgpu-run-stop-program");
         Runtime.getRuntime().addShutdownHook(stopProgram);
-        List<Thread> copies = ownStreams
-                ? List.of()
-                : List.of(copy(program.getInputStream(), out), copy(program.getErrorStream(), err));
+        List<Thread> copies = List.of();
+        if (!ownStreams) {
+            closeQuietly(program.getOutputStream()); // a caller with streams of its own has no input for the program
+            copies = List.of(copy(program.getInputStream(), out), copy(program.getErrorStream(), err));
+        }
         try {
             if (!attached(program, runDirectory.resolve(RunAgent.ATTACHED_MARK))) {
                 boolean ended = !program.isAlive();
@@ -216,6 +218,14 @@ final class ProgramLaunch {
                 // the program closed its end
             }
         });
+    }
+
+    private static void closeQuietly(OutputStream input) {
+        try {
+            input.close();
+        } catch (IOException ignored) {
+            // the program has gone already
+        }
     }
 
     private static void removeAll(Path directory) {
