@@ -17,6 +17,8 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.jar.Attributes;
 import java.util.jar.JarOutputStream;
 import java.util.jar.Manifest;
@@ -31,6 +33,8 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 import org.vgpu.common.cli.SubcommandRunner;
+import org.vgpu.common.error.VgpuFailure;
+import org.vgpu.common.line.LineClient;
 
 /**
  * {@code vgpu run -- java ...} with real JVMs: README's program (the text in README.md, compiled here with
@@ -83,6 +87,35 @@ class RunProgramTest {
                     }
                 }
                 """);
+        write("Moved", """
+                import java.lang.foreign.MemorySegment;
+                import java.nio.file.Files;
+                import java.nio.file.Path;
+                import java.util.Arrays;
+
+                import org.vgpu.api.VirtualGpus;
+                import org.vgpu.migration.MigratableGpu;
+
+                public class Moved {
+                    public static void main(String[] args) throws Exception {
+                        MigratableGpu gpu = (MigratableGpu) VirtualGpus.fromEnvironment().gpu(0);
+                        float[] data = new float[1 << 16];
+                        for (int i = 0; i < data.length; i++) {
+                            data[i] = i * 0.5f;
+                        }
+                        long bytes = (long) data.length * Float.BYTES;
+                        long address = gpu.memAlloc(bytes);
+                        gpu.memcpyHtoD(address, MemorySegment.ofArray(data), bytes);
+                        while (!Files.exists(Path.of(args[0]))) {
+                            Thread.sleep(20);
+                        }
+                        float[] back = new float[data.length];
+                        gpu.memcpyDtoH(MemorySegment.ofArray(back), address, bytes);
+                        System.out.println("after the move: " + (Arrays.equals(data, back) ? "data intact" : "CHANGED")
+                                + ", " + gpu.migrationCount() + " migration(s), on " + gpu.location());
+                    }
+                }
+                """);
         JavaCompiler javac = ToolProvider.getSystemJavaCompiler();
         ByteArrayOutputStream diagnostics = new ByteArrayOutputStream();
         int compiled = javac.run(
@@ -95,7 +128,8 @@ class RunProgramTest {
                 programs.toString(),
                 programs.resolve("VectorAdd.java").toString(),
                 programs.resolve("Crash.java").toString(),
-                programs.resolve("Killed.java").toString());
+                programs.resolve("Killed.java").toString(),
+                programs.resolve("Moved.java").toString());
         assertEquals(0, compiled, diagnostics.toString(StandardCharsets.UTF_8));
 
         Manifest manifest = new Manifest();
@@ -171,6 +205,13 @@ class RunProgramTest {
         return args.toArray(String[]::new);
     }
 
+    /** With an argument for the program. */
+    private static String[] java(String program, Path argument) {
+        List<String> args = new ArrayList<>(List.of(java(program)));
+        args.add(argument.toString());
+        return args.toArray(String[]::new);
+    }
+
     @Test
     void readmesProgramRunsOnTheJobsVgpusOpenedInItsOwnJvm() throws Exception {
         try (LentWorkers lenders = new LentWorkers();
@@ -196,6 +237,38 @@ class RunProgramTest {
             assertEquals(LentWorkers.JOB, tracker.polls.getFirst().credential().job());
             assertFalse(Files.exists(socket()), "the agent's socket is removed at exit");
         }
+    }
+
+    @Test
+    void theAgentInTheProgramsJvmMovesItsVgpuWhileItRuns() throws Exception {
+        Map<String, String> job = job(Optional.empty(), Optional.empty());
+        job.put("VGPU_COUNT", "2");
+        job.put("VGPU_ASSEMBLY", "0=local:0,1=local:1");
+        job.put("VGPU_LOCAL_GPUS", "0,1");
+        Path go = directory.resolve("go");
+        CompletableFuture<Outcome> running = CompletableFuture.supplyAsync(() -> vgpuRun(job, java("Moved", go)));
+        String status = "";
+        while (!status.contains("vgpu 0 on gpu 0 (emulated), 262144 B live in 1 allocations")) {
+            assertFalse(running.isDone(), () -> "the program ended early: " + running.join());
+            Thread.sleep(50);
+            try {
+                status = LineClient.request(socket(), "status", Duration.ofSeconds(10))
+                        .getLast();
+            } catch (VgpuFailure notListeningYet) {
+                // the program's JVM is still starting
+            }
+        }
+        String moved = LineClient.request(socket(), "migrate 0 1", Duration.ofSeconds(60))
+                .getLast();
+        assertTrue(moved.startsWith("ok vgpu 0 moved gpu 0 (emulated) -> gpu 1"), moved);
+        Files.createFile(go);
+        Outcome run = running.get(120, TimeUnit.SECONDS);
+
+        assertEquals(0, run.status(), run.toString());
+        assertTrue(
+                run.out().contains("after the move: data intact, 1 migration(s), on gpu 1 (emulated)\n"),
+                run.toString());
+        assertFalse(Files.exists(socket()));
     }
 
     @Test
