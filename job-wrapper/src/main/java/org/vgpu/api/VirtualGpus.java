@@ -9,8 +9,10 @@ import org.vgpu.job.JobAssembly;
 import org.vgpu.job.JobVgpus;
 import org.vgpu.job.RunAgent;
 import org.vgpu.runtime.Backends;
+import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.GpuBackend;
 import org.vgpu.runtime.api.VaWindow;
+import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.api.VirtualGpu;
 import org.vgpu.runtime.core.FailureCollector;
 import org.vgpu.runtime.emulated.EmulatedBackend;
@@ -77,16 +79,28 @@ public final class VirtualGpus implements AutoCloseable {
      * This program's GPUs: the vgpu job's, else this machine's, else the CPU emulation's (see the class comment).
      *
      * @throws org.vgpu.common.error.ConfigException when the job's vgpu environment is malformed
-     * @throws org.vgpu.runtime.api.VgpuException naming the vGPU that could not be opened, and why
+     * @throws org.vgpu.runtime.api.VgpuException naming the vGPU that could not be opened, and why; also in a JVM
+     *         that a program under {@code vgpu run --} started while its own JVM holds the job's vGPUs
      */
     public static VirtualGpus fromEnvironment() {
-        return from(System.getenv(), RunAgent.opened());
+        return from(System.getenv(), RunAgent.opened(), RunAgent.declined());
     }
 
-    /** From {@code environment}, with the vGPUs the agent opened in this JVM, if it did. */
-    static VirtualGpus from(Map<String, String> environment, Optional<JobVgpus> openedByAgent) {
+    /**
+     * From {@code environment}, with the vGPUs the agent opened in this JVM, if it did.
+     *
+     * @param declinedByAgent why the agent left the vGPUs to another JVM of the run, if it did
+     */
+    static VirtualGpus from(
+            Map<String, String> environment, Optional<JobVgpus> openedByAgent, Optional<String> declinedByAgent) {
         if (openedByAgent.isPresent()) {
             return ofJob(openedByAgent.get(), null);
+        }
+        if (declinedByAgent.isPresent()) {
+            // a second session on each vGPU would fight the first for its GPU, and a lent worker serves one at a time
+            throw new VgpuException(
+                    ErrorCode.VGPU_BACKEND_UNAVAILABLE,
+                    "the job's vGPUs are not for this JVM: " + declinedByAgent.get());
         }
         Optional<JobAssembly> assembly = JobAssembly.fromEnvironment(environment);
         if (assembly.isPresent()) {

@@ -47,11 +47,29 @@ public final class RunAgent {
     /** The vGPUs this JVM's agent opened; null where no agent ran or it opened none. */
     private static volatile JobVgpus opened;
 
+    /**
+     * The run's lock, held for the JVM's life: an unreachable channel is closed by its cleaner, which would release
+     * the lock to the next JVM while this one still holds the vGPUs.
+     */
+    @SuppressWarnings("unused")
+    private static FileLock ownerLock;
+
+    /** Why this JVM's agent opened no vGPUs although it ran in a job: another JVM of the run holds them. */
+    private static volatile String declined;
+
     private RunAgent() {}
 
     /** The vGPUs the agent opened in this JVM (a program started by {@code vgpu run --}), if it did. */
     public static Optional<JobVgpus> opened() {
         return Optional.ofNullable(opened);
+    }
+
+    /**
+     * Why the agent of this JVM left the job's vGPUs to another JVM of the same run, which holds them; empty where it
+     * did not. A program here must not open them a second time.
+     */
+    public static Optional<String> declined() {
+        return Optional.ofNullable(declined);
     }
 
     /**
@@ -99,10 +117,12 @@ public final class RunAgent {
             FileLock lock = channel.tryLock();
             if (lock == null) {
                 channel.close();
-                err.println("vgpu: another JVM of this vgpu run holds the job's vGPUs; this one (pid "
-                        + ProcessHandle.current().pid() + ") runs without them");
+                declined = "another JVM of this vgpu run holds the job's vGPUs; this one (pid "
+                        + ProcessHandle.current().pid() + ") runs without them";
+                err.println("vgpu: " + declined);
                 return false;
             }
+            ownerLock = lock;
             return true;
         } catch (IOException e) {
             err.println("vgpu: the run's directory " + directory + " cannot be used (" + e.getMessage()

@@ -22,7 +22,7 @@ class VirtualGpusTest {
 
     @Test
     void outsideAJobTheProgramGetsTheLabeledCpuEmulation() {
-        try (VirtualGpus gpus = VirtualGpus.from(Map.of(), Optional.empty())) {
+        try (VirtualGpus gpus = VirtualGpus.from(Map.of(), Optional.empty(), Optional.empty())) {
             assertEquals(VirtualGpus.Source.CPU_EMULATION, gpus.source());
             assertEquals("CPU EMULATION", gpus.source().label());
             assertEquals(4, gpus.count());
@@ -44,7 +44,7 @@ class VirtualGpusTest {
                 "VGPU_AGENT_SOCKET", socket.toString(),
                 "VGPU_SOURCE", "local-only-fallback",
                 "SLURM_JOB_ID", "42");
-        VirtualGpus gpus = VirtualGpus.from(job, Optional.empty());
+        VirtualGpus gpus = VirtualGpus.from(job, Optional.empty(), Optional.empty());
         try {
             assertEquals(VirtualGpus.Source.JOB, gpus.source());
             assertEquals("job", gpus.source().label());

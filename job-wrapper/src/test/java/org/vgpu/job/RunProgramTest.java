@@ -116,6 +116,36 @@ class RunProgramTest {
                     }
                 }
                 """);
+        write("Nested", """
+                import java.nio.file.Path;
+
+                import org.vgpu.api.VirtualGpus;
+
+                public class Nested {
+                    public static void main(String[] args) throws Exception {
+                        System.out.println("outer: " + VirtualGpus.fromEnvironment().source().label());
+                        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+                        Process inner = new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"), "Probe")
+                                .inheritIO()
+                                .start();
+                        System.exit(inner.waitFor());
+                    }
+                }
+                """);
+        write("Probe", """
+                import org.vgpu.api.VirtualGpus;
+                import org.vgpu.runtime.api.VgpuException;
+
+                public class Probe {
+                    public static void main(String[] args) {
+                        try {
+                            System.out.println("inner: " + VirtualGpus.fromEnvironment().source().label());
+                        } catch (VgpuException e) {
+                            System.out.println("inner: " + e.getMessage());
+                        }
+                    }
+                }
+                """);
         JavaCompiler javac = ToolProvider.getSystemJavaCompiler();
         ByteArrayOutputStream diagnostics = new ByteArrayOutputStream();
         int compiled = javac.run(
@@ -129,7 +159,9 @@ class RunProgramTest {
                 programs.resolve("VectorAdd.java").toString(),
                 programs.resolve("Crash.java").toString(),
                 programs.resolve("Killed.java").toString(),
-                programs.resolve("Moved.java").toString());
+                programs.resolve("Moved.java").toString(),
+                programs.resolve("Nested.java").toString(),
+                programs.resolve("Probe.java").toString());
         assertEquals(0, compiled, diagnostics.toString(StandardCharsets.UTF_8));
 
         Manifest manifest = new Manifest();
@@ -269,6 +301,22 @@ class RunProgramTest {
                 run.out().contains("after the move: data intact, 1 migration(s), on gpu 1 (emulated)\n"),
                 run.toString());
         assertFalse(Files.exists(socket()));
+    }
+
+    @Test
+    void aJvmTheProgramStartsDoesNotOpenTheJobsVgpusASecondTime() {
+        Outcome run = vgpuRun(job(Optional.empty(), Optional.empty()), java("Nested"));
+
+        assertEquals(0, run.status(), run.toString());
+        assertTrue(run.out().contains("outer: job\n"), run.toString());
+        assertTrue(
+                run.out()
+                        .contains(
+                                "inner: VGPU_BACKEND_UNAVAILABLE: the job's vGPUs are not for this JVM: another JVM of this vgpu"
+                                        + " run holds the"
+                                        + " job's vGPUs; this one (pid "),
+                run.toString());
+        assertFalse(run.out().contains("inner: job"), run.toString());
     }
 
     @Test
