@@ -12,6 +12,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -249,7 +250,9 @@ class RunProgramTest {
         try (LentWorkers lenders = new LentWorkers();
                 FakeTracker tracker = new FakeTracker()) {
             LentWorkers.Lend lend = lenders.lend(1, 0);
-            Outcome run = vgpuRun(job(Optional.of(lend), Optional.of(tracker)), java("VectorAdd"));
+            Instant started = Instant.now();
+            Outcome run = vgpuRun(
+                    job(Optional.of(lend), Optional.of(tracker)), java("VectorAdd", "--expected-runtime", "2h"));
 
             assertEquals(0, run.status(), run.toString());
             assertTrue(
@@ -267,6 +270,13 @@ class RunProgramTest {
             // the agent's link polled the tracker from the program's JVM, naming the job and its borrowed vGPU
             assertFalse(tracker.polls.isEmpty(), "the program's JVM polled the tracker");
             assertEquals(LentWorkers.JOB, tracker.polls.getFirst().credential().job());
+            // --expected-runtime reached the program's JVM: its polls carry the hinted end
+            Instant hintedEnd = tracker.polls.getFirst().expectedEnd().orElseThrow();
+            assertTrue(
+                    !hintedEnd.isBefore(started.plus(Duration.ofHours(2)).minusSeconds(1))
+                            && hintedEnd.isBefore(
+                                    Instant.now().plus(Duration.ofHours(2)).plusSeconds(1)),
+                    hintedEnd + " is 2 h after the start");
             assertFalse(Files.exists(socket()), "the agent's socket is removed at exit");
         }
     }
