@@ -33,6 +33,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
+import org.vgpu.common.agent.AgentChannel;
 import org.vgpu.common.cli.SubcommandRunner;
 import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.common.line.LineClient;
@@ -278,6 +279,10 @@ class RunProgramTest {
                                     Instant.now().plus(Duration.ofHours(2)).plusSeconds(1)),
                     hintedEnd + " is 2 h after the start");
             assertFalse(Files.exists(socket()), "the agent's socket is removed at exit");
+            assertEquals(
+                    List.of(new AgentChannel.Bye(tracker.polls.getFirst().credential())),
+                    tracker.byes,
+                    "the tracker is told once that the program ended");
         }
     }
 
