@@ -34,10 +34,17 @@ line_request() {
         line-request "$1" "$2"
 }
 
-# lender_request NODE REQUEST: sends one request line to NODE's lender (`open DEVICE`, `status`)
-# and prints its reply.
+# lender_request NODE REQUEST: sends one request line to NODE's lender (`open DEVICE`, `status`),
+# signed with the testbed's site key as the lender requires of every request (README, "What the
+# lender is for": HMAC-SHA256 of `vgpu-lender-control`, a newline, `REQUEST expires=SECONDS nonce=HEX`), and
+# prints its reply.
 lender_request() {
-    line_request "$(lender_port "$1")" "$2"
+    local signed key_hex mac
+    signed="$2 expires=$(($(date +%s) + 30)) nonce=$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
+    key_hex=$(base64 -d "$TESTBED_DIR/etc/site.key" | od -An -tx1 | tr -d ' \n')
+    mac=$(printf 'vgpu-lender-control\n%s' "$signed" \
+        | openssl dgst -sha256 -mac HMAC -macopt "hexkey:$key_hex" -r | cut -d ' ' -f 1)
+    line_request "$(lender_port "$1")" "$signed mac=$mac"
 }
 
 say() {

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Installs Debian's Slurm (22.05 on Debian 12) where it is missing: the daemons and clients the
 # testbed runs, the plugins it loads (job_submit/lua, auth/none, cred/none), the headers and the C
-# toolchain a SPANK plugin is built with, python3 (scenarios check JSON with it) and ss (iproute2: up.sh
-# checks its ports with it), which a minimal Debian may lack. No service is started (the testbed starts its
+# toolchain a SPANK plugin is built with, python3 (scenarios check JSON with it), ss (iproute2: up.sh
+# checks its ports with it) and openssl (common.sh signs the lender's control requests with it), which a
+# minimal Debian may lack. No service is started (the testbed starts its
 # own daemons). Needs root.
 set -euo pipefail
 
 plugins=/usr/lib/x86_64-linux-gnu/slurm-wlm
 if command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v sbatch >/dev/null \
     && [ -e "$plugins/job_submit_lua.so" ] && [ -e /usr/include/slurm/spank.h ] && command -v munged >/dev/null \
-    && command -v cc >/dev/null && command -v make >/dev/null && command -v python3 >/dev/null && command -v ss >/dev/null; then
+    && command -v cc >/dev/null && command -v make >/dev/null && command -v python3 >/dev/null && command -v ss >/dev/null \
+    && command -v openssl >/dev/null; then
     exit 0
 fi
 [ "$(id -u)" -eq 0 ] || { echo "install-slurm: Slurm is missing and installing it needs root" >&2; exit 1; }
@@ -17,5 +19,5 @@ echo "install-slurm: installing Debian's Slurm packages"
 timeout 600 apt-get update -q
 DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y -q \
     slurmctld slurmd slurm-client slurm-wlm-basic-plugins libslurm-dev slurm-wlm-basic-plugins-dev munge \
-    gcc make libc6-dev python3 iproute2
+    gcc make libc6-dev python3 iproute2 openssl
 slurmctld -V | grep -q ' 22\.05\.' || echo "install-slurm: warning: $(slurmctld -V) is not the 22.05 the testbed was made for" >&2

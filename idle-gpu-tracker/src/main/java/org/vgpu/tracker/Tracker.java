@@ -484,6 +484,20 @@ public final class Tracker {
         }
     }
 
+    /** A job's migration agent stopping ({@code agent bye}); authenticated as a poll is. */
+    public AgentChannel.DoneReply agentBye(AgentChannel.Bye bye) {
+        AgentChannel.Credential credential = bye.credential();
+        long job = Long.parseLong(credential.job());
+        synchronized (lock) {
+            Optional<AgentChannel.Refused> refused = refused("bye", credential);
+            if (refused.isPresent()) {
+                return refused.get();
+            }
+            LOG.info("job {}'s migration agent stopped (its app ended)", job);
+            return hook.bye(job, clock.instant());
+        }
+    }
+
     /**
      * {@code vgpu migrate JOB VGPU [NODE]} through the tracker: moves the vGPU home now (see
      * {@link MigrationHook#migrate}); reads Slurm once, outside the lock.

@@ -427,6 +427,33 @@ class MigrationHookTest {
     }
 
     @Test
+    void anAgentsByeWithdrawsTheCommandItNeverTookAndStopsMovesUntilAnAgentPollsAgain() {
+        Tracker tracker = tracker();
+        long lender1 = lend(1).holder().getAsLong();
+        long grant = sentHome(tracker).grant().getAsLong();
+        assertInstanceOf(
+                AgentChannel.Refused.class,
+                tracker.agentBye(
+                        new AgentChannel.Bye(new AgentChannel.Credential(Long.toString(job), 1, "v1.forged.mac"))));
+        assertEquals(Migration.Phase.SENT, onlyMigration().phase(), "a forged bye changes nothing");
+
+        assertEquals(new AgentChannel.Accepted(), tracker.agentBye(new AgentChannel.Bye(credential(1))));
+        assertTrue(ledger.migrations().isEmpty(), "the command no agent took is withdrawn at once");
+        assertEquals(
+                MigrationOutcome.Result.FAILED,
+                ledger.lastOutcome(job, 1).orElseThrow().result());
+        assertTrue(slurm.actions.contains("cancel " + grant), "the grant holder is released");
+        assertFalse(slurm.actions.contains("cancel " + lender1), "the vGPU never left its lender");
+        MigrationHook.Reply refused = tracker.migrate(job, 2, Optional.empty(), "root");
+        assertFalse(refused.ok());
+        assertTrue(refused.text().contains("its app ended"), refused.text());
+
+        assertInstanceOf(AgentChannel.Idle.class, poll(tracker, 2, stats(10_000, 0)));
+        MigrationHook.Reply started = tracker.migrate(job, 2, Optional.empty(), "root");
+        assertTrue(started.ok(), "the next step's agent polls: moves start again: " + started.text());
+    }
+
+    @Test
     void forgedOrForeignCredentialsAndUnknownJobsGetOneErrorAndChangeNothing() throws Exception {
         Tracker tracker = tracker();
         endFillerOfN1();

@@ -1,8 +1,12 @@
 package org.vgpu.job;
 
 import java.io.PrintStream;
+import java.net.URISyntaxException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
@@ -47,6 +51,9 @@ import org.vgpu.runtime.workloads.Workloads;
  * that a migration the tracker (or {@code vgpu migrate}) sends can be watched, then checks again.
  * Exit 0 when every check passed, 1 when one failed or a vGPU could not be opened, 2 for bad
  * usage, a malformed vgpu environment, or none at all.
+ *
+ * <p>{@code vgpu run [options] -- COMMAND [ARGS...]} runs the user's Java program instead, its vGPUs opened in its
+ * own JVM by {@link RunAgent} ({@link ProgramLaunch}); the exit status is the program's.
  */
 public final class RunCommand implements Subcommand {
     /** Small enough to take seconds on a 2-core CI machine under the CPU emulation. */
@@ -54,6 +61,10 @@ public final class RunCommand implements Subcommand {
 
     private static final String EMULATION_MARK = "  [emulated: CPU, not a GPU]";
     private static final String EXPECTED_RUNTIME = "expected-runtime";
+    private static final String ATTACH_WITHIN = "attach-within";
+
+    /** The options of the built-in checks, which mean nothing for a program of one's own. */
+    private static final List<String> CHECK_OPTIONS = List.of(WorkloadSelection.OPTION, "size", "steps", "hold");
 
     /** How the command waits out {@code --hold}; tests act there instead of sleeping. */
     @FunctionalInterface
@@ -63,15 +74,36 @@ public final class RunCommand implements Subcommand {
 
     private final Map<String, String> environment;
     private final Hold hold;
+    private final Optional<Path> agentJar;
 
     public RunCommand() {
-        this(System.getenv(), Thread::sleep);
+        this(System.getenv(), Thread::sleep, ownJar());
     }
 
     /** @param environment the job's environment variables (tests give their own) */
     RunCommand(Map<String, String> environment, Hold hold) {
+        this(environment, hold, ownJar());
+    }
+
+    /** @param agentJar the jar {@code vgpu run --} gives the program's JVM as its agent; empty: none here */
+    RunCommand(Map<String, String> environment, Hold hold, Optional<Path> agentJar) {
         this.environment = Map.copyOf(environment);
         this.hold = hold;
+        this.agentJar = agentJar;
+    }
+
+    /** The jar this launcher runs from (target/vgpu.jar, whose manifest names the agent); empty when run from classes. */
+    private static Optional<Path> ownJar() {
+        try {
+            Path location = Path.of(RunCommand.class
+                    .getProtectionDomain()
+                    .getCodeSource()
+                    .getLocation()
+                    .toURI());
+            return Files.isRegularFile(location) ? Optional.of(location) : Optional.empty();
+        } catch (URISyntaxException | RuntimeException e) {
+            return Optional.empty();
+        }
     }
 
     @Override
@@ -81,7 +113,13 @@ public final class RunCommand implements Subcommand {
 
     @Override
     public String summary() {
-        return "in a vgpu job: open its vGPUs (local and borrowed), start the migration agent, check the workloads on each";
+        return "in a vgpu job: open its vGPUs (local and borrowed), start the migration agent, check the workloads on"
+                + " each; with -- COMMAND, run a Java program of one's own on them instead";
+    }
+
+    @Override
+    public String operands() {
+        return "[-- COMMAND [ARGS...]]";
     }
 
     @Override
@@ -133,22 +171,34 @@ public final class RunCommand implements Subcommand {
                         .argName("SECONDS")
                         .desc("afterwards keep the vGPUs open with the agent listening for SECONDS, then say where each"
                                 + " vGPU is and check again (to watch a migration)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt(ATTACH_WITHIN)
+                        .hasArg()
+                        .argName("SECONDS")
+                        .desc("with -- COMMAND: how long a JVM of the command has to load the vgpu agent before the"
+                                + " command is taken for a program that is not Java and stopped (default "
+                                + ProgramLaunch.DEFAULT_ATTACH_BOUND.toSeconds() + ")")
                         .get());
     }
 
     @Override
     public int run(CommandLine line, PrintStream out, PrintStream err) throws ParseException {
+        List<String> program = line.getArgList();
+        if (!program.isEmpty()) {
+            return runProgram(line, program, out, err);
+        }
+        if (line.hasOption(ATTACH_WITHIN)) {
+            throw new ParseException("--" + ATTACH_WITHIN + " is for a program of one's own: vgpu run [options] --"
+                    + " COMMAND [ARGS...]");
+        }
         List<Workload> workloads = WorkloadSelection.select(
                 line.getOptionValues(WorkloadSelection.OPTION),
                 DEFAULT_WORKLOADS.stream()
                         .map(name -> Workloads.named(name).orElseThrow())
                         .toList());
         String backendName = CommandLines.choice(line, "local-backend", Backends.AUTO, Backends.CHOICES);
-        int emulatedGpus = CommandLines.intValue(line, "emulated-gpus", EmulatedBackend.DEFAULT_DEVICE_COUNT, 1);
-        if (emulatedGpus > BridgeContract.GPU_INDEX_MAX + 1) {
-            throw new ParseException("--emulated-gpus must be <= " + (BridgeContract.GPU_INDEX_MAX + 1)
-                    + " (GPU indices go up to " + BridgeContract.GPU_INDEX_MAX + "), got " + emulatedGpus);
-        }
+        int emulatedGpus = emulatedGpus(line);
         int scale = CommandLines.intValue(line, "size", 1, 1);
         int steps = CommandLines.intValue(line, "steps", 1, 1);
         int holdSeconds = line.hasOption("hold") ? CommandLines.intValue(line, "hold", 0, 1) : 0;
@@ -164,10 +214,7 @@ public final class RunCommand implements Subcommand {
             return 2;
         }
         if (parsed.isEmpty()) {
-            err.println("vgpu run: this is not a vgpu job: none of "
-                    + String.join(", ", AssemblyEnvironment.BRIDGE_VARIABLES)
-                    + " is set. Run it inside a job submitted with --gres=vgpu:N, where the vgpu SPANK plugin exports the"
-                    + " assembly; vgpu demo runs the workloads on this machine alone.");
+            err.println(notAJob("vgpu demo runs the workloads on this machine alone."));
             return 2;
         }
         JobAssembly assembly =
@@ -199,6 +246,78 @@ public final class RunCommand implements Subcommand {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             err.println("vgpu run: interrupted during the hold");
+            return 1;
+        }
+    }
+
+    private static int emulatedGpus(CommandLine line) throws ParseException {
+        int emulatedGpus = CommandLines.intValue(line, "emulated-gpus", EmulatedBackend.DEFAULT_DEVICE_COUNT, 1);
+        if (emulatedGpus > BridgeContract.GPU_INDEX_MAX + 1) {
+            throw new ParseException("--emulated-gpus must be <= " + (BridgeContract.GPU_INDEX_MAX + 1)
+                    + " (GPU indices go up to " + BridgeContract.GPU_INDEX_MAX + "), got " + emulatedGpus);
+        }
+        return emulatedGpus;
+    }
+
+    private static String notAJob(String instead) {
+        return "vgpu run: this is not a vgpu job: none of " + String.join(", ", AssemblyEnvironment.BRIDGE_VARIABLES)
+                + " is set. Run it inside a job submitted with --gres=vgpu:N, where the vgpu SPANK plugin exports the"
+                + " assembly; " + instead;
+    }
+
+    /**
+     * {@code vgpu run [options] -- COMMAND [ARGS...]}: the environment is checked here, before the program starts, so
+     * that a job that is none or is malformed is told so once (exit 2) and not by each JVM the command starts; the
+     * vGPUs are opened by the agent in the program's JVM.
+     */
+    private int runProgram(CommandLine line, List<String> program, PrintStream out, PrintStream err)
+            throws ParseException {
+        for (String checkOption : CHECK_OPTIONS) {
+            if (line.hasOption(checkOption)) {
+                throw new ParseException("--" + checkOption + " is for the built-in checks (vgpu run without a"
+                        + " command), not for " + program.getFirst());
+            }
+        }
+        String backendName = CommandLines.choice(line, "local-backend", Backends.AUTO, Backends.CHOICES);
+        int emulatedGpus = emulatedGpus(line);
+        int attachWithin =
+                CommandLines.intValue(line, ATTACH_WITHIN, (int) ProgramLaunch.DEFAULT_ATTACH_BOUND.toSeconds(), 1);
+        Map<String, String> programEnvironment = new HashMap<>(environment);
+        // the hint reaches the program's JVM as the variable its agent reads, checked here like the flag's
+        Optional<Duration> expectedRuntime = expectedRuntime(line);
+        expectedRuntime.ifPresent(
+                runtime -> programEnvironment.put(JobAssembly.EXPECTED_RUNTIME_VARIABLE, runtime.toSeconds() + "s"));
+        Optional<JobAssembly> assembly;
+        try {
+            assembly = JobAssembly.fromEnvironment(programEnvironment);
+            TestMigrationFault.from(programEnvironment); // refused here, before the program starts, when unknown
+        } catch (ConfigException e) {
+            err.println("vgpu run: the job's vgpu environment is malformed: " + e.detail());
+            return 2;
+        }
+        if (assembly.isEmpty()) {
+            err.println(notAJob("outside a job, run " + program.getFirst()
+                    + " directly: org.vgpu.api.VirtualGpus.fromEnvironment() then gives it this machine's GPUs or the"
+                    + " CPU emulation."));
+            return 2;
+        }
+        if (agentJar.isEmpty()) {
+            err.println("vgpu run: running a program needs the vgpu jar as its agent, and this launcher does not run"
+                    + " from one: use bin/vgpu of a packaged build (job-wrapper/target/vgpu.jar)");
+            return 2;
+        }
+        try {
+            return new ProgramLaunch(
+                            program,
+                            programEnvironment,
+                            agentJar.get(),
+                            RunAgent.arguments(backendName, emulatedGpus),
+                            Duration.ofSeconds(attachWithin),
+                            assembly.get().agentSocket())
+                    .run(out, err);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            err.println("vgpu run: interrupted while " + program.getFirst() + " ran");
             return 1;
         }
     }

@@ -27,6 +27,7 @@ final class FakeTracker implements AutoCloseable {
 
     final List<AgentChannel.Poll> polls = new CopyOnWriteArrayList<>();
     final BlockingQueue<AgentChannel.Done> dones = new LinkedBlockingQueue<>();
+    final List<AgentChannel.Bye> byes = new CopyOnWriteArrayList<>();
     private final BlockingQueue<Command> commands = new LinkedBlockingQueue<>();
     private final LineServer server;
 
@@ -69,6 +70,10 @@ final class FakeTracker implements AutoCloseable {
                         }
                         case AgentChannel.Done done -> {
                             dones.add(done);
+                            yield new AgentChannel.Accepted().format();
+                        }
+                        case AgentChannel.Bye bye -> {
+                            byes.add(bye);
                             yield new AgentChannel.Accepted().format();
                         }
                     });

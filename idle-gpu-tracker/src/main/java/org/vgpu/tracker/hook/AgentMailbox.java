@@ -24,7 +24,8 @@ import org.vgpu.common.agent.AgentChannel;
  * the agent's process ends (a job step's {@code vgpu run} exits, or is killed) its held poll stays until the hold time
  * passes, and an order handed to it would be lost. The next step's agent polls anew, which makes the dead poll an
  * older one. When no poll is held, {@link #silentFor} says for how long none was, so that the tracker does not start
- * a move for an agent that has gone.
+ * a move for an agent that has gone. An agent that says so when it stops ({@code agent bye}) is gone at once:
+ * {@link #left}.
  */
 public final class AgentMailbox {
     /** A migration for a job's agent: move {@code vgpu} to {@code target} (a GPU of its node, or another worker). */
@@ -44,11 +45,12 @@ public final class AgentMailbox {
 
     private final LongSupplier nanoTime;
 
-    /** A job's polls: the newest one's number, how many are held now, when the last one ended. */
+    /** A job's polls: the newest one's number, how many are held now, when the last one ended, a bye since. */
     private static final class Polls {
         long newest;
         int held;
         long lastEnded;
+        boolean left;
     }
 
     public AgentMailbox() {
@@ -124,6 +126,7 @@ public final class AgentMailbox {
         Polls mine = polls.computeIfAbsent(job, ignored -> new Polls());
         long ticket = ++mine.newest;
         mine.held++;
+        mine.left = false;
         // An older poll of the job still held ends now: its agent polls anew, or has gone.
         changed.signalAll();
         try {
@@ -154,6 +157,33 @@ public final class AgentMailbox {
             return its == null || its.held > 0
                     ? Optional.empty()
                     : Optional.of(Duration.ofNanos(nanoTime.getAsLong() - its.lastEnded));
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * {@code job}'s agent said it stops: its held poll, if the tracker still holds one, ends now (as a newer poll
+     * would end it), and {@link #left} holds until an agent of the job polls again.
+     */
+    public void leave(long job) {
+        lock.lock();
+        try {
+            Polls its = polls.computeIfAbsent(job, ignored -> new Polls());
+            its.newest++;
+            its.left = true;
+            changed.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Whether {@code job}'s last agent said it stops and none has polled since. */
+    public boolean left(long job) {
+        lock.lock();
+        try {
+            Polls its = polls.get(job);
+            return its != null && its.left;
         } finally {
             lock.unlock();
         }

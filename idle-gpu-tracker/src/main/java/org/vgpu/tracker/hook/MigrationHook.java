@@ -357,6 +357,24 @@ public final class MigrationHook {
         return new AgentChannel.Accepted();
     }
 
+    /**
+     * The agent's {@code bye}, authenticated as job {@code job}: its app ends. A command queued for it that no poll
+     * took can never run: its migration fails now (grant cancelled, the vGPU stays where it is) instead of at the
+     * migration timeout. A command already taken is left to the agent's {@code done} or that timeout, because the
+     * agent may have acted on it.
+     */
+    public AgentChannel.DoneReply bye(long job, Instant now) {
+        mailbox.leave(job);
+        for (Migration migration : ledger.migrations()) {
+            if (migration.job() == job
+                    && migration.phase() == Migration.Phase.SENT
+                    && mailbox.withdraw(job, migration.id())) {
+                fail(migration, now, "the job's app ended before its agent took the command");
+            }
+        }
+        return new AgentChannel.Accepted();
+    }
+
     // ------------------------------------------------------------------ each tick
 
     /** Moves every migration under way forward (see the class comment). */
@@ -909,6 +927,10 @@ public final class MigrationHook {
 
     /** Why job {@code job}'s agent cannot take a migration, when it polled before and has stopped. */
     private Optional<String> agentGone(long job) {
+        if (mailbox.left(job)) {
+            return Optional.of("job " + job + "'s migration agent stopped: its app ended (an agent of a later step"
+                    + " polls anew)");
+        }
         return mailbox.silentFor(job)
                 .filter(silent -> silent.compareTo(AGENT_GONE_AFTER) > 0)
                 .map(silent -> "job " + job + "'s migration agent stopped polling the tracker " + silent.toSeconds()

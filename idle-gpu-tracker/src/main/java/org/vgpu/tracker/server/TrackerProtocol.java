@@ -267,6 +267,7 @@ public final class TrackerProtocol implements LineService {
         return switch (request) {
             case AgentChannel.Poll poll -> tracker.agentPoll(poll).format();
             case AgentChannel.Done done -> tracker.agentDone(done).format();
+            case AgentChannel.Bye bye -> tracker.agentBye(bye).format();
         };
     }
 

@@ -14,6 +14,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import org.vgpu.common.agent.AgentChannel;
+import org.vgpu.common.agent.AgentChannel.Bye;
 import org.vgpu.common.agent.AgentChannel.Credential;
 import org.vgpu.common.agent.AgentChannel.Done;
 import org.vgpu.common.agent.AgentChannel.DoneReply;
@@ -53,6 +54,9 @@ public final class TrackerLink implements AutoCloseable {
     static final Duration READ_MARGIN = Duration.ofSeconds(15);
 
     static final Duration FIRST_BACKOFF = Duration.ofSeconds(1);
+    /** How long the app's end waits for the tracker to take its bye. */
+    private static final Duration BYE_TIMEOUT = Duration.ofSeconds(2);
+
     static final Duration LAST_BACKOFF = Duration.ofSeconds(30);
 
     private static final Logger LOG = LoggerFactory.getLogger(TrackerLink.class);
@@ -359,7 +363,10 @@ public final class TrackerLink implements AutoCloseable {
         return bytes;
     }
 
-    /** Stops polling; a migration in progress finishes first (its outcome is not sent). Idempotent. */
+    /**
+     * Stops polling, then tells the tracker the agent stops ({@code agent bye}); a migration in progress finishes
+     * first (its outcome is not sent). Idempotent.
+     */
     @Override
     public void close() {
         synchronized (state) {
@@ -375,6 +382,23 @@ public final class TrackerLink implements AutoCloseable {
             thread.join(Duration.ofSeconds(10));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
+        }
+        sayBye();
+    }
+
+    /**
+     * One try, briefly: the app is ending and must not wait for a tracker that does not answer; such a tracker learns
+     * it from the agent's silence instead.
+     */
+    private void sayBye() {
+        try {
+            DoneReply reply = AgentChannel.parseDoneReply(
+                    tracker.request(new Bye(credential).format(), BYE_TIMEOUT).getLast());
+            if (reply instanceof AgentChannel.Refused refused) {
+                LOG.debug("the tracker refused the agent's bye: {}", refused.reason());
+            }
+        } catch (NetworkException | AgentChannel.ParseError e) {
+            LOG.debug("the tracker at {} was not told that the agent stops: {}", tracker, e.detail());
         }
     }
 }

@@ -13,7 +13,9 @@ import java.net.UnixDomainSocketAddress;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -252,6 +254,25 @@ class MigrationAgentTest {
             }
         }
         assertFalse(Files.exists(socket), "close removes the socket file");
+    }
+
+    @Test
+    void aStaleSocketInADirectoryOthersCanReachIsNeverDeleted() throws IOException {
+        // Not the job's agent socket directory (the user's alone, mode 0700): a socket nobody answers on here may be
+        // another program's, e.g. one between its restarts, so the agent must not take its place.
+        Path shared = Files.createDirectory(directory.resolve("shared"));
+        Files.setPosixFilePermissions(shared, PosixFilePermissions.fromString("rwxr-xr-x"));
+        socket = shared.resolve("other-program.sock");
+        try (ServerSocketChannel other = ServerSocketChannel.open(StandardProtocolFamily.UNIX)) {
+            other.bind(UnixDomainSocketAddress.of(socket));
+        }
+        NetworkException refused = assertThrows(NetworkException.class, () -> agent(MigrationFaults.NONE, 0));
+        assertEquals(
+                "the migration agent cannot listen on " + socket + ": a socket nobody answers on is there, but "
+                        + shared + " is not this user's alone (the job's agent socket directory is, mode 0700), so"
+                        + " it may be another program's; nothing was deleted: remove it or choose another path",
+                refused.getMessage());
+        assertTrue(Files.exists(socket, LinkOption.NOFOLLOW_LINKS), "the other program's socket stays");
     }
 
     @Test

@@ -115,9 +115,10 @@ class TrackerLinkTest {
                     Duration.ofMillis(20))) {
                 awaitRequests(2);
             }
-            List<String> hinted = List.copyOf(requests);
-            for (String request : hinted) {
-                assertEquals(Optional.of(end), ((AgentChannel.Poll) AgentChannel.parseRequest(request)).expectedEnd());
+            List<AgentChannel.Request> hinted =
+                    requests.stream().map(AgentChannel::parseRequest).toList();
+            for (AgentChannel.Request request : hinted.subList(0, hinted.size() - 1)) {
+                assertEquals(Optional.of(end), ((AgentChannel.Poll) request).expectedEnd());
             }
             requests.clear();
             try (TrackerLink _ = TrackerLink.start(
@@ -133,6 +134,31 @@ class TrackerLinkTest {
             assertEquals(
                     Optional.empty(),
                     ((AgentChannel.Poll) AgentChannel.parseRequest(requests.getFirst())).expectedEnd());
+        }
+    }
+
+    @Test
+    void closeTellsTheTrackerTheAgentStopsAfterItsLastPoll() throws Exception {
+        try (LineServer server = tracker((line, host) -> List.of(
+                line.text().startsWith("agent bye ")
+                        ? new AgentChannel.Accepted().format()
+                        : new AgentChannel.Idle().format()))) {
+            try (TrackerLink _ = TrackerLink.start(
+                    at(server),
+                    CREDENTIAL,
+                    Optional.empty(),
+                    List.of(),
+                    NO_GRANTS,
+                    Duration.ofMillis(10),
+                    Duration.ofMillis(20))) {
+                awaitRequests(1);
+            }
+            List<AgentChannel.Request> sent =
+                    requests.stream().map(AgentChannel::parseRequest).toList();
+            assertEquals(new AgentChannel.Bye(CREDENTIAL), sent.getLast());
+            assertEquals(
+                    1, sent.stream().filter(AgentChannel.Bye.class::isInstance).count(), sent.toString());
+            assertTrue(sent.subList(0, sent.size() - 1).stream().allMatch(AgentChannel.Poll.class::isInstance));
         }
     }
 

@@ -168,6 +168,17 @@ class RenderedFileTest {
                 linesStartingWith(RenderedFile.LENDER_UNIT.render(config, config.node("n3")), "ExecStart="));
     }
 
+    /** Issue 21 #3: the tracker does not use the lender, so its unit says what it is for and that it is optional. */
+    @Test
+    void lenderUnitSaysTheTrackerDoesNotNeedItAndThatItsPortTakesSignedRequestsOnly() {
+        String unit = RenderedFile.LENDER_UNIT.render(config(), config().node("n1"));
+        assertTrue(
+                unit.contains(
+                        "# Not needed to borrow GPUs through the tracker: each holder job runs its own GPU worker."),
+                unit);
+        assertTrue(unit.contains("whose every request must be signed with the site key"), unit);
+    }
+
     /**
      * Issue 21 #7: a unit names the configuration file in ExecStart, where systemd would split a path at a space and
      * expand $ and %; such a path is refused with what to do, never written into the unit.

@@ -155,6 +155,12 @@ class SpankBridgeTestbedTest {
         testbed.assertScenarioPasses("spank-bridge");
     }
 
+    @Test
+    @Order(15)
+    void readmesProgramRunsUnderVgpuRunOnOneLocalAndTwoBorrowedVgpusAndACrashsStatusComesThrough() throws Exception {
+        testbed.assertScenarioPasses("run-program");
+    }
+
     /** Where tracker-borrow writes the vgpu:3 job's start delay (inside the testbed, removed with it). */
     private static Path borrowDelay() {
         return testbed.dir().resolve("borrow-delay");

@@ -43,6 +43,7 @@ import org.vgpu.common.net.Endpoint;
  * <pre>
  *   request  = "agent poll" SP credential SP nonce [SP end] *(SP stat)
  *            | "agent done" SP credential SP id SP outcome
+ *            | "agent bye" SP credential              (the app ends: no agent of the job polls until another one does)
  *   credential = job SP vgpu SP token        (the session token VGPU_REMOTE holds for borrowed vGPU vgpu,
  *                                             signed with the site key for (job, vgpu, worker id))
  *   job      = 1..job_id_max, decimal, no leading zero
@@ -68,7 +69,7 @@ import org.vgpu.common.net.Endpoint;
  *              | "error" SP reason
  *   target   = "local:" gpu                                 (grants node GPU gpu to the job, then moves onto it)
  *            | "remote:" host ":" port ":" token            (a fresh session token for the new worker)
- *   done reply = "ok" | "error" SP reason
+ *   done reply = "ok" | "error" SP reason            (the reply to a bye too)
  *   reason   = printable text, non-empty, words separated by one space
  * </pre>
  *
@@ -86,6 +87,7 @@ public final class AgentChannel {
 
     public static final String POLL = "poll";
     public static final String DONE = "done";
+    public static final String BYE = "bye";
     public static final String IDLE = "idle";
     public static final String MIGRATE = "migrate";
     public static final String SUCCEEDED = "ok";
@@ -218,7 +220,7 @@ public final class AgentChannel {
     // ---------------------------------------------------------------- requests
 
     /** What the agent sends. */
-    public sealed interface Request permits Poll, Done {
+    public sealed interface Request permits Poll, Done, Bye {
         Credential credential();
 
         /** The request line, without its newline. */
@@ -286,6 +288,21 @@ public final class AgentChannel {
         }
     }
 
+    /**
+     * The agent stops because its app ends ({@code vgpu run} returns, or the program it runs exits): the tracker
+     * starts no move for the job until an agent polls again, and a command no agent took is withdrawn at once.
+     */
+    public record Bye(Credential credential) implements Request {
+        public Bye {
+            Objects.requireNonNull(credential, "credential");
+        }
+
+        @Override
+        public String format() {
+            return WORD + " " + BYE + " " + credential.format();
+        }
+    }
+
     /** A migration's outcome. */
     public sealed interface Outcome permits Succeeded, Failed {
         String format();
@@ -328,7 +345,7 @@ public final class AgentChannel {
         String format();
     }
 
-    /** The tracker's answer to a done. */
+    /** The tracker's answer to a done or a bye. */
     public sealed interface DoneReply permits Accepted, Refused {
         String format();
     }
@@ -362,7 +379,7 @@ public final class AgentChannel {
         }
     }
 
-    /** The done was recorded. */
+    /** The done (or bye) was recorded. */
     public record Accepted() implements DoneReply {
         @Override
         public String format() {
@@ -419,15 +436,21 @@ public final class AgentChannel {
     public static Request parseRequest(String line) {
         String[] fields = fields(line, REQUEST_LINE_BYTES, "an agent request");
         if (fields.length < 2 || !fields[0].equals(WORD)) {
-            throw new ParseError("an agent request starts with '" + WORD + " " + POLL + "' or '" + WORD + " " + DONE
-                    + "', got '" + echo(line) + "'");
+            throw new ParseError("an agent request starts with '" + WORD + " " + POLL + "', '" + WORD + " " + DONE
+                    + "' or '" + WORD + " " + BYE + "', got '" + echo(line) + "'");
         }
         return switch (fields[1]) {
             case POLL -> parsePoll(fields);
             case DONE -> parseDone(fields, line);
+            case BYE -> {
+                if (fields.length != 5) {
+                    throw new ParseError("usage: " + WORD + " " + BYE + " <job> <vgpu> <token>");
+                }
+                yield new Bye(parseCredential(fields));
+            }
             default ->
-                throw new ParseError(
-                        "unknown agent request '" + echo(fields[1]) + "': expected " + POLL + " or " + DONE);
+                throw new ParseError("unknown agent request '" + echo(fields[1]) + "': expected " + POLL + ", " + DONE
+                        + " or " + BYE);
         };
     }
 
@@ -465,7 +488,7 @@ public final class AgentChannel {
         };
     }
 
-    /** The agent's side: the tracker's answer to a done. */
+    /** The agent's side: the tracker's answer to a done or a bye. */
     public static DoneReply parseDoneReply(String line) {
         String[] fields = fields(line, REPLY_LINE_BYTES, "a reply to an agent done");
         if (fields[0].equals(REPLY_ERROR_WORD)) {

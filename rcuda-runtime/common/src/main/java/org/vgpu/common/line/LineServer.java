@@ -19,8 +19,11 @@ import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.attribute.BasicFileAttributes;
+import java.nio.file.attribute.PosixFileAttributes;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.nio.file.attribute.UserPrincipal;
 import java.time.Duration;
+import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Semaphore;
@@ -103,8 +106,9 @@ public final class LineServer implements AutoCloseable {
 
     /**
      * Binds a UNIX domain socket at {@code socketFile}, readable and writable by its owner only, and
-     * starts answering. A socket file left by a dead server is replaced; a live server's socket, or
-     * a file that is not a socket, is never touched.
+     * starts answering. A socket file left by a dead server is replaced when its directory is this user's
+     * alone; a live server's socket, a socket nobody answers on in a directory others can reach, or a file that is not
+     * a socket, is never touched.
      *
      * @throws NetworkException CANNOT_LISTEN saying why (no such directory, path too long, another
      *         server listening there, not a socket)
@@ -134,7 +138,11 @@ public final class LineServer implements AutoCloseable {
         return server;
     }
 
-    /** Only a socket nobody answers on is replaced. */
+    /**
+     * Only a socket nobody answers on, in a directory that is this user's alone, is replaced: there, nobody else can
+     * have made it (the job's agent socket directory is such a one). A socket nobody answers on elsewhere may be
+     * another program's between its restarts.
+     */
     private static void removeStaleSocket(Path socketFile, Limits limits) throws IOException {
         BasicFileAttributes attributes;
         try {
@@ -152,8 +160,31 @@ public final class LineServer implements AutoCloseable {
             throw new NetworkException(
                     NetworkException.Code.CANNOT_LISTEN, "another " + limits.name() + " listens on " + socketFile);
         } catch (IOException nobodyListens) {
+            Path directory = socketFile.toAbsolutePath().getParent();
+            if (!isThisUsersAlone(directory)) {
+                throw new NetworkException(
+                        NetworkException.Code.CANNOT_LISTEN,
+                        "the " + limits.name() + " cannot listen on " + socketFile + ": a socket nobody answers on is"
+                                + " there, but " + directory + " is not this user's alone (the job's agent socket"
+                                + " directory is, mode 0700), so it may be another program's; nothing was deleted:"
+                                + " remove it or choose another path");
+            }
             Files.deleteIfExists(socketFile);
         }
+    }
+
+    /** A real directory (not a link) owned by the user this process runs as, with no rights for group or others. */
+    private static boolean isThisUsersAlone(Path directory) throws IOException {
+        PosixFileAttributes attributes =
+                Files.readAttributes(directory, PosixFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+        UserPrincipal me = directory
+                .getFileSystem()
+                .getUserPrincipalLookupService()
+                .lookupPrincipalByName(System.getProperty("user.name"));
+        return attributes.isDirectory()
+                && attributes.owner().equals(me)
+                && attributes.permissions().stream()
+                        .allMatch(permission -> permission.name().startsWith("OWNER_"));
     }
 
     /** The bound TCP address, with the actual port when port 0 was asked for. */
@@ -222,14 +253,18 @@ public final class LineServer implements AutoCloseable {
     private void serve(SocketChannel connection, LineService service) {
         try (connection;
                 IdleCloser.Watch watch = IdleCloser.watch(connection, limits.idleTimeout())) {
-            InputStream in = Channels.newInputStream(connection);
+            ConnectionInput in = new ConnectionInput(connection);
             BoundedLineReader requests = new BoundedLineReader(in, limits.maxRequestBytes());
             String localHost = localHost(connection);
             for (BoundedLineReader.Line request = requests.readLine(); request != null; request = requests.readLine()) {
                 watch.busy();
+                List<String> reply = service.answer(request, localHost);
+                if (in.peerClosed()) {
+                    service.peerLeftBeforeReply(reply);
+                }
                 StringBuilder replies = new StringBuilder();
-                for (String reply : service.answer(request, localHost)) {
-                    replies.append(reply).append('\n');
+                for (String line : reply) {
+                    replies.append(line).append('\n');
                 }
                 write(connection, replies.toString());
                 if (request.truncated() && service.closesAfterOverlongRequest()) {
@@ -244,6 +279,57 @@ public final class LineServer implements AutoCloseable {
                     limits.idleTimeout().toSeconds());
         } catch (IOException e) {
             LOG.debug("{} connection ended: {}", limits.name(), IoReasons.of(e));
+        }
+    }
+
+    /**
+     * The connection's bytes for the line reader (a blocking read, as {@link Channels#newInputStream} gives), and,
+     * without blocking, whether the peer has closed its side: a byte that arrived meanwhile is kept for the next read.
+     */
+    private static final class ConnectionInput extends InputStream {
+        private final SocketChannel channel;
+        private final ByteBuffer ahead = ByteBuffer.allocate(1).flip();
+
+        ConnectionInput(SocketChannel channel) {
+            this.channel = channel;
+        }
+
+        @Override
+        public int read() throws IOException {
+            byte[] one = new byte[1];
+            return read(one, 0, 1) < 0 ? -1 : one[0] & 0xff;
+        }
+
+        @Override
+        public int read(byte[] bytes, int offset, int length) throws IOException {
+            if (length == 0) {
+                return 0;
+            }
+            if (ahead.hasRemaining()) {
+                bytes[offset] = ahead.get();
+                return 1;
+            }
+            return channel.read(ByteBuffer.wrap(bytes, offset, length));
+        }
+
+        boolean peerClosed() {
+            if (ahead.hasRemaining()) {
+                return false;
+            }
+            synchronized (channel.blockingLock()) {
+                try {
+                    channel.configureBlocking(false);
+                    try {
+                        ahead.clear();
+                        return channel.read(ahead) < 0;
+                    } finally {
+                        ahead.flip();
+                        channel.configureBlocking(true);
+                    }
+                } catch (IOException resetOrClosed) {
+                    return true;
+                }
+            }
         }
     }
 

@@ -20,4 +20,11 @@ public interface LineService {
     default boolean closesAfterOverlongRequest() {
         return false;
     }
+
+    /**
+     * The peer closed the connection while its request was being answered, so nobody will read {@code reply} (it
+     * is still written, for a peer that only shut down its sending side): a service whose reply hands something out
+     * takes it back here. The default does nothing.
+     */
+    default void peerLeftBeforeReply(List<String> reply) {}
 }

@@ -21,6 +21,7 @@ import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import org.vgpu.common.agent.AgentChannel.Accepted;
+import org.vgpu.common.agent.AgentChannel.Bye;
 import org.vgpu.common.agent.AgentChannel.Credential;
 import org.vgpu.common.agent.AgentChannel.Done;
 import org.vgpu.common.agent.AgentChannel.Failed;
@@ -95,6 +96,13 @@ class AgentChannelTest {
 
         Done failed = new Done(CREDENTIAL, 8, new Failed("GPU 2 of node n1 is not granted: out of memory"));
         assertEquals(failed, AgentChannel.parseRequest(failed.format()));
+    }
+
+    @Test
+    void byeRoundTrips() {
+        Bye bye = new Bye(CREDENTIAL);
+        assertEquals("agent bye 42 1 " + TOKEN, bye.format());
+        assertEquals(bye, AgentChannel.parseRequest(bye.format()));
     }
 
     @Test
@@ -210,6 +218,11 @@ class AgentChannelTest {
                 "agent done 42 1 tok 7 ok 1 2.5|bytes must be a decimal count",
                 "agent done 42 1 tok 7 maybe 1 2|outcome is 'ok' or 'failed'",
                 "agent done 42 1 tok 7 failed|needs a reason after 'failed'",
+                "agent bye 42 1|usage: agent bye <job> <vgpu> <token>",
+                "agent bye 42 1 tok extra|usage: agent bye <job> <vgpu> <token>",
+                "agent bye 042 1 tok|the job must be a Slurm job id",
+                "agent bye 42 64 tok|the vGPU index must be in 0..63",
+                "agent bye 42 1 to,k|a session token has only letters",
             })
     void malformedRequestsAreRefusedNamingTheField(String line, String expected) {
         ParseError error = assertThrows(ParseError.class, () -> AgentChannel.parseRequest(line));

@@ -42,7 +42,8 @@ public final class LenderCommand implements Subcommand {
 
     @Override
     public String summary() {
-        return "lend this node's GPUs: keep warm GPU workers and hand them out on a control socket";
+        return "lend this node's GPUs outside the tracker: keep warm GPU workers, hand them out on a control socket"
+                + " whose requests are signed with the site key";
     }
 
     @Override
@@ -70,7 +71,9 @@ public final class LenderCommand implements Subcommand {
                         .longOpt("key-file")
                         .hasArg()
                         .argName("FILE")
-                        .desc("site key file (base64, mode 600) the workers check session tokens with (required)")
+                        .desc(
+                                "site key file (base64, mode 600): control requests must be signed with it, workers check session"
+                                        + " tokens with it (required)")
                         .get())
                 .addOption(Option.builder()
                         .longOpt("pool")

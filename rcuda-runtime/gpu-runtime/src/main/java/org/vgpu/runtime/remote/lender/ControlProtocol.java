@@ -1,16 +1,22 @@
 package org.vgpu.runtime.remote.lender;
 
+import java.time.Clock;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import org.vgpu.common.error.AuthException;
 import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.common.line.BoundedLineReader;
 import org.vgpu.common.line.LineService;
 import org.vgpu.common.line.LineText;
 import org.vgpu.common.net.Endpoint;
+import org.vgpu.common.security.SignedRequest;
+import org.vgpu.common.security.SiteKey;
 
 /**
  * The lender's control requests, one line each, answered with one line (or, for {@code status},
@@ -22,9 +28,13 @@ import org.vgpu.common.net.Endpoint;
  *                    ok COUNT
  *   anything else -&gt; error REASON                  and nothing changes
  * </pre>
+ * Every request is signed with the site key ({@link SignedRequest}, purpose {@value #PURPOSE}); one that is not, or
+ * whose signature is wrong, expired or seen before, gets {@code error unauthenticated: REASON} and changes nothing:
+ * only a holder of the key may list workers, take a lend slot or end a lend.
  * Workers are started before anyone asks for them, so their ids are the lender's choice and
- * {@code open} reports the id: the tracker issues the session token for that id. A worker that
+ * {@code open} reports the id: a session token must be issued for that id. A worker that
  * listens on a wildcard address is reported at the address the request reached the lender on.
+ * An {@code open} whose requester closed the connection before the reply gives its worker back at once.
  * Replies are printable ASCII and never span lines, whatever the request held.
  */
 final class ControlProtocol implements LineService {
@@ -35,12 +45,34 @@ final class ControlProtocol implements LineService {
 
     private static final int MAX_ECHOED_CHARS = 40;
 
+    /** What the lender's control requests are signed for: a signature for another socket is refused here. */
+    static final String PURPOSE = "vgpu-lender-control";
+
+    /** An {@code open}'s reply: {@code ok HOST:PORT WORKER-ID}. */
+    private static final Pattern OPENED = Pattern.compile("ok \\S+:[0-9]+ (\\S+)");
+
     private final Lender lender;
     private final int maxRequestBytes;
+    private final SignedRequest.Verifier signatures;
 
-    ControlProtocol(Lender lender, int maxRequestBytes) {
+    ControlProtocol(Lender lender, int maxRequestBytes, SiteKey key) {
         this.lender = lender;
         this.maxRequestBytes = maxRequestBytes;
+        this.signatures = new SignedRequest.Verifier(key, PURPOSE, Clock.systemUTC());
+    }
+
+    /** A worker handed out to a requester who left before the reply would serve nobody: its slot is freed now. */
+    @Override
+    public void peerLeftBeforeReply(List<String> reply) {
+        Matcher opened = OPENED.matcher(reply.getLast());
+        if (opened.matches()) {
+            LOG.info("the requester of worker {} left before the reply; the worker is stopped", opened.group(1));
+            try {
+                lender.closeLent(opened.group(1));
+            } catch (VgpuFailure endedAlready) {
+                LOG.debug("worker {}: {}", opened.group(1), endedAlready.detail());
+            }
+        }
     }
 
     /**
@@ -74,7 +106,14 @@ final class ControlProtocol implements LineService {
         if (!text.chars().allMatch(c -> c == '\t' || (c >= ' ' && c <= '~'))) {
             return List.of(error("request holds characters that are not printable ASCII"));
         }
-        String[] words = text.split("[ \t]+");
+        String unsigned;
+        try {
+            unsigned = signatures.verify(text);
+        } catch (AuthException e) {
+            LOG.warn("refused control request '{}': {}", LineText.printable(text, MAX_ECHOED_CHARS), e.detail());
+            return List.of(error("unauthenticated: " + e.detail()));
+        }
+        String[] words = unsigned.split("[ \t]+");
         return switch (words[0]) {
             case "open" ->
                 words.length == 2 ? List.of(open(words[1], localHost)) : List.of(error("usage: open <device>"));

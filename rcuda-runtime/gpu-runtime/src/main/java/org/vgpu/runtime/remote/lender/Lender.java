@@ -36,9 +36,12 @@ import org.vgpu.common.security.SiteKey;
  * <p>A worker's id is fixed when it starts (the worker checks that session tokens name it), so
  * the lender names its workers {@code NODE-dDEVICE-RANDOM} and reports the id with the endpoint.
  * Ids are random rather than counted so a restarted lender never reuses one: an old token stays
- * useless. The control socket hands out endpoints only; using a worker takes a token signed with
- * the site key, so a stranger who reaches the socket can at most occupy the lent-worker bound
- * until the workers' idle timeout: bind it to the cluster's management network.
+ * useless. Every control request must be signed with the site key, so a stranger who reaches the
+ * socket can neither list workers, take lend slots nor end a lend; using a worker takes a session
+ * token signed with the same key.
+ *
+ * <p>The tracker does not use the lender: each holder job runs its own worker. The lender serves a
+ * node's GPUs to clients outside the tracker (by hand, tests, benchmarks) for an admin holding the key.
  */
 public final class Lender implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Lender.class);
@@ -79,7 +82,9 @@ public final class Lender implements AutoCloseable {
         Lender lender = new Lender(config, launcher);
         try {
             lender.controlServer = LineServer.start(
-                    config.listen(), CONTROL_LIMITS, new ControlProtocol(lender, CONTROL_LIMITS.maxRequestBytes()));
+                    config.listen(),
+                    CONTROL_LIMITS,
+                    new ControlProtocol(lender, CONTROL_LIMITS.maxRequestBytes(), key));
         } catch (RuntimeException e) {
             lender.close();
             throw e;

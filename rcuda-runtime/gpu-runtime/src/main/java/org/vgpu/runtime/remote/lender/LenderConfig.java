@@ -17,7 +17,7 @@ import org.vgpu.runtime.remote.security.TlsConfig;
  * @param listen the control socket; workers listen on the same host, each on a port of its own
  * @param backend {@code native} or {@code emulated}, for every worker
  * @param devices the devices this node lends, without repeats
- * @param keyFile the site key file the workers check session tokens with
+ * @param keyFile the site key file: control requests are signed with it, the workers check session tokens with it
  * @param poolSize warm workers kept ready per device (0: every worker starts when it is asked for),
  *        at most {@code maxLentPerDevice}, and fewer while workers are lent
  * @param maxLentPerDevice workers of one device that may be handed out at once; 1 means a GPU is

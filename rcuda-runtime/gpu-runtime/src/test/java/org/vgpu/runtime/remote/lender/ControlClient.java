@@ -6,18 +6,37 @@ import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 
 import org.vgpu.common.net.Endpoint;
+import org.vgpu.common.security.SignedRequest;
+import org.vgpu.common.security.SiteKey;
 
-/** A test's connection to a lender's control socket. */
+/**
+ * A test's connection to a lender's control socket. {@link #request} signs each request with the site key, as every
+ * control request must be (a blank one is sent as it is); without a key, requests go unsigned, as a stranger's.
+ */
 final class ControlClient implements AutoCloseable {
     private final Socket socket;
     private final BufferedReader in;
     private final OutputStream out;
+    private final Optional<SiteKey> key;
 
-    ControlClient(Endpoint endpoint) throws IOException {
+    ControlClient(Endpoint endpoint, Path keyFile) throws IOException {
+        this(endpoint, Optional.of(SiteKey.load(keyFile)));
+    }
+
+    /** A stranger's connection: requests unsigned. */
+    static ControlClient unsigned(Endpoint endpoint) throws IOException {
+        return new ControlClient(endpoint, Optional.empty());
+    }
+
+    private ControlClient(Endpoint endpoint, Optional<SiteKey> key) throws IOException {
+        this.key = key;
         socket = new Socket(endpoint.host(), endpoint.port());
         socket.setSoTimeout(30_000);
         in = new BufferedReader(new InputStreamReader(socket.getInputStream(), StandardCharsets.US_ASCII));
@@ -26,7 +45,23 @@ final class ControlClient implements AutoCloseable {
 
     /** Sends one request line and returns the reply lines, up to the one that starts with ok or error. */
     List<String> request(String line) throws IOException {
-        return requestRaw((line + "\n").getBytes(StandardCharsets.ISO_8859_1));
+        return requestRaw((signed(line) + "\n").getBytes(StandardCharsets.ISO_8859_1));
+    }
+
+    /** The request with its signature; blanks around it stay outside, where the lender ignores them. */
+    private String signed(String line) {
+        String request = line.strip();
+        if (key.isEmpty() || request.isEmpty()) {
+            return line;
+        }
+        int start = line.indexOf(request);
+        return line.substring(0, start)
+                + SignedRequest.sign(
+                        key.get(),
+                        ControlProtocol.PURPOSE,
+                        request,
+                        Instant.now().plusSeconds(30))
+                + line.substring(start + request.length());
     }
 
     List<String> requestRaw(byte[] bytes) throws IOException {

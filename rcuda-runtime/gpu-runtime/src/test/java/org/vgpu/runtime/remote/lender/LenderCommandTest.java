@@ -134,7 +134,7 @@ class LenderCommandTest {
             String ready = stdout.readLine();
             assertTrue(ready != null && ready.startsWith("vgpu lender listening 127.0.0.1:"), String.valueOf(ready));
             try (ControlClient control =
-                    new ControlClient(Endpoint.parse(ready.substring("vgpu lender listening ".length())))) {
+                    new ControlClient(Endpoint.parse(ready.substring("vgpu lender listening ".length())), keyFile)) {
                 assertEquals(List.of("ok 0"), control.request("status"));
                 assertEquals("error device 2 is not lent by this node (it lends [0, 1])", control.ask("open 2"));
             }

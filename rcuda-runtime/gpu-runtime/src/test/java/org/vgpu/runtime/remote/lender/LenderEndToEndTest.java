@@ -88,7 +88,8 @@ class LenderEndToEndTest {
         Await.until(() -> count(State.WARM) == 1);
         String warmId = lender.status().getFirst().workerId();
 
-        LenderWorkers source = new LenderWorkers(lender.controlEndpoint(), new TokenIssuer(key, Clock.systemUTC()));
+        LenderWorkers source =
+                new LenderWorkers(lender.controlEndpoint(), keyFile, new TokenIssuer(key, Clock.systemUTC()));
         try (RemoteBackend backend = new RemoteBackend(source, RemoteConfig.defaults(), clientTls);
                 VirtualGpu gpu = backend.open(0, VaWindow.forVgpu(2))) {
             assertEquals(warmId, source.lastWorkerId);
@@ -104,12 +105,14 @@ class LenderEndToEndTest {
     /** The tracker's part: asks the lender for a worker and signs a token for the id it reports. */
     private static final class LenderWorkers implements WorkerSource {
         private final Endpoint control;
+        private final Path keyFile;
         private final TokenIssuer issuer;
         private final GpuBackend twin = Backends.emulated();
         volatile String lastWorkerId;
 
-        LenderWorkers(Endpoint control, TokenIssuer issuer) {
+        LenderWorkers(Endpoint control, Path keyFile, TokenIssuer issuer) {
             this.control = control;
+            this.keyFile = keyFile;
             this.issuer = issuer;
         }
 
@@ -125,7 +128,7 @@ class LenderEndToEndTest {
 
         @Override
         public WorkerEndpoint open(int device, VaWindow window) {
-            try (ControlClient client = new ControlClient(control)) {
+            try (ControlClient client = new ControlClient(control, keyFile)) {
                 String[] reply = client.ask("open " + device).split(" ");
                 assertEquals("ok", reply[0], String.join(" ", reply));
                 Endpoint at = Endpoint.parse(reply[1]);

@@ -6,11 +6,13 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
+import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -24,6 +26,7 @@ import org.junit.jupiter.api.io.TempDir;
 import org.vgpu.common.error.ConfigException;
 import org.vgpu.common.error.NetworkException;
 import org.vgpu.common.net.Endpoint;
+import org.vgpu.common.security.SignedRequest;
 import org.vgpu.common.security.SiteKey;
 import org.vgpu.runtime.remote.lender.WorkerStatus.State;
 
@@ -56,7 +59,7 @@ class LenderTest {
         Lender lender = start(config("127.0.0.1", List.of(0, 1), 2, 2), fakeWorkers);
         Await.until(() -> count(lender, State.WARM) == 4);
 
-        try (ControlClient control = new ControlClient(lender.controlEndpoint())) {
+        try (ControlClient control = new ControlClient(lender.controlEndpoint(), keyFile)) {
             List<String> status = control.request("status");
             assertEquals("ok 4", status.getLast());
             assertEquals(4, status.size() - 1, status.toString());
@@ -72,7 +75,7 @@ class LenderTest {
         Await.until(() -> count(lender, State.WARM) == 1);
         WorkerStatus warm = lender.status().getFirst();
 
-        try (ControlClient control = new ControlClient(lender.controlEndpoint())) {
+        try (ControlClient control = new ControlClient(lender.controlEndpoint(), keyFile)) {
             assertEquals("ok " + warm.endpoint().orElseThrow() + " " + warm.workerId(), control.ask("open 0"));
         }
         Await.until(() -> count(lender, State.WARM) == 1 && count(lender, State.LENT) == 1);
@@ -86,7 +89,7 @@ class LenderTest {
     @Test
     void openStartsAWorkerWhenNoneIsWarm() throws IOException {
         Lender lender = start(config("127.0.0.1", List.of(3), 0, 1), fakeWorkers);
-        try (ControlClient control = new ControlClient(lender.controlEndpoint())) {
+        try (ControlClient control = new ControlClient(lender.controlEndpoint(), keyFile)) {
             String reply = control.ask("open 3");
             assertTrue(reply.matches("ok 127\\.0\\.0\\.1:\\d+ \\S+-d3-[0-9a-f]{8}"), reply);
             Endpoint endpoint = Endpoint.parse(reply.split(" ")[1]);
@@ -99,7 +102,7 @@ class LenderTest {
     void aDeviceLendsNoMoreThanItsLimitAndKeepsNoWarmWorkerItCouldNotLend() throws IOException {
         Lender lender = start(config("127.0.0.1", List.of(0), 2, 2), fakeWorkers);
         Await.until(() -> count(lender, State.WARM) == 2);
-        try (ControlClient control = new ControlClient(lender.controlEndpoint())) {
+        try (ControlClient control = new ControlClient(lender.controlEndpoint(), keyFile)) {
             assertTrue(control.ask("open 0").startsWith("ok "));
             assertEquals(1, count(lender, State.WARM) + count(lender, State.STARTING));
             assertTrue(control.ask("open 0").startsWith("ok "));
@@ -113,7 +116,7 @@ class LenderTest {
     @Test
     void aWorkerThatServedItsSessionIsReapedAndTheDeviceCanLendAgain() throws IOException {
         Lender lender = start(config("127.0.0.1", List.of(0), 1, 1), fakeWorkers);
-        try (ControlClient control = new ControlClient(lender.controlEndpoint())) {
+        try (ControlClient control = new ControlClient(lender.controlEndpoint(), keyFile)) {
             String reply = control.ask("open 0");
             String lentId = reply.split(" ")[2];
             assertEquals("session", WorkerLauncherTest.echo(Endpoint.parse(reply.split(" ")[1]), "session"));
@@ -128,7 +131,7 @@ class LenderTest {
     @Test
     void closingALentWorkerStopsItAndFreesTheDevicesLentSlot() throws IOException {
         Lender lender = start(config("127.0.0.1", List.of(0), 0, 1), fakeWorkers);
-        try (ControlClient control = new ControlClient(lender.controlEndpoint())) {
+        try (ControlClient control = new ControlClient(lender.controlEndpoint(), keyFile)) {
             String lentId = control.ask("open 0").split(" ")[2];
             assertTrue(control.ask("open 0").startsWith("error device 0 already has 1 lent worker(s)"));
             assertEquals(
@@ -140,6 +143,72 @@ class LenderTest {
             Await.until(() -> lender.status().stream()
                     .noneMatch(worker -> worker.workerId().equals(lentId)));
             assertTrue(control.ask("open 0").startsWith("ok "));
+        }
+    }
+
+    @Test
+    void aStrangerCanNeitherEndALendNorTakeASlotNorListWorkers() throws IOException {
+        Lender lender = start(config("127.0.0.1", List.of(0), 0, 2), fakeWorkers);
+        String lentId;
+        try (ControlClient control = new ControlClient(lender.controlEndpoint(), keyFile)) {
+            lentId = control.ask("open 0").split(" ")[2];
+        }
+        Instant soon = Instant.now().plusSeconds(30);
+        SiteKey otherKey = SiteKey.generate();
+        try (ControlClient stranger = ControlClient.unsigned(lender.controlEndpoint())) {
+            for (String request : List.of("close " + lentId, "open 0", "status")) {
+                assertEquals(
+                        "error unauthenticated: the request is not signed with the site key (REQUEST"
+                                + " expires=UNIX-SECONDS nonce=HEX mac=HMAC-SHA256-HEX)",
+                        stranger.ask(request),
+                        request);
+                assertEquals(
+                        "error unauthenticated: the request's signature does not match (signed with another key, or"
+                                + " altered)",
+                        stranger.ask(SignedRequest.sign(otherKey, ControlProtocol.PURPOSE, request, soon)));
+            }
+            String signedForAnotherSocket = SignedRequest.sign(SiteKey.load(keyFile), "vgpu-other", "open 0", soon);
+            assertTrue(stranger.ask(signedForAnotherSocket)
+                    .startsWith("error unauthenticated: the request's" + " signature does not match"));
+            String altered = SignedRequest.sign(SiteKey.load(keyFile), ControlProtocol.PURPOSE, "open 0", soon)
+                    .replaceFirst("^open 0", "close " + lentId);
+            assertTrue(stranger.ask(altered).startsWith("error unauthenticated: the request's signature does not"));
+            String expired = SignedRequest.sign(
+                    SiteKey.load(keyFile),
+                    ControlProtocol.PURPOSE,
+                    "close " + lentId,
+                    Instant.now().minusSeconds(60));
+            assertTrue(stranger.ask(expired).startsWith("error unauthenticated: the request's signature expired at"));
+
+            // A signed request seen on the wire is accepted once: sent again, it is refused.
+            String seen = SignedRequest.sign(SiteKey.load(keyFile), ControlProtocol.PURPOSE, "status", soon);
+            assertTrue(stranger.request(seen).getFirst().startsWith("worker 0 " + lentId));
+            assertEquals(
+                    "error unauthenticated: the request was sent before (a signed request is accepted once)",
+                    stranger.ask(seen));
+        }
+        assertEquals(
+                List.of(lentId),
+                lender.status().stream().map(WorkerStatus::workerId).toList());
+        assertEquals(1, count(lender, State.LENT), "the job's lent worker still serves it, no slot was taken");
+    }
+
+    @Test
+    void anOpenWhoseRequesterLeftBeforeTheReplyGivesItsSlotBackAtOnce() throws IOException {
+        Lender lender = start(config("127.0.0.1", List.of(0), 0, 1), fakeWorkers);
+        Endpoint control = lender.controlEndpoint();
+        String open = SignedRequest.sign(
+                SiteKey.load(keyFile),
+                ControlProtocol.PURPOSE,
+                "open 0",
+                Instant.now().plusSeconds(30));
+        try (Socket requester = new Socket(control.host(), control.port())) {
+            requester.getOutputStream().write((open + "\n").getBytes(StandardCharsets.US_ASCII));
+        } // gone while the lender starts the worker it asked for
+        Await.until(() -> !lender.status().isEmpty());
+        Await.until(() -> lender.status().isEmpty());
+        try (ControlClient again = new ControlClient(control, keyFile)) {
+            assertTrue(again.ask("open 0").startsWith("ok "), "the device's only lend slot is free again");
         }
     }
 
@@ -183,7 +252,7 @@ class LenderTest {
         Await.until(() -> count(lender, State.WARM) == 1);
         List<WorkerStatus> before = lender.status();
 
-        try (ControlClient control = new ControlClient(lender.controlEndpoint())) {
+        try (ControlClient control = new ControlClient(lender.controlEndpoint(), keyFile)) {
             assertEquals("error device 7 is not lent by this node (it lends [0])", control.ask("open 7"));
             assertEquals("error device -7 is not lent by this node (it lends [0])", control.ask("open -7"));
             assertEquals("error device must be a number, got 'zero'", control.ask("open zero"));
@@ -223,7 +292,7 @@ class LenderTest {
     void randomBytesNeverBreakTheControlSocket() throws IOException {
         Lender lender = start(config("127.0.0.1", List.of(0), 0, 1), fakeWorkers);
         java.util.Random random = new java.util.Random(7);
-        try (ControlClient control = new ControlClient(lender.controlEndpoint())) {
+        try (ControlClient control = new ControlClient(lender.controlEndpoint(), keyFile)) {
             for (int i = 0; i < 300; i++) {
                 byte[] garbage = new byte[1 + random.nextInt(600)];
                 random.nextBytes(garbage);
@@ -246,7 +315,7 @@ class LenderTest {
     void aWorkerOnAWildcardAddressIsReportedAtTheAddressTheRequestReached() throws IOException {
         Lender lender = start(config("0.0.0.0", List.of(0), 0, 1), fakeWorkers);
         try (ControlClient control = new ControlClient(
-                new Endpoint("127.0.0.1", lender.controlEndpoint().port()))) {
+                new Endpoint("127.0.0.1", lender.controlEndpoint().port()), keyFile)) {
             String reply = control.ask("open 0");
             assertTrue(reply.matches("ok 127\\.0\\.0\\.1:\\d+ \\S+"), reply);
             assertEquals("x", WorkerLauncherTest.echo(Endpoint.parse(reply.split(" ")[1]), "x"));
@@ -257,7 +326,7 @@ class LenderTest {
     void workersThatCannotStartGiveAOneLineErrorAndTheLenderStaysUp() throws IOException {
         WorkerLauncher broken = new WorkerLauncher("org.vgpu.NoSuchWorker", Duration.ofSeconds(30));
         Lender lender = start(config("127.0.0.1", List.of(0), 1, 1), broken);
-        try (ControlClient control = new ControlClient(lender.controlEndpoint())) {
+        try (ControlClient control = new ControlClient(lender.controlEndpoint(), keyFile)) {
             String reply = control.ask("open 0");
             assertTrue(reply.startsWith("error GPU worker "), reply);
             assertTrue(reply.contains("org.vgpu.NoSuchWorker"), reply);
@@ -272,11 +341,11 @@ class LenderTest {
         List<ControlClient> clients = new ArrayList<>();
         try {
             for (int i = 0; i < Lender.CONTROL_LIMITS.maxConnections(); i++) {
-                ControlClient client = new ControlClient(lender.controlEndpoint());
+                ControlClient client = new ControlClient(lender.controlEndpoint(), keyFile);
                 clients.add(client);
                 assertEquals("ok 0", client.ask("status"));
             }
-            try (ControlClient oneTooMany = new ControlClient(lender.controlEndpoint())) {
+            try (ControlClient oneTooMany = new ControlClient(lender.controlEndpoint(), keyFile)) {
                 assertEquals("error too many lender control connections (32), try again later", oneTooMany.readLine());
                 assertEquals(null, oneTooMany.readLine());
             }
@@ -286,7 +355,7 @@ class LenderTest {
             }
         }
         Await.until(() -> {
-            try (ControlClient again = new ControlClient(lender.controlEndpoint())) {
+            try (ControlClient again = new ControlClient(lender.controlEndpoint(), keyFile)) {
                 return again.ask("status").equals("ok 0");
             } catch (IOException e) {
                 return false;
@@ -325,7 +394,7 @@ class LenderTest {
         assertEquals(List.of(), children.started());
         LendingException closed = assertThrows(LendingException.class, () -> lender.open(0));
         assertEquals(LendingException.Code.CLOSING, closed.code());
-        assertThrows(IOException.class, () -> new ControlClient(lender.controlEndpoint()).ask("status"));
+        assertThrows(IOException.class, () -> new ControlClient(lender.controlEndpoint(), keyFile).ask("status"));
         lender.close();
     }
 
