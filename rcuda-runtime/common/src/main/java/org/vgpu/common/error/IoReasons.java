@@ -49,6 +49,7 @@ public final class IoReasons {
             case IOException e when jdkText.contains("Connection reset") -> "connection reset by the peer";
             case IOException e when jdkText.contains("No space left") -> "no space left on the device";
             case IOException e when jdkText.contains("Permission denied") -> "permission denied";
+            case IOException e when jdkText.contains("Too many open files") -> "too many open files";
             default -> "input/output error";
         };
     }

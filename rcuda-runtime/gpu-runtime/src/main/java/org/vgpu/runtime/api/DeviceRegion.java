@@ -1,7 +1,9 @@
 package org.vgpu.runtime.api;
 
 import java.util.ArrayList;
+import java.util.Iterator;
 import java.util.List;
+import java.util.NoSuchElementException;
 import java.util.function.IntToLongFunction;
 
 /** {@code bytes} of device memory from {@code address}: one piece of a gathering copy. */
@@ -27,35 +29,64 @@ public record DeviceRegion(long address, long bytes) {
      * long, so that runs may differ in size.
      */
     public static List<List<DeviceRegion>> runs(List<DeviceRegion> regions, IntToLongFunction runBytes, int maxPieces) {
+        List<List<DeviceRegion>> runs = new ArrayList<>();
+        runsOneByOne(regions, runBytes, maxPieces).forEachRemaining(runs::add);
+        return runs;
+    }
+
+    /**
+     * The runs of {@link #runs(List, long, int)}, each cut when it is asked for: a worker streams a
+     * copy run by run, holding one at a time however many runs the copy makes.
+     */
+    public static Iterator<List<DeviceRegion>> runsOneByOne(List<DeviceRegion> regions, long runBytes, int maxPieces) {
+        return runsOneByOne(regions, run -> runBytes, maxPieces);
+    }
+
+    private static Iterator<List<DeviceRegion>> runsOneByOne(
+            List<DeviceRegion> regions, IntToLongFunction runBytes, int maxPieces) {
         if (maxPieces < 1) {
             throw new IllegalArgumentException("runs of " + maxPieces + " pieces");
         }
-        List<List<DeviceRegion>> runs = new ArrayList<>();
-        List<DeviceRegion> run = new ArrayList<>();
-        long capacity = capacity(runBytes, 0);
-        long filled = 0;
-        for (DeviceRegion region : regions) {
-            long offset = 0;
-            do {
-                if (run.size() == maxPieces || (filled == capacity && region.bytes() > 0)) {
-                    runs.add(run);
-                    run = new ArrayList<>();
-                    capacity = capacity(runBytes, runs.size());
-                    filled = 0;
+        capacity(runBytes, 0);
+        return new Iterator<>() {
+            private int next; // the region the next run starts in
+            private long offset; // how much of it earlier runs took
+            private int cut; // runs cut so far
+
+            @Override
+            public boolean hasNext() {
+                return next < regions.size();
+            }
+
+            @Override
+            public List<DeviceRegion> next() {
+                if (!hasNext()) {
+                    throw new NoSuchElementException();
                 }
-                long piece = Math.min(capacity - filled, region.bytes() - offset);
-                run.add(
-                        offset == 0 && piece == region.bytes()
-                                ? region
-                                : new DeviceRegion(region.address() + offset, piece));
-                filled += piece;
-                offset += piece;
-            } while (offset < region.bytes());
-        }
-        if (!run.isEmpty()) {
-            runs.add(run);
-        }
-        return runs;
+                List<DeviceRegion> run = new ArrayList<>();
+                long capacity = capacity(runBytes, cut);
+                long filled = 0;
+                while (next < regions.size()) {
+                    DeviceRegion region = regions.get(next);
+                    if (run.size() == maxPieces || (filled == capacity && region.bytes() > 0)) {
+                        break;
+                    }
+                    long piece = Math.min(capacity - filled, region.bytes() - offset);
+                    run.add(
+                            offset == 0 && piece == region.bytes()
+                                    ? region
+                                    : new DeviceRegion(region.address() + offset, piece));
+                    filled += piece;
+                    offset += piece;
+                    if (offset == region.bytes()) {
+                        next++;
+                        offset = 0;
+                    }
+                }
+                cut++;
+                return run;
+            }
+        };
     }
 
     private static long capacity(IntToLongFunction runBytes, int run) {

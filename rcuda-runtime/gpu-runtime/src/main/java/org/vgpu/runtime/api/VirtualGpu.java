@@ -193,6 +193,18 @@ public interface VirtualGpu extends AutoCloseable {
     void memcpyHtoDScatterAsync(List<DeviceRegion> dstRegions, MemorySegment srcHost, StreamHandle stream);
 
     /**
+     * vgpu's extension: checks, copying nothing, that each of {@code regions} lies in a live
+     * allocation or module variable, as a copy through them is checked. For one who serves a single
+     * copy in many calls (a worker streams a copy from the device in chunks): the whole request is
+     * refused before any work or memory is committed to it, not after the chunks of an impossible
+     * size were planned.
+     *
+     * @param what names the operand in the error, e.g. "memcpyDtoH source"
+     * @throws VgpuException CUDA_ERROR_INVALID_VALUE for the first region outside
+     */
+    void checkDeviceRegions(List<DeviceRegion> regions, String what);
+
+    /**
      * As {@code cuMemcpy2D}: {@code height} rows of {@code widthBytes} each, from rows {@code
      * src.pitch()} bytes apart to rows {@code dst.pitch()} bytes apart; host to device, device to
      * host or device to device (two host sides are refused: that is no device copy). Each pitch must

@@ -842,16 +842,32 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
         } else {
             checkHost(host, bytes, true, "source");
         }
-        String what = call + (toHost ? " source" : " destination");
+        return backendRegions(copy, call + (toHost ? " source" : " destination"));
+    }
+
+    @Override
+    public final void checkDeviceRegions(List<DeviceRegion> regions, String what) {
+        ensureOpen();
+        if (regions == null) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, what + " regions are null");
+        }
+        backendRegions(regions, what);
+    }
+
+    /**
+     * Checks that each of {@code regions} lies in a live allocation or module variable; returns them
+     * with the backend's addresses for module variables.
+     */
+    private List<DeviceRegion> backendRegions(List<DeviceRegion> regions, String what) {
         if (globalAddresses == null
-                || copy.stream()
+                || regions.stream()
                         .noneMatch(region ->
                                 region.address() >= globalAddresses.window().base())) {
-            allocator.requireAll(copy, what);
-            return copy;
+            allocator.requireAll(regions, what);
+            return regions;
         }
         // a worker serves copies of module variables with these too: each region to its backend address
-        return copy.stream()
+        return regions.stream()
                 .map(region -> new DeviceRegion(deviceAddress(region.address(), region.bytes(), what), region.bytes()))
                 .toList();
     }

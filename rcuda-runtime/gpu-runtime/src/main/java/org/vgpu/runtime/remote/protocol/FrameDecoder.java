@@ -35,12 +35,38 @@ public final class FrameDecoder extends ByteToMessageDecoder {
                     : COMPOSITE_CUMULATOR.cumulate(alloc, cumulation, in);
 
     private final Opcode.Direction inbound;
+    /** The longest frame accepted now: {@link Frames#MAX_LENGTH}, or less from a peer not yet trusted with more. */
+    private int maxLength;
+    /** Why {@link #maxLength} is below the protocol's, for the error; null when it is not. */
+    private String limitedBecause;
+
     private boolean broken;
 
     /** @param inbound the direction of the frames this side receives: a worker reads requests, a client replies */
     public FrameDecoder(Opcode.Direction inbound) {
+        this(inbound, Frames.MAX_BODY_BYTES, null);
+    }
+
+    /**
+     * A decoder that refuses bodies over {@code maxBodyBytes} (before they are buffered) until
+     * {@link #allowFullFrames} is called.
+     *
+     * @param limitedBecause why the limit is lower than the protocol's, for the error
+     */
+    public FrameDecoder(Opcode.Direction inbound, int maxBodyBytes, String limitedBecause) {
+        if (maxBodyBytes < 0 || maxBodyBytes > Frames.MAX_BODY_BYTES) {
+            throw new IllegalArgumentException("a frame limit of " + maxBodyBytes + " body bytes");
+        }
         this.inbound = inbound;
+        this.maxLength = Frames.MIN_LENGTH + maxBodyBytes;
+        this.limitedBecause = maxBodyBytes < Frames.MAX_BODY_BYTES ? limitedBecause : null;
         setCumulator(SIZE_CUMULATOR);
+    }
+
+    /** Accepts frames up to the protocol's limit from now on: the peer signed in. Event loop only. */
+    public void allowFullFrames() {
+        maxLength = Frames.MAX_LENGTH;
+        limitedBecause = null;
     }
 
     @Override
@@ -54,11 +80,11 @@ public final class FrameDecoder extends ByteToMessageDecoder {
         }
         int start = in.readerIndex();
         int length = in.getInt(start);
-        if (length < Frames.MIN_LENGTH || length > Frames.MAX_LENGTH) {
+        if (length < Frames.MIN_LENGTH || length > maxLength) {
             throw fail(
                     in,
                     "frame length " + Integer.toUnsignedString(length) + " is outside [" + Frames.MIN_LENGTH + ", "
-                            + Frames.MAX_LENGTH + "]");
+                            + maxLength + "]" + (limitedBecause == null ? "" : " " + limitedBecause));
         }
         if (in.readableBytes() < Frames.HEADER_BYTES) {
             return;

@@ -288,8 +288,10 @@ final class WireCodecs {
         int y = in.readInt();
         int z = in.readInt();
         if (x < 1 || y < 1 || z < 1) {
-            throw Frames.violation(
-                    frame.opcode() + " " + field + " (" + x + ", " + y + ", " + z + ") has a dimension below 1");
+            // well framed, a bad value of the call's: that request fails, the session goes on
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    "the launch's " + field + " (" + x + ", " + y + ", " + z + ") has a dimension below 1");
         }
         return new Dim3(x, y, z);
     }

@@ -1,6 +1,7 @@
 package org.vgpu.runtime.remote.worker;
 
 import java.lang.foreign.MemorySegment;
+import java.util.Iterator;
 import java.util.List;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
@@ -88,12 +89,17 @@ final class BulkCopies {
                 // a copy of 0 bytes still checks its pointer, as on a local vGPU
                 gpu().memcpyHtoD(dst, MemorySegment.NULL, 0);
             }
+            // the whole chunk, checked before its first slot is copied: a chunk that does not fit writes nothing
+            gpu().checkDeviceRegions(List.of(new DeviceRegion(dst, data.readableBytes())), "memcpyHtoD destination");
             stageToDevice(dst, data, stream);
         });
     }
 
     void memcpyHtoDScatter(Frame frame, int streamId, List<DeviceRegion> pieces, ByteBuf data) {
-        copyChunkToDevice(frame, streamId, stream -> stageScatterToDevice(pieces, data, stream));
+        copyChunkToDevice(frame, streamId, stream -> {
+            gpu().checkDeviceRegions(pieces, "memcpyHtoDScatter destination");
+            stageScatterToDevice(pieces, data, stream);
+        });
     }
 
     /**
@@ -181,9 +187,7 @@ final class BulkCopies {
             if (bytes < 0) {
                 throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "byte count must be >= 0, got " + bytes);
             }
-            replies.flush();
-            sendFromDevice(
-                    frame, List.of(new DeviceRegion(src, bytes)), Math.min(chunkBytes, StagingRing.SLOT_BYTES), stream);
+            sendFromDevice(frame, List.of(new DeviceRegion(src, bytes)), "memcpyDtoH source", chunkBytes, stream);
         } catch (RuntimeException e) {
             failedToSend(frame, e);
         }
@@ -195,8 +199,7 @@ final class BulkCopies {
         }
         try {
             StreamHandle stream = handles.stream(streamId);
-            replies.flush();
-            sendFromDevice(frame, regions, Math.min(chunkBytes, StagingRing.SLOT_BYTES), stream);
+            sendFromDevice(frame, regions, "memcpyDtoHGather source", chunkBytes, stream);
         } catch (RuntimeException e) {
             failedToSend(frame, e);
         }
@@ -226,17 +229,24 @@ final class BulkCopies {
      * <p>The last chunk of an asynchronous copy says whether an asynchronous failure is kept: if not,
      * the client knows from that chunk alone that the copy's stream has finished without error.
      */
-    private void sendFromDevice(Frame frame, List<DeviceRegion> regions, int chunkBytes, StreamHandle asyncStream) {
+    private void sendFromDevice(
+            Frame frame, List<DeviceRegion> regions, String what, int chunkBytes, StreamHandle asyncStream) {
+        // the whole request, checked before a chunk is cut: a size no allocation holds is refused at once
+        gpu().checkDeviceRegions(regions, what);
+        replies.flush();
         int requestId = frame.requestId();
         StreamHandle stream = frame.isAsync() ? asyncStream : StreamHandle.DEFAULT;
-        // regions of 0 bytes go with a chunk too: their pointers are checked, as on a local vGPU
-        List<List<DeviceRegion>> chunks = DeviceRegion.runs(regions, chunkBytes, Integer.MAX_VALUE);
+        // regions of 0 bytes go with a chunk too: their pointers are checked, as on a local vGPU;
+        // chunks are cut one at a time, as many regions may each name a whole allocation
+        Iterator<List<DeviceRegion>> chunks =
+                DeviceRegion.runsOneByOne(regions, Math.min(chunkBytes, StagingRing.SLOT_BYTES), Integer.MAX_VALUE);
         StagingRing ring = staging();
         StagingRing.Slot copied = null;
         long copiedOffset = 0;
         int copiedLength = 0;
         long offset = 0;
-        for (List<DeviceRegion> pieces : chunks.isEmpty() ? List.of(List.<DeviceRegion>of()) : chunks) {
+        do {
+            List<DeviceRegion> pieces = chunks.hasNext() ? chunks.next() : List.of();
             int chunk = (int) DeviceRegion.totalBytes(pieces);
             StagingRing.Slot slot = ring.acquire();
             gpu().memcpyDtoHGatherAsync(slot.memory(chunk), pieces, stream);
@@ -248,7 +258,8 @@ final class BulkCopies {
             copiedOffset = offset;
             copiedLength = chunk;
             offset += chunk;
-        }
+            // a client that left reads nothing more: the rest of its copy is not made
+        } while (chunks.hasNext() && channel.isActive());
         sendSlot(requestId, copied, copiedOffset, copiedLength, false, frame.isAsync() && failures.isKept());
     }
 

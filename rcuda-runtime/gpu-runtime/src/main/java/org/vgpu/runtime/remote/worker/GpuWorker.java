@@ -7,9 +7,11 @@ import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 import javax.net.ssl.SSLException;
 
@@ -78,6 +80,33 @@ public final class GpuWorker implements AutoCloseable {
     /** The outbound buffer a connection may fill before writers wait: a few copy chunks in flight. */
     static final WriteBufferWaterMark WATER_MARK = new WriteBufferWaterMark(4 << 20, 8 << 20);
 
+    /**
+     * Connections that have not signed in (no accepted HELLO yet) a worker keeps at once; more are
+     * refused as they arrive. A worker has one client, which connects once per session and retries
+     * after a lost connection: 16 leaves room for those and for refused strangers being answered,
+     * while bounding what peers without a token hold to 16 times a HELLO
+     * ({@link RequestDecoder#MAX_HELLO_BODY_BYTES}), the only frame they may send besides PING.
+     */
+    public static final int MAX_CONNECTIONS_SIGNING_IN = 16;
+
+    /**
+     * Connections a worker keeps at once: those signing in and the one session it serves (a second
+     * HELLO is refused while a session runs).
+     */
+    public static final int MAX_CONNECTIONS = MAX_CONNECTIONS_SIGNING_IN + 1;
+
+    /**
+     * How long a connection may take to sign in (TLS, then an accepted HELLO), or the idle timeout
+     * when that is shorter: vgpu's client sends its HELLO as soon as it is connected, and a peer that
+     * trickles one in byte by byte would otherwise hold one of the
+     * {@link #MAX_CONNECTIONS_SIGNING_IN} places for as long as it keeps sending.
+     */
+    public static final Duration SIGN_IN_BOUND = Duration.ofSeconds(10);
+
+    /** Why a peer that has not signed in may send only small frames, for the protocol error it gets. */
+    private static final String SIGN_IN_FRAME_LIMIT =
+            "before the client signed in (a HELLO is at most " + RequestDecoder.MAX_HELLO_BODY_BYTES + " bytes)";
+
     private final WorkerConfig config;
     private final GpuBackend backend;
     private final SessionAuthenticator authenticator;
@@ -86,6 +115,10 @@ public final class GpuWorker implements AutoCloseable {
     private final EventLoopGroup group;
     private final Channel serverChannel;
     private final AtomicBoolean sessionClaimed = new AtomicBoolean();
+    /** Open connections, and those of them that have not signed in; counted on the event loop. */
+    private final AtomicInteger connections = new AtomicInteger();
+
+    private final AtomicInteger connectionsSigningIn = new AtomicInteger();
     private final AtomicBoolean closed = new AtomicBoolean();
     private final CompletableFuture<WorkerReport> report = new CompletableFuture<>();
     private volatile Channel sessionChannel;
@@ -117,6 +150,7 @@ public final class GpuWorker implements AutoCloseable {
             this.serverChannel = bootstrap
                     .group(group)
                     .channel(NettyTransport.serverSocketChannel())
+                    .handler(new AcceptFailures(config.workerId(), log, System::nanoTime))
                     .childOption(ChannelOption.TCP_NODELAY, true)
                     .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, WATER_MARK)
                     .childOption(
@@ -131,7 +165,10 @@ public final class GpuWorker implements AutoCloseable {
                             }
                             channel.pipeline()
                                     .addLast(
-                                            new FrameDecoder(Opcode.Direction.REQUEST),
+                                            new FrameDecoder(
+                                                    Opcode.Direction.REQUEST,
+                                                    RequestDecoder.MAX_HELLO_BODY_BYTES,
+                                                    SIGN_IN_FRAME_LIMIT),
                                             new IdleStateHandler(
                                                     config.idleTimeout().toMillis(), 0, 0, TimeUnit.MILLISECONDS),
                                             new Connection(traffic));
@@ -202,6 +239,11 @@ public final class GpuWorker implements AutoCloseable {
         Objects.requireNonNull(log, "log");
         Objects.requireNonNull(sessions, "sessions");
         return new GpuWorker(config, backend, authenticator, ssl, log, sessions);
+    }
+
+    /** The listening socket's channel, for tests that play what the operating system does to it. */
+    Channel listeningChannel() {
+        return serverChannel;
     }
 
     /** The address the worker listens on (with the real port when port 0 was asked for). */
@@ -340,15 +382,69 @@ public final class GpuWorker implements AutoCloseable {
     private final class Connection extends ChannelInboundHandlerAdapter {
         private final TrafficCounter traffic;
         private SessionExecutor session;
+        /** Whether this connection is counted among those signing in, until its HELLO is accepted or it closes. */
+        private boolean signingIn;
+        /** Set when the connection was refused as one too many: what it sends before it closes is dropped. */
+        private boolean overLimit;
+        /** Closes the connection if it has not signed in by then. */
+        private ScheduledFuture<?> signInDeadline;
 
         Connection(TrafficCounter traffic) {
             this.traffic = traffic;
         }
 
+        /** Counts the connection, or refuses it when the worker holds as many as it keeps. */
+        @Override
+        public void channelActive(ChannelHandlerContext ctx) {
+            int open = connections.incrementAndGet();
+            int waiting = connectionsSigningIn.incrementAndGet();
+            signingIn = true;
+            if (open > MAX_CONNECTIONS || waiting > MAX_CONNECTIONS_SIGNING_IN) {
+                VgpuException refused = new VgpuException(
+                        ErrorCode.CUDA_ERROR_NOT_PERMITTED,
+                        "worker " + config.workerId() + " is busy: "
+                                + (waiting > MAX_CONNECTIONS_SIGNING_IN
+                                        ? MAX_CONNECTIONS_SIGNING_IN + " connections are already signing in"
+                                        : MAX_CONNECTIONS + " connections are already open")
+                                + "; try again shortly");
+                log.accept("worker " + config.workerId() + ": refused "
+                        + ctx.channel().remoteAddress() + ": " + refused.getMessage());
+                overLimit = true;
+                replyAndClose(ctx, 0, refused);
+            } else {
+                Duration bound =
+                        config.idleTimeout().compareTo(SIGN_IN_BOUND) < 0 ? config.idleTimeout() : SIGN_IN_BOUND;
+                signInDeadline =
+                        ctx.executor().schedule(() -> signInTooSlow(ctx, bound), bound.toNanos(), TimeUnit.NANOSECONDS);
+            }
+            ctx.fireChannelActive();
+        }
+
+        private void signInTooSlow(ChannelHandlerContext ctx, Duration bound) {
+            if (signingIn && ctx.channel().isActive()) {
+                VgpuException refused = new VgpuException(
+                        ErrorCode.VGPU_AUTH_FAILED,
+                        "worker " + config.workerId() + " closes the connection: no session was opened within "
+                                + bound.toMillis() + " ms of connecting");
+                log.accept("worker " + config.workerId() + ": refused "
+                        + ctx.channel().remoteAddress() + ": " + refused.getMessage());
+                replyAndClose(ctx, 0, refused);
+            }
+        }
+
+        private void signedIn(ChannelHandlerContext ctx) {
+            signingIn = false;
+            signInDeadline.cancel(false);
+            connectionsSigningIn.decrementAndGet();
+            ctx.pipeline().get(FrameDecoder.class).allowFullFrames();
+        }
+
         @Override
         public void channelRead(ChannelHandlerContext ctx, Object msg) {
             Frame frame = (Frame) msg;
-            if (frame.opcode() == Opcode.PING) {
+            if (overLimit) {
+                frame.release();
+            } else if (frame.opcode() == Opcode.PING) {
                 int requestId = frame.requestId();
                 frame.release();
                 ByteBuf pong = ctx.alloc().buffer(Frames.HEADER_BYTES);
@@ -385,6 +481,7 @@ public final class GpuWorker implements AutoCloseable {
             }
             log.accept("worker " + config.workerId() + ": session for " + hello.window() + " from "
                     + ctx.channel().remoteAddress());
+            signedIn(ctx);
             session = new SessionExecutor(ctx.channel(), backend, config);
             sessionChannel = ctx.channel();
             session.outcome()
@@ -418,6 +515,14 @@ public final class GpuWorker implements AutoCloseable {
 
         @Override
         public void channelInactive(ChannelHandlerContext ctx) {
+            connections.decrementAndGet();
+            if (signInDeadline != null) {
+                signInDeadline.cancel(false);
+            }
+            if (signingIn) {
+                signingIn = false;
+                connectionsSigningIn.decrementAndGet();
+            }
             end("the client closed the connection");
             ctx.fireChannelInactive();
         }

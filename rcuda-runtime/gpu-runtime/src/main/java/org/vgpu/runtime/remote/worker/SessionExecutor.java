@@ -54,6 +54,7 @@ final class SessionExecutor implements Runnable {
 
     // ---- GPU thread only
     private final ReplyBatcher replies;
+    private final KeptFailure failures;
     private final BulkCopies bulk;
     private final RequestHandler handler;
     private boolean stopping;
@@ -65,7 +66,7 @@ final class SessionExecutor implements Runnable {
         this.channel = channel;
         this.config = config;
         this.replies = new ReplyBatcher(channel);
-        KeptFailure failures = new KeptFailure(replies);
+        this.failures = new KeptFailure(replies);
         SessionHandles handles = new SessionHandles();
         this.bulk = new BulkCopies(channel, replies, failures, handles);
         this.handler = new RequestHandler(backend, config, replies, handles, bulk, failures, this::stop);
@@ -177,7 +178,10 @@ final class SessionExecutor implements Runnable {
             RequestDispatch.dispatch(frame, handler);
         } catch (VgpuException violation) {
             if (violation.code() != ErrorCode.VGPU_PROTOCOL_ERROR) {
-                throw violation;
+                // a value read from a well-framed request that the call refuses (a launch's grid of 0):
+                // that request's failure, as on a local vGPU
+                failures.failed(frame, violation);
+                return;
             }
             replies.reply().error(0, violation);
             stop("protocol error: " + violation.detail(), false);

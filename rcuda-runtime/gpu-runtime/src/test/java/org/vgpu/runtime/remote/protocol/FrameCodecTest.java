@@ -575,7 +575,19 @@ class FrameCodecTest {
                 .writeInt(0)
                 .writeInt(0)
                 .writeShort(0);
-        assertBodyRefused(frame(Opcode.LAUNCH_KERNEL, zeroGrid), "grid (0, 1, 1) has a dimension below 1");
+        // well framed, so not a protocol error: the launch fails, as on a local vGPU (issue 21)
+        List<Frame> zeroGridFrames = decodeAll(Opcode.Direction.REQUEST, frame(Opcode.LAUNCH_KERNEL, zeroGrid));
+        try {
+            VgpuException zeroGridRefused = assertThrows(
+                    VgpuException.class,
+                    () -> RequestDispatch.dispatch(zeroGridFrames.get(0), new RecordingVisitors.Requests()));
+            assertEquals(ErrorCode.CUDA_ERROR_INVALID_VALUE, zeroGridRefused.code());
+            assertTrue(
+                    zeroGridRefused.getMessage().contains("grid (0, 1, 1) has a dimension below 1"),
+                    zeroGridRefused.getMessage());
+        } finally {
+            zeroGridFrames.forEach(Frame::release);
+        }
         ByteBuf badTag = Unpooled.buffer()
                 .writeInt(1)
                 .writeInt(1)

@@ -5,15 +5,22 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufUtil;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -38,6 +45,8 @@ import org.vgpu.runtime.kernels.TestKernels;
 import org.vgpu.runtime.remote.protocol.Frames;
 import org.vgpu.runtime.remote.protocol.Hello;
 import org.vgpu.runtime.remote.protocol.NettyLeaks;
+import org.vgpu.runtime.remote.protocol.Opcode;
+import org.vgpu.runtime.remote.protocol.RequestDecoder;
 
 /**
  * A worker in this JVM, driven by a raw client that plays by the rules or does not: the worker
@@ -202,6 +211,32 @@ class GpuWorkerTest {
     }
 
     @Test
+    void aLaunchWithAZeroGridOverTheWireIsOneInvalidValueAndTheSessionGoesOn() {
+        startWorker(Duration.ofSeconds(10));
+        try (RawClient client = connect()) {
+            client.hello(1, TOKEN, WINDOW).read();
+            // no client of vgpu's can send this (Dim3 refuses it), so the frame is written by hand
+            ByteBuf launch = Unpooled.buffer();
+            int bodyBytes = 9 * Integer.BYTES + Short.BYTES;
+            launch.writeInt(Frames.MIN_LENGTH + bodyBytes)
+                    .writeShort(Opcode.LAUNCH_KERNEL.code())
+                    .writeShort(Frames.FLAG_ASYNC)
+                    .writeInt(2);
+            launch.writeInt(1); // function
+            launch.writeInt(0).writeInt(0).writeInt(0); // grid
+            launch.writeInt(1).writeInt(1).writeInt(1); // block
+            launch.writeInt(0).writeInt(0).writeShort(0); // shared memory, stream, no arguments
+            client.sendBytes(ByteBufUtil.getBytes(launch));
+            launch.release();
+            assertEquals(
+                    "#3 error CUDA_ERROR_INVALID_VALUE: asynchronous LAUNCH_KERNEL (request 2) failed:"
+                            + " the launch's grid (0, 0, 0) has a dimension below 1",
+                    client.send(e -> e.ctxSynchronize(3)).read());
+            assertEquals("#4 ok 16 bytes", client.send(e -> e.memGetInfo(4)).read(), "the session goes on");
+        }
+    }
+
+    @Test
     void theLastChunkOfAnAsynchronousCopySaysWhetherAFailureIsKept() {
         startWorker(Duration.ofSeconds(10));
         try (RawClient client = connect()) {
@@ -251,6 +286,184 @@ class GpuWorkerTest {
     }
 
     @Test
+    void aCopyFromTheDeviceFarBeyondItsAllocationIsOneErrorBeforeAnyWorkAndTheSessionGoesOn() {
+        startWorker(Duration.ofSeconds(10));
+        long exabytes = 1L << 62;
+        try (RawClient client = connect()) {
+            client.hello(1, TOKEN, WINDOW).read();
+            client.send(e -> {
+                e.memAllocAt(2, WINDOW.base(), 2 << 20);
+                e.memcpyDtoH(3, false, 0, WINDOW.base(), exabytes, 1 << 20);
+                e.memcpyDtoHGather(
+                        4,
+                        false,
+                        0,
+                        1 << 20,
+                        List.of(new DeviceRegion(WINDOW.base(), 16), new DeviceRegion(WINDOW.base() + 16, exabytes)));
+                e.memcpyDtoH(5, true, 0, WINDOW.base(), exabytes, 1 << 20);
+                e.memcpyDtoH(6, false, 0, WINDOW.base(), 4, 4096);
+            });
+            assertEquals("#2 ok 0 bytes", client.read());
+            for (int request = 3; request <= 5; request++) {
+                String reply = client.read();
+                assertTrue(
+                        reply.startsWith("#" + request + " error CUDA_ERROR_INVALID_VALUE")
+                                && reply.contains("4611686018427387904 bytes"),
+                        "one error, no DATA, naming the size: " + reply);
+            }
+            String failureKept = client.read();
+            assertTrue(
+                    failureKept.startsWith("#6 error CUDA_ERROR_INVALID_VALUE"),
+                    "the asynchronous one's failure, kept for the next synchronous request: " + failureKept);
+            assertEquals(
+                    "#7 data@0 4 bytes [00000000]",
+                    client.send(e -> e.memcpyDtoH(7, false, 0, WINDOW.base(), 4, 4096))
+                            .read());
+        }
+    }
+
+    @Test
+    void aFrameLargerThanAHelloBeforeSignInIsRefusedAndClosedWhileTheSessionTakesFullFrames() {
+        startWorker(Duration.ofSeconds(10));
+        try (RawClient client = connect();
+                RawClient stranger = connect()) {
+            assertEquals(
+                    "#1 welcome test-worker", client.hello(1, TOKEN, WINDOW).read());
+            // the header of a 15 MiB HELLO: refused from its length, before its body is buffered
+            ByteBuf header = Unpooled.buffer().writeInt(Frames.MIN_LENGTH + (15 << 20));
+            header.writeShort(Opcode.HELLO.code()).writeShort(0).writeInt(7);
+            stranger.sendBytes(ByteBufUtil.getBytes(header));
+            header.release();
+            String refusal = stranger.read();
+            assertTrue(
+                    refusal.startsWith("#0 error VGPU_PROTOCOL_ERROR: frame length 15728648 is outside [8, "
+                            + (Frames.MIN_LENGTH + RequestDecoder.MAX_HELLO_BODY_BYTES)
+                            + "] before the client signed in (a HELLO is at most "
+                            + RequestDecoder.MAX_HELLO_BODY_BYTES + " bytes)"),
+                    refusal);
+            assertEquals("closed", stranger.read());
+            MemorySegment megabyte = MemorySegment.ofArray(new byte[1 << 20]);
+            client.send(e -> {
+                e.memAllocAt(2, WINDOW.base(), 1 << 20);
+                e.memcpyHtoDChunk(3, false, false, 0, WINDOW.base(), megabyte, 0, 1 << 20);
+            });
+            assertEquals("#2 ok 0 bytes", client.read());
+            assertEquals("#3 ok 0 bytes", client.read(), "a signed-in client sends frames of the protocol's size");
+        }
+    }
+
+    @Test
+    void connectionsBeyondThoseAWorkerKeepsAreRefusedAndTheSessionGoesOn() throws Exception {
+        startWorker(Duration.ofSeconds(10));
+        List<RawClient> waiting = new ArrayList<>();
+        try (RawClient client = connect()) {
+            assertEquals(
+                    "#1 welcome test-worker", client.hello(1, TOKEN, WINDOW).read());
+            for (int i = 0; i < GpuWorker.MAX_CONNECTIONS_SIGNING_IN; i++) {
+                waiting.add(connect());
+            }
+            try (RawClient oneTooMany = connect()) {
+                assertEquals(
+                        "#0 error CUDA_ERROR_NOT_PERMITTED: worker test-worker is busy: "
+                                + GpuWorker.MAX_CONNECTIONS_SIGNING_IN
+                                + " connections are already signing in; try again shortly",
+                        oneTooMany.read());
+                assertEquals("closed", oneTooMany.read());
+            }
+            assertEquals("#2 ok 16 bytes", client.send(e -> e.memGetInfo(2)).read());
+            waiting.removeFirst().close();
+            // once the worker saw that one close, a newcomer is heard: its HELLO meets the session, not the limit
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            String reply;
+            do {
+                try (RawClient newcomer = connect()) {
+                    reply = newcomer.hello(1, TOKEN, WINDOW).read();
+                }
+            } while (reply.contains("busy") && System.nanoTime() < deadline);
+            assertEquals("#1 error CUDA_ERROR_NOT_PERMITTED: worker test-worker already serves a session", reply);
+            assertEquals("#3 ok 16 bytes", client.send(e -> e.memGetInfo(3)).read());
+        } finally {
+            waiting.forEach(RawClient::close);
+        }
+    }
+
+    @Test
+    void failedAcceptsAreToldInOneLineAndTheWorkerAcceptsAgain() throws Exception {
+        startWorker(Duration.ofSeconds(10));
+        Channel listening = worker.listeningChannel();
+        // what a worker out of file descriptors sees: every accept fails
+        listening
+                .eventLoop()
+                .submit(() -> {
+                    for (int i = 0; i < 50; i++) {
+                        listening
+                                .pipeline()
+                                .fireExceptionCaught(new IOException("accept(..) failed: Too many open files"));
+                    }
+                })
+                .get();
+        awaitLog("worker test-worker cannot accept connections: too many open files; it tries again every 1 s");
+        assertEquals(
+                1, log.stream().filter(line -> line.contains("cannot accept")).count(), log::toString);
+        try (RawClient client = connect()) {
+            assertEquals(
+                    "#1 welcome test-worker", client.hello(1, TOKEN, WINDOW).read(), "accepting again");
+        }
+    }
+
+    @Test
+    void aChunkToTheDeviceThatRunsOutOfItsAllocationWritesNothing() {
+        startWorker(Duration.ofSeconds(10));
+        // three staging slots' worth: the first two would fit the allocation, the third not
+        byte[] ones = new byte[3 << 20];
+        Arrays.fill(ones, (byte) 1);
+        try (RawClient client = connect()) {
+            client.hello(1, TOKEN, WINDOW).read();
+            client.send(e -> {
+                e.memAllocAt(2, WINDOW.base(), 2 << 20);
+                e.memcpyHtoDChunk(3, false, false, 0, WINDOW.base(), MemorySegment.ofArray(ones), 0, ones.length);
+                e.memcpyHtoDScatterChunk(
+                        4,
+                        false,
+                        false,
+                        0,
+                        List.of(
+                                new DeviceRegion(WINDOW.base() + 16, 4),
+                                new DeviceRegion(WINDOW.base() + (2 << 20), 4)),
+                        MemorySegment.ofArray(ones),
+                        0,
+                        8);
+                e.memcpyDtoH(5, false, 0, WINDOW.base(), 4, 4096);
+                e.memcpyDtoH(6, false, 0, WINDOW.base() + 16, 4, 4096);
+            });
+            assertEquals("#2 ok 0 bytes", client.read());
+            for (int request = 3; request <= 4; request++) {
+                String reply = client.read();
+                assertTrue(reply.startsWith("#" + request + " error CUDA_ERROR_INVALID_VALUE"), reply);
+            }
+            assertEquals("#5 data@0 4 bytes [00000000]", client.read(), "no part of the copy was made");
+            assertEquals("#6 data@0 4 bytes [00000000]", client.read(), "no piece of the scatter was written");
+        }
+    }
+
+    @Test
+    void aPeerThatHasNotSignedInWithinTheBoundIsClosedBeforeTheIdleTimeout() {
+        // a holder's worker, which waits for its clients as long as it lives, with a long idle timeout
+        startWorker(GpuWorker.SIGN_IN_BOUND.multipliedBy(2), GpuWorker.Sessions.ONE_AFTER_ANOTHER);
+        try (RawClient slow = connect()) {
+            long start = System.nanoTime();
+            slow.sendBytes(new byte[] {0, 0, 1, 0}); // the start of a HELLO that never comes
+            assertEquals(
+                    "#0 error VGPU_AUTH_FAILED: worker test-worker closes the connection: no session was opened"
+                            + " within 10000 ms of connecting",
+                    slow.read());
+            assertEquals("closed", slow.read());
+            assertTrue(System.nanoTime() - start
+                    < GpuWorker.SIGN_IN_BOUND.multipliedBy(2).toNanos());
+        }
+    }
+
+    @Test
     void copiesTravelInChunksBothWays() {
         startWorker(Duration.ofSeconds(10));
         byte[] data = new byte[10_000];
@@ -276,7 +489,7 @@ class GpuWorkerTest {
     }
 
     @Test
-    void aDeviceToHostCopyThatRunsOutOfItsAllocationMidwayEndsWithAnErrorAndTheSessionGoesOn() {
+    void aDeviceToHostCopyThatRunsOutOfItsAllocationMidwayIsRefusedBeforeItsFirstChunkAndTheSessionGoesOn() {
         startWorker(Duration.ofSeconds(10));
         try (RawClient client = connect()) {
             client.hello(1, TOKEN, WINDOW).read();
@@ -286,7 +499,6 @@ class GpuWorkerTest {
                 e.memcpyDtoH(4, false, 0, WINDOW.base(), 10_000, 4096);
             });
             assertEquals("#2 ok 0 bytes", client.read());
-            assertEquals("#3 data@0 4096 bytes more", client.read(), "a chunk goes out while the next is copied");
             String failure = client.read();
             assertTrue(failure.startsWith("#3 error CUDA_ERROR_INVALID_VALUE"), failure);
             assertEquals("#4 data@0 4096 bytes more", client.read());
