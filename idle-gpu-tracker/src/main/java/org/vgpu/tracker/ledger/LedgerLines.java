@@ -334,7 +334,7 @@ public final class LedgerLines {
         return LedgerValues.word(what, value);
     }
 
-    private static String sealed(String body) {
+    static String sealed(String body) {
         return body + " " + crcField(body);
     }
 
