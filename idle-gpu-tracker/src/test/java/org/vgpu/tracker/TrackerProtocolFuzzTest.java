@@ -60,7 +60,7 @@ class TrackerProtocolFuzzTest {
         }
     }
 
-    @FuzzTest
+    @FuzzTest(maxDuration = "1m")
     void requests(byte[] input) throws IOException {
         BoundedLineReader reader =
                 new BoundedLineReader(new ByteArrayInputStream(input), BridgeContract.REQUEST_LINE_BYTES);

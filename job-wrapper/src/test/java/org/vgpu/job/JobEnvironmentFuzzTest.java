@@ -14,7 +14,7 @@ import org.vgpu.common.error.ConfigException;
  * {@link ConfigException} naming what is wrong, which `vgpu run` prints before it exits.
  */
 class JobEnvironmentFuzzTest {
-    @FuzzTest
+    @FuzzTest(maxDuration = "1m")
     void environment(byte[] input) {
         Map<String, String> environment = new HashMap<>();
         for (String line : new String(input, StandardCharsets.UTF_8).split("\n")) {

@@ -16,7 +16,7 @@ class SiteConfigFuzzTest {
     @TempDir
     Path dir;
 
-    @FuzzTest
+    @FuzzTest(maxDuration = "1m")
     void file(byte[] input) throws IOException {
         Path file = dir.resolve("vgpu.conf");
         Files.write(file, input);

@@ -19,7 +19,7 @@ class LedgerFuzzTest {
     @TempDir
     Path dir;
 
-    @FuzzTest
+    @FuzzTest(maxDuration = "1m")
     void line(byte[] input) {
         for (String line : lines(input).split("\n", -1)) {
             try {
@@ -30,7 +30,7 @@ class LedgerFuzzTest {
         }
     }
 
-    @FuzzTest
+    @FuzzTest(maxDuration = "1m")
     void file(byte[] input) throws IOException {
         Path file = dir.resolve("fuzz.ledger");
         Files.write(file, lines(input).getBytes(StandardCharsets.ISO_8859_1));

@@ -15,7 +15,7 @@ import org.vgpu.common.line.BoundedLineReader;
  * to the same request, since the agent formats what the tracker parses.
  */
 class AgentChannelFuzzTest {
-    @FuzzTest
+    @FuzzTest(maxDuration = "1m")
     void lines(byte[] input) throws IOException {
         BoundedLineReader reader =
                 new BoundedLineReader(new ByteArrayInputStream(input), BridgeContract.REQUEST_LINE_BYTES);

@@ -22,7 +22,7 @@ import org.vgpu.runtime.api.VgpuException;
  */
 @ExtendWith(NettyLeaks.class)
 class WireDecoderFuzzTest {
-    @FuzzTest
+    @FuzzTest(maxDuration = "1m")
     void requests(byte[] wire) {
         decodeEach(Opcode.Direction.REQUEST, wire, frame -> {
             if (frame.opcode() == Opcode.HELLO) {
@@ -33,7 +33,7 @@ class WireDecoderFuzzTest {
         });
     }
 
-    @FuzzTest
+    @FuzzTest(maxDuration = "1m")
     void replies(byte[] wire) {
         decodeEach(
                 Opcode.Direction.REPLY,
