@@ -150,13 +150,14 @@ public record JobAssembly(
      */
     public static Duration expectedRuntime(String text) {
         Duration runtime = Durations.parse(text);
-        if (runtime.toMillis() % 1000 != 0 || runtime.compareTo(Duration.ofSeconds(1)) < 0) {
-            throw new IllegalArgumentException(
-                    "'" + text + "' is not a runtime; expected at least 1 s in whole seconds, e.g. 45m or 2h");
-        }
+        // The longest first: a Duration can hold more milliseconds than a long (found by JobEnvironmentFuzzTest).
         if (runtime.compareTo(EXPECTED_RUNTIME_MAX) > 0) {
             throw new IllegalArgumentException(
                     "'" + text + "' is longer than " + EXPECTED_RUNTIME_MAX.toDays() + "d, the longest runtime hint");
+        }
+        if (runtime.toMillis() % 1000 != 0 || runtime.compareTo(Duration.ofSeconds(1)) < 0) {
+            throw new IllegalArgumentException(
+                    "'" + text + "' is not a runtime; expected at least 1 s in whole seconds, e.g. 45m or 2h");
         }
         return runtime;
     }

@@ -179,6 +179,8 @@ class JobAssemblyTest {
                 "0|'0' is not a duration",
                 "0m|'0m' is not a runtime; expected at least 1 s in whole seconds",
                 "366d|'366d' is longer than 365d",
+                // found by JobEnvironmentFuzzTest: more milliseconds than a long holds raised ArithmeticException
+                "111111111111111100m|'111111111111111100m' is longer than 365d",
             })
     void aBadRuntimeHintIsNamedWithWhatWasExpected(String value, String message) {
         Map<String, String> environment = bridgeExample();

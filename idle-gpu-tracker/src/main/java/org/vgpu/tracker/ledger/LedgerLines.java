@@ -159,6 +159,9 @@ public final class LedgerLines {
             throw new IllegalArgumentException("its CRC does not match its content (damaged on disk?)");
         }
         String[] words = body.split(" ");
+        if (words.length == 0 || words[0].isEmpty()) {
+            throw new IllegalArgumentException("no record name at the start of the line");
+        }
         Map<String, String> fields = new LinkedHashMap<>();
         List<String> lends = new ArrayList<>();
         for (int i = 1; i < words.length; i++) {
@@ -334,7 +337,8 @@ public final class LedgerLines {
         return LedgerValues.word(what, value);
     }
 
-    private static String sealed(String body) {
+    /** {@code body} with its CRC field, as a ledger line is written (and as tests write one). */
+    static String sealed(String body) {
         return body + " " + crcField(body);
     }
 

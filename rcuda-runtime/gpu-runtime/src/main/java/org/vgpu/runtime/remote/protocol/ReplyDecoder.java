@@ -88,6 +88,13 @@ public final class ReplyDecoder {
             value = reader.read(in);
         } catch (IndexOutOfBoundsException e) {
             throw Frames.violation("result of " + what + " is truncated (" + result.readableBytes() + " bytes)");
+        } catch (VgpuException e) {
+            // A value the API refuses (a region of -4 TiB) came from the worker, not from the caller: the caller's
+            // call was not invalid, the reply was (found by WireDecoderFuzzTest#replies).
+            if (e.code() == ErrorCode.VGPU_PROTOCOL_ERROR) {
+                throw e;
+            }
+            throw Frames.violation("result of " + what + " holds an invalid value: " + e.detail());
         }
         if (in.isReadable()) {
             throw Frames.violation("result of " + what + " has " + in.readableBytes() + " bytes too many");

@@ -268,6 +268,19 @@ class FrameCodecTest {
     }
 
     @Test
+    void aResultTheApiRefusesIsTheWorkersProtocolErrorNotTheCallersInvalidValue() {
+        // found by WireDecoderFuzzTest#replies: a MODULE_GET_GLOBAL result of -4 TiB raised CUDA_ERROR_INVALID_VALUE
+        ByteBuf result = Unpooled.buffer().writeLong(BASE).writeLong(-4L << 40);
+        try {
+            assertProtocolError(
+                    () -> ReplyDecoder.deviceRegion(result),
+                    "result of MODULE_GET_GLOBAL holds an invalid value: region byte count must be >= 0");
+        } finally {
+            result.release();
+        }
+    }
+
+    @Test
     void resultsOfOkRepliesReadBack() {
         ByteBuf wire = Unpooled.buffer();
         ReplyEncoder encoder = new ReplyEncoder().wrap(wire);
