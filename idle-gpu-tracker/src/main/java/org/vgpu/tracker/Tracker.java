@@ -18,6 +18,7 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Consumer;
+import java.util.function.LongFunction;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -473,28 +474,23 @@ public final class Tracker {
 
     /** A job's migration agent reporting how a migration ended ({@code agent done}); authenticated as a poll is. */
     public AgentChannel.DoneReply agentDone(AgentChannel.Done done) {
-        AgentChannel.Credential credential = done.credential();
-        long job = Long.parseLong(credential.job());
-        synchronized (lock) {
-            Optional<AgentChannel.Refused> refused = refused("done", credential);
-            if (refused.isPresent()) {
-                return refused.get();
-            }
-            return hook.done(job, done.id(), done.outcome(), clock.instant());
-        }
+        return answered("done", done.credential(), job -> hook.done(job, done.id(), done.outcome(), clock.instant()));
     }
 
     /** A job's migration agent stopping ({@code agent bye}); authenticated as a poll is. */
     public AgentChannel.DoneReply agentBye(AgentChannel.Bye bye) {
-        AgentChannel.Credential credential = bye.credential();
-        long job = Long.parseLong(credential.job());
-        synchronized (lock) {
-            Optional<AgentChannel.Refused> refused = refused("bye", credential);
-            if (refused.isPresent()) {
-                return refused.get();
-            }
+        return answered("bye", bye.credential(), job -> {
             LOG.info("job {}'s migration agent stopped (its app ended)", job);
             return hook.bye(job, clock.instant());
+        });
+    }
+
+    /** {@code answer} for the credential's job under {@link #lock}, or why its {@code request} is refused. */
+    private AgentChannel.DoneReply answered(
+            String request, AgentChannel.Credential credential, LongFunction<AgentChannel.DoneReply> answer) {
+        synchronized (lock) {
+            Optional<AgentChannel.Refused> refused = refused(request, credential);
+            return refused.isPresent() ? refused.get() : answer.apply(Long.parseLong(credential.job()));
         }
     }
 

@@ -56,6 +56,18 @@ class TrackerLinkTest {
                 });
     }
 
+    /** A link to {@code server} that retries after 10 to 20 ms, so a test sees several polls at once. */
+    private static TrackerLink pollingQuickly(LineServer server, Optional<Instant> expectedEnd) {
+        return TrackerLink.start(
+                at(server),
+                CREDENTIAL,
+                expectedEnd,
+                List.of(),
+                NO_GRANTS,
+                Duration.ofMillis(10),
+                Duration.ofMillis(20));
+    }
+
     private static TrackerLink.Address at(LineServer server) {
         return TrackerLink.Address.parse(server.endpoint().toString());
     }
@@ -105,14 +117,7 @@ class TrackerLinkTest {
     void everyPollCarriesTheJobsExpectedEndAndNoneWithoutAHint() throws Exception {
         Instant end = Instant.parse("2026-11-25T09:00:00Z");
         try (LineServer server = tracker((line, host) -> List.of(new AgentChannel.Idle().format()))) {
-            try (TrackerLink _ = TrackerLink.start(
-                    at(server),
-                    CREDENTIAL,
-                    Optional.of(end),
-                    List.of(),
-                    NO_GRANTS,
-                    Duration.ofMillis(10),
-                    Duration.ofMillis(20))) {
+            try (TrackerLink _ = pollingQuickly(server, Optional.of(end))) {
                 awaitRequests(2);
             }
             List<AgentChannel.Request> hinted =
@@ -121,14 +126,7 @@ class TrackerLinkTest {
                 assertEquals(Optional.of(end), ((AgentChannel.Poll) request).expectedEnd());
             }
             requests.clear();
-            try (TrackerLink _ = TrackerLink.start(
-                    at(server),
-                    CREDENTIAL,
-                    Optional.empty(),
-                    List.of(),
-                    NO_GRANTS,
-                    Duration.ofMillis(10),
-                    Duration.ofMillis(20))) {
+            try (TrackerLink _ = pollingQuickly(server, Optional.empty())) {
                 awaitRequests(1);
             }
             assertEquals(
@@ -143,14 +141,7 @@ class TrackerLinkTest {
                 line.text().startsWith("agent bye ")
                         ? new AgentChannel.Accepted().format()
                         : new AgentChannel.Idle().format()))) {
-            try (TrackerLink _ = TrackerLink.start(
-                    at(server),
-                    CREDENTIAL,
-                    Optional.empty(),
-                    List.of(),
-                    NO_GRANTS,
-                    Duration.ofMillis(10),
-                    Duration.ofMillis(20))) {
+            try (TrackerLink _ = pollingQuickly(server, Optional.empty())) {
                 awaitRequests(1);
             }
             List<AgentChannel.Request> sent =
