@@ -11,6 +11,7 @@ import org.vgpu.common.security.TokenVerifier;
 import org.vgpu.runtime.emulated.EmulatedBackend;
 import org.vgpu.runtime.kernels.TestKernels;
 import org.vgpu.runtime.remote.worker.GpuWorker;
+import org.vgpu.runtime.remote.worker.SessionAuthenticator;
 import org.vgpu.runtime.remote.worker.WorkerConfig;
 
 /**
@@ -44,7 +45,7 @@ final class LentWorkers implements AutoCloseable {
         GpuWorker worker = GpuWorker.start(
                 new WorkerConfig("127.0.0.1", 0, device, id, Duration.ofSeconds(60)),
                 devices,
-                new TokenVerifier(key, id, Clock.systemUTC())::verify,
+                SessionAuthenticator.checking(new TokenVerifier(key, id, Clock.systemUTC())),
                 null,
                 log::add);
         workers.add(worker);

@@ -38,7 +38,7 @@ final class LocalWorkers implements AutoCloseable {
         GpuWorker worker = GpuWorker.start(
                 new WorkerConfig("127.0.0.1", 0, device, id, Duration.ofSeconds(30), 0),
                 devices,
-                (token, vgpu) -> {
+                (token, window) -> {
                     if (!TOKEN.equals(token)) {
                         throw new VgpuException(ErrorCode.VGPU_AUTH_FAILED, "wrong token");
                     }

@@ -14,13 +14,14 @@ import org.vgpu.common.error.InputException;
 
 /**
  * The token's text form, shared by {@link TokenIssuer} and {@link TokenVerifier}:
- * {@code v1.<payload>.<mac>}, both parts base64url without padding.
+ * {@code v2.<payload>.<mac>}, both parts base64url without padding. (Version 1 had no window; a v1
+ * token is refused as another format version.)
  *
  * <p>The payload is a canonical binary encoding in which every field has a fixed size or a length
  * prefix, so no two different tokens encode to the same bytes (with plain concatenation, job "a"
  * on worker "bc" would sign the same bytes as job "ab" on worker "c"):
  * <pre>
- *   int32 job id length, job id (ASCII) | int32 vGPU index
+ *   int32 job id length, job id (ASCII) | int32 vGPU index | int64 window base | int64 window size
  *   int32 worker id length, worker id (ASCII) | int64 expiry epoch second | int32 expiry nanosecond
  * </pre>
  * all big-endian. The MAC is HMAC-SHA256 over {@link #MAC_DOMAIN} followed by the payload; the
@@ -29,14 +30,14 @@ import org.vgpu.common.error.InputException;
  * the same valid token: changing any character of a token makes it invalid.
  */
 final class SessionTokenCodec {
-    static final String VERSION = "v1";
+    static final String VERSION = "v2";
     /**
-     * Comfortably above the longest valid token (two ids of 128 characters give ~420), and what the
+     * Comfortably above the longest valid token (two ids of 128 characters give ~440), and what the
      * SPANK bridge passes on to a job.
      */
     static final int MAX_TOKEN_LENGTH = BridgeContract.TOKEN_BYTES;
 
-    private static final byte[] MAC_DOMAIN = "vgpu session token v1\0".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] MAC_DOMAIN = "vgpu session token v2\0".getBytes(StandardCharsets.US_ASCII);
     private static final Base64.Encoder ENCODER = Base64.getUrlEncoder().withoutPadding();
     private static final Base64.Decoder DECODER = Base64.getUrlDecoder();
 
@@ -45,10 +46,12 @@ final class SessionTokenCodec {
     static String encode(SessionToken token, SiteKey key) {
         byte[] jobId = token.jobId().getBytes(StandardCharsets.US_ASCII);
         byte[] workerId = token.workerId().getBytes(StandardCharsets.US_ASCII);
-        ByteBuffer payload = ByteBuffer.allocate(4 + jobId.length + 4 + 4 + workerId.length + 8 + 4)
+        ByteBuffer payload = ByteBuffer.allocate(4 + jobId.length + 4 + 8 + 8 + 4 + workerId.length + 8 + 4)
                 .putInt(jobId.length)
                 .put(jobId)
-                .putInt(token.vgpuIndex())
+                .putInt(token.window().vgpuIndex())
+                .putLong(token.window().base())
+                .putLong(token.window().size())
                 .putInt(workerId.length)
                 .put(workerId)
                 .putLong(token.expiresAt().getEpochSecond())
@@ -102,7 +105,7 @@ final class SessionTokenCodec {
         try {
             ByteBuffer in = ByteBuffer.wrap(payload);
             String jobId = readId(in);
-            int vgpuIndex = in.getInt();
+            SessionToken.Window window = new SessionToken.Window(in.getInt(), in.getLong(), in.getLong());
             String workerId = readId(in);
             long expirySecond = in.getLong();
             int expiryNano = in.getInt();
@@ -113,7 +116,7 @@ final class SessionTokenCodec {
             if (in.hasRemaining()) {
                 throw refused("malformed session token: " + in.remaining() + " unexpected trailing bytes");
             }
-            return new SessionToken(jobId, vgpuIndex, workerId, expiresAt);
+            return new SessionToken(jobId, window, workerId, expiresAt);
         } catch (BufferUnderflowException | DateTimeException e) {
             throw refused("malformed session token: truncated or out-of-range payload");
         } catch (InputException e) {

@@ -22,13 +22,24 @@ public final class TokenIssuer {
     }
 
     /**
-     * A token that lets job {@code jobId} open vGPU {@code vgpuIndex} on worker {@code workerId}
-     * for {@code ttl} from now.
+     * A token that lets job {@code jobId} open vGPU {@code vgpuIndex} in its {@linkplain SessionToken.Window#standard
+     * standard window} on worker {@code workerId} for {@code ttl} from now: what the tracker issues, since it names no
+     * other window base to the SPANK bridge.
      *
      * @throws InputException for an id {@link SessionToken} does not accept,
      *         an index out of range, or a ttl that is not positive
      */
     public String issue(String jobId, int vgpuIndex, String workerId, Duration ttl) {
+        return issue(jobId, SessionToken.Window.standard(vgpuIndex), workerId, ttl);
+    }
+
+    /**
+     * A token that lets job {@code jobId} open {@code window} (its vGPU at exactly that base and size) on worker
+     * {@code workerId} for {@code ttl} from now.
+     *
+     * @throws InputException for an id {@link SessionToken} does not accept, or a ttl that is not positive
+     */
+    public String issue(String jobId, SessionToken.Window window, String workerId, Duration ttl) {
         if (ttl == null || ttl.isNegative() || ttl.isZero()) {
             throw new InputException("a token's time to live must be positive, got " + ttl);
         }
@@ -38,6 +49,6 @@ public final class TokenIssuer {
         } catch (DateTimeException | ArithmeticException e) {
             throw new InputException("a token's time to live of " + ttl + " is too long");
         }
-        return SessionTokenCodec.encode(new SessionToken(jobId, vgpuIndex, workerId, expiresAt), key);
+        return SessionTokenCodec.encode(new SessionToken(jobId, window, workerId, expiresAt), key);
     }
 }

@@ -7,7 +7,7 @@ import java.util.Objects;
 
 /**
  * Checks session tokens (a GPU worker's side): the token must be signed with the site key, name
- * this worker and the vGPU the session asks for, and not have expired.
+ * this worker and the vGPU and window the session asks for, and not have expired.
  */
 public final class TokenVerifier {
     /**
@@ -28,21 +28,35 @@ public final class TokenVerifier {
     }
 
     /**
-     * What the token grants, once every check passed.
+     * What the token grants for vGPU {@code vgpuIndex} in its {@linkplain SessionToken.Window#standard standard
+     * window}: how the tracker checks the proofs of holder jobs' workers, which it issued so.
      *
-     * @param vgpuIndex the vGPU the session asks to open
-     * @throws org.vgpu.common.error.AuthException with the reason: no or malformed
-     *         token, signature mismatch, issued for another worker or another vGPU, expired
+     * @throws org.vgpu.common.error.AuthException as {@link #verify(String, SessionToken.Window)}
      */
     public SessionToken verify(String token, int vgpuIndex) {
+        return verify(token, SessionToken.Window.standard(vgpuIndex));
+    }
+
+    /**
+     * What the token grants, once every check passed.
+     *
+     * @param asked the vGPU and window the session asks to open
+     * @throws org.vgpu.common.error.AuthException with the reason: no or malformed token, signature mismatch, issued
+     *         for another worker, another vGPU or another window of it, expired
+     */
+    public SessionToken verify(String token, SessionToken.Window asked) {
         SessionToken granted = SessionTokenCodec.decode(token, key);
         if (!granted.workerId().equals(workerId)) {
             throw SessionTokenCodec.refused("session token of job " + granted.jobId() + " was issued for worker "
                     + granted.workerId() + ", this is worker " + workerId);
         }
-        if (granted.vgpuIndex() != vgpuIndex) {
+        if (granted.vgpuIndex() != asked.vgpuIndex()) {
             throw SessionTokenCodec.refused("session token of job " + granted.jobId() + " was issued for vGPU "
-                    + granted.vgpuIndex() + ", the session asks for vGPU " + vgpuIndex);
+                    + granted.vgpuIndex() + ", the session asks for vGPU " + asked.vgpuIndex());
+        }
+        if (!granted.window().equals(asked)) {
+            throw SessionTokenCodec.refused("session token of job " + granted.jobId() + " was issued for "
+                    + granted.window() + ", the session asks for " + asked);
         }
         Instant now = clock.instant();
         if (now.minus(CLOCK_SKEW_ALLOWANCE).isAfter(granted.expiresAt())) {

@@ -36,9 +36,10 @@ class SessionTokenTest {
     void anIssuedTokenVerifiesToWhatWasIssued() {
         String token = issuer.issue("4711_3", 2, WORKER, Duration.ofMinutes(10));
 
-        assertTrue(token.startsWith("v1."), token);
+        assertTrue(token.startsWith("v2."), token);
         assertEquals(
-                new SessionToken("4711_3", 2, WORKER, NOW.plus(Duration.ofMinutes(10))), verifier.verify(token, 2));
+                new SessionToken("4711_3", SessionToken.Window.standard(2), WORKER, NOW.plus(Duration.ofMinutes(10))),
+                verifier.verify(token, 2));
     }
 
     @Test
@@ -51,7 +52,10 @@ class SessionTokenTest {
         assertTrue(token.length() <= SessionTokenCodec.MAX_TOKEN_LENGTH, token);
         SessionToken granted = new TokenVerifier(key, longWorker, Clock.fixed(NOW, ZoneOffset.UTC))
                 .verify(token, VgpuLimits.MAX_VGPUS - 1);
-        assertEquals(new SessionToken(longJob, VgpuLimits.MAX_VGPUS - 1, longWorker, NOW.plus(ttl)), granted);
+        assertEquals(
+                new SessionToken(
+                        longJob, SessionToken.Window.standard(VgpuLimits.MAX_VGPUS - 1), longWorker, NOW.plus(ttl)),
+                granted);
     }
 
     @Test
@@ -84,6 +88,43 @@ class SessionTokenTest {
         String token = issuer.issue("42", 1, WORKER, Duration.ofMinutes(1));
         String reason = refusal(() -> verifier.verify(token, 3));
         assertTrue(reason.contains("issued for vGPU 1, the session asks for vGPU 3"), reason);
+    }
+
+    /** The window is part of the grant: the same vGPU index at another base, or with another size, is refused. */
+    @Test
+    void aTokenForOneWindowIsRefusedForAnotherWindowOfTheSameVgpuNamingBoth() {
+        String token = issuer.issue("42", 0, WORKER, Duration.ofMinutes(1));
+        SessionToken.Window granted = SessionToken.Window.standard(0);
+        SessionToken.Window fifth = SessionToken.Window.standard(5);
+
+        SessionToken.Window elsewhere = new SessionToken.Window(0, fifth.base(), fifth.size());
+        assertEquals(
+                "session token of job 42 was issued for vGPU 0 window [0x100000000000, 0x104000000000), the session"
+                        + " asks for vGPU 0 window [0x114000000000, 0x118000000000)",
+                refusal(() -> verifier.verify(token, elsewhere)));
+        String wider =
+                refusal(() -> verifier.verify(token, new SessionToken.Window(0, granted.base(), 2 * granted.size())));
+        assertTrue(wider.endsWith("the session asks for vGPU 0 window [0x100000000000, 0x108000000000)"), wider);
+
+        assertEquals("42", verifier.verify(token, granted).jobId());
+    }
+
+    @Test
+    void aTokenForAnExplicitWindowVerifiesForExactlyThatWindow() {
+        SessionToken.Window window = new SessionToken.Window(3, 0x2000_0000_0000L, 1L << 30);
+        String token = issuer.issue("42", window, WORKER, Duration.ofMinutes(1));
+
+        assertEquals(window, verifier.verify(token, window).window());
+        String reason = refusal(() -> verifier.verify(token, 3));
+        assertTrue(reason.contains("was issued for vGPU 3 window [0x200000000000, 0x200040000000)"), reason);
+    }
+
+    @Test
+    void aWindowThatIsEmptyOrWrapsIsInvalid() {
+        assertInvalid(() -> new SessionToken.Window(0, 0x1000_0000_0000L, 0));
+        assertInvalid(() -> new SessionToken.Window(0, 0, 1L << 30));
+        assertInvalid(() -> new SessionToken.Window(0, Long.MAX_VALUE - 10, 1L << 30));
+        assertInvalid(() -> SessionToken.Window.standard(VgpuLimits.MAX_VGPUS));
     }
 
     @Test
@@ -145,7 +186,8 @@ class SessionTokenTest {
     @Test
     void anotherFormatVersionIsRefused() {
         String token = issuer.issue("42", 0, WORKER, Duration.ofMinutes(1));
-        assertTrue(refusal(() -> verifier.verify("v2" + token.substring(2), 0)).contains("unsupported format version"));
+        assertTrue(refusal(() -> verifier.verify("v1" + token.substring(2), 0)).contains("unsupported format version"));
+        assertTrue(refusal(() -> verifier.verify("v3" + token.substring(2), 0)).contains("unsupported format version"));
     }
 
     /** Payloads a buggy or compromised issuer could sign: the MAC is right, the content is not a token. */
@@ -153,10 +195,13 @@ class SessionTokenTest {
     void correctlySignedPayloadsThatAreNotTokensAreRefused() {
         byte[] job = "42".getBytes(StandardCharsets.US_ASCII);
         byte[] worker = WORKER.getBytes(StandardCharsets.US_ASCII);
-        ByteBuffer valid = ByteBuffer.allocate(4 + 2 + 4 + 4 + worker.length + 8 + 4)
+        SessionToken.Window window = SessionToken.Window.standard(0);
+        ByteBuffer valid = ByteBuffer.allocate(4 + 2 + 4 + 8 + 8 + 4 + worker.length + 8 + 4)
                 .putInt(2)
                 .put(job)
                 .putInt(0)
+                .putLong(window.base())
+                .putLong(window.size())
                 .putInt(worker.length)
                 .put(worker)
                 .putLong(NOW.getEpochSecond())
@@ -178,6 +223,14 @@ class SessionTokenTest {
         spaceInJob[4] = ' ';
         assertTrue(refusal(() -> verifier.verify(signed(spaceInJob), 0)).contains("visible ASCII"));
 
+        byte[] emptyWindow = valid.array().clone();
+        ByteBuffer.wrap(emptyWindow).putLong(4 + 2 + 4 + 8, 0);
+        assertTrue(refusal(() -> verifier.verify(signed(emptyWindow), 0)).contains("non-empty range"));
+
+        byte[] wrappingWindow = valid.array().clone();
+        ByteBuffer.wrap(wrappingWindow).putLong(4 + 2 + 4 + 8, Long.MAX_VALUE);
+        assertTrue(refusal(() -> verifier.verify(signed(wrappingWindow), 0)).contains("non-empty range"));
+
         byte[] badNanos = valid.array().clone();
         ByteBuffer.wrap(badNanos).putInt(badNanos.length - 4, -1);
         assertTrue(refusal(() -> verifier.verify(signed(badNanos), 0)).contains("out-of-range"));
@@ -190,7 +243,7 @@ class SessionTokenTest {
         for (int i = 0; i < 20_000; i++) {
             String candidate = switch (i % 4) {
                 case 0 -> randomString(random, ALPHABET, random.nextInt(200));
-                case 1 -> "v1." + randomString(random, ALPHABET, random.nextInt(120));
+                case 1 -> "v2." + randomString(random, ALPHABET, random.nextInt(120));
                 case 2 -> randomUnicode(random, random.nextInt(1200));
                 default -> mutate(random, token);
             };
@@ -232,12 +285,12 @@ class SessionTokenTest {
     }
 
     private String signed(byte[] payload) {
-        byte[] domain = "vgpu session token v1\0".getBytes(StandardCharsets.US_ASCII);
+        byte[] domain = "vgpu session token v2\0".getBytes(StandardCharsets.US_ASCII);
         byte[] input = ByteBuffer.allocate(domain.length + payload.length)
                 .put(domain)
                 .put(payload)
                 .array();
-        return "v1." + base64(payload) + "." + base64(key.mac(input));
+        return "v2." + base64(payload) + "." + base64(key.mac(input));
     }
 
     private static String base64(byte[] bytes) {

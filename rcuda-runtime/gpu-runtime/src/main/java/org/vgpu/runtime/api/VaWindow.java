@@ -2,6 +2,7 @@ package org.vgpu.runtime.api;
 
 import org.vgpu.common.VgpuLimits;
 import org.vgpu.common.contract.BridgeContract;
+import org.vgpu.common.security.SessionToken;
 
 /**
  * The fixed virtual-address range of one vGPU. Every allocation of vGPU k lies inside window k on
@@ -52,12 +53,17 @@ public record VaWindow(int vgpuIndex, long base, long size) {
         return base + size;
     }
 
+    /** This window as a session token names it: a token must grant exactly this to open it on a worker. */
+    public SessionToken.Window tokenWindow() {
+        return new SessionToken.Window(vgpuIndex, base, size);
+    }
+
     public boolean contains(long address, long bytes) {
         return address >= base && bytes >= 0 && address + bytes <= end() && address + bytes >= address;
     }
 
     @Override
     public String toString() {
-        return String.format("vGPU %d window [0x%x, 0x%x)", vgpuIndex, base, end());
+        return SessionToken.Window.describe(vgpuIndex, base, size);
     }
 }

@@ -450,15 +450,13 @@ public final class RemoteBenchCommand implements Subcommand {
     private static final class BenchWorker implements AutoCloseable {
         private final ThrowawaySiteKey siteKey;
         private final LaunchedWorker process;
-        private final String token;
         private final PlainSocketPeer baseline;
         private final EventLoopGroup group = NettyTransport.newEventLoopGroup(
                 1, "vgpu-bench-io", RemoteConfig.defaults().spinNanos());
 
-        private BenchWorker(ThrowawaySiteKey siteKey, LaunchedWorker process, String token, PlainSocketPeer baseline) {
+        private BenchWorker(ThrowawaySiteKey siteKey, LaunchedWorker process, PlainSocketPeer baseline) {
             this.siteKey = siteKey;
             this.process = process;
-            this.token = token;
             this.baseline = baseline;
         }
 
@@ -476,8 +474,7 @@ public final class RemoteBenchCommand implements Subcommand {
                         Optional.of(Duration.ofSeconds(120)));
                 process = new WorkerLauncher().launch(spec);
                 PlainSocketPeer baseline = PlainSocketPeer.start(host);
-                String token = siteKey.issuer().issue("remote-bench", 0, WORKER_ID, Duration.ofHours(12));
-                return new BenchWorker(siteKey, process, token, baseline);
+                return new BenchWorker(siteKey, process, baseline);
             } catch (RuntimeException e) {
                 if (process != null) {
                     process.close();
@@ -487,8 +484,11 @@ public final class RemoteBenchCommand implements Subcommand {
             }
         }
 
+        /** A session on {@code window}, with a token for exactly that window (the worker checks it). */
         VirtualGpu connect(VaWindow window) {
             Endpoint at = process.endpoint();
+            String token =
+                    siteKey.issuer().issue("remote-bench", window.tokenWindow(), WORKER_ID, Duration.ofHours(12));
             return RemoteGpu.connect(
                     group,
                     new WorkerEndpoint(WORKER_ID, at.host(), at.port(), token, () -> {}),

@@ -500,7 +500,7 @@ public final class GpuWorker implements AutoCloseable {
 
         private void authenticate(Hello hello) {
             try {
-                authenticator.authenticate(hello.token(), hello.window().vgpuIndex());
+                authenticator.authenticate(hello.token(), hello.window());
             } catch (VgpuException e) {
                 throw e.code() == ErrorCode.VGPU_AUTH_FAILED
                         ? e

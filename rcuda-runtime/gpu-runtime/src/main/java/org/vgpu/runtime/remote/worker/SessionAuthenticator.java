@@ -1,9 +1,12 @@
 package org.vgpu.runtime.remote.worker;
 
+import org.vgpu.common.security.TokenVerifier;
+import org.vgpu.runtime.api.VaWindow;
+
 /**
  * Decides whether a client may open a session on this worker: its session token must entitle it
- * to vGPU {@code vgpuIndex} here. The worker calls it on the HELLO of every connection, before it
- * touches the GPU.
+ * to exactly the vGPU and address window its HELLO asks for. The worker calls it on the HELLO of
+ * every connection, before it touches the GPU.
  */
 @FunctionalInterface
 public interface SessionAuthenticator {
@@ -12,5 +15,10 @@ public interface SessionAuthenticator {
      * @throws org.vgpu.common.error.AuthException saying why, when the token does not grant the
      *         session; the worker answers any failure here with VGPU_AUTH_FAILED
      */
-    void authenticate(String token, int vgpuIndex);
+    void authenticate(String token, VaWindow window);
+
+    /** Sessions whose token {@code verifier} accepts for the HELLO's vGPU, window base and window size. */
+    static SessionAuthenticator checking(TokenVerifier verifier) {
+        return (token, window) -> verifier.verify(token, window.tokenWindow());
+    }
 }

@@ -95,7 +95,7 @@ final class WarmUpSession {
         long start = System.nanoTime();
         // Only this process knows the token, so nobody else can take the private worker's one session.
         String token = UUID.randomUUID().toString();
-        SessionAuthenticator onlyOurs = (presented, vgpuIndex) -> {
+        SessionAuthenticator onlyOurs = (presented, window) -> {
             if (!token.equals(presented)) {
                 throw new VgpuException(ErrorCode.VGPU_AUTH_FAILED, "the warm-up session takes no other client");
             }

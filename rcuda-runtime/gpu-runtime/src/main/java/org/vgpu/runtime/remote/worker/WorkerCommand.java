@@ -197,7 +197,8 @@ public final class WorkerCommand implements Subcommand {
             // A holder's worker serves the job's sessions one after another until the tracker ends the holder.
             GpuWorker.Sessions sessions =
                     announcement == null ? GpuWorker.Sessions.ONE : GpuWorker.Sessions.ONE_AFTER_ANOTHER;
-            try (GpuWorker worker = GpuWorker.start(config, backend, verifier::verify, ssl, err::println, sessions)) {
+            try (GpuWorker worker = GpuWorker.start(
+                    config, backend, SessionAuthenticator.checking(verifier), ssl, err::println, sessions)) {
                 err.printf(
                         "vgpu worker %s: %s device %d (%s), idle timeout %d s, %s, transport %s, %s%s%n",
                         config.workerId(),

@@ -51,7 +51,7 @@ final class InProcessWorkers implements WorkerSource {
         GpuWorker worker = GpuWorker.start(
                 new WorkerConfig("127.0.0.1", 0, device, id, idleTimeout, spinNanos),
                 backend,
-                (token, vgpu) -> {
+                (token, asked) -> {
                     if (!TOKEN.equals(token)) {
                         throw new VgpuException(ErrorCode.VGPU_AUTH_FAILED, "wrong token");
                     }

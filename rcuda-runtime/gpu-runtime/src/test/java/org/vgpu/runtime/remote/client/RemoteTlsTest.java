@@ -43,7 +43,7 @@ class RemoteTlsTest {
         worker = GpuWorker.start(
                 new WorkerConfig("127.0.0.1", 0, 0, "tls-worker", Duration.ofSeconds(30)),
                 new EmulatedBackend(1, 1L << 30, TestKernels.twins()),
-                (token, vgpu) -> {},
+                (token, window) -> {},
                 new TlsConfig.Server(certificates.certificate(), certificates.privateKey()).newSslContext(),
                 line -> {});
         group = NettyTransport.newEventLoopGroup(1, "tls-client", 0);

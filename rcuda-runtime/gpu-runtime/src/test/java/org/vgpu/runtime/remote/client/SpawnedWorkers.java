@@ -73,7 +73,7 @@ final class SpawnedWorkers implements WorkerSource {
     @Override
     public WorkerEndpoint open(int device, VaWindow window) {
         LaunchedWorker worker = takeSpare(device);
-        String token = siteKey.issuer().issue(JOB, window.vgpuIndex(), worker.workerId(), Duration.ofMinutes(10));
+        String token = siteKey.issuer().issue(JOB, window.tokenWindow(), worker.workerId(), Duration.ofMinutes(10));
         Endpoint at = worker.endpoint();
         return new WorkerEndpoint(worker.workerId(), at.host(), at.port(), token, () -> stop(worker));
     }

@@ -133,7 +133,7 @@ class LenderEndToEndTest {
                 assertEquals("ok", reply[0], String.join(" ", reply));
                 Endpoint at = Endpoint.parse(reply[1]);
                 lastWorkerId = reply[2];
-                String token = issuer.issue("e2e-job", window.vgpuIndex(), lastWorkerId, Duration.ofMinutes(5));
+                String token = issuer.issue("e2e-job", window.tokenWindow(), lastWorkerId, Duration.ofMinutes(5));
                 return new WorkerEndpoint(lastWorkerId, at.host(), at.port(), token, () -> {});
             } catch (IOException e) {
                 throw new UncheckedIOException(e);

@@ -81,7 +81,7 @@ class GpuWorkerTest {
         worker = GpuWorker.start(
                 new WorkerConfig("127.0.0.1", 0, 0, "test-worker", idleTimeout),
                 backend,
-                (token, vgpu) -> {
+                (token, window) -> {
                     if (!TOKEN.equals(token)) {
                         throw new VgpuException(ErrorCode.VGPU_AUTH_FAILED, "the token is not the secret");
                     }
@@ -622,7 +622,7 @@ class GpuWorkerTest {
                     () -> GpuWorker.start(
                             new WorkerConfig("127.0.0.1", taken.getLocalPort(), 0, "late", Duration.ofSeconds(1)),
                             backend,
-                            (token, vgpu) -> {},
+                            (token, window) -> {},
                             null,
                             log::add));
             assertEquals(NetworkException.Code.CANNOT_LISTEN, e.code());

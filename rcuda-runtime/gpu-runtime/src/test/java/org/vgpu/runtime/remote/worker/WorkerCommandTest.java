@@ -132,11 +132,16 @@ class WorkerCommandTest {
     }
 
     private RemoteGpu connect(int port, String workerId, String tokenWorkerId) {
+        return connect(port, workerId, tokenWorkerId, VaWindow.forVgpu(0));
+    }
+
+    /** A session on {@code window}, with a token for vGPU 0 in its usual window (what the tracker issues). */
+    private RemoteGpu connect(int port, String workerId, String tokenWorkerId, VaWindow window) {
         String token = new TokenIssuer(key, Clock.systemUTC()).issue("job-1", 0, tokenWorkerId, Duration.ofMinutes(1));
         return RemoteGpu.connect(
                 group,
                 new WorkerEndpoint(workerId, "127.0.0.1", port, token, () -> {}),
-                VaWindow.forVgpu(0),
+                window,
                 RemoteConfig.defaults(),
                 null);
     }
@@ -175,6 +180,32 @@ class WorkerCommandTest {
                 refused.getMessage());
         connect(port, "node1-gpu0", "node1-gpu0").close();
         assertEquals(0, status.get(30, TimeUnit.SECONDS));
+    }
+
+    /**
+     * A token for vGPU 0 does not open vGPU 5's window (or a larger one) under vGPU 0's index: a job's vGPUs' windows
+     * are disjoint, and a session in another vGPU's window could reach addresses that vGPU's migration maps there.
+     */
+    @Test
+    void refusesATokenForOneVgpusWindowWhenTheSessionAsksForAnother() throws Exception {
+        CompletableFuture<Integer> status = start(emulatedWorker("node1-gpu0", 30));
+        int port = awaitListening();
+        VaWindow vgpu5 = VaWindow.forVgpu(5);
+        List<VaWindow> foreignWindows = List.of(
+                new VaWindow(0, vgpu5.base(), vgpu5.size()),
+                new VaWindow(0, VaWindow.DEFAULT_BASE, 2 * VaWindow.DEFAULT_SIZE));
+        for (VaWindow asked : foreignWindows) {
+            VgpuException refused = assertThrows(
+                    VgpuException.class, () -> connect(port, "node1-gpu0", "node1-gpu0", asked), asked::toString);
+            assertEquals(ErrorCode.VGPU_AUTH_FAILED, refused.code());
+            assertTrue(
+                    refused.getMessage()
+                            .endsWith("refused the session: session token of job job-1 was issued for "
+                                    + VaWindow.forVgpu(0) + ", the session asks for " + asked),
+                    refused.getMessage());
+        }
+        connect(port, "node1-gpu0", "node1-gpu0").close();
+        assertEquals(0, status.get(30, TimeUnit.SECONDS), "the worker served its own client after the refusals");
     }
 
     @Test
