@@ -18,12 +18,13 @@ declare -A TARGETS=(
     [replies]="rcuda-runtime/gpu-runtime org.vgpu.runtime.remote.protocol.WireDecoderFuzzTest#replies"
     [agent]="rcuda-runtime/common org.vgpu.common.agent.AgentChannelFuzzTest#lines"
     [tracker]="idle-gpu-tracker org.vgpu.tracker.TrackerProtocolFuzzTest#requests"
+    [munge]="idle-gpu-tracker org.vgpu.tracker.TrackerProtocolFuzzTest#munge"
     [site-config]="site-config org.vgpu.siteconfig.SiteConfigFuzzTest#file"
     [ledger-line]="idle-gpu-tracker org.vgpu.tracker.ledger.LedgerFuzzTest#line"
     [ledger-file]="idle-gpu-tracker org.vgpu.tracker.ledger.LedgerFuzzTest#file"
     [environment]="job-wrapper org.vgpu.job.JobEnvironmentFuzzTest#environment"
 )
-ORDER=(requests replies agent tracker site-config ledger-line ledger-file environment)
+ORDER=(requests replies agent tracker munge site-config ledger-line ledger-file environment)
 
 target=${1:-all}
 minutes=${2:-1}

@@ -2,6 +2,7 @@ package org.vgpu.tracker;
 
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -20,14 +21,23 @@ import org.vgpu.common.line.BoundedLineReader;
 import org.vgpu.common.security.SiteKey;
 import org.vgpu.common.security.ThrowawaySiteKey;
 import org.vgpu.tracker.ledger.Ledger;
+import org.vgpu.tracker.process.BoundedCommand;
+import org.vgpu.tracker.server.MungeVerifier;
 import org.vgpu.tracker.server.TrackerProtocol;
 
 /**
- * Fuzz target for the tracker's line protocol (docs/fuzzing.md): an input is what a client writes on the tracker's
- * socket, read into lines as the server reads them ({@link BoundedLineReader} at the bridge's request limit) and each
- * answered by {@link TrackerProtocol} of one tracker over {@link TestCluster} (the tracker keeps its state between
- * inputs, as a daemon does between connections). Every request gets reply lines; none may be the "internal error"
- * that stands for an exception the protocol did not expect, and none may be empty.
+ * Fuzz targets for the tracker's line protocol (docs/fuzzing.md), answered by {@link TrackerProtocol} of one tracker
+ * over {@link TestCluster} (the tracker keeps its state between inputs, as a daemon does between connections). Every
+ * request gets reply lines; none may be the "internal error" that stands for an exception the protocol did not
+ * expect, and none may be empty.
+ *
+ * <ul>
+ *   <li>{@link #requests}: an input is what a client writes on the tracker's socket, read into lines as the server
+ *       reads them ({@link BoundedLineReader} at the bridge's request limit), with {@code --auth none}.
+ *   <li>{@link #munge}: the tracker runs with {@code --auth munge}, and the input is one request and what
+ *       {@code unmunge} gives back for its credential (see {@link UnmungeOutput}): the parsing of munge's output and
+ *       the sender checks that follow it.
+ * </ul>
  */
 class TrackerProtocolFuzzTest {
     private static final int MAX_LINES = 16;
@@ -35,6 +45,10 @@ class TrackerProtocolFuzzTest {
     private static ThrowawaySiteKey key;
     private static Ledger ledger;
     private static TrackerProtocol protocol;
+    /** What the stand-in for {@code unmunge} prints for the input being run. */
+    private static volatile UnmungeOutput unmunged;
+
+    private static TrackerProtocol mungeProtocol;
 
     @BeforeAll
     static void tracker() throws IOException {
@@ -48,6 +62,27 @@ class TrackerProtocolFuzzTest {
                 new Tracker(site, slurm, ledger, SiteKey.load(key.keyFile()), Tracker.Settings.defaults(), clock);
         protocol =
                 new TrackerProtocol(tracker, () -> {}, BridgeContract.REQUEST_LINE_BYTES, Optional.empty(), Set.of());
+        MungeVerifier munge = new MungeVerifier(credential ->
+                new BoundedCommand.Result(List.of("unmunge"), unmunged.exitCode(), unmunged.stdout(), ""));
+        mungeProtocol = new TrackerProtocol(
+                tracker, () -> {}, BridgeContract.REQUEST_LINE_BYTES, Optional.of(munge), Set.of("slurm"));
+    }
+
+    /**
+     * One input of {@link #munge}: {@code REQUEST \n EXIT \n STDOUT}, where REQUEST is the request line (the target
+     * appends a credential), EXIT unmunge's exit status (a decimal of 1 to 3 digits, anything else counts as 0) and
+     * the rest what unmunge printed on standard output.
+     */
+    record UnmungeOutput(String request, int exitCode, String stdout) {
+        static UnmungeOutput parse(byte[] input) {
+            String text = new String(input, StandardCharsets.UTF_8);
+            String[] parts = text.split("\n", 3);
+            String exit = parts.length > 1 ? parts[1] : "";
+            return new UnmungeOutput(
+                    parts[0],
+                    exit.matches("[0-9]{1,3}") ? Integer.parseInt(exit) : 0,
+                    parts.length > 2 ? parts[2] : "");
+        }
     }
 
     @AfterAll
@@ -66,13 +101,24 @@ class TrackerProtocolFuzzTest {
                 new BoundedLineReader(new ByteArrayInputStream(input), BridgeContract.REQUEST_LINE_BYTES);
         BoundedLineReader.Line request;
         for (int i = 0; i < MAX_LINES && (request = reader.readLine()) != null; i++) {
-            List<String> replies = protocol.answer(request, "127.0.0.1");
-            if (replies.isEmpty() || replies.stream().anyMatch(String::isEmpty)) {
-                throw new AssertionError("no reply line to '" + request.text() + "': " + replies);
-            }
-            if (replies.stream().anyMatch(reply -> reply.contains("an internal error"))) {
-                throw new AssertionError("'" + request.text() + "' raised an unexpected exception: " + replies);
-            }
+            answerExpectingAReply(protocol, request);
+        }
+    }
+
+    @FuzzTest(maxDuration = "1m")
+    void munge(byte[] input) {
+        unmunged = UnmungeOutput.parse(input);
+        answerExpectingAReply(
+                mungeProtocol, new BoundedLineReader.Line(unmunged.request() + " munge=MUNGE:fuzzed:", false));
+    }
+
+    private static void answerExpectingAReply(TrackerProtocol answering, BoundedLineReader.Line request) {
+        List<String> replies = answering.answer(request, "127.0.0.1");
+        if (replies.isEmpty() || replies.stream().anyMatch(String::isEmpty)) {
+            throw new AssertionError("no reply line to '" + request.text() + "': " + replies);
+        }
+        if (replies.stream().anyMatch(reply -> reply.contains("an internal error"))) {
+            throw new AssertionError("'" + request.text() + "' raised an unexpected exception: " + replies);
         }
     }
 }

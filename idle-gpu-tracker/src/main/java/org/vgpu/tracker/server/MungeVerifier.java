@@ -4,6 +4,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -33,7 +34,14 @@ public final class MungeVerifier {
     private static final Pattern STATUS = Pattern.compile("(?m)^STATUS:\\s+(.*?)\\s*$");
     private static final Duration TIMEOUT = Duration.ofSeconds(5);
 
-    private final List<String> command;
+    /** Runs {@code unmunge} on one credential: what it printed and its exit status. */
+    @FunctionalInterface
+    public interface Unmunge {
+        /** @throws BoundedCommand.Failure when it could not be run or did not finish in time */
+        BoundedCommand.Result decode(String credential) throws BoundedCommand.Failure;
+    }
+
+    private final Unmunge unmunge;
 
     /**
      * @param unmunge the {@code unmunge} program
@@ -42,7 +50,16 @@ public final class MungeVerifier {
     public MungeVerifier(Path unmunge, Optional<Path> socket) {
         List<String> words = new ArrayList<>(List.of(unmunge.toString()));
         socket.ifPresent(path -> words.add("--socket=" + path));
-        this.command = List.copyOf(words);
+        List<String> command = List.copyOf(words);
+        this.unmunge = credential -> BoundedCommand.run(command, credential, TIMEOUT);
+    }
+
+    /**
+     * A verifier that reads what {@code unmunge} gives back, however it is run: everything the verdict depends on is
+     * that output, which is outside input (the fuzz target {@code TrackerProtocolFuzzTest#munge} feeds it).
+     */
+    public MungeVerifier(Unmunge unmunge) {
+        this.unmunge = Objects.requireNonNull(unmunge, "unmunge");
     }
 
     /**
@@ -70,7 +87,7 @@ public final class MungeVerifier {
     private String decode(String credential) throws Refused {
         BoundedCommand.Result result;
         try {
-            result = BoundedCommand.run(command, credential, TIMEOUT);
+            result = unmunge.decode(credential);
         } catch (BoundedCommand.Failure e) {
             throw new Refused(e.getMessage() + " (is munged running?)");
         }
