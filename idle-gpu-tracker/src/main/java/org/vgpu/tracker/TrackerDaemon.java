@@ -63,13 +63,28 @@ public final class TrackerDaemon implements AutoCloseable {
             Duration poll,
             Optional<MungeVerifier> munge,
             Set<String> trustedUsers) {
+        return start(tracker, ledger, listen, poll, munge, trustedUsers, SOCKET_LIMITS);
+    }
+
+    /**
+     * {@link #start} with other socket limits: the bounds test waits for an idle connection to be closed in a second
+     * rather than in {@link #SOCKET_LIMITS}' 30.
+     */
+    static TrackerDaemon start(
+            Tracker tracker,
+            Ledger ledger,
+            Endpoint listen,
+            Duration poll,
+            Optional<MungeVerifier> munge,
+            Set<String> trustedUsers,
+            LineServer.Limits limits) {
         TrackerDaemon daemon = new TrackerDaemon(tracker, ledger, poll);
         try {
             tracker.tick();
             daemon.server = LineServer.start(
                     listen,
-                    SOCKET_LIMITS,
-                    new TrackerProtocol(tracker, daemon::wake, SOCKET_LIMITS.maxRequestBytes(), munge, trustedUsers));
+                    limits,
+                    new TrackerProtocol(tracker, daemon::wake, limits.maxRequestBytes(), munge, trustedUsers));
         } catch (RuntimeException e) {
             ledger.close();
             throw e;
