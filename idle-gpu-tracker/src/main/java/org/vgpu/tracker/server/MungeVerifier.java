@@ -33,6 +33,10 @@ public final class MungeVerifier {
     private static final Pattern UID = Pattern.compile("(?m)^UID:\\s+(\\S+) \\((\\d+)\\)\\s*$");
     private static final Pattern STATUS = Pattern.compile("(?m)^STATUS:\\s+(.*?)\\s*$");
     private static final Duration TIMEOUT = Duration.ofSeconds(5);
+    /** uid_t is 32 bits unsigned. */
+    private static final long MAX_UID = 0xFFFF_FFFFL;
+
+    private static final int MAX_UID_DIGITS = Long.toString(MAX_UID).length();
 
     /** Runs {@code unmunge} on one credential: what it printed and its exit status. */
     @FunctionalInterface
@@ -81,7 +85,17 @@ public final class MungeVerifier {
         if (!uid.find()) {
             throw new Refused("unmunge printed no UID");
         }
-        return new Sender(uid.group(1), Long.parseLong(uid.group(2)));
+        return new Sender(uid.group(1), uid(uid.group(2)));
+    }
+
+    /** A uid as munge prints it: decimal digits of a 32-bit unsigned uid_t (found by fuzzing: a longer one overflowed). */
+    private static long uid(String digits) throws Refused {
+        if (digits.length() > MAX_UID_DIGITS || Long.parseLong(digits) > MAX_UID) {
+            throw new Refused("unmunge printed a UID out of range: "
+                    + (digits.length() > MAX_UID_DIGITS ? digits.substring(0, MAX_UID_DIGITS) + "..." : digits)
+                    + " (at most " + MAX_UID + ")");
+        }
+        return Long.parseLong(digits);
     }
 
     private String decode(String credential) throws Refused {
