@@ -782,10 +782,16 @@ public final class Tracker {
                     job.isPresent() && ACTIVE_STATES.contains(job.get().state());
             if (!running && !evacuatedHolders.contains(holder) && lostHolders.add(holder)) {
                 LOG.error(
-                        "job {}: holder job {} has ended ({}); Slurm no longer keeps that borrowed GPU for it",
+                        "job {}: holder job {} has ended ({}); Slurm no longer keeps that borrowed GPU for it{}",
                         assembly.job(),
                         holder,
-                        job.map(SlurmJob::state).orElse("gone"));
+                        job.map(SlurmJob::state).orElse("gone"),
+                        assembly.lends().stream()
+                                .filter(lend -> lend.holder().equals(OptionalLong.of(holder)))
+                                .flatMap(lend -> lend.servedBy().stream())
+                                .map(worker -> " (its " + worker + ")")
+                                .findFirst()
+                                .orElse(""));
             }
         }
     }

@@ -587,14 +587,7 @@ class MigrationHookTest {
 
         String newWorker = "n3-holder-" + holder;
         Endpoint endpoint = new Endpoint("10.0.0.3", 41001);
-        assertEquals(
-                "ok",
-                TrackerProtocol.line(tracker.worker(
-                        job,
-                        1,
-                        endpoint,
-                        newWorker,
-                        key.issuer().issue(Long.toString(job), 1, newWorker, Duration.ofMinutes(1)))));
+        announceWorker(tracker, 1, endpoint, newWorker);
         tracker.tick();
         assertEquals(Migration.Phase.SENT, onlyMigration().phase());
         AgentChannel.Migrate command = assertInstanceOf(AgentChannel.Migrate.class, poll(tracker, 1, stats(10, 0)));
@@ -719,6 +712,43 @@ class MigrationHookTest {
         assertTrue(Report.of(tracker.status()).borrowed().stream()
                 .filter(borrowed -> borrowed.vgpu() == 2)
                 .allMatch(borrowed -> borrowed.lostReason() == null));
+    }
+
+    /** A worker that says where it listens for vGPU {@code vgpu}, with the site key's proof: the tracker takes it. */
+    private void announceWorker(Tracker tracker, int vgpu, Endpoint endpoint, String workerId) {
+        assertEquals(
+                "ok",
+                TrackerProtocol.line(tracker.worker(
+                        job,
+                        vgpu,
+                        endpoint,
+                        workerId,
+                        key.issuer().issue(Long.toString(job), vgpu, workerId, Duration.ofMinutes(1)))));
+    }
+
+    /** The agent names the worker it could not reach by its address only; the tracker adds the worker's id. */
+    @Test
+    void aFailedMoveToAnotherLenderNamesItsWorkerByIdAndAddress() {
+        Tracker tracker = tracker();
+        slurm.setState(fillers.get(2), "COMPLETED"); // n3 has free GPUs, n1 none
+        assertTrue(tracker.drain("n2", "root").ok());
+        long holder = onlyMigration().grant().getAsLong();
+        slurm.schedule();
+        tracker.tick();
+        announceWorker(tracker, 1, new Endpoint("10.0.0.3", 41001), "n3-holder-" + holder);
+        tracker.tick();
+        AgentChannel.Migrate command = assertInstanceOf(AgentChannel.Migrate.class, poll(tracker, 1, stats(10, 0)));
+
+        tracker.agentDone(new AgentChannel.Done(
+                credential(1),
+                command.id(),
+                AgentChannel.Failed.because(
+                        "VGPU_WORKER_LOST: worker of vGPU 1 at 10.0.0.3:41001 closed the session")));
+
+        assertEquals(
+                "the agent could not move it to worker n3-holder-" + holder + " at 10.0.0.3:41001: VGPU_WORKER_LOST:"
+                        + " worker of vGPU 1 at 10.0.0.3:41001 closed the session",
+                tracker.migration(command.id()).orElseThrow().explanation());
     }
 
     @Test

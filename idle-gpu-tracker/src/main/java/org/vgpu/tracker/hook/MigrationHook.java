@@ -352,7 +352,16 @@ public final class MigrationHook {
             case AgentChannel.Succeeded ok ->
                 succeed(migration.get(), ok.blockedMs(), ok.bytes(), now, "the agent moved it");
             case AgentChannel.Failed failed ->
-                fail(migration.get(), now, "the agent could not move it: " + failed.reason());
+                fail(
+                        migration.get(),
+                        now,
+                        "the agent could not move it"
+                                + migration
+                                        .get()
+                                        .worker()
+                                        .map(worker -> " to " + worker.describe())
+                                        .orElse("")
+                                + ": " + failed.reason());
         }
         return new AgentChannel.Accepted();
     }
@@ -741,7 +750,7 @@ public final class MigrationHook {
                 migration.node(),
                 migration.id(),
                 migration.vgpu(),
-                migration.remote() ? "remote:" + migration.worker().get().endpoint() : "local:" + gpus.getFirst(),
+                migration.remote() ? migration.worker().get().describe() : "local:" + gpus.getFirst(),
                 migration.job());
     }
 
@@ -782,7 +791,14 @@ public final class MigrationHook {
                         new AgentChannel.RemoteWorker(migration.worker().get().endpoint()))
                 : where.equals(new AgentChannel.LocalGpu(migration.gpu().getAsInt()));
         if (arrived) {
-            succeed(migration, 0, 0, now, "the agent reports it at " + where.format() + " (no done received)");
+            succeed(
+                    migration,
+                    0,
+                    0,
+                    now,
+                    "the agent reports it at "
+                            + migration.worker().map(Migration.Worker::describe).orElse(where.format())
+                            + " (no done received)");
         } else {
             fail(
                     migration,

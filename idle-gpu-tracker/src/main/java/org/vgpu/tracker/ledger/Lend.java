@@ -53,6 +53,13 @@ public record Lend(
         }
     }
 
+    /** {@code worker ID at HOST:PORT} of the worker serving the lend now ({@link Migration.Worker#describe}), if any. */
+    public Optional<String> servedBy() {
+        return worker.isPresent() && workerId.isPresent()
+                ? Optional.of(Migration.Worker.describe(workerId.get(), worker.get()))
+                : Optional.empty();
+    }
+
     /** A lend still served by a worker on another node (or being secured). */
     public Lend(
             int vgpu,

@@ -48,6 +48,20 @@ public record Migration(
             Objects.requireNonNull(id, "id");
             LedgerValues.word("worker id", id);
         }
+
+        /** {@code worker ID at HOST:PORT}: how the tracker's errors and logs name a worker. */
+        public String describe() {
+            return describe(id, endpoint);
+        }
+
+        /**
+         * {@code worker ID at HOST:PORT}, as the remote runtime names a worker too: the id first, which names the holder
+         * job it runs in ({@code NODE-holder-JOB}) and is what an admin finds in Slurm and in the worker's own log; the
+         * address says where it listened.
+         */
+        public static String describe(String id, Endpoint endpoint) {
+            return "worker " + id + " at " + endpoint;
+        }
     }
 
     public Migration {

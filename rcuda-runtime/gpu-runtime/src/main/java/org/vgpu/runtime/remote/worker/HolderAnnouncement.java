@@ -57,13 +57,17 @@ public record HolderAnnouncement(Endpoint tracker, String job, int vgpu) {
         try {
             reply = request(BridgeContract.REQUEST_WORKER, listening.toString(), workerId, keyFile, TIMEOUT);
         } catch (NetworkException e) {
-            throw new NetworkException(e.code(), "cannot tell the tracker where this worker listens: " + e.detail(), e);
+            throw new NetworkException(
+                    e.code(),
+                    "cannot tell the tracker that worker " + workerId + " listens at " + listening + ": " + e.detail(),
+                    e);
         }
         if (!reply.getLast().equals(BridgeContract.REPLY_OK_WORD)) {
             throw new NetworkException(
                     NetworkException.Code.REFUSED,
                     "the tracker " + tracker
-                            + " did not take this worker for job " + job + " vGPU " + vgpu + ": "
+                            + " did not take worker " + workerId + " at " + listening + " for job " + job + " vGPU "
+                            + vgpu + ": "
                             + LineText.printable(reply.getLast(), 300));
         }
     }
@@ -83,7 +87,9 @@ public record HolderAnnouncement(Endpoint tracker, String job, int vgpu) {
                     reply.startsWith(BridgeContract.REPLY_OK_WORD + " ") || reply.equals(BridgeContract.REPLY_OK_WORD),
                     LineText.printable(reply, 300));
         } catch (VgpuFailure e) {
-            return new Leaving(false, "cannot tell the tracker " + tracker + " that this worker leaves: " + e.detail());
+            return new Leaving(
+                    false,
+                    "cannot tell the tracker " + tracker + " that worker " + workerId + " leaves: " + e.detail());
         }
     }
 

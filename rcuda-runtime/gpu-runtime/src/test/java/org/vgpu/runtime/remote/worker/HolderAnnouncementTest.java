@@ -1,6 +1,7 @@
 package org.vgpu.runtime.remote.worker;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -50,6 +51,9 @@ class HolderAnnouncementTest {
                                 .tell(new Endpoint("10.0.0.2", 7501), "w", key.keyFile()));
                 assertEquals(NetworkException.Code.REFUSED, refused.code());
                 assertTrue(refused.getMessage().contains("error job 42 has no borrowed vGPU 1"), refused.getMessage());
+                assertTrue(
+                        refused.getMessage().contains("did not take worker w at 10.0.0.2:7501 for job 42 vGPU 1: "),
+                        "names the worker by its id: " + refused.getMessage());
                 gone = tracker.endpoint();
             }
             NetworkException unreachable = assertThrows(
@@ -58,8 +62,14 @@ class HolderAnnouncementTest {
                             .tell(new Endpoint("10.0.0.2", 7501), "w", key.keyFile()));
             assertEquals(NetworkException.Code.UNREACHABLE, unreachable.code());
             assertTrue(
-                    unreachable.getMessage().contains("cannot tell the tracker where this worker listens"),
+                    unreachable.getMessage().contains("cannot tell the tracker that worker w listens at 10.0.0.2:7501"),
                     unreachable.getMessage());
+            HolderAnnouncement.Leaving leaving =
+                    HolderAnnouncement.parse(gone.toString(), "42:1").leave("w", key.keyFile());
+            assertFalse(leaving.evacuating());
+            assertTrue(
+                    leaving.reply().startsWith("cannot tell the tracker " + gone + " that worker w leaves: "),
+                    leaving.reply());
         }
     }
 
