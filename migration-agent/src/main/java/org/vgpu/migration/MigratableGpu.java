@@ -11,6 +11,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
 
+import org.vgpu.common.error.InputException;
 import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.ErrorCode;
@@ -131,6 +132,8 @@ public final class MigratableGpu extends GatedVirtualGpu {
      * @return the report, also given to the listener
      * @throws MigrationException when a step failed; the vGPU then runs on its source as before
      * @throws VgpuException CUDA_ERROR_NOT_PERMITTED when this vGPU is already migrating
+     * @throws InputException when {@code target} is where the vGPU runs: a migration there would copy the vGPU onto
+     *         itself (a local GPU) or ask its own worker for a second session (a worker serves one)
      */
     public MigrationReport migrate(MigrationTarget target) {
         Objects.requireNonNull(target, "target");
@@ -140,6 +143,11 @@ public final class MigratableGpu extends GatedVirtualGpu {
                     "vGPU " + vgpuIndex() + " is already migrating; try again when that migration has finished");
         }
         try {
+            // Read under the migration lock: only a migration changes the location.
+            if (target.equals(location)) {
+                throw new InputException(
+                        "vGPU " + vgpuIndex() + " already runs on " + location() + ": there is nothing to migrate");
+            }
             MigrationReport report = new Migration(new Subject(), target, resolver, config, faults, listener).run();
             migrations.incrementAndGet();
             return report;

@@ -21,6 +21,7 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.MethodSource;
 
+import org.vgpu.common.error.InputException;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
@@ -98,6 +99,38 @@ class RemoteMigrationTest {
                     WorkerReport served = workers.worker(sourceWorker).report().get(30, TimeUnit.SECONDS);
                     assertTrue(served.clean(), "the source worker's session ended cleanly: " + served.endReason());
                 }
+            }
+        }
+    }
+
+    /**
+     * A worker serves one session: before the refusal a migration onto the worker the vGPU runs on failed with that
+     * worker's "already serves a session", as though the worker were busy with someone else.
+     */
+    @Test
+    void aMigrationToTheWorkerTheVgpuRunsOnIsRefusedAndTheVgpuRunsOn() {
+        try (Emulation local = new Emulation(1);
+                LocalWorkers workers = new LocalWorkers()) {
+            MigrationTarget.RemoteWorker worker = workers.start(0);
+            VaWindow window = VaWindow.forVgpu(1);
+            try (MigratableGpu gpu = new MigratableGpu(
+                    workers.resolver.open(worker, window, null),
+                    worker,
+                    new NodeTargetResolver(local.backend, workers.resolver),
+                    Emulation.VERIFIED,
+                    MigrationListener.NONE,
+                    MigrationFaults.NONE)) {
+                long data = gpu.memAlloc(4096);
+                gpu.memcpyHtoD(data, MemorySegment.ofArray(new int[] {4, 5, 6}), 12);
+
+                InputException refused = assertThrows(InputException.class, () -> gpu.migrate(worker));
+                assertEquals(
+                        "vGPU 1 already runs on " + worker + " (remote): there is nothing to migrate",
+                        refused.detail());
+                assertEquals(0, gpu.migrationCount());
+                int[] back = new int[3];
+                gpu.memcpyDtoH(MemorySegment.ofArray(back), data, 12);
+                assertArrayEquals(new int[] {4, 5, 6}, back, "the session on the worker goes on");
             }
         }
     }

@@ -183,6 +183,21 @@ class MigrationAgentTest {
         }
     }
 
+    /** Before the refusal the emulated vGPU was copied onto its own GPU, as though it had moved. */
+    @Test
+    void aMigrationToWhereTheVgpuRunsIsRefusedAndMovesNothing() throws IOException {
+        try (MigrationAgent agent = agent(MigrationFaults.NONE, 1);
+                AgentClient client = new AgentClient(socket)) {
+            assertEquals(
+                    "error vGPU 0 already runs on gpu 0 (emulated): there is nothing to migrate",
+                    client.send("migrate 0 0"));
+            assertEquals(0, agentGpu(agent, 0).migrationCount());
+            assertTrue(trackerReports.isEmpty(), "no migration was reported: " + trackerReports);
+            assertEquals("ok no migrations", client.send("history"));
+            assertTrue(client.send("migrate 0 1").startsWith("ok "), "a move elsewhere still goes");
+        }
+    }
+
     @Test
     void anOverlongLineEndsTheConnectionButNotTheAgent() throws IOException {
         try (MigrationAgent _ = agent(MigrationFaults.NONE, 1)) {
