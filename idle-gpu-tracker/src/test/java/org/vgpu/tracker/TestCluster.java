@@ -3,11 +3,16 @@ package org.vgpu.tracker;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Instant;
+import java.time.ZoneOffset;
 import java.util.List;
 
+import org.vgpu.common.security.SiteKey;
 import org.vgpu.common.security.ThrowawaySiteKey;
 import org.vgpu.siteconfig.SiteConfig;
 import org.vgpu.siteconfig.SiteConfigReader;
+import org.vgpu.tracker.ledger.Ledger;
 
 /**
  * The cluster the tracker's tests run against: nodes n1, n2 and n3 of 4 GPUs (80 GiB, 8 vGPUs) and 8 CPUs, node N at
@@ -18,6 +23,22 @@ final class TestCluster {
     static final List<String> NODES = List.of("n1", "n2", "n3");
 
     private TestCluster() {}
+
+    /**
+     * A tracker over this cluster (a fresh {@link InMemorySlurm}, no jobs; {@code [slurm] job_partition = gpu}) with
+     * {@code ledger}, its clock standing at {@code now}: for tests of the tracker's socket rather than its decisions.
+     */
+    static Tracker standingTracker(Path dir, ThrowawaySiteKey key, Ledger ledger, Instant now) throws IOException {
+        InMemorySlurm slurm = new InMemorySlurm();
+        SiteConfig site = configure(dir, key, slurm, "", "[slurm]\njob_partition = gpu\n");
+        return new Tracker(
+                site,
+                slurm,
+                ledger,
+                SiteKey.load(key.keyFile()),
+                Tracker.Settings.defaults(),
+                Clock.fixed(now, ZoneOffset.UTC));
+    }
 
     /**
      * Adds the nodes to {@code slurm}, then writes the site configuration to {@code dir}/vgpu.conf and reads it.

@@ -13,10 +13,8 @@ import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
-import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -32,7 +30,6 @@ import org.junit.jupiter.api.io.TempDir;
 import org.vgpu.common.contract.BridgeContract;
 import org.vgpu.common.line.LineServer;
 import org.vgpu.common.net.Endpoint;
-import org.vgpu.common.security.SiteKey;
 import org.vgpu.common.security.ThrowawaySiteKey;
 import org.vgpu.tracker.ledger.Ledger;
 
@@ -75,12 +72,8 @@ class TrackerDaemonBoundsTest {
     }
 
     private void startDaemon(LineServer.Limits limits) throws IOException {
-        InMemorySlurm slurm = new InMemorySlurm();
-        var site = TestCluster.configure(dir, key, slurm, "", "[slurm]\njob_partition = gpu\n");
         ledger = Ledger.open(dir.resolve("tracker.ledger"));
-        Clock clock = Clock.fixed(Instant.parse("2026-11-25T10:00:00Z"), ZoneOffset.UTC);
-        Tracker tracker =
-                new Tracker(site, slurm, ledger, SiteKey.load(key.keyFile()), Tracker.Settings.defaults(), clock);
+        Tracker tracker = TestCluster.standingTracker(dir, key, ledger, Instant.parse("2026-11-25T10:00:00Z"));
         daemon = TrackerDaemon.start(
                 tracker, ledger, new Endpoint("127.0.0.1", 0), Duration.ofHours(1), Optional.empty(), Set.of(), limits);
     }

@@ -5,9 +5,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Clock;
 import java.time.Instant;
-import java.time.ZoneOffset;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
@@ -18,7 +16,6 @@ import org.junit.jupiter.api.BeforeAll;
 
 import org.vgpu.common.contract.BridgeContract;
 import org.vgpu.common.line.BoundedLineReader;
-import org.vgpu.common.security.SiteKey;
 import org.vgpu.common.security.ThrowawaySiteKey;
 import org.vgpu.tracker.ledger.Ledger;
 import org.vgpu.tracker.process.BoundedCommand;
@@ -54,12 +51,8 @@ class TrackerProtocolFuzzTest {
     static void tracker() throws IOException {
         dir = Files.createTempDirectory("tracker-fuzz");
         key = ThrowawaySiteKey.create("tracker-fuzz");
-        InMemorySlurm slurm = new InMemorySlurm();
-        var site = TestCluster.configure(dir, key, slurm, "", "[slurm]\njob_partition = gpu\n");
         ledger = Ledger.open(dir.resolve("tracker.ledger"));
-        Clock clock = Clock.fixed(Instant.parse("2026-11-25T08:00:00Z"), ZoneOffset.UTC);
-        Tracker tracker =
-                new Tracker(site, slurm, ledger, SiteKey.load(key.keyFile()), Tracker.Settings.defaults(), clock);
+        Tracker tracker = TestCluster.standingTracker(dir, key, ledger, Instant.parse("2026-11-25T08:00:00Z"));
         protocol =
                 new TrackerProtocol(tracker, () -> {}, BridgeContract.REQUEST_LINE_BYTES, Optional.empty(), Set.of());
         MungeVerifier munge = new MungeVerifier(credential ->
