@@ -166,15 +166,21 @@ class RunProgramTest {
                 programs.resolve("Probe.java").toString());
         assertEquals(0, compiled, diagnostics.toString(StandardCharsets.UTF_8));
 
+        agentJar = agentJar(programs.resolve("agent dir with space"));
+    }
+
+    /** A jar in {@code directory} with only vgpu.jar's agent manifest (the classes are on the test's class path). */
+    static Path agentJar(Path directory) throws IOException {
         Manifest manifest = new Manifest();
         manifest.getMainAttributes().put(Attributes.Name.MANIFEST_VERSION, "1.0");
         manifest.getMainAttributes().put(new Attributes.Name("Premain-Class"), RunAgent.class.getName());
-        agentJar = programs.resolve("agent dir with space").resolve("vgpu.jar");
-        Files.createDirectories(agentJar.getParent());
-        try (OutputStream file = Files.newOutputStream(agentJar);
+        Path jarFile = directory.resolve("vgpu.jar");
+        Files.createDirectories(directory);
+        try (OutputStream file = Files.newOutputStream(jarFile);
                 JarOutputStream jar = new JarOutputStream(file, manifest)) {
             jar.flush();
         }
+        return jarFile;
     }
 
     /** The ```java block of README's "Your own program" section, verbatim. */
