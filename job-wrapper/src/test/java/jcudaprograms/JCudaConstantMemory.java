@@ -13,6 +13,10 @@ import jcuda.driver.CUmodule;
 /** A cubic polynomial whose coefficients live in __constant__ memory, found with cuModuleGetGlobal and set twice. */
 public class JCudaConstantMemory {
     public static void main(String[] args) {
+        Results.repeat(args, () -> run(args));
+    }
+
+    static void run(String[] args) {
         setExceptionsEnabled(true);
         cuInit(0);
         CUdevice device = new CUdevice();

@@ -15,6 +15,10 @@ public class JCudaMatrixMultiply {
     private static final int TILE = 16;
 
     public static void main(String[] args) {
+        Results.repeat(args, () -> run(args));
+    }
+
+    static void run(String[] args) {
         setExceptionsEnabled(true);
         cuInit(0);
         CUdevice device = new CUdevice();

@@ -29,6 +29,10 @@ public class JCudaNvrtc {
             """;
 
     public static void main(String[] args) {
+        Results.repeat(args, () -> run(args));
+    }
+
+    static void run(String[] args) {
         JNvrtc.setExceptionsEnabled(true);
         JCudaDriver.setExceptionsEnabled(true);
         nvrtcProgram program = new nvrtcProgram();

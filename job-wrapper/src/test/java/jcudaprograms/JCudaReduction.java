@@ -14,6 +14,10 @@ public class JCudaReduction {
     private static final int THREADS = 256;
 
     public static void main(String[] args) {
+        Results.repeat(args, () -> run(args));
+    }
+
+    static void run(String[] args) {
         JCudaDriver.setExceptionsEnabled(true);
         JCudaDriver.cuInit(0);
         CUdevice device = new CUdevice();

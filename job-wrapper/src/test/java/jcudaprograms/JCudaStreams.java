@@ -26,6 +26,10 @@ public class JCudaStreams {
     private static final int CHUNK = 1 << 14;
 
     public static void main(String[] args) {
+        Results.repeat(args, () -> run(args));
+    }
+
+    static void run(String[] args) {
         setExceptionsEnabled(true);
         cuInit(0);
         CUdevice device = new CUdevice();

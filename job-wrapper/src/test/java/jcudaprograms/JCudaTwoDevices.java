@@ -21,6 +21,10 @@ import jcuda.runtime.cudaStream_t;
  */
 public class JCudaTwoDevices {
     public static void main(String[] args) {
+        Results.repeat(args, () -> run(args));
+    }
+
+    static void run(String[] args) {
         JCuda.setExceptionsEnabled(true);
         JCudaDriver.setExceptionsEnabled(true);
         int[] count = new int[1];

@@ -25,6 +25,10 @@ import jcuda.driver.JCudaDriver;
 /** JCuda's JCudaVectorAdd sample, as JCuda users start from it: a + b on device 0. */
 public class JCudaVectorAdd {
     public static void main(String[] args) {
+        Results.repeat(args, () -> run(args));
+    }
+
+    static void run(String[] args) {
         JCudaDriver.setExceptionsEnabled(true);
         cuInit(0);
         CUdevice device = new CUdevice();

@@ -6,6 +6,14 @@ import java.util.Arrays;
 final class Results {
     private Results() {}
 
+    /** Runs the program's computation as often as its second argument says (default once). */
+    static void repeat(String[] args, Runnable computation) {
+        int times = args.length > 1 ? Integer.parseInt(args[1]) : 1;
+        for (int i = 0; i < times; i++) {
+            computation.run();
+        }
+    }
+
     static void report(String program, float[] result, float[] expected, float tolerance) {
         int wrong = 0;
         for (int i = 0; i < result.length; i++) {
