@@ -1,8 +1,6 @@
 package org.vgpu.job;
 
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.PrintStream;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
@@ -15,12 +13,10 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
-import org.vgpu.common.cli.SubcommandRunner;
 import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.common.line.LineClient;
 import org.vgpu.common.security.ThrowawaySiteKey;
@@ -168,20 +164,14 @@ public final class JCudaProgramsOnGpu {
         return environment;
     }
 
-    private record Run(int status, String out, String err) {
-        List<String> results() {
-            return out.lines().filter(line -> !line.startsWith("vgpu")).toList();
-        }
-    }
-
-    private Run plain(String program, String... args) throws Exception {
+    private ProgramRun plain(String program, String... args) throws Exception {
         List<String> command = new ArrayList<>(
                 List.of(JAVA, "--enable-native-access=ALL-UNNAMED", "-cp", CLASS_PATH, "jcudaprograms." + program));
         command.addAll(Arrays.asList(args));
         Process process = new ProcessBuilder(command).start();
         CompletableFuture<String> err = CompletableFuture.supplyAsync(() -> read(process.getErrorStream()));
         String out = read(process.getInputStream());
-        return new Run(process.waitFor(), out, err.join());
+        return new ProgramRun(process.waitFor(), out, err.join());
     }
 
     private static String read(java.io.InputStream stream) {
@@ -192,28 +182,17 @@ public final class JCudaProgramsOnGpu {
         }
     }
 
-    private Run vgpu(Map<String, String> job, String program, String... args) {
+    private ProgramRun vgpu(Map<String, String> job, String program, String... args) {
         List<String> command = new ArrayList<>(
                 List.of("--local-backend", "native", "--", JAVA, "-cp", CLASS_PATH, "jcudaprograms." + program));
         command.addAll(Arrays.asList(args));
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        ByteArrayOutputStream err = new ByteArrayOutputStream();
-        int status;
-        try (PrintStream outStream = new PrintStream(out, true, StandardCharsets.UTF_8);
-                PrintStream errStream = new PrintStream(err, true, StandardCharsets.UTF_8)) {
-            status = SubcommandRunner.run(
-                    new RunCommand(job, duration -> {}, Optional.of(agentJar)),
-                    command.toArray(String[]::new),
-                    outStream,
-                    errStream);
-        }
-        return new Run(status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+        return ProgramRun.of(job, agentJar, command);
     }
 
     private boolean programs() throws Exception {
         boolean passed = true;
         for (String program : PROGRAMS) {
-            Run plain = plain(program, ptx.toString(), repeat);
+            ProgramRun plain = plain(program, ptx.toString(), repeat);
             boolean plainPassed = plain.status() == 0
                     && !plain.out().contains("FAILED")
                     && plain.out().contains(": PASSED, ");
@@ -221,7 +200,7 @@ public final class JCudaProgramsOnGpu {
             verdicts.add("plain JCuda " + (plainPassed ? "PASSED" : "FAILED (exit " + plain.status() + ")"));
             passed &= plainPassed;
             for (String[] mode : new String[][] {{"native", "local", "remote"}, {"remote", "remote", "remote"}}) {
-                Run run = vgpu(job(mode[1], mode[2]), program, ptx.toString(), repeat);
+                ProgramRun run = vgpu(job(mode[1], mode[2]), program, ptx.toString(), repeat);
                 boolean same = run.status() == 0 && run.results().equals(plain.results());
                 verdicts.add(mode[0] + " " + (same ? "equal" : "DIFFERENT (exit " + run.status() + ")"));
                 passed &= same;
@@ -241,10 +220,10 @@ public final class JCudaProgramsOnGpu {
     }
 
     /** vGPU 0 starts on its worker and is moved onto GPU 0 once the program has data on it. */
-    private String movedMidRun(String program, Run plain) throws Exception {
+    private String movedMidRun(String program, ProgramRun plain) throws Exception {
         Map<String, String> job = job("remote", "local");
         Path socket = Path.of(job.get("VGPU_AGENT_SOCKET"));
-        CompletableFuture<Run> running =
+        CompletableFuture<ProgramRun> running =
                 CompletableFuture.supplyAsync(() -> vgpu(job, program, ptx.toString(), repeat));
         Pattern hasData = Pattern.compile("vgpu 0 on [^,]*, [1-9]\\d* B live");
         String reply = "no move: the program ended before it had data on vGPU 0";
@@ -268,7 +247,7 @@ public final class JCudaProgramsOnGpu {
             }
             Thread.sleep(2);
         }
-        Run run = running.join();
+        ProgramRun run = running.join();
         boolean same = run.status() == 0 && run.results().equals(plain.results());
         boolean moved = reply.startsWith("ok vgpu 0 moved") && whileRunning;
         if (!same || !moved) {
@@ -289,7 +268,7 @@ public final class JCudaProgramsOnGpu {
         Map<String, String> job = job("local", "remote");
         for (int pair = 0; pair < pairs; pair++) {
             Matcher plain = COST.matcher(plain("JCudaCallCost", ptx.toString()).out());
-            Run vgpuRun = vgpu(job, "JCudaCallCost", ptx.toString());
+            ProgramRun vgpuRun = vgpu(job, "JCudaCallCost", ptx.toString());
             Matcher viaVgpu = COST.matcher(vgpuRun.out());
             if (!plain.find() || !viaVgpu.find()) {
                 System.out.println("cost: a run printed no figures:\n" + vgpuRun.out() + vgpuRun.err());

@@ -4,17 +4,13 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -26,7 +22,6 @@ import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
-import org.vgpu.common.cli.SubcommandRunner;
 import org.vgpu.common.line.LineClient;
 import org.vgpu.job.jcuda.ProgramTwins;
 
@@ -57,13 +52,6 @@ class JCudaProgramsTest {
         agentJar = RunProgramTest.agentJar(shared.resolve("agent"));
     }
 
-    private record Outcome(int status, String out, String err) {
-        @Override
-        public String toString() {
-            return "exit " + status + "\n--- out\n" + out + "--- err\n" + err;
-        }
-    }
-
     /**
      * Two local vGPUs on GPUs 0 and 1 of an emulated node of 4, the agent on a socket in the test's directory. vGPU 0
      * is moved onto GPU 1, the other GPU granted to the job.
@@ -85,15 +73,11 @@ class JCudaProgramsTest {
         return directory.resolve("agent.sock");
     }
 
-    private static Outcome vgpuRun(Map<String, String> environment, String program) {
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        ByteArrayOutputStream err = new ByteArrayOutputStream();
-        int status;
-        try (PrintStream outStream = new PrintStream(out, true, StandardCharsets.UTF_8);
-                PrintStream errStream = new PrintStream(err, true, StandardCharsets.UTF_8)) {
-            status = SubcommandRunner.run(
-                    new RunCommand(environment, duration -> {}, Optional.of(agentJar)),
-                    new String[] {
+    private static ProgramRun vgpuRun(Map<String, String> environment, String program) {
+        return ProgramRun.of(
+                environment,
+                agentJar,
+                List.of(
                         "--local-backend",
                         "emulated",
                         "--",
@@ -101,17 +85,7 @@ class JCudaProgramsTest {
                         "-cp",
                         CLASS_PATH,
                         "jcudaprograms." + program,
-                        ptx.toString()
-                    },
-                    outStream,
-                    errStream);
-        }
-        return new Outcome(status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
-    }
-
-    /** The program's own lines: what it computed. */
-    private static List<String> results(Outcome run) {
-        return run.out().lines().filter(line -> !line.startsWith("vgpu")).toList();
+                        ptx.toString()));
     }
 
     @ParameterizedTest(name = "{0}, moved after launch {1}")
@@ -126,16 +100,16 @@ class JCudaProgramsTest {
         "JCudaTwoDevices, 1"
     })
     void runsUnmodifiedAndGivesTheSameResultsMovedMidRun(String program, int pauseAfterLaunch) throws Exception {
-        Outcome unmoved = vgpuRun(job(), program);
+        ProgramRun unmoved = vgpuRun(job(), program);
         assertEquals(0, unmoved.status(), unmoved.toString());
-        assertFalse(results(unmoved).isEmpty(), unmoved.toString());
-        assertTrue(results(unmoved).stream().anyMatch(line -> line.contains(": PASSED, ")), unmoved.toString());
+        assertFalse(unmoved.results().isEmpty(), unmoved.toString());
+        assertTrue(unmoved.results().stream().anyMatch(line -> line.contains(": PASSED, ")), unmoved.toString());
         assertFalse(unmoved.out().contains("FAILED"), unmoved.toString());
 
         Map<String, String> paused = job();
         paused.put("VGPU_TEST_PAUSE_AT_LAUNCH", Integer.toString(pauseAfterLaunch));
         paused.put("VGPU_TEST_PAUSE_DIRECTORY", directory.toString());
-        CompletableFuture<Outcome> running = CompletableFuture.supplyAsync(() -> vgpuRun(paused, program));
+        CompletableFuture<ProgramRun> running = CompletableFuture.supplyAsync(() -> vgpuRun(paused, program));
         while (!Files.exists(directory.resolve("paused"))) {
             assertFalse(running.isDone(), () -> "the program ended before its pause: " + running.join());
             Thread.sleep(20);
@@ -144,7 +118,7 @@ class JCudaProgramsTest {
                 () -> LineClient.request(socket(), "migrate 0 1", Duration.ofSeconds(120)));
         Thread.sleep(300); // the request reaches the agent, which waits for the paused launch
         Files.writeString(directory.resolve("resume"), "");
-        Outcome movedRun = running.get(300, TimeUnit.SECONDS);
+        ProgramRun movedRun = running.get(300, TimeUnit.SECONDS);
         // the program's JVM reports the move; the reply to the request may be cut off when the program, let go
         // once its vGPU moved, ends before the agent has answered
         assertTrue(
@@ -157,13 +131,13 @@ class JCudaProgramsTest {
             assertTrue(cutOff.getCause().getMessage().contains("closed the connection"), cutOff.toString());
         }
         assertEquals(0, movedRun.status(), movedRun.toString());
-        assertEquals(results(unmoved), results(movedRun), movedRun.toString());
+        assertEquals(unmoved.results(), movedRun.results(), movedRun.toString());
         assertFalse(Files.exists(socket()), "the agent's socket is removed at exit");
     }
 
     @Test
     void anUnsupportedJCudaCallFailsNamingTheCall() {
-        Outcome run = vgpuRun(job(), "JCudaUnsupportedCall");
+        ProgramRun run = vgpuRun(job(), "JCudaUnsupportedCall");
 
         assertEquals(1, run.status(), run.toString());
         assertTrue(run.out().contains("allocated 4096 B with cuMemAlloc"), run.toString());

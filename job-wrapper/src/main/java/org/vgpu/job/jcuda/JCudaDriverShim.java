@@ -337,10 +337,10 @@ public final class JCudaDriverShim {
     public static int cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, long bytes, CUstream stream) {
         return DRIVER.call("cuMemcpyDtoDAsync", () -> {
             long to = JCudaObjects.deviceAddress(dst);
-            Handle<StreamHandle> queue = session().stream(stream);
             session()
-                    .device(queue.device())
-                    .memcpyDtoDAsync(to, JCudaObjects.deviceAddress(src), bytes, queue.handle());
+                    .onStream(
+                            stream,
+                            (gpu, queue) -> gpu.memcpyDtoDAsync(to, JCudaObjects.deviceAddress(src), bytes, queue));
         });
     }
 
@@ -367,28 +367,28 @@ public final class JCudaDriverShim {
 
     public static int cuMemsetD8Async(CUdeviceptr dst, byte value, long count, CUstream stream) {
         return DRIVER.call("cuMemsetD8Async", () -> {
-            Handle<StreamHandle> queue = session().stream(stream);
             session()
-                    .device(queue.device())
-                    .memsetD8Async(JCudaObjects.deviceAddress(dst), value, count, queue.handle());
+                    .onStream(
+                            stream,
+                            (gpu, queue) -> gpu.memsetD8Async(JCudaObjects.deviceAddress(dst), value, count, queue));
         });
     }
 
     public static int cuMemsetD16Async(CUdeviceptr dst, short value, long count, CUstream stream) {
         return DRIVER.call("cuMemsetD16Async", () -> {
-            Handle<StreamHandle> queue = session().stream(stream);
             session()
-                    .device(queue.device())
-                    .memsetD16Async(JCudaObjects.deviceAddress(dst), value, count, queue.handle());
+                    .onStream(
+                            stream,
+                            (gpu, queue) -> gpu.memsetD16Async(JCudaObjects.deviceAddress(dst), value, count, queue));
         });
     }
 
     public static int cuMemsetD32Async(CUdeviceptr dst, int value, long count, CUstream stream) {
         return DRIVER.call("cuMemsetD32Async", () -> {
-            Handle<StreamHandle> queue = session().stream(stream);
             session()
-                    .device(queue.device())
-                    .memsetD32Async(JCudaObjects.deviceAddress(dst), value, count, queue.handle());
+                    .onStream(
+                            stream,
+                            (gpu, queue) -> gpu.memsetD32Async(JCudaObjects.deviceAddress(dst), value, count, queue));
         });
     }
 
@@ -447,19 +447,11 @@ public final class JCudaDriverShim {
     // ---- streams and events
 
     public static int cuStreamCreate(CUstream stream, int flags) {
-        return DRIVER.call("cuStreamCreate", () -> {
-            JCudaSession session = session();
-            int device = session.currentDevice();
-            session.give(
-                    session.streams(), stream, device, session.device(device).streamCreate());
-        });
+        return DRIVER.call("cuStreamCreate", () -> session().streamCreate(stream));
     }
 
     public static int cuStreamSynchronize(CUstream stream) {
-        return DRIVER.call("cuStreamSynchronize", () -> {
-            Handle<StreamHandle> queue = session().stream(stream);
-            session().device(queue.device()).streamSynchronize(queue.handle());
-        });
+        return DRIVER.call("cuStreamSynchronize", () -> session().streamSynchronize(stream));
     }
 
     public static int cuStreamQuery(CUstream stream) {
@@ -472,40 +464,19 @@ public final class JCudaDriverShim {
     }
 
     public static int cuStreamWaitEvent(CUstream stream, CUevent event, int flags) {
-        return DRIVER.call("cuStreamWaitEvent", () -> {
-            JCudaSession session = session();
-            Handle<StreamHandle> queue = session.stream(stream);
-            Handle<EventHandle> awaited = session.find(session.events(), event, "event");
-            if (awaited.device() != queue.device()) {
-                throw JCudaApi.unsupported("cuStreamWaitEvent across two devices");
-            }
-            session.device(queue.device()).streamWaitEvent(queue.handle(), awaited.handle());
-        });
+        return DRIVER.call("cuStreamWaitEvent", () -> session().streamWaitEvent(stream, event, "cuStreamWaitEvent"));
     }
 
     public static int cuStreamDestroy(CUstream stream) {
-        return DRIVER.call("cuStreamDestroy", () -> {
-            JCudaSession session = session();
-            Handle<StreamHandle> queue = session.take(session.streams(), stream, "stream");
-            session.device(queue.device()).streamDestroy(queue.handle());
-        });
+        return DRIVER.call("cuStreamDestroy", () -> session().streamDestroy(stream));
     }
 
     public static int cuEventCreate(CUevent event, int flags) {
-        return DRIVER.call("cuEventCreate", () -> {
-            JCudaSession session = session();
-            int device = session.currentDevice();
-            session.give(session.events(), event, device, session.device(device).eventCreate());
-        });
+        return DRIVER.call("cuEventCreate", () -> session().eventCreate(event));
     }
 
     public static int cuEventRecord(CUevent event, CUstream stream) {
-        return DRIVER.call("cuEventRecord", () -> {
-            JCudaSession session = session();
-            Handle<EventHandle> recorded = session.find(session.events(), event, "event");
-            Handle<StreamHandle> queue = session.stream(stream);
-            session.device(recorded.device()).eventRecord(recorded.handle(), queue.handle());
-        });
+        return DRIVER.call("cuEventRecord", () -> session().eventRecord(event, stream));
     }
 
     public static int cuEventQuery(CUevent event) {
@@ -518,26 +489,15 @@ public final class JCudaDriverShim {
     }
 
     public static int cuEventSynchronize(CUevent event) {
-        return DRIVER.call("cuEventSynchronize", () -> {
-            Handle<EventHandle> found = event(event);
-            session().device(found.device()).eventSynchronize(found.handle());
-        });
+        return DRIVER.call("cuEventSynchronize", () -> session().eventSynchronize(event));
     }
 
     public static int cuEventElapsedTime(float[] milliseconds, CUevent start, CUevent end) {
-        return DRIVER.call("cuEventElapsedTime", () -> {
-            Handle<EventHandle> from = event(start);
-            Handle<EventHandle> to = event(end);
-            milliseconds[0] = session().device(from.device()).eventElapsedTime(from.handle(), to.handle());
-        });
+        return DRIVER.call("cuEventElapsedTime", () -> session().eventElapsedTime(milliseconds, start, end));
     }
 
     public static int cuEventDestroy(CUevent event) {
-        return DRIVER.call("cuEventDestroy", () -> {
-            JCudaSession session = session();
-            Handle<EventHandle> gone = session.take(session.events(), event, "event");
-            session.device(gone.device()).eventDestroy(gone.handle());
-        });
+        return DRIVER.call("cuEventDestroy", () -> session().eventDestroy(event));
     }
 
     // ---- helpers

@@ -12,7 +12,6 @@ import jcuda.runtime.cudaStream_t;
 
 import org.vgpu.job.jcuda.JCudaSession.Handle;
 import org.vgpu.runtime.api.ErrorCode;
-import org.vgpu.runtime.api.EventHandle;
 import org.vgpu.runtime.api.MemoryInfo;
 import org.vgpu.runtime.api.StreamHandle;
 import org.vgpu.runtime.api.VgpuException;
@@ -113,87 +112,49 @@ public final class JCudaRuntimeShim {
 
     public static int cudaMemsetAsync(Pointer pointer, int value, long bytes, cudaStream_t stream) {
         return RUNTIME.call("cudaMemsetAsync", () -> {
-            Handle<StreamHandle> queue = session().stream(stream);
             session()
-                    .device(queue.device())
-                    .memsetD8Async(JCudaObjects.deviceAddress(pointer), (byte) value, bytes, queue.handle());
+                    .onStream(
+                            stream,
+                            (gpu, queue) ->
+                                    gpu.memsetD8Async(JCudaObjects.deviceAddress(pointer), (byte) value, bytes, queue));
         });
     }
 
     public static int cudaStreamCreate(cudaStream_t stream) {
-        return RUNTIME.call("cudaStreamCreate", () -> {
-            JCudaSession session = session();
-            int device = session.currentDevice();
-            session.give(
-                    session.streams(), stream, device, session.device(device).streamCreate());
-        });
+        return RUNTIME.call("cudaStreamCreate", () -> session().streamCreate(stream));
     }
 
     public static int cudaStreamSynchronize(cudaStream_t stream) {
-        return RUNTIME.call("cudaStreamSynchronize", () -> {
-            Handle<StreamHandle> queue = session().stream(stream);
-            session().device(queue.device()).streamSynchronize(queue.handle());
-        });
+        return RUNTIME.call("cudaStreamSynchronize", () -> session().streamSynchronize(stream));
     }
 
     public static int cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, int flags) {
-        return RUNTIME.call("cudaStreamWaitEvent", () -> {
-            JCudaSession session = session();
-            Handle<StreamHandle> queue = session.stream(stream);
-            Handle<EventHandle> awaited = session.find(session.events(), event, "event");
-            if (awaited.device() != queue.device()) {
-                throw JCudaApi.unsupported("cudaStreamWaitEvent across two devices");
-            }
-            session.device(queue.device()).streamWaitEvent(queue.handle(), awaited.handle());
-        });
+        return RUNTIME.call(
+                "cudaStreamWaitEvent", () -> session().streamWaitEvent(stream, event, "cudaStreamWaitEvent"));
     }
 
     public static int cudaStreamDestroy(cudaStream_t stream) {
-        return RUNTIME.call("cudaStreamDestroy", () -> {
-            JCudaSession session = session();
-            Handle<StreamHandle> queue = session.take(session.streams(), stream, "stream");
-            session.device(queue.device()).streamDestroy(queue.handle());
-        });
+        return RUNTIME.call("cudaStreamDestroy", () -> session().streamDestroy(stream));
     }
 
     public static int cudaEventCreate(cudaEvent_t event) {
-        return RUNTIME.call("cudaEventCreate", () -> {
-            JCudaSession session = session();
-            int device = session.currentDevice();
-            session.give(session.events(), event, device, session.device(device).eventCreate());
-        });
+        return RUNTIME.call("cudaEventCreate", () -> session().eventCreate(event));
     }
 
     public static int cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
-        return RUNTIME.call("cudaEventRecord", () -> {
-            JCudaSession session = session();
-            Handle<EventHandle> recorded = session.find(session.events(), event, "event");
-            session.device(recorded.device())
-                    .eventRecord(recorded.handle(), session.stream(stream).handle());
-        });
+        return RUNTIME.call("cudaEventRecord", () -> session().eventRecord(event, stream));
     }
 
     public static int cudaEventSynchronize(cudaEvent_t event) {
-        return RUNTIME.call("cudaEventSynchronize", () -> {
-            Handle<EventHandle> found = session().find(session().events(), event, "event");
-            session().device(found.device()).eventSynchronize(found.handle());
-        });
+        return RUNTIME.call("cudaEventSynchronize", () -> session().eventSynchronize(event));
     }
 
     public static int cudaEventElapsedTime(float[] milliseconds, cudaEvent_t start, cudaEvent_t end) {
-        return RUNTIME.call("cudaEventElapsedTime", () -> {
-            Handle<EventHandle> from = session().find(session().events(), start, "event");
-            Handle<EventHandle> to = session().find(session().events(), end, "event");
-            milliseconds[0] = session().device(from.device()).eventElapsedTime(from.handle(), to.handle());
-        });
+        return RUNTIME.call("cudaEventElapsedTime", () -> session().eventElapsedTime(milliseconds, start, end));
     }
 
     public static int cudaEventDestroy(cudaEvent_t event) {
-        return RUNTIME.call("cudaEventDestroy", () -> {
-            JCudaSession session = session();
-            Handle<EventHandle> gone = session.take(session.events(), event, "event");
-            session.device(gone.device()).eventDestroy(gone.handle());
-        });
+        return RUNTIME.call("cudaEventDestroy", () -> session().eventDestroy(event));
     }
 
     /** cudaMemcpy's four directions; cudaMemcpyDefault tells them by whether each side is a device pointer. */

@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BiConsumer;
 
 import jcuda.NativePointerObject;
 import jcuda.Pointer;
@@ -165,6 +166,63 @@ final class JCudaSession {
             return new Handle<>(currentDevice(), StreamHandle.DEFAULT);
         }
         return find(streams, stream, "stream");
+    }
+
+    // ---- streams and events, as the driver's and the runtime's calls of the same name do them
+
+    /** Runs {@code work} on the vGPU of {@code stream} with the runtime's handle of it. */
+    void onStream(NativePointerObject stream, BiConsumer<VirtualGpu, StreamHandle> work) {
+        Handle<StreamHandle> queue = stream(stream);
+        work.accept(device(queue.device()), queue.handle());
+    }
+
+    void streamCreate(NativePointerObject stream) {
+        int device = currentDevice();
+        give(streams, stream, device, device(device).streamCreate());
+    }
+
+    void streamSynchronize(NativePointerObject stream) {
+        onStream(stream, VirtualGpu::streamSynchronize);
+    }
+
+    void streamWaitEvent(NativePointerObject stream, NativePointerObject event, String call) {
+        Handle<StreamHandle> queue = stream(stream);
+        Handle<EventHandle> awaited = find(events, event, "event");
+        if (awaited.device() != queue.device()) {
+            throw JCudaApi.unsupported(call + " across two devices");
+        }
+        device(queue.device()).streamWaitEvent(queue.handle(), awaited.handle());
+    }
+
+    void streamDestroy(NativePointerObject stream) {
+        Handle<StreamHandle> queue = take(streams, stream, "stream");
+        device(queue.device()).streamDestroy(queue.handle());
+    }
+
+    void eventCreate(NativePointerObject event) {
+        int device = currentDevice();
+        give(events, event, device, device(device).eventCreate());
+    }
+
+    void eventRecord(NativePointerObject event, NativePointerObject stream) {
+        Handle<EventHandle> recorded = find(events, event, "event");
+        device(recorded.device()).eventRecord(recorded.handle(), stream(stream).handle());
+    }
+
+    void eventSynchronize(NativePointerObject event) {
+        Handle<EventHandle> found = find(events, event, "event");
+        device(found.device()).eventSynchronize(found.handle());
+    }
+
+    void eventElapsedTime(float[] milliseconds, NativePointerObject start, NativePointerObject end) {
+        Handle<EventHandle> from = find(events, start, "event");
+        Handle<EventHandle> to = find(events, end, "event");
+        milliseconds[0] = device(from.device()).eventElapsedTime(from.handle(), to.handle());
+    }
+
+    void eventDestroy(NativePointerObject event) {
+        Handle<EventHandle> gone = take(events, event, "event");
+        device(gone.device()).eventDestroy(gone.handle());
     }
 
     // ---- memory
