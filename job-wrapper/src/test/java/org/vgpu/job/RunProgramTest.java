@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
-import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -34,7 +33,6 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 import org.vgpu.common.agent.AgentChannel;
-import org.vgpu.common.cli.SubcommandRunner;
 import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.common.line.LineClient;
 
@@ -228,15 +226,8 @@ class RunProgramTest {
     }
 
     private static Outcome vgpuRun(Map<String, String> environment, String... args) {
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        ByteArrayOutputStream err = new ByteArrayOutputStream();
-        int status;
-        try (PrintStream outStream = new PrintStream(out, true, StandardCharsets.UTF_8);
-                PrintStream errStream = new PrintStream(err, true, StandardCharsets.UTF_8)) {
-            status = SubcommandRunner.run(
-                    new RunCommand(environment, duration -> {}, Optional.of(agentJar)), args, outStream, errStream);
-        }
-        return new Outcome(status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+        ProgramRun run = ProgramRun.of(environment, agentJar, List.of(args));
+        return new Outcome(run.status(), run.out(), run.err());
     }
 
     private static String[] java(String program, String... options) {
