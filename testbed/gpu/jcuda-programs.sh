@@ -8,6 +8,11 @@
 #      agent's socket once it has data on the GPU (remote->native mid-run); each vgpu run must print exactly what
 #      plain JCuda printed. One line per program, e.g.
 #        JCudaVectorAdd: plain JCuda PASSED, native equal, remote equal, remote->native mid-run equal (ok vgpu 0 moved ...)
+#      Where plain JCuda cannot run a program there, the native vgpu run is the reference and must pass the program's
+#      own CPU check: the NVRTC program (JCuda 12.6's NVRTC binding needs libnvrtc.so.12; CUDA 13 has .13, which vgpu
+#      calls itself) and, on a machine of one GPU, the two-device program (vgpu gives it two vGPUs there):
+#        JCudaNvrtc: plain JCuda cannot run here (...UnsatisfiedLinkError...), native PASSED its CPU check (the
+#        reference), remote equal, remote->native mid-run equal (...)
 #   3. The agent path's cost against plain JCuda (jcudaprograms.JCudaCallCost: an asynchronous launch, a 4 KiB copy),
 #      as the median of the vgpu/plain ratios of 5 interleaved pairs of runs:
 #        cost (vgpu native / plain JCuda, median of 5 interleaved pairs): async launch R1, 4 KiB copy R2 (goal <= 1.05)
