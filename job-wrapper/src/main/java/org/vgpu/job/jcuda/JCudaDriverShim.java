@@ -13,11 +13,13 @@ import java.util.Arrays;
 
 import jcuda.NativePointerObject;
 import jcuda.Pointer;
+import jcuda.driver.CUDA_MEMCPY2D;
 import jcuda.driver.CUcontext;
 import jcuda.driver.CUdevice;
 import jcuda.driver.CUdeviceptr;
 import jcuda.driver.CUevent;
 import jcuda.driver.CUfunction;
+import jcuda.driver.CUmemorytype;
 import jcuda.driver.CUmodule;
 import jcuda.driver.CUresult;
 import jcuda.driver.CUstream;
@@ -35,6 +37,7 @@ import org.vgpu.runtime.api.KernelArgs;
 import org.vgpu.runtime.api.KernelSignature;
 import org.vgpu.runtime.api.MemoryInfo;
 import org.vgpu.runtime.api.ModuleHandle;
+import org.vgpu.runtime.api.PitchedMemory;
 import org.vgpu.runtime.api.PointerAttribute;
 import org.vgpu.runtime.api.StreamHandle;
 import org.vgpu.runtime.api.VgpuException;
@@ -342,6 +345,54 @@ public final class JCudaDriverShim {
                             stream,
                             (gpu, queue) -> gpu.memcpyDtoDAsync(to, JCudaObjects.deviceAddress(src), bytes, queue));
         });
+    }
+
+    /** Host and device sides (CU_MEMORYTYPE_HOST, DEVICE, or UNIFIED with a device pointer); CUDA arrays are refused. */
+    public static int cuMemcpy2D(CUDA_MEMCPY2D copy) {
+        return DRIVER.call("cuMemcpy2D", () -> {
+            PitchedMemory dst = side(
+                    copy.dstMemoryType,
+                    copy.dstHost,
+                    copy.dstDevice,
+                    copy.dstXInBytes,
+                    copy.dstY,
+                    copy.dstPitch,
+                    copy,
+                    "destination");
+            PitchedMemory src = side(
+                    copy.srcMemoryType,
+                    copy.srcHost,
+                    copy.srcDevice,
+                    copy.srcXInBytes,
+                    copy.srcY,
+                    copy.srcPitch,
+                    copy,
+                    "source");
+            long device = dst instanceof PitchedMemory.Device onDevice
+                    ? onDevice.address()
+                    : src instanceof PitchedMemory.Device fromDevice ? fromDevice.address() : 0;
+            if (device == 0) {
+                throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "cuMemcpy2D between two host sides");
+            }
+            session().gpuOf(device).memcpy2D(dst, src, copy.WidthInBytes, copy.Height);
+        });
+    }
+
+    /** One side of a 2-D copy, from its first row's first byte on. */
+    private static PitchedMemory side(
+            int type, Pointer host, CUdeviceptr device, long x, long y, long pitch, CUDA_MEMCPY2D copy, String what) {
+        long offset = x + y * pitch;
+        boolean onDevice = type == CUmemorytype.CU_MEMORYTYPE_DEVICE
+                || (type == CUmemorytype.CU_MEMORYTYPE_UNIFIED && device != null);
+        if (onDevice) {
+            return new PitchedMemory.Device(JCudaObjects.deviceAddress(device) + offset, pitch);
+        }
+        if (type == CUmemorytype.CU_MEMORYTYPE_HOST) {
+            long rows = copy.Height == 0 ? 0 : (copy.Height - 1) * pitch + copy.WidthInBytes;
+            return new PitchedMemory.Host(
+                    JCudaObjects.hostMemory(host, offset + rows, what).asSlice(offset), pitch);
+        }
+        throw JCudaApi.unsupported("cuMemcpy2D with a CUDA array or memory type " + type);
     }
 
     public static int cuMemsetD8(CUdeviceptr dst, byte value, long count) {

@@ -11,7 +11,9 @@ import java.util.List;
 
 import jcuda.CudaException;
 import jcuda.Pointer;
+import jcuda.driver.CUDA_MEMCPY2D;
 import jcuda.driver.CUdeviceptr;
+import jcuda.driver.CUmemorytype;
 import jcuda.driver.CUresult;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -75,6 +77,46 @@ class JCudaShimsTest {
         // more than the host array holds is refused, not read past it
         assertEquals(CUresult.CUDA_ERROR_INVALID_VALUE, JCudaDriverShim.cuMemcpyHtoD(pointer, Pointer.to(back), 32));
         assertEquals(0, JCudaDriverShim.cuMemFree(pointer));
+    }
+
+    @Test
+    void aTwoDimensionalCopyTakesRowsOfAPitchedHostBufferToADeviceAndBack() {
+        JCudaSession.install(List.of(gpu));
+        CUdeviceptr pointer = new CUdeviceptr();
+        assertEquals(0, JCudaDriverShim.cuMemAlloc(pointer, 64));
+        assertEquals(0, JCudaDriverShim.cuMemsetD8(pointer, (byte) 0, 64));
+        byte[] host = new byte[40]; // 4 rows of 10 bytes
+        for (int i = 0; i < host.length; i++) {
+            host[i] = (byte) i;
+        }
+        CUDA_MEMCPY2D up = new CUDA_MEMCPY2D();
+        up.srcMemoryType = CUmemorytype.CU_MEMORYTYPE_HOST;
+        up.srcHost = Pointer.to(host);
+        up.srcPitch = 10;
+        up.srcXInBytes = 2; // columns 2..5 of rows 1..3
+        up.srcY = 1;
+        up.dstMemoryType = CUmemorytype.CU_MEMORYTYPE_DEVICE;
+        up.dstDevice = pointer;
+        up.dstPitch = 16;
+        up.WidthInBytes = 4;
+        up.Height = 3;
+        assertEquals(0, JCudaDriverShim.cuMemcpy2D(up));
+
+        byte[] back = new byte[64];
+        assertEquals(0, JCudaDriverShim.cuMemcpyDtoH(Pointer.to(back), pointer, 64));
+        byte[] expected = new byte[64];
+        for (int row = 0; row < 3; row++) {
+            for (int column = 0; column < 4; column++) {
+                expected[row * 16 + column] = (byte) ((row + 1) * 10 + 2 + column);
+            }
+        }
+        assertArrayEquals(expected, back);
+
+        up.srcMemoryType = CUmemorytype.CU_MEMORYTYPE_ARRAY;
+        CudaException array = assertThrows(CudaException.class, () -> JCudaDriverShim.cuMemcpy2D(up));
+        assertTrue(
+                array.getMessage().startsWith("vgpu does not support cuMemcpy2D with a CUDA array"),
+                array.getMessage());
     }
 
     @Test
