@@ -473,7 +473,7 @@ public final class JCudaDriverShim {
                     new Dim3(blockX, blockY, blockZ),
                     sharedMemBytes,
                     queue,
-                    arguments(gpu.functionSignature(kernel.handle()), kernelParams));
+                    arguments(session.signature(kernel), kernelParams));
         });
     }
 

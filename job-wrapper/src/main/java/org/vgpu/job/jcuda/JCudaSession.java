@@ -17,6 +17,7 @@ import jcuda.Pointer;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.EventHandle;
 import org.vgpu.runtime.api.FunctionHandle;
+import org.vgpu.runtime.api.KernelSignature;
 import org.vgpu.runtime.api.ModuleHandle;
 import org.vgpu.runtime.api.StreamHandle;
 import org.vgpu.runtime.api.VgpuException;
@@ -46,6 +47,8 @@ final class JCudaSession {
     private final Map<Long, Handle<FunctionHandle>> functions = new ConcurrentHashMap<>();
     private final Map<Long, Handle<StreamHandle>> streams = new ConcurrentHashMap<>();
     private final Map<Long, Handle<EventHandle>> events = new ConcurrentHashMap<>();
+    /** Each function's parameter sizes, asked once (a launch decodes its parameters with them). */
+    private final Map<Handle<FunctionHandle>, KernelSignature> signatures = new ConcurrentHashMap<>();
     /** Device allocations by address, for cuCtxDestroy. */
     private final Map<Long, Integer> allocations = new ConcurrentHashMap<>();
     /** Page-locked host memory the shims handed out, by the buffer they put into the program's Pointer. */
@@ -142,6 +145,11 @@ final class JCudaSession {
         table.remove(JCudaObjects.nativePointer(object));
         JCudaObjects.setNativePointer(object, 0);
         return handle;
+    }
+
+    KernelSignature signature(Handle<FunctionHandle> function) {
+        return signatures.computeIfAbsent(
+                function, found -> device(found.device()).functionSignature(found.handle()));
     }
 
     Map<Long, Handle<ModuleHandle>> modules() {
