@@ -2,11 +2,18 @@ package org.vgpu.job.jcuda;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.IOException;
+import java.io.InputStream;
+import java.lang.classfile.ClassFile;
+import java.lang.classfile.Opcode;
+import java.lang.classfile.instruction.InvokeInstruction;
 import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
+import java.nio.charset.StandardCharsets;
 import java.util.List;
 
 import jcuda.CudaException;
@@ -46,6 +53,43 @@ class JCudaShimsTest {
                     assertTrue(Modifier.isStatic(original.getModifiers()), method.toString());
                 }
             }
+        }
+    }
+
+    @Test
+    void aProgramsJCudaCallsAreRedirectedAndJCudasAndVgpusOwnClassesAreLeftAlone() throws Exception {
+        JCudaCallSites sites = new JCudaCallSites();
+        ClassLoader loader = getClass().getClassLoader();
+
+        byte[] rewritten = sites.transform(
+                loader, "jcudaprograms/JCudaVectorAdd", null, null, classBytes("jcudaprograms/JCudaVectorAdd"));
+        List<String> staticallyCalled = ClassFile.of().parse(rewritten).methods().stream()
+                .flatMap(method -> method.code().stream())
+                .flatMap(code -> code.elementStream())
+                .filter(element -> element instanceof InvokeInstruction call && call.opcode() == Opcode.INVOKESTATIC)
+                .map(element -> ((InvokeInstruction) element).owner().asInternalName())
+                .distinct()
+                .toList();
+        assertTrue(staticallyCalled.contains("org/vgpu/job/jcuda/JCudaDriverShim"), staticallyCalled.toString());
+        assertFalse(staticallyCalled.contains("jcuda/driver/JCudaDriver"), staticallyCalled.toString());
+        assertTrue(staticallyCalled.contains("jcuda/Pointer"), "Pointer.to stays JCuda's: " + staticallyCalled);
+
+        byte[] unsupported = sites.transform(
+                loader,
+                "jcudaprograms/JCudaUnsupportedCall",
+                null,
+                null,
+                classBytes("jcudaprograms/JCudaUnsupportedCall"));
+        assertTrue(new String(unsupported, StandardCharsets.ISO_8859_1).contains("cuMemAllocManaged"));
+
+        for (String leftAlone : List.of("jcuda/driver/JCudaDriver", "org/vgpu/runtime/nativegpu/NativeGpu")) {
+            assertEquals(null, sites.transform(loader, leftAlone, null, null, classBytes(leftAlone)), leftAlone);
+        }
+    }
+
+    private byte[] classBytes(String internalName) throws IOException {
+        try (InputStream in = getClass().getClassLoader().getResourceAsStream(internalName + ".class")) {
+            return in.readAllBytes();
         }
     }
 
