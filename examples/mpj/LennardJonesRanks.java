@@ -71,6 +71,9 @@ public class LennardJonesRanks {
         };
         Run ranks = simulate(List.of(new Share(gpu, start.count(), rank, size)), start, more, allreduce);
         if (rank == 0) {
+            System.out.printf(
+                    "%d ranks, %d atoms, %d steps: energy/atom %.6f%n",
+                    size, start.count(), ranks.steps(), ranks.atoms().energyPerAtom());
             List<Share> alone = new ArrayList<>();
             for (int share = 0; share < size; share++) {
                 alone.add(new Share(gpu, start.count(), share, size));
@@ -78,9 +81,6 @@ public class LennardJonesRanks {
             Atoms single = simulate(alone, start, done -> done < ranks.steps(), slices -> slices)
                     .atoms();
             Atoms distributed = ranks.atoms();
-            System.out.printf(
-                    "%d ranks, %d atoms, %d steps: energy/atom %.6f%n",
-                    size, start.count(), ranks.steps(), distributed.energyPerAtom());
             boolean same = Arrays.equals(distributed.pos, single.pos)
                     && Arrays.equals(distributed.vel, single.vel)
                     && Arrays.equals(distributed.potential, single.potential)

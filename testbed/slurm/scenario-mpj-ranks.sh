@@ -74,8 +74,13 @@ for expected in "ranks status=0" \
     "MATCH: 3 ranks on 3 vGPUs equal a single rank on vGPU 0, bit for bit (positions, velocities, energies)"; do
     grep -qxF "$expected" "$output" || die "job $job's output lacks '$expected': $(cat "$output")"
 done
-grep -Eq '^vgpu: migration: vgpu 2 moved .*\(remote\) -> gpu [0-9]+' "$output" \
-    || die "the ranks' JVM did not report the move of vGPU 2 home: $(cat "$output")"
+# the ranks' JVM reports the move before rank 0 prints the ranks' result (and computes the single rank's)
+moved_at=$(grep -En '^vgpu: migration: vgpu 2 moved .*\(remote\) -> gpu [0-9]+' "$output" | head -n 1 | cut -d: -f1)
+ranks_done_at=$(grep -n '^3 ranks, 108 atoms, ' "$output" | head -n 1 | cut -d: -f1)
+[ -n "$moved_at" ] || die "the ranks' JVM did not report the move of vGPU 2 home: $(cat "$output")"
+[ -n "$ranks_done_at" ] && [ "$moved_at" -lt "$ranks_done_at" ] \
+    || die "vGPU 2 did not move while the ranks ran: $(cat "$output")"
+say "the ranks' JVM: $(sed -n "${moved_at}p" "$output")"
 steps=$(sed -n 's/^3 ranks, 108 atoms, \([0-9]*\) steps: .*/\1/p' "$output")
 wait_until 30 "job $job's holders are gone" no_holders_of "$job" \
     || die "holders of job $job still in squeue after it ended: $(holders_of "$job" | tr '\n' ' ')"
