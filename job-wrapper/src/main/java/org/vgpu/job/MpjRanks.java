@@ -1,5 +1,6 @@
 package org.vgpu.job;
 
+import java.io.File;
 import java.io.IOException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
@@ -247,7 +248,7 @@ final class MpjRanks implements AutoCloseable {
         command.addAll(program.jvmOptions());
         command.add("-cp");
         command.add(String.join(
-                java.io.File.pathSeparator,
+                File.pathSeparator,
                 STARTER_JARS.stream()
                         .map(jar -> home.resolve("lib").resolve(jar).toString())
                         .toList()));

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
+import java.io.File;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.io.PrintStream;
@@ -58,7 +59,7 @@ class MpjRanksTest {
     // ---- the command
 
     @Test
-    void theProgramsJavaCommandBecomesMpjsMulticoreStarterWithItsJvmOptionsKept() {
+    void theProgramsJavaCommandIsReadForItsJvmOptionsClassPathMainClassAndArguments() {
         MpjRanks.JavaProgram program = MpjRanks.parse(List.of(
                 "/opt/jdk/bin/java",
                 "-Xmx2g",
@@ -78,6 +79,64 @@ class MpjRanksTest {
         assertEquals("app.jar:lib/*", program.classPath());
         assertEquals("org.example.Md", program.mainClass());
         assertEquals(List.of("200", "-v"), program.arguments(), "words after the main class are the program's");
+    }
+
+    @Test
+    void theRanksRunMpjsMulticoreStarterInTheProgramsJavaWithAPrivateMpjHomeRemovedAfterwards() throws IOException {
+        Path mpj = directory.resolve("mpj-v0_44");
+        Files.createDirectories(mpj.resolve("lib"));
+        Files.createDirectories(mpj.resolve("conf"));
+        for (String jar : List.of(
+                "starter.jar",
+                "smpdev.jar",
+                "xdev.jar",
+                "mpjbuf.jar",
+                "loader2.jar",
+                "mpiExp.jar",
+                "mpi.jar",
+                "mpjdev.jar",
+                "log4j-1.2.jar")) {
+            Files.writeString(mpj.resolve("lib").resolve(jar), jar);
+        }
+        Files.writeString(mpj.resolve("conf/mpjexpress.conf"), "# MPJ's configuration\n");
+
+        Path home;
+        try (MpjRanks ranks = MpjRanks.prepare(
+                3,
+                List.of("/opt/jdk/bin/java", "-Xmx1g", "-cp", "app.jar", "org.example.Md", "200"),
+                3,
+                Map.of(MpjRanks.MPJ_DIR_VARIABLE, mpj.toString()))) {
+            home = Path.of(ranks.environment().get("MPJ_HOME"));
+            Path lib = home.resolve("lib");
+            assertEquals(
+                    List.of(
+                            "/opt/jdk/bin/java",
+                            "-Xmx1g",
+                            "-cp",
+                            Stream.of(
+                                            "smpdev.jar",
+                                            "xdev.jar",
+                                            "mpjbuf.jar",
+                                            "loader2.jar",
+                                            "starter.jar",
+                                            "mpiExp.jar")
+                                    .map(jar -> lib.resolve(jar).toString())
+                                    .collect(Collectors.joining(File.pathSeparator)),
+                            MpjRanks.MULTICORE_STARTER,
+                            Path.of("").toAbsolutePath().toString(),
+                            "3",
+                            "smpdev",
+                            "useLocalLoader",
+                            "app.jar",
+                            RankMain.class.getName(),
+                            "org.example.Md",
+                            "200"),
+                    ranks.command());
+            assertEquals("mpi.jar", Files.readString(lib.resolve("mpi.jar")), "MPJ's jars are copied into the home");
+            assertEquals("log4j-1.2.jar", Files.readString(lib.resolve("log4j-1.2.jar")), "log4j beside them");
+            assertTrue(Files.exists(home.resolve("conf/mpjexpress.conf")));
+        }
+        assertFalse(Files.exists(home), "the private MPJ_HOME is removed when the run ends");
     }
 
     @Test
@@ -285,7 +344,7 @@ class MpjRanksTest {
             manifest.getMainAttributes()
                     .put(
                             Attributes.Name.CLASS_PATH,
-                            Stream.of(CLASS_PATH.split(java.io.File.pathSeparator))
+                            Stream.of(CLASS_PATH.split(File.pathSeparator))
                                     .map(entry -> Path.of(entry).toUri().toString())
                                     .collect(Collectors.joining(" ")));
             try (OutputStream file = Files.newOutputStream(jar);
@@ -316,7 +375,7 @@ class MpjRanksTest {
         JavaCompiler javac = ToolProvider.getSystemJavaCompiler();
         ByteArrayOutputStream diagnostics = new ByteArrayOutputStream();
         List<String> args = new ArrayList<>(
-                List.of("-cp", DEBIAN_MPJ_JAR + java.io.File.pathSeparator + CLASS_PATH, "-d", programs.toString()));
+                List.of("-cp", DEBIAN_MPJ_JAR + File.pathSeparator + CLASS_PATH, "-d", programs.toString()));
         args.add(file.toString());
         int compiled = javac.run(null, diagnostics, diagnostics, args.toArray(String[]::new));
         assertEquals(0, compiled, diagnostics.toString(StandardCharsets.UTF_8));
