@@ -9,7 +9,6 @@ import java.io.ByteArrayOutputStream;
 import java.io.File;
 import java.io.IOException;
 import java.io.OutputStream;
-import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -18,7 +17,6 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.jar.Attributes;
@@ -34,10 +32,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
-import org.vgpu.common.cli.SubcommandRunner;
 import org.vgpu.common.error.InputException;
 import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.common.line.LineClient;
+import org.vgpu.job.RunProgramTest.Outcome;
 
 /**
  * {@code vgpu run --ranks N -- java ...}: the command the ranks are started with, the refusals (more ranks than
@@ -177,7 +175,7 @@ class MpjRanksTest {
 
     @Test
     void moreRanksThanVgpusIsBadUsage() {
-        Outcome run = vgpuRun(job(3), agentJar(), "--ranks", "4", "--", JAVA, "-cp", ".", "Md");
+        Outcome run = RunProgramTest.vgpuRun(job(3), agentJar(), "--ranks", "4", "--", JAVA, "-cp", ".", "Md");
 
         assertEquals(2, run.status(), run.toString());
         assertEquals(
@@ -191,7 +189,7 @@ class MpjRanksTest {
         Map<String, String> job = job(3);
         job.put(MpjRanks.MPJ_DIR_VARIABLE, directory.resolve("no-mpj").toString());
 
-        Outcome run = vgpuRun(job, agentJar(), "--ranks", "3", "--", JAVA, "-cp", ".", "Md");
+        Outcome run = RunProgramTest.vgpuRun(job, agentJar(), "--ranks", "3", "--", JAVA, "-cp", ".", "Md");
 
         assertEquals(2, run.status(), run.toString());
         assertEquals(
@@ -204,7 +202,7 @@ class MpjRanksTest {
 
     @Test
     void ranksWithoutAProgramIsBadUsage() {
-        Outcome run = vgpuRun(job(3), agentJar(), "--ranks", "3");
+        Outcome run = RunProgramTest.vgpuRun(job(3), agentJar(), "--ranks", "3");
 
         assertEquals(2, run.status(), run.toString());
         assertTrue(run.err().contains("--ranks is for a program of one's own"), run.toString());
@@ -219,7 +217,7 @@ class MpjRanksTest {
         Path socket = directory.resolve("agent.sock");
         job.put("VGPU_AGENT_SOCKET", socket.toString());
         List<Path> homesBefore = privateMpjHomes();
-        CompletableFuture<Outcome> running = CompletableFuture.supplyAsync(() -> vgpuRun(
+        CompletableFuture<Outcome> running = CompletableFuture.supplyAsync(() -> RunProgramTest.vgpuRun(
                 job,
                 agentJar(),
                 "--ranks",
@@ -281,7 +279,8 @@ class MpjRanksTest {
                 }
                 """);
 
-        Outcome run = vgpuRun(job(2), agentJar(), "--ranks", "2", "--", JAVA, "-cp", programs.toString(), "Fails");
+        Outcome run = RunProgramTest.vgpuRun(
+                job(2), agentJar(), "--ranks", "2", "--", JAVA, "-cp", programs.toString(), "Fails");
 
         assertEquals(1, run.status(), run.toString());
         assertTrue(run.err().contains("vgpu run: rank 1 failed; the run ends with all its ranks:"), run.toString());
@@ -289,25 +288,6 @@ class MpjRanksTest {
     }
 
     // ---- helpers
-
-    private record Outcome(int status, String out, String err) {
-        @Override
-        public String toString() {
-            return "exit " + status + "\n--- out\n" + out + "--- err\n" + err;
-        }
-    }
-
-    private static Outcome vgpuRun(Map<String, String> environment, Path agentJar, String... args) {
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        ByteArrayOutputStream err = new ByteArrayOutputStream();
-        int status;
-        try (PrintStream outStream = new PrintStream(out, true, StandardCharsets.UTF_8);
-                PrintStream errStream = new PrintStream(err, true, StandardCharsets.UTF_8)) {
-            status = SubcommandRunner.run(
-                    new RunCommand(environment, duration -> {}, Optional.of(agentJar)), args, outStream, errStream);
-        }
-        return new Outcome(status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
-    }
 
     /** A job of {@code vgpus} local vGPUs, vGPU k on the node's GPU k. */
     private Map<String, String> job(int vgpus) {
