@@ -31,7 +31,7 @@ import org.vgpu.common.error.IoReasons;
  * <p>Debian's libmpj-java is not a complete MPJ_HOME: its jars look for {@code log4j-1.2.jar} beside them (their
  * manifests' Class-Path, resolved from the jars' real place, so symbolic links do not help), and Debian keeps it in
  * /usr/share/java. So each run gets a private MPJ_HOME in a temporary directory, with copies of MPJ's jars and of
- * log4j, removed when the run ends ({@link #close}).
+ * log4j, removed when the run ends ({@link #close}), also when the launcher is stopped.
  */
 final class MpjRanks implements AutoCloseable {
     static final String OPTION = "ranks";
@@ -76,10 +76,17 @@ final class MpjRanks implements AutoCloseable {
 
     private final Path home;
     private final List<String> command;
+    /**
+     * Removes the home when the launcher is ended (scancel, Ctrl-C) while the ranks run, when {@link #close} is not
+     * reached; the ranks' JVM keeps reading the jars it has open, which Linux keeps until they are closed.
+     */
+    private final Thread removeAtExit;
 
     private MpjRanks(Path home, List<String> command) {
         this.home = home;
         this.command = List.copyOf(command);
+        this.removeAtExit = new Thread(() -> ProgramLaunch.removeAll(home), "vgpu-run-remove-mpj-home");
+        Runtime.getRuntime().addShutdownHook(removeAtExit);
     }
 
     /**
@@ -132,6 +139,11 @@ final class MpjRanks implements AutoCloseable {
     @Override
     public void close() {
         ProgramLaunch.removeAll(home);
+        try {
+            Runtime.getRuntime().removeShutdownHook(removeAtExit);
+        } catch (IllegalStateException shuttingDown) {
+            // the hook removes it (again)
+        }
     }
 
     /** The program's class path, main class and arguments from its {@code java} command. */
