@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
+import java.net.URISyntaxException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -46,9 +47,9 @@ class JCudaProgramsTest {
     Path directory;
 
     @BeforeAll
-    static void emulationPtxAndAgent() throws IOException {
+    static void emulationPtxAndAgent() throws IOException, URISyntaxException {
         ptx = Files.createDirectories(shared.resolve("ptx"));
-        ProgramTwins.writePtx(Path.of("src", "test", "resources", "jcudaprograms"), ptx);
+        ProgramTwins.writePtx(ptx);
         agentJar = RunProgramTest.agentJar(shared.resolve("agent"));
     }
 

@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.net.URISyntaxException;
 import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -175,8 +176,15 @@ public final class ProgramTwins implements KernelTwinProvider {
         }
     }
 
-    /** Writes the emulation's PTX of every test program's .cu file into {@code directory} (NAME.cu to NAME.ptx). */
-    public static void writePtx(Path sources, Path directory) throws IOException {
+    /**
+     * Writes the emulation's PTX of every test program's .cu file (the test resources' {@code jcudaprograms/NAME.cu},
+     * read from the class path, so that it works from any directory) into {@code directory} as NAME.ptx.
+     */
+    public static void writePtx(Path directory) throws IOException, URISyntaxException {
+        Path sources = Path.of(ProgramTwins.class
+                        .getResource("/jcudaprograms/vectorAdd.cu")
+                        .toURI())
+                .getParent();
         try (var files = Files.list(sources)) {
             for (Path cu : files.filter(file -> file.toString().endsWith(".cu")).toList()) {
                 String name = cu.getFileName().toString().replaceFirst("\\.cu$", ".ptx");
