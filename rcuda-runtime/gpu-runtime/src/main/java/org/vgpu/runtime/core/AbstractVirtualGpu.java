@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
+import org.vgpu.runtime.api.ContextLimit;
 import org.vgpu.runtime.api.DeviceAttribute;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
@@ -106,6 +107,11 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
 
     /** The device's figure for a known attribute. */
     protected abstract int doDeviceGetAttribute(DeviceAttribute attribute);
+
+    /** Sets a limit to a value of at least 0. */
+    protected abstract void doCtxSetLimit(ContextLimit limit, long value);
+
+    protected abstract long doCtxGetLimit(ContextLimit limit);
 
     protected abstract M doModuleLoad(ModuleImage image);
 
@@ -260,10 +266,33 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
     @Override
     public int deviceGetAttribute(DeviceAttribute attribute) {
         ensureOpen();
-        if (attribute == null) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "cuDeviceGetAttribute: the attribute is null");
+        return doDeviceGetAttribute(given(attribute, "cuDeviceGetAttribute", "attribute"));
+    }
+
+    @Override
+    public void ctxSetLimit(ContextLimit limit, long value) {
+        ensureOpen();
+        given(limit, "cuCtxSetLimit", "limit");
+        if (value < 0) {
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    "cuCtxSetLimit: " + limit + " of " + value + " bytes is negative");
         }
-        return doDeviceGetAttribute(attribute);
+        doCtxSetLimit(limit, value);
+    }
+
+    @Override
+    public long ctxGetLimit(ContextLimit limit) {
+        ensureOpen();
+        return doCtxGetLimit(given(limit, "cuCtxGetLimit", "limit"));
+    }
+
+    /** {@code operand}, which {@code call} needs: CUDA_ERROR_INVALID_VALUE when it is null. */
+    private static <T> T given(T operand, String call, String what) {
+        if (operand == null) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, call + ": the " + what + " is null");
+        }
+        return operand;
     }
 
     @Override

@@ -18,6 +18,7 @@ import jcuda.driver.CUstream;
 import jcuda.driver.JCudaDriver;
 import jcuda.driver.JITOptions;
 
+import org.vgpu.runtime.api.ContextLimit;
 import org.vgpu.runtime.api.DeviceAttribute;
 import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.DeviceRegion;
@@ -129,6 +130,21 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
         CudaErrors.check(
                 JCudaDriver.cuDeviceGetAttribute(value, attribute.cudaNumber(), device),
                 "cuDeviceGetAttribute(" + attribute + ")");
+        return value[0];
+    }
+
+    /** The primary context's limit, which every vGPU of this process on this GPU shares, as in CUDA. */
+    @Override
+    protected void doCtxSetLimit(ContextLimit limit, long value) {
+        context.makeCurrent();
+        CudaErrors.check(JCudaDriver.cuCtxSetLimit(limit.cudaNumber(), value), "cuCtxSetLimit(" + limit + ")");
+    }
+
+    @Override
+    protected long doCtxGetLimit(ContextLimit limit) {
+        context.makeCurrent();
+        long[] value = new long[1];
+        CudaErrors.check(JCudaDriver.cuCtxGetLimit(value, limit.cudaNumber()), "cuCtxGetLimit(" + limit + ")");
         return value[0];
     }
 

@@ -27,6 +27,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
+import org.vgpu.runtime.api.ContextLimit;
 import org.vgpu.runtime.api.DeviceAttribute;
 import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.DeviceRegion;
@@ -1221,6 +1222,51 @@ public abstract class VirtualGpuConformanceTest {
                 48 * 1024,
                 gpu.funcGetAttribute(FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, empty),
                 "refused sets changed nothing");
+    }
+
+    @Test
+    void contextLimitsAreCudasDefaultsUntilSetAndAMigrationSetsTheLastValuesAgain() {
+        long stackBefore = gpu.ctxGetLimit(ContextLimit.STACK_SIZE);
+        long heapBefore = gpu.ctxGetLimit(ContextLimit.MALLOC_HEAP_SIZE);
+        for (ContextLimit limit : ContextLimit.values()) {
+            assertTrue(gpu.ctxGetLimit(limit) > 0, limit + " has CUDA's default, or what this GPU's context has");
+        }
+        try {
+            gpu.ctxSetLimit(ContextLimit.STACK_SIZE, 4 * 1024);
+            gpu.ctxSetLimit(ContextLimit.MALLOC_HEAP_SIZE, 64L << 20);
+            gpu.ctxSetLimit(ContextLimit.STACK_SIZE, 16 * 1024);
+            long stack = gpu.ctxGetLimit(ContextLimit.STACK_SIZE);
+            long heap = gpu.ctxGetLimit(ContextLimit.MALLOC_HEAP_SIZE);
+            long fifo = gpu.ctxGetLimit(ContextLimit.PRINTF_FIFO_SIZE);
+            assertTrue(stack >= 16 * 1024, "the last value set, or the driver's rounding up of it: " + stack);
+            assertTrue(heap >= 64L << 20, "heap " + heap);
+            moveMidTest();
+            assertEquals(stack, gpu.ctxGetLimit(ContextLimit.STACK_SIZE), "the last stack size set, set again");
+            assertEquals(heap, gpu.ctxGetLimit(ContextLimit.MALLOC_HEAP_SIZE));
+            assertEquals(fifo, gpu.ctxGetLimit(ContextLimit.PRINTF_FIFO_SIZE), "a limit never set stays as it was");
+            float[] x = ramp(1024);
+            MemorySegment host = queueSaxpyCopiedToHost(StreamHandle.DEFAULT, x, 2.0f, 1.0f);
+            gpu.ctxSynchronize();
+            assertSaxpy(host, x, 2.0f, 1.0f);
+        } finally {
+            // A local GPU's limits are its primary context's, which the next test shares.
+            gpu.ctxSetLimit(ContextLimit.STACK_SIZE, stackBefore);
+            gpu.ctxSetLimit(ContextLimit.MALLOC_HEAP_SIZE, heapBefore);
+        }
+    }
+
+    @Test
+    void badContextLimitsAreRefusedAndNeitherTakenNorReplayed() {
+        long stack = gpu.ctxGetLimit(ContextLimit.STACK_SIZE);
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.ctxSetLimit(ContextLimit.STACK_SIZE, -1));
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.ctxSetLimit(null, 4096), "no limit");
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.ctxGetLimit(null), "no limit");
+        assertEquals(ContextLimit.MALLOC_HEAP_SIZE, ContextLimit.fromCuda(2));
+        VgpuException unknown = assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> ContextLimit.fromCuda(6));
+        assertTrue(
+                unknown.getMessage().contains("cuCtxSetLimit: limit 6 is not one vgpu answers"), unknown.getMessage());
+        moveMidTest();
+        assertEquals(stack, gpu.ctxGetLimit(ContextLimit.STACK_SIZE), "refused sets changed nothing, here or there");
     }
 
     @Test
