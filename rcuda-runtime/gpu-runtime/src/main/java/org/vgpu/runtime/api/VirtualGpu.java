@@ -229,6 +229,20 @@ public interface VirtualGpu extends AutoCloseable {
     @Synchronizing
     void memsetD16(long dstDevice, short value, long count);
 
+    /**
+     * As {@code cuMemsetD2D32}: {@code height} rows of {@code width} 32-bit words each, the rows
+     * {@code pitch} bytes apart from {@code dstDevice} (4-byte aligned, as is the pitch of more than
+     * one row, which holds a row); the bytes between rows are left as they are. All rows must lie in
+     * one live allocation or module variable.
+     */
+    @Synchronizing
+    @RemoteCall(opcode = 0x0056, kind = SYNCHRONIZING)
+    void memsetD2D32(long dstDevice, long pitch, int value, long width, long height);
+
+    /** As {@code cuMemsetD2D32Async}: {@link #memsetD2D32}, queued on {@code stream}. */
+    @RemoteCall(opcode = 0x0057, kind = ASYNC)
+    void memsetD2D32Async(long dstDevice, long pitch, int value, long width, long height, StreamHandle stream);
+
     void memsetD8Async(long dstDevice, byte value, long count, StreamHandle stream);
 
     void memsetD16Async(long dstDevice, short value, long count, StreamHandle stream);

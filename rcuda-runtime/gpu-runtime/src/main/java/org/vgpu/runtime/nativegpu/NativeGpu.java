@@ -473,6 +473,22 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
     }
 
     @Override
+    protected void doMemsetD2D32(long dst, long pitch, int value, long width, long height) {
+        context.makeCurrent();
+        CudaErrors.check(
+                JCudaDriver.cuMemsetD2D32(JCudaInterop.devicePointer(dst), pitch, value, width, height),
+                "cuMemsetD2D32");
+    }
+
+    @Override
+    protected void doMemsetD2D32Async(long dst, long pitch, int value, long width, long height, CUstream stream) {
+        context.makeCurrent();
+        CudaErrors.check(
+                JCudaDriver.cuMemsetD2D32Async(JCudaInterop.devicePointer(dst), pitch, value, width, height, stream),
+                "cuMemsetD2D32Async");
+    }
+
+    @Override
     protected void doMemset(long dst, int value, int elementSize, long count, CUstream stream, boolean async) {
         context.makeCurrent();
         CUdeviceptr target = JCudaInterop.devicePointer(dst);

@@ -572,6 +572,54 @@ public abstract class VirtualGpuConformanceTest {
         assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memsetD16Async(d, (short) 0, -1, stream));
     }
 
+    @Test
+    void memsetD2D32FillsEachRowsWordsAndLeavesTheBytesBetweenRows() {
+        int rows = 5;
+        int pitchWords = 12;
+        long d = gpu.memAlloc(4L * pitchWords * rows);
+        gpu.memsetD8(d, (byte) 0x11, 4L * pitchWords * rows);
+        gpu.memsetD2D32(d, 4L * pitchWords, 0xCAFEBABE, 7, rows);
+        StreamHandle stream = gpu.streamCreate();
+        // Columns 8 to 10 of rows 1 to 3, on a stream.
+        gpu.memsetD2D32Async(d + 4L * (pitchWords + 8), 4L * pitchWords, -7, 3, 3, stream);
+        gpu.streamSynchronize(stream);
+        int[] back = readInts(gpu, d, pitchWords * rows);
+        for (int row = 0; row < rows; row++) {
+            for (int column = 0; column < pitchWords; column++) {
+                int expected =
+                        column < 7 ? 0xCAFEBABE : row >= 1 && row <= 3 && column >= 8 && column <= 10 ? -7 : 0x11111111;
+                assertEquals(expected, back[row * pitchWords + column], "row " + row + ", word " + column);
+            }
+        }
+        // Rows back to back are one block; one row needs no pitch that holds it; nothing to set is no call.
+        gpu.memsetD2D32(d, 8, 5, 2, 3);
+        gpu.memsetD2D32(d + 4L * pitchWords, 0, 6, 2, 1);
+        gpu.memsetD2D32(d, 0, 9, 0, 3);
+        assertArrayEquals(new int[] {5, 5, 5, 5, 5, 5}, readInts(gpu, d, 6));
+        assertArrayEquals(new int[] {6, 6, 0xCAFEBABE}, readInts(gpu, d + 4L * pitchWords, 3));
+    }
+
+    @Test
+    void badMemsetD2D32sAreRefusedAndWriteNothing() {
+        long d = gpu.memAlloc(4096);
+        gpu.memsetD8(d, (byte) 0x11, 4096);
+        StreamHandle stream = gpu.streamCreate();
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memsetD2D32(d + 2, 64, 1, 4, 4), "misaligned");
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memsetD2D32(d, 12, 1, 4, 4), "a pitch below a row");
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memsetD2D32(d, 18, 1, 4, 4), "a pitch of 18");
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memsetD2D32(d, 1024, 1, 4, 5), "past the end");
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memsetD2D32(d, 64, 1, -1, 4));
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memsetD2D32(d, Long.MAX_VALUE / 2, 1, 4, 4));
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memsetD2D32Async(d, 1024, 1, 4, 5, stream));
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_HANDLE,
+                () -> gpu.memsetD2D32Async(d, 64, 1, 4, 4, new StreamHandle(9999)));
+        gpu.ctxSynchronize();
+        for (int word : readInts(gpu, d, 1024)) {
+            assertEquals(0x11111111, word, "a refused memset wrote nothing");
+        }
+    }
+
     // ---- 2D copies
 
     /** A 5 x 3 block of bytes 1..15 in rows {@code pitch} bytes apart, the gaps 0x77. */

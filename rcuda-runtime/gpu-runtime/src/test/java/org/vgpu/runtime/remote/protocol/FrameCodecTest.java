@@ -123,6 +123,8 @@ class FrameCodecTest {
         encoder.moduleGetGlobal(34, 7, "coefficients");
         encoder.ctxSetLimit(35, ContextLimit.MALLOC_HEAP_SIZE, 64L << 20);
         encoder.ctxGetLimit(36, ContextLimit.STACK_SIZE);
+        encoder.memsetD2D32(37, BASE + 64, 4096, 0xCAFE, 7, 3);
+        encoder.memsetD2D32Async(38, true, BASE, 64, -1, 2, 2, 5);
 
         RecordingVisitors.Requests visitor = new RecordingVisitors.Requests();
         for (Frame frame : decodeAll(Opcode.Direction.REQUEST, wire)) {
@@ -169,7 +171,9 @@ class FrameCodecTest {
                         "#33 funcSetAttribute fn11 MAX_DYNAMIC_SHARED_SIZE_BYTES 65536",
                         "#34 moduleGetGlobal 7 coefficients",
                         "#35 ctxSetLimit MALLOC_HEAP_SIZE 67108864",
-                        "#36 ctxGetLimit STACK_SIZE"),
+                        "#36 ctxGetLimit STACK_SIZE",
+                        "#37 memsetD2D32 0x10c000000040 pitch 4096 0xcafe 7x3",
+                        "#38 async memsetD2D32Async 0x10c000000000 pitch 64 0xffffffff 2x2 s5"),
                 visitor.calls);
     }
 
@@ -214,6 +218,8 @@ class FrameCodecTest {
                         "MEMSET 0x0053 REQUEST async=true synchronizing=true chunked=false",
                         "MEMCPY_DTOH_GATHER 0x0054 REQUEST async=true synchronizing=true chunked=false",
                         "MEMCPY_HTOD_SCATTER 0x0055 REQUEST async=true synchronizing=true chunked=true",
+                        "MEMSET_D2_D32 0x0056 REQUEST async=false synchronizing=true chunked=false",
+                        "MEMSET_D2_D32_ASYNC 0x0057 REQUEST async=true synchronizing=false chunked=false",
                         "LAUNCH_KERNEL 0x0060 REQUEST async=true synchronizing=false chunked=false",
                         "STREAM_CREATE 0x0070 REQUEST async=true synchronizing=false chunked=false",
                         "STREAM_SYNCHRONIZE 0x0071 REQUEST async=false synchronizing=true chunked=false",

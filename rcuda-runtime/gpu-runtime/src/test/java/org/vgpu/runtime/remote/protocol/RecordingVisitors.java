@@ -210,6 +210,20 @@ final class RecordingVisitors {
         public void ctxGetLimit(Frame f, ContextLimit limit) {
             add(f, "ctxGetLimit " + limit);
         }
+
+        @Override
+        public void memsetD2D32(Frame f, long dst, long pitch, int value, long width, long height) {
+            add(f, String.format("memsetD2D32 0x%x pitch %d 0x%x %dx%d", dst, pitch, value, width, height));
+        }
+
+        @Override
+        public void memsetD2D32Async(Frame f, long dst, long pitch, int value, long width, long height, int streamId) {
+            add(
+                    f,
+                    String.format(
+                            "memsetD2D32Async 0x%x pitch %d 0x%x %dx%d s%d",
+                            dst, pitch, value, width, height, streamId));
+        }
     }
 
     static class Replies implements ReplyVisitor {
