@@ -23,8 +23,8 @@ import org.vgpu.runtime.api.VirtualGpu;
  * What a replay needs, and nothing more: the context's settings (the last of each key, see
  * {@code @ReplayedSetting}), the live modules (their images and the addresses of the variables
  * looked up in them), functions (module, name and the attributes the app set), streams, events and
- * allocations (address and size) of one vGPU. Unload, destroy and free
- * remove entries, so the log is proportional to the live state, not to the number of calls.
+ * allocations (address and size) of one vGPU. Unload, destroy and free remove entries, so the log
+ * is proportional to the live state, not to the number of calls.
  * Memory contents are not recorded; the migration copies them.
  *
  * <p>The app sees handles with ids issued here; each entry holds the current backend's handle,
@@ -281,9 +281,9 @@ final class ReplayLog {
 
     /**
      * Sets the context's settings on {@code target} and recreates every live object there: modules,
-     * then functions, streams, events and finally allocations at their addresses. Nothing here changes what the app's handles map to;
-     * the returned rebinding does that at the switch. The migration lock is held, so the log does
-     * not change meanwhile.
+     * then functions, streams, events and finally allocations at their addresses. Nothing here
+     * changes what the app's handles map to; the returned rebinding does that at the switch. The
+     * migration lock is held, so the log does not change meanwhile.
      *
      * @param regions the live allocations, {@link #regions()} taken under that lock, which mem-sync
      *                then copies: one walk of the log for both
