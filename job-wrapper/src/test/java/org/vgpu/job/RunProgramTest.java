@@ -214,7 +214,7 @@ class RunProgramTest {
         return directory.resolve("agent.sock");
     }
 
-    private record Outcome(int status, String out, String err) {
+    record Outcome(int status, String out, String err) {
         @Override
         public String toString() {
             return "exit " + status + "\n--- out\n" + out + "--- err\n" + err;
@@ -222,6 +222,11 @@ class RunProgramTest {
     }
 
     private static Outcome vgpuRun(Map<String, String> environment, String... args) {
+        return vgpuRun(environment, agentJar, args);
+    }
+
+    /** {@code vgpu run ARGS} in {@code environment}, with {@code agentJar} as the jar it gives programs as their agent. */
+    static Outcome vgpuRun(Map<String, String> environment, Path agentJar, String... args) {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         ByteArrayOutputStream err = new ByteArrayOutputStream();
         int status;
