@@ -533,6 +533,13 @@ public final class MigratableGpu extends GatedVirtualGpu {
         }
     }
 
+    /** A context setting the backend took ({@code @ReplayedSetting}), for the replay. */
+    @GatedForwarder.Record
+    @Override
+    void recordSetting(GatedVirtualGpu.Setting setting) {
+        log.setSetting(setting);
+    }
+
     @GatedForwarder.Translate
     @Override
     StreamHandle backendStream(StreamHandle stream) {

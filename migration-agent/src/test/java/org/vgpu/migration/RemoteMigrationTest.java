@@ -21,6 +21,7 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.MethodSource;
 
+import org.vgpu.runtime.api.ContextLimit;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
@@ -103,13 +104,13 @@ class RemoteMigrationTest {
     }
 
     /**
-     * Module variables keep their addresses and contents and set kernel attributes hold in every
-     * direction: onto a worker the client's address of a variable stands for the worker's, which
-     * stands for its backend's.
+     * Module variables keep their addresses and contents, and set kernel attributes and context
+     * limits hold, in every direction: onto a worker the client's address of a variable stands for
+     * the worker's, which stands for its backend's.
      */
     @ParameterizedTest(name = "{0}")
     @EnumSource(Direction.class)
-    void moduleVariablesAndKernelAttributesMoveInEveryDirection(Direction direction) {
+    void moduleVariablesKernelAttributesAndContextLimitsMoveInEveryDirection(Direction direction) {
         try (Emulation local = new Emulation(2);
                 LocalWorkers workers = new LocalWorkers()) {
             MigrationTarget.RemoteWorker sourceWorker =
@@ -139,8 +140,15 @@ class RemoteMigrationTest {
                 gpu.memcpyHtoD(table.address() + 4, MemorySegment.ofArray(new int[] {6, 7}), 8);
                 FunctionHandle empty = gpu.moduleGetFunction(gpu.moduleLoadData(TestKernels.ptx()), "emptyKernel");
                 gpu.funcSetAttribute(empty, FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, 64 << 10);
+                gpu.ctxSetLimit(ContextLimit.MALLOC_HEAP_SIZE, 96L << 20);
+                gpu.ctxSetLimit(ContextLimit.STACK_SIZE, 32 << 10);
 
                 gpu.migrate(target);
+
+                assertEquals(32 << 10, gpu.ctxGetLimit(ContextLimit.STACK_SIZE), "the target's context has it too");
+                assertEquals(96L << 20, gpu.ctxGetLimit(ContextLimit.MALLOC_HEAP_SIZE));
+                assertEquals(
+                        ContextLimit.PRINTF_FIFO_SIZE.cudaDefault(), gpu.ctxGetLimit(ContextLimit.PRINTF_FIFO_SIZE));
 
                 assertEquals(table, gpu.moduleGetGlobal(module, "table"), "the address the program holds");
                 int[] back = new int[4];

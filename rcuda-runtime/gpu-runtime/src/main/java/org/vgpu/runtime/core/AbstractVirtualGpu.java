@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
+import org.vgpu.runtime.api.ContextLimit;
 import org.vgpu.runtime.api.DeviceAttribute;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
@@ -106,6 +107,11 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
 
     /** The device's figure for a known attribute. */
     protected abstract int doDeviceGetAttribute(DeviceAttribute attribute);
+
+    /** Sets a limit to a value of at least 0. */
+    protected abstract void doCtxSetLimit(ContextLimit limit, long value);
+
+    protected abstract long doCtxGetLimit(ContextLimit limit);
 
     protected abstract M doModuleLoad(ModuleImage image);
 
@@ -211,6 +217,31 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
     /** {@code elementSize} is 1, 2 or 4; {@code count} elements. */
     protected abstract void doMemset(long dst, int value, int elementSize, long count, S stream, boolean async);
 
+    /**
+     * A validated 2D memset of {@code height} rows of {@code width} 32-bit words, {@code pitch}
+     * bytes apart, neither 0. Lowered here to one memset per row (one in all where the rows are
+     * back to back), which the emulation uses; a local GPU hands it to its driver whole, and a
+     * remote client sends it as one request.
+     */
+    protected void doMemsetD2D32(long dst, long pitch, int value, long width, long height) {
+        memsetRows(dst, pitch, value, width, height, defaultStream(), false);
+    }
+
+    /** {@link #doMemsetD2D32}, queued on {@code stream}. */
+    protected void doMemsetD2D32Async(long dst, long pitch, int value, long width, long height, S stream) {
+        memsetRows(dst, pitch, value, width, height, stream, true);
+    }
+
+    private void memsetRows(long dst, long pitch, int value, long width, long height, S stream, boolean async) {
+        if (pitch == width * Integer.BYTES) {
+            doMemset(dst, value, Integer.BYTES, width * height, stream, async);
+            return;
+        }
+        for (long row = 0; row < height; row++) {
+            doMemset(dst + row * pitch, value, Integer.BYTES, width, stream, async);
+        }
+    }
+
     protected abstract void doLaunch(F function, Dim3 grid, Dim3 block, int sharedMemBytes, S stream, KernelArgs args);
 
     /** The backend's object for the default stream. */
@@ -260,10 +291,33 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
     @Override
     public int deviceGetAttribute(DeviceAttribute attribute) {
         ensureOpen();
-        if (attribute == null) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "cuDeviceGetAttribute: the attribute is null");
+        return doDeviceGetAttribute(given(attribute, "cuDeviceGetAttribute", "attribute"));
+    }
+
+    @Override
+    public void ctxSetLimit(ContextLimit limit, long value) {
+        ensureOpen();
+        given(limit, "cuCtxSetLimit", "limit");
+        if (value < 0) {
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    "cuCtxSetLimit: " + limit + " of " + value + " bytes is negative");
         }
-        return doDeviceGetAttribute(attribute);
+        doCtxSetLimit(limit, value);
+    }
+
+    @Override
+    public long ctxGetLimit(ContextLimit limit) {
+        ensureOpen();
+        return doCtxGetLimit(given(limit, "cuCtxGetLimit", "limit"));
+    }
+
+    /** {@code operand}, which {@code call} needs: CUDA_ERROR_INVALID_VALUE when it is null. */
+    private static <T> T given(T operand, String call, String what) {
+        if (operand == null) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, call + ": the " + what + " is null");
+        }
+        return operand;
     }
 
     @Override
@@ -653,6 +707,59 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
     public void memsetD16Async(long dstDevice, short value, long count, StreamHandle stream) {
         long dst = checkMemset(dstDevice, 2, count, "memsetD16Async");
         doMemset(dst, Short.toUnsignedInt(value), 2, count, stream(stream), true);
+    }
+
+    @Override
+    public void memsetD2D32(long dstDevice, long pitch, int value, long width, long height) {
+        long dst = checkMemsetD2D32(dstDevice, pitch, width, height, "memsetD2D32");
+        if (width > 0 && height > 0) {
+            doMemsetD2D32(dst, rowPitch(pitch, width, height), value, width, height);
+        }
+    }
+
+    @Override
+    public void memsetD2D32Async(long dstDevice, long pitch, int value, long width, long height, StreamHandle stream) {
+        long dst = checkMemsetD2D32(dstDevice, pitch, width, height, "memsetD2D32Async");
+        S backendStream = stream(stream);
+        if (width > 0 && height > 0) {
+            doMemsetD2D32Async(dst, rowPitch(pitch, width, height), value, width, height, backendStream);
+        }
+    }
+
+    /** The pitch a backend is given: one row's own when there is one row, whose pitch CUDA leaves unused. */
+    private static long rowPitch(long pitch, long width, long height) {
+        return height == 1 ? width * Integer.BYTES : pitch;
+    }
+
+    /**
+     * The rows' words lie in one live allocation (or module variable) and a pitch of more than one
+     * row holds a row, 4-byte aligned; returns the backend's address of the first row.
+     */
+    private long checkMemsetD2D32(long dstDevice, long pitch, long width, long height, String what) {
+        ensureOpen();
+        if (width < 0 || height < 0) {
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    what + " width " + width + " and height " + height + " must be >= 0");
+        }
+        long words;
+        try {
+            long rowBytes = Math.multiplyExact(width, Integer.BYTES);
+            if (height > 1 && (pitch < rowBytes || pitch % Integer.BYTES != 0)) {
+                throw new VgpuException(
+                        ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                        what + " pitch " + pitch + " does not hold a row of " + width
+                                + " words, or is not a multiple of 4");
+            }
+            words = width == 0 || height == 0
+                    ? 0
+                    : Math.addExact(Math.multiplyExact(pitch, height - 1), rowBytes) / Integer.BYTES;
+        } catch (ArithmeticException e) {
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    what + " of " + height + " rows of pitch " + pitch + " is too large");
+        }
+        return checkMemset(dstDevice, Integer.BYTES, words, what);
     }
 
     @Override

@@ -9,6 +9,7 @@ import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
+import org.vgpu.runtime.api.ContextLimit;
 import org.vgpu.runtime.api.DeviceAttribute;
 import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.DeviceRegion;
@@ -96,6 +97,8 @@ final class EmulatedGpu
     private final ConcurrentSkipListMap<Long, Backing> backing = new ConcurrentSkipListMap<>();
 
     private final AtomicReference<VgpuException> pendingKernelFault = new AtomicReference<>();
+    /** The limits set on this vGPU; the others have CUDA's defaults. */
+    private final Map<ContextLimit, Long> limits = new ConcurrentHashMap<>();
 
     private record Backing(Arena arena, MemorySegment segment, long address) {}
 
@@ -120,6 +123,20 @@ final class EmulatedGpu
     public MemoryInfo memGetInfo() {
         ensureOpen();
         return new MemoryInfo(properties.totalMemory() - deviceUsedBytes.get(), properties.totalMemory());
+    }
+
+    /**
+     * Takes every value as set: the kernels' Java twins draw on no device stack, printf FIFO or heap,
+     * so nothing here needs rounding or room.
+     */
+    @Override
+    protected void doCtxSetLimit(ContextLimit limit, long value) {
+        limits.put(limit, value);
+    }
+
+    @Override
+    protected long doCtxGetLimit(ContextLimit limit) {
+        return limits.getOrDefault(limit, limit.cudaDefault());
     }
 
     /**

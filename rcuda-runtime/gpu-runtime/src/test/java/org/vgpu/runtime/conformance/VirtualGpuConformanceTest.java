@@ -27,6 +27,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
+import org.vgpu.runtime.api.ContextLimit;
 import org.vgpu.runtime.api.DeviceAttribute;
 import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.DeviceRegion;
@@ -569,6 +570,54 @@ public abstract class VirtualGpuConformanceTest {
         assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memsetD16(d + 1, (short) 0, 1), "misaligned");
         assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memsetD16(d, (short) 0, 129), "past the end");
         assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memsetD16Async(d, (short) 0, -1, stream));
+    }
+
+    @Test
+    void memsetD2D32FillsEachRowsWordsAndLeavesTheBytesBetweenRows() {
+        int rows = 5;
+        int pitchWords = 12;
+        long d = gpu.memAlloc(4L * pitchWords * rows);
+        gpu.memsetD8(d, (byte) 0x11, 4L * pitchWords * rows);
+        gpu.memsetD2D32(d, 4L * pitchWords, 0xCAFEBABE, 7, rows);
+        StreamHandle stream = gpu.streamCreate();
+        // Columns 8 to 10 of rows 1 to 3, on a stream.
+        gpu.memsetD2D32Async(d + 4L * (pitchWords + 8), 4L * pitchWords, -7, 3, 3, stream);
+        gpu.streamSynchronize(stream);
+        int[] back = readInts(gpu, d, pitchWords * rows);
+        for (int row = 0; row < rows; row++) {
+            for (int column = 0; column < pitchWords; column++) {
+                int expected =
+                        column < 7 ? 0xCAFEBABE : row >= 1 && row <= 3 && column >= 8 && column <= 10 ? -7 : 0x11111111;
+                assertEquals(expected, back[row * pitchWords + column], "row " + row + ", word " + column);
+            }
+        }
+        // Rows back to back are one block; one row needs no pitch that holds it; nothing to set is no call.
+        gpu.memsetD2D32(d, 8, 5, 2, 3);
+        gpu.memsetD2D32(d + 4L * pitchWords, 0, 6, 2, 1);
+        gpu.memsetD2D32(d, 0, 9, 0, 3);
+        assertArrayEquals(new int[] {5, 5, 5, 5, 5, 5}, readInts(gpu, d, 6));
+        assertArrayEquals(new int[] {6, 6, 0xCAFEBABE}, readInts(gpu, d + 4L * pitchWords, 3));
+    }
+
+    @Test
+    void badMemsetD2D32sAreRefusedAndWriteNothing() {
+        long d = gpu.memAlloc(4096);
+        gpu.memsetD8(d, (byte) 0x11, 4096);
+        StreamHandle stream = gpu.streamCreate();
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memsetD2D32(d + 2, 64, 1, 4, 4), "misaligned");
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memsetD2D32(d, 12, 1, 4, 4), "a pitch below a row");
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memsetD2D32(d, 18, 1, 4, 4), "a pitch of 18");
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memsetD2D32(d, 1024, 1, 4, 5), "past the end");
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memsetD2D32(d, 64, 1, -1, 4));
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memsetD2D32(d, Long.MAX_VALUE / 2, 1, 4, 4));
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memsetD2D32Async(d, 1024, 1, 4, 5, stream));
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_HANDLE,
+                () -> gpu.memsetD2D32Async(d, 64, 1, 4, 4, new StreamHandle(9999)));
+        gpu.ctxSynchronize();
+        for (int word : readInts(gpu, d, 1024)) {
+            assertEquals(0x11111111, word, "a refused memset wrote nothing");
+        }
     }
 
     // ---- 2D copies
@@ -1221,6 +1270,51 @@ public abstract class VirtualGpuConformanceTest {
                 48 * 1024,
                 gpu.funcGetAttribute(FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, empty),
                 "refused sets changed nothing");
+    }
+
+    @Test
+    void contextLimitsAreCudasDefaultsUntilSetAndAMigrationSetsTheLastValuesAgain() {
+        long stackBefore = gpu.ctxGetLimit(ContextLimit.STACK_SIZE);
+        long heapBefore = gpu.ctxGetLimit(ContextLimit.MALLOC_HEAP_SIZE);
+        for (ContextLimit limit : ContextLimit.values()) {
+            assertTrue(gpu.ctxGetLimit(limit) > 0, limit + " has CUDA's default, or what this GPU's context has");
+        }
+        try {
+            gpu.ctxSetLimit(ContextLimit.STACK_SIZE, 4 * 1024);
+            gpu.ctxSetLimit(ContextLimit.MALLOC_HEAP_SIZE, 64L << 20);
+            gpu.ctxSetLimit(ContextLimit.STACK_SIZE, 16 * 1024);
+            long stack = gpu.ctxGetLimit(ContextLimit.STACK_SIZE);
+            long heap = gpu.ctxGetLimit(ContextLimit.MALLOC_HEAP_SIZE);
+            long fifo = gpu.ctxGetLimit(ContextLimit.PRINTF_FIFO_SIZE);
+            assertTrue(stack >= 16 * 1024, "the last value set, or the driver's rounding up of it: " + stack);
+            assertTrue(heap >= 64L << 20, "heap " + heap);
+            moveMidTest();
+            assertEquals(stack, gpu.ctxGetLimit(ContextLimit.STACK_SIZE), "the last stack size set, set again");
+            assertEquals(heap, gpu.ctxGetLimit(ContextLimit.MALLOC_HEAP_SIZE));
+            assertEquals(fifo, gpu.ctxGetLimit(ContextLimit.PRINTF_FIFO_SIZE), "a limit never set stays as it was");
+            float[] x = ramp(1024);
+            MemorySegment host = queueSaxpyCopiedToHost(StreamHandle.DEFAULT, x, 2.0f, 1.0f);
+            gpu.ctxSynchronize();
+            assertSaxpy(host, x, 2.0f, 1.0f);
+        } finally {
+            // A local GPU's limits are its primary context's, which the next test shares.
+            gpu.ctxSetLimit(ContextLimit.STACK_SIZE, stackBefore);
+            gpu.ctxSetLimit(ContextLimit.MALLOC_HEAP_SIZE, heapBefore);
+        }
+    }
+
+    @Test
+    void badContextLimitsAreRefusedAndNeitherTakenNorReplayed() {
+        long stack = gpu.ctxGetLimit(ContextLimit.STACK_SIZE);
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.ctxSetLimit(ContextLimit.STACK_SIZE, -1));
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.ctxSetLimit(null, 4096), "no limit");
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.ctxGetLimit(null), "no limit");
+        assertEquals(ContextLimit.MALLOC_HEAP_SIZE, ContextLimit.fromCuda(2));
+        VgpuException unknown = assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> ContextLimit.fromCuda(6));
+        assertTrue(
+                unknown.getMessage().contains("cuCtxSetLimit: limit 6 is not one vgpu answers"), unknown.getMessage());
+        moveMidTest();
+        assertEquals(stack, gpu.ctxGetLimit(ContextLimit.STACK_SIZE), "refused sets changed nothing, here or there");
     }
 
     @Test
