@@ -245,7 +245,7 @@ final class ReplayLog {
 
     /**
      * How many calls a replay makes: one per module, module variable looked up, function, set
-     * function attribute, stream, event and allocation.
+     * function attribute, stream and event, and one for all allocations.
      */
     int replayCalls() {
         int attributes = 0;
@@ -258,14 +258,15 @@ final class ReplayLog {
                 + attributes
                 + streams.size()
                 + events.size()
-                + allocations.size();
+                + (allocations.isEmpty() ? 0 : 1);
     }
 
     // ---- replay
 
     /**
      * Recreates every live object on {@code target}: modules, then functions, streams, events and
-     * finally allocations at their addresses. Nothing here changes what the app's handles map to;
+     * finally allocations at their addresses, all in one {@code memAllocAllAt}, which maps their
+     * chunks (small allocations share them) rather than each allocation. Nothing here changes what the app's handles map to;
      * the returned rebinding does that at the switch. The migration lock is held, so the log does
      * not change meanwhile.
      *
@@ -302,11 +303,11 @@ final class ReplayLog {
         for (EventEntry event : events.values()) {
             rebinding.events.add(new Rebound<>(event, target.eventCreate()));
         }
-        int index = 0;
-        for (DeviceRegion region : regions) {
-            faults.reached(FaultPoint.REPLAY_ALLOCATION, index++, target);
-            target.memAllocAt(region.address(), region.bytes());
+        for (int index = 0; index < regions.size(); index++) {
+            faults.reached(FaultPoint.REPLAY_ALLOCATION, index, target);
         }
+        // in one call: the target maps the chunks the allocations lie in, a remote one in one request
+        target.memAllocAllAt(regions);
         return rebinding;
     }
 

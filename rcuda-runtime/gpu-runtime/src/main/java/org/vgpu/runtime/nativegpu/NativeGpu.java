@@ -65,7 +65,7 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
             PrimaryContext context,
             WindowReservation reservation,
             RegionCopyKernels copyKernels) {
-        super(window, VaWindow.GRANULARITY);
+        super(window);
         this.ordinal = ordinal;
         this.properties = properties;
         this.context = context;

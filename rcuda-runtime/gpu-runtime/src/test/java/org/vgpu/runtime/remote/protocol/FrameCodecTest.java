@@ -120,6 +120,8 @@ class FrameCodecTest {
         encoder.funcGetAttribute(32, 11, FunctionAttribute.NUM_REGS);
         encoder.funcSetAttribute(33, 11, FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, 65536);
         encoder.moduleGetGlobal(34, 7, "coefficients");
+        encoder.memAllocAllAt(
+                35, List.of(new DeviceRegion(BASE, 1 << 21), new DeviceRegion(BASE + (4 << 20), 3 << 20)));
 
         RecordingVisitors.Requests visitor = new RecordingVisitors.Requests();
         for (Frame frame : decodeAll(Opcode.Direction.REQUEST, wire)) {
@@ -164,7 +166,8 @@ class FrameCodecTest {
                         "#31 memset s0 0x10c000000002 0xbeef x2 8",
                         "#32 funcGetAttribute fn11 NUM_REGS",
                         "#33 funcSetAttribute fn11 MAX_DYNAMIC_SHARED_SIZE_BYTES 65536",
-                        "#34 moduleGetGlobal 7 coefficients"),
+                        "#34 moduleGetGlobal 7 coefficients",
+                        "#35 memAllocAllAt [0x10c000000000+2097152 0x10c000400000+3145728]"),
                 visitor.calls);
     }
 
@@ -203,6 +206,7 @@ class FrameCodecTest {
                         "MODULE_GET_GLOBAL 0x0035 REQUEST async=false synchronizing=false chunked=false",
                         "MEM_ALLOC_AT 0x0040 REQUEST async=false synchronizing=false chunked=false",
                         "MEM_FREE 0x0041 REQUEST async=false synchronizing=false chunked=false",
+                        "MEM_ALLOC_ALL_AT 0x0042 REQUEST async=false synchronizing=false chunked=false",
                         "MEMCPY_HTOD 0x0050 REQUEST async=true synchronizing=true chunked=true",
                         "MEMCPY_DTOH 0x0051 REQUEST async=true synchronizing=true chunked=false",
                         "MEMCPY_DTOD 0x0052 REQUEST async=true synchronizing=true chunked=false",
