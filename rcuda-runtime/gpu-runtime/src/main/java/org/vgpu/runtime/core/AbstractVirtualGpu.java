@@ -180,6 +180,13 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
     /** Frees a chunk's device memory; no allocation lies in it any more. */
     protected abstract void doUnmap(Allocation chunk);
 
+    /**
+     * An allocation inside a chunk that stays mapped was freed; its range is handed out again once
+     * this returns (the memory lock is held meanwhile). A backend whose queued work may still read
+     * or write it waits for that work here, as {@code cuMemFree} does. Nothing by default.
+     */
+    protected void doFreedInChunk() {}
+
     protected abstract void doMemcpyHtoD(long dst, MemorySegment src, long bytes, S stream, boolean async);
 
     protected abstract void doMemcpyDtoH(MemorySegment dst, long src, long bytes, S stream, boolean async);
@@ -495,10 +502,7 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
         }
     }
 
-    /**
-     * Frees the allocation, and its chunk once no allocation is left in it. A free that leaves the
-     * chunk mapped does not wait for the device: the memory stays valid for work still queued.
-     */
+    /** Frees the allocation, and its chunk once no allocation is left in it. */
     @Override
     public void memFree(long address) {
         ensureOpen();
@@ -506,6 +510,8 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
             Allocation emptied = memory.free(address).emptiedChunk();
             if (emptied != null) {
                 unmapAndReclaim(emptied);
+            } else {
+                doFreedInChunk();
             }
         }
     }
