@@ -264,16 +264,16 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
         }
     }
 
-    /**
-     * Waits for the device before unmapping, as cuMemFree does implicitly: unmapping memory that
-     * queued work still uses would fault that work.
-     */
     /** As cuMemFree, which waits for the device: queued work may still use the range. */
     @Override
     protected void doFreedInChunk() {
         doCtxSynchronize();
     }
 
+    /**
+     * Waits for the device before unmapping, as cuMemFree does implicitly: unmapping memory that
+     * queued work still uses would fault that work.
+     */
     @Override
     protected void doUnmap(Allocation allocation) {
         doCtxSynchronize();
