@@ -246,7 +246,7 @@ public abstract class VirtualGpuConformanceTest {
         for (DeviceRegion allocation : allocations) {
             gpu.memFree(allocation.address());
         }
-        assertEquals(freeBefore, gpu.memGetInfo().free(), "the last free of a chunk releases it");
+        assertFreeMemory(freeBefore, "the last free of a chunk releases it");
     }
 
     @Test
@@ -296,7 +296,7 @@ public abstract class VirtualGpuConformanceTest {
     void theSameSequenceOfAllocationsAndFreesGivesTheSameAddresses() {
         long freeBefore = gpu.memGetInfo().free();
         List<Long> first = allocationSequence();
-        assertEquals(freeBefore, gpu.memGetInfo().free(), "every chunk released");
+        assertFreeMemory(freeBefore, "every chunk released");
         assertEquals(first, allocationSequence());
     }
 
@@ -347,7 +347,7 @@ public abstract class VirtualGpuConformanceTest {
             gpu.memFree(allocation.address());
         }
         gpu.memAllocAllAt(kept);
-        assertEquals(freeWithKept, gpu.memGetInfo().free(), "the same chunks are mapped again");
+        assertFreeMemory(freeWithKept, "the same chunks are mapped again");
         assertEquals(
                 next,
                 List.of(gpu.memAlloc(100), gpu.memAlloc(7000), gpu.memAlloc(3L << 20), gpu.memAlloc(256)),
@@ -372,9 +372,19 @@ public abstract class VirtualGpuConformanceTest {
                 () -> gpu.memAllocAllAt(List.of(new DeviceRegion(base, 4096), new DeviceRegion(base + 4200, 64))),
                 "an address not 256-byte aligned");
         assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memAllocAllAt(null));
-        assertEquals(freeBefore, gpu.memGetInfo().free(), "nothing stays mapped");
+        assertFreeMemory(freeBefore, "nothing stays mapped");
         assertEquals(base, gpu.memAlloc(4096), "nothing stays placed");
         gpu.memAllocAllAt(List.of());
+    }
+
+    /**
+     * The device's free memory is {@code expected} give or take less than one chunk: a GPU's driver
+     * may take or give back a little for itself meanwhile, while a chunk more or less is a chunk
+     * mapped or released.
+     */
+    private void assertFreeMemory(long expected, String why) {
+        long free = gpu.memGetInfo().free();
+        assertTrue(Math.abs(free - expected) < VaWindow.GRANULARITY, why + ": free " + free + ", expected " + expected);
     }
 
     private static byte[] filled(int n, byte value) {
