@@ -102,6 +102,28 @@ class RemoteMigrationTest {
         }
     }
 
+    /** A vGPU of window 1 on the source of {@code direction}, and the target it moves to. */
+    private record Journey(MigratableGpu gpu, MigrationTarget target) {
+        static Journey of(Direction direction, Emulation local, LocalWorkers workers) {
+            MigrationTarget.RemoteWorker sourceWorker =
+                    direction == Direction.LOCAL_TO_REMOTE ? null : workers.start(0);
+            MigrationTarget start = sourceWorker == null ? Emulation.gpu(0) : sourceWorker;
+            MigrationTarget target = direction == Direction.REMOTE_TO_LOCAL ? Emulation.gpu(1) : workers.start(1);
+            VaWindow window = VaWindow.forVgpu(1);
+            VirtualGpu initial = sourceWorker == null
+                    ? local.backend.open(0, window)
+                    : workers.resolver.open(sourceWorker, window, null);
+            MigratableGpu gpu = new MigratableGpu(
+                    initial,
+                    start,
+                    new NodeTargetResolver(local.backend, workers.resolver),
+                    Emulation.VERIFIED,
+                    MigrationListener.NONE,
+                    MigrationFaults.NONE);
+            return new Journey(gpu, target);
+        }
+    }
+
     /**
      * Module variables keep their addresses and contents and set kernel attributes hold in every
      * direction: onto a worker the client's address of a variable stands for the worker's, which
@@ -112,21 +134,9 @@ class RemoteMigrationTest {
     void moduleVariablesAndKernelAttributesMoveInEveryDirection(Direction direction) {
         try (Emulation local = new Emulation(2);
                 LocalWorkers workers = new LocalWorkers()) {
-            MigrationTarget.RemoteWorker sourceWorker =
-                    direction == Direction.LOCAL_TO_REMOTE ? null : workers.start(0);
-            MigrationTarget start = sourceWorker == null ? Emulation.gpu(0) : sourceWorker;
-            MigrationTarget target = direction == Direction.REMOTE_TO_LOCAL ? Emulation.gpu(1) : workers.start(1);
-            VaWindow window = VaWindow.forVgpu(1);
-            VirtualGpu initial = sourceWorker == null
-                    ? local.backend.open(0, window)
-                    : workers.resolver.open(sourceWorker, window, null);
-            try (MigratableGpu gpu = new MigratableGpu(
-                    initial,
-                    start,
-                    new NodeTargetResolver(local.backend, workers.resolver),
-                    Emulation.VERIFIED,
-                    MigrationListener.NONE,
-                    MigrationFaults.NONE)) {
+            Journey journey = Journey.of(direction, local, workers);
+            MigrationTarget target = journey.target();
+            try (MigratableGpu gpu = journey.gpu()) {
                 String variables = """
                         .version 8.0
                         .target sm_80
@@ -163,21 +173,9 @@ class RemoteMigrationTest {
     void tenThousandSmallAllocationsMoveWithTheirDataAndLayout(Direction direction) {
         try (Emulation local = new Emulation(2);
                 LocalWorkers workers = new LocalWorkers()) {
-            MigrationTarget.RemoteWorker sourceWorker =
-                    direction == Direction.LOCAL_TO_REMOTE ? null : workers.start(0);
-            MigrationTarget start = sourceWorker == null ? Emulation.gpu(0) : sourceWorker;
-            MigrationTarget target = direction == Direction.REMOTE_TO_LOCAL ? Emulation.gpu(1) : workers.start(1);
-            VaWindow window = VaWindow.forVgpu(1);
-            VirtualGpu initial = sourceWorker == null
-                    ? local.backend.open(0, window)
-                    : workers.resolver.open(sourceWorker, window, null);
-            try (MigratableGpu gpu = new MigratableGpu(
-                    initial,
-                    start,
-                    new NodeTargetResolver(local.backend, workers.resolver),
-                    Emulation.VERIFIED,
-                    MigrationListener.NONE,
-                    MigrationFaults.NONE)) {
+            Journey journey = Journey.of(direction, local, workers);
+            MigrationTarget target = journey.target();
+            try (MigratableGpu gpu = journey.gpu()) {
                 int bytes = 4096;
                 List<DeviceRegion> allocations = new ArrayList<>();
                 for (int i = 0; i < 10_000; i++) {
