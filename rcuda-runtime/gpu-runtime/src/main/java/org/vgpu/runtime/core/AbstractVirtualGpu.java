@@ -491,11 +491,13 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
                 .map(DeviceMemory.Placement::newChunk)
                 .filter(Objects::nonNull)
                 .toList();
-        if (chunks.isEmpty()) {
-            return;
-        }
         try {
-            doMapAll(chunks);
+            // one chunk, as an allocation mostly needs, through the one-chunk primitive (a worker's MEM_ALLOC_AT)
+            switch (chunks.size()) {
+                case 0 -> {}
+                case 1 -> doMap(chunks.getFirst());
+                default -> doMapAll(chunks);
+            }
         } catch (RuntimeException e) {
             memory.undo(placements);
             throw e;

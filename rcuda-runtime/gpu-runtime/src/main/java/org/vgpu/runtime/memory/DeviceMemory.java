@@ -157,8 +157,11 @@ public final class DeviceMemory {
         if (chunk.mappedBytes() > 0) {
             return new Removal(allocation, null);
         }
+        // Out of the chunk table first: until the chunk leaves the shared ones too, a lookup there
+        // still finds it empty and refuses, instead of finding the retiring chunk as a whole.
+        Allocation emptied = chunks.retire(chunkAddress);
         shared.remove(chunkAddress);
-        return new Removal(allocation, chunks.retire(chunkAddress));
+        return new Removal(allocation, emptied);
     }
 
     /** Returns an unmapped chunk's range to the window. */
