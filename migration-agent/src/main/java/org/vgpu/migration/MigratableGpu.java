@@ -391,6 +391,19 @@ public final class MigratableGpu extends GatedVirtualGpu {
     }
 
     @Override
+    public void memAllocAllAt(List<DeviceRegion> allocations) {
+        CallGate.Slot slot = gate.enter();
+        try {
+            backend.memAllocAllAt(allocations);
+            for (DeviceRegion allocation : allocations) {
+                log.addAllocation(allocation.address(), allocation.bytes());
+            }
+        } finally {
+            gate.exit(slot);
+        }
+    }
+
+    @Override
     public void memFree(long address) {
         CallGate.Slot slot = gate.enter();
         try {

@@ -258,7 +258,7 @@ final class ReplayLog {
 
     /**
      * How many calls a replay makes: one per context setting, module, module variable looked up,
-     * function, set function attribute, stream, event and allocation.
+     * function, set function attribute, stream and event, and one for all allocations.
      */
     int replayCalls() {
         int settingsAndAttributes;
@@ -274,16 +274,17 @@ final class ReplayLog {
                 + settingsAndAttributes
                 + streams.size()
                 + events.size()
-                + allocations.size();
+                + (allocations.isEmpty() ? 0 : 1);
     }
 
     // ---- replay
 
     /**
      * Sets the context's settings on {@code target} and recreates every live object there: modules,
-     * then functions, streams, events and finally allocations at their addresses. Nothing here
-     * changes what the app's handles map to; the returned rebinding does that at the switch. The
-     * migration lock is held, so the log does not change meanwhile.
+     * then functions, streams, events and finally allocations at their addresses, all in one
+     * {@code memAllocAllAt}, which maps their chunks (small allocations share them) rather than each
+     * allocation. Nothing here changes what the app's handles map to; the returned rebinding does
+     * that at the switch. The migration lock is held, so the log does not change meanwhile.
      *
      * @param regions the live allocations, {@link #regions()} taken under that lock, which mem-sync
      *                then copies: one walk of the log for both
@@ -325,11 +326,11 @@ final class ReplayLog {
         for (EventEntry event : events.values()) {
             rebinding.events.add(new Rebound<>(event, target.eventCreate()));
         }
-        int index = 0;
-        for (DeviceRegion region : regions) {
-            faults.reached(FaultPoint.REPLAY_ALLOCATION, index++, target);
-            target.memAllocAt(region.address(), region.bytes());
+        for (int index = 0; index < regions.size(); index++) {
+            faults.reached(FaultPoint.REPLAY_ALLOCATION, index, target);
         }
+        // in one call: the target maps the chunks the allocations lie in, a remote one in one request
+        target.memAllocAllAt(regions);
         return rebinding;
     }
 

@@ -125,16 +125,31 @@ public interface VirtualGpu extends AutoCloseable {
 
     // ---- device memory
 
-    /** As {@code cuMemAlloc}: {@code bytes} of device memory at an address inside {@link #window()}. */
+    /**
+     * As {@code cuMemAlloc}: {@code bytes} of device memory at an address inside {@link #window()},
+     * 256-byte aligned at least. Allocations of at most 1 MiB share 2 MiB chunks of physical memory,
+     * as CUDA packs small allocations, so a small one costs its size rounded up to 256 bytes; a
+     * larger one takes chunks of its own (its size rounded up to 2 MiB). Addresses follow from the
+     * sequence of allocations and frees alone, the same on every backend.
+     */
     long memAlloc(long bytes);
 
     /**
      * vgpu's extension of {@code cuMemAlloc}: {@code bytes} at exactly {@code address}, which must be
-     * granularity-aligned, inside {@link #window()} and free. A remote worker serves the client's
-     * allocations with it, and a migration replays allocations with it, so that every device
+     * inside {@link #window()} and free, and aligned as {@link #memAlloc} would have placed it: to 2 MiB
+     * for more than 1 MiB, to 256 bytes for a small allocation, which then shares the chunk that
+     * holds its address. A remote worker serves the client's chunks with it, so that every device
      * pointer keeps its value.
      */
     void memAllocAt(long address, long bytes);
+
+    /**
+     * vgpu's extension: {@link #memAllocAt} for each of {@code allocations}, all or none, mapping
+     * the chunks they need at once (a remote vGPU in one request). A migration replays a state's
+     * allocations with it: its cost follows the chunks, not the allocations, and the target's
+     * layout is then the source's, so later allocations get the addresses they would have got there.
+     */
+    void memAllocAllAt(List<DeviceRegion> allocations);
 
     /** As {@code cuMemFree}: {@code address} must be the start of a live allocation of this vGPU. */
     void memFree(long address);

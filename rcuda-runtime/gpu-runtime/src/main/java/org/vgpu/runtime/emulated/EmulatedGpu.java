@@ -103,7 +103,7 @@ final class EmulatedGpu
     private record Backing(Arena arena, MemorySegment segment, long address) {}
 
     EmulatedGpu(VaWindow window, DeviceProperties properties, AtomicLong deviceUsedBytes, KernelTwinRegistry twins) {
-        super(window, VaWindow.GRANULARITY);
+        super(window);
         this.properties = properties;
         this.deviceUsedBytes = deviceUsedBytes;
         this.twins = twins;
@@ -173,10 +173,15 @@ final class EmulatedGpu
 
     // ---- EmulatedMemory, for twins
 
+    /**
+     * Stricter than a GPU: a kernel's access must lie in one live allocation, not merely in mapped
+     * memory, so a twin that overruns a small allocation into its chunk's neighbour faults here
+     * where a GPU would let it pass.
+     */
     @Override
     public MemorySegment segment(long address, long bytes) {
         Map.Entry<Long, Backing> entry = backing.floorEntry(address);
-        if (entry != null) {
+        if (entry != null && inAllocationOrElsewhere(address, bytes)) {
             MemorySegment segment = entry.getValue().segment();
             long offset = address - entry.getKey();
             if (bytes >= 0 && offset + bytes <= segment.byteSize() && offset + bytes >= offset) {
@@ -188,6 +193,15 @@ final class EmulatedGpu
                 String.format(
                         "CPU emulation: kernel accessed 0x%x (+%d bytes), outside every live allocation of vGPU %d",
                         address, bytes, vgpuIndex()));
+    }
+
+    /** Whether a window address's range lies in one live allocation; host addresses (module variables') pass. */
+    private boolean inAllocationOrElsewhere(long address, long bytes) {
+        if (!window().contains(address, 0)) {
+            return true;
+        }
+        Allocation allocation = memory().holding(address);
+        return allocation != null && allocation.contains(address, bytes);
     }
 
     // ---- modules
@@ -279,8 +293,8 @@ final class EmulatedGpu
         }
         Arena arena = Arena.ofShared();
         try {
-            // Host memory for the requested bytes only: a twin overrunning the allocation faults as
-            // a checked kernel would, and a CI machine does not pay for granularity rounding.
+            // Host memory for the chunk's requested bytes: all of a shared chunk, only the asked-for
+            // bytes of a large allocation's own, so a CI machine does not pay for granularity rounding.
             MemorySegment segment = arena.allocate(allocation.requestedBytes(), 16);
             backing.put(allocation.address(), new Backing(arena, segment, allocation.address()));
         } catch (OutOfMemoryError | RuntimeException e) {

@@ -66,7 +66,7 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
             PrimaryContext context,
             WindowReservation reservation,
             RegionCopyKernels copyKernels) {
-        super(window, VaWindow.GRANULARITY);
+        super(window);
         this.ordinal = ordinal;
         this.properties = properties;
         this.context = context;
@@ -278,6 +278,12 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
         } catch (RuntimeException suppressed) {
             failure.addSuppressed(suppressed);
         }
+    }
+
+    /** As cuMemFree, which waits for the device: queued work may still use the range. */
+    @Override
+    protected void doFreedInChunk() {
+        doCtxSynchronize();
     }
 
     /**

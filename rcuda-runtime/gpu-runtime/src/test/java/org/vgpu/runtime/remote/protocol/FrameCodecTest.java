@@ -125,6 +125,8 @@ class FrameCodecTest {
         encoder.ctxGetLimit(36, ContextLimit.STACK_SIZE);
         encoder.memsetD2D32(37, BASE + 64, 4096, 0xCAFE, 7, 3);
         encoder.memsetD2D32Async(38, true, BASE, 64, -1, 2, 2, 5);
+        encoder.memAllocAllAt(
+                39, List.of(new DeviceRegion(BASE, 1 << 21), new DeviceRegion(BASE + (4 << 20), 3 << 20)));
 
         RecordingVisitors.Requests visitor = new RecordingVisitors.Requests();
         for (Frame frame : decodeAll(Opcode.Direction.REQUEST, wire)) {
@@ -173,7 +175,8 @@ class FrameCodecTest {
                         "#35 ctxSetLimit MALLOC_HEAP_SIZE 67108864",
                         "#36 ctxGetLimit STACK_SIZE",
                         "#37 memsetD2D32 0x10c000000040 pitch 4096 0xcafe 7x3",
-                        "#38 async memsetD2D32Async 0x10c000000000 pitch 64 0xffffffff 2x2 s5"),
+                        "#38 async memsetD2D32Async 0x10c000000000 pitch 64 0xffffffff 2x2 s5",
+                        "#39 memAllocAllAt [0x10c000000000+2097152 0x10c000400000+3145728]"),
                 visitor.calls);
     }
 
@@ -212,6 +215,7 @@ class FrameCodecTest {
                         "MODULE_GET_GLOBAL 0x0035 REQUEST async=false synchronizing=false chunked=false",
                         "MEM_ALLOC_AT 0x0040 REQUEST async=false synchronizing=false chunked=false",
                         "MEM_FREE 0x0041 REQUEST async=false synchronizing=false chunked=false",
+                        "MEM_ALLOC_ALL_AT 0x0042 REQUEST async=false synchronizing=false chunked=false",
                         "MEMCPY_HTOD 0x0050 REQUEST async=true synchronizing=true chunked=true",
                         "MEMCPY_DTOH 0x0051 REQUEST async=true synchronizing=true chunked=false",
                         "MEMCPY_DTOD 0x0052 REQUEST async=true synchronizing=true chunked=false",

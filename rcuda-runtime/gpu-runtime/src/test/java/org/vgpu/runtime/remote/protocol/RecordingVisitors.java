@@ -70,6 +70,11 @@ final class RecordingVisitors {
         }
 
         @Override
+        public void memAllocAllAt(Frame f, List<DeviceRegion> allocations) {
+            add(f, "memAllocAllAt " + table(allocations));
+        }
+
+        @Override
         public void memFree(Frame f, long address) {
             add(f, "memFree " + hex(address));
         }
