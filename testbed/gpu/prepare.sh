@@ -39,8 +39,10 @@ cp "$junit_jar" .gpu/test/
 # The runtime carries jdk.jfr, so a worker or bench on the GPU machine can be profiled with
 # JAVA_TOOL_OPTIONS=-XX:StartFlightRecording=filename=$OUT/%p.jfr (README.md, "GPU machines").
 # A runtime packed before it did is packed again.
-if [ ! -f .gpu/jre.tar.xz ] || [ ! -f .gpu/jre.modules ] || ! grep -qx jdk.jfr .gpu/jre.modules; then
-    JRE_MODULES=java.base,java.logging,jdk.unsupported,java.management,java.naming,jdk.crypto.ec,java.xml,jdk.management,java.sql,jdk.jfr \
+# It carries java.instrument too: vgpu run -- puts vgpu's agent into a program's JVM (jcuda-programs.sh).
+if [ ! -f .gpu/jre.tar.xz ] || [ ! -f .gpu/jre.modules ] || ! grep -qx jdk.jfr .gpu/jre.modules \
+    || ! grep -qx java.instrument .gpu/jre.modules; then
+    JRE_MODULES=java.base,java.logging,jdk.unsupported,java.management,java.naming,jdk.crypto.ec,java.xml,jdk.management,java.sql,jdk.jfr,java.instrument \
         "${VGPU_GPU_JRE_TOOL:-$top/../shared/tools/gpu-jre.sh}"
     tar xJf .gpu/jre.tar.xz -O jre/release | sed -n 's/^MODULES="\(.*\)"$/\1/p' | tr ' ' '\n' > .gpu/jre.modules
 fi

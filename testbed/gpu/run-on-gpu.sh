@@ -10,8 +10,10 @@
 #   demo.log         vgpu demo --backend native
 #   bench.log        vgpu bench (native backend vs raw JCuda)
 #   remote-bench.log vgpu remote-bench (worker on the last GPU, client on GPU 0, against plain sockets)
-#   migration-bench-*.log  vgpu migration-bench --backend native --source worker, in three steps so that one
-#                    running long does not cost the others: lock, per-call, replay and blocked; mem-sync; md
+#   migration-bench-*.log  vgpu migration-bench --backend native --source worker, in four steps so that one
+#                    running long does not cost the others: lock, per-call, replay and blocked; small-allocs
+#                    (10,000 allocations of 4 KiB: memory against plain cuMemAlloc, blocked time to GPU 0 and to
+#                    a worker); mem-sync; md
 #                    (vGPUs start in workers on the last GPU, move to GPU 0; extra arguments from
 #                    VGPU_MIGRATION_BENCH_ARGS, e.g. --large or --full, which needs more than one call's time)
 # Each step has a time budget (seconds, below; `timeout` stops a step at its budget and its log keeps what it
@@ -84,6 +86,8 @@ step remote-bench 60 "${vgpu[@]}" remote-bench --backend native --device 0 --wor
 migration_bench=("${vgpu[@]}" migration-bench --backend native --source worker --worker-device "$last_gpu" --target-device 0)
 # shellcheck disable=SC2086  # VGPU_MIGRATION_BENCH_ARGS is a list of words
 step migration-bench-small 90 "${migration_bench[@]}" --sections lock,per-call,replay,blocked ${VGPU_MIGRATION_BENCH_ARGS:-}
+# shellcheck disable=SC2086
+step migration-bench-small-allocs 90 "${migration_bench[@]}" --sections small-allocs ${VGPU_MIGRATION_BENCH_ARGS:-}
 # shellcheck disable=SC2086
 step migration-bench-mem-sync 180 "${migration_bench[@]}" --sections mem-sync ${VGPU_MIGRATION_BENCH_ARGS:-}
 # shellcheck disable=SC2086

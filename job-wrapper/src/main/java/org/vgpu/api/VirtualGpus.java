@@ -167,6 +167,32 @@ public final class VirtualGpus implements AutoCloseable {
         return gpus.get(k);
     }
 
+    /**
+     * The GPU of MPI rank {@code rank} of {@code size}: vGPU {@code rank}, each rank on a vGPU of its own, which
+     * migrates on its own. For MPJ Express programs under {@code vgpu run --ranks N -- java ...}, whose ranks are
+     * threads of one JVM: each rank calls {@code gpus.forRank(MPI.COMM_WORLD.Rank(), MPI.COMM_WORLD.Size())}.
+     *
+     * <p>Why the rank is given rather than found from the calling thread: the rank is what an MPI program knows, MPJ
+     * Express numbers its threads apart from its ranks (rank 0 may run in the thread MPJ calls 1), and a rank's own
+     * threads and thread pools get the same vGPU this way.
+     *
+     * @throws IllegalArgumentException when {@code rank} is not one of {@code size} ranks
+     * @throws VgpuException ({@link ErrorCode#VGPU_BACKEND_UNAVAILABLE}) when there are fewer GPUs than ranks
+     */
+    public VirtualGpu forRank(int rank, int size) {
+        if (rank < 0 || rank >= size) {
+            throw new IllegalArgumentException(
+                    "rank " + rank + " is not one of " + size + " ranks (0 to " + (size - 1) + ")");
+        }
+        if (size > gpus.size()) {
+            throw new VgpuException(
+                    ErrorCode.VGPU_BACKEND_UNAVAILABLE,
+                    size + " ranks need " + size + " GPUs, one for each rank, and there are " + gpus.size() + ": "
+                            + description);
+        }
+        return gpus.get(rank);
+    }
+
     public int count() {
         return gpus.size();
     }

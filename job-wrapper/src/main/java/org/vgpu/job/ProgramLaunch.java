@@ -228,7 +228,8 @@ final class ProgramLaunch {
         }
     }
 
-    private static void removeAll(Path directory) {
+    /** Removes {@code directory} and what is in it, as far as it can: a temporary directory of the launcher. */
+    static void removeAll(Path directory) {
         try (Stream<Path> paths = Files.walk(directory)) {
             for (Path path : paths.sorted(Comparator.reverseOrder()).toList()) {
                 Files.deleteIfExists(path);

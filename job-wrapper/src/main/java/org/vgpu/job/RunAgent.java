@@ -12,6 +12,7 @@ import java.util.Map;
 import java.util.Optional;
 
 import org.vgpu.common.error.VgpuFailure;
+import org.vgpu.job.jcuda.JCudaCallSites;
 import org.vgpu.migration.MigrationFaults;
 import org.vgpu.runtime.Backends;
 import org.vgpu.runtime.emulated.EmulatedBackend;
@@ -21,7 +22,8 @@ import org.vgpu.runtime.remote.client.RemoteConfig;
  * The Java agent {@code vgpu run -- COMMAND} puts into the user's JVM (through {@code JAVA_TOOL_OPTIONS}): before
  * the program's {@code main} it opens the job's vGPUs ({@link JobVgpus}: the runtime, the migration agent on the
  * job's socket, the link to the tracker) in that JVM, where the program calls them; {@code
- * org.vgpu.api.VirtualGpus.fromEnvironment()} hands the program these vGPUs. A shutdown hook closes them when the
+ * org.vgpu.api.VirtualGpus.fromEnvironment()} hands the program these vGPUs, and the program's JCuda calls are
+ * redirected to them ({@link JCudaCallSites}). A shutdown hook closes them when the
  * JVM ends, normally or on SIGTERM: the tracker link stops, the agent's socket is removed.
  *
  * <p>Why an agent in the program's JVM rather than the runtime in the launcher with the program as a client: the
@@ -85,7 +87,8 @@ public final class RunAgent {
             return;
         }
         try {
-            open(arguments == null ? "" : arguments, environment, err);
+            open(arguments == null ? "" : arguments, environment, err)
+                    .ifPresent(job -> JCudaCallSites.install(instrumentation, job.vgpus()));
         } catch (VgpuFailure e) {
             err.println("vgpu: the job's vGPUs cannot be opened: " + e.detail());
             System.exit(1);
@@ -131,7 +134,8 @@ public final class RunAgent {
         }
     }
 
-    private static void open(String arguments, Map<String, String> environment, PrintStream err) {
+    /** The job's vGPUs, opened; empty outside a job. */
+    private static Optional<JobVgpus> open(String arguments, Map<String, String> environment, PrintStream err) {
         String backendName = Backends.AUTO;
         int emulatedGpus = EmulatedBackend.DEFAULT_DEVICE_COUNT;
         for (String argument : arguments.split(",")) {
@@ -146,7 +150,7 @@ public final class RunAgent {
             // vgpu run checked the environment before it started the program; a JVM that gets here was given the
             // agent by hand outside a job
             err.println("vgpu: not a vgpu job (none of the SPANK bridge's variables is set): no vGPUs opened");
-            return;
+            return Optional.empty();
         }
         var local = Backends.forJob(backendName, emulatedGpus);
         JobVgpus job = JobVgpus.open(
@@ -164,6 +168,7 @@ public final class RunAgent {
                         "vgpu: warning: the borrowed vGPUs will not be brought home by the tracker: " + problem));
         Runtime.getRuntime().addShutdownHook(new Thread(() -> close(job, err), "vgpu-run-agent-close"));
         opened = job;
+        return Optional.of(job);
     }
 
     private static void close(JobVgpus job, PrintStream err) {

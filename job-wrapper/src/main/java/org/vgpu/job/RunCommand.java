@@ -27,6 +27,7 @@ import org.vgpu.common.cli.CommandLines;
 import org.vgpu.common.cli.Subcommand;
 import org.vgpu.common.contract.BridgeContract;
 import org.vgpu.common.error.ConfigException;
+import org.vgpu.common.error.InputException;
 import org.vgpu.migration.FaultPoint;
 import org.vgpu.migration.MigratableGpu;
 import org.vgpu.migration.MigrationFaults;
@@ -179,6 +180,14 @@ public final class RunCommand implements Subcommand {
                         .desc("with -- COMMAND: how long a JVM of the command has to load the vgpu agent before the"
                                 + " command is taken for a program that is not Java and stopped (default "
                                 + ProgramLaunch.DEFAULT_ATTACH_BOUND.toSeconds() + ")")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt(MpjRanks.OPTION)
+                        .hasArg()
+                        .argName("N")
+                        .desc("with -- java ...: run the MPJ Express program as N ranks in multicore mode (threads of"
+                                + " one JVM), rank i on vGPU i; N at most the job's vGPUs. Needs MPJ Express (Debian's"
+                                + " libmpj-java, or " + MpjRanks.MPJ_DIR_VARIABLE + ")")
                         .get());
     }
 
@@ -188,9 +197,11 @@ public final class RunCommand implements Subcommand {
         if (!program.isEmpty()) {
             return runProgram(line, program, out, err);
         }
-        if (line.hasOption(ATTACH_WITHIN)) {
-            throw new ParseException("--" + ATTACH_WITHIN + " is for a program of one's own: vgpu run [options] --"
-                    + " COMMAND [ARGS...]");
+        for (String programOption : List.of(ATTACH_WITHIN, MpjRanks.OPTION)) {
+            if (line.hasOption(programOption)) {
+                throw new ParseException("--" + programOption + " is for a program of one's own: vgpu run [options] --"
+                        + " COMMAND [ARGS...]");
+            }
         }
         List<Workload> workloads = WorkloadSelection.select(
                 line.getOptionValues(WorkloadSelection.OPTION),
@@ -306,15 +317,24 @@ public final class RunCommand implements Subcommand {
                     + " from one: use bin/vgpu of a packaged build (job-wrapper/target/vgpu.jar)");
             return 2;
         }
-        try {
+        int ranks = line.hasOption(MpjRanks.OPTION) ? CommandLines.intValue(line, MpjRanks.OPTION, 1, 1) : 0;
+        try (MpjRanks mpj = ranks == 0
+                ? null
+                : MpjRanks.prepare(ranks, program, assembly.get().count(), environment)) {
+            if (mpj != null) {
+                programEnvironment.putAll(mpj.environment());
+            }
             return new ProgramLaunch(
-                            program,
+                            mpj == null ? program : mpj.command(),
                             programEnvironment,
                             agentJar.get(),
                             RunAgent.arguments(backendName, emulatedGpus),
                             Duration.ofSeconds(attachWithin),
                             assembly.get().agentSocket())
                     .run(out, err);
+        } catch (InputException e) {
+            err.println("vgpu run: " + e.detail());
+            return 2;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             err.println("vgpu run: interrupted while " + program.getFirst() + " ran");

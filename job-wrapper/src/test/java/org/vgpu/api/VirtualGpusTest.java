@@ -3,6 +3,8 @@ package org.vgpu.api;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
@@ -14,6 +16,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import org.vgpu.migration.MigratableGpu;
+import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.VgpuException;
 
 /** Where {@link VirtualGpus#from} finds a program's GPUs when no agent opened them (there is no GPU where tests run). */
 class VirtualGpusTest {
@@ -60,5 +64,24 @@ class VirtualGpusTest {
         }
         assertFalse(Files.exists(socket), "closing closes the vGPUs and the agent");
         gpus.close(); // a second close is harmless
+    }
+
+    @Test
+    void eachRankGetsTheVgpuOfItsNumberAndMoreRanksThanGpusAreRefused() {
+        try (VirtualGpus gpus = VirtualGpus.from(Map.of(), Optional.empty(), Optional.empty())) {
+            for (int rank = 0; rank < 3; rank++) {
+                assertSame(gpus.gpu(rank), gpus.forRank(rank, 3));
+            }
+            VgpuException tooMany = assertThrows(VgpuException.class, () -> gpus.forRank(0, 5));
+            assertEquals(ErrorCode.VGPU_BACKEND_UNAVAILABLE, tooMany.code());
+            assertTrue(
+                    tooMany.getMessage()
+                            .contains("5 ranks need 5 GPUs, one for each rank, and there are 4: 4 devices of"
+                                    + " the CPU EMULATION"),
+                    tooMany.getMessage());
+            IllegalArgumentException notARank = assertThrows(IllegalArgumentException.class, () -> gpus.forRank(3, 3));
+            assertEquals("rank 3 is not one of 3 ranks (0 to 2)", notARank.getMessage());
+            assertThrows(IllegalArgumentException.class, () -> gpus.forRank(-1, 3));
+        }
     }
 }

@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
-import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -34,7 +33,6 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 import org.vgpu.common.agent.AgentChannel;
-import org.vgpu.common.cli.SubcommandRunner;
 import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.common.line.LineClient;
 
@@ -166,15 +164,21 @@ class RunProgramTest {
                 programs.resolve("Probe.java").toString());
         assertEquals(0, compiled, diagnostics.toString(StandardCharsets.UTF_8));
 
+        agentJar = agentJar(programs.resolve("agent dir with space"));
+    }
+
+    /** A jar in {@code directory} with only vgpu.jar's agent manifest (the classes are on the test's class path). */
+    static Path agentJar(Path directory) throws IOException {
         Manifest manifest = new Manifest();
         manifest.getMainAttributes().put(Attributes.Name.MANIFEST_VERSION, "1.0");
         manifest.getMainAttributes().put(new Attributes.Name("Premain-Class"), RunAgent.class.getName());
-        agentJar = programs.resolve("agent dir with space").resolve("vgpu.jar");
-        Files.createDirectories(agentJar.getParent());
-        try (OutputStream file = Files.newOutputStream(agentJar);
+        Path jarFile = directory.resolve("vgpu.jar");
+        Files.createDirectories(directory);
+        try (OutputStream file = Files.newOutputStream(jarFile);
                 JarOutputStream jar = new JarOutputStream(file, manifest)) {
             jar.flush();
         }
+        return jarFile;
     }
 
     /** The ```java block of README's "Your own program" section, verbatim. */
@@ -214,7 +218,7 @@ class RunProgramTest {
         return directory.resolve("agent.sock");
     }
 
-    private record Outcome(int status, String out, String err) {
+    record Outcome(int status, String out, String err) {
         @Override
         public String toString() {
             return "exit " + status + "\n--- out\n" + out + "--- err\n" + err;
@@ -222,15 +226,13 @@ class RunProgramTest {
     }
 
     private static Outcome vgpuRun(Map<String, String> environment, String... args) {
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        ByteArrayOutputStream err = new ByteArrayOutputStream();
-        int status;
-        try (PrintStream outStream = new PrintStream(out, true, StandardCharsets.UTF_8);
-                PrintStream errStream = new PrintStream(err, true, StandardCharsets.UTF_8)) {
-            status = SubcommandRunner.run(
-                    new RunCommand(environment, duration -> {}, Optional.of(agentJar)), args, outStream, errStream);
-        }
-        return new Outcome(status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+        return vgpuRun(environment, agentJar, args);
+    }
+
+    /** {@code vgpu run ARGS} in {@code environment}, with {@code agentJar} as the jar it gives programs as their agent. */
+    static Outcome vgpuRun(Map<String, String> environment, Path agentJar, String... args) {
+        ProgramRun run = ProgramRun.of(environment, agentJar, List.of(args));
+        return new Outcome(run.status(), run.out(), run.err());
     }
 
     private static String[] java(String program, String... options) {

@@ -399,6 +399,19 @@ public final class MigratableGpu extends GatedVirtualGpu {
     }
 
     @Override
+    public void memAllocAllAt(List<DeviceRegion> allocations) {
+        CallGate.Slot slot = gate.enter();
+        try {
+            backend.memAllocAllAt(allocations);
+            for (DeviceRegion allocation : allocations) {
+                log.addAllocation(allocation.address(), allocation.bytes());
+            }
+        } finally {
+            gate.exit(slot);
+        }
+    }
+
+    @Override
     public void memFree(long address) {
         CallGate.Slot slot = gate.enter();
         try {
@@ -539,6 +552,13 @@ public final class MigratableGpu extends GatedVirtualGpu {
         if (error != null && DEFERRED_ERROR.compareAndSet(this, error, null)) {
             throw error;
         }
+    }
+
+    /** A context setting the backend took ({@code @ReplayedSetting}), for the replay. */
+    @GatedForwarder.Record
+    @Override
+    void recordSetting(GatedVirtualGpu.Setting setting) {
+        log.setSetting(setting);
     }
 
     @GatedForwarder.Translate

@@ -2,6 +2,7 @@ package org.vgpu.migration;
 
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -19,10 +20,11 @@ import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.api.VirtualGpu;
 
 /**
- * What a replay needs, and nothing more: the live modules (their images and the addresses of the
- * variables looked up in them), functions (module,
- * name and the attributes the app set), streams, events and allocations (address and size) of one vGPU. Unload, destroy and free
- * remove entries, so the log is proportional to the live state, not to the number of calls.
+ * What a replay needs, and nothing more: the context's settings (the last of each key, see
+ * {@code @ReplayedSetting}), the live modules (their images and the addresses of the variables
+ * looked up in them), functions (module, name and the attributes the app set), streams, events and
+ * allocations (address and size) of one vGPU. Unload, destroy and free remove entries, so the log
+ * is proportional to the live state, not to the number of calls.
  * Memory contents are not recorded; the migration copies them.
  *
  * <p>The app sees handles with ids issued here; each entry holds the current backend's handle,
@@ -77,6 +79,9 @@ final class ReplayLog {
     }
 
     private record FunctionKey(int moduleId, String name) {}
+
+    /** The context's settings by key, in the order they were last set. Guarded by itself. */
+    private final Map<Object, GatedVirtualGpu.Setting> settings = new LinkedHashMap<>();
 
     private final AtomicInteger nextModuleId = new AtomicInteger(1);
     private final AtomicInteger nextFunctionId = new AtomicInteger(1);
@@ -159,6 +164,14 @@ final class ReplayLog {
             throw unknown("function", function.id());
         }
         return entry.current;
+    }
+
+    /** Records a context setting, once the backend has taken it: it replaces the last one of its key. */
+    void setSetting(GatedVirtualGpu.Setting setting) {
+        synchronized (settings) {
+            settings.remove(setting.key());
+            settings.put(setting.key(), setting);
+        }
     }
 
     /** Records a set attribute, once the backend has taken it. */
@@ -244,30 +257,34 @@ final class ReplayLog {
     }
 
     /**
-     * How many calls a replay makes: one per module, module variable looked up, function, set
-     * function attribute, stream, event and allocation.
+     * How many calls a replay makes: one per context setting, module, module variable looked up,
+     * function, set function attribute, stream and event, and one for all allocations.
      */
     int replayCalls() {
-        int attributes = 0;
+        int settingsAndAttributes;
+        synchronized (settings) {
+            settingsAndAttributes = settings.size();
+        }
         for (FunctionEntry function : functions.values()) {
-            attributes += function.attributes.size();
+            settingsAndAttributes += function.attributes.size();
         }
         return modules.size()
                 + globals().size()
                 + functions.size()
-                + attributes
+                + settingsAndAttributes
                 + streams.size()
                 + events.size()
-                + allocations.size();
+                + (allocations.isEmpty() ? 0 : 1);
     }
 
     // ---- replay
 
     /**
-     * Recreates every live object on {@code target}: modules, then functions, streams, events and
-     * finally allocations at their addresses. Nothing here changes what the app's handles map to;
-     * the returned rebinding does that at the switch. The migration lock is held, so the log does
-     * not change meanwhile.
+     * Sets the context's settings on {@code target} and recreates every live object there: modules,
+     * then functions, streams, events and finally allocations at their addresses, all in one
+     * {@code memAllocAllAt}, which maps their chunks (small allocations share them) rather than each
+     * allocation. Nothing here changes what the app's handles map to; the returned rebinding does
+     * that at the switch. The migration lock is held, so the log does not change meanwhile.
      *
      * @param regions the live allocations, {@link #regions()} taken under that lock, which mem-sync
      *                then copies: one walk of the log for both
@@ -276,6 +293,13 @@ final class ReplayLog {
      */
     Rebinding replayOnto(VirtualGpu target, List<DeviceRegion> regions, MigrationFaults faults) {
         Rebinding rebinding = new Rebinding();
+        List<GatedVirtualGpu.Setting> set;
+        synchronized (settings) {
+            set = List.copyOf(settings.values());
+        }
+        for (GatedVirtualGpu.Setting setting : set) {
+            setting.replayOn(target);
+        }
         Map<Integer, ModuleHandle> targetModules = new HashMap<>();
         for (Map.Entry<Integer, ModuleEntry> module : modules.entrySet()) {
             ModuleHandle handle = target.moduleLoadData(module.getValue().image);
@@ -302,11 +326,11 @@ final class ReplayLog {
         for (EventEntry event : events.values()) {
             rebinding.events.add(new Rebound<>(event, target.eventCreate()));
         }
-        int index = 0;
-        for (DeviceRegion region : regions) {
-            faults.reached(FaultPoint.REPLAY_ALLOCATION, index++, target);
-            target.memAllocAt(region.address(), region.bytes());
+        for (int index = 0; index < regions.size(); index++) {
+            faults.reached(FaultPoint.REPLAY_ALLOCATION, index, target);
         }
+        // in one call: the target maps the chunks the allocations lie in, a remote one in one request
+        target.memAllocAllAt(regions);
         return rebinding;
     }
 

@@ -22,6 +22,7 @@ import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.MethodSource;
 
 import org.vgpu.common.error.InputException;
+import org.vgpu.runtime.api.ContextLimit;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
@@ -135,16 +136,9 @@ class RemoteMigrationTest {
         }
     }
 
-    /**
-     * Module variables keep their addresses and contents and set kernel attributes hold in every
-     * direction: onto a worker the client's address of a variable stands for the worker's, which
-     * stands for its backend's.
-     */
-    @ParameterizedTest(name = "{0}")
-    @EnumSource(Direction.class)
-    void moduleVariablesAndKernelAttributesMoveInEveryDirection(Direction direction) {
-        try (Emulation local = new Emulation(2);
-                LocalWorkers workers = new LocalWorkers()) {
+    /** A vGPU of window 1 on the source of {@code direction}, and the target it moves to. */
+    private record Journey(MigratableGpu gpu, MigrationTarget target) {
+        static Journey of(Direction direction, Emulation local, LocalWorkers workers) {
             MigrationTarget.RemoteWorker sourceWorker =
                     direction == Direction.LOCAL_TO_REMOTE ? null : workers.start(0);
             MigrationTarget start = sourceWorker == null ? Emulation.gpu(0) : sourceWorker;
@@ -153,13 +147,30 @@ class RemoteMigrationTest {
             VirtualGpu initial = sourceWorker == null
                     ? local.backend.open(0, window)
                     : workers.resolver.open(sourceWorker, window, null);
-            try (MigratableGpu gpu = new MigratableGpu(
+            MigratableGpu gpu = new MigratableGpu(
                     initial,
                     start,
                     new NodeTargetResolver(local.backend, workers.resolver),
                     Emulation.VERIFIED,
                     MigrationListener.NONE,
-                    MigrationFaults.NONE)) {
+                    MigrationFaults.NONE);
+            return new Journey(gpu, target);
+        }
+    }
+
+    /**
+     * Module variables keep their addresses and contents, and set kernel attributes and context
+     * limits hold, in every direction: onto a worker the client's address of a variable stands for
+     * the worker's, which stands for its backend's.
+     */
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(Direction.class)
+    void moduleVariablesKernelAttributesAndContextLimitsMoveInEveryDirection(Direction direction) {
+        try (Emulation local = new Emulation(2);
+                LocalWorkers workers = new LocalWorkers()) {
+            Journey journey = Journey.of(direction, local, workers);
+            MigrationTarget target = journey.target();
+            try (MigratableGpu gpu = journey.gpu()) {
                 String variables = """
                         .version 8.0
                         .target sm_80
@@ -172,8 +183,15 @@ class RemoteMigrationTest {
                 gpu.memcpyHtoD(table.address() + 4, MemorySegment.ofArray(new int[] {6, 7}), 8);
                 FunctionHandle empty = gpu.moduleGetFunction(gpu.moduleLoadData(TestKernels.ptx()), "emptyKernel");
                 gpu.funcSetAttribute(empty, FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, 64 << 10);
+                gpu.ctxSetLimit(ContextLimit.MALLOC_HEAP_SIZE, 96L << 20);
+                gpu.ctxSetLimit(ContextLimit.STACK_SIZE, 32 << 10);
 
                 gpu.migrate(target);
+
+                assertEquals(32 << 10, gpu.ctxGetLimit(ContextLimit.STACK_SIZE), "the target's context has it too");
+                assertEquals(96L << 20, gpu.ctxGetLimit(ContextLimit.MALLOC_HEAP_SIZE));
+                assertEquals(
+                        ContextLimit.PRINTF_FIFO_SIZE.cudaDefault(), gpu.ctxGetLimit(ContextLimit.PRINTF_FIFO_SIZE));
 
                 assertEquals(table, gpu.moduleGetGlobal(module, "table"), "the address the program holds");
                 int[] back = new int[4];
@@ -182,6 +200,51 @@ class RemoteMigrationTest {
                 assertEquals(64 << 10, gpu.funcGetAttribute(FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, empty));
                 gpu.launchKernel(empty, Dim3.of(1), Dim3.of(32), 64 << 10, StreamHandle.DEFAULT, KernelArgs.none());
                 gpu.ctxSynchronize();
+            }
+        }
+    }
+
+    /**
+     * A state of 10,000 allocations of 4 KiB (20 shared chunks) moves in every direction with its
+     * data, the target maps the chunks (a worker in one request) and its layout is the source's:
+     * an address freed before the move is the one handed out after it.
+     */
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(Direction.class)
+    void tenThousandSmallAllocationsMoveWithTheirDataAndLayout(Direction direction) {
+        try (Emulation local = new Emulation(2);
+                LocalWorkers workers = new LocalWorkers()) {
+            Journey journey = Journey.of(direction, local, workers);
+            MigrationTarget target = journey.target();
+            try (MigratableGpu gpu = journey.gpu()) {
+                int bytes = 4096;
+                List<DeviceRegion> allocations = new ArrayList<>();
+                for (int i = 0; i < 10_000; i++) {
+                    allocations.add(new DeviceRegion(gpu.memAlloc(bytes), bytes));
+                }
+                long hole = allocations.get(4321).address();
+                gpu.memFree(hole);
+                allocations.remove(4321);
+                MemorySegment pattern = gpu.memAllocHost((long) allocations.size() * bytes);
+                for (long i = 0; i < pattern.byteSize() / 8; i++) {
+                    pattern.setAtIndex(java.lang.foreign.ValueLayout.JAVA_LONG, i, i * 0x9E3779B97F4A7C15L);
+                }
+                gpu.memcpyHtoDScatterAsync(allocations, pattern, StreamHandle.DEFAULT);
+                gpu.ctxSynchronize();
+                long usedBefore = gpu.memGetInfo().total() - gpu.memGetInfo().free();
+
+                MigrationReport report = gpu.migrate(target);
+
+                assertEquals(allocations.size(), report.memSyncRegions(), report.summary());
+                assertEquals(
+                        usedBefore, gpu.memGetInfo().total() - gpu.memGetInfo().free(), "20 chunks, not 9,999");
+                MemorySegment back = gpu.memAllocHost(pattern.byteSize());
+                gpu.memcpyDtoHGatherAsync(back, allocations, StreamHandle.DEFAULT);
+                gpu.ctxSynchronize();
+                assertEquals(-1L, back.mismatch(pattern), "every allocation's bytes after the move");
+                assertEquals(hole, gpu.memAlloc(bytes), "the hole left before the move is filled first");
+                gpu.memFreeHost(pattern);
+                gpu.memFreeHost(back);
             }
         }
     }

@@ -40,11 +40,15 @@ import javax.tools.Diagnostic;
  * its annotations name ({@code @GatedForwarder.Enter}, {@code .Exit}, {@code .Current},
  * {@code .BeforeSynchronizing}, {@code .Translate} for an argument type), declared abstract in the
  * generated superclass; the hand-written class being final, each is a monomorphic call the JIT inlines.
+ * A {@code @ReplayedSetting} call also hands, after the call returned, a record of its arguments
+ * (a nested {@code Setting} of the generated class, which can make the call again on a migration's
+ * target) to the {@code .Record} hook: one object per such call, which only sets a value.
  */
 final class ForwarderGenerator {
     static final String GENERATE_FORWARDER = "org.vgpu.runtime.api.surface.GenerateForwarder";
     static final String GATED_FORWARDER = "org.vgpu.runtime.api.surface.GatedForwarder";
     static final String SYNCHRONIZING = "org.vgpu.runtime.api.surface.Synchronizing";
+    static final String REPLAYED_SETTING = "org.vgpu.runtime.api.surface.ReplayedSetting";
     /** What javac calls parameters of a class compiled without -parameters. */
     private static final Pattern SYNTHETIC_NAME = Pattern.compile("arg\\d+");
 
@@ -100,6 +104,7 @@ final class ForwarderGenerator {
             ExecutableElement exit,
             ExecutableElement current,
             ExecutableElement beforeSynchronizing,
+            ExecutableElement record,
             Map<String, ExecutableElement> translations) {}
 
     void generateGated(TypeElement handWritten) {
@@ -129,16 +134,24 @@ final class ForwarderGenerator {
         for (ExecutableElement hook : hookList(hooks)) {
             out.blank();
             out.line("    /** See {@link " + handWritten.getSimpleName() + "#" + hook.getSimpleName() + "}. */");
-            String parameters = hook.getParameters().stream()
-                    .map(p -> out.type(p.asType()) + " " + p.getSimpleName())
-                    .collect(Collectors.joining(", "));
+            // The record hook takes this class's own Setting, which javac cannot resolve before it exists.
+            String parameters = hook == hooks.record
+                    ? "Setting " + hook.getParameters().getFirst().getSimpleName()
+                    : hook.getParameters().stream()
+                            .map(p -> out.type(p.asType()) + " " + p.getSimpleName())
+                            .collect(Collectors.joining(", "));
             out.line("    abstract " + out.type(hook.getReturnType()) + " " + hook.getSimpleName() + "(" + parameters
                     + ");");
         }
         boolean tokened = hooks.enter.getReturnType().getKind() != TypeKind.VOID;
+        List<ExecutableElement> settings = new ArrayList<>();
         for (ExecutableElement call : calls(contract)) {
             if (declares(handWritten, call)) {
                 continue;
+            }
+            boolean setting = Mirrors.has(call, REPLAYED_SETTING);
+            if (setting && checkSetting(handWritten, call, hooks)) {
+                settings.add(call);
             }
             if (call.getParameters().stream().anyMatch(p -> p.getSimpleName().contentEquals("slot"))) {
                 error(call, "a parameter named 'slot' would hide the gate's token");
@@ -161,13 +174,27 @@ final class ForwarderGenerator {
             }
             String arguments =
                     call.getParameters().stream().map(p -> argument(p, hooks)).collect(Collectors.joining(", "));
-            String result = returns(call) ? "return " : "";
-            out.line("            " + result + hooks.current.getSimpleName() + "()." + call.getSimpleName() + "("
-                    + arguments + ");");
+            String invocation = hooks.current.getSimpleName() + "()." + call.getSimpleName() + "(" + arguments + ");";
+            if (!setting || hooks.record == null) {
+                out.line("            " + (returns(call) ? "return " : "") + invocation);
+            } else {
+                String record = "new " + settingName(call) + "(" + parameterNames(call) + ")";
+                if (returns(call)) {
+                    out.line("            " + out.type(call.getReturnType()) + " result = " + invocation);
+                    out.line("            " + hooks.record.getSimpleName() + "(" + record + ");");
+                    out.line("            return result;");
+                } else {
+                    out.line("            " + invocation);
+                    out.line("            " + hooks.record.getSimpleName() + "(" + record + ");");
+                }
+            }
             out.line("        } finally {");
             out.line("            " + hooks.exit.getSimpleName() + "(" + (tokened ? "slot" : "") + ");");
             out.line("        }");
             out.line("    }");
+        }
+        if (hooks.record != null) {
+            writeSettings(out, iface, settings);
         }
         out.line("}");
         Sources.write(
@@ -182,6 +209,7 @@ final class ForwarderGenerator {
         ExecutableElement exit = null;
         ExecutableElement current = null;
         ExecutableElement beforeSynchronizing = null;
+        ExecutableElement record = null;
         Map<String, ExecutableElement> translations = new TreeMap<>();
         for (ExecutableElement method : ElementFilter.methodsIn(handWritten.getEnclosedElements())) {
             if (Mirrors.has(method, GATED_FORWARDER + ".Enter")) {
@@ -192,6 +220,12 @@ final class ForwarderGenerator {
                 current = method;
             } else if (Mirrors.has(method, GATED_FORWARDER + ".BeforeSynchronizing")) {
                 beforeSynchronizing = method;
+            } else if (Mirrors.has(method, GATED_FORWARDER + ".Record")) {
+                if (method.getParameters().size() != 1 || method.getReturnType().getKind() != TypeKind.VOID) {
+                    error(method, "a @Record hook takes the Setting and returns nothing");
+                    continue;
+                }
+                record = method;
             } else if (Mirrors.has(method, GATED_FORWARDER + ".Translate")) {
                 if (method.getParameters().size() != 1
                         || !env.getTypeUtils()
@@ -216,13 +250,16 @@ final class ForwarderGenerator {
             error(handWritten, "a @GatedForwarder names its @Enter, @Exit and @Current hooks");
             return Optional.empty();
         }
-        return Optional.of(new Hooks(enter, exit, current, beforeSynchronizing, translations));
+        return Optional.of(new Hooks(enter, exit, current, beforeSynchronizing, record, translations));
     }
 
     private static List<ExecutableElement> hookList(Hooks hooks) {
         List<ExecutableElement> list = new ArrayList<>(List.of(hooks.enter, hooks.exit, hooks.current));
         if (hooks.beforeSynchronizing != null) {
             list.add(hooks.beforeSynchronizing);
+        }
+        if (hooks.record != null) {
+            list.add(hooks.record);
         }
         list.addAll(hooks.translations.values());
         return list;
@@ -233,6 +270,82 @@ final class ForwarderGenerator {
                 hooks.translations.get(parameter.asType().toString());
         String name = parameter.getSimpleName().toString();
         return translation == null ? name : translation.getSimpleName() + "(" + name + ")";
+    }
+
+    // ---- replayed settings
+
+    /** Whether {@code call} can be recorded as a setting: a Record hook, a key, no handle to translate. */
+    private boolean checkSetting(TypeElement handWritten, ExecutableElement call, Hooks hooks) {
+        if (hooks.record == null) {
+            error(handWritten, call.getSimpleName() + " is @ReplayedSetting: name a @GatedForwarder.Record hook");
+            return false;
+        }
+        if (call.getParameters().isEmpty()) {
+            error(call, "a @ReplayedSetting call's first parameter is what it sets: it has none");
+            return false;
+        }
+        for (VariableElement parameter : call.getParameters()) {
+            if (hooks.translations.containsKey(parameter.asType().toString())) {
+                error(
+                        parameter,
+                        "a @ReplayedSetting call takes values, not handles: a handle's settings are replayed by hand");
+                return false;
+            }
+            if (parameter.getSimpleName().contentEquals("result")) {
+                error(parameter, "a parameter named 'result' would hide the call's result");
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /**
+     * The Setting type and one record per setting call: its arguments, its key (the call and its
+     * first argument: a later call of the same key replaces it) and the call made again on a target.
+     */
+    private static void writeSettings(SourceWriter out, String iface, List<ExecutableElement> settings) {
+        String list = out.type("java.util.List");
+        out.blank();
+        out.line("    /** What a setting call set, kept for a migration to set again on its target. */");
+        out.line("    interface Setting {");
+        out.line("        /** A later setting of an equal key replaces this one: the call and its first argument. */");
+        out.line("        Object key();");
+        out.blank();
+        out.line("        /** Makes the call again on {@code target}. */");
+        out.line("        void replayOn(" + iface + " target);");
+        out.line("    }");
+        for (ExecutableElement call : settings) {
+            String components = call.getParameters().stream()
+                    .map(p -> out.type(p.asType()) + " " + p.getSimpleName())
+                    .collect(Collectors.joining(", "));
+            String name = settingName(call);
+            out.blank();
+            out.line("    /** The arguments of {@link " + iface + "#" + call.getSimpleName() + "}. */");
+            out.line("    record " + name + "(" + components + ") implements Setting {");
+            out.line("        @Override");
+            out.line("        public Object key() {");
+            out.line("            return " + list + ".of(" + name + ".class, "
+                    + call.getParameters().getFirst().getSimpleName() + ");");
+            out.line("        }");
+            out.blank();
+            out.line("        @Override");
+            out.line("        public void replayOn(" + iface + " target) {");
+            out.line("            target." + call.getSimpleName() + "(" + parameterNames(call) + ");");
+            out.line("        }");
+            out.line("    }");
+        }
+    }
+
+    /** ctxSetLimit -> CtxSetLimitSetting. */
+    private static String settingName(ExecutableElement call) {
+        String name = call.getSimpleName().toString();
+        return Character.toUpperCase(name.charAt(0)) + name.substring(1) + "Setting";
+    }
+
+    private static String parameterNames(ExecutableElement call) {
+        return call.getParameters().stream()
+                .map(p -> p.getSimpleName().toString())
+                .collect(Collectors.joining(", "));
     }
 
     // ---- shared

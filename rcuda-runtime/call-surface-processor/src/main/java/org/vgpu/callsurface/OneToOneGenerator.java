@@ -128,8 +128,12 @@ final class OneToOneGenerator {
             out.line("    /** The result of {@link " + names.opcodes() + "#" + call.constant() + "}. */");
             out.line("    public static " + out.type(call.oneToOne().result()) + " " + call.method() + "(" + byteBuf
                     + " result) {");
-            out.line("        return ReplyDecoder.read(result, \"" + call.constant() + "\", " + names.codecs() + "::"
-                    + call.oneToOne().resultReader().getSimpleName() + ");");
+            ExecutableElement reader = call.oneToOne().resultReader();
+            String read = reader.getParameters().size() == 1
+                    ? names.codecs() + "::" + reader.getSimpleName()
+                    : "in -> " + names.codecs() + "." + reader.getSimpleName() + "(in, "
+                            + WireSurfaceGenerator.classLiteral(call.oneToOne().result()) + ")";
+            out.line("        return ReplyDecoder.read(result, \"" + call.constant() + "\", " + read + ");");
             out.line("    }");
         }
         out.line("}");

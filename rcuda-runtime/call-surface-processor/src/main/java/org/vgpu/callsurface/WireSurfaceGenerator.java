@@ -31,9 +31,11 @@ import javax.tools.Diagnostic;
  * {@code @Call(opcode, kind)}, each reply an int constant annotated {@code @Reply}. A request's
  * parameters are its body's fields in wire order; each travels through the codec its
  * {@code @Codec} names, or that of its type ({@code int}: Int32, {@code long}: Int64, a class: its
- * simple name). A codec {@code X} is static methods of the surface's codecs class: {@code readX}
- * (its parameters may be the {@code Frame}, the body's {@code ByteBuf} and a {@code String}, which
- * gets the field's name; it returns the field), {@code writeX(ByteBuf, value)} and, optionally,
+ * simple name; a class without a codec of that name: the codec of an interface it implements, such
+ * as one codec for every enum of CUDA's numbered constants). A codec {@code X} is static methods of
+ * the surface's codecs class: {@code readX} (its parameters may be the {@code Frame}, the body's
+ * {@code ByteBuf}, a {@code String}, which gets the field's name, and a {@code Class}, which gets
+ * the field's type; it returns the field), {@code writeX(ByteBuf, value)} and, optionally,
  * {@code checkX(value)}, which runs before anything of the frame is written so that a refused
  * request leaves no partial frame in a batch. A {@code CHUNKED} request's last parameter is the
  * chunk's bytes, which the caller writes after the generated header.
@@ -366,16 +368,23 @@ final class WireSurfaceGenerator {
         }
         OneToOne oneToOne = new OneToOne(method, primitive, result, null, null, null);
         if (result.getKind() != TypeKind.VOID) {
-            String codec = defaultCodec(result);
+            String codec = codecOf(result, codecs);
             ExecutableElement reader = codecs.get("read" + codec);
             ExecutableElement writer = codecs.get("write" + codec);
             if (reader == null
                     || writer == null
-                    || reader.getParameters().size() != 1
+                    || !(reader.getParameters().size() == 1
+                            || (reader.getParameters().size() == 2
+                                    && reader.getParameters()
+                                            .get(1)
+                                            .asType()
+                                            .toString()
+                                            .startsWith("java.lang.Class")))
                     || !reader.getParameters().getFirst().asType().toString().equals(BYTE_BUF)) {
                 error(
                         method,
-                        "a result of type " + result + " needs static read" + codec + "(ByteBuf) and write" + codec
+                        "a result of type " + result + " needs static read" + codec
+                                + "(ByteBuf) (or (ByteBuf, Class) for an interface's codec) and write" + codec
                                 + " methods in the surface's codecs class");
             }
             oneToOne = new OneToOne(method, primitive, result, codec, reader, writer);
@@ -439,7 +448,7 @@ final class WireSurfaceGenerator {
     private Field field(VariableElement parameter, Map<String, ExecutableElement> codecs, boolean trailing) {
         String codec = Mirrors.find(parameter, CODEC)
                 .map(c -> (String) Mirrors.value(env.getElementUtils(), c, "value"))
-                .orElseGet(() -> defaultCodec(parameter.asType()));
+                .orElseGet(() -> codecOf(parameter.asType(), codecs));
         return field(parameter, parameter.getSimpleName().toString(), codec, parameter.asType(), codecs, trailing);
     }
 
@@ -463,7 +472,8 @@ final class WireSurfaceGenerator {
                             + " methods in the surface's codecs class");
             return new Field(name, type, null, null, null);
         }
-        if (!env.getTypeUtils().isSameType(reader.getReturnType(), type)) {
+        if (reader.getReturnType().getKind() != TypeKind.TYPEVAR
+                && !env.getTypeUtils().isSameType(reader.getReturnType(), type)) {
             error(parameter, "read" + codec + " returns " + reader.getReturnType() + ", not " + type);
         } else if (writer != null
                 && (writer.getParameters().size() != 2
@@ -475,6 +485,25 @@ final class WireSurfaceGenerator {
             error(parameter, "write" + codec + " must take (ByteBuf out, value)");
         }
         return new Field(name, type, reader, writer, trailing ? null : codecs.get("check" + codec));
+    }
+
+    /**
+     * The codec of a type without an {@code @Codec}: its own ({@link #defaultCodec}), or else that of
+     * an interface it implements, whose reader is generic and takes the type's {@code Class} (every
+     * enum of CUDA's constants travels by one codec so; a type with a codec of its own keeps it).
+     */
+    private String codecOf(TypeMirror type, Map<String, ExecutableElement> codecs) {
+        String own = defaultCodec(type);
+        if (codecs.containsKey("read" + own) || type.getKind() != TypeKind.DECLARED) {
+            return own;
+        }
+        for (TypeMirror implemented : ((TypeElement) ((DeclaredType) type).asElement()).getInterfaces()) {
+            String inherited = defaultCodec(implemented);
+            if (codecs.containsKey("read" + inherited)) {
+                return inherited;
+            }
+        }
+        return own;
     }
 
     private static String defaultCodec(TypeMirror type) {
@@ -631,7 +660,11 @@ final class WireSurfaceGenerator {
                 parameters.add("boolean more");
             }
             for (Field field : frame.header()) {
-                parameters.add(out.type(field.writer.getParameters().get(1).asType()) + " " + field.name);
+                TypeMirror written = field.writer.getParameters().get(1).asType();
+                boolean inherited = field.type.getKind() == TypeKind.DECLARED
+                        && !env.getTypeUtils().isSameType(written, field.type)
+                        && env.getTypeUtils().isAssignable(field.type, written);
+                parameters.add(out.type(inherited ? field.type : written) + " " + field.name);
             }
             String flags =
                     frame.kind.chunked ? "flags(async, more)" : frame.kind.mayBeAsync ? "flags(async, false)" : "0";
@@ -768,8 +801,18 @@ final class WireSurfaceGenerator {
         if (((DeclaredType) parameter.asType()).asElement().getSimpleName().contentEquals("Frame")) {
             return "frame";
         }
-        error(field.reader, "a reader takes the Frame, the body's ByteBuf or the field's name, not " + type);
+        if (type.startsWith("java.lang.Class")) {
+            return classLiteral(field.type);
+        }
+        error(
+                field.reader,
+                "a reader takes the Frame, the body's ByteBuf, the field's name or its type's Class, not " + type);
         return "null";
+    }
+
+    /** {@code X.class} for a declared type, by its qualified name. */
+    static String classLiteral(TypeMirror type) {
+        return ((TypeElement) ((DeclaredType) type).asElement()).getQualifiedName() + ".class";
     }
 
     /** A frame's doc comment: the surface's own, or for a one-to-one call its layout and the call it carries. */

@@ -112,6 +112,107 @@ class CallSurfaceProcessorTest {
         assertFalse(generated.contains("->"), "no lambda in a gated call:\n" + generated);
     }
 
+    private static final Map<String, String> SETTINGS = Map.of(
+            "demo/Context.java", """
+                    package demo;
+                    import org.vgpu.runtime.api.surface.ReplayedSetting;
+                    public interface Context {
+                        @ReplayedSetting
+                        void setLimit(String limit, long value);
+                        long limit(String limit);
+                    }
+                    """,
+            "demo/Limits.java", """
+                    package demo;
+                    import java.util.List;
+                    public record Limits(String name, List<String> calls) implements Context {
+                        public void setLimit(String limit, long value) {
+                            if (value < 0) { throw new IllegalArgumentException("refused"); }
+                            calls.add(name + " " + limit + "=" + value);
+                        }
+                        public long limit(String limit) { return 0; }
+                    }
+                    """,
+            "demo/Gated.java", """
+                    package demo;
+                    import java.util.ArrayList;
+                    import java.util.LinkedHashMap;
+                    import java.util.List;
+                    import java.util.Map;
+                    import org.vgpu.runtime.api.surface.GatedForwarder;
+                    @GatedForwarder(Context.class)
+                    public final class Gated extends GatedContext {
+                        final Map<Object, GatedContext.Setting> kept = new LinkedHashMap<>();
+                        private final Context target;
+                        Gated(Context target) { this.target = target; }
+                        @GatedForwarder.Enter void enter() {}
+                        @GatedForwarder.Exit void leave() {}
+                        @GatedForwarder.Current Context target() { return target; }
+                        @GatedForwarder.Record void keep(GatedContext.Setting setting) {
+                            kept.remove(setting.key());
+                            kept.put(setting.key(), setting);
+                        }
+
+                        public static List<String> scenario() {
+                            List<String> calls = new ArrayList<>();
+                            Gated gated = new Gated(new Limits("source", calls));
+                            gated.setLimit("stack", 1024);
+                            gated.setLimit("heap", 4096);
+                            gated.setLimit("stack", 2048);
+                            try {
+                                gated.setLimit("heap", -1);
+                            } catch (IllegalArgumentException refused) {
+                                calls.add("refused");
+                            }
+                            Limits target = new Limits("target", calls);
+                            gated.kept.values().forEach(setting -> setting.replayOn(target));
+                            return calls;
+                        }
+                    }
+                    """);
+
+    @Test
+    void aReplayedSettingIsRecordedOnceTakenAndTheLastOfEachKeyIsMadeAgainOnATarget() throws Exception {
+        Compilation compilation = compile(SETTINGS);
+        assertTrue(compilation.success, compilation.errors.toString());
+        assertEquals(
+                List.of(
+                        "source stack=1024",
+                        "source heap=4096",
+                        "source stack=2048",
+                        "refused",
+                        "target heap=4096",
+                        "target stack=2048"),
+                run(compilation, "demo.Gated", "scenario"));
+        String generated = Files.readString(compilation.generated.resolve("demo/GatedContext.java"));
+        assertTrue(
+                generated.contains("            target().setLimit(limit, value);\n"
+                        + "            keep(new SetLimitSetting(limit, value));\n"),
+                "recorded after the call returned, straight-line:\n" + generated);
+        assertFalse(generated.contains("->"), "no lambda in a gated call:\n" + generated);
+    }
+
+    @Test
+    void aReplayedSettingWithoutARecordHookIsRefused() throws IOException {
+        Map<String, String> sources = new java.util.HashMap<>(SETTINGS);
+        sources.put("demo/Gated.java", """
+                package demo;
+                import org.vgpu.runtime.api.surface.GatedForwarder;
+                @GatedForwarder(Context.class)
+                public final class Gated extends GatedContext {
+                    @GatedForwarder.Enter void enter() {}
+                    @GatedForwarder.Exit void leave() {}
+                    @GatedForwarder.Current Context target() { return null; }
+                }
+                """);
+        Compilation compilation = compile(sources);
+        assertFalse(compilation.success);
+        assertTrue(
+                compilation.errors.stream()
+                        .anyMatch(e -> e.contains("setLimit is @ReplayedSetting: name a @GatedForwarder.Record hook")),
+                compilation.errors.toString());
+    }
+
     @Test
     void aGatedForwarderWithoutItsHooksIsRefused() throws IOException {
         Map<String, String> sources = new java.util.HashMap<>(DEVICE);
@@ -383,6 +484,66 @@ class CallSurfaceProcessorTest {
         assertFalse(
                 Files.exists(compilation.generated.resolve("client/ClientCalls.java")),
                 "nothing is generated from a wrong description");
+    }
+
+    @Test
+    void anEnumWithoutACodecOfItsOwnTravelsByItsInterfacesCodec() throws IOException {
+        Map<String, String> sources = new java.util.HashMap<>(WIRE);
+        sources.putAll(ONE_TO_ONE);
+        sources.put("api/Numbered.java", """
+                package api;
+                public interface Numbered { int number(); }
+                """);
+        sources.put("api/Level.java", """
+                package api;
+                public enum Level implements Numbered { LOW, HIGH; public int number() { return ordinal() + 7; } }
+                """);
+        sources.put("api/Device.java", """
+                package api;
+                import org.vgpu.runtime.api.surface.Call;
+                import org.vgpu.runtime.api.surface.RemoteCall;
+                public interface Device {
+                    @RemoteCall(opcode = 0x0021, kind = Call.Kind.SYNC)
+                    Level raise(Level level, long value);
+                }
+                """);
+        sources.put("api/Validating.java", """
+                package api;
+                public abstract class Validating<S> implements Device {
+                    protected abstract Level doRaise(Level level, long value);
+                    public Level raise(Level level, long value) { return doRaise(level, value); }
+                }
+                """);
+        sources.put("wire/Calls.java", """
+                package wire;
+                import org.vgpu.runtime.api.surface.CallSurface;
+                @CallSurface(codecs = Codecs.class, api = api.Device.class, validation = api.Validating.class,
+                        client = "client.ClientCalls", worker = "worker.WorkerCalls")
+                interface Calls {}
+                """);
+        sources.put("wire/Codecs.java", """
+                package wire;
+                import io.netty.buffer.ByteBuf;
+                final class Codecs {
+                    static long readInt64(ByteBuf in) { return 0; }
+                    static void writeInt64(ByteBuf out, long value) {}
+                    static <E extends Enum<E> & api.Numbered> E readNumbered(ByteBuf in, Class<E> type) { return null; }
+                    static void writeNumbered(ByteBuf out, api.Numbered value) { out.writeInt(value.number()); }
+                }
+                """);
+        Compilation compilation = compile(sources);
+        String dispatch = Files.readString(compilation.generated.resolve("wire/RequestDispatch.java"));
+        assertTrue(
+                dispatch.contains("Level level = Codecs.readNumbered(in, api.Level.class);"),
+                "the generic reader is given the enum's class:\n" + dispatch);
+        String encoder = Files.readString(compilation.generated.resolve("wire/RequestEncoder.java"));
+        assertTrue(
+                encoder.contains("Level level, long value)") && encoder.contains("Codecs.writeNumbered(out, level);"),
+                "the encoder takes the enum itself and writes it by the interface's codec:\n" + encoder);
+        String results = Files.readString(compilation.generated.resolve("wire/ResultDecoder.java"));
+        assertTrue(
+                results.contains("in -> Codecs.readNumbered(in, api.Level.class)"),
+                "the result is read by the generic reader too:\n" + results);
     }
 
     @Test

@@ -1,6 +1,7 @@
 package org.vgpu.runtime;
 
 import java.util.List;
+import java.util.ServiceLoader;
 import java.util.function.Supplier;
 
 import org.vgpu.common.error.InputException;
@@ -8,6 +9,8 @@ import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.GpuBackend;
 import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.emulated.EmulatedBackend;
+import org.vgpu.runtime.emulated.KernelTwinProvider;
+import org.vgpu.runtime.emulated.KernelTwinRegistry;
 import org.vgpu.runtime.kernels.TestKernels;
 import org.vgpu.runtime.nativegpu.NativeBackend;
 
@@ -83,8 +86,13 @@ public final class Backends {
         return emulated(EmulatedBackend.DEFAULT_DEVICE_COUNT);
     }
 
-    /** The CPU emulation with {@code devices} devices of the default memory and the test kernels' twins. */
+    /**
+     * The CPU emulation with {@code devices} devices of the default memory, the test kernels' twins and those of every
+     * {@link KernelTwinProvider} on the class path.
+     */
     public static EmulatedBackend emulated(int devices) {
-        return new EmulatedBackend(devices, EmulatedBackend.DEFAULT_MEMORY_PER_DEVICE, TestKernels.twins());
+        KernelTwinRegistry twins = TestKernels.twins();
+        ServiceLoader.load(KernelTwinProvider.class).forEach(provider -> provider.register(twins));
+        return new EmulatedBackend(devices, EmulatedBackend.DEFAULT_MEMORY_PER_DEVICE, twins);
     }
 }

@@ -21,8 +21,8 @@ import org.junit.jupiter.api.TestMethodOrder;
  * {@code vgpu tracker} assembling vgpu jobs from scattered idle GPUs, with and without borrowing,
  * across a tracker crash, against bad input, and with MUNGE authentication; the migration hook moving vGPUs home,
  * draining a lender, across a tracker crash, a move failing at its target, later job steps, and bad input to the
- * hook; last, the bridge alone
- * against a fake tracker (scenario spank-bridge). Skipped, with the reason, where the bridge was not
+ * hook; the bridge alone against a fake tracker (scenario spank-bridge); then programs of one's own under vgpu run
+ * (README's, and MPJ Express ranks where libmpj-java is installed). Skipped, with the reason, where the bridge was not
  * built (no C compiler or no Slurm headers) or no testbed can run.
  */
 @Tag("slurm")
@@ -159,6 +159,15 @@ class SpankBridgeTestbedTest {
     @Order(15)
     void readmesProgramRunsUnderVgpuRunOnOneLocalAndTwoBorrowedVgpusAndACrashsStatusComesThrough() throws Exception {
         testbed.assertScenarioPasses("run-program");
+    }
+
+    @Test
+    @Order(16)
+    void mpjRanksOnTwoLocalAndOneBorrowedVgpusMatchASingleRankWhileTheHookMovesTheBorrowedOneHome() throws Exception {
+        assumeTrue(
+                Files.isRegularFile(Path.of("/usr/share/java/mpj.jar")),
+                "MPJ Express is not installed (no /usr/share/java/mpj.jar): apt-get install libmpj-java");
+        testbed.assertScenarioPasses("mpj-ranks");
     }
 
     /** Where tracker-borrow writes the vgpu:3 job's start delay (inside the testbed, removed with it). */

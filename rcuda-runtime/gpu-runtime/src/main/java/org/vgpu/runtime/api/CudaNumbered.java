@@ -2,12 +2,14 @@ package org.vgpu.runtime.api;
 
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.Locale;
 import java.util.Map;
 import java.util.stream.Collectors;
 
 /**
  * An enum of CUDA constants vgpu answers for ({@link DeviceAttribute}, {@link FunctionAttribute},
- * {@link PointerAttribute}), each with CUDA's number, which JCuda programs pass.
+ * {@link PointerAttribute}, ...), each with CUDA's number, which JCuda programs pass; the remote
+ * protocol carries every such enum as that number, by one codec.
  */
 public interface CudaNumbered {
 
@@ -21,10 +23,15 @@ public interface CudaNumbered {
     final class Index<E extends Enum<E> & CudaNumbered> {
         private final Map<Integer, E> byNumber = new HashMap<>();
         private final String call;
+        private final String what;
         private final String known;
 
         public Index(String call, E[] values) {
             this.call = call;
+            // What a constant is, by the enum's name: DeviceAttribute's are attributes, ContextLimit's limits.
+            String type = values.getClass().getComponentType().getSimpleName();
+            this.what = type.substring(type.replaceAll("[A-Z][a-z0-9]*$", "").length())
+                    .toLowerCase(Locale.ROOT);
             for (E value : values) {
                 byNumber.put(value.cudaNumber(), value);
             }
@@ -38,7 +45,7 @@ public interface CudaNumbered {
             if (value == null) {
                 throw new VgpuException(
                         ErrorCode.CUDA_ERROR_INVALID_VALUE,
-                        call + ": attribute " + number + " is not one vgpu answers; it answers " + known);
+                        call + ": " + what + " " + number + " is not one vgpu answers; it answers " + known);
             }
             return value;
         }

@@ -9,6 +9,7 @@ import java.util.List;
 
 import org.vgpu.runtime.api.surface.GenerateForwarder;
 import org.vgpu.runtime.api.surface.RemoteCall;
+import org.vgpu.runtime.api.surface.ReplayedSetting;
 import org.vgpu.runtime.api.surface.Synchronizing;
 
 /**
@@ -36,6 +37,8 @@ import org.vgpu.runtime.api.surface.Synchronizing;
  * {@link RemoteCall} marks the calls a remote worker serves one to one (the operands travel, the
  * worker makes the same call, the result comes back) with their opcode and kind: both ends of those
  * are generated too (see {@code RemoteCalls}, which lists the remote protocol's other requests).
+ * {@link ReplayedSetting} marks the calls that set a value of the context a migration sets again on
+ * its target: the agent's gated forwarder records them.
  * Adding such a call takes this interface, its checks in {@code AbstractVirtualGpu} and its meaning
  * in {@code NativeGpu} and {@code EmulatedGpu}.
  */
@@ -122,16 +125,31 @@ public interface VirtualGpu extends AutoCloseable {
 
     // ---- device memory
 
-    /** As {@code cuMemAlloc}: {@code bytes} of device memory at an address inside {@link #window()}. */
+    /**
+     * As {@code cuMemAlloc}: {@code bytes} of device memory at an address inside {@link #window()},
+     * 256-byte aligned at least. Allocations of at most 1 MiB share 2 MiB chunks of physical memory,
+     * as CUDA packs small allocations, so a small one costs its size rounded up to 256 bytes; a
+     * larger one takes chunks of its own (its size rounded up to 2 MiB). Addresses follow from the
+     * sequence of allocations and frees alone, the same on every backend.
+     */
     long memAlloc(long bytes);
 
     /**
      * vgpu's extension of {@code cuMemAlloc}: {@code bytes} at exactly {@code address}, which must be
-     * granularity-aligned, inside {@link #window()} and free. A remote worker serves the client's
-     * allocations with it, and a migration replays allocations with it, so that every device
+     * inside {@link #window()} and free, and aligned as {@link #memAlloc} would have placed it: to 2 MiB
+     * for more than 1 MiB, to 256 bytes for a small allocation, which then shares the chunk that
+     * holds its address. A remote worker serves the client's chunks with it, so that every device
      * pointer keeps its value.
      */
     void memAllocAt(long address, long bytes);
+
+    /**
+     * vgpu's extension: {@link #memAllocAt} for each of {@code allocations}, all or none, mapping
+     * the chunks they need at once (a remote vGPU in one request). A migration replays a state's
+     * allocations with it: its cost follows the chunks, not the allocations, and the target's
+     * layout is then the source's, so later allocations get the addresses they would have got there.
+     */
+    void memAllocAllAt(List<DeviceRegion> allocations);
 
     /** As {@code cuMemFree}: {@code address} must be the start of a live allocation of this vGPU. */
     void memFree(long address);
@@ -226,6 +244,20 @@ public interface VirtualGpu extends AutoCloseable {
     @Synchronizing
     void memsetD16(long dstDevice, short value, long count);
 
+    /**
+     * As {@code cuMemsetD2D32}: {@code height} rows of {@code width} 32-bit words each, the rows
+     * {@code pitch} bytes apart from {@code dstDevice} (4-byte aligned, as is the pitch of more than
+     * one row, which holds a row); the bytes between rows are left as they are. All rows must lie in
+     * one live allocation or module variable.
+     */
+    @Synchronizing
+    @RemoteCall(opcode = 0x0056, kind = SYNCHRONIZING)
+    void memsetD2D32(long dstDevice, long pitch, int value, long width, long height);
+
+    /** As {@code cuMemsetD2D32Async}: {@link #memsetD2D32}, queued on {@code stream}. */
+    @RemoteCall(opcode = 0x0057, kind = ASYNC)
+    void memsetD2D32Async(long dstDevice, long pitch, int value, long width, long height, StreamHandle stream);
+
     void memsetD8Async(long dstDevice, byte value, long count, StreamHandle stream);
 
     void memsetD16Async(long dstDevice, short value, long count, StreamHandle stream);
@@ -294,6 +326,22 @@ public interface VirtualGpu extends AutoCloseable {
     @Synchronizing
     @RemoteCall(opcode = 0x0090, kind = SYNCHRONIZING)
     void ctxSynchronize();
+
+    /**
+     * As {@code cuCtxSetLimit}: sets one of the context's {@link ContextLimit}s, the stack of each GPU
+     * thread or the size of the device-side printf FIFO or malloc heap, before the kernels that need
+     * it launch; the driver may round the value up ({@link #ctxGetLimit} tells what it took), or
+     * refuse one it cannot give. A local GPU's limits are its primary context's, shared by every vGPU
+     * of the process on that GPU, as they are with CUDA. A migration sets the last value of each limit
+     * on the target again; CUDA's numbers map with {@link ContextLimit#fromCuda}.
+     */
+    @ReplayedSetting
+    @RemoteCall(opcode = 0x0091, kind = SYNC)
+    void ctxSetLimit(ContextLimit limit, long value);
+
+    /** As {@code cuCtxGetLimit}: the limit's value, as the driver took it; CUDA's default until set. */
+    @RemoteCall(opcode = 0x0092, kind = SYNC)
+    long ctxGetLimit(ContextLimit limit);
 
     /** Frees everything this vGPU holds: allocations, modules, streams, events, its window. */
     @Override

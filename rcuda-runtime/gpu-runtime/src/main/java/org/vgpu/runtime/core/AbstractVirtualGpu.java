@@ -4,8 +4,10 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 
+import org.vgpu.runtime.api.ContextLimit;
 import org.vgpu.runtime.api.DeviceAttribute;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
@@ -23,10 +25,12 @@ import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.api.VirtualGpu;
 import org.vgpu.runtime.memory.Allocation;
+import org.vgpu.runtime.memory.DeviceMemory;
 import org.vgpu.runtime.memory.WindowAllocator;
 
 /**
- * What every backend shares: the window allocator and live-allocation table, the handle tables,
+ * What every backend shares: the device memory (chunks of the window and the allocations in them,
+ * small ones sharing chunks: {@link DeviceMemory}), the handle tables,
  * and the checks that make bad input an error instead of a crash on the device (foreign, freed or
  * out-of-range pointers; unknown handles; launches whose arguments do not match the kernel).
  * A backend implements only the {@code do*} primitives, which receive validated operands and
@@ -69,7 +73,12 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
     /** A function with the signature launches are checked against. */
     protected record LoadedFunction<F>(F function, KernelSignature signature, int moduleId) {}
 
-    protected final WindowAllocator allocator;
+    /**
+     * The chunks and allocations. Its lock is held from placing an allocation until its new chunk
+     * is mapped (and from a free until an emptied chunk is unmapped), so that no other thread is
+     * handed an address in a chunk not mapped yet; lookups take no lock.
+     */
+    private final DeviceMemory memory;
     /** Hands out module variables' addresses in the globals area; null where the window is too small for one. */
     private final WindowAllocator globalAddresses;
     /** The live module variables by their window address. */
@@ -84,9 +93,9 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
 
     private volatile boolean closed;
 
-    protected AbstractVirtualGpu(VaWindow window, long granularity) {
+    protected AbstractVirtualGpu(VaWindow window) {
         long area = Math.min(GLOBALS_AREA_BYTES, window.size() / 2 / VaWindow.GRANULARITY * VaWindow.GRANULARITY);
-        this.allocator = new WindowAllocator(window, granularity, area);
+        this.memory = new DeviceMemory(window, area);
         this.globalAddresses = area == 0
                 ? null
                 : new WindowAllocator(new VaWindow(window.vgpuIndex(), window.end() - area, area), GLOBAL_ALIGNMENT);
@@ -94,18 +103,23 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
 
     @Override
     public final VaWindow window() {
-        return allocator.window();
+        return memory.window();
     }
 
-    /** The live-allocation table of this vGPU. */
-    public final WindowAllocator allocator() {
-        return allocator;
+    /** The chunks and live allocations of this vGPU. */
+    public final DeviceMemory memory() {
+        return memory;
     }
 
     // ---- backend primitives
 
     /** The device's figure for a known attribute. */
     protected abstract int doDeviceGetAttribute(DeviceAttribute attribute);
+
+    /** Sets a limit to a value of at least 0. */
+    protected abstract void doCtxSetLimit(ContextLimit limit, long value);
+
+    protected abstract long doCtxGetLimit(ContextLimit limit);
 
     protected abstract M doModuleLoad(ModuleImage image);
 
@@ -127,8 +141,41 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
     /** The signature of a function from a non-PTX module; PTX signatures come from the text. */
     protected abstract KernelSignature doBinarySignature(F function, String kernelName);
 
-    /** Backs {@code allocation}'s range with device memory at exactly its address. */
-    protected abstract void doMap(Allocation allocation);
+    /**
+     * Backs a chunk's range ({@code chunk.mappedBytes()} at {@code chunk.address()}) with device
+     * memory. A chunk holds either allocations of at most {@link DeviceMemory#SHARED_LIMIT} bytes,
+     * its requested bytes then being its own, or one larger allocation, whose requested bytes it
+     * carries.
+     */
+    protected abstract void doMap(Allocation chunk);
+
+    /**
+     * Backs every chunk, all or none; one {@link #doMap} each, which a backend whose every call
+     * crosses a network replaces by one request.
+     */
+    protected void doMapAll(List<Allocation> chunks) {
+        int mapped = 0;
+        try {
+            for (Allocation chunk : chunks) {
+                doMap(chunk);
+                mapped++;
+            }
+        } catch (RuntimeException e) {
+            throw unmapAfterFailure(chunks.subList(0, mapped), e);
+        }
+    }
+
+    /** Unmaps the chunks a failed {@link #doMapAll} mapped before {@code failure}, which it returns. */
+    protected final RuntimeException unmapAfterFailure(List<Allocation> mapped, RuntimeException failure) {
+        for (Allocation chunk : mapped) {
+            try {
+                doUnmap(chunk);
+            } catch (RuntimeException suppressed) {
+                failure.addSuppressed(suppressed);
+            }
+        }
+        return failure;
+    }
 
     /**
      * Page-locked host memory of {@code bytes}, bound to {@code arena}: closing the arena must free
@@ -136,7 +183,15 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
      */
     protected abstract MemorySegment doAllocHost(long bytes, Arena arena);
 
-    protected abstract void doUnmap(Allocation allocation);
+    /** Frees a chunk's device memory; no allocation lies in it any more. */
+    protected abstract void doUnmap(Allocation chunk);
+
+    /**
+     * An allocation inside a chunk that stays mapped was freed; its range is handed out again once
+     * this returns (the memory lock is held meanwhile). A backend whose queued work may still read
+     * or write it waits for that work here, as {@code cuMemFree} does. Nothing by default.
+     */
+    protected void doFreedInChunk() {}
 
     protected abstract void doMemcpyHtoD(long dst, MemorySegment src, long bytes, S stream, boolean async);
 
@@ -211,6 +266,31 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
     /** {@code elementSize} is 1, 2 or 4; {@code count} elements. */
     protected abstract void doMemset(long dst, int value, int elementSize, long count, S stream, boolean async);
 
+    /**
+     * A validated 2D memset of {@code height} rows of {@code width} 32-bit words, {@code pitch}
+     * bytes apart, neither 0. Lowered here to one memset per row (one in all where the rows are
+     * back to back), which the emulation uses; a local GPU hands it to its driver whole, and a
+     * remote client sends it as one request.
+     */
+    protected void doMemsetD2D32(long dst, long pitch, int value, long width, long height) {
+        memsetRows(dst, pitch, value, width, height, defaultStream(), false);
+    }
+
+    /** {@link #doMemsetD2D32}, queued on {@code stream}. */
+    protected void doMemsetD2D32Async(long dst, long pitch, int value, long width, long height, S stream) {
+        memsetRows(dst, pitch, value, width, height, stream, true);
+    }
+
+    private void memsetRows(long dst, long pitch, int value, long width, long height, S stream, boolean async) {
+        if (pitch == width * Integer.BYTES) {
+            doMemset(dst, value, Integer.BYTES, width * height, stream, async);
+            return;
+        }
+        for (long row = 0; row < height; row++) {
+            doMemset(dst + row * pitch, value, Integer.BYTES, width, stream, async);
+        }
+    }
+
     protected abstract void doLaunch(F function, Dim3 grid, Dim3 block, int sharedMemBytes, S stream, KernelArgs args);
 
     /** The backend's object for the default stream. */
@@ -260,10 +340,33 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
     @Override
     public int deviceGetAttribute(DeviceAttribute attribute) {
         ensureOpen();
-        if (attribute == null) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "cuDeviceGetAttribute: the attribute is null");
+        return doDeviceGetAttribute(given(attribute, "cuDeviceGetAttribute", "attribute"));
+    }
+
+    @Override
+    public void ctxSetLimit(ContextLimit limit, long value) {
+        ensureOpen();
+        given(limit, "cuCtxSetLimit", "limit");
+        if (value < 0) {
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    "cuCtxSetLimit: " + limit + " of " + value + " bytes is negative");
         }
-        return doDeviceGetAttribute(attribute);
+        doCtxSetLimit(limit, value);
+    }
+
+    @Override
+    public long ctxGetLimit(ContextLimit limit) {
+        ensureOpen();
+        return doCtxGetLimit(given(limit, "cuCtxGetLimit", "limit"));
+    }
+
+    /** {@code operand}, which {@code call} needs: CUDA_ERROR_INVALID_VALUE when it is null. */
+    private static <T> T given(T operand, String call, String what) {
+        if (operand == null) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, call + ": the " + what + " is null");
+        }
+        return operand;
     }
 
     @Override
@@ -354,7 +457,7 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
                 return global.backendAddress() + (address - global.address());
             }
         }
-        allocator.require(address, bytes, what);
+        memory.require(address, bytes, what);
         return address;
     }
 
@@ -410,38 +513,72 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
     @Override
     public long memAlloc(long bytes) {
         ensureOpen();
-        return mapOrRelease(allocator.allocate(bytes));
+        synchronized (memory) {
+            DeviceMemory.Placement placement = memory.allocate(bytes);
+            mapNewChunks(List.of(placement));
+            return placement.allocation().address();
+        }
     }
 
     @Override
     public void memAllocAt(long address, long bytes) {
         ensureOpen();
-        mapOrRelease(allocator.allocateAt(address, bytes));
-    }
-
-    private long mapOrRelease(Allocation allocation) {
-        try {
-            doMap(allocation);
-        } catch (RuntimeException e) {
-            allocator.release(allocation.address());
-            throw e;
+        synchronized (memory) {
+            mapNewChunks(List.of(memory.allocateAt(address, bytes)));
         }
-        return allocation.address();
     }
 
     @Override
+    public void memAllocAllAt(List<DeviceRegion> allocations) {
+        ensureOpen();
+        if (allocations == null) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "memAllocAllAt: the allocations are null");
+        }
+        synchronized (memory) {
+            mapNewChunks(memory.placeAll(List.copyOf(allocations)));
+        }
+    }
+
+    /** Maps the chunks that {@code placements} opened, all at once; on failure takes the placements back. */
+    private void mapNewChunks(List<DeviceMemory.Placement> placements) {
+        List<Allocation> chunks = placements.stream()
+                .map(DeviceMemory.Placement::newChunk)
+                .filter(Objects::nonNull)
+                .toList();
+        try {
+            // one chunk, as an allocation mostly needs, through the one-chunk primitive (a worker's MEM_ALLOC_AT)
+            switch (chunks.size()) {
+                case 0 -> {}
+                case 1 -> doMap(chunks.getFirst());
+                default -> doMapAll(chunks);
+            }
+        } catch (RuntimeException e) {
+            memory.undo(placements);
+            throw e;
+        }
+    }
+
+    /** Frees the allocation, and its chunk once no allocation is left in it. */
+    @Override
     public void memFree(long address) {
         ensureOpen();
-        unmapAndReclaim(allocator.retire(address));
+        synchronized (memory) {
+            Allocation emptied = memory.free(address).emptiedChunk();
+            if (emptied != null) {
+                unmapAndReclaim(emptied);
+            } else {
+                doFreedInChunk();
+            }
+        }
     }
 
     /**
      * Unmaps, then lets the range be allocated again. A range whose unmap failed is never handed
      * out again: it may still be mapped, and a later map there would fail or alias.
      */
-    private void unmapAndReclaim(Allocation allocation) {
-        doUnmap(allocation);
-        allocator.reclaim(allocation);
+    private void unmapAndReclaim(Allocation chunk) {
+        doUnmap(chunk);
+        memory.reclaim(chunk);
     }
 
     @Override
@@ -485,7 +622,7 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
 
     /** The live allocation or module variable holding {@code address}, as the app asked for it; null when there is none. */
     private DeviceRegion rangeHolding(long address) {
-        Allocation allocation = allocator.holding(address);
+        Allocation allocation = memory.holding(address);
         if (allocation == null && globalAddresses != null) {
             allocation = globalAddresses.holding(address);
         }
@@ -656,6 +793,59 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
     }
 
     @Override
+    public void memsetD2D32(long dstDevice, long pitch, int value, long width, long height) {
+        long dst = checkMemsetD2D32(dstDevice, pitch, width, height, "memsetD2D32");
+        if (width > 0 && height > 0) {
+            doMemsetD2D32(dst, rowPitch(pitch, width, height), value, width, height);
+        }
+    }
+
+    @Override
+    public void memsetD2D32Async(long dstDevice, long pitch, int value, long width, long height, StreamHandle stream) {
+        long dst = checkMemsetD2D32(dstDevice, pitch, width, height, "memsetD2D32Async");
+        S backendStream = stream(stream);
+        if (width > 0 && height > 0) {
+            doMemsetD2D32Async(dst, rowPitch(pitch, width, height), value, width, height, backendStream);
+        }
+    }
+
+    /** The pitch a backend is given: one row's own when there is one row, whose pitch CUDA leaves unused. */
+    private static long rowPitch(long pitch, long width, long height) {
+        return height == 1 ? width * Integer.BYTES : pitch;
+    }
+
+    /**
+     * The rows' words lie in one live allocation (or module variable) and a pitch of more than one
+     * row holds a row, 4-byte aligned; returns the backend's address of the first row.
+     */
+    private long checkMemsetD2D32(long dstDevice, long pitch, long width, long height, String what) {
+        ensureOpen();
+        if (width < 0 || height < 0) {
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    what + " width " + width + " and height " + height + " must be >= 0");
+        }
+        long words;
+        try {
+            long rowBytes = Math.multiplyExact(width, Integer.BYTES);
+            if (height > 1 && (pitch < rowBytes || pitch % Integer.BYTES != 0)) {
+                throw new VgpuException(
+                        ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                        what + " pitch " + pitch + " does not hold a row of " + width
+                                + " words, or is not a multiple of 4");
+            }
+            words = width == 0 || height == 0
+                    ? 0
+                    : Math.addExact(Math.multiplyExact(pitch, height - 1), rowBytes) / Integer.BYTES;
+        } catch (ArithmeticException e) {
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    what + " of " + height + " rows of pitch " + pitch + " is too large");
+        }
+        return checkMemset(dstDevice, Integer.BYTES, words, what);
+    }
+
+    @Override
     public void memsetD8Async(long dstDevice, byte value, long count, StreamHandle stream) {
         long dst = checkMemset(dstDevice, 1, count, "memsetD8Async");
         doMemset(dst, value, 1, count, stream(stream), true);
@@ -781,8 +971,8 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
             forgetGlobals(module);
             failures.attempt(() -> doModuleUnload(module.module()));
         }
-        for (Allocation allocation : allocator.liveAllocations()) {
-            failures.attempt(() -> unmapAndReclaim(allocator.retire(allocation.address())));
+        for (Allocation chunk : memory.retireAll()) {
+            failures.attempt(() -> doUnmap(chunk));
         }
         for (Long address : List.copyOf(hostAllocations.keySet())) {
             Arena arena = hostAllocations.remove(address);
@@ -863,7 +1053,7 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
                 || regions.stream()
                         .noneMatch(region ->
                                 region.address() >= globalAddresses.window().base())) {
-            allocator.requireAll(regions, what);
+            memory.requireAll(regions, what);
             return regions;
         }
         // a worker serves copies of module variables with these too: each region to its backend address

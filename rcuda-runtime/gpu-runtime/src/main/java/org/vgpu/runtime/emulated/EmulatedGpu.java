@@ -9,6 +9,7 @@ import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
+import org.vgpu.runtime.api.ContextLimit;
 import org.vgpu.runtime.api.DeviceAttribute;
 import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.DeviceRegion;
@@ -96,11 +97,13 @@ final class EmulatedGpu
     private final ConcurrentSkipListMap<Long, Backing> backing = new ConcurrentSkipListMap<>();
 
     private final AtomicReference<VgpuException> pendingKernelFault = new AtomicReference<>();
+    /** The limits set on this vGPU; the others have CUDA's defaults. */
+    private final Map<ContextLimit, Long> limits = new ConcurrentHashMap<>();
 
     private record Backing(Arena arena, MemorySegment segment, long address) {}
 
     EmulatedGpu(VaWindow window, DeviceProperties properties, AtomicLong deviceUsedBytes, KernelTwinRegistry twins) {
-        super(window, VaWindow.GRANULARITY);
+        super(window);
         this.properties = properties;
         this.deviceUsedBytes = deviceUsedBytes;
         this.twins = twins;
@@ -120,6 +123,20 @@ final class EmulatedGpu
     public MemoryInfo memGetInfo() {
         ensureOpen();
         return new MemoryInfo(properties.totalMemory() - deviceUsedBytes.get(), properties.totalMemory());
+    }
+
+    /**
+     * Takes every value as set: the kernels' Java twins draw on no device stack, printf FIFO or heap,
+     * so nothing here needs rounding or room.
+     */
+    @Override
+    protected void doCtxSetLimit(ContextLimit limit, long value) {
+        limits.put(limit, value);
+    }
+
+    @Override
+    protected long doCtxGetLimit(ContextLimit limit) {
+        return limits.getOrDefault(limit, limit.cudaDefault());
     }
 
     /**
@@ -156,10 +173,15 @@ final class EmulatedGpu
 
     // ---- EmulatedMemory, for twins
 
+    /**
+     * Stricter than a GPU: a kernel's access must lie in one live allocation, not merely in mapped
+     * memory, so a twin that overruns a small allocation into its chunk's neighbour faults here
+     * where a GPU would let it pass.
+     */
     @Override
     public MemorySegment segment(long address, long bytes) {
         Map.Entry<Long, Backing> entry = backing.floorEntry(address);
-        if (entry != null) {
+        if (entry != null && inAllocationOrElsewhere(address, bytes)) {
             MemorySegment segment = entry.getValue().segment();
             long offset = address - entry.getKey();
             if (bytes >= 0 && offset + bytes <= segment.byteSize() && offset + bytes >= offset) {
@@ -171,6 +193,15 @@ final class EmulatedGpu
                 String.format(
                         "CPU emulation: kernel accessed 0x%x (+%d bytes), outside every live allocation of vGPU %d",
                         address, bytes, vgpuIndex()));
+    }
+
+    /** Whether a window address's range lies in one live allocation; host addresses (module variables') pass. */
+    private boolean inAllocationOrElsewhere(long address, long bytes) {
+        if (!window().contains(address, 0)) {
+            return true;
+        }
+        Allocation allocation = memory().holding(address);
+        return allocation != null && allocation.contains(address, bytes);
     }
 
     // ---- modules
@@ -262,8 +293,8 @@ final class EmulatedGpu
         }
         Arena arena = Arena.ofShared();
         try {
-            // Host memory for the requested bytes only: a twin overrunning the allocation faults as
-            // a checked kernel would, and a CI machine does not pay for granularity rounding.
+            // Host memory for the chunk's requested bytes: all of a shared chunk, only the asked-for
+            // bytes of a large allocation's own, so a CI machine does not pay for granularity rounding.
             MemorySegment segment = arena.allocate(allocation.requestedBytes(), 16);
             backing.put(allocation.address(), new Backing(arena, segment, allocation.address()));
         } catch (OutOfMemoryError | RuntimeException e) {

@@ -69,6 +69,23 @@ public final class WindowAllocator {
 
     /** Reserves a range for {@code bytes}; the backend must then back it or call {@link #release}. */
     public synchronized Allocation allocate(long bytes) {
+        Allocation allocation = tryAllocate(bytes);
+        if (allocation == null) {
+            throw new VgpuException(
+                    ErrorCode.VGPU_WINDOW_FULL,
+                    String.format(
+                            "%s has no free range of %d bytes (%d bytes mapped in %d allocations)",
+                            window, roundUp(bytes), mappedBytes, live.size()));
+        }
+        return allocation;
+    }
+
+    /**
+     * {@link #allocate}, answering null instead of failing when no free range is large enough: a
+     * sub-allocator tries chunk after chunk, and an exception per full chunk would cost more than
+     * the allocation.
+     */
+    public synchronized Allocation tryAllocate(long bytes) {
         if (bytes <= 0) {
             throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "allocation size must be > 0, got " + bytes);
         }
@@ -76,6 +93,9 @@ public final class WindowAllocator {
         if (rounded <= 0) {
             throw new VgpuException(
                     ErrorCode.CUDA_ERROR_OUT_OF_MEMORY, "allocation of " + bytes + " bytes is too large");
+        }
+        if (rounded > window.size() - mappedBytes) {
+            return null;
         }
         for (Iterator<Map.Entry<Long, Long>> it = free.entrySet().iterator(); it.hasNext(); ) {
             Map.Entry<Long, Long> range = it.next();
@@ -93,11 +113,7 @@ public final class WindowAllocator {
                 return allocation;
             }
         }
-        throw new VgpuException(
-                ErrorCode.VGPU_WINDOW_FULL,
-                String.format(
-                        "%s has no free range of %d bytes (%d bytes mapped in %d allocations)",
-                        window, rounded, mappedBytes, live.size()));
+        return null;
     }
 
     /**

@@ -18,6 +18,7 @@ import jcuda.driver.CUstream;
 import jcuda.driver.JCudaDriver;
 import jcuda.driver.JITOptions;
 
+import org.vgpu.runtime.api.ContextLimit;
 import org.vgpu.runtime.api.DeviceAttribute;
 import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.DeviceRegion;
@@ -65,7 +66,7 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
             PrimaryContext context,
             WindowReservation reservation,
             RegionCopyKernels copyKernels) {
-        super(window, VaWindow.GRANULARITY);
+        super(window);
         this.ordinal = ordinal;
         this.properties = properties;
         this.context = context;
@@ -129,6 +130,21 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
         CudaErrors.check(
                 JCudaDriver.cuDeviceGetAttribute(value, attribute.cudaNumber(), device),
                 "cuDeviceGetAttribute(" + attribute + ")");
+        return value[0];
+    }
+
+    /** The primary context's limit, which every vGPU of this process on this GPU shares, as in CUDA. */
+    @Override
+    protected void doCtxSetLimit(ContextLimit limit, long value) {
+        context.makeCurrent();
+        CudaErrors.check(JCudaDriver.cuCtxSetLimit(limit.cudaNumber(), value), "cuCtxSetLimit(" + limit + ")");
+    }
+
+    @Override
+    protected long doCtxGetLimit(ContextLimit limit) {
+        context.makeCurrent();
+        long[] value = new long[1];
+        CudaErrors.check(JCudaDriver.cuCtxGetLimit(value, limit.cudaNumber()), "cuCtxGetLimit(" + limit + ")");
         return value[0];
     }
 
@@ -262,6 +278,12 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
         } catch (RuntimeException suppressed) {
             failure.addSuppressed(suppressed);
         }
+    }
+
+    /** As cuMemFree, which waits for the device: queued work may still use the range. */
+    @Override
+    protected void doFreedInChunk() {
+        doCtxSynchronize();
     }
 
     /**
@@ -454,6 +476,22 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
         return side instanceof PitchedMemory.Device
                 ? CUmemorytype.CU_MEMORYTYPE_DEVICE
                 : CUmemorytype.CU_MEMORYTYPE_HOST;
+    }
+
+    @Override
+    protected void doMemsetD2D32(long dst, long pitch, int value, long width, long height) {
+        context.makeCurrent();
+        CudaErrors.check(
+                JCudaDriver.cuMemsetD2D32(JCudaInterop.devicePointer(dst), pitch, value, width, height),
+                "cuMemsetD2D32");
+    }
+
+    @Override
+    protected void doMemsetD2D32Async(long dst, long pitch, int value, long width, long height, CUstream stream) {
+        context.makeCurrent();
+        CudaErrors.check(
+                JCudaDriver.cuMemsetD2D32Async(JCudaInterop.devicePointer(dst), pitch, value, width, height, stream),
+                "cuMemsetD2D32Async");
     }
 
     @Override

@@ -27,6 +27,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 
+import org.vgpu.runtime.api.ContextLimit;
 import org.vgpu.runtime.api.DeviceAttribute;
 import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.DeviceRegion;
@@ -46,6 +47,7 @@ import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.api.VirtualGpu;
 import org.vgpu.runtime.kernels.TestKernels;
+import org.vgpu.runtime.memory.DeviceMemory;
 
 /**
  * The contract of {@link VirtualGpu}, run against every backend: a subclass only says how to
@@ -133,10 +135,10 @@ public abstract class VirtualGpuConformanceTest {
         VaWindow window = gpu.window();
         for (long p : new long[] {a, b, c}) {
             assertTrue(window.contains(p, 1), () -> Long.toHexString(p) + " outside " + window);
-            assertEquals(0, p % VaWindow.GRANULARITY);
+            assertEquals(0, p % (p == b ? VaWindow.GRANULARITY : DeviceMemory.ALIGNMENT));
         }
         assertEquals(window.base(), a, "first fit starts at the window base");
-        assertTrue(b >= a + 1000 && c >= b + (3L << 20), "ranges overlap");
+        assertTrue(b >= a + 1000 && (c >= b + (3L << 20) || c + 1 <= b) && c >= a + 1000, "ranges overlap");
     }
 
     @Test
@@ -158,7 +160,11 @@ public abstract class VirtualGpuConformanceTest {
         assertEquals(77, back[0]);
         assertEquals(gpu.window().base(), gpu.memAlloc(8 * VaWindow.GRANULARITY), "the range below stays free");
         assertError(ErrorCode.VGPU_WINDOW_FULL, () -> gpu.memAllocAt(placed, 16), "already taken");
-        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memAllocAt(placed + 4096, 16), "not aligned");
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memAllocAt(placed + 8200, 16), "not aligned");
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> gpu.memAllocAt(placed + VaWindow.GRANULARITY + 4096, 3L << 20),
+                "a large allocation not aligned to a chunk");
         assertError(
                 ErrorCode.CUDA_ERROR_INVALID_VALUE,
                 () -> gpu.memAllocAt(VaWindow.forVgpu(7).base(), 16),
@@ -191,6 +197,201 @@ public abstract class VirtualGpuConformanceTest {
         assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memFree(a + 16));
         gpu.memFree(a);
         assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memFree(a));
+    }
+
+    // ---- small allocations share chunks
+
+    @Test
+    void tenThousandSmallAllocationsTakeTwentyChunksAndKeepTheirData() {
+        int count = 10_000;
+        int bytes = 4096;
+        long freeBefore = gpu.memGetInfo().free();
+        List<DeviceRegion> allocations = new ArrayList<>(count);
+        for (int i = 0; i < count; i++) {
+            allocations.add(new DeviceRegion(gpu.memAlloc(bytes), bytes));
+        }
+        long used = freeBefore - gpu.memGetInfo().free();
+        assertTrue(
+                used >= 20 * VaWindow.GRANULARITY && used < 24 * VaWindow.GRANULARITY,
+                "10,000 x 4 KiB took " + used + " bytes, not about 40 MiB");
+        assertEquals(
+                count,
+                allocations.stream().mapToLong(DeviceRegion::address).distinct().count(),
+                "addresses are distinct");
+        for (DeviceRegion allocation : allocations) {
+            assertEquals(0, allocation.address() % DeviceMemory.ALIGNMENT);
+            assertTrue(gpu.window().contains(allocation.address(), bytes));
+        }
+        List<DeviceRegion> sorted = allocations.stream()
+                .sorted(java.util.Comparator.comparingLong(DeviceRegion::address))
+                .toList();
+        for (int i = 1; i < count; i++) {
+            assertTrue(sorted.get(i).address() >= sorted.get(i - 1).address() + bytes, "allocations overlap");
+        }
+        MemorySegment pattern = gpu.memAllocHost((long) count * bytes);
+        MemorySegment back = gpu.memAllocHost((long) count * bytes);
+        try {
+            for (long word = 0; word < (long) count * bytes / 8; word++) {
+                pattern.setAtIndex(ValueLayout.JAVA_LONG, word, word * 0x9E3779B97F4A7C15L);
+            }
+            gpu.memcpyHtoDScatterAsync(allocations, pattern, StreamHandle.DEFAULT);
+            gpu.ctxSynchronize();
+            moveMidTest();
+            gpu.memcpyDtoHGatherAsync(back, allocations, StreamHandle.DEFAULT);
+            gpu.ctxSynchronize();
+            assertEquals(-1L, back.mismatch(pattern), "every allocation keeps its own bytes");
+        } finally {
+            gpu.memFreeHost(pattern);
+            gpu.memFreeHost(back);
+        }
+        for (DeviceRegion allocation : allocations) {
+            gpu.memFree(allocation.address());
+        }
+        assertFreeMemory(freeBefore, "the last free of a chunk releases it");
+    }
+
+    @Test
+    void aSmallAllocationIsItsOwnRangeInsideItsChunk() {
+        long a = gpu.memAlloc(1000);
+        long b = gpu.memAlloc(300);
+        long c = gpu.memAlloc(1);
+        assertEquals(gpu.window().base(), a);
+        assertEquals(a + 1024, b, "1000 bytes take 1024, the next 256-byte boundary");
+        assertEquals(b + 512, c);
+        moveMidTest();
+        assertEquals(new DeviceRegion(b, 300), gpu.memGetAddressRange(b + 299));
+        assertEquals(300, gpu.pointerGetAttribute(PointerAttribute.RANGE_SIZE, b + 10));
+        assertEquals(b, gpu.pointerGetAttribute(PointerAttribute.RANGE_START_ADDR, b + 10));
+        assertError(ErrorCode.CUDA_ERROR_NOT_FOUND, () -> gpu.memGetAddressRange(b + 300), "between allocations");
+        // mapped memory, but no allocation's: refused as before chunks were shared
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> gpu.memcpyHtoD(a + 996, MemorySegment.ofArray(new byte[8]), 8),
+                "a copy running past its allocation into the gap");
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> gpu.memsetD8(c + 256, (byte) 1, 1),
+                "a memset after the last allocation of a chunk");
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> gpu.checkDeviceRegions(List.of(new DeviceRegion(b, 301)), "test region"),
+                "a region one byte past its allocation");
+        gpu.memcpyHtoD(a, MemorySegment.ofArray(filled(1000, (byte) 0x11)), 1000);
+        gpu.memcpyHtoD(c, MemorySegment.ofArray(new byte[] {0x33}), 1);
+        gpu.memFree(b);
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memcpyHtoD(b, MemorySegment.ofArray(new byte[1]), 1));
+        long again = gpu.memAlloc(512);
+        assertEquals(b, again, "first fit reuses the freed place");
+        byte[] aBack = new byte[1000];
+        byte[] cBack = new byte[1];
+        gpu.memcpyDtoH(MemorySegment.ofArray(aBack), a, 1000);
+        gpu.memcpyDtoH(MemorySegment.ofArray(cBack), c, 1);
+        assertArrayEquals(filled(1000, (byte) 0x11), aBack, "freeing a neighbour leaves the data alone");
+        assertEquals(0x33, cBack[0]);
+        long large = gpu.memAlloc(DeviceMemory.SHARED_LIMIT + 1);
+        assertEquals(gpu.window().base() + VaWindow.GRANULARITY, large, "a large allocation takes chunks of its own");
+        assertEquals(c + 256, gpu.memAlloc(DeviceMemory.SHARED_LIMIT), "1 MiB still shares the first chunk");
+    }
+
+    @Test
+    void theSameSequenceOfAllocationsAndFreesGivesTheSameAddresses() {
+        long freeBefore = gpu.memGetInfo().free();
+        List<Long> first = allocationSequence();
+        assertFreeMemory(freeBefore, "every chunk released");
+        assertEquals(first, allocationSequence());
+    }
+
+    /** Allocates and frees a fixed mix of sizes, frees what is left, returns the addresses it got. */
+    private List<Long> allocationSequence() {
+        java.util.Random random = new java.util.Random(42);
+        List<Long> addresses = new ArrayList<>();
+        List<Long> live = new ArrayList<>();
+        for (int i = 0; i < 3000; i++) {
+            if (!live.isEmpty() && random.nextInt(3) == 0) {
+                gpu.memFree(live.remove(random.nextInt(live.size())));
+            } else {
+                long bytes = random.nextInt(20) == 0 ? 1 + random.nextInt(3 << 20) : 1 + random.nextInt(16384);
+                long address = gpu.memAlloc(bytes);
+                addresses.add(address);
+                live.add(address);
+            }
+        }
+        for (long address : live) {
+            gpu.memFree(address);
+        }
+        return addresses;
+    }
+
+    @Test
+    void allocationsPlacedAgainAllAtOnceContinueAsTheOriginalsWould() {
+        java.util.Random random = new java.util.Random(7);
+        List<DeviceRegion> live = new ArrayList<>();
+        for (int i = 0; i < 600; i++) {
+            long bytes = i % 97 == 0 ? (5L << 20) / 2 : 1 + random.nextInt(8192);
+            live.add(new DeviceRegion(gpu.memAlloc(bytes), bytes));
+        }
+        for (int i = 0; i < live.size(); i += 3) {
+            gpu.memFree(live.get(i).address());
+        }
+        List<DeviceRegion> kept = new ArrayList<>();
+        for (int i = 0; i < live.size(); i++) {
+            if (i % 3 != 0) {
+                kept.add(live.get(i));
+            }
+        }
+        long freeWithKept = gpu.memGetInfo().free();
+        List<Long> next = List.of(gpu.memAlloc(100), gpu.memAlloc(7000), gpu.memAlloc(3L << 20), gpu.memAlloc(256));
+        for (long address : next) {
+            gpu.memFree(address);
+        }
+        for (DeviceRegion allocation : kept) {
+            gpu.memFree(allocation.address());
+        }
+        gpu.memAllocAllAt(kept);
+        assertFreeMemory(freeWithKept, "the same chunks are mapped again");
+        assertEquals(
+                next,
+                List.of(gpu.memAlloc(100), gpu.memAlloc(7000), gpu.memAlloc(3L << 20), gpu.memAlloc(256)),
+                "later allocations land where they would have");
+        DeviceRegion one = kept.get(1);
+        assertEquals(one, gpu.memGetAddressRange(one.address() + one.bytes() - 1));
+    }
+
+    @Test
+    void aBadListOfAllocationsPlacesNone() {
+        long freeBefore = gpu.memGetInfo().free();
+        long base = gpu.window().base();
+        assertError(
+                ErrorCode.VGPU_WINDOW_FULL,
+                () -> gpu.memAllocAllAt(List.of(
+                        new DeviceRegion(base + 4 * VaWindow.GRANULARITY, 4096),
+                        new DeviceRegion(base + 6 * VaWindow.GRANULARITY, 3L << 20),
+                        new DeviceRegion(base + 4 * VaWindow.GRANULARITY + 2048, 4096))),
+                "two allocations overlap");
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> gpu.memAllocAllAt(List.of(new DeviceRegion(base, 4096), new DeviceRegion(base + 4200, 64))),
+                "an address not 256-byte aligned");
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memAllocAllAt(null));
+        assertFreeMemory(freeBefore, "nothing stays mapped");
+        assertEquals(base, gpu.memAlloc(4096), "nothing stays placed");
+        gpu.memAllocAllAt(List.of());
+    }
+
+    /**
+     * The device's free memory is {@code expected} give or take less than one chunk: a GPU's driver
+     * may take or give back a little for itself meanwhile, while a chunk more or less is a chunk
+     * mapped or released.
+     */
+    private void assertFreeMemory(long expected, String why) {
+        long free = gpu.memGetInfo().free();
+        assertTrue(Math.abs(free - expected) < VaWindow.GRANULARITY, why + ": free " + free + ", expected " + expected);
+    }
+
+    private static byte[] filled(int n, byte value) {
+        byte[] bytes = new byte[n];
+        java.util.Arrays.fill(bytes, value);
+        return bytes;
     }
 
     // ---- copies
@@ -569,6 +770,54 @@ public abstract class VirtualGpuConformanceTest {
         assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memsetD16(d + 1, (short) 0, 1), "misaligned");
         assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memsetD16(d, (short) 0, 129), "past the end");
         assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memsetD16Async(d, (short) 0, -1, stream));
+    }
+
+    @Test
+    void memsetD2D32FillsEachRowsWordsAndLeavesTheBytesBetweenRows() {
+        int rows = 5;
+        int pitchWords = 12;
+        long d = gpu.memAlloc(4L * pitchWords * rows);
+        gpu.memsetD8(d, (byte) 0x11, 4L * pitchWords * rows);
+        gpu.memsetD2D32(d, 4L * pitchWords, 0xCAFEBABE, 7, rows);
+        StreamHandle stream = gpu.streamCreate();
+        // Columns 8 to 10 of rows 1 to 3, on a stream.
+        gpu.memsetD2D32Async(d + 4L * (pitchWords + 8), 4L * pitchWords, -7, 3, 3, stream);
+        gpu.streamSynchronize(stream);
+        int[] back = readInts(gpu, d, pitchWords * rows);
+        for (int row = 0; row < rows; row++) {
+            for (int column = 0; column < pitchWords; column++) {
+                int expected =
+                        column < 7 ? 0xCAFEBABE : row >= 1 && row <= 3 && column >= 8 && column <= 10 ? -7 : 0x11111111;
+                assertEquals(expected, back[row * pitchWords + column], "row " + row + ", word " + column);
+            }
+        }
+        // Rows back to back are one block; one row needs no pitch that holds it; nothing to set is no call.
+        gpu.memsetD2D32(d, 8, 5, 2, 3);
+        gpu.memsetD2D32(d + 4L * pitchWords, 0, 6, 2, 1);
+        gpu.memsetD2D32(d, 0, 9, 0, 3);
+        assertArrayEquals(new int[] {5, 5, 5, 5, 5, 5}, readInts(gpu, d, 6));
+        assertArrayEquals(new int[] {6, 6, 0xCAFEBABE}, readInts(gpu, d + 4L * pitchWords, 3));
+    }
+
+    @Test
+    void badMemsetD2D32sAreRefusedAndWriteNothing() {
+        long d = gpu.memAlloc(4096);
+        gpu.memsetD8(d, (byte) 0x11, 4096);
+        StreamHandle stream = gpu.streamCreate();
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memsetD2D32(d + 2, 64, 1, 4, 4), "misaligned");
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memsetD2D32(d, 12, 1, 4, 4), "a pitch below a row");
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memsetD2D32(d, 18, 1, 4, 4), "a pitch of 18");
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memsetD2D32(d, 1024, 1, 4, 5), "past the end");
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memsetD2D32(d, 64, 1, -1, 4));
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memsetD2D32(d, Long.MAX_VALUE / 2, 1, 4, 4));
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.memsetD2D32Async(d, 1024, 1, 4, 5, stream));
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_HANDLE,
+                () -> gpu.memsetD2D32Async(d, 64, 1, 4, 4, new StreamHandle(9999)));
+        gpu.ctxSynchronize();
+        for (int word : readInts(gpu, d, 1024)) {
+            assertEquals(0x11111111, word, "a refused memset wrote nothing");
+        }
     }
 
     // ---- 2D copies
@@ -1221,6 +1470,51 @@ public abstract class VirtualGpuConformanceTest {
                 48 * 1024,
                 gpu.funcGetAttribute(FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, empty),
                 "refused sets changed nothing");
+    }
+
+    @Test
+    void contextLimitsAreCudasDefaultsUntilSetAndAMigrationSetsTheLastValuesAgain() {
+        long stackBefore = gpu.ctxGetLimit(ContextLimit.STACK_SIZE);
+        long heapBefore = gpu.ctxGetLimit(ContextLimit.MALLOC_HEAP_SIZE);
+        for (ContextLimit limit : ContextLimit.values()) {
+            assertTrue(gpu.ctxGetLimit(limit) > 0, limit + " has CUDA's default, or what this GPU's context has");
+        }
+        try {
+            gpu.ctxSetLimit(ContextLimit.STACK_SIZE, 4 * 1024);
+            gpu.ctxSetLimit(ContextLimit.MALLOC_HEAP_SIZE, 64L << 20);
+            gpu.ctxSetLimit(ContextLimit.STACK_SIZE, 16 * 1024);
+            long stack = gpu.ctxGetLimit(ContextLimit.STACK_SIZE);
+            long heap = gpu.ctxGetLimit(ContextLimit.MALLOC_HEAP_SIZE);
+            long fifo = gpu.ctxGetLimit(ContextLimit.PRINTF_FIFO_SIZE);
+            assertTrue(stack >= 16 * 1024, "the last value set, or the driver's rounding up of it: " + stack);
+            assertTrue(heap >= 64L << 20, "heap " + heap);
+            moveMidTest();
+            assertEquals(stack, gpu.ctxGetLimit(ContextLimit.STACK_SIZE), "the last stack size set, set again");
+            assertEquals(heap, gpu.ctxGetLimit(ContextLimit.MALLOC_HEAP_SIZE));
+            assertEquals(fifo, gpu.ctxGetLimit(ContextLimit.PRINTF_FIFO_SIZE), "a limit never set stays as it was");
+            float[] x = ramp(1024);
+            MemorySegment host = queueSaxpyCopiedToHost(StreamHandle.DEFAULT, x, 2.0f, 1.0f);
+            gpu.ctxSynchronize();
+            assertSaxpy(host, x, 2.0f, 1.0f);
+        } finally {
+            // A local GPU's limits are its primary context's, which the next test shares.
+            gpu.ctxSetLimit(ContextLimit.STACK_SIZE, stackBefore);
+            gpu.ctxSetLimit(ContextLimit.MALLOC_HEAP_SIZE, heapBefore);
+        }
+    }
+
+    @Test
+    void badContextLimitsAreRefusedAndNeitherTakenNorReplayed() {
+        long stack = gpu.ctxGetLimit(ContextLimit.STACK_SIZE);
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.ctxSetLimit(ContextLimit.STACK_SIZE, -1));
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.ctxSetLimit(null, 4096), "no limit");
+        assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> gpu.ctxGetLimit(null), "no limit");
+        assertEquals(ContextLimit.MALLOC_HEAP_SIZE, ContextLimit.fromCuda(2));
+        VgpuException unknown = assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> ContextLimit.fromCuda(6));
+        assertTrue(
+                unknown.getMessage().contains("cuCtxSetLimit: limit 6 is not one vgpu answers"), unknown.getMessage());
+        moveMidTest();
+        assertEquals(stack, gpu.ctxGetLimit(ContextLimit.STACK_SIZE), "refused sets changed nothing, here or there");
     }
 
     @Test

@@ -1,7 +1,9 @@
 package org.vgpu.bench.migration;
 
 import java.io.PrintStream;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
@@ -9,6 +11,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.LongConsumer;
+import java.util.function.Supplier;
 import java.util.stream.Collectors;
 
 import org.apache.commons.cli.CommandLine;
@@ -61,7 +64,8 @@ import org.vgpu.runtime.workloads.WorkloadResult;
  */
 public final class MigrationBenchCommand implements Subcommand {
     private static final double PER_CALL_GOAL = 1.01;
-    private static final List<String> SECTIONS = List.of("lock", "per-call", "replay", "mem-sync", "blocked", "md");
+    private static final List<String> SECTIONS =
+            List.of("lock", "per-call", "replay", "mem-sync", "blocked", "small-allocs", "md");
     /**
      * Trials by default and with {@code --full}. With {@code --source worker} every mem-sync and MD
      * trial starts a worker process of its own (a JVM, a CUDA context and the worker's warm-up: several
@@ -100,7 +104,7 @@ public final class MigrationBenchCommand implements Subcommand {
     private static final int RAW_COPIES_PER_PROCESS = 3;
 
     private static final long SMALL_COPY = 4096;
-    /** Budget of each emulated device: the emulation charges 2 MiB per allocation, whatever its size. */
+    /** Budget of each emulated device: the emulation charges device memory as a GPU's chunks take it. */
     private static final long EMULATED_DEVICE_BUDGET = 200L << 30;
 
     @Override
@@ -289,6 +293,9 @@ public final class MigrationBenchCommand implements Subcommand {
                     if (settings.large()) {
                         blocked(placement, 8L << 30, out, label);
                     }
+                }
+                if (sections.contains("small-allocs")) {
+                    smallAllocations(placement, settings, out, label);
                 }
                 if (sections.contains("md")) {
                     md(placement, settings, out, label);
@@ -488,16 +495,10 @@ public final class MigrationBenchCommand implements Subcommand {
         out.printf("  %-34s %12s %14s%n", "live objects", "replay", "per object");
         for (int count : settings.replayLiveObjects()) {
             try (MigratableGpu gpu = placement.openOnSource(2)) {
-                if ((long) count * VaWindow.GRANULARITY > gpu.deviceProperties().totalMemory() / 2) {
-                    out.printf(
-                            "  %-34s skipped: they would take %d MiB of device memory%n",
-                            count + " allocations of 4 KiB", count * (VaWindow.GRANULARITY >> 20));
-                } else {
-                    for (int i = 0; i < count; i++) {
-                        gpu.memAlloc(SMALL_COPY);
-                    }
-                    printReplay(count + " allocations of 4 KiB", gpu.migrate(placement.target()), count, out);
+                for (int i = 0; i < count; i++) {
+                    gpu.memAlloc(SMALL_COPY);
                 }
+                printReplay(count + " allocations of 4 KiB", gpu.migrate(placement.target()), count, out);
             }
             try (MigratableGpu gpu = placement.openOnSource(2)) {
                 for (int i = 0; i < count / 2; i++) {
@@ -891,6 +892,113 @@ public final class MigrationBenchCommand implements Subcommand {
             out.printf(
                     "%napp blocked by the migration of %s of live state in %d regions%s%n  %s%n",
                     bytes(liveBytes), report.memSyncRegions(), label, report.summary());
+        }
+    }
+
+    // ---- small allocations
+
+    /** Issue 20's state of many small buffers: 10,000 allocations of 4 KiB. */
+    private static final int SMALL_ALLOCATIONS = 10_000;
+
+    private static final double SMALL_BLOCKED_GOAL_MILLIS = 50;
+
+    /**
+     * What 10,000 allocations of 4 KiB cost: device memory through vgpu (they share 2 MiB chunks)
+     * against the same allocations made with plain cuMemAlloc in this run, and the app's blocked time
+     * when a vGPU holding them (each written, checked after the move) migrates to the local device
+     * and to a worker process.
+     */
+    private static void smallAllocations(Placement placement, Settings settings, PrintStream out, String label) {
+        int device = placement.targetDevice();
+        long viaVgpu;
+        try (VirtualGpu gpu = placement.local().open(device, VaWindow.forVgpu(8))) {
+            long free = gpu.memGetInfo().free();
+            for (int i = 0; i < SMALL_ALLOCATIONS; i++) {
+                gpu.memAlloc(SMALL_COPY);
+            }
+            viaVgpu = free - gpu.memGetInfo().free();
+        }
+        out.printf(
+                "%n%d allocations of %s, device memory used (cuMemGetInfo before and after)%s%n",
+                SMALL_ALLOCATIONS, bytes(SMALL_COPY), label);
+        out.printf(
+                "  %-40s %10.1f MiB%n",
+                "vgpu (" + placement.local().name() + " device " + device + ")", viaVgpu / 1048576.0);
+        if (placement.local().isEmulation()) {
+            out.printf("  %-40s %s%n", "plain cuMemAlloc", "no baseline: no GPU under the emulation");
+        } else {
+            long plain = PlainCuMemAlloc.memoryUsed(device, SMALL_ALLOCATIONS, SMALL_COPY);
+            out.printf("  %-40s %10.1f MiB%n", "plain cuMemAlloc, same device", plain / 1048576.0);
+            out.printf("  %-40s %10.3f%n", "ratio vgpu / plain cuMemAlloc", (double) viaVgpu / Math.max(1, plain));
+        }
+
+        out.printf(
+                "%napp blocked by the migration of %d allocations of %s (%s live, each written and checked after the"
+                        + " move; vGPUs start in %s; median of %d after one warm-up migration; goal <= %.0f ms)%s%n",
+                SMALL_ALLOCATIONS,
+                bytes(SMALL_COPY),
+                bytes(SMALL_ALLOCATIONS * SMALL_COPY),
+                placement instanceof WorkerPlacement
+                        ? "worker processes"
+                        : placement.local().name() + " device 0",
+                settings.trials(),
+                SMALL_BLOCKED_GOAL_MILLIS,
+                label);
+        out.printf("  %-44s %10s %10s %10s %s%n", "target", "blocked", "replay", "mem-sync", "data");
+        smallStateRow(
+                placement.local().name() + " device " + device, placement, placement::target, true, settings, out);
+        if (placement instanceof WorkerPlacement workers) {
+            smallStateRow("a worker process", placement, workers::workerTarget, false, settings, out);
+        } else {
+            out.printf("  %-44s with --source worker only%n", "a worker process");
+        }
+    }
+
+    private static void smallStateRow(
+            String name,
+            Placement placement,
+            Supplier<MigrationTarget> targets,
+            boolean warmUp,
+            Settings settings,
+            PrintStream out) {
+        double[] blocked = new double[settings.trials()];
+        double[] replay = new double[settings.trials()];
+        double[] memSync = new double[settings.trials()];
+        boolean intact = true;
+        for (int trial = warmUp ? -1 : 0; trial < settings.trials(); trial++) {
+            SmallStateMove move = moveSmallState(placement, targets.get());
+            intact &= move.intact();
+            if (trial >= 0) {
+                blocked[trial] = move.report().blocked().toNanos() / 1e6;
+                replay[trial] = move.report().replay().toNanos() / 1e6;
+                memSync[trial] = move.report().memSync().toNanos() / 1e6;
+            }
+        }
+        out.printf(
+                "  %-44s %7.3f ms %7.3f ms %7.3f ms %s%n",
+                name, median(blocked), median(replay), median(memSync), intact ? "intact" : "DIFFERS");
+    }
+
+    private record SmallStateMove(MigrationReport report, boolean intact) {}
+
+    private static SmallStateMove moveSmallState(Placement placement, MigrationTarget target) {
+        try (MigratableGpu gpu = placement.openOnSource(8);
+                Arena arena = Arena.ofConfined()) {
+            List<DeviceRegion> allocations = new ArrayList<>(SMALL_ALLOCATIONS);
+            for (int i = 0; i < SMALL_ALLOCATIONS; i++) {
+                allocations.add(new DeviceRegion(gpu.memAlloc(SMALL_COPY), SMALL_COPY));
+            }
+            MemorySegment written = arena.allocate(SMALL_ALLOCATIONS * SMALL_COPY, 64);
+            for (long word = 0; word < written.byteSize() / Long.BYTES; word++) {
+                written.setAtIndex(ValueLayout.JAVA_LONG, word, word * 0x9E3779B97F4A7C15L);
+            }
+            gpu.memcpyHtoDScatterAsync(allocations, written, StreamHandle.DEFAULT);
+            gpu.ctxSynchronize();
+            MigrationReport report = gpu.migrate(target);
+            MemorySegment read = arena.allocate(written.byteSize(), 64);
+            gpu.memcpyDtoHGatherAsync(read, allocations, StreamHandle.DEFAULT);
+            gpu.ctxSynchronize();
+            return new SmallStateMove(report, read.mismatch(written) == -1);
         }
     }
 

@@ -73,6 +73,11 @@ final class WorkerPlacement implements Placement {
         return workers.open(launch(), VaWindow.forVgpu(vgpu), null);
     }
 
+    /** A migration target in a GPU worker process of its own. */
+    MigrationTarget.RemoteWorker workerTarget() {
+        return launch();
+    }
+
     private MigrationTarget.RemoteWorker launch() {
         String id = "bench-worker-" + launches.incrementAndGet();
         LaunchedWorker launched = launcher.launch(

@@ -185,6 +185,23 @@ class MigrationBenchCommandTest {
     }
 
     @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void smallAllocationsShowTheirMemoryAndTheBlockedTimeOfTheirState() {
+        assertEquals(0, run("--sections", "small-allocs", "--trials", "1"), err.toString());
+        String report = out.toString(StandardCharsets.UTF_8);
+        assertTrue(report.contains("10000 allocations of 4 KiB, device memory used"), report);
+        assertTrue(report.lines().anyMatch(row -> row.matches("  vgpu \\(emulated device 1\\) +40\\.0 MiB")), report);
+        assertTrue(report.contains("no baseline: no GPU under the emulation"), report);
+        assertTrue(report.contains("app blocked by the migration of 10000 allocations of 4 KiB"), report);
+        assertTrue(
+                report.lines()
+                        .anyMatch(row -> row.matches("  emulated device 1 +[0-9.]+ ms +[0-9.]+ ms +[0-9.]+ ms intact")),
+                report);
+        assertTrue(report.contains("with --source worker only"), report);
+        assertFalse(report.contains("replay time"), report);
+    }
+
+    @Test
     void badOptionsAreUsageErrorsThatNameTheValue() {
         assertEquals(2, run("--sections", "per-call,warp"));
         assertTrue(err.toString(StandardCharsets.UTF_8).contains("got 'warp' in 'per-call,warp'"), err.toString());

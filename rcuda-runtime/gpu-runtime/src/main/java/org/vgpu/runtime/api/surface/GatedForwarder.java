@@ -11,7 +11,8 @@ import java.lang.annotation.Target;
  * object allocated per call:
  * {@code slot = enter(); try { beforeSynchronizing(); return current().call(translate(a)); } finally { exit(slot); }}.
  * The hooks are the annotated class's methods below, declared abstract in the superclass; the
- * {@link BeforeSynchronizing} hook runs only in {@link Synchronizing} calls.
+ * {@link BeforeSynchronizing} hook runs only in {@link Synchronizing} calls, the {@link Record} hook
+ * only in {@link ReplayedSetting} calls.
  */
 @Retention(RetentionPolicy.SOURCE)
 @Target(ElementType.TYPE)
@@ -36,6 +37,14 @@ public @interface GatedForwarder {
     @Retention(RetentionPolicy.SOURCE)
     @Target(ElementType.METHOD)
     @interface BeforeSynchronizing {}
+
+    /**
+     * Keeps what a {@link ReplayedSetting} call set: takes the generated {@code Gated<Interface>.Setting}
+     * of each such call once the call succeeded, for a migration to replay.
+     */
+    @Retention(RetentionPolicy.SOURCE)
+    @Target(ElementType.METHOD)
+    @interface Record {}
 
     /** Maps an argument of its type (a handle) to what the target knows it by. */
     @Retention(RetentionPolicy.SOURCE)

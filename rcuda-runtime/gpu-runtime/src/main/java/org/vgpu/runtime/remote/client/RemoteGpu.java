@@ -58,7 +58,7 @@ public final class RemoteGpu extends OneToOneClientCalls<RemoteGpu.Module, Remot
     private volatile boolean closing;
 
     private RemoteGpu(VaWindow window, WorkerConnection connection) {
-        super(window, VaWindow.GRANULARITY);
+        super(window);
         this.connection = connection;
         this.copies = connection.copies();
         this.properties = connection.welcome().device();
@@ -177,19 +177,44 @@ public final class RemoteGpu extends OneToOneClientCalls<RemoteGpu.Module, Remot
 
     // ---- memory
 
+    /**
+     * The worker is sent chunks, not the app's allocations: a shared chunk as an allocation of the
+     * whole chunk, a large allocation as itself. Its table then holds chunks, and it checks copies
+     * against them; this side checks each against the app's allocation first.
+     */
     @Override
-    protected void doMap(Allocation allocation) {
+    protected void doMap(Allocation chunk) {
         connection.call(
-                (encoder, requestId) ->
-                        encoder.memAllocAt(requestId, allocation.address(), allocation.requestedBytes()),
+                (encoder, requestId) -> encoder.memAllocAt(requestId, chunk.address(), chunk.requestedBytes()),
                 ReplyDecoder::empty);
     }
 
+    /**
+     * One request for many chunks (a migration's replay places thousands of allocations in tens of
+     * chunks), as many as fit a frame each; a later batch that fails frees the earlier ones.
+     */
     @Override
-    protected void doUnmap(Allocation allocation) {
+    protected void doMapAll(List<Allocation> chunks) {
+        List<DeviceRegion> regions = chunks.stream()
+                .map(chunk -> new DeviceRegion(chunk.address(), chunk.requestedBytes()))
+                .toList();
+        int mapped = 0;
+        try {
+            while (mapped < regions.size()) {
+                List<DeviceRegion> batch =
+                        regions.subList(mapped, Math.min(regions.size(), mapped + RequestDecoder.MAX_GATHER_REGIONS));
+                connection.call((encoder, requestId) -> encoder.memAllocAllAt(requestId, batch), ReplyDecoder::empty);
+                mapped += batch.size();
+            }
+        } catch (RuntimeException e) {
+            throw unmapAfterFailure(chunks.subList(0, mapped), e);
+        }
+    }
+
+    @Override
+    protected void doUnmap(Allocation chunk) {
         if (!closing) {
-            connection.call(
-                    (encoder, requestId) -> encoder.memFree(requestId, allocation.address()), ReplyDecoder::empty);
+            connection.call((encoder, requestId) -> encoder.memFree(requestId, chunk.address()), ReplyDecoder::empty);
         }
     }
 

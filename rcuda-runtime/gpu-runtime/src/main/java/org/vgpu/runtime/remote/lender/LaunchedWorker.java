@@ -222,11 +222,26 @@ public final class LaunchedWorker implements AutoCloseable {
 
     private LendingException failedToStart(String reason) {
         String status = process.isAlive() ? "" : " (exit status " + process.exitValue() + ")";
+        if (!process.isAlive()) {
+            // Its stdout may close before the reader of its stderr has read what it wrote there last.
+            awaitStderrRead();
+        }
         String tail = stderrTail();
         return new LendingException(
                 LendingException.Code.WORKER_NOT_STARTED,
                 "GPU worker " + spec.workerId() + " on device "
                         + spec.device() + " " + reason + status
                         + (tail.isEmpty() ? "; it wrote nothing to stderr" : "; its stderr ended with:\n" + tail));
+    }
+
+    /** Waits up to 2 s for an exited worker's stderr to be read to its end. */
+    private void awaitStderrRead() {
+        try {
+            stderrDrained.get(2, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (ExecutionException | TimeoutException e) {
+            // The tail read so far is what the error carries.
+        }
     }
 }

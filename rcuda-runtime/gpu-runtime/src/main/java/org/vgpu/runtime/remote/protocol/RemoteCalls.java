@@ -141,6 +141,11 @@ interface RemoteCalls {
     @Call(opcode = 0x0041, kind = SYNC)
     void memFree(long address);
 
+    /** Many allocations at once, all or none (a client maps the chunks a migration's replay needs so):
+     *  {@code int32 n, n x (int64 address, int64 bytes)}, each as {@link #memAllocAt}. */
+    @Call(opcode = 0x0042, kind = SYNC)
+    void memAllocAllAt(@Codec("GatherRegions") List<DeviceRegion> allocations);
+
     /** One chunk of a host-to-device copy: {@code int32 stream id, int64 destination of this chunk, rest: bytes}.
      *  {@link Frames#FLAG_MORE} on every chunk but the last, all with the same request id and no other
      *  request in between; the request is answered (or its failure kept) after the last chunk. */

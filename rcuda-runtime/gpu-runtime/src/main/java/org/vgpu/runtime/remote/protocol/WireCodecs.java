@@ -2,16 +2,14 @@ package org.vgpu.runtime.remote.protocol;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.function.IntFunction;
+import java.util.Locale;
 
 import io.netty.buffer.ByteBuf;
 
 import org.vgpu.runtime.api.CudaNumbered;
-import org.vgpu.runtime.api.DeviceAttribute;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
-import org.vgpu.runtime.api.FunctionAttribute;
 import org.vgpu.runtime.api.KernelArg;
 import org.vgpu.runtime.api.KernelArgs;
 import org.vgpu.runtime.api.VaWindow;
@@ -24,7 +22,8 @@ import org.vgpu.runtime.api.VgpuException;
  * a value the protocol cannot carry before anything of its frame is written. The generated
  * {@link RequestEncoder} and {@link RequestDispatch} call them, and for the results of
  * {@code VirtualGpu}'s one-to-one calls {@link ResultEncoder} and {@link ResultDecoder}: every
- * primitive type a call takes or returns has its codec here, so such a call needs none of its own.
+ * primitive type a call takes or returns has its codec here, and every enum of CUDA's numbered
+ * constants travels by {@code CudaNumbered}'s, so such a call needs none of its own.
  */
 final class WireCodecs {
     static final int ARG_POINTER = 1;
@@ -89,30 +88,24 @@ final class WireCodecs {
 
     // ---- device queries
 
-    static DeviceAttribute readDeviceAttribute(ByteBuf in) {
-        return readCudaNumbered(in, DeviceAttribute::fromCuda, "device attribute");
-    }
-
-    static void writeDeviceAttribute(ByteBuf out, DeviceAttribute attribute) {
-        out.writeInt(attribute.cudaNumber());
-    }
-
-    static FunctionAttribute readFunctionAttribute(ByteBuf in) {
-        return readCudaNumbered(in, FunctionAttribute::fromCuda, "function attribute");
-    }
-
-    static void writeFunctionAttribute(ByteBuf out, FunctionAttribute attribute) {
-        out.writeInt(attribute.cudaNumber());
-    }
-
-    /** {@code int32}: CUDA's number of a constant; one this peer does not know is the other peer's mistake. */
-    private static <E extends CudaNumbered> E readCudaNumbered(ByteBuf in, IntFunction<E> fromCuda, String what) {
+    /**
+     * {@code int32}: CUDA's number of a constant of an enum of them ({@code DeviceAttribute},
+     * {@code FunctionAttribute}, ...), the codec of every such enum that has none of its own; one this
+     * peer does not know is the other peer's mistake.
+     */
+    static <E extends Enum<E> & CudaNumbered> E readCudaNumbered(ByteBuf in, Class<E> type) {
         int number = in.readInt();
-        try {
-            return fromCuda.apply(number);
-        } catch (VgpuException unknown) {
-            throw Frames.violation(what + " " + number + " is not one this worker answers");
+        for (E constant : type.getEnumConstants()) {
+            if (constant.cudaNumber() == number) {
+                return constant;
+            }
         }
+        String what = type.getSimpleName().replaceAll("([a-z])([A-Z])", "$1 $2").toLowerCase(Locale.ROOT);
+        throw Frames.violation(what + " " + number + " is not one this worker answers");
+    }
+
+    static void writeCudaNumbered(ByteBuf out, CudaNumbered constant) {
+        out.writeInt(constant.cudaNumber());
     }
 
     // ---- the session

@@ -248,6 +248,11 @@ final class RequestHandler extends OneToOneWorkerCalls {
     }
 
     @Override
+    public void memAllocAllAt(Frame frame, List<DeviceRegion> allocations) {
+        execute(frame, () -> gpu().memAllocAllAt(allocations));
+    }
+
+    @Override
     public void memFree(Frame frame, long address) {
         execute(frame, () -> gpu().memFree(address));
     }

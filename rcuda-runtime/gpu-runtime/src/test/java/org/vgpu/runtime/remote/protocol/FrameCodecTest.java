@@ -26,6 +26,7 @@ import io.netty.util.ResourceLeakDetector;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
+import org.vgpu.runtime.api.ContextLimit;
 import org.vgpu.runtime.api.DeviceAttribute;
 import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.DeviceRegion;
@@ -120,6 +121,12 @@ class FrameCodecTest {
         encoder.funcGetAttribute(32, 11, FunctionAttribute.NUM_REGS);
         encoder.funcSetAttribute(33, 11, FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, 65536);
         encoder.moduleGetGlobal(34, 7, "coefficients");
+        encoder.ctxSetLimit(35, ContextLimit.MALLOC_HEAP_SIZE, 64L << 20);
+        encoder.ctxGetLimit(36, ContextLimit.STACK_SIZE);
+        encoder.memsetD2D32(37, BASE + 64, 4096, 0xCAFE, 7, 3);
+        encoder.memsetD2D32Async(38, true, BASE, 64, -1, 2, 2, 5);
+        encoder.memAllocAllAt(
+                39, List.of(new DeviceRegion(BASE, 1 << 21), new DeviceRegion(BASE + (4 << 20), 3 << 20)));
 
         RecordingVisitors.Requests visitor = new RecordingVisitors.Requests();
         for (Frame frame : decodeAll(Opcode.Direction.REQUEST, wire)) {
@@ -164,7 +171,12 @@ class FrameCodecTest {
                         "#31 memset s0 0x10c000000002 0xbeef x2 8",
                         "#32 funcGetAttribute fn11 NUM_REGS",
                         "#33 funcSetAttribute fn11 MAX_DYNAMIC_SHARED_SIZE_BYTES 65536",
-                        "#34 moduleGetGlobal 7 coefficients"),
+                        "#34 moduleGetGlobal 7 coefficients",
+                        "#35 ctxSetLimit MALLOC_HEAP_SIZE 67108864",
+                        "#36 ctxGetLimit STACK_SIZE",
+                        "#37 memsetD2D32 0x10c000000040 pitch 4096 0xcafe 7x3",
+                        "#38 async memsetD2D32Async 0x10c000000000 pitch 64 0xffffffff 2x2 s5",
+                        "#39 memAllocAllAt [0x10c000000000+2097152 0x10c000400000+3145728]"),
                 visitor.calls);
     }
 
@@ -203,12 +215,15 @@ class FrameCodecTest {
                         "MODULE_GET_GLOBAL 0x0035 REQUEST async=false synchronizing=false chunked=false",
                         "MEM_ALLOC_AT 0x0040 REQUEST async=false synchronizing=false chunked=false",
                         "MEM_FREE 0x0041 REQUEST async=false synchronizing=false chunked=false",
+                        "MEM_ALLOC_ALL_AT 0x0042 REQUEST async=false synchronizing=false chunked=false",
                         "MEMCPY_HTOD 0x0050 REQUEST async=true synchronizing=true chunked=true",
                         "MEMCPY_DTOH 0x0051 REQUEST async=true synchronizing=true chunked=false",
                         "MEMCPY_DTOD 0x0052 REQUEST async=true synchronizing=true chunked=false",
                         "MEMSET 0x0053 REQUEST async=true synchronizing=true chunked=false",
                         "MEMCPY_DTOH_GATHER 0x0054 REQUEST async=true synchronizing=true chunked=false",
                         "MEMCPY_HTOD_SCATTER 0x0055 REQUEST async=true synchronizing=true chunked=true",
+                        "MEMSET_D2_D32 0x0056 REQUEST async=false synchronizing=true chunked=false",
+                        "MEMSET_D2_D32_ASYNC 0x0057 REQUEST async=true synchronizing=false chunked=false",
                         "LAUNCH_KERNEL 0x0060 REQUEST async=true synchronizing=false chunked=false",
                         "STREAM_CREATE 0x0070 REQUEST async=true synchronizing=false chunked=false",
                         "STREAM_SYNCHRONIZE 0x0071 REQUEST async=false synchronizing=true chunked=false",
@@ -221,7 +236,9 @@ class FrameCodecTest {
                         "EVENT_ELAPSED_TIME 0x0083 REQUEST async=false synchronizing=false chunked=false",
                         "EVENT_DESTROY 0x0084 REQUEST async=true synchronizing=false chunked=false",
                         "EVENT_QUERY 0x0085 REQUEST async=false synchronizing=true chunked=false",
-                        "CTX_SYNCHRONIZE 0x0090 REQUEST async=false synchronizing=true chunked=false"),
+                        "CTX_SYNCHRONIZE 0x0090 REQUEST async=false synchronizing=true chunked=false",
+                        "CTX_SET_LIMIT 0x0091 REQUEST async=false synchronizing=false chunked=false",
+                        "CTX_GET_LIMIT 0x0092 REQUEST async=false synchronizing=false chunked=false"),
                 table);
         assertNull(Opcode.fromCode(0x0075));
         assertNull(Opcode.fromCode(0x7777));
@@ -293,6 +310,7 @@ class FrameCodecTest {
         encoder.deviceGetAttribute(8, 232448);
         encoder.ok(9, -1);
         encoder.ok(10, new DeviceRegion(BASE + 256, 300));
+        encoder.ctxGetLimit(11, 8L << 30);
         encoder.ok(4);
         List<Object> results = new ArrayList<>();
         ReplyVisitor reader = new RecordingVisitors.Replies() {
@@ -308,6 +326,7 @@ class FrameCodecTest {
                             case 8 -> ResultDecoder.deviceGetAttribute(result);
                             case 9 -> ReplyDecoder.int32(result);
                             case 10 -> ReplyDecoder.deviceRegion(result);
+                            case 11 -> ResultDecoder.ctxGetLimit(result);
                             default -> String.valueOf(ReplyDecoder.empty(result));
                         });
             }
@@ -326,6 +345,7 @@ class FrameCodecTest {
                         232448,
                         -1,
                         new DeviceRegion(BASE + 256, 300),
+                        8L << 30,
                         "null"),
                 results);
         ByteBuf shortResult = Unpooled.buffer().writeLong(1);
@@ -814,6 +834,9 @@ class FrameCodecTest {
                         Opcode.FUNC_SET_ATTRIBUTE,
                         Unpooled.buffer().writeInt(1).writeInt(77).writeInt(0)),
                 "function attribute 77 is not one this worker answers");
+        assertBodyRefused(
+                frame(Opcode.CTX_GET_LIMIT, Unpooled.buffer().writeInt(6)),
+                "context limit 6 is not one this worker answers");
     }
 
     // ---- helpers

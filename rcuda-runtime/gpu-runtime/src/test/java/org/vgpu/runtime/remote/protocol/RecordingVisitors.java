@@ -8,6 +8,7 @@ import java.util.List;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 
+import org.vgpu.runtime.api.ContextLimit;
 import org.vgpu.runtime.api.DeviceAttribute;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
@@ -66,6 +67,11 @@ final class RecordingVisitors {
         @Override
         public void memAllocAt(Frame f, long address, long bytes) {
             add(f, "memAllocAt " + hex(address) + " " + bytes);
+        }
+
+        @Override
+        public void memAllocAllAt(Frame f, List<DeviceRegion> allocations) {
+            add(f, "memAllocAllAt " + table(allocations));
         }
 
         @Override
@@ -198,6 +204,30 @@ final class RecordingVisitors {
         @Override
         public void deviceGetAttribute(Frame f, DeviceAttribute attribute) {
             add(f, "deviceGetAttribute " + attribute);
+        }
+
+        @Override
+        public void ctxSetLimit(Frame f, ContextLimit limit, long value) {
+            add(f, "ctxSetLimit " + limit + " " + value);
+        }
+
+        @Override
+        public void ctxGetLimit(Frame f, ContextLimit limit) {
+            add(f, "ctxGetLimit " + limit);
+        }
+
+        @Override
+        public void memsetD2D32(Frame f, long dst, long pitch, int value, long width, long height) {
+            add(f, String.format("memsetD2D32 0x%x pitch %d 0x%x %dx%d", dst, pitch, value, width, height));
+        }
+
+        @Override
+        public void memsetD2D32Async(Frame f, long dst, long pitch, int value, long width, long height, int streamId) {
+            add(
+                    f,
+                    String.format(
+                            "memsetD2D32Async 0x%x pitch %d 0x%x %dx%d s%d",
+                            dst, pitch, value, width, height, streamId));
         }
     }
 

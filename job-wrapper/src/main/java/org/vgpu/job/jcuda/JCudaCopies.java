@@ -1,0 +1,68 @@
+package org.vgpu.job.jcuda;
+
+import java.lang.foreign.MemorySegment;
+
+import jcuda.NativePointerObject;
+import jcuda.Pointer;
+
+import org.vgpu.job.jcuda.JCudaSession.Handle;
+import org.vgpu.runtime.api.StreamHandle;
+import org.vgpu.runtime.api.VirtualGpu;
+
+/**
+ * Copies between a program's host pointers ({@code Pointer.to(...)}, cuMemAllocHost) and device addresses, for the
+ * driver and the runtime shims alike. Each copy goes to the vGPU whose window holds its device address, as with
+ * CUDA's unified addressing; a copy between two vGPUs goes through the host.
+ *
+ * <p>An asynchronous copy from or to a Java array (which JCuda copies synchronously too: the array may move) is made
+ * after the stream's earlier work, then synchronously; one from or to page-locked memory (cuMemAllocHost, a direct
+ * buffer) is queued on the stream.
+ */
+final class JCudaCopies {
+    private JCudaCopies() {}
+
+    static void hostToDevice(long dst, Pointer src, long bytes) {
+        JCudaSession.get().gpuOf(dst).memcpyHtoD(dst, JCudaObjects.hostMemory(src, bytes, "source"), bytes);
+    }
+
+    static void deviceToHost(Pointer dst, long src, long bytes) {
+        JCudaSession.get().gpuOf(src).memcpyDtoH(JCudaObjects.hostMemory(dst, bytes, "destination"), src, bytes);
+    }
+
+    static void deviceToDevice(long dst, long src, long bytes) {
+        JCudaSession session = JCudaSession.get();
+        VirtualGpu to = session.gpuOf(dst);
+        VirtualGpu from = session.gpuOf(src);
+        if (to == from) {
+            to.memcpyDtoD(dst, src, bytes);
+            return;
+        }
+        MemorySegment staging = MemorySegment.ofArray(new byte[Math.toIntExact(bytes)]);
+        from.memcpyDtoH(staging, src, bytes);
+        to.memcpyHtoD(dst, staging, bytes);
+    }
+
+    static void hostToDeviceAsync(long dst, Pointer src, long bytes, NativePointerObject stream) {
+        Handle<StreamHandle> queue = JCudaSession.get().stream(stream);
+        VirtualGpu gpu = JCudaSession.get().device(queue.device());
+        MemorySegment host = JCudaObjects.hostMemory(src, bytes, "source");
+        if (host.isNative()) {
+            gpu.memcpyHtoDAsync(dst, host, bytes, queue.handle());
+        } else {
+            gpu.streamSynchronize(queue.handle());
+            gpu.memcpyHtoD(dst, host, bytes);
+        }
+    }
+
+    static void deviceToHostAsync(Pointer dst, long src, long bytes, NativePointerObject stream) {
+        Handle<StreamHandle> queue = JCudaSession.get().stream(stream);
+        VirtualGpu gpu = JCudaSession.get().device(queue.device());
+        MemorySegment host = JCudaObjects.hostMemory(dst, bytes, "destination");
+        if (host.isNative()) {
+            gpu.memcpyDtoHAsync(host, src, bytes, queue.handle());
+        } else {
+            gpu.streamSynchronize(queue.handle());
+            gpu.memcpyDtoH(host, src, bytes);
+        }
+    }
+}

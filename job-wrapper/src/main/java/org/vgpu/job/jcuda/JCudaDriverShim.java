@@ -1,0 +1,587 @@
+package org.vgpu.job.jcuda;
+
+import static org.vgpu.job.jcuda.JCudaApi.DRIVER;
+
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.Arrays;
+
+import jcuda.NativePointerObject;
+import jcuda.Pointer;
+import jcuda.driver.CUDA_MEMCPY2D;
+import jcuda.driver.CUcontext;
+import jcuda.driver.CUdevice;
+import jcuda.driver.CUdeviceptr;
+import jcuda.driver.CUevent;
+import jcuda.driver.CUfunction;
+import jcuda.driver.CUmemorytype;
+import jcuda.driver.CUmodule;
+import jcuda.driver.CUresult;
+import jcuda.driver.CUstream;
+
+import org.vgpu.job.jcuda.JCudaSession.Handle;
+import org.vgpu.runtime.api.DeviceAttribute;
+import org.vgpu.runtime.api.DeviceRegion;
+import org.vgpu.runtime.api.Dim3;
+import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.EventHandle;
+import org.vgpu.runtime.api.FunctionAttribute;
+import org.vgpu.runtime.api.FunctionHandle;
+import org.vgpu.runtime.api.KernelArg;
+import org.vgpu.runtime.api.KernelArgs;
+import org.vgpu.runtime.api.KernelSignature;
+import org.vgpu.runtime.api.MemoryInfo;
+import org.vgpu.runtime.api.ModuleHandle;
+import org.vgpu.runtime.api.PitchedMemory;
+import org.vgpu.runtime.api.PointerAttribute;
+import org.vgpu.runtime.api.StreamHandle;
+import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.api.VirtualGpu;
+
+/**
+ * {@code jcuda.driver.JCudaDriver}'s calls on the job's vGPUs: a program's {@code JCudaDriver.cuXxx(...)} becomes
+ * {@code JCudaDriverShim.cuXxx(...)}, same name, same descriptor ({@link JCudaCallSites}). Each method is JCuda's
+ * call's meaning on {@link VirtualGpu}; a JCudaDriver method not here fails by name. See README (JCuda programs) for
+ * where vgpu differs.
+ */
+public final class JCudaDriverShim {
+    private JCudaDriverShim() {}
+
+    private static JCudaSession session() {
+        return JCudaSession.get();
+    }
+
+    public static void setExceptionsEnabled(boolean enabled) {
+        DRIVER.setExceptionsEnabled(enabled);
+    }
+
+    // ---- devices and contexts
+
+    public static int cuInit(int flags) {
+        return DRIVER.call("cuInit", () -> {
+            session();
+        });
+    }
+
+    public static int cuDeviceGetCount(int[] count) {
+        return DRIVER.call("cuDeviceGetCount", () -> {
+            count[0] = session().deviceCount();
+        });
+    }
+
+    public static int cuDeviceGet(CUdevice device, int ordinal) {
+        return DRIVER.call("cuDeviceGet", () -> {
+            session().device(ordinal);
+            JCudaObjects.setNativePointer(device, ordinal);
+        });
+    }
+
+    public static int cuDeviceGetName(byte[] name, int length, CUdevice device) {
+        return DRIVER.call("cuDeviceGetName", () -> {
+            VirtualGpu gpu = gpu(device);
+            byte[] text = ("vgpu " + gpu.vgpuIndex() + ": "
+                            + gpu.deviceProperties().name())
+                    .getBytes(StandardCharsets.US_ASCII);
+            int copied = Math.min(text.length, Math.min(length, name.length) - 1);
+            Arrays.fill(name, 0, Math.min(length, name.length), (byte) 0);
+            System.arraycopy(text, 0, name, 0, Math.max(0, copied));
+        });
+    }
+
+    public static int cuDeviceTotalMem(long[] bytes, CUdevice device) {
+        return DRIVER.call("cuDeviceTotalMem", () -> {
+            bytes[0] = gpu(device).deviceProperties().totalMemory();
+        });
+    }
+
+    public static int cuDeviceComputeCapability(int[] major, int[] minor, CUdevice device) {
+        return DRIVER.call("cuDeviceComputeCapability", () -> {
+            VirtualGpu gpu = gpu(device);
+            major[0] = gpu.deviceGetAttribute(DeviceAttribute.COMPUTE_CAPABILITY_MAJOR);
+            minor[0] = gpu.deviceGetAttribute(DeviceAttribute.COMPUTE_CAPABILITY_MINOR);
+        });
+    }
+
+    public static int cuDeviceGetAttribute(int[] value, int attribute, CUdevice device) {
+        return DRIVER.call("cuDeviceGetAttribute", () -> {
+            value[0] = gpu(device).deviceGetAttribute(DeviceAttribute.fromCuda(attribute));
+        });
+    }
+
+    public static int cuCtxCreate(CUcontext context, int flags, CUdevice device) {
+        return DRIVER.call("cuCtxCreate", () -> {
+            int ordinal = ordinal(device);
+            session().makeCurrent(ordinal);
+            JCudaObjects.setNativePointer(context, ordinal + 1L);
+        });
+    }
+
+    public static int cuDevicePrimaryCtxRetain(CUcontext context, CUdevice device) {
+        return DRIVER.call("cuDevicePrimaryCtxRetain", () -> {
+            JCudaObjects.setNativePointer(context, ordinal(device) + 1L);
+        });
+    }
+
+    public static int cuDevicePrimaryCtxRelease(CUdevice device) {
+        return DRIVER.call("cuDevicePrimaryCtxRelease", () -> {
+            ordinal(device);
+        });
+    }
+
+    public static int cuCtxSetCurrent(CUcontext context) {
+        return DRIVER.call("cuCtxSetCurrent", () -> {
+            session().makeCurrent(contextDevice(context));
+        });
+    }
+
+    public static int cuCtxGetCurrent(CUcontext context) {
+        return DRIVER.call("cuCtxGetCurrent", () -> {
+            JCudaObjects.setNativePointer(context, session().currentDevice() + 1L);
+        });
+    }
+
+    public static int cuCtxGetDevice(CUdevice device) {
+        return DRIVER.call("cuCtxGetDevice", () -> {
+            JCudaObjects.setNativePointer(device, session().currentGpu().ctxGetDevice());
+        });
+    }
+
+    public static int cuCtxSynchronize() {
+        return DRIVER.call("cuCtxSynchronize", () -> session().currentGpu().ctxSynchronize());
+    }
+
+    public static int cuCtxDestroy(CUcontext context) {
+        return DRIVER.call("cuCtxDestroy", () -> {
+            session().reset(contextDevice(context));
+            JCudaObjects.setNativePointer(context, 0);
+        });
+    }
+
+    // ---- modules and functions
+
+    public static int cuModuleLoad(CUmodule module, String fileName) {
+        return DRIVER.call("cuModuleLoad", () -> {
+            byte[] image;
+            try {
+                image = Files.readAllBytes(Path.of(fileName));
+            } catch (NoSuchFileException e) {
+                throw new VgpuException(ErrorCode.CUDA_ERROR_FILE_NOT_FOUND, "no module file " + fileName);
+            } catch (IOException e) {
+                throw new VgpuException(
+                        ErrorCode.CUDA_ERROR_FILE_NOT_FOUND, "module file " + fileName + " cannot be read: " + e);
+            }
+            load(module, image);
+        });
+    }
+
+    public static int cuModuleLoadData(CUmodule module, byte[] image) {
+        return DRIVER.call("cuModuleLoadData", () -> load(module, image));
+    }
+
+    public static int cuModuleLoadData(CUmodule module, String image) {
+        return DRIVER.call("cuModuleLoadData", () -> load(module, image.getBytes(StandardCharsets.UTF_8)));
+    }
+
+    /** The JIT options are not passed on: vgpu's backends choose their own (a migration loads the image again). */
+    public static int cuModuleLoadDataEx(
+            CUmodule module, Pointer image, int numOptions, int[] options, Pointer optionValues) {
+        return DRIVER.call("cuModuleLoadDataEx", () -> {
+            load(module, JCudaObjects.hostBytes(image, "module image"));
+        });
+    }
+
+    public static int cuModuleLoadDataEx(
+            CUmodule module, String image, int numOptions, int[] options, Pointer optionValues) {
+        return cuModuleLoadData(module, image);
+    }
+
+    public static int cuModuleUnload(CUmodule module) {
+        return DRIVER.call("cuModuleUnload", () -> {
+            JCudaSession session = session();
+            Handle<ModuleHandle> loaded = session.take(session.modules(), module, "module");
+            session.device(loaded.device()).moduleUnload(loaded.handle());
+        });
+    }
+
+    public static int cuModuleGetFunction(CUfunction function, CUmodule module, String name) {
+        return DRIVER.call("cuModuleGetFunction", () -> {
+            JCudaSession session = session();
+            Handle<ModuleHandle> loaded = session.find(session.modules(), module, "module");
+            FunctionHandle handle = session.device(loaded.device()).moduleGetFunction(loaded.handle(), name);
+            session.give(session.functions(), function, loaded.device(), handle);
+        });
+    }
+
+    public static int cuModuleGetGlobal(CUdeviceptr address, long[] bytes, CUmodule module, String name) {
+        return DRIVER.call("cuModuleGetGlobal", () -> {
+            JCudaSession session = session();
+            Handle<ModuleHandle> loaded = session.find(session.modules(), module, "module");
+            DeviceRegion global = session.device(loaded.device()).moduleGetGlobal(loaded.handle(), name);
+            if (address != null) {
+                JCudaObjects.setNativePointer(address, global.address());
+            }
+            if (bytes != null) {
+                bytes[0] = global.bytes();
+            }
+        });
+    }
+
+    public static int cuFuncGetAttribute(int[] value, int attribute, CUfunction function) {
+        return DRIVER.call("cuFuncGetAttribute", () -> {
+            Handle<FunctionHandle> found = function(function);
+            value[0] = session()
+                    .device(found.device())
+                    .funcGetAttribute(FunctionAttribute.fromCuda(attribute), found.handle());
+        });
+    }
+
+    public static int cuFuncSetAttribute(CUfunction function, int attribute, int value) {
+        return DRIVER.call("cuFuncSetAttribute", () -> {
+            Handle<FunctionHandle> found = function(function);
+            session()
+                    .device(found.device())
+                    .funcSetAttribute(found.handle(), FunctionAttribute.fromCuda(attribute), value);
+        });
+    }
+
+    // ---- memory
+
+    public static int cuMemGetInfo(long[] free, long[] total) {
+        return DRIVER.call("cuMemGetInfo", () -> {
+            MemoryInfo info = session().currentGpu().memGetInfo();
+            free[0] = info.free();
+            total[0] = info.total();
+        });
+    }
+
+    public static int cuMemAlloc(CUdeviceptr pointer, long bytes) {
+        return DRIVER.call("cuMemAlloc", () -> {
+            long address = session().allocate(bytes);
+            JCudaObjects.setNativePointer(pointer, address);
+        });
+    }
+
+    public static int cuMemFree(CUdeviceptr pointer) {
+        return DRIVER.call("cuMemFree", () -> session().free(JCudaObjects.deviceAddress(pointer)));
+    }
+
+    public static int cuMemAllocHost(Pointer pointer, long bytes) {
+        return DRIVER.call("cuMemAllocHost", () -> session().allocateHost(pointer, bytes));
+    }
+
+    public static int cuMemFreeHost(Pointer pointer) {
+        return DRIVER.call("cuMemFreeHost", () -> session().freeHost(pointer));
+    }
+
+    public static int cuMemGetAddressRange(CUdeviceptr base, long[] size, CUdeviceptr pointer) {
+        return DRIVER.call("cuMemGetAddressRange", () -> {
+            long address = JCudaObjects.deviceAddress(pointer);
+            DeviceRegion range = session().gpuOf(address).memGetAddressRange(address);
+            if (base != null) {
+                JCudaObjects.setNativePointer(base, range.address());
+            }
+            if (size != null) {
+                size[0] = range.bytes();
+            }
+        });
+    }
+
+    public static int cuPointerGetAttribute(Pointer data, int attribute, CUdeviceptr pointer) {
+        return DRIVER.call("cuPointerGetAttribute", () -> {
+            long address = JCudaObjects.deviceAddress(pointer);
+            PointerAttribute which = PointerAttribute.fromCuda(attribute);
+            long value = session().gpuOf(address).pointerGetAttribute(which, address);
+            boolean wide = which == PointerAttribute.DEVICE_POINTER
+                    || which == PointerAttribute.RANGE_START_ADDR
+                    || which == PointerAttribute.RANGE_SIZE;
+            MemorySegment out = JCudaObjects.hostMemory(data, wide ? Long.BYTES : Integer.BYTES, "attribute value");
+            if (wide) {
+                out.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, value);
+            } else {
+                out.set(ValueLayout.JAVA_INT_UNALIGNED, 0, (int) value);
+            }
+        });
+    }
+
+    // ---- copies and memsets
+
+    public static int cuMemcpyHtoD(CUdeviceptr dst, Pointer src, long bytes) {
+        return DRIVER.call("cuMemcpyHtoD", () -> JCudaCopies.hostToDevice(JCudaObjects.deviceAddress(dst), src, bytes));
+    }
+
+    public static int cuMemcpyDtoH(Pointer dst, CUdeviceptr src, long bytes) {
+        return DRIVER.call("cuMemcpyDtoH", () -> JCudaCopies.deviceToHost(dst, JCudaObjects.deviceAddress(src), bytes));
+    }
+
+    public static int cuMemcpyDtoD(CUdeviceptr dst, CUdeviceptr src, long bytes) {
+        return DRIVER.call(
+                "cuMemcpyDtoD",
+                () -> JCudaCopies.deviceToDevice(
+                        JCudaObjects.deviceAddress(dst), JCudaObjects.deviceAddress(src), bytes));
+    }
+
+    public static int cuMemcpyHtoDAsync(CUdeviceptr dst, Pointer src, long bytes, CUstream stream) {
+        return DRIVER.call(
+                "cuMemcpyHtoDAsync",
+                () -> JCudaCopies.hostToDeviceAsync(JCudaObjects.deviceAddress(dst), src, bytes, stream));
+    }
+
+    public static int cuMemcpyDtoHAsync(Pointer dst, CUdeviceptr src, long bytes, CUstream stream) {
+        return DRIVER.call(
+                "cuMemcpyDtoHAsync",
+                () -> JCudaCopies.deviceToHostAsync(dst, JCudaObjects.deviceAddress(src), bytes, stream));
+    }
+
+    public static int cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, long bytes, CUstream stream) {
+        return DRIVER.call("cuMemcpyDtoDAsync", () -> {
+            long to = JCudaObjects.deviceAddress(dst);
+            session()
+                    .onStream(
+                            stream,
+                            (gpu, queue) -> gpu.memcpyDtoDAsync(to, JCudaObjects.deviceAddress(src), bytes, queue));
+        });
+    }
+
+    /** Host and device sides (CU_MEMORYTYPE_HOST, DEVICE, or UNIFIED with a device pointer); CUDA arrays are refused. */
+    public static int cuMemcpy2D(CUDA_MEMCPY2D copy) {
+        return DRIVER.call("cuMemcpy2D", () -> {
+            PitchedMemory dst = side(
+                    copy.dstMemoryType,
+                    copy.dstHost,
+                    copy.dstDevice,
+                    copy.dstXInBytes,
+                    copy.dstY,
+                    copy.dstPitch,
+                    copy,
+                    "destination");
+            PitchedMemory src = side(
+                    copy.srcMemoryType,
+                    copy.srcHost,
+                    copy.srcDevice,
+                    copy.srcXInBytes,
+                    copy.srcY,
+                    copy.srcPitch,
+                    copy,
+                    "source");
+            long device = dst instanceof PitchedMemory.Device onDevice
+                    ? onDevice.address()
+                    : src instanceof PitchedMemory.Device fromDevice ? fromDevice.address() : 0;
+            if (device == 0) {
+                throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "cuMemcpy2D between two host sides");
+            }
+            session().gpuOf(device).memcpy2D(dst, src, copy.WidthInBytes, copy.Height);
+        });
+    }
+
+    /** One side of a 2-D copy, from its first row's first byte on. */
+    private static PitchedMemory side(
+            int type, Pointer host, CUdeviceptr device, long x, long y, long pitch, CUDA_MEMCPY2D copy, String what) {
+        long offset = x + y * pitch;
+        boolean onDevice = type == CUmemorytype.CU_MEMORYTYPE_DEVICE
+                || (type == CUmemorytype.CU_MEMORYTYPE_UNIFIED && device != null);
+        if (onDevice) {
+            return new PitchedMemory.Device(JCudaObjects.deviceAddress(device) + offset, pitch);
+        }
+        if (type == CUmemorytype.CU_MEMORYTYPE_HOST) {
+            long rows = copy.Height == 0 ? 0 : (copy.Height - 1) * pitch + copy.WidthInBytes;
+            return new PitchedMemory.Host(
+                    JCudaObjects.hostMemory(host, offset + rows, what).asSlice(offset), pitch);
+        }
+        throw JCudaApi.unsupported("cuMemcpy2D with a CUDA array or memory type " + type);
+    }
+
+    public static int cuMemsetD8(CUdeviceptr dst, byte value, long count) {
+        return DRIVER.call("cuMemsetD8", () -> {
+            long address = JCudaObjects.deviceAddress(dst);
+            session().gpuOf(address).memsetD8(address, value, count);
+        });
+    }
+
+    public static int cuMemsetD16(CUdeviceptr dst, short value, long count) {
+        return DRIVER.call("cuMemsetD16", () -> {
+            long address = JCudaObjects.deviceAddress(dst);
+            session().gpuOf(address).memsetD16(address, value, count);
+        });
+    }
+
+    public static int cuMemsetD32(CUdeviceptr dst, int value, long count) {
+        return DRIVER.call("cuMemsetD32", () -> {
+            long address = JCudaObjects.deviceAddress(dst);
+            session().gpuOf(address).memsetD32(address, value, count);
+        });
+    }
+
+    public static int cuMemsetD8Async(CUdeviceptr dst, byte value, long count, CUstream stream) {
+        return DRIVER.call("cuMemsetD8Async", () -> {
+            session()
+                    .onStream(
+                            stream,
+                            (gpu, queue) -> gpu.memsetD8Async(JCudaObjects.deviceAddress(dst), value, count, queue));
+        });
+    }
+
+    public static int cuMemsetD16Async(CUdeviceptr dst, short value, long count, CUstream stream) {
+        return DRIVER.call("cuMemsetD16Async", () -> {
+            session()
+                    .onStream(
+                            stream,
+                            (gpu, queue) -> gpu.memsetD16Async(JCudaObjects.deviceAddress(dst), value, count, queue));
+        });
+    }
+
+    public static int cuMemsetD32Async(CUdeviceptr dst, int value, long count, CUstream stream) {
+        return DRIVER.call("cuMemsetD32Async", () -> {
+            session()
+                    .onStream(
+                            stream,
+                            (gpu, queue) -> gpu.memsetD32Async(JCudaObjects.deviceAddress(dst), value, count, queue));
+        });
+    }
+
+    // ---- launch
+
+    public static int cuLaunchKernel(
+            CUfunction function,
+            int gridX,
+            int gridY,
+            int gridZ,
+            int blockX,
+            int blockY,
+            int blockZ,
+            int sharedMemBytes,
+            CUstream stream,
+            Pointer kernelParams,
+            Pointer extra) {
+        return DRIVER.call("cuLaunchKernel", () -> {
+            if (extra != null) {
+                throw JCudaApi.unsupported("cuLaunchKernel with 'extra' (pass the parameters as kernelParams)");
+            }
+            JCudaSession session = session();
+            Handle<FunctionHandle> kernel = function(function);
+            VirtualGpu gpu = session.device(kernel.device());
+            StreamHandle queue = JCudaObjects.nativePointer(stream) == 0
+                    ? StreamHandle.DEFAULT
+                    : session.find(session.streams(), stream, "stream").handle();
+            gpu.launchKernel(
+                    kernel.handle(),
+                    new Dim3(gridX, gridY, gridZ),
+                    new Dim3(blockX, blockY, blockZ),
+                    sharedMemBytes,
+                    queue,
+                    arguments(session.signature(kernel), kernelParams));
+        });
+    }
+
+    /** The kernel's parameters, each decoded with the size the kernel declares for it. */
+    static KernelArgs arguments(KernelSignature signature, Pointer kernelParams) {
+        NativePointerObject[] parameters = JCudaObjects.parameterArray(kernelParams);
+        if (parameters.length != signature.parameterSizes().size()) {
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    "kernel " + signature.kernelName() + " takes "
+                            + signature.parameterSizes().size() + " parameters, kernelParams holds "
+                            + parameters.length);
+        }
+        KernelArg[] args = new KernelArg[parameters.length];
+        for (int i = 0; i < parameters.length; i++) {
+            args[i] = JCudaObjects.kernelArgument(
+                    parameters[i], i, signature.parameterSizes().get(i));
+        }
+        return KernelArgs.of(args);
+    }
+
+    // ---- streams and events
+
+    public static int cuStreamCreate(CUstream stream, int flags) {
+        return DRIVER.call("cuStreamCreate", () -> session().streamCreate(stream));
+    }
+
+    public static int cuStreamSynchronize(CUstream stream) {
+        return DRIVER.call("cuStreamSynchronize", () -> session().streamSynchronize(stream));
+    }
+
+    public static int cuStreamQuery(CUstream stream) {
+        return DRIVER.call("cuStreamQuery", () -> {
+            Handle<StreamHandle> queue = session().stream(stream);
+            return session().device(queue.device()).streamQuery(queue.handle())
+                    ? CUresult.CUDA_SUCCESS
+                    : CUresult.CUDA_ERROR_NOT_READY;
+        });
+    }
+
+    public static int cuStreamWaitEvent(CUstream stream, CUevent event, int flags) {
+        return DRIVER.call("cuStreamWaitEvent", () -> session().streamWaitEvent(stream, event, "cuStreamWaitEvent"));
+    }
+
+    public static int cuStreamDestroy(CUstream stream) {
+        return DRIVER.call("cuStreamDestroy", () -> session().streamDestroy(stream));
+    }
+
+    public static int cuEventCreate(CUevent event, int flags) {
+        return DRIVER.call("cuEventCreate", () -> session().eventCreate(event));
+    }
+
+    public static int cuEventRecord(CUevent event, CUstream stream) {
+        return DRIVER.call("cuEventRecord", () -> session().eventRecord(event, stream));
+    }
+
+    public static int cuEventQuery(CUevent event) {
+        return DRIVER.call("cuEventQuery", () -> {
+            Handle<EventHandle> found = event(event);
+            return session().device(found.device()).eventQuery(found.handle())
+                    ? CUresult.CUDA_SUCCESS
+                    : CUresult.CUDA_ERROR_NOT_READY;
+        });
+    }
+
+    public static int cuEventSynchronize(CUevent event) {
+        return DRIVER.call("cuEventSynchronize", () -> session().eventSynchronize(event));
+    }
+
+    public static int cuEventElapsedTime(float[] milliseconds, CUevent start, CUevent end) {
+        return DRIVER.call("cuEventElapsedTime", () -> session().eventElapsedTime(milliseconds, start, end));
+    }
+
+    public static int cuEventDestroy(CUevent event) {
+        return DRIVER.call("cuEventDestroy", () -> session().eventDestroy(event));
+    }
+
+    // ---- helpers
+
+    private static int ordinal(CUdevice device) {
+        int ordinal = (int) JCudaObjects.nativePointer(device);
+        session().device(ordinal);
+        return ordinal;
+    }
+
+    private static VirtualGpu gpu(CUdevice device) {
+        return session().device(ordinal(device));
+    }
+
+    private static int contextDevice(CUcontext context) {
+        long value = JCudaObjects.nativePointer(context);
+        if (value == 0) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_CONTEXT, "the context is null");
+        }
+        return (int) value - 1;
+    }
+
+    private static Handle<FunctionHandle> function(CUfunction function) {
+        return session().find(session().functions(), function, "function");
+    }
+
+    private static Handle<EventHandle> event(CUevent event) {
+        return session().find(session().events(), event, "event");
+    }
+
+    private static void load(CUmodule module, byte[] image) {
+        JCudaSession session = session();
+        int device = session.currentDevice();
+        session.give(session.modules(), module, device, session.device(device).moduleLoadData(image));
+    }
+}

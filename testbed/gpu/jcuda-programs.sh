@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Run ON the GPU machine, from the repository root, after testbed/gpu/prepare.sh staged .gpu/ here (the job-wrapper
+# test classes hold the JCuda programs, package jcudaprograms, and the check, org.vgpu.job.JCudaProgramsOnGpu).
+#   1. nvcc builds each program's PTX from job-wrapper/src/test/resources/jcudaprograms/*.cu (compute_80) into
+#      $OUT/ptx (the CPU emulation in CI needs only the kernels' declarations; a GPU needs these).
+#   2. Each of the eight programs runs with plain JCuda, then unmodified through vgpu run -- on GPU 0 natively, on
+#      two workers of the same GPU in other processes (remote), and starting remote, moved onto GPU 0 through the
+#      agent's socket once it has data on the GPU (remote->native mid-run); each vgpu run must print exactly what
+#      plain JCuda printed. One line per program, e.g.
+#        JCudaVectorAdd: plain JCuda PASSED, native equal, remote equal, remote->native mid-run equal (ok vgpu 0 moved ...)
+#      Where plain JCuda cannot run a program there, the native vgpu run is the reference and must pass the program's
+#      own CPU check: the NVRTC program (JCuda 12.6's NVRTC binding needs libnvrtc.so.12; CUDA 13 has .13, which vgpu
+#      calls itself) and, on a machine of one GPU, the two-device program (vgpu gives it two vGPUs there):
+#        JCudaNvrtc: plain JCuda cannot run here (...UnsatisfiedLinkError...), native PASSED its CPU check (the
+#        reference), remote equal, remote->native mid-run equal (...)
+#   3. The agent path's cost against plain JCuda (jcudaprograms.JCudaCallCost: an asynchronous launch, a 4 KiB copy),
+#      as the median of the vgpu/plain ratios of 5 interleaved pairs of runs:
+#        cost (vgpu native / plain JCuda, median of 5 interleaved pairs): async launch R1, 4 KiB copy R2 (goal <= 1.05)
+# The last line is "PASS: jcuda programs" (exit 0) when every program passed with plain JCuda, every vgpu run was
+# equal to it and every move landed while the program ran; the cost ratios are figures to read, not a pass condition.
+# Arguments: how often each program repeats its computation (default 20), pairs of cost runs (default 5).
+# Java: $JAVA when set, else the runtime in .gpu/jre.tar.xz unpacked to /tmp/jre. Output also in $OUT/jcuda-programs.log.
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$top"
+out=${OUT:-$top/.gpu/out}
+mkdir -p "$out/ptx"
+
+if [ -z "${JAVA:-}" ]; then
+    tar xJf .gpu/jre.tar.xz -C /tmp || { echo "jcuda-programs: cannot unpack .gpu/jre.tar.xz (run prepare.sh first)" >&2; exit 2; }
+    JAVA=/tmp/jre/bin/java
+fi
+nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+for cu in job-wrapper/src/test/resources/jcudaprograms/*.cu; do
+    name=$(basename "$cu" .cu)
+    "$nvcc" -ptx -arch=compute_80 -o "$out/ptx/$name.ptx" "$cu" || { echo "jcuda-programs: nvcc failed on $cu" >&2; exit 2; }
+done
+echo "jcuda-programs: PTX built by $("$nvcc" --version | tail -1) into $out/ptx"
+
+junit_jar=$(ls .gpu/test/junit-platform-console-standalone-*.jar)
+"$JAVA" --enable-native-access=ALL-UNNAMED -cp ".gpu/lib/*:.gpu/test/classes:$junit_jar" org.vgpu.job.JCudaProgramsOnGpu \
+    "$out/ptx" "${1:-20}" "${2:-5}" 2>&1 | tee "$out/jcuda-programs.log"
+exit "${PIPESTATUS[0]}"
