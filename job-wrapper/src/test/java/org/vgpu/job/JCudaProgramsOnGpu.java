@@ -50,7 +50,7 @@ public final class JCudaProgramsOnGpu {
     private static final String BACKEND = System.getProperty("vgpu.jcuda.check.backend", "native");
 
     /** JCudaCallCost's line: the last figure is vgpu's own copy in a vgpu run, the copy into VMM memory in a plain one. */
-    private static final Pattern COST = Pattern.compile(
+    static final Pattern COST = Pattern.compile(
             "call cost: launch (\\d+) ns, copy 4 KiB (\\d+) ns, cold (\\d+) ns, (?:runtime|vmm) (\\d+) ns");
 
     private final Path ptx;
