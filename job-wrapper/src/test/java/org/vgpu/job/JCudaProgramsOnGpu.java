@@ -313,11 +313,13 @@ public final class JCudaProgramsOnGpu {
         List<Double> shim = new ArrayList<>();
         List<Double> vmm = new ArrayList<>();
         for (int pair = 0; pair < pairs; pair++) {
-            Matcher plain = COST.matcher(plain("JCudaCallCost", ptx.toString()).out());
+            ProgramRun plainRun = plain("JCudaCallCost", ptx.toString());
+            Matcher plain = COST.matcher(plainRun.out());
             ProgramRun vgpuRun = vgpu(job("local", "none"), "JCudaCallCost", ptx.toString());
             Matcher viaVgpu = COST.matcher(vgpuRun.out());
             if (!plain.find() || !viaVgpu.find()) {
-                System.out.println("cost: a run printed no figures:\n" + vgpuRun.out() + vgpuRun.err());
+                System.out.println("cost: a run printed no figures:\nplain JCuda:\n" + plainRun.out() + plainRun.err()
+                        + "\nvgpu:\n" + vgpuRun.out() + vgpuRun.err());
                 return false;
             }
             double plainCopy = Double.parseDouble(plain.group(2));
