@@ -2,23 +2,47 @@ package jcudaprograms;
 
 import static jcuda.driver.JCudaDriver.*;
 
+import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
+import java.util.Optional;
 
 import jcuda.Pointer;
 import jcuda.driver.CUcontext;
 import jcuda.driver.CUdevice;
 import jcuda.driver.CUdeviceptr;
 import jcuda.driver.CUfunction;
+import jcuda.driver.CUmemAccessDesc;
+import jcuda.driver.CUmemAccess_flags;
+import jcuda.driver.CUmemAllocationGranularity_flags;
+import jcuda.driver.CUmemAllocationProp;
+import jcuda.driver.CUmemAllocationType;
+import jcuda.driver.CUmemGenericAllocationHandle;
+import jcuda.driver.CUmemLocation;
+import jcuda.driver.CUmemLocationType;
 import jcuda.driver.CUmodule;
+
+import org.vgpu.job.JobVgpus;
+import org.vgpu.job.RunAgent;
+import org.vgpu.runtime.api.VirtualGpu;
 
 /**
  * Not one of the eight: what one asynchronous launch (of a kernel with nothing to do) and one synchronous 4 KiB copy
  * to the device cost on device 0, as medians over many, for the GPU script to compare plain JCuda with vgpu's path.
+ *
+ * <p>The copies are timed twice: first as the JVM's first copies ({@code cold}: interpreted and C1-compiled code,
+ * which costs the few Java frames of plain JCuda little and vgpu's deeper path microseconds), then after {@value
+ * #WARM_UP_COPIES} untimed ones (the headline figure: the steady state, as vgpu's {@code bench} measures it). Each
+ * run also times one more copy in the same JVM, to split the ratio: under {@code vgpu run} the vGPU's own {@code
+ * VirtualGpu.memcpyHtoD} into a vgpu allocation ({@code runtime}: the shim's share is the headline minus it); under
+ * plain JCuda a copy into VMM memory (cuMemCreate + cuMemMap, the kind of memory vgpu's allocations live in) where
+ * the headline copies into cuMemAlloc memory ({@code vmm}).
  */
 public class JCudaCallCost {
     private static final int BATCHES = 400;
     private static final int LAUNCHES_PER_BATCH = 50;
     private static final int COPIES = 4000;
+    private static final int WARM_UP_COPIES = 50_000;
+    private static final int BYTES = 4096;
 
     public static void main(String[] args) {
         setExceptionsEnabled(true);
@@ -32,10 +56,10 @@ public class JCudaCallCost {
         CUfunction add = new CUfunction();
         cuModuleGetFunction(add, module, "add");
         CUdeviceptr buffer = new CUdeviceptr();
-        cuMemAlloc(buffer, 4096);
+        cuMemAlloc(buffer, BYTES);
         Pointer parameters =
                 Pointer.to(Pointer.to(new int[] {0}), Pointer.to(buffer), Pointer.to(buffer), Pointer.to(buffer));
-        byte[] host = new byte[4096];
+        byte[] host = new byte[BYTES];
 
         long[] launch = new long[BATCHES];
         for (int b = 0; b < BATCHES; b++) {
@@ -46,15 +70,64 @@ public class JCudaCallCost {
             launch[b] = (System.nanoTime() - start) / LAUNCHES_PER_BATCH;
             cuCtxSynchronize();
         }
-        long[] copy = new long[COPIES];
+
+        long[] cold = new long[COPIES];
         for (int i = 0; i < COPIES; i++) {
             long start = System.nanoTime();
-            cuMemcpyHtoD(buffer, Pointer.to(host), host.length);
-            copy[i] = System.nanoTime() - start;
+            cuMemcpyHtoD(buffer, Pointer.to(host), BYTES);
+            cold[i] = System.nanoTime() - start;
         }
-        System.out.println("call cost: launch " + median(launch) + " ns, copy 4 KiB " + median(copy) + " ns");
+        Optional<VirtualGpu> vgpu = RunAgent.opened().map(JobVgpus::vgpus).map(vgpus -> vgpus.get(0));
+        Runnable other = vgpu.isPresent() ? runtimeCopy(vgpu.get(), host) : VmmCopy.open(host);
+        for (int i = 0; i < WARM_UP_COPIES; i++) {
+            cuMemcpyHtoD(buffer, Pointer.to(host), BYTES);
+            other.run();
+        }
+        long[] copy = new long[COPIES];
+        long[] otherCopy = new long[COPIES];
+        for (int i = 0; i < COPIES; i++) {
+            long start = System.nanoTime();
+            cuMemcpyHtoD(buffer, Pointer.to(host), BYTES);
+            long between = System.nanoTime();
+            other.run();
+            copy[i] = between - start;
+            otherCopy[i] = System.nanoTime() - between;
+        }
+        System.out.println("call cost: launch " + median(launch) + " ns, copy 4 KiB " + median(copy) + " ns, cold "
+                + median(cold) + " ns, " + (vgpu.isPresent() ? "runtime " : "vmm ") + median(otherCopy) + " ns");
         cuMemFree(buffer);
         cuCtxDestroy(context);
+    }
+
+    /** vgpu's own call for the same copy, into an allocation of the vGPU that the program's device 0 is. */
+    private static Runnable runtimeCopy(VirtualGpu gpu, byte[] host) {
+        long address = gpu.memAlloc(BYTES);
+        return () -> gpu.memcpyHtoD(address, MemorySegment.ofArray(host), BYTES);
+    }
+
+    /**
+     * Plain JCuda's copy into device memory made as vgpu makes its own: one granule of device 0's memory mapped into a
+     * reserved range. Only plain runs get here: vgpu's shims do not serve these calls.
+     */
+    private static final class VmmCopy {
+        static Runnable open(byte[] host) {
+            CUmemAllocationProp properties = new CUmemAllocationProp();
+            properties.type = CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED;
+            properties.location = new CUmemLocation(CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE, 0);
+            long[] granularity = new long[1];
+            cuMemGetAllocationGranularity(
+                    granularity, properties, CUmemAllocationGranularity_flags.CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+            long size = granularity[0];
+            CUdeviceptr range = new CUdeviceptr();
+            cuMemAddressReserve(range, size, 0, new CUdeviceptr(), 0);
+            CUmemGenericAllocationHandle memory = new CUmemGenericAllocationHandle();
+            cuMemCreate(memory, size, properties, 0);
+            cuMemMap(range, size, 0, memory, 0);
+            CUmemAccessDesc access =
+                    new CUmemAccessDesc(properties.location, CUmemAccess_flags.CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+            cuMemSetAccess(range, size, new CUmemAccessDesc[] {access}, 1);
+            return () -> cuMemcpyHtoD(range, Pointer.to(host), BYTES);
+        }
     }
 
     private static long median(long[] values) {

@@ -49,7 +49,9 @@ public final class JCudaProgramsOnGpu {
     /** "native"; "emulated" checks this check itself on a machine without a GPU (where plain JCuda cannot run). */
     private static final String BACKEND = System.getProperty("vgpu.jcuda.check.backend", "native");
 
-    private static final Pattern COST = Pattern.compile("call cost: launch (\\d+) ns, copy 4 KiB (\\d+) ns");
+    /** JCudaCallCost's line: the last figure is vgpu's own copy in a vgpu run, the copy into VMM memory in a plain one. */
+    static final Pattern COST = Pattern.compile(
+            "call cost: launch (\\d+) ns, copy 4 KiB (\\d+) ns, cold (\\d+) ns, (?:runtime|vmm) (\\d+) ns");
 
     private final Path ptx;
     private final String repeat;
@@ -297,30 +299,58 @@ public final class JCudaProgramsOnGpu {
                 + " (" + reply.lines().findFirst().orElse("") + ")";
     }
 
-    /** Medians of the ratios vgpu/plain over interleaved pairs of runs, for a launch and for a 4 KiB copy. */
+    /**
+     * Medians of the ratios vgpu/plain over interleaved pairs of runs, for a launch and for a 4 KiB copy (after the
+     * copies' warm-up), and the copy's ratio split: the JVM's first copies (cold), vgpu's {@code
+     * VirtualGpu.memcpyHtoD} alone in the vgpu run (runtime) and what the shim adds to it, and plain JCuda's copy into
+     * VMM memory (as vgpu's allocations are) in the plain run.
+     */
     private boolean cost(int pairs) throws Exception {
         List<Double> launch = new ArrayList<>();
         List<Double> copy = new ArrayList<>();
+        List<Double> cold = new ArrayList<>();
+        List<Double> runtime = new ArrayList<>();
+        List<Double> shim = new ArrayList<>();
+        List<Double> vmm = new ArrayList<>();
         for (int pair = 0; pair < pairs; pair++) {
-            Matcher plain = COST.matcher(plain("JCudaCallCost", ptx.toString()).out());
+            ProgramRun plainRun = plain("JCudaCallCost", ptx.toString());
+            Matcher plain = COST.matcher(plainRun.out());
             ProgramRun vgpuRun = vgpu(job("local", "none"), "JCudaCallCost", ptx.toString());
             Matcher viaVgpu = COST.matcher(vgpuRun.out());
             if (!plain.find() || !viaVgpu.find()) {
-                System.out.println("cost: a run printed no figures:\n" + vgpuRun.out() + vgpuRun.err());
+                System.out.println("cost: a run printed no figures:\nplain JCuda:\n" + plainRun.out() + plainRun.err()
+                        + "\nvgpu:\n" + vgpuRun.out() + vgpuRun.err());
                 return false;
             }
+            double plainCopy = Double.parseDouble(plain.group(2));
             launch.add(Double.parseDouble(viaVgpu.group(1)) / Double.parseDouble(plain.group(1)));
-            copy.add(Double.parseDouble(viaVgpu.group(2)) / Double.parseDouble(plain.group(2)));
+            copy.add(Double.parseDouble(viaVgpu.group(2)) / plainCopy);
+            cold.add(Double.parseDouble(viaVgpu.group(3)) / Double.parseDouble(plain.group(3)));
+            runtime.add(Double.parseDouble(viaVgpu.group(4)) / plainCopy);
+            shim.add((Double.parseDouble(viaVgpu.group(2)) - Double.parseDouble(viaVgpu.group(4))) / plainCopy);
+            vmm.add(Double.parseDouble(plain.group(4)) / plainCopy);
             System.out.printf(
-                    "cost pair %d: launch %s ns plain, %s ns vgpu; copy 4 KiB %s ns plain, %s ns vgpu%n",
-                    pair + 1, plain.group(1), viaVgpu.group(1), plain.group(2), viaVgpu.group(2));
+                    "cost pair %d: launch %s ns plain, %s ns vgpu; copy 4 KiB %s ns plain (cold %s, into VMM memory %s),"
+                            + " %s ns vgpu (cold %s, VirtualGpu.memcpyHtoD alone %s)%n",
+                    pair + 1,
+                    plain.group(1),
+                    viaVgpu.group(1),
+                    plain.group(2),
+                    plain.group(3),
+                    plain.group(4),
+                    viaVgpu.group(2),
+                    viaVgpu.group(3),
+                    viaVgpu.group(4));
         }
-        double launchRatio = median(launch);
-        double copyRatio = median(copy);
         System.out.printf(
                 "cost (vgpu native / plain JCuda, median of %d interleaved pairs): async launch %.3f, 4 KiB copy %.3f"
                         + " (goal <= 1.05)%n",
-                pairs, launchRatio, copyRatio);
+                pairs, median(launch), median(copy));
+        System.out.printf(
+                "cost of the 4 KiB copy, split (each / plain JCuda's warm copy into cuMemAlloc memory): vgpu's runtime"
+                        + " %.3f + the shim %.3f; plain JCuda into VMM memory %.3f; the JVM's first copies, vgpu / plain"
+                        + " %.3f%n",
+                median(runtime), median(shim), median(vmm), median(cold));
         return true;
     }
 

@@ -15,6 +15,7 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
 
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -134,6 +135,17 @@ class JCudaProgramsTest {
         assertEquals(0, movedRun.status(), movedRun.toString());
         assertEquals(unmoved.results(), movedRun.results(), movedRun.toString());
         assertFalse(Files.exists(socket()), "the agent's socket is removed at exit");
+    }
+
+    /** The GPU script's cost program also runs through vgpu run, printing the figures the script reads. */
+    @Test
+    void theCostProgramPrintsTheFiguresTheGpuScriptReads() {
+        ProgramRun run = vgpuRun(job(), "JCudaCallCost");
+
+        assertEquals(0, run.status(), run.toString());
+        Matcher figures = JCudaProgramsOnGpu.COST.matcher(run.out());
+        assertTrue(figures.find(), run.toString());
+        assertTrue(run.out().contains(" ns, runtime "), "a vgpu run times vgpu's own copy: " + run.out());
     }
 
     @Test

@@ -46,22 +46,30 @@ enum JCudaApi {
     /** Runs {@code body} as JCuda's {@code call} would return or throw. */
     int call(String call, Body body) {
         int code;
-        String detail;
         try {
             code = body.run();
-            detail = null;
         } catch (VgpuException e) {
-            code = code(e.code());
-            detail = e.detail();
+            return failed(call, e);
         }
-        return result(call, code, detail);
+        return result(call, code, null);
     }
 
+    /**
+     * Runs {@code action} as JCuda's {@code call} would return or throw. Not through {@link #call(String, Body)}: a
+     * wrapping lambda would cost every copy and launch an allocation and a frame more, which matters most while the
+     * JIT has not compiled the path yet.
+     */
     int call(String call, Action action) {
-        return call(call, () -> {
+        try {
             action.run();
-            return 0;
-        });
+        } catch (VgpuException e) {
+            return failed(call, e);
+        }
+        return 0;
+    }
+
+    private int failed(String call, VgpuException e) {
+        return result(call, code(e.code()), e.detail());
     }
 
     private int result(String call, int code, String detail) {

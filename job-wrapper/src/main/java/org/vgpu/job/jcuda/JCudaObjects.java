@@ -111,7 +111,8 @@ final class JCudaObjects {
                     what + " holds " + Math.max(0, whole.byteSize() - offset) + " bytes from its offset, " + bytes
                             + " asked for");
         }
-        return whole.asSlice(offset, bytes);
+        // the usual copy of a whole array (Pointer.to(array), its length) needs no second segment
+        return offset == 0 && bytes == whole.byteSize() ? whole : whole.asSlice(offset, bytes);
     }
 
     /** All bytes of the host memory {@code pointer} points to, from its offset to the end of its buffer. */
