@@ -17,9 +17,8 @@
 #      after 50,000 untimed copies),
 #      as the median of the vgpu/plain ratios of 5 interleaved pairs of runs:
 #        cost (vgpu native / plain JCuda, median of 5 interleaved pairs): async launch R1, 4 KiB copy R2 (goal <= 1.05)
-#        cost of the 4 KiB copy, split (...): vgpu's runtime R3 + the shim R4; plain JCuda into VMM memory R5; the
-#        JVM's first copies, vgpu / plain R6
-#      (R3 + R4 = R2; R5 near 1 clears VMM memory; R6 is the not yet compiled path, which the old figure timed).
+#        cost of the 4 KiB copy, split (...): vgpu's runtime R3 + the shim R4; the JVM's first copies, vgpu / plain R6
+#      (R3 + R4 = R2; R6 is the not yet compiled path, which the old figure timed).
 # The last line is "PASS: jcuda programs" (exit 0) when every program passed with plain JCuda, every vgpu run was
 # equal to it and every move landed while the program ran; the cost ratios are figures to read, not a pass condition.
 # Arguments: how often each program repeats its computation (default 20), pairs of cost runs (default 5).

@@ -11,14 +11,6 @@ import jcuda.driver.CUcontext;
 import jcuda.driver.CUdevice;
 import jcuda.driver.CUdeviceptr;
 import jcuda.driver.CUfunction;
-import jcuda.driver.CUmemAccessDesc;
-import jcuda.driver.CUmemAccess_flags;
-import jcuda.driver.CUmemAllocationGranularity_flags;
-import jcuda.driver.CUmemAllocationProp;
-import jcuda.driver.CUmemAllocationType;
-import jcuda.driver.CUmemGenericAllocationHandle;
-import jcuda.driver.CUmemLocation;
-import jcuda.driver.CUmemLocationType;
 import jcuda.driver.CUmodule;
 
 import org.vgpu.job.JobVgpus;
@@ -34,8 +26,9 @@ import org.vgpu.runtime.api.VirtualGpu;
  * #WARM_UP_COPIES} untimed ones (the headline figure: the steady state, as vgpu's {@code bench} measures it). Each
  * run also times one more copy in the same JVM, to split the ratio: under {@code vgpu run} the vGPU's own {@code
  * VirtualGpu.memcpyHtoD} into a vgpu allocation ({@code runtime}: the shim's share is the headline minus it); under
- * plain JCuda a copy into VMM memory (cuMemCreate + cuMemMap, the kind of memory vgpu's allocations live in) where
- * the headline copies into cuMemAlloc memory ({@code vmm}).
+ * plain JCuda a second copy into cuMemAlloc memory ({@code again}), so both runs time the same interleaving. (A plain
+ * copy into VMM memory, as vgpu's allocations are, cannot be made here: JCuda 12.6's cuMemCreate fails whatever it is
+ * given, see the native backend's CudaDriverFfm; vgpu's {@code bench} compares the two kinds of memory instead.)
  */
 public class JCudaCallCost {
     private static final int BATCHES = 400;
@@ -78,7 +71,8 @@ public class JCudaCallCost {
             cold[i] = System.nanoTime() - start;
         }
         Optional<VirtualGpu> vgpu = RunAgent.opened().map(JobVgpus::vgpus).map(vgpus -> vgpus.get(0));
-        Runnable other = vgpu.isPresent() ? runtimeCopy(vgpu.get(), host) : VmmCopy.open(host);
+        Runnable other =
+                vgpu.isPresent() ? runtimeCopy(vgpu.get(), host) : () -> cuMemcpyHtoD(buffer, Pointer.to(host), BYTES);
         for (int i = 0; i < WARM_UP_COPIES; i++) {
             cuMemcpyHtoD(buffer, Pointer.to(host), BYTES);
             other.run();
@@ -94,7 +88,7 @@ public class JCudaCallCost {
             otherCopy[i] = System.nanoTime() - between;
         }
         System.out.println("call cost: launch " + median(launch) + " ns, copy 4 KiB " + median(copy) + " ns, cold "
-                + median(cold) + " ns, " + (vgpu.isPresent() ? "runtime " : "vmm ") + median(otherCopy) + " ns");
+                + median(cold) + " ns, " + (vgpu.isPresent() ? "runtime " : "again ") + median(otherCopy) + " ns");
         cuMemFree(buffer);
         cuCtxDestroy(context);
     }
@@ -103,31 +97,6 @@ public class JCudaCallCost {
     private static Runnable runtimeCopy(VirtualGpu gpu, byte[] host) {
         long address = gpu.memAlloc(BYTES);
         return () -> gpu.memcpyHtoD(address, MemorySegment.ofArray(host), BYTES);
-    }
-
-    /**
-     * Plain JCuda's copy into device memory made as vgpu makes its own: one granule of device 0's memory mapped into a
-     * reserved range. Only plain runs get here: vgpu's shims do not serve these calls.
-     */
-    private static final class VmmCopy {
-        static Runnable open(byte[] host) {
-            CUmemAllocationProp properties = new CUmemAllocationProp();
-            properties.type = CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED;
-            properties.location = new CUmemLocation(CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE, 0);
-            long[] granularity = new long[1];
-            cuMemGetAllocationGranularity(
-                    granularity, properties, CUmemAllocationGranularity_flags.CU_MEM_ALLOC_GRANULARITY_MINIMUM);
-            long size = granularity[0];
-            CUdeviceptr range = new CUdeviceptr();
-            cuMemAddressReserve(range, size, 0, new CUdeviceptr(), 0);
-            CUmemGenericAllocationHandle memory = new CUmemGenericAllocationHandle();
-            cuMemCreate(memory, size, properties, 0);
-            cuMemMap(range, size, 0, memory, 0);
-            CUmemAccessDesc access =
-                    new CUmemAccessDesc(properties.location, CUmemAccess_flags.CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
-            cuMemSetAccess(range, size, new CUmemAccessDesc[] {access}, 1);
-            return () -> cuMemcpyHtoD(range, Pointer.to(host), BYTES);
-        }
     }
 
     private static long median(long[] values) {

@@ -49,9 +49,9 @@ public final class JCudaProgramsOnGpu {
     /** "native"; "emulated" checks this check itself on a machine without a GPU (where plain JCuda cannot run). */
     private static final String BACKEND = System.getProperty("vgpu.jcuda.check.backend", "native");
 
-    /** JCudaCallCost's line: the last figure is vgpu's own copy in a vgpu run, the copy into VMM memory in a plain one. */
+    /** JCudaCallCost's line: the last figure is vgpu's own copy in a vgpu run, a second plain copy in a plain one. */
     static final Pattern COST = Pattern.compile(
-            "call cost: launch (\\d+) ns, copy 4 KiB (\\d+) ns, cold (\\d+) ns, (?:runtime|vmm) (\\d+) ns");
+            "call cost: launch (\\d+) ns, copy 4 KiB (\\d+) ns, cold (\\d+) ns, (?:runtime|again) (\\d+) ns");
 
     private final Path ptx;
     private final String repeat;
@@ -302,8 +302,7 @@ public final class JCudaProgramsOnGpu {
     /**
      * Medians of the ratios vgpu/plain over interleaved pairs of runs, for a launch and for a 4 KiB copy (after the
      * copies' warm-up), and the copy's ratio split: the JVM's first copies (cold), vgpu's {@code
-     * VirtualGpu.memcpyHtoD} alone in the vgpu run (runtime) and what the shim adds to it, and plain JCuda's copy into
-     * VMM memory (as vgpu's allocations are) in the plain run.
+     * VirtualGpu.memcpyHtoD} alone in the vgpu run (runtime) and what the shim adds to it.
      */
     private boolean cost(int pairs) throws Exception {
         List<Double> launch = new ArrayList<>();
@@ -311,7 +310,6 @@ public final class JCudaProgramsOnGpu {
         List<Double> cold = new ArrayList<>();
         List<Double> runtime = new ArrayList<>();
         List<Double> shim = new ArrayList<>();
-        List<Double> vmm = new ArrayList<>();
         for (int pair = 0; pair < pairs; pair++) {
             ProgramRun plainRun = plain("JCudaCallCost", ptx.toString());
             Matcher plain = COST.matcher(plainRun.out());
@@ -328,9 +326,8 @@ public final class JCudaProgramsOnGpu {
             cold.add(Double.parseDouble(viaVgpu.group(3)) / Double.parseDouble(plain.group(3)));
             runtime.add(Double.parseDouble(viaVgpu.group(4)) / plainCopy);
             shim.add((Double.parseDouble(viaVgpu.group(2)) - Double.parseDouble(viaVgpu.group(4))) / plainCopy);
-            vmm.add(Double.parseDouble(plain.group(4)) / plainCopy);
             System.out.printf(
-                    "cost pair %d: launch %s ns plain, %s ns vgpu; copy 4 KiB %s ns plain (cold %s, into VMM memory %s),"
+                    "cost pair %d: launch %s ns plain, %s ns vgpu; copy 4 KiB %s ns plain (cold %s, again %s),"
                             + " %s ns vgpu (cold %s, VirtualGpu.memcpyHtoD alone %s)%n",
                     pair + 1,
                     plain.group(1),
@@ -348,9 +345,9 @@ public final class JCudaProgramsOnGpu {
                 pairs, median(launch), median(copy));
         System.out.printf(
                 "cost of the 4 KiB copy, split (each / plain JCuda's warm copy into cuMemAlloc memory): vgpu's runtime"
-                        + " %.3f + the shim %.3f; plain JCuda into VMM memory %.3f; the JVM's first copies, vgpu / plain"
+                        + " %.3f + the shim %.3f; the JVM's first copies, vgpu / plain"
                         + " %.3f%n",
-                median(runtime), median(shim), median(vmm), median(cold));
+                median(runtime), median(shim), median(cold));
         return true;
     }
 

@@ -379,13 +379,14 @@ public abstract class VirtualGpuConformanceTest {
     }
 
     /**
-     * The device's free memory is {@code expected} give or take less than one chunk: a GPU's driver
-     * may take or give back a little for itself meanwhile, while a chunk more or less is a chunk
-     * mapped or released.
+     * At least {@code expected} bytes, less one chunk, are free: nothing of this vGPU's stays mapped (a GPU's driver
+     * may take a little for itself meanwhile; a chunk less is a chunk not released). Only that side is asserted: on a
+     * GPU the free memory is the device's, shared with other processes, and on the H100 a worker of an earlier test
+     * gave back 100 MiB while a remote case ran, which a two-sided check took for a fault.
      */
     private void assertFreeMemory(long expected, String why) {
         long free = gpu.memGetInfo().free();
-        assertTrue(Math.abs(free - expected) < VaWindow.GRANULARITY, why + ": free " + free + ", expected " + expected);
+        assertTrue(free > expected - VaWindow.GRANULARITY, why + ": free " + free + ", expected " + expected);
     }
 
     private static byte[] filled(int n, byte value) {
