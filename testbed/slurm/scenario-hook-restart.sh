@@ -14,7 +14,9 @@ trap 'cancel_jobs "${FILL_JOBS[@]}" ${BORROWER:+"$BORROWER"}; stop_tracker' EXIT
 start_tracker
 config=$TESTBED_DIR/etc/vgpu.conf
 "$VGPU" hook pause --config "$config"
-start_borrowing_job 45 hook-restart
+# The job holds its vGPUs longer than the wait for settling below, so a slow settling is reported as such rather
+# than as a disagreement left by the job's own end.
+start_borrowing_job 90 hook-restart
 job=$BORROWER node=$BORROWER_NODE
 sleep 3
 for fill in "${FILL_JOBS[@]}"; do
