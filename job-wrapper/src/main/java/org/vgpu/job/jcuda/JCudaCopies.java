@@ -5,8 +5,6 @@ import java.lang.foreign.MemorySegment;
 import jcuda.NativePointerObject;
 import jcuda.Pointer;
 
-import org.vgpu.job.jcuda.JCudaSession.Handle;
-import org.vgpu.runtime.api.StreamHandle;
 import org.vgpu.runtime.api.VirtualGpu;
 
 /**
@@ -43,26 +41,31 @@ final class JCudaCopies {
     }
 
     static void hostToDeviceAsync(long dst, Pointer src, long bytes, NativePointerObject stream) {
-        Handle<StreamHandle> queue = JCudaSession.get().stream(stream);
-        VirtualGpu gpu = JCudaSession.get().device(queue.device());
-        MemorySegment host = JCudaObjects.hostMemory(src, bytes, "source");
-        if (host.isNative()) {
-            gpu.memcpyHtoDAsync(dst, host, bytes, queue.handle());
-        } else {
-            gpu.streamSynchronize(queue.handle());
-            gpu.memcpyHtoD(dst, host, bytes);
-        }
+        JCudaSession.get().onStream(stream, (gpu, queue) -> {
+            MemorySegment host = JCudaObjects.hostMemory(src, bytes, "source");
+            if (host.isNative()) {
+                gpu.memcpyHtoDAsync(dst, host, bytes, queue);
+            } else {
+                gpu.streamSynchronize(queue);
+                gpu.memcpyHtoD(dst, host, bytes);
+            }
+        });
     }
 
     static void deviceToHostAsync(Pointer dst, long src, long bytes, NativePointerObject stream) {
-        Handle<StreamHandle> queue = JCudaSession.get().stream(stream);
-        VirtualGpu gpu = JCudaSession.get().device(queue.device());
-        MemorySegment host = JCudaObjects.hostMemory(dst, bytes, "destination");
-        if (host.isNative()) {
-            gpu.memcpyDtoHAsync(host, src, bytes, queue.handle());
-        } else {
-            gpu.streamSynchronize(queue.handle());
-            gpu.memcpyDtoH(host, src, bytes);
-        }
+        JCudaSession.get().onStream(stream, (gpu, queue) -> {
+            MemorySegment host = JCudaObjects.hostMemory(dst, bytes, "destination");
+            if (host.isNative()) {
+                gpu.memcpyDtoHAsync(host, src, bytes, queue);
+            } else {
+                gpu.streamSynchronize(queue);
+                gpu.memcpyDtoH(host, src, bytes);
+            }
+        });
+    }
+
+    /** Queued on {@code stream}'s vGPU, which must hold both addresses (no copy between vGPUs on a stream). */
+    static void deviceToDeviceAsync(long dst, long src, long bytes, NativePointerObject stream) {
+        JCudaSession.get().onStream(stream, (gpu, queue) -> gpu.memcpyDtoDAsync(dst, src, bytes, queue));
     }
 }

@@ -338,13 +338,10 @@ public final class JCudaDriverShim {
     }
 
     public static int cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, long bytes, CUstream stream) {
-        return DRIVER.call("cuMemcpyDtoDAsync", () -> {
-            long to = JCudaObjects.deviceAddress(dst);
-            session()
-                    .onStream(
-                            stream,
-                            (gpu, queue) -> gpu.memcpyDtoDAsync(to, JCudaObjects.deviceAddress(src), bytes, queue));
-        });
+        return DRIVER.call(
+                "cuMemcpyDtoDAsync",
+                () -> JCudaCopies.deviceToDeviceAsync(
+                        JCudaObjects.deviceAddress(dst), JCudaObjects.deviceAddress(src), bytes, stream));
     }
 
     /** Host and device sides (CU_MEMORYTYPE_HOST, DEVICE, or UNIFIED with a device pointer); CUDA arrays are refused. */

@@ -10,10 +10,8 @@ import jcuda.runtime.cudaEvent_t;
 import jcuda.runtime.cudaMemcpyKind;
 import jcuda.runtime.cudaStream_t;
 
-import org.vgpu.job.jcuda.JCudaSession.Handle;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.MemoryInfo;
-import org.vgpu.runtime.api.StreamHandle;
 import org.vgpu.runtime.api.VgpuException;
 
 /**
@@ -174,8 +172,7 @@ public final class JCudaRuntimeShim {
             if (stream == null) {
                 JCudaCopies.deviceToDevice(to, from, bytes);
             } else {
-                Handle<StreamHandle> queue = session().stream(stream);
-                session().device(queue.device()).memcpyDtoDAsync(to, from, bytes, queue.handle());
+                JCudaCopies.deviceToDeviceAsync(to, from, bytes, stream);
             }
         } else if (toDevice) {
             if (stream == null) {
