@@ -8,6 +8,7 @@ import java.util.List;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.StreamHandle;
+import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.api.VirtualGpu;
 import org.vgpu.runtime.core.FailureCollector;
@@ -102,10 +103,11 @@ final class MemorySync implements AutoCloseable {
      * @return the bytes copied
      */
     long copy(List<DeviceRegion> regions, MigrationFaults faults) {
-        // a region that straddles a batch's end is split, so every batch has its planned size
-        long[] sizes = batchBytes(DeviceRegion.totalBytes(regions), bufferBytes);
+        List<DeviceRegion> pieces = pieces(regions);
+        // a piece that straddles a batch's end is split, so every batch has its planned size
+        long[] sizes = batchBytes(DeviceRegion.totalBytes(pieces), bufferBytes);
         List<List<DeviceRegion>> batches = DeviceRegion.runs(
-                regions, batch -> batch < sizes.length ? sizes[batch] : bufferBytes, Integer.MAX_VALUE);
+                pieces, batch -> batch < sizes.length ? sizes[batch] : bufferBytes, Integer.MAX_VALUE);
         int readAhead = RemoteGpu.NAME.equals(target.backendName()) ? Math.max(1, buffers.size() - 1) : buffers.size();
         for (int index = 0; index < Math.min(readAhead, batches.size()); index++) {
             read(index, batches.get(index), faults);
@@ -126,6 +128,33 @@ final class MemorySync implements AutoCloseable {
             target.streamSynchronize(stream);
         }
         return copied;
+    }
+
+    /**
+     * The pieces mem-sync copies: {@code regions}, in ascending address order, with each run of
+     * regions that follow one another without a gap inside one granule of the window (the small
+     * allocations packed into one chunk) joined into one. 10,000 allocations of 4 KiB are 20
+     * pieces of 2 MiB, so neither side's copy nor the requests between them work per allocation.
+     * A join never falls on a granule's start, where one chunk's mapping may meet the next.
+     */
+    static List<DeviceRegion> pieces(List<DeviceRegion> regions) {
+        List<DeviceRegion> pieces = new ArrayList<>(regions.size());
+        DeviceRegion open = null;
+        for (DeviceRegion region : regions) {
+            long end = open == null ? 0 : open.address() + open.bytes();
+            if (open != null && region.address() == end && end % VaWindow.GRANULARITY != 0) {
+                open = new DeviceRegion(open.address(), open.bytes() + region.bytes());
+            } else {
+                if (open != null) {
+                    pieces.add(open);
+                }
+                open = region;
+            }
+        }
+        if (open != null) {
+            pieces.add(open);
+        }
+        return pieces;
     }
 
     /**

@@ -4,13 +4,65 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 
 import org.junit.jupiter.api.Test;
 
-/** How mem-sync cuts a state into batches: small ones at both ends of a long copy, full buffers between. */
+import org.vgpu.runtime.api.DeviceRegion;
+import org.vgpu.runtime.api.VaWindow;
+import org.vgpu.runtime.memory.Allocation;
+import org.vgpu.runtime.memory.DeviceMemory;
+
+/**
+ * How mem-sync cuts a state into batches: adjacent small allocations of a chunk joined into one piece, small
+ * batches at both ends of a long copy, full buffers between.
+ */
 class MemorySyncBatchesTest {
     private static final long MIB = 1 << 20;
+    private static final long G = VaWindow.GRANULARITY;
+
+    @Test
+    void adjacentAllocationsOfOneChunkAreCopiedAsOnePiece() {
+        DeviceMemory memory = new DeviceMemory(new VaWindow(0, VaWindow.DEFAULT_BASE, 64 * G), 0);
+        List<DeviceRegion> allocations = new ArrayList<>();
+        for (int i = 0; i < 10_000; i++) {
+            Allocation allocation = memory.allocate(4096).allocation();
+            allocations.add(new DeviceRegion(allocation.address(), allocation.requestedBytes()));
+        }
+        List<DeviceRegion> pieces = MemorySync.pieces(allocations);
+        assertEquals(20, pieces.size(), "10,000 x 4 KiB fill 19 chunks and part of a 20th");
+        for (int k = 0; k < 19; k++) {
+            assertEquals(new DeviceRegion(VaWindow.DEFAULT_BASE + k * G, G), pieces.get(k), "chunk " + k);
+        }
+        assertEquals(new DeviceRegion(VaWindow.DEFAULT_BASE + 19 * G, (10_000 - 19 * 512) * 4096L), pieces.get(19));
+        memory.requireAll(pieces, "gather");
+    }
+
+    @Test
+    void piecesAreJoinedOnlyWhereOneEndsAndTheNextBeginsInsideAGranule() {
+        long base = VaWindow.DEFAULT_BASE;
+        List<DeviceRegion> regions = List.of(
+                new DeviceRegion(base, 100),
+                new DeviceRegion(base + 256, 256), // padding before it: a piece of its own
+                new DeviceRegion(base + 512, 512), // joins the one before
+                new DeviceRegion(base + G - 1024, 1024), // ends where the next granule starts
+                new DeviceRegion(base + G, 3 * G), // a mapping of its own: not joined
+                new DeviceRegion(base + 4 * G, 0),
+                new DeviceRegion(base + 4 * G, 64),
+                new DeviceRegion(base + 4 * G + 64, 64));
+        assertEquals(
+                List.of(
+                        new DeviceRegion(base, 100),
+                        new DeviceRegion(base + 256, 768),
+                        new DeviceRegion(base + G - 1024, 1024),
+                        new DeviceRegion(base + G, 3 * G),
+                        new DeviceRegion(base + 4 * G, 0),
+                        new DeviceRegion(base + 4 * G, 128)),
+                MemorySync.pieces(regions));
+        assertEquals(List.of(), MemorySync.pieces(List.of()));
+    }
 
     @Test
     void aLongCopyRampsUpAndDownAroundEvenFullBatches() {

@@ -196,7 +196,8 @@ public interface VirtualGpu extends AutoCloseable {
      * {@code dstHost} in their order, as {@link #memcpyDtoHAsync} of each would. On a remote vGPU it
      * is one request answered by one stream of data, so a thousand small regions cost one round
      * trip, not a thousand (a migration reads its live regions so). Each region must lie in a live
-     * allocation; {@code dstHost} must be native memory that stays valid until the stream reaches the copy.
+     * allocation, or in small allocations that follow one another without a gap inside one shared
+     * 2 MiB chunk; {@code dstHost} must be native memory that stays valid until the stream reaches the copy.
      */
     void memcpyDtoHGatherAsync(MemorySegment dstHost, List<DeviceRegion> srcRegions, StreamHandle stream);
 
@@ -205,14 +206,15 @@ public interface VirtualGpu extends AutoCloseable {
      * copies that unpack {@code srcHost}, read back to back, into many regions in their order, as
      * {@link #memcpyHtoDAsync} of each would. A migration writes its live regions to the target so;
      * a local GPU may do it with one kernel launch for many small regions instead of one driver
-     * copy each. Each region must lie in a live allocation; {@code srcHost} must be native memory
-     * that stays valid until the stream reaches the copy.
+     * copy each. Each region must lie where {@link #memcpyDtoHGatherAsync} requires; {@code srcHost}
+     * must be native memory that stays valid until the stream reaches the copy.
      */
     void memcpyHtoDScatterAsync(List<DeviceRegion> dstRegions, MemorySegment srcHost, StreamHandle stream);
 
     /**
      * vgpu's extension: checks, copying nothing, that each of {@code regions} lies in a live
-     * allocation or module variable, as a copy through them is checked. For one who serves a single
+     * allocation or module variable, as a copy through them is checked (adjacent small allocations
+     * of one chunk count as one, as {@link #memcpyDtoHGatherAsync} says). For one who serves a single
      * copy in many calls (a worker streams a copy from the device in chunks): the whole request is
      * refused before any work or memory is committed to it, not after the chunks of an impossible
      * size were planned.

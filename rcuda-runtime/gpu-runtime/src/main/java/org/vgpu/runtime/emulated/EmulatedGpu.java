@@ -180,19 +180,38 @@ final class EmulatedGpu
      */
     @Override
     public MemorySegment segment(long address, long bytes) {
-        Map.Entry<Long, Backing> entry = backing.floorEntry(address);
-        if (entry != null && inAllocationOrElsewhere(address, bytes)) {
-            MemorySegment segment = entry.getValue().segment();
-            long offset = address - entry.getKey();
-            if (bytes >= 0 && offset + bytes <= segment.byteSize() && offset + bytes >= offset) {
-                return segment.asSlice(offset, bytes);
-            }
-        }
+        MemorySegment segment = inAllocationOrElsewhere(address, bytes) ? mapped(address, bytes) : null;
+        return segment != null ? segment : illegalAccess("kernel accessed", address, bytes);
+    }
+
+    /**
+     * The memory a copy or memset reaches: its operands were checked before they got here, so it
+     * need only be mapped, and a migration's copy may span adjacent allocations of one chunk.
+     */
+    private MemorySegment operand(long address, long bytes) {
+        MemorySegment segment = mapped(address, bytes);
+        return segment != null ? segment : illegalAccess("copy reached", address, bytes);
+    }
+
+    private MemorySegment illegalAccess(String what, long address, long bytes) {
         throw new VgpuException(
                 ErrorCode.CUDA_ERROR_ILLEGAL_ADDRESS,
                 String.format(
-                        "CPU emulation: kernel accessed 0x%x (+%d bytes), outside every live allocation of vGPU %d",
-                        address, bytes, vgpuIndex()));
+                        "CPU emulation: %s 0x%x (+%d bytes), outside every live allocation of vGPU %d",
+                        what, address, bytes, vgpuIndex()));
+    }
+
+    /** The host memory behind a range of one chunk or module variable; null where none holds all of it. */
+    private MemorySegment mapped(long address, long bytes) {
+        Map.Entry<Long, Backing> entry = backing.floorEntry(address);
+        if (entry == null) {
+            return null;
+        }
+        MemorySegment segment = entry.getValue().segment();
+        long offset = address - entry.getKey();
+        return bytes >= 0 && offset + bytes <= segment.byteSize() && offset + bytes >= offset
+                ? segment.asSlice(offset, bytes)
+                : null;
     }
 
     /** Whether a window address's range lies in one live allocation; host addresses (module variables') pass. */
@@ -325,25 +344,25 @@ final class EmulatedGpu
     @Override
     protected void doMemcpyHtoD(long dst, MemorySegment src, long bytes, Stream stream, boolean async) {
         reportFaultUnless(async);
-        MemorySegment.copy(src, 0, segment(dst, bytes), 0, bytes);
+        MemorySegment.copy(src, 0, operand(dst, bytes), 0, bytes);
     }
 
     @Override
     protected void doMemcpyDtoH(MemorySegment dst, long src, long bytes, Stream stream, boolean async) {
         reportFaultUnless(async);
-        MemorySegment.copy(segment(src, bytes), 0, dst, 0, bytes);
+        MemorySegment.copy(operand(src, bytes), 0, dst, 0, bytes);
     }
 
     @Override
     protected void doMemcpyDtoD(long dst, long src, long bytes, Stream stream, boolean async) {
         reportFaultUnless(async);
-        MemorySegment.copy(segment(src, bytes), 0, segment(dst, bytes), 0, bytes);
+        MemorySegment.copy(operand(src, bytes), 0, operand(dst, bytes), 0, bytes);
     }
 
     @Override
     protected void doMemset(long dst, int value, int elementSize, long count, Stream stream, boolean async) {
         reportFaultUnless(async);
-        MemorySegment target = segment(dst, count * elementSize);
+        MemorySegment target = operand(dst, count * elementSize);
         switch (elementSize) {
             case 1 -> target.fill((byte) value);
             case 2 -> {

@@ -203,7 +203,10 @@ public final class DeviceMemory {
 
     /**
      * {@link #require} for every region, each run of regions in one shared chunk (or outside
-     * every shared chunk) checked in one walk, as {@link WindowAllocator#requireAll} does.
+     * every shared chunk) checked in one walk, as {@link WindowAllocator#requireAll} does. Inside a
+     * shared chunk a region may also span allocations that follow one another without a gap: they
+     * share the chunk's one mapping, so a migration copies a chunk's packed small allocations as
+     * one piece instead of one each. Across chunks, where mappings meet, it may not.
      */
     public void requireAll(List<DeviceRegion> regions, String what) {
         int from = 0;
@@ -213,7 +216,11 @@ public final class DeviceMemory {
             while (to < regions.size() && shared.get(chunkOf(regions.get(to).address())) == table) {
                 to++;
             }
-            (table == null ? chunks : table).requireAll(regions.subList(from, to), what);
+            if (table == null) {
+                chunks.requireAll(regions.subList(from, to), what);
+            } else {
+                table.requireAll(regions.subList(from, to), what, true);
+            }
             from = to;
         }
     }

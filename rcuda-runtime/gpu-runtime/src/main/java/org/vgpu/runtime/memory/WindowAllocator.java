@@ -220,6 +220,16 @@ public final class WindowAllocator {
      * @throws VgpuException CUDA_ERROR_INVALID_VALUE as {@link #require} words it, for the first region outside
      */
     public void requireAll(List<DeviceRegion> regions, String what) {
+        requireAll(regions, what, false);
+    }
+
+    /**
+     * {@link #requireAll(List, String)}, where {@code acrossAdjacent} also lets a region run on
+     * from one allocation into the ones that start where it ends, without a gap: every byte it
+     * names is still some live allocation's. For allocations that share one physical mapping
+     * (a chunk's), where one copy of many adjacent allocations is as sound as a copy of each.
+     */
+    public void requireAll(List<DeviceRegion> regions, String what, boolean acrossAdjacent) {
         Map.Entry<Long, Allocation> floor = null;
         Map.Entry<Long, Allocation> ahead = null;
         Iterator<Map.Entry<Long, Allocation>> walk = null;
@@ -245,10 +255,31 @@ public final class WindowAllocator {
                 }
             }
             previous = address;
-            if (floor == null || !floor.getValue().contains(address, region.bytes())) {
+            if (floor == null
+                    || !(floor.getValue().contains(address, region.bytes())
+                            || (acrossAdjacent && coveredBackToBack(floor.getValue(), address, region.bytes())))) {
                 require(address, region.bytes(), what);
             }
         }
+    }
+
+    /**
+     * Whether {@code [address, address + bytes)} starts in {@code first} and each allocation after
+     * it starts where the one before ends, until the range is covered.
+     */
+    private boolean coveredBackToBack(Allocation first, long address, long bytes) {
+        long end = address + bytes;
+        if (!first.contains(address, 1) || end < address) {
+            return false;
+        }
+        long reached = first.end();
+        for (Allocation next : live.tailMap(first.address(), false).values()) {
+            if (reached >= end || next.address() != reached) {
+                break;
+            }
+            reached = next.end();
+        }
+        return reached >= end;
     }
 
     private static String describeNear(Map.Entry<Long, Allocation> entry) {

@@ -101,6 +101,51 @@ class DeviceMemoryTest {
     }
 
     @Test
+    void aRegionMaySpanAdjacentSmallAllocationsOfOneChunkButNoGapAndNoChunkBoundary() {
+        List<Long> small = new ArrayList<>();
+        for (int i = 0; i < 2 * G / 4096; i++) {
+            small.add(memory.allocate(4096).allocation().address());
+        }
+        long first = small.getFirst();
+        long secondChunk = first + G;
+        assertEquals(secondChunk, small.get(512), "512 allocations of 4 KiB fill a chunk");
+        memory.requireAll(List.of(new DeviceRegion(first + 100, G - 100)), "gather");
+        memory.requireAll(List.of(new DeviceRegion(first, 4096), new DeviceRegion(secondChunk, G)), "gather");
+
+        VgpuException acrossChunks = assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> memory.requireAll(List.of(new DeviceRegion(secondChunk - 4096, 8192)), "gather"));
+        assertTrue(acrossChunks.getMessage().contains("is not inside a live allocation"), acrossChunks.getMessage());
+
+        memory.free(small.get(3));
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> memory.requireAll(List.of(new DeviceRegion(first, 5 * 4096)), "gather"),
+                "a freed allocation leaves a gap");
+        memory.requireAll(List.of(new DeviceRegion(first, 3 * 4096), new DeviceRegion(first + 4 * 4096, 8192)), "x");
+
+        long padded = memory.allocate(100).allocation().address();
+        long next = memory.allocate(100).allocation().address();
+        assertEquals(padded + 256, next);
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> memory.requireAll(List.of(new DeviceRegion(padded, 356)), "gather"),
+                "the padding after a 100-byte allocation is nobody's");
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> memory.require(first, 8192, "memcpyHtoD destination"),
+                "a single copy stays inside one allocation");
+
+        long bigA = memory.allocate(2 * G).allocation().address();
+        long bigB = memory.allocate(2 * G).allocation().address();
+        assertEquals(bigA + 2 * G, bigB, "two large allocations back to back");
+        assertError(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                () -> memory.requireAll(List.of(new DeviceRegion(bigA + G, 2 * G)), "gather"),
+                "large allocations are mappings of their own: no region spans two");
+    }
+
+    @Test
     void placingTheLiveAllocationsAgainGivesTheSameLayout() {
         List<Long> live = new ArrayList<>();
         for (int i = 0; i < 2000; i++) {
