@@ -977,6 +977,12 @@ public final class MigrationBenchCommand implements Subcommand {
         out.printf(
                 "  %-44s %7.3f ms %7.3f ms %7.3f ms %s%n",
                 name, median(blocked), median(replay), median(memSync), intact ? "intact" : "DIFFERS");
+        // in order, so that a trend over the process's first migrations (the JIT still compiling) shows
+        StringBuilder trials = new StringBuilder();
+        for (int trial = 0; trial < blocked.length; trial++) {
+            trials.append(String.format(" %.1f (%.1f, %.1f)", blocked[trial], replay[trial], memSync[trial]));
+        }
+        out.printf("  %-44s%s%n", "  each trial, ms: blocked (replay, mem-sync)", trials);
     }
 
     private record SmallStateMove(MigrationReport report, boolean intact) {}

@@ -197,6 +197,11 @@ class MigrationBenchCommandTest {
                 report.lines()
                         .anyMatch(row -> row.matches("  emulated device 1 +[0-9.]+ ms +[0-9.]+ ms +[0-9.]+ ms intact")),
                 report);
+        assertTrue(
+                report.lines()
+                        .anyMatch(row -> row.matches(
+                                "    each trial, ms: blocked \\(replay, mem-sync\\) +[0-9.]+ \\([0-9.]+, [0-9.]+\\)")),
+                report);
         assertTrue(report.contains("with --source worker only"), report);
         assertFalse(report.contains("replay time"), report);
     }
