@@ -965,10 +965,15 @@ public final class MigrationBenchCommand implements Subcommand {
         double[] replay = new double[settings.trials()];
         double[] memSync = new double[settings.trials()];
         boolean intact = true;
+        String first = "";
         for (int trial = warmUp ? -1 : 0; trial < settings.trials(); trial++) {
             SmallStateMove move = moveSmallState(placement, targets.get());
             intact &= move.intact();
-            if (trial >= 0) {
+            if (trial < 0) {
+                first = String.format(
+                        " (warm-up, the process's first: %.1f)",
+                        move.report().blocked().toNanos() / 1e6);
+            } else {
                 blocked[trial] = move.report().blocked().toNanos() / 1e6;
                 replay[trial] = move.report().replay().toNanos() / 1e6;
                 memSync[trial] = move.report().memSync().toNanos() / 1e6;
@@ -982,7 +987,7 @@ public final class MigrationBenchCommand implements Subcommand {
         for (int trial = 0; trial < blocked.length; trial++) {
             trials.append(String.format(" %.1f (%.1f, %.1f)", blocked[trial], replay[trial], memSync[trial]));
         }
-        out.printf("  %-44s%s%n", "  each trial, ms: blocked (replay, mem-sync)", trials);
+        out.printf("  %-44s%s%s%n", "  each trial, ms: blocked (replay, mem-sync)", trials, first);
     }
 
     private record SmallStateMove(MigrationReport report, boolean intact) {}

@@ -200,7 +200,8 @@ class MigrationBenchCommandTest {
         assertTrue(
                 report.lines()
                         .anyMatch(row -> row.matches(
-                                "    each trial, ms: blocked \\(replay, mem-sync\\) +[0-9.]+ \\([0-9.]+, [0-9.]+\\)")),
+                                "    each trial, ms: blocked \\(replay, mem-sync\\) +[0-9.]+ \\([0-9.]+, [0-9.]+\\)"
+                                        + " \\(warm-up, the process's first: [0-9.]+\\)")),
                 report);
         assertTrue(report.contains("with --source worker only"), report);
         assertFalse(report.contains("replay time"), report);
