@@ -1,7 +1,11 @@
 package org.vgpu.common.cli;
 
+import java.io.IOException;
 import java.io.PrintStream;
 import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.Arrays;
 
 import org.apache.commons.cli.CommandLine;
@@ -19,7 +23,8 @@ import org.vgpu.common.error.VgpuFailure;
  * Runs one {@link Subcommand} with raw arguments: parses its options, answers {@code --help}, and
  * maps failures to exit statuses the same way for every command — 0 success, 1 the work failed
  * (a {@link VgpuFailure}, its message on err), 2 bad usage (a {@link ParseException} or
- * {@link InputException}: reason and usage on err). The
+ * {@link InputException}: reason and usage on err). Any other exception is a bug in vgpu: exit 1,
+ * one line on err that says so and names the file its details went to, not a stack trace. The
  * {@code vgpu} launcher dispatches here, and so does a process started for one command only
  * (a GPU worker), without the launcher on its class path.
  */
@@ -59,6 +64,33 @@ public final class SubcommandRunner {
         } catch (VgpuFailure e) {
             err.println("vgpu " + command.name() + ": " + e.getMessage());
             return 1;
+        } catch (RuntimeException e) {
+            internalError(command, e, err, Path.of(System.getProperty("java.io.tmpdir")));
+            return 1;
+        }
+    }
+
+    /**
+     * Reports a failure no command expects: one line for the user, the stack trace for whoever fixes
+     * it in a file under {@code directory}, or on err after all where no file can be written, since a
+     * bug's details must not be lost.
+     */
+    static void internalError(Subcommand command, RuntimeException failure, PrintStream err, Path directory) {
+        String prefix = "vgpu " + command.name() + ": internal error, a bug in vgpu rather than in the input or the"
+                + " machine: the command stopped";
+        StringWriter details = new StringWriter();
+        failure.printStackTrace(new PrintWriter(details));
+        try {
+            Path report = Files.createTempFile(
+                    directory,
+                    "vgpu-" + command.name() + "-" + ProcessHandle.current().pid() + "-",
+                    ".txt");
+            Files.writeString(report, "vgpu " + command.name() + ", internal error\n" + details);
+            err.println(prefix + "; its details are in " + report + ", please report them");
+        } catch (IOException | RuntimeException unwritable) {
+            err.println(prefix + "; its details could not be written to " + directory + " (" + unwritable.getMessage()
+                    + "), so they follow:");
+            err.print(details);
         }
     }
 
