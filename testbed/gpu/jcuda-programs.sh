@@ -9,8 +9,9 @@
 #      plain JCuda printed. One line per program, e.g.
 #        JCudaVectorAdd: plain JCuda PASSED, native equal, remote equal, remote->native mid-run equal (ok vgpu 0 moved ...)
 #      Where plain JCuda cannot run a program there, the native vgpu run is the reference and must pass the program's
-#      own CPU check: the NVRTC program (JCuda 12.6's NVRTC binding needs libnvrtc.so.12; CUDA 13 has .13, which vgpu
-#      calls itself) and, on a machine of one GPU, the two-device program (vgpu gives it two vGPUs there):
+#      own CPU check: the NVRTC program where no libnvrtc.so.12 can be had (JCuda 12.6's NVRTC binding needs it; on a
+#      CUDA 13 machine this script builds one that forwards to .13, which needs gcc) and, on a machine of one GPU, the
+#      two-device program (vgpu gives it two vGPUs there):
 #        JCudaNvrtc: plain JCuda cannot run here (...UnsatisfiedLinkError...), native PASSED its CPU check (the
 #        reference), remote equal, remote->native mid-run equal (...)
 #   3. The agent path's cost against plain JCuda (jcudaprograms.JCudaCallCost: an asynchronous launch, a 4 KiB copy
@@ -40,6 +41,20 @@ for cu in job-wrapper/src/test/resources/jcudaprograms/*.cu; do
     "$nvcc" -ptx -arch=compute_80 -o "$out/ptx/$name.ptx" "$cu" || { echo "jcuda-programs: nvcc failed on $cu" >&2; exit 2; }
 done
 echo "jcuda-programs: PTX built by $("$nvcc" --version | tail -1) into $out/ptx"
+
+# JCuda 12.6's NVRTC binding needs libnvrtc.so.12 (symbols of that version); on a CUDA 13 machine plain JCuda runs
+# the NVRTC program through a forwarding libnvrtc.so.12 built here (nvrtc12-on-13.c), which only the plain runs find
+# first: vgpu's runs load libnvrtc.so.13 by that name. Without a C compiler the NVRTC program keeps its fallback.
+if ! ldconfig -p 2>/dev/null | grep -q 'libnvrtc\.so\.12 ' && command -v gcc >/dev/null; then
+    shim=$out/nvrtc12
+    mkdir -p "$shim"
+    printf 'libnvrtc.so.12 {\n    global: nvrtc*;\n    local: *;\n};\n' >"$shim/nvrtc12.map"
+    if gcc -O2 -shared -fPIC -o "$shim/libnvrtc.so.12" testbed/gpu/nvrtc12-on-13.c \
+        -Wl,--version-script="$shim/nvrtc12.map" -Wl,-soname,libnvrtc.so.12 -ldl; then
+        export VGPU_PLAIN_JCUDA_LIBRARY_PATH=$shim
+        echo "jcuda-programs: plain JCuda's NVRTC binding runs on CUDA 13's NVRTC through $shim/libnvrtc.so.12"
+    fi
+fi
 
 junit_jar=$(ls .gpu/test/junit-platform-console-standalone-*.jar)
 "$JAVA" --enable-native-access=ALL-UNNAMED -cp ".gpu/lib/*:.gpu/test/classes:$junit_jar" org.vgpu.job.JCudaProgramsOnGpu \

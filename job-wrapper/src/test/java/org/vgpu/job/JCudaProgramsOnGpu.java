@@ -179,7 +179,17 @@ public final class JCudaProgramsOnGpu {
         List<String> command = new ArrayList<>(
                 List.of(JAVA, "--enable-native-access=ALL-UNNAMED", "-cp", CLASS_PATH, "jcudaprograms." + program));
         command.addAll(Arrays.asList(args));
-        Process process = new ProcessBuilder(command).start();
+        ProcessBuilder builder = new ProcessBuilder(command);
+        String nvrtc12 = System.getenv("VGPU_PLAIN_JCUDA_LIBRARY_PATH");
+        if (nvrtc12 != null && !nvrtc12.isEmpty()) {
+            // jcuda-programs.sh's libnvrtc.so.12 for JCuda's NVRTC binding, for plain JCuda's runs only
+            String inherited = builder.environment().get("LD_LIBRARY_PATH");
+            builder.environment()
+                    .put(
+                            "LD_LIBRARY_PATH",
+                            inherited == null || inherited.isEmpty() ? nvrtc12 : nvrtc12 + ":" + inherited);
+        }
+        Process process = builder.start();
         CompletableFuture<String> err = CompletableFuture.supplyAsync(() -> read(process.getErrorStream()));
         String out = read(process.getInputStream());
         return new ProgramRun(process.waitFor(), out, err.join());
@@ -206,8 +216,9 @@ public final class JCudaProgramsOnGpu {
 
     /**
      * Each program's runs compared with plain JCuda's. Where plain JCuda cannot run the program on this machine (the
-     * NVRTC program: JCuda 12.6's NVRTC binding needs libnvrtc.so.12, a CUDA 13 machine has .13; the two-device
-     * program on a machine of one GPU) the reference is the native vgpu run, which must then pass its CPU check.
+     * NVRTC program where no libnvrtc.so.12 was found or built for JCuda 12.6's NVRTC binding, see jcuda-programs.sh;
+     * the two-device program on a machine of one GPU) the reference is the native vgpu run, which must then pass its
+     * CPU check.
      */
     private boolean programs() throws Exception {
         boolean passed = true;
