@@ -16,6 +16,7 @@ import org.vgpu.migration.MigrationConfig;
 import org.vgpu.migration.MigrationFaults;
 import org.vgpu.migration.MigrationListener;
 import org.vgpu.migration.MigrationTarget;
+import org.vgpu.migration.MigrationWarmUp;
 import org.vgpu.migration.RemoteWorkerResolver;
 import org.vgpu.migration.agent.MigrationAgent;
 import org.vgpu.migration.agent.TrackerLink;
@@ -117,6 +118,8 @@ public final class JobVgpus implements AutoCloseable {
                     agent = new MigrationAgent(
                             assembly.agentSocket().get(), targets, MigrationConfig.DEFAULTS, listener, faults);
                     socketRemoval = removalAtExit(assembly.agentSocket().get());
+                    // migrations may come now: the first must not also pay for this JVM's first sight of the code
+                    MigrationWarmUp.startOnce();
                 } catch (NetworkException e) {
                     agentProblem = e.detail();
                 }
