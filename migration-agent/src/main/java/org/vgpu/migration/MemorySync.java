@@ -262,7 +262,7 @@ final class MemorySync implements AutoCloseable {
     /**
      * Reads every region back from both sides and compares them.
      *
-     * @throws VgpuException CUDA_ERROR_UNKNOWN naming the first differing address
+     * @throws VgpuException VGPU_MIGRATION_FAILED naming the first differing address
      */
     static void verify(VirtualGpu source, VirtualGpu target, List<DeviceRegion> regions, MigrationConfig config) {
         List<List<DeviceRegion>> batches = DeviceRegion.runs(regions, config.chunkBytes(), Integer.MAX_VALUE);
@@ -278,7 +278,7 @@ final class MemorySync implements AutoCloseable {
             long mismatch = want.mismatch(got);
             if (mismatch >= 0) {
                 throw new VgpuException(
-                        ErrorCode.CUDA_ERROR_UNKNOWN,
+                        ErrorCode.VGPU_MIGRATION_FAILED,
                         String.format(
                                 "mem-sync verification: the target differs from the source at 0x%x",
                                 piece.address() + mismatch));

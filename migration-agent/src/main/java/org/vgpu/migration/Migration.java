@@ -213,7 +213,8 @@ final class Migration {
         } catch (RuntimeException cleanupFailure) {
             cause.addSuppressed(cleanupFailure);
         }
-        ErrorCode code = cause instanceof VgpuException vgpu ? vgpu.code() : ErrorCode.CUDA_ERROR_UNKNOWN;
+        // a failure that is no GPU call's gets vgpu's own code, never a CUDA name
+        ErrorCode code = cause instanceof VgpuException vgpu ? vgpu.code() : ErrorCode.VGPU_MIGRATION_FAILED;
         if (!(cause instanceof VgpuFailure)) {
             // the report says only "an internal failure"; the exception's own text is for the log
             LOG.warn(

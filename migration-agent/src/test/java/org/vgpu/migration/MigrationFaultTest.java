@@ -92,7 +92,14 @@ class MigrationFaultTest {
                         "copy mismatch",
                         at(FaultPoint.VERIFY, 0, MigrationFaultTest::corruptFirstByte),
                         MigrationStep.VERIFY,
-                        ErrorCode.CUDA_ERROR_UNKNOWN));
+                        ErrorCode.VGPU_MIGRATION_FAILED),
+                new Fault(
+                        "a failure of no GPU call",
+                        at(FaultPoint.MEM_SYNC_BATCH, 0, target -> {
+                            throw new IllegalStateException("injected: a bug in vgpu");
+                        }),
+                        MigrationStep.MEM_SYNC,
+                        ErrorCode.VGPU_MIGRATION_FAILED));
     }
 
     /** Flips the bits of the first byte of the lowest live allocation of the target. */

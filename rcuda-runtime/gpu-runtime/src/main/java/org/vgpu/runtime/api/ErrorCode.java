@@ -50,7 +50,12 @@ public enum ErrorCode {
     /** A session token was missing, forged, expired or issued for another worker. */
     VGPU_AUTH_FAILED(10007),
     /** The connection to a remote GPU worker was lost (the worker died, the network failed, keepalive expired). */
-    VGPU_WORKER_LOST(10008);
+    VGPU_WORKER_LOST(10008),
+    /**
+     * A migration failed for a reason of vgpu's own rather than a GPU call's (the target's copy differed from the
+     * source when checked, or an unexpected failure); it was rolled back and the vGPU runs on its source.
+     */
+    VGPU_MIGRATION_FAILED(10009);
 
     private static final Map<Integer, ErrorCode> BY_NUMBER = new HashMap<>();
 
