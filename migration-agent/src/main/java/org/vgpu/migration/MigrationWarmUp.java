@@ -24,7 +24,7 @@ import org.vgpu.runtime.emulated.KernelTwinRegistry;
  * Migrations of a small state between two vGPUs of a private CPU emulation, run once per process on a daemon thread
  * when a job's vGPUs open: the job's first real migration is otherwise the first time this JVM loads the classes of a
  * migration, links its call sites and runs its per-allocation loops, all while the app waits (measured on an H100:
- * a process's first migration of 10,000 small allocations was blocked 82 to 98 ms, its fifth 35 to 45 ms). The
+ * a process's first migration of 10,000 small allocations was blocked 82 to 98 ms, its fifth 37 to 39 ms). The
  * worker side has its own warm-up session; this is the app's side. Nothing of the emulation reaches the job: its
  * vGPUs, windows and memory are the warm-up's own, and a failure is logged, never thrown at the job.
  *
