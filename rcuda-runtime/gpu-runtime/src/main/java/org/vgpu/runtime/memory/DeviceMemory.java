@@ -216,11 +216,8 @@ public final class DeviceMemory {
             while (to < regions.size() && shared.get(chunkOf(regions.get(to).address())) == table) {
                 to++;
             }
-            if (table == null) {
-                chunks.requireAll(regions.subList(from, to), what);
-            } else {
-                table.requireAll(regions.subList(from, to), what, true);
-            }
+            // only a shared chunk's allocations share one mapping that a region may run across
+            (table == null ? chunks : table).requireAll(regions.subList(from, to), what, table != null);
             from = to;
         }
     }
