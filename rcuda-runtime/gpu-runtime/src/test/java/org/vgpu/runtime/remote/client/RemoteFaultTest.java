@@ -6,11 +6,15 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.Stream;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -73,15 +77,40 @@ class RemoteFaultTest {
         return workers.worker(id.group(1));
     }
 
-    private static void signal(LaunchedWorker worker, String signal) throws IOException, InterruptedException {
+    /**
+     * Stops {@code worker} with SIGSTOP and returns once every one of its threads is stopped. kill(2)
+     * returns before that: the stop begins only when one thread takes the signal, and until then the
+     * others go on serving (on a busy machine, long enough to answer a call).
+     */
+    private static void freeze(LaunchedWorker worker) throws IOException, InterruptedException {
+        long pid = worker.process().pid();
         assertEquals(
                 0,
-                new ProcessBuilder(
-                                "kill",
-                                "-" + signal,
-                                Long.toString(worker.process().pid()))
-                        .start()
-                        .waitFor());
+                new ProcessBuilder("kill", "-STOP", Long.toString(pid)).start().waitFor());
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (!allThreadsStopped(pid)) {
+            assertTrue(System.nanoTime() < deadline, "worker " + pid + " did not stop within 30 s of SIGSTOP");
+            Thread.sleep(5);
+        }
+    }
+
+    /** Whether /proc shows every thread of {@code pid} stopped (state T). */
+    private static boolean allThreadsStopped(long pid) throws IOException {
+        try (Stream<Path> threads = Files.list(Path.of("/proc", Long.toString(pid), "task"))) {
+            for (Path thread : threads.toList()) {
+                String stat;
+                try {
+                    stat = Files.readString(thread.resolve("stat"));
+                } catch (NoSuchFileException exited) {
+                    continue;
+                }
+                // pid (comm) state ...: the command may hold spaces and parentheses, the state follows the last ')'
+                if (stat.charAt(stat.lastIndexOf(')') + 2) != 'T') {
+                    return false;
+                }
+            }
+            return true;
+        }
     }
 
     private static void assertLost(VgpuException e, VirtualGpu gpu) {
@@ -114,7 +143,7 @@ class RemoteFaultTest {
     void aCallWaitingWhenTheWorkerDiesFails() throws Exception {
         try (VirtualGpu gpu = backend.open(0, VaWindow.forVgpu(0))) {
             LaunchedWorker worker = workerOf(gpu);
-            signal(worker, "STOP");
+            freeze(worker);
             CompletableFuture<Void> waiting = CompletableFuture.runAsync(gpu::ctxSynchronize);
             Thread.sleep(300);
             assertTrue(!waiting.isDone(), "the frozen worker cannot answer");
@@ -131,7 +160,7 @@ class RemoteFaultTest {
         startBackend(IDLE_TIMEOUT, false);
         try (VirtualGpu gpu = backend.open(0, VaWindow.forVgpu(0))) {
             LaunchedWorker worker = workerOf(gpu);
-            signal(worker, "STOP");
+            freeze(worker);
             try {
                 long start = System.nanoTime();
                 VgpuException lost = assertThrows(VgpuException.class, gpu::ctxSynchronize);
