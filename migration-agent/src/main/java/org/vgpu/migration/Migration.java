@@ -33,6 +33,7 @@ final class Migration {
 
     private MigrationStep step = MigrationStep.OPEN_TARGET;
     private long openTarget;
+    private long replayAhead;
     private long lockWait;
     private long drain;
     private long replay;
@@ -69,20 +70,32 @@ final class Migration {
         VirtualGpu source = gpu.currentBackend();
         VirtualGpu opened = null;
         MemorySync sync = null;
-        // Opening the target and preparing the copy need nothing from the app, so they happen
-        // before the lock and the app keeps running meanwhile.
+        Replay replaying;
+        // Opening the target, preparing the copy and replaying the state as it is now need nothing
+        // from the app, so they happen before the lock and the app keeps running meanwhile; under
+        // the lock, the replay only catches up with what the app changed since.
+        long openedAt = start;
         try {
             step = MigrationStep.OPEN_TARGET;
             faults.reached(FaultPoint.OPEN_TARGET, 0, null);
             opened = resolver.open(target, gpu.window(), source);
             requireCompatible(opened);
             sync = MemorySync.prepare(source, opened, config, gpu.log().liveBytes());
+            openedAt = System.nanoTime();
+            openTarget = openedAt - start;
+            step = MigrationStep.REPLAY;
+            replaying = new Replay(gpu.log(), opened);
+            replaying.ahead(faults);
         } catch (RuntimeException e) {
-            openTarget = System.nanoTime() - start;
+            if (step == MigrationStep.OPEN_TARGET) {
+                openTarget = System.nanoTime() - start;
+            } else {
+                replayAhead = System.nanoTime() - openedAt;
+            }
             throw rolledBack(e, sync, opened);
         }
         long prepared = System.nanoTime();
-        openTarget = prepared - start;
+        replayAhead = prepared - openedAt;
 
         step = MigrationStep.LOCK;
         try {
@@ -103,7 +116,7 @@ final class Migration {
 
             step = MigrationStep.REPLAY;
             regions = gpu.log().regions();
-            ReplayLog.Rebinding rebinding = gpu.log().replayOnto(opened, regions, faults);
+            ReplayLog.Rebinding rebinding = replaying.catchUp(regions, faults);
             long replayed = System.nanoTime();
             replay = replayed - drained;
 
@@ -238,6 +251,7 @@ final class Migration {
                 failedStep,
                 error,
                 Duration.ofNanos(openTarget),
+                Duration.ofNanos(replayAhead),
                 Duration.ofNanos(lockWait),
                 Duration.ofNanos(drain),
                 Duration.ofNanos(replay),

@@ -11,9 +11,11 @@ import java.time.Instant;
  * @param failedStep      the step that failed, null when the vGPU moved
  * @param error           the failure's message; empty when the vGPU moved, unless releasing the source failed
  * @param openTarget      opening the target and preparing the copy's buffers, before the lock (the app runs meanwhile)
+ * @param replayAhead     replaying the state as it was then on the target, before the lock (the app runs meanwhile)
  * @param lockWait        time until the calls in flight had left the migration lock
  * @param drain           synchronizing the source
- * @param replay          replaying modules, functions, streams, events and allocations on the target
+ * @param replay          under the lock, replaying on the target what the app created or destroyed since the
+ *                        replay ahead (modules, functions, streams, events, allocations)
  * @param memSyncBytes    bytes copied from the source to the target
  * @param memSyncRegions  live allocations copied
  * @param memSync         the copy
@@ -29,6 +31,7 @@ public record MigrationReport(
         MigrationStep failedStep,
         String error,
         Duration openTarget,
+        Duration replayAhead,
         Duration lockWait,
         Duration drain,
         Duration replay,
@@ -60,9 +63,10 @@ public record MigrationReport(
     /** One line, as the agent's socket and history show it. */
     public String summary() {
         String timings = String.format(
-                "open %.3f ms, then blocked %.3f ms (lock %.3f, drain %.3f, replay %.3f, mem-sync"
+                "open %.3f ms, replay ahead %.3f ms, then blocked %.3f ms (lock %.3f, drain %.3f, replay %.3f, mem-sync"
                         + " %d B in %d regions %.3f ms = %.2f GB/s, verify %.3f), release %.3f ms",
                 millis(openTarget),
+                millis(replayAhead),
                 millis(blocked),
                 millis(lockWait),
                 millis(drain),

@@ -8,7 +8,10 @@ public enum MigrationStep {
     DRAIN,
     /** Open the target and reserve the window there. */
     OPEN_TARGET,
-    /** Load modules, look up functions, create streams and events, map allocations at their addresses. */
+    /**
+     * Load modules, look up functions, create streams and events, map allocations at their addresses: before the
+     * lock for everything live then, under it for what the app changed since.
+     */
     REPLAY,
     /** Copy every live region from the source to the target. */
     MEM_SYNC,

@@ -1,7 +1,7 @@
 package org.vgpu.migration;
 
 import java.util.ArrayList;
-import java.util.HashMap;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -17,7 +17,6 @@ import org.vgpu.runtime.api.FunctionHandle;
 import org.vgpu.runtime.api.ModuleHandle;
 import org.vgpu.runtime.api.StreamHandle;
 import org.vgpu.runtime.api.VgpuException;
-import org.vgpu.runtime.api.VirtualGpu;
 
 /**
  * What a replay needs, and nothing more: the context's settings (the last of each key, see
@@ -277,61 +276,33 @@ final class ReplayLog {
                 + (allocations.isEmpty() ? 0 : 1);
     }
 
-    // ---- replay
+    // ---- what a replay reads
 
-    /**
-     * Sets the context's settings on {@code target} and recreates every live object there: modules,
-     * then functions, streams, events and finally allocations at their addresses, all in one
-     * {@code memAllocAllAt}, which maps their chunks (small allocations share them) rather than each
-     * allocation. Nothing here changes what the app's handles map to; the returned rebinding does
-     * that at the switch. The migration lock is held, so the log does not change meanwhile.
-     *
-     * @param regions the live allocations, {@link #regions()} taken under that lock, which mem-sync
-     *                then copies: one walk of the log for both
-     * @throws VgpuException the target's failure; the caller closes the target, which frees what
-     *         was replayed so far
-     */
-    Rebinding replayOnto(VirtualGpu target, List<DeviceRegion> regions, MigrationFaults faults) {
-        Rebinding rebinding = new Rebinding();
-        List<GatedVirtualGpu.Setting> set;
+    /** The context's settings, the last of each key, in the order they were set. */
+    List<GatedVirtualGpu.Setting> settings() {
         synchronized (settings) {
-            set = List.copyOf(settings.values());
+            return List.copyOf(settings.values());
         }
-        for (GatedVirtualGpu.Setting setting : set) {
-            setting.replayOn(target);
-        }
-        Map<Integer, ModuleHandle> targetModules = new HashMap<>();
-        for (Map.Entry<Integer, ModuleEntry> module : modules.entrySet()) {
-            ModuleHandle handle = target.moduleLoadData(module.getValue().image);
-            targetModules.put(module.getKey(), handle);
-            rebinding.modules.add(new Rebound<>(module.getValue(), handle));
-        }
-        for (Map.Entry<Integer, ModuleEntry> module : modules.entrySet()) {
-            for (Map.Entry<String, DeviceRegion> global :
-                    module.getValue().globals.entrySet()) {
-                target.moduleGetGlobalAt(
-                        targetModules.get(module.getKey()),
-                        global.getKey(),
-                        global.getValue().address());
-            }
-        }
-        for (FunctionEntry function : functions.values()) {
-            FunctionHandle handle = target.moduleGetFunction(targetModules.get(function.moduleId), function.name);
-            function.attributes.forEach((attribute, value) -> target.funcSetAttribute(handle, attribute, value));
-            rebinding.functions.add(new Rebound<>(function, handle));
-        }
-        for (StreamEntry stream : streams.values()) {
-            rebinding.streams.add(new Rebound<>(stream, target.streamCreate()));
-        }
-        for (EventEntry event : events.values()) {
-            rebinding.events.add(new Rebound<>(event, target.eventCreate()));
-        }
-        for (int index = 0; index < regions.size(); index++) {
-            faults.reached(FaultPoint.REPLAY_ALLOCATION, index, target);
-        }
-        // in one call: the target maps the chunks the allocations lie in, a remote one in one request
-        target.memAllocAllAt(regions);
-        return rebinding;
+    }
+
+    /** The live modules by id; a live view (entries come and go while the app runs). */
+    Map<Integer, ModuleEntry> modules() {
+        return Collections.unmodifiableMap(modules);
+    }
+
+    /** The live functions by id; a live view. */
+    Map<Integer, FunctionEntry> functions() {
+        return Collections.unmodifiableMap(functions);
+    }
+
+    /** The live streams by id; a live view. */
+    Map<Integer, StreamEntry> streams() {
+        return Collections.unmodifiableMap(streams);
+    }
+
+    /** The live events by id; a live view. */
+    Map<Integer, EventEntry> events() {
+        return Collections.unmodifiableMap(events);
     }
 
     private record Rebound<E, H>(E entry, H handle) {}
@@ -342,6 +313,22 @@ final class ReplayLog {
         private final List<Rebound<FunctionEntry, FunctionHandle>> functions = new ArrayList<>();
         private final List<Rebound<StreamEntry, StreamHandle>> streams = new ArrayList<>();
         private final List<Rebound<EventEntry, EventHandle>> events = new ArrayList<>();
+
+        void module(ModuleEntry entry, ModuleHandle handle) {
+            modules.add(new Rebound<>(entry, handle));
+        }
+
+        void function(FunctionEntry entry, FunctionHandle handle) {
+            functions.add(new Rebound<>(entry, handle));
+        }
+
+        void stream(StreamEntry entry, StreamHandle handle) {
+            streams.add(new Rebound<>(entry, handle));
+        }
+
+        void event(EventEntry entry, EventHandle handle) {
+            events.add(new Rebound<>(entry, handle));
+        }
 
         /** Points every app handle at the target's object. Cannot fail. */
         void commit() {

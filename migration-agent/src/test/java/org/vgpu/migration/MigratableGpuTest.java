@@ -15,6 +15,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -49,6 +50,70 @@ class MigratableGpuTest {
     @AfterEach
     void stopThreads() {
         threads.shutdownNow();
+    }
+
+    /**
+     * The replay runs ahead of the lock while the app goes on: what the app unloads, destroys, frees,
+     * loads, creates and allocates meanwhile (here from the replay's own hook, deterministically
+     * between the two passes) is what the vGPU has on its target.
+     */
+    @Test
+    void whatTheAppChangesWhileTheReplayRunsAheadIsWhatItFindsOnTheTarget() {
+        AtomicReference<Runnable> meanwhile = new AtomicReference<>();
+        MigrationFaults appGoesOn = (point, index, target) -> {
+            Runnable changes = point == FaultPoint.REPLAY_ALLOCATION && index == 0 ? meanwhile.getAndSet(null) : null;
+            if (changes != null) {
+                changes.run();
+            }
+        };
+        try (Emulation emulation = new Emulation(2);
+                MigratableGpu gpu = emulation.open(0, 0, Emulation.VERIFIED, MigrationListener.NONE, appGoesOn)) {
+            ModuleHandle unloaded = gpu.moduleLoadData(TestKernels.ptx());
+            FunctionHandle orphan = gpu.moduleGetFunction(unloaded, TestKernels.SAXPY);
+            StreamHandle destroyed = gpu.streamCreate();
+            EventHandle gone = gpu.eventCreate();
+            int n = 1000;
+            long x = gpu.memAlloc(n * 4L);
+            long freed = gpu.memAlloc(3 << 20);
+            gpu.memsetD32(x, Float.floatToRawIntBits(2f), n);
+            ModuleHandle[] loaded = new ModuleHandle[1];
+            StreamHandle[] created = new StreamHandle[1];
+            EventHandle[] recorded = new EventHandle[1];
+            long[] y = new long[1];
+            meanwhile.set(() -> {
+                gpu.moduleUnload(unloaded);
+                gpu.streamDestroy(destroyed);
+                gpu.eventDestroy(gone);
+                gpu.memFree(freed);
+                loaded[0] = gpu.moduleLoadData(TestKernels.ptx());
+                created[0] = gpu.streamCreate();
+                recorded[0] = gpu.eventCreate();
+                y[0] = gpu.memAlloc(n * 4L);
+                gpu.memsetD32(y[0], Float.floatToRawIntBits(1f), n);
+            });
+
+            gpu.migrate(Emulation.gpu(1));
+            assertEquals(null, meanwhile.get(), "the app's changes came between the two passes");
+
+            FunctionHandle saxpy = gpu.moduleGetFunction(loaded[0], TestKernels.SAXPY);
+            KernelArgs args =
+                    KernelArgs.builder().i32(n).f32(3f).pointer(x).pointer(y[0]).build();
+            gpu.launchKernel(saxpy, Dim3.of(4), Dim3.of(256), 0, created[0], args);
+            gpu.eventRecord(recorded[0], created[0]);
+            gpu.eventSynchronize(recorded[0]);
+            float[] result = new float[n];
+            gpu.memcpyDtoH(MemorySegment.ofArray(result), y[0], n * 4L);
+            for (float value : result) {
+                assertEquals(7f, value);
+            }
+            assertError(ErrorCode.CUDA_ERROR_INVALID_HANDLE, () -> gpu.streamSynchronize(destroyed));
+            assertError(ErrorCode.CUDA_ERROR_INVALID_HANDLE, () -> gpu.eventRecord(gone, created[0]));
+            assertError(ErrorCode.CUDA_ERROR_INVALID_HANDLE, () -> gpu.functionSignature(orphan));
+            assertError(ErrorCode.CUDA_ERROR_NOT_FOUND, () -> gpu.memGetAddressRange(freed));
+            assertTrue(
+                    emulation.usedBytes(1) < 3 << 20,
+                    "the target does not keep the 3 MiB freed meanwhile: " + emulation.usedBytes(1) + " bytes used");
+        }
     }
 
     @Test

@@ -1,0 +1,248 @@
+package org.vgpu.migration;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import org.vgpu.migration.ReplayLog.EventEntry;
+import org.vgpu.migration.ReplayLog.FunctionEntry;
+import org.vgpu.migration.ReplayLog.ModuleEntry;
+import org.vgpu.migration.ReplayLog.StreamEntry;
+import org.vgpu.runtime.api.DeviceRegion;
+import org.vgpu.runtime.api.EventHandle;
+import org.vgpu.runtime.api.FunctionAttribute;
+import org.vgpu.runtime.api.FunctionHandle;
+import org.vgpu.runtime.api.ModuleHandle;
+import org.vgpu.runtime.api.StreamHandle;
+import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.api.VirtualGpu;
+
+/**
+ * Replays one vGPU's {@link ReplayLog} onto a migration's target in two passes, so that the app
+ * waits for the second only.
+ *
+ * <p>{@link #ahead} runs before the migration lock, while the app goes on calling its source: it
+ * sets the context's settings and recreates every object live at that moment: modules loaded,
+ * variables placed, functions looked up, streams and events created, allocations placed and their
+ * chunks mapped (on a GPU, the driver calls that make a replay cost milliseconds).
+ * {@link #catchUp} runs under the lock, where the log stands still, and makes the target equal to
+ * the log as it is then: what the app destroyed since is undone on the target (unloaded,
+ * destroyed, freed) before what it created since is done there, so the lock is held for the
+ * difference only, nothing at all for an app that created nothing meanwhile.
+ *
+ * <p>The rule that makes the first pass safe without the lock: the target is the migration's own
+ * until the switch, an entry is known by its id, which the log never gives out twice, and the log's
+ * tables may be read while the app changes them. Whatever the first pass saw (an object created
+ * during it may be in or not), the second compares with the settled log and keeps, adds or
+ * removes accordingly. A failure in either pass leaves the caller to close the target, which frees
+ * everything replayed on it.
+ */
+final class Replay {
+    private final ReplayLog log;
+    private final VirtualGpu target;
+
+    /** The settings set on the target, by key. */
+    private final Map<Object, GatedVirtualGpu.Setting> settings = new HashMap<>();
+
+    private final Map<Integer, Replayed<ModuleEntry, ModuleHandle>> modules = new HashMap<>();
+    /** The variables placed on the target, by module id. */
+    private final Map<Integer, Set<String>> globals = new HashMap<>();
+
+    private final Map<Integer, Replayed<FunctionEntry, FunctionHandle>> functions = new HashMap<>();
+    /** The attributes set on the target, by function id. */
+    private final Map<Integer, Map<FunctionAttribute, Integer>> attributes = new HashMap<>();
+
+    private final Map<Integer, Replayed<StreamEntry, StreamHandle>> streams = new HashMap<>();
+    private final Map<Integer, Replayed<EventEntry, EventHandle>> events = new HashMap<>();
+    /** The allocations placed on the target, in address order. */
+    private List<DeviceRegion> allocations = List.of();
+    /** Allocations replayed so far, the index {@link FaultPoint#REPLAY_ALLOCATION} counts with. */
+    private int allocationsReplayed;
+
+    private record Replayed<E, H>(E entry, H handle) {}
+
+    Replay(ReplayLog log, VirtualGpu target) {
+        this.log = log;
+        this.target = target;
+    }
+
+    /**
+     * The first pass, before the lock: recreates on the target everything live in the log now.
+     *
+     * @throws VgpuException the target's failure; the caller closes it
+     */
+    void ahead(MigrationFaults faults) {
+        replayObjects();
+        List<DeviceRegion> live = log.regions();
+        placeAllocations(live, faults);
+        allocations = live;
+    }
+
+    /**
+     * The second pass, under the lock: brings the target up to the log as it is now.
+     *
+     * @param regions the live allocations, {@link ReplayLog#regions()} taken under the lock, which
+     *                mem-sync then copies: one walk of the log for both
+     * @return the target's handle for every live entry, which the switch applies
+     * @throws VgpuException the target's failure; the caller closes it
+     */
+    ReplayLog.Rebinding catchUp(List<DeviceRegion> regions, MigrationFaults faults) {
+        removeGone();
+        replayObjects();
+        List<DeviceRegion> added = new ArrayList<>();
+        for (DeviceRegion gone : difference(allocations, regions, added)) {
+            target.memFree(gone.address());
+        }
+        placeAllocations(added, faults);
+        allocations = regions;
+        return rebinding();
+    }
+
+    /** Undoes on the target what the app destroyed since the first pass; functions went with their modules. */
+    private void removeGone() {
+        Map<Integer, ModuleEntry> liveModules = log.modules();
+        for (Iterator<Map.Entry<Integer, Replayed<ModuleEntry, ModuleHandle>>> replayed =
+                        modules.entrySet().iterator();
+                replayed.hasNext(); ) {
+            Map.Entry<Integer, Replayed<ModuleEntry, ModuleHandle>> module = replayed.next();
+            if (liveModules.get(module.getKey()) != module.getValue().entry()) {
+                target.moduleUnload(module.getValue().handle());
+                globals.remove(module.getKey());
+                replayed.remove();
+            }
+        }
+        Map<Integer, FunctionEntry> liveFunctions = log.functions();
+        functions
+                .entrySet()
+                .removeIf(function -> liveFunctions.get(function.getKey())
+                        != function.getValue().entry());
+        attributes.keySet().retainAll(functions.keySet());
+        Map<Integer, StreamEntry> liveStreams = log.streams();
+        streams.entrySet().removeIf(stream -> {
+            boolean gone = liveStreams.get(stream.getKey()) != stream.getValue().entry();
+            if (gone) {
+                target.streamDestroy(stream.getValue().handle());
+            }
+            return gone;
+        });
+        Map<Integer, EventEntry> liveEvents = log.events();
+        events.entrySet().removeIf(event -> {
+            boolean gone = liveEvents.get(event.getKey()) != event.getValue().entry();
+            if (gone) {
+                target.eventDestroy(event.getValue().handle());
+            }
+            return gone;
+        });
+    }
+
+    /**
+     * Makes on the target what the log has and the target has not yet: settings that differ,
+     * modules, variables looked up, functions, attributes that differ, streams and events.
+     */
+    private void replayObjects() {
+        for (GatedVirtualGpu.Setting setting : log.settings()) {
+            if (!setting.equals(settings.get(setting.key()))) {
+                setting.replayOn(target);
+                settings.put(setting.key(), setting);
+            }
+        }
+        for (Map.Entry<Integer, ModuleEntry> module : log.modules().entrySet()) {
+            if (!modules.containsKey(module.getKey())) {
+                ModuleHandle handle = target.moduleLoadData(module.getValue().image);
+                modules.put(module.getKey(), new Replayed<>(module.getValue(), handle));
+            }
+        }
+        for (Map.Entry<Integer, Replayed<ModuleEntry, ModuleHandle>> module : modules.entrySet()) {
+            Set<String> placed = globals.computeIfAbsent(module.getKey(), unused -> new HashSet<>());
+            for (Map.Entry<String, DeviceRegion> global :
+                    module.getValue().entry().globals.entrySet()) {
+                if (placed.add(global.getKey())) {
+                    target.moduleGetGlobalAt(
+                            module.getValue().handle(),
+                            global.getKey(),
+                            global.getValue().address());
+                }
+            }
+        }
+        for (Map.Entry<Integer, FunctionEntry> function : log.functions().entrySet()) {
+            FunctionEntry entry = function.getValue();
+            Replayed<ModuleEntry, ModuleHandle> module = modules.get(entry.moduleId);
+            if (module == null) {
+                // its module was loaded after this pass looked at the modules: the next pass replays both
+                continue;
+            }
+            Replayed<FunctionEntry, FunctionHandle> replayed = functions.computeIfAbsent(
+                    function.getKey(),
+                    unused -> new Replayed<>(entry, target.moduleGetFunction(module.handle(), entry.name)));
+            Map<FunctionAttribute, Integer> set =
+                    attributes.computeIfAbsent(function.getKey(), unused -> new HashMap<>());
+            entry.attributes.forEach((attribute, value) -> {
+                if (!value.equals(set.get(attribute))) {
+                    target.funcSetAttribute(replayed.handle(), attribute, value);
+                    set.put(attribute, value);
+                }
+            });
+        }
+        for (Map.Entry<Integer, StreamEntry> stream : log.streams().entrySet()) {
+            streams.computeIfAbsent(
+                    stream.getKey(), unused -> new Replayed<>(stream.getValue(), target.streamCreate()));
+        }
+        for (Map.Entry<Integer, EventEntry> event : log.events().entrySet()) {
+            events.computeIfAbsent(event.getKey(), unused -> new Replayed<>(event.getValue(), target.eventCreate()));
+        }
+    }
+
+    /** Places {@code regions} on the target in one call, which maps the chunks they lie in (a remote target: one request). */
+    private void placeAllocations(List<DeviceRegion> regions, MigrationFaults faults) {
+        for (int index = 0; index < regions.size(); index++) {
+            faults.reached(FaultPoint.REPLAY_ALLOCATION, allocationsReplayed + index, target);
+        }
+        if (!regions.isEmpty()) {
+            target.memAllocAllAt(regions);
+        }
+        allocationsReplayed += regions.size();
+    }
+
+    /**
+     * Compares two lists of allocations, each in address order.
+     *
+     * @param added gets those of {@code now} that {@code before} lacks (the same address with
+     *              another size counts as freed and allocated again)
+     * @return those of {@code before} that {@code now} lacks
+     */
+    private static List<DeviceRegion> difference(
+            List<DeviceRegion> before, List<DeviceRegion> now, List<DeviceRegion> added) {
+        List<DeviceRegion> gone = new ArrayList<>();
+        int b = 0;
+        int n = 0;
+        while (b < before.size() || n < now.size()) {
+            DeviceRegion old = b < before.size() ? before.get(b) : null;
+            DeviceRegion current = n < now.size() ? now.get(n) : null;
+            if (old != null && old.equals(current)) {
+                b++;
+                n++;
+            } else if (current == null || (old != null && old.address() <= current.address())) {
+                gone.add(old);
+                b++;
+            } else {
+                added.add(current);
+                n++;
+            }
+        }
+        return gone;
+    }
+
+    /** The target's handle for every entry replayed, which {@link #catchUp} has made every live one. */
+    private ReplayLog.Rebinding rebinding() {
+        ReplayLog.Rebinding rebinding = new ReplayLog.Rebinding();
+        modules.values().forEach(module -> rebinding.module(module.entry(), module.handle()));
+        functions.values().forEach(function -> rebinding.function(function.entry(), function.handle()));
+        streams.values().forEach(stream -> rebinding.stream(stream.entry(), stream.handle()));
+        events.values().forEach(event -> rebinding.event(event.entry(), event.handle()));
+        return rebinding;
+    }
+}
