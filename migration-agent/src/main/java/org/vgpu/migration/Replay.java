@@ -3,10 +3,10 @@ package org.vgpu.migration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Consumer;
 
 import org.vgpu.migration.ReplayLog.EventEntry;
 import org.vgpu.migration.ReplayLog.FunctionEntry;
@@ -104,36 +104,21 @@ final class Replay {
 
     /** Undoes on the target what the app destroyed since the first pass; functions went with their modules. */
     private void removeGone() {
-        Map<Integer, ModuleEntry> liveModules = log.modules();
-        for (Iterator<Map.Entry<Integer, Replayed<ModuleEntry, ModuleHandle>>> replayed =
-                        modules.entrySet().iterator();
-                replayed.hasNext(); ) {
-            Map.Entry<Integer, Replayed<ModuleEntry, ModuleHandle>> module = replayed.next();
-            if (liveModules.get(module.getKey()) != module.getValue().entry()) {
-                target.moduleUnload(module.getValue().handle());
-                globals.remove(module.getKey());
-                replayed.remove();
-            }
-        }
-        Map<Integer, FunctionEntry> liveFunctions = log.functions();
-        functions
-                .entrySet()
-                .removeIf(function -> liveFunctions.get(function.getKey())
-                        != function.getValue().entry());
+        dropGone(modules, log.modules(), target::moduleUnload);
+        globals.keySet().retainAll(modules.keySet());
+        dropGone(functions, log.functions(), unloadedWithItsModule -> {});
         attributes.keySet().retainAll(functions.keySet());
-        Map<Integer, StreamEntry> liveStreams = log.streams();
-        streams.entrySet().removeIf(stream -> {
-            boolean gone = liveStreams.get(stream.getKey()) != stream.getValue().entry();
+        dropGone(streams, log.streams(), target::streamDestroy);
+        dropGone(events, log.events(), target::eventDestroy);
+    }
+
+    /** Forgets the replayed entries that {@code live} no longer has, each after {@code destroy} of its target handle. */
+    private static <E, H> void dropGone(
+            Map<Integer, Replayed<E, H>> replayed, Map<Integer, E> live, Consumer<H> destroy) {
+        replayed.entrySet().removeIf(entry -> {
+            boolean gone = live.get(entry.getKey()) != entry.getValue().entry();
             if (gone) {
-                target.streamDestroy(stream.getValue().handle());
-            }
-            return gone;
-        });
-        Map<Integer, EventEntry> liveEvents = log.events();
-        events.entrySet().removeIf(event -> {
-            boolean gone = liveEvents.get(event.getKey()) != event.getValue().entry();
-            if (gone) {
-                target.eventDestroy(event.getValue().handle());
+                destroy.accept(entry.getValue().handle());
             }
             return gone;
         });
