@@ -115,8 +115,8 @@ final class Migration {
             drain = drained - locked;
 
             step = MigrationStep.REPLAY;
-            regions = gpu.log().regions();
-            ReplayLog.Rebinding rebinding = replaying.catchUp(regions, faults);
+            ReplayLog.Rebinding rebinding = replaying.catchUp(faults);
+            regions = replaying.allocations();
             long replayed = System.nanoTime();
             replay = replayed - drained;
 

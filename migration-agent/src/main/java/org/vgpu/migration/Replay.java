@@ -60,6 +60,8 @@ final class Replay {
     private final Map<Integer, Replayed<EventEntry, EventHandle>> events = new HashMap<>();
     /** The allocations placed on the target, in address order. */
     private List<DeviceRegion> allocations = List.of();
+    /** The log's count of changes, read before the last pass read the log. */
+    private long changesSeen = -1;
     /** Allocations replayed so far, the index {@link FaultPoint#REPLAY_ALLOCATION} counts with. */
     private int allocationsReplayed;
 
@@ -76,6 +78,7 @@ final class Replay {
      * @throws VgpuException the target's failure; the caller closes it
      */
     void ahead(MigrationFaults faults) {
+        changesSeen = log.changes();
         replayObjects();
         List<DeviceRegion> live = log.regions();
         placeAllocations(live, faults);
@@ -83,23 +86,36 @@ final class Replay {
     }
 
     /**
-     * The second pass, under the lock: brings the target up to the log as it is now.
+     * The second pass, under the lock: brings the target up to the log as it is now. Where the log
+     * has not changed since the first pass read it (no call of the app's created, destroyed or set
+     * anything; launches and copies change nothing here), there is nothing to compare.
      *
-     * @param regions the live allocations, {@link ReplayLog#regions()} taken under the lock, which
-     *                mem-sync then copies: one walk of the log for both
      * @return the target's handle for every live entry, which the switch applies
      * @throws VgpuException the target's failure; the caller closes it
      */
-    ReplayLog.Rebinding catchUp(List<DeviceRegion> regions, MigrationFaults faults) {
-        removeGone();
-        replayObjects();
-        List<DeviceRegion> added = new ArrayList<>();
-        for (DeviceRegion gone : difference(allocations, regions, added)) {
-            target.memFree(gone.address());
+    ReplayLog.Rebinding catchUp(MigrationFaults faults) {
+        long changes = log.changes();
+        if (changes != changesSeen) {
+            changesSeen = changes;
+            removeGone();
+            replayObjects();
+            List<DeviceRegion> live = log.regions();
+            List<DeviceRegion> added = new ArrayList<>();
+            for (DeviceRegion gone : difference(allocations, live, added)) {
+                target.memFree(gone.address());
+            }
+            placeAllocations(added, faults);
+            allocations = live;
         }
-        placeAllocations(added, faults);
-        allocations = regions;
         return rebinding();
+    }
+
+    /**
+     * The live allocations, in address order, as the last pass left them on the target: after
+     * {@link #catchUp}, the log's under the lock, which mem-sync copies (one walk of the log for both).
+     */
+    List<DeviceRegion> allocations() {
+        return allocations;
     }
 
     /** Undoes on the target what the app destroyed since the first pass; functions went with their modules. */

@@ -8,6 +8,7 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.ErrorCode;
@@ -101,11 +102,23 @@ final class ReplayLog {
      */
     private final ConcurrentSkipListMap<Long, Long> allocations = new ConcurrentSkipListMap<>();
 
+    /**
+     * Counts the changes to what a replay makes, each counted after it is made: a replay that read
+     * the count before it read the log, and finds it unchanged later, knows the log is as it read it.
+     */
+    private final AtomicLong changes = new AtomicLong();
+
+    /** The count of changes so far; see {@link #changes}. */
+    long changes() {
+        return changes.get();
+    }
+
     // ---- modules and functions
 
     ModuleHandle addModule(byte[] image, ModuleHandle current) {
         int id = nextModuleId.getAndIncrement();
         modules.put(id, new ModuleEntry(image, current));
+        changes.incrementAndGet();
         return new ModuleHandle(id);
     }
 
@@ -120,6 +133,7 @@ final class ReplayLog {
     /** Records a variable's lookup: the replay gives it the same address, mem-sync copies its contents. */
     void addGlobal(ModuleHandle module, String name, DeviceRegion region) {
         module(module).globals.put(name, region);
+        changes.incrementAndGet();
     }
 
     /** The module variables the app looked up, which a migration copies as it copies allocations. */
@@ -136,6 +150,7 @@ final class ReplayLog {
         modules.remove(module.id());
         functions.values().removeIf(function -> function.moduleId == module.id());
         functionsByName.keySet().removeIf(key -> key.moduleId() == module.id());
+        changes.incrementAndGet();
     }
 
     /** The handle an earlier lookup of {@code name} in {@code module} returned; null when there was none. */
@@ -153,6 +168,7 @@ final class ReplayLog {
         return functionsByName.computeIfAbsent(key, unused -> {
             int id = nextFunctionId.getAndIncrement();
             functions.put(id, new FunctionEntry(module.id(), name, current));
+            changes.incrementAndGet();
             return new FunctionHandle(id, name);
         });
     }
@@ -171,6 +187,7 @@ final class ReplayLog {
             settings.remove(setting.key());
             settings.put(setting.key(), setting);
         }
+        changes.incrementAndGet();
     }
 
     /** Records a set attribute, once the backend has taken it. */
@@ -180,6 +197,7 @@ final class ReplayLog {
             throw unknown("function", function.id());
         }
         entry.attributes.put(attribute, value);
+        changes.incrementAndGet();
     }
 
     // ---- streams and events
@@ -187,6 +205,7 @@ final class ReplayLog {
     StreamHandle addStream(StreamHandle current) {
         int id = nextStreamId.getAndIncrement();
         streams.put(id, new StreamEntry(current));
+        changes.incrementAndGet();
         return new StreamHandle(id);
     }
 
@@ -204,11 +223,13 @@ final class ReplayLog {
 
     void removeStream(StreamHandle stream) {
         streams.remove(stream.id());
+        changes.incrementAndGet();
     }
 
     EventHandle addEvent(EventHandle current) {
         int id = nextEventId.getAndIncrement();
         events.put(id, new EventEntry(current));
+        changes.incrementAndGet();
         return new EventHandle(id);
     }
 
@@ -222,16 +243,19 @@ final class ReplayLog {
 
     void removeEvent(EventHandle event) {
         events.remove(event.id());
+        changes.incrementAndGet();
     }
 
     // ---- allocations
 
     void addAllocation(long address, long bytes) {
         allocations.put(address, bytes);
+        changes.incrementAndGet();
     }
 
     void removeAllocation(long address) {
         allocations.remove(address);
+        changes.incrementAndGet();
     }
 
     /** The live allocations as the app asked for them, in address order. */

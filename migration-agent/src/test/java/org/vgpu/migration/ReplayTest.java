@@ -159,7 +159,7 @@ class ReplayTest {
             log.addAllocation(base + 3 * KIB4, 2 * KIB4); // the same address, another size
             log.addAllocation(base + 8 * KIB4, KIB4);
 
-            ReplayLog.Rebinding rebinding = replay.catchUp(log.regions(), MigrationFaults.NONE);
+            ReplayLog.Rebinding rebinding = replay.catchUp(MigrationFaults.NONE);
             assertEquals(
                     List.of(
                             "moduleUnload",
@@ -174,7 +174,8 @@ class ReplayTest {
                             "memAllocAllAt 2"),
                     target.drain());
 
-            // the target holds the log's allocations and nothing else
+            // the target holds the log's allocations and nothing else; mem-sync copies them
+            assertEquals(log.regions(), replay.allocations());
             for (DeviceRegion region : log.regions()) {
                 assertEquals(region, target.memGetAddressRange(region.address()));
             }
@@ -188,8 +189,9 @@ class ReplayTest {
             target.streamSynchronize(log.backendStream(keptStream));
 
             // a second catch-up with nothing changed makes no call
-            replay.catchUp(log.regions(), MigrationFaults.NONE);
+            replay.catchUp(MigrationFaults.NONE);
             assertEquals(List.of(), target.drain());
+            assertEquals(log.regions(), replay.allocations());
         }
     }
 
