@@ -62,6 +62,8 @@ final class Replay {
     private List<DeviceRegion> allocations = List.of();
     /** The log's count of changes, read before the last pass read the log. */
     private long changesSeen = -1;
+    /** The target's handles as the last pass left them, made while the app runs where it can be. */
+    private ReplayLog.Rebinding rebinding;
     /** Allocations replayed so far, the index {@link FaultPoint#REPLAY_ALLOCATION} counts with. */
     private int allocationsReplayed;
 
@@ -83,6 +85,7 @@ final class Replay {
         List<DeviceRegion> live = log.regions();
         placeAllocations(live, faults);
         allocations = live;
+        rebinding = rebinding();
     }
 
     /**
@@ -106,8 +109,9 @@ final class Replay {
             }
             placeAllocations(added, faults);
             allocations = live;
+            rebinding = rebinding();
         }
-        return rebinding();
+        return rebinding;
     }
 
     /**
