@@ -415,8 +415,17 @@ public final class MigratableGpu extends GatedVirtualGpu {
     public void memFree(long address) {
         CallGate.Slot slot = gate.enter();
         try {
-            backend.memFree(address);
-            log.removeAllocation(address);
+            // Out of the log before the backend may give the address out again: another thread's allocation there
+            // would otherwise be recorded first and then taken out by this free, and lost to every later replay.
+            Long bytes = log.removeAllocation(address);
+            try {
+                backend.memFree(address);
+            } catch (RuntimeException e) {
+                if (bytes != null) {
+                    log.addAllocation(address, bytes);
+                }
+                throw e;
+            }
         } finally {
             gate.exit(slot);
         }

@@ -38,7 +38,9 @@ import org.vgpu.runtime.api.VirtualGpu;
  * until the switch, an entry is known by its id, which the log never gives out twice, and the log's
  * tables may be read while the app changes them. Whatever the first pass saw (an object created
  * during it may be in or not), the second compares with the settled log and keeps, adds or
- * removes accordingly. A failure in either pass leaves the caller to close the target, which frees
+ * removes accordingly. Allocations are the exception: two read across a free and the allocation
+ * that reused its place could overlap, so the first pass places them only as read while no change
+ * was under way ({@link ReplayLog#settledRegions}). A failure in either pass leaves the caller to close the target, which frees
  * everything replayed on it.
  */
 final class Replay {
@@ -82,7 +84,9 @@ final class Replay {
     void ahead(MigrationFaults faults) {
         changesSeen = log.changes();
         replayObjects();
-        List<DeviceRegion> live = log.regions();
+        // read with no free or allocation under way, else left to the catch-up (a list read across a
+        // free and the allocation that took its place could hold both, and the target would refuse it)
+        List<DeviceRegion> live = log.settledRegions();
         placeAllocations(live, faults);
         allocations = live;
         rebinding = rebinding();

@@ -108,17 +108,32 @@ final class ReplayLog {
      */
     private final AtomicLong changes = new AtomicLong();
 
-    /** The count of changes so far; see {@link #changes}. */
+    /** Counts the same changes as {@link #changes}, each before it is made: where the two differ, one is under way. */
+    private final AtomicLong changesBegun = new AtomicLong();
+
+    /** Tries of {@link #settledRegions} before it gives up on an app that keeps allocating and freeing. */
+    private static final int SETTLED_TRIES = 8;
+
+    /** The count of changes made so far; see {@link #changes}. */
     long changes() {
         return changes.get();
+    }
+
+    private void changing() {
+        changesBegun.incrementAndGet();
+    }
+
+    private void changed() {
+        changes.incrementAndGet();
     }
 
     // ---- modules and functions
 
     ModuleHandle addModule(byte[] image, ModuleHandle current) {
         int id = nextModuleId.getAndIncrement();
+        changing();
         modules.put(id, new ModuleEntry(image, current));
-        changes.incrementAndGet();
+        changed();
         return new ModuleHandle(id);
     }
 
@@ -132,8 +147,10 @@ final class ReplayLog {
 
     /** Records a variable's lookup: the replay gives it the same address, mem-sync copies its contents. */
     void addGlobal(ModuleHandle module, String name, DeviceRegion region) {
-        module(module).globals.put(name, region);
-        changes.incrementAndGet();
+        ModuleEntry entry = module(module);
+        changing();
+        entry.globals.put(name, region);
+        changed();
     }
 
     /** The module variables the app looked up, which a migration copies as it copies allocations. */
@@ -147,10 +164,11 @@ final class ReplayLog {
 
     /** Forgets a module and the functions looked up in it, which CUDA invalidates with it. */
     void removeModule(ModuleHandle module) {
+        changing();
         modules.remove(module.id());
         functions.values().removeIf(function -> function.moduleId == module.id());
         functionsByName.keySet().removeIf(key -> key.moduleId() == module.id());
-        changes.incrementAndGet();
+        changed();
     }
 
     /** The handle an earlier lookup of {@code name} in {@code module} returned; null when there was none. */
@@ -167,8 +185,9 @@ final class ReplayLog {
         FunctionKey key = new FunctionKey(module.id(), name);
         return functionsByName.computeIfAbsent(key, unused -> {
             int id = nextFunctionId.getAndIncrement();
+            changing();
             functions.put(id, new FunctionEntry(module.id(), name, current));
-            changes.incrementAndGet();
+            changed();
             return new FunctionHandle(id, name);
         });
     }
@@ -183,11 +202,12 @@ final class ReplayLog {
 
     /** Records a context setting, once the backend has taken it: it replaces the last one of its key. */
     void setSetting(GatedVirtualGpu.Setting setting) {
+        changing();
         synchronized (settings) {
             settings.remove(setting.key());
             settings.put(setting.key(), setting);
         }
-        changes.incrementAndGet();
+        changed();
     }
 
     /** Records a set attribute, once the backend has taken it. */
@@ -196,16 +216,18 @@ final class ReplayLog {
         if (entry == null) {
             throw unknown("function", function.id());
         }
+        changing();
         entry.attributes.put(attribute, value);
-        changes.incrementAndGet();
+        changed();
     }
 
     // ---- streams and events
 
     StreamHandle addStream(StreamHandle current) {
         int id = nextStreamId.getAndIncrement();
+        changing();
         streams.put(id, new StreamEntry(current));
-        changes.incrementAndGet();
+        changed();
         return new StreamHandle(id);
     }
 
@@ -222,14 +244,16 @@ final class ReplayLog {
     }
 
     void removeStream(StreamHandle stream) {
+        changing();
         streams.remove(stream.id());
-        changes.incrementAndGet();
+        changed();
     }
 
     EventHandle addEvent(EventHandle current) {
         int id = nextEventId.getAndIncrement();
+        changing();
         events.put(id, new EventEntry(current));
-        changes.incrementAndGet();
+        changed();
         return new EventHandle(id);
     }
 
@@ -242,20 +266,48 @@ final class ReplayLog {
     }
 
     void removeEvent(EventHandle event) {
+        changing();
         events.remove(event.id());
-        changes.incrementAndGet();
+        changed();
     }
 
     // ---- allocations
 
     void addAllocation(long address, long bytes) {
+        changing();
         allocations.put(address, bytes);
-        changes.incrementAndGet();
+        changed();
     }
 
-    void removeAllocation(long address) {
-        allocations.remove(address);
-        changes.incrementAndGet();
+    /** @return the bytes of the allocation removed, null when none was at {@code address} */
+    Long removeAllocation(long address) {
+        changing();
+        Long bytes = allocations.remove(address);
+        changed();
+        return bytes;
+    }
+
+    /**
+     * The live allocations as {@link #regions()} gives them, read while no change was under way
+     * (the app may be allocating and freeing meanwhile: a list read across a free and the allocation
+     * after it could hold both, overlapping); empty when the app changed the log during every one of a
+     * few tries, which a replay ahead of the lock leaves to its catch-up under it.
+     */
+    List<DeviceRegion> settledRegions() {
+        for (int tries = 0; tries < SETTLED_TRIES; tries++) {
+            // begun first: where finished equals it, every change begun before was finished (one begun later
+            // moves begun on, which the last read sees)
+            long begun = changesBegun.get();
+            if (changes.get() != begun) {
+                Thread.onSpinWait();
+                continue;
+            }
+            List<DeviceRegion> regions = regions();
+            if (changesBegun.get() == begun) {
+                return regions;
+            }
+        }
+        return List.of();
     }
 
     /** The live allocations as the app asked for them, in address order. */

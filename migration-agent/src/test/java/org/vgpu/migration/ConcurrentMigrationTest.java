@@ -16,8 +16,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 import org.vgpu.runtime.api.Dim3;
+import org.vgpu.runtime.api.EventHandle;
 import org.vgpu.runtime.api.FunctionHandle;
 import org.vgpu.runtime.api.KernelArgs;
+import org.vgpu.runtime.api.ModuleHandle;
 import org.vgpu.runtime.api.StreamHandle;
 import org.vgpu.runtime.kernels.TestKernels;
 
@@ -86,21 +88,105 @@ class ConcurrentMigrationTest {
                     return rounds;
                 }));
             }
-            int migrations = 30;
-            for (int m = 0; m < migrations; m++) {
-                MigrationReport report = gpu.migrate(Emulation.gpu((m + 1) % 3));
-                assertTrue(report.migrated(), report.summary());
-            }
-            stop.set(true);
-            for (Future<Integer> worker : workers) {
-                assertTrue(worker.get(60, TimeUnit.SECONDS) >= 20);
-            }
+            int migrations = migrateUnder(gpu, workers, stop);
             assertEquals(migrations, gpu.migrationCount());
             assertEquals(0, gpu.liveBytes());
         } finally {
             stop.set(true);
             pool.shutdownNow();
         }
+    }
+
+    /**
+     * App threads that keep allocating and freeing, creating and destroying streams and events and
+     * loading and unloading modules while the vGPU migrates under them, so that the replay ahead of
+     * each migration reads a log that changes as it reads it: every round computes exactly, and once
+     * the threads have freed all, the device the vGPU ended on holds nothing (a catch-up that missed a
+     * free would leave it mapped there).
+     */
+    @Test
+    void appThreadsThatCreateAndDestroyWhileTheVgpuMigratesFindEverythingOnTheTarget() throws Exception {
+        int threads = 3;
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        AtomicBoolean stop = new AtomicBoolean();
+        try (Emulation emulation = new Emulation(3);
+                MigratableGpu gpu = emulation.open(0, 0)) {
+            List<Future<Integer>> workers = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                int thread = t;
+                workers.add(pool.submit(() -> {
+                    int rounds = 0;
+                    while (!stop.get() || rounds < 20) {
+                        // sizes from 4 KiB (a shared chunk) to 3 MiB (chunks of its own), different each round
+                        int n = 1024 << ((rounds + thread) % 10);
+                        ModuleHandle module = gpu.moduleLoadData(TestKernels.ptx());
+                        FunctionHandle saxpy = gpu.moduleGetFunction(module, TestKernels.SAXPY);
+                        StreamHandle stream = gpu.streamCreate();
+                        EventHandle done = gpu.eventCreate();
+                        long dx = gpu.memAlloc(n * 4L);
+                        long dy = gpu.memAlloc(n * 4L);
+                        gpu.memsetD32(dx, Float.floatToRawIntBits(thread + 1f), n);
+                        gpu.memsetD32(dy, Float.floatToRawIntBits(rounds), n);
+                        gpu.launchKernel(
+                                saxpy,
+                                Dim3.of(Math.ceilDiv(n, 256)),
+                                Dim3.of(256),
+                                0,
+                                stream,
+                                KernelArgs.builder()
+                                        .i32(n)
+                                        .f32(2f)
+                                        .pointer(dx)
+                                        .pointer(dy)
+                                        .build());
+                        gpu.eventRecord(done, stream);
+                        gpu.eventSynchronize(done);
+                        float[] y = new float[n];
+                        gpu.memcpyDtoH(MemorySegment.ofArray(y), dy, n * 4L);
+                        float expected = 2f * (thread + 1f) + rounds;
+                        for (int i = 0; i < n; i++) {
+                            if (y[i] != expected) {
+                                throw new AssertionError("thread " + thread + " round " + rounds + " element " + i
+                                        + ": expected " + expected + ", got " + y[i]);
+                            }
+                        }
+                        gpu.memFree(dx);
+                        gpu.memFree(dy);
+                        gpu.eventDestroy(done);
+                        gpu.streamDestroy(stream);
+                        gpu.moduleUnload(module);
+                        rounds++;
+                    }
+                    return rounds;
+                }));
+            }
+            int migrations = migrateUnder(gpu, workers, stop);
+            assertEquals(0, gpu.liveBytes());
+            assertEquals(0, emulation.usedBytes(migrations % 3), "the device the vGPU ended on holds nothing");
+        } finally {
+            stop.set(true);
+            pool.shutdownNow();
+        }
+    }
+
+    /**
+     * Moves {@code gpu} round three devices, 30 times, while {@code workers} run, then stops them, each
+     * having done at least 20 rounds.
+     *
+     * @return the migrations: the vGPU ends on device {@code migrations % 3}
+     */
+    private static int migrateUnder(MigratableGpu gpu, List<Future<Integer>> workers, AtomicBoolean stop)
+            throws Exception {
+        int migrations = 30;
+        for (int m = 0; m < migrations; m++) {
+            MigrationReport report = gpu.migrate(Emulation.gpu((m + 1) % 3));
+            assertTrue(report.migrated(), report.summary());
+        }
+        stop.set(true);
+        for (Future<Integer> worker : workers) {
+            assertTrue(worker.get(60, TimeUnit.SECONDS) >= 20);
+        }
+        return migrations;
     }
 
     /**

@@ -25,6 +25,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import org.vgpu.runtime.api.DeviceProperties;
+import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.EventHandle;
@@ -50,6 +51,46 @@ class MigratableGpuTest {
     @AfterEach
     void stopThreads() {
         threads.shutdownNow();
+    }
+
+    /**
+     * One thread frees an allocation while another allocates as much: the backend may give the second
+     * the address the first just freed, and the log must end with the second's allocation, which a
+     * migration replays (were it lost, the target would give its address out again, to a third).
+     */
+    @Test
+    void anAllocationThatReusesAnAddressBeingFreedStaysInTheLog() throws Exception {
+        long bytes = 4096;
+        try (Emulation emulation = new Emulation(2)) {
+            AtomicReference<MigratableGpu> app = new AtomicReference<>();
+            AtomicReference<Long> reused = new AtomicReference<>();
+            // frees, then lets another thread allocate before the free returns
+            VirtualGpu source = new ForwardingVirtualGpu(emulation.backend.open(0, VaWindow.forVgpu(0))) {
+                @Override
+                public void memFree(long address) {
+                    super.memFree(address);
+                    CompletableFuture<Long> other =
+                            CompletableFuture.supplyAsync(() -> app.get().memAlloc(bytes), threads);
+                    reused.set(other.join());
+                }
+            };
+            try (MigratableGpu gpu = new MigratableGpu(
+                    source,
+                    Emulation.gpu(0),
+                    new NodeTargetResolver(emulation.backend),
+                    Emulation.VERIFIED,
+                    MigrationListener.NONE,
+                    MigrationFaults.NONE)) {
+                app.set(gpu);
+                long first = gpu.memAlloc(bytes);
+                gpu.memFree(first);
+                assertEquals(first, reused.get(), "first fit gives the freed address out again");
+                assertEquals(bytes, gpu.liveBytes(), "the second allocation is in the log");
+                gpu.migrate(Emulation.gpu(1));
+                gpu.memsetD8(first, (byte) 7, bytes);
+                assertEquals(new DeviceRegion(first, bytes), gpu.memGetAddressRange(first), "and on the target");
+            }
+        }
     }
 
     /**
