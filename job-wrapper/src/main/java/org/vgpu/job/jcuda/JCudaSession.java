@@ -243,8 +243,23 @@ final class JCudaSession {
     }
 
     void free(long address) {
-        gpuOf(address).memFree(address);
-        allocations.remove(address);
+        free(gpuOf(address), address);
+    }
+
+    /**
+     * Frees {@code address} on {@code gpu}, out of the table first: once the vGPU has freed it, another thread's
+     * allocation may get the address, and its entry must not be the one taken out.
+     */
+    private void free(VirtualGpu gpu, long address) {
+        Integer device = allocations.remove(address);
+        try {
+            gpu.memFree(address);
+        } catch (RuntimeException e) {
+            if (device != null) {
+                allocations.put(address, device);
+            }
+            throw e;
+        }
     }
 
     void allocateHost(Pointer pointer, long bytes) {
@@ -276,8 +291,7 @@ final class JCudaSession {
         gpu.ctxSynchronize();
         for (Map.Entry<Long, Integer> allocation : new ArrayList<>(allocations.entrySet())) {
             if (allocation.getValue() == device) {
-                gpu.memFree(allocation.getKey());
-                allocations.remove(allocation.getKey());
+                free(gpu, allocation.getKey());
             }
         }
         streams.values().removeIf(stream -> {

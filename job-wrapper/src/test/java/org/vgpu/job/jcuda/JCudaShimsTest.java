@@ -15,6 +15,9 @@ import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 
 import jcuda.CudaException;
 import jcuda.Pointer;
@@ -26,7 +29,10 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import org.vgpu.runtime.Backends;
+import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.ForwardingVirtualGpu;
 import org.vgpu.runtime.api.VaWindow;
+import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.api.VirtualGpu;
 import org.vgpu.runtime.emulated.EmulatedBackend;
 
@@ -39,6 +45,34 @@ class JCudaShimsTest {
     void close() {
         JCudaApi.DRIVER.setExceptionsEnabled(false);
         gpu.close();
+    }
+
+    /**
+     * A free on one thread and an allocation on another that gets the freed address: the session's
+     * table keeps the second, so a reset (cuCtxDestroy) frees it too.
+     */
+    @Test
+    void anAllocationThatReusesAnAddressBeingFreedIsFreedByAReset() {
+        long bytes = 4096;
+        AtomicReference<JCudaSession> session = new AtomicReference<>();
+        AtomicLong reused = new AtomicLong();
+        VirtualGpu racing = new ForwardingVirtualGpu(gpu) {
+            @Override
+            public void memFree(long address) {
+                super.memFree(address);
+                if (reused.get() == 0) {
+                    reused.set(CompletableFuture.supplyAsync(() -> session.get().allocate(bytes))
+                            .join());
+                }
+            }
+        };
+        session.set(new JCudaSession(List.of(racing)));
+        long first = session.get().allocate(bytes);
+        session.get().free(first);
+        assertEquals(first, reused.get(), "first fit gives the freed address out again");
+        session.get().reset(0);
+        VgpuException gone = assertThrows(VgpuException.class, () -> gpu.memGetAddressRange(first));
+        assertEquals(ErrorCode.CUDA_ERROR_NOT_FOUND, gone.code(), "the reset freed the allocation there");
     }
 
     @Test
