@@ -12,7 +12,8 @@ import java.util.Objects;
  * @param cooldown         no second migration of a vGPU within this time of its last one, so nothing ping-pongs
  * @param endGuard         no migration in the last part of a job's time limit, where the move cannot pay
  * @param memSyncBytesPerSecond the bandwidth assumed for copying a vGPU's live memory to its new GPU
- * @param replayCost       the fixed time a move costs besides copying (replaying modules, allocations, streams)
+ * @param replayCost       the fixed time a move blocks the app besides copying (the lock, draining the source, the
+ *                         replay's catch-up; the replay itself runs ahead of the lock)
  */
 public record MigrationPolicy(
         boolean migrateHome, Duration cooldown, Duration endGuard, long memSyncBytesPerSecond, Duration replayCost) {
