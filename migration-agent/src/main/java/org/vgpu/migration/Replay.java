@@ -5,6 +5,7 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.function.Consumer;
 
@@ -40,8 +41,8 @@ import org.vgpu.runtime.api.VirtualGpu;
  * during it may be in or not), the second compares with the settled log and keeps, adds or
  * removes accordingly. Allocations are the exception: two read across a free and the allocation
  * that reused its place could overlap, so the first pass places them only as read while no change
- * was under way ({@link ReplayLog#settledRegions}). A failure in either pass leaves the caller to close the target, which frees
- * everything replayed on it.
+ * was under way ({@link ReplayLog#settledRegions}), or else leaves them all to the second pass. A failure
+ * in either pass leaves the caller to close the target, which frees everything replayed on it.
  */
 final class Replay {
     private final ReplayLog log;
@@ -86,9 +87,14 @@ final class Replay {
         replayObjects();
         // read with no free or allocation under way, else left to the catch-up (a list read across a
         // free and the allocation that took its place could hold both, and the target would refuse it)
-        List<DeviceRegion> live = log.settledRegions();
-        placeAllocations(live, faults);
-        allocations = live;
+        Optional<List<DeviceRegion>> settled = log.settledRegions();
+        if (settled.isPresent()) {
+            placeAllocations(settled.get(), faults);
+            allocations = settled.get();
+        } else {
+            // whatever the count says then, the catch-up compares: the target has none of the allocations
+            changesSeen = -1;
+        }
         rebinding = rebinding();
     }
 

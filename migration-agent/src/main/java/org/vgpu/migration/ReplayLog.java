@@ -5,6 +5,7 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -119,11 +120,13 @@ final class ReplayLog {
         return changes.get();
     }
 
-    private void changing() {
+    /** A change begins; every change of the log is one {@code changing()} before it and one {@link #changed()} after. */
+    void changing() {
         changesBegun.incrementAndGet();
     }
 
-    private void changed() {
+    /** A change has been made; see {@link #changing()}. */
+    void changed() {
         changes.incrementAndGet();
     }
 
@@ -293,7 +296,7 @@ final class ReplayLog {
      * after it could hold both, overlapping); empty when the app changed the log during every one of a
      * few tries, which a replay ahead of the lock leaves to its catch-up under it.
      */
-    List<DeviceRegion> settledRegions() {
+    Optional<List<DeviceRegion>> settledRegions() {
         for (int tries = 0; tries < SETTLED_TRIES; tries++) {
             // begun first: where finished equals it, every change begun before was finished (one begun later
             // moves begun on, which the last read sees)
@@ -304,10 +307,10 @@ final class ReplayLog {
             }
             List<DeviceRegion> regions = regions();
             if (changesBegun.get() == begun) {
-                return regions;
+                return Optional.of(regions);
             }
         }
-        return List.of();
+        return Optional.empty();
     }
 
     /** The live allocations as the app asked for them, in address order. */

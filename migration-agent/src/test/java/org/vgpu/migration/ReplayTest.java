@@ -195,6 +195,32 @@ class ReplayTest {
         }
     }
 
+    /**
+     * An app that is allocating or freeing at every try of the replay ahead: no allocation is placed
+     * ahead (a list read then could hold a freed one and its successor, overlapping), and the
+     * catch-up places them all, whatever the count of changes says by then.
+     */
+    @Test
+    void allocationsReadWhileAChangeIsUnderWayAreLeftToTheCatchUp() {
+        VaWindow window = VaWindow.forVgpu(0);
+        try (Emulation emulation = new Emulation(1);
+                RecordingTarget target = new RecordingTarget(emulation.backend.open(0, window))) {
+            ReplayLog log = new ReplayLog();
+            for (int k = 0; k < 3; k++) {
+                log.addAllocation(window.base() + k * KIB4, KIB4);
+            }
+            Replay replay = new Replay(log, target);
+            log.changing(); // a free or an allocation under way, through every try
+            replay.ahead(MigrationFaults.NONE);
+            assertEquals(List.of(), target.drain(), "nothing placed ahead");
+            assertEquals(List.of(), replay.allocations());
+
+            replay.catchUp(MigrationFaults.NONE);
+            assertEquals(List.of("memAllocAllAt 3"), target.drain());
+            assertEquals(log.regions(), replay.allocations());
+        }
+    }
+
     /** The target's handle for the app's function, as the switch would make it current. */
     private static FunctionHandle saxpyOnTarget(ReplayLog log, ReplayLog.Rebinding rebinding, FunctionHandle app) {
         rebinding.commit();
