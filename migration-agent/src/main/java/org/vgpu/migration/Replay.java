@@ -12,6 +12,7 @@ import java.util.function.Consumer;
 import org.vgpu.migration.ReplayLog.EventEntry;
 import org.vgpu.migration.ReplayLog.FunctionEntry;
 import org.vgpu.migration.ReplayLog.ModuleEntry;
+import org.vgpu.migration.ReplayLog.Rebound;
 import org.vgpu.migration.ReplayLog.StreamEntry;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.EventHandle;
@@ -51,16 +52,16 @@ final class Replay {
     /** The settings set on the target, by key. */
     private final Map<Object, GatedVirtualGpu.Setting> settings = new HashMap<>();
 
-    private final Map<Integer, Replayed<ModuleEntry, ModuleHandle>> modules = new HashMap<>();
+    private final Map<Integer, Rebound<ModuleEntry, ModuleHandle>> modules = new HashMap<>();
     /** The variables placed on the target, by module id. */
     private final Map<Integer, Set<String>> globals = new HashMap<>();
 
-    private final Map<Integer, Replayed<FunctionEntry, FunctionHandle>> functions = new HashMap<>();
+    private final Map<Integer, Rebound<FunctionEntry, FunctionHandle>> functions = new HashMap<>();
     /** The attributes set on the target, by function id. */
     private final Map<Integer, Map<FunctionAttribute, Integer>> attributes = new HashMap<>();
 
-    private final Map<Integer, Replayed<StreamEntry, StreamHandle>> streams = new HashMap<>();
-    private final Map<Integer, Replayed<EventEntry, EventHandle>> events = new HashMap<>();
+    private final Map<Integer, Rebound<StreamEntry, StreamHandle>> streams = new HashMap<>();
+    private final Map<Integer, Rebound<EventEntry, EventHandle>> events = new HashMap<>();
     /** The allocations placed on the target, in address order. */
     private List<DeviceRegion> allocations = List.of();
     /** The log's count of changes, read before the last pass read the log. */
@@ -69,8 +70,6 @@ final class Replay {
     private ReplayLog.Rebinding rebinding;
     /** Allocations replayed so far, the index {@link FaultPoint#REPLAY_ALLOCATION} counts with. */
     private int allocationsReplayed;
-
-    private record Replayed<E, H>(E entry, H handle) {}
 
     Replay(ReplayLog log, VirtualGpu target) {
         this.log = log;
@@ -144,7 +143,7 @@ final class Replay {
 
     /** Forgets the replayed entries that {@code live} no longer has, each after {@code destroy} of its target handle. */
     private static <E, H> void dropGone(
-            Map<Integer, Replayed<E, H>> replayed, Map<Integer, E> live, Consumer<H> destroy) {
+            Map<Integer, Rebound<E, H>> replayed, Map<Integer, E> live, Consumer<H> destroy) {
         replayed.entrySet().removeIf(entry -> {
             boolean gone = live.get(entry.getKey()) != entry.getValue().entry();
             if (gone) {
@@ -168,10 +167,10 @@ final class Replay {
         for (Map.Entry<Integer, ModuleEntry> module : log.modules().entrySet()) {
             if (!modules.containsKey(module.getKey())) {
                 ModuleHandle handle = target.moduleLoadData(module.getValue().image);
-                modules.put(module.getKey(), new Replayed<>(module.getValue(), handle));
+                modules.put(module.getKey(), new Rebound<>(module.getValue(), handle));
             }
         }
-        for (Map.Entry<Integer, Replayed<ModuleEntry, ModuleHandle>> module : modules.entrySet()) {
+        for (Map.Entry<Integer, Rebound<ModuleEntry, ModuleHandle>> module : modules.entrySet()) {
             Set<String> placed = globals.computeIfAbsent(module.getKey(), unused -> new HashSet<>());
             for (Map.Entry<String, DeviceRegion> global :
                     module.getValue().entry().globals.entrySet()) {
@@ -185,14 +184,14 @@ final class Replay {
         }
         for (Map.Entry<Integer, FunctionEntry> function : log.functions().entrySet()) {
             FunctionEntry entry = function.getValue();
-            Replayed<ModuleEntry, ModuleHandle> module = modules.get(entry.moduleId);
+            Rebound<ModuleEntry, ModuleHandle> module = modules.get(entry.moduleId);
             if (module == null) {
                 // its module was loaded after this pass looked at the modules: the next pass replays both
                 continue;
             }
-            Replayed<FunctionEntry, FunctionHandle> replayed = functions.computeIfAbsent(
+            Rebound<FunctionEntry, FunctionHandle> replayed = functions.computeIfAbsent(
                     function.getKey(),
-                    unused -> new Replayed<>(entry, target.moduleGetFunction(module.handle(), entry.name)));
+                    unused -> new Rebound<>(entry, target.moduleGetFunction(module.handle(), entry.name)));
             Map<FunctionAttribute, Integer> set =
                     attributes.computeIfAbsent(function.getKey(), unused -> new HashMap<>());
             entry.attributes.forEach((attribute, value) -> {
@@ -203,11 +202,10 @@ final class Replay {
             });
         }
         for (Map.Entry<Integer, StreamEntry> stream : log.streams().entrySet()) {
-            streams.computeIfAbsent(
-                    stream.getKey(), unused -> new Replayed<>(stream.getValue(), target.streamCreate()));
+            streams.computeIfAbsent(stream.getKey(), unused -> new Rebound<>(stream.getValue(), target.streamCreate()));
         }
         for (Map.Entry<Integer, EventEntry> event : log.events().entrySet()) {
-            events.computeIfAbsent(event.getKey(), unused -> new Replayed<>(event.getValue(), target.eventCreate()));
+            events.computeIfAbsent(event.getKey(), unused -> new Rebound<>(event.getValue(), target.eventCreate()));
         }
     }
 
@@ -253,11 +251,6 @@ final class Replay {
 
     /** The target's handle for every entry replayed, which {@link #catchUp} has made every live one. */
     private ReplayLog.Rebinding rebinding() {
-        ReplayLog.Rebinding rebinding = new ReplayLog.Rebinding();
-        modules.values().forEach(module -> rebinding.module(module.entry(), module.handle()));
-        functions.values().forEach(function -> rebinding.function(function.entry(), function.handle()));
-        streams.values().forEach(stream -> rebinding.stream(stream.entry(), stream.handle()));
-        events.values().forEach(event -> rebinding.event(event.entry(), event.handle()));
-        return rebinding;
+        return new ReplayLog.Rebinding(modules.values(), functions.values(), streams.values(), events.values());
     }
 }

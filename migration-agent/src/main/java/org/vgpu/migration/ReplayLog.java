@@ -1,6 +1,7 @@
 package org.vgpu.migration;
 
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -10,6 +11,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
 
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.ErrorCode;
@@ -130,13 +132,28 @@ final class ReplayLog {
         changes.incrementAndGet();
     }
 
+    /** Makes one change of the log between {@link #changing()} and {@link #changed()}, the latter also where it throws. */
+    private <T> T change(Supplier<T> mutation) {
+        changing();
+        try {
+            return mutation.get();
+        } finally {
+            changed();
+        }
+    }
+
+    private void change(Runnable mutation) {
+        change(() -> {
+            mutation.run();
+            return null;
+        });
+    }
+
     // ---- modules and functions
 
     ModuleHandle addModule(byte[] image, ModuleHandle current) {
         int id = nextModuleId.getAndIncrement();
-        changing();
-        modules.put(id, new ModuleEntry(image, current));
-        changed();
+        change(() -> modules.put(id, new ModuleEntry(image, current)));
         return new ModuleHandle(id);
     }
 
@@ -151,9 +168,7 @@ final class ReplayLog {
     /** Records a variable's lookup: the replay gives it the same address, mem-sync copies its contents. */
     void addGlobal(ModuleHandle module, String name, DeviceRegion region) {
         ModuleEntry entry = module(module);
-        changing();
-        entry.globals.put(name, region);
-        changed();
+        change(() -> entry.globals.put(name, region));
     }
 
     /** The module variables the app looked up, which a migration copies as it copies allocations. */
@@ -167,11 +182,11 @@ final class ReplayLog {
 
     /** Forgets a module and the functions looked up in it, which CUDA invalidates with it. */
     void removeModule(ModuleHandle module) {
-        changing();
-        modules.remove(module.id());
-        functions.values().removeIf(function -> function.moduleId == module.id());
-        functionsByName.keySet().removeIf(key -> key.moduleId() == module.id());
-        changed();
+        change(() -> {
+            modules.remove(module.id());
+            functions.values().removeIf(function -> function.moduleId == module.id());
+            functionsByName.keySet().removeIf(key -> key.moduleId() == module.id());
+        });
     }
 
     /** The handle an earlier lookup of {@code name} in {@code module} returned; null when there was none. */
@@ -188,9 +203,7 @@ final class ReplayLog {
         FunctionKey key = new FunctionKey(module.id(), name);
         return functionsByName.computeIfAbsent(key, unused -> {
             int id = nextFunctionId.getAndIncrement();
-            changing();
-            functions.put(id, new FunctionEntry(module.id(), name, current));
-            changed();
+            change(() -> functions.put(id, new FunctionEntry(module.id(), name, current)));
             return new FunctionHandle(id, name);
         });
     }
@@ -205,12 +218,12 @@ final class ReplayLog {
 
     /** Records a context setting, once the backend has taken it: it replaces the last one of its key. */
     void setSetting(GatedVirtualGpu.Setting setting) {
-        changing();
-        synchronized (settings) {
-            settings.remove(setting.key());
-            settings.put(setting.key(), setting);
-        }
-        changed();
+        change(() -> {
+            synchronized (settings) {
+                settings.remove(setting.key());
+                settings.put(setting.key(), setting);
+            }
+        });
     }
 
     /** Records a set attribute, once the backend has taken it. */
@@ -219,18 +232,14 @@ final class ReplayLog {
         if (entry == null) {
             throw unknown("function", function.id());
         }
-        changing();
-        entry.attributes.put(attribute, value);
-        changed();
+        change(() -> entry.attributes.put(attribute, value));
     }
 
     // ---- streams and events
 
     StreamHandle addStream(StreamHandle current) {
         int id = nextStreamId.getAndIncrement();
-        changing();
-        streams.put(id, new StreamEntry(current));
-        changed();
+        change(() -> streams.put(id, new StreamEntry(current)));
         return new StreamHandle(id);
     }
 
@@ -247,16 +256,12 @@ final class ReplayLog {
     }
 
     void removeStream(StreamHandle stream) {
-        changing();
-        streams.remove(stream.id());
-        changed();
+        change(() -> streams.remove(stream.id()));
     }
 
     EventHandle addEvent(EventHandle current) {
         int id = nextEventId.getAndIncrement();
-        changing();
-        events.put(id, new EventEntry(current));
-        changed();
+        change(() -> events.put(id, new EventEntry(current)));
         return new EventHandle(id);
     }
 
@@ -269,25 +274,18 @@ final class ReplayLog {
     }
 
     void removeEvent(EventHandle event) {
-        changing();
-        events.remove(event.id());
-        changed();
+        change(() -> events.remove(event.id()));
     }
 
     // ---- allocations
 
     void addAllocation(long address, long bytes) {
-        changing();
-        allocations.put(address, bytes);
-        changed();
+        change(() -> allocations.put(address, bytes));
     }
 
     /** @return the bytes of the allocation removed, null when none was at {@code address} */
     Long removeAllocation(long address) {
-        changing();
-        Long bytes = allocations.remove(address);
-        changed();
-        return bytes;
+        return change(() -> allocations.remove(address));
     }
 
     /**
@@ -384,29 +382,25 @@ final class ReplayLog {
         return Collections.unmodifiableMap(events);
     }
 
-    private record Rebound<E, H>(E entry, H handle) {}
+    /** An entry of the log and the handle a target made for it. */
+    record Rebound<E, H>(E entry, H handle) {}
 
     /** The target's handles for every entry, applied at the switch in one go. */
     static final class Rebinding {
-        private final List<Rebound<ModuleEntry, ModuleHandle>> modules = new ArrayList<>();
-        private final List<Rebound<FunctionEntry, FunctionHandle>> functions = new ArrayList<>();
-        private final List<Rebound<StreamEntry, StreamHandle>> streams = new ArrayList<>();
-        private final List<Rebound<EventEntry, EventHandle>> events = new ArrayList<>();
+        private final List<Rebound<ModuleEntry, ModuleHandle>> modules;
+        private final List<Rebound<FunctionEntry, FunctionHandle>> functions;
+        private final List<Rebound<StreamEntry, StreamHandle>> streams;
+        private final List<Rebound<EventEntry, EventHandle>> events;
 
-        void module(ModuleEntry entry, ModuleHandle handle) {
-            modules.add(new Rebound<>(entry, handle));
-        }
-
-        void function(FunctionEntry entry, FunctionHandle handle) {
-            functions.add(new Rebound<>(entry, handle));
-        }
-
-        void stream(StreamEntry entry, StreamHandle handle) {
-            streams.add(new Rebound<>(entry, handle));
-        }
-
-        void event(EventEntry entry, EventHandle handle) {
-            events.add(new Rebound<>(entry, handle));
+        Rebinding(
+                Collection<Rebound<ModuleEntry, ModuleHandle>> modules,
+                Collection<Rebound<FunctionEntry, FunctionHandle>> functions,
+                Collection<Rebound<StreamEntry, StreamHandle>> streams,
+                Collection<Rebound<EventEntry, EventHandle>> events) {
+            this.modules = List.copyOf(modules);
+            this.functions = List.copyOf(functions);
+            this.streams = List.copyOf(streams);
+            this.events = List.copyOf(events);
         }
 
         /** Points every app handle at the target's object. Cannot fail. */
