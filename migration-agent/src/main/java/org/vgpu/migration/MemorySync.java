@@ -108,6 +108,9 @@ final class MemorySync implements AutoCloseable {
         long[] sizes = batchBytes(DeviceRegion.totalBytes(pieces), bufferBytes);
         List<List<DeviceRegion>> batches = DeviceRegion.runs(
                 pieces, batch -> batch < sizes.length ? sizes[batch] : bufferBytes, Integer.MAX_VALUE);
+        if (source instanceof RemoteGpu from && target instanceof RemoteGpu to) {
+            return forward(batches, from, to, faults);
+        }
         int readAhead = RemoteGpu.NAME.equals(target.backendName()) ? Math.max(1, buffers.size() - 1) : buffers.size();
         for (int index = 0; index < Math.min(readAhead, batches.size()); index++) {
             read(index, batches.get(index), faults);
@@ -122,6 +125,40 @@ final class MemorySync implements AutoCloseable {
             int next = index + readAhead;
             if (next < batches.size()) {
                 read(next, batches.get(next), faults);
+            }
+        }
+        for (StreamHandle stream : targetStreams) {
+            target.streamSynchronize(stream);
+        }
+        return copied;
+    }
+
+    /**
+     * Copies {@code batches} from one worker to another with each chunk sent on as it arrives
+     * ({@link RemoteGpu#forwardAsync}), so the target writes a chunk while the source reads the
+     * next, and no byte lands in this process's memory. The buffers bound what is in flight: a
+     * batch goes out once the target has written the one its buffer carried before, so a slow
+     * target holds up at most that many batches here, not the whole state. On the H100, relaying
+     * through the buffers moved 40 MiB between two workers of one host at about 1 GB/s, where each
+     * worker alone streams 3.5 to 4 GB/s, both at once too (2026-11-25, docs/migration-bench.md).
+     */
+    private long forward(List<List<DeviceRegion>> batches, RemoteGpu from, RemoteGpu to, MigrationFaults faults) {
+        RemoteGpu.Forwarding[] inFlight = new RemoteGpu.Forwarding[buffers.size()];
+        long copied = 0;
+        for (int index = 0; index < batches.size(); index++) {
+            int k = index % buffers.size();
+            if (inFlight[k] != null) {
+                inFlight[k].await();
+                target.streamSynchronize(targetStreams.get(k));
+            }
+            faults.reached(FaultPoint.MEM_SYNC_BATCH, index, target);
+            List<DeviceRegion> batch = batches.get(index);
+            inFlight[k] = from.forwardAsync(batch, sourceStreams.get(k), to, targetStreams.get(k));
+            copied += DeviceRegion.totalBytes(batch);
+        }
+        for (RemoteGpu.Forwarding forwarding : inFlight) {
+            if (forwarding != null) {
+                forwarding.await();
             }
         }
         for (StreamHandle stream : targetStreams) {

@@ -329,6 +329,44 @@ class RemoteMigrationTest {
         }
     }
 
+    /**
+     * The target worker dies while chunks read from the source worker are forwarded to it: the
+     * migration rolls back and the app goes on at its source worker with its bytes.
+     */
+    @Test
+    void aTargetWorkerThatDiesWhileChunksAreForwardedIsRolledBack() {
+        try (Emulation local = new Emulation(1);
+                LocalWorkers workers = new LocalWorkers()) {
+            MigrationTarget.RemoteWorker sourceWorker = workers.start(0);
+            MigrationTarget.RemoteWorker target = workers.start(0);
+            MigrationFaults killTarget = (point, index, opened) -> {
+                if (point == FaultPoint.MEM_SYNC_BATCH && index == 2) {
+                    workers.worker(target).close();
+                }
+            };
+            MigrationConfig smallChunks = Emulation.VERIFIED.withChunkBytes(64 << 10);
+            try (MigratableGpu gpu = new MigratableGpu(
+                    workers.resolver.open(sourceWorker, VaWindow.forVgpu(0), null),
+                    sourceWorker,
+                    new NodeTargetResolver(local.backend, workers.resolver),
+                    smallChunks,
+                    MigrationListener.NONE,
+                    killTarget)) {
+                long data = gpu.memAlloc(1 << 20);
+                gpu.memsetD32(data, 0xFEEDFACE, (1 << 20) / 4);
+                MigrationException failure = assertThrows(MigrationException.class, () -> gpu.migrate(target));
+                assertEquals(MigrationStep.MEM_SYNC, failure.failedStep(), failure.getMessage());
+                assertEquals(ErrorCode.VGPU_WORKER_LOST, failure.code(), failure.getMessage());
+                assertEquals(sourceWorker + " (remote)", gpu.location());
+                int[] back = new int[(1 << 20) / 4];
+                gpu.memcpyDtoH(MemorySegment.ofArray(back), data, 1 << 20);
+                for (int word : back) {
+                    assertEquals(0xFEEDFACE, word);
+                }
+            }
+        }
+    }
+
     @Test
     void aWorkerNotLentToTheJobIsRefused() {
         try (Emulation local = new Emulation(1);

@@ -993,7 +993,8 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
         }
     }
 
-    private S stream(StreamHandle stream) {
+    /** The backend's stream for {@code stream}, the default one for null or {@link StreamHandle#DEFAULT}. */
+    protected final S stream(StreamHandle stream) {
         ensureOpen();
         if (stream == null || stream.id() == StreamHandle.DEFAULT.id()) {
             return defaultStream();

@@ -11,6 +11,9 @@ import java.util.concurrent.TimeUnit;
 
 import io.netty.buffer.ByteBuf;
 
+import org.vgpu.common.error.VgpuFailure;
+import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.remote.RemoteTuning;
 
 /**
@@ -95,6 +98,39 @@ final class ChunkLanding implements AutoCloseable {
         }
     }
 
+    /**
+     * Hands {@code data}, the chunk at {@code offset} of {@code copy}, to {@code sink} through the
+     * copier, always: a sink may wait (for another connection to drain) where the event loop must
+     * not. Event loop; {@code data} stays the caller's to release.
+     */
+    void forward(PendingCopyToHost copy, PendingCopyToHost.ChunkSink sink, long offset, ByteBuf data) {
+        ByteBuf chunk = data.retainedSlice();
+        handedOff++;
+        try {
+            copier.execute(() -> forwardNow(copy, sink, offset, chunk));
+        } catch (RejectedExecutionException closed) {
+            // the connection is closing: nothing waits for the copy any more
+            chunk.release();
+            landed++;
+        }
+    }
+
+    /** Copier. */
+    private void forwardNow(PendingCopyToHost copy, PendingCopyToHost.ChunkSink sink, long offset, ByteBuf chunk) {
+        try {
+            sink.take(offset, chunk);
+        } catch (VgpuException failed) {
+            copy.destinationFailed(failed);
+        } catch (RuntimeException failed) {
+            copy.destinationFailed(new VgpuException(
+                    ErrorCode.CUDA_ERROR_UNKNOWN,
+                    "a forwarded chunk could not be sent on: " + VgpuFailure.describe(failed),
+                    failed));
+        } finally {
+            landedOne();
+        }
+    }
+
     /** Copier. */
     private void landNow(PendingCopyToHost copy, MemorySegment destination, long offset, ByteBuf chunk) {
         try {
@@ -103,11 +139,16 @@ final class ChunkLanding implements AutoCloseable {
             copy.destinationFreed(freed);
         } finally {
             chunk.release();
-            landed++;
-            if (waiters > 0) {
-                synchronized (landing) {
-                    landing.notifyAll();
-                }
+            landedOne();
+        }
+    }
+
+    /** Copier. */
+    private void landedOne() {
+        landed++;
+        if (waiters > 0) {
+            synchronized (landing) {
+                landing.notifyAll();
             }
         }
     }

@@ -5,6 +5,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 
+import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 
 import org.vgpu.runtime.api.DeviceRegion;
@@ -168,6 +169,66 @@ final class ChunkedCopies {
                 async,
                 (encoder, requestId) ->
                         encoder.memcpyDtoHGather(requestId, async, streamId, config.chunkBytes(), regions));
+    }
+
+    /**
+     * A gather whose chunks go to {@code sink} as they arrive ({@link RemoteGpu#forwardAsync}), queued
+     * on stream {@code streamId}.
+     *
+     * @return the copy, to {@link #awaitForwarded await}
+     */
+    PendingCopyToHost forwardGather(List<DeviceRegion> regions, int streamId, PendingCopyToHost.ChunkSink sink) {
+        PendingCopyToHost copy = PendingCopyToHost.forwarding(sink, DeviceRegion.totalBytes(regions));
+        batcher.lock();
+        try {
+            loss.checkAlive();
+            calls.append(
+                    batcher,
+                    (encoder, requestId) ->
+                            encoder.memcpyDtoHGather(requestId, true, streamId, config.chunkBytes(), regions),
+                    copy);
+            streamsEndingInCopyToHost.put(streamId, copy);
+            batcher.flush();
+        } finally {
+            batcher.unlock();
+        }
+        return copy;
+    }
+
+    /**
+     * Waits until every chunk of a forwarded gather was read here and handed on.
+     *
+     * @throws VgpuException what failed: the read, or the destination's taking a chunk
+     */
+    void awaitForwarded(PendingCopyToHost copy) {
+        calls.await(copy, Long.MAX_VALUE);
+        copy.throwIfDestinationFreed();
+    }
+
+    /**
+     * Sends {@code data}, forwarded from another connection, as one asynchronous host-to-device
+     * request into {@code pieces} on stream {@code streamId}: its bytes go out as they are, not copied.
+     * Takes {@code data} over, sent or not.
+     */
+    void forwardedToDevice(List<DeviceRegion> pieces, ByteBuf data, int streamId) {
+        boolean handedOver = false;
+        batcher.lock();
+        try {
+            loss.checkAlive();
+            int id = batcher.nextId();
+            streamsEndingInCopyToHost.clear();
+            batcher.frameEncoder()
+                    .memcpyHtoDScatterChunkHeader(id, true, false, streamId, pieces, data.readableBytes());
+            batcher.appendAsIs(data);
+            handedOver = true;
+            batcher.frameAdded();
+            batcher.flush();
+        } finally {
+            batcher.unlock();
+            if (!handedOver) {
+                data.release();
+            }
+        }
     }
 
     /** Sends {@code request}, whose reply is {@code bytes} of DATA for {@code dst}. */

@@ -17,11 +17,28 @@ import org.vgpu.runtime.remote.protocol.ReplyDecoder;
  * event loop or the connection's copier ({@link ChunkLanding}), so the network and the copy
  * overlap. Memory of a confined arena belongs to its owner thread alone: then
  * the chunks are held and the owner {@link #applyHeldChunks applies} them once the copy is
- * complete. Chunks must arrive in order and exactly fill the copy; anything else is a protocol
- * error, since a worker must never write outside the memory the caller named.
+ * complete. A copy {@link #forwarding forwarded} to another worker hands each chunk, through the
+ * copier, to a {@link ChunkSink} instead of host memory. Chunks must arrive in order and exactly
+ * fill the copy; anything else is a protocol error, since a worker must never write outside the
+ * memory the caller named.
  */
 final class PendingCopyToHost extends PendingCall<Void> {
+    /** Where the chunks of a forwarded copy go. */
+    @FunctionalInterface
+    interface ChunkSink {
+        /**
+         * Takes the chunk at {@code offset} of the copy. Copier thread; {@code chunk} is the sink's
+         * to release.
+         *
+         * @throws VgpuException when it cannot: the copy fails with it
+         */
+        void take(long offset, ByteBuf chunk);
+    }
+
     private final MemorySegment destination;
+    /** The forwarded copy's sink, or null for a copy into {@link #destination}. */
+    private final ChunkSink sink;
+
     private final long bytes;
     private final boolean heldForOwner;
     /** Chunks kept for the owner thread, with their offsets; event loop until done, owner after. */
@@ -35,10 +52,20 @@ final class PendingCopyToHost extends PendingCall<Void> {
     private volatile boolean failureKept;
 
     PendingCopyToHost(MemorySegment destination, long bytes) {
+        this(destination, null, bytes);
+    }
+
+    private PendingCopyToHost(MemorySegment destination, ChunkSink sink, long bytes) {
         super(ReplyDecoder::empty);
         this.destination = destination;
+        this.sink = sink;
         this.bytes = bytes;
-        this.heldForOwner = !HostMemory.isShared(destination);
+        this.heldForOwner = sink == null && !HostMemory.isShared(destination);
+    }
+
+    /** A copy of {@code bytes} whose chunks go to {@code sink} rather than into host memory. */
+    static PendingCopyToHost forwarding(ChunkSink sink, long bytes) {
+        return new PendingCopyToHost(null, sink, bytes);
     }
 
     /** Whether the chunks wait for the destination's owner thread (a confined arena). */
@@ -71,6 +98,10 @@ final class PendingCopyToHost extends PendingCall<Void> {
         if (heldForOwner) {
             heldChunks.add(data.retainedSlice());
             heldOffsets.add(offset);
+        } else if (sink != null) {
+            if (destinationFailure == null && length > 0) {
+                landing.forward(this, sink, offset, data);
+            }
         } else if (destinationFailure == null && length > 0) {
             try {
                 landing.land(this, destination, offset, data);
@@ -99,11 +130,16 @@ final class PendingCopyToHost extends PendingCall<Void> {
 
     /** An asynchronous copy's host memory was freed before its data arrived. Event loop or copier. */
     void destinationFreed(IllegalStateException freed) {
+        destinationFailed(new VgpuException(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                "the host memory of a device-to-host copy was freed before the copy completed",
+                freed));
+    }
+
+    /** The copy's destination could not take a chunk; the first failure is the copy's. Event loop or copier. */
+    void destinationFailed(VgpuException failure) {
         if (destinationFailure == null) {
-            destinationFailure = new VgpuException(
-                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
-                    "the host memory of a device-to-host copy was freed before the copy completed",
-                    freed);
+            destinationFailure = failure;
         }
     }
 

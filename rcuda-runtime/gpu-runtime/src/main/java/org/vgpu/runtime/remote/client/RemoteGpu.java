@@ -2,7 +2,9 @@ package org.vgpu.runtime.remote.client;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import io.netty.channel.EventLoopGroup;
@@ -17,6 +19,7 @@ import org.vgpu.runtime.api.FunctionAttribute;
 import org.vgpu.runtime.api.KernelArgs;
 import org.vgpu.runtime.api.KernelSignature;
 import org.vgpu.runtime.api.MemoryInfo;
+import org.vgpu.runtime.api.StreamHandle;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.core.ModuleImage;
@@ -247,6 +250,53 @@ public final class RemoteGpu extends OneToOneClientCalls<RemoteGpu.Module, Remot
             copies.gatherToHost(dst.asSlice(offset, bytes), part, stream, true);
             offset += bytes;
         }
+    }
+
+    /** A {@link #forwardAsync forwarded} copy in flight. */
+    @FunctionalInterface
+    public interface Forwarding {
+        /**
+         * Returns once every byte was read from the source's worker and sent on to the target's; the
+         * writes are then queued on the target's stream, which a synchronize of it waits for.
+         *
+         * @throws VgpuException what failed: the read, or the target's connection (lost, say)
+         */
+        void await();
+    }
+
+    /**
+     * Copies {@code regions}, allocations of this vGPU, to the same addresses of {@code target}, a
+     * remote vGPU on another worker, without landing them in this process's memory: each chunk this
+     * worker reads is sent on to the target's worker as it arrives, in the buffer it arrived in, as a
+     * write queued on {@code targetStream} there. A copy relayed through host memory would wait for a
+     * whole buffer to arrive before writing it, and copy every byte in and out here. The read is
+     * queued on {@code stream}. Both sides' regions are checked first; nothing is sent if either
+     * lacks one.
+     *
+     * @return the copy in flight, to await before the target's stream is synchronized
+     */
+    public Forwarding forwardAsync(
+            List<DeviceRegion> regions, StreamHandle stream, RemoteGpu target, StreamHandle targetStream) {
+        checkDeviceRegions(regions, "forward source");
+        Objects.requireNonNull(target, "target");
+        if (target == this) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "a vGPU cannot forward a copy to itself");
+        }
+        target.checkDeviceRegions(regions, "forward destination");
+        Integer from = stream(stream);
+        Integer to = target.stream(targetStream);
+        List<DeviceRegion> all = List.copyOf(regions);
+        List<PendingCopyToHost> parts = new ArrayList<>();
+        for (int first = 0; first < all.size(); first += RequestDecoder.MAX_GATHER_REGIONS) {
+            List<DeviceRegion> part =
+                    all.subList(first, Math.min(all.size(), first + RequestDecoder.MAX_GATHER_REGIONS));
+            parts.add(copies.forwardGather(part, from, new ForwardedChunks(part, target.copies, to)));
+        }
+        return () -> {
+            for (PendingCopyToHost part : parts) {
+                copies.awaitForwarded(part);
+            }
+        };
     }
 
     /** One request, chunked, whose chunks each name their pieces: a worker on a GPU scatters them with the copy kernels. */
