@@ -295,49 +295,18 @@ class RemoteMigrationTest {
         }
     }
 
-    /** The worker dies while the memory is copied to it: the migration rolls back and the app goes on locally. */
-    @Test
-    void aWorkerThatDiesDuringTheCopyIsRolledBack() {
-        try (Emulation local = new Emulation(1);
-                LocalWorkers workers = new LocalWorkers()) {
-            MigrationTarget.RemoteWorker target = workers.start(0);
-            MigrationFaults killWorker = (point, index, opened) -> {
-                if (point == FaultPoint.MEM_SYNC_BATCH && index == 2) {
-                    workers.worker(target).close();
-                }
-            };
-            MigrationConfig smallChunks = Emulation.VERIFIED.withChunkBytes(64 << 10);
-            try (MigratableGpu gpu = new MigratableGpu(
-                    local.backend.open(0, VaWindow.forVgpu(0)),
-                    Emulation.gpu(0),
-                    new NodeTargetResolver(local.backend, workers.resolver),
-                    smallChunks,
-                    MigrationListener.NONE,
-                    killWorker)) {
-                long data = gpu.memAlloc(1 << 20);
-                gpu.memsetD32(data, 0xFEEDFACE, (1 << 20) / 4);
-                MigrationException failure = assertThrows(MigrationException.class, () -> gpu.migrate(target));
-                assertEquals(MigrationStep.MEM_SYNC, failure.failedStep(), failure.getMessage());
-                assertEquals(ErrorCode.VGPU_WORKER_LOST, failure.code(), failure.getMessage());
-                assertEquals("gpu 0 (emulated)", gpu.location());
-                int[] back = new int[(1 << 20) / 4];
-                gpu.memcpyDtoH(MemorySegment.ofArray(back), data, 1 << 20);
-                for (int word : back) {
-                    assertEquals(0xFEEDFACE, word);
-                }
-            }
-        }
-    }
-
     /**
-     * The target worker dies while chunks read from the source worker are forwarded to it: the
-     * migration rolls back and the app goes on at its source worker with its bytes.
+     * The target worker dies while the memory is copied to it, from a local GPU or forwarded chunk by
+     * chunk from the source's worker: the migration rolls back and the app goes on at its source.
      */
-    @Test
-    void aTargetWorkerThatDiesWhileChunksAreForwardedIsRolledBack() {
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(
+            value = Direction.class,
+            names = {"LOCAL_TO_REMOTE", "REMOTE_TO_REMOTE"})
+    void aTargetWorkerThatDiesDuringTheCopyIsRolledBack(Direction direction) {
         try (Emulation local = new Emulation(1);
                 LocalWorkers workers = new LocalWorkers()) {
-            MigrationTarget.RemoteWorker sourceWorker = workers.start(0);
+            MigrationTarget start = direction == Direction.LOCAL_TO_REMOTE ? Emulation.gpu(0) : workers.start(0);
             MigrationTarget.RemoteWorker target = workers.start(0);
             MigrationFaults killTarget = (point, index, opened) -> {
                 if (point == FaultPoint.MEM_SYNC_BATCH && index == 2) {
@@ -345,9 +314,12 @@ class RemoteMigrationTest {
                 }
             };
             MigrationConfig smallChunks = Emulation.VERIFIED.withChunkBytes(64 << 10);
+            VirtualGpu initial = start instanceof MigrationTarget.RemoteWorker sourceWorker
+                    ? workers.resolver.open(sourceWorker, VaWindow.forVgpu(0), null)
+                    : local.backend.open(0, VaWindow.forVgpu(0));
             try (MigratableGpu gpu = new MigratableGpu(
-                    workers.resolver.open(sourceWorker, VaWindow.forVgpu(0), null),
-                    sourceWorker,
+                    initial,
+                    start,
                     new NodeTargetResolver(local.backend, workers.resolver),
                     smallChunks,
                     MigrationListener.NONE,
@@ -357,7 +329,7 @@ class RemoteMigrationTest {
                 MigrationException failure = assertThrows(MigrationException.class, () -> gpu.migrate(target));
                 assertEquals(MigrationStep.MEM_SYNC, failure.failedStep(), failure.getMessage());
                 assertEquals(ErrorCode.VGPU_WORKER_LOST, failure.code(), failure.getMessage());
-                assertEquals(sourceWorker + " (remote)", gpu.location());
+                assertEquals(start + " (" + initial.backendName() + ")", gpu.location());
                 int[] back = new int[(1 << 20) / 4];
                 gpu.memcpyDtoH(MemorySegment.ofArray(back), data, 1 << 20);
                 for (int word : back) {

@@ -63,6 +63,11 @@ public record RemoteConfig(
         return new RemoteConfig(batchBytes, batchFrames, chunkBytes, spinNanos, timeout, goodbyeTimeout);
     }
 
+    /** The same with another chunk size. */
+    public RemoteConfig withChunkBytes(int bytes) {
+        return new RemoteConfig(batchBytes, batchFrames, bytes, spinNanos, connectTimeout, goodbyeTimeout);
+    }
+
     private static ConfigException invalid(String detail) {
         return new ConfigException(ConfigException.Code.INVALID, "remote configuration: " + detail);
     }

@@ -44,17 +44,7 @@ class RemoteBulkCopyTest {
     @BeforeEach
     void open() {
         workers = new InProcessWorkers(Duration.ofSeconds(10), 0);
-        RemoteConfig defaults = RemoteConfig.defaults();
-        backend = new RemoteBackend(
-                workers,
-                new RemoteConfig(
-                        defaults.batchBytes(),
-                        defaults.batchFrames(),
-                        CHUNK_BYTES,
-                        defaults.spinNanos(),
-                        defaults.connectTimeout(),
-                        defaults.goodbyeTimeout()),
-                null);
+        backend = new RemoteBackend(workers, RemoteConfig.defaults().withChunkBytes(CHUNK_BYTES), null);
         gpu = backend.open(0, VaWindow.forVgpu(0));
         device = gpu.memAlloc(COPY_BYTES);
         for (int i = 0; i < data.length; i++) {

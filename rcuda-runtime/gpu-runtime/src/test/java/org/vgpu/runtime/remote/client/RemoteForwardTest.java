@@ -48,17 +48,7 @@ class RemoteForwardTest {
     @BeforeEach
     void open() {
         workers = new InProcessWorkers(Duration.ofSeconds(10), 0);
-        RemoteConfig defaults = RemoteConfig.defaults();
-        backend = new RemoteBackend(
-                workers,
-                new RemoteConfig(
-                        defaults.batchBytes(),
-                        defaults.batchFrames(),
-                        CHUNK_BYTES,
-                        defaults.spinNanos(),
-                        defaults.connectTimeout(),
-                        defaults.goodbyeTimeout()),
-                null);
+        backend = new RemoteBackend(workers, RemoteConfig.defaults().withChunkBytes(CHUNK_BYTES), null);
         // one window on both sides, as a migration has it: the target holds the same addresses
         source = (RemoteGpu) backend.open(0, VaWindow.forVgpu(0));
         target = (RemoteGpu) backend.open(1, VaWindow.forVgpu(0));
