@@ -9,9 +9,15 @@ import java.lang.classfile.CodeElement;
 import java.lang.classfile.CodeTransform;
 import java.lang.classfile.Opcode;
 import java.lang.classfile.constantpool.ClassEntry;
+import java.lang.classfile.instruction.ConstantInstruction;
+import java.lang.classfile.instruction.InvokeDynamicInstruction;
 import java.lang.classfile.instruction.InvokeInstruction;
 import java.lang.constant.ClassDesc;
+import java.lang.constant.ConstantDesc;
 import java.lang.constant.ConstantDescs;
+import java.lang.constant.DirectMethodHandleDesc;
+import java.lang.constant.DynamicCallSiteDesc;
+import java.lang.constant.MethodHandleDesc;
 import java.lang.constant.MethodTypeDesc;
 import java.lang.instrument.ClassFileTransformer;
 import java.lang.instrument.Instrumentation;
@@ -20,6 +26,7 @@ import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
 import java.nio.charset.StandardCharsets;
 import java.security.ProtectionDomain;
+import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -37,8 +44,9 @@ import org.vgpu.runtime.api.VirtualGpu;
  * stay JCuda's. So classes of JCuda, of vgpu and of the JDK are left as they are; every other class (the program and
  * its libraries) is rewritten where it calls these three classes. Why the JDK's {@code java.lang.classfile}: it is
  * part of Java 25, needs no bytecode library in the agent, and regenerates the stack maps of the methods it changes.
- * Not rewritten: method references and reflection ({@code JCudaDriver::cuMemAlloc}, {@code Method.invoke}), which
- * reach JCuda itself; README says so.
+ * Method references ({@code JCudaDriver::cuMemAlloc}) and method handle constants of these calls are redirected the
+ * same way. Not rewritten: reflection ({@code Method.invoke}, {@code MethodHandles.Lookup.findStatic}), which reaches
+ * JCuda itself; README says so.
  */
 public final class JCudaCallSites implements ClassFileTransformer {
     /** JCuda's API class, by internal name, and its shim. */
@@ -116,13 +124,24 @@ public final class JCudaCallSites implements ClassFileTransformer {
         ClassModel model = files.parse(classfile);
         boolean[] changed = {false};
         CodeTransform redirect = (CodeBuilder code, CodeElement element) -> {
-            if (element instanceof InvokeInstruction call
-                    && call.opcode() == Opcode.INVOKESTATIC
-                    && SHIMS.containsKey(call.owner().asInternalName())) {
-                redirect(code, call);
-                changed[0] = true;
-            } else {
-                code.with(element);
+            switch (element) {
+                case InvokeInstruction call
+                when call.opcode() == Opcode.INVOKESTATIC
+                        && SHIMS.containsKey(call.owner().asInternalName()) -> {
+                    redirect(code, call);
+                    changed[0] = true;
+                }
+                case InvokeDynamicInstruction site
+                when site.bootstrapArgs().stream().anyMatch(JCudaCallSites::isJCudaHandle) -> {
+                    redirect(code, site);
+                    changed[0] = true;
+                }
+                case ConstantInstruction.LoadConstantInstruction load
+                when isJCudaHandle(load.constantValue()) -> {
+                    redirect(code, load);
+                    changed[0] = true;
+                }
+                default -> code.with(element);
             }
         };
         byte[] rewritten = files.transformClass(model, ClassTransform.transformingMethodBodies(redirect));
@@ -141,13 +160,88 @@ public final class JCudaCallSites implements ClassFileTransformer {
         // the operands are dropped and the exception thrown; the call's own code after it is dead, which the
         // Class-File API patches (its default) so that the class verifies
         for (int i = type.parameterCount() - 1; i >= 0; i--) {
-            if (isWide(type.parameterType(i))) {
-                code.pop2();
-            } else {
-                code.pop();
-            }
+            pop(code, type.parameterType(i));
         }
-        code.ldc(name);
+        throwUnsupported(code, name);
+    }
+
+    /**
+     * A method reference to a JCuda call ({@code JCudaDriver::cuMemAlloc}: an invokedynamic whose bootstrap arguments
+     * hold a handle of the call) gets the shim's handle; one to a call no shim serves becomes the throw at the point
+     * the reference is made, so the program never holds a reference that would reach JCuda itself.
+     */
+    private void redirect(CodeBuilder code, InvokeDynamicInstruction site) {
+        List<ConstantDesc> arguments = new ArrayList<>();
+        for (ConstantDesc argument : site.bootstrapArgs()) {
+            if (!isJCudaHandle(argument)) {
+                arguments.add(argument);
+                continue;
+            }
+            DirectMethodHandleDesc handle = (DirectMethodHandleDesc) argument;
+            DirectMethodHandleDesc shim = shimHandle(handle);
+            if (shim == null) {
+                MethodTypeDesc type = site.typeSymbol();
+                for (int i = type.parameterCount() - 1; i >= 0; i--) {
+                    pop(code, type.parameterType(i));
+                }
+                throwUnsupported(code, handle.methodName());
+                return;
+            }
+            arguments.add(shim);
+        }
+        code.invokedynamic(DynamicCallSiteDesc.of(
+                site.bootstrapMethod(),
+                site.name().stringValue(),
+                site.typeSymbol(),
+                arguments.toArray(ConstantDesc[]::new)));
+    }
+
+    /** A JCuda call's method handle loaded as a constant gets the shim's, or the throw where no shim serves it. */
+    private void redirect(CodeBuilder code, ConstantInstruction.LoadConstantInstruction load) {
+        DirectMethodHandleDesc handle = (DirectMethodHandleDesc) load.constantValue();
+        DirectMethodHandleDesc shim = shimHandle(handle);
+        if (shim == null) {
+            throwUnsupported(code, handle.methodName());
+        } else {
+            code.ldc(shim);
+        }
+    }
+
+    /** The shim's handle for a JCuda call's, or null when no shim serves the call. */
+    private DirectMethodHandleDesc shimHandle(DirectMethodHandleDesc handle) {
+        String owner = internalName(handle.owner());
+        if (!served.contains(key(owner, handle.methodName(), handle.lookupDescriptor()))) {
+            return null;
+        }
+        return MethodHandleDesc.ofMethod(
+                DirectMethodHandleDesc.Kind.STATIC,
+                ClassDesc.of(SHIMS.get(owner).getName()),
+                handle.methodName(),
+                handle.invocationType());
+    }
+
+    /** Whether {@code constant} is a handle of a static method of JCuda's API classes. */
+    private static boolean isJCudaHandle(ConstantDesc constant) {
+        return constant instanceof DirectMethodHandleDesc handle
+                && handle.kind() == DirectMethodHandleDesc.Kind.STATIC
+                && SHIMS.containsKey(internalName(handle.owner()));
+    }
+
+    private static String internalName(ClassDesc type) {
+        String descriptor = type.descriptorString();
+        return descriptor.startsWith("L") ? descriptor.substring(1, descriptor.length() - 1) : descriptor;
+    }
+
+    private static void pop(CodeBuilder code, ClassDesc type) {
+        if (isWide(type)) {
+            code.pop2();
+        } else {
+            code.pop();
+        }
+    }
+
+    private static void throwUnsupported(CodeBuilder code, String call) {
+        code.ldc(call);
         code.invokestatic(UNSUPPORTED_OWNER, "unsupported", UNSUPPORTED_TYPE);
         code.athrow();
     }

@@ -10,7 +10,10 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.lang.classfile.ClassFile;
 import java.lang.classfile.Opcode;
+import java.lang.classfile.instruction.InvokeDynamicInstruction;
 import java.lang.classfile.instruction.InvokeInstruction;
+import java.lang.constant.DirectMethodHandleDesc;
+import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
 import java.nio.charset.StandardCharsets;
@@ -118,6 +121,57 @@ class JCudaShimsTest {
 
         for (String leftAlone : List.of("jcuda/driver/JCudaDriver", "org/vgpu/runtime/nativegpu/NativeGpu")) {
             assertEquals(null, sites.transform(loader, leftAlone, null, null, classBytes(leftAlone)), leftAlone);
+        }
+    }
+
+    /**
+     * Method references to JCuda's calls reach the shims: a round trip through them lands in the
+     * vGPU's window, the rewritten class holds no handle of JCuda's own calls, and a reference to a
+     * call vgpu does not serve throws where it is made, naming the call.
+     */
+    @Test
+    void methodReferencesToJCudaCallsReachTheShimsAndAnUnsupportedOneThrowsWhereItIsMade() throws Exception {
+        JCudaSession.install(List.of(gpu));
+        String name = "jcudaprograms/JCudaMethodReferences";
+        byte[] rewritten =
+                new JCudaCallSites().transform(getClass().getClassLoader(), name, null, null, classBytes(name));
+
+        List<String> handleOwners = ClassFile.of().parse(rewritten).methods().stream()
+                .flatMap(method -> method.code().stream())
+                .flatMap(code -> code.elementStream())
+                .filter(element -> element instanceof InvokeDynamicInstruction)
+                .flatMap(element -> ((InvokeDynamicInstruction) element).bootstrapArgs().stream())
+                .filter(argument -> argument instanceof DirectMethodHandleDesc)
+                .map(argument -> ((DirectMethodHandleDesc) argument).owner().descriptorString())
+                .distinct()
+                .toList();
+        assertTrue(handleOwners.contains("Lorg/vgpu/job/jcuda/JCudaDriverShim;"), handleOwners.toString());
+        assertFalse(handleOwners.contains("Ljcuda/driver/JCudaDriver;"), handleOwners.toString());
+
+        Class<?> program = new RewrittenClassLoader(getClass().getClassLoader()).define(name, rewritten);
+        CUdeviceptr pointer = new CUdeviceptr();
+        float[] back =
+                (float[]) program.getMethod("roundTrip", CUdeviceptr.class).invoke(null, pointer);
+        assertArrayEquals(new float[] {1, 2, 3, 4}, back);
+        long address = JCudaObjects.deviceAddress(pointer);
+        assertTrue(gpu.window().contains(address, 16), "the allocation is the vGPU's: " + Long.toHexString(address));
+
+        InvocationTargetException managed = assertThrows(
+                InvocationTargetException.class,
+                () -> program.getMethod("managed").invoke(null));
+        assertTrue(
+                managed.getCause().getMessage().startsWith("vgpu does not support cuMemAllocManaged"),
+                String.valueOf(managed.getCause()));
+    }
+
+    /** Defines one rewritten class; everything else comes from the parent. */
+    private static final class RewrittenClassLoader extends ClassLoader {
+        RewrittenClassLoader(ClassLoader parent) {
+            super(parent);
+        }
+
+        Class<?> define(String internalName, byte[] classfile) {
+            return defineClass(internalName.replace('/', '.'), classfile, 0, classfile.length);
         }
     }
 
