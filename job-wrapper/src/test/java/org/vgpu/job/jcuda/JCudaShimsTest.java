@@ -12,7 +12,13 @@ import java.lang.classfile.ClassFile;
 import java.lang.classfile.Opcode;
 import java.lang.classfile.instruction.InvokeDynamicInstruction;
 import java.lang.classfile.instruction.InvokeInstruction;
+import java.lang.constant.ClassDesc;
+import java.lang.constant.ConstantDescs;
 import java.lang.constant.DirectMethodHandleDesc;
+import java.lang.constant.MethodHandleDesc;
+import java.lang.constant.MethodTypeDesc;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
@@ -162,6 +168,46 @@ class JCudaShimsTest {
         assertTrue(
                 managed.getCause().getMessage().startsWith("vgpu does not support cuMemAllocManaged"),
                 String.valueOf(managed.getCause()));
+    }
+
+    /**
+     * A JCuda call's method handle loaded as a constant (ldc, which Java source does not write but
+     * other JVM languages and bytecode tools do) becomes the shim's; one vgpu does not serve throws.
+     */
+    @Test
+    void aLoadedMethodHandleOfAJCudaCallBecomesTheShimsAndAnUnsupportedOneThrows() throws Throwable {
+        ClassDesc driver = ClassDesc.of("jcuda.driver.JCudaDriver");
+        byte[] generated = ClassFile.of().build(ClassDesc.of("jcudaprograms.LoadsHandles"), type -> {
+            for (String call : List.of("cuCtxSynchronize", "cuProfilerStart")) {
+                type.withMethodBody(
+                        call,
+                        MethodTypeDesc.of(ConstantDescs.CD_MethodHandle),
+                        ClassFile.ACC_PUBLIC | ClassFile.ACC_STATIC,
+                        code -> code.ldc(MethodHandleDesc.ofMethod(
+                                        DirectMethodHandleDesc.Kind.STATIC,
+                                        driver,
+                                        call,
+                                        MethodTypeDesc.of(ConstantDescs.CD_int)))
+                                .areturn());
+            }
+        });
+        byte[] rewritten = new JCudaCallSites()
+                .transform(getClass().getClassLoader(), "jcudaprograms/LoadsHandles", null, null, generated);
+        Class<?> loads =
+                new RewrittenClassLoader(getClass().getClassLoader()).define("jcudaprograms/LoadsHandles", rewritten);
+
+        MethodHandle synchronize =
+                (MethodHandle) loads.getMethod("cuCtxSynchronize").invoke(null);
+        assertEquals(
+                JCudaDriverShim.class,
+                MethodHandles.lookup().revealDirect(synchronize).getDeclaringClass(),
+                synchronize.toString());
+        InvocationTargetException unsupported = assertThrows(
+                InvocationTargetException.class,
+                () -> loads.getMethod("cuProfilerStart").invoke(null));
+        assertTrue(
+                unsupported.getCause().getMessage().startsWith("vgpu does not support cuProfilerStart"),
+                String.valueOf(unsupported.getCause()));
     }
 
     /** Defines one rewritten class; everything else comes from the parent. */
