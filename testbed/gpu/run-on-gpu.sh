@@ -24,61 +24,17 @@
 # Java: $JAVA when set, else the runtime in .gpu/jre.tar.xz unpacked to /tmp/jre.
 set -uo pipefail
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$top"
-out=${OUT:-$top/.gpu/out}
-mkdir -p "$out"
-
-if [ -z "${JAVA:-}" ]; then
-    tar xJf .gpu/jre.tar.xz -C /tmp || { echo "run-on-gpu: cannot unpack .gpu/jre.tar.xz (run prepare.sh first)" >&2; exit 2; }
-    JAVA=/tmp/jre/bin/java
-fi
-java=("$JAVA" --enable-native-access=ALL-UNNAMED)
-test_classes=.gpu/test/classes
-junit_jar=$(ls .gpu/test/junit-platform-console-standalone-*.jar)
-
-failed=0
-# $SECONDS counts from the script's start, the unpacking of the runtime included
+script_name=run-on-gpu
 run_seconds=${VGPU_GPU_RUN_SECONDS:-510}
-summary=()
-# step NAME BUDGET COMMAND...: runs COMMAND with its output in $out/NAME.log, for at most BUDGET seconds.
-step() {
-    local name=$1 budget=$2
-    shift 2
-    local left=$(( run_seconds - SECONDS ))
-    if (( left < 10 )); then
-        echo "== $name: SKIPPED (the run's time is spent)"
-        summary+=("$(printf '%-26s skipped' "$name")")
-        failed=1
-        return
-    fi
-    (( budget > left )) && budget=$left
-    echo "== $name (at most ${budget} s): $*"
-    local began=$SECONDS status=0
-    # A step that ignores SIGTERM (a JVM stuck in a driver call) is killed 10 s later. Worker processes a bench
-    # started end on their own: when its connection to them closes, or idle after their 30 s idle timeout.
-    timeout --kill-after=10 "$budget" "$@" >"$out/$name.log" 2>&1 || status=$?
-    local took=$(( SECONDS - began )) verdict=ok
-    if (( status == 124 || status == 137 )); then
-        verdict="TIMED OUT after ${budget} s"
-        failed=1
-    elif (( status != 0 )); then
-        verdict="FAILED (exit $status)"
-        failed=1
-    fi
-    echo "== $name: $verdict, ${took} s"
-    summary+=("$(printf '%-26s %4d s  %s' "$name" "$took" "$verdict")")
-    tail -n 60 "$out/$name.log"
-}
+source "$(dirname "$0")/steps.sh"
 
 step nvidia-smi 15 nvidia-smi
 # With two or more GPUs the worker (lender) serves the last GPU and this process (borrower) uses GPU 0.
 last_gpu=$(( $(nvidia-smi -L | wc -l) - 1 ))
-vgpu=("${java[@]}" -cp '.gpu/lib/*' org.vgpu.cli.Vgpu)
 tags=(--include-tag gpu)
 [ "${VGPU_GPU_TESTS:-gpu}" = all ] && tags=(--exclude-tag slurm)
-step tests 200 "${java[@]}" -Dvgpu.test.worker.device="$last_gpu" -cp ".gpu/lib/*:$test_classes:$junit_jar" org.junit.platform.console.ConsoleLauncher execute \
-    --scan-class-path "$test_classes" "${tags[@]}" --fail-if-no-tests --details tree --disable-banner
+junit_properties=(-Dvgpu.test.worker.device="$last_gpu")
+junit tests 200 --scan-class-path "$test_classes" "${tags[@]}"
 step devices 20 "${vgpu[@]}" devices
 step demo 40 "${vgpu[@]}" demo --backend native
 step bench 45 "${vgpu[@]}" bench
@@ -93,7 +49,5 @@ step migration-bench-mem-sync 180 "${migration_bench[@]}" --sections mem-sync ${
 # shellcheck disable=SC2086
 step migration-bench-md 180 "${migration_bench[@]}" --sections md ${VGPU_MIGRATION_BENCH_ARGS:-}
 
-echo "== seconds per step (the run's budget: $run_seconds s)"
-printf '%s\n' "${summary[@]}"
-echo "== total: $SECONDS s"
+print_summary
 exit $failed
