@@ -3,7 +3,7 @@
 # a GPU machine, which has no Slurm, no package manager access and no network. Packs into .gpu/slurm.tar.xz (a
 # path prepare.sh leaves alone; carry .gpu) what the Slurm testbed needs of Debian's packages: the files of
 # slurmctld, slurmd, slurm-client, slurm-wlm-basic-plugins, libslurm-dev (spank.h, for the SPANK bridge) and
-# munge, at their own paths under root/, and under libs/ every library those programs and plugins load, taken
+# munge, at their own paths under root/ (and iproute2's ss), and under libs/ every library those programs and plugins load, taken
 # from this machine (slurm-unpack.sh there adds only those its system lacks). About 4 MiB.
 set -euo pipefail
 
@@ -25,6 +25,13 @@ dpkg -L "${packages[@]}" | sort -u | while read -r path; do
         cp -a "$path" "$work/bundle/root$path"
     fi
 done
+# The daemons' names are update-alternatives links (slurmctld -> slurmctld-wlm), which dpkg -L does not list; ss
+# (iproute2) is the one tool of the testbed the GPU machines' image lacks.
+for link in /usr/sbin/slurmctld /usr/sbin/slurmd /usr/sbin/slurmstepd; do
+    ln -s "$(basename "$(readlink -f "$link")")" "$work/bundle/root$link"
+done
+mkdir -p "$work/bundle/root/usr/bin"
+cp -L "$(command -v ss)" "$work/bundle/root/usr/bin/ss"
 # Every library an executable or plugin of the bundle loads, but glibc's own, which the GPU machine's newer glibc
 # replaces.
 find "$work/bundle/root" -type f \( -perm -u+x -o -name '*.so*' \) -print0 \

@@ -10,13 +10,14 @@ set -uo pipefail
 [ "$(id -u)" -eq 0 ] || { echo "slurm-unpack: needs root (it writes under /usr)" >&2; exit 2; }
 bundle=$(mktemp -d)
 tar -C "$bundle" -xJf .gpu/slurm.tar.xz || { echo "slurm-unpack: cannot unpack .gpu/slurm.tar.xz (run slurm-bundle.sh here first)" >&2; exit 2; }
-cp -an "$bundle/root/." /
+# -n: a file the system has stays as it is (coreutils 9.4 warns that -n may change; it still keeps the file)
+cp -an "$bundle/root/." / 2>&1 | grep -v 'behavior of -n is non-portable' >&2
 extra=/usr/local/lib/vgpu-slurm
 mkdir -p "$extra"
 added=()
 for library in "$bundle"/libs/*; do
     name=$(basename "$library")
-    if ! ldconfig -p | grep -q " $name "; then
+    if ! ldconfig -p | awk '{print $1}' | grep -qxF "$name"; then
         cp "$library" "$extra/"
         added+=("$name")
     fi
@@ -32,8 +33,12 @@ if [ -n "$unresolved" ]; then
     echo "$unresolved"
     status=1
 fi
-for command in slurmctld slurmd sbatch squeue munged; do
+# -V prints the version without reading a configuration (the clients' would look for one in DNS).
+for command in slurmctld slurmd munged; do
     "$command" -V >/dev/null 2>&1 || { echo "slurm-unpack: $command does not run: $("$command" -V 2>&1 | head -n 2)"; status=1; }
+done
+for command in slurmstepd sbatch squeue sinfo scontrol scancel; do
+    command -v "$command" >/dev/null || { echo "slurm-unpack: $command is missing"; status=1; }
 done
 echo "slurm-unpack: $(slurmctld -V 2>&1)"
 for tool in cc make python3 ss openssl setpriv; do

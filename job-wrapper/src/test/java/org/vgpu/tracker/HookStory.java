@@ -57,7 +57,7 @@ import org.vgpu.tracker.server.TrackerProtocol;
  * the borrowed GPU, ended at home) is told apart from those before and after.
  */
 final class HookStory {
-    /** MD runs on the home GPU after the move before the story ends. */
+    /** MD runs begun on the home GPU, after the move, before the app ends. */
     static final int RUNS_AFTER = 3;
 
     /** 4 x 108 atoms (a 5 x 5 x 5 fcc lattice of 500): each run is 40 steps of 5 launches. */
@@ -221,8 +221,7 @@ final class HookStory {
                             Instant home = Instant.now();
                             StatusReport.Migration migration = awaitSettled(tracker);
                             String homeLocation = vgpu.location();
-                            app.awaitRunsBeganOn(homeLocation, RUNS_AFTER);
-                            List<Run> runs = app.stop();
+                            List<Run> runs = app.finish();
                             MigrationReport agentReport = reports.getLast();
                             int homeDevice = ((MigrationTarget.LocalGpu) vgpu.placement()).index();
                             say(out, prefix, "the tracker: " + migration);
@@ -303,8 +302,13 @@ final class HookStory {
     /**
      * The job's app: Lennard-Jones MD runs back to back on one thread, each checked on another so that the app's
      * thread goes from one run's last call to the next one's first without a pause a move could fall into unseen.
+     * The app ends on its own after {@link #RUNS_AFTER} runs begun on a local GPU: on a GPU a run takes less time
+     * than its check on the CPU, so an app that ran until told to stop would leave a backlog of checks growing with
+     * every run.
      */
     private static final class MdApp implements AutoCloseable {
+        private static final Duration PATIENCE = Duration.ofMinutes(2);
+
         private final MigratableGpu vgpu;
         private final PrintStream out;
         private final String prefix;
@@ -329,7 +333,11 @@ final class HookStory {
 
         private Void loop() throws Exception {
             List<Future<?>> checks = new ArrayList<>();
-            for (int number = 1; !stopping.get(); number++) {
+            int begunAtHome = 0;
+            for (int number = 1; !stopping.get() && begunAtHome < RUNS_AFTER; number++) {
+                if (vgpu.placement() instanceof MigrationTarget.LocalGpu) {
+                    begunAtHome++;
+                }
                 String began = vgpu.location();
                 LennardJonesWorkload.Simulation simulation = workload.simulate(vgpu, MD_SCALE, number);
                 String ended = vgpu.location();
@@ -347,32 +355,27 @@ final class HookStory {
         }
 
         void awaitRuns(int count) throws Exception {
-            awaitChecked(() -> runs.size() >= count, count + " MD runs");
-        }
-
-        void awaitRunsBeganOn(String location, int count) throws Exception {
-            awaitChecked(
-                    () -> runs.stream().filter(run -> run.began().equals(location)).count() >= count,
-                    count + " MD runs begun on " + location);
-        }
-
-        private void awaitChecked(java.util.function.BooleanSupplier done, String what) throws Exception {
-            for (int i = 0; i < 6000 && !done.getAsBoolean(); i++) {
+            long deadline = System.nanoTime() + PATIENCE.toNanos();
+            while (runs.size() < count) {
                 if (loop.isDone()) {
                     loop.get();
-                    throw new AssertionError("the MD app ended before " + what);
+                    throw new AssertionError("the MD app ended before " + count + " runs were checked");
+                }
+                if (System.nanoTime() > deadline) {
+                    throw new AssertionError("fewer than " + count + " MD runs checked within " + PATIENCE);
                 }
                 Thread.sleep(20);
             }
-            if (!done.getAsBoolean()) {
-                throw new AssertionError("no " + what + " within 120 s; runs so far: " + runs.size());
-            }
         }
 
-        /** Ends the loop after its run in progress and returns every run, in order, once checked. */
-        List<Run> stop() throws Exception {
-            stopping.set(true);
-            loop.get();
+        /** Waits for the app's own end (its runs at home done) and every check, and returns the runs in order. */
+        List<Run> finish() throws Exception {
+            try {
+                loop.get(PATIENCE.toSeconds(), java.util.concurrent.TimeUnit.SECONDS);
+            } catch (java.util.concurrent.TimeoutException late) {
+                throw new AssertionError("the MD app did not finish its runs at home within " + PATIENCE
+                        + "; runs checked so far: " + runs.size());
+            }
             return runs.stream().sorted(java.util.Comparator.comparingInt(Run::number)).toList();
         }
 
