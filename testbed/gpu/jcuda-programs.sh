@@ -26,15 +26,9 @@
 # Java: $JAVA when set, else the runtime in .gpu/jre.tar.xz unpacked to /tmp/jre. Output also in $OUT/jcuda-programs.log.
 set -uo pipefail
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$top"
-out=${OUT:-$top/.gpu/out}
+script_name=jcuda-programs
+source "$(dirname "$0")/steps.sh"
 mkdir -p "$out/ptx"
-
-if [ -z "${JAVA:-}" ]; then
-    tar xJf .gpu/jre.tar.xz -C /tmp || { echo "jcuda-programs: cannot unpack .gpu/jre.tar.xz (run prepare.sh first)" >&2; exit 2; }
-    JAVA=/tmp/jre/bin/java
-fi
 nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 for cu in job-wrapper/src/test/resources/jcudaprograms/*.cu; do
     name=$(basename "$cu" .cu)
@@ -56,7 +50,6 @@ if ! ldconfig -p 2>/dev/null | grep -q 'libnvrtc\.so\.12 ' && command -v gcc >/d
     fi
 fi
 
-junit_jar=$(ls .gpu/test/junit-platform-console-standalone-*.jar)
 "$JAVA" --enable-native-access=ALL-UNNAMED -cp ".gpu/lib/*:.gpu/test/classes:$junit_jar" org.vgpu.job.JCudaProgramsOnGpu \
     "$out/ptx" "${1:-20}" "${2:-5}" 2>&1 | tee "$out/jcuda-programs.log"
 exit "${PIPESTATUS[0]}"
