@@ -15,86 +15,16 @@ export VGPU_TESTBED_DIR=${VGPU_TESTBED_DIR:-/tmp/vgpu-story}
 slurm_dir=$(cd "$(dirname "$0")/slurm" && pwd)
 source "$slurm_dir/common.sh"
 hold=${VGPU_STORY_HOLD:-30}
-bridge=$REPO_ROOT/slurm-spank-bridge/vgpu_spank.so
-started=$SECONDS
 
-section() {
-    printf '\n== %s ==\n' "$*"
-}
-
-indent() {
-    sed 's/^/  /'
-}
-
-# The lines of a `vgpu report` table from the one starting with HEADING to the next empty line.
-report_section() {
-    sed -n "/^$1/,/^\$/p" | sed '/^$/d'
-}
-
-[ "$(id -u)" -eq 0 ] || die "story.sh needs root: it installs Slurm when missing and runs Slurm's daemons (sudo -E $0)"
-[ ! -e "$TESTBED_DIR" ] || die "$TESTBED_DIR exists: another story or testbed runs there; tear it down with" \
-    "VGPU_TESTBED_DIR=$TESTBED_DIR $slurm_dir/down.sh, or choose another VGPU_TESTBED_DIR"
-
-# Every job of the cluster first (their steps would outlive slurmd), then the tracker and the daemons
-# (down.sh). Ctrl-C ends the story through here too, and a second one does not cut the teardown short.
-tear_down() {
-    local status=$?
-    trap '' INT TERM
-    section "Teardown"
-    local jobs=()
-    if [ -e "$SLURM_CONF" ] && timeout 5 scontrol ping >/dev/null 2>&1; then
-        mapfile -t jobs < <(slurm squeue -h -o %i)
-        cancel_jobs "${jobs[@]}"
-    fi
-    if [ "$status" -ne 0 ] && [ -d "$TESTBED_DIR/log" ]; then
-        # down.sh removes the testbed's directory: the daemons' logs and the jobs' output stay for a look.
-        rm -rf "$TESTBED_DIR.failed"
-        mkdir -p "$TESTBED_DIR.failed"
-        cp -r "$TESTBED_DIR/log" "$TESTBED_DIR/out" "$TESTBED_DIR.failed/" 2>/dev/null || true
-        echo "  logs and job output kept in $TESTBED_DIR.failed"
-    fi
-    if "$slurm_dir/down.sh" >"$TESTBED_DIR.down.log" 2>&1; then
-        echo "  cluster stopped, $TESTBED_DIR removed"
-        rm -f "$TESTBED_DIR.down.log"
-    else
-        echo "  down.sh failed: $(cat "$TESTBED_DIR.down.log")"
-    fi
-    if [ "$status" -eq 0 ]; then
-        printf '\nThe story ran in %d s.\n' $((SECONDS - started))
-    elif [ "$status" -eq 130 ]; then
-        printf '\nThe story was interrupted after %d s.\n' $((SECONDS - started))
-    else
-        printf '\nThe story FAILED (exit %d) after %d s; the error is above.\n' "$status" $((SECONDS - started))
-    fi
-}
-trap tear_down EXIT
-trap 'exit 130' INT TERM
+story_begin story.sh
 
 echo "vgpu on a real Slurm cluster: a job starts on borrowed GPUs, and they come home when its node frees GPUs."
 echo "The GPUs are EMULATED: fake device files for Slurm, the GPU work on the CPU (not a GPU; proves nothing about GPUs)."
 
-section "Slurm"
-"$slurm_dir/install-slurm.sh" | indent
-echo "  $(slurmctld -V) from Debian's packages"
-# As the user who ran sudo, so that the checkout's build files stay theirs.
-make_as_user=()
-[ -z "${SUDO_USER:-}" ] || make_as_user=(setpriv --reuid="$SUDO_UID" --regid="$SUDO_GID" --init-groups)
-"${make_as_user[@]}" make -s -C "$REPO_ROOT/slurm-spank-bridge" all >/dev/null \
-    || die "building the SPANK bridge failed (make -C slurm-spank-bridge all)"
-echo "  SPANK plugin $bridge built"
+story_slurm_and_bridge
 
-section "The cluster (testbed/slurm/up.sh)"
-VGPU_SPANK_PLUGIN=$bridge VGPU_TESTBED_CGROUPS=no "$slurm_dir/up.sh" >"$TESTBED_DIR.up.log" 2>&1 \
-    || die "up.sh failed: $(tail -n 5 "$TESTBED_DIR.up.log")"
-mv "$TESTBED_DIR.up.log" "$TESTBED_DIR/log/up.log"
-echo "  slurmctld and slurmd -N ${TESTBED_NODES[*]} on 127.0.0.1:$TESTBED_PORT_BASE.., the SPANK bridge in plugstack.conf,"
-echo "  a vgpu lender on each node (lending EMULATED GPUs); configuration, logs and job output in $TESTBED_DIR"
-slurm sinfo -N -p gpu -o '%N %T %G' | indent
-
-section "The tracker"
-start_tracker
-echo "  vgpu tracker: polls Slurm every second, its socket on 127.0.0.1:$(tracker_port)," \
-    "Prometheus metrics on http://127.0.0.1:$(metrics_port)/metrics"
+story_cluster
+story_tracker
 
 section "Fill the nodes, then sbatch --gres=vgpu:3"
 echo "  every node runs a filler job that leaves 1 GPU idle; no node has 3 idle GPUs"

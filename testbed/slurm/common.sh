@@ -6,8 +6,16 @@ TESTBED_DIR=${VGPU_TESTBED_DIR:-/tmp/vgpu-testbed}
 # slurmctld listens on the base port, node nK's slurmd on base+K. Not Slurm's defaults (6817/6818),
 # so the testbed never talks to, or collides with, another Slurm on the machine.
 TESTBED_PORT_BASE=${VGPU_TESTBED_PORT_BASE:-17900}
-TESTBED_NODES=(n1 n2 n3)
-TESTBED_GPUS_PER_NODE=4
+# The nodes, each node's GPUs and what those are: 3 nodes of 4 emulated GPUs (fake device files for Slurm, the GPU
+# work on the CPU) unless a script that brings real GPUs says otherwise (testbed/gpu/story-on-gpus.sh: 2 nodes of 1
+# GPU, native: node nK owns /dev/nvidia(K-1), its workers and jobs drive it through the NVIDIA driver).
+read -r -a TESTBED_NODES <<<"${VGPU_TESTBED_NODES:-n1 n2 n3}"
+TESTBED_GPUS_PER_NODE=${VGPU_TESTBED_GPUS_PER_NODE:-4}
+TESTBED_GPUS=${VGPU_TESTBED_GPUS:-emulated}
+case $TESTBED_GPUS in
+    emulated | native) ;;
+    *) echo "testbed: VGPU_TESTBED_GPUS is emulated or native, not $TESTBED_GPUS" >&2; exit 2 ;;
+esac
 # More CPUs than the machine has (SlurmdParameters=config_overrides); user jobs may take all but one
 # per GPU (MaxCPUsPerNode), which stay free for holder jobs.
 TESTBED_CPUS_PER_NODE=8
@@ -199,7 +207,7 @@ scrape_metrics() {
 }
 
 # start_tracker [CONFIG]: starts `vgpu tracker` (polling every second, ledger in the testbed's state
-# directory, holder jobs' workers on the CPU emulation, their output in out/holder-JOB.out) in the background, its log in $TESTBED_DIR/log/tracker.log (appended, so a restart
+# directory, holder jobs' workers on the testbed's GPUs ($TESTBED_GPUS), their output in out/holder-JOB.out) in the background, its log in $TESTBED_DIR/log/tracker.log (appended, so a restart
 # keeps the earlier run's lines), its pid in $TESTBED_DIR/run/tracker.pid; waits until it listens.
 start_tracker() {
     start_tracker_with --config "${1:-$TESTBED_DIR/etc/vgpu.conf}"
@@ -211,7 +219,7 @@ start_tracker_with() {
     local log=$TESTBED_DIR/log/tracker.log before
     before=$(grep -c '^vgpu tracker listening' "$log" 2>/dev/null || true)
     [[ " $* " == *" --config "* ]] || set -- --config "$TESTBED_DIR/etc/vgpu.conf" "$@"
-    "$VGPU" tracker "$@" --ledger "$TESTBED_DIR/state/tracker.ledger" --poll 1 --worker-backend emulated \
+    "$VGPU" tracker "$@" --ledger "$TESTBED_DIR/state/tracker.ledger" --poll 1 --worker-backend "$TESTBED_GPUS" \
         --holder-output "$TESTBED_DIR/out/holder-%j.out" </dev/null >>"$log" 2>&1 &
     echo $! >"$TESTBED_DIR/run/tracker.pid"
     # Not the shell's job any more: a scenario that kills it on purpose gets no "Killed" line.
@@ -254,12 +262,12 @@ no_holders_of() {
 }
 
 # The batch script of a vgpu job: prints the assembly the SPANK bridge exported, then runs the check
-# workloads on every vGPU with `vgpu run` (local GPUs on the CPU emulation: the testbed's GPUs are
+# workloads on every vGPU with `vgpu run` (local GPUs on the testbed's GPUs: the CPU emulation where they are
 # fake device files). Extra arguments go to `vgpu run` (e.g. --hold 20).
 vgpu_job_script() {
     printf '%s\n' 'echo "VGPU_NODE=$VGPU_NODE"; echo "VGPU_ASSEMBLY=$VGPU_ASSEMBLY"' \
         'echo "CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-<unset>}"; echo "VGPU_SOURCE=$VGPU_SOURCE"' \
-        "exec $VGPU run --local-backend emulated $*"
+        "exec $VGPU run --local-backend $TESTBED_GPUS $*"
 }
 
 # check_vgpu_job_output FILE NODE LOCAL REMOTE: the job ran on NODE with LOCAL local and REMOTE
@@ -416,11 +424,11 @@ migrations_started_more_than() {
     [ "$(started_migrations)" -gt "$1" ]
 }
 
-# wait_borrower_home: waits until the tracker has both borrowed vGPUs of the borrower home and the
-# lenders' holders have ended.
+# wait_borrower_home: waits until the tracker has every borrowed vGPU of the borrower (one per holder in
+# LENDER_HOLDERS) home and the lenders' holders have ended.
 wait_borrower_home() {
     local holder
-    wait_until 90 "both vGPUs of job $BORROWER are home" borrower_home \
+    wait_until 90 "the borrowed vGPUs of job $BORROWER are home" borrower_home \
         || die "not home: $(tracker_request status | head -n 3); $(grep -E 'migration [0-9]+:' "$TESTBED_DIR/log/tracker.log" | tail -n 8)"
     for holder in "${LENDER_HOLDERS[@]}"; do
         wait_until 30 "lender holder $holder has ended" job_has_ended "$holder" || die "holder $holder still runs"
@@ -428,20 +436,20 @@ wait_borrower_home() {
 }
 
 borrower_home() {
-    [ "$(tracker_request status | grep "^assembly job=$BORROWER " | grep -o "/home/" | wc -l)" -eq 2 ]
+    [ "$(tracker_request status | grep "^assembly job=$BORROWER " | grep -o "/home/" | wc -l)" -eq "${#LENDER_HOLDERS[@]}" ]
 }
 
-# check_borrower_migrations FILE: `vgpu report --format json`, written to FILE, lists both migrations
-# of the borrower; prints each, one JSON object a line.
+# check_borrower_migrations FILE: `vgpu report --format json`, written to FILE, lists a migration of
+# the borrower for each of its lenders' holders; prints each, one JSON object a line.
 check_borrower_migrations() {
     local report=$1
     "$VGPU" report --config "$TESTBED_DIR/etc/vgpu.conf" --format json >"$report"
-    python3 - "$report" "$BORROWER" <<'CHECK' || die "report: $(cat "$report")"
+    python3 - "$report" "$BORROWER" "${#LENDER_HOLDERS[@]}" <<'CHECK' || die "report: $(cat "$report")"
 import json, sys
 report = json.load(open(sys.argv[1]))
 job = int(sys.argv[2])
 moves = [m for m in report["migrations"] if m["job"] == job]
-assert len(moves) == 2, moves
+assert len(moves) == int(sys.argv[3]), moves
 for m in moves:
     print(json.dumps(m))
 CHECK
@@ -452,4 +460,99 @@ CHECK
 finish_borrower() {
     expect_state "$BORROWER" COMPLETED 120
     check_vgpu_job_output "$TESTBED_DIR/out/$BORROWER.out" "$BORROWER_NODE" 1 2
+}
+
+# ---- The frame of a story (testbed/story.sh, README's first command; testbed/gpu/story-on-gpus.sh): root, a
+# testbed directory of its own, Slurm and the SPANK bridge, the cluster and the tracker, and a teardown that runs
+# on every end.
+
+section() {
+    printf '\n== %s ==\n' "$*"
+}
+
+indent() {
+    sed 's/^/  /'
+}
+
+# The lines of a `vgpu report` table from the one starting with HEADING to the next empty line.
+report_section() {
+    sed -n "/^$1/,/^\$/p" | sed '/^$/d'
+}
+
+# story_begin NAME: refuses to run without root or where a testbed is up in TESTBED_DIR, and sets the teardown
+# on every end of the story (Ctrl-C included). STORY_STARTED: $SECONDS at the start.
+story_begin() {
+    STORY_STARTED=$SECONDS
+    [ "$(id -u)" -eq 0 ] || die "$1 needs root: it installs Slurm when missing and runs Slurm's daemons (sudo -E $0)"
+    [ ! -e "$TESTBED_DIR" ] || die "$TESTBED_DIR exists: another story or testbed runs there; tear it down with" \
+        "VGPU_TESTBED_DIR=$TESTBED_DIR $REPO_ROOT/testbed/slurm/down.sh, or choose another VGPU_TESTBED_DIR"
+    trap story_tear_down EXIT
+    trap 'exit 130' INT TERM
+}
+
+# Every job of the cluster first (their steps would outlive slurmd), then the tracker and the daemons
+# (down.sh). Ctrl-C ends the story through here too, and a second one does not cut the teardown short.
+story_tear_down() {
+    local status=$?
+    trap '' INT TERM
+    section "Teardown"
+    local jobs=()
+    if [ -e "$SLURM_CONF" ] && timeout 5 scontrol ping >/dev/null 2>&1; then
+        mapfile -t jobs < <(slurm squeue -h -o %i)
+        cancel_jobs "${jobs[@]}"
+    fi
+    if [ "$status" -ne 0 ] && [ -d "$TESTBED_DIR/log" ]; then
+        # down.sh removes the testbed's directory: the daemons' logs and the jobs' output stay for a look.
+        rm -rf "$TESTBED_DIR.failed"
+        mkdir -p "$TESTBED_DIR.failed"
+        cp -r "$TESTBED_DIR/log" "$TESTBED_DIR/out" "$TESTBED_DIR.failed/" 2>/dev/null || true
+        echo "  logs and job output kept in $TESTBED_DIR.failed"
+    fi
+    if "$REPO_ROOT/testbed/slurm/down.sh" >"$TESTBED_DIR.down.log" 2>&1; then
+        echo "  cluster stopped, $TESTBED_DIR removed"
+        rm -f "$TESTBED_DIR.down.log"
+    else
+        echo "  down.sh failed: $(cat "$TESTBED_DIR.down.log")"
+    fi
+    if [ "$status" -eq 0 ]; then
+        printf '\nThe story ran in %d s.\n' $((SECONDS - STORY_STARTED))
+    elif [ "$status" -eq 130 ]; then
+        printf '\nThe story was interrupted after %d s.\n' $((SECONDS - STORY_STARTED))
+    else
+        printf '\nThe story FAILED (exit %d) after %d s; the error is above.\n' "$status" $((SECONDS - STORY_STARTED))
+    fi
+}
+
+# story_slurm_and_bridge: Debian's Slurm (installed where missing) and the SPANK bridge, built as the user who ran
+# sudo, so that the checkout's build files stay theirs. STORY_BRIDGE: the plugin.
+story_slurm_and_bridge() {
+    section "Slurm"
+    "$REPO_ROOT/testbed/slurm/install-slurm.sh" | indent
+    echo "  $(slurmctld -V) from Debian's packages"
+    local make_as_user=()
+    [ -z "${SUDO_USER:-}" ] || make_as_user=(setpriv --reuid="$SUDO_UID" --regid="$SUDO_GID" --init-groups)
+    "${make_as_user[@]}" make -s -C "$REPO_ROOT/slurm-spank-bridge" all >/dev/null \
+        || die "building the SPANK bridge failed (make -C slurm-spank-bridge all)"
+    STORY_BRIDGE=$REPO_ROOT/slurm-spank-bridge/vgpu_spank.so
+    echo "  SPANK plugin $STORY_BRIDGE built"
+}
+
+# story_cluster, story_tracker: the testbed (up.sh, with the bridge) and the tracker, each with what it is.
+story_cluster() {
+    section "The cluster (testbed/slurm/up.sh)"
+    VGPU_SPANK_PLUGIN=$STORY_BRIDGE VGPU_TESTBED_CGROUPS=no "$REPO_ROOT/testbed/slurm/up.sh" >"$TESTBED_DIR.up.log" 2>&1 \
+        || die "up.sh failed: $(tail -n 5 "$TESTBED_DIR.up.log")"
+    mv "$TESTBED_DIR.up.log" "$TESTBED_DIR/log/up.log"
+    local lent="EMULATED GPUs"
+    [ "$TESTBED_GPUS" = emulated ] || lent="the node's real GPUs, natively"
+    echo "  slurmctld and slurmd -N ${TESTBED_NODES[*]} on 127.0.0.1:$TESTBED_PORT_BASE.., the SPANK bridge in plugstack.conf,"
+    echo "  a vgpu lender on each node (lending $lent); configuration, logs and job output in $TESTBED_DIR"
+    slurm sinfo -N -p gpu -o '%N %T %G' | indent
+}
+
+story_tracker() {
+    section "The tracker"
+    start_tracker
+    echo "  vgpu tracker: polls Slurm every second, its socket on 127.0.0.1:$(tracker_port)," \
+        "Prometheus metrics on http://127.0.0.1:$(metrics_port)/metrics"
 }

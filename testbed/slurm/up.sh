@@ -2,7 +2,8 @@
 # Brings up a real Slurm 22.05 cluster (Debian's packages) on this one machine: slurmctld and
 # slurmd -N n1..n3, each node with 4 fake GPUs (character devices, so Slurm sets
 # CUDA_VISIBLE_DEVICES) and a count-only vgpu GRES of 8, auth/none, the job partition and the lend
-# partition, and each node's vgpu lender lending emulated GPUs. Slurm's node, partition and GRES
+# partition, and each node's vgpu lender lending emulated GPUs (other nodes and real GPUs: common.sh's
+# VGPU_TESTBED_NODES, VGPU_TESTBED_GPUS_PER_NODE, VGPU_TESTBED_GPUS=native). Slurm's node, partition and GRES
 # lines, job_submit.lua and the lenders' command lines are rendered from a site configuration by
 # `vgpu config render`, as an admin would. Needs root.
 # Environment: VGPU_TESTBED_DIR (default /tmp/vgpu-testbed), VGPU_TESTBED_PORT_BASE (17900),
@@ -30,8 +31,31 @@ refuse_busy_ports() {
     done
 }
 
+# node_gpu_devices NODE: gres.conf's File= for NODE's GPUs: fake ones in the testbed's directory, or the real
+# /dev/nvidiaN that node nK owns (N from (K-1) x GPUs per node).
+node_gpu_devices() {
+    local node=$1 first
+    if [ "$TESTBED_GPUS" = emulated ]; then
+        echo "$TESTBED_DIR/dev/$node/nvidia[0-$((TESTBED_GPUS_PER_NODE - 1))]"
+        return
+    fi
+    first=$(((${node#n} - 1) * TESTBED_GPUS_PER_NODE))
+    if [ "$TESTBED_GPUS_PER_NODE" -eq 1 ]; then
+        echo "/dev/nvidia$first"
+    else
+        echo "/dev/nvidia[$first-$((first + TESTBED_GPUS_PER_NODE - 1))]"
+    fi
+}
+
+# Fake GPUs for the emulation; real ones must be there.
 make_fake_gpus() {
     local node index
+    if [ "$TESTBED_GPUS" = native ]; then
+        for index in $(seq 0 $((${#TESTBED_NODES[@]} * TESTBED_GPUS_PER_NODE - 1))); do
+            [ -c "/dev/nvidia$index" ] || die "VGPU_TESTBED_GPUS=native: no /dev/nvidia$index for the testbed's nodes"
+        done
+        return
+    fi
     for node in "${TESTBED_NODES[@]}"; do
         mkdir -p "$TESTBED_DIR/dev/$node"
         for index in $(seq 0 $((TESTBED_GPUS_PER_NODE - 1))); do
@@ -76,7 +100,7 @@ gpus = $TESTBED_GPUS_PER_NODE
 gpu_memory = 80GiB
 vgpus = $TESTBED_VGPUS_PER_NODE
 lender_port = $(lender_port "$node")
-gpu_devices = $TESTBED_DIR/dev/$node/nvidia[0-$((TESTBED_GPUS_PER_NODE - 1))]
+gpu_devices = $(node_gpu_devices "$node")
 # All nodes are slurmd -N instances on this machine: one host name, one address, own ports.
 hostname = $host
 address = 127.0.0.1
@@ -84,13 +108,14 @@ slurmd_port = $((TESTBED_PORT_BASE + k))
 cpus = $TESTBED_CPUS_PER_NODE
 CONFIG
     done
-    cat >>"$config" <<CONFIG
-
-[distance]
-n1 n2 = 1
-n2 n3 = 1
-n1 n3 = 2
-CONFIG
+    # Nodes nI and nJ are |I - J| apart (n1 n2 = 1, n2 n3 = 1, n1 n3 = 2 for three).
+    local i j
+    printf '\n[distance]\n' >>"$config"
+    for ((i = 1; i <= ${#TESTBED_NODES[@]}; i++)); do
+        for ((j = i + 1; j <= ${#TESTBED_NODES[@]}; j++)); do
+            echo "n$i n$j = $((j - i))" >>"$config"
+        done
+    done
     "$VGPU" config check "$config" >"$TESTBED_DIR/log/config-check.txt" 2>&1 \
         || die "the testbed's site configuration is invalid: $(cat "$TESTBED_DIR/log/config-check.txt")"
 }
@@ -160,9 +185,9 @@ CONFIG
     fi
 }
 
-# Each node's lender, started with the command line of its rendered systemd unit, lending emulated
-# GPUs (this machine has none) and starting each worker on request (--pool 0: 2 cores are not
-# enough for a warm worker per GPU).
+# Each node's lender, started with the command line of its rendered systemd unit, lending the testbed's GPUs
+# (emulated ones where they are fake device files) and starting each worker on request (--pool 0: 2 cores are not
+# enough for a warm worker per GPU, and no lender holds a CUDA context on a real GPU it does not lend).
 start_lenders() {
     local node command
     for node in "${TESTBED_NODES[@]}"; do
@@ -170,7 +195,7 @@ start_lenders() {
             | sed -n 's/^ExecStart=//p')
         [ -n "$command" ] || die "the rendered vgpu-lender.service of $node has no ExecStart line"
         # shellcheck disable=SC2086 # the unit's command line: words without spaces, split as systemd would
-        $command --backend emulated --pool 0 </dev/null >"$TESTBED_DIR/log/lender-$node.log" 2>&1 &
+        $command --backend "$TESTBED_GPUS" --pool 0 </dev/null >"$TESTBED_DIR/log/lender-$node.log" 2>&1 &
         echo $! >"$TESTBED_DIR/run/lender-$node.pid"
     done
     for node in "${TESTBED_NODES[@]}"; do
@@ -216,5 +241,5 @@ wait_until 60 "nodes ${TESTBED_NODES[*]} are idle" nodes_idle \
     || die "nodes are not idle: $(slurm sinfo -N -o '%N %t %E' 2>&1); see $TESTBED_DIR/log"
 start_lenders
 say "up in $TESTBED_DIR: nodes ${TESTBED_NODES[*]} idle, each gpu:$TESTBED_GPUS_PER_NODE,vgpu:$TESTBED_VGPUS_PER_NODE" \
-    "and a lender of emulated GPUs on 127.0.0.1:$(lender_port n1)..$(lender_port "${TESTBED_NODES[-1]}")"
+    "and a lender of $TESTBED_GPUS GPUs on 127.0.0.1:$(lender_port n1)..$(lender_port "${TESTBED_NODES[-1]}")"
 say "use it with: export SLURM_CONF=$SLURM_CONF"

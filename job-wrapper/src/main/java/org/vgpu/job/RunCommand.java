@@ -467,8 +467,12 @@ public final class RunCommand implements Subcommand {
         for (int step = firstStep; step < firstStep + steps; step++) {
             String subject = "vgpu " + vgpu + "  " + (steps > 1 || firstStep > 1 ? "step " + step + "  " : "");
             for (Workload workload : workloads) {
+                String began = gpu.location();
                 WorkloadCheck check = WorkloadCheck.run(workload, gpu, scale, step);
-                lines.add(check.line(subject) + mark);
+                String ended = gpu.location();
+                // A migration that fell inside this check: the line says so, as the check spans both places.
+                String moved = began.equals(ended) ? "" : "  (moved during the check: " + began + " -> " + ended + ")";
+                lines.add(check.line(subject) + moved + mark);
                 if (!check.passed()) {
                     failed.add(workload.name());
                 }
