@@ -413,7 +413,7 @@ public final class RunCommand implements Subcommand {
     // ---- checks
 
     /** What one vGPU's thread found: its lines, in order, and the workloads that failed. */
-    private record VgpuChecks(List<String> lines, Set<String> failed) {}
+    record VgpuChecks(List<String> lines, Set<String> failed) {}
 
     /**
      * Runs the workloads on every vGPU at once, one thread each, and prints each vGPU's lines in vGPU
@@ -460,7 +460,8 @@ public final class RunCommand implements Subcommand {
         return failedVgpus.isEmpty();
     }
 
-    private static VgpuChecks checkOne(
+    /** One vGPU's checks, step by step; a check a migration fell inside says where it began and ended. */
+    static VgpuChecks checkOne(
             MigratableGpu gpu, int vgpu, List<Workload> workloads, int scale, int steps, int firstStep, String mark) {
         List<String> lines = new ArrayList<>();
         Set<String> failed = new LinkedHashSet<>();
