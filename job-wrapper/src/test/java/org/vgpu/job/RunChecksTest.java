@@ -59,13 +59,17 @@ class RunChecksTest {
                     RunCommand.checkOne(gpu, 0, List.of(new MovingAt(2, new VectorAddWorkload())), 1, 3, 1, "");
             assertEquals(Set.of(), checks.failed(), String.join("\n", checks.lines()));
             assertEquals(3, checks.lines().size());
-            assertTrue(checks.lines().get(0).startsWith("PASS  vgpu 0  step 1  vector-add"), checks.lines().get(0));
+            assertTrue(
+                    checks.lines().get(0).startsWith("PASS  vgpu 0  step 1  vector-add"),
+                    checks.lines().get(0));
             assertTrue(
                     checks.lines().get(1).contains("(moved during the check: gpu 0 (emulated) -> gpu 1 (emulated))"),
                     checks.lines().get(1));
             assertEquals(
                     1,
-                    checks.lines().stream().filter(line -> line.contains("moved during")).count(),
+                    checks.lines().stream()
+                            .filter(line -> line.contains("moved during"))
+                            .count(),
                     "only the check the move fell inside says so: " + checks.lines());
             assertEquals("gpu 1 (emulated)", gpu.location());
         }

@@ -10,6 +10,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -18,6 +19,8 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 import org.vgpu.common.net.Endpoint;
@@ -74,8 +77,8 @@ final class HookStory {
         String line() {
             String where = began.equals(ended) ? "on " + began : "begun on " + began + ", ended on " + ended;
             return String.format(
-                    "md run %d %s: %s, %s", number, where, result.passed() ? "PASS" : "FAIL " + result.errorSummary(),
-                    result.detail());
+                    "md run %d %s: %s, %s",
+                    number, where, result.passed() ? "PASS" : "FAIL " + result.errorSummary(), result.detail());
         }
     }
 
@@ -94,11 +97,16 @@ final class HookStory {
             long lenderHolder,
             Report report) {
         List<Run> before() {
-            return runs.stream().filter(run -> run.began().equals(borrowedLocation) && run.ended().equals(borrowedLocation)).toList();
+            return runs.stream()
+                    .filter(run ->
+                            run.began().equals(borrowedLocation) && run.ended().equals(borrowedLocation))
+                    .toList();
         }
 
         List<Run> during() {
-            return runs.stream().filter(run -> run.straddles(borrowedLocation, homeLocation)).toList();
+            return runs.stream()
+                    .filter(run -> run.straddles(borrowedLocation, homeLocation))
+                    .toList();
         }
 
         List<Run> after() {
@@ -109,7 +117,8 @@ final class HookStory {
             long failed = runs.stream().filter(run -> !run.result().passed()).count();
             String during = during().isEmpty()
                     ? "none during (the move fell between two runs)"
-                    : during().size() + " during (run " + during().getFirst().number() + ": begun on the borrowed GPU, ended at home)";
+                    : during().size() + " during (run " + during().getFirst().number()
+                            + ": begun on the borrowed GPU, ended at home)";
             return String.format(
                     "md runs: %d before the move, %s, %d after; %s",
                     before().size(), during, after().size(), failed == 0 ? "all passed" : failed + " FAILED");
@@ -155,9 +164,12 @@ final class HookStory {
             slurm.addNode("n2", 1, 8, List.of("lend"));
             long filler = slurm.runOn("n1", List.of(0), 1);
             long job = slurm.submitVgpuJob(1);
-            say(out, prefix, "Slurm (in-memory stand-in): filler job " + filler + " holds n1's GPU 0; job " + job
-                    + " asks --gres=vgpu:1 on n1; n2 lends its GPU 0 (" + backend + " worker on CUDA device "
-                    + lenderDevice + ")");
+            say(
+                    out,
+                    prefix,
+                    "Slurm (in-memory stand-in): filler job " + filler + " holds n1's GPU 0; job " + job
+                            + " asks --gres=vgpu:1 on n1; n2 lends its GPU 0 (" + backend + " worker on CUDA device "
+                            + lenderDevice + ")");
             Ledger ledger = Ledger.open(dir.resolve("tracker.ledger"));
             Tracker tracker = new Tracker(
                     SiteConfigReader.read(dir.resolve("vgpu.conf")),
@@ -170,7 +182,8 @@ final class HookStory {
                     tracker, ledger, new Endpoint("127.0.0.1", 0), Duration.ofMillis(200), Optional.empty(), Set.of());
             try {
                 Instant submitted = Instant.now();
-                // The job is planned on n1 (n2 is in the lend partition only) with n2's GPU borrowed; its holder starts.
+                // The job is planned on n1 (n2 is in the lend partition only) with n2's GPU borrowed; its holder
+                // starts.
                 Lend lend = awaitLend(tracker, ledger, slurm, job);
                 try (LaunchedWorker worker = new WorkerLauncher()
                         .launch(new WorkerSpec(
@@ -188,18 +201,29 @@ final class HookStory {
                     }
                     Answer.Assembled assembled = awaitAssembly(tracker, slurm, job);
                     Answer.Borrowed borrowed = assembled.borrowed().getFirst();
-                    say(out, prefix, "job " + job + " released " + Duration.between(submitted, Instant.now()).toMillis()
-                            + " ms after submission, its vGPU 0 borrowed from n2 through holder "
-                            + lend.holder().getAsLong() + " (worker " + borrowed.worker() + ")");
+                    say(
+                            out,
+                            prefix,
+                            "job " + job + " released "
+                                    + Duration.between(submitted, Instant.now()).toMillis()
+                                    + " ms after submission, its vGPU 0 borrowed from n2 through holder "
+                                    + lend.holder().getAsLong() + " (worker " + borrowed.worker() + ")");
                     String endpoint = borrowed.worker().toString();
                     Map<String, String> environment = Map.of(
-                            "VGPU_COUNT", "1",
-                            "VGPU_ASSEMBLY", "0=remote:" + endpoint,
-                            "VGPU_LOCAL_GPUS", "",
-                            "VGPU_REMOTE", "0@" + endpoint + "#" + borrowed.token(),
-                            "VGPU_NODE", "n1",
-                            "VGPU_TRACKER", daemon.endpoint().toString(),
-                            "SLURM_JOB_ID", Long.toString(job));
+                            "VGPU_COUNT",
+                            "1",
+                            "VGPU_ASSEMBLY",
+                            "0=remote:" + endpoint,
+                            "VGPU_LOCAL_GPUS",
+                            "",
+                            "VGPU_REMOTE",
+                            "0@" + endpoint + "#" + borrowed.token(),
+                            "VGPU_NODE",
+                            "n1",
+                            "VGPU_TRACKER",
+                            daemon.endpoint().toString(),
+                            "SLURM_JOB_ID",
+                            Long.toString(job));
                     GpuBackend local = Backends.open(backend);
                     try (JobVgpus vgpus = JobVgpus.open(
                             JobAssembly.fromEnvironment(environment).orElseThrow(),
@@ -228,9 +252,13 @@ final class HookStory {
                             say(out, prefix, "the agent: " + agentReport.summary());
                             Duration releaseToStart = Duration.between(released, migration.startedAt());
                             Duration releaseToHome = Duration.between(released, home);
-                            say(out, prefix, "filler ended -> migration started " + releaseToStart.toMillis()
-                                    + " ms, -> vGPU home " + releaseToHome.toMillis() + " ms; now on " + homeLocation
-                                    + ": " + describeLocal(local, vgpu));
+                            say(
+                                    out,
+                                    prefix,
+                                    "filler ended -> migration started " + releaseToStart.toMillis()
+                                            + " ms, -> vGPU home " + releaseToHome.toMillis() + " ms; now on "
+                                            + homeLocation
+                                            + ": " + describeLocal(local, vgpu));
                             Report report = Report.of(tracker.status());
                             Told told = new Told(
                                     borrowedLocation,
@@ -289,7 +317,8 @@ final class HookStory {
 
     private static String describeLocal(GpuBackend local, MigratableGpu vgpu) {
         if (vgpu.placement() instanceof MigrationTarget.LocalGpu gpu) {
-            return "CUDA device " + gpu.index() + local.pciBusId(gpu.index()).map(id -> " at PCI " + id).orElse("");
+            return "CUDA device " + gpu.index()
+                    + local.pciBusId(gpu.index()).map(id -> " at PCI " + id).orElse("");
         }
         return vgpu.location();
     }
@@ -371,12 +400,12 @@ final class HookStory {
         /** Waits for the app's own end (its runs at home done) and every check, and returns the runs in order. */
         List<Run> finish() throws Exception {
             try {
-                loop.get(PATIENCE.toSeconds(), java.util.concurrent.TimeUnit.SECONDS);
-            } catch (java.util.concurrent.TimeoutException late) {
+                loop.get(PATIENCE.toSeconds(), TimeUnit.SECONDS);
+            } catch (TimeoutException late) {
                 throw new AssertionError("the MD app did not finish its runs at home within " + PATIENCE
                         + "; runs checked so far: " + runs.size());
             }
-            return runs.stream().sorted(java.util.Comparator.comparingInt(Run::number)).toList();
+            return runs.stream().sorted(Comparator.comparingInt(Run::number)).toList();
         }
 
         @Override
@@ -424,6 +453,7 @@ final class HookStory {
             }
             Thread.sleep(50);
         }
-        throw new AssertionError("the migration did not settle: " + tracker.status().migrations());
+        throw new AssertionError(
+                "the migration did not settle: " + tracker.status().migrations());
     }
 }
