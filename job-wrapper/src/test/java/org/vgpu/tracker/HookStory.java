@@ -232,7 +232,10 @@ final class HookStory {
                             reports::add)) {
                         MigratableGpu vgpu = vgpus.vgpus().getFirst();
                         String borrowedLocation = vgpu.location();
-                        say(out, prefix, "vGPU 0 runs on " + borrowedLocation + ": " + describe(worker, lenderDevice));
+                        say(
+                                out,
+                                prefix,
+                                "vGPU 0 runs on " + borrowedLocation + ": " + describe(worker, lenderDevice, local));
                         try (MdApp app = MdApp.start(vgpu, out, prefix)) {
                             app.awaitRuns(MIN_RUNS_BEFORE);
                             Instant released = Instant.now();
@@ -311,8 +314,10 @@ final class HookStory {
         assertEquals(1, told.report().migrations().size(), "the report lists the move");
     }
 
-    private static String describe(LaunchedWorker worker, int device) {
-        return "worker " + worker.workerId() + " at " + worker.endpoint() + " on its CUDA device " + device;
+    /** The lender's worker and its GPU, by PCI bus id where the backend knows it (the job sees the same GPUs). */
+    private static String describe(LaunchedWorker worker, int device, GpuBackend local) {
+        return "worker " + worker.workerId() + " at " + worker.endpoint() + " on its CUDA device " + device
+                + local.pciBusId(device).map(id -> " at PCI " + id).orElse("");
     }
 
     private static String describeLocal(GpuBackend local, MigratableGpu vgpu) {
