@@ -38,24 +38,10 @@ echo "  vgpu report: 1 local GPU + 2 borrowed, each through a holder job on its 
 report_section 'Borrowed GPUs now' <<<"$report" | indent
 
 section "GPUs free up on $BORROWER_NODE"
-sleep 5 # the workload's first pass on the borrowed vGPUs, so the agent has counters to report
-log_lines=$(wc -l <"$TESTBED_DIR/log/tracker.log")
 echo "  the filler on $BORROWER_NODE ends; the tracker's hook moves the borrowed vGPUs home while the job runs:"
-free_borrower_node
-wait_borrower_home
-tail -n +$((log_lines + 1)) "$TESTBED_DIR/log/tracker.log" | grep -E 'migration [0-9]+: vGPU' | sed -E 's/^.*(migration [0-9]+:)/\1/' | indent
-echo "  release -> first migration start: $RELEASE_TO_MIGRATION s (upper bound: the tracker's log, read every 0.5 s)"
-echo "  the lenders' holders ${LENDER_HOLDERS[*]} have ended: their GPUs are back in Slurm"
+story_moves_home
 
-section "vgpu report"
-migrations=$(check_borrower_migrations "$TESTBED_DIR/out/report-$BORROWER.json")
-"$VGPU" report --config "$TESTBED_DIR/etc/vgpu.conf" | indent
-echo "  (vgpu report --format json lists both migrations of job $BORROWER, blocked ms:" \
-    "$(grep -o '"blocked_ms": [0-9]*' <<<"$migrations" | cut -d ' ' -f 2 | paste -sd ' ' -))"
-
-section "Prometheus /metrics (excerpt)"
-metrics=$(scrape_metrics) || die "the tracker serves no /metrics on port $(metrics_port)"
-grep -E '^vgpu_(borrowed_gpus|migrations_total|migration_blocked_seconds_(count|sum)|held_jobs|idle_gpus)' <<<"$metrics" | indent
+story_report_and_metrics
 
 section "The workload's results (job $BORROWER, after its hold)"
 finish_borrower

@@ -3,8 +3,8 @@
 # a GPU machine, which has no Slurm, no package manager access and no network. Packs into .gpu/slurm.tar.xz (a
 # path prepare.sh leaves alone; carry .gpu) what the Slurm testbed needs of Debian's packages: the files of
 # slurmctld, slurmd, slurm-client, slurm-wlm-basic-plugins, libslurm-dev (spank.h, for the SPANK bridge) and
-# munge, at their own paths under root/ (and iproute2's ss), and under libs/ every library those programs and plugins load, taken
-# from this machine (slurm-unpack.sh there adds only those its system lacks). About 4 MiB.
+# munge, at their own paths under root/ (and iproute2's ss), and under libs/ every library those programs and plugins
+# load, taken from this machine (slurm-unpack.sh there adds only those its system lacks). About 6 MiB.
 set -euo pipefail
 
 top=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)

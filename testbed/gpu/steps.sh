@@ -1,9 +1,9 @@
 # Sourced by the scripts that run ON a GPU machine (run-on-gpu.sh, two-gpus.sh, jcuda-programs.sh), from the
-# repository root, after testbed/gpu/prepare.sh staged .gpu/ here. Sets: top (the checkout), out ($OUT, default .gpu/out), JAVA (else the
-# runtime in .gpu/jre.tar.xz unpacked to /tmp/jre), java (JAVA with native access), vgpu (the launcher's command),
-# test_classes, junit_jar, failed; and step, whose runs share one time budget of $run_seconds from the script's
-# start ($SECONDS counts from there, the unpacking of the runtime included), and print_summary; scripts that run no
-# steps (jcuda-programs.sh) take only the set-up.
+# repository root, after testbed/gpu/prepare.sh staged .gpu/ here. Sets: top (the checkout), out ($OUT, default
+# .gpu/out), JAVA (else the runtime in .gpu/jre.tar.xz unpacked to /tmp/jre), java (JAVA with native access), vgpu
+# (the launcher's command), test_classes, junit_jar, failed; and step, whose runs share one time budget of
+# $run_seconds from the script's start ($SECONDS counts from there, the unpacking of the runtime included), and
+# print_summary; scripts that run no steps (jcuda-programs.sh) take only the set-up.
 # $script_name names the script in messages.
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)

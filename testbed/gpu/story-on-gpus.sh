@@ -50,24 +50,10 @@ slurm squeue -o '%.5i %.10P %.16j %.8T %.6N %b' | indent
 "$VGPU" report --config "$TESTBED_DIR/etc/vgpu.conf" | report_section 'Borrowed GPUs now' | indent
 
 section "n1's GPU is released"
-sleep 5 # MD steps on the borrowed GPU first, so the agent has counters to report
-log_lines=$(wc -l <"$TESTBED_DIR/log/tracker.log")
 echo "  the filler ends; the tracker's hook moves the vGPU home while the MD runs:"
-free_borrower_node
-wait_borrower_home
-tail -n +$((log_lines + 1)) "$TESTBED_DIR/log/tracker.log" | grep -E 'migration [0-9]+: vGPU' \
-    | sed -E 's/^.*(migration [0-9]+:)/\1/' | indent
-echo "  release -> migration start: $RELEASE_TO_MIGRATION s (upper bound: the tracker's log, read every 0.5 s)"
-echo "  the lender's holder ${LENDER_HOLDERS[0]} has ended: n2's GPU is back in Slurm"
+story_moves_home
 
-section "vgpu report"
-migrations=$(check_borrower_migrations "$TESTBED_DIR/out/report-$BORROWER.json")
-"$VGPU" report --config "$TESTBED_DIR/etc/vgpu.conf" | indent
-echo "  (blocked ms: $(grep -o '"blocked_ms": [0-9]*' <<<"$migrations" | cut -d ' ' -f 2))"
-
-section "Prometheus /metrics (excerpt)"
-metrics=$(scrape_metrics) || die "the tracker serves no /metrics on port $(metrics_port)"
-grep -E '^vgpu_(borrowed_gpus|migrations_total|migration_blocked_seconds_(count|sum)|idle_gpus)' <<<"$metrics" | indent
+story_report_and_metrics
 
 section "The MD's results (job $BORROWER)"
 expect_state "$BORROWER" COMPLETED $((120 + steps / 2))

@@ -556,3 +556,34 @@ story_tracker() {
     echo "  vgpu tracker: polls Slurm every second, its socket on 127.0.0.1:$(tracker_port)," \
         "Prometheus metrics on http://127.0.0.1:$(metrics_port)/metrics"
 }
+
+# story_moves_home: lets the workload run 5 s on its borrowed vGPUs (so that the agent has counters to report), ends
+# the filler on the borrower's node, waits until the hook has every borrowed vGPU home and the lenders' holders have
+# ended, and prints the tracker's lines of the moves and the release-to-migration time.
+story_moves_home() {
+    local log_lines
+    sleep 5
+    log_lines=$(wc -l <"$TESTBED_DIR/log/tracker.log")
+    free_borrower_node
+    wait_borrower_home
+    tail -n +$((log_lines + 1)) "$TESTBED_DIR/log/tracker.log" | grep -E 'migration [0-9]+: vGPU' \
+        | sed -E 's/^.*(migration [0-9]+:)/\1/' | indent
+    echo "  release -> first migration start: $RELEASE_TO_MIGRATION s (upper bound: the tracker's log, read every 0.5 s)"
+    echo "  the lenders' holders ${LENDER_HOLDERS[*]} have ended: their GPUs are back in Slurm"
+}
+
+# story_report_and_metrics: `vgpu report` (its JSON checked to list the borrower's moves, their blocked times
+# printed) and the tracker's Prometheus figures of borrowing and migration.
+story_report_and_metrics() {
+    local migrations metrics
+    section "vgpu report"
+    migrations=$(check_borrower_migrations "$TESTBED_DIR/out/report-$BORROWER.json")
+    "$VGPU" report --config "$TESTBED_DIR/etc/vgpu.conf" | indent
+    echo "  (vgpu report --format json lists the ${#LENDER_HOLDERS[@]} migration(s) of job $BORROWER, blocked ms:" \
+        "$(grep -o '"blocked_ms": [0-9]*' <<<"$migrations" | cut -d ' ' -f 2 | paste -sd ' ' -))"
+
+    section "Prometheus /metrics (excerpt)"
+    metrics=$(scrape_metrics) || die "the tracker serves no /metrics on port $(metrics_port)"
+    grep -E '^vgpu_(borrowed_gpus|migrations_total|migration_blocked_seconds_(count|sum)|held_jobs|idle_gpus)' \
+        <<<"$metrics" | indent
+}
