@@ -15,10 +15,10 @@ import javax.lang.model.element.TypeParameterElement;
 import javax.lang.model.type.TypeMirror;
 import javax.lang.model.util.ElementFilter;
 
-import org.vgpu.callsurface.WireSurfaceGenerator.Field;
-import org.vgpu.callsurface.WireSurfaceGenerator.Frame;
-import org.vgpu.callsurface.WireSurfaceGenerator.Kind;
-import org.vgpu.callsurface.WireSurfaceGenerator.Names;
+import org.vgpu.callsurface.WireTable.Field;
+import org.vgpu.callsurface.WireTable.Frame;
+import org.vgpu.callsurface.WireTable.Kind;
+import org.vgpu.callsurface.WireTable.Names;
 
 /**
  * Writes both ends of an API's one-to-one calls ({@code @RemoteCall}), which are the frames of the
@@ -132,7 +132,7 @@ final class OneToOneGenerator {
             String read = reader.getParameters().size() == 1
                     ? names.codecs() + "::" + reader.getSimpleName()
                     : "in -> " + names.codecs() + "." + reader.getSimpleName() + "(in, "
-                            + WireSurfaceGenerator.classLiteral(call.oneToOne().result()) + ")";
+                            + WireTable.classLiteral(call.oneToOne().result()) + ")";
             out.line("        return ReplyDecoder.read(result, \"" + call.constant() + "\", " + read + ");");
             out.line("    }");
         }

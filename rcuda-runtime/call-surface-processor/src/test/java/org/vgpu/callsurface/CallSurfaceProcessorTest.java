@@ -548,8 +548,8 @@ class CallSurfaceProcessorTest {
 
     @Test
     void constantNamesAreTheMethodNamesInUpperSnakeCase() {
-        assertEquals("MEM_ALLOC_AT", WireSurfaceGenerator.constantName("memAllocAt"));
-        assertEquals("STREAM_WAIT_EVENT", WireSurfaceGenerator.constantName("streamWaitEvent"));
+        assertEquals("MEM_ALLOC_AT", WireTable.constantName("memAllocAt"));
+        assertEquals("STREAM_WAIT_EVENT", WireTable.constantName("streamWaitEvent"));
     }
 
     // ---- running javac

@@ -1,0 +1,139 @@
+package org.vgpu.callsurface;
+
+import java.util.List;
+import java.util.Locale;
+import javax.lang.model.element.Element;
+import javax.lang.model.element.ExecutableElement;
+import javax.lang.model.element.TypeElement;
+import javax.lang.model.type.DeclaredType;
+import javax.lang.model.type.TypeKind;
+import javax.lang.model.type.TypeMirror;
+
+/**
+ * The remote protocol's frame table as {@link WireSurfaceReader} reads it from a call surface and
+ * {@link WireSurfaceWriter} and {@link OneToOneGenerator} turn it into code: the frames, their
+ * fields and kinds, and the names the generated classes take.
+ */
+final class WireTable {
+    static final String BYTE_BUF = "io.netty.buffer.ByteBuf";
+    /** Opcodes index a table of this many entries. */
+    static final int MAX_CODE = 0xFF;
+
+    private WireTable() {}
+
+    enum Kind {
+        SYNC(false, false, false),
+        ASYNC(true, false, false),
+        SYNCHRONIZING(false, true, false),
+        ASYNC_OR_SYNCHRONIZING(true, true, false),
+        CHUNKED(true, true, true);
+
+        final boolean mayBeAsync;
+        final boolean synchronizing;
+        final boolean chunked;
+
+        Kind(boolean mayBeAsync, boolean synchronizing, boolean chunked) {
+            this.mayBeAsync = mayBeAsync;
+            this.synchronizing = synchronizing;
+            this.chunked = chunked;
+        }
+    }
+
+    /**
+     * One field of a request body. {@code parameter} and {@code handle} are set for a one-to-one
+     * call's field: the API parameter it carries and, when that is a handle, the handle's type (the
+     * field is then its int32 id) and the validation class's type variable for its backend object.
+     */
+    record Field(
+            String name,
+            TypeMirror type,
+            ExecutableElement reader,
+            ExecutableElement writer,
+            ExecutableElement checker,
+            String parameter,
+            TypeMirror handle,
+            String handleVariable) {
+        Field(
+                String name,
+                TypeMirror type,
+                ExecutableElement reader,
+                ExecutableElement writer,
+                ExecutableElement checker) {
+            this(name, type, reader, writer, checker, null, null, null);
+        }
+    }
+
+    /**
+     * What a one-to-one call adds to its frame: the API method, the validation class's primitive it
+     * reaches, and its result's type and codec (none for {@code void}).
+     */
+    record OneToOne(
+            ExecutableElement call,
+            ExecutableElement primitive,
+            TypeMirror result,
+            String resultCodec,
+            ExecutableElement resultReader,
+            ExecutableElement resultWriter) {
+        boolean returns() {
+            return result.getKind() != TypeKind.VOID;
+        }
+    }
+
+    /** One frame of the table: a request (with its method and fields) or a reply. */
+    record Frame(
+            Element element,
+            String constant,
+            int code,
+            boolean request,
+            Kind kind,
+            boolean chunked,
+            String method,
+            List<Field> fields,
+            OneToOne oneToOne) {
+
+        /** The fields written by the encoder: a chunked request's last field is the caller's bytes. */
+        List<Field> header() {
+            return kind != null && kind.chunked ? fields.subList(0, fields.size() - 1) : fields;
+        }
+    }
+
+    /** The generated classes' package, the surface they come from and the names the surface gives them. */
+    record Names(
+            String pkg,
+            TypeElement surface,
+            String codecs,
+            String opcodes,
+            String visitor,
+            String encoder,
+            String dispatch) {
+        String origin() {
+            return surface.getQualifiedName().toString();
+        }
+    }
+
+    /** memAllocAt -> MEM_ALLOC_AT. */
+    static String constantName(String method) {
+        return method.replaceAll("([a-z0-9])([A-Z])", "$1_$2").toUpperCase(Locale.ROOT);
+    }
+
+    /** {@code X.class} for a declared type, by its qualified name. */
+    static String classLiteral(TypeMirror type) {
+        return ((TypeElement) ((DeclaredType) type).asElement()).getQualifiedName() + ".class";
+    }
+
+    /** The codec a type travels by when nothing names another: Int32, Int64, Float32, Boolean or its simple name. */
+    static String defaultCodec(TypeMirror type) {
+        return switch (type.getKind()) {
+            case INT -> "Int32";
+            case LONG -> "Int64";
+            case FLOAT -> "Float32";
+            case BOOLEAN -> "Boolean";
+            case DECLARED -> ((DeclaredType) type).asElement().getSimpleName().toString();
+            default -> type.toString();
+        };
+    }
+
+    static List<Frame> requests(List<Frame> frames) {
+        return frames.stream().filter(Frame::request).toList();
+    }
+}
