@@ -28,7 +28,8 @@ public final class TestCluster {
      * A tracker over this cluster (a fresh {@link InMemorySlurm}, no jobs; {@code [slurm] job_partition = gpu}) with
      * {@code ledger}, its clock standing at {@code now}: for tests of the tracker's socket rather than its decisions.
      */
-    public static Tracker standingTracker(Path dir, ThrowawaySiteKey key, Ledger ledger, Instant now) throws IOException {
+    public static Tracker standingTracker(Path dir, ThrowawaySiteKey key, Ledger ledger, Instant now)
+            throws IOException {
         InMemorySlurm slurm = new InMemorySlurm();
         SiteConfig site = configure(dir, key, slurm, "", "[slurm]\njob_partition = gpu\n");
         return new Tracker(
