@@ -114,14 +114,15 @@ public final class Tracker {
     private final Object lock = new Object();
     /** Moves borrowed vGPUs home and carries out admins' moves. Guarded by {@link #lock}. */
     private final MigrationHook hook;
-    /** Guarded by {@link #lock}. */
+    /** The holders cancelled, lost and evacuated. Guarded by {@link #lock}. */
     private final HolderBook holders;
-    /** Guarded by {@link #lock}, but for {@code done}. */
+    /** The first step of each tick; guarded by {@link #lock}, but for the bridge's {@code done}. */
     private final Reconciliation reconciliation;
-    /** Guarded by {@link #lock}. */
+    /** Plans held jobs and secures their assemblies. Guarded by {@link #lock}. */
     private final AssemblySecurer securer;
-
+    /** The workers' requests; takes {@link #lock} itself. */
     private final HolderAnnouncements announcements;
+    /** The migration agents' requests; takes {@link #lock} itself. */
     private final AgentRequests agents;
     /** What the last tick read of Slurm, for {@link #status()}; empty before the first. Guarded by {@link #lock}. */
     private SlurmInventory lastLook = new SlurmInventory(List.of(), List.of());
