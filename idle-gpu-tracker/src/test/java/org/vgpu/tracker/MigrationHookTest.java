@@ -47,6 +47,7 @@ import org.vgpu.tracker.ledger.MigrationOutcome;
 import org.vgpu.tracker.report.Report;
 import org.vgpu.tracker.report.ReportTable;
 import org.vgpu.tracker.server.MungeVerifier;
+import org.vgpu.tracker.server.TrackerDaemon;
 import org.vgpu.tracker.server.TrackerProtocol;
 
 /**

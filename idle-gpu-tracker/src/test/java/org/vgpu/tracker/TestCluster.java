@@ -19,7 +19,7 @@ import org.vgpu.tracker.ledger.Ledger;
  * 10.0.0.N, in Slurm ({@link InMemorySlurm}) and in the site configuration alike, which names a throwaway site key, the
  * lend partition {@code lend} and an idle grace of 10 s.
  */
-final class TestCluster {
+public final class TestCluster {
     static final List<String> NODES = List.of("n1", "n2", "n3");
 
     private TestCluster() {}
@@ -28,7 +28,8 @@ final class TestCluster {
      * A tracker over this cluster (a fresh {@link InMemorySlurm}, no jobs; {@code [slurm] job_partition = gpu}) with
      * {@code ledger}, its clock standing at {@code now}: for tests of the tracker's socket rather than its decisions.
      */
-    static Tracker standingTracker(Path dir, ThrowawaySiteKey key, Ledger ledger, Instant now) throws IOException {
+    public static Tracker standingTracker(Path dir, ThrowawaySiteKey key, Ledger ledger, Instant now)
+            throws IOException {
         InMemorySlurm slurm = new InMemorySlurm();
         SiteConfig site = configure(dir, key, slurm, "", "[slurm]\njob_partition = gpu\n");
         return new Tracker(

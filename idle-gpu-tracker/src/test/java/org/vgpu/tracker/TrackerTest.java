@@ -33,6 +33,7 @@ import org.vgpu.tracker.ledger.Ledger;
 import org.vgpu.tracker.ledger.Lend;
 import org.vgpu.tracker.report.Report;
 import org.vgpu.tracker.report.ReportJson;
+import org.vgpu.tracker.server.TrackerDaemon;
 import org.vgpu.tracker.server.TrackerProtocol;
 import org.vgpu.tracker.slurm.SlurmException;
 

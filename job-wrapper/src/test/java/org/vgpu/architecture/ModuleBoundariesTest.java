@@ -13,15 +13,12 @@ import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
 
-import com.tngtech.archunit.core.domain.JavaClass;
 import com.tngtech.archunit.core.domain.JavaClasses;
 import com.tngtech.archunit.core.importer.ClassFileImporter;
 import com.tngtech.archunit.core.importer.ImportOption;
 import com.tngtech.archunit.lang.ArchRule;
 import com.tngtech.archunit.lang.CompositeArchRule;
 import org.junit.jupiter.api.Test;
-
-import org.vgpu.tracker.TrackerDaemon;
 
 /**
  * The package boundaries of vgpu's production code, checked on every build. The launcher's module sees every
@@ -180,11 +177,6 @@ class ModuleBoundariesTest {
         slices().matching("org.vgpu.(**)")
                 .should()
                 .beFreeOfCycles()
-                // The one cycle today: TrackerDaemon, in org.vgpu.tracker, wires the tracker to its line server in
-                // tracker.server, which calls the tracker. It belongs beside the server; moving it waits for the
-                // tracker protocol's rework (issue 18, item 4), which edits those classes. Remove this line then.
-                .ignoreDependency(
-                        JavaClass.Predicates.type(TrackerDaemon.class), resideInAnyPackage("org.vgpu.tracker.server"))
                 .as("no import cycles between vgpu packages")
                 .because("a cycle makes two packages one, and the next change to either touches both")
                 .check(PRODUCTION);

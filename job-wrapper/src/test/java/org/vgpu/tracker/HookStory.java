@@ -44,6 +44,7 @@ import org.vgpu.tracker.ledger.Ledger;
 import org.vgpu.tracker.ledger.Lend;
 import org.vgpu.tracker.report.Report;
 import org.vgpu.tracker.report.ReportTable;
+import org.vgpu.tracker.server.TrackerDaemon;
 import org.vgpu.tracker.server.TrackerProtocol;
 
 /**

@@ -5,6 +5,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 
 /**
  * A job as Slurm reports it, with what the tracker needs: its GRES request and, once it runs, the
@@ -28,6 +29,9 @@ public record SlurmJob(
         List<NodeAllocation> allocations) {
     public static final String VGPU = "vgpu";
     public static final String GPU = "gpu";
+    /** Job states in which a job may still run (or runs): anything else has ended for the tracker. */
+    private static final Set<String> ACTIVE_STATES =
+            Set.of("PENDING", "CONFIGURING", "RUNNING", "SUSPENDED", "STOPPED", "RESIZING");
 
     public SlurmJob {
         Objects.requireNonNull(name, "name");
@@ -45,6 +49,11 @@ public record SlurmJob(
             Objects.requireNonNull(nodes, "nodes");
             gres = List.copyOf(gres);
         }
+    }
+
+    /** Whether the job may still run (or runs); a job in any other state has ended for the tracker. */
+    public boolean active() {
+        return ACTIVE_STATES.contains(state);
     }
 
     public boolean asksForVgpu() {

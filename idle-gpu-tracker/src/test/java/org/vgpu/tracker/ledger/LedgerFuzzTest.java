@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.stream.Collectors;
 
 import com.code_intelligence.jazzer.junit.FuzzTest;
@@ -12,8 +13,10 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * Fuzz targets for the ledger reader (docs/fuzzing.md). The first byte of an input says whether its lines get a valid
  * CRC (odd) or are taken as they are (even): without it the fuzzer would almost never get past the CRC check to the
- * values. A line may be refused only with IllegalArgumentException (which Ledger turns into FILE:LINE); a ledger file
- * may be refused only with LedgerException, and one that opens must open again to the same records after its rewrite.
+ * values. A line may be refused only with IllegalArgumentException (which Ledger turns into FILE:LINE), and a line that
+ * parses must round-trip: written again as Ledger writes its record, it parses to the same record, and writing that
+ * gives the same line. A ledger file may be refused only with LedgerException, and one that opens must open again to
+ * the same records after its rewrite.
  */
 class LedgerFuzzTest {
     @TempDir
@@ -22,12 +25,34 @@ class LedgerFuzzTest {
     @FuzzTest(maxDuration = "1m")
     void line(byte[] input) {
         for (String line : lines(input).split("\n", -1)) {
+            LedgerLines.Entry entry;
             try {
-                LedgerLines.parse(line);
+                entry = LedgerLines.parse(line);
             } catch (IllegalArgumentException refused) {
                 // the product's refusal: Ledger reports it with FILE:LINE
+                continue;
+            }
+            String written = written(entry);
+            LedgerLines.Entry again = LedgerLines.parse(written);
+            if (!again.equals(entry)) {
+                throw new AssertionError(
+                        "'" + line + "' read " + entry + ", written as '" + written + "' reads " + again);
+            }
+            if (!written(again).equals(written)) {
+                throw new AssertionError("'" + written + "' is written again as '" + written(again) + "'");
             }
         }
+    }
+
+    /** The line Ledger writes for the record {@code entry}. */
+    private static String written(LedgerLines.Entry entry) {
+        return switch (entry) {
+            case LedgerLines.Entry.Keep keep -> LedgerLines.assembly(keep.assembly());
+            case LedgerLines.Entry.Forget forget -> LedgerLines.forget(forget.job(), forget.why());
+            case LedgerLines.Entry.Step step -> LedgerLines.migration(step.migration());
+            case LedgerLines.Entry.Outcome outcome -> LedgerLines.outcome(outcome.outcome());
+            case LedgerLines.Entry.LastMigrationId last -> LedgerLines.lastMigrationId(last.id());
+        };
     }
 
     @FuzzTest(maxDuration = "1m")
@@ -40,12 +65,14 @@ class LedgerFuzzTest {
         } catch (LedgerException refused) {
             return;
         }
-        String assemblies = first.assemblies().toString();
-        String migrations = first.migrations().toString();
+        List<Assembly> assemblies = List.copyOf(first.assemblies());
+        List<Migration> migrations = List.copyOf(first.migrations());
+        long nextMigrationId = first.nextMigrationId();
         first.close();
         try (Ledger again = Ledger.open(file)) {
-            if (!again.assemblies().toString().equals(assemblies)
-                    || !again.migrations().toString().equals(migrations)) {
+            if (!List.copyOf(again.assemblies()).equals(assemblies)
+                    || !List.copyOf(again.migrations()).equals(migrations)
+                    || again.nextMigrationId() != nextMigrationId) {
                 throw new AssertionError("a ledger read back differently after its rewrite");
             }
         }

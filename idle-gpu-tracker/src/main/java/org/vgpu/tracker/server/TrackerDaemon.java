@@ -1,4 +1,4 @@
-package org.vgpu.tracker;
+package org.vgpu.tracker.server;
 
 import java.time.Duration;
 import java.util.Optional;
@@ -13,10 +13,9 @@ import org.slf4j.LoggerFactory;
 import org.vgpu.common.contract.BridgeContract;
 import org.vgpu.common.line.LineServer;
 import org.vgpu.common.net.Endpoint;
+import org.vgpu.tracker.Tracker;
 import org.vgpu.tracker.ledger.Ledger;
 import org.vgpu.tracker.ledger.LedgerException;
-import org.vgpu.tracker.server.MungeVerifier;
-import org.vgpu.tracker.server.TrackerProtocol;
 
 /**
  * {@code vgpu tracker} running: one thread that ticks the {@link Tracker} every poll interval (and

@@ -1,4 +1,4 @@
-package org.vgpu.tracker;
+package org.vgpu.tracker.server;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -31,6 +31,8 @@ import org.vgpu.common.contract.BridgeContract;
 import org.vgpu.common.line.LineServer;
 import org.vgpu.common.net.Endpoint;
 import org.vgpu.common.security.ThrowawaySiteKey;
+import org.vgpu.tracker.TestCluster;
+import org.vgpu.tracker.Tracker;
 import org.vgpu.tracker.ledger.Ledger;
 
 /**
