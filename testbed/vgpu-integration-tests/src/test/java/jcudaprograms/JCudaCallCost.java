@@ -13,8 +13,8 @@ import jcuda.driver.CUdeviceptr;
 import jcuda.driver.CUfunction;
 import jcuda.driver.CUmodule;
 
-import org.vgpu.job.JobVgpus;
 import org.vgpu.job.InterposerPremain;
+import org.vgpu.job.JobVgpus;
 import org.vgpu.runtime.api.VirtualGpu;
 
 /**
@@ -70,7 +70,8 @@ public class JCudaCallCost {
             cuMemcpyHtoD(buffer, Pointer.to(host), BYTES);
             cold[i] = System.nanoTime() - start;
         }
-        Optional<VirtualGpu> vgpu = InterposerPremain.opened().map(JobVgpus::vgpus).map(vgpus -> vgpus.get(0));
+        Optional<VirtualGpu> vgpu =
+                InterposerPremain.opened().map(JobVgpus::vgpus).map(vgpus -> vgpus.get(0));
         Runnable other =
                 vgpu.isPresent() ? runtimeCopy(vgpu.get(), host) : () -> cuMemcpyHtoD(buffer, Pointer.to(host), BYTES);
         for (int i = 0; i < WARM_UP_COPIES; i++) {

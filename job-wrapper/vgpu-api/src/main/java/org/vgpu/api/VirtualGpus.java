@@ -5,9 +5,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 
+import org.vgpu.job.InterposerPremain;
 import org.vgpu.job.JobAssembly;
 import org.vgpu.job.JobVgpus;
-import org.vgpu.job.InterposerPremain;
 import org.vgpu.runtime.Backends;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.GpuBackend;
@@ -92,7 +92,9 @@ public final class VirtualGpus implements AutoCloseable {
      * @param declinedByInterposer why the interposer left the vGPUs to another JVM of the run, if it did
      */
     static VirtualGpus from(
-            Map<String, String> environment, Optional<JobVgpus> openedByInterposer, Optional<String> declinedByInterposer) {
+            Map<String, String> environment,
+            Optional<JobVgpus> openedByInterposer,
+            Optional<String> declinedByInterposer) {
         if (openedByInterposer.isPresent()) {
             return ofJob(openedByInterposer.get(), null);
         }

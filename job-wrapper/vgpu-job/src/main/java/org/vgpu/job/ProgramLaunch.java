@@ -107,7 +107,9 @@ final class ProgramLaunch {
                 .put(
                         JAVA_TOOL_OPTIONS,
                         javaToolOptions(
-                                Optional.ofNullable(environment.get(JAVA_TOOL_OPTIONS)), interposerJar, interposerArguments));
+                                Optional.ofNullable(environment.get(JAVA_TOOL_OPTIONS)),
+                                interposerJar,
+                                interposerArguments));
         builder.environment().put(InterposerPremain.RUN_DIRECTORY, runDirectory.toString());
         // the program's own terminal where it is ours (a job's output file, a console); a caller's streams get copies
         boolean ownStreams = out == System.out && err == System.err;

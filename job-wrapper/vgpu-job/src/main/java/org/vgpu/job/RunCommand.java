@@ -177,8 +177,8 @@ public final class RunCommand implements Subcommand {
                         .longOpt(ATTACH_WITHIN)
                         .hasArg()
                         .argName("SECONDS")
-                        .desc("with -- COMMAND: how long a JVM of the command has to load the vgpu interposer before the"
-                                + " command is taken for a program that is not Java and stopped (default "
+                        .desc("with -- COMMAND: how long a JVM of the command has to load the vgpu interposer"
+                                + " before the command is taken for a program that is not Java and stopped (default "
                                 + ProgramLaunch.DEFAULT_ATTACH_BOUND.toSeconds() + ")")
                         .get())
                 .addOption(Option.builder()
@@ -313,8 +313,8 @@ public final class RunCommand implements Subcommand {
             return 2;
         }
         if (interposerJar.isEmpty()) {
-            err.println("vgpu run: running a program needs the vgpu jar as its interposer, and this launcher does not run"
-                    + " from one: use bin/vgpu of a packaged build (job-wrapper/target/vgpu.jar)");
+            err.println("vgpu run: running a program needs the vgpu jar as its interposer, and this launcher does"
+                    + " not run from one: use bin/vgpu of a packaged build (job-wrapper/target/vgpu.jar)");
             return 2;
         }
         int ranks = line.hasOption(MpjRanks.OPTION) ? CommandLines.intValue(line, MpjRanks.OPTION, 1, 1) : 0;

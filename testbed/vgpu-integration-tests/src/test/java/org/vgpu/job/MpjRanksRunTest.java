@@ -2,7 +2,6 @@ package org.vgpu.job;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
@@ -32,7 +31,6 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
-import org.vgpu.common.error.InputException;
 import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.common.line.LineClient;
 import org.vgpu.job.RunProgramTest.Outcome;
@@ -222,7 +220,8 @@ class MpjRanksRunTest {
 
     private Path compileExample() throws IOException {
         return compile(
-                "LennardJonesRanks", Files.readString(Path.of("..", "..", "examples", "mpj", "LennardJonesRanks.java")));
+                "LennardJonesRanks",
+                Files.readString(Path.of("..", "..", "examples", "mpj", "LennardJonesRanks.java")));
     }
 
     /** Compiles {@code source} against Debian's MPJ Express jar and the build's classes; skips where MPJ is missing. */

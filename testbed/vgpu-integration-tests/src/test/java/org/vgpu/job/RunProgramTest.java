@@ -268,7 +268,9 @@ class RunProgramTest {
                     run.toString());
             // the user's own JAVA_TOOL_OPTIONS kept, the interposer after it
             assertTrue(
-                    run.err().contains("Picked up JAVA_TOOL_OPTIONS: -Dthe.users.own=kept \"-javaagent:" + interposerJar),
+                    run.err()
+                            .contains(
+                                    "Picked up JAVA_TOOL_OPTIONS: -Dthe.users.own=kept \"-javaagent:" + interposerJar),
                     run.toString());
             // the agent's link polled the tracker from the program's JVM, naming the job and its borrowed vGPU
             assertFalse(tracker.polls.isEmpty(), "the program's JVM polled the tracker");
@@ -382,7 +384,8 @@ class RunProgramTest {
         assertTrue(
                 ended.err()
                         .contains("vgpu run: sh -c echo from sh; exit 0 is not a Java program: no JVM with the vgpu"
-                                + " interposer started before it ended. vgpu run -- runs Java programs: java with a class,"),
+                                + " interposer started before it ended. vgpu run -- runs Java programs: java with a"
+                                + " class,"),
                 ended.toString());
 
         long start = System.nanoTime();
@@ -390,8 +393,8 @@ class RunProgramTest {
         assertEquals(2, stopped.status(), stopped.toString());
         assertTrue(
                 stopped.err()
-                        .contains("sleep 60 is not a Java program: no JVM with the vgpu interposer started within 1 s, so"
-                                + " it was stopped (--attach-within SECONDS waits longer)"),
+                        .contains("sleep 60 is not a Java program: no JVM with the vgpu interposer started within 1"
+                                + " s, so it was stopped (--attach-within SECONDS waits longer)"),
                 stopped.toString());
         assertTrue(Duration.ofNanos(System.nanoTime() - start).toSeconds() < 30, "stopped, not waited out");
 
