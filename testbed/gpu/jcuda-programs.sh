@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Run ON the GPU machine, from the repository root, after testbed/gpu/prepare.sh staged .gpu/ here (the integration
-# tests' classes hold the JCuda programs, package jcudaprograms, and the check, org.vgpu.job.JCudaProgramsOnGpu).
+# Run ON the GPU machine, from the repository root, after testbed/gpu/prepare.sh staged .gpu/ here (the JCuda
+# interposer's test classes hold the JCuda programs, package jcudaprograms; the integration tests' the check,
+# org.vgpu.job.JCudaProgramsOnGpu).
 #   1. nvcc builds each program's PTX from testbed/vgpu-integration-tests/src/test/resources/jcudaprograms/*.cu
 #      (compute_80) into $OUT/ptx (the CPU emulation in CI needs only the kernels' declarations; a GPU needs these).
 #   2. Each of the eight programs runs with plain JCuda, then unmodified through vgpu run -- on GPU 0 natively, on
