@@ -22,7 +22,7 @@ declare -A TARGETS=(
     [site-config]="site-config org.vgpu.siteconfig.SiteConfigFuzzTest#file"
     [ledger-line]="idle-gpu-tracker org.vgpu.tracker.ledger.LedgerFuzzTest#line"
     [ledger-file]="idle-gpu-tracker org.vgpu.tracker.ledger.LedgerFuzzTest#file"
-    [environment]="job-wrapper org.vgpu.job.JobEnvironmentFuzzTest#environment"
+    [environment]="job-wrapper/vgpu-job org.vgpu.job.JobEnvironmentFuzzTest#environment"
 )
 ORDER=(requests replies agent tracker munge site-config ledger-line ledger-file environment)
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Run ON the GPU machine, from the repository root, after testbed/gpu/prepare.sh staged .gpu/ here (the job-wrapper
-# test classes hold the JCuda programs, package jcudaprograms, and the check, org.vgpu.job.JCudaProgramsOnGpu).
-#   1. nvcc builds each program's PTX from job-wrapper/src/test/resources/jcudaprograms/*.cu (compute_80) into
-#      $OUT/ptx (the CPU emulation in CI needs only the kernels' declarations; a GPU needs these).
+# Run ON the GPU machine, from the repository root, after testbed/gpu/prepare.sh staged .gpu/ here (the JCuda
+# interposer's test classes hold the JCuda programs, package jcudaprograms; the integration tests' the check,
+# org.vgpu.job.JCudaProgramsOnGpu).
+#   1. nvcc builds each program's PTX from testbed/vgpu-integration-tests/src/test/resources/jcudaprograms/*.cu
+#      (compute_80) into $OUT/ptx (the CPU emulation in CI needs only the kernels' declarations; a GPU needs these).
 #   2. Each of the eight programs runs with plain JCuda, then unmodified through vgpu run -- on GPU 0 natively, on
 #      two workers of the same GPU in other processes (remote), and starting remote, moved onto GPU 0 through the
 #      agent's socket once it has data on the GPU (remote->native mid-run); each vgpu run must print exactly what
@@ -14,7 +15,7 @@
 #      two-device program (vgpu gives it two vGPUs there):
 #        JCudaNvrtc: plain JCuda cannot run here (...UnsatisfiedLinkError...), native PASSED its CPU check (the
 #        reference), remote equal, remote->native mid-run equal (...)
-#   3. The agent path's cost against plain JCuda (jcudaprograms.JCudaCallCost: an asynchronous launch, a 4 KiB copy
+#   3. The interposer path's cost against plain JCuda (jcudaprograms.JCudaCallCost: an asynchronous launch, a 4 KiB copy
 #      after 50,000 untimed copies),
 #      as the median of the vgpu/plain ratios of 5 interleaved pairs of runs:
 #        cost (vgpu native / plain JCuda, median of 5 interleaved pairs): async launch R1, 4 KiB copy R2 (goal <= 1.05)
@@ -30,7 +31,7 @@ script_name=jcuda-programs
 source "$(dirname "$0")/steps.sh"
 mkdir -p "$out/ptx"
 nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-for cu in job-wrapper/src/test/resources/jcudaprograms/*.cu; do
+for cu in testbed/vgpu-integration-tests/src/test/resources/jcudaprograms/*.cu; do
     name=$(basename "$cu" .cu)
     "$nvcc" -ptx -arch=compute_80 -o "$out/ptx/$name.ptx" "$cu" || { echo "jcuda-programs: nvcc failed on $cu" >&2; exit 2; }
 done

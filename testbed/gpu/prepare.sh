@@ -4,7 +4,8 @@
 #   .gpu/jre.tar.xz   a jlinked Java 25 runtime (made once, by ../shared/tools/gpu-jre.sh)
 #   .gpu/lib/         the module jars and their runtime dependencies, the benchmarks' jar among them (the vgpu
 #                     launcher's class path: it offers bench, remote-bench and migration-bench from that jar)
-#   .gpu/test/        the rcuda-runtime, migration-agent, idle-gpu-tracker, job-wrapper and benchmarks test classes (a directory:
+#   .gpu/test/        the rcuda-runtime, migration-agent, idle-gpu-tracker, job-wrapper modules', benchmarks and integration
+#                     tests' test classes (a directory:
 #                     the jlinked runtime has no zip file system, which JUnit needs to scan a jar) and the JUnit
 #                     console launcher
 # Then carry .gpu to the GPU machine and run testbed/gpu/run-on-gpu.sh there from the repository root.
@@ -22,13 +23,16 @@ rm -rf .gpu/lib .gpu/test
 mkdir -p .gpu/lib .gpu/test
 mvn -q -B -DskipTests package dependency:copy-dependencies \
     -DincludeScope=runtime -DoutputDirectory="$top/.gpu/lib"
-cp job-wrapper/target/job-wrapper-*.jar testbed/benchmarks/target/vgpu-benchmarks.jar .gpu/lib/
-# copy-dependencies took rcuda-runtime's main jar for job-wrapper; the tests go beside JUnit.
+cp job-wrapper/vgpu-launcher/target/vgpu-launcher-*.jar testbed/benchmarks/target/vgpu-benchmarks.jar .gpu/lib/
+# copy-dependencies took rcuda-runtime's main jar for the launcher; the tests go beside JUnit.
 cp -r rcuda-runtime/gpu-runtime/target/test-classes .gpu/test/classes
 cp -r rcuda-runtime/common/target/test-classes/. .gpu/test/classes/
 cp -r migration-agent/target/test-classes/. .gpu/test/classes/
 cp -r idle-gpu-tracker/target/test-classes/. .gpu/test/classes/
-cp -r job-wrapper/target/test-classes/. .gpu/test/classes/
+for module in vgpu-jcuda-interposer vgpu-job vgpu-api vgpu-launcher; do
+    cp -r "job-wrapper/$module/target/test-classes/." .gpu/test/classes/
+done
+cp -r testbed/vgpu-integration-tests/target/test-classes/. .gpu/test/classes/
 cp -r testbed/benchmarks/target/test-classes/. .gpu/test/classes/
 
 if [ ! -f "$junit_jar" ]; then
@@ -39,7 +43,7 @@ cp "$junit_jar" .gpu/test/
 # The runtime carries jdk.jfr, so a worker or bench on the GPU machine can be profiled with
 # JAVA_TOOL_OPTIONS=-XX:StartFlightRecording=filename=$OUT/%p.jfr (README.md, "GPU machines").
 # A runtime packed before it did is packed again.
-# It carries java.instrument too: vgpu run -- puts vgpu's agent into a program's JVM (jcuda-programs.sh).
+# It carries java.instrument too: vgpu run -- puts vgpu's interposer into a program's JVM (jcuda-programs.sh).
 if [ ! -f .gpu/jre.tar.xz ] || [ ! -f .gpu/jre.modules ] || ! grep -qx jdk.jfr .gpu/jre.modules \
     || ! grep -qx java.instrument .gpu/jre.modules; then
     JRE_MODULES=java.base,java.logging,jdk.unsupported,java.management,java.naming,jdk.crypto.ec,java.xml,jdk.management,java.sql,jdk.jfr,java.instrument \

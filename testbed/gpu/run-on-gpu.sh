@@ -2,7 +2,8 @@
 # Run ON the GPU machine, from the repository root, after testbed/gpu/prepare.sh staged .gpu/ here.
 # Runs, each with its log in $OUT (default .gpu/out):
 #   nvidia-smi.log   the GPU and driver
-#   tests.log        the `gpu`-tagged tests of rcuda-runtime, migration-agent, job-wrapper and the benchmarks
+#   tests.log        the `gpu`-tagged tests of rcuda-runtime, migration-agent, job-wrapper's modules, the integration
+#                    tests and the benchmarks
 #                    (native conformance suites, native smoke test, native-to-native refusal, vgpu run with a
 #                    borrowed vGPU moved home onto the native GPU, twins against PTX); the others run in CI, and
 #                    with all of them (VGPU_GPU_TESTS=all, about 4 minutes on an H100) the run would not fit one call

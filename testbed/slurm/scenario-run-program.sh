@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Scenario (testbed started with VGPU_SPANK_PLUGIN): a Java program of one's own on a job's vGPUs. README's
 # program ("Your own program", compiled here against vgpu.jar) runs under `vgpu run -- java` in a vgpu:3 job
-# that starts on 1 local + 2 borrowed GPUs: its vGPUs are opened by the agent in the program's JVM, it computes
+# that starts on 1 local + 2 borrowed GPUs: its vGPUs are opened by the interposer in the program's JVM, it computes
 # on vGPU 0, its exit status comes through and its agent socket is gone after it. A second program in the same
 # job crashes: its status (1) comes through and its socket is removed too. At the end no holder is left.
 set -euo pipefail

@@ -25,7 +25,7 @@ import org.vgpu.tracker.slurm.SlurmNode;
  * the tracker asked for. The real thing is exercised by the testbed's scenarios.
  *
  * <p>Thread-safe: a tracker daemon's tick, its socket's threads and the test itself may all reach it at once (as in
- * job-wrapper's HookOnGpuTest), so every operation holds its lock, and {@link #actions} may be read while it grows.
+ * the integration tests' HookOnGpuTest), so every operation holds its lock, and {@link #actions} may be read while it grows.
  */
 final class InMemorySlurm implements SlurmControl {
     private record Node(String name, int gpus, int cpus, List<String> partitions) {}

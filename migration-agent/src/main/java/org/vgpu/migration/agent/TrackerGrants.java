@@ -4,7 +4,7 @@ import org.vgpu.common.net.Endpoint;
 
 /**
  * What a tracker's command gives the job before its vGPU moves: a node GPU its runtime may open from then on, or a
- * worker with the session token for it. The job's targets honour them ({@code JobTargets} in job-wrapper); only a
+ * worker with the session token for it. The job's targets honour them ({@code JobTargets} in vgpu-job); only a
  * command whose mac verifies makes a grant.
  */
 public interface TrackerGrants {

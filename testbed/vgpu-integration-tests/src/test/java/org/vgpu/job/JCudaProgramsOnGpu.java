@@ -1,0 +1,374 @@
+package org.vgpu.job;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import org.vgpu.common.error.VgpuFailure;
+import org.vgpu.common.line.LineClient;
+import org.vgpu.common.security.ThrowawaySiteKey;
+
+/**
+ * The GPU machine's check of the JCuda programs (testbed/gpu/jcuda-programs.sh runs it): each program with plain
+ * JCuda, then unmodified through {@code vgpu run --} on device 0 natively, on two workers of the same GPU in other
+ * processes (remote), and starting remote and moved onto the native GPU while it runs; every vgpu run must print
+ * what plain JCuda printed. Then the cost of vgpu's path against plain JCuda for an asynchronous launch and a 4 KiB
+ * copy, as the median of the ratios of interleaved pairs of runs ({@code jcudaprograms.JCudaCallCost}).
+ *
+ * <p>Arguments: the PTX directory (built by nvcc from the programs' .cu files), how often each program repeats its
+ * computation (default 20: long enough for a move to land while it runs), the pairs of cost runs (default 5).
+ * Exit 0 when every comparison is equal and every move landed mid-run.
+ */
+public final class JCudaProgramsOnGpu {
+    static final List<String> PROGRAMS = List.of(
+            "JCudaVectorAdd",
+            "JCudaReduction",
+            "JCudaMatrixMultiply",
+            "JCudaStreams",
+            "JCudaConstantMemory",
+            "JCudaNvrtc",
+            "JCudaHeatSimulation",
+            "JCudaTwoDevices");
+    private static final String CLASS_PATH = System.getProperty("java.class.path");
+    private static final String JAVA =
+            Path.of(System.getProperty("java.home"), "bin", "java").toString();
+    private static final String JOB = "4242";
+    /** "native"; "emulated" checks this check itself on a machine without a GPU (where plain JCuda cannot run). */
+    private static final String BACKEND = System.getProperty("vgpu.jcuda.check.backend", "native");
+
+    /** JCudaCallCost's line: the last figure is vgpu's own copy in a vgpu run, a second plain copy in a plain one. */
+    static final Pattern COST = Pattern.compile(
+            "call cost: launch (\\d+) ns, copy 4 KiB (\\d+) ns, cold (\\d+) ns, (?:runtime|again) (\\d+) ns");
+
+    private final Path ptx;
+    private final String repeat;
+    private final Path directory;
+    private final Path interposerJar;
+    private final ThrowawaySiteKey siteKey = ThrowawaySiteKey.create("jcuda-gpu");
+    private final List<Process> workers = new ArrayList<>();
+    private int workerCount;
+
+    private JCudaProgramsOnGpu(Path ptx, String repeat) throws IOException {
+        this.ptx = ptx;
+        this.repeat = repeat;
+        this.directory = Files.createTempDirectory("vgpu-jcuda-gpu");
+        this.interposerJar = RunProgramTest.interposerJar(directory.resolve("interposer"));
+    }
+
+    public static void main(String[] args) throws Exception {
+        Path ptx = Path.of(args[0]);
+        String repeat = args.length > 1 ? args[1] : "20";
+        int pairs = args.length > 2 ? Integer.parseInt(args[2]) : 5;
+        JCudaProgramsOnGpu check = new JCudaProgramsOnGpu(ptx, repeat);
+        boolean passed;
+        try {
+            passed = check.programs();
+            passed &= check.cost(pairs);
+        } finally {
+            check.close();
+        }
+        System.out.println(passed ? "PASS: jcuda programs" : "FAIL: jcuda programs");
+        System.exit(passed ? 0 : 1);
+    }
+
+    /**
+     * A worker on GPU 0 in a process of its own, for one session of {@code vgpu} (a worker serves one session, then
+     * ends); its endpoint and the job's VGPU_REMOTE entry for it.
+     */
+    private String[] startWorker(int vgpu) throws IOException, InterruptedException {
+        int port;
+        try (ServerSocket free = new ServerSocket(0)) {
+            port = free.getLocalPort();
+        }
+        String id = "jcuda-worker-" + workerCount++;
+        workers.add(new ProcessBuilder(
+                        JAVA,
+                        "--enable-native-access=ALL-UNNAMED",
+                        "-cp",
+                        CLASS_PATH,
+                        "org.vgpu.cli.Vgpu",
+                        "worker",
+                        "--listen",
+                        "127.0.0.1:" + port,
+                        "--backend",
+                        BACKEND,
+                        "--device",
+                        "0",
+                        "--worker-id",
+                        id,
+                        "--key-file",
+                        siteKey.keyFile().toString())
+                .redirectErrorStream(true)
+                .redirectOutput(directory.resolve(id + ".log").toFile())
+                .start());
+        waitForListening(port, id);
+        String endpoint = "127.0.0.1:" + port;
+        String token = siteKey.issuer().issue(JOB, vgpu, id, Duration.ofHours(1));
+        return new String[] {endpoint, vgpu + "@" + endpoint + "#" + token};
+    }
+
+    /** Ends the workers of the last run that are still there. */
+    private void stopWorkers() {
+        workers.forEach(Process::destroy);
+        workers.clear();
+    }
+
+    private static void waitForListening(int port, String id) throws InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+        while (System.nanoTime() < deadline) {
+            try (Socket probe = new Socket()) {
+                probe.connect(new InetSocketAddress("127.0.0.1", port), 500);
+                return;
+            } catch (IOException notYet) {
+                Thread.sleep(100);
+            }
+        }
+        throw new IllegalStateException(id + " does not listen on port " + port + " after 60 s");
+    }
+
+    /**
+     * A job on this node: the placement of vGPUs 0 and 1, "local" (GPU 0), "remote" (a worker started for it) or, for
+     * vGPU 1, "none".
+     */
+    private Map<String, String> job(String placement0, String placement1) throws IOException, InterruptedException {
+        Map<String, String> environment = new HashMap<>(System.getenv());
+        List<String> assembly = new ArrayList<>();
+        List<String> remotes = new ArrayList<>();
+        String[] placements = {placement0, placement1};
+        for (int k = 0; k < 2; k++) {
+            if (placements[k].equals("none")) {
+                continue;
+            }
+            if (placements[k].equals("local")) {
+                assembly.add(k + "=local:0");
+            } else {
+                String[] worker = startWorker(k);
+                assembly.add(k + "=remote:" + worker[0]);
+                remotes.add(worker[1]);
+            }
+        }
+        environment.put("VGPU_COUNT", Integer.toString(assembly.size()));
+        environment.put("VGPU_ASSEMBLY", String.join(",", assembly));
+        environment.put("VGPU_LOCAL_GPUS", assembly.stream().anyMatch(entry -> entry.contains("=local:")) ? "0" : "");
+        if (!remotes.isEmpty()) {
+            environment.put("VGPU_REMOTE", String.join(",", remotes));
+        }
+        environment.put("VGPU_AGENT_SOCKET", directory.resolve("agent.sock").toString());
+        environment.put("VGPU_MIGRATE", "auto");
+        environment.put("VGPU_NODE", "gpu-node");
+        environment.put("VGPU_SOURCE", "tracker");
+        environment.put("SLURM_JOB_ID", JOB);
+        environment.remove("VGPU_TRACKER");
+        return environment;
+    }
+
+    private ProgramRun plain(String program, String... args) throws Exception {
+        List<String> command = new ArrayList<>(
+                List.of(JAVA, "--enable-native-access=ALL-UNNAMED", "-cp", CLASS_PATH, "jcudaprograms." + program));
+        command.addAll(Arrays.asList(args));
+        ProcessBuilder builder = new ProcessBuilder(command);
+        String nvrtc12 = System.getenv("VGPU_PLAIN_JCUDA_LIBRARY_PATH");
+        if (nvrtc12 != null && !nvrtc12.isEmpty()) {
+            // jcuda-programs.sh's libnvrtc.so.12 for JCuda's NVRTC binding, for plain JCuda's runs only
+            String inherited = builder.environment().get("LD_LIBRARY_PATH");
+            builder.environment()
+                    .put(
+                            "LD_LIBRARY_PATH",
+                            inherited == null || inherited.isEmpty() ? nvrtc12 : nvrtc12 + ":" + inherited);
+        }
+        Process process = builder.start();
+        CompletableFuture<String> err = CompletableFuture.supplyAsync(() -> read(process.getErrorStream()));
+        String out = read(process.getInputStream());
+        return new ProgramRun(process.waitFor(), out, err.join());
+    }
+
+    private static String read(java.io.InputStream stream) {
+        try {
+            return new String(stream.readAllBytes(), StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            return "(unreadable: " + e + ")";
+        }
+    }
+
+    private ProgramRun vgpu(Map<String, String> job, String program, String... args) {
+        List<String> command = new ArrayList<>(
+                List.of("--local-backend", BACKEND, "--", JAVA, "-cp", CLASS_PATH, "jcudaprograms." + program));
+        command.addAll(Arrays.asList(args));
+        try {
+            return ProgramRun.of(job, interposerJar, command);
+        } finally {
+            stopWorkers();
+        }
+    }
+
+    /**
+     * Each program's runs compared with plain JCuda's. Where plain JCuda cannot run the program on this machine (the
+     * NVRTC program where no libnvrtc.so.12 was found or built for JCuda 12.6's NVRTC binding, see jcuda-programs.sh;
+     * the two-device program on a machine of one GPU) the reference is the native vgpu run, which must then pass its
+     * CPU check.
+     */
+    private boolean programs() throws Exception {
+        boolean passed = true;
+        for (String program : PROGRAMS) {
+            ProgramRun plain = plain(program, ptx.toString(), repeat);
+            List<String> verdicts = new ArrayList<>();
+            ProgramRun reference = null;
+            if (plain.status() == 0) {
+                reference = plain;
+                verdicts.add("plain JCuda " + (checked(plain) ? "PASSED" : "FAILED its CPU check"));
+                passed &= checked(plain);
+            } else {
+                verdicts.add("plain JCuda cannot run here ("
+                        + plain.err()
+                                .lines()
+                                .filter(line -> !line.isBlank())
+                                .findFirst()
+                                .orElse(plain.out().strip())
+                        + ")");
+            }
+            for (String[] mode : new String[][] {{"native", "local", "remote"}, {"remote", "remote", "remote"}}) {
+                ProgramRun run = vgpu(job(mode[1], mode[2]), program, ptx.toString(), repeat);
+                boolean good;
+                if (reference == null) {
+                    reference = run;
+                    good = run.status() == 0 && checked(run);
+                    verdicts.add(mode[0] + (good ? " PASSED its CPU check (the reference)" : " FAILED"));
+                } else {
+                    good = run.status() == 0 && run.results().equals(reference.results());
+                    verdicts.add(mode[0] + " " + (good ? "equal" : "DIFFERENT (exit " + run.status() + ")"));
+                }
+                passed &= good;
+                if (!good) {
+                    System.out.println(program + " " + mode[0] + " run:\n" + run);
+                }
+            }
+            String moved = movedMidRun(program, reference);
+            verdicts.add(moved);
+            passed &= moved.startsWith("remote->native mid-run equal");
+            System.out.println(program + ": " + String.join(", ", verdicts));
+        }
+        return passed;
+    }
+
+    /** Whether the program ran and every result matched the CPU's. */
+    private static boolean checked(ProgramRun run) {
+        return run.status() == 0 && !run.out().contains("FAILED") && run.out().contains(": PASSED, ");
+    }
+
+    /** vGPU 0 starts on its worker and is moved onto GPU 0 once the program has data on it. */
+    private String movedMidRun(String program, ProgramRun reference) throws Exception {
+        Map<String, String> job = job("remote", "local");
+        Path socket = Path.of(job.get("VGPU_AGENT_SOCKET"));
+        CompletableFuture<ProgramRun> running =
+                CompletableFuture.supplyAsync(() -> vgpu(job, program, ptx.toString(), repeat));
+        Pattern hasData = Pattern.compile("vgpu 0 on [^,]*, [1-9]\\d* B live");
+        String reply = "no move: the program ended before it had data on vGPU 0";
+        boolean whileRunning = false;
+        while (!running.isDone()) {
+            String status = "";
+            try {
+                status = String.join(" ", LineClient.request(socket, "status", Duration.ofSeconds(10)));
+            } catch (VgpuFailure notListeningYet) {
+                // the program's JVM is starting
+            }
+            if (hasData.matcher(status).find()) {
+                try {
+                    reply = LineClient.request(socket, "migrate 0 0", Duration.ofSeconds(60))
+                            .getLast();
+                } catch (VgpuFailure cutOff) {
+                    reply = "the move's reply was cut off: " + cutOff.getMessage();
+                }
+                whileRunning = !running.isDone();
+                break;
+            }
+            Thread.sleep(2);
+        }
+        ProgramRun run = running.join();
+        boolean same = run.status() == 0 && run.results().equals(reference.results());
+        boolean moved = reply.startsWith("ok vgpu 0 moved") && whileRunning;
+        if (!same || !moved) {
+            System.out.println(program + " moved run (" + reply + "):\n" + run);
+        }
+        return (same && moved
+                                ? "remote->native mid-run equal"
+                                : "remote->native mid-run " + (same ? "" : "DIFFERENT ")
+                                        + (moved ? "" : "NOT MOVED MID-RUN "))
+                        .strip()
+                + " (" + reply.lines().findFirst().orElse("") + ")";
+    }
+
+    /**
+     * Medians of the ratios vgpu/plain over interleaved pairs of runs, for a launch and for a 4 KiB copy (after the
+     * copies' warm-up), and the copy's ratio split: the JVM's first copies (cold), vgpu's {@code
+     * VirtualGpu.memcpyHtoD} alone in the vgpu run (runtime) and what the shim adds to it.
+     */
+    private boolean cost(int pairs) throws Exception {
+        List<Double> launch = new ArrayList<>();
+        List<Double> copy = new ArrayList<>();
+        List<Double> cold = new ArrayList<>();
+        List<Double> runtime = new ArrayList<>();
+        List<Double> shim = new ArrayList<>();
+        for (int pair = 0; pair < pairs; pair++) {
+            ProgramRun plainRun = plain("JCudaCallCost", ptx.toString());
+            Matcher plain = COST.matcher(plainRun.out());
+            ProgramRun vgpuRun = vgpu(job("local", "none"), "JCudaCallCost", ptx.toString());
+            Matcher viaVgpu = COST.matcher(vgpuRun.out());
+            if (!plain.find() || !viaVgpu.find()) {
+                System.out.println("cost: a run printed no figures:\nplain JCuda:\n" + plainRun.out() + plainRun.err()
+                        + "\nvgpu:\n" + vgpuRun.out() + vgpuRun.err());
+                return false;
+            }
+            double plainCopy = Double.parseDouble(plain.group(2));
+            launch.add(Double.parseDouble(viaVgpu.group(1)) / Double.parseDouble(plain.group(1)));
+            copy.add(Double.parseDouble(viaVgpu.group(2)) / plainCopy);
+            cold.add(Double.parseDouble(viaVgpu.group(3)) / Double.parseDouble(plain.group(3)));
+            runtime.add(Double.parseDouble(viaVgpu.group(4)) / plainCopy);
+            shim.add((Double.parseDouble(viaVgpu.group(2)) - Double.parseDouble(viaVgpu.group(4))) / plainCopy);
+            System.out.printf(
+                    "cost pair %d: launch %s ns plain, %s ns vgpu; copy 4 KiB %s ns plain (cold %s, again %s),"
+                            + " %s ns vgpu (cold %s, VirtualGpu.memcpyHtoD alone %s)%n",
+                    pair + 1,
+                    plain.group(1),
+                    viaVgpu.group(1),
+                    plain.group(2),
+                    plain.group(3),
+                    plain.group(4),
+                    viaVgpu.group(2),
+                    viaVgpu.group(3),
+                    viaVgpu.group(4));
+        }
+        System.out.printf(
+                "cost (vgpu native / plain JCuda, median of %d interleaved pairs): async launch %.3f, 4 KiB copy %.3f"
+                        + " (goal <= 1.05)%n",
+                pairs, median(launch), median(copy));
+        System.out.printf(
+                "cost of the 4 KiB copy, split (each / plain JCuda's warm copy into cuMemAlloc memory): vgpu's runtime"
+                        + " %.3f + the shim %.3f; the JVM's first copies, vgpu / plain"
+                        + " %.3f%n",
+                median(runtime), median(shim), median(cold));
+        return true;
+    }
+
+    private static double median(List<Double> values) {
+        List<Double> sorted = values.stream().sorted().toList();
+        return sorted.get(sorted.size() / 2);
+    }
+
+    private void close() {
+        stopWorkers();
+        siteKey.close();
+    }
+}

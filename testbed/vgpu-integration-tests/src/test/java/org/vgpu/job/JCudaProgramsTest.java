@@ -1,0 +1,164 @@
+package org.vgpu.job;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.net.URISyntaxException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+import org.vgpu.common.line.LineClient;
+import org.vgpu.job.jcuda.ProgramTwins;
+
+/**
+ * The test JCuda programs (package {@code jcudaprograms}), unmodified, through {@code vgpu run --} on a job of two
+ * local vGPUs on the CPU emulation: each computes what the CPU computes, and each, moved to another GPU in the
+ * middle of its run through the agent's socket, prints exactly what it printed unmoved.
+ */
+@Timeout(600)
+class JCudaProgramsTest {
+    private static final String CLASS_PATH = System.getProperty("java.class.path");
+    private static final String JAVA =
+            Path.of(System.getProperty("java.home"), "bin", "java").toString();
+
+    @TempDir
+    static Path shared;
+
+    private static Path interposerJar;
+    private static Path ptx;
+
+    @TempDir
+    Path directory;
+
+    @BeforeAll
+    static void emulationPtxAndInterposer() throws IOException, URISyntaxException {
+        ptx = Files.createDirectories(shared.resolve("ptx"));
+        ProgramTwins.writePtx(ptx);
+        interposerJar = RunProgramTest.interposerJar(shared.resolve("interposer"));
+    }
+
+    /**
+     * Two local vGPUs on GPUs 0 and 1 of an emulated node of 4, the agent on a socket in the test's directory. vGPU 0
+     * is moved onto GPU 1, the other GPU granted to the job.
+     */
+    private Map<String, String> job() {
+        Map<String, String> environment = new HashMap<>();
+        environment.put("VGPU_COUNT", "2");
+        environment.put("VGPU_ASSEMBLY", "0=local:0,1=local:1");
+        environment.put("VGPU_LOCAL_GPUS", "0,1");
+        environment.put("VGPU_AGENT_SOCKET", socket().toString());
+        environment.put("VGPU_MIGRATE", "auto");
+        environment.put("VGPU_NODE", "n1");
+        environment.put("VGPU_SOURCE", "tracker");
+        environment.put("SLURM_JOB_ID", "77");
+        return environment;
+    }
+
+    private Path socket() {
+        return directory.resolve("agent.sock");
+    }
+
+    private static ProgramRun vgpuRun(Map<String, String> environment, String program) {
+        return ProgramRun.of(
+                environment,
+                interposerJar,
+                List.of(
+                        "--local-backend",
+                        "emulated",
+                        "--",
+                        JAVA,
+                        "-cp",
+                        CLASS_PATH,
+                        "jcudaprograms." + program,
+                        ptx.toString()));
+    }
+
+    @ParameterizedTest(name = "{0}, moved after launch {1}")
+    @CsvSource({
+        "JCudaVectorAdd, 1",
+        "JCudaReduction, 1",
+        "JCudaMatrixMultiply, 1",
+        "JCudaStreams, 3",
+        "JCudaConstantMemory, 1",
+        "JCudaNvrtc, 1",
+        "JCudaHeatSimulation, 200",
+        "JCudaTwoDevices, 1"
+    })
+    void runsUnmodifiedAndGivesTheSameResultsMovedMidRun(String program, int pauseAfterLaunch) throws Exception {
+        ProgramRun unmoved = vgpuRun(job(), program);
+        assertEquals(0, unmoved.status(), unmoved.toString());
+        assertFalse(unmoved.results().isEmpty(), unmoved.toString());
+        assertTrue(unmoved.results().stream().anyMatch(line -> line.contains(": PASSED, ")), unmoved.toString());
+        assertFalse(unmoved.out().contains("FAILED"), unmoved.toString());
+
+        Map<String, String> paused = job();
+        paused.put("VGPU_TEST_PAUSE_AT_LAUNCH", Integer.toString(pauseAfterLaunch));
+        paused.put("VGPU_TEST_PAUSE_DIRECTORY", directory.toString());
+        CompletableFuture<ProgramRun> running = CompletableFuture.supplyAsync(() -> vgpuRun(paused, program));
+        while (!Files.exists(directory.resolve("paused"))) {
+            assertFalse(running.isDone(), () -> "the program ended before its pause: " + running.join());
+            Thread.sleep(20);
+        }
+        CompletableFuture<List<String>> migration = CompletableFuture.supplyAsync(
+                () -> LineClient.request(socket(), "migrate 0 1", Duration.ofSeconds(120)));
+        Thread.sleep(300); // the request reaches the agent, which waits for the paused launch
+        Files.writeString(directory.resolve("resume"), "");
+        ProgramRun movedRun = running.get(300, TimeUnit.SECONDS);
+        // the program's JVM reports the move; the reply to the request may be cut off when the program, let go
+        // once its vGPU moved, ends before the agent has answered
+        assertTrue(
+                movedRun.err().contains("vgpu: migration: vgpu 0 moved gpu 0 (emulated) -> gpu 1: "),
+                movedRun.toString());
+        try {
+            String reply = migration.get(120, TimeUnit.SECONDS).getLast();
+            assertTrue(reply.startsWith("ok vgpu 0 moved gpu 0 (emulated) -> gpu 1"), reply);
+        } catch (ExecutionException cutOff) {
+            assertTrue(cutOff.getCause().getMessage().contains("closed the connection"), cutOff.toString());
+        }
+        assertEquals(0, movedRun.status(), movedRun.toString());
+        assertEquals(unmoved.results(), movedRun.results(), movedRun.toString());
+        assertFalse(Files.exists(socket()), "the agent's socket is removed at exit");
+    }
+
+    /** The GPU script's cost program also runs through vgpu run, printing the figures the script reads. */
+    @Test
+    void theCostProgramPrintsTheFiguresTheGpuScriptReads() {
+        ProgramRun run = vgpuRun(job(), "JCudaCallCost");
+
+        assertEquals(0, run.status(), run.toString());
+        Matcher figures = JCudaProgramsOnGpu.COST.matcher(run.out());
+        assertTrue(figures.find(), run.toString());
+        assertTrue(run.out().contains(" ns, runtime "), "a vgpu run times vgpu's own copy: " + run.out());
+    }
+
+    @Test
+    void anUnsupportedJCudaCallFailsNamingTheCall() {
+        ProgramRun run = vgpuRun(job(), "JCudaUnsupportedCall");
+
+        assertEquals(1, run.status(), run.toString());
+        assertTrue(run.out().contains("allocated 4096 B with cuMemAlloc"), run.toString());
+        assertTrue(
+                run.err()
+                        .contains("jcuda.CudaException: vgpu does not support cuMemAllocManaged under vgpu run; see"
+                                + " README (JCuda programs)"),
+                run.toString());
+        assertFalse(run.out().contains("managed memory at"), run.toString());
+    }
+}
