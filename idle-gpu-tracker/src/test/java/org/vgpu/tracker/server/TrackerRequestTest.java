@@ -38,6 +38,7 @@ class TrackerRequestTest {
                 Set.of(
                         TrackerRequest.Assembly.class,
                         TrackerRequest.Done.class,
+                        TrackerRequest.Worker.class,
                         TrackerRequest.Status.class,
                         TrackerRequest.Migrate.class,
                         TrackerRequest.Drain.class,
