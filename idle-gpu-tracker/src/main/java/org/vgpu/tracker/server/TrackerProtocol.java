@@ -59,8 +59,10 @@ import org.vgpu.tracker.report.ReportJson;
  * decides and returns {@link Answer}s and a {@link StatusReport}; this class alone writes lines. The
  * requests are {@code assembly} and {@code done} (the bridge's), {@code worker} and {@code worker-leaving} (a
  * holder's worker, see HolderAnnouncement) and {@code status}; contract/transcripts.txt shows what each is answered.
- * Anything else, a malformed field, or a request cut at the length limit gets one {@code error}
- * line and changes nothing. Replies are printable ASCII on one line each, whatever the request held.
+ * A job's migration agent sends {@code agent ...}, admins {@code migrate}, {@code drain}, {@code hook} and
+ * {@code migration} (contract/admin-transcripts.txt). {@link TrackerRequest} parses each after its credential is
+ * checked; anything else, a malformed field, or a request cut at the length limit gets one {@code error} line and
+ * changes nothing. Replies are printable ASCII on one line each, whatever the request held.
  *
  * <p>With a {@link MungeVerifier} (the bridge's {@code auth=munge}) every {@code assembly} and
  * {@code done} must end in {@code munge=CREDENTIAL}, made by munged for the rest of the line, and
