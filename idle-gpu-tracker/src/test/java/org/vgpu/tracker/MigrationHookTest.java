@@ -29,6 +29,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import org.vgpu.common.agent.AgentChannel;
+import org.vgpu.common.contract.BridgeContract;
 import org.vgpu.common.line.BoundedLineReader;
 import org.vgpu.common.line.LineClient;
 import org.vgpu.common.net.Endpoint;
@@ -563,6 +564,24 @@ class MigrationHookTest {
         assertEquals(1, onlyMigration().vgpu());
         assertEquals("admin", onlyMigration().by());
         assertEquals(new MigrationHook.Reply(true, "node n1 serves no borrowed vGPU"), tracker.drain("n1", "root"));
+    }
+
+    /**
+     * The golden admin transcripts, which the admin client's tests read too: the real protocol answers each admin
+     * request word for word, on this test's job (scenario assembled), then once n1's other GPUs are free (n1-free).
+     */
+    @Test
+    void theTrackerAnswersTheGoldenAdminTranscriptsWordForWord() {
+        TrackerProtocol protocol =
+                new TrackerProtocol(tracker(), () -> {}, BridgeContract.REQUEST_LINE_BYTES, Optional.empty(), Set.of());
+        Transcripts transcripts = Transcripts.read(Transcripts.ADMIN_FILE);
+        assertEquals(
+                List.of("assembled", "n1-free"),
+                List.copyOf(transcripts.scenarios().keySet()));
+        assertEquals(103, job, "the job id the transcripts name");
+        transcripts.assertAnswered(protocol, "assembled");
+        endFillerOfN1();
+        transcripts.assertAnswered(protocol, "n1-free");
     }
 
     @Test

@@ -21,12 +21,14 @@ import org.vgpu.tracker.ledger.Ledger;
 import org.vgpu.tracker.process.BoundedCommand;
 import org.vgpu.tracker.server.MungeVerifier;
 import org.vgpu.tracker.server.TrackerProtocol;
+import org.vgpu.tracker.server.TrackerRequest;
 
 /**
  * Fuzz targets for the tracker's line protocol (docs/fuzzing.md), answered by {@link TrackerProtocol} of one tracker
  * over {@link TestCluster} (the tracker keeps its state between inputs, as a daemon does between connections). Every
  * request gets reply lines; none may be the "internal error" that stands for an exception the protocol did not
- * expect, and none may be empty.
+ * expect, and none may be empty. A request that parses ({@link TrackerRequest#parse}) round-trips: the line it
+ * formats parses to the same request, and formats to the same line.
  *
  * <ul>
  *   <li>{@link #requests}: an input is what a client writes on the tracker's socket, read into lines as the server
@@ -94,6 +96,9 @@ class TrackerProtocolFuzzTest {
                 new BoundedLineReader(new ByteArrayInputStream(input), BridgeContract.REQUEST_LINE_BYTES);
         BoundedLineReader.Line request;
         for (int i = 0; i < MAX_LINES && (request = reader.readLine()) != null; i++) {
+            if (!request.truncated()) {
+                assertRoundTrip(unsigned(request.text()));
+            }
             answerExpectingAReply(protocol, request);
         }
     }
@@ -101,8 +106,39 @@ class TrackerProtocolFuzzTest {
     @FuzzTest(maxDuration = "1m")
     void munge(byte[] input) {
         unmunged = UnmungeOutput.parse(input);
+        assertRoundTrip(unmunged.request());
         answerExpectingAReply(
                 mungeProtocol, new BoundedLineReader.Line(unmunged.request() + " munge=MUNGE:fuzzed:", false));
+    }
+
+    /** The request line as the protocol parses it: without its credential. */
+    private static String unsigned(String line) {
+        int credential = line.lastIndexOf(" " + BridgeContract.CREDENTIAL_PREFIX);
+        return credential < 0 ? line : line.substring(0, credential);
+    }
+
+    /** parse, format, parse: the same request, and the same line formatted from it. */
+    private static void assertRoundTrip(String line) {
+        if (line.isEmpty() || !line.chars().allMatch(c -> c >= ' ' && c <= '~')) {
+            return; // the protocol refuses it before parsing
+        }
+        TrackerRequest parsed;
+        try {
+            parsed = TrackerRequest.parse(line);
+        } catch (TrackerRequest.Malformed e) {
+            return;
+        }
+        String formatted = parsed.format();
+        TrackerRequest again;
+        try {
+            again = TrackerRequest.parse(formatted);
+        } catch (TrackerRequest.Malformed e) {
+            throw new AssertionError("'" + line + "' parsed, its formatted '" + formatted + "' not: " + e.getMessage());
+        }
+        if (!again.equals(parsed) || !again.format().equals(formatted)) {
+            throw new AssertionError(
+                    "'" + line + "' parsed to " + parsed + ", formatted '" + formatted + "' to " + again);
+        }
     }
 
     private static void answerExpectingAReply(TrackerProtocol answering, BoundedLineReader.Line request) {

@@ -1,7 +1,6 @@
 package org.vgpu.tracker;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
@@ -370,16 +369,7 @@ class TrackerTest {
         };
         TrackerProtocol protocol =
                 new TrackerProtocol(tracker, () -> {}, BridgeContract.REQUEST_LINE_BYTES, Optional.empty(), Set.of());
-        List<Transcripts.Exchange> exchanges = Transcripts.read().scenarios().get(scenario);
-        assertFalse(exchanges.isEmpty(), scenario);
-        for (Transcripts.Exchange exchange : exchanges) {
-            List<String> replies = protocol.answer(new BoundedLineReader.Line(exchange.request(), false), "127.0.0.1");
-            String where = Transcripts.FILE + ":" + exchange.line() + " '" + exchange.request() + "' got " + replies;
-            assertEquals(exchange.replies().size(), replies.size(), where);
-            for (int i = 0; i < replies.size(); i++) {
-                assertTrue(Transcripts.matches(exchange.replies().get(i), replies.get(i)), where);
-            }
-        }
+        Transcripts.read().assertAnswered(protocol, scenario);
     }
 
     @Test

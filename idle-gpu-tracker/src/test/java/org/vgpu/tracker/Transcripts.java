@@ -1,5 +1,9 @@
 package org.vgpu.tracker;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -11,22 +15,30 @@ import java.util.Map;
 import java.util.regex.Pattern;
 
 import org.vgpu.common.contract.BridgeContract;
+import org.vgpu.common.line.BoundedLineReader;
+import org.vgpu.tracker.server.TrackerProtocol;
 
 /**
  * slurm-spank-bridge/contract/transcripts.txt, the golden request/reply pairs of the tracker line
- * protocol, by scenario (the file says its format).
+ * protocol, by scenario (the file says its format), or admin-transcripts.txt beside it, those of the
+ * admins' requests in the same format.
  */
-record Transcripts(Map<String, List<Transcripts.Exchange>> scenarios) {
-    static final Path FILE = Path.of("..", "slurm-spank-bridge", "contract", "transcripts.txt");
+public record Transcripts(Path file, Map<String, List<Transcripts.Exchange>> scenarios) {
+    public static final Path FILE = Path.of("..", "slurm-spank-bridge", "contract", "transcripts.txt");
+    public static final Path ADMIN_FILE = FILE.resolveSibling("admin-transcripts.txt");
     private static final String TOKEN = "{token}";
 
     /** One request and the reply lines the tracker gives it. */
-    record Exchange(int line, String request, List<String> replies) {}
+    public record Exchange(int line, String request, List<String> replies) {}
 
     static Transcripts read() {
+        return read(FILE);
+    }
+
+    public static Transcripts read(Path file) {
         List<String> lines;
         try {
-            lines = Files.readAllLines(FILE);
+            lines = Files.readAllLines(file);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
@@ -42,10 +54,24 @@ record Transcripts(Map<String, List<Transcripts.Exchange>> scenarios) {
                 case '@' -> scenarios.put(rest, current = new ArrayList<>());
                 case '>' -> current.add(new Exchange(i + 1, rest, new ArrayList<>()));
                 case '<' -> current.getLast().replies().add(rest);
-                default -> throw new IllegalArgumentException(FILE + ":" + (i + 1) + ": unknown line '" + line + "'");
+                default -> throw new IllegalArgumentException(file + ":" + (i + 1) + ": unknown line '" + line + "'");
             }
         }
-        return new Transcripts(scenarios);
+        return new Transcripts(file, scenarios);
+    }
+
+    /** Asserts that {@code protocol} answers the exchanges of {@code scenario} word for word, in their order. */
+    void assertAnswered(TrackerProtocol protocol, String scenario) {
+        List<Exchange> exchanges = scenarios.getOrDefault(scenario, List.of());
+        assertFalse(exchanges.isEmpty(), file + " has no scenario " + scenario);
+        for (Exchange exchange : exchanges) {
+            List<String> replies = protocol.answer(new BoundedLineReader.Line(exchange.request(), false), "127.0.0.1");
+            String where = file + ":" + exchange.line() + " '" + exchange.request() + "' got " + replies;
+            assertEquals(exchange.replies().size(), replies.size(), where);
+            for (int i = 0; i < replies.size(); i++) {
+                assertTrue(matches(exchange.replies().get(i), replies.get(i)), where);
+            }
+        }
     }
 
     /** Whether the tracker's reply is the expected one, where {@code {token}} stands for any session token. */

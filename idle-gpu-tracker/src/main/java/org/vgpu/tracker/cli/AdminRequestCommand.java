@@ -32,7 +32,7 @@ abstract class AdminRequestCommand implements Subcommand {
         String request = request(line.getArgList());
         String reply =
                 TrackerAdminClient.request(TrackerOptions.tracker(line), request, TrackerOptions.auth(line), TIMEOUT);
-        out.println(reply.replaceFirst("^ok ", ""));
+        out.println(TrackerAdminClient.text(reply));
         return 0;
     }
 }

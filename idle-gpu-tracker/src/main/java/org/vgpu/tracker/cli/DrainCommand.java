@@ -4,6 +4,8 @@ import java.util.List;
 
 import org.apache.commons.cli.ParseException;
 
+import org.vgpu.common.line.TrackerAdminClient;
+
 /**
  * {@code vgpu drain NODE}: asks the tracker to move every vGPU that NODE serves elsewhere (home to its job's node
  * when that has a free GPU) and prints what moves and what stays, and why; the tracker refuses when nothing moves.
@@ -29,6 +31,6 @@ public final class DrainCommand extends AdminRequestCommand {
         if (operands.size() != 1) {
             throw new ParseException("give one NODE to drain");
         }
-        return "drain " + operands.getFirst();
+        return TrackerAdminClient.drainRequest(operands.getFirst());
     }
 }

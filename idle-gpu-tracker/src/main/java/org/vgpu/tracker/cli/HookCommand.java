@@ -1,8 +1,13 @@
 package org.vgpu.tracker.cli;
 
+import static org.vgpu.common.contract.BridgeContract.HOOK_PAUSE;
+import static org.vgpu.common.contract.BridgeContract.HOOK_RESUME;
+
 import java.util.List;
 
 import org.apache.commons.cli.ParseException;
+
+import org.vgpu.common.line.TrackerAdminClient;
 
 /**
  * {@code vgpu hook pause|resume}: stops or restarts the tracker's own moves of borrowed vGPUs home; migrations under
@@ -21,15 +26,16 @@ public final class HookCommand extends AdminRequestCommand {
 
     @Override
     public String operands() {
-        return "pause|resume";
+        return HOOK_PAUSE + "|" + HOOK_RESUME;
     }
 
     @Override
     String request(List<String> operands) throws ParseException {
         if (operands.size() != 1
-                || !(operands.getFirst().equals("pause") || operands.getFirst().equals("resume"))) {
-            throw new ParseException("give pause or resume");
+                || !(operands.getFirst().equals(HOOK_PAUSE)
+                        || operands.getFirst().equals(HOOK_RESUME))) {
+            throw new ParseException("give " + HOOK_PAUSE + " or " + HOOK_RESUME);
         }
-        return "hook " + operands.getFirst();
+        return TrackerAdminClient.hookRequest(operands.getFirst().equals(HOOK_PAUSE));
     }
 }

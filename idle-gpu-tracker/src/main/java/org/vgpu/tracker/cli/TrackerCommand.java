@@ -1,5 +1,7 @@
 package org.vgpu.tracker.cli;
 
+import static org.vgpu.common.contract.BridgeContract.MOVE_OK;
+
 import java.io.PrintStream;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -223,7 +225,7 @@ public final class TrackerCommand implements Subcommand {
             TrackerMetrics counted = metrics;
             tracker.onMigrationEnded(move -> counted.migrationFinished(
                     move.direction(),
-                    move.state().equals("ok") ? "done" : move.state().replace('-', '_'),
+                    move.state().equals(MOVE_OK) ? "done" : move.state().replace('-', '_'),
                     move.blockedMs() / 1000.0));
             daemon = TrackerDaemon.start(tracker, ledger, listen, poll, munge, trustedUsers);
         } catch (LedgerException | SlurmException e) {

@@ -66,6 +66,11 @@ public record Assembly(
         return new Assembly(job, user, node, vgpus, localGpus, Phase.RELEASED, planned, Optional.of(when), lends);
     }
 
+    /** The lend of vGPU {@code vgpu}, when it is not one of the job's own GPUs. */
+    public Optional<Lend> lend(int vgpu) {
+        return lends.stream().filter(lend -> lend.vgpu() == vgpu).findFirst();
+    }
+
     /**
      * The lends still served from another node: a lend that moved home runs on a GPU of the job's own node
      * (kept by its grant holder) and is no longer borrowed.

@@ -1,31 +1,38 @@
 package org.vgpu.tracker.server;
 
 import static org.vgpu.common.contract.BridgeContract.CREDENTIAL_PREFIX;
-import static org.vgpu.common.contract.BridgeContract.JOB_ID_MAX;
 import static org.vgpu.common.contract.BridgeContract.KEY_LOCAL;
 import static org.vgpu.common.contract.BridgeContract.KEY_REMOTE;
 import static org.vgpu.common.contract.BridgeContract.KEY_VGPUS;
-import static org.vgpu.common.contract.BridgeContract.NODE_CHARS;
-import static org.vgpu.common.contract.BridgeContract.NODE_CHAR_CLASS;
-import static org.vgpu.common.contract.BridgeContract.NODE_NAME_BYTES;
+import static org.vgpu.common.contract.BridgeContract.MOVE_KEY_BLOCKED_MS;
+import static org.vgpu.common.contract.BridgeContract.MOVE_KEY_BY;
+import static org.vgpu.common.contract.BridgeContract.MOVE_KEY_BYTES;
+import static org.vgpu.common.contract.BridgeContract.MOVE_KEY_ENDED;
+import static org.vgpu.common.contract.BridgeContract.MOVE_KEY_FROM;
+import static org.vgpu.common.contract.BridgeContract.MOVE_KEY_ID;
+import static org.vgpu.common.contract.BridgeContract.MOVE_KEY_JOB;
+import static org.vgpu.common.contract.BridgeContract.MOVE_KEY_REASON;
+import static org.vgpu.common.contract.BridgeContract.MOVE_KEY_STARTED;
+import static org.vgpu.common.contract.BridgeContract.MOVE_KEY_STATE;
+import static org.vgpu.common.contract.BridgeContract.MOVE_KEY_TO;
+import static org.vgpu.common.contract.BridgeContract.MOVE_KEY_VGPU;
+import static org.vgpu.common.contract.BridgeContract.MOVE_KEY_WHAT;
 import static org.vgpu.common.contract.BridgeContract.REPLY_ERROR_WORD;
 import static org.vgpu.common.contract.BridgeContract.REPLY_LINE_BYTES;
 import static org.vgpu.common.contract.BridgeContract.REPLY_OK_WORD;
 import static org.vgpu.common.contract.BridgeContract.REPLY_WAIT_WORD;
 import static org.vgpu.common.contract.BridgeContract.REQUEST_ASSEMBLY;
 import static org.vgpu.common.contract.BridgeContract.REQUEST_DONE;
-import static org.vgpu.common.contract.BridgeContract.REQUEST_STATUS;
-import static org.vgpu.common.contract.BridgeContract.REQUEST_WORKER;
-import static org.vgpu.common.contract.BridgeContract.REQUEST_WORKER_LEAVING;
-import static org.vgpu.common.contract.BridgeContract.STATUS_JSON_LINE_WORD;
-import static org.vgpu.common.contract.BridgeContract.VGPUS_MAX;
+import static org.vgpu.common.contract.BridgeContract.REQUEST_DRAIN;
+import static org.vgpu.common.contract.BridgeContract.REQUEST_HOOK;
+import static org.vgpu.common.contract.BridgeContract.REQUEST_MIGRATE;
+import static org.vgpu.common.contract.BridgeContract.REQUEST_MIGRATION;
 
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
-import java.util.regex.Pattern;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -36,7 +43,6 @@ import org.vgpu.common.line.BoundedLineReader;
 import org.vgpu.common.line.LineService;
 import org.vgpu.common.line.LineText;
 import org.vgpu.common.net.Endpoint;
-import org.vgpu.common.security.SessionToken;
 import org.vgpu.tracker.Answer;
 import org.vgpu.tracker.StatusReport;
 import org.vgpu.tracker.Tracker;
@@ -53,8 +59,10 @@ import org.vgpu.tracker.report.ReportJson;
  * decides and returns {@link Answer}s and a {@link StatusReport}; this class alone writes lines. The
  * requests are {@code assembly} and {@code done} (the bridge's), {@code worker} and {@code worker-leaving} (a
  * holder's worker, see HolderAnnouncement) and {@code status}; contract/transcripts.txt shows what each is answered.
- * Anything else, a malformed field, or a request cut at the length limit gets one {@code error}
- * line and changes nothing. Replies are printable ASCII on one line each, whatever the request held.
+ * A job's migration agent sends {@code agent ...}, admins {@code migrate}, {@code drain}, {@code hook} and
+ * {@code migration} (contract/admin-transcripts.txt). {@link TrackerRequest} parses each after its credential is
+ * checked; anything else, a malformed field, or a request cut at the length limit gets one {@code error} line and
+ * changes nothing. Replies are printable ASCII on one line each, whatever the request held.
  *
  * <p>With a {@link MungeVerifier} (the bridge's {@code auth=munge}) every {@code assembly} and
  * {@code done} must end in {@code munge=CREDENTIAL}, made by munged for the rest of the line, and
@@ -65,23 +73,10 @@ import org.vgpu.tracker.report.ReportJson;
  */
 public final class TrackerProtocol implements LineService {
     private static final Logger LOG = LoggerFactory.getLogger(TrackerProtocol.class);
-    static final String MIGRATE = "migrate";
-    static final String DRAIN = "drain";
-    static final String HOOK = "hook";
-    static final String MIGRATION = "migration";
-    static final String COMMANDS = REQUEST_ASSEMBLY + " <job> <node>, " + REQUEST_DONE + " <job> <node> <status>, "
-            + REQUEST_WORKER + " <job> <vgpu> <host:port> <worker-id> <proof>, " + REQUEST_WORKER_LEAVING
-            + " <job> <vgpu> <worker-id> <proof>, " + REQUEST_STATUS + " ["
-            + STATUS_JSON_LINE_WORD + "], " + AgentChannel.WORD + " " + AgentChannel.POLL + "|" + AgentChannel.DONE
-            + " ..., " + MIGRATE + " <job> <vgpu> [<node>], " + DRAIN + " <node>, " + HOOK + " pause|resume, "
-            + MIGRATION + " <id>";
     /** Requests that change where vGPUs run: with MUNGE only root and trusted users may send them. */
-    private static final Set<String> ADMIN_REQUESTS = Set.of(MIGRATE, DRAIN, HOOK);
+    private static final Set<String> ADMIN_REQUESTS = Set.of(REQUEST_MIGRATE, REQUEST_DRAIN, REQUEST_HOOK);
 
     private static final int MAX_ECHOED_CHARS = 40;
-    private static final Pattern DECIMAL = Pattern.compile("0|[1-9][0-9]{0,9}");
-    private static final Pattern NODE = Pattern.compile(NODE_CHAR_CLASS + "{1," + NODE_NAME_BYTES + "}");
-    private static final Pattern STATUS = Pattern.compile("-1|" + DECIMAL.pattern());
 
     private static final String CREDENTIAL_FIELD = " " + CREDENTIAL_PREFIX;
 
@@ -131,7 +126,7 @@ public final class TrackerProtocol implements LineService {
         }
         String text = request.text();
         if (text.isEmpty()) {
-            return List.of(error("empty request; commands: " + COMMANDS));
+            return List.of(error("empty request; commands: " + TrackerRequest.COMMANDS));
         }
         if (!text.chars().allMatch(c -> c >= ' ' && c <= '~')) {
             return List.of(error("request holds characters that are not printable ASCII"));
@@ -157,113 +152,39 @@ public final class TrackerProtocol implements LineService {
             }
             who = check.who();
         }
-        return switch (words[0]) {
-            case REQUEST_ASSEMBLY -> List.of(assembly(words));
-            case REQUEST_DONE -> List.of(done(words));
-            case REQUEST_WORKER -> List.of(worker(words));
-            case REQUEST_WORKER_LEAVING -> List.of(workerLeaving(words));
-            case AgentChannel.WORD -> List.of(agent(unsigned));
-            case MIGRATE -> List.of(migrate(words, who));
-            case DRAIN -> List.of(drain(words, who));
-            case HOOK -> List.of(hook(words, who));
-            case MIGRATION -> List.of(migration(words));
-            case REQUEST_STATUS -> status(words);
-            default ->
-                List.of(error("unknown command '" + LineText.printable(words[0], MAX_ECHOED_CHARS) + "'; commands: "
-                        + COMMANDS));
+        TrackerRequest parsed;
+        try {
+            parsed = TrackerRequest.parse(unsigned);
+        } catch (TrackerRequest.Malformed e) {
+            return List.of(error(e.getMessage()));
+        }
+        return switch (parsed) {
+            case TrackerRequest.Assembly(long job, String node) -> List.of(line(tracker.assembly(job, node)));
+            case TrackerRequest.Done done -> List.of(done(done));
+            case TrackerRequest.Worker(long job, int vgpu, Endpoint endpoint, String workerId, String proof) ->
+                List.of(line(tracker.worker(job, vgpu, endpoint, workerId, proof)));
+            // A holder's worker whose holder is being cancelled: see Tracker#workerLeaving.
+            case TrackerRequest.WorkerLeaving(long job, int vgpu, String workerId, String proof) ->
+                List.of(line(tracker.workerLeaving(job, vgpu, workerId, proof)));
+            case TrackerRequest.Agent(AgentChannel.Request agent) -> List.of(agent(agent));
+            case TrackerRequest.Migrate(long job, int vgpu, Optional<String> node) ->
+                List.of(reply(tracker.migrate(job, vgpu, node, who)));
+            case TrackerRequest.Drain(String node) -> List.of(reply(tracker.drain(node, who)));
+            case TrackerRequest.Hook(boolean pause) -> List.of(reply(tracker.pauseHook(pause, who)));
+            case TrackerRequest.MigrationQuery(long id) -> List.of(migration(id));
+            case TrackerRequest.Status(boolean json) ->
+                json ? ReportJson.replyLines(Report.of(tracker.status())) : lines(tracker.status());
         };
     }
 
-    private List<String> status(String[] words) {
-        if (words.length == 1) {
-            return lines(tracker.status());
-        }
-        if (words.length == 2 && words[1].equals(STATUS_JSON_LINE_WORD)) {
-            return ReportJson.replyLines(Report.of(tracker.status()));
-        }
-        return List.of(error("usage: " + REQUEST_STATUS + " [" + STATUS_JSON_LINE_WORD + "]"));
-    }
-
-    private String assembly(String[] words) {
-        if (words.length != 3) {
-            return error("usage: " + REQUEST_ASSEMBLY + " <job> <node>");
-        }
-        String problem = checkJobAndNode(words[1], words[2]);
-        return problem != null ? error(problem) : line(tracker.assembly(Long.parseLong(words[1]), words[2]));
-    }
-
-    private String done(String[] words) {
-        if (words.length != 4) {
-            return error("usage: " + REQUEST_DONE + " <job> <node> <status>");
-        }
-        String problem = checkJobAndNode(words[1], words[2]);
-        if (problem != null) {
-            return error(problem);
-        }
-        if (!STATUS.matcher(words[3]).matches() || Long.parseLong(words[3]) > Integer.MAX_VALUE) {
-            return error("status must be -1 or an exit status 0.." + Integer.MAX_VALUE + ", got '"
-                    + LineText.printable(words[3], MAX_ECHOED_CHARS) + "'");
-        }
-        Answer answer = tracker.done(Long.parseLong(words[1]), words[2], Integer.parseInt(words[3]));
+    private String done(TrackerRequest.Done done) {
+        Answer answer = tracker.done(done.job(), done.node(), done.status());
         wakeTracker.run();
         return line(answer);
     }
 
-    private String worker(String[] words) {
-        if (words.length != 6) {
-            return error("usage: " + REQUEST_WORKER + " <job> <vgpu> <host:port> <worker-id> <proof>");
-        }
-        String problem = checkJobVgpuAndWorker(words[1], words[2], words[4]);
-        if (problem != null) {
-            return error(problem);
-        }
-        Endpoint endpoint;
-        try {
-            endpoint = Endpoint.parse(words[3]);
-        } catch (VgpuFailure e) {
-            return error(e.detail());
-        }
-        return line(tracker.worker(Long.parseLong(words[1]), Integer.parseInt(words[2]), endpoint, words[4], words[5]));
-    }
-
-    /** A holder's worker whose holder is being cancelled: see {@link Tracker#workerLeaving}. */
-    private String workerLeaving(String[] words) {
-        if (words.length != 5) {
-            return error("usage: " + REQUEST_WORKER_LEAVING + " <job> <vgpu> <worker-id> <proof>");
-        }
-        String problem = checkJobVgpuAndWorker(words[1], words[2], words[3]);
-        if (problem != null) {
-            return error(problem);
-        }
-        return line(tracker.workerLeaving(Long.parseLong(words[1]), Integer.parseInt(words[2]), words[3], words[4]));
-    }
-
-    /** What is wrong with a worker request's job, vGPU and worker id, or null. */
-    private static String checkJobVgpuAndWorker(String job, String vgpu, String workerId) {
-        String problem = checkJob(job);
-        if (problem != null) {
-            return problem;
-        }
-        if (!DECIMAL.matcher(vgpu).matches() || Long.parseLong(vgpu) >= VGPUS_MAX) {
-            return "vgpu must be a vGPU index 0.." + (VGPUS_MAX - 1) + ", got '"
-                    + LineText.printable(vgpu, MAX_ECHOED_CHARS) + "'";
-        }
-        try {
-            SessionToken.requireId("worker id", workerId);
-        } catch (VgpuFailure e) {
-            return e.detail();
-        }
-        return null;
-    }
-
     /** A job's migration agent: parsed by the channel's one codec, answered by the tracker. */
-    private String agent(String text) {
-        AgentChannel.Request request;
-        try {
-            request = AgentChannel.parseRequest(text);
-        } catch (AgentChannel.ParseError e) {
-            return error(e.detail());
-        }
+    private String agent(AgentChannel.Request request) {
         return switch (request) {
             case AgentChannel.Poll poll -> tracker.agentPoll(poll).format();
             case AgentChannel.Done done -> tracker.agentDone(done).format();
@@ -271,51 +192,8 @@ public final class TrackerProtocol implements LineService {
         };
     }
 
-    private String migrate(String[] words, String who) {
-        if (words.length < 3 || words.length > 4) {
-            return error("usage: " + MIGRATE + " <job> <vgpu> [<node>]");
-        }
-        String problem = checkJob(words[1]);
-        if (problem == null && (!DECIMAL.matcher(words[2]).matches() || Long.parseLong(words[2]) >= VGPUS_MAX)) {
-            problem = "vgpu must be a vGPU index 0.." + (VGPUS_MAX - 1) + ", got '"
-                    + LineText.printable(words[2], MAX_ECHOED_CHARS) + "'";
-        }
-        if (problem == null && words.length == 4 && !NODE.matcher(words[3]).matches()) {
-            problem = nodeProblem(words[3]);
-        }
-        if (problem != null) {
-            return error(problem);
-        }
-        return reply(tracker.migrate(
-                Long.parseLong(words[1]),
-                Integer.parseInt(words[2]),
-                words.length == 4 ? Optional.of(words[3]) : Optional.empty(),
-                who));
-    }
-
-    private String drain(String[] words, String who) {
-        if (words.length != 2) {
-            return error("usage: " + DRAIN + " <node>");
-        }
-        if (!NODE.matcher(words[1]).matches()) {
-            return error(nodeProblem(words[1]));
-        }
-        return reply(tracker.drain(words[1], who));
-    }
-
-    private String hook(String[] words, String who) {
-        if (words.length != 2 || !(words[1].equals("pause") || words[1].equals("resume"))) {
-            return error("usage: " + HOOK + " pause|resume");
-        }
-        return reply(tracker.pauseHook(words[1].equals("pause"), who));
-    }
-
     /** {@code migration <id>}: one migration's state, for {@code vgpu migrate}'s progress; needs no credential. */
-    private String migration(String[] words) {
-        if (words.length != 2 || !DECIMAL.matcher(words[1]).matches()) {
-            return error("usage: " + MIGRATION + " <id>");
-        }
-        long id = Long.parseLong(words[1]);
+    private String migration(long id) {
         return tracker.migration(id)
                 .map(TrackerProtocol::moveLine)
                 .map(text -> REPLY_OK_WORD + " " + text)
@@ -324,12 +202,14 @@ public final class TrackerProtocol implements LineService {
 
     /** One migration as a line of {@code key=value} words, the reason and explanation last. */
     public static String moveLine(MoveRecord move) {
-        return "migration id=" + move.id() + " job=" + move.job() + " vgpu=" + move.vgpu() + " from=" + move.from()
-                + " to=" + move.to() + " by=" + move.by() + " state=" + move.state() + " started="
-                + move.started() + move.ended().map(at -> " ended=" + at).orElse("") + " blocked_ms="
-                + move.blockedMs() + " bytes=" + move.bytes() + " what="
+        return REQUEST_MIGRATION + " " + MOVE_KEY_ID + "=" + move.id() + " " + MOVE_KEY_JOB + "=" + move.job() + " "
+                + MOVE_KEY_VGPU + "=" + move.vgpu() + " " + MOVE_KEY_FROM + "=" + move.from() + " " + MOVE_KEY_TO + "="
+                + move.to() + " " + MOVE_KEY_BY + "=" + move.by() + " " + MOVE_KEY_STATE + "=" + move.state() + " "
+                + MOVE_KEY_STARTED + "=" + move.started()
+                + move.ended().map(at -> " " + MOVE_KEY_ENDED + "=" + at).orElse("") + " " + MOVE_KEY_BLOCKED_MS
+                + "=" + move.blockedMs() + " " + MOVE_KEY_BYTES + "=" + move.bytes() + " " + MOVE_KEY_WHAT + "="
                 + move.explanation().replace(' ', '_')
-                + " reason=" + move.reason().replace(' ', '_');
+                + " " + MOVE_KEY_REASON + "=" + move.reason().replace(' ', '_');
     }
 
     private static String reply(MigrationHook.Reply reply) {
@@ -376,37 +256,13 @@ public final class TrackerProtocol implements LineService {
             return null;
         }
         if (words.length >= 2
-                && checkJob(words[1]) == null
+                && TrackerRequest.jobProblem(words[1]) == null
                 && tracker.owner(Long.parseLong(words[1]))
                         .filter(sender.user()::equals)
                         .isPresent()) {
             return null;
         }
         return "user " + sender.user() + " (uid " + sender.uid() + ") is not the job's owner, root or a trusted user";
-    }
-
-    private static String checkJob(String job) {
-        if (!DECIMAL.matcher(job).matches() || Long.parseLong(job) < 1 || Long.parseLong(job) > JOB_ID_MAX) {
-            return "job must be a Slurm job id 1.." + JOB_ID_MAX + ", got '" + LineText.printable(job, MAX_ECHOED_CHARS)
-                    + "'";
-        }
-        return null;
-    }
-
-    private static String checkJobAndNode(String job, String node) {
-        String problem = checkJob(job);
-        if (problem != null) {
-            return problem;
-        }
-        if (!NODE.matcher(node).matches()) {
-            return nodeProblem(node);
-        }
-        return null;
-    }
-
-    private static String nodeProblem(String node) {
-        return "node must be a Slurm node name (1 to " + NODE_NAME_BYTES + " letters, digits and " + NODE_CHARS
-                + "), got '" + LineText.printable(node, MAX_ECHOED_CHARS) + "'";
     }
 
     /** The reply line of an answer: {@code ok ...}, {@code wait REASON} or {@code error REASON}. */

@@ -5,9 +5,8 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalLong;
 import java.util.function.Function;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 import org.apache.commons.cli.CommandLine;
 import org.apache.commons.cli.Option;
@@ -39,7 +38,6 @@ public final class MigrateCommand implements Subcommand {
     private static final Duration REPLY_TIMEOUT = Duration.ofMinutes(10);
 
     private static final Duration TRACKER_TIMEOUT = Duration.ofSeconds(30);
-    private static final Pattern STARTED = Pattern.compile("^ok migration (\\d+) started");
 
     private final Function<String, String> environment;
 
@@ -139,20 +137,15 @@ public final class MigrateCommand implements Subcommand {
         }
         Endpoint tracker = TrackerOptions.tracker(line);
         String started = TrackerAdminClient.request(
-                tracker, "migrate " + String.join(" ", operands), TrackerOptions.auth(line), TRACKER_TIMEOUT);
-        out.println(started.replaceFirst("^ok ", ""));
-        Matcher id = STARTED.matcher(started);
-        if (line.hasOption("no-wait") || !id.find()) {
+                tracker, TrackerAdminClient.migrateRequest(operands), TrackerOptions.auth(line), TRACKER_TIMEOUT);
+        out.println(TrackerAdminClient.text(started));
+        OptionalLong id = TrackerAdminClient.startedMigration(started);
+        if (line.hasOption("no-wait") || id.isEmpty()) {
             return 0;
         }
         Map<String, String> end = TrackerAdminClient.follow(
-                tracker,
-                Long.parseLong(id.group(1)),
-                out,
-                System.console() != null,
-                Duration.ofSeconds(1),
-                REPLY_TIMEOUT);
-        boolean ok = end.getOrDefault("state", "").equals("ok");
+                tracker, id.getAsLong(), out, System.console() != null, Duration.ofSeconds(1), REPLY_TIMEOUT);
+        boolean ok = TrackerAdminClient.moved(end);
         out.println(
                 (ok ? "moved: " : "not moved: ") + end.getOrDefault("from", "?") + " -> " + end.getOrDefault("to", "?")
                         + ", blocked " + end.getOrDefault("blocked_ms", "?") + " ms, " + end.getOrDefault("bytes", "?")

@@ -1,5 +1,21 @@
 package org.vgpu.common.line;
 
+import static org.vgpu.common.contract.BridgeContract.CREDENTIAL_PREFIX;
+import static org.vgpu.common.contract.BridgeContract.HOOK_PAUSE;
+import static org.vgpu.common.contract.BridgeContract.HOOK_RESUME;
+import static org.vgpu.common.contract.BridgeContract.MOVE_FAILED;
+import static org.vgpu.common.contract.BridgeContract.MOVE_GAVE_UP;
+import static org.vgpu.common.contract.BridgeContract.MOVE_KEY_STATE;
+import static org.vgpu.common.contract.BridgeContract.MOVE_KEY_WHAT;
+import static org.vgpu.common.contract.BridgeContract.MOVE_OK;
+import static org.vgpu.common.contract.BridgeContract.MOVE_STARTED_WORD;
+import static org.vgpu.common.contract.BridgeContract.REPLY_ERROR_WORD;
+import static org.vgpu.common.contract.BridgeContract.REPLY_OK_WORD;
+import static org.vgpu.common.contract.BridgeContract.REQUEST_DRAIN;
+import static org.vgpu.common.contract.BridgeContract.REQUEST_HOOK;
+import static org.vgpu.common.contract.BridgeContract.REQUEST_MIGRATE;
+import static org.vgpu.common.contract.BridgeContract.REQUEST_MIGRATION;
+
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.PrintStream;
@@ -7,9 +23,12 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalLong;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import org.vgpu.common.error.AuthException;
 import org.vgpu.common.error.NetworkException;
@@ -19,11 +38,15 @@ import org.vgpu.common.net.Endpoint;
  * The admin commands' side of the tracker's socket ({@code vgpu migrate JOB VGPU}, {@code vgpu drain}, {@code vgpu
  * hook}): one request line, signed with a MUNGE credential ({@code munge=...} at the end, made by munge's own
  * {@code munge} program for the rest of the line) when the tracker runs with {@code --auth munge}, and the
- * progress of a migration the tracker carries out.
+ * progress of a migration the tracker carries out. The words of the requests and replies are the contract's
+ * (slurm-spank-bridge/contract/grammar.conf), which the tracker answers by too.
  */
 public final class TrackerAdminClient {
     /** Final states of a migration in the tracker's {@code migration <id>} reply. */
-    private static final Set<String> FINISHED = Set.of("ok", "failed", "gave-up");
+    private static final Set<String> FINISHED = Set.of(MOVE_OK, MOVE_FAILED, MOVE_GAVE_UP);
+    /** The start of the reply to a migrate that started a move, which names the migration. */
+    private static final Pattern STARTED =
+            Pattern.compile("^" + REPLY_OK_WORD + " " + REQUEST_MIGRATION + " (\\d+) " + MOVE_STARTED_WORD);
 
     private static final Duration MUNGE_TIMEOUT = Duration.ofSeconds(10);
 
@@ -35,6 +58,47 @@ public final class TrackerAdminClient {
         MUNGE
     }
 
+    /** {@code vgpu migrate JOB VGPU [NODE]}'s request: the operands as given, one word each. */
+    public static String migrateRequest(List<String> operands) {
+        return REQUEST_MIGRATE + " " + String.join(" ", operands);
+    }
+
+    /** {@code vgpu drain NODE}'s request. */
+    public static String drainRequest(String node) {
+        return REQUEST_DRAIN + " " + node;
+    }
+
+    /** {@code vgpu hook pause|resume}'s request. */
+    public static String hookRequest(boolean pause) {
+        return REQUEST_HOOK + " " + (pause ? HOOK_PAUSE : HOOK_RESUME);
+    }
+
+    /** The request for the state of migration {@code id}. */
+    public static String migrationRequest(long id) {
+        return REQUEST_MIGRATION + " " + id;
+    }
+
+    /** What an {@code ok} reply says, without its first word. */
+    public static String text(String okReply) {
+        return okReply.startsWith(REPLY_OK_WORD + " ") ? okReply.substring(REPLY_OK_WORD.length() + 1) : okReply;
+    }
+
+    /** The migration a {@code migrate} request started, named by its {@code ok} reply; empty when none started. */
+    public static OptionalLong startedMigration(String okReply) {
+        Matcher id = STARTED.matcher(okReply);
+        return id.find() ? OptionalLong.of(Long.parseLong(id.group(1))) : OptionalLong.empty();
+    }
+
+    /** Whether the final fields of a migration ({@link #follow}) say that it moved its vGPU. */
+    public static boolean moved(Map<String, String> fields) {
+        return fields.getOrDefault(MOVE_KEY_STATE, "").equals(MOVE_OK);
+    }
+
+    /** Whether a migration in state {@code state} has ended. */
+    public static boolean finished(String state) {
+        return FINISHED.contains(state);
+    }
+
     /**
      * Sends {@code request} and returns the tracker's reply line.
      *
@@ -42,13 +106,13 @@ public final class TrackerAdminClient {
      * @throws AuthException when munge cannot make a credential
      */
     public static String request(Endpoint tracker, String request, Auth auth, Duration timeout) {
-        String line = auth == Auth.MUNGE ? request + " munge=" + credential(request) : request;
+        String line = auth == Auth.MUNGE ? request + " " + CREDENTIAL_PREFIX + credential(request) : request;
         List<String> reply = LineClient.request(tracker, line, timeout);
         String last = reply.getLast();
-        if (!last.startsWith("ok")) {
+        if (!last.startsWith(REPLY_OK_WORD)) {
             throw new NetworkException(
                     NetworkException.Code.REFUSED,
-                    "the tracker at " + tracker + " refused: " + last.replaceFirst("^error ", ""));
+                    "the tracker at " + tracker + " refused: " + last.replaceFirst("^" + REPLY_ERROR_WORD + " ", ""));
         }
         return last;
     }
@@ -65,11 +129,12 @@ public final class TrackerAdminClient {
         long deadline = System.nanoTime() + limit.toNanos();
         String shown = "";
         while (true) {
-            Map<String, String> fields = fields(request(tracker, "migration " + id, Auth.NONE, poll.plusSeconds(10)));
-            String state = fields.getOrDefault("state", "?");
-            String what = fields.getOrDefault("what", "").replace('_', ' ');
+            Map<String, String> fields =
+                    fields(request(tracker, migrationRequest(id), Auth.NONE, poll.plusSeconds(10)));
+            String state = fields.getOrDefault(MOVE_KEY_STATE, "?");
+            String what = fields.getOrDefault(MOVE_KEY_WHAT, "").replace('_', ' ');
             String now = state + ": " + what;
-            boolean finished = FINISHED.contains(state);
+            boolean finished = finished(state);
             if (!now.equals(shown)) {
                 // On a terminal the line stays open for the dots that follow; elsewhere each state is one line.
                 out.print((terminal && !shown.isEmpty() ? "\n" : "") + "migration " + id + " " + now
@@ -103,7 +168,7 @@ public final class TrackerAdminClient {
     }
 
     /** The {@code key=value} words of a reply line. */
-    static Map<String, String> fields(String line) {
+    public static Map<String, String> fields(String line) {
         Map<String, String> fields = new TreeMap<>();
         for (String word : line.split(" ")) {
             int equals = word.indexOf('=');
