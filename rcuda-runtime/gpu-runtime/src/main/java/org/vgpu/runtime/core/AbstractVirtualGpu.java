@@ -55,7 +55,7 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
 
     protected AbstractVirtualGpu(VaWindow window) {
         this.memory = new DeviceMemory(window, ModuleGlobals.areaBytes(window));
-        this.chunks = new ChunkMapping(this, memory);
+        this.chunks = new ChunkMapping(memory);
         ModuleGlobals globals = new ModuleGlobals(window);
         this.pointers = new DevicePointers(memory, globals);
         this.modules = new LoadedModules<>(globals);
@@ -304,26 +304,26 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
     @Override
     public long memAlloc(long bytes) {
         ensureOpen();
-        return chunks.allocate(bytes);
+        return chunks.allocate(this, bytes);
     }
 
     @Override
     public void memAllocAt(long address, long bytes) {
         ensureOpen();
-        chunks.allocateAt(address, bytes);
+        chunks.allocateAt(this, address, bytes);
     }
 
     @Override
     public void memAllocAllAt(List<DeviceRegion> allocations) {
         ensureOpen();
-        chunks.allocateAllAt(OperandChecks.given(allocations, "memAllocAllAt", "allocations"));
+        chunks.allocateAllAt(this, OperandChecks.given(allocations, "memAllocAllAt", "allocations"));
     }
 
     /** Frees the allocation, and its chunk once no allocation is left in it. */
     @Override
     public void memFree(long address) {
         ensureOpen();
-        chunks.free(address);
+        chunks.free(this, address);
     }
 
     @Override
@@ -585,7 +585,7 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
             failures.attempt(() -> doStreamDestroy(stream));
         }
         modules.removeAll(failures, this::doModuleUnload);
-        chunks.unmapAll(failures);
+        chunks.unmapAll(this, failures);
         hostAllocations.freeAll(failures);
         failures.attempt(this::doClose);
         failures.rethrow();

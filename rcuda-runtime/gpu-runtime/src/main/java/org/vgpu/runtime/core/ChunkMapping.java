@@ -15,36 +15,35 @@ import org.vgpu.runtime.memory.DeviceMemory;
  * address in a chunk not mapped yet; lookups take no lock.
  */
 final class ChunkMapping {
-    private final AbstractVirtualGpu<?, ?, ?, ?> gpu;
     private final DeviceMemory memory;
 
-    ChunkMapping(AbstractVirtualGpu<?, ?, ?, ?> gpu, DeviceMemory memory) {
-        this.gpu = gpu;
+    ChunkMapping(DeviceMemory memory) {
         this.memory = memory;
     }
 
-    long allocate(long bytes) {
+    /** Places {@code bytes} and maps the chunk that opened, through {@code gpu}'s primitives. */
+    long allocate(AbstractVirtualGpu<?, ?, ?, ?> gpu, long bytes) {
         synchronized (memory) {
             DeviceMemory.Placement placement = memory.allocate(bytes);
-            mapNewChunks(List.of(placement));
+            mapNewChunks(gpu, List.of(placement));
             return placement.allocation().address();
         }
     }
 
-    void allocateAt(long address, long bytes) {
+    void allocateAt(AbstractVirtualGpu<?, ?, ?, ?> gpu, long address, long bytes) {
         synchronized (memory) {
-            mapNewChunks(List.of(memory.allocateAt(address, bytes)));
+            mapNewChunks(gpu, List.of(memory.allocateAt(address, bytes)));
         }
     }
 
-    void allocateAllAt(List<DeviceRegion> allocations) {
+    void allocateAllAt(AbstractVirtualGpu<?, ?, ?, ?> gpu, List<DeviceRegion> allocations) {
         synchronized (memory) {
-            mapNewChunks(memory.placeAll(List.copyOf(allocations)));
+            mapNewChunks(gpu, memory.placeAll(List.copyOf(allocations)));
         }
     }
 
     /** Maps the chunks that {@code placements} opened, all at once; on failure takes the placements back. */
-    private void mapNewChunks(List<DeviceMemory.Placement> placements) {
+    private void mapNewChunks(AbstractVirtualGpu<?, ?, ?, ?> gpu, List<DeviceMemory.Placement> placements) {
         List<Allocation> chunks = placements.stream()
                 .map(DeviceMemory.Placement::newChunk)
                 .filter(Objects::nonNull)
@@ -89,7 +88,7 @@ final class ChunkMapping {
     }
 
     /** Frees the allocation, and its chunk once no allocation is left in it. */
-    void free(long address) {
+    void free(AbstractVirtualGpu<?, ?, ?, ?> gpu, long address) {
         synchronized (memory) {
             Allocation emptied = memory.free(address).emptiedChunk();
             if (emptied != null) {
@@ -104,7 +103,7 @@ final class ChunkMapping {
     }
 
     /** Unmaps every chunk, as the vGPU closes, collecting the failures. */
-    void unmapAll(FailureCollector failures) {
+    void unmapAll(AbstractVirtualGpu<?, ?, ?, ?> gpu, FailureCollector failures) {
         for (Allocation chunk : memory.retireAll()) {
             failures.attempt(() -> gpu.doUnmap(chunk));
         }
