@@ -1,5 +1,7 @@
 package org.vgpu.tracker;
 
+import static org.vgpu.common.contract.BridgeContract.MOVE_OK;
+
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -411,8 +413,8 @@ public final class Tracker {
                             move.by() + ": " + move.reason() + "; " + move.explanation(),
                             move.started(),
                             move.ended(),
-                            move.state().equals("ok") ? OptionalLong.of(move.blockedMs()) : OptionalLong.empty(),
-                            move.state().equals("ok") ? OptionalLong.of(move.bytes()) : OptionalLong.empty(),
+                            move.state().equals(MOVE_OK) ? OptionalLong.of(move.blockedMs()) : OptionalLong.empty(),
+                            move.state().equals(MOVE_OK) ? OptionalLong.of(move.bytes()) : OptionalLong.empty(),
                             move.state()))
                     .toList();
             List<StatusReport.NodeIdle> idle = ClusterView.idleGpus(lastLook, site).entrySet().stream()
