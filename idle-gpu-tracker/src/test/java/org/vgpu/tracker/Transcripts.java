@@ -24,9 +24,14 @@ record Transcripts(Map<String, List<Transcripts.Exchange>> scenarios) {
     record Exchange(int line, String request, List<String> replies) {}
 
     static Transcripts read() {
+        return read(FILE);
+    }
+
+    /** A file of the same format: the migration agent's channel has golden transcripts of its own. */
+    static Transcripts read(Path file) {
         List<String> lines;
         try {
-            lines = Files.readAllLines(FILE);
+            lines = Files.readAllLines(file);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
@@ -42,7 +47,7 @@ record Transcripts(Map<String, List<Transcripts.Exchange>> scenarios) {
                 case '@' -> scenarios.put(rest, current = new ArrayList<>());
                 case '>' -> current.add(new Exchange(i + 1, rest, new ArrayList<>()));
                 case '<' -> current.getLast().replies().add(rest);
-                default -> throw new IllegalArgumentException(FILE + ":" + (i + 1) + ": unknown line '" + line + "'");
+                default -> throw new IllegalArgumentException(file + ":" + (i + 1) + ": unknown line '" + line + "'");
             }
         }
         return new Transcripts(scenarios);
