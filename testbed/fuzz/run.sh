@@ -16,7 +16,7 @@ set -euo pipefail
 declare -A TARGETS=(
     [requests]="rcuda-runtime/gpu-runtime org.vgpu.runtime.remote.protocol.WireDecoderFuzzTest#requests"
     [replies]="rcuda-runtime/gpu-runtime org.vgpu.runtime.remote.protocol.WireDecoderFuzzTest#replies"
-    [agent]="rcuda-runtime/common org.vgpu.common.agent.AgentChannelFuzzTest#lines"
+    [agent-channel]="rcuda-runtime/common org.vgpu.common.agent.AgentChannelFuzzTest#lines"
     [tracker]="idle-gpu-tracker org.vgpu.tracker.TrackerProtocolFuzzTest#requests"
     [munge]="idle-gpu-tracker org.vgpu.tracker.TrackerProtocolFuzzTest#munge"
     [site-config]="site-config org.vgpu.siteconfig.SiteConfigFuzzTest#file"
@@ -24,7 +24,7 @@ declare -A TARGETS=(
     [ledger-file]="idle-gpu-tracker org.vgpu.tracker.ledger.LedgerFuzzTest#file"
     [environment]="job-wrapper/vgpu-job org.vgpu.job.JobEnvironmentFuzzTest#environment"
 )
-ORDER=(requests replies agent tracker munge site-config ledger-line ledger-file environment)
+ORDER=(requests replies agent-channel tracker munge site-config ledger-line ledger-file environment)
 
 target=${1:-all}
 minutes=${2:-1}

@@ -35,6 +35,7 @@ public record Transcripts(Path file, Map<String, List<Transcripts.Exchange>> sce
         return read(FILE);
     }
 
+    /** A file of this format: the admins' requests and the migration agent's channel have transcripts of their own. */
     public static Transcripts read(Path file) {
         List<String> lines;
         try {

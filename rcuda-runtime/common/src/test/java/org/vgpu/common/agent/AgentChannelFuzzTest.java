@@ -2,6 +2,7 @@ package org.vgpu.common.agent;
 
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
+import java.util.function.Function;
 
 import com.code_intelligence.jazzer.junit.FuzzTest;
 
@@ -9,10 +10,11 @@ import org.vgpu.common.contract.BridgeContract;
 import org.vgpu.common.line.BoundedLineReader;
 
 /**
- * Fuzz target for the agent channel's codec (docs/fuzzing.md): each line of an input, read as the line servers read
- * them, goes to the tracker's parser of agent requests and to the agent's parsers of the tracker's replies. A line may
- * be refused only with {@link AgentChannel.ParseError}; a request that parses must format to a line that parses back
- * to the same request, since the agent formats what the tracker parses.
+ * Fuzz target for the codec of the migration agent's channel (docs/fuzzing.md): each line of an input, read as the
+ * line servers read them, goes to the tracker's parser of requests and to the migration agent's parsers of the
+ * tracker's replies. A line may be refused only with {@link AgentChannel.ParseError}; a line that parses is canonical,
+ * since the grammar allows one spelling of each message: it formats back to itself, and that line parses to the same
+ * message (the migration agent formats what the tracker parses, and the tracker formats what the agent parses).
  */
 class AgentChannelFuzzTest {
     @FuzzTest(maxDuration = "1m")
@@ -21,25 +23,27 @@ class AgentChannelFuzzTest {
                 new BoundedLineReader(new ByteArrayInputStream(input), BridgeContract.REQUEST_LINE_BYTES);
         for (BoundedLineReader.Line line = reader.readLine(); line != null; line = reader.readLine()) {
             String text = line.text();
-            try {
-                AgentChannel.Request request = AgentChannel.parseRequest(text);
-                AgentChannel.Request again = AgentChannel.parseRequest(request.format());
-                if (!again.equals(request)) {
-                    throw new AssertionError("'" + text + "' read as " + request + " but its line as " + again);
-                }
-            } catch (AgentChannel.ParseError refused) {
-                // the product's refusal, answered as an error line
-            }
-            try {
-                AgentChannel.parsePollReply(text);
-            } catch (AgentChannel.ParseError refused) {
-                // the agent reports the tracker's garbage and polls again
-            }
-            try {
-                AgentChannel.parseDoneReply(text);
-            } catch (AgentChannel.ParseError refused) {
-                // as above
-            }
+            roundTrip(text, AgentChannel::parseRequest, AgentChannel.Request::format);
+            roundTrip(text, AgentChannel::parsePollReply, AgentChannel.PollReply::format);
+            roundTrip(text, AgentChannel::parseDoneReply, AgentChannel.DoneReply::format);
+        }
+    }
+
+    /** parse → format gives the line again, and format → parse the same message; a refusal is the product's. */
+    private static <T> void roundTrip(String text, Function<String, T> parse, Function<T, String> format) {
+        T message;
+        try {
+            message = parse.apply(text);
+        } catch (AgentChannel.ParseError refused) {
+            return; // the tracker answers an error line; the migration agent reports the garbage and polls again
+        }
+        String formatted = format.apply(message);
+        if (!formatted.equals(text)) {
+            throw new AssertionError("'" + text + "' read as " + message + " formats as '" + formatted + "'");
+        }
+        T again = parse.apply(formatted);
+        if (!again.equals(message)) {
+            throw new AssertionError("'" + text + "' read as " + message + " but its line as " + again);
         }
     }
 }
