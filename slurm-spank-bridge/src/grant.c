@@ -80,7 +80,6 @@ static int expand_bracket(struct expansion *x, char *out, size_t used, const cha
 	while (i < listlen) {
 		size_t end = i, dash, width;
 		uint64_t lo, hi, n;
-		int rc;
 
 		while (end < listlen && list[end] != ',')
 			end++;
@@ -111,7 +110,8 @@ static int expand_bracket(struct expansion *x, char *out, size_t used, const cha
 		if (hi < lo)
 			return vgpu_fail(x->err, x->errlen, "bad range in brackets");
 		for (n = lo; n <= hi; n++) {
-			int w = snprintf(out + used, PATH_MAX - used, "%0*llu", (int)width, (unsigned long long)n);
+			const int w = snprintf(out + used, PATH_MAX - used, "%0*llu", (int)width, (unsigned long long)n);
+			int rc;
 
 			if (w < 0 || (size_t)w >= PATH_MAX - used)
 				return vgpu_fail(x->err, x->errlen, "expanded name too long");

@@ -54,10 +54,11 @@ static int fetch_assembly(const struct vgpu_config *cfg, const char *base,
 	char reply[VGPU_LINE_MAX];
 	char reason[VGPU_REASON_LOGGED_BYTES + 1];
 	char why[VGPU_ERR_MAX];
-	int n;
 
 	vgpu_deadline_in(&ready, cfg->ready_timeout_s);
 	for (;;) {
+		int n;
+
 		if (vgpu_finish_request(cfg, base, request, sizeof(request), err, errlen) < 0)
 			return -1;
 		n = vgpu_tracker_call(cfg, request, reply, sizeof(reply), err, errlen);
@@ -185,7 +186,6 @@ static int local_only(spank_t sp, const struct vgpu_config *cfg, unsigned vgpus,
 static int do_init_post_opt(spank_t sp, const struct vgpu_config *cfg)
 {
 	char err[VGPU_ERR_MAX];
-	char sbuf[16];
 	uint32_t jobid = 0, stepid = 0, uid = 0, gid = 0;
 	spank_err_t src;
 
@@ -200,6 +200,8 @@ static int do_init_post_opt(spank_t sp, const struct vgpu_config *cfg)
 	if (stepid == SLURM_EXTERN_CONT)
 		return 0;	/* runs no user task */
 	if (vgpu_job_lookup(sp, jobid, stepid, &state.job, err, sizeof(err)) != 0) {
+		char sbuf[16];
+
 		/* Without the job record a vgpu job cannot be told from another. */
 		slurm_error(LOG_PREFIX "job %u step %s: cannot tell whether the job asked for vgpu, "
 			    "failing the step: %s", jobid, step_name(stepid, sbuf, sizeof(sbuf)), err);

@@ -2,12 +2,14 @@ package org.vgpu.siteconfig.render;
 
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 
+import org.vgpu.common.contract.BridgeContract;
 import org.vgpu.common.error.ConfigException;
 import org.vgpu.siteconfig.NodeConfig;
 import org.vgpu.siteconfig.PlainWords;
@@ -122,10 +124,7 @@ public enum RenderedFile {
                                 .collect(Collectors.joining("\n")));
             case PLUGSTACK_CONF -> {
                 values.put("spank_plugin", config.slurm().spankPlugin().toString());
-                values.put("tracker", config.tracker().toString());
-                values.put("fallback", config.policy().fallbackLocalOnly() ? "local-only" : "none");
-                values.put("agent_socket_dir", config.slurm().agentSocketDir().toString());
-                values.put("lend_partition", config.lendPartition());
+                values.put("bridge_arguments", bridgeArguments(config));
             }
             case JOB_SUBMIT_LUA -> {
                 values.put("tracker", config.tracker().toString());
@@ -158,6 +157,24 @@ public enum RenderedFile {
             }
         }
         return Template.load(fileName + ".tmpl").render(values);
+    }
+
+    /** The SPANK bridge's plugstack.conf arguments that the site configuration decides, in the bridge's words. */
+    private static String bridgeArguments(SiteConfig config) {
+        Map<String, String> arguments = new LinkedHashMap<>();
+        arguments.put(BridgeContract.PLUGSTACK_TRACKER, config.tracker().toString());
+        arguments.put(
+                BridgeContract.PLUGSTACK_FALLBACK,
+                config.policy().fallbackLocalOnly()
+                        ? BridgeContract.FALLBACK_LOCAL_ONLY_WORD
+                        : BridgeContract.FALLBACK_NONE_WORD);
+        arguments.put(
+                BridgeContract.PLUGSTACK_AGENT_SOCKET_DIR,
+                config.slurm().agentSocketDir().toString());
+        arguments.put(BridgeContract.PLUGSTACK_LEND_PARTITION, config.lendPartition());
+        return arguments.entrySet().stream()
+                .map(argument -> argument.getKey() + "=" + argument.getValue())
+                .collect(Collectors.joining(" "));
     }
 
     private static String nodeLine(NodeConfig node) {
