@@ -12,11 +12,20 @@ import java.util.function.Function;
  * @param <T> what a value of the key is read into
  */
 final class ConfigKey<T> {
-    /** The values of a key: how README names them, and the parser that reads one (see {@link ConfigValues}). */
-    record Type<T>(String description, Function<String, T> parser) {
+    /**
+     * The values of a key: how README names them, the parser that reads one and the formatter that writes one back as
+     * the parser reads it (see {@link ConfigValues}).
+     */
+    record Type<T>(String description, Function<String, T> parser, Function<T, String> formatter) {
         Type {
             Objects.requireNonNull(description, "description");
             Objects.requireNonNull(parser, "parser");
+            Objects.requireNonNull(formatter, "formatter");
+        }
+
+        /** A type whose values are written as they are read (names, device file lists). */
+        static Type<String> verbatim(String description, Function<String, String> parser) {
+            return new Type<>(description, parser, value -> value);
         }
     }
 
@@ -86,6 +95,11 @@ final class ConfigKey<T> {
 
     boolean isRequired() {
         return presence == Presence.REQUIRED;
+    }
+
+    /** A value as a file writes it, which {@link #parse} reads back to the same value. */
+    String format(T value) {
+        return type.formatter().apply(value);
     }
 
     /** The value as the key's type reads it; {@link IllegalArgumentException} says what was expected. */

@@ -20,28 +20,29 @@ final class ConfigKeys {
     static final String TRACKER = "tracker";
     static final String NODE = "node";
 
-    private static final ConfigKey.Type<String> NAME = new ConfigKey.Type<>("name", ConfigValues::name);
-    private static final ConfigKey.Type<String> HOST = new ConfigKey.Type<>("name or address", ConfigValues::host);
+    private static final ConfigKey.Type<String> NAME = ConfigKey.Type.verbatim("name", ConfigValues::name);
+    private static final ConfigKey.Type<String> HOST = ConfigKey.Type.verbatim("name or address", ConfigValues::host);
     private static final ConfigKey.Type<Endpoint> ENDPOINT =
-            new ConfigKey.Type<>("`HOST:PORT` (IPv6 as `[ADDR]:PORT`)", ConfigValues::endpoint);
-    private static final ConfigKey.Type<Endpoint> LISTEN_ADDRESS =
-            new ConfigKey.Type<>("`HOST:PORT` (IPv6 as `[ADDR]:PORT`)", ConfigValues::listenAddress);
+            new ConfigKey.Type<>("`HOST:PORT` (IPv6 as `[ADDR]:PORT`)", ConfigValues::endpoint, Endpoint::toString);
+    private static final ConfigKey.Type<Endpoint> LISTEN_ADDRESS = new ConfigKey.Type<>(
+            "`HOST:PORT` (IPv6 as `[ADDR]:PORT`)", ConfigValues::listenAddress, Endpoint::toString);
     private static final ConfigKey.Type<Path> ABSOLUTE_PATH =
-            new ConfigKey.Type<>("absolute path", ConfigValues::absolutePath);
+            new ConfigKey.Type<>("absolute path", ConfigValues::absolutePath, Path::toString);
     private static final ConfigKey.Type<Path> AGENT_SOCKET_DIRECTORY = new ConfigKey.Type<>(
             "absolute path, at most " + BridgeContract.AGENT_SOCKET_DIR_BYTES + " letters, digits and `"
                     + BridgeContract.SOCKET_PATH_CHARS + "`, no `.`/`..`",
-            ConfigValues::agentSocketDir);
-    private static final ConfigKey.Type<Boolean> SWITCH =
-            new ConfigKey.Type<>("`on`/`off` (also `yes`/`no`, `true`/`false`)", ConfigValues::onOff);
-    private static final ConfigKey.Type<Duration> DURATION =
-            new ConfigKey.Type<>("duration: whole number + `ms`, `s`, `m`, `h`, `d`", ConfigValues::duration);
-    private static final ConfigKey.Type<Long> SIZE =
-            new ConfigKey.Type<>("size: whole number + `KiB MiB GiB TiB` or `KB MB GB TB`", ConfigValues::bytes);
-    private static final ConfigKey.Type<Long> BANDWIDTH =
-            new ConfigKey.Type<>("size per second (`10GB/s`, `12GiB/s`)", ConfigValues::bandwidth);
+            ConfigValues::agentSocketDir,
+            Path::toString);
+    private static final ConfigKey.Type<Boolean> SWITCH = new ConfigKey.Type<>(
+            "`on`/`off` (also `yes`/`no`, `true`/`false`)", ConfigValues::onOff, ConfigValues::formatSwitch);
+    private static final ConfigKey.Type<Duration> DURATION = new ConfigKey.Type<>(
+            "duration: whole number + `ms`, `s`, `m`, `h`, `d`", ConfigValues::duration, ConfigValues::formatDuration);
+    private static final ConfigKey.Type<Long> SIZE = new ConfigKey.Type<>(
+            "size: whole number + `KiB MiB GiB TiB` or `KB MB GB TB`", ConfigValues::bytes, ConfigValues::formatBytes);
+    private static final ConfigKey.Type<Long> BANDWIDTH = new ConfigKey.Type<>(
+            "size per second (`10GB/s`, `12GiB/s`)", ConfigValues::bandwidth, ConfigValues::formatBandwidth);
     private static final ConfigKey.Type<String> DEVICE_FILES =
-            new ConfigKey.Type<>("gres.conf `File=` syntax", value -> {
+            ConfigKey.Type.verbatim("gres.conf `File=` syntax", value -> {
                 GpuDeviceFiles.count(value);
                 return value;
             });
@@ -253,6 +254,7 @@ final class ConfigKeys {
     }
 
     private static ConfigKey.Type<Integer> range(int min, int max) {
-        return new ConfigKey.Type<>(min + ".." + max, value -> ConfigValues.integer(value, min, max));
+        return new ConfigKey.Type<>(
+                min + ".." + max, value -> ConfigValues.integer(value, min, max), value -> Integer.toString(value));
     }
 }

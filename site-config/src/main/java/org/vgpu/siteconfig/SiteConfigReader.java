@@ -34,11 +34,11 @@ public final class SiteConfigReader {
     private static final String CLUSTER = ConfigKeys.CLUSTER;
     private static final String POLICY = ConfigKeys.POLICY;
     private static final String NODE = ConfigKeys.NODE;
-    private static final String DISTANCE = "distance";
+    static final String DISTANCE = "distance";
     private static final String SLURM = ConfigKeys.SLURM;
     private static final String TRACKER = ConfigKeys.TRACKER;
     private static final List<String> SECTION_KINDS = List.of(CLUSTER, POLICY, NODE, DISTANCE, SLURM, TRACKER);
-    private static final String DEFAULT_DISTANCE_KEY = "default";
+    static final String DEFAULT_DISTANCE_KEY = "default";
     /** How many names or pairs a message lists before it says how many more there are. */
     private static final int SHOWN_AT_MOST = 10;
 

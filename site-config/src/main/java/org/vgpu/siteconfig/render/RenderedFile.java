@@ -14,6 +14,7 @@ import org.vgpu.common.error.ConfigException;
 import org.vgpu.siteconfig.NodeConfig;
 import org.vgpu.siteconfig.PlainWords;
 import org.vgpu.siteconfig.SiteConfig;
+import org.vgpu.siteconfig.SiteConfigWriter;
 
 /**
  * The files an admin installs for vgpu, rendered from a {@link SiteConfig} and the templates under
@@ -28,7 +29,9 @@ public enum RenderedFile {
     JOB_SUBMIT_LUA("job_submit.lua"),
     TRACKER_UNIT("vgpu-tracker.service"),
     /** One per node: the node's lender with its own address and GPUs. */
-    LENDER_UNIT("vgpu-lender.service");
+    LENDER_UNIT("vgpu-lender.service"),
+    /** The configuration itself as it takes effect: every key with its value, defaults included. */
+    EFFECTIVE_CONFIG("vgpu.conf");
 
     private static final long MIB = 1L << 20;
 
@@ -143,6 +146,7 @@ public enum RenderedFile {
                                 .orElse("# Prometheus: /metrics is off; set [tracker] metrics = HOST:PORT in the"
                                         + " configuration to serve it, then scrape http://HOST:PORT/metrics"));
             }
+            case EFFECTIVE_CONFIG -> values.put("settings", SiteConfigWriter.settings(config));
             case LENDER_UNIT -> {
                 NodeConfig lender = node.orElseThrow();
                 values.put("vgpu_command", config.slurm().vgpuCommand().toString());
