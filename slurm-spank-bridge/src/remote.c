@@ -73,7 +73,7 @@ static int fetch_assembly(const struct vgpu_config *cfg, const char *base,
 		case VGPU_REPLY_WAIT:
 			if (vgpu_deadline_left_ms(&ready) < 1000)
 				return vgpu_fail(err, errlen,
-						 "tracker still not ready after %us (ready_timeout): %s",
+						 "tracker still not ready after %us (" VGPU_PLUGSTACK_READY_TIMEOUT "): %s",
 						 cfg->ready_timeout_s, reason);
 			slurm_debug(LOG_PREFIX "tracker not ready (%s), asking again in 1s", reason);
 			sleep(1);
@@ -157,7 +157,7 @@ static int local_only(spank_t sp, const struct vgpu_config *cfg, unsigned vgpus,
 
 	if (cfg->fallback != VGPU_FALLBACK_LOCAL_ONLY) {
 		slurm_error(LOG_PREFIX "job %u on %s needs %u vGPU(s) and has no assembly, failing it "
-			    "(fallback=none): %s", state.jobid, state.node, vgpus, failure);
+			    "(" VGPU_PLUGSTACK_FALLBACK "=" VGPU_FALLBACK_NONE_WORD "): %s", state.jobid, state.node, vgpus, failure);
 		return -1;
 	}
 	rc = spank_getenv(sp, "CUDA_VISIBLE_DEVICES", visible, sizeof(visible));
@@ -165,17 +165,17 @@ static int local_only(spank_t sp, const struct vgpu_config *cfg, unsigned vgpus,
 		visible[0] = '\0';
 	else if (rc != ESPANK_SUCCESS) {
 		slurm_error(LOG_PREFIX "job %u on %s: no assembly (%s), and CUDA_VISIBLE_DEVICES "
-			    "unreadable for fallback=local-only: %s", state.jobid, state.node,
+			    "unreadable for " VGPU_PLUGSTACK_FALLBACK "=" VGPU_FALLBACK_LOCAL_ONLY_WORD ": %s", state.jobid, state.node,
 			    failure, spank_strerror(rc));
 		return -1;
 	}
 	if (vgpu_local_only_assembly(vgpus, visible, a, why, sizeof(why)) != 0) {
-		slurm_error(LOG_PREFIX "job %u on %s: no assembly (%s), and fallback=local-only "
+		slurm_error(LOG_PREFIX "job %u on %s: no assembly (%s), and " VGPU_PLUGSTACK_FALLBACK "=" VGPU_FALLBACK_LOCAL_ONLY_WORD " "
 			    "impossible: %s", state.jobid, state.node, failure, why);
 		return -1;
 	}
 	slurm_info(LOG_PREFIX "warning: job %u on %s runs local-only on its own %u GPU(s) "
-		   "(fallback=local-only) because: %s", state.jobid, state.node, vgpus, failure);
+		   "(" VGPU_PLUGSTACK_FALLBACK "=" VGPU_FALLBACK_LOCAL_ONLY_WORD ") because: %s", state.jobid, state.node, vgpus, failure);
 	return 0;
 }
 

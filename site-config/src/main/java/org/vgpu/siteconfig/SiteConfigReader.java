@@ -259,7 +259,8 @@ public final class SiteConfigReader {
         if (lendPartition.isPresent() && lendPartition.get().equals(jobPartition)) {
             problem(
                     slurm.lineOf(ConfigKeys.JOB_PARTITION),
-                    "job_partition and lend_partition are both '" + jobPartition
+                    ConfigKeys.JOB_PARTITION.name() + " and " + ConfigKeys.LEND_PARTITION.name() + " are both '"
+                            + jobPartition
                             + "'; holder jobs need a partition of their own, so users cannot take lent GPUs");
         }
         return new SlurmSettings(

@@ -24,8 +24,8 @@ public record SlurmSettings(String jobPartition, Path spankPlugin, Path vgpuComm
         Objects.requireNonNull(vgpuCommand, "vgpuCommand");
         Objects.requireNonNull(agentSocketDir, "agentSocketDir");
         // Written unquoted into plugstack.conf and systemd's ExecStart: a record that exists is safe to render.
-        PlainWords.requirePlainPath("spank_plugin", spankPlugin);
-        PlainWords.requirePlainPath("vgpu_command", vgpuCommand);
-        PlainWords.requirePlainPath("agent_socket_dir", agentSocketDir);
+        PlainWords.requirePlainPath(ConfigKeys.SPANK_PLUGIN.name(), spankPlugin);
+        PlainWords.requirePlainPath(ConfigKeys.VGPU_COMMAND.name(), vgpuCommand);
+        PlainWords.requirePlainPath(ConfigKeys.AGENT_SOCKET_DIR.name(), agentSocketDir);
     }
 }
