@@ -116,10 +116,10 @@ int vgpu_finish_request(const struct vgpu_config *cfg, const char *base, char *b
 {
 	char cred[VGPU_CRED_MAX];
 	const size_t len = strnlen(base, VGPU_REQUEST_MAX);
-	int n;
 
 	if (cfg->auth == VGPU_AUTH_NONE) {
-		n = snprintf(buf, cap, "%s\n", base);
+		const int n = snprintf(buf, cap, "%s\n", base);
+
 		if (n < 0 || (size_t)n >= cap)
 			return vgpu_fail(err, errlen, "request does not fit in %zu bytes", cap);
 		return n;

@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "grant.h"
+#include "cgroup.h"
 
 /* The program name that marks a device program as ours (BPF_OBJ_NAME_LEN bytes at most). */
 #define VGPU_GRANTS_PROG_NAME "vgpu_grants"

@@ -13,23 +13,24 @@ static int parse_tracker(const char *v, size_t vlen, struct vgpu_config *cfg,
 	const char *host;
 	size_t hostlen;
 	uint64_t port;
+	const size_t prefix = sizeof(VGPU_TRACKER_UNIX_PREFIX) - 1;
 
-	if (vlen > 5 && memcmp(v, "unix:", 5) == 0) {
-		const char *path = v + 5;
+	if (vlen > prefix && memcmp(v, VGPU_TRACKER_UNIX_PREFIX, prefix) == 0) {
+		const char *path = v + prefix;
 
-		if (vgpu_valid_socket_path(path, vlen - 5) != 0)
+		if (vgpu_valid_socket_path(path, vlen - prefix) != 0)
 			return vgpu_fail(err, errlen,
 					 "socket path must be absolute, at most %d bytes, of [A-Za-z0-9" VGPU_SOCKET_PATH_CHARS "] and without . or .. components",
 					 VGPU_SOCKET_PATH_BYTES);
 		cfg->tracker_kind = VGPU_TRACKER_UNIX;
-		memcpy(cfg->tracker_path, path, vlen - 5);
-		cfg->tracker_path[vlen - 5] = '\0';
+		memcpy(cfg->tracker_path, path, vlen - prefix);
+		cfg->tracker_path[vlen - prefix] = '\0';
 		return 0;
 	}
 
 	colon = memrchr(v, ':', vlen);
 	if (colon == NULL)
-		return vgpu_fail(err, errlen, "expected HOST:PORT or unix:/PATH");
+		return vgpu_fail(err, errlen, "expected HOST:PORT or " VGPU_TRACKER_UNIX_PREFIX "/PATH");
 	host = v;
 	hostlen = (size_t)(colon - v);
 	if (hostlen >= 2 && host[0] == '[' && host[hostlen - 1] == ']') {
@@ -61,13 +62,35 @@ static int parse_seconds(const char *v, size_t vlen, unsigned min, unsigned *out
 	return 0;
 }
 
+/* The arguments' keys (contract/grammar.conf plugstack_*); a bit each in parse_one's seen. */
+enum plugstack_key {
+	KEY_TRACKER,
+	KEY_TIMEOUT,
+	KEY_READY_TIMEOUT,
+	KEY_FALLBACK,
+	KEY_AGENT_SOCKET_DIR,
+	KEY_AUTH,
+	KEY_MUNGE_SOCKET,
+	KEY_LEND_PARTITION,
+	KEY_GRES_CONF,
+	KEY_COUNT
+};
+
+static const char *const keys[KEY_COUNT] = {
+	[KEY_TRACKER] = VGPU_PLUGSTACK_TRACKER,
+	[KEY_TIMEOUT] = VGPU_PLUGSTACK_TIMEOUT,
+	[KEY_READY_TIMEOUT] = VGPU_PLUGSTACK_READY_TIMEOUT,
+	[KEY_FALLBACK] = VGPU_PLUGSTACK_FALLBACK,
+	[KEY_AGENT_SOCKET_DIR] = VGPU_PLUGSTACK_AGENT_SOCKET_DIR,
+	[KEY_AUTH] = VGPU_PLUGSTACK_AUTH,
+	[KEY_MUNGE_SOCKET] = VGPU_PLUGSTACK_MUNGE_SOCKET,
+	[KEY_LEND_PARTITION] = VGPU_PLUGSTACK_LEND_PARTITION,
+	[KEY_GRES_CONF] = VGPU_PLUGSTACK_GRES_CONF,
+};
+
 static int parse_one(const char *arg, struct vgpu_config *cfg, unsigned *seen,
 		     char *err, size_t errlen)
 {
-	static const char *const keys[] = {
-		"tracker", "timeout", "ready_timeout", "fallback", "agent_socket_dir", "auth",
-		"munge_socket", "lend_partition", "gres_conf",
-	};
 	const size_t len = strnlen(arg, ARG_MAX_LEN + 1);
 	const char *eq;
 	const char *v;
@@ -82,43 +105,46 @@ static int parse_one(const char *arg, struct vgpu_config *cfg, unsigned *seen,
 	klen = (size_t)(eq - arg);
 	v = eq + 1;
 	vlen = len - klen - 1;
-	for (k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+	for (k = 0; k < KEY_COUNT; k++)
 		if (strlen(keys[k]) == klen && memcmp(keys[k], arg, klen) == 0)
 			break;
-	if (k == sizeof(keys) / sizeof(keys[0]))
+	if (k == KEY_COUNT)
 		return vgpu_fail(err, errlen,
-				 "unknown key (known: tracker, timeout, ready_timeout, fallback, "
-				 "agent_socket_dir, auth, munge_socket, lend_partition, gres_conf)");
+				 "unknown key (known: " VGPU_PLUGSTACK_TRACKER ", " VGPU_PLUGSTACK_TIMEOUT ", "
+				 VGPU_PLUGSTACK_READY_TIMEOUT ", " VGPU_PLUGSTACK_FALLBACK ", "
+				 VGPU_PLUGSTACK_AGENT_SOCKET_DIR ", " VGPU_PLUGSTACK_AUTH ", " VGPU_PLUGSTACK_MUNGE_SOCKET
+				 ", " VGPU_PLUGSTACK_LEND_PARTITION ", " VGPU_PLUGSTACK_GRES_CONF ")");
 	if (*seen & (1u << k))
 		return vgpu_fail(err, errlen, "key given twice");
 	*seen |= 1u << k;
 	if (vlen == 0)
 		return vgpu_fail(err, errlen, "empty value");
 
-	switch (k) {
-	case 0:
+	switch ((enum plugstack_key)k) {
+	case KEY_TRACKER:
 		return parse_tracker(v, vlen, cfg, err, errlen);
-	case 1:
+	case KEY_TIMEOUT:
 		return parse_seconds(v, vlen, 1, &cfg->timeout_s, err, errlen);
-	case 2:
+	case KEY_READY_TIMEOUT:
 		return parse_seconds(v, vlen, 0, &cfg->ready_timeout_s, err, errlen);
-	case 3:
-		if (strcmp(v, "none") == 0)
+	case KEY_FALLBACK:
+		if (strcmp(v, VGPU_FALLBACK_NONE_WORD) == 0)
 			cfg->fallback = VGPU_FALLBACK_NONE;
-		else if (strcmp(v, "local-only") == 0)
+		else if (strcmp(v, VGPU_FALLBACK_LOCAL_ONLY_WORD) == 0)
 			cfg->fallback = VGPU_FALLBACK_LOCAL_ONLY;
 		else
-			return vgpu_fail(err, errlen, "expected local-only or none");
+			return vgpu_fail(err, errlen,
+					 "expected " VGPU_FALLBACK_LOCAL_ONLY_WORD " or " VGPU_FALLBACK_NONE_WORD);
 		return 0;
-	case 5:
-		if (strcmp(v, "none") == 0)
+	case KEY_AUTH:
+		if (strcmp(v, VGPU_AUTH_NONE_WORD) == 0)
 			cfg->auth = VGPU_AUTH_NONE;
-		else if (strcmp(v, "munge") == 0)
+		else if (strcmp(v, VGPU_AUTH_MUNGE_WORD) == 0)
 			cfg->auth = VGPU_AUTH_MUNGE;
 		else
-			return vgpu_fail(err, errlen, "expected munge or none");
+			return vgpu_fail(err, errlen, "expected " VGPU_AUTH_MUNGE_WORD " or " VGPU_AUTH_NONE_WORD);
 		return 0;
-	case 6:
+	case KEY_MUNGE_SOCKET:
 		if (vgpu_valid_socket_path(v, vlen) != 0)
 			return vgpu_fail(err, errlen,
 					 "socket path must be absolute, at most %d bytes, of [A-Za-z0-9" VGPU_SOCKET_PATH_CHARS "] and without . or .. components",
@@ -126,14 +152,14 @@ static int parse_one(const char *arg, struct vgpu_config *cfg, unsigned *seen,
 		memcpy(cfg->munge_socket, v, vlen);
 		cfg->munge_socket[vlen] = '\0';
 		return 0;
-	case 7:
+	case KEY_LEND_PARTITION:
 		if (vgpu_valid_node(v, vlen) != 0)
 			return vgpu_fail(err, errlen, "partition name must be 1..%d of [A-Za-z0-9" VGPU_NODE_CHARS "]",
 					 VGPU_NODE_NAME_BYTES);
 		memcpy(cfg->lend_partition, v, vlen);
 		cfg->lend_partition[vlen] = '\0';
 		return 0;
-	case 8:
+	case KEY_GRES_CONF:
 		if (vgpu_valid_socket_path(v, vlen) != 0)
 			return vgpu_fail(err, errlen,
 					 "path must be absolute, at most %d bytes, of [A-Za-z0-9" VGPU_SOCKET_PATH_CHARS "] and without . or .. components",
@@ -141,6 +167,8 @@ static int parse_one(const char *arg, struct vgpu_config *cfg, unsigned *seen,
 		memcpy(cfg->gres_conf, v, vlen);
 		cfg->gres_conf[vlen] = '\0';
 		return 0;
+	case KEY_AGENT_SOCKET_DIR:
+	case KEY_COUNT:
 	default:
 		/* The socket file name is appended, so leave room for it. */
 		if (vgpu_valid_socket_path(v, vlen) != 0 || vlen > VGPU_AGENT_SOCKET_DIR_BYTES)
@@ -178,11 +206,13 @@ int vgpu_config_parse(int ac, char **av, struct vgpu_config *cfg, char *err, siz
 			return vgpu_fail(err, errlen, "plugstack.conf: bad argument \"%s\": %s", quoted, why);
 		}
 	}
-	if (!(seen & 1u))
+	if (!(seen & (1u << KEY_TRACKER)))
 		return vgpu_fail(err, errlen,
-				 "plugstack.conf: tracker=HOST:PORT or tracker=unix:/PATH is required");
+				 "plugstack.conf: " VGPU_PLUGSTACK_TRACKER "=HOST:PORT or " VGPU_PLUGSTACK_TRACKER
+				 "=" VGPU_TRACKER_UNIX_PREFIX "/PATH is required");
 	if (cfg->munge_socket[0] != '\0' && cfg->auth != VGPU_AUTH_MUNGE)
-		return vgpu_fail(err, errlen, "plugstack.conf: munge_socket= without auth=munge");
+		return vgpu_fail(err, errlen, "plugstack.conf: " VGPU_PLUGSTACK_MUNGE_SOCKET "= without "
+				 VGPU_PLUGSTACK_AUTH "=" VGPU_AUTH_MUNGE_WORD);
 	return 0;
 }
 

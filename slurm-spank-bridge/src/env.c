@@ -79,8 +79,8 @@ int vgpu_env_render(const struct vgpu_assembly *a, const char *agent_socket_dir,
 		 * bind a socket only in the job's own directory.
 		 */
 		if (strncmp(a->agent_socket, jobdir, dl) != 0 || a->agent_socket[dl] != '/')
-			return vgpu_fail(err, errlen, "agent_socket %s is not inside the job's directory %s of "
-					 "agent_socket_dir", a->agent_socket, jobdir);
+			return vgpu_fail(err, errlen, VGPU_KEY_AGENT_SOCKET " %s is not inside the job's directory %s of "
+					 VGPU_PLUGSTACK_AGENT_SOCKET_DIR, a->agent_socket, jobdir);
 		snprintf(e->agent_socket, sizeof(e->agent_socket), "%s", a->agent_socket);
 	} else {
 		n = snprintf(e->agent_socket, sizeof(e->agent_socket), "%s/vgpu-%s.sock", jobdir, node);

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "cgroup.h"
 #include "common.h"
 
 /*
@@ -48,38 +49,6 @@ int vgpu_expand_hostlist(const char *expr, int (*emit)(const char *item, void *c
 int vgpu_gres_gpu_file(const char *path, const char *node, unsigned index, char *file, size_t cap,
 		       char *err, size_t errlen);
 
-/* A character device: "c MAJOR:MINOR", as devices.allow/deny want it. */
-struct vgpu_device {
-	unsigned major;
-	unsigned minor;
-};
-
-/* stat()s file: 0 and its device numbers when it is a character device, -1 with err otherwise. */
-int vgpu_char_device(const char *file, struct vgpu_device *dev, char *err, size_t errlen);
-
-enum vgpu_cgroup_kind {
-	VGPU_CGROUP_NONE,	/* no cgroup file system: nothing constrains devices */
-	VGPU_CGROUP_V1,		/* a cgroup v1 hierarchy with the devices controller */
-	VGPU_CGROUP_V2,		/* cgroup v2 only: Slurm constrains devices with eBPF programs (cgroup2.h) */
-};
-
-/*
- * Where a node constrains devices: reads a mount table (/proc/self/mounts format). V1 and the
- * devices controller's mount point when there is one (Slurm prefers it on hybrid hosts too); else
- * V2 and the cgroup2 mount point; else NONE (mount empty).
- */
-enum vgpu_cgroup_kind vgpu_find_devices_cgroup(const char *mounts, char *mount, size_t cap);
-
-/* The cgroup2 mount point, whatever else is mounted (a hybrid host's unified hierarchy): 0, or -1. */
-int vgpu_find_cgroup2(const char *mounts, char *mount, size_t cap);
-
-/*
- * Where Slurm puts a job's cgroup depends on how slurmd was built (one or several per host): dir
- * gets the first of the two candidates that is a directory (not a link), 0; 1 when neither exists;
- * -1 with err (a candidate too long for cap, or one that is there but no directory).
- */
-int vgpu_first_cgroup(const char *first, const char *second, char *dir, size_t cap, char *err, size_t errlen);
-
 /*
  * The job's devices cgroup in Slurm's v1 layout: <mount>/slurm_<node>/uid_<uid>/job_<job>
  * (slurmd built for several slurmd per host) or <mount>/slurm/uid_<uid>/job_<job>. 0 and dir
@@ -88,16 +57,6 @@ int vgpu_first_cgroup(const char *first, const char *second, char *dir, size_t c
  */
 int vgpu_job_devices_cgroup(const char *mount, const char *node, uid_t uid, uint32_t job, char *dir,
 			    size_t cap, char *err, size_t errlen);
-
-/*
- * Calls visit(fd, path, ctx, err, errlen) for the cgroup dir and every cgroup below it, parents
- * first, without following links, at most VGPU_CGROUP_DEPTH levels down; a cgroup that goes
- * while the walk runs (a step ending) is skipped. 0, or -1 with err (the first failure, the
- * visitor's or the walk's; the walk stops there).
- */
-#define VGPU_CGROUP_DEPTH 6
-int vgpu_cgroup_walk(const char *dir, int (*visit)(int fd, const char *where, void *ctx, char *err, size_t errlen),
-		     void *ctx, char *err, size_t errlen);
 
 /*
  * Writes "c MAJOR:MINOR rw" into devices.allow (allow) or "c MAJOR:MINOR rwm" into devices.deny

@@ -113,7 +113,7 @@ static int resolve_grant(spank_t sp, const struct vgpu_config *cfg, int starting
 		goto done;
 	}
 	if (cfg->lend_partition[0] == '\0') {
-		vgpu_fail(err, errlen, "plugstack.conf has no lend_partition=, so no job is taken for a grant holder");
+		vgpu_fail(err, errlen, "plugstack.conf has no " VGPU_PLUGSTACK_LEND_PARTITION "=, so no job is taken for a grant holder");
 		goto done;
 	}
 	if (info->partition == NULL || strcmp(info->partition, cfg->lend_partition) != 0) {

@@ -355,9 +355,6 @@ int vgpu_format_done_request(char *buf, size_t cap, uint32_t jobid, const char *
 /* One tres_per_node entry; adds its vgpu count to *count. */
 static int tres_entry(const char *p, size_t n, unsigned *count, char *err, size_t errlen)
 {
-	const char *colon;
-	const char *last;
-	size_t lastlen;
 	uint64_t x;
 
 	if (n > 5 && (memcmp(p, "gres:", 5) == 0 || memcmp(p, "gres/", 5) == 0)) {
@@ -369,9 +366,10 @@ static int tres_entry(const char *p, size_t n, unsigned *count, char *err, size_
 	if (n == 4) {
 		x = 1;
 	} else {
-		colon = memrchr(p, ':', n);
-		last = colon + 1;
-		lastlen = (size_t)(p + n - last);
+		const char *colon = memrchr(p, ':', n);
+		const char *last = colon + 1;
+		const size_t lastlen = (size_t)(p + n - last);
+
 		if (colon == p + 4 && lastlen > 0 && (last[0] < '0' || last[0] > '9')) {
 			x = 1;	/* "vgpu:type" */
 		} else if (vgpu_parse_uint(last, lastlen, VGPU_VGPUS_MAX, &x) != 0) {

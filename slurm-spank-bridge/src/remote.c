@@ -54,10 +54,11 @@ static int fetch_assembly(const struct vgpu_config *cfg, const char *base,
 	char reply[VGPU_LINE_MAX];
 	char reason[VGPU_REASON_LOGGED_BYTES + 1];
 	char why[VGPU_ERR_MAX];
-	int n;
 
 	vgpu_deadline_in(&ready, cfg->ready_timeout_s);
 	for (;;) {
+		int n;
+
 		if (vgpu_finish_request(cfg, base, request, sizeof(request), err, errlen) < 0)
 			return -1;
 		n = vgpu_tracker_call(cfg, request, reply, sizeof(reply), err, errlen);
@@ -72,7 +73,7 @@ static int fetch_assembly(const struct vgpu_config *cfg, const char *base,
 		case VGPU_REPLY_WAIT:
 			if (vgpu_deadline_left_ms(&ready) < 1000)
 				return vgpu_fail(err, errlen,
-						 "tracker still not ready after %us (ready_timeout): %s",
+						 "tracker still not ready after %us (" VGPU_PLUGSTACK_READY_TIMEOUT "): %s",
 						 cfg->ready_timeout_s, reason);
 			slurm_debug(LOG_PREFIX "tracker not ready (%s), asking again in 1s", reason);
 			sleep(1);
@@ -156,7 +157,7 @@ static int local_only(spank_t sp, const struct vgpu_config *cfg, unsigned vgpus,
 
 	if (cfg->fallback != VGPU_FALLBACK_LOCAL_ONLY) {
 		slurm_error(LOG_PREFIX "job %u on %s needs %u vGPU(s) and has no assembly, failing it "
-			    "(fallback=none): %s", state.jobid, state.node, vgpus, failure);
+			    "(" VGPU_PLUGSTACK_FALLBACK "=" VGPU_FALLBACK_NONE_WORD "): %s", state.jobid, state.node, vgpus, failure);
 		return -1;
 	}
 	rc = spank_getenv(sp, "CUDA_VISIBLE_DEVICES", visible, sizeof(visible));
@@ -164,17 +165,17 @@ static int local_only(spank_t sp, const struct vgpu_config *cfg, unsigned vgpus,
 		visible[0] = '\0';
 	else if (rc != ESPANK_SUCCESS) {
 		slurm_error(LOG_PREFIX "job %u on %s: no assembly (%s), and CUDA_VISIBLE_DEVICES "
-			    "unreadable for fallback=local-only: %s", state.jobid, state.node,
+			    "unreadable for " VGPU_PLUGSTACK_FALLBACK "=" VGPU_FALLBACK_LOCAL_ONLY_WORD ": %s", state.jobid, state.node,
 			    failure, spank_strerror(rc));
 		return -1;
 	}
 	if (vgpu_local_only_assembly(vgpus, visible, a, why, sizeof(why)) != 0) {
-		slurm_error(LOG_PREFIX "job %u on %s: no assembly (%s), and fallback=local-only "
+		slurm_error(LOG_PREFIX "job %u on %s: no assembly (%s), and " VGPU_PLUGSTACK_FALLBACK "=" VGPU_FALLBACK_LOCAL_ONLY_WORD " "
 			    "impossible: %s", state.jobid, state.node, failure, why);
 		return -1;
 	}
 	slurm_info(LOG_PREFIX "warning: job %u on %s runs local-only on its own %u GPU(s) "
-		   "(fallback=local-only) because: %s", state.jobid, state.node, vgpus, failure);
+		   "(" VGPU_PLUGSTACK_FALLBACK "=" VGPU_FALLBACK_LOCAL_ONLY_WORD ") because: %s", state.jobid, state.node, vgpus, failure);
 	return 0;
 }
 
@@ -185,7 +186,6 @@ static int local_only(spank_t sp, const struct vgpu_config *cfg, unsigned vgpus,
 static int do_init_post_opt(spank_t sp, const struct vgpu_config *cfg)
 {
 	char err[VGPU_ERR_MAX];
-	char sbuf[16];
 	uint32_t jobid = 0, stepid = 0, uid = 0, gid = 0;
 	spank_err_t src;
 
@@ -200,6 +200,8 @@ static int do_init_post_opt(spank_t sp, const struct vgpu_config *cfg)
 	if (stepid == SLURM_EXTERN_CONT)
 		return 0;	/* runs no user task */
 	if (vgpu_job_lookup(sp, jobid, stepid, &state.job, err, sizeof(err)) != 0) {
+		char sbuf[16];
+
 		/* Without the job record a vgpu job cannot be told from another. */
 		slurm_error(LOG_PREFIX "job %u step %s: cannot tell whether the job asked for vgpu, "
 			    "failing the step: %s", jobid, step_name(stepid, sbuf, sizeof(sbuf)), err);

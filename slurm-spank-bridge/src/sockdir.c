@@ -26,7 +26,7 @@ static int make_parents(const char *dir, char *err, size_t errlen)
 	size_t i;
 
 	if (snprintf(path, sizeof(path), "%s", dir) >= (int)sizeof(path) || path[0] != '/')
-		return vgpu_fail(err, errlen, "agent_socket_dir %s is not an absolute path of at most %d bytes",
+		return vgpu_fail(err, errlen, VGPU_PLUGSTACK_AGENT_SOCKET_DIR " %s is not an absolute path of at most %d bytes",
 				 dir, VGPU_SOCKET_PATH_BYTES);
 	for (i = 1;; i++) {
 		const char c = path[i];
@@ -56,11 +56,11 @@ static int open_root_dir(const char *agent_socket_dir, char *err, size_t errlen)
 		return -1;
 	base = open(agent_socket_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (base < 0)
-		return vgpu_fail(err, errlen, "agent_socket_dir %s: %s", agent_socket_dir, strerror(errno));
+		return vgpu_fail(err, errlen, VGPU_PLUGSTACK_AGENT_SOCKET_DIR " %s: %s", agent_socket_dir, strerror(errno));
 	if (fstat(base, &st) != 0 || st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
 		close(base);
 		return vgpu_fail(err, errlen,
-				 "agent_socket_dir %s must be root's and writable by root alone (it is uid %u, "
+				 VGPU_PLUGSTACK_AGENT_SOCKET_DIR " %s must be root's and writable by root alone (it is uid %u, "
 				 "mode %04o): job users could take each other's socket names",
 				 agent_socket_dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
 	}

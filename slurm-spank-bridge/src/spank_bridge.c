@@ -66,9 +66,11 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 		char where[VGPU_HOST_BYTES + 16];
 
 		vgpu_config_describe_tracker(&config, where, sizeof(where));
-		slurm_debug(LOG_PREFIX "tracker=%s timeout=%u ready_timeout=%u fallback=%s "
-			    "agent_socket_dir=%s", where, config.timeout_s, config.ready_timeout_s,
-			    config.fallback == VGPU_FALLBACK_LOCAL_ONLY ? "local-only" : "none",
+		slurm_debug(LOG_PREFIX VGPU_PLUGSTACK_TRACKER "=%s " VGPU_PLUGSTACK_TIMEOUT "=%u "
+			    VGPU_PLUGSTACK_READY_TIMEOUT "=%u " VGPU_PLUGSTACK_FALLBACK "=%s "
+			    VGPU_PLUGSTACK_AGENT_SOCKET_DIR "=%s", where, config.timeout_s, config.ready_timeout_s,
+			    config.fallback == VGPU_FALLBACK_LOCAL_ONLY ? VGPU_FALLBACK_LOCAL_ONLY_WORD
+									: VGPU_FALLBACK_NONE_WORD,
 			    config.agent_socket_dir);
 	}
 	for (o = options; o->name != NULL; o++) {

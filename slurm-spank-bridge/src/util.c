@@ -93,9 +93,9 @@ void vgpu_redact_token(char *dst, size_t cap, const char *token)
 
 int vgpu_fail(char *err, size_t errlen, const char *fmt, ...)
 {
-	va_list ap;
-
 	if (err != NULL && errlen > 0) {
+		va_list ap;
+
 		va_start(ap, fmt);
 		vsnprintf(err, errlen, fmt, ap);
 		va_end(ap);

@@ -1,7 +1,9 @@
 #!/bin/sh
-# Called by `mvn verify` (slurm-spank-bridge/pom.xml): unit-tests the plugin's C code,
-# and builds vgpu_spank.so where Slurm's headers are installed. Skips, saying why,
-# on machines without a C toolchain; a failing build or test fails the Maven build.
+# Called by `mvn verify` (slurm-spank-bridge/pom.xml): checks the plugin's C code with cppcheck,
+# unit-tests it, and builds vgpu_spank.so where Slurm's headers are installed. Skips, saying why,
+# on machines without a C toolchain (and the static check on a developer's machine without
+# cppcheck; CI, CI=true, installs it and fails without it); a failing check, build or test fails
+# the Maven build.
 set -eu
 cd "$(dirname "$0")/.."
 for tool in make cc; do
@@ -10,6 +12,11 @@ for tool in make cc; do
 		exit 0
 	fi
 done
+if command -v cppcheck >/dev/null 2>&1 || [ "${CI:-}" = true ]; then
+	make -s check-static
+else
+	echo "slurm-spank-bridge: static check SKIPPED: no cppcheck here (Debian: apt-get install cppcheck)"
+fi
 make -s test
 if [ -r "${SLURM_INCLUDE:-/usr/include}/slurm/spank.h" ]; then
 	make -s all

@@ -669,9 +669,8 @@ static pid_t serve_once(int lfd, const char *want, const char *answer)
 		req[n] = '\0';
 		if (strcmp(req, want) != 0)
 			_exit(5);
-		if (answer == NULL)
-			for (;;)
-				pause();
+		while (answer == NULL)
+			pause();
 		if (write(c, answer, strlen(answer)) != (ssize_t)strlen(answer))
 			_exit(6);
 		close(c);
@@ -737,7 +736,7 @@ static void test_tracker_call(void)
 	sin.sin_family = AF_INET;
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	CHECK(lfd >= 0 && bind(lfd, (struct sockaddr *)&sin, sizeof(sin)) == 0 && listen(lfd, 4) == 0);
-	CHECK(getsockname(lfd, (struct sockaddr *)&sin, &slen) == 0);
+	CHECK(lfd >= 0 && getsockname(lfd, (struct sockaddr *)&sin, &slen) == 0);
 	snprintf(arg, sizeof(arg), "tracker=127.0.0.1:%u", (unsigned)ntohs(sin.sin_port));
 	CHECK(vgpu_config_parse(2, av, &c, err, sizeof(err)) == 0);
 	pid = serve_once(lfd, "assembly 8 n2\n", "wait placing holders\n");
@@ -796,7 +795,7 @@ static int replay_exchange(const char *request, const char *reply, struct vgpu_a
 			   unsigned *jobid, char *node, size_t nodecap)
 {
 	char verb[16], job[32], where[VGPU_NODE_NAME_BYTES + 8], status[32], extra[2];
-	char buf[VGPU_REQUEST_MAX], reason[VGPU_REASON_LOGGED_BYTES + 1], err[VGPU_ERR_MAX];
+	char buf[VGPU_REQUEST_MAX] = "", reason[VGPU_REASON_LOGGED_BYTES + 1], err[VGPU_ERR_MAX];
 	const enum vgpu_reply want = kind_of(reply);
 	const int fields = sscanf(request, "%15s %31s %135s %31s %1s", verb, job, where, status, extra);
 	uint64_t id = 0;

@@ -8,6 +8,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.Collectors;
 
 import org.vgpu.common.cli.Durations;
 import org.vgpu.common.contract.BridgeContract;
@@ -15,10 +16,11 @@ import org.vgpu.common.error.InputException;
 import org.vgpu.common.net.Endpoint;
 
 /**
- * Parsers for the value types of a site configuration. Each throws {@link IllegalArgumentException}
- * whose message says what was expected, so the reader can put it next to the file and line.
+ * The syntax of a site configuration's values: parsers for the reader and formatters that write a value as a file
+ * would. Each parser throws {@link IllegalArgumentException} whose message says what was expected, so the reader can
+ * put it next to the file and line; what a formatter writes, the parser reads back to the same value.
  */
-final class ConfigValues {
+public final class ConfigValues {
     /** Node, partition, QOS and cluster names as Slurm accepts them without quoting. */
     private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9_.-]*");
     /**
@@ -32,23 +34,30 @@ final class ConfigValues {
     private static final Pattern IPV6 = Pattern.compile("[0-9A-Fa-f:.]{2,45}");
 
     private static final Pattern SIZE = Pattern.compile("(\\d+)\\s*([A-Za-z]*)");
+    /** The size units as sizes are written; read in any case. */
     private static final Map<String, Long> SIZE_UNITS = Map.of(
-            "kib",
+            "KiB",
             1L << 10,
-            "mib",
+            "MiB",
             1L << 20,
-            "gib",
+            "GiB",
             1L << 30,
-            "tib",
+            "TiB",
             1L << 40,
-            "kb",
+            "KB",
             1_000L,
-            "mb",
+            "MB",
             1_000_000L,
-            "gb",
+            "GB",
             1_000_000_000L,
-            "tb",
+            "TB",
             1_000_000_000_000L);
+
+    private static final Map<String, Long> SIZE_UNITS_IN_LOWER_CASE = SIZE_UNITS.entrySet().stream()
+            .collect(Collectors.toUnmodifiableMap(unit -> unit.getKey().toLowerCase(Locale.ROOT), Map.Entry::getValue));
+    private static final long SECONDS_PER_MINUTE = 60;
+    private static final long SECONDS_PER_HOUR = 3600;
+    private static final long SECONDS_PER_DAY = 86400;
 
     private ConfigValues() {}
 
@@ -102,7 +111,9 @@ final class ConfigValues {
     /** A byte size with a unit: binary {@code KiB MiB GiB TiB} or decimal {@code KB MB GB TB}. */
     static long bytes(String value) {
         Matcher matcher = SIZE.matcher(value);
-        Long unit = matcher.matches() ? SIZE_UNITS.get(matcher.group(2).toLowerCase(Locale.ROOT)) : null;
+        Long unit = matcher.matches()
+                ? SIZE_UNITS_IN_LOWER_CASE.get(matcher.group(2).toLowerCase(Locale.ROOT))
+                : null;
         if (unit == null) {
             throw new IllegalArgumentException("'" + value + "' is not a size; expected a whole number with a unit"
                     + " KiB, MiB, GiB, TiB (or KB, MB, GB, TB), e.g. 80GiB");
@@ -116,6 +127,46 @@ final class ConfigValues {
         } catch (NumberFormatException | ArithmeticException e) {
             throw new IllegalArgumentException("'" + value + "' is too large a size");
         }
+    }
+
+    /**
+     * A duration as {@link #duration} reads it, in the largest unit that shows it exactly. Whole seconds are counted
+     * as such, so a duration of more milliseconds than a long holds (a file may say {@code 200000000000d}) is written
+     * too.
+     */
+    public static String formatDuration(Duration duration) {
+        if (duration.getNano() != 0) {
+            return duration.toMillis() + "ms";
+        }
+        long seconds = duration.getSeconds();
+        if (seconds % SECONDS_PER_DAY == 0 && seconds > 0) {
+            return seconds / SECONDS_PER_DAY + "d";
+        }
+        if (seconds % SECONDS_PER_HOUR == 0 && seconds > 0) {
+            return seconds / SECONDS_PER_HOUR + "h";
+        }
+        if (seconds % SECONDS_PER_MINUTE == 0 && seconds > 0) {
+            return seconds / SECONDS_PER_MINUTE + "m";
+        }
+        return seconds + "s";
+    }
+
+    /** A size as {@link #bytes} reads it, in the largest unit, binary or decimal, that shows it exactly. */
+    public static String formatBytes(long bytes) {
+        return SIZE_UNITS.entrySet().stream()
+                .filter(unit -> bytes > 0 && bytes % unit.getValue() == 0)
+                .max(Map.Entry.comparingByValue())
+                .map(unit -> bytes / unit.getValue() + " " + unit.getKey())
+                .orElse(bytes + " B");
+    }
+
+    /** A byte rate as {@link #bandwidth} reads it. */
+    static String formatBandwidth(long bytesPerSecond) {
+        return formatBytes(bytesPerSecond) + "/s";
+    }
+
+    static String formatSwitch(boolean on) {
+        return on ? "on" : "off";
     }
 
     /** A byte rate: a size as {@link #bytes} followed by {@code /s}, e.g. {@code 10GB/s}; bytes per second. */

@@ -1,5 +1,6 @@
 package org.vgpu.siteconfig;
 
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Map;
@@ -97,6 +98,11 @@ public final class Distances {
         }
         throw new IllegalArgumentException(
                 "no distance between '" + a + "' and '" + b + "': not both configured nodes");
+    }
+
+    /** The distances the configuration gives pair by pair. */
+    public Map<NodePair, Integer> listed() {
+        return Collections.unmodifiableMap(listed);
     }
 
     /** How many pairs the configuration gives one by one. */

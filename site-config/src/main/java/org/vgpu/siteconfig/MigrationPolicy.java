@@ -17,10 +17,10 @@ import java.util.Objects;
  */
 public record MigrationPolicy(
         boolean migrateHome, Duration cooldown, Duration endGuard, long memSyncBytesPerSecond, Duration replayCost) {
-    public static final Duration DEFAULT_COOLDOWN = Duration.ofMinutes(5);
-    public static final Duration DEFAULT_END_GUARD = Duration.ofMinutes(5);
-    public static final long DEFAULT_MEM_SYNC_BYTES_PER_SECOND = 10_000_000_000L;
-    public static final Duration DEFAULT_REPLAY_COST = Duration.ofSeconds(1);
+    public static final Duration DEFAULT_COOLDOWN = ConfigKeys.MIGRATION_COOLDOWN.defaultValue();
+    public static final Duration DEFAULT_END_GUARD = ConfigKeys.MIGRATION_END_GUARD.defaultValue();
+    public static final long DEFAULT_MEM_SYNC_BYTES_PER_SECOND = ConfigKeys.MEM_SYNC_BANDWIDTH.defaultValue();
+    public static final Duration DEFAULT_REPLAY_COST = ConfigKeys.REPLAY_COST.defaultValue();
 
     public MigrationPolicy {
         Objects.requireNonNull(cooldown, "cooldown");
@@ -37,6 +37,10 @@ public record MigrationPolicy(
     /** The migration policy of a file that sets none of its keys. */
     public static MigrationPolicy defaults() {
         return new MigrationPolicy(
-                true, DEFAULT_COOLDOWN, DEFAULT_END_GUARD, DEFAULT_MEM_SYNC_BYTES_PER_SECOND, DEFAULT_REPLAY_COST);
+                ConfigKeys.MIGRATE_HOME.defaultValue(),
+                DEFAULT_COOLDOWN,
+                DEFAULT_END_GUARD,
+                DEFAULT_MEM_SYNC_BYTES_PER_SECOND,
+                DEFAULT_REPLAY_COST);
     }
 }

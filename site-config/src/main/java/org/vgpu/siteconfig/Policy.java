@@ -20,8 +20,8 @@ public record Policy(
         boolean borrowing,
         boolean fallbackLocalOnly,
         MigrationPolicy migration) {
-    public static final Duration DEFAULT_IDLE_GRACE = Duration.ofSeconds(30);
-    public static final int DEFAULT_MAX_BORROWED_PER_JOB = 4;
+    public static final Duration DEFAULT_IDLE_GRACE = ConfigKeys.IDLE_GRACE.defaultValue();
+    public static final int DEFAULT_MAX_BORROWED_PER_JOB = ConfigKeys.MAX_BORROWED_PER_JOB.defaultValue();
 
     public Policy {
         Objects.requireNonNull(idleGrace, "idleGrace");
@@ -38,6 +38,10 @@ public record Policy(
 
     /** The policy of a file without a [policy] section. */
     public static Policy defaults() {
-        return new Policy(DEFAULT_IDLE_GRACE, DEFAULT_MAX_BORROWED_PER_JOB, true, false);
+        return new Policy(
+                DEFAULT_IDLE_GRACE,
+                DEFAULT_MAX_BORROWED_PER_JOB,
+                ConfigKeys.BORROWING.defaultValue(),
+                ConfigKeys.FALLBACK_LOCAL_ONLY.defaultValue());
     }
 }

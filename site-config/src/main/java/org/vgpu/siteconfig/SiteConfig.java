@@ -45,7 +45,7 @@ public record SiteConfig(
         Objects.requireNonNull(slurm, "slurm");
         Objects.requireNonNull(metrics, "metrics");
         // The key file is written unquoted into the lender's ExecStart and quoted into holder scripts.
-        PlainWords.requirePlainPath("token_key_file", tokenKeyFile);
+        PlainWords.requirePlainPath(ConfigKeys.TOKEN_KEY_FILE.name(), tokenKeyFile);
         nodes = List.copyOf(nodes);
         if (nodes.isEmpty()) {
             throw new IllegalArgumentException("a site needs at least one node");

@@ -17,6 +17,7 @@ import java.util.OptionalInt;
 import java.util.OptionalLong;
 import java.util.Set;
 import java.util.function.Function;
+import java.util.function.UnaryOperator;
 import java.util.stream.Collectors;
 
 import org.vgpu.common.error.ConfigException;
@@ -30,14 +31,14 @@ import org.vgpu.common.security.SiteKey;
  * in one round.
  */
 public final class SiteConfigReader {
-    private static final String CLUSTER = "cluster";
-    private static final String POLICY = "policy";
-    private static final String NODE = "node";
-    private static final String DISTANCE = "distance";
-    private static final String SLURM = "slurm";
-    private static final String TRACKER = "tracker";
+    private static final String CLUSTER = ConfigKeys.CLUSTER;
+    private static final String POLICY = ConfigKeys.POLICY;
+    private static final String NODE = ConfigKeys.NODE;
+    static final String DISTANCE = "distance";
+    private static final String SLURM = ConfigKeys.SLURM;
+    private static final String TRACKER = ConfigKeys.TRACKER;
     private static final List<String> SECTION_KINDS = List.of(CLUSTER, POLICY, NODE, DISTANCE, SLURM, TRACKER);
-    private static final String DEFAULT_DISTANCE_KEY = "default";
+    static final String DEFAULT_DISTANCE_KEY = "default";
     /** How many names or pairs a message lists before it says how many more there are. */
     private static final int SHOWN_AT_MOST = 10;
 
@@ -84,19 +85,12 @@ public final class SiteConfigReader {
             sortSection(section, singletons, nodeSections);
         }
 
-        Settings cluster = settings(
-                singletons.get(CLUSTER),
-                CLUSTER,
-                List.of("name", "tracker", "token_key_file", "lend_partition", "lend_qos"));
-        Optional<String> clusterName =
-                cluster.required("name", "a name for logs and rendered files", ConfigValues::name);
-        Optional<Endpoint> tracker =
-                cluster.required("tracker", "host:port where the tracker listens", ConfigValues::endpoint);
-        Optional<Path> tokenKeyFile =
-                cluster.required("token_key_file", "absolute path of the site key file", ConfigValues::absolutePath);
-        Optional<String> lendPartition =
-                cluster.required("lend_partition", "the partition of the tracker's holder jobs", ConfigValues::name);
-        Optional<String> lendQos = cluster.optional("lend_qos", ConfigValues::name);
+        Settings cluster = new Settings(singletons.get(CLUSTER), CLUSTER);
+        Optional<String> clusterName = cluster.required(ConfigKeys.CLUSTER_NAME);
+        Optional<Endpoint> tracker = cluster.required(ConfigKeys.TRACKER_ADDRESS);
+        Optional<Path> tokenKeyFile = cluster.required(ConfigKeys.TOKEN_KEY_FILE);
+        Optional<String> lendPartition = cluster.required(ConfigKeys.LEND_PARTITION);
+        Optional<String> lendQos = cluster.optional(ConfigKeys.LEND_QOS);
 
         Policy policy = readPolicy(singletons.get(POLICY));
         List<NodeConfig> nodes = readNodes(nodeSections);
@@ -110,7 +104,7 @@ public final class SiteConfigReader {
             try {
                 SiteKey.load(tokenKeyFile.get());
             } catch (ConfigException e) {
-                problems.add(new ConfigProblem(file, cluster.lineOf("token_key_file"), e.getMessage()));
+                problems.add(new ConfigProblem(file, cluster.lineOf(ConfigKeys.TOKEN_KEY_FILE), e.getMessage()));
             }
         }
         if (!problems.isEmpty()) {
@@ -162,44 +156,23 @@ public final class SiteConfigReader {
     }
 
     private Policy readPolicy(IniFile.Section section) {
-        Settings policy = settings(
-                section,
-                POLICY,
-                List.of(
-                        "idle_grace",
-                        "max_borrowed_per_job",
-                        "borrowing",
-                        "fallback_local_only",
-                        "migrate_home",
-                        "migration_cooldown",
-                        "migration_end_guard",
-                        "mem_sync_bandwidth",
-                        "replay_cost"));
-        Policy defaults = Policy.defaults();
-        MigrationPolicy moves = defaults.migration();
+        Settings policy = new Settings(section, POLICY);
         return new Policy(
-                policy.optional("idle_grace", ConfigValues::duration).orElse(defaults.idleGrace()),
-                policy.optional("max_borrowed_per_job", value -> ConfigValues.integer(value, 0, 1024))
-                        .orElse(defaults.maxBorrowedPerJob()),
-                policy.optional("borrowing", ConfigValues::onOff).orElse(defaults.borrowing()),
-                policy.optional("fallback_local_only", ConfigValues::onOff).orElse(defaults.fallbackLocalOnly()),
+                policy.valueOrDefault(ConfigKeys.IDLE_GRACE),
+                policy.valueOrDefault(ConfigKeys.MAX_BORROWED_PER_JOB),
+                policy.valueOrDefault(ConfigKeys.BORROWING),
+                policy.valueOrDefault(ConfigKeys.FALLBACK_LOCAL_ONLY),
                 new MigrationPolicy(
-                        policy.optional("migrate_home", ConfigValues::onOff).orElse(moves.migrateHome()),
-                        policy.optional("migration_cooldown", ConfigValues::duration)
-                                .orElse(moves.cooldown()),
-                        policy.optional("migration_end_guard", ConfigValues::duration)
-                                .orElse(moves.endGuard()),
-                        policy.optional("mem_sync_bandwidth", ConfigValues::bandwidth)
-                                .orElse(moves.memSyncBytesPerSecond()),
-                        policy.optional("replay_cost", ConfigValues::duration).orElse(moves.replayCost())));
+                        policy.valueOrDefault(ConfigKeys.MIGRATE_HOME),
+                        policy.valueOrDefault(ConfigKeys.MIGRATION_COOLDOWN),
+                        policy.valueOrDefault(ConfigKeys.MIGRATION_END_GUARD),
+                        policy.valueOrDefault(ConfigKeys.MEM_SYNC_BANDWIDTH),
+                        policy.valueOrDefault(ConfigKeys.REPLAY_COST)));
     }
 
     private List<NodeConfig> readNodes(List<IniFile.Section> sections) {
         if (sections.isEmpty()) {
-            problem(
-                    0,
-                    "no [node NAME] section; describe each GPU node, e.g. [node n1] with gpus, gpu_memory,"
-                            + " vgpus and lender_port");
+            problem(0, "no [node NAME] section; describe each GPU node, e.g. [node n1] with " + requiredKeys(NODE));
             return List.of();
         }
         Map<String, Integer> firstLineOfNode = new HashMap<>();
@@ -217,52 +190,32 @@ public final class SiteConfigReader {
                     continue;
                 }
             }
-            Settings node = settings(
-                    section,
-                    NODE,
-                    List.of(
-                            "gpus",
-                            "gpu_memory",
-                            "vgpus",
-                            "lender_port",
-                            "gpu_devices",
-                            "address",
-                            "hostname",
-                            "slurmd_port",
-                            "cpus",
-                            "real_memory"));
-            Optional<Integer> gpus =
-                    node.required("gpus", "the number of physical GPUs", value -> ConfigValues.integer(value, 1, 64));
-            Optional<Long> gpuMemory =
-                    node.required("gpu_memory", "each GPU's memory, e.g. 80GiB", ConfigValues::bytes);
-            Optional<Integer> vgpus = node.required(
-                    "vgpus",
-                    "how many vGPUs jobs on this node may ask for in all",
-                    value -> ConfigValues.integer(value, 1, 4096));
-            Optional<Integer> lenderPort = node.required(
-                    "lender_port",
-                    "the TCP port of this node's lender",
-                    value -> ConfigValues.integer(value, 1, 65535));
-            Optional<String> gpuDevices = node.optional("gpu_devices", value -> {
+            Settings node = new Settings(section, NODE);
+            Optional<Integer> gpus = node.required(ConfigKeys.GPUS);
+            Optional<Long> gpuMemory = node.required(ConfigKeys.GPU_MEMORY);
+            Optional<Integer> vgpus = node.required(ConfigKeys.VGPUS);
+            Optional<Integer> lenderPort = node.required(ConfigKeys.LENDER_PORT);
+            Optional<String> gpuDevices = node.optional(ConfigKeys.GPU_DEVICES, value -> {
                 int count = GpuDeviceFiles.count(value);
                 if (gpus.isPresent() && count != gpus.get()) {
                     throw new IllegalArgumentException("'" + value + "' names " + count + " device file"
-                            + (count == 1 ? "" : "s") + " but gpus = " + gpus.get() + "; expected one file per GPU");
+                            + (count == 1 ? "" : "s") + " but " + ConfigKeys.GPUS.name() + " = " + gpus.get()
+                            + "; expected one file per GPU");
                 }
                 return value;
             });
-            Optional<String> address = node.optional("address", ConfigValues::host);
-            Optional<String> hostname = node.optional("hostname", ConfigValues::host);
-            Optional<Integer> slurmdPort = node.optional("slurmd_port", value -> ConfigValues.integer(value, 1, 65535));
-            Optional<Integer> cpus = node.optional("cpus", value -> {
-                int count = ConfigValues.integer(value, 1, 100_000);
+            Optional<String> address = node.optional(ConfigKeys.ADDRESS);
+            Optional<String> hostname = node.optional(ConfigKeys.HOSTNAME);
+            Optional<Integer> slurmdPort = node.optional(ConfigKeys.SLURMD_PORT);
+            Optional<Integer> cpus = node.optional(ConfigKeys.CPUS, count -> {
                 if (gpus.isPresent() && count <= gpus.get()) {
                     throw new IllegalArgumentException(count + " CPUs leave none for user jobs once each of the "
-                            + gpus.get() + " GPUs keeps one for its holder job; expected more than gpus");
+                            + gpus.get() + " GPUs keeps one for its holder job; expected more than "
+                            + ConfigKeys.GPUS.name());
                 }
                 return count;
             });
-            Optional<Long> realMemory = node.optional("real_memory", ConfigValues::bytes);
+            Optional<Long> realMemory = node.optional(ConfigKeys.REAL_MEMORY);
             if (name.isEmpty()) {
                 continue;
             }
@@ -281,15 +234,15 @@ public final class SiteConfigReader {
                     slurmdPort.map(OptionalInt::of).orElse(OptionalInt.empty()),
                     cpus.map(OptionalInt::of).orElse(OptionalInt.empty()),
                     realMemory.map(OptionalLong::of).orElse(OptionalLong.empty()));
-            for (String port : List.of("lender_port", "slurmd_port")) {
-                Optional<Integer> value = port.equals("lender_port") ? lenderPort : slurmdPort;
+            for (ConfigKey<Integer> port : List.of(ConfigKeys.LENDER_PORT, ConfigKeys.SLURMD_PORT)) {
+                Optional<Integer> value = port == ConfigKeys.LENDER_PORT ? lenderPort : slurmdPort;
                 if (value.isPresent()) {
                     String endpoint = config.reachableAs() + ":" + value.get();
                     Integer clash = firstLineOfPort.putIfAbsent(endpoint, node.lineOf(port));
                     if (clash != null) {
                         problem(
                                 node.lineOf(port),
-                                port + " " + value.get() + " on host " + config.reachableAs()
+                                port.name() + " " + value.get() + " on host " + config.reachableAs()
                                         + " is already used at line " + clash
                                         + "; each daemon on one host needs its own port");
                     }
@@ -301,22 +254,20 @@ public final class SiteConfigReader {
     }
 
     private SlurmSettings readSlurm(IniFile.Section section, Optional<String> lendPartition) {
-        Settings slurm =
-                settings(section, SLURM, List.of("job_partition", "spank_plugin", "vgpu_command", "agent_socket_dir"));
-        String jobPartition =
-                slurm.optional("job_partition", ConfigValues::name).orElse(SlurmSettings.DEFAULT_JOB_PARTITION);
+        Settings slurm = new Settings(section, SLURM);
+        String jobPartition = slurm.valueOrDefault(ConfigKeys.JOB_PARTITION);
         if (lendPartition.isPresent() && lendPartition.get().equals(jobPartition)) {
             problem(
-                    slurm.lineOf("job_partition"),
-                    "job_partition and lend_partition are both '" + jobPartition
+                    slurm.lineOf(ConfigKeys.JOB_PARTITION),
+                    ConfigKeys.JOB_PARTITION.name() + " and " + ConfigKeys.LEND_PARTITION.name() + " are both '"
+                            + jobPartition
                             + "'; holder jobs need a partition of their own, so users cannot take lent GPUs");
         }
         return new SlurmSettings(
                 jobPartition,
-                slurm.optional("spank_plugin", ConfigValues::absolutePath).orElse(SlurmSettings.DEFAULT_SPANK_PLUGIN),
-                slurm.optional("vgpu_command", ConfigValues::absolutePath).orElse(SlurmSettings.DEFAULT_VGPU_COMMAND),
-                slurm.optional("agent_socket_dir", ConfigValues::agentSocketDir)
-                        .orElse(SlurmSettings.DEFAULT_AGENT_SOCKET_DIR));
+                slurm.valueOrDefault(ConfigKeys.SPANK_PLUGIN),
+                slurm.valueOrDefault(ConfigKeys.VGPU_COMMAND),
+                slurm.valueOrDefault(ConfigKeys.AGENT_SOCKET_DIR));
     }
 
     /**
@@ -325,15 +276,15 @@ public final class SiteConfigReader {
      * must be told the port.
      */
     private Optional<Endpoint> readMetrics(IniFile.Section section, Optional<Endpoint> tracker) {
-        Settings settings = settings(section, TRACKER, List.of("metrics"));
-        Optional<Endpoint> metrics = settings.optional("metrics", ConfigValues::listenAddress);
+        Settings settings = new Settings(section, TRACKER);
+        Optional<Endpoint> metrics = settings.optional(ConfigKeys.METRICS);
         if (metrics.isPresent()
                 && tracker.isPresent()
                 && metrics.get().port() == tracker.get().port()
                 && (metrics.get().isWildcard()
                         || metrics.get().host().equals(tracker.get().host()))) {
             problem(
-                    settings.lineOf("metrics"),
+                    settings.lineOf(ConfigKeys.METRICS),
                     "metrics: " + metrics.get() + " is where the tracker's socket listens ([cluster] tracker = "
                             + tracker.get() + "); give /metrics a port of its own, e.g. 9464");
         }
@@ -430,6 +381,15 @@ public final class SiteConfigReader {
                 : String.join(", ", shown) + " and " + more + " more pair" + (more == 1 ? "" : "s");
     }
 
+    /** "a, b, c and d": the keys a section of this kind must set. */
+    private static String requiredKeys(String kind) {
+        List<String> required = ConfigKeys.of(kind).stream()
+                .filter(ConfigKey::isRequired)
+                .map(ConfigKey::name)
+                .toList();
+        return String.join(", ", required.subList(0, required.size() - 1)) + " and " + required.getLast();
+    }
+
     /** Names for a message: all of a small site's, the first few of a large one's. */
     private static String listed(List<String> names) {
         return names.size() <= SHOWN_AT_MOST
@@ -468,13 +428,9 @@ public final class SiteConfigReader {
         problems.add(new ConfigProblem(file, line, message));
     }
 
-    private Settings settings(IniFile.Section section, String kind, List<String> knownKeys) {
-        return new Settings(section, kind, knownKeys);
-    }
-
     /**
-     * The entries of one section (possibly absent) by key: unknown and repeated keys are reported
-     * when it is made, missing required keys when they are asked for.
+     * The entries of one section (possibly absent) by key, read as {@link ConfigKeys} describes its keys: unknown and
+     * repeated keys are reported when it is made, missing required keys when they are asked for.
      */
     private final class Settings {
         private final IniFile.Section section;
@@ -482,12 +438,14 @@ public final class SiteConfigReader {
         private final Map<String, IniFile.Entry> entries = new HashMap<>();
         private boolean missingSectionReported;
 
-        Settings(IniFile.Section section, String kind, List<String> knownKeys) {
+        Settings(IniFile.Section section, String kind) {
             this.section = section;
             this.kind = kind;
             if (section == null) {
                 return;
             }
+            List<String> knownKeys =
+                    ConfigKeys.of(kind).stream().map(ConfigKey::name).toList();
             for (IniFile.Entry entry : section.entries()) {
                 if (!knownKeys.contains(entry.key())) {
                     problem(
@@ -506,26 +464,43 @@ public final class SiteConfigReader {
             }
         }
 
-        <T> Optional<T> optional(String key, Function<String, T> parser) {
-            IniFile.Entry entry = entries.get(key);
-            return entry == null ? Optional.empty() : parse(entry, parser);
+        <T> Optional<T> optional(ConfigKey<T> key) {
+            return optional(key, value -> value);
         }
 
-        <T> Optional<T> required(String key, String meaning, Function<String, T> parser) {
-            if (!entries.containsKey(key)) {
+        /** The key's value, which {@code check} may still refuse (with an {@link IllegalArgumentException}). */
+        <T> Optional<T> optional(ConfigKey<T> key, UnaryOperator<T> check) {
+            IniFile.Entry entry = entries.get(checked(key).name());
+            return entry == null ? Optional.empty() : parse(entry, value -> check.apply(key.parse(value)));
+        }
+
+        /** The key's value; its default when the file does not set it or sets it wrong (that is reported). */
+        <T> T valueOrDefault(ConfigKey<T> key) {
+            return optional(key).orElseGet(key::defaultValue);
+        }
+
+        <T> Optional<T> required(ConfigKey<T> key) {
+            if (!entries.containsKey(checked(key).name())) {
                 if (section == null) {
                     reportMissingSectionOnce();
                 } else {
-                    problem(section.line(), section.title() + " lacks '" + key + "' (" + meaning + ")");
+                    problem(section.line(), section.title() + " lacks '" + key.name() + "' (" + key.meaning() + ")");
                 }
                 return Optional.empty();
             }
-            return optional(key, parser);
+            return optional(key);
         }
 
-        int lineOf(String key) {
-            IniFile.Entry entry = entries.get(key);
+        int lineOf(ConfigKey<?> key) {
+            IniFile.Entry entry = entries.get(checked(key).name());
             return entry != null ? entry.line() : section != null ? section.line() : 0;
+        }
+
+        private <K extends ConfigKey<?>> K checked(K key) {
+            if (!key.section().equals(kind)) {
+                throw new IllegalArgumentException(key + " asked of a [" + kind + "] section");
+            }
+            return key;
         }
 
         private void reportMissingSectionOnce() {

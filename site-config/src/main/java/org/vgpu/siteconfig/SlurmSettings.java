@@ -13,10 +13,10 @@ import java.util.Objects;
  *     socket (plugstack.conf's {@code agent_socket_dir}; the bridge creates it, root's, mode 0755)
  */
 public record SlurmSettings(String jobPartition, Path spankPlugin, Path vgpuCommand, Path agentSocketDir) {
-    public static final String DEFAULT_JOB_PARTITION = "gpu";
-    public static final Path DEFAULT_SPANK_PLUGIN = Path.of("/usr/lib/x86_64-linux-gnu/slurm-wlm/vgpu_spank.so");
-    public static final Path DEFAULT_VGPU_COMMAND = Path.of("/usr/local/bin/vgpu");
-    public static final Path DEFAULT_AGENT_SOCKET_DIR = Path.of("/run/vgpu");
+    public static final String DEFAULT_JOB_PARTITION = ConfigKeys.JOB_PARTITION.defaultValue();
+    public static final Path DEFAULT_SPANK_PLUGIN = ConfigKeys.SPANK_PLUGIN.defaultValue();
+    public static final Path DEFAULT_VGPU_COMMAND = ConfigKeys.VGPU_COMMAND.defaultValue();
+    public static final Path DEFAULT_AGENT_SOCKET_DIR = ConfigKeys.AGENT_SOCKET_DIR.defaultValue();
 
     public SlurmSettings {
         Objects.requireNonNull(jobPartition, "jobPartition");
@@ -24,8 +24,8 @@ public record SlurmSettings(String jobPartition, Path spankPlugin, Path vgpuComm
         Objects.requireNonNull(vgpuCommand, "vgpuCommand");
         Objects.requireNonNull(agentSocketDir, "agentSocketDir");
         // Written unquoted into plugstack.conf and systemd's ExecStart: a record that exists is safe to render.
-        PlainWords.requirePlainPath("spank_plugin", spankPlugin);
-        PlainWords.requirePlainPath("vgpu_command", vgpuCommand);
-        PlainWords.requirePlainPath("agent_socket_dir", agentSocketDir);
+        PlainWords.requirePlainPath(ConfigKeys.SPANK_PLUGIN.name(), spankPlugin);
+        PlainWords.requirePlainPath(ConfigKeys.VGPU_COMMAND.name(), vgpuCommand);
+        PlainWords.requirePlainPath(ConfigKeys.AGENT_SOCKET_DIR.name(), agentSocketDir);
     }
 }

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Path;
+import java.time.Duration;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -85,5 +86,23 @@ class ConfigValuesTest {
         assertThrows(IllegalArgumentException.class, () -> GpuDeviceFiles.count("/dev/nvidia[a-b]"));
         assertThrows(IllegalArgumentException.class, () -> GpuDeviceFiles.count("dev/nvidia0"));
         assertThrows(IllegalArgumentException.class, () -> GpuDeviceFiles.count("/dev/nvidia[0-1"));
+    }
+
+    @Test
+    void durationsAndSizesPrintInTheFilesSyntax() {
+        assertEquals("500ms", ConfigValues.formatDuration(Duration.ofMillis(500)));
+        assertEquals("0s", ConfigValues.formatDuration(Duration.ZERO));
+        assertEquals("90s", ConfigValues.formatDuration(Duration.ofSeconds(90)));
+        assertEquals("5m", ConfigValues.formatDuration(Duration.ofMinutes(5)));
+        assertEquals("2h", ConfigValues.formatDuration(Duration.ofHours(2)));
+        assertEquals("1d", ConfigValues.formatDuration(Duration.ofDays(1)));
+        assertEquals(
+                "200000000000d",
+                ConfigValues.formatDuration(Duration.ofDays(200_000_000_000L)),
+                "more milliseconds than a long holds, as a file may write it");
+        assertEquals("80 GiB", ConfigValues.formatBytes(80L << 30));
+        assertEquals("1536 MiB", ConfigValues.formatBytes(1536L << 20));
+        assertEquals("1 KB", ConfigValues.formatBytes(1000));
+        assertEquals("1001 B", ConfigValues.formatBytes(1001));
     }
 }

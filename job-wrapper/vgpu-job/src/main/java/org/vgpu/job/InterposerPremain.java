@@ -11,6 +11,7 @@ import java.nio.file.StandardOpenOption;
 import java.util.Map;
 import java.util.Optional;
 
+import org.vgpu.common.contract.BridgeContract;
 import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.job.jcuda.JCudaCallSites;
 import org.vgpu.migration.MigrationFaults;
@@ -39,7 +40,7 @@ import org.vgpu.runtime.remote.client.RemoteConfig;
  */
 public final class InterposerPremain {
     /** The launcher's directory for this run: the owner's lock and the mark that a JVM attached. */
-    static final String RUN_DIRECTORY = "VGPU_RUN_DIRECTORY";
+    static final String RUN_DIRECTORY = BridgeContract.ENV_RUN_DIRECTORY;
 
     static final String ATTACHED_MARK = "attached";
     private static final String OWNER_LOCK = "owner.lock";

@@ -13,6 +13,7 @@ import java.util.Set;
 import java.util.jar.JarFile;
 import java.util.jar.Manifest;
 
+import org.vgpu.common.contract.BridgeContract;
 import org.vgpu.common.error.InputException;
 import org.vgpu.common.error.IoReasons;
 
@@ -37,7 +38,7 @@ final class MpjRanks implements AutoCloseable {
     static final String OPTION = "ranks";
 
     /** Where MPJ Express is, when not Debian's libmpj-java: a directory with lib/starter.jar (an MPJ_HOME). */
-    static final String MPJ_DIR_VARIABLE = "VGPU_MPJ_DIR";
+    static final String MPJ_DIR_VARIABLE = BridgeContract.ENV_MPJ_DIR;
 
     static final Path DEBIAN_MPJ = Path.of("/usr/share/mpj");
     static final Path DEBIAN_LOG4J = Path.of("/usr/share/java/log4j-1.2.jar");

@@ -5,6 +5,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 
+import org.vgpu.common.contract.BridgeContract;
 import org.vgpu.common.error.ConfigException;
 import org.vgpu.migration.FaultPoint;
 import org.vgpu.migration.MigrationFaults;
@@ -18,7 +19,7 @@ import org.vgpu.runtime.api.VgpuException;
  * vGPUs migrate with {@link MigrationFaults#NONE}, as in production.
  */
 final class TestMigrationFault {
-    static final String VARIABLE = "VGPU_TEST_MIGRATION_FAULT";
+    static final String VARIABLE = BridgeContract.ENV_TEST_MIGRATION_FAULT;
 
     private TestMigrationFault() {}
 

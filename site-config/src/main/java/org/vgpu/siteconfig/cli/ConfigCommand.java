@@ -2,9 +2,7 @@ package org.vgpu.siteconfig.cli;
 
 import java.io.PrintStream;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
 
 import org.apache.commons.cli.CommandLine;
@@ -14,6 +12,7 @@ import org.apache.commons.cli.ParseException;
 
 import org.vgpu.common.cli.Subcommand;
 import org.vgpu.common.security.SiteKey;
+import org.vgpu.siteconfig.ConfigValues;
 import org.vgpu.siteconfig.Distances;
 import org.vgpu.siteconfig.MigrationPolicy;
 import org.vgpu.siteconfig.NodeConfig;
@@ -146,7 +145,7 @@ public final class ConfigCommand implements Subcommand {
                 config.lendQos().orElse("none"));
         out.printf(
                 "policy: idle_grace %s, max_borrowed_per_job %d, borrowing %s, fallback_local_only %s%n",
-                formatDuration(config.policy().idleGrace()),
+                ConfigValues.formatDuration(config.policy().idleGrace()),
                 config.policy().maxBorrowedPerJob(),
                 onOff(config.policy().borrowing()),
                 onOff(config.policy().fallbackLocalOnly()));
@@ -155,17 +154,17 @@ public final class ConfigCommand implements Subcommand {
                 "policy: migrate_home %s, migration_cooldown %s, migration_end_guard %s, mem_sync_bandwidth %d B/s,"
                         + " replay_cost %s%n",
                 onOff(moves.migrateHome()),
-                formatDuration(moves.cooldown()),
-                formatDuration(moves.endGuard()),
+                ConfigValues.formatDuration(moves.cooldown()),
+                ConfigValues.formatDuration(moves.endGuard()),
                 moves.memSyncBytesPerSecond(),
-                formatDuration(moves.replayCost()));
+                ConfigValues.formatDuration(moves.replayCost()));
         for (NodeConfig node : config.nodes()) {
             out.printf(
                     "node %s: %d GPU%s x %s, %d vGPUs, devices %s, lender %s%n",
                     node.name(),
                     node.gpus(),
                     node.gpus() == 1 ? "" : "s",
-                    formatBytes(node.gpuMemoryBytes()),
+                    ConfigValues.formatBytes(node.gpuMemoryBytes()),
                     node.vgpus(),
                     node.gpuDevices(),
                     node.lenderEndpoint());
@@ -221,50 +220,5 @@ public final class ConfigCommand implements Subcommand {
 
     private static String onOff(boolean value) {
         return value ? "on" : "off";
-    }
-
-    /** The largest unit that shows the duration exactly, as the file's syntax writes it. */
-    static String formatDuration(Duration duration) {
-        long millis = duration.toMillis();
-        if (millis % 1000 != 0) {
-            return millis + "ms";
-        }
-        long seconds = millis / 1000;
-        if (seconds % 86400 == 0 && seconds > 0) {
-            return seconds / 86400 + "d";
-        }
-        if (seconds % 3600 == 0 && seconds > 0) {
-            return seconds / 3600 + "h";
-        }
-        if (seconds % 60 == 0 && seconds > 0) {
-            return seconds / 60 + "m";
-        }
-        return seconds + "s";
-    }
-
-    /** The size in the largest unit, binary or decimal, that shows it exactly, as the file's syntax writes it. */
-    static String formatBytes(long bytes) {
-        Map<String, Long> units = Map.of(
-                "KiB",
-                1L << 10,
-                "MiB",
-                1L << 20,
-                "GiB",
-                1L << 30,
-                "TiB",
-                1L << 40,
-                "KB",
-                1_000L,
-                "MB",
-                1_000_000L,
-                "GB",
-                1_000_000_000L,
-                "TB",
-                1_000_000_000_000L);
-        return units.entrySet().stream()
-                .filter(unit -> bytes > 0 && bytes % unit.getValue() == 0)
-                .max(Map.Entry.comparingByValue())
-                .map(unit -> bytes / unit.getValue() + " " + unit.getKey())
-                .orElse(bytes + " B");
     }
 }

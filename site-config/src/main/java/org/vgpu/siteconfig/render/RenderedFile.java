@@ -2,16 +2,19 @@ package org.vgpu.siteconfig.render;
 
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 
+import org.vgpu.common.contract.BridgeContract;
 import org.vgpu.common.error.ConfigException;
 import org.vgpu.siteconfig.NodeConfig;
 import org.vgpu.siteconfig.PlainWords;
 import org.vgpu.siteconfig.SiteConfig;
+import org.vgpu.siteconfig.SiteConfigWriter;
 
 /**
  * The files an admin installs for vgpu, rendered from a {@link SiteConfig} and the templates under
@@ -26,7 +29,9 @@ public enum RenderedFile {
     JOB_SUBMIT_LUA("job_submit.lua"),
     TRACKER_UNIT("vgpu-tracker.service"),
     /** One per node: the node's lender with its own address and GPUs. */
-    LENDER_UNIT("vgpu-lender.service");
+    LENDER_UNIT("vgpu-lender.service"),
+    /** The configuration itself as it takes effect: every key with its value, defaults included. */
+    EFFECTIVE_CONFIG("vgpu.conf");
 
     private static final long MIB = 1L << 20;
 
@@ -122,10 +127,7 @@ public enum RenderedFile {
                                 .collect(Collectors.joining("\n")));
             case PLUGSTACK_CONF -> {
                 values.put("spank_plugin", config.slurm().spankPlugin().toString());
-                values.put("tracker", config.tracker().toString());
-                values.put("fallback", config.policy().fallbackLocalOnly() ? "local-only" : "none");
-                values.put("agent_socket_dir", config.slurm().agentSocketDir().toString());
-                values.put("lend_partition", config.lendPartition());
+                values.put("bridge_arguments", bridgeArguments(config));
             }
             case JOB_SUBMIT_LUA -> {
                 values.put("tracker", config.tracker().toString());
@@ -144,6 +146,7 @@ public enum RenderedFile {
                                 .orElse("# Prometheus: /metrics is off; set [tracker] metrics = HOST:PORT in the"
                                         + " configuration to serve it, then scrape http://HOST:PORT/metrics"));
             }
+            case EFFECTIVE_CONFIG -> values.put("settings", SiteConfigWriter.settings(config));
             case LENDER_UNIT -> {
                 NodeConfig lender = node.orElseThrow();
                 values.put("vgpu_command", config.slurm().vgpuCommand().toString());
@@ -158,6 +161,24 @@ public enum RenderedFile {
             }
         }
         return Template.load(fileName + ".tmpl").render(values);
+    }
+
+    /** The SPANK bridge's plugstack.conf arguments that the site configuration decides, in the bridge's words. */
+    private static String bridgeArguments(SiteConfig config) {
+        Map<String, String> arguments = new LinkedHashMap<>();
+        arguments.put(BridgeContract.PLUGSTACK_TRACKER, config.tracker().toString());
+        arguments.put(
+                BridgeContract.PLUGSTACK_FALLBACK,
+                config.policy().fallbackLocalOnly()
+                        ? BridgeContract.FALLBACK_LOCAL_ONLY_WORD
+                        : BridgeContract.FALLBACK_NONE_WORD);
+        arguments.put(
+                BridgeContract.PLUGSTACK_AGENT_SOCKET_DIR,
+                config.slurm().agentSocketDir().toString());
+        arguments.put(BridgeContract.PLUGSTACK_LEND_PARTITION, config.lendPartition());
+        return arguments.entrySet().stream()
+                .map(argument -> argument.getKey() + "=" + argument.getValue())
+                .collect(Collectors.joining(" "));
     }
 
     private static String nodeLine(NodeConfig node) {

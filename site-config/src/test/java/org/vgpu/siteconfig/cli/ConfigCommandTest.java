@@ -7,7 +7,6 @@ import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.Optional;
 
 import org.junit.jupiter.api.Test;
@@ -152,19 +151,5 @@ class ConfigCommandTest {
         assertTrue(err().contains("vgpu-lender.service differs between nodes: add --node NODE"), err());
         assertEquals(2, config("render", "--what", "gres.conf", "--node", "n1", "x.conf"));
         assertTrue(err().contains("--node does not apply: gres.conf is the same on every node"), err());
-    }
-
-    @Test
-    void durationsAndSizesPrintInTheFilesSyntax() {
-        assertEquals("500ms", ConfigCommand.formatDuration(Duration.ofMillis(500)));
-        assertEquals("0s", ConfigCommand.formatDuration(Duration.ZERO));
-        assertEquals("90s", ConfigCommand.formatDuration(Duration.ofSeconds(90)));
-        assertEquals("5m", ConfigCommand.formatDuration(Duration.ofMinutes(5)));
-        assertEquals("2h", ConfigCommand.formatDuration(Duration.ofHours(2)));
-        assertEquals("1d", ConfigCommand.formatDuration(Duration.ofDays(1)));
-        assertEquals("80 GiB", ConfigCommand.formatBytes(80L << 30));
-        assertEquals("1536 MiB", ConfigCommand.formatBytes(1536L << 20));
-        assertEquals("1 KB", ConfigCommand.formatBytes(1000));
-        assertEquals("1001 B", ConfigCommand.formatBytes(1001));
     }
 }

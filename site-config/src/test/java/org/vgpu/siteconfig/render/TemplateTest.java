@@ -18,14 +18,8 @@ class TemplateTest {
                 "/etc/vgpu/vgpu.conf",
                 "spank_plugin",
                 "/x.so",
-                "tracker",
-                "h:1",
-                "fallback",
-                "none",
-                "agent_socket_dir",
-                "/run/vgpu",
-                "lend_partition",
-                "vgpu-lend");
+                "bridge_arguments",
+                "tracker=h:1 fallback=none");
     }
 
     @Test
@@ -38,14 +32,8 @@ class TemplateTest {
                         "/a\\b",
                         "spank_plugin",
                         "/x.so",
-                        "tracker",
-                        "h:1",
-                        "fallback",
-                        "none",
-                        "agent_socket_dir",
-                        "/run/vgpu",
-                        "lend_partition",
-                        "vgpu-lend"));
+                        "bridge_arguments",
+                        "tracker=h:1 fallback=none"));
 
         assertTrue(text.contains("required /x.so tracker=h:1 fallback=none"), text);
         assertTrue(text.contains("cluster c$1, rendered from /a\\b"), text);
@@ -54,12 +42,12 @@ class TemplateTest {
     @Test
     void aPlaceholderWithoutValueIsABug() {
         Map<String, String> values = new HashMap<>(plugstackValues());
-        values.remove("tracker");
+        values.remove("bridge_arguments");
 
         IllegalStateException e = assertThrows(
                 IllegalStateException.class,
                 () -> Template.load("plugstack.conf.tmpl").render(values));
-        assertEquals("template plugstack.conf.tmpl has {{tracker}} but no value for it", e.getMessage());
+        assertEquals("template plugstack.conf.tmpl has {{bridge_arguments}} but no value for it", e.getMessage());
     }
 
     @Test

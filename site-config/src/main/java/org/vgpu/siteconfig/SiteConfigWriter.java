@@ -1,0 +1,115 @@
+package org.vgpu.siteconfig;
+
+import java.util.Comparator;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalInt;
+import java.util.OptionalLong;
+
+/**
+ * Writes a {@link SiteConfig} in the file's own syntax, every key with its value, defaults included: what `vgpu
+ * config render --what vgpu.conf` prints, the effective configuration an admin can keep or compare. {@link
+ * SiteConfigReader} reads the text back to an equal configuration (SiteConfigFuzzTest holds it to that).
+ */
+public final class SiteConfigWriter {
+    private final StringBuilder text = new StringBuilder();
+
+    private SiteConfigWriter() {}
+
+    /** The settings, section by section; no comment, so a caller adds its own heading. */
+    public static String settings(SiteConfig config) {
+        SiteConfigWriter writer = new SiteConfigWriter();
+        writer.write(config);
+        return writer.text.toString();
+    }
+
+    private void write(SiteConfig config) {
+        section(ConfigKeys.CLUSTER);
+        line(ConfigKeys.CLUSTER_NAME, config.clusterName());
+        line(ConfigKeys.TRACKER_ADDRESS, config.tracker());
+        line(ConfigKeys.TOKEN_KEY_FILE, config.tokenKeyFile());
+        line(ConfigKeys.LEND_PARTITION, config.lendPartition());
+        line(ConfigKeys.LEND_QOS, config.lendQos());
+
+        Policy policy = config.policy();
+        MigrationPolicy moves = policy.migration();
+        section(ConfigKeys.POLICY);
+        line(ConfigKeys.IDLE_GRACE, policy.idleGrace());
+        line(ConfigKeys.MAX_BORROWED_PER_JOB, policy.maxBorrowedPerJob());
+        line(ConfigKeys.BORROWING, policy.borrowing());
+        line(ConfigKeys.FALLBACK_LOCAL_ONLY, policy.fallbackLocalOnly());
+        line(ConfigKeys.MIGRATE_HOME, moves.migrateHome());
+        line(ConfigKeys.MIGRATION_COOLDOWN, moves.cooldown());
+        line(ConfigKeys.MIGRATION_END_GUARD, moves.endGuard());
+        line(ConfigKeys.MEM_SYNC_BANDWIDTH, moves.memSyncBytesPerSecond());
+        line(ConfigKeys.REPLAY_COST, moves.replayCost());
+
+        SlurmSettings slurm = config.slurm();
+        section(ConfigKeys.SLURM);
+        line(ConfigKeys.JOB_PARTITION, slurm.jobPartition());
+        line(ConfigKeys.SPANK_PLUGIN, slurm.spankPlugin());
+        line(ConfigKeys.VGPU_COMMAND, slurm.vgpuCommand());
+        line(ConfigKeys.AGENT_SOCKET_DIR, slurm.agentSocketDir());
+
+        if (config.metrics().isPresent()) {
+            section(ConfigKeys.TRACKER);
+            line(ConfigKeys.METRICS, config.metrics());
+        }
+
+        for (NodeConfig node : config.nodes()) {
+            section(ConfigKeys.NODE + " " + node.name());
+            line(ConfigKeys.GPUS, node.gpus());
+            line(ConfigKeys.GPU_MEMORY, node.gpuMemoryBytes());
+            line(ConfigKeys.VGPUS, node.vgpus());
+            line(ConfigKeys.LENDER_PORT, node.lenderPort());
+            line(ConfigKeys.GPU_DEVICES, node.gpuDevices());
+            line(ConfigKeys.ADDRESS, node.address());
+            line(ConfigKeys.HOSTNAME, node.hostname());
+            line(ConfigKeys.SLURMD_PORT, node.slurmdPort());
+            line(ConfigKeys.CPUS, node.cpus());
+            line(ConfigKeys.REAL_MEMORY, node.realMemoryBytes());
+        }
+
+        // The pairs as listed, and the default of every other pair (the reader's default for a file without them).
+        Distances distances = config.distances();
+        section(SiteConfigReader.DISTANCE);
+        distances.listed().entrySet().stream()
+                .sorted(Map.Entry.comparingByKey(
+                        Comparator.comparing(Distances.NodePair::first).thenComparing(Distances.NodePair::second)))
+                .forEach(pair -> text.append(pair.getKey().first())
+                        .append(' ')
+                        .append(pair.getKey().second())
+                        .append(" = ")
+                        .append(pair.getValue())
+                        .append('\n'));
+        distances
+                .otherPairs()
+                .ifPresent(other -> text.append(SiteConfigReader.DEFAULT_DISTANCE_KEY)
+                        .append(" = ")
+                        .append(other)
+                        .append('\n'));
+    }
+
+    private void section(String title) {
+        if (!text.isEmpty()) {
+            text.append('\n');
+        }
+        text.append('[').append(title).append("]\n");
+    }
+
+    private <T> void line(ConfigKey<T> key, T value) {
+        text.append(key.name()).append(" = ").append(key.format(value)).append('\n');
+    }
+
+    private <T> void line(ConfigKey<T> key, Optional<T> value) {
+        value.ifPresent(present -> line(key, present));
+    }
+
+    private void line(ConfigKey<Integer> key, OptionalInt value) {
+        value.ifPresent(present -> line(key, present));
+    }
+
+    private void line(ConfigKey<Long> key, OptionalLong value) {
+        value.ifPresent(present -> line(key, present));
+    }
+}
