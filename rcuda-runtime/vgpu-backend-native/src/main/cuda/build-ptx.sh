@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates the PTX the runtime ships as resources, so that neither the build nor CI needs nvcc:
-#   test_kernels.cu -> org/vgpu/kernels/test_kernels.ptx     (benchmark and workload kernels)
-#   copy_kernels.cu -> org/vgpu/nativegpu/copy_kernels.ptx   (mem-sync's gather and scatter)
+#   vgpu-test-workloads: test_kernels.cu -> org/vgpu/kernels/test_kernels.ptx     (benchmark and workload kernels)
+#   vgpu-backend-native: copy_kernels.cu -> org/vgpu/nativegpu/copy_kernels.ptx   (mem-sync's gather and scatter)
 # Run after editing either .cu file and commit the .cu, this script and the .ptx together.
 #
 # The flags are part of the contract with the Java twins of the test kernels (see the header of
@@ -12,7 +12,8 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 nvcc="${NVCC:-/usr/local/bin/nvcc}"
-resources="$(dirname "$here")/resources/org/vgpu"
+native="$(dirname "$here")"
+workloads="$here/../../../../vgpu-test-workloads/src/main"
 
 if ! command -v "$nvcc" >/dev/null 2>&1; then
     echo "build-ptx.sh: nvcc not found at $nvcc (set NVCC=/path/to/nvcc)" >&2
@@ -24,7 +25,7 @@ build() {
     mkdir -p "$(dirname "$out")"
     "$nvcc" -arch=compute_80 --ptx \
         --fmad=false -prec-div=true -prec-sqrt=true -ftz=false \
-        -o "$out" "$here/$source"
+        -o "$out" "$source"
     # Approximate instructions would break bit-for-bit agreement with the twins; refuse them.
     if grep -Eq '\b(fma|mad)\.[a-z0-9.]*f32|\b(rsqrt|ex2|lg2|sin|cos)\.approx|\bdiv\.(approx|full)|\.ftz\.' "$out"; then
         echo "build-ptx.sh: $out contains fused or approximate float instructions; check the flags" >&2
@@ -33,5 +34,5 @@ build() {
     echo "wrote $out"
 }
 
-build test_kernels.cu "$resources/kernels/test_kernels.ptx"
-build copy_kernels.cu "$resources/nativegpu/copy_kernels.ptx"
+build "$workloads/cuda/test_kernels.cu" "$workloads/resources/org/vgpu/kernels/test_kernels.ptx"
+build "$here/copy_kernels.cu" "$native/resources/org/vgpu/nativegpu/copy_kernels.ptx"

@@ -15,8 +15,9 @@ import java.lang.annotation.Target;
  *
  * <p>A call whose remote form is anything else (its data in chunks, ids chosen by the client,
  * arguments packed, a shortcut on the client) is a hand-written {@link Call} of the surface instead.
+ * Kept in the class file: the surface, compiled in another module than this API, reads it there.
  */
-@Retention(RetentionPolicy.SOURCE)
+@Retention(RetentionPolicy.CLASS)
 @Target(ElementType.METHOD)
 public @interface RemoteCall {
     /** The value in the frame header; fixed forever once released, since it is what old peers send. */
