@@ -14,9 +14,9 @@
 // __grid_constant__ lets threads index it where it lies instead of each taking a private copy.
 //
 // Regenerate the PTX resource after editing this file (needs nvcc 13.x):
-//     rcuda-runtime/src/main/cuda/build-ptx.sh
+//     rcuda-runtime/vgpu-backend-native/src/main/cuda/build-ptx.sh
 // and commit this file, the script and
-//     rcuda-runtime/src/main/resources/org/vgpu/nativegpu/copy_kernels.ptx
+//     rcuda-runtime/vgpu-backend-native/src/main/resources/org/vgpu/nativegpu/copy_kernels.ptx
 // together. org.vgpu.runtime.nativegpu.RegionCopyKernels must agree with COPY_TABLE_REGIONS.
 
 #define COPY_TABLE_REGIONS 240

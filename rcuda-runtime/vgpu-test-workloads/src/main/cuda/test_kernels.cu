@@ -12,9 +12,9 @@
 // Kernels are extern "C" so their PTX entry names are the plain names the twins are registered by.
 //
 // Regenerate the PTX resource after editing this file (needs nvcc 13.x):
-//     rcuda-runtime/src/main/cuda/build-ptx.sh
+//     rcuda-runtime/vgpu-backend-native/src/main/cuda/build-ptx.sh
 // and commit this file, the script and
-//     rcuda-runtime/src/main/resources/org/vgpu/kernels/test_kernels.ptx
+//     rcuda-runtime/vgpu-test-workloads/src/main/resources/org/vgpu/kernels/test_kernels.ptx
 // together.
 
 // Global x index of this thread; 1-D kernels give one element to each.

@@ -29,7 +29,7 @@ import org.junit.jupiter.api.io.TempDir;
 /** Runs the processor inside javac on small surfaces, with the project's real annotations. */
 class CallSurfaceProcessorTest {
     /** The annotations the processor reads, from the module that declares them: one source for both. */
-    private static final Path ANNOTATIONS = Path.of("../gpu-runtime/src/main/java/org/vgpu/runtime/api/surface");
+    private static final Path ANNOTATIONS = Path.of("../vgpu-gpu-api/src/main/java/org/vgpu/runtime/api/surface");
 
     @TempDir
     Path dir;
