@@ -14,9 +14,9 @@
 set -euo pipefail
 
 declare -A TARGETS=(
-    [requests]="rcuda-runtime/gpu-runtime org.vgpu.runtime.remote.protocol.WireDecoderFuzzTest#requests"
-    [replies]="rcuda-runtime/gpu-runtime org.vgpu.runtime.remote.protocol.WireDecoderFuzzTest#replies"
-    [agent-channel]="rcuda-runtime/common org.vgpu.common.agent.AgentChannelFuzzTest#lines"
+    [requests]="rcuda-runtime/vgpu-remote-client org.vgpu.runtime.remote.protocol.WireDecoderFuzzTest#requests"
+    [replies]="rcuda-runtime/vgpu-remote-client org.vgpu.runtime.remote.protocol.WireDecoderFuzzTest#replies"
+    [agent-channel]="rcuda-runtime/vgpu-common org.vgpu.common.agent.AgentChannelFuzzTest#lines"
     [tracker]="idle-gpu-tracker org.vgpu.tracker.TrackerProtocolFuzzTest#requests"
     [munge]="idle-gpu-tracker org.vgpu.tracker.TrackerProtocolFuzzTest#munge"
     [site-config]="site-config org.vgpu.siteconfig.SiteConfigFuzzTest#file"

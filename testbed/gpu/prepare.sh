@@ -4,8 +4,8 @@
 #   .gpu/jre.tar.xz   a jlinked Java 25 runtime (made once, by ../shared/tools/gpu-jre.sh)
 #   .gpu/lib/         the module jars and their runtime dependencies, the benchmarks' jar among them (the vgpu
 #                     launcher's class path: it offers bench, remote-bench and migration-bench from that jar)
-#   .gpu/test/        the rcuda-runtime, migration-agent, idle-gpu-tracker, job-wrapper modules', benchmarks and integration
-#                     tests' test classes (a directory:
+#   .gpu/test/        the rcuda-runtime modules', migration-agent, idle-gpu-tracker, job-wrapper modules', benchmarks and
+#                     integration tests' test classes (a directory:
 #                     the jlinked runtime has no zip file system, which JUnit needs to scan a jar) and the JUnit
 #                     console launcher
 # Then carry .gpu to the GPU machine and run testbed/gpu/run-on-gpu.sh there from the repository root.
@@ -17,16 +17,21 @@ export JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
 junit_version=1.13.4
 junit_jar=$HOME/.m2/repository/org/junit/platform/junit-platform-console-standalone/$junit_version/junit-platform-console-standalone-$junit_version.jar
 
-# One reactor run: package builds the module jars and rcuda-runtime's test-jar (tests are compiled,
-# not run); copy-dependencies then resolves rcuda-runtime from this reactor rather than a repository.
+# One reactor run: package builds the module jars and the test-jars (tests are compiled, not run);
+# copy-dependencies then resolves the rcuda-runtime modules from this reactor rather than a repository.
 rm -rf .gpu/lib .gpu/test
 mkdir -p .gpu/lib .gpu/test
 mvn -q -B -DskipTests package dependency:copy-dependencies \
     -DincludeScope=runtime -DoutputDirectory="$top/.gpu/lib"
 cp job-wrapper/vgpu-launcher/target/vgpu-launcher-*.jar testbed/benchmarks/target/vgpu-benchmarks.jar .gpu/lib/
-# copy-dependencies took rcuda-runtime's main jar for the launcher; the tests go beside JUnit.
-cp -r rcuda-runtime/gpu-runtime/target/test-classes .gpu/test/classes
-cp -r rcuda-runtime/common/target/test-classes/. .gpu/test/classes/
+# copy-dependencies took the rcuda-runtime modules' main jars for the launcher; the tests go beside JUnit
+# (the call-surface processor's tests compile sources of the checkout, so they stay here).
+mkdir -p .gpu/test/classes
+for module in rcuda-runtime/vgpu-*/; do
+    if [ "$module" != rcuda-runtime/vgpu-call-surface-processor/ ] && [ -d "$module/target/test-classes" ]; then
+        cp -r "$module/target/test-classes/." .gpu/test/classes/
+    fi
+done
 cp -r migration-agent/target/test-classes/. .gpu/test/classes/
 cp -r idle-gpu-tracker/target/test-classes/. .gpu/test/classes/
 for module in vgpu-jcuda-interposer vgpu-job vgpu-api vgpu-launcher; do

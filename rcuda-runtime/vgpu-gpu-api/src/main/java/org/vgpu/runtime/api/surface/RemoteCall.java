@@ -1,0 +1,31 @@
+package org.vgpu.runtime.api.surface;
+
+import java.lang.annotation.ElementType;
+import java.lang.annotation.Retention;
+import java.lang.annotation.RetentionPolicy;
+import java.lang.annotation.Target;
+
+/**
+ * A call of an API interface that a remote worker serves one to one: the client encodes its
+ * operands (a handle as the id the worker knows it by), the worker makes the same call on its
+ * local vGPU with the ids turned back into handles, and the reply carries the result. The
+ * {@link CallSurface} naming the interface as its {@code api} puts the call in its opcode table and
+ * generates both ends: the client's {@code do} method (the primitive of the surface's
+ * {@code validation} class that the API call reaches once validated) and the worker's visitor method.
+ *
+ * <p>A call whose remote form is anything else (its data in chunks, ids chosen by the client,
+ * arguments packed, a shortcut on the client) is a hand-written {@link Call} of the surface instead.
+ * Kept in the class file: the surface, compiled in another module than this API, reads it there.
+ */
+@Retention(RetentionPolicy.CLASS)
+@Target(ElementType.METHOD)
+public @interface RemoteCall {
+    /** The value in the frame header; fixed forever once released, since it is what old peers send. */
+    int opcode();
+
+    /**
+     * {@link Call.Kind#ASYNC} (a call without result, batched), {@link Call.Kind#SYNC} or
+     * {@link Call.Kind#SYNCHRONIZING}, which a call marked {@link Synchronizing} must be.
+     */
+    Call.Kind kind();
+}
