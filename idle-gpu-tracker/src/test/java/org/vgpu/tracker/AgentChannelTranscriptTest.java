@@ -28,7 +28,8 @@ import org.vgpu.tracker.server.TrackerProtocol;
  * without assemblies, answers every request of the scenario "nothing" word for word.
  */
 class AgentChannelTranscriptTest {
-    static final Path FILE = Path.of("..", "rcuda-runtime", "vgpu-common", "contract", "agent-channel", "transcripts.txt");
+    static final Path FILE =
+            Path.of("..", "rcuda-runtime", "vgpu-common", "contract", "agent-channel", "transcripts.txt");
 
     @TempDir
     Path dir;
