@@ -39,7 +39,10 @@ record Transcripts(Map<String, List<Transcripts.Exchange>> scenarios) {
                 case '#', '=' -> {
                     // comments; the exported environment is the bridge's business
                 }
-                case '@' -> scenarios.put(rest, current = new ArrayList<>());
+                case '@' -> {
+                    current = new ArrayList<>();
+                    scenarios.put(rest, current);
+                }
                 case '>' -> current.add(new Exchange(i + 1, rest, new ArrayList<>()));
                 case '<' -> current.getLast().replies().add(rest);
                 default -> throw new IllegalArgumentException(FILE + ":" + (i + 1) + ": unknown line '" + line + "'");

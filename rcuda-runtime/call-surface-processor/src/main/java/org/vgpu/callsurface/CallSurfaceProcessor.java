@@ -30,6 +30,7 @@ public final class CallSurfaceProcessor extends AbstractProcessor {
     }
 
     @Override
+    @SuppressWarnings("DoNotClaimAnnotations") // the annotations are vgpu's own: no other processor is meant to see them
     public boolean process(Set<? extends TypeElement> annotations, RoundEnvironment round) {
         for (TypeElement annotation : annotations) {
             String name = annotation.getQualifiedName().toString();
