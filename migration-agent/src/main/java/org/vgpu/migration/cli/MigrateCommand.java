@@ -147,12 +147,7 @@ public final class MigrateCommand implements Subcommand {
             return 0;
         }
         Map<String, String> end = TrackerAdminClient.follow(
-                tracker,
-                Long.parseLong(id.group(1)),
-                out,
-                isTerminal(),
-                Duration.ofSeconds(1),
-                REPLY_TIMEOUT);
+                tracker, Long.parseLong(id.group(1)), out, isTerminal(), Duration.ofSeconds(1), REPLY_TIMEOUT);
         boolean ok = end.getOrDefault("state", "").equals("ok");
         out.println(
                 (ok ? "moved: " : "not moved: ") + end.getOrDefault("from", "?") + " -> " + end.getOrDefault("to", "?")

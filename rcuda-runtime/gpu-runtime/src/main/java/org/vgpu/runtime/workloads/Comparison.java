@@ -61,7 +61,7 @@ public record Comparison(long compared, long mismatches, double maxAbsError, dou
             int i = index;
             builder.add(
                     i,
-                    // as doubles only for the largest error; whether it matches is decided on the words, and the hex shows them
+                    // as doubles only for the largest error; the words decide a match, the hex shows them
                     (double) expected[i],
                     (double) actual[i],
                     expected[i] == actual[i],
