@@ -46,7 +46,7 @@ public class JCudaMatrixMultiply {
         cuMemAlloc(deviceC, bytes);
         cuMemcpyHtoD(deviceA, Pointer.to(a), bytes);
         cuMemcpyHtoD(deviceB, Pointer.to(b), bytes);
-        cuMemsetD32(deviceC, 0, n * n);
+        cuMemsetD32(deviceC, 0, (long) n * n);
 
         Pointer parameters =
                 Pointer.to(Pointer.to(deviceA), Pointer.to(deviceB), Pointer.to(deviceC), Pointer.to(new int[] {n}));

@@ -98,6 +98,7 @@ public class JCudaStreams {
         values.get(0, result);
         float[] expected = new float[n];
         for (int i = 0; i < n; i++) {
+            @SuppressWarnings("NarrowCalculation") // the chunk's number: i / CHUNK rounds down on purpose
             float factor = 2.0f + i / CHUNK;
             expected[i] = ((i % 1000) * factor + 1.0f) * factor + 1.0f;
         }

@@ -49,13 +49,13 @@ public class JCudaVectorAdd {
             hostInputB[i] = i * 0.25f;
         }
         CUdeviceptr deviceInputA = new CUdeviceptr();
-        cuMemAlloc(deviceInputA, numElements * Sizeof.FLOAT);
-        cuMemcpyHtoD(deviceInputA, Pointer.to(hostInputA), numElements * Sizeof.FLOAT);
+        cuMemAlloc(deviceInputA, (long) numElements * Sizeof.FLOAT);
+        cuMemcpyHtoD(deviceInputA, Pointer.to(hostInputA), (long) numElements * Sizeof.FLOAT);
         CUdeviceptr deviceInputB = new CUdeviceptr();
-        cuMemAlloc(deviceInputB, numElements * Sizeof.FLOAT);
-        cuMemcpyHtoD(deviceInputB, Pointer.to(hostInputB), numElements * Sizeof.FLOAT);
+        cuMemAlloc(deviceInputB, (long) numElements * Sizeof.FLOAT);
+        cuMemcpyHtoD(deviceInputB, Pointer.to(hostInputB), (long) numElements * Sizeof.FLOAT);
         CUdeviceptr deviceOutput = new CUdeviceptr();
-        cuMemAlloc(deviceOutput, numElements * Sizeof.FLOAT);
+        cuMemAlloc(deviceOutput, (long) numElements * Sizeof.FLOAT);
 
         Pointer kernelParameters = Pointer.to(
                 Pointer.to(new int[] {numElements}),
@@ -68,7 +68,7 @@ public class JCudaVectorAdd {
         cuCtxSynchronize();
 
         float[] hostOutput = new float[numElements];
-        cuMemcpyDtoH(Pointer.to(hostOutput), deviceOutput, numElements * Sizeof.FLOAT);
+        cuMemcpyDtoH(Pointer.to(hostOutput), deviceOutput, (long) numElements * Sizeof.FLOAT);
         float[] expected = new float[numElements];
         for (int i = 0; i < numElements; i++) {
             expected[i] = hostInputA[i] + hostInputB[i];

@@ -52,7 +52,10 @@ public record Transcripts(Path file, Map<String, List<Transcripts.Exchange>> sce
                 case '#', '=' -> {
                     // comments; the exported environment is the bridge's business
                 }
-                case '@' -> scenarios.put(rest, current = new ArrayList<>());
+                case '@' -> {
+                    current = new ArrayList<>();
+                    scenarios.put(rest, current);
+                }
                 case '>' -> current.add(new Exchange(i + 1, rest, new ArrayList<>()));
                 case '<' -> current.getLast().replies().add(rest);
                 default -> throw new IllegalArgumentException(file + ":" + (i + 1) + ": unknown line '" + line + "'");

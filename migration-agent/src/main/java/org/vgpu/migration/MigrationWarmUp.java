@@ -57,6 +57,8 @@ public final class MigrationWarmUp {
      *
      * @return how long it took, once done; empty ({@link Duration#ZERO}) when it is turned off
      */
+    // a hint that the warm-up yields to the job's threads; nothing relies on it
+    @SuppressWarnings("ThreadPriorityCheck")
     public static CompletableFuture<Duration> startOnce() {
         if (!Boolean.parseBoolean(System.getProperty(PROPERTY, "true"))) {
             return CompletableFuture.completedFuture(Duration.ZERO);

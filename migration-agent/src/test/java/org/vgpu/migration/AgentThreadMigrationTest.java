@@ -60,7 +60,7 @@ class AgentThreadMigrationTest {
             };
             try (MigratableGpu gpu = emulation.open(3, 0, Emulation.VERIFIED, MigrationListener.NONE, awaitTheApp)) {
                 MigrateAfterLaunches trigger =
-                        new MigrateAfterLaunches(gpu, reference.launches() / 4, Emulation.gpu(1), threads::execute);
+                        new MigrateAfterLaunches(gpu, reference.launches() / 4, Emulation.gpu(1), threads);
                 int runs = 0;
                 // Runs until one whole run has happened after the migration finished.
                 boolean migratedBeforeThisRun;

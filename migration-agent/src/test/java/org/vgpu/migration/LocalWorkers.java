@@ -60,7 +60,7 @@ final class LocalWorkers implements AutoCloseable {
         if (lent == null || !worker.host().equals("127.0.0.1")) {
             throw new VgpuException(ErrorCode.VGPU_AUTH_FAILED, "no worker at " + worker + " was lent to this job");
         }
-        return new WorkerEndpoint(idByPort.get(worker.port()), worker.host(), worker.port(), TOKEN, lent::close);
+        return new WorkerEndpoint(idByPort.get(worker.port()), worker.host(), worker.port(), TOKEN, lent);
     }
 
     @Override

@@ -12,7 +12,7 @@ import org.vgpu.common.net.Endpoint;
  *
  * @param gpus           physical GPUs, Slurm's {@code gpu} GRES
  * @param gpuMemoryBytes memory of each GPU, for placement (will a borrowed GPU fit the job?)
- * @param vgpus          Slurm's count-only {@code vgpu} GRES on this node: the most vGPUs jobs on it may ask for
+ * @param vgpus          Slurm's count-only GRES {@code gres/vgpu} on this node: the most vGPUs jobs on it may ask for
  * @param lenderPort     where this node's lender (GPU worker launcher) listens
  * @param gpuDevices     the GPUs' device files in gres.conf's {@code File=} syntax, e.g. {@code /dev/nvidia[0-3]}
  * @param address        Slurm's {@code NodeAddr}, when it differs from the name

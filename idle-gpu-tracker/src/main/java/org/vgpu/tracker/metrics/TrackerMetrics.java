@@ -2,6 +2,7 @@ package org.vgpu.tracker.metrics;
 
 import java.io.IOException;
 import java.net.InetAddress;
+import java.util.Locale;
 import java.util.Objects;
 import java.util.function.Supplier;
 import java.util.regex.Pattern;
@@ -69,10 +70,10 @@ public final class TrackerMetrics {
                     StatusReport now = status.get();
                     for (Assembly.Phase phase : Assembly.Phase.values()) {
                         gauge.call(
-                                now.assemblies().stream()
+                                (double) now.assemblies().stream()
                                         .filter(live -> live.assembly().phase() == phase)
                                         .count(),
-                                phase.name().toLowerCase());
+                                phase.name().toLowerCase(Locale.ROOT));
                     }
                 })
                 .register(registry);

@@ -5,6 +5,7 @@ import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Objects;
 import java.util.OptionalInt;
 import java.util.OptionalLong;
@@ -155,7 +156,7 @@ public record Report(
                     assembly.vgpus() - remote.size(),
                     remote.size(),
                     localGpus,
-                    assembly.phase().name().toLowerCase(),
+                    assembly.phase().name().toLowerCase(Locale.ROOT),
                     assembly.planned(),
                     assembly.released().orElse(null)));
             for (Lend lend : remote) {

@@ -20,6 +20,7 @@ final class ScontrolRecords {
     record Field(String key, String value, int line) {}
 
     /** One node or job. */
+    @SuppressWarnings("JavaLangClash") // scontrol's own word; used only as ScontrolRecords.Record outside this file
     record Record(String source, int line, List<Field> fields) {
         Record {
             fields = List.copyOf(fields);

@@ -150,7 +150,7 @@ final class MpjRanks implements AutoCloseable {
     /** The program's class path, main class and arguments from its {@code java} command. */
     static JavaProgram parse(List<String> program) {
         String java = program.getFirst();
-        if (!Path.of(java).getFileName().toString().equals("java")) {
+        if (!String.valueOf(Path.of(java).getFileName()).equals("java")) {
             throw new InputException(SHAPE + ", not " + java + " (vgpu starts MPJ Express's multicore starter with that"
                     + " java, so a script or a build tool cannot be given ranks)");
         }

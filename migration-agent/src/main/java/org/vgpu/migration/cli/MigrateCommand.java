@@ -1,5 +1,6 @@
 package org.vgpu.migration.cli;
 
+import java.io.Console;
 import java.io.PrintStream;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -144,7 +145,7 @@ public final class MigrateCommand implements Subcommand {
             return 0;
         }
         Map<String, String> end = TrackerAdminClient.follow(
-                tracker, id.getAsLong(), out, System.console() != null, Duration.ofSeconds(1), REPLY_TIMEOUT);
+                tracker, id.getAsLong(), out, isTerminal(), Duration.ofSeconds(1), REPLY_TIMEOUT);
         boolean ok = TrackerAdminClient.moved(end);
         out.println(
                 (ok ? "moved: " : "not moved: ") + end.getOrDefault("from", "?") + " -> " + end.getOrDefault("to", "?")
@@ -184,5 +185,15 @@ public final class MigrateCommand implements Subcommand {
             throw new ParseException("no agent socket: give --socket PATH or set " + MigrationAgent.SOCKET_ENV);
         }
         return Path.of(path);
+    }
+
+    /**
+     * Whether a person watches: with JLine as the console's provider (Java 22 to 24, or {@code -Djdk.console=
+     * jdk.internal.le}) a console exists even when the output is redirected, so only {@link Console#isTerminal} tells.
+     */
+    @SuppressWarnings("SystemConsoleNull") // Java 25's own console is null where nobody watches, and isTerminal follows
+    private static boolean isTerminal() {
+        Console console = System.console();
+        return console != null && console.isTerminal();
     }
 }

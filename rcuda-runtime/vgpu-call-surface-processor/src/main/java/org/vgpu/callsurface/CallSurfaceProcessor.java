@@ -30,6 +30,8 @@ public final class CallSurfaceProcessor extends AbstractProcessor {
     }
 
     @Override
+    // the annotations are vgpu's own: no other processor is meant to see them
+    @SuppressWarnings("DoNotClaimAnnotations")
     public boolean process(Set<? extends TypeElement> annotations, RoundEnvironment round) {
         for (TypeElement annotation : annotations) {
             String name = annotation.getQualifiedName().toString();

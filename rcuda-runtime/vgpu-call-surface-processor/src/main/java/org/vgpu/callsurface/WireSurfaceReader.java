@@ -339,7 +339,7 @@ final class WireSurfaceReader {
     }
 
     /**
-     * The codec of a type without an {@code @Codec}: its own ({@link #defaultCodec}), or else that of
+     * The codec of a type without an {@code @Codec}: its own ({@link WireTable#defaultCodec}), or else that of
      * an interface it implements, whose reader is generic and takes the type's {@code Class} (every
      * enum of CUDA's constants travels by one codec so; a type with a codec of its own keeps it).
      */

@@ -15,6 +15,7 @@ import org.vgpu.runtime.api.VgpuException;
  * code, or, once the program called that API's {@code setExceptionsEnabled(true)}, throws {@link CudaException} for
  * any code but success, its message naming the code as JCuda's does, followed by vgpu's reason.
  */
+@SuppressWarnings("ImmutableEnumChecker") // mirrors JCuda's per-API exceptions switch, which is process-wide too
 enum JCudaApi {
     DRIVER(CUresult::stringFor),
     RUNTIME(cudaError::stringFor),

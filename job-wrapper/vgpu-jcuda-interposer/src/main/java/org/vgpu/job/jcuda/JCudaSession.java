@@ -52,7 +52,7 @@ final class JCudaSession {
     /** Device allocations by address, for cuCtxDestroy. */
     private final Map<Long, Integer> allocations = new ConcurrentHashMap<>();
     /** Page-locked host memory the shims handed out, by the buffer they put into the program's Pointer. */
-    private final Map<Buffer, Handle<MemorySegment>> hostMemory = new IdentityHashMap<>();
+    private final IdentityHashMap<Buffer, Handle<MemorySegment>> hostMemory = new IdentityHashMap<>();
 
     JCudaSession(List<? extends VirtualGpu> devices) {
         this.devices = List.copyOf(devices);

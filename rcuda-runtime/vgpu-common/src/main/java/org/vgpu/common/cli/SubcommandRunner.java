@@ -98,7 +98,7 @@ public final class SubcommandRunner {
     // differently; every command's usage text is behaviour people and tests read, so it stays until that is chosen.
     @SuppressWarnings("deprecation")
     private static void printUsage(Subcommand command, Options options, PrintStream stream) {
-        PrintWriter writer = new PrintWriter(stream);
+        PrintWriter writer = new PrintWriter(stream, false, stream.charset());
         new HelpFormatter()
                 .printHelp(
                         writer,

@@ -46,6 +46,7 @@ final class SessionTokenCodec {
     static String encode(SessionToken token, SiteKey key) {
         byte[] jobId = token.jobId().getBytes(StandardCharsets.US_ASCII);
         byte[] workerId = token.workerId().getBytes(StandardCharsets.US_ASCII);
+        Instant expiresAt = token.expiresAt();
         ByteBuffer payload = ByteBuffer.allocate(4 + jobId.length + 4 + 8 + 8 + 4 + workerId.length + 8 + 4)
                 .putInt(jobId.length)
                 .put(jobId)
@@ -54,8 +55,8 @@ final class SessionTokenCodec {
                 .putLong(token.window().size())
                 .putInt(workerId.length)
                 .put(workerId)
-                .putLong(token.expiresAt().getEpochSecond())
-                .putInt(token.expiresAt().getNano());
+                .putLong(expiresAt.getEpochSecond())
+                .putInt(expiresAt.getNano());
         byte[] payloadBytes = payload.array();
         return VERSION + "." + ENCODER.encodeToString(payloadBytes) + "."
                 + ENCODER.encodeToString(mac(key, payloadBytes));

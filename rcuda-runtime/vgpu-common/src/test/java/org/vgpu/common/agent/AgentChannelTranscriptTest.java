@@ -88,7 +88,10 @@ class AgentChannelTranscriptTest {
                 case '#' -> {
                     // a comment
                 }
-                case '@' -> scenarios.put(rest, current = new ArrayList<>());
+                case '@' -> {
+                    current = new ArrayList<>();
+                    scenarios.put(rest, current);
+                }
                 case '>' -> {
                     request = rest;
                     requestLine = i + 1;

@@ -61,8 +61,9 @@ public record Comparison(long compared, long mismatches, double maxAbsError, dou
             int i = index;
             builder.add(
                     i,
-                    expected[i],
-                    actual[i],
+                    // as doubles only for the largest error; the words decide a match, the hex shows them
+                    (double) expected[i],
+                    (double) actual[i],
                     expected[i] == actual[i],
                     () -> "0x" + Long.toHexString(expected[i]),
                     () -> "0x" + Long.toHexString(actual[i]));

@@ -4,7 +4,9 @@ import static org.vgpu.bench.migration.BenchFigures.median;
 
 import java.io.PrintStream;
 import java.util.ArrayList;
+import java.util.EnumMap;
 import java.util.List;
+import java.util.Map;
 
 import org.vgpu.migration.MigratableGpu;
 import org.vgpu.migration.MigrateAfterLaunches;
@@ -53,9 +55,13 @@ final class MdSection {
         double[][] appMillis = new double[names.length][settings.trials()];
         double[][] blockedMillis = new double[names.length][settings.trials()];
         // each row's single runs over all trials, by where they ran relative to the migration
-        List<List<List<MdStep>>> steps = new ArrayList<>();
+        List<Map<MdPhase, List<MdStep>>> steps = new ArrayList<>();
         for (int row = 0; row < names.length; row++) {
-            steps.add(List.of(new ArrayList<>(), new ArrayList<>(), new ArrayList<>()));
+            Map<MdPhase, List<MdStep>> phases = new EnumMap<>(MdPhase.class);
+            for (MdPhase phase : MdPhase.values()) {
+                phases.put(phase, new ArrayList<>());
+            }
+            steps.add(phases);
         }
         // Rounds over all rows, after a warm-up round, so JIT warm-up and drift spread over every row.
         for (int round = -1; round < settings.trials(); round++) {
@@ -74,7 +80,7 @@ final class MdSection {
                                 ? 0
                                 : run.migration().blocked().toNanos() / 1e6;
                         for (MdStep step : run.steps()) {
-                            steps.get(row).get(step.phase().ordinal()).add(step);
+                            steps.get(row).get(step.phase()).add(step);
                         }
                     }
                 }
@@ -103,16 +109,16 @@ final class MdSection {
         // Where a migrated app's time goes: its runs before the migration against the app never moved
         // on the source, the runs the migration overlapped (target opened, state copied, source
         // released, all beside the app), and its runs after against the app never moved on the target.
-        double sourceRun = MdStep.median(steps.get(0).get(MdPhase.BEFORE.ordinal()));
-        double targetRun = MdStep.median(steps.get(1).get(MdPhase.BEFORE.ordinal()));
+        double sourceRun = MdStep.median(steps.get(0).get(MdPhase.BEFORE));
+        double targetRun = MdStep.median(steps.get(1).get(MdPhase.BEFORE));
         out.printf(
                 "  one run (of %d), median over runs and trials: never migrated on the source %.2f ms, on the target %.2f ms%n",
                 settings.mdRuns(), sourceRun, targetRun);
         for (int row = 2; row < names.length; row++) {
-            List<List<MdStep>> phases = steps.get(row);
-            double before = MdStep.median(phases.get(MdPhase.BEFORE.ordinal()));
-            double after = MdStep.median(phases.get(MdPhase.AFTER.ordinal()));
-            List<MdStep> overlapped = phases.get(MdPhase.DURING.ordinal());
+            Map<MdPhase, List<MdStep>> phases = steps.get(row);
+            double before = MdStep.median(phases.get(MdPhase.BEFORE));
+            double after = MdStep.median(phases.get(MdPhase.AFTER));
+            List<MdStep> overlapped = phases.get(MdPhase.DURING);
             out.printf(
                     "  %-34s before %.2f ms (/ source %.3f); during the migration %.1f runs per trial, %.2f ms each;"
                             + " after %.2f ms (/ target %.3f)%n",

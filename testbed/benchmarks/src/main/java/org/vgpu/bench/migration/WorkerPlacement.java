@@ -92,7 +92,7 @@ final class WorkerPlacement implements Placement {
             throw new VgpuException(ErrorCode.VGPU_AUTH_FAILED, "the benchmark started no worker at " + worker);
         }
         String token = siteKey.issuer().issue(JOB, window.tokenWindow(), launched.workerId(), Duration.ofHours(1));
-        return new WorkerEndpoint(launched.workerId(), worker.host(), worker.port(), token, launched::close);
+        return new WorkerEndpoint(launched.workerId(), worker.host(), worker.port(), token, launched);
     }
 
     @Override

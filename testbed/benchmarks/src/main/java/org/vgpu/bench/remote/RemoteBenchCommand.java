@@ -230,7 +230,7 @@ public final class RemoteBenchCommand implements Subcommand {
             for (int trial = 0; trial < WARM_UP_TRIALS + trials; trial++) {
                 boolean record = trial >= WARM_UP_TRIALS;
                 List<Series> order = new ArrayList<>(all);
-                if (trial % 2 == 1) {
+                if (trial % 2 != 0) {
                     Collections.reverse(order);
                 }
                 for (Series series : order) {

@@ -44,6 +44,7 @@ public @interface GatedForwarder {
      */
     @Retention(RetentionPolicy.SOURCE)
     @Target(ElementType.METHOD)
+    @SuppressWarnings("JavaLangClash") // an annotation, always written GatedForwarder.Record
     @interface Record {}
 
     /** Maps an argument of its type (a handle) to what the target knows it by. */

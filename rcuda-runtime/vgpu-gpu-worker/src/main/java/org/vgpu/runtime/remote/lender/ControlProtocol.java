@@ -3,6 +3,7 @@ package org.vgpu.runtime.remote.lender;
 import java.time.Clock;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -147,7 +148,7 @@ final class ControlProtocol implements LineService {
         for (WorkerStatus worker : lender.status()) {
             lines.add("worker " + worker.device() + " " + worker.workerId() + " "
                     + worker.endpoint().map(Endpoint::toString).orElse("-") + " "
-                    + worker.state().name().toLowerCase()
+                    + worker.state().name().toLowerCase(Locale.ROOT)
                     + " " + worker.age().toSeconds() + "s");
         }
         lines.add("ok " + lines.size());

@@ -59,7 +59,7 @@ final class InProcessWorkers implements WorkerSource {
                 null,
                 log::add);
         workers.add(worker);
-        return new WorkerEndpoint(id, "127.0.0.1", worker.address().getPort(), TOKEN, worker::close);
+        return new WorkerEndpoint(id, "127.0.0.1", worker.address().getPort(), TOKEN, worker);
     }
 
     /** The report of the worker started {@code index}-th (from 0), waiting for its session to end. */

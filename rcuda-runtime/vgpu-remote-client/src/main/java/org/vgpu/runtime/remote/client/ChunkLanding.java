@@ -35,6 +35,7 @@ import org.vgpu.runtime.remote.RemoteTuning;
  * {@link #hold held} until that thread, after a call it waited for, {@link #applyHeldCopies
  * applies} it.
  */
+@SuppressWarnings("NonAtomicVolatileUpdate") // each counter has one writer thread (its field says which)
 final class ChunkLanding implements AutoCloseable {
     private final int minBytes;
     /** Runs one task at a time in the order given, so chunks land in the order they were handed off. */

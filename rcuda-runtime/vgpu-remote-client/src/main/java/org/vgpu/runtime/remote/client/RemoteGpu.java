@@ -386,6 +386,7 @@ public final class RemoteGpu extends OneToOneClientCalls<RemoteGpu.Module, Remot
 
     /** Says goodbye (the worker frees the vGPU), then hands the worker back to whoever supplied it. */
     @Override
+    @SuppressWarnings("Finally") // a worker that cannot be handed back is the failure to report, over a lost goodbye
     protected void doClose() {
         try {
             connection.goodbye();

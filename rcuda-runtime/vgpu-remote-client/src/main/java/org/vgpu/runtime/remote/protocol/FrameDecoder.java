@@ -1,6 +1,7 @@
 package org.vgpu.runtime.remote.protocol;
 
 import java.util.List;
+import java.util.Locale;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
@@ -98,8 +99,8 @@ public final class FrameDecoder extends ByteToMessageDecoder {
         if (opcode.direction() != inbound) {
             throw fail(
                     in,
-                    opcode + " is a " + opcode.direction().name().toLowerCase() + " frame, expected a "
-                            + inbound.name().toLowerCase());
+                    opcode + " is a " + opcode.direction().name().toLowerCase(Locale.ROOT) + " frame, expected a "
+                            + inbound.name().toLowerCase(Locale.ROOT));
         }
         checkFlags(in, opcode, flags);
         if (in.readableBytes() < Frames.LENGTH_FIELD_BYTES + length) {

@@ -46,8 +46,8 @@ import org.vgpu.runtime.core.AbstractVirtualGpu;
  * success and keeps the first failure for the next synchronizing request. Requests marked
  * <em>synchronizing</em> (when sent without {@link Frames#FLAG_ASYNC}) report such a kept failure
  * instead of executing, as the next synchronizing CUDA call reports an earlier asynchronous error.
- * Every other request is answered by {@link #OK}, {@link #ERROR} or, for {@link #MEMCPY_DTOH} and
- * {@link #MEMCPY_DTOH_GATHER}, {@link #DATA} frames.
+ * Every other request is answered by {@link #OK}, {@link #ERROR} or, for {@link #memcpyDtoH MEMCPY_DTOH} and
+ * {@link #memcpyDtoHGather MEMCPY_DTOH_GATHER}, {@link #DATA} frames.
  */
 @CallSurface(
         codecs = WireCodecs.class,
@@ -168,7 +168,7 @@ interface RemoteCalls {
     /**
      * Many device regions read into one reply (a migration's mem-sync reads its live regions so):
      * {@code int32 stream id, int32 chunk bytes, int32 n, n x (int64 source, int64 bytes)}, nothing
-     * after. Answered as {@link #MEMCPY_DTOH} is, by {@link #DATA} chunks of at most chunk bytes whose
+     * after. Answered as {@link #memcpyDtoH MEMCPY_DTOH} is, by {@link #DATA} chunks of at most chunk bytes whose
      * offsets count through the regions' bytes laid back to back in their order, also when
      * asynchronous, or by {@link #ERROR}. The body must hold exactly n regions, n >= 0 and every
      * byte count >= 0; their sum is the length of the reply.
@@ -179,10 +179,10 @@ interface RemoteCalls {
 
     /**
      * Packed host bytes written into many device regions (a migration's mem-sync writes a remote
-     * target so), in chunks as {@link #MEMCPY_HTOD}: {@code int32 stream id, int32 n, n x (int64
+     * target so), in chunks as {@link #memcpyHtoD MEMCPY_HTOD}: {@code int32 stream id, int32 n, n x (int64
      * destination, int64 bytes), rest: the pieces' bytes back to back}. Each chunk names the pieces
      * its bytes go to, at most {@link RequestDecoder#MAX_SCATTER_PIECES}, and must carry exactly their
-     * sum; {@link Frames#FLAG_MORE} and the answer as for {@link #MEMCPY_HTOD}.
+     * sum; {@link Frames#FLAG_MORE} and the answer as for {@link #memcpyHtoD MEMCPY_HTOD}.
      */
     @Call(opcode = 0x0055, kind = CHUNKED, name = "MEMCPY_HTOD_SCATTER")
     void memcpyHtoDScatter(
