@@ -4,6 +4,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.PrintStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -339,10 +342,12 @@ final class HookStory {
      * thread goes from one run's last call to the next one's first without a pause a move could fall into unseen.
      * The app ends on its own after {@link #RUNS_AFTER} runs begun on a local GPU: on a GPU a run takes less time
      * than its check on the CPU, so an app that ran until told to stop would leave a backlog of checks growing with
-     * every run.
+     * every run. The app keeps a state of its own allocated for its whole life, as a real one keeps its
+     * trajectory or neighbour lists, and checks it at its end.
      */
     private static final class MdApp implements AutoCloseable {
         private static final Duration PATIENCE = Duration.ofMinutes(2);
+        private static final long HELD_BYTES = 64 * 1024;
 
         private final MigratableGpu vgpu;
         private final PrintStream out;
@@ -367,6 +372,31 @@ final class HookStory {
         }
 
         private Void loop() throws Exception {
+            // The app's own state, live for its whole life beside the buffers each run allocates and frees: a move
+            // that falls between two runs still carries memory (mem-sync is never empty), and the app finds it
+            // unchanged at its end.
+            long held = vgpu.memAlloc(HELD_BYTES);
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment state = arena.allocate(HELD_BYTES);
+                for (long i = 0; i < HELD_BYTES; i++) {
+                    state.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 31 + 7));
+                }
+                vgpu.memcpyHtoD(held, state, HELD_BYTES);
+                runUntilHomeRunsAreDone();
+                MemorySegment back = arena.allocate(HELD_BYTES);
+                vgpu.memcpyDtoH(back, held, HELD_BYTES);
+                long differs = back.mismatch(state);
+                if (differs != -1) {
+                    throw new AssertionError("the app's held state differs at byte " + differs + " after its runs on "
+                            + vgpu.location());
+                }
+            } finally {
+                vgpu.memFree(held);
+            }
+            return null;
+        }
+
+        private void runUntilHomeRunsAreDone() throws Exception {
             List<Future<?>> checks = new ArrayList<>();
             int begunAtHome = 0;
             for (int number = 1; !stopping.get() && begunAtHome < RUNS_AFTER; number++) {
@@ -386,7 +416,6 @@ final class HookStory {
             for (Future<?> check : checks) {
                 check.get();
             }
-            return null;
         }
 
         void awaitRuns(int count) throws Exception {
