@@ -18,6 +18,8 @@ import static org.vgpu.common.contract.BridgeContract.REQUEST_WORKER_LEAVING;
 import static org.vgpu.common.contract.BridgeContract.STATUS_JSON_LINE_WORD;
 import static org.vgpu.common.contract.BridgeContract.VGPUS_MAX;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.regex.Pattern;
@@ -25,6 +27,7 @@ import java.util.regex.Pattern;
 import org.vgpu.common.agent.AgentChannel;
 import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.common.line.LineText;
+import org.vgpu.common.line.TrackerAdminClient;
 import org.vgpu.common.net.Endpoint;
 import org.vgpu.common.security.SessionToken;
 
@@ -105,8 +108,9 @@ public sealed interface TrackerRequest {
 
         @Override
         public String format() {
-            return REQUEST_MIGRATE + " " + job + " " + vgpu
-                    + node.map(name -> " " + name).orElse("");
+            List<String> operands = new ArrayList<>(List.of(Long.toString(job), Integer.toString(vgpu)));
+            node.ifPresent(operands::add);
+            return TrackerAdminClient.migrateRequest(operands);
         }
     }
 
@@ -114,7 +118,7 @@ public sealed interface TrackerRequest {
     record Drain(String node) implements TrackerRequest {
         @Override
         public String format() {
-            return REQUEST_DRAIN + " " + node;
+            return TrackerAdminClient.drainRequest(node);
         }
     }
 
@@ -122,7 +126,7 @@ public sealed interface TrackerRequest {
     record Hook(boolean pause) implements TrackerRequest {
         @Override
         public String format() {
-            return REQUEST_HOOK + " " + (pause ? HOOK_PAUSE : HOOK_RESUME);
+            return TrackerAdminClient.hookRequest(pause);
         }
     }
 
@@ -130,7 +134,7 @@ public sealed interface TrackerRequest {
     record MigrationQuery(long id) implements TrackerRequest {
         @Override
         public String format() {
-            return REQUEST_MIGRATION + " " + id;
+            return TrackerAdminClient.migrationRequest(id);
         }
     }
 
