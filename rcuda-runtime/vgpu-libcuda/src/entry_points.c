@@ -1,0 +1,62 @@
+/* The entry points' names, dispositions and call counts, from the generated list. */
+#include "libcuda_internal.h"
+#include "entry_points.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+struct entry_point {
+    const char *name;
+    enum vgpu_disposition disposition;
+    const char *reason;
+};
+
+#define VGPU_DESCRIBE(id, name, disposition, reason) [id] = {name, disposition, reason},
+static const struct entry_point entry_points[VGPU_ENTRY_POINT_COUNT] = {VGPU_ENTRY_POINTS(VGPU_DESCRIBE)};
+
+/* Relaxed: a count is read only at the report, after the program's threads are done with CUDA. */
+static atomic_ullong calls[VGPU_ENTRY_POINT_COUNT];
+
+const char *vgpu_entry_name(int id)
+{
+    return id >= 0 && id < VGPU_ENTRY_POINT_COUNT ? entry_points[id].name : "?";
+}
+
+enum vgpu_disposition vgpu_entry_disposition(int id, const char **reason)
+{
+    if (id < 0 || id >= VGPU_ENTRY_POINT_COUNT) {
+        *reason = "";
+        return VGPU_PASS;
+    }
+    *reason = entry_points[id].reason;
+    return entry_points[id].disposition;
+}
+
+void vgpu_count(int id)
+{
+    atomic_fetch_add_explicit(&calls[id], 1, memory_order_relaxed);
+}
+
+unsigned long long vgpu_calls(int id)
+{
+    return id >= 0 && id < VGPU_ENTRY_POINT_COUNT ? atomic_load_explicit(&calls[id], memory_order_relaxed) : 0;
+}
+
+int vgpu_entry_id(const char *name)
+{
+    int low = 0;
+    int high = VGPU_ENTRY_POINT_COUNT - 1;
+    while (low <= high) { /* the generator writes the names sorted */
+        int middle = low + (high - low) / 2;
+        int order = strcmp(entry_points[middle].name, name);
+        if (order == 0) {
+            return middle;
+        }
+        if (order < 0) {
+            low = middle + 1;
+        } else {
+            high = middle - 1;
+        }
+    }
+    return -1;
+}

@@ -1,0 +1,65 @@
+/* vgpu's libcuda.so.1: what its parts share. */
+#ifndef VGPU_LIBCUDA_INTERNAL_H
+#define VGPU_LIBCUDA_INTERNAL_H
+
+#include <cuda.h>
+#include <stddef.h>
+
+/* The driver's own names, which the library exports; everything else is hidden (-fvisibility=hidden). */
+#define VGPU_EXPORT __attribute__((visibility("default")))
+
+/* What vgpu does with an entry point (entry-points.conf). */
+enum vgpu_disposition {
+    VGPU_PASS,   /* not served by vgpu yet: the real driver answers it in pass-through mode */
+    VGPU_SERVE,  /* served by vgpu itself */
+    VGPU_REFUSE  /* never served on a vGPU: a call is refused with its name and the reason */
+};
+
+/* Which default stream an entry point's variant means (cuGetProcAddress's flags choose). */
+enum vgpu_stream_flavor { VGPU_STREAM_LEGACY, VGPU_STREAM_PER_THREAD };
+
+/* One function cuGetProcAddress hands out: generated from the toolkit's cudaTypedefs.h. */
+struct vgpu_proc_entry {
+    const char *name;
+    int version;
+    enum vgpu_stream_flavor flavor;
+    int id;
+    void *function;
+    void **real; /* the real driver's function it calls, set when it is first handed out */
+};
+
+/* One symbol a program linked with -lcuda calls: generated from the toolkit's cuda.h. */
+struct vgpu_export {
+    const char *symbol;
+    void **real;
+};
+
+extern const struct vgpu_proc_entry vgpu_proc_entries[];
+extern const size_t vgpu_proc_entry_count;
+extern const struct vgpu_export vgpu_exports[];
+extern const size_t vgpu_export_count;
+
+/* entry_points.c: the names, dispositions and call counts of every entry point. */
+const char *vgpu_entry_name(int id);
+enum vgpu_disposition vgpu_entry_disposition(int id, const char **reason);
+void vgpu_count(int id);
+unsigned long long vgpu_calls(int id);
+int vgpu_entry_id(const char *name);
+
+/* lookup.c: which generated entry answers a cuGetProcAddress request (NULL: none). */
+const struct vgpu_proc_entry *vgpu_find_proc_entry(const char *name, int cuda_version, cuuint64_t flags);
+/* lookup.c: whether some version of name exists at all (to tell "too new" from "unknown"). */
+int vgpu_proc_name_known(const char *name);
+
+/* real_driver.c: the driver vgpu passes calls to, loaded privately; NULL when there is none. */
+void *vgpu_real_driver(void);
+const char *vgpu_real_driver_problem(void);
+CUresult vgpu_unresolved(const char *symbol);
+
+/* report.c: the export tables programs asked for, and the report written at exit. */
+void vgpu_note_export_table(const CUuuid *id, CUresult answer);
+
+/* Messages in the product's own words, on stderr, prefixed "vgpu libcuda: ". */
+void vgpu_say(const char *format, ...) __attribute__((format(printf, 1, 2)));
+
+#endif
