@@ -1,0 +1,58 @@
+// The costs the library's goals are measured by, in microseconds (median of rounds): an empty launch
+// (asynchronous), launch + synchronize, a 4 KiB host-to-device copy, and 256 MiB pinned copies each
+// way in GB/s. Run plain and through vgpu's libcuda.so.1 in the same run; the script divides.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+__global__ void empty_kernel() {}
+
+static double median(std::vector<double> values)
+{
+    std::sort(values.begin(), values.end());
+    return values[values.size() / 2];
+}
+
+template <typename Step> static double microseconds_per(int repeats, int rounds, Step step)
+{
+    std::vector<double> results;
+    for (int round = 0; round < rounds; round++) {
+        auto start = std::chrono::steady_clock::now();
+        for (int i = 0; i < repeats; i++) {
+            step();
+        }
+        cudaDeviceSynchronize();
+        std::chrono::duration<double, std::micro> took = std::chrono::steady_clock::now() - start;
+        results.push_back(took.count() / repeats);
+    }
+    return median(results);
+}
+
+int main()
+{
+    cudaFree(nullptr);
+    const size_t big = 256u << 20;
+    void *device_small, *device_big, *host_big;
+    char host_small[4096] = {0};
+    cudaMalloc(&device_small, sizeof host_small);
+    cudaMalloc(&device_big, big);
+    cudaMallocHost(&host_big, big);
+    for (int warm = 0; warm < 1000; warm++) {
+        empty_kernel<<<1, 1>>>();
+    }
+    cudaDeviceSynchronize();
+    double launch = microseconds_per(10000, 9, [] { empty_kernel<<<1, 1>>>(); });
+    double launch_sync = microseconds_per(2000, 9, [] {
+        empty_kernel<<<1, 1>>>();
+        cudaDeviceSynchronize();
+    });
+    double copy_small = microseconds_per(2000, 9, [&] { cudaMemcpy(device_small, host_small, sizeof host_small, cudaMemcpyHostToDevice); });
+    double to_device = microseconds_per(5, 5, [&] { cudaMemcpy(device_big, host_big, big, cudaMemcpyHostToDevice); });
+    double to_host = microseconds_per(5, 5, [&] { cudaMemcpy(host_big, device_big, big, cudaMemcpyDeviceToHost); });
+    std::printf("launch_us %.3f\nlaunch_sync_us %.3f\ncopy_4k_us %.3f\nhtod_256m_gbps %.2f\ndtoh_256m_gbps %.2f\n", launch,
+                launch_sync, copy_small, big / to_device / 1e3, big / to_host / 1e3);
+    return 0;
+}
