@@ -60,6 +60,9 @@ __attribute__((constructor)) static void resolve_all(void)
     for (size_t i = 0; i < vgpu_export_count; i++) {
         *vgpu_exports[i].real = dlsym(driver, vgpu_exports[i].symbol);
     }
+    for (size_t i = 0; i < vgpu_legacy_export_count; i++) {
+        *vgpu_legacy_exports[i].real = dlsym(driver, vgpu_legacy_exports[i].symbol);
+    }
     if (real_get_proc_address == NULL) {
         vgpu_say("this node's CUDA driver has no cuGetProcAddress_v2 (older than CUDA 12): nothing is passed to it");
         return;
@@ -99,6 +102,14 @@ VGPU_EXPORT CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn,
         return answer(symbolStatus, CU_GET_PROC_ADDRESS_SUCCESS, CUDA_SUCCESS);
     }
     const struct vgpu_proc_entry *entry = vgpu_find_proc_entry(symbol, cudaVersion, flags);
+    if (entry == NULL && real_get_proc_address != NULL) {
+        /* a function the toolkit vgpu was built with does not declare (a newer driver's, or one the
+           toolkit keeps to itself): the driver's own, handed out uncounted, and named in the report */
+        CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+        CUresult result = real_get_proc_address(symbol, pfn, cudaVersion, flags, &found);
+        vgpu_note_unknown_entry(symbol, result == CUDA_SUCCESS && found == CU_GET_PROC_ADDRESS_SUCCESS);
+        return answer(symbolStatus, found, result);
+    }
     if (entry == NULL) {
         return vgpu_proc_name_known(symbol)
                    ? answer(symbolStatus, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT, CUDA_ERROR_NOT_FOUND)

@@ -38,6 +38,8 @@ extern const struct vgpu_proc_entry vgpu_proc_entries[];
 extern const size_t vgpu_proc_entry_count;
 extern const struct vgpu_export vgpu_exports[];
 extern const size_t vgpu_export_count;
+extern const struct vgpu_export vgpu_legacy_exports[];
+extern const size_t vgpu_legacy_export_count;
 
 /* entry_points.c: the names, dispositions and call counts of every entry point. */
 const char *vgpu_entry_name(int id);
@@ -58,6 +60,8 @@ CUresult vgpu_unresolved(const char *symbol);
 
 /* report.c: the export tables programs asked for, and the report written at exit. */
 void vgpu_note_export_table(const CUuuid *id, CUresult answer);
+/* report.c: a name cuGetProcAddress was asked for that the toolkit's headers do not declare. */
+void vgpu_note_unknown_entry(const char *name, int driver_has_it);
 
 /* Messages in the product's own words, on stderr, prefixed "vgpu libcuda: ". */
 void vgpu_say(const char *format, ...) __attribute__((format(printf, 1, 2)));

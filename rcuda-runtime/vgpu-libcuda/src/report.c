@@ -21,7 +21,12 @@ struct table_note {
     unsigned long long asked;
 };
 
+#define MAX_UNKNOWN 64
+
 static struct table_note tables[MAX_TABLES];
+static char *unknown_entries[MAX_UNKNOWN];
+static int unknown_found[MAX_UNKNOWN];
+static size_t unknown_count;
 static size_t table_count;
 static pthread_mutex_t tables_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -39,6 +44,21 @@ void vgpu_note_export_table(const CUuuid *id, CUresult answer)
     if (i < table_count) {
         tables[i].answer = answer;
         tables[i].asked++;
+    }
+    pthread_mutex_unlock(&tables_lock);
+}
+
+void vgpu_note_unknown_entry(const char *name, int driver_has_it)
+{
+    pthread_mutex_lock(&tables_lock);
+    size_t i = 0;
+    while (i < unknown_count && strcmp(unknown_entries[i], name) != 0) {
+        i++;
+    }
+    if (i == unknown_count && unknown_count < MAX_UNKNOWN) {
+        unknown_entries[unknown_count] = strdup(name);
+        unknown_found[unknown_count] = driver_has_it;
+        unknown_count += unknown_entries[unknown_count] != NULL;
     }
     pthread_mutex_unlock(&tables_lock);
 }
@@ -116,6 +136,10 @@ __attribute__((destructor)) static void write_report(void)
         fprintf(out, "export-table ");
         write_uuid(out, &tables[i].id);
         fprintf(out, "\t%llu\t%s\n", tables[i].asked, tables[i].answer == CUDA_SUCCESS ? "answered" : "refused");
+    }
+    for (size_t i = 0; i < unknown_count; i++) {
+        fprintf(out, "unknown-entry-point %s\t%s\n", unknown_entries[i],
+                unknown_found[i] ? "handed out from the driver" : "the driver has none either");
     }
     pthread_mutex_unlock(&tables_lock);
     if (fclose(out) != 0) {

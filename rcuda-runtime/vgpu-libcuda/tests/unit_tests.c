@@ -6,6 +6,7 @@
 #include "libcuda_internal.h"
 #include "entry_points.h"
 
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,6 +114,27 @@ static void refusals_say_why(void)
     EXPECT(vgpu_entry_disposition(vgpu_entry_id("cuMemAlloc"), &reason) == VGPU_PASS && reason[0] == '\0');
 }
 
+/* Libraries look up driver functions by dlsym, by today's names and by the older ones (cuBLAS asks for
+   cuCtxPushCurrent, not cuCtxPushCurrent_v2): the built library must export both. */
+static void older_names_are_exported_too(void)
+{
+    void *library = dlopen("build/libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    EXPECT(library != NULL);
+    if (library == NULL) {
+        return;
+    }
+    const char *names[] = {"cuCtxPushCurrent", "cuCtxPushCurrent_v2", "cuMemAlloc", "cuMemAlloc_v2",
+                           "cuEventElapsedTime", "cuMemcpyHtoD_v2_ptds", "cuGetProcAddress_v2", "cuGetExportTable"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (dlsym(library, names[i]) == NULL) {
+            fprintf(stderr, "not exported: %s\n", names[i]);
+            failures++;
+        }
+    }
+    EXPECT(dlsym(library, "vgpu_count") == NULL); /* nothing of vgpu's own leaves the library */
+    dlclose(library);
+}
+
 int main(void)
 {
     newest_version_the_program_knows();
@@ -122,6 +144,7 @@ int main(void)
     every_name_has_one_id();
     calls_are_counted_under_their_name();
     refusals_say_why();
+    older_names_are_exported_too();
     if (failures != 0) {
         fprintf(stderr, "%d failure(s)\n", failures);
         return 1;
