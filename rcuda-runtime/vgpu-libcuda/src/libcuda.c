@@ -135,8 +135,5 @@ VGPU_EXPORT CUresult CUDAAPI cuGetExportTable(const void **ppExportTable, const 
     CUresult result = real_get_export_table != NULL ? real_get_export_table(ppExportTable, pExportTableId)
                                                     : vgpu_unresolved("cuGetExportTable");
     vgpu_note_export_table(pExportTableId, result);
-    if (result == CUDA_SUCCESS) {
-        *ppExportTable = vgpu_counted_export_table(pExportTableId, *ppExportTable);
-    }
     return result;
 }

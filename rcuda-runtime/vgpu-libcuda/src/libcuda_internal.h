@@ -63,12 +63,6 @@ void vgpu_note_export_table(const CUuuid *id, CUresult answer);
 /* report.c: a name cuGetProcAddress was asked for that the toolkit's headers do not declare. */
 void vgpu_note_unknown_entry(const char *name, int driver_has_it);
 
-/* slot_counting.c: a copy of an export table whose driver functions count their calls (or the table
-   itself when it cannot be counted), and the counts. */
-const void *vgpu_counted_export_table(const CUuuid *id, const void *table);
-void vgpu_for_each_counted_slot(void (*visit)(const CUuuid *id, size_t slot, unsigned long long calls, void *context),
-                                void *context);
-
 /* Messages in the product's own words, on stderr, prefixed "vgpu libcuda: ". */
 void vgpu_say(const char *format, ...) __attribute__((format(printf, 1, 2)));
 

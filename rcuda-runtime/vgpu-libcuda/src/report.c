@@ -71,14 +71,6 @@ static void write_uuid(FILE *out, const CUuuid *id)
     }
 }
 
-static void write_slot(const CUuuid *id, size_t slot, unsigned long long calls, void *context)
-{
-    FILE *out = context;
-    fprintf(out, "export-table-slot ");
-    write_uuid(out, id);
-    fprintf(out, "\t%zu\t%llu\n", slot, calls);
-}
-
 static const char *disposition_word(enum vgpu_disposition disposition)
 {
     switch (disposition) {
@@ -145,7 +137,6 @@ __attribute__((destructor)) static void write_report(void)
         write_uuid(out, &tables[i].id);
         fprintf(out, "\t%llu\t%s\n", tables[i].asked, tables[i].answer == CUDA_SUCCESS ? "answered" : "refused");
     }
-    vgpu_for_each_counted_slot(write_slot, out);
     for (size_t i = 0; i < unknown_count; i++) {
         fprintf(out, "unknown-entry-point %s\t%s\n", unknown_entries[i],
                 unknown_found[i] ? "handed out from the driver" : "the driver has none either");

@@ -135,52 +135,6 @@ static void older_names_are_exported_too(void)
     dlclose(library);
 }
 
-static void note_slot(const CUuuid *id, size_t slot, unsigned long long calls, void *context)
-{
-    unsigned long long *seen = context;
-    if (id->bytes[0] == 0x42 && (slot == 1 || slot == 2)) {
-        seen[slot - 1] = calls;
-    }
-}
-
-static long weighted_sum(long a, long b, long c, long d, long e, long f, long g, long h)
-{
-    return a + 2 * b + 3 * c + 4 * d + 5 * e + 6 * f + 7 * g + 8 * h;
-}
-
-static double scaled(double x, int times, float y)
-{
-    return x * times + y;
-}
-
-static const char table_data[] = "not code";
-
-/* An export table's functions, counted: they get every argument (in registers, on the stack, floating
-   point) and return what the function returns; its size and its data pointers stay as they were. */
-static void export_table_calls_are_counted_and_pass_their_arguments(void)
-{
-    static const void *table[] = {(const void *)(4 * sizeof(void *)), (const void *)weighted_sum,
-                                  (const void *)scaled, (const void *)table_data};
-    CUuuid id;
-    memset(&id, 0x42, sizeof id);
-    const void *const *copy = vgpu_counted_export_table(&id, table);
-    EXPECT(copy != (const void *const *)table);
-    EXPECT(copy[0] == table[0] && copy[3] == table[3]);
-    EXPECT(copy[1] != table[1] && copy[2] != table[2]);
-    long (*sum)(long, long, long, long, long, long, long, long) =
-        (long (*)(long, long, long, long, long, long, long, long))copy[1];
-    double (*scale)(double, int, float) = (double (*)(double, int, float))copy[2];
-    EXPECT(sum(1, 2, 3, 4, 5, 6, 7, 8) == 204);
-    EXPECT(sum(1, 2, 3, 4, 5, 6, 7, 8) == 204);
-    EXPECT(scale(1.5, 4, 0.25f) == 6.25);
-    EXPECT(vgpu_counted_export_table(&id, table) == (const void *)copy); /* asked again: the same copy */
-    unsigned long long seen[2] = {0, 0};
-    vgpu_for_each_counted_slot(note_slot, seen);
-    EXPECT(seen[0] == 2 && seen[1] == 1);
-    static const void *no_size[] = {(const void *)weighted_sum, (const void *)scaled};
-    EXPECT(vgpu_counted_export_table(&id, no_size) == (const void *)no_size);
-}
-
 int main(void)
 {
     newest_version_the_program_knows();
@@ -191,7 +145,6 @@ int main(void)
     calls_are_counted_under_their_name();
     refusals_say_why();
     older_names_are_exported_too();
-    export_table_calls_are_counted_and_pass_their_arguments();
     if (failures != 0) {
         fprintf(stderr, "%d failure(s)\n", failures);
         return 1;
