@@ -62,15 +62,15 @@ fi
 
 bench=$out/libcuda-bench.log
 : >"$bench"
-for round in 1 2 3; do
+for round in 1 2 3 4 5; do
     "$work/latency_bench" >"$work/bench.plain.$round"
     LD_LIBRARY_PATH="$top/$lib/build" "$work/latency_bench" >"$work/bench.vgpu.$round"
 done
 {
-    echo "# plain CUDA against the same binary through vgpu's libcuda.so.1 (pass-through), 3 alternating runs, medians"
+    echo "# plain CUDA against the same binary through vgpu's libcuda.so.1 (pass-through), 5 alternating runs, medians"
     for key in launch_us launch_sync_us copy_4k_us htod_256m_gbps dtoh_256m_gbps; do
-        plain=$(cat "$work"/bench.plain.* | awk -v k=$key '$1 == k {print $2}' | sort -g | sed -n 2p)
-        vgpu=$(cat "$work"/bench.vgpu.* | awk -v k=$key '$1 == k {print $2}' | sort -g | sed -n 2p)
+        plain=$(cat "$work"/bench.plain.* | awk -v k=$key '$1 == k {print $2}' | sort -g | sed -n 3p)
+        vgpu=$(cat "$work"/bench.vgpu.* | awk -v k=$key '$1 == k {print $2}' | sort -g | sed -n 3p)
         echo "$key plain $plain vgpu $vgpu ratio $(awk -v a="$vgpu" -v b="$plain" 'BEGIN {printf "%.3f", a / b}')"
     done
 } | tee -a "$bench"
