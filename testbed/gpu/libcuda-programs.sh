@@ -5,7 +5,8 @@
 # output. Writes to $OUT (default .gpu/out):
 #   libcuda-programs.log   per program: equal or DIFFERENT, and the two outputs when they differ
 #   libcuda-reports.tar.gz the library's report for each program (entry points called, export tables)
-#   libcuda-bench.log      the latency and bandwidth bench both ways, and the ratios
+#   libcuda-bench.log      the latency and bandwidth bench both ways, and the ratios; the round trip to
+#                          another process over a Unix socket and a spinning shared-memory ring
 # The PyTorch program runs where `python3 -c "import torch"` works.
 set -uo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -21,7 +22,8 @@ make -s -C "$lib" all programs >"$work/build.log" 2>&1 || { cat "$work/build.log
 arch=(-gencode arch=compute_80,code=compute_80 -gencode arch=compute_90,code=sm_90)
 nvcc "${arch[@]}" -o "$work/cublas_gemm" "$lib/tests/programs/cublas_gemm.cu" -lcublas &&
     nvcc "${arch[@]}" -o "$work/cufft_transform" "$lib/tests/programs/cufft_transform.cu" -lcufft &&
-    nvcc "${arch[@]}" -O2 -o "$work/latency_bench" "$lib/tests/programs/latency_bench.cu" || exit 2
+    nvcc "${arch[@]}" -O2 -o "$work/latency_bench" "$lib/tests/programs/latency_bench.cu" &&
+    gcc -O2 -o "$work/ipc_bench" "$lib/tests/programs/ipc_bench.c" || exit 2
 mkdir -p "$work/reports"
 
 # both NAME COMMAND...: runs COMMAND plainly and through the library; compares stdout and the status.
@@ -73,6 +75,10 @@ done
         vgpu=$(cat "$work"/bench.vgpu.* | awk -v k=$key '$1 == k {print $2}' | sort -g | sed -n 3p)
         echo "$key plain $plain vgpu $vgpu ratio $(awk -v a="$vgpu" -v b="$plain" 'BEGIN {printf "%.3f", a / b}')"
     done
+} | tee -a "$bench"
+{
+    echo "# crossing to another process on this node (the costs behind where the library meets Java)"
+    "$work/ipc_bench"
 } | tee -a "$bench"
 tar czf "$out/libcuda-reports.tar.gz" -C "$work" reports
 echo "libcuda-programs: $([ $failed -eq 0 ] && echo all equal || echo SOME DIFFERENT)" | tee -a "$log"
