@@ -386,7 +386,9 @@ check() {
 # submits a vgpu:3 job NAME (default hook-home, with the sbatch options given, e.g. an --export) whose
 # `vgpu run --hold HOLD` checks its results on every vGPU, keeps them open HOLD seconds with its
 # migration agent polling the tracker, and checks them again; waits until it runs on 1 local + 2
-# borrowed GPUs. Sets BORROWER (the job), BORROWER_NODE and LENDER_HOLDERS (its 2 holder jobs).
+# borrowed GPUs and has passed its first check and begun to hold (a move home before that would land
+# in the check, whose line then counts 2 local + 1 remote: the wait is for the job's own line, never a
+# sleep). Sets BORROWER (the job), BORROWER_NODE and LENDER_HOLDERS (its 2 holder jobs).
 start_borrowing_job() {
     local hold=$1 name=${2:-hook-home}
     shift $(($# < 2 ? $# : 2))
@@ -396,6 +398,9 @@ start_borrowing_job() {
     BORROWER_NODE=$(job_field "$BORROWER" NodeList)
     mapfile -t LENDER_HOLDERS < <(holders_of "$BORROWER")
     [ "${#LENDER_HOLDERS[@]}" -eq 2 ] || die "job $BORROWER has ${#LENDER_HOLDERS[@]} holders, expected 2"
+    wait_until 180 "job $BORROWER has checked its vGPUs and holds them" \
+        grep -q '^holding the vGPUs' "$TESTBED_DIR/out/$BORROWER.out" \
+        || die "job $BORROWER does not hold its vGPUs: $(cat "$TESTBED_DIR/out/$BORROWER.out" 2>/dev/null)"
 }
 
 # free_borrower_node: cancels the fillers on the borrower's node (as if they had finished) and waits
