@@ -167,10 +167,9 @@ public final class GpuWorker implements AutoCloseable {
         this.authenticator = authenticator;
         this.log = log;
         this.sessions = sessions;
-        this.maxConnections =
-                sessions == Sessions.ONE_PER_VGPU
-                        ? MAX_CONNECTIONS_SIGNING_IN + BridgeContract.VGPUS_MAX
-                        : MAX_CONNECTIONS;
+        this.maxConnections = sessions == Sessions.ONE_PER_VGPU
+                ? MAX_CONNECTIONS_SIGNING_IN + BridgeContract.VGPUS_MAX
+                : MAX_CONNECTIONS;
         this.listening = socket.map(path -> "unix:" + path).orElse(config.listenHost() + ":" + config.listenPort());
         this.group = NettyTransport.newEventLoopGroup(1, "vgpu-worker-io", config.spinNanos());
         try {
@@ -554,13 +553,16 @@ public final class GpuWorker implements AutoCloseable {
             session.outcome()
                     .thenAccept(outcome -> ctx.channel()
                             .closeFuture()
-                            .addListener(closed -> sessionEnded(key, claim, new WorkerReport(
-                                    outcome.calls(),
-                                    traffic.bytesIn(),
-                                    traffic.bytesOut(),
-                                    outcome.busyNanos(),
-                                    outcome.clean(),
-                                    outcome.reason()))));
+                            .addListener(closed -> sessionEnded(
+                                    key,
+                                    claim,
+                                    new WorkerReport(
+                                            outcome.calls(),
+                                            traffic.bytesIn(),
+                                            traffic.bytesOut(),
+                                            outcome.busyNanos(),
+                                            outcome.clean(),
+                                            outcome.reason()))));
             session.start();
             session.submit(frame);
         }
