@@ -63,7 +63,8 @@ final class LocalWorker implements AutoCloseable {
             throw new ConfigException(
                     ConfigException.Code.INVALID,
                     "the local worker's socket " + socket + " is " + bytes + " bytes long, and a Unix socket's path"
-                            + " is at most " + BridgeContract.SOCKET_PATH_BYTES + ": set TMPDIR to a shorter directory");
+                            + " is at most " + BridgeContract.SOCKET_PATH_BYTES
+                            + ": set TMPDIR to a shorter directory");
         }
         SameUserSessions sameUser;
         try {

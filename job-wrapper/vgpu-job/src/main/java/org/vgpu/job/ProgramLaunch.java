@@ -137,7 +137,8 @@ final class ProgramLaunch {
                                 interposerJar,
                                 interposerArguments));
         builder.environment().put(InterposerPremain.RUN_DIRECTORY, runDirectory.toString());
-        local.ifPresent(worker -> builder.environment().put(LocalWorker.VARIABLE, worker.socket().toString()));
+        local.ifPresent(worker ->
+                builder.environment().put(LocalWorker.VARIABLE, worker.socket().toString()));
         // the program's own terminal where it is ours (a job's output file, a console); a caller's streams get copies
         boolean ownStreams = out == System.out && err == System.err;
         if (ownStreams) {

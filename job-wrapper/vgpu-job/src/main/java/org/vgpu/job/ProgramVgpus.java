@@ -119,8 +119,8 @@ final class ProgramVgpus implements GpuBackend {
                     .ifPresent(problem ->
                             log.accept("warning: no migration agent, so these vGPUs cannot be moved: " + problem));
             opened.trackerProblem()
-                    .ifPresent(problem ->
-                            log.accept("warning: the borrowed vGPUs will not be brought home by the tracker: " + problem));
+                    .ifPresent(problem -> log.accept(
+                            "warning: the borrowed vGPUs will not be brought home by the tracker: " + problem));
         }
         return opened;
     }

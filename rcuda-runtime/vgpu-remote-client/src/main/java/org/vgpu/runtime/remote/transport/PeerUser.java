@@ -32,7 +32,9 @@ public record PeerUser(OptionalInt uid, Optional<UserPrincipal> principal) {
 
     /** Whether the peer is the user with uid {@code uid}, whose principal is {@code user}. */
     public boolean is(int uid, UserPrincipal user) {
-        return this.uid.isPresent() ? this.uid.getAsInt() == uid : principal.orElseThrow().equals(user);
+        return this.uid.isPresent()
+                ? this.uid.getAsInt() == uid
+                : principal.orElseThrow().equals(user);
     }
 
     /** "uid 1000" or "user alice", for messages. */
