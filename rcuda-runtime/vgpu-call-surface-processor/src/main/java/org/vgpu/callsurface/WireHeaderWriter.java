@@ -82,16 +82,17 @@ final class WireHeaderWriter {
                 out.append(wrap(doc));
             }
             if (frame.request()) {
-                out.append(" *   body: ").append(body(frame)).append('\n');
+                out.append(wrap("body: " + body(frame)));
                 if (frame.oneToOne() != null && frame.oneToOne().returns()) {
-                    out.append(" *   OK: ")
-                            .append(layout(
+                    out.append(wrap("OK: "
+                            + layout(
                                     frame.oneToOne().resultReader(),
-                                    frame.oneToOne().result()))
-                            .append('\n');
+                                    frame.oneToOne().result())));
                 }
             }
-            out.append(" */\n").append(String.format("#define VGPU_OP_%s 0x%04X%n%n", frame.constant(), frame.code()));
+            out.append(" */\n")
+                    .append(String.format("#define VGPU_OP_%s 0x%04X", frame.constant(), frame.code()))
+                    .append("\n\n");
         }
         return out.append("#endif\n").toString();
     }
@@ -101,13 +102,14 @@ final class WireHeaderWriter {
         for (VariableElement field : ElementFilter.fieldsIn(type.getEnclosedElements())) {
             if (field.getModifiers().contains(Modifier.STATIC) && field.getConstantValue() instanceof Integer value) {
                 out.append(String.format(
-                        "#define VGPU_WIRE_%s %s /* %s.%s */%n",
-                        field.getSimpleName(),
-                        value < 0 || value > 0xFFFF
-                                ? "0x" + Integer.toHexString(value).toUpperCase(Locale.ROOT)
-                                : value,
-                        type.getSimpleName(),
-                        field.getSimpleName()));
+                                "#define VGPU_WIRE_%s %s /* %s.%s */",
+                                field.getSimpleName(),
+                                value < 0 || value > 0xFFFF
+                                        ? "0x" + Integer.toHexString(value).toUpperCase(Locale.ROOT)
+                                        : value,
+                                type.getSimpleName(),
+                                field.getSimpleName()))
+                        .append('\n');
             }
         }
     }
@@ -141,7 +143,7 @@ final class WireHeaderWriter {
 
     private String fieldLayout(Field field) {
         if (field.handle() != null) {
-            return "int32 (the client's id of a " + simpleName(field.handle()) + ")";
+            return "int32 (the id the client gave the " + simpleName(field.handle()) + ")";
         }
         return layout(field.reader(), field.type());
     }
@@ -171,7 +173,7 @@ final class WireHeaderWriter {
             return "";
         }
         return doc.replaceAll("\\{@link\\s+[^\\s}]+\\s+([^}]+)}", "$1")
-                .replaceAll("\\{@link\\s+#?([^}]+)}", "$1")
+                .replaceAll("\\{@link\\s+(?:[\\w.]*#)?([^}\\s]+)}", "$1")
                 .replaceAll("\\{@(?:code|literal)\\s+([^}]*)}", "$1")
                 .replaceAll("</?[a-zA-Z]+>", "")
                 .replace("*/", "* /")
@@ -179,7 +181,7 @@ final class WireHeaderWriter {
                 .strip();
     }
 
-    /** {@code text} as comment lines of at most about 100 characters. */
+    /** {@code text} as comment lines of about 100 characters at most, a word longer than that on a line of its own. */
     private static String wrap(String text) {
         StringBuilder out = new StringBuilder();
         StringBuilder line = new StringBuilder();
