@@ -115,12 +115,7 @@ final class ProgramVgpus implements GpuBackend {
             lock = owner;
             log.accept("the program opened a session: the job's " + assembly.count()
                     + " vGPU(s) are open in the launcher, which serves them to it");
-            opened.agentProblem()
-                    .ifPresent(problem ->
-                            log.accept("warning: no migration agent, so these vGPUs cannot be moved: " + problem));
-            opened.trackerProblem()
-                    .ifPresent(problem -> log.accept(
-                            "warning: the borrowed vGPUs will not be brought home by the tracker: " + problem));
+            opened.warnings().forEach(log);
         }
         return opened;
     }

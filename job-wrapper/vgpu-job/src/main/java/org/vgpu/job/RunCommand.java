@@ -231,12 +231,7 @@ public final class RunCommand implements Subcommand {
                 RemoteConfig.defaults(),
                 report -> out.println("migration: " + report.summary()),
                 testFault.map(TestMigrationFault::at).orElse(MigrationFaults.NONE))) {
-            job.agentProblem()
-                    .ifPresent(problem -> err.println(
-                            "vgpu run: warning: no migration agent, so these vGPUs" + " cannot be moved: " + problem));
-            job.trackerProblem()
-                    .ifPresent(problem -> err.println("vgpu run: warning: the borrowed vGPUs will not be brought home"
-                            + " by the tracker: " + problem));
+            job.warnings().forEach(warning -> err.println("vgpu run: " + warning));
             printVgpus(job, backendName, out);
             boolean passed = checkAll(job, workloads, scale, steps, 1, out);
             if (holdSeconds > 0) {

@@ -72,9 +72,7 @@ final class SessionScopedGpu extends ForwardingVirtualGpu {
 
     @Override
     public ModuleHandle moduleLoadData(byte[] image) {
-        ModuleHandle module = delegate.moduleLoadData(image);
-        modules.add(module);
-        return module;
+        return kept(modules, delegate.moduleLoadData(image));
     }
 
     @Override
@@ -85,9 +83,7 @@ final class SessionScopedGpu extends ForwardingVirtualGpu {
 
     @Override
     public StreamHandle streamCreate() {
-        StreamHandle stream = delegate.streamCreate();
-        streams.add(stream);
-        return stream;
+        return kept(streams, delegate.streamCreate());
     }
 
     @Override
@@ -98,9 +94,7 @@ final class SessionScopedGpu extends ForwardingVirtualGpu {
 
     @Override
     public EventHandle eventCreate() {
-        EventHandle event = delegate.eventCreate();
-        events.add(event);
-        return event;
+        return kept(events, delegate.eventCreate());
     }
 
     @Override
@@ -109,9 +103,10 @@ final class SessionScopedGpu extends ForwardingVirtualGpu {
         events.remove(event);
     }
 
-    /** What the session still holds on the job's vGPU, for tests and messages. */
-    int held() {
-        return deviceMemory.size() + hostMemory.size() + modules.size() + streams.size() + events.size();
+    /** {@code made}, kept among what the session made. */
+    private static <T> T kept(Set<T> made, T handle) {
+        made.add(handle);
+        return handle;
     }
 
     /**
