@@ -1,6 +1,7 @@
 package org.vgpu.runtime.remote.worker;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -87,6 +88,34 @@ class LocalSocketWorkerTest {
             assertTrue(first.workerDescription().endsWith("at unix:" + socket), first.workerDescription());
         }
         assertEquals(MEMORY, backend.open(0, VaWindow.forVgpu(9)).memGetInfo().free(), "both sessions freed theirs");
+    }
+
+    @Test
+    void aProcessOfAnotherUserIsRefusedByItsPeerCredentials() throws IOException {
+        int uid = (Integer) Files.getAttribute(directory, "unix:uid");
+        Path strangers = Files.createDirectory(directory.resolve("strangers"));
+        try (GpuWorker othersWorker = GpuWorker.startOnSocket(
+                strangers.resolve("gpu.sock"),
+                new WorkerConfig("localhost", 0, 0, "someone-elses", Duration.ofMinutes(1)),
+                backend,
+                new SameUserSessions(uid + 1, Files.getOwner(directory)),
+                log::add)) {
+            VgpuException refused = assertThrows(
+                    VgpuException.class,
+                    () -> RemoteGpu.connect(
+                            group,
+                            WorkerEndpoint.onSocket("someone-elses", strangers.resolve("gpu.sock"), "", () -> {}),
+                            VaWindow.forVgpu(0),
+                            RemoteConfig.defaults(),
+                            null));
+            assertEquals(ErrorCode.VGPU_AUTH_FAILED, refused.code(), refused.getMessage());
+            assertTrue(
+                    refused.getMessage()
+                            .contains("a local worker serves only the processes of its own user (uid " + (uid + 1)
+                                    + "), and this connection comes from "),
+                    refused.getMessage());
+            assertFalse(othersWorker.report().isDone(), "the worker goes on waiting for its own user's processes");
+        }
     }
 
     @Test
