@@ -35,15 +35,15 @@ import org.vgpu.runtime.remote.client.RemoteConfig;
  *
  * <p>Only the first JVM of a run opens the vGPUs, holding a lock in the run's directory ({@value #RUN_DIRECTORY})
  * until it ends: a JVM the program starts in turn inherits {@code JAVA_TOOL_OPTIONS} but must not open the same
- * vGPUs a second time. Each JVM that loads the interposer marks the run's directory, which is how the launcher knows that
- * the command is a JVM program.
+ * vGPUs a second time, nor may it while the launcher's {@link LocalWorker} holds the lock for a program that is not
+ * Java. Each JVM that loads the interposer marks the run's directory.
  */
 public final class InterposerPremain {
     /** The launcher's directory for this run: the owner's lock and the mark that a JVM attached. */
     static final String RUN_DIRECTORY = BridgeContract.ENV_RUN_DIRECTORY;
 
     static final String ATTACHED_MARK = "attached";
-    private static final String OWNER_LOCK = "owner.lock";
+    static final String OWNER_LOCK = "owner.lock";
     private static final String BACKEND_ARGUMENT = "local-backend";
     private static final String EMULATED_GPUS_ARGUMENT = "emulated-gpus";
 
@@ -161,12 +161,7 @@ public final class InterposerPremain {
                 RemoteConfig.defaults(),
                 report -> err.println("vgpu: migration: " + report.summary()),
                 TestMigrationFault.from(environment).map(TestMigrationFault::at).orElse(MigrationFaults.NONE));
-        job.agentProblem()
-                .ifPresent(problem ->
-                        err.println("vgpu: warning: no migration agent, so these vGPUs cannot be moved: " + problem));
-        job.trackerProblem()
-                .ifPresent(problem -> err.println(
-                        "vgpu: warning: the borrowed vGPUs will not be brought home by the tracker: " + problem));
+        job.warnings().forEach(warning -> err.println("vgpu: " + warning));
         Runtime.getRuntime().addShutdownHook(new Thread(() -> close(job, err), "vgpu-interposer-close"));
         opened = job;
         return Optional.of(job);

@@ -281,6 +281,21 @@ public final class JobVgpus implements AutoCloseable {
         return Optional.ofNullable(trackerProblem);
     }
 
+    /**
+     * What the job's output should warn of: no migration agent ({@link #agentProblem}), no tracker link
+     * ({@link #trackerProblem}); each line starts "warning: ".
+     */
+    public List<String> warnings() {
+        List<String> warnings = new ArrayList<>();
+        agentProblem()
+                .ifPresent(problem ->
+                        warnings.add("warning: no migration agent, so these vGPUs cannot be moved: " + problem));
+        trackerProblem()
+                .ifPresent(problem -> warnings.add(
+                        "warning: the borrowed vGPUs will not be brought home by the tracker: " + problem));
+        return warnings;
+    }
+
     /** The CUDA ordinal of this process that drives node GPU {@code nodeGpu}. */
     public int cudaOrdinal(int nodeGpu) {
         return ordinals.ordinalOf(nodeGpu);

@@ -14,6 +14,9 @@
  * straight from its slot.
  *
  * <p>The worker serves ONE session, then frees the vGPU and exits, also when the client vanishes,
- * stays silent past the idle timeout, or breaks the protocol; it reports what it served.
+ * stays silent past the idle timeout, or breaks the protocol; it reports what it served. The same
+ * {@link org.vgpu.runtime.remote.worker.GpuWorker} also serves a launcher's local worker on a Unix
+ * domain socket: a session per vGPU of the program it runs, several at once, for the socket owner's
+ * processes only ({@link org.vgpu.runtime.remote.worker.SameUserSessions}).
  */
 package org.vgpu.runtime.remote.worker;
