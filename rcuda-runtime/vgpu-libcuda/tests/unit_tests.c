@@ -111,7 +111,8 @@ static void refusals_say_why(void)
     EXPECT(vgpu_entry_disposition(vgpu_entry_id("cuIpcOpenMemHandle"), &reason) == VGPU_REFUSE);
     EXPECT(reason != NULL && strstr(reason, "IPC") != NULL);
     EXPECT(vgpu_entry_disposition(vgpu_entry_id("cuMemAllocManaged"), &reason) == VGPU_REFUSE);
-    EXPECT(vgpu_entry_disposition(vgpu_entry_id("cuMemAlloc"), &reason) == VGPU_PASS && reason[0] == '\0');
+    EXPECT(vgpu_entry_disposition(vgpu_entry_id("cuMemAlloc"), &reason) == VGPU_SERVE);
+    EXPECT(vgpu_entry_disposition(vgpu_entry_id("cuGraphLaunch"), &reason) == VGPU_PASS && reason[0] == '\0');
 }
 
 /* Libraries look up driver functions by dlsym, by today's names and by the older ones (cuBLAS asks for
