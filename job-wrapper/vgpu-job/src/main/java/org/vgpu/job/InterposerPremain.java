@@ -43,7 +43,7 @@ public final class InterposerPremain {
     static final String RUN_DIRECTORY = BridgeContract.ENV_RUN_DIRECTORY;
 
     static final String ATTACHED_MARK = "attached";
-    private static final String OWNER_LOCK = "owner.lock";
+    static final String OWNER_LOCK = "owner.lock";
     private static final String BACKEND_ARGUMENT = "local-backend";
     private static final String EMULATED_GPUS_ARGUMENT = "emulated-gpus";
 

@@ -16,42 +16,43 @@ import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
 import org.vgpu.common.error.IoReasons;
+import org.vgpu.common.error.VgpuFailure;
 
 /**
  * {@code vgpu run -- COMMAND}: starts the user's command with {@link InterposerPremain} in {@code JAVA_TOOL_OPTIONS}, so that
- * the JVM it is opens the job's vGPUs in itself, and exits with the program's status.
+ * a JVM it is opens the job's vGPUs in itself, and with the launcher's {@link LocalWorker} listening for its processes
+ * that are not JVMs, and exits with the program's status.
  *
- * <p>Which commands are JVM programs is found by running them, not by reading the command line: a JVM is one that
- * loaded the interposer, which marks the run's directory before the program's {@code main}. The command's name says too
+ * <p>Which kind the command is, is found by running it, not by reading the command line: the command's name says too
  * little ({@code java}, but also {@code mvn exec:java}, {@code gradle run}, a site's wrapper script, a jpackage
- * launcher), and a shebang too little as well (a shell script that ends in {@code exec java}). A command that has
- * not attached within the bound, or ended without, is not a JVM program: it is stopped and told what is supported.
+ * launcher), and a shebang too little as well (a shell script that ends in {@code exec java}). A JVM takes the run's
+ * lock and opens the vGPUs; a CUDA program connects to the local worker, which opens them at its first session; a
+ * command that does neither (a shell step that uses no GPU) simply runs.
  */
 final class ProgramLaunch {
-    /** Long enough for a JVM to start under a loaded node, or a script to get to its {@code java}. */
-    static final Duration DEFAULT_ATTACH_BOUND = Duration.ofSeconds(60);
-
     static final String JAVA_TOOL_OPTIONS = "JAVA_TOOL_OPTIONS";
 
     /** How long a program told to stop (SIGTERM) has before it is killed. */
     private static final Duration STOP_GRACE = Duration.ofSeconds(10);
 
-    private static final String SUPPORTED = "vgpu run -- runs Java programs: java with a class, -jar or a source"
-            + " file, or a script or tool that starts java with this environment's JAVA_TOOL_OPTIONS; that JVM"
-            + " opens the job's vGPUs (org.vgpu.api.VirtualGpus.fromEnvironment() gives them to the program)."
-            + " Other programs cannot use the job's vGPUs";
+    /** How the launcher starts the local worker in the run's directory. */
+    @FunctionalInterface
+    interface LocalWorkerStart {
+        LocalWorker start(Path runDirectory);
+    }
 
     private final List<String> command;
     private final Map<String, String> environment;
     private final Path interposerJar;
     private final String interposerArguments;
-    private final Duration attachBound;
+    private final LocalWorkerStart localWorker;
     private final Optional<Path> agentSocket;
 
     /**
      * @param environment    the job's environment, given to the program with the interposer added
      * @param interposerJar       the vgpu jar, whose manifest names {@link InterposerPremain} as its Premain-Class
      * @param interposerArguments {@link InterposerPremain#arguments}
+     * @param localWorker    starts the local worker for the program's processes that are not JVMs
      * @param agentSocket    the job's agent socket, removed after the program if it is left behind
      */
     ProgramLaunch(
@@ -59,13 +60,13 @@ final class ProgramLaunch {
             Map<String, String> environment,
             Path interposerJar,
             String interposerArguments,
-            Duration attachBound,
+            LocalWorkerStart localWorker,
             Optional<Path> agentSocket) {
         this.command = List.copyOf(command);
         this.environment = Map.copyOf(environment);
         this.interposerJar = interposerJar;
         this.interposerArguments = interposerArguments;
-        this.attachBound = attachBound;
+        this.localWorker = localWorker;
         this.agentSocket = agentSocket;
     }
 
@@ -93,14 +94,39 @@ final class ProgramLaunch {
             err.println("vgpu run: cannot make the run's directory: " + IoReasons.of(e));
             return 1;
         }
+        Optional<LocalWorker> local = Optional.empty();
         try {
-            return runIn(runDirectory, out, err);
+            local = startLocalWorker(runDirectory, err);
+            return runIn(runDirectory, local, out, err);
         } finally {
+            local.ifPresent(worker -> closeLocalWorker(worker, err));
             removeAll(runDirectory);
         }
     }
 
-    private int runIn(Path runDirectory, PrintStream out, PrintStream err) throws InterruptedException {
+    /** The local worker; none, with a warning, where it cannot listen: a Java program does not need it. */
+    private Optional<LocalWorker> startLocalWorker(Path runDirectory, PrintStream err) {
+        try {
+            return Optional.of(localWorker.start(runDirectory));
+        } catch (VgpuFailure e) {
+            err.println("vgpu run: warning: no local worker, so a program that is not Java cannot use the job's vGPUs: "
+                    + e.detail());
+            return Optional.empty();
+        }
+    }
+
+    private static void closeLocalWorker(LocalWorker worker, PrintStream err) {
+        try {
+            worker.close();
+        } catch (VgpuFailure e) {
+            err.println("vgpu run: closing the job's vGPUs after the program: " + e.detail());
+        } catch (RuntimeException e) {
+            err.println("vgpu run: closing the job's vGPUs after the program: " + e);
+        }
+    }
+
+    private int runIn(Path runDirectory, Optional<LocalWorker> local, PrintStream out, PrintStream err)
+            throws InterruptedException {
         ProcessBuilder builder = new ProcessBuilder(command);
         builder.environment().putAll(environment);
         builder.environment()
@@ -111,6 +137,8 @@ final class ProgramLaunch {
                                 interposerJar,
                                 interposerArguments));
         builder.environment().put(InterposerPremain.RUN_DIRECTORY, runDirectory.toString());
+        local.ifPresent(worker ->
+                builder.environment().put(LocalWorker.VARIABLE, worker.socket().toString()));
         // the program's own terminal where it is ours (a job's output file, a console); a caller's streams get copies
         boolean ownStreams = out == System.out && err == System.err;
         if (ownStreams) {
@@ -120,8 +148,7 @@ final class ProgramLaunch {
         try {
             program = builder.start();
         } catch (IOException e) {
-            err.println(
-                    "vgpu run: cannot start " + command.getFirst() + ": " + IoReasons.of(e) + ". " + SUPPORTED + ".");
+            err.println("vgpu run: cannot start " + command.getFirst() + ": " + IoReasons.of(e));
             return 127;
         }
         // scancel or Ctrl-C ends the launcher: the program is told to stop too, and gets time to close its vGPUs
@@ -133,25 +160,12 @@ final class ProgramLaunch {
             copies = List.of(copy(program.getInputStream(), out), copy(program.getErrorStream(), err));
         }
         try {
-            if (!attached(program, runDirectory.resolve(InterposerPremain.ATTACHED_MARK))) {
-                boolean ended = !program.isAlive();
-                stop(program);
-                for (Thread copying : copies) {
-                    copying.join();
-                }
-                err.println("vgpu run: " + String.join(" ", command) + " is not a Java program: no JVM with the vgpu"
-                        + " interposer started "
-                        + (ended
-                                ? "before it ended"
-                                : "within " + attachBound.toSeconds() + " s, so"
-                                        + " it was stopped (--attach-within SECONDS waits longer)")
-                        + ". " + SUPPORTED + ".");
-                return 2;
-            }
             int status = program.waitFor();
             for (Thread copying : copies) {
                 copying.join();
             }
+            // the launcher's own vGPUs, if the program used them, close first: their agent socket is no leftover
+            local.ifPresent(worker -> closeLocalWorker(worker, err));
             removeLeftSocket(err);
             return status;
         } finally {
@@ -161,20 +175,6 @@ final class ProgramLaunch {
                 // the hook stops the program
             }
         }
-    }
-
-    /** Whether a JVM of the program loaded the interposer before the bound, or before the program ended. */
-    private boolean attached(Process program, Path mark) throws InterruptedException {
-        long deadline = System.nanoTime() + attachBound.toNanos();
-        while (!Files.exists(mark)) {
-            if (program.waitFor(20, TimeUnit.MILLISECONDS)) {
-                return Files.exists(mark);
-            }
-            if (System.nanoTime() - deadline > 0) {
-                return false;
-            }
-        }
-        return true;
     }
 
     /**

@@ -53,8 +53,9 @@ import org.vgpu.runtime.workloads.Workloads;
  * Exit 0 when every check passed, 1 when one failed or a vGPU could not be opened, 2 for bad
  * usage, a malformed vgpu environment, or none at all.
  *
- * <p>{@code vgpu run [options] -- COMMAND [ARGS...]} runs the user's Java program instead, its vGPUs opened in its
- * own JVM by {@link InterposerPremain} ({@link ProgramLaunch}); the exit status is the program's.
+ * <p>{@code vgpu run [options] -- COMMAND [ARGS...]} runs the user's program instead ({@link ProgramLaunch}): a Java
+ * program's vGPUs opened in its own JVM by {@link InterposerPremain}, another program's served by the launcher's
+ * {@link LocalWorker}; the exit status is the program's.
  */
 public final class RunCommand implements Subcommand {
     /** Small enough to take seconds on a 2-core CI machine under the CPU emulation. */
@@ -62,7 +63,6 @@ public final class RunCommand implements Subcommand {
 
     private static final String EMULATION_MARK = "  [emulated: CPU, not a GPU]";
     private static final String EXPECTED_RUNTIME = "expected-runtime";
-    private static final String ATTACH_WITHIN = "attach-within";
 
     /** The options of the built-in checks, which mean nothing for a program of one's own. */
     private static final List<String> CHECK_OPTIONS = List.of(WorkloadSelection.OPTION, "size", "steps", "hold");
@@ -115,7 +115,7 @@ public final class RunCommand implements Subcommand {
     @Override
     public String summary() {
         return "in a vgpu job: open its vGPUs (local and borrowed), start the migration agent, check the workloads on"
-                + " each; with -- COMMAND, run a Java program of one's own on them instead";
+                + " each; with -- COMMAND, run a program of one's own on them instead";
     }
 
     @Override
@@ -174,14 +174,6 @@ public final class RunCommand implements Subcommand {
                                 + " vGPU is and check again (to watch a migration)")
                         .get())
                 .addOption(Option.builder()
-                        .longOpt(ATTACH_WITHIN)
-                        .hasArg()
-                        .argName("SECONDS")
-                        .desc("with -- COMMAND: how long a JVM of the command has to load the vgpu interposer"
-                                + " before the command is taken for a program that is not Java and stopped (default "
-                                + ProgramLaunch.DEFAULT_ATTACH_BOUND.toSeconds() + ")")
-                        .get())
-                .addOption(Option.builder()
                         .longOpt(MpjRanks.OPTION)
                         .hasArg()
                         .argName("N")
@@ -197,11 +189,9 @@ public final class RunCommand implements Subcommand {
         if (!program.isEmpty()) {
             return runProgram(line, program, out, err);
         }
-        for (String programOption : List.of(ATTACH_WITHIN, MpjRanks.OPTION)) {
-            if (line.hasOption(programOption)) {
-                throw new ParseException("--" + programOption + " is for a program of one's own: vgpu run [options] --"
-                        + " COMMAND [ARGS...]");
-            }
+        if (line.hasOption(MpjRanks.OPTION)) {
+            throw new ParseException("--" + MpjRanks.OPTION + " is for a program of one's own: vgpu run [options] --"
+                    + " COMMAND [ARGS...]");
         }
         List<Workload> workloads = WorkloadSelection.select(
                 line.getOptionValues(WorkloadSelection.OPTION),
@@ -291,8 +281,6 @@ public final class RunCommand implements Subcommand {
         }
         String backendName = CommandLines.choice(line, "local-backend", Backends.AUTO, Backends.CHOICES);
         int emulatedGpus = emulatedGpus(line);
-        int attachWithin =
-                CommandLines.intValue(line, ATTACH_WITHIN, (int) ProgramLaunch.DEFAULT_ATTACH_BOUND.toSeconds(), 1);
         Map<String, String> programEnvironment = new HashMap<>(environment);
         // the hint reaches the program's JVM as the variable its interposer reads, checked here like the flag's
         Optional<Duration> expectedRuntime = expectedRuntime(line);
@@ -329,7 +317,7 @@ public final class RunCommand implements Subcommand {
                             programEnvironment,
                             interposerJar.get(),
                             InterposerPremain.arguments(backendName, emulatedGpus),
-                            Duration.ofSeconds(attachWithin),
+                            LocalWorker.starter(assembly.get(), programEnvironment, backendName, emulatedGpus, err),
                             assembly.get().agentSocket())
                     .run(out, err);
         } catch (InputException e) {

@@ -94,6 +94,7 @@ final class WireSurfaceGenerator {
         Sources.write(env, surface, pkg + "." + visitor, writer.visitor());
         Sources.write(env, surface, pkg + "." + encoder, writer.encoder());
         Sources.write(env, surface, pkg + "." + dispatch, writer.dispatch());
+        new WireHeaderWriter(env, names, codecs, frames).write();
         if (ends != null) {
             new OneToOneGenerator(env, names, ends).generate(frames);
         }

@@ -331,6 +331,70 @@ class CallSurfaceProcessorTest {
                 compilation.errors.toString());
     }
 
+    @Test
+    void theCHeaderListsTheConstantsAndEveryFrameWithItsFieldsLayouts() throws IOException {
+        Map<String, String> sources = new java.util.HashMap<>(WIRE);
+        sources.put("wire/Codecs.java", """
+                package wire;
+                import io.netty.buffer.ByteBuf;
+                import org.vgpu.runtime.api.surface.WireLayout;
+                final class Codecs {
+                    static final int ARG_POINTER = 1;
+                    @WireLayout("int32") static int readInt32(ByteBuf in) { return in.readInt(); }
+                    static void writeInt32(ByteBuf out, int value) { out.writeInt(value); }
+                    static long readInt64(ByteBuf in) { return 0; }
+                    static void writeInt64(ByteBuf out, long value) {}
+                }
+                """);
+        sources.put("wire/Frames.java", """
+                package wire;
+                final class Frames {
+                    static final int MAGIC = 0x56475055;
+                    static final int MAX_BODY_BYTES = 16 << 20;
+                    static final int FLAG_MORE = 2;
+                    static final String NOT_A_NUMBER = "left out";
+                }
+                """);
+        sources.put("wire/Calls.java", """
+                package wire;
+                import org.vgpu.runtime.api.surface.Call;
+                import org.vgpu.runtime.api.surface.CallSurface;
+                import org.vgpu.runtime.api.surface.Reply;
+                @CallSurface(codecs = Codecs.class)
+                interface Calls {
+                    /** {@code int32 stream id}, see {@link #OK the reply}. */
+                    @Call(opcode = 0x0070, kind = Call.Kind.ASYNC) void streamCreate(int streamId);
+                    /** Success. */
+                    @Reply int OK = 0x0010;
+                    @Call(opcode = 0x0041, kind = Call.Kind.SYNCHRONIZING) void memFree(long address);
+                }
+                """);
+        // the generated classes need a real Frames to compile; the header is written before they are compiled
+        Compilation compilation = compile(sources);
+
+        String header = Files.readString(compilation.classes.resolve("META-INF/vgpu/vgpu_wire.h"));
+        assertTrue(header.contains("#define VGPU_WIRE_MAGIC 0x56475055 /* Frames.MAGIC */\n"), header);
+        assertTrue(header.contains("#define VGPU_WIRE_MAX_BODY_BYTES 0x1000000 /* Frames.MAX_BODY_BYTES */\n"), header);
+        assertTrue(header.contains("#define VGPU_WIRE_FLAG_MORE 2 /* Frames.FLAG_MORE */\n"), header);
+        assertTrue(header.contains("#define VGPU_WIRE_ARG_POINTER 1 /* Codecs.ARG_POINTER */\n"), header);
+        assertFalse(header.contains("NOT_A_NUMBER"), header);
+        assertTrue(header.contains("""
+                        /* STREAM_CREATE: request, may be async (FLAG_ASYNC)
+                         *   int32 stream id, see the reply.
+                         *   body: streamId int32
+                         */
+                        #define VGPU_OP_STREAM_CREATE 0x0070
+                        """), header);
+        assertTrue(header.contains("/* OK: reply\n *   Success.\n */\n#define VGPU_OP_OK 0x0010\n"), header);
+        assertTrue(
+                header.contains("*   body: address LAYOUT NOT DESCRIBED (readInt64)\n"),
+                "a codec without @WireLayout is marked, for the protocol's test to refuse: " + header);
+        assertTrue(
+                header.indexOf("VGPU_OP_OK") < header.indexOf("VGPU_OP_MEM_FREE")
+                        && header.indexOf("VGPU_OP_MEM_FREE") < header.indexOf("VGPU_OP_STREAM_CREATE"),
+                "in opcode order: " + header);
+    }
+
     // ---- one-to-one calls of an API: both ends generated from the API's own annotations
 
     private static final Map<String, String> ONE_TO_ONE = Map.of(

@@ -2,10 +2,16 @@ package org.vgpu.runtime.remote.worker;
 
 import java.io.IOException;
 import java.net.InetSocketAddress;
+import java.net.SocketAddress;
 import java.nio.channels.UnresolvedAddressException;
+import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
+import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
@@ -26,7 +32,6 @@ import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.WriteBufferWaterMark;
-import io.netty.channel.socket.SocketChannel;
 import io.netty.handler.codec.DecoderException;
 import io.netty.handler.ssl.SslContext;
 import io.netty.handler.timeout.IdleStateEvent;
@@ -34,6 +39,7 @@ import io.netty.handler.timeout.IdleStateHandler;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import org.vgpu.common.contract.BridgeContract;
 import org.vgpu.common.error.IoReasons;
 import org.vgpu.common.error.NetworkException;
 import org.vgpu.common.error.VgpuFailure;
@@ -64,7 +70,9 @@ import org.vgpu.runtime.remote.transport.NettyTransport;
  * {@link Sessions#ONE_AFTER_ANOTHER one after another} until it is closed: every step of the job,
  * and the app after {@code vgpu run}'s checks, opens the borrowed vGPU again, and a session that
  * ends because the vGPU moved away ends like any other; the idle timeout bounds each session's
- * silence, and the holder's life is the tracker's to end (it cancels the holder job).
+ * silence, and the holder's life is the tracker's to end (it cancels the holder job). A launcher's local worker
+ * ({@link #startOnSocket}) serves {@link Sessions#ONE_PER_VGPU} on a Unix domain socket: the vGPUs of the one program
+ * it runs, each in its own session, several at once.
  */
 public final class GpuWorker implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(GpuWorker.class);
@@ -74,7 +82,12 @@ public final class GpuWorker implements AutoCloseable {
         /** One, then the worker is done: a lender's worker. */
         ONE,
         /** One after another until the worker is closed: a holder job's worker, for every step of the job. */
-        ONE_AFTER_ANOTHER
+        ONE_AFTER_ANOTHER,
+        /**
+         * Several at once, at most one per vGPU (the HELLO's window names it), each vGPU's one after another until the
+         * worker is closed: a launcher's local worker, serving the vGPUs of the program it runs.
+         */
+        ONE_PER_VGPU
     }
 
     /** The outbound buffer a connection may fill before writers wait: a few copy chunks in flight. */
@@ -90,8 +103,8 @@ public final class GpuWorker implements AutoCloseable {
     public static final int MAX_CONNECTIONS_SIGNING_IN = 16;
 
     /**
-     * Connections a worker keeps at once: those signing in and the one session it serves (a second
-     * HELLO is refused while a session runs).
+     * Connections a worker of one session at a time keeps at once: those signing in and the one session it serves (a
+     * second HELLO is refused while a session runs). A local worker keeps one more for each vGPU a job may have.
      */
     public static final int MAX_CONNECTIONS = MAX_CONNECTIONS_SIGNING_IN + 1;
 
@@ -114,16 +127,23 @@ public final class GpuWorker implements AutoCloseable {
     private final Sessions sessions;
     private final EventLoopGroup group;
     private final Channel serverChannel;
-    private final AtomicBoolean sessionClaimed = new AtomicBoolean();
+    /** Where the worker listens: its TCP address, or its Unix domain socket's path. */
+    private final String listening;
+    /** How many connections it keeps at once: those signing in and the sessions it may serve together. */
+    private final int maxConnections;
+    /**
+     * The sessions claimed by an accepted HELLO, by {@link #claimKey}: for {@link Sessions#ONE} the one session stays
+     * here when it has ended, so that no second one is served.
+     */
+    private final Map<Integer, LiveSession> live = new ConcurrentHashMap<>();
+    /** Whether any HELLO was accepted, for a one-session worker's wait for its client. */
+    private final AtomicBoolean anySession = new AtomicBoolean();
     /** Open connections, and those of them that have not signed in; counted on the event loop. */
     private final AtomicInteger connections = new AtomicInteger();
 
     private final AtomicInteger connectionsSigningIn = new AtomicInteger();
     private final AtomicBoolean closed = new AtomicBoolean();
     private final CompletableFuture<WorkerReport> report = new CompletableFuture<>();
-    private volatile Channel sessionChannel;
-    /** Completes when the session now served has ended and freed its vGPU. */
-    private volatile CompletableFuture<WorkerReport> sessionEnd = new CompletableFuture<>();
 
     private final Object servedLock = new Object();
     /** What the sessions that ended served, all together. Guarded by {@link #servedLock}. */
@@ -131,33 +151,47 @@ public final class GpuWorker implements AutoCloseable {
     /** Guarded by {@link #servedLock}. */
     private int endedSessions;
 
+    /** One session: its connection, and what completes when it has ended and freed its vGPU. */
+    private record LiveSession(Channel channel, CompletableFuture<WorkerReport> end) {}
+
     private GpuWorker(
             WorkerConfig config,
             GpuBackend backend,
             SessionAuthenticator authenticator,
             SslContext ssl,
             Consumer<String> log,
-            Sessions sessions) {
+            Sessions sessions,
+            Optional<Path> socket) {
         this.config = config;
         this.backend = backend;
         this.authenticator = authenticator;
         this.log = log;
         this.sessions = sessions;
+        this.maxConnections = sessions == Sessions.ONE_PER_VGPU
+                ? MAX_CONNECTIONS_SIGNING_IN + BridgeContract.VGPUS_MAX
+                : MAX_CONNECTIONS;
+        this.listening = socket.map(path -> "unix:" + path).orElse(config.listenHost() + ":" + config.listenPort());
         this.group = NettyTransport.newEventLoopGroup(1, "vgpu-worker-io", config.spinNanos());
         try {
-            ServerBootstrap bootstrap = new ServerBootstrap();
-            NettyTransport.socketBuffers(bootstrap::childOption);
+            ServerBootstrap bootstrap = new ServerBootstrap().group(group);
+            SocketAddress address;
+            if (socket.isPresent()) {
+                bootstrap.channel(NettyTransport.serverDomainSocketChannel());
+                address = NettyTransport.domainSocketAddress(socket.get());
+            } else {
+                NettyTransport.socketBuffers(bootstrap::childOption);
+                bootstrap.channel(NettyTransport.serverSocketChannel()).childOption(ChannelOption.TCP_NODELAY, true);
+                // resolved here, as Netty's bind(host, port) does; an unknown host fails the bind
+                address = new InetSocketAddress(config.listenHost(), config.listenPort());
+            }
             this.serverChannel = bootstrap
-                    .group(group)
-                    .channel(NettyTransport.serverSocketChannel())
                     .handler(new AcceptFailures(config.workerId(), log, System::nanoTime))
-                    .childOption(ChannelOption.TCP_NODELAY, true)
                     .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, WATER_MARK)
                     .childOption(
                             ChannelOption.RECVBUF_ALLOCATOR, new AdaptiveRecvByteBufAllocator(512, 16 << 10, 1 << 20))
-                    .childHandler(new ChannelInitializer<SocketChannel>() {
+                    .childHandler(new ChannelInitializer<Channel>() {
                         @Override
-                        protected void initChannel(SocketChannel channel) {
+                        protected void initChannel(Channel channel) {
                             TrafficCounter traffic = new TrafficCounter();
                             channel.pipeline().addLast(traffic);
                             if (ssl != null) {
@@ -174,7 +208,7 @@ public final class GpuWorker implements AutoCloseable {
                                             new Connection(traffic));
                         }
                     })
-                    .bind(config.listenHost(), config.listenPort())
+                    .bind(address)
                     .syncUninterruptibly()
                     .channel();
         } catch (Exception e) {
@@ -182,8 +216,7 @@ public final class GpuWorker implements AutoCloseable {
             group.shutdownGracefully(0, 1, TimeUnit.SECONDS);
             throw new NetworkException(
                     NetworkException.Code.CANNOT_LISTEN,
-                    "worker " + config.workerId() + " cannot listen on " + config.listenHost() + ":"
-                            + config.listenPort() + ": " + bindFailure(e),
+                    "worker " + config.workerId() + " cannot listen on " + listening + ": " + bindFailure(e),
                     e);
         }
         if (sessions == Sessions.ONE) {
@@ -194,7 +227,7 @@ public final class GpuWorker implements AutoCloseable {
     private void scheduleGiveUpWithoutClient() {
         group.schedule(
                 () -> {
-                    if (!sessionClaimed.get()) {
+                    if (!anySession.get()) {
                         finish(new WorkerReport(
                                 0,
                                 0,
@@ -238,7 +271,27 @@ public final class GpuWorker implements AutoCloseable {
         Objects.requireNonNull(authenticator, "authenticator");
         Objects.requireNonNull(log, "log");
         Objects.requireNonNull(sessions, "sessions");
-        return new GpuWorker(config, backend, authenticator, ssl, log, sessions);
+        return new GpuWorker(config, backend, authenticator, ssl, log, sessions, Optional.empty());
+    }
+
+    /**
+     * A local worker: listens on the Unix domain socket {@code socket} (created here; its directory says who may
+     * reach it) and serves {@link Sessions#ONE_PER_VGPU}, without TLS. {@code config}'s host and port are not used.
+     *
+     * @param authenticator the check of each HELLO, with the connecting process's user ({@link SameUserSessions})
+     */
+    public static GpuWorker startOnSocket(
+            Path socket,
+            WorkerConfig config,
+            GpuBackend backend,
+            SessionAuthenticator authenticator,
+            Consumer<String> log) {
+        Objects.requireNonNull(socket, "socket");
+        Objects.requireNonNull(config, "config");
+        Objects.requireNonNull(backend, "backend");
+        Objects.requireNonNull(authenticator, "authenticator");
+        Objects.requireNonNull(log, "log");
+        return new GpuWorker(config, backend, authenticator, null, log, Sessions.ONE_PER_VGPU, Optional.of(socket));
     }
 
     /** The listening socket's channel, for tests that play what the operating system does to it. */
@@ -246,14 +299,21 @@ public final class GpuWorker implements AutoCloseable {
         return serverChannel;
     }
 
-    /** The address the worker listens on (with the real port when port 0 was asked for). */
+    /**
+     * The address the worker listens on (with the real port when port 0 was asked for).
+     *
+     * @throws IllegalStateException for a worker on a Unix domain socket, whose path its starter gave
+     */
     public InetSocketAddress address() {
-        return (InetSocketAddress) serverChannel.localAddress();
+        if (!(serverChannel.localAddress() instanceof InetSocketAddress address)) {
+            throw new IllegalStateException("worker " + config.workerId() + " listens on " + listening + ", not TCP");
+        }
+        return address;
     }
 
     /**
      * Completes when the worker is done, with what it served: for {@link Sessions#ONE}, when the session is over (or
-     * never began); for {@link Sessions#ONE_AFTER_ANOTHER}, when the worker is closed, with every session's figures.
+     * never began); for the others, when the worker is closed, with every session's figures.
      */
     public CompletableFuture<WorkerReport> report() {
         return report;
@@ -269,26 +329,24 @@ public final class GpuWorker implements AutoCloseable {
     }
 
     /**
-     * Waits until the session served now has ended (the vGPU moved away, or its client ended it), at most
-     * {@code bound}; at once when none runs.
+     * Waits until the sessions served now have ended (the vGPU moved away, or its client ended it), at most
+     * {@code bound} in all; at once when none runs.
      *
-     * @return whether no session runs any more
+     * @return whether none of them runs any more
      */
     public boolean awaitSessionEnd(Duration bound) throws InterruptedException {
-        // read before the channel, as close() does: a session that ends meanwhile has completed this one
-        CompletableFuture<WorkerReport> end = sessionEnd;
-        if (sessionChannel == null) {
-            return true;
+        // in nanoseconds: whole milliseconds would cut the wait short of the bound by up to one
+        long deadline = System.nanoTime() + bound.toNanos();
+        for (LiveSession session : List.copyOf(live.values())) {
+            try {
+                session.end().get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+            } catch (TimeoutException e) {
+                return false;
+            } catch (ExecutionException e) {
+                // ended, with a failure the session's own report tells
+            }
         }
-        try {
-            // in nanoseconds: whole milliseconds would cut the wait short of the bound by up to one
-            end.get(bound.toNanos(), TimeUnit.NANOSECONDS);
-            return true;
-        } catch (TimeoutException e) {
-            return false;
-        } catch (ExecutionException e) {
-            return true;
-        }
+        return true;
     }
 
     /** Why a bind failed, in vgpu's words: Netty rethrows the JDK's exception or its native transport's. */
@@ -306,14 +364,12 @@ public final class GpuWorker implements AutoCloseable {
         if (!closed.compareAndSet(false, true)) {
             return;
         }
-        // read before the channel: a session that ends meanwhile has completed this one before it is replaced
-        CompletableFuture<WorkerReport> end = sessionEnd;
-        Channel session = sessionChannel;
-        if (session != null) {
-            session.close();
+        List<LiveSession> running = List.copyOf(live.values());
+        running.forEach(session -> session.channel().close());
+        for (LiveSession session : running) {
             try {
                 // the GPU thread frees the vGPU before the session's end completes
-                end.get(10, TimeUnit.SECONDS);
+                session.end().get(10, TimeUnit.SECONDS);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             } catch (TimeoutException e) {
@@ -332,27 +388,25 @@ public final class GpuWorker implements AutoCloseable {
     }
 
     /**
-     * A session is over and its vGPU freed: a one-session worker is done; one that serves sessions one after another
-     * adds the session's figures to its own and takes the next client.
+     * A session is over and its vGPU freed: a one-session worker is done; the others add the session's figures to
+     * their own and take the next client (of that vGPU).
      */
-    private void sessionEnded(WorkerReport session) {
+    private void sessionEnded(int key, LiveSession ended, WorkerReport session) {
         if (sessions == Sessions.ONE) {
             finish(session);
             // after the report: close() waits for this, and its own report must not win over the session's
-            sessionEnd.complete(session);
+            ended.end().complete(session);
             return;
         }
-        int ended;
+        int count;
         synchronized (servedLock) {
             served = served.plus(session);
-            ended = ++endedSessions;
+            count = ++endedSessions;
         }
-        log.accept("worker " + config.workerId() + ": session " + ended + " ended: " + session.endReason()
+        log.accept("worker " + config.workerId() + ": session " + count + " ended: " + session.endReason()
                 + "; waiting for the job's next session");
-        sessionEnd.complete(session);
-        sessionChannel = null;
-        sessionEnd = new CompletableFuture<>();
-        sessionClaimed.set(false);
+        ended.end().complete(session);
+        live.remove(key, ended);
     }
 
     /** Every ended session's figures together; clean, since a holder's worker ends when its holder does. */
@@ -366,6 +420,11 @@ public final class GpuWorker implements AutoCloseable {
                     true,
                     reason + " after " + endedSessions + " session(s)");
         }
+    }
+
+    /** Which sessions exclude each other: all of a worker's, or, for {@link Sessions#ONE_PER_VGPU}, those of one vGPU. */
+    private int claimKey(Hello hello) {
+        return sessions == Sessions.ONE_PER_VGPU ? hello.window().vgpuIndex() : 0;
     }
 
     private void finish(WorkerReport result) {
@@ -399,13 +458,13 @@ public final class GpuWorker implements AutoCloseable {
             int open = connections.incrementAndGet();
             int waiting = connectionsSigningIn.incrementAndGet();
             signingIn = true;
-            if (open > MAX_CONNECTIONS || waiting > MAX_CONNECTIONS_SIGNING_IN) {
+            if (open > maxConnections || waiting > MAX_CONNECTIONS_SIGNING_IN) {
                 VgpuException refused = new VgpuException(
                         ErrorCode.CUDA_ERROR_NOT_PERMITTED,
                         "worker " + config.workerId() + " is busy: "
                                 + (waiting > MAX_CONNECTIONS_SIGNING_IN
                                         ? MAX_CONNECTIONS_SIGNING_IN + " connections are already signing in"
-                                        : MAX_CONNECTIONS + " connections are already open")
+                                        : maxConnections + " connections are already open")
                                 + "; try again shortly");
                 log.accept("worker " + config.workerId() + ": refused "
                         + ctx.channel().remoteAddress() + ": " + refused.getMessage());
@@ -460,18 +519,26 @@ public final class GpuWorker implements AutoCloseable {
         private void handshake(ChannelHandlerContext ctx, Frame frame) {
             int requestId = frame.requestId();
             Hello hello;
+            int key;
+            LiveSession claim;
             try {
                 hello = RequestDecoder.hello(frame);
                 if (hello.protocolVersion() != Frames.PROTOCOL_VERSION) {
                     throw Frames.violation("the client speaks protocol version " + hello.protocolVersion() + ", worker "
                             + config.workerId() + " speaks version " + Frames.PROTOCOL_VERSION);
                 }
-                authenticate(hello);
-                if (!sessionClaimed.compareAndSet(false, true)) {
+                authenticate(hello, ctx.channel());
+                key = claimKey(hello);
+                claim = new LiveSession(ctx.channel(), new CompletableFuture<>());
+                if (live.putIfAbsent(key, claim) != null) {
                     throw new VgpuException(
                             ErrorCode.CUDA_ERROR_NOT_PERMITTED,
-                            "worker " + config.workerId() + " already serves a session");
+                            "worker " + config.workerId() + " already serves a session"
+                                    + (sessions == Sessions.ONE_PER_VGPU
+                                            ? " of vGPU " + key + ": one process at a time uses a vGPU"
+                                            : ""));
                 }
+                anySession.set(true);
             } catch (VgpuException refused) {
                 frame.release();
                 log.accept("worker " + config.workerId() + ": refused "
@@ -483,24 +550,26 @@ public final class GpuWorker implements AutoCloseable {
                     + ctx.channel().remoteAddress());
             signedIn(ctx);
             session = new SessionExecutor(ctx.channel(), backend, config);
-            sessionChannel = ctx.channel();
             session.outcome()
                     .thenAccept(outcome -> ctx.channel()
                             .closeFuture()
-                            .addListener(closed -> sessionEnded(new WorkerReport(
-                                    outcome.calls(),
-                                    traffic.bytesIn(),
-                                    traffic.bytesOut(),
-                                    outcome.busyNanos(),
-                                    outcome.clean(),
-                                    outcome.reason()))));
+                            .addListener(closed -> sessionEnded(
+                                    key,
+                                    claim,
+                                    new WorkerReport(
+                                            outcome.calls(),
+                                            traffic.bytesIn(),
+                                            traffic.bytesOut(),
+                                            outcome.busyNanos(),
+                                            outcome.clean(),
+                                            outcome.reason()))));
             session.start();
             session.submit(frame);
         }
 
-        private void authenticate(Hello hello) {
+        private void authenticate(Hello hello, Channel channel) {
             try {
-                authenticator.authenticate(hello.token(), hello.window());
+                authenticator.authenticate(hello.token(), hello.window(), NettyTransport.peerUser(channel));
             } catch (VgpuException e) {
                 throw e.code() == ErrorCode.VGPU_AUTH_FAILED
                         ? e
@@ -508,7 +577,7 @@ public final class GpuWorker implements AutoCloseable {
             } catch (VgpuFailure e) {
                 // The token's own words (AuthException) go to the client under the wire's one code for a refusal.
                 throw new VgpuException(ErrorCode.VGPU_AUTH_FAILED, e.detail(), e);
-            } catch (RuntimeException e) {
+            } catch (IOException | RuntimeException e) {
                 throw new VgpuException(ErrorCode.VGPU_AUTH_FAILED, "the session token could not be checked", e);
             }
         }

@@ -1,7 +1,10 @@
 package org.vgpu.runtime.remote.worker;
 
+import java.util.Optional;
+
 import org.vgpu.common.security.TokenVerifier;
 import org.vgpu.runtime.api.VaWindow;
+import org.vgpu.runtime.remote.transport.PeerUser;
 
 /**
  * Decides whether a client may open a session on this worker: its session token must entitle it
@@ -16,6 +19,15 @@ public interface SessionAuthenticator {
      *         session; the worker answers any failure here with VGPU_AUTH_FAILED
      */
     void authenticate(String token, VaWindow window);
+
+    /**
+     * The check the worker makes: with the user of the connecting process, which the kernel gives for a Unix domain
+     * socket (empty over TCP). Tokens alone decide, unless an authenticator asks for the peer ({@link
+     * SameUserSessions}).
+     */
+    default void authenticate(String token, VaWindow window, Optional<PeerUser> peer) {
+        authenticate(token, window);
+    }
 
     /** Sessions whose token {@code verifier} accepts for the HELLO's vGPU, window base and window size. */
     static SessionAuthenticator checking(TokenVerifier verifier) {

@@ -172,9 +172,11 @@ class GpuWorkerTest {
         assertFalse(worker.report().isDone(), "the worker still waits for its client");
     }
 
-    /** A lender's worker and a holder's alike: one session at a time. */
+    /** A lender's worker and a holder's alike: one session at a time (a local worker's is one per vGPU). */
     @ParameterizedTest
-    @EnumSource(GpuWorker.Sessions.class)
+    @EnumSource(
+            value = GpuWorker.Sessions.class,
+            names = {"ONE", "ONE_AFTER_ANOTHER"})
     void aSecondSessionIsRefused(GpuWorker.Sessions sessions) {
         startWorker(Duration.ofSeconds(10), sessions);
         try (RawClient client = connect();

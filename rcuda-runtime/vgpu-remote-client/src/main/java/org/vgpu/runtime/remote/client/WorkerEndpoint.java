@@ -1,6 +1,8 @@
 package org.vgpu.runtime.remote.client;
 
+import java.nio.file.Path;
 import java.util.Objects;
+import java.util.Optional;
 
 /**
  * Where a remote vGPU's worker listens and what entitles the client to it. Closing the endpoint
@@ -8,6 +10,7 @@ import java.util.Objects;
  * lend); a remote vGPU closes its endpoint when it is closed.
  *
  * @param workerId the worker's name, used in every error about it
+ * @param host     the worker's host, or the path of its Unix domain socket when {@code port} is {@link #UNIX_SOCKET}
  * @param token    the session token the worker checks; never logged
  * @param release  what closing the endpoint does
  */
@@ -17,6 +20,9 @@ import java.util.Objects;
 public record WorkerEndpoint(String workerId, String host, int port, String token, AutoCloseable release)
         implements AutoCloseable {
 
+    /** The port of an endpoint that is a Unix domain socket (a launcher's local worker), whose path is the host. */
+    public static final int UNIX_SOCKET = -1;
+
     public WorkerEndpoint {
         Objects.requireNonNull(workerId, "workerId");
         Objects.requireNonNull(host, "host");
@@ -24,9 +30,19 @@ public record WorkerEndpoint(String workerId, String host, int port, String toke
         Objects.requireNonNull(release, "release");
     }
 
-    /** "worker W at host:port", as errors name it. */
+    /** The worker listening on the Unix domain socket {@code socket}. */
+    public static WorkerEndpoint onSocket(String workerId, Path socket, String token, AutoCloseable release) {
+        return new WorkerEndpoint(workerId, socket.toString(), UNIX_SOCKET, token, release);
+    }
+
+    /** The worker's Unix domain socket; empty for a worker on TCP. */
+    public Optional<Path> socket() {
+        return port == UNIX_SOCKET ? Optional.of(Path.of(host)) : Optional.empty();
+    }
+
+    /** "worker W at host:port" (or "at unix:PATH"), as errors name it. */
     public String describe() {
-        return "worker " + workerId + " at " + host + ":" + port;
+        return "worker " + workerId + " at " + (port == UNIX_SOCKET ? "unix:" + host : host + ":" + port);
     }
 
     @Override

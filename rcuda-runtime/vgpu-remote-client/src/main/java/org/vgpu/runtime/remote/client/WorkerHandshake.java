@@ -1,5 +1,7 @@
 package org.vgpu.runtime.remote.client;
 
+import java.nio.file.Path;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -50,15 +52,19 @@ final class WorkerHandshake {
     /**
      * Starts connecting to the worker; replies go to {@code handler}.
      *
-     * @param ssl TLS, or null for plain TCP; with TLS the worker's certificate must name {@code endpoint.host()}
+     * @param ssl TLS, or null for plain TCP; with TLS the worker's certificate must name {@code endpoint.host()}. A
+     *     worker on a Unix domain socket ({@link WorkerEndpoint#socket}) is connected to at its path.
      */
     ChannelFuture connect(EventLoopGroup group, SslContext ssl, InboundHandler handler) {
-        Bootstrap bootstrap = new Bootstrap();
-        NettyTransport.socketBuffers(bootstrap::option);
-        return bootstrap
-                .group(group)
-                .channel(NettyTransport.socketChannel())
-                .option(ChannelOption.TCP_NODELAY, true)
+        Bootstrap bootstrap = new Bootstrap().group(group);
+        Optional<Path> socket = endpoint.socket();
+        if (socket.isPresent()) {
+            bootstrap.channel(NettyTransport.domainSocketChannel());
+        } else {
+            NettyTransport.socketBuffers(bootstrap::option);
+            bootstrap.channel(NettyTransport.socketChannel()).option(ChannelOption.TCP_NODELAY, true);
+        }
+        bootstrap
                 .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int)
                         Math.min(Integer.MAX_VALUE, config.connectTimeout().toMillis()))
                 .option(ChannelOption.WRITE_BUFFER_WATER_MARK, WATER_MARK)
@@ -73,8 +79,10 @@ final class WorkerHandshake {
                         }
                         channel.pipeline().addLast(new FrameDecoder(Opcode.Direction.REPLY), handler);
                     }
-                })
-                .connect(endpoint.host(), endpoint.port());
+                });
+        return socket.isPresent()
+                ? bootstrap.connect(NettyTransport.domainSocketAddress(socket.get()))
+                : bootstrap.connect(endpoint.host(), endpoint.port());
     }
 
     /** The worker's certificate must name the host this client connects to, whatever context the caller built. */

@@ -14,6 +14,7 @@ import org.vgpu.runtime.api.KernelArg;
 import org.vgpu.runtime.api.KernelArgs;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.api.surface.WireLayout;
 
 /**
  * How each field type of a request travels, in one place: for a codec {@code X} of
@@ -41,6 +42,7 @@ final class WireCodecs {
 
     // ---- numbers and strings
 
+    @WireLayout("int32")
     static int readInt32(ByteBuf in) {
         return in.readInt();
     }
@@ -49,6 +51,7 @@ final class WireCodecs {
         out.writeInt(value);
     }
 
+    @WireLayout("int64")
     static long readInt64(ByteBuf in) {
         return in.readLong();
     }
@@ -57,6 +60,7 @@ final class WireCodecs {
         out.writeLong(value);
     }
 
+    @WireLayout("float32 (its IEEE 754 bits as an int32)")
     static float readFloat32(ByteBuf in) {
         return in.readFloat();
     }
@@ -66,6 +70,7 @@ final class WireCodecs {
     }
 
     /** {@code uint8}, 0 or 1: any other value is a peer's mistake, not a truth value. */
+    @WireLayout("uint8 (0 or 1)")
     static boolean readBoolean(ByteBuf in) {
         int value = in.readUnsignedByte();
         if (value > 1) {
@@ -78,6 +83,7 @@ final class WireCodecs {
         out.writeByte(value ? 1 : 0);
     }
 
+    @WireLayout("string (int32 byte count, then that many bytes of UTF-8)")
     static String readString(ByteBuf in) {
         return Frames.readString(in);
     }
@@ -93,6 +99,7 @@ final class WireCodecs {
      * {@code FunctionAttribute}, ...), the codec of every such enum that has none of its own; one this
      * peer does not know is the other peer's mistake.
      */
+    @WireLayout("int32 (CUDA's number of the constant)")
     static <E extends Enum<E> & CudaNumbered> E readCudaNumbered(ByteBuf in, Class<E> type) {
         int number = in.readInt();
         for (E constant : type.getEnumConstants()) {
@@ -110,6 +117,8 @@ final class WireCodecs {
 
     // ---- the session
 
+    @WireLayout(
+            "int32 magic (VGPU_WIRE_MAGIC), uint16 protocol version, int32 vGPU index, int64 window base, int64 window size, string session token (empty for a local worker)")
     static Hello readHello(ByteBuf in) {
         int magic = in.readInt();
         if (magic != Frames.MAGIC) {
@@ -141,6 +150,7 @@ final class WireCodecs {
     // ---- bytes to the end of the body
 
     /** A module image: the rest of the body. */
+    @WireLayout("rest (the image's bytes to the end of the body, at most VGPU_WIRE_MAX_MODULE_IMAGE_BYTES)")
     static ByteBuf readModuleImage(ByteBuf in) {
         return readRest(in);
     }
@@ -159,6 +169,7 @@ final class WireCodecs {
     }
 
     /** A chunk's bytes: the rest of the body, written by the caller after the generated header. */
+    @WireLayout("rest (bytes to the end of the body, written after the other fields)")
     static ByteBuf readRest(ByteBuf in) {
         return in.readSlice(in.readableBytes());
     }
@@ -166,6 +177,7 @@ final class WireCodecs {
     // ---- copies
 
     /** The most a DATA chunk may carry, as a client asks for it. */
+    @WireLayout("int32 (1 to the body limit less 8)")
     static int readChunkSize(Frame frame, ByteBuf in) {
         int chunkBytes = in.readInt();
         if (chunkBytes < 1 || chunkBytes > RequestDecoder.MAX_CHUNK_BYTES) {
@@ -180,6 +192,7 @@ final class WireCodecs {
     }
 
     /** A gather's regions: a table that fills the rest of the body. */
+    @WireLayout("int32 n, n x (int64 address, int64 bytes), filling the rest of the body")
     static List<DeviceRegion> readGatherRegions(Frame frame, ByteBuf in) {
         return readRegions(frame, in, in.readableBytes());
     }
@@ -199,6 +212,8 @@ final class WireCodecs {
     }
 
     /** The pieces of one scatter chunk, whose bytes must fill the rest of the body exactly. */
+    @WireLayout(
+            "int32 n (at most 65536), n x (int64 destination, int64 bytes); the bytes after them are exactly the pieces' bytes")
     static List<DeviceRegion> readScatterPieces(Frame frame, ByteBuf in) {
         int count = in.getInt(in.readerIndex());
         if (count < 0 || count > RequestDecoder.MAX_SCATTER_PIECES) {
@@ -262,6 +277,7 @@ final class WireCodecs {
     }
 
     /** A memset's element size in bytes: 1, 2 or 4. */
+    @WireLayout("uint8 (1, 2 or 4)")
     static int readElementSize(Frame frame, ByteBuf in) {
         int elementSize = in.readUnsignedByte();
         if (elementSize != 1 && elementSize != 2 && elementSize != 4) {
@@ -276,6 +292,7 @@ final class WireCodecs {
 
     // ---- launches
 
+    @WireLayout("3 x int32 (x, y, z, each at least 1)")
     static Dim3 readDim3(Frame frame, ByteBuf in, String field) {
         int x = in.readInt();
         int y = in.readInt();
@@ -295,6 +312,8 @@ final class WireCodecs {
         out.writeInt(dim.z());
     }
 
+    @WireLayout(
+            "uint16 n, n x (uint8 tag, value): tag VGPU_WIRE_ARG_POINTER int64, ARG_I32 int32, ARG_I64 int64, ARG_F32 float32, ARG_F64 float64, ARG_BYTES (uint16 length, that many bytes)")
     static KernelArgs readKernelArgs(Frame frame, ByteBuf in) {
         int count = in.readUnsignedShort();
         KernelArgs.Builder args = KernelArgs.builder();

@@ -1,9 +1,15 @@
 package org.vgpu.runtime.remote.transport;
 
+import java.io.IOException;
+import java.net.SocketAddress;
+import java.net.UnixDomainSocketAddress;
 import java.nio.channels.spi.SelectorProvider;
+import java.nio.file.Path;
+import java.util.Optional;
 import java.util.concurrent.Executor;
 import java.util.function.BiConsumer;
 
+import io.netty.channel.Channel;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.DefaultSelectStrategyFactory;
 import io.netty.channel.EventLoopGroup;
@@ -11,22 +17,33 @@ import io.netty.channel.IoEventLoop;
 import io.netty.channel.IoHandlerFactory;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.SelectStrategyFactory;
+import io.netty.channel.ServerChannel;
 import io.netty.channel.epoll.Epoll;
+import io.netty.channel.epoll.EpollDomainSocketChannel;
 import io.netty.channel.epoll.EpollIoHandler;
+import io.netty.channel.epoll.EpollServerDomainSocketChannel;
 import io.netty.channel.epoll.EpollServerSocketChannel;
 import io.netty.channel.epoll.EpollSocketChannel;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.ServerSocketChannel;
 import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioChannelOption;
+import io.netty.channel.socket.nio.NioDomainSocketChannel;
+import io.netty.channel.socket.nio.NioServerDomainSocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
+import io.netty.channel.unix.DomainSocketAddress;
 import io.netty.util.concurrent.DefaultThreadFactory;
+import jdk.net.ExtendedSocketOptions;
+import jdk.net.UnixDomainPrincipal;
 
 import org.vgpu.runtime.remote.RemoteTuning;
 
 /**
  * The Netty transport both ends of a remote vGPU use: the native epoll transport where it loads
- * (Linux x86-64: fewer copies and syscalls than NIO), NIO elsewhere. Decided once per process.
+ * (Linux x86-64: fewer copies and syscalls than NIO), NIO elsewhere. Decided once per process. Both
+ * carry the protocol over TCP and over Unix domain sockets (a launcher's local worker): epoll's own domain
+ * sockets, or NIO's, which are the JDK's {@link UnixDomainSocketAddress} channels.
  */
 public final class NettyTransport {
     private static final boolean EPOLL = Epoll.isAvailable();
@@ -80,5 +97,37 @@ public final class NettyTransport {
 
     public static Class<? extends ServerSocketChannel> serverSocketChannel() {
         return EPOLL ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
+    }
+
+    public static Class<? extends Channel> domainSocketChannel() {
+        return EPOLL ? EpollDomainSocketChannel.class : NioDomainSocketChannel.class;
+    }
+
+    public static Class<? extends ServerChannel> serverDomainSocketChannel() {
+        return EPOLL ? EpollServerDomainSocketChannel.class : NioServerDomainSocketChannel.class;
+    }
+
+    /** The address of the Unix domain socket at {@code path}, as the transport's domain channels take it. */
+    public static SocketAddress domainSocketAddress(Path path) {
+        return EPOLL ? new DomainSocketAddress(path.toFile()) : UnixDomainSocketAddress.of(path);
+    }
+
+    /**
+     * The user of the process at the other end of a Unix domain socket, as the kernel recorded it when the peer
+     * connected (SO_PEERCRED); empty for a channel of another kind.
+     *
+     * @throws IOException when the kernel cannot be asked
+     */
+    public static Optional<PeerUser> peerUser(Channel channel) throws IOException {
+        return switch (channel) {
+            case EpollDomainSocketChannel epoll ->
+                Optional.of(PeerUser.ofUid(epoll.peerCredentials().uid()));
+            case NioDomainSocketChannel nio -> {
+                UnixDomainPrincipal principal =
+                        nio.config().getOption(NioChannelOption.of(ExtendedSocketOptions.SO_PEERCRED));
+                yield Optional.of(PeerUser.ofPrincipal(principal.user()));
+            }
+            default -> Optional.empty();
+        };
     }
 }
