@@ -25,9 +25,9 @@ import org.vgpu.job.cuda.CudaProgramTwins;
 
 /**
  * CUDA programs written in C against the driver API and built by plain nvcc (rcuda-runtime/vgpu-libcuda builds them
- * where nvcc is, as CI's machine has it) run through {@code vgpu run} on the CPU emulation: their vGPUs are the job's
- * migratable vGPUs, served by the launcher's local worker to vgpu's {@code libcuda.so.1}, and one moves while the
- * program has state on it. The kernels run as their Java twins ({@link CudaProgramTwins}); on a GPU they are the
+ * where nvcc is, as CI's machine has it) run through {@code vgpu run} on the CPU emulation, which puts vgpu's {@code
+ * libcuda.so.1} first on their library path: their vGPUs are the job's migratable vGPUs, served by the launcher's
+ * local worker, and one moves while the program has state on it. The kernels run as their Java twins ({@link CudaProgramTwins}); on a GPU they are the
  * programs' own PTX (testbed/gpu).
  */
 class CudaProgramsTest {
@@ -65,7 +65,6 @@ class CudaProgramsTest {
                 "VGPU_SOURCE", "local-only-fallback",
                 "VGPU_AGENT_SOCKET", agentSocket.toString(),
                 "SLURM_JOB_ID", "43"));
-        environment.put("LD_LIBRARY_PATH", LIBCUDA.toString());
     }
 
     private static Path program(String name) {
