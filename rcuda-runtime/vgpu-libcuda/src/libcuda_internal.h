@@ -45,6 +45,8 @@ extern const size_t vgpu_legacy_export_count;
 const char *vgpu_entry_name(int id);
 enum vgpu_disposition vgpu_entry_disposition(int id, const char **reason);
 void vgpu_count(int id);
+/* Whether calls are counted: only when a report is asked for (VGPU_LIBCUDA_REPORT). */
+extern int vgpu_counting;
 unsigned long long vgpu_calls(int id);
 int vgpu_entry_id(const char *name);
 
