@@ -3,7 +3,9 @@
 # libcuda.so.1 and the CUDA test programs there (the wire header from the staged vgpu-remote-client jar), then runs
 # the driver-API programs twice on GPU 0, plainly and through `vgpu run` (their vGPU served by the launcher's local
 # worker on the native backend), and compares what they print; a CUDA runtime program through `vgpu run` shows the
-# refusal of what is not served yet. Logs in $OUT (default .gpu/out): cuda-programs.log.
+# refusal of what is not served yet; then each driver-API program on a native vGPU, on a remote one (a worker of the
+# same GPU in another process) and starting remote, moved onto GPU 0 while it runs (org.vgpu.job.JCudaProgramsOnGpu,
+# which checks the JCuda programs the same way). Logs in $OUT (default .gpu/out): cuda-programs.log.
 set -uo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$top"
@@ -49,6 +51,10 @@ for program in "driver_tour" "driver_steps 40 0"; do
           echo "-- plain"; cat "$work/$name.plain"; echo "-- vgpu run"; cat "$work/$name.vgpu" "$work/$name.vgpu.err"; } | tee -a "$log"
     fi
 done
+# native, remote (a worker of GPU 0 in another process) and remote->native mid-run, by the JCuda programs' check
+"$JAVA" --enable-native-access=ALL-UNNAMED -Dvgpu.cuda.programs="$top/$lib/build/programs" \
+    -cp ".gpu/lib/*:.gpu/test/classes:$(ls .gpu/test/junit-platform-console-standalone-*.jar)" \
+    org.vgpu.job.JCudaProgramsOnGpu - 20 0 2>&1 | tee -a "$log" | grep -q "^PASS" || failed=1
 status=0
 vgpu_run "$top/$lib/build/programs/runtime_tour" >"$work/runtime.out" 2>"$work/runtime.err" || status=$?
 { echo "runtime_tour (CUDA runtime) through vgpu run: exit $status"; grep -h "vgpu libcuda\|runtime_tour" "$work/runtime.out" "$work/runtime.err"; } | tee -a "$log"
