@@ -3,6 +3,7 @@
 #include "entry_points.h"
 
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct entry_point {
@@ -16,6 +17,16 @@ static const struct entry_point entry_points[VGPU_ENTRY_POINT_COUNT] = {VGPU_ENT
 
 /* Relaxed: a count is read only at the report, after the program's threads are done with CUDA. */
 static atomic_ullong calls[VGPU_ENTRY_POINT_COUNT];
+
+/* Calls are counted only for a report: a count is an atomic add on a line other threads' counts share,
+   which a launch-heavy program's threads would pay on every call (set at load, read-only after). */
+int vgpu_counting;
+
+__attribute__((constructor(101))) static void decide_counting(void)
+{
+    const char *report = getenv("VGPU_LIBCUDA_REPORT");
+    vgpu_counting = report != NULL && report[0] != '\0';
+}
 
 const char *vgpu_entry_name(int id)
 {
@@ -34,7 +45,9 @@ enum vgpu_disposition vgpu_entry_disposition(int id, const char **reason)
 
 void vgpu_count(int id)
 {
-    atomic_fetch_add_explicit(&calls[id], 1, memory_order_relaxed);
+    if (vgpu_counting) {
+        atomic_fetch_add_explicit(&calls[id], 1, memory_order_relaxed);
+    }
 }
 
 unsigned long long vgpu_calls(int id)

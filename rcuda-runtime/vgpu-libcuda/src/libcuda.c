@@ -51,6 +51,9 @@ static void resolve_proc_entry(const struct vgpu_proc_entry *entry)
  */
 __attribute__((constructor)) static void resolve_all(void)
 {
+    if (vgpu_serving) {
+        return; /* the program's vGPUs are served through `vgpu run`: the node's driver is not loaded */
+    }
     void *driver = vgpu_real_driver();
     if (driver == NULL) {
         return;
@@ -102,7 +105,7 @@ VGPU_EXPORT CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn,
         return answer(symbolStatus, CU_GET_PROC_ADDRESS_SUCCESS, CUDA_SUCCESS);
     }
     const struct vgpu_proc_entry *entry = vgpu_find_proc_entry(symbol, cudaVersion, flags);
-    if (entry == NULL && real_get_proc_address != NULL) {
+    if (entry == NULL && real_get_proc_address != NULL && !vgpu_serving) {
         /* a function the toolkit vgpu was built with does not declare (a newer driver's, or one the
            toolkit keeps to itself): the driver's own, handed out uncounted, and named in the report */
         CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
@@ -132,6 +135,15 @@ VGPU_EXPORT CUresult CUDAAPI cuGetExportTable(const void **ppExportTable, const 
         return CUDA_ERROR_INVALID_VALUE;
     }
     *ppExportTable = NULL;
+    if (vgpu_serving) {
+        static int said;
+        if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED)) {
+            vgpu_say("the CUDA runtime's tables of the driver are not served on a vGPU yet: programs built with the "
+                     "CUDA runtime (nvcc's default) cannot use vGPUs in this version; driver-API programs can");
+        }
+        vgpu_note_export_table(pExportTableId, CUDA_ERROR_NOT_SUPPORTED);
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
     CUresult result = real_get_export_table != NULL ? real_get_export_table(ppExportTable, pExportTableId)
                                                     : vgpu_unresolved("cuGetExportTable");
     vgpu_note_export_table(pExportTableId, result);

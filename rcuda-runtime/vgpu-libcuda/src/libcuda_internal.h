@@ -45,6 +45,8 @@ extern const size_t vgpu_legacy_export_count;
 const char *vgpu_entry_name(int id);
 enum vgpu_disposition vgpu_entry_disposition(int id, const char **reason);
 void vgpu_count(int id);
+/* Whether calls are counted: only when a report is asked for (VGPU_LIBCUDA_REPORT). */
+extern int vgpu_counting;
 unsigned long long vgpu_calls(int id);
 int vgpu_entry_id(const char *name);
 
@@ -62,6 +64,22 @@ CUresult vgpu_unresolved(const char *symbol);
 void vgpu_note_export_table(const CUuuid *id, CUresult answer);
 /* report.c: a name cuGetProcAddress was asked for that the toolkit's headers do not declare. */
 void vgpu_note_unknown_entry(const char *name, int driver_has_it);
+
+/* serving.c: whether this process's calls are served by vgpu on its vGPUs (set once, at load, from the
+   environment `vgpu run` gives a program) rather than passed to the node's driver. */
+extern int vgpu_serving;
+/* serving.c: the answer to an entry point vgpu does not serve on a vGPU: CUDA_ERROR_NOT_SUPPORTED, and
+   a line naming the call (and entry-points.conf's reason) the first time. */
+CUresult vgpu_refuse(int id);
+
+/* errors.c (generated): every CUresult's name and description, from cuda.h. */
+struct vgpu_error_text {
+    int code;
+    const char *name;
+    const char *description;
+};
+extern const struct vgpu_error_text vgpu_error_texts[];
+extern const size_t vgpu_error_text_count;
 
 /* Messages in the product's own words, on stderr, prefixed "vgpu libcuda: ". */
 void vgpu_say(const char *format, ...) __attribute__((format(printf, 1, 2)));

@@ -30,7 +30,7 @@ for program in runtime_tour runtime_tour_shared; do
 	grep -q "^export-table [0-9a-f-]*	1	refused" "$work/$program.report" || fail "$program: no export table in the report"
 done
 run driver_tour
-grep -q "^cuInit	1	passed" "$work/driver_tour.report" || fail "driver_tour: cuInit not counted"
+grep -q "^cuInit	1	" "$work/driver_tour.report" || fail "driver_tour: cuInit not counted"
 if [ "$failed" -ne 0 ]; then
 	exit 1
 fi

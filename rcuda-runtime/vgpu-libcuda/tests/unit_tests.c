@@ -95,6 +95,7 @@ static void every_name_has_one_id(void)
 
 static void calls_are_counted_under_their_name(void)
 {
+    vgpu_counting = 1; /* as VGPU_LIBCUDA_REPORT makes it */
     int id = vgpu_entry_id("cuDeviceGetCount");
     unsigned long long before = vgpu_calls(id);
     int count;
@@ -111,7 +112,8 @@ static void refusals_say_why(void)
     EXPECT(vgpu_entry_disposition(vgpu_entry_id("cuIpcOpenMemHandle"), &reason) == VGPU_REFUSE);
     EXPECT(reason != NULL && strstr(reason, "IPC") != NULL);
     EXPECT(vgpu_entry_disposition(vgpu_entry_id("cuMemAllocManaged"), &reason) == VGPU_REFUSE);
-    EXPECT(vgpu_entry_disposition(vgpu_entry_id("cuMemAlloc"), &reason) == VGPU_PASS && reason[0] == '\0');
+    EXPECT(vgpu_entry_disposition(vgpu_entry_id("cuMemAlloc"), &reason) == VGPU_SERVE);
+    EXPECT(vgpu_entry_disposition(vgpu_entry_id("cuGraphLaunch"), &reason) == VGPU_PASS && reason[0] == '\0');
 }
 
 /* Libraries look up driver functions by dlsym, by today's names and by the older ones (cuBLAS asks for

@@ -23,7 +23,7 @@ static const char ptx[] =
     ".target sm_80\n"
     ".address_size 64\n"
     ".global .align 4 .f32 offset;\n"
-    ".visible .entry saxpy(.param .u64 x, .param .u64 y, .param .f32 a, .param .u32 n)\n"
+    ".visible .entry offset_saxpy(.param .u64 x, .param .u64 y, .param .f32 a, .param .u32 n)\n"
     "{\n"
     "  .reg .pred p; .reg .b32 r<6>; .reg .f32 f<6>; .reg .b64 rd<8>;\n"
     "  ld.param.u64 rd1, [x]; ld.param.u64 rd2, [y]; ld.param.f32 f1, [a]; ld.param.u32 r1, [n];\n"
@@ -54,7 +54,7 @@ int main(void)
     CUmodule module;
     CHECK(cuModuleLoadData(&module, ptx));
     CUfunction saxpy;
-    CHECK(cuModuleGetFunction(&saxpy, module, "saxpy"));
+    CHECK(cuModuleGetFunction(&saxpy, module, "offset_saxpy"));
     CUdeviceptr offset;
     size_t offset_bytes = 0;
     CHECK(cuModuleGetGlobal(&offset, &offset_bytes, module, "offset"));

@@ -2,7 +2,12 @@ package org.vgpu.job;
 
 import java.io.IOException;
 import java.io.PrintStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.ValueLayout;
 import java.lang.instrument.Instrumentation;
+import java.lang.invoke.MethodHandle;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
 import java.nio.file.Files;
@@ -83,6 +88,7 @@ public final class InterposerPremain {
     public static void premain(String arguments, Instrumentation instrumentation) {
         PrintStream err = System.err;
         Map<String, String> environment = System.getenv();
+        keepLibcudaPassingThrough(err);
         String runDirectory = environment.get(RUN_DIRECTORY);
         if (runDirectory != null && !claimRun(Path.of(runDirectory), err)) {
             return;
@@ -96,6 +102,28 @@ public final class InterposerPremain {
         } catch (RuntimeException e) {
             err.println("vgpu: the job's vGPUs cannot be opened: " + e.getMessage());
             System.exit(1);
+        }
+    }
+
+    /**
+     * A JVM's vGPUs are its own runtime's: vgpu's {@code libcuda.so.1}, which JCuda loads here from the library path
+     * {@code vgpu run} gave the program, must pass this JVM's calls to the node's driver, not serve them from the
+     * launcher. It decides when it is loaded, after this, by whether the local worker's variable is set: so it is
+     * removed from this process's environment.
+     */
+    @SuppressWarnings("restricted") // one call of libc's unsetenv; vgpu run enables native access for the program
+    private static void keepLibcudaPassingThrough(PrintStream err) {
+        try (Arena arena = Arena.ofConfined()) {
+            Linker linker = Linker.nativeLinker();
+            MethodHandle unsetenv = linker.downcallHandle(
+                    linker.defaultLookup().find("unsetenv").orElseThrow(),
+                    FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS));
+            int status = (int) unsetenv.invokeExact(arena.allocateFrom(LocalWorker.VARIABLE));
+            if (status != 0) {
+                err.println("vgpu: warning: cannot remove " + LocalWorker.VARIABLE + " from this JVM's environment");
+            }
+        } catch (Throwable e) { // invokeExact's own signature: the call itself cannot fail otherwise
+            err.println("vgpu: warning: cannot remove " + LocalWorker.VARIABLE + " from this JVM's environment: " + e);
         }
     }
 

@@ -44,6 +44,9 @@ final class ProgramLaunch {
     private final List<String> command;
     private final Map<String, String> environment;
     private final Path interposerJar;
+    /** vgpu's libcuda.so.1, put first on the library path of a program that is not Java. */
+    private final Optional<Path> libcuda = LibcudaLocation.find();
+
     private final String interposerArguments;
     private final LocalWorkerStart localWorker;
     private final Optional<Path> agentSocket;
@@ -106,6 +109,11 @@ final class ProgramLaunch {
 
     /** The local worker; none, with a warning, where it cannot listen: a Java program does not need it. */
     private Optional<LocalWorker> startLocalWorker(Path runDirectory, PrintStream err) {
+        if (libcuda.isEmpty()) {
+            err.println("vgpu run: warning: no vgpu " + LibcudaLocation.LIBRARY + " beside vgpu.jar (in its lib/"
+                    + " directory, or the source tree's rcuda-runtime/vgpu-libcuda/build), so a program that is not"
+                    + " Java uses the node's driver, not the job's vGPUs");
+        }
         try {
             return Optional.of(localWorker.start(runDirectory));
         } catch (VgpuFailure e) {
@@ -137,8 +145,14 @@ final class ProgramLaunch {
                                 interposerJar,
                                 interposerArguments));
         builder.environment().put(InterposerPremain.RUN_DIRECTORY, runDirectory.toString());
-        local.ifPresent(worker ->
-                builder.environment().put(LocalWorker.VARIABLE, worker.socket().toString()));
+        local.ifPresent(worker -> {
+            builder.environment().put(LocalWorker.VARIABLE, worker.socket().toString());
+            libcuda.ifPresent(directory -> builder.environment()
+                    .put(
+                            LibcudaLocation.LIBRARY_PATH,
+                            LibcudaLocation.libraryPath(
+                                    directory, Optional.ofNullable(environment.get(LibcudaLocation.LIBRARY_PATH)))));
+        });
         // the program's own terminal where it is ours (a job's output file, a console); a caller's streams get copies
         boolean ownStreams = out == System.out && err == System.err;
         if (ownStreams) {

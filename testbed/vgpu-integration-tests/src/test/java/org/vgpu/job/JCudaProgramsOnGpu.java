@@ -28,9 +28,14 @@ import org.vgpu.common.security.ThrowawaySiteKey;
  * what plain JCuda printed. Then the cost of vgpu's path against plain JCuda for an asynchronous launch and a 4 KiB
  * copy, as the median of the ratios of interleaved pairs of runs ({@code jcudaprograms.JCudaCallCost}).
  *
+ * <p>With the system property {@code vgpu.cuda.programs} naming the directory of the C programs
+ * rcuda-runtime/vgpu-libcuda builds (testbed/gpu/cuda-programs.sh), the driver-API ones go through the same three
+ * runs after the JCuda programs: their vGPUs are the launcher's, served to vgpu's {@code libcuda.so.1}.
+ *
  * <p>Arguments: the PTX directory (built by nvcc from the programs' .cu files), how often each program repeats its
- * computation (default 20: long enough for a move to land while it runs), the pairs of cost runs (default 5).
- * Exit 0 when every comparison is equal and every move landed mid-run.
+ * computation (default 20: long enough for a move to land while it runs), the pairs of cost runs (default 5; 0
+ * skips them); a PTX directory of {@code -} checks the C programs alone. Exit 0 when every comparison is equal and
+ * every move landed mid-run.
  */
 public final class JCudaProgramsOnGpu {
     static final List<String> PROGRAMS = List.of(
@@ -42,6 +47,12 @@ public final class JCudaProgramsOnGpu {
             "JCudaNvrtc",
             "JCudaHeatSimulation",
             "JCudaTwoDevices");
+    /**
+     * The driver-API C programs and their arguments: long enough, with its pauses, for a move to land while it runs.
+     * (driver_tour prints the device count, which is the job's vGPUs here: cuda-programs.sh compares it on one vGPU.)
+     */
+    static final List<List<String>> CUDA_PROGRAMS = List.of(List.of("driver_steps", "200", "20"));
+
     private static final String CLASS_PATH = System.getProperty("java.class.path");
     private static final String JAVA =
             Path.of(System.getProperty("java.home"), "bin", "java").toString();
@@ -75,13 +86,47 @@ public final class JCudaProgramsOnGpu {
         JCudaProgramsOnGpu check = new JCudaProgramsOnGpu(ptx, repeat);
         boolean passed;
         try {
-            passed = check.programs();
-            passed &= check.cost(pairs);
+            boolean jcudaPrograms = !args[0].equals("-");
+            passed = !jcudaPrograms
+                    || check.programs(PROGRAMS.stream()
+                            .map(name -> new Program(name, check.jcuda(name, check.ptx.toString(), check.repeat)))
+                            .toList());
+            String cudaPrograms = System.getProperty("vgpu.cuda.programs");
+            if (cudaPrograms != null) {
+                passed &= check.programs(CUDA_PROGRAMS.stream()
+                        .map(command -> new Program(command.getFirst(), cuda(Path.of(cudaPrograms), command)))
+                        .toList());
+            }
+            passed &= pairs == 0 || !jcudaPrograms || check.cost(pairs);
         } finally {
             check.close();
         }
         System.out.println(passed ? "PASS: jcuda programs" : "FAIL: jcuda programs");
         System.exit(passed ? 0 : 1);
+    }
+
+    /** A program to check: its name, and its command line (without vgpu run's). */
+    record Program(String name, List<String> command) {
+        /** A C program checks its own results and exits non-zero when one is wrong; a JCuda program prints PASSED. */
+        boolean checked(ProgramRun run) {
+            return run.status() == 0
+                    && (!command.getFirst().equals(JAVA)
+                            || (!run.out().contains("FAILED") && run.out().contains(": PASSED, ")));
+        }
+    }
+
+    /** A JCuda program's command: its class in this JVM's class path. */
+    private List<String> jcuda(String program, String... args) {
+        List<String> command = new ArrayList<>(List.of(JAVA, "-cp", CLASS_PATH, "jcudaprograms." + program));
+        command.addAll(Arrays.asList(args));
+        return command;
+    }
+
+    /** A C program's command: its binary in {@code directory}, then its arguments. */
+    private static List<String> cuda(Path directory, List<String> command) {
+        List<String> line = new ArrayList<>(command);
+        line.set(0, directory.resolve(command.getFirst()).toAbsolutePath().toString());
+        return line;
     }
 
     /**
@@ -175,10 +220,11 @@ public final class JCudaProgramsOnGpu {
         return environment;
     }
 
-    private ProgramRun plain(String program, String... args) throws Exception {
-        List<String> command = new ArrayList<>(
-                List.of(JAVA, "--enable-native-access=ALL-UNNAMED", "-cp", CLASS_PATH, "jcudaprograms." + program));
-        command.addAll(Arrays.asList(args));
+    private ProgramRun plain(List<String> program) throws Exception {
+        List<String> command = new ArrayList<>(program);
+        if (command.getFirst().equals(JAVA)) {
+            command.add(1, "--enable-native-access=ALL-UNNAMED");
+        }
         ProcessBuilder builder = new ProcessBuilder(command);
         String nvrtc12 = System.getenv("VGPU_PLAIN_JCUDA_LIBRARY_PATH");
         if (nvrtc12 != null && !nvrtc12.isEmpty()) {
@@ -203,10 +249,9 @@ public final class JCudaProgramsOnGpu {
         }
     }
 
-    private ProgramRun vgpu(Map<String, String> job, String program, String... args) {
-        List<String> command = new ArrayList<>(
-                List.of("--local-backend", BACKEND, "--", JAVA, "-cp", CLASS_PATH, "jcudaprograms." + program));
-        command.addAll(Arrays.asList(args));
+    private ProgramRun vgpu(Map<String, String> job, List<String> program) {
+        List<String> command = new ArrayList<>(List.of("--local-backend", BACKEND, "--"));
+        command.addAll(program);
         try {
             return ProgramRun.of(job, interposerJar, command);
         } finally {
@@ -220,18 +265,19 @@ public final class JCudaProgramsOnGpu {
      * the two-device program on a machine of one GPU) the reference is the native vgpu run, which must then pass its
      * CPU check.
      */
-    private boolean programs() throws Exception {
+    private boolean programs(List<Program> programs) throws Exception {
         boolean passed = true;
-        for (String program : PROGRAMS) {
-            ProgramRun plain = plain(program, ptx.toString(), repeat);
+        for (Program program : programs) {
+            ProgramRun plain = plain(program.command());
             List<String> verdicts = new ArrayList<>();
             ProgramRun reference = null;
+            String plainly = program.command().getFirst().equals(JAVA) ? "plain JCuda" : "plain CUDA";
             if (plain.status() == 0) {
                 reference = plain;
-                verdicts.add("plain JCuda " + (checked(plain) ? "PASSED" : "FAILED its CPU check"));
-                passed &= checked(plain);
+                verdicts.add(plainly + " " + (program.checked(plain) ? "PASSED" : "FAILED its CPU check"));
+                passed &= program.checked(plain);
             } else {
-                verdicts.add("plain JCuda cannot run here ("
+                verdicts.add(plainly + " cannot run here ("
                         + plain.err()
                                 .lines()
                                 .filter(line -> !line.isBlank())
@@ -240,11 +286,11 @@ public final class JCudaProgramsOnGpu {
                         + ")");
             }
             for (String[] mode : new String[][] {{"native", "local", "remote"}, {"remote", "remote", "remote"}}) {
-                ProgramRun run = vgpu(job(mode[1], mode[2]), program, ptx.toString(), repeat);
+                ProgramRun run = vgpu(job(mode[1], mode[2]), program.command());
                 boolean good;
                 if (reference == null) {
                     reference = run;
-                    good = run.status() == 0 && checked(run);
+                    good = program.checked(run);
                     verdicts.add(mode[0] + (good ? " PASSED its CPU check (the reference)" : " FAILED"));
                 } else {
                     good = run.status() == 0 && run.results().equals(reference.results());
@@ -252,28 +298,22 @@ public final class JCudaProgramsOnGpu {
                 }
                 passed &= good;
                 if (!good) {
-                    System.out.println(program + " " + mode[0] + " run:\n" + run);
+                    System.out.println(program.name() + " " + mode[0] + " run:\n" + run);
                 }
             }
             String moved = movedMidRun(program, reference);
             verdicts.add(moved);
             passed &= moved.startsWith("remote->native mid-run equal");
-            System.out.println(program + ": " + String.join(", ", verdicts));
+            System.out.println(program.name() + ": " + String.join(", ", verdicts));
         }
         return passed;
     }
 
-    /** Whether the program ran and every result matched the CPU's. */
-    private static boolean checked(ProgramRun run) {
-        return run.status() == 0 && !run.out().contains("FAILED") && run.out().contains(": PASSED, ");
-    }
-
     /** vGPU 0 starts on its worker and is moved onto GPU 0 once the program has data on it. */
-    private String movedMidRun(String program, ProgramRun reference) throws Exception {
+    private String movedMidRun(Program program, ProgramRun reference) throws Exception {
         Map<String, String> job = job("remote", "local");
         Path socket = Path.of(job.get("VGPU_AGENT_SOCKET"));
-        CompletableFuture<ProgramRun> running =
-                CompletableFuture.supplyAsync(() -> vgpu(job, program, ptx.toString(), repeat));
+        CompletableFuture<ProgramRun> running = CompletableFuture.supplyAsync(() -> vgpu(job, program.command()));
         Pattern hasData = Pattern.compile("vgpu 0 on [^,]*, [1-9]\\d* B live");
         String reply = "no move: the program ended before it had data on vGPU 0";
         boolean whileRunning = false;
@@ -300,7 +340,7 @@ public final class JCudaProgramsOnGpu {
         boolean same = run.status() == 0 && run.results().equals(reference.results());
         boolean moved = reply.startsWith("ok vgpu 0 moved") && whileRunning;
         if (!same || !moved) {
-            System.out.println(program + " moved run (" + reply + "):\n" + run);
+            System.out.println(program.name() + " moved run (" + reply + "):\n" + run);
         }
         return (same && moved
                                 ? "remote->native mid-run equal"
@@ -322,9 +362,9 @@ public final class JCudaProgramsOnGpu {
         List<Double> runtime = new ArrayList<>();
         List<Double> shim = new ArrayList<>();
         for (int pair = 0; pair < pairs; pair++) {
-            ProgramRun plainRun = plain("JCudaCallCost", ptx.toString());
+            ProgramRun plainRun = plain(jcuda("JCudaCallCost", ptx.toString()));
             Matcher plain = COST.matcher(plainRun.out());
-            ProgramRun vgpuRun = vgpu(job("local", "none"), "JCudaCallCost", ptx.toString());
+            ProgramRun vgpuRun = vgpu(job("local", "none"), jcuda("JCudaCallCost", ptx.toString()));
             Matcher viaVgpu = COST.matcher(vgpuRun.out());
             if (!plain.find() || !viaVgpu.find()) {
                 System.out.println("cost: a run printed no figures:\nplain JCuda:\n" + plainRun.out() + plainRun.err()

@@ -91,7 +91,7 @@ public sealed interface KernelArg {
         }
     }
 
-    /** Little-endian stores without a ByteBuffer per argument. */
+    /** Little-endian stores and loads without a ByteBuffer per argument. */
     final class LittleEndian {
         private LittleEndian() {}
 
@@ -105,6 +105,22 @@ public sealed interface KernelArg {
             for (int i = 0; i < 8; i++) {
                 out[offset + i] = (byte) (v >>> (8 * i));
             }
+        }
+
+        static int getInt(byte[] in, int offset) {
+            int v = 0;
+            for (int i = 0; i < 4; i++) {
+                v |= (in[offset + i] & 0xFF) << (8 * i);
+            }
+            return v;
+        }
+
+        static long getLong(byte[] in, int offset) {
+            long v = 0;
+            for (int i = 0; i < 8; i++) {
+                v |= (in[offset + i] & 0xFFL) << (8 * i);
+            }
+            return v;
         }
     }
 }

@@ -42,25 +42,55 @@ public final class KernelArgs {
         return args;
     }
 
-    /** The device address of argument {@code index}, which must be a pointer argument. */
+    /*
+     * Each accessor also reads an argument given only as its bytes, when they are as many as the type takes: a
+     * CUDA program's launch (cuLaunchKernel's kernelParams) says the size of each parameter, never its type.
+     */
+
+    /** The device address of argument {@code index}, which must be a pointer argument (or its 8 bytes). */
     public long pointer(int index) {
-        return as(index, KernelArg.Pointer.class).address();
+        byte[] bytes = asBytes(index, 8);
+        return bytes != null
+                ? KernelArg.LittleEndian.getLong(bytes, 0)
+                : as(index, KernelArg.Pointer.class).address();
     }
 
     public int i32(int index) {
-        return as(index, KernelArg.I32.class).value();
+        byte[] bytes = asBytes(index, 4);
+        return bytes != null
+                ? KernelArg.LittleEndian.getInt(bytes, 0)
+                : as(index, KernelArg.I32.class).value();
     }
 
     public long i64(int index) {
-        return as(index, KernelArg.I64.class).value();
+        byte[] bytes = asBytes(index, 8);
+        return bytes != null
+                ? KernelArg.LittleEndian.getLong(bytes, 0)
+                : as(index, KernelArg.I64.class).value();
     }
 
     public float f32(int index) {
-        return as(index, KernelArg.F32.class).value();
+        byte[] bytes = asBytes(index, 4);
+        return bytes != null
+                ? Float.intBitsToFloat(KernelArg.LittleEndian.getInt(bytes, 0))
+                : as(index, KernelArg.F32.class).value();
     }
 
     public double f64(int index) {
-        return as(index, KernelArg.F64.class).value();
+        byte[] bytes = asBytes(index, 8);
+        return bytes != null
+                ? Double.longBitsToDouble(KernelArg.LittleEndian.getLong(bytes, 0))
+                : as(index, KernelArg.F64.class).value();
+    }
+
+    /** Argument {@code index}'s bytes when it was given as {@code size} raw bytes; otherwise null. */
+    private byte[] asBytes(int index, int size) {
+        return index >= 0
+                        && index < args.size()
+                        && args.get(index) instanceof KernelArg.Bytes(byte[] value)
+                        && value.length == size
+                ? value
+                : null;
     }
 
     private <T extends KernelArg> T as(int index, Class<T> type) {

@@ -30,6 +30,36 @@ class KernelArgsTest {
                 assertThrows(VgpuException.class, () -> args.f32(5)).code());
     }
 
+    /** A C program's launch gives each parameter's bytes, no type: they read as any type of their size. */
+    @Test
+    void argumentsGivenAsBytesReadAsTheTypeOfTheirSize() {
+        byte[] pointer = new byte[8];
+        new KernelArg.Pointer(0x1000_0000_2000L).writeTo(pointer, 0);
+        byte[] count = new byte[4];
+        new KernelArg.I32(-7).writeTo(count, 0);
+        byte[] scale = new byte[4];
+        new KernelArg.F32(2.5f).writeTo(scale, 0);
+        byte[] wide = new byte[8];
+        new KernelArg.F64(-0.125).writeTo(wide, 0);
+        KernelArgs args = KernelArgs.of(
+                new KernelArg.Bytes(pointer),
+                new KernelArg.Bytes(count),
+                new KernelArg.Bytes(scale),
+                new KernelArg.Bytes(wide));
+        assertEquals(0x1000_0000_2000L, args.pointer(0));
+        assertEquals(0x1000_0000_2000L, args.i64(0));
+        assertEquals(-7, args.i32(1));
+        assertEquals(2.5f, args.f32(2));
+        assertEquals(-0.125, args.f64(3));
+        // bytes of another size are no such value
+        assertEquals(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                assertThrows(VgpuException.class, () -> args.pointer(1)).code());
+        assertEquals(
+                ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                assertThrows(VgpuException.class, () -> args.i32(0)).code());
+    }
+
     @Test
     void argumentsSerializeLittleEndian() {
         byte[] out = new byte[12];

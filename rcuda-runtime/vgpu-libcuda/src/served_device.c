@@ -1,0 +1,238 @@
+/* Served on a vGPU: initialisation, devices (device k is vGPU k) and contexts (one per vGPU). */
+#include "serving.h"
+
+#include <string.h>
+
+static int initialised;
+
+/* The vGPU of a device number: opened, as its first use needs the GPU behind it. */
+static CUresult opened_device(CUdevice_v1 dev, struct vgpu_device **device)
+{
+    if (!initialised) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    *device = vgpu_device_at(dev);
+    if (*device == NULL) {
+        return CUDA_ERROR_INVALID_DEVICE;
+    }
+    pthread_mutex_lock(&(*device)->lock);
+    CUresult result = vgpu_open(*device);
+    pthread_mutex_unlock(&(*device)->lock);
+    return result;
+}
+
+CUresult vgpu_served_cuInit(unsigned int Flags)
+{
+    if (Flags != 0) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (vgpu_device_count() == 0) {
+        return CUDA_ERROR_NO_DEVICE; /* the plan could not be read: said at load */
+    }
+    initialised = 1;
+    return CUDA_SUCCESS;
+}
+
+CUresult vgpu_served_cuDriverGetVersion(int *driverVersion)
+{
+    if (driverVersion == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    *driverVersion = CUDA_VERSION;
+    return CUDA_SUCCESS;
+}
+
+CUresult vgpu_served_cuDeviceGetCount(int *count)
+{
+    if (count == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (!initialised) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    *count = vgpu_device_count();
+    return CUDA_SUCCESS;
+}
+
+CUresult vgpu_served_cuDeviceGet(CUdevice_v1 *device, int ordinal)
+{
+    if (device == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (!initialised) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    if (vgpu_device_at(ordinal) == NULL) {
+        return CUDA_ERROR_INVALID_DEVICE;
+    }
+    *device = ordinal;
+    return CUDA_SUCCESS;
+}
+
+CUresult vgpu_served_cuDeviceGetName(char *name, int len, CUdevice_v1 dev)
+{
+    struct vgpu_device *device;
+    if (name == NULL || len <= 0) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    CUresult result = opened_device(dev, &device);
+    if (result == CUDA_SUCCESS) {
+        strncpy(name, device->name, (size_t)len - 1);
+        name[len - 1] = '\0';
+    }
+    return result;
+}
+
+CUresult vgpu_served_cuDeviceTotalMem(size_t *bytes, CUdevice_v1 dev)
+{
+    struct vgpu_device *device;
+    if (bytes == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    CUresult result = opened_device(dev, &device);
+    if (result == CUDA_SUCCESS) {
+        *bytes = device->total_memory;
+    }
+    return result;
+}
+
+CUresult vgpu_served_cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice_v1 dev)
+{
+    struct vgpu_device *device;
+    if (pi == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    CUresult result = opened_device(dev, &device);
+    if (result != CUDA_SUCCESS) {
+        return result;
+    }
+    struct vgpu_request request;
+    vgpu_request_begin(&request, VGPU_OP_DEVICE_GET_ATTRIBUTE);
+    vgpu_put_u32(&request, (uint32_t)attrib);
+    struct vgpu_reply reply;
+    result = vgpu_locked_call(device, &request, &reply);
+    if (result == CUDA_SUCCESS) {
+        *pi = (int)vgpu_get_u32(&reply);
+        result = vgpu_reply_ok(&reply);
+        vgpu_reply_free(&reply);
+    }
+    return result;
+}
+
+CUresult vgpu_served_cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice_v1 dev)
+{
+    struct vgpu_device *device;
+    if (pctx == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    CUresult result = opened_device(dev, &device);
+    if (result == CUDA_SUCCESS) {
+        __atomic_add_fetch(&device->primary_retains, 1, __ATOMIC_RELAXED);
+        *pctx = (CUcontext)vgpu_primary_context(device);
+    }
+    return result;
+}
+
+CUresult vgpu_served_cuDevicePrimaryCtxRelease(CUdevice_v1 dev)
+{
+    struct vgpu_device *device = vgpu_device_at(dev);
+    if (device == NULL) {
+        return CUDA_ERROR_INVALID_DEVICE;
+    }
+    /* the vGPU stays open until the program ends: its work may still be referenced by other threads */
+    return __atomic_sub_fetch(&device->primary_retains, 1, __ATOMIC_RELAXED) < 0 ? CUDA_ERROR_INVALID_CONTEXT
+                                                                                 : CUDA_SUCCESS;
+}
+
+CUresult vgpu_served_cuDevicePrimaryCtxReset(CUdevice_v1 dev)
+{
+    return vgpu_device_at(dev) == NULL ? CUDA_ERROR_INVALID_DEVICE : CUDA_SUCCESS;
+}
+
+CUresult vgpu_served_cuDevicePrimaryCtxSetFlags(CUdevice_v1 dev, unsigned int flags)
+{
+    (void)flags; /* scheduling hints of the host thread: the vGPU's backend schedules its own */
+    return vgpu_device_at(dev) == NULL ? CUDA_ERROR_INVALID_DEVICE : CUDA_SUCCESS;
+}
+
+CUresult vgpu_served_cuDevicePrimaryCtxGetState(CUdevice_v1 dev, unsigned int *flags, int *active)
+{
+    struct vgpu_device *device = vgpu_device_at(dev);
+    if (flags == NULL || active == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (device == NULL) {
+        return CUDA_ERROR_INVALID_DEVICE;
+    }
+    *flags = 0;
+    *active = __atomic_load_n(&device->primary_retains, __ATOMIC_RELAXED) > 0;
+    return CUDA_SUCCESS;
+}
+
+CUresult vgpu_served_cuCtxSetCurrent(CUcontext ctx)
+{
+    struct vgpu_handle *context = NULL;
+    if (ctx != NULL && (context = vgpu_handle(ctx, VGPU_CONTEXT)) == NULL) {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    vgpu_set_current(context);
+    return CUDA_SUCCESS;
+}
+
+CUresult vgpu_served_cuCtxGetCurrent(CUcontext *pctx)
+{
+    if (pctx == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    *pctx = (CUcontext)vgpu_get_current();
+    return CUDA_SUCCESS;
+}
+
+/* The program's contexts are the vGPUs' primary contexts: a stack of one is all it can push. */
+CUresult vgpu_served_cuCtxPushCurrent(CUcontext ctx)
+{
+    return vgpu_served_cuCtxSetCurrent(ctx);
+}
+
+CUresult vgpu_served_cuCtxPopCurrent(CUcontext *pctx)
+{
+    if (pctx != NULL) {
+        *pctx = (CUcontext)vgpu_get_current();
+    }
+    vgpu_set_current(NULL);
+    return CUDA_SUCCESS;
+}
+
+CUresult vgpu_served_cuCtxGetDevice(CUdevice *device, CUcontext ctx)
+{
+    struct vgpu_handle *context = ctx != NULL ? vgpu_handle(ctx, VGPU_CONTEXT) : vgpu_get_current();
+    if (device == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (context == NULL) {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    *device = context->device->index;
+    return CUDA_SUCCESS;
+}
+
+CUresult vgpu_served_cuCtxGetDevice_v2000(CUdevice_v1 *device)
+{
+    return vgpu_served_cuCtxGetDevice(device, NULL);
+}
+
+CUresult vgpu_served_cuCtxSynchronize(CUcontext ctx)
+{
+    struct vgpu_handle *context = ctx != NULL ? vgpu_handle(ctx, VGPU_CONTEXT) : vgpu_get_current();
+    if (context == NULL) {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    struct vgpu_request request;
+    vgpu_request_begin(&request, VGPU_OP_CTX_SYNCHRONIZE);
+    return vgpu_locked_call(context->device, &request, NULL);
+}
+
+CUresult vgpu_served_cuCtxSynchronize_v2000(void)
+{
+    return vgpu_served_cuCtxSynchronize(NULL);
+}

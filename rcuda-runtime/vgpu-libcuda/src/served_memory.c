@@ -1,0 +1,210 @@
+/*
+ * Served on a vGPU: memory. An allocation is placed in the vGPU's window here and sent to the worker
+ * at that address, rounded up to the window's granularity (the worker's vGPU keeps it, and a
+ * migration keeps it at the same address); copies and memsets go through the session.
+ */
+#include "serving.h"
+#include "contract.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t granular(uint64_t bytes)
+{
+    return (bytes + VGPU_WINDOW_ALIGNMENT - 1) / VGPU_WINDOW_ALIGNMENT * VGPU_WINDOW_ALIGNMENT;
+}
+
+/* The first gap of the window that holds bytes (the allocations are sorted), or 0 when none does. */
+static uint64_t place(const struct vgpu_device *device, uint64_t bytes, size_t *at)
+{
+    uint64_t start = device->window_base;
+    for (size_t i = 0; i <= device->allocation_count; i++) {
+        uint64_t end = i < device->allocation_count ? device->allocations[i].address
+                                                    : device->window_base + device->window_size;
+        if (end - start >= bytes) {
+            *at = i;
+            return start;
+        }
+        if (i < device->allocation_count) {
+            start = device->allocations[i].address + granular(device->allocations[i].bytes);
+        }
+    }
+    return 0;
+}
+
+static int remember(struct vgpu_device *device, size_t at, uint64_t address, uint64_t bytes)
+{
+    if (device->allocation_count == device->allocation_capacity) {
+        size_t capacity = device->allocation_capacity == 0 ? 64 : device->allocation_capacity * 2;
+        struct vgpu_allocation *grown = realloc(device->allocations, capacity * sizeof *grown);
+        if (grown == NULL) {
+            return -1;
+        }
+        device->allocations = grown;
+        device->allocation_capacity = capacity;
+    }
+    memmove(&device->allocations[at + 1], &device->allocations[at],
+            (device->allocation_count - at) * sizeof device->allocations[0]);
+    device->allocations[at] = (struct vgpu_allocation){address, bytes};
+    device->allocation_count++;
+    return 0;
+}
+
+CUresult vgpu_served_cuMemAlloc(CUdeviceptr_v2 *dptr, size_t bytesize)
+{
+    CUresult result;
+    struct vgpu_device *device = vgpu_current_device(&result);
+    if (dptr == NULL || bytesize == 0) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (device == NULL) {
+        return result;
+    }
+    pthread_mutex_lock(&device->lock);
+    size_t at = 0;
+    uint64_t address = place(device, granular(bytesize), &at);
+    if (address == 0) {
+        pthread_mutex_unlock(&device->lock);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    struct vgpu_request request;
+    vgpu_request_begin(&request, VGPU_OP_MEM_ALLOC_AT);
+    vgpu_put_u64(&request, address);
+    vgpu_put_u64(&request, granular(bytesize));
+    result = vgpu_call(device, &request, NULL);
+    if (result == CUDA_SUCCESS && remember(device, at, address, bytesize) != 0) {
+        result = CUDA_ERROR_OUT_OF_MEMORY; /* the worker keeps it until the program ends */
+    }
+    pthread_mutex_unlock(&device->lock);
+    if (result == CUDA_SUCCESS) {
+        *dptr = address;
+    }
+    return result;
+}
+
+CUresult vgpu_served_cuMemFree(CUdeviceptr_v2 dptr)
+{
+    CUresult result;
+    struct vgpu_device *device = vgpu_current_device(&result);
+    if (device == NULL) {
+        return result;
+    }
+    pthread_mutex_lock(&device->lock);
+    size_t at = 0;
+    while (at < device->allocation_count && device->allocations[at].address != dptr) {
+        at++;
+    }
+    if (at == device->allocation_count) {
+        pthread_mutex_unlock(&device->lock);
+        return CUDA_ERROR_INVALID_VALUE; /* as the driver: only an allocation's start frees it */
+    }
+    struct vgpu_request request;
+    vgpu_request_begin(&request, VGPU_OP_MEM_FREE);
+    vgpu_put_u64(&request, dptr);
+    result = vgpu_call(device, &request, NULL);
+    if (result == CUDA_SUCCESS) {
+        memmove(&device->allocations[at], &device->allocations[at + 1],
+                (device->allocation_count - at - 1) * sizeof device->allocations[0]);
+        device->allocation_count--;
+    }
+    pthread_mutex_unlock(&device->lock);
+    return result;
+}
+
+CUresult vgpu_served_cuMemGetInfo(size_t *free_bytes, size_t *total)
+{
+    CUresult result;
+    struct vgpu_device *device = vgpu_current_device(&result);
+    if (free_bytes == NULL || total == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (device == NULL) {
+        return result;
+    }
+    struct vgpu_request request;
+    vgpu_request_begin(&request, VGPU_OP_MEM_GET_INFO);
+    struct vgpu_reply reply;
+    result = vgpu_locked_call(device, &request, &reply);
+    if (result == CUDA_SUCCESS) {
+        *free_bytes = vgpu_get_u64(&reply);
+        *total = vgpu_get_u64(&reply);
+        result = vgpu_reply_ok(&reply);
+        vgpu_reply_free(&reply);
+    }
+    return result;
+}
+
+CUresult vgpu_served_cuMemcpyHtoD(CUdeviceptr_v2 dstDevice, const void *srcHost, size_t ByteCount)
+{
+    CUresult result;
+    struct vgpu_device *device = vgpu_current_device(&result);
+    if (device == NULL) {
+        return result;
+    }
+    if (srcHost == NULL && ByteCount > 0) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    pthread_mutex_lock(&device->lock);
+    result = vgpu_send_to_device(device, dstDevice, srcHost, ByteCount);
+    pthread_mutex_unlock(&device->lock);
+    return result;
+}
+
+CUresult vgpu_served_cuMemcpyDtoH(void *dstHost, CUdeviceptr_v2 srcDevice, size_t ByteCount)
+{
+    CUresult result;
+    struct vgpu_device *device = vgpu_current_device(&result);
+    if (device == NULL) {
+        return result;
+    }
+    if (dstHost == NULL && ByteCount > 0) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    pthread_mutex_lock(&device->lock);
+    result = vgpu_fetch_from_device(device, srcDevice, dstHost, ByteCount);
+    pthread_mutex_unlock(&device->lock);
+    return result;
+}
+
+CUresult vgpu_served_cuMemcpyDtoD(CUdeviceptr_v2 dstDevice, CUdeviceptr_v2 srcDevice, size_t ByteCount)
+{
+    CUresult result;
+    struct vgpu_device *device = vgpu_current_device(&result);
+    if (device == NULL) {
+        return result;
+    }
+    struct vgpu_request request;
+    vgpu_request_begin(&request, VGPU_OP_MEMCPY_DTOD);
+    vgpu_put_u32(&request, 0);
+    vgpu_put_u64(&request, dstDevice);
+    vgpu_put_u64(&request, srcDevice);
+    vgpu_put_u64(&request, ByteCount);
+    return vgpu_locked_call(device, &request, NULL);
+}
+
+static CUresult memset_elements(CUdeviceptr_v2 dst, uint32_t value, int element_size, size_t count)
+{
+    CUresult result;
+    struct vgpu_device *device = vgpu_current_device(&result);
+    if (device == NULL) {
+        return result;
+    }
+    struct vgpu_request request;
+    vgpu_request_begin(&request, VGPU_OP_MEMSET);
+    vgpu_put_u32(&request, 0);
+    vgpu_put_u64(&request, dst);
+    vgpu_put_u32(&request, value);
+    vgpu_put_u8(&request, (uint8_t)element_size);
+    vgpu_put_u64(&request, count);
+    return vgpu_locked_call(device, &request, NULL);
+}
+
+CUresult vgpu_served_cuMemsetD8(CUdeviceptr_v2 dstDevice, unsigned char uc, size_t N)
+{
+    return memset_elements(dstDevice, uc, 1, N);
+}
+
+CUresult vgpu_served_cuMemsetD32(CUdeviceptr_v2 dstDevice, unsigned int ui, size_t N)
+{
+    return memset_elements(dstDevice, ui, 4, N);
+}

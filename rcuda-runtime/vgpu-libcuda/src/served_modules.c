@@ -1,0 +1,229 @@
+/*
+ * Served on a vGPU: modules and kernels. An image is sent whole to the vGPU's backend, which loads it
+ * as the driver would (PTX is compiled for the GPU behind the vGPU); a kernel's parameters are sent as
+ * the bytes the module declares for each, in the sizes the worker read from the module.
+ */
+#include "serving.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define FATBIN_WRAPPER_MAGIC 0x466243b1u
+#define FATBIN_MAGIC 0xba55ed50u
+
+/* A fatbin: its header says how long it is. */
+static size_t fatbin_bytes(const uint8_t *image)
+{
+    uint32_t magic;
+    uint16_t header_size;
+    uint64_t files_size;
+    memcpy(&magic, image, sizeof magic);
+    memcpy(&header_size, image + 6, sizeof header_size);
+    memcpy(&files_size, image + 8, sizeof files_size);
+    return magic == FATBIN_MAGIC ? header_size + (size_t)files_size : 0;
+}
+
+/* An ELF (a cubin): up to the end of its section and program header tables. */
+static size_t elf_bytes(const uint8_t *image)
+{
+    uint64_t section_headers, program_headers;
+    uint16_t program_entry, program_count, section_entry, section_count;
+    memcpy(&program_headers, image + 0x20, 8);
+    memcpy(&section_headers, image + 0x28, 8);
+    memcpy(&program_entry, image + 0x36, 2);
+    memcpy(&program_count, image + 0x38, 2);
+    memcpy(&section_entry, image + 0x3a, 2);
+    memcpy(&section_count, image + 0x3c, 2);
+    uint64_t sections_end = section_headers + (uint64_t)section_entry * section_count;
+    uint64_t programs_end = program_headers + (uint64_t)program_entry * program_count;
+    return (size_t)(sections_end > programs_end ? sections_end : programs_end);
+}
+
+/* How many bytes the image cuModuleLoadData was handed is, as the driver reads its kind: the driver
+   takes no length. The bytes of a fatbin wrapper are those of the fatbin it points to (*image moves). */
+static size_t image_bytes(const void **image)
+{
+    const uint8_t *bytes = *image;
+    uint32_t magic;
+    memcpy(&magic, bytes, sizeof magic);
+    if (magic == FATBIN_WRAPPER_MAGIC) {
+        const void *fatbin;
+        memcpy(&fatbin, bytes + 8, sizeof fatbin);
+        *image = fatbin;
+        return fatbin_bytes(fatbin);
+    }
+    if (magic == FATBIN_MAGIC) {
+        return fatbin_bytes(bytes);
+    }
+    if (memcmp(bytes, "\177ELF", 4) == 0 && bytes[4] == 2) {
+        return elf_bytes(bytes);
+    }
+    return strlen((const char *)bytes) + 1; /* PTX: text, NUL-terminated */
+}
+
+CUresult vgpu_served_cuModuleLoadData(CUmodule *module, const void *image)
+{
+    CUresult result;
+    struct vgpu_device *device = vgpu_current_device(&result);
+    if (module == NULL || image == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (device == NULL) {
+        return result;
+    }
+    size_t bytes = image_bytes(&image);
+    if (bytes == 0 || bytes > VGPU_WIRE_MAX_MODULE_IMAGE_BYTES) {
+        return bytes == 0 ? CUDA_ERROR_INVALID_IMAGE : CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    pthread_mutex_lock(&device->lock);
+    int id = device->next_remote_id++;
+    pthread_mutex_unlock(&device->lock);
+    struct vgpu_handle *handle = vgpu_new_handle(VGPU_MODULE, device, id);
+    if (handle == NULL) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    struct vgpu_request request;
+    vgpu_request_begin(&request, VGPU_OP_MODULE_LOAD);
+    vgpu_put_u32(&request, (uint32_t)id);
+    vgpu_put_bytes(&request, image, bytes);
+    result = vgpu_locked_call(device, &request, NULL);
+    if (result != CUDA_SUCCESS) {
+        vgpu_free_handle(handle);
+        return result;
+    }
+    *module = (CUmodule)handle;
+    return CUDA_SUCCESS;
+}
+
+CUresult vgpu_served_cuModuleUnload(CUmodule hmod)
+{
+    struct vgpu_handle *module = vgpu_handle(hmod, VGPU_MODULE);
+    if (module == NULL) {
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    struct vgpu_request request;
+    vgpu_request_begin(&request, VGPU_OP_MODULE_UNLOAD);
+    vgpu_put_u32(&request, (uint32_t)module->remote_id);
+    CUresult result = vgpu_locked_call(module->device, &request, NULL);
+    if (result == CUDA_SUCCESS) {
+        vgpu_free_handle(module); /* its functions' handles stay; the worker refuses their launches */
+    }
+    return result;
+}
+
+CUresult vgpu_served_cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
+{
+    struct vgpu_handle *module = vgpu_handle(hmod, VGPU_MODULE);
+    if (hfunc == NULL || name == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (module == NULL) {
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    struct vgpu_device *device = module->device;
+    pthread_mutex_lock(&device->lock);
+    int id = device->next_remote_id++;
+    pthread_mutex_unlock(&device->lock);
+    struct vgpu_request request;
+    vgpu_request_begin(&request, VGPU_OP_MODULE_GET_FUNCTION);
+    vgpu_put_u32(&request, (uint32_t)module->remote_id);
+    vgpu_put_u32(&request, (uint32_t)id);
+    vgpu_put_string(&request, name);
+    struct vgpu_reply reply;
+    CUresult result = vgpu_locked_call(device, &request, &reply);
+    if (result != CUDA_SUCCESS) {
+        return result;
+    }
+    struct vgpu_handle *function = vgpu_new_handle(VGPU_FUNCTION, device, id);
+    int count = vgpu_get_u16(&reply);
+    int *sizes = calloc(count > 0 ? (size_t)count : 1, sizeof *sizes);
+    for (int i = 0; i < count && sizes != NULL; i++) {
+        sizes[i] = (int)vgpu_get_u32(&reply);
+    }
+    result = vgpu_reply_ok(&reply);
+    vgpu_reply_free(&reply);
+    if (function == NULL || sizes == NULL || result != CUDA_SUCCESS) {
+        free(sizes);
+        if (function != NULL) {
+            vgpu_free_handle(function);
+        }
+        return result != CUDA_SUCCESS ? result : CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    function->parameter_count = count;
+    function->parameter_sizes = sizes;
+    *hfunc = (CUfunction)function;
+    return CUDA_SUCCESS;
+}
+
+CUresult vgpu_served_cuModuleGetGlobal(CUdeviceptr_v2 *dptr, size_t *bytes, CUmodule hmod, const char *name)
+{
+    struct vgpu_handle *module = vgpu_handle(hmod, VGPU_MODULE);
+    if (name == NULL || (dptr == NULL && bytes == NULL)) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (module == NULL) {
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    struct vgpu_request request;
+    vgpu_request_begin(&request, VGPU_OP_MODULE_GET_GLOBAL);
+    vgpu_put_u32(&request, (uint32_t)module->remote_id);
+    vgpu_put_string(&request, name);
+    struct vgpu_reply reply;
+    CUresult result = vgpu_locked_call(module->device, &request, &reply);
+    if (result != CUDA_SUCCESS) {
+        return result;
+    }
+    uint64_t address = vgpu_get_u64(&reply);
+    uint64_t size = vgpu_get_u64(&reply);
+    result = vgpu_reply_ok(&reply);
+    vgpu_reply_free(&reply);
+    if (result == CUDA_SUCCESS) {
+        if (dptr != NULL) {
+            *dptr = address;
+        }
+        if (bytes != NULL) {
+            *bytes = size;
+        }
+    }
+    return result;
+}
+
+CUresult vgpu_served_cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+                                    unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+                                    unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
+{
+    struct vgpu_handle *function = vgpu_handle(f, VGPU_FUNCTION);
+    if (function == NULL) {
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    if (extra != NULL) {
+        vgpu_say("cuLaunchKernel with parameters packed in extra is not served on a vGPU yet (kernelParams is)");
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    if (function->parameter_count > 0 && kernelParams == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    int stream = 0;
+    CUresult result = vgpu_stream_id(hStream, function->device, &stream);
+    if (result != CUDA_SUCCESS) {
+        return result;
+    }
+    struct vgpu_request request;
+    vgpu_request_begin(&request, VGPU_OP_LAUNCH_KERNEL);
+    vgpu_put_u32(&request, (uint32_t)function->remote_id);
+    vgpu_put_u32(&request, gridDimX);
+    vgpu_put_u32(&request, gridDimY);
+    vgpu_put_u32(&request, gridDimZ);
+    vgpu_put_u32(&request, blockDimX);
+    vgpu_put_u32(&request, blockDimY);
+    vgpu_put_u32(&request, blockDimZ);
+    vgpu_put_u32(&request, sharedMemBytes);
+    vgpu_put_u32(&request, (uint32_t)stream);
+    vgpu_put_u16(&request, (uint16_t)function->parameter_count);
+    for (int i = 0; i < function->parameter_count; i++) {
+        vgpu_put_u8(&request, VGPU_WIRE_ARG_BYTES);
+        vgpu_put_u16(&request, (uint16_t)function->parameter_sizes[i]);
+        vgpu_put_bytes(&request, kernelParams[i], (size_t)function->parameter_sizes[i]);
+    }
+    return vgpu_locked_call(function->device, &request, NULL);
+}

@@ -1,0 +1,136 @@
+/* Served on a vGPU: streams, events and their synchronization, by the ids the worker knows them by. */
+#include "serving.h"
+
+#include <string.h>
+
+static CUresult create(enum vgpu_handle_kind kind, int opcode, void **handle)
+{
+    CUresult result;
+    struct vgpu_device *device = vgpu_current_device(&result);
+    if (handle == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (device == NULL) {
+        return result;
+    }
+    pthread_mutex_lock(&device->lock);
+    int id = device->next_remote_id++;
+    pthread_mutex_unlock(&device->lock);
+    struct vgpu_handle *created = vgpu_new_handle(kind, device, id);
+    if (created == NULL) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    struct vgpu_request request;
+    vgpu_request_begin(&request, opcode);
+    vgpu_put_u32(&request, (uint32_t)id);
+    result = vgpu_locked_call(device, &request, NULL);
+    if (result != CUDA_SUCCESS) {
+        vgpu_free_handle(created);
+        return result;
+    }
+    *handle = created;
+    return CUDA_SUCCESS;
+}
+
+static CUresult by_id(struct vgpu_handle *handle, int opcode, int destroy)
+{
+    if (handle == NULL) {
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    struct vgpu_request request;
+    vgpu_request_begin(&request, opcode);
+    vgpu_put_u32(&request, (uint32_t)handle->remote_id);
+    CUresult result = vgpu_locked_call(handle->device, &request, NULL);
+    if (result == CUDA_SUCCESS && destroy) {
+        vgpu_free_handle(handle);
+    }
+    return result;
+}
+
+CUresult vgpu_served_cuStreamCreate(CUstream *phStream, unsigned int Flags)
+{
+    (void)Flags; /* non-blocking or not: a vGPU's streams never wait for the legacy default stream's host thread */
+    return create(VGPU_STREAM, VGPU_OP_STREAM_CREATE, (void **)phStream);
+}
+
+CUresult vgpu_served_cuStreamDestroy(CUstream hStream)
+{
+    return by_id(vgpu_handle(hStream, VGPU_STREAM), VGPU_OP_STREAM_DESTROY, 1);
+}
+
+CUresult vgpu_served_cuStreamSynchronize(CUstream hStream)
+{
+    CUresult result;
+    struct vgpu_device *device = vgpu_current_device(&result);
+    if (device == NULL) {
+        return result;
+    }
+    int id = 0;
+    result = vgpu_stream_id(hStream, device, &id);
+    if (result != CUDA_SUCCESS) {
+        return result;
+    }
+    struct vgpu_request request;
+    vgpu_request_begin(&request, VGPU_OP_STREAM_SYNCHRONIZE);
+    vgpu_put_u32(&request, (uint32_t)id);
+    return vgpu_locked_call(device, &request, NULL);
+}
+
+CUresult vgpu_served_cuEventCreate(CUevent *phEvent, unsigned int Flags)
+{
+    (void)Flags; /* timing or not, blocking sync or not: the backend's events time always */
+    return create(VGPU_EVENT, VGPU_OP_EVENT_CREATE, (void **)phEvent);
+}
+
+CUresult vgpu_served_cuEventDestroy(CUevent hEvent)
+{
+    return by_id(vgpu_handle(hEvent, VGPU_EVENT), VGPU_OP_EVENT_DESTROY, 1);
+}
+
+CUresult vgpu_served_cuEventSynchronize(CUevent hEvent)
+{
+    return by_id(vgpu_handle(hEvent, VGPU_EVENT), VGPU_OP_EVENT_SYNCHRONIZE, 0);
+}
+
+CUresult vgpu_served_cuEventRecord(CUevent hEvent, CUstream hStream)
+{
+    struct vgpu_handle *event = vgpu_handle(hEvent, VGPU_EVENT);
+    if (event == NULL) {
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    int stream = 0;
+    CUresult result = vgpu_stream_id(hStream, event->device, &stream);
+    if (result != CUDA_SUCCESS) {
+        return result;
+    }
+    struct vgpu_request request;
+    vgpu_request_begin(&request, VGPU_OP_EVENT_RECORD);
+    vgpu_put_u32(&request, (uint32_t)event->remote_id);
+    vgpu_put_u32(&request, (uint32_t)stream);
+    return vgpu_locked_call(event->device, &request, NULL);
+}
+
+CUresult vgpu_served_cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd)
+{
+    struct vgpu_handle *start = vgpu_handle(hStart, VGPU_EVENT);
+    struct vgpu_handle *end = vgpu_handle(hEnd, VGPU_EVENT);
+    if (pMilliseconds == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (start == NULL || end == NULL || start->device != end->device) {
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    struct vgpu_request request;
+    vgpu_request_begin(&request, VGPU_OP_EVENT_ELAPSED_TIME);
+    vgpu_put_u32(&request, (uint32_t)start->remote_id);
+    vgpu_put_u32(&request, (uint32_t)end->remote_id);
+    struct vgpu_reply reply;
+    CUresult result = vgpu_locked_call(start->device, &request, &reply);
+    if (result == CUDA_SUCCESS) {
+        uint32_t bits = vgpu_get_u32(&reply);
+        memcpy(pMilliseconds, &bits, sizeof bits);
+        result = vgpu_reply_ok(&reply);
+        vgpu_reply_free(&reply);
+    }
+    return result;
+}

@@ -1,0 +1,119 @@
+/*
+ * vgpu's libcuda.so.1 serving a program's vGPUs: what the served entry points share. Each vGPU is a
+ * session with `vgpu run`'s local worker (the remote GPU worker's protocol over a Unix socket), which
+ * serves it with the job's migratable vGPU: the library keeps only what the program's handles and
+ * pointers need on this side.
+ */
+#ifndef VGPU_SERVING_H
+#define VGPU_SERVING_H
+
+#include "libcuda_internal.h"
+#include "served.h"
+#include "vgpu_wire.h"
+
+#include <pthread.h>
+#include <stdint.h>
+
+/* One allocation of the program: the worker is sent it rounded up to the window's granularity. */
+struct vgpu_allocation {
+    uint64_t address;
+    uint64_t bytes;
+};
+
+struct vgpu_device {
+    int index;
+    uint64_t window_base;
+    uint64_t window_size;
+    pthread_mutex_t lock; /* one request at a time on the session */
+    int fd;               /* the session's socket, -1 until opened */
+    CUresult open_failure;
+    uint32_t next_request_id;
+    int next_remote_id;
+    /* the worker's WELCOME: the GPU (or emulation) behind the vGPU */
+    char name[256];
+    uint64_t total_memory;
+    int compute_major;
+    int compute_minor;
+    int multiprocessors;
+    int max_threads_per_block;
+    int warp_size;
+    int emulated;
+    struct vgpu_allocation *allocations; /* sorted by address */
+    size_t allocation_count;
+    size_t allocation_capacity;
+    int primary_retains;
+};
+
+#define VGPU_HANDLE_MAGIC 0x76677075u /* "vgpu": a handle of this library's, not the driver's */
+
+enum vgpu_handle_kind { VGPU_CONTEXT = 1, VGPU_MODULE, VGPU_FUNCTION, VGPU_STREAM, VGPU_EVENT };
+
+/* What CUcontext, CUmodule, CUfunction, CUstream and CUevent point to on a vGPU. */
+struct vgpu_handle {
+    uint32_t magic;
+    enum vgpu_handle_kind kind;
+    struct vgpu_device *device;
+    int remote_id;            /* the id the worker knows it by (streams: 0 is the default stream) */
+    int parameter_count;      /* functions: the kernel's parameters, as the worker read them */
+    int *parameter_sizes;
+};
+
+/* serving.c */
+int vgpu_device_count(void);
+struct vgpu_device *vgpu_device_at(int ordinal);
+CUresult vgpu_open(struct vgpu_device *device);
+struct vgpu_handle *vgpu_primary_context(struct vgpu_device *device);
+/* The calling thread's current context's vGPU, opened; NULL with *result set when there is none. */
+struct vgpu_device *vgpu_current_device(CUresult *result);
+void vgpu_set_current(struct vgpu_handle *context);
+struct vgpu_handle *vgpu_get_current(void);
+/* handle, checked to be one of this library's of kind (NULL: CUDA_ERROR_INVALID_HANDLE). */
+struct vgpu_handle *vgpu_handle(const void *handle, enum vgpu_handle_kind kind);
+struct vgpu_handle *vgpu_new_handle(enum vgpu_handle_kind kind, struct vgpu_device *device, int remote_id);
+void vgpu_free_handle(struct vgpu_handle *handle);
+/* The stream's id on the worker for a CUstream argument (NULL and the legacy/per-thread defaults: 0). */
+CUresult vgpu_stream_id(CUstream stream, const struct vgpu_device *device, int *id);
+
+/* wire.c: requests on a vGPU's session. A request is built in a vgpu_request, then sent with
+   vgpu_call (waits for its OK or ERROR; the OK's body is in reply) while the device's lock is held. */
+struct vgpu_request {
+    uint8_t *data;
+    size_t length;
+    size_t capacity;
+    int failed; /* out of memory: vgpu_call answers CUDA_ERROR_OUT_OF_MEMORY */
+};
+struct vgpu_reply {
+    uint8_t *body;
+    size_t length;
+    size_t read;
+    int truncated; /* a read past the body's end: vgpu_reply_ok says so */
+};
+void vgpu_request_begin(struct vgpu_request *request, int opcode);
+void vgpu_put_u8(struct vgpu_request *request, uint8_t value);
+void vgpu_put_u16(struct vgpu_request *request, uint16_t value);
+void vgpu_put_u32(struct vgpu_request *request, uint32_t value);
+void vgpu_put_u64(struct vgpu_request *request, uint64_t value);
+void vgpu_put_bytes(struct vgpu_request *request, const void *bytes, size_t length);
+void vgpu_put_string(struct vgpu_request *request, const char *text);
+void vgpu_request_free(struct vgpu_request *request);
+uint32_t vgpu_get_u32(struct vgpu_reply *reply);
+uint64_t vgpu_get_u64(struct vgpu_reply *reply);
+uint16_t vgpu_get_u16(struct vgpu_reply *reply);
+uint8_t vgpu_get_u8(struct vgpu_reply *reply);
+/* a string of the reply, copied into text (at most size - 1 bytes kept) */
+void vgpu_get_string(struct vgpu_reply *reply, char *text, size_t size);
+CUresult vgpu_reply_ok(const struct vgpu_reply *reply);
+void vgpu_reply_free(struct vgpu_reply *reply);
+/* Sends the request and waits for its answer; frees the request. reply may be NULL. */
+CUresult vgpu_call(struct vgpu_device *device, struct vgpu_request *request, struct vgpu_reply *reply);
+/* A copy to the device in chunks of one request; waits for its answer. */
+CUresult vgpu_send_to_device(struct vgpu_device *device, uint64_t dst, const void *src, size_t bytes);
+/* A copy from the device: the worker's DATA frames land in dst. */
+CUresult vgpu_fetch_from_device(struct vgpu_device *device, uint64_t src, void *dst, size_t bytes);
+/* vgpu_call on an opened session, under the device's lock; frees the request in every case. */
+CUresult vgpu_locked_call(struct vgpu_device *device, struct vgpu_request *request, struct vgpu_reply *reply);
+/* Connects the session and says HELLO; fills the device's WELCOME fields. */
+CUresult vgpu_connect(struct vgpu_device *device, const char *socket_path);
+void vgpu_disconnect(struct vgpu_device *device);
+
+#endif

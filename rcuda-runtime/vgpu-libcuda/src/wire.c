@@ -1,0 +1,449 @@
+/*
+ * Requests on a vGPU's session with the local worker, in the remote GPU worker's frames
+ * (vgpu_wire.h, generated from the protocol's one description): big-endian, a header of length,
+ * opcode, flags and request id, then the body. Every request here is synchronous: it is answered by
+ * OK (with a result), ERROR (code, name, detail) or, for a copy from the device, DATA frames.
+ */
+#include "serving.h"
+#include "vgpu_wire.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+/* Copies to the device travel in chunks of this size: well under a frame's limit. */
+#define CHUNK_BYTES (4u << 20)
+
+static void reserve(struct vgpu_request *request, size_t more)
+{
+    if (request->failed || request->length + more <= request->capacity) {
+        return;
+    }
+    size_t capacity = request->capacity == 0 ? 256 : request->capacity;
+    while (capacity < request->length + more) {
+        capacity *= 2;
+    }
+    uint8_t *data = realloc(request->data, capacity);
+    if (data == NULL) {
+        request->failed = 1;
+        return;
+    }
+    request->data = data;
+    request->capacity = capacity;
+}
+
+void vgpu_put_bytes(struct vgpu_request *request, const void *bytes, size_t length)
+{
+    reserve(request, length);
+    if (!request->failed && length > 0) {
+        memcpy(request->data + request->length, bytes, length);
+        request->length += length;
+    }
+}
+
+void vgpu_put_u8(struct vgpu_request *request, uint8_t value)
+{
+    vgpu_put_bytes(request, &value, 1);
+}
+
+void vgpu_put_u16(struct vgpu_request *request, uint16_t value)
+{
+    uint8_t bytes[2] = {(uint8_t)(value >> 8), (uint8_t)value};
+    vgpu_put_bytes(request, bytes, sizeof bytes);
+}
+
+void vgpu_put_u32(struct vgpu_request *request, uint32_t value)
+{
+    uint8_t bytes[4] = {(uint8_t)(value >> 24), (uint8_t)(value >> 16), (uint8_t)(value >> 8), (uint8_t)value};
+    vgpu_put_bytes(request, bytes, sizeof bytes);
+}
+
+void vgpu_put_u64(struct vgpu_request *request, uint64_t value)
+{
+    vgpu_put_u32(request, (uint32_t)(value >> 32));
+    vgpu_put_u32(request, (uint32_t)value);
+}
+
+void vgpu_put_string(struct vgpu_request *request, const char *text)
+{
+    size_t length = strlen(text);
+    vgpu_put_u32(request, (uint32_t)length);
+    vgpu_put_bytes(request, text, length);
+}
+
+void vgpu_request_begin(struct vgpu_request *request, int opcode)
+{
+    memset(request, 0, sizeof *request);
+    vgpu_put_u32(request, 0); /* the length, set when sent */
+    vgpu_put_u16(request, (uint16_t)opcode);
+    vgpu_put_u16(request, 0); /* flags */
+    vgpu_put_u32(request, 0); /* the request id, set when sent */
+}
+
+void vgpu_request_free(struct vgpu_request *request)
+{
+    free(request->data);
+    memset(request, 0, sizeof *request);
+}
+
+static const uint8_t *take(struct vgpu_reply *reply, size_t bytes)
+{
+    if (reply->truncated || reply->length - reply->read < bytes) {
+        reply->truncated = 1;
+        return NULL;
+    }
+    const uint8_t *at = reply->body + reply->read;
+    reply->read += bytes;
+    return at;
+}
+
+uint8_t vgpu_get_u8(struct vgpu_reply *reply)
+{
+    const uint8_t *at = take(reply, 1);
+    return at == NULL ? 0 : at[0];
+}
+
+uint16_t vgpu_get_u16(struct vgpu_reply *reply)
+{
+    const uint8_t *at = take(reply, 2);
+    return at == NULL ? 0 : (uint16_t)(at[0] << 8 | at[1]);
+}
+
+uint32_t vgpu_get_u32(struct vgpu_reply *reply)
+{
+    const uint8_t *at = take(reply, 4);
+    return at == NULL ? 0 : (uint32_t)at[0] << 24 | (uint32_t)at[1] << 16 | (uint32_t)at[2] << 8 | at[3];
+}
+
+uint64_t vgpu_get_u64(struct vgpu_reply *reply)
+{
+    uint64_t high = vgpu_get_u32(reply);
+    return high << 32 | vgpu_get_u32(reply);
+}
+
+void vgpu_get_string(struct vgpu_reply *reply, char *text, size_t size)
+{
+    uint32_t length = vgpu_get_u32(reply);
+    const uint8_t *at = take(reply, length);
+    size_t kept = at == NULL ? 0 : (length < size - 1 ? length : size - 1);
+    if (kept > 0) {
+        memcpy(text, at, kept);
+    }
+    text[kept] = '\0';
+}
+
+CUresult vgpu_reply_ok(const struct vgpu_reply *reply)
+{
+    if (reply->truncated) {
+        vgpu_say("the local worker's answer is shorter than its kind says: the session is not usable");
+        return CUDA_ERROR_UNKNOWN;
+    }
+    return CUDA_SUCCESS;
+}
+
+void vgpu_reply_free(struct vgpu_reply *reply)
+{
+    free(reply->body);
+    memset(reply, 0, sizeof *reply);
+}
+
+static int write_all(int fd, const void *bytes, size_t length)
+{
+    const uint8_t *at = bytes;
+    while (length > 0) {
+        ssize_t wrote = send(fd, at, length, MSG_NOSIGNAL);
+        if (wrote < 0 && errno == EINTR) {
+            continue;
+        }
+        if (wrote <= 0) {
+            return -1;
+        }
+        at += wrote;
+        length -= (size_t)wrote;
+    }
+    return 0;
+}
+
+static int read_all(int fd, void *bytes, size_t length)
+{
+    uint8_t *at = bytes;
+    while (length > 0) {
+        ssize_t got = recv(fd, at, length, 0);
+        if (got < 0 && errno == EINTR) {
+            continue;
+        }
+        if (got <= 0) {
+            return -1;
+        }
+        at += got;
+        length -= (size_t)got;
+    }
+    return 0;
+}
+
+/* A frame read whole: its opcode, flags, request id and body (malloc'd). */
+struct frame {
+    int opcode;
+    int flags;
+    uint32_t request_id;
+    struct vgpu_reply body;
+};
+
+static CUresult lost(struct vgpu_device *device, const char *what)
+{
+    vgpu_say("vGPU %d: the session with the local worker broke while %s (%s): its calls fail from here on",
+             device->index, what, errno != 0 ? strerror(errno) : "closed");
+    vgpu_disconnect(device);
+    device->open_failure = CUDA_ERROR_LAUNCH_FAILED;
+    return CUDA_ERROR_LAUNCH_FAILED;
+}
+
+static CUresult read_frame(struct vgpu_device *device, struct frame *frame)
+{
+    uint8_t header[VGPU_WIRE_HEADER_BYTES];
+    errno = 0;
+    if (read_all(device->fd, header, sizeof header) != 0) {
+        return lost(device, "reading an answer");
+    }
+    uint32_t length = (uint32_t)header[0] << 24 | (uint32_t)header[1] << 16 | (uint32_t)header[2] << 8 | header[3];
+    if (length < VGPU_WIRE_HEADER_BYTES - 4 || length > VGPU_WIRE_MAX_BODY_BYTES + VGPU_WIRE_HEADER_BYTES) {
+        vgpu_say("vGPU %d: the local worker sent a frame of %u bytes, which the protocol does not allow", device->index,
+                 length);
+        return lost(device, "reading an answer");
+    }
+    frame->opcode = header[4] << 8 | header[5];
+    frame->flags = header[6] << 8 | header[7];
+    frame->request_id = (uint32_t)header[8] << 24 | (uint32_t)header[9] << 16 | (uint32_t)header[10] << 8 | header[11];
+    memset(&frame->body, 0, sizeof frame->body);
+    frame->body.length = length - (VGPU_WIRE_HEADER_BYTES - 4);
+    frame->body.body = malloc(frame->body.length + 1);
+    if (frame->body.body == NULL) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (read_all(device->fd, frame->body.body, frame->body.length) != 0) {
+        vgpu_reply_free(&frame->body);
+        return lost(device, "reading an answer");
+    }
+    return CUDA_SUCCESS;
+}
+
+/* The CUresult of an ERROR frame: its number, which is CUDA's. */
+static CUresult error_of(struct vgpu_device *device, struct frame *frame)
+{
+    uint32_t code = vgpu_get_u32(&frame->body);
+    char name[64];
+    char detail[512];
+    vgpu_get_string(&frame->body, name, sizeof name);
+    vgpu_get_string(&frame->body, detail, sizeof detail);
+    if (getenv("VGPU_LIBCUDA_VERBOSE") != NULL) {
+        vgpu_say("vGPU %d: %s: %s", device->index, name, detail);
+    }
+    return code == 0 ? CUDA_ERROR_UNKNOWN : (CUresult)code;
+}
+
+/* Sends request as (one frame of) request id, with flags. */
+static CUresult send_request(struct vgpu_device *device, struct vgpu_request *request, int flags, uint32_t id)
+{
+    if (request->failed) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    uint32_t length = (uint32_t)(request->length - 4);
+    uint8_t *d = request->data;
+    d[0] = (uint8_t)(length >> 24);
+    d[1] = (uint8_t)(length >> 16);
+    d[2] = (uint8_t)(length >> 8);
+    d[3] = (uint8_t)length;
+    d[6] = (uint8_t)(flags >> 8);
+    d[7] = (uint8_t)flags;
+    d[8] = (uint8_t)(id >> 24);
+    d[9] = (uint8_t)(id >> 16);
+    d[10] = (uint8_t)(id >> 8);
+    d[11] = (uint8_t)id;
+    errno = 0;
+    return write_all(device->fd, request->data, request->length) == 0 ? CUDA_SUCCESS : lost(device, "sending a request");
+}
+
+/* Waits for the answer to request id: OK (its body to reply) or ERROR. */
+static CUresult await_answer(struct vgpu_device *device, uint32_t id, struct vgpu_reply *reply)
+{
+    for (;;) {
+        struct frame frame;
+        CUresult result = read_frame(device, &frame);
+        if (result != CUDA_SUCCESS) {
+            return result;
+        }
+        if (frame.request_id != id) {
+            vgpu_reply_free(&frame.body); /* an earlier request's late word (a kept failure is reported by the next) */
+            continue;
+        }
+        if (frame.opcode == VGPU_OP_ERROR) {
+            result = error_of(device, &frame);
+            vgpu_reply_free(&frame.body);
+            return result;
+        }
+        if (frame.opcode != VGPU_OP_OK && frame.opcode != VGPU_OP_WELCOME) {
+            vgpu_reply_free(&frame.body);
+            vgpu_say("vGPU %d: the local worker answered with opcode 0x%04x where OK or ERROR was due", device->index,
+                     frame.opcode);
+            return lost(device, "reading an answer");
+        }
+        if (reply != NULL) {
+            *reply = frame.body;
+        } else {
+            vgpu_reply_free(&frame.body);
+        }
+        return CUDA_SUCCESS;
+    }
+}
+
+CUresult vgpu_call(struct vgpu_device *device, struct vgpu_request *request, struct vgpu_reply *reply)
+{
+    uint32_t id = device->next_request_id++;
+    CUresult result = device->fd < 0 ? device->open_failure : send_request(device, request, 0, id);
+    vgpu_request_free(request);
+    if (result != CUDA_SUCCESS) {
+        return result;
+    }
+    return await_answer(device, id, reply);
+}
+
+CUresult vgpu_send_to_device(struct vgpu_device *device, uint64_t dst, const void *src, size_t bytes)
+{
+    if (device->fd < 0) {
+        return device->open_failure;
+    }
+    uint32_t id = device->next_request_id++; /* every chunk of the copy carries it */
+    size_t offset = 0;
+    do {
+        size_t chunk = bytes - offset < CHUNK_BYTES ? bytes - offset : CHUNK_BYTES;
+        int more = offset + chunk < bytes;
+        struct vgpu_request request;
+        vgpu_request_begin(&request, VGPU_OP_MEMCPY_HTOD);
+        vgpu_put_u32(&request, 0); /* the default stream */
+        vgpu_put_u64(&request, dst + offset);
+        vgpu_put_bytes(&request, (const uint8_t *)src + offset, chunk);
+        CUresult result = send_request(device, &request, more ? VGPU_WIRE_FLAG_MORE : 0, id);
+        vgpu_request_free(&request);
+        if (result != CUDA_SUCCESS) {
+            return result;
+        }
+        offset += chunk;
+    } while (offset < bytes);
+    return await_answer(device, id, NULL);
+}
+
+CUresult vgpu_fetch_from_device(struct vgpu_device *device, uint64_t src, void *dst, size_t bytes)
+{
+    if (device->fd < 0) {
+        return device->open_failure;
+    }
+    struct vgpu_request request;
+    vgpu_request_begin(&request, VGPU_OP_MEMCPY_DTOH);
+    vgpu_put_u32(&request, 0); /* the default stream */
+    vgpu_put_u64(&request, src);
+    vgpu_put_u64(&request, bytes);
+    vgpu_put_u32(&request, CHUNK_BYTES);
+    uint32_t id = device->next_request_id++;
+    CUresult result = send_request(device, &request, 0, id);
+    vgpu_request_free(&request);
+    if (result != CUDA_SUCCESS) {
+        return result;
+    }
+    for (;;) {
+        struct frame frame;
+        result = read_frame(device, &frame);
+        if (result != CUDA_SUCCESS) {
+            return result;
+        }
+        if (frame.request_id != id) {
+            vgpu_reply_free(&frame.body);
+            continue;
+        }
+        if (frame.opcode == VGPU_OP_ERROR) {
+            result = error_of(device, &frame);
+            vgpu_reply_free(&frame.body);
+            return result;
+        }
+        if (frame.opcode != VGPU_OP_DATA) {
+            vgpu_reply_free(&frame.body);
+            return lost(device, "reading a copy's data");
+        }
+        uint64_t offset = vgpu_get_u64(&frame.body);
+        size_t length = frame.body.length - frame.body.read;
+        if (frame.body.truncated || offset > bytes || length > bytes - offset) {
+            vgpu_reply_free(&frame.body);
+            vgpu_say("vGPU %d: the local worker sent data outside the copy's %zu bytes", device->index, bytes);
+            return lost(device, "reading a copy's data");
+        }
+        memcpy((uint8_t *)dst + offset, frame.body.body + frame.body.read, length);
+        int more = (frame.flags & VGPU_WIRE_FLAG_MORE) != 0;
+        vgpu_reply_free(&frame.body);
+        if (!more) {
+            return CUDA_SUCCESS;
+        }
+    }
+}
+
+CUresult vgpu_connect(struct vgpu_device *device, const char *socket_path)
+{
+    struct sockaddr_un address;
+    memset(&address, 0, sizeof address);
+    address.sun_family = AF_UNIX;
+    if (strlen(socket_path) >= sizeof address.sun_path) {
+        vgpu_say("the local worker's socket path %s is too long for a Unix socket", socket_path);
+        return CUDA_ERROR_NO_DEVICE;
+    }
+    strcpy(address.sun_path, socket_path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&address, sizeof address) != 0) {
+        vgpu_say("vGPU %d: cannot reach the local worker of `vgpu run` at %s: %s", device->index, socket_path,
+                 strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+        }
+        return CUDA_ERROR_NO_DEVICE;
+    }
+    device->fd = fd;
+    struct vgpu_request hello;
+    vgpu_request_begin(&hello, VGPU_OP_HELLO);
+    vgpu_put_u32(&hello, VGPU_WIRE_MAGIC);
+    vgpu_put_u16(&hello, VGPU_WIRE_PROTOCOL_VERSION);
+    vgpu_put_u32(&hello, (uint32_t)device->index);
+    vgpu_put_u64(&hello, device->window_base);
+    vgpu_put_u64(&hello, device->window_size);
+    vgpu_put_string(&hello, ""); /* no token: the local worker admits its own user's processes */
+    struct vgpu_reply welcome;
+    CUresult result = vgpu_call(device, &hello, &welcome);
+    if (result != CUDA_SUCCESS) {
+        vgpu_say("vGPU %d: the local worker refused to open it (%d)%s", device->index, (int)result,
+                 getenv("VGPU_LIBCUDA_VERBOSE") != NULL ? "" : "; VGPU_LIBCUDA_VERBOSE=1 shows its words");
+        vgpu_disconnect(device);
+        return result == CUDA_ERROR_LAUNCH_FAILED ? CUDA_ERROR_NO_DEVICE : result;
+    }
+    char worker[128];
+    vgpu_get_u16(&welcome); /* the protocol version */
+    vgpu_get_string(&welcome, worker, sizeof worker);
+    vgpu_get_u32(&welcome); /* the idle timeout: a local session has none */
+    vgpu_get_string(&welcome, device->name, sizeof device->name);
+    device->total_memory = vgpu_get_u64(&welcome);
+    device->compute_major = (int)vgpu_get_u32(&welcome);
+    device->compute_minor = (int)vgpu_get_u32(&welcome);
+    device->multiprocessors = (int)vgpu_get_u32(&welcome);
+    device->max_threads_per_block = (int)vgpu_get_u32(&welcome);
+    device->warp_size = (int)vgpu_get_u32(&welcome);
+    device->emulated = vgpu_get_u8(&welcome);
+    result = vgpu_reply_ok(&welcome);
+    vgpu_reply_free(&welcome);
+    return result;
+}
+
+void vgpu_disconnect(struct vgpu_device *device)
+{
+    if (device->fd >= 0) {
+        close(device->fd);
+        device->fd = -1;
+    }
+}

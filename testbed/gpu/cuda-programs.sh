@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Run ON the GPU machine, from the repository root, after testbed/gpu/prepare.sh staged .gpu/ here: builds vgpu's
+# libcuda.so.1 and the CUDA test programs there (the wire header from the staged vgpu-remote-client jar), then runs
+# the driver-API programs twice on GPU 0, plainly and through `vgpu run` (their vGPU served by the launcher's local
+# worker on the native backend), and compares what they print; a CUDA runtime program through `vgpu run` shows the
+# refusal of what is not served yet; then each driver-API program on a native vGPU, on a remote one (a worker of the
+# same GPU in another process) and starting remote, moved onto GPU 0 while it runs (org.vgpu.job.JCudaProgramsOnGpu,
+# which checks the JCuda programs the same way). Logs in $OUT (default .gpu/out): cuda-programs.log.
+set -uo pipefail
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$top"
+out=${OUT:-$top/.gpu/out}
+mkdir -p "$out"
+log=$out/cuda-programs.log
+: >"$log"
+lib=rcuda-runtime/vgpu-libcuda
+work=$(mktemp -d)
+if [ -z "${JAVA:-}" ]; then
+    tar xJf .gpu/jre.tar.xz -C /tmp || { echo "cuda-programs: cannot unpack .gpu/jre.tar.xz" >&2; exit 2; }
+    JAVA=/tmp/jre/bin/java
+fi
+python3 - "$work/vgpu_wire.h" <<'PY' || exit 2
+import glob, sys, zipfile
+jar = glob.glob('.gpu/lib/vgpu-remote-client-*.jar')[0]
+open(sys.argv[1], 'wb').write(zipfile.ZipFile(jar).read('META-INF/vgpu/vgpu_wire.h'))
+PY
+make -s -C "$lib" all programs WIRE_HEADER="$work/vgpu_wire.h" >"$work/build.log" 2>&1 || { cat "$work/build.log"; exit 2; }
+
+job_environment=(VGPU_COUNT=1 VGPU_ASSEMBLY=0=local:0 VGPU_LOCAL_GPUS=0 CUDA_VISIBLE_DEVICES=0 VGPU_REMOTE=
+    VGPU_MIGRATE=auto VGPU_NODE=gpu-machine VGPU_SOURCE=local-only-fallback VGPU_AGENT_SOCKET="$work/agent.sock"
+    SLURM_JOB_ID=1)
+vgpu_run() {
+    env "${job_environment[@]}" timeout 300 "$JAVA" --enable-native-access=ALL-UNNAMED -cp '.gpu/lib/*' \
+        org.vgpu.cli.Vgpu run --local-backend native -- "$@"
+}
+
+failed=0
+for program in "driver_tour" "driver_steps 40 0"; do
+    name=${program%% *}
+    plain_status=0 vgpu_status=0
+    # shellcheck disable=SC2086 # the program's arguments
+    timeout 300 "$lib/build/programs/"$program >"$work/$name.plain" 2>&1 || plain_status=$?
+    # shellcheck disable=SC2086
+    vgpu_run "$top/$lib/build/programs/"$program >"$work/$name.vgpu" 2>"$work/$name.vgpu.err" || vgpu_status=$?
+    if [ "$plain_status" -eq 0 ] && [ "$vgpu_status" -eq 0 ] && cmp -s "$work/$name.plain" "$work/$name.vgpu"; then
+        echo "$name: equal through vgpu run (native vGPU served by the launcher)" | tee -a "$log"
+        sed 's/^/    /' "$work/$name.vgpu" >>"$log"
+    else
+        failed=1
+        { echo "$name: DIFFERENT or failed: plain exit $plain_status, vgpu run exit $vgpu_status"
+          echo "-- plain"; cat "$work/$name.plain"; echo "-- vgpu run"; cat "$work/$name.vgpu" "$work/$name.vgpu.err"; } | tee -a "$log"
+    fi
+done
+# native, remote (a worker of GPU 0 in another process) and remote->native mid-run, by the JCuda programs' check
+"$JAVA" --enable-native-access=ALL-UNNAMED -Dvgpu.cuda.programs="$top/$lib/build/programs" \
+    -cp ".gpu/lib/*:.gpu/test/classes:$(ls .gpu/test/junit-platform-console-standalone-*.jar)" \
+    org.vgpu.job.JCudaProgramsOnGpu - 20 0 2>&1 | tee -a "$log" | grep -q "^PASS" || failed=1
+status=0
+vgpu_run "$top/$lib/build/programs/runtime_tour" >"$work/runtime.out" 2>"$work/runtime.err" || status=$?
+{ echo "runtime_tour (CUDA runtime) through vgpu run: exit $status"; grep -h "vgpu libcuda\|runtime_tour" "$work/runtime.out" "$work/runtime.err"; } | tee -a "$log"
+echo "cuda-programs: $([ $failed -eq 0 ] && echo all equal || echo SOME DIFFERENT)" | tee -a "$log"
+exit $failed

@@ -1,0 +1,131 @@
+package org.vgpu.job;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import org.vgpu.common.line.LineClient;
+import org.vgpu.job.cuda.CudaProgramTwins;
+
+/**
+ * CUDA programs written in C against the driver API and built by plain nvcc (rcuda-runtime/vgpu-libcuda builds them
+ * where nvcc is, as CI's machine has it) run through {@code vgpu run} on the CPU emulation, which puts vgpu's {@code
+ * libcuda.so.1} first on their library path: their vGPUs are the job's migratable vGPUs, served by the launcher's
+ * local worker, and one moves while the program has state on it. The kernels run as their Java twins ({@link CudaProgramTwins}); on a GPU they are the
+ * programs' own PTX (testbed/gpu).
+ */
+class CudaProgramsTest {
+    private static final Path LIBCUDA =
+            Path.of("../../rcuda-runtime/vgpu-libcuda/build").toAbsolutePath().normalize();
+
+    private static Path interposerJar;
+
+    @TempDir
+    Path directory;
+
+    private Path agentSocket;
+    private Map<String, String> environment;
+
+    @BeforeAll
+    static void interposer(@TempDir Path jars) throws IOException {
+        interposerJar = RunProgramTest.interposerJar(jars);
+    }
+
+    @BeforeEach
+    void job() {
+        assumeTrue(
+                Files.exists(LIBCUDA.resolve("libcuda.so.1")) && Files.exists(program("driver_steps")),
+                "vgpu's libcuda.so.1 and its test programs are built by rcuda-runtime/vgpu-libcuda where nvcc is: not"
+                        + " here");
+        agentSocket = directory.resolve("agent.sock");
+        environment = new HashMap<>(Map.of(
+                "VGPU_COUNT", "2",
+                "VGPU_ASSEMBLY", "0=local:0,1=local:1",
+                "VGPU_LOCAL_GPUS", "0,1",
+                "CUDA_VISIBLE_DEVICES", "0,1",
+                "VGPU_REMOTE", "",
+                "VGPU_MIGRATE", "auto",
+                "VGPU_NODE", "n1",
+                "VGPU_SOURCE", "local-only-fallback",
+                "VGPU_AGENT_SOCKET", agentSocket.toString(),
+                "SLURM_JOB_ID", "43"));
+    }
+
+    private static Path program(String name) {
+        return LIBCUDA.resolve("programs").resolve(name);
+    }
+
+    private ProgramRun run(String... command) {
+        List<String> args = new ArrayList<>(List.of("--local-backend", "emulated", "--"));
+        args.addAll(List.of(command));
+        return ProgramRun.of(environment, interposerJar, args);
+    }
+
+    @Test
+    void aDriverApiProgramRunsOnItsVgpuAsOnAGpu() {
+        ProgramRun run = run(program("driver_tour").toString());
+        assertEquals(0, run.status(), run.toString());
+        assertEquals(
+                List.of(
+                        "devices 2, compute capability >= 8: yes",
+                        "global of 4 bytes; saxpy total 10050000.0",
+                        "free inside an allocation: CUDA_ERROR_INVALID_VALUE",
+                        "done"),
+                run.results(),
+                run.toString());
+        assertTrue(run.err().contains("the program opened a session"), run.toString());
+    }
+
+    @Test
+    void itsVgpuMovesWhileItHasStateOnIt() throws Exception {
+        CudaProgramTwins.Hold hold = CudaProgramTwins.holdLaunch(5);
+        CompletableFuture<ProgramRun> program =
+                CompletableFuture.supplyAsync(() -> run(program("driver_steps").toString(), "12", "0"));
+        try {
+            assertTrue(hold.awaitReached(60), "the program reached its fifth step");
+            CompletableFuture<List<String>> moved = CompletableFuture.supplyAsync(
+                    () -> LineClient.request(agentSocket, "migrate 0 1", Duration.ofSeconds(60)));
+            // the move waits for the held launch; the program's next call waits for the move
+            hold.release();
+            List<String> reply = moved.get(90, TimeUnit.SECONDS);
+            assertTrue(reply.getLast().startsWith("ok vgpu 0 moved gpu 0 (emulated) -> gpu 1"), reply.toString());
+        } finally {
+            hold.release();
+        }
+        ProgramRun run = program.get(120, TimeUnit.SECONDS);
+        assertEquals(0, run.status(), run.toString());
+        assertEquals(List.of("12 steps checked; checksum " + expectedChecksum(12)), run.results(), run.toString());
+    }
+
+    /** What driver_steps computes: state[i] = state[i] / 2 + (i % 7 + step), from zeros, 65536 elements. */
+    private static String expectedChecksum(int steps) {
+        int n = 1 << 16;
+        float[] state = new float[n];
+        for (int step = 1; step <= steps; step++) {
+            for (int i = 0; i < n; i++) {
+                state[i] = Math.fma(state[i], 0.5f, (float) (i % 7 + step));
+            }
+        }
+        double sum = 0;
+        for (float value : state) {
+            sum += value;
+        }
+        return String.format("%.1f", sum);
+    }
+}
