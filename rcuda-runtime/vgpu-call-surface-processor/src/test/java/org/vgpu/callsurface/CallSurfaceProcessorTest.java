@@ -358,6 +358,7 @@ class CallSurfaceProcessorTest {
                         protected Validating(String name) {}
                         protected abstract void doMark(S handle, long value);
                         protected abstract boolean doQuery(S handle);
+                        protected abstract int doRead(S handle, int offset);
                         protected abstract M module();
                         public void mark(Handle handle, long value) { doMark(null, value); }
                         public boolean query(Handle handle) { return doQuery(null); }
@@ -415,16 +416,18 @@ class CallSurfaceProcessorTest {
                 "a one-to-one call's layout is documented:\n" + opcodes);
         String client = Files.readString(compilation.generated.resolve("client/ClientCalls.java"));
         assertTrue(
-                client.contains("abstract class ClientCalls<M> extends Validating<M, Integer> {"),
-                "a handle's backend object is its wire id on the client:\n" + client);
+                client.contains("abstract class ClientCalls<M, S> extends Validating<M, S> {")
+                        && client.contains("    abstract int handleId(S handle);"),
+                "a hook gives the wire id of a handle's backend object on the client:\n" + client);
         assertTrue(
                 client.contains(
-                        "protected final void doMark(Integer handle, long value) {\n"
-                                + "        connection().send((encoder, requestId) -> encoder.mark(requestId, true, handle, value));"),
+                        "protected final void doMark(S handle, long value) {\n"
+                                + "        connection().send((encoder, requestId) -> encoder.mark(requestId, true, handleId(handle), value));"),
                 "an asynchronous call is batched as a hand-written one is:\n" + client);
         assertTrue(
-                client.contains("return connection().call((encoder, requestId) -> encoder.query(requestId, handle),"
-                        + " ResultDecoder::query);"),
+                client.contains(
+                        "return connection().call((encoder, requestId) -> encoder.query(requestId, handleId(handle)),"
+                                + " ResultDecoder::query);"),
                 "a call with a result waits for it:\n" + client);
         assertTrue(client.contains("protected ClientCalls(String name) {"), "the validation class's constructor");
         assertFalse(client.contains("doLocal"), "a call without @RemoteCall is not generated:\n" + client);
@@ -446,6 +449,48 @@ class CallSurfaceProcessorTest {
         assertFalse(worker.contains("void open("), "a hand-written request stays the worker's own:\n" + worker);
         String results = Files.readString(compilation.generated.resolve("wire/ResultEncoder.java"));
         assertTrue(results.contains("Codecs.writeBoolean(out, result);"), results);
+    }
+
+    @Test
+    void aPrimitiveThatTakesTheOperandsInAnotherOrderSetsTheOrderOnTheWire() throws IOException {
+        Compilation compilation = compileOneToOne("", """
+                package api;
+                import org.vgpu.runtime.api.surface.Call;
+                import org.vgpu.runtime.api.surface.RemoteCall;
+                public interface Device {
+                    @RemoteCall(opcode = 0x0023, kind = Call.Kind.SYNC)
+                    int read(int offset, Handle handle);
+                }
+                """);
+        String client = Files.readString(compilation.generated.resolve("client/ClientCalls.java"));
+        assertTrue(
+                client.contains("protected final int doRead(S handle, int offset) {\n"
+                        + "        return connection().call((encoder, requestId) -> encoder.read(requestId, handleId(handle),"
+                        + " offset), ResultDecoder::read);"),
+                "the client sends the operands in the primitive's order:\n" + client);
+        String worker = Files.readString(compilation.generated.resolve("worker/WorkerCalls.java"));
+        assertTrue(
+                worker.contains("public final void read(Frame frame, int handleId, int offset) {")
+                        && worker.contains("int result = gpu().read(offset, handle(handleId));"),
+                "the worker makes the call with the parameters in the call's order:\n" + worker);
+    }
+
+    @Test
+    void aPrimitiveWhoseOperandFitsNoParameterIsAMistake() throws IOException {
+        Compilation compilation = compileOneToOne("", """
+                package api;
+                import org.vgpu.runtime.api.surface.Call;
+                import org.vgpu.runtime.api.surface.RemoteCall;
+                public interface Device {
+                    @RemoteCall(opcode = 0x0023, kind = Call.Kind.SYNC)
+                    int read(long offset, int handle);
+                }
+                """);
+        assertFalse(compilation.success);
+        assertTrue(
+                compilation.errors.contains("Validating.doRead takes S here, and no parameter of the call is the same"
+                        + " type or a handle's backend object"),
+                compilation.errors.toString());
     }
 
     @Test

@@ -111,11 +111,6 @@ class CallCostTest {
                 "streamSynchronize",
                 "the client answers it without a request when the stream ends in a copy to the host");
         exempt.put("memcpyDtoD", "one request serves the synchronous and the asynchronous form");
-        // until the generator takes module and function handles
-        exempt.put("moduleGetGlobal", "its module handle");
-        exempt.put("moduleGetGlobalAt", "its module handle");
-        exempt.put("funcGetAttribute", "its function handle");
-        exempt.put("funcSetAttribute", "its function handle");
         return exempt;
     }
 

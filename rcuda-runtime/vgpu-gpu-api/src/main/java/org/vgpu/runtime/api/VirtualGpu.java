@@ -93,6 +93,7 @@ public interface VirtualGpu extends AutoCloseable {
      * vGPU (the emulation's fixed figures: see {@code EmulatedGpu}), or the value set by
      * {@link #funcSetAttribute}. CUDA's numbers map with {@link FunctionAttribute#fromCuda}.
      */
+    @RemoteCall(opcode = 0x0033, kind = SYNC)
     int funcGetAttribute(FunctionAttribute attribute, FunctionHandle function);
 
     /**
@@ -101,6 +102,7 @@ public interface VirtualGpu extends AutoCloseable {
      * MAX_DYNAMIC_SHARED_SIZE_BYTES first (at most the device's MAX_SHARED_MEMORY_PER_BLOCK_OPTIN).
      * The value holds for every handle of that kernel, and across a migration.
      */
+    @RemoteCall(opcode = 0x0034, kind = SYNC)
     void funcSetAttribute(FunctionHandle function, FunctionAttribute attribute, int value);
 
     /**
@@ -111,6 +113,7 @@ public interface VirtualGpu extends AutoCloseable {
      * reach the variable. Passed to a kernel as a pointer it would fault: kernels reach module
      * variables by name.
      */
+    @RemoteCall(opcode = 0x0035, kind = SYNC)
     DeviceRegion moduleGetGlobal(ModuleHandle module, String name);
 
     /**
