@@ -193,6 +193,73 @@ class CallSurfaceProcessorTest {
     }
 
     @Test
+    void aSettingOfAHandleIsKeyedByItAndMadeAgainWithTheTargetsHandle() throws Exception {
+        Map<String, String> sources = new java.util.HashMap<>();
+        sources.put("demo/Handle.java", """
+                package demo;
+                public record Handle(int id) {}
+                """);
+        sources.put("demo/Context.java", """
+                package demo;
+                import org.vgpu.runtime.api.surface.ReplayedSetting;
+                public interface Context {
+                    @ReplayedSetting
+                    void setAttribute(Handle handle, String attribute, long value);
+                }
+                """);
+        sources.put("demo/Gated.java", """
+                package demo;
+                import java.util.ArrayList;
+                import java.util.LinkedHashMap;
+                import java.util.List;
+                import java.util.Map;
+                import org.vgpu.runtime.api.surface.GatedForwarder;
+                @GatedForwarder(Context.class)
+                public final class Gated extends GatedContext {
+                    final Map<Object, GatedContext.Setting> kept = new LinkedHashMap<>();
+                    private final Context target;
+                    Gated(Context target) { this.target = target; }
+                    @GatedForwarder.Enter void enter() {}
+                    @GatedForwarder.Exit void leave() {}
+                    @GatedForwarder.Current Context target() { return target; }
+                    @GatedForwarder.Translate Handle backend(Handle handle) { return new Handle(handle.id() + 100); }
+                    @GatedForwarder.Record void keep(GatedContext.Setting setting) {
+                        kept.remove(setting.key());
+                        kept.put(setting.key(), setting);
+                    }
+
+                    public static List<String> scenario() {
+                        List<String> calls = new ArrayList<>();
+                        Gated gated = new Gated((handle, attribute, value) ->
+                                calls.add("source " + handle.id() + " " + attribute + "=" + value));
+                        gated.setAttribute(new Handle(1), "carveout", 10);
+                        gated.setAttribute(new Handle(2), "carveout", 20);
+                        gated.setAttribute(new Handle(1), "carveout", 30);
+                        Context target = (handle, attribute, value) ->
+                                calls.add("target " + handle.id() + " " + attribute + "=" + value);
+                        for (GatedContext.Setting setting : gated.kept.values()) {
+                            calls.add("names " + setting.handles());
+                            setting.onTarget(handle -> new Handle(handle.id() + 500)).replayOn(target);
+                        }
+                        return calls;
+                    }
+                }
+                """);
+        Compilation compilation = compile(sources);
+        assertTrue(compilation.success, compilation.errors.toString());
+        assertEquals(
+                List.of(
+                        "source 101 carveout=10",
+                        "source 102 carveout=20",
+                        "source 101 carveout=30",
+                        "names [Handle[id=2]]",
+                        "target 502 carveout=20",
+                        "names [Handle[id=1]]",
+                        "target 501 carveout=30"),
+                run(compilation, "demo.Gated", "scenario"));
+    }
+
+    @Test
     void aReplayedSettingWithoutARecordHookIsRefused() throws IOException {
         Map<String, String> sources = new java.util.HashMap<>(SETTINGS);
         sources.put("demo/Gated.java", """

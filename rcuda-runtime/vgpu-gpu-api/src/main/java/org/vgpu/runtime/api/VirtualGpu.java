@@ -102,6 +102,7 @@ public interface VirtualGpu extends AutoCloseable {
      * MAX_DYNAMIC_SHARED_SIZE_BYTES first (at most the device's MAX_SHARED_MEMORY_PER_BLOCK_OPTIN).
      * The value holds for every handle of that kernel, and across a migration.
      */
+    @ReplayedSetting
     @RemoteCall(opcode = 0x0034, kind = SYNC)
     void funcSetAttribute(FunctionHandle function, FunctionAttribute attribute, int value);
 
