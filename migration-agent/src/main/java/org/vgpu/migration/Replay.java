@@ -215,13 +215,8 @@ final class Replay implements GatedVirtualGpu.TargetHandles {
 
     /** Whether the target has made the object the app's {@code handle} stands for. */
     private boolean replayed(Object handle) {
-        return switch (handle) {
-            case ModuleHandle module -> modules.containsKey(module.id());
-            case FunctionHandle function -> functions.containsKey(function.id());
-            case StreamHandle stream -> stream.id() == StreamHandle.DEFAULT.id() || streams.containsKey(stream.id());
-            case EventHandle event -> events.containsKey(event.id());
-            default -> throw new IllegalArgumentException("a setting names " + handle + ", which is no handle");
-        };
+        return ReplayLog.holds(
+                handle, modules::containsKey, functions::containsKey, streams::containsKey, events::containsKey);
     }
 
     @Override

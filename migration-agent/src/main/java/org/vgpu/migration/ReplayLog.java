@@ -11,6 +11,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.IntPredicate;
 import java.util.function.Supplier;
 
 import org.vgpu.runtime.api.DeviceRegion;
@@ -238,11 +239,20 @@ final class ReplayLog {
 
     /** Whether the app's {@code handle} stands for a live object of this vGPU. */
     private boolean live(Object handle) {
+        return holds(handle, modules::containsKey, functions::containsKey, streams::containsKey, events::containsKey);
+    }
+
+    /**
+     * Whether a table of the app's handles holds {@code handle}: the table of its kind, asked by id
+     * (the default stream, which nobody creates, is always held).
+     */
+    static boolean holds(
+            Object handle, IntPredicate modules, IntPredicate functions, IntPredicate streams, IntPredicate events) {
         return switch (handle) {
-            case ModuleHandle module -> modules.containsKey(module.id());
-            case FunctionHandle function -> functions.containsKey(function.id());
-            case StreamHandle stream -> stream.id() == StreamHandle.DEFAULT.id() || streams.containsKey(stream.id());
-            case EventHandle event -> events.containsKey(event.id());
+            case ModuleHandle module -> modules.test(module.id());
+            case FunctionHandle function -> functions.test(function.id());
+            case StreamHandle stream -> stream.id() == StreamHandle.DEFAULT.id() || streams.test(stream.id());
+            case EventHandle event -> events.test(event.id());
             default -> throw new IllegalArgumentException("a setting names " + handle + ", which is no handle");
         };
     }

@@ -518,17 +518,22 @@ class CallSurfaceProcessorTest {
         assertTrue(results.contains("Codecs.writeBoolean(out, result);"), results);
     }
 
-    @Test
-    void aPrimitiveThatTakesTheOperandsInAnotherOrderSetsTheOrderOnTheWire() throws IOException {
-        Compilation compilation = compileOneToOne("", """
+    /** An API of one call, {@code read(parameters)}, which the validation class's {@code doRead(S handle, int offset)} serves. */
+    private Compilation compileRead(String parameters) throws IOException {
+        return compileOneToOne("", """
                 package api;
                 import org.vgpu.runtime.api.surface.Call;
                 import org.vgpu.runtime.api.surface.RemoteCall;
                 public interface Device {
                     @RemoteCall(opcode = 0x0023, kind = Call.Kind.SYNC)
-                    int read(int offset, Handle handle);
+                    int read(%s);
                 }
-                """);
+                """.formatted(parameters));
+    }
+
+    @Test
+    void aPrimitiveThatTakesTheOperandsInAnotherOrderSetsTheOrderOnTheWire() throws IOException {
+        Compilation compilation = compileRead("int offset, Handle handle");
         String client = Files.readString(compilation.generated.resolve("client/ClientCalls.java"));
         assertTrue(
                 client.contains("protected final int doRead(S handle, int offset) {\n"
@@ -544,15 +549,7 @@ class CallSurfaceProcessorTest {
 
     @Test
     void aPrimitiveWhoseOperandFitsNoParameterIsAMistake() throws IOException {
-        Compilation compilation = compileOneToOne("", """
-                package api;
-                import org.vgpu.runtime.api.surface.Call;
-                import org.vgpu.runtime.api.surface.RemoteCall;
-                public interface Device {
-                    @RemoteCall(opcode = 0x0023, kind = Call.Kind.SYNC)
-                    int read(long offset, int handle);
-                }
-                """);
+        Compilation compilation = compileRead("long offset, int handle");
         assertFalse(compilation.success);
         assertTrue(
                 compilation.errors.contains("Validating.doRead takes S here, and no parameter of the call is the same"

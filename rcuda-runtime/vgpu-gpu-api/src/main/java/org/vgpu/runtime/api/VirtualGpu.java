@@ -37,8 +37,8 @@ import org.vgpu.runtime.api.surface.Synchronizing;
  * {@link RemoteCall} marks the calls a remote worker serves one to one (the operands travel, the
  * worker makes the same call, the result comes back) with their opcode and kind: both ends of those
  * are generated too (see {@code RemoteCalls}, which lists the remote protocol's other requests).
- * {@link ReplayedSetting} marks the calls that set a value of the context a migration sets again on
- * its target: the agent's gated forwarder records them.
+ * {@link ReplayedSetting} marks the calls that set a value of the context, or of a module's function,
+ * that a migration sets again on its target: the agent's gated forwarder records them.
  * Adding such a call takes this interface, its checks in {@code AbstractVirtualGpu} and its meaning
  * in {@code NativeGpu} and {@code EmulatedGpu}.
  */
