@@ -16,7 +16,6 @@ import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.EventHandle;
-import org.vgpu.runtime.api.FunctionAttribute;
 import org.vgpu.runtime.api.FunctionHandle;
 import org.vgpu.runtime.api.ModuleHandle;
 import org.vgpu.runtime.api.StreamHandle;
@@ -365,17 +364,6 @@ public final class MigratableGpu extends GatedVirtualGpu {
     }
 
     @Override
-    public void funcSetAttribute(FunctionHandle function, FunctionAttribute attribute, int value) {
-        CallGate.Slot slot = gate.enter();
-        try {
-            backend.funcSetAttribute(log.backendFunction(function), attribute, value);
-            log.setFunctionAttribute(function, attribute, value);
-        } finally {
-            gate.exit(slot);
-        }
-    }
-
-    @Override
     public long memAlloc(long bytes) {
         CallGate.Slot slot = gate.enter();
         try {
@@ -563,7 +551,7 @@ public final class MigratableGpu extends GatedVirtualGpu {
         }
     }
 
-    /** A context setting the backend took ({@code @ReplayedSetting}), for the replay. */
+    /** A setting the backend took ({@code @ReplayedSetting}), for the replay. */
     @GatedForwarder.Record
     @Override
     void recordSetting(GatedVirtualGpu.Setting setting) {

@@ -8,6 +8,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.function.Consumer;
+import java.util.function.Predicate;
 
 import org.vgpu.migration.ReplayLog.EventEntry;
 import org.vgpu.migration.ReplayLog.FunctionEntry;
@@ -16,7 +17,6 @@ import org.vgpu.migration.ReplayLog.Rebound;
 import org.vgpu.migration.ReplayLog.StreamEntry;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.EventHandle;
-import org.vgpu.runtime.api.FunctionAttribute;
 import org.vgpu.runtime.api.FunctionHandle;
 import org.vgpu.runtime.api.ModuleHandle;
 import org.vgpu.runtime.api.StreamHandle;
@@ -45,11 +45,11 @@ import org.vgpu.runtime.api.VirtualGpu;
  * was under way ({@link ReplayLog#settledRegions}), or else leaves them all to the second pass. A failure
  * in either pass leaves the caller to close the target, which frees everything replayed on it.
  */
-final class Replay {
+final class Replay implements GatedVirtualGpu.TargetHandles {
     private final ReplayLog log;
     private final VirtualGpu target;
 
-    /** The settings set on the target, by key. */
+    /** The settings set on the target, by key (a setting of a handle holds the app's handle). */
     private final Map<Object, GatedVirtualGpu.Setting> settings = new HashMap<>();
 
     private final Map<Integer, Rebound<ModuleEntry, ModuleHandle>> modules = new HashMap<>();
@@ -57,8 +57,6 @@ final class Replay {
     private final Map<Integer, Set<String>> globals = new HashMap<>();
 
     private final Map<Integer, Rebound<FunctionEntry, FunctionHandle>> functions = new HashMap<>();
-    /** The attributes set on the target, by function id. */
-    private final Map<Integer, Map<FunctionAttribute, Integer>> attributes = new HashMap<>();
 
     private final Map<Integer, Rebound<StreamEntry, StreamHandle>> streams = new HashMap<>();
     private final Map<Integer, Rebound<EventEntry, EventHandle>> events = new HashMap<>();
@@ -136,7 +134,7 @@ final class Replay {
         dropGone(modules, log.modules(), target::moduleUnload);
         globals.keySet().retainAll(modules.keySet());
         dropGone(functions, log.functions(), unloadedWithItsModule -> {});
-        attributes.keySet().retainAll(functions.keySet());
+        settings.values().removeIf(setting -> !setting.handles().stream().allMatch(this::replayed));
         dropGone(streams, log.streams(), target::streamDestroy);
         dropGone(events, log.events(), target::eventDestroy);
     }
@@ -154,16 +152,12 @@ final class Replay {
     }
 
     /**
-     * Makes on the target what the log has and the target has not yet: settings that differ,
-     * modules, variables looked up, functions, attributes that differ, streams and events.
+     * Makes on the target what the log has and the target has not yet: context settings that
+     * differ, modules, variables looked up, functions each with its settings that differ, streams
+     * and events, and any other setting of a handle.
      */
     private void replayObjects() {
-        for (GatedVirtualGpu.Setting setting : log.settings()) {
-            if (!setting.equals(settings.get(setting.key()))) {
-                setting.replayOn(target);
-                settings.put(setting.key(), setting);
-            }
-        }
+        replaySettings(setting -> setting.handles().isEmpty());
         for (Map.Entry<Integer, ModuleEntry> module : log.modules().entrySet()) {
             if (!modules.containsKey(module.getKey())) {
                 ModuleHandle handle = target.moduleLoadData(module.getValue().image);
@@ -192,14 +186,8 @@ final class Replay {
             Rebound<FunctionEntry, FunctionHandle> replayed = functions.computeIfAbsent(
                     function.getKey(),
                     unused -> new Rebound<>(entry, target.moduleGetFunction(module.handle(), entry.name)));
-            Map<FunctionAttribute, Integer> set =
-                    attributes.computeIfAbsent(function.getKey(), unused -> new HashMap<>());
-            entry.attributes.forEach((attribute, value) -> {
-                if (!value.equals(set.get(attribute))) {
-                    target.funcSetAttribute(replayed.handle(), attribute, value);
-                    set.put(attribute, value);
-                }
-            });
+            FunctionHandle appHandle = new FunctionHandle(function.getKey(), replayed.entry().name);
+            replaySettings(setting -> setting.handles().contains(appHandle));
         }
         for (Map.Entry<Integer, StreamEntry> stream : log.streams().entrySet()) {
             streams.computeIfAbsent(stream.getKey(), unused -> new Rebound<>(stream.getValue(), target.streamCreate()));
@@ -207,6 +195,45 @@ final class Replay {
         for (Map.Entry<Integer, EventEntry> event : log.events().entrySet()) {
             events.computeIfAbsent(event.getKey(), unused -> new Rebound<>(event.getValue(), target.eventCreate()));
         }
+        replaySettings(setting -> true);
+    }
+
+    /**
+     * Sets on the target each of the log's settings that {@code which} picks, differs from what
+     * was set there, and names only handles the target has made, with the target's handles.
+     */
+    private void replaySettings(Predicate<GatedVirtualGpu.Setting> which) {
+        for (GatedVirtualGpu.Setting setting : log.settings()) {
+            if (which.test(setting)
+                    && !setting.equals(settings.get(setting.key()))
+                    && setting.handles().stream().allMatch(this::replayed)) {
+                setting.onTarget(this).replayOn(target);
+                settings.put(setting.key(), setting);
+            }
+        }
+    }
+
+    /** Whether the target has made the object the app's {@code handle} stands for. */
+    private boolean replayed(Object handle) {
+        return ReplayLog.holds(
+                handle, modules::containsKey, functions::containsKey, streams::containsKey, events::containsKey);
+    }
+
+    @Override
+    public FunctionHandle backendFunction(FunctionHandle function) {
+        return functions.get(function.id()).handle();
+    }
+
+    @Override
+    public StreamHandle backendStream(StreamHandle stream) {
+        return stream.id() == StreamHandle.DEFAULT.id()
+                ? StreamHandle.DEFAULT
+                : streams.get(stream.id()).handle();
+    }
+
+    @Override
+    public EventHandle backendEvent(EventHandle event) {
+        return events.get(event.id()).handle();
     }
 
     /** Places {@code regions} on the target in one call, which maps the chunks they lie in (a remote target: one request). */

@@ -11,22 +11,22 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.IntPredicate;
 import java.util.function.Supplier;
 
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.EventHandle;
-import org.vgpu.runtime.api.FunctionAttribute;
 import org.vgpu.runtime.api.FunctionHandle;
 import org.vgpu.runtime.api.ModuleHandle;
 import org.vgpu.runtime.api.StreamHandle;
 import org.vgpu.runtime.api.VgpuException;
 
 /**
- * What a replay needs, and nothing more: the context's settings (the last of each key, see
- * {@code @ReplayedSetting}), the live modules (their images and the addresses of the variables
- * looked up in them), functions (module, name and the attributes the app set), streams, events and
- * allocations (address and size) of one vGPU. Unload, destroy and free remove entries, so the log
+ * What a replay needs, and nothing more: the settings (the last of each key, see
+ * {@code @ReplayedSetting}: the context's, and those of live functions such as their attributes),
+ * the live modules (their images and the addresses of the variables looked up in them), functions
+ * (module and name), streams, events and allocations (address and size) of one vGPU. Unload, destroy and free remove entries, so the log
  * is proportional to the live state, not to the number of calls.
  * Memory contents are not recorded; the migration copies them.
  *
@@ -53,8 +53,6 @@ final class ReplayLog {
     static final class FunctionEntry {
         final int moduleId;
         final String name;
-        /** What the app set with funcSetAttribute: the target's new handle gets the same. */
-        final Map<FunctionAttribute, Integer> attributes = new ConcurrentHashMap<>();
 
         volatile FunctionHandle current;
 
@@ -83,7 +81,7 @@ final class ReplayLog {
 
     private record FunctionKey(int moduleId, String name) {}
 
-    /** The context's settings by key, in the order they were last set. Guarded by itself. */
+    /** The settings by key, in the order they were last set; none names a handle that is gone. Guarded by itself. */
     private final Map<Object, GatedVirtualGpu.Setting> settings = new LinkedHashMap<>();
 
     private final AtomicInteger nextModuleId = new AtomicInteger(1);
@@ -186,6 +184,7 @@ final class ReplayLog {
             modules.remove(module.id());
             functions.values().removeIf(function -> function.moduleId == module.id());
             functionsByName.keySet().removeIf(key -> key.moduleId() == module.id());
+            forgetSettingsOfGoneHandles();
         });
     }
 
@@ -216,23 +215,46 @@ final class ReplayLog {
         return entry.current;
     }
 
-    /** Records a context setting, once the backend has taken it: it replaces the last one of its key. */
+    /**
+     * Records a setting, once the backend has taken it: it replaces the last one of its key. One of
+     * a handle that another thread destroyed meanwhile is not kept: what it set is gone with it.
+     */
     void setSetting(GatedVirtualGpu.Setting setting) {
         change(() -> {
             synchronized (settings) {
                 settings.remove(setting.key());
-                settings.put(setting.key(), setting);
+                if (setting.handles().stream().allMatch(this::live)) {
+                    settings.put(setting.key(), setting);
+                }
             }
         });
     }
 
-    /** Records a set attribute, once the backend has taken it. */
-    void setFunctionAttribute(FunctionHandle function, FunctionAttribute attribute, int value) {
-        FunctionEntry entry = functions.get(function.id());
-        if (entry == null) {
-            throw unknown("function", function.id());
+    /** Forgets the settings of handles destroyed (an unloaded module's functions, a destroyed stream or event). */
+    private void forgetSettingsOfGoneHandles() {
+        synchronized (settings) {
+            settings.values().removeIf(setting -> !setting.handles().stream().allMatch(this::live));
         }
-        change(() -> entry.attributes.put(attribute, value));
+    }
+
+    /** Whether the app's {@code handle} stands for a live object of this vGPU. */
+    private boolean live(Object handle) {
+        return holds(handle, modules::containsKey, functions::containsKey, streams::containsKey, events::containsKey);
+    }
+
+    /**
+     * Whether a table of the app's handles holds {@code handle}: the table of its kind, asked by id
+     * (the default stream, which nobody creates, is always held).
+     */
+    static boolean holds(
+            Object handle, IntPredicate modules, IntPredicate functions, IntPredicate streams, IntPredicate events) {
+        return switch (handle) {
+            case ModuleHandle module -> modules.test(module.id());
+            case FunctionHandle function -> functions.test(function.id());
+            case StreamHandle stream -> stream.id() == StreamHandle.DEFAULT.id() || streams.test(stream.id());
+            case EventHandle event -> events.test(event.id());
+            default -> throw new IllegalArgumentException("a setting names " + handle + ", which is no handle");
+        };
     }
 
     // ---- streams and events
@@ -256,7 +278,10 @@ final class ReplayLog {
     }
 
     void removeStream(StreamHandle stream) {
-        change(() -> streams.remove(stream.id()));
+        change(() -> {
+            streams.remove(stream.id());
+            forgetSettingsOfGoneHandles();
+        });
     }
 
     EventHandle addEvent(EventHandle current) {
@@ -274,7 +299,10 @@ final class ReplayLog {
     }
 
     void removeEvent(EventHandle event) {
-        change(() -> events.remove(event.id()));
+        change(() -> {
+            events.remove(event.id());
+            forgetSettingsOfGoneHandles();
+        });
     }
 
     // ---- allocations
@@ -333,21 +361,19 @@ final class ReplayLog {
     }
 
     /**
-     * How many calls a replay makes: one per context setting, module, module variable looked up,
-     * function, set function attribute, stream and event, and one for all allocations.
+     * How many calls a replay makes: one per setting (of the context, or of a function such as its
+     * attributes), module, module variable looked up, function, stream and event, and one for all
+     * allocations.
      */
     int replayCalls() {
-        int settingsAndAttributes;
+        int settingCount;
         synchronized (settings) {
-            settingsAndAttributes = settings.size();
-        }
-        for (FunctionEntry function : functions.values()) {
-            settingsAndAttributes += function.attributes.size();
+            settingCount = settings.size();
         }
         return modules.size()
                 + globals().size()
                 + functions.size()
-                + settingsAndAttributes
+                + settingCount
                 + streams.size()
                 + events.size()
                 + (allocations.isEmpty() ? 0 : 1);
@@ -355,7 +381,7 @@ final class ReplayLog {
 
     // ---- what a replay reads
 
-    /** The context's settings, the last of each key, in the order they were set. */
+    /** The settings, the last of each key, in the order they were set. */
     List<GatedVirtualGpu.Setting> settings() {
         synchronized (settings) {
             return List.copyOf(settings.values());

@@ -120,7 +120,8 @@ class ReplayTest {
             ModuleHandle kept = log.addModule(TestKernels.ptx(), null);
             ModuleHandle unloaded = log.addModule(TestKernels.ptx(), null);
             FunctionHandle saxpy = log.addFunction(kept, TestKernels.SAXPY, null);
-            log.setFunctionAttribute(saxpy, FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, 1024);
+            log.setSetting(new GatedVirtualGpu.FuncSetAttributeSetting(
+                    saxpy, FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, 1024));
             log.addFunction(unloaded, TestKernels.VECTOR_ADD, null);
             StreamHandle keptStream = log.addStream(null);
             StreamHandle destroyedStream = log.addStream(null);
@@ -150,7 +151,8 @@ class ReplayTest {
             log.removeModule(unloaded);
             ModuleHandle loaded = log.addModule(TestKernels.ptx(), null);
             log.addFunction(loaded, TestKernels.EMPTY_KERNEL, null);
-            log.setFunctionAttribute(saxpy, FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, 2048);
+            log.setSetting(new GatedVirtualGpu.FuncSetAttributeSetting(
+                    saxpy, FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, 2048));
             log.removeStream(destroyedStream);
             log.removeEvent(destroyedEvent);
             log.addEvent(null);
@@ -219,6 +221,33 @@ class ReplayTest {
             assertEquals(List.of("memAllocAllAt 3"), target.drain());
             assertEquals(log.regions(), replay.allocations());
         }
+    }
+
+    /** A function's settings go with its module; one recorded for a function already gone is not kept. */
+    @Test
+    void theSettingsOfAFunctionAreForgottenWithItsModule() {
+        ReplayLog log = new ReplayLog();
+        log.setSetting(new GatedVirtualGpu.CtxSetLimitSetting(ContextLimit.STACK_SIZE, 2048));
+        ModuleHandle kept = log.addModule(TestKernels.ptx(), null);
+        ModuleHandle unloaded = log.addModule(TestKernels.ptx(), null);
+        FunctionHandle saxpy = log.addFunction(kept, TestKernels.SAXPY, null);
+        FunctionHandle vectorAdd = log.addFunction(unloaded, TestKernels.VECTOR_ADD, null);
+        GatedVirtualGpu.Setting ofSaxpy = new GatedVirtualGpu.FuncSetAttributeSetting(
+                saxpy, FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, 1024);
+        log.setSetting(ofSaxpy);
+        log.setSetting(new GatedVirtualGpu.FuncSetAttributeSetting(
+                vectorAdd, FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, 4096));
+        log.setSetting(new GatedVirtualGpu.FuncSetAttributeSetting(
+                vectorAdd, FunctionAttribute.PREFERRED_SHARED_MEMORY_CARVEOUT, 50));
+        assertEquals(4, log.settings().size());
+
+        log.removeModule(unloaded);
+        assertEquals(
+                List.of(new GatedVirtualGpu.CtxSetLimitSetting(ContextLimit.STACK_SIZE, 2048), ofSaxpy),
+                log.settings());
+        log.setSetting(new GatedVirtualGpu.FuncSetAttributeSetting(
+                vectorAdd, FunctionAttribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, 8192));
+        assertEquals(2, log.settings().size(), "a setting of a function unloaded meanwhile is not kept");
     }
 
     /** The target's handle for the app's function, as the switch would make it current. */

@@ -42,7 +42,9 @@ import javax.tools.Diagnostic;
  * generated superclass; the hand-written class being final, each is a monomorphic call the JIT inlines.
  * A {@code @ReplayedSetting} call also hands, after the call returned, a record of its arguments
  * (a nested {@code Setting} of the generated class, which can make the call again on a migration's
- * target) to the {@code .Record} hook: one object per such call, which only sets a value.
+ * target) to the {@code .Record} hook: one object per such call, which only sets a value. A setting
+ * of a handle's value ({@code funcSetAttribute}) holds the app's handle, names it among its
+ * {@code handles()}, and is made again on a target with the target's handle ({@code onTarget}).
  */
 final class ForwarderGenerator {
     static final String GENERATE_FORWARDER = "org.vgpu.runtime.api.surface.GenerateForwarder";
@@ -194,7 +196,7 @@ final class ForwarderGenerator {
             out.line("    }");
         }
         if (hooks.record != null) {
-            writeSettings(out, iface, settings);
+            writeSettings(out, iface, settings, hooks);
         }
         out.line("}");
         Sources.write(
@@ -274,23 +276,17 @@ final class ForwarderGenerator {
 
     // ---- replayed settings
 
-    /** Whether {@code call} can be recorded as a setting: a Record hook, a key, no handle to translate. */
+    /** Whether {@code call} can be recorded as a setting: a Record hook and a value it sets. */
     private boolean checkSetting(TypeElement handWritten, ExecutableElement call, Hooks hooks) {
         if (hooks.record == null) {
             error(handWritten, call.getSimpleName() + " is @ReplayedSetting: name a @GatedForwarder.Record hook");
             return false;
         }
-        if (call.getParameters().isEmpty()) {
-            error(call, "a @ReplayedSetting call's first parameter is what it sets: it has none");
+        if (call.getParameters().stream().allMatch(parameter -> isHandle(parameter, hooks))) {
+            error(call, "a @ReplayedSetting call's first value parameter is what it sets: it has none");
             return false;
         }
         for (VariableElement parameter : call.getParameters()) {
-            if (hooks.translations.containsKey(parameter.asType().toString())) {
-                error(
-                        parameter,
-                        "a @ReplayedSetting call takes values, not handles: a handle's settings are replayed by hand");
-                return false;
-            }
             if (parameter.getSimpleName().contentEquals("result")) {
                 error(parameter, "a parameter named 'result' would hide the call's result");
                 return false;
@@ -299,33 +295,91 @@ final class ForwarderGenerator {
         return true;
     }
 
+    private static boolean isHandle(VariableElement parameter, Hooks hooks) {
+        return hooks.translations.containsKey(parameter.asType().toString());
+    }
+
     /**
-     * The Setting type and one record per setting call: its arguments, its key (the call and its
-     * first argument: a later call of the same key replaces it) and the call made again on a target.
+     * The Setting type and one record per setting call: its arguments, its key (the call, the
+     * handles it names and its first other argument: a later call of the same key replaces it), the
+     * handles it names, itself with the target's handles for those, and the call made again on a
+     * target. {@code TargetHandles} gives a target's handle for each of the app's, with the names of
+     * the {@code @Translate} hooks.
      */
-    private static void writeSettings(SourceWriter out, String iface, List<ExecutableElement> settings) {
+    private static void writeSettings(SourceWriter out, String iface, List<ExecutableElement> settings, Hooks hooks) {
         String list = out.type("java.util.List");
         out.blank();
         out.line("    /** What a setting call set, kept for a migration to set again on its target. */");
         out.line("    interface Setting {");
-        out.line("        /** A later setting of an equal key replaces this one: the call and its first argument. */");
+        out.line("        /**");
+        out.line(
+                "         * A later setting of an equal key replaces this one: the call, the handles it names and its first");
+        out.line("         * other argument.");
+        out.line("         */");
         out.line("        Object key();");
         out.blank();
-        out.line("        /** Makes the call again on {@code target}. */");
+        out.line(
+                "        /** The app's handles it names, which the target must have before it is set there; it goes with them. */");
+        out.line("        " + list + "<Object> handles();");
+        out.blank();
+        out.line("        /** This setting with the target's handles in place of the app's. */");
+        out.line("        Setting onTarget(TargetHandles target);");
+        out.blank();
+        out.line("        /** Makes the call again on {@code target}, with the handles it holds. */");
         out.line("        void replayOn(" + iface + " target);");
+        out.line("    }");
+        out.blank();
+        out.line("    /** A migration target's handle for each of the app's, once the target has made it. */");
+        out.line("    interface TargetHandles {");
+        hooks.translations
+                .values()
+                .forEach(hook -> out.line("        " + out.type(hook.getReturnType()) + " " + hook.getSimpleName() + "("
+                        + out.type(hook.getParameters().getFirst().asType()) + " "
+                        + hook.getParameters().getFirst().getSimpleName() + ");"));
         out.line("    }");
         for (ExecutableElement call : settings) {
             String components = call.getParameters().stream()
                     .map(p -> out.type(p.asType()) + " " + p.getSimpleName())
                     .collect(Collectors.joining(", "));
+            List<String> handles = call.getParameters().stream()
+                    .filter(p -> isHandle(p, hooks))
+                    .map(p -> p.getSimpleName().toString())
+                    .toList();
+            String set = call.getParameters().stream()
+                    .filter(p -> !isHandle(p, hooks))
+                    .findFirst()
+                    .orElseThrow()
+                    .getSimpleName()
+                    .toString();
             String name = settingName(call);
+            List<String> key = new ArrayList<>(List.of(name + ".class"));
+            key.addAll(handles);
+            key.add(set);
+            String translated = call.getParameters().stream()
+                    .map(p -> isHandle(p, hooks)
+                            ? "target."
+                                    + hooks.translations
+                                            .get(p.asType().toString())
+                                            .getSimpleName() + "(" + p.getSimpleName() + ")"
+                            : p.getSimpleName().toString())
+                    .collect(Collectors.joining(", "));
             out.blank();
             out.line("    /** The arguments of {@link " + iface + "#" + call.getSimpleName() + "}. */");
             out.line("    record " + name + "(" + components + ") implements Setting {");
             out.line("        @Override");
             out.line("        public Object key() {");
-            out.line("            return " + list + ".of(" + name + ".class, "
-                    + call.getParameters().getFirst().getSimpleName() + ");");
+            out.line("            return " + list + ".of(" + String.join(", ", key) + ");");
+            out.line("        }");
+            out.blank();
+            out.line("        @Override");
+            out.line("        public " + list + "<Object> handles() {");
+            out.line("            return " + list + ".of(" + String.join(", ", handles) + ");");
+            out.line("        }");
+            out.blank();
+            out.line("        @Override");
+            out.line("        public Setting onTarget(TargetHandles target) {");
+            out.line("            return " + (handles.isEmpty() ? "this" : "new " + name + "(" + translated + ")")
+                    + ";");
             out.line("        }");
             out.blank();
             out.line("        @Override");

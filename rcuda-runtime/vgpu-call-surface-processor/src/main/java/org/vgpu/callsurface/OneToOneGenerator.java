@@ -1,17 +1,15 @@
 package org.vgpu.callsurface;
 
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.LinkedHashMap;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.stream.Collectors;
 import javax.annotation.processing.ProcessingEnvironment;
 import javax.lang.model.element.ExecutableElement;
 import javax.lang.model.element.Modifier;
 import javax.lang.model.element.TypeElement;
-import javax.lang.model.element.TypeParameterElement;
 import javax.lang.model.type.TypeMirror;
 import javax.lang.model.util.ElementFilter;
 
@@ -32,10 +30,10 @@ import org.vgpu.callsurface.WireTable.Names;
  *       result, writing the OK reply through the result type's codec;</li>
  *   <li>the result decoder: one static reader per call with a result, through the hand-written reply
  *       decoder's {@code read(result, what, reader)};</li>
- *   <li>the client's abstract superclass: the validation class with the type variable of every
- *       handle a call takes bound to {@code Integer} (on the client, a stream's or event's backend
- *       object is its id on the wire), implementing each call's primitive exactly as a hand-written
- *       client does: {@code connection().send(lambda)} for an asynchronous call, {@code call(lambda,
+ *   <li>the client's abstract superclass: the validation class with its type variables, one hook per
+ *       handle a call takes giving its backend object's id on the wire ({@code streamId(S)} for a
+ *       {@code StreamHandle}), implementing each call's primitive exactly as a hand-written client
+ *       does: {@code connection().send(lambda)} for an asynchronous call, {@code call(lambda,
  *       decoder)} for the others, the lambda writing the request through the encoder;</li>
  *   <li>the worker's abstract superclass, implementing each call's visitor method as straight-line
  *       code: report a kept failure (synchronizing calls only), make the call on {@code gpu()} with
@@ -146,32 +144,27 @@ final class OneToOneGenerator {
         String pkg = packageOf(ends.client());
         String name = simpleName(ends.client());
         SourceWriter out = new SourceWriter(pkg);
-        Set<String> wireIds = new LinkedHashSet<>();
+        Map<String, String> wireIds = new LinkedHashMap<>();
         for (Frame call : calls) {
-            call.fields().stream().filter(f -> f.handle() != null).forEach(f -> wireIds.add(f.handleVariable()));
+            call.fields().stream()
+                    .filter(f -> f.handle() != null)
+                    .forEach(f -> wireIds.putIfAbsent(hook(f.handle()) + "Id", f.handleVariable()));
         }
-        List<String> kept = new ArrayList<>();
-        List<String> bound = new ArrayList<>();
-        for (TypeParameterElement variable : ends.validation().getTypeParameters()) {
-            String variableName = variable.getSimpleName().toString();
-            boolean wireId = wireIds.contains(variableName);
-            bound.add(wireId ? "Integer" : variableName);
-            if (!wireId) {
-                kept.add(variableName);
-            }
-        }
+        List<String> variables = ends.validation().getTypeParameters().stream()
+                .map(variable -> variable.getSimpleName().toString())
+                .toList();
         String validation = out.type(ends.validation().getQualifiedName().toString());
         String replyDecoder = out.type(names.pkg() + ".ReplyDecoder");
         String resultDecoder = out.type(names.pkg() + "." + ends.resultDecoder());
         out.line("/**");
         out.line(" * The client's side of the one-to-one calls of {@code "
                 + names.surface().getSimpleName() + "}'s table: each");
-        out.line(" * primitive of {@link " + validation + "} sends its operands as the request, a handle's as its");
-        out.line(" * id on the wire (its backend object here), and returns the worker's result.");
+        out.line(" * primitive of {@link " + validation + "} sends its operands as the request, a handle's backend");
+        out.line(" * object as its id on the wire, and returns the worker's result.");
         out.line(" */");
         out.generatedAnnotation();
-        out.line("abstract class " + name + (kept.isEmpty() ? "" : "<" + String.join(", ", kept) + ">") + " extends "
-                + validation + "<" + String.join(", ", bound) + "> {");
+        String typeVariables = variables.isEmpty() ? "" : "<" + String.join(", ", variables) + ">";
+        out.line("abstract class " + name + typeVariables + " extends " + validation + typeVariables + " {");
         for (ExecutableElement constructor :
                 ElementFilter.constructorsIn(ends.validation().getEnclosedElements())) {
             if (constructor.getModifiers().contains(Modifier.PRIVATE)) {
@@ -191,6 +184,11 @@ final class OneToOneGenerator {
         out.blank();
         out.line("    /** The connection to the worker, in whose batch the requests are written. */");
         out.line("    abstract WorkerConnection connection();");
+        for (Map.Entry<String, String> wireId : wireIds.entrySet()) {
+            out.blank();
+            out.line("    /** The id on the wire of a handle whose backend object here is {@code handle}. */");
+            out.line("    abstract int " + wireId.getKey() + "(" + wireId.getValue() + " handle);");
+        }
         for (Frame call : calls) {
             ExecutableElement primitive = call.oneToOne().primitive();
             List<String> parameters = new ArrayList<>();
@@ -201,8 +199,11 @@ final class OneToOneGenerator {
             for (int i = 0; i < call.fields().size(); i++) {
                 Field field = call.fields().get(i);
                 TypeMirror type = primitive.getParameters().get(i).asType();
-                parameters.add((field.handle() != null ? "Integer" : out.type(type)) + " " + field.parameter());
-                arguments.add(field.parameter());
+                parameters.add(out.type(type) + " " + field.parameter());
+                arguments.add(
+                        field.handle() != null
+                                ? hook(field.handle()) + "Id(" + field.parameter() + ")"
+                                : field.parameter());
             }
             String request =
                     "(encoder, requestId) -> encoder." + call.method() + "(" + String.join(", ", arguments) + ")";
@@ -281,6 +282,7 @@ final class OneToOneGenerator {
                     .map(f -> ", " + out.type(f.type()) + " " + f.name())
                     .collect(Collectors.joining());
             String arguments = call.fields().stream()
+                    .sorted(Comparator.comparingInt(Field::position))
                     .map(f -> f.handle() != null ? hook(f.handle()) + "(" + f.name() + ")" : f.name())
                     .collect(Collectors.joining(", "));
             String invocation = "gpu()." + call.method() + "(" + arguments + ");";

@@ -80,6 +80,7 @@ final class SourceWriter {
         return switch (mirror.getKind()) {
             case ARRAY -> type(((ArrayType) mirror).getComponentType()) + "[]";
             case DECLARED -> declared((DeclaredType) mirror);
+            case TYPEVAR -> mirror.toString();
             default -> {
                 if (mirror.getKind().isPrimitive() || mirror.getKind() == TypeKind.VOID) {
                     yield mirror.toString();

@@ -172,9 +172,10 @@ final class WireSurfaceReader {
             return new Frame(method, constantName(name), code, true, kind, false, name, fields, null);
         }
         List<? extends VariableElement> parameters = method.getParameters();
-        for (int i = 0; i < parameters.size(); i++) {
-            VariableElement parameter = parameters.get(i);
-            TypeMirror backend = primitive.getParameters().get(i).asType();
+        int[] positions = operandPositions(method, primitive, validation, codecs);
+        for (int j = 0; j < positions.length; j++) {
+            VariableElement parameter = parameters.get(positions[j]);
+            TypeMirror backend = primitive.getParameters().get(j).asType();
             String parameterName = parameter.getSimpleName().toString();
             if (backend.getKind() == TypeKind.TYPEVAR) {
                 Field id = field(
@@ -191,9 +192,10 @@ final class WireSurfaceReader {
                         id.writer(),
                         id.checker(),
                         parameterName,
+                        positions[j],
                         parameter.asType(),
                         backend.toString()));
-            } else if (env.getTypeUtils().isSameType(backend, parameter.asType())) {
+            } else {
                 Field value = field(parameter, codecs, false);
                 fields.add(new Field(
                         value.name(),
@@ -202,13 +204,9 @@ final class WireSurfaceReader {
                         value.writer(),
                         value.checker(),
                         parameterName,
+                        positions[j],
                         null,
                         null));
-            } else {
-                diagnostics.error(
-                        parameter,
-                        validation.getSimpleName() + "." + primitive.getSimpleName() + " takes " + backend
-                                + " here, neither the same type nor a handle's backend object");
             }
         }
         if (!env.getTypeUtils().isSameType(primitive.getReturnType(), result)) {
@@ -241,6 +239,54 @@ final class WireSurfaceReader {
             oneToOne = new OneToOne(method, primitive, result, codec, reader, writer);
         }
         return new Frame(method, constantName(name), code, true, kind, false, name, fields, oneToOne);
+    }
+
+    /**
+     * For each operand of {@code primitive}, the position of the call's parameter it takes: the
+     * same position, or, for a primitive that takes them in another order ({@code
+     * doFuncGetAttribute(function, attribute)} for {@code funcGetAttribute(attribute, function)}),
+     * the one parameter left that fits it. A parameter fits an operand of its own type, and a handle
+     * (a type without a codec) fits the backend object's type variable. The request's fields follow
+     * the primitive's order; empty, with the mistake reported, when some operand fits no parameter
+     * or several.
+     */
+    private int[] operandPositions(
+            ExecutableElement call,
+            ExecutableElement primitive,
+            TypeElement validation,
+            Map<String, ExecutableElement> codecs) {
+        List<? extends VariableElement> parameters = call.getParameters();
+        int[] positions = new int[parameters.size()];
+        boolean[] taken = new boolean[parameters.size()];
+        for (int j = 0; j < positions.length; j++) {
+            TypeMirror backend = primitive.getParameters().get(j).asType();
+            List<Integer> fitting = new ArrayList<>();
+            for (int i = 0; i < parameters.size(); i++) {
+                if (!taken[i] && fits(parameters.get(i).asType(), backend, codecs)) {
+                    fitting.add(i);
+                }
+            }
+            int position = fitting.contains(j) ? j : fitting.size() == 1 ? fitting.getFirst() : -1;
+            if (position < 0) {
+                diagnostics.error(
+                        parameters.get(j),
+                        validation.getSimpleName() + "." + primitive.getSimpleName() + " takes " + backend
+                                + " here, and " + (fitting.isEmpty() ? "no" : "more than one")
+                                + " parameter of the call is the same type or a handle's backend object");
+                return new int[0];
+            }
+            positions[j] = position;
+            taken[position] = true;
+        }
+        return positions;
+    }
+
+    /** Whether a call's parameter of type {@code parameter} can be a primitive's operand of type {@code operand}. */
+    private boolean fits(TypeMirror parameter, TypeMirror operand, Map<String, ExecutableElement> codecs) {
+        if (operand.getKind() == TypeKind.TYPEVAR) {
+            return parameter.getKind() == TypeKind.DECLARED && !codecs.containsKey("read" + codecOf(parameter, codecs));
+        }
+        return env.getTypeUtils().isSameType(parameter, operand);
     }
 
     /** The validation class's {@code doX} that API call {@code x} reaches once validated. */

@@ -40,9 +40,11 @@ final class WireTable {
     }
 
     /**
-     * One field of a request body. {@code parameter} and {@code handle} are set for a one-to-one
-     * call's field: the API parameter it carries and, when that is a handle, the handle's type (the
-     * field is then its int32 id) and the validation class's type variable for its backend object.
+     * One field of a request body. {@code parameter}, {@code position} and {@code handle} are set for a
+     * one-to-one call's field: the API parameter it carries and that parameter's position in the
+     * call (the fields follow the primitive's order, which may differ) and, when it is a handle, the
+     * handle's type (the field is then its int32 id) and the validation class's type variable for its
+     * backend object.
      */
     record Field(
             String name,
@@ -51,6 +53,7 @@ final class WireTable {
             ExecutableElement writer,
             ExecutableElement checker,
             String parameter,
+            int position,
             TypeMirror handle,
             String handleVariable) {
         Field(
@@ -59,7 +62,7 @@ final class WireTable {
                 ExecutableElement reader,
                 ExecutableElement writer,
                 ExecutableElement checker) {
-            this(name, type, reader, writer, checker, null, null, null);
+            this(name, type, reader, writer, checker, null, -1, null, null);
         }
     }
 

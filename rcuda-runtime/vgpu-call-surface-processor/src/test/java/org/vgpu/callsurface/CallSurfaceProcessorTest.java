@@ -193,6 +193,73 @@ class CallSurfaceProcessorTest {
     }
 
     @Test
+    void aSettingOfAHandleIsKeyedByItAndMadeAgainWithTheTargetsHandle() throws Exception {
+        Map<String, String> sources = new java.util.HashMap<>();
+        sources.put("demo/Handle.java", """
+                package demo;
+                public record Handle(int id) {}
+                """);
+        sources.put("demo/Context.java", """
+                package demo;
+                import org.vgpu.runtime.api.surface.ReplayedSetting;
+                public interface Context {
+                    @ReplayedSetting
+                    void setAttribute(Handle handle, String attribute, long value);
+                }
+                """);
+        sources.put("demo/Gated.java", """
+                package demo;
+                import java.util.ArrayList;
+                import java.util.LinkedHashMap;
+                import java.util.List;
+                import java.util.Map;
+                import org.vgpu.runtime.api.surface.GatedForwarder;
+                @GatedForwarder(Context.class)
+                public final class Gated extends GatedContext {
+                    final Map<Object, GatedContext.Setting> kept = new LinkedHashMap<>();
+                    private final Context target;
+                    Gated(Context target) { this.target = target; }
+                    @GatedForwarder.Enter void enter() {}
+                    @GatedForwarder.Exit void leave() {}
+                    @GatedForwarder.Current Context target() { return target; }
+                    @GatedForwarder.Translate Handle backend(Handle handle) { return new Handle(handle.id() + 100); }
+                    @GatedForwarder.Record void keep(GatedContext.Setting setting) {
+                        kept.remove(setting.key());
+                        kept.put(setting.key(), setting);
+                    }
+
+                    public static List<String> scenario() {
+                        List<String> calls = new ArrayList<>();
+                        Gated gated = new Gated((handle, attribute, value) ->
+                                calls.add("source " + handle.id() + " " + attribute + "=" + value));
+                        gated.setAttribute(new Handle(1), "carveout", 10);
+                        gated.setAttribute(new Handle(2), "carveout", 20);
+                        gated.setAttribute(new Handle(1), "carveout", 30);
+                        Context target = (handle, attribute, value) ->
+                                calls.add("target " + handle.id() + " " + attribute + "=" + value);
+                        for (GatedContext.Setting setting : gated.kept.values()) {
+                            calls.add("names " + setting.handles());
+                            setting.onTarget(handle -> new Handle(handle.id() + 500)).replayOn(target);
+                        }
+                        return calls;
+                    }
+                }
+                """);
+        Compilation compilation = compile(sources);
+        assertTrue(compilation.success, compilation.errors.toString());
+        assertEquals(
+                List.of(
+                        "source 101 carveout=10",
+                        "source 102 carveout=20",
+                        "source 101 carveout=30",
+                        "names [Handle[id=2]]",
+                        "target 502 carveout=20",
+                        "names [Handle[id=1]]",
+                        "target 501 carveout=30"),
+                run(compilation, "demo.Gated", "scenario"));
+    }
+
+    @Test
     void aReplayedSettingWithoutARecordHookIsRefused() throws IOException {
         Map<String, String> sources = new java.util.HashMap<>(SETTINGS);
         sources.put("demo/Gated.java", """
@@ -422,6 +489,7 @@ class CallSurfaceProcessorTest {
                         protected Validating(String name) {}
                         protected abstract void doMark(S handle, long value);
                         protected abstract boolean doQuery(S handle);
+                        protected abstract int doRead(S handle, int offset);
                         protected abstract M module();
                         public void mark(Handle handle, long value) { doMark(null, value); }
                         public boolean query(Handle handle) { return doQuery(null); }
@@ -479,16 +547,18 @@ class CallSurfaceProcessorTest {
                 "a one-to-one call's layout is documented:\n" + opcodes);
         String client = Files.readString(compilation.generated.resolve("client/ClientCalls.java"));
         assertTrue(
-                client.contains("abstract class ClientCalls<M> extends Validating<M, Integer> {"),
-                "a handle's backend object is its wire id on the client:\n" + client);
+                client.contains("abstract class ClientCalls<M, S> extends Validating<M, S> {")
+                        && client.contains("    abstract int handleId(S handle);"),
+                "a hook gives the wire id of a handle's backend object on the client:\n" + client);
         assertTrue(
                 client.contains(
-                        "protected final void doMark(Integer handle, long value) {\n"
-                                + "        connection().send((encoder, requestId) -> encoder.mark(requestId, true, handle, value));"),
+                        "protected final void doMark(S handle, long value) {\n"
+                                + "        connection().send((encoder, requestId) -> encoder.mark(requestId, true, handleId(handle), value));"),
                 "an asynchronous call is batched as a hand-written one is:\n" + client);
         assertTrue(
-                client.contains("return connection().call((encoder, requestId) -> encoder.query(requestId, handle),"
-                        + " ResultDecoder::query);"),
+                client.contains(
+                        "return connection().call((encoder, requestId) -> encoder.query(requestId, handleId(handle)),"
+                                + " ResultDecoder::query);"),
                 "a call with a result waits for it:\n" + client);
         assertTrue(client.contains("protected ClientCalls(String name) {"), "the validation class's constructor");
         assertFalse(client.contains("doLocal"), "a call without @RemoteCall is not generated:\n" + client);
@@ -510,6 +580,45 @@ class CallSurfaceProcessorTest {
         assertFalse(worker.contains("void open("), "a hand-written request stays the worker's own:\n" + worker);
         String results = Files.readString(compilation.generated.resolve("wire/ResultEncoder.java"));
         assertTrue(results.contains("Codecs.writeBoolean(out, result);"), results);
+    }
+
+    /** An API of one call, {@code read(parameters)}, which the validation class's {@code doRead(S handle, int offset)} serves. */
+    private Compilation compileRead(String parameters) throws IOException {
+        return compileOneToOne("", """
+                package api;
+                import org.vgpu.runtime.api.surface.Call;
+                import org.vgpu.runtime.api.surface.RemoteCall;
+                public interface Device {
+                    @RemoteCall(opcode = 0x0023, kind = Call.Kind.SYNC)
+                    int read(%s);
+                }
+                """.formatted(parameters));
+    }
+
+    @Test
+    void aPrimitiveThatTakesTheOperandsInAnotherOrderSetsTheOrderOnTheWire() throws IOException {
+        Compilation compilation = compileRead("int offset, Handle handle");
+        String client = Files.readString(compilation.generated.resolve("client/ClientCalls.java"));
+        assertTrue(
+                client.contains("protected final int doRead(S handle, int offset) {\n"
+                        + "        return connection().call((encoder, requestId) -> encoder.read(requestId, handleId(handle),"
+                        + " offset), ResultDecoder::read);"),
+                "the client sends the operands in the primitive's order:\n" + client);
+        String worker = Files.readString(compilation.generated.resolve("worker/WorkerCalls.java"));
+        assertTrue(
+                worker.contains("public final void read(Frame frame, int handleId, int offset) {")
+                        && worker.contains("int result = gpu().read(offset, handle(handleId));"),
+                "the worker makes the call with the parameters in the call's order:\n" + worker);
+    }
+
+    @Test
+    void aPrimitiveWhoseOperandFitsNoParameterIsAMistake() throws IOException {
+        Compilation compilation = compileRead("long offset, int handle");
+        assertFalse(compilation.success);
+        assertTrue(
+                compilation.errors.contains("Validating.doRead takes S here, and no parameter of the call is the same"
+                        + " type or a handle's backend object"),
+                compilation.errors.toString());
     }
 
     @Test

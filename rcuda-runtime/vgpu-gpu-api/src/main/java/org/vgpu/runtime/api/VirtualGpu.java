@@ -37,8 +37,8 @@ import org.vgpu.runtime.api.surface.Synchronizing;
  * {@link RemoteCall} marks the calls a remote worker serves one to one (the operands travel, the
  * worker makes the same call, the result comes back) with their opcode and kind: both ends of those
  * are generated too (see {@code RemoteCalls}, which lists the remote protocol's other requests).
- * {@link ReplayedSetting} marks the calls that set a value of the context a migration sets again on
- * its target: the agent's gated forwarder records them.
+ * {@link ReplayedSetting} marks the calls that set a value of the context, or of a module's function,
+ * that a migration sets again on its target: the agent's gated forwarder records them.
  * Adding such a call takes this interface, its checks in {@code AbstractVirtualGpu} and its meaning
  * in {@code NativeGpu} and {@code EmulatedGpu}.
  */
@@ -93,6 +93,7 @@ public interface VirtualGpu extends AutoCloseable {
      * vGPU (the emulation's fixed figures: see {@code EmulatedGpu}), or the value set by
      * {@link #funcSetAttribute}. CUDA's numbers map with {@link FunctionAttribute#fromCuda}.
      */
+    @RemoteCall(opcode = 0x0033, kind = SYNC)
     int funcGetAttribute(FunctionAttribute attribute, FunctionHandle function);
 
     /**
@@ -101,6 +102,8 @@ public interface VirtualGpu extends AutoCloseable {
      * MAX_DYNAMIC_SHARED_SIZE_BYTES first (at most the device's MAX_SHARED_MEMORY_PER_BLOCK_OPTIN).
      * The value holds for every handle of that kernel, and across a migration.
      */
+    @ReplayedSetting
+    @RemoteCall(opcode = 0x0034, kind = SYNC)
     void funcSetAttribute(FunctionHandle function, FunctionAttribute attribute, int value);
 
     /**
@@ -111,6 +114,7 @@ public interface VirtualGpu extends AutoCloseable {
      * reach the variable. Passed to a kernel as a pointer it would fault: kernels reach module
      * variables by name.
      */
+    @RemoteCall(opcode = 0x0035, kind = SYNC)
     DeviceRegion moduleGetGlobal(ModuleHandle module, String name);
 
     /**

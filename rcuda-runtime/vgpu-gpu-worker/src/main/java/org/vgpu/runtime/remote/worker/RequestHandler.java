@@ -10,7 +10,6 @@ import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.EventHandle;
-import org.vgpu.runtime.api.FunctionAttribute;
 import org.vgpu.runtime.api.FunctionHandle;
 import org.vgpu.runtime.api.GpuBackend;
 import org.vgpu.runtime.api.KernelArgs;
@@ -174,6 +173,16 @@ final class RequestHandler extends OneToOneWorkerCalls {
     }
 
     @Override
+    ModuleHandle module(int id) {
+        return handles.module(id);
+    }
+
+    @Override
+    FunctionHandle function(int id) {
+        return handles.function(id);
+    }
+
+    @Override
     public void memGetInfo(Frame frame) {
         try {
             replies.reply().ok(frame.requestId(), gpu().memGetInfo());
@@ -215,29 +224,6 @@ final class RequestHandler extends OneToOneWorkerCalls {
         } catch (RuntimeException e) {
             failures.failed(frame, e);
         }
-    }
-
-    @Override
-    public void moduleGetGlobal(Frame frame, int moduleId, String name) {
-        try {
-            replies.reply().ok(frame.requestId(), gpu().moduleGetGlobal(handles.module(moduleId), name));
-        } catch (RuntimeException e) {
-            failures.failed(frame, e);
-        }
-    }
-
-    @Override
-    public void funcGetAttribute(Frame frame, int functionId, FunctionAttribute attribute) {
-        try {
-            replies.reply().ok(frame.requestId(), gpu().funcGetAttribute(attribute, handles.function(functionId)));
-        } catch (RuntimeException e) {
-            failures.failed(frame, e);
-        }
-    }
-
-    @Override
-    public void funcSetAttribute(Frame frame, int functionId, FunctionAttribute attribute, int value) {
-        execute(frame, () -> gpu().funcSetAttribute(handles.function(functionId), attribute, value));
     }
 
     // ---- memory

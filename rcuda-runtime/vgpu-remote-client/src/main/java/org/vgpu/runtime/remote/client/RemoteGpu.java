@@ -15,7 +15,6 @@ import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
-import org.vgpu.runtime.api.FunctionAttribute;
 import org.vgpu.runtime.api.KernelArgs;
 import org.vgpu.runtime.api.KernelSignature;
 import org.vgpu.runtime.api.MemoryInfo;
@@ -39,10 +38,11 @@ import org.vgpu.runtime.remote.protocol.RequestDecoder;
  * wire are chosen here, which is what lets their creation be pipelined.
  *
  * <p>The calls a worker serves one to one ({@code VirtualGpu}'s {@code @RemoteCall}s: event records and
- * synchronizes, stream waits, elapsed times, context synchronizes) are sent by
- * {@link OneToOneClientCalls}, generated; those written here have a remote form of their own.
+ * synchronizes, stream waits, elapsed times, context synchronizes, module variables, function
+ * attributes) are sent by {@link OneToOneClientCalls}, generated, each handle as the id the hooks
+ * below give; those written here have a remote form of their own.
  */
-public final class RemoteGpu extends OneToOneClientCalls<RemoteGpu.Module, RemoteGpu.Function> {
+public final class RemoteGpu extends OneToOneClientCalls<RemoteGpu.Module, RemoteGpu.Function, Integer, Integer> {
     public static final String NAME = "remote";
 
     /** A module as the worker knows it. */
@@ -92,10 +92,31 @@ public final class RemoteGpu extends OneToOneClientCalls<RemoteGpu.Module, Remot
         return connection.counters();
     }
 
-    /** For the generated calls; this class being final, the JIT inlines it. */
+    /** For the generated calls; this class being final, the JIT inlines it and the ids below. */
     @Override
     WorkerConnection connection() {
         return connection;
+    }
+
+    @Override
+    int moduleId(Module module) {
+        return module.remoteId();
+    }
+
+    @Override
+    int functionId(Function function) {
+        return function.remoteId();
+    }
+
+    /** A stream's backend object here is its id on the wire, 0 for the default stream. */
+    @Override
+    int streamId(Integer stream) {
+        return stream;
+    }
+
+    @Override
+    int eventId(Integer event) {
+        return event;
     }
 
     /** The worker this vGPU runs on, as errors name it. */
@@ -142,14 +163,6 @@ public final class RemoteGpu extends OneToOneClientCalls<RemoteGpu.Module, Remot
         }
     }
 
-    /** The variable's address in the worker's window, which the worker turns into its backend's. */
-    @Override
-    protected DeviceRegion doModuleGetGlobal(Module module, String name) {
-        return connection.call(
-                (encoder, requestId) -> encoder.moduleGetGlobal(requestId, module.remoteId(), name),
-                ReplyDecoder::deviceRegion);
-    }
-
     @Override
     protected Function doGetFunction(Module module, String kernelName) {
         int id = nextRemoteId.getAndIncrement();
@@ -157,20 +170,6 @@ public final class RemoteGpu extends OneToOneClientCalls<RemoteGpu.Module, Remot
                 (encoder, requestId) -> encoder.moduleGetFunction(requestId, module.remoteId(), id, kernelName),
                 result -> ReplyDecoder.kernelSignature(kernelName, result));
         return new Function(id, signature);
-    }
-
-    @Override
-    protected int doFuncGetAttribute(Function function, FunctionAttribute attribute) {
-        return connection.call(
-                (encoder, requestId) -> encoder.funcGetAttribute(requestId, function.remoteId(), attribute),
-                ReplyDecoder::int32);
-    }
-
-    @Override
-    protected void doFuncSetAttribute(Function function, FunctionAttribute attribute, int value) {
-        connection.call(
-                (encoder, requestId) -> encoder.funcSetAttribute(requestId, function.remoteId(), attribute, value),
-                ReplyDecoder::empty);
     }
 
     @Override

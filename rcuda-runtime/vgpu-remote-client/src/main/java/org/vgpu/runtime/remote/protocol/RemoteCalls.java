@@ -12,7 +12,6 @@ import io.netty.buffer.ByteBuf;
 
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
-import org.vgpu.runtime.api.FunctionAttribute;
 import org.vgpu.runtime.api.KernelArgs;
 import org.vgpu.runtime.api.VirtualGpu;
 import org.vgpu.runtime.api.surface.Call;
@@ -117,19 +116,6 @@ interface RemoteCalls {
      *  OK: {@code uint16 n, n x int32 parameter size}. */
     @Call(opcode = 0x0032, kind = SYNC)
     void moduleGetFunction(int moduleId, int functionId, String kernelName);
-
-    /** {@code int32 function id, int32 attribute (CUDA's number)}; OK: {@code int32 value}. */
-    @Call(opcode = 0x0033, kind = SYNC)
-    void funcGetAttribute(int functionId, FunctionAttribute attribute);
-
-    /** {@code int32 function id, int32 attribute (CUDA's number), int32 value}. */
-    @Call(opcode = 0x0034, kind = SYNC)
-    void funcSetAttribute(int functionId, FunctionAttribute attribute, int value);
-
-    /** {@code int32 module id, string name}; OK: {@code int64 the variable's address in the worker's window,
-     *  int64 bytes}. */
-    @Call(opcode = 0x0035, kind = SYNC)
-    void moduleGetGlobal(int moduleId, String name);
 
     // ---- memory
 

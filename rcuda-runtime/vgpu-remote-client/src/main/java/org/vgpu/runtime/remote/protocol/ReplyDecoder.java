@@ -6,7 +6,6 @@ import java.util.List;
 import io.netty.buffer.ByteBuf;
 
 import org.vgpu.runtime.api.DeviceProperties;
-import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.KernelSignature;
 import org.vgpu.runtime.api.MemoryInfo;
@@ -59,16 +58,6 @@ public final class ReplyDecoder {
             }
             return new KernelSignature(kernelName, sizes);
         });
-    }
-
-    /** The result of {@link Opcode#MODULE_GET_GLOBAL}. */
-    public static DeviceRegion deviceRegion(ByteBuf result) {
-        return read(result, "MODULE_GET_GLOBAL", in -> new DeviceRegion(in.readLong(), in.readLong()));
-    }
-
-    /** The result of {@link Opcode#FUNC_GET_ATTRIBUTE}. */
-    public static int int32(ByteBuf result) {
-        return read(result, "FUNC_GET_ATTRIBUTE", ByteBuf::readInt);
     }
 
     /** Checks that a request without a result got an empty OK. */

@@ -3,7 +3,6 @@ package org.vgpu.runtime.remote.protocol;
 import io.netty.buffer.ByteBuf;
 
 import org.vgpu.runtime.api.DeviceProperties;
-import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.KernelSignature;
 import org.vgpu.runtime.api.MemoryInfo;
@@ -60,21 +59,6 @@ public final class ReplyEncoder extends ResultEncoder {
         for (int size : signature.parameterSizes()) {
             out.writeInt(size);
         }
-        Frames.finish(out, start);
-    }
-
-    /** Answer to {@link Opcode#MODULE_GET_GLOBAL}. */
-    public void ok(int requestId, DeviceRegion region) {
-        int start = Frames.begin(out, Opcode.OK, 0, requestId);
-        out.writeLong(region.address());
-        out.writeLong(region.bytes());
-        Frames.finish(out, start);
-    }
-
-    /** Answer to {@link Opcode#FUNC_GET_ATTRIBUTE}. */
-    public void ok(int requestId, int value) {
-        int start = Frames.begin(out, Opcode.OK, 0, requestId);
-        out.writeInt(value);
         Frames.finish(out, start);
     }
 

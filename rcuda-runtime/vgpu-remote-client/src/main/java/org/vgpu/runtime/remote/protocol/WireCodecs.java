@@ -243,6 +243,16 @@ final class WireCodecs {
         writeRegions(out, pieces);
     }
 
+    /** One region, {@code int64 address, int64 bytes}: a module variable's, as the worker's window has it. */
+    static DeviceRegion readDeviceRegion(ByteBuf in) {
+        return new DeviceRegion(in.readLong(), in.readLong());
+    }
+
+    static void writeDeviceRegion(ByteBuf out, DeviceRegion region) {
+        out.writeLong(region.address());
+        out.writeLong(region.bytes());
+    }
+
     /**
      * {@code int32 n, n x (int64 address, int64 bytes)} in the next {@code tableBytes} of the body;
      * the count is checked against them before anything is kept.
@@ -271,8 +281,7 @@ final class WireCodecs {
     private static void writeRegions(ByteBuf out, List<DeviceRegion> regions) {
         out.writeInt(regions.size());
         for (DeviceRegion region : regions) {
-            out.writeLong(region.address());
-            out.writeLong(region.bytes());
+            writeDeviceRegion(out, region);
         }
     }
 

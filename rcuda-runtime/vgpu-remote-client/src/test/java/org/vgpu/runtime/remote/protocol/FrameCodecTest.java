@@ -290,7 +290,7 @@ class FrameCodecTest {
         ByteBuf result = Unpooled.buffer().writeLong(BASE).writeLong(-4L << 40);
         try {
             assertProtocolError(
-                    () -> ReplyDecoder.deviceRegion(result),
+                    () -> ResultDecoder.moduleGetGlobal(result),
                     "result of MODULE_GET_GLOBAL holds an invalid value: region byte count must be >= 0");
         } finally {
             result.release();
@@ -308,8 +308,8 @@ class FrameCodecTest {
         encoder.streamQuery(6, true);
         encoder.eventQuery(7, false);
         encoder.deviceGetAttribute(8, 232448);
-        encoder.ok(9, -1);
-        encoder.ok(10, new DeviceRegion(BASE + 256, 300));
+        encoder.funcGetAttribute(9, -1);
+        encoder.moduleGetGlobal(10, new DeviceRegion(BASE + 256, 300));
         encoder.ctxGetLimit(11, 8L << 30);
         encoder.ok(4);
         List<Object> results = new ArrayList<>();
@@ -325,8 +325,8 @@ class FrameCodecTest {
                             case 5, 6 -> ResultDecoder.streamQuery(result);
                             case 7 -> ResultDecoder.eventQuery(result);
                             case 8 -> ResultDecoder.deviceGetAttribute(result);
-                            case 9 -> ReplyDecoder.int32(result);
-                            case 10 -> ReplyDecoder.deviceRegion(result);
+                            case 9 -> ResultDecoder.funcGetAttribute(result);
+                            case 10 -> ResultDecoder.moduleGetGlobal(result);
                             case 11 -> ResultDecoder.ctxGetLimit(result);
                             default -> String.valueOf(ReplyDecoder.empty(result));
                         });

@@ -17,7 +17,6 @@ import io.netty.channel.embedded.EmbeddedChannel;
 import io.netty.handler.codec.DecoderException;
 import org.junit.jupiter.api.extension.ExtendWith;
 
-import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.KernelSignature;
 import org.vgpu.runtime.api.MemoryInfo;
@@ -277,11 +276,6 @@ class WireDecoderFuzzTest {
                         "kernelSignature",
                         result -> ReplyDecoder.kernelSignature("k", result),
                         (encoder, id, value) -> encoder.ok(id, (KernelSignature) value)),
-                new ResultCodec(
-                        "deviceRegion",
-                        ReplyDecoder::deviceRegion,
-                        (encoder, id, value) -> encoder.ok(id, (DeviceRegion) value)),
-                new ResultCodec("int32", ReplyDecoder::int32, (encoder, id, value) -> encoder.ok(id, (int) value)),
                 new ResultCodec("empty", ReplyDecoder::empty, (encoder, id, value) -> encoder.ok(id))));
         for (Method reader : ResultDecoder.class.getMethods()) {
             if (!Modifier.isStatic(reader.getModifiers()) || reader.getDeclaringClass() != ResultDecoder.class) {
