@@ -86,6 +86,11 @@ final class ProgramLaunch {
 
     /** Runs the program to its end: its exit status, 128 + N for a death by signal N (as shells say it). */
     int run(PrintStream out, PrintStream err) throws InterruptedException {
+        Optional<String> tooOld = ProgramJava.refusal(command, environment);
+        if (tooOld.isPresent()) {
+            err.println(tooOld.get());
+            return 2;
+        }
         Path runDirectory;
         try {
             runDirectory = Files.createTempDirectory("vgpu-run-");
