@@ -28,7 +28,7 @@ import java.util.regex.Pattern;
  */
 final class ProgramJava {
     /** The Java release the interposer's classes need: that of the class files it is compiled to. */
-    static final int NEEDED = releaseOf(InterposerPremain.class);
+    static final int NEEDED = PremainJavaCheck.neededRelease();
 
     private static final Pattern RELEASE_VERSION = Pattern.compile("(?m)^JAVA_VERSION=\"?([^\"\\s]+)\"?\\s*$");
     private static final Pattern VERSION_LINE = Pattern.compile("version \"([^\"]+)\"");
@@ -124,30 +124,9 @@ final class ProgramJava {
         }
     }
 
-    /** The release a version string names: 17 for {@code 17.0.15}, 8 for {@code 1.8.0_392}, 25 for {@code 25-ea}. */
+    /** The release a version string names ({@link PremainJavaCheck#release}); empty for text that names none. */
     static OptionalInt feature(String version) {
-        Matcher numbers = Pattern.compile("^(\\d+)(?:\\.(\\d+))?").matcher(version);
-        if (!numbers.find()) {
-            return OptionalInt.empty();
-        }
-        int first = Integer.parseInt(numbers.group(1));
-        if (first == 1 && numbers.group(2) != null) {
-            return OptionalInt.of(Integer.parseInt(numbers.group(2)));
-        }
-        return OptionalInt.of(first);
-    }
-
-    /** The Java release of {@code type}'s class file: its major version less 44. */
-    private static int releaseOf(Class<?> type) {
-        InputStream classfile = type.getResourceAsStream(type.getSimpleName() + ".class");
-        if (classfile == null) {
-            return Runtime.version().feature(); // the launcher's own classes are the interposer's
-        }
-        try (classfile) {
-            byte[] header = classfile.readNBytes(8);
-            return (((header[6] & 0xff) << 8) | (header[7] & 0xff)) - 44;
-        } catch (IOException e) {
-            return Runtime.version().feature();
-        }
+        int release = PremainJavaCheck.release(version);
+        return release == 0 ? OptionalInt.empty() : OptionalInt.of(release);
     }
 }

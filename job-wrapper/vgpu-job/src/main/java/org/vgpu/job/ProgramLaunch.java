@@ -50,7 +50,7 @@ final class ProgramLaunch {
 
     /**
      * @param environment    the job's environment, given to the program with the interposer added
-     * @param interposerJar       the vgpu jar, whose manifest names {@link InterposerPremain} as its Premain-Class
+     * @param interposerJar       the vgpu jar, whose manifest names {@link PremainJavaCheck} as its Premain-Class
      * @param interposerArguments {@link InterposerPremain#arguments}
      * @param agentSocket    the job's agent socket, removed after the program if it is left behind
      */
@@ -143,6 +143,10 @@ final class ProgramLaunch {
                 stop(program);
                 for (Thread copying : copies) {
                     copying.join();
+                }
+                if (Files.exists(runDirectory.resolve(PremainJavaCheck.TOO_OLD_MARK))) {
+                    // its JVM said which Java it is and what to do
+                    return PremainJavaCheck.TOO_OLD_STATUS;
                 }
                 err.println("vgpu run: " + String.join(" ", command) + " is not a Java program: no JVM with the vgpu"
                         + " interposer started "

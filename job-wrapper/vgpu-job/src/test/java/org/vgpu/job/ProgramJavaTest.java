@@ -25,8 +25,16 @@ class ProgramJavaTest {
         assertEquals(25, ProgramJava.NEEDED);
     }
 
+    /** The premain's check is compiled for Java 8 and cannot read the contract's class: it names the variable itself. */
+    @Test
+    void thePremainsCheckMarksTheRunDirectoryTheInterposerUses() {
+        assertEquals(InterposerPremain.RUN_DIRECTORY, PremainJavaCheck.RUN_DIRECTORY);
+    }
+
     @Test
     void aVersionNamesItsRelease() {
+        assertEquals(17, PremainJavaCheck.release("17"));
+        assertEquals(8, PremainJavaCheck.release("1.8"));
         assertEquals(OptionalInt.of(17), ProgramJava.feature("17.0.15"));
         assertEquals(OptionalInt.of(8), ProgramJava.feature("1.8.0_392"));
         assertEquals(OptionalInt.of(25), ProgramJava.feature("25"));

@@ -172,7 +172,7 @@ class RunProgramTest {
     static Path interposerJar(Path directory) throws IOException {
         Manifest manifest = new Manifest();
         manifest.getMainAttributes().put(Attributes.Name.MANIFEST_VERSION, "1.0");
-        manifest.getMainAttributes().put(new Attributes.Name("Premain-Class"), InterposerPremain.class.getName());
+        manifest.getMainAttributes().put(new Attributes.Name("Premain-Class"), PremainJavaCheck.class.getName());
         Path jarFile = directory.resolve("vgpu.jar");
         Files.createDirectories(directory);
         try (OutputStream file = Files.newOutputStream(jarFile);
@@ -431,6 +431,40 @@ class RunProgramTest {
         assertTrue(run.err().contains("needs Java " + ProgramJava.NEEDED + " or later"), run.toString());
         assertFalse(run.err().contains("FATAL ERROR"), run.toString());
         assertFalse(run.err().contains("is not a Java program"), run.toString());
+    }
+
+    /**
+     * A script that starts an older JVM in turn, which the launcher cannot check before: that JVM loads the premain's
+     * check (compiled for Java 8), which says which Java it is in one line and ends it, and the launcher adds nothing.
+     */
+    @Test
+    void aScriptThatStartsAnOlderJavaGetsOneLineFromItsJvm() throws IOException {
+        Optional<Path> older = olderJava();
+        Assumptions.assumeTrue(
+                older.isPresent(),
+                "no Java older than " + ProgramJava.NEEDED + " on this machine (PATH's java, /usr/lib/jvm/*/bin/java)");
+
+        Outcome run = vgpuRun(
+                job(Optional.empty(), Optional.empty()),
+                "--local-backend",
+                "emulated",
+                "--",
+                "sh",
+                "-c",
+                "exec \"$0\" -cp \"$1\" VectorAdd",
+                older.get().toString(),
+                programs + ":" + CLASS_PATH);
+
+        assertEquals(PremainJavaCheck.TOO_OLD_STATUS, run.status(), run.toString());
+        List<String> vgpuLines =
+                run.err().lines().filter(line -> line.startsWith("vgpu")).toList();
+        assertEquals(1, vgpuLines.size(), run.toString());
+        assertTrue(
+                vgpuLines.getFirst().startsWith("vgpu: this program's JVM (")
+                        && vgpuLines.getFirst().contains(" is Java ")
+                        && vgpuLines.getFirst().contains("needs Java " + ProgramJava.NEEDED + " or later"),
+                run.toString());
+        assertFalse(run.err().contains("FATAL ERROR"), run.toString());
     }
 
     /** A java binary of a release older than the interposer's: PATH's, else one under /usr/lib/jvm. */
