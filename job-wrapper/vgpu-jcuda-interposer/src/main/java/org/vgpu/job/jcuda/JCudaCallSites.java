@@ -54,7 +54,7 @@ import org.vgpu.runtime.api.VirtualGpu;
  * constant of one, an invokedynamic or dynamic constant that refers to JCuda's API in any other way, and reflection
  * on JCuda's API classes ({@code Method.invoke}, {@code MethodHandles.Lookup.findStatic}, {@code Lookup.unreflect} on
  * them: {@link #checkReflective}). A class whose rewriting fails (its stack maps cannot be computed, say) gets, in each
- * method that calls JCuda, a body that throws saying so.
+ * method that calls JCuda, a body that throws saying so; one that only reflects is left as it is.
  *
  * <p>Why call sites, not JCuda's classes: vgpu's own native backend drives the GPU through JCudaDriver, which must
  * stay JCuda's. Why the JDK's {@code java.lang.classfile}: it is part of Java 25, needs no bytecode library in the
@@ -162,8 +162,10 @@ public final class JCudaCallSites implements ClassFileTransformer {
             return rewrite(classfileBuffer, loader);
         } catch (RuntimeException | LinkageError e) {
             // the JVM drops a transformer's exception silently and loads the class as it was, which would run JCuda
-            // itself behind vgpu's back: the methods that call JCuda throw instead
-            return refuseAll(classfileBuffer, className.replace('/', '.'), e);
+            // itself behind vgpu's back: the methods that call JCuda throw instead. A class that only reflects (a
+            // library whose stack maps name an optional dependency that is absent, say) keeps its code: refusing its
+            // reflection would break programs that never touch JCuda.
+            return refuseJCudaCalls(classfileBuffer, className.replace('/', '.'), e);
         }
     }
 
@@ -355,13 +357,16 @@ public final class JCudaCallSites implements ClassFileTransformer {
     }
 
     /**
-     * The class with every method that calls JCuda (or reflects) given a body that throws, naming the class, the
-     * method and why its calls could not be redirected; the other methods are copied as they are. Null, and a
-     * message, when even that fails.
+     * The class with every method that calls JCuda given a body that throws, naming the class, the method and why its
+     * calls could not be redirected; the other methods are copied as they are. Null where no method calls JCuda (the
+     * class only reflects), and null with a message when even that fails.
      */
-    private byte[] refuseAll(byte[] classfile, String className, Throwable why) {
+    private byte[] refuseJCudaCalls(byte[] classfile, String className, Throwable why) {
         try {
             ClassModel model = ClassFile.of().parse(classfile);
+            if (model.methods().stream().noneMatch(this::callsJCuda)) {
+                return null;
+            }
             List<String> refused = new ArrayList<>();
             ClassTransform refuse = (ClassBuilder type, ClassElement element) -> {
                 if (element instanceof MethodModel method && callsJCuda(method)) {
@@ -391,14 +396,10 @@ public final class JCudaCallSites implements ClassFileTransformer {
         }
     }
 
-    /** Whether {@code method}'s code has an element {@link #redirect(CodeBuilder, CodeElement, String)} would change. */
+    /** Whether {@code method}'s code calls JCuda's API or refers to it, other than by reflection. */
     private boolean callsJCuda(MethodModel method) {
         return method.code().stream().flatMap(CodeModel::elementStream).anyMatch(element -> switch (element) {
-            case InvokeInstruction call ->
-                SHIMS.containsKey(call.owner().asInternalName())
-                        || isReflective(call, METHOD, "invoke", INVOKE_TYPE)
-                        || isReflective(call, LOOKUP, "findStatic", FIND_STATIC_TYPE)
-                        || isReflective(call, LOOKUP, "unreflect", UNREFLECT_TYPE);
+            case InvokeInstruction call -> SHIMS.containsKey(call.owner().asInternalName());
             case InvokeDynamicInstruction dynamic -> referencesJCuda(dynamic);
             case ConstantInstruction.LoadConstantInstruction load -> referencesJCuda(load.constantValue());
             default -> false;

@@ -13,9 +13,8 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.io.PrintStream;
 import java.lang.classfile.ClassFile;
+import java.lang.classfile.CodeBuilder;
 import java.lang.classfile.Label;
-import java.lang.classfile.Opcode;
-import java.lang.classfile.instruction.InvokeInstruction;
 import java.lang.constant.ClassDesc;
 import java.lang.constant.ConstantDescs;
 import java.lang.constant.MethodTypeDesc;
@@ -29,6 +28,7 @@ import java.security.CodeSource;
 import java.security.ProtectionDomain;
 import java.security.cert.Certificate;
 import java.util.List;
+import java.util.function.Consumer;
 import java.util.jar.JarEntry;
 import java.util.jar.JarOutputStream;
 
@@ -55,7 +55,7 @@ class JCudaCallSitesTest {
                 sites.transform(loader, program, null, domainOf(program), RewrittenClassLoader.classBytes(program));
 
         assertNotNull(rewritten, "a program in package jcuda.driver.samples is the program's");
-        List<String> owners = staticCallOwners(rewritten);
+        List<String> owners = RewrittenClassLoader.staticCallOwners(rewritten);
         assertTrue(owners.contains("org/vgpu/job/jcuda/JCudaDriverShim"), owners.toString());
         assertFalse(owners.contains("jcuda/driver/JCudaDriver"), owners.toString());
         // JCudaVersion calls cuInit: only its jar tells it from a program
@@ -137,34 +137,14 @@ class JCudaCallSitesTest {
     @Test
     void theJCudaCallsOfAClassThatCannotBeRewrittenThrowNamingTheClassAndMethod() throws Exception {
         String name = "jcudaprograms/Unresolvable";
-        ClassDesc first = ClassDesc.of("jcudaprograms.MissingA");
-        ClassDesc second = ClassDesc.of("jcudaprograms.MissingB");
-        byte[] generated = ClassFile.of(ClassFile.StackMapsOption.DROP_STACK_MAPS)
-                .build(
-                        ClassDesc.of(name.replace('/', '.')),
-                        type -> type.withMethodBody(
-                                "run",
-                                MethodTypeDesc.of(ConstantDescs.CD_int, ConstantDescs.CD_boolean),
-                                ClassFile.ACC_PUBLIC | ClassFile.ACC_STATIC,
-                                code -> {
-                                    Label otherwise = code.newLabel();
-                                    Label joined = code.newLabel();
-                                    code.iload(0).ifeq(otherwise);
-                                    code.aconst_null()
-                                            .checkcast(first)
-                                            .astore(1)
-                                            .goto_(joined);
-                                    code.labelBinding(otherwise);
-                                    code.aconst_null().checkcast(second).astore(1);
-                                    code.labelBinding(joined);
-                                    code.aload(1).pop();
-                                    code.iconst_0()
-                                            .invokestatic(
-                                                    ClassDesc.of("jcuda.driver.JCudaDriver"),
-                                                    "cuInit",
-                                                    MethodTypeDesc.of(ConstantDescs.CD_int, ConstantDescs.CD_int))
-                                            .ireturn();
-                                }));
+        byte[] generated = unresolvable(
+                name,
+                code -> code.iconst_0()
+                        .invokestatic(
+                                ClassDesc.of("jcuda.driver.JCudaDriver"),
+                                "cuInit",
+                                MethodTypeDesc.of(ConstantDescs.CD_int, ConstantDescs.CD_int))
+                        .ireturn());
         assertThrows(IllegalArgumentException.class, () -> sites.rewrite(generated, loader), "cannot be rewritten");
 
         PrintStream err = System.err;
@@ -193,6 +173,60 @@ class JCudaCallSitesTest {
                 thrown.getCause().getMessage());
     }
 
+    /** A class that reflects but calls no JCuda keeps its code when it cannot be rewritten: it may be any library. */
+    @Test
+    void aClassThatOnlyReflectsIsLeftAsItIsWhenItCannotBeRewritten() {
+        String name = "jcudaprograms/UnresolvableReflection";
+        byte[] generated = unresolvable(
+                name,
+                code -> code.aconst_null()
+                        .aconst_null()
+                        .aconst_null()
+                        .invokevirtual(
+                                ClassDesc.of("java.lang.reflect.Method"),
+                                "invoke",
+                                MethodTypeDesc.of(
+                                        ConstantDescs.CD_Object,
+                                        ConstantDescs.CD_Object,
+                                        ConstantDescs.CD_Object.arrayType()))
+                        .pop()
+                        .iconst_0()
+                        .ireturn());
+        assertThrows(IllegalArgumentException.class, () -> sites.rewrite(generated, loader), "cannot be rewritten");
+
+        assertNull(sites.transform(loader, name, null, null, generated));
+    }
+
+    /**
+     * A class of one method, {@code static int run(boolean)}, whose two branches hold classes no loader has (so its
+     * stack maps cannot be computed), then does {@code rest}.
+     */
+    private static byte[] unresolvable(String name, Consumer<CodeBuilder> rest) {
+        ClassDesc first = ClassDesc.of("jcudaprograms.MissingA");
+        ClassDesc second = ClassDesc.of("jcudaprograms.MissingB");
+        return ClassFile.of(ClassFile.StackMapsOption.DROP_STACK_MAPS)
+                .build(
+                        ClassDesc.of(name.replace('/', '.')),
+                        type -> type.withMethodBody(
+                                "run",
+                                MethodTypeDesc.of(ConstantDescs.CD_int, ConstantDescs.CD_boolean),
+                                ClassFile.ACC_PUBLIC | ClassFile.ACC_STATIC,
+                                code -> {
+                                    Label otherwise = code.newLabel();
+                                    Label joined = code.newLabel();
+                                    code.iload(0).ifeq(otherwise);
+                                    code.aconst_null()
+                                            .checkcast(first)
+                                            .astore(1)
+                                            .goto_(joined);
+                                    code.labelBinding(otherwise);
+                                    code.aconst_null().checkcast(second).astore(1);
+                                    code.labelBinding(joined);
+                                    code.aload(1).pop();
+                                    rest.accept(code);
+                                }));
+    }
+
     private Class<?> rewrittenProgram(String name) throws IOException, ClassNotFoundException {
         byte[] rewritten = sites.transform(loader, name, null, domainOf(name), RewrittenClassLoader.classBytes(name));
         assertNotNull(rewritten, name);
@@ -204,16 +238,6 @@ class JCudaCallSitesTest {
                 InvocationTargetException.class,
                 () -> program.getMethod("main", String[].class).invoke(null, (Object) args));
         return assertInstanceOf(CudaException.class, thrown.getCause());
-    }
-
-    private static List<String> staticCallOwners(byte[] classfile) {
-        return ClassFile.of().parse(classfile).methods().stream()
-                .flatMap(method -> method.code().stream())
-                .flatMap(code -> code.elementStream())
-                .filter(element -> element instanceof InvokeInstruction call && call.opcode() == Opcode.INVOKESTATIC)
-                .map(element -> ((InvokeInstruction) element).owner().asInternalName())
-                .distinct()
-                .toList();
     }
 
     private ProtectionDomain domainOf(String internalName) throws ClassNotFoundException {
