@@ -90,7 +90,8 @@ final class ProgramJava {
     /** The Java version of {@code java}: its home's {@code release} file, else what {@code java -version} says. */
     static Optional<String> version(Path java) {
         try {
-            Path home = java.toRealPath().getParent().getParent();
+            Path bin = java.toRealPath().getParent();
+            Path home = bin == null ? null : bin.getParent();
             Path release = home == null ? null : home.resolve("release");
             if (release != null && Files.isRegularFile(release)) {
                 Matcher version = RELEASE_VERSION.matcher(Files.readString(release, StandardCharsets.ISO_8859_1));
