@@ -26,7 +26,8 @@ import org.vgpu.runtime.remote.client.RemoteConfig;
 
 /**
  * The interposer {@code vgpu run -- COMMAND} puts into the user's JVM ({@code -javaagent}, through {@code
- * JAVA_TOOL_OPTIONS}), its premain: before the program's {@code main} it opens the job's vGPUs ({@link JobVgpus}: the
+ * JAVA_TOOL_OPTIONS}), its premain, entered through {@link PremainJavaCheck} once that has found the JVM's Java new
+ * enough: before the program's {@code main} it opens the job's vGPUs ({@link JobVgpus}: the
  * runtime, the migration agent on the job's socket, the link to the tracker) in that JVM, where the program calls
  * them; {@code org.vgpu.api.VirtualGpus.fromEnvironment()} hands the program these vGPUs, and the program's JCuda
  * calls are redirected to them ({@link JCudaCallSites}). A shutdown hook closes them when the JVM ends, normally or on

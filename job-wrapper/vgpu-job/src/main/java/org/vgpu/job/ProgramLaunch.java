@@ -53,7 +53,7 @@ final class ProgramLaunch {
 
     /**
      * @param environment    the job's environment, given to the program with the interposer added
-     * @param interposerJar       the vgpu jar, whose manifest names {@link InterposerPremain} as its Premain-Class
+     * @param interposerJar       the vgpu jar, whose manifest names {@link PremainJavaCheck} as its Premain-Class
      * @param interposerArguments {@link InterposerPremain#arguments}
      * @param localWorker    starts the local worker for the program's processes that are not JVMs
      * @param agentSocket    the job's agent socket, removed after the program if it is left behind
@@ -90,6 +90,11 @@ final class ProgramLaunch {
 
     /** Runs the program to its end: its exit status, 128 + N for a death by signal N (as shells say it). */
     int run(PrintStream out, PrintStream err) throws InterruptedException {
+        Optional<String> tooOld = ProgramJava.refusal(command, environment);
+        if (tooOld.isPresent()) {
+            err.println(tooOld.get());
+            return 2;
+        }
         Path runDirectory;
         try {
             runDirectory = Files.createTempDirectory("vgpu-run-");

@@ -75,31 +75,25 @@ class JCudaProgramsTest {
         return directory.resolve("agent.sock");
     }
 
+    /** {@code vgpu run -- java ... PROGRAM PTX} ({@code program}: a class name, fully qualified). */
     private static ProgramRun vgpuRun(Map<String, String> environment, String program) {
         return ProgramRun.of(
                 environment,
                 interposerJar,
-                List.of(
-                        "--local-backend",
-                        "emulated",
-                        "--",
-                        JAVA,
-                        "-cp",
-                        CLASS_PATH,
-                        "jcudaprograms." + program,
-                        ptx.toString()));
+                List.of("--local-backend", "emulated", "--", JAVA, "-cp", CLASS_PATH, program, ptx.toString()));
     }
 
     @ParameterizedTest(name = "{0}, moved after launch {1}")
     @CsvSource({
-        "JCudaVectorAdd, 1",
-        "JCudaReduction, 1",
-        "JCudaMatrixMultiply, 1",
-        "JCudaStreams, 3",
-        "JCudaConstantMemory, 1",
-        "JCudaNvrtc, 1",
-        "JCudaHeatSimulation, 200",
-        "JCudaTwoDevices, 1"
+        "jcudaprograms.JCudaVectorAdd, 1",
+        "jcudaprograms.JCudaReduction, 1",
+        "jcudaprograms.JCudaMatrixMultiply, 1",
+        "jcudaprograms.JCudaStreams, 3",
+        "jcudaprograms.JCudaConstantMemory, 1",
+        "jcudaprograms.JCudaNvrtc, 1",
+        "jcudaprograms.JCudaHeatSimulation, 200",
+        "jcudaprograms.JCudaTwoDevices, 1",
+        "jcuda.driver.samples.JCudaDriverVectorAdd, 1"
     })
     void runsUnmodifiedAndGivesTheSameResultsMovedMidRun(String program, int pauseAfterLaunch) throws Exception {
         ProgramRun unmoved = vgpuRun(job(), program);
@@ -140,7 +134,7 @@ class JCudaProgramsTest {
     /** The GPU script's cost program also runs through vgpu run, printing the figures the script reads. */
     @Test
     void theCostProgramPrintsTheFiguresTheGpuScriptReads() {
-        ProgramRun run = vgpuRun(job(), "JCudaCallCost");
+        ProgramRun run = vgpuRun(job(), "jcudaprograms.JCudaCallCost");
 
         assertEquals(0, run.status(), run.toString());
         Matcher figures = JCudaProgramsOnGpu.COST.matcher(run.out());
@@ -150,15 +144,52 @@ class JCudaProgramsTest {
 
     @Test
     void anUnsupportedJCudaCallFailsNamingTheCall() {
-        ProgramRun run = vgpuRun(job(), "JCudaUnsupportedCall");
+        ProgramRun run = vgpuRun(job(), "jcudaprograms.JCudaUnsupportedCall");
 
         assertEquals(1, run.status(), run.toString());
         assertTrue(run.out().contains("allocated 4096 B with cuMemAlloc"), run.toString());
         assertTrue(
                 run.err()
-                        .contains("jcuda.CudaException: vgpu does not support cuMemAllocManaged under vgpu run; see"
-                                + " README (JCuda programs)"),
+                        .contains("jcuda.CudaException: vgpu does not support cuMemAllocManaged (in"
+                                + " jcudaprograms.JCudaUnsupportedCall.main) under vgpu run; see README (JCuda"
+                                + " programs)"),
                 run.toString());
         assertFalse(run.out().contains("managed memory at"), run.toString());
+    }
+
+    /**
+     * Programs in packages named as JCuda's own samples are (jcuda.driver.samples, jcuda.runtime.samples) reach the
+     * job's vGPUs: the device names and the device pointer are the emulated vGPUs' (vGPU 1's window begins at
+     * 0x1040_0000_0000). There is no GPU here, so a program that called JCuda itself would have failed.
+     */
+    @Test
+    void programsInPackagesNamedJCudaRunOnTheJobsVgpus() {
+        ProgramRun driver = vgpuRun(job(), "jcuda.driver.samples.JCudaDriverVectorAdd");
+        assertEquals(0, driver.status(), driver.toString());
+        assertTrue(driver.out().contains("device 0: vgpu 0: vgpu CPU emulation #0\n"), driver.toString());
+        assertTrue(driver.out().contains("device 1: vgpu 1: vgpu CPU emulation #1\n"), driver.toString());
+        assertTrue(driver.out().contains("driver vector add: PASSED, 50000 values"), driver.toString());
+
+        ProgramRun runtime = vgpuRun(job(), "jcuda.runtime.samples.JCudaRuntimeRoundTrip");
+        assertEquals(0, runtime.status(), runtime.toString());
+        assertTrue(
+                runtime.out().contains("devices: 2, device 1 allocated Pointer[nativePointer=0x1040"),
+                runtime.toString());
+        assertTrue(runtime.out().contains("runtime round trip: PASSED, 4096 values"), runtime.toString());
+    }
+
+    @Test
+    void aReflectiveCallOfJCudaFromAProgramIsRefusedNamingTheCallAndWhereItIsMade() {
+        ProgramRun run = vgpuRun(job(), "jcuda.samples.JCudaReflectiveCall");
+
+        assertEquals(1, run.status(), run.toString());
+        assertTrue(run.out().contains("calling cuInit by reflection"), run.toString());
+        assertTrue(
+                run.err()
+                        .contains("jcuda.CudaException: vgpu does not support jcuda.driver.JCudaDriver.cuInit through"
+                                + " reflection (Method.invoke in jcuda.samples.JCudaReflectiveCall.main) under vgpu"
+                                + " run; see README (JCuda programs)"),
+                run.toString());
+        assertFalse(run.out().contains("cuInit through Method.invoke"), run.toString());
     }
 }

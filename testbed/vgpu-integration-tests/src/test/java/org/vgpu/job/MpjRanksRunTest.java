@@ -201,7 +201,7 @@ class MpjRanksRunTest {
             Files.createDirectories(jar.getParent());
             Manifest manifest = new Manifest();
             manifest.getMainAttributes().put(Attributes.Name.MANIFEST_VERSION, "1.0");
-            manifest.getMainAttributes().put(new Attributes.Name("Premain-Class"), InterposerPremain.class.getName());
+            manifest.getMainAttributes().put(new Attributes.Name("Premain-Class"), PremainJavaCheck.class.getName());
             manifest.getMainAttributes()
                     .put(
                             Attributes.Name.CLASS_PATH,

@@ -27,6 +27,7 @@ import java.util.regex.Pattern;
 import javax.tools.JavaCompiler;
 import javax.tools.ToolProvider;
 
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -171,7 +172,7 @@ class RunProgramTest {
     static Path interposerJar(Path directory) throws IOException {
         Manifest manifest = new Manifest();
         manifest.getMainAttributes().put(Attributes.Name.MANIFEST_VERSION, "1.0");
-        manifest.getMainAttributes().put(new Attributes.Name("Premain-Class"), InterposerPremain.class.getName());
+        manifest.getMainAttributes().put(new Attributes.Name("Premain-Class"), PremainJavaCheck.class.getName());
         Path jarFile = directory.resolve("vgpu.jar");
         Files.createDirectories(directory);
         try (OutputStream file = Files.newOutputStream(jarFile);
@@ -392,6 +393,87 @@ class RunProgramTest {
         Outcome missing = vgpuRun(job(Optional.empty(), Optional.empty()), "--", "/no/such/program");
         assertEquals(127, missing.status(), missing.toString());
         assertTrue(missing.err().contains("vgpu run: cannot start /no/such/program: "), missing.toString());
+    }
+
+    /**
+     * A program started by an older JVM than the interposer needs (Java 17, as Debian's default-jdk is) gets one line
+     * saying which Java it found and what to do, before its JVM starts, instead of that JVM's fatal error.
+     */
+    @Test
+    void aProgramOnAnOlderJavaGetsOneLineSayingWhichJavaItFoundAndWhatToDo() throws IOException {
+        Optional<Path> older = olderJava();
+        Assumptions.assumeTrue(
+                older.isPresent(),
+                "no Java older than " + ProgramJava.NEEDED + " on this machine (PATH's java, /usr/lib/jvm/*/bin/java)");
+
+        Outcome run = vgpuRun(
+                job(Optional.empty(), Optional.empty()),
+                "--local-backend",
+                "emulated",
+                "--",
+                older.get().toString(),
+                "-cp",
+                programs + ":" + CLASS_PATH,
+                "VectorAdd");
+
+        assertEquals(2, run.status(), run.toString());
+        assertEquals(1, run.err().lines().count(), run.toString());
+        assertTrue(run.err().startsWith("vgpu run: the program's java (" + older.get() + ") is Java "), run.toString());
+        assertTrue(run.err().contains("needs Java " + ProgramJava.NEEDED + " or later"), run.toString());
+        assertFalse(run.err().contains("FATAL ERROR"), run.toString());
+        assertFalse(run.err().contains("is not a Java program"), run.toString());
+    }
+
+    /**
+     * A script that starts an older JVM in turn, which the launcher cannot check before: that JVM loads the premain's
+     * check (compiled for Java 8), which says which Java it is in one line and ends it, and the launcher adds nothing.
+     */
+    @Test
+    void aScriptThatStartsAnOlderJavaGetsOneLineFromItsJvm() throws IOException {
+        Optional<Path> older = olderJava();
+        Assumptions.assumeTrue(
+                older.isPresent(),
+                "no Java older than " + ProgramJava.NEEDED + " on this machine (PATH's java, /usr/lib/jvm/*/bin/java)");
+
+        Outcome run = vgpuRun(
+                job(Optional.empty(), Optional.empty()),
+                "--local-backend",
+                "emulated",
+                "--",
+                "sh",
+                "-c",
+                "exec \"$0\" -cp \"$1\" VectorAdd",
+                older.get().toString(),
+                programs + ":" + CLASS_PATH);
+
+        assertEquals(PremainJavaCheck.TOO_OLD_STATUS, run.status(), run.toString());
+        List<String> vgpuLines =
+                run.err().lines().filter(line -> line.startsWith("vgpu")).toList();
+        assertEquals(1, vgpuLines.size(), run.toString());
+        assertTrue(
+                vgpuLines.getFirst().startsWith("vgpu: this program's JVM (")
+                        && vgpuLines.getFirst().contains(" is Java ")
+                        && vgpuLines.getFirst().contains("needs Java " + ProgramJava.NEEDED + " or later"),
+                run.toString());
+        assertFalse(run.err().contains("FATAL ERROR"), run.toString());
+    }
+
+    /** A java binary of a release older than the interposer's: PATH's, else one under /usr/lib/jvm. */
+    private static Optional<Path> olderJava() throws IOException {
+        List<Path> candidates = new ArrayList<>();
+        ProgramJava.javaBinary(List.of("java"), System.getenv()).ifPresent(candidates::add);
+        Path jvms = Path.of("/usr/lib/jvm");
+        if (Files.isDirectory(jvms)) {
+            try (var homes = Files.list(jvms)) {
+                homes.sorted().map(home -> home.resolve("bin").resolve("java")).forEach(candidates::add);
+            }
+        }
+        return candidates.stream()
+                .filter(Files::isExecutable)
+                .filter(java -> ProgramJava.version(java)
+                        .map(version -> ProgramJava.feature(version).orElse(Integer.MAX_VALUE) < ProgramJava.NEEDED)
+                        .orElse(false))
+                .findFirst();
     }
 
     @Test
