@@ -41,7 +41,8 @@ public final class JCudaProgramsOnGpu {
             "JCudaConstantMemory",
             "JCudaNvrtc",
             "JCudaHeatSimulation",
-            "JCudaTwoDevices");
+            "JCudaTwoDevices",
+            "JCudaPointerTable");
     private static final String CLASS_PATH = System.getProperty("java.class.path");
     private static final String JAVA =
             Path.of(System.getProperty("java.home"), "bin", "java").toString();
