@@ -37,10 +37,11 @@ import org.vgpu.runtime.remote.client.RemoteGpu;
  *   <li>Device pointers keep their values (same window, same addresses) and memory its contents,
  *       pointers stored in device memory included.</li>
  *   <li>Module, function, stream and event handles keep their ids.</li>
- *   <li>{@link #deviceProperties} stay those of the device the vGPU was opened on: the app sized its
- *       launches by them, and a target that cannot honour them (another warp size, smaller blocks,
- *       lower compute capability, emulation instead of a GPU or the reverse) is refused.
- *       {@link #backendName} and {@link #memGetInfo} describe the current backend.</li>
+ *   <li>{@link #deviceProperties}, {@link #deviceGetAttribute}, {@link #backendName} and
+ *       {@link #memGetInfo} describe the device behind the vGPU now, as a device query after a move
+ *       tells the truth. The app sized its launches by what it was shown when the vGPU opened, so a
+ *       target that cannot honour that (another warp size, smaller blocks, lower compute capability,
+ *       emulation instead of a GPU or the reverse) is refused.</li>
  *   <li>Event timing state is not migrated: events exist on the target but have not been recorded
  *       there, so {@code eventElapsedTime} between events recorded before and after a migration is
  *       undefined (on the emulation: CUDA_ERROR_INVALID_HANDLE until both are recorded again).</li>
@@ -291,7 +292,7 @@ public final class MigratableGpu extends GatedVirtualGpu {
 
     @Override
     public DeviceProperties deviceProperties() {
-        return properties;
+        return backend.deviceProperties();
     }
 
     // Every call passes the gate the same way, written out each time rather than through a helper

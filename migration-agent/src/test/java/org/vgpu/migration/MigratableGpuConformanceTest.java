@@ -30,9 +30,12 @@ class MigratableGpuConformanceTest extends VirtualGpuConformanceTest {
     /** Moves on to the next emulated device (of three), from wherever the vGPU is now. */
     @Override
     protected void moveMidTest() {
-        MigratableGpu migratable = (MigratableGpu) gpu;
-        int here = ((MigrationTarget.LocalGpu) migratable.placement()).index();
-        migratable.migrate(new MigrationTarget.LocalGpu((here + 1) % 3));
+        ((MigratableGpu) gpu).migrate(new MigrationTarget.LocalGpu((deviceNow() + 1) % 3));
+    }
+
+    @Override
+    protected int deviceNow() {
+        return ((MigrationTarget.LocalGpu) ((MigratableGpu) gpu).placement()).index();
     }
 
     @BeforeEach

@@ -46,7 +46,8 @@ public final class JCudaProgramsOnGpu {
             "JCudaConstantMemory",
             "JCudaNvrtc",
             "JCudaHeatSimulation",
-            "JCudaTwoDevices");
+            "JCudaTwoDevices",
+            "JCudaPointerTable");
     /**
      * The driver-API C programs and their arguments: long enough, with its pauses, for a move to land while it runs.
      * (driver_tour prints the device count, which is the job's vGPUs here: cuda-programs.sh compares it on one vGPU.)

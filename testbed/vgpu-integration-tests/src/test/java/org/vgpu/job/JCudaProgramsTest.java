@@ -93,6 +93,7 @@ class JCudaProgramsTest {
         "jcudaprograms.JCudaNvrtc, 1",
         "jcudaprograms.JCudaHeatSimulation, 200",
         "jcudaprograms.JCudaTwoDevices, 1",
+        "jcudaprograms.JCudaPointerTable, 1",
         "jcuda.driver.samples.JCudaDriverVectorAdd, 1"
     })
     void runsUnmodifiedAndGivesTheSameResultsMovedMidRun(String program, int pauseAfterLaunch) throws Exception {
@@ -129,6 +130,58 @@ class JCudaProgramsTest {
         assertEquals(0, movedRun.status(), movedRun.toString());
         assertEquals(unmoved.results(), movedRun.results(), movedRun.toString());
         assertFalse(Files.exists(socket()), "the agent's socket is removed at exit");
+    }
+
+    /**
+     * A device query answers as the job's vGPUs: as many devices, each the device behind it, and after vGPU 0 moved
+     * (from emulated GPU 0 to GPU 1, in the middle of the run) the device it moved to; the pinned memory of
+     * cudaHostAlloc serves the kernel between.
+     */
+    @Test
+    void aDeviceQueryAnswersAsTheDeviceBehindEachVgpuBeforeAndAfterAMove() throws Exception {
+        ProgramRun unmoved = vgpuRun(job(), "jcudaprograms.JCudaDeviceQuery");
+        assertEquals(0, unmoved.status(), unmoved.toString());
+        List<String> lines = unmoved.results();
+        assertEquals("device query: 2 devices", lines.getFirst(), unmoved.toString());
+        for (String when : List.of("before the kernel", "after the kernel")) {
+            for (int d = 0; d < 2; d++) {
+                String prefix = when + ", device " + d + ": vgpu CPU emulation #" + d + ", compute 8.0, 4096 MiB, ";
+                assertTrue(
+                        lines.stream()
+                                .anyMatch(line -> line.startsWith(prefix)
+                                        && line.contains("max pitch 2147483647 B")
+                                        && line.endsWith("driver and runtime agree: yes")),
+                        prefix + " in\n" + unmoved);
+            }
+        }
+        assertTrue(
+                lines.stream().anyMatch(line -> line.startsWith("vector add in pinned memory: PASSED, ")),
+                unmoved.toString());
+
+        Map<String, String> paused = job();
+        paused.put("VGPU_TEST_PAUSE_AT_LAUNCH", "1");
+        paused.put("VGPU_TEST_PAUSE_DIRECTORY", directory.toString());
+        CompletableFuture<ProgramRun> running =
+                CompletableFuture.supplyAsync(() -> vgpuRun(paused, "jcudaprograms.JCudaDeviceQuery"));
+        while (!Files.exists(directory.resolve("paused"))) {
+            assertFalse(running.isDone(), () -> "the program ended before its pause: " + running.join());
+            Thread.sleep(20);
+        }
+        CompletableFuture<List<String>> migration = CompletableFuture.supplyAsync(
+                () -> LineClient.request(socket(), "migrate 0 1", Duration.ofSeconds(120)));
+        // The migration opens its target and copies ahead (about 150 ms here) before it waits for the paused launch
+        // and holds back the program's next call; resumed before that, the program would query before the move.
+        Thread.sleep(2000);
+        Files.writeString(directory.resolve("resume"), "");
+        ProgramRun moved = running.get(300, TimeUnit.SECONDS);
+        migration.handle((reply, cutOff) -> reply).get(120, TimeUnit.SECONDS);
+        assertEquals(0, moved.status(), moved.toString());
+        List<String> expected = lines.stream()
+                .map(line -> line.startsWith("after the kernel, device 0: ")
+                        ? line.replace("vgpu CPU emulation #0", "vgpu CPU emulation #1")
+                        : line)
+                .toList();
+        assertEquals(expected, moved.results(), "after the move, device 0 is the emulated GPU 1: " + moved);
     }
 
     /** The GPU script's cost program also runs through vgpu run, printing the figures the script reads. */

@@ -8,23 +8,30 @@ import jcuda.Pointer;
 import org.vgpu.runtime.api.VirtualGpu;
 
 /**
- * Copies between a program's host pointers ({@code Pointer.to(...)}, cuMemAllocHost) and device addresses, for the
- * driver and the runtime shims alike. Each copy goes to the vGPU whose window holds its device address, as with
+ * Copies between a program's host pointers ({@code Pointer.to(...)}, cuMemAllocHost, an array of device pointers)
+ * and device addresses, for the driver and the runtime shims alike. Each copy goes to the vGPU whose window holds its device address, as with
  * CUDA's unified addressing; a copy between two vGPUs goes through the host.
  *
  * <p>An asynchronous copy from or to a Java array (which JCuda copies synchronously too: the array may move) is made
- * after the stream's earlier work, then synchronously; one from or to page-locked memory (cuMemAllocHost, a direct
+ * after the stream's earlier work, then synchronously (so is one from or to an array of device pointers); one from or to page-locked memory (cuMemAllocHost, a direct
  * buffer) is queued on the stream.
  */
 final class JCudaCopies {
     private JCudaCopies() {}
 
     static void hostToDevice(long dst, Pointer src, long bytes) {
-        JCudaSession.get().gpuOf(dst).memcpyHtoD(dst, JCudaObjects.hostMemory(src, bytes, "source"), bytes);
+        JCudaSession.get().gpuOf(dst).memcpyHtoD(dst, JCudaObjects.copySource(src, bytes, "source"), bytes);
     }
 
     static void deviceToHost(Pointer dst, long src, long bytes) {
-        JCudaSession.get().gpuOf(src).memcpyDtoH(JCudaObjects.hostMemory(dst, bytes, "destination"), src, bytes);
+        VirtualGpu gpu = JCudaSession.get().gpuOf(src);
+        if (JCudaObjects.isPointerArray(dst)) {
+            MemorySegment table = JCudaObjects.pointerTable(dst, "destination");
+            gpu.memcpyDtoH(JCudaObjects.fromOffset(dst, table, bytes, "destination"), src, bytes);
+            JCudaObjects.writeBackPointers(dst, table);
+        } else {
+            gpu.memcpyDtoH(JCudaObjects.hostMemory(dst, bytes, "destination"), src, bytes);
+        }
     }
 
     static void deviceToDevice(long dst, long src, long bytes) {
@@ -42,7 +49,7 @@ final class JCudaCopies {
 
     static void hostToDeviceAsync(long dst, Pointer src, long bytes, NativePointerObject stream) {
         JCudaSession.get().onStream(stream, (gpu, queue) -> {
-            MemorySegment host = JCudaObjects.hostMemory(src, bytes, "source");
+            MemorySegment host = JCudaObjects.copySource(src, bytes, "source");
             if (host.isNative()) {
                 gpu.memcpyHtoDAsync(dst, host, bytes, queue);
             } else {
@@ -54,6 +61,11 @@ final class JCudaCopies {
 
     static void deviceToHostAsync(Pointer dst, long src, long bytes, NativePointerObject stream) {
         JCudaSession.get().onStream(stream, (gpu, queue) -> {
+            if (JCudaObjects.isPointerArray(dst)) {
+                gpu.streamSynchronize(queue);
+                deviceToHost(dst, src, bytes);
+                return;
+            }
             MemorySegment host = JCudaObjects.hostMemory(dst, bytes, "destination");
             if (host.isNative()) {
                 gpu.memcpyDtoHAsync(host, src, bytes, queue);

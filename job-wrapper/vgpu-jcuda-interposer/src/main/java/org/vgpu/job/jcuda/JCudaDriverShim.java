@@ -9,7 +9,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.util.Arrays;
 
 import jcuda.NativePointerObject;
 import jcuda.Pointer;
@@ -17,6 +16,7 @@ import jcuda.driver.CUDA_MEMCPY2D;
 import jcuda.driver.CUcontext;
 import jcuda.driver.CUdevice;
 import jcuda.driver.CUdeviceptr;
+import jcuda.driver.CUdevprop;
 import jcuda.driver.CUevent;
 import jcuda.driver.CUfunction;
 import jcuda.driver.CUmemorytype;
@@ -81,16 +81,9 @@ public final class JCudaDriverShim {
         });
     }
 
+    /** The name of the device behind the vGPU, as its driver gives it (the emulation's says it is one). */
     public static int cuDeviceGetName(byte[] name, int length, CUdevice device) {
-        return DRIVER.call("cuDeviceGetName", () -> {
-            VirtualGpu gpu = gpu(device);
-            byte[] text = ("vgpu " + gpu.vgpuIndex() + ": "
-                            + gpu.deviceProperties().name())
-                    .getBytes(StandardCharsets.US_ASCII);
-            int copied = Math.min(text.length, Math.min(length, name.length) - 1);
-            Arrays.fill(name, 0, Math.min(length, name.length), (byte) 0);
-            System.arraycopy(text, 0, name, 0, Math.max(0, copied));
-        });
+        return DRIVER.call("cuDeviceGetName", () -> JCudaDeviceQueries.name(gpu(device), name, length));
     }
 
     public static int cuDeviceTotalMem(long[] bytes, CUdevice device) {
@@ -111,6 +104,10 @@ public final class JCudaDriverShim {
         return DRIVER.call("cuDeviceGetAttribute", () -> {
             value[0] = gpu(device).deviceGetAttribute(DeviceAttribute.fromCuda(attribute));
         });
+    }
+
+    public static int cuDeviceGetProperties(CUdevprop properties, CUdevice device) {
+        return DRIVER.call("cuDeviceGetProperties", () -> JCudaDeviceQueries.fill(gpu(device), properties));
     }
 
     public static int cuCtxCreate(CUcontext context, int flags, CUdevice device) {
@@ -272,6 +269,14 @@ public final class JCudaDriverShim {
 
     public static int cuMemAllocHost(Pointer pointer, long bytes) {
         return DRIVER.call("cuMemAllocHost", () -> session().allocateHost(pointer, bytes));
+    }
+
+    /** Flags as {@link HostAllocFlags} says: portable and write-combined give pinned memory, mapped is refused. */
+    public static int cuMemHostAlloc(Pointer pointer, long bytes, int flags) {
+        return DRIVER.call("cuMemHostAlloc", () -> {
+            HostAllocFlags.DRIVER.check(flags);
+            session().allocateHost(pointer, bytes);
+        });
     }
 
     public static int cuMemFreeHost(Pointer pointer) {

@@ -26,7 +26,8 @@ import org.vgpu.runtime.api.VgpuException;
  *
  * <p>A {@link Pointer} to host memory is what {@code Pointer.to(...)} made: a buffer (a Java array wrapped, or a
  * direct buffer, which is also what the shims' {@code cuMemAllocHost} hands out), or an array of pointers (kernel
- * parameters); its byte offset counts from the buffer's start.
+ * parameters, or a table of device pointers a copy moves to or from the device); its byte offset counts from the
+ * buffer's start.
  */
 final class JCudaObjects {
     private static final VarHandle NATIVE_POINTER;
@@ -103,7 +104,80 @@ final class JCudaObjects {
                     what + " must be host memory from Pointer.to(array or buffer) or cuMemAllocHost, not "
                             + (POINTERS.get(pointer) != null ? "an array of pointers" : "a raw address"));
         }
-        MemorySegment whole = MemorySegment.ofBuffer(buffer);
+        return fromOffset(pointer, MemorySegment.ofBuffer(buffer), bytes, what);
+    }
+
+    /** Whether {@code pointer} is {@code Pointer.to(NativePointerObject...)}, an array of pointers. */
+    static boolean isPointerArray(Pointer pointer) {
+        return pointer != null && POINTERS.get(pointer) != null;
+    }
+
+    /**
+     * What a copy to the device reads from {@code pointer}: its host memory ({@link #hostMemory}), or, for an array of
+     * device pointers ({@code Pointer.to(CUdeviceptr...)}, the way JCuda programs build the pointer tables of kernels
+     * taking {@code float**}), the bytes of its {@link #pointerTable} from its byte offset on.
+     */
+    static MemorySegment copySource(Pointer pointer, long bytes, String what) {
+        requireObject(pointer, what);
+        return isPointerArray(pointer)
+                ? fromOffset(pointer, pointerTable(pointer, what), bytes, what)
+                : hostMemory(pointer, bytes, what);
+    }
+
+    /**
+     * The addresses of an array of device pointers, 8 bytes each, as JCuda hands such an array to the driver: window
+     * addresses, which stay valid on any device the vGPU moves to. A null element is address 0; an element that is
+     * host memory or a handle is refused, since no kernel could use what it would be.
+     */
+    static MemorySegment pointerTable(Pointer pointer, String what) {
+        NativePointerObject[] pointers = (NativePointerObject[]) POINTERS.get(pointer);
+        MemorySegment table = MemorySegment.ofArray(new long[pointers.length]);
+        for (int i = 0; i < pointers.length; i++) {
+            table.setAtIndex(ValueLayout.JAVA_LONG, i, tableEntry(pointers[i], i, what));
+        }
+        return table;
+    }
+
+    private static long tableEntry(NativePointerObject element, int index, String what) {
+        if (element == null) {
+            return 0;
+        }
+        if (!(element instanceof Pointer device) || !isDevicePointer(device)) {
+            String is = element instanceof Pointer
+                    ? "host memory (Pointer.to(...))"
+                    : "a " + element.getClass().getSimpleName();
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    what + "'s element " + index + " is " + is
+                            + ", not a device pointer: an array of pointers holds device pointers only");
+        }
+        return deviceAddress(device);
+    }
+
+    /**
+     * After a copy from the device into the bytes of {@code table}, {@code pointer}'s {@link #pointerTable}: each
+     * element whose address changed takes the new one, with byte offset 0, as JCuda writes such an array back.
+     */
+    static void writeBackPointers(Pointer pointer, MemorySegment table) {
+        NativePointerObject[] pointers = (NativePointerObject[]) POINTERS.get(pointer);
+        for (int i = 0; i < pointers.length; i++) {
+            long address = table.getAtIndex(ValueLayout.JAVA_LONG, i);
+            NativePointerObject element = pointers[i];
+            if (element == null && address != 0) {
+                throw new VgpuException(
+                        ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                        String.format(
+                                "destination's element %d is null, and the copy gave it address 0x%x", i, address));
+            }
+            if (element != null && tableEntry(element, i, "destination") != address) {
+                NATIVE_POINTER.set(element, address);
+                BYTE_OFFSET.set(element, 0L);
+            }
+        }
+    }
+
+    /** {@code bytes} of {@code whole} from {@code pointer}'s byte offset on, refused where they do not fit. */
+    static MemorySegment fromOffset(Pointer pointer, MemorySegment whole, long bytes, String what) {
         long offset = (long) BYTE_OFFSET.get(pointer);
         if (offset < 0 || bytes < 0 || offset + bytes > whole.byteSize()) {
             throw new VgpuException(

@@ -5,11 +5,13 @@ import static org.vgpu.job.jcuda.JCudaApi.RUNTIME;
 import java.lang.foreign.MemorySegment;
 
 import jcuda.Pointer;
+import jcuda.runtime.cudaDeviceProp;
 import jcuda.runtime.cudaError;
 import jcuda.runtime.cudaEvent_t;
 import jcuda.runtime.cudaMemcpyKind;
 import jcuda.runtime.cudaStream_t;
 
+import org.vgpu.runtime.api.DeviceAttribute;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.MemoryInfo;
 import org.vgpu.runtime.api.VgpuException;
@@ -34,6 +36,20 @@ public final class JCudaRuntimeShim {
     public static int cudaGetDeviceCount(int[] count) {
         return RUNTIME.call("cudaGetDeviceCount", () -> {
             count[0] = session().deviceCount();
+        });
+    }
+
+    /** As the device behind vGPU {@code device} answers now ({@link JCudaDeviceQueries}). */
+    public static int cudaGetDeviceProperties(cudaDeviceProp properties, int device) {
+        return RUNTIME.call(
+                "cudaGetDeviceProperties",
+                () -> JCudaDeviceQueries.fill(session().device(device), properties));
+    }
+
+    /** The runtime API's {@code cudaDeviceAttr} numbers are the driver API's {@code CUdevice_attribute} numbers. */
+    public static int cudaDeviceGetAttribute(int[] value, int attribute, int device) {
+        return RUNTIME.call("cudaDeviceGetAttribute", () -> {
+            value[0] = session().device(device).deviceGetAttribute(DeviceAttribute.fromCuda(attribute));
         });
     }
 
@@ -87,6 +103,14 @@ public final class JCudaRuntimeShim {
 
     public static int cudaMallocHost(Pointer pointer, long bytes) {
         return RUNTIME.call("cudaMallocHost", () -> session().allocateHost(pointer, bytes));
+    }
+
+    /** Flags as {@link HostAllocFlags} says: portable and write-combined give pinned memory, mapped is refused. */
+    public static int cudaHostAlloc(Pointer pointer, long bytes, int flags) {
+        return RUNTIME.call("cudaHostAlloc", () -> {
+            HostAllocFlags.RUNTIME.check(flags);
+            session().allocateHost(pointer, bytes);
+        });
     }
 
     public static int cudaFreeHost(Pointer pointer) {

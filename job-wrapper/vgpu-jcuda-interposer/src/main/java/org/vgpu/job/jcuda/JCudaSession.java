@@ -279,7 +279,8 @@ final class JCudaSession {
         }
         if (memory == null) {
             throw new VgpuException(
-                    ErrorCode.CUDA_ERROR_INVALID_VALUE, "host pointer was not allocated by cuMemAllocHost");
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    "host pointer was not allocated by cuMemAllocHost, cuMemHostAlloc, cudaMallocHost or cudaHostAlloc");
         }
         device(memory.device()).memFreeHost(memory.handle());
         JCudaObjects.pointTo(pointer, null);

@@ -28,9 +28,18 @@ import java.util.concurrent.atomic.AtomicReference;
 import jcuda.CudaException;
 import jcuda.Pointer;
 import jcuda.driver.CUDA_MEMCPY2D;
+import jcuda.driver.CUdevice;
+import jcuda.driver.CUdevice_attribute;
 import jcuda.driver.CUdeviceptr;
+import jcuda.driver.CUdevprop;
 import jcuda.driver.CUmemorytype;
 import jcuda.driver.CUresult;
+import jcuda.driver.JCudaDriver;
+import jcuda.runtime.JCuda;
+import jcuda.runtime.cudaDeviceAttr;
+import jcuda.runtime.cudaDeviceProp;
+import jcuda.runtime.cudaError;
+import jcuda.runtime.cudaMemcpyKind;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -240,6 +249,147 @@ class JCudaShimsTest {
         // more than the host array holds is refused, not read past it
         assertEquals(CUresult.CUDA_ERROR_INVALID_VALUE, JCudaDriverShim.cuMemcpyHtoD(pointer, Pointer.to(back), 32));
         assertEquals(0, JCudaDriverShim.cuMemFree(pointer));
+    }
+
+    @Test
+    void deviceQueriesAnswerAsTheDeviceBehindEachVgpu() {
+        EmulatedBackend two = Backends.emulated(2);
+        try (VirtualGpu second = two.open(1, VaWindow.forVgpu(1))) {
+            JCudaSession.install(List.of(gpu, second));
+            cudaDeviceProp properties = new cudaDeviceProp();
+            assertEquals(0, JCudaRuntimeShim.cudaGetDeviceProperties(properties, 1));
+            String name1 = second.deviceProperties().name();
+            assertEquals("vgpu CPU emulation #1", name1);
+            assertEquals(name1, new String(properties.name, 0, name1.length(), StandardCharsets.US_ASCII));
+            assertEquals(0, properties.name[name1.length()], "NUL-terminated");
+            assertEquals(second.deviceProperties().totalMemory(), properties.totalGlobalMem);
+            assertEquals(8, properties.major);
+            assertEquals(0, properties.minor);
+            assertEquals(Integer.MAX_VALUE, properties.memPitch);
+            assertArrayEquals(new int[] {1024, 1024, 64}, properties.maxThreadsDim);
+            assertArrayEquals(new int[] {Integer.MAX_VALUE, 65535, 65535}, properties.maxGridSize);
+            assertEquals(48 * 1024, properties.sharedMemPerBlock);
+            assertEquals(40 << 20, properties.l2CacheSize);
+            assertEquals(0, properties.canMapHostMemory, "a vGPU maps no host memory");
+            assertEquals(Runtime.getRuntime().availableProcessors(), properties.multiProcessorCount);
+
+            CUdevice device = new CUdevice();
+            assertEquals(0, JCudaDriverShim.cuDeviceGet(device, 0));
+            byte[] name = new byte[8];
+            assertEquals(0, JCudaDriverShim.cuDeviceGetName(name, name.length, device));
+            assertEquals("vgpu CP\0", new String(name, StandardCharsets.US_ASCII), "cut to the length with its NUL");
+            int[] pitch = new int[1];
+            assertEquals(
+                    0,
+                    JCudaDriverShim.cuDeviceGetAttribute(
+                            pitch, CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_PITCH, device));
+            assertEquals(Integer.MAX_VALUE, pitch[0]);
+            int[] major = new int[1];
+            assertEquals(
+                    0,
+                    JCudaRuntimeShim.cudaDeviceGetAttribute(
+                            major, cudaDeviceAttr.cudaDevAttrComputeCapabilityMajor, 1));
+            assertEquals(8, major[0]);
+            CUdevprop launchLimits = new CUdevprop();
+            assertEquals(0, JCudaDriverShim.cuDeviceGetProperties(launchLimits, device));
+            assertEquals(32, launchLimits.SIMDWidth);
+            assertEquals(Integer.MAX_VALUE, launchLimits.memPitch);
+            assertArrayEquals(new int[] {1024, 1024, 64}, launchLimits.maxThreadsDim);
+
+            assertEquals(
+                    cudaError.cudaErrorInvalidDevice,
+                    JCudaRuntimeShim.cudaGetDeviceProperties(new cudaDeviceProp(), 2));
+            JCudaDriverShim.setExceptionsEnabled(true);
+            CudaException undefined =
+                    assertThrows(CudaException.class, () -> JCudaDriverShim.cuDeviceGetAttribute(pitch, 148, device));
+            assertTrue(
+                    undefined
+                            .getMessage()
+                            .startsWith(
+                                    "CUDA_ERROR_INVALID_VALUE (vgpu, cuDeviceGetAttribute: "
+                                            + "cuDeviceGetAttribute: attribute 148 is not one vgpu answers; CUDA 13.0 defines attributes 1 to 147"),
+                    undefined.getMessage());
+        } finally {
+            two.close();
+        }
+    }
+
+    @Test
+    void pinnedHostMemoryTakesThePortableAndWriteCombinedFlagsAndRefusesMappedByName() {
+        JCudaSession.install(List.of(gpu));
+        Pointer pinned = new Pointer();
+        assertEquals(
+                0,
+                JCudaRuntimeShim.cudaHostAlloc(
+                        pinned, 64, JCuda.cudaHostAllocPortable | JCuda.cudaHostAllocWriteCombined));
+        pinned.getByteBuffer().asFloatBuffer().put(new float[] {1, 2, 3, 4});
+        CUdeviceptr device = new CUdeviceptr();
+        assertEquals(0, JCudaDriverShim.cuMemAlloc(device, 64));
+        assertEquals(0, JCudaDriverShim.cuMemcpyHtoD(device, pinned, 16));
+        float[] back = new float[4];
+        assertEquals(0, JCudaDriverShim.cuMemcpyDtoH(Pointer.to(back), device, 16));
+        assertArrayEquals(new float[] {1, 2, 3, 4}, back);
+        assertEquals(0, JCudaRuntimeShim.cudaFreeHost(pinned));
+
+        Pointer driverPinned = new Pointer();
+        assertEquals(0, JCudaDriverShim.cuMemHostAlloc(driverPinned, 32, JCudaDriver.CU_MEMHOSTALLOC_PORTABLE));
+        assertEquals(32, driverPinned.getByteBuffer().capacity());
+        assertEquals(0, JCudaDriverShim.cuMemFreeHost(driverPinned));
+
+        CudaException mapped = assertThrows(
+                CudaException.class,
+                () -> JCudaDriverShim.cuMemHostAlloc(new Pointer(), 32, JCudaDriver.CU_MEMHOSTALLOC_DEVICEMAP));
+        assertTrue(
+                mapped.getMessage().startsWith("vgpu does not support cuMemHostAlloc with CU_MEMHOSTALLOC_DEVICEMAP"),
+                mapped.getMessage());
+        CudaException runtimeMapped = assertThrows(
+                CudaException.class,
+                () -> JCudaRuntimeShim.cudaHostAlloc(new Pointer(), 32, JCuda.cudaHostAllocMapped));
+        assertTrue(
+                runtimeMapped.getMessage().startsWith("vgpu does not support cudaHostAlloc with cudaHostAllocMapped"),
+                runtimeMapped.getMessage());
+        assertEquals(cudaError.cudaErrorInvalidValue, JCudaRuntimeShim.cudaHostAlloc(new Pointer(), 32, 0x10));
+    }
+
+    @Test
+    void anArrayOfDevicePointersCopiesTheirAddressesToTheDeviceAndBack() {
+        JCudaSession.install(List.of(gpu));
+        CUdeviceptr rowA = new CUdeviceptr();
+        CUdeviceptr rowB = new CUdeviceptr();
+        CUdeviceptr table = new CUdeviceptr();
+        assertEquals(0, JCudaDriverShim.cuMemAlloc(rowA, 64));
+        assertEquals(0, JCudaDriverShim.cuMemAlloc(rowB, 64));
+        assertEquals(0, JCudaDriverShim.cuMemAlloc(table, 3 * Long.BYTES));
+
+        Pointer pointers = Pointer.to(rowA, rowB.withByteOffset(8), null);
+        assertEquals(0, JCudaDriverShim.cuMemcpyHtoD(table, pointers, 3 * Long.BYTES));
+        long[] addresses = new long[3];
+        assertEquals(0, JCudaDriverShim.cuMemcpyDtoH(Pointer.to(addresses), table, 3 * Long.BYTES));
+        long a = JCudaObjects.deviceAddress(rowA);
+        long b = JCudaObjects.deviceAddress(rowB);
+        assertArrayEquals(new long[] {a, b + 8, 0}, addresses);
+
+        CUdeviceptr[] readBack = {new CUdeviceptr(), new CUdeviceptr()};
+        Pointer into = Pointer.to(readBack);
+        assertEquals(
+                0, JCudaRuntimeShim.cudaMemcpy(into, table, 2 * Long.BYTES, cudaMemcpyKind.cudaMemcpyDeviceToHost));
+        assertEquals(a, JCudaObjects.deviceAddress(readBack[0]));
+        assertEquals(b + 8, JCudaObjects.deviceAddress(readBack[1]));
+
+        // from the second element on, as the pointer's byte offset says
+        assertEquals(
+                0, JCudaDriverShim.cuMemcpyHtoD(table, Pointer.to(rowA, rowB).withByteOffset(Long.BYTES), Long.BYTES));
+        assertEquals(0, JCudaDriverShim.cuMemcpyDtoH(Pointer.to(addresses), table, Long.BYTES));
+        assertEquals(b, addresses[0]);
+
+        assertEquals(
+                CUresult.CUDA_ERROR_INVALID_VALUE,
+                JCudaDriverShim.cuMemcpyHtoD(table, Pointer.to(rowA, Pointer.to(new float[4])), 2 * Long.BYTES),
+                "a host buffer's address is nothing a kernel can use");
+        assertEquals(
+                CUresult.CUDA_ERROR_INVALID_VALUE,
+                JCudaDriverShim.cuMemcpyHtoD(table, Pointer.to(rowA, rowB), 3 * Long.BYTES),
+                "more than the array holds");
     }
 
     @Test

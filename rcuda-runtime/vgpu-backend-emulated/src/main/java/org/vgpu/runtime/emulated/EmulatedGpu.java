@@ -140,34 +140,86 @@ final class EmulatedGpu
     }
 
     /**
-     * Fixed figures: the device's own properties where it has them (compute capability 8.0,
-     * 1024 threads per block, warp 32, as many SMs as the host has cores), otherwise an A100's,
-     * the GPU of compute capability 8.0, so that a program sizes its launches as it would there.
-     * The emulation enforces the thread and shared-memory limits among them at launch.
+     * Fixed figures, the same on every host: the device's own properties where it has them (compute
+     * capability 8.0, 1024 threads per block, warp 32, as many SMs as the host has cores), an A100's
+     * (SXM4, 40 GB), the GPU of compute capability 8.0, for the limits a program sizes its work by
+     * (block and grid dimensions, shared memory, registers, constant memory, pitch, textures and
+     * surfaces, clocks, bus width, L2), and 0 for what the emulation has not: no PCI device, ECC,
+     * copy engines running beside kernels, stream priorities, preemption, cooperative or cluster
+     * launches, memory pools, virtual memory management, IPC, NUMA (its ids are -1) or
+     * interoperability. The emulation enforces the thread and shared-memory limits at launch.
+     * README (the call table) lists the figures.
      */
     @Override
     protected int doDeviceGetAttribute(DeviceAttribute attribute) {
         return switch (attribute) {
             case MAX_THREADS_PER_BLOCK -> properties.maxThreadsPerBlock();
+            case WARP_SIZE -> properties.warpSize();
+            case MULTIPROCESSOR_COUNT -> properties.multiprocessorCount();
+            case COMPUTE_CAPABILITY_MAJOR -> properties.computeCapabilityMajor();
+            case COMPUTE_CAPABILITY_MINOR -> properties.computeCapabilityMinor();
             case MAX_BLOCK_DIM_X, MAX_BLOCK_DIM_Y -> 1024;
             case MAX_BLOCK_DIM_Z -> 64;
-            case MAX_GRID_DIM_X -> Integer.MAX_VALUE;
+            case MAX_GRID_DIM_X, MAX_PITCH -> Integer.MAX_VALUE;
             case MAX_GRID_DIM_Y, MAX_GRID_DIM_Z -> 65535;
             case MAX_SHARED_MEMORY_PER_BLOCK -> SHARED_MEMORY_PER_BLOCK;
-            case TOTAL_CONSTANT_MEMORY -> 64 * 1024;
-            case WARP_SIZE -> properties.warpSize();
-            case MAX_REGISTERS_PER_BLOCK -> 64 * 1024;
+            case MAX_SHARED_MEMORY_PER_BLOCK_OPTIN -> SHARED_MEMORY_PER_BLOCK_OPTIN;
+            case MAX_SHARED_MEMORY_PER_MULTIPROCESSOR -> 164 * 1024;
+            case RESERVED_SHARED_MEMORY_PER_BLOCK -> 1024;
+            case TOTAL_CONSTANT_MEMORY, MAX_REGISTERS_PER_BLOCK, MAX_REGISTERS_PER_MULTIPROCESSOR -> 64 * 1024;
+            case MAX_THREADS_PER_MULTIPROCESSOR -> 2048;
+            case MAX_BLOCKS_PER_MULTIPROCESSOR -> 32;
             case CLOCK_RATE -> 1_410_000;
-            case MULTIPROCESSOR_COUNT -> properties.multiprocessorCount();
-            case CONCURRENT_KERNELS, UNIFIED_ADDRESSING -> 1;
             case MEMORY_CLOCK_RATE -> 1_215_000;
             case GLOBAL_MEMORY_BUS_WIDTH -> 5120;
             case L2_CACHE_SIZE -> 40 * 1024 * 1024;
-            case MAX_THREADS_PER_MULTIPROCESSOR -> 2048;
-            case COMPUTE_CAPABILITY_MAJOR -> properties.computeCapabilityMajor();
-            case COMPUTE_CAPABILITY_MINOR -> properties.computeCapabilityMinor();
-            case MAX_SHARED_MEMORY_PER_MULTIPROCESSOR -> 164 * 1024;
-            case MAX_SHARED_MEMORY_PER_BLOCK_OPTIN -> SHARED_MEMORY_PER_BLOCK_OPTIN;
+            case SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO -> 2;
+            case CONCURRENT_KERNELS,
+                    UNIFIED_ADDRESSING,
+                    GLOBAL_L1_CACHE_SUPPORTED,
+                    LOCAL_L1_CACHE_SUPPORTED,
+                    MEM_SYNC_DOMAIN_COUNT -> 1;
+            case TEXTURE_ALIGNMENT, SURFACE_ALIGNMENT -> 512;
+            case TEXTURE_PITCH_ALIGNMENT -> 32;
+            case MAXIMUM_TEXTURE1D_WIDTH,
+                    MAXIMUM_TEXTURE2D_WIDTH,
+                    MAXIMUM_SURFACE2D_WIDTH,
+                    MAXIMUM_TEXTURE2D_LINEAR_WIDTH -> 131_072;
+            case MAXIMUM_TEXTURE2D_HEIGHT, MAXIMUM_SURFACE2D_HEIGHT -> 65_536;
+            case MAXIMUM_TEXTURE2D_LINEAR_HEIGHT -> 65_000;
+            case MAXIMUM_TEXTURE2D_LINEAR_PITCH -> 2_097_120;
+            case MAXIMUM_TEXTURE1D_LINEAR_WIDTH -> 268_435_456;
+            case MAXIMUM_TEXTURE3D_WIDTH,
+                    MAXIMUM_TEXTURE3D_HEIGHT,
+                    MAXIMUM_TEXTURE3D_DEPTH,
+                    MAXIMUM_SURFACE3D_WIDTH,
+                    MAXIMUM_SURFACE3D_HEIGHT,
+                    MAXIMUM_SURFACE3D_DEPTH -> 16_384;
+            case MAXIMUM_TEXTURE3D_WIDTH_ALTERNATE, MAXIMUM_TEXTURE3D_HEIGHT_ALTERNATE -> 8192;
+            case MAXIMUM_TEXTURE3D_DEPTH_ALTERNATE,
+                    MAXIMUM_TEXTURE2D_LAYERED_WIDTH,
+                    MAXIMUM_TEXTURE2D_LAYERED_HEIGHT,
+                    MAXIMUM_TEXTURE1D_LAYERED_WIDTH,
+                    MAXIMUM_TEXTURE2D_GATHER_WIDTH,
+                    MAXIMUM_TEXTURE2D_GATHER_HEIGHT,
+                    MAXIMUM_TEXTURECUBEMAP_WIDTH,
+                    MAXIMUM_TEXTURECUBEMAP_LAYERED_WIDTH,
+                    MAXIMUM_SURFACE1D_WIDTH,
+                    MAXIMUM_SURFACE1D_LAYERED_WIDTH,
+                    MAXIMUM_SURFACE2D_LAYERED_WIDTH,
+                    MAXIMUM_SURFACE2D_LAYERED_HEIGHT,
+                    MAXIMUM_SURFACECUBEMAP_WIDTH,
+                    MAXIMUM_SURFACECUBEMAP_LAYERED_WIDTH,
+                    MAXIMUM_TEXTURE2D_MIPMAPPED_WIDTH,
+                    MAXIMUM_TEXTURE2D_MIPMAPPED_HEIGHT,
+                    MAXIMUM_TEXTURE1D_MIPMAPPED_WIDTH -> 32_768;
+            case MAXIMUM_TEXTURE2D_LAYERED_LAYERS,
+                    MAXIMUM_TEXTURE1D_LAYERED_LAYERS,
+                    MAXIMUM_SURFACE1D_LAYERED_LAYERS,
+                    MAXIMUM_SURFACE2D_LAYERED_LAYERS -> 2048;
+            case MAXIMUM_TEXTURECUBEMAP_LAYERED_LAYERS, MAXIMUM_SURFACECUBEMAP_LAYERED_LAYERS -> 2046;
+            case NUMA_ID, HOST_NUMA_ID -> -1;
+            default -> 0;
         };
     }
 

@@ -27,6 +27,14 @@ public interface CudaNumbered {
         private final String known;
 
         public Index(String call, E[] values) {
+            this(call, values, null);
+        }
+
+        /**
+         * @param known what the refusal of an unknown number says is known instead; null lists every
+         *     constant, which suits a short enum
+         */
+        public Index(String call, E[] values, String known) {
             this.call = call;
             // What a constant is, by the enum's name: DeviceAttribute's are attributes, ContextLimit's limits.
             String type = values.getClass().getComponentType().getSimpleName();
@@ -35,9 +43,12 @@ public interface CudaNumbered {
             for (E value : values) {
                 byNumber.put(value.cudaNumber(), value);
             }
-            this.known = Arrays.stream(values)
-                    .map(value -> value.name() + " (" + value.cudaNumber() + ")")
-                    .collect(Collectors.joining(", "));
+            this.known = known != null
+                    ? known
+                    : "it answers "
+                            + Arrays.stream(values)
+                                    .map(value -> value.name() + " (" + value.cudaNumber() + ")")
+                                    .collect(Collectors.joining(", "));
         }
 
         public E of(int number) {
@@ -45,7 +56,7 @@ public interface CudaNumbered {
             if (value == null) {
                 throw new VgpuException(
                         ErrorCode.CUDA_ERROR_INVALID_VALUE,
-                        call + ": " + what + " " + number + " is not one vgpu answers; it answers " + known);
+                        call + ": " + what + " " + number + " is not one vgpu answers; " + known);
             }
             return value;
         }

@@ -2,7 +2,9 @@ package org.vgpu.runtime.core;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.EnumSet;
 import java.util.List;
+import java.util.Set;
 
 import org.vgpu.runtime.api.ContextLimit;
 import org.vgpu.runtime.api.DeviceAttribute;
@@ -41,6 +43,12 @@ import org.vgpu.runtime.memory.DeviceMemory;
  * @param <E> the backend's event object
  */
 public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
+    private static final Set<DeviceAttribute> REFUSED_HOST_MEMORY_FEATURES = EnumSet.of(
+            DeviceAttribute.CAN_MAP_HOST_MEMORY,
+            DeviceAttribute.MANAGED_MEMORY,
+            DeviceAttribute.HOST_REGISTER_SUPPORTED,
+            DeviceAttribute.READ_ONLY_HOST_REGISTER_SUPPORTED,
+            DeviceAttribute.CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM);
 
     private final DeviceMemory memory;
     private final ChunkMapping chunks;
@@ -225,10 +233,16 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
         return vgpuIndex();
     }
 
+    /**
+     * The device's figure, except that the host-memory features a vGPU refuses (mapping host memory
+     * into the device's addresses, managed memory, registering host memory) are 0 on every backend:
+     * a program that asks before it uses one takes its other path instead of a refusal.
+     */
     @Override
     public int deviceGetAttribute(DeviceAttribute attribute) {
         ensureOpen();
-        return doDeviceGetAttribute(OperandChecks.given(attribute, "cuDeviceGetAttribute", "attribute"));
+        DeviceAttribute asked = OperandChecks.given(attribute, "cuDeviceGetAttribute", "attribute");
+        return REFUSED_HOST_MEMORY_FEATURES.contains(asked) ? 0 : doDeviceGetAttribute(asked);
     }
 
     @Override

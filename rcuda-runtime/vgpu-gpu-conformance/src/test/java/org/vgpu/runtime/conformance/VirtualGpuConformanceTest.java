@@ -76,6 +76,11 @@ public abstract class VirtualGpuConformanceTest {
      */
     protected void moveMidTest() {}
 
+    /** The device the vGPU under test runs on now: {@link #device()}, unless a migrating variant moved it. */
+    protected int deviceNow() {
+        return device();
+    }
+
     @BeforeAll
     void openBackend() {
         backend = createBackend();
@@ -108,8 +113,60 @@ public abstract class VirtualGpuConformanceTest {
         assertTrue(properties.maxThreadsPerBlock() >= 256);
         assertTrue(properties.multiprocessorCount() >= 1);
         assertEquals(backend.isEmulation(), properties.emulated());
-        assertEquals(backend.deviceProperties(device()), properties);
+        assertEquals(backend.deviceProperties(deviceNow()), properties);
         assertEquals(backend.name(), gpu.backendName());
+    }
+
+    @Test
+    void aDeviceQueryAnswersAsTheDeviceBehindTheVgpuBeforeAndAfterAMove() {
+        assertEquals(backend.deviceProperties(deviceNow()), gpu.deviceProperties());
+        assertAttributesAreThoseOfTheDeviceNow();
+        moveMidTest();
+        assertEquals(
+                backend.deviceProperties(deviceNow()),
+                gpu.deviceProperties(),
+                "after a move, the properties are those of the device the vGPU moved to");
+        assertAttributesAreThoseOfTheDeviceNow();
+    }
+
+    /** Every attribute of the vGPU under test is what a fresh vGPU on the device behind it answers. */
+    private void assertAttributesAreThoseOfTheDeviceNow() {
+        try (VirtualGpu fresh = backend.open(deviceNow(), VaWindow.forVgpu(1))) {
+            for (DeviceAttribute attribute : DeviceAttribute.values()) {
+                assertEquals(fresh.deviceGetAttribute(attribute), gpu.deviceGetAttribute(attribute), attribute.name());
+            }
+        }
+    }
+
+    @Test
+    void everyAttributeCudaDefinesIsAnsweredAndTheRefusedHostMemoryFeaturesAreNone() {
+        assertEquals(147, DeviceAttribute.values().length);
+        for (int number = 1; number <= 147; number++) {
+            DeviceAttribute attribute = DeviceAttribute.fromCuda(number);
+            assertEquals(number, attribute.cudaNumber());
+            gpu.deviceGetAttribute(attribute);
+        }
+        assertEquals(DeviceAttribute.MAX_PITCH, DeviceAttribute.fromCuda(11));
+        assertTrue(gpu.deviceGetAttribute(DeviceAttribute.MAX_PITCH) >= 1 << 20);
+        assertTrue(gpu.deviceGetAttribute(DeviceAttribute.TOTAL_CONSTANT_MEMORY) >= 64 * 1024);
+        assertTrue(gpu.deviceGetAttribute(DeviceAttribute.MAX_REGISTERS_PER_MULTIPROCESSOR) >= 64 * 1024);
+        assertTrue(gpu.deviceGetAttribute(DeviceAttribute.MAX_BLOCKS_PER_MULTIPROCESSOR) >= 16);
+        for (DeviceAttribute refused : List.of(
+                DeviceAttribute.CAN_MAP_HOST_MEMORY,
+                DeviceAttribute.MANAGED_MEMORY,
+                DeviceAttribute.HOST_REGISTER_SUPPORTED,
+                DeviceAttribute.READ_ONLY_HOST_REGISTER_SUPPORTED,
+                DeviceAttribute.CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM)) {
+            assertEquals(0, gpu.deviceGetAttribute(refused), refused + ": vgpu refuses the feature on every backend");
+        }
+        for (int undefined : new int[] {0, -1, 148, 1000}) {
+            VgpuException refused =
+                    assertError(ErrorCode.CUDA_ERROR_INVALID_VALUE, () -> DeviceAttribute.fromCuda(undefined));
+            assertTrue(
+                    refused.getMessage().contains("attribute " + undefined + " is not one vgpu answers")
+                            && refused.getMessage().contains("1 to 147"),
+                    refused.getMessage());
+        }
     }
 
     @Test

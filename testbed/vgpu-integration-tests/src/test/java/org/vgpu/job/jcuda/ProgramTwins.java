@@ -32,6 +32,8 @@ public final class ProgramTwins implements KernelTwinProvider {
 
     private static final ValueLayout.OfFloat FLOAT =
             ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfLong ADDRESS =
+            ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final AtomicInteger LAUNCHES = new AtomicInteger();
 
     @Override
@@ -42,7 +44,8 @@ public final class ProgramTwins implements KernelTwinProvider {
                 .register("scale", pausing(ProgramTwins::scale))
                 .register("polynomial", pausing(ProgramTwins::polynomial))
                 .register("saxpyRtc", pausing(ProgramTwins::saxpyRtc))
-                .register("heatStep", pausing(ProgramTwins::heatStep));
+                .register("heatStep", pausing(ProgramTwins::heatStep))
+                .register("sumRows", pausing(ProgramTwins::sumRows));
     }
 
     private static KernelTwin pausing(KernelTwin twin) {
@@ -173,6 +176,25 @@ public final class ProgramTwins implements KernelTwinProvider {
                     i == 0 || i == n - 1
                             ? here
                             : here + alpha * (in.getAtIndex(FLOAT, i - 1) - 2.0f * here + in.getAtIndex(FLOAT, i + 1)));
+        }
+    }
+
+    /**
+     * {@code sumRows(float** rows, float* sums, int rowCount, int columns)}: the rows' addresses are read from the table
+     * in device memory, as the kernel reads them.
+     */
+    static void sumRows(Dim3 grid, Dim3 block, KernelArgs args, EmulatedMemory memory) {
+        int rows = (int) Math.min(args.i32(2), threads(grid, block));
+        int columns = args.i32(3);
+        MemorySegment table = memory.segment(args.pointer(0), (long) rows * Long.BYTES);
+        MemorySegment sums = floats(memory, args.pointer(1), rows);
+        for (int r = 0; r < rows; r++) {
+            MemorySegment row = floats(memory, table.getAtIndex(ADDRESS, r), columns);
+            float sum = 0;
+            for (int c = 0; c < columns; c++) {
+                sum += row.getAtIndex(FLOAT, c);
+            }
+            sums.setAtIndex(FLOAT, r, sum);
         }
     }
 
