@@ -3,6 +3,7 @@ package org.vgpu.job;
 import java.net.URISyntaxException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.security.CodeSource;
 import java.util.List;
 import java.util.Optional;
 
@@ -21,20 +22,23 @@ final class LibcudaLocation {
 
     /** The directory holding vgpu's library, looked for beside vgpu's code; empty when there is none. */
     static Optional<Path> find() {
-        try {
-            return beside(Path.of(LibcudaLocation.class
-                    .getProtectionDomain()
-                    .getCodeSource()
-                    .getLocation()
-                    .toURI()));
-        } catch (URISyntaxException | SecurityException | NullPointerException e) {
+        CodeSource code = LibcudaLocation.class.getProtectionDomain().getCodeSource();
+        if (code == null || code.getLocation() == null) {
             return Optional.empty();
+        }
+        try {
+            return beside(Path.of(code.getLocation().toURI()));
+        } catch (URISyntaxException | IllegalArgumentException e) {
+            return Optional.empty(); // not a file: vgpu's code came from elsewhere, and no library is beside it
         }
     }
 
     /** The directory holding vgpu's library, looked for beside {@code code} (a jar, or a classes directory). */
     static Optional<Path> beside(Path code) {
         Path parent = code.toAbsolutePath().getParent();
+        if (parent == null) {
+            return Optional.empty();
+        }
         return List.of(
                         parent.resolve("lib"),
                         parent.resolve("../../rcuda-runtime/vgpu-libcuda/build"),

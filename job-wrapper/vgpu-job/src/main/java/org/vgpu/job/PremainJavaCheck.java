@@ -4,10 +4,6 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.lang.instrument.Instrumentation;
 import java.lang.reflect.InvocationTargetException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Paths;
-import java.nio.file.StandardOpenOption;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -20,20 +16,10 @@ import java.util.regex.Pattern;
  * command that is a java binary before it starts); a JVM older than 17 stops before any agent, at the {@code
  * --enable-native-access} that {@code JAVA_TOOL_OPTIONS} holds.
  *
- * <p>It marks the run's directory ({@value #TOO_OLD_MARK}), so the launcher does not also call the command "not a
- * Java program". Written in Java 8's language and API; it names the interposer's classes only by name, since javac
- * compiling for Java 8 cannot read their class files.
+ * <p>Written in Java 8's language and API; it names the interposer's classes only by name, since javac compiling
+ * for Java 8 cannot read their class files.
  */
 public final class PremainJavaCheck {
-    /** The mark in the run's directory that a JVM of the run was too old for the interposer. */
-    static final String TOO_OLD_MARK = "java-too-old";
-
-    /**
-     * {@code BridgeContract.ENV_RUN_DIRECTORY} ({@link InterposerPremain#RUN_DIRECTORY}), which javac compiling for Java
-     * 8 cannot read from its class file; a test holds the two equal.
-     */
-    static final String RUN_DIRECTORY = "VGPU_RUN_DIRECTORY";
-
     /** Exit status of a JVM too old for the interposer. */
     static final int TOO_OLD_STATUS = 2;
 
@@ -53,7 +39,6 @@ public final class PremainJavaCheck {
                     + " with a Java " + needed + " (set JAVA_HOME, or PATH, to one for the script or tool that starts"
                     + " java)";
             System.err.println(line);
-            markRun(line);
             System.exit(TOO_OLD_STATUS);
         }
         try {
@@ -99,21 +84,5 @@ public final class PremainJavaCheck {
         }
         int first = Integer.parseInt(numbers.group(1));
         return first == 1 && numbers.group(2) != null ? Integer.parseInt(numbers.group(2)) : first;
-    }
-
-    private static void markRun(String line) {
-        String directory = System.getenv(RUN_DIRECTORY);
-        if (directory == null) {
-            return;
-        }
-        try {
-            Files.write(
-                    Paths.get(directory, TOO_OLD_MARK),
-                    (line + "\n").getBytes(StandardCharsets.UTF_8),
-                    StandardOpenOption.CREATE,
-                    StandardOpenOption.APPEND);
-        } catch (IOException e) {
-            // the launcher then also says the command attached no interposer; the line above said why
-        }
     }
 }

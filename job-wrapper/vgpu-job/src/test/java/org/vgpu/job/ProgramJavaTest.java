@@ -25,12 +25,6 @@ class ProgramJavaTest {
         assertEquals(25, ProgramJava.NEEDED);
     }
 
-    /** The premain's check is compiled for Java 8 and cannot read the contract's class: it names the variable itself. */
-    @Test
-    void thePremainsCheckMarksTheRunDirectoryTheInterposerUses() {
-        assertEquals(InterposerPremain.RUN_DIRECTORY, PremainJavaCheck.RUN_DIRECTORY);
-    }
-
     @Test
     void aVersionNamesItsRelease() {
         assertEquals(17, PremainJavaCheck.release("17"));
