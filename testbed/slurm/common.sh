@@ -2,6 +2,10 @@
 # bounded wrappers around Slurm's client commands.
 # shellcheck shell=bash disable=SC2034 # settings here are used by the scripts that source this file
 
+# Which Slurm (VGPU_TESTBED_SLURM): with 24.11 the script that sourced this file continues inside Debian 13's root.
+# shellcheck source=testbed/slurm/slurm-root.sh
+source "$(dirname "${BASH_SOURCE[0]}")/slurm-root.sh"
+
 TESTBED_DIR=${VGPU_TESTBED_DIR:-/tmp/vgpu-testbed}
 # slurmctld listens on the base port, node nK's slurmd on base+K. Not Slurm's defaults (6817/6818),
 # so the testbed never talks to, or collides with, another Slurm on the machine.
@@ -26,6 +30,13 @@ REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 VGPU=${VGPU:-$REPO_ROOT/job-wrapper/bin/vgpu}
 
 export SLURM_CONF=$TESTBED_DIR/etc/slurm.conf
+
+# How Slurm writes a GRES of a job's TRES request (scontrol's TresPerNode, job_submit.lua's tres_per_node):
+# gres:gpu:1 in 22.05, gres/gpu:1 in 24.11.
+case $TESTBED_SLURM in
+    22.05) TRES_GRES=gres: ;;
+    *) TRES_GRES=gres/ ;;
+esac
 
 # lender_port NODE: where NODE's lender listens (base+50+K for node nK).
 lender_port() {
