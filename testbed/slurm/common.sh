@@ -177,14 +177,21 @@ end_fill_beside() {
     done
 }
 
-# capture_slurm_views DIR: what the tracker parses, as Slurm prints it now.
+# capture_slurm_views DIR: what the tracker parses, as Slurm prints it now, and the version that printed it
+# (slurm-version.txt). 24.11 also has `scontrol show node/job -d --json` (scontrol-show-node-d.json,
+# scontrol-show-job-d.json), which 22.05 lacks.
 capture_slurm_views() {
     local dir=$1
     mkdir -p "$dir"
+    slurm scontrol --version >"$dir/slurm-version.txt"
     slurm scontrol show node -d >"$dir/scontrol-show-node-d.txt"
     slurm scontrol show job -d >"$dir/scontrol-show-job-d.txt"
     slurm squeue --json >"$dir/squeue.json"
     slurm sinfo --json >"$dir/sinfo.json"
+    if [ "$TESTBED_SLURM" != 22.05 ]; then
+        slurm scontrol show node -d --json >"$dir/scontrol-show-node-d.json"
+        slurm scontrol show job -d --json >"$dir/scontrol-show-job-d.json"
+    fi
 }
 
 # expect_gres_used NODE PREFIX: the node's GresUsed starts with PREFIX (e.g. gpu:3).

@@ -182,6 +182,25 @@ class SlurmInventoryTest {
         assertEquals(0, node.idle("vgpu"));
     }
 
+    /**
+     * Slurm 24.11 (slurm-24.11/drained: the testbed's nodes after bridge prologs failed) ends each node record with a
+     * line of spaces and puts a drained node's Reason= after it, inside the record.
+     */
+    @Test
+    void slurm2411sLineOfSpacesBeforeAReasonStaysInsideTheNodeRecord() {
+        List<SlurmNode> nodes =
+                SlurmInventory.parseScontrolNodes(capture("slurm-24.11/drained", "scontrol-show-node-d.txt"));
+
+        assertEquals(
+                List.of("n1", "n2", "n3"), nodes.stream().map(SlurmNode::name).toList());
+        assertEquals(
+                List.of("IDLE", "IDLE+DRAIN", "IDLE+DRAIN"),
+                nodes.stream().map(SlurmNode::state).toList());
+        assertTrue(nodes.getFirst().schedulable());
+        assertFalse(nodes.get(1).schedulable());
+        assertEquals(Map.of("gpu", 4, "vgpu", 8), nodes.get(2).configured());
+    }
+
     @Test
     void notRespondingNodesAreNotSchedulable() {
         SlurmNode node = SlurmInventory.parseScontrolNodes(
