@@ -1,3 +1,4 @@
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +30,8 @@ static int copy_node(struct vgpu_job *job, const char *name, char *err, size_t e
 static int nth_node(const char *list, uint32_t nodeid, struct vgpu_job *job,
 		    char *err, size_t errlen)
 {
-	hostlist_t hl = slurm_hostlist_create(list);
+	/* struct hostlist *: hostlist_t is that pointer up to Slurm 22.05 and the struct itself from 23.02 on */
+	struct hostlist *hl = slurm_hostlist_create(list);
 	char *host = NULL;
 	uint32_t i;
 	int rc = -1;
@@ -92,7 +94,7 @@ int vgpu_job_load(uint32_t jobid, job_info_msg_t **msg, const slurm_job_info_t *
 		if (tries == LOAD_TRIES)
 			return vgpu_fail(err, errlen,
 					 "cannot load job %u from slurmctld after %d tries: %s",
-					 jobid, LOAD_TRIES, slurm_strerror(slurm_get_errno()));
+					 jobid, LOAD_TRIES, slurm_strerror(errno));
 		sleep(1);
 	}
 	/* a heterogeneous job answers with all its components */

@@ -61,7 +61,7 @@ static void gres_conf_path(const struct vgpu_config *cfg, char *out, size_t cap)
 
 static int on_node(const char *list, const char *node)
 {
-	hostlist_t hl;
+	struct hostlist *hl; /* as in job.c: the same type under every Slurm */
 	int found;
 
 	if (list == NULL)

@@ -4,6 +4,7 @@
  */
 #include <string.h>
 
+#include <slurm/slurm.h>
 #include <slurm/spank.h>
 
 #include "config.h"
@@ -111,6 +112,14 @@ static int job_script_config(int ac, char **av)
 		return -1;
 	}
 	config_ok = 1;
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(24, 5, 0)
+	/*
+	 * From 24.05 on the process that runs job_prolog/job_epilog has not set up Slurm's client API, and the
+	 * first RPC (slurm_load_job of a grant holder) ends it with "fatal: No hash plugins loaded". The
+	 * process's own configuration is kept; this adds the client plugins.
+	 */
+	slurm_init(NULL);
+#endif
 	return 0;
 }
 

@@ -2,6 +2,10 @@
 # bounded wrappers around Slurm's client commands.
 # shellcheck shell=bash disable=SC2034 # settings here are used by the scripts that source this file
 
+# Which Slurm (VGPU_TESTBED_SLURM): with 24.11 the script that sourced this file continues inside Debian 13's root.
+# shellcheck source=testbed/slurm/slurm-root.sh
+source "$(dirname "${BASH_SOURCE[0]}")/slurm-root.sh"
+
 TESTBED_DIR=${VGPU_TESTBED_DIR:-/tmp/vgpu-testbed}
 # slurmctld listens on the base port, node nK's slurmd on base+K. Not Slurm's defaults (6817/6818),
 # so the testbed never talks to, or collides with, another Slurm on the machine.
@@ -26,6 +30,13 @@ REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 VGPU=${VGPU:-$REPO_ROOT/job-wrapper/bin/vgpu}
 
 export SLURM_CONF=$TESTBED_DIR/etc/slurm.conf
+
+# How Slurm writes a GRES of a job's TRES request (scontrol's TresPerNode, job_submit.lua's tres_per_node):
+# gres:gpu:1 in 22.05, gres/gpu:1 in 24.11.
+case $TESTBED_SLURM in
+    22.05) TRES_GRES=gres: ;;
+    *) TRES_GRES=gres/ ;;
+esac
 
 # lender_port NODE: where NODE's lender listens (base+50+K for node nK).
 lender_port() {
@@ -166,14 +177,21 @@ end_fill_beside() {
     done
 }
 
-# capture_slurm_views DIR: what the tracker parses, as Slurm prints it now.
+# capture_slurm_views DIR: what the tracker parses, as Slurm prints it now, and the version that printed it
+# (slurm-version.txt). 24.11 also has `scontrol show node/job -d --json` (scontrol-show-node-d.json,
+# scontrol-show-job-d.json), which 22.05 lacks.
 capture_slurm_views() {
     local dir=$1
     mkdir -p "$dir"
+    slurm scontrol --version >"$dir/slurm-version.txt"
     slurm scontrol show node -d >"$dir/scontrol-show-node-d.txt"
     slurm scontrol show job -d >"$dir/scontrol-show-job-d.txt"
     slurm squeue --json >"$dir/squeue.json"
     slurm sinfo --json >"$dir/sinfo.json"
+    if [ "$TESTBED_SLURM" != 22.05 ]; then
+        slurm scontrol show node -d --json >"$dir/scontrol-show-node-d.json"
+        slurm scontrol show job -d --json >"$dir/scontrol-show-job-d.json"
+    fi
 }
 
 # expect_gres_used NODE PREFIX: the node's GresUsed starts with PREFIX (e.g. gpu:3).

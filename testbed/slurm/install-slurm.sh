@@ -20,4 +20,5 @@ timeout 600 apt-get update -q
 DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y -q \
     slurmctld slurmd slurm-client slurm-wlm-basic-plugins libslurm-dev slurm-wlm-basic-plugins-dev munge \
     gcc make libc6-dev python3 iproute2 openssl
-slurmctld -V | grep -q ' 22\.05\.' || echo "install-slurm: warning: $(slurmctld -V) is not the 22.05 the testbed was made for" >&2
+expected=${VGPU_TESTBED_SLURM:-22.05}
+slurmctld -V | grep -qF " $expected." || echo "install-slurm: warning: $(slurmctld -V) is not the $expected the testbed runs" >&2

@@ -35,8 +35,8 @@ for lender in n2 n3; do
     workers+=("$lender:gpu$gpu=${reply#ok }")
 done
 slurm scontrol update JobId="$job" Gres=gpu:1,vgpu:3 NodeList=n1
-[ "$(job_field "$job" TresPerNode)" = gres:gpu:1,gres:vgpu:3 ] \
-    || die "job $job asks for $(job_field "$job" TresPerNode) after the update, expected gres:gpu:1,gres:vgpu:3"
+[ "$(job_field "$job" TresPerNode)" = "${TRES_GRES}gpu:1,${TRES_GRES}vgpu:3" ] \
+    || die "job $job asks for $(job_field "$job" TresPerNode) after the update, expected ${TRES_GRES}gpu:1,${TRES_GRES}vgpu:3"
 [ "$(job_field "$job" JobState)" = PENDING ] || die "job $job is $(job_field "$job" JobState) before its release, expected PENDING"
 slurm scontrol release "$job"
 expect_state "$job" RUNNING 30

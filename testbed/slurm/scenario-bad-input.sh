@@ -29,7 +29,7 @@ expect_refused "an unknown partition" "invalid partition specified: nosuch" \
     slurm sbatch -p nosuch --gres=vgpu:1 --wrap true
 expect_refused "more vGPUs than a node offers" "asks for more than the $TESTBED_VGPUS_PER_NODE vGPUs a node offers" \
     slurm sbatch --gres=vgpu:$((TESTBED_VGPUS_PER_NODE + 1)) --wrap true
-expect_refused "a vgpu type" "'gres:vgpu:big' is not vgpu:N; vgpu has no types" slurm sbatch --gres=vgpu:big --wrap true
+expect_refused "a vgpu type" "'${TRES_GRES}vgpu:big' is not vgpu:N; vgpu has no types" slurm sbatch --gres=vgpu:big --wrap true
 expect_refused "a vgpu job on two nodes" "a vgpu job runs on one node" slurm sbatch -N 2 --gres=vgpu:2 --wrap true
 expect_refused "more GPUs than a node has" "Requested node configuration is not available" \
     slurm sbatch --gres=gpu:$((TESTBED_GPUS_PER_NODE + 1)) --wrap true

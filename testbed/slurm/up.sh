@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Brings up a real Slurm 22.05 cluster (Debian's packages) on this one machine: slurmctld and
+# Brings up a real Slurm cluster (Debian's packages: 22.05 of this machine's Debian 12, or 24.11 of Debian 13 in a
+# root of its own with VGPU_TESTBED_SLURM=24.11, slurm-root.sh) on this one machine: slurmctld and
 # slurmd -N n1..n3, each node with 4 fake GPUs (character devices, so Slurm sets
 # CUDA_VISIBLE_DEVICES) and a count-only vgpu GRES of 8, auth/none, the job partition and the lend
 # partition, and each node's vgpu lender lending emulated GPUs (other nodes and real GPUs: common.sh's
@@ -7,7 +8,8 @@
 # lines, job_submit.lua and the lenders' command lines are rendered from a site configuration by
 # `vgpu config render`, as an admin would. Needs root.
 # Environment: VGPU_TESTBED_DIR (default /tmp/vgpu-testbed), VGPU_TESTBED_PORT_BASE (17900),
-# VGPU_SPANK_PLUGIN (a built SPANK bridge to load; without it plugstack.conf stays empty),
+# VGPU_SPANK_PLUGIN (a built SPANK bridge to load; without it plugstack.conf stays empty; on another Slurm than
+# 22.05 the bridge is built anew from the source beside it, against that Slurm's headers),
 # VGPU_TESTBED_CGROUPS=yes (task/cgroup and proctrack/cgroup with ConstrainDevices=yes; default: none).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
@@ -130,6 +132,13 @@ process_tracking() {
     fi
 }
 
+# The lend partition (AllowGroups=root) refuses a user's job at submission: 22.05 does so by itself, 24.11 only
+# with EnforcePartLimits=ALL (without it the job is accepted and stays PENDING, reason
+# uid_N_not_in_group_permitted_to_use_this_partition).
+enforce_partition_access() {
+    [ "$TESTBED_SLURM" = 22.05 ] || echo EnforcePartLimits=ALL
+}
+
 write_cgroup_config() {
     [ "${VGPU_TESTBED_CGROUPS:-no}" = yes ] || return 0
     cat >"$TESTBED_DIR/etc/cgroup.conf" <<CONFIG
@@ -172,6 +181,7 @@ MpiDefault=none
 ReturnToService=2
 # Schedule released and finished jobs promptly; the default cycle is a minute.
 SchedulerParameters=sched_interval=2
+$(enforce_partition_access)
 CONFIG
     "$VGPU" config render --what slurm.conf "$etc/vgpu.conf" >>"$etc/slurm.conf"
     "$VGPU" config render --what gres.conf "$etc/vgpu.conf" >"$etc/gres.conf"
@@ -204,6 +214,24 @@ start_lenders() {
     done
 }
 
+# A plugin built against another Slurm's headers does not load (Slurm refuses a plugin of another version): on
+# another Slurm than the machine's 22.05, the bridge is built from the source beside VGPU_SPANK_PLUGIN (its
+# Makefile's directory) against this Slurm's headers, into $TESTBED_DIR/bridge, and that one is loaded.
+build_bridge_for_this_slurm() {
+    [ -n "${VGPU_SPANK_PLUGIN:-}" ] && [ "$TESTBED_SLURM" != 22.05 ] || return 0
+    local source build=$TESTBED_DIR/bridge
+    source=$(dirname "$VGPU_SPANK_PLUGIN")
+    [ -f "$source/Makefile" ] && [ -d "$source/src" ] \
+        || die "VGPU_SPANK_PLUGIN=$VGPU_SPANK_PLUGIN: on Slurm $TESTBED_SLURM the bridge is built from its source," \
+            "but $source has no Makefile and src/ (point it at slurm-spank-bridge/vgpu_spank.so)"
+    mkdir -p "$build"
+    cp -r "$source"/{Makefile,vgpu_spank.map,src,contract,check} "$build/"
+    make -s -C "$build" vgpu_spank.so >"$TESTBED_DIR/log/bridge-build.log" 2>&1 \
+        || die "building the SPANK bridge against Slurm $TESTBED_SLURM's headers failed: $(tail -n 5 "$TESTBED_DIR/log/bridge-build.log")"
+    VGPU_SPANK_PLUGIN=$build/vgpu_spank.so
+    say "SPANK bridge built against the headers of $(slurmctld -V): $VGPU_SPANK_PLUGIN"
+}
+
 nodes_idle() {
     local states
     states=$(slurm sinfo -h -N -p gpu -o '%N %t' | sort -u)
@@ -226,6 +254,7 @@ for node in "${TESTBED_NODES[@]}"; do
     mkdir -p "$TESTBED_DIR/spool/$node"
 done
 make_fake_gpus
+build_bridge_for_this_slurm
 write_site_config
 write_slurm_config
 write_cgroup_config

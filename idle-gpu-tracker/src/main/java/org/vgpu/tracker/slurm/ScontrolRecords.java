@@ -6,8 +6,8 @@ import java.util.Optional;
 import java.util.regex.Pattern;
 
 /**
- * The records of {@code scontrol show node|job [-d]}: blank-line-separated blocks of
- * {@code Key=Value} fields. Some values hold spaces ({@code OS=Linux 6.1 #1 SMP}, a node's
+ * The records of {@code scontrol show node|job [-d]}: blocks of {@code Key=Value} fields separated by empty lines
+ * (a line of only spaces stays inside its record). Some values hold spaces ({@code OS=Linux 6.1 #1 SMP}, a node's
  * {@code Reason=}); a word without {@code Key=} continues the previous value. Keys repeat within one
  * record (a job's {@code Nodes= ... GRES=} line per node set), so fields keep their order.
  */
@@ -52,6 +52,10 @@ final class ScontrolRecords {
         for (String line : text.split("\r?\n", -1)) {
             lineNumber++;
             String stripped = line.strip();
+            if (stripped.isEmpty() && !line.isEmpty()) {
+                // Slurm 24.11 indents a line of spaces before a node's Reason=, inside the record.
+                continue;
+            }
             if (stripped.isEmpty()) {
                 if (!fields.isEmpty()) {
                     records.add(new Record(source, recordLine, fields));

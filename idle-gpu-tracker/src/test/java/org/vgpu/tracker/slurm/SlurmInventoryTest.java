@@ -12,6 +12,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -19,9 +20,14 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * On output captured from the real Slurm 22.05 testbed (testbed/slurm/scenario-one-idle-gpu-per-node.sh
- * and scenario-assembly-by-hand.sh): 3 nodes with gpu:4,vgpu:8 each.
+ * and scenario-assembly-by-hand.sh): 3 nodes with gpu:4,vgpu:8 each. The same scenarios' capture from the
+ * testbed on Slurm 24.11 (VGPU_TESTBED_SLURM=24.11) lies under slurm-24.11/, and the text view reads the same
+ * cluster from it.
  */
 class SlurmInventoryTest {
+    /** Where the captures of Slurm 24.11 lie, beside 22.05's. */
+    private static final String SLURM_24_11 = "slurm-24.11/";
+
     static String capture(String state, String file) {
         try (InputStream in = SlurmInventoryTest.class.getResourceAsStream(state + "/" + file)) {
             if (in == null) {
@@ -48,9 +54,10 @@ class SlurmInventoryTest {
         assertEquals(scontrolView(state), jsonView(state));
     }
 
-    @Test
-    void filledNodesHaveOneIdleGpuEach() {
-        SlurmInventory inventory = scontrolView("one-idle");
+    @ParameterizedTest
+    @ValueSource(strings = {"", SLURM_24_11})
+    void filledNodesHaveOneIdleGpuEach(String slurm) {
+        SlurmInventory inventory = scontrolView(slurm + "one-idle");
 
         assertEquals(
                 List.of("n1", "n2", "n3"),
@@ -67,9 +74,10 @@ class SlurmInventoryTest {
         }
     }
 
-    @Test
-    void heldVgpuJobIsRecognized() {
-        SlurmJob held = scontrolView("one-idle").jobs().stream()
+    @ParameterizedTest
+    @ValueSource(strings = {"", SLURM_24_11})
+    void heldVgpuJobIsRecognized(String slurm) {
+        SlurmJob held = scontrolView(slurm + "one-idle").jobs().stream()
                 .filter(job -> job.name().equals("wants-3-vgpus"))
                 .findFirst()
                 .orElseThrow();
@@ -83,9 +91,10 @@ class SlurmInventoryTest {
         assertEquals(List.of(), held.allocations());
     }
 
-    @Test
-    void fillJobsHoldThreeGpuIndicesEach() {
-        SlurmInventory inventory = scontrolView("one-idle");
+    @ParameterizedTest
+    @ValueSource(strings = {"", SLURM_24_11})
+    void fillJobsHoldThreeGpuIndicesEach(String slurm) {
+        SlurmInventory inventory = scontrolView(slurm + "one-idle");
 
         for (String node : List.of("n1", "n2", "n3")) {
             SlurmJob fill = inventory.jobs().stream()
@@ -102,9 +111,10 @@ class SlurmInventoryTest {
         }
     }
 
-    @Test
-    void assembledJobHoldsItsLocalGpuAndHoldersTheBorrowedOnes() {
-        SlurmInventory inventory = scontrolView("assembled");
+    @ParameterizedTest
+    @ValueSource(strings = {"", SLURM_24_11})
+    void assembledJobHoldsItsLocalGpuAndHoldersTheBorrowedOnes(String slurm) {
+        SlurmInventory inventory = scontrolView(slurm + "assembled");
         SlurmJob assembled = inventory.jobs().stream()
                 .filter(job -> job.name().equals("assembled-3-vgpus"))
                 .findFirst()
@@ -112,13 +122,14 @@ class SlurmInventoryTest {
 
         assertEquals("RUNNING", assembled.state());
         assertEquals(Map.of("gpu", 1, "vgpu", 3), assembled.requestedPerNode());
+        // One allocation on n1; 22.05 lists its vgpu entry first, 24.11 its gpu entry.
+        assertEquals(1, assembled.allocations().size(), assembled.toString());
+        assertEquals("n1", assembled.allocations().getFirst().nodes());
         assertEquals(
-                List.of(new SlurmJob.NodeAllocation(
-                        "n1",
-                        List.of(
-                                new GresItem("vgpu", Optional.empty(), 3, List.of()),
-                                new GresItem("gpu", Optional.empty(), 1, List.of(3))))),
-                assembled.allocations());
+                Set.of(
+                        new GresItem("vgpu", Optional.empty(), 3, List.of()),
+                        new GresItem("gpu", Optional.empty(), 1, List.of(3))),
+                Set.copyOf(assembled.allocations().getFirst().gres()));
 
         List<SlurmJob> holders = inventory.jobs().stream()
                 .filter(job -> job.name().equals("vgpu-holder-" + assembled.id()))
@@ -180,6 +191,25 @@ class SlurmInventoryTest {
         assertFalse(node.schedulable());
         assertEquals(List.of(), node.partitions());
         assertEquals(0, node.idle("vgpu"));
+    }
+
+    /**
+     * Slurm 24.11 (slurm-24.11/drained: the testbed's nodes after bridge prologs failed) ends each node record with a
+     * line of spaces and puts a drained node's Reason= after it, inside the record.
+     */
+    @Test
+    void slurm2411sLineOfSpacesBeforeAReasonStaysInsideTheNodeRecord() {
+        List<SlurmNode> nodes =
+                SlurmInventory.parseScontrolNodes(capture("slurm-24.11/drained", "scontrol-show-node-d.txt"));
+
+        assertEquals(
+                List.of("n1", "n2", "n3"), nodes.stream().map(SlurmNode::name).toList());
+        assertEquals(
+                List.of("IDLE", "IDLE+DRAIN", "IDLE+DRAIN"),
+                nodes.stream().map(SlurmNode::state).toList());
+        assertTrue(nodes.getFirst().schedulable());
+        assertFalse(nodes.get(1).schedulable());
+        assertEquals(Map.of("gpu", 4, "vgpu", 8), nodes.get(2).configured());
     }
 
     @Test
