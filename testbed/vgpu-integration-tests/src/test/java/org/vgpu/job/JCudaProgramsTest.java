@@ -219,8 +219,9 @@ class JCudaProgramsTest {
     void programsInPackagesNamedJCudaRunOnTheJobsVgpus() {
         ProgramRun driver = vgpuRun(job(), "jcuda.driver.samples.JCudaDriverVectorAdd");
         assertEquals(0, driver.status(), driver.toString());
-        assertTrue(driver.out().contains("device 0: vgpu 0: vgpu CPU emulation #0\n"), driver.toString());
-        assertTrue(driver.out().contains("device 1: vgpu 1: vgpu CPU emulation #1\n"), driver.toString());
+        // cuDeviceGetName answers as the device behind the vGPU: the emulation says it is one
+        assertTrue(driver.out().contains("device 0: vgpu CPU emulation #0\n"), driver.toString());
+        assertTrue(driver.out().contains("device 1: vgpu CPU emulation #1\n"), driver.toString());
         assertTrue(driver.out().contains("driver vector add: PASSED, 50000 values"), driver.toString());
 
         ProgramRun runtime = vgpuRun(job(), "jcuda.runtime.samples.JCudaRuntimeRoundTrip");

@@ -244,6 +244,7 @@ final class WireCodecs {
     }
 
     /** One region, {@code int64 address, int64 bytes}: a module variable's, as the worker's window has it. */
+    @WireLayout("int64 address (in the vGPU's window), int64 bytes")
     static DeviceRegion readDeviceRegion(ByteBuf in) {
         return new DeviceRegion(in.readLong(), in.readLong());
     }
