@@ -15,10 +15,7 @@ static CUresult opened_device(CUdevice_v1 dev, struct vgpu_device **device)
     if (*device == NULL) {
         return CUDA_ERROR_INVALID_DEVICE;
     }
-    pthread_mutex_lock(&(*device)->lock);
-    CUresult result = vgpu_open(*device);
-    pthread_mutex_unlock(&(*device)->lock);
-    return result;
+    return vgpu_open_locking(*device);
 }
 
 CUresult vgpu_served_cuInit(unsigned int Flags)

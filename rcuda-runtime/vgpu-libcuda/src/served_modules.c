@@ -75,9 +75,7 @@ CUresult vgpu_served_cuModuleLoadData(CUmodule *module, const void *image)
     if (bytes == 0 || bytes > VGPU_WIRE_MAX_MODULE_IMAGE_BYTES) {
         return bytes == 0 ? CUDA_ERROR_INVALID_IMAGE : CUDA_ERROR_OUT_OF_MEMORY;
     }
-    pthread_mutex_lock(&device->lock);
-    int id = device->next_remote_id++;
-    pthread_mutex_unlock(&device->lock);
+    int id = vgpu_next_remote_id(device);
     struct vgpu_handle *handle = vgpu_new_handle(VGPU_MODULE, device, id);
     if (handle == NULL) {
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -121,9 +119,7 @@ CUresult vgpu_served_cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const
         return CUDA_ERROR_INVALID_HANDLE;
     }
     struct vgpu_device *device = module->device;
-    pthread_mutex_lock(&device->lock);
-    int id = device->next_remote_id++;
-    pthread_mutex_unlock(&device->lock);
+    int id = vgpu_next_remote_id(device);
     struct vgpu_request request;
     vgpu_request_begin(&request, VGPU_OP_MODULE_GET_FUNCTION);
     vgpu_put_u32(&request, (uint32_t)module->remote_id);

@@ -13,9 +13,7 @@ static CUresult create(enum vgpu_handle_kind kind, int opcode, void **handle)
     if (device == NULL) {
         return result;
     }
-    pthread_mutex_lock(&device->lock);
-    int id = device->next_remote_id++;
-    pthread_mutex_unlock(&device->lock);
+    int id = vgpu_next_remote_id(device);
     struct vgpu_handle *created = vgpu_new_handle(kind, device, id);
     if (created == NULL) {
         return CUDA_ERROR_OUT_OF_MEMORY;

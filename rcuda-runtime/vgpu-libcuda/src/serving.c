@@ -100,6 +100,22 @@ CUresult vgpu_open(struct vgpu_device *device)
     return device->open_failure;
 }
 
+CUresult vgpu_open_locking(struct vgpu_device *device)
+{
+    pthread_mutex_lock(&device->lock);
+    CUresult result = vgpu_open(device);
+    pthread_mutex_unlock(&device->lock);
+    return result;
+}
+
+int vgpu_next_remote_id(struct vgpu_device *device)
+{
+    pthread_mutex_lock(&device->lock);
+    int id = device->next_remote_id++;
+    pthread_mutex_unlock(&device->lock);
+    return id;
+}
+
 struct vgpu_handle *vgpu_primary_context(struct vgpu_device *device)
 {
     return &primary_contexts[device->index];
@@ -122,9 +138,7 @@ struct vgpu_device *vgpu_current_device(CUresult *result)
         return NULL;
     }
     struct vgpu_device *device = current_context->device;
-    pthread_mutex_lock(&device->lock);
-    *result = vgpu_open(device);
-    pthread_mutex_unlock(&device->lock);
+    *result = vgpu_open_locking(device);
     return *result == CUDA_SUCCESS ? device : NULL;
 }
 

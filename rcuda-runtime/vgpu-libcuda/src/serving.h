@@ -62,6 +62,10 @@ struct vgpu_handle {
 int vgpu_device_count(void);
 struct vgpu_device *vgpu_device_at(int ordinal);
 CUresult vgpu_open(struct vgpu_device *device);
+/* vgpu_open under the device's lock. */
+CUresult vgpu_open_locking(struct vgpu_device *device);
+/* A new id for a module, function, stream or event of device, as the worker will know it. */
+int vgpu_next_remote_id(struct vgpu_device *device);
 struct vgpu_handle *vgpu_primary_context(struct vgpu_device *device);
 /* The calling thread's current context's vGPU, opened; NULL with *result set when there is none. */
 struct vgpu_device *vgpu_current_device(CUresult *result);

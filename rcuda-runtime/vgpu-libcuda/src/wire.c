@@ -266,37 +266,48 @@ static CUresult send_request(struct vgpu_device *device, struct vgpu_request *re
     return write_all(device->fd, request->data, request->length) == 0 ? CUDA_SUCCESS : lost(device, "sending a request");
 }
 
-/* Waits for the answer to request id: OK (its body to reply) or ERROR. */
-static CUresult await_answer(struct vgpu_device *device, uint32_t id, struct vgpu_reply *reply)
+/* The next frame that answers request id (an earlier request's late word is skipped: a kept failure is
+   reported by the next request); an ERROR is returned as its CUresult. */
+static CUresult read_answer(struct vgpu_device *device, uint32_t id, struct frame *frame)
 {
     for (;;) {
-        struct frame frame;
-        CUresult result = read_frame(device, &frame);
+        CUresult result = read_frame(device, frame);
         if (result != CUDA_SUCCESS) {
             return result;
         }
-        if (frame.request_id != id) {
-            vgpu_reply_free(&frame.body); /* an earlier request's late word (a kept failure is reported by the next) */
+        if (frame->request_id != id) {
+            vgpu_reply_free(&frame->body);
             continue;
         }
-        if (frame.opcode == VGPU_OP_ERROR) {
-            result = error_of(device, &frame);
-            vgpu_reply_free(&frame.body);
+        if (frame->opcode == VGPU_OP_ERROR) {
+            result = error_of(device, frame);
+            vgpu_reply_free(&frame->body);
             return result;
-        }
-        if (frame.opcode != VGPU_OP_OK && frame.opcode != VGPU_OP_WELCOME) {
-            vgpu_reply_free(&frame.body);
-            vgpu_say("vGPU %d: the local worker answered with opcode 0x%04x where OK or ERROR was due", device->index,
-                     frame.opcode);
-            return lost(device, "reading an answer");
-        }
-        if (reply != NULL) {
-            *reply = frame.body;
-        } else {
-            vgpu_reply_free(&frame.body);
         }
         return CUDA_SUCCESS;
     }
+}
+
+/* Waits for the answer to request id: OK (its body to reply) or ERROR. */
+static CUresult await_answer(struct vgpu_device *device, uint32_t id, struct vgpu_reply *reply)
+{
+    struct frame frame;
+    CUresult result = read_answer(device, id, &frame);
+    if (result != CUDA_SUCCESS) {
+        return result;
+    }
+    if (frame.opcode != VGPU_OP_OK && frame.opcode != VGPU_OP_WELCOME) {
+        vgpu_reply_free(&frame.body);
+        vgpu_say("vGPU %d: the local worker answered with opcode 0x%04x where OK or ERROR was due", device->index,
+                 frame.opcode);
+        return lost(device, "reading an answer");
+    }
+    if (reply != NULL) {
+        *reply = frame.body;
+    } else {
+        vgpu_reply_free(&frame.body);
+    }
+    return CUDA_SUCCESS;
 }
 
 CUresult vgpu_call(struct vgpu_device *device, struct vgpu_request *request, struct vgpu_reply *reply)
@@ -354,17 +365,8 @@ CUresult vgpu_fetch_from_device(struct vgpu_device *device, uint64_t src, void *
     }
     for (;;) {
         struct frame frame;
-        result = read_frame(device, &frame);
+        result = read_answer(device, id, &frame);
         if (result != CUDA_SUCCESS) {
-            return result;
-        }
-        if (frame.request_id != id) {
-            vgpu_reply_free(&frame.body);
-            continue;
-        }
-        if (frame.opcode == VGPU_OP_ERROR) {
-            result = error_of(device, &frame);
-            vgpu_reply_free(&frame.body);
             return result;
         }
         if (frame.opcode != VGPU_OP_DATA) {
