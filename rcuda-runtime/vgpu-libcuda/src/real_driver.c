@@ -98,7 +98,9 @@ CUresult vgpu_unresolved(const char *symbol)
         if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED)) {
             vgpu_say("%s: no CUDA driver to pass it to: %s", symbol, why);
         }
-        return CUDA_ERROR_NO_DEVICE;
+        /* What NVIDIA's own stub library answers: without a driver nothing changes while the process runs, and a
+         * caller must not take it for CUDA_ERROR_NO_DEVICE, which a device cgroup can turn into a GPU later. */
+        return CUDA_ERROR_STUB_LIBRARY;
     }
     vgpu_say("%s: this node's CUDA driver does not have it", symbol);
     return CUDA_ERROR_NOT_FOUND;
