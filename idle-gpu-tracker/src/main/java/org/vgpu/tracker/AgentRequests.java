@@ -51,7 +51,7 @@ final class AgentRequests {
         }
         Optional<AgentMailbox.Order> order;
         try {
-            order = hook.mailbox().take(job, hold);
+            order = hook.mailbox().take(job, AgentMailbox.Agent.of(credential, poll.stats()), hold);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return new AgentChannel.Idle();
@@ -92,7 +92,7 @@ final class AgentRequests {
     AgentChannel.DoneReply bye(AgentChannel.Bye bye) {
         return answered("bye", bye.credential(), job -> {
             LOG.info("job {}'s migration agent stopped (its app ended)", job);
-            return hook.bye(job, clock.instant());
+            return hook.bye(job, bye.credential().vgpu(), clock.instant());
         });
     }
 

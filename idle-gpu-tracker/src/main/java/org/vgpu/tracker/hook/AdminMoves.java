@@ -84,7 +84,7 @@ final class AdminMoves {
             return MigrationHook.Reply.refused("job " + job + " has migration "
                     + under.get().id() + " (vGPU " + under.get().vgpu() + ") under way; one at a time");
         }
-        Optional<String> gone = reports.agentGone(job);
+        Optional<String> gone = reports.agentGone(job, vgpu);
         if (gone.isPresent()) {
             return MigrationHook.Reply.refused(
                     gone.get() + "; nothing was started, vGPU " + vgpu + " stays where it is");

@@ -127,13 +127,13 @@ final class AgentReports {
         hintedEnds.remove(job);
     }
 
-    /** Why job {@code job}'s agent cannot take a migration, when it polled before and has stopped. */
-    Optional<String> agentGone(long job) {
-        if (mailbox.left(job)) {
+    /** Why the agent that speaks for vGPU {@code vgpu} of job {@code job} cannot take a migration: it has stopped. */
+    Optional<String> agentGone(long job, int vgpu) {
+        if (mailbox.left(job, vgpu)) {
             return Optional.of("job " + job + "'s migration agent stopped: its app ended (an agent of a later step"
                     + " polls anew)");
         }
-        return mailbox.silentFor(job)
+        return mailbox.silentFor(job, vgpu)
                 .filter(silent -> silent.compareTo(AGENT_GONE_AFTER) > 0)
                 .map(silent -> "job " + job + "'s migration agent stopped polling the tracker " + silent.toSeconds()
                         + " s ago (its app ended or was killed)");

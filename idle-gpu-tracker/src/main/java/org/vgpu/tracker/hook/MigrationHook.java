@@ -211,13 +211,13 @@ public final class MigrationHook {
     }
 
     /**
-     * The agent's {@code bye}, authenticated as job {@code job}: its app ends. A command queued for it that no poll
+     * The agent's {@code bye}, authenticated as job {@code job} and vGPU {@code credentialVgpu}: its app ends. A command queued for it that no poll
      * took can never run: its migration fails now (grant cancelled, the vGPU stays where it is) instead of at the
      * migration timeout. A command already taken is left to the agent's {@code done} or that timeout, because the
      * agent may have acted on it.
      */
-    public AgentChannel.DoneReply bye(long job, Instant now) {
-        return machine.bye(job, now);
+    public AgentChannel.DoneReply bye(long job, int credentialVgpu, Instant now) {
+        return machine.bye(job, credentialVgpu, now);
     }
 
     // ------------------------------------------------------------------ each tick
@@ -239,9 +239,19 @@ public final class MigrationHook {
             if (assembly.phase() != Assembly.Phase.RELEASED || remote.isEmpty() || migrating.contains(assembly.job())) {
                 continue;
             }
-            Optional<String> gone = reports.agentGone(assembly.job());
-            if (gone.isPresent()) {
-                reasons.put(assembly.job(), gone.get());
+            // Each task of a step may have its own agent (AgentMailbox): a vGPU whose agent has gone stays out.
+            List<Lend> reachable = new ArrayList<>();
+            Optional<String> gone = Optional.empty();
+            for (Lend lend : remote) {
+                Optional<String> why = reports.agentGone(assembly.job(), lend.vgpu());
+                if (why.isEmpty()) {
+                    reachable.add(lend);
+                } else if (gone.isEmpty()) {
+                    gone = why;
+                }
+            }
+            if (reachable.isEmpty()) {
+                reasons.put(assembly.job(), gone.orElseThrow());
                 continue;
             }
             List<Integer> free = FreeGpus.on(inventory, assembly.node());
@@ -251,7 +261,7 @@ public final class MigrationHook {
                 mailbox.nudge(assembly.job());
             }
             List<MovePolicy.Candidate> candidates = new ArrayList<>();
-            for (Lend lend : remote) {
+            for (Lend lend : reachable) {
                 Optional<MigrationOutcome> last = ledger.lastOutcome(assembly.job(), lend.vgpu());
                 if (last.isPresent()
                         && last.get().result() == MigrationOutcome.Result.GAVE_UP

@@ -199,10 +199,12 @@ final class MoveMachine {
     }
 
     /** See {@link MigrationHook#bye}. */
-    AgentChannel.DoneReply bye(long job, Instant now) {
-        mailbox.leave(job);
+    AgentChannel.DoneReply bye(long job, int credentialVgpu, Instant now) {
+        Set<Integer> itsVgpus = mailbox.spokenFor(job, credentialVgpu);
+        mailbox.leave(job, credentialVgpu);
         for (Migration migration : ledger.migrations()) {
             if (migration.job() == job
+                    && itsVgpus.contains(migration.vgpu())
                     && migration.phase() == Migration.Phase.SENT
                     && mailbox.withdraw(job, migration.id())) {
                 fail(migration, now, "the job's app ended before its agent took the command");

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -19,6 +20,8 @@ import org.vgpu.common.agent.AgentChannel;
 @Timeout(30)
 class AgentMailboxTest {
     private static final AgentMailbox.Order ORDER = new AgentMailbox.Order(7, 1, new AgentChannel.LocalGpu(0));
+    /** The agent of a step of one task: it speaks for all of the job's vGPUs. */
+    private static final AgentMailbox.Agent WHOLE_JOB = new AgentMailbox.Agent(1, Set.of(0, 1, 2, 3));
 
     @Test
     void aHeldPollGetsTheOrderPostedForItsJobAtOnceAndOnlyOnce() throws Exception {
@@ -79,23 +82,98 @@ class AgentMailboxTest {
     void silentForSaysHowLongNoPollWasHeldOnceTheJobPolled() throws Exception {
         long[] now = {1_000_000_000L};
         AgentMailbox mailbox = new AgentMailbox(() -> now[0]);
-        assertEquals(Optional.empty(), mailbox.silentFor(42), "never polled: not known to be gone");
+        assertEquals(Optional.empty(), mailbox.silentFor(42, 1), "never polled: not known to be gone");
         CompletableFuture<Optional<AgentMailbox.Order>> held =
                 CompletableFuture.supplyAsync(() -> take(mailbox, 42, Duration.ofSeconds(20)));
         Thread.sleep(100);
-        assertEquals(Optional.empty(), mailbox.silentFor(42), "a poll is held");
+        assertEquals(Optional.empty(), mailbox.silentFor(42, 1), "a poll is held");
         mailbox.nudge(42);
         assertEquals(Optional.empty(), held.get(5, TimeUnit.SECONDS));
         now[0] += Duration.ofSeconds(12).toNanos();
 
-        assertEquals(Optional.of(Duration.ofSeconds(12)), mailbox.silentFor(42));
+        assertEquals(Optional.of(Duration.ofSeconds(12)), mailbox.silentFor(42, 1));
         mailbox.clear(42);
-        assertEquals(Optional.empty(), mailbox.silentFor(42), "an ended job is forgotten");
+        assertEquals(Optional.empty(), mailbox.silentFor(42, 1), "an ended job is forgotten");
+    }
+
+    // ---- a step of several tasks: one agent per task, each speaking for its share of the job's vGPUs
+
+    private static final AgentMailbox.Agent TASK_0 = new AgentMailbox.Agent(0, Set.of(0, 1));
+    private static final AgentMailbox.Agent TASK_1 = new AgentMailbox.Agent(2, Set.of(2, 3));
+
+    @Test
+    void eachTasksAgentTakesTheOrdersForItsOwnShareOnly() throws Exception {
+        AgentMailbox mailbox = new AgentMailbox();
+        try (ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor()) {
+            CompletableFuture<Optional<AgentMailbox.Order>> task0 =
+                    CompletableFuture.supplyAsync(() -> take(mailbox, 42, TASK_0, Duration.ofMillis(1500)), threads);
+            CompletableFuture<Optional<AgentMailbox.Order>> task1 =
+                    CompletableFuture.supplyAsync(() -> take(mailbox, 42, TASK_1, Duration.ofSeconds(20)), threads);
+            Thread.sleep(100);
+            AgentMailbox.Order vgpu3Home = new AgentMailbox.Order(9, 3, new AgentChannel.LocalGpu(1));
+            mailbox.post(42, vgpu3Home);
+
+            assertEquals(Optional.of(vgpu3Home), task1.get(5, TimeUnit.SECONDS), "vGPU 3 is task 1's");
+            assertEquals(Optional.empty(), task0.get(5, TimeUnit.SECONDS), "task 0's poll took nothing of task 1's");
+            AgentMailbox.Order vgpu1Home = new AgentMailbox.Order(10, 1, new AgentChannel.LocalGpu(2));
+            mailbox.post(42, vgpu1Home);
+            assertEquals(
+                    Optional.empty(),
+                    take(mailbox, 42, TASK_1, Duration.ofMillis(200)),
+                    "task 1's poll leaves task 0's order");
+            assertEquals(Optional.of(vgpu1Home), take(mailbox, 42, TASK_0, Duration.ofSeconds(5)));
+        }
+    }
+
+    @Test
+    void anAgentThatStoppedIsGoneForItsShareOnly() throws Exception {
+        long[] now = {1_000_000_000L};
+        AgentMailbox mailbox = new AgentMailbox(() -> now[0]);
+        take(mailbox, 42, TASK_0, Duration.ZERO);
+        take(mailbox, 42, TASK_1, Duration.ZERO);
+        now[0] += Duration.ofSeconds(3).toNanos();
+        mailbox.leave(42, 0);
+
+        assertTrue(mailbox.left(42, 1), "task 0 stopped: its vGPUs have no agent");
+        assertFalse(mailbox.left(42, 3), "task 1's agent still runs");
+        assertEquals(Set.of(2, 3), mailbox.spokenFor(42, 2));
+        assertEquals(Optional.of(Duration.ofSeconds(3)), mailbox.silentFor(42, 3));
+        take(mailbox, 42, TASK_0, Duration.ZERO);
+        assertFalse(mailbox.left(42, 1), "a poll after the bye: task 0's agent is back (a later step's)");
+    }
+
+    @Test
+    void aVgpuGoesToTheAgentThatPolledForItLastWhenAnEarlierStepsAgentAlsoSpokeForIt() throws Exception {
+        AgentMailbox mailbox = new AgentMailbox();
+        // an earlier step of one task spoke for every vGPU; the step now running has two tasks
+        take(mailbox, 42, WHOLE_JOB, Duration.ZERO);
+        take(mailbox, 42, TASK_0, Duration.ZERO);
+        take(mailbox, 42, TASK_1, Duration.ZERO);
+        AgentMailbox.Order vgpu2 = new AgentMailbox.Order(11, 2, new AgentChannel.LocalGpu(0));
+        mailbox.post(42, vgpu2);
+
+        assertEquals(Optional.empty(), take(mailbox, 42, TASK_0, Duration.ofMillis(100)));
+        assertEquals(Optional.of(vgpu2), take(mailbox, 42, TASK_1, Duration.ofSeconds(5)));
+    }
+
+    @Test
+    void anOrderForAVgpuNoAgentReportedGoesToTheAgentThatPolledLast() throws Exception {
+        AgentMailbox mailbox = new AgentMailbox();
+        take(mailbox, 42, TASK_1, Duration.ZERO);
+        AgentMailbox.Order vgpu5 = new AgentMailbox.Order(12, 5, new AgentChannel.LocalGpu(0));
+        mailbox.post(42, vgpu5);
+
+        assertEquals(Optional.of(vgpu5), take(mailbox, 42, TASK_0, Duration.ofSeconds(5)));
     }
 
     private static Optional<AgentMailbox.Order> take(AgentMailbox mailbox, long job, Duration hold) {
+        return take(mailbox, job, WHOLE_JOB, hold);
+    }
+
+    private static Optional<AgentMailbox.Order> take(
+            AgentMailbox mailbox, long job, AgentMailbox.Agent agent, Duration hold) {
         try {
-            return mailbox.take(job, hold);
+            return mailbox.take(job, agent, hold);
         } catch (InterruptedException e) {
             throw new IllegalStateException(e);
         }
