@@ -209,7 +209,7 @@ CUresult vgpu_served_cuCtxGetDevice(CUdevice *device, CUcontext ctx)
     if (context == NULL) {
         return CUDA_ERROR_INVALID_CONTEXT;
     }
-    *device = context->device->index;
+    *device = context->device->ordinal;
     return CUDA_SUCCESS;
 }
 

@@ -58,6 +58,22 @@ __attribute__((constructor(101))) static void read_plan(void)
                  VGPU_ENV_WINDOW_BASE, base_text, (unsigned long long)VGPU_WINDOW_ALIGNMENT);
         return;
     }
+    /* One task of a step of several on this node: vgpu run names the task's share, and device d is vGPU first + d. */
+    uint64_t first = 0;
+    const char *share_text = getenv(VGPU_ENV_TASK_VGPUS);
+    if (share_text != NULL) {
+        uint64_t last = 0;
+        char first_text[8] = {0};
+        const char *dash = strchr(share_text, '-');
+        if (dash == NULL || dash == share_text || (size_t)(dash - share_text) >= sizeof first_text ||
+            (memcpy(first_text, share_text, (size_t)(dash - share_text)), parse_u64(first_text, 10, &first) != 0) ||
+            parse_u64(dash + 1, 10, &last) != 0 || first > last || last >= count) {
+            vgpu_say("%s=%s is not a share of the job's %llu vGPUs (FIRST-LAST within 0-%llu); this program sees no vGPU",
+                     VGPU_ENV_TASK_VGPUS, share_text, (unsigned long long)count, (unsigned long long)(count - 1));
+            return;
+        }
+        count = last - first + 1;
+    }
     devices = calloc(count, sizeof *devices);
     primary_contexts = calloc(count, sizeof *primary_contexts);
     if (devices == NULL || primary_contexts == NULL) {
@@ -65,8 +81,9 @@ __attribute__((constructor(101))) static void read_plan(void)
     }
     for (uint64_t k = 0; k < count; k++) {
         struct vgpu_device *device = &devices[k];
-        device->index = (int)k;
-        device->window_base = base + k * VGPU_WINDOW_BYTES;
+        device->ordinal = (int)k;
+        device->index = (int)(first + k);
+        device->window_base = base + (first + k) * VGPU_WINDOW_BYTES;
         device->window_size = VGPU_WINDOW_BYTES;
         device->fd = -1;
         device->open_failure = CUDA_ERROR_NOT_INITIALIZED;
@@ -118,7 +135,7 @@ int vgpu_next_remote_id(struct vgpu_device *device)
 
 struct vgpu_handle *vgpu_primary_context(struct vgpu_device *device)
 {
-    return &primary_contexts[device->index];
+    return &primary_contexts[device->ordinal];
 }
 
 void vgpu_set_current(struct vgpu_handle *context)

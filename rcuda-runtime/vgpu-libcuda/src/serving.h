@@ -21,7 +21,8 @@ struct vgpu_allocation {
 };
 
 struct vgpu_device {
-    int index;
+    int ordinal; /* the program's CUDA device number */
+    int index;   /* the job's vGPU index, which the local worker knows it by: ordinal + the task's first */
     uint64_t window_base;
     uint64_t window_size;
     pthread_mutex_t lock; /* one request at a time on the session */

@@ -100,7 +100,7 @@ final class AssemblyEnvironment {
                             : new JobAssembly.Remote(
                                     placement.index(), placement.worker(), tokens.get(placement.index())));
         }
-        return new JobAssembly(
+        JobAssembly job = new JobAssembly(
                 vgpus,
                 windowBase(count),
                 agentSocket(),
@@ -110,6 +110,9 @@ final class AssemblyEnvironment {
                 tracker(),
                 job(),
                 expectedRuntime());
+        // vgpu run's share for one task of a step of several on this node (TaskShare)
+        String share = environment.get(TaskShare.VARIABLE);
+        return share == null ? job : job.share(TaskShare.parse(share, count));
     }
 
     // ---- VGPU_COUNT, VGPU_ASSEMBLY, VGPU_LOCAL_GPUS, CUDA_VISIBLE_DEVICES

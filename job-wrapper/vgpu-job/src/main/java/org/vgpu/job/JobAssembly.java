@@ -21,7 +21,8 @@ import org.vgpu.runtime.api.VaWindow;
  * environment (slurm-spank-bridge/README.md, "Environment of the job's tasks"), read and checked
  * once by {@link #fromEnvironment}.
  *
- * @param vgpus       every vGPU, index k at position k
+ * @param vgpus       every vGPU, in index order: the job's, index k at position k, or a task's share of them
+ *                    ({@link #share}), consecutive indices from its first
  * @param windowBase  vGPU k's address window starts at {@code windowBase + k * 256 GiB}
  * @param agentSocket where the migration agent listens for the tracker; empty: no agent
  * @param migration   whether the tracker may move the job's vGPUs ({@code --vgpu-migrate})
@@ -111,13 +112,17 @@ public record JobAssembly(
         if (vgpus.isEmpty() || vgpus.size() > MAX_VGPUS) {
             throw invalid("an assembly has 1 to " + MAX_VGPUS + " vGPUs, got " + vgpus.size());
         }
+        int first = vgpus.getFirst().index();
         for (int k = 0; k < vgpus.size(); k++) {
-            if (vgpus.get(k).index() != k) {
+            if (vgpus.get(k).index() != first + k) {
                 throw invalid(
-                        "vGPU at position " + k + " has index " + vgpus.get(k).index());
+                        "vGPU at position " + k + " has index " + vgpus.get(k).index() + ", expected " + (first + k));
             }
         }
-        windowOf(windowBase, vgpus.size() - 1);
+        if (first + vgpus.size() > MAX_VGPUS) {
+            throw invalid("vGPU " + (first + vgpus.size() - 1) + " is beyond the " + MAX_VGPUS + " a job may have");
+        }
+        windowOf(windowBase, first + vgpus.size() - 1);
         Objects.requireNonNull(agentSocket, "agentSocket");
         Objects.requireNonNull(migration, "migration");
         Objects.requireNonNull(node, "node");
@@ -138,8 +143,43 @@ public record JobAssembly(
         return AssemblyEnvironment.parse(environment);
     }
 
+    /** How many vGPUs: the job's, or its task's share. */
     public int count() {
         return vgpus.size();
+    }
+
+    /** The first vGPU's index: 0, or where a task's share begins. */
+    public int firstIndex() {
+        return vgpus.getFirst().index();
+    }
+
+    /** Whether vGPU {@code k} (an index of the job) is in this assembly. */
+    public boolean has(int k) {
+        return k >= firstIndex() && k < firstIndex() + vgpus.size();
+    }
+
+    /**
+     * A task's share of this assembly: vGPUs {@code first} to {@code first + count - 1}, its own migration agent on a
+     * socket of its own beside the job's ({@code agent.sock} gives {@code agent.sock.vgpus-2-3}), everything else as
+     * the job's.
+     */
+    JobAssembly share(TaskShare share) {
+        if (!has(share.first()) || !has(share.last())) {
+            throw invalid(TaskShare.VARIABLE + " '" + share.text() + "' is not within this job's vGPUs " + firstIndex()
+                    + "-" + (firstIndex() + count() - 1));
+        }
+        Optional<Path> socket =
+                agentSocket.map(path -> path.resolveSibling(path.getFileName() + ".vgpus-" + share.text()));
+        return new JobAssembly(
+                vgpus.subList(share.first() - firstIndex(), share.last() - firstIndex() + 1),
+                windowBase,
+                socket,
+                migration,
+                node,
+                source,
+                tracker,
+                job,
+                expectedRuntime);
     }
 
     /**
@@ -173,16 +213,28 @@ public record JobAssembly(
         return expectedRuntime.map(runtime -> start.plus(runtime).truncatedTo(ChronoUnit.SECONDS));
     }
 
+    /** vGPU {@code k}, an index of the job. */
     public Vgpu vgpu(int k) {
-        return vgpus.get(k);
+        if (!has(k)) {
+            throw invalid(notHere(k));
+        }
+        return vgpus.get(k - firstIndex());
     }
 
     /** vGPU k's address window: {@link VaWindow#DEFAULT_SIZE} bytes from {@code windowBase + k * DEFAULT_SIZE}. */
     public VaWindow window(int k) {
-        if (k < 0 || k >= vgpus.size()) {
-            throw invalid("vGPU " + k + " is not in this job's assembly of " + vgpus.size());
+        if (!has(k)) {
+            throw invalid(notHere(k));
         }
         return windowOf(windowBase, k);
+    }
+
+    private String notHere(int k) {
+        return "vGPU " + k + " is not in this job's assembly of " + vgpus.size()
+                + (firstIndex() == 0
+                        ? ""
+                        : " (this task's share: vGPUs " + firstIndex() + " to " + (firstIndex() + vgpus.size() - 1)
+                                + ")");
     }
 
     /** Window k from {@code base}; VaWindow refuses a base that is unaligned or puts it beyond the user address space. */
@@ -225,10 +277,11 @@ public record JobAssembly(
 
     /** The session token of remote vGPU {@code k} if it runs on {@code worker}. */
     public Optional<String> tokenFor(int k, Endpoint worker) {
-        if (k < 0 || k >= vgpus.size()) {
+        if (!has(k)) {
             return Optional.empty();
         }
-        return vgpus.get(k) instanceof Remote remote && remote.worker().equals(worker)
+        return vgpus.get(k - firstIndex()) instanceof Remote remote
+                        && remote.worker().equals(worker)
                 ? Optional.of(remote.token())
                 : Optional.empty();
     }

@@ -301,9 +301,12 @@ public final class JobVgpus implements AutoCloseable {
         return ordinals.ordinalOf(nodeGpu);
     }
 
-    /** The device vGPU {@code k} was opened on, which it keeps showing the app across migrations. */
-    public DeviceProperties device(int k) {
-        return vgpus.get(k).deviceProperties();
+    /**
+     * The device the program's vGPU {@code position} (its CUDA device: the vGPU's index less the share's first) was
+     * opened on, which it keeps showing the app across migrations.
+     */
+    public DeviceProperties device(int position) {
+        return vgpus.get(position).deviceProperties();
     }
 
     @Override

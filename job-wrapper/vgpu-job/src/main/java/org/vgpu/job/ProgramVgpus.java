@@ -85,11 +85,12 @@ final class ProgramVgpus implements GpuBackend {
     @Override
     public VirtualGpu open(int device, VaWindow window) {
         int k = window.vgpuIndex();
-        if (k < 0 || k >= assembly.count()) {
+        if (!assembly.has(k)) {
+            int first = assembly.firstIndex();
             throw new VgpuException(
                     ErrorCode.CUDA_ERROR_INVALID_DEVICE,
-                    "vGPU " + k + " is not one of this job's " + assembly.count() + " (0 to " + (assembly.count() - 1)
-                            + ")");
+                    "vGPU " + k + " is not one of this " + (first == 0 ? "job's " : "task's ") + assembly.count() + " ("
+                            + first + " to " + (first + assembly.count() - 1) + ")");
         }
         VaWindow jobWindow = assembly.window(k);
         if (!jobWindow.equals(window)) {
@@ -100,7 +101,7 @@ final class ProgramVgpus implements GpuBackend {
                                     + " (VGPU_WINDOW_BASE)",
                             k, window.base(), window.size(), k, jobWindow.base(), jobWindow.size()));
         }
-        return new SessionScopedGpu(job().vgpus().get(k));
+        return new SessionScopedGpu(job().vgpus().get(k - assembly.firstIndex()));
     }
 
     private synchronized JobVgpus job() {

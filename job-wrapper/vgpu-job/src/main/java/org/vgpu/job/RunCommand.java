@@ -208,10 +208,13 @@ public final class RunCommand implements Subcommand {
         Optional<JobAssembly> parsed;
         Optional<FaultPoint> testFault;
         try {
-            parsed = JobAssembly.fromEnvironment(environment);
+            parsed = taskAssembly(new HashMap<>(environment));
             testFault = TestMigrationFault.from(environment);
         } catch (ConfigException e) {
             err.println("vgpu run: the job's vgpu environment is malformed: " + e.detail());
+            return 2;
+        } catch (InputException e) {
+            err.println("vgpu run: " + e.detail());
             return 2;
         }
         if (parsed.isEmpty()) {
@@ -283,10 +286,13 @@ public final class RunCommand implements Subcommand {
                 runtime -> programEnvironment.put(JobAssembly.EXPECTED_RUNTIME_VARIABLE, runtime.toSeconds() + "s"));
         Optional<JobAssembly> assembly;
         try {
-            assembly = JobAssembly.fromEnvironment(programEnvironment);
+            assembly = taskAssembly(programEnvironment);
             TestMigrationFault.from(programEnvironment); // refused here, before the program starts, when unknown
         } catch (ConfigException e) {
             err.println("vgpu run: the job's vgpu environment is malformed: " + e.detail());
+            return 2;
+        } catch (InputException e) {
+            err.println("vgpu run: " + e.detail());
             return 2;
         }
         if (assembly.isEmpty()) {
@@ -323,6 +329,20 @@ public final class RunCommand implements Subcommand {
             err.println("vgpu run: interrupted while " + program.getFirst() + " ran");
             return 1;
         }
+    }
+
+    /**
+     * The job's assembly as this task of its step uses it: its share ({@link TaskShare}) when the step runs several
+     * tasks on this node, named in {@code environment} for the program; the whole assembly otherwise.
+     */
+    private static Optional<JobAssembly> taskAssembly(Map<String, String> environment) {
+        Optional<JobAssembly> job = JobAssembly.fromEnvironment(environment);
+        if (job.isEmpty() || environment.containsKey(TaskShare.VARIABLE)) {
+            return job; // not a job, or a vgpu run inside a task's program: its share is named already
+        }
+        Optional<TaskShare> share = TaskShare.forStep(environment, job.get().count());
+        share.ifPresent(mine -> environment.put(TaskShare.VARIABLE, mine.text()));
+        return share.map(job.get()::share).or(() -> job);
     }
 
     /** {@code --expected-runtime}, when given; a bad value is a usage error. */
@@ -370,8 +390,9 @@ public final class RunCommand implements Subcommand {
                             + ": kernels run as Java twins; results check the runtime, times say nothing about GPUs"
                             + EMULATION_MARK);
         }
-        for (JobAssembly.Vgpu vgpu : job.assembly().vgpus()) {
-            DeviceProperties device = job.device(vgpu.index());
+        for (int position = 0; position < job.assembly().count(); position++) {
+            JobAssembly.Vgpu vgpu = job.assembly().vgpus().get(position);
+            DeviceProperties device = job.device(position);
             String detail = switch (vgpu) {
                 case JobAssembly.Local local ->
                     String.format(

@@ -113,6 +113,89 @@ class CudaProgramsTest {
         assertEquals(List.of("12 steps checked; checksum " + expectedChecksum(12)), run.results(), run.toString());
     }
 
+    // ---- a step of several tasks on the node (srun -n 2 vgpu run -- ./app): each task its own share of the vGPUs
+
+    private Map<String, String> task(int localId) {
+        Map<String, String> task = new HashMap<>(environment);
+        task.putAll(Map.of(
+                "VGPU_COUNT", "4",
+                "VGPU_ASSEMBLY", "0=local:0,1=local:1,2=local:2,3=local:3",
+                "VGPU_LOCAL_GPUS", "0,1,2,3",
+                "CUDA_VISIBLE_DEVICES", "0,1,2,3",
+                "SLURM_STEP_TASKS_PER_NODE", "2",
+                "SLURM_NODEID", "0",
+                "SLURM_LOCALID", Integer.toString(localId)));
+        return task;
+    }
+
+    @Test
+    void eachTaskOfAStepGetsItsOwnShareOfTheVgpusAndItsOwnAgent() throws Exception {
+        ProgramRun first = ProgramRun.of(
+                task(0),
+                interposerJar,
+                List.of(
+                        "--local-backend",
+                        "emulated",
+                        "--",
+                        program("driver_tour").toString()));
+        assertEquals(0, first.status(), first.toString());
+        assertEquals("devices 2, compute capability >= 8: yes", first.results().getFirst(), first.toString());
+
+        CudaProgramTwins.Hold hold = CudaProgramTwins.holdLaunch(5);
+        CompletableFuture<ProgramRun> second = CompletableFuture.supplyAsync(() -> ProgramRun.of(
+                task(1),
+                interposerJar,
+                List.of(
+                        "--local-backend",
+                        "emulated",
+                        "--",
+                        program("driver_steps").toString(),
+                        "12",
+                        "0")));
+        Path taskAgent = directory.resolve("agent.sock.vgpus-2-3");
+        try {
+            assertTrue(hold.awaitReached(60), "task 1's program reached its fifth step");
+            List<String> status = LineClient.request(taskAgent, "status", Duration.ofSeconds(10));
+            String all = String.join("\n", status);
+            assertTrue(all.contains("vgpu 2 on gpu 2 (emulated)") && all.contains("vgpu 3 on gpu 3"), all);
+            assertTrue(!all.contains("vgpu 0 ") && !all.contains("vgpu 1 "), "task 0's vGPUs are not task 1's: " + all);
+            assertTrue(!Files.exists(agentSocket), "no task serves the job's whole socket");
+            CompletableFuture<List<String>> moved = CompletableFuture.supplyAsync(
+                    () -> LineClient.request(taskAgent, "migrate 2 0", Duration.ofSeconds(60)));
+            hold.release();
+            List<String> reply = moved.get(90, TimeUnit.SECONDS);
+            assertTrue(reply.getLast().startsWith("ok vgpu 2 moved gpu 2 (emulated) -> gpu 0"), reply.toString());
+        } finally {
+            hold.release();
+        }
+        ProgramRun run = second.get(120, TimeUnit.SECONDS);
+        assertEquals(0, run.status(), run.toString());
+        assertEquals(List.of("12 steps checked; checksum " + expectedChecksum(12)), run.results(), run.toString());
+    }
+
+    @Test
+    void tasksThatCannotShareTheVgpusEquallyAreRefusedBeforeTheProgramStarts() {
+        Map<String, String> task = task(1);
+        task.put("SLURM_STEP_TASKS_PER_NODE", "3");
+        ProgramRun run = ProgramRun.of(
+                task,
+                interposerJar,
+                List.of(
+                        "--local-backend",
+                        "emulated",
+                        "--",
+                        program("driver_tour").toString()));
+
+        assertEquals(2, run.status(), run.toString());
+        assertEquals(
+                "vgpu run: this step runs 3 tasks on this node and the job has 4 vGPUs, which do not divide equally"
+                        + " among them: each task gets its own vGPUs, so submit with --gres=vgpu:N where N is a"
+                        + " multiple of 3 (e.g. 3 for one vGPU per task), or run 1, 2 or 4 task(s) per node\n",
+                run.err(),
+                run.toString());
+        assertEquals("", run.out(), "the program did not start");
+    }
+
     /** What driver_steps computes: state[i] = state[i] / 2 + (i % 7 + step), from zeros, 65536 elements. */
     private static String expectedChecksum(int steps) {
         int n = 1 << 16;
