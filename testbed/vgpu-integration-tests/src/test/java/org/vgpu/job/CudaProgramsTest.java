@@ -160,11 +160,16 @@ class CudaProgramsTest {
             assertTrue(all.contains("vgpu 2 on gpu 2 (emulated)") && all.contains("vgpu 3 on gpu 3"), all);
             assertTrue(!all.contains("vgpu 0 ") && !all.contains("vgpu 1 "), "task 0's vGPUs are not task 1's: " + all);
             assertTrue(!Files.exists(agentSocket), "no task serves the job's whole socket");
+            // GPU 0 is task 0's: task 1 may move its vGPUs onto its own GPUs (and those the tracker grants it)
+            List<String> refused = LineClient.request(taskAgent, "migrate 2 0", Duration.ofSeconds(60));
+            assertTrue(
+                    refused.getLast().contains("GPU 0 of node n1 is not granted to job 43 (it has GPU 2, GPU 3)"),
+                    refused.toString());
             CompletableFuture<List<String>> moved = CompletableFuture.supplyAsync(
-                    () -> LineClient.request(taskAgent, "migrate 2 0", Duration.ofSeconds(60)));
+                    () -> LineClient.request(taskAgent, "migrate 2 3", Duration.ofSeconds(60)));
             hold.release();
             List<String> reply = moved.get(90, TimeUnit.SECONDS);
-            assertTrue(reply.getLast().startsWith("ok vgpu 2 moved gpu 2 (emulated) -> gpu 0"), reply.toString());
+            assertTrue(reply.getLast().startsWith("ok vgpu 2 moved gpu 2 (emulated) -> gpu 3"), reply.toString());
         } finally {
             hold.release();
         }

@@ -184,6 +184,28 @@ class JCudaProgramsTest {
         assertEquals(expected, moved.results(), "after the move, device 0 is the emulated GPU 1: " + moved);
     }
 
+    /**
+     * A task of a step of two on the node ({@code srun -n 2 vgpu run -- java ...}) sees its own share of the job's
+     * vGPUs: task 1 of a job of 2 vGPUs has one device, vGPU 1 (on the emulated GPU 1).
+     */
+    @Test
+    void aTaskOfAStepOfTwoSeesItsOwnVgpuAsItsDeviceZero() {
+        Map<String, String> task = job();
+        task.put("SLURM_STEP_TASKS_PER_NODE", "2");
+        task.put("SLURM_NODEID", "0");
+        task.put("SLURM_LOCALID", "1");
+
+        ProgramRun run = vgpuRun(task, "jcudaprograms.JCudaDeviceQuery");
+
+        assertEquals(0, run.status(), run.toString());
+        List<String> lines = run.results();
+        assertEquals("device query: 1 devices", lines.getFirst(), run.toString());
+        assertTrue(
+                lines.stream().anyMatch(line -> line.startsWith("before the kernel, device 0: vgpu CPU emulation #1,")),
+                run.toString());
+        assertTrue(lines.stream().noneMatch(line -> line.contains("device 1:")), run.toString());
+    }
+
     /** The GPU script's cost program also runs through vgpu run, printing the figures the script reads. */
     @Test
     void theCostProgramPrintsTheFiguresTheGpuScriptReads() {
