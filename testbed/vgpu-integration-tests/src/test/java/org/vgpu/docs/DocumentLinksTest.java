@@ -63,7 +63,8 @@ class DocumentLinksTest {
         int hash = target.indexOf('#');
         String file = hash < 0 ? target : target.substring(0, hash);
         String section = hash < 0 ? null : target.substring(hash + 1);
-        Path resolved = file.isEmpty() ? document : document.getParent().resolve(file).normalize();
+        Path resolved =
+                file.isEmpty() ? document : document.getParent().resolve(file).normalize();
         if (!resolved.startsWith(ROOT) || !Files.exists(resolved)) {
             return "no such file";
         }
@@ -80,8 +81,7 @@ class DocumentLinksTest {
     private static List<Path> documents() throws IOException {
         try (Stream<Path> files = Files.walk(ROOT)) {
             return files.filter(path -> path.toString().endsWith(".md"))
-                    .filter(path -> ROOT.relativize(path).toString().isEmpty()
-                            || !containsAny(ROOT.relativize(path)))
+                    .filter(path -> ROOT.relativize(path).toString().isEmpty() || !containsAny(ROOT.relativize(path)))
                     .sorted()
                     .toList();
         }
