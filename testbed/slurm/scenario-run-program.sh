@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Scenario (testbed started with VGPU_SPANK_PLUGIN): a Java program of one's own on a job's vGPUs. README's
-# program ("Your own program", compiled here against vgpu.jar) runs under `vgpu run -- java` in a vgpu:3 job
-# that starts on 1 local + 2 borrowed GPUs: its vGPUs are opened by the interposer in the program's JVM, it computes
+# Scenario (testbed started with VGPU_SPANK_PLUGIN): a Java program of one's own on a job's vGPUs. The user
+# guide's program (docs/user/own-programs.md, "A complete program", compiled here against vgpu.jar) runs under
+# `vgpu run -- java` in a vgpu:3 job that starts on 1 local + 2 borrowed GPUs: its vGPUs are opened by the interposer in the program's JVM, it computes
 # on vGPU 0, its exit status comes through and its agent socket is gone after it. A second program in the same
 # job crashes: its status (1) comes through and its socket is removed too. At the end no holder is left.
 set -euo pipefail
@@ -16,10 +16,10 @@ fill_leaving_one_idle_gpu
 jdk=${JAVA_HOME:+$JAVA_HOME/bin/}
 programs=$TESTBED_DIR/out/run-program
 rm -rf "$programs" && mkdir -p "$programs"
-python3 - "$REPO_ROOT/README.md" "$programs/VectorAdd.java" <<'EXTRACT'
+python3 - "$REPO_ROOT/docs/user/own-programs.md" "$programs/VectorAdd.java" <<'EXTRACT'
 import re, sys
-readme = open(sys.argv[1]).read()
-block = re.compile(r"```java\n(.*?)```", re.S).search(readme, readme.index("## Your own program"))
+guide = open(sys.argv[1]).read()
+block = re.compile(r"```java\n(.*?)```", re.S).search(guide, guide.index("## A complete program"))
 open(sys.argv[2], "w").write(block.group(1))
 EXTRACT
 cat >"$programs/Crash.java" <<'JAVA'
@@ -33,7 +33,7 @@ public class Crash {
 }
 JAVA
 "${jdk}javac" -cp "$REPO_ROOT/job-wrapper/target/vgpu.jar" -d "$programs" "$programs"/*.java \
-    || die "README's program does not compile against vgpu.jar"
+    || die "the user guide's program does not compile against vgpu.jar"
 
 run="$VGPU run --local-backend emulated -- ${jdk}java -cp $programs"
 job=$(submit --gres=vgpu:3 -J run-program --wrap "$(printf '%s\n' \
@@ -54,9 +54,9 @@ for expected in \
 done
 # vGPU 0 is the node's local GPU, the emulation's device of that index
 grep -Eqx "vector add on vGPU 0 \(vgpu CPU emulation #[0-9]+\): 65536 floats, all right" "$output" \
-    || die "README's program did not compute on vGPU 0: $(cat "$output")"
+    || die "the user guide's program did not compute on vGPU 0: $(cat "$output")"
 grep -q "IllegalStateException: the program's own bug" "$output" || die "the crash is not in the output: $(cat "$output")"
 wait_until 30 "job $job's holders are gone" no_holders_of "$job" \
     || die "holders of job $job still in squeue after it ended: $(holders_of "$job" | tr '\n' ' ')"
-pass "run-program: README's program ran under vgpu run -- java in job $job on 1 local + 2 borrowed vGPUs" \
+pass "run-program: the user guide's program ran under vgpu run -- java in job $job on 1 local + 2 borrowed vGPUs" \
     "(assembly $assembly), exit 0, socket removed; a crashing program's status 1 came through, socket removed"

@@ -38,7 +38,7 @@ import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.common.line.LineClient;
 
 /**
- * {@code vgpu run -- java ...} with real JVMs: README's program (the text in README.md, compiled here with
+ * {@code vgpu run -- java ...} with real JVMs: the user guide's program (the text in docs/user/own-programs.md, compiled here with
  * javax.tools against the built classes) runs on a job of 1 local and 1 borrowed vGPU on the CPU emulation, its
  * vGPUs opened by the interposer in its own JVM; a program that crashes or is killed gives its status back and leaves no
  * agent socket; a command that is not Java is told so; outside a job, an error.
@@ -62,7 +62,7 @@ class RunProgramTest {
 
     @BeforeAll
     static void compilePrograms() throws IOException {
-        write("VectorAdd", readmeProgram());
+        write("VectorAdd", guideProgram());
         write("Crash", """
                 import org.vgpu.api.VirtualGpus;
 
@@ -182,12 +182,12 @@ class RunProgramTest {
         return jarFile;
     }
 
-    /** The ```java block of README's "Your own program" section, verbatim. */
-    static String readmeProgram() throws IOException {
-        String readme = Files.readString(Path.of("..", "..", "README.md"));
-        int section = readme.indexOf("## Your own program: `VirtualGpus`");
-        assertTrue(section >= 0, "README has its section 'Your own program'");
-        Matcher block = Pattern.compile("```java\\n(.*?)```", Pattern.DOTALL).matcher(readme);
+    /** The ```java block of the user guide's "A complete program" (docs/user/own-programs.md), verbatim. */
+    static String guideProgram() throws IOException {
+        String guide = Files.readString(Path.of("..", "..", "docs", "user", "own-programs.md"));
+        int section = guide.indexOf("## A complete program");
+        assertTrue(section >= 0, "docs/user/own-programs.md has its section 'A complete program'");
+        Matcher block = Pattern.compile("```java\\n(.*?)```", Pattern.DOTALL).matcher(guide);
         assertTrue(block.find(section), "the section shows a program");
         return block.group(1);
     }
