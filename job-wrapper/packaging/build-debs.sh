@@ -94,8 +94,10 @@ say "$out/vgpu_${debversion}_$arch.deb"
 # spank_package INCLUDE [CHROOT]: the bridge built against the Slurm headers under INCLUDE (inside CHROOT, with
 # that root's compiler, when given), packaged for that Slurm's major release.
 spank_package() {
-    local include=$1 chroot=${2:-} slurm build where
-    slurm=$(sed -n 's/^#define SLURM_VERSION_STRING "\([0-9]*\.[0-9]*\)\..*"/\1/p' "$chroot$include/slurm/slurm_version.h")
+    local include=$1 chroot=${2:-} slurm= build where
+    local number
+    number=$(sed -n 's/^#define SLURM_VERSION_NUMBER 0x\([0-9a-fA-F]*\)$/\1/p' "$chroot$include/slurm/slurm_version.h")
+    [ -n "$number" ] && slurm=$(printf '%d.%02d' $((16#$number >> 16 & 255)) $((16#$number >> 8 & 255)))
     [ -n "$slurm" ] || die "$chroot$include/slurm/slurm_version.h names no Slurm version"
     where=$chroot/var/tmp/vgpu-spank-build.$$
     build=$where
