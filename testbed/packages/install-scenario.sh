@@ -18,7 +18,7 @@ checkout=$(cd "$here/../.." && pwd)
 root=${VGPU_INSTALL_ROOT:-/var/tmp/vgpu-install-root}
 cache=${VGPU_SLURM_ROOT:-/var/cache/vgpu/trixie-slurm}
 testbed=${VGPU_TESTBED_DIR:-/tmp/vgpu-testbed}
-jdk=${JAVA_HOME:?set JAVA_HOME to a JDK 25: it compiles the job's program}
+jdk=${JAVA_HOME:?set JAVA_HOME to a JDK 25, which compiles the program of the job}
 
 say() { echo "== $*"; }
 die() { echo "install-scenario: FAIL: $*" >&2; exit 1; }
@@ -37,6 +37,7 @@ cleanup() {
     if [ -e "$testbed" ]; then
         env -u JAVA_HOME VGPU_SLURM_ROOT="$root" VGPU_TESTBED_SLURM=24.11 "$checkout/testbed/slurm/down.sh" || true
     fi
+    rm -rf "$testbed-programs"
     if [ "${VGPU_KEEP_INSTALL_ROOT:-}" != yes ]; then
         rm -rf "$root"
     fi

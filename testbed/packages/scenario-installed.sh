@@ -47,6 +47,8 @@ grep -q '^java: /usr/lib/jvm/java-25-openjdk' "$output" || die "the job's java i
 say "the holders' output, where the unit puts it:"
 ls /var/log/vgpu/
 [ -n "$(ls /var/log/vgpu/holder-*.out 2>/dev/null)" ] || die "no holder output in /var/log/vgpu"
+first=$(ls /var/log/vgpu/holder-*.out | head -n 1)
+grep -E '^(vgpu worker|vgpu-worker)' "$first" | head -n 3
 say "/metrics:"
 scrape_metrics | grep '^vgpu_build_info'
 scrape_metrics | grep -q "^vgpu_build_info{commit=\"$(/usr/bin/vgpu --version | sed 's/.*commit \([^,]*\),.*/\1/')\"" \
