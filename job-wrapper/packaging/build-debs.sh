@@ -40,6 +40,13 @@ case $commit in *-dirty) short=$short.dirty ;; esac
 debversion=${version/-/\~}+${built:0:4}${built:5:2}${built:8:2}.$short
 say "vgpu $version (commit $commit, built $built) -> Debian version $debversion"
 
+# control_fields PACKAGE: the control fields every package of this build shares, for the package in $root
+control_fields() {
+    printf '%s\n' "Package: $1" "Version: $debversion" "Architecture: $arch" \
+        "Maintainer: vgpu developers <vgpu@localhost>" "Section: admin" "Priority: optional" \
+        "Installed-Size: $(du -sk --exclude=DEBIAN "$root" | cut -f1)"
+}
+
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -65,14 +72,9 @@ install -m 0644 "$checkout/docs/admin/install.md" "$root/usr/share/doc/vgpu/inst
 install -m 0644 "$checkout/site-config/README.md" "$root/usr/share/doc/vgpu/site-config.md"
 install -m 0755 "$here/vgpu/postinst" "$here/vgpu/prerm" "$here/vgpu/postrm" "$root/DEBIAN/"
 echo /etc/vgpu/vgpu.conf >"$root/DEBIAN/conffiles"
-cat >"$root/DEBIAN/control" <<EOF
-Package: vgpu
-Version: $debversion
-Architecture: $arch
-Maintainer: vgpu developers <vgpu@localhost>
-Section: admin
-Priority: optional
-Installed-Size: $(du -sk --exclude=DEBIAN "$root" | cut -f1)
+{
+control_fields vgpu
+cat <<EOF
 Depends: openjdk-25-jre-headless | temurin-25-jre | temurin-25-jdk | java-runtime-headless (>= 25), libc6 (>= 2.34)
 Recommends: slurm-client
 Suggests: vgpu-spank
@@ -87,6 +89,7 @@ Description: Slurm-integrated, job-level GPU borrowing
  the vgpu-spank-slurmXX.YY package of the nodes' Slurm.
  Built from commit $commit on $built.
 EOF
+} >"$root/DEBIAN/control"
 dpkg-deb --root-owner-group --build "$root" "$out/vgpu_${debversion}_$arch.deb" >/dev/null
 say "$out/vgpu_${debversion}_$arch.deb"
 
@@ -119,14 +122,9 @@ spank_package() {
     install -m 0755 "$where/vgpu_spank.so" "$root/usr/lib/$multiarch/slurm-wlm/vgpu_spank.so"
     rm -rf "$where"
     install -m 0644 "$checkout/slurm-spank-bridge/README.md" "$root/usr/share/doc/$name/README.md"
-    cat >"$root/DEBIAN/control" <<EOF
-Package: $name
-Version: $debversion
-Architecture: $arch
-Maintainer: vgpu developers <vgpu@localhost>
-Section: admin
-Priority: optional
-Installed-Size: $(du -sk --exclude=DEBIAN "$root" | cut -f1)
+    {
+    control_fields "$name"
+    cat <<EOF
 Depends: libc6, slurm-wlm-basic-plugins (>= $slurm), slurm-wlm-basic-plugins (<< $next), vgpu (= $debversion)
 Provides: vgpu-spank
 Conflicts: vgpu-spank
@@ -138,6 +136,7 @@ Description: vgpu's SPANK bridge for Slurm $slurm
  Installed as /usr/lib/$multiarch/slurm-wlm/vgpu_spank.so; vgpu config render --what plugstack.conf
  writes the line that loads it (into /etc/slurm/plugstack.conf.d/vgpu.conf).
 EOF
+    } >"$root/DEBIAN/control"
     dpkg-deb --root-owner-group --build "$root" "$out/${name}_${debversion}_$arch.deb" >/dev/null
     say "$out/${name}_${debversion}_$arch.deb"
 }

@@ -8,7 +8,8 @@ fail() { echo "installed-root: FAIL: $*" >&2; exit 1; }
 step() { echo; echo "== $*"; }
 
 step "dpkg -i vgpu without the Java it depends on: unpacked, not configured"
-run dpkg -i /var/tmp/debs/vgpu_*.deb >/var/tmp/dpkg.log 2>&1 && fail "dpkg -i succeeded without Java 25"
+echo "\$ dpkg -i /var/tmp/debs/vgpu_*.deb"
+dpkg -i /var/tmp/debs/vgpu_*.deb >/var/tmp/dpkg.log 2>&1 && fail "dpkg -i succeeded without Java 25"
 grep -E "depends on|not installed" /var/tmp/dpkg.log | head -n 3
 step "the launcher without a Java 25: one line, exit 2"
 set +e
@@ -32,7 +33,7 @@ vgpu --version | grep -Eq '^vgpu [0-9][^ ]* \(commit [0-9a-f]{40}(-dirty)?, buil
 
 step "the installed files"
 dpkg -L vgpu vgpu-spank-slurm24.11 | grep -Ev '^/(\.|usr|usr/lib|usr/share|usr/share/doc|etc|usr/lib/systemd|usr/lib/systemd/system|usr/lib/tmpfiles.d|usr/lib/x86_64-linux-gnu)$' \
-    | grep -v '^/usr/share/doc/' | sort
+    | grep -v -e '^/usr/share/doc/' -e '^$' | sort
 run ls -ld /var/log/vgpu /etc/vgpu/site.key
 
 step "systemd-analyze verify of the installed unit"
