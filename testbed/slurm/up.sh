@@ -221,6 +221,8 @@ build_bridge_for_this_slurm() {
     [ -n "${VGPU_SPANK_PLUGIN:-}" ] && [ "$TESTBED_SLURM" != 22.05 ] || return 0
     local source build=$TESTBED_DIR/bridge
     source=$(dirname "$VGPU_SPANK_PLUGIN")
+    # An installed bridge (a vgpu-spank-slurmXX.YY package's, testbed/packages) was built for its Slurm already.
+    [ "$source" != /usr/lib/x86_64-linux-gnu/slurm-wlm ] || return 0
     [ -f "$source/Makefile" ] && [ -d "$source/src" ] \
         || die "VGPU_SPANK_PLUGIN=$VGPU_SPANK_PLUGIN: on Slurm $TESTBED_SLURM the bridge is built from its source," \
             "but $source has no Makefile and src/ (point it at slurm-spank-bridge/vgpu_spank.so)"

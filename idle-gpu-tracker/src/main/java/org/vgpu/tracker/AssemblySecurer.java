@@ -108,6 +108,13 @@ final class AssemblySecurer {
                 continue;
             }
             if (!holder.get().state().equals("RUNNING")) {
+                LOG.warn(
+                        "holder job {} on {} ended {} before its worker served job {}; {}",
+                        lend.holder().getAsLong(),
+                        lend.node(),
+                        holder.get().state(),
+                        assembly.job(),
+                        slurm.holderOutput().of(lend.holder().getAsLong(), lend.node()));
                 abort(
                         assembly,
                         "holder job " + lend.holder().getAsLong() + " on " + lend.node() + " is "

@@ -13,6 +13,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 import org.vgpu.tracker.slurm.GresItem;
+import org.vgpu.tracker.slurm.HolderOutput;
 import org.vgpu.tracker.slurm.JobTime;
 import org.vgpu.tracker.slurm.SlurmControl;
 import org.vgpu.tracker.slurm.SlurmInventory;
@@ -227,6 +228,11 @@ final class InMemorySlurm implements SlurmControl {
         long id = pendingLendJob(HOLDER_NAME_PREFIX + forJob + "-v" + vgpu, node);
         actions.add("submit holder " + id + " on " + node + " for " + forJob + " v" + vgpu + ": " + script);
         return id;
+    }
+
+    @Override
+    public HolderOutput holderOutput() {
+        return new HolderOutput("/var/log/vgpu/holder-%j.out");
     }
 
     @Override

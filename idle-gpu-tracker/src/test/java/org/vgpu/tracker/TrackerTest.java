@@ -91,7 +91,7 @@ class TrackerTest {
                 slurm.actions.stream()
                         // Every value one quoted shell word (issue 21; HolderScriptTest runs it through sh).
                         .anyMatch(action -> action.matches("submit holder \\d+ on n2 for " + job + " v1: export"
-                                + " CUDA_DEVICE_ORDER='PCI_BUS_ID'; exec '/usr/local/bin/vgpu' 'worker' '--listen' '10\\.0\\.0\\.2:0'"
+                                + " CUDA_DEVICE_ORDER='PCI_BUS_ID'; exec '/usr/bin/vgpu' 'worker' '--listen' '10\\.0\\.0\\.2:0'"
                                 + " '--backend' 'native' '--device' '0' '--worker-id' 'n2-holder-'\"\\$SLURM_JOB_ID\" '--key-file'"
                                 + " '\\S+' '--idle-timeout' '3600' '--tracker' '127\\.0\\.0\\.1:7400' '--lend' '" + job
                                 + ":1'")),

@@ -151,8 +151,8 @@ final class ConfigKeys {
             "vgpu_command",
             ABSOLUTE_PATH,
             "a path, not a command line",
-            "/usr/local/bin/vgpu",
-            "the `vgpu` launcher the systemd units start");
+            "/usr/bin/vgpu",
+            "the `vgpu` launcher on every node, which the tracker's unit and holder jobs start (the vgpu package's)");
     static final ConfigKey<Path> AGENT_SOCKET_DIR = ConfigKey.defaulted(
             SLURM,
             "agent_socket_dir",

@@ -30,6 +30,7 @@ import org.vgpu.tracker.ledger.LedgerException;
 import org.vgpu.tracker.metrics.TrackerMetrics;
 import org.vgpu.tracker.server.MungeVerifier;
 import org.vgpu.tracker.server.TrackerDaemon;
+import org.vgpu.tracker.slurm.HolderOutput;
 import org.vgpu.tracker.slurm.SlurmCommands;
 import org.vgpu.tracker.slurm.SlurmControl;
 import org.vgpu.tracker.slurm.SlurmException;
@@ -122,7 +123,8 @@ public final class TrackerCommand implements Subcommand {
                         .longOpt("holder-output")
                         .hasArg()
                         .argName("PATH")
-                        .desc("where holder jobs write, sbatch's --output (%j: the holder's id; default /dev/null)")
+                        .desc(
+                                "where holder jobs write, sbatch's --output on the holder's node (%j: the holder's id; default /dev/null, which a warning names)")
                         .get())
                 .addOption(Option.builder()
                         .longOpt("auth")
@@ -201,8 +203,13 @@ public final class TrackerCommand implements Subcommand {
                 : Optional.empty();
         Set<String> trustedUsers =
                 line.hasOption("trusted-user") ? Set.of(line.getOptionValues("trusted-user")) : Set.of();
-        SlurmControl slurm = new SlurmCommands(
-                slurmTimeout, site.lendPartition(), site.lendQos(), line.getOptionValue("holder-output", "/dev/null"));
+        HolderOutput holderOutput = new HolderOutput(line.getOptionValue("holder-output", HolderOutput.DISCARDED));
+        if (holderOutput.discarded()) {
+            err.println("vgpu tracker: holder jobs' output is discarded (--holder-output " + HolderOutput.DISCARDED
+                    + "): a holder whose worker cannot start leaves no trace; the vgpu package's unit writes it to"
+                    + " /var/log/vgpu/holder-%j.out");
+        }
+        SlurmControl slurm = new SlurmCommands(slurmTimeout, site.lendPartition(), site.lendQos(), holderOutput);
         TrackerDaemon daemon;
         TrackerMetrics metrics;
         Ledger ledger = null;

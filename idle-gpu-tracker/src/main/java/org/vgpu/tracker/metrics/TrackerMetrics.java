@@ -11,9 +11,11 @@ import io.prometheus.metrics.core.metrics.Counter;
 import io.prometheus.metrics.core.metrics.CounterWithCallback;
 import io.prometheus.metrics.core.metrics.GaugeWithCallback;
 import io.prometheus.metrics.core.metrics.Histogram;
+import io.prometheus.metrics.core.metrics.Info;
 import io.prometheus.metrics.exporter.httpserver.HTTPServer;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 
+import org.vgpu.common.BuildInfo;
 import org.vgpu.common.error.IoReasons;
 import org.vgpu.common.error.NetworkException;
 import org.vgpu.common.net.Endpoint;
@@ -35,6 +37,7 @@ import org.vgpu.tracker.ledger.Assembly;
  * vgpu_idle_gpus{node}                        GPUs no job holds, per node
  * vgpu_migrations_total{direction,outcome}    migrations that ended
  * vgpu_migration_blocked_seconds              how long a migration held the job's calls (histogram)
+ * vgpu_build_info{version,commit}             1, labelled with the build the tracker runs ({@link BuildInfo})
  * </pre>
  */
 public final class TrackerMetrics {
@@ -113,6 +116,13 @@ public final class TrackerMetrics {
                 .classicOnly()
                 .classicUpperBounds(BLOCKED_SECONDS_BOUNDS)
                 .register(registry);
+        BuildInfo build = BuildInfo.current();
+        Info.builder()
+                .name("vgpu_build_info")
+                .help("the vgpu build the tracker runs (vgpu --version): its version and git commit")
+                .labelNames("version", "commit")
+                .register(registry)
+                .setLabelValues(build.version(), build.commit());
     }
 
     /**

@@ -29,16 +29,21 @@ public final class SlurmCommands implements SlurmControl {
     private final Duration timeout;
     private final String lendPartition;
     private final Optional<String> lendQos;
-    private final String holderOutput;
+    private final HolderOutput holderOutput;
 
     /**
-     * @param holderOutput where holder jobs write (sbatch {@code --output}, {@code %j} is the holder's id)
+     * @param holderOutput where holder jobs write
      */
-    public SlurmCommands(Duration timeout, String lendPartition, Optional<String> lendQos, String holderOutput) {
+    public SlurmCommands(Duration timeout, String lendPartition, Optional<String> lendQos, HolderOutput holderOutput) {
         this.timeout = timeout;
         this.lendPartition = lendPartition;
         this.lendQos = lendQos;
         this.holderOutput = holderOutput;
+    }
+
+    @Override
+    public HolderOutput holderOutput() {
+        return holderOutput;
     }
 
     @Override
@@ -114,7 +119,7 @@ public final class SlurmCommands implements SlurmControl {
                 "--mem=1",
                 "--gres=gpu:1",
                 "--job-name=" + name,
-                "--output=" + holderOutput,
+                "--output=" + holderOutput.pattern(),
                 "--comment=" + comment));
         lendQos.ifPresent(qos -> command.add("--qos=" + qos));
         command.addAll(List.of("--wrap", script));

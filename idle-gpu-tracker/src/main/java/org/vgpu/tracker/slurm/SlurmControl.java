@@ -29,6 +29,9 @@ public interface SlurmControl {
      */
     long submitHolder(String node, long forJob, int vgpu, String script);
 
+    /** Where holder jobs write their output. */
+    HolderOutput holderOutput();
+
     /**
      * Submits a grant holder that claims one GPU of {@code node} (the node of job {@code forJob}) for vGPU
      * {@code vgpu} to move onto, in the lend partition; it only waits: the job's own process drives the

@@ -16,6 +16,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import io.prometheus.metrics.exporter.httpserver.HTTPServer;
 import org.junit.jupiter.api.Test;
 
+import org.vgpu.common.BuildInfo;
 import org.vgpu.common.error.NetworkException;
 import org.vgpu.common.net.Endpoint;
 import org.vgpu.tracker.SampleStatus;
@@ -85,6 +86,17 @@ class TrackerMetricsTest {
             assertTrue(later.lines().anyMatch("vgpu_idle_gpus{node=\"n1\"} 4.0"::equals), later);
             assertTrue(later.lines().anyMatch("vgpu_assemblies_total{outcome=\"done\"} 4.0"::equals), later);
             assertTrue(later.lines().noneMatch(line -> line.startsWith("vgpu_idle_gpus{node=\"n2\"}")), later);
+        }
+    }
+
+    @Test
+    void aScrapeNamesTheBuildTheTrackerRuns() throws Exception {
+        BuildInfo build = BuildInfo.current();
+        try (HTTPServer server = metrics.serve(new Endpoint("127.0.0.1", 0))) {
+            String text = scrape(server.getPort());
+            String line = "vgpu_build_info{commit=\"" + build.commit() + "\",version=\"" + build.version() + "\"} 1";
+            assertTrue(text.lines().anyMatch(line::equals), line + "\n---\n" + text);
+            assertTrue(text.lines().anyMatch("# TYPE vgpu_build_info gauge"::equals), text);
         }
     }
 

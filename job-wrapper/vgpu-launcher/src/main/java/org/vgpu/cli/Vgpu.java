@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.ServiceLoader;
 
+import org.vgpu.common.BuildInfo;
 import org.vgpu.common.cli.Subcommand;
 import org.vgpu.common.cli.SubcommandRunner;
 
@@ -54,6 +55,10 @@ public final class Vgpu {
             printOverview(args.length == 0 ? err : out);
             return args.length == 0 ? 2 : 0;
         }
+        if (args[0].equals("--version")) {
+            out.println(BuildInfo.current().line());
+            return 0;
+        }
         Subcommand command = commands.get(args[0]);
         if (command == null) {
             err.println("vgpu: unknown command '" + args[0] + "'");
@@ -64,7 +69,7 @@ public final class Vgpu {
     }
 
     private void printOverview(PrintStream stream) {
-        stream.println("usage: vgpu <command> [options]   (vgpu <command> --help for its options)");
+        stream.println("usage: vgpu <command> [options]   (vgpu <command> --help for its options; vgpu --version)");
         stream.println("commands:");
         int width = commands.keySet().stream().mapToInt(String::length).max().orElse(0);
         for (Subcommand command : commands.values()) {

@@ -49,6 +49,16 @@ class VgpuTest {
     }
 
     @Test
+    void versionPrintsTheVersionCommitAndBuildDateOfThisBuild() {
+        assertEquals(0, vgpu("--version"));
+        assertTrue(
+                out().matches("vgpu \\d+\\.\\d+\\.\\d+\\S* \\(commit ([0-9a-f]{40}(-dirty)?|unknown), built "
+                        + "\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ\\)\\R"),
+                out());
+        assertEquals("", err());
+    }
+
+    @Test
     void everyModulesSubcommandsAreFoundOnTheClassPathInNameOrder() {
         assertEquals(0, vgpu("--help"));
         // the product's modules and, on this test class path only, the benchmarks jar

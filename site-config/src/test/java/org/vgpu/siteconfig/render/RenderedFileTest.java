@@ -127,11 +127,36 @@ class RenderedFileTest {
         assertTrue(lua.contains("      job_desc.comment = HELD_COMMENT\n"), lua);
     }
 
+    /**
+     * The vgpu package installs the tracker's unit for /etc/vgpu/vgpu.conf and /usr/bin/vgpu
+     * (job-wrapper/packaging/vgpu): its directives are this template's, rendered for that file and launcher.
+     */
+    @Test
+    void thePackagedTrackerUnitIsTheRenderedOneForTheDefaultPaths() throws IOException {
+        String rendered = render(RenderedFile.TRACKER_UNIT)
+                .replace(dir.resolve("vgpu.conf").toAbsolutePath().toString(), "/etc/vgpu/vgpu.conf")
+                .replace(config().slurm().vgpuCommand().toString(), "/usr/bin/vgpu");
+        String packaged = Files.readString(Path.of("../job-wrapper/packaging/vgpu/vgpu-tracker.service"));
+        assertEquals(directives(rendered), directives(packaged));
+        assertTrue(directives(packaged).contains("User=root"), packaged);
+    }
+
+    /** A unit's settings: its lines but comments, blank lines and the words for people (Description, Documentation). */
+    private static List<String> directives(String unit) {
+        return unit.lines()
+                .filter(line -> !line.isBlank()
+                        && !line.startsWith("#")
+                        && !line.startsWith("Description=")
+                        && !line.startsWith("Documentation="))
+                .toList();
+    }
+
     @Test
     void trackerUnitStartsTheConfiguredLauncherWithThisFile() {
         assertEquals(
                 List.of("ExecStart=/opt/vgpu/bin/vgpu tracker --config "
-                        + dir.resolve("vgpu.conf").toAbsolutePath() + " --ledger /var/lib/vgpu/tracker.ledger"),
+                        + dir.resolve("vgpu.conf").toAbsolutePath() + " --ledger /var/lib/vgpu/tracker.ledger"
+                        + " --holder-output /var/log/vgpu/holder-%%j.out"),
                 linesStartingWith(render(RenderedFile.TRACKER_UNIT), "ExecStart="));
         assertEquals(
                 List.of("StateDirectory=vgpu"),
