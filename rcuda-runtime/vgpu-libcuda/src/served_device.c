@@ -233,3 +233,22 @@ CUresult vgpu_served_cuCtxSynchronize_v2000(void)
 {
     return vgpu_served_cuCtxSynchronize(NULL);
 }
+
+/* A vGPU's identity is its own, not the GPU's behind it (which changes when the vGPU moves): "vgpu", then its
+   index, the rest zero. */
+CUresult vgpu_served_cuDeviceGetUuid(CUuuid *uuid, CUdevice_v1 dev)
+{
+    if (uuid == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (!initialised) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    if (vgpu_device_at(dev) == NULL) {
+        return CUDA_ERROR_INVALID_DEVICE;
+    }
+    memset(uuid, 0, sizeof *uuid);
+    memcpy(uuid->bytes, "vgpu", 4);
+    uuid->bytes[15] = (char)dev;
+    return CUDA_SUCCESS;
+}

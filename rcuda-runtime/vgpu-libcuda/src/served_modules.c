@@ -223,3 +223,12 @@ CUresult vgpu_served_cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigne
     }
     return vgpu_locked_call(function->device, &request, NULL);
 }
+
+CUresult vgpu_served_cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
+{
+    if (mode == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    *mode = CU_MODULE_LAZY_LOADING;
+    return CUDA_SUCCESS;
+}
