@@ -8,6 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The driver's answer to a launch whose block the device cannot run: a code cuda.h does not name, which the CUDA
+   runtime reports as cudaErrorInvalidConfiguration (vgpu's worker answers CUDA_ERROR_INVALID_VALUE, which the
+   runtime would report as cudaErrorInvalidValue). */
+#define DRIVER_INVALID_CONFIGURATION ((CUresult)9)
+
 #define FATBIN_WRAPPER_MAGIC 0x466243b1u
 #define FATBIN_MAGIC 0xba55ed50u
 
@@ -201,6 +206,9 @@ CUresult vgpu_served_cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigne
     }
     if (function->parameter_count > 0 && kernelParams == NULL) {
         return CUDA_ERROR_INVALID_VALUE;
+    }
+    if ((uint64_t)blockDimX * blockDimY * blockDimZ > (uint64_t)function->device->max_threads_per_block) {
+        return DRIVER_INVALID_CONFIGURATION;
     }
     int stream = 0;
     CUresult result = vgpu_stream_id(hStream, function->device, &stream);

@@ -201,10 +201,10 @@ static CUcontext meant_context(CUcontext context)
     return context != NULL ? context : (CUcontext)vgpu_get_current();
 }
 
-static struct context_value **find_value(CUcontext context, const void *key)
+static struct context_value **find_value(const void *context, const void *key)
 {
     struct context_value **link = &context_values;
-    while (*link != NULL && ((*link)->context != context || (*link)->key != key)) {
+    while (*link != NULL && ((const void *)(*link)->context != context || (*link)->key != key)) {
         link = &(*link)->next;
     }
     return link;

@@ -119,15 +119,22 @@ public final class CudaProgramTwins implements KernelTwinProvider {
         MemorySegment y = memory.segment(args.pointer(1), (long) n * Float.BYTES);
         MemorySegment c = memory.global("coefficients");
         for (int i = 0; i < n; i++) {
-            y.setAtIndex(FLOAT, i, horner(c.getAtIndex(FLOAT, 0), c.getAtIndex(FLOAT, 1), c.getAtIndex(FLOAT, 2),
-                    c.getAtIndex(FLOAT, 3), x.getAtIndex(FLOAT, i)));
+            y.setAtIndex(
+                    FLOAT,
+                    i,
+                    horner(
+                            c.getAtIndex(FLOAT, 0),
+                            c.getAtIndex(FLOAT, 1),
+                            c.getAtIndex(FLOAT, 2),
+                            c.getAtIndex(FLOAT, 3),
+                            x.getAtIndex(FLOAT, i)));
         }
         MemorySegment seen = memory.global("launches_seen");
         seen.set(INT, 0, seen.get(INT, 0) + 1);
     }
 
     /** ((c3 v + c2) v + c1) v + c0 in fused multiply-adds, as nvcc compiles it. */
-    public static float horner(float c0, float c1, float c2, float c3, float v) {
+    private static float horner(float c0, float c1, float c2, float c3, float v) {
         return Math.fma(Math.fma(Math.fma(c3, v, c2), v, c1), v, c0);
     }
 
@@ -167,7 +174,7 @@ public final class CudaProgramTwins implements KernelTwinProvider {
     }
 
     /** The sum of {@code partial} as a block adds it: halves folded onto the first, stride by stride. */
-    public static float treeSum(float[] partial) {
+    private static float treeSum(float[] partial) {
         float[] sums = Arrays.copyOf(partial, partial.length);
         for (int stride = sums.length / 2; stride > 0; stride /= 2) {
             for (int t = 0; t < stride; t++) {
