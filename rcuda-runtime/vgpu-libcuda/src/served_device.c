@@ -51,19 +51,25 @@ CUresult vgpu_served_cuDeviceGetCount(int *count)
     return CUDA_SUCCESS;
 }
 
+/* Whether ordinal names a vGPU of the program's, once cuInit has run. */
+static CUresult known_device(int ordinal)
+{
+    if (!initialised) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    return vgpu_device_at(ordinal) == NULL ? CUDA_ERROR_INVALID_DEVICE : CUDA_SUCCESS;
+}
+
 CUresult vgpu_served_cuDeviceGet(CUdevice_v1 *device, int ordinal)
 {
     if (device == NULL) {
         return CUDA_ERROR_INVALID_VALUE;
     }
-    if (!initialised) {
-        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult result = known_device(ordinal);
+    if (result == CUDA_SUCCESS) {
+        *device = ordinal;
     }
-    if (vgpu_device_at(ordinal) == NULL) {
-        return CUDA_ERROR_INVALID_DEVICE;
-    }
-    *device = ordinal;
-    return CUDA_SUCCESS;
+    return result;
 }
 
 CUresult vgpu_served_cuDeviceGetName(char *name, int len, CUdevice_v1 dev)
@@ -241,14 +247,11 @@ CUresult vgpu_served_cuDeviceGetUuid(CUuuid *uuid, CUdevice_v1 dev)
     if (uuid == NULL) {
         return CUDA_ERROR_INVALID_VALUE;
     }
-    if (!initialised) {
-        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult result = known_device(dev);
+    if (result == CUDA_SUCCESS) {
+        memset(uuid, 0, sizeof *uuid);
+        memcpy(uuid->bytes, "vgpu", 4);
+        uuid->bytes[15] = (char)dev;
     }
-    if (vgpu_device_at(dev) == NULL) {
-        return CUDA_ERROR_INVALID_DEVICE;
-    }
-    memset(uuid, 0, sizeof *uuid);
-    memcpy(uuid->bytes, "vgpu", 4);
-    uuid->bytes[15] = (char)dev;
-    return CUDA_SUCCESS;
+    return result;
 }

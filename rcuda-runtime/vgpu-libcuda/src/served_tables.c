@@ -56,19 +56,17 @@ static const struct table_description TABLES[TABLE_COUNT] = {
 static const uint8_t START_SHORTCUT[16] = {0xf8, 0xcf, 0xf9, 0x51, 0x21, 0x46, 0x8b, 0x4e,
                                            0xb9, 0xe2, 0xfb, 0x46, 0x9e, 0x7c, 0x0d, 0xd9};
 
-static int tracing = -1;
+/* Whether each call into a table is said (VGPU_LIBCUDA_VERBOSE): set at load, read-only after. */
+static int tracing;
 
-static int traced(void)
+__attribute__((constructor(101))) static void decide_tracing(void)
 {
-    if (tracing < 0) {
-        tracing = getenv("VGPU_LIBCUDA_VERBOSE") != NULL;
-    }
-    return tracing;
+    tracing = getenv("VGPU_LIBCUDA_VERBOSE") != NULL;
 }
 
 static void trace(enum table_index table, int slot)
 {
-    if (traced()) {
+    if (tracing) {
         char id[37];
         vgpu_table_id_text((const CUuuid *)(const void *)TABLES[table].id, id);
         vgpu_say("table %s (%s) slot %d called", id, TABLES[table].name, slot);

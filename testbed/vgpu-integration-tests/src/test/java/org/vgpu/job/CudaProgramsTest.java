@@ -106,12 +106,20 @@ class CudaProgramsTest {
         assumeTrue(Files.exists(program(name)), name + " is built by rcuda-runtime/vgpu-libcuda where nvcc is");
         ProgramRun run = run(program(name).toString());
         assertEquals(0, run.status(), run.toString());
-        assertEquals(runtimeTourOutput(2), run.results(), run.toString());
+        assertEquals(runtimeTourOutput(), run.results(), run.toString());
         assertTrue(run.err().contains("the program opened a session"), run.toString());
     }
 
+    /** runtime_tour's vGPU moves after its first step (its second launch held), with its data and variables on it. */
+    @Test
+    void aCudaRuntimeProgramsVgpuMovesWhileItHasStateOnIt() throws Exception {
+        ProgramRun run = movedAtLaunch(2, program("runtime_tour").toString());
+        assertEquals(0, run.status(), run.toString());
+        assertEquals(runtimeTourOutput(), run.results(), run.toString());
+    }
+
     /** What runtime_tour prints on a GPU, computed here as its kernels compute (fused multiply-adds, tree sums). */
-    private static List<String> runtimeTourOutput(int devices) {
+    private static List<String> runtimeTourOutput() {
         int n = 1 << 20;
         float[] x = new float[n];
         double polynomialSum = 0;
@@ -139,7 +147,7 @@ class CudaProgramsTest {
             indices += i * 3L + 1;
         }
         return List.of(
-                "devices " + devices + ", device 0 has compute capability >= 8: yes",
+                "devices >= 1: yes, device 0 has compute capability >= 8: yes",
                 String.format("polynomial sum %.3f, launches seen by the device 2", polynomialSum),
                 String.format("scaled sum %.3f, elapsed time measured: yes", scaledSum),
                 String.format("block sums total %.3f over %d blocks", blockTotal, blocks),
@@ -151,11 +159,17 @@ class CudaProgramsTest {
 
     @Test
     void itsVgpuMovesWhileItHasStateOnIt() throws Exception {
-        CudaProgramTwins.Hold hold = CudaProgramTwins.holdLaunch(5);
-        CompletableFuture<ProgramRun> program =
-                CompletableFuture.supplyAsync(() -> run(program("driver_steps").toString(), "12", "0"));
+        ProgramRun run = movedAtLaunch(5, program("driver_steps").toString(), "12", "0");
+        assertEquals(0, run.status(), run.toString());
+        assertEquals(List.of("12 steps checked; checksum " + expectedChecksum(12)), run.results(), run.toString());
+    }
+
+    /** The program run with its vGPU 0 moved from emulated GPU 0 to GPU 1 while its {@code launch}-th launch is held. */
+    private ProgramRun movedAtLaunch(int launch, String... command) throws Exception {
+        CudaProgramTwins.Hold hold = CudaProgramTwins.holdLaunch(launch);
+        CompletableFuture<ProgramRun> program = CompletableFuture.supplyAsync(() -> run(command));
         try {
-            assertTrue(hold.awaitReached(60), "the program reached its fifth step");
+            assertTrue(hold.awaitReached(60), "the program reached its launch " + launch);
             CompletableFuture<List<String>> moved = CompletableFuture.supplyAsync(
                     () -> LineClient.request(agentSocket, "migrate 0 1", Duration.ofSeconds(60)));
             // the move waits for the held launch; the program's next call waits for the move
@@ -165,9 +179,7 @@ class CudaProgramsTest {
         } finally {
             hold.release();
         }
-        ProgramRun run = program.get(120, TimeUnit.SECONDS);
-        assertEquals(0, run.status(), run.toString());
-        assertEquals(List.of("12 steps checked; checksum " + expectedChecksum(12)), run.results(), run.toString());
+        return program.get(120, TimeUnit.SECONDS);
     }
 
     /** What driver_steps computes: state[i] = state[i] / 2 + (i % 7 + step), from zeros, 65536 elements. */
