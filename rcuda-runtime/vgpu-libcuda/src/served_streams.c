@@ -132,3 +132,70 @@ CUresult vgpu_served_cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CU
     }
     return result;
 }
+
+CUresult vgpu_served_cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
+{
+    struct vgpu_handle *event = vgpu_handle(hEvent, VGPU_EVENT);
+    if (event == NULL) {
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    if (Flags != CU_EVENT_WAIT_DEFAULT) {
+        return CUDA_ERROR_INVALID_VALUE; /* CU_EVENT_WAIT_EXTERNAL belongs to graphs, which are not served */
+    }
+    int stream = 0;
+    CUresult result = vgpu_stream_id(hStream, event->device, &stream);
+    if (result != CUDA_SUCCESS) {
+        return result;
+    }
+    struct vgpu_request request;
+    vgpu_request_begin(&request, VGPU_OP_STREAM_WAIT_EVENT);
+    vgpu_put_u32(&request, (uint32_t)stream);
+    vgpu_put_u32(&request, (uint32_t)event->remote_id);
+    return vgpu_locked_call(event->device, &request, NULL);
+}
+
+/* A query's answer: CUDA_SUCCESS when the work is done, CUDA_ERROR_NOT_READY while it is not. */
+static CUresult query(struct vgpu_device *device, struct vgpu_request *request)
+{
+    struct vgpu_reply reply;
+    CUresult result = vgpu_locked_call(device, request, &reply);
+    if (result == CUDA_SUCCESS) {
+        int done = vgpu_get_u8(&reply) != 0;
+        result = vgpu_reply_ok(&reply);
+        vgpu_reply_free(&reply);
+        if (result == CUDA_SUCCESS && !done) {
+            result = CUDA_ERROR_NOT_READY;
+        }
+    }
+    return result;
+}
+
+CUresult vgpu_served_cuStreamQuery(CUstream hStream)
+{
+    CUresult result;
+    struct vgpu_device *device = vgpu_current_device(&result);
+    if (device == NULL) {
+        return result;
+    }
+    int id = 0;
+    result = vgpu_stream_id(hStream, device, &id);
+    if (result != CUDA_SUCCESS) {
+        return result;
+    }
+    struct vgpu_request request;
+    vgpu_request_begin(&request, VGPU_OP_STREAM_QUERY);
+    vgpu_put_u32(&request, (uint32_t)id);
+    return query(device, &request);
+}
+
+CUresult vgpu_served_cuEventQuery(CUevent hEvent)
+{
+    struct vgpu_handle *event = vgpu_handle(hEvent, VGPU_EVENT);
+    if (event == NULL) {
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    struct vgpu_request request;
+    vgpu_request_begin(&request, VGPU_OP_EVENT_QUERY);
+    vgpu_put_u32(&request, (uint32_t)event->remote_id);
+    return query(event->device, &request);
+}

@@ -113,6 +113,16 @@ int main(int argc, char **argv)
     }
     std::printf("scaled sum %.3f, elapsed time measured: %s\n", pinned_sum, elapsed >= 0 ? "yes" : "no");
 
+    // a second stream that waits for the first's event, and queries of finished work
+    cudaStream_t second;
+    CHECK(cudaStreamCreateWithFlags(&second, cudaStreamNonBlocking));
+    CHECK(cudaStreamWaitEvent(second, stop, 0));
+    launch_scale(dx, 1.0f, n, second);
+    CHECK(cudaStreamSynchronize(second));
+    std::printf("stream after an event: %s, event: %s\n", cudaGetErrorName(cudaStreamQuery(second)),
+                cudaGetErrorName(cudaEventQuery(stop)));
+    CHECK(cudaStreamDestroy(second));
+
     // memset, a reduction, device-to-device copies
     float *sums = nullptr;
     int blocks = (n + 255) / 256;

@@ -150,6 +150,7 @@ class CudaProgramsTest {
                 "devices >= 1: yes, device 0 has compute capability >= 8: yes",
                 String.format("polynomial sum %.3f, launches seen by the device 2", polynomialSum),
                 String.format("scaled sum %.3f, elapsed time measured: yes", scaledSum),
+                "stream after an event: cudaSuccess, event: cudaSuccess",
                 String.format("block sums total %.3f over %d blocks", blockTotal, blocks),
                 "indices total " + indices,
                 "launch with 4096 threads per block: cudaErrorInvalidConfiguration",
