@@ -134,17 +134,6 @@ CUresult vgpu_served_cuMemGetInfo(size_t *free_bytes, size_t *total)
     return result;
 }
 
-/* The current vGPU, with stream checked to be one of its own (every request is synchronous, so work on any stream
-   is done in the order the program issued it). */
-static struct vgpu_device *device_of_stream(CUstream stream, int *id, CUresult *result)
-{
-    struct vgpu_device *device = vgpu_current_device(result);
-    if (device != NULL && (*result = vgpu_stream_id(stream, device, id)) != CUDA_SUCCESS) {
-        device = NULL;
-    }
-    return device;
-}
-
 CUresult vgpu_served_cuMemcpyHtoD(CUdeviceptr_v2 dstDevice, const void *srcHost, size_t ByteCount)
 {
     return vgpu_served_cuMemcpyHtoDAsync(dstDevice, srcHost, ByteCount, NULL);
@@ -155,7 +144,7 @@ CUresult vgpu_served_cuMemcpyHtoDAsync(CUdeviceptr_v2 dstDevice, const void *src
 {
     CUresult result;
     int stream = 0;
-    struct vgpu_device *device = device_of_stream(hStream, &stream, &result);
+    struct vgpu_device *device = vgpu_current_stream(hStream, &stream, &result);
     if (device == NULL) {
         return result;
     }
@@ -177,7 +166,7 @@ CUresult vgpu_served_cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr_v2 srcDevice, 
 {
     CUresult result;
     int stream = 0;
-    struct vgpu_device *device = device_of_stream(hStream, &stream, &result);
+    struct vgpu_device *device = vgpu_current_stream(hStream, &stream, &result);
     if (device == NULL) {
         return result;
     }
@@ -200,7 +189,7 @@ CUresult vgpu_served_cuMemcpyDtoDAsync(CUdeviceptr_v2 dstDevice, CUdeviceptr_v2 
 {
     CUresult result;
     int stream = 0;
-    struct vgpu_device *device = device_of_stream(hStream, &stream, &result);
+    struct vgpu_device *device = vgpu_current_stream(hStream, &stream, &result);
     if (device == NULL) {
         return result;
     }
@@ -217,7 +206,7 @@ static CUresult memset_elements(CUdeviceptr_v2 dst, uint32_t value, int element_
 {
     CUresult result;
     int stream = 0;
-    struct vgpu_device *device = device_of_stream(hStream, &stream, &result);
+    struct vgpu_device *device = vgpu_current_stream(hStream, &stream, &result);
     if (device == NULL) {
         return result;
     }

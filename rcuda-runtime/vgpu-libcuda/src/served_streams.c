@@ -59,13 +59,9 @@ CUresult vgpu_served_cuStreamDestroy(CUstream hStream)
 CUresult vgpu_served_cuStreamSynchronize(CUstream hStream)
 {
     CUresult result;
-    struct vgpu_device *device = vgpu_current_device(&result);
-    if (device == NULL) {
-        return result;
-    }
     int id = 0;
-    result = vgpu_stream_id(hStream, device, &id);
-    if (result != CUDA_SUCCESS) {
+    struct vgpu_device *device = vgpu_current_stream(hStream, &id, &result);
+    if (device == NULL) {
         return result;
     }
     struct vgpu_request request;
@@ -173,13 +169,9 @@ static CUresult query(struct vgpu_device *device, struct vgpu_request *request)
 CUresult vgpu_served_cuStreamQuery(CUstream hStream)
 {
     CUresult result;
-    struct vgpu_device *device = vgpu_current_device(&result);
-    if (device == NULL) {
-        return result;
-    }
     int id = 0;
-    result = vgpu_stream_id(hStream, device, &id);
-    if (result != CUDA_SUCCESS) {
+    struct vgpu_device *device = vgpu_current_stream(hStream, &id, &result);
+    if (device == NULL) {
         return result;
     }
     struct vgpu_request request;

@@ -86,6 +86,10 @@ CUresult vgpu_load_module(struct vgpu_device *device, const void *image, size_t 
 /* served_libraries.c: the function a launch means: a CUfunction, or a CUkernel's function on the current vGPU. */
 struct vgpu_handle *vgpu_launchable(const void *handle);
 
+/* The current vGPU, opened, with stream checked to be one of its own and its id set (every request is synchronous,
+   so work on any stream is done in the order the program issued it); NULL with *result set when not. */
+struct vgpu_device *vgpu_current_stream(CUstream stream, int *id, CUresult *result);
+
 /* wire.c: requests on a vGPU's session. A request is built in a vgpu_request, then sent with
    vgpu_call (waits for its OK or ERROR; the OK's body is in reply) while the device's lock is held. */
 struct vgpu_request {
