@@ -56,18 +56,24 @@ CUresult vgpu_served_cuStreamDestroy(CUstream hStream)
     return by_id(vgpu_handle(hStream, VGPU_STREAM), VGPU_OP_STREAM_DESTROY, 1);
 }
 
+/* A request about a stream of the current vGPU, begun with the stream's id: the vGPU, or NULL with *result set. */
+static struct vgpu_device *stream_request(CUstream hStream, int opcode, struct vgpu_request *request, CUresult *result)
+{
+    int id = 0;
+    struct vgpu_device *device = vgpu_current_stream(hStream, &id, result);
+    if (device != NULL) {
+        vgpu_request_begin(request, opcode);
+        vgpu_put_u32(request, (uint32_t)id);
+    }
+    return device;
+}
+
 CUresult vgpu_served_cuStreamSynchronize(CUstream hStream)
 {
     CUresult result;
-    int id = 0;
-    struct vgpu_device *device = vgpu_current_stream(hStream, &id, &result);
-    if (device == NULL) {
-        return result;
-    }
     struct vgpu_request request;
-    vgpu_request_begin(&request, VGPU_OP_STREAM_SYNCHRONIZE);
-    vgpu_put_u32(&request, (uint32_t)id);
-    return vgpu_locked_call(device, &request, NULL);
+    struct vgpu_device *device = stream_request(hStream, VGPU_OP_STREAM_SYNCHRONIZE, &request, &result);
+    return device == NULL ? result : vgpu_locked_call(device, &request, NULL);
 }
 
 CUresult vgpu_served_cuEventCreate(CUevent *phEvent, unsigned int Flags)
@@ -169,15 +175,9 @@ static CUresult query(struct vgpu_device *device, struct vgpu_request *request)
 CUresult vgpu_served_cuStreamQuery(CUstream hStream)
 {
     CUresult result;
-    int id = 0;
-    struct vgpu_device *device = vgpu_current_stream(hStream, &id, &result);
-    if (device == NULL) {
-        return result;
-    }
     struct vgpu_request request;
-    vgpu_request_begin(&request, VGPU_OP_STREAM_QUERY);
-    vgpu_put_u32(&request, (uint32_t)id);
-    return query(device, &request);
+    struct vgpu_device *device = stream_request(hStream, VGPU_OP_STREAM_QUERY, &request, &result);
+    return device == NULL ? result : query(device, &request);
 }
 
 CUresult vgpu_served_cuEventQuery(CUevent hEvent)
