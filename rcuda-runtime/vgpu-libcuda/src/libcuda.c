@@ -8,6 +8,7 @@
  * serving vGPUs replaces entry point by entry point (README.md says what is served).
  */
 #include "libcuda_internal.h"
+#include "served_tables.h"
 
 #include <dlfcn.h>
 #include <stdarg.h>
@@ -136,13 +137,9 @@ VGPU_EXPORT CUresult CUDAAPI cuGetExportTable(const void **ppExportTable, const 
     }
     *ppExportTable = NULL;
     if (vgpu_serving) {
-        static int said;
-        if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED)) {
-            vgpu_say("the CUDA runtime's tables of the driver are not served on a vGPU yet: programs built with the "
-                     "CUDA runtime (nvcc's default) cannot use vGPUs in this version; driver-API programs can");
-        }
-        vgpu_note_export_table(pExportTableId, CUDA_ERROR_NOT_SUPPORTED);
-        return CUDA_ERROR_NOT_SUPPORTED;
+        CUresult result = vgpu_served_export_table(ppExportTable, pExportTableId);
+        vgpu_note_export_table(pExportTableId, result);
+        return result;
     }
     CUresult result = real_get_export_table != NULL ? real_get_export_table(ppExportTable, pExportTableId)
                                                     : vgpu_unresolved("cuGetExportTable");

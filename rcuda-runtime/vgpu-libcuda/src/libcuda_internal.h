@@ -62,6 +62,8 @@ CUresult vgpu_unresolved(const char *symbol);
 
 /* report.c: the export tables programs asked for, and the report written at exit. */
 void vgpu_note_export_table(const CUuuid *id, CUresult answer);
+/* report.c: an export table's id as text, 8-4-4-4-12 hexadecimal digits, as messages and reports name it. */
+void vgpu_table_id_text(const CUuuid *id, char text[37]);
 /* report.c: a name cuGetProcAddress was asked for that the toolkit's headers do not declare. */
 void vgpu_note_unknown_entry(const char *name, int driver_has_it);
 

@@ -63,11 +63,13 @@ void vgpu_note_unknown_entry(const char *name, int driver_has_it)
     pthread_mutex_unlock(&tables_lock);
 }
 
-static void write_uuid(FILE *out, const CUuuid *id)
+void vgpu_table_id_text(const CUuuid *id, char text[37])
 {
     const unsigned char *bytes = (const unsigned char *)id->bytes;
+    size_t used = 0;
     for (size_t i = 0; i < sizeof id->bytes; i++) {
-        fprintf(out, "%s%02x", i == 4 || i == 6 || i == 8 || i == 10 ? "-" : "", bytes[i]);
+        used += (size_t)snprintf(text + used, 37 - used, "%s%02x", i == 4 || i == 6 || i == 8 || i == 10 ? "-" : "",
+                                 bytes[i]);
     }
 }
 
@@ -133,9 +135,9 @@ __attribute__((destructor)) static void write_report(void)
     }
     pthread_mutex_lock(&tables_lock);
     for (size_t i = 0; i < table_count; i++) {
-        fprintf(out, "export-table ");
-        write_uuid(out, &tables[i].id);
-        fprintf(out, "\t%llu\t%s\n", tables[i].asked, tables[i].answer == CUDA_SUCCESS ? "answered" : "refused");
+        char id[37];
+        vgpu_table_id_text(&tables[i].id, id);
+        fprintf(out, "export-table %s\t%llu\t%s\n", id, tables[i].asked, tables[i].answer == CUDA_SUCCESS ? "answered" : "refused");
     }
     for (size_t i = 0; i < unknown_count; i++) {
         fprintf(out, "unknown-entry-point %s\t%s\n", unknown_entries[i],

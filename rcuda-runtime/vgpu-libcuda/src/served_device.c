@@ -51,19 +51,25 @@ CUresult vgpu_served_cuDeviceGetCount(int *count)
     return CUDA_SUCCESS;
 }
 
+/* Whether ordinal names a vGPU of the program's, once cuInit has run. */
+static CUresult known_device(int ordinal)
+{
+    if (!initialised) {
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
+    return vgpu_device_at(ordinal) == NULL ? CUDA_ERROR_INVALID_DEVICE : CUDA_SUCCESS;
+}
+
 CUresult vgpu_served_cuDeviceGet(CUdevice_v1 *device, int ordinal)
 {
     if (device == NULL) {
         return CUDA_ERROR_INVALID_VALUE;
     }
-    if (!initialised) {
-        return CUDA_ERROR_NOT_INITIALIZED;
+    CUresult result = known_device(ordinal);
+    if (result == CUDA_SUCCESS) {
+        *device = ordinal;
     }
-    if (vgpu_device_at(ordinal) == NULL) {
-        return CUDA_ERROR_INVALID_DEVICE;
-    }
-    *device = ordinal;
-    return CUDA_SUCCESS;
+    return result;
 }
 
 CUresult vgpu_served_cuDeviceGetName(char *name, int len, CUdevice_v1 dev)
@@ -232,4 +238,20 @@ CUresult vgpu_served_cuCtxSynchronize(CUcontext ctx)
 CUresult vgpu_served_cuCtxSynchronize_v2000(void)
 {
     return vgpu_served_cuCtxSynchronize(NULL);
+}
+
+/* A vGPU's identity is its own, not the GPU's behind it (which changes when the vGPU moves): "vgpu", then its
+   index, the rest zero. */
+CUresult vgpu_served_cuDeviceGetUuid(CUuuid *uuid, CUdevice_v1 dev)
+{
+    if (uuid == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    CUresult result = known_device(dev);
+    if (result == CUDA_SUCCESS) {
+        memset(uuid, 0, sizeof *uuid);
+        memcpy(uuid->bytes, "vgpu", 4);
+        uuid->bytes[15] = (char)dev;
+    }
+    return result;
 }

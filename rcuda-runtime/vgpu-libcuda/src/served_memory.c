@@ -136,8 +136,15 @@ CUresult vgpu_served_cuMemGetInfo(size_t *free_bytes, size_t *total)
 
 CUresult vgpu_served_cuMemcpyHtoD(CUdeviceptr_v2 dstDevice, const void *srcHost, size_t ByteCount)
 {
+    return vgpu_served_cuMemcpyHtoDAsync(dstDevice, srcHost, ByteCount, NULL);
+}
+
+CUresult vgpu_served_cuMemcpyHtoDAsync(CUdeviceptr_v2 dstDevice, const void *srcHost, size_t ByteCount,
+                                       CUstream hStream)
+{
     CUresult result;
-    struct vgpu_device *device = vgpu_current_device(&result);
+    int stream = 0;
+    struct vgpu_device *device = vgpu_current_stream(hStream, &stream, &result);
     if (device == NULL) {
         return result;
     }
@@ -152,8 +159,14 @@ CUresult vgpu_served_cuMemcpyHtoD(CUdeviceptr_v2 dstDevice, const void *srcHost,
 
 CUresult vgpu_served_cuMemcpyDtoH(void *dstHost, CUdeviceptr_v2 srcDevice, size_t ByteCount)
 {
+    return vgpu_served_cuMemcpyDtoHAsync(dstHost, srcDevice, ByteCount, NULL);
+}
+
+CUresult vgpu_served_cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr_v2 srcDevice, size_t ByteCount, CUstream hStream)
+{
     CUresult result;
-    struct vgpu_device *device = vgpu_current_device(&result);
+    int stream = 0;
+    struct vgpu_device *device = vgpu_current_stream(hStream, &stream, &result);
     if (device == NULL) {
         return result;
     }
@@ -168,30 +181,38 @@ CUresult vgpu_served_cuMemcpyDtoH(void *dstHost, CUdeviceptr_v2 srcDevice, size_
 
 CUresult vgpu_served_cuMemcpyDtoD(CUdeviceptr_v2 dstDevice, CUdeviceptr_v2 srcDevice, size_t ByteCount)
 {
+    return vgpu_served_cuMemcpyDtoDAsync(dstDevice, srcDevice, ByteCount, NULL);
+}
+
+CUresult vgpu_served_cuMemcpyDtoDAsync(CUdeviceptr_v2 dstDevice, CUdeviceptr_v2 srcDevice, size_t ByteCount,
+                                       CUstream hStream)
+{
     CUresult result;
-    struct vgpu_device *device = vgpu_current_device(&result);
+    int stream = 0;
+    struct vgpu_device *device = vgpu_current_stream(hStream, &stream, &result);
     if (device == NULL) {
         return result;
     }
     struct vgpu_request request;
     vgpu_request_begin(&request, VGPU_OP_MEMCPY_DTOD);
-    vgpu_put_u32(&request, 0);
+    vgpu_put_u32(&request, (uint32_t)stream);
     vgpu_put_u64(&request, dstDevice);
     vgpu_put_u64(&request, srcDevice);
     vgpu_put_u64(&request, ByteCount);
     return vgpu_locked_call(device, &request, NULL);
 }
 
-static CUresult memset_elements(CUdeviceptr_v2 dst, uint32_t value, int element_size, size_t count)
+static CUresult memset_elements(CUdeviceptr_v2 dst, uint32_t value, int element_size, size_t count, CUstream hStream)
 {
     CUresult result;
-    struct vgpu_device *device = vgpu_current_device(&result);
+    int stream = 0;
+    struct vgpu_device *device = vgpu_current_stream(hStream, &stream, &result);
     if (device == NULL) {
         return result;
     }
     struct vgpu_request request;
     vgpu_request_begin(&request, VGPU_OP_MEMSET);
-    vgpu_put_u32(&request, 0);
+    vgpu_put_u32(&request, (uint32_t)stream);
     vgpu_put_u64(&request, dst);
     vgpu_put_u32(&request, value);
     vgpu_put_u8(&request, (uint8_t)element_size);
@@ -201,10 +222,20 @@ static CUresult memset_elements(CUdeviceptr_v2 dst, uint32_t value, int element_
 
 CUresult vgpu_served_cuMemsetD8(CUdeviceptr_v2 dstDevice, unsigned char uc, size_t N)
 {
-    return memset_elements(dstDevice, uc, 1, N);
+    return memset_elements(dstDevice, uc, 1, N, NULL);
+}
+
+CUresult vgpu_served_cuMemsetD8Async(CUdeviceptr_v2 dstDevice, unsigned char uc, size_t N, CUstream hStream)
+{
+    return memset_elements(dstDevice, uc, 1, N, hStream);
 }
 
 CUresult vgpu_served_cuMemsetD32(CUdeviceptr_v2 dstDevice, unsigned int ui, size_t N)
 {
-    return memset_elements(dstDevice, ui, 4, N);
+    return memset_elements(dstDevice, ui, 4, N, NULL);
+}
+
+CUresult vgpu_served_cuMemsetD32Async(CUdeviceptr_v2 dstDevice, unsigned int ui, size_t N, CUstream hStream)
+{
+    return memset_elements(dstDevice, ui, 4, N, hStream);
 }

@@ -8,6 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The driver's answer to a launch whose block the device cannot run: a code cuda.h does not name, which the CUDA
+   runtime reports as cudaErrorInvalidConfiguration (vgpu's worker answers CUDA_ERROR_INVALID_VALUE, which the
+   runtime would report as cudaErrorInvalidValue). */
+#define DRIVER_INVALID_CONFIGURATION ((CUresult)9)
+
 #define FATBIN_WRAPPER_MAGIC 0x466243b1u
 #define FATBIN_MAGIC 0xba55ed50u
 
@@ -39,9 +44,7 @@ static size_t elf_bytes(const uint8_t *image)
     return (size_t)(sections_end > programs_end ? sections_end : programs_end);
 }
 
-/* How many bytes the image cuModuleLoadData was handed is, as the driver reads its kind: the driver
-   takes no length. The bytes of a fatbin wrapper are those of the fatbin it points to (*image moves). */
-static size_t image_bytes(const void **image)
+size_t vgpu_image_bytes(const void **image)
 {
     const uint8_t *bytes = *image;
     uint32_t magic;
@@ -61,17 +64,8 @@ static size_t image_bytes(const void **image)
     return strlen((const char *)bytes) + 1; /* PTX: text, NUL-terminated */
 }
 
-CUresult vgpu_served_cuModuleLoadData(CUmodule *module, const void *image)
+CUresult vgpu_load_module(struct vgpu_device *device, const void *image, size_t bytes, struct vgpu_handle **module)
 {
-    CUresult result;
-    struct vgpu_device *device = vgpu_current_device(&result);
-    if (module == NULL || image == NULL) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    if (device == NULL) {
-        return result;
-    }
-    size_t bytes = image_bytes(&image);
     if (bytes == 0 || bytes > VGPU_WIRE_MAX_MODULE_IMAGE_BYTES) {
         return bytes == 0 ? CUDA_ERROR_INVALID_IMAGE : CUDA_ERROR_OUT_OF_MEMORY;
     }
@@ -84,13 +78,27 @@ CUresult vgpu_served_cuModuleLoadData(CUmodule *module, const void *image)
     vgpu_request_begin(&request, VGPU_OP_MODULE_LOAD);
     vgpu_put_u32(&request, (uint32_t)id);
     vgpu_put_bytes(&request, image, bytes);
-    result = vgpu_locked_call(device, &request, NULL);
+    CUresult result = vgpu_locked_call(device, &request, NULL);
     if (result != CUDA_SUCCESS) {
         vgpu_free_handle(handle);
         return result;
     }
-    *module = (CUmodule)handle;
+    *module = handle;
     return CUDA_SUCCESS;
+}
+
+CUresult vgpu_served_cuModuleLoadData(CUmodule *module, const void *image)
+{
+    CUresult result;
+    struct vgpu_device *device = vgpu_current_device(&result);
+    if (module == NULL || image == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (device == NULL) {
+        return result;
+    }
+    size_t bytes = vgpu_image_bytes(&image);
+    return vgpu_load_module(device, image, bytes, (struct vgpu_handle **)module);
 }
 
 CUresult vgpu_served_cuModuleUnload(CUmodule hmod)
@@ -188,7 +196,7 @@ CUresult vgpu_served_cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigne
                                     unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
                                     unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
 {
-    struct vgpu_handle *function = vgpu_handle(f, VGPU_FUNCTION);
+    struct vgpu_handle *function = vgpu_launchable(f);
     if (function == NULL) {
         return CUDA_ERROR_INVALID_HANDLE;
     }
@@ -198,6 +206,9 @@ CUresult vgpu_served_cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigne
     }
     if (function->parameter_count > 0 && kernelParams == NULL) {
         return CUDA_ERROR_INVALID_VALUE;
+    }
+    if ((uint64_t)blockDimX * blockDimY * blockDimZ > (uint64_t)function->device->max_threads_per_block) {
+        return DRIVER_INVALID_CONFIGURATION;
     }
     int stream = 0;
     CUresult result = vgpu_stream_id(hStream, function->device, &stream);
@@ -222,4 +233,13 @@ CUresult vgpu_served_cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigne
         vgpu_put_bytes(&request, kernelParams[i], (size_t)function->parameter_sizes[i]);
     }
     return vgpu_locked_call(function->device, &request, NULL);
+}
+
+CUresult vgpu_served_cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
+{
+    if (mode == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    *mode = CU_MODULE_LAZY_LOADING;
+    return CUDA_SUCCESS;
 }

@@ -56,22 +56,24 @@ CUresult vgpu_served_cuStreamDestroy(CUstream hStream)
     return by_id(vgpu_handle(hStream, VGPU_STREAM), VGPU_OP_STREAM_DESTROY, 1);
 }
 
+/* A request about a stream of the current vGPU, begun with the stream's id: the vGPU, or NULL with *result set. */
+static struct vgpu_device *stream_request(CUstream hStream, int opcode, struct vgpu_request *request, CUresult *result)
+{
+    int id = 0;
+    struct vgpu_device *device = vgpu_current_stream(hStream, &id, result);
+    if (device != NULL) {
+        vgpu_request_begin(request, opcode);
+        vgpu_put_u32(request, (uint32_t)id);
+    }
+    return device;
+}
+
 CUresult vgpu_served_cuStreamSynchronize(CUstream hStream)
 {
     CUresult result;
-    struct vgpu_device *device = vgpu_current_device(&result);
-    if (device == NULL) {
-        return result;
-    }
-    int id = 0;
-    result = vgpu_stream_id(hStream, device, &id);
-    if (result != CUDA_SUCCESS) {
-        return result;
-    }
     struct vgpu_request request;
-    vgpu_request_begin(&request, VGPU_OP_STREAM_SYNCHRONIZE);
-    vgpu_put_u32(&request, (uint32_t)id);
-    return vgpu_locked_call(device, &request, NULL);
+    struct vgpu_device *device = stream_request(hStream, VGPU_OP_STREAM_SYNCHRONIZE, &request, &result);
+    return device == NULL ? result : vgpu_locked_call(device, &request, NULL);
 }
 
 CUresult vgpu_served_cuEventCreate(CUevent *phEvent, unsigned int Flags)
@@ -131,4 +133,61 @@ CUresult vgpu_served_cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CU
         vgpu_reply_free(&reply);
     }
     return result;
+}
+
+CUresult vgpu_served_cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
+{
+    struct vgpu_handle *event = vgpu_handle(hEvent, VGPU_EVENT);
+    if (event == NULL) {
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    if (Flags != CU_EVENT_WAIT_DEFAULT) {
+        return CUDA_ERROR_INVALID_VALUE; /* CU_EVENT_WAIT_EXTERNAL belongs to graphs, which are not served */
+    }
+    int stream = 0;
+    CUresult result = vgpu_stream_id(hStream, event->device, &stream);
+    if (result != CUDA_SUCCESS) {
+        return result;
+    }
+    struct vgpu_request request;
+    vgpu_request_begin(&request, VGPU_OP_STREAM_WAIT_EVENT);
+    vgpu_put_u32(&request, (uint32_t)stream);
+    vgpu_put_u32(&request, (uint32_t)event->remote_id);
+    return vgpu_locked_call(event->device, &request, NULL);
+}
+
+/* A query's answer: CUDA_SUCCESS when the work is done, CUDA_ERROR_NOT_READY while it is not. */
+static CUresult query(struct vgpu_device *device, struct vgpu_request *request)
+{
+    struct vgpu_reply reply;
+    CUresult result = vgpu_locked_call(device, request, &reply);
+    if (result == CUDA_SUCCESS) {
+        int done = vgpu_get_u8(&reply) != 0;
+        result = vgpu_reply_ok(&reply);
+        vgpu_reply_free(&reply);
+        if (result == CUDA_SUCCESS && !done) {
+            result = CUDA_ERROR_NOT_READY;
+        }
+    }
+    return result;
+}
+
+CUresult vgpu_served_cuStreamQuery(CUstream hStream)
+{
+    CUresult result;
+    struct vgpu_request request;
+    struct vgpu_device *device = stream_request(hStream, VGPU_OP_STREAM_QUERY, &request, &result);
+    return device == NULL ? result : query(device, &request);
+}
+
+CUresult vgpu_served_cuEventQuery(CUevent hEvent)
+{
+    struct vgpu_handle *event = vgpu_handle(hEvent, VGPU_EVENT);
+    if (event == NULL) {
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    struct vgpu_request request;
+    vgpu_request_begin(&request, VGPU_OP_EVENT_QUERY);
+    vgpu_put_u32(&request, (uint32_t)event->remote_id);
+    return query(event->device, &request);
 }

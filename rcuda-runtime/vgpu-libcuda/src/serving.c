@@ -195,6 +195,15 @@ CUresult vgpu_stream_id(CUstream stream, const struct vgpu_device *device, int *
     return CUDA_SUCCESS;
 }
 
+struct vgpu_device *vgpu_current_stream(CUstream stream, int *id, CUresult *result)
+{
+    struct vgpu_device *device = vgpu_current_device(result);
+    if (device != NULL && (*result = vgpu_stream_id(stream, device, id)) != CUDA_SUCCESS) {
+        device = NULL;
+    }
+    return device;
+}
+
 CUresult vgpu_refuse(int id)
 {
     const char *reason = "";

@@ -47,7 +47,7 @@ struct vgpu_device {
 
 #define VGPU_HANDLE_MAGIC 0x76677075u /* "vgpu": a handle of this library's, not the driver's */
 
-enum vgpu_handle_kind { VGPU_CONTEXT = 1, VGPU_MODULE, VGPU_FUNCTION, VGPU_STREAM, VGPU_EVENT };
+enum vgpu_handle_kind { VGPU_CONTEXT = 1, VGPU_MODULE, VGPU_FUNCTION, VGPU_STREAM, VGPU_EVENT, VGPU_LIBRARY, VGPU_KERNEL };
 
 /* What CUcontext, CUmodule, CUfunction, CUstream and CUevent point to on a vGPU. */
 struct vgpu_handle {
@@ -78,6 +78,18 @@ struct vgpu_handle *vgpu_new_handle(enum vgpu_handle_kind kind, struct vgpu_devi
 void vgpu_free_handle(struct vgpu_handle *handle);
 /* The stream's id on the worker for a CUstream argument (NULL and the legacy/per-thread defaults: 0). */
 CUresult vgpu_stream_id(CUstream stream, const struct vgpu_device *device, int *id);
+
+/* served_modules.c: the length of an image the driver is handed without one (a fatbin wrapper's is its fatbin's:
+   *image moves to the fatbin). */
+size_t vgpu_image_bytes(const void **image);
+/* served_modules.c: loads an image on device as a module of its own. */
+CUresult vgpu_load_module(struct vgpu_device *device, const void *image, size_t bytes, struct vgpu_handle **module);
+/* served_libraries.c: the function a launch means: a CUfunction, or a CUkernel's function on the current vGPU. */
+struct vgpu_handle *vgpu_launchable(const void *handle);
+
+/* The current vGPU, opened, with stream checked to be one of its own and its id set (every request is synchronous,
+   so work on any stream is done in the order the program issued it); NULL with *result set when not. */
+struct vgpu_device *vgpu_current_stream(CUstream stream, int *id, CUresult *result);
 
 /* wire.c: requests on a vGPU's session. A request is built in a vgpu_request, then sent with
    vgpu_call (waits for its OK or ERROR; the OK's body is in reply) while the device's lock is held. */

@@ -5,6 +5,8 @@
  */
 #include "libcuda_internal.h"
 #include "entry_points.h"
+#include "served_tables.h"
+#include "serving.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -137,6 +139,104 @@ static void older_names_are_exported_too(void)
     dlclose(library);
 }
 
+static CUuuid table_id(const char *hex)
+{
+    CUuuid id;
+    for (int i = 0; i < 16; i++) {
+        unsigned int byte = 0;
+        sscanf(hex + 2 * i, "%2x", &byte);
+        id.bytes[i] = (char)byte;
+    }
+    return id;
+}
+
+/* A known answer of the integrity digest (inputs and digest published with ZLUDA's implementation of it), and the
+   fixed answer for runtime versions ending in 0 or 1. */
+static void the_integrity_digest_is_the_one_the_runtime_computes(void)
+{
+    struct vgpu_integrity_input input = {12020,          0x2B4A,         0x4D08,         0x2B78,
+                                         0x7FF8C80717F0, 0x7FF8C825E4B0, 0x7FF8C7DD0AD0, 0x64A365EE};
+    struct vgpu_integrity_device device = {table_id("6722cbcfc661f29274d6ed232a32131c"), 0, 4, 0};
+    uint64_t digest[2] = {0, 0};
+    vgpu_integrity_digest(&input, &device, 1, digest);
+    EXPECT(digest[0] == UINT64_C(0xA7C34628F214707A) && digest[1] == UINT64_C(0xEAF1313342BFCD84));
+    device.pci_bus = 5; /* another device: another digest */
+    vgpu_integrity_digest(&input, &device, 1, digest);
+    EXPECT(digest[0] != UINT64_C(0xA7C34628F214707A));
+    input.runtime_version = 13000;
+    vgpu_integrity_digest(&input, &device, 1, digest);
+    EXPECT(digest[0] == UINT64_C(0x3341181c03cb675c) && digest[1] == UINT64_C(0x8ed383aa1f4cd1e8));
+    input.runtime_version = 13001;
+    vgpu_integrity_digest(&input, &device, 1, digest);
+    EXPECT(digest[0] == UINT64_C(0x1841181c03cb675c));
+}
+
+typedef CUresult (*any_slot)(void);
+
+static void known_tables_are_served_and_others_refused(void)
+{
+    const void *table = NULL;
+    CUuuid runtime = table_id("6bd5fb6c5bf4e74a8987d93912fd9df9");
+    EXPECT(vgpu_served_export_table(&table, &runtime) == CUDA_SUCCESS && table != NULL);
+    if (table == NULL) {
+        return;
+    }
+    const void *const *slots = table;
+    EXPECT((uintptr_t)slots[0] == 13 * sizeof(void *)); /* the runtime reads a table's size from its slot 0 */
+    /* a slot vgpu does not serve refuses, whatever the runtime passes */
+    EXPECT(((any_slot)(uintptr_t)slots[1])() == CUDA_ERROR_NOT_SUPPORTED);
+    const char *served[] = {"42d85a8123f6cb478298f6e78a3aecdc", "a094798c2e742e7493f20800200c0a66",
+                            "c693336e1121df11a8c368f355d89593", "263e88607cd2614392f6bbd5006dfa7e",
+                            "d4082055bde6704b8d34ba123c66e1f2"};
+    for (size_t i = 0; i < sizeof served / sizeof served[0]; i++) {
+        CUuuid id = table_id(served[i]);
+        table = NULL;
+        EXPECT(vgpu_served_export_table(&table, &id) == CUDA_SUCCESS && table != NULL);
+    }
+    /* the table that would let the runtime skip its start is answered as a driver without it answers */
+    CUuuid shortcut = table_id("f8cff95121468b4eb9e2fb469e7c0dd9");
+    EXPECT(vgpu_served_export_table(&table, &shortcut) == CUDA_ERROR_NOT_FOUND);
+    CUuuid unknown = table_id("0123456789abcdef0123456789abcdef");
+    EXPECT(vgpu_served_export_table(&table, &unknown) == CUDA_ERROR_NOT_SUPPORTED);
+
+    /* the tools' callback hooks: memory for the runtime to read */
+    CUuuid hooks = table_id("a094798c2e742e7493f20800200c0a66");
+    EXPECT(vgpu_served_export_table(&table, &hooks) == CUDA_SUCCESS);
+    void *area = NULL;
+    size_t bytes = 0;
+    ((void (*)(void **, size_t *))((const void *const *)table)[2])(&area, &bytes);
+    EXPECT(area != NULL && bytes >= 1024);
+}
+
+typedef CUresult (*value_put)(CUcontext, void *, void *, void (*)(CUcontext, void *, void *));
+typedef CUresult (*value_delete)(CUcontext, void *);
+typedef CUresult (*value_get)(void **, CUcontext, void *);
+
+/* The runtime keeps its state of a context under its own key: put, get and delete, by context and key. */
+static void context_local_storage_keeps_values_by_context_and_key(void)
+{
+    const void *table = NULL;
+    CUuuid storage = table_id("c693336e1121df11a8c368f355d89593");
+    EXPECT(vgpu_served_export_table(&table, &storage) == CUDA_SUCCESS);
+    const void *const *slots = table;
+    value_put put = (value_put)(uintptr_t)slots[0];
+    value_delete delete = (value_delete)(uintptr_t)slots[1];
+    value_get get = (value_get)(uintptr_t)slots[2];
+    struct vgpu_handle first = {VGPU_HANDLE_MAGIC, VGPU_CONTEXT, NULL, 0, 0, NULL};
+    struct vgpu_handle second = first;
+    int key = 0;
+    int value = 0;
+    void *found = (void *)1;
+    EXPECT(get(&found, (CUcontext)&first, &key) != CUDA_SUCCESS && found == NULL);
+    EXPECT(put((CUcontext)&first, &key, &value, NULL) == CUDA_SUCCESS);
+    EXPECT(get(&found, (CUcontext)&first, &key) == CUDA_SUCCESS && found == &value);
+    EXPECT(get(&found, (CUcontext)&second, &key) != CUDA_SUCCESS);
+    EXPECT(delete ((CUcontext)&first, &key) == CUDA_SUCCESS);
+    EXPECT(get(&found, (CUcontext)&first, &key) != CUDA_SUCCESS);
+    /* no context current and none named: refused, not followed */
+    EXPECT(put(NULL, &key, &value, NULL) == CUDA_ERROR_INVALID_CONTEXT);
+}
+
 int main(void)
 {
     newest_version_the_program_knows();
@@ -147,6 +247,9 @@ int main(void)
     calls_are_counted_under_their_name();
     refusals_say_why();
     older_names_are_exported_too();
+    the_integrity_digest_is_the_one_the_runtime_computes();
+    known_tables_are_served_and_others_refused();
+    context_local_storage_keeps_values_by_context_and_key();
     if (failures != 0) {
         fprintf(stderr, "%d failure(s)\n", failures);
         return 1;

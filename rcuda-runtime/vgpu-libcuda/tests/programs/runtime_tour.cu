@@ -1,10 +1,13 @@
 // The CUDA runtime API as HPC codes use it, built the ordinary way (nvcc, static or shared cudart).
 // Prints one line per step with what it computed; the same binary prints the same lines on plain
-// CUDA and on a vGPU.
+// CUDA and on a vGPU, whatever the number of devices. `runtime_tour MS` waits MS milliseconds after its
+// first step, with data on device 0, so that a test can move its vGPU while it runs.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
+
+#include <unistd.h>
 
 #include "tour.h"
 
@@ -49,13 +52,14 @@ static double sum(const std::vector<float> &values)
     return total;
 }
 
-int main()
+int main(int argc, char **argv)
 {
+    const long pause_ms = argc > 1 ? std::atol(argv[1]) : 0;
     int devices = 0;
     CHECK(cudaGetDeviceCount(&devices));
     cudaDeviceProp properties;
     CHECK(cudaGetDeviceProperties(&properties, 0));
-    std::printf("devices %d, device 0 has compute capability >= 8: %s\n", devices,
+    std::printf("devices >= 1: %s, device 0 has compute capability >= 8: %s\n", devices >= 1 ? "yes" : "no",
                 properties.major >= 8 ? "yes" : "no");
     CHECK(cudaSetDevice(0));
 
@@ -83,6 +87,8 @@ int main()
     int seen = 0;
     CHECK(cudaMemcpyFromSymbol(&seen, launches_seen, sizeof seen));
     std::printf("polynomial sum %.3f, launches seen by the device %d\n", sum(y), seen);
+    std::fflush(stdout);
+    usleep((useconds_t)(pause_ms * 1000));
 
     // pinned memory, a stream, asynchronous copies, a kernel of the other unit, events
     float *pinned = nullptr;
@@ -106,6 +112,16 @@ int main()
         pinned_sum += pinned[i];
     }
     std::printf("scaled sum %.3f, elapsed time measured: %s\n", pinned_sum, elapsed >= 0 ? "yes" : "no");
+
+    // a second stream that waits for the first's event, and queries of finished work
+    cudaStream_t second;
+    CHECK(cudaStreamCreateWithFlags(&second, cudaStreamNonBlocking));
+    CHECK(cudaStreamWaitEvent(second, stop, 0));
+    launch_scale(dx, 1.0f, n, second);
+    CHECK(cudaStreamSynchronize(second));
+    std::printf("stream after an event: %s, event: %s\n", cudaGetErrorName(cudaStreamQuery(second)),
+                cudaGetErrorName(cudaEventQuery(stop)));
+    CHECK(cudaStreamDestroy(second));
 
     // memset, a reduction, device-to-device copies
     float *sums = nullptr;

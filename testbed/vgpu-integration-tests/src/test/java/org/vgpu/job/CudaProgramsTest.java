@@ -9,6 +9,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -19,12 +20,14 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import org.vgpu.common.line.LineClient;
 import org.vgpu.job.cuda.CudaProgramTwins;
 
 /**
- * CUDA programs written in C against the driver API and built by plain nvcc (rcuda-runtime/vgpu-libcuda builds them
+ * CUDA programs written in C against the driver API or C++ against the CUDA runtime, and built by plain nvcc (rcuda-runtime/vgpu-libcuda builds them
  * where nvcc is, as CI's machine has it) run through {@code vgpu run} on the CPU emulation, which puts vgpu's {@code
  * libcuda.so.1} first on their library path: their vGPUs are the job's migratable vGPUs, served by the launcher's
  * local worker, and one moves while the program has state on it. The kernels run as their Java twins ({@link CudaProgramTwins}); on a GPU they are the
@@ -92,13 +95,82 @@ class CudaProgramsTest {
         assertTrue(run.err().contains("the program opened a session"), run.toString());
     }
 
+    /**
+     * A CUDA runtime program, built by plain nvcc (the runtime linked in statically) and with {@code -cudart shared}:
+     * the runtime takes vgpu's own hidden tables of the driver, loads the program's fatbins through it, and the
+     * program computes on its vGPU what it computes on a GPU (its errors included).
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"runtime_tour", "runtime_tour_shared"})
+    void aCudaRuntimeProgramRunsOnItsVgpuAsOnAGpu(String name) {
+        assumeTrue(Files.exists(program(name)), name + " is built by rcuda-runtime/vgpu-libcuda where nvcc is");
+        ProgramRun run = run(program(name).toString());
+        assertEquals(0, run.status(), run.toString());
+        assertEquals(runtimeTourOutput(), run.results(), run.toString());
+        assertTrue(run.err().contains("the program opened a session"), run.toString());
+    }
+
+    /** runtime_tour's vGPU moves after its first step (its second launch held), with its data and variables on it. */
+    @Test
+    void aCudaRuntimeProgramsVgpuMovesWhileItHasStateOnIt() throws Exception {
+        ProgramRun run = movedAtLaunch(2, program("runtime_tour").toString());
+        assertEquals(0, run.status(), run.toString());
+        assertEquals(runtimeTourOutput(), run.results(), run.toString());
+    }
+
+    /** What runtime_tour prints on a GPU, computed here as its kernels compute (fused multiply-adds, tree sums). */
+    private static List<String> runtimeTourOutput() {
+        int n = 1 << 20;
+        float[] x = new float[n];
+        double polynomialSum = 0;
+        double scaledSum = 0;
+        for (int i = 0; i < n; i++) {
+            x[i] = (float) (i % 1000) / 1000.0f;
+            float v = x[i];
+            polynomialSum += Math.fma(Math.fma(Math.fma(0.125f, v, 0.25f), v, 0.5f), v, 1.0f);
+            x[i] = v * 2.0f;
+            scaledSum += x[i];
+        }
+        int blocks = n / 256;
+        double blockTotal = 0;
+        for (int b = 0; b < blocks; b++) {
+            float[] partial = Arrays.copyOfRange(x, b * 256, b * 256 + 256);
+            for (int stride = 128; stride > 0; stride /= 2) {
+                for (int t = 0; t < stride; t++) {
+                    partial[t] += partial[t + stride];
+                }
+            }
+            blockTotal += partial[0];
+        }
+        long indices = 0;
+        for (int i = 0; i < 1000; i++) {
+            indices += i * 3L + 1;
+        }
+        return List.of(
+                "devices >= 1: yes, device 0 has compute capability >= 8: yes",
+                String.format("polynomial sum %.3f, launches seen by the device 2", polynomialSum),
+                String.format("scaled sum %.3f, elapsed time measured: yes", scaledSum),
+                "stream after an event: cudaSuccess, event: cudaSuccess",
+                String.format("block sums total %.3f over %d blocks", blockTotal, blocks),
+                "indices total " + indices,
+                "launch with 4096 threads per block: cudaErrorInvalidConfiguration",
+                "free of a host address: cudaErrorInvalidValue",
+                "done");
+    }
+
     @Test
     void itsVgpuMovesWhileItHasStateOnIt() throws Exception {
-        CudaProgramTwins.Hold hold = CudaProgramTwins.holdLaunch(5);
-        CompletableFuture<ProgramRun> program =
-                CompletableFuture.supplyAsync(() -> run(program("driver_steps").toString(), "12", "0"));
+        ProgramRun run = movedAtLaunch(5, program("driver_steps").toString(), "12", "0");
+        assertEquals(0, run.status(), run.toString());
+        assertEquals(List.of("12 steps checked; checksum " + expectedChecksum(12)), run.results(), run.toString());
+    }
+
+    /** The program run with its vGPU 0 moved from emulated GPU 0 to GPU 1 while its {@code launch}-th launch is held. */
+    private ProgramRun movedAtLaunch(int launch, String... command) throws Exception {
+        CudaProgramTwins.Hold hold = CudaProgramTwins.holdLaunch(launch);
+        CompletableFuture<ProgramRun> program = CompletableFuture.supplyAsync(() -> run(command));
         try {
-            assertTrue(hold.awaitReached(60), "the program reached its fifth step");
+            assertTrue(hold.awaitReached(60), "the program reached its launch " + launch);
             CompletableFuture<List<String>> moved = CompletableFuture.supplyAsync(
                     () -> LineClient.request(agentSocket, "migrate 0 1", Duration.ofSeconds(60)));
             // the move waits for the held launch; the program's next call waits for the move
@@ -108,9 +180,7 @@ class CudaProgramsTest {
         } finally {
             hold.release();
         }
-        ProgramRun run = program.get(120, TimeUnit.SECONDS);
-        assertEquals(0, run.status(), run.toString());
-        assertEquals(List.of("12 steps checked; checksum " + expectedChecksum(12)), run.results(), run.toString());
+        return program.get(120, TimeUnit.SECONDS);
     }
 
     // ---- a step of several tasks on the node (srun -n 2 vgpu run -- ./app): each task its own share of the vGPUs

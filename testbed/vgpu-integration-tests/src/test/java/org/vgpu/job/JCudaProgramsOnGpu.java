@@ -29,8 +29,9 @@ import org.vgpu.common.security.ThrowawaySiteKey;
  * copy, as the median of the ratios of interleaved pairs of runs ({@code jcudaprograms.JCudaCallCost}).
  *
  * <p>With the system property {@code vgpu.cuda.programs} naming the directory of the C programs
- * rcuda-runtime/vgpu-libcuda builds (testbed/gpu/cuda-programs.sh), the driver-API ones go through the same three
- * runs after the JCuda programs: their vGPUs are the launcher's, served to vgpu's {@code libcuda.so.1}.
+ * rcuda-runtime/vgpu-libcuda builds (testbed/gpu/cuda-programs.sh), a driver-API one and the CUDA runtime one go
+ * through the same three runs after the JCuda programs: their vGPUs are the launcher's, served to vgpu's {@code
+ * libcuda.so.1}.
  *
  * <p>Arguments: the PTX directory (built by nvcc from the programs' .cu files), how often each program repeats its
  * computation (default 20: long enough for a move to land while it runs), the pairs of cost runs (default 5; 0
@@ -49,10 +50,15 @@ public final class JCudaProgramsOnGpu {
             "JCudaTwoDevices",
             "JCudaPointerTable");
     /**
-     * The driver-API C programs and their arguments: long enough, with its pauses, for a move to land while it runs.
-     * (driver_tour prints the device count, which is the job's vGPUs here: cuda-programs.sh compares it on one vGPU.)
+     * The C programs and their arguments: long enough, with their pauses, for a move to land while they run (driver
+     * steps 200 times 20 ms; runtime_tour, the CUDA runtime's, built static and shared, waits 3 s after its first
+     * step). (driver_tour prints the device count, which is the job's vGPUs here: cuda-programs.sh compares it on one
+     * vGPU.)
      */
-    static final List<List<String>> CUDA_PROGRAMS = List.of(List.of("driver_steps", "200", "20"));
+    static final List<List<String>> CUDA_PROGRAMS = List.of(
+            List.of("driver_steps", "200", "20"),
+            List.of("runtime_tour", "3000"),
+            List.of("runtime_tour_shared", "3000"));
 
     private static final String CLASS_PATH = System.getProperty("java.class.path");
     private static final String JAVA =

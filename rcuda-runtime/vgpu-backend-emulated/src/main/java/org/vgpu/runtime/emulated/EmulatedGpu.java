@@ -278,11 +278,18 @@ final class EmulatedGpu
     // ---- modules
 
     @Override
-    protected Module doModuleLoad(ModuleImage image) {
+    protected Module doModuleLoad(ModuleImage loaded) {
+        ModuleImage image = loaded.format() == ModuleImage.Format.FATBIN
+                ? ModuleImage.parse(FatbinPtx.newest(loaded.bytes())
+                        .orElseThrow(() -> new VgpuException(
+                                ErrorCode.CUDA_ERROR_NOT_SUPPORTED,
+                                "CPU emulation reads a fatbin's kernels from its PTX, and this fatbin carries none")))
+                : loaded;
         if (image.format() != ModuleImage.Format.PTX) {
             throw new VgpuException(
                     ErrorCode.CUDA_ERROR_NOT_SUPPORTED,
-                    "CPU emulation loads PTX modules only (their kernels run as Java twins), got a " + image.format());
+                    "CPU emulation loads PTX modules and fatbins with PTX only (their kernels run as Java twins), got a "
+                            + image.format());
         }
         Arena arena = Arena.ofShared();
         Map<String, MemorySegment> globals = new ConcurrentHashMap<>();
@@ -346,7 +353,7 @@ final class EmulatedGpu
 
     @Override
     protected KernelSignature doBinarySignature(Function function, String kernelName) {
-        throw new IllegalStateException("emulated modules are PTX only");
+        return function.module.image().ptxSignature(kernelName); // a fatbin's, read from its PTX
     }
 
     // ---- memory
