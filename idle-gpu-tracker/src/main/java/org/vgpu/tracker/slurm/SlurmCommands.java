@@ -30,6 +30,8 @@ public final class SlurmCommands implements SlurmControl {
     private final String lendPartition;
     private final Optional<String> lendQos;
     private final String holderOutput;
+    /** Chosen at the first read: {@link #reader()}. */
+    private ScontrolReader reader;
 
     /**
      * @param holderOutput where holder jobs write (sbatch {@code --output}, {@code %j} is the holder's id)
@@ -43,23 +45,49 @@ public final class SlurmCommands implements SlurmControl {
 
     @Override
     public SlurmInventory inventory() {
-        String nodes = run("scontrol", "show", "node", "-d").stdout();
-        String jobs = run("scontrol", "show", "job", "-d").stdout();
-        return SlurmInventory.fromScontrol(nodes, jobs.startsWith("No jobs in the system") ? "" : jobs);
+        ScontrolReader reader = reader();
+        String nodes = run(reader.showNodesCommand()).stdout();
+        String jobs = run(reader.showJobsCommand(Optional.empty())).stdout();
+        return new SlurmInventory(reader.nodes(nodes), reader.jobs(jobs));
     }
 
     @Override
     public Optional<SlurmJob> job(long id) {
-        Result result = runAllowingFailure("scontrol", "show", "job", "-d", Long.toString(id));
+        ScontrolReader reader = reader();
+        Result result =
+                runAllowingFailure(reader.showJobsCommand(Optional.of(id)).toArray(String[]::new));
         if (result.exitCode() != 0) {
             if (UNKNOWN_JOB.matcher(result.stderr()).find()) {
                 return Optional.empty();
             }
             throw failed(result);
         }
-        return SlurmInventory.parseScontrolJobs(result.stdout()).stream()
+        // The JSON of a job Slurm no longer knows is a document without jobs (exit status 0).
+        return reader.jobs(result.stdout()).stream()
                 .filter(job -> job.id() == id)
                 .findFirst();
+    }
+
+    /**
+     * The form of scontrol's output read from this Slurm, chosen at the first use by its version (a Slurm upgraded
+     * under a running tracker prints documents of another data_parser version, which are refused, naming both).
+     */
+    private synchronized ScontrolReader reader() {
+        if (reader == null) {
+            ScontrolReaders.Choice choice =
+                    ScontrolReaders.choose(run("scontrol", "--version").stdout(), () -> {
+                        // scontrol lists them and exits with a failure status; where it writes the list varies.
+                        Result list = runAllowingFailure("scontrol", "--json=list");
+                        return list.stdout() + "\n" + list.stderr();
+                    });
+            if (choice.fallback()) {
+                LOG.warn("{}", choice.reason());
+            } else {
+                LOG.info("{}", choice.reason());
+            }
+            reader = choice.reader();
+        }
+        return reader;
     }
 
     @Override
@@ -153,6 +181,10 @@ public final class SlurmCommands implements SlurmControl {
     @Override
     public void comment(long job, String text) {
         run("scontrol", "update", "JobId=" + job, "Comment=" + text);
+    }
+
+    private Result run(List<String> command) {
+        return run(command.toArray(String[]::new));
     }
 
     private Result run(String... command) {
