@@ -187,14 +187,23 @@ class ScontrolJsonTest {
                 "jobs[0].job_state is a string, expected an array (data_parser v0.0.40)");
 
         String idText = busyJobs(DataParser.V0_0_42).replaceFirst("\"job_id\": 1,", "\"job_id\": \"1\",");
-        assertRefused(DataParser.V0_0_42, idText, "jobs[0].job_id is a string, expected a whole number (data_parser v0.0.42)");
+        assertRefused(
+                DataParser.V0_0_42,
+                idText,
+                "jobs[0].job_id is a string, expected a whole number (data_parser v0.0.42)");
 
         String fraction = busyJobs(DataParser.V0_0_42).replaceFirst("\"job_id\": 1,", "\"job_id\": 1.5,");
-        assertRefused(DataParser.V0_0_42, fraction, "jobs[0].job_id is a fraction, expected a whole number (data_parser v0.0.42)");
+        assertRefused(
+                DataParser.V0_0_42,
+                fraction,
+                "jobs[0].job_id is a fraction, expected a whole number (data_parser v0.0.42)");
 
         String tresNumber =
                 busyJobs(DataParser.V0_0_42).replaceFirst("\"tres_per_node\": \"\"", "\"tres_per_node\": 0");
-        assertRefused(DataParser.V0_0_42, tresNumber, "jobs[0].tres_per_node is a whole number, expected a string (data_parser v0.0.42)");
+        assertRefused(
+                DataParser.V0_0_42,
+                tresNumber,
+                "jobs[0].tres_per_node is a whole number, expected a string (data_parser v0.0.42)");
     }
 
     @Test
@@ -212,7 +221,8 @@ class ScontrolJsonTest {
 
         String nullState = busyJobs(DataParser.V0_0_42)
                 .replaceFirst("\"job_state\": \\[\\s*\"COMPLETED\"\\s*\\]", "\"job_state\": [null]");
-        assertRefused(DataParser.V0_0_42, nullState, "jobs[0].job_state[0] is null, expected a string (data_parser v0.0.42)");
+        assertRefused(
+                DataParser.V0_0_42, nullState, "jobs[0].job_state[0] is null, expected a string (data_parser v0.0.42)");
 
         String noMeta = "{\"nodes\": [], \"errors\": []}";
         SlurmException noMetaRefused =
