@@ -32,6 +32,8 @@ public final class SlurmCommands implements SlurmControl {
     private final String holderOutput;
     /** Chosen at the first read: {@link #reader()}. */
     private ScontrolReader reader;
+    /** Why the last reader was chosen, as logged. */
+    private String lastChoice = "";
 
     /**
      * @param holderOutput where holder jobs write (sbatch {@code --output}, {@code %j} is the holder's id)
@@ -46,9 +48,16 @@ public final class SlurmCommands implements SlurmControl {
     @Override
     public SlurmInventory inventory() {
         ScontrolReader reader = reader();
-        String nodes = run(reader.showNodesCommand()).stdout();
-        String jobs = run(reader.showJobsCommand(Optional.empty())).stdout();
-        return new SlurmInventory(reader.nodes(nodes), reader.jobs(jobs));
+        try {
+            String nodes = run(reader.showNodesCommand()).stdout();
+            String jobs = run(reader.showJobsCommand(Optional.empty())).stdout();
+            return new SlurmInventory(reader.nodes(nodes), reader.jobs(jobs));
+        } catch (SlurmException e) {
+            if (e.code() != SlurmException.Code.UNREACHABLE) {
+                forgetReader();
+            }
+            throw e;
+        }
     }
 
     @Override
@@ -69,25 +78,34 @@ public final class SlurmCommands implements SlurmControl {
     }
 
     /**
-     * The form of scontrol's output read from this Slurm, chosen at the first use by its version (a Slurm upgraded
-     * under a running tracker prints documents of another data_parser version, which are refused, naming both).
+     * The form of scontrol's output read from this Slurm, chosen at the first use by its version, and again after a
+     * read it refused or scontrol failed: a Slurm upgraded under a running tracker may no longer offer the
+     * data_parser version chosen.
      */
     private synchronized ScontrolReader reader() {
         if (reader == null) {
             ScontrolReaders.Choice choice =
                     ScontrolReaders.choose(run("scontrol", "--version").stdout(), () -> {
-                        // scontrol lists them and exits with a failure status; where it writes the list varies.
+                        // Both streams, whatever the exit status: the list is what counts.
                         Result list = runAllowingFailure("scontrol", "--json=list");
                         return list.stdout() + "\n" + list.stderr();
                     });
-            if (choice.fallback()) {
-                LOG.warn("{}", choice.reason());
-            } else {
-                LOG.info("{}", choice.reason());
+            // Said once, and again only when it changes: a slurmctld that is down makes every poll choose anew.
+            if (!choice.reason().equals(lastChoice)) {
+                if (choice.fallback()) {
+                    LOG.warn("{}", choice.reason());
+                } else {
+                    LOG.info("{}", choice.reason());
+                }
+                lastChoice = choice.reason();
             }
             reader = choice.reader();
         }
         return reader;
+    }
+
+    private synchronized void forgetReader() {
+        reader = null;
     }
 
     @Override
