@@ -11,6 +11,7 @@ import java.util.Map;
 import java.util.Optional;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.function.Executable;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -136,21 +137,20 @@ class ScontrolJsonTest {
     @Test
     void aVersionTheTrackerDoesNotKnowIsRefused() {
         String v43 = busyJobs(DataParser.V0_0_42).replace("data_parser\\/v0.0.42", "data_parser\\/v0.0.43");
-        SlurmException e = assertThrows(SlurmException.class, () -> new ScontrolJson(DataParser.V0_0_42).jobs(v43));
+        String message = refusal(() -> new ScontrolJson(DataParser.V0_0_42).jobs(v43));
         assertTrue(
-                e.getMessage()
-                        .endsWith("the document is data_parser/v0.0.43 of Slurm 24.11.5, expected"
-                                + " data_parser/v0.0.42"),
-                e.getMessage());
+                message.endsWith(
+                        "the document is data_parser/v0.0.43 of Slurm 24.11.5, expected" + " data_parser/v0.0.42"),
+                message);
     }
 
     @Test
     void v0040sAllocationIsRefusedByTheReaderOfV0041() {
         // The same document, claimed to be v0.0.41: its job_resources have no nodes.allocation.
         String claimed = busyJobs(DataParser.V0_0_40).replace("data_parser\\/v0.0.40", "data_parser\\/v0.0.41");
-        SlurmException e = assertThrows(SlurmException.class, () -> new ScontrolJson(DataParser.V0_0_41).jobs(claimed));
-        assertTrue(e.getMessage().contains("jobs[1].job_resources.nodes"), e.getMessage());
-        assertTrue(e.getMessage().endsWith("(data_parser v0.0.41)"), e.getMessage());
+        String message = refusal(() -> new ScontrolJson(DataParser.V0_0_41).jobs(claimed));
+        assertTrue(message.contains("jobs[1].job_resources.nodes"), message);
+        assertTrue(message.endsWith("(data_parser v0.0.41)"), message);
     }
 
     @ParameterizedTest
@@ -158,8 +158,8 @@ class ScontrolJsonTest {
     void truncatedOutputIsRefused(DataParser parser) {
         String jobs = busyJobs(parser);
         String cut = jobs.substring(0, jobs.length() / 2);
-        SlurmException e = assertThrows(SlurmException.class, () -> new ScontrolJson(parser).jobs(cut));
-        assertTrue(e.getMessage().contains("truncated output?"), e.getMessage());
+        String message = refusal(() -> new ScontrolJson(parser).jobs(cut));
+        assertTrue(message.contains("truncated output?"), message);
     }
 
     @Test
@@ -172,12 +172,11 @@ class ScontrolJsonTest {
                 "jobs[0].priority is a whole number, expected an object (data_parser v0.0.42)");
 
         String cpusText = busyNodes(DataParser.V0_0_41).replaceFirst("\"cpus\": 8", "\"cpus\": \"8\"");
-        SlurmException e =
-                assertThrows(SlurmException.class, () -> new ScontrolJson(DataParser.V0_0_41).nodes(cpusText));
+        String message = refusal(() -> new ScontrolJson(DataParser.V0_0_41).nodes(cpusText));
         assertEquals(
                 "cannot read the output of scontrol --json=v0.0.41 show node -d: nodes[0].cpus is a string, expected"
                         + " a whole number (data_parser v0.0.41)",
-                e.getMessage());
+                message);
 
         String stateText = busyJobs(DataParser.V0_0_40)
                 .replaceFirst("\"job_state\": \\[\\s*\"COMPLETED\"\\s*\\]", "\"job_state\": \"COMPLETED\"");
@@ -209,12 +208,11 @@ class ScontrolJsonTest {
     @Test
     void aMissingOrNullFieldIsRefusedNamingIt() {
         String noGresUsed = busyNodes(DataParser.V0_0_42).replaceFirst("\"gres_used\": \"[^\"]*\",", "");
-        SlurmException e =
-                assertThrows(SlurmException.class, () -> new ScontrolJson(DataParser.V0_0_42).nodes(noGresUsed));
+        String message = refusal(() -> new ScontrolJson(DataParser.V0_0_42).nodes(noGresUsed));
         assertEquals(
                 "cannot read the output of scontrol --json=v0.0.42 show node -d: nodes[0] has no 'gres_used', which"
                         + " the tracker reads (data_parser v0.0.42)",
-                e.getMessage());
+                message);
 
         String nullName = busyJobs(DataParser.V0_0_42).replaceFirst("\"name\": \"finishes\"", "\"name\": null");
         assertRefused(DataParser.V0_0_42, nullName, "jobs[0].name is null (data_parser v0.0.42)");
@@ -225,13 +223,10 @@ class ScontrolJsonTest {
                 DataParser.V0_0_42, nullState, "jobs[0].job_state[0] is null, expected a string (data_parser v0.0.42)");
 
         String noMeta = "{\"nodes\": [], \"errors\": []}";
-        SlurmException noMetaRefused =
-                assertThrows(SlurmException.class, () -> new ScontrolJson(DataParser.V0_0_42).nodes(noMeta));
+        String noMetaRefused = refusal(() -> new ScontrolJson(DataParser.V0_0_42).nodes(noMeta));
         assertTrue(
-                noMetaRefused
-                        .getMessage()
-                        .endsWith("the document has no 'meta', which the tracker reads" + " (data_parser v0.0.42)"),
-                noMetaRefused.getMessage());
+                noMetaRefused.endsWith("the document has no 'meta', which the tracker reads (data_parser v0.0.42)"),
+                noMetaRefused);
     }
 
     @Test
@@ -258,26 +253,23 @@ class ScontrolJsonTest {
                         "\"errors\": \\[\\]",
                         "\"errors\": [{\"description\": \"Unable to query nodes\", \"error_number\": 1,"
                                 + " \"error\": \"Unspecified error\", \"source\": \"slurm_load_node\"}]");
-        SlurmException e =
-                assertThrows(SlurmException.class, () -> new ScontrolJson(DataParser.V0_0_42).nodes(withError));
-        assertTrue(
-                e.getMessage().endsWith("Slurm reports 'Unable to query nodes (Unspecified error)'"), e.getMessage());
+        String message = refusal(() -> new ScontrolJson(DataParser.V0_0_42).nodes(withError));
+        assertTrue(message.endsWith("Slurm reports 'Unable to query nodes (Unspecified error)'"), message);
     }
 
     @Test
     void textIsNotJson() {
         String text = capture(SLURM_24_11 + "busy", "scontrol-show-node-d.txt");
-        SlurmException e = assertThrows(SlurmException.class, () -> new ScontrolJson(DataParser.V0_0_42).nodes(text));
+        String message = refusal(() -> new ScontrolJson(DataParser.V0_0_42).nodes(text));
         assertTrue(
-                e.getMessage().startsWith("cannot read the output of scontrol --json=v0.0.42 show node -d: line 1"),
-                e.getMessage());
+                message.startsWith("cannot read the output of scontrol --json=v0.0.42 show node -d: line 1"), message);
     }
 
     @Test
     void aNumberOutOfRangeIsRefused() {
         String huge = busyNodes(DataParser.V0_0_42).replaceFirst("\"cpus\": 8", "\"cpus\": 99999999999");
-        SlurmException e = assertThrows(SlurmException.class, () -> new ScontrolJson(DataParser.V0_0_42).nodes(huge));
-        assertTrue(e.getMessage().contains("nodes[0].cpus"), e.getMessage());
+        String message = refusal(() -> new ScontrolJson(DataParser.V0_0_42).nodes(huge));
+        assertTrue(message.contains("nodes[0].cpus"), message);
     }
 
     @Test
@@ -290,7 +282,12 @@ class ScontrolJsonTest {
     }
 
     private static void assertRefused(DataParser parser, String jobs, String expectedEnd) {
-        SlurmException e = assertThrows(SlurmException.class, () -> new ScontrolJson(parser).jobs(jobs));
-        assertTrue(e.getMessage().endsWith(expectedEnd), e.getMessage());
+        String message = refusal(() -> new ScontrolJson(parser).jobs(jobs));
+        assertTrue(message.endsWith(expectedEnd), message);
+    }
+
+    /** What the reader said when it refused. */
+    private static String refusal(Executable read) {
+        return assertThrows(SlurmException.class, read).getMessage();
     }
 }
