@@ -22,9 +22,10 @@ declare -A TARGETS=(
     [site-config]="site-config org.vgpu.siteconfig.SiteConfigFuzzTest#file"
     [ledger-line]="idle-gpu-tracker org.vgpu.tracker.ledger.LedgerFuzzTest#line"
     [ledger-file]="idle-gpu-tracker org.vgpu.tracker.ledger.LedgerFuzzTest#file"
+    [scontrol-json]="idle-gpu-tracker org.vgpu.tracker.slurm.ScontrolJsonFuzzTest#documents"
     [environment]="job-wrapper/vgpu-job org.vgpu.job.JobEnvironmentFuzzTest#environment"
 )
-ORDER=(requests replies agent-channel tracker munge site-config ledger-line ledger-file environment)
+ORDER=(requests replies agent-channel tracker munge site-config ledger-line ledger-file scontrol-json environment)
 
 target=${1:-all}
 minutes=${2:-1}

@@ -1,7 +1,9 @@
 package org.vgpu.tracker.slurm;
 
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.regex.Matcher;
@@ -47,6 +49,15 @@ public record GresItem(String name, Optional<String> type, int count, List<Integ
             items.add(parse(source, item));
         }
         return List.copyOf(items);
+    }
+
+    /** The counts by GRES name ({@code gpu}, {@code vgpu}), summed over types and entries. */
+    public static Map<String, Integer> counts(List<GresItem> items) {
+        Map<String, Integer> counts = new LinkedHashMap<>();
+        for (GresItem item : items) {
+            counts.merge(item.name(), item.count(), Integer::sum);
+        }
+        return counts;
     }
 
     private static GresItem parse(String source, String item) {

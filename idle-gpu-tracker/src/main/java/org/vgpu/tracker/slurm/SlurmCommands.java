@@ -30,6 +30,10 @@ public final class SlurmCommands implements SlurmControl {
     private final String lendPartition;
     private final Optional<String> lendQos;
     private final HolderOutput holderOutput;
+    /** Chosen at the first read: {@link #reader()}. */
+    private ScontrolReader reader;
+    /** Why the last reader was chosen, as logged. */
+    private String lastChoice = "";
 
     /**
      * @param holderOutput where holder jobs write
@@ -48,23 +52,65 @@ public final class SlurmCommands implements SlurmControl {
 
     @Override
     public SlurmInventory inventory() {
-        String nodes = run("scontrol", "show", "node", "-d").stdout();
-        String jobs = run("scontrol", "show", "job", "-d").stdout();
-        return SlurmInventory.fromScontrol(nodes, jobs.startsWith("No jobs in the system") ? "" : jobs);
+        ScontrolReader reader = reader();
+        try {
+            String nodes = run(reader.showNodesCommand()).stdout();
+            String jobs = run(reader.showJobsCommand(Optional.empty())).stdout();
+            return new SlurmInventory(reader.nodes(nodes), reader.jobs(jobs));
+        } catch (SlurmException e) {
+            if (e.code() != SlurmException.Code.UNREACHABLE) {
+                forgetReader();
+            }
+            throw e;
+        }
     }
 
     @Override
     public Optional<SlurmJob> job(long id) {
-        Result result = runAllowingFailure("scontrol", "show", "job", "-d", Long.toString(id));
+        ScontrolReader reader = reader();
+        Result result =
+                runAllowingFailure(reader.showJobsCommand(Optional.of(id)).toArray(String[]::new));
         if (result.exitCode() != 0) {
             if (UNKNOWN_JOB.matcher(result.stderr()).find()) {
                 return Optional.empty();
             }
             throw failed(result);
         }
-        return SlurmInventory.parseScontrolJobs(result.stdout()).stream()
+        // The JSON of a job Slurm no longer knows is a document without jobs (exit status 0).
+        return reader.jobs(result.stdout()).stream()
                 .filter(job -> job.id() == id)
                 .findFirst();
+    }
+
+    /**
+     * The form of scontrol's output read from this Slurm, chosen at the first use by its version, and again after a
+     * read it refused or scontrol failed: a Slurm upgraded under a running tracker may no longer offer the
+     * data_parser version chosen.
+     */
+    private synchronized ScontrolReader reader() {
+        if (reader == null) {
+            ScontrolReaders.Choice choice =
+                    ScontrolReaders.choose(run("scontrol", "--version").stdout(), () -> {
+                        // Both streams, whatever the exit status: the list is what counts.
+                        Result list = runAllowingFailure("scontrol", "--json=list");
+                        return list.stdout() + "\n" + list.stderr();
+                    });
+            // Said once, and again only when it changes: a slurmctld that is down makes every poll choose anew.
+            if (!choice.reason().equals(lastChoice)) {
+                if (choice.fallback()) {
+                    LOG.warn("{}", choice.reason());
+                } else {
+                    LOG.info("{}", choice.reason());
+                }
+                lastChoice = choice.reason();
+            }
+            reader = choice.reader();
+        }
+        return reader;
+    }
+
+    private synchronized void forgetReader() {
+        reader = null;
     }
 
     @Override
@@ -158,6 +204,10 @@ public final class SlurmCommands implements SlurmControl {
     @Override
     public void comment(long job, String text) {
         run("scontrol", "update", "JobId=" + job, "Comment=" + text);
+    }
+
+    private Result run(List<String> command) {
+        return run(command.toArray(String[]::new));
     }
 
     private Result run(String... command) {

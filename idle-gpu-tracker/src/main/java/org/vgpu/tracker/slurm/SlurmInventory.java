@@ -2,7 +2,6 @@ package org.vgpu.tracker.slurm;
 
 import java.math.BigDecimal;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -53,8 +52,8 @@ public record SlurmInventory(List<SlurmNode> nodes, List<SlurmJob> jobs) {
                     (int) parseLong(source, "CPUTot", node.require("CPUTot")),
                     (int) parseLong(source, "CPUAlloc", node.require("CPUAlloc")),
                     splitList(node.first("Partitions").orElse("")),
-                    counts(GresItem.parseList(SHOW_NODE + " Gres of " + name, node.require("Gres"))),
-                    counts(GresItem.parseList(SHOW_NODE + " GresUsed of " + name, node.require("GresUsed")))));
+                    GresItem.counts(GresItem.parseList(SHOW_NODE + " Gres of " + name, node.require("Gres"))),
+                    GresItem.counts(GresItem.parseList(SHOW_NODE + " GresUsed of " + name, node.require("GresUsed")))));
         }
         return List.copyOf(nodes);
     }
@@ -89,7 +88,7 @@ public record SlurmInventory(List<SlurmNode> nodes, List<SlurmJob> jobs) {
                     job.require("Partition"),
                     parseLong(source, "Priority", job.require("Priority")),
                     (int) parseLong(source, "MinCPUsNode", job.require("MinCPUsNode")),
-                    counts(GresItem.parseList(
+                    GresItem.counts(GresItem.parseList(
                             source + " TresPerNode", job.first("TresPerNode").orElse(""))),
                     allocations));
         }
@@ -117,8 +116,8 @@ public record SlurmInventory(List<SlurmNode> nodes, List<SlurmJob> jobs) {
                     (int) number(source, node, "cpus"),
                     (int) number(source, node, "alloc_cpus"),
                     partitions,
-                    counts(GresItem.parseList(source + " gres", string(source, node, "gres"))),
-                    counts(GresItem.parseList(source + " gres_used", string(source, node, "gres_used")))));
+                    GresItem.counts(GresItem.parseList(source + " gres", string(source, node, "gres"))),
+                    GresItem.counts(GresItem.parseList(source + " gres_used", string(source, node, "gres_used")))));
         }
         return List.copyOf(nodes);
     }
@@ -158,18 +157,11 @@ public record SlurmInventory(List<SlurmNode> nodes, List<SlurmJob> jobs) {
                     string(source, job, "partition"),
                     number(source, job, "priority"),
                     (int) number(source, job, "minimum_cpus_per_node"),
-                    counts(GresItem.parseList(source + " tres_per_node", string(source, job, "tres_per_node"))),
+                    GresItem.counts(
+                            GresItem.parseList(source + " tres_per_node", string(source, job, "tres_per_node"))),
                     allocations));
         }
         return List.copyOf(jobs);
-    }
-
-    private static Map<String, Integer> counts(List<GresItem> items) {
-        Map<String, Integer> counts = new LinkedHashMap<>();
-        for (GresItem item : items) {
-            counts.merge(item.name(), item.count(), Integer::sum);
-        }
-        return counts;
     }
 
     private static List<String> splitList(String text) {

@@ -18,6 +18,8 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestMethodOrder;
 
+import org.vgpu.tracker.slurm.DataParser;
+import org.vgpu.tracker.slurm.ScontrolJson;
 import org.vgpu.tracker.slurm.SlurmInventory;
 import org.vgpu.tracker.slurm.SlurmJob;
 import org.vgpu.tracker.slurm.SlurmNode;
@@ -135,7 +137,18 @@ class SlurmTestbedTest {
                 Files.readString(capture.resolve("scontrol-show-job-d.txt")));
     }
 
+    /**
+     * Slurm's JSON of the same moment: {@code scontrol --json show node/job -d} (data_parser v0.0.42, the default of
+     * 24.11) where the Slurm has it, else 22.05's {@code sinfo --json} and {@code squeue --json}.
+     */
     private static SlurmInventory jsonInventory(Path capture) throws IOException {
+        Path scontrolNodes = capture.resolve("scontrol-show-node-d.json");
+        if (Files.exists(scontrolNodes)) {
+            ScontrolJson reader = new ScontrolJson(DataParser.V0_0_42);
+            return new SlurmInventory(
+                    reader.nodes(Files.readString(scontrolNodes)),
+                    reader.jobs(Files.readString(capture.resolve("scontrol-show-job-d.json"))));
+        }
         return SlurmInventory.fromJson(
                 Files.readString(capture.resolve("sinfo.json")), Files.readString(capture.resolve("squeue.json")));
     }
