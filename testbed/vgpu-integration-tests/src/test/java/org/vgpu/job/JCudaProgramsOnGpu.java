@@ -38,6 +38,7 @@ import org.vgpu.common.security.ThrowawaySiteKey;
  * every move landed mid-run.
  */
 public final class JCudaProgramsOnGpu {
+    /** The programs, by class name; those without a package are in {@code jcudaprograms}. */
     static final List<String> PROGRAMS = List.of(
             "JCudaVectorAdd",
             "JCudaReduction",
@@ -47,7 +48,15 @@ public final class JCudaProgramsOnGpu {
             "JCudaNvrtc",
             "JCudaHeatSimulation",
             "JCudaTwoDevices",
-            "JCudaPointerTable");
+            "JCudaPointerTable",
+            "jcuda.runtime.samples.JCudaStreamCallbacks",
+            "jcuda.driver.samples.JCudaDriverStreamCallbacks",
+            "jcuda.driver.samples.JCudaHostFunctionPipeline",
+            "jcuda.nvrtc.samples.JCudaNvrtcTemplates",
+            "jcuda.nvrtc.samples.JCudaNvrtcLoweredNames",
+            "jcuda.driver.samples.JCudaDeviceHeap",
+            "jcuda.runtime.samples.JCudaRuntimeLimits",
+            "jcuda.runtime.samples.JCudaPinnedFlags");
     /**
      * The driver-API C programs and their arguments: long enough, with its pauses, for a move to land while it runs.
      * (driver_tour prints the device count, which is the job's vGPUs here: cuda-programs.sh compares it on one vGPU.)
@@ -118,7 +127,8 @@ public final class JCudaProgramsOnGpu {
 
     /** A JCuda program's command: its class in this JVM's class path. */
     private List<String> jcuda(String program, String... args) {
-        List<String> command = new ArrayList<>(List.of(JAVA, "-cp", CLASS_PATH, "jcudaprograms." + program));
+        String className = program.contains(".") ? program : "jcudaprograms." + program;
+        List<String> command = new ArrayList<>(List.of(JAVA, "-cp", CLASS_PATH, className));
         command.addAll(Arrays.asList(args));
         return command;
     }
