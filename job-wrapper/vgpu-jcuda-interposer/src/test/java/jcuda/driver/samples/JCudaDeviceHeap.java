@@ -14,8 +14,8 @@ import jcudaprograms.Results;
 
 /**
  * A kernel that allocates on the device (malloc in the kernel) after the program sized the device heap and the printf
- * FIFO with cuCtxSetLimit, reading them back with cuCtxGetLimit. Takes the directory of heapScratch.ptx and,
- * optionally, how often to repeat.
+ * FIFO with cuCtxSetLimit once, before any kernel ran (CUDA takes the heap's size only then), reading them back with
+ * cuCtxGetLimit after each launch. Takes the directory of heapScratch.ptx and, optionally, how often to repeat.
  */
 public class JCudaDeviceHeap {
     private static final long HEAP = 64L << 20;
@@ -23,10 +23,6 @@ public class JCudaDeviceHeap {
     private static final int N = 1 << 16;
 
     public static void main(String[] args) {
-        Results.repeat(args, () -> run(args[0]));
-    }
-
-    private static void run(String ptxDirectory) {
         setExceptionsEnabled(true);
         cuInit(0);
         CUdevice device = new CUdevice();
@@ -36,9 +32,14 @@ public class JCudaDeviceHeap {
         cuCtxSetLimit(CUlimit.CU_LIMIT_MALLOC_HEAP_SIZE, HEAP);
         cuCtxSetLimit(CUlimit.CU_LIMIT_PRINTF_FIFO_SIZE, FIFO);
         CUmodule module = new CUmodule();
-        cuModuleLoad(module, ptxDirectory + "/heapScratch.ptx");
+        cuModuleLoad(module, args[0] + "/heapScratch.ptx");
         CUfunction heapScratch = new CUfunction();
         cuModuleGetFunction(heapScratch, module, "heapScratch");
+        Results.repeat(args, () -> run(heapScratch));
+        cuCtxDestroy(context);
+    }
+
+    private static void run(CUfunction heapScratch) {
 
         float[] input = new float[N];
         for (int i = 0; i < N; i++) {
@@ -69,6 +70,5 @@ public class JCudaDeviceHeap {
                 + ", printf FIFO at least 2 MiB: " + (fifo[0] >= FIFO));
         cuMemFree(in);
         cuMemFree(out);
-        cuCtxDestroy(context);
     }
 }

@@ -14,19 +14,15 @@ import jcuda.runtime.cudaMemcpyKind;
 import jcudaprograms.Results;
 
 /**
- * The runtime API's limits: the device heap, the printf FIFO and the stack, set with cudaDeviceSetLimit before the
- * kernels run and read with cudaDeviceGetLimit between them (the values a device took, which a move to another GPU
- * keeps). Takes the directory of heapScratch.ptx and, optionally, how often to repeat.
+ * The runtime API's limits: the device heap, the printf FIFO and the stack, set with cudaDeviceSetLimit once, before
+ * any kernel ran, and read with cudaDeviceGetLimit after each launch (the values the device took, which a move to
+ * another GPU keeps). Takes the directory of heapScratch.ptx and, optionally, how often to repeat.
  */
 public class JCudaRuntimeLimits {
     private static final int N = 1 << 15;
     private static final int LAUNCHES = 4;
 
     public static void main(String[] args) {
-        Results.repeat(args, () -> run(args[0]));
-    }
-
-    private static void run(String ptxDirectory) {
         JCuda.setExceptionsEnabled(true);
         JCudaDriver.setExceptionsEnabled(true);
         cudaSetDevice(0);
@@ -36,9 +32,14 @@ public class JCudaRuntimeLimits {
         cudaDeviceSetLimit(cudaLimit.cudaLimitStackSize, 4096);
         cuInit(0);
         CUmodule module = new CUmodule();
-        cuModuleLoad(module, ptxDirectory + "/heapScratch.ptx");
+        cuModuleLoad(module, args[0] + "/heapScratch.ptx");
         CUfunction heapScratch = new CUfunction();
         cuModuleGetFunction(heapScratch, module, "heapScratch");
+        Results.repeat(args, () -> run(heapScratch));
+        cudaDeviceReset();
+    }
+
+    private static void run(CUfunction heapScratch) {
 
         float[] values = new float[N];
         for (int i = 0; i < N; i++) {
@@ -83,6 +84,5 @@ public class JCudaRuntimeLimits {
         System.out.println("runtime limits: heap, printf FIFO and stack after each launch: " + limits);
         cudaFree(a);
         cudaFree(b);
-        cudaDeviceReset();
     }
 }

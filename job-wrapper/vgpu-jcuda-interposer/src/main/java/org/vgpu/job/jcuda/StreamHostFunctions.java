@@ -7,6 +7,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.function.IntConsumer;
 
+import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.StreamHandle;
 import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.api.VirtualGpu;
@@ -23,7 +24,8 @@ import org.vgpu.runtime.api.VirtualGpu;
  * work on its device. The one difference a program can see: the call that queues work behind a pending host function
  * returns once that function has run, not at once, so a host function must not wait for something the program's
  * thread does after queuing more work on that stream (CUDA forbids a host function to call CUDA; a wait of that kind
- * is the same deadlock one step removed).
+ * is the same deadlock one step removed). A host function that queues CUDA work itself gets
+ * CUDA_ERROR_NOT_PERMITTED, rather than wait for itself.
  */
 final class StreamHostFunctions {
     static final String THREAD = "vgpu host functions";
@@ -31,9 +33,13 @@ final class StreamHostFunctions {
     /** The host functions not yet run, by the stream they follow: the last queued of each (they run in order). */
     private final Map<Queue, CompletableFuture<Void>> pending = new ConcurrentHashMap<>();
 
+    /** The thread the host functions run on, once started. */
+    private volatile Thread runnerThread;
+
     private final ExecutorService runner = Executors.newSingleThreadExecutor(work -> {
         Thread thread = new Thread(work, THREAD);
         thread.setDaemon(true);
+        runnerThread = thread;
         return thread;
     });
 
@@ -85,6 +91,11 @@ final class StreamHostFunctions {
     void awaitBefore(int device, StreamHandle stream) {
         if (pending.isEmpty()) {
             return;
+        }
+        if (Thread.currentThread() == runnerThread) {
+            // it would wait for itself; CUDA forbids a host function's CUDA calls the same way
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_NOT_PERMITTED, "a host function queued on a stream must not queue CUDA work");
         }
         pending.forEach((queue, done) -> {
             if (queue.follows(device, stream)) {

@@ -591,13 +591,17 @@ class JCudaShimsTest {
         assertEquals(0, after.get(10, TimeUnit.SECONDS));
         assertEquals(
                 0,
-                JCudaDriverShim.cuLaunchHostFunc(stream, userData -> seen.add("host function " + userData), "second"));
+                JCudaDriverShim.cuLaunchHostFunc(
+                        stream,
+                        userData -> seen.add("host function " + userData + ", its own memset: "
+                                + JCudaDriverShim.cuMemsetD32Async(device, 1, 4, stream)),
+                        "second"));
         assertEquals(0, JCudaDriverShim.cuStreamSynchronize(stream));
         assertEquals(
                 List.of(
                         "first status 0, saw 7 on vgpu host functions, its stream",
                         "the memset after it was queued",
-                        "host function second"),
+                        "host function second, its own memset: " + CUresult.CUDA_ERROR_NOT_PERMITTED),
                 seen);
         assertEquals(0, JCudaDriverShim.cuStreamQuery(stream));
 
