@@ -95,7 +95,8 @@ public class JCudaStreamCallbacks {
         float[] expected = new float[n];
         boolean cleared = true;
         for (int i = 0; i < n; i++) {
-            expected[i] = (i % 500) * (2.0f + i / CHUNK) + 1.0f;
+            int chunk = i / CHUNK;
+            expected[i] = (i % 500) * (2.0f + chunk) + 1.0f;
             cleared &= values.get(i) == 0.0f;
         }
         Results.report("runtime stream callbacks", seen, expected, 0f);
