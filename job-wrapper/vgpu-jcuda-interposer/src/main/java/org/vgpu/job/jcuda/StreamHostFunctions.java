@@ -60,42 +60,51 @@ final class StreamHostFunctions {
     void add(int device, VirtualGpu gpu, StreamHandle stream, JCudaApi api, boolean skipOnError, IntConsumer function) {
         awaitBefore(device, stream);
         Queue queue = new Queue(device, stream);
-        CompletableFuture<Void> done = CompletableFuture.runAsync(
-                () -> {
-                    int status = 0;
-                    try {
-                        if (stream.equals(StreamHandle.DEFAULT)) {
-                            gpu.ctxSynchronize();
-                        } else {
-                            gpu.streamSynchronize(stream);
-                        }
-                    } catch (VgpuException e) {
-                        status = api.code(e);
-                    }
-                    if (status != 0 && skipOnError) {
-                        return;
-                    }
-                    try {
-                        function.accept(status);
-                    } catch (RuntimeException | Error e) {
-                        Thread thread = Thread.currentThread();
-                        thread.getUncaughtExceptionHandler().uncaughtException(thread, e);
-                    }
-                },
-                runner);
+        CompletableFuture<Void> done = new CompletableFuture<>();
+        // pending before it can run, so that work queued from now on, and the function itself, see it
         pending.put(queue, done);
         done.whenComplete((ignored, failure) -> pending.remove(queue, done));
+        runner.execute(() -> {
+            try {
+                run(gpu, stream, api, skipOnError, function);
+            } finally {
+                done.complete(null);
+            }
+        });
+    }
+
+    private static void run(
+            VirtualGpu gpu, StreamHandle stream, JCudaApi api, boolean skipOnError, IntConsumer function) {
+        int status = 0;
+        try {
+            if (stream.equals(StreamHandle.DEFAULT)) {
+                gpu.ctxSynchronize();
+            } else {
+                gpu.streamSynchronize(stream);
+            }
+        } catch (VgpuException e) {
+            status = api.code(e);
+        }
+        if (status != 0 && skipOnError) {
+            return;
+        }
+        try {
+            function.accept(status);
+        } catch (RuntimeException | Error e) {
+            Thread thread = Thread.currentThread();
+            thread.getUncaughtExceptionHandler().uncaughtException(thread, e);
+        }
     }
 
     /** Waits for the host functions that work queued now on {@code stream} of {@code device} comes after. */
     void awaitBefore(int device, StreamHandle stream) {
-        if (pending.isEmpty()) {
-            return;
-        }
         if (Thread.currentThread() == runnerThread) {
             // it would wait for itself; CUDA forbids a host function's CUDA calls the same way
             throw new VgpuException(
                     ErrorCode.CUDA_ERROR_NOT_PERMITTED, "a host function queued on a stream must not queue CUDA work");
+        }
+        if (pending.isEmpty()) {
+            return;
         }
         pending.forEach((queue, done) -> {
             if (queue.follows(device, stream)) {
