@@ -50,7 +50,7 @@ public final class ProgramTwins implements KernelTwinProvider {
                 .register("sumRows", pausing(ProgramTwins::sumRows))
                 .register("heapScratch", pausing(ProgramTwins::heapScratch))
                 // the NVRTC programs' kernels of C++ linkage, by their lowered names (as on a GPU)
-                .register("_Z5axpyTIfEvT_PS0_S1_i", pausing(ProgramTwins::axpyFloat))
+                .register("_Z5axpyTIfEvT_PS0_S1_i", pausing(ProgramTwins::saxpyRtc)) // the same arithmetic
                 .register("_Z5axpyTIiEvT_PS0_S1_i", pausing(ProgramTwins::axpyInt))
                 .register("_Z9boxFilterILi1EEvPKfPfi", pausing(boxFilter(1)))
                 .register("_Z9boxFilterILi2EEvPKfPfi", pausing(boxFilter(2)))
@@ -214,17 +214,6 @@ public final class ProgramTwins implements KernelTwinProvider {
         MemorySegment out = floats(memory, args.pointer(1), n);
         for (int i = 0; i < n; i++) {
             out.setAtIndex(FLOAT, i, in.getAtIndex(FLOAT, i) * 2.0f + 1.0f);
-        }
-    }
-
-    /** {@code axpyT<float>(float a, float* x, float* y, int n)}. */
-    static void axpyFloat(Dim3 grid, Dim3 block, KernelArgs args, EmulatedMemory memory) {
-        int n = (int) Math.min(args.i32(3), threads(grid, block));
-        float a = args.f32(0);
-        MemorySegment x = floats(memory, args.pointer(1), n);
-        MemorySegment y = floats(memory, args.pointer(2), n);
-        for (int i = 0; i < n; i++) {
-            y.setAtIndex(FLOAT, i, a * x.getAtIndex(FLOAT, i) + y.getAtIndex(FLOAT, i));
         }
     }
 
