@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Run ON the GPU machine, from the repository root, after testbed/gpu/prepare.sh staged .gpu/ here (the JCuda
-# interposer's test classes hold the JCuda programs, package jcudaprograms; the integration tests' the check,
-# org.vgpu.job.JCudaProgramsOnGpu).
+# interposer's test classes hold the JCuda programs, packages jcudaprograms and jcuda.*.samples; the integration tests'
+# the check, org.vgpu.job.JCudaProgramsOnGpu, whose PROGRAMS lists the programs run, docs/jcuda-programs.md too).
 #   1. nvcc builds each program's PTX from testbed/vgpu-integration-tests/src/test/resources/jcudaprograms/*.cu
 #      (compute_80) into $OUT/ptx (the CPU emulation in CI needs only the kernels' declarations; a GPU needs these).
-#   2. Each of the eight programs runs with plain JCuda, then unmodified through vgpu run -- on GPU 0 natively, on
+#   2. Each of the seventeen programs runs with plain JCuda, then unmodified through vgpu run -- on GPU 0 natively, on
 #      two workers of the same GPU in other processes (remote), and starting remote, moved onto GPU 0 through the
 #      agent's socket once it has data on the GPU (remote->native mid-run); each vgpu run must print exactly what
 #      plain JCuda printed. One line per program, e.g.

@@ -39,6 +39,7 @@ import org.vgpu.common.security.ThrowawaySiteKey;
  * every move landed mid-run.
  */
 public final class JCudaProgramsOnGpu {
+    /** The programs, by class name; those without a package are in {@code jcudaprograms}. */
     static final List<String> PROGRAMS = List.of(
             "JCudaVectorAdd",
             "JCudaReduction",
@@ -48,7 +49,15 @@ public final class JCudaProgramsOnGpu {
             "JCudaNvrtc",
             "JCudaHeatSimulation",
             "JCudaTwoDevices",
-            "JCudaPointerTable");
+            "JCudaPointerTable",
+            "jcuda.runtime.samples.JCudaStreamCallbacks",
+            "jcuda.driver.samples.JCudaDriverStreamCallbacks",
+            "jcuda.driver.samples.JCudaHostFunctionPipeline",
+            "jcuda.nvrtc.samples.JCudaNvrtcTemplates",
+            "jcuda.nvrtc.samples.JCudaNvrtcLoweredNames",
+            "jcuda.driver.samples.JCudaDeviceHeap",
+            "jcuda.runtime.samples.JCudaRuntimeLimits",
+            "jcuda.runtime.samples.JCudaPinnedFlags");
     /**
      * The C programs and their arguments: long enough, with their pauses, for a move to land while they run (driver
      * steps 200 times 20 ms; runtime_tour, the CUDA runtime's, built static and shared, waits 3 s after its first
@@ -124,7 +133,8 @@ public final class JCudaProgramsOnGpu {
 
     /** A JCuda program's command: its class in this JVM's class path. */
     private List<String> jcuda(String program, String... args) {
-        List<String> command = new ArrayList<>(List.of(JAVA, "-cp", CLASS_PATH, "jcudaprograms." + program));
+        String className = program.contains(".") ? program : "jcudaprograms." + program;
+        List<String> command = new ArrayList<>(List.of(JAVA, "-cp", CLASS_PATH, className));
         command.addAll(Arrays.asList(args));
         return command;
     }

@@ -94,7 +94,15 @@ class JCudaProgramsTest {
         "jcudaprograms.JCudaHeatSimulation, 200",
         "jcudaprograms.JCudaTwoDevices, 1",
         "jcudaprograms.JCudaPointerTable, 1",
-        "jcuda.driver.samples.JCudaDriverVectorAdd, 1"
+        "jcuda.driver.samples.JCudaDriverVectorAdd, 1",
+        "jcuda.runtime.samples.JCudaStreamCallbacks, 3",
+        "jcuda.driver.samples.JCudaDriverStreamCallbacks, 3",
+        "jcuda.driver.samples.JCudaHostFunctionPipeline, 1",
+        "jcuda.nvrtc.samples.JCudaNvrtcTemplates, 1",
+        "jcuda.nvrtc.samples.JCudaNvrtcLoweredNames, 2",
+        "jcuda.driver.samples.JCudaDeviceHeap, 1",
+        "jcuda.runtime.samples.JCudaRuntimeLimits, 2",
+        "jcuda.runtime.samples.JCudaPinnedFlags, 1"
     })
     void runsUnmodifiedAndGivesTheSameResultsMovedMidRun(String program, int pauseAfterLaunch) throws Exception {
         ProgramRun unmoved = vgpuRun(job(), program);
@@ -252,6 +260,21 @@ class JCudaProgramsTest {
                 runtime.out().contains("devices: 2, device 1 allocated Pointer[nativePointer=0x1040"),
                 runtime.toString());
         assertTrue(runtime.out().contains("runtime round trip: PASSED, 4096 values"), runtime.toString());
+    }
+
+    @Test
+    void aMappedHostPointerIsRefusedNamingTheCall() {
+        ProgramRun run = vgpuRun(job(), "jcuda.runtime.samples.JCudaMappedMemory");
+
+        assertEquals(1, run.status(), run.toString());
+        assertTrue(run.out().contains("allocated 4096 B of pinned memory with cudaHostAlloc"), run.toString());
+        assertTrue(
+                run.err()
+                        .contains("jcuda.CudaException: vgpu does not support cudaHostGetDevicePointer (mapped host"
+                                + " memory: a kernel on a vGPU reaches host memory only through copies) under vgpu"
+                                + " run; see README (JCuda programs)"),
+                run.toString());
+        assertFalse(run.out().contains("mapped at"), run.toString());
     }
 
     @Test

@@ -1,5 +1,11 @@
 package org.vgpu.job.jcuda;
 
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -13,15 +19,28 @@ import org.vgpu.runtime.api.VgpuException;
  * reads of PTX, so a program that compiles with NVRTC runs there as one that loads a PTX file does.
  */
 final class EmulatedNvrtc {
-    private static final Pattern KERNEL =
-            Pattern.compile("__global__\\s+void\\s+([A-Za-z_]\\w*)\\s*\\(([^)]*)\\)", Pattern.DOTALL);
+    private static final Pattern KERNEL = Pattern.compile(
+            "(?:template\\s*<([^>]*)>\\s*)?(extern\\s*\"C\"\\s*)?__global__\\s+void\\s+([A-Za-z_]\\w*)\\s*\\(([^)]*)\\)",
+            Pattern.DOTALL);
     private static final Pattern VARIABLE = Pattern.compile(
             "__(device|constant)__\\s+((?:unsigned\\s+|signed\\s+)?[A-Za-z_]\\w*(?:\\s+long)?)\\s+([A-Za-z_]\\w*)"
                     + "\\s*(?:\\[(\\d+)])?\\s*[;=]");
 
     private EmulatedNvrtc() {}
 
+    /** The PTX of a compile, and the lowered name of each name expression the program added. */
+    record Compiled(String ptx, Map<String, String> loweredNames) {}
+
     static String declarations(String source) {
+        return compile(source, List.of()).ptx();
+    }
+
+    /**
+     * The declarations of {@code source}'s kernels and variables: each kernel that is no template by its name, and
+     * each kernel a name expression names by its lowered name ({@link LoweredNames}), with the parameters' sizes of
+     * the template's arguments.
+     */
+    static Compiled compile(String source, List<String> nameExpressions) {
         String code = source.replaceAll("(?s)/\\*.*?\\*/", " ").replaceAll("//[^\\n]*", " ");
         StringBuilder ptx = new StringBuilder(
                 "// vgpu: NVRTC on the CPU emulation: declarations only, the kernels run as Java twins\n"
@@ -39,32 +58,48 @@ final class EmulatedNvrtc {
                     .append(variable.group(4) == null ? "" : "[" + variable.group(4) + "]")
                     .append(";\n");
         }
-        Matcher kernel = KERNEL.matcher(code);
-        boolean any = false;
-        while (kernel.find()) {
-            any = true;
-            String name = kernel.group(1);
-            ptx.append("\n.visible .entry ").append(name).append("(");
-            String parameters = kernel.group(2).strip();
-            if (!parameters.isEmpty() && !parameters.equals("void")) {
-                String[] each = parameters.split(",");
-                for (int i = 0; i < each.length; i++) {
-                    ptx.append(i == 0 ? "\n" : ",\n")
-                            .append("\t.param .b")
-                            .append(bits(each[i], name))
-                            .append(' ')
-                            .append(name)
-                            .append("_param_")
-                            .append(i);
-                }
+        Matcher found = KERNEL.matcher(code);
+        List<LoweredNames.Kernel> kernels = new ArrayList<>();
+        Set<String> declared = new HashSet<>();
+        while (found.find()) {
+            String parameters = found.group(4).strip();
+            LoweredNames.Kernel kernel = new LoweredNames.Kernel(
+                    found.group(1) == null ? List.of() : List.of(found.group(1).split(",")),
+                    found.group(2) != null,
+                    found.group(3),
+                    parameters.isEmpty() || parameters.equals("void") ? List.of() : List.of(parameters.split(",")));
+            kernels.add(kernel);
+            if (kernel.templateParameters().isEmpty() && declared.add(kernel.name())) {
+                entry(ptx, kernel.name(), kernel.parameters());
             }
-            ptx.append("\n)\n{\n\tret;\n}\n");
         }
-        if (!any) {
+        if (kernels.isEmpty()) {
             throw new VgpuException(
                     ErrorCode.CUDA_ERROR_INVALID_SOURCE, "the source declares no __global__ void kernel");
         }
-        return ptx.toString();
+        Map<String, String> lowered = new LinkedHashMap<>();
+        for (String expression : nameExpressions) {
+            LoweredNames.Lowered name = LoweredNames.lower(expression, kernels);
+            lowered.put(expression, name.name());
+            if (declared.add(name.name())) {
+                entry(ptx, name.name(), name.parameters());
+            }
+        }
+        return new Compiled(ptx.toString(), lowered);
+    }
+
+    private static void entry(StringBuilder ptx, String name, List<String> parameters) {
+        ptx.append("\n.visible .entry ").append(name).append("(");
+        for (int i = 0; i < parameters.size(); i++) {
+            ptx.append(i == 0 ? "\n" : ",\n")
+                    .append("\t.param .b")
+                    .append(bits(parameters.get(i), name))
+                    .append(' ')
+                    .append(name)
+                    .append("_param_")
+                    .append(i);
+        }
+        ptx.append("\n)\n{\n\tret;\n}\n");
     }
 
     /** The size in bits of a C parameter or variable type: pointers and 64-bit types 64, short 16, char 8, else 32. */

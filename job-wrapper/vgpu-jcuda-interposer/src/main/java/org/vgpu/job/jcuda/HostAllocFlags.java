@@ -35,8 +35,13 @@ enum HostAllocFlags {
                     String.format("%s: flags 0x%x hold bits CUDA defines no flag for", call, flags));
         }
         if ((flags & MAPPED) != 0) {
-            throw JCudaApi.unsupported(call + " with " + mapped
-                    + " (mapped host memory: a kernel on a vGPU reaches host memory only through copies)");
+            throw mappedRefused(call + " with " + mapped);
         }
+    }
+
+    /** The refusal of {@code call}, a call that maps host memory into a kernel's address space. */
+    RuntimeException mappedRefused(String call) {
+        return JCudaApi.unsupported(
+                call + " (mapped host memory: a kernel on a vGPU reaches host memory only through copies)");
     }
 }

@@ -70,7 +70,12 @@ enum JCudaApi {
     }
 
     private int failed(String call, VgpuException e) {
-        return result(call, code(e.code()), e.detail());
+        return result(call, code(e), e.detail());
+    }
+
+    /** The API's number for {@code e}'s error, as a call would return it (a stream callback's status). */
+    int code(VgpuException e) {
+        return code(e.code());
     }
 
     private int result(String call, int code, String detail) {

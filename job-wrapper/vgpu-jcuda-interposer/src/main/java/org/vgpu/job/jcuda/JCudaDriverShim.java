@@ -19,12 +19,15 @@ import jcuda.driver.CUdeviceptr;
 import jcuda.driver.CUdevprop;
 import jcuda.driver.CUevent;
 import jcuda.driver.CUfunction;
+import jcuda.driver.CUhostFn;
 import jcuda.driver.CUmemorytype;
 import jcuda.driver.CUmodule;
 import jcuda.driver.CUresult;
 import jcuda.driver.CUstream;
+import jcuda.driver.CUstreamCallback;
 
 import org.vgpu.job.jcuda.JCudaSession.Handle;
+import org.vgpu.runtime.api.ContextLimit;
 import org.vgpu.runtime.api.DeviceAttribute;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
@@ -149,7 +152,19 @@ public final class JCudaDriverShim {
     }
 
     public static int cuCtxSynchronize() {
-        return DRIVER.call("cuCtxSynchronize", () -> session().currentGpu().ctxSynchronize());
+        return DRIVER.call("cuCtxSynchronize", () -> session().synchronize());
+    }
+
+    /** As {@code cuCtxSetLimit} on the current device; a migration sets it again on the GPU the vGPU moves to. */
+    public static int cuCtxSetLimit(int limit, long value) {
+        return DRIVER.call(
+                "cuCtxSetLimit", () -> session().currentGpu().ctxSetLimit(ContextLimit.fromCuda(limit), value));
+    }
+
+    public static int cuCtxGetLimit(long[] value, int limit) {
+        return DRIVER.call("cuCtxGetLimit", () -> {
+            value[0] = session().currentGpu().ctxGetLimit(ContextLimit.fromCuda(limit));
+        });
     }
 
     public static int cuCtxDestroy(CUcontext context) {
@@ -268,14 +283,28 @@ public final class JCudaDriverShim {
     }
 
     public static int cuMemAllocHost(Pointer pointer, long bytes) {
-        return DRIVER.call("cuMemAllocHost", () -> session().allocateHost(pointer, bytes));
+        return DRIVER.call("cuMemAllocHost", () -> session().allocateHost(pointer, bytes, 0));
     }
 
     /** Flags as {@link HostAllocFlags} says: portable and write-combined give pinned memory, mapped is refused. */
     public static int cuMemHostAlloc(Pointer pointer, long bytes, int flags) {
         return DRIVER.call("cuMemHostAlloc", () -> {
             HostAllocFlags.DRIVER.check(flags);
-            session().allocateHost(pointer, bytes);
+            session().allocateHost(pointer, bytes, flags);
+        });
+    }
+
+    /** The flags the memory was allocated with; never CU_MEMHOSTALLOC_DEVICEMAP, which vgpu refuses. */
+    public static int cuMemHostGetFlags(int[] flags, Pointer pointer) {
+        return DRIVER.call("cuMemHostGetFlags", () -> {
+            flags[0] = session().hostFlags(pointer);
+        });
+    }
+
+    /** Refused, naming the call: a vGPU maps no host memory ({@link HostAllocFlags}). */
+    public static int cuMemHostGetDevicePointer(CUdeviceptr devicePointer, Pointer pointer, int flags) {
+        return DRIVER.call("cuMemHostGetDevicePointer", () -> {
+            throw HostAllocFlags.DRIVER.mappedRefused("cuMemHostGetDevicePointer");
         });
     }
 
@@ -469,6 +498,7 @@ public final class JCudaDriverShim {
             StreamHandle queue = JCudaObjects.nativePointer(stream) == 0
                     ? StreamHandle.DEFAULT
                     : session.find(session.streams(), stream, "stream").handle();
+            session.awaitHostFunctions(kernel.device(), queue);
             gpu.launchKernel(
                     kernel.handle(),
                     new Dim3(gridX, gridY, gridZ),
@@ -508,12 +538,38 @@ public final class JCudaDriverShim {
     }
 
     public static int cuStreamQuery(CUstream stream) {
-        return DRIVER.call("cuStreamQuery", () -> {
-            Handle<StreamHandle> queue = session().stream(stream);
-            return session().device(queue.device()).streamQuery(queue.handle())
-                    ? CUresult.CUDA_SUCCESS
-                    : CUresult.CUDA_ERROR_NOT_READY;
+        return DRIVER.call(
+                "cuStreamQuery",
+                () -> session().streamQuery(stream) ? CUresult.CUDA_SUCCESS : CUresult.CUDA_ERROR_NOT_READY);
+    }
+
+    /**
+     * {@code callback} runs in this JVM once the stream's earlier work is done, with its status; the stream's later
+     * work waits for it ({@link StreamHostFunctions}).
+     */
+    public static int cuStreamAddCallback(CUstream stream, CUstreamCallback callback, Object userData, int flags) {
+        return DRIVER.call("cuStreamAddCallback", () -> {
+            requireCallback(callback, flags, "cuStreamAddCallback");
+            session().addHostFunction(stream, DRIVER, false, status -> callback.call(stream, status, userData));
         });
+    }
+
+    /** As {@link #cuStreamAddCallback}, but not called when the stream's earlier work failed, as in CUDA. */
+    public static int cuLaunchHostFunc(CUstream stream, CUhostFn function, Object userData) {
+        return DRIVER.call("cuLaunchHostFunc", () -> {
+            requireCallback(function, 0, "cuLaunchHostFunc");
+            session().addHostFunction(stream, DRIVER, true, status -> function.call(userData));
+        });
+    }
+
+    /** A stream callback's checks, the same in the driver and the runtime: a function, and flags 0 (CUDA's rule). */
+    static void requireCallback(Object function, int flags, String call) {
+        if (function == null) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, call + ": the function is null");
+        }
+        if (flags != 0) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, call + ": flags must be 0, got " + flags);
+        }
     }
 
     public static int cuStreamWaitEvent(CUstream stream, CUevent event, int flags) {

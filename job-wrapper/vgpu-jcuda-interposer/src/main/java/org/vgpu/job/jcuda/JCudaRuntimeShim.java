@@ -8,9 +8,12 @@ import jcuda.Pointer;
 import jcuda.runtime.cudaDeviceProp;
 import jcuda.runtime.cudaError;
 import jcuda.runtime.cudaEvent_t;
+import jcuda.runtime.cudaHostFn;
 import jcuda.runtime.cudaMemcpyKind;
+import jcuda.runtime.cudaStreamCallback;
 import jcuda.runtime.cudaStream_t;
 
+import org.vgpu.runtime.api.ContextLimit;
 import org.vgpu.runtime.api.DeviceAttribute;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.MemoryInfo;
@@ -64,8 +67,19 @@ public final class JCudaRuntimeShim {
     }
 
     public static int cudaDeviceSynchronize() {
+        return RUNTIME.call("cudaDeviceSynchronize", () -> session().synchronize());
+    }
+
+    /** As {@code cudaDeviceSetLimit} on the current device; a migration sets it again on the GPU the vGPU moves to. */
+    public static int cudaDeviceSetLimit(int limit, long value) {
         return RUNTIME.call(
-                "cudaDeviceSynchronize", () -> session().currentGpu().ctxSynchronize());
+                "cudaDeviceSetLimit", () -> session().currentGpu().ctxSetLimit(ContextLimit.fromCuda(limit), value));
+    }
+
+    public static int cudaDeviceGetLimit(long[] value, int limit) {
+        return RUNTIME.call("cudaDeviceGetLimit", () -> {
+            value[0] = session().currentGpu().ctxGetLimit(ContextLimit.fromCuda(limit));
+        });
     }
 
     public static int cudaDeviceReset() {
@@ -102,14 +116,21 @@ public final class JCudaRuntimeShim {
     }
 
     public static int cudaMallocHost(Pointer pointer, long bytes) {
-        return RUNTIME.call("cudaMallocHost", () -> session().allocateHost(pointer, bytes));
+        return RUNTIME.call("cudaMallocHost", () -> session().allocateHost(pointer, bytes, 0));
     }
 
     /** Flags as {@link HostAllocFlags} says: portable and write-combined give pinned memory, mapped is refused. */
     public static int cudaHostAlloc(Pointer pointer, long bytes, int flags) {
         return RUNTIME.call("cudaHostAlloc", () -> {
             HostAllocFlags.RUNTIME.check(flags);
-            session().allocateHost(pointer, bytes);
+            session().allocateHost(pointer, bytes, flags);
+        });
+    }
+
+    /** Refused, naming the call: a vGPU maps no host memory ({@link HostAllocFlags}). */
+    public static int cudaHostGetDevicePointer(Pointer devicePointer, Pointer hostPointer, int flags) {
+        return RUNTIME.call("cudaHostGetDevicePointer", () -> {
+            throw HostAllocFlags.RUNTIME.mappedRefused("cudaHostGetDevicePointer");
         });
     }
 
@@ -153,6 +174,23 @@ public final class JCudaRuntimeShim {
     public static int cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, int flags) {
         return RUNTIME.call(
                 "cudaStreamWaitEvent", () -> session().streamWaitEvent(stream, event, "cudaStreamWaitEvent"));
+    }
+
+    /** As {@code cuStreamAddCallback} ({@link JCudaDriverShim#cuStreamAddCallback}). */
+    public static int cudaStreamAddCallback(
+            cudaStream_t stream, cudaStreamCallback callback, Object userData, int flags) {
+        return RUNTIME.call("cudaStreamAddCallback", () -> {
+            JCudaDriverShim.requireCallback(callback, flags, "cudaStreamAddCallback");
+            session().addHostFunction(stream, RUNTIME, false, status -> callback.call(stream, status, userData));
+        });
+    }
+
+    /** As {@code cuLaunchHostFunc} ({@link JCudaDriverShim#cuLaunchHostFunc}). */
+    public static int cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn function, Object userData) {
+        return RUNTIME.call("cudaLaunchHostFunc", () -> {
+            JCudaDriverShim.requireCallback(function, 0, "cudaLaunchHostFunc");
+            session().addHostFunction(stream, RUNTIME, true, status -> function.call(userData));
+        });
     }
 
     public static int cudaStreamDestroy(cudaStream_t stream) {

@@ -10,6 +10,7 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BiConsumer;
+import java.util.function.IntConsumer;
 
 import jcuda.NativePointerObject;
 import jcuda.Pointer;
@@ -52,7 +53,12 @@ final class JCudaSession {
     /** Device allocations by address, for cuCtxDestroy. */
     private final Map<Long, Integer> allocations = new ConcurrentHashMap<>();
     /** Page-locked host memory the shims handed out, by the buffer they put into the program's Pointer. */
-    private final IdentityHashMap<Buffer, Handle<MemorySegment>> hostMemory = new IdentityHashMap<>();
+    private final IdentityHashMap<Buffer, HostAllocation> hostMemory = new IdentityHashMap<>();
+    /** The host functions queued on streams, which work queued after them waits for. */
+    private final StreamHostFunctions hostFunctions = new StreamHostFunctions();
+
+    /** Page-locked host memory of {@code device}, with the flags the program allocated it with. */
+    private record HostAllocation(int device, MemorySegment memory, int flags) {}
 
     JCudaSession(List<? extends VirtualGpu> devices) {
         this.devices = List.copyOf(devices);
@@ -118,8 +124,14 @@ final class JCudaSession {
                 String.format("0x%x is no device pointer of this job's vGPUs", address));
     }
 
+    /**
+     * The vGPU whose window holds {@code address}, for work on its default stream (a synchronous copy or memset, a
+     * free), once the device's host functions have run.
+     */
     VirtualGpu gpuOf(long address) {
-        return devices.get(deviceOf(address));
+        int device = deviceOf(address);
+        hostFunctions.awaitBefore(device, StreamHandle.DEFAULT);
+        return devices.get(device);
     }
 
     // ---- handles
@@ -178,10 +190,45 @@ final class JCudaSession {
 
     // ---- streams and events, as the driver's and the runtime's calls of the same name do them
 
-    /** Runs {@code work} on the vGPU of {@code stream} with the runtime's handle of it. */
-    void onStream(NativePointerObject stream, BiConsumer<VirtualGpu, StreamHandle> work) {
+    /** The stream, for work queued on it now: once the host functions that work comes after have run. */
+    Handle<StreamHandle> queueOn(NativePointerObject stream) {
         Handle<StreamHandle> queue = stream(stream);
+        hostFunctions.awaitBefore(queue.device(), queue.handle());
+        return queue;
+    }
+
+    /** Waits for the host functions that work queued now on {@code stream} of {@code device} comes after. */
+    void awaitHostFunctions(int device, StreamHandle stream) {
+        hostFunctions.awaitBefore(device, stream);
+    }
+
+    /** Runs {@code work} on the vGPU of {@code stream} with the runtime's handle of it, in stream order. */
+    void onStream(NativePointerObject stream, BiConsumer<VirtualGpu, StreamHandle> work) {
+        Handle<StreamHandle> queue = queueOn(stream);
         work.accept(device(queue.device()), queue.handle());
+    }
+
+    /**
+     * Queues {@code function} on {@code stream} ({@link StreamHostFunctions}): it gets 0 or the code of the error of the
+     * stream's earlier work; with {@code skipOnError} it is not called after one.
+     */
+    void addHostFunction(NativePointerObject stream, JCudaApi api, boolean skipOnError, IntConsumer function) {
+        Handle<StreamHandle> queue = stream(stream);
+        hostFunctions.add(queue.device(), device(queue.device()), queue.handle(), api, skipOnError, function);
+    }
+
+    /** As cuStreamQuery: done when its work and its host functions are. */
+    boolean streamQuery(NativePointerObject stream) {
+        Handle<StreamHandle> queue = stream(stream);
+        return !hostFunctions.pendingOn(queue.device(), queue.handle())
+                && device(queue.device()).streamQuery(queue.handle());
+    }
+
+    /** As cuCtxSynchronize on the current device: its work and its host functions done. */
+    void synchronize() {
+        int device = currentDevice();
+        hostFunctions.awaitDevice(device);
+        device(device).ctxSynchronize();
     }
 
     void streamCreate(NativePointerObject stream) {
@@ -194,7 +241,7 @@ final class JCudaSession {
     }
 
     void streamWaitEvent(NativePointerObject stream, NativePointerObject event, String call) {
-        Handle<StreamHandle> queue = stream(stream);
+        Handle<StreamHandle> queue = queueOn(stream);
         Handle<EventHandle> awaited = find(events, event, "event");
         if (awaited.device() != queue.device()) {
             throw JCudaApi.unsupported(call + " across two devices");
@@ -203,6 +250,7 @@ final class JCudaSession {
     }
 
     void streamDestroy(NativePointerObject stream) {
+        queueOn(stream);
         Handle<StreamHandle> queue = take(streams, stream, "stream");
         device(queue.device()).streamDestroy(queue.handle());
     }
@@ -214,7 +262,7 @@ final class JCudaSession {
 
     void eventRecord(NativePointerObject event, NativePointerObject stream) {
         Handle<EventHandle> recorded = find(events, event, "event");
-        device(recorded.device()).eventRecord(recorded.handle(), stream(stream).handle());
+        device(recorded.device()).eventRecord(recorded.handle(), queueOn(stream).handle());
     }
 
     void eventSynchronize(NativePointerObject event) {
@@ -262,32 +310,45 @@ final class JCudaSession {
         }
     }
 
-    void allocateHost(Pointer pointer, long bytes) {
+    /** Page-locked memory into {@code pointer}, keeping the {@code flags} it was asked with (checked by the caller). */
+    void allocateHost(Pointer pointer, long bytes, int flags) {
         int device = currentDevice();
         MemorySegment memory = device(device).memAllocHost(bytes);
         ByteBuffer buffer = memory.asByteBuffer();
         synchronized (hostMemory) {
-            hostMemory.put(buffer, new Handle<>(device, memory));
+            hostMemory.put(buffer, new HostAllocation(device, memory, flags));
         }
         JCudaObjects.pointTo(pointer, buffer);
     }
 
-    void freeHost(Pointer pointer) {
-        Handle<MemorySegment> memory;
+    /** The flags {@code pointer}'s page-locked memory was allocated with (0 for cuMemAllocHost, cudaMallocHost). */
+    int hostFlags(Pointer pointer) {
         synchronized (hostMemory) {
-            memory = hostMemory.remove(JCudaObjects.buffer(pointer));
+            return hostAllocation(hostMemory.get(JCudaObjects.buffer(pointer))).flags();
         }
-        if (memory == null) {
+    }
+
+    void freeHost(Pointer pointer) {
+        HostAllocation allocation;
+        synchronized (hostMemory) {
+            allocation = hostAllocation(hostMemory.remove(JCudaObjects.buffer(pointer)));
+        }
+        device(allocation.device()).memFreeHost(allocation.memory());
+        JCudaObjects.pointTo(pointer, null);
+    }
+
+    private static HostAllocation hostAllocation(HostAllocation found) {
+        if (found == null) {
             throw new VgpuException(
                     ErrorCode.CUDA_ERROR_INVALID_VALUE,
                     "host pointer was not allocated by cuMemAllocHost, cuMemHostAlloc, cudaMallocHost or cudaHostAlloc");
         }
-        device(memory.device()).memFreeHost(memory.handle());
-        JCudaObjects.pointTo(pointer, null);
+        return found;
     }
 
     /** What cuCtxDestroy and cudaDeviceReset do: waits for the device, frees what the program made there. */
     void reset(int device) {
+        hostFunctions.awaitDevice(device);
         VirtualGpu gpu = device(device);
         gpu.ctxSynchronize();
         for (Map.Entry<Long, Integer> allocation : new ArrayList<>(allocations.entrySet())) {

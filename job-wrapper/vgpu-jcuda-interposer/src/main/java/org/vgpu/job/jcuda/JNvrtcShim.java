@@ -2,6 +2,7 @@ package org.vgpu.job.jcuda;
 
 import static org.vgpu.job.jcuda.JCudaApi.NVRTC;
 
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -21,12 +22,14 @@ import org.vgpu.runtime.api.VgpuException;
  * kernels and module variables ({@link EmulatedNvrtc}), which the emulation loads, running the kernels' Java twins.
  */
 public final class JNvrtcShim {
-    /** A program's source, name and, once compiled, its PTX and log. */
+    /** A program's source, name, name expressions and, once compiled, its PTX, log and lowered names. */
     private static final class Program {
         final String source;
         final String name;
+        final List<String> nameExpressions = new ArrayList<>();
         String ptx;
         String log = "";
+        Map<String, String> loweredNames = Map.of();
 
         Program(String source, String name) {
             this.source = source;
@@ -75,14 +78,52 @@ public final class JNvrtcShim {
             Program compiled = find(program);
             List<String> given = options == null ? List.of() : List.of(options).subList(0, numOptions);
             if (JCudaSession.get().allEmulated()) {
-                compiled.ptx = EmulatedNvrtc.declarations(compiled.source);
+                EmulatedNvrtc.Compiled declared = EmulatedNvrtc.compile(compiled.source, compiled.nameExpressions);
+                compiled.ptx = declared.ptx();
+                compiled.loweredNames = declared.loweredNames();
                 compiled.log = "";
                 return nvrtcResult.NVRTC_SUCCESS;
             }
-            NvrtcLibrary.Compiled result = NvrtcLibrary.get().compile(compiled.source, compiled.name, given);
+            NvrtcLibrary.Compiled result =
+                    NvrtcLibrary.get().compile(compiled.source, compiled.name, given, compiled.nameExpressions);
             compiled.log = result.log();
             compiled.ptx = result.ptx();
+            compiled.loweredNames = result.loweredNames();
             return result.ptx() == null ? nvrtcResult.NVRTC_ERROR_COMPILATION : nvrtcResult.NVRTC_SUCCESS;
+        });
+    }
+
+    /** As NVRTC's: before the compile, a name expression whose lowered name the program asks for after it. */
+    public static int nvrtcAddNameExpression(nvrtcProgram program, String nameExpression) {
+        return NVRTC.call("nvrtcAddNameExpression", () -> {
+            Program found = find(program);
+            if (nameExpression == null) {
+                return nvrtcResult.NVRTC_ERROR_INVALID_INPUT;
+            }
+            if (found.ptx != null) {
+                return nvrtcResult.NVRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION;
+            }
+            found.nameExpressions.add(nameExpression);
+            return nvrtcResult.NVRTC_SUCCESS;
+        });
+    }
+
+    /**
+     * The lowered (mangled) name of a name expression added before the compile: NVRTC's where a GPU compiled it, the
+     * Itanium C++ ABI's on the CPU emulation ({@link LoweredNames}).
+     */
+    public static int nvrtcGetLoweredName(nvrtcProgram program, String nameExpression, String[] loweredName) {
+        return NVRTC.call("nvrtcGetLoweredName", () -> {
+            Program found = find(program);
+            if (found.ptx == null) {
+                return nvrtcResult.NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION;
+            }
+            String lowered = found.loweredNames.get(nameExpression);
+            if (lowered == null) {
+                return nvrtcResult.NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID;
+            }
+            loweredName[0] = lowered;
+            return nvrtcResult.NVRTC_SUCCESS;
         });
     }
 

@@ -7,19 +7,22 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SymbolLookup;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VgpuException;
 
 /**
  * The machine's NVRTC library, called through java.lang.foreign: libnvrtc.so.13 (CUDA 13), else .12, else the
- * unversioned name. Only what a compile takes: create, compile, the PTX and the log, destroy.
+ * unversioned name. Only what a compile takes: create, the name expressions, compile, the PTX, the log and the lowered
+ * names, destroy.
  */
 @SuppressWarnings("restricted") // binding libnvrtc is this class's purpose; the launcher enables native access
 final class NvrtcLibrary {
-    /** The PTX (null when the compile failed) and NVRTC's log. */
-    record Compiled(String ptx, String log) {}
+    /** The PTX (null when the compile failed), NVRTC's log and the lowered name of each name expression. */
+    record Compiled(String ptx, String log, Map<String, String> loweredNames) {}
 
     private static final List<String> NAMES = List.of("libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so");
     private static volatile NvrtcLibrary loaded;
@@ -31,6 +34,8 @@ final class NvrtcLibrary {
     private final MethodHandle logSize;
     private final MethodHandle log;
     private final MethodHandle destroy;
+    private final MethodHandle addNameExpression;
+    private final MethodHandle loweredName;
 
     private NvrtcLibrary(SymbolLookup library) {
         Linker linker = Linker.nativeLinker();
@@ -50,6 +55,10 @@ final class NvrtcLibrary {
         log = linker.downcallHandle(
                 find(library, "nvrtcGetProgramLog"), FunctionDescriptor.of(result, address, address));
         destroy = linker.downcallHandle(find(library, "nvrtcDestroyProgram"), FunctionDescriptor.of(result, address));
+        addNameExpression = linker.downcallHandle(
+                find(library, "nvrtcAddNameExpression"), FunctionDescriptor.of(result, address, address));
+        loweredName = linker.downcallHandle(
+                find(library, "nvrtcGetLoweredName"), FunctionDescriptor.of(result, address, address, address));
     }
 
     static NvrtcLibrary get() {
@@ -83,7 +92,11 @@ final class NvrtcLibrary {
                         new VgpuException(ErrorCode.CUDA_ERROR_NOT_SUPPORTED, "the NVRTC library has no " + symbol));
     }
 
-    Compiled compile(String source, String name, List<String> options) {
+    /**
+     * Compiles {@code source}; each of {@code nameExpressions} is added before and lowered after, while the program
+     * is still there (NVRTC's lowered names are the program's own memory).
+     */
+    Compiled compile(String source, String name, List<String> options, List<String> nameExpressions) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment programSlot = arena.allocate(ValueLayout.ADDRESS);
             check("nvrtcCreateProgram", (int) create.invokeExact(
@@ -95,6 +108,10 @@ final class NvrtcLibrary {
                     MemorySegment.NULL));
             MemorySegment program = programSlot.get(ValueLayout.ADDRESS, 0);
             try {
+                for (String expression : nameExpressions) {
+                    check("nvrtcAddNameExpression", (int)
+                            addNameExpression.invokeExact(program, arena.allocateFrom(expression)));
+                }
                 MemorySegment optionArray = arena.allocate(ValueLayout.ADDRESS, Math.max(1, options.size()));
                 for (int i = 0; i < options.size(); i++) {
                     optionArray.setAtIndex(ValueLayout.ADDRESS, i, arena.allocateFrom(options.get(i)));
@@ -102,9 +119,21 @@ final class NvrtcLibrary {
                 int compiled = (int) compile.invokeExact(program, options.size(), optionArray);
                 String text = text(arena, program, logSize, log);
                 if (compiled != 0) {
-                    return new Compiled(null, text);
+                    return new Compiled(null, text, Map.of());
                 }
-                return new Compiled(text(arena, program, ptxSize, ptx), text);
+                Map<String, String> lowered = new LinkedHashMap<>();
+                for (String expression : nameExpressions) {
+                    MemorySegment loweredSlot = arena.allocate(ValueLayout.ADDRESS);
+                    check("nvrtcGetLoweredName", (int)
+                            loweredName.invokeExact(program, arena.allocateFrom(expression), loweredSlot));
+                    lowered.put(
+                            expression,
+                            loweredSlot
+                                    .get(ValueLayout.ADDRESS, 0)
+                                    .reinterpret(Long.MAX_VALUE)
+                                    .getString(0));
+                }
+                return new Compiled(text(arena, program, ptxSize, ptx), text, lowered);
             } finally {
                 int ignored = (int) destroy.invokeExact(programSlot);
             }

@@ -22,6 +22,9 @@ import java.nio.charset.StandardCharsets;
 import java.security.ProtectionDomain;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -32,14 +35,20 @@ import jcuda.driver.CUdevice;
 import jcuda.driver.CUdevice_attribute;
 import jcuda.driver.CUdeviceptr;
 import jcuda.driver.CUdevprop;
+import jcuda.driver.CUlimit;
 import jcuda.driver.CUmemorytype;
 import jcuda.driver.CUresult;
+import jcuda.driver.CUstream;
 import jcuda.driver.JCudaDriver;
+import jcuda.nvrtc.nvrtcProgram;
+import jcuda.nvrtc.nvrtcResult;
 import jcuda.runtime.JCuda;
 import jcuda.runtime.cudaDeviceAttr;
 import jcuda.runtime.cudaDeviceProp;
 import jcuda.runtime.cudaError;
+import jcuda.runtime.cudaLimit;
 import jcuda.runtime.cudaMemcpyKind;
+import jcuda.runtime.cudaStream_t;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -446,5 +455,212 @@ class JCudaShimsTest {
                         + "\n\t.param .b32 kernel_param_2,\n\t.param .b8 kernel_param_3\n)"),
                 ptx);
         assertTrue(!ptx.contains("commentedOut"), ptx);
+    }
+
+    /** Lowered as g++ lowers the same declarations (nm of an object file with these instantiations). */
+    @Test
+    void theEmulationLowersNameExpressionsAsTheItaniumAbiDoes() {
+        String source = """
+                template<typename T> __global__ void scaleT(T* data, T factor, int n) {}
+                template<typename T, int N> __global__ void blockSum(const T* __restrict__ in, T* out, unsigned int n) {}
+                template<typename A, typename B> __global__ void mix(A* a, B* b, A* c, B d) {}
+                template<typename T> __global__ void same(T* a, T* b) {}
+                __global__ void foo(float* a, float* b, int n) {}
+                __global__ void bar(const float* a, float* b, const float* c, long n, size_t m) {}
+                extern "C" __global__ void plain(float* a) {}
+                """;
+        List<String> expressions = List.of(
+                "scaleT<float>",
+                "&scaleT<double>",
+                "blockSum<float, 4>",
+                "blockSum<int,-3>",
+                "mix<float, double>",
+                "same<float>",
+                "foo",
+                "bar",
+                "plain");
+        EmulatedNvrtc.Compiled compiled = EmulatedNvrtc.compile(source, expressions);
+
+        assertEquals(
+                List.of(
+                        "_Z6scaleTIfEvPT_S0_i",
+                        "_Z6scaleTIdEvPT_S0_i",
+                        "_Z8blockSumIfLi4EEvPKT_PS0_j",
+                        "_Z8blockSumIiLin3EEvPKT_PS0_j",
+                        "_Z3mixIfdEvPT_PT0_S1_S2_",
+                        "_Z4sameIfEvPT_S1_",
+                        "_Z3fooPfS_i",
+                        "_Z3barPKfPfS0_lm",
+                        "plain"),
+                expressions.stream().map(compiled.loweredNames()::get).toList());
+        String ptx = compiled.ptx();
+        assertTrue(
+                ptx.contains(".visible .entry _Z6scaleTIdEvPT_S0_i(\n\t.param .b64 _Z6scaleTIdEvPT_S0_i_param_0,\n"
+                        + "\t.param .b64 _Z6scaleTIdEvPT_S0_i_param_1,\n\t.param .b32 _Z6scaleTIdEvPT_S0_i_param_2\n)"),
+                "the double instantiation's factor has 8 bytes: " + ptx);
+        assertFalse(ptx.contains(".entry scaleT("), "a template is declared only as its instantiations: " + ptx);
+
+        VgpuException overloaded = assertThrows(
+                VgpuException.class,
+                () -> EmulatedNvrtc.compile(
+                        "__global__ void f(int a) {}\n__global__ void f(float a) {}", List.of("f")));
+        assertTrue(
+                overloaded
+                        .getMessage()
+                        .contains("nvrtcGetLoweredName on the CPU emulation: name expression 'f': f is overloaded"),
+                overloaded.getMessage());
+        VgpuException classType =
+                assertThrows(VgpuException.class, () -> EmulatedNvrtc.compile(source, List.of("scaleT<float2>")));
+        assertTrue(classType.getMessage().contains("type 'float2' is not one vgpu lowers"), classType.getMessage());
+    }
+
+    @Test
+    void nvrtcNameExpressionsAreAddedBeforeTheCompileAndLoweredAfterIt() {
+        JCudaSession.install(List.of(gpu));
+        nvrtcProgram program = new nvrtcProgram();
+        assertEquals(
+                0,
+                JNvrtcShim.nvrtcCreateProgram(
+                        program,
+                        "template<typename T> __global__ void twice(T* data, int n) {}",
+                        "twice.cu",
+                        0,
+                        null,
+                        null));
+        assertEquals(0, JNvrtcShim.nvrtcAddNameExpression(program, "twice<int>"));
+        String[] lowered = new String[1];
+        assertEquals(
+                nvrtcResult.NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION,
+                JNvrtcShim.nvrtcGetLoweredName(program, "twice<int>", lowered));
+        assertEquals(0, JNvrtcShim.nvrtcCompileProgram(program, 0, null));
+        assertEquals(
+                nvrtcResult.NVRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION,
+                JNvrtcShim.nvrtcAddNameExpression(program, "twice<float>"));
+        assertEquals(
+                nvrtcResult.NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID,
+                JNvrtcShim.nvrtcGetLoweredName(program, "twice<float>", lowered));
+        assertEquals(0, JNvrtcShim.nvrtcGetLoweredName(program, "twice<int>", lowered));
+        assertEquals("_Z5twiceIiEvPT_i", lowered[0]);
+        String[] ptx = new String[1];
+        assertEquals(0, JNvrtcShim.nvrtcGetPTX(program, ptx));
+        assertTrue(ptx[0].contains(".entry _Z5twiceIiEvPT_i("), ptx[0]);
+        assertEquals(0, JNvrtcShim.nvrtcDestroyProgram(program));
+    }
+
+    /**
+     * A host function runs after the work queued on its stream before it, and the work queued after it (here a copy
+     * into the memory the function read) waits until it has returned; a synchronize waits for it, and a query says
+     * the stream is busy while it has not run.
+     */
+    @Test
+    void aStreamCallbackRunsAfterTheWorkBeforeItAndTheWorkAfterItWaitsForIt() throws Exception {
+        JCudaSession.install(List.of(gpu));
+        CUstream stream = new CUstream();
+        assertEquals(0, JCudaDriverShim.cuStreamCreate(stream, 0));
+        CUdeviceptr device = new CUdeviceptr();
+        assertEquals(0, JCudaDriverShim.cuMemAlloc(device, 16));
+        Pointer pinned = new Pointer();
+        assertEquals(0, JCudaDriverShim.cuMemAllocHost(pinned, 16));
+        assertEquals(0, JCudaDriverShim.cuMemsetD32Async(device, 7, 4, stream));
+        assertEquals(0, JCudaDriverShim.cuMemcpyDtoHAsync(pinned, device, 16, stream));
+
+        CountDownLatch release = new CountDownLatch(1);
+        List<String> seen = new CopyOnWriteArrayList<>();
+        assertEquals(
+                0,
+                JCudaDriverShim.cuStreamAddCallback(
+                        stream,
+                        (calledOn, status, userData) -> {
+                            seen.add(userData + " status " + status + ", saw "
+                                    + pinned.getByteBuffer().getInt(0)
+                                    + " on " + Thread.currentThread().getName()
+                                    + (stream.equals(calledOn) ? ", its stream" : ""));
+                            awaitQuietly(release);
+                        },
+                        "first",
+                        0));
+        assertEquals(CUresult.CUDA_ERROR_NOT_READY, JCudaDriverShim.cuStreamQuery(stream));
+        CompletableFuture<Integer> after = CompletableFuture.supplyAsync(() -> {
+            int result = JCudaDriverShim.cuMemsetD32Async(device, 9, 4, stream);
+            seen.add("the memset after it was queued");
+            return result;
+        });
+        Thread.sleep(200);
+        assertEquals(List.of("first status 0, saw 7 on vgpu host functions, its stream"), seen);
+        release.countDown();
+        assertEquals(0, after.get(10, TimeUnit.SECONDS));
+        assertEquals(
+                0,
+                JCudaDriverShim.cuLaunchHostFunc(
+                        stream,
+                        userData -> seen.add("host function " + userData + ", its own memset: "
+                                + JCudaDriverShim.cuMemsetD32Async(device, 1, 4, stream)),
+                        "second"));
+        assertEquals(0, JCudaDriverShim.cuStreamSynchronize(stream));
+        assertEquals(
+                List.of(
+                        "first status 0, saw 7 on vgpu host functions, its stream",
+                        "the memset after it was queued",
+                        "host function second, its own memset: " + CUresult.CUDA_ERROR_NOT_PERMITTED),
+                seen);
+        assertEquals(0, JCudaDriverShim.cuStreamQuery(stream));
+
+        AtomicReference<cudaStream_t> runtimeStream = new AtomicReference<>();
+        assertEquals(
+                0,
+                JCudaRuntimeShim.cudaStreamAddCallback(
+                        null, (calledOn, status, userData) -> runtimeStream.set(calledOn), null, 0));
+        assertEquals(0, JCudaRuntimeShim.cudaDeviceSynchronize());
+        assertEquals(null, runtimeStream.get(), "the default stream's callback gets the stream it was given");
+        assertEquals(
+                CUresult.CUDA_ERROR_INVALID_VALUE,
+                JCudaDriverShim.cuStreamAddCallback(stream, (s, status, data) -> {}, null, 1),
+                "flags must be 0");
+    }
+
+    private static void awaitQuietly(CountDownLatch latch) {
+        try {
+            latch.await(10, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    @Test
+    void deviceHeapLimitsAreSetAndReadAndHostFlagsAnsweredWhileMappedPointersAreRefused() {
+        JCudaSession.install(List.of(gpu));
+        long[] value = new long[1];
+        assertEquals(0, JCudaDriverShim.cuCtxGetLimit(value, CUlimit.CU_LIMIT_MALLOC_HEAP_SIZE));
+        assertEquals(8 << 20, value[0], "CUDA's default until set");
+        assertEquals(0, JCudaDriverShim.cuCtxSetLimit(CUlimit.CU_LIMIT_MALLOC_HEAP_SIZE, 64L << 20));
+        assertEquals(0, JCudaRuntimeShim.cudaDeviceGetLimit(value, cudaLimit.cudaLimitMallocHeapSize));
+        assertEquals(64L << 20, value[0]);
+        assertEquals(0, JCudaRuntimeShim.cudaDeviceSetLimit(cudaLimit.cudaLimitPrintfFifoSize, 4L << 20));
+        assertEquals(0, JCudaDriverShim.cuCtxGetLimit(value, CUlimit.CU_LIMIT_PRINTF_FIFO_SIZE));
+        assertEquals(4L << 20, value[0]);
+        assertEquals(
+                cudaError.cudaErrorInvalidValue,
+                JCudaRuntimeShim.cudaDeviceSetLimit(cudaLimit.cudaLimitPersistingL2CacheSize, 1));
+
+        Pointer pinned = new Pointer();
+        assertEquals(
+                0,
+                JCudaDriverShim.cuMemHostAlloc(
+                        pinned, 64, JCudaDriver.CU_MEMHOSTALLOC_PORTABLE | JCudaDriver.CU_MEMHOSTALLOC_WRITECOMBINED));
+        int[] flags = new int[1];
+        assertEquals(0, JCudaDriverShim.cuMemHostGetFlags(flags, pinned));
+        assertEquals(JCudaDriver.CU_MEMHOSTALLOC_PORTABLE | JCudaDriver.CU_MEMHOSTALLOC_WRITECOMBINED, flags[0]);
+        assertEquals(CUresult.CUDA_ERROR_INVALID_VALUE, JCudaDriverShim.cuMemHostGetFlags(flags, Pointer.to(flags)));
+        CudaException driver = assertThrows(
+                CudaException.class, () -> JCudaDriverShim.cuMemHostGetDevicePointer(new CUdeviceptr(), pinned, 0));
+        assertTrue(
+                driver.getMessage().startsWith("vgpu does not support cuMemHostGetDevicePointer (mapped host memory"),
+                driver.getMessage());
+        CudaException runtime = assertThrows(
+                CudaException.class, () -> JCudaRuntimeShim.cudaHostGetDevicePointer(new Pointer(), pinned, 0));
+        assertTrue(
+                runtime.getMessage().startsWith("vgpu does not support cudaHostGetDevicePointer (mapped host memory"),
+                runtime.getMessage());
+        assertEquals(0, JCudaDriverShim.cuMemFreeHost(pinned));
     }
 }

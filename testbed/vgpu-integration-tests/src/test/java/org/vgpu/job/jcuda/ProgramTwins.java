@@ -18,8 +18,9 @@ import org.vgpu.runtime.emulated.KernelTwinProvider;
 import org.vgpu.runtime.emulated.KernelTwinRegistry;
 
 /**
- * The Java twins of the test JCuda programs' kernels (src/test/resources/jcudaprograms/*.cu and the NVRTC program's
- * source), found by the emulation in the programs' JVMs through ServiceLoader.
+ * The Java twins of the test JCuda programs' kernels (src/test/resources/jcudaprograms/*.cu and the NVRTC programs'
+ * sources; a kernel of C++ linkage by its lowered name), found by the emulation in the programs' JVMs through
+ * ServiceLoader.
  *
  * <p>For a migration in the middle of a run, {@value #PAUSE_AT} = N makes the N-th launch of the JVM write {@code
  * paused} into {@value #PAUSE_DIRECTORY} and wait there until the test writes {@code resume}: the program then has
@@ -32,6 +33,7 @@ public final class ProgramTwins implements KernelTwinProvider {
 
     private static final ValueLayout.OfFloat FLOAT =
             ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfLong ADDRESS =
             ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     private static final AtomicInteger LAUNCHES = new AtomicInteger();
@@ -45,7 +47,14 @@ public final class ProgramTwins implements KernelTwinProvider {
                 .register("polynomial", pausing(ProgramTwins::polynomial))
                 .register("saxpyRtc", pausing(ProgramTwins::saxpyRtc))
                 .register("heatStep", pausing(ProgramTwins::heatStep))
-                .register("sumRows", pausing(ProgramTwins::sumRows));
+                .register("sumRows", pausing(ProgramTwins::sumRows))
+                .register("heapScratch", pausing(ProgramTwins::heapScratch))
+                // the NVRTC programs' kernels of C++ linkage, by their lowered names (as on a GPU)
+                .register("_Z5axpyTIfEvT_PS0_S1_i", pausing(ProgramTwins::saxpyRtc)) // the same arithmetic
+                .register("_Z5axpyTIiEvT_PS0_S1_i", pausing(ProgramTwins::axpyInt))
+                .register("_Z9boxFilterILi1EEvPKfPfi", pausing(boxFilter(1)))
+                .register("_Z9boxFilterILi2EEvPKfPfi", pausing(boxFilter(2)))
+                .register("_Z6negatePfi", pausing(ProgramTwins::negate));
     }
 
     private static KernelTwin pausing(KernelTwin twin) {
@@ -195,6 +204,53 @@ public final class ProgramTwins implements KernelTwinProvider {
                 sum += row.getAtIndex(FLOAT, c);
             }
             sums.setAtIndex(FLOAT, r, sum);
+        }
+    }
+
+    /** {@code heapScratch(const float* in, float* out, int n)}: in * 2 + 1, which the kernel passes through malloc. */
+    static void heapScratch(Dim3 grid, Dim3 block, KernelArgs args, EmulatedMemory memory) {
+        int n = (int) Math.min(args.i32(2), threads(grid, block));
+        MemorySegment in = floats(memory, args.pointer(0), n);
+        MemorySegment out = floats(memory, args.pointer(1), n);
+        for (int i = 0; i < n; i++) {
+            out.setAtIndex(FLOAT, i, in.getAtIndex(FLOAT, i) * 2.0f + 1.0f);
+        }
+    }
+
+    /** {@code axpyT<int>(int a, int* x, int* y, int n)}. */
+    static void axpyInt(Dim3 grid, Dim3 block, KernelArgs args, EmulatedMemory memory) {
+        int n = (int) Math.min(args.i32(3), threads(grid, block));
+        int a = args.i32(0);
+        MemorySegment x = memory.segment(args.pointer(1), (long) n * Integer.BYTES);
+        MemorySegment y = memory.segment(args.pointer(2), (long) n * Integer.BYTES);
+        for (int i = 0; i < n; i++) {
+            y.setAtIndex(INT, i, a * x.getAtIndex(INT, i) + y.getAtIndex(INT, i));
+        }
+    }
+
+    /** {@code boxFilter<RADIUS>(const float* in, float* out, int n)}: the mean of 2 * radius + 1 clamped neighbours. */
+    static KernelTwin boxFilter(int radius) {
+        return (grid, block, args, memory) -> {
+            int n = args.i32(2);
+            int threads = (int) Math.min(n, threads(grid, block));
+            MemorySegment in = floats(memory, args.pointer(0), n);
+            MemorySegment out = floats(memory, args.pointer(1), n);
+            for (int i = 0; i < threads; i++) {
+                float sum = 0.0f;
+                for (int d = -radius; d <= radius; d++) {
+                    sum += in.getAtIndex(FLOAT, Math.min(Math.max(i + d, 0), n - 1));
+                }
+                out.setAtIndex(FLOAT, i, sum / (2 * radius + 1));
+            }
+        };
+    }
+
+    /** {@code negate(float* data, int n)}. */
+    static void negate(Dim3 grid, Dim3 block, KernelArgs args, EmulatedMemory memory) {
+        int n = (int) Math.min(args.i32(1), threads(grid, block));
+        MemorySegment data = floats(memory, args.pointer(0), n);
+        for (int i = 0; i < n; i++) {
+            data.setAtIndex(FLOAT, i, -data.getAtIndex(FLOAT, i));
         }
     }
 
