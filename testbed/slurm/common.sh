@@ -337,12 +337,13 @@ start_munged() {
 }
 
 # remove_slurm_cgroups: the testbed nodes' cgroups that Slurm's cgroup plugins leave in every v1
-# controller (slurm_n1...); a cgroup that still holds a process stays (rmdir refuses), so this never
+# controller (slurm_n1...) or in the v2 hierarchy; a cgroup that still holds a process stays (rmdir refuses), so this never
 # disturbs a running job. Fails when one is left.
 remove_slurm_cgroups() {
     local node dir left=0
     for node in "${TESTBED_NODES[@]}"; do
-        for dir in /sys/fs/cgroup/*/slurm_"$node"; do
+        # v1: slurm_n1 in every controller; v2 (cgroup/v2 with IgnoreSystemd=yes): system.slice/n1_slurmstepd.scope
+        for dir in /sys/fs/cgroup/*/slurm_"$node" /sys/fs/cgroup/system.slice/"$node"_slurmstepd.scope; do
             [ -d "$dir" ] || continue
             find "$dir" -depth -type d -exec rmdir {} \; 2>/dev/null || true
             [ ! -d "$dir" ] || left=1
