@@ -112,7 +112,7 @@ start_slurmdbd() {
     local attempt
     for attempt in 1 2 3; do
         slurmdbd || die "slurmdbd did not start; see $TESTBED_DIR/log/slurmdbd.log"
-        if wait_until 30 "slurmdbd answers" slurmdbd_answers; then
+        if wait_until 30 "slurmdbd answers or has ended" slurmdbd_answers_or_ended && slurmdbd_answers; then
             [ "$attempt" -eq 1 ] || say "slurmdbd answers at its start number $attempt"
             return 0
         fi
@@ -121,11 +121,18 @@ start_slurmdbd() {
     die "slurmdbd does not answer: $(tail -n 5 "$TESTBED_DIR/log/slurmdbd.log")"
 }
 
-# slurmdbd_answers: sacctmgr reaches slurmdbd; fails at once when slurmdbd has ended.
 slurmdbd_answers() {
-    local pid
-    pid=$(cat "$TESTBED_DIR/run/slurmdbd.pid" 2>/dev/null) && kill -0 "$pid" 2>/dev/null || return 1
     timeout 10 sacctmgr -n list cluster >/dev/null 2>&1
+}
+
+# slurmdbd_answers_or_ended: sacctmgr reaches slurmdbd, or slurmdbd has ended (its pid file, which it writes before
+# it connects to MariaDB, names no process).
+slurmdbd_answers_or_ended() {
+    local pid
+    if pid=$(cat "$TESTBED_DIR/run/slurmdbd.pid" 2>/dev/null) && [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then
+        return 0
+    fi
+    slurmdbd_answers
 }
 
 stop_slurmdbd() {
