@@ -112,6 +112,8 @@ hostname = $host
 address = 127.0.0.1
 slurmd_port = $((TESTBED_PORT_BASE + k))
 cpus = $TESTBED_CPUS_PER_NODE
+# Slurm's RealMemory: holder jobs ask memory (sbatch --mem), which a node must state to take them.
+real_memory = 4GiB
 CONFIG
     done
     # Nodes nI and nJ are |I - J| apart (n1 n2 = 1, n2 n3 = 1, n1 n3 = 2 for three).
@@ -158,6 +160,11 @@ CONFIG
         v2)
             [ "$TESTBED_SLURM" != 22.05 ] \
                 || die "VGPU_TESTBED_CGROUPS=v2 needs VGPU_TESTBED_SLURM=24.11 (22.05's cgroup/v2 refuses a host with v1 hierarchies)"
+            # Slurm reads /proc/self/cgroup, which lists every v1 hierarchy the kernel has mounted anywhere; a mount
+            # namespace cannot hide them.
+            ! grep -qv '^0::' /proc/self/cgroup \
+                || die "VGPU_TESTBED_CGROUPS=v2: this machine has cgroup v1 hierarchies ($(grep -v '^0::' /proc/self/cgroup \
+                    | cut -d : -f 2 | paste -sd ' ' -)), and slurmd's cgroup/v2 plugin stops on them: 'fatal: Hybrid mode is not supported'"
             # No systemd here: Slurm makes its slurmstepd scope itself.
             cat >"$TESTBED_DIR/etc/cgroup.conf" <<CONFIG
 # written by testbed/slurm/up.sh (VGPU_TESTBED_CGROUPS=v2): jobs see only the devices of their GRES, through

@@ -31,6 +31,13 @@ public final class SlurmCommands implements SlurmControl {
     private static final Pattern JOB_ID = Pattern.compile("(\\d+)(;.*)?");
     /** What scontrol says for a job id it no longer remembers; not a failure for a lookup or a cancel. */
     private static final Pattern UNKNOWN_JOB = Pattern.compile("(?i)invalid job id|job id .* not found|does not exist");
+    /**
+     * The memory a holder job asks for (sbatch {@code --mem}), in MiB. Under {@code ConstrainRAMSpace=yes} Slurm ends a
+     * job that uses more. A holder's worker (a JVM) peaked at 146 MiB of RSS while it served a job
+     * (docs/admin-accounting.md, "What a holder uses"); a grant holder only sleeps. 512 MiB leaves the JVM room to
+     * grow its heap, which it sizes from the limit it finds.
+     */
+    private static final int HOLDER_MEMORY_MIB = 512;
     /** What sbatch says for an account the submitting user has no association with. */
     private static final Pattern INVALID_ACCOUNT = Pattern.compile("(?i)invalid account");
 
@@ -160,7 +167,7 @@ public final class SlurmCommands implements SlurmControl {
                 "--nodes=1",
                 "--ntasks=1",
                 "--cpus-per-task=1",
-                "--mem=1",
+                "--mem=" + HOLDER_MEMORY_MIB + "M",
                 "--gres=gpu:1",
                 "--job-name=" + name,
                 "--output=" + holderOutput,

@@ -39,6 +39,10 @@ class ConstrainDevicesTestbedTest {
             skipReason = "the kernel offers no cgroup2 file system (/proc/filesystems), which Slurm's cgroup/v2"
                     + " plugin needs";
         }
+        if (skipReason == null && SlurmTestbed.inSlurmRoot() && hybrid()) {
+            skipReason = "this machine has cgroup v1 hierarchies (/proc/self/cgroup), and slurmd's cgroup/v2 plugin"
+                    + " stops on them ('fatal: Hybrid mode is not supported')";
+        }
         if (skipReason == null && !SlurmTestbed.inSlurmRoot() && !writableDevicesController()) {
             skipReason = DEVICES_CONTROLLER + " is no writable cgroup v1 devices controller (the testbed runs"
                     + " Slurm's cgroup/v1 plugin; the bridge's cgroup v2 admission is tested by"
@@ -55,6 +59,10 @@ class ConstrainDevicesTestbedTest {
     private static boolean cgroup2() throws IOException {
         return Files.readAllLines(Path.of("/proc/filesystems")).stream()
                 .anyMatch(line -> line.strip().endsWith("cgroup2"));
+    }
+
+    private static boolean hybrid() throws IOException {
+        return Files.readAllLines(Path.of("/proc/self/cgroup")).stream().anyMatch(line -> !line.startsWith("0::"));
     }
 
     private static boolean writableDevicesController() throws IOException {
