@@ -4,13 +4,27 @@
 # tracker's holder jobs on the lending nodes are charged to account physics (sbatch --account: root, the tracker's
 # user, has an association with physics, as accounting.sh sets up) and their comment names the borrowing job, its
 # user and account. sacct, read from slurmdbd's MariaDB after the job ended, shows the borrowing job and both
-# holders under physics, each holder with gres/gpu=1, and each holder's batch step's MaxRSS and memory request, the
-# figures the holder's --mem is set from.
+# holders under physics, each holder with gres/gpu=1, and each holder's batch step's MaxRSS and memory request (and,
+# with VGPU_TESTBED_CGROUPS, ConstrainRAMSpace=yes, its memory cgroup's peak), the figures the holder's --mem is set
+# from.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 source "$(dirname "$0")/accounting.sh"
 
 [ "$ACCOUNTING" = yes ] || die "scenario accounting needs a testbed with VGPU_TESTBED_ACCOUNTING=yes"
+
+# holder_memory_peak JOB NODE: the peak memory use and the limit of the job's memory cgroup (cgroup v1
+# memory.max_usage_in_bytes, v2 memory.peak), or why there is none.
+holder_memory_peak() {
+    local v1=/sys/fs/cgroup/memory/slurm_$2/uid_0/job_$1 v2=/sys/fs/cgroup/system.slice/$2_slurmstepd.scope/job_$1
+    if [ -r "$v1/memory.max_usage_in_bytes" ]; then
+        echo "peak $(($(cat "$v1/memory.max_usage_in_bytes") / 1048576)) MiB, limit $(($(cat "$v1/memory.limit_in_bytes") / 1048576)) MiB (cgroup v1)"
+    elif [ -r "$v2/memory.peak" ]; then
+        echo "peak $(($(cat "$v2/memory.peak") / 1048576)) MiB, limit $(cat "$v2/memory.max") (cgroup v2)"
+    else
+        echo "none (the testbed constrains no memory: VGPU_TESTBED_CGROUPS=no)"
+    fi
+}
 
 FILL_JOBS=()
 job=
@@ -25,6 +39,13 @@ expect_state "$job" RUNNING 60
 node=$(job_field "$job" NodeList)
 mapfile -t holders < <(holders_of "$job")
 [ "${#holders[@]}" -eq 2 ] || die "job $job runs with ${#holders[@]} holder job(s), expected 2: $(slurm squeue -p vgpu-lend)"
+# Under ConstrainRAMSpace=yes (VGPU_TESTBED_CGROUPS) each holder's memory cgroup records its peak: read it while the job
+# holds its vGPUs after its first check, before the job's end removes the holders' cgroups.
+wait_until 180 "job $job has checked its vGPUs and holds them" grep -q '^holding the vGPUs' "$TESTBED_DIR/out/$job.out" \
+    || die "job $job does not hold its vGPUs: $(cat "$TESTBED_DIR/out/$job.out" 2>/dev/null)"
+for holder in "${holders[@]}"; do
+    say "holder $holder's memory cgroup: $(holder_memory_peak "$holder" "$(job_field "$holder" NodeList)")"
+done
 expect_state "$job" COMPLETED 180
 check_vgpu_job_output "$TESTBED_DIR/out/$job.out" "$node" 1 2
 wait_until 30 "job $job's holders are gone" no_holders_of "$job" \

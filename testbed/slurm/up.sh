@@ -151,10 +151,12 @@ write_cgroup_config() {
         no) return 0 ;;
         yes)
             cat >"$TESTBED_DIR/etc/cgroup.conf" <<CONFIG
-# written by testbed/slurm/up.sh (VGPU_TESTBED_CGROUPS=yes): jobs see only the devices of their GRES
+# written by testbed/slurm/up.sh (VGPU_TESTBED_CGROUPS=yes): jobs see only the devices of their GRES, and use no
+# more memory than they asked (holder jobs ask --mem)
 CgroupPlugin=cgroup/v1
 CgroupMountpoint=/sys/fs/cgroup
 ConstrainDevices=yes
+ConstrainRAMSpace=yes
 CONFIG
             ;;
         v2)
