@@ -21,9 +21,6 @@ import org.junit.jupiter.api.Test;
  */
 @Tag("slurm")
 class ConstrainDevicesTestbedTest {
-    private static final Path BRIDGE = Path.of("..", "..", "slurm-spank-bridge", "vgpu_spank.so")
-            .toAbsolutePath()
-            .normalize();
     private static final Path DEVICES_CONTROLLER = Path.of("/sys/fs/cgroup/devices");
 
     private static SlurmTestbed testbed;
@@ -31,10 +28,7 @@ class ConstrainDevicesTestbedTest {
 
     @BeforeAll
     static void bringUpTestbed() throws Exception {
-        skipReason = SlurmTestbed.reasonItCannotRun();
-        if (skipReason == null && !Files.isRegularFile(BRIDGE)) {
-            skipReason = "the SPANK bridge " + BRIDGE + " was not built (slurm-spank-bridge needs cc and libslurm-dev)";
-        }
+        skipReason = SlurmTestbed.reasonBridgeTestbedCannotRun();
         if (skipReason == null && SlurmTestbed.inSlurmRoot() && !cgroup2()) {
             skipReason = "the kernel offers no cgroup2 file system (/proc/filesystems), which Slurm's cgroup/v2"
                     + " plugin needs";
@@ -52,7 +46,7 @@ class ConstrainDevicesTestbedTest {
             System.err.println("ConstrainDevicesTestbedTest skipped: " + skipReason);
             return;
         }
-        testbed = SlurmTestbed.fresh("vgpu-testbed-junit-cgroups", Optional.of(BRIDGE), true);
+        testbed = SlurmTestbed.fresh("vgpu-testbed-junit-cgroups", Optional.of(SlurmTestbed.BRIDGE), true);
         testbed.up();
     }
 

@@ -41,6 +41,11 @@ final class SlurmTestbed implements AutoCloseable {
     private static final int HIGHEST_PORT_BASE = 32_600;
     private static final int PORT_BASE_TRIES = 50;
 
+    /** The SPANK bridge module slurm-spank-bridge builds, which the bridge's testbeds load. */
+    static final Path BRIDGE = Path.of("..", "..", "slurm-spank-bridge", "vgpu_spank.so")
+            .toAbsolutePath()
+            .normalize();
+
     /** Where make-trixie-root.sh makes Debian 13's root with Slurm 24.11 unless VGPU_SLURM_ROOT names another. */
     private static final Path DEFAULT_SLURM_ROOT = Path.of("/var/cache/vgpu/trixie-slurm");
 
@@ -160,9 +165,18 @@ final class SlurmTestbed implements AutoCloseable {
         return null;
     }
 
-    /** Why a testbed with accounting cannot run here, or null when one can. */
-    static String reasonAccountingCannotRun() {
+    /** Why a testbed that loads {@link #BRIDGE} cannot run here, or null when one can. */
+    static String reasonBridgeTestbedCannotRun() {
         String reason = reasonItCannotRun();
+        if (reason == null && !Files.isRegularFile(BRIDGE)) {
+            return "the SPANK bridge " + BRIDGE + " was not built (slurm-spank-bridge needs cc and libslurm-dev)";
+        }
+        return reason;
+    }
+
+    /** Why a testbed with accounting and {@link #BRIDGE} cannot run here, or null when one can. */
+    static String reasonAccountingCannotRun() {
+        String reason = reasonBridgeTestbedCannotRun();
         if (reason != null) {
             return reason;
         }
