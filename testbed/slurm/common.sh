@@ -337,12 +337,13 @@ start_munged() {
 }
 
 # remove_slurm_cgroups: the testbed nodes' cgroups that Slurm's cgroup plugins leave in every v1
-# controller (slurm_n1...); a cgroup that still holds a process stays (rmdir refuses), so this never
+# controller (slurm_n1...) or in the v2 hierarchy; a cgroup that still holds a process stays (rmdir refuses), so this never
 # disturbs a running job. Fails when one is left.
 remove_slurm_cgroups() {
     local node dir left=0
     for node in "${TESTBED_NODES[@]}"; do
-        for dir in /sys/fs/cgroup/*/slurm_"$node"; do
+        # v1: slurm_n1 in every controller; v2 (cgroup/v2 with IgnoreSystemd=yes): system.slice/n1_slurmstepd.scope
+        for dir in /sys/fs/cgroup/*/slurm_"$node" /sys/fs/cgroup/system.slice/"$node"_slurmstepd.scope; do
             [ -d "$dir" ] || continue
             find "$dir" -depth -type d -exec rmdir {} \; 2>/dev/null || true
             [ ! -d "$dir" ] || left=1
@@ -552,11 +553,17 @@ story_slurm_and_bridge() {
     section "Slurm"
     "$REPO_ROOT/testbed/slurm/install-slurm.sh" | indent
     echo "  $(slurmctld -V) from Debian's packages"
+    STORY_BRIDGE=$REPO_ROOT/slurm-spank-bridge/vgpu_spank.so
+    if [ "$TESTBED_SLURM" != 22.05 ]; then
+        # up.sh builds it against this Slurm's headers into the testbed's directory; a build here would leave the
+        # checkout's plugin one that 22.05 does not load.
+        echo "  SPANK plugin: up.sh builds it from $(dirname "$STORY_BRIDGE") against $(slurmctld -V)'s headers"
+        return
+    fi
     local make_as_user=()
     [ -z "${SUDO_USER:-}" ] || make_as_user=(setpriv --reuid="$SUDO_UID" --regid="$SUDO_GID" --init-groups)
     "${make_as_user[@]}" make -s -C "$REPO_ROOT/slurm-spank-bridge" all >/dev/null \
         || die "building the SPANK bridge failed (make -C slurm-spank-bridge all)"
-    STORY_BRIDGE=$REPO_ROOT/slurm-spank-bridge/vgpu_spank.so
     echo "  SPANK plugin $STORY_BRIDGE built"
 }
 

@@ -5,10 +5,12 @@ set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
 # A PID file may be stale and its number reused: stop a process only if its command line names
-# this testbed's configuration (slurm.conf, or the site key a lender reads).
+# this testbed's configuration (slurm.conf, the site key a lender reads, MariaDB's file), or, for slurmdbd, which
+# takes no file on its command line, its environment does (SLURM_CONF).
 is_testbed_daemon() {
     local pid=$1
-    [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF "$TESTBED_DIR/etc/"
+    [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF "$TESTBED_DIR/etc/" && return 0
+    [ -r "/proc/$pid/environ" ] && tr '\0' '\n' <"/proc/$pid/environ" | grep -qxF "SLURM_CONF=$TESTBED_DIR/etc/slurm.conf"
 }
 
 stop_daemon() {
@@ -34,8 +36,11 @@ if [ ! -d "$TESTBED_DIR" ]; then
     say "nothing to tear down at $TESTBED_DIR"
     exit 0
 fi
-# The tracker first (it asks lenders and Slurm), then lenders (and their workers); slurmd before slurmctld, so none is left trying to reach it.
-for pid_file in "$TESTBED_DIR"/run/tracker.pid "$TESTBED_DIR"/etc/munge/sock/munged.pid "$TESTBED_DIR"/run/lender-*.pid "$TESTBED_DIR"/run/slurmd-*.pid "$TESTBED_DIR"/run/slurmctld.pid; do
+# The tracker first (it asks lenders and Slurm), then lenders (and their workers); slurmd before slurmctld, so none is
+# left trying to reach it; slurmctld before slurmdbd, which takes what it sends last, and MariaDB after both.
+for pid_file in "$TESTBED_DIR"/run/tracker.pid "$TESTBED_DIR"/etc/munge/sock/munged.pid "$TESTBED_DIR"/run/lender-*.pid \
+    "$TESTBED_DIR"/run/slurmd-*.pid "$TESTBED_DIR"/run/slurmctld.pid "$TESTBED_DIR"/run/slurmdbd.pid \
+    "$TESTBED_DIR"/run/mariadb.pid; do
     [ -e "$pid_file" ] && stop_daemon "$pid_file"
 done
 if [ -f "$TESTBED_DIR/etc/cgroup.conf" ]; then

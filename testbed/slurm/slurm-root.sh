@@ -39,6 +39,13 @@ enter_slurm_root() {
         done
         touch "$root/etc/hosts"
         mount --bind /etc/hosts "$root/etc/hosts"
+        # VGPU_TESTBED_CGROUPS=v2: the root sees one cgroup2 hierarchy at /sys/fs/cgroup and no v1 one, as a
+        # distribution of today mounts it, for Slurm'"'"'s cgroup/v2 plugin (a hybrid host keeps its v1 controllers
+        # outside this namespace).
+        if [ "${VGPU_TESTBED_CGROUPS:-no}" = v2 ]; then
+            umount -R "$root/sys/fs/cgroup"
+            mount -t cgroup2 cgroup2 "$root/sys/fs/cgroup"
+        fi
         exec chroot "$root" /bin/bash -c '\''cd "$1" 2>/dev/null || cd /; shift; exec /bin/bash "$@"'\'' enter "$work" "$script" "$@"
     ' enter-slurm-root "$SLURM_ROOT" "$PWD" "$checkout" "$script" "$@"
 }

@@ -10,9 +10,12 @@
 # Environment: VGPU_TESTBED_DIR (default /tmp/vgpu-testbed), VGPU_TESTBED_PORT_BASE (17900),
 # VGPU_SPANK_PLUGIN (a built SPANK bridge to load; without it plugstack.conf stays empty; on another Slurm than
 # 22.05 the bridge is built anew from the source beside it, against that Slurm's headers),
-# VGPU_TESTBED_CGROUPS=yes (task/cgroup and proctrack/cgroup with ConstrainDevices=yes; default: none).
+# VGPU_TESTBED_CGROUPS=yes (task/cgroup and proctrack/cgroup with ConstrainDevices=yes on cgroup v1; v2: on Slurm's
+# cgroup/v2 plugin, 24.11 only; default: none),
+# VGPU_TESTBED_ACCOUNTING=yes (slurmdbd and a MariaDB of the testbed's own: accounting.sh; default: none).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
+source "$(dirname "$0")/accounting.sh"
 
 [ "$(id -u)" -eq 0 ] || die "up.sh needs root (it creates device files and runs Slurm's daemons as root)"
 [ -x "$VGPU" ] || die "no vgpu launcher at $VGPU"
@@ -26,7 +29,8 @@ refuse_busy_ports() {
     local port
     local node
     for port in $(seq "$TESTBED_PORT_BASE" $((TESTBED_PORT_BASE + ${#TESTBED_NODES[@]}))) \
-        $(for node in "${TESTBED_NODES[@]}"; do lender_port "$node"; done) "$(tracker_port)" "$(metrics_port)"; do
+        $(for node in "${TESTBED_NODES[@]}"; do lender_port "$node"; done) "$(tracker_port)" "$(metrics_port)" \
+        $(accounting_ports); do
         if ss -Hltn "sport = :$port" | grep -q .; then
             die "port $port is in use; choose other ports with VGPU_TESTBED_PORT_BASE"
         fi
@@ -108,6 +112,8 @@ hostname = $host
 address = 127.0.0.1
 slurmd_port = $((TESTBED_PORT_BASE + k))
 cpus = $TESTBED_CPUS_PER_NODE
+# Slurm's RealMemory: holder jobs ask memory (sbatch --mem), which a node must state to take them.
+real_memory = 4GiB
 CONFIG
     done
     # Nodes nI and nJ are |I - J| apart (n1 n2 = 1, n2 n3 = 1, n1 n3 = 2 for three).
@@ -122,10 +128,11 @@ CONFIG
         || die "the testbed's site configuration is invalid: $(cat "$TESTBED_DIR/log/config-check.txt")"
 }
 
-# VGPU_TESTBED_CGROUPS=yes: Slurm's cgroup plugins with ConstrainDevices=yes (cgroup v1, as this
-# machine kind has), for scenario constrain-devices; otherwise no cgroups at all.
+# VGPU_TESTBED_CGROUPS=yes: Slurm's cgroup plugins with ConstrainDevices=yes on cgroup v1 (as this machine kind
+# has); v2: the same on Slurm's cgroup/v2 plugin (24.11 only: slurm-root.sh gives its root a cgroup2 hierarchy), for
+# scenario constrain-devices; otherwise no cgroups at all.
 process_tracking() {
-    if [ "${VGPU_TESTBED_CGROUPS:-no}" = yes ]; then
+    if [ "${VGPU_TESTBED_CGROUPS:-no}" != no ]; then
         printf '%s\n' ProctrackType=proctrack/cgroup TaskPlugin=task/cgroup
     else
         printf '%s\n' ProctrackType=proctrack/linuxproc TaskPlugin=task/none
@@ -140,13 +147,38 @@ enforce_partition_access() {
 }
 
 write_cgroup_config() {
-    [ "${VGPU_TESTBED_CGROUPS:-no}" = yes ] || return 0
-    cat >"$TESTBED_DIR/etc/cgroup.conf" <<CONFIG
-# written by testbed/slurm/up.sh (VGPU_TESTBED_CGROUPS=yes): jobs see only the devices of their GRES
+    case ${VGPU_TESTBED_CGROUPS:-no} in
+        no) return 0 ;;
+        yes)
+            cat >"$TESTBED_DIR/etc/cgroup.conf" <<CONFIG
+# written by testbed/slurm/up.sh (VGPU_TESTBED_CGROUPS=yes): jobs see only the devices of their GRES, and use no
+# more memory than they asked (holder jobs ask --mem)
 CgroupPlugin=cgroup/v1
 CgroupMountpoint=/sys/fs/cgroup
 ConstrainDevices=yes
+ConstrainRAMSpace=yes
 CONFIG
+            ;;
+        v2)
+            [ "$TESTBED_SLURM" != 22.05 ] \
+                || die "VGPU_TESTBED_CGROUPS=v2 needs VGPU_TESTBED_SLURM=24.11 (22.05's cgroup/v2 refuses a host with v1 hierarchies)"
+            # Slurm reads /proc/self/cgroup, which lists every v1 hierarchy the kernel has mounted anywhere; a mount
+            # namespace cannot hide them.
+            ! grep -qv '^0::' /proc/self/cgroup \
+                || die "VGPU_TESTBED_CGROUPS=v2: this machine has cgroup v1 hierarchies ($(grep -v '^0::' /proc/self/cgroup \
+                    | cut -d : -f 2 | paste -sd ' ' -)), and slurmd's cgroup/v2 plugin stops on them: 'fatal: Hybrid mode is not supported'"
+            # No systemd here: Slurm makes its slurmstepd scope itself.
+            cat >"$TESTBED_DIR/etc/cgroup.conf" <<CONFIG
+# written by testbed/slurm/up.sh (VGPU_TESTBED_CGROUPS=v2): jobs see only the devices of their GRES, through
+# Slurm's cgroup v2 device programs
+CgroupPlugin=cgroup/v2
+CgroupMountpoint=/sys/fs/cgroup
+IgnoreSystemd=yes
+ConstrainDevices=yes
+CONFIG
+            ;;
+        *) die "VGPU_TESTBED_CGROUPS is no, yes (cgroup v1) or v2, not ${VGPU_TESTBED_CGROUPS}" ;;
+    esac
 }
 
 write_slurm_config() {
@@ -173,8 +205,7 @@ SlurmdDebug=verbose
 PlugStackConfig=$etc/plugstack.conf
 SlurmdParameters=config_overrides
 $(process_tracking)
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
+$(accounting_slurm_conf)
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 MpiDefault=none
@@ -244,7 +275,7 @@ nodes_idle() {
 refuse_busy_ports
 # Slurm names its cgroups by node and job (slurm_n1/uid_0/job_1): two testbeds with cgroups on one
 # machine would share them.
-if [ "${VGPU_TESTBED_CGROUPS:-no}" = yes ] && ! remove_slurm_cgroups; then
+if [ "${VGPU_TESTBED_CGROUPS:-no}" != no ] && ! remove_slurm_cgroups; then
     die "another testbed with VGPU_TESTBED_CGROUPS=yes runs here (its slurm_n* cgroups hold processes); tear it down first"
 fi
 # A failed start leaves the directory and any started daemon for inspection; down.sh clears both.
@@ -260,6 +291,7 @@ build_bridge_for_this_slurm
 write_site_config
 write_slurm_config
 write_cgroup_config
+start_accounting
 
 say "starting slurmctld on 127.0.0.1:$TESTBED_PORT_BASE"
 slurmctld -f "$SLURM_CONF" || die "slurmctld did not start; see $TESTBED_DIR/log/slurmctld.log"

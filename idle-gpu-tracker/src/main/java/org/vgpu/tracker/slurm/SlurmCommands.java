@@ -19,12 +19,27 @@ import org.vgpu.tracker.process.BoundedCommand.Result;
  * ({@code SLURM_CONF}). Each call has a time limit: while slurmctld is down they would block for
  * minutes. The tracker runs as root (or SlurmUser): releasing held jobs and changing another
  * user's job needs it.
+ *
+ * <p>A holder job is charged to the borrowing job's account ({@code sbatch --account}), so that sacct, sreport,
+ * fairshare and an account's {@code GrpTRES=gres/gpu} count a borrowed GPU where it is used; its comment names the
+ * borrowing job, user and account. It runs as the tracker's user, whose association with that account Slurm
+ * requires where it enforces associations; without one, the holder is charged to the tracker user's default
+ * account, and the log says which association to add.
  */
 public final class SlurmCommands implements SlurmControl {
     private static final Logger LOG = LoggerFactory.getLogger(SlurmCommands.class);
     private static final Pattern JOB_ID = Pattern.compile("(\\d+)(;.*)?");
     /** What scontrol says for a job id it no longer remembers; not a failure for a lookup or a cancel. */
     private static final Pattern UNKNOWN_JOB = Pattern.compile("(?i)invalid job id|job id .* not found|does not exist");
+    /**
+     * The memory a holder job asks for (sbatch {@code --mem}), in MiB. Under {@code ConstrainRAMSpace=yes} Slurm ends a
+     * job that uses more. A holder's worker (a JVM) peaked at 146 MiB of RSS while it served a job
+     * (docs/admin-accounting.md, "What a holder uses"); a grant holder only sleeps. 512 MiB leaves the JVM room to
+     * grow its heap, which it sizes from the limit it finds.
+     */
+    private static final int HOLDER_MEMORY_MIB = 512;
+    /** What sbatch says for an account the submitting user has no association with. */
+    private static final Pattern INVALID_ACCOUNT = Pattern.compile("(?i)invalid account");
 
     private final Duration timeout;
     private final String lendPartition;
@@ -121,21 +136,35 @@ public final class SlurmCommands implements SlurmControl {
 
     @Override
     public long submitHolder(String node, long forJob, int vgpu, String script) {
+        Borrower borrower = borrower(forJob);
         return submitLendJob(
                 node,
                 HOLDER_NAME_PREFIX + forJob + "-v" + vgpu,
-                "vgpu holder: a GPU of " + node + " lent to job " + forJob + " as its vGPU " + vgpu,
+                "vgpu holder: a GPU of " + node + " lent to job " + forJob + " as its vGPU " + vgpu + " ("
+                        + borrower.describe() + ")",
+                borrower,
                 script);
     }
 
     @Override
     public long submitGrant(String node, long forJob, int vgpu) {
+        Borrower borrower = borrower(forJob);
         // The grant holder keeps the GPU in Slurm's books; job forJob's own process drives it.
         return submitLendJob(
                 node,
                 GRANT_NAME_PREFIX + forJob + "-v" + vgpu,
-                "vgpu grant: a GPU of " + node + " granted to job " + forJob + " for its vGPU " + vgpu,
+                "vgpu grant: a GPU of " + node + " granted to job " + forJob + " for its vGPU " + vgpu + " ("
+                        + borrower.describe() + ")",
+                borrower,
                 "exec sleep infinity");
+    }
+
+    private Borrower borrower(long job) {
+        Result result = runAllowingFailure("scontrol", "show", "job", Long.toString(job));
+        if (result.exitCode() != 0) {
+            throw failed(result);
+        }
+        return Borrower.fromScontrol(job, result.stdout());
     }
 
     @Override
@@ -153,7 +182,34 @@ public final class SlurmCommands implements SlurmControl {
                 .map(job -> JobTime.parse(source, job.require("RunTime"), job.require("TimeLimit")));
     }
 
-    private long submitLendJob(String node, String name, String comment, String script) {
+    private long submitLendJob(String node, String name, String comment, Borrower borrower, String script) {
+        if (borrower.account().isPresent()) {
+            Result charged = runAllowingFailure(lendJobCommand(
+                    node,
+                    name,
+                    comment,
+                    Optional.of("--account=" + borrower.account().get()),
+                    script));
+            if (charged.exitCode() == 0) {
+                return holderId(charged);
+            }
+            if (!INVALID_ACCOUNT.matcher(charged.stderr()).find()) {
+                throw failed(charged);
+            }
+            LOG.warn(
+                    "{} is charged to the tracker user's default account, not to account {} of the borrowing job:"
+                            + " Slurm refused that account for the tracker's user ({}); to charge it, give the"
+                            + " tracker's user an association with it (sacctmgr add user root account={})",
+                    name,
+                    borrower.account().get(),
+                    firstLine(charged.stderr()),
+                    borrower.account().get());
+        }
+        return holderId(run(lendJobCommand(node, name, comment, Optional.empty(), script)));
+    }
+
+    private String[] lendJobCommand(
+            String node, String name, String comment, Optional<String> accountOption, String script) {
         List<String> command = new ArrayList<>(List.of(
                 "sbatch",
                 "--parsable",
@@ -162,14 +218,19 @@ public final class SlurmCommands implements SlurmControl {
                 "--nodes=1",
                 "--ntasks=1",
                 "--cpus-per-task=1",
-                "--mem=1",
+                "--mem=" + HOLDER_MEMORY_MIB + "M",
                 "--gres=gpu:1",
                 "--job-name=" + name,
                 "--output=" + holderOutput.pattern(),
                 "--comment=" + comment));
+        accountOption.ifPresent(command::add);
         lendQos.ifPresent(qos -> command.add("--qos=" + qos));
         command.addAll(List.of("--wrap", script));
-        String out = run(command.toArray(String[]::new)).stdout().strip();
+        return command.toArray(String[]::new);
+    }
+
+    private static long holderId(Result submitted) {
+        String out = submitted.stdout().strip();
         var matcher = JOB_ID.matcher(out);
         if (!matcher.matches()) {
             throw SlurmException.badOutput("sbatch", "'" + out + "' instead of the holder's job id");

@@ -41,11 +41,21 @@ final class SlurmTestbed implements AutoCloseable {
     private static final int HIGHEST_PORT_BASE = 32_600;
     private static final int PORT_BASE_TRIES = 50;
 
+    /** The SPANK bridge module slurm-spank-bridge builds, which the bridge's testbeds load. */
+    static final Path BRIDGE = Path.of("..", "..", "slurm-spank-bridge", "vgpu_spank.so")
+            .toAbsolutePath()
+            .normalize();
+
+    /** Where make-trixie-root.sh makes Debian 13's root with Slurm 24.11 unless VGPU_SLURM_ROOT names another. */
+    private static final Path DEFAULT_SLURM_ROOT = Path.of("/var/cache/vgpu/trixie-slurm");
+
     private final Path dir;
     private final String portBase;
     private final Optional<Path> spankPlugin;
     /** Slurm's cgroup plugins with ConstrainDevices=yes (up.sh's VGPU_TESTBED_CGROUPS). */
     private final boolean constrainDevices;
+    /** slurmdbd and a MariaDB of the testbed's own (up.sh's VGPU_TESTBED_ACCOUNTING). */
+    private final boolean accounting;
 
     /** A finished script: its exit status and everything it printed. */
     record Outcome(int status, String output) {}
@@ -55,12 +65,15 @@ final class SlurmTestbed implements AutoCloseable {
      * @param portBase    slurmctld's port; slurmd, lenders and the tracker take the ports above it
      * @param spankPlugin the SPANK bridge to load through plugstack.conf, if any
      * @param constrainDevices whether jobs run under task/cgroup with ConstrainDevices=yes
+     * @param accounting  whether Slurm keeps accounts in slurmdbd
      */
-    private SlurmTestbed(Path dir, int portBase, Optional<Path> spankPlugin, boolean constrainDevices) {
+    private SlurmTestbed(
+            Path dir, int portBase, Optional<Path> spankPlugin, boolean constrainDevices, boolean accounting) {
         this.dir = dir;
         this.portBase = Integer.toString(portBase);
         this.spankPlugin = spankPlugin;
         this.constrainDevices = constrainDevices;
+        this.accounting = accounting;
     }
 
     /**
@@ -74,12 +87,40 @@ final class SlurmTestbed implements AutoCloseable {
         return fresh(name, spankPlugin, false);
     }
 
-    /** {@link #fresh(String, Optional)}, with Slurm's cgroup plugins and ConstrainDevices=yes when asked. */
+    /**
+     * {@link #fresh(String, Optional)}, with Slurm's cgroup plugins and ConstrainDevices=yes when asked: cgroup/v1 on
+     * 22.05, cgroup/v2 on 24.11.
+     */
     static SlurmTestbed fresh(String name, Optional<Path> spankPlugin, boolean constrainDevices) throws IOException {
+        return new SlurmTestbed(reserveDirectory(name), freePortBase(), spankPlugin, constrainDevices, false);
+    }
+
+    /** {@link #fresh(String, Optional)}, with slurmdbd and a MariaDB of its own keeping Slurm's accounts. */
+    static SlurmTestbed withAccounting(String name, Optional<Path> spankPlugin) throws IOException {
+        return new SlurmTestbed(reserveDirectory(name), freePortBase(), spankPlugin, false, true);
+    }
+
+    private static Path reserveDirectory(String name) throws IOException {
         // The directory only reserves a name that no other run takes: up() tears down what is there, and up.sh
         // makes it anew.
-        Path dir = Files.createTempDirectory(name + "-");
-        return new SlurmTestbed(dir, freePortBase(), spankPlugin, constrainDevices);
+        return Files.createTempDirectory(name + "-");
+    }
+
+    /** The Slurm the testbed runs: 22.05 (this machine's) unless VGPU_TESTBED_SLURM says 24.11 (slurm-root.sh). */
+    static String slurmVersion() {
+        return System.getenv().getOrDefault("VGPU_TESTBED_SLURM", "22.05");
+    }
+
+    /** Whether the testbed runs in Debian 13's root (Slurm 24.11) rather than on this machine's Slurm. */
+    static boolean inSlurmRoot() {
+        return !slurmVersion().equals("22.05");
+    }
+
+    /** The Debian 13 root that Slurm 24.11 runs in. */
+    static Path slurmRoot() {
+        return Optional.ofNullable(System.getenv("VGPU_SLURM_ROOT"))
+                .map(Path::of)
+                .orElse(DEFAULT_SLURM_ROOT);
     }
 
     /** A base whose whole span of ports nothing listens on now; up.sh checks the ones it binds again. */
@@ -109,11 +150,41 @@ final class SlurmTestbed implements AutoCloseable {
         if (!"root".equals(System.getProperty("user.name"))) {
             return "the Slurm testbed runs slurmctld/slurmd and creates device files, which needs root";
         }
-        if (!(onPath("slurmctld") && onPath("slurmd") && onPath("sbatch"))) {
+        if (inSlurmRoot()) {
+            // up.sh would make the root (minutes, from Debian's mirror): a build without network skips instead.
+            if (!Files.isRegularFile(slurmRoot().resolve(".vgpu-trixie-root"))) {
+                return "VGPU_TESTBED_SLURM=" + slurmVersion() + " runs Slurm in Debian 13's root " + slurmRoot()
+                        + ", which is not made (testbed/slurm/make-trixie-root.sh makes it; .ci/run does)";
+            }
+        } else if (!(onPath("slurmctld") && onPath("slurmd") && onPath("sbatch"))) {
             return "Slurm is not installed (testbed/slurm/install-slurm.sh installs it; .ci/run does)";
         }
         if (!Files.isRegularFile(LAUNCHER_JAR)) {
             return "the vgpu launcher " + LAUNCHER_JAR + " is not built (mvn package)";
+        }
+        return null;
+    }
+
+    /** Why a testbed that loads {@link #BRIDGE} cannot run here, or null when one can. */
+    static String reasonBridgeTestbedCannotRun() {
+        String reason = reasonItCannotRun();
+        if (reason == null && !Files.isRegularFile(BRIDGE)) {
+            return "the SPANK bridge " + BRIDGE + " was not built (slurm-spank-bridge needs cc and libslurm-dev)";
+        }
+        return reason;
+    }
+
+    /** Why a testbed with accounting and {@link #BRIDGE} cannot run here, or null when one can. */
+    static String reasonAccountingCannotRun() {
+        String reason = reasonBridgeTestbedCannotRun();
+        if (reason != null) {
+            return reason;
+        }
+        Path sbin = inSlurmRoot() ? slurmRoot().resolve("usr/sbin") : Path.of("/usr/sbin");
+        if (!Files.isExecutable(sbin.resolve("slurmdbd")) || !Files.isExecutable(sbin.resolve("mariadbd"))) {
+            return "slurmdbd or mariadbd is missing in " + sbin + " (Slurm " + slurmVersion()
+                    + "; .ci/run installs them: testbed/slurm/install-slurm.sh with VGPU_TESTBED_ACCOUNTING=yes, or"
+                    + " make-trixie-root.sh)";
         }
         return null;
     }
@@ -174,7 +245,8 @@ final class SlurmTestbed implements AutoCloseable {
             // The launcher runs on the Java running this test, which is the build's Java 25.
             environment.put("JAVA_HOME", System.getProperty("java.home"));
             environment.remove("VGPU_SPANK_PLUGIN");
-            environment.put("VGPU_TESTBED_CGROUPS", constrainDevices ? "yes" : "no");
+            environment.put("VGPU_TESTBED_CGROUPS", constrainDevices ? (inSlurmRoot() ? "v2" : "yes") : "no");
+            environment.put("VGPU_TESTBED_ACCOUNTING", accounting ? "yes" : "no");
             spankPlugin.ifPresent(plugin -> environment.put("VGPU_SPANK_PLUGIN", plugin.toString()));
             Process process = builder.start();
             if (!finishesInTime(process)) {

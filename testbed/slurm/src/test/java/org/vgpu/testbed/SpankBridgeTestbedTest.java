@@ -28,9 +28,6 @@ import org.junit.jupiter.api.TestMethodOrder;
 @Tag("slurm")
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class SpankBridgeTestbedTest {
-    private static final Path BRIDGE = Path.of("..", "..", "slurm-spank-bridge", "vgpu_spank.so")
-            .toAbsolutePath()
-            .normalize();
     /** Made once the testbed can run here, so a skipped run leaves nothing behind. */
     private static SlurmTestbed testbed;
 
@@ -38,15 +35,12 @@ class SpankBridgeTestbedTest {
 
     @BeforeAll
     static void bringUpTestbed() throws Exception {
-        skipReason = SlurmTestbed.reasonItCannotRun();
-        if (skipReason == null && !Files.isRegularFile(BRIDGE)) {
-            skipReason = "the SPANK bridge " + BRIDGE + " was not built (slurm-spank-bridge needs cc and libslurm-dev)";
-        }
+        skipReason = SlurmTestbed.reasonBridgeTestbedCannotRun();
         if (skipReason != null) {
             System.err.println("SpankBridgeTestbedTest skipped: " + skipReason);
             return;
         }
-        testbed = SlurmTestbed.fresh("vgpu-testbed-junit-spank", Optional.of(BRIDGE));
+        testbed = SlurmTestbed.fresh("vgpu-testbed-junit-spank", Optional.of(SlurmTestbed.BRIDGE));
         testbed.up();
     }
 

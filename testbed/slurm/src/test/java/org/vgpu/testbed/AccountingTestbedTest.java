@@ -1,0 +1,47 @@
+package org.vgpu.testbed;
+
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.util.Optional;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Slurm's accounting charges a borrowed GPU to the borrowing job's account (scenario accounting): a testbed with
+ * slurmdbd on a MariaDB of its own, the SPANK bridge and the tracker; sacct shows the holders under the borrower's
+ * account. Skipped, with the reason, where the bridge was not built, no testbed can run, or slurmdbd or MariaDB is
+ * missing.
+ */
+@Tag("slurm")
+class AccountingTestbedTest {
+
+    private static SlurmTestbed testbed;
+    private static String skipReason;
+
+    @BeforeAll
+    static void bringUpTestbed() throws Exception {
+        skipReason = SlurmTestbed.reasonAccountingCannotRun();
+        if (skipReason != null) {
+            System.err.println("AccountingTestbedTest skipped: " + skipReason);
+            return;
+        }
+        testbed = SlurmTestbed.withAccounting("vgpu-testbed-junit-accounting", Optional.of(SlurmTestbed.BRIDGE));
+        testbed.up();
+    }
+
+    @AfterAll
+    static void tearDownTestbed() throws Exception {
+        if (testbed != null) {
+            testbed.close();
+        }
+    }
+
+    @Test
+    void sacctChargesBorrowedGpusToTheBorrowersAccount() throws Exception {
+        assumeTrue(skipReason == null, skipReason);
+        testbed.assertScenarioPasses("accounting");
+    }
+}
