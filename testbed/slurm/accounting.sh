@@ -2,7 +2,7 @@
 # testbed's own (its files in $TESTBED_DIR/mysql, on 127.0.0.1:base+97), slurmdbd on 127.0.0.1:base+96 storing into
 # it, and the associations the scenarios submit under: root in account root, user nobody in account physics (its
 # default), and root in physics too: the tracker (root) charges a holder job to the borrowing job's account, which
-# Slurm allows a user with an association to it (docs/admin-accounting.md). slurm.conf then sends every job to slurmdbd and enforces associations, as a site with accounting does.
+# Slurm allows a user with an association to it (docs/admin/accounting.md). slurm.conf then sends every job to slurmdbd and enforces associations, as a site with accounting does.
 # Needs slurmdbd and mariadb-server (Debian's packages: make-trixie-root.sh puts them into the 24.11 root,
 # install-slurm.sh installs them here for 22.05 when VGPU_TESTBED_ACCOUNTING=yes).
 # shellcheck shell=bash

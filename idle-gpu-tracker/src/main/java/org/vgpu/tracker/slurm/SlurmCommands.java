@@ -34,7 +34,7 @@ public final class SlurmCommands implements SlurmControl {
     /**
      * The memory a holder job asks for (sbatch {@code --mem}), in MiB. Under {@code ConstrainRAMSpace=yes} Slurm ends a
      * job that uses more. A holder's worker (a JVM) peaked at 146 MiB of RSS while it served a job
-     * (docs/admin-accounting.md, "What a holder uses"); a grant holder only sleeps. 512 MiB leaves the JVM room to
+     * (docs/admin/accounting.md, "What a holder uses"); a grant holder only sleeps. 512 MiB leaves the JVM room to
      * grow its heap, which it sizes from the limit it finds.
      */
     private static final int HOLDER_MEMORY_MIB = 512;
