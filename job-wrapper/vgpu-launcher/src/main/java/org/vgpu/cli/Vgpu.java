@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.ServiceLoader;
 
+import org.vgpu.common.cli.LogSettings;
 import org.vgpu.common.cli.Subcommand;
 import org.vgpu.common.cli.SubcommandRunner;
 
@@ -46,6 +47,7 @@ public final class Vgpu {
     }
 
     public static void main(String[] args) {
+        LogSettings.forCommand(args.length == 0 ? "" : args[0]);
         System.exit(standard().run(args, System.out, System.err));
     }
 
@@ -57,7 +59,7 @@ public final class Vgpu {
         Subcommand command = commands.get(args[0]);
         if (command == null) {
             err.println("vgpu: unknown command '" + args[0] + "'");
-            printOverview(err);
+            err.println("see `vgpu --help`");
             return 2;
         }
         return SubcommandRunner.run(command, Arrays.copyOfRange(args, 1, args.length), out, err);
