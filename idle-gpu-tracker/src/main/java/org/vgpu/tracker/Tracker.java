@@ -262,12 +262,39 @@ public final class Tracker {
 
     /**
      * The SPANK bridge's {@code done <job> <node> <status>}: the job's batch step ended; its holders
-     * are cancelled at once (by the next tick, which this wakes).
+     * are cancelled at once (by the next tick, which this wakes). Only the node of the job's assembly ends
+     * it, and only once the job has started (its assembly released, Slurm not holding it pending): any
+     * other {@code done} is refused and ends nothing. A job without an assembly has nothing to end.
      */
     public Answer done(long job, String node, int status) {
+        Assembly assembly;
+        synchronized (lock) {
+            assembly = ledger.assembly(job).orElse(null);
+        }
+        Optional<String> refusal = Optional.ofNullable(assembly).flatMap(live -> doneRefusal(live, node));
+        if (refusal.isPresent()) {
+            LOG.warn("done {} {} {} refused: {}", job, node, status, refusal.get());
+            return new Answer.Refused(refusal.get());
+        }
         LOG.info("job {} ended on {} with status {}", job, node, status);
         reconciliation.done(job);
         return new Answer.Accepted();
+    }
+
+    /** Why a {@code done} from {@code node} cannot be the end of this assembly's job. */
+    private Optional<String> doneRefusal(Assembly assembly, String node) {
+        long job = assembly.job();
+        if (assembly.phase() == Assembly.Phase.SECURING) {
+            return Optional.of(
+                    "job " + job + " has not started (the tracker is still securing its GPUs): a done ends nothing");
+        }
+        if (!assembly.node().equals(node)) {
+            return Optional.of("job " + job + " has its vGPU assembly on node " + assembly.node() + ", not on " + node
+                    + ": a done from there ends nothing");
+        }
+        return slurm.job(job)
+                .filter(slurmJob -> slurmJob.state().equals("PENDING"))
+                .map(pending -> "Slurm has job " + job + " pending, its batch step has not run: a done ends nothing");
     }
 
     /**

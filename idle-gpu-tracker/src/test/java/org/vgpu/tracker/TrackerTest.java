@@ -163,6 +163,56 @@ class TrackerTest {
     }
 
     @Test
+    void aDoneFromANodeTheJobDoesNotRunOnIsRefusedAndEndsNothing() throws Exception {
+        long job = assembledJob();
+        List<Long> holders = ledger.assembly(job).orElseThrow().holders();
+        Tracker tracker = tracker();
+        TrackerDaemon daemon = TrackerDaemon.start(
+                tracker, ledger, new Endpoint("127.0.0.1", 0), Duration.ofHours(1), Optional.empty(), Set.of());
+        try {
+            for (String node : List.of("n9", "n2")) {
+                assertEquals(
+                        List.of("error job " + job + " has its vGPU assembly on node n1, not on " + node
+                                + ": a done from there ends nothing"),
+                        LineClient.request(
+                                daemon.endpoint(), "done " + job + " " + node + " 0", Duration.ofSeconds(5)));
+            }
+            tracker.tick();
+            assertEquals(
+                    Assembly.Phase.RELEASED, ledger.assembly(job).orElseThrow().phase());
+            assertEquals(holders, slurm.activeHolders(), slurm.actions.toString());
+            assertTrue(
+                    slurm.actions.stream().noneMatch(action -> action.startsWith("cancel ")), slurm.actions.toString());
+        } finally {
+            daemon.close();
+        }
+    }
+
+    @Test
+    void aDoneForAJobThatHasNotStartedIsRefused() {
+        fillLeavingOneIdleGpuPerNode();
+        long job = slurm.submitVgpuJob(3);
+        Tracker tracker = trackerThatSawTheIdleGpusForTheGracePeriod();
+        tracker.tick();
+        assertEquals(Assembly.Phase.SECURING, ledger.assembly(job).orElseThrow().phase());
+
+        assertEquals(
+                "error job " + job + " has not started (the tracker is still securing its GPUs): a done ends nothing",
+                line(tracker.done(job, "n1", 0)));
+        slurm.schedule();
+        announceWorkers(tracker, job);
+        tracker.tick(); // released, and still pending until Slurm schedules it
+        assertEquals(Assembly.Phase.RELEASED, ledger.assembly(job).orElseThrow().phase());
+        assertEquals("PENDING", slurm.get(job).state());
+        assertEquals(
+                "error Slurm has job " + job + " pending, its batch step has not run: a done ends nothing",
+                line(tracker.done(job, "n1", 0)));
+        tracker.tick();
+        assertTrue(ledger.assembly(job).isPresent());
+        assertEquals(2, slurm.activeHolders().size(), slurm.actions.toString());
+    }
+
+    @Test
     void statusJsonOnTheSocketIsTheReportOfWhatTheLastTickSaw() throws Exception {
         long job = assembledJob();
         long held = slurm.submitVgpuJob(2);

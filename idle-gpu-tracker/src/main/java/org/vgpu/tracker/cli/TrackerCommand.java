@@ -10,7 +10,6 @@ import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 
-import io.prometheus.metrics.exporter.httpserver.HTTPServer;
 import org.apache.commons.cli.CommandLine;
 import org.apache.commons.cli.Option;
 import org.apache.commons.cli.Options;
@@ -27,6 +26,7 @@ import org.vgpu.siteconfig.SiteConfigReader;
 import org.vgpu.tracker.Tracker;
 import org.vgpu.tracker.ledger.Ledger;
 import org.vgpu.tracker.ledger.LedgerException;
+import org.vgpu.tracker.metrics.MetricsHttpServer;
 import org.vgpu.tracker.metrics.TrackerMetrics;
 import org.vgpu.tracker.server.MungeVerifier;
 import org.vgpu.tracker.server.TrackerDaemon;
@@ -242,7 +242,7 @@ public final class TrackerCommand implements Subcommand {
             err.println("vgpu tracker: " + e.detail());
             return 1;
         }
-        Optional<HTTPServer> metricsServer;
+        Optional<MetricsHttpServer> metricsServer;
         try {
             metricsServer = metricsAddress.map(metrics::serve);
         } catch (NetworkException e) {
@@ -252,7 +252,7 @@ public final class TrackerCommand implements Subcommand {
         }
         Runtime.getRuntime()
                 .addShutdownHook(Thread.ofPlatform().name("tracker-shutdown").unstarted(() -> {
-                    metricsServer.ifPresent(HTTPServer::close);
+                    metricsServer.ifPresent(MetricsHttpServer::close);
                     daemon.close();
                 }));
         out.println("vgpu tracker listening on " + daemon.endpoint() + ", ledger " + ledgerFile.toAbsolutePath()
@@ -274,7 +274,7 @@ public final class TrackerCommand implements Subcommand {
             Thread.currentThread().interrupt();
             daemon.close();
         } finally {
-            metricsServer.ifPresent(HTTPServer::close);
+            metricsServer.ifPresent(MetricsHttpServer::close);
         }
         return 0;
     }

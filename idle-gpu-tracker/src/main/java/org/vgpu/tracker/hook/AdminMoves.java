@@ -128,6 +128,10 @@ final class AdminMoves {
             }
         }
         if (started.isEmpty() && staying.isEmpty()) {
+            // a misspelt node would otherwise look drained
+            if (inventory.nodes().stream().noneMatch(known -> known.name().equals(node))) {
+                return MigrationHook.Reply.refused("Slurm has no node " + node + ": nothing to drain");
+            }
             return MigrationHook.Reply.ok("node " + node + " serves no borrowed vGPU");
         }
         List<String> all = new ArrayList<>(started);

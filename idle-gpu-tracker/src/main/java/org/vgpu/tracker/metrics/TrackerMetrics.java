@@ -1,7 +1,5 @@
 package org.vgpu.tracker.metrics;
 
-import java.io.IOException;
-import java.net.InetAddress;
 import java.util.Locale;
 import java.util.Objects;
 import java.util.function.Supplier;
@@ -12,11 +10,9 @@ import io.prometheus.metrics.core.metrics.CounterWithCallback;
 import io.prometheus.metrics.core.metrics.GaugeWithCallback;
 import io.prometheus.metrics.core.metrics.Histogram;
 import io.prometheus.metrics.core.metrics.Info;
-import io.prometheus.metrics.exporter.httpserver.HTTPServer;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 
 import org.vgpu.common.BuildInfo;
-import org.vgpu.common.error.IoReasons;
 import org.vgpu.common.error.NetworkException;
 import org.vgpu.common.net.Endpoint;
 import org.vgpu.tracker.StatusReport;
@@ -155,22 +151,12 @@ public final class TrackerMetrics {
     }
 
     /**
-     * Serves {@code /metrics} (Prometheus' text format, or OpenMetrics when asked) on {@code listen}.
+     * Serves {@code /metrics} (Prometheus' text format, or OpenMetrics when asked) on {@code listen}, with
+     * {@link MetricsHttpServer.Limits#defaults()}.
      *
      * @throws NetworkException when the address cannot be bound (in use, not this machine's)
      */
-    public HTTPServer serve(Endpoint listen) {
-        try {
-            return HTTPServer.builder()
-                    .inetAddress(InetAddress.getByName(listen.host()))
-                    .port(listen.port())
-                    .registry(registry)
-                    .buildAndStart();
-        } catch (IOException e) {
-            throw new NetworkException(
-                    NetworkException.Code.CANNOT_LISTEN,
-                    "cannot serve /metrics on " + listen + ": " + IoReasons.of(e),
-                    e);
-        }
+    public MetricsHttpServer serve(Endpoint listen) {
+        return MetricsHttpServer.start(listen, registry, MetricsHttpServer.Limits.defaults());
     }
 }

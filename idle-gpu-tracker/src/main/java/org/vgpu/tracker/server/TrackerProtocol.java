@@ -111,7 +111,7 @@ public final class TrackerProtocol implements LineService {
                     .map(line -> LineText.printable(line, REPLY_LINE_BYTES))
                     .toList();
         } catch (RuntimeException e) {
-            LOG.error("tracker request '{}' failed", LineText.printable(request.text(), MAX_ECHOED_CHARS), e);
+            LOG.error("tracker request '{}' failed", LineText.withoutSecrets(request.text(), MAX_ECHOED_CHARS), e);
             // A Slurm or ledger failure says what failed in the product's words; anything else is in the log only.
             return List.of(error("tracker failed to answer: "
                     + (e instanceof VgpuFailure failure
@@ -147,7 +147,7 @@ public final class TrackerProtocol implements LineService {
                     ? adminCheck(unsigned, credential)
                     : new AdminCheck(authenticationProblem(unsigned, words, credential), who);
             if (check.refusal() != null) {
-                LOG.warn("refused '{}': {}", LineText.printable(unsigned, MAX_ECHOED_CHARS), check.refusal());
+                LOG.warn("refused '{}': {}", LineText.withoutSecrets(unsigned, MAX_ECHOED_CHARS), check.refusal());
                 return List.of(line(new Answer.Unauthenticated(check.refusal())));
             }
             who = check.who();

@@ -269,7 +269,7 @@ public sealed interface TrackerRequest {
 
     /** A field as a reply may echo it: printable and short. */
     private static String echoed(String field) {
-        return LineText.printable(field, Fields.MAX_ECHOED_CHARS);
+        return LineText.withoutSecrets(field, Fields.MAX_ECHOED_CHARS);
     }
 
     /** The patterns of the fields (an interface's constants are public: these stay in this file). */

@@ -16,6 +16,7 @@ import java.nio.file.StandardOpenOption;
 import java.util.Map;
 import java.util.Optional;
 
+import org.vgpu.common.cli.LogSettings;
 import org.vgpu.common.contract.BridgeContract;
 import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.job.jcuda.JCudaCallSites;
@@ -87,6 +88,7 @@ public final class InterposerPremain {
      * @param arguments {@link #arguments}'s text: the local backend and the emulation's devices
      */
     public static void premain(String arguments, Instrumentation instrumentation) {
+        LogSettings.forUserProgram();
         PrintStream err = System.err;
         Map<String, String> environment = System.getenv();
         keepLibcudaPassingThrough(err);

@@ -301,6 +301,11 @@ public final class RunCommand implements Subcommand {
                     + " CPU emulation."));
             return 2;
         }
+        Optional<ProgramFile.Refusal> cannotRun = ProgramFile.refusal(program.getFirst(), programEnvironment);
+        if (cannotRun.isPresent()) {
+            err.println("vgpu run: " + cannotRun.get().reason());
+            return cannotRun.get().status();
+        }
         if (interposerJar.isEmpty()) {
             err.println("vgpu run: running a program needs the vgpu jar as its interposer, and this launcher does"
                     + " not run from one: use bin/vgpu of a packaged build (job-wrapper/target/vgpu.jar)");

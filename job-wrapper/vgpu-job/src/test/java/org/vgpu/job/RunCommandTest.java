@@ -255,6 +255,29 @@ class RunCommandTest {
     }
 
     @Test
+    void aProgramThatCannotRunIsNamedInOneLineWithTheShellsStatus() throws IOException {
+        Path notExecutable = Files.writeString(directory.resolve("step.sh"), "echo hi\n");
+        Map<String, String> job = localJob(1, directory.resolve("agent.sock"));
+        job.put("PATH", directory.toString());
+        for (String[] expected : new String[][] {
+            {"127", "/nonexistent", "vgpu run: /nonexistent: no such program\n"},
+            {"127", "no-such-command", "vgpu run: no-such-command: command not found (PATH " + directory + ")\n"},
+            {"126", directory.toString(), "vgpu run: " + directory + ": is a directory, not a program\n"},
+            {
+                "126",
+                notExecutable.toString(),
+                "vgpu run: " + notExecutable + ": not executable (chmod +x it, or run it"
+                        + " through its interpreter: sh " + notExecutable + ")\n"
+            },
+        }) {
+            err.reset();
+            assertEquals(Integer.parseInt(expected[0]), run(job, "--", expected[1], "arg"), expected[1]);
+            assertEquals(expected[2], err());
+            assertEquals("", out());
+        }
+    }
+
+    @Test
     void anAgentThatCannotListenIsAWarningNotTheJobsEnd() {
         Path socket = directory.resolve("no-such-directory").resolve("agent.sock");
         assertEquals(0, run(localJob(1, socket), "--local-backend", "emulated", "--workload", "saxpy"), printed());

@@ -9,6 +9,7 @@ import java.util.Map;
 import java.util.ServiceLoader;
 
 import org.vgpu.common.BuildInfo;
+import org.vgpu.common.cli.LogSettings;
 import org.vgpu.common.cli.Subcommand;
 import org.vgpu.common.cli.SubcommandRunner;
 
@@ -47,6 +48,7 @@ public final class Vgpu {
     }
 
     public static void main(String[] args) {
+        LogSettings.forCommand(args.length == 0 ? "" : args[0]);
         System.exit(standard().run(args, System.out, System.err));
     }
 
@@ -62,7 +64,7 @@ public final class Vgpu {
         Subcommand command = commands.get(args[0]);
         if (command == null) {
             err.println("vgpu: unknown command '" + args[0] + "'");
-            printOverview(err);
+            err.println("see `vgpu --help`");
             return 2;
         }
         return SubcommandRunner.run(command, Arrays.copyOfRange(args, 1, args.length), out, err);

@@ -178,6 +178,6 @@ final class AgentChannelChecks {
 
     /** A field as an error message may show it: printable and short. */
     static String echo(String text) {
-        return text == null ? "" : LineText.printable(text, ECHOED_CHARS);
+        return text == null ? "" : LineText.withoutSecrets(text, ECHOED_CHARS);
     }
 }

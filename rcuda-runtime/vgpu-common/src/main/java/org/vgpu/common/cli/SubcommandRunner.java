@@ -23,7 +23,7 @@ import org.vgpu.common.error.VgpuFailure;
  * Runs one {@link Subcommand} with raw arguments: parses its options, answers {@code --help}, and
  * maps failures to exit statuses the same way for every command — 0 success, 1 the work failed
  * (a {@link VgpuFailure}, its message on err), 2 bad usage (a {@link ParseException} or
- * {@link InputException}: reason and usage on err). Any other exception is a bug in vgpu: exit 1,
+ * {@link InputException}: its reason and the --help hint on err). Any other exception is a bug in vgpu: exit 1,
  * one line on err that says so and names the file its details went to, not a stack trace. The
  * {@code vgpu} launcher dispatches here, and so does a process started for one command only
  * (a GPU worker), without the launcher on its class path.
@@ -54,12 +54,10 @@ public final class SubcommandRunner {
                 printUsage(command, options, out);
                 return 0;
             }
-            err.println("vgpu " + command.name() + ": " + e.getMessage());
-            printUsage(command, options, err);
+            usageError(command, e.getMessage(), err);
             return 2;
         } catch (ParseException | InputException e) {
-            err.println("vgpu " + command.name() + ": " + e.getMessage());
-            printUsage(command, options, err);
+            usageError(command, e.getMessage(), err);
             return 2;
         } catch (VgpuFailure e) {
             err.println("vgpu " + command.name() + ": " + e.getMessage());
@@ -68,6 +66,12 @@ public final class SubcommandRunner {
             internalError(command, e, err, Path.of(System.getProperty("java.io.tmpdir")));
             return 1;
         }
+    }
+
+    /** A usage error: its reason on one line, and where the whole usage is; not the usage itself, which hides it. */
+    private static void usageError(Subcommand command, String reason, PrintStream err) {
+        err.println("vgpu " + command.name() + ": " + reason);
+        err.println("see `vgpu " + command.name() + " --help`");
     }
 
     /**

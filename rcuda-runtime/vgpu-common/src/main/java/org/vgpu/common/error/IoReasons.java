@@ -50,6 +50,8 @@ public final class IoReasons {
             case IOException e when jdkText.contains("No space left") -> "no space left on the device";
             case IOException e when jdkText.contains("Permission denied") -> "permission denied";
             case IOException e when jdkText.contains("Too many open files") -> "too many open files";
+            // a program ProcessBuilder cannot start: "Cannot run program ...: error=2, No such file or directory"
+            case IOException e when jdkText.contains("No such file or directory") -> "no such file or directory";
             default -> "input/output error";
         };
     }

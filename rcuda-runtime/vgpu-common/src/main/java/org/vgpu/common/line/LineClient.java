@@ -87,13 +87,13 @@ public final class LineClient {
         } catch (AsynchronousCloseException e) {
             throw new NetworkException(
                     NetworkException.Code.UNREACHABLE,
-                    peer + " did not answer '" + LineText.printable(requestLine, 40) + "' within " + timeout.toSeconds()
-                            + " s",
+                    peer + " did not answer '" + LineText.withoutSecrets(requestLine, 40) + "' within "
+                            + timeout.toSeconds() + " s",
                     e);
         } catch (IOException e) {
             throw new NetworkException(
                     NetworkException.Code.UNREACHABLE,
-                    "cannot ask " + peer + " '" + LineText.printable(requestLine, 40) + "': " + IoReasons.of(e),
+                    "cannot ask " + peer + " '" + LineText.withoutSecrets(requestLine, 40) + "': " + IoReasons.of(e),
                     e);
         }
     }

@@ -135,8 +135,24 @@ class SubcommandRunnerTest {
                 NEEDS_LISTEN, new String[0], new PrintStream(new ByteArrayOutputStream()), new PrintStream(err, true));
 
         assertEquals(2, status);
-        assertTrue(
-                err.toString(StandardCharsets.UTF_8).startsWith("vgpu worker: Missing required option: listen"),
+        assertEquals(
+                "vgpu worker: Missing required option: listen\nsee `vgpu worker --help`\n",
+                err.toString(StandardCharsets.UTF_8));
+    }
+
+    @Test
+    void aUsageErrorIsOneLineAndWhereHelpIsNotTheWholeHelp() {
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+
+        int status = SubcommandRunner.run(
+                NEEDS_LISTEN,
+                new String[] {"--listen", "x", "--colour"},
+                new PrintStream(new ByteArrayOutputStream()),
+                new PrintStream(err, true));
+
+        assertEquals(2, status);
+        assertEquals(
+                "vgpu worker: Unrecognized option: --colour\nsee `vgpu worker --help`\n",
                 err.toString(StandardCharsets.UTF_8));
     }
 }

@@ -90,7 +90,7 @@ final class ControlProtocol implements LineService {
         } catch (RuntimeException e) {
             LOG.error(
                     "control request '{}' failed unexpectedly",
-                    LineText.printable(request.text(), MAX_ECHOED_CHARS),
+                    LineText.withoutSecrets(request.text(), MAX_ECHOED_CHARS),
                     e);
             return List.of(error(VgpuFailure.describe(e)));
         }
@@ -111,7 +111,7 @@ final class ControlProtocol implements LineService {
         try {
             unsigned = signatures.verify(text);
         } catch (AuthException e) {
-            LOG.warn("refused control request '{}': {}", LineText.printable(text, MAX_ECHOED_CHARS), e.detail());
+            LOG.warn("refused control request '{}': {}", LineText.withoutSecrets(text, MAX_ECHOED_CHARS), e.detail());
             return List.of(error("unauthenticated: " + e.detail()));
         }
         String[] words = unsigned.split("[ \t]+");
