@@ -75,9 +75,13 @@ class CudaProgramsTest {
     }
 
     private ProgramRun run(String... command) {
+        return run(environment, command);
+    }
+
+    private static ProgramRun run(Map<String, String> job, String... command) {
         List<String> args = new ArrayList<>(List.of("--local-backend", "emulated", "--"));
         args.addAll(List.of(command));
-        return ProgramRun.of(environment, interposerJar, args);
+        return ProgramRun.of(job, interposerJar, args);
     }
 
     @Test
@@ -167,16 +171,45 @@ class CudaProgramsTest {
 
     /** The program run with its vGPU 0 moved from emulated GPU 0 to GPU 1 while its {@code launch}-th launch is held. */
     private ProgramRun movedAtLaunch(int launch, String... command) throws Exception {
+        return movedAtLaunch(
+                environment,
+                agentSocket,
+                () -> {},
+                "migrate 0 1",
+                "ok vgpu 0 moved gpu 0 (emulated) -> gpu 1",
+                launch,
+                command);
+    }
+
+    /** What a test checks while the program waits at its held launch. */
+    private interface WhileHeld {
+        void check() throws Exception;
+    }
+
+    /**
+     * The program run in {@code job}: while its {@code launch}-th launch is held, {@code whileHeld} checks, then
+     * {@code migrate} through {@code agent} moves a vGPU, whose reply must begin with {@code moved}.
+     */
+    private static ProgramRun movedAtLaunch(
+            Map<String, String> job,
+            Path agent,
+            WhileHeld whileHeld,
+            String migrate,
+            String moved,
+            int launch,
+            String... command)
+            throws Exception {
         CudaProgramTwins.Hold hold = CudaProgramTwins.holdLaunch(launch);
-        CompletableFuture<ProgramRun> program = CompletableFuture.supplyAsync(() -> run(command));
+        CompletableFuture<ProgramRun> program = CompletableFuture.supplyAsync(() -> run(job, command));
         try {
             assertTrue(hold.awaitReached(60), "the program reached its launch " + launch);
-            CompletableFuture<List<String>> moved = CompletableFuture.supplyAsync(
-                    () -> LineClient.request(agentSocket, "migrate 0 1", Duration.ofSeconds(60)));
+            whileHeld.check();
+            CompletableFuture<List<String>> reply =
+                    CompletableFuture.supplyAsync(() -> LineClient.request(agent, migrate, Duration.ofSeconds(60)));
             // the move waits for the held launch; the program's next call waits for the move
             hold.release();
-            List<String> reply = moved.get(90, TimeUnit.SECONDS);
-            assertTrue(reply.getLast().startsWith("ok vgpu 0 moved gpu 0 (emulated) -> gpu 1"), reply.toString());
+            List<String> lines = reply.get(90, TimeUnit.SECONDS);
+            assertTrue(lines.getLast().startsWith(moved), lines.toString());
         } finally {
             hold.release();
         }
@@ -200,50 +233,35 @@ class CudaProgramsTest {
 
     @Test
     void eachTaskOfAStepGetsItsOwnShareOfTheVgpusAndItsOwnAgent() throws Exception {
-        ProgramRun first = ProgramRun.of(
-                task(0),
-                interposerJar,
-                List.of(
-                        "--local-backend",
-                        "emulated",
-                        "--",
-                        program("driver_tour").toString()));
+        ProgramRun first = run(task(0), program("driver_tour").toString());
         assertEquals(0, first.status(), first.toString());
         assertEquals("devices 2, compute capability >= 8: yes", first.results().getFirst(), first.toString());
 
-        CudaProgramTwins.Hold hold = CudaProgramTwins.holdLaunch(5);
-        CompletableFuture<ProgramRun> second = CompletableFuture.supplyAsync(() -> ProgramRun.of(
-                task(1),
-                interposerJar,
-                List.of(
-                        "--local-backend",
-                        "emulated",
-                        "--",
-                        program("driver_steps").toString(),
-                        "12",
-                        "0")));
         Path taskAgent = directory.resolve("agent.sock.vgpus-2-3");
-        try {
-            assertTrue(hold.awaitReached(60), "task 1's program reached its fifth step");
-            List<String> status = LineClient.request(taskAgent, "status", Duration.ofSeconds(10));
-            String all = String.join("\n", status);
-            assertTrue(all.contains("vgpu 2 on gpu 2 (emulated)") && all.contains("vgpu 3 on gpu 3"), all);
-            assertTrue(!all.contains("vgpu 0 ") && !all.contains("vgpu 1 "), "task 0's vGPUs are not task 1's: " + all);
-            assertTrue(!Files.exists(agentSocket), "no task serves the job's whole socket");
-            // GPU 0 is task 0's: task 1 may move its vGPUs onto its own GPUs (and those the tracker grants it)
-            List<String> refused = LineClient.request(taskAgent, "migrate 2 0", Duration.ofSeconds(60));
-            assertTrue(
-                    refused.getLast().contains("GPU 0 of node n1 is not granted to job 43 (it has GPU 2, GPU 3)"),
-                    refused.toString());
-            CompletableFuture<List<String>> moved = CompletableFuture.supplyAsync(
-                    () -> LineClient.request(taskAgent, "migrate 2 3", Duration.ofSeconds(60)));
-            hold.release();
-            List<String> reply = moved.get(90, TimeUnit.SECONDS);
-            assertTrue(reply.getLast().startsWith("ok vgpu 2 moved gpu 2 (emulated) -> gpu 3"), reply.toString());
-        } finally {
-            hold.release();
-        }
-        ProgramRun run = second.get(120, TimeUnit.SECONDS);
+        ProgramRun run = movedAtLaunch(
+                task(1),
+                taskAgent,
+                () -> {
+                    List<String> status = LineClient.request(taskAgent, "status", Duration.ofSeconds(10));
+                    String all = String.join("\n", status);
+                    assertTrue(all.contains("vgpu 2 on gpu 2 (emulated)") && all.contains("vgpu 3 on gpu 3"), all);
+                    assertTrue(
+                            !all.contains("vgpu 0 ") && !all.contains("vgpu 1 "),
+                            "task 0's vGPUs are not task 1's: " + all);
+                    assertTrue(!Files.exists(agentSocket), "no task serves the job's whole socket");
+                    // GPU 0 is task 0's: task 1 may move its vGPUs onto its own GPUs (and those the tracker grants it)
+                    List<String> refused = LineClient.request(taskAgent, "migrate 2 0", Duration.ofSeconds(60));
+                    assertTrue(
+                            refused.getLast()
+                                    .contains("GPU 0 of node n1 is not granted to job 43 (it has GPU 2, GPU 3)"),
+                            refused.toString());
+                },
+                "migrate 2 3",
+                "ok vgpu 2 moved gpu 2 (emulated) -> gpu 3",
+                5,
+                program("driver_steps").toString(),
+                "12",
+                "0");
         assertEquals(0, run.status(), run.toString());
         assertEquals(List.of("12 steps checked; checksum " + expectedChecksum(12)), run.results(), run.toString());
     }
@@ -252,14 +270,7 @@ class CudaProgramsTest {
     void tasksThatCannotShareTheVgpusEquallyAreRefusedBeforeTheProgramStarts() {
         Map<String, String> task = task(1);
         task.put("SLURM_STEP_TASKS_PER_NODE", "3");
-        ProgramRun run = ProgramRun.of(
-                task,
-                interposerJar,
-                List.of(
-                        "--local-backend",
-                        "emulated",
-                        "--",
-                        program("driver_tour").toString()));
+        ProgramRun run = run(task, program("driver_tour").toString());
 
         assertEquals(2, run.status(), run.toString());
         assertEquals(
