@@ -94,8 +94,8 @@ class TrackerMetricsTest {
     @Test
     void aScrapeNamesTheBuildTheTrackerRuns() throws Exception {
         BuildInfo build = BuildInfo.current();
-        try (HTTPServer server = metrics.serve(new Endpoint("127.0.0.1", 0))) {
-            String text = scrape(server.getPort());
+        try (MetricsHttpServer server = metrics.serve(new Endpoint("127.0.0.1", 0))) {
+            String text = scrape(server.port());
             String line = "vgpu_build_info{commit=\"" + build.commit() + "\",version=\"" + build.version() + "\"} 1";
             assertTrue(text.lines().anyMatch(line::equals), line + "\n---\n" + text);
             assertTrue(text.lines().anyMatch("# TYPE vgpu_build_info gauge"::equals), text);
