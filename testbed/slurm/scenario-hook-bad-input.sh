@@ -44,7 +44,9 @@ start_tracker
 "$VGPU" hook pause --config "$config"
 fill_leaving_one_idle_gpu
 # The app runs in the background so the script goes on after it is killed: the job outlives its agent.
-job=$(submit --gres=vgpu:3 -J hook-bad-input --wrap "$(vgpu_job_script --hold 300) & app=\$!
+# vgpu run logs warnings and errors only; at INFO its agent says when it polls the tracker, which step 1 waits for.
+job=$(submit --gres=vgpu:3 -J hook-bad-input --wrap "export JAVA_TOOL_OPTIONS=-Dorg.slf4j.simpleLogger.defaultLogLevel=info
+$(vgpu_job_script --hold 300) & app=\$!
 echo \"app \$app\"; wait \$app; echo \"app ended: \$?\"; sleep 300")
 expect_state "$job" RUNNING 60
 node=$(job_field "$job" NodeList)
