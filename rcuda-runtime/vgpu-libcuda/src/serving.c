@@ -35,6 +35,22 @@ static int parse_u64(const char *text, int base, uint64_t *value)
     return 0;
 }
 
+/* "FIRST-LAST", two decimal numbers. */
+static int parse_range(const char *text, uint64_t *first, uint64_t *last)
+{
+    char copy[32];
+    if (strlen(text) >= sizeof copy) {
+        return -1;
+    }
+    strcpy(copy, text);
+    char *dash = strchr(copy, '-');
+    if (dash == NULL) {
+        return -1;
+    }
+    *dash = '\0';
+    return parse_u64(copy, 10, first) != 0 || parse_u64(dash + 1, 10, last) != 0 ? -1 : 0;
+}
+
 /* At load: serving when the environment names a local worker, with the vGPUs it describes. */
 __attribute__((constructor(101))) static void read_plan(void)
 {
@@ -63,11 +79,7 @@ __attribute__((constructor(101))) static void read_plan(void)
     const char *share_text = getenv(VGPU_ENV_TASK_VGPUS);
     if (share_text != NULL) {
         uint64_t last = 0;
-        char first_text[8] = {0};
-        const char *dash = strchr(share_text, '-');
-        if (dash == NULL || dash == share_text || (size_t)(dash - share_text) >= sizeof first_text ||
-            (memcpy(first_text, share_text, (size_t)(dash - share_text)), parse_u64(first_text, 10, &first) != 0) ||
-            parse_u64(dash + 1, 10, &last) != 0 || first > last || last >= count) {
+        if (parse_range(share_text, &first, &last) != 0 || first > last || last >= count) {
             vgpu_say("%s=%s is not a share of the job's %llu vGPUs (FIRST-LAST within 0-%llu); this program sees no vGPU",
                      VGPU_ENV_TASK_VGPUS, share_text, (unsigned long long)count, (unsigned long long)(count - 1));
             return;

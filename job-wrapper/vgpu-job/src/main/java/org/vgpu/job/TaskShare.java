@@ -62,12 +62,7 @@ record TaskShare(int first, int count) {
             return Optional.empty();
         }
         int node = number(NODE_ID, environment.getOrDefault(NODE_ID, "0"));
-        List<Integer> tasks = tasksPerNode(perNode);
-        if (node >= tasks.size()) {
-            throw new InputException(NODE_ID + " is " + node + " but " + STEP_TASKS_PER_NODE + " ('" + perNode
-                    + "') lists " + tasks.size() + " node(s)");
-        }
-        int onThisNode = tasks.get(node);
+        int onThisNode = tasksOnNode(perNode, node);
         int task = number(LOCAL_ID, localId);
         if (task >= onThisNode) {
             throw new InputException(LOCAL_ID + " is " + task + " but the step runs " + onThisNode
@@ -109,20 +104,30 @@ record TaskShare(int first, int count) {
         return new TaskShare(first, last - first + 1);
     }
 
-    private static List<Integer> tasksPerNode(String text) {
-        List<Integer> tasks = new ArrayList<>();
+    /**
+     * The tasks on node {@code node} in Slurm's compressed list ({@code 2(x3),1}: nodes 0-2 run 2, node 3 runs 1),
+     * read entry by entry without expanding the repeats.
+     */
+    private static int tasksOnNode(String text, int node) {
+        long nodesBefore = 0;
+        Integer found = null;
         for (String entry : text.split(",", -1)) {
             Matcher matcher = TASKS.matcher(entry);
             if (!matcher.matches()) {
                 throw new InputException(
                         STEP_TASKS_PER_NODE + " is '" + text + "'; expected Slurm's form, e.g. 3 or" + " 2(x3),1");
             }
-            int repeat = matcher.group(2) == null ? 1 : Integer.parseInt(matcher.group(2));
-            for (int k = 0; k < repeat && tasks.size() <= BridgeContract.VGPUS_MAX * 1024; k++) {
-                tasks.add(Integer.parseInt(matcher.group(1)));
+            long repeat = matcher.group(2) == null ? 1 : Long.parseLong(matcher.group(2));
+            if (found == null && node < nodesBefore + repeat) {
+                found = Integer.parseInt(matcher.group(1));
             }
+            nodesBefore += repeat;
         }
-        return tasks;
+        if (found == null) {
+            throw new InputException(NODE_ID + " is " + node + " but " + STEP_TASKS_PER_NODE + " ('" + text
+                    + "') lists " + nodesBefore + " node(s)");
+        }
+        return found;
     }
 
     private static int number(String variable, String text) {
