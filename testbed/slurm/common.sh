@@ -24,6 +24,8 @@ esac
 # per GPU (MaxCPUsPerNode), which stay free for holder jobs.
 TESTBED_CPUS_PER_NODE=8
 TESTBED_VGPUS_PER_NODE=8
+# Each node's RealMemory (the site configuration's real_memory), in MiB.
+TESTBED_REAL_MEMORY_MIB=4096
 # Seconds any one Slurm client call may take: while slurmctld is down they would block for minutes.
 SLURM_CALL_TIMEOUT=${VGPU_SLURM_CALL_TIMEOUT:-20}
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -150,13 +152,13 @@ pass() {
     say "PASS $*"
 }
 
-# fill_leaving_one_idle_gpu: one job per node that takes all GPUs but one, and all CPUs user jobs
-# may take but one, for a job that gets the idle GPU; their ids go to FILL_JOBS.
+# fill_leaving_one_idle_gpu [CPUS]: one job per node that takes all GPUs but one, and all CPUs user jobs
+# may take but CPUS (default 1), for a job that gets the idle GPU; their ids go to FILL_JOBS.
 fill_leaving_one_idle_gpu() {
-    local node job
+    local node job left_cpus=${1:-1}
     FILL_JOBS=()
     for node in "${TESTBED_NODES[@]}"; do
-        FILL_JOBS+=("$(submit --gres=gpu:$((TESTBED_GPUS_PER_NODE - 1)) -c $((TESTBED_CPUS_PER_NODE - TESTBED_GPUS_PER_NODE - 1)) \
+        FILL_JOBS+=("$(submit --gres=gpu:$((TESTBED_GPUS_PER_NODE - 1)) -c $((TESTBED_CPUS_PER_NODE - TESTBED_GPUS_PER_NODE - left_cpus)) \
             -w "$node" -J "fill-$node" --wrap 'sleep 600')")
     done
     for job in "${FILL_JOBS[@]}"; do
