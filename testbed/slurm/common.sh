@@ -354,6 +354,20 @@ remove_slurm_cgroups() {
     return "$left"
 }
 
+# migrate_home CONFIG JOB VGPU: `vgpu migrate JOB VGPU` right after a GPU of the job's node was freed: asked again
+# while the tracker has not seen the freed GPU yet (it looks at Slurm every second here); fails unless it moved.
+# Prints the migration's line.
+migrate_home() {
+    local config=$1 job=$2 vgpu=$3 moved
+    for _ in $(seq 10); do
+        if moved=$("$VGPU" migrate --config "$config" "$job" "$vgpu" 2>&1); then break; fi
+        grep -q "has no free GPU" <<<"$moved" || die "vgpu migrate $job $vgpu failed: $moved"
+        sleep 1
+    done
+    grep -q "^moved: " <<<"$moved" || die "vgpu migrate $job $vgpu did not move it: $moved"
+    tail -n 1 <<<"$moved"
+}
+
 # ---- The SPANK bridge's scenarios (spank-bridge, constrain-devices): the bridge apart from the
 # site's policy, and checks that all run and count.
 

@@ -36,14 +36,8 @@ say "job $job runs on $node with $assembly; both tasks hold"
 for fill in "${FILL_JOBS[@]}"; do
     if [ "$(job_field "$fill" NodeList)" = "$node" ]; then slurm scancel "$fill"; fi
 done
-# The tracker sees the freed GPUs at its next look at Slurm (every second here).
-for _ in $(seq 10); do
-    if moved=$("$VGPU" migrate --config "$config" "$job" 1 2>&1); then break; fi
-    grep -q "has no free GPU" <<<"$moved" || die "vgpu migrate $job 1 failed: $moved"
-    sleep 1
-done
-grep -q "^moved: " <<<"$moved" || die "vgpu migrate $job 1 did not move it: $moved"
-say "vgpu migrate $job 1: $(tail -n 1 <<<"$moved")"
+moved=$(migrate_home "$config" "$job" 1)
+say "vgpu migrate $job 1: $moved"
 expect_state "$job" COMPLETED 120
 
 # task T's lines, without srun's label
