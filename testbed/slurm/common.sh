@@ -24,6 +24,8 @@ esac
 # per GPU (MaxCPUsPerNode), which stay free for holder jobs.
 TESTBED_CPUS_PER_NODE=8
 TESTBED_VGPUS_PER_NODE=8
+# Each node's RealMemory (the site configuration's real_memory), in MiB.
+TESTBED_REAL_MEMORY_MIB=4096
 # Seconds any one Slurm client call may take: while slurmctld is down they would block for minutes.
 SLURM_CALL_TIMEOUT=${VGPU_SLURM_CALL_TIMEOUT:-20}
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -150,13 +152,13 @@ pass() {
     say "PASS $*"
 }
 
-# fill_leaving_one_idle_gpu: one job per node that takes all GPUs but one, and all CPUs user jobs
-# may take but one, for a job that gets the idle GPU; their ids go to FILL_JOBS.
+# fill_leaving_one_idle_gpu [CPUS]: one job per node that takes all GPUs but one, and all CPUs user jobs
+# may take but CPUS (default 1), for a job that gets the idle GPU; their ids go to FILL_JOBS.
 fill_leaving_one_idle_gpu() {
-    local node job
+    local node job left_cpus=${1:-1}
     FILL_JOBS=()
     for node in "${TESTBED_NODES[@]}"; do
-        FILL_JOBS+=("$(submit --gres=gpu:$((TESTBED_GPUS_PER_NODE - 1)) -c $((TESTBED_CPUS_PER_NODE - TESTBED_GPUS_PER_NODE - 1)) \
+        FILL_JOBS+=("$(submit --gres=gpu:$((TESTBED_GPUS_PER_NODE - 1)) -c $((TESTBED_CPUS_PER_NODE - TESTBED_GPUS_PER_NODE - left_cpus)) \
             -w "$node" -J "fill-$node" --wrap 'sleep 600')")
     done
     for job in "${FILL_JOBS[@]}"; do
@@ -350,6 +352,20 @@ remove_slurm_cgroups() {
         done
     done
     return "$left"
+}
+
+# migrate_home CONFIG JOB VGPU: `vgpu migrate JOB VGPU` right after a GPU of the job's node was freed: asked again
+# while the tracker has not seen the freed GPU yet (it looks at Slurm every second here); fails unless it moved.
+# Prints the migration's line.
+migrate_home() {
+    local config=$1 job=$2 vgpu=$3 moved
+    for _ in $(seq 10); do
+        if moved=$("$VGPU" migrate --config "$config" "$job" "$vgpu" 2>&1); then break; fi
+        grep -q "has no free GPU" <<<"$moved" || die "vgpu migrate $job $vgpu failed: $moved"
+        sleep 1
+    done
+    grep -q "^moved: " <<<"$moved" || die "vgpu migrate $job $vgpu did not move it: $moved"
+    tail -n 1 <<<"$moved"
 }
 
 # ---- The SPANK bridge's scenarios (spank-bridge, constrain-devices): the bridge apart from the

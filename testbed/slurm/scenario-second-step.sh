@@ -37,14 +37,8 @@ for fill in "${FILL_JOBS[@]}"; do
 done
 slurm scancel "$filler"
 wait_until 30 "filler $filler has ended" job_has_ended "$filler" || die "filler $filler did not end"
-# The tracker sees the freed GPUs at its next look at Slurm (every second here).
-for _ in $(seq 10); do
-    if moved=$("$VGPU" migrate --config "$config" "$job" 2 2>&1); then break; fi
-    grep -q "has no free GPU" <<<"$moved" || die "vgpu migrate $job 2 failed: $moved"
-    sleep 1
-done
-grep -q "^moved: " <<<"$moved" || die "vgpu migrate $job 2 did not move it: $moved"
-say "vgpu migrate $job 2: $(tail -n 1 <<<"$moved")"
+moved=$(migrate_home "$config" "$job" 2)
+say "vgpu migrate $job 2: $moved"
 expect_state "$job" COMPLETED 120
 for k in 1 2 3; do say "  $(grep "^STEP $k " "$output")"; done
 assembly_of() { sed -n "s/^STEP $1 VGPU_ASSEMBLY=//p" "$output"; }

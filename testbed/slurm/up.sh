@@ -12,7 +12,9 @@
 # 22.05 the bridge is built anew from the source beside it, against that Slurm's headers),
 # VGPU_TESTBED_CGROUPS=yes (task/cgroup and proctrack/cgroup with ConstrainDevices=yes on cgroup v1; v2: on Slurm's
 # cgroup/v2 plugin, 24.11 only; default: none),
-# VGPU_TESTBED_ACCOUNTING=yes (slurmdbd and a MariaDB of the testbed's own: accounting.sh; default: none).
+# VGPU_TESTBED_ACCOUNTING=yes (slurmdbd and a MariaDB of the testbed's own: accounting.sh; default: none),
+# VGPU_TESTBED_MEMORY=yes (memory a consumable resource: CR_Core_Memory, so that with VGPU_TESTBED_CGROUPS=yes each
+# job is confined to its --mem; default: cores only).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 source "$(dirname "$0")/accounting.sh"
@@ -113,7 +115,7 @@ address = 127.0.0.1
 slurmd_port = $((TESTBED_PORT_BASE + k))
 cpus = $TESTBED_CPUS_PER_NODE
 # Slurm's RealMemory: holder jobs ask memory (sbatch --mem), which a node must state to take them.
-real_memory = 4GiB
+real_memory = ${TESTBED_REAL_MEMORY_MIB}MiB
 CONFIG
     done
     # Nodes nI and nJ are |I - J| apart (n1 n2 = 1, n2 n3 = 1, n1 n3 = 2 for three).
@@ -137,6 +139,17 @@ process_tracking() {
     else
         printf '%s\n' ProctrackType=proctrack/linuxproc TaskPlugin=task/none
     fi
+}
+
+# VGPU_TESTBED_MEMORY=yes: Slurm schedules memory too (CR_Core_Memory) and, with ConstrainRAMSpace=yes, confines each
+# job to its --mem; a job that asks none gets its CPUs' share of the node's (DefMemPerCPU: the node's
+# real_memory over its CPUs). Otherwise cores only, and a job's memory cgroup is limited by the node's memory.
+select_type_parameters() {
+    case ${VGPU_TESTBED_MEMORY:-no} in
+        no) echo SelectTypeParameters=CR_Core ;;
+        yes) printf '%s\n' SelectTypeParameters=CR_Core_Memory "DefMemPerCPU=$((TESTBED_REAL_MEMORY_MIB / TESTBED_CPUS_PER_NODE))" ;;
+        *) die "VGPU_TESTBED_MEMORY is yes or no, not ${VGPU_TESTBED_MEMORY}" ;;
+    esac
 }
 
 # The lend partition (AllowGroups=root) refuses a user's job at submission: 22.05 does so by itself, 24.11 only
@@ -207,7 +220,7 @@ SlurmdParameters=config_overrides
 $(process_tracking)
 $(accounting_slurm_conf)
 SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
+$(select_type_parameters)
 MpiDefault=none
 ReturnToService=2
 # Schedule released and finished jobs promptly; the default cycle is a minute.

@@ -33,9 +33,10 @@ public final class SlurmCommands implements SlurmControl {
     private static final Pattern UNKNOWN_JOB = Pattern.compile("(?i)invalid job id|job id .* not found|does not exist");
     /**
      * The memory a holder job asks for (sbatch {@code --mem}), in MiB. Under {@code ConstrainRAMSpace=yes} Slurm ends a
-     * job that uses more. A holder's worker (a JVM) peaked at 146 MiB of RSS while it served a job
-     * (docs/admin/accounting.md, "What a holder uses"); a grant holder only sleeps. 512 MiB leaves the JVM room to
-     * grow its heap, which it sizes from the limit it finds.
+     * job that uses more. Confined to 512 MiB, a holder's worker (a JVM, its heap sized from the limit) used at most
+     * 87 MiB of its own while it moved 256 MiB to its vGPU and back (docs/admin/accounting.md, "What a holder uses");
+     * a grant holder only sleeps. The rest is room for what the CUDA driver keeps in host memory for the worker's
+     * context on a real GPU, whose own memory does not count.
      */
     private static final int HOLDER_MEMORY_MIB = 512;
     /** What sbatch says for an account the submitting user has no association with. */

@@ -256,7 +256,7 @@ public final class JobVgpus implements AutoCloseable {
         return assembly;
     }
 
-    /** The vGPUs, vGPU k at position k. */
+    /** The vGPUs in the assembly's order: position k holds its k-th vGPU (a task's share starts at its first). */
     public List<MigratableGpu> vgpus() {
         return vgpus;
     }

@@ -437,19 +437,25 @@ public final class RunCommand implements Subcommand {
         try (ExecutorService threads = Executors.newThreadPerTaskExecutor(
                 Thread.ofPlatform().name("vgpu-run-", 0).factory())) {
             for (int k = 0; k < vgpus.size(); k++) {
-                int vgpu = k;
-                running.add(threads.submit(() ->
-                        checkOne(vgpus.get(vgpu), vgpu, workloads, scale, steps, firstStep, mark(job.device(vgpu)))));
+                int position = k;
+                running.add(threads.submit(() -> checkOne(
+                        vgpus.get(position),
+                        index(job, position),
+                        workloads,
+                        scale,
+                        steps,
+                        firstStep,
+                        mark(job.device(position)))));
             }
         }
         List<Integer> failedVgpus = new ArrayList<>();
         List<String> failures = new ArrayList<>();
         for (int k = 0; k < running.size(); k++) {
-            VgpuChecks checks = outcome(running.get(k), k, mark(job.device(k)));
+            VgpuChecks checks = outcome(running.get(k), index(job, k), mark(job.device(k)));
             checks.lines().forEach(out::println);
             if (!checks.failed().isEmpty()) {
                 failedVgpus.add(k);
-                failures.add("vgpu " + k + " (" + String.join(", ", checks.failed()) + ")");
+                failures.add("vgpu " + index(job, k) + " (" + String.join(", ", checks.failed()) + ")");
             }
         }
         long remoteNow = vgpus.stream()
@@ -505,11 +511,19 @@ public final class RunCommand implements Subcommand {
         }
     }
 
+    /**
+     * The job's index of the vGPU at {@code position} of what this run opened: the same number for a task's share as
+     * the tracker, the agent and the other tasks use ({@code vgpu 2} is the first of task 1's vGPUs 2-3).
+     */
+    private static int index(JobVgpus job, int position) {
+        return job.assembly().vgpus().get(position).index();
+    }
+
     /** Says which vGPUs are the CPU emulation, for lines about all of them. */
     private static String emulationNote(JobVgpus job) {
         List<String> emulated = IntStream.range(0, job.vgpus().size())
                 .filter(k -> job.device(k).emulated())
-                .mapToObj(String::valueOf)
+                .mapToObj(k -> String.valueOf(index(job, k)))
                 .toList();
         return emulated.isEmpty() ? "" : "  [emulated: vgpu " + String.join(", ", emulated) + " on the CPU, not a GPU]";
     }
@@ -536,7 +550,8 @@ public final class RunCommand implements Subcommand {
                 MigratableGpu gpu = vgpus.get(k);
                 String mark = mark(job.device(k));
                 out.printf(
-                        "vgpu %d: now on %s after %d migration(s)%s%n", k, gpu.location(), gpu.migrationCount(), mark);
+                        "vgpu %d: now on %s after %d migration(s)%s%n",
+                        index(job, k), gpu.location(), gpu.migrationCount(), mark);
                 boolean same;
                 String outcome;
                 try {
@@ -548,7 +563,7 @@ public final class RunCommand implements Subcommand {
                 }
                 out.printf(
                         "%s  vgpu %d  %-15s %d KiB written before the hold, %s%s%n",
-                        same ? "PASS" : "FAIL", k, "held-data", HeldData.BYTES >> 10, outcome, mark);
+                        same ? "PASS" : "FAIL", index(job, k), "held-data", HeldData.BYTES >> 10, outcome, mark);
                 intact &= same;
             }
         }

@@ -435,6 +435,59 @@ class RunCommandTest {
     }
 
     /**
+     * Task 1 of a step of 2 tasks in a job of 4 vGPUs holds vGPUs 2-3: every line it prints names them by the job's
+     * indices, as the tracker and the other task's lines do, also the checks, the hold and the summary's emulation
+     * note, and its agent on its own socket moves vGPU 3 onto the share's other GPU.
+     */
+    @Test
+    void aTasksShareIsNamedByTheJobsVgpuIndicesInEveryLine() {
+        Path socket = directory.resolve("agent.sock");
+        Path taskSocket = directory.resolve("agent.sock.vgpus-2-3");
+        Map<String, String> environment = localJob(4, socket);
+        environment.putAll(Map.of("SLURM_LOCALID", "1", "SLURM_STEP_TASKS_PER_NODE", "2", "SLURM_NODEID", "0"));
+        int status = run(
+                environment,
+                duration -> {
+                    assertTrue(Files.exists(taskSocket), "the task's agent listens on its own socket");
+                    // GPU 2 is the task's own; GPU 1 is the other task's, which its agent refuses
+                    toAgent(taskSocket, "--vgpu", "3", "--to", "2");
+                },
+                "--local-backend",
+                "emulated",
+                "--hold",
+                "30",
+                "--workload",
+                "vector-add");
+        String output = out();
+        assertEquals(0, status, printed());
+        assertTrue(output.contains("vgpu job on node n1: 2 vGPUs (2 local, 0 remote)"), output);
+        assertTrue(output.contains("vgpu 2: local GPU 2 (emulated)"), output);
+        assertTrue(output.contains("vgpu 3: local GPU 3 (emulated)"), output);
+        assertTrue(output.contains("vgpu 2: now on gpu 2 (emulated) after 0 migration(s)"), output);
+        assertTrue(output.contains("vgpu 3: now on gpu 2 (emulated) after 1 migration(s)"), output);
+        List<String> results = resultLines(output);
+        for (int k : List.of(2, 3)) {
+            assertTrue(
+                    results.contains("PASS  vgpu " + k + "  held-data       1024 KiB written before the hold, read"
+                            + " back unchanged  [emulated: CPU, not a GPU]"),
+                    output);
+            assertTrue(results.stream().anyMatch(line -> line.startsWith("PASS  vgpu " + k + "  vector-add ")), output);
+            assertTrue(
+                    results.stream().anyMatch(line -> line.startsWith("PASS  vgpu " + k + "  step 2  vector-add ")),
+                    output);
+        }
+        assertEquals(6, results.size(), output);
+        assertTrue(
+                output.contains("PASS: 2 of 2 vGPUs (2 local, 0 remote) passed vector-add  [emulated: vgpu 2, 3 on"
+                        + " the CPU, not a GPU]"),
+                output);
+        assertTrue(
+                agentReplies.getFirst().startsWith("ok vgpu 3 moved gpu 3 (emulated) -> gpu 2"),
+                agentReplies.toString());
+        assertFalse(Files.exists(taskSocket), "the task's agent socket is removed at exit");
+    }
+
+    /**
      * A job of 2 local GPUs with {@code variable=value} whose hold asks its agent to move vGPU 0 to GPU 1: the run
      * passes, the agent refuses, and vGPU 0 is where it was.
      *

@@ -22,7 +22,8 @@ import org.junit.jupiter.api.TestMethodOrder;
  * across a tracker crash, against bad input, and with MUNGE authentication; the migration hook moving vGPUs home,
  * draining a lender, across a tracker crash, a move failing at its target, later job steps, and bad input to the
  * hook; the bridge alone against a fake tracker (scenario spank-bridge); then programs of one's own under vgpu run
- * (README's, and MPJ Express ranks where libmpj-java is installed). Skipped, with the reason, where the bridge was not
+ * (README's, and MPJ Express ranks where libmpj-java is installed), and a step of several tasks sharing the job's
+ * vGPUs. Skipped, with the reason, where the bridge was not
  * built (no C compiler or no Slurm headers) or no testbed can run.
  */
 @Tag("slurm")
@@ -166,6 +167,12 @@ class SpankBridgeTestbedTest {
                 "MPJ ranks run on this machine's Slurm only: Debian 13's root, where Slurm 24.11 runs, has no"
                         + " libmpj-java");
         testbed.assertScenarioPasses("mpj-ranks");
+    }
+
+    @Test
+    @Order(17)
+    void eachTaskOfAStepGetsItsOwnShareAndItsAgentAloneMovesItsVgpu() throws Exception {
+        testbed.assertScenarioPasses("task-shares");
     }
 
     /** Where tracker-borrow writes the vgpu:3 job's start delay (inside the testbed, removed with it). */
