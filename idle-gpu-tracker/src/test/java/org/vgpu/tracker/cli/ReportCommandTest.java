@@ -343,7 +343,8 @@ class ReportCommandTest {
         for (String section : List.of("assemblies", "borrowed", "migrations", "held_jobs", "idle_gpus", "ended")) {
             for (JsonNode row : json.get(section)) {
                 String line = lines.get(++rows);
-                assertEquals(header.size() - 1, line.chars().filter(c -> c == '|').count(), line);
+                assertEquals(
+                        header.size() - 1, line.chars().filter(c -> c == '|').count(), line);
                 List<String> cells = List.of(line.split("\\|", -1));
                 assertEquals(header.size(), cells.size(), line);
                 assertEquals(section, cells.getFirst(), line);

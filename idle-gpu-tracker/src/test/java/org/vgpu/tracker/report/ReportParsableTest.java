@@ -35,7 +35,10 @@ class ReportParsableTest {
         assertFalse(lines.getFirst().endsWith("|"), lines.getFirst());
         for (String line : lines) {
             // As many bars as columns less one: none closes a line (an empty last cell ends a line in '|').
-            assertEquals(ReportRows.columns().size() - 1, line.chars().filter(c -> c == '|').count(), line);
+            assertEquals(
+                    ReportRows.columns().size() - 1,
+                    line.chars().filter(c -> c == '|').count(),
+                    line);
         }
         List<String> held = List.of(lines.get(1).split("\\|", -1));
         assertEquals("held_jobs", held.getFirst());
