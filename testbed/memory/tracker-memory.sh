@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # The tracker's memory under hostile requests, against the same tracker left idle as long: on an up Slurm testbed
 # (testbed/slurm/up.sh, the same VGPU_TESTBED_DIR and VGPU_TESTBED_PORT_BASE), starts `vgpu tracker` twice as the
-# scenarios do: once left idle SECONDS (default 120), once given SECONDS of hostile-requests.py (malformed lines,
-# forged tokens, lines up to 1 MiB, random bytes, hundreds of requests left unfinished at once, garbage to /metrics).
-# Before and after each it prints the process's resident memory (VmRSS) and the Java heap's committed size, then
+# scenarios do: once left idle, once given BURSTS (default 1) bursts of hostile-requests.py (malformed lines, forged
+# tokens, lines up to 1 MiB, random bytes, hundreds of requests left unfinished at once, garbage to /metrics) of
+# SECONDS (default 120) each, the idle one as long. usage: tracker-memory.sh [SECONDS [BURSTS]].
+# At its start and after each SECONDS it prints the process's resident memory (VmRSS) and the Java heap's committed size, then
 # forces a full GC (jcmd GC.run) and prints the heap in use after it (jstat -gc: what the tracker retains) and the
 # resident memory after it, then the tracker's threads and open fds.
-# TRACKER_JAVA_OPTIONS, when set, are given to the tracker's JVM (through JAVA_TOOL_OPTIONS), e.g. -Xmx64m.
+# The tracker's JVM options are the launcher's for `vgpu tracker`, unless VGPU_TRACKER_JAVA_OPTIONS replaces them
+# (VGPU_TRACKER_JAVA_OPTIONS= : the JVM's own defaults); the first line of each run names them. With
+# -XX:NativeMemoryTracking=summary among them, each run ends with the JVM's account of its memory by kind.
 set -euo pipefail
 source "$(dirname "$0")/../slurm/common.sh"
 
 seconds=${1:-120}
+bursts=${2:-1}
 JCMD=${JAVA_HOME:+$JAVA_HOME/bin/}jcmd
 JSTAT=${JAVA_HOME:+$JAVA_HOME/bin/}jstat
 command -v "$JCMD" >/dev/null && command -v "$JSTAT" >/dev/null || die "no jcmd and jstat (set JAVA_HOME to a JDK 25)"
@@ -41,20 +45,34 @@ sample() {
         "$1" "$(mib "$rss")" "$(mib "$committed")" "$(mib "$used")" "$(mib "$rss_after")" "$threads" "$fds"
 }
 
+# native: the JVM's own account of its committed memory by kind (MiB), with -XX:NativeMemoryTracking=summary only.
+native() {
+    "$JCMD" "$1" VM.native_memory summary scale=MB 2>/dev/null | awk '
+        /^-/ && /committed=/ { name = $0; sub(/^- */, "", name); sub(/ *\(.*/, "", name)
+            value = $0; sub(/.*committed=/, "", value); sub(/MB.*/, "", value)
+            if (value + 0 >= 1) { printf "%s%s %s", sep, name, value; sep = ", " } }
+        END { if (sep) printf "\n" }'
+}
+
 run() {
-    local what=$1
-    say "tracker $what for $seconds s${TRACKER_JAVA_OPTIONS:+ (JVM options: $TRACKER_JAVA_OPTIONS)}"
-    JAVA_TOOL_OPTIONS=${TRACKER_JAVA_OPTIONS:-} start_tracker
+    local what=$1 burst pid
+    start_tracker
+    pid=$(cat "$TESTBED_DIR/run/tracker.pid")
+    say "tracker $what, $bursts x $seconds s, its JVM's options: $("$JCMD" "$pid" VM.command_line | sed -n 's/^jvm_args: //p')"
     sleep 5
     sample "started (+5 s)"
-    if [ "$what" = idle ]; then
-        sleep "$seconds"
-    else
-        python3 "$(dirname "$0")/hostile-requests.py" "$(tracker_port)" "$(metrics_port)" "$seconds" | sed 's/^/  /'
-        # The unfinished requests' connections close by the server's idle timeout at the latest (30 s).
-        sleep 5
-    fi
-    sample "after $seconds s $what"
+    for burst in $(seq "$bursts"); do
+        if [ "$what" = idle ]; then
+            sleep "$seconds"
+        else
+            python3 "$(dirname "$0")/hostile-requests.py" "$(tracker_port)" "$(metrics_port)" "$seconds" | sed 's/^/  /'
+            # The unfinished requests' connections close by the server's idle timeout at the latest (30 s).
+            sleep 5
+        fi
+        sample "after $((burst * seconds)) s $what"
+    done
+    native_memory=$(native "$pid")
+    [ -z "$native_memory" ] || echo "  committed by kind (MiB): $native_memory"
     reply=$(tracker_request status)
     [[ "$(tail -n 1 <<<"$reply")" == ok\ assemblies=* ]] || die "the tracker stopped answering: '$reply'"
     stop_tracker
