@@ -21,6 +21,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.function.Function;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -148,38 +149,49 @@ class ReportCommandTest {
         Run csv = report("--tracker", tracker.toString(), "--format", "csv");
 
         assertEquals(0, csv.status(), csv.err());
-        List<String> lines = csv.out().lines().toList();
-        List<String> header = List.of(lines.getFirst().split(",", -1));
-        assertEquals("section", header.getFirst());
-        int rows = 0;
-        for (String section : List.of("assemblies", "borrowed", "migrations", "held_jobs", "idle_gpus", "ended")) {
-            for (JsonNode row : json.get(section)) {
-                String line = lines.get(++rows);
-                List<String> cells = csvCells(line);
-                assertEquals(header.size(), cells.size(), line);
-                assertEquals(section, cells.getFirst(), line);
-                for (var field : row.properties()) {
-                    JsonNode value = field.getValue();
-                    String expected = value.isNull()
-                            ? ""
-                            : value.isArray()
-                                    ? String.join(
-                                            ";",
-                                            value.valueStream()
-                                                    .map(JsonNode::asText)
-                                                    .toList())
-                                    : value.asText();
-                    assertEquals(expected, cells.get(header.indexOf(field.getKey())), field.getKey() + " in " + line);
-                }
-            }
-        }
-        assertEquals(rows + 1, lines.size(), csv.out());
+        assertCellsAreTheJsons(json, csv.out(), ReportCommandTest::csvCells, ";");
         assertTrue(
                 csv.out()
                         .contains(
                                 "held_jobs,50,bob,,2,,,,,,,,,,,,,,,,,,,,\"waiting for 2 GPUs: most idle node n1 has 0,"
                                         + " other nodes can lend 1\",,,,,,,,,"),
                 csv.out());
+    }
+
+    /**
+     * {@code table} (a header, then one line per row, split into cells by {@code cells}) holds every row of every
+     * section of the report's {@code json} in order, each field in the column of its name, lists joined with {@code
+     * listSeparator}, null as an empty cell.
+     */
+    private static void assertCellsAreTheJsons(
+            JsonNode json, String table, Function<String, List<String>> cells, String listSeparator) {
+        List<String> lines = table.lines().toList();
+        List<String> header = cells.apply(lines.getFirst());
+        assertEquals("section", header.getFirst());
+        int rows = 0;
+        for (String section : List.of("assemblies", "borrowed", "migrations", "held_jobs", "idle_gpus", "ended")) {
+            for (JsonNode row : json.get(section)) {
+                String line = lines.get(++rows);
+                List<String> rowCells = cells.apply(line);
+                assertEquals(header.size(), rowCells.size(), line);
+                assertEquals(section, rowCells.getFirst(), line);
+                for (var field : row.properties()) {
+                    JsonNode value = field.getValue();
+                    String expected = value.isNull()
+                            ? ""
+                            : value.isArray()
+                                    ? String.join(
+                                            listSeparator,
+                                            value.valueStream()
+                                                    .map(JsonNode::asText)
+                                                    .toList())
+                                    : value.asText();
+                    assertEquals(
+                            expected, rowCells.get(header.indexOf(field.getKey())), field.getKey() + " in " + line);
+                }
+            }
+        }
+        assertEquals(rows + 1, lines.size(), table);
     }
 
     /** Cells of one CSV line: commas inside double quotes belong to the cell. */
@@ -336,34 +348,8 @@ class ReportCommandTest {
         assertEquals(
                 parsable.out(),
                 report("--tracker", tracker.toString(), "--parsable2").out());
+        assertCellsAreTheJsons(json, parsable.out(), line -> List.of(line.split("\\|", -1)), ",");
         List<String> lines = parsable.out().lines().toList();
-        List<String> header = List.of(lines.getFirst().split("\\|", -1));
-        assertEquals("section", header.getFirst());
-        int rows = 0;
-        for (String section : List.of("assemblies", "borrowed", "migrations", "held_jobs", "idle_gpus", "ended")) {
-            for (JsonNode row : json.get(section)) {
-                String line = lines.get(++rows);
-                assertEquals(
-                        header.size() - 1, line.chars().filter(c -> c == '|').count(), line);
-                List<String> cells = List.of(line.split("\\|", -1));
-                assertEquals(header.size(), cells.size(), line);
-                assertEquals(section, cells.getFirst(), line);
-                for (var field : row.properties()) {
-                    JsonNode value = field.getValue();
-                    String expected = value.isNull()
-                            ? ""
-                            : value.isArray()
-                                    ? String.join(
-                                            ",",
-                                            value.valueStream()
-                                                    .map(JsonNode::asText)
-                                                    .toList())
-                                    : value.asText();
-                    assertEquals(expected, cells.get(header.indexOf(field.getKey())), field.getKey() + " in " + line);
-                }
-            }
-        }
-        assertEquals(rows + 1, lines.size(), parsable.out());
 
         Run filtered = report("--tracker", tracker.toString(), "-P", "--user", "bob");
         List<String> kept = filtered.out().lines().toList();

@@ -18,12 +18,7 @@ class ReportParsableTest {
 
     @Test
     void aHeaderThenOneLinePerRowSplitAtBarsWithNoneAtTheEnd() {
-        Report report = new Report(
-                Report.SCHEMA_VERSION,
-                AT,
-                List.of(),
-                List.of(),
-                List.of(),
+        Report report = report(
                 List.of(new Report.HeldRow(50, "bob", 2, "waiting for 2 GPUs")),
                 List.of(new Report.IdleRow("n2", 2, List.of(0, 2))),
                 List.of());
@@ -54,15 +49,8 @@ class ReportParsableTest {
     @Test
     void barsBackslashesAndLineBreaksInAValueAreEscapedAndReadBack() {
         String reason = "holder 44 on n3|n4 FAILED:\nexit 1\r\tsee C:\\logs";
-        Report report = new Report(
-                Report.SCHEMA_VERSION,
-                AT,
-                List.of(),
-                List.of(),
-                List.of(),
-                List.of(),
-                List.of(),
-                List.of(new Report.EndedRow(40, "car|ol", "n2", 2, 1, "aborted", AT, reason)));
+        Report report = report(
+                List.of(), List.of(), List.of(new Report.EndedRow(40, "car|ol", "n2", 2, 1, "aborted", AT, reason)));
 
         String text = ReportParsable.write(report);
 
@@ -78,13 +66,17 @@ class ReportParsableTest {
 
     @Test
     void anEmptyReportIsItsHeaderAlone() {
-        Report empty =
-                new Report(Report.SCHEMA_VERSION, AT, List.of(), List.of(), List.of(), List.of(), List.of(), List.of());
+        Report empty = report(List.of(), List.of(), List.of());
 
         String text = ReportParsable.write(empty);
 
         assertEquals(String.join("|", ReportRows.columns()) + "\n", text);
         assertTrue(text.startsWith("section|job|"), text);
+    }
+
+    /** A report of these held jobs, idle GPUs and ended assemblies, and nothing else. */
+    private static Report report(List<Report.HeldRow> held, List<Report.IdleRow> idle, List<Report.EndedRow> ended) {
+        return new Report(Report.SCHEMA_VERSION, AT, List.of(), List.of(), List.of(), held, idle, ended);
     }
 
     private static String cell(List<String> cells, String column) {
