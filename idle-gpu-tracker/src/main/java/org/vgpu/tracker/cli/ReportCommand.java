@@ -109,8 +109,10 @@ public final class ReportCommand implements Subcommand {
         Set<Long> jobs = new LinkedHashSet<>();
         for (String job : CommandLines.items(line, "job")) {
             if (!JOB_ID.matcher(job).matches()) {
-                throw new ParseException("--job takes Slurm job ids (whole jobs' numbers, as squeue shows them), got '"
-                        + LineText.printable(job, 40) + "'");
+                throw new ParseException(
+                        "--job takes Slurm job ids, the numbers scontrol shows as JobId (an array task's 12_3"
+                                + " or a step's 12.0 is none), got '"
+                                + LineText.printable(job, 40) + "'");
             }
             jobs.add(Long.parseLong(job));
         }

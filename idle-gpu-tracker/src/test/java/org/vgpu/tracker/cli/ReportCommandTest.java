@@ -367,7 +367,7 @@ class ReportCommandTest {
     void badFiltersAreOneLineUsageErrors() {
         Map<List<String>, String> refusals = Map.of(
                 List.of("--job", "abc"),
-                        "--job takes Slurm job ids (whole jobs' numbers, as squeue shows them), got 'abc'",
+                        "--job takes Slurm job ids, the numbers scontrol shows as JobId (an array task's 12_3 or a step's 12.0 is none), got 'abc'",
                 List.of("--job", "12.batch"), "got '12.batch'",
                 List.of("--job", "12_3"), "got '12_3'",
                 List.of("--job", "0"), "got '0'",
