@@ -1,7 +1,10 @@
 package org.vgpu.tracker.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -10,12 +13,15 @@ import java.io.PrintStream;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.function.Function;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -25,6 +31,7 @@ import org.junit.jupiter.api.Test;
 import org.vgpu.common.cli.SubcommandRunner;
 import org.vgpu.common.line.LineServer;
 import org.vgpu.common.net.Endpoint;
+import org.vgpu.siteconfig.cli.TrackerOptions;
 import org.vgpu.tracker.SampleStatus;
 import org.vgpu.tracker.StatusReport;
 import org.vgpu.tracker.report.Report;
@@ -142,38 +149,49 @@ class ReportCommandTest {
         Run csv = report("--tracker", tracker.toString(), "--format", "csv");
 
         assertEquals(0, csv.status(), csv.err());
-        List<String> lines = csv.out().lines().toList();
-        List<String> header = List.of(lines.getFirst().split(",", -1));
-        assertEquals("section", header.getFirst());
-        int rows = 0;
-        for (String section : List.of("assemblies", "borrowed", "migrations", "held_jobs", "idle_gpus", "ended")) {
-            for (JsonNode row : json.get(section)) {
-                String line = lines.get(++rows);
-                List<String> cells = csvCells(line);
-                assertEquals(header.size(), cells.size(), line);
-                assertEquals(section, cells.getFirst(), line);
-                for (var field : row.properties()) {
-                    JsonNode value = field.getValue();
-                    String expected = value.isNull()
-                            ? ""
-                            : value.isArray()
-                                    ? String.join(
-                                            ";",
-                                            value.valueStream()
-                                                    .map(JsonNode::asText)
-                                                    .toList())
-                                    : value.asText();
-                    assertEquals(expected, cells.get(header.indexOf(field.getKey())), field.getKey() + " in " + line);
-                }
-            }
-        }
-        assertEquals(rows + 1, lines.size(), csv.out());
+        assertCellsAreTheJsons(json, csv.out(), ReportCommandTest::csvCells, ";");
         assertTrue(
                 csv.out()
                         .contains(
                                 "held_jobs,50,bob,,2,,,,,,,,,,,,,,,,,,,,\"waiting for 2 GPUs: most idle node n1 has 0,"
                                         + " other nodes can lend 1\",,,,,,,,,"),
                 csv.out());
+    }
+
+    /**
+     * {@code table} (a header, then one line per row, split into cells by {@code cells}) holds every row of every
+     * section of the report's {@code json} in order, each field in the column of its name, lists joined with {@code
+     * listSeparator}, null as an empty cell.
+     */
+    private static void assertCellsAreTheJsons(
+            JsonNode json, String table, Function<String, List<String>> cells, String listSeparator) {
+        List<String> lines = table.lines().toList();
+        List<String> header = cells.apply(lines.getFirst());
+        assertEquals("section", header.getFirst());
+        int rows = 0;
+        for (String section : List.of("assemblies", "borrowed", "migrations", "held_jobs", "idle_gpus", "ended")) {
+            for (JsonNode row : json.get(section)) {
+                String line = lines.get(++rows);
+                List<String> rowCells = cells.apply(line);
+                assertEquals(header.size(), rowCells.size(), line);
+                assertEquals(section, rowCells.getFirst(), line);
+                for (var field : row.properties()) {
+                    JsonNode value = field.getValue();
+                    String expected = value.isNull()
+                            ? ""
+                            : value.isArray()
+                                    ? String.join(
+                                            listSeparator,
+                                            value.valueStream()
+                                                    .map(JsonNode::asText)
+                                                    .toList())
+                                    : value.asText();
+                    assertEquals(
+                            expected, rowCells.get(header.indexOf(field.getKey())), field.getKey() + " in " + line);
+                }
+            }
+        }
+        assertEquals(rows + 1, lines.size(), table);
     }
 
     /** Cells of one CSV line: commas inside double quotes belong to the cell. */
@@ -274,8 +292,110 @@ class ReportCommandTest {
     }
 
     @Test
+    void withoutConfigOrTrackerItReadsTheSameDefaultConfigurationAsTheAdminCommands() {
+        assumeFalse(Files.exists(Path.of(TrackerOptions.DEFAULT_CONFIG)), "this machine has a site configuration");
+
+        Run run = report();
+
+        assertNotEquals(0, run.status());
+        assertTrue(run.err().startsWith("vgpu report: "), run.err());
+        assertTrue(run.err().contains(TrackerOptions.DEFAULT_CONFIG + ": no such file"), run.err());
+        assertTrue(
+                new ReportCommand()
+                        .options()
+                        .getOption("config")
+                        .getDescription()
+                        .contains("default " + TrackerOptions.DEFAULT_CONFIG),
+                "--help names the default");
+    }
+
+    @Test
+    void jobAndUserFiltersTakeCommaListsAndRepeats() {
+        Endpoint tracker = tracker(ReportJson.replyLines(Report.of(SampleStatus.report())));
+
+        Run job42 = report("--tracker", tracker.toString(), "--job", "42");
+        assertEquals(0, job42.status(), job42.err());
+        assertTrue(job42.out().contains("Assemblies: 1, borrowed GPUs: 2"), job42.out());
+        assertTrue(job42.out().contains("Held vgpu jobs: 0"), job42.out());
+        assertTrue(job42.out().contains("Recently ended assemblies: 0"), job42.out());
+        assertTrue(job42.out().contains("Migrations: 0"), "job 41's migration is not job 42's\n" + job42.out());
+        assertTrue(job42.out().contains("Idle GPUs: 2"), "idle GPUs are no job's and stay\n" + job42.out());
+
+        Run someJobs = report("--tracker", tracker.toString(), "--job", "50, 40", "--job", "41");
+        assertEquals(0, someJobs.status(), someJobs.err());
+        assertTrue(someJobs.out().contains("Assemblies: 0, borrowed GPUs: 0"), someJobs.out());
+        assertTrue(someJobs.out().contains("Held vgpu jobs: 1"), someJobs.out());
+        assertTrue(someJobs.out().contains("Recently ended assemblies: 1"), someJobs.out());
+        assertTrue(someJobs.out().contains("Migrations: 1"), someJobs.out());
+
+        Run users = report("--tracker", tracker.toString(), "--user", "bob,carol", "--format", "json");
+        assertEquals(0, users.status(), users.err());
+        assertTrue(users.out().contains("\"user\" : \"bob\""), users.out());
+        assertTrue(users.out().contains("\"user\" : \"carol\""), users.out());
+        assertFalse(users.out().contains("alice"), users.out());
+    }
+
+    @Test
+    void parsable2IsOneBarSeparatedTableWithTheJsonsFacts() throws IOException {
+        Endpoint tracker = tracker(ReportJson.replyLines(Report.of(SampleStatus.report())));
+        JsonNode json = new ObjectMapper()
+                .readTree(report("--tracker", tracker.toString(), "--format", "json")
+                        .out());
+
+        Run parsable = report("--tracker", tracker.toString(), "-P");
+
+        assertEquals(0, parsable.status(), parsable.err());
+        assertEquals(
+                parsable.out(),
+                report("--tracker", tracker.toString(), "--parsable2").out());
+        assertCellsAreTheJsons(json, parsable.out(), line -> List.of(line.split("\\|", -1)), ",");
+        List<String> lines = parsable.out().lines().toList();
+
+        Run filtered = report("--tracker", tracker.toString(), "-P", "--user", "bob");
+        List<String> kept = filtered.out().lines().toList();
+        assertEquals(lines.getFirst(), kept.getFirst());
+        assertEquals(
+                List.of("held_jobs", "idle_gpus", "idle_gpus"),
+                kept.stream()
+                        .skip(1)
+                        .map(line -> line.substring(0, line.indexOf('|')))
+                        .toList());
+        assertTrue(kept.get(1).startsWith("held_jobs|50|bob|"), kept.get(1));
+    }
+
+    @Test
+    void badFiltersAreOneLineUsageErrors() {
+        Map<List<String>, String> refusals = Map.of(
+                List.of("--job", "abc"),
+                        "--job takes Slurm job ids, the numbers scontrol shows as JobId (an array task's 12_3 or a step's 12.0 is none), got 'abc'",
+                List.of("--job", "12.batch"), "got '12.batch'",
+                List.of("--job", "12_3"), "got '12_3'",
+                List.of("--job", "0"), "got '0'",
+                List.of("--job", "42,,43"), "--job takes a comma-separated list, got an empty item in '42,,43'",
+                List.of("--user", ""), "--user takes a comma-separated list, got an empty item in ''",
+                List.of("--user", "alice,"), "got an empty item in 'alice,'",
+                List.of("--user", "al ice"), "--user takes user names, got 'al ice'",
+                List.of("--user", "a\nb"), "--user takes user names, got 'a | b'",
+                List.of("-P", "--format", "csv"), "give --format or --parsable2, not both");
+        for (var refusal : refusals.entrySet()) {
+            List<String> args = new ArrayList<>(List.of("--tracker", "127.0.0.1:1"));
+            args.addAll(refusal.getKey());
+
+            Run run = report(args.toArray(String[]::new));
+
+            assertEquals(2, run.status(), refusal.getKey() + ": " + run.err());
+            List<String> err = run.err().lines().toList();
+            assertEquals(2, err.size(), "the reason on one line, then the hint: " + run.err());
+            assertTrue(err.getFirst().startsWith("vgpu report: "), run.err());
+            assertEquals("see `vgpu report --help`", err.get(1));
+            assertTrue(err.getFirst().contains(refusal.getValue()), refusal.getKey() + ": " + err.getFirst());
+            assertEquals("", run.out());
+        }
+    }
+
+    @Test
     void badUsageIsAUsageError() {
-        assertEquals(2, report().status());
+        assertEquals(2, report("--config", "vgpu.conf", "--tracker", "h:1").status());
         assertEquals(2, report("--tracker", "h:1", "--format", "xml").status());
         assertEquals(2, report("--tracker", "nonsense").status());
     }

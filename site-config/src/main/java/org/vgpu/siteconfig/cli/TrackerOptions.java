@@ -13,8 +13,8 @@ import org.vgpu.common.net.Endpoint;
 import org.vgpu.siteconfig.SiteConfigReader;
 
 /**
- * The options of the admin commands that ask the tracker to act ({@code vgpu migrate JOB VGPU}, {@code vgpu drain},
- * {@code vgpu hook}): where the tracker is ({@code --tracker HOST:PORT}, else the site configuration's, {@code
+ * The options of the commands that ask the tracker ({@code vgpu migrate JOB VGPU}, {@code vgpu drain}, {@code vgpu
+ * hook}, and {@code vgpu report}, which reads only): where the tracker is ({@code --tracker HOST:PORT}, else the site configuration's, {@code
  * --config FILE}, default {@value #DEFAULT_CONFIG}) and how it authenticates admins ({@code --auth none|munge}, as
  * the tracker's own {@code --auth}).
  */
@@ -25,6 +25,21 @@ public final class TrackerOptions {
 
     /** Adds {@code --config}, {@code --tracker} and {@code --auth} to {@code options}. */
     public static Options addTo(Options options) {
+        return addLocationTo(options)
+                .addOption(Option.builder()
+                        .longOpt("auth")
+                        .hasArg()
+                        .argName("none|munge")
+                        .desc("munge: sign the request with MUNGE, for a tracker started with --auth munge (default"
+                                + " none)")
+                        .get());
+    }
+
+    /**
+     * Adds {@code --config} and {@code --tracker} alone, for a command that only reads from the tracker ({@code vgpu
+     * report}) and so signs nothing; {@link #tracker} reads them.
+     */
+    public static Options addLocationTo(Options options) {
         return options.addOption(Option.builder()
                         .longOpt("config")
                         .hasArg()
@@ -36,13 +51,6 @@ public final class TrackerOptions {
                         .hasArg()
                         .argName("HOST:PORT")
                         .desc("the tracker to ask, instead of the configuration's")
-                        .get())
-                .addOption(Option.builder()
-                        .longOpt("auth")
-                        .hasArg()
-                        .argName("none|munge")
-                        .desc("munge: sign the request with MUNGE, for a tracker started with --auth munge (default"
-                                + " none)")
                         .get());
     }
 

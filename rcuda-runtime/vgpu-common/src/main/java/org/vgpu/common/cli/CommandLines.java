@@ -1,11 +1,14 @@
 package org.vgpu.common.cli;
 
+import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
 
 import org.apache.commons.cli.CommandLine;
 import org.apache.commons.cli.ParseException;
+
+import org.vgpu.common.line.LineText;
 
 /** Option-value helpers shared by subcommands, so a bad value reads the same everywhere. */
 public final class CommandLines {
@@ -37,6 +40,29 @@ public final class CommandLines {
             throw new ParseException("--" + option + " must be one of " + choices + ", got '" + value + "'");
         }
         return value;
+    }
+
+    /**
+     * The items of an option given as comma-separated lists, as often as the option is given ({@code --user a,b
+     * --user c}: a, b, c), each stripped, in order; none where it is absent. An empty item ({@code a,,b}, or an
+     * empty value) is a usage error: it would otherwise select nothing, or everything, without saying so.
+     */
+    public static List<String> items(CommandLine line, String option) throws ParseException {
+        String[] values = line.getOptionValues(option);
+        if (values == null) {
+            return List.of();
+        }
+        List<String> items = new ArrayList<>();
+        for (String value : values) {
+            for (String item : value.split(",", -1)) {
+                if (item.isBlank()) {
+                    throw new ParseException("--" + option + " takes a comma-separated list, got an empty item in '"
+                            + LineText.printable(value, 80) + "'");
+                }
+                items.add(item.strip());
+            }
+        }
+        return List.copyOf(items);
     }
 
     /**
