@@ -305,11 +305,24 @@ public final class SiteConfigReader {
                             + jobPartition
                             + "'; holder jobs need a partition of their own, so users cannot take lent GPUs");
         }
+        boolean munge = slurm.valueOrDefault(ConfigKeys.MUNGE);
+        Optional<Path> mungeSocket = slurm.optional(ConfigKeys.MUNGE_SOCKET);
+        if (mungeSocket.isPresent() && !munge) {
+            problem(
+                    slurm.lineOf(ConfigKeys.MUNGE_SOCKET),
+                    ConfigKeys.MUNGE_SOCKET.name() + " is set but " + ConfigKeys.MUNGE.name() + " = "
+                            + ConfigKeys.MUNGE.format(false) + "; set it with " + ConfigKeys.MUNGE.name() + " = "
+                            + ConfigKeys.MUNGE.format(true) + " only");
+            mungeSocket = Optional.empty();
+        }
         return new SlurmSettings(
                 jobPartition,
                 slurm.valueOrDefault(ConfigKeys.SPANK_PLUGIN),
                 slurm.valueOrDefault(ConfigKeys.VGPU_COMMAND),
-                slurm.valueOrDefault(ConfigKeys.AGENT_SOCKET_DIR));
+                slurm.valueOrDefault(ConfigKeys.AGENT_SOCKET_DIR),
+                munge,
+                slurm.valueOrDefault(ConfigKeys.SLURM_USER),
+                mungeSocket);
     }
 
     /**

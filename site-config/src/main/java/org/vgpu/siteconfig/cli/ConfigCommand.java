@@ -24,8 +24,9 @@ import org.vgpu.siteconfig.render.RenderedFile;
 /**
  * {@code vgpu config check FILE}: validates a site configuration, including its token key file, and
  * prints every problem with its line (exit 1) or the effective configuration (exit 0).
- * {@code vgpu config render --what NAME FILE}: prints one of the files an admin installs (slurm.conf
- * lines, gres.conf, plugstack.conf, job_submit.lua, systemd units) rendered for that configuration.
+ * {@code vgpu config render --what NAME FILE}: prints one of the files an admin installs (pieces of the site's own
+ * Slurm files, whole files, systemd units) rendered for that configuration; {@code vgpu config render FILE} (or
+ * {@code --list}) says which file goes where.
  */
 public final class ConfigCommand implements Subcommand {
     private static final String CHECK = "check";
@@ -45,7 +46,7 @@ public final class ConfigCommand implements Subcommand {
 
     @Override
     public String operands() {
-        return "check FILE | render --what NAME [--node NODE] FILE";
+        return "check FILE | render [--what NAME [--node NODE] | --list] FILE";
     }
 
     @Override
@@ -56,6 +57,10 @@ public final class ConfigCommand implements Subcommand {
                         .hasArg()
                         .argName("NAME")
                         .desc("for render: one of " + String.join(", ", RenderedFile.fileNames()))
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("list")
+                        .desc("for render: which file goes where, on which hosts (also without --what)")
                         .get())
                 .addOption(Option.builder()
                         .longOpt("node")
@@ -71,18 +76,21 @@ public final class ConfigCommand implements Subcommand {
         List<String> operands = line.getArgList();
         if (operands.size() != 2 || !List.of(CHECK, RENDER).contains(operands.get(0))) {
             throw new ParseException(
-                    "expected 'check FILE' or 'render --what NAME FILE', got '" + String.join(" ", operands) + "'");
+                    "expected 'check FILE' or 'render [--what NAME] FILE', got '" + String.join(" ", operands) + "'");
         }
         Path file = Path.of(operands.get(1));
         if (operands.get(0).equals(CHECK)) {
-            if (line.hasOption("what") || line.hasOption("node")) {
-                throw new ParseException("--what and --node belong to render, not check");
+            if (line.hasOption("what") || line.hasOption("node") || line.hasOption("list")) {
+                throw new ParseException("--what, --node and --list belong to render, not check");
             }
             return check(file, out, err);
         }
         String what = line.getOptionValue("what");
-        if (what == null) {
-            throw new ParseException("render needs --what NAME, one of " + String.join(", ", RenderedFile.fileNames()));
+        if (what == null || line.hasOption("list")) {
+            if (what != null || line.hasOption("node")) {
+                throw new ParseException("--list renders nothing: give it alone, or --what NAME without it");
+            }
+            return list(file, out, err);
         }
         RenderedFile rendered = RenderedFile.byFileName(what)
                 .orElseThrow(() -> new ParseException("--what must be one of "
@@ -112,6 +120,29 @@ public final class ConfigCommand implements Subcommand {
                                                     .toList()))));
         }
         out.print(rendered.render(config, node));
+        return 0;
+    }
+
+    /** Which file goes where: the files of this configuration, kind by kind, with the command that renders each. */
+    private static int list(Path file, PrintStream out, PrintStream err) {
+        SiteConfig config;
+        try {
+            config = SiteConfigReader.read(file);
+        } catch (SiteConfigException e) {
+            return reportProblems(RENDER, file, e, err);
+        }
+        out.println("the files of cluster " + config.clusterName() + " (" + config.source()
+                + "), and where each goes; print one with vgpu config render --what NAME " + file);
+        RenderedFile.Kind kind = null;
+        for (RenderedFile rendered : RenderedFile.values()) {
+            if (rendered.kind() != kind) {
+                kind = rendered.kind();
+                out.println();
+                out.println(kind.heading() + ":");
+            }
+            out.println("  " + rendered.fileName() + (rendered.perNode() ? " --node NODE" : ""));
+            out.println("      " + rendered.destination());
+        }
         return 0;
     }
 

@@ -41,8 +41,8 @@ public final class TrackerOptions {
                         .longOpt("auth")
                         .hasArg()
                         .argName("none|munge")
-                        .desc("munge: sign the request with MUNGE, for a tracker started with --auth munge (default"
-                                + " none)")
+                        .desc("munge: sign the request with MUNGE, for a tracker started with --auth munge (default:"
+                                + " the configuration's [slurm] auth; none with --tracker)")
                         .get());
     }
 
@@ -62,8 +62,19 @@ public final class TrackerOptions {
                 .tracker();
     }
 
+    /**
+     * How to sign the request: {@code --auth}, else as the site configuration's tracker expects ({@code [slurm]
+     * auth}), else (with {@code --tracker}) none.
+     */
     public static TrackerAdminClient.Auth auth(CommandLine line) throws ParseException {
-        return switch (line.getOptionValue("auth", "none")) {
+        if (!line.hasOption("auth")) {
+            boolean munge = !line.hasOption("tracker")
+                    && SiteConfigReader.read(Path.of(line.getOptionValue("config", DEFAULT_CONFIG)))
+                            .slurm()
+                            .munge();
+            return munge ? TrackerAdminClient.Auth.MUNGE : TrackerAdminClient.Auth.NONE;
+        }
+        return switch (line.getOptionValue("auth")) {
             case "none" -> TrackerAdminClient.Auth.NONE;
             case "munge" -> TrackerAdminClient.Auth.MUNGE;
             default ->
