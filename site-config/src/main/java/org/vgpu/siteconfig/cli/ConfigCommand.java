@@ -14,6 +14,7 @@ import org.vgpu.common.cli.Subcommand;
 import org.vgpu.common.security.SiteKey;
 import org.vgpu.siteconfig.ConfigValues;
 import org.vgpu.siteconfig.Distances;
+import org.vgpu.siteconfig.HostList;
 import org.vgpu.siteconfig.MigrationPolicy;
 import org.vgpu.siteconfig.NodeConfig;
 import org.vgpu.siteconfig.SiteConfig;
@@ -86,18 +87,18 @@ public final class ConfigCommand implements Subcommand {
             return check(file, out, err);
         }
         String what = line.getOptionValue("what");
-        if (what == null || line.hasOption("list")) {
-            if (what != null || line.hasOption("node")) {
-                throw new ParseException("--list renders nothing: give it alone, or --what NAME without it");
-            }
-            return list(file, out, err);
+        boolean list = what == null || line.hasOption("list");
+        if (list && (what != null || line.hasOption("node"))) {
+            throw new ParseException("--list renders nothing: give it alone, or --what NAME without it");
         }
-        RenderedFile rendered = RenderedFile.byFileName(what)
-                .orElseThrow(() -> new ParseException("--what must be one of "
-                        + String.join(", ", RenderedFile.fileNames()) + ", got '" + what + "'"));
-        if (rendered.perNode() != line.hasOption("node")) {
+        Optional<RenderedFile> rendered = list
+                ? Optional.empty()
+                : Optional.of(RenderedFile.byFileName(what)
+                        .orElseThrow(() -> new ParseException("--what must be one of "
+                                + String.join(", ", RenderedFile.fileNames()) + ", got '" + what + "'")));
+        if (rendered.isPresent() && rendered.get().perNode() != line.hasOption("node")) {
             throw new ParseException(
-                    rendered.perNode()
+                    rendered.get().perNode()
                             ? what + " differs between nodes: add --node NODE"
                             : "--node does not apply: " + what + " is the same on every node");
         }
@@ -107,43 +108,38 @@ public final class ConfigCommand implements Subcommand {
         } catch (SiteConfigException e) {
             return reportProblems(RENDER, file, e, err);
         }
+        if (rendered.isEmpty()) {
+            list(config, file, out);
+            return 0;
+        }
         Optional<NodeConfig> node = Optional.empty();
-        if (rendered.perNode()) {
+        if (rendered.get().perNode()) {
             String name = line.getOptionValue("node");
             node = Optional.of(config.node(name)
-                    .orElseThrow(() ->
-                            new ParseException("--node: no node '" + name + "' in " + file + "; its nodes are "
-                                    + String.join(
-                                            ", ",
-                                            config.nodes().stream()
-                                                    .map(NodeConfig::name)
-                                                    .toList()))));
+                    .orElseThrow(() -> new ParseException("--node: no node '" + name + "' in " + file
+                            + "; its nodes are "
+                            + HostList.compress(config.nodes().stream()
+                                    .map(NodeConfig::name)
+                                    .toList()))));
         }
-        out.print(rendered.render(config, node));
+        out.print(rendered.get().render(config, node));
         return 0;
     }
 
-    /** Which file goes where: the files of this configuration, kind by kind, with the command that renders each. */
-    private static int list(Path file, PrintStream out, PrintStream err) {
-        SiteConfig config;
-        try {
-            config = SiteConfigReader.read(file);
-        } catch (SiteConfigException e) {
-            return reportProblems(RENDER, file, e, err);
-        }
+    /** Which file goes where: the files of this configuration, kind by kind, with the name --what takes. */
+    private static void list(SiteConfig config, Path file, PrintStream out) {
         out.println("the files of cluster " + config.clusterName() + " (" + config.source()
                 + "), and where each goes; print one with vgpu config render --what NAME " + file);
         RenderedFile.Kind kind = null;
-        for (RenderedFile rendered : RenderedFile.values()) {
-            if (rendered.kind() != kind) {
-                kind = rendered.kind();
+        for (RenderedFile each : RenderedFile.values()) {
+            if (each.kind() != kind) {
+                kind = each.kind();
                 out.println();
                 out.println(kind.heading() + ":");
             }
-            out.println("  " + rendered.fileName() + (rendered.perNode() ? " --node NODE" : ""));
-            out.println("      " + rendered.destination());
+            out.println("  " + each.fileName() + (each.perNode() ? " --node NODE" : ""));
+            out.println("      " + each.destination());
         }
-        return 0;
     }
 
     private static int check(Path file, PrintStream out, PrintStream err) {
