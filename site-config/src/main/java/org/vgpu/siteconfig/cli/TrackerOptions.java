@@ -16,7 +16,8 @@ import org.vgpu.siteconfig.SiteConfigReader;
  * The options of the admin commands that ask the tracker to act ({@code vgpu migrate JOB VGPU}, {@code vgpu drain},
  * {@code vgpu hook}): where the tracker is ({@code --tracker HOST:PORT}, else the site configuration's, {@code
  * --config FILE}, default {@value #DEFAULT_CONFIG}) and how it authenticates admins ({@code --auth none|munge}, as
- * the tracker's own {@code --auth}).
+ * the tracker's own {@code --auth}; by default as the configuration's {@code [slurm] auth} says, which its rendered
+ * unit starts the tracker with).
  */
 public final class TrackerOptions {
     public static final String DEFAULT_CONFIG = "/etc/vgpu/vgpu.conf";
