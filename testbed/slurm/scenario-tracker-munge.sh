@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Scenario (testbed started with VGPU_SPANK_PLUGIN): MUNGE authentication between the SPANK bridge
-# and the tracker. With a munged of the testbed's own, plugstack.conf switched to auth=munge and
-# the tracker to --auth munge, a vgpu job gets its assembly and completes; a forged credential, a
+# and the tracker, as the rendered files set it up. With a munged of the testbed's own, the testbed's
+# configuration with auth = munge (the default the testbed turns off) and that munged's socket, its
+# rendered plugstack.conf loaded and the tracker started with its rendered unit's authentication
+# options, a vgpu job gets its assembly and completes; a forged credential, a
 # replayed one, one made for another request, one from a user who does not own the job, and a
 # request without one are each refused with the reason. plugstack.conf is restored at the end.
 set -euo pipefail
@@ -24,12 +26,24 @@ trap restore EXIT
 
 start_munged "$munge_dir" || die "munged did not start"
 
+# The testbed's configuration as a site's: MUNGE on (the default), with the testbed's munged.
+config=$TESTBED_DIR/etc/vgpu-munge.conf
+sed -e '/^auth = none$/d' -e "s|^slurm_user = root\$|slurm_user = root\nmunge_socket = $socket|" \
+    "$TESTBED_DIR/etc/vgpu.conf" >"$config"
+"$VGPU" config check "$config" >/dev/null || die "the testbed's configuration with MUNGE is invalid"
 cp "$plugstack" "$plugstack.auth-none"
-sed -i "s|^\(required .*vgpu_spank\.so.*\)\$|\1 auth=munge munge_socket=$socket|" "$plugstack"
-grep -q 'auth=munge' "$plugstack" || die "could not switch $plugstack to auth=munge"
+"$VGPU" config render --what plugstack.conf "$config" >"$plugstack"
+grep -q "^required .* auth=munge munge_socket=$socket\$" "$plugstack" \
+    || die "the rendered plugstack.conf has no auth=munge: $(grep '^required' "$plugstack")"
+# The tracker's authentication options, as its rendered unit starts it (ExecStart's words after --holder-output's).
+read -r -a auth <<<"$("$VGPU" config render --what vgpu-tracker.service "$config" \
+    | sed -n 's/^ExecStart=.* --holder-output [^ ]* //p')"
+[ "${auth[*]}" = "--auth munge --trusted-user root --munge-socket $socket" ] \
+    || die "the rendered tracker unit starts the tracker with '${auth[*]}', not MUNGE with the testbed's socket"
+say "rendered: $(grep '^required' "$plugstack" | sed 's/.* auth=/auth=/'); the tracker's ${auth[*]}"
 log_lines=0
 [ ! -f "$TESTBED_DIR/log/tracker.log" ] || log_lines=$(wc -l <"$TESTBED_DIR/log/tracker.log")
-start_tracker_with --auth munge --munge-socket "$socket"
+start_tracker_with --config "$config" "${auth[@]}"
 
 job=$(submit --gres=vgpu:2 -J munge-2-vgpus --wrap "$(vgpu_job_script)")
 expect_state "$job" COMPLETED 90
@@ -56,4 +70,4 @@ stranger=$(su -s /bin/sh nobody -c "munge --socket=$socket --string='done $job n
 expect_refusal "another user's done for root's job" "user nobody" "done $job n1 0 munge=$stranger"
 grep -q "refused 'assembly $job n1'" <(tail -n +"$((log_lines + 1))" "$TESTBED_DIR/log/tracker.log") \
     || die "the tracker's log does not show the refusals"
-pass "tracker-munge: job $job assembled over auth=munge; missing, forged, replayed, mismatched and foreign credentials refused"
+pass "tracker-munge: job $job assembled over the rendered auth=munge; missing, forged, replayed, mismatched and foreign credentials refused"

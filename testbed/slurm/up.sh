@@ -97,6 +97,10 @@ metrics = 127.0.0.1:$(metrics_port)
 job_partition = gpu
 spank_plugin = ${VGPU_SPANK_PLUGIN:-/usr/lib/x86_64-linux-gnu/slurm-wlm/vgpu_spank.so}
 vgpu_command = $VGPU
+# No MUNGE between the SPANK bridge and the tracker: the testbed runs no munged (Slurm itself has auth/none),
+# and its only users are its scenarios. Scenario tracker-munge renders the files with auth = munge.
+auth = none
+slurm_user = root
 CONFIG
     local k=0 node
     for node in "${TESTBED_NODES[@]}"; do
@@ -229,8 +233,9 @@ $(enforce_partition_access)
 CONFIG
     "$VGPU" config render --what slurm.conf "$etc/vgpu.conf" >>"$etc/slurm.conf"
     "$VGPU" config render --what gres.conf "$etc/vgpu.conf" >"$etc/gres.conf"
-    # job_submit/lua reads job_submit.lua from slurm.conf's directory.
+    # job_submit/lua reads job_submit.lua from slurm.conf's directory; it loads vgpu's module from beside itself.
     "$VGPU" config render --what job_submit.lua "$etc/vgpu.conf" >"$etc/job_submit.lua"
+    "$VGPU" config render --what vgpu_job_submit.lua "$etc/vgpu.conf" >"$etc/vgpu_job_submit.lua"
     if [ -n "${VGPU_SPANK_PLUGIN:-}" ]; then
         [ -f "$VGPU_SPANK_PLUGIN" ] || die "VGPU_SPANK_PLUGIN=$VGPU_SPANK_PLUGIN does not exist"
         "$VGPU" config render --what plugstack.conf "$etc/vgpu.conf" >"$etc/plugstack.conf"

@@ -35,6 +35,10 @@ final class ConfigKeys {
             Path::toString);
     private static final ConfigKey.Type<Boolean> SWITCH = new ConfigKey.Type<>(
             "`on`/`off` (also `yes`/`no`, `true`/`false`)", ConfigValues::onOff, ConfigValues::formatSwitch);
+    private static final ConfigKey.Type<Boolean> AUTH = new ConfigKey.Type<>(
+            "`" + BridgeContract.AUTH_MUNGE_WORD + "` or `" + BridgeContract.AUTH_NONE_WORD + "`",
+            ConfigValues::munge,
+            ConfigValues::formatMunge);
     private static final ConfigKey.Type<Duration> DURATION = new ConfigKey.Type<>(
             "duration: whole number + `ms`, `s`, `m`, `h`, `d`", ConfigValues::duration, ConfigValues::formatDuration);
     private static final ConfigKey.Type<Long> SIZE = new ConfigKey.Type<>(
@@ -162,6 +166,34 @@ final class ConfigKeys {
             "rendered into plugstack.conf; the SPANK bridge creates it (root's, 0755) and each vgpu job's directory"
                     + " in it for the migration agent's socket");
 
+    static final ConfigKey<Boolean> MUNGE = ConfigKey.defaulted(
+            SLURM,
+            "auth",
+            AUTH,
+            "",
+            BridgeContract.AUTH_MUNGE_WORD,
+            "how the tracker knows who asks: `munge`: every request of the SPANK bridge and of admins' commands carries"
+                    + " a MUNGE credential (rendered as plugstack.conf's `auth=munge` and the tracker unit's `--auth"
+                    + " munge --trusted-user`); `none`: the tracker believes whoever reaches its port, and job"
+                    + " processes reach it (each job's migration agent polls it), so any user could ask for another"
+                    + " job's assembly and its session tokens: for a test cluster whose users are all trusted only");
+    static final ConfigKey<String> SLURM_USER = ConfigKey.defaulted(
+            SLURM,
+            "slurm_user",
+            NAME,
+            "slurm.conf's `SlurmUser`",
+            "slurm",
+            "the user slurmctld runs as; with `auth = munge` the tracker trusts it to ask for any job's assembly"
+                    + " (the unit's `--trusted-user`)");
+    static final ConfigKey<Path> MUNGE_SOCKET = ConfigKey.optional(
+            SLURM,
+            "munge_socket",
+            ABSOLUTE_PATH,
+            "with `auth = munge` only",
+            "libmunge's",
+            "munged's socket, where it is not libmunge's default: rendered as plugstack.conf's `munge_socket=` and the"
+                    + " tracker unit's `--munge-socket`");
+
     // [tracker]
     static final ConfigKey<Endpoint> METRICS = ConfigKey.optional(
             TRACKER,
@@ -234,6 +266,9 @@ final class ConfigKeys {
             SPANK_PLUGIN,
             VGPU_COMMAND,
             AGENT_SOCKET_DIR,
+            MUNGE,
+            SLURM_USER,
+            MUNGE_SOCKET,
             METRICS,
             GPUS,
             GPU_MEMORY,

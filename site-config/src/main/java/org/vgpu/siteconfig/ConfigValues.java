@@ -165,6 +165,25 @@ public final class ConfigValues {
         return formatBytes(bytesPerSecond) + "/s";
     }
 
+    /**
+     * How the tracker authenticates the SPANK bridge's and admins' requests, in the bridge's words: {@code munge}
+     * (true) or {@code none} (false).
+     */
+    static boolean munge(String value) {
+        if (value.equals(BridgeContract.AUTH_MUNGE_WORD)) {
+            return true;
+        }
+        if (value.equals(BridgeContract.AUTH_NONE_WORD)) {
+            return false;
+        }
+        throw new IllegalArgumentException("'" + value + "' is no way to authenticate; expected "
+                + BridgeContract.AUTH_MUNGE_WORD + " or " + BridgeContract.AUTH_NONE_WORD);
+    }
+
+    static String formatMunge(boolean munge) {
+        return munge ? BridgeContract.AUTH_MUNGE_WORD : BridgeContract.AUTH_NONE_WORD;
+    }
+
     static String formatSwitch(boolean on) {
         return on ? "on" : "off";
     }

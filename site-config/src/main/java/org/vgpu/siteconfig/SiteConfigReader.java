@@ -10,6 +10,7 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -93,11 +94,12 @@ public final class SiteConfigReader {
         Optional<String> lendQos = cluster.optional(ConfigKeys.LEND_QOS);
 
         Policy policy = readPolicy(singletons.get(POLICY));
-        List<NodeConfig> nodes = readNodes(nodeSections);
+        Map<IniFile.Section, List<String>> namesBySection = nodeNames(nodeSections);
+        List<NodeConfig> nodes = readNodes(nodeSections, namesBySection);
         SlurmSettings slurm = readSlurm(singletons.get(SLURM), lendPartition);
         Distances distances = readDistances(
                 singletons.get(DISTANCE),
-                nodeSections.stream().map(IniFile.Section::label).distinct().toList());
+                namesBySection.values().stream().flatMap(List::stream).toList());
         Optional<Endpoint> metrics = readMetrics(singletons.get(TRACKER), tracker);
 
         if (checkFiles && tokenKeyFile.isPresent()) {
@@ -170,26 +172,62 @@ public final class SiteConfigReader {
                         policy.valueOrDefault(ConfigKeys.REPLAY_COST)));
     }
 
-    private List<NodeConfig> readNodes(List<IniFile.Section> sections) {
+    /**
+     * The nodes each [node ...] section describes, its label read as a Slurm host list ({@code [node gpu[001-128]]});
+     * a node described twice is reported at the second section and kept in the first only, so every node has one
+     * section. A section whose label is malformed describes none.
+     */
+    private Map<IniFile.Section, List<String>> nodeNames(List<IniFile.Section> sections) {
+        Map<IniFile.Section, List<String>> namesBySection = new LinkedHashMap<>();
+        Map<String, Integer> firstLineOfNode = new HashMap<>();
+        for (IniFile.Section section : sections) {
+            List<String> expanded;
+            try {
+                expanded = HostList.expand(section.label());
+            } catch (IllegalArgumentException e) {
+                problem(section.line(), "node name: " + e.getMessage());
+                continue;
+            }
+            List<String> names = new ArrayList<>(expanded.size());
+            // Each name described before, with the line where it was first; reported once per section.
+            Map<String, Integer> again = new LinkedHashMap<>();
+            for (String name : expanded) {
+                Integer firstLine = firstLineOfNode.putIfAbsent(name, section.line());
+                if (firstLine == null) {
+                    names.add(name);
+                } else {
+                    again.putIfAbsent(name, firstLine);
+                }
+            }
+            if (!again.isEmpty()) {
+                Map.Entry<String, Integer> first = again.entrySet().iterator().next();
+                String where = first.getValue() == section.line()
+                        ? "named twice in " + section.title()
+                        : "described again (" + (again.size() == 1 ? "" : first.getKey() + " ") + "first at line "
+                                + first.getValue() + ")";
+                problem(
+                        section.line(),
+                        (again.size() == 1
+                                        ? "node '" + first.getKey() + "' is "
+                                        : again.size() + " nodes (" + listed(List.copyOf(again.keySet())) + ") are ")
+                                + where + "; node names must be unique");
+            }
+            namesBySection.put(section, names);
+        }
+        return namesBySection;
+    }
+
+    private List<NodeConfig> readNodes(
+            List<IniFile.Section> sections, Map<IniFile.Section, List<String>> namesBySection) {
         if (sections.isEmpty()) {
             problem(0, "no [node NAME] section; describe each GPU node, e.g. [node n1] with " + requiredKeys(NODE));
             return List.of();
         }
-        Map<String, Integer> firstLineOfNode = new HashMap<>();
         Map<String, Integer> firstLineOfPort = new HashMap<>();
         List<NodeConfig> nodes = new ArrayList<>();
         for (IniFile.Section section : sections) {
-            Optional<String> name = validNodeName(section);
-            if (name.isPresent()) {
-                Integer firstLine = firstLineOfNode.putIfAbsent(name.get(), section.line());
-                if (firstLine != null) {
-                    problem(
-                            section.line(),
-                            "node '" + name.get() + "' is described again (first at line " + firstLine
-                                    + "); node names must be unique");
-                    continue;
-                }
-            }
+            // A section whose label is malformed has its keys checked all the same.
+            List<String> names = namesBySection.getOrDefault(section, List.of());
             Settings node = new Settings(section, NODE);
             Optional<Integer> gpus = node.required(ConfigKeys.GPUS);
             Optional<Long> gpuMemory = node.required(ConfigKeys.GPU_MEMORY);
@@ -216,39 +254,43 @@ public final class SiteConfigReader {
                 return count;
             });
             Optional<Long> realMemory = node.optional(ConfigKeys.REAL_MEMORY);
-            if (name.isEmpty()) {
-                continue;
-            }
             if (gpus.isEmpty() || gpuMemory.isEmpty() || vgpus.isEmpty() || lenderPort.isEmpty()) {
                 continue;
             }
-            NodeConfig config = new NodeConfig(
-                    name.get(),
-                    gpus.get(),
-                    gpuMemory.get(),
-                    vgpus.get(),
-                    lenderPort.get(),
-                    gpuDevices.orElse(NodeConfig.defaultGpuDevices(gpus.get())),
-                    address,
-                    hostname,
-                    slurmdPort.map(OptionalInt::of).orElse(OptionalInt.empty()),
-                    cpus.map(OptionalInt::of).orElse(OptionalInt.empty()),
-                    realMemory.map(OptionalLong::of).orElse(OptionalLong.empty()));
-            for (ConfigKey<Integer> port : List.of(ConfigKeys.LENDER_PORT, ConfigKeys.SLURMD_PORT)) {
-                Optional<Integer> value = port == ConfigKeys.LENDER_PORT ? lenderPort : slurmdPort;
-                if (value.isPresent()) {
-                    String endpoint = config.reachableAs() + ":" + value.get();
-                    Integer clash = firstLineOfPort.putIfAbsent(endpoint, node.lineOf(port));
-                    if (clash != null) {
-                        problem(
-                                node.lineOf(port),
-                                port.name() + " " + value.get() + " on host " + config.reachableAs()
-                                        + " is already used at line " + clash
-                                        + "; each daemon on one host needs its own port");
+            // A range section gives each of its nodes the same settings; a port clash among them is reported once.
+            Set<ConfigKey<Integer>> clashReported = new HashSet<>();
+            for (String name : names) {
+                NodeConfig config = new NodeConfig(
+                        name,
+                        gpus.get(),
+                        gpuMemory.get(),
+                        vgpus.get(),
+                        lenderPort.get(),
+                        gpuDevices.orElse(NodeConfig.defaultGpuDevices(gpus.get())),
+                        address,
+                        hostname,
+                        slurmdPort.map(OptionalInt::of).orElse(OptionalInt.empty()),
+                        cpus.map(OptionalInt::of).orElse(OptionalInt.empty()),
+                        realMemory.map(OptionalLong::of).orElse(OptionalLong.empty()));
+                for (ConfigKey<Integer> port : List.of(ConfigKeys.LENDER_PORT, ConfigKeys.SLURMD_PORT)) {
+                    Optional<Integer> value = port == ConfigKeys.LENDER_PORT ? lenderPort : slurmdPort;
+                    if (value.isPresent()) {
+                        String endpoint = config.reachableAs() + ":" + value.get();
+                        Integer clash = firstLineOfPort.putIfAbsent(endpoint, node.lineOf(port));
+                        if (clash != null && clashReported.add(port)) {
+                            problem(
+                                    node.lineOf(port),
+                                    port.name() + " " + value.get() + " on host " + config.reachableAs()
+                                            + " is already used at line " + clash
+                                            + (clash == node.lineOf(port)
+                                                    ? " by another node of " + section.title()
+                                                    : "")
+                                            + "; each daemon on one host needs its own port");
+                        }
                     }
                 }
+                nodes.add(config);
             }
-            nodes.add(config);
         }
         return nodes;
     }
@@ -263,11 +305,24 @@ public final class SiteConfigReader {
                             + jobPartition
                             + "'; holder jobs need a partition of their own, so users cannot take lent GPUs");
         }
+        boolean munge = slurm.valueOrDefault(ConfigKeys.MUNGE);
+        Optional<Path> mungeSocket = slurm.optional(ConfigKeys.MUNGE_SOCKET);
+        if (mungeSocket.isPresent() && !munge) {
+            problem(
+                    slurm.lineOf(ConfigKeys.MUNGE_SOCKET),
+                    ConfigKeys.MUNGE_SOCKET.name() + " is set but " + ConfigKeys.MUNGE.name() + " = "
+                            + ConfigKeys.MUNGE.format(false) + "; set it with " + ConfigKeys.MUNGE.name() + " = "
+                            + ConfigKeys.MUNGE.format(true) + " only");
+            mungeSocket = Optional.empty();
+        }
         return new SlurmSettings(
                 jobPartition,
                 slurm.valueOrDefault(ConfigKeys.SPANK_PLUGIN),
                 slurm.valueOrDefault(ConfigKeys.VGPU_COMMAND),
-                slurm.valueOrDefault(ConfigKeys.AGENT_SOCKET_DIR));
+                slurm.valueOrDefault(ConfigKeys.AGENT_SOCKET_DIR),
+                munge,
+                slurm.valueOrDefault(ConfigKeys.SLURM_USER),
+                mungeSocket);
     }
 
     /**
@@ -404,15 +459,6 @@ public final class SiteConfigReader {
         return problems.stream()
                 .filter(problem -> lines.contains(problem.line()))
                 .toList();
-    }
-
-    private Optional<String> validNodeName(IniFile.Section section) {
-        try {
-            return Optional.of(ConfigValues.name(section.label()));
-        } catch (IllegalArgumentException e) {
-            problem(section.line(), "node name: " + e.getMessage());
-            return Optional.empty();
-        }
     }
 
     private <T> Optional<T> parse(IniFile.Entry entry, Function<String, T> parser) {

@@ -50,6 +50,9 @@ public final class SiteConfigWriter {
         line(ConfigKeys.SPANK_PLUGIN, slurm.spankPlugin());
         line(ConfigKeys.VGPU_COMMAND, slurm.vgpuCommand());
         line(ConfigKeys.AGENT_SOCKET_DIR, slurm.agentSocketDir());
+        line(ConfigKeys.MUNGE, slurm.munge());
+        line(ConfigKeys.SLURM_USER, slurm.slurmUser());
+        line(ConfigKeys.MUNGE_SOCKET, slurm.mungeSocket());
 
         if (config.metrics().isPresent()) {
             section(ConfigKeys.TRACKER);

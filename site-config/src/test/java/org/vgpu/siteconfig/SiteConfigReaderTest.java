@@ -93,6 +93,122 @@ class SiteConfigReaderTest {
                 SlurmSettings.DEFAULT_AGENT_SOCKET_DIR, read(valid).slurm().agentSocketDir(), "the default: /run/vgpu");
     }
 
+    private static final String CLUSTER = """
+            [cluster]
+            name = c
+            tracker = tracker.cluster:7400
+            token_key_file = /etc/vgpu/site.key
+            lend_partition = lend
+            """;
+
+    private static String nodes(String label, int gpus) {
+        return """
+                [node %s]
+                gpus = %d
+                gpu_memory = 80GiB
+                vgpus = 8
+                lender_port = 7500
+                """.formatted(label, gpus);
+    }
+
+    @Test
+    void aNodeSectionOfARangeDescribesEachOfItsNodesAlike() {
+        SiteConfig config = read(CLUSTER + nodes("gpu[001-128]", 4) + nodes("big[1,3]", 8) + nodes("login1", 1));
+
+        List<String> names = config.nodes().stream().map(NodeConfig::name).toList();
+        assertEquals(131, names.size());
+        assertEquals(List.of("gpu001", "gpu002"), names.subList(0, 2));
+        assertEquals(List.of("gpu128", "big1", "big3", "login1"), names.subList(127, 131));
+        assertEquals(4, config.node("gpu077").orElseThrow().gpus());
+        assertEquals(8, config.node("big3").orElseThrow().gpus());
+        assertEquals(
+                "gpu042", config.node("gpu042").orElseThrow().lenderEndpoint().host());
+        assertEquals(1, config.distances().between("gpu001", "big3"), "a range's nodes are in the flat network");
+    }
+
+    @Test
+    void aMalformedRangeAndNodesDescribedTwiceAreReportedAtTheirLinesWithEveryOtherProblem() {
+        Path file = dir.resolve("vgpu.conf").toAbsolutePath();
+        List<String> messages = problems(CLUSTER
+                        + nodes("gpu[001-128]", 4) // lines 6-10
+                        + nodes("gpu[5-3]", 4) // 11-15
+                        + nodes("gpu[120-130]", 4) // 16-20
+                        + nodes("gpu003", 4) // 21-25
+                        + nodes("x[1-3,2]", 4) // 26-30
+                        + nodes("y[1-2", 0)) // 31-35, and a bad gpus count
+                .stream()
+                .map(ConfigProblem::toString)
+                .toList();
+
+        assertEquals(
+                List.of(
+                        file + ":11: node name: 'gpu[5-3]' is not a node range: the range 5-3 runs backwards;"
+                                + " expected NAME or NAME[RANGES] as in slurm.conf, e.g. gpu[001-128], gpu[1,3,5-8] or"
+                                + " a1,b[2-3]",
+                        file + ":16: 9 nodes (gpu120, gpu121, gpu122, gpu123, gpu124, gpu125, gpu126, gpu127, gpu128)"
+                                + " are described again (gpu120 first at line 6); node names must be unique",
+                        file + ":21: node 'gpu003' is described again (first at line 6); node names must be unique",
+                        file + ":26: node 'x2' is named twice in [node x[1-3,2]]; node names must be unique",
+                        file + ":31: node name: 'y[1-2' is not a node range: '[' without its ']'; expected NAME or"
+                                + " NAME[RANGES] as in slurm.conf, e.g. gpu[001-128], gpu[1,3,5-8] or a1,b[2-3]",
+                        file + ":32: gpus: 0 is out of range; expected 1..64"),
+                messages);
+    }
+
+    @Test
+    void nodesOfARangeOnOneAddressClashOnTheirPortOnce() {
+        List<ConfigProblem> found = problems(CLUSTER + nodes("g[1-3]", 1) + "address = 10.0.0.9\n");
+
+        assertEquals(1, found.size(), found.toString());
+        assertEquals(
+                "lender_port 7500 on host 10.0.0.9 is already used at line 10 by another node of [node g[1-3]];"
+                        + " each daemon on one host needs its own port",
+                found.getFirst().message());
+    }
+
+    /** Reading stays linear in the nodes however they are written: 10,000 in one range section. */
+    @Test
+    @Timeout(10)
+    void tenThousandNodesInOneRangeLoad() {
+        SiteConfig config = read(CLUSTER + nodes("gpu[00001-10000]", 4) + "[distance]\ndefault = 2\n");
+
+        assertEquals(10_000, config.nodes().size());
+        assertEquals(2, config.distances().between("gpu00001", "gpu10000"));
+    }
+
+    @Test
+    void mungeIsOnUnlessTheFileTurnsItOff() {
+        SlurmSettings defaults = read(CLUSTER + nodes("n1", 1)).slurm();
+        assertTrue(defaults.munge());
+        assertEquals("slurm", defaults.slurmUser());
+        assertEquals(Optional.empty(), defaults.mungeSocket());
+
+        SlurmSettings set = read(CLUSTER + "[slurm]\nauth = munge\nslurm_user = slurmadm\n"
+                        + "munge_socket = /run/munge/other.socket\n" + nodes("n1", 1))
+                .slurm();
+        assertEquals("slurmadm", set.slurmUser());
+        assertEquals(Optional.of(Path.of("/run/munge/other.socket")), set.mungeSocket());
+
+        assertFalse(read(CLUSTER + "[slurm]\nauth = none\n" + nodes("n1", 1))
+                .slurm()
+                .munge());
+    }
+
+    @Test
+    void anUnknownAuthenticationAndASocketWithoutMungeAreRefused() {
+        Path file = dir.resolve("vgpu.conf").toAbsolutePath();
+        assertEquals(
+                List.of(file + ":7: auth: 'kerberos' is no way to authenticate; expected munge or none"),
+                problems(CLUSTER + "[slurm]\nauth = kerberos\n" + nodes("n1", 1)).stream()
+                        .map(ConfigProblem::toString)
+                        .toList());
+        assertEquals(
+                List.of(file + ":8: munge_socket is set but auth = none; set it with auth = munge only"),
+                problems(CLUSTER + "[slurm]\nauth = none\nmunge_socket = /run/m.socket\n" + nodes("n1", 1)).stream()
+                        .map(ConfigProblem::toString)
+                        .toList());
+    }
+
     @Test
     void distancesAreSymmetricWithDefaultForPairsNotListed() {
         Distances distances = read(SiteConfigFiles.valid(dir)).distances();

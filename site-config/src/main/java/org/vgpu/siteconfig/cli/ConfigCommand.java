@@ -14,6 +14,7 @@ import org.vgpu.common.cli.Subcommand;
 import org.vgpu.common.security.SiteKey;
 import org.vgpu.siteconfig.ConfigValues;
 import org.vgpu.siteconfig.Distances;
+import org.vgpu.siteconfig.HostList;
 import org.vgpu.siteconfig.MigrationPolicy;
 import org.vgpu.siteconfig.NodeConfig;
 import org.vgpu.siteconfig.SiteConfig;
@@ -24,8 +25,9 @@ import org.vgpu.siteconfig.render.RenderedFile;
 /**
  * {@code vgpu config check FILE}: validates a site configuration, including its token key file, and
  * prints every problem with its line (exit 1) or the effective configuration (exit 0).
- * {@code vgpu config render --what NAME FILE}: prints one of the files an admin installs (slurm.conf
- * lines, gres.conf, plugstack.conf, job_submit.lua, systemd units) rendered for that configuration.
+ * {@code vgpu config render --what NAME FILE}: prints one of the files an admin installs (pieces of the site's own
+ * Slurm files, whole files, systemd units) rendered for that configuration; {@code vgpu config render FILE} (or
+ * {@code --list}) says which file goes where.
  */
 public final class ConfigCommand implements Subcommand {
     private static final String CHECK = "check";
@@ -45,7 +47,7 @@ public final class ConfigCommand implements Subcommand {
 
     @Override
     public String operands() {
-        return "check FILE | render --what NAME [--node NODE] FILE";
+        return "check FILE | render [--what NAME [--node NODE] | --list] FILE";
     }
 
     @Override
@@ -56,6 +58,10 @@ public final class ConfigCommand implements Subcommand {
                         .hasArg()
                         .argName("NAME")
                         .desc("for render: one of " + String.join(", ", RenderedFile.fileNames()))
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("list")
+                        .desc("for render: which file goes where, on which hosts (also without --what)")
                         .get())
                 .addOption(Option.builder()
                         .longOpt("node")
@@ -71,25 +77,28 @@ public final class ConfigCommand implements Subcommand {
         List<String> operands = line.getArgList();
         if (operands.size() != 2 || !List.of(CHECK, RENDER).contains(operands.get(0))) {
             throw new ParseException(
-                    "expected 'check FILE' or 'render --what NAME FILE', got '" + String.join(" ", operands) + "'");
+                    "expected 'check FILE' or 'render [--what NAME] FILE', got '" + String.join(" ", operands) + "'");
         }
         Path file = Path.of(operands.get(1));
         if (operands.get(0).equals(CHECK)) {
-            if (line.hasOption("what") || line.hasOption("node")) {
-                throw new ParseException("--what and --node belong to render, not check");
+            if (line.hasOption("what") || line.hasOption("node") || line.hasOption("list")) {
+                throw new ParseException("--what, --node and --list belong to render, not check");
             }
             return check(file, out, err);
         }
         String what = line.getOptionValue("what");
-        if (what == null) {
-            throw new ParseException("render needs --what NAME, one of " + String.join(", ", RenderedFile.fileNames()));
+        boolean list = what == null || line.hasOption("list");
+        if (list && (what != null || line.hasOption("node"))) {
+            throw new ParseException("--list renders nothing: give it alone, or --what NAME without it");
         }
-        RenderedFile rendered = RenderedFile.byFileName(what)
-                .orElseThrow(() -> new ParseException("--what must be one of "
-                        + String.join(", ", RenderedFile.fileNames()) + ", got '" + what + "'"));
-        if (rendered.perNode() != line.hasOption("node")) {
+        Optional<RenderedFile> rendered = list
+                ? Optional.empty()
+                : Optional.of(RenderedFile.byFileName(what)
+                        .orElseThrow(() -> new ParseException("--what must be one of "
+                                + String.join(", ", RenderedFile.fileNames()) + ", got '" + what + "'")));
+        if (rendered.isPresent() && rendered.get().perNode() != line.hasOption("node")) {
             throw new ParseException(
-                    rendered.perNode()
+                    rendered.get().perNode()
                             ? what + " differs between nodes: add --node NODE"
                             : "--node does not apply: " + what + " is the same on every node");
         }
@@ -99,20 +108,38 @@ public final class ConfigCommand implements Subcommand {
         } catch (SiteConfigException e) {
             return reportProblems(RENDER, file, e, err);
         }
+        if (rendered.isEmpty()) {
+            list(config, file, out);
+            return 0;
+        }
         Optional<NodeConfig> node = Optional.empty();
-        if (rendered.perNode()) {
+        if (rendered.get().perNode()) {
             String name = line.getOptionValue("node");
             node = Optional.of(config.node(name)
-                    .orElseThrow(() ->
-                            new ParseException("--node: no node '" + name + "' in " + file + "; its nodes are "
-                                    + String.join(
-                                            ", ",
-                                            config.nodes().stream()
-                                                    .map(NodeConfig::name)
-                                                    .toList()))));
+                    .orElseThrow(() -> new ParseException("--node: no node '" + name + "' in " + file
+                            + "; its nodes are "
+                            + HostList.compress(config.nodes().stream()
+                                    .map(NodeConfig::name)
+                                    .toList()))));
         }
-        out.print(rendered.render(config, node));
+        out.print(rendered.get().render(config, node));
         return 0;
+    }
+
+    /** Which file goes where: the files of this configuration, kind by kind, with the name --what takes. */
+    private static void list(SiteConfig config, Path file, PrintStream out) {
+        out.println("the files of cluster " + config.clusterName() + " (" + config.source()
+                + "), and where each goes; print one with vgpu config render --what NAME " + file);
+        RenderedFile.Kind kind = null;
+        for (RenderedFile each : RenderedFile.values()) {
+            if (each.kind() != kind) {
+                kind = each.kind();
+                out.println();
+                out.println(kind.heading() + ":");
+            }
+            out.println("  " + each.fileName() + (each.perNode() ? " --node NODE" : ""));
+            out.println("      " + each.destination());
+        }
     }
 
     private static int check(Path file, PrintStream out, PrintStream err) {

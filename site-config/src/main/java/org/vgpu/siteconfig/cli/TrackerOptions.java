@@ -16,7 +16,8 @@ import org.vgpu.siteconfig.SiteConfigReader;
  * The options of the commands that ask the tracker ({@code vgpu migrate JOB VGPU}, {@code vgpu drain}, {@code vgpu
  * hook}, and {@code vgpu report}, which reads only): where the tracker is ({@code --tracker HOST:PORT}, else the site configuration's, {@code
  * --config FILE}, default {@value #DEFAULT_CONFIG}) and how it authenticates admins ({@code --auth none|munge}, as
- * the tracker's own {@code --auth}).
+ * the tracker's own {@code --auth}; by default as the configuration's {@code [slurm] auth} says, which its rendered
+ * unit starts the tracker with).
  */
 public final class TrackerOptions {
     public static final String DEFAULT_CONFIG = "/etc/vgpu/vgpu.conf";
@@ -51,6 +52,16 @@ public final class TrackerOptions {
                         .hasArg()
                         .argName("HOST:PORT")
                         .desc("the tracker to ask, instead of the configuration's")
+<<<<<<< HEAD
+=======
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("auth")
+                        .hasArg()
+                        .argName("none|munge")
+                        .desc("munge: sign the request with MUNGE, for a tracker started with --auth munge (default:"
+                                + " the configuration's [slurm] auth; none with --tracker)")
+>>>>>>> s39-merge
                         .get());
     }
 
@@ -70,8 +81,19 @@ public final class TrackerOptions {
                 .tracker();
     }
 
+    /**
+     * How to sign the request: {@code --auth}, else as the site configuration's tracker expects ({@code [slurm]
+     * auth}), else (with {@code --tracker}) none.
+     */
     public static TrackerAdminClient.Auth auth(CommandLine line) throws ParseException {
-        return switch (line.getOptionValue("auth", "none")) {
+        if (!line.hasOption("auth")) {
+            boolean munge = !line.hasOption("tracker")
+                    && SiteConfigReader.read(Path.of(line.getOptionValue("config", DEFAULT_CONFIG)))
+                            .slurm()
+                            .munge();
+            return munge ? TrackerAdminClient.Auth.MUNGE : TrackerAdminClient.Auth.NONE;
+        }
+        return switch (line.getOptionValue("auth")) {
             case "none" -> TrackerAdminClient.Auth.NONE;
             case "munge" -> TrackerAdminClient.Auth.MUNGE;
             default ->

@@ -106,6 +106,37 @@ class ConfigCommandTest {
         assertEquals(RenderedFile.GRES_CONF.render(SiteConfigReader.read(file), Optional.empty()), out());
     }
 
+    /** Without --what (or with --list), render says which file goes where, each with the name --what takes. */
+    @Test
+    void renderWithoutWhatSaysWhichFileGoesWhere() {
+        Path file = SiteConfigFiles.write(dir, SiteConfigFiles.valid(dir));
+
+        assertEquals(0, config("render", file.toString()), err());
+        String listed = out();
+        assertTrue(
+                listed.startsWith("the files of cluster testbed (" + file.toAbsolutePath()
+                        + "), and where each goes; print one with vgpu config render --what NAME " + file + "\n"),
+                listed);
+        assertTrue(
+                listed.contains("\npieces to add to the site's own Slurm files:\n  vgpu.slurm.conf\n"
+                        + "      /etc/slurm/vgpu.slurm.conf on every node"),
+                listed);
+        assertTrue(
+                listed.contains("\n  plugstack.conf.d/vgpu.conf\n      /etc/slurm/plugstack.conf.d/vgpu.conf on every"
+                        + " node and submit host"),
+                listed);
+        assertTrue(listed.contains("\nwhole files, for a cluster without its own:\n  slurm.conf\n"), listed);
+        assertTrue(listed.contains("\nsystemd units:\n  vgpu-tracker.service\n"), listed);
+        assertTrue(listed.contains("\n  vgpu-lender.service --node NODE\n"), listed);
+        for (RenderedFile rendered : RenderedFile.values()) {
+            assertTrue(listed.contains("      " + rendered.destination() + "\n"), rendered.fileName());
+        }
+
+        out.reset();
+        assertEquals(0, config("render", "--list", file.toString()), err());
+        assertEquals(listed, out());
+    }
+
     @Test
     void renderOfAPerNodeFileTakesTheNode() {
         Path file = SiteConfigFiles.write(dir, SiteConfigFiles.valid(dir));
@@ -119,7 +150,7 @@ class ConfigCommandTest {
         Path file = SiteConfigFiles.write(dir, SiteConfigFiles.valid(dir));
 
         assertEquals(2, config("render", "--what", "vgpu-lender.service", "--node", "n9", file.toString()));
-        assertTrue(err().contains("--node: no node 'n9' in " + file + "; its nodes are n1, n2, n3"), err());
+        assertTrue(err().contains("--node: no node 'n9' in " + file + "; its nodes are n[1-3]"), err());
     }
 
     @Test
@@ -134,18 +165,21 @@ class ConfigCommandTest {
     @Test
     void badUsageIsExplained() {
         assertEquals(2, config());
-        assertTrue(err().contains("expected 'check FILE' or 'render --what NAME FILE'"), err());
+        assertTrue(err().contains("expected 'check FILE' or 'render [--what NAME] FILE'"), err());
         assertTrue(err().endsWith("\nsee `vgpu config --help`\n"), err());
         assertEquals(2, err().lines().count(), err());
 
         assertEquals(2, config("validate", "x.conf"));
         assertEquals(2, config("check", "a.conf", "b.conf"));
-        assertEquals(2, config("render", "x.conf"));
-        assertTrue(err().contains("render needs --what NAME"), err());
+        assertEquals(2, config("render", "--list", "--what", "gres.conf", "x.conf"));
+        assertTrue(err().contains("--list renders nothing: give it alone, or --what NAME without it"), err());
         assertEquals(2, config("render", "--what", "slurmdbd.conf", "x.conf"));
-        assertTrue(err().contains("--what must be one of slurm.conf, gres.conf"), err());
+        assertTrue(
+                err().contains("--what must be one of vgpu.slurm.conf, plugstack.conf.d/vgpu.conf, vgpu_job_submit.lua,"
+                        + " gres.conf, slurm.conf"),
+                err());
         assertEquals(2, config("check", "--what", "gres.conf", "x.conf"));
-        assertTrue(err().contains("--what and --node belong to render"), err());
+        assertTrue(err().contains("--what, --node and --list belong to render"), err());
         assertEquals(2, config("render", "--what", "vgpu-lender.service", "x.conf"));
         assertTrue(err().contains("vgpu-lender.service differs between nodes: add --node NODE"), err());
         assertEquals(2, config("render", "--what", "gres.conf", "--node", "n1", "x.conf"));

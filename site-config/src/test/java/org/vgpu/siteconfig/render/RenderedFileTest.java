@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Optional;
 
@@ -63,8 +64,8 @@ class RenderedFileTest {
                 linesStartingWith(text, "NodeName="));
         assertEquals(
                 List.of(
-                        "PartitionName=batch Nodes=n1,n2,n3 Default=YES MaxTime=INFINITE State=UP",
-                        "PartitionName=vgpu-lend Nodes=n1,n2,n3 Hidden=YES AllowGroups=root PriorityTier=65533 QOS=vgpu-lend"
+                        "PartitionName=batch Nodes=n[1-3] Default=YES MaxTime=INFINITE State=UP",
+                        "PartitionName=vgpu-lend Nodes=n[1-3] Hidden=YES AllowGroups=root PriorityTier=65533 QOS=vgpu-lend"
                                 + " MaxTime=INFINITE State=UP"),
                 linesStartingWith(text, "PartitionName="));
         assertEquals(List.of("GresTypes=gpu,vgpu"), linesStartingWith(text, "GresTypes="));
@@ -82,7 +83,7 @@ class RenderedFileTest {
                         .replace("hostname = gpu-n3.cluster", "hostname = gpu-n3.cluster\ncpus = 32")));
 
         assertEquals(
-                List.of("PartitionName=batch Nodes=n1,n2,n3 MaxCPUsPerNode=6 Default=YES MaxTime=INFINITE State=UP"),
+                List.of("PartitionName=batch Nodes=n[1-3] MaxCPUsPerNode=6 Default=YES MaxTime=INFINITE State=UP"),
                 linesStartingWith(RenderedFile.SLURM_CONF.render(config, Optional.empty()), "PartitionName=batch"));
     }
 
@@ -99,20 +100,159 @@ class RenderedFileTest {
                 linesStartingWith(render(RenderedFile.GRES_CONF), "NodeName="));
     }
 
+    /** Alike nodes share a line: a site of a thousand GPU nodes gets a handful of lines, not a thousand. */
     @Test
-    void plugstackLoadsTheBridgeRequiredWithTheTracker() {
+    void alikeNodesShareOneLineWrittenAsAHostList() {
+        SiteConfig config = SiteConfigReader.read(SiteConfigFiles.write(dir, ranged()));
+
         assertEquals(
-                List.of("required /opt/vgpu/lib/vgpu_spank.so tracker=127.0.0.1:7400 fallback=local-only"
-                        + " agent_socket_dir=/run/vgpu lend_partition=vgpu-lend"),
-                linesStartingWith(render(RenderedFile.PLUGSTACK_CONF), "required"));
+                List.of(
+                        "NodeName=gpu[001-128] Gres=gpu:4,vgpu:8 State=UNKNOWN",
+                        "NodeName=big[1-2] CPUs=64 Gres=gpu:8,vgpu:16 State=UNKNOWN"),
+                linesStartingWith(RenderedFile.SLURM_CONF.render(config, Optional.empty()), "NodeName="));
+        assertEquals(
+                List.of(
+                        "NodeName=gpu[001-128] Name=gpu File=/dev/nvidia[0-3]",
+                        "NodeName=gpu[001-128] Name=vgpu Count=8",
+                        "NodeName=big[1-2] Name=gpu File=/dev/nvidia[0-7]",
+                        "NodeName=big[1-2] Name=vgpu Count=16"),
+                linesStartingWith(RenderedFile.GRES_CONF.render(config, Optional.empty()), "NodeName="));
+    }
+
+    private String ranged() {
+        return """
+                [cluster]
+                name = site
+                tracker = ctl1:7400
+                token_key_file = %s
+                lend_partition = vgpu-lend
+                [node gpu[001-128]]
+                gpus = 4
+                gpu_memory = 80GiB
+                vgpus = 8
+                lender_port = 7500
+                [node big[1-2]]
+                gpus = 8
+                gpu_memory = 141GiB
+                vgpus = 16
+                lender_port = 7500
+                cpus = 64
+                """.formatted(dir.resolve("site.key"));
+    }
+
+    /**
+     * The slurm.conf piece defines the lend partition only; GresTypes, JobSubmitPlugins, the nodes' Gres and the job
+     * partition are the site's own lines, so the piece says what to add to them, in comments.
+     */
+    @Test
+    void theSlurmConfPieceAddsTheLendPartitionAndNothingTheSiteDefines() {
+        SiteConfig config = SiteConfigReader.read(SiteConfigFiles.write(dir, ranged()));
+        String piece = RenderedFile.SLURM_CONF_PIECE.render(config, Optional.empty());
+
+        List<String> settings = piece.lines()
+                .filter(line -> !line.isBlank() && !line.startsWith("#"))
+                .toList();
+        assertEquals(
+                List.of("PartitionName=vgpu-lend Nodes=gpu[001-128],big[1-2] Hidden=YES AllowGroups=root"
+                        + " PriorityTier=65533 MaxTime=INFINITE State=UP"),
+                settings);
+        assertTrue(piece.contains("#   Include /etc/slurm/vgpu.slurm.conf\n"), piece);
+        assertTrue(piece.contains("#   GresTypes: add vgpu, e.g. GresTypes=gpu,vgpu."), piece);
+        assertTrue(piece.contains("#   JobSubmitPlugins: add lua."), piece);
+        assertEquals(
+                List.of(
+                        "#   NodeName=gpu[001-128] ... Gres=gpu:4,vgpu:8",
+                        "#   NodeName=big[1-2] ... Gres=gpu:8,vgpu:16"),
+                linesStartingWith(piece, "#   NodeName="));
+        assertTrue(
+                piece.contains("#   the job partition (gpu, [slurm] job_partition), where vgpu jobs run: give it"
+                        + " MaxCPUsPerNode=(its nodes' fewest CPUs less GPUs) if its jobs may take every CPU."),
+                piece);
+        assertFalse(piece.contains("Default=YES"), piece);
+
+        SiteConfig everyCpuKnown = SiteConfigReader.read(SiteConfigFiles.write(
+                dir,
+                SiteConfigFiles.valid(dir)
+                        .replace(
+                                "gpu_devices = /dev/nvidia0,/dev/nvidia2",
+                                "gpu_devices = /dev/nvidia0,/dev/nvidia2\ncpus = 8")
+                        .replace("hostname = gpu-n3.cluster", "hostname = gpu-n3.cluster\ncpus = 32")));
+        String known = RenderedFile.SLURM_CONF_PIECE.render(everyCpuKnown, Optional.empty());
+        assertTrue(known.contains("give it MaxCPUsPerNode=6."), "n2: 8 CPUs less 2 GPUs: " + known);
     }
 
     @Test
-    void jobSubmitLuaHoldsVgpuJobsAndGuardsTheirRelease() {
+    void plugstackLoadsTheBridgeRequiredWithTheTrackerAndMunge() {
+        String line = "required /opt/vgpu/lib/vgpu_spank.so tracker=127.0.0.1:7400 fallback=local-only"
+                + " agent_socket_dir=/run/vgpu lend_partition=vgpu-lend auth=munge";
+        assertEquals(List.of(line), linesStartingWith(render(RenderedFile.PLUGSTACK_CONF), "required"));
+        String piece = render(RenderedFile.PLUGSTACK_PIECE);
+        assertEquals(List.of(line), linesStartingWith(piece, "required"));
+        assertTrue(piece.contains("/etc/slurm/plugstack.conf.d/vgpu.conf"), piece);
+        assertTrue(piece.contains("`include /etc/slurm/plugstack.conf.d/*.conf`"), piece);
+    }
+
+    @Test
+    void aTestClusterWithoutMungeSaysSoInEveryFile() {
+        SiteConfig config = SiteConfigReader.read(SiteConfigFiles.write(
+                dir,
+                SiteConfigFiles.valid(dir)
+                        .replace(
+                                "vgpu_command = /opt/vgpu/bin/vgpu",
+                                "vgpu_command = /opt/vgpu/bin/vgpu\nauth = none")));
+
+        assertTrue(linesStartingWith(RenderedFile.PLUGSTACK_PIECE.render(config, Optional.empty()), "required")
+                .getFirst()
+                .endsWith(" lend_partition=vgpu-lend auth=none"));
+        String unit = RenderedFile.TRACKER_UNIT.render(config, Optional.empty());
+        assertTrue(linesStartingWith(unit, "ExecStart=").getFirst().endsWith("/holder-%%j.out --auth none"), unit);
+        assertTrue(
+                unit.contains("# No MUNGE ([slurm] auth = none): the tracker believes whoever reaches its port"), unit);
+    }
+
+    @Test
+    void mungeOfAnotherSocketAndSlurmUserReachesTheBridgeAndTheTracker() {
+        SiteConfig config = SiteConfigReader.read(SiteConfigFiles.write(
+                dir,
+                SiteConfigFiles.valid(dir)
+                        .replace(
+                                "vgpu_command = /opt/vgpu/bin/vgpu",
+                                "vgpu_command = /opt/vgpu/bin/vgpu\nslurm_user = slurmadm\nmunge_socket = /run/m/s")));
+
+        assertTrue(linesStartingWith(RenderedFile.PLUGSTACK_PIECE.render(config, Optional.empty()), "required")
+                .getFirst()
+                .endsWith(" auth=munge munge_socket=/run/m/s"));
+        assertTrue(linesStartingWith(RenderedFile.TRACKER_UNIT.render(config, Optional.empty()), "ExecStart=")
+                .getFirst()
+                .endsWith(" --auth munge --trusted-user slurmadm --munge-socket /run/m/s"));
+    }
+
+    /** The stand-alone job_submit.lua only calls the module, which holds the rules. */
+    @Test
+    void jobSubmitLuaIsAWrapperThatCallsTheModule() {
         String lua = render(RenderedFile.JOB_SUBMIT_LUA);
 
-        assertTrue(lua.contains("function slurm_job_submit(job_desc, part_list, submit_uid)"), lua);
-        assertTrue(lua.contains("function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)"), lua);
+        assertTrue(lua.contains("local vgpu = dofile(here .. \"vgpu_job_submit.lua\")\n"), lua);
+        assertTrue(
+                lua.contains("function slurm_job_submit(job_desc, part_list, submit_uid)\n"
+                        + "   return vgpu.job_submit(job_desc, part_list, submit_uid)\nend\n"),
+                lua);
+        assertTrue(
+                lua.contains("function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)\n"
+                        + "   return vgpu.job_modify(job_desc, job_rec, part_list, modify_uid)\nend\n"),
+                lua);
+        assertFalse(lua.contains("priority"), "no rule of its own: " + lua);
+    }
+
+    @Test
+    void jobSubmitModuleHoldsVgpuJobsAndGuardsTheirReleaseWithoutDefiningSlurmsFunctions() {
+        String lua = render(RenderedFile.JOB_SUBMIT_MODULE);
+
+        assertEquals(List.of(), linesStartingWith(lua, "function slurm_"), "the site's script defines those");
+        assertTrue(lua.contains("local vgpu = {}\n"), lua);
+        assertTrue(lua.endsWith("\nreturn vgpu\n"), lua);
+        assertTrue(lua.contains("function vgpu.job_submit(job_desc, part_list, submit_uid)"), lua);
+        assertTrue(lua.contains("function vgpu.job_modify(job_desc, job_rec, part_list, modify_uid)"), lua);
         assertTrue(lua.contains("job_desc.priority = 0"), lua);
         assertTrue(lua.contains("vgpu_count(job_desc.tres_per_node)"), lua);
         assertTrue(lua.contains("local MAX_VGPUS_PER_NODE = 8\n"), lua);
@@ -152,11 +292,11 @@ class RenderedFileTest {
     }
 
     @Test
-    void trackerUnitStartsTheConfiguredLauncherWithThisFile() {
+    void trackerUnitStartsTheConfiguredLauncherWithThisFileAndMunge() {
         assertEquals(
                 List.of("ExecStart=/opt/vgpu/bin/vgpu tracker --config "
                         + dir.resolve("vgpu.conf").toAbsolutePath() + " --ledger /var/lib/vgpu/tracker.ledger"
-                        + " --holder-output /var/log/vgpu/holder-%%j.out"),
+                        + " --holder-output /var/log/vgpu/holder-%%j.out --auth munge --trusted-user slurm"),
                 linesStartingWith(render(RenderedFile.TRACKER_UNIT), "ExecStart="));
         assertEquals(
                 List.of("StateDirectory=vgpu"),
@@ -258,5 +398,25 @@ class RenderedFileTest {
                 RenderedFile.byFileName("vgpu-lender.service").orElseThrow());
         assertTrue(RenderedFile.byFileName("slurmdbd.conf").isEmpty());
         assertEquals(RenderedFile.values().length, RenderedFile.fileNames().size());
+        assertEquals(
+                RenderedFile.PLUGSTACK_PIECE,
+                RenderedFile.byFileName("plugstack.conf.d/vgpu.conf").orElseThrow());
+    }
+
+    /** Every file says where it goes, and the pieces come first: they are what a site with its own files takes. */
+    @Test
+    void everyFileSaysWhereItGoesPiecesFirst() {
+        for (RenderedFile file : RenderedFile.values()) {
+            assertFalse(file.destination().isBlank(), file.fileName());
+        }
+        List<String> pieces =
+                List.of("vgpu.slurm.conf", "plugstack.conf.d/vgpu.conf", "vgpu_job_submit.lua", "gres.conf");
+        assertEquals(
+                pieces,
+                Arrays.stream(RenderedFile.values())
+                        .filter(file -> file.kind() == RenderedFile.Kind.PIECE)
+                        .map(RenderedFile::fileName)
+                        .toList());
+        assertEquals(pieces, RenderedFile.fileNames().subList(0, pieces.size()));
     }
 }

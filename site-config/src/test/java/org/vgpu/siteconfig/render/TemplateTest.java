@@ -16,10 +16,8 @@ class TemplateTest {
                 "c",
                 "source",
                 "/etc/vgpu/vgpu.conf",
-                "spank_plugin",
-                "/x.so",
-                "bridge_arguments",
-                "tracker=h:1 fallback=none");
+                "bridge_line",
+                "required /x.so tracker=h:1 fallback=none");
     }
 
     @Test
@@ -30,10 +28,8 @@ class TemplateTest {
                         "c$1",
                         "source",
                         "/a\\b",
-                        "spank_plugin",
-                        "/x.so",
-                        "bridge_arguments",
-                        "tracker=h:1 fallback=none"));
+                        "bridge_line",
+                        "required /x.so tracker=h:1 fallback=none"));
 
         assertTrue(text.contains("required /x.so tracker=h:1 fallback=none"), text);
         assertTrue(text.contains("cluster c$1, rendered from /a\\b"), text);
@@ -42,12 +38,12 @@ class TemplateTest {
     @Test
     void aPlaceholderWithoutValueIsABug() {
         Map<String, String> values = new HashMap<>(plugstackValues());
-        values.remove("bridge_arguments");
+        values.remove("bridge_line");
 
         IllegalStateException e = assertThrows(
                 IllegalStateException.class,
                 () -> Template.load("plugstack.conf.tmpl").render(values));
-        assertEquals("template plugstack.conf.tmpl has {{bridge_arguments}} but no value for it", e.getMessage());
+        assertEquals("template plugstack.conf.tmpl has {{bridge_line}} but no value for it", e.getMessage());
     }
 
     @Test
