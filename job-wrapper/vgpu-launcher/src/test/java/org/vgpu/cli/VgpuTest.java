@@ -95,7 +95,8 @@ class VgpuTest {
     void configCommandIsOffered() {
         assertEquals(0, vgpu("config", "--help"));
         assertTrue(
-                out().contains("usage: vgpu config [options] check FILE | render [--what NAME [--node NODE] | --list] FILE"),
+                out().contains(
+                                "usage: vgpu config [options] check FILE | render [--what NAME [--node NODE] | --list] FILE"),
                 out());
     }
 

@@ -31,8 +31,8 @@ public final class TrackerOptions {
                         .longOpt("auth")
                         .hasArg()
                         .argName("none|munge")
-                        .desc("munge: sign the request with MUNGE, for a tracker started with --auth munge (default"
-                                + " none)")
+                        .desc("munge: sign the request with MUNGE, for a tracker started with --auth munge (default:"
+                                + " the configuration's [slurm] auth; none with --tracker)")
                         .get());
     }
 
@@ -52,16 +52,6 @@ public final class TrackerOptions {
                         .hasArg()
                         .argName("HOST:PORT")
                         .desc("the tracker to ask, instead of the configuration's")
-<<<<<<< HEAD
-=======
-                        .get())
-                .addOption(Option.builder()
-                        .longOpt("auth")
-                        .hasArg()
-                        .argName("none|munge")
-                        .desc("munge: sign the request with MUNGE, for a tracker started with --auth munge (default:"
-                                + " the configuration's [slurm] auth; none with --tracker)")
->>>>>>> s39-merge
                         .get());
     }
 
