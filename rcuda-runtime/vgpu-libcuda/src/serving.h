@@ -86,6 +86,12 @@ size_t vgpu_image_bytes(const void **image);
 CUresult vgpu_load_module(struct vgpu_device *device, const void *image, size_t bytes, struct vgpu_handle **module);
 /* served_libraries.c: the function a launch means: a CUfunction, or a CUkernel's function on the current vGPU. */
 struct vgpu_handle *vgpu_launchable(const void *handle);
+/* served_libraries.c: a CUkernel's function on device, found there at its first use (CUDA_ERROR_INVALID_HANDLE when
+   handle is no kernel of the program's). */
+CUresult vgpu_kernel_function_on(CUkernel handle, struct vgpu_device *device, struct vgpu_handle **function);
+/* served_functions.c: a kernel attribute as the vGPU's backend answers it, or as vgpu answers those no backend
+   varies. */
+CUresult vgpu_function_attribute(struct vgpu_handle *function, CUfunction_attribute attribute, int *value);
 
 /* The current vGPU, opened, with stream checked to be one of its own and its id set (every request is synchronous,
    so work on any stream is done in the order the program issued it); NULL with *result set when not. */
