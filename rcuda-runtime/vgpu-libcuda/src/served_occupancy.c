@@ -14,29 +14,12 @@
 /* Shared memory is given to a block in units of this many bytes. */
 #define SHARED_UNIT 128
 
-struct occupancy_inputs {
-    /* the kernel's */
-    int registers;
-    int static_shared;
-    int max_threads;
-    int max_dynamic_shared;
-    /* the device's */
-    int warp_size;
-    int threads_per_multiprocessor;
-    int blocks_per_multiprocessor;
-    int registers_per_multiprocessor;
-    int registers_per_block;
-    int shared_per_multiprocessor;
-    int reserved_shared_per_block;
-    int multiprocessors;
-};
-
 static CUresult device_attribute(const struct vgpu_device *device, CUdevice_attribute attribute, int *value)
 {
     return vgpu_served_cuDeviceGetAttribute(value, attribute, device->ordinal);
 }
 
-static CUresult gather(const void *handle, struct occupancy_inputs *in)
+static CUresult gather(const void *handle, struct vgpu_occupancy *in)
 {
     struct vgpu_handle *function = vgpu_launchable(handle);
     if (function == NULL) {
@@ -92,8 +75,7 @@ static int smaller(int a, int b)
     return a < b ? a : b;
 }
 
-/* How many blocks of block_size threads, each with dynamic_shared bytes, one multiprocessor holds at once. */
-static int resident_blocks(const struct occupancy_inputs *in, int block_size, size_t dynamic_shared)
+int vgpu_resident_blocks(const struct vgpu_occupancy *in, int block_size, size_t dynamic_shared)
 {
     if (block_size <= 0 || block_size > in->max_threads || dynamic_shared > (size_t)in->max_dynamic_shared) {
         return 0;
@@ -115,6 +97,26 @@ static int resident_blocks(const struct occupancy_inputs *in, int block_size, si
     return blocks;
 }
 
+void vgpu_best_block_size(const struct vgpu_occupancy *in, CUoccupancyB2DSize dynamic_of_size, size_t dynamic_shared,
+                          int size_limit, int *block_size, int *grid_size)
+{
+    int limit = size_limit > 0 ? smaller(size_limit, in->max_threads) : in->max_threads;
+    int best_size = 0;
+    int best_blocks = 0;
+    /* the largest block that keeps the most threads resident, trying whole warps from the largest down */
+    for (int size = (int)round_up(limit, in->warp_size); size > 0; size -= in->warp_size) {
+        int threads = smaller(size, limit);
+        size_t dynamic = dynamic_of_size != NULL ? dynamic_of_size(threads) : dynamic_shared;
+        int blocks = vgpu_resident_blocks(in, threads, dynamic);
+        if ((long)blocks * threads > (long)best_blocks * best_size) {
+            best_size = threads;
+            best_blocks = blocks;
+        }
+    }
+    *block_size = best_size;
+    *grid_size = best_blocks * in->multiprocessors;
+}
+
 static CUresult occupancy_flags(unsigned int flags)
 {
     /* caching override: whether global loads may go through L1, which changes no count computed here */
@@ -129,10 +131,10 @@ CUresult vgpu_served_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *n
     if (numBlocks == NULL || occupancy_flags(flags) != CUDA_SUCCESS) {
         return CUDA_ERROR_INVALID_VALUE;
     }
-    struct occupancy_inputs in;
+    struct vgpu_occupancy in;
     CUresult result = gather(func, &in);
     if (result == CUDA_SUCCESS) {
-        *numBlocks = resident_blocks(&in, blockSize, dynamicSMemSize);
+        *numBlocks = vgpu_resident_blocks(&in, blockSize, dynamicSMemSize);
     }
     return result;
 }
@@ -152,26 +154,12 @@ CUresult vgpu_served_cuOccupancyMaxPotentialBlockSizeWithFlags(int *minGridSize,
     if (minGridSize == NULL || blockSize == NULL || blockSizeLimit < 0 || occupancy_flags(flags) != CUDA_SUCCESS) {
         return CUDA_ERROR_INVALID_VALUE;
     }
-    struct occupancy_inputs in;
+    struct vgpu_occupancy in;
     CUresult result = gather(func, &in);
     if (result != CUDA_SUCCESS) {
         return result;
     }
-    int limit = blockSizeLimit > 0 ? smaller(blockSizeLimit, in.max_threads) : in.max_threads;
-    int best_size = 0;
-    int best_blocks = 0;
-    /* the largest block that keeps the most threads resident, trying whole warps from the largest down */
-    for (int size = (int)round_up(limit, in.warp_size); size > 0; size -= in.warp_size) {
-        int threads = smaller(size, limit);
-        size_t dynamic = blockSizeToDynamicSMemSize != NULL ? blockSizeToDynamicSMemSize(threads) : dynamicSMemSize;
-        int blocks = resident_blocks(&in, threads, dynamic);
-        if ((long)blocks * threads > (long)best_blocks * best_size) {
-            best_size = threads;
-            best_blocks = blocks;
-        }
-    }
-    *blockSize = best_size;
-    *minGridSize = best_blocks * in.multiprocessors;
+    vgpu_best_block_size(&in, blockSizeToDynamicSMemSize, dynamicSMemSize, blockSizeLimit, blockSize, minGridSize);
     return CUDA_SUCCESS;
 }
 
@@ -190,13 +178,13 @@ CUresult vgpu_served_cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmem
     if (dynamicSmemSize == NULL || numBlocks <= 0) {
         return CUDA_ERROR_INVALID_VALUE;
     }
-    struct occupancy_inputs in;
+    struct vgpu_occupancy in;
     CUresult result = gather(func, &in);
     if (result != CUDA_SUCCESS) {
         return result;
     }
     *dynamicSmemSize = 0;
-    if (resident_blocks(&in, blockSize, 0) >= numBlocks) {
+    if (vgpu_resident_blocks(&in, blockSize, 0) >= numBlocks) {
         /* each block's share of the multiprocessor, in whole units, less what every block takes anyway */
         long share = in.shared_per_multiprocessor / numBlocks / SHARED_UNIT * SHARED_UNIT;
         long dynamic = share - in.static_shared - in.reserved_shared_per_block;
