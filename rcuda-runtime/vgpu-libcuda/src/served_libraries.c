@@ -158,11 +158,10 @@ CUresult vgpu_served_cuLibraryGetKernel(CUkernel *pKernel, CUlibrary handle, con
 /* The kernel's function on device, found there at its first use. */
 static CUresult kernel_function_on(struct vgpu_kernel *kernel, struct vgpu_device *device, struct vgpu_handle **function)
 {
-    CUresult result;
     struct vgpu_handle *found = __atomic_load_n(&kernel->functions[device->index], __ATOMIC_ACQUIRE);
     if (found == NULL) {
         struct vgpu_handle *module = NULL;
-        result = module_on(kernel->library, device, &module);
+        CUresult result = module_on(kernel->library, device, &module);
         if (result == CUDA_SUCCESS) {
             result = vgpu_served_cuModuleGetFunction((CUfunction *)&found, (CUmodule)module, kernel->name);
         }

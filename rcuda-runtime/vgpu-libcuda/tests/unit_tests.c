@@ -285,39 +285,44 @@ static void occupancy_is_limited_by_threads_registers_and_shared_memory(void)
     EXPECT(block > 0 && vgpu_resident_blocks(&tiles, block, quarter_kibibyte_per_thread(block)) * block >= 768);
 }
 
+/* A launch of no kernel with one attribute: what the attribute alone makes of it. */
+static CUresult launch_with(CUlaunchAttribute attribute)
+{
+    CUlaunchConfig config = {.gridDimX = 1, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 1, .blockDimY = 1,
+                             .blockDimZ = 1, .attrs = &attribute, .numAttrs = 1};
+    return cuLaunchKernelEx(&config, NULL, NULL, NULL);
+}
+
+static CUlaunchAttribute cluster(unsigned int x)
+{
+    CUlaunchAttribute attribute = {.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION};
+    attribute.value.clusterDim.x = x;
+    attribute.value.clusterDim.y = 1;
+    attribute.value.clusterDim.z = 1;
+    return attribute;
+}
+
 /* Bad calls get CUDA's error codes, and launch attributes a vGPU cannot mean are refused by name, before any
    kernel or session is looked at. */
 static void launches_and_kernel_queries_refuse_bad_calls(void)
 {
     vgpu_serving = 1;
-    CUlaunchAttribute attribute = {.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE};
-    CUlaunchConfig config = {.gridDimX = 1, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 1, .blockDimY = 1,
-                             .blockDimZ = 1, .attrs = &attribute, .numAttrs = 1};
     EXPECT(cuLaunchKernelEx(NULL, NULL, NULL, NULL) == CUDA_ERROR_INVALID_VALUE);
-    attribute.value.cooperative = 1;
-    EXPECT(cuLaunchKernelEx(&config, NULL, NULL, NULL) == CUDA_ERROR_NOT_SUPPORTED);
-    attribute.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attribute.value.clusterDim.x = 2;
-    attribute.value.clusterDim.y = 1;
-    attribute.value.clusterDim.z = 1;
-    EXPECT(cuLaunchKernelEx(&config, NULL, NULL, NULL) == CUDA_ERROR_NOT_SUPPORTED);
-    attribute.value.clusterDim.x = 0;
-    EXPECT(cuLaunchKernelEx(&config, NULL, NULL, NULL) == CUDA_ERROR_INVALID_VALUE);
-    attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT;
-    EXPECT(cuLaunchKernelEx(&config, NULL, NULL, NULL) == CUDA_ERROR_NOT_SUPPORTED);
-    attribute.id = (CUlaunchAttributeID)99;
-    EXPECT(cuLaunchKernelEx(&config, NULL, NULL, NULL) == CUDA_ERROR_INVALID_VALUE);
-    config.attrs = NULL;
-    EXPECT(cuLaunchKernelEx(&config, NULL, NULL, NULL) == CUDA_ERROR_INVALID_VALUE);
+    CUlaunchAttribute cooperative = {.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE};
+    cooperative.value.cooperative = 1;
+    EXPECT(launch_with(cooperative) == CUDA_ERROR_NOT_SUPPORTED);
+    EXPECT(launch_with(cluster(2)) == CUDA_ERROR_NOT_SUPPORTED);
+    EXPECT(launch_with(cluster(0)) == CUDA_ERROR_INVALID_VALUE);
+    EXPECT(launch_with((CUlaunchAttribute){.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT}) == CUDA_ERROR_NOT_SUPPORTED);
+    EXPECT(launch_with((CUlaunchAttribute){.id = (CUlaunchAttributeID)99}) == CUDA_ERROR_INVALID_VALUE);
+    CUlaunchConfig no_attributes = {.numAttrs = 1};
+    EXPECT(cuLaunchKernelEx(&no_attributes, NULL, NULL, NULL) == CUDA_ERROR_INVALID_VALUE);
     /* what a vGPU's launch already is, or may ignore, is served: the kernel is looked at next */
     CUlaunchAttribute served[] = {{.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION},
-                                  {.id = CU_LAUNCH_ATTRIBUTE_PRIORITY},
-                                  {.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION},
-                                  {.id = CU_LAUNCH_ATTRIBUTE_IGNORE}};
+                                  {.id = CU_LAUNCH_ATTRIBUTE_PRIORITY}, cluster(1), {.id = CU_LAUNCH_ATTRIBUTE_IGNORE}};
     served[0].value.programmaticStreamSerializationAllowed = 1;
-    served[2].value.clusterDim.x = served[2].value.clusterDim.y = served[2].value.clusterDim.z = 1;
-    config.attrs = served;
-    config.numAttrs = 4;
+    CUlaunchConfig config = {.gridDimX = 1, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 1, .blockDimY = 1,
+                             .blockDimZ = 1, .attrs = served, .numAttrs = 4};
     EXPECT(cuLaunchKernelEx(&config, NULL, NULL, NULL) == CUDA_ERROR_INVALID_HANDLE);
 
     struct vgpu_handle not_a_function = {0};
