@@ -6,16 +6,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include <cuda_runtime.h>
-
-#define CHECK(call)                                                                                  \
-    do {                                                                                             \
-        cudaError_t status_ = (call);                                                                \
-        if (status_ != cudaSuccess) {                                                                \
-            std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(status_)); \
-            std::exit(1);                                                                            \
-        }                                                                                            \
-    } while (0)
+#include "tour.h"
 
 // y = a x + y, over a grid of any size
 __global__ void axpy(float a, const float *x, float *y, int n)

@@ -136,16 +136,7 @@ class CudaProgramsTest {
             scaledSum += x[i];
         }
         int blocks = n / 256;
-        double blockTotal = 0;
-        for (int b = 0; b < blocks; b++) {
-            float[] partial = Arrays.copyOfRange(x, b * 256, b * 256 + 256);
-            for (int stride = 128; stride > 0; stride /= 2) {
-                for (int t = 0; t < stride; t++) {
-                    partial[t] += partial[t + stride];
-                }
-            }
-            blockTotal += partial[0];
-        }
+        double blockTotal = blockSumsTotal(x, 256);
         long indices = 0;
         for (int i = 0; i < 1000; i++) {
             indices += i * 3L + 1;
@@ -187,16 +178,7 @@ class CudaProgramsTest {
             total += y[i];
         }
         int blocks = n / 256;
-        double tiles = 0;
-        for (int b = 0; b < blocks; b++) {
-            float[] partial = Arrays.copyOfRange(y, b * 256, b * 256 + 256);
-            for (int stride = 128; stride > 0; stride /= 2) {
-                for (int t = 0; t < stride; t++) {
-                    partial[t] += partial[t + stride];
-                }
-            }
-            tiles += partial[0];
-        }
+        double tiles = blockSumsTotal(y, 256);
         return List.of(
                 "axpy: up to 256 threads per block or more: yes, registers counted: yes, binary for the device: yes",
                 "occupancy: block of whole warps: yes, blocks per multiprocessor >= 1: yes, within its threads: yes,"
@@ -208,6 +190,24 @@ class CudaProgramsTest {
                 "launch with 4096 threads per block: cudaErrorInvalidConfiguration",
                 "launch with more dynamic shared memory than allowed: cudaErrorInvalidValue",
                 "done");
+    }
+
+    /**
+     * The total of the sums a block of {@code width} threads computes of each {@code width} values in shared memory:
+     * halves folded onto the first, stride by stride, in float.
+     */
+    private static double blockSumsTotal(float[] values, int width) {
+        double total = 0;
+        for (int b = 0; b < values.length / width; b++) {
+            float[] partial = Arrays.copyOfRange(values, b * width, b * width + width);
+            for (int stride = width / 2; stride > 0; stride /= 2) {
+                for (int t = 0; t < stride; t++) {
+                    partial[t] += partial[t + stride];
+                }
+            }
+            total += partial[0];
+        }
+        return total;
     }
 
     @Test
