@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Run ON the GPU machine, from the repository root, after testbed/gpu/prepare.sh staged .gpu/ here: builds vgpu's
 # libcuda.so.1 and the CUDA test programs there (the wire header from the staged vgpu-remote-client jar), then runs
-# the driver-API programs and the CUDA runtime one (runtime_tour, built by plain nvcc and with -cudart shared) twice
-# on GPU 0, plainly and through `vgpu run` (their vGPU served by the launcher's local worker on the native backend),
-# and compares what they print; then driver_steps and runtime_tour (static and shared) on a native vGPU, on a remote
+# the driver-API programs and the CUDA runtime ones (runtime_tour, built by plain nvcc and with -cudart shared;
+# launch_tour: cudaLaunchKernelEx with launch attributes, kernel attributes, the occupancy API) twice on GPU 0,
+# plainly and through `vgpu run` (their vGPU served by the launcher's local worker on the native backend), and
+# compares what they print; then driver_steps and runtime_tour (static and shared) on a native vGPU, on a remote
 # one (a worker of the same GPU in another process) and starting remote, moved onto GPU 0 while they run
 # (org.vgpu.job.JCudaProgramsOnGpu, which checks the JCuda programs the same way). Logs in $OUT (default
 # .gpu/out): cuda-programs.log.
@@ -36,7 +37,7 @@ vgpu_run() {
 }
 
 failed=0
-for program in "driver_tour" "driver_steps 40 0" "runtime_tour" "runtime_tour_shared"; do
+for program in "driver_tour" "driver_steps 40 0" "runtime_tour" "runtime_tour_shared" "launch_tour"; do
     name=${program%% *}
     plain_status=0 vgpu_status=0
     # shellcheck disable=SC2086 # the program's arguments

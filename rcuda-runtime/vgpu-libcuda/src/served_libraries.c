@@ -155,18 +155,13 @@ CUresult vgpu_served_cuLibraryGetKernel(CUkernel *pKernel, CUlibrary handle, con
     return CUDA_SUCCESS;
 }
 
-/* The kernel's function on the current vGPU, found there at its first use. */
-static CUresult kernel_function(struct vgpu_kernel *kernel, struct vgpu_handle **function)
+/* The kernel's function on device, found there at its first use. */
+static CUresult kernel_function_on(struct vgpu_kernel *kernel, struct vgpu_device *device, struct vgpu_handle **function)
 {
-    CUresult result;
-    struct vgpu_device *device = vgpu_current_device(&result);
-    if (device == NULL) {
-        return result;
-    }
     struct vgpu_handle *found = __atomic_load_n(&kernel->functions[device->index], __ATOMIC_ACQUIRE);
     if (found == NULL) {
         struct vgpu_handle *module = NULL;
-        result = module_on(kernel->library, device, &module);
+        CUresult result = module_on(kernel->library, device, &module);
         if (result == CUDA_SUCCESS) {
             result = vgpu_served_cuModuleGetFunction((CUfunction *)&found, (CUmodule)module, kernel->name);
         }
@@ -182,6 +177,20 @@ static CUresult kernel_function(struct vgpu_kernel *kernel, struct vgpu_handle *
     }
     *function = found;
     return CUDA_SUCCESS;
+}
+
+/* The kernel's function on the current vGPU. */
+static CUresult kernel_function(struct vgpu_kernel *kernel, struct vgpu_handle **function)
+{
+    CUresult result;
+    struct vgpu_device *device = vgpu_current_device(&result);
+    return device == NULL ? result : kernel_function_on(kernel, device, function);
+}
+
+CUresult vgpu_kernel_function_on(CUkernel handle, struct vgpu_device *device, struct vgpu_handle **function)
+{
+    struct vgpu_kernel *kernel = (struct vgpu_kernel *)vgpu_handle(handle, VGPU_KERNEL);
+    return kernel == NULL ? CUDA_ERROR_INVALID_HANDLE : kernel_function_on(kernel, device, function);
 }
 
 CUresult vgpu_served_cuKernelGetFunction(CUfunction *pFunc, CUkernel handle)

@@ -5,6 +5,7 @@
  */
 #include "serving.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -192,22 +193,24 @@ CUresult vgpu_served_cuModuleGetGlobal(CUdeviceptr_v2 *dptr, size_t *bytes, CUmo
     return result;
 }
 
-CUresult vgpu_served_cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
-                                    unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
-                                    unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
+/* A launch of function (a CUfunction, or a CUkernel's function on the current vGPU), for cuLaunchKernel and
+   cuLaunchKernelEx. */
+static CUresult launch(const void *f, const unsigned int grid[3], const unsigned int block[3],
+                       unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra,
+                       const char *call)
 {
     struct vgpu_handle *function = vgpu_launchable(f);
     if (function == NULL) {
         return CUDA_ERROR_INVALID_HANDLE;
     }
     if (extra != NULL) {
-        vgpu_say("cuLaunchKernel with parameters packed in extra is not served on a vGPU yet (kernelParams is)");
+        vgpu_say("%s with parameters packed in extra is not served on a vGPU yet (kernelParams is)", call);
         return CUDA_ERROR_NOT_SUPPORTED;
     }
     if (function->parameter_count > 0 && kernelParams == NULL) {
         return CUDA_ERROR_INVALID_VALUE;
     }
-    if ((uint64_t)blockDimX * blockDimY * blockDimZ > (uint64_t)function->device->max_threads_per_block) {
+    if ((uint64_t)block[0] * block[1] * block[2] > (uint64_t)function->device->max_threads_per_block) {
         return DRIVER_INVALID_CONFIGURATION;
     }
     int stream = 0;
@@ -218,12 +221,12 @@ CUresult vgpu_served_cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigne
     struct vgpu_request request;
     vgpu_request_begin(&request, VGPU_OP_LAUNCH_KERNEL);
     vgpu_put_u32(&request, (uint32_t)function->remote_id);
-    vgpu_put_u32(&request, gridDimX);
-    vgpu_put_u32(&request, gridDimY);
-    vgpu_put_u32(&request, gridDimZ);
-    vgpu_put_u32(&request, blockDimX);
-    vgpu_put_u32(&request, blockDimY);
-    vgpu_put_u32(&request, blockDimZ);
+    for (int i = 0; i < 3; i++) {
+        vgpu_put_u32(&request, grid[i]);
+    }
+    for (int i = 0; i < 3; i++) {
+        vgpu_put_u32(&request, block[i]);
+    }
     vgpu_put_u32(&request, sharedMemBytes);
     vgpu_put_u32(&request, (uint32_t)stream);
     vgpu_put_u16(&request, (uint16_t)function->parameter_count);
@@ -233,6 +236,92 @@ CUresult vgpu_served_cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigne
         vgpu_put_bytes(&request, kernelParams[i], (size_t)function->parameter_sizes[i]);
     }
     return vgpu_locked_call(function->device, &request, NULL);
+}
+
+CUresult vgpu_served_cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+                                    unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+                                    unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
+{
+    const unsigned int grid[3] = {gridDimX, gridDimY, gridDimZ};
+    const unsigned int block[3] = {blockDimX, blockDimY, blockDimZ};
+    return launch(f, grid, block, sharedMemBytes, hStream, kernelParams, extra, "cuLaunchKernel");
+}
+
+/* A launch attribute vgpu cannot honour: CUDA_ERROR_NOT_SUPPORTED, and a line naming it the first time. */
+static CUresult refused_attribute(CUlaunchAttributeID id, const char *name, const char *why)
+{
+    static atomic_int said[CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING + 1];
+    if (!atomic_exchange(&said[id], 1)) {
+        vgpu_say("cuLaunchKernelEx with %s is refused on a vGPU: %s", name, why);
+    }
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+/* Whether a launch on a vGPU can mean what attribute asks: CUDA_SUCCESS for the hints a launch may ignore (the
+   driver's own scheduling, caching and priority preferences) and for what every launch on a vGPU already is (in its
+   stream's order, done before the next call); CUDA_ERROR_NOT_SUPPORTED naming it for what needs the GPU's own
+   launch; CUDA_ERROR_INVALID_VALUE for what CUDA does not define. */
+static CUresult launch_attribute(const CUlaunchAttribute *attribute)
+{
+    const CUlaunchAttributeValue *value = &attribute->value;
+    switch (attribute->id) {
+    case CU_LAUNCH_ATTRIBUTE_IGNORE:
+    case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW:
+    case CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY:
+    case CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+    case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
+    case CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+    case CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING:
+        return CUDA_SUCCESS;
+    case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
+        /* lets the kernel start before the previous one is done; starting after it is what the kernel waits for */
+        return CUDA_SUCCESS;
+    case CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION:
+        /* a preference the driver may fall back from, to the cluster dimension (a vGPU's: one block) */
+        return CUDA_SUCCESS;
+    case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
+        return value->cooperative == 0
+                   ? CUDA_SUCCESS
+                   : refused_attribute(attribute->id, "CU_LAUNCH_ATTRIBUTE_COOPERATIVE",
+                                       "a cooperative launch needs all its blocks resident on the GPU at once");
+    case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
+        if (value->clusterDim.x == 0 || value->clusterDim.y == 0 || value->clusterDim.z == 0) {
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+        return value->clusterDim.x * value->clusterDim.y * value->clusterDim.z == 1
+                   ? CUDA_SUCCESS /* a cluster of one block is a block */
+                   : refused_attribute(attribute->id, "CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION above 1x1x1",
+                                       "vgpu does not launch thread block clusters");
+    case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT:
+        return refused_attribute(attribute->id, "CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT",
+                                 "events the kernel triggers while it runs are not served yet");
+    case CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT:
+        return refused_attribute(attribute->id, "CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT",
+                                 "events recorded when the kernel's blocks have started are not served yet");
+    case CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE:
+        return refused_attribute(attribute->id, "CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE",
+                                 "it is for CUDA graphs, which are not served");
+    default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+}
+
+CUresult vgpu_served_cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
+{
+    if (config == NULL || (config->numAttrs > 0 && config->attrs == NULL)) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    for (unsigned int i = 0; i < config->numAttrs; i++) {
+        CUresult result = launch_attribute(&config->attrs[i]);
+        if (result != CUDA_SUCCESS) {
+            return result;
+        }
+    }
+    const unsigned int grid[3] = {config->gridDimX, config->gridDimY, config->gridDimZ};
+    const unsigned int block[3] = {config->blockDimX, config->blockDimY, config->blockDimZ};
+    return launch(f, grid, block, config->sharedMemBytes, config->hStream, kernelParams, extra, "cuLaunchKernelEx");
 }
 
 CUresult vgpu_served_cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)

@@ -86,6 +86,35 @@ size_t vgpu_image_bytes(const void **image);
 CUresult vgpu_load_module(struct vgpu_device *device, const void *image, size_t bytes, struct vgpu_handle **module);
 /* served_libraries.c: the function a launch means: a CUfunction, or a CUkernel's function on the current vGPU. */
 struct vgpu_handle *vgpu_launchable(const void *handle);
+/* served_libraries.c: a CUkernel's function on device, found there at its first use (CUDA_ERROR_INVALID_HANDLE when
+   handle is no kernel of the program's). */
+CUresult vgpu_kernel_function_on(CUkernel handle, struct vgpu_device *device, struct vgpu_handle **function);
+/* served_functions.c: a kernel attribute as the vGPU's backend answers it, or as vgpu answers those no backend
+   varies. */
+CUresult vgpu_function_attribute(struct vgpu_handle *function, CUfunction_attribute attribute, int *value);
+
+/* served_occupancy.c: what an occupancy depends on, of the kernel's and of the GPU behind the vGPU. */
+struct vgpu_occupancy {
+    int registers; /* per thread */
+    int static_shared;
+    int max_threads;
+    int max_dynamic_shared;
+    int warp_size;
+    int threads_per_multiprocessor;
+    int blocks_per_multiprocessor;
+    int registers_per_multiprocessor;
+    int registers_per_block;
+    int shared_per_multiprocessor;
+    int reserved_shared_per_block;
+    int multiprocessors;
+};
+/* How many blocks of block_size threads, each with dynamic_shared bytes, one multiprocessor holds at once. */
+int vgpu_resident_blocks(const struct vgpu_occupancy *in, int block_size, size_t dynamic_shared);
+/* The block size (at most size_limit threads when positive) that keeps the most threads resident, the largest of
+   those, and the grid that fills the device with it; dynamic shared memory is dynamic_of_size's answer for a block
+   size, dynamic_shared without it. */
+void vgpu_best_block_size(const struct vgpu_occupancy *in, CUoccupancyB2DSize dynamic_of_size, size_t dynamic_shared,
+                          int size_limit, int *block_size, int *grid_size);
 
 /* The current vGPU, opened, with stream checked to be one of its own and its id set (every request is synchronous,
    so work on any stream is done in the order the program issued it); NULL with *result set when not. */

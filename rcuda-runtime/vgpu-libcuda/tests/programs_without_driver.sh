@@ -23,7 +23,7 @@ run() { # name: runs build/programs/name, leaves its stderr and report in $work
 	grep -q "^vgpu libcuda: .*no CUDA driver to pass it to" "$work/$1.err" || fail "$1: no vgpu message on stderr: $(cat "$work/$1.err")"
 	[ -s "$work/$1.report" ] || fail "$1: no report written"
 }
-for program in runtime_tour runtime_tour_shared; do
+for program in runtime_tour runtime_tour_shared launch_tour; do
 	run "$program"
 	lookups=$(awk -F '\t' '$1 == "cuGetProcAddress" {print $2}' "$work/$program.report")
 	[ "${lookups:-0}" -ge 300 ] || fail "$program: cudart looked up ${lookups:-0} entry points, expected hundreds"
@@ -34,4 +34,4 @@ grep -q "^cuInit	1	" "$work/driver_tour.report" || fail "driver_tour: cuInit not
 if [ "$failed" -ne 0 ]; then
 	exit 1
 fi
-echo "vgpu-libcuda: programs without a driver: runtime_tour (static and shared cudart) and driver_tour fail as expected, reports written"
+echo "vgpu-libcuda: programs without a driver: runtime_tour (static and shared cudart), launch_tour and driver_tour fail as expected, reports written"

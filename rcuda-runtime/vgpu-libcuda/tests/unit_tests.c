@@ -237,6 +237,110 @@ static void context_local_storage_keeps_values_by_context_and_key(void)
     EXPECT(put(NULL, &key, &value, NULL) == CUDA_ERROR_INVALID_CONTEXT);
 }
 
+/* An H100/H200 multiprocessor, as its driver describes it, and a kernel of `registers` registers per thread. */
+static struct vgpu_occupancy hopper_kernel(int registers, int static_shared)
+{
+    return (struct vgpu_occupancy){.registers = registers,
+                                   .static_shared = static_shared,
+                                   .max_threads = 1024,
+                                   .max_dynamic_shared = 48 * 1024 - static_shared,
+                                   .warp_size = 32,
+                                   .threads_per_multiprocessor = 2048,
+                                   .blocks_per_multiprocessor = 32,
+                                   .registers_per_multiprocessor = 64 * 1024,
+                                   .registers_per_block = 64 * 1024,
+                                   .shared_per_multiprocessor = 228 * 1024,
+                                   .reserved_shared_per_block = 1024,
+                                   .multiprocessors = 132};
+}
+
+static size_t quarter_kibibyte_per_thread(int block_size)
+{
+    return (size_t)block_size * 256;
+}
+
+/* The figures NVIDIA's occupancy calculator gives for compute capability 9.0. */
+static void occupancy_is_limited_by_threads_registers_and_shared_memory(void)
+{
+    struct vgpu_occupancy small = hopper_kernel(32, 0);
+    EXPECT(vgpu_resident_blocks(&small, 256, 0) == 8);  /* threads: 2048 / 256 */
+    EXPECT(vgpu_resident_blocks(&small, 32, 0) == 32);  /* blocks: at most 32 */
+    EXPECT(vgpu_resident_blocks(&small, 1025, 0) == 0); /* larger than the kernel's largest block */
+    struct vgpu_occupancy heavy = hopper_kernel(64, 0);
+    EXPECT(vgpu_resident_blocks(&heavy, 256, 0) == 4); /* registers: 32 warps of 2048 */
+    struct vgpu_occupancy wide = hopper_kernel(255, 0);
+    EXPECT(vgpu_resident_blocks(&wide, 1024, 0) == 0); /* 255 x 1024 registers do not fit a block */
+    struct vgpu_occupancy tiles = hopper_kernel(32, 0);
+    tiles.max_dynamic_shared = 227 * 1024;
+    EXPECT(vgpu_resident_blocks(&tiles, 256, 64 * 1024) == 3); /* shared memory: 228 KiB / (64 + 1) KiB */
+    EXPECT(vgpu_resident_blocks(&small, 256, 64 * 1024) == 0); /* above the kernel's dynamic shared memory */
+
+    int block = 0;
+    int grid = 0;
+    vgpu_best_block_size(&small, NULL, 0, 0, &block, &grid);
+    EXPECT(block == 1024 && grid == 2 * 132); /* every size from 64 up keeps 2048 threads: the largest */
+    vgpu_best_block_size(&small, NULL, 0, 200, &block, &grid);
+    EXPECT(block == 128 && grid == 16 * 132); /* at most 200 threads: 128 x 16 beats 192 x 10 and 200 x 9 */
+    vgpu_best_block_size(&tiles, quarter_kibibyte_per_thread, 0, 0, &block, &grid);
+    EXPECT(block > 0 && vgpu_resident_blocks(&tiles, block, quarter_kibibyte_per_thread(block)) * block >= 768);
+}
+
+/* A launch of no kernel with one attribute: what the attribute alone makes of it. */
+static CUresult launch_with(CUlaunchAttribute attribute)
+{
+    CUlaunchConfig config = {.gridDimX = 1, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 1, .blockDimY = 1,
+                             .blockDimZ = 1, .attrs = &attribute, .numAttrs = 1};
+    return cuLaunchKernelEx(&config, NULL, NULL, NULL);
+}
+
+static CUlaunchAttribute cluster(unsigned int x)
+{
+    CUlaunchAttribute attribute = {.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION};
+    attribute.value.clusterDim.x = x;
+    attribute.value.clusterDim.y = 1;
+    attribute.value.clusterDim.z = 1;
+    return attribute;
+}
+
+/* Bad calls get CUDA's error codes, and launch attributes a vGPU cannot mean are refused by name, before any
+   kernel or session is looked at. */
+static void launches_and_kernel_queries_refuse_bad_calls(void)
+{
+    vgpu_serving = 1;
+    EXPECT(cuLaunchKernelEx(NULL, NULL, NULL, NULL) == CUDA_ERROR_INVALID_VALUE);
+    CUlaunchAttribute cooperative = {.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE};
+    cooperative.value.cooperative = 1;
+    EXPECT(launch_with(cooperative) == CUDA_ERROR_NOT_SUPPORTED);
+    EXPECT(launch_with(cluster(2)) == CUDA_ERROR_NOT_SUPPORTED);
+    EXPECT(launch_with(cluster(0)) == CUDA_ERROR_INVALID_VALUE);
+    EXPECT(launch_with((CUlaunchAttribute){.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT}) == CUDA_ERROR_NOT_SUPPORTED);
+    EXPECT(launch_with((CUlaunchAttribute){.id = (CUlaunchAttributeID)99}) == CUDA_ERROR_INVALID_VALUE);
+    CUlaunchConfig no_attributes = {.numAttrs = 1};
+    EXPECT(cuLaunchKernelEx(&no_attributes, NULL, NULL, NULL) == CUDA_ERROR_INVALID_VALUE);
+    /* what a vGPU's launch already is, or may ignore, is served: the kernel is looked at next */
+    CUlaunchAttribute served[] = {{.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION},
+                                  {.id = CU_LAUNCH_ATTRIBUTE_PRIORITY}, cluster(1), {.id = CU_LAUNCH_ATTRIBUTE_IGNORE}};
+    served[0].value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig config = {.gridDimX = 1, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 1, .blockDimY = 1,
+                             .blockDimZ = 1, .attrs = served, .numAttrs = 4};
+    EXPECT(cuLaunchKernelEx(&config, NULL, NULL, NULL) == CUDA_ERROR_INVALID_HANDLE);
+
+    struct vgpu_handle not_a_function = {0};
+    int value = 0;
+    EXPECT(cuFuncGetAttribute(NULL, CU_FUNC_ATTRIBUTE_NUM_REGS, (CUfunction)&not_a_function) ==
+           CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuFuncGetAttribute(&value, CU_FUNC_ATTRIBUTE_NUM_REGS, (CUfunction)&not_a_function) ==
+           CUDA_ERROR_INVALID_HANDLE);
+    EXPECT(cuFuncSetAttribute(NULL, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 0) == CUDA_ERROR_INVALID_HANDLE);
+    EXPECT(cuKernelGetAttribute(NULL, CU_FUNC_ATTRIBUTE_NUM_REGS, NULL, 0) == CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuOccupancyMaxActiveBlocksPerMultiprocessor(NULL, NULL, 256, 0) == CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(&value, NULL, 256, 0, 2) == CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuOccupancyMaxActiveBlocksPerMultiprocessor(&value, NULL, 256, 0) == CUDA_ERROR_INVALID_HANDLE);
+    EXPECT(cuOccupancyMaxPotentialBlockSize(NULL, &value, NULL, NULL, 0, 0) == CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuOccupancyMaxPotentialBlockSize(&value, &value, NULL, NULL, 0, -1) == CUDA_ERROR_INVALID_VALUE);
+    vgpu_serving = 0;
+}
+
 int main(void)
 {
     newest_version_the_program_knows();
@@ -250,6 +354,8 @@ int main(void)
     the_integrity_digest_is_the_one_the_runtime_computes();
     known_tables_are_served_and_others_refused();
     context_local_storage_keeps_values_by_context_and_key();
+    occupancy_is_limited_by_threads_registers_and_shared_memory();
+    launches_and_kernel_queries_refuse_bad_calls();
     if (failures != 0) {
         fprintf(stderr, "%d failure(s)\n", failures);
         return 1;

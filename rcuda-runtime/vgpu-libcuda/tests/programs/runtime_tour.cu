@@ -11,15 +11,6 @@
 
 #include "tour.h"
 
-#define CHECK(call)                                                                                  \
-    do {                                                                                             \
-        cudaError_t status_ = (call);                                                                \
-        if (status_ != cudaSuccess) {                                                                \
-            std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(status_)); \
-            std::exit(1);                                                                            \
-        }                                                                                            \
-    } while (0)
-
 __constant__ float coefficients[4];
 __device__ int launches_seen;
 

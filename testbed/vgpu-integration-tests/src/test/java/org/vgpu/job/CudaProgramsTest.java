@@ -136,16 +136,7 @@ class CudaProgramsTest {
             scaledSum += x[i];
         }
         int blocks = n / 256;
-        double blockTotal = 0;
-        for (int b = 0; b < blocks; b++) {
-            float[] partial = Arrays.copyOfRange(x, b * 256, b * 256 + 256);
-            for (int stride = 128; stride > 0; stride /= 2) {
-                for (int t = 0; t < stride; t++) {
-                    partial[t] += partial[t + stride];
-                }
-            }
-            blockTotal += partial[0];
-        }
+        double blockTotal = blockSumsTotal(x, 256);
         long indices = 0;
         for (int i = 0; i < 1000; i++) {
             indices += i * 3L + 1;
@@ -160,6 +151,63 @@ class CudaProgramsTest {
                 "launch with 4096 threads per block: cudaErrorInvalidConfiguration",
                 "free of a host address: cudaErrorInvalidValue",
                 "done");
+    }
+
+    /**
+     * A CUDA runtime program as modern code and libraries launch: the occupancy API chooses its launch,
+     * cudaLaunchKernelEx launches with launch attributes, and a kernel opts in to more dynamic shared memory.
+     */
+    @Test
+    void launchesWithAttributesAndOccupancyRunOnItsVgpuAsOnAGpu() {
+        assumeTrue(
+                Files.exists(program("launch_tour")),
+                "launch_tour is built by rcuda-runtime/vgpu-libcuda where nvcc is");
+        ProgramRun run = run(program("launch_tour").toString());
+        assertEquals(0, run.status(), run.toString());
+        assertEquals(launchTourOutput(), run.results(), run.toString());
+    }
+
+    /** What launch_tour prints on a GPU: y = 0.5 x + (2 x + 1) in fused multiply-adds, then its blocks' tree sums. */
+    private static List<String> launchTourOutput() {
+        int n = 1 << 20;
+        float[] y = new float[n];
+        double total = 0;
+        for (int i = 0; i < n; i++) {
+            float x = (float) (i % 1000) / 1000.0f;
+            y[i] = Math.fma(0.5f, x, Math.fma(2.0f, x, 1.0f));
+            total += y[i];
+        }
+        int blocks = n / 256;
+        double tiles = blockSumsTotal(y, 256);
+        return List.of(
+                "axpy: up to 256 threads per block or more: yes, registers counted: yes, binary for the device: yes",
+                "occupancy: block of whole warps: yes, blocks per multiprocessor >= 1: yes, within its threads: yes,"
+                        + " grid fills the device: yes",
+                String.format("axpy twice through cudaLaunchKernelEx: sum %.3f", total),
+                "tile_sums: dynamic shared memory allowed 65536 bytes",
+                "fewer blocks per multiprocessor with 64 KiB tiles: yes, still one or more: yes",
+                String.format("tile sums total %.3f over %d blocks", tiles, blocks),
+                "launch with 4096 threads per block: cudaErrorInvalidConfiguration",
+                "launch with more dynamic shared memory than allowed: cudaErrorInvalidValue",
+                "done");
+    }
+
+    /**
+     * The total of the sums a block of {@code width} threads computes of each {@code width} values in shared memory:
+     * halves folded onto the first, stride by stride, in float.
+     */
+    private static double blockSumsTotal(float[] values, int width) {
+        double total = 0;
+        for (int b = 0; b < values.length / width; b++) {
+            float[] partial = Arrays.copyOfRange(values, b * width, b * width + width);
+            for (int stride = width / 2; stride > 0; stride /= 2) {
+                for (int t = 0; t < stride; t++) {
+                    partial[t] += partial[t + stride];
+                }
+            }
+            total += partial[0];
+        }
+        return total;
     }
 
     @Test

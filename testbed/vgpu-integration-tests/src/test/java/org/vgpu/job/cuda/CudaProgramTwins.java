@@ -72,7 +72,9 @@ public final class CudaProgramTwins implements KernelTwinProvider {
                 .register("_Z10polynomialPKfPfi", held(CudaProgramTwins::polynomial))
                 .register("_Z10fill_indexPii", held(CudaProgramTwins::fillIndex))
                 .register("_Z5scalePffi", held(CudaProgramTwins::scale))
-                .register("_Z10block_sumsPKfPfi", held(CudaProgramTwins::blockSums));
+                .register("_Z10block_sumsPKfPfi", held(CudaProgramTwins::blockSums))
+                .register("_Z4axpyfPKfPfi", held(CudaProgramTwins::axpy))
+                .register("_Z9tile_sumsPKfPfi", held(CudaProgramTwins::blockSums));
     }
 
     private static KernelTwin held(KernelTwin twin) {
@@ -154,6 +156,19 @@ public final class CudaProgramTwins implements KernelTwinProvider {
         MemorySegment values = memory.segment(args.pointer(0), (long) n * Float.BYTES);
         for (int i = 0; i < n; i++) {
             values.setAtIndex(FLOAT, i, values.getAtIndex(FLOAT, i) * factor);
+        }
+    }
+
+    // launch_tour (launch_tour.cu): tile_sums is block_sums in dynamic shared memory
+
+    /** {@code axpy(float a, const float* x, float* y, int n)}: y = a x + y (a fused multiply-add), whatever the grid. */
+    static void axpy(Dim3 grid, Dim3 block, KernelArgs args, EmulatedMemory memory) {
+        int n = args.i32(3);
+        float a = args.f32(0);
+        MemorySegment x = memory.segment(args.pointer(1), (long) n * Float.BYTES);
+        MemorySegment y = memory.segment(args.pointer(2), (long) n * Float.BYTES);
+        for (int i = 0; i < n; i++) {
+            y.setAtIndex(FLOAT, i, Math.fma(a, x.getAtIndex(FLOAT, i), y.getAtIndex(FLOAT, i)));
         }
     }
 
