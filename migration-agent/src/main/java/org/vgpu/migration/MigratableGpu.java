@@ -156,6 +156,11 @@ public final class MigratableGpu extends GatedVirtualGpu {
         }
     }
 
+    /** Whether a migration of this vGPU is under way (from taking its lock to releasing it). */
+    public boolean migrating() {
+        return migrationLock.isLocked();
+    }
+
     /** Where the vGPU runs now, e.g. "gpu 1 (native)" or "lender-3:7400 (remote)". */
     public String location() {
         return location + " (" + backend.backendName() + ")";

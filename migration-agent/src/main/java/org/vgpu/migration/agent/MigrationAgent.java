@@ -222,12 +222,13 @@ public final class MigrationAgent implements AutoCloseable {
         for (MigratableGpu gpu : vgpus.values()) {
             RemoteCounters remote = gpu.remoteCounters();
             parts.add(String.format(
-                    "vgpu %d on %s, %d B live in %d allocations, %d migrations%s",
+                    "vgpu %d on %s, %d B live in %d allocations, %d migrations%s%s",
                     gpu.vgpuIndex(),
                     gpu.location(),
                     gpu.liveBytes(),
                     gpu.liveAllocations(),
                     gpu.migrationCount(),
+                    gpu.migrating() ? ", migrating now" : "",
                     remote.equals(RemoteCounters.ZERO)
                             ? ""
                             : String.format(

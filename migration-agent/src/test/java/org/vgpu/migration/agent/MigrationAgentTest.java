@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
@@ -19,6 +20,8 @@ import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -114,6 +117,43 @@ class MigrationAgentTest {
             assertTrue(client.send("  migrate\t1   0  ").startsWith("ok vgpu 1 moved gpu 2"), "blanks around words");
             String noDevice = client.send("migrate 1 9");
             assertTrue(noDevice.startsWith("error CUDA_ERROR_INVALID_DEVICE"), noDevice);
+        }
+    }
+
+    @Test
+    void statusSaysWhichVgpuIsMigratingWhileItsMoveRuns() throws Exception {
+        CountDownLatch opened = new CountDownLatch(1);
+        CountDownLatch goOn = new CountDownLatch(1);
+        MigrationFaults pausedAtOpen = (point, index, target) -> {
+            if (point == FaultPoint.OPEN_TARGET) {
+                opened.countDown();
+                try {
+                    goOn.await(60, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        };
+        try (MigrationAgent _ = agent(pausedAtOpen, 2);
+                AgentClient mover = new AgentClient(socket);
+                AgentClient asker = new AgentClient(socket)) {
+            CompletableFuture<String> moved = CompletableFuture.supplyAsync(() -> {
+                try {
+                    return mover.send("migrate 1 2");
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e);
+                }
+            });
+            assertTrue(opened.await(60, TimeUnit.SECONDS), "the move reached OPEN_TARGET");
+            assertEquals(
+                    "ok vgpu 0 on gpu 0 (emulated), 0 B live in 0 allocations, 0 migrations;"
+                            + " vgpu 1 on gpu 0 (emulated), 0 B live in 0 allocations, 0 migrations, migrating now",
+                    asker.send("status"));
+            goOn.countDown();
+            assertTrue(moved.get(60, TimeUnit.SECONDS).startsWith("ok vgpu 1 moved gpu 0 (emulated) -> gpu 2"));
+            assertFalse(asker.send("status").contains("migrating now"));
+        } finally {
+            goOn.countDown();
         }
     }
 

@@ -254,7 +254,10 @@ class CudaProgramsTest {
             whileHeld.check();
             CompletableFuture<List<String>> reply =
                     CompletableFuture.supplyAsync(() -> LineClient.request(agent, migrate, Duration.ofSeconds(60)));
-            // the move waits for the held launch; the program's next call waits for the move
+            // The move waits for the held launch and the program's next call waits for the move, once the move has
+            // begun: so the launch is let go only when the agent says its vGPU is migrating (else a loaded machine
+            // may let the program run to its end before the request is read).
+            awaitMigrating(agent, reply);
             hold.release();
             List<String> lines = reply.get(90, TimeUnit.SECONDS);
             assertTrue(lines.getLast().startsWith(moved), lines.toString());
@@ -262,6 +265,18 @@ class CudaProgramsTest {
             hold.release();
         }
         return program.get(120, TimeUnit.SECONDS);
+    }
+
+    /** Until the agent's status says a vGPU is migrating, or the move's reply came (a refusal, say). */
+    private static void awaitMigrating(Path agent, CompletableFuture<List<String>> reply) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (!reply.isDone() && System.nanoTime() < deadline) {
+            List<String> status = LineClient.request(agent, "status", Duration.ofSeconds(60));
+            if (status.getLast().contains(", migrating now")) {
+                return;
+            }
+            Thread.sleep(10);
+        }
     }
 
     // ---- a step of several tasks on the node (srun -n 2 vgpu run -- ./app): each task its own share of the vGPUs
