@@ -42,6 +42,10 @@ import org.vgpu.callsurface.WireTable.Names;
  *       {@code failed}.</li>
  * </ul>
  *
+ * A call that destroys its handle's object ({@code @RemoteCall(destroys = true)}) adds two hooks: the
+ * client's primitive sends nothing while {@code closing()}, and the worker, once the call succeeded,
+ * forgets the id ({@code forgetStream(int)} for a {@code StreamHandle}).
+ *
  * The client frames through a {@code WorkerConnection} of its package ({@code send(Request)},
  * {@code call(Request, Function<ByteBuf, T>)}) and the surface package's {@code ReplyDecoder}
  * ({@code empty}, {@code read}). The hooks are abstract methods the hand-written subclass implements; it being final, each is a
@@ -184,6 +188,12 @@ final class OneToOneGenerator {
         out.blank();
         out.line("    /** The connection to the worker, in whose batch the requests are written. */");
         out.line("    abstract WorkerConnection connection();");
+        if (calls.stream().anyMatch(call -> call.oneToOne().destroys())) {
+            out.blank();
+            out.line(
+                    "    /** Whether the vGPU is closing: the worker frees everything at the session's end, not one by one. */");
+            out.line("    abstract boolean closing();");
+        }
         for (Map.Entry<String, String> wireId : wireIds.entrySet()) {
             out.blank();
             out.line("    /** The id on the wire of a handle whose backend object here is {@code handle}. */");
@@ -212,13 +222,21 @@ final class OneToOneGenerator {
             out.line("    @Override");
             out.line("    protected final " + out.type(call.oneToOne().result()) + " " + primitive.getSimpleName() + "("
                     + String.join(", ", parameters) + ") {");
+            String indent = "        ";
+            if (call.oneToOne().destroys()) {
+                out.line("        if (!closing()) {");
+                indent += "    ";
+            }
             if (call.kind() == Kind.ASYNC) {
-                out.line("        connection().send(" + request + ");");
+                out.line(indent + "connection().send(" + request + ");");
             } else if (call.oneToOne().returns()) {
-                out.line("        return connection().call(" + request + ", " + resultDecoder + "::" + call.method()
+                out.line(indent + "return connection().call(" + request + ", " + resultDecoder + "::" + call.method()
                         + ");");
             } else {
-                out.line("        connection().call(" + request + ", " + replyDecoder + "::empty);");
+                out.line(indent + "connection().call(" + request + ", " + replyDecoder + "::empty);");
+            }
+            if (call.oneToOne().destroys()) {
+                out.line("        }");
             }
             out.line("    }");
         }
@@ -277,6 +295,12 @@ final class OneToOneGenerator {
                     "    /** The handle the client's id {@code id} stands for in this session; CUDA_ERROR_INVALID_HANDLE if none. */");
             out.line("    abstract " + out.type(handle.getValue()) + " " + handle.getKey() + "(int id);");
         }
+        for (String destroyed : destroyedHooks(calls)) {
+            out.blank();
+            out.line(
+                    "    /** The client's id {@code id} no longer stands for a handle of this session: its object is destroyed. */");
+            out.line("    abstract void " + destroyed + "(int id);");
+        }
         for (Frame call : calls) {
             String fields = call.fields().stream()
                     .map(f -> ", " + out.type(f.type()) + " " + f.name())
@@ -300,6 +324,10 @@ final class OneToOneGenerator {
                 out.line("            reply()." + call.method() + "(frame.requestId(), result);");
             } else {
                 out.line("            " + invocation);
+                if (call.oneToOne().destroys()) {
+                    Field destroyed = call.fields().getFirst();
+                    out.line("            " + forget(destroyed.handle()) + "(" + destroyed.name() + ");");
+                }
                 if (call.kind().mayBeAsync) {
                     out.line("            if (!frame.isAsync()) {");
                     out.line("                reply().ok(frame.requestId());");
@@ -315,6 +343,21 @@ final class OneToOneGenerator {
         }
         out.line("}");
         return out.toSource(names.origin());
+    }
+
+    /** The worker's hooks that forget a destroyed handle's id, one per handle type some call destroys. */
+    private static List<String> destroyedHooks(List<Frame> calls) {
+        return calls.stream()
+                .filter(call -> call.oneToOne().destroys())
+                .map(call -> forget(call.fields().getFirst().handle()))
+                .distinct()
+                .toList();
+    }
+
+    /** StreamHandle -> forgetStream: the worker's hook that forgets the id of a destroyed handle of that type. */
+    private static String forget(TypeMirror handle) {
+        String hook = hook(handle);
+        return "forget" + Character.toUpperCase(hook.charAt(0)) + hook.substring(1);
     }
 
     /** StreamHandle -> stream: the worker's hook that turns an id into that handle. */

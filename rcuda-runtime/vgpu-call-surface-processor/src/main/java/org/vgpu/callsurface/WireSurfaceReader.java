@@ -166,6 +166,14 @@ final class WireSurfaceReader {
         } else if (kind == Kind.ASYNC && result.getKind() != TypeKind.VOID) {
             diagnostics.error(method, "an ASYNC call has no result to answer");
         }
+        boolean destroys = (Boolean) Mirrors.value(env.getElementUtils(), call, "destroys");
+        if (destroys
+                && (method.getParameters().size() != 1
+                        || result.getKind() != TypeKind.VOID
+                        || codecs.containsKey("read"
+                                + codecOf(method.getParameters().getFirst().asType(), codecs)))) {
+            diagnostics.error(method, "a call that destroys takes the one handle it destroys and returns nothing");
+        }
         ExecutableElement primitive = primitive(validation, method);
         List<Field> fields = new ArrayList<>();
         if (primitive == null) {
@@ -215,7 +223,7 @@ final class WireSurfaceReader {
                     validation.getSimpleName() + "." + primitive.getSimpleName() + " returns "
                             + primitive.getReturnType() + ", not " + result);
         }
-        OneToOne oneToOne = new OneToOne(method, primitive, result, null, null, null);
+        OneToOne oneToOne = new OneToOne(method, primitive, result, null, null, null, destroys);
         if (result.getKind() != TypeKind.VOID) {
             String codec = codecOf(result, codecs);
             ExecutableElement reader = codecs.get("read" + codec);
@@ -236,7 +244,7 @@ final class WireSurfaceReader {
                                 + "(ByteBuf) (or (ByteBuf, Class) for an interface's codec) and write" + codec
                                 + " methods in the surface's codecs class");
             }
-            oneToOne = new OneToOne(method, primitive, result, codec, reader, writer);
+            oneToOne = new OneToOne(method, primitive, result, codec, reader, writer, destroys);
         }
         return new Frame(method, constantName(name), code, true, kind, false, name, fields, oneToOne);
     }

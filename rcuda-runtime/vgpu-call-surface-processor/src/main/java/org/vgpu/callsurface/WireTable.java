@@ -68,7 +68,8 @@ final class WireTable {
 
     /**
      * What a one-to-one call adds to its frame: the API method, the validation class's primitive it
-     * reaches, and its result's type and codec (none for {@code void}).
+     * reaches, its result's type and codec (none for {@code void}), and whether it destroys its one
+     * handle's object ({@code @RemoteCall(destroys = true)}).
      */
     record OneToOne(
             ExecutableElement call,
@@ -76,7 +77,8 @@ final class WireTable {
             TypeMirror result,
             String resultCodec,
             ExecutableElement resultReader,
-            ExecutableElement resultWriter) {
+            ExecutableElement resultWriter,
+            boolean destroys) {
         boolean returns() {
             return result.getKind() != TypeKind.VOID;
         }

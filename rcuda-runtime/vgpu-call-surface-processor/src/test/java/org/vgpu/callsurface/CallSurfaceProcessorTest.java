@@ -502,9 +502,14 @@ class CallSurfaceProcessorTest {
     }
 
     private Compilation compileOneToOne(String surface, String device) throws IOException {
+        return compileOneToOne(surface, device, ONE_TO_ONE.get("api/Validating.java"));
+    }
+
+    private Compilation compileOneToOne(String surface, String device, String validating) throws IOException {
         Map<String, String> sources = new java.util.HashMap<>(WIRE);
         sources.putAll(ONE_TO_ONE);
         sources.put("api/Device.java", device);
+        sources.put("api/Validating.java", validating);
         sources.put("wire/Calls.java", """
                 package wire;
                 import org.vgpu.runtime.api.surface.Call;
@@ -657,6 +662,57 @@ class CallSurfaceProcessorTest {
         assertFalse(
                 Files.exists(compilation.generated.resolve("client/ClientCalls.java")),
                 "nothing is generated from a wrong description");
+    }
+
+    @Test
+    void aDestroyingCallSendsNothingWhileClosingAndTheWorkerForgetsItsId() throws IOException {
+        Compilation compilation = compileOneToOne(
+                "",
+                ONE_TO_ONE.get("api/Device.java").replace("    void local();", """
+                            @RemoteCall(opcode = 0x0030, kind = Call.Kind.ASYNC, destroys = true)
+                            void drop(Handle handle);
+                            void local();
+                        """),
+                ONE_TO_ONE.get("api/Validating.java").replace("    public void local() {}", """
+                            protected abstract void doDrop(S handle);
+                            public void drop(Handle handle) { doDrop(null); }
+                            public void local() {}
+                        """));
+        String client = Files.readString(compilation.generated.resolve("client/ClientCalls.java"));
+        assertTrue(
+                client.contains("    abstract boolean closing();")
+                        && client.contains("protected final void doDrop(S handle) {\n"
+                                + "        if (!closing()) {\n"
+                                + "            connection().send((encoder, requestId) -> encoder.drop(requestId, true,"
+                                + " handleId(handle)));\n"
+                                + "        }\n"
+                                + "    }"),
+                "the client sends nothing while its vGPU closes:\n" + client);
+        assertTrue(
+                client.contains("protected final void doMark(S handle, long value) {\n" + "        connection().send("),
+                "a call that destroys nothing is sent while closing too:\n" + client);
+        String worker = Files.readString(compilation.generated.resolve("worker/WorkerCalls.java"));
+        assertTrue(
+                worker.contains("    abstract void forgetHandle(int id);")
+                        && worker.contains("            gpu().drop(handle(handleId));\n"
+                                + "            forgetHandle(handleId);\n"
+                                + "            if (!frame.isAsync()) {"),
+                "the worker forgets the id once the call succeeded:\n" + worker);
+    }
+
+    @Test
+    void aDestroyingCallTakesOneHandleAndReturnsNothing() throws IOException {
+        Compilation compilation =
+                compileOneToOne("", ONE_TO_ONE.get("api/Device.java").replace("    void local();", """
+                            @RemoteCall(opcode = 0x0030, kind = Call.Kind.SYNC, destroys = true)
+                            int read(Handle handle, int offset);
+                            void local();
+                        """));
+        assertFalse(compilation.success);
+        assertTrue(
+                compilation.errors.contains(
+                        "a call that destroys takes the one handle it destroys and returns nothing"),
+                compilation.errors.toString());
     }
 
     @Test

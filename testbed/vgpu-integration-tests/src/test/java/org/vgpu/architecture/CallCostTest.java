@@ -102,11 +102,6 @@ class CallCostTest {
         exempt.put("moduleGetFunction", created + " (the worker answers the kernel's parameter sizes)");
         exempt.put("streamCreate", created);
         exempt.put("eventCreate", created);
-        String destroyed = "a destruction: the client skips it while closing, the worker drops the id from its handle"
-                + " table, and a migration drops the handle from its log";
-        exempt.put("moduleUnload", destroyed);
-        exempt.put("streamDestroy", destroyed);
-        exempt.put("eventDestroy", destroyed);
         exempt.put(
                 "streamSynchronize",
                 "the client answers it without a request when the stream ends in a copy to the host");

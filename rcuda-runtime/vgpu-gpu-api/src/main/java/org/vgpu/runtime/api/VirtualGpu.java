@@ -35,8 +35,8 @@ import org.vgpu.runtime.api.surface.Synchronizing;
  * <p>The build generates {@link ForwardingVirtualGpu} from this interface, and the migration
  * agent's gated forwarder; {@link Synchronizing} marks the calls that report such errors.
  * {@link RemoteCall} marks the calls a remote worker serves one to one (the operands travel, the
- * worker makes the same call, the result comes back) with their opcode and kind: both ends of those
- * are generated too (see {@code RemoteCalls}, which lists the remote protocol's other requests).
+ * worker makes the same call, the result comes back) with their opcode and kind, and whether they
+ * destroy their handle's object: both ends of those are generated too (see {@code RemoteCalls}, which lists the remote protocol's other requests).
  * {@link ReplayedSetting} marks the calls that set a value of the context, or of a module's function,
  * that a migration sets again on its target: the agent's gated forwarder records them.
  * Adding such a call takes this interface, its checks in {@code AbstractVirtualGpu} and its meaning
@@ -83,6 +83,7 @@ public interface VirtualGpu extends AutoCloseable {
     /** As {@code cuModuleLoadData}: a PTX text (NUL-terminated or not) or a cubin image. */
     ModuleHandle moduleLoadData(byte[] image);
 
+    @RemoteCall(opcode = 0x0031, kind = SYNC, destroys = true)
     void moduleUnload(ModuleHandle module);
 
     /** As {@code cuModuleGetFunction}; CUDA_ERROR_NOT_FOUND when the module has no such kernel. */
@@ -283,6 +284,7 @@ public interface VirtualGpu extends AutoCloseable {
     @Synchronizing
     void streamSynchronize(StreamHandle stream);
 
+    @RemoteCall(opcode = 0x0072, kind = ASYNC, destroys = true)
     void streamDestroy(StreamHandle stream);
 
     /**
@@ -326,6 +328,7 @@ public interface VirtualGpu extends AutoCloseable {
     @RemoteCall(opcode = 0x0083, kind = SYNC)
     float eventElapsedTime(EventHandle start, EventHandle end);
 
+    @RemoteCall(opcode = 0x0084, kind = ASYNC, destroys = true)
     void eventDestroy(EventHandle event);
 
     /** As {@code cuCtxSynchronize}: waits for all work of this vGPU. */

@@ -13,8 +13,11 @@ import java.lang.annotation.Target;
  * generates both ends: the client's {@code do} method (the primitive of the surface's
  * {@code validation} class that the API call reaches once validated) and the worker's visitor method.
  *
- * <p>A call whose remote form is anything else (its data in chunks, ids chosen by the client,
- * arguments packed, a shortcut on the client) is a hand-written {@link Call} of the surface instead.
+ * <p>A call that {@link #destroys} its handle's object is one to one with two additions: the client
+ * sends nothing while its vGPU closes (the worker frees everything at the session's end), and the
+ * worker forgets the id once the call succeeded. A call whose remote form is anything else (its data
+ * in chunks, ids chosen by the client, arguments packed, a shortcut on the client) is a hand-written
+ * {@link Call} of the surface instead.
  * Kept in the class file: the surface, compiled in another module than this API, reads it there.
  */
 @Retention(RetentionPolicy.CLASS)
@@ -28,4 +31,11 @@ public @interface RemoteCall {
      * {@link Call.Kind#SYNCHRONIZING}, which a call marked {@link Synchronizing} must be.
      */
     Call.Kind kind();
+
+    /**
+     * Whether the call destroys the object its one handle stands for ({@code cuStreamDestroy}): the
+     * client's primitive sends nothing once its vGPU is closing, and the worker, once the call
+     * succeeded, forgets the client's id for it. Such a call takes that one handle and returns nothing.
+     */
+    boolean destroys() default false;
 }

@@ -183,6 +183,21 @@ final class RequestHandler extends OneToOneWorkerCalls {
     }
 
     @Override
+    void forgetModule(int id) {
+        handles.modules.remove(id);
+    }
+
+    @Override
+    void forgetStream(int id) {
+        handles.streams.remove(id);
+    }
+
+    @Override
+    void forgetEvent(int id) {
+        handles.events.remove(id);
+    }
+
+    @Override
     public void memGetInfo(Frame frame) {
         try {
             replies.reply().ok(frame.requestId(), gpu().memGetInfo());
@@ -204,14 +219,6 @@ final class RequestHandler extends OneToOneWorkerCalls {
                 gpu.moduleUnload(module);
                 throw e;
             }
-        });
-    }
-
-    @Override
-    public void moduleUnload(Frame frame, int moduleId) {
-        execute(frame, () -> {
-            gpu().moduleUnload(handles.module(moduleId));
-            handles.modules.remove(moduleId);
         });
     }
 
@@ -335,14 +342,6 @@ final class RequestHandler extends OneToOneWorkerCalls {
     }
 
     @Override
-    public void streamDestroy(Frame frame, int streamId) {
-        execute(frame, () -> {
-            gpu().streamDestroy(SessionHandles.lookup(handles.streams, streamId, "stream"));
-            handles.streams.remove(streamId);
-        });
-    }
-
-    @Override
     public void eventCreate(Frame frame, int eventId) {
         execute(frame, () -> {
             EventHandle event = gpu().eventCreate();
@@ -352,14 +351,6 @@ final class RequestHandler extends OneToOneWorkerCalls {
                 gpu.eventDestroy(event);
                 throw e;
             }
-        });
-    }
-
-    @Override
-    public void eventDestroy(Frame frame, int eventId) {
-        execute(frame, () -> {
-            gpu().eventDestroy(handles.event(eventId));
-            handles.events.remove(eventId);
         });
     }
 }

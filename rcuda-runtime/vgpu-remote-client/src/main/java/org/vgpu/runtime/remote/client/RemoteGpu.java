@@ -39,7 +39,7 @@ import org.vgpu.runtime.remote.protocol.RequestDecoder;
  *
  * <p>The calls a worker serves one to one ({@code VirtualGpu}'s {@code @RemoteCall}s: event records and
  * synchronizes, stream waits, elapsed times, context synchronizes, module variables, function
- * attributes) are sent by {@link OneToOneClientCalls}, generated, each handle as the id the hooks
+ * attributes, and the destroys, which send nothing while the vGPU closes) are sent by {@link OneToOneClientCalls}, generated, each handle as the id the hooks
  * below give; those written here have a remote form of their own.
  */
 public final class RemoteGpu extends OneToOneClientCalls<RemoteGpu.Module, RemoteGpu.Function, Integer, Integer> {
@@ -99,6 +99,11 @@ public final class RemoteGpu extends OneToOneClientCalls<RemoteGpu.Module, Remot
     }
 
     @Override
+    boolean closing() {
+        return closing;
+    }
+
+    @Override
     int moduleId(Module module) {
         return module.remoteId();
     }
@@ -153,14 +158,6 @@ public final class RemoteGpu extends OneToOneClientCalls<RemoteGpu.Module, Remot
         int id = nextRemoteId.getAndIncrement();
         connection.call((encoder, requestId) -> encoder.moduleLoad(requestId, id, image.bytes()), ReplyDecoder::empty);
         return new Module(id);
-    }
-
-    @Override
-    protected void doModuleUnload(Module module) {
-        if (!closing) {
-            connection.call(
-                    (encoder, requestId) -> encoder.moduleUnload(requestId, module.remoteId()), ReplyDecoder::empty);
-        }
     }
 
     @Override
@@ -363,24 +360,10 @@ public final class RemoteGpu extends OneToOneClientCalls<RemoteGpu.Module, Remot
     }
 
     @Override
-    protected void doStreamDestroy(Integer stream) {
-        if (!closing) {
-            connection.send((encoder, requestId) -> encoder.streamDestroy(requestId, true, stream));
-        }
-    }
-
-    @Override
     protected Integer doEventCreate() {
         int id = nextRemoteId.getAndIncrement();
         connection.send((encoder, requestId) -> encoder.eventCreate(requestId, true, id));
         return id;
-    }
-
-    @Override
-    protected void doEventDestroy(Integer event) {
-        if (!closing) {
-            connection.send((encoder, requestId) -> encoder.eventDestroy(requestId, true, event));
-        }
     }
 
     /** Says goodbye (the worker frees the vGPU), then hands the worker back to whoever supplied it. */

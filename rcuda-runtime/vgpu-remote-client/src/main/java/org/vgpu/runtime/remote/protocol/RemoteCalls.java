@@ -28,7 +28,7 @@ import org.vgpu.runtime.core.AbstractVirtualGpu;
 // in OneToOneWorkerCalls, their results in ResultEncoder and ResultDecoder); those listed here have a
 // remote form of their own, written by hand in RemoteGpu and RequestHandler: the session's frames,
 // calls whose ids the client chooses (module, function, stream and event creation) or that the
-// client answers itself when it can (destroys at close, a stream ending in a copy to the host),
+// client answers itself when it can (a stream ending in a copy to the host),
 // allocations (placed by the client's window allocator), copies and memsets (chunked, gathered,
 // scattered, one request for the synchronous and asynchronous forms), launches (arguments packed)
 // and memGetInfo (which AbstractVirtualGpu leaves to each backend). Opcodes never change once
@@ -107,10 +107,6 @@ interface RemoteCalls {
     /** {@code int32 module id (chosen by the client), rest: image}. */
     @Call(opcode = 0x0030, kind = SYNC)
     void moduleLoad(int moduleId, @Codec("ModuleImage") ByteBuf image);
-
-    /** {@code int32 module id}. */
-    @Call(opcode = 0x0031, kind = SYNC)
-    void moduleUnload(int moduleId);
 
     /** {@code int32 module id, int32 function id (chosen by the client), string kernel name};
      *  OK: {@code uint16 n, n x int32 parameter size}. */
@@ -192,15 +188,7 @@ interface RemoteCalls {
     @Call(opcode = 0x0071, kind = SYNCHRONIZING)
     void streamSynchronize(int streamId);
 
-    /** {@code int32 stream id}. */
-    @Call(opcode = 0x0072, kind = ASYNC)
-    void streamDestroy(int streamId);
-
     /** {@code int32 event id}. */
     @Call(opcode = 0x0080, kind = ASYNC)
     void eventCreate(int eventId);
-
-    /** {@code int32 event id}. */
-    @Call(opcode = 0x0084, kind = ASYNC)
-    void eventDestroy(int eventId);
 }
