@@ -69,16 +69,6 @@ final class HolderAnnouncements {
         }
         // the certificate the holder's worker made, signed into its proof with the site key
         Optional<CertificatePin> certificate = checked.granted().orElseThrow().workerCertificate();
-        if (workerTls && certificate.isEmpty()) {
-            LOG.warn(
-                    "job {}: worker {} at {} proves no TLS certificate; refused (worker_tls is on)",
-                    job,
-                    workerId,
-                    endpoint);
-            return new Answer.Refused(
-                    "worker " + workerId + " proves no TLS certificate, and [cluster] worker_tls is on"
-                            + " (a worker started without --tls-self-signed: is vgpu on its node older than the tracker's?)");
-        }
         synchronized (lock) {
             Optional<Assembly> assembly = ledger.assembly(job);
             Optional<Lend> lend = assembly.flatMap(current -> current.lends().stream()
@@ -87,6 +77,16 @@ final class HolderAnnouncements {
             if (lend.isEmpty()) {
                 return new Answer.Refused(
                         "job " + job + " has no borrowed vGPU " + vgpu + " (its assembly ended or never had it)");
+            }
+            if (workerTls && certificate.isEmpty()) {
+                LOG.warn(
+                        "job {}: worker {} at {} proves no TLS certificate; refused (worker_tls is on)",
+                        job,
+                        workerId,
+                        endpoint);
+                return new Answer.Refused(
+                        "worker " + workerId + " proves no TLS certificate, and [cluster] worker_tls is on"
+                                + " (a worker started without --tls-self-signed: is vgpu on its node older than the tracker's?)");
             }
             if (hook.announce(job, vgpu, endpoint, workerId)) {
                 certificate.ifPresent(pin -> ledger.recordCertificate(workerId, pin));
