@@ -155,7 +155,7 @@ class TrackerTest {
         String reply = awaitOk(tracker, job);
         assertTrue(
                 reply.matches(
-                        "ok vgpus=3 local=3 remote=1@10\\.0\\.0\\.2:40000#v2\\.\\S+,2@10\\.0\\.0\\.3:40001#v2\\.\\S+"),
+                        "ok vgpus=3 local=3 remote=1@10\\.0\\.0\\.2:40000#v3\\.\\S+,2@10\\.0\\.0\\.3:40001#v3\\.\\S+"),
                 reply);
         Assembly assembly = ledger.assembly(job).orElseThrow();
         assertEquals(Assembly.Phase.RELEASED, assembly.phase());
