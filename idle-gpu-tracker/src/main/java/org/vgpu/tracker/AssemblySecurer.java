@@ -278,7 +278,8 @@ final class AssemblySecurer {
                         site.tokenKeyFile(),
                         site.tracker(),
                         settings.workerBackend(),
-                        settings.workerIdleTimeout())
+                        settings.workerIdleTimeout(),
+                        site.workerTls())
                 .forLend(lend.node(), node.reachableAs(), job, lend.vgpu());
     }
 }

@@ -8,6 +8,7 @@ import org.slf4j.LoggerFactory;
 
 import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.common.net.Endpoint;
+import org.vgpu.common.security.CertificatePin;
 import org.vgpu.common.security.SessionToken;
 import org.vgpu.common.security.SiteKey;
 import org.vgpu.common.security.TokenVerifier;
@@ -34,9 +35,13 @@ final class HolderAnnouncements {
     private final MigrationHook hook;
     private final HolderBook holders;
     private final SiteKey key;
+    private final boolean workerTls;
     private final Clock clock;
 
-    /** @param lock the tracker's lock, which guards the ledger, the hook and {@code holders} */
+    /**
+     * @param lock      the tracker's lock, which guards the ledger, the hook and {@code holders}
+     * @param workerTls {@code [cluster] worker_tls}: a worker whose proof pins no TLS certificate is refused
+     */
     HolderAnnouncements(
             Object lock,
             SlurmControl slurm,
@@ -44,6 +49,7 @@ final class HolderAnnouncements {
             MigrationHook hook,
             HolderBook holders,
             SiteKey key,
+            boolean workerTls,
             Clock clock) {
         this.lock = lock;
         this.slurm = slurm;
@@ -51,15 +57,18 @@ final class HolderAnnouncements {
         this.hook = hook;
         this.holders = holders;
         this.key = key;
+        this.workerTls = workerTls;
         this.clock = clock;
     }
 
     /** See {@link Tracker#worker}. */
     Answer worker(long job, int vgpu, Endpoint endpoint, String workerId, String proof) {
-        Optional<Answer> refused = proofRefusal(job, vgpu, workerId, proof);
-        if (refused.isPresent()) {
-            return refused.get();
+        Proof checked = checkProof(job, vgpu, workerId, proof);
+        if (checked.refusal().isPresent()) {
+            return checked.refusal().get();
         }
+        // the certificate the holder's worker made, signed into its proof with the site key
+        Optional<CertificatePin> certificate = checked.granted().orElseThrow().workerCertificate();
         synchronized (lock) {
             Optional<Assembly> assembly = ledger.assembly(job);
             Optional<Lend> lend = assembly.flatMap(current -> current.lends().stream()
@@ -69,7 +78,18 @@ final class HolderAnnouncements {
                 return new Answer.Refused(
                         "job " + job + " has no borrowed vGPU " + vgpu + " (its assembly ended or never had it)");
             }
+            if (workerTls && certificate.isEmpty()) {
+                LOG.warn(
+                        "job {}: worker {} at {} proves no TLS certificate; refused (worker_tls is on)",
+                        job,
+                        workerId,
+                        endpoint);
+                return new Answer.Refused(
+                        "worker " + workerId + " proves no TLS certificate, and [cluster] worker_tls is on"
+                                + " (a worker started without --tls-self-signed: is vgpu on its node older than the tracker's?)");
+            }
             if (hook.announce(job, vgpu, endpoint, workerId)) {
+                certificate.ifPresent(pin -> ledger.recordCertificate(workerId, pin));
                 return new Answer.Accepted();
             }
             if (lend.get().workerId().filter(id -> !id.equals(workerId)).isPresent()) {
@@ -77,8 +97,15 @@ final class HolderAnnouncements {
                         + lend.get().workerId().get());
             }
             ledger.record(assembly.get().withLend(lend.get().withWorker(endpoint, workerId)));
+            certificate.ifPresent(pin -> ledger.recordCertificate(workerId, pin));
         }
-        LOG.info("job {}: worker {} at {} serves vGPU {}", job, workerId, endpoint, vgpu);
+        LOG.info(
+                "job {}: worker {} at {} serves vGPU {} ({})",
+                job,
+                workerId,
+                endpoint,
+                vgpu,
+                certificate.map(pin -> "TLS, certificate " + pin).orElse("plain TCP"));
         return new Answer.Accepted();
     }
 
@@ -87,14 +114,23 @@ final class HolderAnnouncements {
      * the site key (HolderAnnouncement); empty when it is.
      */
     private Optional<Answer> proofRefusal(long job, int vgpu, String workerId, String proof) {
+        return checkProof(job, vgpu, workerId, proof).refusal();
+    }
+
+    /** A worker's proof checked: what it grants, or why it is refused (exactly one of the two). */
+    private record Proof(Optional<SessionToken> granted, Optional<Answer> refusal) {}
+
+    private Proof checkProof(long job, int vgpu, String workerId, String proof) {
         try {
             SessionToken token = new TokenVerifier(key, workerId, clock).verify(proof, vgpu);
             if (!token.jobId().equals(Long.toString(job))) {
-                return Optional.of(new Answer.Refused("the proof is for job " + token.jobId() + ", not " + job));
+                return new Proof(
+                        Optional.empty(),
+                        Optional.of(new Answer.Refused("the proof is for job " + token.jobId() + ", not " + job)));
             }
-            return Optional.empty();
+            return new Proof(Optional.of(token), Optional.empty());
         } catch (VgpuFailure e) {
-            return Optional.of(new Answer.Unauthenticated(e.detail()));
+            return new Proof(Optional.empty(), Optional.of(new Answer.Unauthenticated(e.detail())));
         }
     }
 

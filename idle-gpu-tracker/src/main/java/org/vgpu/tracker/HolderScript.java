@@ -20,8 +20,10 @@ import org.vgpu.common.net.Endpoint;
  * @param tracker     where the worker announces itself
  * @param backend     the worker's backend ({@code native}; {@code emulated} in tests)
  * @param idleTimeout how long the worker waits for its job's first session
+ * @param tls         whether the worker speaks TLS with a fresh self-signed certificate ({@code [cluster] worker_tls})
  */
-record HolderScript(Path vgpuCommand, Path keyFile, Endpoint tracker, String backend, Duration idleTimeout) {
+record HolderScript(
+        Path vgpuCommand, Path keyFile, Endpoint tracker, String backend, Duration idleTimeout, boolean tls) {
     HolderScript {
         Objects.requireNonNull(vgpuCommand, "vgpuCommand");
         Objects.requireNonNull(keyFile, "keyFile");
@@ -60,6 +62,7 @@ record HolderScript(Path vgpuCommand, Path keyFile, Endpoint tracker, String bac
                         "--tracker",
                         tracker.toString(),
                         "--lend",
-                        job + ":" + vgpu));
+                        job + ":" + vgpu))
+                + (tls ? " " + ShellWords.quote("--tls-self-signed") : "");
     }
 }

@@ -157,7 +157,8 @@ public final class Tracker {
 
                     @Override
                     public String token(long job, int vgpu, String workerId) {
-                        return tokens.issue(Long.toString(job), vgpu, workerId, settings.tokenTtl());
+                        return tokens.issue(
+                                Long.toString(job), vgpu, workerId, ledger.certificate(workerId), settings.tokenTtl());
                     }
 
                     @Override
@@ -173,7 +174,7 @@ public final class Tracker {
         this.hook.onLost(holders::vgpuLost);
         this.reconciliation = new Reconciliation(ledger, hook, holders, comments, clock);
         this.securer = new AssemblySecurer(site, slurm, ledger, settings, hook, reconciliation, comments);
-        this.announcements = new HolderAnnouncements(lock, slurm, ledger, hook, holders, key, clock);
+        this.announcements = new HolderAnnouncements(lock, slurm, ledger, hook, holders, key, site.workerTls(), clock);
         this.agents = new AgentRequests(lock, hook, settings.agentHold(), clock);
     }
 
@@ -246,8 +247,10 @@ public final class Tracker {
                 granted.add(lend.gpu().getAsInt());
                 continue;
             }
+            String workerId = lend.workerId().orElseThrow();
+            // the worker's certificate, which it proved when it announced itself: the job's client accepts no other
             String token = tokens.issue(
-                    Long.toString(job), lend.vgpu(), lend.workerId().orElseThrow(), settings.tokenTtl());
+                    Long.toString(job), lend.vgpu(), workerId, ledger.certificate(workerId), settings.tokenTtl());
             borrowed.add(new Answer.Borrowed(lend.vgpu(), lend.worker().orElseThrow(), token));
         }
         LOG.info(

@@ -35,7 +35,7 @@ class HolderScriptTest {
         Files.setPosixFilePermissions(launcher, PosixFilePermissions.fromString("rwx------"));
         Path key = dir.resolve("site key; touch " + pwned);
         HolderScript script = new HolderScript(
-                launcher, key, new Endpoint("tracker.cluster", 7400), "emulated", Duration.ofSeconds(90));
+                launcher, key, new Endpoint("tracker.cluster", 7400), "emulated", Duration.ofSeconds(90), true);
 
         ProcessBuilder holder =
                 new ProcessBuilder("/bin/sh", "-c", script.forLend("n2", "10.0.0.2", 42, 1)).directory(dir.toFile());
@@ -63,7 +63,8 @@ class HolderScriptTest {
                         "--tracker",
                         "tracker.cluster:7400",
                         "--lend",
-                        "42:1"),
+                        "42:1",
+                        "--tls-self-signed"),
                 printed.lines().toList());
         assertFalse(Files.exists(pwned), "nothing in a value ran");
     }

@@ -113,7 +113,13 @@ class MigrationHookTest {
                             lend.vgpu(),
                             new Endpoint("10.0.0." + lend.node().charAt(1), 40000 + lend.vgpu()),
                             id,
-                            key.issuer().issue(Long.toString(job), lend.vgpu(), id, Duration.ofMinutes(1)))));
+                            key.issuer()
+                                    .issue(
+                                            Long.toString(job),
+                                            lend.vgpu(),
+                                            id,
+                                            Optional.of(TrackerTest.WORKER_CERTIFICATE),
+                                            Duration.ofMinutes(1)))));
         }
         tracker.tick();
         slurm.schedule();
@@ -743,7 +749,13 @@ class MigrationHookTest {
                         vgpu,
                         endpoint,
                         workerId,
-                        key.issuer().issue(Long.toString(job), vgpu, workerId, Duration.ofMinutes(1)))));
+                        key.issuer()
+                                .issue(
+                                        Long.toString(job),
+                                        vgpu,
+                                        workerId,
+                                        Optional.of(TrackerTest.WORKER_CERTIFICATE),
+                                        Duration.ofMinutes(1)))));
     }
 
     /** The agent names the worker it could not reach by its address only; the tracker adds the worker's id. */

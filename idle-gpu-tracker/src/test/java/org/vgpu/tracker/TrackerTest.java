@@ -24,6 +24,8 @@ import org.vgpu.common.contract.BridgeContract;
 import org.vgpu.common.line.BoundedLineReader;
 import org.vgpu.common.line.LineClient;
 import org.vgpu.common.net.Endpoint;
+import org.vgpu.common.security.CertificatePin;
+import org.vgpu.common.security.SessionToken;
 import org.vgpu.common.security.SiteKey;
 import org.vgpu.common.security.ThrowawaySiteKey;
 import org.vgpu.siteconfig.SiteConfig;
@@ -41,6 +43,11 @@ import org.vgpu.tracker.slurm.SlurmException;
  * assembling, ending, giving up, and restarting from the ledger.
  */
 class TrackerTest {
+    /** What the holders' workers prove as their TLS certificate (worker_tls is on by default). */
+    static final CertificatePin WORKER_CERTIFICATE = CertificatePin.ofDigest(
+            new byte[] {7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7
+            });
+
     private static final Instant START = Instant.parse("2026-11-21T12:00:00Z");
 
     @TempDir
@@ -94,7 +101,7 @@ class TrackerTest {
                                 + " CUDA_DEVICE_ORDER='PCI_BUS_ID'; exec '/usr/bin/vgpu' 'worker' '--listen' '10\\.0\\.0\\.2:0'"
                                 + " '--backend' 'native' '--device' '0' '--worker-id' 'n2-holder-'\"\\$SLURM_JOB_ID\" '--key-file'"
                                 + " '\\S+' '--idle-timeout' '3600' '--tracker' '127\\.0\\.0\\.1:7400' '--lend' '" + job
-                                + ":1'")),
+                                + ":1' '--tls-self-signed'")),
                 slurm.actions.toString());
         slurm.schedule();
         tracker.tick();
@@ -119,19 +126,36 @@ class TrackerTest {
                         new Endpoint("10.0.0.1", 40001),
                         "n1-w",
                         key.issuer().issue(Long.toString(job), 0, "n1-w", Duration.ofMinutes(1)))));
+        assertEquals(
+                "error worker n2-w proves no TLS certificate, and [cluster] worker_tls is on (a worker started without"
+                        + " --tls-self-signed: is vgpu on its node older than the tracker's?)",
+                line(tracker.worker(
+                        job,
+                        1,
+                        new Endpoint("10.0.0.2", 40001),
+                        "n2-w",
+                        key.issuer().issue(Long.toString(job), 1, "n2-w", Duration.ofMinutes(1)))));
         announceWorkers(tracker, job);
         tracker.tick();
         assertTrue(slurm.actions.contains("pin " + job + " to n1 gpu:1,vgpu:3"), slurm.actions.toString());
+
         assertTrue(slurm.actions.contains("release " + job), slurm.actions.toString());
         slurm.schedule();
         assertEquals("RUNNING", slurm.get(job).state());
+        Answer.Assembled assembled = (Answer.Assembled) tracker.assembly(job, "n1");
+        for (Answer.Borrowed borrowed : assembled.borrowed()) {
+            assertEquals(
+                    Optional.of(WORKER_CERTIFICATE),
+                    SessionToken.pinnedCertificate(borrowed.token()),
+                    "the job's token pins the certificate its worker proved");
+        }
 
         assertEquals(
                 "error job " + job + " has its vGPU assembly on node n1, not on n2", line(tracker.assembly(job, "n2")));
         String reply = awaitOk(tracker, job);
         assertTrue(
                 reply.matches(
-                        "ok vgpus=3 local=3 remote=1@10\\.0\\.0\\.2:40000#v2\\.\\S+,2@10\\.0\\.0\\.3:40001#v2\\.\\S+"),
+                        "ok vgpus=3 local=3 remote=1@10\\.0\\.0\\.2:40000#v3\\.\\S+,2@10\\.0\\.0\\.3:40001#v3\\.\\S+"),
                 reply);
         Assembly assembly = ledger.assembly(job).orElseThrow();
         assertEquals(Assembly.Phase.RELEASED, assembly.phase());
@@ -490,7 +514,13 @@ class TrackerTest {
                             lend.vgpu(),
                             new Endpoint("10.0.0." + lend.node().charAt(1), 39999 + lend.vgpu()),
                             id,
-                            key.issuer().issue(Long.toString(job), lend.vgpu(), id, Duration.ofMinutes(1)))));
+                            key.issuer()
+                                    .issue(
+                                            Long.toString(job),
+                                            lend.vgpu(),
+                                            id,
+                                            Optional.of(WORKER_CERTIFICATE),
+                                            Duration.ofMinutes(1)))));
         }
     }
 

@@ -74,6 +74,15 @@ final class ConfigKeys {
             "the partition of the tracker's holder jobs");
     static final ConfigKey<String> LEND_QOS = ConfigKey.optional(
             CLUSTER, "lend_qos", NAME, "QOS needs slurmdbd", "none", "the QOS of the tracker's holder jobs");
+    static final ConfigKey<Boolean> WORKER_TLS = ConfigKey.defaulted(
+            CLUSTER,
+            "worker_tls",
+            SWITCH,
+            "`off` only on a network no job process or user can reach or watch",
+            "on",
+            "a job's traffic with a borrowed GPU's worker uses TLS 1.3, each holder's worker with a fresh self-signed"
+                    + " certificate that the job's session token pins; off: plain TCP, the program's GPU data and its"
+                    + " session token readable on the wire (docs/admin/security.md#tls-between-jobs-and-workers)");
 
     // [policy]
     static final ConfigKey<Duration> IDLE_GRACE = ConfigKey.defaulted(
@@ -253,6 +262,7 @@ final class ConfigKeys {
             TOKEN_KEY_FILE,
             LEND_PARTITION,
             LEND_QOS,
+            WORKER_TLS,
             IDLE_GRACE,
             MAX_BORROWED_PER_JOB,
             BORROWING,

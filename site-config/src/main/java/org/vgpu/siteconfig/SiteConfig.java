@@ -17,6 +17,8 @@ import org.vgpu.common.net.Endpoint;
  * @param tokenKeyFile  the site key ({@link org.vgpu.common.security.SiteKey}) that signs session tokens
  * @param lendPartition the partition of the tracker's holder jobs
  * @param lendQos       the QOS of holder jobs, when the site has accounting (QOS needs slurmdbd)
+ * @param workerTls     whether holders' workers speak TLS with their jobs (self-signed certificates the jobs' tokens
+ *                      pin); off: plain TCP
  * @param nodes         the GPU nodes, in file order, names unique
  * @param metrics       where the tracker serves Prometheus' {@code /metrics}; empty: it serves none
  *                      (the default, so the tracker opens no port an admin did not choose)
@@ -28,6 +30,7 @@ public record SiteConfig(
         Path tokenKeyFile,
         String lendPartition,
         Optional<String> lendQos,
+        boolean workerTls,
         Policy policy,
         List<NodeConfig> nodes,
         Distances distances,

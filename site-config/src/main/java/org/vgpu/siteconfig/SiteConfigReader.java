@@ -92,6 +92,7 @@ public final class SiteConfigReader {
         Optional<Path> tokenKeyFile = cluster.required(ConfigKeys.TOKEN_KEY_FILE);
         Optional<String> lendPartition = cluster.required(ConfigKeys.LEND_PARTITION);
         Optional<String> lendQos = cluster.optional(ConfigKeys.LEND_QOS);
+        boolean workerTls = cluster.valueOrDefault(ConfigKeys.WORKER_TLS);
 
         Policy policy = readPolicy(singletons.get(POLICY));
         Map<IniFile.Section, List<String>> namesBySection = nodeNames(nodeSections);
@@ -120,6 +121,7 @@ public final class SiteConfigReader {
                 tokenKeyFile.orElseThrow(),
                 lendPartition.orElseThrow(),
                 lendQos,
+                workerTls,
                 policy,
                 nodes,
                 distances,

@@ -30,6 +30,7 @@ public final class SiteConfigWriter {
         line(ConfigKeys.TOKEN_KEY_FILE, config.tokenKeyFile());
         line(ConfigKeys.LEND_PARTITION, config.lendPartition());
         line(ConfigKeys.LEND_QOS, config.lendQos());
+        line(ConfigKeys.WORKER_TLS, config.workerTls());
 
         Policy policy = config.policy();
         MigrationPolicy moves = policy.migration();

@@ -11,6 +11,7 @@ import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.Collection;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -21,6 +22,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import org.vgpu.common.error.IoReasons;
+import org.vgpu.common.security.CertificatePin;
 
 /**
  * The tracker's persistent record of every live assembly (its lends, holder jobs and workers), a
@@ -46,6 +48,9 @@ public final class Ledger implements AutoCloseable {
     private final Map<Long, Migration> migrations = new LinkedHashMap<>();
     /** The last outcome of each vGPU of a live assembly, by job, then vGPU. */
     private final Map<Long, Map<Integer, MigrationOutcome>> outcomes = new LinkedHashMap<>();
+
+    /** The TLS certificates of workers, by worker id, that their proofs pinned. */
+    private final Map<String, CertificatePin> certificates = new LinkedHashMap<>();
 
     private long lastMigrationId;
     private FileChannel journal;
@@ -99,6 +104,18 @@ public final class Ledger implements AutoCloseable {
         String line = LedgerLines.forget(job, why);
         forgetLive(job);
         append(line);
+    }
+
+    /** Records the TLS certificate worker {@code workerId} proved it has, durably. */
+    public void recordCertificate(String workerId, CertificatePin pin) {
+        String line = LedgerLines.certificate(workerId, pin);
+        certificates.put(workerId, pin);
+        append(line);
+    }
+
+    /** The certificate worker {@code workerId} proved, which the job's tokens for it pin; empty: a worker without TLS. */
+    public Optional<CertificatePin> certificate(String workerId) {
+        return Optional.ofNullable(certificates.get(workerId));
     }
 
     /** The migrations under way, oldest first. */
@@ -209,6 +226,8 @@ public final class Ledger implements AutoCloseable {
                 }
                 case LedgerLines.Entry.Outcome outcome -> keep(outcome.outcome());
                 case LedgerLines.Entry.LastMigrationId seen -> lastMigrationId = Math.max(lastMigrationId, seen.id());
+                case LedgerLines.Entry.Certificate certificate ->
+                    certificates.put(certificate.workerId(), certificate.pin());
             }
         }
     }
@@ -257,6 +276,10 @@ public final class Ledger implements AutoCloseable {
             for (Migration migration : migrations.values()) {
                 text.append(LedgerLines.migration(migration)).append('\n');
             }
+            // only the certificates of workers that serve, or will serve, a live assembly
+            certificates.keySet().retainAll(servingWorkerIds());
+            certificates.forEach((workerId, pin) ->
+                    text.append(LedgerLines.certificate(workerId, pin)).append('\n'));
             Files.deleteIfExists(fresh);
             try (FileChannel out = FileChannel.open(
                     fresh,
@@ -277,6 +300,15 @@ public final class Ledger implements AutoCloseable {
             throw new LedgerException(
                     LedgerException.Code.UNWRITABLE, "cannot write the ledger " + file + ": " + IoReasons.of(e), e);
         }
+    }
+
+    private Set<String> servingWorkerIds() {
+        Set<String> ids = new HashSet<>();
+        live.values()
+                .forEach(assembly ->
+                        assembly.lends().forEach(lend -> lend.workerId().ifPresent(ids::add)));
+        migrations.values().forEach(migration -> migration.worker().ifPresent(worker -> ids.add(worker.id())));
+        return ids;
     }
 
     private void append(String line) {

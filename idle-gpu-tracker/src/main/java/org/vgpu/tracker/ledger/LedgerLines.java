@@ -8,6 +8,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.OptionalLong;
@@ -15,6 +16,7 @@ import java.util.zip.CRC32C;
 
 import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.common.net.Endpoint;
+import org.vgpu.common.security.CertificatePin;
 
 /**
  * The ledger's line format. One record per line, words separated by one space, the last word a
@@ -26,6 +28,7 @@ import org.vgpu.common.net.Endpoint;
  *   migration id=7 job=42 vgpu=1 node=n1 to=home phase=claiming grant=57 gpu=- worker=- started=MILLIS sent=- by=hook crc=...
  *   outcome id=7 job=42 vgpu=1 result=ok blocked=120 bytes=1048576 at=MILLIS crc=...
  *   migrations last=7 crc=...
+ *   certificate worker=n2-holder-43 sha256=HEX crc=...
  * </pre>
  * {@code lend=VGPU/NODE/HOLDER/GPU/HOST:PORT/WORKER-ID[/FORMER-ID,...]}, {@code -} for what is not known yet (the
  * former ids: workers that served the lend before it moved from lender to lender); a lend
@@ -33,8 +36,9 @@ import org.vgpu.common.net.Endpoint;
  * {@code assembly} line replaces the job's earlier one; {@code forget} ends it (and its migrations).
  * A {@code migration} line ({@code to=home}: a GPU of the job's node; {@code to=remote}: a worker on another
  * lender, {@code worker=HOST:PORT/WORKER-ID} once it announced itself) replaces the earlier one of the same id; {@code outcome} ends it and is
- * the vGPU's last move (the hook's cooldown). Times are milliseconds since the epoch. Tokens are
- * never written: they are issued afresh when asked for.
+ * the vGPU's last move (the hook's cooldown). A {@code certificate} line records the SHA-256 fingerprint of a worker's
+ * TLS certificate, which the worker proved when it announced itself and the job's tokens for it pin. Times are
+ * milliseconds since the epoch. Tokens are never written: they are issued afresh when asked for.
  */
 public final class LedgerLines {
     private static final String NONE = "-";
@@ -54,6 +58,13 @@ public final class LedgerLines {
         record Step(Migration migration) implements Entry {}
 
         record Outcome(MigrationOutcome outcome) implements Entry {}
+
+        record Certificate(String workerId, CertificatePin pin) implements Entry {
+            public Certificate {
+                LedgerValues.word("worker id", workerId);
+                Objects.requireNonNull(pin, "pin");
+            }
+        }
 
         record LastMigrationId(long id) implements Entry {
             public LastMigrationId {
@@ -140,6 +151,11 @@ public final class LedgerLines {
         return sealed("migrations last=" + id);
     }
 
+    public static String certificate(String workerId, CertificatePin pin) {
+        return sealed("certificate worker=" + word("worker id", workerId) + " sha256="
+                + HexFormat.of().formatHex(pin.digest()));
+    }
+
     public static String outcome(MigrationOutcome outcome) {
         return sealed("outcome id=" + outcome.id() + " job=" + outcome.job() + " vgpu=" + outcome.vgpu() + " result="
                 + outcome.result().word() + " blocked=" + outcome.blockedMs() + " bytes=" + outcome.bytes() + " at="
@@ -183,9 +199,10 @@ public final class LedgerLines {
             case "migration" -> new Entry.Step(migration(fields));
             case "outcome" -> new Entry.Outcome(outcome(fields));
             case "migrations" -> new Entry.LastMigrationId(number(fields, "last", 0));
+            case "certificate" -> new Entry.Certificate(require(fields, "worker"), pin(require(fields, "sha256")));
             default ->
                 throw new IllegalArgumentException("unknown record " + LedgerValues.shown(words[0])
-                        + "; expected assembly, forget, migration, outcome or migrations");
+                        + "; expected assembly, forget, migration, outcome, migrations or certificate");
         };
     }
 
@@ -322,6 +339,16 @@ public final class LedgerLines {
 
     private static Instant time(Map<String, String> fields, String key) {
         return Instant.ofEpochMilli(number(fields, key, 0));
+    }
+
+    private static CertificatePin pin(String hex) {
+        try {
+            return CertificatePin.ofDigest(HexFormat.of().parseHex(hex));
+        } catch (IllegalArgumentException | VgpuFailure e) {
+            throw new IllegalArgumentException(
+                    "sha256: expected " + CertificatePin.BYTES * 2 + " hex digits, found " + LedgerValues.shown(hex),
+                    e);
+        }
     }
 
     private static Endpoint endpoint(String what, String text) {

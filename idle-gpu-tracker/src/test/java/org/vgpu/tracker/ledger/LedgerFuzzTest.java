@@ -52,6 +52,8 @@ class LedgerFuzzTest {
             case LedgerLines.Entry.Step step -> LedgerLines.migration(step.migration());
             case LedgerLines.Entry.Outcome outcome -> LedgerLines.outcome(outcome.outcome());
             case LedgerLines.Entry.LastMigrationId last -> LedgerLines.lastMigrationId(last.id());
+            case LedgerLines.Entry.Certificate certificate ->
+                LedgerLines.certificate(certificate.workerId(), certificate.pin());
         };
     }
 

@@ -21,6 +21,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import org.vgpu.common.net.Endpoint;
+import org.vgpu.common.security.CertificatePin;
 
 class LedgerTest {
     private static final Instant PLANNED = Instant.parse("2026-11-21T12:00:00.123Z");
@@ -45,6 +46,30 @@ class LedgerTest {
         }
         try (Ledger reopened = Ledger.open(file)) {
             assertEquals(List.of(secured.releasedAt(PLANNED.plusSeconds(2))), List.copyOf(reopened.assemblies()));
+        }
+    }
+
+    @Test
+    void aServingWorkersCertificateSurvivesReopeningAndCompactionAndAGoneWorkersDoesNot() {
+        Path file = dir.resolve("state/tracker.ledger");
+        CertificatePin pin = CertificatePin.ofDigest(new byte[] {
+            1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29,
+            30, 31, 32
+        });
+        Assembly served = securing(42)
+                .withLend(Lend.planned(1, "n2")
+                        .withHolder(43)
+                        .withGpu(3)
+                        .withWorker(new Endpoint("10.1.0.2", 7501), "n2-holder-43"));
+        try (Ledger ledger = Ledger.open(file)) {
+            ledger.record(served);
+            ledger.recordCertificate("n2-holder-43", pin);
+            ledger.recordCertificate("n3-holder-44", pin);
+            assertEquals(Optional.of(pin), ledger.certificate("n2-holder-43"));
+        }
+        try (Ledger reopened = Ledger.open(file)) {
+            assertEquals(Optional.of(pin), reopened.certificate("n2-holder-43"));
+            assertEquals(Optional.empty(), reopened.certificate("n3-holder-44"), "no lend names that worker");
         }
     }
 

@@ -110,7 +110,7 @@ public final class JobVgpus implements AutoCloseable {
         try {
             checkLocalDevices(assembly, ordinals);
             JobGrants grants = new JobGrants(assembly);
-            // No TLS: the job's environment says nothing of the lenders' certificates (see README, vgpu run).
+            // No TLS context of its own: a token that pins its worker's certificate opens TLS to it (WorkerEndpoint).
             workers = new RemoteWorkerResolver(JobTargets.credentials(grants), remoteConfig, null);
             JobTargets targets = new JobTargets(assembly, grants, ordinals, local, workers);
             if (assembly.agentSocket().isPresent()) {

@@ -40,6 +40,7 @@ import org.vgpu.runtime.remote.client.RemoteConfig;
 import org.vgpu.runtime.remote.lender.LaunchedWorker;
 import org.vgpu.runtime.remote.lender.WorkerLauncher;
 import org.vgpu.runtime.remote.lender.WorkerSpec;
+import org.vgpu.runtime.remote.security.TlsConfig;
 import org.vgpu.runtime.workloads.LennardJonesWorkload;
 import org.vgpu.runtime.workloads.WorkloadResult;
 import org.vgpu.siteconfig.SiteConfigReader;
@@ -195,9 +196,17 @@ final class HookStory {
                                 backend,
                                 lenderDevice,
                                 "n2-holder-" + lend.holder().getAsLong(),
-                                key.keyFile()))) {
+                                key.keyFile(),
+                                Optional.of(new TlsConfig.SelfSigned()),
+                                Optional.empty()))) {
+                    // as a holder's worker: TLS with a certificate of its own, pinned in its proof
                     String proof = key.issuer()
-                            .issue(Long.toString(job), lend.vgpu(), worker.workerId(), Duration.ofMinutes(5));
+                            .issue(
+                                    Long.toString(job),
+                                    lend.vgpu(),
+                                    worker.workerId(),
+                                    worker.certificate(),
+                                    Duration.ofMinutes(5));
                     String answer = TrackerProtocol.line(
                             tracker.worker(job, lend.vgpu(), worker.endpoint(), worker.workerId(), proof));
                     if (!answer.equals("ok")) {

@@ -5,7 +5,7 @@ import java.util.regex.Pattern;
 /** Text made safe for a line protocol's reply or a log line. */
 public final class LineText {
     /**
-     * A session token ({@code v2.PAYLOAD.MAC}, or any part of one from its version on) or a MUNGE credential, wherever it
+     * A session token ({@code v3.PAYLOAD.MAC}, or any part of one from its version on) or a MUNGE credential, wherever it
      * stands in a line: a word of its own, after {@code #} in a remote entry, after {@code munge=}.
      */
     private static final Pattern SECRET = Pattern.compile("(?<![A-Za-z0-9])v[0-9]+\\.[A-Za-z0-9_.\\-]*|MUNGE:\\S*");

@@ -2,6 +2,7 @@ package org.vgpu.common.security;
 
 import java.time.Instant;
 import java.util.Objects;
+import java.util.Optional;
 
 import org.vgpu.common.VgpuLimits;
 import org.vgpu.common.contract.BridgeContract;
@@ -14,17 +15,39 @@ import org.vgpu.common.error.InputException;
  * windows are disjoint by design: a session that named vGPU 0 but opened vGPU 5's window could take
  * the addresses a migration of vGPU 5 maps there.
  *
+ * <p>{@code workerCertificate} pins the worker's TLS certificate: the job's client connects to the worker with TLS and
+ * accepts that certificate only ({@link #pinnedCertificate} reads it from a token without the site key). A token
+ * without one is for a worker that serves plain TCP ({@code [cluster] worker_tls = off}), or whose certificate the
+ * client trusts otherwise.
+ *
  * <p>Ids are 1 to {@value #MAX_ID_LENGTH} visible ASCII characters without spaces: they end up in
  * line protocols and log lines, where spaces or control characters could forge fields.
  */
-public record SessionToken(String jobId, Window window, String workerId, Instant expiresAt) {
+public record SessionToken(
+        String jobId, Window window, String workerId, Optional<CertificatePin> workerCertificate, Instant expiresAt) {
     public static final int MAX_ID_LENGTH = 128;
 
     public SessionToken {
         requireId("job id", jobId);
         Objects.requireNonNull(window, "window");
         requireId("worker id", workerId);
+        Objects.requireNonNull(workerCertificate, "workerCertificate");
         Objects.requireNonNull(expiresAt, "expiresAt");
+    }
+
+    /** A token that pins no certificate. */
+    public SessionToken(String jobId, Window window, String workerId, Instant expiresAt) {
+        this(jobId, window, workerId, Optional.empty(), expiresAt);
+    }
+
+    /**
+     * The worker certificate {@code token} pins, read without checking its signature (the client has no site key; the
+     * worker checks the signature, and proves the certificate in the TLS handshake).
+     *
+     * @throws org.vgpu.common.error.AuthException when the text is not a session token (the text not quoted)
+     */
+    public static Optional<CertificatePin> pinnedCertificate(String token) {
+        return SessionTokenCodec.decodeUnverified(token).workerCertificate();
     }
 
     /** The vGPU the token is for. */

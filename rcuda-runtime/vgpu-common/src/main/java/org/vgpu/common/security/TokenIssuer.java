@@ -5,6 +5,7 @@ import java.time.DateTimeException;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Objects;
+import java.util.Optional;
 
 import org.vgpu.common.error.InputException;
 
@@ -30,7 +31,16 @@ public final class TokenIssuer {
      *         an index out of range, or a ttl that is not positive
      */
     public String issue(String jobId, int vgpuIndex, String workerId, Duration ttl) {
-        return issue(jobId, SessionToken.Window.standard(vgpuIndex), workerId, ttl);
+        return issue(jobId, SessionToken.Window.standard(vgpuIndex), workerId, Optional.empty(), ttl);
+    }
+
+    /**
+     * As {@link #issue(String, int, String, Duration)}, pinning the worker's TLS certificate when {@code
+     * workerCertificate} names one: the job's client then speaks TLS with the worker and accepts that certificate only.
+     */
+    public String issue(
+            String jobId, int vgpuIndex, String workerId, Optional<CertificatePin> workerCertificate, Duration ttl) {
+        return issue(jobId, SessionToken.Window.standard(vgpuIndex), workerId, workerCertificate, ttl);
     }
 
     /**
@@ -40,6 +50,16 @@ public final class TokenIssuer {
      * @throws InputException for an id {@link SessionToken} does not accept, or a ttl that is not positive
      */
     public String issue(String jobId, SessionToken.Window window, String workerId, Duration ttl) {
+        return issue(jobId, window, workerId, Optional.empty(), ttl);
+    }
+
+    /** As {@link #issue(String, SessionToken.Window, String, Duration)}, pinning {@code workerCertificate} if any. */
+    public String issue(
+            String jobId,
+            SessionToken.Window window,
+            String workerId,
+            Optional<CertificatePin> workerCertificate,
+            Duration ttl) {
         if (ttl == null || ttl.isNegative() || ttl.isZero()) {
             throw new InputException("a token's time to live must be positive, got " + ttl);
         }
@@ -49,6 +69,6 @@ public final class TokenIssuer {
         } catch (DateTimeException | ArithmeticException e) {
             throw new InputException("a token's time to live of " + ttl + " is too long");
         }
-        return SessionTokenCodec.encode(new SessionToken(jobId, window, workerId, expiresAt), key);
+        return SessionTokenCodec.encode(new SessionToken(jobId, window, workerId, workerCertificate, expiresAt), key);
     }
 }

@@ -12,6 +12,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneOffset;
 import java.util.Base64;
+import java.util.Optional;
 import java.util.Random;
 
 import org.junit.jupiter.api.Test;
@@ -36,10 +37,32 @@ class SessionTokenTest {
     void anIssuedTokenVerifiesToWhatWasIssued() {
         String token = issuer.issue("4711_3", 2, WORKER, Duration.ofMinutes(10));
 
-        assertTrue(token.startsWith("v2."), token);
+        assertTrue(token.startsWith("v3."), token);
         assertEquals(
                 new SessionToken("4711_3", SessionToken.Window.standard(2), WORKER, NOW.plus(Duration.ofMinutes(10))),
                 verifier.verify(token, 2));
+    }
+
+    @Test
+    void aPinnedCertificateTravelsInTheTokenAndAClientReadsItWithoutTheKey() {
+        CertificatePin pin = CertificatePin.ofDigest(new byte[] {
+            1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29,
+            30, 31, 32
+        });
+        String pinned = issuer.issue("42", 1, WORKER, Optional.of(pin), Duration.ofMinutes(10));
+        String plain = issuer.issue("42", 1, WORKER, Duration.ofMinutes(10));
+
+        assertEquals(Optional.of(pin), verifier.verify(pinned, 1).workerCertificate());
+        assertEquals(Optional.of(pin), SessionToken.pinnedCertificate(pinned));
+        assertEquals(Optional.empty(), SessionToken.pinnedCertificate(plain));
+        assertTrue(pin.toString().startsWith("SHA-256 01:02:03:"), pin.toString());
+        // the pin is signed: a token whose pin was swapped for another is refused by the worker
+        String swapped = issuer.issue(
+                "42", 1, WORKER, Optional.of(CertificatePin.ofDigest(new byte[32])), Duration.ofMinutes(10));
+        String forged = swapped.substring(0, swapped.lastIndexOf('.')) + pinned.substring(pinned.lastIndexOf('.'));
+        assertTrue(refusal(() -> verifier.verify(forged, 1)).contains("signature does not match"));
+        assertThrows(AuthException.class, () -> SessionToken.pinnedCertificate("v3.not-a-token"));
+        assertInvalid(() -> CertificatePin.ofDigest(new byte[20]));
     }
 
     @Test
@@ -47,14 +70,19 @@ class SessionTokenTest {
         String longJob = "j".repeat(SessionToken.MAX_ID_LENGTH);
         String longWorker = "w".repeat(SessionToken.MAX_ID_LENGTH);
         Duration ttl = Duration.ofDays(3).plusNanos(123_456_789);
-        String token = issuer.issue(longJob, VgpuLimits.MAX_VGPUS - 1, longWorker, ttl);
+        CertificatePin pin = CertificatePin.ofDigest(new byte[CertificatePin.BYTES]);
+        String token = issuer.issue(longJob, VgpuLimits.MAX_VGPUS - 1, longWorker, Optional.of(pin), ttl);
 
         assertTrue(token.length() <= SessionTokenCodec.MAX_TOKEN_LENGTH, token);
         SessionToken granted = new TokenVerifier(key, longWorker, Clock.fixed(NOW, ZoneOffset.UTC))
                 .verify(token, VgpuLimits.MAX_VGPUS - 1);
         assertEquals(
                 new SessionToken(
-                        longJob, SessionToken.Window.standard(VgpuLimits.MAX_VGPUS - 1), longWorker, NOW.plus(ttl)),
+                        longJob,
+                        SessionToken.Window.standard(VgpuLimits.MAX_VGPUS - 1),
+                        longWorker,
+                        Optional.of(pin),
+                        NOW.plus(ttl)),
                 granted);
     }
 
@@ -188,7 +216,8 @@ class SessionTokenTest {
     void anotherFormatVersionIsRefused() {
         String token = issuer.issue("42", 0, WORKER, Duration.ofMinutes(1));
         assertTrue(refusal(() -> verifier.verify("v1" + token.substring(2), 0)).contains("unsupported format version"));
-        assertTrue(refusal(() -> verifier.verify("v3" + token.substring(2), 0)).contains("unsupported format version"));
+        assertTrue(refusal(() -> verifier.verify("v2" + token.substring(2), 0)).contains("unsupported format version"));
+        assertTrue(refusal(() -> verifier.verify("v4" + token.substring(2), 0)).contains("unsupported format version"));
     }
 
     /** Payloads a buggy or compromised issuer could sign: the MAC is right, the content is not a token. */
@@ -197,7 +226,7 @@ class SessionTokenTest {
         byte[] job = "42".getBytes(StandardCharsets.US_ASCII);
         byte[] worker = WORKER.getBytes(StandardCharsets.US_ASCII);
         SessionToken.Window window = SessionToken.Window.standard(0);
-        ByteBuffer valid = ByteBuffer.allocate(4 + 2 + 4 + 8 + 8 + 4 + worker.length + 8 + 4)
+        ByteBuffer valid = ByteBuffer.allocate(4 + 2 + 4 + 8 + 8 + 4 + worker.length + 4 + 8 + 4)
                 .putInt(2)
                 .put(job)
                 .putInt(0)
@@ -205,9 +234,14 @@ class SessionTokenTest {
                 .putLong(window.size())
                 .putInt(worker.length)
                 .put(worker)
+                .putInt(0)
                 .putLong(NOW.getEpochSecond())
                 .putInt(0);
         assertEquals("42", verifier.verify(signed(valid.array()), 0).jobId());
+
+        byte[] shortPin = valid.array().clone();
+        ByteBuffer.wrap(shortPin).putInt(4 + 2 + 4 + 8 + 8 + 4 + worker.length, 16);
+        assertTrue(refusal(() -> verifier.verify(signed(shortPin), 0)).contains("certificate pin of 16 bytes"));
 
         byte[] trailing =
                 ByteBuffer.allocate(valid.capacity() + 1).put(valid.array()).array();
@@ -244,7 +278,7 @@ class SessionTokenTest {
         for (int i = 0; i < 20_000; i++) {
             String candidate = switch (i % 4) {
                 case 0 -> randomString(random, ALPHABET, random.nextInt(200));
-                case 1 -> "v2." + randomString(random, ALPHABET, random.nextInt(120));
+                case 1 -> "v3." + randomString(random, ALPHABET, random.nextInt(120));
                 case 2 -> randomUnicode(random, random.nextInt(1200));
                 default -> mutate(random, token);
             };
@@ -286,12 +320,12 @@ class SessionTokenTest {
     }
 
     private String signed(byte[] payload) {
-        byte[] domain = "vgpu session token v2\0".getBytes(StandardCharsets.US_ASCII);
+        byte[] domain = "vgpu session token v3\0".getBytes(StandardCharsets.US_ASCII);
         byte[] input = ByteBuffer.allocate(domain.length + payload.length)
                 .put(domain)
                 .put(payload)
                 .array();
-        return "v2." + base64(payload) + "." + base64(key.mac(input));
+        return "v3." + base64(payload) + "." + base64(key.mac(input));
     }
 
     private static String base64(byte[] bytes) {

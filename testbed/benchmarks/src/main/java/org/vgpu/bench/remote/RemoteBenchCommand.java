@@ -39,6 +39,7 @@ import org.vgpu.runtime.remote.client.WorkerEndpoint;
 import org.vgpu.runtime.remote.lender.LaunchedWorker;
 import org.vgpu.runtime.remote.lender.WorkerLauncher;
 import org.vgpu.runtime.remote.lender.WorkerSpec;
+import org.vgpu.runtime.remote.security.TlsConfig;
 import org.vgpu.runtime.remote.transport.NettyTransport;
 
 /**
@@ -126,6 +127,11 @@ public final class RemoteBenchCommand implements Subcommand {
                         .hasArg()
                         .argName("MIB")
                         .desc("size of each bulk copy (default 256)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("tls-cost")
+                        .desc("instead: what TLS costs, a worker with TLS (self-signed, pinned, as holders run) against"
+                                + " one in plain TCP, in the same run")
                         .get());
     }
 
@@ -140,6 +146,9 @@ public final class RemoteBenchCommand implements Subcommand {
         int asyncIterations = CommandLines.intValue(line, "async-iterations", 20_000, 10);
         long copyBytes = (long) CommandLines.intValue(line, "copy-mib", 256, 1) << 20;
 
+        if (line.hasOption("tls-cost")) {
+            return new TlsCost(host, backendName, workerDevice, trials, syncIterations, copyBytes).run(out);
+        }
         try (GpuBackend local = Backends.open(backendName)) {
             if (device >= local.deviceCount() || workerDevice >= local.deviceCount()) {
                 throw new ParseException("--device and --worker-device must be < " + local.deviceCount() + ", got "
@@ -291,7 +300,7 @@ public final class RemoteBenchCommand implements Subcommand {
     }
 
     /** Remote bandwidth as a share of a plain socket's moving the same bytes: its time over the remote copy's. */
-    private static Row bandwidthRatio(String name, Series plain, Series remote, int trials) {
+    static Row bandwidthRatio(String name, Series plain, Series remote, int trials) {
         return Row.ratio(
                 name,
                 ">= 90 %",
@@ -302,7 +311,7 @@ public final class RemoteBenchCommand implements Subcommand {
                 trials);
     }
 
-    private static void printTable(List<Row> rows, String label, PrintStream out) {
+    static void printTable(List<Row> rows, String label, PrintStream out) {
         String format = "%-56s %24s %16s %12s %7s%n";
         out.printf(format, "measurement" + label, "median", "ratio range", "goal", "met");
         for (Row row : rows) {
@@ -311,7 +320,7 @@ public final class RemoteBenchCommand implements Subcommand {
     }
 
     /** One line of the table. */
-    private record Row(String name, String value, String range, String goal, String verdict) {
+    record Row(String name, String value, String range, String goal, String verdict) {
         static Row time(String name, Series series) {
             return new Row(name, String.format("%.2f us", series.median() / 1e3), "", "", "");
         }
@@ -362,12 +371,12 @@ public final class RemoteBenchCommand implements Subcommand {
     }
 
     @FunctionalInterface
-    private interface TrialRatio {
+    interface TrialRatio {
         double at(int trial);
     }
 
     /** Nanoseconds of one measurement, one sample per timed trial. */
-    private static final class Series {
+    static final class Series {
         private final DoubleSupplier measurement;
         private final List<Double> samples = new ArrayList<>();
 
@@ -392,7 +401,7 @@ public final class RemoteBenchCommand implements Subcommand {
     }
 
     /** The same operations on the local and on the remote vGPU. */
-    private static final class Device {
+    static final class Device {
         private final VirtualGpu gpu;
         private final FunctionHandle empty;
         private final long bytes;
@@ -447,7 +456,7 @@ public final class RemoteBenchCommand implements Subcommand {
      * The processes the benchmark measures against: the GPU worker, started as a lender starts one
      * (its own site key and token), and the plain-socket baseline's peer, on the same host.
      */
-    private static final class BenchWorker implements AutoCloseable {
+    static final class BenchWorker implements AutoCloseable {
         private final ThrowawaySiteKey siteKey;
         private final LaunchedWorker process;
         private final PlainSocketPeer baseline;
@@ -461,6 +470,11 @@ public final class RemoteBenchCommand implements Subcommand {
         }
 
         static BenchWorker start(String host, String backend, int device) {
+            return start(host, backend, device, false);
+        }
+
+        /** @param tls the worker speaks TLS with a self-signed certificate, which the session's token pins */
+        static BenchWorker start(String host, String backend, int device, boolean tls) {
             ThrowawaySiteKey siteKey = ThrowawaySiteKey.create("vgpu-remote-bench");
             LaunchedWorker process = null;
             try {
@@ -470,7 +484,7 @@ public final class RemoteBenchCommand implements Subcommand {
                         device,
                         WORKER_ID,
                         siteKey.keyFile(),
-                        Optional.empty(),
+                        tls ? Optional.of(new TlsConfig.SelfSigned()) : Optional.empty(),
                         Optional.of(Duration.ofSeconds(120)));
                 process = new WorkerLauncher().launch(spec);
                 PlainSocketPeer baseline = PlainSocketPeer.start(host);
@@ -487,8 +501,13 @@ public final class RemoteBenchCommand implements Subcommand {
         /** A session on {@code window}, with a token for exactly that window (the worker checks it). */
         VirtualGpu connect(VaWindow window) {
             Endpoint at = process.endpoint();
-            String token =
-                    siteKey.issuer().issue("remote-bench", window.tokenWindow(), WORKER_ID, Duration.ofHours(12));
+            String token = siteKey.issuer()
+                    .issue(
+                            "remote-bench",
+                            window.tokenWindow(),
+                            WORKER_ID,
+                            process.certificate(),
+                            Duration.ofHours(12));
             return RemoteGpu.connect(
                     group,
                     new WorkerEndpoint(WORKER_ID, at.host(), at.port(), token, () -> {}),

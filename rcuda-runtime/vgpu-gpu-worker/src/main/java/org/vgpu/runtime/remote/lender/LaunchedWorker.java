@@ -6,6 +6,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayDeque;
 import java.util.Deque;
+import java.util.HexFormat;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -19,6 +20,7 @@ import org.slf4j.LoggerFactory;
 import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.common.line.BoundedLineReader;
 import org.vgpu.common.net.Endpoint;
+import org.vgpu.common.security.CertificatePin;
 
 /**
  * A GPU worker process started by {@link WorkerLauncher}, listening at {@link #endpoint()}.
@@ -48,6 +50,7 @@ public final class LaunchedWorker implements AutoCloseable {
     private final Deque<String> stderrTail = new ArrayDeque<>();
     private volatile String servedSummary;
     private volatile Endpoint endpoint;
+    private volatile Optional<CertificatePin> certificate = Optional.empty();
 
     private LaunchedWorker(WorkerSpec spec, Process process, Instant startedAt) {
         this.spec = spec;
@@ -107,6 +110,11 @@ public final class LaunchedWorker implements AutoCloseable {
 
     public String workerId() {
         return spec.workerId();
+    }
+
+    /** The fingerprint of the worker's self-signed certificate, which its clients' tokens pin; empty without one. */
+    public Optional<CertificatePin> certificate() {
+        return certificate;
     }
 
     public WorkerSpec spec() {
@@ -184,6 +192,14 @@ public final class LaunchedWorker implements AutoCloseable {
                         line.substring(WorkerLauncher.LISTENING_PREFIX.length()).strip()));
             } catch (VgpuFailure e) {
                 listening.completeExceptionally(new IllegalStateException("reported a bad endpoint: " + e.detail()));
+            }
+        } else if (!listening.isDone() && line.startsWith(WorkerLauncher.CERTIFICATE_PREFIX)) {
+            try {
+                certificate = Optional.of(CertificatePin.ofDigest(HexFormat.of()
+                        .parseHex(line.substring(WorkerLauncher.CERTIFICATE_PREFIX.length())
+                                .strip())));
+            } catch (IllegalArgumentException | VgpuFailure e) {
+                listening.completeExceptionally(new IllegalStateException("reported a bad certificate fingerprint"));
             }
         } else if (line.startsWith(WorkerLauncher.SERVED_PREFIX)) {
             servedSummary = line;

@@ -32,6 +32,9 @@ public final class WorkerLauncher {
     public static final Duration DEFAULT_STARTUP_TIMEOUT = Duration.ofSeconds(60);
 
     public static final String LISTENING_PREFIX = "vgpu-worker listening ";
+    /** Before the listening line of a worker with a self-signed certificate: its SHA-256 fingerprint in hex. */
+    public static final String CERTIFICATE_PREFIX = "vgpu-worker certificate ";
+
     public static final String SERVED_PREFIX = "vgpu-worker served ";
     private static final File DEV_NULL = new File("/dev/null");
 

@@ -20,7 +20,7 @@ import org.vgpu.runtime.remote.security.TlsConfig;
  * @param device the device of the backend the worker serves
  * @param workerId the id session tokens must name (see {@link SessionToken#requireId})
  * @param keyFile the site key file the worker checks tokens with
- * @param tls the worker's certificate and key when its connections use TLS
+ * @param tls how the worker's connections use TLS (its certificate and key, or one it makes); empty: plain TCP
  * @param idleTimeout how long the worker waits for its client before giving up (whole seconds)
  */
 public record WorkerSpec(
@@ -29,7 +29,7 @@ public record WorkerSpec(
         int device,
         String workerId,
         Path keyFile,
-        Optional<TlsConfig.Server> tls,
+        Optional<? extends TlsConfig.WorkerTls> tls,
         Optional<Duration> idleTimeout) {
     public static final List<String> BACKENDS = List.of("native", "emulated");
 
@@ -60,7 +60,7 @@ public record WorkerSpec(
     /**
      * The worker's command-line options, exactly as the worker command accepts them:
      * {@code --listen HOST:PORT --backend B --device D --worker-id ID --key-file FILE
-     * [--tls-cert PEM --tls-key PEM] [--idle-timeout SECONDS]}.
+     * [--tls-cert PEM --tls-key PEM | --tls-self-signed] [--idle-timeout SECONDS]}.
      */
     public List<String> arguments() {
         List<String> arguments = new ArrayList<>(List.of(
@@ -74,11 +74,7 @@ public record WorkerSpec(
                 workerId,
                 "--key-file",
                 keyFile.toString()));
-        tls.ifPresent(server -> arguments.addAll(List.of(
-                "--tls-cert",
-                server.certificateChain().toString(),
-                "--tls-key",
-                server.privateKey().toString())));
+        tls.ifPresent(how -> arguments.addAll(how.workerArguments()));
         idleTimeout.ifPresent(
                 timeout -> arguments.addAll(List.of("--idle-timeout", Long.toString(timeout.toSeconds()))));
         return List.copyOf(arguments);

@@ -195,7 +195,10 @@ public final class GpuWorker implements AutoCloseable {
                             TrafficCounter traffic = new TrafficCounter();
                             channel.pipeline().addLast(traffic);
                             if (ssl != null) {
-                                channel.pipeline().addLast(ssl.newHandler(channel.alloc()));
+                                channel.pipeline()
+                                        .addLast(
+                                                new PlainClientRefusal(config.workerId(), log),
+                                                ssl.newHandler(channel.alloc()));
                             }
                             channel.pipeline()
                                     .addLast(

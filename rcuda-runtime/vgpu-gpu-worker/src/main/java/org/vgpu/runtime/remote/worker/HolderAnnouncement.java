@@ -4,6 +4,7 @@ import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
+import java.util.Optional;
 
 import org.apache.commons.cli.ParseException;
 
@@ -13,6 +14,7 @@ import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.common.line.LineClient;
 import org.vgpu.common.line.LineText;
 import org.vgpu.common.net.Endpoint;
+import org.vgpu.common.security.CertificatePin;
 import org.vgpu.common.security.SiteKey;
 import org.vgpu.common.security.TokenIssuer;
 
@@ -20,7 +22,8 @@ import org.vgpu.common.security.TokenIssuer;
  * A worker in a holder job telling the tracker where it listens:
  * {@code worker JOB VGPU HOST:PORT WORKER-ID PROOF}. The proof is a session token for exactly that
  * job, vGPU and worker, valid for {@link #PROOF_TTL}, signed with the site key: the tracker checks it
- * as a worker checks a client's token, so nobody without the key can point a job at their own worker.
+ * as a worker checks a client's token, so nobody without the key can point a job at their own worker. A worker with
+ * TLS pins its certificate in the proof, and the tracker pins it in the tokens it gives the job for this worker.
  * When its holder is being cancelled it says {@code worker-leaving JOB VGPU WORKER-ID PROOF} ({@link #leave}),
  * proven alike, so that the tracker moves the vGPU away before the worker ends (see {@link HolderLeaving}).
  */
@@ -52,10 +55,11 @@ public record HolderAnnouncement(Endpoint tracker, String job, int vgpu) {
      * @throws NetworkException when the tracker cannot be reached (UNREACHABLE) or does not take this
      *         worker (REFUSED)
      */
-    void tell(Endpoint listening, String workerId, Path keyFile) {
+    void tell(Endpoint listening, String workerId, Optional<CertificatePin> certificate, Path keyFile) {
         List<String> reply;
         try {
-            reply = request(BridgeContract.REQUEST_WORKER, listening.toString(), workerId, keyFile, TIMEOUT);
+            reply = request(
+                    BridgeContract.REQUEST_WORKER, listening.toString(), workerId, certificate, keyFile, TIMEOUT);
         } catch (NetworkException e) {
             throw new NetworkException(
                     e.code(),
@@ -81,7 +85,13 @@ public record HolderAnnouncement(Endpoint tracker, String job, int vgpu) {
      */
     Leaving leave(String workerId, Path keyFile) {
         try {
-            String reply = request(BridgeContract.REQUEST_WORKER_LEAVING, null, workerId, keyFile, LEAVING_TIMEOUT)
+            String reply = request(
+                            BridgeContract.REQUEST_WORKER_LEAVING,
+                            null,
+                            workerId,
+                            Optional.empty(),
+                            keyFile,
+                            LEAVING_TIMEOUT)
                     .getLast();
             return new Leaving(
                     reply.startsWith(BridgeContract.REPLY_OK_WORD + " ") || reply.equals(BridgeContract.REPLY_OK_WORD),
@@ -93,9 +103,19 @@ public record HolderAnnouncement(Endpoint tracker, String job, int vgpu) {
         }
     }
 
-    /** One request on the tracker's socket: {@code WORD JOB VGPU [LISTENING] WORKER-ID PROOF}, the proof fresh. */
-    private List<String> request(String word, String listening, String workerId, Path keyFile, Duration timeout) {
-        String proof = new TokenIssuer(SiteKey.load(keyFile), Clock.systemUTC()).issue(job, vgpu, workerId, PROOF_TTL);
+    /**
+     * One request on the tracker's socket: {@code WORD JOB VGPU [LISTENING] WORKER-ID PROOF}, the proof fresh and
+     * pinning {@code certificate} when the worker has one.
+     */
+    private List<String> request(
+            String word,
+            String listening,
+            String workerId,
+            Optional<CertificatePin> certificate,
+            Path keyFile,
+            Duration timeout) {
+        String proof = new TokenIssuer(SiteKey.load(keyFile), Clock.systemUTC())
+                .issue(job, vgpu, workerId, certificate, PROOF_TTL);
         String request = listening == null
                 ? String.join(" ", word, job, Integer.toString(vgpu), workerId, proof)
                 : String.join(" ", word, job, Integer.toString(vgpu), listening, workerId, proof);

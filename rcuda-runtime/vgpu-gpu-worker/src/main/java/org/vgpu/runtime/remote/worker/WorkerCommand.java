@@ -4,6 +4,8 @@ import java.io.PrintStream;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.HexFormat;
+import java.util.Optional;
 import java.util.function.Supplier;
 
 import io.netty.handler.ssl.SslContext;
@@ -18,6 +20,7 @@ import org.vgpu.common.cli.SubcommandRunner;
 import org.vgpu.common.error.InputException;
 import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.common.net.Endpoint;
+import org.vgpu.common.security.CertificatePin;
 import org.vgpu.common.security.SiteKey;
 import org.vgpu.common.security.TokenVerifier;
 import org.vgpu.runtime.Backends;
@@ -25,6 +28,7 @@ import org.vgpu.runtime.api.GpuBackend;
 import org.vgpu.runtime.remote.RemoteTuning;
 import org.vgpu.runtime.remote.lender.WorkerLauncher;
 import org.vgpu.runtime.remote.lender.WorkerSpec;
+import org.vgpu.runtime.remote.security.SelfSignedIdentity;
 import org.vgpu.runtime.remote.security.TlsConfig;
 import org.vgpu.runtime.remote.transport.NettyTransport;
 
@@ -33,14 +37,16 @@ import org.vgpu.runtime.remote.transport.NettyTransport;
  * the site key, serves ONE session on one device, and exits when the session ends, the client
  * disappears or stays silent for the idle timeout (a holder job's worker serves sessions one after
  * another instead, see below). Launchers rely on its stdout: exactly the line
- * {@code vgpu-worker listening HOST:PORT} once it accepts connections, and
+ * {@code vgpu-worker listening HOST:PORT} once it accepts connections (with {@code --tls-self-signed}, after the line
+ * {@code vgpu-worker certificate HEX}, its certificate's SHA-256 fingerprint), and
  * {@code vgpu-worker served calls=N bytes_in=N bytes_out=N busy_ms=N} when it is done; everything
  * else goes to stderr. Exit status 0 when the client ended the session with a goodbye, 1 otherwise.
  *
- * <p>In a tracker's holder job it is started with {@code --tracker HOST:PORT --lend JOB:VGPU}: once
- * listening it tells the tracker {@code worker JOB VGPU HOST:PORT WORKER-ID PROOF}, where the proof is
- * a short-lived token signed with the site key it already reads (so only a holder, which has the
- * key, can claim a lend), and it exits at once when the tracker does not take it. It then serves the
+ * <p>In a tracker's holder job it is started with {@code --tracker HOST:PORT --lend JOB:VGPU} (and
+ * {@code --tls-self-signed} unless the site turned worker TLS off): once listening it tells the tracker
+ * {@code worker JOB VGPU HOST:PORT WORKER-ID PROOF}, where the proof is a short-lived token signed with the site key it
+ * already reads (so only a holder, which has the key, can claim a lend) that pins its certificate (so the tracker
+ * hands the job that pin with its tokens), and it exits at once when the tracker does not take it. It then serves the
  * job's sessions one after another (each step of the job, and the app after {@code vgpu run}'s checks,
  * opens the vGPU again; a session that ends because the vGPU moved away is no failure) until the
  * tracker cancels the holder; the idle timeout bounds each session's silence, not the holder's life. On SIGTERM
@@ -126,6 +132,11 @@ public final class WorkerCommand implements Subcommand {
                         .desc("TLS private key (PKCS#8)")
                         .get())
                 .addOption(Option.builder()
+                        .longOpt("tls-self-signed")
+                        .desc("connections use TLS with a fresh self-signed certificate made at start; its SHA-256"
+                                + " fingerprint is printed, and told the tracker in the proof (a holder's worker)")
+                        .get())
+                .addOption(Option.builder()
                         .longOpt("idle-timeout")
                         .hasArg()
                         .argName("SECONDS")
@@ -164,6 +175,9 @@ public final class WorkerCommand implements Subcommand {
         if (line.hasOption("tls-cert") != line.hasOption("tls-key")) {
             throw new ParseException("--tls-cert and --tls-key go together");
         }
+        if (line.hasOption("tls-cert") && line.hasOption("tls-self-signed")) {
+            throw new ParseException("--tls-self-signed makes its own certificate: give it or --tls-cert, not both");
+        }
         if (line.hasOption("tracker") != line.hasOption("lend")) {
             throw new ParseException("--tracker and --lend go together");
         }
@@ -180,11 +194,15 @@ public final class WorkerCommand implements Subcommand {
 
         TokenVerifier verifier = new TokenVerifier(
                 SiteKey.load(Path.of(line.getOptionValue("key-file"))), config.workerId(), Clock.systemUTC());
+        Optional<SelfSignedIdentity> identity = line.hasOption("tls-self-signed")
+                ? Optional.of(SelfSignedIdentity.generate(config.workerId()))
+                : Optional.empty();
+        Optional<CertificatePin> pin = identity.map(SelfSignedIdentity::pin);
         SslContext ssl = line.hasOption("tls-cert")
                 ? new TlsConfig.Server(
                                 Path.of(line.getOptionValue("tls-cert")), Path.of(line.getOptionValue("tls-key")))
                         .newSslContext()
-                : null;
+                : identity.map(SelfSignedIdentity::serverContext).orElse(null);
         try (GpuBackend backend = Backends.open(backendName)) {
             if (device >= backend.deviceCount()) {
                 throw new InputException("--device: " + backendName + " device " + device + " does not exist ("
@@ -206,12 +224,16 @@ public final class WorkerCommand implements Subcommand {
                         device,
                         backend.deviceProperties(device).describe(),
                         idleSeconds,
-                        ssl == null ? "no TLS" : "TLS",
+                        ssl == null
+                                ? "no TLS"
+                                : pin.map(p -> "TLS, self-signed " + p).orElse("TLS"),
                         NettyTransport.describe(),
                         sessions == GpuWorker.Sessions.ONE ? "one session" : "sessions one after another",
                         warmUp.describe());
                 Endpoint listening =
                         new Endpoint(listen.host(), worker.address().getPort());
+                pin.ifPresent(p -> out.println(
+                        WorkerLauncher.CERTIFICATE_PREFIX + HexFormat.of().formatHex(p.digest())));
                 out.println(WorkerLauncher.LISTENING_PREFIX + listening);
                 out.flush();
                 if (announcement != null) {
@@ -229,7 +251,7 @@ public final class WorkerCommand implements Subcommand {
                                             HolderLeaving.WAIT,
                                             err::println),
                                     "vgpu-worker-leaving"));
-                    announcement.tell(listening, config.workerId(), keyFile);
+                    announcement.tell(listening, config.workerId(), pin, keyFile);
                     err.println("vgpu worker " + config.workerId() + ": the tracker took it for " + announcement);
                 }
                 report = worker.awaitReport();

@@ -9,6 +9,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 
 import org.apache.commons.cli.ParseException;
 import org.junit.jupiter.api.Test;
@@ -16,19 +17,22 @@ import org.junit.jupiter.api.Test;
 import org.vgpu.common.error.NetworkException;
 import org.vgpu.common.line.LineServer;
 import org.vgpu.common.net.Endpoint;
+import org.vgpu.common.security.CertificatePin;
 import org.vgpu.common.security.SiteKey;
 import org.vgpu.common.security.ThrowawaySiteKey;
 import org.vgpu.common.security.TokenVerifier;
 
 /** A holder's worker telling the tracker where it listens, with a proof the tracker can check with the site key. */
 class HolderAnnouncementTest {
+    private static final CertificatePin PIN = CertificatePin.ofDigest(new byte[CertificatePin.BYTES]);
+
     @Test
     void theTrackerGetsTheEndpointIdAndAProofForExactlyThatLend() throws Exception {
         List<String> requests = new ArrayList<>();
         try (ThrowawaySiteKey key = ThrowawaySiteKey.create("holder-announcement");
                 LineServer tracker = fakeTracker(requests, "ok")) {
             HolderAnnouncement.parse(tracker.endpoint().toString(), "42:1")
-                    .tell(new Endpoint("10.0.0.2", 7501), "n2-holder-43", key.keyFile());
+                    .tell(new Endpoint("10.0.0.2", 7501), "n2-holder-43", Optional.of(PIN), key.keyFile());
 
             String[] words = requests.getFirst().split(" ");
             assertEquals(
@@ -37,6 +41,7 @@ class HolderAnnouncementTest {
             var proof = new TokenVerifier(SiteKey.load(key.keyFile()), "n2-holder-43", Clock.systemUTC())
                     .verify(words[5], 1);
             assertEquals("42", proof.jobId());
+            assertEquals(Optional.of(PIN), proof.workerCertificate(), "the proof pins the worker's certificate");
         }
     }
 
@@ -48,7 +53,7 @@ class HolderAnnouncementTest {
                 NetworkException refused = assertThrows(
                         NetworkException.class,
                         () -> HolderAnnouncement.parse(tracker.endpoint().toString(), "42:1")
-                                .tell(new Endpoint("10.0.0.2", 7501), "w", key.keyFile()));
+                                .tell(new Endpoint("10.0.0.2", 7501), "w", Optional.empty(), key.keyFile()));
                 assertEquals(NetworkException.Code.REFUSED, refused.code());
                 assertTrue(refused.getMessage().contains("error job 42 has no borrowed vGPU 1"), refused.getMessage());
                 assertTrue(
@@ -59,7 +64,7 @@ class HolderAnnouncementTest {
             NetworkException unreachable = assertThrows(
                     NetworkException.class,
                     () -> HolderAnnouncement.parse(gone.toString(), "42:1")
-                            .tell(new Endpoint("10.0.0.2", 7501), "w", key.keyFile()));
+                            .tell(new Endpoint("10.0.0.2", 7501), "w", Optional.empty(), key.keyFile()));
             assertEquals(NetworkException.Code.UNREACHABLE, unreachable.code());
             assertTrue(
                     unreachable.getMessage().contains("cannot tell the tracker that worker w listens at 10.0.0.2:7501"),

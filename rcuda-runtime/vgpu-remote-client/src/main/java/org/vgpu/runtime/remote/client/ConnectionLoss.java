@@ -59,6 +59,14 @@ final class ConnectionLoss {
                         : endpoint.describe() + " closed the connection (the worker ended or the network failed)");
     }
 
+    /** Why a client that pins the worker's certificate met a worker without TLS. */
+    private String pinnedHint(SSLException failure) {
+        return endpoint.pinnedCertificate().isPresent() && TlsFailures.notTls(failure)
+                ? " (its session token pins a TLS certificate, so this client speaks TLS only: a worker started"
+                        + " without TLS, or another program, answers at that address)"
+                : "";
+    }
+
     /** The worker answered HELLO, or a request of no call (id 0), with an error: it refused or ended the session. */
     VgpuException sessionRefused(VgpuException failure, boolean open) {
         String what = open ? " ended the session: " : " refused the session: ";
@@ -87,7 +95,7 @@ final class ConnectionLoss {
         } else if (failure instanceof SSLException tls) {
             return new VgpuException(
                     ErrorCode.VGPU_AUTH_FAILED,
-                    "TLS with " + endpoint.describe() + " failed: " + TlsFailures.reason(tls),
+                    "TLS with " + endpoint.describe() + " failed: " + TlsFailures.reason(tls) + pinnedHint(tls),
                     tls);
         } else if (!(failure instanceof ClosedChannelException)) {
             return new VgpuException(

@@ -4,6 +4,10 @@ import java.nio.file.Path;
 import java.util.Objects;
 import java.util.Optional;
 
+import org.vgpu.common.error.VgpuFailure;
+import org.vgpu.common.security.CertificatePin;
+import org.vgpu.common.security.SessionToken;
+
 /**
  * Where a remote vGPU's worker listens and what entitles the client to it. Closing the endpoint
  * hands the worker back to whoever supplied it (a test stops its process, a tracker returns the
@@ -38,6 +42,23 @@ public record WorkerEndpoint(String workerId, String host, int port, String toke
     /** The worker's Unix domain socket; empty for a worker on TCP. */
     public Optional<Path> socket() {
         return port == UNIX_SOCKET ? Optional.of(Path.of(host)) : Optional.empty();
+    }
+
+    /**
+     * The worker's TLS certificate that the token pins: the client then speaks TLS with the worker and accepts that
+     * certificate only. Empty for a token that pins none (plain TCP, or TLS trusted otherwise), and for a worker on a
+     * Unix domain socket (the kernel, not the network, carries its bytes). A text that is not a session token pins
+     * nothing: the worker refuses it before any session opens.
+     */
+    public Optional<CertificatePin> pinnedCertificate() {
+        if (port == UNIX_SOCKET) {
+            return Optional.empty();
+        }
+        try {
+            return SessionToken.pinnedCertificate(token);
+        } catch (VgpuFailure notAToken) {
+            return Optional.empty();
+        }
     }
 
     /** "worker W at host:port" (or "at unix:PATH"), as errors name it. */

@@ -21,6 +21,7 @@ import io.netty.handler.ssl.SslContext;
 import io.netty.handler.ssl.SslHandler;
 
 import org.vgpu.common.error.VgpuFailure;
+import org.vgpu.common.security.CertificatePin;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
@@ -30,6 +31,7 @@ import org.vgpu.runtime.remote.protocol.Hello;
 import org.vgpu.runtime.remote.protocol.Opcode;
 import org.vgpu.runtime.remote.protocol.RequestEncoder;
 import org.vgpu.runtime.remote.protocol.Welcome;
+import org.vgpu.runtime.remote.security.PinnedCertificate;
 import org.vgpu.runtime.remote.transport.NettyTransport;
 
 /**
@@ -52,10 +54,14 @@ final class WorkerHandshake {
     /**
      * Starts connecting to the worker; replies go to {@code handler}.
      *
-     * @param ssl TLS, or null for plain TCP; with TLS the worker's certificate must name {@code endpoint.host()}. A
-     *     worker on a Unix domain socket ({@link WorkerEndpoint#socket}) is connected to at its path.
+     * @param ssl TLS, or null for plain TCP; with TLS the worker's certificate must name {@code endpoint.host()}. When
+     *     the endpoint's token pins the worker's certificate ({@link WorkerEndpoint#pinnedCertificate}) the client
+     *     speaks TLS accepting that certificate alone, whatever {@code ssl} is. A worker on a Unix domain socket
+     *     ({@link WorkerEndpoint#socket}) is connected to at its path.
      */
     ChannelFuture connect(EventLoopGroup group, SslContext ssl, InboundHandler handler) {
+        Optional<CertificatePin> pin = endpoint.pinnedCertificate();
+        SslContext tls = pin.map(PinnedCertificate::clientContext).orElse(ssl);
         Bootstrap bootstrap = new Bootstrap().group(group);
         Optional<Path> socket = endpoint.socket();
         if (socket.isPresent()) {
@@ -72,10 +78,10 @@ final class WorkerHandshake {
                 .handler(new ChannelInitializer<Channel>() {
                     @Override
                     protected void initChannel(Channel channel) {
-                        if (ssl != null) {
-                            channel.pipeline()
-                                    .addLast(verifyingHostName(
-                                            ssl.newHandler(channel.alloc(), endpoint.host(), endpoint.port())));
+                        if (tls != null) {
+                            SslHandler handler = tls.newHandler(channel.alloc(), endpoint.host(), endpoint.port());
+                            // a pinned certificate is the worker's own, naming no host: the pin alone decides
+                            channel.pipeline().addLast(pin.isPresent() ? handler : verifyingHostName(handler));
                         }
                         channel.pipeline().addLast(new FrameDecoder(Opcode.Direction.REPLY), handler);
                     }

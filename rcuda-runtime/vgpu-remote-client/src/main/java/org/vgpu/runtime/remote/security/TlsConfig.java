@@ -32,14 +32,36 @@ public sealed interface TlsConfig permits TlsConfig.Server, TlsConfig.Client {
     SslContext newSslContext();
 
     /**
+     * How a worker's connections use TLS: with a site's certificate files ({@link Server}), or with a certificate the
+     * worker makes at start ({@link SelfSigned}), which its clients' session tokens pin.
+     */
+    sealed interface WorkerTls permits Server, SelfSigned {
+        /** The worker command's options for it. */
+        List<String> workerArguments();
+    }
+
+    /** A worker that makes a fresh self-signed certificate at start ({@link SelfSignedIdentity}). */
+    record SelfSigned() implements WorkerTls {
+        @Override
+        public List<String> workerArguments() {
+            return List.of("--tls-self-signed");
+        }
+    }
+
+    /**
      * A worker's side: its certificate chain (leaf first) and the leaf's unencrypted PKCS#8
      * private key. The certificate's subject alternative names must include the host name or
      * address clients use to reach the worker, since clients verify it.
      */
-    record Server(Path certificateChain, Path privateKey) implements TlsConfig {
+    record Server(Path certificateChain, Path privateKey) implements TlsConfig, WorkerTls {
         public Server {
             Objects.requireNonNull(certificateChain, "certificateChain");
             Objects.requireNonNull(privateKey, "privateKey");
+        }
+
+        @Override
+        public List<String> workerArguments() {
+            return List.of("--tls-cert", certificateChain.toString(), "--tls-key", privateKey.toString());
         }
 
         /**

@@ -11,7 +11,18 @@ import javax.net.ssl.SSLException;
 public final class TlsFailures {
     private TlsFailures() {}
 
+    /** Whether the peer answered with bytes that are no TLS record. */
+    public static boolean notTls(SSLException failure) {
+        String jdkText = String.valueOf(failure.getMessage());
+        return jdkText.contains("Unsupported or unrecognized SSL message") || jdkText.contains("not an SSL/TLS record");
+    }
+
     public static String reason(SSLException failure) {
+        for (Throwable cause = failure; cause != null; cause = cause.getCause()) {
+            if (cause instanceof PinnedCertificate.Mismatch mismatch) {
+                return mismatch.getMessage();
+            }
+        }
         String jdkText = String.valueOf(failure.getMessage());
         if (jdkText.contains("PKIX") || jdkText.contains("certification path")) {
             return "the certificate is not signed by a trusted certificate";
@@ -22,7 +33,7 @@ public final class TlsFailures {
         if (jdkText.contains("NotAfter") || jdkText.contains("NotBefore") || jdkText.contains("validity")) {
             return "the certificate has expired or is not valid yet";
         }
-        if (jdkText.contains("Unsupported or unrecognized SSL message") || jdkText.contains("not an SSL/TLS record")) {
+        if (notTls(failure)) {
             return "the peer does not speak TLS";
         }
         if (jdkText.contains("certificate_unknown") || jdkText.contains("bad_certificate")) {
