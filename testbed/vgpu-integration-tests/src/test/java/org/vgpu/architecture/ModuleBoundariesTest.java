@@ -139,7 +139,7 @@ class ModuleBoundariesTest {
                             "org.vgpu.runtime.remote",
                             "org.vgpu.runtime.remote.protocol",
                             "org.vgpu.runtime.remote.security")
-                    // remote-bench sets the remote tuning, and --tls-cost starts a worker with a self-signed certificate
+                    // remote-bench sets the remote tuning; its --tls-cost worker has a self-signed certificate
                     .exportingTo("vgpu-benchmarks", "org.vgpu.runtime.remote", "org.vgpu.runtime.remote.security"),
             new Module(
                     "vgpu-gpu-worker",
