@@ -30,8 +30,8 @@ abstract class AdminRequestCommand implements Subcommand {
     @Override
     public int run(CommandLine line, PrintStream out, PrintStream err) throws ParseException {
         String request = request(line.getArgList());
-        String reply =
-                TrackerAdminClient.request(TrackerOptions.tracker(line), request, TrackerOptions.auth(line), TIMEOUT);
+        TrackerOptions.AdminTarget target = TrackerOptions.adminTarget(line);
+        String reply = TrackerAdminClient.request(target.tracker(), request, target.auth(), TIMEOUT);
         out.println(TrackerAdminClient.text(reply));
         return 0;
     }

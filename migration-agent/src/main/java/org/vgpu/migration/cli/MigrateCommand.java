@@ -136,9 +136,10 @@ public final class MigrateCommand implements Subcommand {
                 throw new ParseException("JOB, VGPU and NODE are one word each, got '" + operand + "'");
             }
         }
-        Endpoint tracker = TrackerOptions.tracker(line);
+        TrackerOptions.AdminTarget target = TrackerOptions.adminTarget(line);
+        Endpoint tracker = target.tracker();
         String started = TrackerAdminClient.request(
-                tracker, TrackerAdminClient.migrateRequest(operands), TrackerOptions.auth(line), TRACKER_TIMEOUT);
+                tracker, TrackerAdminClient.migrateRequest(operands), target.auth(), TRACKER_TIMEOUT);
         out.println(TrackerAdminClient.text(started));
         OptionalLong id = TrackerAdminClient.startedMigration(started);
         if (line.hasOption("no-wait") || id.isEmpty()) {

@@ -1,6 +1,7 @@
 package org.vgpu.siteconfig.cli;
 
 import java.nio.file.Path;
+import java.util.Optional;
 
 import org.apache.commons.cli.CommandLine;
 import org.apache.commons.cli.Option;
@@ -10,6 +11,7 @@ import org.apache.commons.cli.ParseException;
 import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.common.line.TrackerAdminClient;
 import org.vgpu.common.net.Endpoint;
+import org.vgpu.siteconfig.SiteConfig;
 import org.vgpu.siteconfig.SiteConfigReader;
 
 /**
@@ -55,39 +57,53 @@ public final class TrackerOptions {
                         .get());
     }
 
+    /** Where an admin command's request goes and how it is signed, from one reading of the configuration. */
+    public record AdminTarget(Endpoint tracker, TrackerAdminClient.Auth auth) {}
+
     /** The tracker's address: {@code --tracker}, else the configuration's. */
     public static Endpoint tracker(CommandLine line) throws ParseException {
+        Optional<SiteConfig> site = configuration(line);
+        return site.isPresent() ? site.get().tracker() : givenTracker(line);
+    }
+
+    /**
+     * The tracker's address as {@link #tracker} gives it, and how to sign the request: {@code --auth}, else as the
+     * site configuration's tracker expects ({@code [slurm] auth}), else (with {@code --tracker}) none.
+     */
+    public static AdminTarget adminTarget(CommandLine line) throws ParseException {
+        Optional<SiteConfig> site = configuration(line);
+        Endpoint tracker = site.isPresent() ? site.get().tracker() : givenTracker(line);
+        if (!line.hasOption("auth")) {
+            boolean munge = site.isPresent() && site.get().slurm().munge();
+            return new AdminTarget(tracker, munge ? TrackerAdminClient.Auth.MUNGE : TrackerAdminClient.Auth.NONE);
+        }
+        return new AdminTarget(
+                tracker,
+                switch (line.getOptionValue("auth")) {
+                    case "none" -> TrackerAdminClient.Auth.NONE;
+                    case "munge" -> TrackerAdminClient.Auth.MUNGE;
+                    default ->
+                        throw new ParseException(
+                                "--auth takes none or munge, got '" + line.getOptionValue("auth") + "'");
+                });
+    }
+
+    /** The site configuration ({@code --config}, else the default file), none with {@code --tracker}. */
+    private static Optional<SiteConfig> configuration(CommandLine line) throws ParseException {
         if (line.hasOption("tracker") && line.hasOption("config")) {
             throw new ParseException("give --config FILE or --tracker HOST:PORT, not both");
         }
         if (line.hasOption("tracker")) {
-            try {
-                return Endpoint.parse(line.getOptionValue("tracker"));
-            } catch (VgpuFailure e) {
-                throw new ParseException("--tracker: " + e.detail());
-            }
+            return Optional.empty();
         }
-        return SiteConfigReader.read(Path.of(line.getOptionValue("config", DEFAULT_CONFIG)))
-                .tracker();
+        return Optional.of(SiteConfigReader.read(Path.of(line.getOptionValue("config", DEFAULT_CONFIG))));
     }
 
-    /**
-     * How to sign the request: {@code --auth}, else as the site configuration's tracker expects ({@code [slurm]
-     * auth}), else (with {@code --tracker}) none.
-     */
-    public static TrackerAdminClient.Auth auth(CommandLine line) throws ParseException {
-        if (!line.hasOption("auth")) {
-            boolean munge = !line.hasOption("tracker")
-                    && SiteConfigReader.read(Path.of(line.getOptionValue("config", DEFAULT_CONFIG)))
-                            .slurm()
-                            .munge();
-            return munge ? TrackerAdminClient.Auth.MUNGE : TrackerAdminClient.Auth.NONE;
+    private static Endpoint givenTracker(CommandLine line) throws ParseException {
+        try {
+            return Endpoint.parse(line.getOptionValue("tracker"));
+        } catch (VgpuFailure e) {
+            throw new ParseException("--tracker: " + e.detail());
         }
-        return switch (line.getOptionValue("auth")) {
-            case "none" -> TrackerAdminClient.Auth.NONE;
-            case "munge" -> TrackerAdminClient.Auth.MUNGE;
-            default ->
-                throw new ParseException("--auth takes none or munge, got '" + line.getOptionValue("auth") + "'");
-        };
     }
 }
