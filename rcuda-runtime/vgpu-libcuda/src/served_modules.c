@@ -9,11 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The driver's answer to a launch whose block the device cannot run: a code cuda.h does not name, which the CUDA
-   runtime reports as cudaErrorInvalidConfiguration (vgpu's worker answers CUDA_ERROR_INVALID_VALUE, which the
-   runtime would report as cudaErrorInvalidValue). */
-#define DRIVER_INVALID_CONFIGURATION ((CUresult)9)
-
 #define FATBIN_WRAPPER_MAGIC 0x466243b1u
 #define FATBIN_MAGIC 0xba55ed50u
 
@@ -210,8 +205,10 @@ static CUresult launch(const void *f, const unsigned int grid[3], const unsigned
     if (function->parameter_count > 0 && kernelParams == NULL) {
         return CUDA_ERROR_INVALID_VALUE;
     }
+    /* A block larger than the device runs: the H200's driver (CUDA 13, 580) answers CUDA_ERROR_INVALID_VALUE, which
+       the runtime reports as cudaErrorInvalidValue; answered here without a round trip. */
     if ((uint64_t)block[0] * block[1] * block[2] > (uint64_t)function->device->max_threads_per_block) {
-        return DRIVER_INVALID_CONFIGURATION;
+        return CUDA_ERROR_INVALID_VALUE;
     }
     int stream = 0;
     CUresult result = vgpu_stream_id(hStream, function->device, &stream);

@@ -148,7 +148,7 @@ class CudaProgramsTest {
                 "stream after an event: cudaSuccess, event: cudaSuccess",
                 String.format("block sums total %.3f over %d blocks", blockTotal, blocks),
                 "indices total " + indices,
-                "launch with 4096 threads per block: cudaErrorInvalidConfiguration",
+                "launch with 4096 threads per block: cudaErrorInvalidValue",
                 "free of a host address: cudaErrorInvalidValue",
                 "done");
     }
@@ -187,7 +187,7 @@ class CudaProgramsTest {
                 "tile_sums: dynamic shared memory allowed 65536 bytes",
                 "fewer blocks per multiprocessor with 64 KiB tiles: yes, still one or more: yes",
                 String.format("tile sums total %.3f over %d blocks", tiles, blocks),
-                "launch with 4096 threads per block: cudaErrorInvalidConfiguration",
+                "launch with 4096 threads per block: cudaErrorInvalidValue",
                 "launch with more dynamic shared memory than allowed: cudaErrorInvalidValue",
                 "done");
     }
