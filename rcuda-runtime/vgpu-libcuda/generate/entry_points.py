@@ -89,7 +89,7 @@ def serving_branch(name, decl, args, served, ids):
     target = f'vgpu_refuse({ids[name]})'
     for version, served_decl in served.get(name, ()):
         if parameter_types(decl) == parameter_types(served_decl):
-            target = f'{served_function(name, version, served[name][0][0])}({args})'
+            target = f'vgpu_served_result({ids[name]}, {served_function(name, version, served[name][0][0])}({args}))'
             break
     return f'    if (vgpu_serving) {{\n        return {target};\n    }}\n'
 

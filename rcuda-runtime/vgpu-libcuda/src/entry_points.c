@@ -22,10 +22,24 @@ static atomic_ullong calls[VGPU_ENTRY_POINT_COUNT];
    which a launch-heavy program's threads would pay on every call (set at load, read-only after). */
 int vgpu_counting;
 
+int vgpu_verbose;
+
 __attribute__((constructor(101))) static void decide_counting(void)
 {
     const char *report = getenv("VGPU_LIBCUDA_REPORT");
     vgpu_counting = report != NULL && report[0] != '\0';
+    vgpu_verbose = getenv("VGPU_LIBCUDA_VERBOSE") != NULL;
+}
+
+void vgpu_say_failed_call(int id, CUresult result)
+{
+    const char *name = NULL;
+    for (size_t i = 0; i < vgpu_error_text_count; i++) {
+        if (vgpu_error_texts[i].code == (int)result) {
+            name = vgpu_error_texts[i].name;
+        }
+    }
+    vgpu_say("%s answered %s (%d) on a vGPU", vgpu_entry_name(id), name != NULL ? name : "an error", (int)result);
 }
 
 const char *vgpu_entry_name(int id)

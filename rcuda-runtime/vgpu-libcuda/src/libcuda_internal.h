@@ -73,6 +73,19 @@ extern int vgpu_serving;
 /* serving.c: the answer to an entry point vgpu does not serve on a vGPU: CUDA_ERROR_NOT_SUPPORTED, and
    a line naming the call (and entry-points.conf's reason) the first time. */
 CUresult vgpu_refuse(int id);
+/* entry_points.c: whether each served call that fails is said (VGPU_LIBCUDA_VERBOSE; set at load, read-only after). */
+extern int vgpu_verbose;
+void vgpu_say_failed_call(int id, CUresult result);
+/* The answer of a served call, said when it is an error and VGPU_LIBCUDA_VERBOSE is set: a library that gives up
+   after a failed driver call (cuBLAS's "not initialized") then shows which call it was. One test on the result
+   otherwise. */
+static inline CUresult vgpu_served_result(int id, CUresult result)
+{
+    if (__builtin_expect(result != CUDA_SUCCESS, 0) && vgpu_verbose) {
+        vgpu_say_failed_call(id, result);
+    }
+    return result;
+}
 
 /* errors.c (generated): every CUresult's name and description, from cuda.h. */
 struct vgpu_error_text {

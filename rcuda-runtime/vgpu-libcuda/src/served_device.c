@@ -219,6 +219,33 @@ CUresult vgpu_served_cuCtxGetDevice(CUdevice *device, CUcontext ctx)
     return CUDA_SUCCESS;
 }
 
+/* A vGPU has one context, so its id is the vGPU's number + 1 (ids are never 0); it stays when the vGPU moves. */
+CUresult vgpu_served_cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
+{
+    CUdevice device = 0;
+    if (ctxId == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    CUresult result = vgpu_served_cuCtxGetDevice(&device, ctx);
+    if (result == CUDA_SUCCESS) {
+        *ctxId = (unsigned long long)device + 1;
+    }
+    return result;
+}
+
+CUresult vgpu_served_cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
+{
+    CUdevice device = 0;
+    if (version == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    CUresult result = vgpu_served_cuCtxGetDevice(&device, ctx);
+    if (result == CUDA_SUCCESS) {
+        *version = 3020; /* the API version of a context any CUDA since 3.2 creates, a vGPU's primary one too */
+    }
+    return result;
+}
+
 CUresult vgpu_served_cuCtxGetDevice_v2000(CUdevice_v1 *device)
 {
     return vgpu_served_cuCtxGetDevice(device, NULL);
@@ -254,4 +281,57 @@ CUresult vgpu_served_cuDeviceGetUuid(CUuuid *uuid, CUdevice_v1 dev)
         uuid->bytes[15] = (char)dev;
     }
     return result;
+}
+
+/* The context limits the vGPU's worker keeps (CUDA's numbers): a kernel's stack, the device-side printf FIFO and
+   malloc heap; and whether the context is shared with graphics (never, answered here). The others (L2 fetch
+   granularity, persisting L2, the device runtime's, CIG's shared memory) are refused naming them. */
+static CUresult worker_limit(CUlimit limit)
+{
+    if (limit == CU_LIMIT_STACK_SIZE || limit == CU_LIMIT_PRINTF_FIFO_SIZE || limit == CU_LIMIT_MALLOC_HEAP_SIZE) {
+        return CUDA_SUCCESS;
+    }
+    vgpu_say("context limit %d is not kept on a vGPU (its stack, printf FIFO and malloc heap sizes are)", (int)limit);
+    return CUDA_ERROR_UNSUPPORTED_LIMIT;
+}
+
+CUresult vgpu_served_cuCtxGetLimit(size_t *pvalue, CUlimit limit)
+{
+    if (pvalue == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (limit == CU_LIMIT_CIG_ENABLED) {
+        *pvalue = 0; /* a vGPU's context is never one shared with graphics (CIG); cuBLASLt asks */
+        return vgpu_get_current() != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+    }
+    CUresult result = worker_limit(limit);
+    struct vgpu_device *device = result == CUDA_SUCCESS ? vgpu_current_device(&result) : NULL;
+    if (device == NULL) {
+        return result;
+    }
+    struct vgpu_request request;
+    vgpu_request_begin(&request, VGPU_OP_CTX_GET_LIMIT);
+    vgpu_put_u32(&request, (uint32_t)limit);
+    struct vgpu_reply reply;
+    result = vgpu_locked_call(device, &request, &reply);
+    if (result == CUDA_SUCCESS) {
+        *pvalue = (size_t)vgpu_get_u64(&reply);
+        result = vgpu_reply_ok(&reply);
+        vgpu_reply_free(&reply);
+    }
+    return result;
+}
+
+CUresult vgpu_served_cuCtxSetLimit(CUlimit limit, size_t value)
+{
+    CUresult result = worker_limit(limit);
+    struct vgpu_device *device = result == CUDA_SUCCESS ? vgpu_current_device(&result) : NULL;
+    if (device == NULL) {
+        return result;
+    }
+    struct vgpu_request request;
+    vgpu_request_begin(&request, VGPU_OP_CTX_SET_LIMIT);
+    vgpu_put_u32(&request, (uint32_t)limit);
+    vgpu_put_u64(&request, (uint64_t)value);
+    return vgpu_locked_call(device, &request, NULL);
 }

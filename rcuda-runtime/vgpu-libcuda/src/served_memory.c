@@ -84,6 +84,9 @@ CUresult vgpu_served_cuMemAlloc(CUdeviceptr_v2 *dptr, size_t bytesize)
 
 CUresult vgpu_served_cuMemFree(CUdeviceptr_v2 dptr)
 {
+    if (dptr == 0) {
+        return CUDA_SUCCESS; /* as the driver answers (cuBLAS frees 0 at its start) */
+    }
     CUresult result;
     struct vgpu_device *device = vgpu_current_device(&result);
     if (device == NULL) {
@@ -96,6 +99,9 @@ CUresult vgpu_served_cuMemFree(CUdeviceptr_v2 dptr)
     }
     if (at == device->allocation_count) {
         pthread_mutex_unlock(&device->lock);
+        if (vgpu_verbose) {
+            vgpu_say("cuMemFree of 0x%llx, which is no allocation's start on this vGPU", (unsigned long long)dptr);
+        }
         return CUDA_ERROR_INVALID_VALUE; /* as the driver: only an allocation's start frees it */
     }
     struct vgpu_request request;

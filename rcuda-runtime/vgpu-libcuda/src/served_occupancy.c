@@ -193,3 +193,37 @@ CUresult vgpu_served_cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmem
     }
     return CUDA_SUCCESS;
 }
+
+/* A vGPU launches clusters of one block only (a larger cluster is refused at the launch), so a cluster of one block
+   is a block, and as many are active as blocks are, on every multiprocessor; of a larger cluster none is. The size
+   comes from the configuration's cluster attribute, else the kernel's required cluster size (none on a vGPU). */
+CUresult vgpu_served_cuOccupancyMaxActiveClusters(int *numClusters, CUfunction func, const CUlaunchConfig *config)
+{
+    if (numClusters == NULL || config == NULL || (config->numAttrs > 0 && config->attrs == NULL)) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    unsigned long long cluster_blocks = 1;
+    for (unsigned int k = 0; k < config->numAttrs; k++) {
+        if (config->attrs[k].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+            cluster_blocks = (unsigned long long)config->attrs[k].value.clusterDim.x * config->attrs[k].value.clusterDim.y *
+                             config->attrs[k].value.clusterDim.z;
+        }
+    }
+    struct vgpu_occupancy in;
+    CUresult result = gather(func, &in);
+    if (result != CUDA_SUCCESS) {
+        return result;
+    }
+    if (cluster_blocks != 1) {
+        *numClusters = 0;
+        return CUDA_SUCCESS;
+    }
+    int multiprocessors = 0;
+    result = device_attribute(vgpu_launchable(func)->device, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, &multiprocessors);
+    if (result == CUDA_SUCCESS) {
+        *numClusters = vgpu_resident_blocks(&in, (int)(config->blockDimX * config->blockDimY * config->blockDimZ),
+                                            config->sharedMemBytes) *
+                       multiprocessors;
+    }
+    return result;
+}

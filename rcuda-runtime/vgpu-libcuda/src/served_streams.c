@@ -51,6 +51,42 @@ CUresult vgpu_served_cuStreamCreate(CUstream *phStream, unsigned int Flags)
     return create(VGPU_STREAM, VGPU_OP_STREAM_CREATE, (void **)phStream);
 }
 
+/* Stream priorities: the vGPU's worker schedules its streams' work without them, so a vGPU answers the range a GPU
+   without priorities answers (0 to 0), and a priority asked for is clamped into it, as the driver clamps one. */
+CUresult vgpu_served_cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority)
+{
+    (void)priority;
+    return vgpu_served_cuStreamCreate(phStream, flags);
+}
+
+CUresult vgpu_served_cuStreamGetPriority(CUstream hStream, int *priority)
+{
+    int id = 0;
+    CUresult result = CUDA_SUCCESS;
+    if (priority == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (vgpu_current_stream(hStream, &id, &result) == NULL) {
+        return result;
+    }
+    *priority = 0;
+    return CUDA_SUCCESS;
+}
+
+CUresult vgpu_served_cuCtxGetStreamPriorityRange(int *leastPriority, int *greatestPriority)
+{
+    if (vgpu_get_current() == NULL) {
+        return CUDA_ERROR_INVALID_CONTEXT; /* as the driver answers without a current context */
+    }
+    if (leastPriority != NULL) {
+        *leastPriority = 0;
+    }
+    if (greatestPriority != NULL) {
+        *greatestPriority = 0;
+    }
+    return CUDA_SUCCESS;
+}
+
 CUresult vgpu_served_cuStreamDestroy(CUstream hStream)
 {
     return by_id(vgpu_handle(hStream, VGPU_STREAM), VGPU_OP_STREAM_DESTROY, 1);
@@ -190,4 +226,48 @@ CUresult vgpu_served_cuEventQuery(CUevent hEvent)
     vgpu_request_begin(&request, VGPU_OP_EVENT_QUERY);
     vgpu_put_u32(&request, (uint32_t)event->remote_id);
     return query(event->device, &request);
+}
+
+/* Graphs are not served on a vGPU (cuStreamBeginCapture is refused), so a vGPU's stream is never being captured:
+   libraries ask before work they may not do while a stream is captured. */
+CUresult vgpu_served_cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+                                             cuuint64_t *id_out, CUgraph *graph_out,
+                                             const CUgraphNode **dependencies_out,
+                                             const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out)
+{
+    /* the other outputs mean something only while a capture is active, which it never is on a vGPU */
+    (void)id_out;
+    (void)graph_out;
+    (void)dependencies_out;
+    (void)edgeData_out;
+    (void)numDependencies_out;
+    return vgpu_served_cuStreamIsCapturing(hStream, captureStatus_out);
+}
+
+CUresult vgpu_served_cuStreamGetCaptureInfo_v11030(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+                                                    cuuint64_t *id_out, CUgraph *graph_out,
+                                                    const CUgraphNode **dependencies_out, size_t *numDependencies_out)
+{
+    return vgpu_served_cuStreamGetCaptureInfo(hStream, captureStatus_out, id_out, graph_out, dependencies_out, NULL,
+                                              numDependencies_out);
+}
+
+CUresult vgpu_served_cuStreamGetCaptureInfo_v10010(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+                                                    cuuint64_t *id_out)
+{
+    return vgpu_served_cuStreamGetCaptureInfo(hStream, captureStatus_out, id_out, NULL, NULL, NULL, NULL);
+}
+
+CUresult vgpu_served_cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus)
+{
+    int id = 0;
+    CUresult result = CUDA_SUCCESS;
+    if (captureStatus == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (vgpu_current_stream(hStream, &id, &result) == NULL) {
+        return result;
+    }
+    *captureStatus = CU_STREAM_CAPTURE_STATUS_NONE;
+    return CUDA_SUCCESS;
 }

@@ -23,6 +23,8 @@ enum table_index {
     CONTEXT_LOCAL_STORAGE,
     CONTEXT_CHECKS,
     INTEGRITY,
+    TOOLS_CONTEXT,
+    FFT_SUPPORT,
     TABLE_COUNT
 };
 
@@ -49,6 +51,10 @@ static const struct table_description TABLES[TABLE_COUNT] = {
                         "context checks"},
     [INTEGRITY] = {{0xd4, 0x08, 0x20, 0x55, 0xbd, 0xe6, 0x70, 0x4b, 0x8d, 0x34, 0xba, 0x12, 0x3c, 0x66, 0xe1, 0xf2},
                    "the integrity check"},
+    [TOOLS_CONTEXT] = {{0x21, 0x31, 0x8c, 0x60, 0x97, 0x14, 0x32, 0x48, 0x8c, 0xa6, 0x41, 0xff, 0x73, 0x24, 0xc8, 0xf2},
+                       "the tools' context"},
+    [FFT_SUPPORT] = {{0x6e, 0x16, 0x3f, 0xbe, 0xb9, 0x58, 0x44, 0x4d, 0x83, 0x5c, 0xe1, 0x82, 0xaf, 0xf1, 0x99, 0x1e},
+                     "asked for by cuFFT"},
 };
 
 /* Asked by CUDA 13's runtime first; a driver that answers it lets the runtime skip its usual start, so the
@@ -421,10 +427,59 @@ static const void *const integrity[3] = {
     (const void *)unserved_INTEGRITY_2,
 };
 
+/* ---- two tables few of whose slots' meanings are established from public facts: the tools' context (asked for by
+   cuBLAS and PyTorch's libraries at their start) and the one cuFFT asks for. Their sizes are the driver's (CUDA 13.0,
+   driver 580, on an H200: 93 and 99 slots, slot 0 the size in bytes), which a caller may check. Of the tools' context
+   slot 4 is served: a context's id, as cuCtxGetId gives it (two independent public notes on this table say so; cuBLASLt
+   calls it for each matrix product it plans, and gives up when refused). Every other slot refuses, naming its table and
+   slot, if called. */
+
+static CUresult tools_context_id(CUcontext context, unsigned long long *id)
+{
+    trace(TOOLS_CONTEXT, 4);
+    return vgpu_served_cuCtxGetId(context, id);
+}
+
+#define SLOTS_5_TO_92(X, table) X(table, 5) X(table, 6) X(table, 7) X(table, 8) X(table, 9) X(table, 10) \
+    X(table, 11) X(table, 12) X(table, 13) X(table, 14) X(table, 15) X(table, 16) X(table, 17) X(table, 18) \
+    X(table, 19) X(table, 20) X(table, 21) X(table, 22) X(table, 23) X(table, 24) X(table, 25) X(table, 26) \
+    X(table, 27) X(table, 28) X(table, 29) X(table, 30) X(table, 31) X(table, 32) X(table, 33) X(table, 34) \
+    X(table, 35) X(table, 36) X(table, 37) X(table, 38) X(table, 39) X(table, 40) X(table, 41) X(table, 42) \
+    X(table, 43) X(table, 44) X(table, 45) X(table, 46) X(table, 47) X(table, 48) X(table, 49) X(table, 50) \
+    X(table, 51) X(table, 52) X(table, 53) X(table, 54) X(table, 55) X(table, 56) X(table, 57) X(table, 58) \
+    X(table, 59) X(table, 60) X(table, 61) X(table, 62) X(table, 63) X(table, 64) X(table, 65) X(table, 66) \
+    X(table, 67) X(table, 68) X(table, 69) X(table, 70) X(table, 71) X(table, 72) X(table, 73) X(table, 74) \
+    X(table, 75) X(table, 76) X(table, 77) X(table, 78) X(table, 79) X(table, 80) X(table, 81) X(table, 82) \
+    X(table, 83) X(table, 84) X(table, 85) X(table, 86) X(table, 87) X(table, 88) X(table, 89) X(table, 90) \
+    X(table, 91) X(table, 92)
+#define SLOTS_1_TO_92(X, table) X(table, 1) X(table, 2) X(table, 3) X(table, 4) SLOTS_5_TO_92(X, table)
+#define SLOTS_93_TO_98(X, table) X(table, 93) X(table, 94) X(table, 95) X(table, 96) X(table, 97) X(table, 98)
+#define UNSERVED_ENTRY(table, slot) (const void *)unserved_##table##_##slot,
+#define UNSERVED_STATEMENT(table, slot) UNSERVED(table, slot)
+
+UNSERVED(TOOLS_CONTEXT, 1)
+UNSERVED(TOOLS_CONTEXT, 2)
+UNSERVED(TOOLS_CONTEXT, 3)
+SLOTS_5_TO_92(UNSERVED_STATEMENT, TOOLS_CONTEXT)
+SLOTS_1_TO_92(UNSERVED_STATEMENT, FFT_SUPPORT)
+SLOTS_93_TO_98(UNSERVED_STATEMENT, FFT_SUPPORT)
+
+static const void *const tools_context[93] = {
+    TABLE_BYTES(93),
+    (const void *)unserved_TOOLS_CONTEXT_1,
+    (const void *)unserved_TOOLS_CONTEXT_2,
+    (const void *)unserved_TOOLS_CONTEXT_3,
+    (const void *)tools_context_id,
+    SLOTS_5_TO_92(UNSERVED_ENTRY, TOOLS_CONTEXT)};
+
+static const void *const fft_support[99] = {
+    TABLE_BYTES(99), SLOTS_1_TO_92(UNSERVED_ENTRY, FFT_SUPPORT) SLOTS_93_TO_98(UNSERVED_ENTRY, FFT_SUPPORT)};
+
 static const void *const *const SERVED[TABLE_COUNT] = {
     [RUNTIME_INTERFACE] = runtime_interface,         [TOOLS_THREAD_STATE] = tools_thread_state,
     [TOOLS_CALLBACK_HOOKS] = tools_callback_hooks,   [CONTEXT_LOCAL_STORAGE] = context_local_storage,
     [CONTEXT_CHECKS] = context_checks,               [INTEGRITY] = integrity,
+    [TOOLS_CONTEXT] = tools_context,                 [FFT_SUPPORT] = fft_support,
 };
 
 static atomic_int refusals_said;

@@ -208,6 +208,53 @@ static void known_tables_are_served_and_others_refused(void)
     EXPECT(area != NULL && bytes >= 1024);
 }
 
+typedef CUresult (*context_id_slot)(CUcontext, unsigned long long *);
+
+/* Two tables of which little is known: their sizes are the driver's, and every slot but the tools' context's 4 (a
+   context's id) refuses, naming itself; the id is the context's own, so it needs one. */
+static void tables_known_by_size_refuse_every_slot_not_served(void)
+{
+    const void *table = NULL;
+    CUuuid tools_context = table_id("21318c60971432488ca641ff7324c8f2");
+    EXPECT(vgpu_served_export_table(&table, &tools_context) == CUDA_SUCCESS && table != NULL);
+    if (table != NULL) {
+        const void *const *slots = table;
+        EXPECT((uintptr_t)slots[0] == 93 * sizeof(void *));
+        EXPECT(((any_slot)(uintptr_t)slots[1])() == CUDA_ERROR_NOT_SUPPORTED);
+        EXPECT(((any_slot)(uintptr_t)slots[92])() == CUDA_ERROR_NOT_SUPPORTED);
+        unsigned long long id = 0;
+        EXPECT(((context_id_slot)(uintptr_t)slots[4])(NULL, &id) == CUDA_ERROR_INVALID_CONTEXT && id == 0);
+    }
+    table = NULL;
+    CUuuid fft = table_id("6e163fbeb958444d835ce182aff1991e");
+    EXPECT(vgpu_served_export_table(&table, &fft) == CUDA_SUCCESS && table != NULL);
+    if (table != NULL) {
+        const void *const *slots = table;
+        EXPECT((uintptr_t)slots[0] == 99 * sizeof(void *));
+        EXPECT(((any_slot)(uintptr_t)slots[7])() == CUDA_ERROR_NOT_SUPPORTED);
+        EXPECT(((any_slot)(uintptr_t)slots[98])() == CUDA_ERROR_NOT_SUPPORTED);
+    }
+}
+
+/* Answers as the driver gives them without a current context: freeing 0 succeeds, the rest need a context. */
+static void context_queries_answer_as_the_driver_without_a_context(void)
+{
+    int least = 7;
+    int greatest = 7;
+    size_t value = 7;
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    EXPECT(vgpu_served_cuMemFree(0) == CUDA_SUCCESS);
+    EXPECT(vgpu_served_cuCtxGetStreamPriorityRange(&least, &greatest) == CUDA_ERROR_INVALID_CONTEXT);
+    EXPECT(least == 7 && greatest == 7);
+    EXPECT(vgpu_served_cuCtxGetLimit(&value, CU_LIMIT_CIG_ENABLED) == CUDA_ERROR_INVALID_CONTEXT);
+    EXPECT(vgpu_served_cuCtxGetLimit(NULL, CU_LIMIT_STACK_SIZE) == CUDA_ERROR_INVALID_VALUE);
+    EXPECT(vgpu_served_cuCtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0) == CUDA_ERROR_UNSUPPORTED_LIMIT);
+    EXPECT(vgpu_served_cuStreamIsCapturing(NULL, NULL) == CUDA_ERROR_INVALID_VALUE);
+    EXPECT(vgpu_served_cuStreamIsCapturing(NULL, &status) != CUDA_SUCCESS);
+    unsigned int version = 0;
+    EXPECT(vgpu_served_cuCtxGetApiVersion(NULL, &version) == CUDA_ERROR_INVALID_CONTEXT && version == 0);
+}
+
 typedef CUresult (*value_put)(CUcontext, void *, void *, void (*)(CUcontext, void *, void *));
 typedef CUresult (*value_delete)(CUcontext, void *);
 typedef CUresult (*value_get)(void **, CUcontext, void *);
@@ -353,6 +400,8 @@ int main(void)
     older_names_are_exported_too();
     the_integrity_digest_is_the_one_the_runtime_computes();
     known_tables_are_served_and_others_refused();
+    tables_known_by_size_refuse_every_slot_not_served();
+    context_queries_answer_as_the_driver_without_a_context();
     context_local_storage_keeps_values_by_context_and_key();
     occupancy_is_limited_by_threads_registers_and_shared_memory();
     launches_and_kernel_queries_refuse_bad_calls();
