@@ -433,6 +433,29 @@ class SiteConfigReaderTest {
     }
 
     @Test
+    void aTableOfHostListsIsWrittenBackAsHostListsThatReadAsTheSameTable() {
+        SiteConfig config = read(CLUSTER + nodes("g[8-11]", 4) + nodes("h1", 4) + """
+                [distance]
+                g[8-9] g[10-11] = 2
+                g[8-9] g[8-9] = 1
+                g[10-11] g[10-11] = 1
+                h1 g[8-11] = 3
+                """);
+
+        String written = SiteConfigWriter.settings(config);
+
+        String table = written.substring(written.indexOf("[distance]"));
+        assertEquals("""
+                [distance]
+                g8 g9 = 1
+                g[8-11] h1 = 3
+                g10 g11 = 1
+                g[10-11] g[8-9] = 2
+                """, table);
+        assertEquals(config.distances(), read(written).distances());
+    }
+
+    @Test
     void everyProblemOfRangedDistanceEntriesIsReportedAtItsLineAtOnce() {
         Path file = dir.resolve("vgpu.conf").toAbsolutePath();
         List<String> messages = problems(CLUSTER
