@@ -411,29 +411,9 @@ class SiteConfigReaderTest {
         assertTrue(message.endsWith("'default = DISTANCE' for all pairs not listed"), message);
     }
 
+    /** Two racks and a node apart, as a site would write them; written back as host lists too. */
     @Test
     void distanceEntriesNameNodesByHostListsAsNodeSectionsDo() {
-        Distances distances = read(CLUSTER + nodes("gpu[001-128]", 4) + nodes("login1", 1) + """
-                        [distance]
-                        gpu[001-064] gpu[065-128] = 2
-                        gpu[001-064] gpu[001-064] = 1
-                        gpu[065-128] gpu[065-128] = 1
-                        login1 gpu[001-128] = 3
-                        """)
-                .distances();
-
-        assertEquals(2, distances.between("gpu001", "gpu128"));
-        assertEquals(2, distances.between("gpu065", "gpu064"));
-        assertEquals(1, distances.between("gpu001", "gpu064"), "within one list: every pair of different nodes");
-        assertEquals(1, distances.between("gpu100", "gpu066"));
-        assertEquals(3, distances.between("gpu042", "login1"));
-        assertEquals(0, distances.between("gpu007", "gpu007"));
-        assertEquals(64 * 64 + 2 * (64 * 63 / 2) + 128, distances.listedPairs(), "every pair listed, none twice");
-        assertEquals(OptionalInt.empty(), distances.otherPairs(), "complete without a default");
-    }
-
-    @Test
-    void aTableOfHostListsIsWrittenBackAsHostListsThatReadAsTheSameTable() {
         SiteConfig config = read(CLUSTER + nodes("g[8-11]", 4) + nodes("h1", 4) + """
                 [distance]
                 g[8-9] g[10-11] = 2
@@ -441,6 +421,16 @@ class SiteConfigReaderTest {
                 g[10-11] g[10-11] = 1
                 h1 g[8-11] = 3
                 """);
+        Distances distances = config.distances();
+
+        assertEquals(2, distances.between("g8", "g11"));
+        assertEquals(2, distances.between("g10", "g9"));
+        assertEquals(1, distances.between("g9", "g8"), "within one list: every pair of different nodes");
+        assertEquals(1, distances.between("g10", "g11"));
+        assertEquals(3, distances.between("g10", "h1"));
+        assertEquals(0, distances.between("g9", "g9"));
+        assertEquals(2 * 2 + 1 + 1 + 4, distances.listedPairs(), "every pair listed, none twice");
+        assertEquals(OptionalInt.empty(), distances.otherPairs(), "complete without a default");
 
         String written = SiteConfigWriter.settings(config);
 
@@ -452,7 +442,7 @@ class SiteConfigReaderTest {
                 g10 g11 = 1
                 g[10-11] g[8-9] = 2
                 """, table);
-        assertEquals(config.distances(), read(written).distances());
+        assertEquals(distances, read(written).distances(), "read back, the same table");
     }
 
     @Test
