@@ -8,13 +8,26 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * Slurm's host list syntax, as slurm.conf writes node names: {@code gpu[001-128]}, {@code g[1,3,5-8]},
- * {@code a1,b[2-3]}. {@link #expand} reads one into its names (zero padding kept: the width of a range's lower
- * bound), {@link #compress} writes names back as short as that syntax allows. Both are linear in the names.
+ * Slurm's host list syntax, the one reader of node lists in vgpu: the site configuration's {@code [node gpu[001-128]]}
+ * sections and {@code [distance]} entries, and the node lists Slurm prints ({@code scontrol show job -d}: {@code
+ * n[1-3,5]}). Forms: {@code gpu[001-128]}, {@code g[1,3,5-8]}, {@code a1,b[2-3]}, and a text after the brackets kept
+ * on each name ({@code r[1-2]-ib}). {@link #expand} reads one into its names (zero padding kept: the width of a
+ * range's lower bound, as Slurm names such nodes), {@link #compress} writes names back as short as that syntax allows.
+ * Both are linear in the names.
+ *
+ * <p>The name check is Slurm's rule for node names: slurm.conf's {@code NodeName} is a host name ({@code hostname -s},
+ * or a name the host database or DNS knows), and Slurm's host lists hold names of at most 64 characters
+ * ({@code MAXHOSTNAMELEN} in Slurm's hostlist.c). So each name is a {@link ConfigValues#name}: 1 to 64 letters, digits,
+ * {@code _ . -}, starting with a letter or digit (host name characters, plus the {@code _} that /etc/hosts takes).
+ * The tracker reads Slurm's lists with the same check, so a node Slurm prints is a node a configuration can name.
+ *
+ * <p>The limit is Slurm's too: its host lists refuse a range of more than 65,536 hosts ({@code MAX_RANGE}, "anything
+ * larger will be assumed to be an error"). Here it bounds a whole expression, so a typo such as {@code n[1-99999999]}
+ * is refused before any name is made, in a configuration and in Slurm's output alike.
  */
 public final class HostList {
-    /** The most names one expression may stand for: a typo such as {@code n[1-99999999]} must not fill memory. */
-    static final int MAX_NAMES = 100_000;
+    /** The most names one expression may stand for: Slurm's {@code MAX_RANGE}. */
+    static final int MAX_NAMES = 65_536;
 
     private static final Pattern TRAILING_NUMBER = Pattern.compile("^(.*?)(\\d+)$");
     private static final String EXPECTED =
@@ -29,13 +42,19 @@ public final class HostList {
      */
     public static List<String> expand(String expression) {
         List<String> names = new ArrayList<>();
-        for (String part : topLevelParts(expression)) {
+        for (String part : CommaLists.splitOutside(expression, '[', ']')) {
+            if (part.isEmpty()) {
+                throw malformed(expression, "an empty name between commas");
+            }
             int open = part.indexOf('[');
+            int close = part.indexOf(']');
+            if (close >= 0 && (open < 0 || close < open)) {
+                throw malformed(expression, "']' without its '['");
+            }
             if (open < 0) {
                 names.add(checkedName(part, expression));
                 continue;
             }
-            int close = part.indexOf(']', open);
             if (open == 0 || close < 0 || part.indexOf('[', open + 1) >= 0 || part.indexOf(']', close + 1) >= 0) {
                 throw malformed(
                         expression,
@@ -126,34 +145,6 @@ public final class HostList {
         }
     }
 
-    /** The expression split at the commas outside brackets. */
-    private static List<String> topLevelParts(String expression) {
-        List<String> parts = new ArrayList<>();
-        int depth = 0;
-        int start = 0;
-        for (int i = 0; i < expression.length(); i++) {
-            char c = expression.charAt(i);
-            if (c == '[') {
-                depth++;
-            } else if (c == ']') {
-                depth--;
-                if (depth < 0) {
-                    throw malformed(expression, "']' without its '['");
-                }
-            } else if (c == ',' && depth == 0) {
-                parts.add(expression.substring(start, i));
-                start = i + 1;
-            }
-        }
-        parts.add(expression.substring(start));
-        for (String part : parts) {
-            if (part.isEmpty()) {
-                throw malformed(expression, "an empty name between commas");
-            }
-        }
-        return parts;
-    }
-
     private static void addRange(List<String> names, String prefix, String range, String suffix, String expression) {
         int dash = range.indexOf('-');
         String low = dash < 0 ? range : range.substring(0, dash);
@@ -171,7 +162,7 @@ public final class HostList {
         }
         if (to - from + 1 > MAX_NAMES - names.size()) {
             throw new IllegalArgumentException("'" + expression + "' stands for more than " + MAX_NAMES
-                    + " nodes; write the site's nodes, not a typo's");
+                    + " nodes, Slurm's own limit on a range (a typo?)");
         }
         int width = low.length();
         for (long number = from; number <= to; number++) {

@@ -11,6 +11,7 @@ import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -42,6 +43,11 @@ public final class SiteConfigReader {
     static final String DEFAULT_DISTANCE_KEY = "default";
     /** How many names or pairs a message lists before it says how many more there are. */
     private static final int SHOWN_AT_MOST = 10;
+    /**
+     * The most pairs a [distance] section may list, ranges expanded: the tracker keeps each in memory. A 10,000-node
+     * site in racks of 64 lists 315,000 within its racks; a table larger than this wants a default.
+     */
+    private static final int MAX_LISTED_PAIRS = 1_000_000;
 
     private final Path file;
     private final List<ConfigProblem> problems = new ArrayList<>();
@@ -349,9 +355,10 @@ public final class SiteConfigReader {
     }
 
     /**
-     * Without a [distance] section the network is flat: every pair of nodes is 1 apart. Only the listed pairs are
-     * kept (see {@link Distances}); completeness without a default is checked by counting, so a large site with a
-     * default never walks its n * (n - 1) / 2 pairs.
+     * Without a [distance] section the network is flat: every pair of nodes is 1 apart. Each entry names two host lists
+     * ({@code gpu[001-064] gpu[065-128] = 2}): every node of the one is that far from every other node of the other.
+     * Only the listed pairs are kept (see {@link Distances}), at most {@link #MAX_LISTED_PAIRS}; completeness without a
+     * default is checked by counting, so a large site with a default never walks its n * (n - 1) / 2 pairs.
      */
     private Distances readDistances(IniFile.Section section, List<String> names) {
         Map<Distances.NodePair, Integer> pairs = new HashMap<>();
@@ -372,40 +379,25 @@ public final class SiteConfigReader {
                 problem(
                         entry.line(),
                         "'" + entry.key() + "' in [distance] is not a pair of nodes; expected"
-                                + " 'NODE NODE = DISTANCE' (e.g. n1 n2 = 1) or 'default = DISTANCE'");
+                                + " 'NODES NODES = DISTANCE' (e.g. n1 n2 = 1 or g[1-4] g[5-8] = 2) or"
+                                + " 'default = DISTANCE'");
                 continue;
             }
-            boolean bothKnown = true;
-            for (String end : ends) {
-                if (!known.contains(end)) {
-                    problem(
-                            entry.line(),
-                            "distance to unknown node '" + end + "'; "
-                                    + (names.isEmpty() ? "no node is described" : "the nodes are " + listed(names)));
-                    bothKnown = false;
-                }
-            }
-            if (!bothKnown) {
+            Optional<Set<String>> from = distanceEnd(entry, ends[0], known, names);
+            Optional<Set<String>> to = distanceEnd(entry, ends[1], known, names);
+            if (from.isEmpty() || to.isEmpty()) {
                 continue;
             }
-            if (ends[0].equals(ends[1])) {
+            long pairCount = (long) from.get().size() * to.get().size();
+            if (lineOfPair.size() + pairCount > MAX_LISTED_PAIRS) {
                 problem(
                         entry.line(),
-                        "distance from '" + ends[0] + "' to itself; a node is 0 from itself, give pairs of"
-                                + " different nodes");
+                        "'" + entry.key() + "' lists " + pairCount + " pairs, which take [distance] past the "
+                                + MAX_LISTED_PAIRS + " pairs it may list; give the most common distance as"
+                                + " 'default = DISTANCE' and list the others");
                 continue;
             }
-            Distances.NodePair pair = Distances.NodePair.of(ends[0], ends[1]);
-            Integer firstLine = lineOfPair.putIfAbsent(pair, entry.line());
-            if (firstLine != null) {
-                problem(
-                        entry.line(),
-                        "distance between '" + pair.first() + "' and '" + pair.second()
-                                + "' is given again (first at line " + firstLine
-                                + "); distances are symmetric, give each pair once");
-                continue;
-            }
-            distance.ifPresent(value -> pairs.put(pair, value));
+            listPairs(entry, from.get(), to.get(), distance, pairs, lineOfPair);
         }
         long allPairs = (long) names.size() * (names.size() - 1) / 2;
         if (fallback.isEmpty()
@@ -419,6 +411,89 @@ public final class SiteConfigReader {
                             + " not listed");
         }
         return new Distances(known, pairs, fallback.map(OptionalInt::of).orElse(OptionalInt.empty()));
+    }
+
+    /**
+     * The nodes one end of a [distance] entry names, or empty when it is malformed or names a node not described (both
+     * reported).
+     */
+    private Optional<Set<String>> distanceEnd(IniFile.Entry entry, String end, Set<String> known, List<String> names) {
+        List<String> expanded;
+        try {
+            expanded = HostList.expand(end);
+        } catch (IllegalArgumentException e) {
+            problem(entry.line(), "distance: " + e.getMessage());
+            return Optional.empty();
+        }
+        List<String> unknown = expanded.stream()
+                .filter(name -> !known.contains(name))
+                .distinct()
+                .toList();
+        if (!unknown.isEmpty()) {
+            problem(
+                    entry.line(),
+                    (unknown.size() == 1
+                                    ? "distance to unknown node '" + unknown.getFirst() + "'; "
+                                    : "distance to " + unknown.size() + " unknown nodes (" + listed(unknown) + "); ")
+                            + (names.isEmpty() ? "no node is described" : "the nodes are " + listed(names)));
+            return Optional.empty();
+        }
+        return Optional.of(new LinkedHashSet<>(expanded));
+    }
+
+    /**
+     * Every pair of a node of {@code from} and another node of {@code to}, at {@code distance}: a node is not paired
+     * with itself where the lists overlap ({@code g[1-4] g[1-4]}: every pair within), and a pair given on an earlier
+     * line is reported once for the entry.
+     */
+    private void listPairs(
+            IniFile.Entry entry,
+            Set<String> from,
+            Set<String> to,
+            Optional<Integer> distance,
+            Map<Distances.NodePair, Integer> pairs,
+            Map<Distances.NodePair, Integer> lineOfPair) {
+        Integer line = entry.line();
+        // Each pair given on an earlier line, with that line.
+        Map<Distances.NodePair, Integer> again = new LinkedHashMap<>();
+        boolean anyPair = false;
+        for (String a : from) {
+            for (String b : to) {
+                if (a.equals(b)) {
+                    continue;
+                }
+                anyPair = true;
+                Distances.NodePair pair = Distances.NodePair.of(a, b);
+                Integer firstLine = lineOfPair.putIfAbsent(pair, line);
+                if (firstLine == null) {
+                    distance.ifPresent(value -> pairs.put(pair, value));
+                } else if (!firstLine.equals(line)) {
+                    again.putIfAbsent(pair, firstLine);
+                }
+            }
+        }
+        if (!anyPair) {
+            problem(
+                    entry.line(),
+                    "distance from '" + from.iterator().next() + "' to itself; a node is 0 from itself, give pairs of"
+                            + " different nodes");
+        } else if (!again.isEmpty()) {
+            Map.Entry<Distances.NodePair, Integer> first =
+                    again.entrySet().iterator().next();
+            problem(
+                    entry.line(),
+                    (again.size() == 1
+                                    ? "distance between '" + first.getKey().first() + "' and '"
+                                            + first.getKey().second() + "' is given again (first at line "
+                                    : again.size() + " pairs ("
+                                            + listed(again.keySet().stream()
+                                                    .map(pair -> pair.first() + " " + pair.second())
+                                                    .toList())
+                                            + ") are given again ("
+                                            + first.getKey().first() + " "
+                                            + first.getKey().second() + " first at line ")
+                            + first.getValue() + "); distances are symmetric, give each pair once");
+        }
     }
 
     /** The first few pairs not given, and how many more: a site of thousands of nodes lacks millions. */

@@ -1,10 +1,15 @@
 package org.vgpu.siteconfig;
 
+import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.OptionalLong;
+import java.util.TreeMap;
 
 /**
  * Writes a {@link SiteConfig} in the file's own syntax, every key with its value, defaults included: what `vgpu
@@ -77,14 +82,10 @@ public final class SiteConfigWriter {
         // The pairs as listed, and the default of every other pair (the reader's default for a file without them).
         Distances distances = config.distances();
         section(SiteConfigReader.DISTANCE);
-        distances.listed().entrySet().stream()
-                .sorted(Map.Entry.comparingByKey(
-                        Comparator.comparing(Distances.NodePair::first).thenComparing(Distances.NodePair::second)))
-                .forEach(pair -> text.append(pair.getKey().first())
+        distanceLines(distances.listed(), config.nodes())
+                .forEach((ends, firsts) -> text.append(HostList.compress(firsts))
                         .append(' ')
-                        .append(pair.getKey().second())
-                        .append(" = ")
-                        .append(pair.getValue())
+                        .append(ends)
                         .append('\n'));
         distances
                 .otherPairs()
@@ -92,6 +93,33 @@ public final class SiteConfigWriter {
                         .append(" = ")
                         .append(other)
                         .append('\n'));
+    }
+
+    /**
+     * The pairs as [distance] lines, host lists on both sides: a node's pairs at one distance share a line ({@code g1
+     * g[2-4] = 1}), and nodes whose lines read alike after the node share one ({@code g[1-4] g[5-8] = 2}). A pair is
+     * written once, under the one of its names that sorts first, so no node is on both sides of a line and read back
+     * it is the same table. Nodes are in the order of their sections, so numbered names stay runs (g9 before g10).
+     *
+     * @return by the right side and distance ({@code "g[5-8] = 2"}), the left side's nodes
+     */
+    private static Map<String, List<String>> distanceLines(
+            Map<Distances.NodePair, Integer> listed, List<NodeConfig> nodes) {
+        Map<String, Integer> position = new HashMap<>();
+        nodes.forEach(node -> position.putIfAbsent(node.name(), position.size()));
+        Comparator<String> inFileOrder = Comparator.comparing(position::get);
+        Map<String, Map<Integer, List<String>>> byFirst = new TreeMap<>(inFileOrder);
+        listed.entrySet().stream()
+                .sorted(Map.Entry.comparingByKey(Comparator.comparing(Distances.NodePair::first, inFileOrder)
+                        .thenComparing(Distances.NodePair::second, inFileOrder)))
+                .forEach(pair -> byFirst.computeIfAbsent(pair.getKey().first(), first -> new TreeMap<>())
+                        .computeIfAbsent(pair.getValue(), distance -> new ArrayList<>())
+                        .add(pair.getKey().second()));
+        Map<String, List<String>> lines = new LinkedHashMap<>();
+        byFirst.forEach((first, seconds) -> seconds.forEach((distance, ends) -> lines.computeIfAbsent(
+                        HostList.compress(ends) + " = " + distance, line -> new ArrayList<>())
+                .add(first)));
+        return lines;
     }
 
     private void section(String title) {

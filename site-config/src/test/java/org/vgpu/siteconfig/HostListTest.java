@@ -31,6 +31,8 @@ class HostListTest {
         assertEquals(List.of("g1", "g3", "g5", "g6", "g7"), HostList.expand("g[1,3,5-7]"));
         assertEquals(List.of("a1", "b2", "b3", "c"), HostList.expand("a1,b[2-3],c"));
         assertEquals(List.of("r1-ib", "r2-ib"), HostList.expand("r[1-2]-ib"));
+        assertEquals(List.of("rack1-n2-x", "rack1-n3-x"), HostList.expand("rack1-n[2-3]-x"));
+        assertEquals(List.of("gpu1", "gpu3", "gpu4", "login-a"), HostList.expand("gpu[1,3-4],login-a"));
         assertEquals(List.of("single"), HostList.expand("single"));
         assertEquals(List.of("g7"), HostList.expand("g[7]"));
     }
@@ -41,6 +43,8 @@ class HostListTest {
             value = {
                 "g[1-4|'[' without its ']'",
                 "g1-4]|']' without its '['",
+                "g1],g2|']' without its '['",
+                "g]1[2]|']' without its '['",
                 "g[]|'' is not a number or a range N-M of numbers (an empty one)",
                 "g[1-]|'1-' is not a number or a range N-M of numbers",
                 "g[-4]|'-4' is not a number",
@@ -75,13 +79,17 @@ class HostListTest {
                 refused.getMessage());
     }
 
+    /** Slurm's own bound on a range (its MAX_RANGE), here on the whole expression: memory stays bounded. */
     @Test
-    void aRangeOfMoreNodesThanAnySiteHasIsRefusedBeforeItIsExpanded() {
+    void aListOfMoreNodesThanSlurmTakesInARangeIsRefusedBeforeItIsExpanded() {
         IllegalArgumentException refused =
                 assertThrows(IllegalArgumentException.class, () -> HostList.expand("n[1-999999999999]"));
         assertEquals(
-                "'n[1-999999999999]' stands for more than 100000 nodes; write the site's nodes, not a typo's",
+                "'n[1-999999999999]' stands for more than 65536 nodes, Slurm's own limit on a range (a typo?)",
                 refused.getMessage());
+        assertEquals(65_536, HostList.expand("n[1-65536]").size());
+        assertThrows(IllegalArgumentException.class, () -> HostList.expand("n[1-65537]"));
+        assertThrows(IllegalArgumentException.class, () -> HostList.expand("a[1-40000],b[1-40000]"));
     }
 
     @Test

@@ -411,6 +411,89 @@ class SiteConfigReaderTest {
         assertTrue(message.endsWith("'default = DISTANCE' for all pairs not listed"), message);
     }
 
+    /** Two racks and a node apart, as a site would write them; written back as host lists too. */
+    @Test
+    void distanceEntriesNameNodesByHostListsAsNodeSectionsDo() {
+        SiteConfig config = read(CLUSTER + nodes("g[8-11]", 4) + nodes("h1", 4) + """
+                [distance]
+                g[8-9] g[10-11] = 2
+                g[8-9] g[8-9] = 1
+                g[10-11] g[10-11] = 1
+                h1 g[8-11] = 3
+                """);
+        Distances distances = config.distances();
+
+        assertEquals(2, distances.between("g8", "g11"));
+        assertEquals(2, distances.between("g10", "g9"));
+        assertEquals(1, distances.between("g9", "g8"), "within one list: every pair of different nodes");
+        assertEquals(1, distances.between("g10", "g11"));
+        assertEquals(3, distances.between("g10", "h1"));
+        assertEquals(0, distances.between("g9", "g9"));
+        assertEquals(2 * 2 + 1 + 1 + 4, distances.listedPairs(), "every pair listed, none twice");
+        assertEquals(OptionalInt.empty(), distances.otherPairs(), "complete without a default");
+
+        String written = SiteConfigWriter.settings(config);
+
+        String table = written.substring(written.indexOf("[distance]"));
+        assertEquals("""
+                [distance]
+                g8 g9 = 1
+                g[8-11] h1 = 3
+                g10 g11 = 1
+                g[10-11] g[8-9] = 2
+                """, table);
+        assertEquals(distances, read(written).distances(), "read back, the same table");
+    }
+
+    @Test
+    void everyProblemOfRangedDistanceEntriesIsReportedAtItsLineAtOnce() {
+        Path file = dir.resolve("vgpu.conf").toAbsolutePath();
+        List<String> messages = problems(CLUSTER
+                        + nodes("g[1-8]", 4) // lines 6-10
+                        + """
+                        [distance]
+                        g[1-4] g[5-8] = 2
+                        g[1-4] g[5-3] = 1
+                        g[1-4] h[1-3] = 1
+                        g[3-6] g[7-8] = 2
+                        g4 g5 = 3
+                        g[1-2] g[1-2] = 0
+                        g[2] g2 = 1
+                        default = 1
+                        """) // 11-19
+                .stream()
+                .map(ConfigProblem::toString)
+                .toList();
+
+        assertEquals(
+                List.of(
+                        file + ":13: distance: 'g[5-3]' is not a node range: the range 5-3 runs backwards; expected"
+                                + " NAME or NAME[RANGES] as in slurm.conf, e.g. gpu[001-128], gpu[1,3,5-8] or"
+                                + " a1,b[2-3]",
+                        file + ":14: distance to 3 unknown nodes (h1, h2, h3); the nodes are g1, g2, g3, g4, g5, g6,"
+                                + " g7, g8",
+                        file + ":15: 4 pairs (g3 g7, g3 g8, g4 g7, g4 g8) are given again (g3 g7 first at line 12);"
+                                + " distances are symmetric, give each pair once",
+                        file + ":16: distance between 'g4' and 'g5' is given again (first at line 12); distances are"
+                                + " symmetric, give each pair once",
+                        file + ":17: g[1-2] g[1-2]: 0 is out of range; expected 1..1000000",
+                        file + ":18: distance from 'g2' to itself; a node is 0 from itself, give pairs of different"
+                                + " nodes"),
+                messages);
+    }
+
+    @Test
+    void aDistanceEntryOfMorePairsThanTheTrackerShouldHoldWantsADefault() {
+        List<ConfigProblem> found =
+                problems(CLUSTER + nodes("n[1-2001]", 4) + "[distance]\nn[1-1001] n[1002-2001] = 2\ndefault = 1\n");
+
+        assertEquals(1, found.size(), found.toString());
+        assertEquals(
+                "'n[1-1001] n[1002-2001]' lists 1001000 pairs, which take [distance] past the 1000000 pairs it may"
+                        + " list; give the most common distance as 'default = DISTANCE' and list the others",
+                found.getFirst().message());
+    }
+
     /**
      * Issue 21 #7: values that reach shell commands (the holder job's script) and systemd's ExecStart lines must be
      * plain words: a path that is a command line, or a name of a megabyte, is refused with what is expected.

@@ -7,6 +7,8 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 
+import org.vgpu.siteconfig.HostList;
+
 /**
  * A job as Slurm reports it, with what the tracker needs: its GRES request and, once it runs, the
  * GRES it holds on each node set.
@@ -79,7 +81,7 @@ public record SlurmJob(
     public Map<String, List<Integer>> gpuIndicesByNode() {
         Map<String, List<Integer>> byNode = new LinkedHashMap<>();
         for (NodeAllocation allocation : allocations) {
-            List<String> nodes = HostList.expand("scontrol show job -d job " + id + " Nodes", allocation.nodes());
+            List<String> nodes = nodeNames("scontrol show job -d job " + id + " Nodes", allocation.nodes());
             List<Integer> indices = new ArrayList<>();
             for (GresItem gres : allocation.gres()) {
                 if (gres.name().equals(GPU)) {
@@ -94,6 +96,24 @@ public record SlurmJob(
         }
         byNode.replaceAll((node, indices) -> List.copyOf(indices));
         return byNode;
+    }
+
+    /**
+     * The names of a node list as Slurm prints it ({@code n[1-3,5]}); its {@code (null)} and an empty list are none.
+     *
+     * @param source names the command and field, for the message
+     * @throws SlurmException for a list {@link HostList} refuses, with its reason
+     */
+    static List<String> nodeNames(String source, String nodes) {
+        String stripped = nodes.strip();
+        if (stripped.isEmpty() || stripped.equals("(null)")) {
+            return List.of();
+        }
+        try {
+            return HostList.expand(stripped);
+        } catch (IllegalArgumentException e) {
+            throw SlurmException.badOutput(source, e.getMessage());
+        }
     }
 
     /** Pending with priority 0: what job_submit.lua makes of a vgpu job until the tracker releases it. */
