@@ -96,7 +96,8 @@ class VgpuTest {
         assertEquals(0, vgpu("config", "--help"));
         assertTrue(
                 out().contains(
-                                "usage: vgpu config [options] check FILE | render [--what NAME [--node NODE] | --list] FILE"),
+                                "usage: vgpu config [options] check FILE | render [--what NAME [--node NODE] | --list]"
+                                        + " [--slurm-nodes] FILE"),
                 out());
     }
 
