@@ -8,9 +8,7 @@
 # options a vgpu:3 job runs on 1 local and 2 borrowed GPUs through the included bridge, holders in the included
 # partition. Then the same with MUNGE on, as a site's rendered files have it by default: a munged of the testbed's
 # own, the folder's vgpu.conf rendered again from the configuration with auth = munge, the tracker with the unit's
-# MUNGE options, and a vgpu:2 job gets its assembly and completes. `vgpu config render --slurm-nodes` reads the same
-# nodes and GPU counts from this Slurm, and refuses where no slurmctld answers. The folder's vgpu.conf is restored at
-# the end.
+# MUNGE options, and a vgpu:2 job gets its assembly and completes. The folder's vgpu.conf is restored at the end.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
@@ -50,22 +48,6 @@ for setting in Nodes=n\[1-3\] Hidden=YES AllowGroups=root PriorityTier=65533; do
 done
 say "slurmctld's vgpu-lend, from the included vgpu.slurm.conf: $(tr -s ' \n' '\n' <<<"$lend" \
     | grep -E '^(Nodes|Hidden|AllowGroups|PriorityTier)=' | paste -sd ' ' -)"
-
-# vgpu config render --slurm-nodes reads the nodes and their GPU counts from this Slurm (as the tracker reads it: text
-# on 22.05, JSON on 24.11), which has them as the configuration says: the same piece. Where Slurm does not answer
-# (a slurm.conf naming a port no slurmctld listens on), it refuses in one line.
-diff <("$VGPU" config render --what vgpu.slurm.conf "$etc/vgpu.conf") \
-    <("$VGPU" config render --slurm-nodes --what vgpu.slurm.conf "$etc/vgpu.conf" 2>"$TESTBED_DIR/out/slurm-nodes.err") \
-    || die "render --slurm-nodes gives another vgpu.slurm.conf than the configuration's nodes: $(cat "$TESTBED_DIR/out/slurm-nodes.err")"
-sed "s/^SlurmctldPort=.*/SlurmctldPort=$((TESTBED_PORT_BASE + 97))/" "$etc/slurm.conf" >"$etc/slurm-nobody.conf"
-if SLURM_CONF=$etc/slurm-nobody.conf "$VGPU" config render --slurm-nodes --list "$etc/vgpu.conf" \
-    >/dev/null 2>"$TESTBED_DIR/out/slurm-nodes.err"; then
-    die "render --slurm-nodes succeeded where no slurmctld answers"
-fi
-refusal=$(grep '^vgpu config render: ' "$TESTBED_DIR/out/slurm-nodes.err") \
-    && [[ "$refusal" == *"Slurm did not answer"* ]] \
-    || die "render --slurm-nodes without a slurmctld did not say so: $(cat "$TESTBED_DIR/out/slurm-nodes.err")"
-say "render --slurm-nodes: the same vgpu.slurm.conf from Slurm's nodes; without a slurmctld: $refusal"
 
 # The rendered wrapper job_submit.lua applies the module: a vgpu job is held with its comment.
 jobs+=("$(submit --gres=vgpu:1 -J site-held --wrap true)")
