@@ -133,8 +133,8 @@ Description: vgpu's SPANK bridge for Slurm $slurm
  The SPANK plugin that gives each vgpu job its assembly of local and borrowed GPUs from the vgpu
  tracker, admits a lent GPU into its holder's devices, and refuses to start a vgpu job without
  its GPUs. Built against Slurm $slurm's headers: Slurm loads no plugin of another release.
- Installed as /usr/lib/$multiarch/slurm-wlm/vgpu_spank.so; vgpu config render --what plugstack.conf
- writes the line that loads it (into /etc/slurm/plugstack.conf.d/vgpu.conf).
+ Installed as /usr/lib/$multiarch/slurm-wlm/vgpu_spank.so; vgpu config render --what
+ plugstack.conf.d/vgpu.conf writes the line that loads it, for /etc/slurm/plugstack.conf.d/vgpu.conf.
 EOF
     } >"$root/DEBIAN/control"
     dpkg-deb --root-owner-group --build "$root" "$out/${name}_${debversion}_$arch.deb" >/dev/null

@@ -43,5 +43,6 @@ run grep -E '^(User|ExecStart|NoNewPrivileges|ProtectSystem|PrivateTmp)=' /usr/l
 
 step "vgpu config check and render of the installed /etc/vgpu/vgpu.conf"
 run vgpu config check /etc/vgpu/vgpu.conf
-run vgpu config render --what plugstack.conf /etc/vgpu/vgpu.conf
+run vgpu config render --list /etc/vgpu/vgpu.conf
+run vgpu config render --what plugstack.conf.d/vgpu.conf /etc/vgpu/vgpu.conf
 echo "installed-root: passed"

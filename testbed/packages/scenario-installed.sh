@@ -6,8 +6,8 @@
 # from /etc/vgpu/vgpu.conf and the unit's --auth munge --trusted-user slurm gets --munge-socket), plus the
 # testbed's --worker-backend emulated (its GPUs are fake device files) and --poll 1. A vgpu:3 job starts on 1 local and 2
 # borrowed GPUs and runs a Java program (VGPU_INSTALLED_PROGRAMS) under /usr/bin/vgpu run -- java, the Java of
-# the root's packages; its holders' output lands in /var/log/vgpu (the unit's --holder-output); /metrics names
-# the build.
+# the root's packages; its holders' output lands in /var/log/vgpu (the unit's --holder-output) and says their workers
+# speak TLS (the default); /metrics names the build.
 set -euo pipefail
 source "$(dirname "$0")/../slurm/common.sh"
 
@@ -70,9 +70,11 @@ ls /var/log/vgpu/
 [ -n "$(ls /var/log/vgpu/holder-*.out 2>/dev/null)" ] || die "no holder output in /var/log/vgpu"
 first=$(ls /var/log/vgpu/holder-*.out | head -n 1)
 grep -E '^(vgpu worker|vgpu-worker)' "$first" | head -n 3
+# worker_tls is on by default: the holder's worker made its self-signed certificate with the root's Java's keytool.
+grep -q '^vgpu worker .*, TLS, self-signed SHA-256 ' "$first" || die "the holder's worker does not speak TLS: $(head -n 1 "$first")"
 say "/metrics:"
 scrape_metrics | grep '^vgpu_build_info'
 scrape_metrics | grep -q "^vgpu_build_info{commit=\"$(/usr/bin/vgpu --version | sed 's/.*commit \([^,]*\),.*/\1/')\"" \
     || die "/metrics does not name the installed build"
-pass "installed: the tracker ran its unit's ExecStart (MUNGE on); job $job ran a Java program under /usr/bin/vgpu run on" \
+pass "installed: the tracker ran its unit's ExecStart (MUNGE on), holders' workers spoke TLS; job $job ran a Java program under /usr/bin/vgpu run on" \
     "1 local + 2 borrowed vGPUs ($assembly) with the root's Java 25; holders wrote to /var/log/vgpu"

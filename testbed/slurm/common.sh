@@ -26,6 +26,13 @@ TESTBED_CPUS_PER_NODE=8
 TESTBED_VGPUS_PER_NODE=8
 # Each node's RealMemory (the site configuration's real_memory), in MiB.
 TESTBED_REAL_MEMORY_MIB=4096
+# Where the testbed's Slurm lines come from (up.sh): whole (the rendered whole slurm.conf lines, gres.conf and
+# plugstack.conf) or pieces (a site's own files that take vgpu's rendered pieces; scenario site-files).
+TESTBED_SLURM_FILES=${VGPU_TESTBED_SLURM_FILES:-whole}
+case $TESTBED_SLURM_FILES in
+    whole | pieces) ;;
+    *) echo "testbed: VGPU_TESTBED_SLURM_FILES is whole or pieces, not $TESTBED_SLURM_FILES" >&2; exit 2 ;;
+esac
 # Seconds any one Slurm client call may take: while slurmctld is down they would block for minutes.
 SLURM_CALL_TIMEOUT=${VGPU_SLURM_CALL_TIMEOUT:-20}
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)

@@ -14,7 +14,9 @@
 # cgroup/v2 plugin, 24.11 only; default: none),
 # VGPU_TESTBED_ACCOUNTING=yes (slurmdbd and a MariaDB of the testbed's own: accounting.sh; default: none),
 # VGPU_TESTBED_MEMORY=yes (memory a consumable resource: CR_Core_Memory, so that with VGPU_TESTBED_CGROUPS=yes each
-# job is confined to its --mem; default: cores only).
+# job is confined to its --mem; default: cores only),
+# VGPU_TESTBED_SLURM_FILES=pieces (slurm.conf, gres.conf and plugstack.conf as a site's own that take vgpu's rendered
+# pieces: Include of vgpu.slurm.conf, plugstack.conf.d/vgpu.conf; default whole: the rendered whole files).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 source "$(dirname "$0")/accounting.sh"
@@ -203,7 +205,8 @@ write_slurm_config() {
     host=$(hostname)
     cat >"$etc/slurm.conf" <<CONFIG
 # Slurm configuration of the vgpu testbed (written by testbed/slurm/up.sh). The daemon settings
-# are the testbed's; the node, partition and GRES lines below them come from vgpu config render.
+# are the testbed's; the node, partition and GRES lines below them come from vgpu config render
+# (VGPU_TESTBED_SLURM_FILES=pieces: they are the site's own, and vgpu's piece is included).
 ClusterName=vgpu-testbed
 SlurmctldHost=$host(127.0.0.1)
 SlurmctldPort=$TESTBED_PORT_BASE
@@ -231,17 +234,62 @@ ReturnToService=2
 SchedulerParameters=sched_interval=2
 $(enforce_partition_access)
 CONFIG
-    "$VGPU" config render --what slurm.conf "$etc/vgpu.conf" >>"$etc/slurm.conf"
-    "$VGPU" config render --what gres.conf "$etc/vgpu.conf" >"$etc/gres.conf"
+    case $TESTBED_SLURM_FILES in
+        whole)
+            "$VGPU" config render --what slurm.conf "$etc/vgpu.conf" >>"$etc/slurm.conf"
+            "$VGPU" config render --what gres.conf "$etc/vgpu.conf" >"$etc/gres.conf"
+            ;;
+        pieces) write_site_own_slurm_lines ;;
+    esac
     # job_submit/lua reads job_submit.lua from slurm.conf's directory; it loads vgpu's module from beside itself.
     "$VGPU" config render --what job_submit.lua "$etc/vgpu.conf" >"$etc/job_submit.lua"
     "$VGPU" config render --what vgpu_job_submit.lua "$etc/vgpu.conf" >"$etc/vgpu_job_submit.lua"
     if [ -n "${VGPU_SPANK_PLUGIN:-}" ]; then
         [ -f "$VGPU_SPANK_PLUGIN" ] || die "VGPU_SPANK_PLUGIN=$VGPU_SPANK_PLUGIN does not exist"
-        "$VGPU" config render --what plugstack.conf "$etc/vgpu.conf" >"$etc/plugstack.conf"
+        case $TESTBED_SLURM_FILES in
+            whole) "$VGPU" config render --what plugstack.conf "$etc/vgpu.conf" >"$etc/plugstack.conf" ;;
+            pieces)
+                mkdir -p "$etc/plugstack.conf.d"
+                "$VGPU" config render --what plugstack.conf.d/vgpu.conf "$etc/vgpu.conf" >"$etc/plugstack.conf.d/vgpu.conf"
+                printf '%s\n' "# the site's plugstack.conf (written by testbed/slurm/up.sh): its plugins' lines, then the folder" \
+                    "include $etc/plugstack.conf.d/*.conf" >"$etc/plugstack.conf"
+                ;;
+        esac
     else
         echo "# no SPANK plugin: set VGPU_SPANK_PLUGIN when running up.sh to load the vgpu bridge" >"$etc/plugstack.conf"
     fi
+}
+
+# VGPU_TESTBED_SLURM_FILES=pieces: slurm.conf's node, partition and GRES lines as a site of its own writes them, with
+# what the comments of vgpu's piece ask added by hand (vgpu in GresTypes, lua in JobSubmitPlugins, vgpu:V in the
+# nodes' Gres=, MaxCPUsPerNode in the job partition), then `Include` of the rendered vgpu.slurm.conf, which defines the
+# lend partition; gres.conf the site's Name=gpu lines and the rendered piece's Name=vgpu lines.
+write_site_own_slurm_lines() {
+    local etc=$TESTBED_DIR/etc node k=0 nodes
+    nodes=$(IFS=,; echo "${TESTBED_NODES[*]}")
+    {
+        echo
+        echo "# The site's own lines, with vgpu's additions (scenario site-files)"
+        echo "GresTypes=gpu,vgpu"
+        echo "JobSubmitPlugins=lua"
+        for node in "${TESTBED_NODES[@]}"; do
+            k=$((k + 1))
+            echo "NodeName=$node NodeHostname=$(hostname) NodeAddr=127.0.0.1 Port=$((TESTBED_PORT_BASE + k))" \
+                "CPUs=$TESTBED_CPUS_PER_NODE RealMemory=$TESTBED_REAL_MEMORY_MIB" \
+                "Gres=gpu:$TESTBED_GPUS_PER_NODE,vgpu:$TESTBED_VGPUS_PER_NODE State=UNKNOWN"
+        done
+        echo "PartitionName=gpu Nodes=$nodes MaxCPUsPerNode=$((TESTBED_CPUS_PER_NODE - TESTBED_GPUS_PER_NODE))" \
+            "Default=YES MaxTime=INFINITE State=UP"
+        echo "Include $etc/vgpu.slurm.conf"
+    } >>"$etc/slurm.conf"
+    "$VGPU" config render --what vgpu.slurm.conf "$etc/vgpu.conf" >"$etc/vgpu.slurm.conf"
+    {
+        echo "# the site's gres.conf (written by testbed/slurm/up.sh), with the Name=vgpu lines of vgpu's piece"
+        for node in "${TESTBED_NODES[@]}"; do
+            echo "NodeName=$node Name=gpu File=$(node_gpu_devices "$node")"
+        done
+        "$VGPU" config render --what gres.conf "$etc/vgpu.conf" | grep '^NodeName=.* Name=vgpu '
+    } >"$etc/gres.conf"
 }
 
 # Each node's lender, started with the command line of its rendered systemd unit, lending the testbed's GPUs

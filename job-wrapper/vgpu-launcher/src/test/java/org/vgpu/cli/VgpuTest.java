@@ -94,10 +94,12 @@ class VgpuTest {
     @Test
     void configCommandIsOffered() {
         assertEquals(0, vgpu("config", "--help"));
+        // The usage line wraps before its last words.
         assertTrue(
                 out().contains(
-                                "usage: vgpu config [options] check FILE | render [--what NAME [--node NODE] | --list] FILE"),
+                                "usage: vgpu config [options] check FILE | render [--what NAME [--node NODE] | --list]\n"),
                 out());
+        assertTrue(out().contains(" [--slurm-nodes] FILE\n"), out());
     }
 
     @Test

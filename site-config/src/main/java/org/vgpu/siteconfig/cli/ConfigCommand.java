@@ -4,6 +4,8 @@ import java.io.PrintStream;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Optional;
+import java.util.ServiceLoader;
+import java.util.function.Supplier;
 
 import org.apache.commons.cli.CommandLine;
 import org.apache.commons.cli.Option;
@@ -11,12 +13,14 @@ import org.apache.commons.cli.Options;
 import org.apache.commons.cli.ParseException;
 
 import org.vgpu.common.cli.Subcommand;
+import org.vgpu.common.error.ConfigException;
 import org.vgpu.common.security.SiteKey;
 import org.vgpu.siteconfig.ConfigValues;
 import org.vgpu.siteconfig.Distances;
 import org.vgpu.siteconfig.HostList;
 import org.vgpu.siteconfig.MigrationPolicy;
 import org.vgpu.siteconfig.NodeConfig;
+import org.vgpu.siteconfig.NodesFromSlurm;
 import org.vgpu.siteconfig.SiteConfig;
 import org.vgpu.siteconfig.SiteConfigException;
 import org.vgpu.siteconfig.SiteConfigReader;
@@ -27,13 +31,27 @@ import org.vgpu.siteconfig.render.RenderedFile;
  * prints every problem with its line (exit 1) or the effective configuration (exit 0).
  * {@code vgpu config render --what NAME FILE}: prints one of the files an admin installs (pieces of the site's own
  * Slurm files, whole files, systemd units) rendered for that configuration; {@code vgpu config render FILE} (or
- * {@code --list}) says which file goes where.
+ * {@code --list}) says which file goes where. With {@code --slurm-nodes}, render takes the node list and each node's GPU
+ * count from the running Slurm instead of the configuration's {@code [node]} sections.
  */
 public final class ConfigCommand implements Subcommand {
     private static final String CHECK = "check";
     private static final String RENDER = "render";
+    private static final String SLURM_NODES = "slurm-nodes";
     /** Up to this many nodes, check prints the distance of every pair (496 pairs at most). */
     private static final int FULL_DISTANCE_TABLE_NODES = 32;
+
+    private final Supplier<Optional<SlurmGpuNodes>> slurmGpuNodes;
+
+    /** The command as the launcher finds it: Slurm read through the reader that the tracker provides. */
+    public ConfigCommand() {
+        this(() -> ServiceLoader.load(SlurmGpuNodes.class).findFirst());
+    }
+
+    /** @param slurmGpuNodes what {@code --slurm-nodes} reads Slurm with; empty when this vgpu has no reader */
+    ConfigCommand(Supplier<Optional<SlurmGpuNodes>> slurmGpuNodes) {
+        this.slurmGpuNodes = slurmGpuNodes;
+    }
 
     @Override
     public String name() {
@@ -47,7 +65,7 @@ public final class ConfigCommand implements Subcommand {
 
     @Override
     public String operands() {
-        return "check FILE | render [--what NAME [--node NODE] | --list] FILE";
+        return "check FILE | render [--what NAME [--node NODE] | --list] [--slurm-nodes] FILE";
     }
 
     @Override
@@ -69,6 +87,11 @@ public final class ConfigCommand implements Subcommand {
                         .argName("NODE")
                         .desc("for render of a per-node file (" + String.join(", ", RenderedFile.perNodeFileNames())
                                 + "): the node to render it for")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt(SLURM_NODES)
+                        .desc("for render: the nodes and each node's GPU count from the running Slurm (scontrol show"
+                                + " node), each node's other settings from the [node] section naming it")
                         .get());
     }
 
@@ -81,8 +104,11 @@ public final class ConfigCommand implements Subcommand {
         }
         Path file = Path.of(operands.get(1));
         if (operands.get(0).equals(CHECK)) {
-            if (line.hasOption("what") || line.hasOption("node") || line.hasOption("list")) {
-                throw new ParseException("--what, --node and --list belong to render, not check");
+            if (line.hasOption("what")
+                    || line.hasOption("node")
+                    || line.hasOption("list")
+                    || line.hasOption(SLURM_NODES)) {
+                throw new ParseException("--what, --node, --list and --slurm-nodes belong to render, not check");
             }
             return check(file, out, err);
         }
@@ -102,12 +128,17 @@ public final class ConfigCommand implements Subcommand {
                             ? what + " differs between nodes: add --node NODE"
                             : "--node does not apply: " + what + " is the same on every node");
         }
-        SiteConfig config;
+        SiteConfig read;
         try {
-            config = SiteConfigReader.read(file);
+            read = SiteConfigReader.read(file);
         } catch (SiteConfigException e) {
             return reportProblems(RENDER, file, e, err);
         }
+        Optional<SiteConfig> rendering = line.hasOption(SLURM_NODES) ? withSlurmNodes(read, err) : Optional.of(read);
+        if (rendering.isEmpty()) {
+            return 1;
+        }
+        SiteConfig config = rendering.get();
         if (rendered.isEmpty()) {
             list(config, file, out);
             return 0;
@@ -124,6 +155,35 @@ public final class ConfigCommand implements Subcommand {
         }
         out.print(rendered.get().render(config, node));
         return 0;
+    }
+
+    /**
+     * The configuration with the running Slurm's GPU nodes and counts; empty, with the reason on {@code err}, when
+     * Slurm does not answer or its nodes do not fit the configuration. Nodes left out are named on {@code err}.
+     */
+    private Optional<SiteConfig> withSlurmNodes(SiteConfig config, PrintStream err) {
+        Optional<SlurmGpuNodes> reader = slurmGpuNodes.get();
+        if (reader.isEmpty()) {
+            err.println("vgpu config render: --slurm-nodes needs the tracker's Slurm reader, which this vgpu does not"
+                    + " have; render without it");
+            return Optional.empty();
+        }
+        NodesFromSlurm fromSlurm;
+        try {
+            fromSlurm = NodesFromSlurm.of(config, reader.get().read(config));
+        } catch (SlurmGpuNodes.Unanswered e) {
+            err.println("vgpu config render: --slurm-nodes: Slurm did not answer (" + e.getMessage()
+                    + "); render without --slurm-nodes, or where scontrol reaches slurmctld");
+            return Optional.empty();
+        } catch (ConfigException e) {
+            err.println("vgpu config render: --slurm-nodes: " + e.detail());
+            return Optional.empty();
+        }
+        if (!fromSlurm.leftOut().isEmpty()) {
+            err.println("vgpu config render: --slurm-nodes: left out " + HostList.compress(fromSlurm.leftOut())
+                    + ", which Slurm has no GPUs on");
+        }
+        return Optional.of(fromSlurm.config());
     }
 
     /** Which file goes where: the files of this configuration, kind by kind, with the name --what takes. */

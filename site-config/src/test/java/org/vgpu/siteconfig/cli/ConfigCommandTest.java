@@ -7,6 +7,8 @@ import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.Optional;
 
 import org.junit.jupiter.api.Test;
@@ -30,6 +32,24 @@ class ConfigCommandTest {
                 args,
                 new PrintStream(out, true, StandardCharsets.UTF_8),
                 new PrintStream(err, true, StandardCharsets.UTF_8));
+    }
+
+    /** vgpu config with --slurm-nodes reading {@code slurm}, or no reader at all when it is empty. */
+    private int configWithSlurm(Optional<SlurmGpuNodes> slurm, String... args) {
+        return SubcommandRunner.run(
+                new ConfigCommand(() -> slurm),
+                args,
+                new PrintStream(out, true, StandardCharsets.UTF_8),
+                new PrintStream(err, true, StandardCharsets.UTF_8));
+    }
+
+    /** A Slurm that answers these nodes with their GPU counts, in this order. */
+    private static Optional<SlurmGpuNodes> slurmWith(Object... nodesAndGpus) {
+        Map<String, Integer> nodes = new LinkedHashMap<>();
+        for (int i = 0; i < nodesAndGpus.length; i += 2) {
+            nodes.put((String) nodesAndGpus[i], (Integer) nodesAndGpus[i + 1]);
+        }
+        return Optional.of(config -> nodes);
     }
 
     private String out() {
@@ -179,10 +199,118 @@ class ConfigCommandTest {
                         + " gres.conf, slurm.conf"),
                 err());
         assertEquals(2, config("check", "--what", "gres.conf", "x.conf"));
-        assertTrue(err().contains("--what, --node and --list belong to render"), err());
+        assertTrue(err().contains("--what, --node, --list and --slurm-nodes belong to render"), err());
+        assertEquals(2, config("check", "--slurm-nodes", "x.conf"));
         assertEquals(2, config("render", "--what", "vgpu-lender.service", "x.conf"));
         assertTrue(err().contains("vgpu-lender.service differs between nodes: add --node NODE"), err());
         assertEquals(2, config("render", "--what", "gres.conf", "--node", "n1", "x.conf"));
         assertTrue(err().contains("--node does not apply: gres.conf is the same on every node"), err());
+    }
+
+    @Test
+    void renderWithSlurmNodesTakesSlurmsGpuNodesAndCountsAndTheSectionsOtherSettings() {
+        Path file = SiteConfigFiles.write(dir, SiteConfigFiles.valid(dir));
+
+        assertEquals(
+                0,
+                configWithSlurm(
+                        slurmWith("login1", 0, "n2", 2, "n1", 2, "n3", 0),
+                        "render",
+                        "--slurm-nodes",
+                        "--what",
+                        "gres.conf",
+                        file.toString()),
+                err());
+
+        // Slurm's order and counts; n1's default device files follow its count, n2 keeps the files its section names.
+        assertTrue(
+                out().endsWith("NodeName=n2 Name=gpu File=/dev/nvidia0,/dev/nvidia2\nNodeName=n2 Name=vgpu Count=4\n"
+                        + "NodeName=n1 Name=gpu File=/dev/nvidia[0-1]\nNodeName=n1 Name=vgpu Count=8\n"),
+                out());
+        assertEquals("vgpu config render: --slurm-nodes: left out n3, which Slurm has no GPUs on\n", err());
+    }
+
+    @Test
+    void renderWithSlurmNodesGivesTheLendPartitionSlurmsGpuNodes() {
+        Path file = SiteConfigFiles.write(dir, SiteConfigFiles.valid(dir));
+
+        assertEquals(
+                0,
+                configWithSlurm(
+                        slurmWith("n1", 4, "n2", 2, "n3", 1),
+                        "render",
+                        "--slurm-nodes",
+                        "--what",
+                        "vgpu.slurm.conf",
+                        file.toString()),
+                err());
+
+        assertTrue(out().contains("\nPartitionName=vgpu-lend Nodes=n[1-3] "), out());
+        assertEquals("", err());
+    }
+
+    @Test
+    void renderWithSlurmNodesRefusesGpuNodesThatNoSectionNames() {
+        Path file = SiteConfigFiles.write(dir, SiteConfigFiles.valid(dir));
+
+        assertEquals(
+                1,
+                configWithSlurm(
+                        slurmWith("n1", 4, "g7", 2, "g8", 2),
+                        "render",
+                        "--slurm-nodes",
+                        "--what",
+                        "gres.conf",
+                        file.toString()));
+
+        assertTrue(
+                err().startsWith(
+                                "vgpu config render: --slurm-nodes: Slurm's GPU nodes g[7-8] have no [node] section in "
+                                        + file.toAbsolutePath()),
+                err());
+        assertEquals("", out());
+    }
+
+    @Test
+    void renderWithSlurmNodesRefusesDeviceFilesForAnotherGpuCountThanSlurms() {
+        Path file = SiteConfigFiles.write(dir, SiteConfigFiles.valid(dir));
+
+        assertEquals(
+                1,
+                configWithSlurm(slurmWith("n2", 3), "render", "--slurm-nodes", "--what", "gres.conf", file.toString()));
+
+        assertTrue(
+                err().contains("node n2: gpu_devices = /dev/nvidia0,/dev/nvidia2 in " + file.toAbsolutePath()
+                        + " names 2 files, and Slurm gives the node 3 GPUs"),
+                err());
+        assertEquals("", out());
+    }
+
+    @Test
+    void renderWithSlurmNodesRefusesWhenSlurmDoesNotAnswer() {
+        Path file = SiteConfigFiles.write(dir, SiteConfigFiles.valid(dir));
+        SlurmGpuNodes silent = config -> {
+            throw new SlurmGpuNodes.Unanswered(
+                    "scontrol show node -d failed: slurm_load_node error: Unable to contact slurm controller", null);
+        };
+
+        assertEquals(1, configWithSlurm(Optional.of(silent), "render", "--slurm-nodes", "--list", file.toString()));
+
+        assertEquals(
+                "vgpu config render: --slurm-nodes: Slurm did not answer (scontrol show node -d failed: slurm_load_node"
+                        + " error: Unable to contact slurm controller); render without --slurm-nodes, or where scontrol"
+                        + " reaches slurmctld\n",
+                err());
+        assertEquals("", out());
+    }
+
+    @Test
+    void renderWithSlurmNodesRefusesWithoutASlurmReader() {
+        Path file = SiteConfigFiles.write(dir, SiteConfigFiles.valid(dir));
+
+        assertEquals(1, configWithSlurm(Optional.empty(), "render", "--slurm-nodes", "--list", file.toString()));
+
+        assertTrue(err().contains("--slurm-nodes needs the tracker's Slurm reader"), err());
+        assertEquals("", out());
     }
 }

@@ -56,6 +56,8 @@ final class SlurmTestbed implements AutoCloseable {
     private final boolean constrainDevices;
     /** slurmdbd and a MariaDB of the testbed's own (up.sh's VGPU_TESTBED_ACCOUNTING). */
     private final boolean accounting;
+    /** A site's own Slurm files that take vgpu's rendered pieces (up.sh's VGPU_TESTBED_SLURM_FILES=pieces). */
+    private final boolean sitePieces;
 
     /** A finished script: its exit status and everything it printed. */
     record Outcome(int status, String output) {}
@@ -66,14 +68,21 @@ final class SlurmTestbed implements AutoCloseable {
      * @param spankPlugin the SPANK bridge to load through plugstack.conf, if any
      * @param constrainDevices whether jobs run under task/cgroup with ConstrainDevices=yes
      * @param accounting  whether Slurm keeps accounts in slurmdbd
+     * @param sitePieces  whether slurm.conf and plugstack.conf are a site's own that include vgpu's pieces
      */
     private SlurmTestbed(
-            Path dir, int portBase, Optional<Path> spankPlugin, boolean constrainDevices, boolean accounting) {
+            Path dir,
+            int portBase,
+            Optional<Path> spankPlugin,
+            boolean constrainDevices,
+            boolean accounting,
+            boolean sitePieces) {
         this.dir = dir;
         this.portBase = Integer.toString(portBase);
         this.spankPlugin = spankPlugin;
         this.constrainDevices = constrainDevices;
         this.accounting = accounting;
+        this.sitePieces = sitePieces;
     }
 
     /**
@@ -92,12 +101,20 @@ final class SlurmTestbed implements AutoCloseable {
      * 22.05, cgroup/v2 on 24.11.
      */
     static SlurmTestbed fresh(String name, Optional<Path> spankPlugin, boolean constrainDevices) throws IOException {
-        return new SlurmTestbed(reserveDirectory(name), freePortBase(), spankPlugin, constrainDevices, false);
+        return new SlurmTestbed(reserveDirectory(name), freePortBase(), spankPlugin, constrainDevices, false, false);
     }
 
     /** {@link #fresh(String, Optional)}, with slurmdbd and a MariaDB of its own keeping Slurm's accounts. */
     static SlurmTestbed withAccounting(String name, Optional<Path> spankPlugin) throws IOException {
-        return new SlurmTestbed(reserveDirectory(name), freePortBase(), spankPlugin, false, true);
+        return new SlurmTestbed(reserveDirectory(name), freePortBase(), spankPlugin, false, true, false);
+    }
+
+    /**
+     * {@link #fresh(String, Optional)}, whose slurm.conf, gres.conf and plugstack.conf are a site's own that take
+     * vgpu's rendered pieces ({@code Include} of vgpu.slurm.conf, plugstack.conf.d/vgpu.conf).
+     */
+    static SlurmTestbed withSitePieces(String name, Optional<Path> spankPlugin) throws IOException {
+        return new SlurmTestbed(reserveDirectory(name), freePortBase(), spankPlugin, false, false, true);
     }
 
     private static Path reserveDirectory(String name) throws IOException {
@@ -247,6 +264,7 @@ final class SlurmTestbed implements AutoCloseable {
             environment.remove("VGPU_SPANK_PLUGIN");
             environment.put("VGPU_TESTBED_CGROUPS", constrainDevices ? (inSlurmRoot() ? "v2" : "yes") : "no");
             environment.put("VGPU_TESTBED_ACCOUNTING", accounting ? "yes" : "no");
+            environment.put("VGPU_TESTBED_SLURM_FILES", sitePieces ? "pieces" : "whole");
             spankPlugin.ifPresent(plugin -> environment.put("VGPU_SPANK_PLUGIN", plugin.toString()));
             Process process = builder.start();
             if (!finishesInTime(process)) {
