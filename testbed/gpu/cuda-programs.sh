@@ -7,7 +7,7 @@
 # compares what they print; then driver_steps and runtime_tour (static and shared) on a native vGPU, on a remote
 # one (a worker of the same GPU in another process) and starting remote, moved onto GPU 0 while they run
 # (org.vgpu.job.JCudaProgramsOnGpu, which checks the JCuda programs the same way). Logs in $OUT (default
-# .gpu/out): cuda-programs.log.
+# .gpu/out): cuda-programs.log. Last, cuBLAS, cuFFT and PyTorch programs on a native vGPU: how far each gets.
 set -uo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$top"
@@ -58,4 +58,25 @@ done
     -cp ".gpu/lib/*:.gpu/test/classes:$(ls .gpu/test/junit-platform-console-standalone-*.jar)" \
     org.vgpu.job.JCudaProgramsOnGpu - 20 0 2>&1 | tee -a "$log" | grep -q "^PASS" || failed=1
 echo "cuda-programs: $([ $failed -eq 0 ] && echo all equal || echo SOME DIFFERENT)" | tee -a "$log"
+
+# Libraries on a native vGPU (cuBLAS, cuFFT, a PyTorch training step): not all served yet, so these lines report how
+# far each gets, not a verdict: equal to plain CUDA, or the lines vgpu's library said (VGPU_LIBCUDA_VERBOSE=1 names
+# each refused call or table slot and each served call that failed) before the program gave up.
+arch=(-gencode arch=compute_80,code=compute_80 -gencode arch=compute_90,code=sm_90)
+nvcc "${arch[@]}" -o "$work/cublas_gemm" "$lib/tests/programs/cublas_gemm.cu" -lcublas &&
+    nvcc "${arch[@]}" -o "$work/cufft_transform" "$lib/tests/programs/cufft_transform.cu" -lcufft || exit 2
+for program in "cublas_gemm $work/cublas_gemm" "cufft_transform $work/cufft_transform" \
+    "torch_training python3 $top/$lib/tests/programs/torch_training.py 50"; do
+    name=${program%% *}
+    # shellcheck disable=SC2086 # the program's arguments
+    timeout 300 ${program#* } >"$work/$name.plain" 2>&1
+    # shellcheck disable=SC2086
+    VGPU_LIBCUDA_VERBOSE=1 vgpu_run ${program#* } >"$work/$name.vgpu" 2>"$work/$name.vgpu.err"
+    if cmp -s "$work/$name.plain" "$work/$name.vgpu"; then
+        echo "library $name: equal to plain CUDA on a native vGPU" | tee -a "$log"
+    else
+        echo "library $name: not served to its end on a native vGPU yet; vgpu's library said:" | tee -a "$log"
+        grep '^vgpu libcuda' "$work/$name.vgpu.err" | sort | uniq -c | sed 's/^/    /' | tee -a "$log"
+    fi
+done
 exit $failed
