@@ -288,8 +288,8 @@ static CUresult refused_attribute(CUlaunchAttributeID id, const char *name, cons
 
 /* Whether a launch on a vGPU can mean what attribute asks: CUDA_SUCCESS for the hints a launch may ignore (the
    driver's own scheduling, caching and priority preferences) and for what every launch on a vGPU already is (in its
-   stream's order, started after the work before it is done); CUDA_ERROR_NOT_SUPPORTED naming it for what needs the GPU's own
-   launch; CUDA_ERROR_INVALID_VALUE for what CUDA does not define. */
+   stream's order, started after the work before it is done); CUDA_ERROR_NOT_SUPPORTED naming it for what needs the
+   GPU's own launch; CUDA_ERROR_INVALID_VALUE for what CUDA does not define. */
 static CUresult launch_attribute(const CUlaunchAttribute *attribute)
 {
     const CUlaunchAttributeValue *value = &attribute->value;
