@@ -107,7 +107,7 @@ CUresult vgpu_served_cuEventRecord(CUevent hEvent, CUstream hStream)
     vgpu_request_begin(&request, VGPU_OP_EVENT_RECORD);
     vgpu_put_u32(&request, (uint32_t)event->remote_id);
     vgpu_put_u32(&request, (uint32_t)stream);
-    return vgpu_locked_send_async(event->device, &request);
+    return vgpu_locked_call(event->device, &request, NULL);
 }
 
 CUresult vgpu_served_cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd)
@@ -153,7 +153,7 @@ CUresult vgpu_served_cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigne
     vgpu_request_begin(&request, VGPU_OP_STREAM_WAIT_EVENT);
     vgpu_put_u32(&request, (uint32_t)stream);
     vgpu_put_u32(&request, (uint32_t)event->remote_id);
-    return vgpu_locked_send_async(event->device, &request);
+    return vgpu_locked_call(event->device, &request, NULL);
 }
 
 /* A query's answer: CUDA_SUCCESS when the work is done, CUDA_ERROR_NOT_READY while it is not. */
