@@ -6,8 +6,10 @@
 # plainly and through `vgpu run` (their vGPU served by the launcher's local worker on the native backend), and
 # compares what they print; then driver_steps and runtime_tour (static and shared) on a native vGPU, on a remote
 # one (a worker of the same GPU in another process) and starting remote, moved onto GPU 0 while they run
-# (org.vgpu.job.JCudaProgramsOnGpu, which checks the JCuda programs the same way). Logs in $OUT (default
-# .gpu/out): cuda-programs.log. Last, cuBLAS, cuFFT and PyTorch programs on a native vGPU: how far each gets.
+# (org.vgpu.job.JCudaProgramsOnGpu, which checks the JCuda programs the same way); then latency_bench (an empty
+# kernel's launch, launch + synchronize, a 4 KiB copy, 256 MiB pinned copies) plainly and through `vgpu run`,
+# alternately, three runs each, with the medians and the ratios vgpu/plain; last, cuBLAS, cuFFT and PyTorch programs
+# on a native vGPU: how far each gets. Logs in $OUT (default .gpu/out): cuda-programs.log, cuda-bench.log.
 set -uo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$top"
@@ -26,7 +28,7 @@ import glob, sys, zipfile
 jar = glob.glob('.gpu/lib/vgpu-remote-client-*.jar')[0]
 open(sys.argv[1], 'wb').write(zipfile.ZipFile(jar).read('META-INF/vgpu/vgpu_wire.h'))
 PY
-make -s -C "$lib" all programs WIRE_HEADER="$work/vgpu_wire.h" >"$work/build.log" 2>&1 || { cat "$work/build.log"; exit 2; }
+make -s -C "$lib" all programs bench WIRE_HEADER="$work/vgpu_wire.h" >"$work/build.log" 2>&1 || { cat "$work/build.log"; exit 2; }
 
 job_environment=(VGPU_COUNT=1 VGPU_ASSEMBLY=0=local:0 VGPU_LOCAL_GPUS=0 CUDA_VISIBLE_DEVICES=0 VGPU_REMOTE=
     VGPU_MIGRATE=auto VGPU_NODE=gpu-machine VGPU_SOURCE=local-only-fallback VGPU_AGENT_SOCKET="$work/agent.sock"
@@ -37,8 +39,8 @@ vgpu_run() {
 }
 
 failed=0
-for program in "driver_tour" "driver_steps 40 0" "runtime_tour" "runtime_tour_shared" "launch_tour"; do
-    name=${program%% *}
+for program in "driver_tour" "driver_steps 40 0" "driver_steps 2 0 fault" "runtime_tour" "runtime_tour_shared" "launch_tour"; do
+    name=${program// /_}
     plain_status=0 vgpu_status=0
     # shellcheck disable=SC2086 # the program's arguments
     timeout 300 "$lib/build/programs/"$program >"$work/$name.plain" 2>&1 || plain_status=$?
@@ -57,6 +59,18 @@ done
 "$JAVA" --enable-native-access=ALL-UNNAMED -Dvgpu.cuda.programs="$top/$lib/build/programs" \
     -cp ".gpu/lib/*:.gpu/test/classes:$(ls .gpu/test/junit-platform-console-standalone-*.jar)" \
     org.vgpu.job.JCudaProgramsOnGpu - 20 0 2>&1 | tee -a "$log" | grep -q "^PASS" || failed=1
+
+# what a call costs on a vGPU served by the launcher's local worker (native backend), against plain CUDA
+source "$top/testbed/gpu/latency-ratios.sh"
+bench=$out/cuda-bench.log
+for round in 1 2 3; do
+    "$lib/build/programs/latency_bench" >"$work/bench.plain.$round" || failed=1
+    vgpu_run "$top/$lib/build/programs/latency_bench" >"$work/bench.vgpu.$round" 2>>"$work/bench.vgpu.err" || failed=1
+done
+{
+    echo "# latency_bench plainly and through vgpu run (a native vGPU on GPU 0), 3 alternating runs, medians"
+    latency_ratios "$work/bench.plain" "$work/bench.vgpu"
+} | tee "$bench"
 echo "cuda-programs: $([ $failed -eq 0 ] && echo all equal || echo SOME DIFFERENT)" | tee -a "$log"
 
 # Libraries on a native vGPU (cuBLAS, cuFFT, a PyTorch training step): not all served yet, so these lines report how

@@ -17,12 +17,12 @@ lib=rcuda-runtime/vgpu-libcuda
 work=$(mktemp -d)
 log=$out/libcuda-programs.log
 failed=0
+source "$top/testbed/gpu/latency-ratios.sh"
 
-make -s -C "$lib" all programs >"$work/build.log" 2>&1 || { cat "$work/build.log"; exit 2; }
+make -s -C "$lib" all programs bench >"$work/build.log" 2>&1 || { cat "$work/build.log"; exit 2; }
 arch=(-gencode arch=compute_80,code=compute_80 -gencode arch=compute_90,code=sm_90)
 nvcc "${arch[@]}" -o "$work/cublas_gemm" "$lib/tests/programs/cublas_gemm.cu" -lcublas &&
     nvcc "${arch[@]}" -o "$work/cufft_transform" "$lib/tests/programs/cufft_transform.cu" -lcufft &&
-    nvcc "${arch[@]}" -O2 -o "$work/latency_bench" "$lib/tests/programs/latency_bench.cu" &&
     gcc -O2 -o "$work/ipc_bench" "$lib/tests/programs/ipc_bench.c" || exit 2
 mkdir -p "$work/reports"
 
@@ -65,16 +65,12 @@ fi
 bench=$out/libcuda-bench.log
 : >"$bench"
 for round in 1 2 3 4 5; do
-    "$work/latency_bench" >"$work/bench.plain.$round"
-    LD_LIBRARY_PATH="$top/$lib/build" "$work/latency_bench" >"$work/bench.vgpu.$round"
+    "$lib/build/programs/latency_bench" >"$work/bench.plain.$round"
+    LD_LIBRARY_PATH="$top/$lib/build" "$lib/build/programs/latency_bench" >"$work/bench.vgpu.$round"
 done
 {
     echo "# plain CUDA against the same binary through vgpu's libcuda.so.1 (pass-through), 5 alternating runs, medians"
-    for key in launch_us launch_sync_us copy_4k_us htod_256m_gbps dtoh_256m_gbps; do
-        plain=$(cat "$work"/bench.plain.* | awk -v k=$key '$1 == k {print $2}' | sort -g | sed -n 3p)
-        vgpu=$(cat "$work"/bench.vgpu.* | awk -v k=$key '$1 == k {print $2}' | sort -g | sed -n 3p)
-        echo "$key plain $plain vgpu $vgpu ratio $(awk -v a="$vgpu" -v b="$plain" 'BEGIN {printf "%.3f", a / b}')"
-    done
+    latency_ratios "$work/bench.plain" "$work/bench.vgpu"
 } | tee -a "$bench"
 {
     echo "# crossing to another process on this node (the costs behind where the library meets Java)"

@@ -51,6 +51,16 @@ CUresult vgpu_function_attribute(struct vgpu_handle *function, CUfunction_attrib
     return result;
 }
 
+int vgpu_known_dynamic_shared(struct vgpu_handle *function)
+{
+    return __atomic_load_n(&function->max_dynamic_shared, __ATOMIC_ACQUIRE);
+}
+
+void vgpu_know_dynamic_shared(struct vgpu_handle *function, int bytes)
+{
+    __atomic_store_n(&function->max_dynamic_shared, bytes, __ATOMIC_RELEASE);
+}
+
 static atomic_int cluster_refusal_said;
 
 static CUresult set_function_attribute(struct vgpu_handle *function, CUfunction_attribute attribute, int value)
@@ -84,7 +94,11 @@ static CUresult set_function_attribute(struct vgpu_handle *function, CUfunction_
     vgpu_put_u32(&request, (uint32_t)function->remote_id);
     vgpu_put_u32(&request, (uint32_t)attribute);
     vgpu_put_u32(&request, (uint32_t)value);
-    return vgpu_locked_call(function->device, &request, NULL);
+    CUresult result = vgpu_locked_call(function->device, &request, NULL);
+    if (result == CUDA_SUCCESS && attribute == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
+        vgpu_know_dynamic_shared(function, value);
+    }
+    return result;
 }
 
 CUresult vgpu_served_cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc)

@@ -185,13 +185,14 @@ CUresult vgpu_served_cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr_v2 srcDevice, 
     return result;
 }
 
-CUresult vgpu_served_cuMemcpyDtoD(CUdeviceptr_v2 dstDevice, CUdeviceptr_v2 srcDevice, size_t ByteCount)
+/* A request that CUDA's asynchronous form leaves on the stream: sent without waiting in that form, answered in the
+   other. */
+static CUresult on_stream(struct vgpu_device *device, struct vgpu_request *request, int async)
 {
-    return vgpu_served_cuMemcpyDtoDAsync(dstDevice, srcDevice, ByteCount, NULL);
+    return async ? vgpu_locked_send_async(device, request) : vgpu_locked_call(device, request, NULL);
 }
 
-CUresult vgpu_served_cuMemcpyDtoDAsync(CUdeviceptr_v2 dstDevice, CUdeviceptr_v2 srcDevice, size_t ByteCount,
-                                       CUstream hStream)
+static CUresult copy_on_device(CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t bytes, CUstream hStream, int async)
 {
     CUresult result;
     int stream = 0;
@@ -202,13 +203,25 @@ CUresult vgpu_served_cuMemcpyDtoDAsync(CUdeviceptr_v2 dstDevice, CUdeviceptr_v2 
     struct vgpu_request request;
     vgpu_request_begin(&request, VGPU_OP_MEMCPY_DTOD);
     vgpu_put_u32(&request, (uint32_t)stream);
-    vgpu_put_u64(&request, dstDevice);
-    vgpu_put_u64(&request, srcDevice);
-    vgpu_put_u64(&request, ByteCount);
-    return vgpu_locked_call(device, &request, NULL);
+    vgpu_put_u64(&request, dst);
+    vgpu_put_u64(&request, src);
+    vgpu_put_u64(&request, bytes);
+    return on_stream(device, &request, async);
 }
 
-static CUresult memset_elements(CUdeviceptr_v2 dst, uint32_t value, int element_size, size_t count, CUstream hStream)
+CUresult vgpu_served_cuMemcpyDtoD(CUdeviceptr_v2 dstDevice, CUdeviceptr_v2 srcDevice, size_t ByteCount)
+{
+    return copy_on_device(dstDevice, srcDevice, ByteCount, NULL, 0);
+}
+
+CUresult vgpu_served_cuMemcpyDtoDAsync(CUdeviceptr_v2 dstDevice, CUdeviceptr_v2 srcDevice, size_t ByteCount,
+                                       CUstream hStream)
+{
+    return copy_on_device(dstDevice, srcDevice, ByteCount, hStream, 1);
+}
+
+static CUresult memset_elements(CUdeviceptr_v2 dst, uint32_t value, int element_size, size_t count, CUstream hStream,
+                                int async)
 {
     CUresult result;
     int stream = 0;
@@ -223,25 +236,25 @@ static CUresult memset_elements(CUdeviceptr_v2 dst, uint32_t value, int element_
     vgpu_put_u32(&request, value);
     vgpu_put_u8(&request, (uint8_t)element_size);
     vgpu_put_u64(&request, count);
-    return vgpu_locked_call(device, &request, NULL);
+    return on_stream(device, &request, async);
 }
 
 CUresult vgpu_served_cuMemsetD8(CUdeviceptr_v2 dstDevice, unsigned char uc, size_t N)
 {
-    return memset_elements(dstDevice, uc, 1, N, NULL);
+    return memset_elements(dstDevice, uc, 1, N, NULL, 0);
 }
 
 CUresult vgpu_served_cuMemsetD8Async(CUdeviceptr_v2 dstDevice, unsigned char uc, size_t N, CUstream hStream)
 {
-    return memset_elements(dstDevice, uc, 1, N, hStream);
+    return memset_elements(dstDevice, uc, 1, N, hStream, 1);
 }
 
 CUresult vgpu_served_cuMemsetD32(CUdeviceptr_v2 dstDevice, unsigned int ui, size_t N)
 {
-    return memset_elements(dstDevice, ui, 4, N, NULL);
+    return memset_elements(dstDevice, ui, 4, N, NULL, 0);
 }
 
 CUresult vgpu_served_cuMemsetD32Async(CUdeviceptr_v2 dstDevice, unsigned int ui, size_t N, CUstream hStream)
 {
-    return memset_elements(dstDevice, ui, 4, N, hStream);
+    return memset_elements(dstDevice, ui, 4, N, hStream, 1);
 }

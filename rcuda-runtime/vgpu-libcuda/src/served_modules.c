@@ -6,6 +6,7 @@
 #include "serving.h"
 
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -188,8 +189,28 @@ CUresult vgpu_served_cuModuleGetGlobal(CUdeviceptr_v2 *dptr, size_t *bytes, CUmo
     return result;
 }
 
+/* CUDA_ERROR_INVALID_VALUE when a launch of function asks for more dynamic shared memory than it may (48 KiB unless
+   the program raised it with cuFuncSetAttribute), as the driver answers the launch; the limit is asked of the
+   worker once, at the first launch that asks for any. */
+static CUresult within_dynamic_shared(struct vgpu_handle *function, unsigned int bytes)
+{
+    if (bytes == 0) {
+        return CUDA_SUCCESS;
+    }
+    int limit = vgpu_known_dynamic_shared(function);
+    if (limit < 0) {
+        CUresult result =
+            vgpu_function_attribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, &limit);
+        if (result != CUDA_SUCCESS) {
+            return result;
+        }
+        vgpu_know_dynamic_shared(function, limit);
+    }
+    return bytes > (unsigned int)limit ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+
 /* A launch of function (a CUfunction, or a CUkernel's function on the current vGPU), for cuLaunchKernel and
-   cuLaunchKernelEx. */
+   cuLaunchKernelEx: sent without waiting, as a GPU runs it after the call returns. */
 static CUresult launch(const void *f, const unsigned int grid[3], const unsigned int block[3],
                        unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra,
                        const char *call)
@@ -205,13 +226,24 @@ static CUresult launch(const void *f, const unsigned int grid[3], const unsigned
     if (function->parameter_count > 0 && kernelParams == NULL) {
         return CUDA_ERROR_INVALID_VALUE;
     }
-    /* A block larger than the device runs: the H200's driver (CUDA 13, 580) answers CUDA_ERROR_INVALID_VALUE, which
-       the runtime reports as cudaErrorInvalidValue; answered here without a round trip. */
+    /* What the driver refuses when it is called (CUDA_ERROR_INVALID_VALUE), refused here too, since the worker's
+       refusal would come at the next synchronizing call: a dimension below 1 or above the wire's int32, and a block
+       larger than the device runs (the H200's driver, CUDA 13, 580, answers CUDA_ERROR_INVALID_VALUE, which the
+       runtime reports as cudaErrorInvalidValue). */
+    for (int i = 0; i < 3; i++) {
+        if (grid[i] == 0 || block[i] == 0 || grid[i] > INT32_MAX || block[i] > INT32_MAX) {
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+    }
     if ((uint64_t)block[0] * block[1] * block[2] > (uint64_t)function->device->max_threads_per_block) {
         return CUDA_ERROR_INVALID_VALUE;
     }
+    CUresult result = within_dynamic_shared(function, sharedMemBytes);
+    if (result != CUDA_SUCCESS) {
+        return result;
+    }
     int stream = 0;
-    CUresult result = vgpu_stream_id(hStream, function->device, &stream);
+    result = vgpu_stream_id(hStream, function->device, &stream);
     if (result != CUDA_SUCCESS) {
         return result;
     }
@@ -232,7 +264,7 @@ static CUresult launch(const void *f, const unsigned int grid[3], const unsigned
         vgpu_put_u16(&request, (uint16_t)function->parameter_sizes[i]);
         vgpu_put_bytes(&request, kernelParams[i], (size_t)function->parameter_sizes[i]);
     }
-    return vgpu_locked_call(function->device, &request, NULL);
+    return vgpu_locked_send_async(function->device, &request);
 }
 
 CUresult vgpu_served_cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
@@ -256,8 +288,8 @@ static CUresult refused_attribute(CUlaunchAttributeID id, const char *name, cons
 
 /* Whether a launch on a vGPU can mean what attribute asks: CUDA_SUCCESS for the hints a launch may ignore (the
    driver's own scheduling, caching and priority preferences) and for what every launch on a vGPU already is (in its
-   stream's order, done before the next call); CUDA_ERROR_NOT_SUPPORTED naming it for what needs the GPU's own
-   launch; CUDA_ERROR_INVALID_VALUE for what CUDA does not define. */
+   stream's order, started after the work before it is done); CUDA_ERROR_NOT_SUPPORTED naming it for what needs the
+   GPU's own launch; CUDA_ERROR_INVALID_VALUE for what CUDA does not define. */
 static CUresult launch_attribute(const CUlaunchAttribute *attribute)
 {
     const CUlaunchAttributeValue *value = &attribute->value;

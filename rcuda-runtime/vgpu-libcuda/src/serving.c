@@ -102,7 +102,7 @@ __attribute__((constructor(101))) static void read_plan(void)
         device->next_request_id = 1;
         device->next_remote_id = 1;
         pthread_mutex_init(&device->lock, NULL);
-        primary_contexts[k] = (struct vgpu_handle){VGPU_HANDLE_MAGIC, VGPU_CONTEXT, device, 0, 0, NULL};
+        primary_contexts[k] = (struct vgpu_handle){VGPU_HANDLE_MAGIC, VGPU_CONTEXT, device, 0, 0, NULL, -1};
     }
     device_count = (int)count;
 }
@@ -181,7 +181,7 @@ struct vgpu_handle *vgpu_new_handle(enum vgpu_handle_kind kind, struct vgpu_devi
 {
     struct vgpu_handle *handle = calloc(1, sizeof *handle);
     if (handle != NULL) {
-        *handle = (struct vgpu_handle){VGPU_HANDLE_MAGIC, kind, device, remote_id, 0, NULL};
+        *handle = (struct vgpu_handle){VGPU_HANDLE_MAGIC, kind, device, remote_id, 0, NULL, -1};
     }
     return handle;
 }
@@ -231,14 +231,25 @@ CUresult vgpu_refuse(int id)
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-CUresult vgpu_locked_call(struct vgpu_device *device, struct vgpu_request *request, struct vgpu_reply *reply)
+/* request on device's opened session under its lock, as vgpu_call (async 0) or vgpu_send_async; frees the request. */
+static CUresult locked(struct vgpu_device *device, struct vgpu_request *request, struct vgpu_reply *reply, int async)
 {
     pthread_mutex_lock(&device->lock);
     CUresult result = vgpu_open(device);
     if (result == CUDA_SUCCESS) {
-        result = vgpu_call(device, request, reply);
+        result = async ? vgpu_send_async(device, request) : vgpu_call(device, request, reply);
     }
     pthread_mutex_unlock(&device->lock);
     vgpu_request_free(request);
     return result;
+}
+
+CUresult vgpu_locked_call(struct vgpu_device *device, struct vgpu_request *request, struct vgpu_reply *reply)
+{
+    return locked(device, request, reply, 0);
+}
+
+CUresult vgpu_locked_send_async(struct vgpu_device *device, struct vgpu_request *request)
+{
+    return locked(device, request, NULL, 1);
 }

@@ -27,6 +27,8 @@ struct vgpu_device {
     uint64_t window_size;
     pthread_mutex_t lock; /* one request at a time on the session */
     int fd;               /* the session's socket, -1 until opened */
+    /* asynchronous requests sent since the worker last answered one: it may not have taken them yet */
+    unsigned int unanswered;
     CUresult open_failure;
     uint32_t next_request_id;
     int next_remote_id;
@@ -57,6 +59,7 @@ struct vgpu_handle {
     int remote_id;            /* the id the worker knows it by (streams: 0 is the default stream) */
     int parameter_count;      /* functions: the kernel's parameters, as the worker read them */
     int *parameter_sizes;
+    int max_dynamic_shared;   /* functions: the dynamic shared memory a launch may ask for; -1 until asked */
 };
 
 /* serving.c */
@@ -93,6 +96,11 @@ CUresult vgpu_kernel_function_on(CUkernel handle, struct vgpu_device *device, st
    varies. */
 CUresult vgpu_function_attribute(struct vgpu_handle *function, CUfunction_attribute attribute, int *value);
 
+/* served_functions.c: the dynamic shared memory a launch of function may ask for, as last asked or set (-1: not
+   known yet); set by a launch that asked and by cuFuncSetAttribute, maybe on another thread. */
+int vgpu_known_dynamic_shared(struct vgpu_handle *function);
+void vgpu_know_dynamic_shared(struct vgpu_handle *function, int bytes);
+
 /* served_occupancy.c: what an occupancy depends on, of the kernel's and of the GPU behind the vGPU. */
 struct vgpu_occupancy {
     int registers; /* per thread */
@@ -116,12 +124,13 @@ int vgpu_resident_blocks(const struct vgpu_occupancy *in, int block_size, size_t
 void vgpu_best_block_size(const struct vgpu_occupancy *in, CUoccupancyB2DSize dynamic_of_size, size_t dynamic_shared,
                           int size_limit, int *block_size, int *grid_size);
 
-/* The current vGPU, opened, with stream checked to be one of its own and its id set (every request is synchronous,
-   so work on any stream is done in the order the program issued it); NULL with *result set when not. */
+/* The current vGPU, opened, with stream checked to be one of its own and its id set (the worker takes a session's
+   requests in the order the program issued them); NULL with *result set when not. */
 struct vgpu_device *vgpu_current_stream(CUstream stream, int *id, CUresult *result);
 
 /* wire.c: requests on a vGPU's session. A request is built in a vgpu_request, then sent with
-   vgpu_call (waits for its OK or ERROR; the OK's body is in reply) while the device's lock is held. */
+   vgpu_call (waits for its OK or ERROR; the OK's body is in reply) or, for the calls CUDA makes asynchronous,
+   vgpu_send_async (waits for nothing), while the device's lock is held. */
 struct vgpu_request {
     uint8_t *data;
     size_t length;
@@ -152,12 +161,21 @@ CUresult vgpu_reply_ok(const struct vgpu_reply *reply);
 void vgpu_reply_free(struct vgpu_reply *reply);
 /* Sends the request and waits for its answer; frees the request. reply may be NULL. */
 CUresult vgpu_call(struct vgpu_device *device, struct vgpu_request *request, struct vgpu_reply *reply);
+/* How many asynchronous requests may be sent without an answer from the worker: at this many, the next one waits
+   until the worker has taken those (README.md, "Asynchronous calls"). */
+#define VGPU_ASYNC_WINDOW 1024u
+/* Sends the request with FLAG_ASYNC: the worker answers nothing when it succeeds and keeps its failure for the next
+   synchronizing request, which reports it instead of running (as CUDA reports a kernel's fault at the next
+   synchronizing call). Frees the request. */
+CUresult vgpu_send_async(struct vgpu_device *device, struct vgpu_request *request);
 /* A copy to the device in chunks of one request; waits for its answer. */
 CUresult vgpu_send_to_device(struct vgpu_device *device, uint64_t dst, const void *src, size_t bytes);
 /* A copy from the device: the worker's DATA frames land in dst. */
 CUresult vgpu_fetch_from_device(struct vgpu_device *device, uint64_t src, void *dst, size_t bytes);
 /* vgpu_call on an opened session, under the device's lock; frees the request in every case. */
 CUresult vgpu_locked_call(struct vgpu_device *device, struct vgpu_request *request, struct vgpu_reply *reply);
+/* vgpu_send_async on an opened session, under the device's lock; frees the request in every case. */
+CUresult vgpu_locked_send_async(struct vgpu_device *device, struct vgpu_request *request);
 /* Connects the session and says HELLO; fills the device's WELCOME fields. */
 CUresult vgpu_connect(struct vgpu_device *device, const char *socket_path);
 void vgpu_disconnect(struct vgpu_device *device);

@@ -1,8 +1,9 @@
 /*
  * Requests on a vGPU's session with the local worker, in the remote GPU worker's frames
  * (vgpu_wire.h, generated from the protocol's one description): big-endian, a header of length,
- * opcode, flags and request id, then the body. Every request here is synchronous: it is answered by
- * OK (with a result), ERROR (code, name, detail) or, for a copy from the device, DATA frames.
+ * opcode, flags and request id, then the body. A synchronous request is answered by OK (with a
+ * result), ERROR (code, name, detail) or, for a copy from the device, DATA frames; an asynchronous
+ * one (FLAG_ASYNC) by nothing, its failure kept by the worker for the next synchronizing request.
  */
 #include "serving.h"
 #include "vgpu_wire.h"
@@ -279,6 +280,8 @@ static CUresult read_answer(struct vgpu_device *device, uint32_t id, struct fram
             vgpu_reply_free(&frame->body);
             continue;
         }
+        /* the worker takes a session's requests in order: it has taken every asynchronous one sent before */
+        device->unanswered = 0;
         if (frame->opcode == VGPU_OP_ERROR) {
             result = error_of(device, frame);
             vgpu_reply_free(&frame->body);
@@ -319,6 +322,33 @@ CUresult vgpu_call(struct vgpu_device *device, struct vgpu_request *request, str
         return result;
     }
     return await_answer(device, id, reply);
+}
+
+/* A question the worker answers in its turn, after the requests sent before it, without running anything: when
+   it is answered, the worker has taken those. Not synchronizing, so it leaves a kept failure for the program's
+   next synchronizing call. */
+static CUresult await_taken(struct vgpu_device *device)
+{
+    struct vgpu_request request;
+    vgpu_request_begin(&request, VGPU_OP_DEVICE_GET_ATTRIBUTE);
+    vgpu_put_u32(&request, CU_DEVICE_ATTRIBUTE_WARP_SIZE);
+    return vgpu_call(device, &request, NULL);
+}
+
+CUresult vgpu_send_async(struct vgpu_device *device, struct vgpu_request *request)
+{
+    CUresult result = device->fd < 0 ? device->open_failure : CUDA_SUCCESS;
+    if (result == CUDA_SUCCESS && device->unanswered >= VGPU_ASYNC_WINDOW) {
+        result = await_taken(device);
+    }
+    if (result == CUDA_SUCCESS) {
+        result = send_request(device, request, VGPU_WIRE_FLAG_ASYNC, device->next_request_id++);
+    }
+    if (result == CUDA_SUCCESS) {
+        device->unanswered++;
+    }
+    vgpu_request_free(request);
+    return result;
 }
 
 CUresult vgpu_send_to_device(struct vgpu_device *device, uint64_t dst, const void *src, size_t bytes)

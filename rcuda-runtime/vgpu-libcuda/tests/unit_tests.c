@@ -9,9 +9,13 @@
 #include "serving.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 static int failures;
 
@@ -269,7 +273,7 @@ static void context_local_storage_keeps_values_by_context_and_key(void)
     value_put put = (value_put)(uintptr_t)slots[0];
     value_delete delete = (value_delete)(uintptr_t)slots[1];
     value_get get = (value_get)(uintptr_t)slots[2];
-    struct vgpu_handle first = {VGPU_HANDLE_MAGIC, VGPU_CONTEXT, NULL, 0, 0, NULL};
+    struct vgpu_handle first = {VGPU_HANDLE_MAGIC, VGPU_CONTEXT, NULL, 0, 0, NULL, -1};
     struct vgpu_handle second = first;
     int key = 0;
     int value = 0;
@@ -388,6 +392,107 @@ static void launches_and_kernel_queries_refuse_bad_calls(void)
     vgpu_serving = 0;
 }
 
+/* A local worker's stand-in on the other end of a socket pair, as the worker answers: nothing to an asynchronous
+   request, OK to a synchronous one (with 49152: the answer to a question of a kernel's dynamic shared memory); it
+   counts what came and stops after answering CTX_SYNCHRONIZE. */
+struct fake_worker {
+    int fd;
+    unsigned int async_requests;
+    unsigned int launches;
+    unsigned int window_questions;        /* DEVICE_GET_ATTRIBUTE, which the window asks */
+    unsigned int async_before_question;   /* asynchronous requests before the first of them */
+    unsigned int shared_memory_questions; /* FUNC_GET_ATTRIBUTE */
+};
+
+static int read_exactly(int fd, uint8_t *bytes, size_t length)
+{
+    while (length > 0) {
+        ssize_t got = read(fd, bytes, length);
+        if (got <= 0) {
+            return -1;
+        }
+        bytes += got;
+        length -= (size_t)got;
+    }
+    return 0;
+}
+
+static void *fake_worker_serve(void *argument)
+{
+    struct fake_worker *worker = argument;
+    for (;;) {
+        uint8_t header[VGPU_WIRE_HEADER_BYTES];
+        if (read_exactly(worker->fd, header, sizeof header) != 0) {
+            return NULL;
+        }
+        uint32_t length = (uint32_t)header[0] << 24 | (uint32_t)header[1] << 16 | (uint32_t)header[2] << 8 | header[3];
+        int opcode = header[4] << 8 | header[5];
+        int flags = header[6] << 8 | header[7];
+        uint8_t body[4096];
+        size_t body_length = length - (VGPU_WIRE_HEADER_BYTES - 4);
+        if (body_length > sizeof body || read_exactly(worker->fd, body, body_length) != 0) {
+            return NULL;
+        }
+        if (flags & VGPU_WIRE_FLAG_ASYNC) {
+            worker->async_requests++;
+            worker->launches += opcode == VGPU_OP_LAUNCH_KERNEL;
+            continue;
+        }
+        if (opcode == VGPU_OP_DEVICE_GET_ATTRIBUTE && worker->window_questions++ == 0) {
+            worker->async_before_question = worker->async_requests;
+        }
+        worker->shared_memory_questions += opcode == VGPU_OP_FUNC_GET_ATTRIBUTE;
+        /* OK, the request's id, and 49152 */
+        uint8_t ok[] = {0, 0, 0, 12, 0, VGPU_OP_OK, 0, 0, header[8], header[9], header[10], header[11], 0, 0, 0xc0, 0};
+        if (write(worker->fd, ok, sizeof ok) != (ssize_t)sizeof ok || opcode == VGPU_OP_CTX_SYNCHRONIZE) {
+            return NULL;
+        }
+    }
+}
+
+/* Launches are sent with FLAG_ASYNC and wait for no answer (the stand-in gives none, and the session's socket gives
+   up on a read after 10 s), but for one question when VGPU_ASYNC_WINDOW of them are unanswered; what the driver
+   refuses at the call is refused without a request, the kernel's dynamic shared memory asked once. */
+static void launches_wait_for_no_answer_within_the_window(void)
+{
+    int ends[2];
+    EXPECT(socketpair(AF_UNIX, SOCK_STREAM, 0, ends) == 0);
+    struct timeval patience = {10, 0};
+    setsockopt(ends[0], SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof patience);
+    struct vgpu_device device = {.fd = ends[0], .next_request_id = 1, .max_threads_per_block = 1024};
+    pthread_mutex_init(&device.lock, NULL);
+    struct fake_worker worker = {.fd = ends[1]};
+    pthread_t thread;
+    EXPECT(pthread_create(&thread, NULL, fake_worker_serve, &worker) == 0);
+    struct vgpu_handle context = {VGPU_HANDLE_MAGIC, VGPU_CONTEXT, &device, 0, 0, NULL, -1};
+    struct vgpu_handle function = {VGPU_HANDLE_MAGIC, VGPU_FUNCTION, &device, 7, 0, NULL, -1};
+    vgpu_serving = 1;
+    vgpu_set_current(&context);
+    CUfunction f = (CUfunction)&function;
+
+    EXPECT(cuLaunchKernel(f, 0, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL) == CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuLaunchKernel(f, 1, 1, 1, 32, 0, 1, 0, NULL, NULL, NULL) == CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuLaunchKernel(f, 1u << 31, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL) == CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 49153, NULL, NULL, NULL) == CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 49152, NULL, NULL, NULL) == CUDA_SUCCESS);
+    EXPECT(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 65536, NULL, NULL, NULL) == CUDA_ERROR_INVALID_VALUE);
+    for (unsigned int i = 1; i < VGPU_ASYNC_WINDOW + 10; i++) {
+        EXPECT(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL) == CUDA_SUCCESS);
+    }
+    EXPECT(cuCtxSynchronize() == CUDA_SUCCESS);
+    pthread_join(thread, NULL);
+    EXPECT(worker.launches == VGPU_ASYNC_WINDOW + 10 && worker.async_requests == worker.launches);
+    EXPECT(worker.window_questions == 1 && worker.async_before_question == VGPU_ASYNC_WINDOW);
+    EXPECT(worker.shared_memory_questions == 1);
+    EXPECT(device.unanswered == 0);
+
+    vgpu_set_current(NULL);
+    vgpu_serving = 0;
+    close(ends[0]);
+    close(ends[1]);
+    pthread_mutex_destroy(&device.lock);
+}
+
 int main(void)
 {
     newest_version_the_program_knows();
@@ -405,6 +510,7 @@ int main(void)
     context_local_storage_keeps_values_by_context_and_key();
     occupancy_is_limited_by_threads_registers_and_shared_memory();
     launches_and_kernel_queries_refuse_bad_calls();
+    launches_wait_for_no_answer_within_the_window();
     if (failures != 0) {
         fprintf(stderr, "%d failure(s)\n", failures);
         return 1;

@@ -2,12 +2,15 @@
  * A driver-API program that runs for a while, as a simulation does: it keeps state on the device
  * (a vector it updates in place, step after step, with a PTX kernel) and checks it against the host
  * after every step. Between steps it pauses (argv[2] milliseconds), so that a vGPU can move under
- * it; it prints its checksum at the end, the same wherever its vGPU ran.
- * Usage: driver_steps STEPS PAUSE_MS
+ * it; it prints its checksum at the end, the same wherever its vGPU ran. With `fault` it then launches
+ * the kernel on memory it does not have, as a program with a bug does, and prints where the error
+ * came: a GPU reports a kernel's fault at the next synchronizing call, not at the launch.
+ * Usage: driver_steps STEPS PAUSE_MS [fault]
  */
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #define CHECK(call)                                                                                  \
@@ -83,6 +86,18 @@ int main(int argc, char **argv)
         checksum += back[i];
     }
     printf("%d steps checked; checksum %.1f\n", steps, checksum);
+    if (argc > 3 && strcmp(argv[3], "fault") == 0) {
+        /* far past the allocation, where nothing is mapped; the context is not usable after it on a GPU */
+        CUdeviceptr nowhere = state + (1ull << 40);
+        void *faulting[] = {&nowhere, &n, &n};
+        const char *launched = "?";
+        const char *synchronized = "?";
+        cuGetErrorName(cuLaunchKernel(relax, (n + 255) / 256, 1, 1, 256, 1, 1, 0, NULL, faulting, NULL), &launched);
+        cuGetErrorName(cuCtxSynchronize(), &synchronized);
+        printf("a kernel on memory the program does not have: launch %s, next synchronize %s\n", launched,
+               synchronized);
+        return 0;
+    }
     CHECK(cuMemFree(state));
     CHECK(cuModuleUnload(module));
     free(host);

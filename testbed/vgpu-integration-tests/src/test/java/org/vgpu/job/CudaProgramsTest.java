@@ -217,6 +217,23 @@ class CudaProgramsTest {
         assertEquals(List.of("12 steps checked; checksum " + expectedChecksum(12)), run.results(), run.toString());
     }
 
+    /**
+     * A launch returns before the vGPU ran it, as on a GPU: the kernel's fault (memory the program does not have) is
+     * reported by the program's next synchronizing call, not by the launch.
+     */
+    @Test
+    void aKernelsFaultIsReportedByTheNextSynchronizeAsOnAGpu() {
+        ProgramRun run = run(program("driver_steps").toString(), "2", "0", "fault");
+        assertEquals(0, run.status(), run.toString());
+        assertEquals(
+                List.of(
+                        "2 steps checked; checksum " + expectedChecksum(2),
+                        "a kernel on memory the program does not have: launch CUDA_SUCCESS, next synchronize"
+                                + " CUDA_ERROR_ILLEGAL_ADDRESS"),
+                run.results(),
+                run.toString());
+    }
+
     /** The program run with its vGPU 0 moved from emulated GPU 0 to GPU 1 while its {@code launch}-th launch is held. */
     private ProgramRun movedAtLaunch(int launch, String... command) throws Exception {
         return movedAtLaunch(
