@@ -27,8 +27,8 @@ PLUGSTACK=$TESTBED_DIR/etc/plugstack.conf
 JOB_SUBMIT=$TESTBED_DIR/etc/job_submit.lua
 # Wait this long for what the job's probe shows: under User-Mode Linux a round takes a second or more.
 ROUND_WAIT=${VGPU_TESTBED_PROBE_WAIT:-90}
+rm -rf "$T"
 mkdir -p "$T"/{log,out}
-chmod 1777 "$T/out"
 cp "$PLUGSTACK" "$T/plugstack.conf.testbed"
 cp "$JOB_SUBMIT" "$T/job_submit.lua.testbed"
 JOBS=()
@@ -65,9 +65,10 @@ gpu_of() {
     slurm scontrol show job -d "$1" | grep -o 'gpu:1(IDX:[0-9]*)' | grep -o '[0-9]*)' | tr -d ')'
 }
 
-# The neighbour: another user's plain GPU job on n1.
+# The neighbour: another user's plain GPU job on n1. Its output goes nowhere: under User-Mode Linux a file that
+# slurmstepd creates for nobody on the host's file system (hostfs) belongs to root, and nobody cannot write it.
 neighbour=$(su -s /bin/sh nobody -c "SLURM_CONF=$SLURM_CONF sbatch --parsable -p gpu -w n1 --gres=gpu:1 \
-    -J neighbour -o $T/out/neighbour.out --wrap 'sleep 900'" 2>"$T/out/neighbour.sbatch-err")
+    -J neighbour -o /dev/null --wrap 'sleep 900'" 2>"$T/out/neighbour.sbatch-err")
 [ -n "$neighbour" ] || die "the neighbour job was not accepted: $(cat "$T/out/neighbour.sbatch-err")"
 JOBS+=("$neighbour")
 expect_state "$neighbour" RUNNING 60
