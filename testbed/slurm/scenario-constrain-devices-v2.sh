@@ -100,8 +100,8 @@ STEP_CG=$CG/step_batch/user
 programs() {
     local dir names
     for dir in "$CG" "$STEP_CG"; do
-        names=$("$GRANT_TOOL" programs "$dir" 2>&1 | paste -sd ' ' -)
-        echo "    $1: device programs at ${dir#/sys/fs/cgroup/}: ${names:-none}"
+        names=$("$GRANT_TOOL" programs "$dir" 2>&1 | sed 's/^$/(unnamed)/')
+        echo "    $1: device programs at ${dir#/sys/fs/cgroup/}: $(grep -c . <<<"$names") ($(paste -sd ' ' - <<<"$names"))"
     done | tee -a "$T/out/programs.txt"
 }
 
@@ -139,7 +139,8 @@ echo "---- before the grant"
 next_round
 tail -n 1 "$T/out/job.out" | sed 's/^/    probe: /'
 programs before
-check "before: Slurm's device programs, not vgpu's, decide for the job" vgpu_grants_at before 0
+check "before: Slurm's device programs, one at each, not vgpu's, decide for the job" \
+    bash -c "[ \"\$(grep -c 'before: .*: 1 (' '$T/out/programs.txt')\" -eq 2 ] && ! grep -q 'before: .*vgpu_grants' '$T/out/programs.txt'"
 slurms_rules before
 
 echo "---- during the grant"
