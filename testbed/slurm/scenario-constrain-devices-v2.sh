@@ -48,10 +48,11 @@ trap restore EXIT
 let_every_job_through "$JOB_SUBMIT"
 mark_slurmd_logs
 
-# The device programs attached at a cgroup, by name, read back from the kernel.
-make -s -C "$REPO_ROOT/slurm-spank-bridge" build/grant_tool >"$T/log/grant_tool.build" 2>&1 \
+# The device programs attached at a cgroup, by name, read back from the kernel. Built without the sanitizers the
+# bridge's tests use: AddressSanitizer's shadow memory does not fit User-Mode Linux's address space.
+GRANT_TOOL=$TESTBED_DIR/grant-tool/grant_tool
+make -s -C "$REPO_ROOT/slurm-spank-bridge" BUILD="$TESTBED_DIR/grant-tool" SAN= "$GRANT_TOOL" >"$T/log/grant_tool.build" 2>&1 \
     || die "building slurm-spank-bridge's grant_tool failed: $(tail -n 5 "$T/log/grant_tool.build")"
-GRANT_TOOL=$REPO_ROOT/slurm-spank-bridge/build/grant_tool
 
 python3 "$REPO_ROOT/slurm-spank-bridge/tests/fake_tracker.py" --port-file "$T/tracker.port" \
     --reply-file "$T/tracker.reply" --log "$T/tracker.log" >"$T/log/tracker.out" 2>&1 &
