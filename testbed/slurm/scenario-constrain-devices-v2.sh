@@ -5,7 +5,7 @@
 # GPU; a vgpu job holds another (--gres=gpu:1) and probes all four GPU device files from inside its step every
 # round. Before the grant Slurm's device program lets the job open its own GPU only. The tracker's grant holder
 # for one of the two free GPUs (vgpu-grant-JOB-v0, root's, in the lend partition) makes the bridge's job prolog
-# replace the device program at each of the job's cgroups with vgpu_grants (Slurm's own instructions behind a
+# replace the device program at the job's cgroup with vgpu_grants (Slurm's own instructions behind a
 # grants map), and the same process opens the granted GPU; when the holder ends, the epilog takes it out of the
 # map and the job is refused it again. Throughout, the job's own GPU opens and the neighbour's GPU and the other
 # free one are refused: Slurm's own rules stay as they were. The device files have no driver behind them: an
@@ -97,7 +97,8 @@ CG=$(ls -d /sys/fs/cgroup/system.slice/n1_slurmstepd.scope/job_"$job" /sys/fs/cg
     2>/dev/null | head -n 1)
 [ -n "$CG" ] || die "job $job has no cgroup under /sys/fs/cgroup/system.slice/*slurmstepd.scope"
 STEP_CG=$CG/step_batch/user
-# programs STAGE: the device programs at the job's cgroup and its batch step's user cgroup, one line each
+# programs STAGE: the device programs at the job's cgroup and its batch step's user cgroup, one line each (24.11
+# attaches its one program, Slurm_Cgroup_v2, at the job's cgroup; the step's has none)
 programs() {
     local dir names
     for dir in "$CG" "$STEP_CG"; do
@@ -140,8 +141,8 @@ echo "---- before the grant"
 next_round
 tail -n 1 "$T/out/job.out" | sed 's/^/    probe: /'
 programs before
-check "before: Slurm's device programs, one at each, not vgpu's, decide for the job" \
-    bash -c "[ \"\$(grep -c 'before: .*: 1 (' '$T/out/programs.txt')\" -eq 2 ] && ! grep -q 'before: .*vgpu_grants' '$T/out/programs.txt'"
+check "before: Slurm's one device program at the job's cgroup decides for the job" \
+    grep -q "before: device programs at ${CG#/sys/fs/cgroup/}: 1 (Slurm_Cgroup_v2)" "$T/out/programs.txt"
 slurms_rules before
 
 echo "---- during the grant"
@@ -160,7 +161,7 @@ fi
 next_round
 tail -n 1 "$T/out/job.out" | sed 's/^/    probe: /'
 programs during
-check "during: vgpu_grants decides at the job's cgroup and its step's" vgpu_grants_at during 2
+check "during: vgpu_grants, wrapping Slurm's program, decides at the job's cgroup" vgpu_grants_at during 1
 slurms_rules during "$granted"
 check "slurmd's log: the prolog admitted GPU $granted into job $job" \
     grep -q "grant holder $holder: GPU $granted (.*nvidia$granted, c 195:$granted) admitted into job $job vGPU 0" \
@@ -177,7 +178,7 @@ fi
 next_round
 tail -n 1 "$T/out/job.out" | sed 's/^/    probe: /'
 programs after
-check "after: vgpu_grants stays at both, deciding as Slurm's programs did" vgpu_grants_at after 2
+check "after: vgpu_grants stays at the job's cgroup, deciding as Slurm's program did" vgpu_grants_at after 1
 slurms_rules after
 check "slurmd's log: the epilog dropped GPU $granted" \
     grep -q "grant holder $holder: GPU $granted (.*) dropped from job $job vGPU 0" "$TESTBED_DIR/log/slurmd-n1.log"
