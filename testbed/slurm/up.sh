@@ -182,10 +182,11 @@ CONFIG
             [ "$TESTBED_SLURM" != 22.05 ] \
                 || die "VGPU_TESTBED_CGROUPS=v2 needs VGPU_TESTBED_SLURM=24.11 (22.05's cgroup/v2 refuses a host with v1 hierarchies)"
             # Slurm reads /proc/self/cgroup, which lists every v1 hierarchy the kernel has mounted anywhere; a mount
-            # namespace cannot hide them.
+            # or cgroup namespace cannot hide them. A kernel of its own can (in-uml.sh).
             ! grep -qv '^0::' /proc/self/cgroup \
                 || die "VGPU_TESTBED_CGROUPS=v2: this machine has cgroup v1 hierarchies ($(grep -v '^0::' /proc/self/cgroup \
-                    | cut -d : -f 2 | paste -sd ' ' -)), and slurmd's cgroup/v2 plugin stops on them: 'fatal: Hybrid mode is not supported'"
+                    | cut -d : -f 2 | paste -sd ' ' -)), and slurmd's cgroup/v2 plugin stops on them: 'fatal: Hybrid mode is not supported';" \
+                    "run the testbed under a kernel with cgroup v2 only: testbed/slurm/in-uml.sh testbed/slurm/run-scenarios.sh ..."
             # No systemd here: Slurm makes its slurmstepd scope itself.
             cat >"$TESTBED_DIR/etc/cgroup.conf" <<CONFIG
 # written by testbed/slurm/up.sh (VGPU_TESTBED_CGROUPS=v2): jobs see only the devices of their GRES, through

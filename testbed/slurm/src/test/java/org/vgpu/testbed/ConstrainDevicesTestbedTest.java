@@ -35,7 +35,8 @@ class ConstrainDevicesTestbedTest {
         }
         if (skipReason == null && SlurmTestbed.inSlurmRoot() && hybrid()) {
             skipReason = "this machine has cgroup v1 hierarchies (/proc/self/cgroup), and slurmd's cgroup/v2 plugin"
-                    + " stops on them ('fatal: Hybrid mode is not supported')";
+                    + " stops on them ('fatal: Hybrid mode is not supported'); ConstrainDevicesV2TestbedTest runs the"
+                    + " grant under cgroup/v2 on a kernel of its own";
         }
         if (skipReason == null && !SlurmTestbed.inSlurmRoot() && !writableDevicesController()) {
             skipReason = DEVICES_CONTROLLER + " is no writable cgroup v1 devices controller (the testbed runs"

@@ -30,6 +30,10 @@ final class SlurmTestbed implements AutoCloseable {
             .toAbsolutePath()
             .normalize();
     private static final long SCRIPT_TIMEOUT_SECONDS = 240;
+    /**
+     * A whole run under User-Mode Linux (in-uml.sh): up, one scenario, down, about 15 minutes on 2 busy cores.
+     */
+    private static final long OWN_KERNEL_TIMEOUT_SECONDS = 2_400;
     /** A testbed listens on ports base to base+99 (common.sh lays them out: Slurm's daemons, lenders, tracker). */
     private static final int PORT_SPAN = 100;
     /**
@@ -247,8 +251,28 @@ final class SlurmTestbed implements AutoCloseable {
         return story.output();
     }
 
-    /** Runs one script; an interrupt while it runs is an InterruptedIOException, so close() need not throw one. */
+    /**
+     * Runs run-scenarios.sh for one scenario (up, the scenario, down) under a kernel with cgroup v2 only
+     * (in-uml.sh); instead of {@link #up()}. Fails with its output unless the scenario passed.
+     */
+    void assertScenarioPassesUnderOwnKernel(String scenario) throws Exception {
+        run("down.sh");
+        Outcome outcome = run(
+                OWN_KERNEL_TIMEOUT_SECONDS,
+                "in-uml.sh",
+                SCRIPTS.resolve("run-scenarios.sh").toString(),
+                scenario);
+        assertEquals(0, outcome.status(), "scenario " + scenario + " under in-uml.sh failed:\n" + outcome.output());
+        assertTrue(outcome.output().contains("PASS " + scenario), outcome.output());
+        System.out.print(outcome.output());
+    }
+
     private Outcome run(String script, String... args) throws IOException {
+        return run(SCRIPT_TIMEOUT_SECONDS, script, args);
+    }
+
+    /** Runs one script; an interrupt while it runs is an InterruptedIOException, so close() need not throw one. */
+    private Outcome run(long timeoutSeconds, String script, String... args) throws IOException {
         List<String> command = new ArrayList<>(List.of(SCRIPTS.resolve(script).toString()));
         command.addAll(Arrays.asList(args));
         // Output goes to a file, not a pipe: daemons that up.sh starts inherit it and would hold a pipe open.
@@ -267,10 +291,10 @@ final class SlurmTestbed implements AutoCloseable {
             environment.put("VGPU_TESTBED_SLURM_FILES", sitePieces ? "pieces" : "whole");
             spankPlugin.ifPresent(plugin -> environment.put("VGPU_SPANK_PLUGIN", plugin.toString()));
             Process process = builder.start();
-            if (!finishesInTime(process)) {
+            if (!finishesInTime(process, timeoutSeconds)) {
                 process.destroyForcibly();
                 throw new AssertionError(
-                        script + " ran longer than " + SCRIPT_TIMEOUT_SECONDS + " s:\n" + Files.readString(log));
+                        script + " ran longer than " + timeoutSeconds + " s:\n" + Files.readString(log));
             }
             return new Outcome(process.exitValue(), Files.readString(log));
         } finally {
@@ -278,9 +302,9 @@ final class SlurmTestbed implements AutoCloseable {
         }
     }
 
-    private static boolean finishesInTime(Process process) throws InterruptedIOException {
+    private static boolean finishesInTime(Process process, long timeoutSeconds) throws InterruptedIOException {
         try {
-            return process.waitFor(SCRIPT_TIMEOUT_SECONDS, TimeUnit.SECONDS);
+            return process.waitFor(timeoutSeconds, TimeUnit.SECONDS);
         } catch (InterruptedException e) {
             process.destroyForcibly();
             Thread.currentThread().interrupt();
