@@ -5,18 +5,25 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
 import java.net.URISyntaxException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.jar.JarEntry;
+import java.util.jar.JarFile;
+import java.util.jar.JarOutputStream;
 import java.util.regex.Matcher;
 
+import jcuda.driver.JCudaDriver;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -260,6 +267,72 @@ class JCudaProgramsTest {
                 runtime.out().contains("devices: 2, device 1 allocated Pointer[nativePointer=0x1040"),
                 runtime.toString());
         assertTrue(runtime.out().contains("runtime round trip: PASSED, 4096 values"), runtime.toString());
+    }
+
+    /**
+     * A program shipped in one jar with JCuda (a "fat" jar: JCuda's classes and the program's share the jar's code
+     * source) reaches the job's vGPUs too, also one whose class is in a package of JCuda's own ({@code jcuda.driver}):
+     * JCuda's classes are told by name. There is no GPU here, so a program that called JCuda itself would have failed.
+     */
+    @Test
+    void aProgramInOneJarWithJCudaRunsOnTheJobsVgpus() throws Exception {
+        Path fatJar = directory.resolve("program-with-jcuda.jar");
+        Path jcudaJar = Path.of(JCudaDriver.class
+                .getProtectionDomain()
+                .getCodeSource()
+                .getLocation()
+                .toURI());
+        try (OutputStream file = Files.newOutputStream(fatJar);
+                JarOutputStream jar = new JarOutputStream(file);
+                JarFile jcuda = new JarFile(jcudaJar.toFile())) {
+            for (JarEntry entry : Collections.list(jcuda.entries())) {
+                if (entry.getName().endsWith(".class")) {
+                    jar.putNextEntry(new JarEntry(entry.getName()));
+                    try (InputStream bytes = jcuda.getInputStream(entry)) {
+                        bytes.transferTo(jar);
+                    }
+                }
+            }
+            for (String program :
+                    List.of("jcuda/driver/BundledDeviceCheck", "jcuda/driver/samples/JCudaDriverVectorAdd")) {
+                jar.putNextEntry(new JarEntry(program + ".class"));
+                try (InputStream bytes = JCudaProgramsTest.class.getResourceAsStream("/" + program + ".class")) {
+                    bytes.transferTo(jar);
+                }
+            }
+        }
+        String classPath = fatJar + java.io.File.pathSeparator + CLASS_PATH;
+
+        ProgramRun bundled = ProgramRun.of(
+                job(),
+                interposerJar,
+                List.of(
+                        "--local-backend",
+                        "emulated",
+                        "--",
+                        JAVA,
+                        "-cp",
+                        classPath,
+                        "jcuda.driver.BundledDeviceCheck"));
+        assertEquals(0, bundled.status(), bundled.toString());
+        assertTrue(bundled.out().contains("device 0: vgpu CPU emulation #0\n"), bundled.toString());
+        assertTrue(bundled.out().contains("device 1 allocated CUdeviceptr[nativePointer=0x1040"), bundled.toString());
+        assertTrue(bundled.out().contains("bundled round trip: PASSED, 1024 values"), bundled.toString());
+
+        ProgramRun sample = ProgramRun.of(
+                job(),
+                interposerJar,
+                List.of(
+                        "--local-backend",
+                        "emulated",
+                        "--",
+                        JAVA,
+                        "-cp",
+                        classPath,
+                        "jcuda.driver.samples.JCudaDriverVectorAdd",
+                        ptx.toString()));
+        assertEquals(0, sample.status(), sample.toString());
+        assertTrue(sample.out().contains("driver vector add: PASSED, 50000 values"), sample.toString());
     }
 
     @Test
