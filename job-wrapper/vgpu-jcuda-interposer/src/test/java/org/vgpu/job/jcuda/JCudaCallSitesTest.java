@@ -208,6 +208,41 @@ class JCudaCallSitesTest {
                 thrown.getCause().getMessage());
     }
 
+    /**
+     * A call of one of JCuda's bindings of CUDA's libraries (here JCublas2's cublasCreate) would reach the node's
+     * cuBLAS with the vGPUs' addresses: it throws instead, naming the call and where it is made.
+     */
+    @Test
+    void aCallOfJCudasLibraryBindingsIsRefusedNamingTheCall() throws Exception {
+        String name = "jcudaprograms/CublasUser";
+        byte[] generated = ClassFile.of()
+                .build(
+                        ClassDesc.of(name.replace('/', '.')),
+                        type -> type.withMethodBody(
+                                "run",
+                                MethodTypeDesc.of(ConstantDescs.CD_int),
+                                ClassFile.ACC_PUBLIC | ClassFile.ACC_STATIC,
+                                code -> code.aconst_null()
+                                        .invokestatic(
+                                                ClassDesc.of("jcuda.jcublas.JCublas2"),
+                                                "cublasCreate",
+                                                MethodTypeDesc.of(
+                                                        ConstantDescs.CD_int,
+                                                        ClassDesc.of("jcuda.jcublas.cublasHandle")))
+                                        .ireturn()));
+
+        Class<?> program =
+                new RewrittenClassLoader(loader).define(name, sites.transform(loader, name, null, null, generated));
+
+        InvocationTargetException thrown = assertThrows(
+                InvocationTargetException.class, () -> program.getMethod("run").invoke(null));
+        assertInstanceOf(CudaException.class, thrown.getCause());
+        assertEquals(
+                "vgpu does not support jcuda.jcublas.JCublas2.cublasCreate (in jcudaprograms.CublasUser.run; JCuda's"
+                        + " bindings of CUDA's libraries do not run on vGPUs) under vgpu run; see README (JCuda programs)",
+                thrown.getCause().getMessage());
+    }
+
     /** A class that reflects but calls no JCuda keeps its code when it cannot be rewritten: it may be any library. */
     @Test
     void aClassThatOnlyReflectsIsLeftAsItIsWhenItCannotBeRewritten() {
