@@ -84,10 +84,14 @@ class JCudaProgramsTest {
 
     /** {@code vgpu run -- java ... PROGRAM PTX} ({@code program}: a class name, fully qualified). */
     private static ProgramRun vgpuRun(Map<String, String> environment, String program) {
+        return vgpuRun(environment, CLASS_PATH, program);
+    }
+
+    private static ProgramRun vgpuRun(Map<String, String> environment, String classPath, String program) {
         return ProgramRun.of(
                 environment,
                 interposerJar,
-                List.of("--local-backend", "emulated", "--", JAVA, "-cp", CLASS_PATH, program, ptx.toString()));
+                List.of("--local-backend", "emulated", "--", JAVA, "-cp", classPath, program, ptx.toString()));
     }
 
     @ParameterizedTest(name = "{0}, moved after launch {1}")
@@ -303,34 +307,13 @@ class JCudaProgramsTest {
         }
         String classPath = fatJar + java.io.File.pathSeparator + CLASS_PATH;
 
-        ProgramRun bundled = ProgramRun.of(
-                job(),
-                interposerJar,
-                List.of(
-                        "--local-backend",
-                        "emulated",
-                        "--",
-                        JAVA,
-                        "-cp",
-                        classPath,
-                        "jcuda.driver.BundledDeviceCheck"));
+        ProgramRun bundled = vgpuRun(job(), classPath, "jcuda.driver.BundledDeviceCheck");
         assertEquals(0, bundled.status(), bundled.toString());
         assertTrue(bundled.out().contains("devices: 2\n"), bundled.toString());
         assertTrue(bundled.out().contains("device 1 allocated CUdeviceptr[nativePointer=0x1040"), bundled.toString());
         assertTrue(bundled.out().contains("bundled round trip: PASSED, 1024 values"), bundled.toString());
 
-        ProgramRun sample = ProgramRun.of(
-                job(),
-                interposerJar,
-                List.of(
-                        "--local-backend",
-                        "emulated",
-                        "--",
-                        JAVA,
-                        "-cp",
-                        classPath,
-                        "jcuda.driver.samples.JCudaDriverVectorAdd",
-                        ptx.toString()));
+        ProgramRun sample = vgpuRun(job(), classPath, "jcuda.driver.samples.JCudaDriverVectorAdd");
         assertEquals(0, sample.status(), sample.toString());
         assertTrue(sample.out().contains("driver vector add: PASSED, 50000 values"), sample.toString());
     }
