@@ -5,18 +5,25 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
 import java.net.URISyntaxException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.jar.JarEntry;
+import java.util.jar.JarFile;
+import java.util.jar.JarOutputStream;
 import java.util.regex.Matcher;
 
+import jcuda.driver.JCudaDriver;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -77,10 +84,14 @@ class JCudaProgramsTest {
 
     /** {@code vgpu run -- java ... PROGRAM PTX} ({@code program}: a class name, fully qualified). */
     private static ProgramRun vgpuRun(Map<String, String> environment, String program) {
+        return vgpuRun(environment, CLASS_PATH, program);
+    }
+
+    private static ProgramRun vgpuRun(Map<String, String> environment, String classPath, String program) {
         return ProgramRun.of(
                 environment,
                 interposerJar,
-                List.of("--local-backend", "emulated", "--", JAVA, "-cp", CLASS_PATH, program, ptx.toString()));
+                List.of("--local-backend", "emulated", "--", JAVA, "-cp", classPath, program, ptx.toString()));
     }
 
     @ParameterizedTest(name = "{0}, moved after launch {1}")
@@ -260,6 +271,51 @@ class JCudaProgramsTest {
                 runtime.out().contains("devices: 2, device 1 allocated Pointer[nativePointer=0x1040"),
                 runtime.toString());
         assertTrue(runtime.out().contains("runtime round trip: PASSED, 4096 values"), runtime.toString());
+    }
+
+    /**
+     * A program shipped in one jar with JCuda (a "fat" jar: JCuda's classes and the program's share the jar's code
+     * source) reaches the job's vGPUs too, also one whose class is in a package of JCuda's own ({@code jcuda.driver}):
+     * JCuda's classes are told by name. There is no GPU here, so a program that called JCuda itself would have failed.
+     */
+    @Test
+    void aProgramInOneJarWithJCudaRunsOnTheJobsVgpus() throws Exception {
+        Path fatJar = directory.resolve("program-with-jcuda.jar");
+        Path jcudaJar = Path.of(JCudaDriver.class
+                .getProtectionDomain()
+                .getCodeSource()
+                .getLocation()
+                .toURI());
+        try (OutputStream file = Files.newOutputStream(fatJar);
+                JarOutputStream jar = new JarOutputStream(file);
+                JarFile jcuda = new JarFile(jcudaJar.toFile())) {
+            for (JarEntry entry : Collections.list(jcuda.entries())) {
+                if (entry.getName().endsWith(".class")) {
+                    jar.putNextEntry(new JarEntry(entry.getName()));
+                    try (InputStream bytes = jcuda.getInputStream(entry)) {
+                        bytes.transferTo(jar);
+                    }
+                }
+            }
+            for (String program :
+                    List.of("jcuda/driver/BundledDeviceCheck", "jcuda/driver/samples/JCudaDriverVectorAdd")) {
+                jar.putNextEntry(new JarEntry(program + ".class"));
+                try (InputStream bytes = JCudaProgramsTest.class.getResourceAsStream("/" + program + ".class")) {
+                    bytes.transferTo(jar);
+                }
+            }
+        }
+        String classPath = fatJar + java.io.File.pathSeparator + CLASS_PATH;
+
+        ProgramRun bundled = vgpuRun(job(), classPath, "jcuda.driver.BundledDeviceCheck");
+        assertEquals(0, bundled.status(), bundled.toString());
+        assertTrue(bundled.out().contains("devices: 2\n"), bundled.toString());
+        assertTrue(bundled.out().contains("device 1 allocated CUdeviceptr[nativePointer=0x1040"), bundled.toString());
+        assertTrue(bundled.out().contains("bundled round trip: PASSED, 1024 values"), bundled.toString());
+
+        ProgramRun sample = vgpuRun(job(), classPath, "jcuda.driver.samples.JCudaDriverVectorAdd");
+        assertEquals(0, sample.status(), sample.toString());
+        assertTrue(sample.out().contains("driver vector add: PASSED, 50000 values"), sample.toString());
     }
 
     @Test

@@ -38,6 +38,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.regex.Pattern;
 import java.util.stream.Stream;
 
 import org.vgpu.runtime.api.VirtualGpu;
@@ -69,6 +70,13 @@ public final class JCudaCallSites implements ClassFileTransformer {
             "jcuda/driver/JCudaDriver", JCudaDriverShim.class,
             "jcuda/runtime/JCuda", JCudaRuntimeShim.class,
             "jcuda/nvrtc/JNvrtc", JNvrtcShim.class);
+
+    /**
+     * JCuda's bindings of CUDA's libraries (JCublas, JCublas2, JCufft, JCurand, JCusparse, JCusolverDn, JCudnn, ...):
+     * a class named {@code J...} in a package {@code jcuda.j...}. vgpu serves none of them: their calls would reach the
+     * node's libraries with addresses of the job's vGPUs, so a program's call of one throws instead, naming it.
+     */
+    private static final Pattern JCUDA_LIBRARY = Pattern.compile("jcuda/j[a-z0-9]+/J[A-Za-z0-9]*");
 
     /** What a class that calls JCuda or reflects names in its constants; one that names none of them is not parsed. */
     private static final List<byte[]> MARKS = Stream.of(
@@ -204,6 +212,16 @@ public final class JCudaCallSites implements ClassFileTransformer {
                 return true;
             }
             case InvokeInstruction call
+            when call.opcode() == Opcode.INVOKESTATIC && isJCudaLibrary(call) -> {
+                dropOperands(code, call.typeSymbol());
+                throwUnsupported(
+                        code,
+                        call.owner().asInternalName().replace('/', '.') + "."
+                                + call.name().stringValue() + " (in " + site
+                                + "; JCuda's bindings of CUDA's libraries do not run on vGPUs)");
+                return true;
+            }
+            case InvokeInstruction call
             when isReflective(call, METHOD, "invoke", INVOKE_TYPE) -> {
                 // the method lies under its receiver and arguments: those two wait in locals while it is checked
                 int arguments = code.allocateLocal(TypeKind.REFERENCE);
@@ -243,6 +261,10 @@ public final class JCudaCallSites implements ClassFileTransformer {
                 return false;
             }
         }
+    }
+
+    private static boolean isJCudaLibrary(InvokeInstruction call) {
+        return JCUDA_LIBRARY.matcher(call.owner().asInternalName()).matches();
     }
 
     private static boolean isReflective(InvokeInstruction call, ClassDesc owner, String name, MethodTypeDesc type) {
@@ -399,7 +421,7 @@ public final class JCudaCallSites implements ClassFileTransformer {
     /** Whether {@code method}'s code calls JCuda's API or refers to it, other than by reflection. */
     private boolean callsJCuda(MethodModel method) {
         return method.code().stream().flatMap(CodeModel::elementStream).anyMatch(element -> switch (element) {
-            case InvokeInstruction call -> SHIMS.containsKey(call.owner().asInternalName());
+            case InvokeInstruction call -> SHIMS.containsKey(call.owner().asInternalName()) || isJCudaLibrary(call);
             case InvokeDynamicInstruction dynamic -> referencesJCuda(dynamic);
             case ConstantInstruction.LoadConstantInstruction load -> referencesJCuda(load.constantValue());
             default -> false;

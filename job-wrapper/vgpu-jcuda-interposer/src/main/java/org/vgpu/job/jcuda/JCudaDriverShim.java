@@ -10,6 +10,7 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 
+import jcuda.LogLevel;
 import jcuda.NativePointerObject;
 import jcuda.Pointer;
 import jcuda.driver.CUDA_MEMCPY2D;
@@ -32,7 +33,6 @@ import org.vgpu.runtime.api.DeviceAttribute;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
-import org.vgpu.runtime.api.EventHandle;
 import org.vgpu.runtime.api.FunctionAttribute;
 import org.vgpu.runtime.api.FunctionHandle;
 import org.vgpu.runtime.api.KernelArg;
@@ -61,6 +61,14 @@ public final class JCudaDriverShim {
 
     public static void setExceptionsEnabled(boolean enabled) {
         DRIVER.setExceptionsEnabled(enabled);
+    }
+
+    /** JCuda's native log level: the program's calls reach no JCuda native code under vgpu, so there is nothing to log. */
+    public static void setLogLevel(LogLevel level) {}
+
+    /** JCuda's helper: {@code value} rounded up to a multiple of {@code alignment}, a power of two. */
+    public static int align(int value, int alignment) {
+        return (value + alignment - 1) & -alignment;
     }
 
     // ---- devices and contexts
@@ -590,10 +598,7 @@ public final class JCudaDriverShim {
 
     public static int cuEventQuery(CUevent event) {
         return DRIVER.call("cuEventQuery", () -> {
-            Handle<EventHandle> found = event(event);
-            return session().device(found.device()).eventQuery(found.handle())
-                    ? CUresult.CUDA_SUCCESS
-                    : CUresult.CUDA_ERROR_NOT_READY;
+            return session().eventQuery(event) ? CUresult.CUDA_SUCCESS : CUresult.CUDA_ERROR_NOT_READY;
         });
     }
 
@@ -631,10 +636,6 @@ public final class JCudaDriverShim {
 
     private static Handle<FunctionHandle> function(CUfunction function) {
         return session().find(session().functions(), function, "function");
-    }
-
-    private static Handle<EventHandle> event(CUevent event) {
-        return session().find(session().events(), event, "event");
     }
 
     private static void load(CUmodule module, byte[] image) {

@@ -4,6 +4,7 @@ import static org.vgpu.job.jcuda.JCudaApi.RUNTIME;
 
 import java.lang.foreign.MemorySegment;
 
+import jcuda.LogLevel;
 import jcuda.Pointer;
 import jcuda.runtime.cudaDeviceProp;
 import jcuda.runtime.cudaError;
@@ -35,6 +36,9 @@ public final class JCudaRuntimeShim {
     public static void setExceptionsEnabled(boolean enabled) {
         RUNTIME.setExceptionsEnabled(enabled);
     }
+
+    /** JCuda's native log level: the program's calls reach no JCuda native code under vgpu, so there is nothing to log. */
+    public static void setLogLevel(LogLevel level) {}
 
     public static int cudaGetDeviceCount(int[] count) {
         return RUNTIME.call("cudaGetDeviceCount", () -> {
@@ -171,6 +175,13 @@ public final class JCudaRuntimeShim {
         return RUNTIME.call("cudaStreamSynchronize", () -> session().streamSynchronize(stream));
     }
 
+    /** cudaErrorNotReady while work or a host function queued on the stream has not finished. */
+    public static int cudaStreamQuery(cudaStream_t stream) {
+        return RUNTIME.call(
+                "cudaStreamQuery",
+                () -> session().streamQuery(stream) ? cudaError.cudaSuccess : cudaError.cudaErrorNotReady);
+    }
+
     public static int cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, int flags) {
         return RUNTIME.call(
                 "cudaStreamWaitEvent", () -> session().streamWaitEvent(stream, event, "cudaStreamWaitEvent"));
@@ -203,6 +214,13 @@ public final class JCudaRuntimeShim {
 
     public static int cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
         return RUNTIME.call("cudaEventRecord", () -> session().eventRecord(event, stream));
+    }
+
+    /** cudaErrorNotReady while the work before the event's last record has not finished. */
+    public static int cudaEventQuery(cudaEvent_t event) {
+        return RUNTIME.call(
+                "cudaEventQuery",
+                () -> session().eventQuery(event) ? cudaError.cudaSuccess : cudaError.cudaErrorNotReady);
     }
 
     public static int cudaEventSynchronize(cudaEvent_t event) {

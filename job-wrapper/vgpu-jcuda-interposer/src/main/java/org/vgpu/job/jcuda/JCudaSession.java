@@ -176,10 +176,6 @@ final class JCudaSession {
         return streams;
     }
 
-    Map<Long, Handle<EventHandle>> events() {
-        return events;
-    }
-
     /** The stream a program's CUstream or cudaStream_t names: null or 0 is the current device's default stream. */
     Handle<StreamHandle> stream(NativePointerObject stream) {
         if (JCudaObjects.nativePointer(stream) == 0) {
@@ -263,6 +259,12 @@ final class JCudaSession {
     void eventRecord(NativePointerObject event, NativePointerObject stream) {
         Handle<EventHandle> recorded = find(events, event, "event");
         device(recorded.device()).eventRecord(recorded.handle(), queueOn(stream).handle());
+    }
+
+    /** Whether the work before {@code event}'s last record is done. */
+    boolean eventQuery(NativePointerObject event) {
+        Handle<EventHandle> found = find(events, event, "event");
+        return device(found.device()).eventQuery(found.handle());
     }
 
     void eventSynchronize(NativePointerObject event) {

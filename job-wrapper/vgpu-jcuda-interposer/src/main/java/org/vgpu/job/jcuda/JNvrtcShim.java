@@ -8,6 +8,7 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 
+import jcuda.LogLevel;
 import jcuda.nvrtc.nvrtcProgram;
 import jcuda.nvrtc.nvrtcResult;
 
@@ -45,6 +46,9 @@ public final class JNvrtcShim {
     public static void setExceptionsEnabled(boolean enabled) {
         NVRTC.setExceptionsEnabled(enabled);
     }
+
+    /** JCuda's native log level: the program's calls reach no JCuda native code under vgpu, so there is nothing to log. */
+    public static void setLogLevel(LogLevel level) {}
 
     public static String nvrtcGetErrorString(int result) {
         return nvrtcResult.stringFor(result);

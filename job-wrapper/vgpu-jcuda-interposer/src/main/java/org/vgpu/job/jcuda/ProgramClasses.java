@@ -1,12 +1,17 @@
 package org.vgpu.job.jcuda;
 
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
 import java.net.URL;
+import java.nio.charset.StandardCharsets;
 import java.security.CodeSource;
 import java.security.ProtectionDomain;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.WeakHashMap;
+import java.util.stream.Collectors;
 
 /**
  * Which loading classes are the program's, whose JCuda calls {@link JCudaCallSites} redirects: every class but JCuda's
@@ -17,7 +22,11 @@ import java.util.WeakHashMap;
  *       API ({@code jcuda/driver/JCudaDriver.class}) from: {@code jcuda-12.6.0.jar} on a class path, or vgpu's jar,
  *       which carries JCuda. Decided by where the class comes from, not by its package: JCuda's own samples, and the
  *       programs written from them, are in packages named {@code jcuda.*}, in jars of their own. In a jar that holds
- *       JCuda and a program together (a "fat" jar), only JCuda's own packages are JCuda's.
+ *       JCuda and a program together (a "fat" or "uber" jar, whose classes all have the jar's code source), only
+ *       JCuda's own classes are JCuda's: those named as a class of the JCuda that vgpu is built with ({@code
+ *       jcuda-classes.txt}, checked against JCuda's jar by a test), so a program's class in a package of JCuda's
+ *       ({@code jcuda.driver.MyProgram}) is the program's too. A class of another JCuda version that 12.6 lacks is
+ *       rewritten like the program's, which changes only calls of JCuda's API: they reach vgpu or throw.
  *   <li><b>vgpu's own</b>: package {@code org.vgpu}, vgpu's namespace, where no program lives; they must reach JCuda
  *       itself, since vgpu's native backend drives the GPU through it. Decided by name, not by jar, because vgpu's
  *       classes come from one jar in a job but from one folder or jar per module in a build.
@@ -32,9 +41,11 @@ final class ProgramClasses {
     /** The class that marks a code source as JCuda's. */
     static final String JCUDA_MARKER = "jcuda/driver/JCudaDriver.class";
 
-    /** JCuda's own packages, which in a jar of JCuda and a program together tell JCuda's classes from the program's. */
-    private static final Set<String> JCUDA_PACKAGES =
-            Set.of("jcuda", "jcuda/driver", "jcuda/runtime", "jcuda/nvrtc", "jcuda/nvptxcompiler");
+    /** The list of JCuda's classes, beside this class. */
+    static final String JCUDA_CLASSES_RESOURCE = "jcuda-classes.txt";
+
+    /** JCuda's own classes (internal names), which in a jar of JCuda and a program together tell them apart. */
+    static final Set<String> JCUDA_CLASSES = jcudaClasses();
 
     private static final String VGPU_PACKAGE = "org/vgpu/";
 
@@ -62,8 +73,7 @@ final class ProgramClasses {
         if (jcuda.isEmpty() || !jcuda.get().equals(location.toString())) {
             return false;
         }
-        int slash = className.lastIndexOf('/');
-        return JCUDA_PACKAGES.contains(slash < 0 ? "" : className.substring(0, slash));
+        return JCUDA_CLASSES.contains(className);
     }
 
     private Optional<String> jcudaLocation(ClassLoader loader) {
@@ -80,6 +90,21 @@ final class ProgramClasses {
     static Optional<String> findJCuda(ClassLoader loader) {
         URL marker = loader.getResource(JCUDA_MARKER);
         return marker == null ? Optional.empty() : Optional.of(codeSourceLocation(marker.toString()));
+    }
+
+    private static Set<String> jcudaClasses() {
+        try (InputStream list = ProgramClasses.class.getResourceAsStream(JCUDA_CLASSES_RESOURCE)) {
+            if (list == null) {
+                throw new IllegalStateException("vgpu's jar lacks " + JCUDA_CLASSES_RESOURCE + "; rebuild it");
+            }
+            return new String(list.readAllBytes(), StandardCharsets.UTF_8)
+                    .lines()
+                    .map(String::strip)
+                    .filter(name -> !name.isEmpty())
+                    .collect(Collectors.toUnmodifiableSet());
+        } catch (IOException e) {
+            throw new UncheckedIOException("vgpu could not read " + JCUDA_CLASSES_RESOURCE, e);
+        }
     }
 
     static String codeSourceLocation(String resource) {

@@ -28,11 +28,15 @@ import java.security.CodeSource;
 import java.security.ProtectionDomain;
 import java.security.cert.Certificate;
 import java.util.List;
+import java.util.Set;
 import java.util.function.Consumer;
 import java.util.jar.JarEntry;
+import java.util.jar.JarFile;
 import java.util.jar.JarOutputStream;
+import java.util.stream.Collectors;
 
 import jcuda.CudaException;
+import jcuda.driver.JCudaDriver;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -66,12 +70,17 @@ class JCudaCallSitesTest {
         }
     }
 
+    /**
+     * A "fat" jar of JCuda and a program together gives both the same code source: JCuda's classes are told by name,
+     * so a program's class is the program's even in one of JCuda's own packages.
+     */
     @Test
-    void inAJarOfJCudaAndAProgramTogetherOnlyJCudasPackagesAreJCudas() throws IOException {
+    void inAJarOfJCudaAndAProgramTogetherOnlyJCudasOwnClassesAreJCudas() throws IOException {
         Path jar = directory.resolve("application-with-jcuda.jar");
         try (OutputStream file = Files.newOutputStream(jar);
                 JarOutputStream entries = new JarOutputStream(file)) {
-            for (String entry : List.of(ProgramClasses.JCUDA_MARKER, "jcuda/samples/Sample.class")) {
+            for (String entry : List.of(
+                    ProgramClasses.JCUDA_MARKER, "jcuda/samples/Sample.class", "jcuda/driver/MyProgram.class")) {
                 entries.putNextEntry(new JarEntry(entry));
                 entries.closeEntry();
             }
@@ -81,11 +90,37 @@ class JCudaCallSitesTest {
         ProgramClasses classes = new ProgramClasses();
         try (URLClassLoader application = new URLClassLoader(new URL[] {location}, null)) {
             assertFalse(classes.isProgramClass(application, "jcuda/driver/CUdeviceptr", domain));
+            assertFalse(classes.isProgramClass(application, "jcuda/driver/JCudaDriver", domain));
+            assertFalse(classes.isProgramClass(application, "jcuda/JCudaVersion", domain));
             assertTrue(classes.isProgramClass(application, "jcuda/samples/Sample", domain));
+            assertTrue(classes.isProgramClass(application, "jcuda/driver/MyProgram", domain), "JCuda's package");
             assertTrue(classes.isProgramClass(application, "jcuda/driver/CUdeviceptr", null), "no code source");
         }
         assertFalse(classes.isProgramClass(null, "jcuda/samples/Sample", null), "the boot class path is the JDK's");
         assertFalse(classes.isProgramClass(loader, "org/vgpu/runtime/nativegpu/NativeGpu", null), "vgpu's own");
+    }
+
+    /** The list that names JCuda's classes is the JCuda jar's own classes, the jar vgpu is built and tested with. */
+    @Test
+    void theListOfJCudasClassesIsTheClassesOfJCudasJar() throws Exception {
+        Path jcudaJar = Path.of(JCudaDriver.class
+                .getProtectionDomain()
+                .getCodeSource()
+                .getLocation()
+                .toURI());
+        Set<String> inJar;
+        try (JarFile jar = new JarFile(jcudaJar.toFile())) {
+            inJar = jar.stream()
+                    .map(JarEntry::getName)
+                    .filter(name -> name.endsWith(".class"))
+                    .map(name -> name.substring(0, name.length() - ".class".length()))
+                    .collect(Collectors.toSet());
+        }
+        assertTrue(inJar.contains("jcuda/driver/JCudaDriver"), jcudaJar.toString());
+        assertEquals(
+                inJar,
+                ProgramClasses.JCUDA_CLASSES,
+                "src/main/resources/org/vgpu/job/jcuda/jcuda-classes.txt" + " lists the classes of " + jcudaJar);
     }
 
     @Test
@@ -170,6 +205,41 @@ class JCudaCallSitesTest {
                         .getMessage()
                         .startsWith("vgpu does not support the JCuda calls of jcudaprograms.Unresolvable.run, which"
                                 + " could not be redirected ("),
+                thrown.getCause().getMessage());
+    }
+
+    /**
+     * A call of one of JCuda's bindings of CUDA's libraries (here JCublas2's cublasCreate) would reach the node's
+     * cuBLAS with the vGPUs' addresses: it throws instead, naming the call and where it is made.
+     */
+    @Test
+    void aCallOfJCudasLibraryBindingsIsRefusedNamingTheCall() throws Exception {
+        String name = "jcudaprograms/CublasUser";
+        byte[] generated = ClassFile.of()
+                .build(
+                        ClassDesc.of(name.replace('/', '.')),
+                        type -> type.withMethodBody(
+                                "run",
+                                MethodTypeDesc.of(ConstantDescs.CD_int),
+                                ClassFile.ACC_PUBLIC | ClassFile.ACC_STATIC,
+                                code -> code.aconst_null()
+                                        .invokestatic(
+                                                ClassDesc.of("jcuda.jcublas.JCublas2"),
+                                                "cublasCreate",
+                                                MethodTypeDesc.of(
+                                                        ConstantDescs.CD_int,
+                                                        ClassDesc.of("jcuda.jcublas.cublasHandle")))
+                                        .ireturn()));
+
+        Class<?> program =
+                new RewrittenClassLoader(loader).define(name, sites.transform(loader, name, null, null, generated));
+
+        InvocationTargetException thrown = assertThrows(
+                InvocationTargetException.class, () -> program.getMethod("run").invoke(null));
+        assertInstanceOf(CudaException.class, thrown.getCause());
+        assertEquals(
+                "vgpu does not support jcuda.jcublas.JCublas2.cublasCreate (in jcudaprograms.CublasUser.run; JCuda's"
+                        + " bindings of CUDA's libraries do not run on vGPUs) under vgpu run; see README (JCuda programs)",
                 thrown.getCause().getMessage());
     }
 

@@ -29,6 +29,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
 import jcuda.CudaException;
+import jcuda.LogLevel;
 import jcuda.Pointer;
 import jcuda.driver.CUDA_MEMCPY2D;
 import jcuda.driver.CUdevice;
@@ -46,6 +47,7 @@ import jcuda.runtime.JCuda;
 import jcuda.runtime.cudaDeviceAttr;
 import jcuda.runtime.cudaDeviceProp;
 import jcuda.runtime.cudaError;
+import jcuda.runtime.cudaEvent_t;
 import jcuda.runtime.cudaLimit;
 import jcuda.runtime.cudaMemcpyKind;
 import jcuda.runtime.cudaStream_t;
@@ -616,6 +618,43 @@ class JCudaShimsTest {
                 CUresult.CUDA_ERROR_INVALID_VALUE,
                 JCudaDriverShim.cuStreamAddCallback(stream, (s, status, data) -> {}, null, 1),
                 "flags must be 0");
+    }
+
+    /**
+     * The runtime's queries answer as the driver's: cudaErrorNotReady while a host function queued on the stream has
+     * not run, success once it has; an event recorded after it is not ready until then either.
+     */
+    @Test
+    void theRuntimesStreamAndEventQueriesAnswerNotReadyUntilTheWorkBeforeThemIsDone() throws Exception {
+        JCudaSession.install(List.of(gpu));
+        cudaStream_t stream = new cudaStream_t();
+        assertEquals(0, JCudaRuntimeShim.cudaStreamCreate(stream));
+        cudaEvent_t event = new cudaEvent_t();
+        assertEquals(0, JCudaRuntimeShim.cudaEventCreate(event));
+        CountDownLatch release = new CountDownLatch(1);
+        assertEquals(0, JCudaRuntimeShim.cudaLaunchHostFunc(stream, userData -> awaitQuietly(release), null));
+        CompletableFuture<Integer> record =
+                CompletableFuture.supplyAsync(() -> JCudaRuntimeShim.cudaEventRecord(event, stream));
+
+        assertEquals(cudaError.cudaErrorNotReady, JCudaRuntimeShim.cudaStreamQuery(stream));
+        release.countDown();
+        assertEquals(0, record.get(10, TimeUnit.SECONDS));
+        assertEquals(0, JCudaRuntimeShim.cudaEventSynchronize(event));
+        assertEquals(cudaError.cudaSuccess, JCudaRuntimeShim.cudaEventQuery(event));
+        assertEquals(0, JCudaRuntimeShim.cudaStreamSynchronize(stream));
+        assertEquals(cudaError.cudaSuccess, JCudaRuntimeShim.cudaStreamQuery(stream));
+        assertEquals(cudaError.cudaErrorInvalidResourceHandle, JCudaRuntimeShim.cudaEventQuery(new cudaEvent_t()));
+    }
+
+    /** JCuda's pure helpers answer as JCuda's: the log level has nothing to set, align rounds up. */
+    @Test
+    void jcudasLogLevelAndAlignHelpersAreServed() {
+        JCudaDriverShim.setLogLevel(LogLevel.LOG_DEBUG);
+        JCudaRuntimeShim.setLogLevel(LogLevel.LOG_DEBUG);
+        JNvrtcShim.setLogLevel(LogLevel.LOG_DEBUG);
+        assertEquals(16, JCudaDriverShim.align(13, 8));
+        assertEquals(16, JCudaDriverShim.align(16, 8));
+        assertEquals(24, JCudaDriverShim.align(21, 4));
     }
 
     private static void awaitQuietly(CountDownLatch latch) {
