@@ -702,17 +702,20 @@ class CallSurfaceProcessorTest {
 
     @Test
     void aDestroyingCallTakesOneHandleAndReturnsNothing() throws IOException {
-        Compilation compilation =
-                compileOneToOne("", ONE_TO_ONE.get("api/Device.java").replace("    void local();", """
-                            @RemoteCall(opcode = 0x0030, kind = Call.Kind.SYNC, destroys = true)
+        assertReadMarkedRefused(
+                "destroys", "a call that destroys takes the one handle it destroys and returns nothing");
+    }
+
+    /** A call {@code int read(Handle, int)} marked {@code @RemoteCall(..., attribute = true)} fails the build with {@code error}. */
+    private void assertReadMarkedRefused(String attribute, String error) throws IOException {
+        Compilation compilation = compileOneToOne(
+                "", ONE_TO_ONE.get("api/Device.java").replace("    void local();", """
+                            @RemoteCall(opcode = 0x0030, kind = Call.Kind.SYNC, %s = true)
                             int read(Handle handle, int offset);
                             void local();
-                        """));
+                        """.formatted(attribute)));
         assertFalse(compilation.success);
-        assertTrue(
-                compilation.errors.contains(
-                        "a call that destroys takes the one handle it destroys and returns nothing"),
-                compilation.errors.toString());
+        assertTrue(compilation.errors.contains(error), compilation.errors.toString());
     }
 
     @Test
@@ -799,17 +802,8 @@ class CallSurfaceProcessorTest {
 
     @Test
     void aCreatingCallReturnsAHandle() throws IOException {
-        Compilation compilation =
-                compileOneToOne("", ONE_TO_ONE.get("api/Device.java").replace("    void local();", """
-                            @RemoteCall(opcode = 0x0030, kind = Call.Kind.SYNC, creates = true)
-                            int read(Handle handle, int offset);
-                            void local();
-                        """));
-        assertFalse(compilation.success);
-        assertTrue(
-                compilation.errors.contains(
-                        "a call that creates returns the handle of what it creates, and destroys nothing"),
-                compilation.errors.toString());
+        assertReadMarkedRefused(
+                "creates", "a call that creates returns the handle of what it creates, and destroys nothing");
     }
 
     @Test
