@@ -234,7 +234,14 @@ final class WireSurfaceReader {
                                 + " returns the backend's object of what the call creates, a type variable, not "
                                 + primitive.getReturnType());
             } else {
-                fields.add(createdAt(fields), createdId(method, result, primitive.getReturnType(), codecs));
+                Field id = createdId(method, result, primitive.getReturnType(), codecs);
+                if (fields.stream().anyMatch(operand -> operand.name().equals(id.name()))) {
+                    diagnostics.error(
+                            method,
+                            "the id the client chooses for what the call creates travels as " + id.name()
+                                    + ", the name of another of its fields: rename that parameter");
+                }
+                fields.add(createdAt(fields), id);
             }
         } else if (!env.getTypeUtils().isSameType(primitive.getReturnType(), result)) {
             diagnostics.error(

@@ -801,6 +801,27 @@ class CallSurfaceProcessorTest {
     }
 
     @Test
+    void aCreatingCallsIdTakesNoNameOfAnotherField() throws IOException {
+        Compilation compilation = compileOneToOne(
+                "",
+                ONE_TO_ONE.get("api/Device.java").replace("    void local();", """
+                            @RemoteCall(opcode = 0x0031, kind = Call.Kind.ASYNC, creates = true)
+                            Handle make(Handle handle);
+                            void local();
+                        """),
+                ONE_TO_ONE.get("api/Validating.java").replace("    public void local() {}", """
+                            protected abstract S doMake(S handle);
+                            public Handle make(Handle handle) { doMake(null); return null; }
+                            public void local() {}
+                        """));
+        assertFalse(compilation.success);
+        assertTrue(
+                compilation.errors.contains("the id the client chooses for what the call creates travels as"
+                        + " handleId, the name of another of its fields: rename that parameter"),
+                compilation.errors.toString());
+    }
+
+    @Test
     void aCreatingCallReturnsAHandle() throws IOException {
         assertReadMarkedRefused(
                 "creates", "a call that creates returns the handle of what it creates, and destroys nothing");
