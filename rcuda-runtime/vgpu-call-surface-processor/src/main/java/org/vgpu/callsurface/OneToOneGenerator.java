@@ -44,7 +44,12 @@ import org.vgpu.callsurface.WireTable.Names;
  *
  * A call that destroys its handle's object ({@code @RemoteCall(destroys = true)}) adds two hooks: the
  * client's primitive sends nothing while {@code closing()}, and the worker, once the call succeeded,
- * forgets the id ({@code forgetStream(int)} for a {@code StreamHandle}).
+ * forgets the id ({@code forgetStream(int)} for a {@code StreamHandle}). A call that creates the object
+ * of the handle it returns ({@code creates = true}) adds three: the client's primitive sends the id
+ * {@code newId()} gives and returns, without waiting for a result, the backend object
+ * {@code createdStream(int)} makes of it; the worker registers the handle its call returned under that
+ * id ({@code registerStream(int, StreamHandle)}) and, when that fails, destroys the handle again with
+ * the API's destroying call for its type.
  *
  * The client frames through a {@code WorkerConnection} of its package ({@code send(Request)},
  * {@code call(Request, Function<ByteBuf, T>)}) and the surface package's {@code ReplyDecoder}
@@ -151,7 +156,7 @@ final class OneToOneGenerator {
         Map<String, String> wireIds = new LinkedHashMap<>();
         for (Frame call : calls) {
             call.fields().stream()
-                    .filter(f -> f.handle() != null)
+                    .filter(f -> f.handle() != null && f.parameter() != null)
                     .forEach(f -> wireIds.putIfAbsent(hook(f.handle()) + "Id", f.handleVariable()));
         }
         List<String> variables = ends.validation().getTypeParameters().stream()
@@ -199,6 +204,17 @@ final class OneToOneGenerator {
             out.line("    /** The id on the wire of a handle whose backend object here is {@code handle}. */");
             out.line("    abstract int " + wireId.getKey() + "(" + wireId.getValue() + " handle);");
         }
+        List<Field> created = createdFields(calls);
+        if (!created.isEmpty()) {
+            out.blank();
+            out.line("    /** An id for an object the worker is asked to create, which this session has not used. */");
+            out.line("    abstract int newId();");
+        }
+        for (Field field : created) {
+            out.blank();
+            out.line("    /** The backend object here of what the worker creates under the id {@code id}. */");
+            out.line("    abstract " + field.handleVariable() + " " + createdHook(field.handle()) + "(int id);");
+        }
         for (Frame call : calls) {
             ExecutableElement primitive = call.oneToOne().primitive();
             List<String> parameters = new ArrayList<>();
@@ -206,22 +222,33 @@ final class OneToOneGenerator {
             if (call.kind().mayBeAsync) {
                 arguments.add("true");
             }
-            for (int i = 0; i < call.fields().size(); i++) {
-                Field field = call.fields().get(i);
-                TypeMirror type = primitive.getParameters().get(i).asType();
+            int operand = 0;
+            for (Field field : call.fields()) {
+                if (field.parameter() == null) {
+                    arguments.add(field.name());
+                    continue;
+                }
+                TypeMirror type = primitive.getParameters().get(operand++).asType();
                 parameters.add(out.type(type) + " " + field.parameter());
                 arguments.add(
                         field.handle() != null
                                 ? hook(field.handle()) + "Id(" + field.parameter() + ")"
                                 : field.parameter());
             }
+            Field createdId = call.oneToOne().created(call.fields());
             String request =
                     "(encoder, requestId) -> encoder." + call.method() + "(" + String.join(", ", arguments) + ")";
             out.blank();
             out.line("    /** {@link " + names.pkg() + "." + names.opcodes() + "#" + call.constant() + "}. */");
             out.line("    @Override");
-            out.line("    protected final " + out.type(call.oneToOne().result()) + " " + primitive.getSimpleName() + "("
+            String returned = createdId != null
+                    ? createdId.handleVariable()
+                    : out.type(call.oneToOne().result());
+            out.line("    protected final " + returned + " " + primitive.getSimpleName() + "("
                     + String.join(", ", parameters) + ") {");
+            if (createdId != null) {
+                out.line("        int " + createdId.name() + " = newId();");
+            }
             String indent = "        ";
             if (call.oneToOne().destroys()) {
                 out.line("        if (!closing()) {");
@@ -237,6 +264,9 @@ final class OneToOneGenerator {
             }
             if (call.oneToOne().destroys()) {
                 out.line("        }");
+            }
+            if (createdId != null) {
+                out.line("        return " + createdHook(createdId.handle()) + "(" + createdId.name() + ");");
             }
             out.line("    }");
         }
@@ -260,7 +290,7 @@ final class OneToOneGenerator {
                     .getQualifiedName()
                     .toString());
             for (Field field : call.fields()) {
-                if (field.handle() != null) {
+                if (field.handle() != null && field.parameter() != null) {
                     handles.put(hook(field.handle()), field.handle());
                 }
             }
@@ -301,11 +331,23 @@ final class OneToOneGenerator {
                     "    /** The client's id {@code id} no longer stands for a handle of this session: its object is destroyed. */");
             out.line("    abstract void " + destroyed + "(int id);");
         }
+        for (Field created : createdFields(calls)) {
+            out.blank();
+            out.line("    /**");
+            out.line(
+                    "     * The client's id {@code id} stands for {@code handle}, just created, from now on in this session;");
+            out.line(
+                    "     * CUDA_ERROR_INVALID_VALUE, and nothing registered, when it cannot (it stands for another already).");
+            out.line("     */");
+            out.line("    abstract void " + registerHook(created.handle()) + "(int id, " + out.type(created.handle())
+                    + " handle);");
+        }
         for (Frame call : calls) {
             String fields = call.fields().stream()
                     .map(f -> ", " + out.type(f.type()) + " " + f.name())
                     .collect(Collectors.joining());
             String arguments = call.fields().stream()
+                    .filter(f -> f.parameter() != null)
                     .sorted(Comparator.comparingInt(Field::position))
                     .map(f -> f.handle() != null ? hook(f.handle()) + "(" + f.name() + ")" : f.name())
                     .collect(Collectors.joining(", "));
@@ -319,11 +361,17 @@ final class OneToOneGenerator {
                 out.line("        }");
             }
             out.line("        try {");
+            Field createdId = call.oneToOne().created(call.fields());
+            if (createdId != null) {
+                writeRegistration(out, createdId, invocation, calls);
+            }
             if (call.oneToOne().returns()) {
                 out.line("            " + out.type(call.oneToOne().result()) + " result = " + invocation);
                 out.line("            reply()." + call.method() + "(frame.requestId(), result);");
             } else {
-                out.line("            " + invocation);
+                if (createdId == null) {
+                    out.line("            " + invocation);
+                }
                 if (call.oneToOne().destroys()) {
                     Field destroyed = call.fields().getFirst();
                     out.line("            " + forget(destroyed.handle()) + "(" + destroyed.name() + ");");
@@ -345,6 +393,60 @@ final class OneToOneGenerator {
         return out.toSource(names.origin());
     }
 
+    /**
+     * A creation's call on the worker, and the registration of the handle it returned under the client's
+     * id; a failed registration destroys the handle again, when the API has a destroying call for its type.
+     */
+    private static void writeRegistration(SourceWriter out, Field createdId, String invocation, List<Frame> calls) {
+        String register = registerHook(createdId.handle()) + "(" + createdId.name() + ", created);";
+        out.line("            " + out.type(createdId.handle()) + " created = " + invocation);
+        Frame destroying = calls.stream()
+                .filter(other -> other.oneToOne().destroys()
+                        && other.fields()
+                                .getFirst()
+                                .handle()
+                                .toString()
+                                .equals(createdId.handle().toString()))
+                .findFirst()
+                .orElse(null);
+        if (destroying == null) {
+            out.line("            " + register);
+            return;
+        }
+        out.line("            try {");
+        out.line("                " + register);
+        out.line("            } catch (RuntimeException taken) {");
+        out.line("                try {");
+        out.line("                    gpu()." + destroying.method() + "(created);");
+        out.line("                } catch (RuntimeException undo) {");
+        out.line("                    taken.addSuppressed(undo);");
+        out.line("                }");
+        out.line("                throw taken;");
+        out.line("            }");
+    }
+
+    /** The id fields of the creations, one per handle type some call creates. */
+    private static List<Field> createdFields(List<Frame> calls) {
+        Map<String, Field> created = new LinkedHashMap<>();
+        for (Frame call : calls) {
+            Field field = call.oneToOne().created(call.fields());
+            if (field != null) {
+                created.putIfAbsent(field.handle().toString(), field);
+            }
+        }
+        return List.copyOf(created.values());
+    }
+
+    /** StreamHandle -> createdStream: the client's hook that makes the backend object of a created handle. */
+    private static String createdHook(TypeMirror handle) {
+        return "created" + WireTable.capitalized(hook(handle));
+    }
+
+    /** StreamHandle -> registerStream: the worker's hook that registers a created handle under the client's id. */
+    private static String registerHook(TypeMirror handle) {
+        return "register" + WireTable.capitalized(hook(handle));
+    }
+
     /** The worker's hooks that forget a destroyed handle's id, one per handle type some call destroys. */
     private static List<String> destroyedHooks(List<Frame> calls) {
         return calls.stream()
@@ -356,17 +458,12 @@ final class OneToOneGenerator {
 
     /** StreamHandle -> forgetStream: the worker's hook that forgets the id of a destroyed handle of that type. */
     private static String forget(TypeMirror handle) {
-        String hook = hook(handle);
-        return "forget" + Character.toUpperCase(hook.charAt(0)) + hook.substring(1);
+        return "forget" + WireTable.capitalized(hook(handle));
     }
 
     /** StreamHandle -> stream: the worker's hook that turns an id into that handle. */
     private static String hook(TypeMirror handle) {
-        String simple = handle.toString().substring(handle.toString().lastIndexOf('.') + 1);
-        String base = simple.endsWith("Handle") && simple.length() > "Handle".length()
-                ? simple.substring(0, simple.length() - "Handle".length())
-                : simple;
-        return Character.toLowerCase(base.charAt(0)) + base.substring(1);
+        return WireTable.handleName(handle);
     }
 
     private static String packageOf(String qualifiedName) {

@@ -55,7 +55,10 @@ final class WireSurfaceReader {
             "chunkLength",
             "encoder",
             "result",
-            "failure");
+            "failure",
+            "created",
+            "taken",
+            "undo");
 
     private final ProcessingEnvironment env;
     private final SurfaceDiagnostics diagnostics;
@@ -163,10 +166,16 @@ final class WireSurfaceReader {
                     "a one-to-one call is ASYNC, SYNC or SYNCHRONIZING; a " + kind + " call is written by hand");
         } else if (synchronizing != (kind == Kind.SYNCHRONIZING)) {
             diagnostics.error(method, "a @Synchronizing call is SYNCHRONIZING on the wire, and only such a call is");
-        } else if (kind == Kind.ASYNC && result.getKind() != TypeKind.VOID) {
-            diagnostics.error(method, "an ASYNC call has no result to answer");
         }
         boolean destroys = (Boolean) Mirrors.value(env.getElementUtils(), call, "destroys");
+        boolean creates = (Boolean) Mirrors.value(env.getElementUtils(), call, "creates");
+        if (kind == Kind.ASYNC && result.getKind() != TypeKind.VOID && !creates) {
+            diagnostics.error(method, "an ASYNC call has no result to answer");
+        }
+        if (creates && (destroys || !isHandle(result, codecs))) {
+            diagnostics.error(
+                    method, "a call that creates returns the handle of what it creates, and destroys nothing");
+        }
         if (destroys
                 && (method.getParameters().size() != 1
                         || result.getKind() != TypeKind.VOID
@@ -217,14 +226,31 @@ final class WireSurfaceReader {
                         null));
             }
         }
-        if (!env.getTypeUtils().isSameType(primitive.getReturnType(), result)) {
+        if (creates) {
+            if (primitive.getReturnType().getKind() != TypeKind.TYPEVAR) {
+                diagnostics.error(
+                        method,
+                        validation.getSimpleName() + "." + primitive.getSimpleName()
+                                + " returns the backend's object of what the call creates, a type variable, not "
+                                + primitive.getReturnType());
+            } else {
+                Field id = createdId(method, result, primitive.getReturnType(), codecs);
+                if (fields.stream().anyMatch(operand -> operand.name().equals(id.name()))) {
+                    diagnostics.error(
+                            method,
+                            "the id the client chooses for what the call creates travels as " + id.name()
+                                    + ", the name of another of its fields: rename that parameter");
+                }
+                fields.add(createdAt(fields), id);
+            }
+        } else if (!env.getTypeUtils().isSameType(primitive.getReturnType(), result)) {
             diagnostics.error(
                     method,
                     validation.getSimpleName() + "." + primitive.getSimpleName() + " returns "
                             + primitive.getReturnType() + ", not " + result);
         }
-        OneToOne oneToOne = new OneToOne(method, primitive, result, null, null, null, destroys);
-        if (result.getKind() != TypeKind.VOID) {
+        OneToOne oneToOne = new OneToOne(method, primitive, result, null, null, null, destroys, creates);
+        if (result.getKind() != TypeKind.VOID && !creates) {
             String codec = codecOf(result, codecs);
             ExecutableElement reader = codecs.get("read" + codec);
             ExecutableElement writer = codecs.get("write" + codec);
@@ -244,9 +270,39 @@ final class WireSurfaceReader {
                                 + "(ByteBuf) (or (ByteBuf, Class) for an interface's codec) and write" + codec
                                 + " methods in the surface's codecs class");
             }
-            oneToOne = new OneToOne(method, primitive, result, codec, reader, writer, destroys);
+            oneToOne = new OneToOne(method, primitive, result, codec, reader, writer, destroys, creates);
         }
         return new Frame(method, constantName(name), code, true, kind, false, name, fields, oneToOne);
+    }
+
+    /** Where a creation's request carries the id the client chose: after the handles the call takes. */
+    private static int createdAt(List<Field> operands) {
+        int at = 0;
+        for (int i = 0; i < operands.size(); i++) {
+            if (operands.get(i).handle() != null) {
+                at = i + 1;
+            }
+        }
+        return at;
+    }
+
+    /** The int32 field, named after the handle ({@code streamId}), carrying the id the client chose for what a call creates. */
+    private Field createdId(
+            ExecutableElement method, TypeMirror handle, TypeMirror backend, Map<String, ExecutableElement> codecs) {
+        Field id = field(
+                method,
+                WireTable.handleName(handle) + "Id",
+                "Int32",
+                env.getTypeUtils().getPrimitiveType(TypeKind.INT),
+                codecs,
+                false);
+        return new Field(
+                id.name(), id.type(), id.reader(), id.writer(), id.checker(), null, -1, handle, backend.toString());
+    }
+
+    /** Whether {@code type} is a handle: a declared type without a codec, which travels as its int32 id. */
+    private boolean isHandle(TypeMirror type, Map<String, ExecutableElement> codecs) {
+        return type.getKind() == TypeKind.DECLARED && !codecs.containsKey("read" + codecOf(type, codecs));
     }
 
     /**
@@ -292,7 +348,7 @@ final class WireSurfaceReader {
     /** Whether a call's parameter of type {@code parameter} can be a primitive's operand of type {@code operand}. */
     private boolean fits(TypeMirror parameter, TypeMirror operand, Map<String, ExecutableElement> codecs) {
         if (operand.getKind() == TypeKind.TYPEVAR) {
-            return parameter.getKind() == TypeKind.DECLARED && !codecs.containsKey("read" + codecOf(parameter, codecs));
+            return isHandle(parameter, codecs);
         }
         return env.getTypeUtils().isSameType(parameter, operand);
     }
@@ -357,9 +413,9 @@ final class WireSurfaceReader {
         return field(parameter, parameter.getSimpleName().toString(), codec, parameter.asType(), codecs, trailing);
     }
 
-    /** The field {@code name} of {@code type}, carrying {@code parameter} through {@code codec}. */
+    /** The field {@code name} of {@code type}, carrying {@code parameter} (or, for a created id, its call's) through {@code codec}. */
     private Field field(
-            VariableElement parameter,
+            Element parameter,
             String name,
             String codec,
             TypeMirror type,

@@ -334,9 +334,11 @@ final class WireSurfaceWriter {
             return env.getElementUtils().getDocComment(frame.element());
         }
         String body = frame.fields().stream()
-                .map(f -> f.handle() != null
-                        ? "int32 " + words(f.parameter()) + " id"
-                        : layout(defaultCodec(f.type())) + " " + words(f.parameter()))
+                .map(f -> f.parameter() == null
+                        ? "int32 " + words(f.name()) + " (chosen by the client)"
+                        : f.handle() != null
+                                ? "int32 " + words(f.parameter()) + " id"
+                                : layout(defaultCodec(f.type())) + " " + words(f.parameter()))
                 .collect(Collectors.joining(", "));
         String call = ((TypeElement) frame.element().getEnclosingElement()).getQualifiedName() + "#" + frame.method();
         return " One to one: {@link " + call + "}. " + (body.isEmpty() ? "Empty" : "{@code " + body + "}")

@@ -44,7 +44,8 @@ final class WireTable {
      * one-to-one call's field: the API parameter it carries and that parameter's position in the
      * call (the fields follow the primitive's order, which may differ) and, when it is a handle, the
      * handle's type (the field is then its int32 id) and the validation class's type variable for its
-     * backend object.
+     * backend object. The field of a creation that carries the id the client chose for the new object
+     * has a handle but no parameter (position -1).
      */
     record Field(
             String name,
@@ -68,8 +69,9 @@ final class WireTable {
 
     /**
      * What a one-to-one call adds to its frame: the API method, the validation class's primitive it
-     * reaches, its result's type and codec (none for {@code void}), and whether it destroys its one
-     * handle's object ({@code @RemoteCall(destroys = true)}).
+     * reaches, its result's type and codec (none for {@code void}, nor for a creation, whose result
+     * does not travel), whether it destroys its one handle's object ({@code @RemoteCall(destroys =
+     * true)}) and whether it creates the object of the handle it returns ({@code creates = true}).
      */
     record OneToOne(
             ExecutableElement call,
@@ -78,9 +80,21 @@ final class WireTable {
             String resultCodec,
             ExecutableElement resultReader,
             ExecutableElement resultWriter,
-            boolean destroys) {
+            boolean destroys,
+            boolean creates) {
+        /** Whether the OK reply carries the result. */
         boolean returns() {
-            return result.getKind() != TypeKind.VOID;
+            return !creates && result.getKind() != TypeKind.VOID;
+        }
+
+        /** The field of a creation's request that carries the id the client chose; null for another call. */
+        Field created(List<Field> fields) {
+            return creates
+                    ? fields.stream()
+                            .filter(f -> f.parameter() == null)
+                            .findFirst()
+                            .orElse(null)
+                    : null;
         }
     }
 
@@ -114,6 +128,20 @@ final class WireTable {
         String origin() {
             return surface.getQualifiedName().toString();
         }
+    }
+
+    /** StreamHandle -> stream: how the hooks of a handle type are named ({@code stream(int)}, {@code streamId(S)}). */
+    static String handleName(TypeMirror handle) {
+        String simple = handle.toString().substring(handle.toString().lastIndexOf('.') + 1);
+        String base = simple.endsWith("Handle") && simple.length() > "Handle".length()
+                ? simple.substring(0, simple.length() - "Handle".length())
+                : simple;
+        return Character.toLowerCase(base.charAt(0)) + base.substring(1);
+    }
+
+    /** stream -> Stream. */
+    static String capitalized(String name) {
+        return Character.toUpperCase(name.charAt(0)) + name.substring(1);
     }
 
     /** memAllocAt -> MEM_ALLOC_AT. */

@@ -702,17 +702,129 @@ class CallSurfaceProcessorTest {
 
     @Test
     void aDestroyingCallTakesOneHandleAndReturnsNothing() throws IOException {
-        Compilation compilation =
-                compileOneToOne("", ONE_TO_ONE.get("api/Device.java").replace("    void local();", """
-                            @RemoteCall(opcode = 0x0030, kind = Call.Kind.SYNC, destroys = true)
+        assertReadMarkedRefused(
+                "destroys", "a call that destroys takes the one handle it destroys and returns nothing");
+    }
+
+    /** A call {@code int read(Handle, int)} marked {@code @RemoteCall(..., attribute = true)} fails the build with {@code error}. */
+    private void assertReadMarkedRefused(String attribute, String error) throws IOException {
+        Compilation compilation = compileOneToOne(
+                "", ONE_TO_ONE.get("api/Device.java").replace("    void local();", """
+                            @RemoteCall(opcode = 0x0030, kind = Call.Kind.SYNC, %s = true)
                             int read(Handle handle, int offset);
                             void local();
+                        """.formatted(attribute)));
+        assertFalse(compilation.success);
+        assertTrue(compilation.errors.contains(error), compilation.errors.toString());
+    }
+
+    @Test
+    void aCreatingCallSendsTheIdTheClientChoseAndTheWorkerRegistersItsHandleUnderIt() throws IOException {
+        Compilation compilation = compileOneToOne(
+                "",
+                ONE_TO_ONE.get("api/Device.java").replace("    void local();", """
+                            @RemoteCall(opcode = 0x0030, kind = Call.Kind.ASYNC, destroys = true)
+                            void drop(Handle handle);
+                            @RemoteCall(opcode = 0x0031, kind = Call.Kind.ASYNC, creates = true)
+                            Handle make(Handle from, long size);
+                            void local();
+                        """),
+                ONE_TO_ONE.get("api/Validating.java").replace("    public void local() {}", """
+                            protected abstract void doDrop(S handle);
+                            protected abstract S doMake(S from, long size);
+                            public void drop(Handle handle) { doDrop(null); }
+                            public Handle make(Handle from, long size) { doMake(null, size); return null; }
+                            public void local() {}
+                        """));
+        String opcodes = Files.readString(compilation.generated.resolve("wire/Opcode.java"));
+        assertTrue(
+                opcodes.contains("{@code int32 from id, int32 handle id (chosen by the client), int64 size}."),
+                "the chosen id follows the handles the call takes, and the result does not travel:\n" + opcodes);
+        String client = Files.readString(compilation.generated.resolve("client/ClientCalls.java"));
+        assertTrue(
+                client.contains("    abstract int newId();")
+                        && client.contains("    abstract S createdHandle(int id);")
+                        && client.contains("protected final S doMake(S from, long size) {\n"
+                                + "        int handleId = newId();\n"
+                                + "        connection().send((encoder, requestId) -> encoder.make(requestId, true,"
+                                + " handleId(from), handleId, size));\n"
+                                + "        return createdHandle(handleId);\n"
+                                + "    }"),
+                "the client sends the id it chose and makes its object of it without waiting:\n" + client);
+        String worker = Files.readString(compilation.generated.resolve("worker/WorkerCalls.java"));
+        assertTrue(
+                worker.contains("    abstract void registerHandle(int id, Handle handle);")
+                        && worker.contains(
+                                "public final void make(Frame frame, int fromId, int handleId, long size) {\n"
+                                        + "        try {\n"
+                                        + "            Handle created = gpu().make(handle(fromId), size);\n"
+                                        + "            try {\n"
+                                        + "                registerHandle(handleId, created);\n"
+                                        + "            } catch (RuntimeException taken) {\n"
+                                        + "                try {\n"
+                                        + "                    gpu().drop(created);\n"
+                                        + "                } catch (RuntimeException undo) {\n"
+                                        + "                    taken.addSuppressed(undo);\n"
+                                        + "                }\n"
+                                        + "                throw taken;\n"
+                                        + "            }\n"
+                                        + "            if (!frame.isAsync()) {"),
+                "the worker registers the new handle under the client's id and destroys it when that fails:\n"
+                        + worker);
+    }
+
+    @Test
+    void aCreatingCallWhoseHandlesNoCallDestroysRegistersItsHandleAlone() throws IOException {
+        Compilation compilation = compileOneToOne(
+                "",
+                ONE_TO_ONE.get("api/Device.java").replace("    void local();", """
+                            @RemoteCall(opcode = 0x0031, kind = Call.Kind.SYNC, creates = true)
+                            Handle make(Handle from, long size);
+                            void local();
+                        """),
+                ONE_TO_ONE.get("api/Validating.java").replace("    public void local() {}", """
+                            protected abstract S doMake(S from, long size);
+                            public Handle make(Handle from, long size) { doMake(null, size); return null; }
+                            public void local() {}
+                        """));
+        String worker = Files.readString(compilation.generated.resolve("worker/WorkerCalls.java"));
+        assertTrue(
+                worker.contains("            Handle created = gpu().make(handle(fromId), size);\n"
+                        + "            registerHandle(handleId, created);\n"
+                        + "            reply().ok(frame.requestId());\n"),
+                "nothing to destroy, and a synchronous creation is answered OK without its result:\n" + worker);
+        String client = Files.readString(compilation.generated.resolve("client/ClientCalls.java"));
+        assertTrue(
+                client.contains("handleId(from), handleId, size), ReplyDecoder::empty);\n"
+                        + "        return createdHandle(handleId);"),
+                "a synchronous creation waits for its OK:\n" + client);
+    }
+
+    @Test
+    void aCreatingCallsIdTakesNoNameOfAnotherField() throws IOException {
+        Compilation compilation = compileOneToOne(
+                "",
+                ONE_TO_ONE.get("api/Device.java").replace("    void local();", """
+                            @RemoteCall(opcode = 0x0031, kind = Call.Kind.ASYNC, creates = true)
+                            Handle make(Handle handle);
+                            void local();
+                        """),
+                ONE_TO_ONE.get("api/Validating.java").replace("    public void local() {}", """
+                            protected abstract S doMake(S handle);
+                            public Handle make(Handle handle) { doMake(null); return null; }
+                            public void local() {}
                         """));
         assertFalse(compilation.success);
         assertTrue(
-                compilation.errors.contains(
-                        "a call that destroys takes the one handle it destroys and returns nothing"),
+                compilation.errors.contains("the id the client chooses for what the call creates travels as"
+                        + " handleId, the name of another of its fields: rename that parameter"),
                 compilation.errors.toString());
+    }
+
+    @Test
+    void aCreatingCallReturnsAHandle() throws IOException {
+        assertReadMarkedRefused(
+                "creates", "a call that creates returns the handle of what it creates, and destroys nothing");
     }
 
     @Test

@@ -100,8 +100,6 @@ class CallCostTest {
                 + " it in its handle table, and a migration recreates it on the target";
         exempt.put("moduleLoadData", created + " (from the module image it keeps)");
         exempt.put("moduleGetFunction", created + " (the worker answers the kernel's parameter sizes)");
-        exempt.put("streamCreate", created);
-        exempt.put("eventCreate", created);
         exempt.put(
                 "streamSynchronize",
                 "the client answers it without a request when the stream ends in a copy to the host");

@@ -36,7 +36,7 @@ import org.vgpu.runtime.api.surface.Synchronizing;
  * agent's gated forwarder; {@link Synchronizing} marks the calls that report such errors.
  * {@link RemoteCall} marks the calls a remote worker serves one to one (the operands travel, the
  * worker makes the same call, the result comes back) with their opcode and kind, and whether they
- * destroy their handle's object: both ends of those are generated too (see {@code RemoteCalls}, which lists the remote protocol's other requests).
+ * destroy their handle's object or create one: both ends of those are generated too (see {@code RemoteCalls}, which lists the remote protocol's other requests).
  * {@link ReplayedSetting} marks the calls that set a value of the context, or of a module's function,
  * that a migration sets again on its target: the agent's gated forwarder records them.
  * Adding such a call takes this interface, its checks in {@code AbstractVirtualGpu} and its meaning
@@ -279,6 +279,7 @@ public interface VirtualGpu extends AutoCloseable {
 
     // ---- streams, events, synchronization
 
+    @RemoteCall(opcode = 0x0070, kind = ASYNC, creates = true)
     StreamHandle streamCreate();
 
     @Synchronizing
@@ -305,6 +306,7 @@ public interface VirtualGpu extends AutoCloseable {
     @RemoteCall(opcode = 0x0074, kind = SYNCHRONIZING)
     boolean streamQuery(StreamHandle stream);
 
+    @RemoteCall(opcode = 0x0080, kind = ASYNC, creates = true)
     EventHandle eventCreate();
 
     @RemoteCall(opcode = 0x0081, kind = ASYNC)

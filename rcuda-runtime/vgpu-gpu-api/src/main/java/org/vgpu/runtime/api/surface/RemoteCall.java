@@ -15,9 +15,10 @@ import java.lang.annotation.Target;
  *
  * <p>A call that {@link #destroys} its handle's object is one to one with two additions: the client
  * sends nothing while its vGPU closes (the worker frees everything at the session's end), and the
- * worker forgets the id once the call succeeded. A call whose remote form is anything else (its data
- * in chunks, ids chosen by the client, arguments packed, a shortcut on the client) is a hand-written
- * {@link Call} of the surface instead.
+ * worker forgets the id once the call succeeded. A call that {@link #creates} the object of a handle
+ * travels with the id the client chose for it, so that creating never waits for the worker. A call
+ * whose remote form is anything else (its data in chunks, arguments packed, a shortcut on the
+ * client) is a hand-written {@link Call} of the surface instead.
  * Kept in the class file: the surface, compiled in another module than this API, reads it there.
  */
 @Retention(RetentionPolicy.CLASS)
@@ -38,4 +39,14 @@ public @interface RemoteCall {
      * succeeded, forgets the client's id for it. Such a call takes that one handle and returns nothing.
      */
     boolean destroys() default false;
+
+    /**
+     * Whether the call creates the object of the handle it returns ({@code cuStreamCreate}). Its
+     * request carries, after the handles the call takes and before its other operands, the id the
+     * client chose for the object: the client's primitive takes a fresh id and turns it into its
+     * backend object without waiting, and the worker registers the handle its call returned under that
+     * id, destroying it again (through the API's destroying call for that handle, if there is one)
+     * when the id stands for a handle already. The result itself does not travel.
+     */
+    boolean creates() default false;
 }

@@ -197,6 +197,20 @@ final class RequestHandler extends OneToOneWorkerCalls {
         handles.events.remove(id);
     }
 
+    /** Stream id 0 is the default stream, which no created stream can take. */
+    @Override
+    void registerStream(int id, StreamHandle handle) {
+        if (id == StreamHandle.DEFAULT.id()) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "stream id 0 is the default stream");
+        }
+        SessionHandles.register(handles.streams, id, "stream", handle);
+    }
+
+    @Override
+    void registerEvent(int id, EventHandle handle) {
+        SessionHandles.register(handles.events, id, "event", handle);
+    }
+
     @Override
     public void memGetInfo(Frame frame) {
         try {
@@ -321,36 +335,7 @@ final class RequestHandler extends OneToOneWorkerCalls {
     // ---- streams, events, synchronization
 
     @Override
-    public void streamCreate(Frame frame, int streamId) {
-        execute(frame, () -> {
-            if (streamId == StreamHandle.DEFAULT.id()) {
-                throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "stream id 0 is the default stream");
-            }
-            StreamHandle stream = gpu().streamCreate();
-            try {
-                SessionHandles.register(handles.streams, streamId, "stream", stream);
-            } catch (VgpuException e) {
-                gpu.streamDestroy(stream);
-                throw e;
-            }
-        });
-    }
-
-    @Override
     public void streamSynchronize(Frame frame, int streamId) {
         execute(frame, () -> gpu().streamSynchronize(handles.stream(streamId)));
-    }
-
-    @Override
-    public void eventCreate(Frame frame, int eventId) {
-        execute(frame, () -> {
-            EventHandle event = gpu().eventCreate();
-            try {
-                SessionHandles.register(handles.events, eventId, "event", event);
-            } catch (VgpuException e) {
-                gpu.eventDestroy(event);
-                throw e;
-            }
-        });
     }
 }

@@ -267,6 +267,30 @@ class GpuWorkerTest {
     }
 
     @Test
+    void anIdTheClientChoseTwiceOrTheDefaultStreamsIsRefusedAndTheFirstKeepsItsObject() {
+        startWorker(Duration.ofSeconds(10));
+        try (RawClient client = connect()) {
+            client.hello(1, TOKEN, WINDOW).read();
+            client.send(e -> {
+                e.streamCreate(2, false, 7);
+                e.streamCreate(3, false, 7);
+                e.streamCreate(4, false, 0);
+                e.eventCreate(5, false, 9);
+                e.eventCreate(6, false, 9);
+                e.eventRecord(7, false, 9, 7);
+                e.streamSynchronize(8, 7);
+            });
+            assertEquals("#2 ok 0 bytes", client.read());
+            assertEquals("#3 error CUDA_ERROR_INVALID_VALUE: stream id 7 is already in use", client.read());
+            assertEquals("#4 error CUDA_ERROR_INVALID_VALUE: stream id 0 is the default stream", client.read());
+            assertEquals("#5 ok 0 bytes", client.read());
+            assertEquals("#6 error CUDA_ERROR_INVALID_VALUE: event id 9 is already in use", client.read());
+            assertEquals("#7 ok 0 bytes", client.read(), "event 9 and stream 7 are the first ones");
+            assertEquals("#8 ok 0 bytes", client.read());
+        }
+    }
+
+    @Test
     void theWorkerRevalidatesEveryPointerItIsGiven() {
         startWorker(Duration.ofSeconds(10));
         try (RawClient client = connect()) {

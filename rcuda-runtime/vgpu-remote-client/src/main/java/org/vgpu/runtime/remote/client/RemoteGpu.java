@@ -39,8 +39,9 @@ import org.vgpu.runtime.remote.protocol.RequestDecoder;
  *
  * <p>The calls a worker serves one to one ({@code VirtualGpu}'s {@code @RemoteCall}s: event records and
  * synchronizes, stream waits, elapsed times, context synchronizes, module variables, function
- * attributes, and the destroys, which send nothing while the vGPU closes) are sent by {@link OneToOneClientCalls}, generated, each handle as the id the hooks
- * below give; those written here have a remote form of their own.
+ * attributes, the destroys, which send nothing while the vGPU closes, and the stream and event creations,
+ * which send the id {@link #newId} gives) are sent by {@link OneToOneClientCalls}, generated, each
+ * handle as the id the hooks below give; those written here have a remote form of their own.
  */
 public final class RemoteGpu extends OneToOneClientCalls<RemoteGpu.Module, RemoteGpu.Function, Integer, Integer> {
     public static final String NAME = "remote";
@@ -124,6 +125,22 @@ public final class RemoteGpu extends OneToOneClientCalls<RemoteGpu.Module, Remot
         return event;
     }
 
+    @Override
+    int newId() {
+        return nextRemoteId.getAndIncrement();
+    }
+
+    /** A stream's backend object here is its id on the wire. */
+    @Override
+    Integer createdStream(int id) {
+        return id;
+    }
+
+    @Override
+    Integer createdEvent(int id) {
+        return id;
+    }
+
     /** The worker this vGPU runs on, as errors name it. */
     public String workerDescription() {
         return connection.endpoint().describe();
@@ -155,14 +172,14 @@ public final class RemoteGpu extends OneToOneClientCalls<RemoteGpu.Module, Remot
 
     @Override
     protected Module doModuleLoad(ModuleImage image) {
-        int id = nextRemoteId.getAndIncrement();
+        int id = newId();
         connection.call((encoder, requestId) -> encoder.moduleLoad(requestId, id, image.bytes()), ReplyDecoder::empty);
         return new Module(id);
     }
 
     @Override
     protected Function doGetFunction(Module module, String kernelName) {
-        int id = nextRemoteId.getAndIncrement();
+        int id = newId();
         KernelSignature signature = connection.call(
                 (encoder, requestId) -> encoder.moduleGetFunction(requestId, module.remoteId(), id, kernelName),
                 result -> ReplyDecoder.kernelSignature(kernelName, result));
@@ -339,13 +356,6 @@ public final class RemoteGpu extends OneToOneClientCalls<RemoteGpu.Module, Remot
         return DEFAULT_STREAM;
     }
 
-    @Override
-    protected Integer doStreamCreate() {
-        int id = nextRemoteId.getAndIncrement();
-        connection.send((encoder, requestId) -> encoder.streamCreate(requestId, true, id));
-        return id;
-    }
-
     /**
      * A stream whose last work is a device-to-host copy is done when the copy's data is in: that is
      * waited for without a request, unless the worker has something to report. The default stream
@@ -357,13 +367,6 @@ public final class RemoteGpu extends OneToOneClientCalls<RemoteGpu.Module, Remot
             return;
         }
         connection.call((encoder, requestId) -> encoder.streamSynchronize(requestId, stream), ReplyDecoder::empty);
-    }
-
-    @Override
-    protected Integer doEventCreate() {
-        int id = nextRemoteId.getAndIncrement();
-        connection.send((encoder, requestId) -> encoder.eventCreate(requestId, true, id));
-        return id;
     }
 
     /** Says goodbye (the worker frees the vGPU), then hands the worker back to whoever supplied it. */

@@ -27,7 +27,8 @@ import org.vgpu.runtime.core.AbstractVirtualGpu;
 // their ends are generated (the client's primitives in OneToOneClientCalls, the worker's requests
 // in OneToOneWorkerCalls, their results in ResultEncoder and ResultDecoder); those listed here have a
 // remote form of their own, written by hand in RemoteGpu and RequestHandler: the session's frames,
-// calls whose ids the client chooses (module, function, stream and event creation) or that the
+// calls whose ids the client chooses and whose remote form carries more (module loading, function
+// lookup with the kernel's parameter sizes) or that the
 // client answers itself when it can (a stream ending in a copy to the host),
 // allocations (placed by the client's window allocator), copies and memsets (chunked, gathered,
 // scattered, one request for the synchronous and asynchronous forms), launches (arguments packed)
@@ -178,17 +179,9 @@ interface RemoteCalls {
     @Call(opcode = 0x0060, kind = ASYNC)
     void launchKernel(int functionId, Dim3 grid, Dim3 block, int sharedMemBytes, int streamId, KernelArgs args);
 
-    // ---- streams and events (ids chosen by the client, so creation is pipelined)
-
-    /** {@code int32 stream id}. */
-    @Call(opcode = 0x0070, kind = ASYNC)
-    void streamCreate(int streamId);
+    // ---- streams and events
 
     /** {@code int32 stream id}. */
     @Call(opcode = 0x0071, kind = SYNCHRONIZING)
     void streamSynchronize(int streamId);
-
-    /** {@code int32 event id}. */
-    @Call(opcode = 0x0080, kind = ASYNC)
-    void eventCreate(int eventId);
 }
