@@ -1,6 +1,7 @@
 /* The entry points' names, dispositions and call counts, from the generated list. */
 #include "libcuda_internal.h"
 #include "entry_points.h"
+#include "served.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -34,11 +35,7 @@ __attribute__((constructor(101))) static void decide_counting(void)
 void vgpu_say_failed_call(int id, CUresult result)
 {
     const char *name = NULL;
-    for (size_t i = 0; i < vgpu_error_text_count; i++) {
-        if (vgpu_error_texts[i].code == (int)result) {
-            name = vgpu_error_texts[i].name;
-        }
-    }
+    (void)vgpu_served_cuGetErrorName(result, &name);
     vgpu_say("%s answered %s (%d) on a vGPU", vgpu_entry_name(id), name != NULL ? name : "an error", (int)result);
 }
 

@@ -301,8 +301,11 @@ CUresult vgpu_served_cuCtxGetLimit(size_t *pvalue, CUlimit limit)
         return CUDA_ERROR_INVALID_VALUE;
     }
     if (limit == CU_LIMIT_CIG_ENABLED) {
+        if (vgpu_get_current() == NULL) {
+            return CUDA_ERROR_INVALID_CONTEXT;
+        }
         *pvalue = 0; /* a vGPU's context is never one shared with graphics (CIG); cuBLASLt asks */
-        return vgpu_get_current() != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+        return CUDA_SUCCESS;
     }
     CUresult result = worker_limit(limit);
     struct vgpu_device *device = result == CUDA_SUCCESS ? vgpu_current_device(&result) : NULL;

@@ -250,7 +250,7 @@ static void context_queries_answer_as_the_driver_without_a_context(void)
     EXPECT(vgpu_served_cuMemFree(0) == CUDA_SUCCESS);
     EXPECT(vgpu_served_cuCtxGetStreamPriorityRange(&least, &greatest) == CUDA_ERROR_INVALID_CONTEXT);
     EXPECT(least == 7 && greatest == 7);
-    EXPECT(vgpu_served_cuCtxGetLimit(&value, CU_LIMIT_CIG_ENABLED) == CUDA_ERROR_INVALID_CONTEXT);
+    EXPECT(vgpu_served_cuCtxGetLimit(&value, CU_LIMIT_CIG_ENABLED) == CUDA_ERROR_INVALID_CONTEXT && value == 7);
     EXPECT(vgpu_served_cuCtxGetLimit(NULL, CU_LIMIT_STACK_SIZE) == CUDA_ERROR_INVALID_VALUE);
     EXPECT(vgpu_served_cuCtxSetLimit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, 0) == CUDA_ERROR_UNSUPPORTED_LIMIT);
     EXPECT(vgpu_served_cuStreamIsCapturing(NULL, NULL) == CUDA_ERROR_INVALID_VALUE);
