@@ -143,6 +143,9 @@ VGPU_EXPORT CUresult CUDAAPI cuGetExportTable(const void **ppExportTable, const 
     }
     CUresult result = real_get_export_table != NULL ? real_get_export_table(ppExportTable, pExportTableId)
                                                     : vgpu_unresolved("cuGetExportTable");
+    if (result == CUDA_SUCCESS) {
+        *ppExportTable = vgpu_traced_table(pExportTableId, *ppExportTable);
+    }
     vgpu_note_export_table(pExportTableId, result);
     return result;
 }

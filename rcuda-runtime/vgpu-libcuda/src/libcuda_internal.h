@@ -64,6 +64,8 @@ CUresult vgpu_unresolved(const char *symbol);
 void vgpu_note_export_table(const CUuuid *id, CUresult answer);
 /* report.c: an export table's id as text, 8-4-4-4-12 hexadecimal digits, as messages and reports name it. */
 void vgpu_table_id_text(const CUuuid *id, char text[37]);
+/* The node driver's table, or a copy of it whose slots say each call (VGPU_LIBCUDA_TRACE_TABLES). */
+const void *vgpu_traced_table(const CUuuid *id, const void *driver_table);
 /* report.c: a name cuGetProcAddress was asked for that the toolkit's headers do not declare. */
 void vgpu_note_unknown_entry(const char *name, int driver_has_it);
 

@@ -493,6 +493,40 @@ static void launches_wait_for_no_answer_within_the_window(void)
     pthread_mutex_destroy(&device.lock);
 }
 
+/* A node driver's table as the tracer meets one: its size in slot 0, then functions. */
+static uintptr_t traced_arguments[6];
+
+static uintptr_t slot_answering_its_arguments_sum(uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3,
+                                                  uintptr_t a4, uintptr_t a5)
+{
+    uintptr_t arguments[6] = {a0, a1, a2, a3, a4, a5};
+    memcpy(traced_arguments, arguments, sizeof arguments);
+    return a0 + a1 + a2 + a3 + a4 + a5;
+}
+
+static void traced_tables_pass_each_call_to_the_driver(void)
+{
+    static const void *driver_table[3] = {(const void *)(3 * sizeof(void *)), NULL, NULL};
+    driver_table[1] = (const void *)slot_answering_its_arguments_sum;
+    const CUuuid id = {{0x21, 0x31, 0x8c, 0x60, 0x97, 0x14, 0x32, 0x48, 0x8c, 0xa6, 0x41, 0xff, 0x73, 0x24, 0xc8,
+                        0xf2}};
+    unsetenv("VGPU_LIBCUDA_TRACE_TABLES");
+    EXPECT(vgpu_traced_table(&id, driver_table) == driver_table);
+    setenv("VGPU_LIBCUDA_TRACE_TABLES", "6e163fbe,2131", 1);
+    const void *const *traced = vgpu_traced_table(&id, driver_table);
+    EXPECT(traced != driver_table && traced[0] == driver_table[0] && traced[2] == NULL);
+    EXPECT(vgpu_traced_table(&id, driver_table) == traced);
+    uintptr_t (*slot)(uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t) =
+        (uintptr_t(*)(uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t, uintptr_t))traced[1];
+    EXPECT(slot != slot_answering_its_arguments_sum);
+    uintptr_t answer = slot(1, 2, 3, 4, 5, (uintptr_t)&failures);
+    EXPECT(answer == 15 + (uintptr_t)&failures);
+    EXPECT(traced_arguments[0] == 1 && traced_arguments[4] == 5 && traced_arguments[5] == (uintptr_t)&failures);
+    const CUuuid other = {{0x6b, 0xd5, 0xfb, 0x6c}};
+    EXPECT(vgpu_traced_table(&other, driver_table) == driver_table);
+    unsetenv("VGPU_LIBCUDA_TRACE_TABLES");
+}
+
 int main(void)
 {
     newest_version_the_program_knows();
@@ -511,6 +545,7 @@ int main(void)
     occupancy_is_limited_by_threads_registers_and_shared_memory();
     launches_and_kernel_queries_refuse_bad_calls();
     launches_wait_for_no_answer_within_the_window();
+    traced_tables_pass_each_call_to_the_driver();
     if (failures != 0) {
         fprintf(stderr, "%d failure(s)\n", failures);
         return 1;

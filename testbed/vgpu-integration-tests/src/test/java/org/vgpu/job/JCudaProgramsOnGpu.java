@@ -31,7 +31,8 @@ import org.vgpu.common.security.ThrowawaySiteKey;
  * <p>With the system property {@code vgpu.cuda.programs} naming the directory of the C programs
  * rcuda-runtime/vgpu-libcuda builds (testbed/gpu/cuda-programs.sh), a driver-API one and the CUDA runtime one go
  * through the same three runs after the JCuda programs: their vGPUs are the launcher's, served to vgpu's {@code
- * libcuda.so.1}.
+ * libcuda.so.1}; with {@code vgpu.torch.training} naming a PyTorch training script, so does {@code python3} running
+ * it: the losses it prints must be the ones plain PyTorch printed.
  *
  * <p>Arguments: the PTX directory (built by nvcc from the programs' .cu files), how often each program repeats its
  * computation (default 20: long enough for a move to land while it runs), the pairs of cost runs (default 5; 0
@@ -68,6 +69,12 @@ public final class JCudaProgramsOnGpu {
             List.of("driver_steps", "200", "20"),
             List.of("runtime_tour", "3000"),
             List.of("runtime_tour_shared", "3000"));
+
+    /**
+     * A PyTorch training step's steps per model: enough for a move to land while the script trains (the system
+     * property {@code vgpu.torch.training} names the script, rcuda-runtime/vgpu-libcuda/tests/programs/torch_training.py).
+     */
+    static final String TORCH_TRAINING_STEPS = "300";
 
     private static final String CLASS_PATH = System.getProperty("java.class.path");
     private static final String JAVA =
@@ -112,6 +119,11 @@ public final class JCudaProgramsOnGpu {
                 passed &= check.programs(CUDA_PROGRAMS.stream()
                         .map(command -> new Program(command.getFirst(), cuda(Path.of(cudaPrograms), command)))
                         .toList());
+            }
+            String torchTraining = System.getProperty("vgpu.torch.training");
+            if (torchTraining != null) {
+                passed &= check.programs(List.of(
+                        new Program("torch_training", List.of("python3", torchTraining, TORCH_TRAINING_STEPS))));
             }
             passed &= pairs == 0 || !jcudaPrograms || check.cost(pairs);
         } finally {
@@ -287,6 +299,7 @@ public final class JCudaProgramsOnGpu {
         for (Program program : programs) {
             ProgramRun plain = plain(program.command());
             List<String> verdicts = new ArrayList<>();
+            List<String> timings = new ArrayList<>(timings("plain", plain));
             ProgramRun reference = null;
             String plainly = program.command().getFirst().equals(JAVA) ? "plain JCuda" : "plain CUDA";
             if (plain.status() == 0) {
@@ -304,6 +317,7 @@ public final class JCudaProgramsOnGpu {
             }
             for (String[] mode : new String[][] {{"native", "local", "remote"}, {"remote", "remote", "remote"}}) {
                 ProgramRun run = vgpu(job(mode[1], mode[2]), program.command());
+                timings.addAll(timings(mode[0], run));
                 boolean good;
                 if (reference == null) {
                     reference = run;
@@ -321,9 +335,23 @@ public final class JCudaProgramsOnGpu {
             String moved = movedMidRun(program, reference);
             verdicts.add(moved);
             passed &= moved.startsWith("remote->native mid-run equal");
+            timings.forEach(timing -> System.out.println(program.name() + " " + timing));
             System.out.println(program.name() + ": " + String.join(", ", verdicts));
         }
         return passed;
+    }
+
+    /**
+     * What a program timed itself, from the lines of its standard error that begin {@code timing:} (its standard
+     * output is what is compared, so times go to standard error), each labelled with the run.
+     */
+    private static List<String> timings(String run, ProgramRun programRun) {
+        return programRun
+                .err()
+                .lines()
+                .filter(line -> line.startsWith("timing:"))
+                .map(line -> run + " " + line)
+                .toList();
     }
 
     /** vGPU 0 starts on its worker and is moved onto GPU 0 once the program has data on it. */
