@@ -5,7 +5,8 @@
 # launch_tour: cudaLaunchKernelEx with launch attributes, kernel attributes, the occupancy API) twice on GPU 0,
 # plainly and through `vgpu run` (their vGPU served by the launcher's local worker on the native backend), and
 # compares what they print; then driver_steps, runtime_tour (static and shared) and a PyTorch training script
-# (rcuda-runtime/vgpu-libcuda/tests/programs/torch_training.py: an MLP and a CNN with cuDNN) on a native vGPU, on a remote
+# (rcuda-runtime/vgpu-libcuda/tests/programs/torch_training.py: an MLP and a CNN with cuDNN) and a cuBLAS program
+# on a native vGPU, on a remote
 # one (a worker of the same GPU in another process) and starting remote, moved onto GPU 0 while they run
 # (org.vgpu.job.JCudaProgramsOnGpu, which checks the JCuda programs the same way); then latency_bench (an empty
 # kernel's launch, launch + synchronize, a 4 KiB copy, 256 MiB pinned copies) plainly and through `vgpu run`,
@@ -56,9 +57,19 @@ for program in "driver_tour" "driver_steps 40 0" "driver_steps 2 0 fault" "runti
           echo "-- plain"; cat "$work/$name.plain"; echo "-- vgpu run"; cat "$work/$name.vgpu" "$work/$name.vgpu.err"; } | tee -a "$log"
     fi
 done
-# native, remote (a worker of GPU 0 in another process) and remote->native mid-run, by the JCuda programs' check;
-# the PyTorch training script too (its losses compared with plain PyTorch's, its times per step printed)
-"$JAVA" --enable-native-access=ALL-UNNAMED -Dvgpu.cuda.programs="$top/$lib/build/programs" \
+# the library programs, built against the toolkit's cuBLAS and cuFFT beside the other programs
+arch=(-gencode arch=compute_80,code=compute_80 -gencode arch=compute_90,code=sm_90)
+nvcc "${arch[@]}" -o "$lib/build/programs/cublas_gemm" "$lib/tests/programs/cublas_gemm.cu" -lcublas &&
+    nvcc "${arch[@]}" -o "$lib/build/programs/cufft_transform" "$lib/tests/programs/cufft_transform.cu" -lcufft ||
+    exit 2
+# vgpu run gives a program cuBLAS's workspace setting (CUBLAS_WORKSPACE_CONFIG) where it has none, and cuBLAS's
+# kernels then may differ from its default's: plain runs compared with vgpu's are given the same setting
+cublas_workspace=CUBLAS_WORKSPACE_CONFIG=:4096:8
+
+# native, remote (a worker of GPU 0 in another process) and remote->native mid-run, by the JCuda programs' check
+# (cuBLAS's program among them); the PyTorch training script too (its losses compared with plain PyTorch's, its
+# times per step printed)
+env "$cublas_workspace" "$JAVA" --enable-native-access=ALL-UNNAMED -Dvgpu.cuda.programs="$top/$lib/build/programs" \
     -Dvgpu.torch.training="$top/$lib/tests/programs/torch_training.py" \
     -cp ".gpu/lib/*:.gpu/test/classes:$(ls .gpu/test/junit-platform-console-standalone-*.jar)" \
     org.vgpu.job.JCudaProgramsOnGpu - 20 0 2>&1 | tee -a "$log" | grep -q "^PASS" || failed=1
@@ -76,18 +87,13 @@ done
 } | tee "$bench"
 echo "cuda-programs: $([ $failed -eq 0 ] && echo all equal || echo SOME DIFFERENT)" | tee -a "$log"
 
-# Libraries on a native vGPU (cuBLAS, cuFFT): not all served yet, so these lines report how
-# far each gets, not a verdict: equal to plain CUDA, or the lines vgpu's library said (VGPU_LIBCUDA_VERBOSE=1 names
-# each refused call or table slot and each served call that failed) before the program gave up.
-arch=(-gencode arch=compute_80,code=compute_80 -gencode arch=compute_90,code=sm_90)
-nvcc "${arch[@]}" -o "$work/cublas_gemm" "$lib/tests/programs/cublas_gemm.cu" -lcublas &&
-    nvcc "${arch[@]}" -o "$work/cufft_transform" "$lib/tests/programs/cufft_transform.cu" -lcufft || exit 2
-for program in "cublas_gemm $work/cublas_gemm" "cufft_transform $work/cufft_transform"; do
-    name=${program%% *}
-    # shellcheck disable=SC2086 # the program's arguments
-    timeout 300 ${program#* } >"$work/$name.plain" 2>&1
-    # shellcheck disable=SC2086
-    VGPU_LIBCUDA_VERBOSE=1 vgpu_run ${program#* } >"$work/$name.vgpu" 2>"$work/$name.vgpu.err"
+# Libraries on a native vGPU, with nothing set by the caller (cuBLAS, cuFFT): not all served yet, so these lines
+# report how far each gets, not a verdict: equal to plain CUDA, or the lines vgpu's library said
+# (VGPU_LIBCUDA_VERBOSE=1 names each refused call or table slot and each served call that failed) before the program
+# gave up.
+for name in cublas_gemm cufft_transform; do
+    env "$cublas_workspace" timeout 300 "$lib/build/programs/$name" >"$work/$name.plain" 2>&1
+    VGPU_LIBCUDA_VERBOSE=1 vgpu_run "$top/$lib/build/programs/$name" >"$work/$name.vgpu" 2>"$work/$name.vgpu.err"
     if cmp -s "$work/$name.plain" "$work/$name.vgpu"; then
         echo "library $name: equal to plain CUDA on a native vGPU" | tee -a "$log"
     else

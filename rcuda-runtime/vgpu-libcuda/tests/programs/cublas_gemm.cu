@@ -1,6 +1,9 @@
 // cuBLAS as HPC codes call it: an SGEMM and a strided batched GEMM, checked against the host.
+// Optional argument: milliseconds to wait between the two (time for a vGPU to move while the handle lives).
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 #include <vector>
 
 #include <cublas_v2.h>
@@ -23,8 +26,9 @@
         }                                                                                            \
     } while (0)
 
-int main()
+int main(int argc, char **argv)
 {
+    const int pause_ms = argc > 1 ? std::atoi(argv[1]) : 0;
     const int n = 256;
     const int batch = 8;
     std::vector<float> a(n * n * batch), b(n * n * batch), c(n * n * batch, 0.0f);
@@ -60,6 +64,8 @@ int main()
         total += c[i];
     }
     std::printf("sgemm %dx%d: sum %.4f, worst error against the host %s\n", n, n, total, worst < 1e-2 ? "< 1e-2" : "TOO LARGE");
+    std::fflush(stdout);
+    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
     CHECK_BLAS(cublasSgemmStridedBatched(handle, CUBLAS_OP_N, CUBLAS_OP_T, n, n, n, &one, da, n, (long long)n * n, db, n,
                                          (long long)n * n, &zero, dc, n, (long long)n * n, batch));
     CHECK_CUDA(cudaMemcpy(c.data(), dc, c.size() * sizeof(float), cudaMemcpyDeviceToHost));

@@ -152,11 +152,15 @@ final class ProgramLaunch {
         builder.environment().put(InterposerPremain.RUN_DIRECTORY, runDirectory.toString());
         local.ifPresent(worker -> {
             builder.environment().put(LocalWorker.VARIABLE, worker.socket().toString());
-            libcuda.ifPresent(directory -> builder.environment()
-                    .put(
-                            LibcudaLocation.LIBRARY_PATH,
-                            LibcudaLocation.libraryPath(
-                                    directory, Optional.ofNullable(environment.get(LibcudaLocation.LIBRARY_PATH)))));
+            libcuda.ifPresent(directory -> {
+                builder.environment()
+                        .put(
+                                LibcudaLocation.LIBRARY_PATH,
+                                LibcudaLocation.libraryPath(
+                                        directory,
+                                        Optional.ofNullable(environment.get(LibcudaLocation.LIBRARY_PATH))));
+                CudaLibrarySettings.addTo(builder.environment());
+            });
         });
         // the program's own terminal where it is ours (a job's output file, a console); a caller's streams get copies
         boolean ownStreams = out == System.out && err == System.err;

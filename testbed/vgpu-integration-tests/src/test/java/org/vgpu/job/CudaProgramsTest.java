@@ -85,6 +85,17 @@ class CudaProgramsTest {
     }
 
     @Test
+    void cublasGetsAWorkspaceConfigurationUnlessTheJobGaveOne() {
+        String[] printWorkspace = {"/bin/sh", "-c", "echo \"workspace ${CUBLAS_WORKSPACE_CONFIG-unset}\""};
+        ProgramRun run = run(printWorkspace);
+        assertEquals(List.of("workspace :4096:8"), run.results(), run.toString());
+        Map<String, String> own = new HashMap<>(environment);
+        own.put("CUBLAS_WORKSPACE_CONFIG", ":16:8");
+        run = run(own, printWorkspace);
+        assertEquals(List.of("workspace :16:8"), run.results(), run.toString());
+    }
+
+    @Test
     void aDriverApiProgramRunsOnItsVgpuAsOnAGpu() {
         ProgramRun run = run(program("driver_tour").toString());
         assertEquals(0, run.status(), run.toString());

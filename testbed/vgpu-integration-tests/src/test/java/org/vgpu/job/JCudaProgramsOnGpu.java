@@ -62,13 +62,15 @@ public final class JCudaProgramsOnGpu {
     /**
      * The C programs and their arguments: long enough, with their pauses, for a move to land while they run (driver
      * steps 200 times 20 ms; runtime_tour, the CUDA runtime's, built static and shared, waits 3 s after its first
-     * step). (driver_tour prints the device count, which is the job's vGPUs here: cuda-programs.sh compares it on one
+     * step; cublas_gemm, built against the toolkit's cuBLAS by cuda-programs.sh, waits 3 s between its two
+     * products). (driver_tour prints the device count, which is the job's vGPUs here: cuda-programs.sh compares it on one
      * vGPU.)
      */
     static final List<List<String>> CUDA_PROGRAMS = List.of(
             List.of("driver_steps", "200", "20"),
             List.of("runtime_tour", "3000"),
-            List.of("runtime_tour_shared", "3000"));
+            List.of("runtime_tour_shared", "3000"),
+            List.of("cublas_gemm", "3000"));
 
     /**
      * A PyTorch training step's steps per model: enough for a move to land while the script trains (the system
