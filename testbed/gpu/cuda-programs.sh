@@ -41,7 +41,7 @@ vgpu_run() {
 }
 
 failed=0
-for program in "driver_tour" "driver_steps 40 0" "driver_steps 2 0 fault" "runtime_tour" "runtime_tour_shared" "launch_tour"; do
+for program in "driver_tour" "driver_steps 40 0" "driver_steps 2 0 fault" "driver_fork" "runtime_tour" "runtime_tour_shared" "launch_tour"; do
     name=${program// /_}
     plain_status=0 vgpu_status=0
     # shellcheck disable=SC2086 # the program's arguments

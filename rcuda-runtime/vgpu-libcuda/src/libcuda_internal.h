@@ -72,6 +72,8 @@ void vgpu_note_unknown_entry(const char *name, int driver_has_it);
 /* serving.c: whether this process's calls are served by vgpu on its vGPUs (set once, at load, from the
    environment `vgpu run` gives a program) rather than passed to the node's driver. */
 extern int vgpu_serving;
+/* Set in a child forked while its parent had a vGPU session open: every session call is refused there. */
+extern int vgpu_forked_child;
 /* serving.c: the answer to an entry point vgpu does not serve on a vGPU: CUDA_ERROR_NOT_SUPPORTED, and
    a line naming the call (and entry-points.conf's reason) the first time. */
 CUresult vgpu_refuse(int id);

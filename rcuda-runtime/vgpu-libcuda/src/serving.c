@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int vgpu_serving;
 
@@ -51,6 +52,20 @@ static int parse_range(const char *text, uint64_t *first, uint64_t *last)
     return parse_u64(copy, 10, first) != 0 || parse_u64(dash + 1, 10, last) != 0 ? -1 : 0;
 }
 
+int vgpu_forked_child;
+static atomic_int fork_said;
+
+/* In a child forked while the parent had a session open: the child holds copies of the parent's sockets, and one
+   request of the child's on them would interleave with the parent's, so the child refuses instead (vgpu_open). */
+static void note_fork_in_child(void)
+{
+    for (int k = 0; k < device_count; k++) {
+        if (devices[k].fd >= 0) {
+            vgpu_forked_child = 1;
+        }
+    }
+}
+
 /* At load: serving when the environment names a local worker, with the vGPUs it describes. */
 __attribute__((constructor(101))) static void read_plan(void)
 {
@@ -59,6 +74,7 @@ __attribute__((constructor(101))) static void read_plan(void)
         return;
     }
     vgpu_serving = 1;
+    pthread_atfork(NULL, NULL, note_fork_in_child);
     uint64_t count = 0;
     uint64_t base = VGPU_WINDOW_BASE_DEFAULT;
     const char *count_text = getenv(VGPU_ENV_COUNT);
@@ -119,6 +135,17 @@ struct vgpu_device *vgpu_device_at(int ordinal)
 
 CUresult vgpu_open(struct vgpu_device *device)
 {
+    if (vgpu_forked_child) {
+        if (device->fd >= 0) {
+            close(device->fd); /* the child's copy only: the parent's session goes on */
+            device->fd = -1;
+        }
+        if (!atomic_exchange(&fork_said, 1)) {
+            vgpu_say("CUDA calls on vGPUs are refused in a process forked after its parent used them (the parent's"
+                     " sessions with the launcher cannot be shared); fork before using CUDA, or exec a new program");
+        }
+        return CUDA_ERROR_NOT_INITIALIZED; /* the node's driver's answer in such a child (H200, driver 580) */
+    }
     if (device->fd >= 0) {
         return CUDA_SUCCESS;
     }

@@ -493,6 +493,30 @@ static void launches_wait_for_no_answer_within_the_window(void)
     pthread_mutex_destroy(&device.lock);
 }
 
+/* A child forked while its parent's session was open refuses, closes only its own copy of the socket, sends nothing. */
+static void a_forked_child_refuses_without_touching_the_parents_session(void)
+{
+    int ends[2];
+    EXPECT(socketpair(AF_UNIX, SOCK_STREAM, 0, ends) == 0);
+    struct vgpu_device device = {.fd = ends[0], .next_request_id = 1, .max_threads_per_block = 1024};
+    pthread_mutex_init(&device.lock, NULL);
+    struct vgpu_handle context = {VGPU_HANDLE_MAGIC, VGPU_CONTEXT, &device, 0, 0, NULL, -1};
+    vgpu_serving = 1;
+    vgpu_forked_child = 1;
+    vgpu_set_current(&context);
+    CUdeviceptr pointer = 0;
+    EXPECT(cuMemAlloc(&pointer, 4096) == CUDA_ERROR_NOT_INITIALIZED);
+    EXPECT(cuCtxSynchronize() == CUDA_ERROR_NOT_INITIALIZED);
+    EXPECT(device.fd == -1);
+    char byte;
+    EXPECT(recv(ends[1], &byte, 1, MSG_DONTWAIT) == 0); /* end of stream: closed, and nothing was sent */
+    vgpu_set_current(NULL);
+    vgpu_forked_child = 0;
+    vgpu_serving = 0;
+    close(ends[1]);
+    pthread_mutex_destroy(&device.lock);
+}
+
 /* A node driver's table as the tracer meets one: its size in slot 0, then functions. */
 static uintptr_t traced_arguments[6];
 
@@ -546,6 +570,7 @@ int main(void)
     launches_and_kernel_queries_refuse_bad_calls();
     launches_wait_for_no_answer_within_the_window();
     traced_tables_pass_each_call_to_the_driver();
+    a_forked_child_refuses_without_touching_the_parents_session();
     if (failures != 0) {
         fprintf(stderr, "%d failure(s)\n", failures);
         return 1;

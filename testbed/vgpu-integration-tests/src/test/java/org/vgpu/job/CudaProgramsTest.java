@@ -96,6 +96,20 @@ class CudaProgramsTest {
     }
 
     @Test
+    void aChildForkedAfterItsParentUsedCudaIsRefusedAndTheParentGoesOn() {
+        ProgramRun run = run(program("driver_fork").toString());
+        assertEquals(0, run.status(), run.toString());
+        assertEquals(
+                List.of(
+                        "child after fork: allocation refused, copy refused",
+                        "parent after the child: its copy back equal: yes",
+                        "done"),
+                run.results(),
+                run.toString());
+        assertTrue(run.err().contains("refused in a process forked after its parent used them"), run.toString());
+    }
+
+    @Test
     void aDriverApiProgramRunsOnItsVgpuAsOnAGpu() {
         ProgramRun run = run(program("driver_tour").toString());
         assertEquals(0, run.status(), run.toString());
