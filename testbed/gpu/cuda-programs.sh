@@ -10,7 +10,8 @@
 # one (a worker of the same GPU in another process) and starting remote, moved onto GPU 0 while they run
 # (org.vgpu.job.JCudaProgramsOnGpu, which checks the JCuda programs the same way); then latency_bench (an empty
 # kernel's launch, launch + synchronize, a 4 KiB copy, 256 MiB pinned copies) plainly and through `vgpu run`,
-# alternately, three runs each, with the medians and the ratios vgpu/plain; last, cuBLAS and cuFFT programs
+# alternately, three runs each, with the medians and the ratios vgpu/plain, then on a remote vGPU and beside the
+# Java remote path's figures (vgpu remote-bench); last, cuBLAS and cuFFT programs
 # on a native vGPU: how far each gets. Logs in $OUT (default .gpu/out): cuda-programs.log, cuda-bench.log.
 set -uo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -85,6 +86,18 @@ done
     echo "# latency_bench plainly and through vgpu run (a native vGPU on GPU 0), 3 alternating runs, medians"
     latency_ratios "$work/bench.plain" "$work/bench.vgpu"
 } | tee "$bench"
+# the same benchmark on a remote vGPU (a worker of GPU 0 in another process, reached through the launcher), three
+# runs, against plain CUDA's above; then the Java remote path's figures in the same run (vgpu remote-bench)
+"$JAVA" --enable-native-access=ALL-UNNAMED -Dvgpu.cuda.bench="$top/$lib/build/programs/latency_bench" \
+    -Dvgpu.cuda.bench.out="$work" -cp ".gpu/lib/*:.gpu/test/classes:$(ls .gpu/test/junit-platform-console-standalone-*.jar)" \
+    org.vgpu.job.JCudaProgramsOnGpu - 20 0 >>"$log" 2>&1 || failed=1
+{
+    echo "# latency_bench plainly and through vgpu run on a remote vGPU (a worker of GPU 0 in another process), medians"
+    latency_ratios "$work/bench.plain" "$work/bench.remote"
+    echo "# the Java remote path in the same run: vgpu remote-bench --backend native --copy-mib 256"
+    "$JAVA" --enable-native-access=ALL-UNNAMED -cp '.gpu/lib/*' org.vgpu.cli.Vgpu remote-bench --backend native \
+        --copy-mib 256 2>&1
+} | tee -a "$bench"
 echo "cuda-programs: $([ $failed -eq 0 ] && echo all equal || echo SOME DIFFERENT)" | tee -a "$log"
 
 # Libraries on a native vGPU, with nothing set by the caller (cuBLAS, cuFFT): not all served yet, so these lines

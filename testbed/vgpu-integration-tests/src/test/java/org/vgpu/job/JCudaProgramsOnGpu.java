@@ -127,6 +127,10 @@ public final class JCudaProgramsOnGpu {
                 passed &= check.programs(List.of(
                         new Program("torch_training", List.of("python3", torchTraining, TORCH_TRAINING_STEPS))));
             }
+            String bench = System.getProperty("vgpu.cuda.bench");
+            if (bench != null) {
+                passed &= check.remoteBench(Path.of(bench), Path.of(System.getProperty("vgpu.cuda.bench.out", ".")));
+            }
             passed &= pairs == 0 || !jcudaPrograms || check.cost(pairs);
         } finally {
             check.close();
@@ -341,6 +345,24 @@ public final class JCudaProgramsOnGpu {
             System.out.println(program.name() + ": " + String.join(", ", verdicts));
         }
         return passed;
+    }
+
+    /**
+     * The C latency benchmark (rcuda-runtime/vgpu-libcuda/tests/programs/latency_bench.cu) on a remote vGPU, a worker
+     * of GPU 0 in another process, three runs: its figures into {@code bench.remote.1..3} in {@code directory}, where
+     * cuda-programs.sh sets them against plain CUDA's and the Java remote path's.
+     */
+    private boolean remoteBench(Path bench, Path directory) throws Exception {
+        for (int round = 1; round <= 3; round++) {
+            ProgramRun run = vgpu(job("remote", "none"), List.of(bench.toString()));
+            if (run.status() != 0) {
+                System.out.println("latency_bench on a remote vGPU failed:\n" + run);
+                return false;
+            }
+            Files.writeString(directory.resolve("bench.remote." + round), String.join("\n", run.results()) + "\n");
+        }
+        System.out.println("latency_bench on a remote vGPU: 3 runs in " + directory);
+        return true;
     }
 
     /**
