@@ -157,8 +157,7 @@ final class ProgramLaunch {
                         .put(
                                 LibcudaLocation.LIBRARY_PATH,
                                 LibcudaLocation.libraryPath(
-                                        directory,
-                                        Optional.ofNullable(environment.get(LibcudaLocation.LIBRARY_PATH))));
+                                        directory, Optional.ofNullable(environment.get(LibcudaLocation.LIBRARY_PATH))));
                 CudaLibrarySettings.addTo(builder.environment());
             });
         });
