@@ -2,23 +2,14 @@
  * A program that forks after using CUDA, as a worker pool or a `system()` call does: the child's CUDA calls are
  * refused (CUDA cannot be used in a child forked after its parent initialised it), and the parent's go on as before.
  */
+#include "driver_check.h"
+
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#define CHECK(call)                                                                                  \
-    do {                                                                                             \
-        CUresult status_ = (call);                                                                   \
-        if (status_ != CUDA_SUCCESS) {                                                               \
-            const char *name_ = "?";                                                                 \
-            cuGetErrorName(status_, &name_);                                                         \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, name_);                   \
-            exit(1);                                                                                 \
-        }                                                                                            \
-    } while (0)
 
 int main(void)
 {

@@ -7,22 +7,13 @@
  * came: a GPU reports a kernel's fault at the next synchronizing call, not at the launch.
  * Usage: driver_steps STEPS PAUSE_MS [fault]
  */
+#include "driver_check.h"
+
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#define CHECK(call)                                                                                  \
-    do {                                                                                             \
-        CUresult status_ = (call);                                                                   \
-        if (status_ != CUDA_SUCCESS) {                                                               \
-            const char *name_ = "?";                                                                 \
-            cuGetErrorName(status_, &name_);                                                         \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, name_);                   \
-            exit(1);                                                                                 \
-        }                                                                                            \
-    } while (0)
 
 /* state[i] = state[i] * 0.5 + step + i % 7, in integers kept exact as floats */
 static const char ptx[] =

@@ -2,20 +2,11 @@
  * The CUDA driver API as programs use it directly, linked with -lcuda: a module loaded from PTX
  * text, a kernel launched with cuLaunchKernel, a module global, copies. Prints what it computed.
  */
+#include "driver_check.h"
+
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-#define CHECK(call)                                                                                  \
-    do {                                                                                             \
-        CUresult status_ = (call);                                                                   \
-        if (status_ != CUDA_SUCCESS) {                                                               \
-            const char *name_ = "?";                                                                 \
-            cuGetErrorName(status_, &name_);                                                         \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, name_);                   \
-            exit(1);                                                                                 \
-        }                                                                                            \
-    } while (0)
 
 /* y[i] = a * x[i] + y[i] + offset, with offset a module global set from the host */
 static const char ptx[] =
