@@ -22,12 +22,13 @@ sed -e 's/^gpus = [0-9]*$/gpus = 1/' -e '/^gpu_devices = /d' -e 's/^\[distance\]
 printf '\n[node n9]\ngpus = 2\ngpu_memory = 80GiB\nvgpus = 4\nlender_port = %s\n' \
     "$((TESTBED_PORT_BASE + 59))" >>"$sparse"
 
-# render_into NAME ARGS...: runs vgpu config render ARGS with stdout in $work/NAME.out, stderr in $work/NAME.err,
-# and prints its exit status.
+# render_into NAME ARGS...: runs vgpu config render ARGS, with the environment's changes in render_env (VAR=VALUE
+# each), stdout in $work/NAME.out and stderr in $work/NAME.err, and prints its exit status.
+render_env=()
 render_into() {
     local name=$1 status=0
     shift
-    "$VGPU" config render "$@" >"$work/$name.out" 2>"$work/$name.err" || status=$?
+    env "${render_env[@]}" "$VGPU" config render "$@" >"$work/$name.out" 2>"$work/$name.err" || status=$?
     echo "$status"
 }
 
@@ -60,13 +61,13 @@ for count in $(printf '%s\n' "${slurm_gpus[@]}" | sort -u); do
     for node in "${!slurm_gpus[@]}"; do
         [ "${slurm_gpus[$node]}" = "$count" ] && nodes+=("$node")
     done
-    range=$(slurm scontrol show hostlist "$(IFS=,; echo "${nodes[*]}")")
+    range=$(slurm scontrol show hostlist "$(printf '%s\n' "${nodes[@]}" | sort -V | paste -sd , -)")
     files=/dev/nvidia0
     [ "$count" -gt 1 ] && files="/dev/nvidia[0-$((count - 1))]"
     grep -qxF "NodeName=$range Name=gpu File=$files" "$work/gres.conf.out" \
         || die "the rendered gres.conf lacks 'NodeName=$range Name=gpu File=$files': $(grep Name=gpu "$work/gres.conf.out")"
 done
-say "rendered gres.conf: $(grep 'Name=gpu ' "$work/gres.conf.out" | paste -sd ';' -)"
+say "rendered gres.conf: $(grep '^NodeName=.* Name=gpu ' "$work/gres.conf.out" | paste -sd ';' -)"
 
 # expect_refusal NAME WORDS ARGS...: render ARGS exits 1 with one line on stderr containing WORDS and nothing on stdout.
 expect_refusal() {
@@ -85,11 +86,13 @@ dead_port=$((TESTBED_PORT_BASE + 97))
 ! (exec 3<>"/dev/tcp/127.0.0.1/$dead_port") 2>/dev/null || die "port $dead_port is in use; the scenario needs it free"
 mkdir -p "$work/dead"
 sed "s/^SlurmctldPort=.*/SlurmctldPort=$dead_port/" "$etc/slurm.conf" >"$work/dead/slurm.conf"
-SLURM_CONF=$work/dead/slurm.conf expect_refusal unreachable "Unable to contact slurm controller" \
+render_env=("SLURM_CONF=$work/dead/slurm.conf")
+expect_refusal unreachable "Unable to contact slurm controller" \
     --slurm-nodes --what gres.conf "$etc/vgpu.conf"
 
 # slurm.conf missing: scontrol retries reading it for a minute; the message says what scontrol said meanwhile.
-SLURM_CONF=$work/missing/slurm.conf expect_refusal no-slurm-conf "$work/missing/slurm.conf" \
+render_env=("SLURM_CONF=$work/missing/slurm.conf")
+expect_refusal no-slurm-conf "$work/missing/slurm.conf" \
     --slurm-nodes --what gres.conf "$etc/vgpu.conf"
 
 # scontrol not on the PATH (the launcher's own tools are).
@@ -97,12 +100,14 @@ mkdir -p "$work/bin"
 for tool in sh dirname readlink sed; do
     ln -s "$(command -v "$tool")" "$work/bin/$tool"
 done
-PATH=$work/bin expect_refusal no-scontrol "cannot run 'scontrol --version': no such program" \
+render_env=("PATH=$work/bin")
+expect_refusal no-scontrol "cannot run 'scontrol --version': no such program" \
     --slurm-nodes --what gres.conf "$etc/vgpu.conf"
 
 # A GPU node of Slurm's without a section: the configuration without n3's.
 awk '/^\[node n3\]$/ { skip = 1; next } /^\[/ { skip = 0 } !skip && !/^n[0-9]+ n3 = |^n3 / { print }' \
     "$etc/vgpu.conf" >"$work/without-n3.conf"
+render_env=()
 "$VGPU" config check "$work/without-n3.conf" >/dev/null 2>&1 \
     || die "the configuration without n3 is not valid: $("$VGPU" config check "$work/without-n3.conf" 2>&1)"
 expect_refusal no-section "Slurm's GPU nodes n3 have no [node] section" \
