@@ -8,7 +8,7 @@ source "$here/common.sh"
 
 scenarios=("$@")
 if [ "${#scenarios[@]}" -eq 0 ]; then
-    scenarios=(gpu-env vgpu-held bad-input one-idle-gpu-per-node assembly-by-hand)
+    scenarios=(gpu-env vgpu-held bad-input one-idle-gpu-per-node assembly-by-hand render-slurm-nodes)
 fi
 for scenario in "${scenarios[@]}"; do
     [ -x "$here/scenario-$scenario.sh" ] || die "no scenario '$scenario' (no $here/scenario-$scenario.sh)"

@@ -75,6 +75,10 @@ public final class SiteConfigReader {
     }
 
     private SiteConfig readValidated(boolean checkFiles) {
+        if (Files.isDirectory(file)) {
+            throw new SiteConfigException(
+                    List.of(new ConfigProblem(file, 0, "is a directory, not a configuration file")));
+        }
         String text;
         try {
             text = Files.readString(file, StandardCharsets.UTF_8);

@@ -811,6 +811,16 @@ class SiteConfigReaderTest {
                 e.problems());
     }
 
+    /** An admin's --config /etc/vgpu (the folder) is told so, not "input/output error". */
+    @Test
+    void aDirectoryIsOneProblemThatSaysSo() {
+        SiteConfigException e = assertThrows(SiteConfigException.class, () -> SiteConfigReader.read(dir));
+
+        assertEquals(
+                List.of(new ConfigProblem(dir.toAbsolutePath(), 0, "is a directory, not a configuration file")),
+                e.problems());
+    }
+
     @Test
     void fileThatIsNotUtf8IsOneProblem() throws Exception {
         Path file = Files.write(dir.resolve("binary.conf"), new byte[] {(byte) 0xff, (byte) 0xfe, 0});

@@ -23,6 +23,7 @@ import org.vgpu.common.net.Endpoint;
 import org.vgpu.common.security.SiteKey;
 import org.vgpu.siteconfig.SiteConfig;
 import org.vgpu.siteconfig.SiteConfigReader;
+import org.vgpu.siteconfig.cli.TrackerOptions;
 import org.vgpu.tracker.Tracker;
 import org.vgpu.tracker.ledger.Ledger;
 import org.vgpu.tracker.ledger.LedgerException;
@@ -36,7 +37,8 @@ import org.vgpu.tracker.slurm.SlurmControl;
 import org.vgpu.tracker.slurm.SlurmException;
 
 /**
- * {@code vgpu tracker --config FILE}: the idle-GPU tracker daemon. Runs until SIGTERM/SIGINT; exits
+ * {@code vgpu tracker [--config FILE]}: the idle-GPU tracker daemon, reading the site configuration from the file
+ * every vgpu command reads by default. Runs until SIGTERM/SIGINT; exits
  * 1 with the reason when it cannot start (bad configuration, unreadable ledger, Slurm unreachable,
  * a partition Slurm does not have, the socket in use) or when its ledger fails later.
  */
@@ -63,7 +65,7 @@ public final class TrackerCommand implements Subcommand {
                         .longOpt("config")
                         .hasArg()
                         .argName("FILE")
-                        .desc("the site configuration (required)")
+                        .desc("the site configuration (default " + TrackerOptions.DEFAULT_CONFIG + ")")
                         .get())
                 .addOption(Option.builder()
                         .longOpt("ledger")
@@ -163,9 +165,6 @@ public final class TrackerCommand implements Subcommand {
 
     @Override
     public int run(CommandLine line, PrintStream out, PrintStream err) throws ParseException {
-        if (!line.hasOption("config")) {
-            throw new ParseException("--config FILE is required");
-        }
         if (!line.getArgList().isEmpty()) {
             throw new ParseException("unexpected operand(s): " + String.join(" ", line.getArgList()));
         }
@@ -181,7 +180,8 @@ public final class TrackerCommand implements Subcommand {
                         "worker-idle-timeout",
                         defaults.workerIdleTimeout().toSeconds()));
         Path ledgerFile = Path.of(line.getOptionValue("ledger", DEFAULT_LEDGER.toString()));
-        SiteConfig site = SiteConfigReader.readAndCheckFiles(Path.of(line.getOptionValue("config")));
+        SiteConfig site = SiteConfigReader.readAndCheckFiles(
+                Path.of(line.getOptionValue("config", TrackerOptions.DEFAULT_CONFIG)));
         Endpoint listen = site.tracker();
         if (line.hasOption("listen")) {
             listen = endpoint(line, "listen");

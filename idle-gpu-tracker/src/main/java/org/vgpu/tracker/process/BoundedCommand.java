@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 import org.vgpu.common.error.IoReasons;
 
@@ -33,6 +34,9 @@ public final class BoundedCommand {
             super(message, cause);
         }
     }
+
+    /** How long a killed command's stderr is awaited for its last line. */
+    private static final Duration STDERR_AFTER_KILL = Duration.ofSeconds(1);
 
     private BoundedCommand() {}
 
@@ -59,7 +63,8 @@ public final class BoundedCommand {
         try {
             if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
                 process.destroyForcibly();
-                throw new Failure("'" + line + "' did not finish within " + timeout.toSeconds() + " s", null);
+                throw new Failure(
+                        "'" + line + "' did not finish within " + timeout.toSeconds() + " s" + lastSaid(stderr), null);
             }
             return new Result(List.copyOf(command), process.exitValue(), stdout.get(), stderr.get());
         } catch (InterruptedException e) {
@@ -71,6 +76,27 @@ public final class BoundedCommand {
                     "cannot read the output of '" + line + "': "
                             + (e.getCause() instanceof IOException io ? IoReasons.of(io) : "reading it failed"),
                     e);
+        }
+    }
+
+    /**
+     * What a killed command last wrote on stderr, as "; it last said: LINE", or nothing: the reason it hung (scontrol
+     * retrying a missing slurm.conf for a minute says so there). A child that inherited the pipe may keep it open, so
+     * the wait is short.
+     */
+    private static String lastSaid(CompletableFuture<String> stderr) {
+        try {
+            return stderr.get(STDERR_AFTER_KILL.toMillis(), TimeUnit.MILLISECONDS)
+                    .lines()
+                    .filter(said -> !said.isBlank())
+                    .reduce((first, second) -> second)
+                    .map(said -> "; it last said: " + said.strip())
+                    .orElse("");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return "";
+        } catch (ExecutionException | TimeoutException e) {
+            return "";
         }
     }
 

@@ -53,4 +53,12 @@ class LogLinesTest {
         assertEquals(1, lines.size(), lines.toString());
         assertTrue(lines.getFirst().endsWith("a warning"), lines.getFirst());
     }
+
+    /** Its stdout is a file to install, its stderr the verdict: a reader's INFO line (Slurm's version) is noise. */
+    @Test
+    void vgpuConfigGetsWarningsOnly() throws Exception {
+        List<String> lines = stderrOf("config");
+        assertEquals(1, lines.size(), lines.toString());
+        assertTrue(lines.getFirst().endsWith("a warning"), lines.getFirst());
+    }
 }

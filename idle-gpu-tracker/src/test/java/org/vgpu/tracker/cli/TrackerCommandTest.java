@@ -2,6 +2,8 @@ package org.vgpu.tracker.cli;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -20,6 +22,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 import org.vgpu.common.cli.SubcommandRunner;
 import org.vgpu.common.security.SiteKey;
+import org.vgpu.siteconfig.cli.TrackerOptions;
 import org.vgpu.tracker.ledger.Assembly;
 import org.vgpu.tracker.ledger.LedgerLines;
 
@@ -79,6 +82,31 @@ class TrackerCommandTest {
                         + " jobs the tracker then does not know are cancelled)\n",
                 err.toString(StandardCharsets.UTF_8));
         assertArrayEquals(before, Files.readAllBytes(ledger), "nothing rewritten, nothing lost");
+    }
+
+    /** One default for --config everywhere: the tracker reads the same file as the admin commands without it. */
+    @Test
+    void withoutConfigTheTrackerReadsTheSameDefaultConfigurationAsTheAdminCommands() {
+        assumeFalse(Files.exists(Path.of(TrackerOptions.DEFAULT_CONFIG)), "this machine has a site configuration");
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+
+        int status = SubcommandRunner.run(
+                new TrackerCommand(),
+                new String[] {"--ledger", dir.resolve("tracker.ledger").toString()},
+                new PrintStream(new ByteArrayOutputStream(), true),
+                new PrintStream(err, true, StandardCharsets.UTF_8));
+
+        assertEquals(1, status, err.toString(StandardCharsets.UTF_8));
+        assertTrue(
+                err.toString(StandardCharsets.UTF_8).contains(TrackerOptions.DEFAULT_CONFIG + ": no such file"),
+                err.toString(StandardCharsets.UTF_8));
+        assertTrue(
+                new TrackerCommand()
+                        .options()
+                        .getOption("config")
+                        .getDescription()
+                        .contains("default " + TrackerOptions.DEFAULT_CONFIG),
+                "--help names the default");
     }
 
     /** A line with a valid CRC, so the reader gets past it to the values. */

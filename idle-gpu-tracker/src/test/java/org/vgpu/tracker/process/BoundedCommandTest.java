@@ -29,4 +29,20 @@ class BoundedCommandTest {
 
         assertEquals("'sleep 30' did not finish within 1 s", failure.getMessage());
     }
+
+    /** scontrol without its slurm.conf retries for a minute, saying why on stderr: the reason is what an admin needs. */
+    @Test
+    void aCommandPastItsTimeSaysWhatItLastWroteOnStderr() {
+        BoundedCommand.Failure failure = assertThrows(
+                BoundedCommand.Failure.class,
+                () -> BoundedCommand.run(
+                        List.of("sh", "-c", "echo starting >&2; echo 'cannot stat file x.conf' >&2; exec sleep 30"),
+                        "",
+                        Duration.ofSeconds(1)));
+
+        assertEquals(
+                "'sh -c echo starting >&2; echo 'cannot stat file x.conf' >&2; exec sleep 30' did not finish within 1 s;"
+                        + " it last said: cannot stat file x.conf",
+                failure.getMessage());
+    }
 }

@@ -58,6 +58,12 @@ public final class Vgpu {
             return args.length == 0 ? 2 : 0;
         }
         if (args[0].equals("--version")) {
+            if (args.length > 1) {
+                err.println("vgpu: --version takes nothing, got '"
+                        + String.join(" ", Arrays.asList(args).subList(1, args.length)) + "'");
+                err.println("see `vgpu --help`");
+                return 2;
+            }
             out.println(BuildInfo.current().line());
             return 0;
         }

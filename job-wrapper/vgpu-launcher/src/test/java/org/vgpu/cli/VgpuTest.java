@@ -58,6 +58,14 @@ class VgpuTest {
         assertEquals("", err());
     }
 
+    /** A word after --version is a mistake (a misplaced command?), not something to drop silently. */
+    @Test
+    void versionWithAnOperandIsAUsageError() {
+        assertEquals(2, vgpu("--version", "tracker"));
+        assertEquals("", out());
+        assertEquals("vgpu: --version takes nothing, got 'tracker'\nsee `vgpu --help`\n", err());
+    }
+
     @Test
     void everyModulesSubcommandsAreFoundOnTheClassPathInNameOrder() {
         assertEquals(0, vgpu("--help"));

@@ -131,6 +131,12 @@ class SlurmTestbedTest {
         testbed.assertScenarioPasses("hook-grant");
     }
 
+    @Test
+    @Order(7)
+    void renderWithSlurmNodesTakesEachNodesGpuCountFromTheRunningSlurmAndRefusesABrokenOneInOneLine() throws Exception {
+        testbed.assertScenarioPasses("render-slurm-nodes");
+    }
+
     private static SlurmInventory inventory(Path capture) throws IOException {
         return SlurmInventory.fromScontrol(
                 Files.readString(capture.resolve("scontrol-show-node-d.txt")),
