@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
-# Scenario (testbed started with VGPU_SPANK_PLUGIN, VGPU_TESTBED_CGROUPS=yes and VGPU_TESTBED_MEMORY=yes: each job
-# confined to its --mem by ConstrainRAMSpace=yes on cgroup v1): what a lending holder's memory cgroup holds while
-# its worker serves a large buffer. For each size in VGPU_TESTBED_HOLDER_BUFFERS (MiB, default "1 256"), a vgpu:3
-# job on 1 local + 2 borrowed GPUs runs a program under `vgpu run -- java` that allocates that many MiB on each
-# borrowed vGPU, copies a pattern there and back through the remote copy path, checks it and holds the memory; the
-# scenario then reads each holder's cgroup (its limit, peak `memory.max_usage_in_bytes`, `failcnt`, rss and cache
-# of `memory.stat`) and its worker's peak resident size (VmHWM) and heap limit (jcmd). The worker's emulated GPU
-# memory is host memory (the CPU emulation allocates each device allocation off the heap), so the figures count
-# the buffer once on top of the worker's own use. Every size must come through with the holders' limit intact;
-# the figures go to out/holder-memory.txt.
+# Scenario (testbed started with VGPU_SPANK_PLUGIN, VGPU_TESTBED_MEMORY=yes and VGPU_TESTBED_CGROUPS=yes or v2: each
+# job confined to its --mem by ConstrainRAMSpace=yes on cgroup v1, or on Slurm's cgroup/v2 plugin, e.g. under
+# testbed/slurm/in-uml.sh): what a lending holder's memory cgroup holds while its worker serves a large buffer. For
+# each size in VGPU_TESTBED_HOLDER_BUFFERS (MiB, default "1 256"), a vgpu:3 job on 1 local + 2 borrowed GPUs runs a
+# program under `vgpu run -- java` that allocates that many MiB on each borrowed vGPU, copies a pattern there and
+# back through the remote copy path, checks it and holds the memory; the scenario then reads each holder's cgroup
+# (its limit; its peak, v1's `memory.max_usage_in_bytes`, v2's `memory.peak`; how often it reached the limit, v1's
+# `failcnt`, v2's `max` of `memory.events`; v1's rss and cache of `memory.stat`, v2's anon and file) and its
+# worker's peak resident size (VmHWM) and heap limit (jcmd). The worker's emulated GPU memory is host memory (the
+# CPU emulation allocates each device allocation off the heap), so the figures count the buffer once on top of the
+# worker's own use. Every size must come through with the holders' limit intact; the figures go to
+# out/holder-memory.txt.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
-[ "${VGPU_TESTBED_CGROUPS:-no}" = yes ] && [ "${VGPU_TESTBED_MEMORY:-no}" = yes ] \
-    || die "holder-memory needs a testbed started with VGPU_TESTBED_CGROUPS=yes and VGPU_TESTBED_MEMORY=yes"
+case ${VGPU_TESTBED_CGROUPS:-no} in yes | v2) ;; *) false ;; esac && [ "${VGPU_TESTBED_MEMORY:-no}" = yes ] \
+    || die "holder-memory needs a testbed started with VGPU_TESTBED_CGROUPS=yes (or v2) and VGPU_TESTBED_MEMORY=yes"
 read -r -a sizes <<<"${VGPU_TESTBED_HOLDER_BUFFERS:-1 256}"
 FILL_JOBS=()
 job=
@@ -70,19 +72,31 @@ JAVA
 
 # holder_figures HOLDER: one line of the holder's memory cgroup and its worker, read while it holds the buffer.
 holder_figures() {
-    local holder=$1 cgroup pid limit peak failcnt rss cache hwm heap
-    cgroup=$(find /sys/fs/cgroup/memory/slurm_*/uid_*/ -maxdepth 1 -name "job_$holder" 2>/dev/null | head -n 1)
-    [ -n "$cgroup" ] || die "holder $holder has no memory cgroup (is ConstrainRAMSpace on?)"
-    limit=$(($(cat "$cgroup/memory.limit_in_bytes") >> 20))
-    peak=$(($(cat "$cgroup/memory.max_usage_in_bytes") >> 20))
-    failcnt=$(cat "$cgroup/memory.failcnt")
-    rss=$(($(sed -n 's/^total_rss //p' "$cgroup/memory.stat") >> 20))
-    cache=$(($(sed -n 's/^total_cache //p' "$cgroup/memory.stat") >> 20))
+    local holder=$1 cgroup pid limit peak failcnt rss cache hwm heap at_limit=failcnt
+    if [ "$VGPU_TESTBED_CGROUPS" = v2 ]; then
+        # cgroup/v2 without systemd: system.slice/n1_slurmstepd.scope/job_N, one hierarchy for every controller
+        cgroup=$(find /sys/fs/cgroup/system.slice/*slurmstepd.scope/ -maxdepth 1 -name "job_$holder" 2>/dev/null | head -n 1)
+        [ -n "$cgroup" ] && [ -r "$cgroup/memory.peak" ] || die "holder $holder has no memory cgroup with memory.peak" \
+            "(is ConstrainRAMSpace on, the memory controller enabled, the kernel 5.19 or later?)"
+        limit=$(($(cat "$cgroup/memory.max") >> 20))
+        peak=$(($(cat "$cgroup/memory.peak") >> 20))
+        failcnt=$(sed -n 's/^max //p' "$cgroup/memory.events") at_limit='memory.events max'
+        rss=$(($(sed -n 's/^anon //p' "$cgroup/memory.stat") >> 20))
+        cache=$(($(sed -n 's/^file //p' "$cgroup/memory.stat") >> 20))
+    else
+        cgroup=$(find /sys/fs/cgroup/memory/slurm_*/uid_*/ -maxdepth 1 -name "job_$holder" 2>/dev/null | head -n 1)
+        [ -n "$cgroup" ] || die "holder $holder has no memory cgroup (is ConstrainRAMSpace on?)"
+        limit=$(($(cat "$cgroup/memory.limit_in_bytes") >> 20))
+        peak=$(($(cat "$cgroup/memory.max_usage_in_bytes") >> 20))
+        failcnt=$(cat "$cgroup/memory.failcnt")
+        rss=$(($(sed -n 's/^total_rss //p' "$cgroup/memory.stat") >> 20))
+        cache=$(($(sed -n 's/^total_cache //p' "$cgroup/memory.stat") >> 20))
+    fi
     pid=$(pgrep -f -- "--worker-id [^ ]*-holder-$holder( |$)" | head -n 1 || true)
     hwm=$( [ -n "$pid" ] && sed -n 's/^VmHWM:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$pid/status" || echo 0)
     heap=$( [ -n "$pid" ] && "${jdk}jcmd" "$pid" VM.flags 2>/dev/null | grep -o 'MaxHeapSize=[0-9]*' | head -n 1 | cut -d = -f 2 || true)
-    printf 'holder %s on %s: limit %d MiB, cgroup peak %d MiB (failcnt %s), now rss %d MiB + cache %d MiB;' \
-        "$holder" "$(job_field "$holder" NodeList)" "$limit" "$peak" "$failcnt" "$rss" "$cache"
+    printf 'holder %s on %s: limit %d MiB, cgroup peak %d MiB (%s %s), now rss %d MiB + cache %d MiB;' \
+        "$holder" "$(job_field "$holder" NodeList)" "$limit" "$peak" "$at_limit" "$failcnt" "$rss" "$cache"
     printf ' worker VmHWM %d MiB, MaxHeapSize %s MiB\n' "$((hwm >> 10))" "$(( ${heap:-0} >> 20 ))"
 }
 
