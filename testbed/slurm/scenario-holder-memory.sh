@@ -107,7 +107,9 @@ for mib in "${sizes[@]}"; do
     # The job's own JVM holds the buffer once, and its share of the node's memory is what the filler leaves.
     job=$(submit --gres=vgpu:3 --mem=$((TESTBED_REAL_MEMORY_MIB / 2))M -J holder-memory \
         --wrap "$(printf '%s\n' 'echo "VGPU_ASSEMBLY=$VGPU_ASSEMBLY"' "$run; echo \"program status=\$?\"")")
-    expect_state "$job" RUNNING 60
+    # The waits are long enough for User-Mode Linux (in-uml.sh), where the tracker's holders and their workers' JVMs
+    # take minutes to start; elsewhere they end as soon as the state is reached.
+    expect_state "$job" RUNNING 240
     output=$TESTBED_DIR/out/$job.out
     holding() { grep -q '^holding ' "$output"; }
     holding_or_ended() { holding || job_has_ended "$job"; }
@@ -122,12 +124,12 @@ for mib in "${sizes[@]}"; do
         say "$line"
         echo "$line" >>"$figures"
     done
-    expect_state "$job" COMPLETED 120
+    expect_state "$job" COMPLETED 240
     for k in 1 2; do
         grep -qx "vgpu $k: $mib MiB there and back, unchanged" "$output" || die "vGPU $k's $mib MiB did not come back: $(cat "$output")"
     done
     grep -qx 'program status=0' "$output" || die "the program of job $job failed: $(cat "$output")"
-    wait_until 30 "job $job's holders are gone" no_holders_of "$job" || die "holders of job $job outlived it"
+    wait_until 90 "job $job's holders are gone" no_holders_of "$job" || die "holders of job $job outlived it"
     for holder in "${holders[@]}"; do
         [ "$(job_field "$holder" JobState)" != OUT_OF_MEMORY ] || die "holder $holder ran out of memory with $mib MiB"
     done
