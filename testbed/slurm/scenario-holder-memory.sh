@@ -20,7 +20,9 @@ read -r -a sizes <<<"${VGPU_TESTBED_HOLDER_BUFFERS:-1 256}"
 FILL_JOBS=()
 job=
 trap 'cancel_jobs "${FILL_JOBS[@]}" ${job:+"$job"}; stop_tracker' EXIT
-start_tracker
+# Holders' workers start in seconds on a machine of its own, in minutes under User-Mode Linux (in-uml.sh): the
+# tracker waits for them that long before giving the assembly up.
+start_tracker_with --holder-timeout 300
 "$VGPU" hook pause --config "$TESTBED_DIR/etc/vgpu.conf"
 fill_leaving_one_idle_gpu
 
