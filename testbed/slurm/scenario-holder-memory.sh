@@ -111,13 +111,13 @@ for mib in "${sizes[@]}"; do
         --wrap "$(printf '%s\n' 'echo "VGPU_ASSEMBLY=$VGPU_ASSEMBLY"' "$run; echo \"program status=\$?\"")")
     # The waits are long enough for User-Mode Linux (in-uml.sh), where the tracker's holders and their workers' JVMs
     # take minutes to start; elsewhere they end as soon as the state is reached.
-    expect_state "$job" RUNNING 240
+    expect_state "$job" RUNNING 600
     output=$TESTBED_DIR/out/$job.out
     holding() { grep -q '^holding ' "$output"; }
     holding_or_ended() { holding || job_has_ended "$job"; }
     mapfile -t holders < <(holders_of "$job")
     [ "${#holders[@]}" -eq 2 ] || die "job $job has ${#holders[@]} holders, expected 2: $(cat "$output")"
-    wait_until 240 "job $job holds $mib MiB on each borrowed vGPU" holding_or_ended || true
+    wait_until 480 "job $job holds $mib MiB on each borrowed vGPU" holding_or_ended || true
     holding || die "job $job did not copy $mib MiB through its holders (holders' states:" \
         "$(for holder in "${holders[@]}"; do echo "$holder $(job_field "$holder" JobState)"; done | paste -sd ' ' -)):" \
         "$(grep -m 1 -i 'exception' "$output")"
