@@ -251,7 +251,8 @@ start_tracker_with() {
     echo $! >"$TESTBED_DIR/run/tracker.pid"
     # Not the shell's job any more: a scenario that kills it on purpose gets no "Killed" line.
     disown
-    wait_until 60 "the tracker listens" tracker_listening_more_than "${before:-0}" \
+    # Long enough for User-Mode Linux on a busy machine (in-uml.sh), where its JVM alone may take a minute to start.
+    wait_until 180 "the tracker listens" tracker_listening_more_than "${before:-0}" \
         || die "the tracker did not start: $(tail -n 5 "$log")"
 }
 

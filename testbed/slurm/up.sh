@@ -13,7 +13,7 @@
 # VGPU_TESTBED_CGROUPS=yes (task/cgroup and proctrack/cgroup with ConstrainDevices=yes on cgroup v1; v2: on Slurm's
 # cgroup/v2 plugin, 24.11 only; default: none),
 # VGPU_TESTBED_ACCOUNTING=yes (slurmdbd and a MariaDB of the testbed's own: accounting.sh; default: none),
-# VGPU_TESTBED_MEMORY=yes (memory a consumable resource: CR_Core_Memory, so that with VGPU_TESTBED_CGROUPS=yes each
+# VGPU_TESTBED_MEMORY=yes (memory a consumable resource: CR_Core_Memory, so that with VGPU_TESTBED_CGROUPS=yes or v2 each
 # job is confined to its --mem; default: cores only),
 # VGPU_TESTBED_SLURM_FILES=pieces (slurm.conf, gres.conf and plugstack.conf as a site's own that take vgpu's rendered
 # pieces: Include of vgpu.slurm.conf, plugstack.conf.d/vgpu.conf; default whole: the rendered whole files).
@@ -190,11 +190,12 @@ CONFIG
             # No systemd here: Slurm makes its slurmstepd scope itself.
             cat >"$TESTBED_DIR/etc/cgroup.conf" <<CONFIG
 # written by testbed/slurm/up.sh (VGPU_TESTBED_CGROUPS=v2): jobs see only the devices of their GRES, through
-# Slurm's cgroup v2 device programs
+# Slurm's cgroup v2 device programs, and use no more memory than they asked (holder jobs ask --mem)
 CgroupPlugin=cgroup/v2
 CgroupMountpoint=/sys/fs/cgroup
 IgnoreSystemd=yes
 ConstrainDevices=yes
+ConstrainRAMSpace=yes
 CONFIG
             ;;
         *) die "VGPU_TESTBED_CGROUPS is no, yes (cgroup v1) or v2, not ${VGPU_TESTBED_CGROUPS}" ;;
