@@ -37,7 +37,8 @@ class EnvironmentReferenceTest {
         assertTrue(variables.contains("VGPU_ASSEMBLY"), "no env_ line found in " + CONTRACT + ": " + variables);
         for (Path folder : C_SOURCES) {
             try (Stream<Path> files = Files.walk(folder)) {
-                for (Path file : files.filter(file -> file.toString().matches(".*\\.[ch]")).toList()) {
+                for (Path file : files.filter(file -> file.toString().matches(".*\\.[ch]"))
+                        .toList()) {
                     variables.addAll(names(C_READ, Files.readString(file)));
                 }
             }
