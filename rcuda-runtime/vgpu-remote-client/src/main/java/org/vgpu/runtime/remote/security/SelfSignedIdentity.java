@@ -39,6 +39,7 @@ public record SelfSignedIdentity(PrivateKey key, X509Certificate certificate) {
      * this class and the JDK's tool, not a variable of vgpu's (docs/reference/environment.md lists those).
      */
     private static final String KEYTOOL_SECRET_VARIABLE = "VGPU_KEYSTORE_SECRET";
+
     private static final SecureRandom RANDOM = new SecureRandom();
 
     public SelfSignedIdentity {
