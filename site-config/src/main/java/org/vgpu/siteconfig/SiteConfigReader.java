@@ -7,20 +7,16 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.OptionalLong;
 import java.util.Set;
-import java.util.function.Function;
 import java.util.function.UnaryOperator;
-import java.util.stream.Collectors;
 
 import org.vgpu.common.error.ConfigException;
 import org.vgpu.common.error.IoReasons;
@@ -40,20 +36,13 @@ public final class SiteConfigReader {
     private static final String SLURM = ConfigKeys.SLURM;
     private static final String TRACKER = ConfigKeys.TRACKER;
     private static final List<String> SECTION_KINDS = List.of(CLUSTER, POLICY, NODE, DISTANCE, SLURM, TRACKER);
-    static final String DEFAULT_DISTANCE_KEY = "default";
-    /** How many names or pairs a message lists before it says how many more there are. */
-    private static final int SHOWN_AT_MOST = 10;
-    /**
-     * The most pairs a [distance] section may list, ranges expanded: the tracker keeps each in memory. A 10,000-node
-     * site in racks of 64 lists 315,000 within its racks; a table larger than this wants a default.
-     */
-    private static final int MAX_LISTED_PAIRS = 1_000_000;
 
     private final Path file;
-    private final List<ConfigProblem> problems = new ArrayList<>();
+    private final FileProblems problems;
 
     private SiteConfigReader(Path file) {
         this.file = file.toAbsolutePath().normalize();
+        this.problems = new FileProblems(this.file);
     }
 
     /**
@@ -89,7 +78,7 @@ public final class SiteConfigReader {
         } catch (IOException e) {
             throw new SiteConfigException(List.of(new ConfigProblem(file, 0, "cannot be read: " + IoReasons.of(e))));
         }
-        IniFile ini = IniFile.parse(file, text, problems);
+        IniFile ini = IniFile.parse(file, text, problems.list());
         Map<String, IniFile.Section> singletons = new HashMap<>();
         List<IniFile.Section> nodeSections = new ArrayList<>();
         for (IniFile.Section section : ini.sections()) {
@@ -108,22 +97,20 @@ public final class SiteConfigReader {
         Map<IniFile.Section, List<String>> namesBySection = nodeNames(nodeSections);
         List<NodeConfig> nodes = readNodes(nodeSections, namesBySection);
         SlurmSettings slurm = readSlurm(singletons.get(SLURM), lendPartition);
-        Distances distances = readDistances(
-                singletons.get(DISTANCE),
-                namesBySection.values().stream().flatMap(List::stream).toList());
+        Distances distances = new DistanceSection(problems)
+                .read(
+                        singletons.get(DISTANCE),
+                        namesBySection.values().stream().flatMap(List::stream).toList());
         Optional<Endpoint> metrics = readMetrics(singletons.get(TRACKER), tracker);
 
         if (checkFiles && tokenKeyFile.isPresent()) {
             try {
                 SiteKey.load(tokenKeyFile.get());
             } catch (ConfigException e) {
-                problems.add(new ConfigProblem(file, cluster.lineOf(ConfigKeys.TOKEN_KEY_FILE), e.getMessage()));
+                problems.add(cluster.lineOf(ConfigKeys.TOKEN_KEY_FILE), e.getMessage());
             }
         }
-        if (!problems.isEmpty()) {
-            problems.sort(Comparator.comparingInt(ConfigProblem::line));
-            throw new SiteConfigException(problems);
-        }
+        problems.throwIfAny();
         return new SiteConfig(
                 file,
                 clusterName.orElseThrow(),
@@ -142,7 +129,7 @@ public final class SiteConfigReader {
     private void sortSection(
             IniFile.Section section, Map<String, IniFile.Section> singletons, List<IniFile.Section> nodeSections) {
         if (!SECTION_KINDS.contains(section.kind())) {
-            problem(
+            problems.add(
                     section.line(),
                     "unknown section " + section.title() + "; expected one of "
                             + String.join(
@@ -152,16 +139,16 @@ public final class SiteConfigReader {
                                             .toList()));
         } else if (section.kind().equals(NODE)) {
             if (section.label().isEmpty()) {
-                problem(section.line(), "[node] needs the node's Slurm name, e.g. [node n1]");
+                problems.add(section.line(), "[node] needs the node's Slurm name, e.g. [node n1]");
             } else {
                 nodeSections.add(section);
             }
         } else if (!section.label().isEmpty()) {
-            problem(section.line(), section.title() + ": [" + section.kind() + "] takes no label");
+            problems.add(section.line(), section.title() + ": [" + section.kind() + "] takes no label");
         } else {
             IniFile.Section first = singletons.putIfAbsent(section.kind(), section);
             if (first != null) {
-                problem(
+                problems.add(
                         section.line(),
                         section.title() + " appears again (first at line " + first.line()
                                 + "); write each of its settings once, in one section");
@@ -197,7 +184,7 @@ public final class SiteConfigReader {
             try {
                 expanded = HostList.expand(section.label());
             } catch (IllegalArgumentException e) {
-                problem(section.line(), "node name: " + e.getMessage());
+                problems.add(section.line(), "node name: " + e.getMessage());
                 continue;
             }
             List<String> names = new ArrayList<>(expanded.size());
@@ -217,11 +204,12 @@ public final class SiteConfigReader {
                         ? "named twice in " + section.title()
                         : "described again (" + (again.size() == 1 ? "" : first.getKey() + " ") + "first at line "
                                 + first.getValue() + ")";
-                problem(
+                problems.add(
                         section.line(),
                         (again.size() == 1
                                         ? "node '" + first.getKey() + "' is "
-                                        : again.size() + " nodes (" + listed(List.copyOf(again.keySet())) + ") are ")
+                                        : again.size() + " nodes (" + FileProblems.listed(List.copyOf(again.keySet()))
+                                                + ") are ")
                                 + where + "; node names must be unique");
             }
             namesBySection.put(section, names);
@@ -232,7 +220,8 @@ public final class SiteConfigReader {
     private List<NodeConfig> readNodes(
             List<IniFile.Section> sections, Map<IniFile.Section, List<String>> namesBySection) {
         if (sections.isEmpty()) {
-            problem(0, "no [node NAME] section; describe each GPU node, e.g. [node n1] with " + requiredKeys(NODE));
+            problems.add(
+                    0, "no [node NAME] section; describe each GPU node, e.g. [node n1] with " + requiredKeys(NODE));
             return List.of();
         }
         Map<String, Integer> firstLineOfPort = new HashMap<>();
@@ -290,7 +279,7 @@ public final class SiteConfigReader {
                         String endpoint = config.reachableAs() + ":" + value.get();
                         Integer clash = firstLineOfPort.putIfAbsent(endpoint, node.lineOf(port));
                         if (clash != null && clashReported.add(port)) {
-                            problem(
+                            problems.add(
                                     node.lineOf(port),
                                     port.name() + " " + value.get() + " on host " + config.reachableAs()
                                             + " is already used at line " + clash
@@ -311,7 +300,7 @@ public final class SiteConfigReader {
         Settings slurm = new Settings(section, SLURM);
         String jobPartition = slurm.valueOrDefault(ConfigKeys.JOB_PARTITION);
         if (lendPartition.isPresent() && lendPartition.get().equals(jobPartition)) {
-            problem(
+            problems.add(
                     slurm.lineOf(ConfigKeys.JOB_PARTITION),
                     ConfigKeys.JOB_PARTITION.name() + " and " + ConfigKeys.LEND_PARTITION.name() + " are both '"
                             + jobPartition
@@ -320,7 +309,7 @@ public final class SiteConfigReader {
         boolean munge = slurm.valueOrDefault(ConfigKeys.MUNGE);
         Optional<Path> mungeSocket = slurm.optional(ConfigKeys.MUNGE_SOCKET);
         if (mungeSocket.isPresent() && !munge) {
-            problem(
+            problems.add(
                     slurm.lineOf(ConfigKeys.MUNGE_SOCKET),
                     ConfigKeys.MUNGE_SOCKET.name() + " is set but " + ConfigKeys.MUNGE.name() + " = "
                             + ConfigKeys.MUNGE.format(false) + "; set it with " + ConfigKeys.MUNGE.name() + " = "
@@ -350,171 +339,12 @@ public final class SiteConfigReader {
                 && metrics.get().port() == tracker.get().port()
                 && (metrics.get().isWildcard()
                         || metrics.get().host().equals(tracker.get().host()))) {
-            problem(
+            problems.add(
                     settings.lineOf(ConfigKeys.METRICS),
                     "metrics: " + metrics.get() + " is where the tracker's socket listens ([cluster] tracker = "
                             + tracker.get() + "); give /metrics a port of its own, e.g. 9464");
         }
         return metrics;
-    }
-
-    /**
-     * Without a [distance] section the network is flat: every pair of nodes is 1 apart. Each entry names two host lists
-     * ({@code gpu[001-064] gpu[065-128] = 2}): every node of the one is that far from every other node of the other.
-     * Only the listed pairs are kept (see {@link Distances}), at most {@link #MAX_LISTED_PAIRS}; completeness without a
-     * default is checked by counting, so a large site with a default never walks its n * (n - 1) / 2 pairs.
-     */
-    private Distances readDistances(IniFile.Section section, List<String> names) {
-        Map<Distances.NodePair, Integer> pairs = new HashMap<>();
-        Optional<Integer> fallback = section == null ? Optional.of(1) : Optional.empty();
-        Map<Distances.NodePair, Integer> lineOfPair = new HashMap<>();
-        Set<String> known = new HashSet<>(names);
-        for (IniFile.Entry entry : section == null ? List.<IniFile.Entry>of() : section.entries()) {
-            Optional<Integer> distance = parse(entry, value -> ConfigValues.integer(value, 1, 1_000_000));
-            if (entry.key().equals(DEFAULT_DISTANCE_KEY)) {
-                if (fallback.isPresent()) {
-                    problem(entry.line(), "'default' is set again in [distance]; set it once");
-                }
-                fallback = distance;
-                continue;
-            }
-            String[] ends = entry.key().split("\\s+");
-            if (ends.length != 2) {
-                problem(
-                        entry.line(),
-                        "'" + entry.key() + "' in [distance] is not a pair of nodes; expected"
-                                + " 'NODES NODES = DISTANCE' (e.g. n1 n2 = 1 or g[1-4] g[5-8] = 2) or"
-                                + " 'default = DISTANCE'");
-                continue;
-            }
-            Optional<Set<String>> from = distanceEnd(entry, ends[0], known, names);
-            Optional<Set<String>> to = distanceEnd(entry, ends[1], known, names);
-            if (from.isEmpty() || to.isEmpty()) {
-                continue;
-            }
-            long pairCount = (long) from.get().size() * to.get().size();
-            if (lineOfPair.size() + pairCount > MAX_LISTED_PAIRS) {
-                problem(
-                        entry.line(),
-                        "'" + entry.key() + "' lists " + pairCount + " pairs, which take [distance] past the "
-                                + MAX_LISTED_PAIRS + " pairs it may list; give the most common distance as"
-                                + " 'default = DISTANCE' and list the others");
-                continue;
-            }
-            listPairs(entry, from.get(), to.get(), distance, pairs, lineOfPair);
-        }
-        long allPairs = (long) names.size() * (names.size() - 1) / 2;
-        if (fallback.isEmpty()
-                && lineOfPair.size() < allPairs
-                && section != null
-                && problemsAt(section.entries()).isEmpty()) {
-            problem(
-                    section.line(),
-                    "[distance] lacks " + missingPairs(names, lineOfPair.keySet(), allPairs)
-                            + "; add a line 'NODE NODE = DISTANCE' for each, or 'default = DISTANCE' for all pairs"
-                            + " not listed");
-        }
-        return new Distances(known, pairs, fallback.map(OptionalInt::of).orElse(OptionalInt.empty()));
-    }
-
-    /**
-     * The nodes one end of a [distance] entry names, or empty when it is malformed or names a node not described (both
-     * reported).
-     */
-    private Optional<Set<String>> distanceEnd(IniFile.Entry entry, String end, Set<String> known, List<String> names) {
-        List<String> expanded;
-        try {
-            expanded = HostList.expand(end);
-        } catch (IllegalArgumentException e) {
-            problem(entry.line(), "distance: " + e.getMessage());
-            return Optional.empty();
-        }
-        List<String> unknown = expanded.stream()
-                .filter(name -> !known.contains(name))
-                .distinct()
-                .toList();
-        if (!unknown.isEmpty()) {
-            problem(
-                    entry.line(),
-                    (unknown.size() == 1
-                                    ? "distance to unknown node '" + unknown.getFirst() + "'; "
-                                    : "distance to " + unknown.size() + " unknown nodes (" + listed(unknown) + "); ")
-                            + (names.isEmpty() ? "no node is described" : "the nodes are " + listed(names)));
-            return Optional.empty();
-        }
-        return Optional.of(new LinkedHashSet<>(expanded));
-    }
-
-    /**
-     * Every pair of a node of {@code from} and another node of {@code to}, at {@code distance}: a node is not paired
-     * with itself where the lists overlap ({@code g[1-4] g[1-4]}: every pair within), and a pair given on an earlier
-     * line is reported once for the entry.
-     */
-    private void listPairs(
-            IniFile.Entry entry,
-            Set<String> from,
-            Set<String> to,
-            Optional<Integer> distance,
-            Map<Distances.NodePair, Integer> pairs,
-            Map<Distances.NodePair, Integer> lineOfPair) {
-        Integer line = entry.line();
-        // Each pair given on an earlier line, with that line.
-        Map<Distances.NodePair, Integer> again = new LinkedHashMap<>();
-        boolean anyPair = false;
-        for (String a : from) {
-            for (String b : to) {
-                if (a.equals(b)) {
-                    continue;
-                }
-                anyPair = true;
-                Distances.NodePair pair = Distances.NodePair.of(a, b);
-                Integer firstLine = lineOfPair.putIfAbsent(pair, line);
-                if (firstLine == null) {
-                    distance.ifPresent(value -> pairs.put(pair, value));
-                } else if (!firstLine.equals(line)) {
-                    again.putIfAbsent(pair, firstLine);
-                }
-            }
-        }
-        if (!anyPair) {
-            problem(
-                    entry.line(),
-                    "distance from '" + from.iterator().next() + "' to itself; a node is 0 from itself, give pairs of"
-                            + " different nodes");
-        } else if (!again.isEmpty()) {
-            Map.Entry<Distances.NodePair, Integer> first =
-                    again.entrySet().iterator().next();
-            problem(
-                    entry.line(),
-                    (again.size() == 1
-                                    ? "distance between '" + first.getKey().first() + "' and '"
-                                            + first.getKey().second() + "' is given again (first at line "
-                                    : again.size() + " pairs ("
-                                            + listed(again.keySet().stream()
-                                                    .map(pair -> pair.first() + " " + pair.second())
-                                                    .toList())
-                                            + ") are given again ("
-                                            + first.getKey().first() + " "
-                                            + first.getKey().second() + " first at line ")
-                            + first.getValue() + "); distances are symmetric, give each pair once");
-        }
-    }
-
-    /** The first few pairs not given, and how many more: a site of thousands of nodes lacks millions. */
-    private static String missingPairs(List<String> names, Set<Distances.NodePair> given, long allPairs) {
-        List<String> shown = new ArrayList<>();
-        for (int i = 0; i < names.size() && shown.size() < SHOWN_AT_MOST; i++) {
-            for (int j = i + 1; j < names.size() && shown.size() < SHOWN_AT_MOST; j++) {
-                Distances.NodePair pair = Distances.NodePair.of(names.get(i), names.get(j));
-                if (!given.contains(pair)) {
-                    shown.add(pair.first() + " " + pair.second());
-                }
-            }
-        }
-        long more = allPairs - given.size() - shown.size();
-        return more == 0
-                ? String.join(", ", shown)
-                : String.join(", ", shown) + " and " + more + " more pair" + (more == 1 ? "" : "s");
     }
 
     /** "a, b, c and d": the keys a section of this kind must set. */
@@ -524,35 +354,6 @@ public final class SiteConfigReader {
                 .map(ConfigKey::name)
                 .toList();
         return String.join(", ", required.subList(0, required.size() - 1)) + " and " + required.getLast();
-    }
-
-    /** Names for a message: all of a small site's, the first few of a large one's. */
-    private static String listed(List<String> names) {
-        return names.size() <= SHOWN_AT_MOST
-                ? String.join(", ", names)
-                : String.join(", ", names.subList(0, SHOWN_AT_MOST)) + " and " + (names.size() - SHOWN_AT_MOST)
-                        + " more";
-    }
-
-    /** The problems already reported on these entries; a table with bad lines is not also called incomplete. */
-    private List<ConfigProblem> problemsAt(List<IniFile.Entry> entries) {
-        Set<Integer> lines = entries.stream().map(IniFile.Entry::line).collect(Collectors.toSet());
-        return problems.stream()
-                .filter(problem -> lines.contains(problem.line()))
-                .toList();
-    }
-
-    private <T> Optional<T> parse(IniFile.Entry entry, Function<String, T> parser) {
-        try {
-            return Optional.of(parser.apply(entry.value()));
-        } catch (IllegalArgumentException e) {
-            problem(entry.line(), entry.key() + ": " + e.getMessage());
-            return Optional.empty();
-        }
-    }
-
-    private void problem(int line, String message) {
-        problems.add(new ConfigProblem(file, line, message));
     }
 
     /**
@@ -575,7 +376,7 @@ public final class SiteConfigReader {
                     ConfigKeys.of(kind).stream().map(ConfigKey::name).toList();
             for (IniFile.Entry entry : section.entries()) {
                 if (!knownKeys.contains(entry.key())) {
-                    problem(
+                    problems.add(
                             entry.line(),
                             "unknown key '" + entry.key() + "' in " + section.title() + "; expected one of "
                                     + String.join(", ", knownKeys));
@@ -583,7 +384,7 @@ public final class SiteConfigReader {
                 }
                 IniFile.Entry first = entries.putIfAbsent(entry.key(), entry);
                 if (first != null) {
-                    problem(
+                    problems.add(
                             entry.line(),
                             "'" + entry.key() + "' is set again in " + section.title() + " (first at line "
                                     + first.line() + "); set each key once");
@@ -598,7 +399,7 @@ public final class SiteConfigReader {
         /** The key's value, which {@code check} may still refuse (with an {@link IllegalArgumentException}). */
         <T> Optional<T> optional(ConfigKey<T> key, UnaryOperator<T> check) {
             IniFile.Entry entry = entries.get(checked(key).name());
-            return entry == null ? Optional.empty() : parse(entry, value -> check.apply(key.parse(value)));
+            return entry == null ? Optional.empty() : problems.parse(entry, value -> check.apply(key.parse(value)));
         }
 
         /** The key's value; its default when the file does not set it or sets it wrong (that is reported). */
@@ -611,7 +412,8 @@ public final class SiteConfigReader {
                 if (section == null) {
                     reportMissingSectionOnce();
                 } else {
-                    problem(section.line(), section.title() + " lacks '" + key.name() + "' (" + key.meaning() + ")");
+                    problems.add(
+                            section.line(), section.title() + " lacks '" + key.name() + "' (" + key.meaning() + ")");
                 }
                 return Optional.empty();
             }
@@ -633,7 +435,7 @@ public final class SiteConfigReader {
         private void reportMissingSectionOnce() {
             if (!missingSectionReported) {
                 missingSectionReported = true;
-                problem(0, "no [" + kind + "] section; it is required (see site-config/README.md for its keys)");
+                problems.add(0, "no [" + kind + "] section; it is required (see site-config/README.md for its keys)");
             }
         }
     }

@@ -89,7 +89,7 @@ public final class SiteConfigWriter {
                         .append('\n'));
         distances
                 .otherPairs()
-                .ifPresent(other -> text.append(SiteConfigReader.DEFAULT_DISTANCE_KEY)
+                .ifPresent(other -> text.append(DistanceSection.DEFAULT_KEY)
                         .append(" = ")
                         .append(other)
                         .append('\n'));

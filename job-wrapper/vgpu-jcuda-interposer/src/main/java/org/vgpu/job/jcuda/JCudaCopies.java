@@ -4,7 +4,13 @@ import java.lang.foreign.MemorySegment;
 
 import jcuda.NativePointerObject;
 import jcuda.Pointer;
+import jcuda.driver.CUDA_MEMCPY2D;
+import jcuda.driver.CUdeviceptr;
+import jcuda.driver.CUmemorytype;
 
+import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.PitchedMemory;
+import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.api.VirtualGpu;
 
 /**
@@ -74,6 +80,55 @@ final class JCudaCopies {
                 gpu.memcpyDtoH(host, src, bytes);
             }
         });
+    }
+
+    /**
+     * A 2-D copy between host and device sides (CU_MEMORYTYPE_HOST, DEVICE, or UNIFIED with a device pointer), made
+     * by the vGPU of its device side (the destination's where both are); CUDA arrays are refused.
+     */
+    static void pitched(CUDA_MEMCPY2D copy) {
+        PitchedMemory dst = side(
+                copy.dstMemoryType,
+                copy.dstHost,
+                copy.dstDevice,
+                copy.dstXInBytes,
+                copy.dstY,
+                copy.dstPitch,
+                copy,
+                "destination");
+        PitchedMemory src = side(
+                copy.srcMemoryType,
+                copy.srcHost,
+                copy.srcDevice,
+                copy.srcXInBytes,
+                copy.srcY,
+                copy.srcPitch,
+                copy,
+                "source");
+        long device = dst instanceof PitchedMemory.Device onDevice
+                ? onDevice.address()
+                : src instanceof PitchedMemory.Device fromDevice ? fromDevice.address() : 0;
+        if (device == 0) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "cuMemcpy2D between two host sides");
+        }
+        JCudaSession.get().gpuOf(device).memcpy2D(dst, src, copy.WidthInBytes, copy.Height);
+    }
+
+    /** One side of a 2-D copy, from its first row's first byte on. */
+    private static PitchedMemory side(
+            int type, Pointer host, CUdeviceptr device, long x, long y, long pitch, CUDA_MEMCPY2D copy, String what) {
+        long offset = x + y * pitch;
+        boolean onDevice = type == CUmemorytype.CU_MEMORYTYPE_DEVICE
+                || (type == CUmemorytype.CU_MEMORYTYPE_UNIFIED && device != null);
+        if (onDevice) {
+            return new PitchedMemory.Device(JCudaObjects.deviceAddress(device) + offset, pitch);
+        }
+        if (type == CUmemorytype.CU_MEMORYTYPE_HOST) {
+            long rows = copy.Height == 0 ? 0 : (copy.Height - 1) * pitch + copy.WidthInBytes;
+            return new PitchedMemory.Host(
+                    JCudaObjects.hostMemory(host, offset + rows, what).asSlice(offset), pitch);
+        }
+        throw JCudaApi.unsupported("cuMemcpy2D with a CUDA array or memory type " + type);
     }
 
     /** Queued on {@code stream}'s vGPU, which must hold both addresses (no copy between vGPUs on a stream). */

@@ -11,7 +11,6 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 
 import jcuda.LogLevel;
-import jcuda.NativePointerObject;
 import jcuda.Pointer;
 import jcuda.driver.CUDA_MEMCPY2D;
 import jcuda.driver.CUcontext;
@@ -21,7 +20,6 @@ import jcuda.driver.CUdevprop;
 import jcuda.driver.CUevent;
 import jcuda.driver.CUfunction;
 import jcuda.driver.CUhostFn;
-import jcuda.driver.CUmemorytype;
 import jcuda.driver.CUmodule;
 import jcuda.driver.CUresult;
 import jcuda.driver.CUstream;
@@ -35,12 +33,8 @@ import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.FunctionAttribute;
 import org.vgpu.runtime.api.FunctionHandle;
-import org.vgpu.runtime.api.KernelArg;
-import org.vgpu.runtime.api.KernelArgs;
-import org.vgpu.runtime.api.KernelSignature;
 import org.vgpu.runtime.api.MemoryInfo;
 import org.vgpu.runtime.api.ModuleHandle;
-import org.vgpu.runtime.api.PitchedMemory;
 import org.vgpu.runtime.api.PointerAttribute;
 import org.vgpu.runtime.api.StreamHandle;
 import org.vgpu.runtime.api.VgpuException;
@@ -388,50 +382,7 @@ public final class JCudaDriverShim {
 
     /** Host and device sides (CU_MEMORYTYPE_HOST, DEVICE, or UNIFIED with a device pointer); CUDA arrays are refused. */
     public static int cuMemcpy2D(CUDA_MEMCPY2D copy) {
-        return DRIVER.call("cuMemcpy2D", () -> {
-            PitchedMemory dst = side(
-                    copy.dstMemoryType,
-                    copy.dstHost,
-                    copy.dstDevice,
-                    copy.dstXInBytes,
-                    copy.dstY,
-                    copy.dstPitch,
-                    copy,
-                    "destination");
-            PitchedMemory src = side(
-                    copy.srcMemoryType,
-                    copy.srcHost,
-                    copy.srcDevice,
-                    copy.srcXInBytes,
-                    copy.srcY,
-                    copy.srcPitch,
-                    copy,
-                    "source");
-            long device = dst instanceof PitchedMemory.Device onDevice
-                    ? onDevice.address()
-                    : src instanceof PitchedMemory.Device fromDevice ? fromDevice.address() : 0;
-            if (device == 0) {
-                throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "cuMemcpy2D between two host sides");
-            }
-            session().gpuOf(device).memcpy2D(dst, src, copy.WidthInBytes, copy.Height);
-        });
-    }
-
-    /** One side of a 2-D copy, from its first row's first byte on. */
-    private static PitchedMemory side(
-            int type, Pointer host, CUdeviceptr device, long x, long y, long pitch, CUDA_MEMCPY2D copy, String what) {
-        long offset = x + y * pitch;
-        boolean onDevice = type == CUmemorytype.CU_MEMORYTYPE_DEVICE
-                || (type == CUmemorytype.CU_MEMORYTYPE_UNIFIED && device != null);
-        if (onDevice) {
-            return new PitchedMemory.Device(JCudaObjects.deviceAddress(device) + offset, pitch);
-        }
-        if (type == CUmemorytype.CU_MEMORYTYPE_HOST) {
-            long rows = copy.Height == 0 ? 0 : (copy.Height - 1) * pitch + copy.WidthInBytes;
-            return new PitchedMemory.Host(
-                    JCudaObjects.hostMemory(host, offset + rows, what).asSlice(offset), pitch);
-        }
-        throw JCudaApi.unsupported("cuMemcpy2D with a CUDA array or memory type " + type);
+        return DRIVER.call("cuMemcpy2D", () -> JCudaCopies.pitched(copy));
     }
 
     public static int cuMemsetD8(CUdeviceptr dst, byte value, long count) {
@@ -513,26 +464,8 @@ public final class JCudaDriverShim {
                     new Dim3(blockX, blockY, blockZ),
                     sharedMemBytes,
                     queue,
-                    arguments(session.signature(kernel), kernelParams));
+                    JCudaObjects.kernelArguments(session.signature(kernel), kernelParams));
         });
-    }
-
-    /** The kernel's parameters, each decoded with the size the kernel declares for it. */
-    static KernelArgs arguments(KernelSignature signature, Pointer kernelParams) {
-        NativePointerObject[] parameters = JCudaObjects.parameterArray(kernelParams);
-        if (parameters.length != signature.parameterSizes().size()) {
-            throw new VgpuException(
-                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
-                    "kernel " + signature.kernelName() + " takes "
-                            + signature.parameterSizes().size() + " parameters, kernelParams holds "
-                            + parameters.length);
-        }
-        KernelArg[] args = new KernelArg[parameters.length];
-        for (int i = 0; i < parameters.length; i++) {
-            args[i] = JCudaObjects.kernelArgument(
-                    parameters[i], i, signature.parameterSizes().get(i));
-        }
-        return KernelArgs.of(args);
     }
 
     // ---- streams and events
@@ -557,7 +490,7 @@ public final class JCudaDriverShim {
      */
     public static int cuStreamAddCallback(CUstream stream, CUstreamCallback callback, Object userData, int flags) {
         return DRIVER.call("cuStreamAddCallback", () -> {
-            requireCallback(callback, flags, "cuStreamAddCallback");
+            StreamHostFunctions.requireCallback(callback, flags, "cuStreamAddCallback");
             session().addHostFunction(stream, DRIVER, false, status -> callback.call(stream, status, userData));
         });
     }
@@ -565,19 +498,9 @@ public final class JCudaDriverShim {
     /** As {@link #cuStreamAddCallback}, but not called when the stream's earlier work failed, as in CUDA. */
     public static int cuLaunchHostFunc(CUstream stream, CUhostFn function, Object userData) {
         return DRIVER.call("cuLaunchHostFunc", () -> {
-            requireCallback(function, 0, "cuLaunchHostFunc");
+            StreamHostFunctions.requireCallback(function, 0, "cuLaunchHostFunc");
             session().addHostFunction(stream, DRIVER, true, status -> function.call(userData));
         });
-    }
-
-    /** A stream callback's checks, the same in the driver and the runtime: a function, and flags 0 (CUDA's rule). */
-    static void requireCallback(Object function, int flags, String call) {
-        if (function == null) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, call + ": the function is null");
-        }
-        if (flags != 0) {
-            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, call + ": flags must be 0, got " + flags);
-        }
     }
 
     public static int cuStreamWaitEvent(CUstream stream, CUevent event, int flags) {

@@ -16,6 +16,8 @@ import jcuda.Pointer;
 
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.KernelArg;
+import org.vgpu.runtime.api.KernelArgs;
+import org.vgpu.runtime.api.KernelSignature;
 import org.vgpu.runtime.api.VgpuException;
 
 /**
@@ -247,6 +249,24 @@ final class JCudaObjects {
                     "kernelParams must be Pointer.to(Pointer.to(...), ...), one pointer per parameter");
         }
         return pointers;
+    }
+
+    /** The kernel's parameters, each decoded with the size the kernel declares for it. */
+    static KernelArgs kernelArguments(KernelSignature signature, Pointer kernelParams) {
+        NativePointerObject[] parameters = parameterArray(kernelParams);
+        if (parameters.length != signature.parameterSizes().size()) {
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_INVALID_VALUE,
+                    "kernel " + signature.kernelName() + " takes "
+                            + signature.parameterSizes().size() + " parameters, kernelParams holds "
+                            + parameters.length);
+        }
+        KernelArg[] args = new KernelArg[parameters.length];
+        for (int i = 0; i < parameters.length; i++) {
+            args[i] =
+                    kernelArgument(parameters[i], i, signature.parameterSizes().get(i));
+        }
+        return KernelArgs.of(args);
     }
 
     private static void requireObject(Object object, String what) {

@@ -191,7 +191,7 @@ public final class JCudaRuntimeShim {
     public static int cudaStreamAddCallback(
             cudaStream_t stream, cudaStreamCallback callback, Object userData, int flags) {
         return RUNTIME.call("cudaStreamAddCallback", () -> {
-            JCudaDriverShim.requireCallback(callback, flags, "cudaStreamAddCallback");
+            StreamHostFunctions.requireCallback(callback, flags, "cudaStreamAddCallback");
             session().addHostFunction(stream, RUNTIME, false, status -> callback.call(stream, status, userData));
         });
     }
@@ -199,7 +199,7 @@ public final class JCudaRuntimeShim {
     /** As {@code cuLaunchHostFunc} ({@link JCudaDriverShim#cuLaunchHostFunc}). */
     public static int cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn function, Object userData) {
         return RUNTIME.call("cudaLaunchHostFunc", () -> {
-            JCudaDriverShim.requireCallback(function, 0, "cudaLaunchHostFunc");
+            StreamHostFunctions.requireCallback(function, 0, "cudaLaunchHostFunc");
             session().addHostFunction(stream, RUNTIME, true, status -> function.call(userData));
         });
     }

@@ -127,4 +127,14 @@ final class StreamHostFunctions {
                 .anyMatch(queue -> queue.device() == device
                         && (queue.stream().equals(stream) || stream.equals(StreamHandle.DEFAULT)));
     }
+
+    /** A stream callback's checks, the same in the driver and the runtime: a function, and flags 0 (CUDA's rule). */
+    static void requireCallback(Object function, int flags, String call) {
+        if (function == null) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, call + ": the function is null");
+        }
+        if (flags != 0) {
+            throw new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, call + ": flags must be 0, got " + flags);
+        }
+    }
 }

@@ -23,14 +23,13 @@ import org.vgpu.runtime.api.StreamHandle;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.api.VirtualGpu;
-import org.vgpu.runtime.memory.Allocation;
 import org.vgpu.runtime.memory.DeviceMemory;
 
 /**
  * The template every backend extends: each {@link VirtualGpu} call is checked, its handles resolved
  * and then handed to the backend's {@code do*} primitive, which receives validated operands and
  * backend objects. What every backend shares sits in collaborators: the device memory and the chunks
- * mapped for it ({@link DeviceMemory}, {@link ChunkMapping}), the handle tables ({@link HandleTable},
+ * mapped for it ({@link ChunkBackedGpu}, with the backend's primitives that map them), the handle tables ({@link HandleTable},
  * {@link LoadedModules}, {@link HostAllocations}), module variables' addresses ({@link
  * ModuleGlobals}), the checks that make bad input an error instead of a crash on the device ({@link
  * OperandChecks}, {@link DevicePointers}: foreign, freed or out-of-range pointers; unknown handles;
@@ -42,7 +41,7 @@ import org.vgpu.runtime.memory.DeviceMemory;
  * @param <S> the backend's stream object
  * @param <E> the backend's event object
  */
-public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
+public abstract class AbstractVirtualGpu<M, F, S, E> extends ChunkBackedGpu implements VirtualGpu {
     private static final Set<DeviceAttribute> REFUSED_HOST_MEMORY_FEATURES = EnumSet.of(
             DeviceAttribute.CAN_MAP_HOST_MEMORY,
             DeviceAttribute.MANAGED_MEMORY,
@@ -50,8 +49,6 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
             DeviceAttribute.READ_ONLY_HOST_REGISTER_SUPPORTED,
             DeviceAttribute.CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM);
 
-    private final DeviceMemory memory;
-    private final ChunkMapping chunks;
     private final DevicePointers pointers;
 
     private final LoadedModules<M, F> modules;
@@ -62,21 +59,18 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
     private volatile boolean closed;
 
     protected AbstractVirtualGpu(VaWindow window) {
-        this.memory = new DeviceMemory(window, ModuleGlobals.areaBytes(window));
-        this.chunks = new ChunkMapping(memory);
-        ModuleGlobals globals = new ModuleGlobals(window);
+        this(new DeviceMemory(window, ModuleGlobals.areaBytes(window)), new ModuleGlobals(window));
+    }
+
+    private AbstractVirtualGpu(DeviceMemory memory, ModuleGlobals globals) {
+        super(memory);
         this.pointers = new DevicePointers(memory, globals);
         this.modules = new LoadedModules<>(globals);
     }
 
     @Override
     public final VaWindow window() {
-        return memory.window();
-    }
-
-    /** The chunks and live allocations of this vGPU. */
-    public final DeviceMemory memory() {
-        return memory;
+        return memory().window();
     }
 
     // ---- backend primitives
@@ -110,41 +104,10 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
     protected abstract KernelSignature doBinarySignature(F function, String kernelName);
 
     /**
-     * Backs a chunk's range ({@code chunk.mappedBytes()} at {@code chunk.address()}) with device
-     * memory. A chunk holds either allocations of at most {@link DeviceMemory#SHARED_LIMIT} bytes,
-     * its requested bytes then being its own, or one larger allocation, whose requested bytes it
-     * carries.
-     */
-    protected abstract void doMap(Allocation chunk);
-
-    /**
-     * Backs every chunk, all or none; one {@link #doMap} each, which a backend whose every call
-     * crosses a network replaces by one request.
-     */
-    protected void doMapAll(List<Allocation> chunks) {
-        ChunkMapping.mapEach(this, chunks);
-    }
-
-    /** Unmaps the chunks a failed {@link #doMapAll} mapped before {@code failure}, which it returns. */
-    protected final RuntimeException unmapAfterFailure(List<Allocation> mapped, RuntimeException failure) {
-        return ChunkMapping.unmapAfterFailure(this, mapped, failure);
-    }
-
-    /**
      * Page-locked host memory of {@code bytes}, bound to {@code arena}: closing the arena must free
      * it, so that a segment used after {@link #memFreeHost} throws instead of touching freed memory.
      */
     protected abstract MemorySegment doAllocHost(long bytes, Arena arena);
-
-    /** Frees a chunk's device memory; no allocation lies in it any more. */
-    protected abstract void doUnmap(Allocation chunk);
-
-    /**
-     * An allocation inside a chunk that stays mapped was freed; its range is handed out again once
-     * this returns (the memory lock is held meanwhile). A backend whose queued work may still read
-     * or write it waits for that work here, as {@code cuMemFree} does. Nothing by default.
-     */
-    protected void doFreedInChunk() {}
 
     protected abstract void doMemcpyHtoD(long dst, MemorySegment src, long bytes, S stream, boolean async);
 
@@ -318,26 +281,26 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
     @Override
     public long memAlloc(long bytes) {
         ensureOpen();
-        return chunks.allocate(this, bytes);
+        return chunks().allocate(this, bytes);
     }
 
     @Override
     public void memAllocAt(long address, long bytes) {
         ensureOpen();
-        chunks.allocateAt(this, address, bytes);
+        chunks().allocateAt(this, address, bytes);
     }
 
     @Override
     public void memAllocAllAt(List<DeviceRegion> allocations) {
         ensureOpen();
-        chunks.allocateAllAt(this, OperandChecks.given(allocations, "memAllocAllAt", "allocations"));
+        chunks().allocateAllAt(this, OperandChecks.given(allocations, "memAllocAllAt", "allocations"));
     }
 
     /** Frees the allocation, and its chunk once no allocation is left in it. */
     @Override
     public void memFree(long address) {
         ensureOpen();
-        chunks.free(this, address);
+        chunks().free(this, address);
     }
 
     @Override
@@ -599,7 +562,7 @@ public abstract class AbstractVirtualGpu<M, F, S, E> implements VirtualGpu {
             failures.attempt(() -> doStreamDestroy(stream));
         }
         modules.removeAll(failures, this::doModuleUnload);
-        chunks.unmapAll(this, failures);
+        chunks().unmapAll(this, failures);
         hostAllocations.freeAll(failures);
         failures.attempt(this::doClose);
         failures.rethrow();

@@ -22,7 +22,7 @@ final class ChunkMapping {
     }
 
     /** Places {@code bytes} and maps the chunk that opened, through {@code gpu}'s primitives. */
-    long allocate(AbstractVirtualGpu<?, ?, ?, ?> gpu, long bytes) {
+    long allocate(ChunkBackedGpu gpu, long bytes) {
         synchronized (memory) {
             DeviceMemory.Placement placement = memory.allocate(bytes);
             mapNewChunks(gpu, List.of(placement));
@@ -30,20 +30,20 @@ final class ChunkMapping {
         }
     }
 
-    void allocateAt(AbstractVirtualGpu<?, ?, ?, ?> gpu, long address, long bytes) {
+    void allocateAt(ChunkBackedGpu gpu, long address, long bytes) {
         synchronized (memory) {
             mapNewChunks(gpu, List.of(memory.allocateAt(address, bytes)));
         }
     }
 
-    void allocateAllAt(AbstractVirtualGpu<?, ?, ?, ?> gpu, List<DeviceRegion> allocations) {
+    void allocateAllAt(ChunkBackedGpu gpu, List<DeviceRegion> allocations) {
         synchronized (memory) {
             mapNewChunks(gpu, memory.placeAll(List.copyOf(allocations)));
         }
     }
 
     /** Maps the chunks that {@code placements} opened, all at once; on failure takes the placements back. */
-    private void mapNewChunks(AbstractVirtualGpu<?, ?, ?, ?> gpu, List<DeviceMemory.Placement> placements) {
+    private void mapNewChunks(ChunkBackedGpu gpu, List<DeviceMemory.Placement> placements) {
         List<Allocation> chunks = placements.stream()
                 .map(DeviceMemory.Placement::newChunk)
                 .filter(Objects::nonNull)
@@ -62,7 +62,7 @@ final class ChunkMapping {
     }
 
     /** Maps each chunk with its own {@code doMap}, all or none. */
-    static void mapEach(AbstractVirtualGpu<?, ?, ?, ?> gpu, List<Allocation> chunks) {
+    static void mapEach(ChunkBackedGpu gpu, List<Allocation> chunks) {
         int mapped = 0;
         try {
             for (Allocation chunk : chunks) {
@@ -75,8 +75,7 @@ final class ChunkMapping {
     }
 
     /** Unmaps the chunks mapped before {@code failure}, which it returns with the unmaps' failures suppressed. */
-    static RuntimeException unmapAfterFailure(
-            AbstractVirtualGpu<?, ?, ?, ?> gpu, List<Allocation> mapped, RuntimeException failure) {
+    static RuntimeException unmapAfterFailure(ChunkBackedGpu gpu, List<Allocation> mapped, RuntimeException failure) {
         for (Allocation chunk : mapped) {
             try {
                 gpu.doUnmap(chunk);
@@ -88,7 +87,7 @@ final class ChunkMapping {
     }
 
     /** Frees the allocation, and its chunk once no allocation is left in it. */
-    void free(AbstractVirtualGpu<?, ?, ?, ?> gpu, long address) {
+    void free(ChunkBackedGpu gpu, long address) {
         synchronized (memory) {
             Allocation emptied = memory.free(address).emptiedChunk();
             if (emptied != null) {
@@ -103,7 +102,7 @@ final class ChunkMapping {
     }
 
     /** Unmaps every chunk, as the vGPU closes, collecting the failures. */
-    void unmapAll(AbstractVirtualGpu<?, ?, ?, ?> gpu, FailureCollector failures) {
+    void unmapAll(ChunkBackedGpu gpu, FailureCollector failures) {
         for (Allocation chunk : memory.retireAll()) {
             failures.attempt(() -> gpu.doUnmap(chunk));
         }

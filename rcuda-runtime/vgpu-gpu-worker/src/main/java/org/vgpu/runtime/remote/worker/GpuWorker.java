@@ -6,16 +6,12 @@ import java.net.SocketAddress;
 import java.nio.channels.UnresolvedAddressException;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
@@ -55,6 +51,7 @@ import org.vgpu.runtime.remote.protocol.ReplyEncoder;
 import org.vgpu.runtime.remote.protocol.RequestDecoder;
 import org.vgpu.runtime.remote.security.TlsFailures;
 import org.vgpu.runtime.remote.transport.NettyTransport;
+import org.vgpu.runtime.remote.worker.ServedSessions.LiveSession;
 
 /**
  * A GPU worker: serves the sessions of one remote vGPU on one device of {@code backend} (DESIGN.md,
@@ -131,28 +128,14 @@ public final class GpuWorker implements AutoCloseable {
     private final String listening;
     /** How many connections it keeps at once: those signing in and the sessions it may serve together. */
     private final int maxConnections;
-    /**
-     * The sessions claimed by an accepted HELLO, by {@link #claimKey}: for {@link Sessions#ONE} the one session stays
-     * here when it has ended, so that no second one is served.
-     */
-    private final Map<Integer, LiveSession> live = new ConcurrentHashMap<>();
-    /** Whether any HELLO was accepted, for a one-session worker's wait for its client. */
-    private final AtomicBoolean anySession = new AtomicBoolean();
+
+    private final ServedSessions served;
     /** Open connections, and those of them that have not signed in; counted on the event loop. */
     private final AtomicInteger connections = new AtomicInteger();
 
     private final AtomicInteger connectionsSigningIn = new AtomicInteger();
     private final AtomicBoolean closed = new AtomicBoolean();
     private final CompletableFuture<WorkerReport> report = new CompletableFuture<>();
-
-    private final Object servedLock = new Object();
-    /** What the sessions that ended served, all together. Guarded by {@link #servedLock}. */
-    private WorkerReport served = new WorkerReport(0, 0, 0, 0, true, "no session yet");
-    /** Guarded by {@link #servedLock}. */
-    private int endedSessions;
-
-    /** One session: its connection, and what completes when it has ended and freed its vGPU. */
-    private record LiveSession(Channel channel, CompletableFuture<WorkerReport> end) {}
 
     private GpuWorker(
             WorkerConfig config,
@@ -167,6 +150,7 @@ public final class GpuWorker implements AutoCloseable {
         this.authenticator = authenticator;
         this.log = log;
         this.sessions = sessions;
+        this.served = new ServedSessions(sessions);
         this.maxConnections = sessions == Sessions.ONE_PER_VGPU
                 ? MAX_CONNECTIONS_SIGNING_IN + BridgeContract.VGPUS_MAX
                 : MAX_CONNECTIONS;
@@ -230,7 +214,7 @@ public final class GpuWorker implements AutoCloseable {
     private void scheduleGiveUpWithoutClient() {
         group.schedule(
                 () -> {
-                    if (!anySession.get()) {
+                    if (!served.anyClaimed()) {
                         finish(new WorkerReport(
                                 0,
                                 0,
@@ -338,18 +322,7 @@ public final class GpuWorker implements AutoCloseable {
      * @return whether none of them runs any more
      */
     public boolean awaitSessionEnd(Duration bound) throws InterruptedException {
-        // in nanoseconds: whole milliseconds would cut the wait short of the bound by up to one
-        long deadline = System.nanoTime() + bound.toNanos();
-        for (LiveSession session : List.copyOf(live.values())) {
-            try {
-                session.end().get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
-            } catch (TimeoutException e) {
-                return false;
-            } catch (ExecutionException e) {
-                // ended, with a failure the session's own report tells
-            }
-        }
-        return true;
+        return served.awaitEnd(bound);
     }
 
     /** Why a bind failed, in vgpu's words: Netty rethrows the JDK's exception or its native transport's. */
@@ -367,25 +340,11 @@ public final class GpuWorker implements AutoCloseable {
         if (!closed.compareAndSet(false, true)) {
             return;
         }
-        List<LiveSession> running = List.copyOf(live.values());
-        running.forEach(session -> session.channel().close());
-        for (LiveSession session : running) {
-            try {
-                // the GPU thread frees the vGPU before the session's end completes
-                session.end().get(10, TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            } catch (TimeoutException e) {
-                log.accept("worker " + config.workerId() + ": the session did not end within 10 s of closing");
-            } catch (ExecutionException e) {
-                log.accept("worker " + config.workerId() + ": the session ended with a failure: "
-                        + VgpuFailure.describe(e.getCause()));
-            }
-        }
+        served.endAll(message -> log.accept("worker " + config.workerId() + ": " + message));
         report.complete(
                 sessions == Sessions.ONE
                         ? new WorkerReport(0, 0, 0, 0, false, "the worker was closed")
-                        : servedSoFar("the worker was closed"));
+                        : served.servedSoFar("the worker was closed"));
         serverChannel.close().syncUninterruptibly();
         group.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
     }
@@ -401,33 +360,11 @@ public final class GpuWorker implements AutoCloseable {
             ended.end().complete(session);
             return;
         }
-        int count;
-        synchronized (servedLock) {
-            served = served.plus(session);
-            count = ++endedSessions;
-        }
+        int count = served.addEnded(session);
         log.accept("worker " + config.workerId() + ": session " + count + " ended: " + session.endReason()
                 + "; waiting for the job's next session");
         ended.end().complete(session);
-        live.remove(key, ended);
-    }
-
-    /** Every ended session's figures together; clean, since a holder's worker ends when its holder does. */
-    private WorkerReport servedSoFar(String reason) {
-        synchronized (servedLock) {
-            return new WorkerReport(
-                    served.calls(),
-                    served.bytesIn(),
-                    served.bytesOut(),
-                    served.busyNanos(),
-                    true,
-                    reason + " after " + endedSessions + " session(s)");
-        }
-    }
-
-    /** Which sessions exclude each other: all of a worker's, or, for {@link Sessions#ONE_PER_VGPU}, those of one vGPU. */
-    private int claimKey(Hello hello) {
-        return sessions == Sessions.ONE_PER_VGPU ? hello.window().vgpuIndex() : 0;
+        served.release(key, ended);
     }
 
     private void finish(WorkerReport result) {
@@ -531,17 +468,15 @@ public final class GpuWorker implements AutoCloseable {
                             + config.workerId() + " speaks version " + Frames.PROTOCOL_VERSION);
                 }
                 authenticate(hello, ctx.channel());
-                key = claimKey(hello);
-                claim = new LiveSession(ctx.channel(), new CompletableFuture<>());
-                if (live.putIfAbsent(key, claim) != null) {
-                    throw new VgpuException(
-                            ErrorCode.CUDA_ERROR_NOT_PERMITTED,
-                            "worker " + config.workerId() + " already serves a session"
-                                    + (sessions == Sessions.ONE_PER_VGPU
-                                            ? " of vGPU " + key + ": one process at a time uses a vGPU"
-                                            : ""));
-                }
-                anySession.set(true);
+                key = served.claimKey(hello);
+                int claimed = key;
+                claim = served.claim(key, ctx.channel())
+                        .orElseThrow(() -> new VgpuException(
+                                ErrorCode.CUDA_ERROR_NOT_PERMITTED,
+                                "worker " + config.workerId() + " already serves a session"
+                                        + (sessions == Sessions.ONE_PER_VGPU
+                                                ? " of vGPU " + claimed + ": one process at a time uses a vGPU"
+                                                : "")));
             } catch (VgpuException refused) {
                 frame.release();
                 log.accept("worker " + config.workerId() + ": refused "

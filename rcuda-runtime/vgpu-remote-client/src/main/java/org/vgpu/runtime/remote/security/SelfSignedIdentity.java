@@ -34,6 +34,12 @@ import org.vgpu.common.security.CertificatePin;
 public record SelfSignedIdentity(PrivateKey key, X509Certificate certificate) {
     private static final String ALIAS = "vgpu-worker";
     private static final long KEYTOOL_SECONDS = 60;
+    /**
+     * The variable that hands the keystore's password to keytool, set in keytool's environment only: a word between
+     * this class and the JDK's tool, not a variable of vgpu's (docs/reference/environment.md lists those).
+     */
+    private static final String KEYTOOL_SECRET_VARIABLE = "VGPU_KEYSTORE_SECRET";
+
     private static final SecureRandom RANDOM = new SecureRandom();
 
     public SelfSignedIdentity {
@@ -85,9 +91,9 @@ public record SelfSignedIdentity(PrivateKey key, X509Certificate certificate) {
                     store.toString(),
                     // from the environment, not the command line that every user of the node can read
                     "-storepass:env",
-                    "VGPU_KEYSTORE_SECRET"));
+                    KEYTOOL_SECRET_VARIABLE));
             ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
-            builder.environment().put("VGPU_KEYSTORE_SECRET", password);
+            builder.environment().put(KEYTOOL_SECRET_VARIABLE, password);
             Process process = builder.start();
             String output;
             try (InputStream in = process.getInputStream()) {
