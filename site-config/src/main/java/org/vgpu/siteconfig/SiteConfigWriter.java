@@ -65,19 +65,24 @@ public final class SiteConfigWriter {
             line(ConfigKeys.METRICS, config.metrics());
         }
 
+        // Neighbouring nodes whose settings read alike share a section ([node gpu[001-064]]), as a site writes them;
+        // a run is only merged where its host list reads back as the same names in the same order.
+        List<String> run = new ArrayList<>();
+        String runSettings = null;
         for (NodeConfig node : config.nodes()) {
-            section(ConfigKeys.NODE + " " + node.name());
-            line(ConfigKeys.GPUS, node.gpus());
-            line(ConfigKeys.GPU_MEMORY, node.gpuMemoryBytes());
-            line(ConfigKeys.VGPUS, node.vgpus());
-            line(ConfigKeys.LENDER_PORT, node.lenderPort());
-            line(ConfigKeys.GPU_DEVICES, node.gpuDevices());
-            line(ConfigKeys.ADDRESS, node.address());
-            line(ConfigKeys.HOSTNAME, node.hostname());
-            line(ConfigKeys.SLURMD_PORT, node.slurmdPort());
-            line(ConfigKeys.CPUS, node.cpus());
-            line(ConfigKeys.REAL_MEMORY, node.realMemoryBytes());
+            String settings = nodeSettings(node);
+            List<String> extended = new ArrayList<>(run);
+            extended.add(node.name());
+            if (settings.equals(runSettings)
+                    && HostList.expand(HostList.compress(extended)).equals(extended)) {
+                run = extended;
+                continue;
+            }
+            nodeSection(run, runSettings);
+            run = new ArrayList<>(List.of(node.name()));
+            runSettings = settings;
         }
+        nodeSection(run, runSettings);
 
         // The pairs as listed, and the default of every other pair (the reader's default for a file without them).
         Distances distances = config.distances();
@@ -120,6 +125,28 @@ public final class SiteConfigWriter {
                         HostList.compress(ends) + " = " + distance, line -> new ArrayList<>())
                 .add(first)));
         return lines;
+    }
+
+    private static String nodeSettings(NodeConfig node) {
+        SiteConfigWriter writer = new SiteConfigWriter();
+        writer.line(ConfigKeys.GPUS, node.gpus());
+        writer.line(ConfigKeys.GPU_MEMORY, node.gpuMemoryBytes());
+        writer.line(ConfigKeys.VGPUS, node.vgpus());
+        writer.line(ConfigKeys.LENDER_PORT, node.lenderPort());
+        writer.line(ConfigKeys.GPU_DEVICES, node.gpuDevices());
+        writer.line(ConfigKeys.ADDRESS, node.address());
+        writer.line(ConfigKeys.HOSTNAME, node.hostname());
+        writer.line(ConfigKeys.SLURMD_PORT, node.slurmdPort());
+        writer.line(ConfigKeys.CPUS, node.cpus());
+        writer.line(ConfigKeys.REAL_MEMORY, node.realMemoryBytes());
+        return writer.text.toString();
+    }
+
+    private void nodeSection(List<String> names, String settings) {
+        if (!names.isEmpty()) {
+            section(ConfigKeys.NODE + " " + HostList.compress(names));
+            text.append(settings);
+        }
     }
 
     private void section(String title) {

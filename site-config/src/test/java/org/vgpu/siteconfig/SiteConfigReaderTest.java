@@ -445,6 +445,20 @@ class SiteConfigReaderTest {
         assertEquals(distances, read(written).distances(), "read back, the same table");
     }
 
+    /** Nodes alike and side by side share a section when written, as a site writes them; read back, the same nodes. */
+    @Test
+    void nodesAlikeAndSideBySideAreWrittenAsOneSection() {
+        SiteConfig config = read(CLUSTER + nodes("g[8-11]", 4) + nodes("h1", 8) + nodes("h2", 8) + nodes("g12", 4));
+
+        String written = SiteConfigWriter.settings(config);
+
+        assertTrue(written.contains("[node g[8-11]]\n"), written);
+        assertTrue(written.contains("[node h[1-2]]\n"), written);
+        assertTrue(written.contains("[node g12]\n"), written);
+        assertEquals(3, written.split("\\[node ", -1).length - 1, written);
+        assertEquals(config.nodes(), read(written).nodes(), "read back, the same nodes in the same order");
+    }
+
     @Test
     void everyProblemOfRangedDistanceEntriesIsReportedAtItsLineAtOnce() {
         Path file = dir.resolve("vgpu.conf").toAbsolutePath();
