@@ -27,7 +27,8 @@ import org.vgpu.siteconfig.SiteConfigReader;
 import org.vgpu.siteconfig.render.RenderedFile;
 
 /**
- * {@code vgpu config check FILE}: validates a site configuration, including its token key file, and
+ * {@code vgpu config check [FILE]} (default {@value TrackerOptions#DEFAULT_CONFIG}, as for every other command):
+ * validates a site configuration, including its token key file, and
  * prints every problem with its line (exit 1) or the effective configuration (exit 0).
  * {@code vgpu config render --what NAME FILE}: prints one of the files an admin installs (pieces of the site's own
  * Slurm files, whole files, systemd units) rendered for that configuration; {@code vgpu config render FILE} (or
@@ -65,7 +66,8 @@ public final class ConfigCommand implements Subcommand {
 
     @Override
     public String operands() {
-        return "check FILE | render [--what NAME [--node NODE] | --list] [--slurm-nodes] FILE";
+        return "check [FILE] | render [--what NAME [--node NODE] | --list] [--slurm-nodes] [FILE]   (FILE: default "
+                + TrackerOptions.DEFAULT_CONFIG + ")";
     }
 
     @Override
@@ -98,11 +100,12 @@ public final class ConfigCommand implements Subcommand {
     @Override
     public int run(CommandLine line, PrintStream out, PrintStream err) throws ParseException {
         List<String> operands = line.getArgList();
-        if (operands.size() != 2 || !List.of(CHECK, RENDER).contains(operands.get(0))) {
-            throw new ParseException(
-                    "expected 'check FILE' or 'render [--what NAME] FILE', got '" + String.join(" ", operands) + "'");
+        if (operands.isEmpty() || operands.size() > 2 || !List.of(CHECK, RENDER).contains(operands.get(0))) {
+            throw new ParseException("expected 'check [FILE]' or 'render [--what NAME] [FILE]', got '"
+                    + String.join(" ", operands) + "'");
         }
-        Path file = Path.of(operands.get(1));
+        // the site's configuration where every other command looks for it, unless the admin names another
+        Path file = Path.of(operands.size() == 2 ? operands.get(1) : TrackerOptions.DEFAULT_CONFIG);
         if (operands.get(0).equals(CHECK)) {
             if (line.hasOption("what")
                     || line.hasOption("node")

@@ -183,13 +183,22 @@ class ConfigCommandTest {
     }
 
     @Test
+    void withoutAFileTheSitesConfigurationIsReadWhereEveryCommandLooksForIt() {
+        assertEquals(1, config("check"));
+        assertTrue(err().contains(TrackerOptions.DEFAULT_CONFIG), err());
+        assertEquals(1, config("render", "--what", "gres.conf"));
+        assertTrue(err().contains(TrackerOptions.DEFAULT_CONFIG), err());
+    }
+
+    @Test
     void badUsageIsExplained() {
         assertEquals(2, config());
-        assertTrue(err().contains("expected 'check FILE' or 'render [--what NAME] FILE'"), err());
+        assertTrue(err().contains("expected 'check [FILE]' or 'render [--what NAME] [FILE]'"), err());
         assertTrue(err().endsWith("\nsee `vgpu config --help`\n"), err());
         assertEquals(2, err().lines().count(), err());
 
         assertEquals(2, config("validate", "x.conf"));
+        assertEquals(2, config("validate"));
         assertEquals(2, config("check", "a.conf", "b.conf"));
         assertEquals(2, config("render", "--list", "--what", "gres.conf", "x.conf"));
         assertTrue(err().contains("--list renders nothing: give it alone, or --what NAME without it"), err());
