@@ -66,23 +66,19 @@ public final class SiteConfigWriter {
         }
 
         // Neighbouring nodes whose settings read alike share a section ([node gpu[001-064]]), as a site writes them;
-        // a run is only merged where its host list reads back as the same names in the same order.
-        List<String> run = new ArrayList<>();
-        String runSettings = null;
+        // nodes are only merged where their host list reads back as the same names in the same order.
+        List<String> alike = new ArrayList<>();
+        String alikeSettings = null;
         for (NodeConfig node : config.nodes()) {
             String settings = nodeSettings(node);
-            List<String> extended = new ArrayList<>(run);
-            extended.add(node.name());
-            if (settings.equals(runSettings)
-                    && HostList.expand(HostList.compress(extended)).equals(extended)) {
-                run = extended;
-                continue;
+            if (!settings.equals(alikeSettings)) {
+                nodeSections(alike, alikeSettings);
+                alike = new ArrayList<>();
+                alikeSettings = settings;
             }
-            nodeSection(run, runSettings);
-            run = new ArrayList<>(List.of(node.name()));
-            runSettings = settings;
+            alike.add(node.name());
         }
-        nodeSection(run, runSettings);
+        nodeSections(alike, alikeSettings);
 
         // The pairs as listed, and the default of every other pair (the reader's default for a file without them).
         Distances distances = config.distances();
@@ -142,11 +138,40 @@ public final class SiteConfigWriter {
         return writer.text.toString();
     }
 
-    private void nodeSection(List<String> names, String settings) {
-        if (!names.isEmpty()) {
-            section(ConfigKeys.NODE + " " + HostList.compress(names));
-            text.append(settings);
+    /**
+     * Sections for neighbouring nodes of the same settings: one when their host list reads back as they are (the
+     * usual case, checked once), else runs as long as each reads back, taken greedily in order. A list that reads
+     * back has every beginning of it read back too (a host list's parts follow the names' order), so both ways give
+     * the same runs where the first applies.
+     */
+    private void nodeSections(List<String> names, String settings) {
+        if (names.isEmpty()) {
+            return;
         }
+        if (readsBack(names)) {
+            nodeSection(names, settings);
+            return;
+        }
+        List<String> run = new ArrayList<>();
+        for (String name : names) {
+            List<String> extended = new ArrayList<>(run);
+            extended.add(name);
+            if (!run.isEmpty() && !readsBack(extended)) {
+                nodeSection(run, settings);
+                extended = new ArrayList<>(List.of(name));
+            }
+            run = extended;
+        }
+        nodeSection(run, settings);
+    }
+
+    private static boolean readsBack(List<String> names) {
+        return HostList.expand(HostList.compress(names)).equals(names);
+    }
+
+    private void nodeSection(List<String> names, String settings) {
+        section(ConfigKeys.NODE + " " + HostList.compress(names));
+        text.append(settings);
     }
 
     private void section(String title) {

@@ -459,6 +459,18 @@ class SiteConfigReaderTest {
         assertEquals(config.nodes(), read(written).nodes(), "read back, the same nodes in the same order");
     }
 
+    /** Alike nodes whose one host list would read back in another order share sections only as far as it reads back. */
+    @Test
+    void alikeNodesShareASectionOnlyWhereItsHostListKeepsTheirOrder() {
+        SiteConfig config = read(CLUSTER + nodes("a1", 4) + nodes("b1", 4) + nodes("a2", 4));
+
+        String written = SiteConfigWriter.settings(config);
+
+        assertTrue(written.contains("[node a1,b1]\n"), written);
+        assertTrue(written.contains("[node a2]\n"), written);
+        assertEquals(config.nodes(), read(written).nodes(), "read back, the same nodes in the same order");
+    }
+
     @Test
     void everyProblemOfRangedDistanceEntriesIsReportedAtItsLineAtOnce() {
         Path file = dir.resolve("vgpu.conf").toAbsolutePath();
