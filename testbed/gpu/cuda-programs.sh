@@ -41,6 +41,8 @@ vgpu_run() {
         org.vgpu.cli.Vgpu run --local-backend native -- "$@"
 }
 
+# the GPU check's class path (org.vgpu.job.JCudaProgramsOnGpu, run twice below)
+check_classpath=".gpu/lib/*:.gpu/test/classes:$(ls .gpu/test/junit-platform-console-standalone-*.jar)"
 failed=0
 for program in "driver_tour" "driver_steps 40 0" "driver_steps 2 0 fault" "driver_fork" "runtime_tour" "runtime_tour_shared" "launch_tour"; do
     name=${program// /_}
@@ -72,7 +74,7 @@ cublas_workspace=CUBLAS_WORKSPACE_CONFIG=:4096:8
 # times per step printed)
 env "$cublas_workspace" "$JAVA" --enable-native-access=ALL-UNNAMED -Dvgpu.cuda.programs="$top/$lib/build/programs" \
     -Dvgpu.torch.training="$top/$lib/tests/programs/torch_training.py" \
-    -cp ".gpu/lib/*:.gpu/test/classes:$(ls .gpu/test/junit-platform-console-standalone-*.jar)" \
+    -cp "$check_classpath" \
     org.vgpu.job.JCudaProgramsOnGpu - 20 0 2>&1 | tee -a "$log" | grep -q "^PASS" || failed=1
 
 # what a call costs on a vGPU served by the launcher's local worker (native backend), against plain CUDA
@@ -89,7 +91,7 @@ done
 # the same benchmark on a remote vGPU (a worker of GPU 0 in another process, reached through the launcher), three
 # runs, against plain CUDA's above; then the Java remote path's figures in the same run (vgpu remote-bench)
 "$JAVA" --enable-native-access=ALL-UNNAMED -Dvgpu.cuda.bench="$top/$lib/build/programs/latency_bench" \
-    -Dvgpu.cuda.bench.out="$work" -cp ".gpu/lib/*:.gpu/test/classes:$(ls .gpu/test/junit-platform-console-standalone-*.jar)" \
+    -Dvgpu.cuda.bench.out="$work" -cp "$check_classpath" \
     org.vgpu.job.JCudaProgramsOnGpu - 20 0 >>"$log" 2>&1 || failed=1
 {
     echo "# latency_bench plainly and through vgpu run on a remote vGPU (a worker of GPU 0 in another process), medians"

@@ -14,6 +14,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +31,6 @@ typedef uintptr_t (*six_argument_slot)(uintptr_t, uintptr_t, uintptr_t, uintptr_
 
 struct traced_table {
     char id[37];
-    size_t slots;
     six_argument_slot driver[TRACED_SLOTS];
     const void *copy[TRACED_SLOTS];
     unsigned said[TRACED_SLOTS];
@@ -50,42 +50,52 @@ static int peek(uintptr_t address, uint64_t words[WORDS_SHOWN])
     return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)local.iov_len;
 }
 
+/* A line being written: what is left of its buffer; text that does not fit is cut, never written past it. */
+struct line {
+    char *at;
+    size_t left;
+};
+
+__attribute__((format(printf, 2, 3))) static void add(struct line *line, const char *format, ...)
+{
+    va_list arguments;
+    va_start(arguments, format);
+    int wrote = line->left > 0 ? vsnprintf(line->at, line->left, format, arguments) : 0;
+    va_end(arguments);
+    size_t used = wrote < 0 ? 0 : (size_t)wrote < line->left ? (size_t)wrote : line->left - 1;
+    line->at += used;
+    line->left -= used;
+}
+
 /* Where an address lies when it is in a loaded library: the library's file name and the offset into it. */
-static int place(char *line, size_t size, uintptr_t value)
+static void add_place(struct line *line, uintptr_t value)
 {
     Dl_info info;
     if (value < 4096 || dladdr((void *)value, &info) == 0 || info.dli_fname == NULL) {
-        return 0;
+        return;
     }
     const char *file = strrchr(info.dli_fname, '/');
-    return snprintf(line, size, "<%s+%#lx%s%s>", file != NULL ? file + 1 : info.dli_fname,
-                    (unsigned long)(value - (uintptr_t)info.dli_fbase), info.dli_sname != NULL ? " " : "",
-                    info.dli_sname != NULL ? info.dli_sname : "");
+    add(line, "<%s+%#lx%s%s>", file != NULL ? file + 1 : info.dli_fname,
+        (unsigned long)(value - (uintptr_t)info.dli_fbase), info.dli_sname != NULL ? " " : "",
+        info.dli_sname != NULL ? info.dli_sname : "");
 }
 
-static int describe(char *line, size_t size, const uintptr_t args[6])
+/* Each argument, where it lies, and the words it points to (and where those lie). */
+static void describe(char *text, size_t size, const uintptr_t args[6])
 {
-    int used = 0;
-    for (int i = 0; i < 6 && used < (int)size; i++) {
+    struct line line = {text, size};
+    for (int i = 0; i < 6; i++) {
         uint64_t words[WORDS_SHOWN];
-        used += snprintf(line + used, size - (size_t)used, " a%d=%#lx", i, (unsigned long)args[i]);
-        if (used < (int)size) {
-            used += place(line + used, size - (size_t)used, args[i]);
-        }
-        if (used < (int)size && peek(args[i], words)) {
-            used += snprintf(line + used, size - (size_t)used, "[");
-            for (int w = 0; w < WORDS_SHOWN && used < (int)size; w++) {
-                used += snprintf(line + used, size - (size_t)used, "%s%#lx", w > 0 ? " " : "", (unsigned long)words[w]);
-                if (used < (int)size) {
-                    used += place(line + used, size - (size_t)used, words[w]);
-                }
+        add(&line, " a%d=%#lx", i, (unsigned long)args[i]);
+        add_place(&line, args[i]);
+        if (peek(args[i], words)) {
+            for (int w = 0; w < WORDS_SHOWN; w++) {
+                add(&line, "%s%#lx", w == 0 ? "[" : " ", (unsigned long)words[w]);
+                add_place(&line, words[w]);
             }
-            if (used < (int)size) {
-                used += snprintf(line + used, size - (size_t)used, "]");
-            }
+            add(&line, "]");
         }
     }
-    return used < (int)size ? used : (int)size - 1;
 }
 
 static uintptr_t call_traced(unsigned table, unsigned slot, uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3,
@@ -93,7 +103,8 @@ static uintptr_t call_traced(unsigned table, unsigned slot, uintptr_t a0, uintpt
 {
     struct traced_table *t = &traced[table];
     uintptr_t args[6] = {a0, a1, a2, a3, a4, a5};
-    int say = __atomic_fetch_add(&t->said[slot], 1, __ATOMIC_RELAXED) < CALLS_SAID_PER_SLOT;
+    unsigned call = __atomic_fetch_add(&t->said[slot], 1, __ATOMIC_RELAXED) + 1;
+    int say = call <= CALLS_SAID_PER_SLOT;
     char before[4096] = "";
     if (say) {
         describe(before, sizeof before, args);
@@ -103,8 +114,8 @@ static uintptr_t call_traced(unsigned table, unsigned slot, uintptr_t a0, uintpt
         char after[4096] = "";
         describe(after, sizeof after, args);
         /* Two lines: one line of vgpu's says at most about a kilobyte. */
-        vgpu_say("node driver's table %s slot %u, call %u: before%s", t->id, slot, t->said[slot], before);
-        vgpu_say("node driver's table %s slot %u, call %u: answer %#lx; after%s", t->id, slot, t->said[slot],
+        vgpu_say("node driver's table %s slot %u, call %u: before%s", t->id, slot, call, before);
+        vgpu_say("node driver's table %s slot %u, call %u: answer %#lx; after%s", t->id, slot, call,
                  (unsigned long)answer, after);
     }
     return answer;
@@ -193,7 +204,6 @@ static const void *trace_table(const char *text, const void *driver_table)
     size_t count = sized ? slots[0] / sizeof(void *) : 32;
     struct traced_table *t = &traced[traced_count];
     memcpy(t->id, text, sizeof t->id);
-    t->slots = count;
     for (size_t s = 0; s < count; s++) {
         t->driver[s] = (six_argument_slot)slots[s];
         t->copy[s] = (s == 0 && sized) || slots[s] == 0 ? (const void *)slots[s] : (const void *)THUNKS[traced_count][s];

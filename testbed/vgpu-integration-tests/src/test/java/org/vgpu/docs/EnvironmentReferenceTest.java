@@ -44,12 +44,13 @@ class EnvironmentReferenceTest {
             }
         }
         assertTrue(variables.contains("VGPU_REAL_LIBCUDA"), "no getenv(\"VGPU_...\") found in " + C_SOURCES);
-        StringBuilder described = new StringBuilder();
+        StringBuilder descriptions = new StringBuilder();
         for (Path description : DESCRIPTIONS) {
-            described.append(Files.readString(description));
+            descriptions.append(Files.readString(description));
         }
+        String described = descriptions.toString();
         List<String> missing = variables.stream()
-                .filter(name -> !described.toString().contains("`" + name + "`"))
+                .filter(name -> !described.contains("`" + name + "`"))
                 .toList();
         assertEquals(List.of(), missing, "variables none of " + DESCRIPTIONS + " describes");
     }
