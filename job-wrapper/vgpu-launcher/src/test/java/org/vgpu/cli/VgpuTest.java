@@ -105,9 +105,9 @@ class VgpuTest {
         // The usage line wraps before its last words.
         assertTrue(
                 out().contains(
-                                "usage: vgpu config [options] check FILE | render [--what NAME [--node NODE] | --list]\n"),
+                                "usage: vgpu config [options] check [FILE] | render [--what NAME [--node NODE] | --list]\n"),
                 out());
-        assertTrue(out().contains(" [--slurm-nodes] FILE\n"), out());
+        assertTrue(out().contains(" [--slurm-nodes] [FILE]   (FILE: default /etc/vgpu/vgpu.conf)\n"), out());
     }
 
     @Test
