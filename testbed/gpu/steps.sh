@@ -60,6 +60,11 @@ junit() {
     shift 2
     step "$name" "$budget" "${java[@]}" "${junit_properties[@]}" -cp ".gpu/lib/*:$test_classes:$junit_jar" \
         org.junit.platform.console.ConsoleLauncher execute "$@" --fail-if-no-tests --details tree --disable-banner
+    # The tail above shows how many failed, not which: name them here, since the whole log may not come back.
+    if grep -q '✘' "$out/$name.log"; then
+        echo "== failed in $name:"
+        grep -B1 -A3 '✘' "$out/$name.log" | head -n 80
+    fi
 }
 junit_properties=()
 
