@@ -6,7 +6,10 @@
 # user and account. sacct, read from slurmdbd's MariaDB after the job ended, shows the borrowing job and both
 # holders under physics, each holder with gres/gpu=1, and each holder's batch step's MaxRSS and memory request (and,
 # with VGPU_TESTBED_CGROUPS, ConstrainRAMSpace=yes, its memory cgroup's peak), the figures the holder's --mem is set
-# from.
+# from. Per user, the holders are root's: sacct -u nobody lists the borrowing job alone. Then what this Slurm lets a
+# holder owned by the borrower do: root's sbatch --uid=nobody into the lend partition (AllowGroups=root) is refused,
+# and into a partition open to nobody (made for the probe and removed after) sacct charges user nobody, account
+# physics (docs/admin/accounting.md, "Why holders do not run as the borrower").
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 source "$(dirname "$0")/accounting.sh"
@@ -26,9 +29,15 @@ holder_memory_peak() {
     fi
 }
 
+# A partition open to every user, for the probe of a job root submits as another user; removed after.
+PROBE_PARTITION=vgpu-uid-probe
+remove_probe_partition() {
+    slurm scontrol delete PartitionName="$PROBE_PARTITION" 2>/dev/null || true
+}
+
 FILL_JOBS=()
 job=
-trap 'cancel_jobs "${FILL_JOBS[@]}" ${job:+"$job"}; stop_tracker' EXIT
+trap 'cancel_jobs "${FILL_JOBS[@]}" ${job:+"$job"}; stop_tracker; remove_probe_partition' EXIT
 start_tracker
 fill_leaving_one_idle_gpu
 job=$(su nobody -s /bin/bash -c "cd /tmp && SLURM_CONF=$SLURM_CONF timeout $SLURM_CALL_TIMEOUT sbatch --parsable \
@@ -77,3 +86,48 @@ for holder in "${holders[@]}"; do
 done
 pass "accounting: job $job of nobody (account $ACCOUNTING_USER_ACCOUNT) on $node borrowed 2 GPUs; sacct charges" \
     "both holders (${holders[*]}, gres/gpu=1 each) to account $ACCOUNTING_USER_ACCOUNT, their comments naming job $job"
+
+# Per user: sacct -u lists what Slurm charges the user; the holders are root's, so nobody's list has the borrowing job
+# and neither holder.
+say "sacct -X -u nobody -j $jobs (what user nobody is charged):"
+slurm sacct -X -u nobody -j "$jobs" -o JobID,JobName%20,User,Account,AllocTRES%44,State | sed 's/^/testbed:   /'
+charged_to_nobody=$(slurm sacct -n -X -P -u nobody -j "$jobs" -o JobID | tr '\n' ' ')
+[ "$charged_to_nobody" = "$job " ] \
+    || die "sacct -u nobody lists '$charged_to_nobody' of jobs $jobs, expected job $job alone (the holders are root's)"
+pass "accounting: per user, sacct -u nobody lists job $job alone; holders ${holders[*]} are charged to root in" \
+    "account $ACCOUNTING_USER_ACCOUNT"
+
+# What a holder owned by the borrower would meet on this Slurm: root may submit as another user (sbatch --uid/--gid),
+# but the lend partition is checked against the job's user, not the submitter.
+nobody_gid=$(id -g nobody)
+if refused=$(slurm sbatch --parsable --uid=nobody --gid="$nobody_gid" -p vgpu-lend -A "$ACCOUNTING_USER_ACCOUNT" \
+    -w "$node" --gres=gpu:1 -o /dev/null --wrap 'sleep 1' 2>&1); then
+    cancel_jobs "${refused%%;*}"
+    die "root's sbatch --uid=nobody into the lend partition vgpu-lend was accepted (job $refused): the partition" \
+        "no longer keeps users out"
+fi
+say "root's sbatch --uid=nobody -p vgpu-lend: $refused"
+slurm scontrol create PartitionName="$PROBE_PARTITION" Nodes="$node" Hidden=YES MaxTime=INFINITE State=UP \
+    || die "scontrol could not create the probe partition $PROBE_PARTITION"
+probe_comment="probe: a GPU of $node as a holder of job $job would hold it (user nobody, account $ACCOUNTING_USER_ACCOUNT)"
+probe=$(slurm sbatch --parsable --uid=nobody --gid="$nobody_gid" -p "$PROBE_PARTITION" -A "$ACCOUNTING_USER_ACCOUNT" \
+    -w "$node" --gres=gpu:1 -J vgpu-uid-probe -o "$TESTBED_DIR/out/%j.out" --comment="$probe_comment" \
+    --wrap 'id -un' 2>&1 | cut -d ';' -f 1) || die "root's sbatch --uid=nobody -p $PROBE_PARTITION failed: $probe"
+expect_state "$probe" COMPLETED 60
+[ "$(cat "$TESTBED_DIR/out/$probe.out")" = nobody ] \
+    || die "probe job $probe of root's sbatch --uid=nobody ran as '$(cat "$TESTBED_DIR/out/$probe.out")', not nobody"
+remove_probe_partition
+probe_ended_in_sacct() {
+    [ "$(slurm sacct -n -X -P -j "$probe" -o State)" = COMPLETED ]
+}
+wait_until 30 "sacct has the end of job $probe" probe_ended_in_sacct \
+    || die "sacct: $(slurm sacct -X -j "$probe")"
+say "sacct -X -j $probe (root's sbatch --uid=nobody --gid=$nobody_gid -A $ACCOUNTING_USER_ACCOUNT):"
+slurm sacct -X -j "$probe" -o JobID,JobName%20,User,Account,Partition,AllocTRES%44,State,Comment%84 \
+    | sed 's/^/testbed:   /'
+IFS='|' read -r user account tres comment <<<"$(row "$probe")"
+[ "$user|$account" = "nobody|$ACCOUNTING_USER_ACCOUNT" ] && [[ ",$tres," == *",gres/gpu=1,"* ]] \
+    && [ "$comment" = "$probe_comment" ] \
+    || die "sacct charges probe job $probe to '$user|$account|$tres|$comment', expected nobody|$ACCOUNTING_USER_ACCOUNT|gres/gpu=1"
+pass "accounting: root's sbatch --uid=nobody is refused by the lend partition (vgpu-lend); in a partition open to" \
+    "nobody it runs as nobody and sacct charges user nobody, account $ACCOUNTING_USER_ACCOUNT, gres/gpu=1 (job $probe)"

@@ -42,7 +42,7 @@ public final class SlurmCommands implements SlurmControl {
     /** What sbatch says for an account the submitting user has no association with. */
     private static final Pattern INVALID_ACCOUNT = Pattern.compile("(?i)invalid account");
 
-    private final Duration timeout;
+    private final CommandRunner runner;
     private final String lendPartition;
     private final Optional<String> lendQos;
     private final HolderOutput holderOutput;
@@ -55,7 +55,12 @@ public final class SlurmCommands implements SlurmControl {
      * @param holderOutput where holder jobs write
      */
     public SlurmCommands(Duration timeout, String lendPartition, Optional<String> lendQos, HolderOutput holderOutput) {
-        this.timeout = timeout;
+        this(command -> BoundedCommand.run(command, "", timeout), lendPartition, lendQos, holderOutput);
+    }
+
+    /** @param runner runs each of Slurm's commands (tests answer in Slurm's place) */
+    SlurmCommands(CommandRunner runner, String lendPartition, Optional<String> lendQos, HolderOutput holderOutput) {
+        this.runner = runner;
         this.lendPartition = lendPartition;
         this.lendQos = lendQos;
         this.holderOutput = holderOutput;
@@ -288,11 +293,17 @@ public final class SlurmCommands implements SlurmControl {
     private Result runAllowingFailure(String... command) {
         LOG.debug("running {}", List.of(command));
         try {
-            return BoundedCommand.run(List.of(command), "", timeout);
+            return runner.run(List.of(command));
         } catch (BoundedCommand.Failure e) {
             throw SlurmException.unreachable(
                     e.getMessage() + " (are Slurm's client commands on the PATH, is slurmctld up?)", e);
         }
+    }
+
+    /** Runs one of Slurm's client commands to its end or its time limit. */
+    @FunctionalInterface
+    interface CommandRunner {
+        Result run(List<String> command) throws BoundedCommand.Failure;
     }
 
     private static String firstLine(String text) {
