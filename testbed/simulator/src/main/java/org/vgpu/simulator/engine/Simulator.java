@@ -5,6 +5,7 @@ import java.util.function.DoubleConsumer;
 
 import org.vgpu.simulator.result.Policy;
 import org.vgpu.simulator.result.PolicyRun;
+import org.vgpu.simulator.workload.SimJob;
 import org.vgpu.simulator.workload.Workload;
 
 /**
@@ -27,8 +28,15 @@ public final class Simulator {
         Objects.requireNonNull(workload, "workload");
         Objects.requireNonNull(policy, "policy");
         Objects.requireNonNull(progress, "progress");
-        OverheadModel overheads = policy == Policy.VGPU_NO_OVERHEAD ? model.free() : model;
-        throw new UnsupportedOperationException(
-                "the engine is not built yet (" + overheads.describe().size() + " overhead parameters)");
+        for (SimJob job : workload.jobs()) {
+            boolean fits =
+                    workload.nodes().stream().anyMatch(node -> node.gpus() >= job.gpus() && node.cpus() >= job.cpus());
+            if (!fits) {
+                throw new IllegalArgumentException("job " + job.id() + " asks " + job.gpus() + " GPUs and " + job.cpus()
+                        + " CPUs on one node, and no node of " + workload.source()
+                        + " has that many: Slurm would reject it at submission");
+            }
+        }
+        return new Simulation(workload, policy, model, progress).run();
     }
 }
