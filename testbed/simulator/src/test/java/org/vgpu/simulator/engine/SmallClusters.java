@@ -44,14 +44,14 @@ final class SmallClusters {
                         job("x", 100, 3, 3000, 10_000)));
     }
 
-    /** A seeded mix of 1-8 GPU jobs on 8 nodes of 8 GPUs, busy enough that jobs wait. */
+    /** A seeded mix of 1-8 GPU jobs on 8 nodes of 8 GPUs, submitted at about nine tenths of what they can run. */
     static Workload mix(long seed, int jobs) {
         Random random = new Random(seed);
         List<SimJob> list = new ArrayList<>();
         long submit = 0;
         WorkloadClass[] classes = WorkloadClass.values();
         for (int i = 0; i < jobs; i++) {
-            submit += random.nextInt(120);
+            submit += random.nextInt(240);
             int gpus = 1 << random.nextInt(4);
             long run = 60L + random.nextInt(3600);
             long limit = run + random.nextInt(3600) + 1L;
