@@ -35,7 +35,8 @@ final class RunAccounting {
                 job.borrowedAtStart,
                 job.migrations,
                 job.remoteGpuSeconds,
-                job.job.runSeconds());
+                job.job.runSeconds(),
+                job.killedAt(now));
         ended++;
         lastEnd = Math.max(lastEnd, now);
         report();

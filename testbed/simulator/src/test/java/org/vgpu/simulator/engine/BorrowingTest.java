@@ -1,6 +1,7 @@
 package org.vgpu.simulator.engine;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.vgpu.simulator.engine.SmallClusters.job;
 import static org.vgpu.simulator.engine.SmallClusters.meanWait;
@@ -86,17 +87,12 @@ class BorrowingTest {
 
     @Test
     void slurmKillsAJobThatTheSlowdownPushesPastItsTimeLimit() {
-        Workload workload = new Workload(
-                "limit",
-                nodes(3, 4),
-                List.of(
-                        job("f1", 0, 3, 5000, 5000),
-                        job("f2", 0, 3, 5000, 5000),
-                        job("f3", 0, 3, 5000, 5000),
-                        job("x", 100, 3, 1000, 1200)));
+        Workload workload = scattered(5000, job("x", 100, 3, 1000, 1200));
         JobOutcome x = outcome(run(workload, Policy.BORROW_ONLY), "x");
         assertEquals(100 + STARTUP, x.startSecond(), 1e-9);
         assertEquals(x.startSecond() + 1200, x.endSecond(), 1e-9);
+        assertTrue(x.killedAtTimeLimit());
+        assertFalse(outcome(run(workload, Policy.SLURM_ALONE), "x").killedAtTimeLimit());
     }
 
     @Test
