@@ -42,6 +42,7 @@ final class RunAccounting {
         report();
     }
 
+    /** The tracker ran: a planner pass, or a look of the hook at one node. */
     void pass() {
         passes++;
     }

@@ -116,7 +116,6 @@ final class Simulation {
     }
 
     private void schedule(double now) {
-        books.pass();
         slurm.pass(now, cluster, waiting, (index, node) -> start(index, node, jobs[index].gpus(), List.of(), now));
         if (vgpu != null && !waiting.isEmpty()) {
             if (now >= nextTrackerPass) {
@@ -134,6 +133,7 @@ final class Simulation {
      * pass), so the planner is not asked again for it.
      */
     private void trackerPass(double now) {
+        books.pass();
         Availability free = null;
         List<SimJob> refused = new ArrayList<>();
         int looked = 0;
@@ -238,6 +238,7 @@ final class Simulation {
 
     /** The hook at one node: each borrowing job there, while the node has a free GPU, asks the move policy. */
     private void look(NodeState node, double now) {
+        books.pass();
         for (RunningJob job : List.copyOf(node.hosted)) {
             if (job.remotes.isEmpty() || job.migrating() || node.freeGpuCount() == 0) {
                 continue;

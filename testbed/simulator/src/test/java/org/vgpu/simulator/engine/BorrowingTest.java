@@ -62,6 +62,18 @@ class BorrowingTest {
     }
 
     @Test
+    void theRunCountsTheTrackersPassesAndTheirTimeOnlyWhereTheTrackerRuns() {
+        PolicyRun slurm = run(scattered(), Policy.SLURM_ALONE);
+        assertEquals(0, slurm.passes());
+        assertEquals(0, slurm.plannerNanos() + slurm.hookNanos());
+        PolicyRun vgpu = run(scattered(), Policy.VGPU);
+        // the planner's pass at 100, the hook's look at 201 and its look again after the first move
+        assertEquals(3, vgpu.passes());
+        assertTrue(vgpu.plannerNanos() > 0 && vgpu.hookNanos() > 0);
+        assertEquals(0, run(scattered(), Policy.BORROW_ONLY).hookNanos());
+    }
+
+    @Test
     void withoutOverheadsBorrowingStartsAtOnceAndCostsNothing() {
         JobOutcome x = outcome(run(scattered(), Policy.VGPU_NO_OVERHEAD), "x");
         assertEquals(100, x.startSecond(), 1e-9);
