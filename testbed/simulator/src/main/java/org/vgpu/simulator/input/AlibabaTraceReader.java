@@ -127,8 +127,7 @@ public final class AlibabaTraceReader {
                 podTally.keep();
             }
         }
-        nodeProblems.throwIfAny();
-        podProblems.throwIfAny();
+        Problems.throwIfAny(nodeProblems, podProblems);
         if (nodes.isEmpty() || jobs.isEmpty()) {
             podProblems.ofFile("no GPU node or no GPU pod that ran", "expected the trace's nodes.csv and pods.csv");
             podProblems.throwIfAny();

@@ -31,13 +31,18 @@ final class Problems {
         return found.size();
     }
 
-    boolean any() {
-        return !found.isEmpty();
+    void throwIfAny() throws WorkloadException {
+        throwIfAny(this);
     }
 
-    void throwIfAny() throws WorkloadException {
-        if (any()) {
-            throw new WorkloadException(found);
+    /** One exception with the problems of every file, in the order given. */
+    static void throwIfAny(Problems... files) throws WorkloadException {
+        List<String> all = new ArrayList<>();
+        for (Problems problems : files) {
+            all.addAll(problems.found);
+        }
+        if (!all.isEmpty()) {
+            throw new WorkloadException(all);
         }
     }
 }
