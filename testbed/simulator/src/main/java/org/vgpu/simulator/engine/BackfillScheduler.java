@@ -1,0 +1,62 @@
+package org.vgpu.simulator.engine;
+
+import java.util.Iterator;
+import java.util.Optional;
+import java.util.SequencedSet;
+
+import org.vgpu.simulator.workload.SimJob;
+
+/**
+ * Slurm's own scheduling pass over the waiting jobs, in priority order (here: submit order, as with equal
+ * priorities): jobs start while they fit on one node (all their GPUs there, as {@code --gres=gpu:N}, best fit); the
+ * first that does not gets a reservation, and the jobs after it start only where EASY backfill allows (see {@link
+ * Reservation}). Like Slurm's {@code bf_max_job_test}, a pass looks at the first {@link #WINDOW} waiting jobs only.
+ */
+final class BackfillScheduler {
+    /** How many waiting jobs one pass looks at. */
+    static final int WINDOW = 100;
+
+    /** Starts a job on a node Slurm chose for it. */
+    interface Starter {
+        void start(int job, NodeState node);
+    }
+
+    private final SimJob[] jobs;
+
+    BackfillScheduler(SimJob[] jobs) {
+        this.jobs = jobs;
+    }
+
+    /** Starts what Slurm would start now, removing it from {@code waiting}. */
+    void pass(double now, Cluster cluster, SequencedSet<Integer> waiting, Starter starter) {
+        Reservation reservation = null;
+        SimJob head = null;
+        int looked = 0;
+        for (Iterator<Integer> it = waiting.iterator(); it.hasNext() && looked < WINDOW; looked++) {
+            if (cluster.mostFreeGpus() == 0) {
+                return;
+            }
+            int index = it.next();
+            SimJob job = jobs[index];
+            Optional<NodeState> node;
+            if (head == null) {
+                node = cluster.bestFit(job.gpus(), job.cpus(), null);
+                if (node.isEmpty()) {
+                    head = job;
+                }
+            } else {
+                if (reservation == null) {
+                    if (cluster.bestFit(job.gpus(), job.cpus(), null).isEmpty()) {
+                        continue;
+                    }
+                    reservation = Reservation.of(head, cluster, now);
+                }
+                node = reservation.place(job, cluster, now);
+            }
+            if (node.isPresent()) {
+                it.remove();
+                starter.start(index, node.get());
+            }
+        }
+    }
+}

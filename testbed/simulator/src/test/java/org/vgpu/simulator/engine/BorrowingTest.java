@@ -1,0 +1,120 @@
+package org.vgpu.simulator.engine;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.vgpu.simulator.engine.SmallClusters.job;
+import static org.vgpu.simulator.engine.SmallClusters.meanWait;
+import static org.vgpu.simulator.engine.SmallClusters.nodes;
+import static org.vgpu.simulator.engine.SmallClusters.outcome;
+import static org.vgpu.simulator.engine.SmallClusters.run;
+import static org.vgpu.simulator.engine.SmallClusters.scattered;
+
+import java.util.List;
+
+import org.junit.jupiter.api.Test;
+
+import org.vgpu.simulator.result.JobOutcome;
+import org.vgpu.simulator.result.Policy;
+import org.vgpu.simulator.result.PolicyRun;
+import org.vgpu.simulator.workload.Workload;
+
+class BorrowingTest {
+    private static final double STARTUP = 9;
+    private static final double MD_SLOWDOWN = 1.73;
+
+    @Test
+    void underSlurmAloneAJobWaitsForOneNodeToHaveAllItsGpus() {
+        JobOutcome x = outcome(run(scattered(), Policy.SLURM_ALONE), "x");
+        assertEquals(200, x.startSecond(), 1e-9);
+        assertEquals(0, x.borrowedGpus());
+        assertEquals(0, x.remoteGpuSeconds(), 1e-9);
+    }
+
+    @Test
+    void withBorrowingItStartsAtOnceAfterTheStartUpOnItsOwnIdleGpuAndTwoLent() {
+        for (Policy policy : List.of(Policy.BORROW_ONLY, Policy.VGPU)) {
+            JobOutcome x = outcome(run(scattered(), policy), "x");
+            assertEquals(100 + STARTUP, x.startSecond(), 1e-9, policy.shortName());
+            assertEquals(2, x.borrowedGpus(), policy.shortName());
+        }
+    }
+
+    @Test
+    void borrowedGpusStayRemoteToTheEndWithoutTheHook() {
+        JobOutcome x = outcome(run(scattered(), Policy.BORROW_ONLY), "x");
+        assertEquals(0, x.migrations());
+        assertEquals(100 + STARTUP + 3000 * MD_SLOWDOWN, x.endSecond(), 1e-6);
+        assertEquals(2 * 3000 * MD_SLOWDOWN, x.remoteGpuSeconds(), 1e-6);
+    }
+
+    @Test
+    void theHookMovesBorrowedGpusHomeWhenTheJobsNodeFreesGpus() {
+        PolicyRun borrowOnly = run(scattered(), Policy.BORROW_ONLY);
+        PolicyRun vgpu = run(scattered(), Policy.VGPU);
+        JobOutcome x = outcome(vgpu, "x");
+        assertEquals(2, x.migrations());
+        assertTrue(x.remoteGpuSeconds() < outcome(borrowOnly, "x").remoteGpuSeconds() / 10, x.toString());
+        // remote from 109 until the hook's look 1 s after f1 ends at 200; each move blocks 0.025 + 0.30 s per GiB
+        double remoteRun = 201 - (100 + STARTUP);
+        double blocked = 2 * (0.025 + 0.30);
+        assertEquals(201 + blocked + (3000 - remoteRun / MD_SLOWDOWN), x.endSecond(), 1e-3);
+    }
+
+    @Test
+    void withoutOverheadsBorrowingStartsAtOnceAndCostsNothing() {
+        JobOutcome x = outcome(run(scattered(), Policy.VGPU_NO_OVERHEAD), "x");
+        assertEquals(100, x.startSecond(), 1e-9);
+        assertEquals(3000, x.endSecond() - x.startSecond(), 1e-6);
+    }
+
+    @Test
+    void noIdleGpuIsLentBeforeItsGrace() {
+        // n2's and n3's idle GPUs were freed at 90: at 100 they are not lendable yet, at 120 (30 s grace) they are
+        Workload workload = new Workload(
+                "grace",
+                nodes(3, 4),
+                List.of(
+                        job("f1", 0, 3, 5000, 5000),
+                        job("f2", 0, 4, 90, 90),
+                        job("g2", 90, 3, 5000, 5000),
+                        job("f3", 0, 4, 90, 90),
+                        job("g3", 90, 3, 5000, 5000),
+                        job("x", 100, 3, 100, 1000)));
+        JobOutcome x = outcome(run(workload, Policy.BORROW_ONLY), "x");
+        assertEquals(120 + STARTUP, x.startSecond(), 1e-9);
+    }
+
+    @Test
+    void slurmKillsAJobThatTheSlowdownPushesPastItsTimeLimit() {
+        Workload workload = new Workload(
+                "limit",
+                nodes(3, 4),
+                List.of(
+                        job("f1", 0, 3, 5000, 5000),
+                        job("f2", 0, 3, 5000, 5000),
+                        job("f3", 0, 3, 5000, 5000),
+                        job("x", 100, 3, 1000, 1200)));
+        JobOutcome x = outcome(run(workload, Policy.BORROW_ONLY), "x");
+        assertEquals(100 + STARTUP, x.startSecond(), 1e-9);
+        assertEquals(x.startSecond() + 1200, x.endSecond(), 1e-9);
+    }
+
+    @Test
+    void withoutOverheadsNoJobWaitsLongerOnAverageThanWithThem() {
+        for (long seed = 1; seed <= 5; seed++) {
+            Workload workload = SmallClusters.mix(seed, 300);
+            double free = meanWait(run(workload, Policy.VGPU_NO_OVERHEAD));
+            double vgpu = meanWait(run(workload, Policy.VGPU));
+            assertTrue(free <= vgpu, "seed " + seed + ": " + free + " > " + vgpu);
+        }
+        assertTrue(meanWait(run(scattered(), Policy.VGPU_NO_OVERHEAD)) <= meanWait(run(scattered(), Policy.VGPU)));
+    }
+
+    @Test
+    void aJobNoNodeCanHoldIsRejectedWithItsName() {
+        Workload workload = new Workload("too big", nodes(2, 4), List.of(job("huge", 0, 8, 10, 10)));
+        IllegalArgumentException error = org.junit.jupiter.api.Assertions.assertThrows(
+                IllegalArgumentException.class, () -> run(workload, Policy.VGPU));
+        assertTrue(error.getMessage().contains("job huge asks 8 GPUs"), error.getMessage());
+    }
+}
