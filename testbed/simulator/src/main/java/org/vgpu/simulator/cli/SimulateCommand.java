@@ -79,8 +79,8 @@ public final class SimulateCommand implements Subcommand {
                         "with --alibaba: a pod asking a fraction of a GPU takes one whole GPU (whole, the default)"
                                 + " or is left out (skip)"))
                 .addOption(valued("sacct", "FILE", "a site's history: the output of " + SacctReader.COMMAND))
-                .addOption(valued("swf", "FILE", "a log in the Standard Workload Format of the Parallel Workloads"
-                        + " Archive"))
+                .addOption(valued(
+                        "swf", "FILE", "a log in the Standard Workload Format of the Parallel Workloads" + " Archive"))
                 .addOption(valued(
                         "procs-per-gpu",
                         "N",
@@ -90,9 +90,7 @@ public final class SimulateCommand implements Subcommand {
                 .addOption(valued("jobs", "N", "with --generate: how many jobs (default 1000)"))
                 .addOption(valued("seed", "S", "with --generate: the random seed (default 1)"))
                 .addOption(valued(
-                        "cluster",
-                        "SPEC",
-                        "the nodes, for --sacct, --swf and --generate: " + ClusterSpec.FORMAT))
+                        "cluster", "SPEC", "the nodes, for --sacct, --swf and --generate: " + ClusterSpec.FORMAT))
                 .addOption(valued(
                         "policies",
                         "LIST",
@@ -143,7 +141,7 @@ public final class SimulateCommand implements Subcommand {
         Simulator simulator = new Simulator(model);
         List<PolicyRun> runs = new ArrayList<>();
         boolean showProgress = loaded.workload().jobs().size() >= LONG_RUN_JOBS;
-        boolean terminal = ProgressBar.stderrIsTerminal();
+        boolean terminal = showProgress && ProgressBar.stderrIsTerminal();
         for (Policy policy : policies) {
             ProgressBar bar = new ProgressBar(err, "vgpu simulate: " + policy.shortName(), terminal);
             runs.add(simulator.run(loaded.workload(), policy, showProgress ? bar : fraction -> {}));
@@ -187,11 +185,11 @@ public final class SimulateCommand implements Subcommand {
 
     /** Which input was given: exactly one, and only the options that go with it. */
     private static String input(CommandLine line) throws ParseException {
-        List<String> given =
-                INPUTS.stream().filter(line::hasOption).toList();
+        List<String> given = INPUTS.stream().filter(line::hasOption).toList();
         if (given.size() != 1) {
-            throw new ParseException((given.isEmpty() ? "no input given" : "more than one input given (--"
-                            + String.join(", --", given) + ")")
+            throw new ParseException((given.isEmpty()
+                            ? "no input given"
+                            : "more than one input given (--" + String.join(", --", given) + ")")
                     + "; give one of --alibaba DIR, --sacct FILE, --swf FILE or --generate LEVEL");
         }
         String input = given.getFirst();
@@ -217,8 +215,8 @@ public final class SimulateCommand implements Subcommand {
             return List.of();
         }
         if (!line.hasOption("cluster")) {
-            throw new ParseException("--" + input + " needs --cluster SPEC, the nodes to run it on: "
-                    + ClusterSpec.FORMAT);
+            throw new ParseException(
+                    "--" + input + " needs --cluster SPEC, the nodes to run it on: " + ClusterSpec.FORMAT);
         }
         try {
             return ClusterSpec.parse(line.getOptionValue("cluster"));

@@ -1,7 +1,9 @@
 package org.vgpu.simulator.report;
 
+import java.io.Console;
 import java.io.PrintStream;
 import java.util.Locale;
+import java.util.Optional;
 import java.util.function.DoubleConsumer;
 
 /**
@@ -26,7 +28,9 @@ public final class ProgressBar implements DoubleConsumer {
 
     /** Whether standard error is likely a terminal: the JVM's console is a terminal. */
     public static boolean stderrIsTerminal() {
-        return System.console().isTerminal();
+        // System.console() is null where the JVM has no console support (e.g. a forked test JVM), whatever the
+        // JDK's documentation says of JDK 22 and newer.
+        return Optional.ofNullable(System.console()).map(Console::isTerminal).orElse(false);
     }
 
     @Override
