@@ -158,11 +158,20 @@ class ModuleBoundariesTest {
                     "org.vgpu.migration.agent",
                     "org.vgpu.migration.cli"),
             // the ledger, placement, Slurm parsing and the server are the tracker's own business
-            new Module("idle-gpu-tracker", "org.vgpu.tracker", "org.vgpu.tracker", "org.vgpu.tracker.cli"),
+            new Module("idle-gpu-tracker", "org.vgpu.tracker", "org.vgpu.tracker", "org.vgpu.tracker.cli")
+                    // the simulator drives the tracker's own planner, idle clock and move policy, not copies of them
+                    .exportingTo(
+                            "vgpu-simulator",
+                            "org.vgpu.tracker.cluster",
+                            "org.vgpu.tracker.hook",
+                            "org.vgpu.tracker.placement",
+                            "org.vgpu.tracker.slurm"),
             // javac runs it; no module calls it
             new Module("vgpu-call-surface-processor", "org.vgpu.callsurface"),
             // the launcher finds the benchmarks' commands through ServiceLoader, by their interface in vgpu-common
             new Module("vgpu-benchmarks", "org.vgpu.bench"),
+            // vgpu simulate, found by the launcher through ServiceLoader; its engine drives the tracker's own code
+            new Module("vgpu-simulator", "org.vgpu.simulator"),
             // the top of the graph: no module uses it (org.vgpu.api is for users' own programs)
             new Module(
                     "job-wrapper", List.of("org.vgpu.job..", "org.vgpu.cli..", "org.vgpu.api.."), List.of(), Map.of()));
