@@ -44,7 +44,9 @@ import org.vgpu.tracker.slurm.SlurmException;
  */
 public final class TrackerCommand implements Subcommand {
     static final Path DEFAULT_LEDGER = Path.of("/var/lib/vgpu/tracker.ledger");
-    private static final int DEFAULT_POLL_SECONDS = 2;
+    /** How often the tracker reads Slurm and plans, unless {@code --poll} says otherwise. */
+    public static final int DEFAULT_POLL_SECONDS = 2;
+
     private static final int DEFAULT_SLURM_TIMEOUT_SECONDS = 20;
 
     @Override

@@ -80,9 +80,16 @@ public final class AssemblyPlanner {
                     "waiting for a node with " + vgpus + " idle GPUs (most now: " + mostIdle.gpus() + " on "
                             + mostIdle.view().name() + "); borrowing is off");
         }
+        // What all lenders together can lend: a host whose shortfall exceeds it less its own share gets no
+        // lenders, known without scanning every node for each host (which made a refused plan quadratic in nodes).
+        int lendableEverywhere = free.nodes().stream()
+                .filter(this::canLend)
+                .mapToInt(AssemblyPlanner::lendable)
+                .sum();
         for (Availability.Node host : byLocalGpus) {
             int borrow = vgpus - host.gpus();
-            if (borrow > policy.maxBorrowedPerJob()) {
+            int lendableElsewhere = lendableEverywhere - (canLend(host) ? lendable(host) : 0);
+            if (borrow > policy.maxBorrowedPerJob() || borrow > lendableElsewhere) {
                 continue;
             }
             Optional<List<Availability.Node>> lenders = lenders(host, borrow, free);
@@ -90,10 +97,7 @@ public final class AssemblyPlanner {
                 return take(job, host.gpus(), host, lenders.get());
             }
         }
-        int lendable = free.nodes().stream()
-                .filter(node -> node != mostIdle && canLend(node))
-                .mapToInt(node -> Math.min(node.lendableGpus(), node.cpus()))
-                .sum();
+        int lendable = lendableEverywhere - (canLend(mostIdle) ? lendable(mostIdle) : 0);
         return new Placement.Wait(
                 job.id(),
                 "waiting for " + vgpus + " GPUs: most idle node "
@@ -109,7 +113,7 @@ public final class AssemblyPlanner {
         for (int i = 0; i < borrow; i++) {
             Optional<Availability.Node> next = free.nodes().stream()
                     .filter(node -> node != host && canLend(node))
-                    .filter(node -> Math.min(node.lendableGpus(), node.cpus()) > countOf(chosen, node))
+                    .filter(node -> lendable(node) > countOf(chosen, node))
                     .min(Comparator.<Availability.Node>comparingInt(node -> distances.between(
                                     host.view().name(), node.view().name()))
                             .thenComparingInt(node -> node.lent() + countOf(chosen, node))
@@ -125,6 +129,11 @@ public final class AssemblyPlanner {
 
     private boolean canLend(Availability.Node node) {
         return node.view().schedulable() && node.view().partitions().contains(lendPartition);
+    }
+
+    /** GPUs {@code node} can lend: idle past the grace, each with a free CPU for its holder job. */
+    private static int lendable(Availability.Node node) {
+        return Math.min(node.lendableGpus(), node.cpus());
     }
 
     private static int countOf(List<Availability.Node> chosen, Availability.Node node) {

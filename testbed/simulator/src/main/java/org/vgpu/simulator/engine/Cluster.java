@@ -130,5 +130,6 @@ final class Cluster {
         freeGpus += delta;
         busyGpus -= delta;
         node.idleSince = idleClock.observe(node.node.name(), node.freeGpuIndices(), Simulation.instant(now));
+        node.view = null;
     }
 }

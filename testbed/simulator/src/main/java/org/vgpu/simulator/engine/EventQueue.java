@@ -16,10 +16,13 @@ final class EventQueue {
         MIGRATION_DONE,
         /** A job is submitted. */
         SUBMIT,
-        /** The hook looks at the jobs of one node after a GPU there was freed. */
-        HOOK,
-        /** Idle GPUs have become lendable (their grace is over): the tracker plans again. */
-        WAKE
+        /** Idle GPUs have become lendable (their grace is over), or the tracker's next poll is due: a pass. */
+        WAKE,
+        /**
+         * The hook looks at the jobs of one node after a GPU there was freed; after that instant's scheduling pass,
+         * so that Slurm gets the first pick of a freed GPU even when the hook's latency is zero.
+         */
+        HOOK
     }
 
     /**
@@ -45,6 +48,12 @@ final class EventQueue {
     double nextTime() {
         Event next = events.peek();
         return next == null ? Double.POSITIVE_INFINITY : next.time();
+    }
+
+    /** Whether the next event is at {@code time} and comes before that instant's scheduling pass. */
+    boolean beforePassAt(double time) {
+        Event next = events.peek();
+        return next != null && next.time() == time && next.kind() != Kind.HOOK;
     }
 
     Event poll() {

@@ -150,7 +150,7 @@ public final class OverheadModel {
 
     private static Map<String, Parameter> measuredParameters() {
         String md = "the MD app all-remote vs native on the H200, 1,776 vs 1,024 ms for 40,200 launches"
-                + " (issue figures; docs/libcuda.md, 2026-11-29)";
+                + " (the H200 runs of 2026-11-29; not yet written up in docs/)";
         Map<String, Parameter> parameters = new LinkedHashMap<>();
         for (WorkloadClass workloadClass : WorkloadClass.values()) {
             parameters.put(
@@ -189,25 +189,32 @@ public final class OverheadModel {
                 new Parameter(
                         0.30,
                         "s/GiB",
-                        "a move home blocks the app 0.23-0.30 s per GiB, the upper figure; docs/migration-bench.md",
+                        "a move home blocked the app 321-415 ms for 1 GiB and 1,843-2,147 ms for 8 GiB, 0.23-0.30 s"
+                                + " per GiB, the upper figure; docs/two-gpus.md, 2026-11-28",
                         0));
         parameters.put(
                 MIGRATION_FIXED_SECONDS,
                 new Parameter(
                         0.025,
                         "s",
-                        "a move of a small state blocks 20-25 ms, the upper figure; docs/migration-bench.md",
+                        "a move of a small state (22,000 bytes) blocked the MD app 20.6 ms, docs/two-gpus.md,"
+                                + " 2026-11-28; 20-25 ms over the runs, the upper figure",
                         0));
         parameters.put(
                 HOOK_LATENCY_SECONDS,
-                new Parameter(1, "s", "the hook starts a move about 1 s after a release; docs/hook.md", 0));
+                new Parameter(
+                        1,
+                        "s",
+                        "the hook started a move about 1 s after a release on the H200 (2026-11-29; not yet"
+                                + " written up in docs/)",
+                        0));
         parameters.put(
                 STARTUP_SECONDS,
                 new Parameter(
                         9,
                         "s",
-                        "the Slurm testbed started a borrowing job in 8-10 s (holders and workers);"
-                                + " docs/slurm-versions.md",
+                        "the Slurm testbed started a borrowing job in 8-10 s, holders and workers (testbed"
+                                + " scenarios of 2026-11-29; not yet written up in docs/)",
                         0));
         return java.util.Collections.unmodifiableMap(parameters);
     }

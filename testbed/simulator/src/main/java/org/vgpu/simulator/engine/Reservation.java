@@ -1,7 +1,5 @@
 package org.vgpu.simulator.engine;
 
-import java.util.Comparator;
-import java.util.List;
 import java.util.Optional;
 
 import org.vgpu.simulator.workload.SimJob;
@@ -39,10 +37,7 @@ final class Reservation {
             int cpus = candidate.freeCpus;
             double time = now;
             if (gpus < head.gpus() || cpus < head.cpus()) {
-                List<Hold> byEnd = candidate.holds.stream()
-                        .sorted(Comparator.comparingDouble((Hold hold) -> hold.job.limitEnd()))
-                        .toList();
-                for (Hold hold : byEnd) {
+                for (Hold hold : candidate.holds) {
                     gpus += hold.gpus;
                     cpus += hold.cpus;
                     time = Math.max(now, hold.job.limitEnd());

@@ -35,12 +35,14 @@ final class RunAccounting {
                 job.borrowedAtStart,
                 job.migrations,
                 job.remoteGpuSeconds,
-                job.job.runSeconds());
+                job.job.runSeconds(),
+                job.killedAt(now));
         ended++;
         lastEnd = Math.max(lastEnd, now);
         report();
     }
 
+    /** The tracker ran: a planner pass, or a look of the hook at one node. */
     void pass() {
         passes++;
     }

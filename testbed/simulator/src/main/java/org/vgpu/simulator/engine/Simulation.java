@@ -19,8 +19,9 @@ import org.vgpu.tracker.placement.Placement;
 
 /**
  * One policy's run of one workload: the event loop. At each instant it applies that instant's events (ends, moves
- * done, submits, the hook's looks), then, if GPUs were freed or jobs arrived, one scheduling pass: Slurm's own
- * (priority order and EASY backfill), then, with borrowing, the tracker's planner for the jobs no node can hold.
+ * done, submits), then, if GPUs were freed or jobs arrived, one scheduling pass: Slurm's own (priority order and EASY
+ * backfill), then, with borrowing and at most once per tracker poll, the tracker's planner for the jobs no node can
+ * hold; then the hook's looks due at that instant.
  * A borrowing job holds its GPUs from its plan and runs after the start-up delay; the hook looks at a node's jobs
  * its detection latency after a GPU there frees.
  */
@@ -41,6 +42,7 @@ final class Simulation {
     private final RunningJob[] running;
     private final RunAccounting books;
     private double lastWake = Double.NEGATIVE_INFINITY;
+    private double nextTrackerPass = Double.NEGATIVE_INFINITY;
 
     Simulation(Workload workload, Policy policy, OverheadModel measured, java.util.function.DoubleConsumer progress) {
         this.policy = policy;
@@ -73,11 +75,14 @@ final class Simulation {
                 events.add(now, EventQueue.Kind.SUBMIT, next++, -1, 0);
             }
             boolean freedOrArrived = false;
-            while (events.nextTime() == now) {
+            while (events.beforePassAt(now)) {
                 freedOrArrived |= handle(events.poll(), now);
             }
             if (freedOrArrived && !waiting.isEmpty()) {
                 schedule(now);
+            }
+            while (events.nextTime() == now && !events.beforePassAt(now)) {
+                handle(events.poll(), now);
             }
         }
         return books.finish(policy, cluster, vgpu);
@@ -111,27 +116,43 @@ final class Simulation {
     }
 
     private void schedule(double now) {
-        books.pass();
         slurm.pass(now, cluster, waiting, (index, node) -> start(index, node, jobs[index].gpus(), List.of(), now));
         if (vgpu != null && !waiting.isEmpty()) {
-            trackerPass(now);
+            if (now >= nextTrackerPass) {
+                nextTrackerPass = now + VgpuSide.POLL_SECONDS;
+                trackerPass(now);
+            } else {
+                wake(nextTrackerPass);
+            }
         }
     }
 
-    /** The tracker's pass: its planner, for the waiting jobs that no node can hold now. */
+    /**
+     * The tracker's pass: its planner, for the waiting jobs that no node can hold now. Once a job of G GPUs and C
+     * CPUs got no plan, a later one asking at least as much of both gets none either (what is free only shrinks in a
+     * pass), so the planner is not asked again for it.
+     */
     private void trackerPass(double now) {
+        books.pass();
         Availability free = null;
+        List<SimJob> refused = new ArrayList<>();
         int looked = 0;
         for (Iterator<Integer> it = waiting.iterator(); it.hasNext() && looked < BackfillScheduler.WINDOW; looked++) {
             int index = it.next();
             SimJob job = jobs[index];
-            if (cluster.bestFit(job.gpus(), job.cpus(), null).isPresent() || !vgpu.mightAssemble(job.gpus(), cluster)) {
+            if (cluster.bestFit(job.gpus(), job.cpus(), null).isPresent()
+                    || !vgpu.mightAssemble(job.gpus(), cluster)
+                    || refused.stream().anyMatch(other -> other.gpus() <= job.gpus() && other.cpus() <= job.cpus())) {
                 continue;
             }
             if (free == null) {
                 free = vgpu.availability(cluster, now);
             }
-            if (vgpu.plan(index, job.gpus(), job.cpus(), free) instanceof Placement.Plan plan) {
+            Placement placement = vgpu.plan(index, job.gpus(), job.cpus(), free);
+            if (placement instanceof Placement.Wait) {
+                refused.add(job);
+            }
+            if (placement instanceof Placement.Plan plan) {
                 it.remove();
                 List<NodeState> lenders =
                         plan.lenders().stream().map(byName::get).toList();
@@ -154,15 +175,14 @@ final class Simulation {
                 measured.slowdown(job.workloadClass()));
         running[index] = run;
         run.localGpus.addAll(cluster.takeGpus(host, localGpus, now));
-        host.freeCpus -= job.cpus();
-        host.freeVgpus -= job.gpus();
-        host.holds.add(run.hostHold);
+        host.takeCpusAndSlots(job.cpus(), job.gpus());
+        host.hold(run.hostHold);
         host.hosted.add(run);
         for (NodeState lender : lenders) {
             int gpu = cluster.takeGpus(lender, 1, now).getFirst();
-            lender.freeCpus--;
+            lender.takeCpusAndSlots(1, 0);
             Hold lend = new Hold(run, 1, 1);
-            lender.holds.add(lend);
+            lender.hold(lend);
             run.remotes.add(new RunningJob.Remote(localGpus + run.remotes.size(), lender, gpu, lend));
         }
         events.add(run.endTime(now), EventQueue.Kind.END, index, -1, run.version);
@@ -175,8 +195,7 @@ final class Simulation {
         for (int gpu : job.localGpus) {
             cluster.releaseGpu(host, gpu, now);
         }
-        host.freeCpus += job.job.cpus();
-        host.freeVgpus += job.job.gpus();
+        host.takeCpusAndSlots(-job.job.cpus(), -job.job.gpus());
         host.holds.remove(job.hostHold);
         host.hosted.remove(job);
         List<NodeState> freed = new ArrayList<>();
@@ -192,7 +211,7 @@ final class Simulation {
     private void giveBack(RunningJob.Remote remote, double now) {
         NodeState lender = remote.lender();
         cluster.releaseGpu(lender, remote.gpu(), now);
-        lender.freeCpus++;
+        lender.takeCpusAndSlots(-1, 0);
         lender.holds.remove(remote.hold());
     }
 
@@ -205,16 +224,21 @@ final class Simulation {
             events.add(now + overheads.hookLatencySeconds(), EventQueue.Kind.HOOK, -1, node.index, 0);
         }
         if (vgpu != null) {
-            double lendable = now + vgpu.idleGrace().toMillis() / 1000.0;
-            if (lendable > lastWake) {
-                lastWake = lendable;
-                events.add(lendable, EventQueue.Kind.WAKE, -1, -1, 0);
-            }
+            wake(now + vgpu.idleGrace().toMillis() / 1000.0);
+        }
+    }
+
+    /** A scheduling pass at {@code time}, unless one is due then or later already. */
+    private void wake(double time) {
+        if (time > lastWake) {
+            lastWake = time;
+            events.add(time, EventQueue.Kind.WAKE, -1, -1, 0);
         }
     }
 
     /** The hook at one node: each borrowing job there, while the node has a free GPU, asks the move policy. */
     private void look(NodeState node, double now) {
+        books.pass();
         for (RunningJob job : List.copyOf(node.hosted)) {
             if (job.remotes.isEmpty() || job.migrating() || node.freeGpuCount() == 0) {
                 continue;

@@ -9,8 +9,8 @@ import java.util.OptionalInt;
 import java.util.Set;
 import java.util.stream.Collectors;
 
-import org.vgpu.common.net.Endpoint;
 import org.vgpu.siteconfig.Distances;
+import org.vgpu.tracker.cli.TrackerCommand;
 import org.vgpu.tracker.cluster.ClusterView;
 import org.vgpu.tracker.cluster.NodeView;
 import org.vgpu.tracker.hook.MovePolicy;
@@ -26,6 +26,9 @@ import org.vgpu.tracker.slurm.SlurmJob;
  * (idle grace, most GPUs borrowed per job, migration cost model and hysteresis), and times both.
  */
 final class VgpuSide {
+    /** How often the tracker plans: {@code vgpu tracker}'s default {@code --poll}. */
+    static final double POLL_SECONDS = TrackerCommand.DEFAULT_POLL_SECONDS;
+
     /** The one partition of the simulated cluster, which every node lends in. */
     static final String PARTITION = "gpu";
 
@@ -62,15 +65,7 @@ final class VgpuSide {
         long began = System.nanoTime();
         List<NodeView> views = new ArrayList<>();
         for (NodeState node : cluster.nodesWithFreeGpus()) {
-            views.add(new NodeView(
-                    node.node.name(),
-                    true,
-                    List.of(PARTITION),
-                    node.freeCpus,
-                    node.freeVgpus,
-                    node.idleSince,
-                    0,
-                    new Endpoint(node.node.name(), 0)));
+            views.add(node.view(PARTITION));
         }
         Availability availability = new Availability(new ClusterView(Simulation.instant(now), views), idleGrace());
         plannerNanos += System.nanoTime() - began;

@@ -7,6 +7,8 @@ package org.vgpu.simulator.result;
  * @param migrations how many of those the hook moved home
  * @param remoteGpuSeconds GPU-seconds its vGPUs spent remote
  * @param nativeRunSeconds how long it would have run with all GPUs native (the input's run time)
+ * @param killedAtTimeLimit whether Slurm killed it at its time limit before its work was done (the slowdown of its
+ *     remote vGPUs pushed it past the limit)
  */
 public record JobOutcome(
         String jobId,
@@ -17,7 +19,32 @@ public record JobOutcome(
         int borrowedGpus,
         int migrations,
         double remoteGpuSeconds,
-        long nativeRunSeconds) {
+        long nativeRunSeconds,
+        boolean killedAtTimeLimit) {
+
+    /** A job that ended on its own. */
+    public JobOutcome(
+            String jobId,
+            long submitSecond,
+            double startSecond,
+            double endSecond,
+            int gpus,
+            int borrowedGpus,
+            int migrations,
+            double remoteGpuSeconds,
+            long nativeRunSeconds) {
+        this(
+                jobId,
+                submitSecond,
+                startSecond,
+                endSecond,
+                gpus,
+                borrowedGpus,
+                migrations,
+                remoteGpuSeconds,
+                nativeRunSeconds,
+                false);
+    }
 
     public double waitSeconds() {
         return startSecond - submitSecond;

@@ -9,7 +9,8 @@ import java.util.Objects;
  * @param busyGpuSeconds GPU-seconds that some job held
  * @param totalGpus the cluster's GPUs
  * @param makespanSeconds from the first submit to the last end
- * @param passes scheduling passes the tracker's planner and hook ran
+ * @param passes the tracker's passes: its planner's (at most one per poll) and its hook's looks at a node; 0 under
+ *     Slurm alone
  * @param plannerNanos time the tracker's planner took over all passes
  * @param hookNanos time the tracker's hook (its move policy) took over all passes
  */

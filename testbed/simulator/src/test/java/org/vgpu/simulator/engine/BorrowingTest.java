@@ -1,6 +1,7 @@
 package org.vgpu.simulator.engine;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.vgpu.simulator.engine.SmallClusters.job;
 import static org.vgpu.simulator.engine.SmallClusters.meanWait;
@@ -61,6 +62,18 @@ class BorrowingTest {
     }
 
     @Test
+    void theRunCountsTheTrackersPassesAndTheirTimeOnlyWhereTheTrackerRuns() {
+        PolicyRun slurm = run(scattered(), Policy.SLURM_ALONE);
+        assertEquals(0, slurm.passes());
+        assertEquals(0, slurm.plannerNanos() + slurm.hookNanos());
+        PolicyRun vgpu = run(scattered(), Policy.VGPU);
+        // the planner's pass at 100, the hook's look at 201 and its look again after the first move
+        assertEquals(3, vgpu.passes());
+        assertTrue(vgpu.plannerNanos() > 0 && vgpu.hookNanos() > 0);
+        assertEquals(0, run(scattered(), Policy.BORROW_ONLY).hookNanos());
+    }
+
+    @Test
     void withoutOverheadsBorrowingStartsAtOnceAndCostsNothing() {
         JobOutcome x = outcome(run(scattered(), Policy.VGPU_NO_OVERHEAD), "x");
         assertEquals(100, x.startSecond(), 1e-9);
@@ -86,17 +99,12 @@ class BorrowingTest {
 
     @Test
     void slurmKillsAJobThatTheSlowdownPushesPastItsTimeLimit() {
-        Workload workload = new Workload(
-                "limit",
-                nodes(3, 4),
-                List.of(
-                        job("f1", 0, 3, 5000, 5000),
-                        job("f2", 0, 3, 5000, 5000),
-                        job("f3", 0, 3, 5000, 5000),
-                        job("x", 100, 3, 1000, 1200)));
+        Workload workload = scattered(5000, job("x", 100, 3, 1000, 1200));
         JobOutcome x = outcome(run(workload, Policy.BORROW_ONLY), "x");
         assertEquals(100 + STARTUP, x.startSecond(), 1e-9);
         assertEquals(x.startSecond() + 1200, x.endSecond(), 1e-9);
+        assertTrue(x.killedAtTimeLimit());
+        assertFalse(outcome(run(workload, Policy.SLURM_ALONE), "x").killedAtTimeLimit());
     }
 
     @Test

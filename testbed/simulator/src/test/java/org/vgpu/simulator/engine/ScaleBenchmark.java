@@ -54,7 +54,8 @@ public final class ScaleBenchmark {
         }
     }
 
-    /** A seeded mix: GPUs 1/2/4/8 with weights 40/25/20/15 %, log-normal run times (median 20 min), limits 1-3x. */
+    /** A seeded mix: GPUs 1/2/4/8 with weights 40/25/20/15 %, log-normal run times (median 20 min, sigma 1, at
+     * most 2 days), limits 1-3 times the run time. */
     static Workload workload(int nodeCount, int jobCount, double load, long seed) {
         Random random = new Random(seed);
         List<SimNode> nodes = new ArrayList<>();
@@ -66,8 +67,7 @@ public final class ScaleBenchmark {
         for (int i = 0; i < jobCount; i++) {
             double pick = random.nextDouble();
             int gpus = pick < 0.40 ? 1 : pick < 0.65 ? 2 : pick < 0.85 ? 4 : 8;
-            long run = Math.max(
-                    60, Math.min(7 * 86_400, Math.round(Math.exp(Math.log(1200) + 1.2 * random.nextGaussian()))));
+            long run = Math.max(60, Math.min(2 * 86_400, Math.round(Math.exp(Math.log(1200) + random.nextGaussian()))));
             shapes.add(new long[] {gpus, run});
             meanGpuSeconds += gpus * (double) run / jobCount;
         }

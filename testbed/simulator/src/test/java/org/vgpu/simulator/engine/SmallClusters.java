@@ -34,24 +34,29 @@ final class SmallClusters {
      * at 100 a 3-GPU job arrives that no node can hold alone.
      */
     static Workload scattered() {
+        return scattered(200, job("x", 100, 3, 3000, 10_000));
+    }
+
+    /** Three 4-GPU nodes with one idle GPU each (n1's filler ends at {@code firstFillerEnd}, the others' at 5,000). */
+    static Workload scattered(long firstFillerEnd, SimJob arriving) {
         return new Workload(
                 "scattered",
                 nodes(3, 4),
                 List.of(
-                        job("f1", 0, 3, 200, 200),
+                        job("f1", 0, 3, firstFillerEnd, firstFillerEnd),
                         job("f2", 0, 3, 5000, 5000),
                         job("f3", 0, 3, 5000, 5000),
-                        job("x", 100, 3, 3000, 10_000)));
+                        arriving));
     }
 
-    /** A seeded mix of 1-8 GPU jobs on 8 nodes of 8 GPUs, busy enough that jobs wait. */
+    /** A seeded mix of 1-8 GPU jobs on 8 nodes of 8 GPUs, submitted at about nine tenths of what they can run. */
     static Workload mix(long seed, int jobs) {
         Random random = new Random(seed);
         List<SimJob> list = new ArrayList<>();
         long submit = 0;
         WorkloadClass[] classes = WorkloadClass.values();
         for (int i = 0; i < jobs; i++) {
-            submit += random.nextInt(120);
+            submit += random.nextInt(240);
             int gpus = 1 << random.nextInt(4);
             long run = 60L + random.nextInt(3600);
             long limit = run + random.nextInt(3600) + 1L;
