@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.OptionalLong;
+import java.util.stream.Stream;
 
 import org.vgpu.simulator.workload.SimJob;
 import org.vgpu.simulator.workload.SimNode;
@@ -37,6 +38,8 @@ public final class SacctReader {
 
     static final long UNLIMITED_DAYS = 365;
     private static final List<String> NEEDED = List.of("JobID", "Submit", "Start", "End", "Timelimit", "AllocTRES");
+    private static final List<String> KNOWN =
+            Stream.concat(NEEDED.stream(), Stream.of("User")).toList();
     private static final String HEADER_EXPECTED = "expected sacct's header line naming at least "
             + String.join("|", NEEDED) + " (run " + COMMAND + ", without -n)";
 
@@ -71,8 +74,8 @@ public final class SacctReader {
     private LoadedWorkload read() throws IOException, WorkloadException {
         try (BufferedReader reader = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
             String headerLine = reader.readLine();
-            Map<String, Integer> columns = headerLine == null ? Map.of() : columns(headerLine);
-            if (!columns.keySet().containsAll(NEEDED)) {
+            Header columns = headerLine == null ? new Header(Map.of(), 0) : Header.of(headerLine);
+            if (!columns.index().keySet().containsAll(NEEDED)) {
                 problems.at(
                         1,
                         headerLine == null ? "the file is empty" : "'" + headerLine + "' is no sacct header",
@@ -121,26 +124,33 @@ public final class SacctReader {
                 OptionalLong.of(row.start() - origin));
     }
 
-    private static Map<String, Integer> columns(String header) {
-        Map<String, Integer> columns = new HashMap<>();
-        String[] names = header.split("\\|", -1);
-        for (int i = 0; i < names.length; i++) {
-            for (String needed : NEEDED) {
-                if (names[i].strip().equalsIgnoreCase(needed)) {
-                    columns.put(needed, i);
+    /** Where each column the reader uses is (by its name in {@link #NEEDED}, and User), and how many there are. */
+    private record Header(Map<String, Integer> index, int fields) {
+        static Header of(String line) {
+            Map<String, Integer> index = new HashMap<>();
+            String[] names = line.split("\\|", -1);
+            for (int i = 0; i < names.length; i++) {
+                for (String known : KNOWN) {
+                    if (names[i].strip().equalsIgnoreCase(known)) {
+                        index.put(known, i);
+                    }
                 }
             }
-            if (names[i].strip().equalsIgnoreCase("User")) {
-                columns.put("User", i);
-            }
+            return new Header(Map.copyOf(index), names.length);
         }
-        columns.put("", names.length);
-        return columns;
+
+        boolean has(String column) {
+            return index.containsKey(column);
+        }
+
+        String field(String[] fields, String column) {
+            return fields[index.get(column)];
+        }
     }
 
-    private void line(long number, String text, Map<String, Integer> columns) {
+    private void line(long number, String text, Header columns) {
         String[] fields = text.split("\\|", -1);
-        int expected = columns.get("");
+        int expected = columns.fields();
         if (fields.length != expected) {
             problems.at(
                     number,
@@ -149,7 +159,7 @@ public final class SacctReader {
                             + " line names (a line cut short, or a field holding a |)");
             return;
         }
-        String id = fields[columns.get("JobID")].strip();
+        String id = columns.field(fields, "JobID").strip();
         if (id.isEmpty()) {
             problems.at(number, "no JobID", "expected the job's id, e.g. 4711 or 4711_3");
             return;
@@ -159,19 +169,19 @@ public final class SacctReader {
             return;
         }
         int before = problems.count();
-        OptionalLong submit = stamp(number, "Submit", fields[columns.get("Submit")], false);
-        OptionalLong start = stamp(number, "Start", fields[columns.get("Start")], true);
-        OptionalLong end = stamp(number, "End", fields[columns.get("End")], true);
+        OptionalLong submit = stamp(number, "Submit", columns.field(fields, "Submit"), false);
+        OptionalLong start = stamp(number, "Start", columns.field(fields, "Start"), true);
+        OptionalLong end = stamp(number, "End", columns.field(fields, "End"), true);
         OptionalLong limit = OptionalLong.empty();
         try {
-            limit = SlurmTimes.limitSeconds(fields[columns.get("Timelimit")].strip());
+            limit = SlurmTimes.limitSeconds(columns.field(fields, "Timelimit").strip());
         } catch (IllegalArgumentException e) {
             problems.at(
                     number,
-                    "Timelimit '" + fields[columns.get("Timelimit")] + "' is no Slurm time limit",
+                    "Timelimit '" + columns.field(fields, "Timelimit") + "' is no Slurm time limit",
                     "expected " + SlurmTimes.LIMIT_FORMAT);
         }
-        Map<String, Long> tres = tres(number, fields[columns.get("AllocTRES")]);
+        Map<String, Long> tres = tres(number, columns.field(fields, "AllocTRES"));
         if (problems.count() > before) {
             return;
         }
@@ -202,7 +212,7 @@ public final class SacctReader {
             } else if (run > limit.getAsLong()) {
                 tally.adjust("ran past their time limit (OverTimeLimit, KillWait): their run taken as their limit");
             }
-            String user = columns.containsKey("User") ? fields[columns.get("User")].strip() : "";
+            String user = columns.has("User") ? columns.field(fields, "User").strip() : "";
             rows.add(new Row(id, submit.getAsLong(), start.getAsLong(), run, limit, gpus, cpus, user));
             tally.keep();
         }
