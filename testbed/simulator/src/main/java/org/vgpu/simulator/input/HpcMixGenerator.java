@@ -21,8 +21,8 @@ import org.vgpu.simulator.workload.WorkloadClass;
 
 /**
  * A generated HPC-like mix, the same for the same seed (one Well19937c generator drives every draw, in a fixed
- * order). Each job asks 1, 2, 4 or 8 GPUs with weights {@link #SIZE_WEIGHTS} (sizes larger than the largest node
- * are left out and the rest re-weighted) and one CPU per GPU; runs for a log-normal time of median
+ * order). Each job asks 1, 2, 4 or 8 GPUs with weights {@link #SIZE_WEIGHTS} (sizes no node holds are left out and
+ * the rest re-weighted) and one CPU per GPU; runs for a log-normal time of median
  * {@value #MEDIAN_RUN_SECONDS} s and shape {@value #RUN_SHAPE} (heavy-tailed: the mean is about 3x the median, one
  * job in 20 runs over 12x the median), cut to [{@value #MIN_RUN_SECONDS} s, {@value #MAX_RUN_SECONDS} s]; asks a
  * time limit of its run times a uniform factor in [1, {@value #MAX_LIMIT_FACTOR}], rounded up to a whole minute
@@ -51,7 +51,11 @@ public final class HpcMixGenerator {
         if (count < 1) {
             throw new IllegalArgumentException("a generated mix needs 1 job or more, got " + count);
         }
-        int largest = nodes.stream().mapToInt(SimNode::gpus).max().orElse(0);
+        // a job asks one CPU per GPU, so a node holds jobs of at most as many GPUs as it has of both
+        int largest = nodes.stream()
+                .mapToInt(node -> Math.min(node.gpus(), node.cpus()))
+                .max()
+                .orElse(0);
         int capacity = nodes.stream().mapToInt(SimNode::gpus).sum();
         RandomGenerator random = new Well19937c(seed);
         EnumeratedIntegerDistribution sizes = sizes(random, largest);

@@ -13,6 +13,8 @@ import org.vgpu.simulator.result.PolicyRun;
  * job borrowed.
  *
  * @param meanBorrowerSlowdown the mean slowdown ({@link JobOutcome#slowdown()}) of the jobs that borrowed
+ * @param jobsKilledAtTimeLimit jobs Slurm killed at their time limit before their work was done, which the slowdown of
+ *     remote GPUs can cause
  */
 public record PolicySummary(
         Policy policy,
@@ -25,7 +27,8 @@ public record PolicySummary(
         double gpuUtilisation,
         int jobsThatBorrowed,
         long migrations,
-        double remoteGpuHours) {
+        double remoteGpuHours,
+        int jobsKilledAtTimeLimit) {
 
     public static PolicySummary of(PolicyRun run) {
         List<JobOutcome> jobs = run.jobs();
@@ -44,7 +47,8 @@ public record PolicySummary(
                 run.gpuUtilisation(),
                 borrowers.size(),
                 jobs.stream().mapToLong(JobOutcome::migrations).sum(),
-                jobs.stream().mapToDouble(JobOutcome::remoteGpuSeconds).sum() / 3_600);
+                jobs.stream().mapToDouble(JobOutcome::remoteGpuSeconds).sum() / 3_600,
+                (int) jobs.stream().filter(JobOutcome::killedAtTimeLimit).count());
     }
 
     /** Nearest rank of sorted values: the smallest value at least {@code percent} % of them do not exceed. */

@@ -55,6 +55,10 @@ public final class TableReport {
                 "GPU-hours remote",
                 summaries,
                 summary -> String.format(Locale.ROOT, "%,.1f", summary.remoteGpuHours())));
+        lines.add(row(
+                "killed at their time limit",
+                summaries,
+                summary -> String.format(Locale.ROOT, "%,d", summary.jobsKilledAtTimeLimit())));
         List<PolicyRun> runs = comparison.runs();
         lines.add(row("planner per pass", runs, run -> perPass(run.plannerNanos(), run.passes())));
         lines.add(row("hook per pass", runs, run -> perPass(run.hookNanos(), run.passes())));

@@ -42,6 +42,7 @@ class OutputFormatsTest {
         assertTrue(
                 table.lines().anyMatch(line -> line.matches("GPU utilisation +50\\.0 % +90\\.0 % \\(\\+80 %\\)")),
                 table);
+        assertTrue(table.lines().anyMatch(line -> line.matches("killed at their time limit +0 +1")), table);
         assertTrue(table.lines().anyMatch(line -> line.matches("planner per pass +0\\.5 us +2\\.0 us")), table);
     }
 

@@ -23,12 +23,14 @@ class PolicySummaryTest {
         assertTrue(Double.isNaN(alone.meanBorrowerSlowdown()), "no job borrowed");
         assertEquals(0.5, alone.gpuUtilisation(), 1e-9);
         assertEquals(0, alone.jobsThatBorrowed());
+        assertEquals(0, alone.jobsKilledAtTimeLimit());
 
         PolicySummary vgpu = PolicySummary.of(Runs.vgpu());
         assertEquals(60, vgpu.meanWaitSeconds(), 1e-9);
         assertEquals(0.20, vgpu.meanBorrowerSlowdown(), 1e-9);
         assertEquals(2, vgpu.jobsThatBorrowed());
         assertEquals(1, vgpu.migrations());
+        assertEquals(1, vgpu.jobsKilledAtTimeLimit());
         assertEquals(1.0, vgpu.remoteGpuHours(), 1e-9);
         assertEquals(0.9, vgpu.gpuUtilisation(), 1e-9);
     }

@@ -28,14 +28,17 @@ final class Runs {
                 0);
     }
 
-    /** The same jobs under vgpu: two borrow and start at once but run 10 % and 30 % slower, one migration. */
+    /**
+     * The same jobs under vgpu: two borrow and start at once but run 10 % and 30 % slower (the slower one reaching its
+     * time limit), one migration.
+     */
     static PolicyRun vgpu() {
         return new PolicyRun(
                 Policy.VGPU,
                 List.of(
                         job("a", 0, 0, 0, 0),
                         job("b", 0, 1, 1, 0.10),
-                        job("c", 0, 1, 0, 0.30),
+                        killed(job("c", 0, 1, 0, 0.30)),
                         job("d", 100, 0, 0, 0),
                         job("e", 200, 0, 0, 0)),
                 540,
@@ -44,6 +47,20 @@ final class Runs {
                 20,
                 40_000,
                 20_000);
+    }
+
+    private static JobOutcome killed(JobOutcome job) {
+        return new JobOutcome(
+                job.jobId(),
+                job.submitSecond(),
+                job.startSecond(),
+                job.endSecond(),
+                job.gpus(),
+                job.borrowedGpus(),
+                job.migrations(),
+                job.remoteGpuSeconds(),
+                job.nativeRunSeconds(),
+                true);
     }
 
     private static JobOutcome job(String id, double wait, int borrowed, int migrations, double slowdown) {
