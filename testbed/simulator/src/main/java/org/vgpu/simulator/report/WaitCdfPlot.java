@@ -4,11 +4,15 @@ import java.awt.BasicStroke;
 import java.awt.Color;
 import java.io.IOException;
 import java.nio.file.Path;
+import java.text.DecimalFormat;
+import java.text.DecimalFormatSymbols;
+import java.util.Locale;
 
 import org.jfree.chart.ChartUtils;
 import org.jfree.chart.JFreeChart;
 import org.jfree.chart.axis.LogAxis;
 import org.jfree.chart.axis.NumberAxis;
+import org.jfree.chart.axis.NumberTickUnit;
 import org.jfree.chart.plot.XYPlot;
 import org.jfree.chart.renderer.xy.XYStepRenderer;
 import org.jfree.data.xy.XYSeries;
@@ -48,6 +52,9 @@ public final class WaitCdfPlot {
         }
         LogAxis time = new LogAxis("wait (seconds, log scale; waits under 1 s drawn at 1 s)");
         time.setSmallestValue(1);
+        // a tick at each power of ten (the unit is in exponents), written 1, 10, 100, 1,000
+        time.setTickUnit(new NumberTickUnit(1));
+        time.setNumberFormatOverride(new DecimalFormat("#,##0", DecimalFormatSymbols.getInstance(Locale.ROOT)));
         NumberAxis fraction = new NumberAxis("fraction of jobs that waited at most this long");
         fraction.setRange(0, 1.0);
         XYStepRenderer renderer = new XYStepRenderer();
