@@ -25,6 +25,7 @@ import org.vgpu.simulator.input.ClusterSpec;
 import org.vgpu.simulator.input.HpcMixGenerator;
 import org.vgpu.simulator.input.LoadLevel;
 import org.vgpu.simulator.input.LoadedWorkload;
+import org.vgpu.simulator.input.OfferedLoad;
 import org.vgpu.simulator.input.SacctReader;
 import org.vgpu.simulator.input.SwfReader;
 import org.vgpu.simulator.report.Comparison;
@@ -136,6 +137,9 @@ public final class SimulateCommand implements Subcommand {
         }
         PrintStream notes = format.equals("table") ? out : err;
         loaded.summary().forEach(notes::println);
+        if (!input.equals("generate")) {
+            notes.println(OfferedLoad.line(loaded.workload()));
+        }
         notes.println();
 
         Simulator simulator = new Simulator(model);

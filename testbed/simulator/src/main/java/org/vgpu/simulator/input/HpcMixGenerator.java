@@ -105,22 +105,8 @@ public final class HpcMixGenerator {
                         capacity,
                         level.word(),
                         seed),
-                String.format(Locale.ROOT, "offered load over the arrivals: %.1f %%", offeredLoad(workload) * 100));
+                OfferedLoad.line(workload));
         return new LoadedWorkload(workload, summary);
-    }
-
-    /**
-     * The GPU-seconds a workload's jobs ask over the GPU-seconds its cluster has from the first to the last submit:
-     * the load it offers while jobs arrive.
-     */
-    public static double offeredLoad(Workload workload) {
-        List<SimJob> jobs = workload.jobs();
-        double span = jobs.getLast().submitSecond() - jobs.getFirst().submitSecond();
-        double work = jobs.stream()
-                .mapToDouble(job -> (double) job.gpus() * job.runSeconds())
-                .sum();
-        int capacity = workload.nodes().stream().mapToInt(SimNode::gpus).sum();
-        return span <= 0 ? Double.POSITIVE_INFINITY : work / (capacity * span);
     }
 
     private static EnumeratedIntegerDistribution sizes(RandomGenerator random, int largest) {

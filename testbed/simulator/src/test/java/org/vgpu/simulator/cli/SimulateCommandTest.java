@@ -53,6 +53,7 @@ class SimulateCommandTest {
         Path plot = dir.resolve("waits.png");
         assertEquals(0, simulate("--sacct", sacct(), "--cluster", "3x4x8", "--plot", plot.toString()), err());
         assertTrue(out().contains("kept 17 jobs"), out());
+        assertTrue(out().contains("offered load: the jobs ask "), out());
         assertTrue(out().lines().anyMatch(line -> line.matches(" +slurm +borrow +vgpu +vgpu-free")), out());
         assertTrue(out().contains("mean wait"), out());
         assertTrue(Files.size(plot) > 0);

@@ -37,7 +37,7 @@ class HpcMixGeneratorTest {
     @Test
     void theOfferedLoadIsNearTheLevelAsked() {
         for (LoadLevel level : LoadLevel.values()) {
-            double offered = HpcMixGenerator.offeredLoad(
+            double offered = OfferedLoad.of(
                     HpcMixGenerator.generate(level, CLUSTER, 20_000, 1).workload());
             assertEquals(level.offeredLoad(), offered, 0.05 * level.offeredLoad(), level.name());
         }
