@@ -159,19 +159,19 @@ class ModuleBoundariesTest {
                     "org.vgpu.migration.cli"),
             // the ledger, placement, Slurm parsing and the server are the tracker's own business
             new Module("idle-gpu-tracker", "org.vgpu.tracker", "org.vgpu.tracker", "org.vgpu.tracker.cli")
-                    // the simulator drives the tracker's own planner, idle clock and move policy, not copies of them
+                    // the simulator drives the tracker's own planner, idle clock and hook on a simulated cluster
                     .exportingTo(
                             "vgpu-simulator",
+                            "org.vgpu.tracker.placement",
                             "org.vgpu.tracker.cluster",
                             "org.vgpu.tracker.hook",
-                            "org.vgpu.tracker.placement",
                             "org.vgpu.tracker.slurm"),
             // javac runs it; no module calls it
             new Module("vgpu-call-surface-processor", "org.vgpu.callsurface"),
             // the launcher finds the benchmarks' commands through ServiceLoader, by their interface in vgpu-common
             new Module("vgpu-benchmarks", "org.vgpu.bench"),
-            // vgpu simulate, found by the launcher through ServiceLoader; its engine drives the tracker's own code
-            new Module("vgpu-simulator", "org.vgpu.simulator"),
+            // vgpu simulate: what it reads (workload), what it gives (result), its engine and its command
+            new Module("vgpu-simulator", "org.vgpu.simulator", "org.vgpu.simulator.."),
             // the top of the graph: no module uses it (org.vgpu.api is for users' own programs)
             new Module(
                     "job-wrapper", List.of("org.vgpu.job..", "org.vgpu.cli..", "org.vgpu.api.."), List.of(), Map.of()));

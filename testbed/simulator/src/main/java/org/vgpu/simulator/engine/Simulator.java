@@ -6,6 +6,7 @@ import java.util.function.DoubleConsumer;
 import org.vgpu.simulator.result.Policy;
 import org.vgpu.simulator.result.PolicyRun;
 import org.vgpu.simulator.workload.SimJob;
+import org.vgpu.simulator.workload.SimNode;
 import org.vgpu.simulator.workload.Workload;
 
 /**
@@ -28,10 +29,16 @@ public final class Simulator {
         Objects.requireNonNull(workload, "workload");
         Objects.requireNonNull(policy, "policy");
         Objects.requireNonNull(progress, "progress");
+        int mostGpus = workload.nodes().stream().mapToInt(SimNode::gpus).max().orElse(0);
+        // mostCpus[g]: the most CPUs of a node with at least g GPUs, so each job is checked without a scan of nodes
+        int[] mostCpus = new int[mostGpus + 1];
+        for (SimNode node : workload.nodes()) {
+            for (int gpus = 0; gpus <= node.gpus(); gpus++) {
+                mostCpus[gpus] = Math.max(mostCpus[gpus], node.cpus());
+            }
+        }
         for (SimJob job : workload.jobs()) {
-            boolean fits =
-                    workload.nodes().stream().anyMatch(node -> node.gpus() >= job.gpus() && node.cpus() >= job.cpus());
-            if (!fits) {
+            if (job.gpus() > mostGpus || mostCpus[job.gpus()] < job.cpus()) {
                 throw new IllegalArgumentException("job " + job.id() + " asks " + job.gpus() + " GPUs and " + job.cpus()
                         + " CPUs on one node, and no node of " + workload.source()
                         + " has that many: Slurm would reject it at submission");

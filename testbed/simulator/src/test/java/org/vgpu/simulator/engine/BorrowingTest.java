@@ -11,13 +11,17 @@ import static org.vgpu.simulator.engine.SmallClusters.run;
 import static org.vgpu.simulator.engine.SmallClusters.scattered;
 
 import java.util.List;
+import java.util.OptionalLong;
 
 import org.junit.jupiter.api.Test;
 
 import org.vgpu.simulator.result.JobOutcome;
 import org.vgpu.simulator.result.Policy;
 import org.vgpu.simulator.result.PolicyRun;
+import org.vgpu.simulator.workload.SimJob;
+import org.vgpu.simulator.workload.SimNode;
 import org.vgpu.simulator.workload.Workload;
+import org.vgpu.simulator.workload.WorkloadClass;
 
 class BorrowingTest {
     private static final double STARTUP = 9;
@@ -124,5 +128,12 @@ class BorrowingTest {
         IllegalArgumentException error = org.junit.jupiter.api.Assertions.assertThrows(
                 IllegalArgumentException.class, () -> run(workload, Policy.VGPU));
         assertTrue(error.getMessage().contains("job huge asks 8 GPUs"), error.getMessage());
+        Workload cpus = new Workload(
+                "too many CPUs",
+                List.of(new SimNode("small", 2, 4), new SimNode("wide", 1, 128)),
+                List.of(new SimJob("greedy", 0, 2, 64, 10, 10, "", WorkloadClass.UNKNOWN, OptionalLong.empty())));
+        error = org.junit.jupiter.api.Assertions.assertThrows(
+                IllegalArgumentException.class, () -> run(cpus, Policy.SLURM_ALONE));
+        assertTrue(error.getMessage().contains("job greedy asks 2 GPUs and 64 CPUs"), error.getMessage());
     }
 }
