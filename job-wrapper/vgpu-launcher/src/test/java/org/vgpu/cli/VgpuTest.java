@@ -87,6 +87,7 @@ class VgpuTest {
                         "remote-bench",
                         "report",
                         "run",
+                        "simulate",
                         "tracker",
                         "worker"),
                 names);

@@ -1,0 +1,194 @@
+package org.vgpu.simulator.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.net.URISyntaxException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import org.vgpu.common.cli.SubcommandRunner;
+
+class SimulateCommandTest {
+    @TempDir
+    Path dir;
+
+    private final ByteArrayOutputStream out = new ByteArrayOutputStream();
+    private final ByteArrayOutputStream err = new ByteArrayOutputStream();
+
+    private int simulate(String... args) {
+        return SubcommandRunner.run(
+                new SimulateCommand(),
+                args,
+                new PrintStream(out, true, StandardCharsets.UTF_8),
+                new PrintStream(err, true, StandardCharsets.UTF_8));
+    }
+
+    private String out() {
+        return out.toString(StandardCharsets.UTF_8);
+    }
+
+    private String err() {
+        return err.toString(StandardCharsets.UTF_8);
+    }
+
+    private static String sacct() throws URISyntaxException {
+        return Path.of(SimulateCommandTest.class
+                        .getResource("/sacct/testbed-22.05.txt")
+                        .toURI())
+                .toString();
+    }
+
+    @Test
+    void aRealSacctHistoryIsComparedUnderEveryPolicy() throws Exception {
+        Path plot = dir.resolve("waits.png");
+        assertEquals(0, simulate("--sacct", sacct(), "--cluster", "3x4x8", "--plot", plot.toString()), err());
+        assertTrue(out().contains("kept 17 jobs"), out());
+        assertTrue(out().contains("offered load: the jobs ask "), out());
+        assertTrue(out().lines().anyMatch(line -> line.matches(" +slurm +borrow +vgpu +vgpu-free")), out());
+        assertTrue(out().contains("mean wait"), out());
+        assertTrue(Files.size(plot) > 0);
+    }
+
+    @Test
+    void jsonGoesToStandardOutputAndTheSummaryToStandardError() throws Exception {
+        assertEquals(
+                0,
+                simulate(
+                        "--generate",
+                        "medium",
+                        "--cluster",
+                        "4x4",
+                        "--jobs",
+                        "200",
+                        "--format",
+                        "json",
+                        "--policies",
+                        "slurm,vgpu"),
+                err());
+        JsonNode document = new ObjectMapper().readTree(out());
+        assertEquals(
+                "generated medium mix, 200 jobs, seed 1", document.get("source").asText());
+        assertEquals(List.of("slurm", "vgpu"), document.get("policies").findValuesAsText("policy"));
+        assertTrue(err().contains("generated 200 jobs offering 75 % of 16 GPUs"), err());
+    }
+
+    @Test
+    void badUsageIsExitStatusTwoWithTheReason() {
+        assertEquals(2, simulate("--cluster", "4x4"));
+        assertTrue(
+                err().startsWith("vgpu simulate: no input given; give one of --alibaba DIR, --sacct FILE, --swf FILE"
+                        + " or --generate LEVEL\n"),
+                err());
+        assertUsage(
+                "more than one input given (--sacct, --generate)",
+                "--sacct",
+                "x",
+                "--generate",
+                "light",
+                "--cluster",
+                "4x4");
+        assertUsage("--sacct needs --cluster SPEC", "--sacct", "x");
+        assertUsage("--cluster: '4 by 4' is not a node group", "--swf", "x", "--cluster", "4 by 4");
+        assertUsage("--cluster does not go with --alibaba", "--alibaba", "x", "--cluster", "4x4");
+        assertUsage("--jobs goes with --generate, not with --sacct", "--sacct", "x", "--cluster", "4x4", "--jobs", "9");
+        assertUsage(
+                "--generate must be one of [light, medium, heavy], got 'extreme'",
+                "--generate",
+                "extreme",
+                "--cluster",
+                "4x4");
+        assertUsage("--jobs must be >= 1, got 0", "--generate", "light", "--cluster", "4x4", "--jobs", "0");
+        assertUsage(
+                "--overhead: unknown overhead parameter 'speed'",
+                "--generate",
+                "light",
+                "--cluster",
+                "4x4",
+                "--overhead",
+                "speed=2");
+        assertUsage(
+                "--overhead: overhead parameter hook-latency-seconds: -1 is out of range",
+                "--generate",
+                "light",
+                "--cluster",
+                "4x4",
+                "--overhead",
+                "hook-latency-seconds=-1");
+        assertUsage(
+                "--overhead takes KEY=VALUE, got '3'", "--generate", "light", "--cluster", "4x4", "--overhead", "3");
+        assertUsage(
+                "--policies takes a comma-separated list of [slurm, borrow, vgpu, vgpu-free], got 'fifo'",
+                "--generate",
+                "light",
+                "--cluster",
+                "4x4",
+                "--policies",
+                "fifo");
+        assertUsage(
+                "--format must be one of [table, json, csv], got 'xml'",
+                "--generate",
+                "light",
+                "--cluster",
+                "4x4",
+                "--format",
+                "xml");
+        assertUsage(
+                "--plot draws a PNG: give a FILE ending in .png, got 'waits.svg'",
+                "--generate",
+                "light",
+                "--cluster",
+                "4x4",
+                "--plot",
+                "waits.svg");
+    }
+
+    private void assertUsage(String reason, String... args) {
+        err.reset();
+        assertEquals(2, simulate(args), err());
+        assertTrue(err().startsWith("vgpu simulate: " + reason), err());
+        assertTrue(err().endsWith("see `vgpu simulate --help`\n"), err());
+    }
+
+    @Test
+    void anUnreadableOrMalformedInputIsExitStatusOneWithEveryProblem() throws Exception {
+        Path missing = dir.resolve("missing.txt");
+        assertEquals(1, simulate("--sacct", missing.toString(), "--cluster", "4x4"));
+        assertTrue(err().startsWith("vgpu simulate: cannot read the --sacct input " + missing + ": "), err());
+
+        Path truncated = dir.resolve("truncated.txt");
+        List<String> lines = Files.readAllLines(Path.of(sacct()));
+        // job 1's line cut short, and job 2's start garbled
+        Files.write(
+                truncated,
+                List.of(
+                        lines.get(0),
+                        lines.get(1).substring(0, 30),
+                        lines.get(3).replace("2026-11-30T02:30:06", "yesterday")));
+        err.reset();
+        assertEquals(1, simulate("--sacct", truncated.toString(), "--cluster", "3x4"));
+        assertEquals(
+                List.of(
+                        "vgpu simulate: " + truncated + ":2: 4 fields; expected 10 separated by |, as the header line"
+                                + " names (a line cut short, or a field holding a |)",
+                        "vgpu simulate: " + truncated + ":3: Start 'yesterday' is no time stamp; expected a Slurm"
+                                + " time stamp YYYY-MM-DDTHH:MM:SS, Unknown or None"),
+                err().lines().toList());
+        assertEquals("", out());
+
+        Path swf = dir.resolve("short.swf");
+        Files.writeString(swf, "1 0 0 60 4\n");
+        err.reset();
+        assertEquals(1, simulate("--swf", swf.toString(), "--cluster", "4x4"));
+        assertTrue(err().startsWith("vgpu simulate: " + swf + ":1: 5 fields; expected the 18"), err());
+    }
+}
