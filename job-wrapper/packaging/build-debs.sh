@@ -77,7 +77,7 @@ control_fields vgpu
 cat <<EOF
 Depends: openjdk-25-jre-headless | temurin-25-jre | temurin-25-jdk | java-runtime-headless (>= 25), libc6 (>= 2.34)
 Recommends: slurm-client
-Suggests: vgpu-spank
+Suggests: vgpu-spank, fontconfig, fonts-dejavu-core
 Homepage: file:///usr/share/doc/vgpu/install.md
 Description: Slurm-integrated, job-level GPU borrowing
  A job asks sbatch --gres=vgpu:N and runs at once on the GPUs of its node and GPUs borrowed from
