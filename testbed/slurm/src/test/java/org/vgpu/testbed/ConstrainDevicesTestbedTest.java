@@ -15,9 +15,9 @@ import org.junit.jupiter.api.Test;
 /**
  * A GPU granted to a running vgpu job under Slurm's task/cgroup with ConstrainDevices=yes (scenario
  * constrain-devices): refused before the grant holder starts, opened while it runs, refused again once
- * it ends. On 22.05 Slurm's cgroup/v1 plugin, on 24.11 its cgroup/v2 plugin (device programs). Skipped, with the
- * reason, where the bridge was not built, no testbed can run, or the machine has no writable cgroup v1 devices
- * controller (22.05) or no cgroup2 file system (24.11).
+ * it ends. On both versions under Slurm's cgroup/v1 plugin where the machine has a writable cgroup v1 devices
+ * controller; on 24.11 under its cgroup/v2 plugin (device programs) where the kernel has cgroup v2 only. Skipped, with
+ * the reason, where the bridge was not built, no testbed can run, or the machine offers neither.
  */
 @Tag("slurm")
 class ConstrainDevicesTestbedTest {
@@ -29,25 +29,28 @@ class ConstrainDevicesTestbedTest {
     @BeforeAll
     static void bringUpTestbed() throws Exception {
         skipReason = SlurmTestbed.reasonBridgeTestbedCannotRun();
-        if (skipReason == null && SlurmTestbed.inSlurmRoot() && !cgroup2()) {
-            skipReason = "the kernel offers no cgroup2 file system (/proc/filesystems), which Slurm's cgroup/v2"
-                    + " plugin needs";
-        }
-        if (skipReason == null && SlurmTestbed.inSlurmRoot() && hybrid()) {
-            skipReason = "this machine has cgroup v1 hierarchies (/proc/self/cgroup), and slurmd's cgroup/v2 plugin"
-                    + " stops on them ('fatal: Hybrid mode is not supported'); ConstrainDevicesV2TestbedTest runs the"
-                    + " grant under cgroup/v2 on a kernel of its own";
-        }
-        if (skipReason == null && !SlurmTestbed.inSlurmRoot() && !writableDevicesController()) {
-            skipReason = DEVICES_CONTROLLER + " is no writable cgroup v1 devices controller (the testbed runs"
-                    + " Slurm's cgroup/v1 plugin; the bridge's cgroup v2 admission is tested by"
-                    + " slurm-spank-bridge/tests/cgroup-v2-test.sh)";
-        }
         if (skipReason != null) {
             System.err.println("ConstrainDevicesTestbedTest skipped: " + skipReason);
             return;
         }
-        testbed = SlurmTestbed.fresh("vgpu-testbed-junit-cgroups", Optional.of(SlurmTestbed.BRIDGE), true);
+        SlurmTestbed.Cgroups cgroups;
+        if (writableDevicesController()) {
+            cgroups = SlurmTestbed.Cgroups.V1;
+        } else if (SlurmTestbed.inSlurmRoot() && cgroup2() && !hybrid()) {
+            cgroups = SlurmTestbed.Cgroups.V2;
+        } else {
+            skipReason = DEVICES_CONTROLLER + " is no writable cgroup v1 devices controller (for Slurm's cgroup/v1"
+                    + " plugin), and "
+                    + (SlurmTestbed.inSlurmRoot()
+                            ? "the kernel has no cgroup2 file system of its own (for 24.11's cgroup/v2 plugin, which"
+                                    + " stops on a machine with cgroup v1 hierarchies: 'fatal: Hybrid mode is not"
+                                    + " supported'; ConstrainDevicesV2TestbedTest runs it on a kernel of its own)"
+                            : "22.05's testbed runs no cgroup/v2 plugin (the bridge's cgroup v2 admission is tested by"
+                                    + " slurm-spank-bridge/tests/cgroup-v2-test.sh)");
+            System.err.println("ConstrainDevicesTestbedTest skipped: " + skipReason);
+            return;
+        }
+        testbed = SlurmTestbed.fresh("vgpu-testbed-junit-cgroups", Optional.of(SlurmTestbed.BRIDGE), cgroups);
         testbed.up();
     }
 

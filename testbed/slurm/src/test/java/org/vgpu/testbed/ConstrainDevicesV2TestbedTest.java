@@ -31,7 +31,8 @@ class ConstrainDevicesV2TestbedTest {
             System.err.println("ConstrainDevicesV2TestbedTest skipped: " + skipReason);
             return;
         }
-        testbed = SlurmTestbed.fresh("vgpu-testbed-junit-cgroup-v2", Optional.of(SlurmTestbed.BRIDGE), true);
+        testbed = SlurmTestbed.fresh(
+                "vgpu-testbed-junit-cgroup-v2", Optional.of(SlurmTestbed.BRIDGE), SlurmTestbed.Cgroups.V2);
     }
 
     @AfterAll

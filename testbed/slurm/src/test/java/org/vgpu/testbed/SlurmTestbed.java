@@ -56,8 +56,8 @@ final class SlurmTestbed implements AutoCloseable {
     private final Path dir;
     private final String portBase;
     private final Optional<Path> spankPlugin;
-    /** Slurm's cgroup plugins with ConstrainDevices=yes (up.sh's VGPU_TESTBED_CGROUPS). */
-    private final boolean constrainDevices;
+    /** Slurm's cgroup plugins with ConstrainDevices=yes, or none (up.sh's VGPU_TESTBED_CGROUPS). */
+    private final Cgroups cgroups;
     /** slurmdbd and a MariaDB of the testbed's own (up.sh's VGPU_TESTBED_ACCOUNTING). */
     private final boolean accounting;
     /** A site's own Slurm files that take vgpu's rendered pieces (up.sh's VGPU_TESTBED_SLURM_FILES=pieces). */
@@ -66,11 +66,26 @@ final class SlurmTestbed implements AutoCloseable {
     /** A finished script: its exit status and everything it printed. */
     record Outcome(int status, String output) {}
 
+    /** Which of Slurm's cgroup plugins jobs run under, with ConstrainDevices=yes, as up.sh's VGPU_TESTBED_CGROUPS. */
+    enum Cgroups {
+        NONE("no"),
+        /** cgroup/v1: both versions, on a machine with a cgroup v1 devices controller. */
+        V1("yes"),
+        /** cgroup/v2: 24.11 only, on a kernel of cgroup v2 only. */
+        V2("v2");
+
+        private final String upValue;
+
+        Cgroups(String upValue) {
+            this.upValue = upValue;
+        }
+    }
+
     /**
      * @param dir         the testbed's directory
      * @param portBase    slurmctld's port; slurmd, lenders and the tracker take the ports above it
      * @param spankPlugin the SPANK bridge to load through plugstack.conf, if any
-     * @param constrainDevices whether jobs run under task/cgroup with ConstrainDevices=yes
+     * @param cgroups     which cgroup plugin jobs run under with ConstrainDevices=yes, if any
      * @param accounting  whether Slurm keeps accounts in slurmdbd
      * @param sitePieces  whether slurm.conf and plugstack.conf are a site's own that include vgpu's pieces
      */
@@ -78,13 +93,13 @@ final class SlurmTestbed implements AutoCloseable {
             Path dir,
             int portBase,
             Optional<Path> spankPlugin,
-            boolean constrainDevices,
+            Cgroups cgroups,
             boolean accounting,
             boolean sitePieces) {
         this.dir = dir;
         this.portBase = Integer.toString(portBase);
         this.spankPlugin = spankPlugin;
-        this.constrainDevices = constrainDevices;
+        this.cgroups = cgroups;
         this.accounting = accounting;
         this.sitePieces = sitePieces;
     }
@@ -97,20 +112,19 @@ final class SlurmTestbed implements AutoCloseable {
      * @param name the directory's prefix, which names the test in {@code ps} and in the daemons' logs
      */
     static SlurmTestbed fresh(String name, Optional<Path> spankPlugin) throws IOException {
-        return fresh(name, spankPlugin, false);
+        return fresh(name, spankPlugin, Cgroups.NONE);
     }
 
     /**
-     * {@link #fresh(String, Optional)}, with Slurm's cgroup plugins and ConstrainDevices=yes when asked: cgroup/v1 on
-     * 22.05, cgroup/v2 on 24.11.
+     * {@link #fresh(String, Optional)}, with the Slurm cgroup plugin asked for and ConstrainDevices=yes.
      */
-    static SlurmTestbed fresh(String name, Optional<Path> spankPlugin, boolean constrainDevices) throws IOException {
-        return new SlurmTestbed(reserveDirectory(name), freePortBase(), spankPlugin, constrainDevices, false, false);
+    static SlurmTestbed fresh(String name, Optional<Path> spankPlugin, Cgroups cgroups) throws IOException {
+        return new SlurmTestbed(reserveDirectory(name), freePortBase(), spankPlugin, cgroups, false, false);
     }
 
     /** {@link #fresh(String, Optional)}, with slurmdbd and a MariaDB of its own keeping Slurm's accounts. */
     static SlurmTestbed withAccounting(String name, Optional<Path> spankPlugin) throws IOException {
-        return new SlurmTestbed(reserveDirectory(name), freePortBase(), spankPlugin, false, true, false);
+        return new SlurmTestbed(reserveDirectory(name), freePortBase(), spankPlugin, Cgroups.NONE, true, false);
     }
 
     /**
@@ -118,7 +132,7 @@ final class SlurmTestbed implements AutoCloseable {
      * vgpu's rendered pieces ({@code Include} of vgpu.slurm.conf, plugstack.conf.d/vgpu.conf).
      */
     static SlurmTestbed withSitePieces(String name, Optional<Path> spankPlugin) throws IOException {
-        return new SlurmTestbed(reserveDirectory(name), freePortBase(), spankPlugin, false, false, true);
+        return new SlurmTestbed(reserveDirectory(name), freePortBase(), spankPlugin, Cgroups.NONE, false, true);
     }
 
     private static Path reserveDirectory(String name) throws IOException {
@@ -286,7 +300,7 @@ final class SlurmTestbed implements AutoCloseable {
             // The launcher runs on the Java running this test, which is the build's Java 25.
             environment.put("JAVA_HOME", System.getProperty("java.home"));
             environment.remove("VGPU_SPANK_PLUGIN");
-            environment.put("VGPU_TESTBED_CGROUPS", constrainDevices ? (inSlurmRoot() ? "v2" : "yes") : "no");
+            environment.put("VGPU_TESTBED_CGROUPS", cgroups.upValue);
             environment.put("VGPU_TESTBED_ACCOUNTING", accounting ? "yes" : "no");
             environment.put("VGPU_TESTBED_SLURM_FILES", sitePieces ? "pieces" : "whole");
             spankPlugin.ifPresent(plugin -> environment.put("VGPU_SPANK_PLUGIN", plugin.toString()));
