@@ -22,30 +22,6 @@ public record JobOutcome(
         long nativeRunSeconds,
         boolean killedAtTimeLimit) {
 
-    /** A job that ended on its own. */
-    public JobOutcome(
-            String jobId,
-            long submitSecond,
-            double startSecond,
-            double endSecond,
-            int gpus,
-            int borrowedGpus,
-            int migrations,
-            double remoteGpuSeconds,
-            long nativeRunSeconds) {
-        this(
-                jobId,
-                submitSecond,
-                startSecond,
-                endSecond,
-                gpus,
-                borrowedGpus,
-                migrations,
-                remoteGpuSeconds,
-                nativeRunSeconds,
-                false);
-    }
-
     public double waitSeconds() {
         return startSecond - submitSecond;
     }

@@ -65,6 +65,6 @@ final class Runs {
 
     private static JobOutcome job(String id, double wait, int borrowed, int migrations, double slowdown) {
         double run = 100 * (1 + slowdown);
-        return new JobOutcome(id, 0, wait, wait + run, 1, borrowed, migrations, borrowed * 1_800.0, 100);
+        return new JobOutcome(id, 0, wait, wait + run, 1, borrowed, migrations, borrowed * 1_800.0, 100, false);
     }
 }
