@@ -8,6 +8,7 @@ import java.util.concurrent.locks.ReentrantLock;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
 
+import org.vgpu.runtime.remote.protocol.Frames;
 import org.vgpu.runtime.remote.protocol.RequestEncoder;
 
 /**
@@ -86,6 +87,16 @@ final class RequestBatcher {
         parts.add(current);
         current = null;
         parts.add(bytes);
+    }
+
+    /** Where the next frame written through {@link #frameEncoder} starts, for {@link #addFlags}. Lock held. */
+    int frameStart() {
+        return current().writerIndex();
+    }
+
+    /** Sets {@code flags} on the frame that starts at {@code frameStart} of the current buffer. Lock held. */
+    void addFlags(int frameStart, int flags) {
+        Frames.addFlags(current(), frameStart, flags);
     }
 
     /** Counts a frame written through {@link #frameEncoder}. Lock held. */
