@@ -86,6 +86,9 @@ final class InboundHandler extends ChannelInboundHandlerAdapter implements Reply
     @Override
     public void error(int requestId, VgpuException failure) {
         if (requestId == 0 || !handshake.isDone()) {
+            if (!handshake.isDone()) {
+                handshake.refused();
+            }
             lose(loss.sessionRefused(failure, handshake.isDone()));
             ctx.close();
             return;

@@ -86,25 +86,31 @@ final class WorkerConnection implements AutoCloseable {
      */
     static WorkerConnection open(
             EventLoopGroup group, WorkerEndpoint endpoint, VaWindow window, RemoteConfig config, SslContext ssl) {
-        boolean offer = SameHostBulk.directory().isPresent()
-                && (endpoint.socket().isPresent() || SameHostBulk.isThisHost(endpoint.host()));
-        try {
-            return open(group, endpoint, window, config, ssl, offer);
-        } catch (VgpuException refused) {
-            if (!offer || refused.code() != ErrorCode.VGPU_PROTOCOL_ERROR) {
-                throw refused;
+        String notOffered;
+        if (SameHostBulk.directory().isEmpty()) {
+            notOffered = "-D" + SameHostBulk.PROPERTY + "=off";
+        } else if (endpoint.socket().isEmpty() && !SameHostBulk.isThisHost(endpoint.host())) {
+            notOffered = "the worker is on another host";
+        } else {
+            WorkerConnection connection = open(group, endpoint, window, config, ssl, true);
+            if (connection != null) {
+                return connection;
             }
-            LOG.info(
-                    "bulk bytes to {} in-band: it refused a HELLO of protocol version {} ({}); saying HELLO again in"
-                            + " version {}",
-                    endpoint.describe(),
-                    Frames.PROTOCOL_VERSION,
-                    refused.detail(),
-                    Frames.OLDEST_PROTOCOL_VERSION);
-            return open(group, endpoint, window, config, ssl, false);
+            notOffered = "it refused a HELLO of protocol version " + Frames.PROTOCOL_VERSION
+                    + ", as workers before that version do, and was greeted again in version "
+                    + Frames.OLDEST_PROTOCOL_VERSION;
         }
+        WorkerConnection connection = open(group, endpoint, window, config, ssl, false);
+        connection.copies.useBulkPath(inBand(endpoint, notOffered));
+        return connection;
     }
 
+    /**
+     * One attempt.
+     *
+     * @return null when the worker refused a HELLO that offered shared memory as a protocol error, as a worker older
+     *     than protocol version 2 does: the caller says HELLO again in version 1
+     */
     private static WorkerConnection open(
             EventLoopGroup group,
             WorkerEndpoint endpoint,
@@ -143,6 +149,13 @@ final class WorkerConnection implements AutoCloseable {
         } catch (RuntimeException e) {
             connection.loss.closing();
             connection.channel.close().awaitUninterruptibly(1000);
+            if (offerSharedMemory
+                    && connection.handshake.wasRefusedByWorker()
+                    && e instanceof VgpuException refused
+                    && refused.code() == ErrorCode.VGPU_PROTOCOL_ERROR) {
+                connection.landing.close();
+                return null;
+            }
             throw e;
         }
     }
@@ -153,8 +166,7 @@ final class WorkerConnection implements AutoCloseable {
      */
     private static BulkBytePath sharedRegion(WorkerEndpoint endpoint, SharedRegionOffer offer) {
         if (!offer.offered()) {
-            LOG.info("bulk bytes to {} in-band: {}", endpoint.describe(), offer.note());
-            return InBandFrames.INSTANCE;
+            return inBand(endpoint, "the worker offers no shared region: " + offer.note());
         }
         try {
             SharedMemoryRing ring = SharedMemoryRing.open(Path.of(offer.path()), offer.nonce());
@@ -162,12 +174,18 @@ final class WorkerConnection implements AutoCloseable {
             LOG.debug("bulk bytes to {}: {}", endpoint.describe(), ring.describe());
             return ring;
         } catch (IOException | RuntimeException e) {
-            LOG.info(
-                    "bulk bytes to {} in-band: the shared region it offered cannot be mapped here: {}",
-                    endpoint.describe(),
-                    VgpuFailure.describe(e));
-            return InBandFrames.INSTANCE;
+            return inBand(
+                    endpoint,
+                    "the shared region it offered, " + offer.path() + ", cannot be mapped here: "
+                            + VgpuFailure.describe(e));
         }
+    }
+
+    /** The frames, for {@code reason}, said in one log line. */
+    private static BulkBytePath inBand(WorkerEndpoint endpoint, String reason) {
+        InBandFrames path = InBandFrames.because(reason);
+        LOG.info("bulk bytes to {}: {}", endpoint.describe(), path.describe());
+        return path;
     }
 
     Welcome welcome() {

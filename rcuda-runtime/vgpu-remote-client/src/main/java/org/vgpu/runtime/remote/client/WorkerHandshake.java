@@ -45,6 +45,8 @@ final class WorkerHandshake {
     private final WorkerEndpoint endpoint;
     private final RemoteConfig config;
     private final CompletableFuture<Welcome> welcome = new CompletableFuture<>();
+    /** Whether the worker answered HELLO with an ERROR, rather than the connection failing otherwise. */
+    private volatile boolean refusedByWorker;
 
     WorkerHandshake(WorkerEndpoint endpoint, RemoteConfig config) {
         this.endpoint = endpoint;
@@ -164,6 +166,16 @@ final class WorkerHandshake {
         if (!welcome.complete(welcomed)) {
             throw Frames.violation("WELCOME arrived in an open session");
         }
+    }
+
+    /** The worker answered HELLO with an ERROR; {@link #fail} follows. Event loop. */
+    void refused() {
+        refusedByWorker = true;
+    }
+
+    /** Whether the worker itself refused the HELLO (an ERROR reply), not a broken or lost connection. */
+    boolean wasRefusedByWorker() {
+        return refusedByWorker;
     }
 
     /** The connection was lost: a HELLO still waiting fails with that. Event loop. */

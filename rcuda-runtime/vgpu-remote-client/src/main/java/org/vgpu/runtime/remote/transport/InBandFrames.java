@@ -7,13 +7,23 @@ import io.netty.buffer.Unpooled;
 
 /**
  * The bulk bytes travel inside their frames on the session's connection: a chunk's trailer is its bytes.
- * Large native chunks are wrapped, not copied, so the caller's memory goes to the socket as it is.
+ * Large native chunks are wrapped, not copied, so the caller's memory goes to the socket as it is. An instance may
+ * say why a session's bytes go this way rather than through shared memory.
  */
 public final class InBandFrames implements BulkBytePath {
-    /** The one instance: the path holds no state. */
-    public static final InBandFrames INSTANCE = new InBandFrames();
+    /** The path of a session that asked for nothing else. */
+    public static final InBandFrames INSTANCE = new InBandFrames("");
 
-    private InBandFrames() {}
+    private final String reason;
+
+    private InBandFrames(String reason) {
+        this.reason = reason;
+    }
+
+    /** The path of a session whose bytes go in-band for {@code reason}, which {@link #describe} says. */
+    public static InBandFrames because(String reason) {
+        return new InBandFrames(reason);
+    }
 
     @Override
     public int frameFlags() {
@@ -47,7 +57,9 @@ public final class InBandFrames implements BulkBytePath {
 
     @Override
     public String describe() {
-        return "in-band (frames on the connection)";
+        return reason.isEmpty()
+                ? "in-band (frames on the connection)"
+                : "in-band (frames on the connection): " + reason;
     }
 
     @Override
