@@ -160,13 +160,15 @@ public final class RemoteBenchCommand implements Subcommand {
                     VirtualGpu localGpu = local.open(device, VaWindow.forVgpu(0));
                     VirtualGpu remoteGpu = worker.connect(VaWindow.forVgpu(0))) {
                 out.printf(
-                        "vgpu remote-bench: %s device %d (%s), worker on device %d: %s, transport %s; Java %s%n",
+                        "vgpu remote-bench: %s device %d (%s), worker on device %d: %s, transport %s, bulk bytes %s;"
+                                + " Java %s%n",
                         backendName,
                         device,
                         local.deviceProperties(device).describe(),
                         workerDevice,
                         ((RemoteGpu) remoteGpu).workerDescription(),
                         NettyTransport.describe(),
+                        ((RemoteGpu) remoteGpu).bulkPathDescription(),
                         Runtime.version());
                 if (emulated) {
                     out.println("CPU EMULATION: the device is the CPU emulation, so these figures measure the remote"

@@ -163,7 +163,11 @@ class GpuWorkerTest {
         try (RawClient future = connect()) {
             String reply = future.send(e -> e.hello(1, new Hello(Frames.PROTOCOL_VERSION + 1, TOKEN, WINDOW)))
                     .read();
-            assertTrue(reply.startsWith("#1 error VGPU_PROTOCOL_ERROR: the client speaks protocol version 2"), reply);
+            assertTrue(
+                    reply.startsWith("#1 error VGPU_PROTOCOL_ERROR: the client speaks protocol version "
+                            + (Frames.PROTOCOL_VERSION + 1) + ", worker test-worker speaks versions 1 to "
+                            + Frames.PROTOCOL_VERSION),
+                    reply);
         }
         try (RawClient noHello = connect()) {
             String reply = noHello.send(e -> e.ctxSynchronize(1)).read();
