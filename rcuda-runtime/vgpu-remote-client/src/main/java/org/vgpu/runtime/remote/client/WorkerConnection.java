@@ -171,6 +171,8 @@ final class WorkerConnection implements AutoCloseable {
         try {
             SharedMemoryRing ring = SharedMemoryRing.open(Path.of(offer.path()), offer.nonce());
             ring.acknowledge();
+            // the worker unlinks it at the first request too; whoever comes first, the name is gone at once
+            ring.unlink();
             LOG.debug("bulk bytes to {}: {}", endpoint.describe(), ring.describe());
             return ring;
         } catch (IOException | RuntimeException e) {

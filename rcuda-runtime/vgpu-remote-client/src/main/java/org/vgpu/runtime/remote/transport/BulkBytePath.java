@@ -28,7 +28,10 @@ import org.vgpu.runtime.remote.protocol.Frames;
  *       reported at the next synchronizing call, {@code FLAG_FAILURE_KEPT} on an asynchronous copy's last DATA
  *       chunk, a synchronize after a device-to-host copy answered by its last chunk).</li>
  *   <li><b>Back-pressure.</b> {@link #send} waits while the path holds as many unreleased chunks as it has room
- *       for; memory stays bounded by the path's own bound ({@link #boundBytes()}) on top of the connection's.</li>
+ *       for; memory stays bounded by the path's own bound ({@link #boundBytes()}) on top of the connection's.
+ *       A receiver that keeps a chunk until something else happens (the owner thread of confined memory) copies
+ *       it and releases the buffer: an unreleased chunk holds its region, and the sender takes regions in
+ *       order.</li>
  *   <li><b>Failure.</b> A trailer that names no region the path has, or more bytes than that region holds, or a
  *       region not filled, is a {@code VGPU_PROTOCOL_ERROR} ({@link #receive}), after which the session closes;
  *       nothing outside the path's own memory is ever read or written. {@link #close} makes a waiting
