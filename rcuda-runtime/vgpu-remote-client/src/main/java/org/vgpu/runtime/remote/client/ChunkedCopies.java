@@ -159,7 +159,9 @@ final class ChunkedCopies {
                     }
                     batcher.frameAdded();
                     offset += length;
-                    if (more || !async || batcher.full()) {
+                    // a chunk in a shared slot goes out at once: its slot is free again only once the worker read the
+                    // frame, and the next chunk may wait for that slot
+                    if (more || !async || batcher.full() || path.frameFlags() != 0) {
                         batcher.flush();
                     }
                 }
