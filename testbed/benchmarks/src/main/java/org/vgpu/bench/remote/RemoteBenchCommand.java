@@ -63,6 +63,7 @@ public final class RemoteBenchCommand implements Subcommand {
     private static final double GOAL_BANDWIDTH = 0.90;
     /** A same-host worker's copies against the local vGPU's pinned copies. */
     private static final double GOAL_SAME_HOST_BANDWIDTH = 0.80;
+
     private static final int WARM_UP_TRIALS = 2;
     private static final String WORKER_ID = "bench-worker";
     private static final Dim3 ONE = Dim3.of(1);

@@ -35,7 +35,6 @@ class InBandRemoteGpuConformanceTest extends VirtualGpuConformanceTest {
     @Test
     void bulkBytesGoInTheFrames() {
         RemoteGpu remote = assertInstanceOf(RemoteGpu.class, gpu);
-        assertEquals(
-                "in-band (frames on the connection): -Dvgpu.bulk.shared-memory=off", remote.bulkPathDescription());
+        assertEquals("in-band (frames on the connection): -Dvgpu.bulk.shared-memory=off", remote.bulkPathDescription());
     }
 }

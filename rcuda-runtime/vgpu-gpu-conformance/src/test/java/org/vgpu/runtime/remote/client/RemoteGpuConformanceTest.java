@@ -28,7 +28,6 @@ class RemoteGpuConformanceTest extends VirtualGpuConformanceTest {
     @Test
     void bulkBytesGoThroughSharedMemory() {
         RemoteGpu remote = assertInstanceOf(RemoteGpu.class, gpu);
-        assertTrue(
-                remote.bulkPathDescription().startsWith("same-host shared memory"), remote.bulkPathDescription());
+        assertTrue(remote.bulkPathDescription().startsWith("same-host shared memory"), remote.bulkPathDescription());
     }
 }

@@ -94,7 +94,12 @@ final class BulkCopies {
         }
     }
 
-    /** The shared slot size: the staging slot's, rounded up to whole pages. */
+    /**
+     * The shared slot size: the staging slot's, rounded up to whole pages. A chunk still passes through a staging
+     * slot between the shared one and the device, since {@link VirtualGpu} has no way to page-lock memory it did
+     * not allocate (CUDA's {@code cuMemHostRegister}); with one, the region would be registered as it is created
+     * and the device would copy straight from and into the shared slots.
+     */
     private static int slotBytes() {
         return Math.ceilDiv(StagingRing.SLOT_BYTES, 4096) * 4096;
     }

@@ -25,9 +25,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
-import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VaWindow;
-import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.api.VirtualGpu;
 import org.vgpu.runtime.emulated.EmulatedBackend;
 import org.vgpu.runtime.kernels.TestKernels;
@@ -47,7 +45,7 @@ import org.vgpu.runtime.remote.transport.SharedMemoryRing;
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 @ExtendWith(NettyLeaks.class)
 class SharedRegionWorkerTest {
-    private static final String TOKEN = "secret";
+    private static final String TOKEN = GpuWorkerTest.TOKEN;
     private static final long MEMORY = 1L << 30;
     private static final VaWindow WINDOW = VaWindow.forVgpu(2);
 
@@ -57,17 +55,7 @@ class SharedRegionWorkerTest {
 
     @BeforeEach
     void startWorker() {
-        worker = GpuWorker.start(
-                new WorkerConfig("127.0.0.1", 0, 0, "test-worker", Duration.ofSeconds(10)),
-                backend,
-                (token, window) -> {
-                    if (!TOKEN.equals(token)) {
-                        throw new VgpuException(ErrorCode.VGPU_AUTH_FAILED, "the token is not the secret");
-                    }
-                },
-                null,
-                log::add,
-                GpuWorker.Sessions.ONE);
+        worker = GpuWorkerTest.startTestWorker(backend, Duration.ofSeconds(10), GpuWorker.Sessions.ONE, log);
     }
 
     @AfterEach
