@@ -74,6 +74,7 @@ public final class SharedMemoryRing implements BulkBytePath {
     private static final VarHandle STATE = ValueLayout.JAVA_INT.varHandle();
     private static final VarHandle ACK = ValueLayout.JAVA_LONG.varHandle();
     private static final long ACK_OFFSET = 24;
+    private static final SecureRandom RANDOM = new SecureRandom();
     private static final Set<PosixFilePermission> OWNER_ONLY = PosixFilePermissions.fromString("rw-------");
 
     /** Which end of the session this process is: it sends on one direction's ring and receives on the other. */
@@ -115,10 +116,9 @@ public final class SharedMemoryRing implements BulkBytePath {
      */
     public static SharedMemoryRing create(Path directory, int slots, int slotBytes) throws IOException {
         checkGeometry(slots, slotBytes);
-        SecureRandom random = new SecureRandom();
         byte[] name = new byte[16];
-        random.nextBytes(name);
-        long nonce = random.nextLong();
+        RANDOM.nextBytes(name);
+        long nonce = RANDOM.nextLong();
         // CREATE_NEW fails on an existing name or a link planted there; the mode is set as the file is created
         Path file = Files.createFile(
                 directory.resolve("vgpu-bulk-" + HexFormat.of().formatHex(name)),
