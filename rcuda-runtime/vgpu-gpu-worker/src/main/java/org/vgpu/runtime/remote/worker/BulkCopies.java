@@ -54,6 +54,8 @@ final class BulkCopies {
     private StagingRing staging;
     /** How chunks' bytes travel; set by the first request after WELCOME, closed when the connection closes. */
     private volatile BulkBytePath path = InBandFrames.INSTANCE;
+    /** The connection's counter, which sees the frames but not the bytes of shared slots. */
+    private final TrafficCounter traffic;
     /** The region offered in WELCOME, until the first request says whether the client took it. */
     private SharedMemoryRing offered;
     // the chunked request to the device under way, if any
@@ -63,8 +65,14 @@ final class BulkCopies {
     private boolean chunkAsync;
     private VgpuException chunkFailure;
 
-    BulkCopies(Channel channel, ReplyBatcher replies, KeptFailure failures, SessionHandles handles) {
+    BulkCopies(
+            Channel channel,
+            ReplyBatcher replies,
+            KeptFailure failures,
+            SessionHandles handles,
+            TrafficCounter traffic) {
         this.channel = channel;
+        this.traffic = traffic;
         this.replies = replies;
         this.failures = failures;
         this.handles = handles;
@@ -167,12 +175,22 @@ final class BulkCopies {
     // ---- to the device
 
     void memcpyHtoD(Frame frame, int streamId, long dst, ByteBuf trailer) {
-        ByteBuf data = path.chunkOf(frame, trailer);
+        ByteBuf data = chunkOf(frame, trailer);
         try {
             memcpyHtoDChunk(frame, streamId, dst, data);
         } finally {
             data.release();
         }
+    }
+
+    /** The bytes of a chunk to the device, counted when they came through a shared slot. */
+    private ByteBuf chunkOf(Frame frame, ByteBuf trailer) {
+        BulkBytePath current = path;
+        ByteBuf data = current.chunkOf(frame, trailer);
+        if (current.frameFlags() != 0) {
+            traffic.sharedIn(data.readableBytes());
+        }
+        return data;
     }
 
     private void memcpyHtoDChunk(Frame frame, int streamId, long dst, ByteBuf data) {
@@ -188,7 +206,7 @@ final class BulkCopies {
     }
 
     void memcpyHtoDScatter(Frame frame, int streamId, List<DeviceRegion> pieces, ByteBuf trailer) {
-        ByteBuf data = path.chunkOf(frame, trailer);
+        ByteBuf data = chunkOf(frame, trailer);
         try {
             if (data.readableBytes() != DeviceRegion.totalBytes(pieces)) {
                 throw Frames.violation(frame.opcode() + " carries " + data.readableBytes() + " bytes for pieces of "
@@ -401,6 +419,7 @@ final class BulkCopies {
         ByteBuf trailer;
         try {
             trailer = bytesPath.send(slot.memory(length), 0, length);
+            traffic.sharedOut(length);
         } catch (IllegalStateException closed) {
             // the client left while the chunk waited for a slot: nobody reads the rest of the copy
             return;

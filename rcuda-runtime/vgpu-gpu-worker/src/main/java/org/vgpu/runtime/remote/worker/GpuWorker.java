@@ -489,7 +489,7 @@ public final class GpuWorker implements AutoCloseable {
             log.accept("worker " + config.workerId() + ": session for " + hello.window() + " from "
                     + ctx.channel().remoteAddress());
             signedIn(ctx);
-            session = new SessionExecutor(ctx.channel(), backend, config);
+            session = new SessionExecutor(ctx.channel(), backend, config, traffic);
             session.outcome()
                     .thenAccept(outcome -> ctx.channel()
                             .closeFuture()

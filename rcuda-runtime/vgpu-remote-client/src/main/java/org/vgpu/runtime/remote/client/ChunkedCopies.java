@@ -148,6 +148,7 @@ final class ChunkedCopies {
                         header.write(batcher.frameEncoder(), id, more, chunk, offset, trailer.readableBytes());
                         batcher.addFlags(start, path.frameFlags());
                         batcher.appendAsIs(trailer);
+                        batcher.sentOutsideFrames(length);
                     } else if (src.isNative() && HostMemory.isShared(src) && length >= ZERO_COPY_MIN_BYTES) {
                         header.write(batcher.frameEncoder(), id, more, chunk, offset, length);
                         batcher.appendAsIs(Unpooled.wrappedBuffer(

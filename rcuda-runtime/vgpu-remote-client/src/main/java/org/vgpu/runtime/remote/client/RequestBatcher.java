@@ -118,6 +118,14 @@ final class RequestBatcher {
     }
 
     /**
+     * Counts bytes a request moved through a shared slot rather than in its frame, as sent, so that the counters say
+     * what the calls moved whichever path the bytes took. Lock held.
+     */
+    void sentOutsideFrames(int bytes) {
+        traffic.sent(0, bytes);
+    }
+
+    /**
      * Hands the batch to the event loop: lazy writes and one flush, so the loop wakes once. Then
      * waits while the connection's outbound buffer is over its high-water mark, which bounds the
      * memory a fast writer can pile up (writes queued from here count towards it). Lock held.
