@@ -61,6 +61,9 @@ public final class RemoteBenchCommand implements Subcommand {
     private static final double GOAL_SYNC_OVERHEAD_PER_RTT = 1.25;
     private static final double GOAL_ASYNC_THROUGHPUT = 0.50;
     private static final double GOAL_BANDWIDTH = 0.90;
+    /** A same-host worker's copies against the local vGPU's pinned copies. */
+    private static final double GOAL_SAME_HOST_BANDWIDTH = 0.80;
+
     private static final int WARM_UP_TRIALS = 2;
     private static final String WORKER_ID = "bench-worker";
     private static final Dim3 ONE = Dim3.of(1);
@@ -160,13 +163,15 @@ public final class RemoteBenchCommand implements Subcommand {
                     VirtualGpu localGpu = local.open(device, VaWindow.forVgpu(0));
                     VirtualGpu remoteGpu = worker.connect(VaWindow.forVgpu(0))) {
                 out.printf(
-                        "vgpu remote-bench: %s device %d (%s), worker on device %d: %s, transport %s; Java %s%n",
+                        "vgpu remote-bench: %s device %d (%s), worker on device %d: %s, transport %s, bulk bytes %s;"
+                                + " Java %s%n",
                         backendName,
                         device,
                         local.deviceProperties(device).describe(),
                         workerDevice,
                         ((RemoteGpu) remoteGpu).workerDescription(),
                         NettyTransport.describe(),
+                        ((RemoteGpu) remoteGpu).bulkPathDescription(),
                         Runtime.version());
                 if (emulated) {
                     out.println("CPU EMULATION: the device is the CPU emulation, so these figures measure the remote"
@@ -281,6 +286,7 @@ public final class RemoteBenchCommand implements Subcommand {
                     bandwidthRatio(
                             "  remote vs plain socket through " + cached, plainSendCached, remoteToDevice, trials),
                     Row.bandwidth("  (local host->device " + mib + ")", localToDevice, copyBytes),
+                    localRatio("  remote vs local copy from pinned memory", localToDevice, remoteToDevice, trials),
                     Row.bandwidth(
                             "plain socket receive into " + mib + " host memory", plainReceiveIntoMemory, copyBytes),
                     Row.bandwidth("plain socket receive through " + cached, plainReceiveCached, copyBytes),
@@ -292,7 +298,8 @@ public final class RemoteBenchCommand implements Subcommand {
                             trials),
                     bandwidthRatio(
                             "  remote vs plain socket through " + cached, plainReceiveCached, remoteToHost, trials),
-                    Row.bandwidth("  (local device->host " + mib + ")", localToHost, copyBytes));
+                    Row.bandwidth("  (local device->host " + mib + ")", localToHost, copyBytes),
+                    localRatio("  remote vs local copy into pinned memory", localToHost, remoteToHost, trials));
         } finally {
             local.free();
             remote.free();
@@ -308,6 +315,21 @@ public final class RemoteBenchCommand implements Subcommand {
                 GOAL_BANDWIDTH,
                 t -> plain.at(t) / remote.at(t),
                 plain.median() / remote.median(),
+                trials);
+    }
+
+    /**
+     * Remote bandwidth as a share of the local vGPU's copying the same bytes from or into pinned memory: the goal of
+     * a worker on the client's host, whose bytes go through shared memory.
+     */
+    static Row localRatio(String name, Series local, Series remote, int trials) {
+        return Row.ratio(
+                name,
+                ">= 80 %",
+                true,
+                GOAL_SAME_HOST_BANDWIDTH,
+                t -> local.at(t) / remote.at(t),
+                local.median() / remote.median(),
                 trials);
     }
 

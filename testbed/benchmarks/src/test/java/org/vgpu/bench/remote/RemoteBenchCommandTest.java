@@ -62,6 +62,10 @@ class RemoteBenchCommandTest {
             "plain socket receive through a cached 1 MiB buffer",
             "remote vs plain socket from 1 MiB host memory",
             "remote vs plain socket into 1 MiB host memory",
+            "remote vs local copy from pinned memory",
+            "remote vs local copy into pinned memory",
+            ">= 80 %",
+            "bulk bytes same-host shared memory",
             "-Dvgpu.chunk.kib",
             "-Dvgpu.socket.buffer.kib"
         }) {

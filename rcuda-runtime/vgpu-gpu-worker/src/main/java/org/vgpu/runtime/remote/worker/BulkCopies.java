@@ -1,15 +1,21 @@
 package org.vgpu.runtime.remote.worker;
 
+import java.io.IOException;
 import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
 import java.util.Iterator;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
+import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.StreamHandle;
@@ -17,15 +23,26 @@ import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.api.VirtualGpu;
 import org.vgpu.runtime.remote.protocol.Frame;
 import org.vgpu.runtime.remote.protocol.Frames;
+import org.vgpu.runtime.remote.protocol.Hello;
 import org.vgpu.runtime.remote.protocol.Opcode;
 import org.vgpu.runtime.remote.protocol.ReplyEncoder;
+import org.vgpu.runtime.remote.protocol.SharedRegionOffer;
+import org.vgpu.runtime.remote.transport.BulkBytePath;
+import org.vgpu.runtime.remote.transport.InBandFrames;
+import org.vgpu.runtime.remote.transport.SameHostBulk;
+import org.vgpu.runtime.remote.transport.SharedMemoryRing;
 
 /**
  * A session's bulk copies, streamed through the staging slots of its vGPU: chunked requests to the
  * device ({@link Opcode#MEMCPY_HTOD}, {@link Opcode#MEMCPY_HTOD_SCATTER}) and DATA replies from it
- * ({@link Opcode#MEMCPY_DTOH}, {@link Opcode#MEMCPY_DTOH_GATHER}). GPU thread only.
+ * ({@link Opcode#MEMCPY_DTOH}, {@link Opcode#MEMCPY_DTOH_GATHER}). The chunks' bytes travel by the session's
+ * {@link BulkBytePath}: in the frames, or through a region shared with a client on this host, which the worker
+ * offers in its WELCOME when the client's HELLO asked for it, and uses once the client acknowledged it in the
+ * region before its first request. GPU thread only.
  */
 final class BulkCopies {
+    private static final Logger LOG = LoggerFactory.getLogger(BulkCopies.class);
+
     private final Channel channel;
     private final ReplyBatcher replies;
     private final KeptFailure failures;
@@ -35,6 +52,12 @@ final class BulkCopies {
 
     private VirtualGpu gpu;
     private StagingRing staging;
+    /** How chunks' bytes travel; set by the first request after WELCOME, closed when the connection closes. */
+    private volatile BulkBytePath path = InBandFrames.INSTANCE;
+    /** The connection's counter, which sees the frames but not the bytes of shared slots. */
+    private final TrafficCounter traffic;
+    /** The region offered in WELCOME, until the first request says whether the client took it. */
+    private SharedMemoryRing offered;
     // the chunked request to the device under way, if any
     private boolean chunkOpen;
     private Opcode chunkOpcode;
@@ -42,11 +65,72 @@ final class BulkCopies {
     private boolean chunkAsync;
     private VgpuException chunkFailure;
 
-    BulkCopies(Channel channel, ReplyBatcher replies, KeptFailure failures, SessionHandles handles) {
+    BulkCopies(
+            Channel channel,
+            ReplyBatcher replies,
+            KeptFailure failures,
+            SessionHandles handles,
+            TrafficCounter traffic) {
         this.channel = channel;
+        this.traffic = traffic;
         this.replies = replies;
         this.failures = failures;
         this.handles = handles;
+        // a sender waiting for a shared slot the client will never free gives up when the connection ends
+        channel.closeFuture().addListener(closed -> path.close());
+    }
+
+    /**
+     * The answer to {@code hello}'s offer of shared memory, for its WELCOME: a fresh region in the directory
+     * {@link SameHostBulk#directory()} names, or none and why.
+     */
+    SharedRegionOffer offerSharedRegion(Hello hello) {
+        if (!hello.offersSharedMemory()) {
+            return SharedRegionOffer.none("the client did not offer shared memory");
+        }
+        Optional<Path> directory = SameHostBulk.directory();
+        if (directory.isEmpty()) {
+            return SharedRegionOffer.none("-D" + SameHostBulk.PROPERTY + "=off on the worker");
+        }
+        try {
+            offered = SharedMemoryRing.create(directory.get(), SameHostBulk.SLOTS, slotBytes());
+            return new SharedRegionOffer(offered.file().toString(), offered.nonce(), "");
+        } catch (IOException | RuntimeException e) {
+            String why = "no shared region in " + directory.get() + ": " + VgpuFailure.describe(e);
+            LOG.info("bulk bytes in-band: {}", why);
+            return SharedRegionOffer.none(why);
+        }
+    }
+
+    /**
+     * The shared slot size: the staging slot's, rounded up to whole pages. A chunk still passes through a staging
+     * slot between the shared one and the device, since {@link VirtualGpu} has no way to page-lock memory it did
+     * not allocate (CUDA's {@code cuMemHostRegister}); with one, the region would be registered as it is created
+     * and the device would copy straight from and into the shared slots.
+     */
+    private static int slotBytes() {
+        return Math.ceilDiv(StagingRing.SLOT_BYTES, 4096) * 4096;
+    }
+
+    /** The first request after WELCOME: the client acknowledged the offered region by now, or never will. */
+    private void settlePath() {
+        SharedMemoryRing region = offered;
+        offered = null;
+        if (region.acknowledged()) {
+            path = region;
+        } else {
+            region.close();
+        }
+        try {
+            region.unlink();
+        } catch (IOException e) {
+            LOG.warn("cannot remove the shared region {}: {}", region.file(), VgpuFailure.describe(e));
+        }
+    }
+
+    /** How this session's chunks travel, for tests and the benchmark's header. */
+    BulkBytePath path() {
+        return path;
     }
 
     /**
@@ -61,6 +145,10 @@ final class BulkCopies {
 
     /** Frees the staging slots, before the vGPU that owns them closes. */
     void close() {
+        if (offered != null) {
+            settlePath();
+        }
+        path.close();
         StagingRing ring = staging;
         staging = null;
         gpu = null;
@@ -75,6 +163,9 @@ final class BulkCopies {
      * @return whether {@code frame} starts a request, rather than continuing a chunked one
      */
     boolean startsRequest(Frame frame) {
+        if (offered != null) {
+            settlePath();
+        }
         if (chunkOpen && (frame.opcode() != chunkOpcode || frame.requestId() != chunkRequestId)) {
             throw Frames.violation(frame + " arrived inside the chunked copy of request " + chunkRequestId);
         }
@@ -83,7 +174,26 @@ final class BulkCopies {
 
     // ---- to the device
 
-    void memcpyHtoD(Frame frame, int streamId, long dst, ByteBuf data) {
+    void memcpyHtoD(Frame frame, int streamId, long dst, ByteBuf trailer) {
+        ByteBuf data = chunkOf(frame, trailer);
+        try {
+            memcpyHtoDChunk(frame, streamId, dst, data);
+        } finally {
+            data.release();
+        }
+    }
+
+    /** The bytes of a chunk to the device, counted when they came through a shared slot. */
+    private ByteBuf chunkOf(Frame frame, ByteBuf trailer) {
+        BulkBytePath current = path;
+        ByteBuf data = current.chunkOf(frame, trailer);
+        if (current.frameFlags() != 0) {
+            traffic.sharedIn(data.readableBytes());
+        }
+        return data;
+    }
+
+    private void memcpyHtoDChunk(Frame frame, int streamId, long dst, ByteBuf data) {
         copyChunkToDevice(frame, streamId, stream -> {
             if (!data.isReadable()) {
                 // a copy of 0 bytes still checks its pointer, as on a local vGPU
@@ -95,11 +205,20 @@ final class BulkCopies {
         });
     }
 
-    void memcpyHtoDScatter(Frame frame, int streamId, List<DeviceRegion> pieces, ByteBuf data) {
-        copyChunkToDevice(frame, streamId, stream -> {
-            gpu().checkDeviceRegions(pieces, "memcpyHtoDScatter destination");
-            stageScatterToDevice(pieces, data, stream);
-        });
+    void memcpyHtoDScatter(Frame frame, int streamId, List<DeviceRegion> pieces, ByteBuf trailer) {
+        ByteBuf data = chunkOf(frame, trailer);
+        try {
+            if (data.readableBytes() != DeviceRegion.totalBytes(pieces)) {
+                throw Frames.violation(frame.opcode() + " carries " + data.readableBytes() + " bytes for pieces of "
+                        + DeviceRegion.totalBytes(pieces) + " bytes");
+            }
+            copyChunkToDevice(frame, streamId, stream -> {
+                gpu().checkDeviceRegions(pieces, "memcpyHtoDScatter destination");
+                stageScatterToDevice(pieces, data, stream);
+            });
+        } finally {
+            data.release();
+        }
     }
 
     /**
@@ -270,6 +389,11 @@ final class BulkCopies {
     private void sendSlot(
             int requestId, StagingRing.Slot slot, long offset, int length, boolean more, boolean failureKept) {
         slot.awaitDevice();
+        BulkBytePath bytesPath = path;
+        if (bytesPath.frameFlags() != 0) {
+            sendThrough(bytesPath, requestId, slot, offset, length, more, failureKept);
+            return;
+        }
         awaitWritable();
         ByteBuf chunk = Unpooled.wrappedBuffer(
                 slot.withHeader(ReplyEncoder.dataHeaderBytes(), length).asByteBuffer());
@@ -278,6 +402,39 @@ final class BulkCopies {
         chunk.writerIndex(chunk.capacity());
         slot.sending();
         channel.writeAndFlush(chunk).addListener(written -> slot.written());
+    }
+
+    /**
+     * Writes one DATA chunk whose bytes go by {@code bytesPath}, not in the frame: they are handed to the path
+     * (which waits for room), and the frame carries the path's trailer. The staging slot is free again at once.
+     */
+    private void sendThrough(
+            BulkBytePath bytesPath,
+            int requestId,
+            StagingRing.Slot slot,
+            long offset,
+            int length,
+            boolean more,
+            boolean failureKept) {
+        ByteBuf trailer;
+        try {
+            trailer = bytesPath.send(slot.memory(length), 0, length);
+            traffic.sharedOut(length);
+        } catch (IllegalStateException closed) {
+            // the client left while the chunk waited for a slot: nobody reads the rest of the copy
+            return;
+        }
+        try {
+            ByteBuf frame = channel.alloc().buffer(ReplyEncoder.dataHeaderBytes() + trailer.readableBytes());
+            dataHeaders
+                    .wrap(frame)
+                    .dataHeader(requestId, more, failureKept, bytesPath.frameFlags(), offset, trailer.readableBytes());
+            frame.writeBytes(trailer);
+            awaitWritable();
+            channel.writeAndFlush(frame, channel.voidPromise());
+        } finally {
+            trailer.release();
+        }
     }
 
     /** Lets a chunked reply wait while the connection's outbound buffer is full, instead of piling up memory. */

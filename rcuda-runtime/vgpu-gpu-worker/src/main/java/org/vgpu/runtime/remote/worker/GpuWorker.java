@@ -463,9 +463,11 @@ public final class GpuWorker implements AutoCloseable {
             LiveSession claim;
             try {
                 hello = RequestDecoder.hello(frame);
-                if (hello.protocolVersion() != Frames.PROTOCOL_VERSION) {
+                if (hello.protocolVersion() < Frames.OLDEST_PROTOCOL_VERSION
+                        || hello.protocolVersion() > Frames.PROTOCOL_VERSION) {
                     throw Frames.violation("the client speaks protocol version " + hello.protocolVersion() + ", worker "
-                            + config.workerId() + " speaks version " + Frames.PROTOCOL_VERSION);
+                            + config.workerId() + " speaks versions " + Frames.OLDEST_PROTOCOL_VERSION + " to "
+                            + Frames.PROTOCOL_VERSION);
                 }
                 authenticate(hello, ctx.channel());
                 key = served.claimKey(hello);
@@ -487,7 +489,7 @@ public final class GpuWorker implements AutoCloseable {
             log.accept("worker " + config.workerId() + ": session for " + hello.window() + " from "
                     + ctx.channel().remoteAddress());
             signedIn(ctx);
-            session = new SessionExecutor(ctx.channel(), backend, config);
+            session = new SessionExecutor(ctx.channel(), backend, config, traffic);
             session.outcome()
                     .thenAccept(outcome -> ctx.channel()
                             .closeFuture()

@@ -89,10 +89,11 @@ final class RequestHandler extends OneToOneWorkerCalls {
                     .welcome(
                             frame.requestId(),
                             new Welcome(
-                                    Frames.PROTOCOL_VERSION,
+                                    hello.protocolVersion(),
                                     config.workerId(),
                                     (int) config.idleTimeout().toMillis(),
-                                    gpu.deviceProperties()));
+                                    gpu.deviceProperties(),
+                                    bulk.offerSharedRegion(hello)));
         } catch (RuntimeException e) {
             VgpuException failure = KeptFailure.asVgpuException(e);
             replies.reply().error(frame.requestId(), failure);

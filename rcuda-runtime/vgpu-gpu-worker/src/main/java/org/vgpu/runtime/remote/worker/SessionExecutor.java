@@ -62,13 +62,13 @@ final class SessionExecutor implements Runnable {
     private long calls;
     private long busyNanos;
 
-    SessionExecutor(Channel channel, GpuBackend backend, WorkerConfig config) {
+    SessionExecutor(Channel channel, GpuBackend backend, WorkerConfig config, TrafficCounter traffic) {
         this.channel = channel;
         this.config = config;
         this.replies = new ReplyBatcher(channel);
         this.failures = new KeptFailure(replies);
         SessionHandles handles = new SessionHandles();
-        this.bulk = new BulkCopies(channel, replies, failures, handles);
+        this.bulk = new BulkCopies(channel, replies, failures, handles, traffic);
         this.handler = new RequestHandler(backend, config, replies, handles, bulk, failures, this::stop);
     }
 

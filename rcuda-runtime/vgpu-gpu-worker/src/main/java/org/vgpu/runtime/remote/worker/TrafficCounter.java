@@ -8,7 +8,10 @@ import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelPromise;
 
-/** Counts the bytes a connection reads and writes, at the socket end of its pipeline. */
+/**
+ * Counts the bytes a connection reads and writes, at the socket end of its pipeline, and those its session moves
+ * through shared slots instead.
+ */
 @ChannelHandler.Sharable
 final class TrafficCounter extends ChannelDuplexHandler {
     private final AtomicLong bytesIn = new AtomicLong();
@@ -28,6 +31,19 @@ final class TrafficCounter extends ChannelDuplexHandler {
             bytesOut.addAndGet(buf.readableBytes());
         }
         ctx.write(msg, promise);
+    }
+
+    /**
+     * Bytes of the session that moved outside the socket, through a slot shared with a client on this host: counted
+     * as read, so what the worker says it served does not depend on the path the bytes took.
+     */
+    void sharedIn(long bytes) {
+        bytesIn.addAndGet(bytes);
+    }
+
+    /** As {@link #sharedIn}, for bytes the worker wrote into a shared slot. */
+    void sharedOut(long bytes) {
+        bytesOut.addAndGet(bytes);
     }
 
     long bytesIn() {

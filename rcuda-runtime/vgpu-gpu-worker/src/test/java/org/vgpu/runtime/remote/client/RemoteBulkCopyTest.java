@@ -1,6 +1,7 @@
 package org.vgpu.runtime.remote.client;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -23,7 +24,9 @@ import org.vgpu.runtime.remote.protocol.NettyLeaks;
  * Bulk copies through the worker's staging slots (1 MiB, four of them) with a client chunk size
  * that does not divide into slots and a copy that runs through the slots several times and ends
  * inside one: the bytes arrive intact both ways, from and into heap and native memory at odd
- * offsets, synchronously and asynchronously.
+ * offsets, synchronously and asynchronously. The worker shares this host, so the bytes go through the
+ * shared region's eight 1 MiB slots each way, client chunks cut to a slot: a copy of more than the
+ * ring holds, its sender held back until slots are free again.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 @ExtendWith(NettyLeaks.class)
@@ -57,6 +60,13 @@ class RemoteBulkCopyTest {
         gpu.close();
         backend.close();
         workers.close();
+    }
+
+    @Test
+    void theBytesGoThroughTheSharedRegion() {
+        assertTrue(
+                ((RemoteGpu) gpu).bulkPathDescription().startsWith("same-host shared memory (8 slots of 1024 KiB"),
+                ((RemoteGpu) gpu).bulkPathDescription());
     }
 
     @Test

@@ -58,7 +58,7 @@ import org.vgpu.runtime.remote.protocol.RequestDecoder;
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 @ExtendWith(NettyLeaks.class)
 class GpuWorkerTest {
-    private static final String TOKEN = "secret";
+    static final String TOKEN = "secret";
     private static final long MEMORY = 1L << 30;
     private static final VaWindow WINDOW = VaWindow.forVgpu(2);
 
@@ -78,7 +78,13 @@ class GpuWorkerTest {
     }
 
     private void startWorker(Duration idleTimeout, GpuWorker.Sessions sessions) {
-        worker = GpuWorker.start(
+        worker = startTestWorker(backend, idleTimeout, sessions, log);
+    }
+
+    /** A worker "test-worker" on a loopback port of its own that accepts the token {@value #TOKEN} alone. */
+    static GpuWorker startTestWorker(
+            EmulatedBackend backend, Duration idleTimeout, GpuWorker.Sessions sessions, List<String> log) {
+        return GpuWorker.start(
                 new WorkerConfig("127.0.0.1", 0, 0, "test-worker", idleTimeout),
                 backend,
                 (token, window) -> {
@@ -163,7 +169,11 @@ class GpuWorkerTest {
         try (RawClient future = connect()) {
             String reply = future.send(e -> e.hello(1, new Hello(Frames.PROTOCOL_VERSION + 1, TOKEN, WINDOW)))
                     .read();
-            assertTrue(reply.startsWith("#1 error VGPU_PROTOCOL_ERROR: the client speaks protocol version 2"), reply);
+            assertTrue(
+                    reply.startsWith("#1 error VGPU_PROTOCOL_ERROR: the client speaks protocol version "
+                            + (Frames.PROTOCOL_VERSION + 1) + ", worker test-worker speaks versions 1 to "
+                            + Frames.PROTOCOL_VERSION),
+                    reply);
         }
         try (RawClient noHello = connect()) {
             String reply = noHello.send(e -> e.ctxSynchronize(1)).read();

@@ -32,6 +32,7 @@ public final class RawClient implements AutoCloseable {
     private final Socket socket;
     private final InputStream in;
     private final EmbeddedChannel decoder = new EmbeddedChannel(new FrameDecoder(Opcode.Direction.REPLY));
+    private Welcome welcome;
 
     public RawClient(String host, int port) {
         try {
@@ -57,6 +58,16 @@ public final class RawClient implements AutoCloseable {
 
     public RawClient hello(int requestId, String token, VaWindow window) {
         return send(encoder -> encoder.hello(requestId, new Hello(Frames.PROTOCOL_VERSION, token, window)));
+    }
+
+    /** A HELLO of the newest version that offers shared memory, as a client on the worker's host says it. */
+    public RawClient helloOfferingSharedMemory(int requestId, String token, VaWindow window) {
+        return send(encoder -> encoder.hello(requestId, new Hello(Frames.PROTOCOL_VERSION, token, window, true)));
+    }
+
+    /** The last WELCOME read. */
+    public Welcome welcome() {
+        return welcome;
     }
 
     public RawClient sendBytes(byte[] bytes) {
@@ -104,12 +115,13 @@ public final class RawClient implements AutoCloseable {
         }
     }
 
-    private static String describe(Frame frame) {
+    private String describe(Frame frame) {
         StringBuilder line = new StringBuilder();
         ReplyDecoder.dispatch(frame, new ReplyVisitor() {
             @Override
-            public void welcome(int requestId, Welcome welcome) {
-                line.append('#').append(requestId).append(" welcome ").append(welcome.workerId());
+            public void welcome(int requestId, Welcome welcomed) {
+                welcome = welcomed;
+                line.append('#').append(requestId).append(" welcome ").append(welcomed.workerId());
             }
 
             @Override

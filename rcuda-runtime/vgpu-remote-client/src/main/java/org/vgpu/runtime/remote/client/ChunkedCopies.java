@@ -13,6 +13,8 @@ import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.remote.protocol.ReplyDecoder;
 import org.vgpu.runtime.remote.protocol.RequestDecoder;
 import org.vgpu.runtime.remote.protocol.RequestEncoder;
+import org.vgpu.runtime.remote.transport.BulkBytePath;
+import org.vgpu.runtime.remote.transport.InBandFrames;
 
 /**
  * Copies between the caller's host memory and the worker's device over one connection. Large
@@ -29,6 +31,8 @@ final class ChunkedCopies {
     private final WaitingCalls calls;
     private final ConnectionLoss loss;
     private final ChunkLanding landing;
+    /** How chunks' bytes travel: chosen once as the session opens, before the first copy. */
+    private volatile BulkBytePath bulkPath = InBandFrames.INSTANCE;
     /**
      * Streams whose last request is an asynchronous device-to-host copy, with that copy: until any
      * other request is sent (one that might add work to the stream), the copy's last chunk of data
@@ -50,6 +54,16 @@ final class ChunkedCopies {
         this.landing = landing;
     }
 
+    /** Sends and receives the chunks' bytes through {@code path} from now on; as the session opens. */
+    void useBulkPath(BulkBytePath path) {
+        bulkPath = path;
+    }
+
+    /** How chunks' bytes travel. */
+    BulkBytePath bulkPath() {
+        return bulkPath;
+    }
+
     /** Another request was added to the batch; it may add work to any stream. Batch lock held. */
     void requestAppended() {
         streamsEndingInCopyToHost.clear();
@@ -64,7 +78,7 @@ final class ChunkedCopies {
      * memory valid until it synchronizes, as with CUDA.
      */
     void copyToDevice(long dst, MemorySegment src, long bytes, int streamId, boolean async) {
-        int chunkBytes = config.chunkBytes();
+        int chunkBytes = chunkBytes();
         int[] lengths = new int[(int) Math.max(1, Math.ceilDiv(bytes, chunkBytes))];
         for (int chunk = 0; chunk < lengths.length; chunk++) {
             lengths[chunk] = (int) Math.min(chunkBytes, bytes - (long) chunk * chunkBytes);
@@ -82,8 +96,7 @@ final class ChunkedCopies {
      * is, each chunk naming the pieces of the regions its bytes go to. No regions send nothing.
      */
     void scatterToDevice(List<DeviceRegion> regions, MemorySegment src, int streamId, boolean async) {
-        List<List<DeviceRegion>> chunks =
-                DeviceRegion.runs(regions, config.chunkBytes(), RequestDecoder.MAX_SCATTER_PIECES);
+        List<List<DeviceRegion>> chunks = DeviceRegion.runs(regions, chunkBytes(), RequestDecoder.MAX_SCATTER_PIECES);
         if (chunks.isEmpty()) {
             return;
         }
@@ -97,6 +110,11 @@ final class ChunkedCopies {
                 async,
                 (encoder, requestId, more, chunk, offset, length) -> encoder.memcpyHtoDScatterChunkHeader(
                         requestId, async, more, streamId, chunks.get(chunk), length));
+    }
+
+    /** The chunk size of copies to the device: the configured one, or less where a chunk of the bulk path holds less. */
+    private int chunkBytes() {
+        return Math.min(config.chunkBytes(), bulkPath.maxChunkBytes());
     }
 
     /** Writes the header of chunk {@code chunk}, whose {@code length} bytes start at {@code offset} of the source. */
@@ -118,20 +136,33 @@ final class ChunkedCopies {
             streamsEndingInCopyToHost.clear();
             long offset = 0;
             try {
+                BulkBytePath path = bulkPath;
                 for (int chunk = 0; chunk < lengths.length; chunk++) {
                     int length = lengths[chunk];
                     boolean more = chunk + 1 < lengths.length;
-                    RequestEncoder frame = batcher.frameEncoder();
-                    header.write(frame, id, more, chunk, offset, length);
-                    if (src.isNative() && HostMemory.isShared(src) && length >= ZERO_COPY_MIN_BYTES) {
+                    if (path.frameFlags() != 0) {
+                        // the slot first: the path may wait for room, and the frame must not name it before it is
+                        // filled
+                        ByteBuf trailer = path.send(src, offset, length);
+                        int start = batcher.frameStart();
+                        header.write(batcher.frameEncoder(), id, more, chunk, offset, trailer.readableBytes());
+                        batcher.addFlags(start, path.frameFlags());
+                        batcher.appendAsIs(trailer);
+                        batcher.sentOutsideFrames(length);
+                    } else if (src.isNative() && HostMemory.isShared(src) && length >= ZERO_COPY_MIN_BYTES) {
+                        header.write(batcher.frameEncoder(), id, more, chunk, offset, length);
                         batcher.appendAsIs(Unpooled.wrappedBuffer(
                                 src.asSlice(offset, length).asByteBuffer()));
                     } else {
+                        RequestEncoder frame = batcher.frameEncoder();
+                        header.write(frame, id, more, chunk, offset, length);
                         frame.chunkBytes(src, offset, length);
                     }
                     batcher.frameAdded();
                     offset += length;
-                    if (more || !async || batcher.full()) {
+                    // a chunk in a shared slot goes out at once: its slot is free again only once the worker read the
+                    // frame, and the next chunk may wait for that slot
+                    if (more || !async || batcher.full() || path.frameFlags() != 0) {
                         batcher.flush();
                     }
                 }
@@ -207,10 +238,19 @@ final class ChunkedCopies {
 
     /**
      * Sends {@code data}, forwarded from another connection, as one asynchronous host-to-device
-     * request into {@code pieces} on stream {@code streamId}: its bytes go out as they are, not copied.
+     * request into {@code pieces} on stream {@code streamId}: its bytes go out as they are, not copied
+     * (through a shared region: copied into its slots, in chunks of a slot at most).
      * Takes {@code data} over, sent or not.
      */
     void forwardedToDevice(List<DeviceRegion> pieces, ByteBuf data, int streamId) {
+        if (bulkPath.frameFlags() != 0) {
+            try {
+                scatterToDevice(pieces, MemorySegment.ofBuffer(data.nioBuffer()), streamId, true);
+            } finally {
+                data.release();
+            }
+            return;
+        }
         boolean handedOver = false;
         batcher.lock();
         try {

@@ -1,5 +1,7 @@
 package org.vgpu.runtime.remote.client;
 
+import java.util.function.Supplier;
+
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
@@ -11,6 +13,7 @@ import org.vgpu.runtime.remote.protocol.Frames;
 import org.vgpu.runtime.remote.protocol.ReplyDecoder;
 import org.vgpu.runtime.remote.protocol.ReplyVisitor;
 import org.vgpu.runtime.remote.protocol.Welcome;
+import org.vgpu.runtime.remote.transport.BulkBytePath;
 
 /**
  * The event loop's end of a connection: reads replies and completes the calls waiting for them
@@ -24,7 +27,10 @@ final class InboundHandler extends ChannelInboundHandlerAdapter implements Reply
     private final ConnectionLoss loss;
     private final RequestBatcher batcher;
     private final RemoteTraffic traffic;
+    private final Supplier<BulkBytePath> bulkPath;
     private ChannelHandlerContext ctx;
+    /** The frame being dispatched: a DATA chunk's flags say where its bytes are. Event loop only. */
+    private Frame reading;
 
     InboundHandler(
             WorkerHandshake handshake,
@@ -32,13 +38,15 @@ final class InboundHandler extends ChannelInboundHandlerAdapter implements Reply
             Keepalive keepalive,
             ConnectionLoss loss,
             RequestBatcher batcher,
-            RemoteTraffic traffic) {
+            RemoteTraffic traffic,
+            Supplier<BulkBytePath> bulkPath) {
         this.handshake = handshake;
         this.calls = calls;
         this.keepalive = keepalive;
         this.loss = loss;
         this.batcher = batcher;
         this.traffic = traffic;
+        this.bulkPath = bulkPath;
     }
 
     @Override
@@ -51,9 +59,11 @@ final class InboundHandler extends ChannelInboundHandlerAdapter implements Reply
         keepalive.frameRead();
         Frame frame = (Frame) msg;
         traffic.received(Frames.HEADER_BYTES + (long) frame.content().readableBytes());
+        reading = frame;
         try {
             ReplyDecoder.dispatch(frame, this);
         } finally {
+            reading = null;
             frame.release();
         }
     }
@@ -76,6 +86,9 @@ final class InboundHandler extends ChannelInboundHandlerAdapter implements Reply
     @Override
     public void error(int requestId, VgpuException failure) {
         if (requestId == 0 || !handshake.isDone()) {
+            if (!handshake.isDone()) {
+                handshake.refused();
+            }
             lose(loss.sessionRefused(failure, handshake.isDone()));
             ctx.close();
             return;
@@ -84,8 +97,16 @@ final class InboundHandler extends ChannelInboundHandlerAdapter implements Reply
     }
 
     @Override
-    public void data(int requestId, boolean more, boolean failureKept, long offset, ByteBuf bytes) {
-        calls.data(requestId, more, failureKept, offset, bytes);
+    public void data(int requestId, boolean more, boolean failureKept, long offset, ByteBuf trailer) {
+        ByteBuf chunk = bulkPath.get().chunkOf(reading, trailer);
+        try {
+            if (reading.inSlot()) {
+                traffic.received(chunk.readableBytes());
+            }
+            calls.data(requestId, more, failureKept, offset, chunk);
+        } finally {
+            chunk.release();
+        }
     }
 
     @Override

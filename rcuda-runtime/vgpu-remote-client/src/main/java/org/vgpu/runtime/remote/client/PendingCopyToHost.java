@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
 
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VgpuException;
@@ -96,7 +97,9 @@ final class PendingCopyToHost extends PendingCall<Void> {
                     + " does not continue a copy of " + bytes + " bytes after " + received);
         }
         if (heldForOwner) {
-            heldChunks.add(data.retainedSlice());
+            // a copy, not a slice: a chunk in a shared slot keeps the slot until released, and the worker's next
+            // chunks may need it before the owner applies this copy (BulkBytePath's contract)
+            heldChunks.add(Unpooled.copiedBuffer(data));
             heldOffsets.add(offset);
         } else if (sink != null) {
             if (destinationFailure == null && length > 0) {

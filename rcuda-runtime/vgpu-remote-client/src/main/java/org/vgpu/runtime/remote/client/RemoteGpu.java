@@ -141,6 +141,11 @@ public final class RemoteGpu extends OneToOneClientCalls<RemoteGpu.Module, Remot
         return id;
     }
 
+    /** How the session's bulk bytes travel ({@link org.vgpu.runtime.remote.transport.BulkBytePath#describe}). */
+    public String bulkPathDescription() {
+        return connection.copies().bulkPath().describe();
+    }
+
     /** The worker this vGPU runs on, as errors name it. */
     public String workerDescription() {
         return connection.endpoint().describe();

@@ -8,6 +8,7 @@ import java.util.concurrent.locks.ReentrantLock;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
 
+import org.vgpu.runtime.remote.protocol.Frames;
 import org.vgpu.runtime.remote.protocol.RequestEncoder;
 
 /**
@@ -88,6 +89,16 @@ final class RequestBatcher {
         parts.add(bytes);
     }
 
+    /** Where the next frame written through {@link #frameEncoder} starts, for {@link #addFlags}. Lock held. */
+    int frameStart() {
+        return current().writerIndex();
+    }
+
+    /** Sets {@code flags} on the frame that starts at {@code frameStart} of the current buffer. Lock held. */
+    void addFlags(int frameStart, int flags) {
+        Frames.addFlags(current(), frameStart, flags);
+    }
+
     /** Counts a frame written through {@link #frameEncoder}. Lock held. */
     void frameAdded() {
         batchedFrames++;
@@ -104,6 +115,14 @@ final class RequestBatcher {
             current = channel.alloc().directBuffer(4096);
         }
         return current;
+    }
+
+    /**
+     * Counts bytes a request moved through a shared slot rather than in its frame, as sent, so that the counters say
+     * what the calls moved whichever path the bytes took. Lock held.
+     */
+    void sentOutsideFrames(int bytes) {
+        traffic.sent(0, bytes);
     }
 
     /**

@@ -1,5 +1,7 @@
 package org.vgpu.runtime.remote.client;
 
+import java.io.IOException;
+import java.nio.file.Path;
 import java.util.function.Function;
 
 import io.netty.buffer.ByteBuf;
@@ -7,13 +9,22 @@ import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.EventLoopGroup;
 import io.netty.handler.ssl.SslContext;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
+import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.remote.protocol.Frames;
 import org.vgpu.runtime.remote.protocol.ReplyDecoder;
 import org.vgpu.runtime.remote.protocol.RequestEncoder;
+import org.vgpu.runtime.remote.protocol.SharedRegionOffer;
 import org.vgpu.runtime.remote.protocol.Welcome;
+import org.vgpu.runtime.remote.transport.BulkBytePath;
+import org.vgpu.runtime.remote.transport.InBandFrames;
+import org.vgpu.runtime.remote.transport.SameHostBulk;
+import org.vgpu.runtime.remote.transport.SharedMemoryRing;
 
 /**
  * The client end of one session with a GPU worker, as {@link RemoteGpu} uses it: requests sent
@@ -34,6 +45,7 @@ import org.vgpu.runtime.remote.protocol.Welcome;
  * with VGPU_WORKER_LOST naming the worker; other connections are not affected.
  */
 final class WorkerConnection implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(WorkerConnection.class);
 
     /** Writes one request frame; called under the batch lock with a fresh request id. */
     @FunctionalInterface
@@ -74,6 +86,38 @@ final class WorkerConnection implements AutoCloseable {
      */
     static WorkerConnection open(
             EventLoopGroup group, WorkerEndpoint endpoint, VaWindow window, RemoteConfig config, SslContext ssl) {
+        String notOffered;
+        if (SameHostBulk.directory().isEmpty()) {
+            notOffered = "-D" + SameHostBulk.PROPERTY + "=off";
+        } else if (endpoint.socket().isEmpty() && !SameHostBulk.isThisHost(endpoint.host())) {
+            notOffered = "the worker is on another host";
+        } else {
+            WorkerConnection connection = open(group, endpoint, window, config, ssl, true);
+            if (connection != null) {
+                return connection;
+            }
+            notOffered = "it refused a HELLO of protocol version " + Frames.PROTOCOL_VERSION
+                    + ", as workers before that version do, and was greeted again in version "
+                    + Frames.OLDEST_PROTOCOL_VERSION;
+        }
+        WorkerConnection connection = open(group, endpoint, window, config, ssl, false);
+        connection.copies.useBulkPath(inBand(endpoint, notOffered));
+        return connection;
+    }
+
+    /**
+     * One attempt.
+     *
+     * @return null when the worker refused a HELLO that offered shared memory as a protocol error, as a worker older
+     *     than protocol version 2 does: the caller says HELLO again in version 1
+     */
+    private static WorkerConnection open(
+            EventLoopGroup group,
+            WorkerEndpoint endpoint,
+            VaWindow window,
+            RemoteConfig config,
+            SslContext ssl,
+            boolean offerSharedMemory) {
         WorkerConnection connection = new WorkerConnection(endpoint, config);
         ChannelFuture connected = connection.handshake.connect(
                 group,
@@ -84,7 +128,8 @@ final class WorkerConnection implements AutoCloseable {
                         connection.keepalive,
                         connection.loss,
                         connection.batcher,
-                        connection.traffic));
+                        connection.traffic,
+                        connection.copies::bulkPath));
         connection.channel = connected.channel();
         connection.batcher.attach(connection.channel);
         try {
@@ -95,14 +140,54 @@ final class WorkerConnection implements AutoCloseable {
             } finally {
                 connection.batcher.unlock();
             }
-            Welcome welcome = connection.handshake.hello(connected, helloId, window);
+            Welcome welcome = connection.handshake.hello(connected, helloId, window, offerSharedMemory);
+            if (offerSharedMemory) {
+                connection.copies.useBulkPath(sharedRegion(endpoint, welcome.sharedRegion()));
+            }
             connection.keepalive.start(connection.channel, welcome.idleTimeoutMillis());
             return connection;
         } catch (RuntimeException e) {
             connection.loss.closing();
             connection.channel.close().awaitUninterruptibly(1000);
+            if (offerSharedMemory
+                    && connection.handshake.wasRefusedByWorker()
+                    && e instanceof VgpuException refused
+                    && refused.code() == ErrorCode.VGPU_PROTOCOL_ERROR) {
+                connection.landing.close();
+                return null;
+            }
             throw e;
         }
+    }
+
+    /**
+     * The region the worker offered, mapped and acknowledged before any request follows the WELCOME, or the frames
+     * with one log line saying why not.
+     */
+    private static BulkBytePath sharedRegion(WorkerEndpoint endpoint, SharedRegionOffer offer) {
+        if (!offer.offered()) {
+            return inBand(endpoint, "the worker offers no shared region: " + offer.note());
+        }
+        try {
+            SharedMemoryRing ring = SharedMemoryRing.open(Path.of(offer.path()), offer.nonce());
+            ring.acknowledge();
+            // the worker unlinks it at the first request too; whoever comes first, the name is gone at once
+            ring.unlink();
+            LOG.debug("bulk bytes to {}: {}", endpoint.describe(), ring.describe());
+            return ring;
+        } catch (IOException | RuntimeException e) {
+            return inBand(
+                    endpoint,
+                    "the shared region it offered, " + offer.path() + ", cannot be mapped here: "
+                            + VgpuFailure.describe(e));
+        }
+    }
+
+    /** The frames, for {@code reason}, said in one log line. */
+    private static BulkBytePath inBand(WorkerEndpoint endpoint, String reason) {
+        InBandFrames path = InBandFrames.because(reason);
+        LOG.info("bulk bytes to {}: {}", endpoint.describe(), path.describe());
+        return path;
     }
 
     Welcome welcome() {
@@ -184,6 +269,7 @@ final class WorkerConnection implements AutoCloseable {
     @Override
     public void close() {
         loss.closing();
+        copies.bulkPath().close();
         batcher.release();
         channel.close().awaitUninterruptibly(5000);
         landing.close();

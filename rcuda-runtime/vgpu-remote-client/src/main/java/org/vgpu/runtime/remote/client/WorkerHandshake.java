@@ -45,6 +45,8 @@ final class WorkerHandshake {
     private final WorkerEndpoint endpoint;
     private final RemoteConfig config;
     private final CompletableFuture<Welcome> welcome = new CompletableFuture<>();
+    /** Whether the worker answered HELLO with an ERROR, rather than the connection failing otherwise. */
+    private volatile boolean refusedByWorker;
 
     WorkerHandshake(WorkerEndpoint endpoint, RemoteConfig config) {
         this.endpoint = endpoint;
@@ -100,12 +102,13 @@ final class WorkerHandshake {
     }
 
     /**
-     * Waits for the connection, says HELLO with request id {@code requestId} and waits for WELCOME.
+     * Waits for the connection, says HELLO with request id {@code requestId} (in protocol version 2 offering shared
+     * memory where {@code offerSharedMemory}, else in version 1) and waits for WELCOME.
      *
      * @throws VgpuException VGPU_WORKER_LOST when the worker cannot be reached or does not answer in
      *         time, or the error the worker refused the session with (VGPU_AUTH_FAILED, ...)
      */
-    Welcome hello(ChannelFuture connected, int requestId, VaWindow window) {
+    Welcome hello(ChannelFuture connected, int requestId, VaWindow window, boolean offerSharedMemory) {
         connected.awaitUninterruptibly();
         if (!connected.isSuccess()) {
             throw new VgpuException(
@@ -115,7 +118,11 @@ final class WorkerHandshake {
         }
         Channel channel = connected.channel();
         ByteBuf hello = channel.alloc().buffer(256);
-        new RequestEncoder().wrap(hello).hello(requestId, new Hello(Frames.PROTOCOL_VERSION, endpoint.token(), window));
+        // a HELLO of version 1 where nothing is offered: a worker that predates version 2 takes it as it is
+        int version = offerSharedMemory ? Frames.PROTOCOL_VERSION : Frames.OLDEST_PROTOCOL_VERSION;
+        new RequestEncoder()
+                .wrap(hello)
+                .hello(requestId, new Hello(version, endpoint.token(), window, offerSharedMemory));
         channel.writeAndFlush(hello, channel.voidPromise());
         Welcome welcomed;
         try {
@@ -137,9 +144,9 @@ final class WorkerHandshake {
             throw new VgpuException(
                     ErrorCode.VGPU_WORKER_LOST, "interrupted while opening a session with " + endpoint.describe());
         }
-        if (welcomed.protocolVersion() != Frames.PROTOCOL_VERSION) {
-            throw Frames.violation(endpoint.describe() + " speaks protocol version " + welcomed.protocolVersion()
-                    + ", this client " + Frames.PROTOCOL_VERSION);
+        if (welcomed.protocolVersion() != version) {
+            throw Frames.violation(endpoint.describe() + " answered in protocol version " + welcomed.protocolVersion()
+                    + " a HELLO of version " + version);
         }
         return welcomed;
     }
@@ -159,6 +166,16 @@ final class WorkerHandshake {
         if (!welcome.complete(welcomed)) {
             throw Frames.violation("WELCOME arrived in an open session");
         }
+    }
+
+    /** The worker answered HELLO with an ERROR; {@link #fail} follows. Event loop. */
+    void refused() {
+        refusedByWorker = true;
+    }
+
+    /** Whether the worker itself refused the HELLO (an ERROR reply), not a broken or lost connection. */
+    boolean wasRefusedByWorker() {
+        return refusedByWorker;
     }
 
     /** The connection was lost: a HELLO still waiting fails with that. Event loop. */

@@ -43,6 +43,11 @@ public final class Frame extends DefaultByteBufHolder {
         return (flags & Frames.FLAG_FAILURE_KEPT) != 0;
     }
 
+    /** Whether the chunk this frame carries lies in a shared slot its trailer names ({@link Frames#FLAG_IN_SLOT}). */
+    public boolean inSlot() {
+        return (flags & Frames.FLAG_IN_SLOT) != 0;
+    }
+
     /** The body; read it with {@link RequestDispatch} or {@link ReplyDecoder}. */
     public ByteBuf body() {
         return content();

@@ -125,6 +125,12 @@ public final class FrameDecoder extends ByteToMessageDecoder {
         if ((flags & Frames.FLAG_FAILURE_KEPT) != 0 && (opcode != Opcode.DATA || (flags & Frames.FLAG_MORE) != 0)) {
             throw fail(in, "only the last DATA chunk can say that a failure is kept, not " + opcode);
         }
+        if ((flags & Frames.FLAG_IN_SLOT) != 0
+                && opcode != Opcode.DATA
+                && opcode != Opcode.MEMCPY_HTOD
+                && opcode != Opcode.MEMCPY_HTOD_SCATTER) {
+            throw fail(in, opcode + " carries no chunk to put in a shared slot");
+        }
     }
 
     /** Called when the connection ends: bytes left over are a frame cut short. */

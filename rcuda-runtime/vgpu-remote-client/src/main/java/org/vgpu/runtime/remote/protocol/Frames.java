@@ -15,7 +15,7 @@ import org.vgpu.runtime.api.VgpuException;
  *   offset  size  field
  *   0       4     length: bytes after this field, {@value #MIN_LENGTH}..{@link #MAX_LENGTH}
  *   4       2     opcode ({@link Opcode#code()})
- *   6       2     flags ({@link #FLAG_ASYNC}, {@link #FLAG_MORE}; other bits must be 0)
+ *   6       2     flags ({@link #FLAG_ASYNC}, {@link #FLAG_MORE}, {@link #FLAG_FAILURE_KEPT}, {@link #FLAG_IN_SLOT}; other bits must be 0)
  *   8       4     request id: chosen by the client, echoed by every reply to that request
  *   12      ...   body, laid out per opcode (see {@link Opcode})
  * </pre>
@@ -24,8 +24,15 @@ import org.vgpu.runtime.api.VgpuException;
 public final class Frames {
     /** First int32 of a {@link Opcode#HELLO} body: "VGPU" in ASCII, so a stray connection is told apart from an old client. */
     public static final int MAGIC = 0x56475055;
-    /** The protocol version this build speaks; a HELLO with another version is refused. */
-    public static final int PROTOCOL_VERSION = 1;
+    /**
+     * The newest protocol version this build speaks: version 2 adds the offer of shared memory to HELLO and the
+     * answer to it to WELCOME, and {@link #FLAG_IN_SLOT}. A worker answers a HELLO of any version from
+     * {@link #OLDEST_PROTOCOL_VERSION} to this one in that version; a client whose HELLO of version 2 is refused
+     * by an older worker says HELLO again in version 1.
+     */
+    public static final int PROTOCOL_VERSION = 2;
+    /** The oldest protocol version this build still speaks. */
+    public static final int OLDEST_PROTOCOL_VERSION = 1;
 
     public static final int LENGTH_FIELD_BYTES = 4;
     /** Length field, opcode, flags and request id. */
@@ -49,7 +56,15 @@ public final class Frames {
      */
     public static final int FLAG_FAILURE_KEPT = 4;
 
-    static final int KNOWN_FLAGS = FLAG_ASYNC | FLAG_MORE | FLAG_FAILURE_KEPT;
+    /**
+     * On a chunk ({@link Opcode#MEMCPY_HTOD}, {@link Opcode#MEMCPY_HTOD_SCATTER}, {@link Opcode#DATA}) of a session
+     * whose bulk bytes go through shared memory: the body's trailing bytes are {@code uint32 slot, uint32 length}
+     * naming the slot that holds the chunk ({@link org.vgpu.runtime.remote.transport.SharedMemoryRing}), not the
+     * chunk itself. Only after both ends agreed on that path ({@link Opcode#BULK_PATH}).
+     */
+    public static final int FLAG_IN_SLOT = 8;
+
+    static final int KNOWN_FLAGS = FLAG_ASYNC | FLAG_MORE | FLAG_FAILURE_KEPT | FLAG_IN_SLOT;
 
     private Frames() {}
 
@@ -65,6 +80,11 @@ public final class Frames {
         out.writeShort(flags);
         out.writeInt(requestId);
         return start;
+    }
+
+    /** Adds {@code flags} to those of the frame begun at {@code start} of {@code out}. */
+    public static void addFlags(ByteBuf out, int start, int flags) {
+        out.setShort(start + 6, out.getUnsignedShort(start + 6) | flags);
     }
 
     /** Fills in the length of the frame begun at {@code start}; refuses a body beyond {@link #MAX_BODY_BYTES}. */

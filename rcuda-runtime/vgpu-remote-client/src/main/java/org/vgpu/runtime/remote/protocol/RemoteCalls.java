@@ -65,7 +65,8 @@ interface RemoteCalls {
 
     /** {@code uint16 version, string worker id, int32 idle timeout ms, string device name, int64 total memory,
      *  int32 cc major, int32 cc minor, int32 multiprocessors, int32 max threads per block, int32 warp size,
-     *  uint8 emulated}. */
+     *  uint8 emulated}; from version 2 (in the HELLO's version): {@code string shared region path (empty: none),
+     *  int64 nonce, string why there is none} ({@link SharedRegionOffer}). */
     @Reply
     int WELCOME = 0x0002;
 
@@ -92,7 +93,8 @@ interface RemoteCalls {
     @Reply
     int ERROR = 0x0011;
 
-    /** One chunk of a device-to-host copy: {@code int64 offset into the copy, rest: bytes}.
+    /** One chunk of a device-to-host copy: {@code int64 offset into the copy, rest: bytes} (with
+     *  {@link Frames#FLAG_IN_SLOT}: {@code uint32 slot, uint32 length} of the shared slot holding them).
      *  {@link Frames#FLAG_MORE} on every chunk but the last; the last ends the request. */
     @Reply(chunked = true)
     int DATA = 0x0012;

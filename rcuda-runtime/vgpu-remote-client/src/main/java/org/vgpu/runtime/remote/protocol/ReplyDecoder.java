@@ -107,7 +107,10 @@ public final class ReplyDecoder {
         if (idleTimeoutMillis < 1) {
             throw Frames.violation("WELCOME idle timeout must be >= 1 ms, got " + idleTimeoutMillis);
         }
-        return new Welcome(version, workerId, idleTimeoutMillis, device);
+        SharedRegionOffer region = version >= 2
+                ? new SharedRegionOffer(Frames.readString(in), in.readLong(), Frames.readString(in))
+                : SharedRegionOffer.none("the worker speaks protocol version " + version);
+        return new Welcome(version, workerId, idleTimeoutMillis, device, region);
     }
 
     /**

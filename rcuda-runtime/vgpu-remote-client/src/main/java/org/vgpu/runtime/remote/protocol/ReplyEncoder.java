@@ -37,6 +37,12 @@ public final class ReplyEncoder extends ResultEncoder {
         out.writeInt(device.maxThreadsPerBlock());
         out.writeInt(device.warpSize());
         out.writeBoolean(device.emulated());
+        if (welcome.protocolVersion() >= 2) {
+            SharedRegionOffer region = welcome.sharedRegion();
+            Frames.writeString(out, region.path());
+            out.writeLong(region.nonce());
+            Frames.writeString(out, region.note());
+        }
         Frames.finish(out, start);
     }
 
@@ -82,10 +88,16 @@ public final class ReplyEncoder extends ResultEncoder {
      * @param failureKept on the last chunk: the worker keeps an asynchronous failure for the next synchronizing request
      */
     public void dataHeader(int requestId, boolean more, boolean failureKept, long offset, int dataBytes) {
+        dataHeader(requestId, more, failureKept, 0, offset, dataBytes);
+    }
+
+    /** As {@link #dataHeader(int, boolean, boolean, long, int)}, with the flags {@code pathFlags} of the bulk path the trailer came from. */
+    public void dataHeader(
+            int requestId, boolean more, boolean failureKept, int pathFlags, long offset, int dataBytes) {
         int start = Frames.begin(
                 out,
                 Opcode.DATA,
-                (more ? Frames.FLAG_MORE : 0) | (failureKept ? Frames.FLAG_FAILURE_KEPT : 0),
+                (more ? Frames.FLAG_MORE : 0) | (failureKept ? Frames.FLAG_FAILURE_KEPT : 0) | pathFlags,
                 requestId);
         out.writeLong(offset);
         Frames.finishWithTrailing(out, start, dataBytes);

@@ -22,8 +22,13 @@ public final class RequestDecoder {
      * that has not signed in, so that a connection before sign-in holds a few hundred bytes, not a
      * whole frame of {@link Frames#MAX_BODY_BYTES}.
      */
-    public static final int MAX_HELLO_BODY_BYTES =
-            Integer.BYTES + Short.BYTES + Integer.BYTES + 2 * Long.BYTES + Integer.BYTES + BridgeContract.TOKEN_BYTES;
+    public static final int MAX_HELLO_BODY_BYTES = Integer.BYTES
+            + Short.BYTES
+            + Integer.BYTES
+            + 2 * Long.BYTES
+            + Integer.BYTES
+            + BridgeContract.TOKEN_BYTES
+            + Byte.BYTES;
 
     private RequestDecoder() {}
 

@@ -118,7 +118,7 @@ final class WireCodecs {
     // ---- the session
 
     @WireLayout(
-            "int32 magic (VGPU_WIRE_MAGIC), uint16 protocol version, int32 vGPU index, int64 window base, int64 window size, string session token (empty for a local worker)")
+            "int32 magic (VGPU_WIRE_MAGIC), uint16 protocol version, int32 vGPU index, int64 window base, int64 window size, string session token (empty for a local worker); from version 2: uint8 offers (bit 0: shared memory)")
     static Hello readHello(ByteBuf in) {
         int magic = in.readInt();
         if (magic != Frames.MAGIC) {
@@ -129,14 +129,25 @@ final class WireCodecs {
         long base = in.readLong();
         long size = in.readLong();
         String token = Frames.readString(in);
+        boolean offersSharedMemory = false;
+        if (version >= 2) {
+            int offers = in.readUnsignedByte();
+            if ((offers & ~HELLO_OFFERS_SHARED_MEMORY) != 0) {
+                throw Frames.violation(String.format("HELLO offers unknown bulk paths 0x%02x", offers));
+            }
+            offersSharedMemory = offers != 0;
+        }
         VaWindow window;
         try {
             window = new VaWindow(vgpuIndex, base, size);
         } catch (VgpuException e) {
             throw Frames.violation("HELLO names an impossible window: " + e.detail());
         }
-        return new Hello(version, token, window);
+        return new Hello(version, token, window, offersSharedMemory);
     }
+
+    /** Bit 0 of a version-2 HELLO's offers: the client takes bulk bytes through shared memory. */
+    static final int HELLO_OFFERS_SHARED_MEMORY = 1;
 
     static void writeHello(ByteBuf out, Hello hello) {
         out.writeInt(Frames.MAGIC);
@@ -145,6 +156,9 @@ final class WireCodecs {
         out.writeLong(hello.window().base());
         out.writeLong(hello.window().size());
         Frames.writeString(out, hello.token());
+        if (hello.protocolVersion() >= 2) {
+            out.writeByte(hello.offersSharedMemory() ? HELLO_OFFERS_SHARED_MEMORY : 0);
+        }
     }
 
     // ---- bytes to the end of the body
@@ -223,7 +237,8 @@ final class WireCodecs {
         long tableBytes = Integer.BYTES + (long) count * 2 * Long.BYTES;
         List<DeviceRegion> pieces = readRegions(frame, in, Math.min(in.readableBytes(), tableBytes));
         long piecesBytes = DeviceRegion.totalBytes(pieces);
-        if (in.readableBytes() != piecesBytes) {
+        // a chunk in a shared slot is checked against the pieces once its slot is read
+        if (!frame.inSlot() && in.readableBytes() != piecesBytes) {
             throw Frames.violation(frame.opcode() + " carries " + in.readableBytes() + " bytes for pieces of "
                     + piecesBytes + " bytes");
         }

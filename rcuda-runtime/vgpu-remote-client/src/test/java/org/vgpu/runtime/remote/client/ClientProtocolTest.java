@@ -15,6 +15,9 @@ import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufUtil;
+import io.netty.buffer.Unpooled;
 import io.netty.channel.EventLoopGroup;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -27,7 +30,11 @@ import org.vgpu.runtime.api.StreamHandle;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.remote.RemoteTuning;
+import org.vgpu.runtime.remote.protocol.Frames;
 import org.vgpu.runtime.remote.protocol.NettyLeaks;
+import org.vgpu.runtime.remote.protocol.ReplyEncoder;
+import org.vgpu.runtime.remote.protocol.SharedRegionOffer;
+import org.vgpu.runtime.remote.protocol.Welcome;
 import org.vgpu.runtime.remote.transport.NettyTransport;
 
 /**
@@ -74,6 +81,74 @@ class ClientProtocolTest {
     private static VgpuException assertThrowsVgpu(Throwable cause) {
         assertTrue(cause instanceof VgpuException, String.valueOf(cause));
         return (VgpuException) cause;
+    }
+
+    @Test
+    void aWorkerOlderThanProtocolVersionTwoIsGreetedAgainInVersionOneAndTheBytesStayInBand() throws Exception {
+        CompletableFuture<RemoteGpu> connecting = connectAsync(RemoteConfig.defaults());
+        int first = worker.expect("HELLO");
+        assertEquals(2, worker.lastHello().protocolVersion());
+        assertTrue(worker.lastHello().offersSharedMemory(), "a worker on this host is offered shared memory");
+        // what a worker of version 1 answers: its decoder finds the offer's byte too many
+        worker.reply(encoder -> encoder.error(first, Frames.violation("HELLO body has 1 bytes too many")));
+        worker.dropConnection();
+        worker.welcome(30_000);
+        assertEquals(1, worker.lastHello().protocolVersion());
+        assertFalse(worker.lastHello().offersSharedMemory());
+        RemoteGpu gpu = connecting.get(10, TimeUnit.SECONDS);
+        assertEquals(
+                "in-band (frames on the connection): it refused a HELLO of protocol version 2, as workers before that"
+                        + " version do, and was greeted again in version 1",
+                gpu.bulkPathDescription());
+        long address = allocate(gpu, 64);
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment host = arena.allocate(4);
+            CompletableFuture<Void> copy = CompletableFuture.runAsync(() -> gpu.memcpyDtoH(host, address, 4));
+            worker.data(worker.expect("MEMCPY_DTOH"), false, 0, new byte[] {9, 8, 7, 6});
+            copy.get(10, TimeUnit.SECONDS);
+            assertArrayEquals(new byte[] {9, 8, 7, 6}, host.toArray(ValueLayout.JAVA_BYTE));
+        }
+    }
+
+    @Test
+    void aRegionTheClientCannotMapLeavesTheBytesInBandWithTheReason() throws Exception {
+        CompletableFuture<RemoteGpu> connecting = connectAsync(RemoteConfig.defaults());
+        int id = worker.expect("HELLO");
+        worker.reply(encoder -> encoder.welcome(
+                id,
+                new Welcome(
+                        2,
+                        "fake",
+                        30_000,
+                        FakeWorker.DEVICE,
+                        new SharedRegionOffer("/nonexistent/vgpu-bulk-00", 7, ""))));
+        RemoteGpu gpu = connecting.get(10, TimeUnit.SECONDS);
+        assertTrue(
+                gpu.bulkPathDescription()
+                        .startsWith("in-band (frames on the connection): the shared region it offered,"
+                                + " /nonexistent/vgpu-bulk-00, cannot be mapped here: "),
+                gpu.bulkPathDescription());
+    }
+
+    @Test
+    void aDataChunkNamingASharedSlotOfASessionWithoutOneBreaksTheProtocol() throws Exception {
+        RemoteGpu gpu = connect();
+        long address = allocate(gpu, 64);
+        try (Arena arena = Arena.ofShared()) {
+            CompletableFuture<Void> copy =
+                    CompletableFuture.runAsync(() -> gpu.memcpyDtoH(arena.allocate(8), address, 8));
+            int id = worker.expect("MEMCPY_DTOH");
+            ByteBuf frame = Unpooled.buffer();
+            new ReplyEncoder().wrap(frame).dataHeader(id, false, false, Frames.FLAG_IN_SLOT, 0, 8);
+            frame.writeInt(0).writeInt(8);
+            worker.send(ByteBufUtil.getBytes(frame));
+            frame.release();
+            VgpuException e = failure(copy);
+            assertEquals(ErrorCode.VGPU_PROTOCOL_ERROR, e.code(), e.getMessage());
+            assertTrue(
+                    e.getMessage().contains("DATA names a shared slot but the session's bulk bytes go in-band"),
+                    e.getMessage());
+        }
     }
 
     @Test

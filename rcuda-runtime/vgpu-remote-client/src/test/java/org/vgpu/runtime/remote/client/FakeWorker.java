@@ -17,9 +17,10 @@ import io.netty.channel.embedded.EmbeddedChannel;
 import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.remote.protocol.Frame;
 import org.vgpu.runtime.remote.protocol.FrameDecoder;
-import org.vgpu.runtime.remote.protocol.Frames;
+import org.vgpu.runtime.remote.protocol.Hello;
 import org.vgpu.runtime.remote.protocol.Opcode;
 import org.vgpu.runtime.remote.protocol.ReplyEncoder;
+import org.vgpu.runtime.remote.protocol.RequestDecoder;
 import org.vgpu.runtime.remote.protocol.Welcome;
 
 /**
@@ -33,6 +34,7 @@ public final class FakeWorker implements AutoCloseable {
     private final ServerSocket server;
     private final EmbeddedChannel decoder = new EmbeddedChannel(new FrameDecoder(Opcode.Direction.REQUEST));
     private Socket connection;
+    private Hello lastHello;
 
     public FakeWorker() throws IOException {
         server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
@@ -55,6 +57,9 @@ public final class FakeWorker implements AutoCloseable {
                 Frame frame = decoder.readInbound();
                 if (frame != null) {
                     try {
+                        if (frame.opcode() == Opcode.HELLO) {
+                            lastHello = RequestDecoder.hello(frame);
+                        }
                         return frame.opcode() + "#" + frame.requestId();
                     } finally {
                         frame.release();
@@ -85,10 +90,22 @@ public final class FakeWorker implements AutoCloseable {
         return Integer.parseInt(request.substring(opcode.length() + 1));
     }
 
+    /** The last HELLO the client sent. */
+    public Hello lastHello() {
+        return lastHello;
+    }
+
+    /** Closes the connection, as a worker that refused a HELLO does; the next request is read from a new one. */
+    public void dropConnection() throws IOException {
+        connection.close();
+        connection = null;
+    }
+
     /** Answers HELLO as a worker does, with {@code idleTimeoutMillis} for the client's keepalive. */
     public void welcome(int idleTimeoutMillis) {
         int id = expect("HELLO");
-        reply(encoder -> encoder.welcome(id, new Welcome(Frames.PROTOCOL_VERSION, "fake", idleTimeoutMillis, DEVICE)));
+        reply(encoder ->
+                encoder.welcome(id, new Welcome(lastHello.protocolVersion(), "fake", idleTimeoutMillis, DEVICE)));
     }
 
     public void reply(Consumer<ReplyEncoder> frames) {

@@ -55,7 +55,7 @@ class FrameCodecTest {
     void everyRequestSurvivesEncodeAndDecode() {
         ByteBuf wire = Unpooled.buffer();
         RequestEncoder encoder = new RequestEncoder().wrap(wire);
-        encoder.hello(1, new Hello(Frames.PROTOCOL_VERSION, "v1.tok.en", VaWindow.forVgpu(3)));
+        encoder.hello(1, new Hello(Frames.OLDEST_PROTOCOL_VERSION, "v1.tok.en", VaWindow.forVgpu(3)));
         encoder.ping(2);
         encoder.memGetInfo(3);
         encoder.moduleLoad(4, 7, ".version 8.0".getBytes(StandardCharsets.US_ASCII));
@@ -249,7 +249,7 @@ class FrameCodecTest {
         DeviceProperties device = new DeviceProperties("NVIDIA H200", 141L << 30, 9, 0, 132, 1024, 32, false);
         ByteBuf wire = Unpooled.buffer();
         ReplyEncoder encoder = new ReplyEncoder().wrap(wire);
-        encoder.welcome(1, new Welcome(Frames.PROTOCOL_VERSION, "node7-gpu2", 30_000, device));
+        encoder.welcome(1, new Welcome(Frames.OLDEST_PROTOCOL_VERSION, "node7-gpu2", 30_000, device));
         encoder.pong(2);
         encoder.ok(3);
         encoder.ok(4, new MemoryInfo(100, 200));
@@ -271,7 +271,8 @@ class FrameCodecTest {
         assertEquals(
                 List.of(
                         "#1 Welcome[protocolVersion=1, workerId=node7-gpu2, idleTimeoutMillis=30000, device=" + device
-                                + "]",
+                                + ", sharedRegion=SharedRegionOffer[path=, nonce=0, note=the worker speaks protocol"
+                                + " version 1]]",
                         "#2 pong",
                         "#3 ok ",
                         "#4 ok 000000000000006400000000000000c8",
@@ -282,6 +283,48 @@ class FrameCodecTest {
                         "#8 data @2 07",
                         "#9 failure-kept data @0 08"),
                 visitor.calls);
+    }
+
+    @Test
+    void versionTwoCarriesTheOfferOfSharedMemoryAndTheAnswerToIt() {
+        DeviceProperties device = new DeviceProperties("NVIDIA H200", 141L << 30, 9, 0, 132, 1024, 32, false);
+        ByteBuf requests = Unpooled.buffer();
+        new RequestEncoder().wrap(requests).hello(1, new Hello(2, "tok", VaWindow.forVgpu(3), true));
+        new RequestEncoder().wrap(requests).hello(2, new Hello(2, "tok", VaWindow.forVgpu(3), false));
+        List<Hello> hellos = new ArrayList<>();
+        for (Frame frame : decodeAll(Opcode.Direction.REQUEST, requests)) {
+            dispatchAndRelease(frame, f -> hellos.add(RequestDecoder.hello(f)));
+        }
+        assertEquals(
+                List.of(true, false),
+                hellos.stream().map(Hello::offersSharedMemory).toList());
+
+        ByteBuf replies = Unpooled.buffer();
+        SharedRegionOffer offer = new SharedRegionOffer("/dev/shm/vgpu-bulk-00", -5, "");
+        new ReplyEncoder().wrap(replies).welcome(1, new Welcome(2, "w", 30_000, device, offer));
+        new ReplyEncoder()
+                .wrap(replies)
+                .welcome(2, new Welcome(2, "w", 30_000, device, SharedRegionOffer.none("no /dev/shm")));
+        RecordingVisitors.Replies visitor = new RecordingVisitors.Replies();
+        for (Frame frame : decodeAll(Opcode.Direction.REPLY, replies)) {
+            dispatchAndRelease(frame, f -> ReplyDecoder.dispatch(f, visitor));
+        }
+        assertEquals(
+                List.of(
+                        "#1 " + new Welcome(2, "w", 30_000, device, offer),
+                        "#2 " + new Welcome(2, "w", 30_000, device, SharedRegionOffer.none("no /dev/shm"))),
+                visitor.calls);
+    }
+
+    @Test
+    void aFlagOfAChunkInASharedSlotIsOnlyForChunks() {
+        ByteBuf wire = Unpooled.buffer();
+        new RequestEncoder().wrap(wire).memGetInfo(1);
+        Frames.addFlags(wire, 0, Frames.FLAG_IN_SLOT);
+        EmbeddedChannel channel = new EmbeddedChannel(new FrameDecoder(Opcode.Direction.REQUEST));
+        DecoderException e = assertThrows(DecoderException.class, () -> channel.writeInbound(wire));
+        assertTrue(e.getMessage().contains("MEM_GET_INFO carries no chunk to put in a shared slot"), e.getMessage());
+        channel.finishAndReleaseAll();
     }
 
     @Test
