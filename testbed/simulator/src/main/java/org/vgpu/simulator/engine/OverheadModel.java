@@ -205,16 +205,16 @@ public final class OverheadModel {
                 new Parameter(
                         1,
                         "s",
-                        "the hook started a move about 1 s after a release on the H200 (2026-11-29; not yet"
-                                + " written up in docs/)",
+                        "release -> first migration start 1.06 s in the borrowing story on the Slurm testbed"
+                                + " (docs/story.md; an upper bound, the tracker's log read every 0.5 s)",
                         0));
         parameters.put(
                 STARTUP_SECONDS,
                 new Parameter(
                         9,
                         "s",
-                        "the Slurm testbed started a borrowing job in 8-10 s, holders and workers (testbed"
-                                + " scenarios of 2026-11-29; not yet written up in docs/)",
+                        "the borrowing job of docs/story.md (two vGPUs borrowed) started 7 s after its submission on the"
+                                + " Slurm testbed; 2 s more assumed for busier lenders",
                         0));
         return java.util.Collections.unmodifiableMap(parameters);
     }
