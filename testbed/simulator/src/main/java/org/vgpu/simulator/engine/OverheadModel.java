@@ -206,7 +206,7 @@ public final class OverheadModel {
                         1,
                         "s",
                         "release -> first migration start 1.06 s in the borrowing story on the Slurm testbed"
-                                + " (docs/story.md; an upper bound, the tracker's log read every 0.5 s)",
+                                + " (docs/story.md, 2026-11-25; an upper bound, the tracker's log read every 0.5 s)",
                         0));
         parameters.put(
                 STARTUP_SECONDS,
@@ -214,7 +214,7 @@ public final class OverheadModel {
                         9,
                         "s",
                         "the borrowing job of docs/story.md (two vGPUs borrowed) started 7 s after its submission on the"
-                                + " Slurm testbed; 2 s more assumed for busier lenders",
+                                + " Slurm testbed (docs/story.md, 2026-11-25); 2 s more assumed for busier lenders",
                         0));
         return java.util.Collections.unmodifiableMap(parameters);
     }
