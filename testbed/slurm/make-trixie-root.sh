@@ -14,7 +14,7 @@ dir=${1:-${VGPU_SLURM_ROOT:-/var/cache/vgpu/trixie-slurm}}
 mirror=${VGPU_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 suite=trixie
 packages=(slurmctld slurmd slurm-client slurm-wlm-basic-plugins libslurm-dev slurm-wlm-basic-plugins-dev munge
-    gcc make libc6-dev python3 iproute2 openssl procps bc slurmdbd mariadb-server)
+    gcc make libc6-dev python3 iproute2 openssl procps bc slurmdbd mariadb-server libmpj-java)
 # The stamp: the suite, then every package the finished root has, one word each.
 stamp_file=$dir/.vgpu-trixie-root
 
