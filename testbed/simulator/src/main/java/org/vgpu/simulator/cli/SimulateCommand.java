@@ -18,8 +18,8 @@ import org.vgpu.common.cli.CommandLines;
 import org.vgpu.common.cli.Subcommand;
 import org.vgpu.common.cli.SubcommandRunner;
 import org.vgpu.common.error.IoReasons;
+import org.vgpu.simulator.engine.BackfillSettings;
 import org.vgpu.simulator.engine.OverheadModel;
-import org.vgpu.simulator.engine.SchedulerCadence;
 import org.vgpu.simulator.engine.Simulator;
 import org.vgpu.simulator.input.AlibabaTraceReader;
 import org.vgpu.simulator.input.ClusterSpec;
@@ -115,6 +115,11 @@ public final class SimulateCommand implements Subcommand {
                         "SECONDS",
                         "with --backfill-interval: when, in seconds from the first submission, a backfill cycle"
                                 + " ran (default 0)"))
+                .addOption(valued(
+                        "backfill-reserves",
+                        "first|all",
+                        "whom backfill protects: the first waiting job (EASY backfill, the default) or every job"
+                                + " a backfill cycle tests (Slurm's backfill scheduler)"))
                 .addOption(Option.builder()
                         .longOpt("compare-recorded")
                         .desc("also set the Slurm-alone run against the starts the input recorded: both wait"
@@ -143,7 +148,7 @@ public final class SimulateCommand implements Subcommand {
         List<SimNode> nodes = cluster(line, input);
         OverheadModel model = overheads(line);
         List<Policy> policies = policies(line);
-        SchedulerCadence cadence = cadence(line);
+        BackfillSettings backfill = backfill(line);
         boolean compareRecorded = compareRecorded(line, input, policies);
         String format = CommandLines.choice(line, "format", "table", FORMATS);
         Path plot = plot(line);
@@ -165,7 +170,7 @@ public final class SimulateCommand implements Subcommand {
         }
         notes.println();
 
-        Simulator simulator = new Simulator(model, cadence);
+        Simulator simulator = new Simulator(model, backfill);
         List<PolicyRun> runs = new ArrayList<>();
         boolean showProgress = loaded.workload().jobs().size() >= LONG_RUN_JOBS;
         boolean terminal = showProgress && ProgressBar.stderrIsTerminal();
@@ -275,18 +280,21 @@ public final class SimulateCommand implements Subcommand {
         return model;
     }
 
-    private static SchedulerCadence cadence(CommandLine line) throws ParseException {
+    private static BackfillSettings backfill(CommandLine line) throws ParseException {
+        boolean reserveEveryJob = CommandLines.choice(line, "backfill-reserves", "first", List.of("first", "all"))
+                .equals("all");
         if (!line.hasOption("backfill-interval")) {
             if (line.hasOption("backfill-phase")) {
                 throw new ParseException("--backfill-phase goes with --backfill-interval");
             }
-            return SchedulerCadence.BACKFILL_EVERY_PASS;
+            return new BackfillSettings(0, 0, reserveEveryJob);
         }
         double interval = seconds(line, "backfill-interval");
         if (interval < 0) {
             throw new ParseException("--backfill-interval needs seconds >= 0, got " + interval);
         }
-        return new SchedulerCadence(interval, line.hasOption("backfill-phase") ? seconds(line, "backfill-phase") : 0);
+        return new BackfillSettings(
+                interval, line.hasOption("backfill-phase") ? seconds(line, "backfill-phase") : 0, reserveEveryJob);
     }
 
     private static double seconds(CommandLine line, String option) throws ParseException {

@@ -15,16 +15,16 @@ import org.vgpu.simulator.workload.Workload;
  */
 public final class Simulator {
     private final OverheadModel model;
-    private final SchedulerCadence cadence;
+    private final BackfillSettings backfillSettings;
 
     /** A simulator that backfills at every scheduling pass. */
     public Simulator(OverheadModel model) {
-        this(model, SchedulerCadence.BACKFILL_EVERY_PASS);
+        this(model, BackfillSettings.EASY_EVERY_PASS);
     }
 
-    public Simulator(OverheadModel model, SchedulerCadence cadence) {
+    public Simulator(OverheadModel model, BackfillSettings backfillSettings) {
         this.model = Objects.requireNonNull(model, "model");
-        this.cadence = Objects.requireNonNull(cadence, "cadence");
+        this.backfillSettings = Objects.requireNonNull(backfillSettings, "backfillSettings");
     }
 
     /**
@@ -51,6 +51,6 @@ public final class Simulator {
                         + " has that many: Slurm would reject it at submission");
             }
         }
-        return new Simulation(workload, policy, model, cadence, progress).run();
+        return new Simulation(workload, policy, model, backfillSettings, progress).run();
     }
 }
