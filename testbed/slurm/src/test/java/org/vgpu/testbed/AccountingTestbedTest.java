@@ -50,6 +50,7 @@ class AccountingTestbedTest {
     @Test
     void theSimulatorStartsJobsWhenSlurmDid() throws Exception {
         assumeTrue(skipReason == null, skipReason);
-        testbed.assertScenarioPasses("simulator-agrees");
+        // its workload runs about 3 minutes, then sacct and the simulation
+        testbed.assertScenarioPassesWithin(420, "simulator-agrees");
     }
 }
