@@ -21,6 +21,8 @@ import org.vgpu.simulator.workload.Workload;
  * @param jobs the compared jobs in submit order
  */
 public record RecordedComparison(List<Job> jobs) {
+    private static final String WAIT_ROW = "  %-10s %12s %12s %12s%n";
+
     /** One job: seconds from the workload's start. */
     public record Job(String id, long submitSecond, long recordedStartSecond, double simulatedStartSecond) {
         public double recordedWaitSeconds() {
@@ -88,6 +90,16 @@ public record RecordedComparison(List<Job> jobs) {
         };
     }
 
+    private static void waitRow(PrintStream out, String name, double[] waits) {
+        out.printf(
+                Locale.ROOT,
+                WAIT_ROW,
+                name,
+                TableReport.duration(waits[0]),
+                TableReport.duration(waits[1]),
+                TableReport.duration(waits[2]));
+    }
+
     /** Prints both wait distributions and the largest start difference; with {@code perJob}, every job's line. */
     public void write(PrintStream out, boolean perJob) {
         if (jobs.isEmpty()) {
@@ -98,23 +110,8 @@ public record RecordedComparison(List<Job> jobs) {
                 Locale.ROOT,
                 "recorded against simulated (Slurm alone), %,d jobs with a recorded start:%n",
                 jobs.size());
-        double[] recorded = recordedWaits();
-        double[] simulated = simulatedWaits();
-        out.printf(Locale.ROOT, "  %-10s %12s %12s %12s%n", "wait", "mean", "median", "p95");
-        out.printf(
-                Locale.ROOT,
-                "  %-10s %12s %12s %12s%n",
-                "recorded",
-                TableReport.duration(recorded[0]),
-                TableReport.duration(recorded[1]),
-                TableReport.duration(recorded[2]));
-        out.printf(
-                Locale.ROOT,
-                "  %-10s %12s %12s %12s%n",
-                "simulated",
-                TableReport.duration(simulated[0]),
-                TableReport.duration(simulated[1]),
-                TableReport.duration(simulated[2]));
+        waitRow(out, "recorded", recordedWaits());
+        waitRow(out, "simulated", simulatedWaits());
         Job farthest = jobs.stream()
                 .max(Comparator.comparingDouble(job -> Math.abs(job.differenceSeconds())))
                 .orElseThrow();

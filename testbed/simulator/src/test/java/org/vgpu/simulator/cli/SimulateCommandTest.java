@@ -9,6 +9,7 @@ import java.net.URISyntaxException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 
@@ -239,44 +240,24 @@ class SimulateCommandTest {
                         .getResource("/sacct/testbed-22.05-workload.txt")
                         .toURI())
                 .toString();
-        assertEquals(
-                0,
-                simulate(
-                        "--sacct",
-                        workload,
-                        "--cluster",
-                        "3x4x4",
-                        "--policies",
-                        "slurm",
-                        "--backfill-interval",
-                        "30",
-                        "--backfill-phase",
-                        "0.888",
-                        "--backfill-reserves",
-                        "all",
-                        "--compare-recorded",
-                        "--per-job"),
-                err());
-        double[] withCadence = differences(out());
-        out.reset();
-        assertEquals(
-                0,
-                simulate(
-                        "--sacct",
-                        workload,
-                        "--cluster",
-                        "3x4x4",
-                        "--policies",
-                        "slurm",
-                        "--compare-recorded",
-                        "--per-job"),
-                err());
-        double[] everyPass = differences(out());
+        double[] withCadence = perJobDifferences(
+                workload, "--backfill-interval", "30", "--backfill-phase", "1.082", "--backfill-reserves", "all");
+        double[] everyPass = perJobDifferences(workload);
         assertEquals(20, withCadence.length);
         assertTrue(
                 Arrays.stream(withCadence).filter(d -> Math.abs(d) <= 5).count() >= 10, Arrays.toString(withCadence));
         assertTrue(meanAbsolute(withCadence) <= 15, Arrays.toString(withCadence));
         assertTrue(meanAbsolute(everyPass) > 2 * meanAbsolute(withCadence), Arrays.toString(everyPass));
+    }
+
+    /** The simulated minus the recorded start of each job of {@code sacct} on the testbed's nodes, Slurm alone. */
+    private double[] perJobDifferences(String sacct, String... backfill) {
+        List<String> args = new ArrayList<>(List.of(
+                "--sacct", sacct, "--cluster", "3x4x4", "--policies", "slurm", "--compare-recorded", "--per-job"));
+        args.addAll(List.of(backfill));
+        out.reset();
+        assertEquals(0, simulate(args.toArray(String[]::new)), err());
+        return differences(out());
     }
 
     private static List<String> perJobLines(String text) {

@@ -25,6 +25,14 @@ class BackfillTest {
                 List.of(job("a", 0, 3, 100, 100), job("head", 1, 4, 50, 100), job("c", 2, 1, 40, thirdJobLimit)));
     }
 
+    /** One 2-GPU node: three 2-GPU jobs, each waiting for the one before. */
+    private static Workload sameSizeJobs() {
+        return new Workload(
+                "fifo",
+                nodes(1, 2),
+                List.of(job("a", 0, 2, 100, 100), job("b", 5, 2, 10, 100), job("c", 6, 2, 10, 100)));
+    }
+
     @Test
     void aShortJobPassesTheHeadWithoutDelayingItsReservation() {
         PolicyRun run = run(behindAReservation(90), Policy.SLURM_ALONE);
@@ -58,10 +66,7 @@ class BackfillTest {
 
     @Test
     void jobsOfTheSameSizeStartInSubmitOrder() {
-        Workload workload = new Workload(
-                "fifo",
-                nodes(1, 2),
-                List.of(job("a", 0, 2, 100, 100), job("b", 5, 2, 10, 100), job("c", 6, 2, 10, 100)));
+        Workload workload = sameSizeJobs();
         PolicyRun run = run(workload, Policy.SLURM_ALONE);
         assertEquals(100, outcome(run, "b").startSecond(), 1e-9);
         assertEquals(110, outcome(run, "c").startSecond(), 1e-9);
@@ -78,10 +83,7 @@ class BackfillTest {
 
     @Test
     void withABackfillIntervalJobsInPriorityOrderStillStartAtOnce() {
-        Workload workload = new Workload(
-                "fifo",
-                nodes(1, 2),
-                List.of(job("a", 0, 2, 100, 100), job("b", 5, 2, 10, 100), job("c", 6, 2, 10, 100)));
+        Workload workload = sameSizeJobs();
         PolicyRun run = new Simulator(OverheadModel.measured(), new BackfillSettings(30, 17, false))
                 .run(workload, Policy.SLURM_ALONE, fraction -> {});
         assertEquals(0, outcome(run, "a").startSecond(), 1e-9);
