@@ -21,8 +21,6 @@ import org.vgpu.simulator.workload.Workload;
  * @param jobs the compared jobs in submit order
  */
 public record RecordedComparison(List<Job> jobs) {
-    private static final String WAIT_ROW = "  %-10s %12s %12s %12s%n";
-
     /** One job: seconds from the workload's start. */
     public record Job(String id, long submitSecond, long recordedStartSecond, double simulatedStartSecond) {
         public double recordedWaitSeconds() {
@@ -91,13 +89,11 @@ public record RecordedComparison(List<Job> jobs) {
     }
 
     private static void waitRow(PrintStream out, String name, double[] waits) {
-        out.printf(
-                Locale.ROOT,
-                WAIT_ROW,
-                name,
-                TableReport.duration(waits[0]),
-                TableReport.duration(waits[1]),
-                TableReport.duration(waits[2]));
+        row(out, name, Arrays.stream(waits).mapToObj(TableReport::duration).toArray(String[]::new));
+    }
+
+    private static void row(PrintStream out, String name, String... cells) {
+        out.printf(Locale.ROOT, "  %-10s %12s %12s %12s%n", name, cells[0], cells[1], cells[2]);
     }
 
     /** Prints both wait distributions and the largest start difference; with {@code perJob}, every job's line. */
@@ -110,6 +106,7 @@ public record RecordedComparison(List<Job> jobs) {
                 Locale.ROOT,
                 "recorded against simulated (Slurm alone), %,d jobs with a recorded start:%n",
                 jobs.size());
+        row(out, "wait", "mean", "median", "p95");
         waitRow(out, "recorded", recordedWaits());
         waitRow(out, "simulated", simulatedWaits());
         Job farthest = jobs.stream()
