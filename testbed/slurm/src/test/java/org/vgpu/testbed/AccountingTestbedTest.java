@@ -12,7 +12,8 @@ import org.junit.jupiter.api.Test;
 /**
  * Slurm's accounting charges a borrowed GPU to the borrowing job's account (scenario accounting): a testbed with
  * slurmdbd on a MariaDB of its own, the SPANK bridge and the tracker; sacct shows the holders under the borrower's
- * account. Skipped, with the reason, where the bridge was not built, no testbed can run, or slurmdbd or MariaDB is
+ * account (scenario accounting); and sacct's record of a workload that ran there, fed to vgpu simulate, gives the
+ * starts Slurm gave (scenario simulator-agrees). Skipped, with the reason, where the bridge was not built, no testbed can run, or slurmdbd or MariaDB is
  * missing.
  */
 @Tag("slurm")
@@ -43,5 +44,13 @@ class AccountingTestbedTest {
     void sacctChargesBorrowedGpusToTheBorrowersAccount() throws Exception {
         assumeTrue(skipReason == null, skipReason);
         testbed.assertScenarioPasses("accounting");
+    }
+
+    /** vgpu simulate's Slurm starts a workload's jobs when the real one did (its sacct record is the bridge). */
+    @Test
+    void theSimulatorStartsJobsWhenSlurmDid() throws Exception {
+        assumeTrue(skipReason == null, skipReason);
+        // its workload runs about 3 minutes, then sacct and the simulation
+        testbed.assertScenarioPassesWithin(420, "simulator-agrees");
     }
 }

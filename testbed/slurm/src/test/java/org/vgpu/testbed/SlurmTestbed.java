@@ -245,7 +245,12 @@ final class SlurmTestbed implements AutoCloseable {
 
     /** Runs scenario-NAME.sh and fails with its output unless it passed. */
     void assertScenarioPasses(String scenario, String... args) throws Exception {
-        Outcome outcome = run("scenario-" + scenario + ".sh", args);
+        assertScenarioPassesWithin(SCRIPT_TIMEOUT_SECONDS, scenario, args);
+    }
+
+    /** As {@link #assertScenarioPasses}, for a scenario that runs a workload of its own for minutes. */
+    void assertScenarioPassesWithin(long timeoutSeconds, String scenario, String... args) throws Exception {
+        Outcome outcome = run(timeoutSeconds, "scenario-" + scenario + ".sh", args);
         assertEquals(0, outcome.status(), "scenario " + scenario + " failed:\n" + outcome.output());
         assertTrue(outcome.output().contains("PASS " + scenario), outcome.output());
         System.out.print(outcome.output());

@@ -18,6 +18,7 @@ import org.vgpu.common.cli.CommandLines;
 import org.vgpu.common.cli.Subcommand;
 import org.vgpu.common.cli.SubcommandRunner;
 import org.vgpu.common.error.IoReasons;
+import org.vgpu.simulator.engine.BackfillSettings;
 import org.vgpu.simulator.engine.OverheadModel;
 import org.vgpu.simulator.engine.Simulator;
 import org.vgpu.simulator.input.AlibabaTraceReader;
@@ -30,6 +31,7 @@ import org.vgpu.simulator.input.SacctReader;
 import org.vgpu.simulator.input.SwfReader;
 import org.vgpu.simulator.report.Comparison;
 import org.vgpu.simulator.report.ProgressBar;
+import org.vgpu.simulator.report.RecordedComparison;
 import org.vgpu.simulator.report.StructuredReport;
 import org.vgpu.simulator.report.TableReport;
 import org.vgpu.simulator.report.WaitCdfPlot;
@@ -103,6 +105,30 @@ public final class SimulateCommand implements Subcommand {
                         .desc("override one figure of the overhead model (repeatable); keys: "
                                 + String.join(", ", OverheadModel.keys()))
                         .get())
+                .addOption(valued(
+                        "backfill-interval",
+                        "SECONDS",
+                        "run Slurm's backfill every SECONDS, as slurm.conf's bf_interval (Slurm's default 30),"
+                                + " instead of at every scheduling pass (0, the default)"))
+                .addOption(valued(
+                        "backfill-phase",
+                        "SECONDS",
+                        "with --backfill-interval: when, in seconds from the first submission, a backfill cycle"
+                                + " ran (default 0)"))
+                .addOption(valued(
+                        "backfill-reserves",
+                        "first|all",
+                        "whom backfill protects: the first waiting job (EASY backfill, the default) or every job"
+                                + " a backfill cycle tests (Slurm's backfill scheduler)"))
+                .addOption(Option.builder()
+                        .longOpt("compare-recorded")
+                        .desc("also set the Slurm-alone run against the starts the input recorded: both wait"
+                                + " distributions (mean, median, p95)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("per-job")
+                        .desc("with --compare-recorded: also each job's recorded and simulated start")
+                        .get())
                 .addOption(valued("format", "table|json|csv", "how to print the comparison (default table)"))
                 .addOption(valued("plot", "FILE.png", "also draw every policy's wait-time distribution to FILE.png"));
     }
@@ -122,6 +148,8 @@ public final class SimulateCommand implements Subcommand {
         List<SimNode> nodes = cluster(line, input);
         OverheadModel model = overheads(line);
         List<Policy> policies = policies(line);
+        BackfillSettings backfill = backfill(line);
+        boolean compareRecorded = compareRecorded(line, input, policies);
         String format = CommandLines.choice(line, "format", "table", FORMATS);
         Path plot = plot(line);
         LoadedWorkload loaded;
@@ -142,7 +170,7 @@ public final class SimulateCommand implements Subcommand {
         }
         notes.println();
 
-        Simulator simulator = new Simulator(model);
+        Simulator simulator = new Simulator(model, backfill);
         List<PolicyRun> runs = new ArrayList<>();
         boolean showProgress = loaded.workload().jobs().size() >= LONG_RUN_JOBS;
         boolean terminal = showProgress && ProgressBar.stderrIsTerminal();
@@ -163,6 +191,11 @@ public final class SimulateCommand implements Subcommand {
         } catch (IOException e) {
             err.println("vgpu simulate: cannot write the " + format + " output: " + IoReasons.of(e));
             return 1;
+        }
+        if (compareRecorded) {
+            notes.println();
+            RecordedComparison.of(loaded.workload(), runs.get(policies.indexOf(Policy.SLURM_ALONE)))
+                    .write(notes, line.hasOption("per-job"));
         }
         out.flush();
         if (plot != null) {
@@ -245,6 +278,56 @@ public final class SimulateCommand implements Subcommand {
             }
         }
         return model;
+    }
+
+    private static BackfillSettings backfill(CommandLine line) throws ParseException {
+        boolean reserveEveryJob = CommandLines.choice(line, "backfill-reserves", "first", List.of("first", "all"))
+                .equals("all");
+        if (!line.hasOption("backfill-interval")) {
+            if (line.hasOption("backfill-phase")) {
+                throw new ParseException("--backfill-phase goes with --backfill-interval");
+            }
+            return new BackfillSettings(0, 0, reserveEveryJob);
+        }
+        double interval = seconds(line, "backfill-interval");
+        if (interval < 0) {
+            throw new ParseException("--backfill-interval needs seconds >= 0, got " + interval);
+        }
+        return new BackfillSettings(
+                interval, line.hasOption("backfill-phase") ? seconds(line, "backfill-phase") : 0, reserveEveryJob);
+    }
+
+    private static double seconds(CommandLine line, String option) throws ParseException {
+        String value = line.getOptionValue(option);
+        try {
+            double seconds = Double.parseDouble(value.strip());
+            if (!Double.isFinite(seconds)) {
+                throw new NumberFormatException();
+            }
+            return seconds;
+        } catch (NumberFormatException e) {
+            throw new ParseException("--" + option + " needs a number of seconds, got '" + value + "'");
+        }
+    }
+
+    /** Whether --compare-recorded was asked, with an input that records starts and Slurm alone among the policies. */
+    private static boolean compareRecorded(CommandLine line, String input, List<Policy> policies)
+            throws ParseException {
+        if (!line.hasOption("compare-recorded")) {
+            if (line.hasOption("per-job")) {
+                throw new ParseException("--per-job goes with --compare-recorded");
+            }
+            return false;
+        }
+        if (input.equals("generate")) {
+            throw new ParseException("--compare-recorded needs an input that recorded when its jobs started"
+                    + " (--alibaba, --sacct or --swf), not --generate");
+        }
+        if (!policies.contains(Policy.SLURM_ALONE)) {
+            throw new ParseException("--compare-recorded compares the recorded starts with Slurm alone: add "
+                    + Policy.SLURM_ALONE.shortName() + " to --policies");
+        }
+        return true;
     }
 
     private static List<Policy> policies(CommandLine line) throws ParseException {

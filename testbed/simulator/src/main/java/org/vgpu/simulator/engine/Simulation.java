@@ -21,7 +21,8 @@ import org.vgpu.tracker.placement.Placement;
  * One policy's run of one workload: the event loop. At each instant it applies that instant's events (ends, moves
  * done, submits), then, if GPUs were freed or jobs arrived, one scheduling pass: Slurm's own (priority order and EASY
  * backfill), then, with borrowing and at most once per tracker poll, the tracker's planner for the jobs no node can
- * hold; then the hook's looks due at that instant.
+ * hold; then the hook's looks due at that instant. Slurm backfills at the passes its {@link BackfillSettings} allows,
+ * and wakes for the next backfill cycle when a job waits behind one that cannot start.
  * A borrowing job holds its GPUs from its plan and runs after the start-up delay; the hook looks at a node's jobs
  * its detection latency after a GPU there frees.
  */
@@ -35,6 +36,7 @@ final class Simulation {
     private final EventQueue events = new EventQueue();
     private final SequencedSet<Integer> waiting = new LinkedHashSet<>();
     private final BackfillScheduler slurm;
+    private final BackfillSettings backfillSettings;
     /** The tracker's own code; null under Slurm alone. */
     private final VgpuSide vgpu;
 
@@ -43,9 +45,17 @@ final class Simulation {
     private final RunAccounting books;
     private double lastWake = Double.NEGATIVE_INFINITY;
     private double nextTrackerPass = Double.NEGATIVE_INFINITY;
+    /** The backfill cycle a wake-up is already queued for. */
+    private double backfillWake = Double.NEGATIVE_INFINITY;
 
-    Simulation(Workload workload, Policy policy, OverheadModel measured, java.util.function.DoubleConsumer progress) {
+    Simulation(
+            Workload workload,
+            Policy policy,
+            OverheadModel measured,
+            BackfillSettings backfillSettings,
+            java.util.function.DoubleConsumer progress) {
         this.policy = policy;
+        this.backfillSettings = backfillSettings;
         this.jobs = workload.jobs().toArray(SimJob[]::new);
         this.measured = measured;
         this.overheads = policy == Policy.VGPU_NO_OVERHEAD ? measured.free() : measured;
@@ -116,7 +126,21 @@ final class Simulation {
     }
 
     private void schedule(double now) {
-        slurm.pass(now, cluster, waiting, (index, node) -> start(index, node, jobs[index].gpus(), List.of(), now));
+        boolean backfill = backfillSettings.backfillsAt(now);
+        boolean leftForBackfill = slurm.pass(
+                now,
+                cluster,
+                waiting,
+                backfill,
+                backfillSettings.reserveEveryJob(),
+                (index, node) -> start(index, node, jobs[index].gpus(), List.of(), now));
+        if (leftForBackfill) {
+            double cycle = backfillSettings.nextBackfillAfter(now);
+            if (cycle > backfillWake) {
+                backfillWake = cycle;
+                events.add(cycle, EventQueue.Kind.WAKE, -1, -1, 0);
+            }
+        }
         if (vgpu != null && !waiting.isEmpty()) {
             if (now >= nextTrackerPass) {
                 nextTrackerPass = now + VgpuSide.POLL_SECONDS;

@@ -15,9 +15,16 @@ import org.vgpu.simulator.workload.Workload;
  */
 public final class Simulator {
     private final OverheadModel model;
+    private final BackfillSettings backfillSettings;
 
+    /** A simulator that backfills at every scheduling pass. */
     public Simulator(OverheadModel model) {
+        this(model, BackfillSettings.EASY_EVERY_PASS);
+    }
+
+    public Simulator(OverheadModel model, BackfillSettings backfillSettings) {
         this.model = Objects.requireNonNull(model, "model");
+        this.backfillSettings = Objects.requireNonNull(backfillSettings, "backfillSettings");
     }
 
     /**
@@ -44,6 +51,6 @@ public final class Simulator {
                         + " has that many: Slurm would reject it at submission");
             }
         }
-        return new Simulation(workload, policy, model, progress).run();
+        return new Simulation(workload, policy, model, backfillSettings, progress).run();
     }
 }
