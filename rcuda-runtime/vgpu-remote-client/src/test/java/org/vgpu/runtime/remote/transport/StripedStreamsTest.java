@@ -147,14 +147,15 @@ class StripedStreamsTest {
                     receiverChannels.get(stripe).writeInbound(written);
                 }
             }
-        }
-        for (int chunk = 0; chunk < 7; chunk++) {
-            ByteBuf trailer = trailers.get(chunk);
-            byte[] got = bytes(receiver.receive(trailer));
-            trailer.release();
-            byte[] want = new byte[1000];
-            System.arraycopy(all, chunk * 1000, want, 0, 1000);
-            assertArrayEquals(want, got, "chunk " + chunk);
+            // borrowed chunks are the caller's memory until read: the arena stays open till then
+            for (int chunk = 0; chunk < 7; chunk++) {
+                ByteBuf trailer = trailers.get(chunk);
+                byte[] got = bytes(receiver.receive(trailer));
+                trailer.release();
+                byte[] want = new byte[1000];
+                System.arraycopy(all, chunk * 1000, want, 0, 1000);
+                assertArrayEquals(want, got, "chunk " + chunk);
+            }
         }
     }
 
