@@ -155,15 +155,28 @@ public final class StripedStreams implements BulkBytePath {
     @Override
     public ByteBuf send(MemorySegment src, long offset, int length) {
         checkLength(length);
-        ByteBuf copy = Unpooled.directBuffer(length, length);
-        copy.writeBytes(src.asSlice(offset, length).asByteBuffer());
-        return write(copy, length, () -> {});
+        Channel channel = awaitRoom(nextStripe());
+        // the header and a copy of the bytes in one buffer: one write, and the caller's memory is free at once
+        ByteBuf chunk = channel.alloc().directBuffer(HEADER_BYTES + length);
+        chunk.writeInt((int) nextSend).writeInt(length).writeBytes(src.asSlice(offset, length).asByteBuffer());
+        return write(channel, chunk, length, () -> {});
     }
 
     @Override
     public ByteBuf sendBorrowed(MemorySegment src, long offset, int length, Runnable sent) {
         checkLength(length);
-        return write(Unpooled.wrappedBuffer(src.asSlice(offset, length).asByteBuffer()), length, sent);
+        Channel channel;
+        try {
+            channel = awaitRoom(nextStripe());
+        } catch (RuntimeException e) {
+            sent.run();
+            throw e;
+        }
+        ByteBuf header = channel.alloc().directBuffer(HEADER_BYTES).writeInt((int) nextSend).writeInt(length);
+        ByteBuf chunk = length == 0
+                ? header
+                : Unpooled.wrappedBuffer(header, Unpooled.wrappedBuffer(src.asSlice(offset, length).asByteBuffer()));
+        return write(channel, chunk, length, sent);
     }
 
     private static void checkLength(int length) {
@@ -173,21 +186,16 @@ public final class StripedStreams implements BulkBytePath {
         }
     }
 
-    /** Writes {@code bytes} as the next chunk on its stripe once the stripe has room; {@code sent} when written. */
-    private ByteBuf write(ByteBuf bytes, int length, Runnable sent) {
+    /** The stripe the next chunk travels on. */
+    private Stripe nextStripe() {
+        return stripes[(int) (nextSend % stripes.length)];
+    }
+
+    /** Writes {@code chunk}, header and bytes, on {@code channel}, the next chunk's stripe; {@code sent} once written. */
+    private ByteBuf write(Channel channel, ByteBuf chunk, int length, Runnable sent) {
         long number = nextSend;
-        Stripe stripe = stripes[(int) (number % stripes.length)];
-        Channel channel;
-        try {
-            channel = awaitRoom(stripe);
-        } catch (RuntimeException e) {
-            bytes.release();
-            sent.run();
-            throw e;
-        }
-        ByteBuf header =
-                channel.alloc().buffer(HEADER_BYTES).writeInt((int) number).writeInt(length);
-        channel.writeAndFlush(Unpooled.wrappedBuffer(header, bytes)).addListener(written -> {
+        Stripe stripe = nextStripe();
+        channel.writeAndFlush(chunk).addListener(written -> {
             sent.run();
             if (!written.isSuccess()) {
                 fail(Frames.violation("stripe " + stripe.index + " failed to write a chunk: "
