@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.IOException;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -22,6 +21,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VirtualGpu;
 import org.vgpu.runtime.emulated.EmulatedBackend;
+import org.vgpu.runtime.kernels.TestKernels;
 import org.vgpu.runtime.remote.protocol.Frames;
 import org.vgpu.runtime.remote.protocol.Hello;
 import org.vgpu.runtime.remote.protocol.NettyLeaks;
@@ -92,7 +92,8 @@ class StripedWorkerTest {
             StripeOffer offer = openStripedSession(client, 2);
             assertEquals(2, offer.stripes());
             assertEquals(2 * StripeJoins.KEY_BYTES, offer.key().length(), "a key of 32 random bytes, in hex");
-            String wrong = (offer.key().charAt(0) == '0' ? "1" : "0") + offer.key().substring(1);
+            String wrong =
+                    (offer.key().charAt(0) == '0' ? "1" : "0") + offer.key().substring(1);
             try (RawClient stranger = joinAsStripe(wrong, 0)) {
                 assertEquals(
                         "#0 error VGPU_AUTH_FAILED: worker test-worker has no session with the stripe key presented",
@@ -129,7 +130,8 @@ class StripedWorkerTest {
     void aFrameNamingAChunkOutOfOrderEndsTheSessionAndTheWorkerGoesOn() throws InterruptedException {
         try (RawClient client = connect()) {
             StripeOffer offer = openStripedSession(client, 1);
-            try (RawClient stripe = joinAsStripe(offer.key(), 0)) {
+            RawClient stripe = joinAsStripe(offer.key(), 0);
+            try {
                 assertEquals(
                         "#2 ok 0 bytes",
                         client.send(e -> e.memAllocAt(2, WINDOW.base(), 4096)).read());
@@ -138,6 +140,8 @@ class StripedWorkerTest {
                         "#0 error VGPU_PROTOCOL_ERROR: a frame names chunk 5 of the stripes where chunk 0 is next",
                         client.read());
                 assertEquals("closed", client.read());
+            } finally {
+                stripe.close();
             }
         }
         assertFreedAndServingAgain();
@@ -161,7 +165,8 @@ class StripedWorkerTest {
 
     /** A chunk as a stripe carries it. */
     private static byte[] chunk(int number, byte[] bytes) {
-        ByteBuf chunk = Unpooled.buffer().writeInt(number).writeInt(bytes.length).writeBytes(bytes);
+        ByteBuf chunk =
+                Unpooled.buffer().writeInt(number).writeInt(bytes.length).writeBytes(bytes);
         try {
             return ByteBufUtil.getBytes(chunk);
         } finally {

@@ -48,8 +48,8 @@ import org.vgpu.runtime.remote.protocol.Frames;
  * the channel's write buffer: {@link #boundBytes()}.
  *
  * <p><b>Failure.</b> A chunk header out of sequence or over the bound, a frame naming a chunk out of order or with
- * another length than its bytes, a chunk that does not arrive within the patience given, and a stripe that closes
- * while the session is open are a {@code VGPU_PROTOCOL_ERROR}: the path fails, closes its stripes and reports the
+ * another length than its bytes, a chunk that does not arrive within the patience given, and a chunk awaited on (or
+ * to be sent on) a stripe that closed are a {@code VGPU_PROTOCOL_ERROR}: the path fails, closes its stripes and reports the
  * failure once to {@code onFailure}, which ends the session; waiting senders and receivers give up at once.
  */
 public final class StripedStreams implements BulkBytePath {
@@ -158,7 +158,15 @@ public final class StripedStreams implements BulkBytePath {
         Channel channel = awaitRoom(nextStripe());
         // the header and a copy of the bytes in one buffer: one write, and the caller's memory is free at once
         ByteBuf chunk = channel.alloc().directBuffer(HEADER_BYTES + length);
-        chunk.writeInt((int) nextSend).writeInt(length).writeBytes(src.asSlice(offset, length).asByteBuffer());
+        try {
+            chunk.writeInt((int) nextSend).writeInt(length);
+            // through segments: the source may be any heap array, which has no byte buffer view
+            MemorySegment.copy(src, offset, MemorySegment.ofBuffer(chunk.nioBuffer(HEADER_BYTES, length)), 0, length);
+            chunk.writerIndex(HEADER_BYTES + length);
+        } catch (RuntimeException e) {
+            chunk.release();
+            throw e;
+        }
         return write(channel, chunk, length, () -> {});
     }
 
@@ -172,10 +180,15 @@ public final class StripedStreams implements BulkBytePath {
             sent.run();
             throw e;
         }
-        ByteBuf header = channel.alloc().directBuffer(HEADER_BYTES).writeInt((int) nextSend).writeInt(length);
+        ByteBuf header = channel.alloc()
+                .directBuffer(HEADER_BYTES)
+                .writeInt((int) nextSend)
+                .writeInt(length);
         ByteBuf chunk = length == 0
                 ? header
-                : Unpooled.wrappedBuffer(header, Unpooled.wrappedBuffer(src.asSlice(offset, length).asByteBuffer()));
+                : Unpooled.wrappedBuffer(
+                        header,
+                        Unpooled.wrappedBuffer(src.asSlice(offset, length).asByteBuffer()));
         return write(channel, chunk, length, sent);
     }
 
@@ -218,6 +231,10 @@ public final class StripedStreams implements BulkBytePath {
                     return stripe.channel;
                 }
                 long left = deadline - System.nanoTime();
+                if (stripe.ended) {
+                    stuck = Frames.violation("stripe " + stripe.index + " closed while a chunk was to be sent on it");
+                    break;
+                }
                 if (left <= 0) {
                     stuck = Frames.violation(
                             stripe.channel == null
@@ -276,7 +293,10 @@ public final class StripedStreams implements BulkBytePath {
                     throw Frames.violation("the stripes were closed while chunk " + number + " was awaited");
                 }
                 long left = deadline - System.nanoTime();
-                if (left <= 0) {
+                if (stripe.ended) {
+                    late = Frames.violation("stripe " + stripe.index + " closed while chunk "
+                            + Integer.toUnsignedString(number) + " was awaited");
+                } else if (left <= 0) {
                     late = Frames.violation("chunk " + Integer.toUnsignedString(number) + " did not arrive on stripe "
                             + stripe.index + " within " + millis() + " ms of its frame");
                 } else {
@@ -417,6 +437,8 @@ public final class StripedStreams implements BulkBytePath {
         final ArrayDeque<ByteBuf> arrived = new ArrayDeque<>();
         long arrivedBytes;
         boolean paused;
+        /** Its connection closed: the chunks it read are still taken, a chunk still awaited on it never comes. */
+        boolean ended;
 
         Stripe(int index) {
             this.index = index;
@@ -476,10 +498,18 @@ public final class StripedStreams implements BulkBytePath {
             ctx.fireChannelWritabilityChanged();
         }
 
+        /**
+         * Not a failure yet: a peer ending the session closes its stripes while its last replies may still be on the
+         * way. Whoever waits for this stripe from now on fails at once.
+         */
         @Override
         public void channelInactive(ChannelHandlerContext ctx) throws Exception {
-            if (!closed) {
-                fail(Frames.violation("stripe " + stripe.index + " closed while the session was open"));
+            lock.lock();
+            try {
+                stripe.ended = true;
+                changed.signalAll();
+            } finally {
+                lock.unlock();
             }
             super.channelInactive(ctx);
         }

@@ -214,8 +214,20 @@ class StripedStreamsTest {
                 .getCause();
         VgpuException e = (VgpuException) cause;
         assertEquals(ErrorCode.VGPU_PROTOCOL_ERROR, e.code());
-        assertEquals("stripe 1 closed while the session was open", e.detail());
+        assertEquals("stripe 1 closed while chunk 1 was awaited", e.detail());
+        assertEquals(e, failure.get(), "the session hears of it");
         assertThrows(IllegalStateException.class, () -> path.send(MemorySegment.ofArray(new byte[1]), 0, 1));
+    }
+
+    @Test
+    void aStripeThatClosesAfterItsLastChunkArrivedStillDeliversIt() {
+        StripedStreams path = path(1, Duration.ofSeconds(60));
+        channels.get(0).writeInbound(chunk(0, new byte[] {4}));
+        channels.get(0).close();
+        assertArrayEquals(new byte[] {4}, take(path, 0, 1), "a peer ending the session closes its stripes last");
+        assertNull(failure.get());
+        VgpuException e = assertThrows(VgpuException.class, () -> take(path, 1, 1));
+        assertEquals("stripe 0 closed while chunk 1 was awaited", e.detail());
     }
 
     @Test
