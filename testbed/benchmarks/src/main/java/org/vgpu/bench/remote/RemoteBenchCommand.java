@@ -325,14 +325,7 @@ public final class RemoteBenchCommand implements Subcommand {
 
     /** Remote bandwidth as a share of a plain socket's moving the same bytes: its time over the remote copy's. */
     static Row bandwidthRatio(String name, Series plain, Series remote, int trials) {
-        return Row.ratio(
-                name,
-                ">= 90 %",
-                true,
-                GOAL_BANDWIDTH,
-                t -> plain.at(t) / remote.at(t),
-                plain.median() / remote.median(),
-                trials);
+        return share(name, GOAL_BANDWIDTH, plain, remote, trials);
     }
 
     /**
@@ -341,14 +334,7 @@ public final class RemoteBenchCommand implements Subcommand {
      * measured with Java's.
      */
     static Row parallelRatio(String name, Series parallel, Series remote, int trials) {
-        return Row.ratio(
-                name,
-                ">= 80 %",
-                true,
-                GOAL_PARALLEL_BANDWIDTH,
-                t -> parallel.at(t) / remote.at(t),
-                parallel.median() / remote.median(),
-                trials);
+        return share(name, GOAL_PARALLEL_BANDWIDTH, parallel, remote, trials);
     }
 
     /**
@@ -356,13 +342,18 @@ public final class RemoteBenchCommand implements Subcommand {
      * a worker on the client's host, whose bytes go through shared memory.
      */
     static Row localRatio(String name, Series local, Series remote, int trials) {
+        return share(name, GOAL_SAME_HOST_BANDWIDTH, local, remote, trials);
+    }
+
+    /** The remote copy's bandwidth as a share of {@code baseline}'s moving the same bytes, against {@code goal}. */
+    private static Row share(String name, double goal, Series baseline, Series remote, int trials) {
         return Row.ratio(
                 name,
-                ">= 80 %",
+                ">= " + Math.round(goal * 100) + " %",
                 true,
-                GOAL_SAME_HOST_BANDWIDTH,
-                t -> local.at(t) / remote.at(t),
-                local.median() / remote.median(),
+                goal,
+                t -> baseline.at(t) / remote.at(t),
+                baseline.median() / remote.median(),
                 trials);
     }
 
