@@ -12,8 +12,13 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.function.LongConsumer;
 
 import org.vgpu.common.error.IoReasons;
 import org.vgpu.common.error.NetworkException;
@@ -321,6 +326,57 @@ public final class PlainSocketBaseline {
      */
     public static long receiveIntoMemoryNanos(String host, int port, MemorySegment into) {
         return receive(host, port, 'R', into.byteSize(), new Memory(into));
+    }
+
+    /** How many plain connections the parallel baseline runs at once: the 8 native streams of the striping goal. */
+    public static final int PARALLEL_STREAMS = 8;
+
+    /**
+     * Nanoseconds for {@value #PARALLEL_STREAMS} connections, each on its own thread, to send {@code bytes} to the
+     * server between them (an equal share each) through cached buffers, until the last acknowledged its share: the
+     * Java baseline of what several TCP streams of this host carry at once.
+     */
+    public static long parallelSendNanos(String host, int port, long bytes) {
+        return parallel(bytes, share -> send(host, port, 'S', share, new CachedBuffer()));
+    }
+
+    /** As {@link #parallelSendNanos}, the server sending and the connections receiving. */
+    public static long parallelReceiveNanos(String host, int port, long bytes) {
+        return parallel(bytes, share -> receive(host, port, 'P', share, new CachedBuffer()));
+    }
+
+    private static long parallel(long bytes, LongConsumer stream) {
+        long share = Math.ceilDiv(bytes, PARALLEL_STREAMS);
+        CountDownLatch ready = new CountDownLatch(1);
+        List<Thread> threads = new ArrayList<>();
+        List<RuntimeException> failures = Collections.synchronizedList(new ArrayList<>());
+        for (int i = 0; i < PARALLEL_STREAMS; i++) {
+            threads.add(Thread.ofPlatform().name("vgpu-baseline-stream-" + i).start(() -> {
+                try {
+                    ready.await();
+                    stream.accept(share);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                } catch (RuntimeException e) {
+                    failures.add(e);
+                }
+            }));
+        }
+        long start = System.nanoTime();
+        ready.countDown();
+        for (Thread thread : threads) {
+            try {
+                thread.join();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted while the parallel baseline ran", e);
+            }
+        }
+        long nanos = System.nanoTime() - start;
+        if (!failures.isEmpty()) {
+            throw failures.getFirst();
+        }
+        return nanos;
     }
 
     private static long send(String host, int port, char mode, long bytes, Slices slices) {

@@ -92,6 +92,18 @@ class PlainSocketBaselineTest {
     }
 
     @Test
+    void theParallelStreamsMoveTheirSharesAndAFailedStreamFailsTheRun() {
+        assertTrue(PlainSocketBaseline.parallelSendNanos(HOST, server.port(), ODD_BYTES) > 0);
+        assertTrue(PlainSocketBaseline.parallelReceiveNanos(HOST, server.port(), ODD_BYTES) > 0);
+        int port = server.port();
+        server.close();
+        assertEquals(
+                ErrorCode.VGPU_WORKER_LOST,
+                assertThrows(VgpuException.class, () -> PlainSocketBaseline.parallelSendNanos(HOST, port, ODD_BYTES))
+                        .code());
+    }
+
+    @Test
     void aClosedServerIsALostWorker() {
         int port = server.port();
         server.close();

@@ -3,6 +3,7 @@ package org.vgpu.runtime.remote.worker;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Optional;
@@ -12,6 +13,7 @@ import java.util.function.Consumer;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
+import io.netty.channel.socket.SocketChannel;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -27,10 +29,13 @@ import org.vgpu.runtime.remote.protocol.Hello;
 import org.vgpu.runtime.remote.protocol.Opcode;
 import org.vgpu.runtime.remote.protocol.ReplyEncoder;
 import org.vgpu.runtime.remote.protocol.SharedRegionOffer;
+import org.vgpu.runtime.remote.protocol.StripeOffer;
 import org.vgpu.runtime.remote.transport.BulkBytePath;
 import org.vgpu.runtime.remote.transport.InBandFrames;
 import org.vgpu.runtime.remote.transport.SameHostBulk;
 import org.vgpu.runtime.remote.transport.SharedMemoryRing;
+import org.vgpu.runtime.remote.transport.StripedBulk;
+import org.vgpu.runtime.remote.transport.StripedStreams;
 
 /**
  * A session's bulk copies, streamed through the staging slots of its vGPU: chunked requests to the
@@ -38,7 +43,8 @@ import org.vgpu.runtime.remote.transport.SharedMemoryRing;
  * ({@link Opcode#MEMCPY_DTOH}, {@link Opcode#MEMCPY_DTOH_GATHER}). The chunks' bytes travel by the session's
  * {@link BulkBytePath}: in the frames, or through a region shared with a client on this host, which the worker
  * offers in its WELCOME when the client's HELLO asked for it, and uses once the client acknowledged it in the
- * region before its first request. GPU thread only.
+ * region before its first request, or striped over extra connections the client opens after WELCOME when its
+ * HELLO offered them ({@link StripedStreams}). GPU thread only.
  */
 final class BulkCopies {
     private static final Logger LOG = LoggerFactory.getLogger(BulkCopies.class);
@@ -56,6 +62,10 @@ final class BulkCopies {
     private volatile BulkBytePath path = InBandFrames.INSTANCE;
     /** The connection's counter, which sees the frames but not the bytes of shared slots. */
     private final TrafficCounter traffic;
+    /** Where a stripe connection presenting this session's key finds its stripes. */
+    private final StripeJoins stripeJoins;
+    /** The session's stripes, when it took them; their key is forgotten as the session closes. */
+    private StripedStreams striped;
     /** The region offered in WELCOME, until the first request says whether the client took it. */
     private SharedMemoryRing offered;
     // the chunked request to the device under way, if any
@@ -70,8 +80,10 @@ final class BulkCopies {
             ReplyBatcher replies,
             KeptFailure failures,
             SessionHandles handles,
-            TrafficCounter traffic) {
+            TrafficCounter traffic,
+            StripeJoins stripeJoins) {
         this.channel = channel;
+        this.stripeJoins = stripeJoins;
         this.traffic = traffic;
         this.replies = replies;
         this.failures = failures;
@@ -100,6 +112,36 @@ final class BulkCopies {
             LOG.info("bulk bytes in-band: {}", why);
             return SharedRegionOffer.none(why);
         }
+    }
+
+    /**
+     * The answer to {@code hello}'s offer of stripes, for its WELCOME: none when it offered none, when shared memory
+     * is offered instead ({@code region}), when this worker takes none or the session is not on TCP; else stripes,
+     * as many as the client offered up to this worker's count, which carry the session's chunks from now on.
+     *
+     * @param patience how long a chunk may lag behind its frame, and a stripe take to join
+     */
+    StripeOffer offerStripes(Hello hello, SharedRegionOffer region, Duration patience) {
+        if (hello.stripes() == 0) {
+            return StripeOffer.none(StripeOffer.NOT_ASKED);
+        }
+        if (region.offered()) {
+            return StripeOffer.none("the worker offers shared memory instead");
+        }
+        if (!(channel instanceof SocketChannel)) {
+            return StripeOffer.none("the session is not on TCP");
+        }
+        int count = StripedBulk.taken() ? Math.min(hello.stripes(), StripedBulk.stripes()) : 0;
+        if (count == 0) {
+            return StripeOffer.none("-D" + StripedBulk.MODE_PROPERTY + "=off on the worker");
+        }
+        StripedStreams stripes = new StripedStreams(
+                count, patience, failure -> channel.pipeline().fireExceptionCaught(failure));
+        String key = stripeJoins.register(stripes);
+        striped = stripes;
+        path = stripes;
+        LOG.debug("bulk bytes: {}", stripes.describe());
+        return new StripeOffer(count, key, "");
     }
 
     /**
@@ -149,6 +191,9 @@ final class BulkCopies {
             settlePath();
         }
         path.close();
+        if (striped != null) {
+            stripeJoins.forget(striped);
+        }
         StagingRing ring = staging;
         staging = null;
         gpu = null;
@@ -406,7 +451,9 @@ final class BulkCopies {
 
     /**
      * Writes one DATA chunk whose bytes go by {@code bytesPath}, not in the frame: they are handed to the path
-     * (which waits for room), and the frame carries the path's trailer. The staging slot is free again at once.
+     * (which waits for room), and the frame carries the path's trailer. The staging slot is free again once the path
+     * is done with it: at once through shared memory, which copies the bytes into its own slot; once the socket took
+     * them through the stripes, which send the staging slot's pinned memory as it is.
      */
     private void sendThrough(
             BulkBytePath bytesPath,
@@ -418,7 +465,8 @@ final class BulkCopies {
             boolean failureKept) {
         ByteBuf trailer;
         try {
-            trailer = bytesPath.send(slot.memory(length), 0, length);
+            slot.sending();
+            trailer = bytesPath.sendBorrowed(slot.memory(length), 0, length, slot::written);
             traffic.sharedOut(length);
         } catch (IllegalStateException closed) {
             // the client left while the chunk waited for a slot: nobody reads the rest of the copy

@@ -26,6 +26,7 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
+import io.netty.channel.ChannelPipeline;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.WriteBufferWaterMark;
 import io.netty.handler.codec.DecoderException;
@@ -51,6 +52,7 @@ import org.vgpu.runtime.remote.protocol.ReplyEncoder;
 import org.vgpu.runtime.remote.protocol.RequestDecoder;
 import org.vgpu.runtime.remote.security.TlsFailures;
 import org.vgpu.runtime.remote.transport.NettyTransport;
+import org.vgpu.runtime.remote.transport.StripedStreams;
 import org.vgpu.runtime.remote.worker.ServedSessions.LiveSession;
 
 /**
@@ -130,6 +132,8 @@ public final class GpuWorker implements AutoCloseable {
     private final int maxConnections;
 
     private final ServedSessions served;
+    /** The stripe keys of the sessions served now, for the stripe connections that join them. */
+    private final StripeJoins stripeJoins = new StripeJoins();
     /** Open connections, and those of them that have not signed in; counted on the event loop. */
     private final AtomicInteger connections = new AtomicInteger();
 
@@ -469,6 +473,11 @@ public final class GpuWorker implements AutoCloseable {
                             + config.workerId() + " speaks versions " + Frames.OLDEST_PROTOCOL_VERSION + " to "
                             + Frames.PROTOCOL_VERSION);
                 }
+                if (hello.joinsStripe()) {
+                    joinStripe(ctx, hello);
+                    frame.release();
+                    return;
+                }
                 authenticate(hello, ctx.channel());
                 key = served.claimKey(hello);
                 int claimed = key;
@@ -489,7 +498,7 @@ public final class GpuWorker implements AutoCloseable {
             log.accept("worker " + config.workerId() + ": session for " + hello.window() + " from "
                     + ctx.channel().remoteAddress());
             signedIn(ctx);
-            session = new SessionExecutor(ctx.channel(), backend, config, traffic);
+            session = new SessionExecutor(ctx.channel(), backend, config, traffic, stripeJoins);
             session.outcome()
                     .thenAccept(outcome -> ctx.channel()
                             .closeFuture()
@@ -505,6 +514,30 @@ public final class GpuWorker implements AutoCloseable {
                                             outcome.reason()))));
             session.start();
             session.submit(frame);
+        }
+
+        /**
+         * Attaches this connection to the session whose stripe key its HELLO presents, as the stripe it names: from
+         * here on its bytes are that session's chunks, read by the stripes' own reader in place of the frame
+         * decoder, which hands it what it buffered after the HELLO. Such a connection has no idle timeout of its
+         * own: its session's connection has one, and a stripe quiet between copies is not idle.
+         *
+         * @throws VgpuException VGPU_AUTH_FAILED for a key no open session has; VGPU_PROTOCOL_ERROR for a stripe
+         *     the session does not have or that joined already
+         */
+        private void joinStripe(ChannelHandlerContext ctx, Hello hello) {
+            StripedStreams stripes = stripeJoins
+                    .find(hello.token())
+                    .orElseThrow(() -> new VgpuException(
+                            ErrorCode.VGPU_AUTH_FAILED,
+                            "worker " + config.workerId() + " has no session with the stripe key presented"));
+            stripes.attach(hello.stripeIndex(), ctx.channel());
+            signedIn(ctx);
+            ChannelPipeline pipeline = ctx.pipeline();
+            pipeline.remove(IdleStateHandler.class);
+            pipeline.addAfter(
+                    pipeline.context(FrameDecoder.class).name(), "stripe", stripes.reader(hello.stripeIndex()));
+            pipeline.remove(FrameDecoder.class);
         }
 
         private void authenticate(Hello hello, Channel channel) {

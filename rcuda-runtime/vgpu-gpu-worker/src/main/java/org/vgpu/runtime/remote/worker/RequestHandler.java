@@ -21,6 +21,7 @@ import org.vgpu.runtime.remote.protocol.Frame;
 import org.vgpu.runtime.remote.protocol.Frames;
 import org.vgpu.runtime.remote.protocol.Hello;
 import org.vgpu.runtime.remote.protocol.ReplyEncoder;
+import org.vgpu.runtime.remote.protocol.SharedRegionOffer;
 import org.vgpu.runtime.remote.protocol.Welcome;
 
 /**
@@ -85,6 +86,7 @@ final class RequestHandler extends OneToOneWorkerCalls {
         try {
             gpu = backend.open(config.device(), hello.window());
             bulk.open(gpu);
+            SharedRegionOffer region = bulk.offerSharedRegion(hello);
             replies.reply()
                     .welcome(
                             frame.requestId(),
@@ -93,7 +95,8 @@ final class RequestHandler extends OneToOneWorkerCalls {
                                     config.workerId(),
                                     (int) config.idleTimeout().toMillis(),
                                     gpu.deviceProperties(),
-                                    bulk.offerSharedRegion(hello)));
+                                    region,
+                                    bulk.offerStripes(hello, region, config.idleTimeout())));
         } catch (RuntimeException e) {
             VgpuException failure = KeptFailure.asVgpuException(e);
             replies.reply().error(frame.requestId(), failure);

@@ -62,13 +62,14 @@ final class SessionExecutor implements Runnable {
     private long calls;
     private long busyNanos;
 
-    SessionExecutor(Channel channel, GpuBackend backend, WorkerConfig config, TrafficCounter traffic) {
+    SessionExecutor(
+            Channel channel, GpuBackend backend, WorkerConfig config, TrafficCounter traffic, StripeJoins stripeJoins) {
         this.channel = channel;
         this.config = config;
         this.replies = new ReplyBatcher(channel);
         this.failures = new KeptFailure(replies);
         SessionHandles handles = new SessionHandles();
-        this.bulk = new BulkCopies(channel, replies, failures, handles, traffic);
+        this.bulk = new BulkCopies(channel, replies, failures, handles, traffic, stripeJoins);
         this.handler = new RequestHandler(backend, config, replies, handles, bulk, failures, this::stop);
     }
 

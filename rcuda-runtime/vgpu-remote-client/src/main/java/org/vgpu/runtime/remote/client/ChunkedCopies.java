@@ -20,7 +20,8 @@ import org.vgpu.runtime.remote.transport.InBandFrames;
  * Copies between the caller's host memory and the worker's device over one connection. Large
  * copies travel in pipelined chunks: host-to-device chunks are flushed as they are queued and
  * sent from the caller's native memory without a copy; a device-to-host copy is one request whose
- * DATA chunks land in the caller's memory as they arrive ({@link ChunkLanding}).
+ * DATA chunks land in the caller's memory as they arrive ({@link ChunkLanding}). Through a path that writes a
+ * chunk's bytes after its frame (the stripes), the caller's native memory is sent as it is too, on the same terms.
  */
 final class ChunkedCopies {
     /** Below this a host-to-device chunk is copied into the batch; above, the caller's native memory is sent as it is. */
@@ -87,6 +88,7 @@ final class ChunkedCopies {
                 src,
                 lengths,
                 async,
+                true,
                 (encoder, requestId, more, chunk, offset, length) ->
                         encoder.memcpyHtoDChunkHeader(requestId, async, more, streamId, dst + offset, length));
     }
@@ -96,6 +98,12 @@ final class ChunkedCopies {
      * is, each chunk naming the pieces of the regions its bytes go to. No regions send nothing.
      */
     void scatterToDevice(List<DeviceRegion> regions, MemorySegment src, int streamId, boolean async) {
+        scatterToDevice(regions, src, streamId, async, true);
+    }
+
+    /** As above; {@code borrowable}: the caller keeps {@code src} until the copy is acknowledged or synchronized. */
+    private void scatterToDevice(
+            List<DeviceRegion> regions, MemorySegment src, int streamId, boolean async, boolean borrowable) {
         List<List<DeviceRegion>> chunks = DeviceRegion.runs(regions, chunkBytes(), RequestDecoder.MAX_SCATTER_PIECES);
         if (chunks.isEmpty()) {
             return;
@@ -108,6 +116,7 @@ final class ChunkedCopies {
                 src,
                 lengths,
                 async,
+                borrowable,
                 (encoder, requestId, more, chunk, offset, length) -> encoder.memcpyHtoDScatterChunkHeader(
                         requestId, async, more, streamId, chunks.get(chunk), length));
     }
@@ -124,7 +133,8 @@ final class ChunkedCopies {
     }
 
     /** Sends one request to the device as chunks of {@code lengths} bytes of {@code src}, back to back. */
-    private void copyChunksToDevice(MemorySegment src, int[] lengths, boolean async, ChunkHeader header) {
+    private void copyChunksToDevice(
+            MemorySegment src, int[] lengths, boolean async, boolean borrowable, ChunkHeader header) {
         PendingCall<Void> call = async ? null : new PendingCall<>(ReplyDecoder::empty);
         batcher.lock();
         try {
@@ -143,7 +153,11 @@ final class ChunkedCopies {
                     if (path.frameFlags() != 0) {
                         // the slot first: the path may wait for room, and the frame must not name it before it is
                         // filled
-                        ByteBuf trailer = path.send(src, offset, length);
+                        // memory the caller keeps until the copy is acknowledged or synchronized, as in-band, may
+                        // be sent as it is by a path that writes it later (the stripes)
+                        ByteBuf trailer = borrowable && src.isNative() && HostMemory.isShared(src)
+                                ? path.sendBorrowed(src, offset, length, () -> {})
+                                : path.send(src, offset, length);
                         int start = batcher.frameStart();
                         header.write(batcher.frameEncoder(), id, more, chunk, offset, trailer.readableBytes());
                         batcher.addFlags(start, path.frameFlags());
@@ -245,7 +259,8 @@ final class ChunkedCopies {
     void forwardedToDevice(List<DeviceRegion> pieces, ByteBuf data, int streamId) {
         if (bulkPath.frameFlags() != 0) {
             try {
-                scatterToDevice(pieces, MemorySegment.ofBuffer(data.nioBuffer()), streamId, true);
+                // released below, before the copy is acknowledged: the path copies it
+                scatterToDevice(pieces, MemorySegment.ofBuffer(data.nioBuffer()), streamId, true, false);
             } finally {
                 data.release();
             }

@@ -2,6 +2,10 @@ package org.vgpu.runtime.remote.client;
 
 import java.io.IOException;
 import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 
 import io.netty.buffer.ByteBuf;
@@ -23,8 +27,11 @@ import org.vgpu.runtime.remote.protocol.SharedRegionOffer;
 import org.vgpu.runtime.remote.protocol.Welcome;
 import org.vgpu.runtime.remote.transport.BulkBytePath;
 import org.vgpu.runtime.remote.transport.InBandFrames;
+import org.vgpu.runtime.remote.transport.NettyTransport;
 import org.vgpu.runtime.remote.transport.SameHostBulk;
 import org.vgpu.runtime.remote.transport.SharedMemoryRing;
+import org.vgpu.runtime.remote.transport.StripedBulk;
+import org.vgpu.runtime.remote.transport.StripedStreams;
 
 /**
  * The client end of one session with a GPU worker, as {@link RemoteGpu} uses it: requests sent
@@ -65,6 +72,8 @@ final class WorkerConnection implements AutoCloseable {
     private final RemoteTraffic traffic = new RemoteTraffic();
     /** Set once by {@link #open} before the connection is handed out; the event loop side uses its context instead. */
     private Channel channel;
+    /** The event loops of the session's stripes, when it has them; set by {@link #open}. */
+    private EventLoopGroup stripeGroup;
 
     private WorkerConnection(WorkerEndpoint endpoint, RemoteConfig config) {
         this.endpoint = endpoint;
@@ -86,21 +95,29 @@ final class WorkerConnection implements AutoCloseable {
      */
     static WorkerConnection open(
             EventLoopGroup group, WorkerEndpoint endpoint, VaWindow window, RemoteConfig config, SslContext ssl) {
+        boolean thisHost = endpoint.socket().isPresent() || SameHostBulk.isThisHost(endpoint.host());
+        int stripes = endpoint.socket().isPresent() ? 0 : StripedBulk.offeredTo(thisHost);
+        boolean offerSharedMemory = SameHostBulk.directory().isPresent() && thisHost;
         String notOffered;
-        if (SameHostBulk.directory().isEmpty()) {
-            notOffered = "-D" + SameHostBulk.PROPERTY + "=off";
-        } else if (endpoint.socket().isEmpty() && !SameHostBulk.isThisHost(endpoint.host())) {
-            notOffered = "the worker is on another host";
+        if (!offerSharedMemory && stripes == 0) {
+            notOffered = SameHostBulk.directory().isEmpty()
+                    ? "-D" + SameHostBulk.PROPERTY + "=off"
+                    : "the worker is on another host";
         } else {
-            WorkerConnection connection = open(group, endpoint, window, config, ssl, true);
+            WorkerConnection connection = open(group, endpoint, window, config, ssl, offerSharedMemory, stripes);
+            if (connection == null && stripes > 0 && offerSharedMemory) {
+                // a worker that predates stripes may still take shared memory
+                connection = open(group, endpoint, window, config, ssl, true, 0);
+            }
             if (connection != null) {
                 return connection;
             }
             notOffered = "it refused a HELLO of protocol version " + Frames.PROTOCOL_VERSION
+                    + (stripes > 0 ? " offering stripes" : "")
                     + ", as workers before that version do, and was greeted again in version "
                     + Frames.OLDEST_PROTOCOL_VERSION;
         }
-        WorkerConnection connection = open(group, endpoint, window, config, ssl, false);
+        WorkerConnection connection = open(group, endpoint, window, config, ssl, false, 0);
         connection.copies.useBulkPath(inBand(endpoint, notOffered));
         return connection;
     }
@@ -117,7 +134,8 @@ final class WorkerConnection implements AutoCloseable {
             VaWindow window,
             RemoteConfig config,
             SslContext ssl,
-            boolean offerSharedMemory) {
+            boolean offerSharedMemory,
+            int offerStripes) {
         WorkerConnection connection = new WorkerConnection(endpoint, config);
         ChannelFuture connected = connection.handshake.connect(
                 group,
@@ -140,16 +158,23 @@ final class WorkerConnection implements AutoCloseable {
             } finally {
                 connection.batcher.unlock();
             }
-            Welcome welcome = connection.handshake.hello(connected, helloId, window, offerSharedMemory);
-            if (offerSharedMemory) {
+            Welcome welcome = connection.handshake.hello(connected, helloId, window, offerSharedMemory, offerStripes);
+            if (welcome.stripes().offered()) {
+                connection.copies.useBulkPath(connection.joinStripes(ssl, window, welcome));
+            } else if (offerSharedMemory) {
                 connection.copies.useBulkPath(sharedRegion(endpoint, welcome.sharedRegion()));
+            } else if (offerStripes > 0) {
+                connection.copies.useBulkPath(inBand(
+                        endpoint,
+                        "the worker takes no stripes: " + welcome.stripes().note()));
             }
             connection.keepalive.start(connection.channel, welcome.idleTimeoutMillis());
             return connection;
         } catch (RuntimeException e) {
             connection.loss.closing();
             connection.channel.close().awaitUninterruptibly(1000);
-            if (offerSharedMemory
+            connection.closeStripes();
+            if ((offerSharedMemory || offerStripes > 0)
                     && connection.handshake.wasRefusedByWorker()
                     && e instanceof VgpuException refused
                     && refused.code() == ErrorCode.VGPU_PROTOCOL_ERROR) {
@@ -157,6 +182,50 @@ final class WorkerConnection implements AutoCloseable {
                 return null;
             }
             throw e;
+        }
+    }
+
+    /**
+     * Connects the stripes the worker's WELCOME offered, each on its own event loop of a group of the session's, and
+     * joins each to the session with the WELCOME's stripe key, before any request follows the WELCOME. A stripe that
+     * breaks later ends the session as a protocol error of the worker's.
+     *
+     * @throws VgpuException VGPU_WORKER_LOST when a stripe cannot connect
+     */
+    private BulkBytePath joinStripes(SslContext ssl, VaWindow window, Welcome welcome) {
+        int count = welcome.stripes().stripes();
+        stripeGroup = NettyTransport.newEventLoopGroup(count, "vgpu-stripe-" + endpoint.workerId(), 0);
+        StripedStreams striped = new StripedStreams(
+                count,
+                Duration.ofMillis(welcome.idleTimeoutMillis()),
+                failure -> channel.pipeline().fireExceptionCaught(failure));
+        List<ChannelFuture> connecting = new ArrayList<>();
+        for (int index = 0; index < count; index++) {
+            connecting.add(handshake.connectStripe(stripeGroup, ssl, striped.reader(index)));
+        }
+        for (int index = 0; index < count; index++) {
+            ChannelFuture connected = connecting.get(index).awaitUninterruptibly();
+            if (!connected.isSuccess()) {
+                striped.close();
+                throw new VgpuException(
+                        ErrorCode.VGPU_WORKER_LOST,
+                        "cannot connect stripe " + index + " of " + count + " to " + endpoint.describe() + ": "
+                                + VgpuFailure.describe(connected.cause()),
+                        connected.cause());
+            }
+            striped.attach(index, connected.channel());
+            handshake.joinAsStripe(connected.channel(), index, window, welcome);
+        }
+        LOG.debug("bulk bytes to {}: {}", endpoint.describe(), striped.describe());
+        return striped;
+    }
+
+    /** Stops the stripes' event loops, if the session has stripes. */
+    private void closeStripes() {
+        EventLoopGroup stripes = stripeGroup;
+        if (stripes != null) {
+            copies.bulkPath().close();
+            stripes.shutdownGracefully(0, 1, TimeUnit.SECONDS);
         }
     }
 
@@ -272,6 +341,7 @@ final class WorkerConnection implements AutoCloseable {
         copies.bulkPath().close();
         batcher.release();
         channel.close().awaitUninterruptibly(5000);
+        closeStripes();
         landing.close();
     }
 }

@@ -6,6 +6,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Consumer;
 import javax.net.ssl.SSLParameters;
 
 import io.netty.bootstrap.Bootstrap;
@@ -13,6 +14,7 @@ import io.netty.buffer.ByteBuf;
 import io.netty.channel.AdaptiveRecvByteBufAllocator;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
@@ -33,6 +35,7 @@ import org.vgpu.runtime.remote.protocol.RequestEncoder;
 import org.vgpu.runtime.remote.protocol.Welcome;
 import org.vgpu.runtime.remote.security.PinnedCertificate;
 import org.vgpu.runtime.remote.transport.NettyTransport;
+import org.vgpu.runtime.remote.transport.StripedStreams;
 
 /**
  * Opening a session with a worker: the TCP connection (TLS where asked for) with the channel's
@@ -62,6 +65,40 @@ final class WorkerHandshake {
      *     ({@link WorkerEndpoint#socket}) is connected to at its path.
      */
     ChannelFuture connect(EventLoopGroup group, SslContext ssl, InboundHandler handler) {
+        return connect(
+                group,
+                ssl,
+                WATER_MARK,
+                channel -> channel.pipeline().addLast(new FrameDecoder(Opcode.Direction.REPLY), handler));
+    }
+
+    /**
+     * Starts connecting a stripe of the session: TLS exactly as the session's own connection has it, then
+     * {@code reader}; the stripe's write buffer is bounded by {@link StripedStreams#WRITE_HIGH_WATER_BYTES}.
+     */
+    ChannelFuture connectStripe(EventLoopGroup group, SslContext ssl, ChannelHandler reader) {
+        return connect(
+                group,
+                ssl,
+                new WriteBufferWaterMark(
+                        StripedStreams.WRITE_HIGH_WATER_BYTES / 2, StripedStreams.WRITE_HIGH_WATER_BYTES),
+                channel -> channel.pipeline().addLast(reader));
+    }
+
+    /**
+     * Says HELLO on {@code stripe} as stripe {@code index} of the session {@code welcome} opened, presenting its
+     * stripe key; the worker answers nothing, or an ERROR and a close.
+     */
+    void joinAsStripe(Channel stripe, int index, VaWindow window, Welcome welcome) {
+        ByteBuf hello = stripe.alloc().buffer(256);
+        new RequestEncoder()
+                .wrap(hello)
+                .hello(0, new Hello(welcome.protocolVersion(), welcome.stripes().key(), window, false, 0, index));
+        stripe.writeAndFlush(hello, stripe.voidPromise());
+    }
+
+    private ChannelFuture connect(
+            EventLoopGroup group, SslContext ssl, WriteBufferWaterMark waterMark, Consumer<Channel> pipelineEnd) {
         Optional<CertificatePin> pin = endpoint.pinnedCertificate();
         SslContext tls = pin.map(PinnedCertificate::clientContext).orElse(ssl);
         Bootstrap bootstrap = new Bootstrap().group(group);
@@ -75,7 +112,7 @@ final class WorkerHandshake {
         bootstrap
                 .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int)
                         Math.min(Integer.MAX_VALUE, config.connectTimeout().toMillis()))
-                .option(ChannelOption.WRITE_BUFFER_WATER_MARK, WATER_MARK)
+                .option(ChannelOption.WRITE_BUFFER_WATER_MARK, waterMark)
                 .option(ChannelOption.RECVBUF_ALLOCATOR, new AdaptiveRecvByteBufAllocator(512, 16 << 10, 1 << 20))
                 .handler(new ChannelInitializer<Channel>() {
                     @Override
@@ -85,7 +122,7 @@ final class WorkerHandshake {
                             // a pinned certificate is the worker's own, naming no host: the pin alone decides
                             channel.pipeline().addLast(pin.isPresent() ? handler : verifyingHostName(handler));
                         }
-                        channel.pipeline().addLast(new FrameDecoder(Opcode.Direction.REPLY), handler);
+                        pipelineEnd.accept(channel);
                     }
                 });
         return socket.isPresent()
@@ -103,12 +140,14 @@ final class WorkerHandshake {
 
     /**
      * Waits for the connection, says HELLO with request id {@code requestId} (in protocol version 2 offering shared
-     * memory where {@code offerSharedMemory}, else in version 1) and waits for WELCOME.
+     * memory where {@code offerSharedMemory} and {@code offerStripes} stripes where that is above 0, else in version
+     * 1) and waits for WELCOME.
      *
      * @throws VgpuException VGPU_WORKER_LOST when the worker cannot be reached or does not answer in
      *         time, or the error the worker refused the session with (VGPU_AUTH_FAILED, ...)
      */
-    Welcome hello(ChannelFuture connected, int requestId, VaWindow window, boolean offerSharedMemory) {
+    Welcome hello(
+            ChannelFuture connected, int requestId, VaWindow window, boolean offerSharedMemory, int offerStripes) {
         connected.awaitUninterruptibly();
         if (!connected.isSuccess()) {
             throw new VgpuException(
@@ -119,10 +158,10 @@ final class WorkerHandshake {
         Channel channel = connected.channel();
         ByteBuf hello = channel.alloc().buffer(256);
         // a HELLO of version 1 where nothing is offered: a worker that predates version 2 takes it as it is
-        int version = offerSharedMemory ? Frames.PROTOCOL_VERSION : Frames.OLDEST_PROTOCOL_VERSION;
+        int version = offerSharedMemory || offerStripes > 0 ? Frames.PROTOCOL_VERSION : Frames.OLDEST_PROTOCOL_VERSION;
         new RequestEncoder()
                 .wrap(hello)
-                .hello(requestId, new Hello(version, endpoint.token(), window, offerSharedMemory));
+                .hello(requestId, new Hello(version, endpoint.token(), window, offerSharedMemory, offerStripes, -1));
         channel.writeAndFlush(hello, channel.voidPromise());
         Welcome welcomed;
         try {

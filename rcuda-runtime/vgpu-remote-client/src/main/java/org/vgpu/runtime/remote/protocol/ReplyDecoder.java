@@ -110,7 +110,14 @@ public final class ReplyDecoder {
         SharedRegionOffer region = version >= 2
                 ? new SharedRegionOffer(Frames.readString(in), in.readLong(), Frames.readString(in))
                 : SharedRegionOffer.none("the worker speaks protocol version " + version);
-        return new Welcome(version, workerId, idleTimeoutMillis, device, region);
+        StripeOffer stripes = version >= 2 && in.isReadable()
+                ? new StripeOffer(in.readUnsignedByte(), Frames.readString(in), Frames.readString(in))
+                : StripeOffer.none(StripeOffer.NOT_ASKED);
+        if (stripes.offered() == stripes.key().isEmpty()) {
+            throw Frames.violation("WELCOME offers " + stripes.stripes() + " stripes with "
+                    + (stripes.key().isEmpty() ? "no" : "a") + " stripe key");
+        }
+        return new Welcome(version, workerId, idleTimeoutMillis, device, region, stripes);
     }
 
     /**

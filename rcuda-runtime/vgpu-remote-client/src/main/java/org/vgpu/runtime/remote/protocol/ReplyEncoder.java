@@ -42,6 +42,13 @@ public final class ReplyEncoder extends ResultEncoder {
             Frames.writeString(out, region.path());
             out.writeLong(region.nonce());
             Frames.writeString(out, region.note());
+            StripeOffer stripes = welcome.stripes();
+            // only to a HELLO that offered stripes, which a client that predates them never sends
+            if (stripes.offered() || !stripes.note().equals(StripeOffer.NOT_ASKED)) {
+                out.writeByte(stripes.stripes());
+                Frames.writeString(out, stripes.key());
+                Frames.writeString(out, stripes.note());
+            }
         }
         Frames.finish(out, start);
     }

@@ -28,7 +28,7 @@ public final class RequestDecoder {
             + 2 * Long.BYTES
             + Integer.BYTES
             + BridgeContract.TOKEN_BYTES
-            + Byte.BYTES;
+            + 2 * Byte.BYTES;
 
     private RequestDecoder() {}
 

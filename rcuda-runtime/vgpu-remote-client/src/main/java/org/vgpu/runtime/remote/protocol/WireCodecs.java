@@ -118,7 +118,7 @@ final class WireCodecs {
     // ---- the session
 
     @WireLayout(
-            "int32 magic (VGPU_WIRE_MAGIC), uint16 protocol version, int32 vGPU index, int64 window base, int64 window size, string session token (empty for a local worker); from version 2: uint8 offers (bit 0: shared memory)")
+            "int32 magic (VGPU_WIRE_MAGIC), uint16 protocol version, int32 vGPU index, int64 window base, int64 window size, string session token (empty for a local worker); from version 2: uint8 offers (bit 0: shared memory; bit 1: stripes, then uint8 stripe count; bit 2: joins a session as a stripe, then uint8 stripe index, the token being the session's stripe key)")
     static Hello readHello(ByteBuf in) {
         int magic = in.readInt();
         if (magic != Frames.MAGIC) {
@@ -130,12 +130,24 @@ final class WireCodecs {
         long size = in.readLong();
         String token = Frames.readString(in);
         boolean offersSharedMemory = false;
+        int stripes = 0;
+        int stripeIndex = -1;
         if (version >= 2) {
             int offers = in.readUnsignedByte();
-            if ((offers & ~HELLO_OFFERS_SHARED_MEMORY) != 0) {
+            if ((offers & ~(HELLO_OFFERS_SHARED_MEMORY | HELLO_OFFERS_STRIPES | HELLO_JOINS_STRIPE)) != 0
+                    || (offers & (HELLO_OFFERS_STRIPES | HELLO_JOINS_STRIPE))
+                            == (HELLO_OFFERS_STRIPES | HELLO_JOINS_STRIPE)) {
                 throw Frames.violation(String.format("HELLO offers unknown bulk paths 0x%02x", offers));
             }
-            offersSharedMemory = offers != 0;
+            offersSharedMemory = (offers & HELLO_OFFERS_SHARED_MEMORY) != 0;
+            if ((offers & HELLO_OFFERS_STRIPES) != 0) {
+                stripes = in.readUnsignedByte();
+                if (stripes == 0) {
+                    throw Frames.violation("HELLO offers stripes but names 0 of them");
+                }
+            } else if ((offers & HELLO_JOINS_STRIPE) != 0) {
+                stripeIndex = in.readUnsignedByte();
+            }
         }
         VaWindow window;
         try {
@@ -143,11 +155,15 @@ final class WireCodecs {
         } catch (VgpuException e) {
             throw Frames.violation("HELLO names an impossible window: " + e.detail());
         }
-        return new Hello(version, token, window, offersSharedMemory);
+        return new Hello(version, token, window, offersSharedMemory, stripes, stripeIndex);
     }
 
     /** Bit 0 of a version-2 HELLO's offers: the client takes bulk bytes through shared memory. */
     static final int HELLO_OFFERS_SHARED_MEMORY = 1;
+    /** Bit 1: the client would stripe bulk bytes over extra connections; a uint8 count follows. */
+    static final int HELLO_OFFERS_STRIPES = 2;
+    /** Bit 2: this connection joins an open session as a stripe; a uint8 index follows. */
+    static final int HELLO_JOINS_STRIPE = 4;
 
     static void writeHello(ByteBuf out, Hello hello) {
         out.writeInt(Frames.MAGIC);
@@ -157,7 +173,15 @@ final class WireCodecs {
         out.writeLong(hello.window().size());
         Frames.writeString(out, hello.token());
         if (hello.protocolVersion() >= 2) {
-            out.writeByte(hello.offersSharedMemory() ? HELLO_OFFERS_SHARED_MEMORY : 0);
+            int offers = (hello.offersSharedMemory() ? HELLO_OFFERS_SHARED_MEMORY : 0)
+                    | (hello.stripes() > 0 ? HELLO_OFFERS_STRIPES : 0)
+                    | (hello.joinsStripe() ? HELLO_JOINS_STRIPE : 0);
+            out.writeByte(offers);
+            if (hello.stripes() > 0) {
+                out.writeByte(hello.stripes());
+            } else if (hello.joinsStripe()) {
+                out.writeByte(hello.stripeIndex());
+            }
         }
     }
 

@@ -72,6 +72,20 @@ public interface BulkBytePath extends AutoCloseable {
     ByteBuf send(MemorySegment src, long offset, int length);
 
     /**
+     * As {@link #send}, for a caller that keeps the {@code length} bytes of {@code src} from {@code offset} valid and
+     * unchanged until {@code sent} runs (from any thread): a path that writes them to a socket later may then send
+     * them as they are instead of copying them first. The default copies, as {@link #send} does, and runs
+     * {@code sent} at once.
+     */
+    default ByteBuf sendBorrowed(MemorySegment src, long offset, int length, Runnable sent) {
+        try {
+            return send(src, offset, length);
+        } finally {
+            sent.run();
+        }
+    }
+
+    /**
      * The chunk a frame with {@link #frameFlags()} set carries, from its {@code trailer}, which stays the
      * caller's. The buffer returned is the receiver's to release; releasing it frees the region.
      *

@@ -36,6 +36,8 @@ import org.vgpu.runtime.remote.protocol.ReplyEncoder;
 import org.vgpu.runtime.remote.protocol.SharedRegionOffer;
 import org.vgpu.runtime.remote.protocol.Welcome;
 import org.vgpu.runtime.remote.transport.NettyTransport;
+import org.vgpu.runtime.remote.transport.SameHostBulk;
+import org.vgpu.runtime.remote.transport.StripedBulk;
 
 /**
  * The client against a worker that misbehaves: garbage, replies to requests nobody made, more data
@@ -81,6 +83,42 @@ class ClientProtocolTest {
     private static VgpuException assertThrowsVgpu(Throwable cause) {
         assertTrue(cause instanceof VgpuException, String.valueOf(cause));
         return (VgpuException) cause;
+    }
+
+    @Test
+    void aWorkerThatPredatesStripesIsGreetedAgainWithoutThemAndTheBytesStayInBand() throws Exception {
+        System.setProperty(SameHostBulk.PROPERTY, "off");
+        System.setProperty(StripedBulk.MODE_PROPERTY, "always");
+        System.setProperty(StripedBulk.PROPERTY, "4");
+        try {
+            CompletableFuture<RemoteGpu> connecting = connectAsync(RemoteConfig.defaults());
+            int first = worker.expect("HELLO");
+            assertEquals(2, worker.lastHello().protocolVersion());
+            assertEquals(4, worker.lastHello().stripes(), "the HELLO offers the stripes asked for");
+            // what a worker of version 2 without stripes answers: the offer's bit is unknown to it
+            worker.reply(encoder -> encoder.error(first, Frames.violation("HELLO offers unknown bulk paths 0x02")));
+            worker.dropConnection();
+            worker.welcome(30_000);
+            assertEquals(1, worker.lastHello().protocolVersion());
+            assertEquals(0, worker.lastHello().stripes());
+            RemoteGpu gpu = connecting.get(10, TimeUnit.SECONDS);
+            assertEquals(
+                    "in-band (frames on the connection): it refused a HELLO of protocol version 2 offering stripes,"
+                            + " as workers before that version do, and was greeted again in version 1",
+                    gpu.bulkPathDescription());
+            long address = allocate(gpu, 64);
+            try (Arena arena = Arena.ofShared()) {
+                MemorySegment host = arena.allocate(4);
+                CompletableFuture<Void> copy = CompletableFuture.runAsync(() -> gpu.memcpyDtoH(host, address, 4));
+                worker.data(worker.expect("MEMCPY_DTOH"), false, 0, new byte[] {1, 2, 3, 4});
+                copy.get(10, TimeUnit.SECONDS);
+                assertArrayEquals(new byte[] {1, 2, 3, 4}, host.toArray(ValueLayout.JAVA_BYTE));
+            }
+        } finally {
+            System.clearProperty(SameHostBulk.PROPERTY);
+            System.clearProperty(StripedBulk.MODE_PROPERTY);
+            System.clearProperty(StripedBulk.PROPERTY);
+        }
     }
 
     @Test

@@ -272,7 +272,7 @@ class FrameCodecTest {
                 List.of(
                         "#1 Welcome[protocolVersion=1, workerId=node7-gpu2, idleTimeoutMillis=30000, device=" + device
                                 + ", sharedRegion=SharedRegionOffer[path=, nonce=0, note=the worker speaks protocol"
-                                + " version 1]]",
+                                + " version 1], stripes=StripeOffer[none: the client did not offer stripes]]",
                         "#2 pong",
                         "#3 ok ",
                         "#4 ok 000000000000006400000000000000c8",

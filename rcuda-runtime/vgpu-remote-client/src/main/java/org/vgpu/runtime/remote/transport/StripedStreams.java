@@ -1,0 +1,528 @@
+package org.vgpu.runtime.remote.transport;
+
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelHandler;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.handler.codec.ByteToMessageDecoder;
+import io.netty.handler.codec.DecoderException;
+
+import org.vgpu.common.error.VgpuFailure;
+import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.remote.protocol.Frames;
+
+/**
+ * Bulk bytes striped over extra TCP connections of the session (its <em>stripes</em>), each served by its own event
+ * loop thread, so a large copy is carried by several connections at once rather than one. Chunks are numbered in the
+ * order they are sent; chunk {@code n} travels on stripe {@code n mod stripes}, as
+ * <pre>
+ *   offset  size    field
+ *   0       4       uint32 sequence number (the low 32 bits of the chunk's number)
+ *   4       4       uint32 length, at most {@value #MAX_CHUNK_BYTES}
+ *   8       length  the chunk's bytes
+ * </pre>
+ * and its frame on the session's connection carries {@link Frames#FLAG_IN_SLOT} and the trailer {@code uint32
+ * sequence number, uint32 length}. The receiver takes chunks in the order their frames name them and waits for a
+ * chunk whose frame came before its bytes.
+ *
+ * <p><b>Copies.</b> {@link #sendBorrowed} writes the caller's memory to the stripe as it is (no copy in the JVM: the
+ * kernel copies it into the socket), {@link #send} copies it into a direct buffer first, for callers that reuse their
+ * memory at once. A received chunk is the bytes the socket read, in Netty's buffers, without being merged: the
+ * receiver copies them once, into their destination (the caller's memory, or the worker's pinned staging slot). The
+ * destination is not known when the bytes arrive, since the frame naming it travels on another connection, which is
+ * why they are not read straight into it.
+ *
+ * <p><b>Memory.</b> A stripe stops reading its socket (TCP's window then stops the sender) while it holds
+ * {@value #PAUSE_BYTES} bytes or more that no frame has taken yet; a sender waits while its stripe's outbound buffer
+ * is above its high water mark. So the path holds at most, per stripe, that many bytes and a chunk received, plus
+ * the channel's write buffer: {@link #boundBytes()}.
+ *
+ * <p><b>Failure.</b> A chunk header out of sequence or over the bound, a frame naming a chunk out of order or with
+ * another length than its bytes, a chunk that does not arrive within the patience given, and a chunk awaited on (or
+ * to be sent on) a stripe that closed are a {@code VGPU_PROTOCOL_ERROR}: the path fails, closes its stripes and reports the
+ * failure once to {@code onFailure}, which ends the session; waiting senders and receivers give up at once.
+ */
+public final class StripedStreams implements BulkBytePath {
+    /** The largest chunk a stripe carries: a frame's largest body, the bound the in-band chunks have. */
+    public static final int MAX_CHUNK_BYTES = Frames.MAX_BODY_BYTES;
+    /** The bytes a stripe holds, arrived but not yet taken, before it stops reading its socket. */
+    static final int PAUSE_BYTES = 8 << 20;
+    /** The stripe channels' outbound high water mark, which {@link #boundBytes()} counts. */
+    public static final int WRITE_HIGH_WATER_BYTES = 8 << 20;
+
+    private static final int HEADER_BYTES = 8;
+
+    private final Stripe[] stripes;
+    private final long patienceNanos;
+    private final Consumer<VgpuException> onFailure;
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Condition changed = lock.newCondition();
+    /** The number of the next chunk sent; the sending thread's. */
+    private long nextSend;
+    /** The number of the next chunk a frame must name; the receiving thread's. */
+    private long nextReceive;
+
+    private volatile VgpuException broken;
+    private volatile boolean closed;
+
+    /**
+     * A path over {@code stripes} connections, attached later ({@link #attach}).
+     *
+     * @param patience  how long a chunk's bytes may lag behind its frame, and a stripe take to join, before the path
+     *     calls the session broken
+     * @param onFailure told once why the path failed (a {@code VGPU_PROTOCOL_ERROR}), from any thread
+     */
+    public StripedStreams(int stripes, Duration patience, Consumer<VgpuException> onFailure) {
+        if (stripes < 1 || stripes > StripedBulk.MAX_STRIPES) {
+            throw new IllegalArgumentException(
+                    "stripes must be in [1, " + StripedBulk.MAX_STRIPES + "], got " + stripes);
+        }
+        this.stripes = new Stripe[stripes];
+        for (int i = 0; i < stripes; i++) {
+            this.stripes[i] = new Stripe(i);
+        }
+        this.patienceNanos = patience.toNanos();
+        this.onFailure = onFailure;
+    }
+
+    /** How many stripes the path has. */
+    public int stripes() {
+        return stripes.length;
+    }
+
+    /**
+     * The handler that reads stripe {@code index}'s chunks: the last of its channel's pipeline, where the bytes after
+     * the stripe's HELLO arrive.
+     */
+    public ChannelHandler reader(int index) {
+        return new StripeReader(stripe(index));
+    }
+
+    /**
+     * Makes {@code channel}, whose pipeline ends with {@link #reader reader(index)}, stripe {@code index}.
+     *
+     * @throws VgpuException VGPU_PROTOCOL_ERROR when that stripe joined already or there is no such stripe
+     */
+    public void attach(int index, Channel channel) {
+        Stripe stripe = stripe(index);
+        lock.lock();
+        try {
+            if (stripe.channel != null) {
+                throw Frames.violation("stripe " + index + " joined the session twice");
+            }
+            stripe.channel = channel;
+            changed.signalAll();
+        } finally {
+            lock.unlock();
+        }
+        if (closed || broken != null) {
+            channel.close();
+        }
+    }
+
+    private Stripe stripe(int index) {
+        if (index < 0 || index >= stripes.length) {
+            throw Frames.violation("stripe " + index + " is outside [0, " + stripes.length + ")");
+        }
+        return stripes[index];
+    }
+
+    @Override
+    public int frameFlags() {
+        return Frames.FLAG_IN_SLOT;
+    }
+
+    @Override
+    public int maxChunkBytes() {
+        return MAX_CHUNK_BYTES;
+    }
+
+    @Override
+    public int trailerBytes(int length) {
+        return 8;
+    }
+
+    @Override
+    public ByteBuf send(MemorySegment src, long offset, int length) {
+        checkLength(length);
+        Channel channel = awaitRoom(nextStripe());
+        // the header and a copy of the bytes in one buffer: one write, and the caller's memory is free at once
+        ByteBuf chunk = channel.alloc().directBuffer(HEADER_BYTES + length);
+        try {
+            chunk.writeInt((int) nextSend).writeInt(length);
+            // through segments: the source may be any heap array, which has no byte buffer view
+            MemorySegment.copy(src, offset, MemorySegment.ofBuffer(chunk.nioBuffer(HEADER_BYTES, length)), 0, length);
+            chunk.writerIndex(HEADER_BYTES + length);
+        } catch (RuntimeException e) {
+            chunk.release();
+            throw e;
+        }
+        return write(channel, chunk, length, () -> {});
+    }
+
+    @Override
+    public ByteBuf sendBorrowed(MemorySegment src, long offset, int length, Runnable sent) {
+        checkLength(length);
+        Channel channel;
+        try {
+            channel = awaitRoom(nextStripe());
+        } catch (RuntimeException e) {
+            sent.run();
+            throw e;
+        }
+        ByteBuf header = channel.alloc()
+                .directBuffer(HEADER_BYTES)
+                .writeInt((int) nextSend)
+                .writeInt(length);
+        ByteBuf chunk = length == 0
+                ? header
+                : Unpooled.wrappedBuffer(
+                        header,
+                        Unpooled.wrappedBuffer(src.asSlice(offset, length).asByteBuffer()));
+        return write(channel, chunk, length, sent);
+    }
+
+    private static void checkLength(int length) {
+        if (length < 0 || length > MAX_CHUNK_BYTES) {
+            throw new IllegalArgumentException(
+                    "a chunk of " + length + " bytes is over the stripes' bound of " + MAX_CHUNK_BYTES);
+        }
+    }
+
+    /** The stripe the next chunk travels on. */
+    private Stripe nextStripe() {
+        return stripes[(int) (nextSend % stripes.length)];
+    }
+
+    /** Writes {@code chunk}, header and bytes, on {@code channel}, the next chunk's stripe; {@code sent} once written. */
+    private ByteBuf write(Channel channel, ByteBuf chunk, int length, Runnable sent) {
+        long number = nextSend;
+        Stripe stripe = nextStripe();
+        channel.writeAndFlush(chunk).addListener(written -> {
+            sent.run();
+            if (!written.isSuccess()) {
+                fail(Frames.violation("stripe " + stripe.index + " failed to write a chunk: "
+                        + VgpuFailure.describe(written.cause())));
+            }
+        });
+        nextSend = number + 1;
+        return Unpooled.buffer(8, 8).writeInt((int) number).writeInt(length);
+    }
+
+    /** Waits until {@code stripe} joined and can take more; the path's failure or close ends the wait. */
+    private Channel awaitRoom(Stripe stripe) {
+        VgpuException stuck;
+        lock.lock();
+        try {
+            long deadline = System.nanoTime() + patienceNanos;
+            while (true) {
+                throwIfOver();
+                if (stripe.channel != null && stripe.channel.isWritable()) {
+                    return stripe.channel;
+                }
+                long left = deadline - System.nanoTime();
+                if (stripe.ended) {
+                    stuck = Frames.violation("stripe " + stripe.index + " closed while a chunk was to be sent on it");
+                    break;
+                }
+                if (left <= 0) {
+                    stuck = Frames.violation(
+                            stripe.channel == null
+                                    ? "stripe " + stripe.index + " did not join within " + millis() + " ms"
+                                    : "stripe " + stripe.index + " took no bytes for " + millis() + " ms");
+                    break;
+                }
+                try {
+                    changed.awaitNanos(Math.min(left, TimeUnit.MILLISECONDS.toNanos(10)));
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new IllegalStateException("interrupted while waiting for a stripe", e);
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+        fail(stuck);
+        throw new IllegalStateException(stuck.getMessage(), stuck);
+    }
+
+    private void throwIfOver() {
+        VgpuException failure = broken;
+        if (failure != null) {
+            throw new IllegalStateException("the stripes failed: " + failure.detail(), failure);
+        }
+        if (closed) {
+            throw new IllegalStateException("the stripes were closed while a chunk waited for room");
+        }
+    }
+
+    @Override
+    public ByteBuf receive(ByteBuf trailer) {
+        if (trailer.readableBytes() != 8) {
+            throw Frames.violation("a chunk on the stripes is named in 8 bytes, got " + trailer.readableBytes());
+        }
+        int number = trailer.getInt(trailer.readerIndex());
+        int length = trailer.getInt(trailer.readerIndex() + 4);
+        long expected = nextReceive;
+        if (number != (int) expected) {
+            throw failed(Frames.violation("a frame names chunk " + Integer.toUnsignedString(number)
+                    + " of the stripes where chunk " + Integer.toUnsignedString((int) expected) + " is next"));
+        }
+        Stripe stripe = stripes[(int) (expected % stripes.length)];
+        ByteBuf chunk = null;
+        VgpuException late = null;
+        lock.lock();
+        try {
+            long deadline = System.nanoTime() + patienceNanos;
+            while (late == null && stripe.arrived.isEmpty()) {
+                VgpuException failure = broken;
+                if (failure != null) {
+                    throw new VgpuException(failure.code(), failure.detail(), failure);
+                }
+                if (closed) {
+                    throw Frames.violation("the stripes were closed while chunk " + number + " was awaited");
+                }
+                long left = deadline - System.nanoTime();
+                if (stripe.ended) {
+                    late = Frames.violation("stripe " + stripe.index + " closed while chunk "
+                            + Integer.toUnsignedString(number) + " was awaited");
+                } else if (left <= 0) {
+                    late = Frames.violation("chunk " + Integer.toUnsignedString(number) + " did not arrive on stripe "
+                            + stripe.index + " within " + millis() + " ms of its frame");
+                } else {
+                    try {
+                        changed.awaitNanos(left);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        throw Frames.violation("interrupted while chunk " + number + " was awaited");
+                    }
+                }
+            }
+            if (late == null) {
+                chunk = stripe.arrived.poll();
+                stripe.arrivedBytes -= chunk.readableBytes();
+                if (stripe.paused && stripe.arrivedBytes < PAUSE_BYTES) {
+                    stripe.paused = false;
+                    stripe.channel.config().setAutoRead(true);
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+        if (late != null) {
+            throw failed(late);
+        }
+        if (chunk.readableBytes() != length) {
+            int carried = chunk.readableBytes();
+            chunk.release();
+            throw failed(Frames.violation("chunk " + Integer.toUnsignedString(number) + " carries " + carried
+                    + " bytes on stripe " + stripe.index + ", its frame says " + length));
+        }
+        nextReceive = expected + 1;
+        return chunk;
+    }
+
+    private long millis() {
+        return TimeUnit.NANOSECONDS.toMillis(patienceNanos);
+    }
+
+    /** A chunk stripe {@code stripe} read, after its header was checked. Its event loop. */
+    private void arrived(Stripe stripe, ByteBuf chunk) {
+        lock.lock();
+        try {
+            if (closed || broken != null) {
+                chunk.release();
+                return;
+            }
+            stripe.arrived.add(chunk);
+            stripe.arrivedBytes += chunk.readableBytes();
+            if (stripe.arrivedBytes >= PAUSE_BYTES && !stripe.paused) {
+                stripe.paused = true;
+                stripe.channel.config().setAutoRead(false);
+            }
+            changed.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private void signal() {
+        lock.lock();
+        try {
+            changed.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Fails the path with {@code why} and returns it, to throw. */
+    private VgpuException failed(VgpuException why) {
+        fail(why);
+        return why;
+    }
+
+    /** The first failure wins: the stripes close, waiters give up, {@code onFailure} hears of it once. */
+    private void fail(VgpuException why) {
+        lock.lock();
+        try {
+            if (broken != null || closed) {
+                return;
+            }
+            broken = why;
+            changed.signalAll();
+        } finally {
+            lock.unlock();
+        }
+        closeStripes();
+        onFailure.accept(why);
+    }
+
+    @Override
+    public long boundBytes() {
+        return (long) stripes.length * (PAUSE_BYTES + (long) MAX_CHUNK_BYTES + WRITE_HIGH_WATER_BYTES);
+    }
+
+    @Override
+    public String describe() {
+        return "striped over " + stripes.length + " TCP connections (one event loop each)";
+    }
+
+    @Override
+    public void close() {
+        lock.lock();
+        try {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            changed.signalAll();
+        } finally {
+            lock.unlock();
+        }
+        closeStripes();
+    }
+
+    private void closeStripes() {
+        lock.lock();
+        try {
+            for (Stripe stripe : stripes) {
+                if (stripe.channel != null) {
+                    stripe.channel.close();
+                }
+                ByteBuf chunk;
+                while ((chunk = stripe.arrived.poll()) != null) {
+                    chunk.release();
+                }
+                stripe.arrivedBytes = 0;
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** One stripe: its channel once joined, and the chunks it read that no frame took yet. Guarded by the lock. */
+    private static final class Stripe {
+        final int index;
+        Channel channel;
+        final ArrayDeque<ByteBuf> arrived = new ArrayDeque<>();
+        long arrivedBytes;
+        boolean paused;
+        /** Its connection closed: the chunks it read are still taken, a chunk still awaited on it never comes. */
+        boolean ended;
+
+        Stripe(int index) {
+            this.index = index;
+        }
+    }
+
+    /**
+     * Cuts a stripe's bytes into chunks, checking each header against the stripe's sequence; the chunks are slices
+     * of the buffers the socket filled, kept apart (a composite) rather than merged into one.
+     */
+    private final class StripeReader extends ByteToMessageDecoder {
+        private final Stripe stripe;
+        /** The number the stripe's next chunk must carry: stripe, stripe + stripes, ... */
+        private long expected;
+        /** The length of the chunk whose header was read, -1 between chunks. */
+        private int length = -1;
+
+        StripeReader(Stripe stripe) {
+            this.stripe = stripe;
+            this.expected = stripe.index;
+            setCumulator(COMPOSITE_CUMULATOR);
+        }
+
+        @Override
+        protected void decode(ChannelHandlerContext ctx, ByteBuf in, List<Object> out) {
+            while (true) {
+                if (length < 0) {
+                    if (in.readableBytes() < HEADER_BYTES) {
+                        return;
+                    }
+                    int number = in.readInt();
+                    int announced = in.readInt();
+                    if (number != (int) expected) {
+                        throw Frames.violation("stripe " + stripe.index + " carries chunk "
+                                + Integer.toUnsignedString(number) + " where chunk "
+                                + Integer.toUnsignedString((int) expected) + " is next on it");
+                    }
+                    if (announced < 0 || announced > MAX_CHUNK_BYTES) {
+                        throw Frames.violation("stripe " + stripe.index + " announces a chunk of "
+                                + Integer.toUnsignedString(announced) + " bytes, over the bound of "
+                                + MAX_CHUNK_BYTES);
+                    }
+                    length = announced;
+                }
+                if (in.readableBytes() < length) {
+                    return;
+                }
+                arrived(stripe, in.readRetainedSlice(length));
+                length = -1;
+                expected += stripes.length;
+            }
+        }
+
+        @Override
+        public void channelWritabilityChanged(ChannelHandlerContext ctx) {
+            signal();
+            ctx.fireChannelWritabilityChanged();
+        }
+
+        /**
+         * Not a failure yet: a peer ending the session closes its stripes while its last replies may still be on the
+         * way. Whoever waits for this stripe from now on fails at once.
+         */
+        @Override
+        public void channelInactive(ChannelHandlerContext ctx) throws Exception {
+            lock.lock();
+            try {
+                stripe.ended = true;
+                changed.signalAll();
+            } finally {
+                lock.unlock();
+            }
+            super.channelInactive(ctx);
+        }
+
+        @Override
+        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+            Throwable failure =
+                    cause instanceof DecoderException && cause.getCause() != null ? cause.getCause() : cause;
+            fail(
+                    failure instanceof VgpuException violation
+                            ? violation
+                            : Frames.violation("stripe " + stripe.index + " failed: " + VgpuFailure.describe(failure)));
+            ctx.close();
+        }
+    }
+}

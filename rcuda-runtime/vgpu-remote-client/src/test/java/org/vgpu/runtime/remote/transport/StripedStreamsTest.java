@@ -1,0 +1,278 @@
+package org.vgpu.runtime.remote.transport;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.embedded.EmbeddedChannel;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.VgpuException;
+
+/**
+ * The stripes' reassembly, on channels whose bytes the test hands in: chunks arriving on their stripes in any order
+ * are taken in the order their frames name them, intact across reads that split them; headers out of sequence or
+ * over the bound, frames naming chunks out of order or with another length, a stripe that closes and a chunk that
+ * never comes all fail the path once, as a protocol error, without a hang; a stripe that holds too much stops reading
+ * until its chunks are taken.
+ */
+@Timeout(value = 30, unit = TimeUnit.SECONDS)
+class StripedStreamsTest {
+    private final AtomicReference<VgpuException> failure = new AtomicReference<>();
+    private final List<EmbeddedChannel> channels = new ArrayList<>();
+
+    @AfterEach
+    void closeChannels() {
+        channels.forEach(EmbeddedChannel::finishAndReleaseAll);
+    }
+
+    private StripedStreams path(int stripes, Duration patience) {
+        StripedStreams path = new StripedStreams(stripes, patience, why -> assertNull(failure.getAndSet(why)));
+        for (int i = 0; i < stripes; i++) {
+            EmbeddedChannel channel = new EmbeddedChannel(path.reader(i));
+            channels.add(channel);
+            path.attach(i, channel);
+        }
+        return path;
+    }
+
+    private static ByteBuf chunk(int number, byte[] bytes) {
+        return Unpooled.buffer().writeInt(number).writeInt(bytes.length).writeBytes(bytes);
+    }
+
+    private static ByteBuf trailer(int number, int length) {
+        return Unpooled.buffer(8).writeInt(number).writeInt(length);
+    }
+
+    private static byte[] bytes(ByteBuf chunk) {
+        byte[] bytes = new byte[chunk.readableBytes()];
+        chunk.getBytes(chunk.readerIndex(), bytes);
+        chunk.release();
+        return bytes;
+    }
+
+    private byte[] take(StripedStreams path, int number, int length) {
+        ByteBuf trailer = trailer(number, length);
+        try {
+            return bytes(path.receive(trailer));
+        } finally {
+            trailer.release();
+        }
+    }
+
+    @Test
+    void chunksArrivingOnTheirStripesInAnyOrderAreTakenInTheOrderOfTheirFrames() {
+        StripedStreams path = path(3, Duration.ofSeconds(5));
+        // chunks 0..5 over 3 stripes: stripe 0 carries 0 and 3, stripe 1 carries 1 and 4, stripe 2 carries 2 and 5
+        channels.get(2).writeInbound(chunk(2, new byte[] {2}), chunk(5, new byte[] {5, 5}));
+        channels.get(1).writeInbound(chunk(1, new byte[] {1}));
+        channels.get(0).writeInbound(chunk(0, new byte[] {0}), chunk(3, new byte[] {3, 3, 3}));
+        channels.get(1).writeInbound(chunk(4, new byte[0]));
+        assertArrayEquals(new byte[] {0}, take(path, 0, 1));
+        assertArrayEquals(new byte[] {1}, take(path, 1, 1));
+        assertArrayEquals(new byte[] {2}, take(path, 2, 1));
+        assertArrayEquals(new byte[] {3, 3, 3}, take(path, 3, 3));
+        assertArrayEquals(new byte[0], take(path, 4, 0));
+        assertArrayEquals(new byte[] {5, 5}, take(path, 5, 2));
+        assertNull(failure.get());
+    }
+
+    @Test
+    void aChunkSplitOverManyReadsArrivesWhole() {
+        StripedStreams path = path(2, Duration.ofSeconds(5));
+        byte[] payload = new byte[10_000];
+        for (int i = 0; i < payload.length; i++) {
+            payload[i] = (byte) (i * 31);
+        }
+        ByteBuf wire = chunk(0, payload);
+        while (wire.isReadable()) {
+            channels.get(0).writeInbound(wire.readRetainedSlice(Math.min(777, wire.readableBytes())));
+        }
+        wire.release();
+        assertArrayEquals(payload, take(path, 0, payload.length));
+    }
+
+    @Test
+    void aFrameWaitsForItsChunkThatComesLater() throws Exception {
+        StripedStreams path = path(2, Duration.ofSeconds(10));
+        CompletableFuture<byte[]> taken = CompletableFuture.supplyAsync(() -> take(path, 0, 2));
+        Thread.sleep(50);
+        assertFalse(taken.isDone(), "the chunk is not there yet");
+        channels.get(0).writeInbound(chunk(0, new byte[] {7, 8}));
+        assertArrayEquals(new byte[] {7, 8}, taken.get(5, TimeUnit.SECONDS));
+    }
+
+    @Test
+    void whatIsSentComesOutOnTheStripesAndIsReassembledAtTheFarEnd() {
+        StripedStreams sender = path(3, Duration.ofSeconds(5));
+        List<EmbeddedChannel> senderChannels = List.copyOf(channels);
+        StripedStreams receiver = path(3, Duration.ofSeconds(5));
+        List<EmbeddedChannel> receiverChannels = channels.subList(3, 6);
+        byte[] all = new byte[7 * 1000];
+        for (int i = 0; i < all.length; i++) {
+            all[i] = (byte) (i ^ (i >> 8));
+        }
+        List<ByteBuf> trailers = new ArrayList<>();
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment src = arena.allocate(all.length);
+            MemorySegment.copy(all, 0, src, ValueLayout.JAVA_BYTE, 0, all.length);
+            for (int chunk = 0; chunk < 7; chunk++) {
+                trailers.add(
+                        chunk % 2 == 0
+                                ? sender.send(src, chunk * 1000L, 1000)
+                                : sender.sendBorrowed(src, chunk * 1000L, 1000, () -> {}));
+            }
+            for (int stripe = 2; stripe >= 0; stripe--) {
+                ByteBuf written;
+                while ((written = senderChannels.get(stripe).readOutbound()) != null) {
+                    receiverChannels.get(stripe).writeInbound(written);
+                }
+            }
+            // borrowed chunks are the caller's memory until read: the arena stays open till then
+            for (int chunk = 0; chunk < 7; chunk++) {
+                ByteBuf trailer = trailers.get(chunk);
+                byte[] got = bytes(receiver.receive(trailer));
+                trailer.release();
+                byte[] want = new byte[1000];
+                System.arraycopy(all, chunk * 1000, want, 0, 1000);
+                assertArrayEquals(want, got, "chunk " + chunk);
+            }
+        }
+    }
+
+    @Test
+    void aFrameNamingAChunkOutOfOrderIsAProtocolError() {
+        StripedStreams path = path(2, Duration.ofSeconds(5));
+        channels.get(1).writeInbound(chunk(1, new byte[] {1}));
+        VgpuException e = assertThrows(VgpuException.class, () -> take(path, 1, 1));
+        assertEquals(ErrorCode.VGPU_PROTOCOL_ERROR, e.code());
+        assertEquals("a frame names chunk 1 of the stripes where chunk 0 is next", e.detail());
+        assertEquals(e, failure.get(), "the session hears of it");
+        assertFalse(channels.get(0).isOpen(), "the stripes close");
+    }
+
+    @Test
+    void aFrameWhoseLengthDisagreesWithItsChunkIsAProtocolError() {
+        StripedStreams path = path(1, Duration.ofSeconds(5));
+        channels.get(0).writeInbound(chunk(0, new byte[] {1, 2, 3}));
+        VgpuException e = assertThrows(VgpuException.class, () -> take(path, 0, 2));
+        assertEquals("chunk 0 carries 3 bytes on stripe 0, its frame says 2", e.detail());
+        assertNotNull(failure.get());
+    }
+
+    @Test
+    void aChunkOnTheWrongStripeFailsThePath() {
+        path(2, Duration.ofSeconds(5));
+        // chunk 1 belongs on stripe 1
+        channels.get(0).writeInbound(chunk(1, new byte[] {1}));
+        assertEquals(
+                "stripe 0 carries chunk 1 where chunk 0 is next on it",
+                failure.get().detail());
+        assertFalse(channels.get(0).isOpen());
+        assertFalse(channels.get(1).isOpen());
+    }
+
+    @Test
+    void aChunkOverTheBoundFailsThePathBeforeItsBytesAreBuffered() {
+        path(1, Duration.ofSeconds(5));
+        channels.get(0).writeInbound(Unpooled.buffer().writeInt(0).writeInt(StripedStreams.MAX_CHUNK_BYTES + 1));
+        assertEquals(
+                "stripe 0 announces a chunk of " + (StripedStreams.MAX_CHUNK_BYTES + 1) + " bytes, over the bound of "
+                        + StripedStreams.MAX_CHUNK_BYTES,
+                failure.get().detail());
+        assertEquals(ErrorCode.VGPU_PROTOCOL_ERROR, failure.get().code());
+    }
+
+    @Test
+    void aStripeThatClosesMidCopyFailsTheWaitingReceiverAtOnce() throws Exception {
+        StripedStreams path = path(2, Duration.ofSeconds(60));
+        channels.get(0).writeInbound(chunk(0, new byte[] {0}));
+        assertArrayEquals(new byte[] {0}, take(path, 0, 1));
+        CompletableFuture<byte[]> waiting = CompletableFuture.supplyAsync(() -> take(path, 1, 1));
+        Thread.sleep(50);
+        channels.get(1).close();
+        Throwable cause = assertThrows(Exception.class, () -> waiting.get(5, TimeUnit.SECONDS))
+                .getCause();
+        VgpuException e = (VgpuException) cause;
+        assertEquals(ErrorCode.VGPU_PROTOCOL_ERROR, e.code());
+        assertEquals("stripe 1 closed while chunk 1 was awaited", e.detail());
+        assertEquals(e, failure.get(), "the session hears of it");
+        assertThrows(IllegalStateException.class, () -> path.send(MemorySegment.ofArray(new byte[1]), 0, 1));
+    }
+
+    @Test
+    void aStripeThatClosesAfterItsLastChunkArrivedStillDeliversIt() {
+        StripedStreams path = path(1, Duration.ofSeconds(60));
+        channels.get(0).writeInbound(chunk(0, new byte[] {4}));
+        channels.get(0).close();
+        assertArrayEquals(new byte[] {4}, take(path, 0, 1), "a peer ending the session closes its stripes last");
+        assertNull(failure.get());
+        VgpuException e = assertThrows(VgpuException.class, () -> take(path, 1, 1));
+        assertEquals("stripe 0 closed while chunk 1 was awaited", e.detail());
+    }
+
+    @Test
+    void aChunkThatNeverComesFailsThePathAfterThePatience() {
+        StripedStreams path = path(1, Duration.ofMillis(100));
+        VgpuException e = assertThrows(VgpuException.class, () -> take(path, 0, 1));
+        assertEquals("chunk 0 did not arrive on stripe 0 within 100 ms of its frame", e.detail());
+        assertEquals(e, failure.get());
+    }
+
+    @Test
+    void aSenderWaitsForAStripeToJoinAndGivesUpWhenThePathCloses() throws Exception {
+        StripedStreams path = new StripedStreams(1, Duration.ofSeconds(60), why -> failure.set(why));
+        CompletableFuture<ByteBuf> sending =
+                CompletableFuture.supplyAsync(() -> path.send(MemorySegment.ofArray(new byte[4]), 0, 4));
+        Thread.sleep(50);
+        assertFalse(sending.isDone());
+        path.close();
+        Throwable cause = assertThrows(Exception.class, () -> sending.get(5, TimeUnit.SECONDS))
+                .getCause();
+        assertTrue(cause instanceof IllegalStateException, String.valueOf(cause));
+        assertNull(failure.get(), "closing is no failure");
+    }
+
+    @Test
+    void aStripeHoldingTooMuchStopsReadingUntilItsChunksAreTaken() {
+        StripedStreams path = path(1, Duration.ofSeconds(5));
+        EmbeddedChannel stripe = channels.get(0);
+        int chunkBytes = 1 << 20;
+        int chunks = StripedStreams.PAUSE_BYTES / chunkBytes;
+        for (int i = 0; i < chunks; i++) {
+            stripe.writeInbound(chunk(i, new byte[chunkBytes]));
+        }
+        assertFalse(stripe.config().isAutoRead(), "the stripe stops reading at " + StripedStreams.PAUSE_BYTES);
+        take(path, 0, chunkBytes);
+        assertTrue(stripe.config().isAutoRead(), "and reads again once a chunk was taken");
+        path.close();
+    }
+
+    @Test
+    void aStripeMayJoinOnlyOnce() {
+        StripedStreams path = path(1, Duration.ofSeconds(5));
+        VgpuException e = assertThrows(VgpuException.class, () -> path.attach(0, new EmbeddedChannel()));
+        assertEquals("stripe 0 joined the session twice", e.detail());
+        VgpuException outside = assertThrows(VgpuException.class, () -> path.attach(1, new EmbeddedChannel()));
+        assertEquals("stripe 1 is outside [0, 1)", outside.detail());
+    }
+}
