@@ -46,6 +46,7 @@ final class RequestHandler extends OneToOneWorkerCalls {
     private final SessionHandles handles;
     private final BulkCopies bulk;
     private final SessionEnd end;
+    private final SharedHostRegions hostRegions;
     private VirtualGpu gpu;
 
     RequestHandler(
@@ -55,8 +56,10 @@ final class RequestHandler extends OneToOneWorkerCalls {
             SessionHandles handles,
             BulkCopies bulk,
             KeptFailure failures,
+            SharedHostRegions hostRegions,
             SessionEnd end) {
         this.backend = backend;
+        this.hostRegions = hostRegions;
         this.config = config;
         this.replies = replies;
         this.handles = handles;
@@ -69,6 +72,7 @@ final class RequestHandler extends OneToOneWorkerCalls {
     void closeGpu() {
         VirtualGpu closing = gpu;
         gpu = null;
+        hostRegions.freeAllOf(this);
         bulk.close();
         if (closing != null) {
             closing.close();
@@ -315,6 +319,56 @@ final class RequestHandler extends OneToOneWorkerCalls {
     @Override
     public void memcpyHtoDScatter(Frame frame, int streamId, List<DeviceRegion> pieces, ByteBuf data) {
         bulk.memcpyHtoDScatter(frame, streamId, pieces, data);
+    }
+
+    // ---- page-locked host memory shared with the client
+
+    @Override
+    public void hostRegionCreate(Frame frame, long bytes) {
+        try {
+            gpu(); // only in an open session
+            SharedHostRegions.Grant grant = hostRegions.create(bytes, this);
+            replies.reply()
+                    .hostRegion(frame.requestId(), grant.id(), grant.file().toString(), grant.nonce());
+        } catch (RuntimeException e) {
+            failures.failed(frame, e);
+        }
+    }
+
+    @Override
+    public void hostRegionFree(Frame frame, int regionId) {
+        execute(frame, () -> hostRegions.free(regionId));
+    }
+
+    /** On a stream of the program's, after what it queued there before; done when answered, as the frames' copies. */
+    @Override
+    public void memcpyHtoDFromRegion(Frame frame, int streamId, long dst, int regionId, long offset, long bytes) {
+        execute(frame, () -> {
+            StreamHandle stream = handles.stream(streamId);
+            hostRegions.use(regionId, offset, bytes, host -> {
+                if (streamId == StreamHandle.DEFAULT.id()) {
+                    gpu().memcpyHtoD(dst, host, bytes);
+                } else {
+                    gpu().memcpyHtoDAsync(dst, host, bytes, stream);
+                    gpu().streamSynchronize(stream);
+                }
+            });
+        });
+    }
+
+    @Override
+    public void memcpyDtoHToRegion(Frame frame, int streamId, long src, int regionId, long offset, long bytes) {
+        execute(frame, () -> {
+            StreamHandle stream = handles.stream(streamId);
+            hostRegions.use(regionId, offset, bytes, host -> {
+                if (streamId == StreamHandle.DEFAULT.id()) {
+                    gpu().memcpyDtoH(host, src, bytes);
+                } else {
+                    gpu().memcpyDtoHAsync(host, src, bytes, stream);
+                    gpu().streamSynchronize(stream);
+                }
+            });
+        });
     }
 
     // ---- launch
