@@ -306,6 +306,11 @@ public final class GpuWorker implements AutoCloseable {
                 config, backend, authenticator, null, log, Sessions.ONE_PER_VGPU, Optional.of(socket), hostRegions);
     }
 
+    /** The most bytes of page-locked host memory this worker shares with its clients at once; 0 when it shares none. */
+    public long sharedHostBytes() {
+        return hostRegions.boundBytes();
+    }
+
     /** The listening socket's channel, for tests that play what the operating system does to it. */
     Channel listeningChannel() {
         return serverChannel;

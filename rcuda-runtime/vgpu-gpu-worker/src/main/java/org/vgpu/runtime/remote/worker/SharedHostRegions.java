@@ -266,6 +266,11 @@ final class SharedHostRegions implements AutoCloseable {
         }
     }
 
+    /** The most bytes the regions may hold at once; 0 where there are none. */
+    long boundBytes() {
+        return boundBytes;
+    }
+
     /** How many bytes the regions hold now. */
     synchronized long heldBytes() {
         return heldBytes;
