@@ -561,7 +561,11 @@ static void *region_launcher_serve(void *argument)
             int file = mkstemp(launcher->path);
             uint32_t magic = 0x56474852u;
             uint64_t nonce = 0x1234abcd5678ef90ull;
-            EXPECT(file >= 0 && fchmod(file, launcher->mode) == 0 && ftruncate(file, (off_t)(4096 + pages)) == 0);
+            if (file < 0) {
+                EXPECT(file >= 0);
+                return NULL;
+            }
+            EXPECT(fchmod(file, launcher->mode) == 0 && ftruncate(file, (off_t)(4096 + pages)) == 0);
             EXPECT(pwrite(file, &magic, 4, 0) == 4 && pwrite(file, &nonce, 8, 8) == 8);
             close(file);
             put_be(reply + length, 7, 4);
@@ -598,7 +602,10 @@ static void host_memory_with(struct region_launcher *launcher, const char *offer
         unsetenv("VGPU_HOST_REGIONS");
     }
     void *host = NULL;
-    EXPECT(cuMemHostAlloc(&host, 10000, 0) == CUDA_SUCCESS && host != NULL);
+    if (cuMemHostAlloc(&host, 10000, 0) != CUDA_SUCCESS || host == NULL) {
+        EXPECT(!"cuMemHostAlloc gave page-locked memory");
+        abort();
+    }
     memset(host, 0x5a, 10000); /* writable all through */
     EXPECT(cuMemcpyHtoD(0x100000000ull, (uint8_t *)host + 100, 200) == CUDA_SUCCESS);
     EXPECT(cuMemcpyDtoH((uint8_t *)host + 4096, 0x100000000ull, 10000 - 4096) == CUDA_SUCCESS);
