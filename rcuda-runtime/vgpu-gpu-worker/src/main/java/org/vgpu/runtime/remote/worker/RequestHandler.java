@@ -1,6 +1,8 @@
 package org.vgpu.runtime.remote.worker;
 
+import java.lang.foreign.MemorySegment;
 import java.util.List;
+import java.util.function.BiConsumer;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
@@ -340,31 +342,44 @@ final class RequestHandler extends OneToOneWorkerCalls {
         execute(frame, () -> hostRegions.free(regionId));
     }
 
-    /** On a stream of the program's, after what it queued there before; done when answered, as the frames' copies. */
     @Override
     public void memcpyHtoDFromRegion(Frame frame, int streamId, long dst, int regionId, long offset, long bytes) {
-        execute(frame, () -> {
-            StreamHandle stream = handles.stream(streamId);
-            hostRegions.use(regionId, offset, bytes, host -> {
-                if (streamId == StreamHandle.DEFAULT.id()) {
-                    gpu().memcpyHtoD(dst, host, bytes);
-                } else {
-                    gpu().memcpyHtoDAsync(dst, host, bytes, stream);
-                    gpu().streamSynchronize(stream);
-                }
-            });
+        copyWithRegion(frame, streamId, regionId, offset, bytes, (host, stream) -> {
+            if (stream == null) {
+                gpu().memcpyHtoD(dst, host, bytes);
+            } else {
+                gpu().memcpyHtoDAsync(dst, host, bytes, stream);
+            }
         });
     }
 
     @Override
     public void memcpyDtoHToRegion(Frame frame, int streamId, long src, int regionId, long offset, long bytes) {
+        copyWithRegion(frame, streamId, regionId, offset, bytes, (host, stream) -> {
+            if (stream == null) {
+                gpu().memcpyDtoH(host, src, bytes);
+            } else {
+                gpu().memcpyDtoHAsync(host, src, bytes, stream);
+            }
+        });
+    }
+
+    /**
+     * {@code copy} of the region's bytes, on the default stream ({@code null}) or after what the program queued on its
+     * stream before; done when answered, as the copies whose bytes travel in the frames.
+     */
+    private void copyWithRegion(
+            Frame frame,
+            int streamId,
+            int regionId,
+            long offset,
+            long bytes,
+            BiConsumer<MemorySegment, StreamHandle> copy) {
         execute(frame, () -> {
-            StreamHandle stream = handles.stream(streamId);
+            StreamHandle stream = streamId == StreamHandle.DEFAULT.id() ? null : handles.stream(streamId);
             hostRegions.use(regionId, offset, bytes, host -> {
-                if (streamId == StreamHandle.DEFAULT.id()) {
-                    gpu().memcpyDtoH(host, src, bytes);
-                } else {
-                    gpu().memcpyDtoHAsync(host, src, bytes, stream);
+                copy.accept(host, stream);
+                if (stream != null) {
                     gpu().streamSynchronize(stream);
                 }
             });
