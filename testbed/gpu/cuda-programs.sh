@@ -87,6 +87,11 @@ done
 {
     echo "# latency_bench plainly and through vgpu run (a native vGPU on GPU 0), 3 alternating runs, medians"
     latency_ratios "$work/bench.plain" "$work/bench.vgpu"
+    # its 256 MiB copies are from and to cudaMallocHost's memory (cuMemHostAlloc), which the launcher shares with the
+    # program when it offers to (VGPU_HOST_REGIONS): then no byte crosses the socket, and the goal is a ratio >= 0.95
+    echo "# pinned copies (cudaMallocHost, shared with the launcher): vgpu/plain bandwidth, goal >= 0.95"
+    latency_ratios "$work/bench.plain" "$work/bench.vgpu" | awk '/_256m_gbps/ {print "pinned_copy_ratio", $1, $7}'
+    grep -h "page-locked memory shared with the launcher" "$work/bench.vgpu.err" | head -n 1
 } | tee "$bench"
 # the same benchmark on a remote vGPU (a worker of GPU 0 in another process, reached through the launcher), three
 # runs, against plain CUDA's above; then the Java remote path's figures in the same run (vgpu remote-bench)

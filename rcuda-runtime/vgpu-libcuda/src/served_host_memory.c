@@ -1,21 +1,158 @@
 /*
- * Served on a vGPU: page-locked host memory (cuMemHostAlloc, cuMemAllocHost). Copies to and from a vGPU go through
- * its session whatever the host memory, so this is ordinary host memory, kept in a list so that cuMemFreeHost
- * frees only what it handed out. Kernels cannot read it through a device pointer (cuMemHostGetDevicePointer is
- * refused): a remote vGPU cannot reach the program's memory.
+ * Served on a vGPU: page-locked host memory (cuMemHostAlloc, cuMemAllocHost). Where `vgpu run`'s launcher shares
+ * host memory with the program (VGPU_HOST_REGIONS), each allocation is a region both map: the launcher makes a file
+ * of its user's alone under a fresh random name, this library maps it, checks the nonce the launcher wrote into its
+ * header page and unlinks it, and a copy between the region and a vGPU names the region, an offset and a length, so
+ * no byte crosses the session's socket; the launcher has the region page-locked by the node's driver, so a native
+ * vGPU copies it by DMA. Elsewhere (an older launcher, or one that shares none) it is ordinary host memory whose copies
+ * go through the session. Either way kept in a list, so that cuMemFreeHost frees only what it handed out. Kernels
+ * cannot read it through a device pointer (cuMemHostGetDevicePointer is refused): a remote vGPU cannot reach it.
  */
 #include "serving.h"
+#include "contract.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The region file's first page: "VGHR", then the launcher's nonce at 8, both in the host's byte order. */
+#define REGION_HEADER_BYTES 4096u
+#define REGION_MAGIC 0x56474852u
+#define REGION_NONCE_OFFSET 8u
+#define PAGE_BYTES 4096u
 
 struct host_block {
     void *address;
+    size_t bytes;         /* regions: whole pages, all of which the launcher maps */
+    void *mapping;        /* regions: the file's mapping, header page first; NULL: memory of this process alone */
+    size_t mapping_bytes;
+    uint32_t region;      /* regions: the launcher's id */
+    struct vgpu_device *maker; /* regions: the session that asked for it, which frees it */
     struct host_block *next;
 };
 
 static struct host_block *host_blocks;
 static pthread_mutex_t host_blocks_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The launcher answered that it shares no host memory after all: ask no more. */
+static atomic_int regions_refused;
+static atomic_int mapping_failure_said;
+
+static int regions_offered(void)
+{
+    const char *bound = getenv(VGPU_ENV_HOST_REGIONS);
+    return bound != NULL && bound[0] != '\0' && strcmp(bound, "0") != 0 && !atomic_load(&regions_refused);
+}
+
+/* The session a region is asked for on: the current vGPU's, or the first vGPU's before any is current. */
+static struct vgpu_device *region_session(void)
+{
+    CUresult result;
+    struct vgpu_device *device = vgpu_current_device(&result);
+    if (device == NULL && vgpu_get_current() == NULL && vgpu_device_at(0) != NULL &&
+        vgpu_open_locking(vgpu_device_at(0)) == CUDA_SUCCESS) {
+        device = vgpu_device_at(0);
+    }
+    return device;
+}
+
+static void free_region(struct vgpu_device *device, uint32_t region)
+{
+    struct vgpu_request request;
+    vgpu_request_begin(&request, VGPU_OP_HOST_REGION_FREE);
+    vgpu_put_u32(&request, region);
+    vgpu_locked_call(device, &request, NULL);
+}
+
+/* Maps the file the launcher made for a region of bytes (whole pages): it must be a regular file of this user's,
+   mode 600, of the region's size, holding nonce; unlinked once mapped. NULL, saying why once, when not. */
+static void *map_region(const char *path, uint64_t nonce, size_t mapping_bytes)
+{
+    const char *why = NULL;
+    void *mapping = MAP_FAILED;
+    int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    struct stat status;
+    if (fd < 0 || fstat(fd, &status) != 0) {
+        why = strerror(errno);
+    } else if (!S_ISREG(status.st_mode) || status.st_uid != geteuid() || (status.st_mode & 07777) != 0600) {
+        why = "not a regular file of this user's of mode 600";
+    } else if ((uint64_t)status.st_size != mapping_bytes) {
+        why = "not of the region's size";
+    } else if (posix_fallocate(fd, 0, (off_t)mapping_bytes) != 0) {
+        why = "no room for it in its filesystem"; /* else a page touched later would fault */
+    } else if ((mapping = mmap(NULL, mapping_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+        why = strerror(errno);
+    } else {
+        uint32_t magic;
+        uint64_t found;
+        memcpy(&magic, mapping, sizeof magic);
+        memcpy(&found, (const uint8_t *)mapping + REGION_NONCE_OFFSET, sizeof found);
+        if (magic != REGION_MAGIC || found != nonce) {
+            why = "it holds another nonce than the launcher announced";
+            munmap(mapping, mapping_bytes);
+            mapping = MAP_FAILED;
+        }
+    }
+    if (fd >= 0) {
+        unlink(path);
+        close(fd);
+    }
+    if (why != NULL && !atomic_exchange(&mapping_failure_said, 1)) {
+        vgpu_say("page-locked memory shared with the launcher cannot be mapped from %s (%s): this program's page-locked"
+                 " memory is its own, and its copies go through the session",
+                 path, why);
+    }
+    return mapping == MAP_FAILED ? NULL : mapping;
+}
+
+/* A region the launcher shares, into block; CUDA_ERROR_NOT_SUPPORTED when none can be had (then the memory is the
+   program's own), CUDA_ERROR_OUT_OF_MEMORY past the launcher's bound. */
+static CUresult shared_region(struct host_block *block, size_t bytesize)
+{
+    struct vgpu_device *device = region_session();
+    if (device == NULL || bytesize > SIZE_MAX - REGION_HEADER_BYTES - PAGE_BYTES) {
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    size_t pages = (bytesize + PAGE_BYTES - 1) / PAGE_BYTES * PAGE_BYTES;
+    struct vgpu_request request;
+    vgpu_request_begin(&request, VGPU_OP_HOST_REGION_CREATE);
+    vgpu_put_u64(&request, bytesize);
+    struct vgpu_reply reply;
+    CUresult result = vgpu_locked_call(device, &request, &reply);
+    if (result == CUDA_ERROR_NOT_SUPPORTED) {
+        atomic_store(&regions_refused, 1);
+    }
+    if (result == CUDA_ERROR_OUT_OF_MEMORY) {
+        vgpu_say("cuMemHostAlloc of %zu bytes: the launcher's bound of page-locked memory shared with this program"
+                 " (%s bytes) is reached",
+                 bytesize, getenv(VGPU_ENV_HOST_REGIONS));
+    }
+    if (result != CUDA_SUCCESS) {
+        return result;
+    }
+    uint32_t region = vgpu_get_u32(&reply);
+    char path[4096];
+    vgpu_get_string(&reply, path, sizeof path);
+    uint64_t nonce = vgpu_get_u64(&reply);
+    result = vgpu_reply_ok(&reply);
+    vgpu_reply_free(&reply);
+    if (result != CUDA_SUCCESS) {
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    void *mapping = map_region(path, nonce, REGION_HEADER_BYTES + pages);
+    if (mapping == NULL) {
+        free_region(device, region);
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    *block = (struct host_block){(uint8_t *)mapping + REGION_HEADER_BYTES, pages, mapping,
+                                 REGION_HEADER_BYTES + pages, region, device, NULL};
+    return CUDA_SUCCESS;
+}
 
 CUresult vgpu_served_cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
 {
@@ -25,16 +162,24 @@ CUresult vgpu_served_cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Fla
         return CUDA_ERROR_INVALID_VALUE;
     }
     struct host_block *block = malloc(sizeof *block);
-    void *address = NULL;
-    if (block == NULL || posix_memalign(&address, 4096, bytesize) != 0) {
-        free(block);
+    if (block == NULL) {
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
+    CUresult result = regions_offered() ? shared_region(block, bytesize) : CUDA_ERROR_NOT_SUPPORTED;
+    if (result == CUDA_ERROR_NOT_SUPPORTED) {
+        void *address = NULL;
+        result = posix_memalign(&address, PAGE_BYTES, bytesize) == 0 ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+        *block = (struct host_block){address, bytesize, NULL, 0, 0, NULL, NULL};
+    }
+    if (result != CUDA_SUCCESS) {
+        free(block);
+        return result;
+    }
     pthread_mutex_lock(&host_blocks_lock);
-    *block = (struct host_block){address, host_blocks};
+    block->next = host_blocks;
     host_blocks = block;
     pthread_mutex_unlock(&host_blocks_lock);
-    *pp = address;
+    *pp = block->address;
     return CUDA_SUCCESS;
 }
 
@@ -58,7 +203,30 @@ CUresult vgpu_served_cuMemFreeHost(void *p)
     if (found == NULL) {
         return CUDA_ERROR_INVALID_VALUE; /* as the driver: only what cuMemHostAlloc gave */
     }
-    free(found->address);
+    if (found->mapping != NULL) {
+        free_region(found->maker, found->region); /* the launcher unmaps its side once no copy uses it */
+        munmap(found->mapping, found->mapping_bytes);
+    } else {
+        free(found->address);
+    }
     free(found);
     return CUDA_SUCCESS;
+}
+
+int vgpu_host_region_at(const void *host, size_t bytes, uint32_t *region, uint64_t *offset)
+{
+    uintptr_t start = (uintptr_t)host;
+    int found = 0;
+    pthread_mutex_lock(&host_blocks_lock);
+    for (const struct host_block *block = host_blocks; block != NULL && !found; block = block->next) {
+        uintptr_t base = (uintptr_t)block->address;
+        if (block->mapping != NULL && start >= base && start - base <= block->bytes &&
+            bytes <= block->bytes - (start - base)) {
+            *region = block->region;
+            *offset = start - base;
+            found = 1;
+        }
+    }
+    pthread_mutex_unlock(&host_blocks_lock);
+    return found;
 }

@@ -140,6 +140,21 @@ CUresult vgpu_served_cuMemGetInfo(size_t *free_bytes, size_t *total)
     return result;
 }
 
+/* A copy between a vGPU and page-locked memory shared with the launcher: the request names the region's bytes, which
+   the launcher copies on the stream's order, answering when they are there. */
+static CUresult copy_with_region(struct vgpu_device *device, int opcode, int stream, uint64_t device_address,
+                                 uint32_t region, uint64_t offset, size_t bytes)
+{
+    struct vgpu_request request;
+    vgpu_request_begin(&request, opcode);
+    vgpu_put_u32(&request, (uint32_t)stream);
+    vgpu_put_u64(&request, device_address);
+    vgpu_put_u32(&request, region);
+    vgpu_put_u64(&request, offset);
+    vgpu_put_u64(&request, bytes);
+    return vgpu_locked_call(device, &request, NULL);
+}
+
 CUresult vgpu_served_cuMemcpyHtoD(CUdeviceptr_v2 dstDevice, const void *srcHost, size_t ByteCount)
 {
     return vgpu_served_cuMemcpyHtoDAsync(dstDevice, srcHost, ByteCount, NULL);
@@ -156,6 +171,11 @@ CUresult vgpu_served_cuMemcpyHtoDAsync(CUdeviceptr_v2 dstDevice, const void *src
     }
     if (srcHost == NULL && ByteCount > 0) {
         return CUDA_ERROR_INVALID_VALUE;
+    }
+    uint32_t region = 0;
+    uint64_t offset = 0;
+    if (ByteCount > 0 && vgpu_host_region_at(srcHost, ByteCount, &region, &offset)) {
+        return copy_with_region(device, VGPU_OP_MEMCPY_HTOD_FROM_REGION, stream, dstDevice, region, offset, ByteCount);
     }
     pthread_mutex_lock(&device->lock);
     result = vgpu_send_to_device(device, dstDevice, srcHost, ByteCount);
@@ -178,6 +198,11 @@ CUresult vgpu_served_cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr_v2 srcDevice, 
     }
     if (dstHost == NULL && ByteCount > 0) {
         return CUDA_ERROR_INVALID_VALUE;
+    }
+    uint32_t region = 0;
+    uint64_t offset = 0;
+    if (ByteCount > 0 && vgpu_host_region_at(dstHost, ByteCount, &region, &offset)) {
+        return copy_with_region(device, VGPU_OP_MEMCPY_DTOH_TO_REGION, stream, srcDevice, region, offset, ByteCount);
     }
     pthread_mutex_lock(&device->lock);
     result = vgpu_fetch_from_device(device, srcDevice, dstHost, ByteCount);

@@ -124,6 +124,10 @@ int vgpu_resident_blocks(const struct vgpu_occupancy *in, int block_size, size_t
 void vgpu_best_block_size(const struct vgpu_occupancy *in, CUoccupancyB2DSize dynamic_of_size, size_t dynamic_shared,
                           int size_limit, int *block_size, int *grid_size);
 
+/* served_host_memory.c: whether host..host+bytes lies in page-locked memory shared with the launcher, and if so in
+   which of its regions, from which offset. */
+int vgpu_host_region_at(const void *host, size_t bytes, uint32_t *region, uint64_t *offset);
+
 /* The current vGPU, opened, with stream checked to be one of its own and its id set (the worker takes a session's
    requests in the order the program issued them); NULL with *result set when not. */
 struct vgpu_device *vgpu_current_stream(CUstream stream, int *id, CUresult *result);

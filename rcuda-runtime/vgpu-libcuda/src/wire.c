@@ -447,6 +447,8 @@ CUresult vgpu_connect(struct vgpu_device *device, const char *socket_path)
     vgpu_put_u64(&hello, device->window_base);
     vgpu_put_u64(&hello, device->window_size);
     vgpu_put_string(&hello, ""); /* no token: the local worker admits its own user's processes */
+    /* from version 2: no ring of shared slots for the bytes of copies (page-locked memory is shared by region) */
+    vgpu_put_u8(&hello, 0);
     struct vgpu_reply welcome;
     CUresult result = vgpu_call(device, &hello, &welcome);
     if (result != CUDA_SUCCESS) {

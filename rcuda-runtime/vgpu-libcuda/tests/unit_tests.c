@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -493,6 +495,172 @@ static void launches_wait_for_no_answer_within_the_window(void)
     pthread_mutex_destroy(&device.lock);
 }
 
+/* A launcher's stand-in that shares host memory as the local worker does: HOST_REGION_CREATE makes a file of a header
+   page ("VGHR", the nonce) and the bytes (mode 600 unless told, region id 7), or is refused with 801 when told; every
+   other request is answered OK. It keeps the opcodes and bodies it got, and stops at the end of the stream. */
+struct region_launcher {
+    int fd;
+    int refuse;          /* answer HOST_REGION_CREATE with CUDA_ERROR_NOT_SUPPORTED */
+    mode_t mode;         /* of the file it makes */
+    char path[64];
+    int opcodes[16];
+    uint8_t bodies[16][64];
+    int count;
+};
+
+static void put_be(uint8_t *at, uint64_t value, int bytes)
+{
+    for (int i = 0; i < bytes; i++) {
+        at[i] = (uint8_t)(value >> (8 * (bytes - 1 - i)));
+    }
+}
+
+static uint64_t get_be(const uint8_t *at, int bytes)
+{
+    uint64_t value = 0;
+    for (int i = 0; i < bytes; i++) {
+        value = value << 8 | at[i];
+    }
+    return value;
+}
+
+static void *region_launcher_serve(void *argument)
+{
+    struct region_launcher *launcher = argument;
+    for (;;) {
+        uint8_t header[VGPU_WIRE_HEADER_BYTES];
+        if (read_exactly(launcher->fd, header, sizeof header) != 0) {
+            return NULL;
+        }
+        size_t body_length = (size_t)get_be(header, 4) - (VGPU_WIRE_HEADER_BYTES - 4);
+        uint8_t body[1 << 16];
+        if (body_length > sizeof body || read_exactly(launcher->fd, body, body_length) != 0) {
+            return NULL;
+        }
+        int opcode = (int)get_be(header + 4, 2);
+        if (launcher->count < 16) {
+            launcher->opcodes[launcher->count] = opcode;
+            memcpy(launcher->bodies[launcher->count], body, body_length < 64 ? body_length : 64);
+            launcher->count++;
+        }
+        static uint8_t reply[VGPU_WIRE_HEADER_BYTES + 8 + 16384];
+        memset(reply, 0, sizeof reply);
+        size_t length = VGPU_WIRE_HEADER_BYTES;
+        int reply_opcode = VGPU_OP_OK;
+        if (opcode == VGPU_OP_MEMCPY_DTOH) { /* one DATA frame of zeros, at offset 0 */
+            reply_opcode = VGPU_OP_DATA;
+            uint64_t bytes = get_be(body + 12, 8);
+            length += 8 + (bytes < 16384 ? bytes : 16384);
+        } else if (opcode == VGPU_OP_HOST_REGION_CREATE && launcher->refuse) {
+            reply_opcode = VGPU_OP_ERROR;
+            put_be(reply + length, CUDA_ERROR_NOT_SUPPORTED, 4); /* no name, no detail */
+            length += 12;
+        } else if (opcode == VGPU_OP_HOST_REGION_CREATE) {
+            uint64_t pages = (get_be(body, 8) + 4095) / 4096 * 4096;
+            strcpy(launcher->path, "/tmp/vgpu-unit-region-XXXXXX");
+            int file = mkstemp(launcher->path);
+            uint32_t magic = 0x56474852u;
+            uint64_t nonce = 0x1234abcd5678ef90ull;
+            if (file < 0) {
+                EXPECT(file >= 0);
+                return NULL;
+            }
+            EXPECT(fchmod(file, launcher->mode) == 0 && ftruncate(file, (off_t)(4096 + pages)) == 0);
+            EXPECT(pwrite(file, &magic, 4, 0) == 4 && pwrite(file, &nonce, 8, 8) == 8);
+            close(file);
+            put_be(reply + length, 7, 4);
+            put_be(reply + length + 4, strlen(launcher->path), 4);
+            memcpy(reply + length + 8, launcher->path, strlen(launcher->path));
+            put_be(reply + length + 8 + strlen(launcher->path), nonce, 8);
+            length += 16 + strlen(launcher->path);
+        }
+        put_be(reply, length - 4, 4);
+        put_be(reply + 4, (uint64_t)reply_opcode, 2);
+        memcpy(reply + 8, header + 8, 4); /* the request's id */
+        if (write(launcher->fd, reply, length) != (ssize_t)length) {
+            return NULL;
+        }
+    }
+}
+
+/* Runs one cuMemHostAlloc, copies to and from it and cuMemFreeHost against the stand-in; the opcodes it got. */
+static void host_memory_with(struct region_launcher *launcher, const char *offered, void **kept)
+{
+    int ends[2];
+    EXPECT(socketpair(AF_UNIX, SOCK_STREAM, 0, ends) == 0);
+    struct vgpu_device device = {.fd = ends[0], .next_request_id = 1, .max_threads_per_block = 1024};
+    pthread_mutex_init(&device.lock, NULL);
+    launcher->fd = ends[1];
+    pthread_t thread;
+    EXPECT(pthread_create(&thread, NULL, region_launcher_serve, launcher) == 0);
+    struct vgpu_handle context = {VGPU_HANDLE_MAGIC, VGPU_CONTEXT, &device, 0, 0, NULL, -1};
+    vgpu_serving = 1;
+    vgpu_set_current(&context);
+    if (offered != NULL) {
+        setenv("VGPU_HOST_REGIONS", offered, 1);
+    } else {
+        unsetenv("VGPU_HOST_REGIONS");
+    }
+    void *host = NULL;
+    if (cuMemHostAlloc(&host, 10000, 0) != CUDA_SUCCESS || host == NULL) {
+        EXPECT(!"cuMemHostAlloc gave page-locked memory");
+        abort();
+    }
+    memset(host, 0x5a, 10000); /* writable all through */
+    EXPECT(cuMemcpyHtoD(0x100000000ull, (uint8_t *)host + 100, 200) == CUDA_SUCCESS);
+    EXPECT(cuMemcpyDtoH((uint8_t *)host + 4096, 0x100000000ull, 10000 - 4096) == CUDA_SUCCESS);
+    *kept = host;
+    EXPECT(cuMemFreeHost(host) == CUDA_SUCCESS);
+    EXPECT(cuMemFreeHost(host) == CUDA_ERROR_INVALID_VALUE);
+    unsetenv("VGPU_HOST_REGIONS");
+    vgpu_set_current(NULL);
+    vgpu_serving = 0;
+    close(ends[0]);
+    pthread_join(thread, NULL);
+    close(ends[1]);
+    pthread_mutex_destroy(&device.lock);
+}
+
+/* Page-locked memory the launcher shares: copies with it name the region, an offset and a length (no bytes in the
+   frame), cuMemFreeHost frees the region, the file is unlinked once mapped; without the launcher's offer, when it
+   refuses, or when its file is not one of this user's alone, the memory is the program's own and copies carry it. */
+static void page_locked_memory_is_shared_with_the_launcher_when_it_offers(void)
+{
+    void *host = NULL;
+    struct region_launcher shared = {.mode = 0600};
+    host_memory_with(&shared, "1073741824", &host);
+    EXPECT(shared.count == 4);
+    EXPECT(shared.opcodes[0] == VGPU_OP_HOST_REGION_CREATE && get_be(shared.bodies[0], 8) == 10000);
+    EXPECT(shared.opcodes[1] == VGPU_OP_MEMCPY_HTOD_FROM_REGION);
+    /* stream 0, destination, region 7, offset 100, 200 bytes */
+    EXPECT(get_be(shared.bodies[1], 4) == 0 && get_be(shared.bodies[1] + 4, 8) == 0x100000000ull);
+    EXPECT(get_be(shared.bodies[1] + 12, 4) == 7 && get_be(shared.bodies[1] + 16, 8) == 100 &&
+           get_be(shared.bodies[1] + 24, 8) == 200);
+    EXPECT(shared.opcodes[2] == VGPU_OP_MEMCPY_DTOH_TO_REGION && get_be(shared.bodies[2] + 16, 8) == 4096 &&
+           get_be(shared.bodies[2] + 24, 8) == 10000 - 4096);
+    EXPECT(shared.opcodes[3] == VGPU_OP_HOST_REGION_FREE && get_be(shared.bodies[3], 4) == 7);
+    struct stat status;
+    EXPECT(stat(shared.path, &status) != 0); /* unlinked as it was mapped */
+
+    struct region_launcher none = {.mode = 0600};
+    host_memory_with(&none, NULL, &host);
+    EXPECT(none.count >= 2 && none.opcodes[0] == VGPU_OP_MEMCPY_HTOD && none.opcodes[1] == VGPU_OP_MEMCPY_DTOH);
+
+    struct region_launcher foreign = {.mode = 0644};
+    host_memory_with(&foreign, "1073741824", &host);
+    EXPECT(foreign.count >= 4 && foreign.opcodes[0] == VGPU_OP_HOST_REGION_CREATE);
+    EXPECT(foreign.opcodes[1] == VGPU_OP_HOST_REGION_FREE && foreign.opcodes[2] == VGPU_OP_MEMCPY_HTOD);
+    EXPECT(stat(foreign.path, &status) != 0);
+
+    struct region_launcher refusing = {.mode = 0600, .refuse = 1};
+    host_memory_with(&refusing, "1073741824", &host);
+    EXPECT(refusing.count >= 2 && refusing.opcodes[0] == VGPU_OP_HOST_REGION_CREATE &&
+           refusing.opcodes[1] == VGPU_OP_MEMCPY_HTOD);
+    struct region_launcher asked_no_more = {.mode = 0600};
+    host_memory_with(&asked_no_more, "1073741824", &host);
+    EXPECT(asked_no_more.count >= 1 && asked_no_more.opcodes[0] == VGPU_OP_MEMCPY_HTOD);
+}
+
 /* A child forked while its parent's session was open refuses, closes only its own copy of the socket, sends nothing. */
 static void a_forked_child_refuses_without_touching_the_parents_session(void)
 {
@@ -571,6 +739,7 @@ int main(void)
     launches_wait_for_no_answer_within_the_window();
     traced_tables_pass_each_call_to_the_driver();
     a_forked_child_refuses_without_touching_the_parents_session();
+    page_locked_memory_is_shared_with_the_launcher_when_it_offers();
     if (failures != 0) {
         fprintf(stderr, "%d failure(s)\n", failures);
         return 1;

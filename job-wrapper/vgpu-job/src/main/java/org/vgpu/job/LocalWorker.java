@@ -112,6 +112,11 @@ final class LocalWorker implements AutoCloseable {
         return socket;
     }
 
+    /** The most bytes of page-locked host memory the worker shares with the program; 0 when it shares none. */
+    long sharedHostBytes() {
+        return worker.sharedHostBytes();
+    }
+
     /** Whether a session opened the job's vGPUs. */
     boolean used() {
         return vgpus.used();

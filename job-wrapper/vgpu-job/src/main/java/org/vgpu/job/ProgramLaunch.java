@@ -15,6 +15,7 @@ import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
+import org.vgpu.common.contract.BridgeContract;
 import org.vgpu.common.error.IoReasons;
 import org.vgpu.common.error.VgpuFailure;
 
@@ -31,6 +32,8 @@ import org.vgpu.common.error.VgpuFailure;
  */
 final class ProgramLaunch {
     static final String JAVA_TOOL_OPTIONS = "JAVA_TOOL_OPTIONS";
+    /** Where the program's {@code libcuda.so.1} learns that the launcher shares page-locked host memory with it. */
+    static final String HOST_REGIONS = BridgeContract.ENV_HOST_REGIONS;
 
     /** How long a program told to stop (SIGTERM) has before it is killed. */
     private static final Duration STOP_GRACE = Duration.ofSeconds(10);
@@ -152,6 +155,11 @@ final class ProgramLaunch {
         builder.environment().put(InterposerPremain.RUN_DIRECTORY, runDirectory.toString());
         local.ifPresent(worker -> {
             builder.environment().put(LocalWorker.VARIABLE, worker.socket().toString());
+            if (worker.sharedHostBytes() > 0) {
+                builder.environment().put(HOST_REGIONS, Long.toString(worker.sharedHostBytes()));
+            } else {
+                builder.environment().remove(HOST_REGIONS);
+            }
             libcuda.ifPresent(directory -> {
                 builder.environment()
                         .put(

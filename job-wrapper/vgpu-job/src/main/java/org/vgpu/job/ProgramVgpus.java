@@ -1,6 +1,7 @@
 package org.vgpu.job;
 
 import java.io.IOException;
+import java.lang.foreign.MemorySegment;
 import java.nio.channels.FileChannel;
 import java.nio.channels.FileLock;
 import java.nio.channels.OverlappingFileLockException;
@@ -102,6 +103,26 @@ final class ProgramVgpus implements GpuBackend {
                             k, window.base(), window.size(), k, jobWindow.base(), jobWindow.size()));
         }
         return new SessionScopedGpu(job().vgpus().get(k - assembly.firstIndex()));
+    }
+
+    /**
+     * Registered with the job's backend of this node, whatever backend each vGPU is on now: the memory is on this host,
+     * so a vGPU that migrates home finds it page-locked there.
+     */
+    @Override
+    public boolean hostRegister(MemorySegment host) {
+        return job().local().hostRegister(host);
+    }
+
+    @Override
+    public void hostUnregister(MemorySegment host) {
+        JobVgpus job;
+        synchronized (this) {
+            job = opened;
+        }
+        if (job != null) {
+            job.local().hostUnregister(host);
+        }
     }
 
     private synchronized JobVgpus job() {

@@ -1,5 +1,8 @@
 package org.vgpu.runtime;
 
+import java.lang.foreign.MemorySegment;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.function.Supplier;
@@ -28,6 +31,9 @@ public final class DeferredNativeBackend implements GpuBackend {
 
     private final Supplier<? extends GpuBackend> loader;
     private GpuBackend loaded; // guarded by this
+    /** The host memory registered with this backend, and whether the loaded backend page-locked it; guarded by this. */
+    private final Map<MemorySegment, Boolean> hostRegions = new LinkedHashMap<>();
+
     private String whyNone; // guarded by this
 
     /**
@@ -49,6 +55,7 @@ public final class DeferredNativeBackend implements GpuBackend {
         if (loaded == null) {
             try {
                 loaded = loader.get();
+                hostRegions.replaceAll((host, registered) -> loaded.hostRegister(host));
             } catch (VgpuException e) {
                 if (e.code() != ErrorCode.VGPU_BACKEND_UNAVAILABLE) {
                     throw e;
@@ -86,6 +93,24 @@ public final class DeferredNativeBackend implements GpuBackend {
     @Override
     public Optional<String> pciBusId(int device) {
         return current().flatMap(backend -> backend.pciBusId(device));
+    }
+
+    /**
+     * Registered with the native backend now if it is loaded, else when it loads: host memory a program shares with
+     * the launcher is page-locked for a vGPU that comes home to a GPU granted after it was made.
+     */
+    @Override
+    public synchronized boolean hostRegister(MemorySegment host) {
+        boolean registered = loaded != null && loaded.hostRegister(host);
+        hostRegions.put(host, registered);
+        return registered;
+    }
+
+    @Override
+    public synchronized void hostUnregister(MemorySegment host) {
+        if (Boolean.TRUE.equals(hostRegions.remove(host))) {
+            loaded.hostUnregister(host);
+        }
     }
 
     @Override

@@ -7,13 +7,18 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.Deque;
+import java.util.List;
 import java.util.Optional;
 import java.util.function.Supplier;
 
 import org.junit.jupiter.api.Test;
 
+import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.GpuBackend;
 import org.vgpu.runtime.api.VaWindow;
@@ -97,6 +102,86 @@ class JobBackendTest {
         assertEquals(1, deferred.deviceCount());
         assertEquals(admitted.deviceProperties(0), deferred.deviceProperties(0));
         assertEquals(3, loader.calls, "loaded once, never again");
+    }
+
+    /** The admitted GPU's backend, noting the host memory it page-locks and releases. */
+    private final class RegisteringBackend implements GpuBackend {
+        final List<MemorySegment> registered = new ArrayList<>();
+        final List<MemorySegment> unregistered = new ArrayList<>();
+
+        @Override
+        public String name() {
+            return NativeBackend.NAME;
+        }
+
+        @Override
+        public boolean isEmulation() {
+            return false;
+        }
+
+        @Override
+        public int deviceCount() {
+            return admitted.deviceCount();
+        }
+
+        @Override
+        public DeviceProperties deviceProperties(int device) {
+            return admitted.deviceProperties(device);
+        }
+
+        @Override
+        public VirtualGpu open(int device, VaWindow window) {
+            return admitted.open(device, window);
+        }
+
+        @Override
+        public boolean hostRegister(MemorySegment host) {
+            registered.add(host);
+            return true;
+        }
+
+        @Override
+        public void hostUnregister(MemorySegment host) {
+            unregistered.add(host);
+        }
+    }
+
+    /**
+     * Host memory shared with a program before the job's GPU was admitted is page-locked when the backend loads, so a
+     * vGPU that migrates home onto the granted GPU copies it as pinned memory; it is released there once freed.
+     */
+    @Test
+    void hostMemoryRegisteredBeforeTheGrantIsRegisteredWhenTheBackendLoads() {
+        RegisteringBackend granted = new RegisteringBackend();
+        ScriptedLoader loader = new ScriptedLoader()
+                .then(new NativeBackend.NoDeviceSeen(NO_DEVICE))
+                .then(granted);
+        DeferredNativeBackend deferred =
+                assertInstanceOf(DeferredNativeBackend.class, Backends.select(Backends.AUTO, 4, loader, true));
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment early = arena.allocate(8192, 4096);
+            MemorySegment freedEarly = arena.allocate(4096, 4096);
+            assertFalse(deferred.hostRegister(early), "nothing to lock it with yet");
+            assertFalse(deferred.hostRegister(freedEarly));
+            deferred.hostUnregister(freedEarly);
+            assertTrue(granted.registered.isEmpty());
+
+            try (VirtualGpu home = deferred.open(0, VaWindow.forVgpu(0))) {
+                assertEquals(List.of(early), granted.registered, "registered as the granted GPU's backend loaded");
+                long address = home.memAlloc(8192);
+                early.fill((byte) 4);
+                home.memcpyHtoD(address, early, 8192);
+                byte[] back = new byte[8192];
+                home.memcpyDtoH(MemorySegment.ofArray(back), address, 8192);
+                assertEquals(4, back[8191]);
+            }
+            MemorySegment late = arena.allocate(4096, 4096);
+            assertTrue(deferred.hostRegister(late), "registered at once once loaded");
+            deferred.hostUnregister(early);
+            deferred.hostUnregister(late);
+            assertEquals(List.of(early, late), granted.unregistered);
+            assertTrue(granted.unregistered.stream().noneMatch(freedEarly::equals));
+        }
     }
 
     @Test

@@ -89,7 +89,9 @@ final class CudaDriverFfm {
             MethodHandle cuMemAllocHost,
             MethodHandle cuPointerGetAttribute,
             MethodHandle cuMemFreeHost,
-            MethodHandle cuFuncGetParamInfo) { // null on drivers older than CUDA 12.4
+            MethodHandle cuFuncGetParamInfo, // null on drivers older than CUDA 12.4
+            MethodHandle cuMemHostRegister,
+            MethodHandle cuMemHostUnregister) {
 
         static Bindings bind(SymbolLookup libcuda) {
             Linker linker = Linker.nativeLinker();
@@ -125,7 +127,10 @@ final class CudaDriverFfm {
                     binder.required("cuMemFreeHost", FunctionDescriptor.of(JAVA_INT, ADDRESS)),
                     binder.optional(
                             "cuFuncGetParamInfo",
-                            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS, ADDRESS)));
+                            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS, ADDRESS)),
+                    binder.required(
+                            "cuMemHostRegister_v2", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_INT)),
+                    binder.required("cuMemHostUnregister", FunctionDescriptor.of(JAVA_INT, JAVA_LONG)));
         }
     }
 
@@ -428,6 +433,33 @@ final class CudaDriverFfm {
             throw propagate(t);
         }
         CudaErrors.check(result, String.format("cuMemFreeHost(0x%x)", address));
+    }
+
+    /** cuMemHostRegister's flag: the memory is page-locked for every context, not only the current one. */
+    private static final int CU_MEMHOSTREGISTER_PORTABLE = 0x01;
+
+    /**
+     * Page-locks host memory this process mapped itself, for every context (portable), so the driver copies to and
+     * from it by DMA as from {@link #memAllocHost}'s memory. A context must be current.
+     */
+    static void memHostRegister(long address, long bytes) {
+        int result;
+        try {
+            result = (int) bindings().cuMemHostRegister().invokeExact(address, bytes, CU_MEMHOSTREGISTER_PORTABLE);
+        } catch (Throwable t) {
+            throw propagate(t);
+        }
+        CudaErrors.check(result, String.format("cuMemHostRegister(0x%x, %d bytes)", address, bytes));
+    }
+
+    static void memHostUnregister(long address) {
+        int result;
+        try {
+            result = (int) bindings().cuMemHostUnregister().invokeExact(address);
+        } catch (Throwable t) {
+            throw propagate(t);
+        }
+        CudaErrors.check(result, String.format("cuMemHostUnregister(0x%x)", address));
     }
 
     // ---- functions

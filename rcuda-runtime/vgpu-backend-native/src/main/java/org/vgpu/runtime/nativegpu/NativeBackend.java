@@ -6,6 +6,7 @@ import static jcuda.driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PE
 import static jcuda.driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT;
 import static jcuda.driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_WARP_SIZE;
 
+import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.util.Optional;
 
@@ -33,6 +34,8 @@ public final class NativeBackend implements GpuBackend {
 
     private final DeviceProperties[] devices;
     private final String[] pciBusIds;
+    /** Device 0's primary context, retained at the first {@link #hostRegister}: registrations live in it. */
+    private PrimaryContext registrationContext; // guarded by this
 
     private NativeBackend(DeviceProperties[] devices, String[] pciBusIds) {
         this.devices = devices;
@@ -109,6 +112,34 @@ public final class NativeBackend implements GpuBackend {
     public VirtualGpu open(int device, VaWindow window) {
         checkDevice(device);
         return NativeGpu.open(device, window, devices[device]);
+    }
+
+    /** Registered in device 0's primary context, portable: every vGPU of this backend copies from it by DMA. */
+    @Override
+    public synchronized boolean hostRegister(MemorySegment host) {
+        if (registrationContext == null) {
+            registrationContext = PrimaryContext.retain(CudaDriverFfm.deviceGet(0));
+        }
+        registrationContext.makeCurrent();
+        CudaDriverFfm.memHostRegister(host.address(), host.byteSize());
+        return true;
+    }
+
+    @Override
+    public synchronized void hostUnregister(MemorySegment host) {
+        if (registrationContext != null) {
+            registrationContext.makeCurrent();
+            CudaDriverFfm.memHostUnregister(host.address());
+        }
+    }
+
+    /** Releases the context the registrations lived in; the vGPUs' own contexts are theirs to release. */
+    @Override
+    public synchronized void close() {
+        if (registrationContext != null) {
+            registrationContext.close();
+            registrationContext = null;
+        }
     }
 
     private void checkDevice(int device) {

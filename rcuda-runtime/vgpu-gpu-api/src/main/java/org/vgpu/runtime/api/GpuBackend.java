@@ -1,5 +1,6 @@
 package org.vgpu.runtime.api;
 
+import java.lang.foreign.MemorySegment;
 import java.util.Optional;
 
 /**
@@ -25,6 +26,19 @@ public interface GpuBackend extends AutoCloseable {
     default Optional<String> pciBusId(int device) {
         return Optional.empty();
     }
+
+    /**
+     * As {@code cuMemHostRegister} (portable): page-locks host memory this process mapped itself, such as a region it
+     * shares with a CUDA program, so that copies between it and every vGPU of this backend run as from memory of
+     * {@link VirtualGpu#memAllocHost}. Whether it did: false where the backend has nothing to lock (the emulation
+     * copies from any memory alike), the default. Undo with {@link #hostUnregister} before the memory is unmapped.
+     */
+    default boolean hostRegister(MemorySegment host) {
+        return false;
+    }
+
+    /** As {@code cuMemHostUnregister}: undoes a {@link #hostRegister} that returned true. */
+    default void hostUnregister(MemorySegment host) {}
 
     /** Opens vGPU {@code window.vgpuIndex()} on physical device {@code device}, reserving its window. */
     VirtualGpu open(int device, VaWindow window);

@@ -134,6 +134,8 @@ public final class GpuWorker implements AutoCloseable {
     private final ServedSessions served;
     /** The stripe keys of the sessions served now, for the stripe connections that join them. */
     private final StripeJoins stripeJoins = new StripeJoins();
+    /** The host memory shared with a local worker's program; none for a worker over TCP. */
+    private final SharedHostRegions hostRegions;
     /** Open connections, and those of them that have not signed in; counted on the event loop. */
     private final AtomicInteger connections = new AtomicInteger();
 
@@ -148,8 +150,10 @@ public final class GpuWorker implements AutoCloseable {
             SslContext ssl,
             Consumer<String> log,
             Sessions sessions,
-            Optional<Path> socket) {
+            Optional<Path> socket,
+            SharedHostRegions hostRegions) {
         this.config = config;
+        this.hostRegions = hostRegions;
         this.backend = backend;
         this.authenticator = authenticator;
         this.log = log;
@@ -262,7 +266,16 @@ public final class GpuWorker implements AutoCloseable {
         Objects.requireNonNull(authenticator, "authenticator");
         Objects.requireNonNull(log, "log");
         Objects.requireNonNull(sessions, "sessions");
-        return new GpuWorker(config, backend, authenticator, ssl, log, sessions, Optional.empty());
+        return new GpuWorker(
+                config,
+                backend,
+                authenticator,
+                ssl,
+                log,
+                sessions,
+                Optional.empty(),
+                SharedHostRegions.none("only a launcher's local worker shares host memory with its program, and this"
+                        + " worker serves over TCP"));
     }
 
     /**
@@ -282,7 +295,24 @@ public final class GpuWorker implements AutoCloseable {
         Objects.requireNonNull(backend, "backend");
         Objects.requireNonNull(authenticator, "authenticator");
         Objects.requireNonNull(log, "log");
-        return new GpuWorker(config, backend, authenticator, null, log, Sessions.ONE_PER_VGPU, Optional.of(socket));
+        return startOnSocket(socket, config, backend, authenticator, log, SharedHostRegions.forLocalWorker(backend));
+    }
+
+    /** As the public {@code startOnSocket}, sharing host memory through {@code hostRegions}. */
+    static GpuWorker startOnSocket(
+            Path socket,
+            WorkerConfig config,
+            GpuBackend backend,
+            SessionAuthenticator authenticator,
+            Consumer<String> log,
+            SharedHostRegions hostRegions) {
+        return new GpuWorker(
+                config, backend, authenticator, null, log, Sessions.ONE_PER_VGPU, Optional.of(socket), hostRegions);
+    }
+
+    /** The most bytes of page-locked host memory this worker shares with its clients at once; 0 when it shares none. */
+    public long sharedHostBytes() {
+        return hostRegions.boundBytes();
     }
 
     /** The listening socket's channel, for tests that play what the operating system does to it. */
@@ -351,6 +381,7 @@ public final class GpuWorker implements AutoCloseable {
                         : served.servedSoFar("the worker was closed"));
         serverChannel.close().syncUninterruptibly();
         group.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
+        hostRegions.close();
     }
 
     /**
@@ -498,7 +529,7 @@ public final class GpuWorker implements AutoCloseable {
             log.accept("worker " + config.workerId() + ": session for " + hello.window() + " from "
                     + ctx.channel().remoteAddress());
             signedIn(ctx);
-            session = new SessionExecutor(ctx.channel(), backend, config, traffic, stripeJoins);
+            session = new SessionExecutor(ctx.channel(), backend, config, traffic, stripeJoins, hostRegions);
             session.outcome()
                     .thenAccept(outcome -> ctx.channel()
                             .closeFuture()

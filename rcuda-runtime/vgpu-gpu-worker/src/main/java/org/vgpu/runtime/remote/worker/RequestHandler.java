@@ -1,6 +1,8 @@
 package org.vgpu.runtime.remote.worker;
 
+import java.lang.foreign.MemorySegment;
 import java.util.List;
+import java.util.function.BiConsumer;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
@@ -47,6 +49,7 @@ final class RequestHandler extends OneToOneWorkerCalls {
     private final SessionHandles handles;
     private final BulkCopies bulk;
     private final SessionEnd end;
+    private final SharedHostRegions hostRegions;
     private VirtualGpu gpu;
 
     RequestHandler(
@@ -56,8 +59,10 @@ final class RequestHandler extends OneToOneWorkerCalls {
             SessionHandles handles,
             BulkCopies bulk,
             KeptFailure failures,
+            SharedHostRegions hostRegions,
             SessionEnd end) {
         this.backend = backend;
+        this.hostRegions = hostRegions;
         this.config = config;
         this.replies = replies;
         this.handles = handles;
@@ -70,6 +75,7 @@ final class RequestHandler extends OneToOneWorkerCalls {
     void closeGpu() {
         VirtualGpu closing = gpu;
         gpu = null;
+        hostRegions.freeAllOf(this);
         bulk.close();
         if (closing != null) {
             closing.close();
@@ -318,6 +324,69 @@ final class RequestHandler extends OneToOneWorkerCalls {
     @Override
     public void memcpyHtoDScatter(Frame frame, int streamId, List<DeviceRegion> pieces, ByteBuf data) {
         bulk.memcpyHtoDScatter(frame, streamId, pieces, data);
+    }
+
+    // ---- page-locked host memory shared with the client
+
+    @Override
+    public void hostRegionCreate(Frame frame, long bytes) {
+        try {
+            gpu(); // only in an open session
+            SharedHostRegions.Grant grant = hostRegions.create(bytes, this);
+            replies.reply()
+                    .hostRegion(frame.requestId(), grant.id(), grant.file().toString(), grant.nonce());
+        } catch (RuntimeException e) {
+            failures.failed(frame, e);
+        }
+    }
+
+    @Override
+    public void hostRegionFree(Frame frame, int regionId) {
+        execute(frame, () -> hostRegions.free(regionId));
+    }
+
+    @Override
+    public void memcpyHtoDFromRegion(Frame frame, int streamId, long dst, int regionId, long offset, long bytes) {
+        copyWithRegion(frame, streamId, regionId, offset, bytes, (host, stream) -> {
+            if (stream == null) {
+                gpu().memcpyHtoD(dst, host, bytes);
+            } else {
+                gpu().memcpyHtoDAsync(dst, host, bytes, stream);
+            }
+        });
+    }
+
+    @Override
+    public void memcpyDtoHToRegion(Frame frame, int streamId, long src, int regionId, long offset, long bytes) {
+        copyWithRegion(frame, streamId, regionId, offset, bytes, (host, stream) -> {
+            if (stream == null) {
+                gpu().memcpyDtoH(host, src, bytes);
+            } else {
+                gpu().memcpyDtoHAsync(host, src, bytes, stream);
+            }
+        });
+    }
+
+    /**
+     * {@code copy} of the region's bytes, on the default stream ({@code null}) or after what the program queued on its
+     * stream before; done when answered, as the copies whose bytes travel in the frames.
+     */
+    private void copyWithRegion(
+            Frame frame,
+            int streamId,
+            int regionId,
+            long offset,
+            long bytes,
+            BiConsumer<MemorySegment, StreamHandle> copy) {
+        execute(frame, () -> {
+            StreamHandle stream = streamId == StreamHandle.DEFAULT.id() ? null : handles.stream(streamId);
+            hostRegions.use(regionId, offset, bytes, host -> {
+                copy.accept(host, stream);
+                if (stream != null) {
+                    gpu().streamSynchronize(stream);
+                }
+            });
+        });
     }
 
     // ---- launch

@@ -63,14 +63,19 @@ final class SessionExecutor implements Runnable {
     private long busyNanos;
 
     SessionExecutor(
-            Channel channel, GpuBackend backend, WorkerConfig config, TrafficCounter traffic, StripeJoins stripeJoins) {
+            Channel channel,
+            GpuBackend backend,
+            WorkerConfig config,
+            TrafficCounter traffic,
+            StripeJoins stripeJoins,
+            SharedHostRegions hostRegions) {
         this.channel = channel;
         this.config = config;
         this.replies = new ReplyBatcher(channel);
         this.failures = new KeptFailure(replies);
         SessionHandles handles = new SessionHandles();
         this.bulk = new BulkCopies(channel, replies, failures, handles, traffic, stripeJoins);
-        this.handler = new RequestHandler(backend, config, replies, handles, bulk, failures, this::stop);
+        this.handler = new RequestHandler(backend, config, replies, handles, bulk, failures, hostRegions, this::stop);
     }
 
     /** Starts the GPU thread. */

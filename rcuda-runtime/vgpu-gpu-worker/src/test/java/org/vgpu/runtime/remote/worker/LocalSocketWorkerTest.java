@@ -6,13 +6,20 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 
+import io.netty.buffer.ByteBuf;
 import io.netty.channel.EventLoopGroup;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -58,7 +65,8 @@ class LocalSocketWorkerTest {
                 new WorkerConfig("localhost", 0, 0, "local-test", Duration.ofMinutes(1)),
                 backend,
                 SameUserSessions.ownerOf(directory),
-                log::add);
+                log::add,
+                SharedHostRegions.in(directory, 1 << 20, backend));
     }
 
     @AfterEach
@@ -132,6 +140,119 @@ class LocalSocketWorkerTest {
         }
         try (RemoteGpu next = connect(0)) {
             assertTrue(new VectorAddWorkload().run(next, 1, 2).passed());
+        }
+    }
+
+    /** The id, file and nonce of the region an OK to HOST_REGION_CREATE names, its file mapped as the program maps it. */
+    private record Mapped(int id, MemorySegment bytes) {}
+
+    private static Mapped mapRegion(RawClient client, Arena arena) throws IOException {
+        ByteBuf result = client.lastResult();
+        int id = result.readInt();
+        Path file = Path.of(result.readCharSequence(result.readInt(), StandardCharsets.UTF_8)
+                .toString());
+        long nonce = result.readLong();
+        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            MemorySegment mapping = channel.map(FileChannel.MapMode.READ_WRITE, 0, channel.size(), arena);
+            assertEquals(nonce, mapping.get(ValueLayout.JAVA_LONG_UNALIGNED, SharedHostRegions.NONCE_OFFSET));
+            Files.delete(file); // as the program does once it mapped it
+            return new Mapped(id, mapping.asSlice(SharedHostRegions.HEADER_BYTES));
+        }
+    }
+
+    @Test
+    void copiesWithASharedHostRegionCarryNoBytesAndABadRegionIsAnErrorTheSessionOutlives() throws IOException {
+        long base = VaWindow.forVgpu(0).base();
+        try (RawClient client = RawClient.onSocket(socket);
+                Arena arena = Arena.ofShared()) {
+            client.hello(1, "", VaWindow.forVgpu(0));
+            assertTrue(client.read().startsWith("#1 welcome local-test"));
+            assertEquals(
+                    "#2 ok 0 bytes",
+                    client.send(e -> e.memAllocAt(2, base, 2 << 20)).read());
+            assertTrue(client.send(e -> e.hostRegionCreate(3, 8192)).read().startsWith("#3 ok"));
+            Mapped region = mapRegion(client, arena);
+            region.bytes().asSlice(4096, 4).copyFrom(MemorySegment.ofArray(new byte[] {1, 2, 3, 4}));
+
+            int in = client.send(e -> e.memcpyHtoDFromRegion(4, 0, base + 8, region.id(), 4096, 4))
+                    .read()
+                    .length();
+            assertEquals("#4 ok 0 bytes".length(), in);
+            assertEquals(
+                    "#5 data@0 4 bytes [01020304]",
+                    client.send(e -> e.memcpyDtoH(5, false, 0, base + 8, 4, 4096))
+                            .read());
+            assertEquals(
+                    "#6 ok 0 bytes",
+                    client.send(e -> e.memcpyDtoHToRegion(6, 0, base + 6, region.id(), 100, 4))
+                            .read());
+            assertEquals(1, region.bytes().get(ValueLayout.JAVA_BYTE, 102), "the device's bytes, in the region");
+            assertEquals(2, region.bytes().get(ValueLayout.JAVA_BYTE, 103));
+
+            String outside = client.send(e -> e.memcpyHtoDFromRegion(7, 0, base, region.id(), 8190, 4))
+                    .read();
+            assertTrue(
+                    outside.startsWith("#7 error") && outside.contains("outside shared host region " + region.id()),
+                    outside);
+            String unknown = client.send(e -> e.memcpyDtoHToRegion(8, 0, base, region.id() + 9, 0, 4))
+                    .read();
+            assertTrue(unknown.contains("no shared host region " + (region.id() + 9)), unknown);
+            String notOnDevice = client.send(e -> e.memcpyHtoDFromRegion(9, 0, base + (4L << 20), region.id(), 0, 4))
+                    .read();
+            assertTrue(notOnDevice.startsWith("#9 error"), notOnDevice);
+            assertEquals(
+                    "#10 ok 0 bytes",
+                    client.send(e -> e.hostRegionFree(10, region.id())).read());
+            assertTrue(
+                    client.send(e -> e.hostRegionFree(11, region.id())).read().startsWith("#11 error"));
+            String freed = client.send(e -> e.memcpyHtoDFromRegion(12, 0, base, region.id(), 0, 4))
+                    .read();
+            assertTrue(freed.contains("no shared host region " + region.id()), freed);
+            assertEquals(
+                    "#13 data@0 4 bytes [01020304]",
+                    client.send(e -> e.memcpyDtoH(13, false, 0, base + 8, 4, 4096))
+                            .read(),
+                    "the session goes on");
+        }
+    }
+
+    @Test
+    void aRegionPastTheBoundIsOutOfMemoryAndASessionsEndFreesItsRegions() {
+        try (RawClient client = RawClient.onSocket(socket)) {
+            client.hello(1, "", VaWindow.forVgpu(0));
+            assertTrue(client.read().startsWith("#1 welcome"));
+            assertTrue(client.send(e -> e.hostRegionCreate(2, 1 << 20)).read().startsWith("#2 ok"));
+            String refused = client.send(e -> e.hostRegionCreate(3, 1)).read();
+            assertTrue(refused.startsWith("#3 error") && refused.contains("bound of 1048576 bytes"), refused);
+        }
+        try (RawClient next = RawClient.onSocket(socket)) {
+            next.hello(1, "", VaWindow.forVgpu(1));
+            assertTrue(next.read().startsWith("#1 welcome"));
+            // the first session's end is seen on the worker's own time: its region is freed then
+            String answer = "";
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            for (int id = 2; !answer.startsWith("#" + (id - 1) + " ok") && System.nanoTime() < deadline; id++) {
+                int requestId = id;
+                answer = next.send(e -> e.hostRegionCreate(requestId, 1 << 20)).read();
+            }
+            assertTrue(answer.contains(" ok "), "the ended session's region was freed: " + answer);
+        }
+    }
+
+    @Test
+    void aWorkerOverTcpSharesNoHostMemory() {
+        try (GpuWorker overTcp = GpuWorker.start(
+                        new WorkerConfig("127.0.0.1", 0, 0, "tcp-test", Duration.ofMinutes(1)),
+                        backend,
+                        (token, window) -> {},
+                        null,
+                        log::add);
+                RawClient client = new RawClient("127.0.0.1", overTcp.address().getPort())) {
+            client.hello(1, "", VaWindow.forVgpu(0));
+            assertTrue(client.read().startsWith("#1 welcome"));
+            String refused = client.send(e -> e.hostRegionCreate(2, 4096)).read();
+            assertTrue(refused.startsWith("#2 error") && refused.contains("serves over TCP"), refused);
+            assertEquals(0, overTcp.sharedHostBytes());
         }
     }
 }

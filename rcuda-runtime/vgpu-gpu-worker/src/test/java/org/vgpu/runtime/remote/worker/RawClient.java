@@ -1,10 +1,16 @@
 package org.vgpu.runtime.remote.worker;
 
+import java.io.Closeable;
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
+import java.net.UnixDomainSocketAddress;
+import java.nio.channels.Channels;
+import java.nio.channels.SocketChannel;
+import java.nio.file.Path;
 import java.util.function.Consumer;
 
 import io.netty.buffer.ByteBuf;
@@ -29,20 +35,44 @@ import org.vgpu.runtime.remote.protocol.Welcome;
  * reads the worker's replies as one line each, so tests can play a misbehaving or vanishing client.
  */
 public final class RawClient implements AutoCloseable {
-    private final Socket socket;
+    private final Closeable connection;
     private final InputStream in;
+    private final OutputStream out;
     private final EmbeddedChannel decoder = new EmbeddedChannel(new FrameDecoder(Opcode.Direction.REPLY));
     private Welcome welcome;
+    private byte[] lastResult = new byte[0];
 
     public RawClient(String host, int port) {
         try {
-            socket = new Socket(host, port);
+            Socket socket = new Socket(host, port);
             socket.setSoTimeout(15_000);
             socket.setTcpNoDelay(true);
+            connection = socket;
             in = socket.getInputStream();
+            out = socket.getOutputStream();
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
+    }
+
+    private RawClient(SocketChannel channel) {
+        connection = channel;
+        in = Channels.newInputStream(channel);
+        out = Channels.newOutputStream(channel);
+    }
+
+    /** A client of a local worker on its Unix domain socket {@code socket}; reads wait as long as the test lets them. */
+    public static RawClient onSocket(Path socket) {
+        try {
+            return new RawClient(SocketChannel.open(UnixDomainSocketAddress.of(socket)));
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /** The result of the last OK read. */
+    public ByteBuf lastResult() {
+        return Unpooled.wrappedBuffer(lastResult);
     }
 
     /** Sends the frames {@code frames} writes. */
@@ -72,8 +102,8 @@ public final class RawClient implements AutoCloseable {
 
     public RawClient sendBytes(byte[] bytes) {
         try {
-            socket.getOutputStream().write(bytes);
-            socket.getOutputStream().flush();
+            out.write(bytes);
+            out.flush();
             return this;
         } catch (IOException e) {
             throw new UncheckedIOException(e);
@@ -131,6 +161,7 @@ public final class RawClient implements AutoCloseable {
 
             @Override
             public void ok(int requestId, ByteBuf result) {
+                lastResult = ByteBufUtil.getBytes(result, result.readerIndex(), result.readableBytes());
                 line.append('#')
                         .append(requestId)
                         .append(" ok ")
@@ -166,7 +197,7 @@ public final class RawClient implements AutoCloseable {
     @Override
     public void close() {
         try {
-            socket.close();
+            connection.close();
         } catch (IOException ignored) {
             // already gone
         }

@@ -186,4 +186,31 @@ interface RemoteCalls {
     /** {@code int32 stream id}. */
     @Call(opcode = 0x0071, kind = SYNCHRONIZING)
     void streamSynchronize(int streamId);
+
+    // ---- page-locked host memory shared with a client on the worker's host (a launcher's local worker only)
+
+    /**
+     * {@code int64 bytes}: page-locked host memory that the worker and its client both map, a region of the worker's
+     * shared host regions; OK: {@code int32 region id, string path, int64 nonce}. The path is a file the worker
+     * created for it (mode 600, a fresh random name): a page of header ({@code "VGHR"}, the nonce at offset 8) and
+     * then the bytes, rounded up to whole pages. The client maps it, checks the nonce and unlinks it. A worker that
+     * serves no shared regions (over TCP) answers {@code CUDA_ERROR_NOT_SUPPORTED}; past its bound,
+     * {@code CUDA_ERROR_OUT_OF_MEMORY}.
+     */
+    @Call(opcode = 0x00A0, kind = SYNC)
+    void hostRegionCreate(long bytes);
+
+    /** {@code int32 region id}: unmapped on the worker's side once no copy uses it. */
+    @Call(opcode = 0x00A1, kind = SYNC)
+    void hostRegionFree(int regionId);
+
+    /** {@code int32 stream id, int64 destination, int32 region id, int64 offset, int64 bytes}: the bytes at offset of
+     *  the region, copied to the device; none of them travel in the frame. */
+    @Call(opcode = 0x00A2, kind = SYNCHRONIZING, name = "MEMCPY_HTOD_FROM_REGION")
+    void memcpyHtoDFromRegion(int streamId, long dst, int regionId, long offset, long bytes);
+
+    /** {@code int32 stream id, int64 source, int32 region id, int64 offset, int64 bytes}: the device's bytes, copied
+     *  into the region at offset; answered OK when they are there. */
+    @Call(opcode = 0x00A3, kind = SYNCHRONIZING, name = "MEMCPY_DTOH_TO_REGION")
+    void memcpyDtoHToRegion(int streamId, long src, int regionId, long offset, long bytes);
 }

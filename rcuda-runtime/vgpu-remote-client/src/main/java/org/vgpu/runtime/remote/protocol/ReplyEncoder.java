@@ -75,6 +75,15 @@ public final class ReplyEncoder extends ResultEncoder {
         Frames.finish(out, start);
     }
 
+    /** Answer to {@link Opcode#HOST_REGION_CREATE}: the region's id, its file's path and the nonce in it. */
+    public void hostRegion(int requestId, int regionId, String path, long nonce) {
+        int start = Frames.begin(out, Opcode.OK, 0, requestId);
+        out.writeInt(regionId);
+        Frames.writeString(out, path);
+        out.writeLong(nonce);
+        Frames.finish(out, start);
+    }
+
     public void error(int requestId, VgpuException failure) {
         error(requestId, failure.code(), failure.detail());
     }

@@ -12,11 +12,7 @@ import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFileAttributes;
-import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
-import java.security.SecureRandom;
-import java.util.HexFormat;
-import java.util.Set;
 import java.util.concurrent.locks.LockSupport;
 
 import io.netty.buffer.ByteBuf;
@@ -74,8 +70,6 @@ public final class SharedMemoryRing implements BulkBytePath {
     private static final VarHandle STATE = ValueLayout.JAVA_INT.varHandle();
     private static final VarHandle ACK = ValueLayout.JAVA_LONG.varHandle();
     private static final long ACK_OFFSET = 24;
-    private static final SecureRandom RANDOM = new SecureRandom();
-    private static final Set<PosixFilePermission> OWNER_ONLY = PosixFilePermissions.fromString("rw-------");
 
     /** Which end of the session this process is: it sends on one direction's ring and receives on the other. */
     public enum Side {
@@ -116,27 +110,19 @@ public final class SharedMemoryRing implements BulkBytePath {
      */
     public static SharedMemoryRing create(Path directory, int slots, int slotBytes) throws IOException {
         checkGeometry(slots, slotBytes);
-        byte[] name = new byte[16];
-        RANDOM.nextBytes(name);
-        long nonce = RANDOM.nextLong();
-        // CREATE_NEW fails on an existing name or a link planted there; the mode is set as the file is created
-        Path file = Files.createFile(
-                directory.resolve("vgpu-bulk-" + HexFormat.of().formatHex(name)),
-                PosixFilePermissions.asFileAttribute(OWNER_ONLY));
+        long nonce = OwnerOnlyMapping.nonce();
+        OwnerOnlyMapping created =
+                OwnerOnlyMapping.create(directory, "vgpu-bulk-", regionBytes(slots, slotBytes), Arena.ofAuto());
+        Path file = created.file();
         try {
-            MemorySegment region;
-            try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-                long bytes = regionBytes(slots, slotBytes);
-                channel.write(ByteBuffer.wrap(new byte[1]), bytes - 1);
-                region = channel.map(FileChannel.MapMode.READ_WRITE, 0, bytes, Arena.ofAuto());
-            }
+            MemorySegment region = created.mapping();
             region.set(ValueLayout.JAVA_INT_UNALIGNED, 4, LAYOUT_VERSION);
             region.set(ValueLayout.JAVA_INT_UNALIGNED, 8, slots);
             region.set(ValueLayout.JAVA_INT_UNALIGNED, 12, slotBytes);
             region.set(ValueLayout.JAVA_LONG_UNALIGNED, 16, nonce);
             region.set(ValueLayout.JAVA_INT_UNALIGNED, 0, MAGIC);
             return new SharedMemoryRing(region, file, nonce, slots, slotBytes, Side.WORKER);
-        } catch (IOException | RuntimeException e) {
+        } catch (RuntimeException e) {
             Files.deleteIfExists(file);
             throw e;
         }
@@ -154,7 +140,7 @@ public final class SharedMemoryRing implements BulkBytePath {
         if (!attributes.isRegularFile()) {
             throw new IOException(file + " is not a regular file");
         }
-        if (!attributes.permissions().equals(OWNER_ONLY)) {
+        if (!attributes.permissions().equals(OwnerOnlyMapping.OWNER_ONLY)) {
             throw new IOException(
                     file + " has mode " + PosixFilePermissions.toString(attributes.permissions()) + ", not rw-------");
         }

@@ -99,6 +99,26 @@ final class RecordingVisitors {
             add(f, "memcpyHtoDScatter s" + streamId + " " + table(pieces) + " " + ByteBufUtil.hexDump(data));
         }
 
+        @Override
+        public void hostRegionCreate(Frame f, long bytes) {
+            add(f, "hostRegionCreate " + bytes);
+        }
+
+        @Override
+        public void hostRegionFree(Frame f, int regionId) {
+            add(f, "hostRegionFree " + regionId);
+        }
+
+        @Override
+        public void memcpyHtoDFromRegion(Frame f, int streamId, long dst, int regionId, long offset, long bytes) {
+            add(f, "memcpyHtoDFromRegion s" + streamId + " " + hex(dst) + " r" + regionId + "+" + offset + " " + bytes);
+        }
+
+        @Override
+        public void memcpyDtoHToRegion(Frame f, int streamId, long src, int regionId, long offset, long bytes) {
+            add(f, "memcpyDtoHToRegion s" + streamId + " " + hex(src) + " r" + regionId + "+" + offset + " " + bytes);
+        }
+
         private static String table(List<DeviceRegion> regions) {
             StringBuilder table = new StringBuilder();
             for (DeviceRegion region : regions) {
