@@ -32,10 +32,12 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 import org.vgpu.common.cli.SubcommandRunner;
+import org.vgpu.common.error.AuthException;
 import org.vgpu.common.line.LineServer;
 import org.vgpu.common.net.Endpoint;
 import org.vgpu.common.security.SiteKey;
 import org.vgpu.common.security.TokenIssuer;
+import org.vgpu.common.security.TokenVerifier;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
@@ -323,6 +325,108 @@ class WorkerCommandTest {
                                     + " error node n1 has no free GPU for vGPU 1 of job 42 now"),
                     stderr.join());
         }
+    }
+
+    /**
+     * A holder run as the borrowing user: its worker gets its lend's key from the environment (never the site key),
+     * proves itself to the tracker with it, and refuses the session of any other job, whose tokens the tracker signs
+     * with that job's lend key.
+     */
+    @Test
+    void aHolderWorkerWithItsLendsKeyProvesThatLendAndRefusesAnotherJobsSession() throws Exception {
+        SiteKey lendKey = key.forLend("42", 0);
+        List<String> requests = new CopyOnWriteArrayList<>();
+        try (LineServer tracker = LineServer.start(
+                new Endpoint("127.0.0.1", 0),
+                new LineServer.Limits("fake tracker", 4096, 4, Duration.ofSeconds(5)),
+                (request, host) -> {
+                    requests.add(request.text());
+                    return List.of("ok");
+                })) {
+            String java = ProcessHandle.current().info().command().orElseThrow();
+            List<String> command = new ArrayList<>(List.of(
+                    java,
+                    "--enable-native-access=ALL-UNNAMED",
+                    "-cp",
+                    System.getProperty("java.class.path"),
+                    WorkerCommand.class.getName()));
+            command.addAll(List.of(emulatedWorker("n2-holder-43", 30)));
+            int keyOption = command.indexOf("--key-file");
+            command.set(keyOption, "--key-env");
+            command.set(keyOption + 1, "VGPU_LEND_KEY");
+            command.addAll(List.of("--tracker", tracker.endpoint().toString(), "--lend", "42:0"));
+            ProcessBuilder builder = new ProcessBuilder(command)
+                    .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))
+                    .redirectError(ProcessBuilder.Redirect.DISCARD);
+            builder.environment().put("VGPU_LEND_KEY", lendKey.base64());
+            Process worker = builder.start();
+            try {
+                BufferedReader stdout =
+                        new BufferedReader(new InputStreamReader(worker.getInputStream(), StandardCharsets.UTF_8));
+                String listening = stdout.readLine();
+                assertTrue(listening.startsWith("vgpu-worker listening 127.0.0.1:"), listening);
+                int port = Integer.parseInt(listening.substring(listening.lastIndexOf(':') + 1));
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+                while (requests.isEmpty() && System.nanoTime() < deadline) {
+                    Thread.sleep(20);
+                }
+                String proof = requests.getFirst().substring(requests.getFirst().lastIndexOf(' ') + 1);
+                assertEquals(
+                        "42",
+                        new TokenVerifier(lendKey, "n2-holder-43", Clock.systemUTC())
+                                .verify(proof, 0)
+                                .jobId());
+                assertThrows(
+                        AuthException.class,
+                        () -> new TokenVerifier(key, "n2-holder-43", Clock.systemUTC()).verify(proof, 0));
+
+                String otherJobs = new TokenIssuer(key.forLend("43", 0), Clock.systemUTC())
+                        .issue("43", 0, "n2-holder-43", Duration.ofMinutes(1));
+                VgpuException refused = assertThrows(
+                        VgpuException.class,
+                        () -> RemoteGpu.connect(
+                                group,
+                                new WorkerEndpoint("n2-holder-43", "127.0.0.1", port, otherJobs, () -> {}),
+                                VaWindow.forVgpu(0),
+                                RemoteConfig.defaults(),
+                                null));
+                assertEquals(ErrorCode.VGPU_AUTH_FAILED, refused.code());
+                assertTrue(refused.getMessage().contains("signature does not match"), refused.getMessage());
+                String own = new TokenIssuer(lendKey, Clock.systemUTC())
+                        .issue("42", 0, "n2-holder-43", Duration.ofMinutes(1));
+                RemoteGpu.connect(
+                                group,
+                                new WorkerEndpoint("n2-holder-43", "127.0.0.1", port, own, () -> {}),
+                                VaWindow.forVgpu(0),
+                                RemoteConfig.defaults(),
+                                null)
+                        .close();
+            } finally {
+                worker.destroyForcibly();
+                worker.waitFor(30, TimeUnit.SECONDS);
+            }
+        }
+    }
+
+    @Test
+    void aKeyIsGivenOneWayAndAnUnsetVariableSaysSo() {
+        assertEquals(2, runListeningWith("--key-env", "VGPU_LEND_KEY"));
+        assertTrue(err.toString().contains("--key-file or --key-env (one of them)"), err.toString());
+        assertEquals(
+                1,
+                run(
+                        "--listen",
+                        "127.0.0.1:0",
+                        "--backend",
+                        "emulated",
+                        "--worker-id",
+                        "w",
+                        "--key-env",
+                        "VGPU_TEST_VARIABLE_NOBODY_SETS"));
+        assertTrue(
+                err.toString().contains("environment variable VGPU_TEST_VARIABLE_NOBODY_SETS is not set"),
+                err.toString());
+        assertTrue(stdout().isEmpty());
     }
 
     private static String readAll(InputStream stream) {
