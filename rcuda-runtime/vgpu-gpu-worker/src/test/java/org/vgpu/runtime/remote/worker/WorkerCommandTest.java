@@ -293,14 +293,7 @@ class WorkerCommandTest {
                                     ? "error node n1 has no free GPU for vGPU 1 of job 42 now"
                                     : "ok");
                 })) {
-            String java = ProcessHandle.current().info().command().orElseThrow();
-            List<String> command = new ArrayList<>(List.of(
-                    java,
-                    "--enable-native-access=ALL-UNNAMED",
-                    "-cp",
-                    System.getProperty("java.class.path"),
-                    WorkerCommand.class.getName()));
-            command.addAll(List.of(emulatedWorker("n2-holder-43", 30)));
+            List<String> command = holderWorkerProcess();
             command.addAll(List.of("--tracker", tracker.endpoint().toString(), "--lend", "42:1"));
             Process worker = new ProcessBuilder(command)
                     .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))
@@ -343,14 +336,7 @@ class WorkerCommandTest {
                     requests.add(request.text());
                     return List.of("ok");
                 })) {
-            String java = ProcessHandle.current().info().command().orElseThrow();
-            List<String> command = new ArrayList<>(List.of(
-                    java,
-                    "--enable-native-access=ALL-UNNAMED",
-                    "-cp",
-                    System.getProperty("java.class.path"),
-                    WorkerCommand.class.getName()));
-            command.addAll(List.of(emulatedWorker("n2-holder-43", 30)));
+            List<String> command = holderWorkerProcess();
             int keyOption = command.indexOf("--key-file");
             command.set(keyOption, "--key-env");
             command.set(keyOption + 1, "VGPU_LEND_KEY");
@@ -412,21 +398,29 @@ class WorkerCommandTest {
     void aKeyIsGivenOneWayAndAnUnsetVariableSaysSo() {
         assertEquals(2, runListeningWith("--key-env", "VGPU_LEND_KEY"));
         assertTrue(err.toString().contains("--key-file or --key-env (one of them)"), err.toString());
-        assertEquals(
-                1,
-                run(
-                        "--listen",
-                        "127.0.0.1:0",
-                        "--backend",
-                        "emulated",
-                        "--worker-id",
-                        "w",
-                        "--key-env",
-                        "VGPU_TEST_VARIABLE_NOBODY_SETS"));
+        assertEquals(1, runEmulatedWithKey("--key-env", "VGPU_TEST_VARIABLE_NOBODY_SETS"));
         assertTrue(
                 err.toString().contains("environment variable VGPU_TEST_VARIABLE_NOBODY_SETS is not set"),
                 err.toString());
         assertTrue(stdout().isEmpty());
+    }
+
+    /** The command line of a holder's emulated worker process n2-holder-43, before its --tracker and --lend. */
+    private List<String> holderWorkerProcess() {
+        String java = ProcessHandle.current().info().command().orElseThrow();
+        List<String> command = new ArrayList<>(List.of(
+                java,
+                "--enable-native-access=ALL-UNNAMED",
+                "-cp",
+                System.getProperty("java.class.path"),
+                WorkerCommand.class.getName()));
+        command.addAll(List.of(emulatedWorker("n2-holder-43", 30)));
+        return command;
+    }
+
+    /** An emulated worker on any port of 127.0.0.1 given its key by {@code keyOption keyValue}, run to its end. */
+    private int runEmulatedWithKey(String keyOption, String keyValue) {
+        return run("--listen", "127.0.0.1:0", "--backend", "emulated", "--worker-id", "w", keyOption, keyValue);
     }
 
     private static String readAll(InputStream stream) {
@@ -441,15 +435,7 @@ class WorkerCommandTest {
     void aMissingKeyFileIsAFailureBeforeListening() {
         assertEquals(
                 1,
-                run(
-                        "--listen",
-                        "127.0.0.1:0",
-                        "--backend",
-                        "emulated",
-                        "--worker-id",
-                        "w",
-                        "--key-file",
-                        directory.resolve("absent.key").toString()));
+                runEmulatedWithKey("--key-file", directory.resolve("absent.key").toString()));
         assertTrue(err.toString().contains("absent.key does not exist"), err.toString());
         assertFalse(err.toString().contains("CUDA_"), "a missing file is not a GPU error: " + err);
         assertTrue(stdout().isEmpty());
