@@ -85,7 +85,8 @@ static int resolve_grant(spank_t sp, const struct vgpu_config *cfg, int starting
 	job_info_msg_t *msg = NULL;
 	const slurm_job_info_t *info;
 	char why[VGPU_ERR_MAX], gres_conf[PATH_MAX];
-	const char *partition, *uid, *node, *gpus;
+	const char *partition, *node, *gpus;
+	uid_t holder_uid;
 	unsigned target_vgpus;
 	int rc;
 
@@ -93,13 +94,11 @@ static int resolve_grant(spank_t sp, const struct vgpu_config *cfg, int starting
 	if (spank_get_item(sp, S_JOB_ID, &g->holder) != ESPANK_SUCCESS)
 		return 0;
 	/*
-	 * Slurm 22.05's prolog environment has no job name, but the partition and the user: only
-	 * root's jobs in the lend partition can be grant holders, so only they cost an RPC.
+	 * Slurm 22.05's prolog environment has no job name, but the partition: only jobs in the lend
+	 * partition can be grant holders, so only they cost an RPC.
 	 */
 	partition = getenv("SLURM_JOB_PARTITION");
-	uid = getenv("SLURM_JOB_UID");
-	if (cfg->lend_partition[0] != '\0' && partition != NULL && uid != NULL
-	    && (strcmp(partition, cfg->lend_partition) != 0 || strcmp(uid, "0") != 0))
+	if (cfg->lend_partition[0] != '\0' && partition != NULL && strcmp(partition, cfg->lend_partition) != 0)
 		return 0;
 	if (vgpu_job_load(g->holder, &msg, &info, why, sizeof(why)) != 0)
 		return vgpu_fail(err, errlen, "%s", why);
@@ -107,11 +106,13 @@ static int resolve_grant(spank_t sp, const struct vgpu_config *cfg, int starting
 	if (rc <= 0)
 		goto done;
 	rc = -1;
-	/* who may grant: the tracker, as root, in the root-only lend partition */
-	if (info->user_id != 0) {
-		vgpu_fail(err, errlen, "the holder belongs to uid %u, not root (the tracker's)", info->user_id);
-		goto done;
-	}
+	/*
+	 * who may grant: the tracker, in the lend partition, which admits root's submissions only
+	 * (AllowGroups=root, or vgpu_job_submit.lua where holders run as their borrower): a holder of
+	 * root's, or of the target job's own user (checked below, once the target is loaded). A user's
+	 * job named like a grant holder could only put a GPU it holds itself into a job of its own.
+	 */
+	holder_uid = (uid_t)info->user_id;
 	if (cfg->lend_partition[0] == '\0') {
 		vgpu_fail(err, errlen, "plugstack.conf has no " VGPU_PLUGSTACK_LEND_PARTITION "=, so no job is taken for a grant holder");
 		goto done;
@@ -155,6 +156,11 @@ static int resolve_grant(spank_t sp, const struct vgpu_config *cfg, int starting
 		goto done;
 	}
 	g->target_uid = (uid_t)info->user_id;
+	if (holder_uid != 0 && holder_uid != g->target_uid) {
+		vgpu_fail(err, errlen, "the holder belongs to uid %u, neither root (the tracker's) nor job %u's user (uid %u)",
+			  (unsigned)holder_uid, g->target, (unsigned)g->target_uid);
+		goto done;
+	}
 	gres_conf_path(cfg, gres_conf, sizeof(gres_conf));
 	if (vgpu_gres_gpu_file(gres_conf, node, g->gpu, g->file, sizeof(g->file), err, errlen) != 0
 	    || vgpu_char_device(g->file, &g->dev, err, errlen) != 0)

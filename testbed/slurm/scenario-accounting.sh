@@ -1,15 +1,14 @@
 #!/usr/bin/env bash
 # Scenario (testbed started with VGPU_SPANK_PLUGIN and VGPU_TESTBED_ACCOUNTING=yes): sacct charges a borrowed GPU to
-# the account that used it. User nobody (account physics) runs a vgpu:3 job on 1 local and 2 borrowed GPUs; the
-# tracker's holder jobs on the lending nodes are charged to account physics (sbatch --account: root, the tracker's
-# user, has an association with physics, as accounting.sh sets up) and their comment names the borrowing job, its
-# user and account. sacct, read from slurmdbd's MariaDB after the job ended, shows the borrowing job and both
-# holders under physics, each holder with gres/gpu=1, and each holder's batch step's MaxRSS and memory request (and,
-# with VGPU_TESTBED_CGROUPS, ConstrainRAMSpace=yes, its memory cgroup's peak), the figures the holder's --mem is set
-# from. Per user, the holders are root's: sacct -u nobody lists the borrowing job alone. Then what this Slurm lets a
-# holder owned by the borrower do: root's sbatch --uid=nobody into the lend partition (AllowGroups=root) is refused,
-# and into a partition open to nobody (made for the probe and removed after) sacct charges user nobody, account
-# physics (docs/admin/accounting.md, "Why holders do not run as the borrower").
+# the user and account that used it. User nobody (account physics) runs a vgpu:3 job on 1 local and 2 borrowed GPUs;
+# the tracker submits its holder jobs on the lending nodes as nobody (root's sbatch --uid/--gid, [cluster]
+# holders_as_borrower = on, the default) charged to account physics, their comment naming the borrowing job, its user
+# and account, each holder's worker holding only the key of its one lend. sacct, read from slurmdbd's MariaDB after
+# the job ended, shows the borrowing job and both holders as nobody's under physics, each holder with gres/gpu=1, and
+# each holder's batch step's MaxRSS and memory request (and, with VGPU_TESTBED_CGROUPS, ConstrainRAMSpace=yes, its
+# memory cgroup's peak), the figures the holder's --mem is set from; sacct -u nobody lists all three. Then the lend
+# partition, open to users' groups so that holders can be theirs, is kept the tracker's by the rendered
+# vgpu_job_submit.lua: nobody's own sbatch into it is refused with the module's reason (docs/admin/accounting.md).
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 source "$(dirname "$0")/accounting.sh"
@@ -19,7 +18,7 @@ source "$(dirname "$0")/accounting.sh"
 # holder_memory_peak JOB NODE: the peak memory use and the limit of the job's memory cgroup (cgroup v1
 # memory.max_usage_in_bytes, v2 memory.peak), or why there is none.
 holder_memory_peak() {
-    local v1=/sys/fs/cgroup/memory/slurm_$2/uid_0/job_$1 v2=/sys/fs/cgroup/system.slice/$2_slurmstepd.scope/job_$1
+    local v1=/sys/fs/cgroup/memory/slurm_$2/uid_$(id -u nobody)/job_$1 v2=/sys/fs/cgroup/system.slice/$2_slurmstepd.scope/job_$1
     if [ -r "$v1/memory.max_usage_in_bytes" ]; then
         echo "peak $(($(cat "$v1/memory.max_usage_in_bytes") / 1048576)) MiB, limit $(($(cat "$v1/memory.limit_in_bytes") / 1048576)) MiB (cgroup v1)"
     elif [ -r "$v2/memory.peak" ]; then
@@ -29,15 +28,9 @@ holder_memory_peak() {
     fi
 }
 
-# A partition open to every user, for the probe of a job root submits as another user; removed after.
-PROBE_PARTITION=vgpu-uid-probe
-remove_probe_partition() {
-    slurm scontrol delete PartitionName="$PROBE_PARTITION" 2>/dev/null || true
-}
-
 FILL_JOBS=()
 job=
-trap 'cancel_jobs "${FILL_JOBS[@]}" ${job:+"$job"}; stop_tracker; remove_probe_partition' EXIT
+trap 'cancel_jobs "${FILL_JOBS[@]}" ${job:+"$job"}; stop_tracker' EXIT
 start_tracker
 fill_leaving_one_idle_gpu
 job=$(su nobody -s /bin/bash -c "cd /tmp && SLURM_CONF=$SLURM_CONF timeout $SLURM_CALL_TIMEOUT sbatch --parsable \
@@ -82,52 +75,29 @@ for holder in "${holders[@]}"; do
     [[ ",$tres," == *",gres/gpu=1,"* ]] || die "holder $holder's AllocTRES has no gres/gpu=1: $tres"
     [[ "$comment" == *"lent to job $job as its vGPU "*"(user nobody, account $ACCOUNTING_USER_ACCOUNT)" ]] \
         || die "holder $holder's comment does not name job $job and its user: $comment"
-    [ "$user" = root ] || die "holder $holder runs as '$user', expected the tracker's user root"
+    [ "$user" = nobody ] || die "holder $holder runs as '$user', expected the borrower nobody"
 done
 pass "accounting: job $job of nobody (account $ACCOUNTING_USER_ACCOUNT) on $node borrowed 2 GPUs; sacct charges" \
-    "both holders (${holders[*]}, gres/gpu=1 each) to account $ACCOUNTING_USER_ACCOUNT, their comments naming job $job"
+    "both holders (${holders[*]}, gres/gpu=1 each) to user nobody, account $ACCOUNTING_USER_ACCOUNT, their comments" \
+    "naming job $job"
 
-# Per user: sacct -u lists what Slurm charges the user; the holders are root's, so nobody's list has the borrowing job
-# and neither holder.
+# Per user: sacct -u lists what Slurm charges the user: the borrowing job and both holders.
 say "sacct -X -u nobody -j $jobs (what user nobody is charged):"
 slurm sacct -X -u nobody -j "$jobs" -o JobID,JobName%20,User,Account,AllocTRES%44,State | sed 's/^/testbed:   /'
-charged_to_nobody=$(slurm sacct -n -X -P -u nobody -j "$jobs" -o JobID | tr '\n' ' ')
-[ "$charged_to_nobody" = "$job " ] \
-    || die "sacct -u nobody lists '$charged_to_nobody' of jobs $jobs, expected job $job alone (the holders are root's)"
-pass "accounting: per user, sacct -u nobody lists job $job alone; holders ${holders[*]} are charged to root in" \
-    "account $ACCOUNTING_USER_ACCOUNT"
+charged_to_nobody=$(slurm sacct -n -X -P -u nobody -j "$jobs" -o JobID | sort -n | tr '\n' ' ')
+expected=$(printf '%s\n' "$job" "${holders[@]}" | sort -n | tr '\n' ' ')
+[ "$charged_to_nobody" = "$expected" ] \
+    || die "sacct -u nobody lists '$charged_to_nobody' of jobs $jobs, expected '$expected' (the job and its holders)"
+pass "accounting: per user, sacct -u nobody lists job $job and its holders ${holders[*]}"
 
-# What a holder owned by the borrower would meet on this Slurm: root may submit as another user (sbatch --uid/--gid),
-# but the lend partition is checked against the job's user, not the submitter.
-nobody_gid=$(id -g nobody)
-if refused=$(slurm sbatch --parsable --uid=nobody --gid="$nobody_gid" -p vgpu-lend -A "$ACCOUNTING_USER_ACCOUNT" \
-    -w "$node" --gres=gpu:1 -o /dev/null --wrap 'sleep 1' 2>&1); then
+# The lend partition admits every group (Slurm checks the job's user, and a holder is the borrower's); the rendered
+# vgpu_job_submit.lua refuses any job there that root did not submit.
+if refused=$(su nobody -s /bin/bash -c "cd /tmp && SLURM_CONF=$SLURM_CONF timeout $SLURM_CALL_TIMEOUT sbatch --parsable \
+    -p vgpu-lend -w $node --gres=gpu:1 -o /dev/null --wrap 'sleep 1'" 2>&1); then
     cancel_jobs "${refused%%;*}"
-    die "root's sbatch --uid=nobody into the lend partition vgpu-lend was accepted (job $refused): the partition" \
-        "no longer keeps users out"
+    die "nobody's own sbatch into the lend partition vgpu-lend was accepted (job $refused): nothing keeps users out"
 fi
-say "root's sbatch --uid=nobody -p vgpu-lend: $refused"
-slurm scontrol create PartitionName="$PROBE_PARTITION" Nodes="$node" Hidden=YES MaxTime=INFINITE State=UP \
-    || die "scontrol could not create the probe partition $PROBE_PARTITION"
-probe_comment="probe: a GPU of $node as a holder of job $job would hold it (user nobody, account $ACCOUNTING_USER_ACCOUNT)"
-probe=$(slurm sbatch --parsable --uid=nobody --gid="$nobody_gid" -p "$PROBE_PARTITION" -A "$ACCOUNTING_USER_ACCOUNT" \
-    -w "$node" --gres=gpu:1 -J vgpu-uid-probe -o "$TESTBED_DIR/out/%j.out" --comment="$probe_comment" \
-    --wrap 'id -un' 2>&1 | cut -d ';' -f 1) || die "root's sbatch --uid=nobody -p $PROBE_PARTITION failed: $probe"
-expect_state "$probe" COMPLETED 60
-[ "$(cat "$TESTBED_DIR/out/$probe.out")" = nobody ] \
-    || die "probe job $probe of root's sbatch --uid=nobody ran as '$(cat "$TESTBED_DIR/out/$probe.out")', not nobody"
-remove_probe_partition
-probe_ended_in_sacct() {
-    [ "$(slurm sacct -n -X -P -j "$probe" -o State)" = COMPLETED ]
-}
-wait_until 30 "sacct has the end of job $probe" probe_ended_in_sacct \
-    || die "sacct: $(slurm sacct -X -j "$probe")"
-say "sacct -X -j $probe (root's sbatch --uid=nobody --gid=$nobody_gid -A $ACCOUNTING_USER_ACCOUNT):"
-slurm sacct -X -j "$probe" -o JobID,JobName%20,User,Account,Partition,AllocTRES%44,State,Comment%84 \
-    | sed 's/^/testbed:   /'
-IFS='|' read -r user account tres comment <<<"$(row "$probe")"
-[ "$user|$account" = "nobody|$ACCOUNTING_USER_ACCOUNT" ] && [[ ",$tres," == *",gres/gpu=1,"* ]] \
-    && [ "$comment" = "$probe_comment" ] \
-    || die "sacct charges probe job $probe to '$user|$account|$tres|$comment', expected nobody|$ACCOUNTING_USER_ACCOUNT|gres/gpu=1"
-pass "accounting: root's sbatch --uid=nobody is refused by the lend partition (vgpu-lend); in a partition open to" \
-    "nobody it runs as nobody and sacct charges user nobody, account $ACCOUNTING_USER_ACCOUNT, gres/gpu=1 (job $probe)"
+say "nobody's sbatch -p vgpu-lend: $refused"
+[[ "$refused" == *"vgpu: partition vgpu-lend holds the vgpu tracker's holder jobs; only the tracker (root) submits jobs there"* ]] \
+    || die "nobody's sbatch into the lend partition was refused, but not with vgpu_job_submit.lua's reason: $refused"
+pass "accounting: nobody's own sbatch into the lend partition vgpu-lend is refused: $(grep -o 'vgpu: partition.*' <<<"$refused" | head -n 1)"

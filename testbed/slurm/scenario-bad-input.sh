@@ -33,7 +33,7 @@ expect_refused "a vgpu type" "'${TRES_GRES}vgpu:big' is not vgpu:N; vgpu has no 
 expect_refused "a vgpu job on two nodes" "a vgpu job runs on one node" slurm sbatch -N 2 --gres=vgpu:2 --wrap true
 expect_refused "more GPUs than a node has" "Requested node configuration is not available" \
     slurm sbatch --gres=gpu:$((TESTBED_GPUS_PER_NODE + 1)) --wrap true
-expect_refused "a user's job in the lend partition" "User's group not permitted to use this partition" \
+expect_refused "a user's job in the lend partition" "partition vgpu-lend holds the vgpu tracker's holder jobs; only the tracker (root) submits jobs there" \
     su nobody -s /bin/bash -c "cd /tmp && SLURM_CONF=$SLURM_CONF timeout $SLURM_CALL_TIMEOUT sbatch -p vgpu-lend --gres=gpu:1 --wrap true"
 [ "$(slurm squeue -h | wc -l)" -eq "$jobs_before" ] || die "a refused submission left a job behind: $(slurm squeue)"
 pass "bad-input: 2 configuration errors and 6 submissions refused with their reasons"

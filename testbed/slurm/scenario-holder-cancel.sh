@@ -46,7 +46,12 @@ for free_node in "${TESTBED_NODES[@]}"; do
         MORE_FILL+=("$(submit --gres=gpu:1 -c 1 -w "$free_node" -J "refill-$free_node" --wrap 'sleep 600' || true)")
     fi
 done
-sleep 3
+# Each refill runs before the holder is cancelled: one submitted while the GPU's former holder was still ending would
+# wait on Slurm's next scheduling pass, and the tracker could take that GPU for vGPU 2 first.
+for refill in "${MORE_FILL[@]}"; do
+    [ -z "$refill" ] || expect_state "$refill" RUNNING 60
+done
+sleep 3 # the tracker's next look sees them
 holder2=$(holder_of 2)
 [ -n "$holder2" ] || die "no running holder of vGPU 2 of job $job"
 say "scancel $holder2 (vGPU 2's holder), no GPU free anywhere"

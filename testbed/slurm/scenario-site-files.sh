@@ -43,7 +43,7 @@ grep -q "^PartitionName=gpu .*MaxCPUsPerNode=$max_cpus " "$etc/slurm.conf" \
 
 # slurmctld read the included piece: the lend partition as it defines it.
 lend=$(slurm scontrol --all show partition vgpu-lend) || die "slurmctld has no partition vgpu-lend"
-for setting in Nodes=n\[1-3\] Hidden=YES AllowGroups=root PriorityTier=65533; do
+for setting in Nodes=n\[1-3\] Hidden=YES AllowGroups=ALL PriorityTier=65533; do
     tr -s ' \n' '\n' <<<"$lend" | grep -qxF "$setting" || die "partition vgpu-lend lacks $setting: $lend"
 done
 say "slurmctld's vgpu-lend, from the included vgpu.slurm.conf: $(tr -s ' \n' '\n' <<<"$lend" \

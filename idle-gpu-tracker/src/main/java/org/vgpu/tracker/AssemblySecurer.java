@@ -12,6 +12,7 @@ import java.util.TreeMap;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import org.vgpu.common.security.SiteKey;
 import org.vgpu.siteconfig.NodeConfig;
 import org.vgpu.siteconfig.SiteConfig;
 import org.vgpu.tracker.cluster.ClusterView;
@@ -41,6 +42,9 @@ final class AssemblySecurer {
     private final SiteConfig site;
     private final SlurmControl slurm;
     private final Ledger ledger;
+    /** The site key, from which each holder's worker gets the key of its one lend. */
+    private final SiteKey key;
+
     private final Tracker.Settings settings;
     private final MigrationHook hook;
     private final Reconciliation reconciliation;
@@ -54,6 +58,7 @@ final class AssemblySecurer {
             SiteConfig site,
             SlurmControl slurm,
             Ledger ledger,
+            SiteKey key,
             Tracker.Settings settings,
             MigrationHook hook,
             Reconciliation reconciliation,
@@ -61,6 +66,7 @@ final class AssemblySecurer {
         this.site = site;
         this.slurm = slurm;
         this.ledger = ledger;
+        this.key = key;
         this.settings = settings;
         this.hook = hook;
         this.reconciliation = reconciliation;
@@ -275,11 +281,15 @@ final class AssemblySecurer {
                         () -> new IllegalStateException("node " + lend.node() + " is not in the site configuration"));
         return new HolderScript(
                         site.slurm().vgpuCommand(),
-                        site.tokenKeyFile(),
                         site.tracker(),
                         settings.workerBackend(),
                         settings.workerIdleTimeout(),
                         site.workerTls())
-                .forLend(lend.node(), node.reachableAs(), job, lend.vgpu());
+                .forLend(
+                        lend.node(),
+                        node.reachableAs(),
+                        job,
+                        lend.vgpu(),
+                        key.forLend(Long.toString(job), lend.vgpu()));
     }
 }

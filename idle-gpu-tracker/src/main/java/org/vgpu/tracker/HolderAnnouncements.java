@@ -67,7 +67,7 @@ final class HolderAnnouncements {
         if (checked.refusal().isPresent()) {
             return checked.refusal().get();
         }
-        // the certificate the holder's worker made, signed into its proof with the site key
+        // the certificate the holder's worker made, signed into its proof with its lend's key
         Optional<CertificatePin> certificate = checked.granted().orElseThrow().workerCertificate();
         synchronized (lock) {
             Optional<Assembly> assembly = ledger.assembly(job);
@@ -111,7 +111,7 @@ final class HolderAnnouncements {
 
     /**
      * Why a worker's request is refused: its proof must be a token for exactly that job, vGPU and worker, signed with
-     * the site key (HolderAnnouncement); empty when it is.
+     * the key of that lend (HolderAnnouncement); empty when it is.
      */
     private Optional<Answer> proofRefusal(long job, int vgpu, String workerId, String proof) {
         return checkProof(job, vgpu, workerId, proof).refusal();
@@ -122,7 +122,8 @@ final class HolderAnnouncements {
 
     private Proof checkProof(long job, int vgpu, String workerId, String proof) {
         try {
-            SessionToken token = new TokenVerifier(key, workerId, clock).verify(proof, vgpu);
+            SessionToken token =
+                    new TokenVerifier(key.forLend(Long.toString(job), vgpu), workerId, clock).verify(proof, vgpu);
             if (!token.jobId().equals(Long.toString(job))) {
                 return new Proof(
                         Optional.empty(),

@@ -109,7 +109,9 @@ public final class Tracker {
 
     private final SlurmControl slurm;
     private final Ledger ledger;
-    private final TokenIssuer tokens;
+    /** Signs nothing itself: each lend's tokens are signed with that lend's key ({@link #tokens}). */
+    private final SiteKey key;
+
     private final Settings settings;
     private final Clock clock;
     private final SiteConfig site;
@@ -130,14 +132,14 @@ public final class Tracker {
     private SlurmInventory lastLook = new SlurmInventory(List.of(), List.of());
 
     /**
-     * @param key the site key: signs the jobs' session tokens and checks the holders' workers' proofs
+     * @param key the site key: the key of each lend derived from it signs that lend's session tokens and checks the
+     *     proofs of its holder's worker
      */
     public Tracker(SiteConfig site, SlurmControl slurm, Ledger ledger, SiteKey key, Settings settings, Clock clock) {
         this.site = Objects.requireNonNull(site, "site");
         this.slurm = Objects.requireNonNull(slurm, "slurm");
         this.ledger = Objects.requireNonNull(ledger, "ledger");
-        Objects.requireNonNull(key, "key");
-        this.tokens = new TokenIssuer(key, clock);
+        this.key = Objects.requireNonNull(key, "key");
         this.settings = Objects.requireNonNull(settings, "settings");
         this.clock = Objects.requireNonNull(clock, "clock");
         JobComments comments = new JobComments(slurm);
@@ -157,8 +159,13 @@ public final class Tracker {
 
                     @Override
                     public String token(long job, int vgpu, String workerId) {
-                        return tokens.issue(
-                                Long.toString(job), vgpu, workerId, ledger.certificate(workerId), settings.tokenTtl());
+                        return tokens(job, vgpu)
+                                .issue(
+                                        Long.toString(job),
+                                        vgpu,
+                                        workerId,
+                                        ledger.certificate(workerId),
+                                        settings.tokenTtl());
                     }
 
                     @Override
@@ -173,9 +180,17 @@ public final class Tracker {
                 });
         this.hook.onLost(holders::vgpuLost);
         this.reconciliation = new Reconciliation(ledger, hook, holders, comments, clock);
-        this.securer = new AssemblySecurer(site, slurm, ledger, settings, hook, reconciliation, comments);
+        this.securer = new AssemblySecurer(site, slurm, ledger, key, settings, hook, reconciliation, comments);
         this.announcements = new HolderAnnouncements(lock, slurm, ledger, hook, holders, key, site.workerTls(), clock);
         this.agents = new AgentRequests(lock, hook, settings.agentHold(), clock);
+    }
+
+    /**
+     * What signs the session tokens of vGPU {@code vgpu} of job {@code job}: the key of that lend, which its holder's
+     * worker holds instead of the site key ({@link SiteKey#forLend}).
+     */
+    private TokenIssuer tokens(long job, int vgpu) {
+        return new TokenIssuer(key.forLend(Long.toString(job), vgpu), clock);
     }
 
     /** One look at Slurm and everything that follows from it (see the class comment). */
@@ -249,8 +264,13 @@ public final class Tracker {
             }
             String workerId = lend.workerId().orElseThrow();
             // the worker's certificate, which it proved when it announced itself: the job's client accepts no other
-            String token = tokens.issue(
-                    Long.toString(job), lend.vgpu(), workerId, ledger.certificate(workerId), settings.tokenTtl());
+            String token = tokens(job, lend.vgpu())
+                    .issue(
+                            Long.toString(job),
+                            lend.vgpu(),
+                            workerId,
+                            ledger.certificate(workerId),
+                            settings.tokenTtl());
             borrowed.add(new Answer.Borrowed(lend.vgpu(), lend.worker().orElseThrow(), token));
         }
         LOG.info(

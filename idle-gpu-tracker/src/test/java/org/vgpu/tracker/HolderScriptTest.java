@@ -15,9 +15,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import org.vgpu.common.net.Endpoint;
+import org.vgpu.common.security.SiteKey;
 
 /**
- * Issue 21 #7: the holder's script runs as root through {@code /bin/sh}; whatever the values, the worker gets
+ * The holder's script runs (as root, or as the borrowing user) through {@code /bin/sh}; whatever the values, the worker gets
  * them as its arguments and nothing else runs. Paths the site configuration would refuse are used here on
  * purpose: the script must be safe on its own.
  */
@@ -30,15 +31,16 @@ class HolderScriptTest {
         Path pwned = dir.resolve("pwned");
         Path launcherDir = Files.createDirectories(dir.resolve("it's $(touch " + pwned + ") `touch " + pwned + "`; x"));
         Path launcher = launcherDir.resolve("vgpu");
-        // Prints what the worker would get: the device order it inherits, then each argument.
-        Files.writeString(launcher, "#!/bin/sh\nprintf '%s\\n' \"$CUDA_DEVICE_ORDER\" \"$@\"\n");
+        // Prints what the worker would get: the device order and the lend's key it inherits, then each argument.
+        Files.writeString(launcher, "#!/bin/sh\nprintf '%s\\n' \"$CUDA_DEVICE_ORDER\" \"$VGPU_LEND_KEY\" \"$@\"\n");
         Files.setPosixFilePermissions(launcher, PosixFilePermissions.fromString("rwx------"));
-        Path key = dir.resolve("site key; touch " + pwned);
+        SiteKey site = SiteKey.generate();
+        SiteKey lendKey = site.forLend("42", 1);
         HolderScript script = new HolderScript(
-                launcher, key, new Endpoint("tracker.cluster", 7400), "emulated", Duration.ofSeconds(90), true);
+                launcher, new Endpoint("tracker.cluster", 7400), "emulated", Duration.ofSeconds(90), true);
 
-        ProcessBuilder holder =
-                new ProcessBuilder("/bin/sh", "-c", script.forLend("n2", "10.0.0.2", 42, 1)).directory(dir.toFile());
+        String text = script.forLend("n2", "10.0.0.2", 42, 1, lendKey);
+        ProcessBuilder holder = new ProcessBuilder("/bin/sh", "-c", text).directory(dir.toFile());
         holder.environment().put("SLURM_JOB_ID", "77");
         Process process = holder.start();
         String printed = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
@@ -47,6 +49,7 @@ class HolderScriptTest {
         assertEquals(
                 List.of(
                         "PCI_BUS_ID",
+                        lendKey.base64(),
                         "worker",
                         "--listen",
                         "10.0.0.2:0",
@@ -56,8 +59,8 @@ class HolderScriptTest {
                         "0",
                         "--worker-id",
                         "n2-holder-77",
-                        "--key-file",
-                        key.toString(),
+                        "--key-env",
+                        "VGPU_LEND_KEY",
                         "--idle-timeout",
                         "90",
                         "--tracker",
@@ -67,5 +70,6 @@ class HolderScriptTest {
                         "--tls-self-signed"),
                 printed.lines().toList());
         assertFalse(Files.exists(pwned), "nothing in a value ran");
+        assertFalse(text.contains(site.base64()), "the holder's script never holds the site key");
     }
 }

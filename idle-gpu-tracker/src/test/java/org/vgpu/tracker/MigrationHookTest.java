@@ -113,7 +113,7 @@ class MigrationHookTest {
                             lend.vgpu(),
                             new Endpoint("10.0.0." + lend.node().charAt(1), 40000 + lend.vgpu()),
                             id,
-                            key.issuer()
+                            key.lendIssuer(Long.toString(job), lend.vgpu())
                                     .issue(
                                             Long.toString(job),
                                             lend.vgpu(),
@@ -470,10 +470,16 @@ class MigrationHookTest {
         try {
             Endpoint socket = daemon.endpoint();
             String forged = token(1).substring(0, token(1).length() - 4) + "AAAA";
-            String otherWorker = key.issuer().issue(Long.toString(job), 1, "n9-holder-1", Duration.ofMinutes(1));
-            String otherJob = key.issuer().issue("7", 1, workerId(lend(1)), Duration.ofMinutes(1));
+            String otherWorker = key.lendIssuer(Long.toString(job), 1)
+                    .issue(Long.toString(job), 1, "n9-holder-1", Duration.ofMinutes(1));
+            // signed with this lend's key, which its borrower can read, naming another job
+            String otherJob =
+                    key.lendIssuer(Long.toString(job), 1).issue("7", 1, workerId(lend(1)), Duration.ofMinutes(1));
+            String otherLend =
+                    key.lendIssuer("7", 1).issue(Long.toString(job), 1, workerId(lend(1)), Duration.ofMinutes(1));
             String expired = new TokenIssuer(
-                            SiteKey.load(key.keyFile()), Clock.fixed(START.minus(Duration.ofDays(2)), ZoneOffset.UTC))
+                            SiteKey.load(key.keyFile()).forLend(Long.toString(job), 1),
+                            Clock.fixed(START.minus(Duration.ofDays(2)), ZoneOffset.UTC))
                     .issue(Long.toString(job), 1, workerId(lend(1)), Duration.ofHours(1));
             List<String[]> requests = List.of(
                     new String[] {"agent poll " + job + " 1 " + forged + " " + NONCE, "error unauthenticated: "},
@@ -483,8 +489,13 @@ class MigrationHookTest {
                         "error unauthenticated: the token is job 7's, not job " + job + "'s"
                     },
                     new String[] {
+                        "agent poll " + job + " 1 " + otherLend + " " + NONCE,
+                        "error unauthenticated: session token signature does not match"
+                    },
+                    new String[] {
                         "agent poll " + job + " 2 " + token(1) + " " + NONCE,
-                        "error unauthenticated: session token of job " + job + " was issued for worker"
+                        // vGPU 1's token is signed with vGPU 1's lend key
+                        "error unauthenticated: session token signature does not match"
                     },
                     new String[] {
                         "agent poll 99 1 " + token(1) + " " + NONCE,
@@ -621,7 +632,7 @@ class MigrationHookTest {
         assertEquals(endpoint, target.endpoint());
         assertEquals(
                 Long.toString(job),
-                new TokenVerifier(SiteKey.load(key.keyFile()), newWorker, clock)
+                new TokenVerifier(SiteKey.load(key.keyFile()).forLend(Long.toString(job), 1), newWorker, clock)
                         .verify(target.sessionToken(), 1)
                         .jobId(),
                 "the target carries a token for the new worker");
@@ -749,7 +760,7 @@ class MigrationHookTest {
                         vgpu,
                         endpoint,
                         workerId,
-                        key.issuer()
+                        key.lendIssuer(Long.toString(job), vgpu)
                                 .issue(
                                         Long.toString(job),
                                         vgpu,
@@ -815,10 +826,18 @@ class MigrationHookTest {
                 "error worker " + other + " does not serve vGPU 1 of job " + job
                         + " (the assembly ended, or the vGPU moved away already)",
                 TrackerProtocol.line(tracker.workerLeaving(
-                        job, 1, other, key.issuer().issue(Long.toString(job), 1, other, Duration.ofMinutes(1)))));
+                        job,
+                        1,
+                        other,
+                        key.lendIssuer(Long.toString(job), 1)
+                                .issue(Long.toString(job), 1, other, Duration.ofMinutes(1)))));
         String mine = workerId(lend(1));
         assertTrue(TrackerProtocol.line(tracker.workerLeaving(
-                        job, 1, mine, key.issuer().issue(Long.toString(job), 2, mine, Duration.ofMinutes(1))))
+                        job,
+                        1,
+                        mine,
+                        key.lendIssuer(Long.toString(job), 2)
+                                .issue(Long.toString(job), 2, mine, Duration.ofMinutes(1))))
                 .startsWith("error unauthenticated: "));
         assertTrue(ledger.migrations().isEmpty(), "nothing moved");
 
@@ -827,7 +846,7 @@ class MigrationHookTest {
                 "error usage: worker-leaving <job> <vgpu> <worker-id> <proof>",
                 protocol.answer(new BoundedLineReader.Line("worker-leaving " + job + " 1", false), "127.0.0.1")
                         .getFirst());
-        String proof = key.issuer().issue(Long.toString(job), 1, mine, Duration.ofMinutes(1));
+        String proof = key.lendIssuer(Long.toString(job), 1).issue(Long.toString(job), 1, mine, Duration.ofMinutes(1));
         assertTrue(protocol.answer(
                         new BoundedLineReader.Line("worker-leaving " + job + " 1 " + mine + " " + proof, false),
                         "127.0.0.1")
@@ -838,7 +857,10 @@ class MigrationHookTest {
     private Answer leaving(Tracker tracker, int vgpu) {
         String id = workerId(lend(vgpu));
         return tracker.workerLeaving(
-                job, vgpu, id, key.issuer().issue(Long.toString(job), vgpu, id, Duration.ofMinutes(1)));
+                job,
+                vgpu,
+                id,
+                key.lendIssuer(Long.toString(job), vgpu).issue(Long.toString(job), vgpu, id, Duration.ofMinutes(1)));
     }
 
     // ------------------------------------------------------------------ helpers
@@ -896,7 +918,7 @@ class MigrationHookTest {
     private String token(int vgpu) {
         return tokens.computeIfAbsent(
                 vgpu,
-                ignored -> key.issuer()
+                ignored -> key.lendIssuer(Long.toString(job), vgpu)
                         .issue(Long.toString(job), vgpu, lend(vgpu).workerId().orElseThrow(), Duration.ofHours(1)));
     }
 

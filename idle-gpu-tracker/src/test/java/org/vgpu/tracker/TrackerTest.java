@@ -12,6 +12,7 @@ import java.time.ZoneOffset;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
+import java.util.regex.Pattern;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -98,9 +99,14 @@ class TrackerTest {
                 slurm.actions.stream()
                         // Every value one quoted shell word (issue 21; HolderScriptTest runs it through sh).
                         .anyMatch(action -> action.matches("submit holder \\d+ on n2 for " + job + " v1: export"
-                                + " CUDA_DEVICE_ORDER='PCI_BUS_ID'; exec '/usr/bin/vgpu' 'worker' '--listen' '10\\.0\\.0\\.2:0'"
-                                + " '--backend' 'native' '--device' '0' '--worker-id' 'n2-holder-'\"\\$SLURM_JOB_ID\" '--key-file'"
-                                + " '\\S+' '--idle-timeout' '3600' '--tracker' '127\\.0\\.0\\.1:7400' '--lend' '" + job
+                                + " CUDA_DEVICE_ORDER='PCI_BUS_ID'; VGPU_LEND_KEY='"
+                                + Pattern.quote(SiteKey.load(key.keyFile())
+                                        .forLend(Long.toString(job), 1)
+                                        .base64())
+                                + "'; export VGPU_LEND_KEY; exec '/usr/bin/vgpu' 'worker' '--listen' '10\\.0\\.0\\.2:0'"
+                                + " '--backend' 'native' '--device' '0' '--worker-id' 'n2-holder-'\"\\$SLURM_JOB_ID\" '--key-env'"
+                                + " 'VGPU_LEND_KEY' '--idle-timeout' '3600' '--tracker' '127\\.0\\.0\\.1:7400' '--lend' '"
+                                + job
                                 + ":1' '--tls-self-signed'")),
                 slurm.actions.toString());
         slurm.schedule();
@@ -117,7 +123,16 @@ class TrackerTest {
                         1,
                         new Endpoint("10.0.0.2", 40001),
                         "n2-w",
-                        key.issuer().issue("7", 1, "n2-w", Duration.ofMinutes(1)))));
+                        // signed with this lend's key, which its borrower can read
+                        key.lendIssuer(Long.toString(job), 1).issue("7", 1, "n2-w", Duration.ofMinutes(1)))));
+        assertTrue(line(tracker.worker(
+                        job,
+                        1,
+                        new Endpoint("10.0.0.2", 40001),
+                        "n2-w",
+                        // another lend's key proves nothing of this one
+                        key.lendIssuer("7", 1).issue(Long.toString(job), 1, "n2-w", Duration.ofMinutes(1))))
+                .startsWith("error unauthenticated: session token signature does not match"));
         assertEquals(
                 "error job " + job + " has no borrowed vGPU 0 (its assembly ended or never had it)",
                 line(tracker.worker(
@@ -125,7 +140,8 @@ class TrackerTest {
                         0,
                         new Endpoint("10.0.0.1", 40001),
                         "n1-w",
-                        key.issuer().issue(Long.toString(job), 0, "n1-w", Duration.ofMinutes(1)))));
+                        key.lendIssuer(Long.toString(job), 0)
+                                .issue(Long.toString(job), 0, "n1-w", Duration.ofMinutes(1)))));
         assertEquals(
                 "error worker n2-w proves no TLS certificate, and [cluster] worker_tls is on (a worker started without"
                         + " --tls-self-signed: is vgpu on its node older than the tracker's?)",
@@ -134,7 +150,8 @@ class TrackerTest {
                         1,
                         new Endpoint("10.0.0.2", 40001),
                         "n2-w",
-                        key.issuer().issue(Long.toString(job), 1, "n2-w", Duration.ofMinutes(1)))));
+                        key.lendIssuer(Long.toString(job), 1)
+                                .issue(Long.toString(job), 1, "n2-w", Duration.ofMinutes(1)))));
         announceWorkers(tracker, job);
         tracker.tick();
         assertTrue(slurm.actions.contains("pin " + job + " to n1 gpu:1,vgpu:3"), slurm.actions.toString());
@@ -514,7 +531,7 @@ class TrackerTest {
                             lend.vgpu(),
                             new Endpoint("10.0.0." + lend.node().charAt(1), 39999 + lend.vgpu()),
                             id,
-                            key.issuer()
+                            key.lendIssuer(Long.toString(job), lend.vgpu())
                                     .issue(
                                             Long.toString(job),
                                             lend.vgpu(),

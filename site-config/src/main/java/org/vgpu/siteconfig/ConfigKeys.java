@@ -84,6 +84,17 @@ final class ConfigKeys {
                     + " certificate that the job's session token pins; off: plain TCP, the program's GPU data and its"
                     + " session token readable on the wire (docs/admin/security.md#tls-between-jobs-and-workers)");
 
+    static final ConfigKey<Boolean> HOLDERS_AS_BORROWER = ConfigKey.defaulted(
+            CLUSTER,
+            "holders_as_borrower",
+            SWITCH,
+            "on needs the rendered lend partition (open to users) and `vgpu_job_submit.lua` (refuses it to all but root)",
+            "on",
+            "the tracker submits each holder job as the borrowing job's user (root's `sbatch --uid`), so Slurm charges"
+                    + " the borrowed GPU to that user and account, its worker holding only the key of its one lend;"
+                    + " off: holders are the tracker's user's, charged to the borrower's account only"
+                    + " (docs/admin/accounting.md)");
+
     // [policy]
     static final ConfigKey<Duration> IDLE_GRACE = ConfigKey.defaulted(
             POLICY,
@@ -263,6 +274,7 @@ final class ConfigKeys {
             LEND_PARTITION,
             LEND_QOS,
             WORKER_TLS,
+            HOLDERS_AS_BORROWER,
             IDLE_GRACE,
             MAX_BORROWED_PER_JOB,
             BORROWING,

@@ -60,6 +60,7 @@ public record NodesFromSlurm(SiteConfig config, List<String> leftOut) {
                 config.lendPartition(),
                 config.lendQos(),
                 config.workerTls(),
+                config.holdersAsBorrower(),
                 config.policy(),
                 nodes,
                 config.distances(),

@@ -19,6 +19,7 @@ import org.vgpu.common.net.Endpoint;
  * @param lendQos       the QOS of holder jobs, when the site has accounting (QOS needs slurmdbd)
  * @param workerTls     whether holders' workers speak TLS with their jobs (self-signed certificates the jobs' tokens
  *                      pin); off: plain TCP
+ * @param holdersAsBorrower whether the tracker submits holder jobs as the borrowing job's user (else as its own)
  * @param nodes         the GPU nodes, in file order, names unique
  * @param metrics       where the tracker serves Prometheus' {@code /metrics}; empty: it serves none
  *                      (the default, so the tracker opens no port an admin did not choose)
@@ -31,6 +32,7 @@ public record SiteConfig(
         String lendPartition,
         Optional<String> lendQos,
         boolean workerTls,
+        boolean holdersAsBorrower,
         Policy policy,
         List<NodeConfig> nodes,
         Distances distances,

@@ -92,6 +92,7 @@ public final class SiteConfigReader {
         Optional<String> lendPartition = cluster.required(ConfigKeys.LEND_PARTITION);
         Optional<String> lendQos = cluster.optional(ConfigKeys.LEND_QOS);
         boolean workerTls = cluster.valueOrDefault(ConfigKeys.WORKER_TLS);
+        boolean holdersAsBorrower = cluster.valueOrDefault(ConfigKeys.HOLDERS_AS_BORROWER);
 
         Policy policy = readPolicy(singletons.get(POLICY));
         Map<IniFile.Section, List<String>> namesBySection = nodeNames(nodeSections);
@@ -119,6 +120,7 @@ public final class SiteConfigReader {
                 lendPartition.orElseThrow(),
                 lendQos,
                 workerTls,
+                holdersAsBorrower,
                 policy,
                 nodes,
                 distances,

@@ -36,6 +36,7 @@ public final class SiteConfigWriter {
         line(ConfigKeys.LEND_PARTITION, config.lendPartition());
         line(ConfigKeys.LEND_QOS, config.lendQos());
         line(ConfigKeys.WORKER_TLS, config.workerTls());
+        line(ConfigKeys.HOLDERS_AS_BORROWER, config.holdersAsBorrower());
 
         Policy policy = config.policy();
         MigrationPolicy moves = policy.migration();

@@ -211,7 +211,8 @@ public final class TrackerCommand implements Subcommand {
                     + "): a holder whose worker cannot start leaves no trace; the vgpu package's unit writes it to"
                     + " /var/log/vgpu/holder-%j.out");
         }
-        SlurmControl slurm = new SlurmCommands(slurmTimeout, site.lendPartition(), site.lendQos(), holderOutput);
+        SlurmControl slurm = new SlurmCommands(
+                slurmTimeout, site.lendPartition(), site.lendQos(), site.holdersAsBorrower(), holderOutput);
         TrackerDaemon daemon;
         TrackerMetrics metrics;
         Ledger ledger = null;

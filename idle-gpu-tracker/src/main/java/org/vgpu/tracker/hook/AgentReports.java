@@ -65,7 +65,8 @@ final class AgentReports {
         String why = "";
         for (String workerId : workerIds) {
             try {
-                SessionToken granted = new TokenVerifier(key, workerId, NO_EXPIRY).verify(token, vgpu);
+                SessionToken granted = new TokenVerifier(key.forLend(Long.toString(job), vgpu), workerId, NO_EXPIRY)
+                        .verify(token, vgpu);
                 if (!granted.jobId().equals(Long.toString(job))) {
                     return Optional.of(
                             "unauthenticated: the token is job " + granted.jobId() + "'s, not job " + job + "'s");

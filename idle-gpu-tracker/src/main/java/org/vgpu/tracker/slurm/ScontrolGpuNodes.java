@@ -19,7 +19,11 @@ public final class ScontrolGpuNodes implements SlurmGpuNodes {
     @Override
     public Map<String, Integer> read(SiteConfig config) {
         SlurmCommands slurm = new SlurmCommands(
-                TIMEOUT, config.lendPartition(), config.lendQos(), new HolderOutput(HolderOutput.DISCARDED));
+                TIMEOUT,
+                config.lendPartition(),
+                config.lendQos(),
+                config.holdersAsBorrower(),
+                new HolderOutput(HolderOutput.DISCARDED));
         try {
             Map<String, Integer> gpus = new LinkedHashMap<>();
             for (SlurmNode node : slurm.inventory().nodes()) {

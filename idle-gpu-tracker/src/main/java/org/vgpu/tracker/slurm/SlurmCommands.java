@@ -20,11 +20,19 @@ import org.vgpu.tracker.process.BoundedCommand.Result;
  * minutes. The tracker runs as root (or SlurmUser): releasing held jobs and changing another
  * user's job needs it.
  *
- * <p>A holder job is charged to the borrowing job's account ({@code sbatch --account}), so that sacct, sreport,
- * fairshare and an account's {@code GrpTRES=gres/gpu} count a borrowed GPU where it is used; its comment names the
- * borrowing job, user and account. It runs as the tracker's user, whose association with that account Slurm
- * requires where it enforces associations; without one, the holder is charged to the tracker user's default
- * account, and the log says which association to add.
+ * <p>A holder job is the borrowing job's user's ({@code sbatch --uid --gid}, which only root may give), charged to
+ * the borrowing job's account ({@code --account}), so that sacct, sreport, fairshare, {@code MaxTRESPerUser} and an
+ * account's {@code GrpTRES=gres/gpu} count a borrowed GPU where it is used; its comment names the borrowing job, user
+ * and account. The lend partition must admit the user's group for that (Slurm checks a partition against the job's
+ * user, not its submitter); where it admits root alone (a lend partition rendered before holders ran as their
+ * borrower), the holder is submitted again as the tracker's user, and the log says so. A site that keeps holders the
+ * tracker's ({@code [cluster] holders_as_borrower = off}) gets that at once: the holder is charged to the borrower's
+ * account under the tracker's user, whose association with that account Slurm requires where it enforces
+ * associations; without one, the holder is charged to the tracker user's default account, and the log says which
+ * association to add.
+ *
+ * <p>The holder's script goes to sbatch on its standard input: it holds the key of its lend, which a command line
+ * would show every user of the tracker's host.
  */
 public final class SlurmCommands implements SlurmControl {
     private static final Logger LOG = LoggerFactory.getLogger(SlurmCommands.class);
@@ -39,12 +47,15 @@ public final class SlurmCommands implements SlurmControl {
      * context on a real GPU, whose own memory does not count.
      */
     private static final int HOLDER_MEMORY_MIB = 512;
+    /** What sbatch says when the lend partition does not admit the job's user (22.05 and 24.11 alike). */
+    private static final Pattern PARTITION_REFUSES_USER = Pattern.compile("(?i)not permitted to use this partition");
     /** What sbatch says for an account the submitting user has no association with. */
     private static final Pattern INVALID_ACCOUNT = Pattern.compile("(?i)invalid account");
 
     private final CommandRunner runner;
     private final String lendPartition;
     private final Optional<String> lendQos;
+    private final boolean holdersAsBorrower;
     private final HolderOutput holderOutput;
     /** Chosen at the first read: {@link #reader()}. */
     private ScontrolReader reader;
@@ -52,17 +63,35 @@ public final class SlurmCommands implements SlurmControl {
     private String lastChoice = "";
 
     /**
-     * @param holderOutput where holder jobs write
+     * @param holdersAsBorrower whether holders are submitted as the borrowing job's user ({@code [cluster]
+     *     holders_as_borrower}); else as the tracker's
+     * @param holderOutput      where holder jobs write
      */
-    public SlurmCommands(Duration timeout, String lendPartition, Optional<String> lendQos, HolderOutput holderOutput) {
-        this(command -> BoundedCommand.run(command, "", timeout), lendPartition, lendQos, holderOutput);
+    public SlurmCommands(
+            Duration timeout,
+            String lendPartition,
+            Optional<String> lendQos,
+            boolean holdersAsBorrower,
+            HolderOutput holderOutput) {
+        this(
+                (command, stdin) -> BoundedCommand.run(command, stdin, timeout),
+                lendPartition,
+                lendQos,
+                holdersAsBorrower,
+                holderOutput);
     }
 
     /** @param runner runs each of Slurm's commands (tests answer in Slurm's place) */
-    SlurmCommands(CommandRunner runner, String lendPartition, Optional<String> lendQos, HolderOutput holderOutput) {
+    SlurmCommands(
+            CommandRunner runner,
+            String lendPartition,
+            Optional<String> lendQos,
+            boolean holdersAsBorrower,
+            HolderOutput holderOutput) {
         this.runner = runner;
         this.lendPartition = lendPartition;
         this.lendQos = lendQos;
+        this.holdersAsBorrower = holdersAsBorrower;
         this.holderOutput = holderOutput;
     }
 
@@ -189,13 +218,29 @@ public final class SlurmCommands implements SlurmControl {
     }
 
     private long submitLendJob(String node, String name, String comment, Borrower borrower, String script) {
-        if (borrower.account().isPresent()) {
-            Result charged = runAllowingFailure(lendJobCommand(
-                    node,
+        String batchScript = "#!/bin/sh\n" + script + "\n";
+        Optional<String> account = borrower.account().map(charged -> "--account=" + charged);
+        if (holdersAsBorrower) {
+            List<String> asBorrower = new ArrayList<>(List.of("--uid=" + borrower.uid(), "--gid=" + borrower.gid()));
+            account.ifPresent(asBorrower::add);
+            Result owned = runWithInput(lendJobCommand(node, name, comment, asBorrower), batchScript);
+            if (owned.exitCode() == 0) {
+                return holderId(owned);
+            }
+            if (!PARTITION_REFUSES_USER.matcher(owned.stderr()).find()) {
+                throw failed(owned);
+            }
+            LOG.warn(
+                    "{} is submitted as the tracker's user, not as {} of the borrowing job: the lend partition {}"
+                            + " admits root only ({}); render slurm.conf's lend partition anew"
+                            + " (holders_as_borrower = on opens it to users, vgpu_job_submit.lua keeps them out)",
                     name,
-                    comment,
-                    Optional.of("--account=" + borrower.account().get()),
-                    script));
+                    borrower.user(),
+                    lendPartition,
+                    firstLine(owned.stderr()));
+        }
+        if (account.isPresent()) {
+            Result charged = runWithInput(lendJobCommand(node, name, comment, List.of(account.get())), batchScript);
             if (charged.exitCode() == 0) {
                 return holderId(charged);
             }
@@ -211,11 +256,26 @@ public final class SlurmCommands implements SlurmControl {
                     firstLine(charged.stderr()),
                     borrower.account().get());
         }
-        return holderId(run(lendJobCommand(node, name, comment, Optional.empty(), script)));
+        Result submitted = runWithInput(lendJobCommand(node, name, comment, List.of()), batchScript);
+        if (submitted.exitCode() != 0) {
+            throw failed(submitted);
+        }
+        return holderId(submitted);
     }
 
-    private String[] lendJobCommand(
-            String node, String name, String comment, Optional<String> accountOption, String script) {
+    /** Runs {@code command} with {@code stdin} on its standard input (sbatch: the holder's script). */
+    private Result runWithInput(List<String> command, String stdin) {
+        LOG.debug("running {}", command);
+        try {
+            return runner.run(command, stdin);
+        } catch (BoundedCommand.Failure e) {
+            throw SlurmException.unreachable(
+                    e.getMessage() + " (are Slurm's client commands on the PATH, is slurmctld up?)", e);
+        }
+    }
+
+    /** @param whose the options that say whose the holder is and whom it charges */
+    private List<String> lendJobCommand(String node, String name, String comment, List<String> whose) {
         List<String> command = new ArrayList<>(List.of(
                 "sbatch",
                 "--parsable",
@@ -229,10 +289,9 @@ public final class SlurmCommands implements SlurmControl {
                 "--job-name=" + name,
                 "--output=" + holderOutput.pattern(),
                 "--comment=" + comment));
-        accountOption.ifPresent(command::add);
+        command.addAll(whose);
         lendQos.ifPresent(qos -> command.add("--qos=" + qos));
-        command.addAll(List.of("--wrap", script));
-        return command.toArray(String[]::new);
+        return command;
     }
 
     private static long holderId(Result submitted) {
@@ -291,19 +350,13 @@ public final class SlurmCommands implements SlurmControl {
     }
 
     private Result runAllowingFailure(String... command) {
-        LOG.debug("running {}", List.of(command));
-        try {
-            return runner.run(List.of(command));
-        } catch (BoundedCommand.Failure e) {
-            throw SlurmException.unreachable(
-                    e.getMessage() + " (are Slurm's client commands on the PATH, is slurmctld up?)", e);
-        }
+        return runWithInput(List.of(command), "");
     }
 
-    /** Runs one of Slurm's client commands to its end or its time limit. */
+    /** Runs one of Slurm's client commands, {@code stdin} its input, to its end or its time limit. */
     @FunctionalInterface
     interface CommandRunner {
-        Result run(List<String> command) throws BoundedCommand.Failure;
+        Result run(List<String> command, String stdin) throws BoundedCommand.Failure;
     }
 
     private static String firstLine(String text) {

@@ -26,7 +26,7 @@ class BorrowerTest {
         // scontrol show job of a job user nobody submitted in the accounting testbed (VGPU_TESTBED_ACCOUNTING=yes).
         Borrower borrower = Borrower.fromScontrol(1, capture("slurm-24.11/accounting/scontrol-show-job.txt"));
 
-        assertEquals(new Borrower("nobody", Optional.of("physics")), borrower);
+        assertEquals(new Borrower("nobody", 65534, 65534, Optional.of("physics")), borrower);
         assertEquals("user nobody, account physics", borrower.describe());
     }
 
@@ -35,8 +35,19 @@ class BorrowerTest {
         // Slurm 22.05 without accounting prints Account=(null); the captures hold several jobs: job 2 is picked.
         Borrower borrower = Borrower.fromScontrol(2, capture("assembled/scontrol-show-job-d.txt"));
 
-        assertEquals(new Borrower("root", Optional.empty()), borrower);
+        assertEquals(new Borrower("root", 0, 0, Optional.empty()), borrower);
         assertEquals("user root", borrower.describe());
+    }
+
+    @Test
+    void aUserOrGroupWithoutItsIdIsRefusedSayingWhatWasExpected() {
+        SlurmException refused = assertThrows(
+                SlurmException.class,
+                () -> Borrower.fromScontrol(7, "JobId=7 UserId=alice GroupId=users(100) Account=(null)\n"));
+
+        assertTrue(
+                refused.getMessage().contains("UserId=alice GroupId=users(100) instead of NAME(ID)"),
+                refused.getMessage());
     }
 
     @Test
@@ -50,8 +61,9 @@ class BorrowerTest {
 
     @Test
     void aRecordWithoutAccountIsRefusedNamingTheField() {
-        SlurmException refused =
-                assertThrows(SlurmException.class, () -> Borrower.fromScontrol(7, "JobId=7 UserId=alice(1000)\n"));
+        SlurmException refused = assertThrows(
+                SlurmException.class,
+                () -> Borrower.fromScontrol(7, "JobId=7 UserId=alice(1000) GroupId=users(100)\n"));
 
         assertTrue(refused.getMessage().contains("no Account= field"), refused.getMessage());
     }

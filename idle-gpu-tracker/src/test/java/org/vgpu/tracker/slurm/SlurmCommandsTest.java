@@ -15,7 +15,10 @@ import org.junit.jupiter.api.Test;
 
 import org.vgpu.tracker.process.BoundedCommand.Result;
 
-/** The sbatch command lines of holder jobs: whose they are, whom they charge, what their comment says. */
+/**
+ * The sbatch command lines of holder jobs: whose they are (the borrower's, or the tracker's where the site keeps them
+ * so), whom they charge, what their comment says, and their script on sbatch's input.
+ */
 class SlurmCommandsTest {
     private static final String OUTPUT = "/var/log/vgpu/holders/%j.out";
     private static final String INVALID_ACCOUNT =
@@ -26,14 +29,25 @@ class SlurmCommandsTest {
         private final String showJob;
         private final List<Result> sbatchAnswers;
         private final List<List<String>> commands = new ArrayList<>();
+        private final List<String> sbatchInputs = new ArrayList<>();
+        private final boolean holdersAsBorrower;
 
+        /** A tracker that keeps holders its own ({@code holders_as_borrower = off}). */
         FakeSlurm(String showJob, Result... sbatchAnswers) {
+            this(false, showJob, sbatchAnswers);
+        }
+
+        FakeSlurm(boolean holdersAsBorrower, String showJob, Result... sbatchAnswers) {
+            this.holdersAsBorrower = holdersAsBorrower;
             this.showJob = showJob;
             this.sbatchAnswers = new ArrayList<>(List.of(sbatchAnswers));
         }
 
-        Result run(List<String> command) {
+        Result run(List<String> command, String stdin) {
             commands.add(command);
+            if (command.getFirst().equals("sbatch")) {
+                sbatchInputs.add(stdin);
+            }
             return switch (command.getFirst()) {
                 case "scontrol" -> new Result(command, 0, showJob, "");
                 case "sbatch" -> {
@@ -51,7 +65,8 @@ class SlurmCommandsTest {
         }
 
         SlurmCommands slurm() {
-            return new SlurmCommands(this::run, "vgpu-lend", Optional.empty(), new HolderOutput(OUTPUT));
+            return new SlurmCommands(
+                    this::run, "vgpu-lend", Optional.empty(), holdersAsBorrower, new HolderOutput(OUTPUT));
         }
     }
 
@@ -101,11 +116,10 @@ class SlurmCommandsTest {
                         "--job-name=vgpu-holder-1-v1",
                         "--output=" + OUTPUT,
                         "--comment=vgpu holder: a GPU of n2 lent to job 1 as its vGPU 1 (user nobody, account physics)",
-                        "--account=physics",
-                        "--wrap",
-                        "exec vgpu worker"),
+                        "--account=physics"),
                 sbatch);
-        // The holder's worker reads the site key, which must not reach the borrower: no sbatch --uid/--gid.
+        // The script, which holds the lend's key, goes on sbatch's input, never on its command line.
+        assertEquals(List.of("#!/bin/sh\nexec vgpu worker\n"), fake.sbatchInputs);
         assertEquals(List.of(), optionsNamed(sbatch, "--uid", "--gid"));
         assertEquals(1, fake.sbatchCommands().size());
     }
@@ -124,8 +138,54 @@ class SlurmCommandsTest {
                         "--comment=vgpu grant: a GPU of n1 granted to job 1 for its vGPU 2 (user nobody, account physics)",
                         "--account=physics"),
                 optionsNamed(sbatch, "--job-name", "--comment", "--account"));
-        assertEquals(List.of("--wrap", "exec sleep infinity"), sbatch.subList(sbatch.size() - 2, sbatch.size()));
+        assertEquals(List.of("#!/bin/sh\nexec sleep infinity\n"), fake.sbatchInputs);
         assertEquals(List.of(), optionsNamed(sbatch, "--uid", "--gid"));
+    }
+
+    @Test
+    void aHolderAsTheBorrowerIsTheBorrowingUsersChargedToItsAccount() throws IOException {
+        FakeSlurm fake = new FakeSlurm(true, nobodysJob(), answer(0, "42\n", ""), answer(0, "43\n", ""));
+
+        assertEquals(42, fake.slurm().submitHolder("n2", 1, 1, "exec vgpu worker"));
+        fake.slurm().submitGrant("n1", 1, 2);
+
+        for (List<String> sbatch : fake.sbatchCommands()) {
+            assertEquals(
+                    List.of("--uid=65534", "--gid=65534", "--account=physics"),
+                    optionsNamed(sbatch, "--uid", "--gid", "--account"));
+            assertEquals(List.of("--partition=vgpu-lend"), optionsNamed(sbatch, "--partition"));
+        }
+        assertEquals(List.of("#!/bin/sh\nexec vgpu worker\n", "#!/bin/sh\nexec sleep infinity\n"), fake.sbatchInputs);
+    }
+
+    @Test
+    void aLendPartitionThatAdmitsRootAloneGetsTheHolderAsTheTrackersUser() throws IOException {
+        FakeSlurm fake = new FakeSlurm(
+                true,
+                nobodysJob(),
+                answer(
+                        1,
+                        "",
+                        "sbatch: error: Batch job submission failed: User's group not permitted to use this partition"),
+                answer(0, "46\n", ""));
+
+        assertEquals(46, fake.slurm().submitHolder("n2", 1, 1, "exec vgpu worker"));
+
+        List<List<String>> sbatch = fake.sbatchCommands();
+        assertEquals(2, sbatch.size());
+        assertEquals(List.of("--uid=65534", "--gid=65534"), optionsNamed(sbatch.get(0), "--uid", "--gid"));
+        assertEquals(List.of("--account=physics"), optionsNamed(sbatch.get(1), "--uid", "--gid", "--account"));
+    }
+
+    @Test
+    void anotherRefusalOfTheBorrowersHolderIsAFailureAndNothingIsSubmittedAsRoot() throws IOException {
+        FakeSlurm fake = new FakeSlurm(
+                true,
+                nobodysJob(),
+                answer(1, "", "sbatch: error: Batch job submission failed: Invalid account or account/partition"));
+
+        assertThrows(SlurmException.class, () -> fake.slurm().submitHolder("n2", 1, 1, "exec vgpu worker"));
+        assertEquals(1, fake.sbatchCommands().size());
     }
 
     @Test

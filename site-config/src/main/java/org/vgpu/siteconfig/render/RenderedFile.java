@@ -221,6 +221,7 @@ public enum RenderedFile {
                 values.put("tracker", config.tracker().toString());
                 values.put("max_vgpus_per_node", Integer.toString(config.maxVgpusPerNode()));
                 values.put("max_gpus_per_job", Integer.toString(config.maxGpusPerJob()));
+                values.put("lend_partition_name", config.lendPartition());
             }
             case TRACKER_UNIT -> {
                 values.put("vgpu_command", config.slurm().vgpuCommand().toString());
@@ -291,9 +292,14 @@ public enum RenderedFile {
                 + " Default=YES MaxTime=INFINITE State=UP";
     }
 
+    /**
+     * The lend partition: open to every group when holders run as the borrowing user (Slurm checks a partition's
+     * access against the job's user, not its submitter; the rendered job_submit.lua module admits root's submissions
+     * only), else root's alone.
+     */
     private static String lendPartitionLine(SiteConfig config) {
         return "PartitionName=" + config.lendPartition() + " Nodes=" + allNodes(config)
-                + " Hidden=YES AllowGroups=root PriorityTier=65533"
+                + " Hidden=YES" + (config.holdersAsBorrower() ? "" : " AllowGroups=root") + " PriorityTier=65533"
                 + config.lendQos().map(qos -> " QOS=" + qos).orElse("") + " MaxTime=INFINITE State=UP";
     }
 

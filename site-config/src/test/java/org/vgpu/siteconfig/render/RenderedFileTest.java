@@ -65,7 +65,9 @@ class RenderedFileTest {
         assertEquals(
                 List.of(
                         "PartitionName=batch Nodes=n[1-3] Default=YES MaxTime=INFINITE State=UP",
-                        "PartitionName=vgpu-lend Nodes=n[1-3] Hidden=YES AllowGroups=root PriorityTier=65533 QOS=vgpu-lend"
+                        // open to users' groups: the tracker submits holders as their borrowers (root's --uid), and
+                        // the job_submit.lua module keeps everyone else out
+                        "PartitionName=vgpu-lend Nodes=n[1-3] Hidden=YES PriorityTier=65533 QOS=vgpu-lend"
                                 + " MaxTime=INFINITE State=UP"),
                 linesStartingWith(text, "PartitionName="));
         assertEquals(List.of("GresTypes=gpu,vgpu"), linesStartingWith(text, "GresTypes="));
@@ -153,7 +155,7 @@ class RenderedFileTest {
                 .filter(line -> !line.isBlank() && !line.startsWith("#"))
                 .toList();
         assertEquals(
-                List.of("PartitionName=vgpu-lend Nodes=gpu[001-128],big[1-2] Hidden=YES AllowGroups=root"
+                List.of("PartitionName=vgpu-lend Nodes=gpu[001-128],big[1-2] Hidden=YES"
                         + " PriorityTier=65533 MaxTime=INFINITE State=UP"),
                 settings);
         assertTrue(piece.contains("#   Include /etc/slurm/vgpu.slurm.conf\n"), piece);
@@ -242,6 +244,32 @@ class RenderedFileTest {
                         + "   return vgpu.job_modify(job_desc, job_rec, part_list, modify_uid)\nend\n"),
                 lua);
         assertFalse(lua.contains("priority"), "no rule of its own: " + lua);
+    }
+
+    @Test
+    void aSiteThatKeepsRootHoldersKeepsTheLendPartitionRoots() {
+        SiteConfig config = SiteConfigReader.read(SiteConfigFiles.write(
+                dir,
+                SiteConfigFiles.valid(dir)
+                        .replace("lend_qos = vgpu-lend\n", "lend_qos = vgpu-lend\nholders_as_borrower = off\n")));
+
+        assertEquals(
+                List.of("PartitionName=vgpu-lend Nodes=n[1-3] Hidden=YES AllowGroups=root PriorityTier=65533"
+                        + " QOS=vgpu-lend MaxTime=INFINITE State=UP"),
+                linesStartingWith(RenderedFile.SLURM_CONF.render(config, Optional.empty()), "PartitionName=vgpu-lend"));
+    }
+
+    @Test
+    void jobSubmitModuleKeepsTheLendPartitionForRootsSubmissions() {
+        String lua = render(RenderedFile.JOB_SUBMIT_MODULE);
+
+        assertTrue(lua.contains("local LEND_PARTITION = \"vgpu-lend\"\n"), lua);
+        assertTrue(
+                lua.contains("   if names_lend_partition(job_desc.partition) and submit_uid ~= 0 then\n"
+                        + "      slurm.log_info("),
+                lua);
+        assertTrue(lua.contains("   if names_lend_partition(job_desc.partition) and modify_uid ~= 0 then\n"), lua);
+        assertTrue(lua.contains("only the tracker\"\n   .. \" (root) submits jobs there"), lua);
     }
 
     @Test

@@ -10,10 +10,12 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
- * Slurm's accounting charges a borrowed GPU to the borrowing job's account (scenario accounting): a testbed with
- * slurmdbd on a MariaDB of its own, the SPANK bridge and the tracker; sacct shows the holders under the borrower's
- * account (scenario accounting); and sacct's record of a workload that ran there, fed to vgpu simulate, gives the
- * starts Slurm gave (scenario simulator-agrees). Skipped, with the reason, where the bridge was not built, no testbed can run, or slurmdbd or MariaDB is
+ * Slurm's accounting charges a borrowed GPU to the borrowing job's user and account (scenario accounting): a testbed
+ * with slurmdbd on a MariaDB of its own, the SPANK bridge and the tracker; sacct shows the holders as the borrower's,
+ * under the borrower's account, and a user's own job in the lend partition is refused by vgpu_job_submit.lua; and
+ * sacct's record of a workload that ran there, fed to vgpu simulate, gives the starts Slurm gave (scenario
+ * simulator-agrees). Skipped, with the reason, where the bridge was not built, no testbed can run, or slurmdbd or
+ * MariaDB is
  * missing.
  */
 @Tag("slurm")
@@ -41,7 +43,7 @@ class AccountingTestbedTest {
     }
 
     @Test
-    void sacctChargesBorrowedGpusToTheBorrowersAccount() throws Exception {
+    void sacctChargesBorrowedGpusToTheBorrowersUserAndAccountAndTheLendPartitionRefusesUsers() throws Exception {
         assumeTrue(skipReason == null, skipReason);
         testbed.assertScenarioPasses("accounting");
     }

@@ -190,17 +190,22 @@ final class HookStory {
                 // The job is planned on n1 (n2 is in the lend partition only) with n2's GPU borrowed; its holder
                 // starts.
                 Lend lend = awaitLend(tracker, ledger, slurm, job);
+                // as a holder's worker: the key of its one lend, not the site key
+                Path lendKeyFile = dir.resolve("lend.key");
+                SiteKey.load(key.keyFile())
+                        .forLend(Long.toString(job), lend.vgpu())
+                        .writeNewFile(lendKeyFile);
                 try (LaunchedWorker worker = new WorkerLauncher()
                         .launch(new WorkerSpec(
                                 new Endpoint("127.0.0.1", 0),
                                 backend,
                                 lenderDevice,
                                 "n2-holder-" + lend.holder().getAsLong(),
-                                key.keyFile(),
+                                lendKeyFile,
                                 Optional.of(new TlsConfig.SelfSigned()),
                                 Optional.empty()))) {
                     // as a holder's worker: TLS with a certificate of its own, pinned in its proof
-                    String proof = key.issuer()
+                    String proof = key.lendIssuer(Long.toString(job), lend.vgpu())
                             .issue(
                                     Long.toString(job),
                                     lend.vgpu(),

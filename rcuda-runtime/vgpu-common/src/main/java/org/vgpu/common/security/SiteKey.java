@@ -2,6 +2,7 @@ package org.vgpu.common.security;
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
@@ -22,6 +23,7 @@ import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
 
 import org.vgpu.common.error.ConfigException;
+import org.vgpu.common.error.InputException;
 import org.vgpu.common.error.IoReasons;
 
 /**
@@ -37,6 +39,8 @@ public final class SiteKey {
     public static final int MIN_BYTES = 32;
 
     static final String MAC_ALGORITHM = "HmacSHA256";
+    /** What a lend's key is derived under: no MAC the site key makes for another purpose starts so. */
+    private static final byte[] LEND_KEY_DOMAIN = "vgpu lend key v1\0".getBytes(StandardCharsets.US_ASCII);
     /** A key file is one short line; anything much larger is not a key file. */
     private static final int MAX_FILE_BYTES = 4096;
 
@@ -63,6 +67,57 @@ public final class SiteKey {
     public static SiteKey generate() {
         byte[] bytes = new byte[MIN_BYTES];
         new SecureRandom().nextBytes(bytes);
+        return new SiteKey(bytes);
+    }
+
+    /**
+     * The key of one lend: HMAC-SHA256 under this key of {@link #LEND_KEY_DOMAIN}, then the borrowing job's id (its
+     * length, then its ASCII) and the vGPU index. The tracker signs the session tokens of that job's vGPU with it, and
+     * hands it, not the site key, to the holder's worker that serves the vGPU: a worker holding it accepts only tokens
+     * for that vGPU of that job, and whoever reads it (the borrower, whose job the holder is) can make no token that
+     * any other job's worker accepts. The key for another job or vGPU cannot be computed from it.
+     *
+     * @throws InputException for a job id {@link SessionToken} does not accept
+     */
+    public SiteKey forLend(String jobId, int vgpuIndex) {
+        SessionToken.requireId("job id", jobId);
+        byte[] job = jobId.getBytes(StandardCharsets.US_ASCII);
+        ByteBuffer identity = ByteBuffer.allocate(LEND_KEY_DOMAIN.length + 4 + job.length + 4)
+                .put(LEND_KEY_DOMAIN)
+                .putInt(job.length)
+                .put(job)
+                .putInt(vgpuIndex);
+        return new SiteKey(mac(identity.array()));
+    }
+
+    /**
+     * The key base64-encoded, as a key file holds it: for handing a {@linkplain #forLend lend's key} to its holder's
+     * worker, never for logging.
+     */
+    public String base64() {
+        return Base64.getEncoder().encodeToString(key);
+    }
+
+    /**
+     * The key from its base64 text, as a key file holds it; {@code source} names where the text came from in messages
+     * (never the text).
+     *
+     * @throws ConfigException INVALID when the text is not base64 of at least {@link #MIN_BYTES} bytes
+     */
+    public static SiteKey fromBase64(String text, String source) {
+        byte[] bytes;
+        try {
+            bytes = Base64.getDecoder().decode(text.strip());
+        } catch (IllegalArgumentException e) {
+            throw new ConfigException(
+                    ConfigException.Code.INVALID,
+                    source + " does not hold a key in base64 (only A-Z, a-z, 0-9, +, / and = padding)");
+        }
+        if (bytes.length < MIN_BYTES) {
+            throw new ConfigException(
+                    ConfigException.Code.INVALID,
+                    source + " holds a key of " + bytes.length + " bytes, at least " + MIN_BYTES + " are needed");
+        }
         return new SiteKey(bytes);
     }
 

@@ -18,12 +18,14 @@ import org.vgpu.common.error.IoReasons;
 public final class ThrowawaySiteKey implements AutoCloseable {
     private final Path directory;
     private final Path keyFile;
+    private final SiteKey key;
     private final TokenIssuer issuer;
 
-    private ThrowawaySiteKey(Path directory, Path keyFile, TokenIssuer issuer) {
+    private ThrowawaySiteKey(Path directory, Path keyFile, SiteKey key) {
         this.directory = directory;
         this.keyFile = keyFile;
-        this.issuer = issuer;
+        this.key = key;
+        this.issuer = new TokenIssuer(key, Clock.systemUTC());
     }
 
     /** Generates a key and writes it (mode 600) into a new temporary directory named after {@code prefix}. */
@@ -41,7 +43,7 @@ public final class ThrowawaySiteKey implements AutoCloseable {
         Path keyFile = directory.resolve("site.key");
         SiteKey key = SiteKey.generate();
         key.writeNewFile(keyFile);
-        return new ThrowawaySiteKey(directory, keyFile, new TokenIssuer(key, Clock.systemUTC()));
+        return new ThrowawaySiteKey(directory, keyFile, key);
     }
 
     /** The key file, for workers' {@code --key-file}. */
@@ -51,6 +53,11 @@ public final class ThrowawaySiteKey implements AutoCloseable {
 
     public TokenIssuer issuer() {
         return issuer;
+    }
+
+    /** An issuer with the key of vGPU {@code vgpu} of job {@code job}'s lend, as a tracker signs that lend's tokens. */
+    public TokenIssuer lendIssuer(String job, int vgpu) {
+        return new TokenIssuer(key.forLend(job, vgpu), Clock.systemUTC());
     }
 
     @Override

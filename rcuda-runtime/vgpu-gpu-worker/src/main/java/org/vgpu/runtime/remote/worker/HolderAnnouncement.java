@@ -1,6 +1,5 @@
 package org.vgpu.runtime.remote.worker;
 
-import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
@@ -21,7 +20,8 @@ import org.vgpu.common.security.TokenIssuer;
 /**
  * A worker in a holder job telling the tracker where it listens:
  * {@code worker JOB VGPU HOST:PORT WORKER-ID PROOF}. The proof is a session token for exactly that
- * job, vGPU and worker, valid for {@link #PROOF_TTL}, signed with the site key: the tracker checks it
+ * job, vGPU and worker, valid for {@link #PROOF_TTL}, signed with the key the worker checks its tokens with (that
+ * lend's key, {@link SiteKey#forLend}, in a holder the tracker started; else the site key): the tracker checks it
  * as a worker checks a client's token, so nobody without the key can point a job at their own worker. A worker with
  * TLS pins its certificate in the proof, and the tracker pins it in the tokens it gives the job for this worker.
  * When its holder is being cancelled it says {@code worker-leaving JOB VGPU WORKER-ID PROOF} ({@link #leave}),
@@ -55,11 +55,10 @@ public record HolderAnnouncement(Endpoint tracker, String job, int vgpu) {
      * @throws NetworkException when the tracker cannot be reached (UNREACHABLE) or does not take this
      *         worker (REFUSED)
      */
-    void tell(Endpoint listening, String workerId, Optional<CertificatePin> certificate, Path keyFile) {
+    void tell(Endpoint listening, String workerId, Optional<CertificatePin> certificate, SiteKey key) {
         List<String> reply;
         try {
-            reply = request(
-                    BridgeContract.REQUEST_WORKER, listening.toString(), workerId, certificate, keyFile, TIMEOUT);
+            reply = request(BridgeContract.REQUEST_WORKER, listening.toString(), workerId, certificate, key, TIMEOUT);
         } catch (NetworkException e) {
             throw new NetworkException(
                     e.code(),
@@ -83,14 +82,14 @@ public record HolderAnnouncement(Endpoint tracker, String job, int vgpu) {
      * Tells the tracker that this worker is leaving (its holder is being cancelled):
      * {@code worker-leaving JOB VGPU WORKER-ID PROOF}. Never throws: a tracker that cannot be reached moves nothing.
      */
-    Leaving leave(String workerId, Path keyFile) {
+    Leaving leave(String workerId, SiteKey key) {
         try {
             String reply = request(
                             BridgeContract.REQUEST_WORKER_LEAVING,
                             null,
                             workerId,
                             Optional.empty(),
-                            keyFile,
+                            key,
                             LEAVING_TIMEOUT)
                     .getLast();
             return new Leaving(
@@ -112,10 +111,9 @@ public record HolderAnnouncement(Endpoint tracker, String job, int vgpu) {
             String listening,
             String workerId,
             Optional<CertificatePin> certificate,
-            Path keyFile,
+            SiteKey key,
             Duration timeout) {
-        String proof = new TokenIssuer(SiteKey.load(keyFile), Clock.systemUTC())
-                .issue(job, vgpu, workerId, certificate, PROOF_TTL);
+        String proof = new TokenIssuer(key, Clock.systemUTC()).issue(job, vgpu, workerId, certificate, PROOF_TTL);
         String request = listening == null
                 ? String.join(" ", word, job, Integer.toString(vgpu), workerId, proof)
                 : String.join(" ", word, job, Integer.toString(vgpu), listening, workerId, proof);

@@ -1,9 +1,10 @@
 package org.vgpu.runtime.remote.worker;
 
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.function.Consumer;
+
+import org.vgpu.common.security.SiteKey;
 
 /**
  * What a holder job's worker does when its holder is cancelled ({@code scancel} of the holder, by an admin or
@@ -20,7 +21,9 @@ final class HolderLeaving implements Runnable {
     private final HolderAnnouncement announcement;
     private final GpuWorker worker;
     private final String workerId;
-    private final Path keyFile;
+    /** What the worker checks tokens with and proves itself with: the site key, or its lend's key. */
+    private final SiteKey key;
+
     private final Duration wait;
     private final Consumer<String> log;
 
@@ -28,13 +31,13 @@ final class HolderLeaving implements Runnable {
             HolderAnnouncement announcement,
             GpuWorker worker,
             String workerId,
-            Path keyFile,
+            SiteKey key,
             Duration wait,
             Consumer<String> log) {
         this.announcement = Objects.requireNonNull(announcement, "announcement");
         this.worker = Objects.requireNonNull(worker, "worker");
         this.workerId = Objects.requireNonNull(workerId, "workerId");
-        this.keyFile = Objects.requireNonNull(keyFile, "keyFile");
+        this.key = Objects.requireNonNull(key, "key");
         this.wait = Objects.requireNonNull(wait, "wait");
         this.log = Objects.requireNonNull(log, "log");
     }
@@ -42,7 +45,7 @@ final class HolderLeaving implements Runnable {
     @Override
     public void run() {
         long start = System.nanoTime();
-        HolderAnnouncement.Leaving leaving = announcement.leave(workerId, keyFile);
+        HolderAnnouncement.Leaving leaving = announcement.leave(workerId, key);
         String prefix = "vgpu worker " + workerId + ": leaving (holder cancelled): ";
         if (!leaving.evacuating()) {
             log.accept(prefix + "nothing moves the vGPU: " + leaving.reply());

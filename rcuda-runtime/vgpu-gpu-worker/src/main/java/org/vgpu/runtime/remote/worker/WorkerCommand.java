@@ -17,6 +17,7 @@ import org.apache.commons.cli.ParseException;
 import org.vgpu.common.cli.CommandLines;
 import org.vgpu.common.cli.Subcommand;
 import org.vgpu.common.cli.SubcommandRunner;
+import org.vgpu.common.error.ConfigException;
 import org.vgpu.common.error.InputException;
 import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.common.net.Endpoint;
@@ -116,8 +117,15 @@ public final class WorkerCommand implements Subcommand {
                         .longOpt("key-file")
                         .hasArg()
                         .argName("FILE")
-                        .required()
-                        .desc("site key file that session tokens are checked with")
+                        .desc("site key file that session tokens are checked with (or --key-env)")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("key-env")
+                        .hasArg()
+                        .argName("VARIABLE")
+                        .desc(
+                                "environment variable holding the key that session tokens are checked with, base64: in"
+                                        + " a holder job, the key of its one lend that the tracker put into the holder's script")
                         .get())
                 .addOption(Option.builder()
                         .longOpt("tls-cert")
@@ -184,6 +192,9 @@ public final class WorkerCommand implements Subcommand {
         HolderAnnouncement announcement = line.hasOption("tracker")
                 ? HolderAnnouncement.parse(line.getOptionValue("tracker"), line.getOptionValue("lend"))
                 : null;
+        if (line.hasOption("key-file") == line.hasOption("key-env")) {
+            throw new ParseException("give the key with --key-file or --key-env (one of them)");
+        }
         WorkerConfig config = new WorkerConfig(
                 listen.host(),
                 listen.port(),
@@ -192,8 +203,8 @@ public final class WorkerCommand implements Subcommand {
                 Duration.ofSeconds(idleSeconds),
                 workerTuning.spinNanos());
 
-        TokenVerifier verifier = new TokenVerifier(
-                SiteKey.load(Path.of(line.getOptionValue("key-file"))), config.workerId(), Clock.systemUTC());
+        SiteKey key = key(line);
+        TokenVerifier verifier = new TokenVerifier(key, config.workerId(), Clock.systemUTC());
         Optional<SelfSignedIdentity> identity = line.hasOption("tls-self-signed")
                 ? Optional.of(SelfSignedIdentity.generate(config.workerId()))
                 : Optional.empty();
@@ -237,7 +248,6 @@ public final class WorkerCommand implements Subcommand {
                 out.println(WorkerLauncher.LISTENING_PREFIX + listening);
                 out.flush();
                 if (announcement != null) {
-                    Path keyFile = Path.of(line.getOptionValue("key-file"));
                     // A cancelled holder's worker gets SIGTERM: the hook has the vGPU evacuated before it ends. It is
                     // there before the tracker can lend this worker, so no SIGTERM after that finds it missing (a
                     // worker the tracker never took is refused its worker-leaving, and ends at once).
@@ -247,11 +257,11 @@ public final class WorkerCommand implements Subcommand {
                                             announcement,
                                             worker,
                                             config.workerId(),
-                                            keyFile,
+                                            key,
                                             HolderLeaving.WAIT,
                                             err::println),
                                     "vgpu-worker-leaving"));
-                    announcement.tell(listening, config.workerId(), pin, keyFile);
+                    announcement.tell(listening, config.workerId(), pin, key);
                     err.println("vgpu worker " + config.workerId() + ": the tracker took it for " + announcement);
                 }
                 report = worker.awaitReport();
@@ -264,5 +274,22 @@ public final class WorkerCommand implements Subcommand {
             out.flush();
             return report.clean() ? 0 : 1;
         }
+    }
+
+    /**
+     * The key session tokens are checked with: the site key's file, or the lend's key from the environment (a holder
+     * run as the borrowing user must not read the site key, and a variable is readable by that user only).
+     */
+    private static SiteKey key(CommandLine line) {
+        if (line.hasOption("key-file")) {
+            return SiteKey.load(Path.of(line.getOptionValue("key-file")));
+        }
+        String variable = line.getOptionValue("key-env");
+        String text = System.getenv(variable);
+        if (text == null || text.isBlank()) {
+            throw new ConfigException(
+                    ConfigException.Code.MISSING, "--key-env: environment variable " + variable + " is not set");
+        }
+        return SiteKey.fromBase64(text, "environment variable " + variable);
     }
 }

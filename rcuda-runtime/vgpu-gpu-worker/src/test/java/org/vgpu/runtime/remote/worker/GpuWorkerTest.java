@@ -736,7 +736,7 @@ class GpuWorkerTest {
                             HolderAnnouncement.parse(tracker.endpoint().toString(), "42:1"),
                             worker,
                             "test-worker",
-                            key.keyFile(),
+                            SiteKey.load(key.keyFile()),
                             Duration.ofSeconds(20),
                             log::add));
             awaitLog("the tracker evacuates the vGPU (ok migration 3 started");
@@ -793,7 +793,7 @@ class GpuWorkerTest {
                             HolderAnnouncement.parse(refusing.endpoint().toString(), "42:1"),
                             worker,
                             "test-worker",
-                            key.keyFile(),
+                            SiteKey.load(key.keyFile()),
                             Duration.ofSeconds(20),
                             log::add)
                     .run();
@@ -805,7 +805,7 @@ class GpuWorkerTest {
                             HolderAnnouncement.parse(moving.endpoint().toString(), "42:1"),
                             worker,
                             "test-worker",
-                            key.keyFile(),
+                            SiteKey.load(key.keyFile()),
                             Duration.ofMillis(500),
                             log::add)
                     .run();

@@ -32,7 +32,11 @@ class HolderAnnouncementTest {
         try (ThrowawaySiteKey key = ThrowawaySiteKey.create("holder-announcement");
                 LineServer tracker = fakeTracker(requests, "ok")) {
             HolderAnnouncement.parse(tracker.endpoint().toString(), "42:1")
-                    .tell(new Endpoint("10.0.0.2", 7501), "n2-holder-43", Optional.of(PIN), key.keyFile());
+                    .tell(
+                            new Endpoint("10.0.0.2", 7501),
+                            "n2-holder-43",
+                            Optional.of(PIN),
+                            SiteKey.load(key.keyFile()));
 
             String[] words = requests.getFirst().split(" ");
             assertEquals(
@@ -53,7 +57,11 @@ class HolderAnnouncementTest {
                 NetworkException refused = assertThrows(
                         NetworkException.class,
                         () -> HolderAnnouncement.parse(tracker.endpoint().toString(), "42:1")
-                                .tell(new Endpoint("10.0.0.2", 7501), "w", Optional.empty(), key.keyFile()));
+                                .tell(
+                                        new Endpoint("10.0.0.2", 7501),
+                                        "w",
+                                        Optional.empty(),
+                                        SiteKey.load(key.keyFile())));
                 assertEquals(NetworkException.Code.REFUSED, refused.code());
                 assertTrue(refused.getMessage().contains("error job 42 has no borrowed vGPU 1"), refused.getMessage());
                 assertTrue(
@@ -64,13 +72,13 @@ class HolderAnnouncementTest {
             NetworkException unreachable = assertThrows(
                     NetworkException.class,
                     () -> HolderAnnouncement.parse(gone.toString(), "42:1")
-                            .tell(new Endpoint("10.0.0.2", 7501), "w", Optional.empty(), key.keyFile()));
+                            .tell(new Endpoint("10.0.0.2", 7501), "w", Optional.empty(), SiteKey.load(key.keyFile())));
             assertEquals(NetworkException.Code.UNREACHABLE, unreachable.code());
             assertTrue(
                     unreachable.getMessage().contains("cannot tell the tracker that worker w listens at 10.0.0.2:7501"),
                     unreachable.getMessage());
             HolderAnnouncement.Leaving leaving =
-                    HolderAnnouncement.parse(gone.toString(), "42:1").leave("w", key.keyFile());
+                    HolderAnnouncement.parse(gone.toString(), "42:1").leave("w", SiteKey.load(key.keyFile()));
             assertFalse(leaving.evacuating());
             assertTrue(
                     leaving.reply().startsWith("cannot tell the tracker " + gone + " that worker w leaves: "),

@@ -32,10 +32,12 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 import org.vgpu.common.cli.SubcommandRunner;
+import org.vgpu.common.error.AuthException;
 import org.vgpu.common.line.LineServer;
 import org.vgpu.common.net.Endpoint;
 import org.vgpu.common.security.SiteKey;
 import org.vgpu.common.security.TokenIssuer;
+import org.vgpu.common.security.TokenVerifier;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
@@ -291,14 +293,7 @@ class WorkerCommandTest {
                                     ? "error node n1 has no free GPU for vGPU 1 of job 42 now"
                                     : "ok");
                 })) {
-            String java = ProcessHandle.current().info().command().orElseThrow();
-            List<String> command = new ArrayList<>(List.of(
-                    java,
-                    "--enable-native-access=ALL-UNNAMED",
-                    "-cp",
-                    System.getProperty("java.class.path"),
-                    WorkerCommand.class.getName()));
-            command.addAll(List.of(emulatedWorker("n2-holder-43", 30)));
+            List<String> command = holderWorkerProcess();
             command.addAll(List.of("--tracker", tracker.endpoint().toString(), "--lend", "42:1"));
             Process worker = new ProcessBuilder(command)
                     .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))
@@ -325,6 +320,109 @@ class WorkerCommandTest {
         }
     }
 
+    /**
+     * A holder run as the borrowing user: its worker gets its lend's key from the environment (never the site key),
+     * proves itself to the tracker with it, and refuses the session of any other job, whose tokens the tracker signs
+     * with that job's lend key.
+     */
+    @Test
+    void aHolderWorkerWithItsLendsKeyProvesThatLendAndRefusesAnotherJobsSession() throws Exception {
+        SiteKey lendKey = key.forLend("42", 0);
+        List<String> requests = new CopyOnWriteArrayList<>();
+        try (LineServer tracker = LineServer.start(
+                new Endpoint("127.0.0.1", 0),
+                new LineServer.Limits("fake tracker", 4096, 4, Duration.ofSeconds(5)),
+                (request, host) -> {
+                    requests.add(request.text());
+                    return List.of("ok");
+                })) {
+            List<String> command = holderWorkerProcess();
+            int keyOption = command.indexOf("--key-file");
+            command.set(keyOption, "--key-env");
+            command.set(keyOption + 1, "VGPU_LEND_KEY");
+            command.addAll(List.of("--tracker", tracker.endpoint().toString(), "--lend", "42:0"));
+            ProcessBuilder builder = new ProcessBuilder(command)
+                    .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))
+                    .redirectError(ProcessBuilder.Redirect.DISCARD);
+            builder.environment().put("VGPU_LEND_KEY", lendKey.base64());
+            Process worker = builder.start();
+            try {
+                BufferedReader stdout =
+                        new BufferedReader(new InputStreamReader(worker.getInputStream(), StandardCharsets.UTF_8));
+                String listening = stdout.readLine();
+                assertTrue(listening.startsWith("vgpu-worker listening 127.0.0.1:"), listening);
+                int port = Integer.parseInt(listening.substring(listening.lastIndexOf(':') + 1));
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+                while (requests.isEmpty() && System.nanoTime() < deadline) {
+                    Thread.sleep(20);
+                }
+                String proof = requests.getFirst().substring(requests.getFirst().lastIndexOf(' ') + 1);
+                assertEquals(
+                        "42",
+                        new TokenVerifier(lendKey, "n2-holder-43", Clock.systemUTC())
+                                .verify(proof, 0)
+                                .jobId());
+                assertThrows(
+                        AuthException.class,
+                        () -> new TokenVerifier(key, "n2-holder-43", Clock.systemUTC()).verify(proof, 0));
+
+                String otherJobs = new TokenIssuer(key.forLend("43", 0), Clock.systemUTC())
+                        .issue("43", 0, "n2-holder-43", Duration.ofMinutes(1));
+                VgpuException refused = assertThrows(
+                        VgpuException.class,
+                        () -> RemoteGpu.connect(
+                                group,
+                                new WorkerEndpoint("n2-holder-43", "127.0.0.1", port, otherJobs, () -> {}),
+                                VaWindow.forVgpu(0),
+                                RemoteConfig.defaults(),
+                                null));
+                assertEquals(ErrorCode.VGPU_AUTH_FAILED, refused.code());
+                assertTrue(refused.getMessage().contains("signature does not match"), refused.getMessage());
+                String own = new TokenIssuer(lendKey, Clock.systemUTC())
+                        .issue("42", 0, "n2-holder-43", Duration.ofMinutes(1));
+                RemoteGpu.connect(
+                                group,
+                                new WorkerEndpoint("n2-holder-43", "127.0.0.1", port, own, () -> {}),
+                                VaWindow.forVgpu(0),
+                                RemoteConfig.defaults(),
+                                null)
+                        .close();
+            } finally {
+                worker.destroyForcibly();
+                worker.waitFor(30, TimeUnit.SECONDS);
+            }
+        }
+    }
+
+    @Test
+    void aKeyIsGivenOneWayAndAnUnsetVariableSaysSo() {
+        assertEquals(2, runListeningWith("--key-env", "VGPU_LEND_KEY"));
+        assertTrue(err.toString().contains("--key-file or --key-env (one of them)"), err.toString());
+        assertEquals(1, runEmulatedWithKey("--key-env", "VGPU_TEST_VARIABLE_NOBODY_SETS"));
+        assertTrue(
+                err.toString().contains("environment variable VGPU_TEST_VARIABLE_NOBODY_SETS is not set"),
+                err.toString());
+        assertTrue(stdout().isEmpty());
+    }
+
+    /** The command line of a holder's emulated worker process n2-holder-43, before its --tracker and --lend. */
+    private List<String> holderWorkerProcess() {
+        String java = ProcessHandle.current().info().command().orElseThrow();
+        List<String> command = new ArrayList<>(List.of(
+                java,
+                "--enable-native-access=ALL-UNNAMED",
+                "-cp",
+                System.getProperty("java.class.path"),
+                WorkerCommand.class.getName()));
+        command.addAll(List.of(emulatedWorker("n2-holder-43", 30)));
+        return command;
+    }
+
+    /** An emulated worker on any port of 127.0.0.1 given its key by {@code keyOption keyValue}, run to its end. */
+    private int runEmulatedWithKey(String keyOption, String keyValue) {
+        return run("--listen", "127.0.0.1:0", "--backend", "emulated", "--worker-id", "w", keyOption, keyValue);
+    }
+
     private static String readAll(InputStream stream) {
         try (stream) {
             return new String(stream.readAllBytes(), StandardCharsets.UTF_8);
@@ -337,15 +435,7 @@ class WorkerCommandTest {
     void aMissingKeyFileIsAFailureBeforeListening() {
         assertEquals(
                 1,
-                run(
-                        "--listen",
-                        "127.0.0.1:0",
-                        "--backend",
-                        "emulated",
-                        "--worker-id",
-                        "w",
-                        "--key-file",
-                        directory.resolve("absent.key").toString()));
+                runEmulatedWithKey("--key-file", directory.resolve("absent.key").toString()));
         assertTrue(err.toString().contains("absent.key does not exist"), err.toString());
         assertFalse(err.toString().contains("CUDA_"), "a missing file is not a GPU error: " + err);
         assertTrue(stdout().isEmpty());
