@@ -26,7 +26,6 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
-import io.netty.channel.ChannelPipeline;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.WriteBufferWaterMark;
 import io.netty.handler.codec.DecoderException;
@@ -46,13 +45,11 @@ import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.remote.protocol.Frame;
 import org.vgpu.runtime.remote.protocol.FrameDecoder;
 import org.vgpu.runtime.remote.protocol.Frames;
-import org.vgpu.runtime.remote.protocol.Hello;
 import org.vgpu.runtime.remote.protocol.Opcode;
 import org.vgpu.runtime.remote.protocol.ReplyEncoder;
 import org.vgpu.runtime.remote.protocol.RequestDecoder;
 import org.vgpu.runtime.remote.security.TlsFailures;
 import org.vgpu.runtime.remote.transport.NettyTransport;
-import org.vgpu.runtime.remote.transport.StripedStreams;
 import org.vgpu.runtime.remote.worker.ServedSessions.LiveSession;
 
 /**
@@ -121,7 +118,6 @@ public final class GpuWorker implements AutoCloseable {
 
     private final WorkerConfig config;
     private final GpuBackend backend;
-    private final SessionAuthenticator authenticator;
     private final Consumer<String> log;
     private final Sessions sessions;
     private final EventLoopGroup group;
@@ -132,6 +128,8 @@ public final class GpuWorker implements AutoCloseable {
     private final int maxConnections;
 
     private final ServedSessions served;
+    /** Answers each connection's first frame. */
+    private final SessionOpening opening;
     /** The stripe keys of the sessions served now, for the stripe connections that join them. */
     private final StripeJoins stripeJoins = new StripeJoins();
     /** The host memory shared with a local worker's program; none for a worker over TCP. */
@@ -155,10 +153,10 @@ public final class GpuWorker implements AutoCloseable {
         this.config = config;
         this.hostRegions = hostRegions;
         this.backend = backend;
-        this.authenticator = authenticator;
         this.log = log;
         this.sessions = sessions;
         this.served = new ServedSessions(sessions);
+        this.opening = new SessionOpening(config, authenticator, served, sessions, stripeJoins);
         this.maxConnections = sessions == Sessions.ONE_PER_VGPU
                 ? MAX_CONNECTIONS_SIGNING_IN + BridgeContract.VGPUS_MAX
                 : MAX_CONNECTIONS;
@@ -493,32 +491,9 @@ public final class GpuWorker implements AutoCloseable {
 
         private void handshake(ChannelHandlerContext ctx, Frame frame) {
             int requestId = frame.requestId();
-            Hello hello;
-            int key;
-            LiveSession claim;
+            SessionOpening.Opened opened;
             try {
-                hello = RequestDecoder.hello(frame);
-                if (hello.protocolVersion() < Frames.OLDEST_PROTOCOL_VERSION
-                        || hello.protocolVersion() > Frames.PROTOCOL_VERSION) {
-                    throw Frames.violation("the client speaks protocol version " + hello.protocolVersion() + ", worker "
-                            + config.workerId() + " speaks versions " + Frames.OLDEST_PROTOCOL_VERSION + " to "
-                            + Frames.PROTOCOL_VERSION);
-                }
-                if (hello.joinsStripe()) {
-                    joinStripe(ctx, hello);
-                    frame.release();
-                    return;
-                }
-                authenticate(hello, ctx.channel());
-                key = served.claimKey(hello);
-                int claimed = key;
-                claim = served.claim(key, ctx.channel())
-                        .orElseThrow(() -> new VgpuException(
-                                ErrorCode.CUDA_ERROR_NOT_PERMITTED,
-                                "worker " + config.workerId() + " already serves a session"
-                                        + (sessions == Sessions.ONE_PER_VGPU
-                                                ? " of vGPU " + claimed + ": one process at a time uses a vGPU"
-                                                : "")));
+                opened = opening.open(frame, ctx.channel());
             } catch (VgpuException refused) {
                 frame.release();
                 log.accept("worker " + config.workerId() + ": refused "
@@ -526,16 +501,26 @@ public final class GpuWorker implements AutoCloseable {
                 replyAndClose(ctx, requestId, refused);
                 return;
             }
-            log.accept("worker " + config.workerId() + ": session for " + hello.window() + " from "
-                    + ctx.channel().remoteAddress());
             signedIn(ctx);
+            switch (opened) {
+                case SessionOpening.Stripe stripe -> {
+                    SessionOpening.becomeStripe(ctx, stripe);
+                    frame.release();
+                }
+                case SessionOpening.Session opens -> startSession(ctx, opens, frame);
+            }
+        }
+
+        private void startSession(ChannelHandlerContext ctx, SessionOpening.Session opens, Frame hello) {
+            log.accept("worker " + config.workerId() + ": session for "
+                    + opens.hello().window() + " from " + ctx.channel().remoteAddress());
             session = new SessionExecutor(ctx.channel(), backend, config, traffic, stripeJoins, hostRegions);
             session.outcome()
                     .thenAccept(outcome -> ctx.channel()
                             .closeFuture()
                             .addListener(closed -> sessionEnded(
-                                    key,
-                                    claim,
+                                    opens.key(),
+                                    opens.claim(),
                                     new WorkerReport(
                                             outcome.calls(),
                                             traffic.bytesIn(),
@@ -544,46 +529,7 @@ public final class GpuWorker implements AutoCloseable {
                                             outcome.clean(),
                                             outcome.reason()))));
             session.start();
-            session.submit(frame);
-        }
-
-        /**
-         * Attaches this connection to the session whose stripe key its HELLO presents, as the stripe it names: from
-         * here on its bytes are that session's chunks, read by the stripes' own reader in place of the frame
-         * decoder, which hands it what it buffered after the HELLO. Such a connection has no idle timeout of its
-         * own: its session's connection has one, and a stripe quiet between copies is not idle.
-         *
-         * @throws VgpuException VGPU_AUTH_FAILED for a key no open session has; VGPU_PROTOCOL_ERROR for a stripe
-         *     the session does not have or that joined already
-         */
-        private void joinStripe(ChannelHandlerContext ctx, Hello hello) {
-            StripedStreams stripes = stripeJoins
-                    .find(hello.token())
-                    .orElseThrow(() -> new VgpuException(
-                            ErrorCode.VGPU_AUTH_FAILED,
-                            "worker " + config.workerId() + " has no session with the stripe key presented"));
-            stripes.attach(hello.stripeIndex(), ctx.channel());
-            signedIn(ctx);
-            ChannelPipeline pipeline = ctx.pipeline();
-            pipeline.remove(IdleStateHandler.class);
-            pipeline.addAfter(
-                    pipeline.context(FrameDecoder.class).name(), "stripe", stripes.reader(hello.stripeIndex()));
-            pipeline.remove(FrameDecoder.class);
-        }
-
-        private void authenticate(Hello hello, Channel channel) {
-            try {
-                authenticator.authenticate(hello.token(), hello.window(), NettyTransport.peerUser(channel));
-            } catch (VgpuException e) {
-                throw e.code() == ErrorCode.VGPU_AUTH_FAILED
-                        ? e
-                        : new VgpuException(ErrorCode.VGPU_AUTH_FAILED, e.getMessage(), e);
-            } catch (VgpuFailure e) {
-                // The token's own words (AuthException) go to the client under the wire's one code for a refusal.
-                throw new VgpuException(ErrorCode.VGPU_AUTH_FAILED, e.detail(), e);
-            } catch (IOException | RuntimeException e) {
-                throw new VgpuException(ErrorCode.VGPU_AUTH_FAILED, "the session token could not be checked", e);
-            }
+            session.submit(hello);
         }
 
         @Override

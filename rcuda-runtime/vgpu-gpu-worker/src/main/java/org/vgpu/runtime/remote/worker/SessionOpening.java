@@ -1,0 +1,121 @@
+package org.vgpu.runtime.remote.worker;
+
+import java.io.IOException;
+
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelPipeline;
+import io.netty.handler.timeout.IdleStateHandler;
+
+import org.vgpu.common.error.VgpuFailure;
+import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.remote.protocol.Frame;
+import org.vgpu.runtime.remote.protocol.FrameDecoder;
+import org.vgpu.runtime.remote.protocol.Frames;
+import org.vgpu.runtime.remote.protocol.Hello;
+import org.vgpu.runtime.remote.protocol.RequestDecoder;
+import org.vgpu.runtime.remote.transport.NettyTransport;
+import org.vgpu.runtime.remote.transport.StripedStreams;
+import org.vgpu.runtime.remote.worker.ServedSessions.LiveSession;
+
+/**
+ * What a connection's first frame opens: a session, when its HELLO speaks a protocol version the worker speaks, carries
+ * a token the authenticator accepts and claims a session the worker may serve now; or a stripe of a session already
+ * open, when it presents that session's stripe key. Everything else is refused with the reason the client gets.
+ */
+final class SessionOpening {
+    /** What the first frame opened. */
+    sealed interface Opened {}
+
+    /** A session: its HELLO, the key it claimed among the worker's sessions, and the claim. */
+    record Session(Hello hello, int key, LiveSession claim) implements Opened {}
+
+    /** A stripe of an open session: from now on the connection carries that session's chunks. */
+    record Stripe(StripedStreams stripes, int index) implements Opened {}
+
+    private final WorkerConfig config;
+    private final SessionAuthenticator authenticator;
+    private final ServedSessions served;
+    private final GpuWorker.Sessions sessions;
+    private final StripeJoins stripeJoins;
+
+    SessionOpening(
+            WorkerConfig config,
+            SessionAuthenticator authenticator,
+            ServedSessions served,
+            GpuWorker.Sessions sessions,
+            StripeJoins stripeJoins) {
+        this.config = config;
+        this.authenticator = authenticator;
+        this.served = served;
+        this.sessions = sessions;
+        this.stripeJoins = stripeJoins;
+    }
+
+    /**
+     * Opens what {@code frame}, the connection's first, asks for; the frame stays the caller's.
+     *
+     * @throws VgpuException VGPU_PROTOCOL_ERROR for a protocol version the worker does not speak or a stripe the
+     *     session does not have; VGPU_AUTH_FAILED for a token or stripe key not accepted; CUDA_ERROR_NOT_PERMITTED
+     *     while the session it claims is served
+     */
+    Opened open(Frame frame, Channel channel) {
+        Hello hello = RequestDecoder.hello(frame);
+        if (hello.protocolVersion() < Frames.OLDEST_PROTOCOL_VERSION
+                || hello.protocolVersion() > Frames.PROTOCOL_VERSION) {
+            throw Frames.violation("the client speaks protocol version " + hello.protocolVersion() + ", worker "
+                    + config.workerId() + " speaks versions " + Frames.OLDEST_PROTOCOL_VERSION + " to "
+                    + Frames.PROTOCOL_VERSION);
+        }
+        if (hello.joinsStripe()) {
+            StripedStreams stripes = stripeJoins
+                    .find(hello.token())
+                    .orElseThrow(() -> new VgpuException(
+                            ErrorCode.VGPU_AUTH_FAILED,
+                            "worker " + config.workerId() + " has no session with the stripe key presented"));
+            stripes.attach(hello.stripeIndex(), channel);
+            return new Stripe(stripes, hello.stripeIndex());
+        }
+        authenticate(hello, channel);
+        int key = served.claimKey(hello);
+        LiveSession claim = served.claim(key, channel)
+                .orElseThrow(() -> new VgpuException(
+                        ErrorCode.CUDA_ERROR_NOT_PERMITTED,
+                        "worker " + config.workerId() + " already serves a session"
+                                + (sessions == GpuWorker.Sessions.ONE_PER_VGPU
+                                        ? " of vGPU " + key + ": one process at a time uses a vGPU"
+                                        : "")));
+        return new Session(hello, key, claim);
+    }
+
+    /**
+     * Turns a signed-in connection into the stripe it joined: its bytes go to the stripes' own reader in place of the
+     * frame decoder, which hands it what it buffered after the HELLO. A stripe has no idle timeout of its own: its
+     * session's connection has one, and a stripe quiet between copies is not idle.
+     */
+    static void becomeStripe(ChannelHandlerContext ctx, Stripe stripe) {
+        ChannelPipeline pipeline = ctx.pipeline();
+        pipeline.remove(IdleStateHandler.class);
+        pipeline.addAfter(
+                pipeline.context(FrameDecoder.class).name(),
+                "stripe",
+                stripe.stripes().reader(stripe.index()));
+        pipeline.remove(FrameDecoder.class);
+    }
+
+    private void authenticate(Hello hello, Channel channel) {
+        try {
+            authenticator.authenticate(hello.token(), hello.window(), NettyTransport.peerUser(channel));
+        } catch (VgpuException e) {
+            throw e.code() == ErrorCode.VGPU_AUTH_FAILED
+                    ? e
+                    : new VgpuException(ErrorCode.VGPU_AUTH_FAILED, e.getMessage(), e);
+        } catch (VgpuFailure e) {
+            // The token's own words (AuthException) go to the client under the wire's one code for a refusal.
+            throw new VgpuException(ErrorCode.VGPU_AUTH_FAILED, e.detail(), e);
+        } catch (IOException | RuntimeException e) {
+            throw new VgpuException(ErrorCode.VGPU_AUTH_FAILED, "the session token could not be checked", e);
+        }
+    }
+}
