@@ -21,15 +21,24 @@ source "$(dirname "$0")/accounting.sh"
 # and so is the gap between the mean waits. (Backfilling at every event instead misses by 23-25 s on average.)
 JOB_TOLERANCE=5
 MEAN_TOLERANCE=15
-# The workload: seconds after the second that follows the first backfill cycle, GPUs, run time (s), time limit (min).
-# The first job is submitted alone before that: slurmctld's backfill thread, idle while nothing waits, begins a cycle
-# about a second after a job arrives and then every bf_interval, so the others arrive in seconds no cycle begins in
+# The workload: seconds after the second that follows a backfill cycle, GPUs, run time (s), time limit (min). The
+# first job is submitted alone a second before that cycle, and the others arrive in seconds no cycle begins in
 # (sacct's stamps are whole seconds: a job recorded in a cycle's second could be on either side of it). No run time is
-# a multiple of bf_interval, so that jobs started by one cycle do not end in the second of a later one.
+# a multiple of bf_interval, so that jobs started by one cycle do not end in the second of a later one. So on every
+# machine the same jobs run and wait at the next cycle (offset 29): the 3-GPU job waits for a node (the main
+# scheduler then starts nothing behind it) while the 1-GPU jobs behind it fit beside others and end, by their
+# limits, before it could start: backfill starts them. No two nodes can take that 3-GPU job at times in one
+# bf_resolution slot (60 s), where 22.05 and 24.11 break the tie differently (22.05 the earliest node, 24.11 the
+# tighter fit): the 2-GPU job beside it has a limit of 2 minutes.
+# When the first cycle comes is not the workload's to choose: slurmctld's backfill thread, idle while nothing
+# changes, begins a cycle about a second after a job arrives if it was idle, or up to bf_interval later if it slept,
+# and then every bf_interval while jobs come and go. So a job outside the workload (CLOCK) starts the cadence, and the
+# workload begins one interval after the cycle it brought.
+CLOCK="1 100 2"
 FIRST="4 50 1"
 WORKLOAD="0 2 70 2
 0 1 40 1
-0 2 33 1
+0 2 33 2
 0 3 62 2
 0 1 20 1
 0 1 50 2
@@ -50,7 +59,8 @@ WORKLOAD="0 2 70 2
 work=$TESTBED_DIR/out/simulator-agrees
 mkdir -p "$work"
 jobs=()
-trap 'cancel_jobs "${jobs[@]}"; slurm scontrol setdebugflags -Backfill >/dev/null 2>&1 || true' EXIT
+clock_job=""
+trap 'cancel_jobs ${clock_job:-} "${jobs[@]}"; slurm scontrol setdebugflags -Backfill >/dev/null 2>&1 || true' EXIT
 
 slurm scontrol setdebugflags +Backfill
 log_lines=$(wc -l <"$TESTBED_DIR/log/slurmctld.log")
@@ -60,20 +70,33 @@ submit_workload_job() {
     [ -n "$job" ] || die "sbatch refused a job of the workload: $(tail -n 3 "$TESTBED_DIR/out/sbatch.err")"
     jobs+=("$job")
 }
-# first_backfill_cycle: the time stamp of the first backfill cycle slurmctld logged since the scenario began.
-first_backfill_cycle() {
+# backfill_cycle N: the time stamp of the Nth backfill cycle slurmctld logged since the scenario began.
+backfill_cycle() {
     tail -n +"$((log_lines + 1))" "$TESTBED_DIR/log/slurmctld.log" | sed -n 's/^\[\([^]]*\)\].*backfill: beginning.*/\1/p' \
-        | head -n 1
+        | sed -n "$1p"
+}
+first_backfill_cycle() {
+    backfill_cycle 1
 }
 backfill_cycle_logged() {
     [ -n "$(first_backfill_cycle)" ]
 }
-# shellcheck disable=SC2086 # FIRST is three words
-submit_workload_job $FIRST
+# Slurm's bf_interval (default 30 s).
+bf_interval=$(slurm scontrol show config | sed -n 's/^SchedulerParameters *= *.*bf_interval=\([0-9]*\).*/\1/p')
+bf_interval=${bf_interval:-30}
+# shellcheck disable=SC2086 # CLOCK is three words
+submit_workload_job $CLOCK
+clock_job=${jobs[0]}
+jobs=()
 wait_until 40 "slurmctld logs a backfill cycle (DebugFlags=Backfill)" backfill_cycle_logged \
     || die "slurmctld logged no backfill cycle: $(tail -n 5 "$TESTBED_DIR/log/slurmctld.log")"
-cycle=$(first_backfill_cycle)
-base=$(($(date -d "$cycle" +%s) + 1))
+clock_cycle=$(first_backfill_cycle)
+cancel_jobs "$clock_job"
+clock_job=""
+base=$(($(date -d "$clock_cycle" +%s) + bf_interval + 1))
+while [ "$(date +%s)" -lt $((base - 2)) ]; do sleep 0.1; done
+# shellcheck disable=SC2086 # FIRST is three words
+submit_workload_job $FIRST
 while read -r offset gpus run limit; do
     while [ "$(date +%s)" -lt $((base + offset)) ]; do sleep 0.1; done
     submit_workload_job "$gpus" "$run" "$limit"
@@ -98,9 +121,9 @@ wait_until 60 "sacct has every job's end" sacct_complete || die "sacct lacks job
 backfilled=$(grep -c 'SchedBackfill' "$sacct_file" || true)
 say "sacct: ${#jobs[@]} jobs COMPLETED, $backfilled of them started by backfill (Flags SchedBackfill)"
 
-# Slurm's bf_interval (default 30 s) and the first backfill cycle, as seconds from the first submission sacct recorded.
-bf_interval=$(slurm scontrol show config | sed -n 's/^SchedulerParameters *= *.*bf_interval=\([0-9]*\).*/\1/p')
-bf_interval=${bf_interval:-30}
+# The cycle after the clock's, as seconds from the first submission sacct recorded.
+cycle=$(backfill_cycle 2)
+[ -n "$cycle" ] || die "slurmctld logged no second backfill cycle: $(tail -n 5 "$TESTBED_DIR/log/slurmctld.log")"
 first_submit=$(tail -n +2 "$sacct_file" | cut -d '|' -f 4 | sort | head -n 1)
 phase=$(python3 -c "import datetime as d, sys; print(round((d.datetime.fromisoformat(sys.argv[1]) - d.datetime.fromisoformat(sys.argv[2])).total_seconds(), 3))" "$cycle" "$first_submit")
 say "backfill every ${bf_interval}s; a cycle began at $cycle, ${phase}s after the first submission ($first_submit)"
@@ -128,6 +151,13 @@ verdict=$(awk -v job_tolerance="$JOB_TOLERANCE" -v mean_tolerance="$MEAN_TOLERAN
         printf "\n"
     }' "$work/how-started.txt" "$work/simulate.txt")
 say "$verdict"
-case $verdict in PASS*) ;; *) exit 1 ;; esac
+case $verdict in
+    PASS*) ;;
+    *)
+        say "how Slurm placed them (sacct: JobID|Start|NodeList|Flags):"
+        cut -d '|' -f 1,5,9,11 "$sacct_file" | sed 's/^/  /'
+        exit 1
+        ;;
+esac
 [ "$backfilled" -gt 0 ] || die "no job of the workload started by backfill: the workload no longer shows backfill"
 pass "simulator-agrees: Slurm alone, ${#jobs[@]} jobs, $backfilled started by backfill"
