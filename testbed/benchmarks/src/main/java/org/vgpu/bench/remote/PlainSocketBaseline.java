@@ -40,7 +40,8 @@ import org.vgpu.runtime.remote.transport.NettyTransport;
  * acknowledgement and slice loop; they differ only in where each slice lives.
  *
  * <p>A connection's first byte picks the mode: {@code 'E'} echoes 64-byte messages back until the
- * client closes; {@code 'S'} (sink) reads an int64 count and that many bytes through the cached
+ * client closes, waiting for each in a blocking read; {@code 'F'} does the same retrying a non-blocking read, so that
+ * neither end sleeps in the kernel (the spinning floor); {@code 'S'} (sink) reads an int64 count and that many bytes through the cached
  * buffer, then answers one byte; {@code 'P'} (source) reads an int64 count and sends that many
  * bytes through the cached buffer; {@code 'W'} and {@code 'R'} are {@code 'S'} and {@code 'P'}
  * into and from the server's own native memory of the count's size (kept between connections,
@@ -139,6 +140,10 @@ public final class PlainSocketBaseline {
                 readFully(connection, header.limit(1));
                 switch (header.get(0)) {
                     case 'E' -> echo(connection);
+                    case 'F' -> {
+                        connection.configureBlocking(false);
+                        echo(connection);
+                    }
                     case 'S' -> {
                         readBulk(connection, count(connection, header, Long.MAX_VALUE), new CachedBuffer());
                         acknowledge(connection, ACK);
@@ -285,9 +290,27 @@ public final class PlainSocketBaseline {
         }
     }
 
-    /** Nanoseconds per 64-byte round trip, averaged over {@code iterations} after as many warm-up trips. */
+    /**
+     * Nanoseconds per 64-byte round trip, averaged over {@code iterations} after as many warm-up trips; both ends wait
+     * in blocking reads.
+     */
     public static double roundTripNanos(String host, int port, int iterations) {
-        try (SocketChannel socket = connect(host, port, 'E')) {
+        return roundTripNanos(host, port, iterations, 'E');
+    }
+
+    /**
+     * As {@link #roundTripNanos}, both ends retrying non-blocking reads instead: no thread sleeps in the kernel, as in
+     * a C program that spins, so this is the floor of a round trip through Java's sockets.
+     */
+    public static double spinningRoundTripNanos(String host, int port, int iterations) {
+        return roundTripNanos(host, port, iterations, 'F');
+    }
+
+    private static double roundTripNanos(String host, int port, int iterations, char mode) {
+        try (SocketChannel socket = connect(host, port, mode)) {
+            if (mode == 'F') {
+                socket.configureBlocking(false);
+            }
             ByteBuffer message = ByteBuffer.allocate(MESSAGE_BYTES);
             for (int i = 0; i < iterations; i++) {
                 roundTrip(socket, message);

@@ -24,21 +24,25 @@ import org.vgpu.runtime.remote.lender.WorkerLauncher;
  * which {@code vgpu remote-bench} starts beside the GPU worker it measures, so that the worker, a
  * product process, knows nothing of baselines. Its command line is
  * {@code java -cp CLASSPATH org.vgpu.bench.remote.PlainSocketPeer HOST}: it listens on a free port of
- * HOST, prints {@value #LISTENING_PREFIX}{@code HOST:PORT}, and serves until its standard input ends.
+ * HOST, prints {@value #LISTENING_PREFIX}{@code HOST:PORT}, listens for the {@link NettyEcho} rung on another and
+ * prints {@value #ECHO_PREFIX}{@code HOST:PORT}, and serves until its standard input ends.
  * The benchmark holds that input open, so a peer never outlives its benchmark, also one that was
  * killed.
  */
 public final class PlainSocketPeer implements AutoCloseable {
     static final String LISTENING_PREFIX = "vgpu-plain-socket listening ";
+    static final String ECHO_PREFIX = "vgpu-netty-echo listening ";
     private static final Duration STARTUP_TIMEOUT = Duration.ofSeconds(30);
     private static final Duration STOP_GRACE = Duration.ofSeconds(5);
 
     private final Process process;
     private final Endpoint endpoint;
+    private final Endpoint nettyEcho;
 
-    private PlainSocketPeer(Process process, Endpoint endpoint) {
+    private PlainSocketPeer(Process process, Endpoint endpoint, Endpoint nettyEcho) {
         this.process = process;
         this.endpoint = endpoint;
+        this.nettyEcho = nettyEcho;
     }
 
     public static void main(String[] args) throws IOException {
@@ -46,8 +50,10 @@ public final class PlainSocketPeer implements AutoCloseable {
             System.err.println("usage: PlainSocketPeer HOST   (serves the plain-socket baseline until stdin ends)");
             System.exit(2);
         }
-        try (PlainSocketBaseline.Server server = PlainSocketBaseline.Server.start(args[0], 0)) {
+        try (PlainSocketBaseline.Server server = PlainSocketBaseline.Server.start(args[0], 0);
+                NettyEcho.Server echo = NettyEcho.Server.start(args[0])) {
             System.out.println(LISTENING_PREFIX + new Endpoint(args[0], server.port()));
+            System.out.println(ECHO_PREFIX + new Endpoint(args[0], echo.port()));
             System.out.flush();
             System.in.transferTo(OutputStream.nullOutputStream());
         }
@@ -75,25 +81,28 @@ public final class PlainSocketPeer implements AutoCloseable {
         }
         BufferedReader output =
                 new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
-        CompletableFuture<String> firstLine = CompletableFuture.supplyAsync(
+        CompletableFuture<List<String>> firstLines = CompletableFuture.supplyAsync(
                 () -> {
                     try {
-                        return output.readLine();
+                        List<String> lines = new ArrayList<>();
+                        while (lines.size() < 2) {
+                            String line = output.readLine();
+                            if (line == null) {
+                                break;
+                            }
+                            lines.add(line);
+                        }
+                        return lines;
                     } catch (IOException e) {
-                        return null;
+                        return List.of();
                     }
                 },
                 Thread::startVirtualThread);
-        PlainSocketPeer peer = new PlainSocketPeer(process, null);
+        PlainSocketPeer peer = new PlainSocketPeer(process, null, null);
         try {
-            String line = firstLine.get(STARTUP_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
-            if (line == null || !line.startsWith(LISTENING_PREFIX)) {
-                throw new IllegalStateException(
-                        line == null
-                                ? "it exited without listening (its stderr is above)"
-                                : "it printed '" + line + "' instead of where it listens");
-            }
-            return new PlainSocketPeer(process, Endpoint.parse(line.substring(LISTENING_PREFIX.length())));
+            List<String> lines = firstLines.get(STARTUP_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+            return new PlainSocketPeer(
+                    process, listening(lines, 0, LISTENING_PREFIX), listening(lines, 1, ECHO_PREFIX));
         } catch (TimeoutException e) {
             peer.close();
             throw notListening("it did not report listening within " + STARTUP_TIMEOUT.toSeconds() + " s");
@@ -113,6 +122,18 @@ public final class PlainSocketPeer implements AutoCloseable {
         }
     }
 
+    /** The address line {@code index} of the peer's output gives after {@code prefix}. */
+    private static Endpoint listening(List<String> lines, int index, String prefix) {
+        if (lines.size() <= index) {
+            throw new IllegalStateException("it exited without listening (its stderr is above)");
+        }
+        String line = lines.get(index);
+        if (!line.startsWith(prefix)) {
+            throw new IllegalStateException("it printed '" + line + "' instead of where it listens");
+        }
+        return Endpoint.parse(line.substring(prefix.length()));
+    }
+
     private static NetworkException notListening(String reason) {
         return new NetworkException(
                 NetworkException.Code.CANNOT_LISTEN, "the plain-socket peer did not start: " + reason);
@@ -121,6 +142,11 @@ public final class PlainSocketPeer implements AutoCloseable {
     /** Where the peer listens. */
     public Endpoint endpoint() {
         return endpoint;
+    }
+
+    /** Where the peer's {@link NettyEcho} server listens. */
+    public Endpoint nettyEcho() {
+        return nettyEcho;
     }
 
     /** Ends the peer's input, so it stops; kills it if it has not after a grace period. */

@@ -140,6 +140,12 @@ public final class RemoteBenchCommand implements Subcommand {
                         .longOpt("tls-cost")
                         .desc("instead: what TLS costs, a worker with TLS (self-signed, pinned, as holders run) against"
                                 + " one in plain TCP, in the same run")
+                        .get())
+                .addOption(Option.builder()
+                        .longOpt("round-trip-ladder")
+                        .desc("instead: where a remote call's round trip goes, rung by rung: plain sockets blocking and"
+                                + " spinning, Netty with the runtime's event loops, a remote synchronize; --sync-iterations"
+                                + " round trips per trial")
                         .get());
     }
 
@@ -161,6 +167,10 @@ public final class RemoteBenchCommand implements Subcommand {
             if (device >= local.deviceCount() || workerDevice >= local.deviceCount()) {
                 throw new ParseException("--device and --worker-device must be < " + local.deviceCount() + ", got "
                         + device + " and " + workerDevice);
+            }
+            if (line.hasOption("round-trip-ladder")) {
+                return new RoundTripLadder(host, backendName, device, workerDevice, trials, syncIterations)
+                        .run(local, out);
             }
             boolean emulated = local.isEmulation();
             String label = emulated ? " [CPU EMULATION]" : "";
@@ -371,6 +381,25 @@ public final class RemoteBenchCommand implements Subcommand {
             return new Row(name, String.format("%.2f us", series.median() / 1e3), "", "", "");
         }
 
+        /**
+         * A time computed from each trial's samples, such as the difference of two series: the median over the
+         * trials, and its range.
+         */
+        static Row derivedTime(String name, TrialRatio perTrial, int trials) {
+            double[] nanos = new double[trials];
+            for (int t = 0; t < trials; t++) {
+                nanos[t] = perTrial.at(t);
+            }
+            double median = Medians.of(nanos);
+            Arrays.sort(nanos);
+            return new Row(
+                    name,
+                    String.format("%.2f us", median / 1e3),
+                    String.format("%.2f - %.2f us", nanos[0] / 1e3, nanos[trials - 1] / 1e3),
+                    "",
+                    "");
+        }
+
         static Row rate(String name, Series series) {
             return new Row(
                     name,
@@ -439,6 +468,22 @@ public final class RemoteBenchCommand implements Subcommand {
 
         double at(int trial) {
             return samples.get(trial);
+        }
+
+        /**
+         * Samples every series once per trial, after {@code warmUpTrials} unrecorded ones, in alternating order (odd
+         * trials reversed), so that no series always runs first or last.
+         */
+        static void sampleAlternating(List<Series> all, int warmUpTrials, int trials) {
+            for (int trial = 0; trial < warmUpTrials + trials; trial++) {
+                List<Series> order = new ArrayList<>(all);
+                if (trial % 2 != 0) {
+                    Collections.reverse(order);
+                }
+                for (Series series : order) {
+                    series.sample(trial >= warmUpTrials);
+                }
+            }
         }
 
         double median() {
@@ -565,6 +610,11 @@ public final class RemoteBenchCommand implements Subcommand {
         /** Where the plain-socket baseline's peer listens. */
         Endpoint baseline() {
             return baseline.endpoint();
+        }
+
+        /** Where the peer's Netty echo server listens. */
+        Endpoint nettyEcho() {
+            return baseline.nettyEcho();
         }
 
         @Override

@@ -1,9 +1,7 @@
 package org.vgpu.bench.remote;
 
 import java.io.PrintStream;
-import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Collections;
 import java.util.List;
 
 import org.vgpu.runtime.api.VaWindow;
@@ -84,15 +82,7 @@ final class TlsCost {
             RemoteBenchCommand.Series tlsToHost = new RemoteBenchCommand.Series(tls::copyToHostNanos);
             List<RemoteBenchCommand.Series> all =
                     List.of(plainSync, tlsSync, plainToDevice, tlsToDevice, plainToHost, tlsToHost);
-            for (int trial = 0; trial < WARM_UP_TRIALS + trials; trial++) {
-                List<RemoteBenchCommand.Series> order = new ArrayList<>(all);
-                if (trial % 2 != 0) {
-                    Collections.reverse(order);
-                }
-                for (RemoteBenchCommand.Series series : order) {
-                    series.sample(trial >= WARM_UP_TRIALS);
-                }
-            }
+            RemoteBenchCommand.Series.sampleAlternating(all, WARM_UP_TRIALS, trials);
             String mib = (copyBytes >> 20) + " MiB";
             return List.of(
                     RemoteBenchCommand.Row.time("remote launch + synchronize, plain TCP", plainSync),

@@ -89,6 +89,7 @@ class PlainSocketBaselineTest {
         assertTrue(PlainSocketBaseline.sendNanos(HOST, server.port(), ODD_BYTES) > 0);
         assertTrue(PlainSocketBaseline.receiveNanos(HOST, server.port(), ODD_BYTES) > 0);
         assertTrue(PlainSocketBaseline.roundTripNanos(HOST, server.port(), 10) > 0);
+        assertTrue(PlainSocketBaseline.spinningRoundTripNanos(HOST, server.port(), 10) > 0);
     }
 
     @Test

@@ -85,4 +85,29 @@ class RemoteBenchCommandTest {
         assertEquals(2, run("--trials", "0"));
         assertEquals(2, run("--backend", "emulated", "--device", "99"));
     }
+
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void theRoundTripLadderMeasuresEveryRungAndTheStepsBetweenThem() {
+        assertEquals(
+                0,
+                run("--round-trip-ladder", "--backend", "emulated", "--trials", "1", "--sync-iterations", "20"),
+                err.toString());
+        String table = out.toString(StandardCharsets.UTF_8);
+        assertTrue(table.contains("CPU EMULATION"), table);
+        for (String row : new String[] {
+            "plain socket 64 B round trip, blocking reads",
+            "plain socket 64 B round trip, spinning reads",
+            "Netty 64 B round trip, the runtime's event loops",
+            "local synchronize, nothing queued",
+            "remote synchronize, nothing queued",
+            "spinning sockets -> Netty and the caller's hand-off",
+            "Netty -> the runtime (remote - local synchronize)",
+            "spinning sockets -> the runtime, all told"
+        }) {
+            assertTrue(table.contains(row), "missing '" + row + "' in\n" + table);
+        }
+        // no row of the full benchmark: the ladder runs instead of it
+        assertTrue(!table.contains("remote host->device"), table);
+    }
 }
