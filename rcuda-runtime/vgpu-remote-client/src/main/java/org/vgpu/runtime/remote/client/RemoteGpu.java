@@ -5,6 +5,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import io.netty.channel.EventLoopGroup;
@@ -56,6 +57,7 @@ public final class RemoteGpu extends OneToOneClientCalls<RemoteGpu.Module, Remot
 
     private final WorkerConnection connection;
     private final ChunkedCopies copies;
+    private final SharedHostMemory sharedHostMemory;
     private final DeviceProperties properties;
     private final AtomicInteger nextRemoteId = new AtomicInteger(1);
     /** Set by {@link #close}: the worker frees everything at goodbye, so nothing is freed one by one. */
@@ -65,6 +67,7 @@ public final class RemoteGpu extends OneToOneClientCalls<RemoteGpu.Module, Remot
         super(window);
         this.connection = connection;
         this.copies = connection.copies();
+        this.sharedHostMemory = new SharedHostMemory(connection, connection.noSharedHostMemory());
         this.properties = connection.welcome().device();
     }
 
@@ -239,22 +242,65 @@ public final class RemoteGpu extends OneToOneClientCalls<RemoteGpu.Module, Remot
         }
     }
 
-    /** Plain native memory: the network stack copies anyway, so there is nothing to gain from pinning it here. */
+    /**
+     * With a worker on this host, memory the worker shares and has page-locked by its driver ({@link
+     * SharedHostMemory}), whose copies carry no bytes; else plain native memory: the network stack copies anyway,
+     * so there is nothing to gain from pinning it here.
+     */
     @Override
     protected MemorySegment doAllocHost(long bytes, Arena arena) {
-        return arena.allocate(bytes, 64);
+        return sharedHostMemory.allocate(bytes, arena).orElseGet(() -> arena.allocate(bytes, 64));
+    }
+
+    @Override
+    protected void doFreeHost(long address) {
+        sharedHostMemory.forget(address, closing);
+    }
+
+    /** How many of this vGPU's host allocations are memory it shares with its worker now. */
+    public int sharedHostAllocations() {
+        return sharedHostMemory.regionCount();
+    }
+
+    /** What this vGPU's page-locked host memory is now, in a few words: shared with its worker or its own, and why. */
+    public String sharedHostMemoryDescription() {
+        return sharedHostMemory.describe();
     }
 
     // ---- copies and memsets
 
+    /**
+     * From memory shared with the worker, one request that names it (MEMCPY_HTOD_FROM_REGION), answered once the
+     * worker copied it, also when asynchronous: the worker reads the caller's memory, which may change once the call
+     * returns. From any other memory, in chunks ({@link ChunkedCopies}).
+     */
     @Override
     protected void doMemcpyHtoD(long dst, MemorySegment src, long bytes, Integer stream, boolean async) {
-        copies.copyToDevice(dst, src, bytes, stream, async);
+        Optional<SharedHostMemory.Place> shared = sharedHostMemory.find(src, bytes);
+        if (shared.isPresent()) {
+            SharedHostMemory.Place at = shared.get();
+            connection.call(
+                    (encoder, requestId) ->
+                            encoder.memcpyHtoDFromRegion(requestId, stream, dst, at.regionId(), at.offset(), bytes),
+                    ReplyDecoder::empty);
+        } else {
+            copies.copyToDevice(dst, src, bytes, stream, async);
+        }
     }
 
+    /** Into memory shared with the worker, as {@link #doMemcpyHtoD} (MEMCPY_DTOH_TO_REGION); else in chunks. */
     @Override
     protected void doMemcpyDtoH(MemorySegment dst, long src, long bytes, Integer stream, boolean async) {
-        copies.copyToHost(dst, src, bytes, stream, async);
+        Optional<SharedHostMemory.Place> shared = sharedHostMemory.find(dst, bytes);
+        if (shared.isPresent()) {
+            SharedHostMemory.Place at = shared.get();
+            connection.call(
+                    (encoder, requestId) ->
+                            encoder.memcpyDtoHToRegion(requestId, stream, src, at.regionId(), at.offset(), bytes),
+                    ReplyDecoder::empty);
+        } else {
+            copies.copyToHost(dst, src, bytes, stream, async);
+        }
     }
 
     /** One request for all the regions (or for as many as one frame can name), so small regions cost one round trip together. */
