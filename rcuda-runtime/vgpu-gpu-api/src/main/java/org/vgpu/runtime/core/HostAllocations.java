@@ -33,7 +33,7 @@ final class HostAllocations {
         return segment;
     }
 
-    /** Frees {@code hostMemory}: {@code release} is told its address, then its arena closes, whether release failed or not. */
+    /** Frees {@code hostMemory}: {@code release} is told its address, then its arena closes, even if release failed. */
     void free(MemorySegment hostMemory, LongConsumer release) {
         Arena arena = hostMemory == null ? null : arenas.remove(hostMemory.address());
         if (arena == null) {

@@ -310,7 +310,8 @@ public final class RemoteBenchCommand implements Subcommand {
                             "  remote vs plain socket through " + cached, plainSendCached, remoteToDevice, trials),
                     Row.bandwidth("  (local host->device " + mib + ")", localToDevice, copyBytes),
                     localRatio("  remote vs local copy from pinned memory", localToDevice, remoteToDevice, trials),
-                    Row.bandwidth("remote host->device " + mib + " from pinned memory", remotePinnedToDevice, copyBytes),
+                    Row.bandwidth(
+                            "remote host->device " + mib + " from pinned memory", remotePinnedToDevice, copyBytes),
                     localRatio(
                             "  remote pinned vs local copy from pinned memory",
                             localToDevice,

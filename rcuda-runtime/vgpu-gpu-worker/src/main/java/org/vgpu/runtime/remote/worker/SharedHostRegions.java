@@ -26,10 +26,11 @@ import org.vgpu.runtime.remote.transport.SameHostBulk;
 /**
  * The page-locked host memory a worker shares with the programs of its host: a local worker with the processes of
  * its program ({@code cuMemHostAlloc} in vgpu's {@code libcuda.so.1}), a worker over TCP with a Java program on its
- * host ({@code memAllocHost} of a remote vGPU whose client offered shared memory). Each region a file of {@link OwnerOnlyMapping}'s rules that both map, so a copy between
- * it and a vGPU names the region, an offset and a length, and no byte crosses the socket. Each region is registered
- * with the node's backend ({@link GpuBackend#hostRegister}) as it is made: it is on this host whatever GPU its vGPUs
- * are on, so a native vGPU copies it by DMA, and one that comes home after a migration does too.
+ * host ({@code memAllocHost} of a remote vGPU whose client offered shared memory). Each region is a file of {@link
+ * OwnerOnlyMapping}'s rules ({@link HostRegionFile}) that both map, so a copy between it and a vGPU names the region,
+ * an offset and a length, and no byte crosses the socket. Each region is registered with the node's backend ({@link
+ * GpuBackend#hostRegister}) as it is made: it is on this host whatever GPU its vGPUs are on, so a native vGPU copies it
+ * by DMA, and one that comes home after a migration does too.
  *
  * <p>Shared by the worker's sessions (a program's vGPUs each have one, and a copy may use a region another made; a
  * worker over TCP serves one session at a time, whose end frees its regions before the next is opened);

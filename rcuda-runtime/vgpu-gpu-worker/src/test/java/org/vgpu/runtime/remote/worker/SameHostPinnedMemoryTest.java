@@ -63,7 +63,8 @@ class SameHostPinnedMemoryTest {
     private RemoteGpu connect() {
         return RemoteGpu.connect(
                 group,
-                new WorkerEndpoint("test-worker", "127.0.0.1", worker.address().getPort(), GpuWorkerTest.TOKEN, () -> {}),
+                new WorkerEndpoint(
+                        "test-worker", "127.0.0.1", worker.address().getPort(), GpuWorkerTest.TOKEN, () -> {}),
                 VaWindow.forVgpu(2),
                 RemoteConfig.defaults(),
                 null);

@@ -130,8 +130,16 @@ final class SharedHostMemory {
      */
     void forget(long address, boolean sessionEnding) {
         Region region = regions.remove(address);
-        if (region != null && !sessionEnding) {
+        if (region == null || sessionEnding) {
+            return;
+        }
+        try {
             free(region.id());
+        } catch (VgpuException e) {
+            // a worker that is gone freed the session's regions as it lost it: the memory is freed all the same
+            if (e.code() != ErrorCode.VGPU_WORKER_LOST) {
+                throw e;
+            }
         }
     }
 
@@ -148,13 +156,10 @@ final class SharedHostMemory {
     String describe() {
         int count = regions.size();
         if (count > 0) {
-            long bytes = regions.values().stream()
-                    .mapToLong(region -> region.bytes().byteSize())
-                    .sum();
+            long bytes = regions.values().stream().mapToLong(region -> region.bytes().byteSize()).sum();
             return count + " allocation(s), " + (bytes >> 20) + " MiB, shared with the worker, which has them"
                     + " page-locked: their copies carry no bytes";
         }
-        return "this process's own, copied through the session"
-                + (none.isEmpty() ? "" : " (" + none + ")");
+        return "this process's own, copied through the session" + (none.isEmpty() ? "" : " (" + none + ")");
     }
 }
