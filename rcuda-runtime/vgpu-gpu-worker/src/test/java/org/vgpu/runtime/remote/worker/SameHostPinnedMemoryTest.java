@@ -111,7 +111,7 @@ class SameHostPinnedMemoryTest {
     }
 
     @Test
-    void asynchronousCopiesOfPartsOfARegionLandAtTheirOffsetsOnTheirStream() {
+    void largeAsynchronousCopiesOfPartsOfARegionNameItAndLandAtTheirOffsetsOnTheirStream() {
         try (RemoteGpu gpu = connect()) {
             MemorySegment pinned = gpu.memAllocHost(BYTES);
             long device = gpu.memAlloc(BYTES);
@@ -134,6 +134,14 @@ class SameHostPinnedMemoryTest {
             byte[] start = new byte[4096];
             gpu.memcpyDtoH(MemorySegment.ofArray(start), device, 4096);
             assertEquals(-1, MemorySegment.ofArray(start).mismatch(MemorySegment.ofArray(new byte[4096])));
+
+            // a small asynchronous copy is batched without waiting, its bytes in the frames, as of the app's own memory
+            RemoteCounters small = gpu.counters();
+            gpu.memcpyHtoDAsync(device, pinned.asSlice(3 * part, 4096), 4096, stream);
+            gpu.streamSynchronize(stream);
+            assertTrue(gpu.counters().bytesSent() - small.bytesSent() >= 4096, "sent " + gpu.counters());
+            gpu.memcpyDtoH(MemorySegment.ofArray(start), device, 4096);
+            assertEquals(-1, MemorySegment.ofArray(start).mismatch(pinned.asSlice(3 * part, 4096)));
         }
     }
 

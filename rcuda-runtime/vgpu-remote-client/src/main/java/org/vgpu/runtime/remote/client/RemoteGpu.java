@@ -54,6 +54,12 @@ public final class RemoteGpu extends OneToOneClientCalls<RemoteGpu.Module, Remot
     record Function(int remoteId, KernelSignature workerSignature) {}
 
     private static final int DEFAULT_STREAM = 0;
+    /**
+     * Below this an asynchronous copy of memory shared with the worker goes as one of the app's own memory, batched
+     * without waiting: a copy naming the region waits for its answer (about one round trip, the time the bulk path
+     * takes for some 200 KiB), and a 2D copy makes one per row.
+     */
+    private static final long SHARED_ASYNC_MIN_BYTES = 256 << 10;
 
     private final WorkerConnection connection;
     private final ChunkedCopies copies;
@@ -271,12 +277,13 @@ public final class RemoteGpu extends OneToOneClientCalls<RemoteGpu.Module, Remot
 
     /**
      * From memory shared with the worker, one request that names it (MEMCPY_HTOD_FROM_REGION), answered once the
-     * worker copied it, also when asynchronous: the worker reads the caller's memory, which may change once the call
-     * returns. From any other memory, in chunks ({@link ChunkedCopies}).
+     * worker copied it, also when asynchronous (but for small copies, {@link #SHARED_ASYNC_MIN_BYTES}): the worker
+     * reads the caller's memory, which may change once the call returns. From any other memory, in chunks ({@link
+     * ChunkedCopies}).
      */
     @Override
     protected void doMemcpyHtoD(long dst, MemorySegment src, long bytes, Integer stream, boolean async) {
-        Optional<SharedHostMemory.Place> shared = sharedHostMemory.find(src, bytes);
+        Optional<SharedHostMemory.Place> shared = sharedPlace(src, bytes, async);
         if (shared.isPresent()) {
             SharedHostMemory.Place at = shared.get();
             connection.call(
@@ -291,7 +298,7 @@ public final class RemoteGpu extends OneToOneClientCalls<RemoteGpu.Module, Remot
     /** Into memory shared with the worker, as {@link #doMemcpyHtoD} (MEMCPY_DTOH_TO_REGION); else in chunks. */
     @Override
     protected void doMemcpyDtoH(MemorySegment dst, long src, long bytes, Integer stream, boolean async) {
-        Optional<SharedHostMemory.Place> shared = sharedHostMemory.find(dst, bytes);
+        Optional<SharedHostMemory.Place> shared = sharedPlace(dst, bytes, async);
         if (shared.isPresent()) {
             SharedHostMemory.Place at = shared.get();
             connection.call(
@@ -301,6 +308,11 @@ public final class RemoteGpu extends OneToOneClientCalls<RemoteGpu.Module, Remot
         } else {
             copies.copyToHost(dst, src, bytes, stream, async);
         }
+    }
+
+    /** Where a copy of {@code bytes} of {@code host} lies in memory shared with the worker, if it is to name it. */
+    private Optional<SharedHostMemory.Place> sharedPlace(MemorySegment host, long bytes, boolean async) {
+        return async && bytes < SHARED_ASYNC_MIN_BYTES ? Optional.empty() : sharedHostMemory.find(host, bytes);
     }
 
     /** One request for all the regions (or for as many as one frame can name), so small regions cost one round trip together. */
