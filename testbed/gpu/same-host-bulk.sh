@@ -4,7 +4,9 @@
 # GPU, twice through shared memory (the default) and twice in-band over loopback TCP (-Dvgpu.bulk.shared-memory=off,
 # which the worker inherits through JAVA_TOOL_OPTIONS), alternating, 256 MiB each way. Each table's header names the
 # path its run used ("bulk bytes ..."); the rows "remote vs local copy from/into pinned memory" are the same-host
-# goal (>= 80 % of the local vGPU's pinned copies, both directions). Logs in $OUT (default .gpu/out):
+# goal (>= 80 % of the local vGPU's pinned copies, both directions) for the app's own memory; the rows "remote pinned
+# vs local copy from/into pinned memory" are it for the vGPU's page-locked memory, shared with the worker in the
+# shared-memory runs and the app's own in the in-band ones (same-host-pinned.sh runs those alone). Logs in $OUT (default .gpu/out):
 #   same-host-bulk-shm-1.log, same-host-bulk-inband-1.log, same-host-bulk-shm-2.log, same-host-bulk-inband-2.log
 # Java: $JAVA when set, else the runtime in .gpu/jre.tar.xz unpacked to /tmp/jre.
 set -uo pipefail

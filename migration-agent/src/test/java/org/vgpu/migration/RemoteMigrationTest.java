@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -34,6 +35,7 @@ import org.vgpu.runtime.api.StreamHandle;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VirtualGpu;
 import org.vgpu.runtime.kernels.TestKernels;
+import org.vgpu.runtime.remote.client.RemoteGpu;
 import org.vgpu.runtime.remote.worker.WorkerReport;
 import org.vgpu.runtime.workloads.LennardJonesWorkload;
 import org.vgpu.runtime.workloads.PointerChaseWorkload;
@@ -245,6 +247,56 @@ class RemoteMigrationTest {
                 assertEquals(hole, gpu.memAlloc(bytes), "the hole left before the move is filled first");
                 gpu.memFreeHost(pattern);
                 gpu.memFreeHost(back);
+            }
+        }
+    }
+
+    /**
+     * Page-locked memory of a vGPU whose worker is on this host is a region that worker shares; after the vGPU moved
+     * (to a local GPU or another worker) it stays valid, copies from and into it carry the right bytes on the new
+     * device, and freeing it ends the source's session, which was kept for it.
+     */
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(
+            value = Direction.class,
+            names = {"REMOTE_TO_LOCAL", "REMOTE_TO_REMOTE"})
+    void pinnedMemorySharedWithTheSourceWorkerStaysValidAcrossAMove(Direction direction) throws Exception {
+        try (Emulation local = new Emulation(1);
+                LocalWorkers workers = new LocalWorkers()) {
+            MigrationTarget.RemoteWorker source = workers.start(0);
+            MigrationTarget target = direction == Direction.REMOTE_TO_LOCAL ? Emulation.gpu(0) : workers.start(1);
+            RemoteGpu onSource = (RemoteGpu) workers.resolver.open(source, VaWindow.forVgpu(1), null);
+            try (MigratableGpu gpu = new MigratableGpu(
+                    onSource,
+                    source,
+                    new NodeTargetResolver(local.backend, workers.resolver),
+                    Emulation.VERIFIED,
+                    MigrationListener.NONE,
+                    MigrationFaults.NONE)) {
+                int bytes = 1 << 20;
+                MemorySegment pinned = gpu.memAllocHost(bytes);
+                assertEquals(1, onSource.sharedHostAllocations(), "a region the source worker shares");
+                byte[] expected = new byte[bytes];
+                new Random(SEED).nextBytes(expected);
+                pinned.copyFrom(MemorySegment.ofArray(expected));
+                long device = gpu.memAlloc(bytes);
+                gpu.memcpyHtoD(device, pinned, bytes);
+
+                gpu.migrate(target);
+
+                pinned.fill((byte) 0);
+                gpu.memcpyDtoH(pinned, device, bytes);
+                assertArrayEquals(expected, pinned.toArray(ValueLayout.JAVA_BYTE), "the device's bytes, moved");
+                gpu.memcpyHtoD(device, pinned.asSlice(4096), 4096);
+                byte[] first = new byte[4096];
+                gpu.memcpyDtoH(MemorySegment.ofArray(first), device, 4096);
+                assertEquals(
+                        -1,
+                        MemorySegment.ofArray(first).mismatch(MemorySegment.ofArray(expected).asSlice(4096, 4096)),
+                        "a copy from the region on the new device");
+                gpu.memFreeHost(pinned);
+                WorkerReport served = workers.worker(source).report().get(30, TimeUnit.SECONDS);
+                assertTrue(served.clean(), "the source's session, kept for the memory, ended: " + served.endReason());
             }
         }
     }

@@ -68,8 +68,10 @@ class CallCostTest {
     private static final Set<String> SESSION_REQUESTS = Set.of("hello", "ping", "goodbye");
 
     /**
-     * The launcher's local worker's frames for page-locked memory it shares with a CUDA program: they serve the C
-     * library's host memory and its copies (cuMemHostAlloc, cuMemcpyHtoD/DtoH on such memory), no call of the API.
+     * A worker's frames for page-locked memory it shares with a program on its host: they serve the C library's host
+     * memory and its copies (cuMemHostAlloc, cuMemcpyHtoD/DtoH on such memory), and a Java remote vGPU's memAllocHost
+     * and copies on its memory beside the requests those calls have anyway (memory of the process's own, the
+     * copies' chunked requests): a second form of a call, not a call's cost, so they are left out here.
      */
     private static final Set<String> SHARED_HOST_MEMORY_REQUESTS =
             Set.of("hostRegionCreate", "hostRegionFree", "memcpyHtoDFromRegion", "memcpyDtoHToRegion");

@@ -109,6 +109,12 @@ public abstract class AbstractVirtualGpu<M, F, S, E> extends ChunkBackedGpu impl
      */
     protected abstract MemorySegment doAllocHost(long bytes, Arena arena);
 
+    /**
+     * Memory {@link #doAllocHost} gave at {@code address} is freed, by {@link #memFreeHost} or as the vGPU closes: a
+     * backend that keeps something for it releases it here, just before its arena closes. Nothing by default.
+     */
+    protected void doFreeHost(long address) {}
+
     protected abstract void doMemcpyHtoD(long dst, MemorySegment src, long bytes, S stream, boolean async);
 
     protected abstract void doMemcpyDtoH(MemorySegment dst, long src, long bytes, S stream, boolean async);
@@ -324,7 +330,7 @@ public abstract class AbstractVirtualGpu<M, F, S, E> extends ChunkBackedGpu impl
     @Override
     public void memFreeHost(MemorySegment hostMemory) {
         ensureOpen();
-        hostAllocations.free(hostMemory);
+        hostAllocations.free(hostMemory, this::doFreeHost);
     }
 
     @Override
@@ -563,7 +569,7 @@ public abstract class AbstractVirtualGpu<M, F, S, E> extends ChunkBackedGpu impl
         }
         modules.removeAll(failures, this::doModuleUnload);
         chunks().unmapAll(this, failures);
-        hostAllocations.freeAll(failures);
+        hostAllocations.freeAll(failures, this::doFreeHost);
         failures.attempt(this::doClose);
         failures.rethrow();
     }

@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.BiFunction;
+import java.util.function.LongConsumer;
 
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VgpuException;
@@ -32,20 +33,26 @@ final class HostAllocations {
         return segment;
     }
 
-    void free(MemorySegment hostMemory) {
+    /** Frees {@code hostMemory}: {@code release} is told its address, then its arena closes, even if release failed. */
+    void free(MemorySegment hostMemory, LongConsumer release) {
         Arena arena = hostMemory == null ? null : arenas.remove(hostMemory.address());
         if (arena == null) {
             throw new VgpuException(
                     ErrorCode.CUDA_ERROR_INVALID_VALUE, "host memory was not allocated by memAllocHost of this vGPU");
         }
-        arena.close();
+        try {
+            release.accept(hostMemory.address());
+        } finally {
+            arena.close();
+        }
     }
 
-    /** Frees every allocation, collecting the failures. */
-    void freeAll(FailureCollector failures) {
+    /** Frees every allocation as {@link #free} does, collecting the failures. */
+    void freeAll(FailureCollector failures, LongConsumer release) {
         for (Long address : List.copyOf(arenas.keySet())) {
             Arena arena = arenas.remove(address);
             if (arena != null) {
+                failures.attempt(() -> release.accept(address));
                 failures.attempt(arena::close);
             }
         }

@@ -194,14 +194,14 @@ public final class RemoteBenchCommand implements Subcommand {
                 }
                 out.printf(
                         "client and worker are separate processes on %s, %d cores; tuning: %s; %d trials after %d"
-                                + " warm-up trials; medians, and the range of each ratio over the trials%n%n",
+                                + " warm-up trials; medians, and the range of each ratio over the trials%n",
                         host,
                         Runtime.getRuntime().availableProcessors(),
                         RemoteTuning.current().describe(),
                         trials,
                         WARM_UP_TRIALS);
-                List<Row> rows =
-                        measure(worker, localGpu, remoteGpu, syncIterations, asyncIterations, copyBytes, trials);
+                List<Row> rows = measure(
+                        worker, localGpu, remoteGpu, syncIterations, asyncIterations, copyBytes, trials, out);
                 printTable(rows, label, out);
             }
         }
@@ -215,9 +215,13 @@ public final class RemoteBenchCommand implements Subcommand {
             int syncIterations,
             int asyncIterations,
             long copyBytes,
-            int trials) {
+            int trials,
+            PrintStream out) {
         Device local = new Device(localGpu, copyBytes);
         Device remote = new Device(remoteGpu, copyBytes);
+        out.printf(
+                "remote pinned memory (memAllocHost): %s%n%n",
+                ((RemoteGpu) remoteGpu).sharedHostMemoryDescription());
         try (Arena arena = Arena.ofConfined()) {
             // the plain socket's own host memory, as large as the remote copies' host buffer
             MemorySegment plainMemory = arena.allocate(copyBytes, 64);
@@ -234,14 +238,18 @@ public final class RemoteBenchCommand implements Subcommand {
                     new Series(() -> PlainSocketBaseline.sendFromMemoryNanos(baselineHost, baselinePort, plainMemory));
             Series plainSendCached =
                     new Series(() -> PlainSocketBaseline.sendNanos(baselineHost, baselinePort, copyBytes));
-            Series remoteToDevice = new Series(remote::copyToDeviceNanos);
-            Series localToDevice = new Series(local::copyToDeviceNanos);
+            // the remote copies' host memory is the app's own (the session's bulk path) or the vGPU's page-locked memory
+            // (shared with a worker on this host); the local vGPU's is its page-locked memory, the goal's baseline
+            Series remoteToDevice = new Series(() -> remote.copyToDeviceNanos(false));
+            Series remotePinnedToDevice = new Series(() -> remote.copyToDeviceNanos(true));
+            Series localToDevice = new Series(() -> local.copyToDeviceNanos(true));
             Series plainReceiveIntoMemory = new Series(
                     () -> PlainSocketBaseline.receiveIntoMemoryNanos(baselineHost, baselinePort, plainMemory));
             Series plainReceiveCached =
                     new Series(() -> PlainSocketBaseline.receiveNanos(baselineHost, baselinePort, copyBytes));
-            Series remoteToHost = new Series(remote::copyToHostNanos);
-            Series localToHost = new Series(local::copyToHostNanos);
+            Series remoteToHost = new Series(() -> remote.copyToHostNanos(false));
+            Series remotePinnedToHost = new Series(() -> remote.copyToHostNanos(true));
+            Series localToHost = new Series(() -> local.copyToHostNanos(true));
             Series parallelSend =
                     new Series(() -> PlainSocketBaseline.parallelSendNanos(baselineHost, baselinePort, copyBytes));
             Series parallelReceive =
@@ -257,10 +265,12 @@ public final class RemoteBenchCommand implements Subcommand {
                     plainSendFromMemory,
                     plainSendCached,
                     remoteToDevice,
+                    remotePinnedToDevice,
                     localToDevice,
                     plainReceiveIntoMemory,
                     plainReceiveCached,
                     remoteToHost,
+                    remotePinnedToHost,
                     localToHost);
             for (int trial = 0; trial < WARM_UP_TRIALS + trials; trial++) {
                 boolean record = trial >= WARM_UP_TRIALS;
@@ -311,6 +321,13 @@ public final class RemoteBenchCommand implements Subcommand {
                     Row.bandwidth("  (local host->device " + mib + ")", localToDevice, copyBytes),
                     localRatio("  remote vs local copy from pinned memory", localToDevice, remoteToDevice, trials),
                     Row.bandwidth(
+                            "remote host->device " + mib + " from pinned memory", remotePinnedToDevice, copyBytes),
+                    localRatio(
+                            "  remote pinned vs local copy from pinned memory",
+                            localToDevice,
+                            remotePinnedToDevice,
+                            trials),
+                    Row.bandwidth(
                             "plain socket receive into " + mib + " host memory", plainReceiveIntoMemory, copyBytes),
                     Row.bandwidth("plain socket receive through " + cached, plainReceiveCached, copyBytes),
                     Row.bandwidth("remote device->host " + mib, remoteToHost, copyBytes),
@@ -323,6 +340,12 @@ public final class RemoteBenchCommand implements Subcommand {
                             "  remote vs plain socket through " + cached, plainReceiveCached, remoteToHost, trials),
                     Row.bandwidth("  (local device->host " + mib + ")", localToHost, copyBytes),
                     localRatio("  remote vs local copy into pinned memory", localToHost, remoteToHost, trials),
+                    Row.bandwidth("remote device->host " + mib + " into pinned memory", remotePinnedToHost, copyBytes),
+                    localRatio(
+                            "  remote pinned vs local copy into pinned memory",
+                            localToHost,
+                            remotePinnedToHost,
+                            trials),
                     Row.bandwidth(streams + " send through cached buffers", parallelSend, copyBytes),
                     parallelRatio("  remote host->device vs " + streams, parallelSend, remoteToDevice, trials),
                     Row.bandwidth(streams + " receive through cached buffers", parallelReceive, copyBytes),
@@ -491,20 +514,30 @@ public final class RemoteBenchCommand implements Subcommand {
         }
     }
 
-    /** The same operations on the local and on the remote vGPU. */
+    /**
+     * The same operations on the local and on the remote vGPU: copies from and into the vGPU's page-locked memory
+     * ({@link VirtualGpu#memAllocHost}), and from and into plain native memory of this process, as an app's own
+     * buffers are.
+     */
     static final class Device {
         private final VirtualGpu gpu;
         private final FunctionHandle empty;
         private final long bytes;
         private final long deviceBuffer;
-        private final MemorySegment hostBuffer;
+        private final MemorySegment pinned;
+        private final Arena ownMemory = Arena.ofShared();
+        private final MemorySegment pageable;
 
         Device(VirtualGpu gpu, long bytes) {
             this.gpu = gpu;
             this.bytes = bytes;
             this.empty = gpu.moduleGetFunction(gpu.moduleLoadData(TestKernels.ptx()), TestKernels.EMPTY_KERNEL);
             this.deviceBuffer = gpu.memAlloc(bytes);
-            this.hostBuffer = gpu.memAllocHost(bytes);
+            this.pinned = gpu.memAllocHost(bytes);
+            this.pageable = ownMemory.allocate(bytes, 64);
+            // touched once, so that no trial pays for the first write to a page
+            pinned.fill((byte) 1);
+            pageable.fill((byte) 1);
         }
 
         double launchAndSynchronizeNanos(int iterations) {
@@ -525,21 +558,29 @@ public final class RemoteBenchCommand implements Subcommand {
             return (double) (System.nanoTime() - start) / iterations;
         }
 
-        double copyToDeviceNanos() {
+        /** The vGPU's page-locked memory, or this process's own ({@code pinned} false). */
+        private MemorySegment host(boolean fromPinned) {
+            return fromPinned ? pinned : pageable;
+        }
+
+        double copyToDeviceNanos(boolean fromPinned) {
+            MemorySegment host = host(fromPinned);
             long start = System.nanoTime();
-            gpu.memcpyHtoD(deviceBuffer, hostBuffer, bytes);
+            gpu.memcpyHtoD(deviceBuffer, host, bytes);
             return System.nanoTime() - start;
         }
 
-        double copyToHostNanos() {
+        double copyToHostNanos(boolean intoPinned) {
+            MemorySegment host = host(intoPinned);
             long start = System.nanoTime();
-            gpu.memcpyDtoH(hostBuffer, deviceBuffer, bytes);
+            gpu.memcpyDtoH(host, deviceBuffer, bytes);
             return System.nanoTime() - start;
         }
 
         void free() {
-            gpu.memFreeHost(hostBuffer);
+            gpu.memFreeHost(pinned);
             gpu.memFree(deviceBuffer);
+            ownMemory.close();
         }
     }
 

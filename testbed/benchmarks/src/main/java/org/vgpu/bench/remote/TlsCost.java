@@ -72,14 +72,19 @@ final class TlsCost {
         RemoteBenchCommand.Device plain = new RemoteBenchCommand.Device(plainGpu, copyBytes);
         RemoteBenchCommand.Device tls = new RemoteBenchCommand.Device(tlsGpu, copyBytes);
         try {
+            // copies of the app's own memory, whose bytes cross the connection: what TLS may cost
             RemoteBenchCommand.Series plainSync =
                     new RemoteBenchCommand.Series(() -> plain.launchAndSynchronizeNanos(syncIterations));
             RemoteBenchCommand.Series tlsSync =
                     new RemoteBenchCommand.Series(() -> tls.launchAndSynchronizeNanos(syncIterations));
-            RemoteBenchCommand.Series plainToDevice = new RemoteBenchCommand.Series(plain::copyToDeviceNanos);
-            RemoteBenchCommand.Series tlsToDevice = new RemoteBenchCommand.Series(tls::copyToDeviceNanos);
-            RemoteBenchCommand.Series plainToHost = new RemoteBenchCommand.Series(plain::copyToHostNanos);
-            RemoteBenchCommand.Series tlsToHost = new RemoteBenchCommand.Series(tls::copyToHostNanos);
+            RemoteBenchCommand.Series plainToDevice =
+                    new RemoteBenchCommand.Series(() -> plain.copyToDeviceNanos(false));
+            RemoteBenchCommand.Series tlsToDevice =
+                    new RemoteBenchCommand.Series(() -> tls.copyToDeviceNanos(false));
+            RemoteBenchCommand.Series plainToHost =
+                    new RemoteBenchCommand.Series(() -> plain.copyToHostNanos(false));
+            RemoteBenchCommand.Series tlsToHost =
+                    new RemoteBenchCommand.Series(() -> tls.copyToHostNanos(false));
             List<RemoteBenchCommand.Series> all =
                     List.of(plainSync, tlsSync, plainToDevice, tlsToDevice, plainToHost, tlsToHost);
             RemoteBenchCommand.Series.sampleAlternating(all, WARM_UP_TRIALS, trials);

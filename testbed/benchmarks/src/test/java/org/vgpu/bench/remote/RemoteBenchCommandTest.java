@@ -13,7 +13,10 @@ import org.junit.jupiter.api.Timeout;
 
 import org.vgpu.common.cli.SubcommandRunner;
 
-/** {@code vgpu remote-bench} on the emulation with tiny sizes: it runs, labels emulation, and prints every row. */
+/**
+ * {@code vgpu remote-bench} on the emulation with tiny sizes: it runs, labels emulation, prints every row, and its
+ * remote pinned memory is shared with the worker process.
+ */
 class RemoteBenchCommandTest {
     private final ByteArrayOutputStream out = new ByteArrayOutputStream();
     private final ByteArrayOutputStream err = new ByteArrayOutputStream();
@@ -64,6 +67,12 @@ class RemoteBenchCommandTest {
             "remote vs plain socket into 1 MiB host memory",
             "remote vs local copy from pinned memory",
             "remote vs local copy into pinned memory",
+            "remote host->device 1 MiB from pinned memory",
+            "remote device->host 1 MiB into pinned memory",
+            "remote pinned vs local copy from pinned memory",
+            "remote pinned vs local copy into pinned memory",
+            // the worker process is on this host: the pinned rows measure its shared regions
+            "remote pinned memory (memAllocHost): 1 allocation(s), 1 MiB, shared with the worker",
             "8 parallel plain sockets (Java NIO) send through cached buffers",
             "8 parallel plain sockets (Java NIO) receive through cached buffers",
             "remote host->device vs 8 parallel plain sockets (Java NIO)",

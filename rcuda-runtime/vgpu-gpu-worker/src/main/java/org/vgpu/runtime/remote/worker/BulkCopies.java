@@ -115,6 +115,15 @@ final class BulkCopies {
     }
 
     /**
+     * Whether the session's client is on this host, so that it can map this host's files: it is when it reaches the
+     * worker through a Unix domain socket, or when its HELLO offered shared memory (it believes the worker shares its
+     * host; one that does not cannot open the files, and the regions' bound holds whatever it asks for).
+     */
+    boolean clientOnThisHost(Hello hello) {
+        return hello.offersSharedMemory() || !(channel instanceof SocketChannel);
+    }
+
+    /**
      * The answer to {@code hello}'s offer of stripes, for its WELCOME: none when it offered none, when shared memory
      * is offered instead ({@code region}), when this worker takes none or the session is not on TCP; else stripes,
      * as many as the client offered up to this worker's count, which carry the session's chunks from now on.

@@ -132,7 +132,10 @@ public final class GpuWorker implements AutoCloseable {
     private final SessionOpening opening;
     /** The stripe keys of the sessions served now, for the stripe connections that join them. */
     private final StripeJoins stripeJoins = new StripeJoins();
-    /** The host memory shared with a local worker's program; none for a worker over TCP. */
+    /**
+     * The page-locked host memory shared with the programs of this host: a local worker's, and a TCP worker's clients
+     * that offered shared memory ({@link BulkCopies#clientOnThisHost}).
+     */
     private final SharedHostRegions hostRegions;
     /** Open connections, and those of them that have not signed in; counted on the event loop. */
     private final AtomicInteger connections = new AtomicInteger();
@@ -272,8 +275,7 @@ public final class GpuWorker implements AutoCloseable {
                 log,
                 sessions,
                 Optional.empty(),
-                SharedHostRegions.none("only a launcher's local worker shares host memory with its program, and this"
-                        + " worker serves over TCP"));
+                SharedHostRegions.forThisHost(backend));
     }
 
     /**
@@ -293,7 +295,7 @@ public final class GpuWorker implements AutoCloseable {
         Objects.requireNonNull(backend, "backend");
         Objects.requireNonNull(authenticator, "authenticator");
         Objects.requireNonNull(log, "log");
-        return startOnSocket(socket, config, backend, authenticator, log, SharedHostRegions.forLocalWorker(backend));
+        return startOnSocket(socket, config, backend, authenticator, log, SharedHostRegions.forThisHost(backend));
     }
 
     /** As the public {@code startOnSocket}, sharing host memory through {@code hostRegions}. */
@@ -311,6 +313,11 @@ public final class GpuWorker implements AutoCloseable {
     /** The most bytes of page-locked host memory this worker shares with its clients at once; 0 when it shares none. */
     public long sharedHostBytes() {
         return hostRegions.boundBytes();
+    }
+
+    /** How many bytes of page-locked host memory this worker shares with its clients now. */
+    long sharedHostBytesHeld() {
+        return hostRegions.heldBytes();
     }
 
     /** The listening socket's channel, for tests that play what the operating system does to it. */

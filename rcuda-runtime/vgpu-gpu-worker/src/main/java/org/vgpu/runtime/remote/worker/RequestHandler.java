@@ -25,6 +25,7 @@ import org.vgpu.runtime.remote.protocol.Hello;
 import org.vgpu.runtime.remote.protocol.ReplyEncoder;
 import org.vgpu.runtime.remote.protocol.SharedRegionOffer;
 import org.vgpu.runtime.remote.protocol.Welcome;
+import org.vgpu.runtime.remote.transport.SameHostBulk;
 
 /**
  * What each request means on the worker: it runs on the session's local {@link VirtualGpu}, which
@@ -51,6 +52,8 @@ final class RequestHandler extends OneToOneWorkerCalls {
     private final SessionEnd end;
     private final SharedHostRegions hostRegions;
     private VirtualGpu gpu;
+    /** Why this session's client may not have shared host regions; empty when it may (it is on this host). */
+    private String noHostRegions = "the session is not open";
 
     RequestHandler(
             GpuBackend backend,
@@ -93,6 +96,10 @@ final class RequestHandler extends OneToOneWorkerCalls {
             gpu = backend.open(config.device(), hello.window());
             bulk.open(gpu);
             SharedRegionOffer region = bulk.offerSharedRegion(hello);
+            noHostRegions = bulk.clientOnThisHost(hello)
+                    ? ""
+                    : "the client did not offer shared memory over TCP: it is on another host, or has"
+                            + " -D" + SameHostBulk.PROPERTY + "=off";
             replies.reply()
                     .welcome(
                             frame.requestId(),
@@ -332,6 +339,10 @@ final class RequestHandler extends OneToOneWorkerCalls {
     public void hostRegionCreate(Frame frame, long bytes) {
         try {
             gpu(); // only in an open session
+            if (!noHostRegions.isEmpty()) {
+                throw new VgpuException(
+                        ErrorCode.CUDA_ERROR_NOT_SUPPORTED, "no shared host memory for this session: " + noHostRegions);
+            }
             SharedHostRegions.Grant grant = hostRegions.create(bytes, this);
             replies.reply()
                     .hostRegion(frame.requestId(), grant.id(), grant.file().toString(), grant.nonce());

@@ -3,7 +3,6 @@ package org.vgpu.runtime.remote.worker;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -20,29 +19,26 @@ import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.GpuBackend;
 import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.remote.transport.HostRegionFile;
 import org.vgpu.runtime.remote.transport.OwnerOnlyMapping;
 import org.vgpu.runtime.remote.transport.SameHostBulk;
 
 /**
- * The page-locked host memory a local worker shares with the processes of its program ({@code cuMemHostAlloc} in
- * vgpu's {@code libcuda.so.1}): each region a file of {@link OwnerOnlyMapping}'s rules that both map, so a copy between
- * it and a vGPU names the region, an offset and a length, and no byte crosses the socket. Each region is registered
- * with the node's backend ({@link GpuBackend#hostRegister}) as it is made: it is on this host whatever GPU its vGPUs
- * are on, so a native vGPU copies it by DMA, and one that comes home after a migration does too.
+ * The page-locked host memory a worker shares with the programs of its host: a local worker with the processes of
+ * its program ({@code cuMemHostAlloc} in vgpu's {@code libcuda.so.1}), a worker over TCP with a Java program on its
+ * host ({@code memAllocHost} of a remote vGPU whose client offered shared memory). Each region is a file of {@link
+ * OwnerOnlyMapping}'s rules ({@link HostRegionFile}) that both map, so a copy between it and a vGPU names the region,
+ * an offset and a length, and no byte crosses the socket. Each region is registered with the node's backend ({@link
+ * GpuBackend#hostRegister}) as it is made: it is on this host whatever GPU its vGPUs are on, so a native vGPU copies it
+ * by DMA, and one that comes home after a migration does too.
  *
- * <p>Shared by the worker's sessions (a program's vGPUs each have one, and a copy may use a region another made);
+ * <p>Shared by the worker's sessions (a program's vGPUs each have one, and a copy may use a region another made; a
+ * worker over TCP serves one session at a time, whose end frees its regions before the next is opened);
  * bounded in bytes; a region is freed by its maker's free or end, and unmapped once no copy uses it. Every region id,
  * offset and length a client sends is checked here: a bad one is refused with {@code CUDA_ERROR_INVALID_VALUE}.
  */
 final class SharedHostRegions implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(SharedHostRegions.class);
-
-    /** The header page before a region's bytes: {@code "VGHR"}, then the nonce at {@link #NONCE_OFFSET}. */
-    static final long HEADER_BYTES = 4096;
-
-    static final int MAGIC = 0x56474852;
-    static final long NONCE_OFFSET = 8;
-    private static final long PAGE = 4096;
 
     private final Optional<Path> directory;
     private final String whyNone;
@@ -68,13 +64,14 @@ final class SharedHostRegions implements AutoCloseable {
     }
 
     /**
-     * A local worker's: in {@link SameHostBulk#directory()}, bounded to half its filesystem's size (the rest stays for
-     * what else the node keeps there); none where shared memory is off.
+     * A worker's: in {@link SameHostBulk#directory()}, bounded to half its filesystem's size (the rest stays for
+     * what else the node keeps there, and the filesystem's size bounds all workers' regions together); none where
+     * shared memory is off.
      */
-    static SharedHostRegions forLocalWorker(GpuBackend backend) {
+    static SharedHostRegions forThisHost(GpuBackend backend) {
         Optional<Path> directory = SameHostBulk.directory();
         if (directory.isEmpty()) {
-            return none("-D" + SameHostBulk.PROPERTY + "=off on the launcher");
+            return none("-D" + SameHostBulk.PROPERTY + "=off on the worker");
         }
         try {
             long bound = Files.getFileStore(directory.get()).getTotalSpace() / 2;
@@ -102,11 +99,11 @@ final class SharedHostRegions implements AutoCloseable {
         if (directory.isEmpty()) {
             throw new VgpuException(ErrorCode.CUDA_ERROR_NOT_SUPPORTED, "shared host memory is not served: " + whyNone);
         }
-        if (bytes <= 0 || bytes > Long.MAX_VALUE - HEADER_BYTES - PAGE) {
+        if (bytes <= 0 || bytes > HostRegionFile.MAX_BYTES) {
             throw new VgpuException(
                     ErrorCode.CUDA_ERROR_INVALID_VALUE, "a shared host region of " + bytes + " bytes cannot be made");
         }
-        long pages = Math.ceilDiv(bytes, PAGE) * PAGE;
+        long pages = HostRegionFile.pagesFor(bytes);
         synchronized (this) {
             if (pages > boundBytes - heldBytes) {
                 throw new VgpuException(
@@ -142,13 +139,9 @@ final class SharedHostRegions implements AutoCloseable {
     private Region map(long pages) throws IOException {
         Arena arena = Arena.ofShared();
         try {
-            OwnerOnlyMapping created =
-                    OwnerOnlyMapping.create(directory.orElseThrow(), "vgpu-host-", HEADER_BYTES + pages, arena);
             long nonce = OwnerOnlyMapping.nonce();
-            MemorySegment mapping = created.mapping();
-            mapping.set(ValueLayout.JAVA_LONG_UNALIGNED, NONCE_OFFSET, nonce);
-            mapping.set(ValueLayout.JAVA_INT_UNALIGNED, 0, MAGIC);
-            MemorySegment data = mapping.asSlice(HEADER_BYTES, pages);
+            OwnerOnlyMapping created = HostRegionFile.create(directory.orElseThrow(), pages, nonce, arena);
+            MemorySegment data = HostRegionFile.bytesOf(created.mapping());
             boolean registered = false;
             try {
                 registered = backend.hostRegister(data);

@@ -35,6 +35,7 @@ import org.vgpu.runtime.kernels.TestKernels;
 import org.vgpu.runtime.remote.client.RemoteConfig;
 import org.vgpu.runtime.remote.client.RemoteGpu;
 import org.vgpu.runtime.remote.client.WorkerEndpoint;
+import org.vgpu.runtime.remote.transport.HostRegionFile;
 import org.vgpu.runtime.remote.transport.NettyTransport;
 import org.vgpu.runtime.workloads.VectorAddWorkload;
 import org.vgpu.runtime.workloads.WorkloadResult;
@@ -154,9 +155,9 @@ class LocalSocketWorkerTest {
         long nonce = result.readLong();
         try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
             MemorySegment mapping = channel.map(FileChannel.MapMode.READ_WRITE, 0, channel.size(), arena);
-            assertEquals(nonce, mapping.get(ValueLayout.JAVA_LONG_UNALIGNED, SharedHostRegions.NONCE_OFFSET));
+            assertEquals(nonce, mapping.get(ValueLayout.JAVA_LONG_UNALIGNED, HostRegionFile.NONCE_OFFSET));
             Files.delete(file); // as the program does once it mapped it
-            return new Mapped(id, mapping.asSlice(SharedHostRegions.HEADER_BYTES));
+            return new Mapped(id, mapping.asSlice(HostRegionFile.HEADER_BYTES));
         }
     }
 
@@ -240,7 +241,7 @@ class LocalSocketWorkerTest {
     }
 
     @Test
-    void aWorkerOverTcpSharesNoHostMemory() {
+    void aWorkerOverTcpSharesHostMemoryOnlyWithAClientThatOfferedSharedMemory() {
         try (GpuWorker overTcp = GpuWorker.start(
                         new WorkerConfig("127.0.0.1", 0, 0, "tcp-test", Duration.ofMinutes(1)),
                         backend,
@@ -251,8 +252,11 @@ class LocalSocketWorkerTest {
             client.hello(1, "", VaWindow.forVgpu(0));
             assertTrue(client.read().startsWith("#1 welcome"));
             String refused = client.send(e -> e.hostRegionCreate(2, 4096)).read();
-            assertTrue(refused.startsWith("#2 error") && refused.contains("serves over TCP"), refused);
-            assertEquals(0, overTcp.sharedHostBytes());
+            assertTrue(
+                    refused.startsWith("#2 error") && refused.contains("did not offer shared memory over TCP"),
+                    refused);
+            assertTrue(overTcp.sharedHostBytes() > 0, "it shares some with a client on its host");
+            assertEquals(0, overTcp.sharedHostBytesHeld());
         }
     }
 }

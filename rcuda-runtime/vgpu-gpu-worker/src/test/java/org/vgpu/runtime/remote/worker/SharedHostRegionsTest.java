@@ -27,6 +27,7 @@ import org.vgpu.runtime.api.GpuBackend;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.api.VirtualGpu;
+import org.vgpu.runtime.remote.transport.HostRegionFile;
 
 /** The launcher's page-locked host memory shared with its program: made, checked, registered, bounded and freed. */
 class SharedHostRegionsTest {
@@ -61,9 +62,9 @@ class SharedHostRegionsTest {
     private static MemorySegment mapAsTheProgram(SharedHostRegions.Grant grant, Arena arena) throws IOException {
         try (FileChannel channel = FileChannel.open(grant.file(), StandardOpenOption.READ, StandardOpenOption.WRITE)) {
             MemorySegment mapping = channel.map(FileChannel.MapMode.READ_WRITE, 0, channel.size(), arena);
-            assertEquals(SharedHostRegions.MAGIC, mapping.get(ValueLayout.JAVA_INT_UNALIGNED, 0));
-            assertEquals(grant.nonce(), mapping.get(ValueLayout.JAVA_LONG_UNALIGNED, SharedHostRegions.NONCE_OFFSET));
-            return mapping.asSlice(SharedHostRegions.HEADER_BYTES);
+            assertEquals(HostRegionFile.MAGIC, mapping.get(ValueLayout.JAVA_INT_UNALIGNED, 0));
+            assertEquals(grant.nonce(), mapping.get(ValueLayout.JAVA_LONG_UNALIGNED, HostRegionFile.NONCE_OFFSET));
+            return mapping.asSlice(HostRegionFile.HEADER_BYTES);
         }
     }
 

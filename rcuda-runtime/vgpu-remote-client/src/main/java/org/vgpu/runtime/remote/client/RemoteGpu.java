@@ -5,6 +5,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import io.netty.channel.EventLoopGroup;
@@ -53,9 +54,16 @@ public final class RemoteGpu extends OneToOneClientCalls<RemoteGpu.Module, Remot
     record Function(int remoteId, KernelSignature workerSignature) {}
 
     private static final int DEFAULT_STREAM = 0;
+    /**
+     * Below this an asynchronous copy of memory shared with the worker goes as one of the app's own memory, batched
+     * without waiting: a copy naming the region waits for its answer (about one round trip, the time the bulk path
+     * takes for some 200 KiB), and a 2D copy makes one per row.
+     */
+    private static final long SHARED_ASYNC_MIN_BYTES = 256 << 10;
 
     private final WorkerConnection connection;
     private final ChunkedCopies copies;
+    private final SharedHostMemory sharedHostMemory;
     private final DeviceProperties properties;
     private final AtomicInteger nextRemoteId = new AtomicInteger(1);
     /** Set by {@link #close}: the worker frees everything at goodbye, so nothing is freed one by one. */
@@ -65,6 +73,7 @@ public final class RemoteGpu extends OneToOneClientCalls<RemoteGpu.Module, Remot
         super(window);
         this.connection = connection;
         this.copies = connection.copies();
+        this.sharedHostMemory = new SharedHostMemory(connection, connection.noSharedHostMemory());
         this.properties = connection.welcome().device();
     }
 
@@ -239,22 +248,71 @@ public final class RemoteGpu extends OneToOneClientCalls<RemoteGpu.Module, Remot
         }
     }
 
-    /** Plain native memory: the network stack copies anyway, so there is nothing to gain from pinning it here. */
+    /**
+     * With a worker on this host, memory the worker shares and has page-locked by its driver ({@link
+     * SharedHostMemory}), whose copies carry no bytes; else plain native memory: the network stack copies anyway,
+     * so there is nothing to gain from pinning it here.
+     */
     @Override
     protected MemorySegment doAllocHost(long bytes, Arena arena) {
-        return arena.allocate(bytes, 64);
+        return sharedHostMemory.allocate(bytes, arena).orElseGet(() -> arena.allocate(bytes, 64));
+    }
+
+    @Override
+    protected void doFreeHost(long address) {
+        sharedHostMemory.forget(address, closing);
+    }
+
+    /** How many of this vGPU's host allocations are memory it shares with its worker now. */
+    public int sharedHostAllocations() {
+        return sharedHostMemory.regionCount();
+    }
+
+    /** What this vGPU's page-locked host memory is now, in a few words: shared with its worker or its own, and why. */
+    public String sharedHostMemoryDescription() {
+        return sharedHostMemory.describe();
     }
 
     // ---- copies and memsets
 
+    /**
+     * From memory shared with the worker, one request that names it (MEMCPY_HTOD_FROM_REGION), answered once the
+     * worker copied it, also when asynchronous (but for small copies, {@link #SHARED_ASYNC_MIN_BYTES}): the worker
+     * reads the caller's memory, which may change once the call returns. From any other memory, in chunks ({@link
+     * ChunkedCopies}).
+     */
     @Override
     protected void doMemcpyHtoD(long dst, MemorySegment src, long bytes, Integer stream, boolean async) {
-        copies.copyToDevice(dst, src, bytes, stream, async);
+        Optional<SharedHostMemory.Place> shared = sharedPlace(src, bytes, async);
+        if (shared.isPresent()) {
+            SharedHostMemory.Place at = shared.get();
+            connection.call(
+                    (encoder, requestId) ->
+                            encoder.memcpyHtoDFromRegion(requestId, stream, dst, at.regionId(), at.offset(), bytes),
+                    ReplyDecoder::empty);
+        } else {
+            copies.copyToDevice(dst, src, bytes, stream, async);
+        }
     }
 
+    /** Into memory shared with the worker, as {@link #doMemcpyHtoD} (MEMCPY_DTOH_TO_REGION); else in chunks. */
     @Override
     protected void doMemcpyDtoH(MemorySegment dst, long src, long bytes, Integer stream, boolean async) {
-        copies.copyToHost(dst, src, bytes, stream, async);
+        Optional<SharedHostMemory.Place> shared = sharedPlace(dst, bytes, async);
+        if (shared.isPresent()) {
+            SharedHostMemory.Place at = shared.get();
+            connection.call(
+                    (encoder, requestId) ->
+                            encoder.memcpyDtoHToRegion(requestId, stream, src, at.regionId(), at.offset(), bytes),
+                    ReplyDecoder::empty);
+        } else {
+            copies.copyToHost(dst, src, bytes, stream, async);
+        }
+    }
+
+    /** Where a copy of {@code bytes} of {@code host} lies in memory shared with the worker, if it is to name it. */
+    private Optional<SharedHostMemory.Place> sharedPlace(MemorySegment host, long bytes, boolean async) {
+        return async && bytes < SHARED_ASYNC_MIN_BYTES ? Optional.empty() : sharedHostMemory.find(host, bytes);
     }
 
     /** One request for all the regions (or for as many as one frame can name), so small regions cost one round trip together. */

@@ -74,6 +74,8 @@ final class WorkerConnection implements AutoCloseable {
     private Channel channel;
     /** The event loops of the session's stripes, when it has them; set by {@link #open}. */
     private EventLoopGroup stripeGroup;
+    /** Why the session has no page-locked host memory shared with its worker; empty when it may ask. Set by open. */
+    private String noSharedHostMemory = "";
 
     private WorkerConnection(WorkerEndpoint endpoint, RemoteConfig config) {
         this.endpoint = endpoint;
@@ -98,18 +100,17 @@ final class WorkerConnection implements AutoCloseable {
         boolean thisHost = endpoint.socket().isPresent() || SameHostBulk.isThisHost(endpoint.host());
         int stripes = endpoint.socket().isPresent() ? 0 : StripedBulk.offeredTo(thisHost);
         boolean offerSharedMemory = SameHostBulk.directory().isPresent() && thisHost;
-        String notOffered;
-        if (!offerSharedMemory && stripes == 0) {
-            notOffered = SameHostBulk.directory().isEmpty()
-                    ? "-D" + SameHostBulk.PROPERTY + "=off"
-                    : "the worker is on another host";
-        } else {
+        String notOffered = SameHostBulk.directory().isEmpty()
+                ? "-D" + SameHostBulk.PROPERTY + "=off"
+                : "the worker is on another host";
+        if (offerSharedMemory || stripes > 0) {
             WorkerConnection connection = open(group, endpoint, window, config, ssl, offerSharedMemory, stripes);
             if (connection == null && stripes > 0 && offerSharedMemory) {
                 // a worker that predates stripes may still take shared memory
                 connection = open(group, endpoint, window, config, ssl, true, 0);
             }
             if (connection != null) {
+                connection.noSharedHostMemory = offerSharedMemory ? "" : notOffered;
                 return connection;
             }
             notOffered = "it refused a HELLO of protocol version " + Frames.PROTOCOL_VERSION
@@ -119,6 +120,7 @@ final class WorkerConnection implements AutoCloseable {
         }
         WorkerConnection connection = open(group, endpoint, window, config, ssl, false, 0);
         connection.copies.useBulkPath(inBand(endpoint, notOffered));
+        connection.noSharedHostMemory = notOffered;
         return connection;
     }
 
@@ -261,6 +263,14 @@ final class WorkerConnection implements AutoCloseable {
 
     Welcome welcome() {
         return handshake.welcome();
+    }
+
+    /**
+     * Why the session may not ask its worker for page-locked host memory both map ({@link SharedHostMemory}); empty
+     * when it may: its HELLO offered shared memory, so the worker is on this host.
+     */
+    String noSharedHostMemory() {
+        return noSharedHostMemory;
     }
 
     WorkerEndpoint endpoint() {

@@ -60,6 +60,14 @@ public final class ReplyDecoder {
         });
     }
 
+    /** The result of {@link Opcode#HOST_REGION_CREATE}. */
+    public static HostRegionGrant hostRegion(ByteBuf result) {
+        return read(
+                result,
+                "HOST_REGION_CREATE",
+                in -> new HostRegionGrant(in.readInt(), Frames.readString(in), in.readLong()));
+    }
+
     /** Checks that a request without a result got an empty OK. */
     public static Void empty(ByteBuf result) {
         return read(result, "OK", in -> null);

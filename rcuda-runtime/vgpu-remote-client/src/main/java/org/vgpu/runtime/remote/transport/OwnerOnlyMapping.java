@@ -6,8 +6,10 @@ import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFileAttributes;
 import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.security.SecureRandom;
@@ -48,6 +50,33 @@ public record OwnerOnlyMapping(Path file, MemorySegment mapping) {
         } catch (IOException | RuntimeException e) {
             Files.deleteIfExists(file);
             throw e;
+        }
+    }
+
+    /**
+     * The other process's side: maps the whole of {@code file} in {@code arena}, which must be a regular file (not a
+     * link) of mode 600, of {@code minBytes} to {@code maxBytes} bytes. Its contents are the caller's to check.
+     *
+     * @throws IOException why it cannot be used, in words for a log line
+     */
+    public static OwnerOnlyMapping open(Path file, long minBytes, long maxBytes, Arena arena) throws IOException {
+        PosixFileAttributes attributes =
+                Files.readAttributes(file, PosixFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+        if (!attributes.isRegularFile()) {
+            throw new IOException(file + " is not a regular file");
+        }
+        if (!attributes.permissions().equals(OWNER_ONLY)) {
+            throw new IOException(
+                    file + " has mode " + PosixFilePermissions.toString(attributes.permissions()) + ", not rw-------");
+        }
+        try (FileChannel channel =
+                FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS)) {
+            long size = channel.size();
+            if (size < minBytes || size > maxBytes) {
+                throw new IOException(file + " holds " + size + " bytes, not "
+                        + (minBytes == maxBytes ? minBytes : minBytes + " to " + maxBytes));
+            }
+            return new OwnerOnlyMapping(file, channel.map(FileChannel.MapMode.READ_WRITE, 0, size, arena));
         }
     }
 

@@ -6,13 +6,8 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
 import java.nio.file.Files;
-import java.nio.file.LinkOption;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
-import java.nio.file.attribute.PosixFileAttributes;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.util.concurrent.locks.LockSupport;
 
 import io.netty.buffer.ByteBuf;
@@ -135,24 +130,8 @@ public final class SharedMemoryRing implements BulkBytePath {
      * @throws IOException why it cannot be used, in words for the log line that says the path falls back in-band
      */
     public static SharedMemoryRing open(Path file, long nonce) throws IOException {
-        PosixFileAttributes attributes =
-                Files.readAttributes(file, PosixFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
-        if (!attributes.isRegularFile()) {
-            throw new IOException(file + " is not a regular file");
-        }
-        if (!attributes.permissions().equals(OwnerOnlyMapping.OWNER_ONLY)) {
-            throw new IOException(
-                    file + " has mode " + PosixFilePermissions.toString(attributes.permissions()) + ", not rw-------");
-        }
-        MemorySegment region;
-        try (FileChannel channel =
-                FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS)) {
-            long size = channel.size();
-            if (size < PAGE || size > regionBytes(MAX_SLOTS, MAX_SLOT_BYTES)) {
-                throw new IOException(file + " holds " + size + " bytes, no shared region's size");
-            }
-            region = channel.map(FileChannel.MapMode.READ_WRITE, 0, size, Arena.ofAuto());
-        }
+        MemorySegment region = OwnerOnlyMapping.open(file, PAGE, regionBytes(MAX_SLOTS, MAX_SLOT_BYTES), Arena.ofAuto())
+                .mapping();
         int magic = region.get(ValueLayout.JAVA_INT_UNALIGNED, 0);
         int version = region.get(ValueLayout.JAVA_INT_UNALIGNED, 4);
         int slots = region.get(ValueLayout.JAVA_INT_UNALIGNED, 8);
