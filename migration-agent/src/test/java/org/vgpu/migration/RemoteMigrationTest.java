@@ -292,7 +292,8 @@ class RemoteMigrationTest {
                 gpu.memcpyDtoH(MemorySegment.ofArray(first), device, 4096);
                 assertEquals(
                         -1,
-                        MemorySegment.ofArray(first).mismatch(MemorySegment.ofArray(expected).asSlice(4096, 4096)),
+                        MemorySegment.ofArray(first)
+                                .mismatch(MemorySegment.ofArray(expected).asSlice(4096, 4096)),
                         "a copy from the region on the new device");
                 gpu.memFreeHost(pinned);
                 WorkerReport served = workers.worker(source).report().get(30, TimeUnit.SECONDS);

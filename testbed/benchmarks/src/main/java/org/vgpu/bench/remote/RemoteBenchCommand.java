@@ -200,8 +200,8 @@ public final class RemoteBenchCommand implements Subcommand {
                         RemoteTuning.current().describe(),
                         trials,
                         WARM_UP_TRIALS);
-                List<Row> rows = measure(
-                        worker, localGpu, remoteGpu, syncIterations, asyncIterations, copyBytes, trials, out);
+                List<Row> rows =
+                        measure(worker, localGpu, remoteGpu, syncIterations, asyncIterations, copyBytes, trials, out);
                 printTable(rows, label, out);
             }
         }
@@ -220,8 +220,7 @@ public final class RemoteBenchCommand implements Subcommand {
         Device local = new Device(localGpu, copyBytes);
         Device remote = new Device(remoteGpu, copyBytes);
         out.printf(
-                "remote pinned memory (memAllocHost): %s%n%n",
-                ((RemoteGpu) remoteGpu).sharedHostMemoryDescription());
+                "remote pinned memory (memAllocHost): %s%n%n", ((RemoteGpu) remoteGpu).sharedHostMemoryDescription());
         try (Arena arena = Arena.ofConfined()) {
             // the plain socket's own host memory, as large as the remote copies' host buffer
             MemorySegment plainMemory = arena.allocate(copyBytes, 64);
@@ -238,7 +237,8 @@ public final class RemoteBenchCommand implements Subcommand {
                     new Series(() -> PlainSocketBaseline.sendFromMemoryNanos(baselineHost, baselinePort, plainMemory));
             Series plainSendCached =
                     new Series(() -> PlainSocketBaseline.sendNanos(baselineHost, baselinePort, copyBytes));
-            // the remote copies' host memory is the app's own (the session's bulk path) or the vGPU's page-locked memory
+            // the remote copies' host memory is the app's own (the session's bulk path) or the vGPU's page-locked
+            // memory
             // (shared with a worker on this host); the local vGPU's is its page-locked memory, the goal's baseline
             Series remoteToDevice = new Series(() -> remote.copyToDeviceNanos(false));
             Series remotePinnedToDevice = new Series(() -> remote.copyToDeviceNanos(true));

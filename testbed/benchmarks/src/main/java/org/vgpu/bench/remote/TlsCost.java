@@ -79,12 +79,9 @@ final class TlsCost {
                     new RemoteBenchCommand.Series(() -> tls.launchAndSynchronizeNanos(syncIterations));
             RemoteBenchCommand.Series plainToDevice =
                     new RemoteBenchCommand.Series(() -> plain.copyToDeviceNanos(false));
-            RemoteBenchCommand.Series tlsToDevice =
-                    new RemoteBenchCommand.Series(() -> tls.copyToDeviceNanos(false));
-            RemoteBenchCommand.Series plainToHost =
-                    new RemoteBenchCommand.Series(() -> plain.copyToHostNanos(false));
-            RemoteBenchCommand.Series tlsToHost =
-                    new RemoteBenchCommand.Series(() -> tls.copyToHostNanos(false));
+            RemoteBenchCommand.Series tlsToDevice = new RemoteBenchCommand.Series(() -> tls.copyToDeviceNanos(false));
+            RemoteBenchCommand.Series plainToHost = new RemoteBenchCommand.Series(() -> plain.copyToHostNanos(false));
+            RemoteBenchCommand.Series tlsToHost = new RemoteBenchCommand.Series(() -> tls.copyToHostNanos(false));
             List<RemoteBenchCommand.Series> all =
                     List.of(plainSync, tlsSync, plainToDevice, tlsToDevice, plainToHost, tlsToHost);
             RemoteBenchCommand.Series.sampleAlternating(all, WARM_UP_TRIALS, trials);

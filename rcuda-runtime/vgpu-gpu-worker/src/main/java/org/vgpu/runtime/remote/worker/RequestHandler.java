@@ -98,8 +98,8 @@ final class RequestHandler extends OneToOneWorkerCalls {
             SharedRegionOffer region = bulk.offerSharedRegion(hello);
             noHostRegions = bulk.clientOnThisHost(hello)
                     ? ""
-                    : "the client did not offer shared memory over TCP: it is on another host, or has"
-                            + " -D" + SameHostBulk.PROPERTY + "=off";
+                    : "the client did not offer shared memory over TCP: it is on another host, or has" + " -D"
+                            + SameHostBulk.PROPERTY + "=off";
             replies.reply()
                     .welcome(
                             frame.requestId(),

@@ -156,7 +156,9 @@ final class SharedHostMemory {
     String describe() {
         int count = regions.size();
         if (count > 0) {
-            long bytes = regions.values().stream().mapToLong(region -> region.bytes().byteSize()).sum();
+            long bytes = regions.values().stream()
+                    .mapToLong(region -> region.bytes().byteSize())
+                    .sum();
             return count + " allocation(s), " + (bytes >> 20) + " MiB, shared with the worker, which has them"
                     + " page-locked: their copies carry no bytes";
         }

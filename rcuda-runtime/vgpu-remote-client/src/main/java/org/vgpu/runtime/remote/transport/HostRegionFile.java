@@ -66,7 +66,8 @@ public final class HostRegionFile {
     public static MemorySegment open(Path file, long nonce, long bytes, Arena arena) throws IOException {
         try {
             long size = HEADER_BYTES + pagesFor(bytes);
-            MemorySegment mapping = OwnerOnlyMapping.open(file, size, size, arena).mapping();
+            MemorySegment mapping =
+                    OwnerOnlyMapping.open(file, size, size, arena).mapping();
             if (mapping.get(ValueLayout.JAVA_INT_UNALIGNED, 0) != MAGIC
                     || mapping.get(ValueLayout.JAVA_LONG_UNALIGNED, NONCE_OFFSET) != nonce) {
                 throw new IOException(file + " holds another nonce than the worker announced");
