@@ -164,7 +164,7 @@ class SimulateCommandTest {
                 "4x4",
                 "--compare-recorded");
         assertUsage(
-                "--compare-recorded compares the recorded starts with Slurm alone: add slurm to --policies",
+                "--compare-recorded compares the recorded starts with policy slurm: add slurm to --policies",
                 "--sacct",
                 "x",
                 "--cluster",
@@ -173,6 +173,31 @@ class SimulateCommandTest {
                 "vgpu",
                 "--compare-recorded");
         assertUsage("--per-job goes with --compare-recorded", "--sacct", "x", "--cluster", "4x4", "--per-job");
+        assertUsage(
+                "--compare-with goes with --compare-recorded",
+                "--sacct",
+                "x",
+                "--cluster",
+                "4x4",
+                "--compare-with",
+                "borrow");
+        assertUsage(
+                "--compare-recorded compares the recorded starts with policy borrow: add borrow to --policies",
+                "--sacct",
+                "x",
+                "--cluster",
+                "4x4",
+                "--policies",
+                "slurm",
+                "--compare-recorded",
+                "--compare-with",
+                "borrow");
+        assertUsage("--borrowers goes with --sacct, not with --generate", "--generate", "light", "--cluster", "4x4",
+                "--borrowers", "vgpu-jobs");
+        assertUsage("--tracker-poll needs seconds > 0, got 0.0", "--generate", "light", "--cluster", "4x4",
+                "--tracker-poll", "0");
+        assertUsage("--site-config: ", "--generate", "light", "--cluster", "4x4", "--site-config",
+                dir.resolve("no-such.conf").toString());
         assertUsage(
                 "--backfill-phase goes with --backfill-interval",
                 "--sacct",
