@@ -26,11 +26,11 @@ source "$(dirname "$0")/simulated-workload.sh"
 # while each had its own: a job's start may differ by that spread too (slowest less fastest, measured here).
 JOB_TOLERANCE=5
 # The workload: seconds after the first submission, GRES, run (s), time limit (min), sbatch options. No job's start
-# may depend on a race between two events, on a slow machine either (start-ups of up to 30 s; 26 s were seen on the
-# 2-core development machine under load): every job waits only behind jobs that cannot start either (nothing is left
-# to backfill, whose cycles the workload does not align with), nodes are named (-w) where Slurm's choice could differ
-# from the simulation's best fit, and each borrowing job's plan, start and end fall where nothing else happens that
-# could change them. While the tracker secures a borrowing job its local GPUs still look idle to Slurm, which would
+# may depend on a race between two events, on a slow machine either (the phases hold for start-ups of up to about
+# 45 s; 15 to 30 s were seen on the 2-core development machine): every job waits only behind jobs that cannot start
+# either (nothing is left to backfill, whose cycles the workload does not align with), nodes are named (-w) where
+# Slurm's choice could differ from the simulation's best fit, and each borrowing job's plan, start and end fall where
+# nothing else happens that could change them. While the tracker secures a borrowing job its local GPUs still look idle to Slurm, which would
 # start a plain job there: no job that fits them arrives then. Phase 1: n1, n2, n3 left with 1, 2, 1 idle GPUs; V1
 # (vgpu:4) on n2's 2 borrows n1's and n3's; once its holders run, P2 and P3 wait for those GPUs (-w n1, -w n3) and P4
 # for a whole node (n1 at 110 s). Phase 2: V3 (vgpu:1) fits n2; B1 and B2 leave n2 and n3 with 2 and 1 idle GPUs; V2

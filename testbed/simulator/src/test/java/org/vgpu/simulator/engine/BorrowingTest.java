@@ -67,16 +67,17 @@ class BorrowingTest {
 
     @Test
     void theSitesIdleGraceAndTheTrackersPollDecideWhenAFreedGpuIsLent() {
-        // n2 has 2 GPUs idle from the start; n1's last GPU frees at 100, and a 3-GPU job arrives at 101: it borrows that
-        // GPU once it has been idle for the site's grace, at 130 with the default 30 s, at 102 with the testbed's 2 s
+        // on each of two nodes one GPU frees at 100, and a 2-GPU job arrives at 101: it gets n1's at once and borrows
+        // n2's once that has been idle for the site's grace, at 130 with the default 30 s, at 102 with the testbed's 2 s
         Workload workload = new Workload(
-                "fresh lender",
+                "freshly freed",
                 nodes(2, 4),
                 List.of(
                         job("f1", 0, 3, 5000, 5000),
                         job("f1b", 0, 1, 100, 100),
-                        job("f2", 0, 2, 5000, 5000),
-                        job("x", 101, 3, 3000, 10_000)));
+                        job("f2", 0, 3, 5000, 5000),
+                        job("f2b", 0, 1, 100, 100),
+                        job("x", 101, 2, 3000, 10_000)));
         JobOutcome byDefault = outcome(run(workload, Policy.BORROW_ONLY), "x");
         org.vgpu.siteconfig.Policy twoSeconds =
                 new org.vgpu.siteconfig.Policy(java.time.Duration.ofSeconds(2), 4, true, false);
