@@ -55,8 +55,8 @@ public record LendJobComment(Kind kind, String node, long job, int vgpu, String 
 
     /** The comment Slurm gets. */
     public String text() {
-        return kind.prefix + "a GPU of " + node + " " + kind.given + " job " + job + " " + kind.role + " its vGPU " + vgpu
-                + " (" + owner + ")";
+        return kind.prefix + "a GPU of " + node + " " + kind.given + " job " + job + " " + kind.role + " its vGPU "
+                + vgpu + " (" + owner + ")";
     }
 
     /** Whether {@code comment} begins as the tracker's lend jobs' comments do, well formed or not. */
@@ -74,7 +74,8 @@ public record LendJobComment(Kind kind, String node, long job, int vgpu, String 
         if (kind.isEmpty()) {
             return Optional.empty();
         }
-        Matcher matcher = TEXT.matcher(comment.strip().substring(kind.get().prefix.length()));
+        Matcher matcher =
+                TEXT.matcher(comment.strip().substring(kind.get().prefix.length()));
         if (!matcher.matches()
                 || !matcher.group(2).equals(kind.get().given)
                 || !matcher.group(4).equals(kind.get().role)

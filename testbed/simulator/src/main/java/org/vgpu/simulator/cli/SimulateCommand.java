@@ -18,8 +18,6 @@ import org.vgpu.common.cli.CommandLines;
 import org.vgpu.common.cli.Subcommand;
 import org.vgpu.common.cli.SubcommandRunner;
 import org.vgpu.common.error.IoReasons;
-import org.vgpu.siteconfig.SiteConfigException;
-import org.vgpu.siteconfig.SiteConfigReader;
 import org.vgpu.simulator.engine.BackfillSettings;
 import org.vgpu.simulator.engine.OverheadModel;
 import org.vgpu.simulator.engine.Simulator;
@@ -42,6 +40,8 @@ import org.vgpu.simulator.result.Policy;
 import org.vgpu.simulator.result.PolicyRun;
 import org.vgpu.simulator.workload.SimNode;
 import org.vgpu.simulator.workload.WorkloadException;
+import org.vgpu.siteconfig.SiteConfigException;
+import org.vgpu.siteconfig.SiteConfigReader;
 import org.vgpu.tracker.cli.TrackerCommand;
 
 /**
@@ -342,8 +342,7 @@ public final class SimulateCommand implements Subcommand {
      * The policy whose run --compare-recorded sets against the recorded starts, or null when it was not asked; it
      * needs an input that records starts, and the policy among --policies.
      */
-    private static Policy compareRecorded(CommandLine line, String input, List<Policy> policies)
-            throws ParseException {
+    private static Policy compareRecorded(CommandLine line, String input, List<Policy> policies) throws ParseException {
         if (!line.hasOption("compare-recorded")) {
             for (String option : List.of("per-job", "compare-with")) {
                 if (line.hasOption(option)) {
@@ -362,8 +361,8 @@ public final class SimulateCommand implements Subcommand {
                 .findFirst()
                 .orElseThrow();
         if (!policies.contains(compared)) {
-            throw new ParseException("--compare-recorded compares the recorded starts with policy " + name
-                    + ": add " + name + " to --policies");
+            throw new ParseException("--compare-recorded compares the recorded starts with policy " + name + ": add "
+                    + name + " to --policies");
         }
         return compared;
     }

@@ -66,6 +66,7 @@ public final class SacctReader {
     private int steps;
     /** Holder jobs per vgpu job they lent to, and grant holders, by their Comment. */
     private final Map<Long, Integer> holdersByJob = new HashMap<>();
+
     private int grants;
 
     private SacctReader(Path file, List<SimNode> nodes, Borrowers borrowers) {
@@ -299,8 +300,10 @@ public final class SacctReader {
                 grants++;
             }
         } catch (IllegalArgumentException e) {
-            problems.at(number, "Comment '" + comment.strip() + "' begins as a vgpu holder's", "expected "
-                    + LendJobComment.FORMAT);
+            problems.at(
+                    number,
+                    "Comment '" + comment.strip() + "' begins as a vgpu holder's",
+                    "expected " + LendJobComment.FORMAT);
         }
         return true;
     }

@@ -11,9 +11,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.HashMap;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -194,11 +194,29 @@ class SimulateCommandTest {
                 "--compare-recorded",
                 "--compare-with",
                 "borrow");
-        assertUsage("--borrowers goes with --sacct, not with --generate", "--generate", "light", "--cluster", "4x4",
-                "--borrowers", "vgpu-jobs");
-        assertUsage("--tracker-poll needs seconds > 0, got 0.0", "--generate", "light", "--cluster", "4x4",
-                "--tracker-poll", "0");
-        assertUsage("--site-config: ", "--generate", "light", "--cluster", "4x4", "--site-config",
+        assertUsage(
+                "--borrowers goes with --sacct, not with --generate",
+                "--generate",
+                "light",
+                "--cluster",
+                "4x4",
+                "--borrowers",
+                "vgpu-jobs");
+        assertUsage(
+                "--tracker-poll needs seconds > 0, got 0.0",
+                "--generate",
+                "light",
+                "--cluster",
+                "4x4",
+                "--tracker-poll",
+                "0");
+        assertUsage(
+                "--site-config: ",
+                "--generate",
+                "light",
+                "--cluster",
+                "4x4",
+                "--site-config",
                 dir.resolve("no-such.conf").toString());
         assertUsage(
                 "--backfill-phase goes with --backfill-interval",

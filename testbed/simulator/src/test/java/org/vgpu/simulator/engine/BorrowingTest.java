@@ -68,7 +68,8 @@ class BorrowingTest {
     @Test
     void theSitesIdleGraceAndTheTrackersPollDecideWhenAFreedGpuIsLent() {
         // on each of two nodes one GPU frees at 100, and a 2-GPU job arrives at 101: it gets n1's at once and borrows
-        // n2's once that has been idle for the site's grace, at 130 with the default 30 s, at 102 with the testbed's 2 s
+        // n2's once that has been idle for the site's grace, at 130 with the default 30 s, at 102 with the testbed's 2
+        // s
         Workload workload = new Workload(
                 "freshly freed",
                 nodes(2, 4),

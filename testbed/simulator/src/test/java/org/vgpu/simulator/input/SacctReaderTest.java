@@ -218,8 +218,9 @@ class SacctReaderTest {
                                 + " ...', 'vgpu grant: ...'): GPUs the tracker kept for vgpu jobs, counted in those"
                                 + " jobs' own"),
                 asRan.summary().toString());
-        assertTrue(asRan.summary().contains("2 of the kept jobs asked vgpu (gres/vgpu); the borrowing policies borrow"
-                + " for those alone (--borrowers vgpu-jobs)"));
+        assertTrue(asRan.summary()
+                .contains("2 of the kept jobs asked vgpu (gres/vgpu); the borrowing policies borrow"
+                        + " for those alone (--borrowers vgpu-jobs)"));
 
         LoadedWorkload whatIf = SacctReader.read(file, ClusterSpec.parse("3x4x4"));
         assertTrue(whatIf.workload().jobs().stream().allMatch(SimJob::mayBorrow), "every job may borrow by default");
