@@ -175,8 +175,7 @@ public final class SlurmCommands implements SlurmControl {
         return submitLendJob(
                 node,
                 HOLDER_NAME_PREFIX + forJob + "-v" + vgpu,
-                "vgpu holder: a GPU of " + node + " lent to job " + forJob + " as its vGPU " + vgpu + " ("
-                        + borrower.describe() + ")",
+                new LendJobComment(LendJobComment.Kind.HOLDER, node, forJob, vgpu, borrower.describe()).text(),
                 borrower,
                 script);
     }
@@ -188,8 +187,7 @@ public final class SlurmCommands implements SlurmControl {
         return submitLendJob(
                 node,
                 GRANT_NAME_PREFIX + forJob + "-v" + vgpu,
-                "vgpu grant: a GPU of " + node + " granted to job " + forJob + " for its vGPU " + vgpu + " ("
-                        + borrower.describe() + ")",
+                new LendJobComment(LendJobComment.Kind.GRANT, node, forJob, vgpu, borrower.describe()).text(),
                 borrower,
                 "exec sleep infinity");
     }

@@ -21,6 +21,7 @@ import org.vgpu.common.error.IoReasons;
 import org.vgpu.simulator.engine.BackfillSettings;
 import org.vgpu.simulator.engine.OverheadModel;
 import org.vgpu.simulator.engine.Simulator;
+import org.vgpu.simulator.engine.TrackerSettings;
 import org.vgpu.simulator.input.AlibabaTraceReader;
 import org.vgpu.simulator.input.ClusterSpec;
 import org.vgpu.simulator.input.HpcMixGenerator;
@@ -39,6 +40,9 @@ import org.vgpu.simulator.result.Policy;
 import org.vgpu.simulator.result.PolicyRun;
 import org.vgpu.simulator.workload.SimNode;
 import org.vgpu.simulator.workload.WorkloadException;
+import org.vgpu.siteconfig.SiteConfigException;
+import org.vgpu.siteconfig.SiteConfigReader;
+import org.vgpu.tracker.cli.TrackerCommand;
 
 /**
  * {@code vgpu simulate}: what vgpu would do for a cluster. Reads one input (Alibaba's trace, a site's sacct history,
@@ -83,6 +87,12 @@ public final class SimulateCommand implements Subcommand {
                                 + " or is left out (skip)"))
                 .addOption(valued("sacct", "FILE", "a site's history: the output of " + SacctReader.COMMAND))
                 .addOption(valued(
+                        "borrowers",
+                        "all|vgpu-jobs",
+                        "with --sacct: the borrowing policies may borrow for every job (all, the default: what vgpu"
+                                + " would have done) or for the jobs that asked gres/vgpu alone (vgpu-jobs: as the"
+                                + " history ran)"))
+                .addOption(valued(
                         "swf", "FILE", "a log in the Standard Workload Format of the Parallel Workloads" + " Archive"))
                 .addOption(valued(
                         "procs-per-gpu",
@@ -120,11 +130,27 @@ public final class SimulateCommand implements Subcommand {
                         "first|all",
                         "whom backfill protects: the first waiting job (EASY backfill, the default) or every job"
                                 + " a backfill cycle tests (Slurm's backfill scheduler)"))
+                .addOption(valued(
+                        "site-config",
+                        "FILE",
+                        "the site's vgpu configuration: its [policy] (idle grace, most GPUs borrowed per job,"
+                                + " migration) is the simulated tracker's (default: a [policy] of defaults)"))
+                .addOption(valued(
+                        "tracker-poll",
+                        "SECONDS",
+                        "how often the simulated tracker plans, as vgpu tracker --poll (default "
+                                + TrackerCommand.DEFAULT_POLL_SECONDS + ")"))
                 .addOption(Option.builder()
                         .longOpt("compare-recorded")
-                        .desc("also set the Slurm-alone run against the starts the input recorded: both wait"
-                                + " distributions (mean, median, p95)")
+                        .desc("also set one policy's run (--compare-with) against the starts the input recorded:"
+                                + " both wait distributions (mean, median, p95)")
                         .get())
+                .addOption(valued(
+                        "compare-with",
+                        "POLICY",
+                        "with --compare-recorded: the policy the history ran under, one of --policies (default "
+                                + Policy.SLURM_ALONE.shortName() + "; a borrowing one for a history that ran with"
+                                + " vgpu)"))
                 .addOption(Option.builder()
                         .longOpt("per-job")
                         .desc("with --compare-recorded: also each job's recorded and simulated start")
@@ -149,7 +175,8 @@ public final class SimulateCommand implements Subcommand {
         OverheadModel model = overheads(line);
         List<Policy> policies = policies(line);
         BackfillSettings backfill = backfill(line);
-        boolean compareRecorded = compareRecorded(line, input, policies);
+        TrackerSettings tracker = tracker(line);
+        Policy compared = compareRecorded(line, input, policies);
         String format = CommandLines.choice(line, "format", "table", FORMATS);
         Path plot = plot(line);
         LoadedWorkload loaded;
@@ -170,7 +197,7 @@ public final class SimulateCommand implements Subcommand {
         }
         notes.println();
 
-        Simulator simulator = new Simulator(model, backfill);
+        Simulator simulator = new Simulator(model, backfill, tracker);
         List<PolicyRun> runs = new ArrayList<>();
         boolean showProgress = loaded.workload().jobs().size() >= LONG_RUN_JOBS;
         boolean terminal = showProgress && ProgressBar.stderrIsTerminal();
@@ -192,9 +219,9 @@ public final class SimulateCommand implements Subcommand {
             err.println("vgpu simulate: cannot write the " + format + " output: " + IoReasons.of(e));
             return 1;
         }
-        if (compareRecorded) {
+        if (compared != null) {
             notes.println();
-            RecordedComparison.of(loaded.workload(), runs.get(policies.indexOf(Policy.SLURM_ALONE)))
+            RecordedComparison.of(loaded.workload(), runs.get(policies.indexOf(compared)))
                     .write(notes, line.hasOption("per-job"));
         }
         out.flush();
@@ -231,6 +258,7 @@ public final class SimulateCommand implements Subcommand {
         }
         String input = given.getFirst();
         refuseUnless(line, "fractional", input, "alibaba");
+        refuseUnless(line, "borrowers", input, "sacct");
         refuseUnless(line, "procs-per-gpu", input, "swf");
         refuseUnless(line, "jobs", input, "generate");
         refuseUnless(line, "seed", input, "generate");
@@ -310,24 +338,54 @@ public final class SimulateCommand implements Subcommand {
         }
     }
 
-    /** Whether --compare-recorded was asked, with an input that records starts and Slurm alone among the policies. */
-    private static boolean compareRecorded(CommandLine line, String input, List<Policy> policies)
-            throws ParseException {
+    /**
+     * The policy whose run --compare-recorded sets against the recorded starts, or null when it was not asked; it
+     * needs an input that records starts, and the policy among --policies.
+     */
+    private static Policy compareRecorded(CommandLine line, String input, List<Policy> policies) throws ParseException {
         if (!line.hasOption("compare-recorded")) {
-            if (line.hasOption("per-job")) {
-                throw new ParseException("--per-job goes with --compare-recorded");
+            for (String option : List.of("per-job", "compare-with")) {
+                if (line.hasOption(option)) {
+                    throw new ParseException("--" + option + " goes with --compare-recorded");
+                }
             }
-            return false;
+            return null;
         }
         if (input.equals("generate")) {
             throw new ParseException("--compare-recorded needs an input that recorded when its jobs started"
                     + " (--alibaba, --sacct or --swf), not --generate");
         }
-        if (!policies.contains(Policy.SLURM_ALONE)) {
-            throw new ParseException("--compare-recorded compares the recorded starts with Slurm alone: add "
-                    + Policy.SLURM_ALONE.shortName() + " to --policies");
+        String name = CommandLines.choice(line, "compare-with", Policy.SLURM_ALONE.shortName(), policyNames());
+        Policy compared = Arrays.stream(Policy.values())
+                .filter(policy -> policy.shortName().equals(name))
+                .findFirst()
+                .orElseThrow();
+        if (!policies.contains(compared)) {
+            throw new ParseException("--compare-recorded compares the recorded starts with policy " + name + ": add "
+                    + name + " to --policies");
         }
-        return true;
+        return compared;
+    }
+
+    /** The simulated tracker: the site configuration's [policy] and --tracker-poll. */
+    private static TrackerSettings tracker(CommandLine line) throws ParseException {
+        org.vgpu.siteconfig.Policy sitePolicy = TrackerSettings.DEFAULTS.sitePolicy();
+        if (line.hasOption("site-config")) {
+            try {
+                sitePolicy = SiteConfigReader.read(Path.of(line.getOptionValue("site-config")))
+                        .policy();
+            } catch (SiteConfigException e) {
+                throw new ParseException("--site-config: " + e.getMessage());
+            }
+        }
+        double poll = TrackerSettings.DEFAULTS.pollSeconds();
+        if (line.hasOption("tracker-poll")) {
+            poll = seconds(line, "tracker-poll");
+            if (!(poll > 0)) {
+                throw new ParseException("--tracker-poll needs seconds > 0, got " + poll);
+            }
+        }
+        return new TrackerSettings(sitePolicy, poll);
     }
 
     private static List<Policy> policies(CommandLine line) throws ParseException {
@@ -359,7 +417,14 @@ public final class SimulateCommand implements Subcommand {
         Path path = Path.of(line.getOptionValue(input));
         return switch (input) {
             case "alibaba" -> AlibabaTraceReader.read(path, fractional(line));
-            case "sacct" -> SacctReader.read(path, nodes);
+            case "sacct" ->
+                SacctReader.read(
+                        path,
+                        nodes,
+                        CommandLines.choice(line, "borrowers", "all", List.of("all", "vgpu-jobs"))
+                                        .equals("all")
+                                ? SacctReader.Borrowers.ALL
+                                : SacctReader.Borrowers.VGPU_JOBS);
             case "swf" -> SwfReader.read(path, nodes, CommandLines.intValue(line, "procs-per-gpu", 1, 1));
             default -> {
                 String level = CommandLines.choice(line, "generate", "", LEVELS);

@@ -53,6 +53,7 @@ final class Simulation {
             Policy policy,
             OverheadModel measured,
             BackfillSettings backfillSettings,
+            TrackerSettings tracker,
             java.util.function.DoubleConsumer progress) {
         this.policy = policy;
         this.backfillSettings = backfillSettings;
@@ -64,7 +65,7 @@ final class Simulation {
             byName.put(cluster.node(i).node.name(), cluster.node(i));
         }
         this.slurm = new BackfillScheduler(jobs);
-        this.vgpu = policy == Policy.SLURM_ALONE ? null : new VgpuSide(cluster, measured);
+        this.vgpu = policy == Policy.SLURM_ALONE ? null : new VgpuSide(cluster, measured, tracker);
         this.hook = policy == Policy.VGPU || policy == Policy.VGPU_NO_OVERHEAD;
         this.running = new RunningJob[jobs.length];
         this.books = new RunAccounting(jobs.length, jobs.length == 0 ? 0 : jobs[0].submitSecond(), progress);
@@ -143,7 +144,7 @@ final class Simulation {
         }
         if (vgpu != null && !waiting.isEmpty()) {
             if (now >= nextTrackerPass) {
-                nextTrackerPass = now + VgpuSide.POLL_SECONDS;
+                nextTrackerPass = now + vgpu.pollSeconds();
                 trackerPass(now);
             } else {
                 wake(nextTrackerPass);
@@ -164,7 +165,8 @@ final class Simulation {
         for (Iterator<Integer> it = waiting.iterator(); it.hasNext() && looked < BackfillScheduler.WINDOW; looked++) {
             int index = it.next();
             SimJob job = jobs[index];
-            if (cluster.bestFit(job.gpus(), job.cpus(), null).isPresent()
+            if (!job.mayBorrow()
+                    || cluster.bestFit(job.gpus(), job.cpus(), null).isPresent()
                     || !vgpu.mightAssemble(job.gpus(), cluster)
                     || refused.stream().anyMatch(other -> other.gpus() <= job.gpus() && other.cpus() <= job.cpus())) {
                 continue;

@@ -16,15 +16,22 @@ import org.vgpu.simulator.workload.Workload;
 public final class Simulator {
     private final OverheadModel model;
     private final BackfillSettings backfillSettings;
+    private final TrackerSettings tracker;
 
     /** A simulator that backfills at every scheduling pass. */
     public Simulator(OverheadModel model) {
         this(model, BackfillSettings.EASY_EVERY_PASS);
     }
 
+    /** A simulator of a tracker with the default policy and poll. */
     public Simulator(OverheadModel model, BackfillSettings backfillSettings) {
+        this(model, backfillSettings, TrackerSettings.DEFAULTS);
+    }
+
+    public Simulator(OverheadModel model, BackfillSettings backfillSettings, TrackerSettings tracker) {
         this.model = Objects.requireNonNull(model, "model");
         this.backfillSettings = Objects.requireNonNull(backfillSettings, "backfillSettings");
+        this.tracker = Objects.requireNonNull(tracker, "tracker");
     }
 
     /**
@@ -51,6 +58,6 @@ public final class Simulator {
                         + " has that many: Slurm would reject it at submission");
             }
         }
-        return new Simulation(workload, policy, model, backfillSettings, progress).run();
+        return new Simulation(workload, policy, model, backfillSettings, tracker, progress).run();
     }
 }

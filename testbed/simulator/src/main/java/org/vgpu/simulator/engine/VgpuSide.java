@@ -10,7 +10,6 @@ import java.util.Set;
 import java.util.stream.Collectors;
 
 import org.vgpu.siteconfig.Distances;
-import org.vgpu.tracker.cli.TrackerCommand;
 import org.vgpu.tracker.cluster.ClusterView;
 import org.vgpu.tracker.cluster.NodeView;
 import org.vgpu.tracker.hook.MovePolicy;
@@ -22,25 +21,25 @@ import org.vgpu.tracker.slurm.SlurmJob;
 /**
  * The tracker's own code seen from the simulation: it turns the simulated cluster into the views the tracker
  * builds from Slurm ({@link ClusterView}, {@link NodeView}, a held {@link SlurmJob}), asks its {@link
- * AssemblyPlanner} for assemblies and its hook's {@link MovePolicy} for moves home, with the site's default policy
- * (idle grace, most GPUs borrowed per job, migration cost model and hysteresis), and times both.
+ * AssemblyPlanner} for assemblies and its hook's {@link MovePolicy} for moves home, with the site's policy (idle
+ * grace, most GPUs borrowed per job, migration cost model and hysteresis; the defaults unless a site configuration
+ * was given), and times both.
  */
 final class VgpuSide {
-    /** How often the tracker plans: {@code vgpu tracker}'s default {@code --poll}. */
-    static final double POLL_SECONDS = TrackerCommand.DEFAULT_POLL_SECONDS;
-
     /** The one partition of the simulated cluster, which every node lends in. */
     static final String PARTITION = "gpu";
 
     private final org.vgpu.siteconfig.Policy sitePolicy;
+    private final double pollSeconds;
     private final AssemblyPlanner planner;
     private final MovePolicy movePolicy;
     private final OverheadModel measured;
     private long plannerNanos;
     private long hookNanos;
 
-    VgpuSide(Cluster cluster, OverheadModel measured) {
-        this.sitePolicy = org.vgpu.siteconfig.Policy.defaults();
+    VgpuSide(Cluster cluster, OverheadModel measured, TrackerSettings tracker) {
+        this.sitePolicy = tracker.sitePolicy();
+        this.pollSeconds = tracker.pollSeconds();
         this.measured = measured;
         Set<String> names = new java.util.HashSet<>();
         for (int i = 0; i < cluster.size(); i++) {
@@ -49,6 +48,11 @@ final class VgpuSide {
         // A flat network: every pair of nodes at one distance, so lenders go by the planner's other rules.
         this.planner = new AssemblyPlanner(sitePolicy, new Distances(names, Map.of(), OptionalInt.of(1)), PARTITION);
         this.movePolicy = new MovePolicy(sitePolicy.migration());
+    }
+
+    /** How often the tracker plans. */
+    double pollSeconds() {
+        return pollSeconds;
     }
 
     Duration idleGrace() {

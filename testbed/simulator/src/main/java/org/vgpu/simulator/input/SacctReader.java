@@ -11,6 +11,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.stream.Stream;
 
@@ -19,13 +20,17 @@ import org.vgpu.simulator.workload.SimNode;
 import org.vgpu.simulator.workload.Workload;
 import org.vgpu.simulator.workload.WorkloadClass;
 import org.vgpu.simulator.workload.WorkloadException;
+import org.vgpu.tracker.slurm.LendJobComment;
 
 /**
  * A site's job history as {@code sacct --parsable2} prints it (with its header line), on the nodes {@code --cluster}
  * gives, since sacct does not say how many GPUs a node has. Columns are found by the header's names; JobID, Submit,
- * Start, End, Timelimit and AllocTRES are needed, User is used where present. Job steps (a JobID with a dot) are
- * not jobs and are passed over. A job's GPUs are its AllocTRES {@code gres/gpu=N} plus {@code gres/vgpu=N}; its
- * CPUs {@code cpu=N}; it runs from Start to End and that Start is its recorded start. Jobs that never started
+ * Start, End, Timelimit and AllocTRES are needed, User and Comment are used where present. Job steps (a JobID with a
+ * dot) are not jobs and are passed over. So are the tracker's holder and grant holder jobs, known by their Comment
+ * ({@link LendJobComment}): each keeps one GPU for a vgpu job, whose GPUs already count it. A job's GPUs are its
+ * AllocTRES {@code gres/vgpu=N} when it has one (a vgpu job: the tracker sets {@code gres/gpu} to the local ones among
+ * them), else {@code gres/gpu=N}; its CPUs {@code cpu=N}; it runs from Start to End and that Start is its recorded
+ * start. Jobs that never started
  * (Start Unknown or None), that had not ended when sacct ran, that used no GPU, that spanned nodes or that fit no
  * node are left out and counted. An unlimited time limit becomes {@value #UNLIMITED_DAYS} days (backfill never
  * starts such a job ahead of others, as with Slurm); a job that ran past its limit (Slurm's OverTimeLimit, KillWait)
@@ -34,12 +39,20 @@ import org.vgpu.simulator.workload.WorkloadException;
 public final class SacctReader {
     /** The sacct command the documentation tells an admin to run; its columns are the ones this reader reads. */
     public static final String COMMAND = "sacct --allusers --parsable2 --noconvert --starttime YYYY-MM-DD"
-            + " --endtime now -o JobID,User,Account,Submit,Start,End,Timelimit,AllocTRES,NodeList,State";
+            + " --endtime now -o JobID,User,Account,Submit,Start,End,Timelimit,AllocTRES,NodeList,State,Comment";
+
+    /** Which jobs of a history the borrowing policies may borrow for. */
+    public enum Borrowers {
+        /** Every job, as if each had asked {@code --gres=vgpu}: what vgpu would have done for the history. */
+        ALL,
+        /** The vgpu jobs alone (AllocTRES {@code gres/vgpu}), as the history ran: plain GPU jobs use their node's. */
+        VGPU_JOBS
+    }
 
     static final long UNLIMITED_DAYS = 365;
     private static final List<String> NEEDED = List.of("JobID", "Submit", "Start", "End", "Timelimit", "AllocTRES");
     private static final List<String> KNOWN =
-            Stream.concat(NEEDED.stream(), Stream.of("User")).toList();
+            Stream.concat(NEEDED.stream(), Stream.of("User", "Comment")).toList();
     private static final String HEADER_EXPECTED = "expected sacct's header line naming at least "
             + String.join("|", NEEDED) + " (run " + COMMAND + ", without -n)";
 
@@ -47,12 +60,18 @@ public final class SacctReader {
     private final NodeFit fit;
     private final List<SimNode> nodes;
     private final Problems problems;
+    private final Borrowers borrowers;
     private final Tally tally = new Tally("jobs");
     private final List<Row> rows = new ArrayList<>();
     private int steps;
+    /** Holder jobs per vgpu job they lent to, and grant holders, by their Comment. */
+    private final Map<Long, Integer> holdersByJob = new HashMap<>();
 
-    private SacctReader(Path file, List<SimNode> nodes) {
+    private int grants;
+
+    private SacctReader(Path file, List<SimNode> nodes, Borrowers borrowers) {
         this.file = file;
+        this.borrowers = borrowers;
         this.nodes = List.copyOf(nodes);
         this.fit = new NodeFit(nodes);
         this.problems = new Problems(file);
@@ -65,11 +84,30 @@ public final class SacctReader {
      * @throws IOException when the file cannot be read
      */
     public static LoadedWorkload read(Path file, List<SimNode> nodes) throws IOException, WorkloadException {
-        return new SacctReader(file, nodes).read();
+        return read(file, nodes, Borrowers.ALL);
+    }
+
+    /**
+     * The jobs of {@code file} on {@code nodes}, those that may borrow chosen by {@code borrowers}.
+     *
+     * @throws WorkloadException with every malformed line, or when no job is left to simulate
+     * @throws IOException when the file cannot be read
+     */
+    public static LoadedWorkload read(Path file, List<SimNode> nodes, Borrowers borrowers)
+            throws IOException, WorkloadException {
+        return new SacctReader(file, nodes, borrowers).read();
     }
 
     private record Row(
-            String id, long submit, long start, long run, OptionalLong limit, int gpus, int cpus, String user) {}
+            String id,
+            long submit,
+            long start,
+            long run,
+            OptionalLong limit,
+            int gpus,
+            int cpus,
+            String user,
+            boolean vgpuJob) {}
 
     private LoadedWorkload read() throws IOException, WorkloadException {
         try (BufferedReader reader = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
@@ -102,6 +140,23 @@ public final class SacctReader {
         List<SimJob> jobs = rows.stream().map(row -> job(row, origin)).toList();
         List<String> summary = new ArrayList<>(tally.lines());
         summary.add(String.format(Locale.ROOT, "passed over %,d job steps (JobID with a dot)", steps));
+        if (!holdersByJob.isEmpty() || grants > 0) {
+            summary.add(String.format(
+                    Locale.ROOT,
+                    "passed over %,d holder jobs of %,d vgpu jobs and %,d grant holders (Comment 'vgpu holder: ...',"
+                            + " 'vgpu grant: ...'): GPUs the tracker kept for vgpu jobs, counted in those jobs' own",
+                    holdersByJob.values().stream().mapToInt(Integer::intValue).sum(),
+                    holdersByJob.size(),
+                    grants));
+        }
+        long vgpuJobs = rows.stream().filter(Row::vgpuJob).count();
+        summary.add(String.format(
+                Locale.ROOT,
+                "%,d of the kept jobs asked vgpu (gres/vgpu); %s",
+                vgpuJobs,
+                borrowers == Borrowers.ALL
+                        ? "the borrowing policies may borrow for every job (--borrowers all)"
+                        : "the borrowing policies borrow for those alone (--borrowers vgpu-jobs)"));
         return new LoadedWorkload(new Workload("sacct " + file, nodes, jobs), summary);
     }
 
@@ -121,7 +176,8 @@ public final class SacctReader {
                 row.run(),
                 row.user(),
                 WorkloadClass.UNKNOWN,
-                OptionalLong.of(row.start() - origin));
+                OptionalLong.of(row.start() - origin),
+                borrowers == Borrowers.ALL || row.vgpuJob());
     }
 
     /** Where each column the reader uses is (by its name in {@link #NEEDED}, and User), and how many there are. */
@@ -168,6 +224,9 @@ public final class SacctReader {
             steps++;
             return;
         }
+        if (columns.has("Comment") && lendJob(number, columns.field(fields, "Comment"))) {
+            return;
+        }
         int before = problems.count();
         OptionalLong submit = stamp(number, "Submit", columns.field(fields, "Submit"), false);
         OptionalLong start = stamp(number, "Start", columns.field(fields, "Start"), true);
@@ -197,7 +256,17 @@ public final class SacctReader {
             problems.at(number, "Submit, Start and End are out of order", "expected Submit <= Start <= End");
             return;
         }
-        int gpus = Math.toIntExact(tres.getOrDefault("gres/gpu", 0L) + tres.getOrDefault("gres/vgpu", 0L));
+        long localGpus = tres.getOrDefault("gres/gpu", 0L);
+        long vgpus = tres.getOrDefault("gres/vgpu", 0L);
+        if (vgpus > 0 && localGpus > vgpus) {
+            problems.at(
+                    number,
+                    "AllocTRES has gres/gpu=" + localGpus + " beside gres/vgpu=" + vgpus,
+                    "expected a vgpu job's gres/gpu (its local GPUs, set by the tracker) to be at most its"
+                            + " gres/vgpu");
+            return;
+        }
+        int gpus = Math.toIntExact(vgpus > 0 ? vgpus : localGpus);
         int cpus = Math.toIntExact(Math.max(1, tres.getOrDefault("cpu", 1L)));
         if (gpus == 0) {
             tally.skip("that used no GPU (no gres/gpu or gres/vgpu in AllocTRES)");
@@ -213,9 +282,30 @@ public final class SacctReader {
                 tally.adjust("ran past their time limit (OverTimeLimit, KillWait): their run taken as their limit");
             }
             String user = columns.has("User") ? columns.field(fields, "User").strip() : "";
-            rows.add(new Row(id, submit.getAsLong(), start.getAsLong(), run, limit, gpus, cpus, user));
+            rows.add(new Row(id, submit.getAsLong(), start.getAsLong(), run, limit, gpus, cpus, user, vgpus > 0));
             tally.keep();
         }
+    }
+
+    /** Whether the line is a holder or grant holder of the tracker's (counted), by its Comment. */
+    private boolean lendJob(long number, String comment) {
+        try {
+            Optional<LendJobComment> lend = LendJobComment.parse(comment);
+            if (lend.isEmpty()) {
+                return false;
+            }
+            if (lend.get().kind() == LendJobComment.Kind.HOLDER) {
+                holdersByJob.merge(lend.get().job(), 1, Integer::sum);
+            } else {
+                grants++;
+            }
+        } catch (IllegalArgumentException e) {
+            problems.at(
+                    number,
+                    "Comment '" + comment.strip() + "' begins as a vgpu holder's",
+                    "expected " + LendJobComment.FORMAT);
+        }
+        return true;
     }
 
     private OptionalLong stamp(long number, String column, String value, boolean mayBeMissing) {

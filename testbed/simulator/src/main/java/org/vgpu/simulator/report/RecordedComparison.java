@@ -14,15 +14,21 @@ import org.vgpu.simulator.workload.SimJob;
 import org.vgpu.simulator.workload.Workload;
 
 /**
- * The simulated Slurm-alone run set against what the input recorded: each job's recorded start (sacct's Start, the
- * trace's scheduled time, SWF's submit plus wait) beside the start the simulation gave it, and both wait
- * distributions. Only jobs with a recorded start are compared.
+ * One simulated run (Slurm alone, or a borrowing policy for a history that ran with vgpu) set against what the input
+ * recorded: each job's recorded start (sacct's Start, the trace's scheduled time, SWF's submit plus wait) beside the
+ * start the simulation gave it, and both wait distributions. Only jobs with a recorded start are compared.
  *
+ * @param policy the simulated run's policy
  * @param jobs the compared jobs in submit order
  */
-public record RecordedComparison(List<Job> jobs) {
-    /** One job: seconds from the workload's start. */
-    public record Job(String id, long submitSecond, long recordedStartSecond, double simulatedStartSecond) {
+public record RecordedComparison(Policy policy, List<Job> jobs) {
+    /** One job: seconds from the workload's start; how many of its GPUs the simulation borrowed at its start. */
+    public record Job(
+            String id,
+            long submitSecond,
+            long recordedStartSecond,
+            double simulatedStartSecond,
+            int simulatedBorrowedGpus) {
         public double recordedWaitSeconds() {
             return recordedStartSecond - submitSecond;
         }
@@ -38,22 +44,15 @@ public record RecordedComparison(List<Job> jobs) {
     }
 
     public RecordedComparison {
+        java.util.Objects.requireNonNull(policy, "policy");
         jobs = List.copyOf(jobs);
     }
 
-    /**
-     * The jobs of {@code workload} with a recorded start, against their outcome in {@code slurmAlone}.
-     *
-     * @throws IllegalArgumentException when {@code slurmAlone} is not a run of Slurm alone
-     */
-    public static RecordedComparison of(Workload workload, PolicyRun slurmAlone) {
-        if (slurmAlone.policy() != Policy.SLURM_ALONE) {
-            throw new IllegalArgumentException("recorded starts are compared with Slurm alone, not "
-                    + slurmAlone.policy().shortName());
-        }
+    /** The jobs of {@code workload} with a recorded start, against their outcome in {@code run}. */
+    public static RecordedComparison of(Workload workload, PolicyRun run) {
         List<Job> compared = new ArrayList<>();
         List<SimJob> jobs = workload.jobs();
-        List<JobOutcome> outcomes = slurmAlone.jobs();
+        List<JobOutcome> outcomes = run.jobs();
         for (int i = 0; i < jobs.size(); i++) {
             SimJob job = jobs.get(i);
             JobOutcome outcome = outcomes.get(i);
@@ -62,10 +61,14 @@ public record RecordedComparison(List<Job> jobs) {
             }
             if (job.recordedStartSecond().isPresent()) {
                 compared.add(new Job(
-                        job.id(), job.submitSecond(), job.recordedStartSecond().getAsLong(), outcome.startSecond()));
+                        job.id(),
+                        job.submitSecond(),
+                        job.recordedStartSecond().getAsLong(),
+                        outcome.startSecond(),
+                        outcome.borrowedGpus()));
             }
         }
-        return new RecordedComparison(compared);
+        return new RecordedComparison(run.policy(), compared);
     }
 
     /** Mean, median and p95 (nearest rank) of the recorded waits. */
@@ -96,7 +99,10 @@ public record RecordedComparison(List<Job> jobs) {
         out.printf(Locale.ROOT, "  %-10s %12s %12s %12s%n", name, cells[0], cells[1], cells[2]);
     }
 
-    /** Prints both wait distributions and the largest start difference; with {@code perJob}, every job's line. */
+    /**
+     * Prints both wait distributions and the largest start difference; with {@code perJob}, every job's line (under
+     * a borrowing policy with how many GPUs the simulation borrowed for it).
+     */
     public void write(PrintStream out, boolean perJob) {
         if (jobs.isEmpty()) {
             out.println("recorded against simulated: no job of the input has a recorded start");
@@ -104,7 +110,8 @@ public record RecordedComparison(List<Job> jobs) {
         }
         out.printf(
                 Locale.ROOT,
-                "recorded against simulated (Slurm alone), %,d jobs with a recorded start:%n",
+                "recorded against simulated (%s), %,d jobs with a recorded start:%n",
+                policy == Policy.SLURM_ALONE ? "Slurm alone" : "policy " + policy.shortName(),
                 jobs.size());
         row(out, "wait", "mean", "median", "p95");
         waitRow(out, "recorded", recordedWaits());
@@ -122,23 +129,26 @@ public record RecordedComparison(List<Job> jobs) {
                 farthest.differenceSeconds(),
                 farthest.id());
         if (perJob) {
+            boolean borrowing = policy != Policy.SLURM_ALONE;
             out.printf(
                     Locale.ROOT,
-                    "  %-12s %10s %16s %16s %12s%n",
+                    "  %-12s %10s %16s %16s %12s%s%n",
                     "job",
                     "submit",
                     "recorded start",
                     "simulated start",
-                    "difference");
+                    "difference",
+                    borrowing ? String.format(Locale.ROOT, " %18s", "simulated borrowed") : "");
             for (Job job : jobs) {
                 out.printf(
                         Locale.ROOT,
-                        "  %-12s %10d %16d %16.1f %+12.1f%n",
+                        "  %-12s %10d %16d %16.1f %+12.1f%s%n",
                         job.id(),
                         job.submitSecond(),
                         job.recordedStartSecond(),
                         job.simulatedStartSecond(),
-                        job.differenceSeconds());
+                        job.differenceSeconds(),
+                        borrowing ? String.format(Locale.ROOT, " %18d", job.simulatedBorrowedGpus()) : "");
             }
         }
     }

@@ -14,8 +14,9 @@ import java.util.OptionalLong;
  * @param runSeconds how long it runs with all its GPUs native; at most the time limit
  * @param user who submitted it ("" when the input does not say)
  * @param workloadClass what it runs, for the overhead model
- * @param recordedStartSecond when the input says it really started, if it says: compared with the simulated
- *     Slurm-alone start
+ * @param recordedStartSecond when the input says it really started, if it says: compared with a simulated start
+ * @param mayBorrow whether the tracker may borrow GPUs of other nodes for it under the borrowing policies: a vgpu
+ *     job; false for a plain {@code --gres=gpu} job of a history that ran with vgpu, which only its node's GPUs run
  */
 public record SimJob(
         String id,
@@ -26,7 +27,8 @@ public record SimJob(
         long runSeconds,
         String user,
         WorkloadClass workloadClass,
-        OptionalLong recordedStartSecond) {
+        OptionalLong recordedStartSecond,
+        boolean mayBorrow) {
     public SimJob {
         Objects.requireNonNull(id, "id");
         Objects.requireNonNull(user, "user");
@@ -42,5 +44,29 @@ public record SimJob(
                     + " 0 <= run <= time limit, got submit " + submitSecond + ", " + gpus + " GPUs, " + cpus
                     + " CPUs, run " + runSeconds + " s, limit " + timeLimitSeconds + " s");
         }
+    }
+
+    /** A job that may borrow under the borrowing policies, as every job of a what-if is. */
+    public SimJob(
+            String id,
+            long submitSecond,
+            int gpus,
+            int cpus,
+            long timeLimitSeconds,
+            long runSeconds,
+            String user,
+            WorkloadClass workloadClass,
+            OptionalLong recordedStartSecond) {
+        this(
+                id,
+                submitSecond,
+                gpus,
+                cpus,
+                timeLimitSeconds,
+                runSeconds,
+                user,
+                workloadClass,
+                recordedStartSecond,
+                true);
     }
 }

@@ -11,7 +11,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -164,7 +166,7 @@ class SimulateCommandTest {
                 "4x4",
                 "--compare-recorded");
         assertUsage(
-                "--compare-recorded compares the recorded starts with Slurm alone: add slurm to --policies",
+                "--compare-recorded compares the recorded starts with policy slurm: add slurm to --policies",
                 "--sacct",
                 "x",
                 "--cluster",
@@ -173,6 +175,49 @@ class SimulateCommandTest {
                 "vgpu",
                 "--compare-recorded");
         assertUsage("--per-job goes with --compare-recorded", "--sacct", "x", "--cluster", "4x4", "--per-job");
+        assertUsage(
+                "--compare-with goes with --compare-recorded",
+                "--sacct",
+                "x",
+                "--cluster",
+                "4x4",
+                "--compare-with",
+                "borrow");
+        assertUsage(
+                "--compare-recorded compares the recorded starts with policy borrow: add borrow to --policies",
+                "--sacct",
+                "x",
+                "--cluster",
+                "4x4",
+                "--policies",
+                "slurm",
+                "--compare-recorded",
+                "--compare-with",
+                "borrow");
+        assertUsage(
+                "--borrowers goes with --sacct, not with --generate",
+                "--generate",
+                "light",
+                "--cluster",
+                "4x4",
+                "--borrowers",
+                "vgpu-jobs");
+        assertUsage(
+                "--tracker-poll needs seconds > 0, got 0.0",
+                "--generate",
+                "light",
+                "--cluster",
+                "4x4",
+                "--tracker-poll",
+                "0");
+        assertUsage(
+                "--site-config: ",
+                "--generate",
+                "light",
+                "--cluster",
+                "4x4",
+                "--site-config",
+                dir.resolve("no-such.conf").toString());
         assertUsage(
                 "--backfill-phase goes with --backfill-interval",
                 "--sacct",
@@ -248,6 +293,62 @@ class SimulateCommandTest {
                 Arrays.stream(withCadence).filter(d -> Math.abs(d) <= 5).count() >= 10, Arrays.toString(withCadence));
         assertTrue(meanAbsolute(withCadence) <= 15, Arrays.toString(withCadence));
         assertTrue(meanAbsolute(everyPass) > 2 * meanAbsolute(withCadence), Arrays.toString(everyPass));
+    }
+
+    /**
+     * A workload with borrowing that the tracker ran on the real Slurm (scenario simulator-agrees-borrowing: 14 sleep
+     * jobs, 3 asking vgpu, 2 of which borrowed through 3 holders): simulated under policy borrow with the testbed's
+     * [policy], --poll 1 and the start-up measured from the same sacct record (16.5 s), every job borrows as many GPUs
+     * as it did and starts within 5 s plus the start-ups' spread (3 s) of when it did.
+     */
+    @Test
+    void theSimulatedTrackerBorrowsAsTheRealOneDidOnTheTestbed() throws Exception {
+        String workload = resourcePath("/sacct/testbed-22.05-borrowing.txt");
+        out.reset();
+        assertEquals(
+                0,
+                simulate(
+                        "--sacct",
+                        workload,
+                        "--cluster",
+                        "3x4x4",
+                        "--policies",
+                        "slurm,borrow",
+                        "--borrowers",
+                        "vgpu-jobs",
+                        "--site-config",
+                        resourcePath("/sacct/testbed-vgpu.conf"),
+                        "--tracker-poll",
+                        "1",
+                        "--overhead",
+                        "startup-seconds=16.5",
+                        "--overhead",
+                        "slowdown.unknown=1",
+                        "--compare-recorded",
+                        "--compare-with",
+                        "borrow",
+                        "--per-job"),
+                err());
+        String text = out();
+        assertTrue(text.contains("passed over 3 holder jobs of 2 vgpu jobs"), text);
+        assertTrue(text.contains("recorded against simulated (policy borrow), 14 jobs with a recorded start:"), text);
+        List<String[]> jobs = text.lines()
+                .filter(line -> line.matches("  \\d+ +\\d+ +\\d+ +[0-9.]+ +[-+][0-9.]+ +\\d+"))
+                .map(line -> line.strip().split(" +"))
+                .toList();
+        assertEquals(14, jobs.size(), text);
+        Map<String, Integer> borrowed = new HashMap<>();
+        for (String[] job : jobs) {
+            assertTrue(Math.abs(Double.parseDouble(job[4])) <= 8, String.join(" ", job));
+            borrowed.put(job[0], Integer.parseInt(job[5]));
+        }
+        assertEquals(2, borrowed.get("22"), "the vgpu:4 job on n2's 2 GPUs and one each of n1 and n3");
+        assertEquals(1, borrowed.get("31"), "the vgpu:3 job on n2's 2 GPUs and one of n3");
+        assertEquals(3, borrowed.values().stream().mapToInt(Integer::intValue).sum(), text);
+    }
+
+    private static String resourcePath(String name) throws URISyntaxException {
+        return Path.of(SimulateCommandTest.class.getResource(name).toURI()).toString();
     }
 
     /** The simulated minus the recorded start of each job of {@code sacct} on the testbed's nodes, Slurm alone. */

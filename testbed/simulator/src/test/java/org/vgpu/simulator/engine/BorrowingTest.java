@@ -45,6 +45,57 @@ class BorrowingTest {
     }
 
     @Test
+    void aJobThatMayNotBorrowWaitsForItsNodeUnderEveryPolicy() {
+        SimJob plain = job("x", 100, 3, 3000, 10_000);
+        SimJob notVgpu = new SimJob(
+                plain.id(),
+                plain.submitSecond(),
+                plain.gpus(),
+                plain.cpus(),
+                plain.timeLimitSeconds(),
+                plain.runSeconds(),
+                plain.user(),
+                plain.workloadClass(),
+                plain.recordedStartSecond(),
+                false);
+        for (Policy policy : Policy.values()) {
+            JobOutcome x = outcome(run(scattered(200, notVgpu), policy), "x");
+            assertEquals(200, x.startSecond(), 1e-9, policy.shortName());
+            assertEquals(0, x.borrowedGpus(), policy.shortName());
+        }
+    }
+
+    @Test
+    void theSitesIdleGraceAndTheTrackersPollDecideWhenAFreedGpuIsLent() {
+        // on each of two nodes one GPU frees at 100, and a 2-GPU job arrives at 101: it gets n1's at once and borrows
+        // n2's once that has been idle for the site's grace, at 130 with the default 30 s, at 102 with the testbed's 2
+        // s
+        Workload workload = new Workload(
+                "freshly freed",
+                nodes(2, 4),
+                List.of(
+                        job("f1", 0, 3, 5000, 5000),
+                        job("f1b", 0, 1, 100, 100),
+                        job("f2", 0, 3, 5000, 5000),
+                        job("f2b", 0, 1, 100, 100),
+                        job("x", 101, 2, 3000, 10_000)));
+        JobOutcome byDefault = outcome(run(workload, Policy.BORROW_ONLY), "x");
+        org.vgpu.siteconfig.Policy twoSeconds =
+                new org.vgpu.siteconfig.Policy(java.time.Duration.ofSeconds(2), 4, true, false);
+        JobOutcome testbed = outcome(
+                new Simulator(
+                                OverheadModel.measured(),
+                                BackfillSettings.EASY_EVERY_PASS,
+                                new TrackerSettings(twoSeconds, 1))
+                        .run(workload, Policy.BORROW_ONLY, fraction -> {}),
+                "x");
+        assertEquals(1, byDefault.borrowedGpus());
+        assertEquals(1, testbed.borrowedGpus());
+        assertEquals(130 + STARTUP, byDefault.startSecond(), 1e-9);
+        assertEquals(102 + STARTUP, testbed.startSecond(), 1e-9);
+    }
+
+    @Test
     void borrowedGpusStayRemoteToTheEndWithoutTheHook() {
         JobOutcome x = outcome(run(scattered(), Policy.BORROW_ONLY), "x");
         assertEquals(0, x.migrations());

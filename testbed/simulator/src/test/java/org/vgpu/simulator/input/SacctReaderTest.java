@@ -1,6 +1,7 @@
 package org.vgpu.simulator.input;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -162,5 +163,94 @@ class SacctReaderTest {
                 .contains(
                         "1 jobs ran past their time limit (OverTimeLimit, KillWait): their run taken as their limit"));
         assertEquals(600, loaded.workload().jobs().getLast().timeLimitSeconds());
+    }
+
+    private static final String WITH_COMMENT = HEADER + "|Comment";
+
+    /** A job of user alice, submitted at 10:00:00 plus {@code submit} seconds, with the AllocTRES and Comment given. */
+    private static String line(String id, int submit, String tres, String comment) {
+        return id + "|alice|physics|2026-11-30T10:00:0" + submit + "|2026-11-30T10:00:09|2026-11-30T10:01:00"
+                + "|00:05:00|billing=1,cpu=1," + tres + ",node=1|n2|COMPLETED|" + comment;
+    }
+
+    @Test
+    void holdersAreKnownByTheirCommentAndAVgpuJobsGpusAreItsVgpus() throws Exception {
+        Path file = dir.resolve("borrowing.txt");
+        Files.writeString(
+                file,
+                String.join(
+                                "\n",
+                                WITH_COMMENT,
+                                line("4", 0, "gres/gpu=2,gres/vgpu=4", "vgpu: assembled on n2: 2 local GPU(s)"),
+                                line(
+                                        "6",
+                                        1,
+                                        "gres/gpu=1",
+                                        "vgpu holder: a GPU of n1 lent to job 4 as its vGPU 2 (user alice, account"
+                                                + " physics)"),
+                                line(
+                                        "8",
+                                        1,
+                                        "gres/gpu=1",
+                                        "vgpu holder: a GPU of n3 lent to job 4 as its vGPU 3 (user alice, account"
+                                                + " physics)"),
+                                line(
+                                        "9",
+                                        2,
+                                        "gres/gpu=1",
+                                        "vgpu grant: a GPU of n2 granted to job 4 for its vGPU 2 (user alice)"),
+                                line("10", 3, "gres/gpu=1,gres/vgpu=1", ""),
+                                line("11", 4, "gres/gpu=3", "a user's own comment"))
+                        + "\n");
+        LoadedWorkload asRan = SacctReader.read(file, ClusterSpec.parse("3x4x4"), SacctReader.Borrowers.VGPU_JOBS);
+        Map<String, SimJob> jobs =
+                asRan.workload().jobs().stream().collect(Collectors.toMap(SimJob::id, Function.identity()));
+        assertEquals(List.of("10", "11", "4"), jobs.keySet().stream().sorted().toList(), "the holders are no jobs");
+        assertEquals(4, jobs.get("4").gpus(), "gres/vgpu=4, of which gres/gpu=2 local: 4 GPUs, not 6");
+        assertEquals(1, jobs.get("10").gpus());
+        assertEquals(3, jobs.get("11").gpus());
+        assertTrue(jobs.get("4").mayBorrow());
+        assertTrue(jobs.get("10").mayBorrow());
+        assertFalse(jobs.get("11").mayBorrow(), "a plain gres/gpu job borrows nothing as the history ran");
+        assertTrue(
+                asRan.summary()
+                        .contains("passed over 2 holder jobs of 1 vgpu jobs and 1 grant holders (Comment 'vgpu holder:"
+                                + " ...', 'vgpu grant: ...'): GPUs the tracker kept for vgpu jobs, counted in those"
+                                + " jobs' own"),
+                asRan.summary().toString());
+        assertTrue(asRan.summary()
+                .contains("2 of the kept jobs asked vgpu (gres/vgpu); the borrowing policies borrow"
+                        + " for those alone (--borrowers vgpu-jobs)"));
+
+        LoadedWorkload whatIf = SacctReader.read(file, ClusterSpec.parse("3x4x4"));
+        assertTrue(whatIf.workload().jobs().stream().allMatch(SimJob::mayBorrow), "every job may borrow by default");
+    }
+
+    @Test
+    void aGarbledHoldersCommentAndMoreLocalGpusThanVgpusAreReportedWithTheirLines() throws IOException {
+        Path file = dir.resolve("garbled.txt");
+        Files.writeString(
+                file,
+                String.join(
+                                "\n",
+                                WITH_COMMENT,
+                                line("4", 0, "gres/gpu=2,gres/vgpu=4", ""),
+                                line("6", 1, "gres/gpu=1", "vgpu holder: a GPU of n1 lent to job 4"),
+                                line("7", 1, "gres/gpu=3,gres/vgpu=2", ""))
+                        + "\n");
+        WorkloadException error =
+                assertThrows(WorkloadException.class, () -> SacctReader.read(file, ClusterSpec.parse("3x4x4")));
+        List<String> problems = error.problems();
+        assertEquals(2, problems.size(), problems.toString());
+        assertTrue(
+                problems.get(0)
+                        .startsWith(file + ":3: Comment 'vgpu holder: a GPU of n1 lent to job 4' begins as a vgpu"
+                                + " holder's; expected 'vgpu holder: a GPU of NODE lent to job JOB as its vGPU K"),
+                problems.get(0));
+        assertTrue(
+                problems.get(1)
+                        .startsWith(file + ":4: AllocTRES has gres/gpu=3 beside gres/vgpu=2; expected a vgpu job's"
+                                + " gres/gpu"),
+                problems.get(1));
     }
 }
