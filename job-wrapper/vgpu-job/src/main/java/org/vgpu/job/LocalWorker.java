@@ -91,8 +91,23 @@ final class LocalWorker implements AutoCloseable {
             String backendName,
             int emulatedGpus,
             PrintStream err) {
-        Map<String, String> programEnvironment = Map.copyOf(environment);
         Consumer<String> say = line -> err.println("vgpu run: " + line);
+        return runDirectory -> start(
+                runDirectory, programVgpus(assembly, environment, backendName, emulatedGpus, runDirectory, say), say);
+    }
+
+    /**
+     * The job's vGPUs as a local worker serves them, in the launcher or in the program's own process
+     * ({@link InProcessServing}): opened at the first session, on the local backend {@code backendName}.
+     */
+    static ProgramVgpus programVgpus(
+            JobAssembly assembly,
+            Map<String, String> environment,
+            String backendName,
+            int emulatedGpus,
+            Path runDirectory,
+            Consumer<String> say) {
+        Map<String, String> programEnvironment = Map.copyOf(environment);
         Supplier<JobVgpus> opener = () -> {
             GpuBackend local = Backends.forJob(backendName, emulatedGpus);
             return JobVgpus.open(
@@ -105,7 +120,7 @@ final class LocalWorker implements AutoCloseable {
                             .map(TestMigrationFault::at)
                             .orElse(MigrationFaults.NONE));
         };
-        return runDirectory -> start(runDirectory, new ProgramVgpus(assembly, opener, runDirectory, say), say);
+        return new ProgramVgpus(assembly, opener, runDirectory, say);
     }
 
     Path socket() {
