@@ -44,6 +44,7 @@ struct vgpu_in_process {
 };
 
 static JavaVM *jvm;
+static void *jvm_library; /* kept loaded for the process's life: a JVM is not unloaded, even one that failed to start */
 static jclass serving_class;
 static jmethodID open_session;
 static jmethodID close_all;
@@ -129,8 +130,8 @@ static void *create_jvm(void *unused)
                  VGPU_ENV_LIBCUDA_SERVING, VGPU_ENV_LIBCUDA_JVM, VGPU_ENV_LIBCUDA_CLASS_PATH);
         return NULL;
     }
-    void *handle = dlopen(library, RTLD_NOW | RTLD_LOCAL);
-    create_java_vm create = handle == NULL ? NULL : (create_java_vm)dlsym(handle, "JNI_CreateJavaVM");
+    jvm_library = dlopen(library, RTLD_NOW | RTLD_LOCAL);
+    create_java_vm create = jvm_library == NULL ? NULL : (create_java_vm)dlsym(jvm_library, "JNI_CreateJavaVM");
     if (create == NULL) {
         snprintf(jvm_problem, sizeof jvm_problem, "%s=%s cannot be loaded: %s", VGPU_ENV_LIBCUDA_JVM, library,
                  dlerror());
@@ -143,7 +144,15 @@ static void *create_jvm(void *unused)
         return NULL;
     }
     snprintf(class_path_option, class_path_bytes, "-Djava.class.path=%s", class_path);
+    /* The runtime's native backend must reach the node's driver as this library loaded it: by name it would find this
+       library again (CudaDriverFfm). Without a driver, the property stays unset and the native backend says so. */
+    char driver_option[64] = "-Dvgpu.cuda.driver-handle.none=true";
+    void *driver = vgpu_real_driver();
+    if (driver != NULL) {
+        snprintf(driver_option, sizeof driver_option, "-Dvgpu.cuda.driver-handle=0x%lx", (unsigned long)(uintptr_t)driver);
+    }
     JavaVMOption options[] = {
+        {driver_option, NULL},
         {class_path_option, NULL},
         {(char *)"-Xrs", NULL},
         {(char *)"-Dvgpu.libcuda.in-process=true", NULL}, /* the interposer's premain stands aside in this JVM */

@@ -7,8 +7,9 @@
  *   serving_floor [TRIPS]     both ways, then "ratio in-process/socket"
  *   serving_floor --one       this process's way only (what each of the two runs)
  *
- * The calls: cuCtxSynchronize (a round trip that runs nothing on an idle vGPU), cuMemsetD8 on 4 bytes (a round trip
- * that runs something) and an asynchronous cuMemsetD8Async (a request with no answer). The first call's time includes
+ * The calls: cuDeviceGetAttribute (the empty round trip: the worker answers from the device's properties and runs
+ * nothing), cuCtxSynchronize (a round trip that waits for an idle vGPU), cuMemsetD8 on 4 bytes (a round trip that runs
+ * something) and an asynchronous cuMemsetD8Async (a request with no answer). The first call's time includes
  * opening the vGPU (and, in process, starting the JVM): printed apart.
  */
 #include "driver_check.h"
@@ -38,16 +39,20 @@ static int by_value(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-enum call { SYNCHRONIZE, MEMSET, MEMSET_ASYNC };
+enum call { ATTRIBUTE, SYNCHRONIZE, MEMSET, MEMSET_ASYNC, CALLS };
 
 /* The median over ROUNDS of the microseconds one call of kind takes, TRIPS calls a round. */
 static double per_call(enum call kind, CUdeviceptr memory, long trips)
 {
+    int warp = 0;
     double rounds[ROUNDS];
     for (int r = 0; r < ROUNDS; r++) {
         double start = now_us();
         for (long k = 0; k < trips; k++) {
             switch (kind) {
+            case ATTRIBUTE:
+                CHECK(cuDeviceGetAttribute(&warp, CU_DEVICE_ATTRIBUTE_WARP_SIZE, 0));
+                break;
             case SYNCHRONIZE:
                 CHECK(cuCtxSynchronize());
                 break;
@@ -56,6 +61,8 @@ static double per_call(enum call kind, CUdeviceptr memory, long trips)
                 break;
             case MEMSET_ASYNC:
                 CHECK(cuMemsetD8Async(memory, (unsigned char)k, 4, NULL));
+                break;
+            case CALLS:
                 break;
             }
         }
@@ -80,16 +87,20 @@ static int one_way(long trips)
     CUdeviceptr memory;
     CHECK(cuMemAlloc(&memory, 4096));
     double opened = now_us() - start;
-    double synchronize = per_call(SYNCHRONIZE, memory, trips);
-    double memset = per_call(MEMSET, memory, trips);
-    double memset_async = per_call(MEMSET_ASYNC, memory, trips);
+    for (int kind = 0; kind < CALLS; kind++) {
+        per_call((enum call)kind, memory, trips); /* warm: the JIT compiles the serving path before it is timed */
+    }
+    for (int kind = 0; kind < CALLS; kind++) {
+        printf("%.3f ", per_call((enum call)kind, memory, trips));
+    }
     CHECK(cuMemFree(memory));
-    printf("%.2f %.2f %.2f %.0f\n", synchronize, memset, memset_async, opened);
+    printf("%.0f\n", opened);
     return 0;
 }
 
-/* Runs this program with --one and VGPU_LIBCUDA_SERVING=serving; its four figures into figures. */
-static int run_one(const char *self, const char *serving, const char *trips, double figures[4])
+/* Runs this program with --one and VGPU_LIBCUDA_SERVING=serving; its figures (each call's, then the open's) into
+   figures. */
+static int run_one(const char *self, const char *serving, const char *trips, double figures[CALLS + 1])
 {
     size_t count = 0;
     while (environ[count] != NULL) {
@@ -126,7 +137,8 @@ static int run_one(const char *self, const char *serving, const char *trips, dou
     char line[256] = {0};
     FILE *from = fdopen(channel[0], "r");
     int read = from != NULL && fgets(line, sizeof line, from) != NULL &&
-               sscanf(line, "%lf %lf %lf %lf", &figures[0], &figures[1], &figures[2], &figures[3]) == 4;
+               sscanf(line, "%lf %lf %lf %lf %lf", &figures[0], &figures[1], &figures[2], &figures[3], &figures[4]) ==
+                   CALLS + 1;
     if (from != NULL) {
         fclose(from);
     }
@@ -147,18 +159,21 @@ int main(int argc, char **argv)
     if (one) {
         return one_way(trips);
     }
-    double socket[4];
-    double in_process[4];
-    if (run_one(argv[0], "socket", trips_text, socket) != 0 ||
-        run_one(argv[0], "in-process", trips_text, in_process) != 0) {
+    double socket[CALLS + 1];
+    double in_process[CALLS + 1];
+    /* in process first: its JVM holds the job's vGPUs until it exits, while the launcher, once its local worker opened
+       them for a session, holds them until the program as a whole ends */
+    if (run_one(argv[0], "in-process", trips_text, in_process) != 0 ||
+        run_one(argv[0], "socket", trips_text, socket) != 0) {
         fprintf(stderr, "serving_floor: a run failed (its own lines above say why); run it under vgpu run\n");
         return 1;
     }
-    static const char *const names[] = {"synchronize round trip", "4-byte memset round trip", "async memset"};
-    printf("%-26s %12s %12s %8s\n", "call (us per call)", "socket", "in-process", "ratio");
-    for (int k = 0; k < 3; k++) {
-        printf("%-26s %12.2f %12.2f %8.3f\n", names[k], socket[k], in_process[k], in_process[k] / socket[k]);
+    static const char *const names[CALLS] = {"empty_round_trip_us", "synchronize_us", "memset_4b_us",
+                                             "memset_async_us"};
+    printf("%-22s %12s %12s %8s\n", "call", "socket", "in-process", "ratio");
+    for (int k = 0; k < CALLS; k++) {
+        printf("%-22s %12.3f %12.3f %8.3f\n", names[k], socket[k], in_process[k], in_process[k] / socket[k]);
     }
-    printf("%-26s %12.0f %12.0f\n", "first vGPU open (us)", socket[3], in_process[3]);
+    printf("%-22s %12.0f %12.0f\n", "first_open_us", socket[CALLS], in_process[CALLS]);
     return 0;
 }

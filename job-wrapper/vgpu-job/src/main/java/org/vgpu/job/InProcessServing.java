@@ -1,10 +1,13 @@
 package org.vgpu.job;
 
+import java.io.File;
 import java.io.PrintStream;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.Map;
 import java.util.Optional;
 import java.util.function.Consumer;
+import java.util.stream.Collectors;
 
 import org.vgpu.common.cli.LogSettings;
 import org.vgpu.common.contract.BridgeContract;
@@ -47,30 +50,36 @@ public final class InProcessServing {
     }
 
     /**
-     * What {@code vgpu run} adds to the program's environment for {@code serving} ({@value #VARIABLE}'s value): for
-     * {@value #IN_PROCESS}, the JVM library of the launcher's own Java, vgpu.jar and the runtime's choices.
+     * What {@code vgpu run} adds to the program's environment, whichever way {@code serving} ({@value #VARIABLE}'s
+     * value) chooses, so that a process of the program may choose the other (the serving floor benchmark runs
+     * itself both ways): the JVM library and the class path of the launcher's own JVM (vgpu.jar, or the jars of a
+     * staged build) and the runtime's choices.
      *
      * @throws ConfigException INVALID for a value that is neither {@value #SOCKET} nor {@value #IN_PROCESS}
      */
-    static Map<String, String> variables(Optional<String> serving, Path jar, String runtimeArguments) {
+    static Map<String, String> variables(Optional<String> serving, String runtimeArguments) {
         String value = serving.orElse(SOCKET);
-        return switch (value) {
-            case SOCKET -> Map.of();
-            case IN_PROCESS ->
-                Map.of(
-                        JVM,
-                        Path.of(System.getProperty("java.home"), "lib", "server", "libjvm.so")
-                                .toString(),
-                        CLASS_PATH,
-                        jar.toAbsolutePath().toString(),
-                        RUNTIME,
-                        runtimeArguments);
-            default ->
-                throw new ConfigException(
-                        ConfigException.Code.INVALID,
-                        VARIABLE + "=" + value + ": the library serves either by " + SOCKET + " (the default) or "
-                                + IN_PROCESS);
-        };
+        if (!value.equals(SOCKET) && !value.equals(IN_PROCESS)) {
+            throw new ConfigException(
+                    ConfigException.Code.INVALID,
+                    VARIABLE + "=" + value + ": the library serves either by " + SOCKET + " (the default) or "
+                            + IN_PROCESS);
+        }
+        return Map.of(
+                JVM,
+                Path.of(System.getProperty("java.home"), "lib", "server", "libjvm.so").toString(),
+                CLASS_PATH,
+                launcherClassPath(),
+                RUNTIME,
+                runtimeArguments);
+    }
+
+    /** The launcher's class path, each entry absolute: the program runs in a directory of its own choosing. */
+    private static String launcherClassPath() {
+        return Arrays.stream(System.getProperty("java.class.path").split(File.pathSeparator))
+                .filter(entry -> !entry.isEmpty())
+                .map(entry -> Path.of(entry).toAbsolutePath().toString())
+                .collect(Collectors.joining(File.pathSeparator));
     }
 
     /**

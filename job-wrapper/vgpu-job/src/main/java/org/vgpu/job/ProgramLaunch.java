@@ -102,7 +102,7 @@ final class ProgramLaunch {
         Map<String, String> servingVariables;
         try {
             servingVariables = InProcessServing.variables(
-                    Optional.ofNullable(environment.get(InProcessServing.VARIABLE)), interposerJar, interposerArguments);
+                    Optional.ofNullable(environment.get(InProcessServing.VARIABLE)), interposerArguments);
         } catch (ConfigException e) {
             err.println("vgpu run: " + e.detail());
             return 2;
