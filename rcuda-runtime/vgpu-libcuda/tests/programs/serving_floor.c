@@ -10,11 +10,12 @@
  * The calls: cuDeviceGetAttribute (the empty round trip: the worker answers from the device's properties and runs
  * nothing), cuCtxSynchronize (a round trip that waits for an idle vGPU), cuMemsetD8 on 4 bytes (a round trip that runs
  * something) and an asynchronous cuMemsetD8Async (a request with no answer). The first call's time includes
- * opening the vGPU (and, in process, starting the JVM): printed apart.
+ * opening the vGPU (and, in process, starting the JVM): printed apart, with each process's largest resident memory.
  */
 #include "driver_check.h"
 
 #include <spawn.h>
+#include <sys/resource.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -94,13 +95,15 @@ static int one_way(long trips)
         printf("%.3f ", per_call((enum call)kind, memory, trips));
     }
     CHECK(cuMemFree(memory));
-    printf("%.0f\n", opened);
+    struct rusage usage;
+    getrusage(RUSAGE_SELF, &usage);
+    printf("%.0f %ld\n", opened, usage.ru_maxrss);
     return 0;
 }
 
-/* Runs this program with --one and VGPU_LIBCUDA_SERVING=serving; its figures (each call's, then the open's) into
-   figures. */
-static int run_one(const char *self, const char *serving, const char *trips, double figures[CALLS + 1])
+/* Runs this program with --one and VGPU_LIBCUDA_SERVING=serving; its figures (each call's, the open's, its largest
+   resident memory in KiB) into figures. */
+static int run_one(const char *self, const char *serving, const char *trips, double figures[CALLS + 2])
 {
     size_t count = 0;
     while (environ[count] != NULL) {
@@ -137,8 +140,8 @@ static int run_one(const char *self, const char *serving, const char *trips, dou
     char line[256] = {0};
     FILE *from = fdopen(channel[0], "r");
     int read = from != NULL && fgets(line, sizeof line, from) != NULL &&
-               sscanf(line, "%lf %lf %lf %lf %lf", &figures[0], &figures[1], &figures[2], &figures[3], &figures[4]) ==
-                   CALLS + 1;
+               sscanf(line, "%lf %lf %lf %lf %lf %lf", &figures[0], &figures[1], &figures[2], &figures[3], &figures[4],
+                      &figures[5]) == CALLS + 2;
     if (from != NULL) {
         fclose(from);
     }
@@ -159,8 +162,8 @@ int main(int argc, char **argv)
     if (one) {
         return one_way(trips);
     }
-    double socket[CALLS + 1];
-    double in_process[CALLS + 1];
+    double socket[CALLS + 2];
+    double in_process[CALLS + 2];
     /* in process first: its JVM holds the job's vGPUs until it exits, while the launcher, once its local worker opened
        them for a session, holds them until the program as a whole ends */
     if (run_one(argv[0], "in-process", trips_text, in_process) != 0 ||
@@ -175,5 +178,6 @@ int main(int argc, char **argv)
         printf("%-22s %12.3f %12.3f %8.3f\n", names[k], socket[k], in_process[k], in_process[k] / socket[k]);
     }
     printf("%-22s %12.0f %12.0f\n", "first_open_us", socket[CALLS], in_process[CALLS]);
+    printf("%-22s %12.0f %12.0f\n", "max_resident_kib", socket[CALLS + 1], in_process[CALLS + 1]);
     return 0;
 }

@@ -67,7 +67,8 @@ public final class InProcessServing {
         }
         return Map.of(
                 JVM,
-                Path.of(System.getProperty("java.home"), "lib", "server", "libjvm.so").toString(),
+                Path.of(System.getProperty("java.home"), "lib", "server", "libjvm.so")
+                        .toString(),
                 CLASS_PATH,
                 launcherClassPath(),
                 RUNTIME,
@@ -123,7 +124,13 @@ public final class InProcessServing {
                 InterposerPremain.RuntimeChoice.parse(environment.getOrDefault(RUNTIME, ""));
         Consumer<String> say = line -> err.println("vgpu: " + line);
         ProgramVgpus opened = LocalWorker.programVgpus(
-                assembly, environment, choice.backendName(), choice.emulatedGpus(), Path.of(runDirectory), say);
+                assembly,
+                environment,
+                choice.backendName(),
+                choice.emulatedGpus(),
+                Path.of(runDirectory),
+                say,
+                "this program's own process, which serves them to itself");
         WorkerConfig config = new WorkerConfig(
                 "localhost", 0, 0, "vgpu-in-process-" + ProcessHandle.current().pid(), LocalWorker.NO_IDLE_TIMEOUT);
         worker = InProcessWorker.start(config, opened, say);

@@ -199,8 +199,8 @@ final class CudaDriverFfm {
         MethodHandle dlsym = linker.downcallHandle(
                 linker.defaultLookup()
                         .find("dlsym")
-                        .orElseThrow(() -> new VgpuException(
-                                ErrorCode.VGPU_BACKEND_UNAVAILABLE, "this C library has no dlsym")),
+                        .orElseThrow(() ->
+                                new VgpuException(ErrorCode.VGPU_BACKEND_UNAVAILABLE, "this C library has no dlsym")),
                 FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS));
         return name -> {
             try (Arena arena = Arena.ofConfined()) {

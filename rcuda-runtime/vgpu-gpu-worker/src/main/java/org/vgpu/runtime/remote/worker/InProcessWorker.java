@@ -45,8 +45,8 @@ public final class InProcessWorker implements AutoCloseable {
         this.config = config;
         this.backend = backend;
         this.log = log;
-        this.opening = new SessionOpening(
-                config, (token, window) -> {}, served, GpuWorker.Sessions.ONE_PER_VGPU, stripeJoins);
+        this.opening =
+                new SessionOpening(config, (token, window) -> {}, served, GpuWorker.Sessions.ONE_PER_VGPU, stripeJoins);
         this.hostRegions = SharedHostRegions.forLocalWorker(backend);
     }
 
@@ -93,10 +93,7 @@ public final class InProcessWorker implements AutoCloseable {
         private boolean ending;
 
         Session() {
-            channel = new EmbeddedChannel(
-                    new Outbox(),
-                    new FrameDecoder(Opcode.Direction.REQUEST),
-                    new Requests());
+            channel = new EmbeddedChannel(new Outbox(), new FrameDecoder(Opcode.Direction.REQUEST), new Requests());
         }
 
         /**
@@ -188,18 +185,24 @@ public final class InProcessWorker implements AutoCloseable {
                     return;
                 }
                 if (!(opened instanceof SessionOpening.Session opens)) {
-                    refuse(ctx, hello, new VgpuException(
-                            ErrorCode.VGPU_PROTOCOL_ERROR, "a session in the program's process has no stripes"));
+                    refuse(
+                            ctx,
+                            hello,
+                            new VgpuException(
+                                    ErrorCode.VGPU_PROTOCOL_ERROR,
+                                    "a session in the program's process has no stripes"));
                     return;
                 }
-                log.accept("worker " + config.workerId() + ": session for " + opens.hello().window() + " in process");
+                log.accept("worker " + config.workerId() + ": session for "
+                        + opens.hello().window() + " in process");
                 executor = new SessionExecutor(
                         ctx.channel(), backend, config, new TrafficCounter(), stripeJoins, hostRegions);
                 LiveSession claim = opens.claim();
                 executor.outcome().thenAccept(outcome -> {
                     log.accept("worker " + config.workerId() + ": session ended: " + outcome.reason());
-                    claim.end().complete(new WorkerReport(
-                            outcome.calls(), 0, 0, outcome.busyNanos(), outcome.clean(), outcome.reason()));
+                    claim.end()
+                            .complete(new WorkerReport(
+                                    outcome.calls(), 0, 0, outcome.busyNanos(), outcome.clean(), outcome.reason()));
                     served.release(opens.key(), claim);
                 });
                 executor.runInline(hello);

@@ -37,11 +37,22 @@ class InProcessWorkerTest {
         long base = VaWindow.forVgpu(0).base();
         try (RawClient client = RawClient.inProcess(worker.open())) {
             assertTrue(client.hello(1, "", VaWindow.forVgpu(0)).read().startsWith("#1 welcome in-process-test"));
-            assertEquals("#2 ok 0 bytes", client.send(e -> e.memAllocAt(2, base, 4096)).read());
-            assertEquals("#3 ok 0 bytes", client.send(e -> e.memset(3, false, 0, base, 7, 1, 16)).read());
-            assertEquals("#4 data@0 4 bytes [07070707]", client.send(e -> e.memcpyDtoH(4, false, 0, base, 4, 4)).read());
-            assertEquals("silent", client.send(e -> e.memset(5, true, 0, base, 9, 1, 4)).read(), "async: no answer");
-            assertEquals("#6 data@0 4 bytes [09090909]", client.send(e -> e.memcpyDtoH(6, false, 0, base, 4, 4)).read());
+            assertEquals(
+                    "#2 ok 0 bytes",
+                    client.send(e -> e.memAllocAt(2, base, 4096)).read());
+            assertEquals(
+                    "#3 ok 0 bytes",
+                    client.send(e -> e.memset(3, false, 0, base, 7, 1, 16)).read());
+            assertEquals(
+                    "#4 data@0 4 bytes [07070707]",
+                    client.send(e -> e.memcpyDtoH(4, false, 0, base, 4, 4)).read());
+            assertEquals(
+                    "silent",
+                    client.send(e -> e.memset(5, true, 0, base, 9, 1, 4)).read(),
+                    "async: no answer");
+            assertEquals(
+                    "#6 data@0 4 bytes [09090909]",
+                    client.send(e -> e.memcpyDtoH(6, false, 0, base, 4, 4)).read());
         }
     }
 
@@ -58,7 +69,8 @@ class InProcessWorkerTest {
             client.send(e -> e.memAllocAt(2, base, 4096)).read();
             for (int k = 0; k < chunks; k++) {
                 int value = k;
-                client.send(e -> e.memset(3, false, 0, base + 4L * value, value, 1, 4)).read();
+                client.send(e -> e.memset(3, false, 0, base + 4L * value, value, 1, 4))
+                        .read();
             }
             client.send(e -> e.memcpyDtoH(4, false, 0, base, 4L * chunks, 4));
             for (int k = 0; k < chunks; k++) {
