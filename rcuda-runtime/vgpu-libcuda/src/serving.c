@@ -136,10 +136,11 @@ struct vgpu_device *vgpu_device_at(int ordinal)
 CUresult vgpu_open(struct vgpu_device *device)
 {
     if (vgpu_forked_child) {
-        if (device->fd >= 0) {
+        if (device->fd >= 0 && device->fd != VGPU_FD_IN_PROCESS) {
             close(device->fd); /* the child's copy only: the parent's session goes on */
-            device->fd = -1;
         }
+        device->fd = -1; /* in this process's runtime: the child has the JVM's memory but none of its threads */
+        device->in_process = NULL;
         if (!atomic_exchange(&fork_said, 1)) {
             vgpu_say("CUDA calls on vGPUs are refused in a process forked after its parent used them (the parent's"
                      " sessions with the launcher cannot be shared); fork before using CUDA, or exec a new program");

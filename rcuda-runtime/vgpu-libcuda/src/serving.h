@@ -26,7 +26,8 @@ struct vgpu_device {
     uint64_t window_base;
     uint64_t window_size;
     pthread_mutex_t lock; /* one request at a time on the session */
-    int fd;               /* the session's socket, -1 until opened */
+    int fd;               /* the session's socket, -1 until opened; VGPU_FD_IN_PROCESS when served in this process */
+    struct vgpu_in_process *in_process; /* the session in this process's own runtime (in_process.c); NULL: a socket's */
     /* asynchronous requests sent since the worker last answered one: it may not have taken them yet */
     unsigned int unanswered;
     CUresult open_failure;
@@ -183,5 +184,15 @@ CUresult vgpu_locked_send_async(struct vgpu_device *device, struct vgpu_request 
 /* Connects the session and says HELLO; fills the device's WELCOME fields. */
 CUresult vgpu_connect(struct vgpu_device *device, const char *socket_path);
 void vgpu_disconnect(struct vgpu_device *device);
+
+/* in_process.c: the session served by vgpu's Java runtime in this process (VGPU_LIBCUDA_SERVING=in-process), through
+   one JNI call a request; what wire.c does with the socket otherwise. */
+/* Stands for the socket of a session served in this process: an open session, though no descriptor. */
+#define VGPU_FD_IN_PROCESS 0x7fffffff
+int vgpu_in_process_chosen(void);
+CUresult vgpu_in_process_open(struct vgpu_device *device);
+int vgpu_in_process_write(struct vgpu_device *device, const void *bytes, size_t length);
+int vgpu_in_process_read(struct vgpu_device *device, void *bytes, size_t length);
+void vgpu_in_process_close(struct vgpu_device *device);
 
 #endif

@@ -151,8 +151,12 @@ void vgpu_reply_free(struct vgpu_reply *reply)
     memset(reply, 0, sizeof *reply);
 }
 
-static int write_all(int fd, const void *bytes, size_t length)
+static int write_all(struct vgpu_device *device, const void *bytes, size_t length)
 {
+    if (device->in_process != NULL) {
+        return vgpu_in_process_write(device, bytes, length);
+    }
+    int fd = device->fd;
     const uint8_t *at = bytes;
     while (length > 0) {
         ssize_t wrote = send(fd, at, length, MSG_NOSIGNAL);
@@ -168,8 +172,12 @@ static int write_all(int fd, const void *bytes, size_t length)
     return 0;
 }
 
-static int read_all(int fd, void *bytes, size_t length)
+static int read_all(struct vgpu_device *device, void *bytes, size_t length)
 {
+    if (device->in_process != NULL) {
+        return vgpu_in_process_read(device, bytes, length);
+    }
+    int fd = device->fd;
     uint8_t *at = bytes;
     while (length > 0) {
         ssize_t got = recv(fd, at, length, 0);
@@ -206,7 +214,7 @@ static CUresult read_frame(struct vgpu_device *device, struct frame *frame)
 {
     uint8_t header[VGPU_WIRE_HEADER_BYTES];
     errno = 0;
-    if (read_all(device->fd, header, sizeof header) != 0) {
+    if (read_all(device, header, sizeof header) != 0) {
         return lost(device, "reading an answer");
     }
     uint32_t length = (uint32_t)header[0] << 24 | (uint32_t)header[1] << 16 | (uint32_t)header[2] << 8 | header[3];
@@ -224,7 +232,7 @@ static CUresult read_frame(struct vgpu_device *device, struct frame *frame)
     if (frame->body.body == NULL) {
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    if (read_all(device->fd, frame->body.body, frame->body.length) != 0) {
+    if (read_all(device, frame->body.body, frame->body.length) != 0) {
         vgpu_reply_free(&frame->body);
         return lost(device, "reading an answer");
     }
@@ -264,7 +272,7 @@ static CUresult send_request(struct vgpu_device *device, struct vgpu_request *re
     d[10] = (uint8_t)(id >> 8);
     d[11] = (uint8_t)id;
     errno = 0;
-    return write_all(device->fd, request->data, request->length) == 0 ? CUDA_SUCCESS : lost(device, "sending a request");
+    return write_all(device, request->data, request->length) == 0 ? CUDA_SUCCESS : lost(device, "sending a request");
 }
 
 /* The next frame that answers request id (an earlier request's late word is skipped: a kept failure is
@@ -419,8 +427,19 @@ CUresult vgpu_fetch_from_device(struct vgpu_device *device, uint64_t src, void *
     }
 }
 
+/* Says HELLO on the session just opened (a socket's, or one in this process) and keeps its WELCOME. */
+static CUresult hello(struct vgpu_device *device);
+
 CUresult vgpu_connect(struct vgpu_device *device, const char *socket_path)
 {
+    if (vgpu_in_process_chosen()) {
+        CUresult opened = vgpu_in_process_open(device);
+        if (opened != CUDA_SUCCESS) {
+            return opened;
+        }
+        device->fd = VGPU_FD_IN_PROCESS;
+        return hello(device);
+    }
     struct sockaddr_un address;
     memset(&address, 0, sizeof address);
     address.sun_family = AF_UNIX;
@@ -439,6 +458,11 @@ CUresult vgpu_connect(struct vgpu_device *device, const char *socket_path)
         return CUDA_ERROR_NO_DEVICE;
     }
     device->fd = fd;
+    return hello(device);
+}
+
+static CUresult hello(struct vgpu_device *device)
+{
     struct vgpu_request hello;
     vgpu_request_begin(&hello, VGPU_OP_HELLO);
     vgpu_put_u32(&hello, VGPU_WIRE_MAGIC);
@@ -476,7 +500,10 @@ CUresult vgpu_connect(struct vgpu_device *device, const char *socket_path)
 
 void vgpu_disconnect(struct vgpu_device *device)
 {
-    if (device->fd >= 0) {
+    if (device->in_process != NULL) {
+        vgpu_in_process_close(device);
+        device->fd = -1;
+    } else if (device->fd >= 0) {
         close(device->fd);
         device->fd = -1;
     }

@@ -88,6 +88,9 @@ public final class InterposerPremain {
      * @param arguments {@link #arguments}'s text: the local backend and the emulation's devices
      */
     public static void premain(String arguments, Instrumentation instrumentation) {
+        if (InProcessServing.inThisJvm()) {
+            return; // the JVM vgpu's libcuda.so.1 started inside a CUDA program: it serves that program's vGPUs itself
+        }
         LogSettings.forUserProgram();
         PrintStream err = System.err;
         Map<String, String> environment = System.getenv();
@@ -130,6 +133,22 @@ public final class InterposerPremain {
         }
     }
 
+    /** The local backend and the emulation's devices, as {@link #arguments} writes them. */
+    record RuntimeChoice(String backendName, int emulatedGpus) {
+        static RuntimeChoice parse(String arguments) {
+            String backendName = Backends.AUTO;
+            int emulatedGpus = EmulatedBackend.DEFAULT_DEVICE_COUNT;
+            for (String argument : arguments.split(",")) {
+                if (argument.startsWith(BACKEND_ARGUMENT + "=")) {
+                    backendName = argument.substring(BACKEND_ARGUMENT.length() + 1);
+                } else if (argument.startsWith(EMULATED_GPUS_ARGUMENT + "=")) {
+                    emulatedGpus = Integer.parseInt(argument.substring(EMULATED_GPUS_ARGUMENT.length() + 1));
+                }
+            }
+            return new RuntimeChoice(backendName, emulatedGpus);
+        }
+    }
+
     /** The interposer's argument text for these choices ({@code -javaagent:JAR=TEXT}): no spaces, no quotes. */
     static String arguments(String localBackend, int emulatedGpus) {
         return BACKEND_ARGUMENT + "=" + localBackend + "," + EMULATED_GPUS_ARGUMENT + "=" + emulatedGpus;
@@ -168,15 +187,9 @@ public final class InterposerPremain {
 
     /** The job's vGPUs, opened; empty outside a job. */
     private static Optional<JobVgpus> open(String arguments, Map<String, String> environment, PrintStream err) {
-        String backendName = Backends.AUTO;
-        int emulatedGpus = EmulatedBackend.DEFAULT_DEVICE_COUNT;
-        for (String argument : arguments.split(",")) {
-            if (argument.startsWith(BACKEND_ARGUMENT + "=")) {
-                backendName = argument.substring(BACKEND_ARGUMENT.length() + 1);
-            } else if (argument.startsWith(EMULATED_GPUS_ARGUMENT + "=")) {
-                emulatedGpus = Integer.parseInt(argument.substring(EMULATED_GPUS_ARGUMENT.length() + 1));
-            }
-        }
+        RuntimeChoice choice = RuntimeChoice.parse(arguments);
+        String backendName = choice.backendName();
+        int emulatedGpus = choice.emulatedGpus();
         Optional<JobAssembly> assembly = JobAssembly.fromEnvironment(environment);
         if (assembly.isEmpty()) {
             // vgpu run checked the environment before it started the program; a JVM that gets here was given the

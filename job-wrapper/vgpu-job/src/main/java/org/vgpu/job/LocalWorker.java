@@ -91,8 +91,35 @@ final class LocalWorker implements AutoCloseable {
             String backendName,
             int emulatedGpus,
             PrintStream err) {
-        Map<String, String> programEnvironment = Map.copyOf(environment);
         Consumer<String> say = line -> err.println("vgpu run: " + line);
+        return runDirectory -> start(
+                runDirectory,
+                programVgpus(
+                        assembly,
+                        environment,
+                        backendName,
+                        emulatedGpus,
+                        runDirectory,
+                        say,
+                        "the launcher, which serves them to it"),
+                say);
+    }
+
+    /**
+     * The job's vGPUs as a local worker serves them, in the launcher or in the program's own process
+     * ({@link InProcessServing}): opened at the first session, on the local backend {@code backendName}.
+     *
+     * @param holder who holds them once opened, as the line that says so names it
+     */
+    static ProgramVgpus programVgpus(
+            JobAssembly assembly,
+            Map<String, String> environment,
+            String backendName,
+            int emulatedGpus,
+            Path runDirectory,
+            Consumer<String> say,
+            String holder) {
+        Map<String, String> programEnvironment = Map.copyOf(environment);
         Supplier<JobVgpus> opener = () -> {
             GpuBackend local = Backends.forJob(backendName, emulatedGpus);
             return JobVgpus.open(
@@ -105,7 +132,7 @@ final class LocalWorker implements AutoCloseable {
                             .map(TestMigrationFault::at)
                             .orElse(MigrationFaults.NONE));
         };
-        return runDirectory -> start(runDirectory, new ProgramVgpus(assembly, opener, runDirectory, say), say);
+        return new ProgramVgpus(assembly, opener, runDirectory, say, holder);
     }
 
     Path socket() {

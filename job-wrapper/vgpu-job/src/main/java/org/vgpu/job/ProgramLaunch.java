@@ -16,6 +16,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
 import org.vgpu.common.contract.BridgeContract;
+import org.vgpu.common.error.ConfigException;
 import org.vgpu.common.error.IoReasons;
 import org.vgpu.common.error.VgpuFailure;
 
@@ -98,6 +99,14 @@ final class ProgramLaunch {
             err.println(tooOld.get());
             return 2;
         }
+        Map<String, String> servingVariables;
+        try {
+            servingVariables = InProcessServing.variables(
+                    Optional.ofNullable(environment.get(InProcessServing.VARIABLE)), interposerArguments);
+        } catch (ConfigException e) {
+            err.println("vgpu run: " + e.detail());
+            return 2;
+        }
         Path runDirectory;
         try {
             runDirectory = Files.createTempDirectory("vgpu-run-");
@@ -108,7 +117,7 @@ final class ProgramLaunch {
         Optional<LocalWorker> local = Optional.empty();
         try {
             local = startLocalWorker(runDirectory, err);
-            return runIn(runDirectory, local, out, err);
+            return runIn(runDirectory, local, servingVariables, out, err);
         } finally {
             local.ifPresent(worker -> closeLocalWorker(worker, err));
             removeAll(runDirectory);
@@ -141,7 +150,12 @@ final class ProgramLaunch {
         }
     }
 
-    private int runIn(Path runDirectory, Optional<LocalWorker> local, PrintStream out, PrintStream err)
+    private int runIn(
+            Path runDirectory,
+            Optional<LocalWorker> local,
+            Map<String, String> servingVariables,
+            PrintStream out,
+            PrintStream err)
             throws InterruptedException {
         ProcessBuilder builder = new ProcessBuilder(command);
         builder.environment().putAll(environment);
@@ -167,6 +181,7 @@ final class ProgramLaunch {
                                 LibcudaLocation.libraryPath(
                                         directory, Optional.ofNullable(environment.get(LibcudaLocation.LIBRARY_PATH))));
                 CudaLibrarySettings.addTo(builder.environment());
+                builder.environment().putAll(servingVariables);
             });
         });
         // the program's own terminal where it is ours (a job's output file, a console); a caller's streams get copies

@@ -40,6 +40,8 @@ final class ProgramVgpus implements GpuBackend {
     private final Supplier<JobVgpus> opener;
     private final Path ownerLock;
     private final Consumer<String> log;
+    /** Who holds them once opened, for the line that says so: the launcher, or the program's own process. */
+    private final String holder;
     /** Guarded by this; null until the first HELLO that opens them. */
     private JobVgpus opened;
     /** Guarded by this; held while {@link #opened} is. */
@@ -49,12 +51,15 @@ final class ProgramVgpus implements GpuBackend {
      * @param opener       opens the job's vGPUs (and owns the local backend it opens them on)
      * @param runDirectory the run's directory, where the owner lock is
      * @param log          where the launcher says that it opened the job's vGPUs for the program, and their warnings
+     * @param holder       who holds them once opened, as the line that says so names it
      */
-    ProgramVgpus(JobAssembly assembly, Supplier<JobVgpus> opener, Path runDirectory, Consumer<String> log) {
+    ProgramVgpus(
+            JobAssembly assembly, Supplier<JobVgpus> opener, Path runDirectory, Consumer<String> log, String holder) {
         this.assembly = Objects.requireNonNull(assembly, "assembly");
         this.opener = Objects.requireNonNull(opener, "opener");
         this.ownerLock = runDirectory.resolve(InterposerPremain.OWNER_LOCK);
         this.log = Objects.requireNonNull(log, "log");
+        this.holder = Objects.requireNonNull(holder, "holder");
     }
 
     @Override
@@ -135,8 +140,8 @@ final class ProgramVgpus implements GpuBackend {
                 throw e;
             }
             lock = owner;
-            log.accept("the program opened a session: the job's " + assembly.count()
-                    + " vGPU(s) are open in the launcher, which serves them to it");
+            log.accept(
+                    "the program opened a session: the job's " + assembly.count() + " vGPU(s) are open in " + holder);
             opened.warnings().forEach(log);
         }
         return opened;

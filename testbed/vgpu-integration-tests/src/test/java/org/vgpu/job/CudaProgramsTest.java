@@ -37,6 +37,9 @@ class CudaProgramsTest {
     private static final Path LIBCUDA =
             Path.of("../../rcuda-runtime/vgpu-libcuda/build").toAbsolutePath().normalize();
 
+    /** How the library serves the programs' calls: the launcher's socket (unset) or {@code in-process}. */
+    private static final String SERVING_PROPERTY = "vgpu.test.libcuda-serving";
+
     private static Path interposerJar;
 
     @TempDir
@@ -68,6 +71,11 @@ class CudaProgramsTest {
                 "VGPU_SOURCE", "local-only-fallback",
                 "VGPU_AGENT_SOCKET", agentSocket.toString(),
                 "SLURM_JOB_ID", "43"));
+        // -Dvgpu.test.libcuda-serving=in-process runs the programs with their vGPUs served in their own process
+        String serving = System.getProperty(SERVING_PROPERTY);
+        if (serving != null) {
+            environment.put("VGPU_LIBCUDA_SERVING", serving);
+        }
     }
 
     private static Path program(String name) {

@@ -17,6 +17,7 @@ import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VgpuException;
@@ -37,6 +38,13 @@ import org.vgpu.runtime.api.VgpuException;
 @SuppressWarnings("restricted") // binding libcuda is this class's purpose; the launcher enables native access
 final class CudaDriverFfm {
     static final String LIBRARY = "libcuda.so.1";
+
+    /**
+     * Set by vgpu's {@code libcuda.so.1} on the JVM it starts inside a CUDA program (in-process serving): the handle
+     * ({@code 0x} and hexadecimal) of the node's driver as the library loaded it, privately. In that process
+     * {@value #LIBRARY} by name is the library itself, so the driver's functions are found through this handle.
+     */
+    static final String DRIVER_HANDLE_PROPERTY = "vgpu.cuda.driver-handle";
 
     static final int CUDA_ERROR_INVALID_VALUE = 1;
     static final int CU_MEM_ALLOCATION_TYPE_PINNED = 1;
@@ -161,7 +169,7 @@ final class CudaDriverFfm {
         Bindings bindings = null;
         String reason = null;
         try {
-            bindings = Bindings.bind(SymbolLookup.libraryLookup(LIBRARY, Arena.global()));
+            bindings = Bindings.bind(driverLookup());
         } catch (IllegalArgumentException e) {
             reason = "cannot load " + LIBRARY + ", the NVIDIA driver library: no NVIDIA driver is installed on this"
                     + " machine, or it is not on the library path (" + e.getMessage() + ")";
@@ -173,6 +181,35 @@ final class CudaDriverFfm {
         }
         BINDINGS = bindings;
         UNAVAILABLE_REASON = reason;
+    }
+
+    /** The node's driver: by its handle where vgpu's library hands it over, else by name on the library path. */
+    private static SymbolLookup driverLookup() {
+        String handle = System.getProperty(DRIVER_HANDLE_PROPERTY);
+        if (handle == null) {
+            return SymbolLookup.libraryLookup(LIBRARY, Arena.global());
+        }
+        if (!handle.startsWith("0x")) {
+            throw new VgpuException(
+                    ErrorCode.VGPU_BACKEND_UNAVAILABLE,
+                    DRIVER_HANDLE_PROPERTY + "=" + handle + " is not a handle (0x and hexadecimal digits)");
+        }
+        MemorySegment library = MemorySegment.ofAddress(Long.parseUnsignedLong(handle.substring(2), 16));
+        Linker linker = Linker.nativeLinker();
+        MethodHandle dlsym = linker.downcallHandle(
+                linker.defaultLookup()
+                        .find("dlsym")
+                        .orElseThrow(() ->
+                                new VgpuException(ErrorCode.VGPU_BACKEND_UNAVAILABLE, "this C library has no dlsym")),
+                FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS));
+        return name -> {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment found = (MemorySegment) dlsym.invokeExact(library, arena.allocateFrom(name));
+                return found.equals(MemorySegment.NULL) ? Optional.empty() : Optional.of(found);
+            } catch (Throwable e) { // invokeExact's own signature: dlsym itself does not fail otherwise
+                throw new IllegalStateException("dlsym(" + name + ") failed", e);
+            }
+        };
     }
 
     /** The pointer-sized out-parameter of cuCtxGetCurrent, one per thread so the hot path allocates nothing. */

@@ -157,6 +157,41 @@ final class SessionExecutor implements Runnable {
         }
     }
 
+    // ---- the calling thread, for a session served in the program's own process (InProcessWorker): no GPU thread
+
+    /**
+     * Runs {@code frame} on the calling thread, as the GPU thread runs a queued one, and hands its replies to the
+     * channel before returning; frees the vGPU when the request ended the session. The caller serialises its calls.
+     */
+    void runInline(Frame frame) {
+        if (stopping || finished) {
+            frame.release();
+            return;
+        }
+        long start = System.nanoTime();
+        try {
+            handle(frame);
+        } catch (RuntimeException | Error fatal) {
+            stop("the worker failed: " + fatal, false);
+            throw fatal;
+        } finally {
+            frame.release();
+            busyNanos += System.nanoTime() - start;
+            replies.flush();
+            if (stopping) {
+                finishSession();
+            }
+        }
+    }
+
+    /** Ends an inline session: frees the vGPU, as the GPU thread does when its session ends. */
+    void endInline(String reason) {
+        if (!finished) {
+            stop(reason, true);
+            finishSession();
+        }
+    }
+
     private Object next() throws InterruptedException {
         Object item = queue.poll();
         if (item != null) {

@@ -8,6 +8,7 @@ import java.io.UncheckedIOException;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.net.UnixDomainSocketAddress;
+import java.nio.ByteBuffer;
 import java.nio.channels.Channels;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Path;
@@ -59,6 +60,72 @@ public final class RawClient implements AutoCloseable {
         connection = channel;
         in = Channels.newInputStream(channel);
         out = Channels.newOutputStream(channel);
+    }
+
+    private RawClient(Closeable connection, InputStream in, OutputStream out) {
+        this.connection = connection;
+        this.in = in;
+        this.out = out;
+    }
+
+    /**
+     * A client of a session served in this process, as vgpu's {@code libcuda.so.1} is one: each write is one call of
+     * {@link InProcessWorker.Session#serve} with the frames in a direct buffer, and the replies are read from the
+     * same buffer; a read with no reply due says "silent".
+     */
+    public static RawClient inProcess(InProcessWorker.Session session) {
+        ByteBuffer[] buffer = {ByteBuffer.allocateDirect(64 << 10)};
+        java.io.ByteArrayOutputStream inbox = new java.io.ByteArrayOutputStream();
+        int[] read = {0};
+        OutputStream requests = new OutputStream() {
+            @Override
+            public void write(int b) {
+                write(new byte[] {(byte) b}, 0, 1);
+            }
+
+            @Override
+            public void write(byte[] bytes, int offset, int length) {
+                if (length > buffer[0].capacity()) {
+                    buffer[0] = ByteBuffer.allocateDirect(length);
+                }
+                buffer[0].clear().put(bytes, offset, length);
+                take(session.serve(buffer[0], length));
+            }
+
+            private void take(int replies) {
+                byte[] taken = new byte[replies];
+                buffer[0].get(0, taken);
+                inbox.writeBytes(taken);
+            }
+        };
+        InputStream replies = new InputStream() {
+            @Override
+            public int read() throws IOException {
+                byte[] one = new byte[1];
+                return read(one, 0, 1) < 0 ? -1 : one[0] & 0xff;
+            }
+
+            @Override
+            public int read(byte[] bytes, int offset, int length) throws IOException {
+                if (read[0] == inbox.size()) {
+                    int due = session.serve(buffer[0], 0);
+                    byte[] taken = new byte[due];
+                    buffer[0].get(0, taken);
+                    inbox.reset();
+                    inbox.writeBytes(taken);
+                    read[0] = 0;
+                    if (due == 0) {
+                        throw new SocketTimeoutException("no reply is due");
+                    }
+                }
+                byte[] all = inbox.toByteArray();
+                int n = Math.min(length, all.length - read[0]);
+                System.arraycopy(all, read[0], bytes, offset, n);
+                read[0] += n;
+                return n;
+            }
+        };
+        return new RawClient(session::close, replies, requests);
     }
 
     /** A client of a local worker on its Unix domain socket {@code socket}; reads wait as long as the test lets them. */

@@ -1,0 +1,221 @@
+package org.vgpu.runtime.remote.worker;
+
+import java.nio.ByteBuffer;
+import java.util.Objects;
+import java.util.function.Consumer;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelOutboundHandlerAdapter;
+import io.netty.channel.ChannelPromise;
+import io.netty.channel.embedded.EmbeddedChannel;
+
+import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.GpuBackend;
+import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.remote.protocol.Frame;
+import org.vgpu.runtime.remote.protocol.FrameDecoder;
+import org.vgpu.runtime.remote.protocol.Frames;
+import org.vgpu.runtime.remote.protocol.Opcode;
+import org.vgpu.runtime.remote.protocol.ReplyEncoder;
+import org.vgpu.runtime.remote.worker.ServedSessions.LiveSession;
+
+/**
+ * A local worker without a socket: serves the vGPU sessions of the process it runs in (vgpu's {@code libcuda.so.1}
+ * with its JVM inside a CUDA program), each request frame on the calling thread. The frames are the remote GPU
+ * worker's, decoded by its {@link FrameDecoder} and run by the same {@link SessionExecutor} and {@link RequestHandler}
+ * as {@link GpuWorker#startOnSocket}'s, on a channel of Netty's that is no connection ({@link EmbeddedChannel}): what
+ * differs is only that no event loop reads a socket and no GPU thread takes a queue.
+ *
+ * <p>Sessions are as a local worker's ({@link GpuWorker.Sessions#ONE_PER_VGPU}): at most one per vGPU at a time. No
+ * HELLO is authenticated: the only client is the process itself.
+ */
+public final class InProcessWorker implements AutoCloseable {
+    private final WorkerConfig config;
+    private final GpuBackend backend;
+    private final Consumer<String> log;
+    private final ServedSessions served = new ServedSessions(GpuWorker.Sessions.ONE_PER_VGPU);
+    private final SessionOpening opening;
+    private final StripeJoins stripeJoins = new StripeJoins();
+    private final SharedHostRegions hostRegions;
+
+    private InProcessWorker(WorkerConfig config, GpuBackend backend, Consumer<String> log) {
+        this.config = config;
+        this.backend = backend;
+        this.log = log;
+        this.opening =
+                new SessionOpening(config, (token, window) -> {}, served, GpuWorker.Sessions.ONE_PER_VGPU, stripeJoins);
+        this.hostRegions = SharedHostRegions.forLocalWorker(backend);
+    }
+
+    /**
+     * A worker for this process's sessions on {@code backend}; {@code config}'s host and port are not used.
+     *
+     * @param log where the worker says what it does (a session refused, one that ended and why)
+     */
+    public static InProcessWorker start(WorkerConfig config, GpuBackend backend, Consumer<String> log) {
+        return new InProcessWorker(
+                Objects.requireNonNull(config, "config"),
+                Objects.requireNonNull(backend, "backend"),
+                Objects.requireNonNull(log, "log"));
+    }
+
+    /** The most bytes of page-locked host memory the sessions share with the library at once; 0 when none. */
+    public long sharedHostBytes() {
+        return hostRegions.boundBytes();
+    }
+
+    /** A new session, as a new connection to a local worker is one: its first request must be a HELLO. */
+    public Session open() {
+        return new Session();
+    }
+
+    /** Ends the sessions that run (each frees what it made), then the shared host memory. */
+    @Override
+    public void close() {
+        served.endAll(message -> log.accept("worker " + config.workerId() + ": " + message));
+        hostRegions.close();
+    }
+
+    /**
+     * One session: request frames in, reply frames out, through one buffer. Its calls are serialised here, though the
+     * library already sends one request of a vGPU at a time.
+     */
+    public final class Session {
+        private final EmbeddedChannel channel;
+        /** The reply frames not yet handed to the library. */
+        private final ByteBuf outbox = Unpooled.buffer(4096);
+
+        private SessionExecutor executor;
+        /** Set once the session is ending: freeing the vGPU closes the channel, which must not end it again. */
+        private boolean ending;
+
+        Session() {
+            channel = new EmbeddedChannel(new Outbox(), new FrameDecoder(Opcode.Direction.REQUEST), new Requests());
+        }
+
+        /**
+         * Runs the request frames in {@code buffer}'s first {@code requestBytes} bytes (none: only collects replies
+         * still due), then writes the reply frames due from the start of {@code buffer}, as many as fit.
+         *
+         * @return how many bytes of replies were written; those that did not fit come at the next call
+         */
+        public synchronized int serve(ByteBuffer buffer, int requestBytes) {
+            if (requestBytes > 0 && channel.isOpen()) {
+                try {
+                    channel.writeInbound(Unpooled.wrappedBuffer(buffer.slice(0, requestBytes)));
+                } catch (RuntimeException failure) {
+                    log.accept("worker " + config.workerId() + ": a session failed: " + failure);
+                    end("the worker failed: " + failure);
+                }
+            }
+            int bytes = Math.min(outbox.readableBytes(), buffer.capacity());
+            outbox.readBytes(buffer.slice(0, bytes));
+            if (!outbox.isReadable()) {
+                outbox.clear();
+            } else if (outbox.readerIndex() > outbox.capacity() / 2) {
+                outbox.discardReadBytes();
+            }
+            return bytes;
+        }
+
+        /** Ends the session (the library is done with it, or the process ends); frees what it made. */
+        public synchronized void close() {
+            end("the client closed the session");
+            channel.close();
+        }
+
+        private void end(String reason) {
+            if (executor != null && !ending) {
+                ending = true;
+                executor.endInline(reason);
+            }
+        }
+
+        /**
+         * Keeps each reply's bytes as it is written: a copy from the device writes its chunks from staging memory that
+         * is reused once the write completes, and the library reads them only after the request returns.
+         */
+        private final class Outbox extends ChannelOutboundHandlerAdapter {
+            @Override
+            public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
+                ByteBuf reply = (ByteBuf) msg;
+                try {
+                    outbox.writeBytes(reply);
+                } finally {
+                    reply.release();
+                }
+                promise.trySuccess();
+            }
+        }
+
+        /** The session's requests, on the calling thread: the HELLO opens the session, the rest are run. */
+        private final class Requests extends ChannelInboundHandlerAdapter {
+            @Override
+            public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                Frame frame = (Frame) msg;
+                if (frame.opcode() == Opcode.PING) {
+                    int requestId = frame.requestId();
+                    frame.release();
+                    ByteBuf pong = ctx.alloc().buffer(Frames.HEADER_BYTES);
+                    new ReplyEncoder().wrap(pong).pong(requestId);
+                    ctx.writeAndFlush(pong, ctx.voidPromise());
+                } else if (executor != null) {
+                    executor.runInline(frame);
+                } else {
+                    handshake(ctx, frame);
+                }
+            }
+
+            /** The channel was closed: by the worker's close at the process's end, or by the session's own end. */
+            @Override
+            public void channelInactive(ChannelHandlerContext ctx) {
+                end("the session's channel was closed");
+                ctx.fireChannelInactive();
+            }
+
+            private void handshake(ChannelHandlerContext ctx, Frame hello) {
+                SessionOpening.Opened opened;
+                try {
+                    opened = opening.open(hello, ctx.channel());
+                } catch (VgpuException refused) {
+                    refuse(ctx, hello, refused);
+                    return;
+                }
+                if (!(opened instanceof SessionOpening.Session opens)) {
+                    refuse(
+                            ctx,
+                            hello,
+                            new VgpuException(
+                                    ErrorCode.VGPU_PROTOCOL_ERROR,
+                                    "a session in the program's process has no stripes"));
+                    return;
+                }
+                log.accept("worker " + config.workerId() + ": session for "
+                        + opens.hello().window() + " in process");
+                executor = new SessionExecutor(
+                        ctx.channel(), backend, config, new TrafficCounter(), stripeJoins, hostRegions);
+                LiveSession claim = opens.claim();
+                executor.outcome().thenAccept(outcome -> {
+                    log.accept("worker " + config.workerId() + ": session ended: " + outcome.reason());
+                    claim.end()
+                            .complete(new WorkerReport(
+                                    outcome.calls(), 0, 0, outcome.busyNanos(), outcome.clean(), outcome.reason()));
+                    served.release(opens.key(), claim);
+                });
+                executor.runInline(hello);
+            }
+
+            private void refuse(ChannelHandlerContext ctx, Frame hello, VgpuException refused) {
+                int requestId = hello.requestId();
+                hello.release();
+                log.accept("worker " + config.workerId() + ": refused a session in process: " + refused.getMessage());
+                ByteBuf error = ctx.alloc().buffer(256);
+                new ReplyEncoder().wrap(error).error(requestId, refused);
+                ctx.writeAndFlush(error, ctx.voidPromise());
+            }
+        }
+    }
+}

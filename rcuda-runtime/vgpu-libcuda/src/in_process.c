@@ -1,0 +1,369 @@
+/*
+ * Serving in the program's own process (VGPU_LIBCUDA_SERVING=in-process): the library starts a JVM inside the
+ * program, from the launcher's JVM library and vgpu.jar (VGPU_LIBCUDA_JVM, VGPU_LIBCUDA_CLASS_PATH, which vgpu run
+ * sets), and hands each request frame it would write to the local worker's socket to the same Java code
+ * (org.vgpu.job.InProcessServing, the local worker's RequestHandler behind it) with one JNI call on the calling thread:
+ * the frame goes in a direct buffer, and the reply frames come back in the same buffer. No socket, no other thread.
+ *
+ * The JVM is made to live in a process that is not its own:
+ *   - -Xrs: it installs no handlers of SIGINT, SIGTERM, SIGHUP (its shutdown hooks) nor SIGQUIT (its thread dumps),
+ *     so the program's own handlers and Ctrl-C behave as without vgpu. It still installs SIGSEGV, SIGBUS, SIGFPE,
+ *     SIGILL and SIGTRAP handlers (its null checks and safepoints fault on purpose) and chains to handlers installed
+ *     before it started; a handler the program installs later for those signals overrides the JVM's unless the
+ *     program runs with the JDK's libjsig.so preloaded (README.md says when that matters);
+ *   - it is created on a thread of its own (a JVM does not start on a process's first thread), and each program
+ *     thread that calls is attached once, as a daemon (so the program's exit does not wait for the JVM), and detached
+ *     when it ends;
+ *   - the serial collector and no perf data file: no collector threads sized for the machine, nothing in /tmp.
+ * A child forked after its parent used the vGPUs cannot use the JVM (its threads are not in the child): the library
+ * refuses there as it does for the socket's session (serving.c).
+ */
+#include "serving.h"
+#include "contract.h"
+
+#include <dlfcn.h>
+#include <jni.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The smallest buffer of a session: a request of the common kinds and their replies fit without growing it. */
+#define FIRST_BUFFER_BYTES (64u << 10)
+
+struct vgpu_in_process {
+    jobject session; /* InProcessWorker.Session, a global reference */
+    uint8_t *buffer; /* requests in, replies out */
+    size_t capacity;
+    jobject buffer_object; /* the direct ByteBuffer over buffer, a global reference */
+    size_t inbox_length;   /* replies in buffer, of which inbox_read were read */
+    size_t inbox_read;
+    uint8_t *held; /* replies not read yet when the next request was written over them */
+    size_t held_length;
+    size_t held_read;
+};
+
+static JavaVM *jvm;
+static void *jvm_library; /* kept loaded for the process's life: a JVM is not unloaded, even one that failed to start */
+static jclass serving_class;
+static jmethodID open_session;
+static jmethodID close_all;
+static jmethodID serve_method;
+static jmethodID close_session;
+static char jvm_problem[1024];
+static pthread_once_t jvm_started = PTHREAD_ONCE_INIT;
+static pthread_key_t attached_thread;
+
+static int in_process_chosen = -1;
+
+int vgpu_in_process_chosen(void)
+{
+    if (in_process_chosen < 0) {
+        const char *serving = getenv(VGPU_ENV_LIBCUDA_SERVING);
+        in_process_chosen = serving != NULL && strcmp(serving, "in-process") == 0;
+    }
+    return in_process_chosen;
+}
+
+static void detach_thread(void *unused)
+{
+    (void)unused;
+    (*jvm)->DetachCurrentThread(jvm);
+}
+
+/* The calling thread's JNI environment, attaching it at its first call; NULL when the JVM did not start. */
+static JNIEnv *thread_env(void)
+{
+    if (jvm == NULL) {
+        return NULL;
+    }
+    JNIEnv *env = NULL;
+    if ((*jvm)->GetEnv(jvm, (void **)&env, JNI_VERSION_21) == JNI_OK) {
+        return env;
+    }
+    if ((*jvm)->AttachCurrentThreadAsDaemon(jvm, (void **)&env, NULL) != JNI_OK) {
+        return NULL;
+    }
+    pthread_setspecific(attached_thread, env); /* any non-NULL value: the key's destructor detaches the thread */
+    return env;
+}
+
+/* Says the Java exception pending on env (its toString) with what was being done, and clears it; 1 if there was one. */
+static int said_exception(JNIEnv *env, const char *doing)
+{
+    jthrowable failure = (*env)->ExceptionOccurred(env);
+    if (failure == NULL) {
+        return 0;
+    }
+    (*env)->ExceptionClear(env);
+    jclass throwable = (*env)->FindClass(env, "java/lang/Throwable");
+    jmethodID to_string = throwable == NULL ? NULL : (*env)->GetMethodID(env, throwable, "toString", "()Ljava/lang/String;");
+    jstring text = to_string == NULL ? NULL : (jstring)(*env)->CallObjectMethod(env, failure, to_string);
+    const char *chars = text == NULL ? NULL : (*env)->GetStringUTFChars(env, text, NULL);
+    vgpu_say("%s failed in vgpu's runtime in this process: %s", doing, chars != NULL ? chars : "(no description)");
+    if (chars != NULL) {
+        (*env)->ReleaseStringUTFChars(env, text, chars);
+    }
+    (*env)->ExceptionClear(env);
+    return 1;
+}
+
+static void close_at_exit(void)
+{
+    JNIEnv *env = thread_env();
+    if (env != NULL) {
+        (*env)->CallStaticVoidMethod(env, serving_class, close_all);
+        said_exception(env, "closing the job's vGPUs at exit");
+    }
+}
+
+typedef jint (*create_java_vm)(JavaVM **, void **, void *);
+
+static void *create_jvm(void *unused)
+{
+    (void)unused;
+    const char *library = getenv(VGPU_ENV_LIBCUDA_JVM);
+    const char *class_path = getenv(VGPU_ENV_LIBCUDA_CLASS_PATH);
+    if (library == NULL || class_path == NULL) {
+        snprintf(jvm_problem, sizeof jvm_problem,
+                 "%s=in-process needs %s and %s, which vgpu run sets: run the program under vgpu run",
+                 VGPU_ENV_LIBCUDA_SERVING, VGPU_ENV_LIBCUDA_JVM, VGPU_ENV_LIBCUDA_CLASS_PATH);
+        return NULL;
+    }
+    jvm_library = dlopen(library, RTLD_NOW | RTLD_LOCAL);
+    create_java_vm create = jvm_library == NULL ? NULL : (create_java_vm)dlsym(jvm_library, "JNI_CreateJavaVM");
+    if (create == NULL) {
+        snprintf(jvm_problem, sizeof jvm_problem, "%s=%s cannot be loaded: %s", VGPU_ENV_LIBCUDA_JVM, library,
+                 dlerror());
+        return NULL;
+    }
+    size_t class_path_bytes = strlen(class_path) + sizeof "-Djava.class.path=";
+    char *class_path_option = malloc(class_path_bytes);
+    if (class_path_option == NULL) {
+        snprintf(jvm_problem, sizeof jvm_problem, "out of memory");
+        return NULL;
+    }
+    snprintf(class_path_option, class_path_bytes, "-Djava.class.path=%s", class_path);
+    /* The runtime's native backend must reach the node's driver as this library loaded it: by name it would find this
+       library again (CudaDriverFfm). Without a driver, the property stays unset and the native backend says so. */
+    char driver_option[64] = "-Dvgpu.cuda.driver-handle.none=true";
+    void *driver = vgpu_real_driver();
+    if (driver != NULL) {
+        snprintf(driver_option, sizeof driver_option, "-Dvgpu.cuda.driver-handle=0x%lx", (unsigned long)(uintptr_t)driver);
+    }
+    JavaVMOption options[] = {
+        {driver_option, NULL},
+        {class_path_option, NULL},
+        {(char *)"-Xrs", NULL},
+        {(char *)"-Dvgpu.libcuda.in-process=true", NULL}, /* the interposer's premain stands aside in this JVM */
+        {(char *)"--enable-native-access=ALL-UNNAMED", NULL},
+        {(char *)"--sun-misc-unsafe-memory-access=allow", NULL},
+        {(char *)"-XX:+UseSerialGC", NULL},
+        {(char *)"-XX:-UsePerfData", NULL},
+    };
+    JavaVMInitArgs arguments = {JNI_VERSION_21, (jint)(sizeof options / sizeof options[0]), options, JNI_FALSE};
+    JNIEnv *env = NULL;
+    jint created = create(&jvm, (void **)&env, &arguments);
+    free(class_path_option);
+    if (created != JNI_OK) {
+        jvm = NULL;
+        snprintf(jvm_problem, sizeof jvm_problem, "the JVM of %s did not start (JNI_CreateJavaVM answered %d)", library,
+                 (int)created);
+        return NULL;
+    }
+    jclass found = (*env)->FindClass(env, "org/vgpu/job/InProcessServing");
+    jclass session = (*env)->FindClass(env, "org/vgpu/runtime/remote/worker/InProcessWorker$Session");
+    if (found == NULL || session == NULL) {
+        (*env)->ExceptionClear(env);
+        snprintf(jvm_problem, sizeof jvm_problem, "%s=%s has no vgpu runtime of this library's version",
+                 VGPU_ENV_LIBCUDA_CLASS_PATH, class_path);
+        (*jvm)->DetachCurrentThread(jvm);
+        jvm = NULL;
+        return NULL;
+    }
+    serving_class = (jclass)(*env)->NewGlobalRef(env, found);
+    open_session = (*env)->GetStaticMethodID(env, found, "openSession",
+                                             "()Lorg/vgpu/runtime/remote/worker/InProcessWorker$Session;");
+    close_all = (*env)->GetStaticMethodID(env, found, "close", "()V");
+    serve_method = (*env)->GetMethodID(env, session, "serve", "(Ljava/nio/ByteBuffer;I)I");
+    close_session = (*env)->GetMethodID(env, session, "close", "()V");
+    if (open_session == NULL || close_all == NULL || serve_method == NULL || close_session == NULL) {
+        (*env)->ExceptionClear(env);
+        snprintf(jvm_problem, sizeof jvm_problem, "%s=%s has no vgpu runtime of this library's version",
+                 VGPU_ENV_LIBCUDA_CLASS_PATH, class_path);
+        (*jvm)->DetachCurrentThread(jvm);
+        jvm = NULL;
+        return NULL;
+    }
+    (*jvm)->DetachCurrentThread(jvm);
+    return NULL;
+}
+
+static void start_jvm(void)
+{
+    pthread_key_create(&attached_thread, detach_thread);
+    pthread_attr_t attributes;
+    pthread_t thread;
+    pthread_attr_init(&attributes);
+    pthread_attr_setstacksize(&attributes, 8u << 20);
+    if (pthread_create(&thread, &attributes, create_jvm, NULL) != 0) {
+        snprintf(jvm_problem, sizeof jvm_problem, "no thread to start the JVM on");
+    } else {
+        pthread_join(thread, NULL);
+    }
+    pthread_attr_destroy(&attributes);
+    if (jvm != NULL) {
+        atexit(close_at_exit);
+    }
+}
+
+/* A new direct buffer of bytes over state's memory, replacing the one before. */
+static int grow(JNIEnv *env, struct vgpu_in_process *state, size_t bytes)
+{
+    size_t capacity = state->capacity == 0 ? FIRST_BUFFER_BYTES : state->capacity;
+    while (capacity < bytes) {
+        capacity *= 2;
+    }
+    if (capacity > 0x7fffffffu) {
+        return -1;
+    }
+    uint8_t *buffer = malloc(capacity);
+    jobject object = buffer == NULL ? NULL : (*env)->NewDirectByteBuffer(env, buffer, (jlong)capacity);
+    jobject global = object == NULL ? NULL : (*env)->NewGlobalRef(env, object);
+    if (global == NULL) {
+        free(buffer);
+        (*env)->ExceptionClear(env);
+        return -1;
+    }
+    (*env)->DeleteLocalRef(env, object);
+    if (state->buffer_object != NULL) {
+        (*env)->DeleteGlobalRef(env, state->buffer_object);
+    }
+    free(state->buffer);
+    state->buffer = buffer;
+    state->buffer_object = global;
+    state->capacity = capacity;
+    return 0;
+}
+
+CUresult vgpu_in_process_open(struct vgpu_device *device)
+{
+    pthread_once(&jvm_started, start_jvm);
+    JNIEnv *env = thread_env();
+    if (env == NULL) {
+        vgpu_say("vGPU %d: vgpu's runtime cannot start in this process: %s", device->index,
+                 jvm_problem[0] != '\0' ? jvm_problem : "this thread cannot be attached to its JVM");
+        return CUDA_ERROR_NO_DEVICE;
+    }
+    struct vgpu_in_process *state = calloc(1, sizeof *state);
+    if (state == NULL) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    jobject session = (*env)->CallStaticObjectMethod(env, serving_class, open_session);
+    if (said_exception(env, "opening a vGPU session") || session == NULL || grow(env, state, FIRST_BUFFER_BYTES) != 0) {
+        free(state);
+        return CUDA_ERROR_NO_DEVICE;
+    }
+    state->session = (*env)->NewGlobalRef(env, session);
+    (*env)->DeleteLocalRef(env, session);
+    device->in_process = state;
+    return CUDA_SUCCESS;
+}
+
+/* Hands the session the frame in buffer's first request_bytes (0: none) and takes the replies due into the buffer. */
+static int serve(JNIEnv *env, struct vgpu_in_process *state, size_t request_bytes)
+{
+    jint replies = (*env)->CallIntMethod(env, state->session, serve_method, state->buffer_object, (jint)request_bytes);
+    if (said_exception(env, "a request") || replies < 0 || (size_t)replies > state->capacity) {
+        return -1;
+    }
+    state->inbox_length = (size_t)replies;
+    state->inbox_read = 0;
+    return 0;
+}
+
+int vgpu_in_process_write(struct vgpu_device *device, const void *bytes, size_t length)
+{
+    struct vgpu_in_process *state = device->in_process;
+    JNIEnv *env = thread_env();
+    if (env == NULL || state == NULL) {
+        return -1;
+    }
+    size_t unread = state->inbox_length - state->inbox_read;
+    if (unread > 0) {
+        /* replies not read yet (a late word of an earlier request): kept, as the socket keeps them, for the reader */
+        size_t kept = state->held_length - state->held_read;
+        uint8_t *held = malloc(kept + unread);
+        if (held == NULL) {
+            return -1;
+        }
+        if (kept > 0) {
+            memcpy(held, state->held + state->held_read, kept);
+        }
+        memcpy(held + kept, state->buffer + state->inbox_read, unread);
+        free(state->held);
+        state->held = held;
+        state->held_length = kept + unread;
+        state->held_read = 0;
+        state->inbox_length = state->inbox_read = 0;
+    }
+    if (length > state->capacity && grow(env, state, length) != 0) {
+        return -1;
+    }
+    memcpy(state->buffer, bytes, length);
+    return serve(env, state, length);
+}
+
+int vgpu_in_process_read(struct vgpu_device *device, void *bytes, size_t length)
+{
+    struct vgpu_in_process *state = device->in_process;
+    JNIEnv *env = thread_env();
+    if (env == NULL || state == NULL) {
+        return -1;
+    }
+    uint8_t *at = bytes;
+    while (length > 0) {
+        const uint8_t *from;
+        size_t available;
+        size_t *read;
+        if (state->held_read < state->held_length) {
+            from = state->held + state->held_read;
+            available = state->held_length - state->held_read;
+            read = &state->held_read;
+        } else if (state->inbox_read < state->inbox_length) {
+            from = state->buffer + state->inbox_read;
+            available = state->inbox_length - state->inbox_read;
+            read = &state->inbox_read;
+        } else {
+            if (serve(env, state, 0) != 0 || state->inbox_length == 0) {
+                return -1; /* nothing more is due: the session ended */
+            }
+            continue;
+        }
+        size_t taken = available < length ? available : length;
+        memcpy(at, from, taken);
+        *read += taken;
+        at += taken;
+        length -= taken;
+    }
+    return 0;
+}
+
+void vgpu_in_process_close(struct vgpu_device *device)
+{
+    struct vgpu_in_process *state = device->in_process;
+    if (state == NULL) {
+        return;
+    }
+    device->in_process = NULL;
+    JNIEnv *env = thread_env();
+    if (env != NULL) {
+        (*env)->CallVoidMethod(env, state->session, close_session);
+        said_exception(env, "closing a vGPU session");
+        (*env)->DeleteGlobalRef(env, state->session);
+        (*env)->DeleteGlobalRef(env, state->buffer_object);
+    }
+    free(state->buffer);
+    free(state->held);
+    free(state);
+}

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Run ON the GPU machine, from the repository root, after testbed/gpu/prepare.sh staged .gpu/ here.
+# What a call costs on a native vGPU served in the program's own process (VGPU_LIBCUDA_SERVING=in-process: vgpu's
+# Java runtime in a JVM inside the program, one JNI call a request) against served by the launcher over its socket,
+# both against plain CUDA: builds vgpu's libcuda.so.1 and the programs (as cuda-programs.sh does), then
+#   1. serving_floor under vgpu run on the native backend: each way's microseconds per synchronize round trip,
+#      4-byte memset round trip and asynchronous memset, and the ratio in-process/socket (one run, both ways);
+#   2. latency_bench (an empty kernel's launch, launch + synchronize, a 4 KiB copy, 256 MiB pinned copies) plainly,
+#      through vgpu run over the socket and through vgpu run in process, alternately, ROUNDS times (default 3), and
+#      the medians with the ratios to plain CUDA (the goal: launch_us, launch_sync_us and copy_4k_us <= 1.05 in
+#      process).
+# Logs in $OUT (default .gpu/out): in-process-costs.log (what is printed), in-process-costs.err (vgpu's own lines).
+# Java: $JAVA when set, else the runtime in .gpu/jre.tar.xz unpacked to /tmp/jre.
+set -uo pipefail
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$top"
+out=${OUT:-$top/.gpu/out}
+mkdir -p "$out"
+log=$out/in-process-costs.log
+errors=$out/in-process-costs.err
+: >"$errors"
+lib=rcuda-runtime/vgpu-libcuda
+work=$(mktemp -d)
+if [ -z "${JAVA:-}" ]; then
+    tar xJf .gpu/jre.tar.xz -C /tmp || { echo "in-process-costs: cannot unpack .gpu/jre.tar.xz" >&2; exit 2; }
+    JAVA=/tmp/jre/bin/java
+fi
+python3 - "$work/vgpu_wire.h" <<'PY' || exit 2
+import glob, sys, zipfile
+jar = glob.glob('.gpu/lib/vgpu-remote-client-*.jar')[0]
+open(sys.argv[1], 'wb').write(zipfile.ZipFile(jar).read('META-INF/vgpu/vgpu_wire.h'))
+PY
+make -s -C "$lib" all programs bench WIRE_HEADER="$work/vgpu_wire.h" >"$work/build.log" 2>&1 || { cat "$work/build.log"; exit 2; }
+
+job_environment=(VGPU_COUNT=1 VGPU_ASSEMBLY=0=local:0 VGPU_LOCAL_GPUS=0 CUDA_VISIBLE_DEVICES=0 VGPU_REMOTE=
+    VGPU_MIGRATE=auto VGPU_NODE=gpu-machine VGPU_SOURCE=local-only-fallback VGPU_AGENT_SOCKET="$work/agent.sock"
+    SLURM_JOB_ID=1)
+# vgpu_run SERVING COMMAND...: COMMAND through vgpu run on the native backend, its calls served SERVING's way
+vgpu_run() {
+    local serving=$1
+    shift
+    env "${job_environment[@]}" VGPU_LIBCUDA_SERVING="$serving" timeout 300 "$JAVA" --enable-native-access=ALL-UNNAMED \
+        -cp '.gpu/lib/*' org.vgpu.cli.Vgpu run --local-backend native -- "$@"
+}
+
+failed=0
+{
+    echo "# serving_floor on a native vGPU (GPU 0): us per call, the launcher's socket against in process"
+    vgpu_run socket "$top/$lib/build/programs/serving_floor" 20000 2>>"$errors" || failed=1
+
+    source "$top/testbed/gpu/latency-ratios.sh"
+    for round in $(seq 1 "${ROUNDS:-3}"); do
+        "$lib/build/programs/latency_bench" >"$work/bench.plain.$round" || failed=1
+        vgpu_run socket "$top/$lib/build/programs/latency_bench" >"$work/bench.socket.$round" 2>>"$errors" || failed=1
+        vgpu_run in-process "$top/$lib/build/programs/latency_bench" >"$work/bench.in-process.$round" 2>>"$errors" \
+            || failed=1
+    done
+    echo "# latency_bench plainly and through vgpu run over the launcher's socket (a native vGPU on GPU 0), medians"
+    latency_ratios "$work/bench.plain" "$work/bench.socket"
+    echo "# latency_bench plainly and through vgpu run in the program's process (a native vGPU on GPU 0), medians"
+    latency_ratios "$work/bench.plain" "$work/bench.in-process"
+    echo "# the goal in process: launch_us, launch_sync_us and copy_4k_us ratio <= 1.05"
+    latency_ratios "$work/bench.plain" "$work/bench.in-process" \
+        | awk '$1 ~ /^(launch_us|launch_sync_us|copy_4k_us)$/ {print "goal", $1, $7, ($7 <= 1.05 ? "met" : "NOT met")}'
+    exit "$failed" # the group runs in a subshell of the pipe: its status carries the failures out
+} 2>&1 | tee "$log"
+failed=${PIPESTATUS[0]}
+grep -h "vgpu libcuda" "$errors" | sort | uniq -c | head -n 20
+exit "$failed"
