@@ -127,6 +127,7 @@ public final class GpuWorker implements AutoCloseable {
      * several connections are read and written in parallel, not all on {@link #group}'s one thread.
      */
     private final EventLoopGroup stripeLoops;
+
     private final Channel serverChannel;
     /** Where the worker listens: its TCP address, or its Unix domain socket's path. */
     private final String listening;

@@ -152,8 +152,8 @@ public final class StripedStreams implements BulkBytePath {
                     lock.unlock();
                 }
             } else {
-                fail(Frames.violation(
-                        "stripe " + index + " did not settle on its event loop: " + VgpuFailure.describe(done.cause())));
+                fail(Frames.violation("stripe " + index + " did not settle on its event loop: "
+                        + VgpuFailure.describe(done.cause())));
             }
         });
     }
@@ -482,6 +482,7 @@ public final class StripedStreams implements BulkBytePath {
         Channel channel;
         /** Whether chunks may be written on {@link #channel}: it is on the event loop it stays on. */
         boolean settled;
+
         final ArrayDeque<ByteBuf> arrived = new ArrayDeque<>();
         long arrivedBytes;
         boolean paused;

@@ -138,15 +138,12 @@ class ClientProtocolTest {
             try (FakeWorker.Stripe first = worker.acceptStripe();
                     FakeWorker.Stripe second = worker.acceptStripe()) {
                 RemoteGpu gpu = connecting.get(10, TimeUnit.SECONDS);
-                assertEquals(
-                        "striped over 2 TCP connections (one event loop each)", gpu.bulkPathDescription());
+                assertEquals("striped over 2 TCP connections (one event loop each)", gpu.bulkPathDescription());
                 FakeWorker.Stripe late = first.hello().stripeIndex() == 1 ? first : second;
                 CompletableFuture<Void> closing = CompletableFuture.runAsync(gpu::close);
                 int id = worker.expect("GOODBYE");
                 late.reply(encoder -> encoder.error(
-                        0,
-                        ErrorCode.VGPU_AUTH_FAILED,
-                        "worker w12 has no session with the stripe key presented"));
+                        0, ErrorCode.VGPU_AUTH_FAILED, "worker w12 has no session with the stripe key presented"));
                 // the client has read the refusal once it closed the stripe, and only then hears the goodbye's answer
                 late.awaitClosedByClient();
                 worker.reply(encoder -> encoder.ok(id));
