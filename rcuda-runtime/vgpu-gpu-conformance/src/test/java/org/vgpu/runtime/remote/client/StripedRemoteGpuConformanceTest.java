@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -22,10 +21,6 @@ import org.vgpu.runtime.remote.transport.StripedBulk;
  * its own host ({@code -Dvgpu.bulk.shared-memory=off -Dvgpu.bulk.striping=always}, three stripes so that chunks
  * wrap around them unevenly, while the class runs; the tests of one module run one after another).
  */
-@Disabled(
-        "the striped path has a known defect this suite found: in one run of two, theCurrentDeviceIsTheVgpusIndexInTheJob"
-                + " (a second session on the worker, then a move to another worker) ended with 'stripe 1 carries chunk 91 where"
-                + " chunk 1 is next on it'; clients do not stripe unless -Dvgpu.bulk.striping asks, until it is fixed")
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class StripedRemoteGpuConformanceTest extends VirtualGpuConformanceTest {
     @Override

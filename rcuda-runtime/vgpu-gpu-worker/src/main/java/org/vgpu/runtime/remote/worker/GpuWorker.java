@@ -50,6 +50,7 @@ import org.vgpu.runtime.remote.protocol.ReplyEncoder;
 import org.vgpu.runtime.remote.protocol.RequestDecoder;
 import org.vgpu.runtime.remote.security.TlsFailures;
 import org.vgpu.runtime.remote.transport.NettyTransport;
+import org.vgpu.runtime.remote.transport.StripedBulk;
 import org.vgpu.runtime.remote.worker.ServedSessions.LiveSession;
 
 /**
@@ -121,6 +122,12 @@ public final class GpuWorker implements AutoCloseable {
     private final Consumer<String> log;
     private final Sessions sessions;
     private final EventLoopGroup group;
+    /**
+     * The stripes' own event loops, one thread per stripe index (started as a stripe first uses it): bulk bytes over
+     * several connections are read and written in parallel, not all on {@link #group}'s one thread.
+     */
+    private final EventLoopGroup stripeLoops;
+
     private final Channel serverChannel;
     /** Where the worker listens: its TCP address, or its Unix domain socket's path. */
     private final String listening;
@@ -159,7 +166,8 @@ public final class GpuWorker implements AutoCloseable {
         this.log = log;
         this.sessions = sessions;
         this.served = new ServedSessions(sessions);
-        this.opening = new SessionOpening(config, authenticator, served, sessions, stripeJoins);
+        this.stripeLoops = NettyTransport.newEventLoopGroup(StripedBulk.MAX_STRIPES, "vgpu-worker-stripe", 0);
+        this.opening = new SessionOpening(config, authenticator, served, sessions, stripeJoins, stripeLoops);
         this.maxConnections = sessions == Sessions.ONE_PER_VGPU
                 ? MAX_CONNECTIONS_SIGNING_IN + BridgeContract.VGPUS_MAX
                 : MAX_CONNECTIONS;
@@ -210,6 +218,7 @@ public final class GpuWorker implements AutoCloseable {
         } catch (Exception e) {
             // Netty rethrows a failed bind's BindException unchecked; every cause is a bad listen address here
             group.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+            stripeLoops.shutdownGracefully(0, 1, TimeUnit.SECONDS);
             throw new NetworkException(
                     NetworkException.Code.CANNOT_LISTEN,
                     "worker " + config.workerId() + " cannot listen on " + listening + ": " + bindFailure(e),
@@ -386,6 +395,7 @@ public final class GpuWorker implements AutoCloseable {
                         : served.servedSoFar("the worker was closed"));
         serverChannel.close().syncUninterruptibly();
         group.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
+        stripeLoops.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
         hostRegions.close();
     }
 
@@ -511,7 +521,7 @@ public final class GpuWorker implements AutoCloseable {
             signedIn(ctx);
             switch (opened) {
                 case SessionOpening.Stripe stripe -> {
-                    SessionOpening.becomeStripe(ctx, stripe);
+                    opening.becomeStripe(ctx, stripe);
                     frame.release();
                 }
                 case SessionOpening.Session opens -> startSession(ctx, opens, frame);

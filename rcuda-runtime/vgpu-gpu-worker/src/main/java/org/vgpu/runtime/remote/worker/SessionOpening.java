@@ -1,10 +1,15 @@
 package org.vgpu.runtime.remote.worker;
 
 import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
 
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelPipeline;
+import io.netty.channel.ChannelPromise;
+import io.netty.channel.EventLoop;
+import io.netty.channel.EventLoopGroup;
 import io.netty.handler.timeout.IdleStateHandler;
 
 import org.vgpu.common.error.VgpuFailure;
@@ -31,26 +36,36 @@ final class SessionOpening {
     /** A session: its HELLO, the key it claimed among the worker's sessions, and the claim. */
     record Session(Hello hello, int key, LiveSession claim) implements Opened {}
 
-    /** A stripe of an open session: from now on the connection carries that session's chunks. */
-    record Stripe(StripedStreams stripes, int index) implements Opened {}
+    /**
+     * A stripe of an open session: from now on the connection carries that session's chunks, written once
+     * {@code settled}, when {@link #becomeStripe} moved it onto its event loop.
+     */
+    record Stripe(StripedStreams stripes, int index, ChannelPromise settled) implements Opened {}
 
     private final WorkerConfig config;
     private final SessionAuthenticator authenticator;
     private final ServedSessions served;
     private final GpuWorker.Sessions sessions;
     private final StripeJoins stripeJoins;
+    /**
+     * The event loops stripes are read and written on, stripe {@code i} on the {@code i}-th: a session's stripes each
+     * have a thread of their own, apart from the loop that accepts connections and reads the sessions' frames.
+     */
+    private final List<EventLoop> stripeLoops = new ArrayList<>();
 
     SessionOpening(
             WorkerConfig config,
             SessionAuthenticator authenticator,
             ServedSessions served,
             GpuWorker.Sessions sessions,
-            StripeJoins stripeJoins) {
+            StripeJoins stripeJoins,
+            EventLoopGroup stripeLoops) {
         this.config = config;
         this.authenticator = authenticator;
         this.served = served;
         this.sessions = sessions;
         this.stripeJoins = stripeJoins;
+        stripeLoops.forEach(loop -> this.stripeLoops.add((EventLoop) loop));
     }
 
     /**
@@ -74,8 +89,9 @@ final class SessionOpening {
                     .orElseThrow(() -> new VgpuException(
                             ErrorCode.VGPU_AUTH_FAILED,
                             "worker " + config.workerId() + " has no session with the stripe key presented"));
-            stripes.attach(hello.stripeIndex(), channel);
-            return new Stripe(stripes, hello.stripeIndex());
+            ChannelPromise settled = channel.newPromise();
+            stripes.attach(hello.stripeIndex(), channel, settled);
+            return new Stripe(stripes, hello.stripeIndex(), settled);
         }
         authenticate(hello, channel);
         int key = served.claimKey(hello);
@@ -91,10 +107,11 @@ final class SessionOpening {
 
     /**
      * Turns a signed-in connection into the stripe it joined: its bytes go to the stripes' own reader in place of the
-     * frame decoder, which hands it what it buffered after the HELLO. A stripe has no idle timeout of its own: its
-     * session's connection has one, and a stripe quiet between copies is not idle.
+     * frame decoder, which hands it what it buffered after the HELLO, and the connection moves from the loop that
+     * accepted it onto the stripe's own ({@link #stripeLoops}), after which its chunks may be written. A stripe has
+     * no idle timeout of its own: its session's connection has one, and a stripe quiet between copies is not idle.
      */
-    static void becomeStripe(ChannelHandlerContext ctx, Stripe stripe) {
+    void becomeStripe(ChannelHandlerContext ctx, Stripe stripe) {
         ChannelPipeline pipeline = ctx.pipeline();
         pipeline.remove(IdleStateHandler.class);
         pipeline.addAfter(
@@ -102,6 +119,23 @@ final class SessionOpening {
                 "stripe",
                 stripe.stripes().reader(stripe.index()));
         pipeline.remove(FrameDecoder.class);
+        Channel channel = ctx.channel();
+        EventLoop loop = stripeLoops.get(stripe.index() % stripeLoops.size());
+        // Netty deregisters once the read under way is handled, so no handler runs on two threads at once
+        channel.deregister().addListener(off -> {
+            if (!off.isSuccess()) {
+                stripe.settled().setFailure(off.cause());
+                return;
+            }
+            loop.register(channel).addListener(on -> {
+                if (on.isSuccess()) {
+                    stripe.settled().setSuccess();
+                } else {
+                    stripe.settled().setFailure(on.cause());
+                    channel.unsafe().closeForcibly();
+                }
+            });
+        });
     }
 
     private void authenticate(Hello hello, Channel channel) {

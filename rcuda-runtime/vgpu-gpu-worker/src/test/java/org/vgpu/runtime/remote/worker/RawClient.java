@@ -177,6 +177,15 @@ public final class RawClient implements AutoCloseable {
         }
     }
 
+    /** The next {@code length} bytes as they come, not as frames: what a stripe carries. */
+    public byte[] readRaw(int length) {
+        try {
+            return in.readNBytes(length);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
     /**
      * The next reply as a line: "#ID welcome WORKER", "#ID pong", "#ID ok N bytes", "#ID error CODE: DETAIL",
      * "#ID data@OFFSET N bytes [more]" (with the bytes in hex under 16 of them); "closed" when the worker

@@ -9,26 +9,19 @@ import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
-import java.time.Duration;
-import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.Unpooled;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 import org.vgpu.runtime.api.VaWindow;
-import org.vgpu.runtime.api.VirtualGpu;
-import org.vgpu.runtime.emulated.EmulatedBackend;
-import org.vgpu.runtime.kernels.TestKernels;
 import org.vgpu.runtime.remote.protocol.Frames;
 import org.vgpu.runtime.remote.protocol.Hello;
 import org.vgpu.runtime.remote.protocol.NettyLeaks;
@@ -45,26 +38,14 @@ import org.vgpu.runtime.remote.transport.SharedMemoryRing;
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 @ExtendWith(NettyLeaks.class)
 class SharedRegionWorkerTest {
-    private static final String TOKEN = GpuWorkerTest.TOKEN;
-    private static final long MEMORY = 1L << 30;
-    private static final VaWindow WINDOW = VaWindow.forVgpu(2);
+    private static final String TOKEN = OneSessionWorker.TOKEN;
+    private static final VaWindow WINDOW = OneSessionWorker.WINDOW;
 
-    private final EmulatedBackend backend = new EmulatedBackend(1, MEMORY, TestKernels.twins());
-    private final List<String> log = new CopyOnWriteArrayList<>();
-    private GpuWorker worker;
-
-    @BeforeEach
-    void startWorker() {
-        worker = GpuWorkerTest.startTestWorker(backend, Duration.ofSeconds(10), GpuWorker.Sessions.ONE, log);
-    }
-
-    @AfterEach
-    void closeWorker() {
-        worker.close();
-    }
+    @RegisterExtension
+    final OneSessionWorker worker = new OneSessionWorker();
 
     private RawClient connect() {
-        return new RawClient("127.0.0.1", worker.address().getPort());
+        return worker.connect();
     }
 
     /** Says HELLO offering shared memory, maps the region offered and acknowledges it. */
@@ -208,10 +189,6 @@ class SharedRegionWorkerTest {
     }
 
     private void assertFreedAndServingAgain() throws InterruptedException {
-        WorkerReport report = worker.awaitReport();
-        assertFalse(report.clean(), report.toString());
-        try (VirtualGpu probe = backend.open(0, VaWindow.forVgpu(9))) {
-            assertEquals(MEMORY, probe.memGetInfo().free());
-        }
+        worker.assertEndedUncleanAndFreed();
     }
 }

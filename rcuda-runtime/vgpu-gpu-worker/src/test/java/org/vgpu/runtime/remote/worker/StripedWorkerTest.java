@@ -1,27 +1,21 @@
 package org.vgpu.runtime.remote.worker;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.time.Duration;
-import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.Unpooled;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import org.vgpu.runtime.api.VaWindow;
-import org.vgpu.runtime.api.VirtualGpu;
-import org.vgpu.runtime.emulated.EmulatedBackend;
-import org.vgpu.runtime.kernels.TestKernels;
 import org.vgpu.runtime.remote.protocol.Frames;
 import org.vgpu.runtime.remote.protocol.Hello;
 import org.vgpu.runtime.remote.protocol.NettyLeaks;
@@ -38,26 +32,14 @@ import org.vgpu.runtime.remote.protocol.StripeOffer;
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 @ExtendWith(NettyLeaks.class)
 class StripedWorkerTest {
-    private static final String TOKEN = GpuWorkerTest.TOKEN;
-    private static final long MEMORY = 1L << 30;
-    private static final VaWindow WINDOW = VaWindow.forVgpu(2);
+    private static final String TOKEN = OneSessionWorker.TOKEN;
+    private static final VaWindow WINDOW = OneSessionWorker.WINDOW;
 
-    private final EmulatedBackend backend = new EmulatedBackend(1, MEMORY, TestKernels.twins());
-    private final List<String> log = new CopyOnWriteArrayList<>();
-    private GpuWorker worker;
-
-    @BeforeEach
-    void startWorker() {
-        worker = GpuWorkerTest.startTestWorker(backend, Duration.ofSeconds(10), GpuWorker.Sessions.ONE, log);
-    }
-
-    @AfterEach
-    void closeWorker() {
-        worker.close();
-    }
+    @RegisterExtension
+    final OneSessionWorker worker = new OneSessionWorker();
 
     private RawClient connect() {
-        return new RawClient("127.0.0.1", worker.address().getPort());
+        return worker.connect();
     }
 
     /** Says HELLO offering {@code stripes} stripes; the WELCOME's answer. */
@@ -127,6 +109,28 @@ class StripedWorkerTest {
     }
 
     @Test
+    void bytesFromTheDeviceComeBackOverTheStripesEachWrittenFromItsOwnLoop() {
+        try (RawClient client = connect()) {
+            StripeOffer offer = openStripedSession(client, 2);
+            try (RawClient stripe0 = joinAsStripe(offer.key(), 0);
+                    RawClient stripe1 = joinAsStripe(offer.key(), 1)) {
+                assertEquals(
+                        "#2 ok 0 bytes",
+                        client.send(e -> e.memAllocAt(2, WINDOW.base(), 4096)).read());
+                stripe0.sendBytes(chunk(0, new byte[] {1, 2, 3, 4, 5, 6}));
+                client.sendBytes(chunkOnStripes(3, false, 0, WINDOW.base(), 6));
+                assertEquals("#3 ok 0 bytes", client.read());
+                // 6 bytes in chunks of 4: chunk 0 on stripe 0, chunk 1 on stripe 1; each frame names its chunk
+                client.send(e -> e.memcpyDtoH(4, false, 0, WINDOW.base(), 6, 4));
+                assertEquals("#4 data@0 8 bytes more [0000000000000004]", client.read());
+                assertEquals("#4 data@4 8 bytes [0000000100000002]", client.read());
+                assertArrayEquals(chunk(0, new byte[] {1, 2, 3, 4}), stripe0.readRaw(12));
+                assertArrayEquals(chunk(1, new byte[] {5, 6}), stripe1.readRaw(10));
+            }
+        }
+    }
+
+    @Test
     void aFrameNamingAChunkOutOfOrderEndsTheSessionAndTheWorkerGoesOn() throws InterruptedException {
         try (RawClient client = connect()) {
             StripeOffer offer = openStripedSession(client, 1);
@@ -188,11 +192,7 @@ class StripedWorkerTest {
     }
 
     private void assertFreedAndServingAgain() throws InterruptedException {
-        WorkerReport report = worker.awaitReport();
-        assertFalse(report.clean(), report.toString());
+        WorkerReport report = worker.assertEndedUncleanAndFreed();
         assertTrue(report.endReason().contains("protocol error"), report.endReason());
-        try (VirtualGpu probe = backend.open(0, VaWindow.forVgpu(9))) {
-            assertEquals(MEMORY, probe.memGetInfo().free());
-        }
     }
 }

@@ -203,7 +203,7 @@ final class WorkerConnection implements AutoCloseable {
                 failure -> channel.pipeline().fireExceptionCaught(failure));
         List<ChannelFuture> connecting = new ArrayList<>();
         for (int index = 0; index < count; index++) {
-            connecting.add(handshake.connectStripe(stripeGroup, ssl, striped.reader(index)));
+            connecting.add(handshake.connectStripe(stripeGroup, ssl, striped.joinedReader(index)));
         }
         for (int index = 0; index < count; index++) {
             ChannelFuture connected = connecting.get(index).awaitUninterruptibly();

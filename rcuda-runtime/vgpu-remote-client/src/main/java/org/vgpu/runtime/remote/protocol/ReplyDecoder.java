@@ -128,6 +128,19 @@ public final class ReplyDecoder {
         return new Welcome(version, workerId, idleTimeoutMillis, device, region, stripes);
     }
 
+    /** The failure {@code frame}, an ERROR, carries. The frame stays the caller's. */
+    public static VgpuException error(Frame frame) {
+        if (frame.opcode() != Opcode.ERROR) {
+            throw Frames.violation("expected an ERROR, got " + frame.opcode());
+        }
+        ByteBuf in = frame.body().duplicate();
+        try {
+            return Frames.consumed(frame, in, readError(in));
+        } catch (IndexOutOfBoundsException e) {
+            throw Frames.violation("ERROR body of " + frame.body().readableBytes() + " bytes is truncated");
+        }
+    }
+
     /**
      * The failure an ERROR frame carries. The name decides the code, so the two ends agree even if
      * their numbering ever drifted; a name this build does not know keeps its text in the detail.

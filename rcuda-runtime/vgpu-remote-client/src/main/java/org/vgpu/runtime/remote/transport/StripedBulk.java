@@ -15,9 +15,10 @@ import java.util.Locale;
  * loop thread on the client while the session lasts.
  *
  * <p>Why clients do not stripe unless asked: on the H200 host (docs/remote-bench.md, 2026-11-30) 8 stripes moved 256
- * MiB at 3.5-3.7 GB/s host to device and 4.2-4.3 device to host, one connection 3.4-3.9 and 3.9-4.6: the worker reads
- * and writes every stripe on its one event loop, so they add threads and sockets without adding bandwidth. A worker
- * takes stripes unless its own property says {@code off}, so that a client may ask for them.
+ * MiB at 3.5-3.7 GB/s host to device and 4.2-4.3 device to host, one connection 3.4-3.9 and 3.9-4.6, while the worker
+ * still read and wrote every stripe on its one event loop. Each stripe now has a loop of its own on the worker too;
+ * until the H200 host shows what that gains ({@code testbed/gpu/striped-bulk.sh}) clients stay off (two shared cores
+ * cannot show it). A worker takes stripes unless its own property says {@code off}, so that a client may ask for them.
  */
 public final class StripedBulk {
     public static final String PROPERTY = "vgpu.bulk.stripes";

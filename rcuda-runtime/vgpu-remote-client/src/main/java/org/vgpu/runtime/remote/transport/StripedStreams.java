@@ -16,10 +16,14 @@ import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.handler.codec.ByteToMessageDecoder;
 import io.netty.handler.codec.DecoderException;
+import io.netty.util.concurrent.Future;
 
 import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.remote.protocol.Frame;
 import org.vgpu.runtime.remote.protocol.Frames;
+import org.vgpu.runtime.remote.protocol.Opcode;
+import org.vgpu.runtime.remote.protocol.ReplyDecoder;
 
 /**
  * Bulk bytes striped over extra TCP connections of the session (its <em>stripes</em>), each served by its own event
@@ -61,6 +65,8 @@ public final class StripedStreams implements BulkBytePath {
     public static final int WRITE_HIGH_WATER_BYTES = 8 << 20;
 
     private static final int HEADER_BYTES = 8;
+    /** The longest ERROR frame that may refuse a stripe's join: a code and a detail cut short, with room to spare. */
+    private static final int MAX_REFUSAL_BYTES = 64 << 10;
 
     private final Stripe[] stripes;
     private final long patienceNanos;
@@ -101,11 +107,23 @@ public final class StripedStreams implements BulkBytePath {
     }
 
     /**
-     * The handler that reads stripe {@code index}'s chunks: the last of its channel's pipeline, where the bytes after
-     * the stripe's HELLO arrive.
+     * The handler that reads stripe {@code index}'s chunks on the side that took the stripe's HELLO: the last of its
+     * channel's pipeline, where the bytes after the HELLO arrive.
      */
     public ChannelHandler reader(int index) {
-        return new StripeReader(stripe(index));
+        return new StripeReader(stripe(index), false);
+    }
+
+    /**
+     * The handler that reads stripe {@code index}'s chunks on the side that said the stripe's HELLO, the last of its
+     * channel's pipeline. The peer may refuse the join instead, with an ERROR frame where the stripe's first chunk
+     * would be (a chunk header there carries the stripe's index, below {@value StripedBulk#MAX_STRIPES}; an ERROR
+     * starts with its length, above that, then its opcode): the stripe then ends with the peer's reason, which whoever
+     * waits for it hears. A refusal alone fails nothing: a worker reads each connection when its event loop gets to
+     * it, so the HELLO of a stripe may come after its session ended, when no chunk will be awaited on it any more.
+     */
+    public ChannelHandler joinedReader(int index) {
+        return new StripeReader(stripe(index), true);
     }
 
     /**
@@ -114,6 +132,33 @@ public final class StripedStreams implements BulkBytePath {
      * @throws VgpuException VGPU_PROTOCOL_ERROR when that stripe joined already or there is no such stripe
      */
     public void attach(int index, Channel channel) {
+        join(index, channel, true);
+    }
+
+    /**
+     * As {@link #attach}, but chunks are sent on the stripe only once {@code settled} succeeded: the worker moves an
+     * accepted stripe onto an event loop of its own first, and a chunk written before would be written from the loop
+     * it leaves. Its chunks are read meanwhile. A stripe that fails to settle fails the path.
+     */
+    public void attach(int index, Channel channel, Future<?> settled) {
+        join(index, channel, false);
+        settled.addListener(done -> {
+            if (done.isSuccess()) {
+                lock.lock();
+                try {
+                    stripe(index).settled = true;
+                    changed.signalAll();
+                } finally {
+                    lock.unlock();
+                }
+            } else {
+                fail(Frames.violation("stripe " + index + " did not settle on its event loop: "
+                        + VgpuFailure.describe(done.cause())));
+            }
+        });
+    }
+
+    private void join(int index, Channel channel, boolean settled) {
         Stripe stripe = stripe(index);
         lock.lock();
         try {
@@ -121,6 +166,7 @@ public final class StripedStreams implements BulkBytePath {
                 throw Frames.violation("stripe " + index + " joined the session twice");
             }
             stripe.channel = channel;
+            stripe.settled = settled;
             changed.signalAll();
         } finally {
             lock.unlock();
@@ -227,17 +273,17 @@ public final class StripedStreams implements BulkBytePath {
             long deadline = System.nanoTime() + patienceNanos;
             while (true) {
                 throwIfOver();
-                if (stripe.channel != null && stripe.channel.isWritable()) {
+                if (stripe.channel != null && stripe.settled && stripe.channel.isWritable()) {
                     return stripe.channel;
                 }
                 long left = deadline - System.nanoTime();
                 if (stripe.ended) {
-                    stuck = Frames.violation("stripe " + stripe.index + " closed while a chunk was to be sent on it");
+                    stuck = Frames.violation(stripe.endedBecause("a chunk was to be sent on it"));
                     break;
                 }
                 if (left <= 0) {
                     stuck = Frames.violation(
-                            stripe.channel == null
+                            stripe.channel == null || !stripe.settled
                                     ? "stripe " + stripe.index + " did not join within " + millis() + " ms"
                                     : "stripe " + stripe.index + " took no bytes for " + millis() + " ms");
                     break;
@@ -294,8 +340,8 @@ public final class StripedStreams implements BulkBytePath {
                 }
                 long left = deadline - System.nanoTime();
                 if (stripe.ended) {
-                    late = Frames.violation("stripe " + stripe.index + " closed while chunk "
-                            + Integer.toUnsignedString(number) + " was awaited");
+                    late = Frames.violation(
+                            stripe.endedBecause("chunk " + Integer.toUnsignedString(number) + " was awaited"));
                 } else if (left <= 0) {
                     late = Frames.violation("chunk " + Integer.toUnsignedString(number) + " did not arrive on stripe "
                             + stripe.index + " within " + millis() + " ms of its frame");
@@ -434,14 +480,27 @@ public final class StripedStreams implements BulkBytePath {
     private static final class Stripe {
         final int index;
         Channel channel;
+        /** Whether chunks may be written on {@link #channel}: it is on the event loop it stays on. */
+        boolean settled;
+
         final ArrayDeque<ByteBuf> arrived = new ArrayDeque<>();
         long arrivedBytes;
         boolean paused;
         /** Its connection closed: the chunks it read are still taken, a chunk still awaited on it never comes. */
         boolean ended;
+        /** Why the peer refused the stripe's join, when it did. */
+        VgpuException refusal;
 
         Stripe(int index) {
             this.index = index;
+        }
+
+        /** Why a chunk that {@code needed} it cannot go on this ended stripe. */
+        String endedBecause(String needed) {
+            return refusal != null
+                    ? "stripe " + index + " was refused while " + needed + ": " + refusal.code() + ": "
+                            + refusal.detail()
+                    : "stripe " + index + " closed while " + needed;
         }
     }
 
@@ -451,13 +510,16 @@ public final class StripedStreams implements BulkBytePath {
      */
     private final class StripeReader extends ByteToMessageDecoder {
         private final Stripe stripe;
+        /** Whether the peer may answer the stripe's HELLO with an ERROR before its first chunk. */
+        private final boolean refusable;
         /** The number the stripe's next chunk must carry: stripe, stripe + stripes, ... */
         private long expected;
         /** The length of the chunk whose header was read, -1 between chunks. */
         private int length = -1;
 
-        StripeReader(Stripe stripe) {
+        StripeReader(Stripe stripe, boolean refusable) {
             this.stripe = stripe;
+            this.refusable = refusable;
             this.expected = stripe.index;
             setCumulator(COMPOSITE_CUMULATOR);
         }
@@ -467,6 +529,10 @@ public final class StripedStreams implements BulkBytePath {
             while (true) {
                 if (length < 0) {
                     if (in.readableBytes() < HEADER_BYTES) {
+                        return;
+                    }
+                    if (refusable && expected == stripe.index && isError(in)) {
+                        readRefusal(ctx, in);
                         return;
                     }
                     int number = in.readInt();
@@ -490,6 +556,48 @@ public final class StripedStreams implements BulkBytePath {
                 length = -1;
                 expected += stripes.length;
             }
+        }
+
+        /** Whether the 8 bytes at the reader index are an ERROR frame's start rather than this stripe's first header. */
+        private boolean isError(ByteBuf in) {
+            int first = in.getInt(in.readerIndex());
+            int opcodeAndFlags = in.getInt(in.readerIndex() + 4);
+            return first != stripe.index && opcodeAndFlags >>> 16 == Opcode.ERROR.code();
+        }
+
+        /** Reads the peer's ERROR once it is whole: the stripe ends with it as its reason and closes. */
+        private void readRefusal(ChannelHandlerContext ctx, ByteBuf in) {
+            int frameLength = in.getInt(in.readerIndex());
+            if (frameLength < Frames.MIN_LENGTH || frameLength > MAX_REFUSAL_BYTES) {
+                throw Frames.violation("stripe " + stripe.index + " was answered with an ERROR of "
+                        + Integer.toUnsignedString(frameLength) + " bytes, outside [" + Frames.MIN_LENGTH + ", "
+                        + MAX_REFUSAL_BYTES + "]");
+            }
+            if (in.readableBytes() < Frames.LENGTH_FIELD_BYTES + frameLength) {
+                return;
+            }
+            int start = in.readerIndex();
+            Frame error = new Frame(
+                    Opcode.ERROR,
+                    in.getUnsignedShort(start + 6),
+                    in.getInt(start + 8),
+                    in.retainedSlice(start + Frames.HEADER_BYTES, frameLength - Frames.MIN_LENGTH));
+            VgpuException refusal;
+            try {
+                refusal = ReplyDecoder.error(error);
+            } finally {
+                error.release();
+            }
+            in.skipBytes(in.readableBytes());
+            lock.lock();
+            try {
+                stripe.refusal = refusal;
+                stripe.ended = true;
+                changed.signalAll();
+            } finally {
+                lock.unlock();
+            }
+            ctx.close();
         }
 
         @Override

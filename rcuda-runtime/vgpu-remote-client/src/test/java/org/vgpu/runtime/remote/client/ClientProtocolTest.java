@@ -121,6 +121,41 @@ class ClientProtocolTest {
         }
     }
 
+    /**
+     * A worker reads each connection when its one event loop gets to it, so a stripe's HELLO may come after its
+     * session already ended, the key forgotten: the worker refuses the stripe with an ERROR on it. That refusal is
+     * the worker's answer, not a chunk header (read as one it was "stripe 1 carries chunk 91 where chunk 1 is next on
+     * it"), and a session that says goodbye does not wait for its stripes: its close stays clean.
+     */
+    @Test
+    void aStripeRefusedAfterItsSessionSaidGoodbyeLeavesTheCloseClean() throws Exception {
+        System.setProperty(SameHostBulk.PROPERTY, "off");
+        System.setProperty(StripedBulk.MODE_PROPERTY, "always");
+        System.setProperty(StripedBulk.PROPERTY, "2");
+        try {
+            CompletableFuture<RemoteGpu> connecting = connectAsync(RemoteConfig.defaults());
+            worker.welcomeWithStripes(30_000, 2, "k".repeat(64));
+            try (FakeWorker.Stripe first = worker.acceptStripe();
+                    FakeWorker.Stripe second = worker.acceptStripe()) {
+                RemoteGpu gpu = connecting.get(10, TimeUnit.SECONDS);
+                assertEquals("striped over 2 TCP connections (one event loop each)", gpu.bulkPathDescription());
+                FakeWorker.Stripe late = first.hello().stripeIndex() == 1 ? first : second;
+                CompletableFuture<Void> closing = CompletableFuture.runAsync(gpu::close);
+                int id = worker.expect("GOODBYE");
+                late.reply(encoder -> encoder.error(
+                        0, ErrorCode.VGPU_AUTH_FAILED, "worker w12 has no session with the stripe key presented"));
+                // the client has read the refusal once it closed the stripe, and only then hears the goodbye's answer
+                late.awaitClosedByClient();
+                worker.reply(encoder -> encoder.ok(id));
+                closing.get(10, TimeUnit.SECONDS);
+            }
+        } finally {
+            System.clearProperty(SameHostBulk.PROPERTY);
+            System.clearProperty(StripedBulk.MODE_PROPERTY);
+            System.clearProperty(StripedBulk.PROPERTY);
+        }
+    }
+
     @Test
     void aWorkerOlderThanProtocolVersionTwoIsGreetedAgainInVersionOneAndTheBytesStayInBand() throws Exception {
         CompletableFuture<RemoteGpu> connecting = connectAsync(RemoteConfig.defaults());

@@ -21,7 +21,10 @@ import org.vgpu.runtime.remote.protocol.Hello;
 import org.vgpu.runtime.remote.protocol.Opcode;
 import org.vgpu.runtime.remote.protocol.ReplyEncoder;
 import org.vgpu.runtime.remote.protocol.RequestDecoder;
+import org.vgpu.runtime.remote.protocol.SharedRegionOffer;
+import org.vgpu.runtime.remote.protocol.StripeOffer;
 import org.vgpu.runtime.remote.protocol.Welcome;
+import org.vgpu.runtime.remote.transport.StripedBulk;
 
 /**
  * A worker played by the test on a plain socket: it reads the client's requests and answers
@@ -37,7 +40,8 @@ public final class FakeWorker implements AutoCloseable {
     private Hello lastHello;
 
     public FakeWorker() throws IOException {
-        server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
+        // room in the backlog for the session's connection and all its stripes at once
+        server = new ServerSocket(0, 1 + StripedBulk.MAX_STRIPES, InetAddress.getLoopbackAddress());
         server.setSoTimeout(15_000);
     }
 
@@ -108,11 +112,89 @@ public final class FakeWorker implements AutoCloseable {
                 encoder.welcome(id, new Welcome(lastHello.protocolVersion(), "fake", idleTimeoutMillis, DEVICE)));
     }
 
+    /** Answers HELLO with a WELCOME that offers {@code stripes} stripes joining with {@code key}. */
+    public void welcomeWithStripes(int idleTimeoutMillis, int stripes, String key) {
+        int id = expect("HELLO");
+        reply(encoder -> encoder.welcome(
+                id,
+                new Welcome(
+                        lastHello.protocolVersion(),
+                        "fake",
+                        idleTimeoutMillis,
+                        DEVICE,
+                        SharedRegionOffer.none("not offered"),
+                        new StripeOffer(stripes, key, ""))));
+    }
+
+    /** A stripe connection of the session, accepted, with the HELLO it joined with. */
+    public record Stripe(Socket socket, Hello hello) implements AutoCloseable {
+        /** Writes {@code frames} on the stripe, as a worker refusing its join does. */
+        public void reply(Consumer<ReplyEncoder> frames) {
+            write(socket, frames);
+        }
+
+        /** Waits until the client closed the stripe, discarding what it sent. */
+        public void awaitClosedByClient() {
+            try {
+                InputStream in = socket.getInputStream();
+                byte[] discarded = new byte[4096];
+                while (in.read(discarded) >= 0) {
+                    // the chunks of a stripe that is refused are not read
+                }
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
+
+        @Override
+        public void close() throws IOException {
+            socket.close();
+        }
+    }
+
+    /** Accepts the next stripe connection and reads its HELLO. */
+    public Stripe acceptStripe() {
+        EmbeddedChannel stripeDecoder = new EmbeddedChannel(new FrameDecoder(Opcode.Direction.REQUEST));
+        try {
+            Socket stripe = server.accept();
+            stripe.setSoTimeout(15_000);
+            InputStream in = stripe.getInputStream();
+            while (true) {
+                Frame frame = stripeDecoder.readInbound();
+                if (frame != null) {
+                    try {
+                        return new Stripe(stripe, RequestDecoder.hello(frame));
+                    } finally {
+                        frame.release();
+                    }
+                }
+                // byte by byte: what follows the HELLO on the stripe stays in the socket for the test
+                int b = in.read();
+                if (b < 0) {
+                    throw new IOException("the stripe closed before its HELLO");
+                }
+                stripeDecoder.writeInbound(Unpooled.wrappedBuffer(new byte[] {(byte) b}));
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        } finally {
+            stripeDecoder.finishAndReleaseAll();
+        }
+    }
+
     public void reply(Consumer<ReplyEncoder> frames) {
+        write(connection, frames);
+    }
+
+    private static void write(Socket socket, Consumer<ReplyEncoder> frames) {
         ByteBuf buffer = Unpooled.buffer();
         try {
             frames.accept(new ReplyEncoder().wrap(buffer));
-            send(ByteBufUtil.getBytes(buffer));
+            OutputStream out = socket.getOutputStream();
+            out.write(ByteBufUtil.getBytes(buffer));
+            out.flush();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
         } finally {
             buffer.release();
         }

@@ -27,6 +27,7 @@ import org.junit.jupiter.api.Timeout;
 
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.remote.protocol.ReplyEncoder;
 
 /**
  * The stripes' reassembly, on channels whose bytes the test hands in: chunks arriving on their stripes in any order
@@ -228,6 +229,46 @@ class StripedStreamsTest {
         assertNull(failure.get());
         VgpuException e = assertThrows(VgpuException.class, () -> take(path, 1, 1));
         assertEquals("stripe 0 closed while chunk 1 was awaited", e.detail());
+    }
+
+    @Test
+    void aJoinTheWorkerRefusedEndsTheStripeWithItsReasonAndFailsOnlyWhatNeedsIt() {
+        StripedStreams path = new StripedStreams(2, Duration.ofSeconds(60), why -> assertNull(failure.getAndSet(why)));
+        for (int i = 0; i < 2; i++) {
+            EmbeddedChannel channel = new EmbeddedChannel(path.joinedReader(i));
+            channels.add(channel);
+            path.attach(i, channel);
+        }
+        // what a worker answers a stripe whose session it no longer has, cut into two reads
+        ByteBuf refusal = Unpooled.buffer();
+        new ReplyEncoder()
+                .wrap(refusal)
+                .error(0, ErrorCode.VGPU_AUTH_FAILED, "worker w12 has no session with the stripe key presented");
+        channels.get(1).writeInbound(refusal.readRetainedSlice(10));
+        channels.get(1).writeInbound(refusal);
+        assertFalse(channels.get(1).isOpen(), "the refused stripe is closed");
+        assertNull(failure.get(), "a refusal alone fails nothing: the session may be over already");
+        channels.get(0).writeInbound(chunk(0, new byte[] {9}));
+        assertArrayEquals(new byte[] {9}, take(path, 0, 1), "the other stripe goes on");
+        VgpuException e = assertThrows(VgpuException.class, () -> take(path, 1, 1));
+        assertEquals(
+                "stripe 1 was refused while chunk 1 was awaited: VGPU_AUTH_FAILED: worker w12 has no session with the"
+                        + " stripe key presented",
+                e.detail());
+        assertEquals(e, failure.get());
+    }
+
+    @Test
+    void aStripeOfTheWorkersSideReadsAnErrorFrameAsTheChunkHeaderItIsNot() {
+        path(2, Duration.ofSeconds(60));
+        ByteBuf frame = Unpooled.buffer();
+        new ReplyEncoder().wrap(frame).error(0, ErrorCode.VGPU_AUTH_FAILED, "no");
+        int length = frame.getInt(0);
+        channels.get(1).writeInbound(frame);
+        assertEquals(
+                "stripe 1 carries chunk " + length + " where chunk 1 is next on it",
+                failure.get().detail(),
+                "a client never refuses a worker's stripe: only the side that joined reads a refusal");
     }
 
     @Test
