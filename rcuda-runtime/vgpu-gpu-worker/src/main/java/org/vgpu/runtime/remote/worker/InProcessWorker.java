@@ -1,6 +1,7 @@
 package org.vgpu.runtime.remote.worker;
 
 import java.nio.ByteBuffer;
+import java.util.List;
 import java.util.Objects;
 import java.util.function.Consumer;
 
@@ -45,9 +46,9 @@ public final class InProcessWorker implements AutoCloseable {
         this.config = config;
         this.backend = backend;
         this.log = log;
-        this.opening =
-                new SessionOpening(config, (token, window) -> {}, served, GpuWorker.Sessions.ONE_PER_VGPU, stripeJoins);
-        this.hostRegions = SharedHostRegions.forLocalWorker(backend);
+        this.opening = new SessionOpening(
+                config, (token, window) -> {}, served, GpuWorker.Sessions.ONE_PER_VGPU, stripeJoins, List.of());
+        this.hostRegions = SharedHostRegions.forThisHost(backend);
     }
 
     /**

@@ -9,8 +9,8 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelPipeline;
 import io.netty.channel.ChannelPromise;
 import io.netty.channel.EventLoop;
-import io.netty.channel.EventLoopGroup;
 import io.netty.handler.timeout.IdleStateHandler;
+import io.netty.util.concurrent.EventExecutor;
 
 import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.runtime.api.ErrorCode;
@@ -49,7 +49,8 @@ final class SessionOpening {
     private final StripeJoins stripeJoins;
     /**
      * The event loops stripes are read and written on, stripe {@code i} on the {@code i}-th: a session's stripes each
-     * have a thread of their own, apart from the loop that accepts connections and reads the sessions' frames.
+     * have a thread of their own, apart from the loop that accepts connections and reads the sessions' frames. None
+     * for a worker that takes no stripes (one in the program's own process).
      */
     private final List<EventLoop> stripeLoops = new ArrayList<>();
 
@@ -59,7 +60,7 @@ final class SessionOpening {
             ServedSessions served,
             GpuWorker.Sessions sessions,
             StripeJoins stripeJoins,
-            EventLoopGroup stripeLoops) {
+            Iterable<? extends EventExecutor> stripeLoops) {
         this.config = config;
         this.authenticator = authenticator;
         this.served = served;
@@ -84,6 +85,10 @@ final class SessionOpening {
                     + Frames.PROTOCOL_VERSION);
         }
         if (hello.joinsStripe()) {
+            if (stripeLoops.isEmpty()) {
+                throw new VgpuException(
+                        ErrorCode.VGPU_AUTH_FAILED, "worker " + config.workerId() + " takes no stripes");
+            }
             StripedStreams stripes = stripeJoins
                     .find(hello.token())
                     .orElseThrow(() -> new VgpuException(
