@@ -31,7 +31,7 @@ import glob, sys, zipfile
 jar = glob.glob('.gpu/lib/vgpu-remote-client-*.jar')[0]
 open(sys.argv[1], 'wb').write(zipfile.ZipFile(jar).read('META-INF/vgpu/vgpu_wire.h'))
 PY
-make -s -C "$lib" all programs bench WIRE_HEADER="$work/vgpu_wire.h" >"$work/build.log" 2>&1 || { cat "$work/build.log"; exit 2; }
+make -s -C "$lib" all programs bench JAVA_HOME="$top/.gpu/jdk" WIRE_HEADER="$work/vgpu_wire.h" >"$work/build.log" 2>&1 || { cat "$work/build.log"; exit 2; }
 
 job_environment=(VGPU_COUNT=1 VGPU_ASSEMBLY=0=local:0 VGPU_LOCAL_GPUS=0 CUDA_VISIBLE_DEVICES=0 VGPU_REMOTE=
     VGPU_MIGRATE=auto VGPU_NODE=gpu-machine VGPU_SOURCE=local-only-fallback VGPU_AGENT_SOCKET="$work/agent.sock"

@@ -19,7 +19,7 @@ log=$out/libcuda-programs.log
 failed=0
 source "$top/testbed/gpu/latency-ratios.sh"
 
-make -s -C "$lib" all programs bench >"$work/build.log" 2>&1 || { cat "$work/build.log"; exit 2; }
+make -s -C "$lib" all programs bench JAVA_HOME="$top/.gpu/jdk" >"$work/build.log" 2>&1 || { cat "$work/build.log"; exit 2; }
 arch=(-gencode arch=compute_80,code=compute_80 -gencode arch=compute_90,code=sm_90)
 nvcc "${arch[@]}" -o "$work/cublas_gemm" "$lib/tests/programs/cublas_gemm.cu" -lcublas &&
     nvcc "${arch[@]}" -o "$work/cufft_transform" "$lib/tests/programs/cufft_transform.cu" -lcufft &&

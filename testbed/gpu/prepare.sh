@@ -4,6 +4,7 @@
 #   .gpu/jre.tar.xz   a jlinked Java 25 runtime (made once, by ../shared/tools/gpu-jre.sh)
 #   .gpu/lib/         the module jars and their runtime dependencies, the benchmarks' jar among them (the vgpu
 #                     launcher's class path: it offers bench, remote-bench and migration-bench from that jar)
+#   .gpu/jdk/include/ the JDK's jni.h and jni_md.h, for building vgpu's libcuda.so.1 on the GPU machine
 #   .gpu/test/        the rcuda-runtime modules', migration-agent, idle-gpu-tracker, job-wrapper modules', benchmarks and
 #                     integration tests' test classes (a directory:
 #                     the jlinked runtime has no zip file system, which JUnit needs to scan a jar) and the JUnit
@@ -24,6 +25,10 @@ mkdir -p .gpu/lib .gpu/test
 mvn -q -B -DskipTests package dependency:copy-dependencies \
     -DincludeScope=runtime -DoutputDirectory="$top/.gpu/lib"
 cp job-wrapper/vgpu-launcher/target/vgpu-launcher-*.jar testbed/benchmarks/target/vgpu-benchmarks.jar .gpu/lib/
+# jni.h and jni_md.h of the JDK that builds vgpu: the GPU machine has no JDK, and vgpu's libcuda.so.1 is built
+# there (its in-process serving includes them; no JVM is linked)
+rm -rf .gpu/jdk && mkdir -p .gpu/jdk/include/linux
+cp "$JAVA_HOME/include/jni.h" .gpu/jdk/include/ && cp "$JAVA_HOME/include/linux/jni_md.h" .gpu/jdk/include/linux/
 # copy-dependencies took the rcuda-runtime modules' main jars for the launcher; the tests go beside JUnit
 # (the call-surface processor's tests compile sources of the checkout, so they stay here).
 mkdir -p .gpu/test/classes

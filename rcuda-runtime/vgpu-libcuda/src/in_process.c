@@ -163,7 +163,19 @@ static void *create_jvm(void *unused)
     };
     JavaVMInitArgs arguments = {JNI_VERSION_21, (jint)(sizeof options / sizeof options[0]), options, JNI_FALSE};
     JNIEnv *env = NULL;
+    /* JAVA_TOOL_OPTIONS is the program's (vgpu run puts its Java agent there, for a Java program the program may
+       start), and every JVM a process creates reads it: this one is vgpu's own, so it is created without it (an agent
+       jar without Premain-Class, as a staged class path has, would stop it). The program's threads see the variable
+       unset for the moment the JVM takes to read its options. */
+    char *tool_options = getenv("JAVA_TOOL_OPTIONS") == NULL ? NULL : strdup(getenv("JAVA_TOOL_OPTIONS"));
+    if (tool_options != NULL) {
+        unsetenv("JAVA_TOOL_OPTIONS");
+    }
     jint created = create(&jvm, (void **)&env, &arguments);
+    if (tool_options != NULL) {
+        setenv("JAVA_TOOL_OPTIONS", tool_options, 1);
+        free(tool_options);
+    }
     free(class_path_option);
     if (created != JNI_OK) {
         jvm = NULL;
