@@ -110,7 +110,12 @@ final class WorkerConnection implements AutoCloseable {
                 connection = open(group, endpoint, window, config, ssl, true, 0);
             }
             if (connection != null) {
-                connection.noSharedHostMemory = offerSharedMemory ? "" : notOffered;
+                // a worker that took the offer shares this host's memory; one that did not (its own shared memory
+                // off, or one that predates it) would not answer a region's request either
+                SharedRegionOffer region = connection.welcome().sharedRegion();
+                connection.noSharedHostMemory = !offerSharedMemory
+                        ? notOffered
+                        : region.offered() ? "" : "the worker shares no memory with this host: " + region.note();
                 return connection;
             }
             notOffered = "it refused a HELLO of protocol version " + Frames.PROTOCOL_VERSION
