@@ -20,22 +20,8 @@ out=${OUT:-$top/.gpu/out}
 mkdir -p "$out"
 log=$out/cuda-programs.log
 : >"$log"
-lib=rcuda-runtime/vgpu-libcuda
-work=$(mktemp -d)
-if [ -z "${JAVA:-}" ]; then
-    tar xJf .gpu/jre.tar.xz -C /tmp || { echo "cuda-programs: cannot unpack .gpu/jre.tar.xz" >&2; exit 2; }
-    JAVA=/tmp/jre/bin/java
-fi
-python3 - "$work/vgpu_wire.h" <<'PY' || exit 2
-import glob, sys, zipfile
-jar = glob.glob('.gpu/lib/vgpu-remote-client-*.jar')[0]
-open(sys.argv[1], 'wb').write(zipfile.ZipFile(jar).read('META-INF/vgpu/vgpu_wire.h'))
-PY
-make -s -C "$lib" all programs bench JAVA_HOME="$top/.gpu/jdk" WIRE_HEADER="$work/vgpu_wire.h" >"$work/build.log" 2>&1 || { cat "$work/build.log"; exit 2; }
-
-job_environment=(VGPU_COUNT=1 VGPU_ASSEMBLY=0=local:0 VGPU_LOCAL_GPUS=0 CUDA_VISIBLE_DEVICES=0 VGPU_REMOTE=
-    VGPU_MIGRATE=auto VGPU_NODE=gpu-machine VGPU_SOURCE=local-only-fallback VGPU_AGENT_SOCKET="$work/agent.sock"
-    SLURM_JOB_ID=1)
+script_name=cuda-programs
+source "$top/testbed/gpu/libcuda-build.sh"
 vgpu_run() {
     env "${job_environment[@]}" timeout 300 "$JAVA" --enable-native-access=ALL-UNNAMED -cp '.gpu/lib/*' \
         org.vgpu.cli.Vgpu run --local-backend native -- "$@"

@@ -19,22 +19,8 @@ mkdir -p "$out"
 log=$out/in-process-costs.log
 errors=$out/in-process-costs.err
 : >"$errors"
-lib=rcuda-runtime/vgpu-libcuda
-work=$(mktemp -d)
-if [ -z "${JAVA:-}" ]; then
-    tar xJf .gpu/jre.tar.xz -C /tmp || { echo "in-process-costs: cannot unpack .gpu/jre.tar.xz" >&2; exit 2; }
-    JAVA=/tmp/jre/bin/java
-fi
-python3 - "$work/vgpu_wire.h" <<'PY' || exit 2
-import glob, sys, zipfile
-jar = glob.glob('.gpu/lib/vgpu-remote-client-*.jar')[0]
-open(sys.argv[1], 'wb').write(zipfile.ZipFile(jar).read('META-INF/vgpu/vgpu_wire.h'))
-PY
-make -s -C "$lib" all programs bench JAVA_HOME="$top/.gpu/jdk" WIRE_HEADER="$work/vgpu_wire.h" >"$work/build.log" 2>&1 || { cat "$work/build.log"; exit 2; }
-
-job_environment=(VGPU_COUNT=1 VGPU_ASSEMBLY=0=local:0 VGPU_LOCAL_GPUS=0 CUDA_VISIBLE_DEVICES=0 VGPU_REMOTE=
-    VGPU_MIGRATE=auto VGPU_NODE=gpu-machine VGPU_SOURCE=local-only-fallback VGPU_AGENT_SOCKET="$work/agent.sock"
-    SLURM_JOB_ID=1)
+script_name=in-process-costs
+source "$top/testbed/gpu/libcuda-build.sh"
 # vgpu_run SERVING COMMAND...: COMMAND through vgpu run on the native backend, its calls served SERVING's way
 vgpu_run() {
     local serving=$1
