@@ -272,16 +272,7 @@ public final class RemoteBenchCommand implements Subcommand {
                     remoteToHost,
                     remotePinnedToHost,
                     localToHost);
-            for (int trial = 0; trial < WARM_UP_TRIALS + trials; trial++) {
-                boolean record = trial >= WARM_UP_TRIALS;
-                List<Series> order = new ArrayList<>(all);
-                if (trial % 2 != 0) {
-                    Collections.reverse(order);
-                }
-                for (Series series : order) {
-                    series.sample(record);
-                }
-            }
+            Series.sampleAlternating(all, WARM_UP_TRIALS, trials);
             String mib = (copyBytes >> 20) + " MiB";
             // Java's, not the native C streams the goal names: a native baseline would run a few percent faster
             String streams = PlainSocketBaseline.PARALLEL_STREAMS + " parallel plain sockets (Java NIO)";
