@@ -16,6 +16,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 
 /**
@@ -251,9 +252,20 @@ final class SlurmTestbed implements AutoCloseable {
     /** As {@link #assertScenarioPasses}, for a scenario that runs a workload of its own for minutes. */
     void assertScenarioPassesWithin(long timeoutSeconds, String scenario, String... args) throws Exception {
         Outcome outcome = run(timeoutSeconds, "scenario-" + scenario + ".sh", args);
-        assertEquals(0, outcome.status(), "scenario " + scenario + " failed:\n" + outcome.output());
+        assertEquals(0, outcome.status(), failureReport("scenario " + scenario, outcome.output()));
         assertTrue(outcome.output().contains("PASS " + scenario), outcome.output());
         System.out.print(outcome.output());
+    }
+
+    /**
+     * What a failed script printed, its failing checks and its reason for stopping first: a long scenario's whole
+     * output can be cut in the middle where a report is shortened, and the line that says what failed would go.
+     */
+    static String failureReport(String what, String output) {
+        String failing = output.lines()
+                .filter(line -> line.startsWith("FAIL ") || line.startsWith("testbed: "))
+                .collect(Collectors.joining("\n"));
+        return what + " failed:\n" + failing + "\n---- its whole output:\n" + output;
     }
 
     /**
@@ -265,7 +277,7 @@ final class SlurmTestbed implements AutoCloseable {
         // The directory fresh() reserved goes: story.sh makes it anew, as up.sh does.
         run("down.sh");
         Outcome story = run("../story.sh");
-        assertEquals(0, story.status(), "story.sh failed:\n" + story.output());
+        assertEquals(0, story.status(), failureReport("story.sh", story.output()));
         System.out.print(story.output());
         return story.output();
     }
@@ -281,7 +293,7 @@ final class SlurmTestbed implements AutoCloseable {
                 "in-uml.sh",
                 SCRIPTS.resolve("run-scenarios.sh").toString(),
                 scenario);
-        assertEquals(0, outcome.status(), "scenario " + scenario + " under in-uml.sh failed:\n" + outcome.output());
+        assertEquals(0, outcome.status(), failureReport("scenario " + scenario + " under in-uml.sh", outcome.output()));
         assertTrue(outcome.output().contains("PASS " + scenario), outcome.output());
         System.out.print(outcome.output());
     }
