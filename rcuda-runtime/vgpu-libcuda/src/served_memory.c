@@ -140,10 +140,19 @@ CUresult vgpu_served_cuMemGetInfo(size_t *free_bytes, size_t *total)
     return result;
 }
 
+/* A request that CUDA's asynchronous form leaves on the stream: sent without waiting in that form, answered in the
+   other. */
+static CUresult on_stream(struct vgpu_device *device, struct vgpu_request *request, int async)
+{
+    return async ? vgpu_locked_send_async(device, request) : vgpu_locked_call(device, request, NULL);
+}
+
 /* A copy between a vGPU and page-locked memory shared with the launcher: the request names the region's bytes, which
-   the launcher copies on the stream's order, answering when they are there. */
+   the launcher copies in the stream's order. The synchronous form waits for its answer; the asynchronous one is sent
+   without waiting, as CUDA returns before such a copy is done: the program may touch the bytes only after it has
+   synchronized, and a synchronizing call is answered after the launcher took every request sent before it. */
 static CUresult copy_with_region(struct vgpu_device *device, int opcode, int stream, uint64_t device_address,
-                                 uint32_t region, uint64_t offset, size_t bytes)
+                                 uint32_t region, uint64_t offset, size_t bytes, int async)
 {
     struct vgpu_request request;
     vgpu_request_begin(&request, opcode);
@@ -152,16 +161,27 @@ static CUresult copy_with_region(struct vgpu_device *device, int opcode, int str
     vgpu_put_u32(&request, region);
     vgpu_put_u64(&request, offset);
     vgpu_put_u64(&request, bytes);
-    return vgpu_locked_call(device, &request, NULL);
+    return on_stream(device, &request, async);
 }
+
+static CUresult copy_to_device(CUdeviceptr_v2 dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream,
+                               int async);
 
 CUresult vgpu_served_cuMemcpyHtoD(CUdeviceptr_v2 dstDevice, const void *srcHost, size_t ByteCount)
 {
-    return vgpu_served_cuMemcpyHtoDAsync(dstDevice, srcHost, ByteCount, NULL);
+    return copy_to_device(dstDevice, srcHost, ByteCount, NULL, 0);
 }
 
 CUresult vgpu_served_cuMemcpyHtoDAsync(CUdeviceptr_v2 dstDevice, const void *srcHost, size_t ByteCount,
                                        CUstream hStream)
+{
+    return copy_to_device(dstDevice, srcHost, ByteCount, hStream, 1);
+}
+
+/* Bytes of the program's own memory are sent before this returns, in either form; shared page-locked memory's are
+   named, and the asynchronous form does not wait for the copy. */
+static CUresult copy_to_device(CUdeviceptr_v2 dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream,
+                               int async)
 {
     CUresult result;
     int stream = 0;
@@ -175,7 +195,8 @@ CUresult vgpu_served_cuMemcpyHtoDAsync(CUdeviceptr_v2 dstDevice, const void *src
     uint32_t region = 0;
     uint64_t offset = 0;
     if (ByteCount > 0 && vgpu_host_region_at(srcHost, ByteCount, &region, &offset)) {
-        return copy_with_region(device, VGPU_OP_MEMCPY_HTOD_FROM_REGION, stream, dstDevice, region, offset, ByteCount);
+        return copy_with_region(device, VGPU_OP_MEMCPY_HTOD_FROM_REGION, stream, dstDevice, region, offset, ByteCount,
+                                async);
     }
     pthread_mutex_lock(&device->lock);
     result = vgpu_send_to_device(device, dstDevice, srcHost, ByteCount);
@@ -183,12 +204,23 @@ CUresult vgpu_served_cuMemcpyHtoDAsync(CUdeviceptr_v2 dstDevice, const void *src
     return result;
 }
 
+static CUresult copy_from_device(void *dstHost, CUdeviceptr_v2 srcDevice, size_t ByteCount, CUstream hStream,
+                                 int async);
+
 CUresult vgpu_served_cuMemcpyDtoH(void *dstHost, CUdeviceptr_v2 srcDevice, size_t ByteCount)
 {
-    return vgpu_served_cuMemcpyDtoHAsync(dstHost, srcDevice, ByteCount, NULL);
+    return copy_from_device(dstHost, srcDevice, ByteCount, NULL, 0);
 }
 
 CUresult vgpu_served_cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr_v2 srcDevice, size_t ByteCount, CUstream hStream)
+{
+    return copy_from_device(dstHost, srcDevice, ByteCount, hStream, 1);
+}
+
+/* Into the program's own memory the bytes are there when this returns, in either form; into shared page-locked
+   memory the asynchronous form does not wait for them. */
+static CUresult copy_from_device(void *dstHost, CUdeviceptr_v2 srcDevice, size_t ByteCount, CUstream hStream,
+                                 int async)
 {
     CUresult result;
     int stream = 0;
@@ -202,19 +234,13 @@ CUresult vgpu_served_cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr_v2 srcDevice, 
     uint32_t region = 0;
     uint64_t offset = 0;
     if (ByteCount > 0 && vgpu_host_region_at(dstHost, ByteCount, &region, &offset)) {
-        return copy_with_region(device, VGPU_OP_MEMCPY_DTOH_TO_REGION, stream, srcDevice, region, offset, ByteCount);
+        return copy_with_region(device, VGPU_OP_MEMCPY_DTOH_TO_REGION, stream, srcDevice, region, offset, ByteCount,
+                                async);
     }
     pthread_mutex_lock(&device->lock);
     result = vgpu_fetch_from_device(device, srcDevice, dstHost, ByteCount);
     pthread_mutex_unlock(&device->lock);
     return result;
-}
-
-/* A request that CUDA's asynchronous form leaves on the stream: sent without waiting in that form, answered in the
-   other. */
-static CUresult on_stream(struct vgpu_device *device, struct vgpu_request *request, int async)
-{
-    return async ? vgpu_locked_send_async(device, request) : vgpu_locked_call(device, request, NULL);
 }
 
 static CUresult copy_on_device(CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t bytes, CUstream hStream, int async)

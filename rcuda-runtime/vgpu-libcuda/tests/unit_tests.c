@@ -497,13 +497,14 @@ static void launches_wait_for_no_answer_within_the_window(void)
 
 /* A launcher's stand-in that shares host memory as the local worker does: HOST_REGION_CREATE makes a file of a header
    page ("VGHR", the nonce) and the bytes (mode 600 unless told, region id 7), or is refused with 801 when told; every
-   other request is answered OK. It keeps the opcodes and bodies it got, and stops at the end of the stream. */
+   other request is answered OK. It keeps the opcodes, flags and bodies it got, and stops at the end of the stream. */
 struct region_launcher {
     int fd;
     int refuse;          /* answer HOST_REGION_CREATE with CUDA_ERROR_NOT_SUPPORTED */
     mode_t mode;         /* of the file it makes */
     char path[64];
     int opcodes[16];
+    int flags[16];
     uint8_t bodies[16][64];
     int count;
 };
@@ -540,6 +541,7 @@ static void *region_launcher_serve(void *argument)
         int opcode = (int)get_be(header + 4, 2);
         if (launcher->count < 16) {
             launcher->opcodes[launcher->count] = opcode;
+            launcher->flags[launcher->count] = (int)get_be(header + 6, 2);
             memcpy(launcher->bodies[launcher->count], body, body_length < 64 ? body_length : 64);
             launcher->count++;
         }
@@ -583,7 +585,8 @@ static void *region_launcher_serve(void *argument)
     }
 }
 
-/* Runs one cuMemHostAlloc, copies to and from it and cuMemFreeHost against the stand-in; the opcodes it got. */
+/* Runs one cuMemHostAlloc, copies to and from it (synchronous, then asynchronous) and cuMemFreeHost against the
+   stand-in; the opcodes it got. */
 static void host_memory_with(struct region_launcher *launcher, const char *offered, void **kept)
 {
     int ends[2];
@@ -609,6 +612,8 @@ static void host_memory_with(struct region_launcher *launcher, const char *offer
     memset(host, 0x5a, 10000); /* writable all through */
     EXPECT(cuMemcpyHtoD(0x100000000ull, (uint8_t *)host + 100, 200) == CUDA_SUCCESS);
     EXPECT(cuMemcpyDtoH((uint8_t *)host + 4096, 0x100000000ull, 10000 - 4096) == CUDA_SUCCESS);
+    EXPECT(cuMemcpyHtoDAsync(0x100000000ull, host, 300, NULL) == CUDA_SUCCESS);
+    EXPECT(cuMemcpyDtoHAsync((uint8_t *)host + 8192, 0x100000000ull, 400, NULL) == CUDA_SUCCESS);
     *kept = host;
     EXPECT(cuMemFreeHost(host) == CUDA_SUCCESS);
     EXPECT(cuMemFreeHost(host) == CUDA_ERROR_INVALID_VALUE);
@@ -622,14 +627,14 @@ static void host_memory_with(struct region_launcher *launcher, const char *offer
 }
 
 /* Page-locked memory the launcher shares: copies with it name the region, an offset and a length (no bytes in the
-   frame), cuMemFreeHost frees the region, the file is unlinked once mapped; without the launcher's offer, when it
+   frame), the asynchronous ones without waiting, cuMemFreeHost frees the region, the file is unlinked once mapped; without the launcher's offer, when it
    refuses, or when its file is not one of this user's alone, the memory is the program's own and copies carry it. */
 static void page_locked_memory_is_shared_with_the_launcher_when_it_offers(void)
 {
     void *host = NULL;
     struct region_launcher shared = {.mode = 0600};
     host_memory_with(&shared, "1073741824", &host);
-    EXPECT(shared.count == 4);
+    EXPECT(shared.count == 6);
     EXPECT(shared.opcodes[0] == VGPU_OP_HOST_REGION_CREATE && get_be(shared.bodies[0], 8) == 10000);
     EXPECT(shared.opcodes[1] == VGPU_OP_MEMCPY_HTOD_FROM_REGION);
     /* stream 0, destination, region 7, offset 100, 200 bytes */
@@ -638,7 +643,13 @@ static void page_locked_memory_is_shared_with_the_launcher_when_it_offers(void)
            get_be(shared.bodies[1] + 24, 8) == 200);
     EXPECT(shared.opcodes[2] == VGPU_OP_MEMCPY_DTOH_TO_REGION && get_be(shared.bodies[2] + 16, 8) == 4096 &&
            get_be(shared.bodies[2] + 24, 8) == 10000 - 4096);
-    EXPECT(shared.opcodes[3] == VGPU_OP_HOST_REGION_FREE && get_be(shared.bodies[3], 4) == 7);
+    EXPECT(shared.flags[1] == 0 && shared.flags[2] == 0); /* the synchronous copies wait for their answers */
+    /* the asynchronous ones are sent without waiting: CUDA returns before such a copy is done */
+    EXPECT(shared.opcodes[3] == VGPU_OP_MEMCPY_HTOD_FROM_REGION && shared.flags[3] == VGPU_WIRE_FLAG_ASYNC &&
+           get_be(shared.bodies[3] + 16, 8) == 0 && get_be(shared.bodies[3] + 24, 8) == 300);
+    EXPECT(shared.opcodes[4] == VGPU_OP_MEMCPY_DTOH_TO_REGION && shared.flags[4] == VGPU_WIRE_FLAG_ASYNC &&
+           get_be(shared.bodies[4] + 16, 8) == 8192 && get_be(shared.bodies[4] + 24, 8) == 400);
+    EXPECT(shared.opcodes[5] == VGPU_OP_HOST_REGION_FREE && get_be(shared.bodies[5], 4) == 7);
     struct stat status;
     EXPECT(stat(shared.path, &status) != 0); /* unlinked as it was mapped */
 

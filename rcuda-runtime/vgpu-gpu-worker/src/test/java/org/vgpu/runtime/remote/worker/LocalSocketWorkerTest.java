@@ -175,7 +175,7 @@ class LocalSocketWorkerTest {
             Mapped region = mapRegion(client, arena);
             region.bytes().asSlice(4096, 4).copyFrom(MemorySegment.ofArray(new byte[] {1, 2, 3, 4}));
 
-            int in = client.send(e -> e.memcpyHtoDFromRegion(4, 0, base + 8, region.id(), 4096, 4))
+            int in = client.send(e -> e.memcpyHtoDFromRegion(4, false, 0, base + 8, region.id(), 4096, 4))
                     .read()
                     .length();
             assertEquals("#4 ok 0 bytes".length(), in);
@@ -185,20 +185,21 @@ class LocalSocketWorkerTest {
                             .read());
             assertEquals(
                     "#6 ok 0 bytes",
-                    client.send(e -> e.memcpyDtoHToRegion(6, 0, base + 6, region.id(), 100, 4))
+                    client.send(e -> e.memcpyDtoHToRegion(6, false, 0, base + 6, region.id(), 100, 4))
                             .read());
             assertEquals(1, region.bytes().get(ValueLayout.JAVA_BYTE, 102), "the device's bytes, in the region");
             assertEquals(2, region.bytes().get(ValueLayout.JAVA_BYTE, 103));
 
-            String outside = client.send(e -> e.memcpyHtoDFromRegion(7, 0, base, region.id(), 8190, 4))
+            String outside = client.send(e -> e.memcpyHtoDFromRegion(7, false, 0, base, region.id(), 8190, 4))
                     .read();
             assertTrue(
                     outside.startsWith("#7 error") && outside.contains("outside shared host region " + region.id()),
                     outside);
-            String unknown = client.send(e -> e.memcpyDtoHToRegion(8, 0, base, region.id() + 9, 0, 4))
+            String unknown = client.send(e -> e.memcpyDtoHToRegion(8, false, 0, base, region.id() + 9, 0, 4))
                     .read();
             assertTrue(unknown.contains("no shared host region " + (region.id() + 9)), unknown);
-            String notOnDevice = client.send(e -> e.memcpyHtoDFromRegion(9, 0, base + (4L << 20), region.id(), 0, 4))
+            String notOnDevice = client.send(
+                            e -> e.memcpyHtoDFromRegion(9, false, 0, base + (4L << 20), region.id(), 0, 4))
                     .read();
             assertTrue(notOnDevice.startsWith("#9 error"), notOnDevice);
             assertEquals(
@@ -206,7 +207,7 @@ class LocalSocketWorkerTest {
                     client.send(e -> e.hostRegionFree(10, region.id())).read());
             assertTrue(
                     client.send(e -> e.hostRegionFree(11, region.id())).read().startsWith("#11 error"));
-            String freed = client.send(e -> e.memcpyHtoDFromRegion(12, 0, base, region.id(), 0, 4))
+            String freed = client.send(e -> e.memcpyHtoDFromRegion(12, false, 0, base, region.id(), 0, 4))
                     .read();
             assertTrue(freed.contains("no shared host region " + region.id()), freed);
             assertEquals(
@@ -214,6 +215,36 @@ class LocalSocketWorkerTest {
                     client.send(e -> e.memcpyDtoH(13, false, 0, base + 8, 4, 4096))
                             .read(),
                     "the session goes on");
+        }
+    }
+
+    @Test
+    void asynchronousCopiesWithASharedHostRegionAreNotAnsweredAndTheirFailureComesAtTheNextSynchronizingRequest()
+            throws IOException {
+        long base = VaWindow.forVgpu(0).base();
+        try (RawClient client = RawClient.onSocket(socket);
+                Arena arena = Arena.ofShared()) {
+            client.hello(1, "", VaWindow.forVgpu(0));
+            assertTrue(client.read().startsWith("#1 welcome"));
+            assertEquals(
+                    "#2 ok 0 bytes",
+                    client.send(e -> e.memAllocAt(2, base, 2 << 20)).read());
+            assertTrue(client.send(e -> e.hostRegionCreate(3, 8192)).read().startsWith("#3 ok"));
+            Mapped region = mapRegion(client, arena);
+            region.bytes().asSlice(0, 4).copyFrom(MemorySegment.ofArray(new byte[] {9, 8, 7, 6}));
+
+            client.send(e -> e.memcpyHtoDFromRegion(4, true, 0, base, region.id(), 0, 4));
+            client.send(e -> e.memcpyDtoHToRegion(5, true, 0, base, region.id(), 200, 4));
+            assertEquals(
+                    "#6 ok 0 bytes",
+                    client.send(e -> e.ctxSynchronize(6)).read(),
+                    "the first answer is the synchronize's: the asynchronous copies got none");
+            assertEquals(9, region.bytes().get(ValueLayout.JAVA_BYTE, 200), "there when the synchronize was answered");
+            assertEquals(6, region.bytes().get(ValueLayout.JAVA_BYTE, 203));
+
+            client.send(e -> e.memcpyHtoDFromRegion(7, true, 0, base, region.id(), 8190, 4));
+            String kept = client.send(e -> e.ctxSynchronize(8)).read();
+            assertTrue(kept.startsWith("#8 error") && kept.contains("outside shared host region " + region.id()), kept);
         }
     }
 

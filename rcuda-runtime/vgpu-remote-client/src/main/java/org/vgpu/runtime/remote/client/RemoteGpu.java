@@ -287,8 +287,8 @@ public final class RemoteGpu extends OneToOneClientCalls<RemoteGpu.Module, Remot
         if (shared.isPresent()) {
             SharedHostMemory.Place at = shared.get();
             connection.call(
-                    (encoder, requestId) ->
-                            encoder.memcpyHtoDFromRegion(requestId, stream, dst, at.regionId(), at.offset(), bytes),
+                    (encoder, requestId) -> encoder.memcpyHtoDFromRegion(
+                            requestId, false, stream, dst, at.regionId(), at.offset(), bytes),
                     ReplyDecoder::empty);
         } else {
             copies.copyToDevice(dst, src, bytes, stream, async);
@@ -302,8 +302,8 @@ public final class RemoteGpu extends OneToOneClientCalls<RemoteGpu.Module, Remot
         if (shared.isPresent()) {
             SharedHostMemory.Place at = shared.get();
             connection.call(
-                    (encoder, requestId) ->
-                            encoder.memcpyDtoHToRegion(requestId, stream, src, at.regionId(), at.offset(), bytes),
+                    (encoder, requestId) -> encoder.memcpyDtoHToRegion(
+                            requestId, false, stream, src, at.regionId(), at.offset(), bytes),
                     ReplyDecoder::empty);
         } else {
             copies.copyToHost(dst, src, bytes, stream, async);

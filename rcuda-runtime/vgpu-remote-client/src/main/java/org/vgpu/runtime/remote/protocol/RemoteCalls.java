@@ -205,12 +205,14 @@ interface RemoteCalls {
     void hostRegionFree(int regionId);
 
     /** {@code int32 stream id, int64 destination, int32 region id, int64 offset, int64 bytes}: the bytes at offset of
-     *  the region, copied to the device; none of them travel in the frame. */
-    @Call(opcode = 0x00A2, kind = SYNCHRONIZING, name = "MEMCPY_HTOD_FROM_REGION")
+     *  the region, copied to the device; none of them travel in the frame. Asynchronous (a program's
+     *  {@code cuMemcpyHtoDAsync}): not answered, the region's bytes read in the stream's order. */
+    @Call(opcode = 0x00A2, kind = ASYNC_OR_SYNCHRONIZING, name = "MEMCPY_HTOD_FROM_REGION")
     void memcpyHtoDFromRegion(int streamId, long dst, int regionId, long offset, long bytes);
 
     /** {@code int32 stream id, int64 source, int32 region id, int64 offset, int64 bytes}: the device's bytes, copied
-     *  into the region at offset; answered OK when they are there. */
-    @Call(opcode = 0x00A3, kind = SYNCHRONIZING, name = "MEMCPY_DTOH_TO_REGION")
+     *  into the region at offset; answered OK when they are there, or, asynchronously, not answered: they are there
+     *  when a later synchronizing request is answered. */
+    @Call(opcode = 0x00A3, kind = ASYNC_OR_SYNCHRONIZING, name = "MEMCPY_DTOH_TO_REGION")
     void memcpyDtoHToRegion(int streamId, long src, int regionId, long offset, long bytes);
 }
