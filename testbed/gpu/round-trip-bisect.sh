@@ -9,14 +9,15 @@
 #   base         the knobs' defaults, 16 MiB copies, 2000 launch+sync pairs a trial
 #   morning      as the H200 run that measured 236.7 us: 256 MiB copies, 200 pairs a trial (same-host-pinned.sh)
 #   shm-off      -Dvgpu.bulk.shared-memory=off: no same-host shared memory (no slots, no HOST_REGION pinned memory)
-#   stripes-off  -Dvgpu.bulk.stripes=off: the worker takes no stripes (clients stripe only when asked anyway)
+#   stripes-off  -Dvgpu.bulk.striping=off: the worker takes no stripes (clients offer none unless asked anyway)
 #   spin-0       -Dvgpu.spin.micros=0: no thread polls (every hop is a kernel wake-up; 75 us before)
 #   spin-500     -Dvgpu.spin.micros=500: threads poll ten times longer than the default 50 us (a round trip that
 #                once outlasts 50 us makes a thread sleep, and its wake-up may keep the next ones long too)
 # The knobs go in JAVA_TOOL_OPTIONS, which the worker process inherits. The bench's worker speaks plain TCP in both
 # builds (TLS only with --tls-cost). Prints one line per run: the build, its commit, the variant, and the rows
 # "remote launch + synchronize", "local launch + synchronize" and "plain socket 64 B round trip" (medians); then all
-# lines again, grouped by variant. Logs in $OUT (default .gpu/out): round-trip-bisect-R-VARIANT-BUILD.log.
+# lines again, grouped by variant. Then (LADDER=0 skips it) the new build's --round-trip-ladder polling 50 and 500 us:
+# remote synchronize, Netty's round trip and the runtime's step over Netty (median, range over the trials). Logs in $OUT (default .gpu/out): round-trip-bisect-R-VARIANT-BUILD.log.
 # BACKEND=emulated runs it without a GPU (the script's own check; the figures then say nothing of a GPU).
 # Java: $JAVA when set, else the runtime in .gpu/jre.tar.xz unpacked to /tmp/jre.
 set -uo pipefail
@@ -45,7 +46,7 @@ done
 variant_options() {
     case $1 in
         shm-off) echo "-Dvgpu.bulk.shared-memory=off" ;;
-        stripes-off) echo "-Dvgpu.bulk.stripes=off" ;;
+        stripes-off) echo "-Dvgpu.bulk.striping=off" ;;
         spin-0) echo "-Dvgpu.spin.micros=0" ;;
         spin-500) echo "-Dvgpu.spin.micros=500" ;;
         *) echo "" ;;
@@ -83,9 +84,28 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
         done
     done
 done
+# The new build's round-trip ladder (the old one may predate it), polling 50 us (the default) and 500 us: what the
+# runtime adds to a Netty round trip was 6-8 us in some trials and 70-78 us in others on the H200.
+if [ "${LADDER:-1}" = 1 ]; then
+    for spin in 50 500; do
+        name=round-trip-bisect-ladder-spin-$spin
+        step "$name" 90 env JAVA_TOOL_OPTIONS="${JAVA_TOOL_OPTIONS:-} -Dvgpu.spin.micros=$spin" \
+            "${java[@]}" -cp ".gpu/bisect/new/*" org.vgpu.cli.Vgpu remote-bench --round-trip-ladder \
+            --backend "${BACKEND:-native}" --device 0 --worker-device 0 --trials 5 --sync-iterations 2000
+        log=$out/$name.log
+        line=$(printf 'ladder new %-9s spin %3s us: remote synchronize %8s us  Netty %7s us  runtime step %s' \
+            "$(cat .gpu/bisect/new/COMMIT 2>/dev/null || echo '?')" "$spin" \
+            "$(row_us "$log" "remote synchronize, nothing queued")" \
+            "$(row_us "$log" "Netty 64 B round trip, the runtime's event loops")" \
+            "$(grep -m1 '^  Netty -> the runtime' "$log" | sed -e 's/^  Netty -> the runtime (remote - local synchronize) *//' -e 's/ *$//')")
+        echo "$line"
+        lines+=("$line")
+    done
+fi
 echo "== all runs, by variant"
 for variant in $variants; do
     printf '%s\n' "${lines[@]}" | awk -v v="$variant" '$3 == v'
 done
+printf '%s\n' "${lines[@]}" | grep '^ladder' || true
 print_summary
 exit $failed
