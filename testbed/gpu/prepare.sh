@@ -61,5 +61,30 @@ if [ ! -f .gpu/jre.tar.xz ] || [ ! -f .gpu/jre.modules ] || ! grep -qx jdk.jfr .
     tar xJf .gpu/jre.tar.xz -O jre/release | sed -n 's/^MODULES="\(.*\)"$/\1/p' | tr ' ' '\n' > .gpu/jre.modules
 fi
 
+# VGPU_GPU_OLD_COMMIT=<commit>: also stages two builds side by side for testbed/gpu/round-trip-bisect.sh, each its
+# shaded vgpu.jar and benchmarks jar with a COMMIT file: .gpu/bisect/old (that commit, built in a throwaway worktree)
+# and .gpu/bisect/new (this checkout, built above).
+rm -rf .gpu/bisect
+if [ -n "${VGPU_GPU_OLD_COMMIT:-}" ]; then
+    old_commit=$(git rev-parse --short "$VGPU_GPU_OLD_COMMIT^{commit}")
+    old_tree=$(mktemp -d)/vgpu-$old_commit
+    git worktree add --detach "$old_tree" "$old_commit" >/dev/null
+    # only the launcher's shaded jar and the benchmarks (the launcher's -am builds them); the old commit's static
+    # checks are no business of this run
+    (cd "$old_tree" && mvn -q -B -DskipTests -Dspotbugs.skip=true package -pl job-wrapper/vgpu-launcher -am)
+    mkdir -p .gpu/bisect/old .gpu/bisect/new
+    cp "$old_tree/job-wrapper/target/vgpu.jar" "$old_tree/testbed/benchmarks/target/vgpu-benchmarks.jar" .gpu/bisect/old/
+    echo "$old_commit" > .gpu/bisect/old/COMMIT
+    git worktree remove --force "$old_tree"
+    cp job-wrapper/target/vgpu.jar testbed/benchmarks/target/vgpu-benchmarks.jar .gpu/bisect/new/
+    git rev-parse --short HEAD > .gpu/bisect/new/COMMIT
+    if ! git diff --quiet HEAD; then
+        sed -i 's/$/+uncommitted/' .gpu/bisect/new/COMMIT
+    fi
+fi
+
 echo "prepare: staged for the GPU machine:"
 du -sh .gpu/jre.tar.xz .gpu/lib .gpu/test
+if [ -d .gpu/bisect ]; then
+    echo "  .gpu/bisect: old $(cat .gpu/bisect/old/COMMIT), new $(cat .gpu/bisect/new/COMMIT)"
+fi
