@@ -129,6 +129,24 @@ class VgpuTest {
         assertEquals("vgpu devices: Unrecognized option: --colour\nsee `vgpu devices --help`\n", err());
     }
 
+    /** Every command, not only the one above: its reason in one line and the hint to its --help, never the help. */
+    @Test
+    void everyCommandAnswersAnUnknownOptionWithOneLineAndItsHelpHint() {
+        assertEquals(0, vgpu("--help"));
+        List<String> names =
+                out().lines().skip(2).map(line -> line.strip().split(" ")[0]).toList();
+        assertTrue(names.size() >= 16, out());
+        for (String name : names) {
+            out.reset();
+            err.reset();
+            assertEquals(2, vgpu(name, "--no-such-option"), name + ": " + err());
+            assertEquals(
+                    "vgpu " + name + ": Unrecognized option: --no-such-option\nsee `vgpu " + name + " --help`\n",
+                    err());
+            assertEquals("", out(), name);
+        }
+    }
+
     @Test
     void badOptionValueIsAUsageError() {
         assertEquals(2, vgpu("devices", "--backend", "quantum"));
