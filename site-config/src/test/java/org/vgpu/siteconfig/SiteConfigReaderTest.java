@@ -195,6 +195,13 @@ class SiteConfigReaderTest {
     }
 
     @Test
+    void workerTlsIsOnUnlessTheFileTurnsItOff() {
+        assertTrue(read(CLUSTER + nodes("n1", 1)).workerTls());
+        assertFalse(read(CLUSTER.replace("[cluster]\n", "[cluster]\nworker_tls = off\n") + nodes("n1", 1))
+                .workerTls());
+    }
+
+    @Test
     void anUnknownAuthenticationAndASocketWithoutMungeAreRefused() {
         Path file = dir.resolve("vgpu.conf").toAbsolutePath();
         assertEquals(

@@ -5,10 +5,19 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.BufferedReader;
 import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStreamReader;
 import java.io.PrintStream;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -127,6 +136,53 @@ class VgpuTest {
     void unknownOptionIsAUsageError() {
         assertEquals(2, vgpu("devices", "--colour"));
         assertEquals("vgpu devices: Unrecognized option: --colour\nsee `vgpu devices --help`\n", err());
+    }
+
+    /** Every command, not only the one above: its reason in one line and the hint to its --help, never the help. */
+    @Test
+    void everyCommandAnswersAnUnknownOptionWithOneLineAndItsHelpHint() {
+        assertEquals(0, vgpu("--help"));
+        List<String> names =
+                out().lines().skip(2).map(line -> line.strip().split(" ")[0]).toList();
+        assertTrue(names.size() >= 16, out());
+        for (String name : names) {
+            out.reset();
+            err.reset();
+            assertEquals(2, vgpu(name, "--no-such-option"), name + ": " + err());
+            assertEquals(
+                    "vgpu " + name + ": Unrecognized option: --no-such-option\nsee `vgpu " + name + " --help`\n",
+                    err());
+            assertEquals("", out(), name);
+        }
+    }
+
+    /**
+     * A refusal is a failure a script can see: vgpu drain of a node Slurm does not know, answered as the tracker answers
+     * it (slurm-spank-bridge/contract/admin-transcripts.txt), exits 1 with the tracker's reason, not 0.
+     */
+    @Test
+    void aDrainTheTrackerRefusesExitsOneWithItsReason() throws Exception {
+        try (ServerSocket tracker = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            CompletableFuture<String> request = CompletableFuture.supplyAsync(() -> {
+                try (Socket client = tracker.accept();
+                        BufferedReader lines = new BufferedReader(
+                                new InputStreamReader(client.getInputStream(), StandardCharsets.UTF_8))) {
+                    String line = lines.readLine();
+                    client.getOutputStream()
+                            .write("error Slurm has no node n9: nothing to drain\n".getBytes(StandardCharsets.UTF_8));
+                    return line;
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e);
+                }
+            });
+            String address = "127.0.0.1:" + tracker.getLocalPort();
+            assertEquals(1, vgpu("drain", "n9", "--tracker", address, "--auth", "none"), err());
+            assertEquals("drain n9", request.get(10, TimeUnit.SECONDS));
+            assertEquals(
+                    "vgpu drain: the tracker at " + address + " refused: Slurm has no node n9: nothing to drain\n",
+                    err());
+            assertEquals("", out());
+        }
     }
 
     @Test

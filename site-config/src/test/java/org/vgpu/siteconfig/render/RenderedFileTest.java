@@ -361,6 +361,14 @@ class RenderedFileTest {
                 linesStartingWith(RenderedFile.LENDER_UNIT.render(config, config.node("n3")), "ExecStart="));
     }
 
+    /** The lender reads the site key (root's, mode 600) and opens the GPUs: it says so, as the tracker's unit does. */
+    @Test
+    void lenderUnitRunsAsRootAndSaysWhyItIsNotHardenedLikeTheTrackers() {
+        String unit = RenderedFile.LENDER_UNIT.render(config(), config().node("n1"));
+        assertEquals(List.of("User=root"), linesStartingWith(unit, "User="));
+        assertTrue(unit.contains("# No hardening options yet"), unit);
+    }
+
     /** Issue 21 #3: the tracker does not use the lender, so its unit says what it is for and that it is optional. */
     @Test
     void lenderUnitSaysTheTrackerDoesNotNeedItAndThatItsPortTakesSignedRequestsOnly() {
