@@ -1,7 +1,7 @@
 /*
  * Does a process that called cuInit while the cgroup refused a GPU's device file see that GPU once
  * the cgroup admits it? The answer decides how a GPU granted to a running job can be driven in the
- * job's own process (issue 19, item 1). cgroup v2 only (the GPU machines run it): a device program
+ * job's own process. cgroup v2 only (the GPU machines run it): a device program
  * (BPF_PROG_TYPE_CGROUP_DEVICE) that refuses c 195:MINOR is attached to a fresh cgroup; a child moves
  * into it, and the program is detached at the points below. CUDA is loaded with dlopen, so the probe
  * builds without the toolkit.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The SPANK bridge's cgroup v2 grant admission with a REAL GPU (issue 19, item 1). Run as root on a GPU
+# The SPANK bridge's cgroup v2 grant admission with a REAL GPU. Run as root on a GPU
 # machine with pure cgroup v2, from the repository root; gcc and make, no Java, no CUDA toolkit (libcuda
 # is loaded with dlopen):
 #

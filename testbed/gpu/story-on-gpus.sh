@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 22's story on a real Slurm cluster whose GPUs are real: run ON a machine of two GPUs, as root, from the
+# The story on a real Slurm cluster whose GPUs are real: run ON a machine of two GPUs, as root, from the
 # repository root, after testbed/gpu/prepare.sh and testbed/gpu/slurm-bundle.sh staged .gpu/ here and
 # testbed/gpu/slurm-unpack.sh put Slurm in place there, with VGPU=testbed/gpu/vgpu (the launcher over .gpu/lib).
 # Two nodes of one GPU each (slurmd -N n1 n2 on this machine): n1 owns /dev/nvidia0, n2 owns /dev/nvidia1, and n2

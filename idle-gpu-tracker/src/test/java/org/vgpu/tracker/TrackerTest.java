@@ -97,7 +97,7 @@ class TrackerTest {
 
         assertTrue(
                 slurm.actions.stream()
-                        // Every value one quoted shell word (issue 21; HolderScriptTest runs it through sh).
+                        // Every value one quoted shell word (HolderScriptTest runs it through sh).
                         .anyMatch(action -> action.matches("submit holder \\d+ on n2 for " + job + " v1: export"
                                 + " CUDA_DEVICE_ORDER='PCI_BUS_ID'; VGPU_LEND_KEY='"
                                 + Pattern.quote(SiteKey.load(key.keyFile())

@@ -25,7 +25,7 @@ public final class ConfigValues {
     private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9_.-]*");
     /**
      * Names end up in Slurm's files, systemd units, logs and ledger records; Slurm's own limit on most names is
-     * 64 bytes or less, and a megabyte of name (issue 21) must not get that far.
+     * 64 bytes or less, and a megabyte of name must not get that far.
      */
     private static final int MAX_NAME_LENGTH = 64;
     /** DNS's limit on a whole host name. */

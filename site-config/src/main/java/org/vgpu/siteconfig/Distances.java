@@ -14,7 +14,7 @@ import java.util.Set;
  * is either listed or takes the site's default.
  *
  * <p>Only the listed pairs are stored, never the full table: a 10,000-node site has 50 million pairs, and
- * building them (issue 21) made loading the configuration take minutes. Lookups stay one hash probe.
+ * building them made loading the configuration take minutes. Lookups stay one hash probe.
  */
 public final class Distances {
     private final Set<String> nodes;
@@ -28,7 +28,7 @@ public final class Distances {
      */
     public Distances(Set<String> nodes, Map<NodePair, Integer> listed, OptionalInt fallback) {
         // Plain hash collections: Set.copyOf/Map.copyOf probe linearly and degrade on the clustered
-        // hashes of names such as n0001, n0002, ... (the quadratic load of issue 21).
+        // hashes of names such as n0001, n0002, ... (a quadratic load).
         this.nodes = new HashSet<>(nodes);
         this.listed = new HashMap<>(listed);
         this.fallback = Objects.requireNonNull(fallback, "fallback");

@@ -375,7 +375,7 @@ class SiteConfigReaderTest {
     }
 
     /**
-     * Issue 21 #6: distances used to be a complete table of every pair (10,000 nodes: 50 million entries) built
+     * Distances used to be a complete table of every pair (10,000 nodes: 50 million entries) built
      * through Map.copyOf, which took minutes from 1,000 nodes on. The timeout only keeps a regression from hanging
      * the build; how fast it loads is measured by {@code vgpu config-bench} (docs/config-load.md), not asserted.
      */
@@ -528,7 +528,7 @@ class SiteConfigReaderTest {
     }
 
     /**
-     * Issue 21 #7: values that reach shell commands (the holder job's script) and systemd's ExecStart lines must be
+     * Values that reach shell commands (the holder job's script) and systemd's ExecStart lines must be
      * plain words: a path that is a command line, or a name of a megabyte, is refused with what is expected.
      */
     @Test

@@ -4,7 +4,7 @@ import java.util.regex.Pattern;
 
 /**
  * What the ledger's records may hold, checked where a record is made: the writer then never writes a value the
- * reader refuses (issue 21: a worker id such as {@code $(id)} was read, and the tracker then failed rewriting
+ * reader refuses (a worker id such as {@code $(id)} was once read, and the tracker then failed rewriting
  * it), and a line the reader refuses says what was expected and what it found.
  */
 final class LedgerValues {

@@ -32,7 +32,7 @@ class TrackerCommandTest {
     Path dir;
 
     /**
-     * Issue 21 #8: a ledger line with a right CRC and a wrong value (here a worker id that is a shell command, which
+     * A ledger line with a right CRC and a wrong value (here a worker id that is a shell command, which
      * the tracker used to fail on while rewriting the ledger, with a bare IllegalArgumentException) ends the
      * command with exit 1 and FILE:LINE, what was expected and what was found; the ledger is left as it was.
      */

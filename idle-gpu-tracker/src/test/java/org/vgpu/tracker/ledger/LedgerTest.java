@@ -126,7 +126,7 @@ class LedgerTest {
     }
 
     /**
-     * Issue 21 #8: a line whose CRC is right but whose value is not (a port out of range, a worker id that is a
+     * A line whose CRC is right but whose value is not (a port out of range, a worker id that is a
      * shell command, bytes that are not ASCII, a number beyond its field) stops the tracker with FILE:LINE, what was
      * expected and what was found, before anything is rewritten: the file stays as it was.
      */
@@ -241,7 +241,7 @@ class LedgerTest {
 
     @Test
     void namesThatCouldSplitAFieldAreNeverWritten() {
-        // Since issue 21 the record itself refuses the name, so no ledger line can be made of it.
+        // The record itself refuses the name, so no ledger line can be made of it.
         assertThrows(
                 IllegalArgumentException.class,
                 () -> LedgerLines.assembly(new Assembly(

@@ -270,7 +270,7 @@ public final class ConfigCommand implements Subcommand {
 
     /**
      * Every pair's distance for a small site; for a large one what the file gives, since the table of a
-     * 10,000-node site has 50 million pairs (issue 21).
+     * 10,000-node site has 50 million pairs.
      */
     private static String distances(SiteConfig config) {
         int nodes = config.nodes().size();

@@ -369,7 +369,7 @@ class RenderedFileTest {
         assertTrue(unit.contains("# No hardening options yet"), unit);
     }
 
-    /** Issue 21 #3: the tracker does not use the lender, so its unit says what it is for and that it is optional. */
+    /** The tracker does not use the lender, so its unit says what it is for and that it is optional. */
     @Test
     void lenderUnitSaysTheTrackerDoesNotNeedItAndThatItsPortTakesSignedRequestsOnly() {
         String unit = RenderedFile.LENDER_UNIT.render(config(), config().node("n1"));
@@ -381,7 +381,7 @@ class RenderedFileTest {
     }
 
     /**
-     * Issue 21 #7: a unit names the configuration file in ExecStart, where systemd would split a path at a space and
+     * A unit names the configuration file in ExecStart, where systemd would split a path at a space and
      * expand $ and %; such a path is refused with what to do, never written into the unit.
      */
     @Test

@@ -49,7 +49,7 @@ public final class SubcommandRunner {
             return command.run(line, out, err);
         } catch (MissingOptionException e) {
             // The parser checks required options before anyone can look for --help: "vgpu worker --help" was a
-            // usage error (issue 21). Asking for help needs none of them.
+            // usage error. Asking for help needs none of them.
             if (Arrays.asList(args).contains("--help") || Arrays.asList(args).contains("-h")) {
                 printUsage(command, options, out);
                 return 0;

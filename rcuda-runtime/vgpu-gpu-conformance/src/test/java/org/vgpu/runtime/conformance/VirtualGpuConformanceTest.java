@@ -1403,7 +1403,7 @@ public abstract class VirtualGpuConformanceTest {
         }
     }
 
-    // ---- the calls real programs make besides the core ones (issue 20)
+    // ---- the calls real programs make besides the core ones
 
     @Test
     void theCurrentDeviceIsTheVgpusIndexInTheJob() {

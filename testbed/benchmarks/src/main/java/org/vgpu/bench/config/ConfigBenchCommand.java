@@ -22,7 +22,7 @@ import org.vgpu.siteconfig.SiteConfig;
 import org.vgpu.siteconfig.SiteConfigReader;
 
 /**
- * {@code vgpu config-bench}: how long reading a site configuration takes as the site grows (issue 21: 400 nodes
+ * {@code vgpu config-bench}: how long reading a site configuration takes as the site grows (400 nodes
  * took 7 s, 1,000 did not finish in a minute). Each size is a generated file of that many nodes in racks of
  * {@value #RACK} with every pair in a rack listed at distance 1 and {@code default = 3}. Two baselines from the
  * same run: the file's text read and split into lines (what any reader pays), and a {@value #BASE_NODES}-node

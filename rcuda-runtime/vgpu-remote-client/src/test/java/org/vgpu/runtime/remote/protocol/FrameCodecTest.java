@@ -656,7 +656,7 @@ class FrameCodecTest {
                 .writeInt(0)
                 .writeInt(0)
                 .writeShort(0);
-        // well framed, so not a protocol error: the launch fails, as on a local vGPU (issue 21)
+        // well framed, so not a protocol error: the launch fails, as on a local vGPU
         List<Frame> zeroGridFrames = decodeAll(Opcode.Direction.REQUEST, frame(Opcode.LAUNCH_KERNEL, zeroGrid));
         try {
             VgpuException zeroGridRefused = assertThrows(
