@@ -42,9 +42,9 @@ import org.vgpu.runtime.remote.client.RemoteGpu;
  *       tells the truth. The app sized its launches by what it was shown when the vGPU opened, so a
  *       target that cannot honour that (another warp size, smaller blocks, lower compute capability,
  *       emulation instead of a GPU or the reverse) is refused.</li>
- *   <li>Event timing state is not migrated: events exist on the target but have not been recorded
- *       there, so {@code eventElapsedTime} between events recorded before and after a migration is
- *       undefined (on the emulation: CUDA_ERROR_INVALID_HANDLE until both are recorded again).</li>
+ *   <li>Events keep their times: {@code eventElapsedTime} between an event recorded before a move and
+ *       one recorded after it counts the GPU's time on each side and the move's wall-clock time between
+ *       ({@link EventTimes}). An event recorded before the move is complete on the target.</li>
  *   <li>Pinned host memory ({@link #memAllocHost}) stays valid: the backend that allocated it is
  *       kept, without its device memory, until the app frees the last such buffer or closes the
  *       vGPU. A native source kept for that reason still holds its window reservation in this
@@ -73,6 +73,7 @@ public final class MigratableGpu extends GatedVirtualGpu {
     private final DeviceProperties properties;
     private final CallGate gate;
     private final ReplayLog log = new ReplayLog();
+    private final EventTimes eventTimes = new EventTimes();
     private final TargetResolver resolver;
     private final MigrationConfig config;
     private final MigrationListener listener;
@@ -230,6 +231,11 @@ public final class MigratableGpu extends GatedVirtualGpu {
         @Override
         public ReplayLog log() {
             return log;
+        }
+
+        @Override
+        public EventTimes eventTimes() {
+            return eventTimes;
         }
 
         @Override
@@ -503,6 +509,29 @@ public final class MigratableGpu extends GatedVirtualGpu {
         try {
             backend.eventDestroy(log.backendEvent(event));
             log.removeEvent(event);
+            eventTimes.forget(event);
+        } finally {
+            gate.exit(slot);
+        }
+    }
+
+    @Override
+    public void eventRecord(EventHandle event, StreamHandle stream) {
+        CallGate.Slot slot = gate.enter();
+        try {
+            backend.eventRecord(log.backendEvent(event), log.backendStream(stream));
+            eventTimes.recorded(event);
+        } finally {
+            gate.exit(slot);
+        }
+    }
+
+    /** Between events recorded on either side of a move too, on the clock {@link EventTimes} carries over. */
+    @Override
+    public float eventElapsedTime(EventHandle start, EventHandle end) {
+        CallGate.Slot slot = gate.enter();
+        try {
+            return eventTimes.elapsed(start, end, backend, log::backendEvent);
         } finally {
             gate.exit(slot);
         }

@@ -111,6 +111,7 @@ final class Migration {
         try {
             step = MigrationStep.DRAIN;
             drainSource(source);
+            EventTimes.Departure departure = gpu.eventTimes().leaving(source, gpu.log()::backendEvent);
             long drained = System.nanoTime();
             drain = drained - locked;
 
@@ -136,6 +137,7 @@ final class Migration {
 
             step = MigrationStep.SWITCH;
             gpu.switchTo(opened, target, rebinding);
+            gpu.eventTimes().arrived(opened, departure);
         } catch (RuntimeException e) {
             // The app goes on with its source at once; the target it never used is closed meanwhile.
             gpu.gate().reopen();

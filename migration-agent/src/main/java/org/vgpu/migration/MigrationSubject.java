@@ -31,6 +31,9 @@ interface MigrationSubject {
     /** What a replay rebuilds on the target, and the live allocations a mem-sync copies. */
     ReplayLog log();
 
+    /** The times of the app's recorded events, which a move carries over to the target's clock. */
+    EventTimes eventTimes();
+
     /** Shut by the migration from the drain to the switch, so no call of the app sees a half-moved vGPU. */
     CallGate gate();
 

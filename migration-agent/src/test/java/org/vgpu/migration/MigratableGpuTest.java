@@ -529,6 +529,90 @@ class MigratableGpuTest {
         }
     }
 
+    /**
+     * Events recorded on either side of moves are timed on one clock: a time measured before a move reads the same
+     * after it, times across moves add up and run forward, and events recorded after a move time each other as before.
+     */
+    @Test
+    void eventsRecordedBeforeAndAfterMovesAreTimedOnOneClock() throws Exception {
+        try (Emulation emulation = new Emulation(2);
+                MigratableGpu gpu = emulation.open(0, 0)) {
+            long buffer = gpu.memAlloc(1 << 20);
+            EventHandle a = gpu.eventCreate();
+            EventHandle b = gpu.eventCreate();
+            EventHandle c = gpu.eventCreate();
+            EventHandle d = gpu.eventCreate();
+            gpu.eventRecord(a, StreamHandle.DEFAULT);
+            gpu.memsetD8(buffer, (byte) 1, 1 << 20);
+            gpu.eventRecord(b, StreamHandle.DEFAULT);
+            float beforeTheMove = gpu.eventElapsedTime(a, b);
+
+            assertTrue(gpu.migrate(Emulation.gpu(1)).migrated());
+            gpu.memsetD8(buffer, (byte) 2, 1 << 20);
+            gpu.eventRecord(c, StreamHandle.DEFAULT);
+            gpu.ctxSynchronize();
+            assertEquals(beforeTheMove, gpu.eventElapsedTime(a, b), 1e-3, "fixed as the vGPU left its source");
+            assertTrue(gpu.eventElapsedTime(b, c) >= 0, "the clock runs forward across the move");
+            assertEquals(gpu.eventElapsedTime(a, b) + gpu.eventElapsedTime(b, c), gpu.eventElapsedTime(a, c), 1e-3);
+            assertEquals(-gpu.eventElapsedTime(a, c), gpu.eventElapsedTime(c, a), 1e-3);
+
+            assertTrue(gpu.migrate(Emulation.gpu(0)).migrated());
+            gpu.eventRecord(d, StreamHandle.DEFAULT);
+            gpu.ctxSynchronize();
+            assertEquals(beforeTheMove, gpu.eventElapsedTime(a, b), 1e-3, "and after a second move");
+            assertTrue(gpu.eventElapsedTime(c, d) >= 0);
+            assertEquals(gpu.eventElapsedTime(a, c) + gpu.eventElapsedTime(c, d), gpu.eventElapsedTime(a, d), 1e-3);
+            gpu.eventRecord(a, StreamHandle.DEFAULT);
+            gpu.ctxSynchronize();
+            assertTrue(gpu.eventElapsedTime(d, a) >= 0, "recorded again, an event is timed where it is now");
+            assertError(
+                    ErrorCode.CUDA_ERROR_INVALID_HANDLE,
+                    () -> gpu.eventElapsedTime(a, gpu.eventCreate()),
+                    "never recorded");
+        }
+    }
+
+    /**
+     * A source that cannot time the app's events does not stop the move: those events' times across it are refused
+     * saying why, and events recorded after the move time each other.
+     */
+    @Test
+    void aMoveWhoseSourceCannotTimeTheEventsGoesOnAndRefusesOnlyTheirTimesAcrossIt() throws Exception {
+        try (Emulation emulation = new Emulation(2)) {
+            boolean[] broken = {false};
+            VirtualGpu source = new ForwardingVirtualGpu(emulation.backend.open(0, VaWindow.forVgpu(0))) {
+                @Override
+                public float eventElapsedTime(EventHandle start, EventHandle end) {
+                    if (broken[0]) {
+                        throw new VgpuException(ErrorCode.CUDA_ERROR_LAUNCH_FAILED, "the source's timer broke");
+                    }
+                    return super.eventElapsedTime(start, end);
+                }
+            };
+            try (MigratableGpu gpu = new MigratableGpu(
+                    source,
+                    Emulation.gpu(0),
+                    new NodeTargetResolver(emulation.backend),
+                    Emulation.VERIFIED,
+                    MigrationListener.NONE,
+                    MigrationFaults.NONE)) {
+                EventHandle before = gpu.eventCreate();
+                EventHandle after = gpu.eventCreate();
+                EventHandle later = gpu.eventCreate();
+                gpu.eventRecord(before, StreamHandle.DEFAULT);
+                broken[0] = true;
+                assertTrue(gpu.migrate(Emulation.gpu(1)).migrated(), "the move goes on");
+                gpu.eventRecord(after, StreamHandle.DEFAULT);
+                gpu.eventRecord(later, StreamHandle.DEFAULT);
+                gpu.ctxSynchronize();
+                VgpuException refused =
+                        assertError(ErrorCode.CUDA_ERROR_INVALID_HANDLE, () -> gpu.eventElapsedTime(before, after));
+                assertTrue(refused.getMessage().contains("could not read its time"), refused.getMessage());
+                assertTrue(gpu.eventElapsedTime(after, later) >= 0);
+            }
+        }
+    }
+
     static VgpuException assertError(ErrorCode code, Executable call) {
         return assertError(code, call, "");
     }

@@ -34,6 +34,7 @@ class MigrationTest {
         final VirtualGpu source;
         final ReplayLog log = new ReplayLog();
         final CallGate gate = new CallGate("vGPU 3");
+        final EventTimes eventTimes = new EventTimes();
         final List<String> hooks = new ArrayList<>();
         VirtualGpu switchedTo;
         VgpuException deferred;
@@ -65,6 +66,11 @@ class MigrationTest {
         @Override
         public ReplayLog log() {
             return log;
+        }
+
+        @Override
+        public EventTimes eventTimes() {
+            return eventTimes;
         }
 
         @Override

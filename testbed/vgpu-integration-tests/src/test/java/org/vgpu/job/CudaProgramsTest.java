@@ -150,12 +150,24 @@ class CudaProgramsTest {
     /**
      * runtime_tour's vGPU moves after its first step (its second launch held), with its data and variables on it. The
      * move takes its lock only after opening the target and replaying ahead, while the program's later calls go on; the
-     * program's pause after its first step (3 s) keeps that lock out of the span its events time, which a move does
-     * not carry (MigratableGpu: events are unrecorded on the target).
+     * program's pause after its first step (3 s) keeps that lock out of the span its events time (the next test moves
+     * inside it).
      */
     @Test
     void aCudaRuntimeProgramsVgpuMovesWhileItHasStateOnIt() throws Exception {
         ProgramRun run = movedAtLaunch(2, program("runtime_tour").toString(), "3000");
+        assertEquals(0, run.status(), run.toString());
+        assertEquals(runtimeTourOutput(), run.results(), run.toString());
+    }
+
+    /**
+     * runtime_tour's vGPU moves while the program times a copy, a launch and a copy back with two events: its third
+     * launch, between the two records, is held, so the first event is recorded on the source and the second on the
+     * target, and the program's cudaEventElapsedTime spans the move.
+     */
+    @Test
+    void aCudaRuntimeProgramTimesAcrossAMoveOfItsVgpu() throws Exception {
+        ProgramRun run = movedAtLaunch(3, program("runtime_tour").toString(), "0");
         assertEquals(0, run.status(), run.toString());
         assertEquals(runtimeTourOutput(), run.results(), run.toString());
     }

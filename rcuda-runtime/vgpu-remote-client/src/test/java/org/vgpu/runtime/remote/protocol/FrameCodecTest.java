@@ -241,8 +241,8 @@ class FrameCodecTest {
                         "CTX_GET_LIMIT 0x0092 REQUEST async=false synchronizing=false chunked=false",
                         "HOST_REGION_CREATE 0x00A0 REQUEST async=false synchronizing=false chunked=false",
                         "HOST_REGION_FREE 0x00A1 REQUEST async=false synchronizing=false chunked=false",
-                        "MEMCPY_HTOD_FROM_REGION 0x00A2 REQUEST async=false synchronizing=true chunked=false",
-                        "MEMCPY_DTOH_TO_REGION 0x00A3 REQUEST async=false synchronizing=true chunked=false"),
+                        "MEMCPY_HTOD_FROM_REGION 0x00A2 REQUEST async=true synchronizing=true chunked=false",
+                        "MEMCPY_DTOH_TO_REGION 0x00A3 REQUEST async=true synchronizing=true chunked=false"),
                 table);
         assertNull(Opcode.fromCode(0x0075));
         assertNull(Opcode.fromCode(0x7777));
