@@ -98,13 +98,7 @@ class AgentThreadMigrationTest {
                     super.close();
                 }
             };
-            try (MigratableGpu gpu = new MigratableGpu(
-                    slowToClose,
-                    Emulation.gpu(0),
-                    new NodeTargetResolver(emulation.backend),
-                    Emulation.VERIFIED,
-                    MigrationListener.NONE,
-                    MigrationFaults.NONE)) {
+            try (MigratableGpu gpu = emulation.wrap(slowToClose)) {
                 long data = gpu.memAlloc(1 << 16);
                 gpu.memsetD32(data, 0xC0FFEE, (1 << 16) / 4);
                 CompletableFuture<MigrationReport> migration =

@@ -1,6 +1,7 @@
 package org.vgpu.migration;
 
 import org.vgpu.runtime.api.VaWindow;
+import org.vgpu.runtime.api.VirtualGpu;
 import org.vgpu.runtime.emulated.EmulatedBackend;
 import org.vgpu.runtime.emulated.KernelTwinRegistry;
 import org.vgpu.runtime.kernels.TestKernels;
@@ -33,6 +34,20 @@ final class Emulation implements AutoCloseable {
                 config,
                 listener,
                 faults);
+    }
+
+    /**
+     * A vGPU whose first backend is {@code source}, one the test made on device 0 (one that misbehaves on purpose),
+     * moving onto this emulation's devices.
+     */
+    MigratableGpu wrap(VirtualGpu source) {
+        return new MigratableGpu(
+                source,
+                gpu(0),
+                new NodeTargetResolver(backend),
+                VERIFIED,
+                MigrationListener.NONE,
+                MigrationFaults.NONE);
     }
 
     /** Bytes in use on an emulated device, by all vGPUs on it. */

@@ -74,13 +74,7 @@ class MigratableGpuTest {
                     reused.set(other.join());
                 }
             };
-            try (MigratableGpu gpu = new MigratableGpu(
-                    source,
-                    Emulation.gpu(0),
-                    new NodeTargetResolver(emulation.backend),
-                    Emulation.VERIFIED,
-                    MigrationListener.NONE,
-                    MigrationFaults.NONE)) {
+            try (MigratableGpu gpu = emulation.wrap(source)) {
                 app.set(gpu);
                 long first = gpu.memAlloc(bytes);
                 gpu.memFree(first);
@@ -589,13 +583,7 @@ class MigratableGpuTest {
                     return super.eventElapsedTime(start, end);
                 }
             };
-            try (MigratableGpu gpu = new MigratableGpu(
-                    source,
-                    Emulation.gpu(0),
-                    new NodeTargetResolver(emulation.backend),
-                    Emulation.VERIFIED,
-                    MigrationListener.NONE,
-                    MigrationFaults.NONE)) {
+            try (MigratableGpu gpu = emulation.wrap(source)) {
                 EventHandle before = gpu.eventCreate();
                 EventHandle after = gpu.eventCreate();
                 EventHandle later = gpu.eventCreate();
