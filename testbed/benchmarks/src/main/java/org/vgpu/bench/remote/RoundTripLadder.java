@@ -25,7 +25,6 @@ import org.vgpu.runtime.remote.transport.NettyTransport;
  * (the worker's GPU thread and the protocol).
  */
 final class RoundTripLadder {
-    private static final int WARM_UP_TRIALS = 2;
 
     private final String host;
     private final String backend;
@@ -46,7 +45,7 @@ final class RoundTripLadder {
     int run(GpuBackend local, PrintStream out) {
         EventLoopGroup echoClient = NettyTransport.newEventLoopGroup(
                 1, "vgpu-bench-echo-client", RemoteTuning.current().spinNanos());
-        try (RemoteBenchCommand.BenchWorker worker = RemoteBenchCommand.BenchWorker.start(host, backend, workerDevice);
+        try (BenchWorker worker = BenchWorker.start(host, backend, workerDevice);
                 VirtualGpu localGpu = local.open(device, VaWindow.forVgpu(0));
                 VirtualGpu remoteGpu = worker.connect(VaWindow.forVgpu(0))) {
             out.printf(
@@ -63,16 +62,14 @@ final class RoundTripLadder {
                         + " remote runtime and this machine's network stack, not a GPU");
             }
             out.printf(
-                    "client, worker and socket peers are separate processes on %s, %d cores; tuning: %s; %d round"
-                            + " trips per trial, %d trials after %d warm-up trials; medians, and each step's range"
-                            + " over the trials%n%n",
-                    host,
-                    Runtime.getRuntime().availableProcessors(),
-                    RemoteTuning.current().describe(),
-                    iterations,
-                    trials,
-                    WARM_UP_TRIALS);
-            RemoteBenchCommand.printTable(
+                    "%s%n%n",
+                    Series.howSampled(
+                            "client, worker and socket peers",
+                            host,
+                            iterations + " round trips per trial",
+                            trials,
+                            "each step's range"));
+            Row.printTable(
                     measure(worker, echoClient, localGpu, remoteGpu),
                     local.isEmulation() ? " [CPU EMULATION]" : "",
                     out);
@@ -82,38 +79,33 @@ final class RoundTripLadder {
         return 0;
     }
 
-    private List<RemoteBenchCommand.Row> measure(
-            RemoteBenchCommand.BenchWorker worker,
-            EventLoopGroup echoClient,
-            VirtualGpu localGpu,
-            VirtualGpu remoteGpu) {
+    private List<Row> measure(
+            BenchWorker worker, EventLoopGroup echoClient, VirtualGpu localGpu, VirtualGpu remoteGpu) {
         Endpoint plain = worker.baseline();
         Endpoint echo = worker.nettyEcho();
-        RemoteBenchCommand.Series blocking = new RemoteBenchCommand.Series(
-                () -> PlainSocketBaseline.roundTripNanos(plain.host(), plain.port(), iterations));
-        RemoteBenchCommand.Series spinning = new RemoteBenchCommand.Series(
-                () -> PlainSocketBaseline.spinningRoundTripNanos(plain.host(), plain.port(), iterations));
-        RemoteBenchCommand.Series netty = new RemoteBenchCommand.Series(
-                () -> NettyEcho.roundTripNanos(echoClient, echo.host(), echo.port(), iterations));
-        RemoteBenchCommand.Series localSync = new RemoteBenchCommand.Series(() -> synchronizeNanos(localGpu));
-        RemoteBenchCommand.Series remoteSync = new RemoteBenchCommand.Series(() -> synchronizeNanos(remoteGpu));
-        RemoteBenchCommand.Series.sampleAlternating(
-                List.of(blocking, spinning, netty, localSync, remoteSync), WARM_UP_TRIALS, trials);
+        Series blocking = new Series(() -> PlainSocketBaseline.roundTripNanos(plain.host(), plain.port(), iterations));
+        Series spinning =
+                new Series(() -> PlainSocketBaseline.spinningRoundTripNanos(plain.host(), plain.port(), iterations));
+        Series netty = new Series(() -> NettyEcho.roundTripNanos(echoClient, echo.host(), echo.port(), iterations));
+        Series localSync = new Series(() -> synchronizeNanos(localGpu));
+        Series remoteSync = new Series(() -> synchronizeNanos(remoteGpu));
+        Series.sampleAlternating(
+                List.of(blocking, spinning, netty, localSync, remoteSync), Series.WARM_UP_TRIALS, trials);
         return List.of(
-                RemoteBenchCommand.Row.time("plain socket 64 B round trip, blocking reads", blocking),
-                RemoteBenchCommand.Row.time("plain socket 64 B round trip, spinning reads", spinning),
-                RemoteBenchCommand.Row.time("Netty 64 B round trip, the runtime's event loops", netty),
-                RemoteBenchCommand.Row.time("local synchronize, nothing queued", localSync),
-                RemoteBenchCommand.Row.time("remote synchronize, nothing queued", remoteSync),
-                RemoteBenchCommand.Row.derivedTime(
+                Row.time("plain socket 64 B round trip, blocking reads", blocking),
+                Row.time("plain socket 64 B round trip, spinning reads", spinning),
+                Row.time("Netty 64 B round trip, the runtime's event loops", netty),
+                Row.time("local synchronize, nothing queued", localSync),
+                Row.time("remote synchronize, nothing queued", remoteSync),
+                Row.derivedTime(
                         "  spinning sockets -> Netty and the caller's hand-off",
                         t -> netty.at(t) - spinning.at(t),
                         trials),
-                RemoteBenchCommand.Row.derivedTime(
+                Row.derivedTime(
                         "  Netty -> the runtime (remote - local synchronize)",
                         t -> remoteSync.at(t) - localSync.at(t) - netty.at(t),
                         trials),
-                RemoteBenchCommand.Row.derivedTime(
+                Row.derivedTime(
                         "  spinning sockets -> the runtime, all told",
                         t -> remoteSync.at(t) - localSync.at(t) - spinning.at(t),
                         trials));

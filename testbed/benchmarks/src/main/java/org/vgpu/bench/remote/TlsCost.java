@@ -6,7 +6,6 @@ import java.util.List;
 
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VirtualGpu;
-import org.vgpu.runtime.remote.RemoteTuning;
 import org.vgpu.runtime.remote.client.RemoteGpu;
 import org.vgpu.runtime.remote.transport.NettyTransport;
 
@@ -17,7 +16,6 @@ import org.vgpu.runtime.remote.transport.NettyTransport;
  * trip and both copy directions, each with the ratio TLS / plain and its range over the trials.
  */
 final class TlsCost {
-    private static final int WARM_UP_TRIALS = 2;
 
     private final String host;
     private final String backend;
@@ -36,10 +34,8 @@ final class TlsCost {
     }
 
     int run(PrintStream out) {
-        try (RemoteBenchCommand.BenchWorker plainWorker =
-                        RemoteBenchCommand.BenchWorker.start(host, backend, device, false);
-                RemoteBenchCommand.BenchWorker tlsWorker =
-                        RemoteBenchCommand.BenchWorker.start(host, backend, device, true);
+        try (BenchWorker plainWorker = BenchWorker.start(host, backend, device, false);
+                BenchWorker tlsWorker = BenchWorker.start(host, backend, device, true);
                 VirtualGpu plainGpu = plainWorker.connect(VaWindow.forVgpu(0));
                 VirtualGpu tlsGpu = tlsWorker.connect(VaWindow.forVgpu(0))) {
             boolean emulated = backend.equals("emulated");
@@ -55,49 +51,35 @@ final class TlsCost {
                 out.println("CPU EMULATION, transport only: the device is the CPU emulation, so these figures measure"
                         + " the remote runtime, TLS and this machine's network stack, not a GPU");
             }
-            out.printf(
-                    "client and workers are separate processes on %s, %d cores; tuning: %s; %d trials after %d warm-up"
-                            + " trials; medians, and the range of each ratio over the trials%n%n",
-                    host,
-                    Runtime.getRuntime().availableProcessors(),
-                    RemoteTuning.current().describe(),
-                    trials,
-                    WARM_UP_TRIALS);
-            RemoteBenchCommand.printTable(measure(plainGpu, tlsGpu), emulated ? " [CPU EMULATION]" : "", out);
+            out.printf("%s%n%n", Series.howSampled("client and workers", host, "", trials, "the range of each ratio"));
+            Row.printTable(measure(plainGpu, tlsGpu), emulated ? " [CPU EMULATION]" : "", out);
         }
         return 0;
     }
 
-    private List<RemoteBenchCommand.Row> measure(VirtualGpu plainGpu, VirtualGpu tlsGpu) {
-        RemoteBenchCommand.Device plain = new RemoteBenchCommand.Device(plainGpu, copyBytes);
-        RemoteBenchCommand.Device tls = new RemoteBenchCommand.Device(tlsGpu, copyBytes);
+    private List<Row> measure(VirtualGpu plainGpu, VirtualGpu tlsGpu) {
+        BenchDevice plain = new BenchDevice(plainGpu, copyBytes);
+        BenchDevice tls = new BenchDevice(tlsGpu, copyBytes);
         try {
             // copies of the app's own memory, whose bytes cross the connection: what TLS may cost
-            RemoteBenchCommand.Series plainSync =
-                    new RemoteBenchCommand.Series(() -> plain.launchAndSynchronizeNanos(syncIterations));
-            RemoteBenchCommand.Series tlsSync =
-                    new RemoteBenchCommand.Series(() -> tls.launchAndSynchronizeNanos(syncIterations));
-            RemoteBenchCommand.Series plainToDevice =
-                    new RemoteBenchCommand.Series(() -> plain.copyToDeviceNanos(false));
-            RemoteBenchCommand.Series tlsToDevice = new RemoteBenchCommand.Series(() -> tls.copyToDeviceNanos(false));
-            RemoteBenchCommand.Series plainToHost = new RemoteBenchCommand.Series(() -> plain.copyToHostNanos(false));
-            RemoteBenchCommand.Series tlsToHost = new RemoteBenchCommand.Series(() -> tls.copyToHostNanos(false));
-            List<RemoteBenchCommand.Series> all =
-                    List.of(plainSync, tlsSync, plainToDevice, tlsToDevice, plainToHost, tlsToHost);
-            RemoteBenchCommand.Series.sampleAlternating(all, WARM_UP_TRIALS, trials);
+            Series plainSync = new Series(() -> plain.launchAndSynchronizeNanos(syncIterations));
+            Series tlsSync = new Series(() -> tls.launchAndSynchronizeNanos(syncIterations));
+            Series plainToDevice = new Series(() -> plain.copyToDeviceNanos(false));
+            Series tlsToDevice = new Series(() -> tls.copyToDeviceNanos(false));
+            Series plainToHost = new Series(() -> plain.copyToHostNanos(false));
+            Series tlsToHost = new Series(() -> tls.copyToHostNanos(false));
+            List<Series> all = List.of(plainSync, tlsSync, plainToDevice, tlsToDevice, plainToHost, tlsToHost);
+            Series.sampleAlternating(all, Series.WARM_UP_TRIALS, trials);
             String mib = (copyBytes >> 20) + " MiB";
             return List.of(
-                    RemoteBenchCommand.Row.time("remote launch + synchronize, plain TCP", plainSync),
-                    RemoteBenchCommand.Row.time("remote launch + synchronize, TLS 1.3", tlsSync),
+                    Row.time("remote launch + synchronize, plain TCP", plainSync),
+                    Row.time("remote launch + synchronize, TLS 1.3", tlsSync),
                     ratio("  round trip: TLS / plain (time)", tlsSync, plainSync),
-                    RemoteBenchCommand.Row.bandwidth(
-                            "remote host->device " + mib + ", plain TCP", plainToDevice, copyBytes),
-                    RemoteBenchCommand.Row.bandwidth(
-                            "remote host->device " + mib + ", TLS 1.3", tlsToDevice, copyBytes),
+                    Row.bandwidth("remote host->device " + mib + ", plain TCP", plainToDevice, copyBytes),
+                    Row.bandwidth("remote host->device " + mib + ", TLS 1.3", tlsToDevice, copyBytes),
                     ratio("  host->device bandwidth: TLS / plain", plainToDevice, tlsToDevice),
-                    RemoteBenchCommand.Row.bandwidth(
-                            "remote device->host " + mib + ", plain TCP", plainToHost, copyBytes),
-                    RemoteBenchCommand.Row.bandwidth("remote device->host " + mib + ", TLS 1.3", tlsToHost, copyBytes),
+                    Row.bandwidth("remote device->host " + mib + ", plain TCP", plainToHost, copyBytes),
+                    Row.bandwidth("remote device->host " + mib + ", TLS 1.3", tlsToHost, copyBytes),
                     ratio("  device->host bandwidth: TLS / plain", plainToHost, tlsToHost));
         } finally {
             plain.free();
@@ -106,14 +88,13 @@ final class TlsCost {
     }
 
     /** {@code numerator / denominator} of the medians, with its range over the trials (no goal: a cost). */
-    private RemoteBenchCommand.Row ratio(
-            String name, RemoteBenchCommand.Series numerator, RemoteBenchCommand.Series denominator) {
+    private Row ratio(String name, Series numerator, Series denominator) {
         double[] ratios = new double[trials];
         for (int t = 0; t < trials; t++) {
             ratios[t] = numerator.at(t) / denominator.at(t);
         }
         Arrays.sort(ratios);
-        return new RemoteBenchCommand.Row(
+        return new Row(
                 name,
                 String.format("%.2f", numerator.median() / denominator.median()),
                 String.format("%.2f - %.2f", ratios[0], ratios[trials - 1]),
