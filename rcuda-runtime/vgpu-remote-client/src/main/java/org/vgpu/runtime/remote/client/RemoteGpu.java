@@ -54,13 +54,6 @@ public final class RemoteGpu extends OneToOneClientCalls<RemoteGpu.Module, Remot
     record Function(int remoteId, KernelSignature workerSignature) {}
 
     private static final int DEFAULT_STREAM = 0;
-    /**
-     * Below this an asynchronous copy of memory shared with the worker goes as one of the app's own memory, batched
-     * without waiting: a copy naming the region waits for its answer (about one round trip, the time the bulk path
-     * takes for some 200 KiB), and a 2D copy makes one per row.
-     */
-    private static final long SHARED_ASYNC_MIN_BYTES = 256 << 10;
-
     private final WorkerConnection connection;
     private final ChunkedCopies copies;
     private final SharedHostMemory sharedHostMemory;
@@ -276,20 +269,21 @@ public final class RemoteGpu extends OneToOneClientCalls<RemoteGpu.Module, Remot
     // ---- copies and memsets
 
     /**
-     * From memory shared with the worker, one request that names it (MEMCPY_HTOD_FROM_REGION), answered once the
-     * worker copied it, also when asynchronous (but for small copies, {@link #SHARED_ASYNC_MIN_BYTES}): the worker
-     * reads the caller's memory, which may change once the call returns. From any other memory, in chunks ({@link
+     * From memory shared with the worker, one request that names it (MEMCPY_HTOD_FROM_REGION): no byte crosses the
+     * connection. The synchronous copy waits for the worker's answer; the asynchronous one is sent without waiting, as
+     * CUDA returns before such a copy is done (the app may change those bytes once it has synchronized with the
+     * stream), and its failure comes at the next synchronizing call. From any other memory, in chunks ({@link
      * ChunkedCopies}).
      */
     @Override
     protected void doMemcpyHtoD(long dst, MemorySegment src, long bytes, Integer stream, boolean async) {
-        Optional<SharedHostMemory.Place> shared = sharedPlace(src, bytes, async);
+        Optional<SharedHostMemory.Place> shared = sharedHostMemory.find(src, bytes);
         if (shared.isPresent()) {
             SharedHostMemory.Place at = shared.get();
-            connection.call(
+            onStream(
                     (encoder, requestId) -> encoder.memcpyHtoDFromRegion(
-                            requestId, false, stream, dst, at.regionId(), at.offset(), bytes),
-                    ReplyDecoder::empty);
+                            requestId, async, stream, dst, at.regionId(), at.offset(), bytes),
+                    async);
         } else {
             copies.copyToDevice(dst, src, bytes, stream, async);
         }
@@ -298,21 +292,25 @@ public final class RemoteGpu extends OneToOneClientCalls<RemoteGpu.Module, Remot
     /** Into memory shared with the worker, as {@link #doMemcpyHtoD} (MEMCPY_DTOH_TO_REGION); else in chunks. */
     @Override
     protected void doMemcpyDtoH(MemorySegment dst, long src, long bytes, Integer stream, boolean async) {
-        Optional<SharedHostMemory.Place> shared = sharedPlace(dst, bytes, async);
+        Optional<SharedHostMemory.Place> shared = sharedHostMemory.find(dst, bytes);
         if (shared.isPresent()) {
             SharedHostMemory.Place at = shared.get();
-            connection.call(
+            onStream(
                     (encoder, requestId) -> encoder.memcpyDtoHToRegion(
-                            requestId, false, stream, src, at.regionId(), at.offset(), bytes),
-                    ReplyDecoder::empty);
+                            requestId, async, stream, src, at.regionId(), at.offset(), bytes),
+                    async);
         } else {
             copies.copyToHost(dst, src, bytes, stream, async);
         }
     }
 
-    /** Where a copy of {@code bytes} of {@code host} lies in memory shared with the worker, if it is to name it. */
-    private Optional<SharedHostMemory.Place> sharedPlace(MemorySegment host, long bytes, boolean async) {
-        return async && bytes < SHARED_ASYNC_MIN_BYTES ? Optional.empty() : sharedHostMemory.find(host, bytes);
+    /** A request CUDA's asynchronous form leaves on the stream: sent without waiting in that form, answered in the other. */
+    private void onStream(WorkerConnection.Request request, boolean async) {
+        if (async) {
+            connection.send(request);
+        } else {
+            connection.call(request, ReplyDecoder::empty);
+        }
     }
 
     /** One request for all the regions (or for as many as one frame can name), so small regions cost one round trip together. */
@@ -383,24 +381,14 @@ public final class RemoteGpu extends OneToOneClientCalls<RemoteGpu.Module, Remot
 
     @Override
     protected void doMemcpyDtoD(long dst, long src, long bytes, Integer stream, boolean async) {
-        WorkerConnection.Request request =
-                (encoder, requestId) -> encoder.memcpyDtoD(requestId, async, stream, dst, src, bytes);
-        if (async) {
-            connection.send(request);
-        } else {
-            connection.call(request, ReplyDecoder::empty);
-        }
+        onStream((encoder, requestId) -> encoder.memcpyDtoD(requestId, async, stream, dst, src, bytes), async);
     }
 
     @Override
     protected void doMemset(long dst, int value, int elementSize, long count, Integer stream, boolean async) {
-        WorkerConnection.Request request =
-                (encoder, requestId) -> encoder.memset(requestId, async, stream, dst, value, elementSize, count);
-        if (async) {
-            connection.send(request);
-        } else {
-            connection.call(request, ReplyDecoder::empty);
-        }
+        onStream(
+                (encoder, requestId) -> encoder.memset(requestId, async, stream, dst, value, elementSize, count),
+                async);
     }
 
     // ---- launch
