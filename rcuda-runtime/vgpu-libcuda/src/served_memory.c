@@ -164,20 +164,6 @@ static CUresult copy_with_region(struct vgpu_device *device, int opcode, int str
     return on_stream(device, &request, async);
 }
 
-static CUresult copy_to_device(CUdeviceptr_v2 dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream,
-                               int async);
-
-CUresult vgpu_served_cuMemcpyHtoD(CUdeviceptr_v2 dstDevice, const void *srcHost, size_t ByteCount)
-{
-    return copy_to_device(dstDevice, srcHost, ByteCount, NULL, 0);
-}
-
-CUresult vgpu_served_cuMemcpyHtoDAsync(CUdeviceptr_v2 dstDevice, const void *srcHost, size_t ByteCount,
-                                       CUstream hStream)
-{
-    return copy_to_device(dstDevice, srcHost, ByteCount, hStream, 1);
-}
-
 /* Bytes of the program's own memory are sent before this returns, in either form; shared page-locked memory's are
    named, and the asynchronous form does not wait for the copy. */
 static CUresult copy_to_device(CUdeviceptr_v2 dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream,
@@ -204,17 +190,15 @@ static CUresult copy_to_device(CUdeviceptr_v2 dstDevice, const void *srcHost, si
     return result;
 }
 
-static CUresult copy_from_device(void *dstHost, CUdeviceptr_v2 srcDevice, size_t ByteCount, CUstream hStream,
-                                 int async);
-
-CUresult vgpu_served_cuMemcpyDtoH(void *dstHost, CUdeviceptr_v2 srcDevice, size_t ByteCount)
+CUresult vgpu_served_cuMemcpyHtoD(CUdeviceptr_v2 dstDevice, const void *srcHost, size_t ByteCount)
 {
-    return copy_from_device(dstHost, srcDevice, ByteCount, NULL, 0);
+    return copy_to_device(dstDevice, srcHost, ByteCount, NULL, 0);
 }
 
-CUresult vgpu_served_cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr_v2 srcDevice, size_t ByteCount, CUstream hStream)
+CUresult vgpu_served_cuMemcpyHtoDAsync(CUdeviceptr_v2 dstDevice, const void *srcHost, size_t ByteCount,
+                                       CUstream hStream)
 {
-    return copy_from_device(dstHost, srcDevice, ByteCount, hStream, 1);
+    return copy_to_device(dstDevice, srcHost, ByteCount, hStream, 1);
 }
 
 /* Into the program's own memory the bytes are there when this returns, in either form; into shared page-locked
@@ -241,6 +225,16 @@ static CUresult copy_from_device(void *dstHost, CUdeviceptr_v2 srcDevice, size_t
     result = vgpu_fetch_from_device(device, srcDevice, dstHost, ByteCount);
     pthread_mutex_unlock(&device->lock);
     return result;
+}
+
+CUresult vgpu_served_cuMemcpyDtoH(void *dstHost, CUdeviceptr_v2 srcDevice, size_t ByteCount)
+{
+    return copy_from_device(dstHost, srcDevice, ByteCount, NULL, 0);
+}
+
+CUresult vgpu_served_cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr_v2 srcDevice, size_t ByteCount, CUstream hStream)
+{
+    return copy_from_device(dstHost, srcDevice, ByteCount, hStream, 1);
 }
 
 static CUresult copy_on_device(CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t bytes, CUstream hStream, int async)
