@@ -26,10 +26,7 @@ record Row(String name, String value, String range, String goal, String verdict)
      * trials, and its range.
      */
     static Row derivedTime(String name, TrialRatio perTrial, int trials) {
-        double[] nanos = new double[trials];
-        for (int t = 0; t < trials; t++) {
-            nanos[t] = perTrial.at(t);
-        }
+        double[] nanos = perTrial.eachOf(trials);
         double median = Medians.of(nanos);
         Arrays.sort(nanos);
         return new Row(
@@ -59,10 +56,7 @@ record Row(String name, String value, String range, String goal, String verdict)
             TrialRatio perTrial,
             double median,
             int trials) {
-        double[] ratios = new double[trials];
-        for (int t = 0; t < trials; t++) {
-            ratios[t] = perTrial.at(t);
-        }
+        double[] ratios = perTrial.eachOf(trials);
         Arrays.sort(ratios);
         String format = percent ? "%.0f %%" : "%.2f";
         double scale = percent ? 100 : 1;

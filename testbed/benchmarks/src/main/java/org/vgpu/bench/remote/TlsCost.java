@@ -89,10 +89,8 @@ final class TlsCost {
 
     /** {@code numerator / denominator} of the medians, with its range over the trials (no goal: a cost). */
     private Row ratio(String name, Series numerator, Series denominator) {
-        double[] ratios = new double[trials];
-        for (int t = 0; t < trials; t++) {
-            ratios[t] = numerator.at(t) / denominator.at(t);
-        }
+        TrialRatio perTrial = t -> numerator.at(t) / denominator.at(t);
+        double[] ratios = perTrial.eachOf(trials);
         Arrays.sort(ratios);
         return new Row(
                 name,

@@ -4,4 +4,13 @@ package org.vgpu.bench.remote;
 @FunctionalInterface
 interface TrialRatio {
     double at(int trial);
+
+    /** The value of each of the first {@code trials} trials, in trial order. */
+    default double[] eachOf(int trials) {
+        double[] values = new double[trials];
+        for (int t = 0; t < trials; t++) {
+            values[t] = at(t);
+        }
+        return values;
+    }
 }
