@@ -8,7 +8,11 @@
 #   2. latency_bench (an empty kernel's launch, launch + synchronize, a 4 KiB copy, 256 MiB pinned copies) plainly,
 #      through vgpu run over the socket and through vgpu run in process, alternately, ROUNDS times (default 3), and
 #      the medians with the ratios to plain CUDA (the goal: launch_us, launch_sync_us and copy_4k_us <= 1.05 in
-#      process).
+#      process);
+#   3. the PyTorch training script (rcuda-runtime/vgpu-libcuda/tests/programs/torch_training.py) plainly, over the
+#      socket and in process, alternately, TORCH_ROUNDS times (default 2; 0 skips it): its losses compared line by line
+#      with plain PyTorch's, and each model's milliseconds per step after the first 50 with the ratios to plain (the
+#      goal: <= 1.05 on a native vGPU).
 # Logs in $OUT (default .gpu/out): in-process-costs.log (what is printed), in-process-costs.err (vgpu's own lines).
 # Java: $JAVA when set, else the runtime in .gpu/jre.tar.xz unpacked to /tmp/jre.
 set -uo pipefail
@@ -48,6 +52,37 @@ failed=0
     echo "# the goal in process: launch_us, launch_sync_us and copy_4k_us ratio <= 1.05"
     latency_ratios "$work/bench.plain" "$work/bench.in-process" \
         | awk '$1 ~ /^(launch_us|launch_sync_us|copy_4k_us)$/ {print "goal", $1, $7, ($7 <= 1.05 ? "met" : "NOT met")}'
+
+    torch_script=$top/$lib/tests/programs/torch_training.py
+    for round in $(seq 1 "${TORCH_ROUNDS:-2}"); do
+        timeout 300 python3 "$torch_script" >"$work/torch.plain.$round" 2>"$work/torch.plain.$round.err" || failed=1
+        for serving in socket in-process; do
+            vgpu_run "$serving" python3 "$torch_script" >"$work/torch.$serving.$round" 2>"$work/torch.$serving.$round.err" \
+                || failed=1
+            if cmp -s "$work/torch.plain.$round" "$work/torch.$serving.$round"; then
+                echo "torch_training round $round $serving: losses equal to plain PyTorch's"
+            else
+                failed=1
+                echo "torch_training round $round $serving: DIFFERENT from plain PyTorch's"
+                diff "$work/torch.plain.$round" "$work/torch.$serving.$round" | head -n 20
+                grep -v '^timing:' "$work/torch.$serving.$round.err" | tail -n 20
+            fi
+        done
+    done
+    if [ "${TORCH_ROUNDS:-2}" -gt 0 ]; then
+        echo "# torch_training, ms per step after the first 50 (each round: plain, over the socket, in process)"
+        for model in mlp cnn; do
+            for round in $(seq 1 "${TORCH_ROUNDS:-2}"); do
+                # ms_per_step WAY: that way's figure for this model and round
+                ms_per_step() { sed -n "s/^timing: $model .*, \([0-9.]*\) ms per step.*/\1/p" "$work/torch.$1.$round.err"; }
+                plain=$(ms_per_step plain) socket=$(ms_per_step socket) in_process=$(ms_per_step in-process)
+                awk -v m="$model" -v r="$round" -v p="$plain" -v s="$socket" -v i="$in_process" 'BEGIN {
+                    if (p == "" || s == "" || i == "") { print "torch", m, "round", r, "missing a figure"; exit }
+                    printf "torch %s round %s plain %.3f socket %.3f (%.3f) in-process %.3f (%.3f)%s\n", m, r, p, s, s / p,
+                        i, i / p, (i / p <= 1.05 ? " goal met" : " goal NOT met") }'
+            done
+        done
+    fi
     exit "$failed" # the group runs in a subshell of the pipe: its status carries the failures out
 } 2>&1 | tee "$log"
 failed=${PIPESTATUS[0]}
