@@ -91,7 +91,7 @@ def serving_branch(name, decl, args, served, ids):
         if parameter_types(decl) == parameter_types(served_decl):
             target = f'vgpu_served_result({ids[name]}, {served_function(name, version, served[name][0][0])}({args}))'
             break
-    return f'    if (vgpu_serving) {{\n        return {target};\n    }}\n'
+    return f'    if (vgpu_serves_this_thread()) {{\n        return {target};\n    }}\n'
 
 
 def write_error_table(raw_cuda_h, path):

@@ -56,6 +56,32 @@ static pthread_key_t attached_thread;
 
 static int in_process_chosen = -1;
 
+int vgpu_in_process_started;
+
+/* Who runs on this thread, for vgpu_in_process_runtime_thread: not known yet, the program, or vgpu's runtime (a
+   thread its JVM made). */
+enum thread_role { ROLE_NOT_KNOWN, ROLE_PROGRAM, ROLE_RUNTIME };
+static __thread enum thread_role thread_role;
+/* Above 0 while this thread runs vgpu's runtime: the JVM's start, or a request a program thread hands it. */
+static __thread int inside_runtime;
+
+int vgpu_in_process_runtime_thread(void)
+{
+    if (inside_runtime > 0) {
+        return 1;
+    }
+    if (thread_role == ROLE_NOT_KNOWN) {
+        JavaVM *vm = __atomic_load_n(&jvm, __ATOMIC_ACQUIRE);
+        if (vm == NULL) {
+            return 0; /* the JVM is still starting, on a thread marked inside_runtime: this thread is the program's */
+        }
+        /* attached to the JVM, but not by this library (thread_env marks the threads it attaches): one the JVM made */
+        JNIEnv *env = NULL;
+        thread_role = (*vm)->GetEnv(vm, (void **)&env, JNI_VERSION_21) == JNI_OK ? ROLE_RUNTIME : ROLE_PROGRAM;
+    }
+    return thread_role == ROLE_RUNTIME;
+}
+
 int vgpu_in_process_chosen(void)
 {
     if (in_process_chosen < 0) {
@@ -81,6 +107,7 @@ static JNIEnv *thread_env(void)
     if ((*jvm)->GetEnv(jvm, (void **)&env, JNI_VERSION_21) == JNI_OK) {
         return env;
     }
+    thread_role = ROLE_PROGRAM; /* attached by this library: a program thread, though the JVM knows it from now on */
     if ((*jvm)->AttachCurrentThreadAsDaemon(jvm, (void **)&env, NULL) != JNI_OK) {
         return NULL;
     }
@@ -112,7 +139,9 @@ static void close_at_exit(void)
 {
     JNIEnv *env = thread_env();
     if (env != NULL) {
+        inside_runtime++;
         (*env)->CallStaticVoidMethod(env, serving_class, close_all);
+        inside_runtime--;
         said_exception(env, "closing the job's vGPUs at exit");
     }
 }
@@ -122,6 +151,7 @@ typedef jint (*create_java_vm)(JavaVM **, void **, void *);
 static void *create_jvm(void *unused)
 {
     (void)unused;
+    inside_runtime = 1; /* this thread is vgpu's runtime's for its whole life */
     const char *library = getenv(VGPU_ENV_LIBCUDA_JVM);
     const char *class_path = getenv(VGPU_ENV_LIBCUDA_CLASS_PATH);
     if (library == NULL || class_path == NULL) {
@@ -214,6 +244,7 @@ static void *create_jvm(void *unused)
 static void start_jvm(void)
 {
     pthread_key_create(&attached_thread, detach_thread);
+    __atomic_store_n(&vgpu_in_process_started, 1, __ATOMIC_RELEASE);
     pthread_attr_t attributes;
     pthread_t thread;
     pthread_attr_init(&attributes);
@@ -271,7 +302,9 @@ CUresult vgpu_in_process_open(struct vgpu_device *device)
     if (state == NULL) {
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
+    inside_runtime++;
     jobject session = (*env)->CallStaticObjectMethod(env, serving_class, open_session);
+    inside_runtime--;
     if (said_exception(env, "opening a vGPU session") || session == NULL || grow(env, state, FIRST_BUFFER_BYTES) != 0) {
         free(state);
         return CUDA_ERROR_NO_DEVICE;
@@ -285,7 +318,9 @@ CUresult vgpu_in_process_open(struct vgpu_device *device)
 /* Hands the session the frame in buffer's first request_bytes (0: none) and takes the replies due into the buffer. */
 static int serve(JNIEnv *env, struct vgpu_in_process *state, size_t request_bytes)
 {
+    inside_runtime++;
     jint replies = (*env)->CallIntMethod(env, state->session, serve_method, state->buffer_object, (jint)request_bytes);
+    inside_runtime--;
     if (said_exception(env, "a request") || replies < 0 || (size_t)replies > state->capacity) {
         return -1;
     }
@@ -370,7 +405,9 @@ void vgpu_in_process_close(struct vgpu_device *device)
     device->in_process = NULL;
     JNIEnv *env = thread_env();
     if (env != NULL) {
+        inside_runtime++;
         (*env)->CallVoidMethod(env, state->session, close_session);
+        inside_runtime--;
         said_exception(env, "closing a vGPU session");
         (*env)->DeleteGlobalRef(env, state->session);
         (*env)->DeleteGlobalRef(env, state->buffer_object);

@@ -52,9 +52,11 @@ static void resolve_proc_entry(const struct vgpu_proc_entry *entry)
  */
 __attribute__((constructor)) static void resolve_all(void)
 {
-    if (vgpu_serving) {
-        return; /* the program's vGPUs are served through `vgpu run`: the node's driver is not loaded */
+    if (vgpu_serving && !vgpu_in_process_chosen()) {
+        return; /* the program's vGPUs are served through `vgpu run`'s socket: the node's driver is not loaded */
     }
+    /* Serving in process, the driver is loaded all the same: vgpu's runtime in this process reaches it through this
+       library (vgpu_serves_this_thread). */
     void *driver = vgpu_real_driver();
     if (driver == NULL) {
         return;
@@ -106,7 +108,7 @@ VGPU_EXPORT CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn,
         return answer(symbolStatus, CU_GET_PROC_ADDRESS_SUCCESS, CUDA_SUCCESS);
     }
     const struct vgpu_proc_entry *entry = vgpu_find_proc_entry(symbol, cudaVersion, flags);
-    if (entry == NULL && real_get_proc_address != NULL && !vgpu_serving) {
+    if (entry == NULL && real_get_proc_address != NULL && !vgpu_serves_this_thread()) {
         /* a function the toolkit vgpu was built with does not declare (a newer driver's, or one the
            toolkit keeps to itself): the driver's own, handed out uncounted, and named in the report */
         CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
@@ -136,7 +138,7 @@ VGPU_EXPORT CUresult CUDAAPI cuGetExportTable(const void **ppExportTable, const 
         return CUDA_ERROR_INVALID_VALUE;
     }
     *ppExportTable = NULL;
-    if (vgpu_serving) {
+    if (vgpu_serves_this_thread()) {
         CUresult result = vgpu_served_export_table(ppExportTable, pExportTableId);
         vgpu_note_export_table(pExportTableId, result);
         return result;

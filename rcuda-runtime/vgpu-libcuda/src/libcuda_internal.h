@@ -72,6 +72,23 @@ void vgpu_note_unknown_entry(const char *name, int driver_has_it);
 /* serving.c: whether this process's calls are served by vgpu on its vGPUs (set once, at load, from the
    environment `vgpu run` gives a program) rather than passed to the node's driver. */
 extern int vgpu_serving;
+/* in_process.c: set once this library starts vgpu's Java runtime in the program's process
+   (VGPU_LIBCUDA_SERVING=in-process); read on every call, so a plain flag tested before anything else. */
+extern int vgpu_in_process_started;
+/* in_process.c: whether VGPU_LIBCUDA_SERVING chose serving in the program's process. */
+int vgpu_in_process_chosen(void);
+/* in_process.c: whether the calling thread is running vgpu's runtime in this process: a thread of its JVM, or a program
+   thread inside a request it hands that runtime. */
+int vgpu_in_process_runtime_thread(void);
+/* Whether this call is served on the program's vGPUs. Not on a thread of vgpu's own runtime serving in this process:
+   its native backend calls the node's driver through JCuda, whose library binds libcuda.so.1 by name, and in this
+   process that name is this library; those calls pass to the node's driver, or the runtime would wait on itself. */
+static inline int vgpu_serves_this_thread(void)
+{
+    return vgpu_serving &&
+           !(__builtin_expect(__atomic_load_n(&vgpu_in_process_started, __ATOMIC_RELAXED), 0) &&
+             vgpu_in_process_runtime_thread());
+}
 /* Set in a child forked while its parent had a vGPU session open: every session call is refused there. */
 extern int vgpu_forked_child;
 /* serving.c: the answer to an entry point vgpu does not serve on a vGPU: CUDA_ERROR_NOT_SUPPORTED, and

@@ -189,7 +189,6 @@ void vgpu_disconnect(struct vgpu_device *device);
    one JNI call a request; what wire.c does with the socket otherwise. */
 /* Stands for the socket of a session served in this process: an open session, though no descriptor. */
 #define VGPU_FD_IN_PROCESS 0x7fffffff
-int vgpu_in_process_chosen(void);
 CUresult vgpu_in_process_open(struct vgpu_device *device);
 int vgpu_in_process_write(struct vgpu_device *device, const void *bytes, size_t length);
 int vgpu_in_process_read(struct vgpu_device *device, void *bytes, size_t length);

@@ -19,6 +19,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -130,6 +131,35 @@ class CudaProgramsTest {
                 run.results(),
                 run.toString());
         assertTrue(run.err().contains("the program opened a session"), run.toString());
+    }
+
+    /**
+     * Served in the program's own process on the native backend, vgpu's runtime reaches the node's driver through this
+     * same library (JCuda's native library binds {@code libcuda.so.1} by name, and in that process the name is vgpu's):
+     * its calls must pass to the node's driver, not come back to the vGPU it is opening, where they waited on the vGPU
+     * the program's thread was opening and the program hung. Where there is no GPU, a stand-in driver (it refuses the
+     * context with an error a vGPU never gives there) shows where they went.
+     */
+    @Test
+    @Timeout(value = 120, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void servedInItsOwnProcessTheRuntimesDriverCallsReachTheNodesDriver() {
+        Path standIn = LIBCUDA.resolve("stand-in-driver/libcuda.so.1");
+        assumeTrue(Files.exists(standIn), "the stand-in driver is built with the test programs");
+        Map<String, String> job = new HashMap<>(environment);
+        job.putAll(Map.of( // one vGPU on the stand-in's one device
+                "VGPU_COUNT", "1",
+                "VGPU_ASSEMBLY", "0=local:0",
+                "VGPU_LOCAL_GPUS", "0",
+                "CUDA_VISIBLE_DEVICES", "0"));
+        job.put("VGPU_LIBCUDA_SERVING", "in-process");
+        job.put("VGPU_REAL_LIBCUDA", standIn.toString());
+        List<String> args = List.of(
+                "--local-backend", "native", "--", program("driver_tour").toString());
+        ProgramRun run = ProgramRun.of(job, interposerJar, args);
+        assertEquals(1, run.status(), run.toString());
+        assertTrue(
+                run.err().contains("cuDevicePrimaryCtxRetain(device 0) failed: CUDA_ERROR_OUT_OF_MEMORY"),
+                run.toString());
     }
 
     /**
