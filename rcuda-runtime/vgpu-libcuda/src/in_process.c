@@ -135,8 +135,18 @@ static int said_exception(JNIEnv *env, const char *doing)
     return 1;
 }
 
+/* Set as the program exits, before its vGPUs are closed: calls after that (the CUDA runtime's own teardown, which runs
+   later) are answered as the node's driver answers them once it has torn itself down. */
+static int closed_at_exit;
+
+int vgpu_in_process_closed_at_exit(void)
+{
+    return __atomic_load_n(&closed_at_exit, __ATOMIC_ACQUIRE);
+}
+
 static void close_at_exit(void)
 {
+    __atomic_store_n(&closed_at_exit, 1, __ATOMIC_RELEASE);
     JNIEnv *env = thread_env();
     if (env != NULL) {
         inside_runtime++;
@@ -256,6 +266,17 @@ static void start_jvm(void)
     }
     pthread_attr_destroy(&attributes);
     if (jvm != NULL) {
+        /* The node's driver tears itself down at exit by a handler it registers in its cuInit, and exit runs handlers
+           in reverse order: initialized before close_at_exit is registered, the driver is still there when the
+           vGPUs close. (Left to the native backend's first open, its cuInit came later and its teardown first.) */
+        CUresult (*driver_init)(unsigned int) = NULL;
+        void *driver = vgpu_real_driver();
+        if (driver != NULL) {
+            *(void **)&driver_init = dlsym(driver, "cuInit");
+        }
+        if (driver_init != NULL) {
+            driver_init(0);
+        }
         atexit(close_at_exit);
     }
 }
@@ -404,7 +425,7 @@ void vgpu_in_process_close(struct vgpu_device *device)
     }
     device->in_process = NULL;
     JNIEnv *env = thread_env();
-    if (env != NULL) {
+    if (env != NULL && !vgpu_in_process_closed_at_exit()) { /* at exit, the runtime closed every session already */
         inside_runtime++;
         (*env)->CallVoidMethod(env, state->session, close_session);
         inside_runtime--;

@@ -193,5 +193,7 @@ CUresult vgpu_in_process_open(struct vgpu_device *device);
 int vgpu_in_process_write(struct vgpu_device *device, const void *bytes, size_t length);
 int vgpu_in_process_read(struct vgpu_device *device, void *bytes, size_t length);
 void vgpu_in_process_close(struct vgpu_device *device);
+/* Whether the program is exiting and its vGPUs served in this process were closed: its calls then fail quietly. */
+int vgpu_in_process_closed_at_exit(void);
 
 #endif

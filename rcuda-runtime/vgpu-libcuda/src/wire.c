@@ -203,6 +203,12 @@ struct frame {
 
 static CUresult lost(struct vgpu_device *device, const char *what)
 {
+    if (vgpu_in_process_closed_at_exit()) {
+        /* the program's exit closed the session: nothing broke, and nothing is said */
+        vgpu_disconnect(device);
+        device->open_failure = CUDA_ERROR_DEINITIALIZED;
+        return CUDA_ERROR_DEINITIALIZED;
+    }
     vgpu_say("vGPU %d: the session with the local worker broke while %s (%s): its calls fail from here on",
              device->index, what, errno != 0 ? strerror(errno) : "closed");
     vgpu_disconnect(device);
