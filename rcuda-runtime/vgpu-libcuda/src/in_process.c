@@ -199,6 +199,7 @@ static void *create_jvm(void *unused)
         {(char *)"--enable-native-access=ALL-UNNAMED", NULL},
         {(char *)"--sun-misc-unsafe-memory-access=allow", NULL},
         {(char *)"-XX:+UseSerialGC", NULL},
+        {(char *)"-Xms16m", NULL}, /* the heap starts small and grows as the program needs: its young part is touched */
         {(char *)"-XX:-UsePerfData", NULL},
     };
     JavaVMInitArgs arguments = {JNI_VERSION_21, (jint)(sizeof options / sizeof options[0]), options, JNI_FALSE};
