@@ -245,18 +245,52 @@ static CUresult read_frame(struct vgpu_device *device, struct frame *frame)
     return CUDA_SUCCESS;
 }
 
-/* The CUresult of an ERROR frame: its number, which is CUDA's. */
+/* vgpu's own conditions (org.vgpu.runtime.api.ErrorCode, numbers above VGPU_CODES_FROM) are no CUresult a program or
+   the CUDA runtime can name: each is answered as the CUDA error nearest in meaning. */
+#define VGPU_CODES_FROM 10000u
+static CUresult cuda_result_of(uint32_t code)
+{
+    switch (code) {
+    case 0:
+        return CUDA_ERROR_UNKNOWN; /* an ERROR frame says something failed */
+    case 10001: /* VGPU_WINDOW_UNAVAILABLE */
+    case 10002: /* VGPU_WINDOW_FULL */
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    case 10003: /* VGPU_NO_KERNEL_TWIN: the emulation has no code for the kernel */
+        return CUDA_ERROR_NO_BINARY_FOR_GPU;
+    case 10004: /* VGPU_BACKEND_UNAVAILABLE */
+        return CUDA_ERROR_NO_DEVICE;
+    case 10005: /* VGPU_CLOSED */
+        return CUDA_ERROR_DEINITIALIZED;
+    case 10007: /* VGPU_AUTH_FAILED */
+        return CUDA_ERROR_NOT_PERMITTED;
+    case 10008: /* VGPU_WORKER_LOST: as a broken session (lost) */
+        return CUDA_ERROR_LAUNCH_FAILED;
+    default: /* VGPU_PROTOCOL_ERROR, VGPU_MIGRATION_FAILED, and codes of a newer worker */
+        return code > VGPU_CODES_FROM ? CUDA_ERROR_UNKNOWN : (CUresult)code;
+    }
+}
+
+/* The CUresult of an ERROR frame: its number where it is CUDA's; vgpu's own said once each, with what stands for it. */
 static CUresult error_of(struct vgpu_device *device, struct frame *frame)
 {
+    static uint32_t said[16]; /* vgpu's codes already said, by their number above VGPU_CODES_FROM */
     uint32_t code = vgpu_get_u32(&frame->body);
     char name[64];
     char detail[512];
     vgpu_get_string(&frame->body, name, sizeof name);
     vgpu_get_string(&frame->body, detail, sizeof detail);
+    CUresult result = cuda_result_of(code);
     if (getenv("VGPU_LIBCUDA_VERBOSE") != NULL) {
         vgpu_say("vGPU %d: %s: %s", device->index, name, detail);
+    } else if (code > VGPU_CODES_FROM &&
+               (code - VGPU_CODES_FROM >= 16 || !__atomic_exchange_n(&said[code - VGPU_CODES_FROM], 1, __ATOMIC_RELAXED))) {
+        const char *standing = NULL;
+        vgpu_served_cuGetErrorName(result, &standing);
+        vgpu_say("vGPU %d: %s: %s (the program is answered %s)", device->index, name, detail,
+                 standing != NULL ? standing : "an error");
     }
-    return code == 0 ? CUDA_ERROR_UNKNOWN : (CUresult)code;
+    return result;
 }
 
 /* Sends request as (one frame of) request id, with flags. */

@@ -585,6 +585,75 @@ static void *region_launcher_serve(void *argument)
     }
 }
 
+/* A worker's stand-in that answers every request with an ERROR frame of one number. */
+struct refusing_worker {
+    int fd;
+    uint32_t code;
+};
+
+static void *refusing_worker_serve(void *argument)
+{
+    struct refusing_worker *worker = argument;
+    uint8_t header[VGPU_WIRE_HEADER_BYTES];
+    uint8_t body[4096];
+    while (read_exactly(worker->fd, header, sizeof header) == 0) {
+        size_t body_length = (size_t)get_be(header, 4) - (VGPU_WIRE_HEADER_BYTES - 4);
+        if (body_length > sizeof body || read_exactly(worker->fd, body, body_length) != 0) {
+            return NULL;
+        }
+        /* ERROR: the number, an empty name and an empty detail */
+        uint8_t error[VGPU_WIRE_HEADER_BYTES + 12] = {0};
+        put_be(error, sizeof error - 4, 4);
+        put_be(error + 4, VGPU_OP_ERROR, 2);
+        memcpy(error + 8, header + 8, 4);
+        put_be(error + VGPU_WIRE_HEADER_BYTES, worker->code, 4);
+        if (write(worker->fd, error, sizeof error) != (ssize_t)sizeof error) {
+            return NULL;
+        }
+    }
+    return NULL;
+}
+
+/* A CUDA error from the worker reaches the program as it is; vgpu's own (ErrorCode, above 10000) as the CUDA error
+   nearest in meaning, one a program and the CUDA runtime can name. */
+static void vgpu_errors_reach_the_program_as_cuda_errors(void)
+{
+    const struct {
+        uint32_t sent;
+        CUresult answered;
+    } cases[] = {
+        {CUDA_ERROR_ILLEGAL_ADDRESS, CUDA_ERROR_ILLEGAL_ADDRESS},
+        {10002, CUDA_ERROR_OUT_OF_MEMORY},   /* VGPU_WINDOW_FULL */
+        {10003, CUDA_ERROR_NO_BINARY_FOR_GPU}, /* VGPU_NO_KERNEL_TWIN */
+        {10004, CUDA_ERROR_NO_DEVICE},        /* VGPU_BACKEND_UNAVAILABLE */
+        {10008, CUDA_ERROR_LAUNCH_FAILED},    /* VGPU_WORKER_LOST */
+        {10099, CUDA_ERROR_UNKNOWN},          /* a newer worker's */
+    };
+    vgpu_serving = 1;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int ends[2];
+        EXPECT(socketpair(AF_UNIX, SOCK_STREAM, 0, ends) == 0);
+        struct vgpu_device device = {.fd = ends[0], .next_request_id = 1, .max_threads_per_block = 1024};
+        pthread_mutex_init(&device.lock, NULL);
+        struct refusing_worker worker = {ends[1], cases[i].sent};
+        pthread_t thread;
+        EXPECT(pthread_create(&thread, NULL, refusing_worker_serve, &worker) == 0);
+        struct vgpu_handle context = {VGPU_HANDLE_MAGIC, VGPU_CONTEXT, &device, 0, 0, NULL, -1};
+        vgpu_set_current(&context);
+        CUresult result = cuCtxSynchronize();
+        const char *name = NULL;
+        EXPECT(result == cases[i].answered);
+        EXPECT(cuGetErrorName(result, &name) == CUDA_SUCCESS && name != NULL);
+        vgpu_set_current(NULL);
+        shutdown(ends[0], SHUT_RDWR);
+        pthread_join(thread, NULL);
+        close(ends[0]);
+        close(ends[1]);
+        pthread_mutex_destroy(&device.lock);
+    }
+    vgpu_serving = 0;
+}
+
 /* Runs one cuMemHostAlloc, copies to and from it (synchronous, then asynchronous) and cuMemFreeHost against the
    stand-in; the opcodes it got. */
 static void host_memory_with(struct region_launcher *launcher, const char *offered, void **kept)
@@ -751,6 +820,7 @@ int main(void)
     traced_tables_pass_each_call_to_the_driver();
     a_forked_child_refuses_without_touching_the_parents_session();
     page_locked_memory_is_shared_with_the_launcher_when_it_offers();
+    vgpu_errors_reach_the_program_as_cuda_errors();
     if (failures != 0) {
         fprintf(stderr, "%d failure(s)\n", failures);
         return 1;

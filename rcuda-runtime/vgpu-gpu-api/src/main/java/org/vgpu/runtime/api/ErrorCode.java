@@ -8,7 +8,8 @@ import java.util.Map;
  *
  * <p>The CUDA driver's names and numbers are kept as they are so that a GPU programmer recognises
  * them and a remote peer can map them back; vgpu's own conditions use the {@code VGPU_} prefix and
- * numbers above 10000, out of CUDA's range.
+ * numbers above 10000, out of CUDA's range. vgpu's {@code libcuda.so.1} answers a CUDA program each of vgpu's own as
+ * the CUDA error nearest in meaning (its {@code wire.c}), since neither the program nor the CUDA runtime can name them.
  */
 public enum ErrorCode {
     CUDA_ERROR_INVALID_VALUE(1),
