@@ -51,11 +51,16 @@ EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal)
     return CUDA_SUCCESS;
 }
 
+static CUresult answer_text(char *text, int length, const char *answer)
+{
+    snprintf(text, (size_t)length, "%s", answer);
+    return CUDA_SUCCESS;
+}
+
 EXPORT CUresult cuDeviceGetName(char *name, int length, CUdevice device)
 {
     (void)device;
-    snprintf(name, (size_t)length, "vgpu's stand-in driver");
-    return CUDA_SUCCESS;
+    return answer_text(name, length, "vgpu's stand-in driver");
 }
 
 EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice device)
@@ -87,8 +92,7 @@ EXPORT CUresult cuDeviceGetAttribute(int *value, int attribute, CUdevice device)
 EXPORT CUresult cuDeviceGetPCIBusId(char *bus, int length, CUdevice device)
 {
     (void)device;
-    snprintf(bus, (size_t)length, "0000:00:00.0");
-    return CUDA_SUCCESS;
+    return answer_text(bus, length, "0000:00:00.0");
 }
 
 EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *context, CUdevice device)
