@@ -4,10 +4,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -80,12 +77,7 @@ public final class MigratableGpu extends GatedVirtualGpu {
     private final MigrationFaults faults;
     private final ReentrantLock migrationLock = new ReentrantLock();
     private final AtomicInteger migrations = new AtomicInteger();
-    /** Which backend allocated each pinned host buffer, by address. Guarded by {@link #hostOwnership} for changes. */
-    private final Map<Long, VirtualGpu> hostOwners = new ConcurrentHashMap<>();
-    /** Former backends kept only for the pinned host buffers they allocated. Guarded by {@link #hostOwnership}. */
-    private final Set<VirtualGpu> retired = ConcurrentHashMap.newKeySet();
-
-    private final Object hostOwnership = new Object();
+    private final PinnedHostOwners pinnedHost = new PinnedHostOwners();
     private volatile VirtualGpu backend;
     private volatile MigrationTarget location;
     /** What the remote backends this vGPU left behind had counted; changed only by the switch, under the gate. */
@@ -259,33 +251,10 @@ public final class MigratableGpu extends GatedVirtualGpu {
             location = newLocation;
         }
 
-        /**
-         * Its device memory is freed now; it is closed at once unless the app still holds pinned host
-         * buffers it allocated, in which case it is closed with the last one. Runs after the switch, so
-         * the app no longer allocates on {@code source}; the slow part (freeing, closing: a round trip
-         * to a remote worker) happens outside {@link #hostOwnership}, so the app's pinned-buffer calls
-         * never wait for it.
-         */
+        /** Runs after the switch, so the app no longer allocates on {@code source} ({@link PinnedHostOwners#release}). */
         @Override
         public void release(VirtualGpu source, List<DeviceRegion> regions) {
-            FailureCollector failures = new FailureCollector();
-            if (hostOwners.containsValue(source)) {
-                for (DeviceRegion region : regions) {
-                    failures.attempt(() -> source.memFree(region.address()));
-                }
-            }
-            boolean kept;
-            synchronized (hostOwnership) {
-                // The app may have freed its last buffer of the source meanwhile; then it is closed here.
-                kept = hostOwners.containsValue(source);
-                if (kept) {
-                    retired.add(source);
-                }
-            }
-            if (!kept) {
-                failures.attempt(source::close);
-            }
-            failures.rethrow();
+            pinnedHost.release(source, regions);
         }
     }
 
@@ -435,12 +404,7 @@ public final class MigratableGpu extends GatedVirtualGpu {
     public MemorySegment memAllocHost(long bytes) {
         CallGate.Slot slot = gate.enter();
         try {
-            synchronized (hostOwnership) {
-                VirtualGpu owner = backend;
-                MemorySegment segment = owner.memAllocHost(bytes);
-                hostOwners.put(segment.address(), owner);
-                return segment;
-            }
+            return pinnedHost.allocate(backend, bytes);
         } finally {
             gate.exit(slot);
         }
@@ -450,20 +414,7 @@ public final class MigratableGpu extends GatedVirtualGpu {
     public void memFreeHost(MemorySegment hostMemory) {
         CallGate.Slot slot = gate.enter();
         try {
-            synchronized (hostOwnership) {
-                VirtualGpu owner = hostMemory == null ? null : hostOwners.get(hostMemory.address());
-                if (owner == null) {
-                    throw new VgpuException(
-                            ErrorCode.CUDA_ERROR_INVALID_VALUE,
-                            "host memory was not allocated by memAllocHost of this vGPU");
-                }
-                owner.memFreeHost(hostMemory);
-                hostOwners.remove(hostMemory.address());
-                if (retired.contains(owner) && !hostOwners.containsValue(owner)) {
-                    retired.remove(owner);
-                    owner.close();
-                }
-            }
+            pinnedHost.free(hostMemory);
         } finally {
             gate.exit(slot);
         }
@@ -548,14 +499,7 @@ public final class MigratableGpu extends GatedVirtualGpu {
         try {
             gate.closeForever();
             FailureCollector failures = new FailureCollector();
-            synchronized (hostOwnership) {
-                failures.attempt(backend::close);
-                for (VirtualGpu former : retired) {
-                    failures.attempt(former::close);
-                }
-                retired.clear();
-                hostOwners.clear();
-            }
+            pinnedHost.closeAll(backend, failures);
             failures.rethrow();
         } finally {
             migrationLock.unlock();
