@@ -71,11 +71,12 @@ failed=0
     done
     if [ "${TORCH_ROUNDS:-2}" -gt 0 ]; then
         echo "# torch_training, ms per step after the first 50 (each round: plain, over the socket, in process)"
+        # ms_per_step WAY MODEL ROUND: that way's figure for the model in that round
+        ms_per_step() { sed -n "s/^timing: $2 .*, \([0-9.]*\) ms per step.*/\1/p" "$work/torch.$1.$3.err"; }
         for model in mlp cnn; do
             for round in $(seq 1 "${TORCH_ROUNDS:-2}"); do
-                # ms_per_step WAY: that way's figure for this model and round
-                ms_per_step() { sed -n "s/^timing: $model .*, \([0-9.]*\) ms per step.*/\1/p" "$work/torch.$1.$round.err"; }
-                plain=$(ms_per_step plain) socket=$(ms_per_step socket) in_process=$(ms_per_step in-process)
+                plain=$(ms_per_step plain "$model" "$round") socket=$(ms_per_step socket "$model" "$round")
+                in_process=$(ms_per_step in-process "$model" "$round")
                 awk -v m="$model" -v r="$round" -v p="$plain" -v s="$socket" -v i="$in_process" 'BEGIN {
                     if (p == "" || s == "" || i == "") { print "torch", m, "round", r, "missing a figure"; exit }
                     printf "torch %s round %s plain %.3f socket %.3f (%.3f) in-process %.3f (%.3f)%s\n", m, r, p, s, s / p,

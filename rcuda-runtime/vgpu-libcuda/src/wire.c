@@ -281,7 +281,7 @@ static CUresult error_of(struct vgpu_device *device, struct frame *frame)
     vgpu_get_string(&frame->body, name, sizeof name);
     vgpu_get_string(&frame->body, detail, sizeof detail);
     CUresult result = cuda_result_of(code);
-    if (getenv("VGPU_LIBCUDA_VERBOSE") != NULL) {
+    if (vgpu_verbose) {
         vgpu_say("vGPU %d: %s: %s", device->index, name, detail);
     } else if (code > VGPU_CODES_FROM &&
                (code - VGPU_CODES_FROM >= 16 || !__atomic_exchange_n(&said[code - VGPU_CODES_FROM], 1, __ATOMIC_RELAXED))) {
@@ -517,7 +517,7 @@ static CUresult hello(struct vgpu_device *device)
     CUresult result = vgpu_call(device, &hello, &welcome);
     if (result != CUDA_SUCCESS) {
         vgpu_say("vGPU %d: the local worker refused to open it (%d)%s", device->index, (int)result,
-                 getenv("VGPU_LIBCUDA_VERBOSE") != NULL ? "" : "; VGPU_LIBCUDA_VERBOSE=1 shows its words");
+                 vgpu_verbose ? "" : "; VGPU_LIBCUDA_VERBOSE=1 shows its words");
         vgpu_disconnect(device);
         return result == CUDA_ERROR_LAUNCH_FAILED ? CUDA_ERROR_NO_DEVICE : result;
     }
