@@ -12,6 +12,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
@@ -413,8 +414,8 @@ public final class GpuWorker implements AutoCloseable {
         int count = served.addEnded(session);
         log.accept("worker " + config.workerId() + ": session " + count + " ended: " + session.endReason()
                 + "; waiting for the job's next session");
-        ended.end().complete(session);
         served.release(key, ended);
+        ended.end().complete(session);
     }
 
     private void finish(WorkerReport result) {
@@ -431,6 +432,8 @@ public final class GpuWorker implements AutoCloseable {
     private final class Connection extends ChannelInboundHandlerAdapter {
         private final TrafficCounter traffic;
         private SessionExecutor session;
+        /** This connection's session among the worker's, once its HELLO claimed one. */
+        private LiveSession claim;
         /** Whether this connection is counted among those signing in, until its HELLO is accepted or it closes. */
         private boolean signingIn;
         /** Set when the connection was refused as one too many: what it sends before it closes is dropped. */
@@ -500,37 +503,77 @@ public final class GpuWorker implements AutoCloseable {
                 new ReplyEncoder().wrap(pong).pong(requestId);
                 ctx.writeAndFlush(pong, ctx.voidPromise());
             } else if (session != null) {
+                if (frame.opcode() == Opcode.GOODBYE) {
+                    claim.leave();
+                }
                 session.submit(frame);
             } else {
-                handshake(ctx, frame);
+                handshake(ctx, frame, true);
             }
         }
 
-        private void handshake(ChannelHandlerContext ctx, Frame frame) {
-            int requestId = frame.requestId();
+        private void handshake(ChannelHandlerContext ctx, Frame frame, boolean mayWait) {
             SessionOpening.Opened opened;
             try {
-                opened = opening.open(frame, ctx.channel());
+                opened = opening.open(frame, ctx.channel(), mayWait);
             } catch (VgpuException refused) {
-                frame.release();
-                log.accept("worker " + config.workerId() + ": refused "
-                        + ctx.channel().remoteAddress() + ": " + refused.getMessage());
-                replyAndClose(ctx, requestId, refused);
+                refuse(ctx, frame, refused);
                 return;
             }
-            signedIn(ctx);
             switch (opened) {
+                case SessionOpening.AfterHolder after -> awaitHolder(ctx, frame, after.holder());
                 case SessionOpening.Stripe stripe -> {
+                    signedIn(ctx);
                     opening.becomeStripe(ctx, stripe);
                     frame.release();
                 }
-                case SessionOpening.Session opens -> startSession(ctx, opens, frame);
+                case SessionOpening.Session opens -> {
+                    signedIn(ctx);
+                    startSession(ctx, opens, frame);
+                }
             }
+        }
+
+        /** Holds the HELLO, reading nothing more, until the leaving session that holds its vGPU has ended. */
+        private void awaitHolder(ChannelHandlerContext ctx, Frame hello, LiveSession holder) {
+            log.accept("worker " + config.workerId() + ": the session from "
+                    + ctx.channel().remoteAddress() + " waits for the one before it on its vGPU to end");
+            ctx.channel().config().setAutoRead(false);
+            holder.end()
+                    .copy()
+                    .orTimeout(SessionOpening.HANDOVER_BOUND.toNanos(), TimeUnit.NANOSECONDS)
+                    .whenComplete((ended, late) -> ctx.executor().execute(() -> {
+                        if (!ctx.channel().isActive()) {
+                            hello.release();
+                        } else if (late instanceof TimeoutException) {
+                            refuse(
+                                    ctx,
+                                    hello,
+                                    new VgpuException(
+                                            ErrorCode.CUDA_ERROR_NOT_PERMITTED,
+                                            "worker " + config.workerId() + ": the session before this one on its"
+                                                    + " vGPU was still ending "
+                                                    + SessionOpening.HANDOVER_BOUND.toSeconds()
+                                                    + " s after its client left; try again shortly"));
+                        } else {
+                            ctx.channel().config().setAutoRead(true);
+                            handshake(ctx, hello, false);
+                        }
+                    }));
+        }
+
+        private void refuse(ChannelHandlerContext ctx, Frame frame, VgpuException refused) {
+            int requestId = frame.requestId();
+            frame.release();
+            log.accept("worker " + config.workerId() + ": refused "
+                    + ctx.channel().remoteAddress() + ": " + refused.getMessage());
+            replyAndClose(ctx, requestId, refused);
         }
 
         private void startSession(ChannelHandlerContext ctx, SessionOpening.Session opens, Frame hello) {
             log.accept("worker " + config.workerId() + ": session for "
                     + opens.hello().window() + " from " + ctx.channel().remoteAddress());
+            claim = opens.claim();
             session = new SessionExecutor(ctx.channel(), backend, config, traffic, stripeJoins, hostRegions);
             session.outcome()
                     .thenAccept(outcome -> ctx.channel()
@@ -608,6 +651,7 @@ public final class GpuWorker implements AutoCloseable {
 
         private void end(String reason) {
             if (session != null) {
+                claim.leave();
                 session.end(reason);
             }
         }

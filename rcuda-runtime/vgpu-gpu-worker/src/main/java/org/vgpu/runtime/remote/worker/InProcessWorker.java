@@ -180,7 +180,7 @@ public final class InProcessWorker implements AutoCloseable {
             private void handshake(ChannelHandlerContext ctx, Frame hello) {
                 SessionOpening.Opened opened;
                 try {
-                    opened = opening.open(hello, ctx.channel());
+                    opened = opening.open(hello, ctx.channel(), false);
                 } catch (VgpuException refused) {
                     refuse(ctx, hello, refused);
                     return;
@@ -201,10 +201,10 @@ public final class InProcessWorker implements AutoCloseable {
                 LiveSession claim = opens.claim();
                 executor.outcome().thenAccept(outcome -> {
                     log.accept("worker " + config.workerId() + ": session ended: " + outcome.reason());
+                    served.release(opens.key(), claim);
                     claim.end()
                             .complete(new WorkerReport(
                                     outcome.calls(), 0, 0, outcome.busyNanos(), outcome.clean(), outcome.reason()));
-                    served.release(opens.key(), claim);
                 });
                 executor.runInline(hello);
             }

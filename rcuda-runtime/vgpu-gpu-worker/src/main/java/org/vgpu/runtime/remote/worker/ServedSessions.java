@@ -22,8 +22,24 @@ import org.vgpu.runtime.remote.protocol.Hello;
  * the ended ones served, all together. {@link GpuWorker} decides when a session starts and ends; this keeps the count.
  */
 final class ServedSessions {
-    /** One session: its connection, and what completes when it has ended and freed its vGPU. */
-    record LiveSession(Channel channel, CompletableFuture<WorkerReport> end) {}
+    /**
+     * One session: its connection, what completes when it has ended and freed its vGPU, and whether it is leaving: its
+     * client said goodbye or went away, so its end is coming and a next session of its vGPU may wait for it.
+     */
+    record LiveSession(Channel channel, CompletableFuture<WorkerReport> end, AtomicBoolean leaving) {
+        LiveSession(Channel channel) {
+            this(channel, new CompletableFuture<>(), new AtomicBoolean());
+        }
+
+        /** Its client said goodbye or went away; set before the goodbye is answered, so before a next client comes. */
+        void leave() {
+            leaving.set(true);
+        }
+
+        boolean isLeaving() {
+            return leaving.get();
+        }
+    }
 
     private final GpuWorker.Sessions sessions;
     /**
@@ -54,12 +70,17 @@ final class ServedSessions {
 
     /** The session of {@code channel}, claimed under {@code key}; empty when another session holds that key. */
     Optional<LiveSession> claim(int key, Channel channel) {
-        LiveSession claim = new LiveSession(channel, new CompletableFuture<>());
+        LiveSession claim = new LiveSession(channel);
         if (live.putIfAbsent(key, claim) != null) {
             return Optional.empty();
         }
         anySession.set(true);
         return Optional.of(claim);
+    }
+
+    /** The session that holds {@code key} now, if any. */
+    Optional<LiveSession> holder(int key) {
+        return Optional.ofNullable(live.get(key));
     }
 
     /** Whether any HELLO was ever accepted. */
@@ -80,7 +101,10 @@ final class ServedSessions {
         }
     }
 
-    /** Frees {@code key} for the next session, once {@code ended} is over. */
+    /**
+     * Frees {@code key} for the next session, once {@code ended} is over: before its end completes, so that a session
+     * waiting for that end finds the key free.
+     */
     void release(int key, LiveSession ended) {
         live.remove(key, ended);
     }

@@ -1,8 +1,10 @@
 package org.vgpu.runtime.remote.worker;
 
 import java.io.IOException;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelHandlerContext;
@@ -42,6 +44,16 @@ final class SessionOpening {
      */
     record Stripe(StripedStreams stripes, int index, ChannelPromise settled) implements Opened {}
 
+    /**
+     * Nothing yet: the session it claims is held by one that is leaving (its process said goodbye, or went away, and
+     * the worker frees what it left). The HELLO is tried once more when {@code holder} has ended, at most
+     * {@link #HANDOVER_BOUND} later: a program's next process, started the moment the last one exited, is served.
+     */
+    record AfterHolder(LiveSession holder) implements Opened {}
+
+    /** How long a HELLO waits for a leaving session of its vGPU to end, well within the sign-in bound. */
+    static final Duration HANDOVER_BOUND = Duration.ofSeconds(5);
+
     private final WorkerConfig config;
     private final SessionAuthenticator authenticator;
     private final ServedSessions served;
@@ -70,13 +82,14 @@ final class SessionOpening {
     }
 
     /**
-     * Opens what {@code frame}, the connection's first, asks for; the frame stays the caller's.
+     * Opens what {@code frame}, the connection's first, asks for; the frame stays the caller's. A session claimed by one
+     * that is leaving is {@link AfterHolder} when {@code mayWait}, else refused like one claimed by a running session.
      *
      * @throws VgpuException VGPU_PROTOCOL_ERROR for a protocol version the worker does not speak or a stripe the
      *     session does not have; VGPU_AUTH_FAILED for a token or stripe key not accepted; CUDA_ERROR_NOT_PERMITTED
      *     while the session it claims is served
      */
-    Opened open(Frame frame, Channel channel) {
+    Opened open(Frame frame, Channel channel, boolean mayWait) {
         Hello hello = RequestDecoder.hello(frame);
         if (hello.protocolVersion() < Frames.OLDEST_PROTOCOL_VERSION
                 || hello.protocolVersion() > Frames.PROTOCOL_VERSION) {
@@ -100,14 +113,22 @@ final class SessionOpening {
         }
         authenticate(hello, channel);
         int key = served.claimKey(hello);
-        LiveSession claim = served.claim(key, channel)
-                .orElseThrow(() -> new VgpuException(
-                        ErrorCode.CUDA_ERROR_NOT_PERMITTED,
-                        "worker " + config.workerId() + " already serves a session"
-                                + (sessions == GpuWorker.Sessions.ONE_PER_VGPU
-                                        ? " of vGPU " + key + ": one process at a time uses a vGPU"
-                                        : "")));
-        return new Session(hello, key, claim);
+        Optional<LiveSession> claim = served.claim(key, channel);
+        if (claim.isPresent()) {
+            return new Session(hello, key, claim.get());
+        }
+        // a one-session worker keeps its ended session: nothing to wait for there
+        Optional<LiveSession> leaving = served.holder(key)
+                .filter(holder -> mayWait && sessions != GpuWorker.Sessions.ONE && holder.isLeaving());
+        if (leaving.isPresent()) {
+            return new AfterHolder(leaving.get());
+        }
+        throw new VgpuException(
+                ErrorCode.CUDA_ERROR_NOT_PERMITTED,
+                "worker " + config.workerId() + " already serves a session"
+                        + (sessions == GpuWorker.Sessions.ONE_PER_VGPU
+                                ? " of vGPU " + key + ": one process at a time uses a vGPU"
+                                : ""));
     }
 
     /**

@@ -16,7 +16,9 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 import io.netty.buffer.ByteBuf;
@@ -27,7 +29,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
+import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.KernelArgs;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.emulated.EmulatedBackend;
@@ -51,7 +55,28 @@ class LocalSocketWorkerTest {
     @TempDir
     Path directory;
 
-    private final EmulatedBackend backend = new EmulatedBackend(1, MEMORY, TestKernels.twins());
+    /** A kernel that runs until the test lets it end, so that a session's end can be held back. */
+    private static final String HOLDING_PTX = """
+            .version 8.0
+            .target sm_80
+            .address_size 64
+            .visible .entry holdsTheGpu()
+            {
+                ret;
+            }
+            """;
+
+    private final CountDownLatch holding = new CountDownLatch(1);
+    private final CountDownLatch letGo = new CountDownLatch(1);
+    private final EmulatedBackend backend =
+            new EmulatedBackend(1, MEMORY, TestKernels.twins().register("holdsTheGpu", (grid, block, args, memory) -> {
+                holding.countDown();
+                try {
+                    letGo.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }));
     private final List<String> log = new CopyOnWriteArrayList<>();
     private EventLoopGroup group;
     private GpuWorker worker;
@@ -72,6 +97,7 @@ class LocalSocketWorkerTest {
 
     @AfterEach
     void stop() {
+        letGo.countDown();
         worker.close();
         group.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
     }
@@ -141,6 +167,60 @@ class LocalSocketWorkerTest {
         }
         try (RemoteGpu next = connect(0)) {
             assertTrue(new VectorAddWorkload().run(next, 1, 2).passed());
+        }
+    }
+
+    /**
+     * A process whose last kernel still runs when it says goodbye and exits: its session ends (and frees its vGPU)
+     * once that kernel is done, on the worker's GPU thread.
+     */
+    private RawClient leavingWhileItsKernelRuns() throws InterruptedException {
+        RawClient leaving = RawClient.onSocket(socket);
+        assertTrue(leaving.hello(1, "", VaWindow.forVgpu(0)).read().startsWith("#1 welcome local-test"));
+        assertEquals(
+                "#2 ok 0 bytes",
+                leaving.send(e -> e.moduleLoad(2, 1, HOLDING_PTX.getBytes(StandardCharsets.US_ASCII)))
+                        .read());
+        assertTrue(leaving.send(e -> e.moduleGetFunction(3, 1, 1, "holdsTheGpu"))
+                .read()
+                .startsWith("#3 ok"));
+        leaving.send(e -> e.launchKernel(4, true, 1, Dim3.of(1), Dim3.of(1), 0, 0, KernelArgs.none()));
+        assertTrue(holding.await(30, TimeUnit.SECONDS), "the kernel runs");
+        leaving.send(e -> e.goodbye(5));
+        return leaving;
+    }
+
+    @Test
+    void aProcessStartedAsTheLastOneLeavesWaitsForItsSessionToEndAndIsServed() throws Exception {
+        try (RawClient leaving = leavingWhileItsKernelRuns()) {
+            CompletableFuture<RemoteGpu> next = CompletableFuture.supplyAsync(() -> connect(0));
+            while (!next.isDone() && log.stream().noneMatch(line -> line.contains("waits for the one before it"))) {
+                Thread.sleep(10);
+            }
+            assertFalse(next.isDone(), "the next process waits: " + log);
+            letGo.countDown();
+            assertEquals("#5 ok 0 bytes", leaving.read(), "the last process's goodbye, answered once its kernel ended");
+            try (RemoteGpu served = next.get(30, TimeUnit.SECONDS)) {
+                assertTrue(new VectorAddWorkload().run(served, 1, 3).passed(), "the next process is served");
+            }
+        }
+    }
+
+    @Test
+    void aProcessIsRefusedWhenTheSessionBeforeItDoesNotEndInTime() throws Exception {
+        try (RawClient leaving = leavingWhileItsKernelRuns()) {
+            VgpuException refused = assertThrows(VgpuException.class, () -> connect(0));
+            assertEquals(ErrorCode.CUDA_ERROR_NOT_PERMITTED, refused.code(), refused.getMessage());
+            assertTrue(
+                    refused.getMessage()
+                            .contains("the session before this one on its vGPU was still ending 5 s after its client"
+                                    + " left; try again shortly"),
+                    refused.getMessage());
+            letGo.countDown();
+            assertEquals("#5 ok 0 bytes", leaving.read());
+        }
+        try (RemoteGpu next = connect(0)) {
+            assertTrue(new VectorAddWorkload().run(next, 1, 4).passed(), "served once the one before had ended");
         }
     }
 
