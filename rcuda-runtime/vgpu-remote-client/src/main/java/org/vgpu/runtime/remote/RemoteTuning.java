@@ -35,14 +35,23 @@ import org.vgpu.runtime.remote.protocol.RequestDecoder;
  *                          microseconds, about what copying 256 KiB does)
  * @param workerWarmUp      {@value #WORKER_WARM_UP}: whether a worker serves itself a warm-up session
  *                          before it listens
+ * @param copyThreads       {@value #COPY_THREADS}: how many threads copy a large chunk between the network's
+ *                          buffers and host memory (the worker's staging slot, the caller's memory), the one copy
+ *                          in user space a bulk byte takes ({@code ParallelCopy}); default 4 from 8 cores on, else 1
  */
 public record RemoteTuning(
-        int chunkBytes, long spinNanos, int socketBufferBytes, int copierMinBytes, WorkerWarmUp workerWarmUp) {
+        int chunkBytes,
+        long spinNanos,
+        int socketBufferBytes,
+        int copierMinBytes,
+        WorkerWarmUp workerWarmUp,
+        int copyThreads) {
     public static final String CHUNK_KIB = "vgpu.chunk.kib";
     public static final String SPIN_MICROS = "vgpu.spin.micros";
     public static final String SOCKET_BUFFER_KIB = "vgpu.socket.buffer.kib";
     public static final String COPIER_MIN_KIB = "vgpu.client.copier.min.kib";
     public static final String WORKER_WARM_UP = "vgpu.worker.warm-up";
+    public static final String COPY_THREADS = "vgpu.bulk.copy.threads";
 
     /** The largest chunk in KiB: a chunk and its offset must fit one frame's body. */
     static final int MAX_CHUNK_KIB = RequestDecoder.MAX_CHUNK_BYTES >> 10;
@@ -50,6 +59,8 @@ public record RemoteTuning(
     static final int MAX_SOCKET_BUFFER_KIB = 1 << 20;
     /** Polling for more than a second before sleeping is a typo too. */
     static final long MAX_SPIN_MICROS = 1_000_000;
+    /** More copying threads than a large machine's cores is a typo as well. */
+    static final int MAX_COPY_THREADS = 64;
 
     private static final Logger LOG = LoggerFactory.getLogger(RemoteTuning.class);
     /**
@@ -119,8 +130,20 @@ public record RemoteTuning(
                 number(properties, SOCKET_BUFFER_KIB, 0, 0, MAX_SOCKET_BUFFER_KIB, "KiB; 0: the kernel's autotuning");
         int copierMinKib = (int)
                 number(properties, COPIER_MIN_KIB, 256, 0, MAX_CHUNK_KIB, "KiB; 0: every chunk on the event loop");
+        int copyThreads = (int) number(
+                properties,
+                COPY_THREADS,
+                Runtime.getRuntime().availableProcessors() >= 8 ? 4 : 1,
+                1,
+                MAX_COPY_THREADS,
+                "threads; 1: the calling thread alone");
         return new RemoteTuning(
-                chunkKib << 10, spinMicros * 1000, socketBufferKib << 10, copierMinKib << 10, warmUp(properties));
+                chunkKib << 10,
+                spinMicros * 1000,
+                socketBufferKib << 10,
+                copierMinKib << 10,
+                warmUp(properties),
+                copyThreads);
     }
 
     /** One line of the values and the properties that set them, e.g. "chunk 1024 KiB (-Dvgpu.chunk.kib), ...". */
@@ -141,7 +164,9 @@ public record RemoteTuning(
                     case ON -> "on every worker";
                     case OFF -> "off";
                 }
-                + " (-D" + WORKER_WARM_UP + ")";
+                + " (-D" + WORKER_WARM_UP + "), "
+                + "large chunks copied by " + copyThreads + (copyThreads == 1 ? " thread" : " threads") + " (-D"
+                + COPY_THREADS + ")";
     }
 
     private static long number(Properties properties, String name, long defaultValue, long min, long max, String unit) {

@@ -32,6 +32,7 @@ import org.vgpu.runtime.remote.protocol.SharedRegionOffer;
 import org.vgpu.runtime.remote.protocol.StripeOffer;
 import org.vgpu.runtime.remote.transport.BulkBytePath;
 import org.vgpu.runtime.remote.transport.InBandFrames;
+import org.vgpu.runtime.remote.transport.ParallelCopy;
 import org.vgpu.runtime.remote.transport.SameHostBulk;
 import org.vgpu.runtime.remote.transport.SharedMemoryRing;
 import org.vgpu.runtime.remote.transport.StripedBulk;
@@ -185,13 +186,18 @@ final class BulkCopies {
     }
 
     /**
-     * Pins the staging slots of {@code opened}: that takes milliseconds, paid when the session
-     * opens rather than by its first bulk copy, which may be a migration reading the vGPU while its
-     * app is stopped.
+     * Pins the staging slots of {@code opened}, after the offers of {@link #offerStripes}: that takes milliseconds,
+     * paid when the session opens rather than by its first bulk copy, which may be a migration reading the vGPU while
+     * its app is stopped.
      */
     void open(VirtualGpu opened) {
         gpu = opened;
-        staging = new StagingRing(opened);
+        staging = newStagingRing(opened);
+    }
+
+    /** As many slots as the session's stripes keep busy, when it has stripes ({@link #offerStripes} decides first). */
+    private StagingRing newStagingRing(VirtualGpu on) {
+        return new StagingRing(on, striped == null ? StagingRing.SLOTS : StagingRing.slotsFor(striped.stripes()));
     }
 
     /** Frees the staging slots, before the vGPU that owns them closes. */
@@ -339,12 +345,16 @@ final class BulkCopies {
         }
     }
 
-    /** Copies {@code bytes} of {@code data} from {@code index} into the next free slot and queues {@code deviceCopy} of them on {@code stream}. */
+    /**
+     * Copies {@code bytes} of {@code data} from {@code index} into the next free slot (several threads at once for a
+     * large chunk: on the GPU thread alone this copy capped striped copies) and queues {@code deviceCopy} of them on
+     * {@code stream}.
+     */
     private void stageSlot(
             ByteBuf data, int index, int bytes, StreamHandle stream, Consumer<MemorySegment> deviceCopy) {
         StagingRing.Slot slot = staging().acquire();
         MemorySegment host = slot.memory(bytes);
-        data.getBytes(index, host.asByteBuffer());
+        ParallelCopy.shared().copy(data, index, bytes, host, 0);
         deviceCopy.accept(host);
         slot.deviceCopyQueued(stream);
     }
@@ -510,7 +520,7 @@ final class BulkCopies {
 
     private StagingRing staging() {
         if (staging == null) {
-            staging = new StagingRing(gpu());
+            staging = newStagingRing(gpu());
         }
         return staging;
     }

@@ -24,6 +24,7 @@ import org.vgpu.runtime.remote.protocol.Frames;
 import org.vgpu.runtime.remote.protocol.Hello;
 import org.vgpu.runtime.remote.protocol.ReplyEncoder;
 import org.vgpu.runtime.remote.protocol.SharedRegionOffer;
+import org.vgpu.runtime.remote.protocol.StripeOffer;
 import org.vgpu.runtime.remote.protocol.Welcome;
 import org.vgpu.runtime.remote.transport.SameHostBulk;
 
@@ -94,8 +95,10 @@ final class RequestHandler extends OneToOneWorkerCalls {
         }
         try {
             gpu = backend.open(config.device(), hello.window());
-            bulk.open(gpu);
             SharedRegionOffer region = bulk.offerSharedRegion(hello);
+            StripeOffer stripes = bulk.offerStripes(hello, region, config.idleTimeout());
+            // after the offers: the staging slots are as many as the stripes keep busy
+            bulk.open(gpu);
             noHostRegions = bulk.clientOnThisHost(hello)
                     ? ""
                     : "the client did not offer shared memory over TCP: it is on another host, or has" + " -D"
@@ -109,7 +112,7 @@ final class RequestHandler extends OneToOneWorkerCalls {
                                     (int) config.idleTimeout().toMillis(),
                                     gpu.deviceProperties(),
                                     region,
-                                    bulk.offerStripes(hello, region, config.idleTimeout())));
+                                    stripes));
         } catch (RuntimeException e) {
             VgpuException failure = KeptFailure.asVgpuException(e);
             replies.reply().error(frame.requestId(), failure);

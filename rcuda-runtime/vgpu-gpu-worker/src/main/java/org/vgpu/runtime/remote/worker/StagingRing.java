@@ -25,6 +25,15 @@ final class StagingRing implements AutoCloseable {
     /** Enough slots for the device, the socket and the thread filling or emptying them to work at once. */
     static final int SLOTS = 4;
 
+    /**
+     * The slots a session needs whose device-to-host chunks go out on {@code stripes} connections: one in each
+     * stripe's socket at once, and two for the device and the GPU thread, at least {@link #SLOTS}. A slot handed to a
+     * stripe stays busy until its socket took the bytes, so fewer slots would leave stripes idle.
+     */
+    static int slotsFor(int stripes) {
+        return Math.max(SLOTS, stripes + 2);
+    }
+
     private final VirtualGpu gpu;
     private final Slot[] slots;
     private final Thread owner = Thread.currentThread();
@@ -95,12 +104,17 @@ final class StagingRing implements AutoCloseable {
         }
     }
 
-    /** Allocates the slots on {@code gpu}; called on the GPU thread, the only one that uses the ring. */
+    /** Allocates {@link #SLOTS} slots on {@code gpu}; called on the GPU thread, the only one that uses the ring. */
     StagingRing(VirtualGpu gpu) {
+        this(gpu, SLOTS);
+    }
+
+    /** Allocates {@code count} slots on {@code gpu}; called on the GPU thread, the only one that uses the ring. */
+    StagingRing(VirtualGpu gpu, int count) {
         this.gpu = gpu;
-        this.slots = new Slot[SLOTS];
+        this.slots = new Slot[count];
         try {
-            for (int i = 0; i < SLOTS; i++) {
+            for (int i = 0; i < count; i++) {
                 slots[i] = new Slot(gpu.memAllocHost(HEADER_ROOM + SLOT_BYTES), gpu.eventCreate());
             }
         } catch (RuntimeException e) {
@@ -112,7 +126,7 @@ final class StagingRing implements AutoCloseable {
     /** The next slot, once the device and the socket are done with what it held. */
     Slot acquire() {
         Slot slot = slots[next];
-        next = (next + 1) % SLOTS;
+        next = (next + 1) % slots.length;
         slot.awaitSocket();
         slot.awaitDevice();
         return slot;

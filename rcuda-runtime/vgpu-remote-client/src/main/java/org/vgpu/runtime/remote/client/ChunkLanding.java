@@ -1,7 +1,6 @@
 package org.vgpu.runtime.remote.client;
 
 import java.lang.foreign.MemorySegment;
-import java.nio.ByteBuffer;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -15,6 +14,7 @@ import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.remote.RemoteTuning;
+import org.vgpu.runtime.remote.transport.ParallelCopy;
 
 /**
  * Lands the DATA chunks of one connection's device-to-host copies in the callers' memory. A large
@@ -228,12 +228,11 @@ final class ChunkLanding implements AutoCloseable {
         }
     }
 
-    /** Copies {@code data} to {@code destination} at {@code offset}, piece by piece (a large chunk arrives in several buffers). */
+    /**
+     * Copies {@code data} to {@code destination} at {@code offset}: a large chunk by several threads at once
+     * ({@link ParallelCopy}), returning once it has landed, so chunks still land in the order they are copied.
+     */
     static void copyInto(MemorySegment destination, long offset, ByteBuf data) {
-        for (ByteBuffer piece : data.nioBuffers()) {
-            int length = piece.remaining();
-            MemorySegment.copy(MemorySegment.ofBuffer(piece), 0, destination, offset, length);
-            offset += length;
-        }
+        ParallelCopy.shared().copy(data, data.readerIndex(), data.readableBytes(), destination, offset);
     }
 }

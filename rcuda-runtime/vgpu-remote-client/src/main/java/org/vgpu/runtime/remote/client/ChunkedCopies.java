@@ -15,6 +15,7 @@ import org.vgpu.runtime.remote.protocol.RequestDecoder;
 import org.vgpu.runtime.remote.protocol.RequestEncoder;
 import org.vgpu.runtime.remote.transport.BulkBytePath;
 import org.vgpu.runtime.remote.transport.InBandFrames;
+import org.vgpu.runtime.remote.transport.ParallelCopy;
 
 /**
  * Copies between the caller's host memory and the worker's device over one connection. Large
@@ -155,7 +156,7 @@ final class ChunkedCopies {
                         // filled
                         // memory the caller keeps until the copy is acknowledged or synchronized, as in-band, may
                         // be sent as it is by a path that writes it later (the stripes)
-                        ByteBuf trailer = borrowable && src.isNative() && HostMemory.isShared(src)
+                        ByteBuf trailer = borrowable && src.isNative() && ParallelCopy.isShared(src)
                                 ? path.sendBorrowed(src, offset, length, () -> {})
                                 : path.send(src, offset, length);
                         int start = batcher.frameStart();
@@ -163,7 +164,7 @@ final class ChunkedCopies {
                         batcher.addFlags(start, path.frameFlags());
                         batcher.appendAsIs(trailer);
                         batcher.sentOutsideFrames(length);
-                    } else if (src.isNative() && HostMemory.isShared(src) && length >= ZERO_COPY_MIN_BYTES) {
+                    } else if (src.isNative() && ParallelCopy.isShared(src) && length >= ZERO_COPY_MIN_BYTES) {
                         header.write(batcher.frameEncoder(), id, more, chunk, offset, length);
                         batcher.appendAsIs(Unpooled.wrappedBuffer(
                                 src.asSlice(offset, length).asByteBuffer()));

@@ -11,6 +11,7 @@ import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.remote.protocol.Frames;
 import org.vgpu.runtime.remote.protocol.ReplyDecoder;
+import org.vgpu.runtime.remote.transport.ParallelCopy;
 
 /**
  * A device-to-host copy in flight. Where the event loop may touch the caller's memory (heap
@@ -61,7 +62,7 @@ final class PendingCopyToHost extends PendingCall<Void> {
         this.destination = destination;
         this.sink = sink;
         this.bytes = bytes;
-        this.heldForOwner = sink == null && !HostMemory.isShared(destination);
+        this.heldForOwner = sink == null && !ParallelCopy.isShared(destination);
     }
 
     /** A copy of {@code bytes} whose chunks go to {@code sink} rather than into host memory. */

@@ -1,0 +1,172 @@
+package org.vgpu.runtime.remote.transport;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import io.netty.buffer.ByteBuf;
+
+import org.vgpu.runtime.remote.RemoteTuning;
+
+/**
+ * Copies a large chunk from the buffers the network filled into host memory with several threads at once: the one
+ * copy a bulk byte takes in user space on its way (into the worker's page-locked staging slot before the device reads
+ * it, into the caller's memory after the device wrote it). One thread's copy is bounded by one core's memory bandwidth
+ * (about 11 GB/s on the H200 machines), below what several TCP streams carry; the streams themselves are read by one
+ * event loop each, so the copy was the one step of a striped copy that a single thread did for every byte.
+ *
+ * <p>The calling thread copies the first piece itself and returns once every piece has landed, so the copy is one
+ * step in its caller's order, as a plain copy is: nothing a caller relies on about the order of chunks changes. A
+ * chunk is cut into at most as many pieces as there are threads, none below {@link #MIN_PIECE_BYTES}; smaller
+ * chunks, and memory other threads may not touch (a confined arena), are copied by the caller alone.
+ */
+public final class ParallelCopy implements AutoCloseable {
+    /** No piece is smaller: handing one to another thread costs a few microseconds, about what 256 KiB take. */
+    public static final int MIN_PIECE_BYTES = 256 << 10;
+
+    /** A thread that never runs: memory it may access is memory any thread may (not confined to an owner). */
+    private static final Thread NO_OWNER = Thread.ofPlatform().unstarted(() -> {});
+
+    private static volatile ParallelCopy shared;
+
+    private final int threads;
+    /** Runs the pieces after the first; none when {@link #threads} is 1. */
+    private final ExecutorService helpers;
+
+    /**
+     * Copies with {@code threads} threads: the caller and {@code threads - 1} helpers named {@code name}, which end
+     * when idle and start again on demand.
+     */
+    public ParallelCopy(int threads, String name) {
+        if (threads < 1) {
+            throw new IllegalArgumentException("a copy takes at least 1 thread, got " + threads);
+        }
+        this.threads = threads;
+        if (threads == 1) {
+            helpers = null;
+        } else {
+            AtomicInteger started = new AtomicInteger();
+            ThreadPoolExecutor pool = new ThreadPoolExecutor(
+                    threads - 1,
+                    threads - 1,
+                    10,
+                    TimeUnit.SECONDS,
+                    new LinkedBlockingQueue<>(),
+                    task -> Thread.ofPlatform()
+                            .name(name + "-" + started.incrementAndGet())
+                            .daemon()
+                            .unstarted(task));
+            pool.allowCoreThreadTimeOut(true);
+            helpers = pool;
+        }
+    }
+
+    /** This process's copier, with the threads {@link RemoteTuning#copyThreads} gives. */
+    public static ParallelCopy shared() {
+        ParallelCopy copy = shared;
+        if (copy == null) {
+            synchronized (ParallelCopy.class) {
+                copy = shared;
+                if (copy == null) {
+                    copy = new ParallelCopy(RemoteTuning.current().copyThreads(), "vgpu-bulk-copy");
+                    shared = copy;
+                }
+            }
+        }
+        return copy;
+    }
+
+    /** How many threads copy a large chunk, the caller's among them. */
+    public int threads() {
+        return threads;
+    }
+
+    /** Whether any thread may access {@code segment}'s memory, rather than only the owner of its confined arena. */
+    public static boolean isShared(MemorySegment segment) {
+        return segment.isAccessibleBy(NO_OWNER);
+    }
+
+    /**
+     * Copies the {@code length} bytes of {@code data} from {@code index} (any number of buffers: a large chunk
+     * arrives in several) into {@code destination} at {@code offset}; returns once all of them are there. Neither
+     * index changes.
+     *
+     * @throws IllegalStateException   the destination's memory was freed (its arena closed)
+     * @throws IndexOutOfBoundsException the bytes do not fit {@code destination} from {@code offset}
+     */
+    public void copy(ByteBuf data, int index, int length, MemorySegment destination, long offset) {
+        ByteBuffer[] buffers = data.nioBuffers(index, length);
+        int pieces = helpers == null || !isShared(destination)
+                ? 1
+                : Math.max(1, Math.min(threads, length / MIN_PIECE_BYTES));
+        if (pieces == 1) {
+            copyRange(buffers, 0, length, destination, offset);
+            return;
+        }
+        // whole pages per piece, the last one taking the rest
+        long pieceBytes = Math.ceilDiv(Math.ceilDiv(length, pieces), 4096) * 4096L;
+        CompletableFuture<?>[] others = new CompletableFuture<?>[pieces - 1];
+        int handed = 0;
+        try {
+            for (long from = pieceBytes; from < length; from += pieceBytes) {
+                long start = from;
+                long end = Math.min(length, from + pieceBytes);
+                others[handed] =
+                        CompletableFuture.runAsync(() -> copyRange(buffers, start, end, destination, offset), helpers);
+                handed++;
+            }
+            copyRange(buffers, 0, Math.min(length, pieceBytes), destination, offset);
+        } finally {
+            // every piece handed off lands (or fails) before the copy returns, even when the caller's own failed
+            awaitAll(others, handed);
+        }
+    }
+
+    private static void awaitAll(CompletableFuture<?>[] others, int handed) {
+        RuntimeException first = null;
+        for (int i = 0; i < handed; i++) {
+            try {
+                others[i].join();
+            } catch (CompletionException e) {
+                if (first == null) {
+                    first = e.getCause() instanceof RuntimeException cause ? cause : e;
+                }
+            }
+        }
+        if (first != null) {
+            throw first;
+        }
+    }
+
+    /** Copies bytes {@code [from, to)} of the buffers, taken back to back, to {@code destination} at {@code offset + from}. */
+    private static void copyRange(ByteBuffer[] buffers, long from, long to, MemorySegment destination, long offset) {
+        long bufferStart = 0;
+        for (ByteBuffer buffer : buffers) {
+            long bufferEnd = bufferStart + buffer.remaining();
+            long start = Math.max(from, bufferStart);
+            long end = Math.min(to, bufferEnd);
+            if (start < end) {
+                MemorySegment.copy(
+                        MemorySegment.ofBuffer(buffer), start - bufferStart, destination, offset + start, end - start);
+            }
+            if (bufferEnd >= to) {
+                return;
+            }
+            bufferStart = bufferEnd;
+        }
+    }
+
+    /** Lets the helper threads end once they are done with what they were handed. */
+    @Override
+    public void close() {
+        if (helpers != null) {
+            helpers.shutdown();
+        }
+    }
+}
