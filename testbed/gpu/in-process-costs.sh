@@ -2,15 +2,15 @@
 # Run ON the GPU machine, from the repository root, after testbed/gpu/prepare.sh staged .gpu/ here.
 # What a call costs on a native vGPU served in the program's own process (VGPU_LIBCUDA_SERVING=in-process: vgpu's
 # Java runtime in a JVM inside the program, one JNI call a request) against served by the launcher over its socket,
-# both against plain CUDA: builds vgpu's libcuda.so.1 and the programs (as cuda-programs.sh does), then
+# both against plain CUDA, and in process with direct driver calls (VGPU_LIBCUDA_DIRECT=on, "direct" below): builds
+# vgpu's libcuda.so.1 and the programs (as cuda-programs.sh does), then
 #   1. serving_floor under vgpu run on the native backend: each way's microseconds per synchronize round trip,
 #      4-byte memset round trip and asynchronous memset, and the ratio in-process/socket (one run, both ways);
 #   2. latency_bench (an empty kernel's launch, launch + synchronize, a 4 KiB copy, 256 MiB pinned copies) plainly,
-#      through vgpu run over the socket and through vgpu run in process, alternately, ROUNDS times (default 3), and
-#      the medians with the ratios to plain CUDA (the goal: launch_us, launch_sync_us and copy_4k_us <= 1.05 in
-#      process);
+#      through vgpu run over the socket, in process and direct, alternately, ROUNDS times (default 3), and the medians
+#      with the ratios to plain CUDA (the goal: launch_us, launch_sync_us and copy_4k_us <= 1.05);
 #   3. the PyTorch training script (rcuda-runtime/vgpu-libcuda/tests/programs/torch_training.py) plainly, over the
-#      socket and in process, alternately, TORCH_ROUNDS times (default 2; 0 skips it): its losses compared line by line
+#      socket, in process and direct, alternately, TORCH_ROUNDS times (default 2; 0 skips it): its losses compared line by line
 #      with plain PyTorch's, and each model's milliseconds per step after the first 50 with the ratios to plain (the
 #      goal: <= 1.05 on a native vGPU).
 # Logs in $OUT (default .gpu/out): in-process-costs.log (what is printed), in-process-costs.err (vgpu's own lines).
@@ -25,12 +25,16 @@ errors=$out/in-process-costs.err
 : >"$errors"
 script_name=in-process-costs
 source "$top/testbed/gpu/libcuda-build.sh"
-# vgpu_run SERVING COMMAND...: COMMAND through vgpu run on the native backend, its calls served SERVING's way
+# vgpu_run WAY COMMAND...: COMMAND through vgpu run on the native backend, its calls served WAY's way: socket, in-process,
+# or direct (in process, with VGPU_LIBCUDA_DIRECT=on: launches, copies and synchronizations to the driver itself)
 vgpu_run() {
-    local serving=$1
+    local way=$1 serving=$1 direct=off
     shift
-    env "${job_environment[@]}" VGPU_LIBCUDA_SERVING="$serving" timeout 300 "$JAVA" --enable-native-access=ALL-UNNAMED \
-        -cp '.gpu/lib/*' org.vgpu.cli.Vgpu run --local-backend native -- "$@"
+    if [ "$way" = direct ]; then
+        serving=in-process direct=on
+    fi
+    env "${job_environment[@]}" VGPU_LIBCUDA_SERVING="$serving" VGPU_LIBCUDA_DIRECT="$direct" timeout 300 "$JAVA" \
+        --enable-native-access=ALL-UNNAMED -cp '.gpu/lib/*' org.vgpu.cli.Vgpu run --local-backend native -- "$@"
 }
 
 failed=0
@@ -44,19 +48,24 @@ failed=0
         vgpu_run socket "$top/$lib/build/programs/latency_bench" >"$work/bench.socket.$round" 2>>"$errors" || failed=1
         vgpu_run in-process "$top/$lib/build/programs/latency_bench" >"$work/bench.in-process.$round" 2>>"$errors" \
             || failed=1
+        vgpu_run direct "$top/$lib/build/programs/latency_bench" >"$work/bench.direct.$round" 2>>"$errors" || failed=1
     done
     echo "# latency_bench plainly and through vgpu run over the launcher's socket (a native vGPU on GPU 0), medians"
     latency_ratios "$work/bench.plain" "$work/bench.socket"
     echo "# latency_bench plainly and through vgpu run in the program's process (a native vGPU on GPU 0), medians"
     latency_ratios "$work/bench.plain" "$work/bench.in-process"
-    echo "# the goal in process: launch_us, launch_sync_us and copy_4k_us ratio <= 1.05"
-    latency_ratios "$work/bench.plain" "$work/bench.in-process" \
-        | awk '$1 ~ /^(launch_us|launch_sync_us|copy_4k_us)$/ {print "goal", $1, $7, ($7 <= 1.05 ? "met" : "NOT met")}'
+    echo "# latency_bench plainly and in process with direct calls (VGPU_LIBCUDA_DIRECT=on), medians"
+    latency_ratios "$work/bench.plain" "$work/bench.direct"
+    for way in in-process direct; do
+        echo "# the goal, $way: launch_us, launch_sync_us and copy_4k_us ratio <= 1.05"
+        latency_ratios "$work/bench.plain" "$work/bench.$way" \
+            | awk '$1 ~ /^(launch_us|launch_sync_us|copy_4k_us)$/ {print "goal", $1, $7, ($7 <= 1.05 ? "met" : "NOT met")}'
+    done
 
     torch_script=$top/$lib/tests/programs/torch_training.py
     for round in $(seq 1 "${TORCH_ROUNDS:-2}"); do
         timeout 300 python3 "$torch_script" >"$work/torch.plain.$round" 2>"$work/torch.plain.$round.err" || failed=1
-        for serving in socket in-process; do
+        for serving in socket in-process direct; do
             vgpu_run "$serving" python3 "$torch_script" >"$work/torch.$serving.$round" 2>"$work/torch.$serving.$round.err" \
                 || failed=1
             if cmp -s "$work/torch.plain.$round" "$work/torch.$serving.$round"; then
@@ -70,17 +79,17 @@ failed=0
         done
     done
     if [ "${TORCH_ROUNDS:-2}" -gt 0 ]; then
-        echo "# torch_training, ms per step after the first 50 (each round: plain, over the socket, in process)"
+        echo "# torch_training, ms per step after the first 50 (each round: plain, over the socket, in process, direct)"
         # ms_per_step WAY MODEL ROUND: that way's figure for the model in that round
         ms_per_step() { sed -n "s/^timing: $2 .*, \([0-9.]*\) ms per step.*/\1/p" "$work/torch.$1.$3.err"; }
         for model in mlp cnn; do
             for round in $(seq 1 "${TORCH_ROUNDS:-2}"); do
                 plain=$(ms_per_step plain "$model" "$round") socket=$(ms_per_step socket "$model" "$round")
-                in_process=$(ms_per_step in-process "$model" "$round")
-                awk -v m="$model" -v r="$round" -v p="$plain" -v s="$socket" -v i="$in_process" 'BEGIN {
-                    if (p == "" || s == "" || i == "") { print "torch", m, "round", r, "missing a figure"; exit }
-                    printf "torch %s round %s plain %.3f socket %.3f (%.3f) in-process %.3f (%.3f)%s\n", m, r, p, s, s / p,
-                        i, i / p, (i / p <= 1.05 ? " goal met" : " goal NOT met") }'
+                in_process=$(ms_per_step in-process "$model" "$round") direct=$(ms_per_step direct "$model" "$round")
+                awk -v m="$model" -v r="$round" -v p="$plain" -v s="$socket" -v i="$in_process" -v d="$direct" 'BEGIN {
+                    if (p == "" || s == "" || i == "" || d == "") { print "torch", m, "round", r, "missing a figure"; exit }
+                    printf "torch %s round %s plain %.3f socket %.3f (%.3f) in-process %.3f (%.3f) direct %.3f (%.3f)%s\n",
+                        m, r, p, s, s / p, i, i / p, d, d / p, (d / p <= 1.05 ? " goal met" : " goal NOT met") }'
             done
         done
     fi

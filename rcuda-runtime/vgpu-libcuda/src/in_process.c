@@ -50,6 +50,11 @@ static jmethodID open_session;
 static jmethodID close_all;
 static jmethodID serve_method;
 static jmethodID close_session;
+/* the session's answers for direct calls (direct.c); NULL when the runtime is older than them: no direct calls */
+static jmethodID offer_direct;
+static jmethodID driver_context;
+static jmethodID driver_function;
+static jmethodID driver_stream;
 static char jvm_problem[1024];
 static pthread_once_t jvm_started = PTHREAD_ONCE_INIT;
 static pthread_key_t attached_thread;
@@ -158,6 +163,43 @@ static void close_at_exit(void)
 
 typedef jint (*create_java_vm)(JavaVM **, void **, void *);
 
+/* LibraryDirectCalls.stop and resume, the runtime's migrations' calls into direct.c. */
+static jboolean JNICALL stop_direct_calls(JNIEnv *env, jclass unused, jint vgpu, jlong timeout_nanos)
+{
+    (void)env;
+    (void)unused;
+    return vgpu_direct_stop((int)vgpu, (long long)timeout_nanos) ? JNI_TRUE : JNI_FALSE;
+}
+
+static void JNICALL resume_direct_calls(JNIEnv *env, jclass unused, jint vgpu)
+{
+    (void)env;
+    (void)unused;
+    vgpu_direct_resume((int)vgpu);
+}
+
+/* The session's direct-call methods and the natives of LibraryDirectCalls; a runtime without them has none. */
+static void find_direct_calls(JNIEnv *env, jclass session)
+{
+    jclass direct = (*env)->FindClass(env, "org/vgpu/runtime/remote/worker/LibraryDirectCalls");
+    JNINativeMethod natives[] = {
+        {(char *)"stop", (char *)"(IJ)Z", (void *)stop_direct_calls},
+        {(char *)"resume", (char *)"(I)V", (void *)resume_direct_calls},
+    };
+    if (direct == NULL || (*env)->RegisterNatives(env, direct, natives, 2) != JNI_OK) {
+        (*env)->ExceptionClear(env);
+        return;
+    }
+    offer_direct = (*env)->GetMethodID(env, session, "offerDirectCalls", "()Z");
+    driver_context = (*env)->GetMethodID(env, session, "driverContext", "()J");
+    driver_function = (*env)->GetMethodID(env, session, "driverFunction", "(I)J");
+    driver_stream = (*env)->GetMethodID(env, session, "driverStream", "(I)J");
+    if (offer_direct == NULL || driver_context == NULL || driver_function == NULL || driver_stream == NULL) {
+        (*env)->ExceptionClear(env);
+        offer_direct = NULL;
+    }
+}
+
 static void *create_jvm(void *unused)
 {
     (void)unused;
@@ -248,6 +290,7 @@ static void *create_jvm(void *unused)
         jvm = NULL;
         return NULL;
     }
+    find_direct_calls(env, session);
     (*jvm)->DetachCurrentThread(jvm);
     return NULL;
 }
@@ -437,4 +480,35 @@ void vgpu_in_process_close(struct vgpu_device *device)
     free(state->buffer);
     free(state->held);
     free(state);
+}
+
+int vgpu_in_process_offer_direct(struct vgpu_device *device)
+{
+    struct vgpu_in_process *state = device->in_process;
+    JNIEnv *env = thread_env();
+    if (offer_direct == NULL) {
+        return -1;
+    }
+    if (env == NULL || state == NULL) {
+        return 0;
+    }
+    inside_runtime++;
+    jboolean offered = (*env)->CallBooleanMethod(env, state->session, offer_direct);
+    inside_runtime--;
+    return !said_exception(env, "offering direct calls") && offered == JNI_TRUE;
+}
+
+uint64_t vgpu_in_process_driver_handle(struct vgpu_device *device, enum vgpu_driver_handle which, int id)
+{
+    struct vgpu_in_process *state = device->in_process;
+    JNIEnv *env = thread_env();
+    if (env == NULL || state == NULL || offer_direct == NULL) {
+        return VGPU_DIRECT_NONE;
+    }
+    inside_runtime++;
+    jlong handle = which == VGPU_DRIVER_CONTEXT    ? (*env)->CallLongMethod(env, state->session, driver_context)
+                   : which == VGPU_DRIVER_FUNCTION ? (*env)->CallLongMethod(env, state->session, driver_function, (jint)id)
+                                                   : (*env)->CallLongMethod(env, state->session, driver_stream, (jint)id);
+    inside_runtime--;
+    return said_exception(env, "asking a driver handle") ? VGPU_DIRECT_NONE : (uint64_t)handle;
 }

@@ -257,9 +257,16 @@ CUresult vgpu_served_cuCtxSynchronize(CUcontext ctx)
     if (context == NULL) {
         return CUDA_ERROR_INVALID_CONTEXT;
     }
+    CUresult result = vgpu_open_locking(context->device);
+    if (result != CUDA_SUCCESS || vgpu_direct_synchronize(context->device, NULL, 1, &result)) {
+        return result;
+    }
+    int mark = vgpu_direct_sync_mark(context->device);
     struct vgpu_request request;
     vgpu_request_begin(&request, VGPU_OP_CTX_SYNCHRONIZE);
-    return vgpu_locked_call(context->device, &request, NULL);
+    result = vgpu_locked_call(context->device, &request, NULL);
+    vgpu_direct_synchronized(context->device, mark);
+    return result;
 }
 
 CUresult vgpu_served_cuCtxSynchronize_v2000(void)

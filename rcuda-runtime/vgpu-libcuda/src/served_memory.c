@@ -178,6 +178,9 @@ static CUresult copy_to_device(CUdeviceptr_v2 dstDevice, const void *srcHost, si
     if (srcHost == NULL && ByteCount > 0) {
         return CUDA_ERROR_INVALID_VALUE;
     }
+    if (vgpu_direct_copy_to_device(device, dstDevice, srcHost, ByteCount, hStream, async, &result)) {
+        return result;
+    }
     uint32_t region = 0;
     uint64_t offset = 0;
     if (ByteCount > 0 && vgpu_host_region_at(srcHost, ByteCount, &region, &offset)) {
@@ -214,6 +217,9 @@ static CUresult copy_from_device(void *dstHost, CUdeviceptr_v2 srcDevice, size_t
     }
     if (dstHost == NULL && ByteCount > 0) {
         return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (vgpu_direct_copy_from_device(device, dstHost, srcDevice, ByteCount, hStream, async, &result)) {
+        return result;
     }
     uint32_t region = 0;
     uint64_t offset = 0;

@@ -247,6 +247,9 @@ static CUresult launch(const void *f, const unsigned int grid[3], const unsigned
     if (result != CUDA_SUCCESS) {
         return result;
     }
+    if (vgpu_direct_launch(function, grid, block, sharedMemBytes, hStream, kernelParams, &result)) {
+        return result;
+    }
     struct vgpu_request request;
     vgpu_request_begin(&request, VGPU_OP_LAUNCH_KERNEL);
     vgpu_put_u32(&request, (uint32_t)function->remote_id);

@@ -107,9 +107,18 @@ static struct vgpu_device *stream_request(CUstream hStream, int opcode, struct v
 CUresult vgpu_served_cuStreamSynchronize(CUstream hStream)
 {
     CUresult result;
+    int id = 0;
+    struct vgpu_device *device = vgpu_current_stream(hStream, &id, &result);
+    if (device == NULL || vgpu_direct_synchronize(device, hStream, 0, &result)) {
+        return result;
+    }
+    int mark = vgpu_direct_sync_mark(device);
     struct vgpu_request request;
-    struct vgpu_device *device = stream_request(hStream, VGPU_OP_STREAM_SYNCHRONIZE, &request, &result);
-    return device == NULL ? result : vgpu_locked_call(device, &request, NULL);
+    vgpu_request_begin(&request, VGPU_OP_STREAM_SYNCHRONIZE);
+    vgpu_put_u32(&request, (uint32_t)id);
+    result = vgpu_locked_call(device, &request, NULL);
+    vgpu_direct_synchronized(device, mark);
+    return result;
 }
 
 CUresult vgpu_served_cuEventCreate(CUevent *phEvent, unsigned int Flags)

@@ -12,12 +12,25 @@
 #include "vgpu_wire.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 /* One allocation of the program: the worker is sent it rounded up to the window's granularity. */
 struct vgpu_allocation {
     uint64_t address;
     uint64_t bytes;
+};
+
+/* A vGPU's direct calls (direct.c): its hottest calls made to the node's driver itself, in process. */
+enum vgpu_direct_state { VGPU_DIRECT_OFF, VGPU_DIRECT_OPEN, VGPU_DIRECT_STOPPED };
+struct vgpu_direct {
+    _Atomic int state;       /* enum vgpu_direct_state: OFF until offered, STOPPED while the vGPU moves */
+    _Atomic int in_flight;   /* direct calls under way */
+    _Atomic unsigned epoch;  /* ended by every stop: driver handles asked in an earlier epoch are asked again */
+    _Atomic unsigned context_epoch; /* epoch + 1 that context was asked in; 0: never */
+    _Atomic uint64_t context;       /* the CUcontext, VGPU_DIRECT_NONE while the vGPU runs on no GPU of this process */
+    _Atomic int served_async;       /* asynchronous requests served since a served synchronization: a failure of
+                                       theirs is reported by the next one, so synchronizations are served until then */
 };
 
 struct vgpu_device {
@@ -42,6 +55,7 @@ struct vgpu_device {
     int max_threads_per_block;
     int warp_size;
     int emulated;
+    struct vgpu_direct direct;
     struct vgpu_allocation *allocations; /* sorted by address */
     size_t allocation_count;
     size_t allocation_capacity;
@@ -61,6 +75,8 @@ struct vgpu_handle {
     int parameter_count;      /* functions: the kernel's parameters, as the worker read them */
     int *parameter_sizes;
     int max_dynamic_shared;   /* functions: the dynamic shared memory a launch may ask for; -1 until asked */
+    _Atomic uint64_t driver;  /* functions and streams: the driver's handle behind it, for direct calls */
+    _Atomic unsigned driver_epoch; /* the direct epoch + 1 driver was asked in; 0: never */
 };
 
 /* serving.c */
@@ -185,6 +201,31 @@ CUresult vgpu_locked_send_async(struct vgpu_device *device, struct vgpu_request 
 CUresult vgpu_connect(struct vgpu_device *device, const char *socket_path);
 void vgpu_disconnect(struct vgpu_device *device);
 
+/* direct.c: a native vGPU's launches, copies and synchronizations made to the node's driver itself, in process
+   (VGPU_LIBCUDA_DIRECT=on). Each answers 1 with *result set when it made the call, 0 when the call is to be served. */
+#define VGPU_DIRECT_NONE UINT64_MAX /* a driver handle asked while there is none to give (Java's NONE, -1) */
+/* After the session opened in process: asks the runtime to let this library call the driver itself. */
+void vgpu_direct_offer(struct vgpu_device *device);
+/* As the session closes: no direct call any more. */
+void vgpu_direct_end(struct vgpu_device *device);
+/* The runtime's migration stops and resumes them (LibraryDirectCalls); by the job's vGPU index. */
+int vgpu_direct_stop(int index, long long timeout_nanos);
+void vgpu_direct_resume(int index);
+/* wire.c: an asynchronous request was served, whose failure the next served synchronization reports. */
+void vgpu_direct_served_async(struct vgpu_device *device);
+int vgpu_direct_launch(struct vgpu_handle *function, const unsigned int grid[3], const unsigned int block[3],
+                       unsigned int shared_bytes, CUstream stream, void **parameters, CUresult *result);
+int vgpu_direct_copy_to_device(struct vgpu_device *device, uint64_t dst, const void *src, size_t bytes,
+                               CUstream stream, int async, CUresult *result);
+int vgpu_direct_copy_from_device(struct vgpu_device *device, void *dst, uint64_t src, size_t bytes, CUstream stream,
+                                 int async, CUresult *result);
+/* stream NULL with whole_context: the context's synchronization. */
+int vgpu_direct_synchronize(struct vgpu_device *device, CUstream stream, int whole_context, CUresult *result);
+/* Around a served synchronization: what was served asynchronously before it (the mark) has reported its failures
+   when it returns. */
+int vgpu_direct_sync_mark(struct vgpu_device *device);
+void vgpu_direct_synchronized(struct vgpu_device *device, int mark);
+
 /* in_process.c: the session served by vgpu's Java runtime in this process (VGPU_LIBCUDA_SERVING=in-process), through
    one JNI call a request; what wire.c does with the socket otherwise. */
 /* Stands for the socket of a session served in this process: an open session, though no descriptor. */
@@ -193,6 +234,12 @@ CUresult vgpu_in_process_open(struct vgpu_device *device);
 int vgpu_in_process_write(struct vgpu_device *device, const void *bytes, size_t length);
 int vgpu_in_process_read(struct vgpu_device *device, void *bytes, size_t length);
 void vgpu_in_process_close(struct vgpu_device *device);
+/* The runtime's answers for direct calls (InProcessWorker.Session): the driver's handles of the vGPU's session
+   (VGPU_DIRECT_NONE when there is none to give), and whether it lets this library call the driver itself. */
+enum vgpu_driver_handle { VGPU_DRIVER_CONTEXT, VGPU_DRIVER_FUNCTION, VGPU_DRIVER_STREAM };
+uint64_t vgpu_in_process_driver_handle(struct vgpu_device *device, enum vgpu_driver_handle which, int id);
+/* 1 offered, 0 not (the vGPU is not migratable), -1 when the runtime has no direct calls (an older vgpu.jar). */
+int vgpu_in_process_offer_direct(struct vgpu_device *device);
 /* Whether the program is exiting and its vGPUs served in this process were closed: its calls then fail quietly. */
 int vgpu_in_process_closed_at_exit(void);
 

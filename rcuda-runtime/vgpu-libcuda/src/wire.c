@@ -394,6 +394,7 @@ CUresult vgpu_send_async(struct vgpu_device *device, struct vgpu_request *reques
     }
     if (result == CUDA_SUCCESS) {
         device->unanswered++;
+        vgpu_direct_served_async(device);
     }
     vgpu_request_free(request);
     return result;
@@ -478,7 +479,11 @@ CUresult vgpu_connect(struct vgpu_device *device, const char *socket_path)
             return opened;
         }
         device->fd = VGPU_FD_IN_PROCESS;
-        return hello(device);
+        CUresult welcomed = hello(device);
+        if (welcomed == CUDA_SUCCESS) {
+            vgpu_direct_offer(device);
+        }
+        return welcomed;
     }
     struct sockaddr_un address;
     memset(&address, 0, sizeof address);
@@ -541,6 +546,7 @@ static CUresult hello(struct vgpu_device *device)
 void vgpu_disconnect(struct vgpu_device *device)
 {
     if (device->in_process != NULL) {
+        vgpu_direct_end(device);
         vgpu_in_process_close(device);
         device->fd = -1;
     } else if (device->fd >= 0) {

@@ -275,7 +275,7 @@ static void context_local_storage_keeps_values_by_context_and_key(void)
     value_put put = (value_put)(uintptr_t)slots[0];
     value_delete delete = (value_delete)(uintptr_t)slots[1];
     value_get get = (value_get)(uintptr_t)slots[2];
-    struct vgpu_handle first = {VGPU_HANDLE_MAGIC, VGPU_CONTEXT, NULL, 0, 0, NULL, -1};
+    struct vgpu_handle first = {VGPU_HANDLE_MAGIC, VGPU_CONTEXT, NULL, 0, 0, NULL, -1, 0, 0};
     struct vgpu_handle second = first;
     int key = 0;
     int value = 0;
@@ -466,8 +466,8 @@ static void launches_wait_for_no_answer_within_the_window(void)
     struct fake_worker worker = {.fd = ends[1]};
     pthread_t thread;
     EXPECT(pthread_create(&thread, NULL, fake_worker_serve, &worker) == 0);
-    struct vgpu_handle context = {VGPU_HANDLE_MAGIC, VGPU_CONTEXT, &device, 0, 0, NULL, -1};
-    struct vgpu_handle function = {VGPU_HANDLE_MAGIC, VGPU_FUNCTION, &device, 7, 0, NULL, -1};
+    struct vgpu_handle context = {VGPU_HANDLE_MAGIC, VGPU_CONTEXT, &device, 0, 0, NULL, -1, 0, 0};
+    struct vgpu_handle function = {VGPU_HANDLE_MAGIC, VGPU_FUNCTION, &device, 7, 0, NULL, -1, 0, 0};
     vgpu_serving = 1;
     vgpu_set_current(&context);
     CUfunction f = (CUfunction)&function;
@@ -638,7 +638,7 @@ static void vgpu_errors_reach_the_program_as_cuda_errors(void)
         struct refusing_worker worker = {ends[1], cases[i].sent};
         pthread_t thread;
         EXPECT(pthread_create(&thread, NULL, refusing_worker_serve, &worker) == 0);
-        struct vgpu_handle context = {VGPU_HANDLE_MAGIC, VGPU_CONTEXT, &device, 0, 0, NULL, -1};
+        struct vgpu_handle context = {VGPU_HANDLE_MAGIC, VGPU_CONTEXT, &device, 0, 0, NULL, -1, 0, 0};
         vgpu_set_current(&context);
         CUresult result = cuCtxSynchronize();
         const char *name = NULL;
@@ -665,7 +665,7 @@ static void host_memory_with(struct region_launcher *launcher, const char *offer
     launcher->fd = ends[1];
     pthread_t thread;
     EXPECT(pthread_create(&thread, NULL, region_launcher_serve, launcher) == 0);
-    struct vgpu_handle context = {VGPU_HANDLE_MAGIC, VGPU_CONTEXT, &device, 0, 0, NULL, -1};
+    struct vgpu_handle context = {VGPU_HANDLE_MAGIC, VGPU_CONTEXT, &device, 0, 0, NULL, -1, 0, 0};
     vgpu_serving = 1;
     vgpu_set_current(&context);
     if (offered != NULL) {
@@ -748,7 +748,7 @@ static void a_forked_child_refuses_without_touching_the_parents_session(void)
     EXPECT(socketpair(AF_UNIX, SOCK_STREAM, 0, ends) == 0);
     struct vgpu_device device = {.fd = ends[0], .next_request_id = 1, .max_threads_per_block = 1024};
     pthread_mutex_init(&device.lock, NULL);
-    struct vgpu_handle context = {VGPU_HANDLE_MAGIC, VGPU_CONTEXT, &device, 0, 0, NULL, -1};
+    struct vgpu_handle context = {VGPU_HANDLE_MAGIC, VGPU_CONTEXT, &device, 0, 0, NULL, -1, 0, 0};
     vgpu_serving = 1;
     vgpu_forked_child = 1;
     vgpu_set_current(&context);

@@ -4,14 +4,19 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.lang.ref.WeakReference;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Iterator;
+import java.util.List;
+import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 
+import org.vgpu.runtime.api.DirectDriverCalls;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VgpuException;
 
@@ -45,6 +50,9 @@ final class CallGate {
     private static final int SHUT = 1;
     private static final int CLOSED = 2;
     private static final long MAX_POLL_NANOS = TimeUnit.MICROSECONDS.toNanos(200);
+    /** How long a vGPU's close waits for direct calls under way: one that runs on does not hold the close forever. */
+    private static final Duration DIRECT_CLOSE_BOUND = Duration.ofSeconds(10);
+
     private static final VarHandle IN_CALL;
 
     static {
@@ -67,6 +75,11 @@ final class CallGate {
 
     private final ReentrantLock waitLock = new ReentrantLock();
     private final Condition stateChanged = waitLock.newCondition();
+    /**
+     * Callers that call the driver past this gate (vgpu's libcuda.so.1 in the program's process): stopped before the
+     * gate shuts and resumed after it opens, so that a migration sees neither kind of call under way.
+     */
+    private final List<DirectDriverCalls.DirectCallers> directCallers = new CopyOnWriteArrayList<>();
 
     /** @param owner names the vGPU in errors, e.g. "vGPU 2" */
     CallGate(String owner) {
@@ -151,6 +164,8 @@ final class CallGate {
         if (own.inCall != 0) {
             throw new IllegalStateException(owner + ": a migration cannot start from inside a call of the same vGPU");
         }
+        // before the gate shuts: a direct caller may still be asking this vGPU for its handles, through the gate
+        stopDirectCallers(timeout);
         waitLock.lock();
         try {
             if (state == CLOSED) {
@@ -169,15 +184,49 @@ final class CallGate {
         }
     }
 
-    /** Opens a shut gate and wakes the calls waiting at it. */
+    /** Opens a shut gate and wakes the calls waiting at it; lets the direct callers call again. */
     void reopen() {
         signal(OPEN);
+        directCallers.forEach(DirectDriverCalls.DirectCallers::resume);
     }
 
-    /** Closes the gate for good: waits for the calls in flight; later and waiting calls get VGPU_CLOSED. */
+    /**
+     * Closes the gate for good: waits for the calls in flight; later and waiting calls get VGPU_CLOSED. Direct callers
+     * stay stopped (their calls would reach a vGPU that is gone), waited for at most {@link #DIRECT_CLOSE_BOUND}.
+     */
     void closeForever() {
+        for (DirectDriverCalls.DirectCallers callers : directCallers) {
+            callers.stop(DIRECT_CLOSE_BOUND);
+        }
         signal(CLOSED);
         awaitCallsInFlight(null);
+    }
+
+    /** Adds callers that call the driver past this gate: stopped while it is shut, from the next shut on. */
+    void addDirectCallers(DirectDriverCalls.DirectCallers callers) {
+        directCallers.add(Objects.requireNonNull(callers, "callers"));
+    }
+
+    void removeDirectCallers(DirectDriverCalls.DirectCallers callers) {
+        directCallers.remove(callers);
+    }
+
+    /**
+     * Stops every direct caller, or none: when one still has calls under way after {@code timeout}, those stopped
+     * resume and the shut is refused as for calls of the app in flight.
+     */
+    private void stopDirectCallers(Duration timeout) {
+        List<DirectDriverCalls.DirectCallers> stopped = new ArrayList<>();
+        for (DirectDriverCalls.DirectCallers callers : directCallers) {
+            stopped.add(callers);
+            if (!callers.stop(timeout)) {
+                stopped.forEach(DirectDriverCalls.DirectCallers::resume);
+                throw new VgpuException(
+                        ErrorCode.CUDA_ERROR_NOT_PERMITTED,
+                        owner + ": the program's direct driver calls were still under way after " + timeout.toMillis()
+                                + " ms; the migration lock was given up and nothing changed");
+            }
+        }
     }
 
     private void signal(int newState) {

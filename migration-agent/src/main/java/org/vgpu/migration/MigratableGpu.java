@@ -5,12 +5,16 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Function;
 
 import org.vgpu.common.error.InputException;
 import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.DeviceRegion;
+import org.vgpu.runtime.api.DirectDriverCalls;
+import org.vgpu.runtime.api.DriverHandles;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.EventHandle;
 import org.vgpu.runtime.api.FunctionHandle;
@@ -54,7 +58,7 @@ import org.vgpu.runtime.remote.client.RemoteGpu;
  * <p>Wrap a freshly opened backend: calls made on it before wrapping are not in the log.
  */
 @GatedForwarder(VirtualGpu.class)
-public final class MigratableGpu extends GatedVirtualGpu {
+public final class MigratableGpu extends GatedVirtualGpu implements DirectDriverCalls {
     private static final VarHandle DEFERRED_ERROR;
 
     static {
@@ -184,6 +188,37 @@ public final class MigratableGpu extends GatedVirtualGpu {
     /** Successful migrations so far. */
     public int migrationCount() {
         return migrations.get();
+    }
+
+    // ---- direct driver calls (vgpu's libcuda.so.1 in the program's process)
+
+    /**
+     * The handles of the GPU of this process the vGPU runs on now, in the backend's terms (the app's handles
+     * translated as every gated call translates them); inside the gate, so no migration switches the backend under
+     * {@code use}.
+     */
+    @Override
+    public <T> Optional<T> withDriverHandles(Function<DriverHandles, T> use) {
+        CallGate.Slot slot = gate.enter();
+        try {
+            if (!(backend instanceof DriverHandles onGpu)) {
+                return Optional.empty();
+            }
+            return Optional.of(use.apply(new AppDriverHandles(onGpu, log)));
+        } finally {
+            gate.exit(slot);
+        }
+    }
+
+    /** Stopped before the gate shuts for a migration, resumed when it opens ({@link CallGate#addDirectCallers}). */
+    @Override
+    public void addDirectCallers(DirectCallers callers) {
+        gate.addDirectCallers(callers);
+    }
+
+    @Override
+    public void removeDirectCallers(DirectCallers callers) {
+        gate.removeDirectCallers(callers);
     }
 
     /** The backend every gated call goes to; the generated forwarder reads it once per call, inside the gate. */

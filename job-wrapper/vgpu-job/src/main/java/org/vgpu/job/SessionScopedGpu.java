@@ -3,10 +3,14 @@ package org.vgpu.job;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Function;
 
 import org.vgpu.runtime.api.DeviceRegion;
+import org.vgpu.runtime.api.DirectDriverCalls;
+import org.vgpu.runtime.api.DriverHandles;
 import org.vgpu.runtime.api.EventHandle;
 import org.vgpu.runtime.api.ForwardingVirtualGpu;
 import org.vgpu.runtime.api.ModuleHandle;
@@ -21,12 +25,14 @@ import org.vgpu.runtime.core.FailureCollector;
  * that a session's end frees its vGPU holds, and the job's vGPU, its migration agent and tracker link outlive the
  * process: the program's next process (a script's next binary) finds the vGPU empty and in the same window.
  */
-final class SessionScopedGpu extends ForwardingVirtualGpu {
+final class SessionScopedGpu extends ForwardingVirtualGpu implements DirectDriverCalls {
     private final Set<Long> deviceMemory = ConcurrentHashMap.newKeySet();
     private final Map<Long, MemorySegment> hostMemory = new ConcurrentHashMap<>();
     private final Set<ModuleHandle> modules = ConcurrentHashMap.newKeySet();
     private final Set<StreamHandle> streams = ConcurrentHashMap.newKeySet();
     private final Set<EventHandle> events = ConcurrentHashMap.newKeySet();
+    /** The session's direct callers, which the job's vGPU forgets when the session ends. */
+    private final Set<DirectCallers> directCallers = ConcurrentHashMap.newKeySet();
 
     SessionScopedGpu(VirtualGpu jobVgpu) {
         super(jobVgpu);
@@ -103,6 +109,28 @@ final class SessionScopedGpu extends ForwardingVirtualGpu {
         events.remove(event);
     }
 
+    // ---- direct driver calls: the job's vGPU's, since the session's handles are the job's vGPU's own
+
+    @Override
+    public <T> Optional<T> withDriverHandles(Function<DriverHandles, T> use) {
+        return delegate instanceof DirectDriverCalls direct ? direct.withDriverHandles(use) : Optional.empty();
+    }
+
+    @Override
+    public void addDirectCallers(DirectCallers callers) {
+        if (delegate instanceof DirectDriverCalls direct) {
+            direct.addDirectCallers(callers);
+            directCallers.add(callers);
+        }
+    }
+
+    @Override
+    public void removeDirectCallers(DirectCallers callers) {
+        if (delegate instanceof DirectDriverCalls direct && directCallers.remove(callers)) {
+            direct.removeDirectCallers(callers);
+        }
+    }
+
     /** {@code made}, kept among what the session made. */
     private static <T> T kept(Set<T> made, T handle) {
         made.add(handle);
@@ -117,6 +145,7 @@ final class SessionScopedGpu extends ForwardingVirtualGpu {
     @Override
     public void close() {
         FailureCollector failures = new FailureCollector();
+        List.copyOf(directCallers).forEach(this::removeDirectCallers);
         failures.attempt(delegate::ctxSynchronize);
         List.copyOf(events).forEach(event -> failures.attempt(() -> eventDestroy(event)));
         List.copyOf(streams).forEach(stream -> failures.attempt(() -> streamDestroy(stream)));

@@ -1,6 +1,7 @@
 package org.vgpu.job;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -188,6 +189,23 @@ class CudaProgramsTest {
         ProgramRun run = movedAtLaunch(2, program("runtime_tour").toString(), "3000");
         assertEquals(0, run.status(), run.toString());
         assertEquals(runtimeTourOutput(), run.results(), run.toString());
+    }
+
+    /**
+     * Served in the program's own process with direct driver calls asked for (VGPU_LIBCUDA_DIRECT=on): the library finds
+     * the runtime's direct-call methods and registers its own native ones there (else it would say the runtime offers
+     * none), offers them as each vGPU opens and asks for the driver's handles, of which an emulated vGPU has none: every
+     * call is served, and the program computes what it computes on a GPU.
+     */
+    @Test
+    void servedInItsOwnProcessWithDirectCallsAskedForOnTheEmulationEveryCallIsServed() {
+        Map<String, String> job = new HashMap<>(environment);
+        job.put("VGPU_LIBCUDA_SERVING", "in-process");
+        job.put("VGPU_LIBCUDA_DIRECT", "on");
+        ProgramRun run = run(job, program("runtime_tour").toString());
+        assertEquals(0, run.status(), run.toString());
+        assertEquals(runtimeTourOutput(), run.results(), run.toString());
+        assertFalse(run.err().contains("direct calls"), "nothing said about direct calls: " + run);
     }
 
     /**

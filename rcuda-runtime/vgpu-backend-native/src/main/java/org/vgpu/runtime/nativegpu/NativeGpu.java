@@ -21,12 +21,15 @@ import org.vgpu.runtime.api.DeviceAttribute;
 import org.vgpu.runtime.api.DeviceProperties;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
+import org.vgpu.runtime.api.DriverHandles;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.FunctionAttribute;
+import org.vgpu.runtime.api.FunctionHandle;
 import org.vgpu.runtime.api.KernelArgs;
 import org.vgpu.runtime.api.KernelSignature;
 import org.vgpu.runtime.api.MemoryInfo;
 import org.vgpu.runtime.api.PitchedMemory;
+import org.vgpu.runtime.api.StreamHandle;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.core.AbstractVirtualGpu;
@@ -40,7 +43,8 @@ import org.vgpu.runtime.memory.Allocation;
  * Everything else goes through JCuda. Every operation first makes the context current on the
  * calling thread, so any thread may use the vGPU.
  */
-final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, CUstream, CUevent> {
+final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, CUstream, CUevent>
+        implements DriverHandles {
 
     /** A kernel with its name, for error messages. */
     record Function(CUfunction handle, String name) {}
@@ -102,6 +106,24 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
     @Override
     public String backendName() {
         return NativeBackend.NAME;
+    }
+
+    // ---- the driver's handles, for a caller in this process that calls the driver itself
+
+    @Override
+    public long driverContext() {
+        ensureOpen();
+        return context.handle();
+    }
+
+    @Override
+    public long driverFunction(FunctionHandle function) {
+        return JCudaInterop.nativeHandle(loadedFunction(function).handle());
+    }
+
+    @Override
+    public long driverStream(StreamHandle stream) {
+        return JCudaInterop.nativeHandle(stream(stream));
     }
 
     @Override

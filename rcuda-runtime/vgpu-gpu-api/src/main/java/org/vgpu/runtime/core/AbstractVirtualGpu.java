@@ -583,6 +583,12 @@ public abstract class AbstractVirtualGpu<M, F, S, E> extends ChunkBackedGpu impl
         }
     }
 
+    /** The backend's function for {@code function}. */
+    protected final F loadedFunction(FunctionHandle function) {
+        ensureOpen();
+        return modules.function(function).function();
+    }
+
     /** The backend's stream for {@code stream}, the default one for null or {@link StreamHandle#DEFAULT}. */
     protected final S stream(StreamHandle stream) {
         ensureOpen();

@@ -3,6 +3,7 @@ package org.vgpu.runtime.remote.worker;
 import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.Objects;
+import java.util.function.BiFunction;
 import java.util.function.Consumer;
 
 import io.netty.buffer.ByteBuf;
@@ -13,6 +14,7 @@ import io.netty.channel.ChannelOutboundHandlerAdapter;
 import io.netty.channel.ChannelPromise;
 import io.netty.channel.embedded.EmbeddedChannel;
 
+import org.vgpu.runtime.api.DriverHandles;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.GpuBackend;
 import org.vgpu.runtime.api.VgpuException;
@@ -89,9 +91,12 @@ public final class InProcessWorker implements AutoCloseable {
         /** The reply frames not yet handed to the library. */
         private final ByteBuf outbox = Unpooled.buffer(4096);
 
-        private SessionExecutor executor;
+        /** Set by the HELLO, inside {@link #serve}; read by the library's direct-call lookups on its own threads. */
+        private volatile SessionExecutor executor;
         /** Set once the session is ending: freeing the vGPU closes the channel, which must not end it again. */
         private boolean ending;
+        /** The library's direct calls, once it asked for them and the vGPU offers them. */
+        private LibraryDirectCalls directCallers;
 
         Session() {
             channel = new EmbeddedChannel(new Outbox(), new FrameDecoder(Opcode.Direction.REQUEST), new Requests());
@@ -120,6 +125,52 @@ public final class InProcessWorker implements AutoCloseable {
                 outbox.discardReadBytes();
             }
             return bytes;
+        }
+
+        // ---- direct driver calls (LibraryDirectCalls): called by the library through JNI, after the HELLO
+
+        /**
+         * Lets the library call the node's driver itself for this session's vGPU while it runs on a GPU of this
+         * process, its migrations stopping those calls first.
+         *
+         * @return false when the vGPU offers no such calls (the CPU emulation, a vGPU that is not migratable)
+         */
+        public synchronized boolean offerDirectCalls() {
+            if (executor == null || directCallers != null) {
+                return directCallers != null;
+            }
+            RequestHandler handler = executor.handler();
+            try {
+                LibraryDirectCalls callers =
+                        new LibraryDirectCalls(handler.gpu().window().vgpuIndex());
+                if (!handler.offerDirectCalls(callers)) {
+                    return false;
+                }
+                directCallers = callers;
+                return true;
+            } catch (VgpuException notOpen) {
+                return false; // the HELLO did not open the vGPU: every call of the session is refused anyway
+            }
+        }
+
+        /** The {@code CUcontext} of the GPU the vGPU runs on; {@link LibraryDirectCalls#NONE} when none here. */
+        public long driverContext() {
+            return driverHandle((onGpu, ids) -> onGpu.driverContext());
+        }
+
+        /** The {@code CUfunction} behind the session's function {@code id}; {@link LibraryDirectCalls#NONE} when none. */
+        public long driverFunction(int id) {
+            return driverHandle((onGpu, ids) -> onGpu.driverFunction(ids.function(id)));
+        }
+
+        /** The {@code CUstream} behind the session's stream {@code id} (0: the default one); NONE when none. */
+        public long driverStream(int id) {
+            return driverHandle((onGpu, ids) -> onGpu.driverStream(ids.stream(id)));
+        }
+
+        private long driverHandle(BiFunction<DriverHandles, SessionHandles, Long> lookup) {
+            SessionExecutor opened = executor;
+            return opened == null ? LibraryDirectCalls.NONE : opened.handler().driverHandle(lookup);
         }
 
         /** Ends the session (the library is done with it, or the process ends); frees what it made. */

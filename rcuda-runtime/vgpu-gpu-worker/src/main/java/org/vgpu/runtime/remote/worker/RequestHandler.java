@@ -3,6 +3,7 @@ package org.vgpu.runtime.remote.worker;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.function.BiConsumer;
+import java.util.function.BiFunction;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
@@ -10,6 +11,8 @@ import io.netty.buffer.ByteBufUtil;
 import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.Dim3;
+import org.vgpu.runtime.api.DirectDriverCalls;
+import org.vgpu.runtime.api.DriverHandles;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.EventHandle;
 import org.vgpu.runtime.api.FunctionHandle;
@@ -155,6 +158,32 @@ final class RequestHandler extends OneToOneWorkerCalls {
         } catch (RuntimeException e) {
             failures.failed(frame, e);
         }
+    }
+
+    /**
+     * The driver's handle {@code lookup} finds for this session's handles on the GPU of this process its vGPU runs
+     * on now; {@link LibraryDirectCalls#NONE} while it runs elsewhere, before the session opened, or for a handle
+     * that is none of the session's (the call, served, then answers why).
+     */
+    long driverHandle(BiFunction<DriverHandles, SessionHandles, Long> lookup) {
+        if (!(gpu instanceof DirectDriverCalls direct)) {
+            return LibraryDirectCalls.NONE;
+        }
+        try {
+            return direct.withDriverHandles(onGpu -> lookup.apply(onGpu, handles))
+                    .orElse(LibraryDirectCalls.NONE);
+        } catch (RuntimeException unknown) {
+            return LibraryDirectCalls.NONE;
+        }
+    }
+
+    /** Lets {@code callers} call the session's vGPU's driver past it; false when the vGPU does not offer that. */
+    boolean offerDirectCalls(DirectDriverCalls.DirectCallers callers) {
+        if (!(gpu instanceof DirectDriverCalls direct)) {
+            return false;
+        }
+        direct.addDirectCallers(callers);
+        return true;
     }
 
     @Override

@@ -86,6 +86,11 @@ final class SessionExecutor implements Runnable {
         gpuThread.start();
     }
 
+    /** What answers the session's requests: the driver handles behind them are looked up there, in process. */
+    RequestHandler handler() {
+        return handler;
+    }
+
     CompletableFuture<Outcome> outcome() {
         return outcome;
     }
