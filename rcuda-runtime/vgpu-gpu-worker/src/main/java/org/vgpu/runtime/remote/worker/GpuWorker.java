@@ -10,46 +10,27 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
-import javax.net.ssl.SSLException;
 
 import io.netty.bootstrap.ServerBootstrap;
-import io.netty.buffer.ByteBuf;
 import io.netty.channel.AdaptiveRecvByteBufAllocator;
 import io.netty.channel.Channel;
-import io.netty.channel.ChannelFutureListener;
-import io.netty.channel.ChannelHandlerContext;
-import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.WriteBufferWaterMark;
-import io.netty.handler.codec.DecoderException;
 import io.netty.handler.ssl.SslContext;
-import io.netty.handler.timeout.IdleStateEvent;
 import io.netty.handler.timeout.IdleStateHandler;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 import org.vgpu.common.contract.BridgeContract;
 import org.vgpu.common.error.IoReasons;
 import org.vgpu.common.error.NetworkException;
-import org.vgpu.common.error.VgpuFailure;
-import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.GpuBackend;
-import org.vgpu.runtime.api.VgpuException;
-import org.vgpu.runtime.remote.protocol.Frame;
 import org.vgpu.runtime.remote.protocol.FrameDecoder;
-import org.vgpu.runtime.remote.protocol.Frames;
 import org.vgpu.runtime.remote.protocol.Opcode;
-import org.vgpu.runtime.remote.protocol.ReplyEncoder;
 import org.vgpu.runtime.remote.protocol.RequestDecoder;
-import org.vgpu.runtime.remote.security.TlsFailures;
 import org.vgpu.runtime.remote.transport.NettyTransport;
 import org.vgpu.runtime.remote.transport.StripedBulk;
 import org.vgpu.runtime.remote.worker.ServedSessions.LiveSession;
@@ -73,7 +54,6 @@ import org.vgpu.runtime.remote.worker.ServedSessions.LiveSession;
  * it runs, each in its own session, several at once.
  */
 public final class GpuWorker implements AutoCloseable {
-    private static final Logger LOG = LoggerFactory.getLogger(GpuWorker.class);
 
     /** How many sessions a worker serves. */
     public enum Sessions {
@@ -119,7 +99,6 @@ public final class GpuWorker implements AutoCloseable {
             "before the client signed in (a HELLO is at most " + RequestDecoder.MAX_HELLO_BODY_BYTES + " bytes)";
 
     private final WorkerConfig config;
-    private final GpuBackend backend;
     private final Consumer<String> log;
     private final Sessions sessions;
     private final EventLoopGroup group;
@@ -132,8 +111,8 @@ public final class GpuWorker implements AutoCloseable {
     private final Channel serverChannel;
     /** Where the worker listens: its TCP address, or its Unix domain socket's path. */
     private final String listening;
-    /** How many connections it keeps at once: those signing in and the sessions it may serve together. */
-    private final int maxConnections;
+    /** What its connections share: its configuration, limits, and where sessions start and end. */
+    private final AcceptedConnection.Context connectionContext;
 
     private final ServedSessions served;
     /** Answers each connection's first frame. */
@@ -145,10 +124,7 @@ public final class GpuWorker implements AutoCloseable {
      * that offered shared memory ({@link BulkCopies#clientOnThisHost}).
      */
     private final SharedHostRegions hostRegions;
-    /** Open connections, and those of them that have not signed in; counted on the event loop. */
-    private final AtomicInteger connections = new AtomicInteger();
 
-    private final AtomicInteger connectionsSigningIn = new AtomicInteger();
     private final AtomicBoolean closed = new AtomicBoolean();
     private final CompletableFuture<WorkerReport> report = new CompletableFuture<>();
 
@@ -163,15 +139,24 @@ public final class GpuWorker implements AutoCloseable {
             SharedHostRegions hostRegions) {
         this.config = config;
         this.hostRegions = hostRegions;
-        this.backend = backend;
         this.log = log;
         this.sessions = sessions;
         this.served = new ServedSessions(sessions);
         this.stripeLoops = NettyTransport.newEventLoopGroup(StripedBulk.MAX_STRIPES, "vgpu-worker-stripe", 0);
         this.opening = new SessionOpening(config, authenticator, served, sessions, stripeJoins, stripeLoops);
-        this.maxConnections = sessions == Sessions.ONE_PER_VGPU
+        // how many connections it keeps at once: those signing in and the sessions it may serve together
+        int maxConnections = sessions == Sessions.ONE_PER_VGPU
                 ? MAX_CONNECTIONS_SIGNING_IN + BridgeContract.VGPUS_MAX
                 : MAX_CONNECTIONS;
+        this.connectionContext = new AcceptedConnection.Context(
+                config,
+                backend,
+                log,
+                opening,
+                stripeJoins,
+                hostRegions,
+                new ConnectionLimits(config.workerId(), maxConnections),
+                this::sessionEnded);
         this.listening = socket.map(path -> "unix:" + path).orElse(config.listenHost() + ":" + config.listenPort());
         this.group = NettyTransport.newEventLoopGroup(1, "vgpu-worker-io", config.spinNanos());
         try {
@@ -210,7 +195,7 @@ public final class GpuWorker implements AutoCloseable {
                                                     SIGN_IN_FRAME_LIMIT),
                                             new IdleStateHandler(
                                                     config.idleTimeout().toMillis(), 0, 0, TimeUnit.MILLISECONDS),
-                                            new Connection(traffic));
+                                            new AcceptedConnection(traffic, connectionContext));
                         }
                     })
                     .bind(address)
@@ -422,244 +407,6 @@ public final class GpuWorker implements AutoCloseable {
         if (report.complete(result)) {
             log.accept("worker " + config.workerId() + ": done: " + result.endReason());
             serverChannel.close();
-        }
-    }
-
-    /**
-     * One connection, on the event loop: answers the handshake and keepalives itself and queues
-     * everything else to the session's GPU thread.
-     */
-    private final class Connection extends ChannelInboundHandlerAdapter {
-        private final TrafficCounter traffic;
-        private SessionExecutor session;
-        /** This connection's session among the worker's, once its HELLO claimed one. */
-        private LiveSession claim;
-        /** Whether this connection is counted among those signing in, until its HELLO is accepted or it closes. */
-        private boolean signingIn;
-        /** Set when the connection was refused as one too many: what it sends before it closes is dropped. */
-        private boolean overLimit;
-        /** Closes the connection if it has not signed in by then. */
-        private ScheduledFuture<?> signInDeadline;
-
-        Connection(TrafficCounter traffic) {
-            this.traffic = traffic;
-        }
-
-        /** Counts the connection, or refuses it when the worker holds as many as it keeps. */
-        @Override
-        public void channelActive(ChannelHandlerContext ctx) {
-            int open = connections.incrementAndGet();
-            int waiting = connectionsSigningIn.incrementAndGet();
-            signingIn = true;
-            if (open > maxConnections || waiting > MAX_CONNECTIONS_SIGNING_IN) {
-                VgpuException refused = new VgpuException(
-                        ErrorCode.CUDA_ERROR_NOT_PERMITTED,
-                        "worker " + config.workerId() + " is busy: "
-                                + (waiting > MAX_CONNECTIONS_SIGNING_IN
-                                        ? MAX_CONNECTIONS_SIGNING_IN + " connections are already signing in"
-                                        : maxConnections + " connections are already open")
-                                + "; try again shortly");
-                log.accept("worker " + config.workerId() + ": refused "
-                        + ctx.channel().remoteAddress() + ": " + refused.getMessage());
-                overLimit = true;
-                replyAndClose(ctx, 0, refused);
-            } else {
-                Duration bound =
-                        config.idleTimeout().compareTo(SIGN_IN_BOUND) < 0 ? config.idleTimeout() : SIGN_IN_BOUND;
-                signInDeadline =
-                        ctx.executor().schedule(() -> signInTooSlow(ctx, bound), bound.toNanos(), TimeUnit.NANOSECONDS);
-            }
-            ctx.fireChannelActive();
-        }
-
-        private void signInTooSlow(ChannelHandlerContext ctx, Duration bound) {
-            if (signingIn && ctx.channel().isActive()) {
-                VgpuException refused = new VgpuException(
-                        ErrorCode.VGPU_AUTH_FAILED,
-                        "worker " + config.workerId() + " closes the connection: no session was opened within "
-                                + bound.toMillis() + " ms of connecting");
-                log.accept("worker " + config.workerId() + ": refused "
-                        + ctx.channel().remoteAddress() + ": " + refused.getMessage());
-                replyAndClose(ctx, 0, refused);
-            }
-        }
-
-        private void signedIn(ChannelHandlerContext ctx) {
-            signingIn = false;
-            signInDeadline.cancel(false);
-            connectionsSigningIn.decrementAndGet();
-            ctx.pipeline().get(FrameDecoder.class).allowFullFrames();
-        }
-
-        @Override
-        public void channelRead(ChannelHandlerContext ctx, Object msg) {
-            Frame frame = (Frame) msg;
-            if (overLimit) {
-                frame.release();
-            } else if (frame.opcode() == Opcode.PING) {
-                int requestId = frame.requestId();
-                frame.release();
-                ByteBuf pong = ctx.alloc().buffer(Frames.HEADER_BYTES);
-                new ReplyEncoder().wrap(pong).pong(requestId);
-                ctx.writeAndFlush(pong, ctx.voidPromise());
-            } else if (session != null) {
-                if (frame.opcode() == Opcode.GOODBYE) {
-                    claim.leave();
-                }
-                session.submit(frame);
-            } else {
-                handshake(ctx, frame, true);
-            }
-        }
-
-        private void handshake(ChannelHandlerContext ctx, Frame frame, boolean mayWait) {
-            SessionOpening.Opened opened;
-            try {
-                opened = opening.open(frame, ctx.channel(), mayWait);
-            } catch (VgpuException refused) {
-                refuse(ctx, frame, refused);
-                return;
-            }
-            switch (opened) {
-                case SessionOpening.AfterHolder after -> awaitHolder(ctx, frame, after.holder());
-                case SessionOpening.Stripe stripe -> {
-                    signedIn(ctx);
-                    opening.becomeStripe(ctx, stripe);
-                    frame.release();
-                }
-                case SessionOpening.Session opens -> {
-                    signedIn(ctx);
-                    startSession(ctx, opens, frame);
-                }
-            }
-        }
-
-        /** Holds the HELLO, reading nothing more, until the leaving session that holds its vGPU has ended. */
-        private void awaitHolder(ChannelHandlerContext ctx, Frame hello, LiveSession holder) {
-            log.accept("worker " + config.workerId() + ": the session from "
-                    + ctx.channel().remoteAddress() + " waits for the one before it on its vGPU to end");
-            ctx.channel().config().setAutoRead(false);
-            holder.end()
-                    .copy()
-                    .orTimeout(SessionOpening.HANDOVER_BOUND.toNanos(), TimeUnit.NANOSECONDS)
-                    .whenComplete((ended, late) -> ctx.executor().execute(() -> {
-                        if (!ctx.channel().isActive()) {
-                            hello.release();
-                        } else if (late instanceof TimeoutException) {
-                            refuse(
-                                    ctx,
-                                    hello,
-                                    new VgpuException(
-                                            ErrorCode.CUDA_ERROR_NOT_PERMITTED,
-                                            "worker " + config.workerId() + ": the session before this one on its"
-                                                    + " vGPU was still ending "
-                                                    + SessionOpening.HANDOVER_BOUND.toSeconds()
-                                                    + " s after its client left; try again shortly"));
-                        } else {
-                            ctx.channel().config().setAutoRead(true);
-                            handshake(ctx, hello, false);
-                        }
-                    }));
-        }
-
-        private void refuse(ChannelHandlerContext ctx, Frame frame, VgpuException refused) {
-            int requestId = frame.requestId();
-            frame.release();
-            log.accept("worker " + config.workerId() + ": refused "
-                    + ctx.channel().remoteAddress() + ": " + refused.getMessage());
-            replyAndClose(ctx, requestId, refused);
-        }
-
-        private void startSession(ChannelHandlerContext ctx, SessionOpening.Session opens, Frame hello) {
-            log.accept("worker " + config.workerId() + ": session for "
-                    + opens.hello().window() + " from " + ctx.channel().remoteAddress());
-            claim = opens.claim();
-            session = new SessionExecutor(ctx.channel(), backend, config, traffic, stripeJoins, hostRegions);
-            session.outcome()
-                    .thenAccept(outcome -> ctx.channel()
-                            .closeFuture()
-                            .addListener(closed -> sessionEnded(
-                                    opens.key(),
-                                    opens.claim(),
-                                    new WorkerReport(
-                                            outcome.calls(),
-                                            traffic.bytesIn(),
-                                            traffic.bytesOut(),
-                                            outcome.busyNanos(),
-                                            outcome.clean(),
-                                            outcome.reason()))));
-            session.start();
-            session.submit(hello);
-        }
-
-        @Override
-        public void channelInactive(ChannelHandlerContext ctx) {
-            connections.decrementAndGet();
-            if (signInDeadline != null) {
-                signInDeadline.cancel(false);
-            }
-            if (signingIn) {
-                signingIn = false;
-                connectionsSigningIn.decrementAndGet();
-            }
-            end("the client closed the connection");
-            ctx.fireChannelInactive();
-        }
-
-        @Override
-        public void channelWritabilityChanged(ChannelHandlerContext ctx) {
-            if (session != null && ctx.channel().isWritable()) {
-                session.writable();
-            }
-            ctx.fireChannelWritabilityChanged();
-        }
-
-        @Override
-        public void userEventTriggered(ChannelHandlerContext ctx, Object event) {
-            if (event instanceof IdleStateEvent) {
-                end("no frame from the client for " + config.idleTimeout().toMillis() + " ms");
-                ctx.close();
-            } else {
-                ctx.fireUserEventTriggered(event);
-            }
-        }
-
-        @Override
-        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-            Throwable failure =
-                    cause instanceof DecoderException && cause.getCause() != null ? cause.getCause() : cause;
-            if (failure instanceof VgpuException violation && violation.code() == ErrorCode.VGPU_PROTOCOL_ERROR) {
-                if (session == null) {
-                    log.accept("worker " + config.workerId() + ": refused "
-                            + ctx.channel().remoteAddress() + ": " + violation.getMessage());
-                }
-                end("protocol error: " + violation.detail());
-                if (ctx.channel().isActive()) {
-                    replyAndClose(ctx, 0, violation);
-                }
-            } else {
-                if (!(failure instanceof IOException || failure instanceof VgpuFailure)) {
-                    LOG.warn("worker {}: the connection failed unexpectedly", config.workerId(), failure);
-                }
-                end("the connection failed: "
-                        + (failure instanceof SSLException tls
-                                ? "TLS: " + TlsFailures.reason(tls)
-                                : VgpuFailure.describe(failure)));
-                ctx.close();
-            }
-        }
-
-        private void end(String reason) {
-            if (session != null) {
-                claim.leave();
-                session.end(reason);
-            }
-        }
-
-        private void replyAndClose(ChannelHandlerContext ctx, int requestId, VgpuException failure) {
-            ByteBuf error = ctx.alloc().buffer(256);
-            new ReplyEncoder().wrap(error).error(requestId, failure);
-            ctx.writeAndFlush(error).addListener(ChannelFutureListener.CLOSE);
         }
     }
 }
