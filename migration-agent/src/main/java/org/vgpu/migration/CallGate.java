@@ -80,6 +80,11 @@ final class CallGate {
      * gate shuts and resumed after it opens, so that a migration sees neither kind of call under way.
      */
     private final List<DirectDriverCalls.DirectCallers> directCallers = new CopyOnWriteArrayList<>();
+    /**
+     * From the start of a shut to the reopen (or for good once closed): direct callers added meanwhile are stopped as
+     * they are added, since the shut's own stop may not have seen them. Guarded by {@link #waitLock}.
+     */
+    private boolean directCallersStopped;
 
     /** @param owner names the vGPU in errors, e.g. "vGPU 2" */
     CallGate(String owner) {
@@ -165,6 +170,12 @@ final class CallGate {
             throw new IllegalStateException(owner + ": a migration cannot start from inside a call of the same vGPU");
         }
         // before the gate shuts: a direct caller may still be asking this vGPU for its handles, through the gate
+        waitLock.lock();
+        try {
+            directCallersStopped = true;
+        } finally {
+            waitLock.unlock();
+        }
         stopDirectCallers(timeout);
         waitLock.lock();
         try {
@@ -195,6 +206,12 @@ final class CallGate {
      * stay stopped (their calls would reach a vGPU that is gone), waited for at most {@link #DIRECT_CLOSE_BOUND}.
      */
     void closeForever() {
+        waitLock.lock();
+        try {
+            directCallersStopped = true;
+        } finally {
+            waitLock.unlock();
+        }
         for (DirectDriverCalls.DirectCallers callers : directCallers) {
             callers.stop(DIRECT_CLOSE_BOUND);
         }
@@ -204,7 +221,17 @@ final class CallGate {
 
     /** Adds callers that call the driver past this gate: stopped while it is shut, from the next shut on. */
     void addDirectCallers(DirectDriverCalls.DirectCallers callers) {
-        directCallers.add(Objects.requireNonNull(callers, "callers"));
+        Objects.requireNonNull(callers, "callers");
+        waitLock.lock();
+        try {
+            directCallers.add(callers);
+            if (directCallersStopped) {
+                // new callers have no call under way to wait for
+                callers.stop(Duration.ZERO);
+            }
+        } finally {
+            waitLock.unlock();
+        }
     }
 
     void removeDirectCallers(DirectDriverCalls.DirectCallers callers) {
@@ -234,6 +261,7 @@ final class CallGate {
         try {
             if (state != CLOSED) {
                 state = newState;
+                directCallersStopped = newState != OPEN;
             }
             stateChanged.signalAll();
         } finally {

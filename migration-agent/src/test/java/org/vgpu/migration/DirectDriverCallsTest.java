@@ -156,6 +156,19 @@ class DirectDriverCallsTest {
         }
     }
 
+    /** Callers added while a migration holds the gate (a program's session opening then) are stopped until it ends. */
+    @Test
+    void callersAddedWhileTheGateIsShutAreStoppedUntilItReopens() {
+        CallGate gate = new CallGate("vGPU 0");
+        gate.shut(Duration.ofSeconds(1));
+        gate.addDirectCallers(new NotedCallers());
+        assertEquals(List.of("stop"), events);
+        gate.reopen();
+        assertEquals(List.of("stop", "resume"), events);
+        gate.addDirectCallers(new NotedCallers());
+        assertEquals(List.of("stop", "resume"), events, "added to an open gate: nothing to stop");
+    }
+
     @Test
     void aClosedVgpuLeavesItsDirectCallersStopped() {
         MigratableGpu vgpu = vgpu();
