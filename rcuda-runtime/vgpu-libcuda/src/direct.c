@@ -187,7 +187,8 @@ void vgpu_direct_synchronized(struct vgpu_device *device, int mark)
 /* The epoch direct calls of device may be made in now, or 0 when they may not (0 is never an open epoch's + 1). */
 static unsigned open_epoch(struct vgpu_device *device)
 {
-    if (atomic_load_explicit(&device->direct.state, memory_order_acquire) != VGPU_DIRECT_OPEN) {
+    if (atomic_load_explicit(&device->direct.state, memory_order_acquire) != VGPU_DIRECT_OPEN ||
+        vgpu_in_process_closed_at_exit()) { /* the exit closed the vGPUs: their contexts may be gone */
         return 0;
     }
     return atomic_load_explicit(&device->direct.epoch, memory_order_acquire) + 1;
