@@ -170,12 +170,7 @@ final class CallGate {
             throw new IllegalStateException(owner + ": a migration cannot start from inside a call of the same vGPU");
         }
         // before the gate shuts: a direct caller may still be asking this vGPU for its handles, through the gate
-        waitLock.lock();
-        try {
-            directCallersStopped = true;
-        } finally {
-            waitLock.unlock();
-        }
+        markDirectCallersStopped(true);
         stopDirectCallers(timeout);
         waitLock.lock();
         try {
@@ -206,12 +201,7 @@ final class CallGate {
      * stay stopped (their calls would reach a vGPU that is gone), waited for at most {@link #DIRECT_CLOSE_BOUND}.
      */
     void closeForever() {
-        waitLock.lock();
-        try {
-            directCallersStopped = true;
-        } finally {
-            waitLock.unlock();
-        }
+        markDirectCallersStopped(true);
         for (DirectDriverCalls.DirectCallers callers : directCallers) {
             callers.stop(DIRECT_CLOSE_BOUND);
         }
@@ -238,6 +228,16 @@ final class CallGate {
         directCallers.remove(callers);
     }
 
+    /** Whether direct callers added from now on are stopped as they are added. */
+    private void markDirectCallersStopped(boolean stopped) {
+        waitLock.lock();
+        try {
+            directCallersStopped = stopped;
+        } finally {
+            waitLock.unlock();
+        }
+    }
+
     /**
      * Stops every direct caller, or none: when one still has calls under way after {@code timeout}, those stopped
      * resume and the shut is refused as for calls of the app in flight.
@@ -247,6 +247,7 @@ final class CallGate {
         for (DirectDriverCalls.DirectCallers callers : directCallers) {
             stopped.add(callers);
             if (!callers.stop(timeout)) {
+                markDirectCallersStopped(false);
                 stopped.forEach(DirectDriverCalls.DirectCallers::resume);
                 throw new VgpuException(
                         ErrorCode.CUDA_ERROR_NOT_PERMITTED,

@@ -148,6 +148,11 @@ class DirectDriverCallsTest {
             assertEquals(List.of("stop", "resume"), events, "resumed at once, the vGPU still where it was");
             assertEquals(
                     0x1001, vgpu.withDriverHandles(DriverHandles::driverContext).orElseThrow());
+            events.clear();
+            NotedCallers later = new NotedCallers();
+            vgpu.addDirectCallers(later);
+            assertEquals(List.of(), events, "callers added after the refused migration are not stopped");
+            vgpu.removeDirectCallers(later);
 
             events.clear();
             vgpu.removeDirectCallers(callers);
