@@ -288,13 +288,20 @@ static int in_window(const struct vgpu_device *device, uint64_t address, size_t 
            address - device->window_base <= device->window_size - bytes;
 }
 
+/* Enters a direct copy between device memory at address and the host, on stream (the driver's in *on): 0 when it is to
+   be served. */
+static int enter_copy(struct vgpu_device *device, uint64_t address, size_t bytes, CUstream stream, CUstream *on)
+{
+    unsigned epoch = open_epoch(device);
+    return epoch != 0 && in_window(device, address, bytes) && driver_stream(device, epoch, stream, on) &&
+           enter(device, epoch);
+}
+
 int vgpu_direct_copy_to_device(struct vgpu_device *device, uint64_t dst, const void *src, size_t bytes,
                                CUstream stream, int async, CUresult *result)
 {
-    unsigned epoch = open_epoch(device);
     CUstream on = NULL;
-    if (epoch == 0 || !in_window(device, dst, bytes) || !driver_stream(device, epoch, stream, &on) ||
-        !enter(device, epoch)) {
+    if (!enter_copy(device, dst, bytes, stream, &on)) {
         return 0;
     }
     *result = async ? driver.memcpy_to_device_async((CUdeviceptr)dst, src, bytes, on)
@@ -306,10 +313,8 @@ int vgpu_direct_copy_to_device(struct vgpu_device *device, uint64_t dst, const v
 int vgpu_direct_copy_from_device(struct vgpu_device *device, void *dst, uint64_t src, size_t bytes, CUstream stream,
                                  int async, CUresult *result)
 {
-    unsigned epoch = open_epoch(device);
     CUstream on = NULL;
-    if (epoch == 0 || !in_window(device, src, bytes) || !driver_stream(device, epoch, stream, &on) ||
-        !enter(device, epoch)) {
+    if (!enter_copy(device, src, bytes, stream, &on)) {
         return 0;
     }
     *result = async ? driver.memcpy_from_device_async(dst, (CUdeviceptr)src, bytes, on)
