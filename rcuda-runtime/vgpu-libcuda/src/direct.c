@@ -12,7 +12,7 @@
  * vgpu_direct_stop, which ends the epoch and waits for the calls under way) and resumes them after; whatever was asked
  * in an earlier epoch is asked again, since the vGPU may run on another GPU now, or on none of this process (a remote
  * worker: the runtime answers NONE, and the calls are served). A call that cannot be direct is served, always: a stream
- * of another flavour, parameters packed in extra, an address outside the vGPU's window, a synchronization while a
+ * of another flavour, parameters packed in extra, an address outside the vGPU's allocations (a module variable's), a synchronization while a
  * served asynchronous request's failure may wait for it.
  *
  * Entering a direct call and stopping them is Dekker's handshake, as the runtime's CallGate: the caller counts itself
@@ -282,10 +282,11 @@ int vgpu_direct_launch(struct vgpu_handle *function, const unsigned int grid[3],
     return 1;
 }
 
-static int in_window(const struct vgpu_device *device, uint64_t address, size_t bytes)
+int vgpu_direct_copies_at(const struct vgpu_device *device, uint64_t address, size_t bytes)
 {
-    return address >= device->window_base && bytes <= device->window_size &&
-           address - device->window_base <= device->window_size - bytes;
+    uint64_t end = vgpu_allocations_end(device);
+    return address >= device->window_base && bytes <= end - device->window_base &&
+           address - device->window_base <= end - device->window_base - bytes;
 }
 
 /* Enters a direct copy between device memory at address and the host, on stream (the driver's in *on): 0 when it is to
@@ -293,7 +294,7 @@ static int in_window(const struct vgpu_device *device, uint64_t address, size_t 
 static int enter_copy(struct vgpu_device *device, uint64_t address, size_t bytes, CUstream stream, CUstream *on)
 {
     unsigned epoch = open_epoch(device);
-    return epoch != 0 && in_window(device, address, bytes) && driver_stream(device, epoch, stream, on) &&
+    return epoch != 0 && vgpu_direct_copies_at(device, address, bytes) && driver_stream(device, epoch, stream, on) &&
            enter(device, epoch);
 }
 

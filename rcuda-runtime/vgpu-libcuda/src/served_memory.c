@@ -20,7 +20,7 @@ static uint64_t place(const struct vgpu_device *device, uint64_t bytes, size_t *
     uint64_t start = device->window_base;
     for (size_t i = 0; i <= device->allocation_count; i++) {
         uint64_t end = i < device->allocation_count ? device->allocations[i].address
-                                                    : device->window_base + device->window_size;
+                                                    : vgpu_allocations_end(device);
         if (end - start >= bytes) {
             *at = i;
             return start;

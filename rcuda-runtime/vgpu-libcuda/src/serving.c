@@ -173,6 +173,13 @@ int vgpu_next_remote_id(struct vgpu_device *device)
     return id;
 }
 
+uint64_t vgpu_allocations_end(const struct vgpu_device *device)
+{
+    uint64_t globals = device->window_size / 2 / VGPU_WINDOW_ALIGNMENT * VGPU_WINDOW_ALIGNMENT;
+    return device->window_base + device->window_size -
+           (globals < VGPU_MODULE_GLOBALS_BYTES ? globals : VGPU_MODULE_GLOBALS_BYTES);
+}
+
 struct vgpu_handle *vgpu_primary_context(struct vgpu_device *device)
 {
     return &primary_contexts[device->ordinal];

@@ -88,6 +88,9 @@ CUresult vgpu_open_locking(struct vgpu_device *device);
 /* A new id for a module, function, stream or event of device, as the worker will know it. */
 int vgpu_next_remote_id(struct vgpu_device *device);
 struct vgpu_handle *vgpu_primary_context(struct vgpu_device *device);
+/* Where device's allocations end in its window: above, the runtime's addresses of module variables, which are not the
+   driver's (the runtime's ModuleGlobals keeps the same area). */
+uint64_t vgpu_allocations_end(const struct vgpu_device *device);
 /* The calling thread's current context's vGPU, opened; NULL with *result set when there is none. */
 struct vgpu_device *vgpu_current_device(CUresult *result);
 void vgpu_set_current(struct vgpu_handle *context);
@@ -221,6 +224,9 @@ int vgpu_direct_copy_from_device(struct vgpu_device *device, void *dst, uint64_t
                                  int async, CUresult *result);
 /* stream NULL with whole_context: the context's synchronization. */
 int vgpu_direct_synchronize(struct vgpu_device *device, CUstream stream, int whole_context, CUresult *result);
+/* Whether bytes at address of device may be copied directly: they lie among its allocations, whose window addresses are
+   the driver's (a module variable's is not). */
+int vgpu_direct_copies_at(const struct vgpu_device *device, uint64_t address, size_t bytes);
 /* Around a served synchronization: what was served asynchronously before it (the mark) has reported its failures
    when it returns. */
 int vgpu_direct_sync_mark(struct vgpu_device *device);

@@ -799,6 +799,24 @@ static void traced_tables_pass_each_call_to_the_driver(void)
     unsetenv("VGPU_LIBCUDA_TRACE_TABLES");
 }
 
+static void direct_copies_reach_allocations_only(void)
+{
+    struct vgpu_device device = {.window_base = UINT64_C(0x100000000000), .window_size = VGPU_WINDOW_BYTES};
+    uint64_t end = vgpu_allocations_end(&device);
+    EXPECT(end == device.window_base + device.window_size - VGPU_MODULE_GLOBALS_BYTES);
+    EXPECT(vgpu_direct_copies_at(&device, device.window_base, 4096));
+    EXPECT(vgpu_direct_copies_at(&device, end - 4096, 4096));
+    /* a module variable's address is the runtime's, not the driver's: its copies are served */
+    EXPECT(!vgpu_direct_copies_at(&device, end, 4));
+    EXPECT(!vgpu_direct_copies_at(&device, end - 2, 4));
+    EXPECT(!vgpu_direct_copies_at(&device, device.window_base - 4, 4));
+    EXPECT(!vgpu_direct_copies_at(&device, device.window_base, end - device.window_base + 1));
+    EXPECT(!vgpu_direct_copies_at(&device, UINT64_MAX - 2, 4));
+    /* a window under twice the area keeps half of itself for them, as the runtime's ModuleGlobals */
+    struct vgpu_device small = {.window_base = UINT64_C(0x100000000000), .window_size = 6 * VGPU_WINDOW_ALIGNMENT};
+    EXPECT(vgpu_allocations_end(&small) == small.window_base + 3 * VGPU_WINDOW_ALIGNMENT);
+}
+
 int main(void)
 {
     newest_version_the_program_knows();
@@ -821,6 +839,7 @@ int main(void)
     a_forked_child_refuses_without_touching_the_parents_session();
     page_locked_memory_is_shared_with_the_launcher_when_it_offers();
     vgpu_errors_reach_the_program_as_cuda_errors();
+    direct_copies_reach_allocations_only();
     if (failures != 0) {
         fprintf(stderr, "%d failure(s)\n", failures);
         return 1;

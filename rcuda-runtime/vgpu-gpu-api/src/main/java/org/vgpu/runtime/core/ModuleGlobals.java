@@ -4,6 +4,7 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
 
+import org.vgpu.common.contract.BridgeContract;
 import org.vgpu.runtime.api.DeviceRegion;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VaWindow;
@@ -32,7 +33,7 @@ final class ModuleGlobals {
         }
     }
 
-    private static final long AREA_BYTES = 1L << 30;
+    private static final long AREA_BYTES = BridgeContract.MODULE_GLOBALS_BYTES;
 
     /** Module variables' addresses are 256-byte aligned, as CUDA aligns them at most. */
     private static final long ALIGNMENT = 256;
