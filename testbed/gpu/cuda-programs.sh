@@ -10,7 +10,7 @@
 # one (a worker of the same GPU in another process) and starting remote, moved onto GPU 0 while they run
 # (org.vgpu.job.JCudaProgramsOnGpu, which checks the JCuda programs the same way); then latency_bench (an empty
 # kernel's launch, launch + synchronize, a 4 KiB copy, 256 MiB pinned copies) plainly and through `vgpu run`,
-# alternately, three runs each, with the medians and the ratios vgpu/plain, then on a remote vGPU and beside the
+# alternately, three runs each, with the medians and the ratios vgpu/plain, then on a remote vGPU, on one moved home from a remote worker, and beside the
 # Java remote path's figures (vgpu remote-bench); last, cuBLAS and cuFFT programs
 # on a native vGPU: how far each gets. Logs in $OUT (default .gpu/out): cuda-programs.log, cuda-bench.log.
 set -uo pipefail
@@ -80,13 +80,16 @@ done
     grep -h "page-locked memory shared with the launcher" "$work/bench.vgpu.err" | head -n 1
 } | tee "$bench"
 # the same benchmark on a remote vGPU (a worker of GPU 0 in another process, reached through the launcher), three
-# runs, against plain CUDA's above; then the Java remote path's figures in the same run (vgpu remote-bench)
+# runs, against plain CUDA's above, and three on a vGPU moved home from such a worker before the benchmark measures;
+# then the Java remote path's figures in the same run (vgpu remote-bench)
 "$JAVA" --enable-native-access=ALL-UNNAMED -Dvgpu.cuda.bench="$top/$lib/build/programs/latency_bench" \
     -Dvgpu.cuda.bench.out="$work" -cp "$check_classpath" \
     org.vgpu.job.JCudaProgramsOnGpu - 20 0 >>"$log" 2>&1 || failed=1
 {
     echo "# latency_bench plainly and through vgpu run on a remote vGPU (a worker of GPU 0 in another process), medians"
     latency_ratios "$work/bench.plain" "$work/bench.remote"
+    echo "# latency_bench plainly and through vgpu run on a vGPU moved home from a remote worker before it measured, medians"
+    latency_ratios "$work/bench.plain" "$work/bench.moved"
     echo "# the Java remote path in the same run: vgpu remote-bench --backend native --copy-mib 256"
     "$JAVA" --enable-native-access=ALL-UNNAMED -cp '.gpu/lib/*' org.vgpu.cli.Vgpu remote-bench --backend native \
         --copy-mib 256 2>&1

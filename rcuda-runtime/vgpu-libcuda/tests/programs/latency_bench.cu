@@ -1,9 +1,13 @@
 // The costs the library's goals are measured by, in microseconds (median of rounds): an empty launch
 // (asynchronous), launch + synchronize, a 4 KiB host-to-device copy, and 256 MiB pinned copies each
 // way in GB/s. Run plain and through vgpu's libcuda.so.1 in the same run; the script divides.
+// latency_bench PAUSE_MS: waits that long once its memory is on the device before it measures (a borrowed vGPU
+// is moved home meanwhile, so the figures are those after a migration).
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
+#include <thread>
 #include <vector>
 
 #include <cuda_runtime.h>
@@ -31,7 +35,7 @@ template <typename Step> static double microseconds_per(int repeats, int rounds,
     return median(results);
 }
 
-int main()
+int main(int argc, char **argv)
 {
     cudaFree(nullptr);
     const size_t big = 256u << 20;
@@ -40,6 +44,10 @@ int main()
     cudaMalloc(&device_small, sizeof host_small);
     cudaMalloc(&device_big, big);
     cudaMallocHost(&host_big, big);
+    cudaMemcpy(device_big, host_big, big, cudaMemcpyHostToDevice);
+    if (argc > 1) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(argv[1])));
+    }
     for (int warm = 0; warm < 1000; warm++) {
         empty_kernel<<<1, 1>>>();
     }

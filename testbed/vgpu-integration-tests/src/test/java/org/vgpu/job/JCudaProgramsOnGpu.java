@@ -78,6 +78,9 @@ public final class JCudaProgramsOnGpu {
      */
     static final String TORCH_TRAINING_STEPS = "300";
 
+    /** How long latency_bench waits with its memory on a borrowed vGPU before it measures: the move lands meanwhile. */
+    private static final String MOVE_PAUSE_MS = "3000";
+
     private static final String CLASS_PATH = System.getProperty("java.class.path");
     private static final String JAVA =
             Path.of(System.getProperty("java.home"), "bin", "java").toString();
@@ -362,6 +365,18 @@ public final class JCudaProgramsOnGpu {
             Files.writeString(directory.resolve("bench.remote." + round), String.join("\n", run.results()) + "\n");
         }
         System.out.println("latency_bench on a remote vGPU: 3 runs in " + directory);
+        // the same once its vGPU moved home: it waits MOVE_PAUSE_MS with its memory on the worker, moved meanwhile
+        for (int round = 1; round <= 3; round++) {
+            MovedRun moved = movedHome(List.of(bench.toString(), MOVE_PAUSE_MS));
+            if (moved.run().status() != 0 || !moved.landedMidRun()) {
+                System.out.println("latency_bench moved home failed (" + moved.reply() + "):\n" + moved.run());
+                return false;
+            }
+            Files.writeString(
+                    directory.resolve("bench.moved." + round),
+                    String.join("\n", moved.run().results()) + "\n");
+        }
+        System.out.println("latency_bench on a vGPU moved home from a remote worker: 3 runs in " + directory);
         return true;
     }
 
@@ -380,9 +395,35 @@ public final class JCudaProgramsOnGpu {
 
     /** vGPU 0 starts on its worker and is moved onto GPU 0 once the program has data on it. */
     private String movedMidRun(Program program, ProgramRun reference) throws Exception {
+        MovedRun moved = movedHome(program.command());
+        ProgramRun run = moved.run();
+        String reply = moved.reply();
+        boolean same = run.status() == 0 && run.results().equals(reference.results());
+        boolean landed = moved.landedMidRun();
+        if (!same || !landed) {
+            System.out.println(program.name() + " moved run (" + reply + "):\n" + run);
+        }
+        return (same && landed
+                                ? "remote->native mid-run equal"
+                                : "remote->native mid-run " + (same ? "" : "DIFFERENT ")
+                                        + (landed ? "" : "NOT MOVED MID-RUN "))
+                        .strip()
+                + " (" + reply.lines().findFirst().orElse("") + ")";
+    }
+
+    /** A run whose vGPU 0 was to move home while it ran: the run, the agent's reply to the move, and whether the
+     *  program was still running when the move was answered. */
+    record MovedRun(ProgramRun run, String reply, boolean whileRunning) {
+        boolean landedMidRun() {
+            return reply.startsWith("ok vgpu 0 moved") && whileRunning;
+        }
+    }
+
+    /** Runs {@code command} with vGPU 0 on a worker of its own, moved onto GPU 0 once the program has data on it. */
+    private MovedRun movedHome(List<String> command) throws Exception {
         Map<String, String> job = job("remote", "local");
         Path socket = Path.of(job.get("VGPU_AGENT_SOCKET"));
-        CompletableFuture<ProgramRun> running = CompletableFuture.supplyAsync(() -> vgpu(job, program.command()));
+        CompletableFuture<ProgramRun> running = CompletableFuture.supplyAsync(() -> vgpu(job, command));
         Pattern hasData = Pattern.compile("vgpu 0 on [^,]*, [1-9]\\d* B live");
         String reply = "no move: the program ended before it had data on vGPU 0";
         boolean whileRunning = false;
@@ -405,18 +446,7 @@ public final class JCudaProgramsOnGpu {
             }
             Thread.sleep(2);
         }
-        ProgramRun run = running.join();
-        boolean same = run.status() == 0 && run.results().equals(reference.results());
-        boolean moved = reply.startsWith("ok vgpu 0 moved") && whileRunning;
-        if (!same || !moved) {
-            System.out.println(program.name() + " moved run (" + reply + "):\n" + run);
-        }
-        return (same && moved
-                                ? "remote->native mid-run equal"
-                                : "remote->native mid-run " + (same ? "" : "DIFFERENT ")
-                                        + (moved ? "" : "NOT MOVED MID-RUN "))
-                        .strip()
-                + " (" + reply.lines().findFirst().orElse("") + ")";
+        return new MovedRun(running.join(), reply, whileRunning);
     }
 
     /**
