@@ -1,7 +1,7 @@
 /*
  * Direct calls: a native vGPU's launches, copies and synchronizations made to the node's driver itself, when the
- * program's vGPUs are served in its own process (VGPU_LIBCUDA_SERVING=in-process) and VGPU_LIBCUDA_DIRECT=on. Served,
- * each of those calls crosses into vgpu's Java runtime (about 2 us on the H200, as much as an empty launch costs);
+ * program's vGPUs are served in its own process (VGPU_LIBCUDA_SERVING=in-process), unless VGPU_LIBCUDA_DIRECT=off.
+ * Served, each of those calls crosses into vgpu's Java runtime (about 2 us on the H200, as much as an empty launch costs);
  * direct, it is the driver's call with the driver's handles, which the runtime looks up once per handle. The runtime
  * serves every other call (allocations, modules, streams, events) and stays the one that knows the vGPU's state; a
  * vGPU device pointer is the driver's own on a native vGPU (the window's addresses are mapped there), so kernel
@@ -70,21 +70,20 @@ static void look_up_driver(void)
     driver.found = !missing;
 }
 
-/* Whether VGPU_LIBCUDA_DIRECT asks for direct calls: "on"; anything else but unset and "off" is said once. */
+/* Whether direct calls are wanted: unless VGPU_LIBCUDA_DIRECT is off; a value neither on nor off is said once. */
 static int asked(void)
 {
     const char *value = getenv(VGPU_ENV_LIBCUDA_DIRECT);
-    if (value == NULL || value[0] == '\0' || strcmp(value, "off") == 0) {
-        return 0;
+    if (value == NULL || value[0] == '\0' || strcmp(value, "on") == 0) {
+        return 1;
     }
-    if (strcmp(value, "on") != 0) {
+    if (strcmp(value, "off") != 0) {
         static _Atomic int said;
         if (!atomic_exchange(&said, 1)) {
             vgpu_say("%s=%s: expected on or off; every call is served", VGPU_ENV_LIBCUDA_DIRECT, value);
         }
-        return 0;
     }
-    return 1;
+    return 0;
 }
 
 void vgpu_direct_offer(struct vgpu_device *device)

@@ -192,20 +192,39 @@ class CudaProgramsTest {
     }
 
     /**
-     * Served in the program's own process with direct driver calls asked for (VGPU_LIBCUDA_DIRECT=on): the library finds
-     * the runtime's direct-call methods and registers its own native ones there (else it would say the runtime offers
-     * none), offers them as each vGPU opens and asks for the driver's handles, of which an emulated vGPU has none: every
-     * call is served, and the program computes what it computes on a GPU.
+     * Served in the program's own process, where direct driver calls are the default (VGPU_LIBCUDA_DIRECT unset) or
+     * asked for (on): the library finds the runtime's direct-call methods and registers its own native ones there (else
+     * it would say the runtime offers none), offers them as each vGPU opens and asks for the driver's handles, of which
+     * an emulated vGPU has none: every call is served, and the program computes what it computes on a GPU.
      */
-    @Test
-    void servedInItsOwnProcessWithDirectCallsAskedForOnTheEmulationEveryCallIsServed() {
+    @ParameterizedTest
+    @ValueSource(strings = {"", "on"})
+    void servedInItsOwnProcessWithDirectCallsOnTheEmulationEveryCallIsServed(String direct) {
         Map<String, String> job = new HashMap<>(environment);
         job.put("VGPU_LIBCUDA_SERVING", "in-process");
-        job.put("VGPU_LIBCUDA_DIRECT", "on");
+        job.put("VGPU_LIBCUDA_DIRECT", direct);
         ProgramRun run = run(job, program("runtime_tour").toString());
         assertEquals(0, run.status(), run.toString());
         assertEquals(runtimeTourOutput(), run.results(), run.toString());
         assertFalse(run.err().contains("direct calls"), "nothing said about direct calls: " + run);
+    }
+
+    /** A VGPU_LIBCUDA_DIRECT that is neither on nor off is said once, and every call is served. */
+    @Test
+    void aDirectSettingNeitherOnNorOffIsSaidAndEveryCallServed() {
+        Map<String, String> job = new HashMap<>(environment);
+        job.put("VGPU_LIBCUDA_SERVING", "in-process");
+        job.put("VGPU_LIBCUDA_DIRECT", "yes");
+        ProgramRun run = run(job, program("runtime_tour").toString());
+        assertEquals(0, run.status(), run.toString());
+        assertEquals(runtimeTourOutput(), run.results(), run.toString());
+        assertEquals(
+                1,
+                run.err()
+                        .lines()
+                        .filter(line -> line.contains("VGPU_LIBCUDA_DIRECT=yes: expected on or off"))
+                        .count(),
+                run.toString());
     }
 
     /**
