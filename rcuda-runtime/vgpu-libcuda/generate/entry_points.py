@@ -86,12 +86,13 @@ def served_function(name, version, newest):
 def serving_branch(name, decl, args, served, ids):
     """The first statement of a generated function: on a vGPU, vgpu's own implementation of name when it
     serves it with these arguments, else a refusal naming the call."""
-    target = f'vgpu_refuse({ids[name]})'
     for version, served_decl in served.get(name, ()):
         if parameter_types(decl) == parameter_types(served_decl):
-            target = f'vgpu_served_result({ids[name]}, {served_function(name, version, served[name][0][0])}({args}))'
-            break
-    return f'    if (vgpu_serves_this_thread()) {{\n        return {target};\n    }}\n'
+            # the clock is read in a statement of its own: C leaves the order of a call's arguments open
+            call = f'{served_function(name, version, served[name][0][0])}({args})'
+            return (f'    if (vgpu_serves_this_thread()) {{\n        uint64_t started = vgpu_call_clock();\n'
+                    f'        return vgpu_served_result({ids[name]}, started, {call});\n    }}\n')
+    return f'    if (vgpu_serves_this_thread()) {{\n        return vgpu_refuse({ids[name]});\n    }}\n'
 
 
 def write_error_table(raw_cuda_h, path):

@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct entry_point {
     const char *name;
@@ -59,6 +60,31 @@ void vgpu_count(int id)
     if (vgpu_counting) {
         atomic_fetch_add_explicit(&calls[id], 1, memory_order_relaxed);
     }
+}
+
+static atomic_ullong served_nanos[VGPU_ENTRY_POINT_COUNT];
+
+uint64_t vgpu_call_clock(void)
+{
+    if (!vgpu_counting) {
+        return 0;
+    }
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec + 1; /* + 1: never 0, which times nothing */
+}
+
+void vgpu_served_took(int id, uint64_t started)
+{
+    uint64_t now = vgpu_call_clock();
+    if (now > started) {
+        atomic_fetch_add_explicit(&served_nanos[id], now - started, memory_order_relaxed);
+    }
+}
+
+unsigned long long vgpu_served_nanos(int id)
+{
+    return id >= 0 && id < VGPU_ENTRY_POINT_COUNT ? atomic_load_explicit(&served_nanos[id], memory_order_relaxed) : 0;
 }
 
 unsigned long long vgpu_calls(int id)

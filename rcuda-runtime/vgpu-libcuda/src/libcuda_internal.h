@@ -97,11 +97,19 @@ CUresult vgpu_refuse(int id);
 /* entry_points.c: whether each served call that fails is said (VGPU_LIBCUDA_VERBOSE; set at load, read-only after). */
 extern int vgpu_verbose;
 void vgpu_say_failed_call(int id, CUresult result);
+/* entry_points.c: with a report asked for, the time each served call took in vgpu, from vgpu_call_clock's reading
+   before it (0 without a report: nothing is timed) to its answer. */
+uint64_t vgpu_call_clock(void);
+void vgpu_served_took(int id, uint64_t started);
+unsigned long long vgpu_served_nanos(int id);
 /* The answer of a served call, said when it is an error and VGPU_LIBCUDA_VERBOSE is set: a library that gives up
-   after a failed driver call (cuBLAS's "not initialized") then shows which call it was. One test on the result
-   otherwise. */
-static inline CUresult vgpu_served_result(int id, CUresult result)
+   after a failed driver call (cuBLAS's "not initialized") then shows which call it was; timed from started (see
+   vgpu_call_clock). One test on each otherwise. */
+static inline CUresult vgpu_served_result(int id, uint64_t started, CUresult result)
 {
+    if (__builtin_expect(started != 0, 0)) {
+        vgpu_served_took(id, started);
+    }
     if (__builtin_expect(result != CUDA_SUCCESS, 0) && vgpu_verbose) {
         vgpu_say_failed_call(id, result);
     }

@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 static int failures;
@@ -112,6 +113,25 @@ static void calls_are_counted_under_their_name(void)
     cuGetProcAddress_v2("cuDeviceGetCount", &function, 13000, 0, NULL);
     ((CUresult(*)(int *))function)(&count);
     EXPECT(vgpu_calls(id) == before + 2);
+}
+
+static void served_calls_are_timed_for_the_report_only(void)
+{
+    int counting = vgpu_counting;
+    vgpu_counting = 1; /* as VGPU_LIBCUDA_REPORT makes it */
+    int id = vgpu_entry_id("cuMemAlloc");
+    unsigned long long before = vgpu_served_nanos(id);
+    uint64_t started = vgpu_call_clock();
+    EXPECT(started != 0);
+    nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+    EXPECT(vgpu_served_result(id, started, CUDA_SUCCESS) == CUDA_SUCCESS);
+    unsigned long long timed = vgpu_served_nanos(id);
+    EXPECT(timed >= before + 1000000);
+    vgpu_counting = 0; /* no report: nothing is timed, and the answer is the call's */
+    EXPECT(vgpu_call_clock() == 0);
+    EXPECT(vgpu_served_result(id, vgpu_call_clock(), CUDA_ERROR_INVALID_VALUE) == CUDA_ERROR_INVALID_VALUE);
+    EXPECT(vgpu_served_nanos(id) == timed);
+    vgpu_counting = counting;
 }
 
 static void refusals_say_why(void)
@@ -825,6 +845,7 @@ int main(void)
     no_driver_means_an_error_not_a_crash();
     every_name_has_one_id();
     calls_are_counted_under_their_name();
+    served_calls_are_timed_for_the_report_only();
     refusals_say_why();
     older_names_are_exported_too();
     the_integrity_digest_is_the_one_the_runtime_computes();
