@@ -16,6 +16,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
 
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
@@ -25,6 +26,7 @@ import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
+import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.common.line.LineClient;
 import org.vgpu.job.cuda.CudaProgramTwins;
 
@@ -41,6 +43,12 @@ class CudaProgramsTest {
 
     /** How the library serves the programs' calls: the launcher's socket (unset) or {@code in-process}. */
     private static final String SERVING_PROPERTY = "vgpu.test.libcuda-serving";
+
+    /**
+     * How long runtime_tour pauses with state on its vGPU when a test moves it without holding a launch: far longer than
+     * asking for the move takes (the move itself may take longer: the program's next call waits for it).
+     */
+    private static final String PAUSE_MS = "10000";
 
     private static Path interposerJar;
 
@@ -207,6 +215,40 @@ class CudaProgramsTest {
         assertEquals(0, run.status(), run.toString());
         assertEquals(runtimeTourOutput(), run.results(), run.toString());
         assertFalse(run.err().contains("direct calls"), "nothing said about direct calls: " + run);
+    }
+
+    /**
+     * Served in the program's own process, runtime_tour's vGPU moves to the job's other GPU while the program pauses
+     * with state on it (its memory, its module variables, its kernels' module): the move stops the vGPU's direct calls
+     * first (the library's stop, a native method the runtime calls through LibraryDirectCalls) and resumes them after,
+     * and the program computes what it computes on a GPU. The launch holds of the other move tests live in this JVM,
+     * not the program's, so the move is asked while the program pauses; it waits at its next call for the move to end.
+     */
+    @Test
+    void servedInItsOwnProcessAProgramsVgpuMovesWhileItHasStateOnIt() throws Exception {
+        Map<String, String> job = new HashMap<>(environment);
+        job.put("VGPU_LIBCUDA_SERVING", "in-process");
+        CompletableFuture<ProgramRun> program = CompletableFuture.supplyAsync(
+                () -> run(job, program("runtime_tour").toString(), PAUSE_MS));
+        Pattern hasState = Pattern.compile("vgpu 0 on [^,]*, [1-9]\\d* B live");
+        String status = "";
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (!hasState.matcher(status).find() && !program.isDone() && System.nanoTime() < deadline) {
+            Thread.sleep(5);
+            try {
+                status = String.join(" ", LineClient.request(agentSocket, "status", Duration.ofSeconds(10)));
+            } catch (VgpuFailure notListeningYet) {
+                // the program's JVM is starting
+            }
+        }
+        assertTrue(hasState.matcher(status).find(), "the program had state on vGPU 0 while it ran: " + status);
+        List<String> reply = LineClient.request(agentSocket, "migrate 0 1", Duration.ofSeconds(60));
+        boolean whileRunning = !program.isDone();
+        ProgramRun run = program.get(120, TimeUnit.SECONDS);
+        assertTrue(reply.getLast().startsWith("ok vgpu 0 moved gpu 0 (emulated) -> gpu 1"), reply + "\n" + run);
+        assertTrue(whileRunning, "the move landed while the program ran: " + run);
+        assertEquals(0, run.status(), run.toString());
+        assertEquals(runtimeTourOutput(), run.results(), run.toString());
     }
 
     /** A VGPU_LIBCUDA_DIRECT that is neither on nor off is said once, and every call is served. */
