@@ -100,6 +100,9 @@ void vgpu_direct_offer(struct vgpu_device *device)
         }
         return;
     }
+    if (offered) {
+        atomic_store(&device->direct.moves_known, 1); /* the runtime took the library's stop: each move ends an epoch */
+    }
     pthread_once(&driver_looked, look_up_driver);
     if (!offered || !driver.found) {
         if (offered && vgpu_real_driver() != NULL) { /* without a driver (the CPU emulation) none could be direct */
@@ -182,6 +185,34 @@ void vgpu_direct_synchronized(struct vgpu_device *device, int mark)
 {
     /* only when no other thread's asynchronous request was served meanwhile: that one's failure still waits */
     atomic_compare_exchange_strong(&device->direct.served_async, &mark, 0);
+}
+
+unsigned vgpu_kept_tag(struct vgpu_device *device)
+{
+    if (!atomic_load_explicit(&device->direct.moves_known, memory_order_acquire)) {
+        return 0;
+    }
+    return atomic_load_explicit(&device->direct.epoch, memory_order_acquire) + 1;
+}
+
+int vgpu_kept_answer(_Atomic uint64_t *kept, unsigned tag, int *value)
+{
+    if (tag == 0) {
+        return 0;
+    }
+    uint64_t answer = atomic_load_explicit(kept, memory_order_acquire);
+    if ((unsigned)(answer >> 32) != tag) {
+        return 0;
+    }
+    *value = (int)(uint32_t)answer;
+    return 1;
+}
+
+void vgpu_keep_answer(_Atomic uint64_t *kept, unsigned tag, int value)
+{
+    if (tag != 0) {
+        atomic_store_explicit(kept, (uint64_t)tag << 32 | (uint32_t)value, memory_order_release);
+    }
 }
 
 /* The epoch direct calls of device may be made in now, or 0 when they may not (0 is never an open epoch's + 1). */

@@ -109,6 +109,12 @@ CUresult vgpu_served_cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CU
     if (result != CUDA_SUCCESS) {
         return result;
     }
+    /* a GPU's attributes are its own: kept until the vGPU moves (PyTorch asks some at every step) */
+    _Atomic uint64_t *kept = (unsigned)attrib < CU_DEVICE_ATTRIBUTE_MAX ? &device->kept_attributes[attrib] : NULL;
+    unsigned tag = kept != NULL ? vgpu_kept_tag(device) : 0;
+    if (vgpu_kept_answer(kept, tag, pi)) {
+        return CUDA_SUCCESS;
+    }
     struct vgpu_request request;
     vgpu_request_begin(&request, VGPU_OP_DEVICE_GET_ATTRIBUTE);
     vgpu_put_u32(&request, (uint32_t)attrib);
@@ -118,6 +124,9 @@ CUresult vgpu_served_cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CU
         *pi = (int)vgpu_get_u32(&reply);
         result = vgpu_reply_ok(&reply);
         vgpu_reply_free(&reply);
+    }
+    if (result == CUDA_SUCCESS) {
+        vgpu_keep_answer(kept, tag, *pi);
     }
     return result;
 }

@@ -29,6 +29,13 @@ static int answered_here(CUfunction_attribute attribute, int *value)
     }
 }
 
+/* Whether the program may change attribute (cuFuncSetAttribute): such an answer is asked each time, not kept. */
+static int settable(CUfunction_attribute attribute)
+{
+    return attribute == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES ||
+           attribute == CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT;
+}
+
 CUresult vgpu_function_attribute(struct vgpu_handle *function, CUfunction_attribute attribute, int *value)
 {
     if (answered_here(attribute, value)) {
@@ -36,6 +43,12 @@ CUresult vgpu_function_attribute(struct vgpu_handle *function, CUfunction_attrib
     }
     if ((int)attribute < 0 || attribute > LAST_BACKEND_ATTRIBUTE) {
         return CUDA_ERROR_INVALID_VALUE;
+    }
+    /* what the kernel was built with: kept until the vGPU moves (the occupancy calls ask them each time) */
+    _Atomic uint64_t *kept = settable(attribute) ? NULL : &function->kept_attributes[attribute];
+    unsigned tag = kept != NULL ? vgpu_kept_tag(function->device) : 0;
+    if (vgpu_kept_answer(kept, tag, value)) {
+        return CUDA_SUCCESS;
     }
     struct vgpu_request request;
     vgpu_request_begin(&request, VGPU_OP_FUNC_GET_ATTRIBUTE);
@@ -47,6 +60,9 @@ CUresult vgpu_function_attribute(struct vgpu_handle *function, CUfunction_attrib
         *value = (int)vgpu_get_u32(&reply);
         result = vgpu_reply_ok(&reply);
         vgpu_reply_free(&reply);
+    }
+    if (result == CUDA_SUCCESS) {
+        vgpu_keep_answer(kept, tag, *value);
     }
     return result;
 }

@@ -2,8 +2,8 @@
  * Served on a vGPU: the occupancy calls (cuOccupancy*), which programs and libraries use to choose block sizes and
  * grids. Computed here, as NVIDIA's occupancy calculator computes them, from what the vGPU's backend says of the
  * kernel (registers, static shared memory, its largest block and dynamic shared memory) and of the GPU behind the
- * vGPU (threads, blocks, registers and shared memory of a multiprocessor), asked at each call: a vGPU that moved
- * answers for its new GPU.
+ * vGPU (threads, blocks, registers and shared memory of a multiprocessor), kept in process until the vGPU moves and
+ * asked at each call otherwise: a vGPU that moved answers for its new GPU.
  */
 #include "serving.h"
 

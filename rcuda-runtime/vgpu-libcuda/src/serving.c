@@ -118,7 +118,7 @@ __attribute__((constructor(101))) static void read_plan(void)
         device->next_request_id = 1;
         device->next_remote_id = 1;
         pthread_mutex_init(&device->lock, NULL);
-        primary_contexts[k] = (struct vgpu_handle){VGPU_HANDLE_MAGIC, VGPU_CONTEXT, device, 0, 0, NULL, -1, 0, 0};
+        primary_contexts[k] = (struct vgpu_handle){VGPU_HANDLE_MAGIC, VGPU_CONTEXT, device, 0, 0, NULL, -1, 0, 0, {0}};
     }
     device_count = (int)count;
 }
@@ -216,7 +216,7 @@ struct vgpu_handle *vgpu_new_handle(enum vgpu_handle_kind kind, struct vgpu_devi
 {
     struct vgpu_handle *handle = calloc(1, sizeof *handle);
     if (handle != NULL) {
-        *handle = (struct vgpu_handle){VGPU_HANDLE_MAGIC, kind, device, remote_id, 0, NULL, -1, 0, 0};
+        *handle = (struct vgpu_handle){VGPU_HANDLE_MAGIC, kind, device, remote_id, 0, NULL, -1, 0, 0, {0}};
     }
     return handle;
 }

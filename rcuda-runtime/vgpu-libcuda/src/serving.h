@@ -31,6 +31,8 @@ struct vgpu_direct {
     _Atomic uint64_t context;       /* the CUcontext, VGPU_DIRECT_NONE while the vGPU runs on no GPU of this process */
     _Atomic int served_async;       /* asynchronous requests served since a served synchronization: a failure of
                                        theirs is reported by the next one, so synchronizations are served until then */
+    _Atomic int moves_known;        /* 1 once the runtime stops this library's direct calls before each move of the
+                                       vGPU (it took them: in process), so each move ends an epoch */
 };
 
 struct vgpu_device {
@@ -56,6 +58,7 @@ struct vgpu_device {
     int warp_size;
     int emulated;
     struct vgpu_direct direct;
+    _Atomic uint64_t kept_attributes[CU_DEVICE_ATTRIBUTE_MAX]; /* answers kept until the vGPU moves (vgpu_kept_tag) */
     struct vgpu_allocation *allocations; /* sorted by address */
     size_t allocation_count;
     size_t allocation_capacity;
@@ -77,6 +80,7 @@ struct vgpu_handle {
     int max_dynamic_shared;   /* functions: the dynamic shared memory a launch may ask for; -1 until asked */
     _Atomic uint64_t driver;  /* functions and streams: the driver's handle behind it, for direct calls */
     _Atomic unsigned driver_epoch; /* the direct epoch + 1 driver was asked in; 0: never */
+    _Atomic uint64_t kept_attributes[CU_FUNC_ATTRIBUTE_MAX]; /* functions: answers kept until the vGPU moves */
 };
 
 /* serving.c */
@@ -224,6 +228,13 @@ int vgpu_direct_copy_from_device(struct vgpu_device *device, void *dst, uint64_t
                                  int async, CUresult *result);
 /* stream NULL with whole_context: the context's synchronization. */
 int vgpu_direct_synchronize(struct vgpu_device *device, CUstream stream, int whole_context, CUresult *result);
+/* Answers of the vGPU's backend that change only when the vGPU moves (a device's attributes, a kernel's own), kept
+   under the tag that vgpu_kept_tag gives before they are asked: the direct epoch + 1 while each move of the vGPU is
+   known to end the epoch (in process, the runtime stops the direct calls first), 0 otherwise, and then nothing is
+   kept. An answer asked in an epoch a move ended is never found again. */
+unsigned vgpu_kept_tag(struct vgpu_device *device);
+int vgpu_kept_answer(_Atomic uint64_t *kept, unsigned tag, int *value);
+void vgpu_keep_answer(_Atomic uint64_t *kept, unsigned tag, int value);
 /* Whether bytes at address of device may be copied directly: they lie among its allocations, whose window addresses are
    the driver's (a module variable's is not). */
 int vgpu_direct_copies_at(const struct vgpu_device *device, uint64_t address, size_t bytes);

@@ -295,7 +295,7 @@ static void context_local_storage_keeps_values_by_context_and_key(void)
     value_put put = (value_put)(uintptr_t)slots[0];
     value_delete delete = (value_delete)(uintptr_t)slots[1];
     value_get get = (value_get)(uintptr_t)slots[2];
-    struct vgpu_handle first = {VGPU_HANDLE_MAGIC, VGPU_CONTEXT, NULL, 0, 0, NULL, -1, 0, 0};
+    struct vgpu_handle first = {VGPU_HANDLE_MAGIC, VGPU_CONTEXT, NULL, 0, 0, NULL, -1, 0, 0, {0}};
     struct vgpu_handle second = first;
     int key = 0;
     int value = 0;
@@ -486,8 +486,8 @@ static void launches_wait_for_no_answer_within_the_window(void)
     struct fake_worker worker = {.fd = ends[1]};
     pthread_t thread;
     EXPECT(pthread_create(&thread, NULL, fake_worker_serve, &worker) == 0);
-    struct vgpu_handle context = {VGPU_HANDLE_MAGIC, VGPU_CONTEXT, &device, 0, 0, NULL, -1, 0, 0};
-    struct vgpu_handle function = {VGPU_HANDLE_MAGIC, VGPU_FUNCTION, &device, 7, 0, NULL, -1, 0, 0};
+    struct vgpu_handle context = {VGPU_HANDLE_MAGIC, VGPU_CONTEXT, &device, 0, 0, NULL, -1, 0, 0, {0}};
+    struct vgpu_handle function = {VGPU_HANDLE_MAGIC, VGPU_FUNCTION, &device, 7, 0, NULL, -1, 0, 0, {0}};
     vgpu_serving = 1;
     vgpu_set_current(&context);
     CUfunction f = (CUfunction)&function;
@@ -658,7 +658,7 @@ static void vgpu_errors_reach_the_program_as_cuda_errors(void)
         struct refusing_worker worker = {ends[1], cases[i].sent};
         pthread_t thread;
         EXPECT(pthread_create(&thread, NULL, refusing_worker_serve, &worker) == 0);
-        struct vgpu_handle context = {VGPU_HANDLE_MAGIC, VGPU_CONTEXT, &device, 0, 0, NULL, -1, 0, 0};
+        struct vgpu_handle context = {VGPU_HANDLE_MAGIC, VGPU_CONTEXT, &device, 0, 0, NULL, -1, 0, 0, {0}};
         vgpu_set_current(&context);
         CUresult result = cuCtxSynchronize();
         const char *name = NULL;
@@ -685,7 +685,7 @@ static void host_memory_with(struct region_launcher *launcher, const char *offer
     launcher->fd = ends[1];
     pthread_t thread;
     EXPECT(pthread_create(&thread, NULL, region_launcher_serve, launcher) == 0);
-    struct vgpu_handle context = {VGPU_HANDLE_MAGIC, VGPU_CONTEXT, &device, 0, 0, NULL, -1, 0, 0};
+    struct vgpu_handle context = {VGPU_HANDLE_MAGIC, VGPU_CONTEXT, &device, 0, 0, NULL, -1, 0, 0, {0}};
     vgpu_serving = 1;
     vgpu_set_current(&context);
     if (offered != NULL) {
@@ -768,7 +768,7 @@ static void a_forked_child_refuses_without_touching_the_parents_session(void)
     EXPECT(socketpair(AF_UNIX, SOCK_STREAM, 0, ends) == 0);
     struct vgpu_device device = {.fd = ends[0], .next_request_id = 1, .max_threads_per_block = 1024};
     pthread_mutex_init(&device.lock, NULL);
-    struct vgpu_handle context = {VGPU_HANDLE_MAGIC, VGPU_CONTEXT, &device, 0, 0, NULL, -1, 0, 0};
+    struct vgpu_handle context = {VGPU_HANDLE_MAGIC, VGPU_CONTEXT, &device, 0, 0, NULL, -1, 0, 0, {0}};
     vgpu_serving = 1;
     vgpu_forked_child = 1;
     vgpu_set_current(&context);
@@ -837,6 +837,32 @@ static void direct_copies_reach_allocations_only(void)
     EXPECT(vgpu_allocations_end(&small) == small.window_base + 3 * VGPU_WINDOW_ALIGNMENT);
 }
 
+static void answers_are_kept_until_the_vgpu_moves_where_its_moves_are_known(void)
+{
+    struct vgpu_device device = {.window_base = UINT64_C(0x100000000000), .window_size = VGPU_WINDOW_BYTES};
+    int value = -1;
+    /* over a socket the library learns of no move: nothing is kept */
+    EXPECT(vgpu_kept_tag(&device) == 0);
+    vgpu_keep_answer(&device.kept_attributes[1], vgpu_kept_tag(&device), 1024);
+    EXPECT(!vgpu_kept_answer(&device.kept_attributes[1], vgpu_kept_tag(&device), &value) && value == -1);
+    /* in process each move ends an epoch first */
+    atomic_store(&device.direct.moves_known, 1);
+    unsigned tag = vgpu_kept_tag(&device);
+    EXPECT(tag != 0);
+    EXPECT(!vgpu_kept_answer(&device.kept_attributes[1], tag, &value));
+    vgpu_keep_answer(&device.kept_attributes[1], tag, 1024);
+    vgpu_keep_answer(&device.kept_attributes[2], tag, -7);
+    EXPECT(vgpu_kept_answer(&device.kept_attributes[1], vgpu_kept_tag(&device), &value) && value == 1024);
+    EXPECT(vgpu_kept_answer(&device.kept_attributes[2], vgpu_kept_tag(&device), &value) && value == -7);
+    /* a move (its stop ends the epoch): asked again, and an answer asked before it is not kept under the new tag */
+    atomic_fetch_add(&device.direct.epoch, 1);
+    EXPECT(!vgpu_kept_answer(&device.kept_attributes[1], vgpu_kept_tag(&device), &value));
+    vgpu_keep_answer(&device.kept_attributes[1], tag, 2048);
+    EXPECT(!vgpu_kept_answer(&device.kept_attributes[1], vgpu_kept_tag(&device), &value));
+    vgpu_keep_answer(&device.kept_attributes[1], vgpu_kept_tag(&device), 2048);
+    EXPECT(vgpu_kept_answer(&device.kept_attributes[1], vgpu_kept_tag(&device), &value) && value == 2048);
+}
+
 int main(void)
 {
     newest_version_the_program_knows();
@@ -861,6 +887,7 @@ int main(void)
     page_locked_memory_is_shared_with_the_launcher_when_it_offers();
     vgpu_errors_reach_the_program_as_cuda_errors();
     direct_copies_reach_allocations_only();
+    answers_are_kept_until_the_vgpu_moves_where_its_moves_are_known();
     if (failures != 0) {
         fprintf(stderr, "%d failure(s)\n", failures);
         return 1;

@@ -314,14 +314,21 @@ class CudaProgramsTest {
 
     /**
      * A CUDA runtime program as modern code and libraries launch: the occupancy API chooses its launch,
-     * cudaLaunchKernelEx launches with launch attributes, and a kernel opts in to more dynamic shared memory.
+     * cudaLaunchKernelEx launches with launch attributes, and a kernel opts in to more dynamic shared memory. Served
+     * over the launcher's socket and in the program's own process, where the library keeps the kernel's and the
+     * device's attributes until the vGPU moves (the opted-in dynamic shared memory is asked each time).
      */
-    @Test
-    void launchesWithAttributesAndOccupancyRunOnItsVgpuAsOnAGpu() {
+    @ParameterizedTest
+    @ValueSource(strings = {"", "in-process"})
+    void launchesWithAttributesAndOccupancyRunOnItsVgpuAsOnAGpu(String serving) {
         assumeTrue(
                 Files.exists(program("launch_tour")),
                 "launch_tour is built by rcuda-runtime/vgpu-libcuda where nvcc is");
-        ProgramRun run = run(program("launch_tour").toString());
+        Map<String, String> job = new HashMap<>(environment);
+        if (!serving.isEmpty()) {
+            job.put("VGPU_LIBCUDA_SERVING", serving);
+        }
+        ProgramRun run = run(job, program("launch_tour").toString());
         assertEquals(0, run.status(), run.toString());
         assertEquals(launchTourOutput(), run.results(), run.toString());
     }
