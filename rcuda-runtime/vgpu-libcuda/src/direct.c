@@ -1,6 +1,6 @@
 /*
- * Direct calls: a native vGPU's launches, copies and synchronizations made to the node's driver itself, when the
- * program's vGPUs are served in its own process (VGPU_LIBCUDA_SERVING=in-process), unless VGPU_LIBCUDA_DIRECT=off.
+ * Direct calls: a native vGPU's launches, copies, memsets and synchronizations made to the node's driver itself, when
+ * the program's vGPUs are served in its own process (VGPU_LIBCUDA_SERVING=in-process), unless VGPU_LIBCUDA_DIRECT=off.
  * Served, each of those calls crosses into vgpu's Java runtime (about 2 us on the H200, as much as an empty launch costs);
  * direct, it is the driver's call with the driver's handles, which the runtime looks up once per handle. The runtime
  * serves every other call (allocations, modules, streams, events) and stays the one that knows the vGPU's state; a
@@ -41,6 +41,10 @@ static struct {
     CUresult (*memcpy_to_device_async)(CUdeviceptr, const void *, size_t, CUstream);
     CUresult (*memcpy_from_device)(void *, CUdeviceptr, size_t);
     CUresult (*memcpy_from_device_async)(void *, CUdeviceptr, size_t, CUstream);
+    CUresult (*memset_d8)(CUdeviceptr, unsigned char, size_t);
+    CUresult (*memset_d8_async)(CUdeviceptr, unsigned char, size_t, CUstream);
+    CUresult (*memset_d32)(CUdeviceptr, unsigned int, size_t);
+    CUresult (*memset_d32_async)(CUdeviceptr, unsigned int, size_t, CUstream);
     int found;
 } driver;
 static pthread_once_t driver_looked = PTHREAD_ONCE_INIT;
@@ -67,6 +71,10 @@ static void look_up_driver(void)
     *(void **)&driver.memcpy_to_device_async = driver_function(library, "cuMemcpyHtoDAsync_v2", &missing);
     *(void **)&driver.memcpy_from_device = driver_function(library, "cuMemcpyDtoH_v2", &missing);
     *(void **)&driver.memcpy_from_device_async = driver_function(library, "cuMemcpyDtoHAsync_v2", &missing);
+    *(void **)&driver.memset_d8 = driver_function(library, "cuMemsetD8_v2", &missing);
+    *(void **)&driver.memset_d8_async = driver_function(library, "cuMemsetD8Async", &missing);
+    *(void **)&driver.memset_d32 = driver_function(library, "cuMemsetD32_v2", &missing);
+    *(void **)&driver.memset_d32_async = driver_function(library, "cuMemsetD32Async", &missing);
     driver.found = !missing;
 }
 
@@ -328,17 +336,24 @@ int vgpu_direct_copies_at(const struct vgpu_device *device, uint64_t address, si
  */
 #define SERVED_SHARED_COPY_BYTES ((size_t)64 << 10)
 
-/* Enters a direct copy between device memory at address and host memory, on stream (the driver's in *on): 0 when it
-   is to be served. */
+/* Enters a direct call on bytes of device memory at address, on stream (the driver's in *on): 0 when it is to be
+   served. */
+static int enter_on_memory(struct vgpu_device *device, uint64_t address, size_t bytes, CUstream stream, CUstream *on)
+{
+    unsigned epoch = open_epoch(device);
+    return epoch != 0 && vgpu_direct_copies_at(device, address, bytes) && driver_stream(device, epoch, stream, on) &&
+           enter(device, epoch);
+}
+
+/* Enters a direct copy between device memory at address and host memory: as enter_on_memory, and served for a large
+   copy with page-locked memory vgpu gave. */
 static int enter_copy(struct vgpu_device *device, uint64_t address, const void *host, size_t bytes, CUstream stream,
                       CUstream *on)
 {
     uint32_t region;
     uint64_t offset;
-    unsigned epoch = open_epoch(device);
-    return epoch != 0 && vgpu_direct_copies_at(device, address, bytes) &&
-           (bytes < SERVED_SHARED_COPY_BYTES || !vgpu_host_region_at(host, bytes, &region, &offset)) &&
-           driver_stream(device, epoch, stream, on) && enter(device, epoch);
+    return (bytes < SERVED_SHARED_COPY_BYTES || !vgpu_host_region_at(host, bytes, &region, &offset)) &&
+           enter_on_memory(device, address, bytes, stream, on);
 }
 
 int vgpu_direct_copy_to_device(struct vgpu_device *device, uint64_t dst, const void *src, size_t bytes,
@@ -363,6 +378,25 @@ int vgpu_direct_copy_from_device(struct vgpu_device *device, void *dst, uint64_t
     }
     *result = async ? driver.memcpy_from_device_async(dst, (CUdeviceptr)src, bytes, on)
                     : driver.memcpy_from_device(dst, (CUdeviceptr)src, bytes);
+    leave(device);
+    return 1;
+}
+
+int vgpu_direct_memset(struct vgpu_device *device, uint64_t dst, uint32_t value, int element_size, size_t count,
+                       CUstream stream, int async, CUresult *result)
+{
+    CUstream on = NULL;
+    if ((element_size != 1 && element_size != 4) || count > SIZE_MAX / (size_t)element_size ||
+        !enter_on_memory(device, dst, count * (size_t)element_size, stream, &on)) {
+        return 0;
+    }
+    if (element_size == 1) {
+        *result = async ? driver.memset_d8_async((CUdeviceptr)dst, (unsigned char)value, count, on)
+                        : driver.memset_d8((CUdeviceptr)dst, (unsigned char)value, count);
+    } else {
+        *result = async ? driver.memset_d32_async((CUdeviceptr)dst, value, count, on)
+                        : driver.memset_d32((CUdeviceptr)dst, value, count);
+    }
     leave(device);
     return 1;
 }

@@ -280,6 +280,9 @@ static CUresult memset_elements(CUdeviceptr_v2 dst, uint32_t value, int element_
     if (device == NULL) {
         return result;
     }
+    if (vgpu_direct_memset(device, dst, value, element_size, count, hStream, async, &result)) {
+        return result;
+    }
     struct vgpu_request request;
     vgpu_request_begin(&request, VGPU_OP_MEMSET);
     vgpu_put_u32(&request, (uint32_t)stream);

@@ -226,6 +226,9 @@ int vgpu_direct_copy_to_device(struct vgpu_device *device, uint64_t dst, const v
                                CUstream stream, int async, CUresult *result);
 int vgpu_direct_copy_from_device(struct vgpu_device *device, void *dst, uint64_t src, size_t bytes, CUstream stream,
                                  int async, CUresult *result);
+/* element_size 1 or 4 (cuMemsetD8, cuMemsetD32) */
+int vgpu_direct_memset(struct vgpu_device *device, uint64_t dst, uint32_t value, int element_size, size_t count,
+                       CUstream stream, int async, CUresult *result);
 /* stream NULL with whole_context: the context's synchronization. */
 int vgpu_direct_synchronize(struct vgpu_device *device, CUstream stream, int whole_context, CUresult *result);
 /* Answers of the vGPU's backend that change only when the vGPU moves (a device's attributes, a kernel's own), kept
