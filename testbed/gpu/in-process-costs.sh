@@ -12,7 +12,8 @@
 #   3. the PyTorch training script (rcuda-runtime/vgpu-libcuda/tests/programs/torch_training.py) plainly, over the
 #      socket, in process and direct, alternately, TORCH_ROUNDS times (default 2; 0 skips it): its losses compared line by line
 #      with plain PyTorch's, and each model's milliseconds per step after the first 50 with the ratios to plain (the
-#      goal: <= 1.05 on a native vGPU).
+#      goal: <= 1.05 on a native vGPU); then one direct run with VGPU_LIBCUDA_REPORT, and the entry points that took
+#      the most time in vgpu.
 # Logs in $OUT (default .gpu/out): in-process-costs.log (what is printed), in-process-costs.err (vgpu's own lines).
 # Java: $JAVA when set, else the runtime in .gpu/jre.tar.xz unpacked to /tmp/jre.
 set -uo pipefail
@@ -92,6 +93,13 @@ failed=0
                         m, r, p, s, s / p, i, i / p, d, d / p, (d / p <= 1.05 ? " goal met" : " goal NOT met") }'
             done
         done
+    fi
+    if [ "${TORCH_ROUNDS:-2}" -gt 0 ]; then
+        # where a direct step's time goes in vgpu: the report's microseconds per entry point, the largest first
+        vgpu_run direct env VGPU_LIBCUDA_REPORT="$work/torch-report.%p" python3 "$torch_script" >/dev/null 2>&1 || failed=1
+        echo "# torch_training direct, the entry points that took the most time in vgpu: us in all, calls, us a call"
+        cat "$work"/torch-report.* 2>/dev/null | awk -F '\t' 'NF >= 4 && $4 > 0 {printf "%s %.0f %d %.2f\n", $1, $4, $2, $4 / $2}' \
+            | sort -k2 -g -r | head -n 10
     fi
     exit "$failed" # the group runs in a subshell of the pipe: its status carries the failures out
 } 2>&1 | tee "$log"
