@@ -57,7 +57,10 @@ enum vgpu_disposition vgpu_entry_disposition(int id, const char **reason)
 
 void vgpu_count(int id)
 {
-    if (vgpu_counting) {
+    /* the program's calls: not those of vgpu's own runtime serving it in its process (its native backend's, which
+       pass through this library to the node's driver) */
+    if (vgpu_counting && !(__atomic_load_n(&vgpu_in_process_started, __ATOMIC_RELAXED) &&
+                           vgpu_in_process_runtime_thread())) {
         atomic_fetch_add_explicit(&calls[id], 1, memory_order_relaxed);
     }
 }

@@ -122,8 +122,8 @@ __attribute__((destructor)) static void write_report(void)
         }
         return;
     }
-    fprintf(out, "# vgpu libcuda report of process %ld: entry point, calls, what vgpu does with it, microseconds its served"
-                 " calls took in vgpu\n", (long)getpid());
+    fprintf(out, "# vgpu libcuda report of process %ld: entry point, the program's calls, what vgpu does with it,"
+                 " microseconds its served calls took in vgpu\n", (long)getpid());
     for (int id = 0; id < VGPU_ENTRY_POINT_COUNT; id++) {
         unsigned long long calls = vgpu_calls(id);
         if (calls == 0) {

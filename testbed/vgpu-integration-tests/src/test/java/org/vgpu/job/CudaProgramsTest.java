@@ -151,7 +151,7 @@ class CudaProgramsTest {
      */
     @Test
     @Timeout(value = 120, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
-    void servedInItsOwnProcessTheRuntimesDriverCallsReachTheNodesDriver() {
+    void servedInItsOwnProcessTheRuntimesDriverCallsReachTheNodesDriver() throws IOException {
         Path standIn = LIBCUDA.resolve("stand-in-driver/libcuda.so.1");
         assumeTrue(Files.exists(standIn), "the stand-in driver is built with the test programs");
         Map<String, String> job = new HashMap<>(environment);
@@ -162,6 +162,8 @@ class CudaProgramsTest {
                 "CUDA_VISIBLE_DEVICES", "0"));
         job.put("VGPU_LIBCUDA_SERVING", "in-process");
         job.put("VGPU_REAL_LIBCUDA", standIn.toString());
+        Path report = directory.resolve("report.txt");
+        job.put("VGPU_LIBCUDA_REPORT", report.toString());
         List<String> args = List.of(
                 "--local-backend", "native", "--", program("driver_tour").toString());
         ProgramRun run = ProgramRun.of(job, interposerJar, args);
@@ -169,6 +171,12 @@ class CudaProgramsTest {
         assertTrue(
                 run.err().contains("cuDevicePrimaryCtxRetain(device 0) failed: CUDA_ERROR_OUT_OF_MEMORY"),
                 run.toString());
+        // the report counts the program's calls, not those vgpu's runtime made through the library in its process
+        List<String> counted = Files.readAllLines(report).stream()
+                .map(line -> line.split("\t")[0])
+                .toList();
+        assertTrue(counted.contains("cuDeviceGetCount"), counted.toString());
+        assertFalse(counted.contains("cuDeviceGetPCIBusId"), "the native backend's own call: " + counted);
     }
 
     /**
