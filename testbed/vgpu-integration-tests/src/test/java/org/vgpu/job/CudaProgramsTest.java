@@ -16,7 +16,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.regex.Pattern;
 
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
@@ -26,7 +25,6 @@ import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
-import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.common.line.LineClient;
 import org.vgpu.job.cuda.CudaProgramTwins;
 
@@ -238,18 +236,9 @@ class CudaProgramsTest {
         job.put("VGPU_LIBCUDA_SERVING", "in-process");
         CompletableFuture<ProgramRun> program = CompletableFuture.supplyAsync(
                 () -> run(job, program("runtime_tour").toString(), PAUSE_MS));
-        Pattern hasState = Pattern.compile("vgpu 0 on [^,]*, [1-9]\\d* B live");
-        String status = "";
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-        while (!hasState.matcher(status).find() && !program.isDone() && System.nanoTime() < deadline) {
-            Thread.sleep(5);
-            try {
-                status = String.join(" ", LineClient.request(agentSocket, "status", Duration.ofSeconds(10)));
-            } catch (VgpuFailure notListeningYet) {
-                // the program's JVM is starting
-            }
-        }
-        assertTrue(hasState.matcher(status).find(), "the program had state on vGPU 0 while it ran: " + status);
+        assertTrue(
+                AgentStatus.awaitStateOnVgpu0(agentSocket, program, Duration.ofSeconds(60)),
+                "the program had state on vGPU 0 while it ran");
         List<String> reply = LineClient.request(agentSocket, "migrate 0 1", Duration.ofSeconds(60));
         boolean whileRunning = !program.isDone();
         ProgramRun run = program.get(120, TimeUnit.SECONDS);

@@ -424,27 +424,16 @@ public final class JCudaProgramsOnGpu {
         Map<String, String> job = job("remote", "local");
         Path socket = Path.of(job.get("VGPU_AGENT_SOCKET"));
         CompletableFuture<ProgramRun> running = CompletableFuture.supplyAsync(() -> vgpu(job, command));
-        Pattern hasData = Pattern.compile("vgpu 0 on [^,]*, [1-9]\\d* B live");
         String reply = "no move: the program ended before it had data on vGPU 0";
         boolean whileRunning = false;
-        while (!running.isDone()) {
-            String status = "";
+        if (AgentStatus.awaitStateOnVgpu0(socket, running, AgentStatus.WHILE_IT_RUNS)) {
             try {
-                status = String.join(" ", LineClient.request(socket, "status", Duration.ofSeconds(10)));
-            } catch (VgpuFailure notListeningYet) {
-                // the program's JVM is starting
+                reply = LineClient.request(socket, "migrate 0 0", Duration.ofSeconds(60))
+                        .getLast();
+            } catch (VgpuFailure cutOff) {
+                reply = "the move's reply was cut off: " + cutOff.getMessage();
             }
-            if (hasData.matcher(status).find()) {
-                try {
-                    reply = LineClient.request(socket, "migrate 0 0", Duration.ofSeconds(60))
-                            .getLast();
-                } catch (VgpuFailure cutOff) {
-                    reply = "the move's reply was cut off: " + cutOff.getMessage();
-                }
-                whileRunning = !running.isDone();
-                break;
-            }
-            Thread.sleep(2);
+            whileRunning = !running.isDone();
         }
         return new MovedRun(running.join(), reply, whileRunning);
     }
