@@ -97,8 +97,10 @@ failed=0
     if [ "${TORCH_ROUNDS:-2}" -gt 0 ]; then
         # where a direct step's time goes in vgpu: the report's microseconds per entry point, the largest first
         vgpu_run direct env VGPU_LIBCUDA_REPORT="$work/torch-report.%p" python3 "$torch_script" >/dev/null 2>&1 || failed=1
-        echo "# torch_training direct, the entry points that took the most time in vgpu: us in all, calls, us a call"
-        cat "$work"/torch-report.* 2>/dev/null | awk -F '\t' 'NF >= 4 && $4 > 0 {printf "%s %.0f %d %.2f\n", $1, $4, $2, $4 / $2}' \
+        echo "# torch_training direct, the entry points that took the most time in vgpu: us in all, calls, us a call," \
+            "calls made to the driver directly"
+        cat "$work"/torch-report.* 2>/dev/null \
+            | awk -F '\t' 'NF >= 5 && $4 > 0 {printf "%s %.0f %d %.2f %d\n", $1, $4, $2, $4 / $2, $5}' \
             | sort -k2 -g -r | head -n 10
     fi
     exit "$failed" # the group runs in a subshell of the pipe: its status carries the failures out

@@ -293,6 +293,7 @@ static int enter(struct vgpu_device *device, unsigned epoch)
         atomic_fetch_sub(&device->direct.in_flight, 1);
         return 0;
     }
+    vgpu_direct_calls_made++;
     return 1;
 }
 

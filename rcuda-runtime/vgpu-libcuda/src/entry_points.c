@@ -66,6 +66,8 @@ void vgpu_count(int id)
 }
 
 static atomic_ullong served_nanos[VGPU_ENTRY_POINT_COUNT];
+static atomic_ullong direct_calls[VGPU_ENTRY_POINT_COUNT];
+_Thread_local unsigned vgpu_direct_calls_made;
 
 uint64_t vgpu_call_clock(void)
 {
@@ -83,6 +85,15 @@ void vgpu_served_took(int id, uint64_t started)
     if (now > started) {
         atomic_fetch_add_explicit(&served_nanos[id], now - started, memory_order_relaxed);
     }
+    if (vgpu_direct_calls_made != 0) {
+        atomic_fetch_add_explicit(&direct_calls[id], vgpu_direct_calls_made, memory_order_relaxed);
+        vgpu_direct_calls_made = 0;
+    }
+}
+
+unsigned long long vgpu_direct_calls(int id)
+{
+    return id >= 0 && id < VGPU_ENTRY_POINT_COUNT ? atomic_load_explicit(&direct_calls[id], memory_order_relaxed) : 0;
 }
 
 unsigned long long vgpu_served_nanos(int id)

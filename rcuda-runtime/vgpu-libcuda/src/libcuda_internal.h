@@ -102,6 +102,11 @@ void vgpu_say_failed_call(int id, CUresult result);
 uint64_t vgpu_call_clock(void);
 void vgpu_served_took(int id, uint64_t started);
 unsigned long long vgpu_served_nanos(int id);
+/* direct.c counts here each direct call this thread makes to the node's driver; vgpu_served_took credits them to the
+   entry point whose served call made them and starts again, so the report says which calls reached the driver itself
+   (read only with a report asked for). */
+extern _Thread_local unsigned vgpu_direct_calls_made;
+unsigned long long vgpu_direct_calls(int id);
 /* The answer of a served call, said when it is an error and VGPU_LIBCUDA_VERBOSE is set: a library that gives up
    after a failed driver call (cuBLAS's "not initialized") then shows which call it was; timed from started (see
    vgpu_call_clock). One test on each otherwise. */

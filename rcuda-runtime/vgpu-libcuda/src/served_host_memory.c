@@ -34,6 +34,7 @@ struct host_block {
     size_t mapping_bytes;
     uint32_t region;      /* regions: the launcher's id */
     struct vgpu_device *maker; /* regions: the session that asked for it, which frees it */
+    uint64_t buffer_id;
     struct host_block *next;
 };
 
@@ -150,7 +151,7 @@ static CUresult shared_region(struct host_block *block, size_t bytesize)
         return CUDA_ERROR_NOT_SUPPORTED;
     }
     *block = (struct host_block){(uint8_t *)mapping + REGION_HEADER_BYTES, pages, mapping,
-                                 REGION_HEADER_BYTES + pages, region, device, NULL};
+                                 REGION_HEADER_BYTES + pages, region, device, 0, NULL};
     return CUDA_SUCCESS;
 }
 
@@ -169,12 +170,13 @@ CUresult vgpu_served_cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Fla
     if (result == CUDA_ERROR_NOT_SUPPORTED) {
         void *address = NULL;
         result = posix_memalign(&address, PAGE_BYTES, bytesize) == 0 ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
-        *block = (struct host_block){address, bytesize, NULL, 0, 0, NULL, NULL};
+        *block = (struct host_block){address, bytesize, NULL, 0, 0, NULL, 0, NULL};
     }
     if (result != CUDA_SUCCESS) {
         free(block);
         return result;
     }
+    block->buffer_id = vgpu_next_buffer_id();
     pthread_mutex_lock(&host_blocks_lock);
     block->next = host_blocks;
     host_blocks = block;
@@ -224,6 +226,24 @@ int vgpu_host_region_at(const void *host, size_t bytes, uint32_t *region, uint64
             bytes <= block->bytes - (start - base)) {
             *region = block->region;
             *offset = start - base;
+            found = 1;
+        }
+    }
+    pthread_mutex_unlock(&host_blocks_lock);
+    return found;
+}
+
+int vgpu_host_block_at(const void *host, uintptr_t *start, size_t *bytes, uint64_t *buffer_id)
+{
+    uintptr_t address = (uintptr_t)host;
+    int found = 0;
+    pthread_mutex_lock(&host_blocks_lock);
+    for (const struct host_block *block = host_blocks; block != NULL && !found; block = block->next) {
+        uintptr_t base = (uintptr_t)block->address;
+        if (address >= base && address - base < block->bytes) {
+            *start = base;
+            *bytes = block->bytes;
+            *buffer_id = block->buffer_id;
             found = 1;
         }
     }

@@ -45,9 +45,24 @@ static int remember(struct vgpu_device *device, size_t at, uint64_t address, uin
     }
     memmove(&device->allocations[at + 1], &device->allocations[at],
             (device->allocation_count - at) * sizeof device->allocations[0]);
-    device->allocations[at] = (struct vgpu_allocation){address, bytes};
+    device->allocations[at] = (struct vgpu_allocation){address, bytes, vgpu_next_buffer_id()};
     device->allocation_count++;
     return 0;
+}
+
+int vgpu_allocation_at(struct vgpu_device *device, uint64_t address, struct vgpu_allocation *found)
+{
+    int held = 0;
+    pthread_mutex_lock(&device->lock);
+    for (size_t i = 0; i < device->allocation_count && !held; i++) {
+        const struct vgpu_allocation *allocation = &device->allocations[i];
+        if (address >= allocation->address && address - allocation->address < allocation->bytes) {
+            *found = *allocation;
+            held = 1;
+        }
+    }
+    pthread_mutex_unlock(&device->lock);
+    return held;
 }
 
 CUresult vgpu_served_cuMemAlloc(CUdeviceptr_v2 *dptr, size_t bytesize)

@@ -165,6 +165,12 @@ CUresult vgpu_open_locking(struct vgpu_device *device)
     return result;
 }
 
+uint64_t vgpu_next_buffer_id(void)
+{
+    static _Atomic uint64_t last;
+    return atomic_fetch_add_explicit(&last, 1, memory_order_relaxed) + 1;
+}
+
 int vgpu_next_remote_id(struct vgpu_device *device)
 {
     pthread_mutex_lock(&device->lock);

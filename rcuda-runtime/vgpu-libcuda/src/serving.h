@@ -19,6 +19,7 @@
 struct vgpu_allocation {
     uint64_t address;
     uint64_t bytes;
+    uint64_t buffer_id; /* the process-wide id cuPointerGetAttribute gives it */
 };
 
 /* A vGPU's direct calls (direct.c): its hottest calls made to the node's driver itself, in process. */
@@ -89,6 +90,13 @@ struct vgpu_device *vgpu_device_at(int ordinal);
 CUresult vgpu_open(struct vgpu_device *device);
 /* vgpu_open under the device's lock. */
 CUresult vgpu_open_locking(struct vgpu_device *device);
+/* A new id for a buffer of the program's (device or page-locked host memory), never given before in this process. */
+uint64_t vgpu_next_buffer_id(void);
+/* The allocation of device that holds address, in *found: 1, or 0 when none does. */
+int vgpu_allocation_at(struct vgpu_device *device, uint64_t address, struct vgpu_allocation *found);
+/* The page-locked host memory this library gave (cuMemHostAlloc) that holds host: 1 with its start, length and buffer
+   id, or 0 when none does. */
+int vgpu_host_block_at(const void *host, uintptr_t *start, size_t *bytes, uint64_t *buffer_id);
 /* A new id for a module, function, stream or event of device, as the worker will know it. */
 int vgpu_next_remote_id(struct vgpu_device *device);
 struct vgpu_handle *vgpu_primary_context(struct vgpu_device *device);

@@ -124,9 +124,13 @@ static void served_calls_are_timed_for_the_report_only(void)
     uint64_t started = vgpu_call_clock();
     EXPECT(started != 0);
     nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+    unsigned long long direct_before = vgpu_direct_calls(id);
+    vgpu_direct_calls_made = 2; /* as two direct calls the served one made would leave it */
     EXPECT(vgpu_served_result(id, started, CUDA_SUCCESS) == CUDA_SUCCESS);
     unsigned long long timed = vgpu_served_nanos(id);
     EXPECT(timed >= before + 1000000);
+    EXPECT(vgpu_direct_calls(id) == direct_before + 2); /* credited to this entry point, and counted afresh after */
+    EXPECT(vgpu_direct_calls_made == 0);
     vgpu_counting = 0; /* no report: nothing is timed, and the answer is the call's */
     EXPECT(vgpu_call_clock() == 0);
     EXPECT(vgpu_served_result(id, vgpu_call_clock(), CUDA_ERROR_INVALID_VALUE) == CUDA_ERROR_INVALID_VALUE);

@@ -9,8 +9,9 @@
 
 #define CHECK(call, ok)                                                                              \
     do {                                                                                             \
-        if ((call) != (ok)) {                                                                        \
-            std::fprintf(stderr, "%s failed\n", #call);                                              \
+        int answer = (int)(call);                                                                    \
+        if (answer != (int)(ok)) {                                                                   \
+            std::fprintf(stderr, "%s failed: %d\n", #call, answer);                                   \
             std::exit(1);                                                                            \
         }                                                                                            \
     } while (0)

@@ -1,6 +1,10 @@
 // The costs the library's goals are measured by, in microseconds (median of rounds): an empty launch
 // (asynchronous), launch + synchronize, a 4 KiB host-to-device copy, and 256 MiB pinned copies each
 // way in GB/s. Run plain and through vgpu's libcuda.so.1 in the same run; the script divides.
+// Then what frameworks do besides, without a goal of their own: a launch with 256 bytes of parameters (PyTorch's
+// element-wise kernels carry such structs), a launch from a thread other than the one that made the context
+// (PyTorch's backward pass runs on one), a device attribute and an occupancy query (libraries ask them before
+// launches).
 // latency_bench PAUSE_MS: waits that long once its memory is on the device before it measures (a borrowed vGPU
 // is moved home meanwhile, so the figures are those after a migration).
 #include <algorithm>
@@ -13,6 +17,17 @@
 #include <cuda_runtime.h>
 
 __global__ void empty_kernel() {}
+
+struct wide_parameters {
+    long long values[32];
+};
+
+__global__ void wide_kernel(wide_parameters parameters, long long *out)
+{
+    if (out != nullptr) {
+        *out = parameters.values[31];
+    }
+}
 
 static double median(std::vector<double> values)
 {
@@ -60,7 +75,18 @@ int main(int argc, char **argv)
     double copy_small = microseconds_per(2000, 9, [&] { cudaMemcpy(device_small, host_small, sizeof host_small, cudaMemcpyHostToDevice); });
     double to_device = microseconds_per(5, 5, [&] { cudaMemcpy(device_big, host_big, big, cudaMemcpyHostToDevice); });
     double to_host = microseconds_per(5, 5, [&] { cudaMemcpy(host_big, device_big, big, cudaMemcpyDeviceToHost); });
+    wide_parameters wide = {};
+    double launch_wide = microseconds_per(10000, 9, [&] { wide_kernel<<<1, 1>>>(wide, nullptr); });
+    double launch_other_thread = 0;
+    std::thread([&] { launch_other_thread = microseconds_per(10000, 9, [] { empty_kernel<<<1, 1>>>(); }); }).join();
+    int value = 0;
+    double attribute = microseconds_per(10000, 9, [&] { cudaDeviceGetAttribute(&value, cudaDevAttrMultiProcessorCount, 0); });
+    double occupancy = microseconds_per(10000, 9, [&] {
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&value, wide_kernel, 128, 0);
+    });
     std::printf("launch_us %.3f\nlaunch_sync_us %.3f\ncopy_4k_us %.3f\nhtod_256m_gbps %.2f\ndtoh_256m_gbps %.2f\n", launch,
                 launch_sync, copy_small, big / to_device / 1e3, big / to_host / 1e3);
+    std::printf("launch_256b_args_us %.3f\nlaunch_other_thread_us %.3f\nattribute_us %.3f\noccupancy_us %.3f\n", launch_wide,
+                launch_other_thread, attribute, occupancy);
     return 0;
 }

@@ -301,6 +301,7 @@ class CudaProgramsTest {
                 "devices >= 1: yes, device 0 has compute capability >= 8: yes",
                 String.format("polynomial sum %.3f, launches seen by the device 2", polynomialSum),
                 String.format("scaled sum %.3f, elapsed time measured: yes", scaledSum),
+                "pointer kinds: device memory 2 on device 0 at itself yes, page-locked 1 at itself yes, pageable 0",
                 "stream after an event: cudaSuccess, event: cudaSuccess",
                 String.format("block sums total %.3f over %d blocks", blockTotal, blocks),
                 "indices total " + indices,

@@ -1,0 +1,188 @@
+/*
+ * Served on a vGPU: what a pointer is (cuPointerGetAttribute, cuPointerGetAttributes, behind the runtime's
+ * cudaPointerGetAttributes), answered from what this library placed: the allocations in the vGPUs' windows and the
+ * page-locked host memory it gave. Libraries ask it of the buffers they are handed, to tell device memory from host
+ * memory and find its device: cuFFT of a plan's work area, CUDA-aware MPI of every message's buffer.
+ *
+ * Other memory (the program's own pageable memory) is no CUDA pointer: cuPointerGetAttribute refuses it as the driver
+ * does (CUDA_ERROR_INVALID_VALUE) and cuPointerGetAttributes answers zeros. Page-locked memory vgpu gave belongs to no
+ * one vGPU (a vGPU may move); it answers the current vGPU, else the first. The attributes of a kind a vGPU does not
+ * have answer what such memory has: not managed, not shareable by IPC or a handle, not from a pool, read and written
+ * by its device. Those that name the driver's own mappings (tokens for the nv-p2p kernel interface, GPUDirect RDMA,
+ * hardware decompression) are refused naming the attribute.
+ */
+#include "serving.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+/* What a pointer turned out to be. */
+struct pointer {
+    CUmemorytype type;         /* 0: no CUDA pointer */
+    struct vgpu_device *device;
+    uint64_t start;
+    uint64_t bytes;
+    uint64_t buffer_id;
+};
+
+static struct pointer look_up(CUdeviceptr address)
+{
+    struct pointer found = {0};
+    for (int k = 0; k < vgpu_device_count(); k++) {
+        struct vgpu_device *device = vgpu_device_at(k);
+        struct vgpu_allocation allocation;
+        if (address - device->window_base < device->window_size && vgpu_allocation_at(device, address, &allocation)) {
+            return (struct pointer){CU_MEMORYTYPE_DEVICE, device, allocation.address, allocation.bytes,
+                                    allocation.buffer_id};
+        }
+    }
+    uintptr_t start;
+    size_t bytes;
+    uint64_t buffer_id;
+    if (vgpu_host_block_at((const void *)(uintptr_t)address, &start, &bytes, &buffer_id)) {
+        CUresult ignored;
+        struct vgpu_device *device = vgpu_current_device(&ignored);
+        found = (struct pointer){CU_MEMORYTYPE_HOST, device != NULL ? device : vgpu_device_at(0), start, bytes,
+                                 buffer_id};
+    }
+    return found;
+}
+
+static atomic_int refusal_said;
+
+/* One attribute of pointer (at address) into data: CUDA_ERROR_INVALID_VALUE where it has none, as the driver answers. */
+static CUresult attribute_of(const struct pointer *pointer, CUdeviceptr address, CUpointer_attribute attribute,
+                             void *data)
+{
+    int device_memory = pointer->type == CU_MEMORYTYPE_DEVICE;
+    switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
+        *(CUcontext *)data = pointer->device != NULL ? (CUcontext)vgpu_primary_context(pointer->device) : NULL;
+        return pointer->device != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+        *(unsigned int *)data = (unsigned int)pointer->type;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+        *(CUdeviceptr *)data = device_memory ? address : 0; /* kernels cannot reach page-locked memory on a vGPU */
+        return device_memory ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+        *(void **)data = device_memory ? NULL : (void *)(uintptr_t)address;
+        return device_memory ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
+        *(unsigned int *)data = 1; /* a vGPU's synchronous copies and memsets are done when their call returns */
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+    case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID:
+        *(unsigned long long *)data = pointer->buffer_id;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+        *(unsigned int *)data = 0;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MAPPED:
+        *(unsigned int *)data = 1;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+        *(int *)data = pointer->device != NULL ? pointer->device->ordinal : 0;
+        return pointer->device != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
+        *(CUdeviceptr *)data = pointer->start;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
+        *(size_t *)data = pointer->bytes;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
+        *(unsigned long long *)data = 0; /* no handle exports it (cuMemExportToShareableHandle is not served) */
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
+        *(unsigned int *)data = device_memory ? CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE
+                                              : CU_POINTER_ATTRIBUTE_ACCESS_FLAG_NONE;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
+        *(CUmemoryPool *)data = NULL;
+        return CUDA_SUCCESS;
+    default: {
+        int named = (int)attribute >= CU_POINTER_ATTRIBUTE_P2P_TOKENS &&
+                    (int)attribute <= CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE;
+        if (named && !atomic_exchange(&refusal_said, 1)) {
+            vgpu_say("cuPointerGetAttribute of attribute %d is refused on a vGPU: it names the driver's own mapping of"
+                     " the memory (P2P tokens, GPUDirect RDMA, hardware decompression)", (int)attribute);
+        }
+        return named ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_INVALID_VALUE;
+    }
+    }
+}
+
+CUresult vgpu_served_cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
+{
+    if (data == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    struct pointer pointer = look_up(ptr);
+    if (pointer.type == 0) {
+        return CUDA_ERROR_INVALID_VALUE; /* the driver's answer for memory it does not know */
+    }
+    return attribute_of(&pointer, ptr, attribute, data);
+}
+
+/* The size an attribute's answer takes, for the zeros a pointer that is no CUDA pointer answers; 0 for none. */
+static size_t answer_bytes(CUpointer_attribute attribute)
+{
+    switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
+    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
+    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
+    case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID:
+        return 8;
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+    case CU_POINTER_ATTRIBUTE_MAPPED:
+    case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
+        return 4;
+    default:
+        return 0;
+    }
+}
+
+CUresult vgpu_served_cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute *attributes, void **data,
+                                            CUdeviceptr ptr)
+{
+    if (numAttributes == 0 || attributes == NULL || data == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    struct pointer pointer = look_up(ptr);
+    for (unsigned int i = 0; i < numAttributes; i++) {
+        if (data[i] == NULL) {
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+        if (pointer.type == 0) { /* no CUDA pointer: each answer is zeros, and the call succeeds, as the driver's */
+            size_t bytes = answer_bytes(attributes[i]);
+            if (bytes == 0) {
+                return CUDA_ERROR_INVALID_VALUE;
+            }
+            memset(data[i], 0, bytes);
+            continue;
+        }
+        CUresult result = attribute_of(&pointer, ptr, attributes[i], data[i]);
+        /* an attribute the memory has no value for (a device pointer of host memory) answers a zero, not an error */
+        if (result == CUDA_ERROR_INVALID_VALUE && answer_bytes(attributes[i]) == 0) {
+            return result;
+        }
+        if (result == CUDA_ERROR_NOT_SUPPORTED) {
+            return result;
+        }
+    }
+    return CUDA_SUCCESS;
+}
