@@ -114,6 +114,69 @@ CUresult vgpu_served_cuModuleUnload(CUmodule hmod)
     return result;
 }
 
+/* A module's kernel names beyond this many, or one longer than this, are not taken from the worker's answer. */
+#define MODULE_KERNELS_MAX 65536
+#define KERNEL_NAME_BYTES 4096
+
+static atomic_int kernel_listing_failure_said;
+
+/* The names of module's kernels, asked of the worker, in *names (each and the array malloc'd): their count, or -1. */
+static int module_kernel_names(struct vgpu_handle *module, char ***names)
+{
+    struct vgpu_request request;
+    vgpu_request_begin(&request, VGPU_OP_MODULE_KERNEL_NAMES);
+    vgpu_put_u32(&request, (uint32_t)module->remote_id);
+    struct vgpu_reply reply;
+    if (vgpu_locked_call(module->device, &request, &reply) != CUDA_SUCCESS) {
+        return -1;
+    }
+    uint32_t count = vgpu_get_u32(&reply);
+    char **listed = count <= MODULE_KERNELS_MAX ? calloc(count > 0 ? count : 1, sizeof *listed) : NULL;
+    int complete = listed != NULL;
+    for (uint32_t i = 0; i < count && complete; i++) {
+        char name[KERNEL_NAME_BYTES];
+        vgpu_get_string(&reply, name, sizeof name);
+        listed[i] = strlen(name) < sizeof name - 1 ? strdup(name) : NULL; /* a name that filled it may be cut */
+        complete = listed[i] != NULL;
+    }
+    complete = complete && vgpu_reply_ok(&reply) == CUDA_SUCCESS;
+    vgpu_reply_free(&reply);
+    if (!complete) {
+        for (uint32_t i = 0; listed != NULL && i < count; i++) {
+            free(listed[i]);
+        }
+        free(listed);
+        return -1;
+    }
+    *names = listed;
+    return (int)count;
+}
+
+int vgpu_each_module_kernel(CUmodule handle, void (*receive)(void *to, CUfunction function), void *to)
+{
+    struct vgpu_handle *module = vgpu_handle(handle, VGPU_MODULE);
+    char **names = NULL;
+    int count = module == NULL ? -1 : module_kernel_names(module, &names);
+    int handed = 0;
+    for (int i = 0; i < count; i++) {
+        CUfunction function = NULL;
+        if (handed == i && vgpu_served_cuModuleGetFunction(&function, handle, names[i]) == CUDA_SUCCESS) {
+            receive(to, function);
+            handed++;
+        }
+        free(names[i]);
+    }
+    free(names);
+    if (count < 0 || handed != count) {
+        if (!atomic_exchange(&kernel_listing_failure_said, 1)) {
+            vgpu_say("the kernels of a module could not be listed on its vGPU (%s)",
+                     module == NULL ? "it is no module of a vGPU" : "the vGPU's backend could not list or find them");
+        }
+        return -1;
+    }
+    return count;
+}
+
 CUresult vgpu_served_cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
 {
     struct vgpu_handle *module = vgpu_handle(hmod, VGPU_MODULE);

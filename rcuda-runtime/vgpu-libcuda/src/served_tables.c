@@ -431,8 +431,8 @@ static const void *const integrity[3] = {
    cuBLAS and PyTorch's libraries at their start) and the one cuFFT asks for. Their sizes are the driver's (CUDA 13.0,
    driver 580, on an H200: 93 and 99 slots, slot 0 the size in bytes), which a caller may check. Of the tools' context
    slot 4 is served: a context's id, as cuCtxGetId gives it (two independent public notes on this table say so; cuBLASLt
-   calls it for each matrix product it plans, and gives up when refused). Every other slot refuses, naming its table and
-   slot, if called. */
+   calls it for each matrix product it plans, and gives up when refused). Of cuFFT's, slot 7 (below). Every other slot
+   refuses, naming its table and slot, if called. */
 
 static CUresult tools_context_id(CUcontext context, unsigned long long *id)
 {
@@ -440,7 +440,7 @@ static CUresult tools_context_id(CUcontext context, unsigned long long *id)
     return vgpu_served_cuCtxGetId(context, id);
 }
 
-#define SLOTS_5_TO_92(X, table) X(table, 5) X(table, 6) X(table, 7) X(table, 8) X(table, 9) X(table, 10) \
+#define SLOTS_8_TO_92(X, table) X(table, 8) X(table, 9) X(table, 10) \
     X(table, 11) X(table, 12) X(table, 13) X(table, 14) X(table, 15) X(table, 16) X(table, 17) X(table, 18) \
     X(table, 19) X(table, 20) X(table, 21) X(table, 22) X(table, 23) X(table, 24) X(table, 25) X(table, 26) \
     X(table, 27) X(table, 28) X(table, 29) X(table, 30) X(table, 31) X(table, 32) X(table, 33) X(table, 34) \
@@ -452,7 +452,8 @@ static CUresult tools_context_id(CUcontext context, unsigned long long *id)
     X(table, 75) X(table, 76) X(table, 77) X(table, 78) X(table, 79) X(table, 80) X(table, 81) X(table, 82) \
     X(table, 83) X(table, 84) X(table, 85) X(table, 86) X(table, 87) X(table, 88) X(table, 89) X(table, 90) \
     X(table, 91) X(table, 92)
-#define SLOTS_1_TO_92(X, table) X(table, 1) X(table, 2) X(table, 3) X(table, 4) SLOTS_5_TO_92(X, table)
+#define SLOTS_5_TO_92(X, table) X(table, 5) X(table, 6) X(table, 7) SLOTS_8_TO_92(X, table)
+#define SLOTS_1_TO_6(X, table) X(table, 1) X(table, 2) X(table, 3) X(table, 4) X(table, 5) X(table, 6)
 #define SLOTS_93_TO_98(X, table) X(table, 93) X(table, 94) X(table, 95) X(table, 96) X(table, 97) X(table, 98)
 #define UNSERVED_ENTRY(table, slot) (const void *)unserved_##table##_##slot,
 #define UNSERVED_STATEMENT(table, slot) UNSERVED(table, slot)
@@ -461,8 +462,37 @@ UNSERVED(TOOLS_CONTEXT, 1)
 UNSERVED(TOOLS_CONTEXT, 2)
 UNSERVED(TOOLS_CONTEXT, 3)
 SLOTS_5_TO_92(UNSERVED_STATEMENT, TOOLS_CONTEXT)
-SLOTS_1_TO_92(UNSERVED_STATEMENT, FFT_SUPPORT)
+SLOTS_1_TO_6(UNSERVED_STATEMENT, FFT_SUPPORT)
+SLOTS_8_TO_92(UNSERVED_STATEMENT, FFT_SUPPORT)
 SLOTS_93_TO_98(UNSERVED_STATEMENT, FFT_SUPPORT)
+
+/*
+ * cuFFT's slot 7, served as what the node's driver was seen to do (not from a public description): cuFFT calls it once
+ * for each module it loads, with the context, the module, a function of its own, an address, the module again and a
+ * table of its own. Traced on the node's driver (VGPU_LIBCUDA_TRACE_TABLES=6e163fbe; CUDA 13.0, driver 580, H200), it
+ * answered 1 and a new driver object appeared at the address; cuFFT's function is two instructions that store its
+ * second argument where its first points; and cuFFT then asked that object's attributes as a function's and launched
+ * it. So the slot hands each of the module's kernels to the function with the address, and answers how many. Here
+ * each is a vGPU's function handle, found by name as cuModuleGetFunction finds it (so a migration replays it); a call
+ * of another shape, or a module whose kernels cannot be listed, answers 0 (none) and is said.
+ */
+static int module_kernels_to(CUcontext context, CUmodule module, void (*receive)(void *to, CUfunction function),
+                             void *to, CUmodule module_again, const void *callers_table)
+{
+    (void)context;
+    (void)callers_table;
+    trace(FFT_SUPPORT, 7);
+    if (receive == NULL || to == NULL || module != module_again) {
+        static atomic_int said;
+        if (!atomic_exchange(&said, 1)) {
+            vgpu_say("slot 7 of cuFFT's table was called with arguments vgpu has not seen the driver given; no kernel"
+                     " handed out");
+        }
+        return 0;
+    }
+    int count = vgpu_each_module_kernel(module, receive, to);
+    return count < 0 ? 0 : count;
+}
 
 static const void *const tools_context[93] = {
     TABLE_BYTES(93),
@@ -473,7 +503,9 @@ static const void *const tools_context[93] = {
     SLOTS_5_TO_92(UNSERVED_ENTRY, TOOLS_CONTEXT)};
 
 static const void *const fft_support[99] = {
-    TABLE_BYTES(99), SLOTS_1_TO_92(UNSERVED_ENTRY, FFT_SUPPORT) SLOTS_93_TO_98(UNSERVED_ENTRY, FFT_SUPPORT)};
+    TABLE_BYTES(99),
+    SLOTS_1_TO_6(UNSERVED_ENTRY, FFT_SUPPORT)(const void *) module_kernels_to,
+    SLOTS_8_TO_92(UNSERVED_ENTRY, FFT_SUPPORT) SLOTS_93_TO_98(UNSERVED_ENTRY, FFT_SUPPORT)};
 
 static const void *const *const SERVED[TABLE_COUNT] = {
     [RUNTIME_INTERFACE] = runtime_interface,         [TOOLS_THREAD_STATE] = tools_thread_state,

@@ -117,6 +117,9 @@ CUresult vgpu_stream_id(CUstream stream, const struct vgpu_device *device, int *
 /* served_modules.c: the length of an image the driver is handed without one (a fatbin wrapper's is its fatbin's:
    *image moves to the fatbin). */
 size_t vgpu_image_bytes(const void **image);
+/* served_modules.c: hands each kernel of module (a CUmodule of a vGPU) to receive(to, its function), a function
+   handle as cuModuleGetFunction gives; answers how many, or -1 when they cannot be listed (said once). */
+int vgpu_each_module_kernel(CUmodule module, void (*receive)(void *to, CUfunction function), void *to);
 /* served_modules.c: loads an image on device as a module of its own. */
 CUresult vgpu_load_module(struct vgpu_device *device, const void *image, size_t bytes, struct vgpu_handle **module);
 /* served_libraries.c: the function a launch means: a CUfunction, or a CUkernel's function on the current vGPU. */

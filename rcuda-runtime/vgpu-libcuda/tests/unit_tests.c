@@ -239,9 +239,17 @@ static void known_tables_are_served_and_others_refused(void)
 }
 
 typedef CUresult (*context_id_slot)(CUcontext, unsigned long long *);
+typedef int (*module_kernels_slot)(CUcontext, CUmodule, void (*)(void *, CUfunction), void *, CUmodule, const void *);
+
+/* What cuFFT's function given to slot 7 of its table does: stores the function where its first argument points. */
+static void store_function(void *to, CUfunction function)
+{
+    *(CUfunction *)to = function;
+}
 
 /* Two tables of which little is known: their sizes are the driver's, and every slot but the tools' context's 4 (a
-   context's id) refuses, naming itself; the id is the context's own, so it needs one. */
+   context's id) and cuFFT's 7 (a module's kernels) refuses, naming itself; the id is the context's own, so it needs
+   one. */
 static void tables_known_by_size_refuse_every_slot_not_served(void)
 {
     const void *table = NULL;
@@ -261,8 +269,18 @@ static void tables_known_by_size_refuse_every_slot_not_served(void)
     if (table != NULL) {
         const void *const *slots = table;
         EXPECT((uintptr_t)slots[0] == 99 * sizeof(void *));
-        EXPECT(((any_slot)(uintptr_t)slots[7])() == CUDA_ERROR_NOT_SUPPORTED);
+        EXPECT(((any_slot)(uintptr_t)slots[6])() == CUDA_ERROR_NOT_SUPPORTED);
+        EXPECT(((any_slot)(uintptr_t)slots[8])() == CUDA_ERROR_NOT_SUPPORTED);
         EXPECT(((any_slot)(uintptr_t)slots[98])() == CUDA_ERROR_NOT_SUPPORTED);
+        /* slot 7 hands a module's kernels to the caller's function: none for a call of another shape (the module not
+           given twice) or for what is no module of a vGPU, and the function is not called */
+        CUfunction received = NULL;
+        struct vgpu_handle not_a_module = {0};
+        EXPECT(((module_kernels_slot)(uintptr_t)slots[7])(NULL, (CUmodule)&not_a_module, store_function, &received,
+                                                          NULL, NULL) == 0);
+        EXPECT(((module_kernels_slot)(uintptr_t)slots[7])(NULL, (CUmodule)&not_a_module, store_function, &received,
+                                                          (CUmodule)&not_a_module, NULL) == 0);
+        EXPECT(received == NULL);
     }
 }
 

@@ -17,6 +17,7 @@ import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.FunctionAttribute;
 import org.vgpu.runtime.api.KernelArgs;
+import org.vgpu.runtime.api.KernelNames;
 import org.vgpu.runtime.api.KernelSignature;
 import org.vgpu.runtime.api.MemoryInfo;
 import org.vgpu.runtime.api.VaWindow;
@@ -317,6 +318,12 @@ final class EmulatedGpu
         module.image().ptxGlobal(name);
         MemorySegment global = module.globals().get(name);
         return new DeviceRegion(global.address(), global.byteSize());
+    }
+
+    @Override
+    protected KernelNames doModuleKernelNames(Module module) {
+        return new KernelNames(
+                module.image().ptxKernels().keySet().stream().sorted().toList());
     }
 
     @Override

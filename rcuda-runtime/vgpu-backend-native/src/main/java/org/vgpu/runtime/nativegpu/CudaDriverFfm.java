@@ -28,7 +28,8 @@ import org.vgpu.runtime.api.VgpuException;
  *   <li>the virtual memory management calls that place device memory at fixed addresses, because
  *       JCuda 12.6's {@code cuMemCreate} fails with CUDA_ERROR_INVALID_VALUE whatever it is given,
  *       while the same call through FFM with a zeroed {@code CUmemAllocationProp} works;</li>
- *   <li>{@code cuFuncGetParamInfo} (CUDA 12.4), which JCuda 12.6 does not bind;</li>
+ *   <li>{@code cuFuncGetParamInfo} and the calls that list a module's kernels (CUDA 12.4), which JCuda
+ *       12.6 does not bind;</li>
  *   <li>the primary-context and pinned-host calls, whose results vgpu needs as plain addresses: the
  *       current context is compared on every call, and pinned memory becomes a MemorySegment.</li>
  * </ul>
@@ -99,7 +100,10 @@ final class CudaDriverFfm {
             MethodHandle cuMemFreeHost,
             MethodHandle cuFuncGetParamInfo, // null on drivers older than CUDA 12.4
             MethodHandle cuMemHostRegister,
-            MethodHandle cuMemHostUnregister) {
+            MethodHandle cuMemHostUnregister,
+            MethodHandle cuModuleGetFunctionCount, // these three: null on drivers older than CUDA 12.4
+            MethodHandle cuModuleEnumerateFunctions,
+            MethodHandle cuFuncGetName) {
 
         static Bindings bind(SymbolLookup libcuda) {
             Linker linker = Linker.nativeLinker();
@@ -138,7 +142,11 @@ final class CudaDriverFfm {
                             FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS, ADDRESS)),
                     binder.required(
                             "cuMemHostRegister_v2", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_INT)),
-                    binder.required("cuMemHostUnregister", FunctionDescriptor.of(JAVA_INT, JAVA_LONG)));
+                    binder.required("cuMemHostUnregister", FunctionDescriptor.of(JAVA_INT, JAVA_LONG)),
+                    binder.optional("cuModuleGetFunctionCount", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS)),
+                    binder.optional(
+                            "cuModuleEnumerateFunctions", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS)),
+                    binder.optional("cuFuncGetName", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS)));
         }
     }
 
@@ -532,6 +540,44 @@ final class CudaDriverFfm {
                 CudaErrors.check(result, "cuFuncGetParamInfo(" + kernelName + ", parameter " + index + ")");
                 sizes.add(Math.toIntExact(size.get(JAVA_LONG, 0)));
             }
+        }
+    }
+
+    /**
+     * The names of the kernels of {@code module} (a {@code CUmodule}), through {@code
+     * cuModuleGetFunctionCount}, {@code cuModuleEnumerateFunctions} and {@code cuFuncGetName}, which
+     * JCuda does not bind.
+     */
+    static List<String> kernelNames(long module) {
+        Bindings bound = bindings();
+        if (bound.cuModuleGetFunctionCount() == null
+                || bound.cuModuleEnumerateFunctions() == null
+                || bound.cuFuncGetName() == null) {
+            throw new VgpuException(
+                    ErrorCode.CUDA_ERROR_NOT_SUPPORTED,
+                    "the NVIDIA driver cannot list a module's kernels (cuModuleEnumerateFunctions needs CUDA 12.4 or"
+                            + " newer)");
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment count = arena.allocate(JAVA_INT);
+            MemorySegment handle = MemorySegment.ofAddress(module);
+            CudaErrors.check(
+                    (int) bound.cuModuleGetFunctionCount().invokeExact(count, handle), "cuModuleGetFunctionCount");
+            int functions = count.get(JAVA_INT, 0);
+            MemorySegment listed = arena.allocate(ADDRESS, Math.max(functions, 1));
+            CudaErrors.check(
+                    (int) bound.cuModuleEnumerateFunctions().invokeExact(listed, functions, handle),
+                    "cuModuleEnumerateFunctions");
+            MemorySegment name = arena.allocate(ADDRESS);
+            List<String> names = new ArrayList<>(functions);
+            for (int i = 0; i < functions; i++) {
+                MemorySegment function = listed.getAtIndex(ADDRESS, i);
+                CudaErrors.check((int) bound.cuFuncGetName().invokeExact(name, function), "cuFuncGetName");
+                names.add(name.get(ADDRESS, 0).reinterpret(Integer.MAX_VALUE).getString(0));
+            }
+            return names;
+        } catch (Throwable t) {
+            throw propagate(t);
         }
     }
 

@@ -26,6 +26,7 @@ import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.FunctionAttribute;
 import org.vgpu.runtime.api.FunctionHandle;
 import org.vgpu.runtime.api.KernelArgs;
+import org.vgpu.runtime.api.KernelNames;
 import org.vgpu.runtime.api.KernelSignature;
 import org.vgpu.runtime.api.MemoryInfo;
 import org.vgpu.runtime.api.PitchedMemory;
@@ -221,6 +222,14 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
         }
         CudaErrors.check(result, "cuModuleGetGlobal(" + name + ")");
         return new DeviceRegion(JCudaInterop.nativeHandle(address), bytes[0]);
+    }
+
+    @Override
+    protected KernelNames doModuleKernelNames(CUmodule module) {
+        context.makeCurrent();
+        return new KernelNames(CudaDriverFfm.kernelNames(JCudaInterop.nativeHandle(module)).stream()
+                .sorted()
+                .toList());
     }
 
     @Override

@@ -128,6 +128,15 @@ public interface VirtualGpu extends AutoCloseable {
     /** The parameter sizes of a function, as its module declares them. */
     KernelSignature functionSignature(FunctionHandle function);
 
+    /**
+     * As {@code cuModuleEnumerateFunctions} with {@code cuFuncGetName}: the names of the module's
+     * kernels (its entry functions), each of which {@link #moduleGetFunction} finds, sorted (the
+     * driver promises no order). Libraries that take a module's kernels without naming them (cuFFT)
+     * get them through this.
+     */
+    @RemoteCall(opcode = 0x0036, kind = SYNC)
+    KernelNames moduleKernelNames(ModuleHandle module);
+
     // ---- device memory
 
     /**

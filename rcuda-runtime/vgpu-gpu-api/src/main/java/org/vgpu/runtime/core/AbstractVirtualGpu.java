@@ -15,6 +15,7 @@ import org.vgpu.runtime.api.EventHandle;
 import org.vgpu.runtime.api.FunctionAttribute;
 import org.vgpu.runtime.api.FunctionHandle;
 import org.vgpu.runtime.api.KernelArgs;
+import org.vgpu.runtime.api.KernelNames;
 import org.vgpu.runtime.api.KernelSignature;
 import org.vgpu.runtime.api.ModuleHandle;
 import org.vgpu.runtime.api.PitchedMemory;
@@ -94,6 +95,9 @@ public abstract class AbstractVirtualGpu<M, F, S, E> extends ChunkBackedGpu impl
     protected abstract DeviceRegion doModuleGetGlobal(M module, String name);
 
     protected abstract F doGetFunction(M module, String kernelName);
+
+    /** The names of the module's kernels, sorted. */
+    protected abstract KernelNames doModuleKernelNames(M module);
 
     protected abstract int doFuncGetAttribute(F function, FunctionAttribute attribute);
 
@@ -251,6 +255,12 @@ public abstract class AbstractVirtualGpu<M, F, S, E> extends ChunkBackedGpu impl
     public DeviceRegion moduleGetGlobalAt(ModuleHandle module, String name, long address) {
         ensureOpen();
         return modules.global(module, name, address, this::doModuleGetGlobal);
+    }
+
+    @Override
+    public KernelNames moduleKernelNames(ModuleHandle module) {
+        ensureOpen();
+        return doModuleKernelNames(modules.module(module).module());
     }
 
     @Override

@@ -38,6 +38,7 @@ import org.vgpu.runtime.api.FunctionAttribute;
 import org.vgpu.runtime.api.FunctionHandle;
 import org.vgpu.runtime.api.GpuBackend;
 import org.vgpu.runtime.api.KernelArgs;
+import org.vgpu.runtime.api.KernelNames;
 import org.vgpu.runtime.api.MemoryInfo;
 import org.vgpu.runtime.api.ModuleHandle;
 import org.vgpu.runtime.api.PitchedMemory;
@@ -1127,6 +1128,17 @@ public abstract class VirtualGpuConformanceTest {
                                 .pointer(d)
                                 .i32(1)
                                 .build()));
+    }
+
+    /** cuFFT takes its modules' kernels without naming them: each named one is found by its name. */
+    @Test
+    void aModulesKernelsAreListedSortedAndEachIsFoundByItsName() {
+        KernelNames listed = gpu.moduleKernelNames(kernels);
+        assertEquals(TestKernels.kernelNames().stream().sorted().toList(), listed.names());
+        for (String name : listed.names()) {
+            assertEquals(name, gpu.moduleGetFunction(kernels, name).name());
+        }
+        assertError(ErrorCode.CUDA_ERROR_INVALID_HANDLE, () -> gpu.moduleKernelNames(new ModuleHandle(4242)));
     }
 
     @Test

@@ -12,6 +12,7 @@ import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.KernelArg;
 import org.vgpu.runtime.api.KernelArgs;
+import org.vgpu.runtime.api.KernelNames;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.api.surface.WireLayout;
@@ -322,6 +323,27 @@ final class WireCodecs {
         out.writeInt(regions.size());
         for (DeviceRegion region : regions) {
             writeDeviceRegion(out, region);
+        }
+    }
+
+    /** A module's kernel names; the count is checked against the bytes left (each name takes 4 or more). */
+    @WireLayout("int32 n, n x string")
+    static KernelNames readKernelNames(ByteBuf in) {
+        int count = in.readInt();
+        if (count < 0 || count > in.readableBytes() / Integer.BYTES) {
+            throw Frames.violation(count + " kernel names in a body with " + in.readableBytes() + " bytes left");
+        }
+        List<String> names = new ArrayList<>(count);
+        for (int i = 0; i < count; i++) {
+            names.add(readString(in));
+        }
+        return new KernelNames(names);
+    }
+
+    static void writeKernelNames(ByteBuf out, KernelNames names) {
+        out.writeInt(names.names().size());
+        for (String name : names.names()) {
+            writeString(out, name);
         }
     }
 

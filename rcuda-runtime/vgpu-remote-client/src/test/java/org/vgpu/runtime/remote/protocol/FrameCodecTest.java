@@ -34,6 +34,7 @@ import org.vgpu.runtime.api.Dim3;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.FunctionAttribute;
 import org.vgpu.runtime.api.KernelArgs;
+import org.vgpu.runtime.api.KernelNames;
 import org.vgpu.runtime.api.KernelSignature;
 import org.vgpu.runtime.api.MemoryInfo;
 import org.vgpu.runtime.api.VaWindow;
@@ -213,6 +214,7 @@ class FrameCodecTest {
                         "FUNC_GET_ATTRIBUTE 0x0033 REQUEST async=false synchronizing=false chunked=false",
                         "FUNC_SET_ATTRIBUTE 0x0034 REQUEST async=false synchronizing=false chunked=false",
                         "MODULE_GET_GLOBAL 0x0035 REQUEST async=false synchronizing=false chunked=false",
+                        "MODULE_KERNEL_NAMES 0x0036 REQUEST async=false synchronizing=false chunked=false",
                         "MEM_ALLOC_AT 0x0040 REQUEST async=false synchronizing=false chunked=false",
                         "MEM_FREE 0x0041 REQUEST async=false synchronizing=false chunked=false",
                         "MEM_ALLOC_ALL_AT 0x0042 REQUEST async=false synchronizing=false chunked=false",
@@ -345,6 +347,16 @@ class FrameCodecTest {
     }
 
     @Test
+    void aKernelNameCountBeyondWhatTheResultHoldsIsTheWorkersProtocolError() {
+        ByteBuf result = Unpooled.buffer().writeInt(1 << 20).writeInt(0);
+        try {
+            assertProtocolError(() -> ResultDecoder.moduleKernelNames(result), "1048576 kernel names in a body with 4");
+        } finally {
+            result.release();
+        }
+    }
+
+    @Test
     void resultsOfOkRepliesReadBack() {
         ByteBuf wire = Unpooled.buffer();
         ReplyEncoder encoder = new ReplyEncoder().wrap(wire);
@@ -358,6 +370,7 @@ class FrameCodecTest {
         encoder.funcGetAttribute(9, -1);
         encoder.moduleGetGlobal(10, new DeviceRegion(BASE + 256, 300));
         encoder.ctxGetLimit(11, 8L << 30);
+        encoder.moduleKernelNames(12, new KernelNames(List.of("fft_forward", "fft_inverse")));
         encoder.ok(4);
         List<Object> results = new ArrayList<>();
         ReplyVisitor reader = new RecordingVisitors.Replies() {
@@ -375,6 +388,7 @@ class FrameCodecTest {
                             case 9 -> ResultDecoder.funcGetAttribute(result);
                             case 10 -> ResultDecoder.moduleGetGlobal(result);
                             case 11 -> ResultDecoder.ctxGetLimit(result);
+                            case 12 -> ResultDecoder.moduleKernelNames(result);
                             default -> String.valueOf(ReplyDecoder.empty(result));
                         });
             }
@@ -394,6 +408,7 @@ class FrameCodecTest {
                         -1,
                         new DeviceRegion(BASE + 256, 300),
                         8L << 30,
+                        new KernelNames(List.of("fft_forward", "fft_inverse")),
                         "null"),
                 results);
         ByteBuf shortResult = Unpooled.buffer().writeLong(1);

@@ -212,6 +212,11 @@ final class RecordingVisitors {
         }
 
         @Override
+        public void moduleKernelNames(Frame f, int moduleId) {
+            add(f, "moduleKernelNames " + moduleId);
+        }
+
+        @Override
         public void funcGetAttribute(Frame f, int functionId, FunctionAttribute attribute) {
             add(f, "funcGetAttribute fn" + functionId + " " + attribute);
         }
