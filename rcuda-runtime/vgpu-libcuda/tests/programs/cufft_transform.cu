@@ -1,7 +1,11 @@
 // cuFFT as codes call it: a 1-D complex transform forward and back, and a 2-D real-to-complex one.
+// cufft_transform PAUSE_MS: waits that long between the 1-D plan's forward and inverse transforms (a vGPU moves
+// meanwhile, so the plan's kernels run on both GPUs).
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 #include <vector>
 
 #include <cuda_runtime.h>
@@ -16,7 +20,7 @@
         }                                                                                            \
     } while (0)
 
-int main()
+int main(int argc, char **argv)
 {
     const int n = 4096;
     std::vector<cufftComplex> signal(n);
@@ -37,6 +41,9 @@ int main()
         if (std::hypot(spectrum[i].x, spectrum[i].y) > std::hypot(spectrum[peak].x, spectrum[peak].y)) {
             peak = i;
         }
+    }
+    if (argc > 1) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(argv[1])));
     }
     CHECK(cufftExecC2C(plan, d, d, CUFFT_INVERSE), CUFFT_SUCCESS);
     std::vector<cufftComplex> back(n);

@@ -62,15 +62,17 @@ public final class JCudaProgramsOnGpu {
     /**
      * The C programs and their arguments: long enough, with their pauses, for a move to land while they run (driver
      * steps 200 times 20 ms; runtime_tour, the CUDA runtime's, built static and shared, waits 3 s after its first
-     * step; cublas_gemm, built against the toolkit's cuBLAS by cuda-programs.sh, waits 3 s between its two
-     * products). (driver_tour prints the device count, which is the job's vGPUs here: cuda-programs.sh compares it on one
-     * vGPU.)
+     * step; cublas_gemm and cufft_transform, built against the toolkit's cuBLAS and cuFFT by cuda-programs.sh, wait 3 s
+     * between two products and between a plan's two transforms). (driver_tour prints the device count, which is the
+     * job's vGPUs here: cuda-programs.sh compares it on one vGPU.) The system property {@code vgpu.cuda.programs.only}
+     * (names, comma-separated) checks those alone.
      */
     static final List<List<String>> CUDA_PROGRAMS = List.of(
             List.of("driver_steps", "200", "20"),
             List.of("runtime_tour", "3000"),
             List.of("runtime_tour_shared", "3000"),
-            List.of("cublas_gemm", "3000"));
+            List.of("cublas_gemm", "3000"),
+            List.of("cufft_transform", "3000"));
 
     /**
      * A PyTorch training step's steps per model: enough for a move to land while the script trains (the system
@@ -121,7 +123,12 @@ public final class JCudaProgramsOnGpu {
                             .toList());
             String cudaPrograms = System.getProperty("vgpu.cuda.programs");
             if (cudaPrograms != null) {
+                List<String> only = Arrays.stream(System.getProperty("vgpu.cuda.programs.only", "")
+                                .split(","))
+                        .filter(name -> !name.isBlank())
+                        .toList();
                 passed &= check.programs(CUDA_PROGRAMS.stream()
+                        .filter(command -> only.isEmpty() || only.contains(command.getFirst()))
                         .map(command -> new Program(command.getFirst(), cuda(Path.of(cudaPrograms), command)))
                         .toList());
             }
