@@ -203,6 +203,19 @@ unsigned vgpu_kept_tag(struct vgpu_device *device)
     return atomic_load_explicit(&device->direct.epoch, memory_order_acquire) + 1;
 }
 
+unsigned vgpu_kept_setting_tag(struct vgpu_device *device)
+{
+    unsigned tag = vgpu_kept_tag(device);
+    unsigned changes = atomic_load_explicit(&device->settings_changed, memory_order_acquire);
+    /* the epoch's tag in the low 20 bits, the changes above them; 0, which keeps nothing, where vgpu_kept_tag's is */
+    return tag == 0 ? 0 : (tag & 0xfffffu) | changes << 20;
+}
+
+void vgpu_settings_changed(struct vgpu_device *device)
+{
+    atomic_fetch_add_explicit(&device->settings_changed, 1, memory_order_acq_rel);
+}
+
 int vgpu_kept_answer(_Atomic uint64_t *kept, unsigned tag, int *value)
 {
     if (tag == 0) {

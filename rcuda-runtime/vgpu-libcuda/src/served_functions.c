@@ -29,7 +29,7 @@ static int answered_here(CUfunction_attribute attribute, int *value)
     }
 }
 
-/* Whether the program may change attribute (cuFuncSetAttribute): such an answer is asked each time, not kept. */
+/* Whether the program may change attribute (cuFuncSetAttribute): such an answer is kept until the next set on the vGPU. */
 static int settable(CUfunction_attribute attribute)
 {
     return attribute == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES ||
@@ -44,9 +44,9 @@ CUresult vgpu_function_attribute(struct vgpu_handle *function, CUfunction_attrib
     if ((int)attribute < 0 || attribute > LAST_BACKEND_ATTRIBUTE) {
         return CUDA_ERROR_INVALID_VALUE;
     }
-    /* what the kernel was built with: kept until the vGPU moves (the occupancy calls ask them each time) */
-    _Atomic uint64_t *kept = settable(attribute) ? NULL : &function->kept_attributes[attribute];
-    unsigned tag = kept != NULL ? vgpu_kept_tag(function->device) : 0;
+    /* kept until the vGPU moves (the occupancy calls ask them each time); one the program may set, until it sets one */
+    _Atomic uint64_t *kept = &function->kept_attributes[attribute];
+    unsigned tag = settable(attribute) ? vgpu_kept_setting_tag(function->device) : vgpu_kept_tag(function->device);
     if (vgpu_kept_answer(kept, tag, value)) {
         return CUDA_SUCCESS;
     }
@@ -111,6 +111,9 @@ static CUresult set_function_attribute(struct vgpu_handle *function, CUfunction_
     vgpu_put_u32(&request, (uint32_t)attribute);
     vgpu_put_u32(&request, (uint32_t)value);
     CUresult result = vgpu_locked_call(function->device, &request, NULL);
+    if (result == CUDA_SUCCESS) {
+        vgpu_settings_changed(function->device); /* after the set: an answer asked meanwhile is kept under the old tag */
+    }
     if (result == CUDA_SUCCESS && attribute == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
         vgpu_know_dynamic_shared(function, value);
     }

@@ -60,6 +60,7 @@ struct vgpu_device {
     int emulated;
     struct vgpu_direct direct;
     _Atomic uint64_t kept_attributes[CU_DEVICE_ATTRIBUTE_MAX]; /* answers kept until the vGPU moves (vgpu_kept_tag) */
+    _Atomic unsigned settings_changed; /* how often the program changed what a kept setting answers */
     struct vgpu_allocation *allocations; /* sorted by address */
     size_t allocation_count;
     size_t allocation_capacity;
@@ -247,6 +248,10 @@ int vgpu_direct_synchronize(struct vgpu_device *device, CUstream stream, int who
    known to end the epoch (in process, the runtime stops the direct calls first), 0 otherwise, and then nothing is
    kept. An answer asked in an epoch a move ended is never found again. */
 unsigned vgpu_kept_tag(struct vgpu_device *device);
+/* The tag an answer the program may change (a kernel's settable attributes) is kept under: vgpu_kept_tag's, changed too
+   by each vgpu_settings_changed on the device, since a set through any handle of a kernel changes what all answer. */
+unsigned vgpu_kept_setting_tag(struct vgpu_device *device);
+void vgpu_settings_changed(struct vgpu_device *device);
 int vgpu_kept_answer(_Atomic uint64_t *kept, unsigned tag, int *value);
 void vgpu_keep_answer(_Atomic uint64_t *kept, unsigned tag, int value);
 /* Whether bytes at address of device may be copied directly: they lie among its allocations, whose window addresses are

@@ -883,6 +883,19 @@ static void answers_are_kept_until_the_vgpu_moves_where_its_moves_are_known(void
     EXPECT(!vgpu_kept_answer(&device.kept_attributes[1], vgpu_kept_tag(&device), &value));
     vgpu_keep_answer(&device.kept_attributes[1], vgpu_kept_tag(&device), 2048);
     EXPECT(vgpu_kept_answer(&device.kept_attributes[1], vgpu_kept_tag(&device), &value) && value == 2048);
+    /* a setting the program may change is kept until it changes one, and until a move */
+    unsigned setting = vgpu_kept_setting_tag(&device);
+    EXPECT(setting != 0);
+    vgpu_keep_answer(&device.kept_attributes[3], setting, 49152);
+    EXPECT(vgpu_kept_answer(&device.kept_attributes[3], vgpu_kept_setting_tag(&device), &value) && value == 49152);
+    vgpu_settings_changed(&device);
+    EXPECT(!vgpu_kept_answer(&device.kept_attributes[3], vgpu_kept_setting_tag(&device), &value));
+    EXPECT(vgpu_kept_answer(&device.kept_attributes[1], vgpu_kept_tag(&device), &value) && value == 2048);
+    vgpu_keep_answer(&device.kept_attributes[3], vgpu_kept_setting_tag(&device), 98304);
+    atomic_fetch_add(&device.direct.epoch, 1);
+    EXPECT(!vgpu_kept_answer(&device.kept_attributes[3], vgpu_kept_setting_tag(&device), &value));
+    atomic_store(&device.direct.moves_known, 0); /* over a socket: nothing kept */
+    EXPECT(vgpu_kept_setting_tag(&device) == 0);
 }
 
 int main(void)

@@ -108,11 +108,15 @@ int main()
     }
     std::printf("axpy twice through cudaLaunchKernelEx: sum %.3f\n", total);
 
-    // a kernel that needs more dynamic shared memory than a block gets by default opts in first
+    // a kernel that needs more dynamic shared memory than a block gets by default opts in first (asked before and
+    // after: what the opt-in changes is answered anew)
     const int tile_bytes = 64 * 1024;
+    CHECK(cudaFuncGetAttributes(&attributes, tile_sums));
+    const int default_bytes = attributes.maxDynamicSharedSizeBytes;
     CHECK(cudaFuncSetAttribute(tile_sums, cudaFuncAttributeMaxDynamicSharedMemorySize, tile_bytes));
     CHECK(cudaFuncGetAttributes(&attributes, tile_sums));
-    std::printf("tile_sums: dynamic shared memory allowed %d bytes\n", attributes.maxDynamicSharedSizeBytes);
+    std::printf("tile_sums: dynamic shared memory allowed %d bytes (%s before)\n", attributes.maxDynamicSharedSizeBytes,
+                default_bytes < tile_bytes ? "less" : "NOT LESS");
     int small_tiles = 0;
     int large_tiles = 0;
     CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&small_tiles, tile_sums, 256, 256 * sizeof(float)));

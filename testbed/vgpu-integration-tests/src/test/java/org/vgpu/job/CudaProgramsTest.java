@@ -314,7 +314,8 @@ class CudaProgramsTest {
      * A CUDA runtime program as modern code and libraries launch: the occupancy API chooses its launch,
      * cudaLaunchKernelEx launches with launch attributes, and a kernel opts in to more dynamic shared memory. Served
      * over the launcher's socket and in the program's own process, where the library keeps the kernel's and the
-     * device's attributes until the vGPU moves (the opted-in dynamic shared memory is asked each time).
+     * device's attributes until the vGPU moves, and those a program may set until it sets one: the program asks the
+     * dynamic shared memory before and after its opt-in.
      */
     @ParameterizedTest
     @ValueSource(strings = {"", "in-process"})
@@ -348,7 +349,7 @@ class CudaProgramsTest {
                 "occupancy: block of whole warps: yes, blocks per multiprocessor >= 1: yes, within its threads: yes,"
                         + " grid fills the device: yes",
                 String.format("axpy twice through cudaLaunchKernelEx: sum %.3f", total),
-                "tile_sums: dynamic shared memory allowed 65536 bytes",
+                "tile_sums: dynamic shared memory allowed 65536 bytes (less before)",
                 "fewer blocks per multiprocessor with 64 KiB tiles: yes, still one or more: yes",
                 String.format("tile sums total %.3f over %d blocks", tiles, blocks),
                 "launch with 4096 threads per block: cudaErrorInvalidValue",
