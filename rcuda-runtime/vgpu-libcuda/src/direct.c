@@ -124,6 +124,10 @@ void vgpu_direct_offer(struct vgpu_device *device)
     atomic_compare_exchange_strong(&device->direct.state, &off, VGPU_DIRECT_OPEN);
 }
 
+/* The first millisecond a stop waits is spent yielding (a launch or copy under way ends within microseconds); after it,
+   sleeping, as a synchronization under way lasts as long as the GPU's work. */
+#define YIELDING_NANOS 1000000LL
+
 static int wait_for_calls_under_way(struct vgpu_device *device, long long timeout_nanos)
 {
     struct timespec start;
@@ -135,7 +139,11 @@ static int wait_for_calls_under_way(struct vgpu_device *device, long long timeou
         if (timeout_nanos >= 0 && waited >= timeout_nanos) {
             return 0;
         }
-        sched_yield();
+        if (waited < YIELDING_NANOS) {
+            sched_yield();
+        } else {
+            nanosleep(&(struct timespec){.tv_nsec = 100000}, NULL);
+        }
     }
     return 1;
 }
@@ -148,9 +156,23 @@ static int stop(struct vgpu_device *device, int new_state, long long timeout_nan
     return wait_for_calls_under_way(device, timeout_nanos);
 }
 
+/* How long a closing session waits for the direct calls under way: then it closes anyway, saying so, rather than hold
+   the program's exit for a GPU whose work does not end (the driver, at a plain program's exit, waits for none). */
+#define END_WAIT_NANOS (10LL * 1000000000LL)
+
+int vgpu_direct_end_within(struct vgpu_device *device, long long timeout_nanos)
+{
+    if (stop(device, VGPU_DIRECT_OFF, timeout_nanos)) {
+        return 1;
+    }
+    vgpu_say("vGPU %d: %d direct driver calls were still under way %.1f s after its session began to close; it closes"
+             " anyway", device->index, atomic_load(&device->direct.in_flight), (double)timeout_nanos / 1e9);
+    return 0;
+}
+
 void vgpu_direct_end(struct vgpu_device *device)
 {
-    stop(device, VGPU_DIRECT_OFF, -1);
+    vgpu_direct_end_within(device, END_WAIT_NANOS);
 }
 
 static struct vgpu_device *by_index(int index)

@@ -225,8 +225,10 @@ void vgpu_disconnect(struct vgpu_device *device);
 #define VGPU_DIRECT_NONE UINT64_MAX /* a driver handle asked while there is none to give (Java's NONE, -1) */
 /* After the session opened in process: asks the runtime to let this library call the driver itself. */
 void vgpu_direct_offer(struct vgpu_device *device);
-/* As the session closes: no direct call any more. */
+/* As the session closes: no direct call any more, waiting up to 10 s for those under way. */
 void vgpu_direct_end(struct vgpu_device *device);
+/* vgpu_direct_end with its wait bounded by timeout_nanos: 1 when none was under way at its end, else 0 (said). */
+int vgpu_direct_end_within(struct vgpu_device *device, long long timeout_nanos);
 /* The runtime's migration stops and resumes them (LibraryDirectCalls); by the job's vGPU index. */
 int vgpu_direct_stop(int index, long long timeout_nanos);
 void vgpu_direct_resume(int index);

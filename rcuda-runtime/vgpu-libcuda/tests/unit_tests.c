@@ -898,6 +898,19 @@ static void answers_are_kept_until_the_vgpu_moves_where_its_moves_are_known(void
     EXPECT(vgpu_kept_setting_tag(&device) == 0);
 }
 
+/* A closing session waits a bounded time for direct calls under way (a synchronization with a GPU whose work does not
+   end would hold the program's exit), and no direct call enters after it. */
+static void a_closing_session_waits_for_direct_calls_a_bounded_time(void)
+{
+    struct vgpu_device device = {.index = 3, .window_base = UINT64_C(0x100000000000), .window_size = VGPU_WINDOW_BYTES};
+    atomic_store(&device.direct.state, VGPU_DIRECT_OPEN);
+    atomic_store(&device.direct.in_flight, 1);
+    EXPECT(vgpu_direct_end_within(&device, 20000000) == 0); /* 20 ms: the call stays under way */
+    EXPECT(atomic_load(&device.direct.state) == VGPU_DIRECT_OFF);
+    atomic_store(&device.direct.in_flight, 0);
+    EXPECT(vgpu_direct_end_within(&device, 20000000) == 1);
+}
+
 int main(void)
 {
     newest_version_the_program_knows();
@@ -923,6 +936,7 @@ int main(void)
     vgpu_errors_reach_the_program_as_cuda_errors();
     direct_copies_reach_allocations_only();
     answers_are_kept_until_the_vgpu_moves_where_its_moves_are_known();
+    a_closing_session_waits_for_direct_calls_a_bounded_time();
     if (failures != 0) {
         fprintf(stderr, "%d failure(s)\n", failures);
         return 1;
