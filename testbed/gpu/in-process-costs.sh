@@ -13,7 +13,8 @@
 #      socket, in process and direct, alternately, TORCH_ROUNDS times (default 2; 0 skips it): its losses compared line by line
 #      with plain PyTorch's, and each model's milliseconds per step after the first 50 with the ratios to plain (the
 #      goal: <= 1.05 on a native vGPU); then one direct run with VGPU_LIBCUDA_REPORT, and the entry points that took
-#      the most time in vgpu.
+#      the most time there, beside the same entry points in a plain run through the library outside vgpu run (every
+#      call passed to the driver, timed by the same report).
 # Logs in $OUT (default .gpu/out): in-process-costs.log (what is printed), in-process-costs.err (vgpu's own lines).
 # Java: $JAVA when set, else the runtime in .gpu/jre.tar.xz unpacked to /tmp/jre.
 set -uo pipefail
@@ -95,13 +96,20 @@ failed=0
         done
     fi
     if [ "${TORCH_ROUNDS:-2}" -gt 0 ]; then
-        # where a direct step's time goes in vgpu: the report's microseconds per entry point, the largest first
+        # where a direct step's time goes in vgpu: the report's microseconds per entry point, the largest first, beside
+        # the same entry point's in a plain run through the library outside vgpu run (every call passed to the driver)
         vgpu_run direct env VGPU_LIBCUDA_REPORT="$work/torch-report.%p" python3 "$torch_script" >/dev/null 2>&1 || failed=1
-        echo "# torch_training direct, the entry points that took the most time in vgpu: us in all, calls, us a call," \
-            "calls made to the driver directly"
+        LD_LIBRARY_PATH="$top/$lib/build${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" VGPU_LIBCUDA_REPORT="$work/torch-plain-report.%p" \
+            timeout 300 python3 "$torch_script" >/dev/null 2>&1 || failed=1
+        echo "# torch_training direct, the entry points that took the most time: us in all, calls, us a call, calls made" \
+            "to the driver directly; then plainly (the library passing every call to the driver): us in all, calls, us a call"
+        cat "$work"/torch-plain-report.* 2>/dev/null | awk -F '\t' 'NF >= 4 {print $1, $4, $2}' >"$work/torch-plain-figures"
         cat "$work"/torch-report.* 2>/dev/null \
             | awk -F '\t' 'NF >= 5 && $4 > 0 {printf "%s %.0f %d %.2f %d\n", $1, $4, $2, $4 / $2, $5}' \
-            | sort -k2 -g -r | head -n 10
+            | sort -k2 -g -r | head -n 10 \
+            | awk -v plain="$work/torch-plain-figures" 'BEGIN { while ((getline line < plain) > 0) { split(line, f, " ");
+                  us[f[1]] = f[2]; calls[f[1]] = f[3] } }
+                { printf "%s | plain %.0f %d %.2f\n", $0, us[$1], calls[$1], (calls[$1] > 0 ? us[$1] / calls[$1] : 0) }'
     fi
     exit "$failed" # the group runs in a subshell of the pipe: its status carries the failures out
 } 2>&1 | tee "$log"

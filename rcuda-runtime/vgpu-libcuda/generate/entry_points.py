@@ -95,6 +95,12 @@ def serving_branch(name, decl, args, served, ids):
     return f'    if (vgpu_serves_this_thread()) {{\n        return vgpu_refuse({ids[name]});\n    }}\n'
 
 
+def passed_call(call, entry_id):
+    """The last statement of a generated function: the node's driver's call, timed when a report is asked for."""
+    return (f'    uint64_t started = vgpu_call_clock();\n'
+            f'    return vgpu_timed_result({entry_id}, started, {call});\n}}\n\n')
+
+
 def write_error_table(raw_cuda_h, path):
     text = open(raw_cuda_h, encoding='utf-8').read()
     body = text[text.index('typedef enum cudaError_enum {'):]
@@ -155,7 +161,7 @@ def write_exports(path, exports, ids, table_name, preamble, served):
             out.write(f'VGPU_EXPORT CUresult CUDAAPI {symbol}({decl})\n{{\n    vgpu_count({ids[base]});\n')
             out.write(serving_branch(base, decl, args, served, ids))
             out.write(f'    if (real_{symbol} == NULL) {{\n        return vgpu_unresolved("{symbol}");\n    }}\n')
-            out.write(f'    return real_{symbol}({args});\n}}\n\n')
+            out.write(passed_call(f'real_{symbol}({args})', ids[base]))
             table.append(f'    {{"{symbol}", (void **)&real_{symbol}}},\n')
         out.write(f'const struct vgpu_export {table_name}[] = {{\n{"".join(table)}}};\n')
         out.write(f'const size_t {table_name[:-1]}_count = sizeof {table_name} / sizeof {table_name}[0];\n')
@@ -225,7 +231,7 @@ def main(typedefs_path, cuda_h_path, cuda_h_ptds_path, cuda_h_internal_path, raw
             out.write(f'static CUresult CUDAAPI {fn}({decl})\n{{\n    vgpu_count({ids[name]});\n')
             out.write(serving_branch(name, decl, args, served, ids))
             out.write(f'    if (real_{fn} == NULL) {{\n        return vgpu_unresolved("{name}");\n    }}\n')
-            out.write(f'    return real_{fn}({args});\n}}\n\n')
+            out.write(passed_call(f'real_{fn}({args})', ids[name]))
             flavor = {'': 'VGPU_STREAM_LEGACY', '_ptds': 'VGPU_STREAM_PER_THREAD', '_ptsz': 'VGPU_STREAM_PER_THREAD'}[variant]
             table.append(f'    {{"{name}", {version}, {flavor}, {ids[name]}, (void *){fn}, (void **)&real_{fn}}},\n')
         out.write(f'const struct vgpu_proc_entry vgpu_proc_entries[] = {{\n{"".join(table)}}};\n')

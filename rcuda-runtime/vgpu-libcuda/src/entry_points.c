@@ -55,23 +55,27 @@ enum vgpu_disposition vgpu_entry_disposition(int id, const char **reason)
     return entry_points[id].disposition;
 }
 
+/* Whether this call is the program's: not one of those vgpu's own runtime makes when it serves the program in its
+   process (its native backend's, which pass through this library to the node's driver). */
+static int the_programs_call(void)
+{
+    return !(__atomic_load_n(&vgpu_in_process_started, __ATOMIC_RELAXED) && vgpu_in_process_runtime_thread());
+}
+
 void vgpu_count(int id)
 {
-    /* the program's calls: not those of vgpu's own runtime serving it in its process (its native backend's, which
-       pass through this library to the node's driver) */
-    if (vgpu_counting && !(__atomic_load_n(&vgpu_in_process_started, __ATOMIC_RELAXED) &&
-                           vgpu_in_process_runtime_thread())) {
+    if (vgpu_counting && the_programs_call()) {
         atomic_fetch_add_explicit(&calls[id], 1, memory_order_relaxed);
     }
 }
 
-static atomic_ullong served_nanos[VGPU_ENTRY_POINT_COUNT];
+static atomic_ullong call_nanos[VGPU_ENTRY_POINT_COUNT];
 static atomic_ullong direct_calls[VGPU_ENTRY_POINT_COUNT];
 _Thread_local unsigned vgpu_direct_calls_made;
 
 uint64_t vgpu_call_clock(void)
 {
-    if (!vgpu_counting) {
+    if (!vgpu_counting || !the_programs_call()) {
         return 0;
     }
     struct timespec now;
@@ -79,11 +83,11 @@ uint64_t vgpu_call_clock(void)
     return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec + 1; /* + 1: never 0, which times nothing */
 }
 
-void vgpu_served_took(int id, uint64_t started)
+void vgpu_call_took(int id, uint64_t started)
 {
     uint64_t now = vgpu_call_clock();
     if (now > started) {
-        atomic_fetch_add_explicit(&served_nanos[id], now - started, memory_order_relaxed);
+        atomic_fetch_add_explicit(&call_nanos[id], now - started, memory_order_relaxed);
     }
     if (vgpu_direct_calls_made != 0) {
         atomic_fetch_add_explicit(&direct_calls[id], vgpu_direct_calls_made, memory_order_relaxed);
@@ -96,9 +100,9 @@ unsigned long long vgpu_direct_calls(int id)
     return id >= 0 && id < VGPU_ENTRY_POINT_COUNT ? atomic_load_explicit(&direct_calls[id], memory_order_relaxed) : 0;
 }
 
-unsigned long long vgpu_served_nanos(int id)
+unsigned long long vgpu_call_nanos(int id)
 {
-    return id >= 0 && id < VGPU_ENTRY_POINT_COUNT ? atomic_load_explicit(&served_nanos[id], memory_order_relaxed) : 0;
+    return id >= 0 && id < VGPU_ENTRY_POINT_COUNT ? atomic_load_explicit(&call_nanos[id], memory_order_relaxed) : 0;
 }
 
 unsigned long long vgpu_calls(int id)

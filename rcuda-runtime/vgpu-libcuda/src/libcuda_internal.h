@@ -97,23 +97,33 @@ CUresult vgpu_refuse(int id);
 /* entry_points.c: whether each served call that fails is said (VGPU_LIBCUDA_VERBOSE; set at load, read-only after). */
 extern int vgpu_verbose;
 void vgpu_say_failed_call(int id, CUresult result);
-/* entry_points.c: with a report asked for, the time each served call took in vgpu, from vgpu_call_clock's reading
-   before it (0 without a report: nothing is timed) to its answer. */
+/* entry_points.c: with a report asked for, the time each of the program's calls took (served in vgpu, or passed to the
+   node's driver), from vgpu_call_clock's reading before it (0 without a report, and for vgpu's own runtime's calls in
+   the program's process: nothing is timed) to its answer. */
 uint64_t vgpu_call_clock(void);
-void vgpu_served_took(int id, uint64_t started);
-unsigned long long vgpu_served_nanos(int id);
-/* direct.c counts here each direct call this thread makes to the node's driver; vgpu_served_took credits them to the
+void vgpu_call_took(int id, uint64_t started);
+unsigned long long vgpu_call_nanos(int id);
+/* direct.c counts here each direct call this thread makes to the node's driver; vgpu_call_took credits them to the
    entry point whose served call made them and starts again, so the report says which calls reached the driver itself
    (read only with a report asked for). */
 extern _Thread_local unsigned vgpu_direct_calls_made;
 unsigned long long vgpu_direct_calls(int id);
+/* The answer of a call passed to the node's driver, timed from started (see vgpu_call_clock). */
+static inline CUresult vgpu_timed_result(int id, uint64_t started, CUresult result)
+{
+    if (__builtin_expect(started != 0, 0)) {
+        vgpu_call_took(id, started);
+    }
+    return result;
+}
+
 /* The answer of a served call, said when it is an error and VGPU_LIBCUDA_VERBOSE is set: a library that gives up
    after a failed driver call (cuBLAS's "not initialized") then shows which call it was; timed from started (see
    vgpu_call_clock). One test on each otherwise. */
 static inline CUresult vgpu_served_result(int id, uint64_t started, CUresult result)
 {
     if (__builtin_expect(started != 0, 0)) {
-        vgpu_served_took(id, started);
+        vgpu_call_took(id, started);
     }
     if (__builtin_expect(result != CUDA_SUCCESS, 0) && vgpu_verbose) {
         vgpu_say_failed_call(id, result);

@@ -123,7 +123,8 @@ __attribute__((destructor)) static void write_report(void)
         return;
     }
     fprintf(out, "# vgpu libcuda report of process %ld: entry point, the program's calls, what vgpu does with it,"
-                 " microseconds its served calls took in vgpu, how many of them vgpu made to the node's driver itself (direct)\n",
+                 " microseconds its calls took (served in vgpu, or passed to the node's driver), how many of them vgpu made to the"
+                 " node's driver itself (direct)\n",
             (long)getpid());
     for (int id = 0; id < VGPU_ENTRY_POINT_COUNT; id++) {
         unsigned long long calls = vgpu_calls(id);
@@ -133,7 +134,7 @@ __attribute__((destructor)) static void write_report(void)
         const char *reason;
         enum vgpu_disposition disposition = vgpu_entry_disposition(id, &reason);
         fprintf(out, "%s\t%llu\t%s%s%s\t%.1f\t%llu\n", vgpu_entry_name(id), calls, disposition_word(disposition),
-                reason[0] != '\0' ? ": " : "", reason, (double)vgpu_served_nanos(id) / 1000.0, vgpu_direct_calls(id));
+                reason[0] != '\0' ? ": " : "", reason, (double)vgpu_call_nanos(id) / 1000.0, vgpu_direct_calls(id));
     }
     pthread_mutex_lock(&tables_lock);
     for (size_t i = 0; i < table_count; i++) {

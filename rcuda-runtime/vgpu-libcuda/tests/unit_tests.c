@@ -115,26 +115,34 @@ static void calls_are_counted_under_their_name(void)
     EXPECT(vgpu_calls(id) == before + 2);
 }
 
-static void served_calls_are_timed_for_the_report_only(void)
+static void calls_are_timed_for_the_report_only(void)
 {
     int counting = vgpu_counting;
     vgpu_counting = 1; /* as VGPU_LIBCUDA_REPORT makes it */
     int id = vgpu_entry_id("cuMemAlloc");
-    unsigned long long before = vgpu_served_nanos(id);
+    unsigned long long before = vgpu_call_nanos(id);
     uint64_t started = vgpu_call_clock();
     EXPECT(started != 0);
     nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
     unsigned long long direct_before = vgpu_direct_calls(id);
     vgpu_direct_calls_made = 2; /* as two direct calls the served one made would leave it */
     EXPECT(vgpu_served_result(id, started, CUDA_SUCCESS) == CUDA_SUCCESS);
-    unsigned long long timed = vgpu_served_nanos(id);
+    unsigned long long timed = vgpu_call_nanos(id);
     EXPECT(timed >= before + 1000000);
     EXPECT(vgpu_direct_calls(id) == direct_before + 2); /* credited to this entry point, and counted afresh after */
     EXPECT(vgpu_direct_calls_made == 0);
     vgpu_counting = 0; /* no report: nothing is timed, and the answer is the call's */
     EXPECT(vgpu_call_clock() == 0);
     EXPECT(vgpu_served_result(id, vgpu_call_clock(), CUDA_ERROR_INVALID_VALUE) == CUDA_ERROR_INVALID_VALUE);
-    EXPECT(vgpu_served_nanos(id) == timed);
+    EXPECT(vgpu_call_nanos(id) == timed);
+    /* a call passed to the node's driver is timed the same way */
+    vgpu_counting = 1;
+    int passed = vgpu_entry_id("cuGraphLaunch");
+    unsigned long long passed_before = vgpu_call_nanos(passed);
+    started = vgpu_call_clock();
+    nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+    EXPECT(vgpu_timed_result(passed, started, CUDA_ERROR_NOT_READY) == CUDA_ERROR_NOT_READY);
+    EXPECT(vgpu_call_nanos(passed) >= passed_before + 1000000);
     vgpu_counting = counting;
 }
 
@@ -919,7 +927,7 @@ int main(void)
     no_driver_means_an_error_not_a_crash();
     every_name_has_one_id();
     calls_are_counted_under_their_name();
-    served_calls_are_timed_for_the_report_only();
+    calls_are_timed_for_the_report_only();
     refusals_say_why();
     older_names_are_exported_too();
     the_integrity_digest_is_the_one_the_runtime_computes();
