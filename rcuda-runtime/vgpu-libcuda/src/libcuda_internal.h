@@ -122,9 +122,7 @@ static inline CUresult vgpu_timed_result(int id, uint64_t started, CUresult resu
    vgpu_call_clock). One test on each otherwise. */
 static inline CUresult vgpu_served_result(int id, uint64_t started, CUresult result)
 {
-    if (__builtin_expect(started != 0, 0)) {
-        vgpu_call_took(id, started);
-    }
+    vgpu_timed_result(id, started, result);
     if (__builtin_expect(result != CUDA_SUCCESS, 0) && vgpu_verbose) {
         vgpu_say_failed_call(id, result);
     }

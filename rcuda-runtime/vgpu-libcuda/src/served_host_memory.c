@@ -215,19 +215,26 @@ CUresult vgpu_served_cuMemFreeHost(void *p)
     return CUDA_SUCCESS;
 }
 
+/* The block that holds bytes at address (blocks never overlap), or NULL; with host_blocks_lock held. */
+static const struct host_block *block_holding(uintptr_t address, size_t bytes)
+{
+    for (const struct host_block *block = host_blocks; block != NULL; block = block->next) {
+        uintptr_t base = (uintptr_t)block->address;
+        if (address >= base && address - base <= block->bytes && bytes <= block->bytes - (address - base)) {
+            return block;
+        }
+    }
+    return NULL;
+}
+
 int vgpu_host_region_at(const void *host, size_t bytes, uint32_t *region, uint64_t *offset)
 {
-    uintptr_t start = (uintptr_t)host;
-    int found = 0;
     pthread_mutex_lock(&host_blocks_lock);
-    for (const struct host_block *block = host_blocks; block != NULL && !found; block = block->next) {
-        uintptr_t base = (uintptr_t)block->address;
-        if (block->mapping != NULL && start >= base && start - base <= block->bytes &&
-            bytes <= block->bytes - (start - base)) {
-            *region = block->region;
-            *offset = start - base;
-            found = 1;
-        }
+    const struct host_block *block = block_holding((uintptr_t)host, bytes);
+    int found = block != NULL && block->mapping != NULL;
+    if (found) {
+        *region = block->region;
+        *offset = (uintptr_t)host - (uintptr_t)block->address;
     }
     pthread_mutex_unlock(&host_blocks_lock);
     return found;
@@ -235,18 +242,13 @@ int vgpu_host_region_at(const void *host, size_t bytes, uint32_t *region, uint64
 
 int vgpu_host_block_at(const void *host, uintptr_t *start, size_t *bytes, uint64_t *buffer_id)
 {
-    uintptr_t address = (uintptr_t)host;
-    int found = 0;
     pthread_mutex_lock(&host_blocks_lock);
-    for (const struct host_block *block = host_blocks; block != NULL && !found; block = block->next) {
-        uintptr_t base = (uintptr_t)block->address;
-        if (address >= base && address - base < block->bytes) {
-            *start = base;
-            *bytes = block->bytes;
-            *buffer_id = block->buffer_id;
-            found = 1;
-        }
+    const struct host_block *block = block_holding((uintptr_t)host, 1);
+    if (block != NULL) {
+        *start = (uintptr_t)block->address;
+        *bytes = block->bytes;
+        *buffer_id = block->buffer_id;
     }
     pthread_mutex_unlock(&host_blocks_lock);
-    return found;
+    return block != NULL;
 }

@@ -3,6 +3,7 @@ package org.vgpu.runtime.emulated;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentSkipListMap;
@@ -322,8 +323,7 @@ final class EmulatedGpu
 
     @Override
     protected KernelNames doModuleKernelNames(Module module) {
-        return new KernelNames(
-                module.image().ptxKernels().keySet().stream().sorted().toList());
+        return new KernelNames(List.copyOf(module.image().ptxKernels().keySet()));
     }
 
     @Override

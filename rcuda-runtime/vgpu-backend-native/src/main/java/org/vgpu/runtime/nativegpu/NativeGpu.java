@@ -227,9 +227,7 @@ final class NativeGpu extends AbstractVirtualGpu<CUmodule, NativeGpu.Function, C
     @Override
     protected KernelNames doModuleKernelNames(CUmodule module) {
         context.makeCurrent();
-        return new KernelNames(CudaDriverFfm.kernelNames(JCudaInterop.nativeHandle(module)).stream()
-                .sorted()
-                .toList());
+        return new KernelNames(CudaDriverFfm.kernelNames(JCudaInterop.nativeHandle(module)));
     }
 
     @Override

@@ -96,7 +96,7 @@ public abstract class AbstractVirtualGpu<M, F, S, E> extends ChunkBackedGpu impl
 
     protected abstract F doGetFunction(M module, String kernelName);
 
-    /** The names of the module's kernels, sorted. */
+    /** The names of the module's kernels, in any order. */
     protected abstract KernelNames doModuleKernelNames(M module);
 
     protected abstract int doFuncGetAttribute(F function, FunctionAttribute attribute);
@@ -260,7 +260,9 @@ public abstract class AbstractVirtualGpu<M, F, S, E> extends ChunkBackedGpu impl
     @Override
     public KernelNames moduleKernelNames(ModuleHandle module) {
         ensureOpen();
-        return doModuleKernelNames(modules.module(module).module());
+        List<String> names =
+                doModuleKernelNames(modules.module(module).module()).names();
+        return new KernelNames(names.stream().sorted().toList());
     }
 
     @Override
