@@ -80,16 +80,16 @@ done
     grep -h "page-locked memory shared with the launcher" "$work/bench.vgpu.err" | head -n 1
 } | tee "$bench"
 # the same benchmark on a remote vGPU (a worker of GPU 0 in another process, reached through the launcher), three
-# runs, against plain CUDA's above, and three on a vGPU moved home from such a worker before the benchmark measures;
-# then the Java remote path's figures in the same run (vgpu remote-bench)
+# runs, and three on a vGPU moved home from such a worker before the benchmark measures, each after a plain run of its
+# own that it is set against; then the Java remote path's figures in the same run (vgpu remote-bench)
 "$JAVA" --enable-native-access=ALL-UNNAMED -Dvgpu.cuda.bench="$top/$lib/build/programs/latency_bench" \
     -Dvgpu.cuda.bench.out="$work" -cp "$check_classpath" \
     org.vgpu.job.JCudaProgramsOnGpu - 20 0 >>"$log" 2>&1 || failed=1
 {
-    echo "# latency_bench plainly and through vgpu run on a remote vGPU (a worker of GPU 0 in another process), medians"
-    latency_ratios "$work/bench.plain" "$work/bench.remote"
-    echo "# latency_bench plainly and through vgpu run on a vGPU moved home from a remote worker before it measured, medians"
-    latency_ratios "$work/bench.plain" "$work/bench.moved"
+    echo "# latency_bench plainly and through vgpu run on a remote vGPU (a worker of GPU 0 in another process), 3 alternating runs, medians"
+    latency_ratios "$work/bench.remote-plain" "$work/bench.remote"
+    echo "# latency_bench plainly and through vgpu run on a vGPU moved home from a remote worker before it measured, 3 alternating runs, medians"
+    latency_ratios "$work/bench.moved-plain" "$work/bench.moved"
     echo "# the Java remote path in the same run: vgpu remote-bench --backend native --copy-mib 256"
     "$JAVA" --enable-native-access=ALL-UNNAMED -cp '.gpu/lib/*' org.vgpu.cli.Vgpu remote-bench --backend native \
         --copy-mib 256 2>&1

@@ -11,8 +11,9 @@
 #      with the ratios to plain CUDA (the goal: launch_us, launch_sync_us and copy_4k_us <= 1.05);
 #   3. the PyTorch training script (rcuda-runtime/vgpu-libcuda/tests/programs/torch_training.py) plainly, over the
 #      socket, in process and direct, alternately, TORCH_ROUNDS times (default 2; 0 skips it): its losses compared line by line
-#      with plain PyTorch's, and each model's milliseconds per step after the first 50 with the ratios to plain (the
-#      goal: <= 1.05 on a native vGPU); then one direct run with VGPU_LIBCUDA_REPORT, and the entry points that took
+#      with plain PyTorch's, and each model's milliseconds per step after the first 50 with the ratios to plain, and the
+#      median ratio of each way over the rounds (the goal: <= 1.05 on a native vGPU, direct); TORCH_WAYS picks the ways
+#      (default "socket in-process direct"); then one direct run with VGPU_LIBCUDA_REPORT, and the entry points that took
 #      the most time there, beside the same entry points in a plain run through the library outside vgpu run (every
 #      call passed to the driver, timed by the same report).
 # Logs in $OUT (default .gpu/out): in-process-costs.log (what is printed), in-process-costs.err (vgpu's own lines).
@@ -65,9 +66,10 @@ failed=0
     done
 
     torch_script=$top/$lib/tests/programs/torch_training.py
+    torch_ways=${TORCH_WAYS:-socket in-process direct}
     for round in $(seq 1 "${TORCH_ROUNDS:-2}"); do
         timeout 300 python3 "$torch_script" >"$work/torch.plain.$round" 2>"$work/torch.plain.$round.err" || failed=1
-        for serving in socket in-process direct; do
+        for serving in $torch_ways; do
             vgpu_run "$serving" python3 "$torch_script" >"$work/torch.$serving.$round" 2>"$work/torch.$serving.$round.err" \
                 || failed=1
             if cmp -s "$work/torch.plain.$round" "$work/torch.$serving.$round"; then
@@ -81,17 +83,26 @@ failed=0
         done
     done
     if [ "${TORCH_ROUNDS:-2}" -gt 0 ]; then
-        echo "# torch_training, ms per step after the first 50 (each round: plain, over the socket, in process, direct)"
+        echo "# torch_training, ms per step after the first 50 (each round: plain, then $torch_ways; each way's ratio to" \
+            "plain in brackets), and the median of each way's ratios over the rounds"
         # ms_per_step WAY MODEL ROUND: that way's figure for the model in that round
         ms_per_step() { sed -n "s/^timing: $2 .*, \([0-9.]*\) ms per step.*/\1/p" "$work/torch.$1.$3.err"; }
         for model in mlp cnn; do
             for round in $(seq 1 "${TORCH_ROUNDS:-2}"); do
-                plain=$(ms_per_step plain "$model" "$round") socket=$(ms_per_step socket "$model" "$round")
-                in_process=$(ms_per_step in-process "$model" "$round") direct=$(ms_per_step direct "$model" "$round")
-                awk -v m="$model" -v r="$round" -v p="$plain" -v s="$socket" -v i="$in_process" -v d="$direct" 'BEGIN {
-                    if (p == "" || s == "" || i == "" || d == "") { print "torch", m, "round", r, "missing a figure"; exit }
-                    printf "torch %s round %s plain %.3f socket %.3f (%.3f) in-process %.3f (%.3f) direct %.3f (%.3f)%s\n",
-                        m, r, p, s, s / p, i, i / p, d, d / p, (d / p <= 1.05 ? " goal met" : " goal NOT met") }'
+                plain=$(ms_per_step plain "$model" "$round") line="torch $model round $round plain $plain"
+                for way in $torch_ways; do
+                    figure=$(ms_per_step "$way" "$model" "$round")
+                    line="$line $way $figure ($(awk -v a="$figure" -v b="$plain" 'BEGIN {
+                        if (a == "" || b == "") print "missing"; else printf "%.3f", a / b }'))"
+                done
+                echo "$line"
+            done | tee "$work/torch.$model.rounds"
+            for way in $torch_ways; do
+                sed -n "s/.* $way [0-9.]* (\([0-9.]*\)).*/\1/p" "$work/torch.$model.rounds" | sort -g \
+                    | awk -v m="$model" -v w="$way" '{v[NR] = $1} END { if (NR == 0) exit
+                        median = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+                        printf "torch %s %s median ratio over %d rounds %.3f%s\n", m, w, NR, median,
+                            (w == "direct" ? (median <= 1.05 ? " goal met" : " goal NOT met") : "") }'
             done
         done
     fi

@@ -359,11 +359,19 @@ public final class JCudaProgramsOnGpu {
 
     /**
      * The C latency benchmark (rcuda-runtime/vgpu-libcuda/tests/programs/latency_bench.cu) on a remote vGPU, a worker
-     * of GPU 0 in another process, three runs: its figures into {@code bench.remote.1..3} in {@code directory}, where
-     * cuda-programs.sh sets them against plain CUDA's and the Java remote path's.
+     * of GPU 0 in another process, three runs ({@code -Dvgpu.cuda.bench.rounds} sets how many), then as many on a vGPU
+     * moved home from such a worker before it measures;
+     * each run right after a plain run of the same benchmark, as a plain run's figures drift by 10-20 % over a minute on
+     * the GPU machine. Figures into {@code bench.remote.1..3} and {@code bench.moved.1..3} in {@code directory}, the
+     * plain runs beside them into {@code bench.remote-plain.N} and {@code bench.moved-plain.N}, where cuda-programs.sh
+     * sets each against its plain twin and the Java remote path's figures.
      */
     private boolean remoteBench(Path bench, Path directory) throws Exception {
-        for (int round = 1; round <= 3; round++) {
+        int rounds = Integer.getInteger("vgpu.cuda.bench.rounds", 3);
+        for (int round = 1; round <= rounds; round++) {
+            if (!plainBench(bench, directory.resolve("bench.remote-plain." + round))) {
+                return false;
+            }
             ProgramRun run = vgpu(job("remote", "none"), List.of(bench.toString()));
             if (run.status() != 0) {
                 System.out.println("latency_bench on a remote vGPU failed:\n" + run);
@@ -371,9 +379,12 @@ public final class JCudaProgramsOnGpu {
             }
             Files.writeString(directory.resolve("bench.remote." + round), String.join("\n", run.results()) + "\n");
         }
-        System.out.println("latency_bench on a remote vGPU: 3 runs in " + directory);
+        System.out.println("latency_bench on a remote vGPU: " + rounds + " runs in " + directory);
         // the same once its vGPU moved home: it waits MOVE_PAUSE_MS with its memory on the worker, moved meanwhile
-        for (int round = 1; round <= 3; round++) {
+        for (int round = 1; round <= rounds; round++) {
+            if (!plainBench(bench, directory.resolve("bench.moved-plain." + round))) {
+                return false;
+            }
             MovedRun moved = movedHome(List.of(bench.toString(), MOVE_PAUSE_MS));
             if (moved.run().status() != 0 || !moved.landedMidRun()) {
                 System.out.println("latency_bench moved home failed (" + moved.reply() + "):\n" + moved.run());
@@ -383,7 +394,19 @@ public final class JCudaProgramsOnGpu {
                     directory.resolve("bench.moved." + round),
                     String.join("\n", moved.run().results()) + "\n");
         }
-        System.out.println("latency_bench on a vGPU moved home from a remote worker: 3 runs in " + directory);
+        System.out.println(
+                "latency_bench on a vGPU moved home from a remote worker: " + rounds + " runs in " + directory);
+        return true;
+    }
+
+    /** One plain run of the latency benchmark, its figures into {@code figures}; false, said, when it failed. */
+    private boolean plainBench(Path bench, Path figures) throws Exception {
+        ProgramRun run = plain(List.of(bench.toString()));
+        if (run.status() != 0) {
+            System.out.println("latency_bench on plain CUDA failed:\n" + run);
+            return false;
+        }
+        Files.writeString(figures, String.join("\n", run.results()) + "\n");
         return true;
     }
 
