@@ -50,19 +50,70 @@ static int remember(struct vgpu_device *device, size_t at, uint64_t address, uin
     return 0;
 }
 
+/* Whether address lies in memory, which is then *found. */
+static int holds(const struct vgpu_allocation *memory, uint64_t address, struct vgpu_allocation *found)
+{
+    if (address >= memory->address && address - memory->address < memory->bytes) {
+        *found = *memory;
+        return 1;
+    }
+    return 0;
+}
+
 int vgpu_allocation_at(struct vgpu_device *device, uint64_t address, struct vgpu_allocation *found)
 {
     int held = 0;
     pthread_mutex_lock(&device->lock);
     for (size_t i = 0; i < device->allocation_count && !held; i++) {
-        const struct vgpu_allocation *allocation = &device->allocations[i];
-        if (address >= allocation->address && address - allocation->address < allocation->bytes) {
-            *found = *allocation;
-            held = 1;
-        }
+        held = holds(&device->allocations[i], address, found);
+    }
+    for (size_t i = 0; i < device->variable_count && !held; i++) {
+        held = holds(&device->variables[i].memory, address, found);
     }
     pthread_mutex_unlock(&device->lock);
     return held;
+}
+
+int vgpu_keep_module_variable(struct vgpu_device *device, int module_id, uint64_t address, uint64_t bytes)
+{
+    int kept = 0;
+    pthread_mutex_lock(&device->lock);
+    for (size_t i = 0; i < device->variable_count; i++) {
+        const struct vgpu_module_variable *variable = &device->variables[i];
+        if (variable->module_id == module_id && variable->memory.address == address) {
+            pthread_mutex_unlock(&device->lock);
+            return 0;
+        }
+    }
+    if (device->variable_count == device->variable_capacity) {
+        size_t capacity = device->variable_capacity == 0 ? 16 : device->variable_capacity * 2;
+        struct vgpu_module_variable *grown = realloc(device->variables, capacity * sizeof *grown);
+        if (grown == NULL) {
+            kept = -1;
+        } else {
+            device->variables = grown;
+            device->variable_capacity = capacity;
+        }
+    }
+    if (kept == 0) {
+        device->variables[device->variable_count++] =
+            (struct vgpu_module_variable){{address, bytes, vgpu_next_buffer_id()}, module_id};
+    }
+    pthread_mutex_unlock(&device->lock);
+    return kept;
+}
+
+void vgpu_forget_module_variables(struct vgpu_device *device, int module_id)
+{
+    pthread_mutex_lock(&device->lock);
+    size_t kept = 0;
+    for (size_t i = 0; i < device->variable_count; i++) {
+        if (device->variables[i].module_id != module_id) {
+            device->variables[kept++] = device->variables[i];
+        }
+    }
+    device->variable_count = kept;
+    pthread_mutex_unlock(&device->lock);
 }
 
 CUresult vgpu_served_cuMemAlloc(CUdeviceptr_v2 *dptr, size_t bytesize)

@@ -109,6 +109,7 @@ CUresult vgpu_served_cuModuleUnload(CUmodule hmod)
     vgpu_put_u32(&request, (uint32_t)module->remote_id);
     CUresult result = vgpu_locked_call(module->device, &request, NULL);
     if (result == CUDA_SUCCESS) {
+        vgpu_forget_module_variables(module->device, module->remote_id);
         vgpu_free_handle(module); /* its functions' handles stay; the worker refuses their launches */
     }
     return result;
@@ -241,6 +242,9 @@ CUresult vgpu_served_cuModuleGetGlobal(CUdeviceptr_v2 *dptr, size_t *bytes, CUmo
     uint64_t size = vgpu_get_u64(&reply);
     result = vgpu_reply_ok(&reply);
     vgpu_reply_free(&reply);
+    if (result == CUDA_SUCCESS && vgpu_keep_module_variable(module->device, module->remote_id, address, size) != 0) {
+        result = CUDA_ERROR_OUT_OF_MEMORY;
+    }
     if (result == CUDA_SUCCESS) {
         if (dptr != NULL) {
             *dptr = address;

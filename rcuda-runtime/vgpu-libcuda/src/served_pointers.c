@@ -1,8 +1,9 @@
 /*
  * Served on a vGPU: what a pointer is (cuPointerGetAttribute, cuPointerGetAttributes, behind the runtime's
- * cudaPointerGetAttributes), answered from what this library placed: the allocations in the vGPUs' windows and the
- * page-locked host memory it gave. Libraries ask it of the buffers they are handed, to tell device memory from host
- * memory and find its device: cuFFT of a plan's work area, CUDA-aware MPI of every message's buffer.
+ * cudaPointerGetAttributes), answered from what this library placed: the allocations in the vGPUs' windows, the module
+ * variables whose address the program was given (cuModuleGetGlobal, behind cudaGetSymbolAddress; each its own range)
+ * and the page-locked host memory it gave. Libraries ask it of the buffers they are handed, to tell device memory from
+ * host memory and find its device: cuFFT of a plan's work area, CUDA-aware MPI of every message's buffer.
  *
  * Other memory (the program's own pageable memory) is no CUDA pointer: cuPointerGetAttribute refuses it as the driver
  * does (CUDA_ERROR_INVALID_VALUE) and cuPointerGetAttributes answers zeros. Page-locked memory vgpu gave belongs to no

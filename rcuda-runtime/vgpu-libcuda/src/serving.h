@@ -22,6 +22,12 @@ struct vgpu_allocation {
     uint64_t buffer_id; /* the process-wide id cuPointerGetAttribute gives it */
 };
 
+/* A module variable whose address the program was given: memory of its vGPU until its module is unloaded. */
+struct vgpu_module_variable {
+    struct vgpu_allocation memory;
+    int module_id;
+};
+
 /* A vGPU's direct calls (direct.c): its hottest calls made to the node's driver itself, in process. */
 enum vgpu_direct_state { VGPU_DIRECT_OFF, VGPU_DIRECT_OPEN, VGPU_DIRECT_STOPPED };
 struct vgpu_direct {
@@ -64,6 +70,9 @@ struct vgpu_device {
     struct vgpu_allocation *allocations; /* sorted by address */
     size_t allocation_count;
     size_t allocation_capacity;
+    struct vgpu_module_variable *variables; /* those whose address the program asked (cuModuleGetGlobal) */
+    size_t variable_count;
+    size_t variable_capacity;
     int primary_retains;
 };
 
@@ -93,8 +102,14 @@ CUresult vgpu_open(struct vgpu_device *device);
 CUresult vgpu_open_locking(struct vgpu_device *device);
 /* A new id for a buffer of the program's (device or page-locked host memory), never given before in this process. */
 uint64_t vgpu_next_buffer_id(void);
-/* The allocation of device that holds address, in *found: 1, or 0 when none does. */
+/* The allocation of device that holds address, or the module variable whose address was given (below), in *found:
+   1, or 0 when none does. */
 int vgpu_allocation_at(struct vgpu_device *device, uint64_t address, struct vgpu_allocation *found);
+/* Keeps a module variable of module_id at address, bytes long, whose address the program is given, so that what a
+   pointer into it is can be answered; kept once however often it is asked. 0, or -1 when there is no memory for it. */
+int vgpu_keep_module_variable(struct vgpu_device *device, int module_id, uint64_t address, uint64_t bytes);
+/* Forgets the module variables of module_id (its module is unloaded). */
+void vgpu_forget_module_variables(struct vgpu_device *device, int module_id);
 /* The page-locked host memory this library gave (cuMemHostAlloc) that holds host: 1 with its start, length and buffer
    id, or 0 when none does. */
 int vgpu_host_block_at(const void *host, uintptr_t *start, size_t *bytes, uint64_t *buffer_id);

@@ -919,6 +919,30 @@ static void a_closing_session_waits_for_direct_calls_a_bounded_time(void)
     EXPECT(vgpu_direct_end_within(&device, 20000000) == 1);
 }
 
+/* A module variable the program was given the address of is device memory of its vGPU, once however often it is
+   asked, until its module is unloaded; another module's stay. */
+static void module_variables_are_device_memory_until_their_module_goes(void)
+{
+    struct vgpu_device device = {.window_base = UINT64_C(0x100000000000), .window_size = VGPU_WINDOW_BYTES};
+    pthread_mutex_init(&device.lock, NULL);
+    uint64_t variables = vgpu_allocations_end(&device);
+    struct vgpu_allocation found = {0};
+    EXPECT(!vgpu_allocation_at(&device, variables + 8, &found));
+    EXPECT(vgpu_keep_module_variable(&device, 7, variables, 16) == 0);
+    EXPECT(vgpu_keep_module_variable(&device, 7, variables, 16) == 0);
+    EXPECT(vgpu_keep_module_variable(&device, 9, variables + 256, 4) == 0);
+    EXPECT(device.variable_count == 2);
+    EXPECT(vgpu_allocation_at(&device, variables + 8, &found) && found.address == variables && found.bytes == 16);
+    uint64_t first_id = found.buffer_id;
+    EXPECT(!vgpu_allocation_at(&device, variables + 16, &found));
+    EXPECT(vgpu_allocation_at(&device, variables + 259, &found) && found.buffer_id != first_id);
+    vgpu_forget_module_variables(&device, 7);
+    EXPECT(!vgpu_allocation_at(&device, variables + 8, &found));
+    EXPECT(vgpu_allocation_at(&device, variables + 256, &found) && found.address == variables + 256);
+    free(device.variables);
+    pthread_mutex_destroy(&device.lock);
+}
+
 int main(void)
 {
     newest_version_the_program_knows();
@@ -945,6 +969,7 @@ int main(void)
     direct_copies_reach_allocations_only();
     answers_are_kept_until_the_vgpu_moves_where_its_moves_are_known();
     a_closing_session_waits_for_direct_calls_a_bounded_time();
+    module_variables_are_device_memory_until_their_module_goes();
     if (failures != 0) {
         fprintf(stderr, "%d failure(s)\n", failures);
         return 1;

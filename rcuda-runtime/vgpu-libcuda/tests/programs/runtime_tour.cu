@@ -105,13 +105,18 @@ int main(int argc, char **argv)
     std::printf("scaled sum %.3f, elapsed time measured: %s\n", pinned_sum, elapsed >= 0 ? "yes" : "no");
 
     // what a pointer is, as libraries ask of the buffers they are given (inside an allocation, not at its start)
-    cudaPointerAttributes on_device, page_locked, pageable;
+    cudaPointerAttributes on_device, page_locked, pageable, variable;
     CHECK(cudaPointerGetAttributes(&on_device, dy + 100));
     CHECK(cudaPointerGetAttributes(&page_locked, pinned + 100));
     CHECK(cudaPointerGetAttributes(&pageable, x.data()));
     std::printf("pointer kinds: device memory %d on device %d at itself %s, page-locked %d at itself %s, pageable %d\n",
                 (int)on_device.type, on_device.device, on_device.devicePointer == dy + 100 ? "yes" : "no",
                 (int)page_locked.type, page_locked.hostPointer == pinned + 100 ? "yes" : "no", (int)pageable.type);
+    void *seen_address = nullptr;
+    CHECK(cudaGetSymbolAddress(&seen_address, launches_seen));
+    CHECK(cudaPointerGetAttributes(&variable, seen_address));
+    std::printf("a __device__ variable: memory %d on device %d at itself %s\n", (int)variable.type, variable.device,
+                variable.devicePointer == seen_address ? "yes" : "no");
 
     // a second stream that waits for the first's event, and queries of finished work
     cudaStream_t second;

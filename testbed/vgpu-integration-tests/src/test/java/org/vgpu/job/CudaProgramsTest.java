@@ -302,6 +302,7 @@ class CudaProgramsTest {
                 String.format("polynomial sum %.3f, launches seen by the device 2", polynomialSum),
                 String.format("scaled sum %.3f, elapsed time measured: yes", scaledSum),
                 "pointer kinds: device memory 2 on device 0 at itself yes, page-locked 1 at itself yes, pageable 0",
+                "a __device__ variable: memory 2 on device 0 at itself yes",
                 "stream after an event: cudaSuccess, event: cudaSuccess",
                 String.format("block sums total %.3f over %d blocks", blockTotal, blocks),
                 "indices total " + indices,
