@@ -154,11 +154,18 @@ CUresult vgpu_open(struct vgpu_device *device)
         return device->open_failure; /* a session that broke is not opened again behind the program's back */
     }
     device->open_failure = vgpu_connect(device, local_worker);
+    atomic_store_explicit(&device->opened, device->open_failure == CUDA_SUCCESS, memory_order_release);
     return device->open_failure;
 }
 
 CUresult vgpu_open_locking(struct vgpu_device *device)
 {
+    /* Every call that finds the current vGPU comes here, a launch of a CUkernel among them (PyTorch's every launch):
+       once the session is open it takes no lock, which a served call on another thread may hold for a round trip. A
+       session that breaks meanwhile fails the call itself. */
+    if (!vgpu_forked_child && atomic_load_explicit(&device->opened, memory_order_acquire)) {
+        return CUDA_SUCCESS;
+    }
     pthread_mutex_lock(&device->lock);
     CUresult result = vgpu_open(device);
     pthread_mutex_unlock(&device->lock);

@@ -49,6 +49,7 @@ struct vgpu_device {
     uint64_t window_size;
     pthread_mutex_t lock; /* one request at a time on the session */
     int fd;               /* the session's socket, -1 until opened; VGPU_FD_IN_PROCESS when served in this process */
+    _Atomic int opened;   /* 1 while the session is open: read without the lock by vgpu_open_locking */
     struct vgpu_in_process *in_process; /* the session in this process's own runtime (in_process.c); NULL: a socket's */
     /* asynchronous requests sent since the worker last answered one: it may not have taken them yet */
     unsigned int unanswered;

@@ -545,6 +545,7 @@ static CUresult hello(struct vgpu_device *device)
 
 void vgpu_disconnect(struct vgpu_device *device)
 {
+    atomic_store_explicit(&device->opened, 0, memory_order_release);
     if (device->in_process != NULL) {
         vgpu_direct_end(device);
         vgpu_in_process_close(device);

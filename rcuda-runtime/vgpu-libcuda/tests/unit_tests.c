@@ -943,6 +943,25 @@ static void module_variables_are_device_memory_until_their_module_goes(void)
     pthread_mutex_destroy(&device.lock);
 }
 
+/* Once its session is open a vGPU is found open without its lock; a session that broke is found broken again, not
+   open, and its calls fail with the reason the break gave. */
+static void a_broken_session_is_not_found_open(void)
+{
+    int ends[2];
+    EXPECT(socketpair(AF_UNIX, SOCK_STREAM, 0, ends) == 0);
+    struct vgpu_device device = {.fd = ends[0], .next_request_id = 1, .open_failure = CUDA_SUCCESS};
+    pthread_mutex_init(&device.lock, NULL);
+    atomic_store(&device.opened, 1); /* as vgpu_connect leaves it */
+    EXPECT(vgpu_open_locking(&device) == CUDA_SUCCESS);
+    close(ends[1]); /* the local worker went away */
+    struct vgpu_request request;
+    vgpu_request_begin(&request, VGPU_OP_CTX_SYNCHRONIZE);
+    EXPECT(vgpu_locked_call(&device, &request, NULL) == CUDA_ERROR_LAUNCH_FAILED);
+    EXPECT(device.fd == -1);
+    EXPECT(vgpu_open_locking(&device) == CUDA_ERROR_LAUNCH_FAILED);
+    pthread_mutex_destroy(&device.lock);
+}
+
 int main(void)
 {
     newest_version_the_program_knows();
@@ -970,6 +989,7 @@ int main(void)
     answers_are_kept_until_the_vgpu_moves_where_its_moves_are_known();
     a_closing_session_waits_for_direct_calls_a_bounded_time();
     module_variables_are_device_memory_until_their_module_goes();
+    a_broken_session_is_not_found_open();
     if (failures != 0) {
         fprintf(stderr, "%d failure(s)\n", failures);
         return 1;
