@@ -51,84 +51,8 @@ static struct pointer look_up(CUdeviceptr address)
 
 static atomic_int refusal_said;
 
-/* One attribute of pointer (at address) into data: CUDA_ERROR_INVALID_VALUE where it has none, as the driver answers. */
-static CUresult attribute_of(const struct pointer *pointer, CUdeviceptr address, CUpointer_attribute attribute,
-                             void *data)
-{
-    int device_memory = pointer->type == CU_MEMORYTYPE_DEVICE;
-    switch (attribute) {
-    case CU_POINTER_ATTRIBUTE_CONTEXT:
-        *(CUcontext *)data = pointer->device != NULL ? (CUcontext)vgpu_primary_context(pointer->device) : NULL;
-        return pointer->device != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
-        *(unsigned int *)data = (unsigned int)pointer->type;
-        return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
-        *(CUdeviceptr *)data = device_memory ? address : 0; /* kernels cannot reach page-locked memory on a vGPU */
-        return device_memory ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
-        *(void **)data = device_memory ? NULL : (void *)(uintptr_t)address;
-        return device_memory ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
-        *(unsigned int *)data = 1; /* a vGPU's synchronous copies and memsets are done when their call returns */
-        return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
-    case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID:
-        *(unsigned long long *)data = pointer->buffer_id;
-        return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
-    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
-        *(unsigned int *)data = 0;
-        return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_MAPPED:
-        *(unsigned int *)data = 1;
-        return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
-        *(int *)data = pointer->device != NULL ? pointer->device->ordinal : 0;
-        return pointer->device != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
-    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
-        *(CUdeviceptr *)data = pointer->start;
-        return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
-    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
-        *(size_t *)data = pointer->bytes;
-        return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
-        *(unsigned long long *)data = 0; /* no handle exports it (cuMemExportToShareableHandle is not served) */
-        return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
-        *(unsigned int *)data = device_memory ? CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE
-                                              : CU_POINTER_ATTRIBUTE_ACCESS_FLAG_NONE;
-        return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
-        *(CUmemoryPool *)data = NULL;
-        return CUDA_SUCCESS;
-    default: {
-        int named = (int)attribute >= CU_POINTER_ATTRIBUTE_P2P_TOKENS &&
-                    (int)attribute <= CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE;
-        if (named && !atomic_exchange(&refusal_said, 1)) {
-            vgpu_say("cuPointerGetAttribute of attribute %d is refused on a vGPU: it names the driver's own mapping of"
-                     " the memory (P2P tokens, GPUDirect RDMA, hardware decompression)", (int)attribute);
-        }
-        return named ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_INVALID_VALUE;
-    }
-    }
-}
-
-CUresult vgpu_served_cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
-{
-    if (data == NULL) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    struct pointer pointer = look_up(ptr);
-    if (pointer.type == 0) {
-        return CUDA_ERROR_INVALID_VALUE; /* the driver's answer for memory it does not know */
-    }
-    return attribute_of(&pointer, ptr, attribute, data);
-}
-
-/* The size an attribute's answer takes, for the zeros a pointer that is no CUDA pointer answers; 0 for none. */
+/* How many bytes an attribute's answer takes (a CUcontext, pointer, address, size or 64-bit id 8, the others an int or
+   unsigned int), 0 for an attribute this library answers nothing for. */
 static size_t answer_bytes(CUpointer_attribute attribute)
 {
     switch (attribute) {
@@ -157,6 +81,109 @@ static size_t answer_bytes(CUpointer_attribute attribute)
     }
 }
 
+/* Writes value into data at attribute's width (answer_bytes): 8 bytes whole, 4 as an int or unsigned int. */
+static void store(void *data, CUpointer_attribute attribute, uint64_t value)
+{
+    if (answer_bytes(attribute) == 8) {
+        memcpy(data, &value, sizeof value);
+    } else {
+        uint32_t narrow = (uint32_t)value;
+        memcpy(data, &narrow, sizeof narrow);
+    }
+}
+
+/* One attribute of pointer (at address), in *value: CUDA_ERROR_INVALID_VALUE where it has none, as the driver answers
+   (*value is then the zero it leaves). */
+static CUresult value_of(const struct pointer *pointer, CUdeviceptr address, CUpointer_attribute attribute,
+                         uint64_t *value)
+{
+    int device_memory = pointer->type == CU_MEMORYTYPE_DEVICE;
+    *value = 0;
+    switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
+        if (pointer->device == NULL) {
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+        *value = (uintptr_t)vgpu_primary_context(pointer->device);
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+        *value = (uint64_t)pointer->type;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+        *value = device_memory ? address : 0; /* kernels cannot reach page-locked memory on a vGPU */
+        return device_memory ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+        *value = device_memory ? 0 : address;
+        return device_memory ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
+        *value = 1; /* a vGPU's synchronous copies and memsets are done when their call returns */
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+    case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID:
+        *value = pointer->buffer_id;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
+        return CUDA_SUCCESS; /* never managed nor shareable by legacy IPC, never from a pool */
+    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
+        return CUDA_SUCCESS; /* no handle exports it (cuMemExportToShareableHandle is not served) */
+    case CU_POINTER_ATTRIBUTE_MAPPED:
+        *value = 1;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+        if (pointer->device == NULL) {
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+        *value = (uint64_t)pointer->device->ordinal;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
+        *value = pointer->start;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
+        *value = pointer->bytes;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
+        *value = device_memory ? CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE : CU_POINTER_ATTRIBUTE_ACCESS_FLAG_NONE;
+        return CUDA_SUCCESS;
+    default: {
+        int named = (int)attribute >= CU_POINTER_ATTRIBUTE_P2P_TOKENS &&
+                    (int)attribute <= CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE;
+        if (named && !atomic_exchange(&refusal_said, 1)) {
+            vgpu_say("cuPointerGetAttribute of attribute %d is refused on a vGPU: it names the driver's own mapping of"
+                     " the memory (P2P tokens, GPUDirect RDMA, hardware decompression)", (int)attribute);
+        }
+        return named ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_INVALID_VALUE;
+    }
+    }
+}
+
+/* One attribute of pointer (at address) into data, as cuPointerGetAttribute answers it. */
+static CUresult attribute_of(const struct pointer *pointer, CUdeviceptr address, CUpointer_attribute attribute,
+                             void *data)
+{
+    uint64_t value;
+    CUresult result = value_of(pointer, address, attribute, &value);
+    if (answer_bytes(attribute) != 0) {
+        store(data, attribute, value);
+    }
+    return result;
+}
+
+CUresult vgpu_served_cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
+{
+    if (data == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    struct pointer pointer = look_up(ptr);
+    if (pointer.type == 0) {
+        return CUDA_ERROR_INVALID_VALUE; /* the driver's answer for memory it does not know */
+    }
+    return attribute_of(&pointer, ptr, attribute, data);
+}
+
 CUresult vgpu_served_cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute *attributes, void **data,
                                             CUdeviceptr ptr)
 {
@@ -169,11 +196,10 @@ CUresult vgpu_served_cuPointerGetAttributes(unsigned int numAttributes, CUpointe
             return CUDA_ERROR_INVALID_VALUE;
         }
         if (pointer.type == 0) { /* no CUDA pointer: each answer is zeros, and the call succeeds, as the driver's */
-            size_t bytes = answer_bytes(attributes[i]);
-            if (bytes == 0) {
+            if (answer_bytes(attributes[i]) == 0) {
                 return CUDA_ERROR_INVALID_VALUE;
             }
-            memset(data[i], 0, bytes);
+            store(data[i], attributes[i], 0);
             continue;
         }
         CUresult result = attribute_of(&pointer, ptr, attributes[i], data[i]);
