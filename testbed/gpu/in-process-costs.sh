@@ -113,14 +113,16 @@ failed=0
         LD_LIBRARY_PATH="$top/$lib/build${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" VGPU_LIBCUDA_REPORT="$work/torch-plain-report.%p" \
             timeout 300 python3 "$torch_script" >/dev/null 2>&1 || failed=1
         echo "# torch_training direct, the entry points that took the most time: us in all, calls, us a call, calls made" \
-            "to the driver directly; then plainly (the library passing every call to the driver): us in all, calls, us a call"
-        cat "$work"/torch-plain-report.* 2>/dev/null | awk -F '\t' 'NF >= 4 {print $1, $4, $2}' >"$work/torch-plain-figures"
+            "to the driver directly, the median call's us; then plainly (the library passing every call to the driver): us" \
+            "in all, calls, us a call, the median call's us"
+        cat "$work"/torch-plain-report.* 2>/dev/null | awk -F '\t' 'NF >= 6 {print $1, $4, $2, $6}' >"$work/torch-plain-figures"
         cat "$work"/torch-report.* 2>/dev/null \
-            | awk -F '\t' 'NF >= 5 && $4 > 0 {printf "%s %.0f %d %.2f %d\n", $1, $4, $2, $4 / $2, $5}' \
+            | awk -F '\t' 'NF >= 6 && $4 > 0 {printf "%s %.0f %d %.2f %d %.2f\n", $1, $4, $2, $4 / $2, $5, $6}' \
             | sort -k2 -g -r | head -n 10 \
             | awk -v plain="$work/torch-plain-figures" 'BEGIN { while ((getline line < plain) > 0) { split(line, f, " ");
-                  us[f[1]] = f[2]; calls[f[1]] = f[3] } }
-                { printf "%s | plain %.0f %d %.2f\n", $0, us[$1], calls[$1], (calls[$1] > 0 ? us[$1] / calls[$1] : 0) }'
+                  us[f[1]] = f[2]; calls[f[1]] = f[3]; median[f[1]] = f[4] } }
+                { printf "%s | plain %.0f %d %.2f %.2f\n", $0, us[$1], calls[$1], (calls[$1] > 0 ? us[$1] / calls[$1] : 0),
+                  median[$1] }'
     fi
     exit "$failed" # the group runs in a subshell of the pipe: its status carries the failures out
 } 2>&1 | tee "$log"

@@ -26,11 +26,52 @@ int vgpu_counting;
 
 int vgpu_verbose;
 
+/* Each entry point's call times by size, for their median: a whole run's mean mixes a library's first calls (loading
+   its kernels) with the steady ones. Eight buckets per power of two (each 9 % wide) from 64 ns; allocated only for a
+   report. */
+#define TIME_BUCKETS_PER_OCTAVE 8
+#define FIRST_OCTAVE 6
+#define OCTAVES 31
+#define TIME_BUCKETS (OCTAVES * TIME_BUCKETS_PER_OCTAVE)
+static _Atomic unsigned (*call_times)[TIME_BUCKETS];
+
 __attribute__((constructor(101))) static void decide_counting(void)
 {
     const char *report = getenv("VGPU_LIBCUDA_REPORT");
     vgpu_counting = report != NULL && report[0] != '\0';
     vgpu_verbose = getenv("VGPU_LIBCUDA_VERBOSE") != NULL;
+    if (vgpu_counting) {
+        vgpu_keep_call_times();
+    }
+}
+
+void vgpu_keep_call_times(void)
+{
+    if (call_times == NULL) {
+        call_times = calloc(VGPU_ENTRY_POINT_COUNT, sizeof *call_times); /* NULL: the report gives no medians */
+    }
+}
+
+/* The bucket of a call that took nanos: its power of two and the next three bits below its highest. */
+static int time_bucket(uint64_t nanos)
+{
+    if (nanos < (UINT64_C(1) << FIRST_OCTAVE)) {
+        return 0;
+    }
+    int octave = 63 - __builtin_clzll(nanos);
+    if (octave >= FIRST_OCTAVE + OCTAVES) {
+        return TIME_BUCKETS - 1;
+    }
+    int below = (int)(nanos >> (octave - 3)) & (TIME_BUCKETS_PER_OCTAVE - 1);
+    return (octave - FIRST_OCTAVE) * TIME_BUCKETS_PER_OCTAVE + below;
+}
+
+/* The middle of a bucket, in nanoseconds. */
+static double bucket_middle(int bucket)
+{
+    int octave = bucket / TIME_BUCKETS_PER_OCTAVE + FIRST_OCTAVE;
+    int below = bucket % TIME_BUCKETS_PER_OCTAVE;
+    return ((double)(TIME_BUCKETS_PER_OCTAVE + below) + 0.5) * (double)(UINT64_C(1) << (octave - 3));
 }
 
 void vgpu_say_failed_call(int id, CUresult result)
@@ -88,6 +129,9 @@ void vgpu_call_took(int id, uint64_t started)
     uint64_t now = vgpu_call_clock();
     if (now > started) {
         atomic_fetch_add_explicit(&call_nanos[id], now - started, memory_order_relaxed);
+        if (call_times != NULL) {
+            atomic_fetch_add_explicit(&call_times[id][time_bucket(now - started)], 1, memory_order_relaxed);
+        }
     }
     if (vgpu_direct_calls_made != 0) {
         atomic_fetch_add_explicit(&direct_calls[id], vgpu_direct_calls_made, memory_order_relaxed);
@@ -98,6 +142,25 @@ void vgpu_call_took(int id, uint64_t started)
 unsigned long long vgpu_direct_calls(int id)
 {
     return id >= 0 && id < VGPU_ENTRY_POINT_COUNT ? atomic_load_explicit(&direct_calls[id], memory_order_relaxed) : 0;
+}
+
+double vgpu_median_call_nanos(int id)
+{
+    if (call_times == NULL || id < 0 || id >= VGPU_ENTRY_POINT_COUNT) {
+        return -1;
+    }
+    unsigned long long timed = 0;
+    for (int bucket = 0; bucket < TIME_BUCKETS; bucket++) {
+        timed += atomic_load_explicit(&call_times[id][bucket], memory_order_relaxed);
+    }
+    unsigned long long seen = 0;
+    for (int bucket = 0; bucket < TIME_BUCKETS && timed > 0; bucket++) {
+        seen += atomic_load_explicit(&call_times[id][bucket], memory_order_relaxed);
+        if (2 * seen >= timed) {
+            return bucket_middle(bucket);
+        }
+    }
+    return -1;
 }
 
 unsigned long long vgpu_call_nanos(int id)

@@ -103,6 +103,10 @@ void vgpu_say_failed_call(int id, CUresult result);
 uint64_t vgpu_call_clock(void);
 void vgpu_call_took(int id, uint64_t started);
 unsigned long long vgpu_call_nanos(int id);
+/* Keeps each timed call's time for the medians (done at load when a report is asked for). */
+void vgpu_keep_call_times(void);
+/* The median time of id's timed calls in nanoseconds, within 9 % (the middle of its bucket); -1 when none was timed. */
+double vgpu_median_call_nanos(int id);
 /* direct.c counts here each direct call this thread makes to the node's driver; vgpu_call_took credits them to the
    entry point whose served call made them and starts again, so the report says which calls reached the driver itself
    (read only with a report asked for). */

@@ -143,6 +143,16 @@ static void calls_are_timed_for_the_report_only(void)
     nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
     EXPECT(vgpu_timed_result(passed, started, CUDA_ERROR_NOT_READY) == CUDA_ERROR_NOT_READY);
     EXPECT(vgpu_call_nanos(passed) >= passed_before + 1000000);
+    /* the median of a call's times, which the first slow calls of a library do not move as they move the mean */
+    vgpu_keep_call_times();
+    int medianed = vgpu_entry_id("cuLaunchKernel");
+    EXPECT(vgpu_median_call_nanos(medianed) == -1);
+    for (int i = 0; i < 8; i++) { /* three first, slow calls of 20 ms, then five steady ones of 1 ms */
+        vgpu_timed_result(medianed, vgpu_call_clock() - (i < 3 ? 20000000 : 1000000), CUDA_SUCCESS);
+    }
+    double median = vgpu_median_call_nanos(medianed);
+    EXPECT(median >= 1000000 * 0.9 && median <= 1000000 * 1.2);
+    EXPECT((double)vgpu_call_nanos(medianed) / 8 > 4 * median); /* the mean is not */
     vgpu_counting = counting;
 }
 
