@@ -52,6 +52,8 @@ class RemoteBenchCommandTest {
             "plain socket 64 B round trip",
             "remote launch + synchronize",
             "remote overhead / plain round trip",
+            "remote / (local + plain round trip)",
+            "<= 1.1",
             "remote async launch (batched)",
             "remote / local launch throughput",
             "remote host->device 1 MiB",
