@@ -32,17 +32,29 @@ static uint64_t place(const struct vgpu_device *device, uint64_t bytes, size_t *
     return 0;
 }
 
+/* items (count of them, each item_bytes, room for *capacity) with room for one more, grown to twice its capacity (first
+   when it has none); NULL, items untouched, when there is no memory for it. */
+static void *with_room_for_one(void *items, size_t count, size_t *capacity, size_t item_bytes, size_t first)
+{
+    if (count < *capacity) {
+        return items;
+    }
+    size_t grown_capacity = *capacity == 0 ? first : *capacity * 2;
+    void *grown = realloc(items, grown_capacity * item_bytes);
+    if (grown != NULL) {
+        *capacity = grown_capacity;
+    }
+    return grown;
+}
+
 static int remember(struct vgpu_device *device, size_t at, uint64_t address, uint64_t bytes)
 {
-    if (device->allocation_count == device->allocation_capacity) {
-        size_t capacity = device->allocation_capacity == 0 ? 64 : device->allocation_capacity * 2;
-        struct vgpu_allocation *grown = realloc(device->allocations, capacity * sizeof *grown);
-        if (grown == NULL) {
-            return -1;
-        }
-        device->allocations = grown;
-        device->allocation_capacity = capacity;
+    struct vgpu_allocation *room = with_room_for_one(device->allocations, device->allocation_count,
+                                                     &device->allocation_capacity, sizeof *room, 64);
+    if (room == NULL) {
+        return -1;
     }
+    device->allocations = room;
     memmove(&device->allocations[at + 1], &device->allocations[at],
             (device->allocation_count - at) * sizeof device->allocations[0]);
     device->allocations[at] = (struct vgpu_allocation){address, bytes, vgpu_next_buffer_id()};
@@ -76,28 +88,23 @@ int vgpu_allocation_at(struct vgpu_device *device, uint64_t address, struct vgpu
 
 int vgpu_keep_module_variable(struct vgpu_device *device, int module_id, uint64_t address, uint64_t bytes)
 {
-    int kept = 0;
     pthread_mutex_lock(&device->lock);
-    for (size_t i = 0; i < device->variable_count; i++) {
-        const struct vgpu_module_variable *variable = &device->variables[i];
-        if (variable->module_id == module_id && variable->memory.address == address) {
-            pthread_mutex_unlock(&device->lock);
-            return 0;
-        }
+    size_t i = 0;
+    while (i < device->variable_count &&
+           (device->variables[i].module_id != module_id || device->variables[i].memory.address != address)) {
+        i++;
     }
-    if (device->variable_count == device->variable_capacity) {
-        size_t capacity = device->variable_capacity == 0 ? 16 : device->variable_capacity * 2;
-        struct vgpu_module_variable *grown = realloc(device->variables, capacity * sizeof *grown);
-        if (grown == NULL) {
+    int kept = 0;
+    if (i == device->variable_count) { /* not kept yet */
+        struct vgpu_module_variable *room = with_room_for_one(device->variables, device->variable_count,
+                                                              &device->variable_capacity, sizeof *room, 16);
+        if (room == NULL) {
             kept = -1;
         } else {
-            device->variables = grown;
-            device->variable_capacity = capacity;
+            device->variables = room;
+            device->variables[device->variable_count++] =
+                (struct vgpu_module_variable){{address, bytes, vgpu_next_buffer_id()}, module_id};
         }
-    }
-    if (kept == 0) {
-        device->variables[device->variable_count++] =
-            (struct vgpu_module_variable){{address, bytes, vgpu_next_buffer_id()}, module_id};
     }
     pthread_mutex_unlock(&device->lock);
     return kept;

@@ -81,12 +81,14 @@ static size_t answer_bytes(CUpointer_attribute attribute)
     }
 }
 
-/* Writes value into data at attribute's width (answer_bytes): 8 bytes whole, 4 as an int or unsigned int. */
+/* Writes value into data at attribute's width (answer_bytes): 8 bytes whole, 4 as an int or unsigned int, nothing for
+   an attribute without an answer. */
 static void store(void *data, CUpointer_attribute attribute, uint64_t value)
 {
-    if (answer_bytes(attribute) == 8) {
+    size_t bytes = answer_bytes(attribute);
+    if (bytes == 8) {
         memcpy(data, &value, sizeof value);
-    } else {
+    } else if (bytes == 4) {
         uint32_t narrow = (uint32_t)value;
         memcpy(data, &narrow, sizeof narrow);
     }
@@ -166,9 +168,7 @@ static CUresult attribute_of(const struct pointer *pointer, CUdeviceptr address,
 {
     uint64_t value;
     CUresult result = value_of(pointer, address, attribute, &value);
-    if (answer_bytes(attribute) != 0) {
-        store(data, attribute, value);
-    }
+    store(data, attribute, value);
     return result;
 }
 
