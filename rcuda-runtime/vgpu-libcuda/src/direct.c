@@ -262,7 +262,8 @@ void vgpu_keep_answer(_Atomic uint64_t *kept, unsigned tag, int value)
 static unsigned open_epoch(struct vgpu_device *device)
 {
     if (atomic_load_explicit(&device->direct.state, memory_order_acquire) != VGPU_DIRECT_OPEN ||
-        vgpu_in_process_closed_at_exit()) { /* the exit closed the vGPUs: their contexts may be gone */
+        vgpu_in_process_closed_at_exit() || /* the exit closed the vGPUs: their contexts may be gone */
+        atomic_load_explicit(&device->direct.deferred, memory_order_acquire)) { /* served ones wait: they go first */
         return 0;
     }
     return atomic_load_explicit(&device->direct.epoch, memory_order_acquire) + 1;

@@ -30,6 +30,13 @@
 
 /* The smallest buffer of a session: a request of the common kinds and their replies fit without growing it. */
 #define FIRST_BUFFER_BYTES (64u << 10)
+/* Asynchronous requests (launches, asynchronous copies and memsets) wait in the buffer for the next request that is
+   answered, and one JNI call then serves them all: a launch and a synchronize cross into the runtime once, not twice.
+   The bound is the remote client's batch (RemoteConfig: 64 KiB or 256 requests), which holds a remote vGPU's
+   requests until the next synchronizing call all the same. Their failures are reported by a later synchronizing
+   call either way. */
+#define DEFERRED_BYTES FIRST_BUFFER_BYTES
+#define DEFERRED_REQUESTS 256u
 
 struct vgpu_in_process {
     jobject session; /* InProcessWorker.Session, a global reference */
@@ -41,9 +48,14 @@ struct vgpu_in_process {
     uint8_t *held; /* replies not read yet when the next request was written over them */
     size_t held_length;
     size_t held_read;
+    size_t deferred; /* bytes of asynchronous requests at the start of buffer, not served yet */
+    unsigned deferred_requests;
 };
 
 static JavaVM *jvm;
+/* for the report: the requests handed to the runtime, and the JNI calls that carried them (and collected replies) */
+static _Atomic unsigned long long requests_written;
+static _Atomic unsigned long long serve_calls;
 static void *jvm_library; /* kept loaded for the process's life: a JVM is not unloaded, even one that failed to start */
 static jclass serving_class;
 static jmethodID open_session;
@@ -151,6 +163,13 @@ int vgpu_in_process_closed_at_exit(void)
 
 static void close_at_exit(void)
 {
+    /* the asynchronous requests still deferred go first, as a socket would have carried them before the exit */
+    for (int ordinal = 0; ordinal < vgpu_device_count(); ordinal++) {
+        struct vgpu_device *device = vgpu_device_at(ordinal);
+        pthread_mutex_lock(&device->lock);
+        vgpu_in_process_flush(device);
+        pthread_mutex_unlock(&device->lock);
+    }
     __atomic_store_n(&closed_at_exit, 1, __ATOMIC_RELEASE);
     JNIEnv *env = thread_env();
     if (env != NULL) {
@@ -325,7 +344,7 @@ static void start_jvm(void)
     }
 }
 
-/* A new direct buffer of bytes over state's memory, replacing the one before. */
+/* A new direct buffer of bytes over state's memory, replacing the one before, whose deferred requests it keeps. */
 static int grow(JNIEnv *env, struct vgpu_in_process *state, size_t bytes)
 {
     size_t capacity = state->capacity == 0 ? FIRST_BUFFER_BYTES : state->capacity;
@@ -344,6 +363,9 @@ static int grow(JNIEnv *env, struct vgpu_in_process *state, size_t bytes)
         return -1;
     }
     (*env)->DeleteLocalRef(env, object);
+    if (state->deferred > 0) {
+        memcpy(buffer, state->buffer, state->deferred);
+    }
     if (state->buffer_object != NULL) {
         (*env)->DeleteGlobalRef(env, state->buffer_object);
     }
@@ -380,12 +402,18 @@ CUresult vgpu_in_process_open(struct vgpu_device *device)
     return CUDA_SUCCESS;
 }
 
-/* Hands the session the frame in buffer's first request_bytes (0: none) and takes the replies due into the buffer. */
-static int serve(JNIEnv *env, struct vgpu_in_process *state, size_t request_bytes)
+/* Hands the session the frames in buffer's first request_bytes (0: none), the deferred requests first, and takes the
+   replies due into the buffer. */
+static int serve(JNIEnv *env, struct vgpu_device *device, size_t request_bytes)
 {
+    struct vgpu_in_process *state = device->in_process;
+    atomic_fetch_add_explicit(&serve_calls, 1, memory_order_relaxed);
     inside_runtime++;
     jint replies = (*env)->CallIntMethod(env, state->session, serve_method, state->buffer_object, (jint)request_bytes);
     inside_runtime--;
+    state->deferred = 0;
+    state->deferred_requests = 0;
+    atomic_store_explicit(&device->direct.deferred, 0, memory_order_release);
     if (said_exception(env, "a request") || replies < 0 || (size_t)replies > state->capacity) {
         return -1;
     }
@@ -394,36 +422,73 @@ static int serve(JNIEnv *env, struct vgpu_in_process *state, size_t request_byte
     return 0;
 }
 
-int vgpu_in_process_write(struct vgpu_device *device, const void *bytes, size_t length)
+/* Keeps the replies not read yet (a late word of an earlier request), as the socket keeps them, for the reader: the
+   buffer is about to take requests. */
+static int keep_unread_replies(struct vgpu_in_process *state)
+{
+    size_t unread = state->inbox_length - state->inbox_read;
+    if (unread == 0) {
+        return 0;
+    }
+    size_t kept = state->held_length - state->held_read;
+    uint8_t *held = malloc(kept + unread);
+    if (held == NULL) {
+        return -1;
+    }
+    if (kept > 0) {
+        memcpy(held, state->held + state->held_read, kept);
+    }
+    memcpy(held + kept, state->buffer + state->inbox_read, unread);
+    free(state->held);
+    state->held = held;
+    state->held_length = kept + unread;
+    state->held_read = 0;
+    state->inbox_length = state->inbox_read = 0;
+    return 0;
+}
+
+int vgpu_in_process_write(struct vgpu_device *device, const void *bytes, size_t length, int asynchronous)
 {
     struct vgpu_in_process *state = device->in_process;
     JNIEnv *env = thread_env();
-    if (env == NULL || state == NULL) {
+    if (env == NULL || state == NULL || keep_unread_replies(state) != 0) {
         return -1;
     }
-    size_t unread = state->inbox_length - state->inbox_read;
-    if (unread > 0) {
-        /* replies not read yet (a late word of an earlier request): kept, as the socket keeps them, for the reader */
-        size_t kept = state->held_length - state->held_read;
-        uint8_t *held = malloc(kept + unread);
-        if (held == NULL) {
-            return -1;
-        }
-        if (kept > 0) {
-            memcpy(held, state->held + state->held_read, kept);
-        }
-        memcpy(held + kept, state->buffer + state->inbox_read, unread);
-        free(state->held);
-        state->held = held;
-        state->held_length = kept + unread;
-        state->held_read = 0;
-        state->inbox_length = state->inbox_read = 0;
+    atomic_fetch_add_explicit(&requests_written, 1, memory_order_relaxed);
+    size_t total = state->deferred + length;
+    if (asynchronous && total <= DEFERRED_BYTES && total <= state->capacity &&
+        state->deferred_requests < DEFERRED_REQUESTS) {
+        memcpy(state->buffer + state->deferred, bytes, length);
+        state->deferred = total;
+        state->deferred_requests++;
+        /* direct calls wait for these: the program's calls reach the GPU in the order it made them */
+        atomic_store_explicit(&device->direct.deferred, 1, memory_order_release);
+        return 0;
     }
-    if (length > state->capacity && grow(env, state, length) != 0) {
+    if (total > state->capacity && grow(env, state, total) != 0) {
         return -1;
     }
-    memcpy(state->buffer, bytes, length);
-    return serve(env, state, length);
+    memcpy(state->buffer + state->deferred, bytes, length);
+    return serve(env, device, total);
+}
+
+unsigned long long vgpu_in_process_requests(unsigned long long *calls)
+{
+    *calls = atomic_load_explicit(&serve_calls, memory_order_relaxed);
+    return atomic_load_explicit(&requests_written, memory_order_relaxed);
+}
+
+int vgpu_in_process_flush(struct vgpu_device *device)
+{
+    struct vgpu_in_process *state = device->in_process;
+    if (state == NULL || state->deferred == 0) {
+        return 0;
+    }
+    JNIEnv *env = thread_env();
+    if (env == NULL || keep_unread_replies(state) != 0) {
+        return -1;
+    }
+    return serve(env, device, state->deferred);
 }
 
 int vgpu_in_process_read(struct vgpu_device *device, void *bytes, size_t length)
@@ -447,7 +512,7 @@ int vgpu_in_process_read(struct vgpu_device *device, void *bytes, size_t length)
             available = state->inbox_length - state->inbox_read;
             read = &state->inbox_read;
         } else {
-            if (serve(env, state, 0) != 0 || state->inbox_length == 0) {
+            if (serve(env, device, state->deferred) != 0 || state->inbox_length == 0) {
                 return -1; /* nothing more is due: the session ended */
             }
             continue;
@@ -467,9 +532,10 @@ void vgpu_in_process_close(struct vgpu_device *device)
     if (state == NULL) {
         return;
     }
-    device->in_process = NULL;
     JNIEnv *env = thread_env();
     if (env != NULL && !vgpu_in_process_closed_at_exit()) { /* at exit, the runtime closed every session already */
+        vgpu_in_process_flush(device); /* what the program asked before it closed, as the socket would carry it */
+        device->in_process = NULL;
         inside_runtime++;
         (*env)->CallVoidMethod(env, state->session, close_session);
         inside_runtime--;
@@ -477,6 +543,7 @@ void vgpu_in_process_close(struct vgpu_device *device)
         (*env)->DeleteGlobalRef(env, state->session);
         (*env)->DeleteGlobalRef(env, state->buffer_object);
     }
+    device->in_process = NULL;
     free(state->buffer);
     free(state->held);
     free(state);

@@ -77,6 +77,9 @@ extern int vgpu_serving;
 extern int vgpu_in_process_started;
 /* in_process.c: whether VGPU_LIBCUDA_SERVING chose serving in the program's process. */
 int vgpu_in_process_chosen(void);
+/* How many requests the library handed to its runtime in process, and in how many calls into it (*calls): the report's
+   line of them (asynchronous requests wait for the next one that is answered). */
+unsigned long long vgpu_in_process_requests(unsigned long long *calls);
 /* in_process.c: whether the calling thread is running vgpu's runtime in this process: a thread of its JVM, or a program
    thread inside a request it hands that runtime. */
 int vgpu_in_process_runtime_thread(void);

@@ -138,6 +138,12 @@ __attribute__((destructor)) static void write_report(void)
                 reason[0] != '\0' ? ": " : "", reason, (double)vgpu_call_nanos(id) / 1000.0, vgpu_direct_calls(id),
                 median < 0 ? -1.0 : median / 1000.0);
     }
+    unsigned long long runtime_calls;
+    unsigned long long requests = vgpu_in_process_requests(&runtime_calls);
+    if (runtime_calls > 0) {
+        /* asynchronous requests wait for the next one that is answered: fewer calls than requests */
+        fprintf(out, "served-in-process\t%llu requests\t%llu calls into the runtime\n", requests, runtime_calls);
+    }
     pthread_mutex_lock(&tables_lock);
     for (size_t i = 0; i < table_count; i++) {
         char id[37];

@@ -40,6 +40,8 @@ struct vgpu_direct {
                                        theirs is reported by the next one, so synchronizations are served until then */
     _Atomic int moves_known;        /* 1 once the runtime stops this library's direct calls before each move of the
                                        vGPU (it took them: in process), so each move ends an epoch */
+    _Atomic int deferred;           /* 1 while asynchronous requests wait in the library to be served (in_process.c):
+                                       calls are served until they went, so that they reach the GPU in order */
 };
 
 struct vgpu_device {
@@ -285,7 +287,10 @@ void vgpu_direct_synchronized(struct vgpu_device *device, int mark);
 /* Stands for the socket of a session served in this process: an open session, though no descriptor. */
 #define VGPU_FD_IN_PROCESS 0x7fffffff
 CUresult vgpu_in_process_open(struct vgpu_device *device);
-int vgpu_in_process_write(struct vgpu_device *device, const void *bytes, size_t length);
+int vgpu_in_process_write(struct vgpu_device *device, const void *bytes, size_t length, int asynchronous);
+/* Serves the asynchronous requests that wait in the library, if any; under the device's lock. 0, or -1 when the
+   session broke. */
+int vgpu_in_process_flush(struct vgpu_device *device);
 int vgpu_in_process_read(struct vgpu_device *device, void *bytes, size_t length);
 void vgpu_in_process_close(struct vgpu_device *device);
 /* The runtime's answers for direct calls (InProcessWorker.Session): the driver's handles of the vGPU's session

@@ -151,10 +151,11 @@ void vgpu_reply_free(struct vgpu_reply *reply)
     memset(reply, 0, sizeof *reply);
 }
 
-static int write_all(struct vgpu_device *device, const void *bytes, size_t length)
+/* Writes a request's bytes; an asynchronous one served in process may wait for the next request that is answered. */
+static int write_all(struct vgpu_device *device, const void *bytes, size_t length, int asynchronous)
 {
     if (device->in_process != NULL) {
-        return vgpu_in_process_write(device, bytes, length);
+        return vgpu_in_process_write(device, bytes, length, asynchronous);
     }
     int fd = device->fd;
     const uint8_t *at = bytes;
@@ -312,7 +313,9 @@ static CUresult send_request(struct vgpu_device *device, struct vgpu_request *re
     d[10] = (uint8_t)(id >> 8);
     d[11] = (uint8_t)id;
     errno = 0;
-    return write_all(device, request->data, request->length) == 0 ? CUDA_SUCCESS : lost(device, "sending a request");
+    int asynchronous = (flags & (VGPU_WIRE_FLAG_ASYNC | VGPU_WIRE_FLAG_MORE)) == VGPU_WIRE_FLAG_ASYNC;
+    return write_all(device, request->data, request->length, asynchronous) == 0 ? CUDA_SUCCESS
+                                                                                 : lost(device, "sending a request");
 }
 
 /* The next frame that answers request id (an earlier request's late word is skipped: a kept failure is

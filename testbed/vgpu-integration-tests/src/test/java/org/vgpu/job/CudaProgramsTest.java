@@ -224,6 +224,39 @@ class CudaProgramsTest {
     }
 
     /**
+     * Served in the program's own process, asynchronous requests (runtime_tour's launches, asynchronous copies and
+     * memsets) wait in the library for the next request that is answered and go with it, in one call into the runtime:
+     * the report counts fewer calls than requests (one each, and more, before), and the program computes what it
+     * computes on a GPU, its errors included; a kernel's fault is still reported by the synchronize after its launch.
+     */
+    @Test
+    void servedInItsOwnProcessAsynchronousRequestsGoWithTheNextAnsweredOne() throws IOException {
+        Map<String, String> job = new HashMap<>(environment);
+        job.put("VGPU_LIBCUDA_SERVING", "in-process");
+        Path report = directory.resolve("report.txt");
+        job.put("VGPU_LIBCUDA_REPORT", report.toString());
+        ProgramRun run = run(job, program("runtime_tour").toString());
+        assertEquals(0, run.status(), run.toString());
+        assertEquals(runtimeTourOutput(), run.results(), run.toString());
+        String[] served = Files.readAllLines(report).stream()
+                .filter(line -> line.startsWith("served-in-process\t"))
+                .findFirst()
+                .orElseThrow(() -> new AssertionError("no served-in-process line in the report"))
+                .split("\t");
+        long requests = Long.parseLong(served[1].replace(" requests", ""));
+        long calls = Long.parseLong(served[2].replace(" calls into the runtime", ""));
+        assertTrue(calls > 0 && calls < requests, String.join(" ", served));
+
+        ProgramRun fault = run(job, program("driver_steps").toString(), "2", "0", "fault");
+        assertEquals(0, fault.status(), fault.toString());
+        assertEquals(
+                "a kernel on memory the program does not have: launch CUDA_SUCCESS, next synchronize"
+                        + " CUDA_ERROR_ILLEGAL_ADDRESS",
+                fault.results().getLast(),
+                fault.toString());
+    }
+
+    /**
      * Served in the program's own process, runtime_tour's vGPU moves to the job's other GPU while the program pauses
      * with state on it (its memory, its module variables, its kernels' module): the move stops the vGPU's direct calls
      * first (the library's stop, a native method the runtime calls through LibraryDirectCalls) and resumes them after,
