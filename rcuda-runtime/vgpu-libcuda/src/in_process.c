@@ -163,12 +163,15 @@ int vgpu_in_process_closed_at_exit(void)
 
 static void close_at_exit(void)
 {
-    /* the asynchronous requests still deferred go first, as a socket would have carried them before the exit */
+    /* the asynchronous requests still deferred go first, as a socket would have carried them before the exit; a vGPU
+       whose lock another thread holds is in a request, which carries them (and the exit cannot wait for a lock the
+       exiting thread might hold itself) */
     for (int ordinal = 0; ordinal < vgpu_device_count(); ordinal++) {
         struct vgpu_device *device = vgpu_device_at(ordinal);
-        pthread_mutex_lock(&device->lock);
-        vgpu_in_process_flush(device);
-        pthread_mutex_unlock(&device->lock);
+        if (pthread_mutex_trylock(&device->lock) == 0) {
+            vgpu_in_process_flush(device);
+            pthread_mutex_unlock(&device->lock);
+        }
     }
     __atomic_store_n(&closed_at_exit, 1, __ATOMIC_RELEASE);
     JNIEnv *env = thread_env();
