@@ -4,6 +4,7 @@
  * sets), and hands each request frame it would write to the local worker's socket to the same Java code
  * (org.vgpu.job.InProcessServing, the local worker's RequestHandler behind it) with one JNI call on the calling thread:
  * the frame goes in a direct buffer, and the reply frames come back in the same buffer. No socket, no other thread.
+ * Asynchronous frames wait in that buffer for the next frame that is answered and go with it (DEFERRED_BYTES below).
  *
  * The JVM is made to live in a process that is not its own:
  *   - -Xrs: it installs no handlers of SIGINT, SIGTERM, SIGHUP (its shutdown hooks) nor SIGQUIT (its thread dumps),
