@@ -537,9 +537,13 @@ void vgpu_in_process_close(struct vgpu_device *device)
         return;
     }
     JNIEnv *env = thread_env();
-    if (env != NULL && !vgpu_in_process_closed_at_exit()) { /* at exit, the runtime closed every session already */
+    /* at exit, the runtime closed every session already */
+    int session_open = env != NULL && !vgpu_in_process_closed_at_exit();
+    if (session_open) {
         vgpu_in_process_flush(device); /* what the program asked before it closed, as the socket would carry it */
-        device->in_process = NULL;
+    }
+    device->in_process = NULL;
+    if (session_open) {
         inside_runtime++;
         (*env)->CallVoidMethod(env, state->session, close_session);
         inside_runtime--;
@@ -547,7 +551,6 @@ void vgpu_in_process_close(struct vgpu_device *device)
         (*env)->DeleteGlobalRef(env, state->session);
         (*env)->DeleteGlobalRef(env, state->buffer_object);
     }
-    device->in_process = NULL;
     free(state->buffer);
     free(state->held);
     free(state);

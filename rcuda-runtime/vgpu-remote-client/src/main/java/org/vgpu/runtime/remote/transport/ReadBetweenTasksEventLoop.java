@@ -28,8 +28,8 @@ final class ReadBetweenTasksEventLoop extends SingleThreadIoEventLoop {
 
     /**
      * Netty's loop, but each pass runs only the tasks already queued (one drain). It mirrors
-     * {@code SingleThreadIoEventLoop.run} of Netty 4.2.18 (the same as 4.2.7's) step for step otherwise: check it again when
-     * Netty is upgraded.
+     * {@code SingleThreadIoEventLoop.run} of Netty 4.2.18 (the same as 4.2.7's) step for step otherwise: check it
+     * again when Netty is upgraded.
      */
     @Override
     protected void run() {
