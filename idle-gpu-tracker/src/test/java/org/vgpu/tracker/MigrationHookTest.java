@@ -385,11 +385,58 @@ class MigrationHookTest {
         Migration found = onlyMigration();
         assertEquals(Migration.Phase.SENT, found.phase());
         assertFalse(slurm.actions.contains("cancel " + grant), "the grant holder is known, not cancelled");
-        assertTrue(noCommand(poll(restarted, 1, stats(10_000, 0))), "a sent command is never sent again");
 
+        // The agent tells a move's outcome before it polls again: its done reaches the restarted tracker first.
         restarted.agentDone(new AgentChannel.Done(credential(1), command.id(), new AgentChannel.Succeeded(5, 6)));
         assertTrue(lend(1).home());
         assertTrue(ledger.nextMigrationId() > command.id());
+    }
+
+    @Test
+    void aCommandLostWithAKilledTrackerIsNotSentAgainAndTheAgentsFirstReportSinceSettlesIt() {
+        Tracker first = tracker();
+        long lender1 = lend(1).holder().getAsLong();
+        long grant = sentHome(first).grant().getAsLong(); // queued; the tracker dies before any poll takes it
+
+        ledger.close();
+        ledger = Ledger.open(dir.resolve("tracker.ledger"));
+        Tracker restarted = tracker();
+        restarted.tick();
+        assertEquals(Migration.Phase.SENT, onlyMigration().phase(), "before the agent reports, nothing is decided");
+
+        now = now.plusSeconds(2);
+        assertTrue(noCommand(poll(restarted, 1, stats(10_000, 0))), "a sent command is never sent again");
+        restarted.tick();
+        assertTrue(
+                ledger.migrations().stream().noneMatch(m -> m.vgpu() == 1),
+                "the report settles the move long before the migration timeout: " + ledger.migrations());
+        assertEquals(
+                MigrationOutcome.Result.FAILED,
+                ledger.lastOutcome(job, 1).orElseThrow().result());
+        assertTrue(slurm.actions.contains("cancel " + grant), "the grant holder is released");
+        assertFalse(slurm.actions.contains("cancel " + lender1), "the vGPU never left its lender");
+        assertFalse(lend(1).home());
+    }
+
+    @Test
+    void aMoveWhoseDoneNeverCameAfterARestartIsSettledHomeByTheAgentsFirstReport() {
+        Tracker first = tracker();
+        long lender1 = lend(1).holder().getAsLong();
+        sentHome(first);
+        takenCommand(first);
+
+        ledger.close();
+        ledger = Ledger.open(dir.resolve("tracker.ledger"));
+        Tracker restarted = tracker();
+        restarted.tick();
+        now = now.plusSeconds(2);
+        List<AgentChannel.Stat> onGrantedGpu = List.of(
+                new AgentChannel.Stat(1, new AgentChannel.LocalGpu(0), 0, 0, 0, 0),
+                new AgentChannel.Stat(2, new AgentChannel.RemoteWorker(new Endpoint("10.0.0.3", 40002)), 1, 1, 1, 1));
+        poll(restarted, 2, onGrantedGpu);
+        restarted.tick();
+        assertTrue(lend(1).home(), "the agent's report shows it moved");
+        assertTrue(slurm.actions.contains("cancel " + lender1), "the former lender's holder is released");
     }
 
     @Test

@@ -48,8 +48,11 @@ import org.vgpu.tracker.slurm.SlurmJob;
  * cancelled and the vGPU tried again later. No {@code done} within the migration timeout: where the agent's polls
  * since the command say the vGPU runs decides (remote: failed, on the granted GPU: ok); with no poll since, nothing
  * is cancelled, because either GPU may be the one in use: both stay held until the agent reports or the job ends.
- * A command no agent took within the migration timeout fails (the vGPU cannot have left). The last outcome of each
- * vGPU (any result but gave-up) starts its cooldown.
+ * A command no agent took within the migration timeout fails (the vGPU cannot have left). A migration an earlier run
+ * of the tracker sent is settled by the agent's first report of its vGPU since this run started, without waiting for
+ * the timeout: its command died with that run, taken or not, and an agent reports its vGPUs only between moves,
+ * having told the outcome of a move before it polls again. The last outcome of each vGPU (any result but gave-up)
+ * starts its cooldown.
  *
  * <p>A migration that evacuates a vGPU from a holder being cancelled and ends without moving it loses the vGPU: the
  * listener of {@link #onLost} is told. Not thread-safe: the tracker calls it under its lock.
@@ -70,6 +73,8 @@ final class MoveMachine {
     private final Set<Long> silentNoted = new HashSet<>();
     /** Migrations that evacuate a vGPU from a holder being cancelled: one that fails loses the vGPU. */
     private final Set<Long> evacuations = new HashSet<>();
+    /** Migrations an earlier run of the tracker sent: no mailbox of this run holds their commands. */
+    private final Set<Long> sentByAnEarlierRun = new HashSet<>();
 
     private Consumer<MigrationHook.Lost> lost = vgpu -> {};
 
@@ -92,6 +97,9 @@ final class MoveMachine {
         this.mailbox = Objects.requireNonNull(mailbox, "mailbox");
         this.reports = Objects.requireNonNull(reports, "reports");
         this.history = Objects.requireNonNull(history, "history");
+        ledger.migrations().stream()
+                .filter(migration -> migration.phase() == Migration.Phase.SENT)
+                .forEach(migration -> sentByAnEarlierRun.add(migration.id()));
     }
 
     /** Told of every vGPU an evacuation cannot save, under the tracker's lock: it must not block. */
@@ -364,6 +372,19 @@ final class MoveMachine {
 
     private void awaitDone(Migration migration, Instant now) {
         Instant sent = migration.sent().orElseThrow();
+        if (sentByAnEarlierRun.contains(migration.id())) {
+            Optional<AgentReports.Report> report = reports.after(migration.job(), migration.vgpu(), sent);
+            if (report.isPresent()) {
+                settleWhereItRuns(
+                        migration,
+                        report.get().stat().where(),
+                        now,
+                        "sent before the tracker restarted, and the agent's first report since",
+                        "the tracker restarted after sending the command and the agent's first report since shows it"
+                                + " still where it was");
+                return;
+            }
+        }
         if (Duration.between(sent, now).compareTo(bounds.migrationTimeout()) <= 0) {
             return;
         }
@@ -391,7 +412,18 @@ final class MoveMachine {
             }
             return;
         }
-        AgentChannel.Where where = report.get().stat().where();
+        settleWhereItRuns(
+                migration,
+                report.get().stat().where(),
+                now,
+                "no done received",
+                "no done within " + bounds.migrationTimeout().toSeconds()
+                        + " s and the agent reports it still where it was");
+    }
+
+    /** Ends a migration whose {@code done} never came by where the agent reports its vGPU: moved, or still not. */
+    private void settleWhereItRuns(
+            Migration migration, AgentChannel.Where where, Instant now, String howArrived, String whyNot) {
         boolean arrived = migration.worker().isPresent()
                 ? where.equals(
                         new AgentChannel.RemoteWorker(migration.worker().get().endpoint()))
@@ -404,13 +436,9 @@ final class MoveMachine {
                     now,
                     "the agent reports it at "
                             + migration.worker().map(Migration.Worker::describe).orElse(where.format())
-                            + " (no done received)");
+                            + " (" + howArrived + ")");
         } else {
-            fail(
-                    migration,
-                    now,
-                    "no done within " + bounds.migrationTimeout().toSeconds()
-                            + " s and the agent reports it still where it was");
+            fail(migration, now, whyNot);
         }
     }
 
