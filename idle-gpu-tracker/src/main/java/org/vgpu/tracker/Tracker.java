@@ -50,9 +50,10 @@ import org.vgpu.tracker.slurm.SlurmJob;
  * <li>An intent whose grant holder was submitted but whose command was not sent goes on as if nothing happened:
  *     the agent never heard of it.</li>
  * <li>A sent migration is never sent again. Its outcome comes from the agent's {@code done} (agents report to
- *     whichever tracker answers), or, past the migration timeout, from where the agent's next poll says the
- *     vGPU runs: on the granted GPU is success (the lender's holder is cancelled), remote is failure (the grant
- *     holder is cancelled). While the agent says nothing, both holders stay until the job ends.</li>
+ *     whichever tracker answers), or from where the agent's first poll since the restart says the vGPU runs: on
+ *     the granted GPU is success (the lender's holder is cancelled), remote is failure (the grant holder is
+ *     cancelled). An agent polls only between moves and tells a move's outcome before it polls again, so that
+ *     poll is no guess. While the agent says nothing, both holders stay until the job ends.</li>
  * <li>A lend recorded as home whose migration has no outcome yet (killed between the two records) is finished as
  *     success; the lender's holder no assembly names any more is cancelled as unknown.</li>
  * </ul>
