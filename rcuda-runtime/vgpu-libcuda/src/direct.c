@@ -43,6 +43,8 @@ static struct {
     CUresult (*memcpy_from_device_async)(void *, CUdeviceptr, size_t, CUstream);
     CUresult (*memset_d8)(CUdeviceptr, unsigned char, size_t);
     CUresult (*memset_d8_async)(CUdeviceptr, unsigned char, size_t, CUstream);
+    CUresult (*memset_d16)(CUdeviceptr, unsigned short, size_t);
+    CUresult (*memset_d16_async)(CUdeviceptr, unsigned short, size_t, CUstream);
     CUresult (*memset_d32)(CUdeviceptr, unsigned int, size_t);
     CUresult (*memset_d32_async)(CUdeviceptr, unsigned int, size_t, CUstream);
     int found;
@@ -73,6 +75,8 @@ static void look_up_driver(void)
     *(void **)&driver.memcpy_from_device_async = driver_function(library, "cuMemcpyDtoHAsync_v2", &missing);
     *(void **)&driver.memset_d8 = driver_function(library, "cuMemsetD8_v2", &missing);
     *(void **)&driver.memset_d8_async = driver_function(library, "cuMemsetD8Async", &missing);
+    *(void **)&driver.memset_d16 = driver_function(library, "cuMemsetD16_v2", &missing);
+    *(void **)&driver.memset_d16_async = driver_function(library, "cuMemsetD16Async", &missing);
     *(void **)&driver.memset_d32 = driver_function(library, "cuMemsetD32_v2", &missing);
     *(void **)&driver.memset_d32_async = driver_function(library, "cuMemsetD32Async", &missing);
     driver.found = !missing;
@@ -423,13 +427,16 @@ int vgpu_direct_memset(struct vgpu_device *device, uint64_t dst, uint32_t value,
                        CUstream stream, int async, CUresult *result)
 {
     CUstream on = NULL;
-    if ((element_size != 1 && element_size != 4) || count > SIZE_MAX / (size_t)element_size ||
+    if ((element_size != 1 && element_size != 2 && element_size != 4) || count > SIZE_MAX / (size_t)element_size ||
         !enter_on_memory(device, dst, count * (size_t)element_size, stream, &on)) {
         return 0;
     }
     if (element_size == 1) {
         *result = async ? driver.memset_d8_async((CUdeviceptr)dst, (unsigned char)value, count, on)
                         : driver.memset_d8((CUdeviceptr)dst, (unsigned char)value, count);
+    } else if (element_size == 2) {
+        *result = async ? driver.memset_d16_async((CUdeviceptr)dst, (unsigned short)value, count, on)
+                        : driver.memset_d16((CUdeviceptr)dst, (unsigned short)value, count);
     } else {
         *result = async ? driver.memset_d32_async((CUdeviceptr)dst, value, count, on)
                         : driver.memset_d32((CUdeviceptr)dst, value, count);

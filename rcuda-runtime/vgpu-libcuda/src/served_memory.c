@@ -239,8 +239,8 @@ static CUresult copy_with_region(struct vgpu_device *device, int opcode, int str
 
 /* Bytes of the program's own memory are sent before this returns, in either form; shared page-locked memory's are
    named, and the asynchronous form does not wait for the copy. */
-static CUresult copy_to_device(CUdeviceptr_v2 dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream,
-                               int async)
+CUresult vgpu_copy_to_device(CUdeviceptr_v2 dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream,
+                             int async)
 {
     CUresult result;
     int stream = 0;
@@ -268,19 +268,19 @@ static CUresult copy_to_device(CUdeviceptr_v2 dstDevice, const void *srcHost, si
 
 CUresult vgpu_served_cuMemcpyHtoD(CUdeviceptr_v2 dstDevice, const void *srcHost, size_t ByteCount)
 {
-    return copy_to_device(dstDevice, srcHost, ByteCount, NULL, 0);
+    return vgpu_copy_to_device(dstDevice, srcHost, ByteCount, NULL, 0);
 }
 
 CUresult vgpu_served_cuMemcpyHtoDAsync(CUdeviceptr_v2 dstDevice, const void *srcHost, size_t ByteCount,
                                        CUstream hStream)
 {
-    return copy_to_device(dstDevice, srcHost, ByteCount, hStream, 1);
+    return vgpu_copy_to_device(dstDevice, srcHost, ByteCount, hStream, 1);
 }
 
 /* Into the program's own memory the bytes are there when this returns, in either form; into shared page-locked
    memory the asynchronous form does not wait for them. */
-static CUresult copy_from_device(void *dstHost, CUdeviceptr_v2 srcDevice, size_t ByteCount, CUstream hStream,
-                                 int async)
+CUresult vgpu_copy_from_device(void *dstHost, CUdeviceptr_v2 srcDevice, size_t ByteCount, CUstream hStream,
+                               int async)
 {
     CUresult result;
     int stream = 0;
@@ -308,15 +308,15 @@ static CUresult copy_from_device(void *dstHost, CUdeviceptr_v2 srcDevice, size_t
 
 CUresult vgpu_served_cuMemcpyDtoH(void *dstHost, CUdeviceptr_v2 srcDevice, size_t ByteCount)
 {
-    return copy_from_device(dstHost, srcDevice, ByteCount, NULL, 0);
+    return vgpu_copy_from_device(dstHost, srcDevice, ByteCount, NULL, 0);
 }
 
 CUresult vgpu_served_cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr_v2 srcDevice, size_t ByteCount, CUstream hStream)
 {
-    return copy_from_device(dstHost, srcDevice, ByteCount, hStream, 1);
+    return vgpu_copy_from_device(dstHost, srcDevice, ByteCount, hStream, 1);
 }
 
-static CUresult copy_on_device(CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t bytes, CUstream hStream, int async)
+CUresult vgpu_copy_on_device(CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t bytes, CUstream hStream, int async)
 {
     CUresult result;
     int stream = 0;
@@ -335,17 +335,17 @@ static CUresult copy_on_device(CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t by
 
 CUresult vgpu_served_cuMemcpyDtoD(CUdeviceptr_v2 dstDevice, CUdeviceptr_v2 srcDevice, size_t ByteCount)
 {
-    return copy_on_device(dstDevice, srcDevice, ByteCount, NULL, 0);
+    return vgpu_copy_on_device(dstDevice, srcDevice, ByteCount, NULL, 0);
 }
 
 CUresult vgpu_served_cuMemcpyDtoDAsync(CUdeviceptr_v2 dstDevice, CUdeviceptr_v2 srcDevice, size_t ByteCount,
                                        CUstream hStream)
 {
-    return copy_on_device(dstDevice, srcDevice, ByteCount, hStream, 1);
+    return vgpu_copy_on_device(dstDevice, srcDevice, ByteCount, hStream, 1);
 }
 
-static CUresult memset_elements(CUdeviceptr_v2 dst, uint32_t value, int element_size, size_t count, CUstream hStream,
-                                int async)
+CUresult vgpu_memset_elements(CUdeviceptr_v2 dst, uint32_t value, int element_size, size_t count, CUstream hStream,
+                              int async)
 {
     CUresult result;
     int stream = 0;
@@ -368,20 +368,30 @@ static CUresult memset_elements(CUdeviceptr_v2 dst, uint32_t value, int element_
 
 CUresult vgpu_served_cuMemsetD8(CUdeviceptr_v2 dstDevice, unsigned char uc, size_t N)
 {
-    return memset_elements(dstDevice, uc, 1, N, NULL, 0);
+    return vgpu_memset_elements(dstDevice, uc, 1, N, NULL, 0);
 }
 
 CUresult vgpu_served_cuMemsetD8Async(CUdeviceptr_v2 dstDevice, unsigned char uc, size_t N, CUstream hStream)
 {
-    return memset_elements(dstDevice, uc, 1, N, hStream, 1);
+    return vgpu_memset_elements(dstDevice, uc, 1, N, hStream, 1);
+}
+
+CUresult vgpu_served_cuMemsetD16(CUdeviceptr_v2 dstDevice, unsigned short us, size_t N)
+{
+    return vgpu_memset_elements(dstDevice, us, 2, N, NULL, 0);
+}
+
+CUresult vgpu_served_cuMemsetD16Async(CUdeviceptr_v2 dstDevice, unsigned short us, size_t N, CUstream hStream)
+{
+    return vgpu_memset_elements(dstDevice, us, 2, N, hStream, 1);
 }
 
 CUresult vgpu_served_cuMemsetD32(CUdeviceptr_v2 dstDevice, unsigned int ui, size_t N)
 {
-    return memset_elements(dstDevice, ui, 4, N, NULL, 0);
+    return vgpu_memset_elements(dstDevice, ui, 4, N, NULL, 0);
 }
 
 CUresult vgpu_served_cuMemsetD32Async(CUdeviceptr_v2 dstDevice, unsigned int ui, size_t N, CUstream hStream)
 {
-    return memset_elements(dstDevice, ui, 4, N, hStream, 1);
+    return vgpu_memset_elements(dstDevice, ui, 4, N, hStream, 1);
 }

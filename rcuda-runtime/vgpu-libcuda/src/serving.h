@@ -182,6 +182,14 @@ void vgpu_best_block_size(const struct vgpu_occupancy *in, CUoccupancyB2DSize dy
    which of its regions, from which offset. */
 int vgpu_host_region_at(const void *host, size_t bytes, uint32_t *region, uint64_t *offset);
 
+/* served_memory.c: the copies and memsets of the current vGPU, as cuMemcpyHtoD, cuMemcpyDtoH, cuMemcpyDtoD and
+   cuMemsetD8/16/32 make them, or their Async forms on stream when async (element_size 1, 2 or 4). */
+CUresult vgpu_copy_to_device(CUdeviceptr_v2 dst, const void *src, size_t bytes, CUstream stream, int async);
+CUresult vgpu_copy_from_device(void *dst, CUdeviceptr_v2 src, size_t bytes, CUstream stream, int async);
+CUresult vgpu_copy_on_device(CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t bytes, CUstream stream, int async);
+CUresult vgpu_memset_elements(CUdeviceptr_v2 dst, uint32_t value, int element_size, size_t count, CUstream stream,
+                              int async);
+
 /* The current vGPU, opened, with stream checked to be one of its own and its id set (the worker takes a session's
    requests in the order the program issued them); NULL with *result set when not. */
 struct vgpu_device *vgpu_current_stream(CUstream stream, int *id, CUresult *result);
@@ -230,6 +238,20 @@ CUresult vgpu_send_async(struct vgpu_device *device, struct vgpu_request *reques
 CUresult vgpu_send_to_device(struct vgpu_device *device, uint64_t dst, const void *src, size_t bytes);
 /* A copy from the device: the worker's DATA frames land in dst. */
 CUresult vgpu_fetch_from_device(struct vgpu_device *device, uint64_t src, void *dst, size_t bytes);
+/* Rows of device memory (a 2-D copy's device side): height rows of width bytes (neither 0), pitch bytes apart. */
+struct vgpu_rows {
+    uint64_t start;
+    size_t pitch;
+    size_t width;
+    size_t height;
+};
+/* A 2-D copy to the device: the rows of src (src_pitch bytes apart) to dst's, as one scattered copy; waits for its
+   answer. */
+CUresult vgpu_send_rows_to_device(struct vgpu_device *device, const struct vgpu_rows *dst, const void *src,
+                                  size_t src_pitch);
+/* A 2-D copy from the device: src's rows, gathered, land in rows of dst dst_pitch bytes apart. */
+CUresult vgpu_fetch_rows_from_device(struct vgpu_device *device, const struct vgpu_rows *src, void *dst,
+                                     size_t dst_pitch);
 /* vgpu_call on an opened session, under the device's lock; frees the request in every case. */
 CUresult vgpu_locked_call(struct vgpu_device *device, struct vgpu_request *request, struct vgpu_reply *reply);
 /* vgpu_send_async on an opened session, under the device's lock; frees the request in every case. */
@@ -258,7 +280,7 @@ int vgpu_direct_copy_to_device(struct vgpu_device *device, uint64_t dst, const v
                                CUstream stream, int async, CUresult *result);
 int vgpu_direct_copy_from_device(struct vgpu_device *device, void *dst, uint64_t src, size_t bytes, CUstream stream,
                                  int async, CUresult *result);
-/* element_size 1 or 4 (cuMemsetD8, cuMemsetD32) */
+/* element_size 1, 2 or 4 (cuMemsetD8, cuMemsetD16, cuMemsetD32) */
 int vgpu_direct_memset(struct vgpu_device *device, uint64_t dst, uint32_t value, int element_size, size_t count,
                        CUstream stream, int async, CUresult *result);
 /* stream NULL with whole_context: the context's synchronization. */

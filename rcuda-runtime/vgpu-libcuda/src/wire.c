@@ -428,6 +428,117 @@ CUresult vgpu_send_to_device(struct vgpu_device *device, uint64_t dst, const voi
     return await_answer(device, id, NULL);
 }
 
+/* A scatter chunk names at most this many pieces (RequestDecoder.MAX_SCATTER_PIECES). */
+#define MAX_SCATTER_PIECES 65536u
+/* A gather names at most this many regions: their table fills one frame's body (RequestDecoder.MAX_GATHER_REGIONS). */
+#define MAX_GATHER_REGIONS ((VGPU_WIRE_MAX_BODY_BYTES - 12u) / 16u)
+
+/* A place in rows: the byte at column of row. */
+struct place {
+    size_t row;
+    size_t column;
+};
+
+/* The piece of rows that starts at *at and holds at most room bytes (the rest of the row, or less); *at moves past
+   it. */
+static size_t next_piece(const struct vgpu_rows *rows, struct place *at, size_t room)
+{
+    size_t left = rows->width - at->column;
+    size_t piece = left < room ? left : room;
+    at->column += piece;
+    if (at->column == rows->width) {
+        at->row++;
+        at->column = 0;
+    }
+    return piece;
+}
+
+CUresult vgpu_send_rows_to_device(struct vgpu_device *device, const struct vgpu_rows *dst, const void *src,
+                                  size_t src_pitch)
+{
+    if (device->fd < 0) {
+        return device->open_failure;
+    }
+    uint32_t id = device->next_request_id++; /* every chunk of the copy carries it */
+    struct place start = {0, 0};
+    do {
+        /* the chunk's pieces: whole rows, or parts of a long one, up to a chunk's bytes or a chunk's pieces */
+        struct place end = start;
+        uint32_t pieces = 0;
+        size_t bytes = 0;
+        while (end.row < dst->height && bytes < CHUNK_BYTES && pieces < MAX_SCATTER_PIECES) {
+            bytes += next_piece(dst, &end, CHUNK_BYTES - bytes);
+            pieces++;
+        }
+        struct vgpu_request request;
+        vgpu_request_begin(&request, VGPU_OP_MEMCPY_HTOD_SCATTER);
+        vgpu_put_u32(&request, 0); /* the default stream */
+        vgpu_put_u32(&request, pieces);
+        /* the pieces again, as the loop above cut them: each the rest of its row, the last maybe less */
+        struct place at = start;
+        size_t named = 0;
+        for (uint32_t i = 0; i < pieces; i++) {
+            vgpu_put_u64(&request, dst->start + at.row * dst->pitch + at.column);
+            size_t piece = next_piece(dst, &at, bytes - named);
+            vgpu_put_u64(&request, piece);
+            named += piece;
+        }
+        at = start;
+        size_t sent = 0;
+        for (uint32_t i = 0; i < pieces; i++) {
+            const uint8_t *from = (const uint8_t *)src + at.row * src_pitch + at.column;
+            size_t piece = next_piece(dst, &at, bytes - sent);
+            vgpu_put_bytes(&request, from, piece);
+            sent += piece;
+        }
+        int more = end.row < dst->height;
+        CUresult result = send_request(device, &request, more ? VGPU_WIRE_FLAG_MORE : 0, id);
+        vgpu_request_free(&request);
+        if (result != CUDA_SUCCESS) {
+            return result;
+        }
+        start = end;
+    } while (start.row < dst->height);
+    return await_answer(device, id, NULL);
+}
+
+/* Lands length bytes of a copy from the device, at offset of its bytes taken back to back, in the program's memory. */
+typedef void (*lands_bytes)(void *to, uint64_t offset, const uint8_t *bytes, size_t length);
+
+/* Reads the DATA frames that answer request id, bytes in all, and lands each with land. */
+static CUresult land_data(struct vgpu_device *device, uint32_t id, size_t bytes, lands_bytes land, void *to)
+{
+    for (;;) {
+        struct frame frame;
+        CUresult result = read_answer(device, id, &frame);
+        if (result != CUDA_SUCCESS) {
+            return result;
+        }
+        if (frame.opcode != VGPU_OP_DATA) {
+            vgpu_reply_free(&frame.body);
+            return lost(device, "reading a copy's data");
+        }
+        uint64_t offset = vgpu_get_u64(&frame.body);
+        size_t length = frame.body.length - frame.body.read;
+        if (frame.body.truncated || offset > bytes || length > bytes - offset) {
+            vgpu_reply_free(&frame.body);
+            vgpu_say("vGPU %d: the local worker sent data outside the copy's %zu bytes", device->index, bytes);
+            return lost(device, "reading a copy's data");
+        }
+        land(to, offset, frame.body.body + frame.body.read, length);
+        int more = (frame.flags & VGPU_WIRE_FLAG_MORE) != 0;
+        vgpu_reply_free(&frame.body);
+        if (!more) {
+            return CUDA_SUCCESS;
+        }
+    }
+}
+
+static void land_contiguous(void *to, uint64_t offset, const uint8_t *bytes, size_t length)
+{
+    memcpy((uint8_t *)to + offset, bytes, length);
+}
+
 CUresult vgpu_fetch_from_device(struct vgpu_device *device, uint64_t src, void *dst, size_t bytes)
 {
     if (device->fd < 0) {
@@ -445,30 +556,60 @@ CUresult vgpu_fetch_from_device(struct vgpu_device *device, uint64_t src, void *
     if (result != CUDA_SUCCESS) {
         return result;
     }
-    for (;;) {
-        struct frame frame;
-        result = read_answer(device, id, &frame);
+    return land_data(device, id, bytes, land_contiguous, dst);
+}
+
+/* Where the rows of a gathered copy land: rows of width bytes, pitch bytes apart from start. */
+struct row_landing {
+    uint8_t *start;
+    size_t pitch;
+    size_t width;
+};
+
+static void land_in_rows(void *to, uint64_t offset, const uint8_t *bytes, size_t length)
+{
+    const struct row_landing *rows = to;
+    while (length > 0) {
+        size_t row = offset / rows->width;
+        size_t column = offset % rows->width;
+        size_t piece = rows->width - column < length ? rows->width - column : length;
+        memcpy(rows->start + row * rows->pitch + column, bytes, piece);
+        bytes += piece;
+        offset += piece;
+        length -= piece;
+    }
+}
+
+CUresult vgpu_fetch_rows_from_device(struct vgpu_device *device, const struct vgpu_rows *src, void *dst,
+                                     size_t dst_pitch)
+{
+    if (device->fd < 0) {
+        return device->open_failure;
+    }
+    /* one gather per table of rows that fits a frame: a few for a million rows */
+    for (size_t first = 0; first < src->height; first += MAX_GATHER_REGIONS) {
+        size_t rows = src->height - first < MAX_GATHER_REGIONS ? src->height - first : MAX_GATHER_REGIONS;
+        struct vgpu_request request;
+        vgpu_request_begin(&request, VGPU_OP_MEMCPY_DTOH_GATHER);
+        vgpu_put_u32(&request, 0); /* the default stream */
+        vgpu_put_u32(&request, CHUNK_BYTES);
+        vgpu_put_u32(&request, (uint32_t)rows);
+        for (size_t row = first; row < first + rows; row++) {
+            vgpu_put_u64(&request, src->start + row * src->pitch);
+            vgpu_put_u64(&request, src->width);
+        }
+        uint32_t id = device->next_request_id++;
+        CUresult result = send_request(device, &request, 0, id);
+        vgpu_request_free(&request);
+        if (result == CUDA_SUCCESS) {
+            struct row_landing landing = {(uint8_t *)dst + first * dst_pitch, dst_pitch, src->width};
+            result = land_data(device, id, rows * src->width, land_in_rows, &landing);
+        }
         if (result != CUDA_SUCCESS) {
             return result;
         }
-        if (frame.opcode != VGPU_OP_DATA) {
-            vgpu_reply_free(&frame.body);
-            return lost(device, "reading a copy's data");
-        }
-        uint64_t offset = vgpu_get_u64(&frame.body);
-        size_t length = frame.body.length - frame.body.read;
-        if (frame.body.truncated || offset > bytes || length > bytes - offset) {
-            vgpu_reply_free(&frame.body);
-            vgpu_say("vGPU %d: the local worker sent data outside the copy's %zu bytes", device->index, bytes);
-            return lost(device, "reading a copy's data");
-        }
-        memcpy((uint8_t *)dst + offset, frame.body.body + frame.body.read, length);
-        int more = (frame.flags & VGPU_WIRE_FLAG_MORE) != 0;
-        vgpu_reply_free(&frame.body);
-        if (!more) {
-            return CUDA_SUCCESS;
-        }
     }
+    return CUDA_SUCCESS;
 }
 
 /* Says HELLO on the session just opened (a socket's, or one in this process) and keeps its WELCOME. */

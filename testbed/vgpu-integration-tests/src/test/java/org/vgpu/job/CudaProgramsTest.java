@@ -366,6 +366,66 @@ class CudaProgramsTest {
         assertEquals(launchTourOutput(), run.results(), run.toString());
     }
 
+    /**
+     * pitched_tour's pitched allocations, 2-D copies (host rows further apart than the device's, a rectangle on the
+     * device, a band on a stream) and 2-D memsets, and copies whose direction comes from the pointers, over the
+     * launcher's socket and in the program's own process, its vGPU moving to the job's other GPU while its pitched
+     * memory holds data: the runtime's calls reach vgpu's own entry points, each step finds what it finds on a GPU, and
+     * a row wider than its pitch is refused as CUDA refuses it.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"", "in-process"})
+    void pitchedAllocationsTwoDimensionalCopiesAndMemsetsAndCopiesOfEitherDirectionRunOnAVgpuThatMoves(String serving)
+            throws Exception {
+        assumeTrue(
+                Files.exists(program("pitched_tour")),
+                "pitched_tour is built by rcuda-runtime/vgpu-libcuda where nvcc is");
+        Map<String, String> job = new HashMap<>(environment);
+        if (!serving.isEmpty()) {
+            job.put("VGPU_LIBCUDA_SERVING", serving);
+        }
+        Path report = directory.resolve("report.txt");
+        job.put("VGPU_LIBCUDA_REPORT", report.toString());
+        CompletableFuture<ProgramRun> program = CompletableFuture.supplyAsync(
+                () -> run(job, program("pitched_tour").toString(), PAUSE_MS));
+        assertTrue(
+                AgentStatus.awaitStateOnVgpu0(agentSocket, program, Duration.ofSeconds(60)),
+                "the program had state on vGPU 0 while it ran");
+        List<String> reply = LineClient.request(agentSocket, "migrate 0 1", Duration.ofSeconds(60));
+        boolean whileRunning = !program.isDone();
+        ProgramRun run = program.get(120, TimeUnit.SECONDS);
+        assertTrue(reply.getLast().startsWith("ok vgpu 0 moved gpu 0 (emulated) -> gpu 1"), reply + "\n" + run);
+        assertTrue(whileRunning, "the move landed while the program ran: " + run);
+        assertEquals(0, run.status(), run.toString());
+        List<String> counted = Files.readAllLines(report).stream()
+                .map(line -> line.split("\t")[0])
+                .toList();
+        assertTrue(
+                counted.containsAll(List.of(
+                        "cuMemAllocPitch",
+                        "cuMemcpy2DUnaligned",
+                        "cuMemcpy2DAsync",
+                        "cuMemsetD2D8",
+                        "cuMemsetD2D8Async",
+                        "cuMemcpy",
+                        "cuMemcpyAsync")),
+                "the runtime's calls reach vgpu's 2-D and unified entry points: " + counted);
+        assertEquals(
+                List.of(
+                        "pitched allocation: pitch holds a row: yes, rows aligned to 256 bytes: yes, both pitches"
+                                + " equal: yes",
+                        "2-D copies to, on and from the device and a 2-D memset: 37000 of 37000 floats as expected,"
+                                + " the host's row gaps untouched: yes",
+                        "2-D memset and copy on a stream: 2368 of 2368 floats as expected",
+                        "copies with cudaMemcpyDefault: 65536 of 65536 floats as expected",
+                        "70000 rows of 8 bytes and 2 rows of 5 MiB to the device and back: 11045760 of 11045760 bytes"
+                                + " as expected",
+                        "a row wider than its pitch: cudaErrorInvalidPitchValue",
+                        "pitched tour done"),
+                run.results(),
+                run.toString());
+    }
+
     /** What launch_tour prints on a GPU: y = 0.5 x + (2 x + 1) in fused multiply-adds, then its blocks' tree sums. */
     private static List<String> launchTourOutput() {
         int n = 1 << 20;

@@ -1,0 +1,309 @@
+/*
+ * Served on a vGPU: pitched allocations, 2-D copies and memsets (cudaMallocPitch, cudaMemcpy2D, cudaMemset2D and their
+ * Async forms), and copies whose direction comes from the pointers (cuMemcpy, cuMemcpyAsync: cudaMemcpyDefault).
+ *
+ * A 2-D copy or memset is its rows. Rows to the device go as one scattered copy and rows from it as one gathered copy,
+ * each one request however many rows; rows on the device, and memsets' rows, go as a request each, sent without
+ * waiting but the last of a synchronous call, which waits and so reports any row's failure, as the driver reports it
+ * at the call. Rows back to back (pitch equal to the width, or one row) are one plain copy or memset, with everything
+ * that path does (direct calls, page-locked memory shared with the launcher). The program's own memory is done with
+ * when the call returns, in either form, as for the 1-D copies. CUDA arrays are not served.
+ *
+ * Device memory is any address in a vGPU's window; the call runs on that vGPU, whichever is current. Other addresses
+ * are the program's memory.
+ */
+#include "serving.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+/* A pitched allocation's rows are whole units of this many bytes: a multiple of every GPU's texture pitch alignment,
+   so each row starts where a kernel's widest loads may. */
+#define PITCH_UNIT 512u
+
+/* One side of a copy: host memory of the program, or device memory of a vGPU. */
+struct side {
+    struct vgpu_device *device; /* NULL: host memory */
+    uint64_t address;           /* device memory */
+    uint8_t *host;              /* host memory */
+    size_t pitch;
+};
+
+/* The vGPU whose window holds address, or NULL: the program's own memory. */
+static struct vgpu_device *window_holding(uint64_t address)
+{
+    for (int k = 0; k < vgpu_device_count(); k++) {
+        struct vgpu_device *device = vgpu_device_at(k);
+        if (address - device->window_base < device->window_size) {
+            return device;
+        }
+    }
+    return NULL;
+}
+
+static struct side unified(uint64_t address, size_t pitch)
+{
+    struct vgpu_device *device = window_holding(address);
+    return device != NULL ? (struct side){device, address, NULL, pitch}
+                          : (struct side){NULL, 0, (uint8_t *)(uintptr_t)address, pitch};
+}
+
+static atomic_int array_refusal_said;
+
+/* One side of a CUDA_MEMCPY2D, from its row y and byte x on. */
+static CUresult side_of(CUmemorytype type, const void *host, CUdeviceptr_v2 device, size_t x, size_t y, size_t pitch,
+                        struct side *side)
+{
+    size_t from = y * pitch + x;
+    switch (type) {
+    case CU_MEMORYTYPE_HOST:
+        *side = (struct side){NULL, 0, (uint8_t *)(uintptr_t)host + from, pitch};
+        return host != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    case CU_MEMORYTYPE_DEVICE:
+        *side = (struct side){window_holding(device + from), device + from, NULL, pitch};
+        return side->device != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE; /* no vGPU's memory */
+    case CU_MEMORYTYPE_UNIFIED:
+        *side = unified(device + from, pitch);
+        return device != 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    case CU_MEMORYTYPE_ARRAY:
+        if (!atomic_exchange(&array_refusal_said, 1)) {
+            vgpu_say("a 2-D copy to or from a CUDA array is refused on a vGPU: CUDA arrays are not served");
+        }
+        return CUDA_ERROR_NOT_SUPPORTED;
+    default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+}
+
+/* Makes device's context the thread's current one for a call on memory of device's, returning the one it replaces;
+   the call's stream must be device's. */
+static struct vgpu_handle *enter(struct vgpu_device *device)
+{
+    struct vgpu_handle *was = vgpu_get_current();
+    if (was == NULL || was->device != device) {
+        vgpu_set_current(vgpu_primary_context(device));
+    }
+    return was;
+}
+
+static void leave(struct vgpu_handle *was)
+{
+    vgpu_set_current(was);
+}
+
+static atomic_int peer_refusal_said;
+
+static CUresult refuse_peer_copy(const struct side *dst, const struct side *src)
+{
+    if (!atomic_exchange(&peer_refusal_said, 1)) {
+        vgpu_say("a copy from vGPU %d's memory to vGPU %d's is refused: peer copies join two GPUs' memory, and vGPUs"
+                 " may live on different nodes (copy through the host)",
+                 src->device->ordinal, dst->device->ordinal);
+    }
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+/* Rows between two host sides, after the stream's work before them. */
+static CUresult rows_on_host(const struct side *dst, const struct side *src, size_t width, size_t height,
+                             CUstream stream)
+{
+    CUresult result = vgpu_served_cuStreamSynchronize(stream);
+    for (size_t row = 0; result == CUDA_SUCCESS && row < height; row++) {
+        memmove(dst->host + row * dst->pitch, src->host + row * src->pitch, width);
+    }
+    return result;
+}
+
+/* Rows on one vGPU, a copy each (the last waits in the synchronous form). */
+static CUresult rows_on_device(const struct side *dst, const struct side *src, size_t width, size_t height,
+                               CUstream stream, int async)
+{
+    CUresult result = CUDA_SUCCESS;
+    for (size_t row = 0; result == CUDA_SUCCESS && row < height; row++) {
+        int last = row + 1 == height;
+        result = vgpu_copy_on_device(dst->address + row * dst->pitch, src->address + row * src->pitch, width, stream,
+                                     async || !last);
+    }
+    return result;
+}
+
+/* Rows between the program's memory and a vGPU: one scattered or gathered copy on the current vGPU. */
+static CUresult rows_across(const struct side *dst, const struct side *src, size_t width, size_t height,
+                            CUstream stream)
+{
+    CUresult result;
+    int stream_id = 0;
+    struct vgpu_device *device = vgpu_current_stream(stream, &stream_id, &result);
+    if (device == NULL) {
+        return result;
+    }
+    pthread_mutex_lock(&device->lock);
+    if (dst->device != NULL) {
+        struct vgpu_rows rows = {dst->address, dst->pitch, width, height};
+        result = vgpu_send_rows_to_device(device, &rows, src->host, src->pitch);
+    } else {
+        struct vgpu_rows rows = {src->address, src->pitch, width, height};
+        result = vgpu_fetch_rows_from_device(device, &rows, dst->host, dst->pitch);
+    }
+    pthread_mutex_unlock(&device->lock);
+    return result;
+}
+
+/* A copy of height rows of width bytes between two sides. */
+static CUresult copy_rows(struct side dst, struct side src, size_t width, size_t height, CUstream stream, int async)
+{
+    if (width == 0 || height == 0) {
+        return CUDA_SUCCESS;
+    }
+    if (height == 1) {
+        dst.pitch = src.pitch = width; /* one row's pitch is not used */
+    }
+    if (dst.pitch < width || src.pitch < width) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (dst.device == NULL && src.device == NULL) {
+        return rows_on_host(&dst, &src, width, height, stream);
+    }
+    if (dst.device != NULL && src.device != NULL && dst.device != src.device) {
+        return refuse_peer_copy(&dst, &src);
+    }
+    int back_to_back = dst.pitch == width && src.pitch == width;
+    struct vgpu_handle *was = enter(dst.device != NULL ? dst.device : src.device);
+    CUresult result;
+    if (dst.device != NULL && src.device != NULL) {
+        result = back_to_back ? vgpu_copy_on_device(dst.address, src.address, width * height, stream, async)
+                              : rows_on_device(&dst, &src, width, height, stream, async);
+    } else if (back_to_back) {
+        result = dst.device != NULL ? vgpu_copy_to_device(dst.address, src.host, width * height, stream, async)
+                                    : vgpu_copy_from_device(dst.host, src.address, width * height, stream, async);
+    } else {
+        result = rows_across(&dst, &src, width, height, stream);
+    }
+    leave(was);
+    return result;
+}
+
+static CUresult copy_2d(const CUDA_MEMCPY2D_v2 *copy, CUstream stream, int async)
+{
+    if (copy == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    struct side dst;
+    struct side src;
+    CUresult result = side_of(copy->dstMemoryType, copy->dstHost, copy->dstDevice, copy->dstXInBytes, copy->dstY,
+                              copy->dstPitch, &dst);
+    if (result == CUDA_SUCCESS) {
+        result = side_of(copy->srcMemoryType, copy->srcHost, copy->srcDevice, copy->srcXInBytes, copy->srcY,
+                         copy->srcPitch, &src);
+    }
+    return result == CUDA_SUCCESS ? copy_rows(dst, src, copy->WidthInBytes, copy->Height, stream, async) : result;
+}
+
+CUresult vgpu_served_cuMemcpy2D(const CUDA_MEMCPY2D_v2 *pCopy)
+{
+    return copy_2d(pCopy, NULL, 0);
+}
+
+CUresult vgpu_served_cuMemcpy2DUnaligned(const CUDA_MEMCPY2D_v2 *pCopy)
+{
+    return copy_2d(pCopy, NULL, 0);
+}
+
+CUresult vgpu_served_cuMemcpy2DAsync(const CUDA_MEMCPY2D_v2 *pCopy, CUstream hStream)
+{
+    return copy_2d(pCopy, hStream, 1);
+}
+
+CUresult vgpu_served_cuMemcpy(CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t ByteCount)
+{
+    return copy_rows(unified(dst, ByteCount), unified(src, ByteCount), ByteCount, 1, NULL, 0);
+}
+
+CUresult vgpu_served_cuMemcpyAsync(CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t ByteCount, CUstream hStream)
+{
+    return copy_rows(unified(dst, ByteCount), unified(src, ByteCount), ByteCount, 1, hStream, 1);
+}
+
+CUresult vgpu_served_cuMemAllocPitch(CUdeviceptr_v2 *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
+                                     unsigned int ElementSizeBytes)
+{
+    if (dptr == NULL || pPitch == NULL || WidthInBytes == 0 || Height == 0 ||
+        (ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16)) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (WidthInBytes > SIZE_MAX - PITCH_UNIT) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    size_t pitch = (WidthInBytes + PITCH_UNIT - 1) / PITCH_UNIT * PITCH_UNIT;
+    if (Height > SIZE_MAX / pitch) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    CUresult result = vgpu_served_cuMemAlloc(dptr, pitch * Height);
+    if (result == CUDA_SUCCESS) {
+        *pPitch = pitch;
+    }
+    return result;
+}
+
+/* A memset of height rows of width elements, pitch bytes apart: one memset when they are back to back, else one per
+   row (the last waits in the synchronous form). */
+static CUresult memset_rows(CUdeviceptr_v2 dst, size_t pitch, uint32_t value, int element_size, size_t width,
+                            size_t height, CUstream stream, int async)
+{
+    if (width == 0 || height == 0) {
+        return CUDA_SUCCESS;
+    }
+    struct vgpu_device *device = window_holding(dst);
+    if (device == NULL || (height > 1 && pitch < width * (size_t)element_size)) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    struct vgpu_handle *was = enter(device);
+    CUresult result;
+    if (height == 1 || pitch == width * (size_t)element_size) {
+        result = vgpu_memset_elements(dst, value, element_size, width * height, stream, async);
+    } else {
+        result = CUDA_SUCCESS;
+        for (size_t row = 0; result == CUDA_SUCCESS && row < height; row++) {
+            result = vgpu_memset_elements(dst + row * pitch, value, element_size, width, stream,
+                                          async || row + 1 < height);
+        }
+    }
+    leave(was);
+    return result;
+}
+
+CUresult vgpu_served_cuMemsetD2D8(CUdeviceptr_v2 dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
+                                  size_t Height)
+{
+    return memset_rows(dstDevice, dstPitch, uc, 1, Width, Height, NULL, 0);
+}
+
+CUresult vgpu_served_cuMemsetD2D8Async(CUdeviceptr_v2 dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
+                                       size_t Height, CUstream hStream)
+{
+    return memset_rows(dstDevice, dstPitch, uc, 1, Width, Height, hStream, 1);
+}
+
+CUresult vgpu_served_cuMemsetD2D16(CUdeviceptr_v2 dstDevice, size_t dstPitch, unsigned short us, size_t Width,
+                                   size_t Height)
+{
+    return memset_rows(dstDevice, dstPitch, us, 2, Width, Height, NULL, 0);
+}
+
+CUresult vgpu_served_cuMemsetD2D16Async(CUdeviceptr_v2 dstDevice, size_t dstPitch, unsigned short us, size_t Width,
+                                        size_t Height, CUstream hStream)
+{
+    return memset_rows(dstDevice, dstPitch, us, 2, Width, Height, hStream, 1);
+}
+
+CUresult vgpu_served_cuMemsetD2D32(CUdeviceptr_v2 dstDevice, size_t dstPitch, unsigned int ui, size_t Width,
+                                   size_t Height)
+{
+    return memset_rows(dstDevice, dstPitch, ui, 4, Width, Height, NULL, 0);
+}
+
+CUresult vgpu_served_cuMemsetD2D32Async(CUdeviceptr_v2 dstDevice, size_t dstPitch, unsigned int ui, size_t Width,
+                                        size_t Height, CUstream hStream)
+{
+    return memset_rows(dstDevice, dstPitch, ui, 4, Width, Height, hStream, 1);
+}

@@ -1,0 +1,182 @@
+// Pitched allocations, 2-D copies and memsets, and copies whose direction CUDA infers from the pointers
+// (cudaMemcpyDefault), as image, stencil and halo-exchange codes make them; built the ordinary way (nvcc, static
+// cudart). No kernels: every step is a copy or a memset, checked on the host. Prints one line per step with what it
+// found; the same binary prints the same lines on plain CUDA and on a vGPU. `pitched_tour MS` waits MS milliseconds
+// once its pitched memory holds data on device 0, so that a test can move its vGPU while it runs.
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include <unistd.h>
+
+#include "tour.h"
+
+static const size_t WIDTH = 1000; // floats per row: no multiple of any pitch alignment
+static const size_t HEIGHT = 37;
+
+static float value_at(size_t row, size_t column)
+{
+    return (float)(row * 1000 + column);
+}
+
+static const char *yes(bool condition)
+{
+    return condition ? "yes" : "no";
+}
+
+// How many of the rows x columns floats at host (rows pitch_floats apart) are what expected(row, column) says.
+template <typename Expected>
+static size_t matching(const std::vector<float> &host, size_t pitch_floats, size_t rows, size_t columns,
+                       Expected expected)
+{
+    size_t matches = 0;
+    for (size_t row = 0; row < rows; row++) {
+        for (size_t column = 0; column < columns; column++) {
+            matches += host[row * pitch_floats + column] == expected(row, column) ? 1 : 0;
+        }
+    }
+    return matches;
+}
+
+static float bytes_as_float(uint8_t byte)
+{
+    uint32_t word = byte * 0x01010101u;
+    float value;
+    std::memcpy(&value, &word, sizeof value);
+    return value;
+}
+
+int main(int argc, char **argv)
+{
+    const long pause_ms = argc > 1 ? std::atol(argv[1]) : 0;
+    CHECK(cudaSetDevice(0));
+    const size_t row_bytes = WIDTH * sizeof(float);
+
+    // 1. a pitched allocation: rows at least as long as asked, each starting aligned
+    float *image = nullptr;
+    float *canvas = nullptr;
+    size_t pitch = 0;
+    size_t canvas_pitch = 0;
+    CHECK(cudaMallocPitch((void **)&image, &pitch, row_bytes, HEIGHT));
+    CHECK(cudaMallocPitch((void **)&canvas, &canvas_pitch, row_bytes, HEIGHT));
+    std::printf("pitched allocation: pitch holds a row: %s, rows aligned to 256 bytes: %s, both pitches equal: %s\n",
+                yes(pitch >= row_bytes), yes(pitch % 256 == 0 && (uintptr_t)image % 256 == 0),
+                yes(pitch == canvas_pitch));
+
+    // 2. host rows to the device, a memset of the canvas, a rectangle copied on the device, all back to the host
+    std::vector<float> host(WIDTH * HEIGHT);
+    for (size_t row = 0; row < HEIGHT; row++) {
+        for (size_t column = 0; column < WIDTH; column++) {
+            host[row * WIDTH + column] = value_at(row, column);
+        }
+    }
+    CHECK(cudaMemcpy2D(image, pitch, host.data(), row_bytes, row_bytes, HEIGHT, cudaMemcpyHostToDevice));
+    CHECK(cudaMemset2D(canvas, canvas_pitch, 0x3f, row_bytes, HEIGHT));
+    if (pause_ms > 0) {
+        usleep((useconds_t)(pause_ms * 1000));
+    }
+    const size_t from_row = 5, from_column = 100, to_row = 2, to_column = 10, rect_rows = 20, rect_columns = 500;
+    CHECK(cudaMemcpy2D((char *)canvas + to_row * canvas_pitch + to_column * sizeof(float), canvas_pitch,
+                       (const char *)image + from_row * pitch + from_column * sizeof(float), pitch,
+                       rect_columns * sizeof(float), rect_rows, cudaMemcpyDeviceToDevice));
+    const size_t wide_pitch_floats = WIDTH + 24; // the host's rows further apart than the device's
+    std::vector<float> back(wide_pitch_floats * HEIGHT, -1.0f);
+    CHECK(cudaMemcpy2D(back.data(), wide_pitch_floats * sizeof(float), canvas, canvas_pitch, row_bytes, HEIGHT,
+                       cudaMemcpyDeviceToHost));
+    const float filler = bytes_as_float(0x3f);
+    auto canvas_expected = [&](size_t row, size_t column) {
+        bool inside = row >= to_row && row < to_row + rect_rows && column >= to_column &&
+                      column < to_column + rect_columns;
+        return inside ? value_at(row - to_row + from_row, column - to_column + from_column) : filler;
+    };
+    size_t matches = matching(back, wide_pitch_floats, HEIGHT, WIDTH, canvas_expected);
+    bool gaps_untouched = true;
+    for (size_t row = 0; row < HEIGHT; row++) {
+        for (size_t column = WIDTH; column < wide_pitch_floats; column++) {
+            gaps_untouched = gaps_untouched && back[row * wide_pitch_floats + column] == -1.0f;
+        }
+    }
+    std::printf("2-D copies to, on and from the device and a 2-D memset: %zu of %zu floats as expected, the host's row"
+                " gaps untouched: %s\n",
+                matches, WIDTH * HEIGHT, yes(gaps_untouched));
+
+    // 3. the same on a stream: a column band of the image to the host, a memset of a band, in the stream's order
+    cudaStream_t stream;
+    CHECK(cudaStreamCreate(&stream));
+    const size_t band_columns = 64;
+    std::vector<float> band(band_columns * HEIGHT, -1.0f);
+    CHECK(cudaMemset2DAsync((char *)image + 300 * sizeof(float), pitch, 0, band_columns * sizeof(float), HEIGHT / 2,
+                            stream));
+    CHECK(cudaMemcpy2DAsync(band.data(), band_columns * sizeof(float), (const char *)image + 300 * sizeof(float), pitch,
+                            band_columns * sizeof(float), HEIGHT, cudaMemcpyDeviceToHost, stream));
+    CHECK(cudaStreamSynchronize(stream));
+    matches = matching(band, band_columns, HEIGHT, band_columns, [](size_t row, size_t column) {
+        return row < HEIGHT / 2 ? 0.0f : value_at(row, column + 300);
+    });
+    std::printf("2-D memset and copy on a stream: %zu of %zu floats as expected\n", matches, band_columns * HEIGHT);
+
+    // 4. cudaMemcpyDefault: the direction from the pointers (host to device, on the device, device to host)
+    const size_t n = 1 << 16;
+    std::vector<float> line(n);
+    for (size_t i = 0; i < n; i++) {
+        line[i] = (float)(i % 977);
+    }
+    float *first = nullptr;
+    float *second = nullptr;
+    CHECK(cudaMalloc((void **)&first, n * sizeof(float)));
+    CHECK(cudaMalloc((void **)&second, n * sizeof(float)));
+    CHECK(cudaMemcpy(first, line.data(), n * sizeof(float), cudaMemcpyDefault));
+    CHECK(cudaMemcpy(second + 1, first, (n - 1) * sizeof(float), cudaMemcpyDefault));
+    CHECK(cudaMemset(second, 0, sizeof(float)));
+    std::vector<float> shifted(n, -1.0f);
+    CHECK(cudaMemcpyAsync(shifted.data(), second, n * sizeof(float), cudaMemcpyDefault, stream));
+    CHECK(cudaStreamSynchronize(stream));
+    size_t shifted_matches = 0;
+    for (size_t i = 0; i < n; i++) {
+        shifted_matches += shifted[i] == (i == 0 ? 0.0f : line[i - 1]) ? 1 : 0;
+    }
+    std::printf("copies with cudaMemcpyDefault: %zu of %zu floats as expected\n", shifted_matches, n);
+
+    // 5. shapes that cut a copy's rows apart: more narrow rows than one request names, rows longer than one chunk
+    size_t shapes_matching = 0, shapes_bytes = 0;
+    const size_t shapes[2][2] = {{8, 70000}, {5u << 20, 2}}; // {row bytes, rows}
+    for (const auto &shape : shapes) {
+        const size_t width = shape[0], rows = shape[1];
+        unsigned char *rows_on_device = nullptr;
+        size_t device_pitch = 0;
+        CHECK(cudaMallocPitch((void **)&rows_on_device, &device_pitch, width, rows));
+        const size_t host_pitch = width + 4; // never the device's: the rows travel apart
+        std::vector<unsigned char> sent(host_pitch * rows);
+        for (size_t i = 0; i < sent.size(); i++) {
+            sent[i] = (unsigned char)(i * 7 + i / host_pitch);
+        }
+        CHECK(cudaMemcpy2D(rows_on_device, device_pitch, sent.data(), host_pitch, width, rows,
+                           cudaMemcpyHostToDevice));
+        std::vector<unsigned char> received(host_pitch * rows, 0xee);
+        CHECK(cudaMemcpy2D(received.data(), host_pitch, rows_on_device, device_pitch, width, rows,
+                           cudaMemcpyDeviceToHost));
+        for (size_t row = 0; row < rows; row++) {
+            const size_t at = row * host_pitch;
+            shapes_matching += std::memcmp(&received[at], &sent[at], width) == 0 ? width : 0;
+        }
+        shapes_bytes += width * rows;
+        CHECK(cudaFree(rows_on_device));
+    }
+    std::printf("70000 rows of 8 bytes and 2 rows of 5 MiB to the device and back: %zu of %zu bytes as expected\n",
+                shapes_matching, shapes_bytes);
+
+    // 6. what the runtime refuses: a row wider than its pitch
+    cudaError_t wider = cudaMemcpy2D(image, pitch, host.data(), row_bytes, pitch + 4, 2, cudaMemcpyHostToDevice);
+    std::printf("a row wider than its pitch: %s\n", cudaGetErrorName(wider));
+    (void)cudaGetLastError();
+
+    CHECK(cudaStreamDestroy(stream));
+    CHECK(cudaFree(first));
+    CHECK(cudaFree(second));
+    CHECK(cudaFree(image));
+    CHECK(cudaFree(canvas));
+    std::printf("pitched tour done\n");
+    return 0;
+}
