@@ -378,10 +378,7 @@ class MigrationHookTest {
         long grant = sentHome(first).grant().getAsLong();
         AgentChannel.Migrate command = takenCommand(first);
 
-        ledger.close(); // SIGKILL: nothing more is written
-        ledger = Ledger.open(dir.resolve("tracker.ledger"));
-        Tracker restarted = tracker();
-        restarted.tick();
+        Tracker restarted = restartedAfterKill();
         Migration found = onlyMigration();
         assertEquals(Migration.Phase.SENT, found.phase());
         assertFalse(slurm.actions.contains("cancel " + grant), "the grant holder is known, not cancelled");
@@ -398,10 +395,7 @@ class MigrationHookTest {
         long lender1 = lend(1).holder().getAsLong();
         long grant = sentHome(first).grant().getAsLong(); // queued; the tracker dies before any poll takes it
 
-        ledger.close();
-        ledger = Ledger.open(dir.resolve("tracker.ledger"));
-        Tracker restarted = tracker();
-        restarted.tick();
+        Tracker restarted = restartedAfterKill();
         assertEquals(Migration.Phase.SENT, onlyMigration().phase(), "before the agent reports, nothing is decided");
 
         now = now.plusSeconds(2);
@@ -410,12 +404,7 @@ class MigrationHookTest {
         assertTrue(
                 ledger.migrations().stream().noneMatch(m -> m.vgpu() == 1),
                 "the report settles the move long before the migration timeout: " + ledger.migrations());
-        assertEquals(
-                MigrationOutcome.Result.FAILED,
-                ledger.lastOutcome(job, 1).orElseThrow().result());
-        assertTrue(slurm.actions.contains("cancel " + grant), "the grant holder is released");
-        assertFalse(slurm.actions.contains("cancel " + lender1), "the vGPU never left its lender");
-        assertFalse(lend(1).home());
+        assertStayedWithItsLender(grant, lender1);
     }
 
     @Test
@@ -425,15 +414,9 @@ class MigrationHookTest {
         sentHome(first);
         takenCommand(first);
 
-        ledger.close();
-        ledger = Ledger.open(dir.resolve("tracker.ledger"));
-        Tracker restarted = tracker();
-        restarted.tick();
+        Tracker restarted = restartedAfterKill();
         now = now.plusSeconds(2);
-        List<AgentChannel.Stat> onGrantedGpu = List.of(
-                new AgentChannel.Stat(1, new AgentChannel.LocalGpu(0), 0, 0, 0, 0),
-                new AgentChannel.Stat(2, new AgentChannel.RemoteWorker(new Endpoint("10.0.0.3", 40002)), 1, 1, 1, 1));
-        poll(restarted, 2, onGrantedGpu);
+        poll(restarted, 2, vgpu1OnGrantedGpu());
         restarted.tick();
         assertTrue(lend(1).home(), "the agent's report shows it moved");
         assertTrue(slurm.actions.contains("cancel " + lender1), "the former lender's holder is released");
@@ -452,10 +435,7 @@ class MigrationHookTest {
         assertFalse(slurm.actions.contains("cancel " + grant));
         assertFalse(slurm.actions.contains("cancel " + lender1));
 
-        List<AgentChannel.Stat> onGrantedGpu = List.of(
-                new AgentChannel.Stat(1, new AgentChannel.LocalGpu(0), 0, 0, 0, 0),
-                new AgentChannel.Stat(2, new AgentChannel.RemoteWorker(new Endpoint("10.0.0.3", 40002)), 1, 1, 1, 1));
-        poll(tracker, 2, onGrantedGpu);
+        poll(tracker, 2, vgpu1OnGrantedGpu());
         tracker.tick();
         assertTrue(lend(1).home(), "the agent's own report shows it moved");
         assertTrue(slurm.actions.contains("cancel " + lender1));
@@ -473,12 +453,7 @@ class MigrationHookTest {
         now = now.plus(Duration.ofMinutes(2));
         tracker.tick();
         assertTrue(ledger.migrations().stream().noneMatch(m -> m.vgpu() == 1), "vGPU 1's move has ended");
-        assertEquals(
-                MigrationOutcome.Result.FAILED,
-                ledger.lastOutcome(job, 1).orElseThrow().result());
-        assertTrue(slurm.actions.contains("cancel " + grant), "the grant holder is released");
-        assertFalse(slurm.actions.contains("cancel " + lender1), "the vGPU never left its lender");
-        assertFalse(lend(1).home());
+        assertStayedWithItsLender(grant, lender1);
     }
 
     @Test
@@ -932,6 +907,32 @@ class MigrationHookTest {
         Migration sent = onlyMigration();
         assertEquals(Migration.Phase.SENT, sent.phase());
         return sent;
+    }
+
+    /** The tracker SIGKILLed (nothing more is written) and started again on its ledger, after its first tick. */
+    private Tracker restartedAfterKill() {
+        ledger.close();
+        ledger = Ledger.open(dir.resolve("tracker.ledger"));
+        Tracker restarted = tracker();
+        restarted.tick();
+        return restarted;
+    }
+
+    /** vGPU 1's move home failed: its grant holder is released, and it stays with its lender, whose holder runs on. */
+    private void assertStayedWithItsLender(long grant, long lender1) {
+        assertEquals(
+                MigrationOutcome.Result.FAILED,
+                ledger.lastOutcome(job, 1).orElseThrow().result());
+        assertTrue(slurm.actions.contains("cancel " + grant), "the grant holder is released");
+        assertFalse(slurm.actions.contains("cancel " + lender1), "the vGPU never left its lender");
+        assertFalse(lend(1).home());
+    }
+
+    /** What the agent reports once vGPU 1 moved onto GPU 0 of the job's node, the one granted; vGPU 2 still remote. */
+    private static List<AgentChannel.Stat> vgpu1OnGrantedGpu() {
+        return List.of(
+                new AgentChannel.Stat(1, new AgentChannel.LocalGpu(0), 0, 0, 0, 0),
+                new AgentChannel.Stat(2, new AgentChannel.RemoteWorker(new Endpoint("10.0.0.3", 40002)), 1, 1, 1, 1));
     }
 
     /** The agent's next poll, which takes the queued command. */

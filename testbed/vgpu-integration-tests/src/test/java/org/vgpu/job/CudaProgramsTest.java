@@ -267,16 +267,7 @@ class CudaProgramsTest {
     void servedInItsOwnProcessAProgramsVgpuMovesWhileItHasStateOnIt() throws Exception {
         Map<String, String> job = new HashMap<>(environment);
         job.put("VGPU_LIBCUDA_SERVING", "in-process");
-        CompletableFuture<ProgramRun> program = CompletableFuture.supplyAsync(
-                () -> run(job, program("runtime_tour").toString(), PAUSE_MS));
-        assertTrue(
-                AgentStatus.awaitStateOnVgpu0(agentSocket, program, Duration.ofSeconds(60)),
-                "the program had state on vGPU 0 while it ran");
-        List<String> reply = LineClient.request(agentSocket, "migrate 0 1", Duration.ofSeconds(60));
-        boolean whileRunning = !program.isDone();
-        ProgramRun run = program.get(120, TimeUnit.SECONDS);
-        assertTrue(reply.getLast().startsWith("ok vgpu 0 moved gpu 0 (emulated) -> gpu 1"), reply + "\n" + run);
-        assertTrue(whileRunning, "the move landed while the program ran: " + run);
+        ProgramRun run = movedWhilePausing(job, "runtime_tour");
         assertEquals(0, run.status(), run.toString());
         assertEquals(runtimeTourOutput(), run.results(), run.toString());
     }
@@ -386,16 +377,7 @@ class CudaProgramsTest {
         }
         Path report = directory.resolve("report.txt");
         job.put("VGPU_LIBCUDA_REPORT", report.toString());
-        CompletableFuture<ProgramRun> program = CompletableFuture.supplyAsync(
-                () -> run(job, program("pitched_tour").toString(), PAUSE_MS));
-        assertTrue(
-                AgentStatus.awaitStateOnVgpu0(agentSocket, program, Duration.ofSeconds(60)),
-                "the program had state on vGPU 0 while it ran");
-        List<String> reply = LineClient.request(agentSocket, "migrate 0 1", Duration.ofSeconds(60));
-        boolean whileRunning = !program.isDone();
-        ProgramRun run = program.get(120, TimeUnit.SECONDS);
-        assertTrue(reply.getLast().startsWith("ok vgpu 0 moved gpu 0 (emulated) -> gpu 1"), reply + "\n" + run);
-        assertTrue(whileRunning, "the move landed while the program ran: " + run);
+        ProgramRun run = movedWhilePausing(job, "pitched_tour");
         assertEquals(0, run.status(), run.toString());
         List<String> counted = Files.readAllLines(report).stream()
                 .map(line -> line.split("\t")[0])
@@ -491,6 +473,25 @@ class CudaProgramsTest {
                                 + " CUDA_ERROR_ILLEGAL_ADDRESS"),
                 run.results(),
                 run.toString());
+    }
+
+    /**
+     * {@code name} run in {@code job} with its pause ({@link #PAUSE_MS}), its vGPU 0 moved from emulated GPU 0 to GPU 1
+     * once it has state there: while it pauses, since launch holds live in this JVM and a program served in its own
+     * process runs its emulation in its own. Its next call waits for the move to end.
+     */
+    private ProgramRun movedWhilePausing(Map<String, String> job, String name) throws Exception {
+        CompletableFuture<ProgramRun> program =
+                CompletableFuture.supplyAsync(() -> run(job, program(name).toString(), PAUSE_MS));
+        assertTrue(
+                AgentStatus.awaitStateOnVgpu0(agentSocket, program, Duration.ofSeconds(60)),
+                "the program had state on vGPU 0 while it ran");
+        List<String> reply = LineClient.request(agentSocket, "migrate 0 1", Duration.ofSeconds(60));
+        boolean whileRunning = !program.isDone();
+        ProgramRun run = program.get(120, TimeUnit.SECONDS);
+        assertTrue(reply.getLast().startsWith("ok vgpu 0 moved gpu 0 (emulated) -> gpu 1"), reply + "\n" + run);
+        assertTrue(whileRunning, "the move landed while the program ran: " + run);
+        return run;
     }
 
     /** The program run with its vGPU 0 moved from emulated GPU 0 to GPU 1 while its {@code launch}-th launch is held. */
