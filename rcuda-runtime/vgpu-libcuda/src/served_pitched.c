@@ -1,13 +1,15 @@
 /*
- * Served on a vGPU: pitched allocations, 2-D copies and memsets (cudaMallocPitch, cudaMemcpy2D, cudaMemset2D and their
- * Async forms), and copies whose direction comes from the pointers (cuMemcpy, cuMemcpyAsync: cudaMemcpyDefault).
+ * Served on a vGPU: pitched allocations, 2-D and 3-D copies of linear memory, 2-D memsets (cudaMallocPitch,
+ * cudaMalloc3D, cudaMemcpy2D, cudaMemcpy3D, cudaMemset2D, cudaMemset3D and their Async forms), and copies whose direction
+ * comes from the pointers (cuMemcpy, cuMemcpyAsync: cudaMemcpyDefault).
  *
  * A 2-D copy or memset is its rows. Rows to the device go as one scattered copy and rows from it as one gathered copy,
  * each one request however many rows; rows on the device, and memsets' rows, go as a request each, sent without
  * waiting but the last of a synchronous call, which waits and so reports any row's failure, as the driver reports it
  * at the call. Rows back to back (pitch equal to the width, or one row) are one plain copy or memset, with everything
- * that path does (direct calls, page-locked memory shared with the launcher). The program's own memory is done with
- * when the call returns, in either form, as for the 1-D copies. CUDA arrays are not served.
+ * that path does (direct calls, page-locked memory shared with the launcher). A 3-D copy is the 2-D copies of its
+ * slices, or one of all its rows where they are evenly spaced. The program's own memory is done with when the call
+ * returns, in either form, as for the 1-D copies. CUDA arrays are not served.
  *
  * Device memory is any address in a vGPU's window; the call runs on that vGPU, whichever is current. Other addresses
  * are the program's memory.
@@ -212,6 +214,65 @@ CUresult vgpu_served_cuMemcpy2DUnaligned(const CUDA_MEMCPY2D_v2 *pCopy)
 CUresult vgpu_served_cuMemcpy2DAsync(const CUDA_MEMCPY2D_v2 *pCopy, CUstream hStream)
 {
     return copy_2d(pCopy, hStream, 1);
+}
+
+/* side moved on by bytes: to its next slice, for a 3-D copy. */
+static struct side advanced(struct side side, size_t bytes)
+{
+    if (side.device != NULL) {
+        side.address += bytes;
+    } else {
+        side.host += bytes;
+    }
+    return side;
+}
+
+/* A 3-D copy of linear memory: Depth slices of Height rows, a side's rows its pitch apart and its slices its height of
+   rows apart. Slices whose rows are evenly spaced on both sides (each side's height is the copy's) are one 2-D copy of
+   all their rows; others are a 2-D copy each. */
+static CUresult copy_3d(const CUDA_MEMCPY3D_v2 *copy, CUstream stream, int async)
+{
+    if (copy == NULL || copy->srcLOD != 0 || copy->dstLOD != 0 || copy->reserved0 != NULL ||
+        copy->reserved1 != NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (copy->WidthInBytes == 0 || copy->Height == 0 || copy->Depth == 0) {
+        return CUDA_SUCCESS;
+    }
+    size_t dst_height = copy->Depth == 1 ? copy->Height : copy->dstHeight;
+    size_t src_height = copy->Depth == 1 ? copy->Height : copy->srcHeight;
+    if (dst_height < copy->Height || src_height < copy->Height) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    struct side dst;
+    struct side src;
+    CUresult result = side_of(copy->dstMemoryType, copy->dstHost, copy->dstDevice, copy->dstXInBytes,
+                              copy->dstZ * dst_height + copy->dstY, copy->dstPitch, &dst);
+    if (result == CUDA_SUCCESS) {
+        result = side_of(copy->srcMemoryType, copy->srcHost, copy->srcDevice, copy->srcXInBytes,
+                         copy->srcZ * src_height + copy->srcY, copy->srcPitch, &src);
+    }
+    if (result != CUDA_SUCCESS) {
+        return result;
+    }
+    if (dst_height == copy->Height && src_height == copy->Height) {
+        return copy_rows(dst, src, copy->WidthInBytes, copy->Height * copy->Depth, stream, async);
+    }
+    for (size_t slice = 0; result == CUDA_SUCCESS && slice < copy->Depth; slice++) {
+        result = copy_rows(advanced(dst, slice * dst_height * dst.pitch), advanced(src, slice * src_height * src.pitch),
+                           copy->WidthInBytes, copy->Height, stream, async || slice + 1 < copy->Depth);
+    }
+    return result;
+}
+
+CUresult vgpu_served_cuMemcpy3D(const CUDA_MEMCPY3D_v2 *pCopy)
+{
+    return copy_3d(pCopy, NULL, 0);
+}
+
+CUresult vgpu_served_cuMemcpy3DAsync(const CUDA_MEMCPY3D_v2 *pCopy, CUstream hStream)
+{
+    return copy_3d(pCopy, hStream, 1);
 }
 
 CUresult vgpu_served_cuMemcpy(CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t ByteCount)

@@ -167,7 +167,48 @@ int main(int argc, char **argv)
     std::printf("70000 rows of 8 bytes and 2 rows of 5 MiB to the device and back: %zu of %zu bytes as expected\n",
                 shapes_matching, shapes_bytes);
 
-    // 6. what the runtime refuses: a row wider than its pitch
+    // 6. a 3-D volume: set whole, a box of it written from the host, all read back into a host volume of its own shape
+    const cudaExtent volume = make_cudaExtent(300, 20, 8); // bytes, rows, slices
+    cudaPitchedPtr on_device;
+    CHECK(cudaMalloc3D(&on_device, volume));
+    CHECK(cudaMemset3D(on_device, 0x11, volume));
+    const cudaExtent box = make_cudaExtent(200, 10, 5);
+    std::vector<unsigned char> box_bytes(box.width * box.height * box.depth);
+    for (size_t i = 0; i < box_bytes.size(); i++) {
+        box_bytes[i] = (unsigned char)(i % 251);
+    }
+    cudaMemcpy3DParms into_box = {};
+    into_box.srcPtr = make_cudaPitchedPtr(box_bytes.data(), box.width, box.width, box.height);
+    into_box.dstPtr = on_device;
+    into_box.dstPos = make_cudaPos(40, 2, 1);
+    into_box.extent = box;
+    into_box.kind = cudaMemcpyHostToDevice;
+    CHECK(cudaMemcpy3D(&into_box));
+    const size_t host_height = volume.height + 3; // the host's slices further apart than the device's
+    std::vector<unsigned char> whole(volume.width * host_height * volume.depth, 0xee);
+    cudaMemcpy3DParms back_whole = {};
+    back_whole.srcPtr = on_device;
+    back_whole.dstPtr = make_cudaPitchedPtr(whole.data(), volume.width, volume.width, host_height);
+    back_whole.extent = volume;
+    back_whole.kind = cudaMemcpyDeviceToHost;
+    CHECK(cudaMemcpy3D(&back_whole));
+    size_t volume_matching = 0;
+    for (size_t z = 0; z < volume.depth; z++) {
+        for (size_t y = 0; y < volume.height; y++) {
+            for (size_t x = 0; x < volume.width; x++) {
+                bool inside = x >= 40 && x < 40 + box.width && y >= 2 && y < 2 + box.height && z >= 1 &&
+                              z < 1 + box.depth;
+                unsigned char expected =
+                    inside ? box_bytes[((z - 1) * box.height + (y - 2)) * box.width + (x - 40)] : 0x11;
+                volume_matching += whole[(z * host_height + y) * volume.width + x] == expected ? 1 : 0;
+            }
+        }
+    }
+    std::printf("a 3-D volume set, a box written and all read back: %zu of %zu bytes as expected\n", volume_matching,
+                volume.width * volume.height * volume.depth);
+    CHECK(cudaFree(on_device.ptr));
+
+    // 7. what the runtime refuses: a row wider than its pitch
     cudaError_t wider = cudaMemcpy2D(image, pitch, host.data(), row_bytes, pitch + 4, 2, cudaMemcpyHostToDevice);
     std::printf("a row wider than its pitch: %s\n", cudaGetErrorName(wider));
     (void)cudaGetLastError();

@@ -387,11 +387,12 @@ class CudaProgramsTest {
                         "cuMemAllocPitch",
                         "cuMemcpy2DUnaligned",
                         "cuMemcpy2DAsync",
+                        "cuMemcpy3D",
                         "cuMemsetD2D8",
                         "cuMemsetD2D8Async",
                         "cuMemcpy",
                         "cuMemcpyAsync")),
-                "the runtime's calls reach vgpu's 2-D and unified entry points: " + counted);
+                "the runtime's calls reach vgpu's 2-D, 3-D and unified entry points: " + counted);
         assertEquals(
                 List.of(
                         "pitched allocation: pitch holds a row: yes, rows aligned to 256 bytes: yes, both pitches"
@@ -402,6 +403,7 @@ class CudaProgramsTest {
                         "copies with cudaMemcpyDefault: 65536 of 65536 floats as expected",
                         "70000 rows of 8 bytes and 2 rows of 5 MiB to the device and back: 11045760 of 11045760 bytes"
                                 + " as expected",
+                        "a 3-D volume set, a box written and all read back: 48000 of 48000 bytes as expected",
                         "a row wider than its pitch: cudaErrorInvalidPitchValue",
                         "pitched tour done"),
                 run.results(),
