@@ -7,6 +7,10 @@
  * vGPU copies it by DMA. Elsewhere (an older launcher, or one that shares none) it is ordinary host memory whose copies
  * go through the session. Either way kept in a list, so that cuMemFreeHost frees only what it handed out. Kernels
  * cannot read it through a device pointer (cuMemHostGetDevicePointer is refused): a remote vGPU cannot reach it.
+ *
+ * Memory the program allocated itself and registers (cuMemHostRegister, behind cudaHostRegister) is kept in the same
+ * list, so that what a pointer into it is can be answered and its unregistering checked as the driver checks it; it
+ * is not page-locked (no launcher shares it), so its copies go through the session, done when their call returns.
  */
 #include "serving.h"
 #include "contract.h"
@@ -36,6 +40,7 @@ struct host_block {
     struct vgpu_device *maker; /* regions: the session that asked for it, which frees it */
     uint64_t buffer_id;
     struct host_block *next;
+    int registered; /* the program's own memory, registered: unregistered, never freed, here */
 };
 
 static struct host_block *host_blocks;
@@ -151,7 +156,7 @@ static CUresult shared_region(struct host_block *block, size_t bytesize)
         return CUDA_ERROR_NOT_SUPPORTED;
     }
     *block = (struct host_block){(uint8_t *)mapping + REGION_HEADER_BYTES, pages, mapping,
-                                 REGION_HEADER_BYTES + pages, region, device, 0, NULL};
+                                 REGION_HEADER_BYTES + pages, region, device, 0, NULL, 0};
     return CUDA_SUCCESS;
 }
 
@@ -170,7 +175,7 @@ CUresult vgpu_served_cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Fla
     if (result == CUDA_ERROR_NOT_SUPPORTED) {
         void *address = NULL;
         result = posix_memalign(&address, PAGE_BYTES, bytesize) == 0 ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
-        *block = (struct host_block){address, bytesize, NULL, 0, 0, NULL, 0, NULL};
+        *block = (struct host_block){address, bytesize, NULL, 0, 0, NULL, 0, NULL, 0};
     }
     if (result != CUDA_SUCCESS) {
         free(block);
@@ -194,7 +199,7 @@ CUresult vgpu_served_cuMemFreeHost(void *p)
 {
     pthread_mutex_lock(&host_blocks_lock);
     struct host_block **link = &host_blocks;
-    while (*link != NULL && (*link)->address != p) {
+    while (*link != NULL && ((*link)->address != p || (*link)->registered)) {
         link = &(*link)->next;
     }
     struct host_block *found = *link;
@@ -213,6 +218,68 @@ CUresult vgpu_served_cuMemFreeHost(void *p)
     }
     free(found);
     return CUDA_SUCCESS;
+}
+
+/* Whether a block holds any of bytes at address; with host_blocks_lock held. */
+static int overlaps_a_block(uintptr_t address, size_t bytes)
+{
+    for (const struct host_block *block = host_blocks; block != NULL; block = block->next) {
+        uintptr_t base = (uintptr_t)block->address;
+        if (address < base + block->bytes && base < address + bytes) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static atomic_int io_memory_refusal_said;
+
+CUresult vgpu_served_cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
+{
+    const unsigned int known = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP |
+                               CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_READ_ONLY;
+    if (p == NULL || bytesize == 0 || (Flags & ~known) != 0 || (uintptr_t)p > UINTPTR_MAX - bytesize) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if ((Flags & CU_MEMHOSTREGISTER_IOMEMORY) != 0) {
+        if (!atomic_exchange(&io_memory_refusal_said, 1)) {
+            vgpu_say("cuMemHostRegister of I/O memory (CU_MEMHOSTREGISTER_IOMEMORY) is refused on a vGPU: a device's"
+                     " registers reach no GPU behind a vGPU");
+        }
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    CUresult result = CUDA_SUCCESS;
+    pthread_mutex_lock(&host_blocks_lock);
+    if (overlaps_a_block((uintptr_t)p, bytesize)) {
+        result = CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED; /* as the driver, for any byte already registered */
+    } else {
+        struct host_block *block = malloc(sizeof *block);
+        if (block == NULL) {
+            result = CUDA_ERROR_OUT_OF_MEMORY;
+        } else {
+            *block = (struct host_block){.address = p, .bytes = bytesize, .buffer_id = vgpu_next_buffer_id(),
+                                         .next = host_blocks, .registered = 1};
+            host_blocks = block;
+        }
+    }
+    pthread_mutex_unlock(&host_blocks_lock);
+    return result;
+}
+
+CUresult vgpu_served_cuMemHostUnregister(void *p)
+{
+    pthread_mutex_lock(&host_blocks_lock);
+    struct host_block **link = &host_blocks;
+    while (*link != NULL && ((*link)->address != p || !(*link)->registered)) {
+        link = &(*link)->next;
+    }
+    struct host_block *found = *link;
+    if (found != NULL) {
+        *link = found->next;
+    }
+    pthread_mutex_unlock(&host_blocks_lock);
+    free(found);
+    return found != NULL ? CUDA_SUCCESS : CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
 }
 
 /* The block that holds bytes at address (blocks never overlap), or NULL; with host_blocks_lock held. */

@@ -3,6 +3,7 @@
 // cudart). No kernels: every step is a copy or a memset, checked on the host. Prints one line per step with what it
 // found; the same binary prints the same lines on plain CUDA and on a vGPU. `pitched_tour MS` waits MS milliseconds
 // once its pitched memory holds data on device 0, so that a test can move its vGPU while it runs.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -208,7 +209,36 @@ int main(int argc, char **argv)
                 volume.width * volume.height * volume.depth);
     CHECK(cudaFree(on_device.ptr));
 
-    // 7. what the runtime refuses: a row wider than its pitch
+    // 7. the program's own memory registered (cudaHostRegister): copied to and from on a stream, asked what it is,
+    // registered again in part, unregistered twice
+    std::vector<float> own(4096, 2.5f);
+    const size_t own_bytes = own.size() * sizeof(float);
+    CHECK(cudaHostRegister(own.data(), own_bytes, cudaHostRegisterDefault));
+    cudaPointerAttributes own_attributes;
+    CHECK(cudaPointerGetAttributes(&own_attributes, own.data() + 100));
+    float *scratch = nullptr;
+    CHECK(cudaMalloc((void **)&scratch, own_bytes));
+    CHECK(cudaMemcpyAsync(scratch, own.data(), own_bytes, cudaMemcpyHostToDevice, stream));
+    CHECK(cudaStreamSynchronize(stream));
+    std::fill(own.begin(), own.end(), 0.0f);
+    CHECK(cudaMemcpyAsync(own.data(), scratch, own_bytes, cudaMemcpyDeviceToHost, stream));
+    CHECK(cudaStreamSynchronize(stream));
+    size_t own_matching = 0;
+    for (float value : own) {
+        own_matching += value == 2.5f ? 1 : 0;
+    }
+    cudaError_t again = cudaHostRegister(own.data() + 16, 64, cudaHostRegisterDefault);
+    (void)cudaGetLastError();
+    CHECK(cudaHostUnregister(own.data()));
+    cudaError_t twice = cudaHostUnregister(own.data());
+    (void)cudaGetLastError();
+    std::printf("registered host memory: %zu of %zu floats back, a host pointer: %s, registered again in part: %s,"
+                " unregistered twice: %s\n",
+                own_matching, own.size(), yes(own_attributes.type == cudaMemoryTypeHost), cudaGetErrorName(again),
+                cudaGetErrorName(twice));
+    CHECK(cudaFree(scratch));
+
+    // 8. what the runtime refuses: a row wider than its pitch
     cudaError_t wider = cudaMemcpy2D(image, pitch, host.data(), row_bytes, pitch + 4, 2, cudaMemcpyHostToDevice);
     std::printf("a row wider than its pitch: %s\n", cudaGetErrorName(wider));
     (void)cudaGetLastError();

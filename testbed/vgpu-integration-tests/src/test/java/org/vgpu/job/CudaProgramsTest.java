@@ -391,7 +391,9 @@ class CudaProgramsTest {
                         "cuMemsetD2D8",
                         "cuMemsetD2D8Async",
                         "cuMemcpy",
-                        "cuMemcpyAsync")),
+                        "cuMemcpyAsync",
+                        "cuMemHostRegister",
+                        "cuMemHostUnregister")),
                 "the runtime's calls reach vgpu's 2-D, 3-D and unified entry points: " + counted);
         assertEquals(
                 List.of(
@@ -404,6 +406,9 @@ class CudaProgramsTest {
                         "70000 rows of 8 bytes and 2 rows of 5 MiB to the device and back: 11045760 of 11045760 bytes"
                                 + " as expected",
                         "a 3-D volume set, a box written and all read back: 48000 of 48000 bytes as expected",
+                        "registered host memory: 4096 of 4096 floats back, a host pointer: yes, registered again in"
+                                + " part: cudaErrorHostMemoryAlreadyRegistered, unregistered twice:"
+                                + " cudaErrorHostMemoryNotRegistered",
                         "a row wider than its pitch: cudaErrorInvalidPitchValue",
                         "pitched tour done"),
                 run.results(),
