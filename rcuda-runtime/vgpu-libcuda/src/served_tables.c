@@ -373,11 +373,26 @@ void vgpu_integrity_digest(const struct vgpu_integrity_input *input, const struc
 
 static const void *const integrity[3];
 
+/* The CUDA version whose runtime's tables these are: an older runtime, which says its version here, is refused. */
+#define TABLES_RUNTIME_VERSION 13000
+
+static atomic_int older_runtime_said;
+
 static CUresult integrity_check(unsigned int runtime_version, uint64_t unix_seconds, uint64_t digest[2])
 {
     trace(INTEGRITY, 1);
     if (digest == NULL) {
         return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (runtime_version < TABLES_RUNTIME_VERSION) {
+        if (!atomic_exchange(&older_runtime_said, 1)) {
+            vgpu_say("the CUDA runtime %u.%u is refused on a vGPU: vgpu serves the driver's hidden tables as CUDA %d's"
+                     " runtime calls them, and an older one's slots may mean other things (build the program with"
+                     " CUDA %d)",
+                     runtime_version / 1000, runtime_version % 1000 / 10, TABLES_RUNTIME_VERSION / 1000,
+                     TABLES_RUNTIME_VERSION / 1000);
+        }
+        return CUDA_ERROR_NOT_SUPPORTED;
     }
     int driver_version = 0;
     vgpu_served_cuDriverGetVersion(&driver_version);

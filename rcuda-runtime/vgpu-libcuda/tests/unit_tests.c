@@ -247,6 +247,16 @@ static void known_tables_are_served_and_others_refused(void)
     CUuuid unknown = table_id("0123456789abcdef0123456789abcdef");
     EXPECT(vgpu_served_export_table(&table, &unknown) == CUDA_ERROR_NOT_SUPPORTED);
 
+    /* the integrity check names the runtime's version: a runtime older than the CUDA 13 whose tables these are is
+       refused, naming its version, rather than served slots that may mean other things to it */
+    CUuuid integrity = table_id("d4082055bde6704b8d34ba123c66e1f2");
+    EXPECT(vgpu_served_export_table(&table, &integrity) == CUDA_SUCCESS);
+    CUresult (*check)(unsigned int, uint64_t, uint64_t *) =
+        (CUresult(*)(unsigned int, uint64_t, uint64_t *))((const void *const *)table)[1];
+    uint64_t digest[2] = {0, 0};
+    EXPECT(check(12080, 1700000000, digest) == CUDA_ERROR_NOT_SUPPORTED);
+    EXPECT(check(13000, 1700000000, digest) == CUDA_SUCCESS);
+
     /* the tools' callback hooks: memory for the runtime to read */
     CUuuid hooks = table_id("a094798c2e742e7493f20800200c0a66");
     EXPECT(vgpu_served_export_table(&table, &hooks) == CUDA_SUCCESS);
