@@ -237,8 +237,17 @@ static CUresult copy_with_region(struct vgpu_device *device, int opcode, int str
     return on_stream(device, &request, async);
 }
 
-/* Bytes of the program's own memory are sent before this returns, in either form; shared page-locked memory's are
-   named, and the asynchronous form does not wait for the copy. */
+/* Whether bytes at address lie in one allocation of device (or a module variable whose address the program has). */
+static int holds_all(struct vgpu_device *device, uint64_t address, size_t bytes)
+{
+    struct vgpu_allocation found;
+    return vgpu_allocation_at(device, address, &found) && bytes <= found.bytes - (address - found.address);
+}
+
+/* Bytes of the program's own memory are in the request when this returns, in either form: the synchronous form waits
+   for the copy, the asynchronous one waits for nothing, as CUDA's returns once it has staged pageable memory (its
+   destination checked here, as the driver checks it at the call). Shared page-locked memory's are named, and the
+   asynchronous form does not wait for the copy. */
 CUresult vgpu_copy_to_device(CUdeviceptr_v2 dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream,
                              int async)
 {
@@ -260,8 +269,12 @@ CUresult vgpu_copy_to_device(CUdeviceptr_v2 dstDevice, const void *srcHost, size
         return copy_with_region(device, VGPU_OP_MEMCPY_HTOD_FROM_REGION, stream, dstDevice, region, offset, ByteCount,
                                 async);
     }
+    if (async && ByteCount > 0 && !holds_all(device, dstDevice, ByteCount)) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
     pthread_mutex_lock(&device->lock);
-    result = vgpu_send_to_device(device, dstDevice, srcHost, ByteCount);
+    result = async && ByteCount > 0 ? vgpu_send_to_device_async(device, stream, dstDevice, srcHost, ByteCount)
+                                    : vgpu_send_to_device(device, dstDevice, srcHost, ByteCount);
     pthread_mutex_unlock(&device->lock);
     return result;
 }

@@ -236,6 +236,10 @@ CUresult vgpu_call(struct vgpu_device *device, struct vgpu_request *request, str
 CUresult vgpu_send_async(struct vgpu_device *device, struct vgpu_request *request);
 /* A copy to the device in chunks of one request; waits for its answer. */
 CUresult vgpu_send_to_device(struct vgpu_device *device, uint64_t dst, const void *src, size_t bytes);
+/* As vgpu_send_to_device on stream, sent with FLAG_ASYNC (as vgpu_send_async): the bytes are in the request, so the
+   program's memory is free when this returns, and nothing is waited for. */
+CUresult vgpu_send_to_device_async(struct vgpu_device *device, int stream, uint64_t dst, const void *src,
+                                   size_t bytes);
 /* A copy from the device: the worker's DATA frames land in dst. */
 CUresult vgpu_fetch_from_device(struct vgpu_device *device, uint64_t src, void *dst, size_t bytes);
 /* Rows of device memory (a 2-D copy's device side): height rows of width bytes (neither 0), pitch bytes apart. */

@@ -403,29 +403,53 @@ CUresult vgpu_send_async(struct vgpu_device *device, struct vgpu_request *reques
     return result;
 }
 
-CUresult vgpu_send_to_device(struct vgpu_device *device, uint64_t dst, const void *src, size_t bytes)
+/* The chunks of one copy to the device, as request id on stream, each with flags (and MORE on all but the last). */
+static CUresult send_chunks(struct vgpu_device *device, int stream, uint64_t dst, const void *src, size_t bytes,
+                            int flags, uint32_t id)
 {
-    if (device->fd < 0) {
-        return device->open_failure;
-    }
-    uint32_t id = device->next_request_id++; /* every chunk of the copy carries it */
     size_t offset = 0;
     do {
         size_t chunk = bytes - offset < CHUNK_BYTES ? bytes - offset : CHUNK_BYTES;
         int more = offset + chunk < bytes;
         struct vgpu_request request;
         vgpu_request_begin(&request, VGPU_OP_MEMCPY_HTOD);
-        vgpu_put_u32(&request, 0); /* the default stream */
+        vgpu_put_u32(&request, (uint32_t)stream);
         vgpu_put_u64(&request, dst + offset);
         vgpu_put_bytes(&request, (const uint8_t *)src + offset, chunk);
-        CUresult result = send_request(device, &request, more ? VGPU_WIRE_FLAG_MORE : 0, id);
+        CUresult result = send_request(device, &request, flags | (more ? VGPU_WIRE_FLAG_MORE : 0), id);
         vgpu_request_free(&request);
         if (result != CUDA_SUCCESS) {
             return result;
         }
         offset += chunk;
     } while (offset < bytes);
-    return await_answer(device, id, NULL);
+    return CUDA_SUCCESS;
+}
+
+CUresult vgpu_send_to_device(struct vgpu_device *device, uint64_t dst, const void *src, size_t bytes)
+{
+    if (device->fd < 0) {
+        return device->open_failure;
+    }
+    uint32_t id = device->next_request_id++; /* every chunk of the copy carries it */
+    CUresult result = send_chunks(device, 0, dst, src, bytes, 0, id); /* the default stream */
+    return result == CUDA_SUCCESS ? await_answer(device, id, NULL) : result;
+}
+
+CUresult vgpu_send_to_device_async(struct vgpu_device *device, int stream, uint64_t dst, const void *src, size_t bytes)
+{
+    CUresult result = device->fd < 0 ? device->open_failure : CUDA_SUCCESS;
+    if (result == CUDA_SUCCESS && device->unanswered >= VGPU_ASYNC_WINDOW) {
+        result = await_taken(device);
+    }
+    if (result == CUDA_SUCCESS) {
+        result = send_chunks(device, stream, dst, src, bytes, VGPU_WIRE_FLAG_ASYNC, device->next_request_id++);
+    }
+    if (result == CUDA_SUCCESS) {
+        device->unanswered++;
+        vgpu_direct_served_async(device);
+    }
+    return result;
 }
 
 /* A scatter chunk names at most this many pieces (RequestDecoder.MAX_SCATTER_PIECES). */

@@ -474,6 +474,8 @@ struct fake_worker {
     unsigned int window_questions;        /* DEVICE_GET_ATTRIBUTE, which the window asks */
     unsigned int async_before_question;   /* asynchronous requests before the first of them */
     unsigned int shared_memory_questions; /* FUNC_GET_ATTRIBUTE */
+    unsigned int async_copies_to_device;  /* MEMCPY_HTOD with FLAG_ASYNC, its last chunk (no FLAG_MORE) */
+    uint8_t last_copy[256];               /* the bytes of the last of them (up to 256) */
 };
 
 static int read_exactly(int fd, uint8_t *bytes, size_t length)
@@ -508,6 +510,12 @@ static void *fake_worker_serve(void *argument)
         if (flags & VGPU_WIRE_FLAG_ASYNC) {
             worker->async_requests++;
             worker->launches += opcode == VGPU_OP_LAUNCH_KERNEL;
+            if (opcode == VGPU_OP_MEMCPY_HTOD && !(flags & VGPU_WIRE_FLAG_MORE) && body_length >= 12) {
+                worker->async_copies_to_device++;
+                size_t room = sizeof worker->last_copy;
+                size_t bytes = body_length - 12 < room ? body_length - 12 : room;
+                memcpy(worker->last_copy, body + 12, bytes);
+            }
             continue;
         }
         if (opcode == VGPU_OP_DEVICE_GET_ATTRIBUTE && worker->window_questions++ == 0) {
@@ -556,6 +564,45 @@ static void launches_wait_for_no_answer_within_the_window(void)
     EXPECT(worker.launches == VGPU_ASYNC_WINDOW + 10 && worker.async_requests == worker.launches);
     EXPECT(worker.window_questions == 1 && worker.async_before_question == VGPU_ASYNC_WINDOW);
     EXPECT(worker.shared_memory_questions == 1);
+    EXPECT(device.unanswered == 0);
+
+    vgpu_set_current(NULL);
+    vgpu_serving = 0;
+    close(ends[0]);
+    close(ends[1]);
+    pthread_mutex_destroy(&device.lock);
+}
+
+/* An asynchronous copy of the program's own (pageable) memory to the device returns once the bytes are in its request,
+   as CUDA's returns once they are staged: sent with FLAG_ASYNC, answered by nothing (the stand-in gives nothing), the
+   program's memory reusable at once; one to memory of no allocation is refused at the call, with no request. */
+static void async_copies_of_pageable_memory_wait_for_no_answer(void)
+{
+    int ends[2];
+    EXPECT(socketpair(AF_UNIX, SOCK_STREAM, 0, ends) == 0);
+    struct timeval patience = {10, 0};
+    setsockopt(ends[0], SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof patience);
+    struct vgpu_allocation allocation = {0x100000000000, 4096, 1};
+    struct vgpu_device device = {.fd = ends[0], .next_request_id = 1, .allocations = &allocation,
+                                 .allocation_count = 1, .allocation_capacity = 1};
+    pthread_mutex_init(&device.lock, NULL);
+    struct fake_worker worker = {.fd = ends[1]};
+    pthread_t thread;
+    EXPECT(pthread_create(&thread, NULL, fake_worker_serve, &worker) == 0);
+    struct vgpu_handle context = {VGPU_HANDLE_MAGIC, VGPU_CONTEXT, &device, 0, 0, NULL, -1, 0, 0, {0}};
+    vgpu_serving = 1;
+    vgpu_set_current(&context);
+
+    uint8_t pageable[256];
+    memset(pageable, 0x5a, sizeof pageable);
+    EXPECT(cuMemcpyHtoDAsync(0x100000000000 + 512, pageable, sizeof pageable, NULL) == CUDA_SUCCESS);
+    memset(pageable, 0, sizeof pageable); /* the program may reuse its memory at once */
+    EXPECT(cuMemcpyHtoDAsync(0x100000000000 + 4000, pageable, sizeof pageable, NULL) == CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuMemcpyHtoDAsync(0x200000000000, pageable, sizeof pageable, NULL) == CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuCtxSynchronize() == CUDA_SUCCESS);
+    pthread_join(thread, NULL);
+    EXPECT(worker.async_copies_to_device == 1 && worker.async_requests == 1);
+    EXPECT(worker.last_copy[0] == 0x5a && worker.last_copy[255] == 0x5a);
     EXPECT(device.unanswered == 0);
 
     vgpu_set_current(NULL);
@@ -730,7 +777,9 @@ static void host_memory_with(struct region_launcher *launcher, const char *offer
 {
     int ends[2];
     EXPECT(socketpair(AF_UNIX, SOCK_STREAM, 0, ends) == 0);
-    struct vgpu_device device = {.fd = ends[0], .next_request_id = 1, .max_threads_per_block = 1024};
+    struct vgpu_allocation allocation = {0x100000000ull, 10000, 1};
+    struct vgpu_device device = {.fd = ends[0], .next_request_id = 1, .max_threads_per_block = 1024,
+                                 .allocations = &allocation, .allocation_count = 1, .allocation_capacity = 1};
     pthread_mutex_init(&device.lock, NULL);
     launcher->fd = ends[1];
     pthread_t thread;
@@ -1001,6 +1050,7 @@ int main(void)
     occupancy_is_limited_by_threads_registers_and_shared_memory();
     launches_and_kernel_queries_refuse_bad_calls();
     launches_wait_for_no_answer_within_the_window();
+    async_copies_of_pageable_memory_wait_for_no_answer();
     traced_tables_pass_each_call_to_the_driver();
     a_forked_child_refuses_without_touching_the_parents_session();
     page_locked_memory_is_shared_with_the_launcher_when_it_offers();

@@ -139,6 +139,14 @@ int main(int argc, char **argv)
         shifted_matches += shifted[i] == (i == 0 ? 0.0f : line[i - 1]) ? 1 : 0;
     }
     std::printf("copies with cudaMemcpyDefault: %zu of %zu floats as expected\n", shifted_matches, n);
+    // pageable memory is staged when an asynchronous copy of it to the device returns: the program may reuse it
+    std::vector<float> staged(n, 7.0f);
+    CHECK(cudaMemcpyAsync(second, staged.data(), n * sizeof(float), cudaMemcpyHostToDevice, stream));
+    std::fill(staged.begin(), staged.end(), -7.0f);
+    CHECK(cudaMemcpyAsync(staged.data(), second, n * sizeof(float), cudaMemcpyDeviceToHost, stream));
+    CHECK(cudaStreamSynchronize(stream));
+    std::printf("pageable memory reused once its asynchronous copy returned: %zu of %zu floats as the copy took them\n",
+                (size_t)std::count(staged.begin(), staged.end(), 7.0f), n);
 
     // 5. shapes that cut a copy's rows apart: more narrow rows than one request names, rows longer than one chunk
     size_t shapes_matching = 0, shapes_bytes = 0;

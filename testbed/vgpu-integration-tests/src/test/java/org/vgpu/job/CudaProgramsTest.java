@@ -403,6 +403,8 @@ class CudaProgramsTest {
                                 + " the host's row gaps untouched: yes",
                         "2-D memset and copy on a stream: 2368 of 2368 floats as expected",
                         "copies with cudaMemcpyDefault: 65536 of 65536 floats as expected",
+                        "pageable memory reused once its asynchronous copy returned: 65536 of 65536 floats as the copy"
+                                + " took them",
                         "70000 rows of 8 bytes and 2 rows of 5 MiB to the device and back: 11045760 of 11045760 bytes"
                                 + " as expected",
                         "a 3-D volume set, a box written and all read back: 48000 of 48000 bytes as expected",
