@@ -59,14 +59,20 @@ static CUresult side_of(CUmemorytype type, const void *host, CUdeviceptr_v2 devi
     size_t from = y * pitch + x;
     switch (type) {
     case CU_MEMORYTYPE_HOST:
+        if (host == NULL) {
+            return CUDA_ERROR_INVALID_VALUE;
+        }
         *side = (struct side){NULL, 0, (uint8_t *)(uintptr_t)host + from, pitch};
-        return host != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+        return CUDA_SUCCESS;
     case CU_MEMORYTYPE_DEVICE:
         *side = (struct side){window_holding(device + from), device + from, NULL, pitch};
         return side->device != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE; /* no vGPU's memory */
     case CU_MEMORYTYPE_UNIFIED:
+        if (device == 0) {
+            return CUDA_ERROR_INVALID_VALUE;
+        }
         *side = unified(device + from, pitch);
-        return device != 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+        return CUDA_SUCCESS;
     case CU_MEMORYTYPE_ARRAY:
         if (!atomic_exchange(&array_refusal_said, 1)) {
             vgpu_say("a 2-D copy to or from a CUDA array is refused on a vGPU: CUDA arrays are not served");
@@ -275,14 +281,23 @@ CUresult vgpu_served_cuMemcpy3DAsync(const CUDA_MEMCPY3D_v2 *pCopy, CUstream hSt
     return copy_3d(pCopy, hStream, 1);
 }
 
+/* A copy whose direction comes from its pointers; a null one is refused, as the driver refuses it. */
+static CUresult copy_either_way(CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t bytes, CUstream stream, int async)
+{
+    if (bytes > 0 && (dst == 0 || src == 0)) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    return copy_rows(unified(dst, bytes), unified(src, bytes), bytes, 1, stream, async);
+}
+
 CUresult vgpu_served_cuMemcpy(CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t ByteCount)
 {
-    return copy_rows(unified(dst, ByteCount), unified(src, ByteCount), ByteCount, 1, NULL, 0);
+    return copy_either_way(dst, src, ByteCount, NULL, 0);
 }
 
 CUresult vgpu_served_cuMemcpyAsync(CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t ByteCount, CUstream hStream)
 {
-    return copy_rows(unified(dst, ByteCount), unified(src, ByteCount), ByteCount, 1, hStream, 1);
+    return copy_either_way(dst, src, ByteCount, hStream, 1);
 }
 
 CUresult vgpu_served_cuMemAllocPitch(CUdeviceptr_v2 *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,

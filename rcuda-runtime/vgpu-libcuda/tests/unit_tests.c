@@ -573,6 +573,47 @@ static void launches_wait_for_no_answer_within_the_window(void)
     pthread_mutex_destroy(&device.lock);
 }
 
+/* 2-D, 3-D and either-way copies, pitched allocations, 2-D memsets and registered memory refuse bad calls with CUDA's
+   codes before any session is asked: a null pointer, a row wider than its pitch, a CUDA array, a pitched element size
+   the driver does not take, memory of no vGPU, a reserved field set, I/O memory, registering or unregistering twice. */
+static void copies_memsets_and_registrations_refuse_bad_calls(void)
+{
+    vgpu_serving = 1;
+    uint8_t host[64] = {0};
+    EXPECT(cuMemcpy(0, (CUdeviceptr)(uintptr_t)host, 4) == CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuMemcpyAsync((CUdeviceptr)(uintptr_t)host, 0, 4, NULL) == CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuMemcpy2D(NULL) == CUDA_ERROR_INVALID_VALUE);
+    CUDA_MEMCPY2D rows = {.srcMemoryType = CU_MEMORYTYPE_HOST, .srcHost = host, .srcPitch = 8,
+                          .dstMemoryType = CU_MEMORYTYPE_HOST, .dstHost = host + 32, .dstPitch = 8,
+                          .WidthInBytes = 16, .Height = 2};
+    EXPECT(cuMemcpy2D(&rows) == CUDA_ERROR_INVALID_VALUE); /* wider than its pitch */
+    rows.srcHost = NULL;
+    EXPECT(cuMemcpy2D(&rows) == CUDA_ERROR_INVALID_VALUE);
+    rows.srcMemoryType = CU_MEMORYTYPE_ARRAY;
+    EXPECT(cuMemcpy2D(&rows) == CUDA_ERROR_NOT_SUPPORTED);
+    rows.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    rows.srcDevice = 0x10; /* in no vGPU's window */
+    rows.srcPitch = 16;
+    rows.dstPitch = 16;
+    EXPECT(cuMemcpy2D(&rows) == CUDA_ERROR_INVALID_VALUE);
+    CUDA_MEMCPY3D volume = {.reserved0 = host, .WidthInBytes = 1, .Height = 1, .Depth = 1};
+    EXPECT(cuMemcpy3D(&volume) == CUDA_ERROR_INVALID_VALUE);
+    CUdeviceptr pitched = 0;
+    size_t pitch = 0;
+    EXPECT(cuMemAllocPitch(&pitched, &pitch, 100, 10, 3) == CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuMemAllocPitch(&pitched, &pitch, 0, 10, 4) == CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuMemsetD2D8(0x10, 64, 1, 16, 2) == CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuMemHostRegister(host, sizeof host, 0x100) == CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuMemHostRegister(host, sizeof host, CU_MEMHOSTREGISTER_IOMEMORY) == CUDA_ERROR_NOT_SUPPORTED);
+    EXPECT(cuMemHostRegister(host, sizeof host, 0) == CUDA_SUCCESS);
+    EXPECT(cuMemHostRegister(host + 8, 8, 0) == CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+    EXPECT(cuMemFreeHost(host) == CUDA_ERROR_INVALID_VALUE); /* registered, not given */
+    EXPECT(cuMemHostUnregister(host + 8) == CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+    EXPECT(cuMemHostUnregister(host) == CUDA_SUCCESS);
+    EXPECT(cuMemHostUnregister(host) == CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+    vgpu_serving = 0;
+}
+
 /* An asynchronous copy of the program's own (pageable) memory to the device returns once the bytes are in its request,
    as CUDA's returns once they are staged: sent with FLAG_ASYNC, answered by nothing (the stand-in gives nothing), the
    program's memory reusable at once; one to memory of no allocation is refused at the call, with no request. */
@@ -1051,6 +1092,7 @@ int main(void)
     launches_and_kernel_queries_refuse_bad_calls();
     launches_wait_for_no_answer_within_the_window();
     async_copies_of_pageable_memory_wait_for_no_answer();
+    copies_memsets_and_registrations_refuse_bad_calls();
     traced_tables_pass_each_call_to_the_driver();
     a_forked_child_refuses_without_touching_the_parents_session();
     page_locked_memory_is_shared_with_the_launcher_when_it_offers();
