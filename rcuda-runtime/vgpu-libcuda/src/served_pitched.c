@@ -1,7 +1,7 @@
 /*
  * Served on a vGPU: pitched allocations, 2-D and 3-D copies of linear memory, 2-D memsets (cudaMallocPitch,
- * cudaMalloc3D, cudaMemcpy2D, cudaMemcpy3D, cudaMemset2D, cudaMemset3D and their Async forms), and copies whose direction
- * comes from the pointers (cuMemcpy, cuMemcpyAsync: cudaMemcpyDefault).
+ * cudaMalloc3D, cudaMemcpy2D, cudaMemcpy3D, cudaMemset2D, cudaMemset3D and their Async forms), and copies whose
+ * direction comes from the pointers (cuMemcpy, cuMemcpyAsync: cudaMemcpyDefault).
  *
  * A 2-D copy or memset is its rows. Rows to the device go as one scattered copy and rows from it as one gathered copy,
  * each one request however many rows; rows on the device, and memsets' rows, go as a request each, sent without
