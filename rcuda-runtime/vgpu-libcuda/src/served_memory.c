@@ -224,8 +224,8 @@ static CUresult on_stream(struct vgpu_device *device, struct vgpu_request *reque
    the launcher copies in the stream's order. The synchronous form waits for its answer; the asynchronous one is sent
    without waiting, as CUDA returns before such a copy is done: the program may touch the bytes only after it has
    synchronized, and a synchronizing call is answered after the launcher took every request sent before it. */
-static CUresult copy_with_region(struct vgpu_device *device, int opcode, int stream, uint64_t device_address,
-                                 uint32_t region, uint64_t offset, size_t bytes, int async)
+CUresult vgpu_copy_with_region(struct vgpu_device *device, int opcode, int stream, uint64_t device_address,
+                               uint32_t region, uint64_t offset, size_t bytes, int async)
 {
     struct vgpu_request request;
     vgpu_request_begin(&request, opcode);
@@ -266,8 +266,8 @@ CUresult vgpu_copy_to_device(CUdeviceptr_v2 dstDevice, const void *srcHost, size
     uint32_t region = 0;
     uint64_t offset = 0;
     if (ByteCount > 0 && vgpu_host_region_at(srcHost, ByteCount, &region, &offset)) {
-        return copy_with_region(device, VGPU_OP_MEMCPY_HTOD_FROM_REGION, stream, dstDevice, region, offset, ByteCount,
-                                async);
+        return vgpu_copy_with_region(device, VGPU_OP_MEMCPY_HTOD_FROM_REGION, stream, dstDevice, region, offset,
+                                     ByteCount, async);
     }
     if (async && ByteCount > 0 && !holds_all(device, dstDevice, ByteCount)) {
         return CUDA_ERROR_INVALID_VALUE;
@@ -310,8 +310,8 @@ CUresult vgpu_copy_from_device(void *dstHost, CUdeviceptr_v2 srcDevice, size_t B
     uint32_t region = 0;
     uint64_t offset = 0;
     if (ByteCount > 0 && vgpu_host_region_at(dstHost, ByteCount, &region, &offset)) {
-        return copy_with_region(device, VGPU_OP_MEMCPY_DTOH_TO_REGION, stream, srcDevice, region, offset, ByteCount,
-                                async);
+        return vgpu_copy_with_region(device, VGPU_OP_MEMCPY_DTOH_TO_REGION, stream, srcDevice, region, offset,
+                                     ByteCount, async);
     }
     pthread_mutex_lock(&device->lock);
     result = vgpu_fetch_from_device(device, srcDevice, dstHost, ByteCount);

@@ -7,7 +7,8 @@
  * each one request however many rows; rows on the device, and memsets' rows, go as a request each, sent without
  * waiting but the last of a synchronous call, which waits and so reports any row's failure, as the driver reports it
  * at the call. Rows back to back (pitch equal to the width, or one row) are one plain copy or memset, with everything
- * that path does (direct calls, page-locked memory shared with the launcher). A 3-D copy is the 2-D copies of its
+ * that path does (direct calls, page-locked memory shared with the launcher). Rows of page-locked memory shared with
+ * the launcher are a named copy each, asynchronous in the asynchronous form. A 3-D copy is the 2-D copies of its
  * slices, or one of all its rows where they are evenly spaced. The program's own memory is done with when the call
  * returns, in either form, as for the 1-D copies. CUDA arrays are not served.
  *
@@ -135,15 +136,41 @@ static CUresult rows_on_device(const struct side *dst, const struct side *src, s
     return result;
 }
 
-/* Rows between the program's memory and a vGPU: one scattered or gathered copy on the current vGPU. */
+/* Rows between page-locked memory shared with the launcher (its region, from offset) and a vGPU: a copy each, named,
+   sent without waiting but the last of a synchronous call, so no byte crosses the session and the asynchronous form
+   stays on its stream, as CUDA leaves a copy with page-locked memory. */
+static CUresult rows_with_region(struct vgpu_device *device, int stream_id, const struct side *dst,
+                                 const struct side *src, size_t width, size_t height, uint32_t region, uint64_t offset,
+                                 int async)
+{
+    int to_device = dst->device != NULL;
+    const struct side *on_device = to_device ? dst : src;
+    size_t host_pitch = to_device ? src->pitch : dst->pitch;
+    int opcode = to_device ? VGPU_OP_MEMCPY_HTOD_FROM_REGION : VGPU_OP_MEMCPY_DTOH_TO_REGION;
+    CUresult result = CUDA_SUCCESS;
+    for (size_t row = 0; result == CUDA_SUCCESS && row < height; row++) {
+        result = vgpu_copy_with_region(device, opcode, stream_id, on_device->address + row * on_device->pitch, region,
+                                       offset + row * host_pitch, width, async || row + 1 < height);
+    }
+    return result;
+}
+
+/* Rows between the program's memory and a vGPU: named where the memory is shared with the launcher, else one scattered
+   or gathered copy on the current vGPU. */
 static CUresult rows_across(const struct side *dst, const struct side *src, size_t width, size_t height,
-                            CUstream stream)
+                            CUstream stream, int async)
 {
     CUresult result;
     int stream_id = 0;
     struct vgpu_device *device = vgpu_current_stream(stream, &stream_id, &result);
     if (device == NULL) {
         return result;
+    }
+    const struct side *host = dst->device != NULL ? src : dst;
+    uint32_t region = 0;
+    uint64_t offset = 0;
+    if (vgpu_host_region_at(host->host, (height - 1) * host->pitch + width, &region, &offset)) {
+        return rows_with_region(device, stream_id, dst, src, width, height, region, offset, async);
     }
     pthread_mutex_lock(&device->lock);
     if (dst->device != NULL) {
@@ -185,7 +212,7 @@ static CUresult copy_rows(struct side dst, struct side src, size_t width, size_t
         result = dst.device != NULL ? vgpu_copy_to_device(dst.address, src.host, width * height, stream, async)
                                     : vgpu_copy_from_device(dst.host, src.address, width * height, stream, async);
     } else {
-        result = rows_across(&dst, &src, width, height, stream);
+        result = rows_across(&dst, &src, width, height, stream, async);
     }
     leave(was);
     return result;

@@ -189,6 +189,10 @@ CUresult vgpu_copy_from_device(void *dst, CUdeviceptr_v2 src, size_t bytes, CUst
 CUresult vgpu_copy_on_device(CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t bytes, CUstream stream, int async);
 CUresult vgpu_memset_elements(CUdeviceptr_v2 dst, uint32_t value, int element_size, size_t count, CUstream stream,
                               int async);
+/* served_memory.c: a copy between device_address and bytes of page-locked memory shared with the launcher, named by its
+   region and offset (opcode MEMCPY_HTOD_FROM_REGION or MEMCPY_DTOH_TO_REGION) on stream; async: sent without waiting. */
+CUresult vgpu_copy_with_region(struct vgpu_device *device, int opcode, int stream, uint64_t device_address,
+                               uint32_t region, uint64_t offset, size_t bytes, int async);
 
 /* The current vGPU, opened, with stream checked to be one of its own and its id set (the worker takes a session's
    requests in the order the program issued them); NULL with *result set when not. */

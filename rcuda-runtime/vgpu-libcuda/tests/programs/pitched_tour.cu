@@ -118,6 +118,31 @@ int main(int argc, char **argv)
     });
     std::printf("2-D memset and copy on a stream: %zu of %zu floats as expected\n", matches, band_columns * HEIGHT);
 
+    // 3b. the same band through page-locked memory, its rows further apart than the band's, on the stream
+    float *pinned = nullptr;
+    const size_t pinned_pitch_floats = band_columns + 16;
+    CHECK(cudaMallocHost((void **)&pinned, pinned_pitch_floats * HEIGHT * sizeof(float)));
+    for (size_t i = 0; i < pinned_pitch_floats * HEIGHT; i++) {
+        pinned[i] = (float)i;
+    }
+    CHECK(cudaMemcpy2DAsync((char *)image + 500 * sizeof(float), pitch, pinned, pinned_pitch_floats * sizeof(float),
+                            band_columns * sizeof(float), HEIGHT, cudaMemcpyHostToDevice, stream));
+    CHECK(cudaStreamSynchronize(stream));
+    std::fill(pinned, pinned + pinned_pitch_floats * HEIGHT, -1.0f);
+    CHECK(cudaMemcpy2DAsync(pinned, pinned_pitch_floats * sizeof(float), (const char *)image + 500 * sizeof(float),
+                            pitch, band_columns * sizeof(float), HEIGHT, cudaMemcpyDeviceToHost, stream));
+    CHECK(cudaStreamSynchronize(stream));
+    size_t pinned_matching = 0;
+    for (size_t row = 0; row < HEIGHT; row++) {
+        for (size_t column = 0; column < pinned_pitch_floats; column++) {
+            float sent = (float)(row * pinned_pitch_floats + column);
+            pinned_matching += pinned[row * pinned_pitch_floats + column] == (column < band_columns ? sent : -1.0f);
+        }
+    }
+    std::printf("2-D copies with page-locked memory on a stream: %zu of %zu floats as expected\n", pinned_matching,
+                pinned_pitch_floats * HEIGHT);
+    CHECK(cudaFreeHost(pinned));
+
     // 4. cudaMemcpyDefault: the direction from the pointers (host to device, on the device, device to host)
     const size_t n = 1 << 16;
     std::vector<float> line(n);

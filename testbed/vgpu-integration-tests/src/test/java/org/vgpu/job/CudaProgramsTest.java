@@ -402,6 +402,7 @@ class CudaProgramsTest {
                         "2-D copies to, on and from the device and a 2-D memset: 37000 of 37000 floats as expected,"
                                 + " the host's row gaps untouched: yes",
                         "2-D memset and copy on a stream: 2368 of 2368 floats as expected",
+                        "2-D copies with page-locked memory on a stream: 2960 of 2960 floats as expected",
                         "copies with cudaMemcpyDefault: 65536 of 65536 floats as expected",
                         "pageable memory reused once its asynchronous copy returned: 65536 of 65536 floats as the copy"
                                 + " took them",
