@@ -530,24 +530,52 @@ static void *fake_worker_serve(void *argument)
     }
 }
 
+/* A vGPU whose session is a socket pair with a fake worker on its other end, current to the calling thread. */
+struct fake_session {
+    int ends[2];
+    pthread_t thread;
+    struct fake_worker worker;
+    struct vgpu_handle context;
+};
+
+/* Opens device's session with a fake worker (device's fd is set here) and makes its context current. */
+static void fake_session_start(struct fake_session *session, struct vgpu_device *device)
+{
+    EXPECT(socketpair(AF_UNIX, SOCK_STREAM, 0, session->ends) == 0);
+    struct timeval patience = {10, 0};
+    setsockopt(session->ends[0], SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof patience);
+    device->fd = session->ends[0];
+    device->next_request_id = 1;
+    pthread_mutex_init(&device->lock, NULL);
+    session->worker = (struct fake_worker){.fd = session->ends[1]};
+    EXPECT(pthread_create(&session->thread, NULL, fake_worker_serve, &session->worker) == 0);
+    session->context = (struct vgpu_handle){VGPU_HANDLE_MAGIC, VGPU_CONTEXT, device, 0, 0, NULL, -1, 0, 0, {0}};
+    vgpu_serving = 1;
+    vgpu_set_current(&session->context);
+}
+
+/* Ends the session with cuCtxSynchronize, which the fake worker answers last, and waits for it. */
+static void fake_session_stop(struct fake_session *session, struct vgpu_device *device)
+{
+    EXPECT(cuCtxSynchronize() == CUDA_SUCCESS);
+    pthread_join(session->thread, NULL);
+    vgpu_set_current(NULL);
+    vgpu_serving = 0;
+    close(session->ends[0]);
+    close(session->ends[1]);
+    pthread_mutex_destroy(&device->lock);
+}
+
 /* Launches are sent with FLAG_ASYNC and wait for no answer (the stand-in gives none, and the session's socket gives
    up on a read after 10 s), but for one question when VGPU_ASYNC_WINDOW of them are unanswered; what the driver
    refuses at the call is refused without a request, the kernel's dynamic shared memory asked once. */
 static void launches_wait_for_no_answer_within_the_window(void)
 {
-    int ends[2];
-    EXPECT(socketpair(AF_UNIX, SOCK_STREAM, 0, ends) == 0);
-    struct timeval patience = {10, 0};
-    setsockopt(ends[0], SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof patience);
-    struct vgpu_device device = {.fd = ends[0], .next_request_id = 1, .max_threads_per_block = 1024};
-    pthread_mutex_init(&device.lock, NULL);
-    struct fake_worker worker = {.fd = ends[1]};
-    pthread_t thread;
-    EXPECT(pthread_create(&thread, NULL, fake_worker_serve, &worker) == 0);
-    struct vgpu_handle context = {VGPU_HANDLE_MAGIC, VGPU_CONTEXT, &device, 0, 0, NULL, -1, 0, 0, {0}};
+    struct vgpu_device device = {.max_threads_per_block = 1024};
+    struct fake_session session;
+    fake_session_start(&session, &device);
+    struct fake_worker *worker = &session.worker;
     struct vgpu_handle function = {VGPU_HANDLE_MAGIC, VGPU_FUNCTION, &device, 7, 0, NULL, -1, 0, 0, {0}};
-    vgpu_serving = 1;
-    vgpu_set_current(&context);
     CUfunction f = (CUfunction)&function;
 
     EXPECT(cuLaunchKernel(f, 0, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL) == CUDA_ERROR_INVALID_VALUE);
@@ -559,18 +587,11 @@ static void launches_wait_for_no_answer_within_the_window(void)
     for (unsigned int i = 1; i < VGPU_ASYNC_WINDOW + 10; i++) {
         EXPECT(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL) == CUDA_SUCCESS);
     }
-    EXPECT(cuCtxSynchronize() == CUDA_SUCCESS);
-    pthread_join(thread, NULL);
-    EXPECT(worker.launches == VGPU_ASYNC_WINDOW + 10 && worker.async_requests == worker.launches);
-    EXPECT(worker.window_questions == 1 && worker.async_before_question == VGPU_ASYNC_WINDOW);
-    EXPECT(worker.shared_memory_questions == 1);
+    fake_session_stop(&session, &device);
+    EXPECT(worker->launches == VGPU_ASYNC_WINDOW + 10 && worker->async_requests == worker->launches);
+    EXPECT(worker->window_questions == 1 && worker->async_before_question == VGPU_ASYNC_WINDOW);
+    EXPECT(worker->shared_memory_questions == 1);
     EXPECT(device.unanswered == 0);
-
-    vgpu_set_current(NULL);
-    vgpu_serving = 0;
-    close(ends[0]);
-    close(ends[1]);
-    pthread_mutex_destroy(&device.lock);
 }
 
 /* 2-D, 3-D and either-way copies, pitched allocations, 2-D memsets and registered memory refuse bad calls with CUDA's
@@ -619,20 +640,11 @@ static void copies_memsets_and_registrations_refuse_bad_calls(void)
    program's memory reusable at once; one to memory of no allocation is refused at the call, with no request. */
 static void async_copies_of_pageable_memory_wait_for_no_answer(void)
 {
-    int ends[2];
-    EXPECT(socketpair(AF_UNIX, SOCK_STREAM, 0, ends) == 0);
-    struct timeval patience = {10, 0};
-    setsockopt(ends[0], SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof patience);
     struct vgpu_allocation allocation = {0x100000000000, 4096, 1};
-    struct vgpu_device device = {.fd = ends[0], .next_request_id = 1, .allocations = &allocation,
-                                 .allocation_count = 1, .allocation_capacity = 1};
-    pthread_mutex_init(&device.lock, NULL);
-    struct fake_worker worker = {.fd = ends[1]};
-    pthread_t thread;
-    EXPECT(pthread_create(&thread, NULL, fake_worker_serve, &worker) == 0);
-    struct vgpu_handle context = {VGPU_HANDLE_MAGIC, VGPU_CONTEXT, &device, 0, 0, NULL, -1, 0, 0, {0}};
-    vgpu_serving = 1;
-    vgpu_set_current(&context);
+    struct vgpu_device device = {.allocations = &allocation, .allocation_count = 1, .allocation_capacity = 1};
+    struct fake_session session;
+    fake_session_start(&session, &device);
+    struct fake_worker *worker = &session.worker;
 
     uint8_t pageable[256];
     memset(pageable, 0x5a, sizeof pageable);
@@ -640,17 +652,10 @@ static void async_copies_of_pageable_memory_wait_for_no_answer(void)
     memset(pageable, 0, sizeof pageable); /* the program may reuse its memory at once */
     EXPECT(cuMemcpyHtoDAsync(0x100000000000 + 4000, pageable, sizeof pageable, NULL) == CUDA_ERROR_INVALID_VALUE);
     EXPECT(cuMemcpyHtoDAsync(0x200000000000, pageable, sizeof pageable, NULL) == CUDA_ERROR_INVALID_VALUE);
-    EXPECT(cuCtxSynchronize() == CUDA_SUCCESS);
-    pthread_join(thread, NULL);
-    EXPECT(worker.async_copies_to_device == 1 && worker.async_requests == 1);
-    EXPECT(worker.last_copy[0] == 0x5a && worker.last_copy[255] == 0x5a);
+    fake_session_stop(&session, &device);
+    EXPECT(worker->async_copies_to_device == 1 && worker->async_requests == 1);
+    EXPECT(worker->last_copy[0] == 0x5a && worker->last_copy[255] == 0x5a);
     EXPECT(device.unanswered == 0);
-
-    vgpu_set_current(NULL);
-    vgpu_serving = 0;
-    close(ends[0]);
-    close(ends[1]);
-    pthread_mutex_destroy(&device.lock);
 }
 
 /* A launcher's stand-in that shares host memory as the local worker does: HOST_REGION_CREATE makes a file of a header
