@@ -121,6 +121,32 @@ CUresult vgpu_served_cuStreamSynchronize(CUstream hStream)
     return result;
 }
 
+/* A host function on a stream (cuLaunchHostFunc, cuStreamAddCallback) runs as its call returns, on the calling thread,
+   after the stream's work before it, so what the program issues after the call comes after it, as on a GPU. A failure
+   the synchronization reports (a kernel's fault) is the call's, and a host function does not run after it; a callback
+   is told it. */
+CUresult vgpu_served_cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData)
+{
+    if (fn == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    CUresult result = vgpu_served_cuStreamSynchronize(hStream);
+    if (result == CUDA_SUCCESS) {
+        fn(userData);
+    }
+    return result;
+}
+
+CUresult vgpu_served_cuStreamAddCallback(CUstream hStream, CUstreamCallback callback, void *userData, unsigned int Flags)
+{
+    if (callback == NULL || Flags != 0) {
+        return CUDA_ERROR_INVALID_VALUE; /* the flags are reserved: 0 */
+    }
+    CUresult result = vgpu_served_cuStreamSynchronize(hStream);
+    callback(hStream, result, userData);
+    return result;
+}
+
 CUresult vgpu_served_cuEventCreate(CUevent *phEvent, unsigned int Flags)
 {
     (void)Flags; /* timing or not, blocking sync or not: the backend's events time always */

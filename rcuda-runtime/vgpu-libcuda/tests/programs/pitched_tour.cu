@@ -41,6 +41,24 @@ static size_t matching(const std::vector<float> &host, size_t pitch_floats, size
     return matches;
 }
 
+// What a host function on a stream saw in page-locked memory, and the word it left there for the work after it.
+struct HostStep {
+    unsigned int *words;
+    unsigned int seen;
+};
+
+static void CUDART_CB host_step(void *argument)
+{
+    HostStep *step = static_cast<HostStep *>(argument);
+    step->seen = step->words[0];
+    step->words[1] = 42;
+}
+
+static void CUDART_CB stream_callback(cudaStream_t, cudaError_t status, void *argument)
+{
+    *static_cast<cudaError_t *>(argument) = status;
+}
+
 static float bytes_as_float(uint8_t byte)
 {
     uint32_t word = byte * 0x01010101u;
@@ -142,6 +160,27 @@ int main(int argc, char **argv)
     std::printf("2-D copies with page-locked memory on a stream: %zu of %zu floats as expected\n", pinned_matching,
                 pinned_pitch_floats * HEIGHT);
     CHECK(cudaFreeHost(pinned));
+
+    // 3c. a host function and a callback on the stream: each after the work before it, before the work after it
+    unsigned int *words = nullptr;
+    unsigned int *device_words = nullptr;
+    CHECK(cudaMallocHost((void **)&words, 4 * sizeof(unsigned int)));
+    CHECK(cudaMalloc((void **)&device_words, 2 * sizeof(unsigned int)));
+    words[0] = words[1] = words[2] = words[3] = 0;
+    HostStep step = {words, 0};
+    CHECK(cudaMemsetAsync(device_words, 7, 2 * sizeof(unsigned int), stream));
+    CHECK(cudaMemcpyAsync(words, device_words, sizeof(unsigned int), cudaMemcpyDeviceToHost, stream));
+    CHECK(cudaLaunchHostFunc(stream, host_step, &step));
+    CHECK(cudaMemcpyAsync(device_words + 1, words + 1, sizeof(unsigned int), cudaMemcpyHostToDevice, stream));
+    cudaError_t callback_status = cudaErrorUnknown;
+    CHECK(cudaStreamAddCallback(stream, stream_callback, &callback_status, 0));
+    CHECK(cudaMemcpyAsync(words + 2, device_words + 1, sizeof(unsigned int), cudaMemcpyDeviceToHost, stream));
+    CHECK(cudaStreamSynchronize(stream));
+    std::printf("a host function on a stream saw 0x%08x before it, its 42 reached the device after it: %s; a callback's"
+                " status: %s\n",
+                step.seen, yes(words[2] == 42), cudaGetErrorName(callback_status));
+    CHECK(cudaFree(device_words));
+    CHECK(cudaFreeHost(words));
 
     // 4. cudaMemcpyDefault: the direction from the pointers (host to device, on the device, device to host)
     const size_t n = 1 << 16;

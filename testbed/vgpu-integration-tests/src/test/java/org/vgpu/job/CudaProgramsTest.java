@@ -393,8 +393,10 @@ class CudaProgramsTest {
                         "cuMemcpy",
                         "cuMemcpyAsync",
                         "cuMemHostRegister",
-                        "cuMemHostUnregister")),
-                "the runtime's calls reach vgpu's 2-D, 3-D and unified entry points: " + counted);
+                        "cuMemHostUnregister",
+                        "cuLaunchHostFunc",
+                        "cuStreamAddCallback")),
+                "the runtime's calls reach vgpu's own entry points: " + counted);
         assertEquals(
                 List.of(
                         "pitched allocation: pitch holds a row: yes, rows aligned to 256 bytes: yes, both pitches"
@@ -403,6 +405,8 @@ class CudaProgramsTest {
                                 + " the host's row gaps untouched: yes",
                         "2-D memset and copy on a stream: 2368 of 2368 floats as expected",
                         "2-D copies with page-locked memory on a stream: 2960 of 2960 floats as expected",
+                        "a host function on a stream saw 0x07070707 before it, its 42 reached the device after it: yes;"
+                                + " a callback's status: cudaSuccess",
                         "copies with cudaMemcpyDefault: 65536 of 65536 floats as expected",
                         "pageable memory reused once its asynchronous copy returned: 65536 of 65536 floats as the copy"
                                 + " took them",
