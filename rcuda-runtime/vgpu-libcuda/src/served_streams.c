@@ -137,7 +137,8 @@ CUresult vgpu_served_cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userD
     return result;
 }
 
-CUresult vgpu_served_cuStreamAddCallback(CUstream hStream, CUstreamCallback callback, void *userData, unsigned int Flags)
+CUresult vgpu_served_cuStreamAddCallback(CUstream hStream, CUstreamCallback callback, void *userData,
+                                         unsigned int Flags)
 {
     if (callback == NULL || Flags != 0) {
         return CUDA_ERROR_INVALID_VALUE; /* the flags are reserved: 0 */
