@@ -115,7 +115,7 @@ public enum DeviceAttribute implements CudaNumbered {
     /** The most shared memory a block may use once its kernel's MAX_DYNAMIC_SHARED_SIZE_BYTES is raised. */
     MAX_SHARED_MEMORY_PER_BLOCK_OPTIN(97),
     CAN_FLUSH_REMOTE_WRITES(98),
-    /** 0 on every vGPU: registering host memory is refused. */
+    /** 0 on every vGPU: host memory is not page-locked for one (vgpu's libcuda keeps it as registered only). */
     HOST_REGISTER_SUPPORTED(99),
     PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES(100),
     DIRECT_MANAGED_MEM_ACCESS_FROM_HOST(101),

@@ -43,12 +43,52 @@ import org.vgpu.runtime.memory.DeviceMemory;
  * @param <E> the backend's event object
  */
 public abstract class AbstractVirtualGpu<M, F, S, E> extends ChunkBackedGpu implements VirtualGpu {
-    private static final Set<DeviceAttribute> REFUSED_HOST_MEMORY_FEATURES = EnumSet.of(
+    /**
+     * The features a vGPU refuses on every backend, whose attributes answer 0 whatever the GPU behind it has: host
+     * memory the device reaches (mapped, registered, managed, pageable, host atomics), the program's own virtual memory
+     * management and shareable handles, memory pools, IPC and exported memory, multicast, external semaphores, sparse
+     * and deferred arrays, and stream memory operations. The launch attributes (cooperative, cluster) keep the GPU's
+     * answer: libraries such as cuBLAS choose their kernels by them, and a launch a vGPU refuses is refused naming it.
+     */
+    static final Set<DeviceAttribute> REFUSED_FEATURES = EnumSet.of(
             DeviceAttribute.CAN_MAP_HOST_MEMORY,
             DeviceAttribute.MANAGED_MEMORY,
             DeviceAttribute.HOST_REGISTER_SUPPORTED,
             DeviceAttribute.READ_ONLY_HOST_REGISTER_SUPPORTED,
-            DeviceAttribute.CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM);
+            DeviceAttribute.CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM,
+            DeviceAttribute.CONCURRENT_MANAGED_ACCESS,
+            DeviceAttribute.PAGEABLE_MEMORY_ACCESS,
+            DeviceAttribute.PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES,
+            DeviceAttribute.DIRECT_MANAGED_MEM_ACCESS_FROM_HOST,
+            DeviceAttribute.HOST_NATIVE_ATOMIC_SUPPORTED,
+            DeviceAttribute.ONLY_PARTIAL_HOST_NATIVE_ATOMIC_SUPPORTED,
+            DeviceAttribute.VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+            DeviceAttribute.GENERIC_COMPRESSION_SUPPORTED,
+            DeviceAttribute.GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED,
+            DeviceAttribute.HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
+            DeviceAttribute.HANDLE_TYPE_WIN32_HANDLE_SUPPORTED,
+            DeviceAttribute.HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED,
+            DeviceAttribute.HANDLE_TYPE_FABRIC_SUPPORTED,
+            DeviceAttribute.HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+            DeviceAttribute.HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+            DeviceAttribute.MEMORY_POOLS_SUPPORTED,
+            DeviceAttribute.MEMPOOL_SUPPORTED_HANDLE_TYPES,
+            DeviceAttribute.HOST_MEMORY_POOLS_SUPPORTED,
+            DeviceAttribute.HOST_NUMA_MEMORY_POOLS_SUPPORTED,
+            DeviceAttribute.IPC_EVENT_SUPPORTED,
+            DeviceAttribute.HOST_NUMA_MULTINODE_IPC_SUPPORTED,
+            DeviceAttribute.DMA_BUF_SUPPORTED,
+            DeviceAttribute.HOST_ALLOC_DMA_BUF_SUPPORTED,
+            DeviceAttribute.GPU_DIRECT_RDMA_SUPPORTED,
+            DeviceAttribute.MULTICAST_SUPPORTED,
+            DeviceAttribute.TIMELINE_SEMAPHORE_INTEROP_SUPPORTED,
+            DeviceAttribute.SPARSE_CUDA_ARRAY_SUPPORTED,
+            DeviceAttribute.DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED,
+            DeviceAttribute.CAN_USE_STREAM_MEM_OPS_V1,
+            DeviceAttribute.CAN_USE_64_BIT_STREAM_MEM_OPS_V1,
+            DeviceAttribute.CAN_USE_STREAM_WAIT_VALUE_NOR_V1,
+            DeviceAttribute.CAN_USE_64_BIT_STREAM_MEM_OPS,
+            DeviceAttribute.CAN_USE_STREAM_WAIT_VALUE_NOR);
 
     private final DevicePointers pointers;
 
@@ -207,15 +247,15 @@ public abstract class AbstractVirtualGpu<M, F, S, E> extends ChunkBackedGpu impl
     }
 
     /**
-     * The device's figure, except that the host-memory features a vGPU refuses (mapping host memory
-     * into the device's addresses, managed memory, registering host memory) are 0 on every backend:
-     * a program that asks before it uses one takes its other path instead of a refusal.
+     * The device's figure, except that the features a vGPU refuses ({@link #REFUSED_FEATURES}) are 0 on every
+     * backend: a program or library that asks before it uses one (NCCL its virtual memory management, RMM its memory
+     * pools) takes its other path instead of a refusal.
      */
     @Override
     public int deviceGetAttribute(DeviceAttribute attribute) {
         ensureOpen();
         DeviceAttribute asked = OperandChecks.given(attribute, "cuDeviceGetAttribute", "attribute");
-        return REFUSED_HOST_MEMORY_FEATURES.contains(asked) ? 0 : doDeviceGetAttribute(asked);
+        return REFUSED_FEATURES.contains(asked) ? 0 : doDeviceGetAttribute(asked);
     }
 
     @Override

@@ -155,9 +155,15 @@ public abstract class VirtualGpuConformanceTest {
         for (DeviceAttribute refused : List.of(
                 DeviceAttribute.CAN_MAP_HOST_MEMORY,
                 DeviceAttribute.MANAGED_MEMORY,
+                DeviceAttribute.CONCURRENT_MANAGED_ACCESS,
+                DeviceAttribute.PAGEABLE_MEMORY_ACCESS,
                 DeviceAttribute.HOST_REGISTER_SUPPORTED,
                 DeviceAttribute.READ_ONLY_HOST_REGISTER_SUPPORTED,
-                DeviceAttribute.CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM)) {
+                DeviceAttribute.CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM,
+                DeviceAttribute.VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+                DeviceAttribute.MEMORY_POOLS_SUPPORTED,
+                DeviceAttribute.IPC_EVENT_SUPPORTED,
+                DeviceAttribute.CAN_USE_64_BIT_STREAM_MEM_OPS)) {
             assertEquals(0, gpu.deviceGetAttribute(refused), refused + ": vgpu refuses the feature on every backend");
         }
         for (int undefined : new int[] {0, -1, 148, 1000}) {
