@@ -13,7 +13,8 @@
  * returns, in either form, as for the 1-D copies. CUDA arrays are not served.
  *
  * Device memory is any address in a vGPU's window; the call runs on that vGPU, whichever is current. Other addresses
- * are the program's memory.
+ * are the program's memory. An address's allocation (cuMemGetAddressRange) and stream-ordered allocation
+ * (cudaMallocAsync, cudaFreeAsync: an allocation at the call, a free after the stream's work) are answered here too.
  */
 #include "serving.h"
 
@@ -325,6 +326,41 @@ CUresult vgpu_served_cuMemcpy(CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t Byt
 CUresult vgpu_served_cuMemcpyAsync(CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t ByteCount, CUstream hStream)
 {
     return copy_either_way(dst, src, ByteCount, hStream, 1);
+}
+
+CUresult vgpu_served_cuMemGetAddressRange(CUdeviceptr_v2 *pbase, size_t *psize, CUdeviceptr_v2 dptr)
+{
+    struct vgpu_device *device = window_holding(dptr);
+    struct vgpu_allocation found;
+    if (device == NULL || !vgpu_allocation_at(device, dptr, &found)) {
+        return CUDA_ERROR_NOT_FOUND; /* as the driver, for an address in no allocation */
+    }
+    if (pbase != NULL) {
+        *pbase = found.address;
+    }
+    if (psize != NULL) {
+        *psize = found.bytes;
+    }
+    return CUDA_SUCCESS;
+}
+
+/* Stream-ordered allocation (cudaMallocAsync) is an allocation made at the call: the memory is the stream's from then
+   on, as CUDA's is once the stream reaches the call. */
+CUresult vgpu_served_cuMemAllocAsync(CUdeviceptr_v2 *dptr, size_t bytesize, CUstream hStream)
+{
+    CUresult result;
+    int stream_id = 0;
+    if (vgpu_current_stream(hStream, &stream_id, &result) == NULL) {
+        return result;
+    }
+    return vgpu_served_cuMemAlloc(dptr, bytesize);
+}
+
+/* A stream-ordered free waits for the stream's work before it (which may still use the memory), then frees. */
+CUresult vgpu_served_cuMemFreeAsync(CUdeviceptr_v2 dptr, CUstream hStream)
+{
+    CUresult result = vgpu_served_cuStreamSynchronize(hStream);
+    return result == CUDA_SUCCESS ? vgpu_served_cuMemFree(dptr) : result;
 }
 
 CUresult vgpu_served_cuMemAllocPitch(CUdeviceptr_v2 *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,

@@ -12,6 +12,8 @@
 
 #include <unistd.h>
 
+#include <cuda.h>
+
 #include "tour.h"
 
 static const size_t WIDTH = 1000; // floats per row: no multiple of any pitch alignment
@@ -211,6 +213,29 @@ int main(int argc, char **argv)
     CHECK(cudaStreamSynchronize(stream));
     std::printf("pageable memory reused once its asynchronous copy returned: %zu of %zu floats as the copy took them\n",
                 (size_t)std::count(staged.begin(), staged.end(), 7.0f), n);
+    // stream-ordered allocation (cudaMallocAsync), and an address's allocation as libraries ask the driver for it
+    float *ordered = nullptr;
+    CHECK(cudaMallocAsync((void **)&ordered, n * sizeof(float), stream));
+    CHECK(cudaMemcpyAsync(ordered, first, n * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+    CHECK(cudaMemcpyAsync(staged.data(), ordered, n * sizeof(float), cudaMemcpyDeviceToHost, stream));
+    CHECK(cudaFreeAsync(ordered, stream));
+    CHECK(cudaStreamSynchronize(stream));
+    size_t ordered_matching = 0;
+    for (size_t i = 0; i < n; i++) {
+        ordered_matching += staged[i] == line[i] ? 1 : 0;
+    }
+    void *range_function = nullptr;
+    cudaDriverEntryPointQueryResult found;
+    CHECK(cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &range_function, 12000, cudaEnableDefault,
+                                           &found));
+    CUdeviceptr base = 0;
+    size_t range_bytes = 0;
+    CUresult range = ((CUresult(*)(CUdeviceptr *, size_t *, CUdeviceptr))range_function)(
+        &base, &range_bytes, (CUdeviceptr)(uintptr_t)(first + 100));
+    std::printf("stream-ordered allocation: %zu of %zu floats as expected; an address inside an allocation: %s, its"
+                " start: %s, %zu bytes\n",
+                ordered_matching, n, range == CUDA_SUCCESS ? "found" : "not found",
+                yes(base == (CUdeviceptr)(uintptr_t)first), range_bytes);
 
     // 5. shapes that cut a copy's rows apart: more narrow rows than one request names, rows longer than one chunk
     size_t shapes_matching = 0, shapes_bytes = 0;

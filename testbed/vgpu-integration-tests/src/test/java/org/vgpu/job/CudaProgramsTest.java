@@ -395,7 +395,10 @@ class CudaProgramsTest {
                         "cuMemHostRegister",
                         "cuMemHostUnregister",
                         "cuLaunchHostFunc",
-                        "cuStreamAddCallback")),
+                        "cuStreamAddCallback",
+                        "cuMemAllocAsync",
+                        "cuMemFreeAsync",
+                        "cuMemGetAddressRange")),
                 "the runtime's calls reach vgpu's own entry points: " + counted);
         assertEquals(
                 List.of(
@@ -410,6 +413,8 @@ class CudaProgramsTest {
                         "copies with cudaMemcpyDefault: 65536 of 65536 floats as expected",
                         "pageable memory reused once its asynchronous copy returned: 65536 of 65536 floats as the copy"
                                 + " took them",
+                        "stream-ordered allocation: 65536 of 65536 floats as expected; an address inside an"
+                                + " allocation: found, its start: yes, 262144 bytes",
                         "70000 rows of 8 bytes and 2 rows of 5 MiB to the device and back: 11045760 of 11045760 bytes"
                                 + " as expected",
                         "a 3-D volume set, a box written and all read back: 48000 of 48000 bytes as expected",
