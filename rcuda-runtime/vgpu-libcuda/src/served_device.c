@@ -1,6 +1,8 @@
 /* Served on a vGPU: initialisation, devices (device k is vGPU k) and contexts (one per vGPU). */
 #include "serving.h"
 
+#include <stdatomic.h>
+
 #include <string.h>
 
 static int initialised;
@@ -179,6 +181,48 @@ CUresult vgpu_served_cuDevicePrimaryCtxGetState(CUdevice_v1 dev, unsigned int *f
     *flags = 0;
     *active = __atomic_load_n(&device->primary_retains, __ATOMIC_RELAXED) > 0;
     return CUDA_SUCCESS;
+}
+
+/* No vGPU reaches another's memory (peer access is refused: vGPUs may live on different nodes), so a program that asks
+   first copies through the host. */
+CUresult vgpu_served_cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice_v1 dev, CUdevice_v1 peerDev)
+{
+    if (canAccessPeer == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (vgpu_device_at(dev) == NULL || vgpu_device_at(peerDev) == NULL) {
+        return CUDA_ERROR_INVALID_DEVICE;
+    }
+    *canAccessPeer = 0;
+    return CUDA_SUCCESS;
+}
+
+/* A context's cache preference is a preference the backend behind the vGPU may take or leave, as the driver may: kept
+   per vGPU so that it is answered back. */
+CUresult vgpu_served_cuCtxSetCacheConfig(CUfunc_cache config)
+{
+    if ((unsigned)config > CU_FUNC_CACHE_PREFER_EQUAL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    CUresult result;
+    struct vgpu_device *device = vgpu_current_device(&result);
+    if (device != NULL) {
+        atomic_store(&device->cache_config, (int)config);
+    }
+    return result;
+}
+
+CUresult vgpu_served_cuCtxGetCacheConfig(CUfunc_cache *pconfig)
+{
+    if (pconfig == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    CUresult result;
+    struct vgpu_device *device = vgpu_current_device(&result);
+    if (device != NULL) {
+        *pconfig = (CUfunc_cache)atomic_load(&device->cache_config);
+    }
+    return result;
 }
 
 CUresult vgpu_served_cuCtxSetCurrent(CUcontext ctx)

@@ -70,6 +70,7 @@ struct vgpu_device {
     struct vgpu_direct direct;
     _Atomic uint64_t kept_attributes[CU_DEVICE_ATTRIBUTE_MAX]; /* answers kept until the vGPU moves (vgpu_kept_tag) */
     _Atomic unsigned settings_changed; /* how often the program changed what a kept setting answers */
+    _Atomic int cache_config;          /* the context's cache preference (CUfunc_cache) as the program last set it */
     struct vgpu_allocation *allocations; /* sorted by address */
     size_t allocation_count;
     size_t allocation_capacity;

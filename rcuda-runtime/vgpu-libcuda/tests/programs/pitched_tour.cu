@@ -335,7 +335,20 @@ int main(int argc, char **argv)
                 cudaGetErrorName(twice));
     CHECK(cudaFree(scratch));
 
-    // 8. what the runtime refuses: a row wider than its pitch
+    // 8. a cache preference, and peer access from device 0 to every other device (a program that asks copies through
+    // the host where there is none)
+    CHECK(cudaDeviceSetCacheConfig(cudaFuncCachePreferL1));
+    int device_count = 0;
+    CHECK(cudaGetDeviceCount(&device_count));
+    int peers = 0;
+    for (int other = 1; other < device_count; other++) {
+        int can = 0;
+        CHECK(cudaDeviceCanAccessPeer(&can, 0, other));
+        peers += can;
+    }
+    std::printf("a cache preference set; devices device 0 reaches as a peer: %d\n", peers);
+
+    // 9. what the runtime refuses: a row wider than its pitch
     cudaError_t wider = cudaMemcpy2D(image, pitch, host.data(), row_bytes, pitch + 4, 2, cudaMemcpyHostToDevice);
     std::printf("a row wider than its pitch: %s\n", cudaGetErrorName(wider));
     (void)cudaGetLastError();

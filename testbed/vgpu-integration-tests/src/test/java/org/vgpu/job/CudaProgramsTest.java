@@ -398,7 +398,9 @@ class CudaProgramsTest {
                         "cuStreamAddCallback",
                         "cuMemAllocAsync",
                         "cuMemFreeAsync",
-                        "cuMemGetAddressRange")),
+                        "cuMemGetAddressRange",
+                        "cuCtxSetCacheConfig",
+                        "cuDeviceCanAccessPeer")),
                 "the runtime's calls reach vgpu's own entry points: " + counted);
         assertEquals(
                 List.of(
@@ -421,6 +423,7 @@ class CudaProgramsTest {
                         "registered host memory: 4096 of 4096 floats back, a host pointer: yes, registered again in"
                                 + " part: cudaErrorHostMemoryAlreadyRegistered, unregistered twice:"
                                 + " cudaErrorHostMemoryNotRegistered",
+                        "a cache preference set; devices device 0 reaches as a peer: 0",
                         "a row wider than its pitch: cudaErrorInvalidPitchValue",
                         "pitched tour done"),
                 run.results(),
