@@ -7,7 +7,8 @@
  * each one request however many rows; rows on the device, and memsets' rows, go as a request each, sent without
  * waiting but the last of a synchronous call, which waits and so reports any row's failure, as the driver reports it
  * at the call. Rows back to back (pitch equal to the width, or one row) are one plain copy or memset, with everything
- * that path does (direct calls, page-locked memory shared with the launcher). Rows of page-locked memory shared with
+ * that path does (direct calls, page-locked memory shared with the launcher). A copy between two vGPUs (cuMemcpy,
+ * cuMemcpyPeer) goes through the host, since they may be on different nodes. Rows of page-locked memory shared with
  * the launcher are a named copy each, asynchronous in the asynchronous form. A 3-D copy is the 2-D copies of its
  * slices, or one of all its rows where they are evenly spaced. The program's own memory is done with when the call
  * returns, in either form, as for the 1-D copies. CUDA arrays are not served.
@@ -19,6 +20,7 @@
 #include "serving.h"
 
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* A pitched allocation's rows are whole units of this many bytes: a multiple of every GPU's texture pitch alignment,
@@ -101,16 +103,15 @@ static void leave(struct vgpu_handle *was)
     vgpu_set_current(was);
 }
 
-static atomic_int peer_refusal_said;
-
-static CUresult refuse_peer_copy(const struct side *dst, const struct side *src)
+/* side moved on by bytes (to a 3-D copy's next slice, a piece of a copy through the host). */
+static struct side advanced(struct side side, size_t bytes)
 {
-    if (!atomic_exchange(&peer_refusal_said, 1)) {
-        vgpu_say("a copy from vGPU %d's memory to vGPU %d's is refused: peer copies join two GPUs' memory, and vGPUs"
-                 " may live on different nodes (copy through the host)",
-                 src->device->ordinal, dst->device->ordinal);
+    if (side.device != NULL) {
+        side.address += bytes;
+    } else {
+        side.host += bytes;
     }
-    return CUDA_ERROR_NOT_SUPPORTED;
+    return side;
 }
 
 /* Rows between two host sides, after the stream's work before them. */
@@ -185,6 +186,43 @@ static CUresult rows_across(const struct side *dst, const struct side *src, size
     return result;
 }
 
+/* A copy through the host is staged in pieces of at most this many bytes. */
+#define STAGING_BYTES (64u << 20)
+
+static CUresult copy_rows(struct side dst, struct side src, size_t width, size_t height, CUstream stream, int async);
+
+/* Rows from one vGPU to another, which may be on another node and so cannot reach it: through the host, a piece at a
+   time (rows, or a part of a long row), each read from the source's vGPU and written to the destination's, done when
+   the call returns, as the driver stages a copy between GPUs without peer access. */
+static size_t smaller(size_t a, size_t b)
+{
+    return a < b ? a : b;
+}
+
+static CUresult copy_through_host(struct side dst, struct side src, size_t width, size_t height)
+{
+    size_t piece_width = smaller(width, STAGING_BYTES);
+    size_t piece_rows = smaller(STAGING_BYTES / piece_width, height);
+    uint8_t *staging = malloc(piece_width * piece_rows);
+    if (staging == NULL) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    CUresult result = CUDA_SUCCESS;
+    for (size_t row = 0; result == CUDA_SUCCESS && row < height; row += piece_rows) {
+        size_t rows = smaller(height - row, piece_rows);
+        for (size_t column = 0; result == CUDA_SUCCESS && column < width; column += piece_width) {
+            size_t columns = smaller(width - column, piece_width);
+            struct side host = {NULL, 0, staging, columns};
+            result = copy_rows(host, advanced(src, row * src.pitch + column), columns, rows, NULL, 0);
+            if (result == CUDA_SUCCESS) {
+                result = copy_rows(advanced(dst, row * dst.pitch + column), host, columns, rows, NULL, 0);
+            }
+        }
+    }
+    free(staging);
+    return result;
+}
+
 /* A copy of height rows of width bytes between two sides. */
 static CUresult copy_rows(struct side dst, struct side src, size_t width, size_t height, CUstream stream, int async)
 {
@@ -201,7 +239,7 @@ static CUresult copy_rows(struct side dst, struct side src, size_t width, size_t
         return rows_on_host(&dst, &src, width, height, stream);
     }
     if (dst.device != NULL && src.device != NULL && dst.device != src.device) {
-        return refuse_peer_copy(&dst, &src);
+        return copy_through_host(dst, src, width, height);
     }
     int back_to_back = dst.pitch == width && src.pitch == width;
     struct vgpu_handle *was = enter(dst.device != NULL ? dst.device : src.device);
@@ -248,17 +286,6 @@ CUresult vgpu_served_cuMemcpy2DUnaligned(const CUDA_MEMCPY2D_v2 *pCopy)
 CUresult vgpu_served_cuMemcpy2DAsync(const CUDA_MEMCPY2D_v2 *pCopy, CUstream hStream)
 {
     return copy_2d(pCopy, hStream, 1);
-}
-
-/* side moved on by bytes: to its next slice, for a 3-D copy. */
-static struct side advanced(struct side side, size_t bytes)
-{
-    if (side.device != NULL) {
-        side.address += bytes;
-    } else {
-        side.host += bytes;
-    }
-    return side;
 }
 
 /* A 3-D copy of linear memory: Depth slices of Height rows, a side's rows its pitch apart and its slices its height of
@@ -326,6 +353,35 @@ CUresult vgpu_served_cuMemcpy(CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t Byt
 CUresult vgpu_served_cuMemcpyAsync(CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t ByteCount, CUstream hStream)
 {
     return copy_either_way(dst, src, ByteCount, hStream, 1);
+}
+
+/* A copy between two contexts' memory: each address must be its context's vGPU's. */
+static CUresult copy_between_contexts(CUdeviceptr_v2 dst, CUcontext dstContext, CUdeviceptr_v2 src,
+                                      CUcontext srcContext, size_t bytes)
+{
+    struct vgpu_handle *to = vgpu_handle(dstContext, VGPU_CONTEXT);
+    struct vgpu_handle *from = vgpu_handle(srcContext, VGPU_CONTEXT);
+    if (to == NULL || from == NULL) {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    if (bytes > 0 && (window_holding(dst) != to->device || window_holding(src) != from->device)) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    return copy_rows(unified(dst, bytes), unified(src, bytes), bytes, 1, NULL, 0);
+}
+
+CUresult vgpu_served_cuMemcpyPeer(CUdeviceptr_v2 dstDevice, CUcontext dstContext, CUdeviceptr_v2 srcDevice,
+                                  CUcontext srcContext, size_t ByteCount)
+{
+    return copy_between_contexts(dstDevice, dstContext, srcDevice, srcContext, ByteCount);
+}
+
+/* Done when the call returns, through the host, as a copy between vGPUs is. */
+CUresult vgpu_served_cuMemcpyPeerAsync(CUdeviceptr_v2 dstDevice, CUcontext dstContext, CUdeviceptr_v2 srcDevice,
+                                       CUcontext srcContext, size_t ByteCount, CUstream hStream)
+{
+    (void)hStream;
+    return copy_between_contexts(dstDevice, dstContext, srcDevice, srcContext, ByteCount);
 }
 
 CUresult vgpu_served_cuMemGetAddressRange(CUdeviceptr_v2 *pbase, size_t *psize, CUdeviceptr_v2 dptr)

@@ -347,6 +347,23 @@ int main(int argc, char **argv)
         peers += can;
     }
     std::printf("a cache preference set; devices device 0 reaches as a peer: %d\n", peers);
+    // a copy to the last device and back, as multi-GPU codes move data between their GPUs (through the host where
+    // they reach none as a peer); with one device, the last is device 0
+    const int last = device_count - 1;
+    float *there = nullptr;
+    CHECK(cudaSetDevice(last));
+    CHECK(cudaMalloc((void **)&there, n * sizeof(float)));
+    CHECK(cudaSetDevice(0));
+    CHECK(cudaMemcpyPeer(there, last, first, 0, n * sizeof(float)));
+    CHECK(cudaMemset(second, 0, n * sizeof(float)));
+    CHECK(cudaMemcpy(second, there, n * sizeof(float), cudaMemcpyDefault));
+    std::vector<float> back_from_there(n, -1.0f);
+    CHECK(cudaMemcpy(back_from_there.data(), second, n * sizeof(float), cudaMemcpyDeviceToHost));
+    std::printf("a copy to the last device and back: %zu of %zu floats as expected\n",
+                (size_t)std::equal(back_from_there.begin(), back_from_there.end(), line.begin()) * n, n);
+    CHECK(cudaSetDevice(last));
+    CHECK(cudaFree(there));
+    CHECK(cudaSetDevice(0));
 
     // 9. what the runtime refuses: a row wider than its pitch
     cudaError_t wider = cudaMemcpy2D(image, pitch, host.data(), row_bytes, pitch + 4, 2, cudaMemcpyHostToDevice);

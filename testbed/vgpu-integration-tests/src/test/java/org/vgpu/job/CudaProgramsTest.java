@@ -400,7 +400,8 @@ class CudaProgramsTest {
                         "cuMemFreeAsync",
                         "cuMemGetAddressRange",
                         "cuCtxSetCacheConfig",
-                        "cuDeviceCanAccessPeer")),
+                        "cuDeviceCanAccessPeer",
+                        "cuMemcpyPeer")),
                 "the runtime's calls reach vgpu's own entry points: " + counted);
         assertEquals(
                 List.of(
@@ -424,6 +425,7 @@ class CudaProgramsTest {
                                 + " part: cudaErrorHostMemoryAlreadyRegistered, unregistered twice:"
                                 + " cudaErrorHostMemoryNotRegistered",
                         "a cache preference set; devices device 0 reaches as a peer: 0",
+                        "a copy to the last device and back: 65536 of 65536 floats as expected",
                         "a row wider than its pitch: cudaErrorInvalidPitchValue",
                         "pitched tour done"),
                 run.results(),
