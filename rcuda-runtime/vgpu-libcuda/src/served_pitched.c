@@ -6,8 +6,9 @@
  * A 2-D copy or memset is its rows. Rows to the device go as one scattered copy and rows from it as one gathered copy,
  * each one request however many rows; rows on the device, and memsets' rows, go as a request each, sent without
  * waiting but the last of a synchronous call, which waits and so reports any row's failure, as the driver reports it
- * at the call. Rows back to back (pitch equal to the width, or one row) are one plain copy or memset, with everything
- * that path does (direct calls, page-locked memory shared with the launcher). A copy between two vGPUs (cuMemcpy,
+ * at the call; a 2-D memset of whole 32-bit words (pitched memory's) is one request. Rows back to back (pitch equal to
+ * the width, or one row) are one plain copy or memset, with everything that path does (direct calls, page-locked
+ * memory shared with the launcher). A copy between two vGPUs (cuMemcpy,
  * cuMemcpyPeer) goes through the host, since they may be on different nodes. Rows of page-locked memory shared with
  * the launcher are a named copy each, asynchronous in the asynchronous form. A 3-D copy is the 2-D copies of its
  * slices, or one of all its rows where they are evenly spaced. The program's own memory is done with when the call
@@ -440,7 +441,41 @@ CUresult vgpu_served_cuMemAllocPitch(CUdeviceptr_v2 *dptr, size_t *pPitch, size_
     return result;
 }
 
-/* A memset of height rows of width elements, pitch bytes apart: one memset when they are back to back, else one per
+/* Rows of 32-bit words, as the protocol's 2-D memset takes them whole: one request (synchronizing in the synchronous
+   form, on the stream without waiting in the asynchronous one). */
+static CUresult memset_rows_of_words(CUdeviceptr_v2 dst, size_t pitch, uint32_t word, size_t words, size_t height,
+                                     CUstream stream, int async)
+{
+    CUresult result;
+    int stream_id = 0;
+    struct vgpu_device *device = vgpu_current_stream(stream, &stream_id, &result);
+    if (device == NULL) {
+        return result;
+    }
+    struct vgpu_request request;
+    vgpu_request_begin(&request, async ? VGPU_OP_MEMSET_D2_D32_ASYNC : VGPU_OP_MEMSET_D2_D32);
+    vgpu_put_u64(&request, dst);
+    vgpu_put_u64(&request, pitch);
+    vgpu_put_u32(&request, word);
+    vgpu_put_u64(&request, words);
+    vgpu_put_u64(&request, height);
+    if (async) {
+        vgpu_put_u32(&request, (uint32_t)stream_id);
+        return vgpu_locked_send_async(device, &request);
+    }
+    return vgpu_locked_call(device, &request, NULL);
+}
+
+/* value's element repeated through a 32-bit word. */
+static uint32_t word_of(uint32_t value, int element_size)
+{
+    return element_size == 1 ? (value & 0xffu) * 0x01010101u
+           : element_size == 2 ? (value & 0xffffu) * 0x00010001u
+                               : value;
+}
+
+/* A memset of height rows of width elements, pitch bytes apart: one memset when they are back to back; one 2-D memset
+   of 32-bit words when the rows, their start and their pitch are whole words (as pitched memory's are); else one per
    row (the last waits in the synchronous form). */
 static CUresult memset_rows(CUdeviceptr_v2 dst, size_t pitch, uint32_t value, int element_size, size_t width,
                             size_t height, CUstream stream, int async)
@@ -454,8 +489,11 @@ static CUresult memset_rows(CUdeviceptr_v2 dst, size_t pitch, uint32_t value, in
     }
     struct vgpu_handle *was = enter(device);
     CUresult result;
-    if (height == 1 || pitch == width * (size_t)element_size) {
+    size_t row_bytes = width * (size_t)element_size;
+    if (height == 1 || pitch == row_bytes) {
         result = vgpu_memset_elements(dst, value, element_size, width * height, stream, async);
+    } else if (dst % 4 == 0 && pitch % 4 == 0 && row_bytes % 4 == 0) {
+        result = memset_rows_of_words(dst, pitch, word_of(value, element_size), row_bytes / 4, height, stream, async);
     } else {
         result = CUDA_SUCCESS;
         for (size_t row = 0; result == CUDA_SUCCESS && row < height; row++) {
