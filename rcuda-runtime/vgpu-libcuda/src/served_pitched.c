@@ -192,14 +192,14 @@ static CUresult rows_across(const struct side *dst, const struct side *src, size
 
 static CUresult copy_rows(struct side dst, struct side src, size_t width, size_t height, CUstream stream, int async);
 
-/* Rows from one vGPU to another, which may be on another node and so cannot reach it: through the host, a piece at a
-   time (rows, or a part of a long row), each read from the source's vGPU and written to the destination's, done when
-   the call returns, as the driver stages a copy between GPUs without peer access. */
 static size_t smaller(size_t a, size_t b)
 {
     return a < b ? a : b;
 }
 
+/* Rows from one vGPU to another, which may be on another node and so cannot reach it: through the host, a piece at a
+   time (rows, or a part of a long row), each read from the source's vGPU and written to the destination's, done when
+   the call returns, as the driver stages a copy between GPUs without peer access. */
 static CUresult copy_through_host(struct side dst, struct side src, size_t width, size_t height)
 {
     size_t piece_width = smaller(width, STAGING_BYTES);

@@ -386,18 +386,32 @@ static CUresult await_taken(struct vgpu_device *device)
     return vgpu_call(device, &request, NULL);
 }
 
-CUresult vgpu_send_async(struct vgpu_device *device, struct vgpu_request *request)
+/* Before an asynchronous request: the session is open and the window has room (else the worker is asked to catch
+   up). */
+static CUresult room_in_window(struct vgpu_device *device)
 {
     CUresult result = device->fd < 0 ? device->open_failure : CUDA_SUCCESS;
     if (result == CUDA_SUCCESS && device->unanswered >= VGPU_ASYNC_WINDOW) {
         result = await_taken(device);
     }
+    return result;
+}
+
+/* After an asynchronous request went: one more unanswered, and its failure is for the next served synchronization. */
+static void sent_async(struct vgpu_device *device)
+{
+    device->unanswered++;
+    vgpu_direct_served_async(device);
+}
+
+CUresult vgpu_send_async(struct vgpu_device *device, struct vgpu_request *request)
+{
+    CUresult result = room_in_window(device);
     if (result == CUDA_SUCCESS) {
         result = send_request(device, request, VGPU_WIRE_FLAG_ASYNC, device->next_request_id++);
     }
     if (result == CUDA_SUCCESS) {
-        device->unanswered++;
-        vgpu_direct_served_async(device);
+        sent_async(device);
     }
     vgpu_request_free(request);
     return result;
@@ -438,16 +452,12 @@ CUresult vgpu_send_to_device(struct vgpu_device *device, uint64_t dst, const voi
 
 CUresult vgpu_send_to_device_async(struct vgpu_device *device, int stream, uint64_t dst, const void *src, size_t bytes)
 {
-    CUresult result = device->fd < 0 ? device->open_failure : CUDA_SUCCESS;
-    if (result == CUDA_SUCCESS && device->unanswered >= VGPU_ASYNC_WINDOW) {
-        result = await_taken(device);
-    }
+    CUresult result = room_in_window(device);
     if (result == CUDA_SUCCESS) {
         result = send_chunks(device, stream, dst, src, bytes, VGPU_WIRE_FLAG_ASYNC, device->next_request_id++);
     }
     if (result == CUDA_SUCCESS) {
-        device->unanswered++;
-        vgpu_direct_served_async(device);
+        sent_async(device);
     }
     return result;
 }
