@@ -35,17 +35,24 @@ static double median(std::vector<double> values)
     return values[values.size() / 2];
 }
 
+// Rounds run and not counted before those measured: a vGPU served in the program's process runs Java code that
+// the JVM compiles during its first few thousand calls (a remote launch + synchronize took 2-3 times as long in the
+// first three rounds of 2,000 on the H200), and the Java remote path's benchmark leaves out its warm-up trials too.
+static const int warm_up_rounds = 3;
+
 template <typename Step> static double microseconds_per(int repeats, int rounds, Step step)
 {
     std::vector<double> results;
-    for (int round = 0; round < rounds; round++) {
+    for (int round = -warm_up_rounds; round < rounds; round++) {
         auto start = std::chrono::steady_clock::now();
         for (int i = 0; i < repeats; i++) {
             step();
         }
         cudaDeviceSynchronize();
         std::chrono::duration<double, std::micro> took = std::chrono::steady_clock::now() - start;
-        results.push_back(took.count() / repeats);
+        if (round >= 0) {
+            results.push_back(took.count() / repeats);
+        }
     }
     return median(results);
 }
