@@ -3,9 +3,10 @@
 # libcuda.so.1 and the CUDA test programs there (the wire header from the staged vgpu-remote-client jar), then runs
 # the driver-API programs and the CUDA runtime ones (runtime_tour, built by plain nvcc and with -cudart shared;
 # launch_tour: cudaLaunchKernelEx with launch attributes, kernel attributes, the occupancy API; pitched_tour: pitched
-# allocations, 2-D copies and memsets, cudaMemcpyDefault) twice on GPU 0,
+# allocations, 2-D copies and memsets, cudaMemcpyDefault; graph_tour: CUDA graphs made by stream capture) twice on GPU 0,
 # plainly and through `vgpu run` (their vGPU served by the launcher's local worker on the native backend), and
-# compares what they print; then driver_steps, runtime_tour (static and shared), pitched_tour and a PyTorch training script
+# compares what they print; then driver_steps, runtime_tour (static and shared), pitched_tour, graph_tour and a PyTorch
+# training script
 # (rcuda-runtime/vgpu-libcuda/tests/programs/torch_training.py: an MLP and a CNN with cuDNN) and a cuBLAS program
 # on a native vGPU, on a remote
 # one (a worker of the same GPU in another process) and starting remote, moved onto GPU 0 while they run
@@ -31,7 +32,7 @@ vgpu_run() {
 # the GPU check's class path (org.vgpu.job.JCudaProgramsOnGpu, run twice below)
 check_classpath=".gpu/lib/*:.gpu/test/classes:$(ls .gpu/test/junit-platform-console-standalone-*.jar)"
 failed=0
-for program in "driver_tour" "driver_steps 40 0" "driver_steps 2 0 fault" "driver_fork" "runtime_tour" "runtime_tour_shared" "launch_tour" "pitched_tour"; do
+for program in "driver_tour" "driver_steps 40 0" "driver_steps 2 0 fault" "driver_fork" "runtime_tour" "runtime_tour_shared" "launch_tour" "pitched_tour" "graph_tour"; do
     name=${program// /_}
     plain_status=0 vgpu_status=0
     # shellcheck disable=SC2086 # the program's arguments

@@ -80,7 +80,8 @@ CUresult vgpu_served_cuLibraryLoadData(CUlibrary *library, const void *code, CUj
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     memcpy(image, code, bytes);
-    loaded->handle = (struct vgpu_handle){VGPU_HANDLE_MAGIC, VGPU_LIBRARY, NULL, 0, 0, NULL, -1, 0, 0, {0}};
+    loaded->handle =
+        (struct vgpu_handle){VGPU_HANDLE_MAGIC, VGPU_LIBRARY, NULL, 0, 0, NULL, -1, 0, 0, {0}, NULL};
     loaded->image = image;
     loaded->bytes = bytes;
     pthread_mutex_init(&loaded->lock, NULL);
@@ -148,7 +149,7 @@ CUresult vgpu_served_cuLibraryGetKernel(CUkernel *pKernel, CUlibrary handle, con
         free(copy);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    kernel->handle = (struct vgpu_handle){VGPU_HANDLE_MAGIC, VGPU_KERNEL, NULL, 0, 0, NULL, -1, 0, 0, {0}};
+    kernel->handle = (struct vgpu_handle){VGPU_HANDLE_MAGIC, VGPU_KERNEL, NULL, 0, 0, NULL, -1, 0, 0, {0}, NULL};
     kernel->library = library;
     kernel->name = copy;
     *pKernel = (CUkernel)kernel;

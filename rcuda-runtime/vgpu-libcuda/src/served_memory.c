@@ -253,6 +253,11 @@ CUresult vgpu_copy_to_device(CUdeviceptr_v2 dstDevice, const void *srcHost, size
 {
     CUresult result;
     int stream = 0;
+    if (async && vgpu_capturing(hStream)) {
+        const struct vgpu_node node = {
+            .kind = VGPU_NODE_TO_DEVICE, .device = dstDevice, .host = (void *)srcHost, .count = ByteCount};
+        return srcHost == NULL && ByteCount > 0 ? CUDA_ERROR_INVALID_VALUE : vgpu_capture(hStream, &node, NULL);
+    }
     struct vgpu_device *device = vgpu_current_stream(hStream, &stream, &result);
     if (device == NULL) {
         return result;
@@ -297,6 +302,11 @@ CUresult vgpu_copy_from_device(void *dstHost, CUdeviceptr_v2 srcDevice, size_t B
 {
     CUresult result;
     int stream = 0;
+    if (async && vgpu_capturing(hStream)) {
+        const struct vgpu_node node = {
+            .kind = VGPU_NODE_FROM_DEVICE, .source = srcDevice, .host = dstHost, .count = ByteCount};
+        return dstHost == NULL && ByteCount > 0 ? CUDA_ERROR_INVALID_VALUE : vgpu_capture(hStream, &node, NULL);
+    }
     struct vgpu_device *device = vgpu_current_stream(hStream, &stream, &result);
     if (device == NULL) {
         return result;
@@ -333,6 +343,10 @@ CUresult vgpu_copy_on_device(CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t byte
 {
     CUresult result;
     int stream = 0;
+    if (async && vgpu_capturing(hStream)) {
+        const struct vgpu_node node = {.kind = VGPU_NODE_ON_DEVICE, .device = dst, .source = src, .count = bytes};
+        return vgpu_capture(hStream, &node, NULL);
+    }
     struct vgpu_device *device = vgpu_current_stream(hStream, &stream, &result);
     if (device == NULL) {
         return result;
@@ -362,6 +376,11 @@ CUresult vgpu_memset_elements(CUdeviceptr_v2 dst, uint32_t value, int element_si
 {
     CUresult result;
     int stream = 0;
+    if (async && vgpu_capturing(hStream)) {
+        const struct vgpu_node node = {
+            .kind = VGPU_NODE_MEMSET, .device = dst, .value = value, .element_size = element_size, .count = count};
+        return vgpu_capture(hStream, &node, NULL);
+    }
     struct vgpu_device *device = vgpu_current_stream(hStream, &stream, &result);
     if (device == NULL) {
         return result;

@@ -309,6 +309,12 @@ static CUresult launch(const void *f, const unsigned int grid[3], const unsigned
     if (result != CUDA_SUCCESS) {
         return result;
     }
+    if (vgpu_capturing(hStream)) {
+        struct vgpu_node node = {.kind = VGPU_NODE_LAUNCH, .function = function, .shared_bytes = sharedMemBytes};
+        memcpy(node.grid, grid, sizeof node.grid);
+        memcpy(node.block, block, sizeof node.block);
+        return vgpu_capture(hStream, &node, kernelParams);
+    }
     int stream = 0;
     result = vgpu_stream_id(hStream, function->device, &stream);
     if (result != CUDA_SUCCESS) {

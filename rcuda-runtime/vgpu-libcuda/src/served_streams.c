@@ -66,7 +66,8 @@ CUresult vgpu_served_cuStreamGetPriority(CUstream hStream, int *priority)
     if (priority == NULL) {
         return CUDA_ERROR_INVALID_VALUE;
     }
-    if (vgpu_current_stream(hStream, &id, &result) == NULL) {
+    struct vgpu_device *device = vgpu_current_device(&result);
+    if (device == NULL || (result = vgpu_stream_id_even_captured(hStream, device, &id)) != CUDA_SUCCESS) {
         return result;
     }
     *priority = 0;
@@ -89,7 +90,11 @@ CUresult vgpu_served_cuCtxGetStreamPriorityRange(int *leastPriority, int *greate
 
 CUresult vgpu_served_cuStreamDestroy(CUstream hStream)
 {
-    return by_id(vgpu_handle(hStream, VGPU_STREAM), VGPU_OP_STREAM_DESTROY, 1);
+    struct vgpu_handle *stream = vgpu_handle(hStream, VGPU_STREAM);
+    if (stream != NULL) {
+        vgpu_capture_forget(stream);
+    }
+    return by_id(stream, VGPU_OP_STREAM_DESTROY, 1);
 }
 
 /* A request about a stream of the current vGPU, begun with the stream's id: the vGPU, or NULL with *result set. */
@@ -129,6 +134,10 @@ CUresult vgpu_served_cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userD
 {
     if (fn == NULL) {
         return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (vgpu_capturing(hStream)) {
+        const struct vgpu_node node = {.kind = VGPU_NODE_HOST_FUNCTION, .host_function = fn, .user_data = userData};
+        return vgpu_capture(hStream, &node, NULL);
     }
     CUresult result = vgpu_served_cuStreamSynchronize(hStream);
     if (result == CUDA_SUCCESS) {
@@ -180,6 +189,19 @@ CUresult vgpu_served_cuEventRecord(CUevent hEvent, CUstream hStream)
     vgpu_put_u32(&request, (uint32_t)event->remote_id);
     vgpu_put_u32(&request, (uint32_t)stream);
     return vgpu_locked_call(event->device, &request, NULL);
+}
+
+/* CU_EVENT_RECORD_EXTERNAL means something only inside a capture (an event node), and a vGPU's captures do not record
+   events: inside one the record is refused as every unrecorded call is; outside, CUDA refuses the flag too. */
+CUresult vgpu_served_cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags)
+{
+    if (flags == CU_EVENT_RECORD_EXTERNAL && !vgpu_capturing(hStream)) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (flags != CU_EVENT_RECORD_DEFAULT && flags != CU_EVENT_RECORD_EXTERNAL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    return vgpu_served_cuEventRecord(hEvent, hStream);
 }
 
 CUresult vgpu_served_cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd)
@@ -262,48 +284,4 @@ CUresult vgpu_served_cuEventQuery(CUevent hEvent)
     vgpu_request_begin(&request, VGPU_OP_EVENT_QUERY);
     vgpu_put_u32(&request, (uint32_t)event->remote_id);
     return query(event->device, &request);
-}
-
-/* Graphs are not served on a vGPU (cuStreamBeginCapture is refused), so a vGPU's stream is never being captured:
-   libraries ask before work they may not do while a stream is captured. */
-CUresult vgpu_served_cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
-                                             cuuint64_t *id_out, CUgraph *graph_out,
-                                             const CUgraphNode **dependencies_out,
-                                             const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out)
-{
-    /* the other outputs mean something only while a capture is active, which it never is on a vGPU */
-    (void)id_out;
-    (void)graph_out;
-    (void)dependencies_out;
-    (void)edgeData_out;
-    (void)numDependencies_out;
-    return vgpu_served_cuStreamIsCapturing(hStream, captureStatus_out);
-}
-
-CUresult vgpu_served_cuStreamGetCaptureInfo_v11030(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
-                                                    cuuint64_t *id_out, CUgraph *graph_out,
-                                                    const CUgraphNode **dependencies_out, size_t *numDependencies_out)
-{
-    return vgpu_served_cuStreamGetCaptureInfo(hStream, captureStatus_out, id_out, graph_out, dependencies_out, NULL,
-                                              numDependencies_out);
-}
-
-CUresult vgpu_served_cuStreamGetCaptureInfo_v10010(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
-                                                    cuuint64_t *id_out)
-{
-    return vgpu_served_cuStreamGetCaptureInfo(hStream, captureStatus_out, id_out, NULL, NULL, NULL, NULL);
-}
-
-CUresult vgpu_served_cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus)
-{
-    int id = 0;
-    CUresult result = CUDA_SUCCESS;
-    if (captureStatus == NULL) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    if (vgpu_current_stream(hStream, &id, &result) == NULL) {
-        return result;
-    }
-    *captureStatus = CU_STREAM_CAPTURE_STATUS_NONE;
-    return CUDA_SUCCESS;
 }

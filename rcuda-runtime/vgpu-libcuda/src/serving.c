@@ -118,7 +118,8 @@ __attribute__((constructor(101))) static void read_plan(void)
         device->next_request_id = 1;
         device->next_remote_id = 1;
         pthread_mutex_init(&device->lock, NULL);
-        primary_contexts[k] = (struct vgpu_handle){VGPU_HANDLE_MAGIC, VGPU_CONTEXT, device, 0, 0, NULL, -1, 0, 0, {0}};
+        primary_contexts[k] =
+            (struct vgpu_handle){VGPU_HANDLE_MAGIC, VGPU_CONTEXT, device, 0, 0, NULL, -1, 0, 0, {0}, NULL};
     }
     device_count = (int)count;
 }
@@ -229,7 +230,7 @@ struct vgpu_handle *vgpu_new_handle(enum vgpu_handle_kind kind, struct vgpu_devi
 {
     struct vgpu_handle *handle = calloc(1, sizeof *handle);
     if (handle != NULL) {
-        *handle = (struct vgpu_handle){VGPU_HANDLE_MAGIC, kind, device, remote_id, 0, NULL, -1, 0, 0, {0}};
+        *handle = (struct vgpu_handle){VGPU_HANDLE_MAGIC, kind, device, remote_id, 0, NULL, -1, 0, 0, {0}, NULL};
     }
     return handle;
 }
@@ -241,7 +242,7 @@ void vgpu_free_handle(struct vgpu_handle *handle)
     free(handle);
 }
 
-CUresult vgpu_stream_id(CUstream stream, const struct vgpu_device *device, int *id)
+CUresult vgpu_stream_id_even_captured(CUstream stream, const struct vgpu_device *device, int *id)
 {
     if (stream == NULL || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD) {
         *id = 0;
@@ -253,6 +254,15 @@ CUresult vgpu_stream_id(CUstream stream, const struct vgpu_device *device, int *
     }
     *id = handle->remote_id;
     return CUDA_SUCCESS;
+}
+
+CUresult vgpu_stream_id(CUstream stream, const struct vgpu_device *device, int *id)
+{
+    CUresult result = vgpu_stream_id_even_captured(stream, device, id);
+    if (result == CUDA_SUCCESS && *id != 0 && vgpu_capturing(stream)) {
+        return vgpu_capture_refused(vgpu_handle(stream, VGPU_STREAM));
+    }
+    return result;
 }
 
 struct vgpu_device *vgpu_current_stream(CUstream stream, int *id, CUresult *result)

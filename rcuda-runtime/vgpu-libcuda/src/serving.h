@@ -96,6 +96,7 @@ struct vgpu_handle {
     _Atomic uint64_t driver;  /* functions and streams: the driver's handle behind it, for direct calls */
     _Atomic unsigned driver_epoch; /* the direct epoch + 1 driver was asked in; 0: never */
     _Atomic uint64_t kept_attributes[CU_FUNC_ATTRIBUTE_MAX]; /* functions: answers kept until the vGPU moves */
+    struct vgpu_capture *_Atomic capture; /* streams: the capture recording the stream's work (served_graphs.c) */
 };
 
 /* serving.c */
@@ -131,8 +132,50 @@ struct vgpu_handle *vgpu_get_current(void);
 struct vgpu_handle *vgpu_handle(const void *handle, enum vgpu_handle_kind kind);
 struct vgpu_handle *vgpu_new_handle(enum vgpu_handle_kind kind, struct vgpu_device *device, int remote_id);
 void vgpu_free_handle(struct vgpu_handle *handle);
-/* The stream's id on the worker for a CUstream argument (NULL and the legacy/per-thread defaults: 0). */
+/* The stream's id on the worker for a CUstream argument (NULL and the legacy/per-thread defaults: 0). A stream being
+   captured is refused (vgpu_capture_refused): a call that puts work on a stream and gets here is one that is not
+   recorded. */
 CUresult vgpu_stream_id(CUstream stream, const struct vgpu_device *device, int *id);
+/* As vgpu_stream_id, also for a stream being captured: for the calls that ask about a stream, not put work on it. */
+CUresult vgpu_stream_id_even_captured(CUstream stream, const struct vgpu_device *device, int *id);
+
+/* served_graphs.c: CUDA graphs made by stream capture. While a stream is captured, the work the calls below put on it
+   is recorded as a node of the capture's graph instead of being sent, and a graph's launch issues its nodes on the
+   launch's stream, in the order they were captured, through the same calls. */
+enum vgpu_node_kind {
+    VGPU_NODE_LAUNCH,       /* a kernel: function, grid, block, shared_bytes, the parameters' values */
+    VGPU_NODE_MEMSET,       /* device, value, element_size, count */
+    VGPU_NODE_TO_DEVICE,    /* device from host, bytes (the host memory is read when the graph runs) */
+    VGPU_NODE_FROM_DEVICE,  /* host from source, bytes */
+    VGPU_NODE_ON_DEVICE,    /* device from source, bytes */
+    VGPU_NODE_HOST_FUNCTION /* host_function(user_data) */
+};
+struct vgpu_node {
+    enum vgpu_node_kind kind;
+    struct vgpu_handle *function;
+    unsigned int grid[3];
+    unsigned int block[3];
+    unsigned int shared_bytes;
+    uint8_t *parameters; /* a launch's parameter values one after another, as function->parameter_sizes says; owned */
+    uint64_t device;
+    uint64_t source;
+    void *host;
+    size_t count; /* bytes of a copy, elements of a memset */
+    uint32_t value;
+    int element_size;
+    CUhostFn host_function;
+    void *user_data;
+};
+/* Whether stream is one of this library's streams being captured: work put on it is to be recorded (vgpu_capture). */
+int vgpu_capturing(CUstream stream);
+/* Records node on stream's capture, a launch's parameters copied from kernel_params;
+   CUDA_ERROR_STREAM_CAPTURE_INVALIDATED once the capture is invalidated. */
+CUresult vgpu_capture(CUstream stream, const struct vgpu_node *node, void **kernel_params);
+/* The answer to a call that puts work on stream while it is captured and is not recorded: the capture is invalidated
+   (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, said once; CUDA_ERROR_STREAM_CAPTURE_INVALIDATED once it is). */
+CUresult vgpu_capture_refused(struct vgpu_handle *stream);
+/* Ends any capture of stream, which is being destroyed. */
+void vgpu_capture_forget(struct vgpu_handle *stream);
 
 /* served_modules.c: the length of an image the driver is handed without one (a fatbin wrapper's is its fatbin's:
    *image moves to the fatbin). */

@@ -137,7 +137,7 @@ static void calls_are_timed_for_the_report_only(void)
     EXPECT(vgpu_call_nanos(id) == timed);
     /* a call passed to the node's driver is timed the same way */
     vgpu_counting = 1;
-    int passed = vgpu_entry_id("cuGraphLaunch");
+    int passed = vgpu_entry_id("cuGraphAddKernelNode");
     unsigned long long passed_before = vgpu_call_nanos(passed);
     started = vgpu_call_clock();
     nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
@@ -163,7 +163,7 @@ static void refusals_say_why(void)
     EXPECT(reason != NULL && strstr(reason, "IPC") != NULL);
     EXPECT(vgpu_entry_disposition(vgpu_entry_id("cuMemAllocManaged"), &reason) == VGPU_REFUSE);
     EXPECT(vgpu_entry_disposition(vgpu_entry_id("cuMemAlloc"), &reason) == VGPU_SERVE);
-    EXPECT(vgpu_entry_disposition(vgpu_entry_id("cuGraphLaunch"), &reason) == VGPU_PASS && reason[0] == '\0');
+    EXPECT(vgpu_entry_disposition(vgpu_entry_id("cuGraphAddKernelNode"), &reason) == VGPU_PASS && reason[0] == '\0');
 }
 
 /* Libraries look up driver functions by dlsym, by today's names and by the older ones (cuBLAS asks for
@@ -345,7 +345,7 @@ static void context_local_storage_keeps_values_by_context_and_key(void)
     value_put put = (value_put)(uintptr_t)slots[0];
     value_delete delete = (value_delete)(uintptr_t)slots[1];
     value_get get = (value_get)(uintptr_t)slots[2];
-    struct vgpu_handle first = {VGPU_HANDLE_MAGIC, VGPU_CONTEXT, NULL, 0, 0, NULL, -1, 0, 0, {0}};
+    struct vgpu_handle first = {VGPU_HANDLE_MAGIC, VGPU_CONTEXT, NULL, 0, 0, NULL, -1, 0, 0, {0}, NULL};
     struct vgpu_handle second = first;
     int key = 0;
     int value = 0;
@@ -476,6 +476,7 @@ struct fake_worker {
     unsigned int shared_memory_questions; /* FUNC_GET_ATTRIBUTE */
     unsigned int async_copies_to_device;  /* MEMCPY_HTOD with FLAG_ASYNC, its last chunk (no FLAG_MORE) */
     uint8_t last_copy[256];               /* the bytes of the last of them (up to 256) */
+    uint8_t last_launch_tail[4];          /* the last 4 bytes of the last LAUNCH_KERNEL: its last parameter's */
 };
 
 static int read_exactly(int fd, uint8_t *bytes, size_t length)
@@ -510,6 +511,9 @@ static void *fake_worker_serve(void *argument)
         if (flags & VGPU_WIRE_FLAG_ASYNC) {
             worker->async_requests++;
             worker->launches += opcode == VGPU_OP_LAUNCH_KERNEL;
+            if (opcode == VGPU_OP_LAUNCH_KERNEL && body_length >= 4) {
+                memcpy(worker->last_launch_tail, body + body_length - 4, 4);
+            }
             if (opcode == VGPU_OP_MEMCPY_HTOD && !(flags & VGPU_WIRE_FLAG_MORE) && body_length >= 12) {
                 worker->async_copies_to_device++;
                 size_t room = sizeof worker->last_copy;
@@ -549,7 +553,7 @@ static void fake_session_start(struct fake_session *session, struct vgpu_device 
     pthread_mutex_init(&device->lock, NULL);
     session->worker = (struct fake_worker){.fd = session->ends[1]};
     EXPECT(pthread_create(&session->thread, NULL, fake_worker_serve, &session->worker) == 0);
-    session->context = (struct vgpu_handle){VGPU_HANDLE_MAGIC, VGPU_CONTEXT, device, 0, 0, NULL, -1, 0, 0, {0}};
+    session->context = (struct vgpu_handle){VGPU_HANDLE_MAGIC, VGPU_CONTEXT, device, 0, 0, NULL, -1, 0, 0, {0}, NULL};
     vgpu_serving = 1;
     vgpu_set_current(&session->context);
 }
@@ -575,7 +579,7 @@ static void launches_wait_for_no_answer_within_the_window(void)
     struct fake_session session;
     fake_session_start(&session, &device);
     struct fake_worker *worker = &session.worker;
-    struct vgpu_handle function = {VGPU_HANDLE_MAGIC, VGPU_FUNCTION, &device, 7, 0, NULL, -1, 0, 0, {0}};
+    struct vgpu_handle function = {VGPU_HANDLE_MAGIC, VGPU_FUNCTION, &device, 7, 0, NULL, -1, 0, 0, {0}, NULL};
     CUfunction f = (CUfunction)&function;
 
     EXPECT(cuLaunchKernel(f, 0, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL) == CUDA_ERROR_INVALID_VALUE);
@@ -592,6 +596,99 @@ static void launches_wait_for_no_answer_within_the_window(void)
     EXPECT(worker->window_questions == 1 && worker->async_before_question == VGPU_ASYNC_WINDOW);
     EXPECT(worker->shared_memory_questions == 1);
     EXPECT(device.unanswered == 0);
+}
+
+static void count_run(void *runs)
+{
+    ++*(int *)runs;
+}
+
+static void *end_capture_on_another_thread(void *stream)
+{
+    CUgraph graph = NULL;
+    return (void *)(intptr_t)cuStreamEndCapture((CUstream)stream, &graph);
+}
+
+/* A stream's capture records its launches, memsets and host functions and sends nothing; each launch of the graph sends
+   them on the launch's stream, a kernel's parameters with their values at the capture. A call the capture does not
+   record invalidates it, and it then ends with no graph. What CUDA refuses is refused with its codes. */
+static void captures_record_work_that_each_graph_launch_sends(void)
+{
+    struct vgpu_device device = {.max_threads_per_block = 1024};
+    struct fake_session session;
+    fake_session_start(&session, &device);
+    struct fake_worker *worker = &session.worker;
+    int sizes[] = {4};
+    struct vgpu_handle function = {VGPU_HANDLE_MAGIC, VGPU_FUNCTION, &device, 7, 1, sizes, -1, 0, 0, {0}, NULL};
+    struct vgpu_handle stream_handle = {VGPU_HANDLE_MAGIC, VGPU_STREAM, &device, 3, 0, NULL, -1, 0, 0, {0}, NULL};
+    CUstream stream = (CUstream)&stream_handle;
+    CUfunction f = (CUfunction)&function;
+    uint32_t value = 7;
+    void *parameters[] = {&value};
+    int runs = 0;
+
+    EXPECT(cuStreamBeginCapture(NULL, CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    EXPECT(cuStreamBeginCapture(stream, (CUstreamCaptureMode)9) == CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_SUCCESS);
+    EXPECT(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_ERROR_ILLEGAL_STATE);
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    cuuint64_t id = 0;
+    CUgraph recording = NULL;
+    EXPECT(cuStreamGetCaptureInfo(stream, &status, &id, &recording, NULL, NULL, NULL) == CUDA_SUCCESS);
+    EXPECT(status == CU_STREAM_CAPTURE_STATUS_ACTIVE && id != 0 && recording != NULL);
+    EXPECT(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, stream, parameters, NULL) == CUDA_SUCCESS);
+    value = 9;
+    EXPECT(cuMemsetD32Async(0x1000, 5, 4, stream) == CUDA_SUCCESS);
+    EXPECT(cuLaunchHostFunc(stream, count_run, &runs) == CUDA_SUCCESS);
+    EXPECT(worker->async_requests == 0 && runs == 0);
+    pthread_t other;
+    void *answer = NULL;
+    EXPECT(pthread_create(&other, NULL, end_capture_on_another_thread, stream) == 0);
+    EXPECT(pthread_join(other, &answer) == 0);
+    /* a global capture ends on the thread that began it */
+    EXPECT((CUresult)(intptr_t)answer == CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD);
+    CUgraph graph = NULL;
+    EXPECT(cuStreamEndCapture(stream, &graph) == CUDA_SUCCESS && graph == recording);
+    EXPECT(cuStreamIsCapturing(stream, &status) == CUDA_SUCCESS && status == CU_STREAM_CAPTURE_STATUS_NONE);
+    CUgraphExec exec = NULL;
+    EXPECT(cuGraphInstantiateWithFlags(&exec, graph, CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH) ==
+           CUDA_ERROR_NOT_SUPPORTED);
+    EXPECT(cuGraphInstantiateWithFlags(&exec, graph, 0) == CUDA_SUCCESS);
+    EXPECT(cuGraphDestroy(graph) == CUDA_SUCCESS); /* the instantiated graph keeps its own copy */
+    EXPECT(cuGraphLaunch(exec, stream) == CUDA_SUCCESS);
+    EXPECT(cuGraphLaunch(exec, NULL) == CUDA_SUCCESS);
+    EXPECT(cuGraphLaunch((CUgraphExec)&function, stream) == CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuStreamSynchronize(NULL) == CUDA_SUCCESS); /* answered after the worker read every request before it */
+    EXPECT(worker->launches == 2 && worker->async_requests == 4 && runs == 2);
+    uint32_t captured = 0;
+    memcpy(&captured, worker->last_launch_tail, sizeof captured);
+    EXPECT(captured == 7);
+    EXPECT(cuGraphExecDestroy(exec) == CUDA_SUCCESS);
+
+    /* a synchronization inside a capture: refused, and the capture ends with no graph */
+    EXPECT(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_RELAXED) == CUDA_SUCCESS);
+    EXPECT(cuStreamSynchronize(stream) == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    EXPECT(cuStreamIsCapturing(stream, &status) == CUDA_SUCCESS && status == CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+    EXPECT(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, stream, parameters, NULL) == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    graph = (CUgraph)&function;
+    EXPECT(cuStreamEndCapture(stream, &graph) == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED && graph == NULL);
+    EXPECT(cuStreamEndCapture(stream, &graph) == CUDA_ERROR_ILLEGAL_STATE);
+    EXPECT(worker->launches == 2);
+
+    /* an event recorded on a captured stream is not recorded in its graph: the capture is invalidated */
+    struct vgpu_handle event_handle = {VGPU_HANDLE_MAGIC, VGPU_EVENT, &device, 4, 0, NULL, -1, 0, 0, {0}, NULL};
+    CUevent event = (CUevent)&event_handle;
+    EXPECT(cuEventRecordWithFlags(event, stream, CU_EVENT_RECORD_EXTERNAL) == CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuEventRecordWithFlags(event, stream, 7) == CUDA_ERROR_INVALID_VALUE);
+    EXPECT(cuEventRecordWithFlags(event, stream, CU_EVENT_RECORD_DEFAULT) == CUDA_SUCCESS);
+    EXPECT(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_SUCCESS);
+    EXPECT(cuEventRecordWithFlags(event, stream, CU_EVENT_RECORD_EXTERNAL) == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    EXPECT(cuStreamEndCapture(stream, &graph) == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED && graph == NULL);
+
+    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+    EXPECT(cuThreadExchangeStreamCaptureMode(&mode) == CUDA_SUCCESS && mode == CU_STREAM_CAPTURE_MODE_GLOBAL);
+    EXPECT(cuThreadExchangeStreamCaptureMode(&mode) == CUDA_SUCCESS && mode == CU_STREAM_CAPTURE_MODE_RELAXED);
+    fake_session_stop(&session, &device);
 }
 
 /* 2-D, 3-D and either-way copies, pitched allocations, 2-D memsets and registered memory refuse bad calls with CUDA's
@@ -801,7 +898,7 @@ static void vgpu_errors_reach_the_program_as_cuda_errors(void)
         struct refusing_worker worker = {ends[1], cases[i].sent};
         pthread_t thread;
         EXPECT(pthread_create(&thread, NULL, refusing_worker_serve, &worker) == 0);
-        struct vgpu_handle context = {VGPU_HANDLE_MAGIC, VGPU_CONTEXT, &device, 0, 0, NULL, -1, 0, 0, {0}};
+        struct vgpu_handle context = {VGPU_HANDLE_MAGIC, VGPU_CONTEXT, &device, 0, 0, NULL, -1, 0, 0, {0}, NULL};
         vgpu_set_current(&context);
         CUresult result = cuCtxSynchronize();
         const char *name = NULL;
@@ -830,7 +927,7 @@ static void host_memory_with(struct region_launcher *launcher, const char *offer
     launcher->fd = ends[1];
     pthread_t thread;
     EXPECT(pthread_create(&thread, NULL, region_launcher_serve, launcher) == 0);
-    struct vgpu_handle context = {VGPU_HANDLE_MAGIC, VGPU_CONTEXT, &device, 0, 0, NULL, -1, 0, 0, {0}};
+    struct vgpu_handle context = {VGPU_HANDLE_MAGIC, VGPU_CONTEXT, &device, 0, 0, NULL, -1, 0, 0, {0}, NULL};
     vgpu_serving = 1;
     vgpu_set_current(&context);
     if (offered != NULL) {
@@ -913,7 +1010,7 @@ static void a_forked_child_refuses_without_touching_the_parents_session(void)
     EXPECT(socketpair(AF_UNIX, SOCK_STREAM, 0, ends) == 0);
     struct vgpu_device device = {.fd = ends[0], .next_request_id = 1, .max_threads_per_block = 1024};
     pthread_mutex_init(&device.lock, NULL);
-    struct vgpu_handle context = {VGPU_HANDLE_MAGIC, VGPU_CONTEXT, &device, 0, 0, NULL, -1, 0, 0, {0}};
+    struct vgpu_handle context = {VGPU_HANDLE_MAGIC, VGPU_CONTEXT, &device, 0, 0, NULL, -1, 0, 0, {0}, NULL};
     vgpu_serving = 1;
     vgpu_forked_child = 1;
     vgpu_set_current(&context);
@@ -1098,6 +1195,7 @@ int main(void)
     launches_wait_for_no_answer_within_the_window();
     async_copies_of_pageable_memory_wait_for_no_answer();
     copies_memsets_and_registrations_refuse_bad_calls();
+    captures_record_work_that_each_graph_launch_sends();
     traced_tables_pass_each_call_to_the_driver();
     a_forked_child_refuses_without_touching_the_parents_session();
     page_locked_memory_is_shared_with_the_launcher_when_it_offers();

@@ -432,6 +432,58 @@ class CudaProgramsTest {
                 run.toString());
     }
 
+    /**
+     * graph_tour's CUDA graphs made by stream capture, over the launcher's socket and in the program's own process, its
+     * vGPU moving to the job's other GPU between two launches of one graph: a capture records and runs nothing, each
+     * launch runs the captured copies, memset, kernels and host function in their order (on its stream, or another),
+     * reading the host memory as it is then, a kernel's parameters are those of the capture, and what CUDA refuses
+     * during a capture ends it with no graph.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"", "in-process"})
+    void graphsMadeByStreamCaptureRunTheirWorkAtEachLaunchOnAVgpuThatMoves(String serving) throws Exception {
+        assumeTrue(
+                Files.exists(program("graph_tour")), "graph_tour is built by rcuda-runtime/vgpu-libcuda where nvcc is");
+        Map<String, String> job = new HashMap<>(environment);
+        if (!serving.isEmpty()) {
+            job.put("VGPU_LIBCUDA_SERVING", serving);
+        }
+        Path report = directory.resolve("report.txt");
+        job.put("VGPU_LIBCUDA_REPORT", report.toString());
+        ProgramRun run = movedWhilePausing(job, "graph_tour");
+        assertEquals(0, run.status(), run.toString());
+        List<String> counted = Files.readAllLines(report).stream()
+                .map(line -> line.split("\t")[0])
+                .toList();
+        assertTrue(
+                counted.containsAll(List.of(
+                        "cuStreamBeginCapture",
+                        "cuStreamEndCapture",
+                        "cuStreamIsCapturing",
+                        "cuStreamGetCaptureInfo",
+                        "cuGraphLaunch",
+                        "cuGraphExecDestroy",
+                        "cuGraphDestroy",
+                        "cuThreadExchangeStreamCaptureMode")),
+                "the runtime's calls reach vgpu's own entry points: " + counted);
+        assertEquals(
+                List.of(
+                        "a step captured: capturing while recorded: yes, a capture id: yes, no capture after its end:"
+                                + " yes, nothing ran during the capture: yes",
+                        "the step's graph launched 3 times, the last on another stream: 3 of 3 results as expected,"
+                                + " its host function ran 3 times",
+                        "a kernel captured with a factor of 2, the factor then set to 5: 65536 of 65536 values scaled"
+                                + " by 2",
+                        "capturing the legacy default stream: cudaErrorStreamCaptureUnsupported; a captured stream"
+                                + " synchronized: cudaErrorStreamCaptureUnsupported, the capture's end:"
+                                + " cudaErrorStreamCaptureInvalidated, no graph: yes; ending no capture:"
+                                + " cudaErrorIllegalState",
+                        "this thread's capture mode: global before, relaxed after: yes",
+                        "graph tour done"),
+                run.results(),
+                run.toString());
+    }
+
     /** What launch_tour prints on a GPU: y = 0.5 x + (2 x + 1) in fused multiply-adds, then its blocks' tree sums. */
     private static List<String> launchTourOutput() {
         int n = 1 << 20;

@@ -62,7 +62,8 @@ public final class JCudaProgramsOnGpu {
     /**
      * The C programs and their arguments: long enough, with their pauses, for a move to land while they run (driver
      * steps 200 times 20 ms; runtime_tour, the CUDA runtime's, built static and shared, waits 3 s after its first
-     * step; pitched_tour waits 3 s once its pitched memory holds data; cublas_gemm and cufft_transform, built against
+     * step; pitched_tour waits 3 s once its pitched memory holds data, graph_tour 3 s between two launches of its graph;
+     * cublas_gemm and cufft_transform, built against
      * the toolkit's cuBLAS and cuFFT by cuda-programs.sh, wait 3 s between two products and between a plan's two
      * transforms). (driver_tour prints the device count, which is the
      * job's vGPUs here: cuda-programs.sh compares it on one vGPU.) The system property {@code vgpu.cuda.programs.only}
@@ -73,6 +74,7 @@ public final class JCudaProgramsOnGpu {
             List.of("runtime_tour", "3000"),
             List.of("runtime_tour_shared", "3000"),
             List.of("pitched_tour", "3000"),
+            List.of("graph_tour", "3000"),
             List.of("cublas_gemm", "3000"),
             List.of("cufft_transform", "3000"));
 
