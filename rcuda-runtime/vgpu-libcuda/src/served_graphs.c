@@ -462,6 +462,24 @@ CUresult vgpu_served_cuGraphUpload(CUgraphExec hGraph, CUstream hStream)
     return vgpu_current_stream(hStream, &stream_id, &result) == NULL ? result : CUDA_SUCCESS;
 }
 
+/* How many nodes the graph has (PyTorch asks, to warn of an empty capture). The nodes are not handed out: no call that
+   takes one is served. */
+CUresult vgpu_served_cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)
+{
+    struct vgpu_graph *graph = graph_of(hGraph, GRAPH_MAGIC);
+    if (graph == NULL || numNodes == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (nodes != NULL) {
+        vgpu_say("cuGraphGetNodes is served on a vGPU for the count of a graph's nodes, not for the nodes themselves");
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    pthread_mutex_lock(&captures_lock); /* the graph of a capture still recording grows meanwhile */
+    *numNodes = graph->count;
+    pthread_mutex_unlock(&captures_lock);
+    return CUDA_SUCCESS;
+}
+
 CUresult vgpu_served_cuGraphExecDestroy(CUgraphExec hGraphExec)
 {
     struct vgpu_graph *exec = graph_of(hGraphExec, EXEC_MAGIC);

@@ -649,6 +649,10 @@ static void captures_record_work_that_each_graph_launch_sends(void)
     EXPECT((CUresult)(intptr_t)answer == CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD);
     CUgraph graph = NULL;
     EXPECT(cuStreamEndCapture(stream, &graph) == CUDA_SUCCESS && graph == recording);
+    size_t nodes = 0;
+    EXPECT(cuGraphGetNodes(graph, NULL, &nodes) == CUDA_SUCCESS && nodes == 3);
+    CUgraphNode handed[3];
+    EXPECT(cuGraphGetNodes(graph, handed, &nodes) == CUDA_ERROR_NOT_SUPPORTED);
     EXPECT(cuStreamIsCapturing(stream, &status) == CUDA_SUCCESS && status == CU_STREAM_CAPTURE_STATUS_NONE);
     CUgraphExec exec = NULL;
     EXPECT(cuGraphInstantiateWithFlags(&exec, graph, CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH) ==

@@ -32,7 +32,9 @@ import org.vgpu.common.security.ThrowawaySiteKey;
  * rcuda-runtime/vgpu-libcuda builds (testbed/gpu/cuda-programs.sh), a driver-API one and the CUDA runtime one go
  * through the same three runs after the JCuda programs: their vGPUs are the launcher's, served to vgpu's {@code
  * libcuda.so.1}; with {@code vgpu.torch.training} naming a PyTorch training script, so does {@code python3} running
- * it: the losses it prints must be the ones plain PyTorch printed.
+ * it: the losses it prints must be the ones plain PyTorch printed; with {@code vgpu.torch.graph} naming
+ * rcuda-runtime/vgpu-libcuda/tests/programs/torch_graph.py, a PyTorch CUDA graph's replays, the vGPU moving between two
+ * of them.
  *
  * <p>Arguments: the PTX directory (built by nvcc from the programs' .cu files), how often each program repeats its
  * computation (default 20: long enough for a move to land while it runs), the pairs of cost runs (default 5; 0
@@ -140,6 +142,10 @@ public final class JCudaProgramsOnGpu {
             if (torchTraining != null) {
                 passed &= check.programs(List.of(
                         new Program("torch_training", List.of("python3", torchTraining, TORCH_TRAINING_STEPS))));
+            }
+            String torchGraph = System.getProperty("vgpu.torch.graph");
+            if (torchGraph != null) {
+                passed &= check.programs(List.of(new Program("torch_graph", List.of("python3", torchGraph, "3"))));
             }
             String bench = System.getProperty("vgpu.cuda.bench");
             if (bench != null) {
