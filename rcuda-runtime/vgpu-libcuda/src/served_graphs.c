@@ -480,22 +480,22 @@ CUresult vgpu_served_cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t 
     return CUDA_SUCCESS;
 }
 
-CUresult vgpu_served_cuGraphExecDestroy(CUgraphExec hGraphExec)
+static CUresult destroy(const void *handle, uint32_t magic)
 {
-    struct vgpu_graph *exec = graph_of(hGraphExec, EXEC_MAGIC);
-    if (exec == NULL) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    graph_free(exec);
-    return CUDA_SUCCESS;
-}
-
-CUresult vgpu_served_cuGraphDestroy(CUgraph hGraph)
-{
-    struct vgpu_graph *graph = graph_of(hGraph, GRAPH_MAGIC);
+    struct vgpu_graph *graph = graph_of(handle, magic);
     if (graph == NULL) {
         return CUDA_ERROR_INVALID_VALUE;
     }
     graph_free(graph);
     return CUDA_SUCCESS;
+}
+
+CUresult vgpu_served_cuGraphExecDestroy(CUgraphExec hGraphExec)
+{
+    return destroy(hGraphExec, EXEC_MAGIC);
+}
+
+CUresult vgpu_served_cuGraphDestroy(CUgraph hGraph)
+{
+    return destroy(hGraph, GRAPH_MAGIC);
 }

@@ -614,7 +614,9 @@ static void *end_capture_on_another_thread(void *stream)
    record invalidates it, and it then ends with no graph. What CUDA refuses is refused with its codes. */
 static void captures_record_work_that_each_graph_launch_sends(void)
 {
-    struct vgpu_device device = {.max_threads_per_block = 1024};
+    struct vgpu_allocation allocation = {0x100000000000, 4096, 1};
+    struct vgpu_device device = {
+        .max_threads_per_block = 1024, .allocations = &allocation, .allocation_count = 1, .allocation_capacity = 1};
     struct fake_session session;
     fake_session_start(&session, &device);
     struct fake_worker *worker = &session.worker;
@@ -668,6 +670,18 @@ static void captures_record_work_that_each_graph_launch_sends(void)
     memcpy(&captured, worker->last_launch_tail, sizeof captured);
     EXPECT(captured == 7);
     EXPECT(cuGraphExecDestroy(exec) == CUDA_SUCCESS);
+
+    /* a captured copy from the program's own memory reads it when the graph runs, as a copy node does */
+    uint8_t pageable[64] = {1};
+    EXPECT(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_SUCCESS);
+    EXPECT(cuMemcpyHtoDAsync(0x100000000000, pageable, sizeof pageable, stream) == CUDA_SUCCESS);
+    EXPECT(cuStreamEndCapture(stream, &graph) == CUDA_SUCCESS);
+    EXPECT(cuGraphInstantiateWithFlags(&exec, graph, 0) == CUDA_SUCCESS);
+    pageable[0] = 42;
+    EXPECT(cuGraphLaunch(exec, stream) == CUDA_SUCCESS);
+    EXPECT(cuStreamSynchronize(NULL) == CUDA_SUCCESS);
+    EXPECT(worker->async_copies_to_device == 1 && worker->last_copy[0] == 42);
+    EXPECT(cuGraphExecDestroy(exec) == CUDA_SUCCESS && cuGraphDestroy(graph) == CUDA_SUCCESS);
 
     /* a synchronization inside a capture: refused, and the capture ends with no graph */
     EXPECT(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_RELAXED) == CUDA_SUCCESS);

@@ -368,22 +368,10 @@ class CudaProgramsTest {
     @ValueSource(strings = {"", "in-process"})
     void pitchedAllocationsTwoDimensionalCopiesAndMemsetsAndCopiesOfEitherDirectionRunOnAVgpuThatMoves(String serving)
             throws Exception {
-        assumeTrue(
-                Files.exists(program("pitched_tour")),
-                "pitched_tour is built by rcuda-runtime/vgpu-libcuda where nvcc is");
-        Map<String, String> job = new HashMap<>(environment);
-        if (!serving.isEmpty()) {
-            job.put("VGPU_LIBCUDA_SERVING", serving);
-        }
-        Path report = directory.resolve("report.txt");
-        job.put("VGPU_LIBCUDA_REPORT", report.toString());
-        ProgramRun run = movedWhilePausing(job, "pitched_tour");
-        assertEquals(0, run.status(), run.toString());
-        List<String> counted = Files.readAllLines(report).stream()
-                .map(line -> line.split("\t")[0])
-                .toList();
-        assertTrue(
-                counted.containsAll(List.of(
+        ProgramRun run = movedWhilePausingReaching(
+                serving,
+                "pitched_tour",
+                List.of(
                         "cuMemAllocPitch",
                         "cuMemcpy2DUnaligned",
                         "cuMemcpy2DAsync",
@@ -401,8 +389,7 @@ class CudaProgramsTest {
                         "cuMemGetAddressRange",
                         "cuCtxSetCacheConfig",
                         "cuDeviceCanAccessPeer",
-                        "cuMemcpyPeer")),
-                "the runtime's calls reach vgpu's own entry points: " + counted);
+                        "cuMemcpyPeer"));
         assertEquals(
                 List.of(
                         "pitched allocation: pitch holds a row: yes, rows aligned to 256 bytes: yes, both pitches"
@@ -442,21 +429,10 @@ class CudaProgramsTest {
     @ParameterizedTest
     @ValueSource(strings = {"", "in-process"})
     void graphsMadeByStreamCaptureRunTheirWorkAtEachLaunchOnAVgpuThatMoves(String serving) throws Exception {
-        assumeTrue(
-                Files.exists(program("graph_tour")), "graph_tour is built by rcuda-runtime/vgpu-libcuda where nvcc is");
-        Map<String, String> job = new HashMap<>(environment);
-        if (!serving.isEmpty()) {
-            job.put("VGPU_LIBCUDA_SERVING", serving);
-        }
-        Path report = directory.resolve("report.txt");
-        job.put("VGPU_LIBCUDA_REPORT", report.toString());
-        ProgramRun run = movedWhilePausing(job, "graph_tour");
-        assertEquals(0, run.status(), run.toString());
-        List<String> counted = Files.readAllLines(report).stream()
-                .map(line -> line.split("\t")[0])
-                .toList();
-        assertTrue(
-                counted.containsAll(List.of(
+        ProgramRun run = movedWhilePausingReaching(
+                serving,
+                "graph_tour",
+                List.of(
                         "cuStreamBeginCapture",
                         "cuStreamEndCapture",
                         "cuStreamIsCapturing",
@@ -464,8 +440,7 @@ class CudaProgramsTest {
                         "cuGraphLaunch",
                         "cuGraphExecDestroy",
                         "cuGraphDestroy",
-                        "cuThreadExchangeStreamCaptureMode")),
-                "the runtime's calls reach vgpu's own entry points: " + counted);
+                        "cuThreadExchangeStreamCaptureMode"));
         assertEquals(
                 List.of(
                         "a step captured: capturing while recorded: yes, a capture id: yes, no capture after its end:"
@@ -549,6 +524,29 @@ class CudaProgramsTest {
                                 + " CUDA_ERROR_ILLEGAL_ADDRESS"),
                 run.results(),
                 run.toString());
+    }
+
+    /**
+     * The program run as {@link #movedWhilePausing} runs it, served as {@code serving} says (empty: the default), with
+     * the library's report asked for; checked to have ended well and to have reached each of {@code entryPoints} in
+     * vgpu's own library.
+     */
+    private ProgramRun movedWhilePausingReaching(String serving, String name, List<String> entryPoints)
+            throws Exception {
+        assumeTrue(Files.exists(program(name)), name + " is built by rcuda-runtime/vgpu-libcuda where nvcc is");
+        Map<String, String> job = new HashMap<>(environment);
+        if (!serving.isEmpty()) {
+            job.put("VGPU_LIBCUDA_SERVING", serving);
+        }
+        Path report = directory.resolve("report.txt");
+        job.put("VGPU_LIBCUDA_REPORT", report.toString());
+        ProgramRun run = movedWhilePausing(job, name);
+        assertEquals(0, run.status(), run.toString());
+        List<String> counted = Files.readAllLines(report).stream()
+                .map(line -> line.split("\t")[0])
+                .toList();
+        assertTrue(counted.containsAll(entryPoints), "the runtime's calls reach vgpu's own entry points: " + counted);
+        return run;
     }
 
     /**
