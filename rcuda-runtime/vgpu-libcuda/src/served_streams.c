@@ -152,6 +152,10 @@ CUresult vgpu_served_cuStreamAddCallback(CUstream hStream, CUstreamCallback call
     if (callback == NULL || Flags != 0) {
         return CUDA_ERROR_INVALID_VALUE; /* the flags are reserved: 0 */
     }
+    if (vgpu_capturing(hStream)) {
+        /* CUDA captures no callback (cuLaunchHostFunc is the call graphs record): refused, and not called */
+        return vgpu_capture_refused(vgpu_handle(hStream, VGPU_STREAM));
+    }
     CUresult result = vgpu_served_cuStreamSynchronize(hStream);
     callback(hStream, result, userData);
     return result;

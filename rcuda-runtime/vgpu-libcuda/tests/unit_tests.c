@@ -603,6 +603,13 @@ static void count_run(void *runs)
     ++*(int *)runs;
 }
 
+static void CUDA_CB count_callback(CUstream stream, CUresult status, void *runs)
+{
+    (void)stream;
+    (void)status;
+    ++*(int *)runs;
+}
+
 static void *end_capture_on_another_thread(void *stream)
 {
     CUgraph graph = NULL;
@@ -683,9 +690,11 @@ static void captures_record_work_that_each_graph_launch_sends(void)
     EXPECT(worker->async_copies_to_device == 1 && worker->last_copy[0] == 42);
     EXPECT(cuGraphExecDestroy(exec) == CUDA_SUCCESS && cuGraphDestroy(graph) == CUDA_SUCCESS);
 
-    /* a synchronization inside a capture: refused, and the capture ends with no graph */
+    /* a synchronization inside a capture: refused, and the capture ends with no graph; a callback is not called */
     EXPECT(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_RELAXED) == CUDA_SUCCESS);
     EXPECT(cuStreamSynchronize(stream) == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    EXPECT(cuStreamAddCallback(stream, count_callback, &runs, 0) == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    EXPECT(runs == 2);
     EXPECT(cuStreamIsCapturing(stream, &status) == CUDA_SUCCESS && status == CU_STREAM_CAPTURE_STATUS_INVALIDATED);
     EXPECT(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, stream, parameters, NULL) == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
     graph = (CUgraph)&function;
