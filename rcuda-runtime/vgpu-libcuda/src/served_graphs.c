@@ -6,11 +6,14 @@
  * as ordinary requests: it moves with the vGPU and is replayed as any other work, and nothing of a graph lives on the
  * worker. What is recorded: kernel launches (their parameters' values copied at the call, as CUDA copies them),
  * memsets, 1-D copies (host memory is read and written when the graph runs, as a memcpy node does) and host
- * functions. Any other call that puts work on a captured stream (an event recorded on it, a wait, a 2-D copy, a
- * synchronization) invalidates the capture, as CUDA invalidates one for a call it cannot capture: the capture ends
- * with CUDA_ERROR_STREAM_CAPTURE_INVALIDATED and no graph, never with a graph missing work. Captures joining several
- * streams through events, graphs built node by node (cuGraphAdd*Node) and updates of an instantiated graph are not
- * served. */
+ * functions. A capture forks and joins as CUDA's does: an event recorded on a captured stream is a point of the
+ * capture, and a stream that waits for it captures into the same graph from then on, until the capture ends on the
+ * stream it began on. Its nodes are still one sequence, in the order the program issued them, which is an order the
+ * fork's dependencies allow: a launch of the graph runs them one after another on one stream. Any other call that puts
+ * work on a captured stream (a 2-D copy, a synchronization, a wait for an event of no capture) invalidates the capture,
+ * as CUDA invalidates one for a call it cannot capture: the capture ends with CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
+ * and no graph, never with a graph missing work. Graphs built node by node (cuGraphAdd*Node) and updates of an
+ * instantiated graph are not served. */
 #include "serving.h"
 
 #include <stdlib.h>
@@ -27,8 +30,18 @@ struct vgpu_graph {
     size_t capacity;
 };
 
+/* Handles of a capture: its member streams, or the events recorded in it. */
+struct handle_list {
+    struct vgpu_handle **handles;
+    size_t count;
+    size_t capacity;
+};
+
 struct vgpu_capture {
     struct vgpu_graph *graph;
+    struct vgpu_handle *origin;   /* the stream it began on, the one that ends it */
+    struct handle_list members;   /* the streams capturing into it: the origin and those that joined it */
+    struct handle_list events;    /* the events recorded in it, each pointing here until it ends */
     CUstreamCaptureMode mode;
     pthread_t thread; /* the thread that began it: a global or thread-local capture ends on it */
     uint64_t id;
@@ -40,6 +53,46 @@ static pthread_mutex_t captures_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t last_capture_id;
 static _Atomic int refusal_said;
 static _Thread_local CUstreamCaptureMode thread_capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+
+static int handle_list_add(struct handle_list *list, struct vgpu_handle *handle)
+{
+    if (list->count == list->capacity) {
+        size_t capacity = list->capacity == 0 ? 4 : list->capacity * 2;
+        struct vgpu_handle **grown = realloc(list->handles, capacity * sizeof *grown);
+        if (grown == NULL) {
+            return -1;
+        }
+        list->handles = grown;
+        list->capacity = capacity;
+    }
+    list->handles[list->count++] = handle;
+    return 0;
+}
+
+static void handle_list_remove(struct handle_list *list, const struct vgpu_handle *handle)
+{
+    for (size_t i = 0; i < list->count; i++) {
+        if (list->handles[i] == handle) {
+            list->handles[i] = list->handles[--list->count];
+            return;
+        }
+    }
+}
+
+/* Every member stream and event of capture let go of it (under captures_lock); the capture is the caller's to free. */
+static void capture_detach(struct vgpu_capture *capture)
+{
+    for (size_t i = 0; i < capture->members.count; i++) {
+        atomic_store(&capture->members.handles[i]->capture, NULL);
+    }
+    for (size_t i = 0; i < capture->events.count; i++) {
+        atomic_store(&capture->events.handles[i]->capture, NULL);
+    }
+    free(capture->members.handles);
+    free(capture->events.handles);
+    capture->members = (struct handle_list){0};
+    capture->events = (struct handle_list){0};
+}
 
 static struct vgpu_graph *graph_of(const void *handle, uint32_t magic)
 {
@@ -174,15 +227,94 @@ CUresult vgpu_capture_refused(struct vgpu_handle *stream)
     return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 }
 
+/* A member stream that is destroyed leaves the capture; the origin ends it, graph and all. */
 void vgpu_capture_forget(struct vgpu_handle *stream)
 {
     pthread_mutex_lock(&captures_lock);
-    struct vgpu_capture *capture = atomic_exchange(&stream->capture, NULL);
+    struct vgpu_capture *capture = atomic_load(&stream->capture);
+    if (capture != NULL && capture->origin != stream) {
+        handle_list_remove(&capture->members, stream);
+        atomic_store(&stream->capture, NULL);
+        capture = NULL;
+    } else if (capture != NULL) {
+        capture_detach(capture);
+    }
     pthread_mutex_unlock(&captures_lock);
     if (capture != NULL) {
         graph_free(capture->graph);
         free(capture);
     }
+}
+
+void vgpu_capture_forget_event(struct vgpu_handle *event)
+{
+    pthread_mutex_lock(&captures_lock);
+    struct vgpu_capture *capture = atomic_exchange(&event->capture, NULL);
+    if (capture != NULL) {
+        handle_list_remove(&capture->events, event);
+    }
+    pthread_mutex_unlock(&captures_lock);
+}
+
+int vgpu_capture_event_record(struct vgpu_handle *event, CUstream hStream, CUresult *result)
+{
+    struct vgpu_handle *stream = NULL;
+    pthread_mutex_lock(&captures_lock);
+    struct vgpu_capture *capture = capture_of(hStream, &stream);
+    struct vgpu_capture *before = atomic_load(&event->capture);
+    if (before != NULL && before != capture) { /* recorded again elsewhere: a point of that capture no more */
+        handle_list_remove(&before->events, event);
+        atomic_store(&event->capture, NULL);
+    }
+    if (capture == NULL) {
+        pthread_mutex_unlock(&captures_lock);
+        return 0;
+    }
+    if (stream->device != event->device) {
+        *result = CUDA_ERROR_INVALID_HANDLE;
+    } else if (capture->invalidated) {
+        *result = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    } else if (before != capture && handle_list_add(&capture->events, event) != 0) {
+        *result = CUDA_ERROR_OUT_OF_MEMORY;
+    } else {
+        atomic_store(&event->capture, capture);
+        *result = CUDA_SUCCESS;
+    }
+    pthread_mutex_unlock(&captures_lock);
+    return 1;
+}
+
+int vgpu_capture_event_wait(CUstream hStream, struct vgpu_handle *event, CUresult *result)
+{
+    struct vgpu_handle *stream = NULL;
+    pthread_mutex_lock(&captures_lock);
+    struct vgpu_capture *recorded_in = atomic_load(&event->capture);
+    struct vgpu_capture *capture = recorded_in == NULL ? NULL : capture_of(hStream, &stream);
+    if (recorded_in == NULL) {
+        pthread_mutex_unlock(&captures_lock);
+        return 0;
+    }
+    if (stream == NULL) {
+        /* a default stream would wait for work that runs only when the graph is launched */
+        *result = hStream == NULL || hStream == CU_STREAM_LEGACY || hStream == CU_STREAM_PER_THREAD
+                      ? CUDA_ERROR_STREAM_CAPTURE_IMPLICIT
+                      : CUDA_ERROR_INVALID_HANDLE;
+    } else if (stream->device != event->device) {
+        *result = CUDA_ERROR_INVALID_HANDLE;
+    } else if (capture == recorded_in) {
+        *result = CUDA_SUCCESS; /* within one capture, the order the program issues its work in is the graph's */
+    } else if (capture != NULL) {
+        *result = CUDA_ERROR_STREAM_CAPTURE_MERGE;
+    } else if (recorded_in->invalidated) {
+        *result = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    } else if (handle_list_add(&recorded_in->members, stream) != 0) {
+        *result = CUDA_ERROR_OUT_OF_MEMORY;
+    } else {
+        atomic_store(&stream->capture, recorded_in); /* the stream joins the capture: a fork */
+        *result = CUDA_SUCCESS;
+    }
+    pthread_mutex_unlock(&captures_lock);
+    return 1;
 }
 
 CUresult vgpu_served_cuStreamBeginCapture(CUstream hStream, CUstreamCaptureMode mode)
@@ -210,8 +342,14 @@ CUresult vgpu_served_cuStreamBeginCapture(CUstream hStream, CUstreamCaptureMode 
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     capture->graph = graph;
+    capture->origin = stream;
     capture->mode = mode;
     capture->thread = pthread_self();
+    if (handle_list_add(&capture->members, stream) != 0) {
+        graph_free(graph);
+        free(capture);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
     pthread_mutex_lock(&captures_lock);
     struct vgpu_capture *none = NULL;
     int begun = atomic_compare_exchange_strong(&stream->capture, &none, capture);
@@ -220,6 +358,7 @@ CUresult vgpu_served_cuStreamBeginCapture(CUstream hStream, CUstreamCaptureMode 
     }
     pthread_mutex_unlock(&captures_lock);
     if (!begun) {
+        free(capture->members.handles);
         graph_free(graph);
         free(capture);
         return CUDA_ERROR_ILLEGAL_STATE; /* the stream is being captured already */
@@ -238,10 +377,12 @@ CUresult vgpu_served_cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
     CUresult result = CUDA_SUCCESS;
     if (capture == NULL) {
         result = CUDA_ERROR_ILLEGAL_STATE; /* no capture of that stream */
+    } else if (capture->origin != stream) {
+        result = CUDA_ERROR_STREAM_CAPTURE_UNMATCHED; /* a capture ends on the stream it began on */
     } else if (capture->mode != CU_STREAM_CAPTURE_MODE_RELAXED && !pthread_equal(capture->thread, pthread_self())) {
         result = CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
     } else {
-        atomic_store(&stream->capture, NULL);
+        capture_detach(capture);
     }
     pthread_mutex_unlock(&captures_lock);
     if (result != CUDA_SUCCESS) {

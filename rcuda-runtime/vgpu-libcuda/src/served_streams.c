@@ -169,7 +169,11 @@ CUresult vgpu_served_cuEventCreate(CUevent *phEvent, unsigned int Flags)
 
 CUresult vgpu_served_cuEventDestroy(CUevent hEvent)
 {
-    return by_id(vgpu_handle(hEvent, VGPU_EVENT), VGPU_OP_EVENT_DESTROY, 1);
+    struct vgpu_handle *event = vgpu_handle(hEvent, VGPU_EVENT);
+    if (event != NULL) {
+        vgpu_capture_forget_event(event);
+    }
+    return by_id(event, VGPU_OP_EVENT_DESTROY, 1);
 }
 
 CUresult vgpu_served_cuEventSynchronize(CUevent hEvent)
@@ -184,7 +188,11 @@ CUresult vgpu_served_cuEventRecord(CUevent hEvent, CUstream hStream)
         return CUDA_ERROR_INVALID_HANDLE;
     }
     int stream = 0;
-    CUresult result = vgpu_stream_id(hStream, event->device, &stream);
+    CUresult result = CUDA_SUCCESS;
+    if (vgpu_capture_event_record(event, hStream, &result)) {
+        return result;
+    }
+    result = vgpu_stream_id(hStream, event->device, &stream);
     if (result != CUDA_SUCCESS) {
         return result;
     }
@@ -195,14 +203,15 @@ CUresult vgpu_served_cuEventRecord(CUevent hEvent, CUstream hStream)
     return vgpu_locked_call(event->device, &request, NULL);
 }
 
-/* CU_EVENT_RECORD_EXTERNAL means something only inside a capture (an event node), and a vGPU's captures do not record
-   events: inside one the record is refused as every unrecorded call is; outside, CUDA refuses the flag too. */
+/* CU_EVENT_RECORD_EXTERNAL means something only inside a capture (an event node, for a wait outside the graph), which
+   a vGPU's captures do not record: refused there as every unrecorded call is; outside, CUDA refuses the flag too. */
 CUresult vgpu_served_cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags)
 {
-    if (flags == CU_EVENT_RECORD_EXTERNAL && !vgpu_capturing(hStream)) {
-        return CUDA_ERROR_INVALID_VALUE;
+    if (flags == CU_EVENT_RECORD_EXTERNAL) {
+        return vgpu_capturing(hStream) ? vgpu_capture_refused(vgpu_handle(hStream, VGPU_STREAM))
+                                       : CUDA_ERROR_INVALID_VALUE;
     }
-    if (flags != CU_EVENT_RECORD_DEFAULT && flags != CU_EVENT_RECORD_EXTERNAL) {
+    if (flags != CU_EVENT_RECORD_DEFAULT) {
         return CUDA_ERROR_INVALID_VALUE;
     }
     return vgpu_served_cuEventRecord(hEvent, hStream);
@@ -240,10 +249,14 @@ CUresult vgpu_served_cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigne
         return CUDA_ERROR_INVALID_HANDLE;
     }
     if (Flags != CU_EVENT_WAIT_DEFAULT) {
-        return CUDA_ERROR_INVALID_VALUE; /* CU_EVENT_WAIT_EXTERNAL belongs to graphs, which are not served */
+        return CUDA_ERROR_INVALID_VALUE; /* CU_EVENT_WAIT_EXTERNAL belongs to graphs' event nodes, not served */
     }
     int stream = 0;
-    CUresult result = vgpu_stream_id(hStream, event->device, &stream);
+    CUresult result = CUDA_SUCCESS;
+    if (vgpu_capture_event_wait(hStream, event, &result)) {
+        return result;
+    }
+    result = vgpu_stream_id(hStream, event->device, &stream);
     if (result != CUDA_SUCCESS) {
         return result;
     }

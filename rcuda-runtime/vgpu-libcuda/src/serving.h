@@ -96,7 +96,8 @@ struct vgpu_handle {
     _Atomic uint64_t driver;  /* functions and streams: the driver's handle behind it, for direct calls */
     _Atomic unsigned driver_epoch; /* the direct epoch + 1 driver was asked in; 0: never */
     _Atomic uint64_t kept_attributes[CU_FUNC_ATTRIBUTE_MAX]; /* functions: answers kept until the vGPU moves */
-    struct vgpu_capture *_Atomic capture; /* streams: the capture recording the stream's work (served_graphs.c) */
+    struct vgpu_capture *_Atomic capture; /* streams: the capture recording their work; events: the capture they were
+                                              recorded in (served_graphs.c) */
 };
 
 /* serving.c */
@@ -174,8 +175,16 @@ CUresult vgpu_capture(CUstream stream, const struct vgpu_node *node, void **kern
 /* The answer to a call that puts work on stream while it is captured and is not recorded: the capture is invalidated
    (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, said once; CUDA_ERROR_STREAM_CAPTURE_INVALIDATED once it is). */
 CUresult vgpu_capture_refused(struct vgpu_handle *stream);
-/* Ends any capture of stream, which is being destroyed. */
+/* stream, being destroyed, leaves its capture; the stream a capture began on ends it. */
 void vgpu_capture_forget(struct vgpu_handle *stream);
+/* event, being destroyed, is a point of no capture any more. */
+void vgpu_capture_forget_event(struct vgpu_handle *event);
+/* An event recorded on a captured stream: a point of the capture, and nothing is sent. 1 with *result set when stream
+   is being captured; 0 when not (the record is the vGPU's). */
+int vgpu_capture_event_record(struct vgpu_handle *event, CUstream stream, CUresult *result);
+/* A wait of stream for an event recorded in a capture: the stream joins the capture (a fork), and nothing is sent. 1
+   with *result set when the event belongs to a capture; 0 when not (the wait is the vGPU's). */
+int vgpu_capture_event_wait(CUstream stream, struct vgpu_handle *event, CUresult *result);
 
 /* served_modules.c: the length of an image the driver is handed without one (a fatbin wrapper's is its fatbin's:
    *image moves to the fatbin). */

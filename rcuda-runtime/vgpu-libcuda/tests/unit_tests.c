@@ -712,6 +712,30 @@ static void captures_record_work_that_each_graph_launch_sends(void)
     EXPECT(cuEventRecordWithFlags(event, stream, CU_EVENT_RECORD_EXTERNAL) == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
     EXPECT(cuStreamEndCapture(stream, &graph) == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED && graph == NULL);
 
+    /* a fork and a join: a second stream that waits for an event recorded in the capture captures into it, and the
+       capture ends on the stream it began on, the second stream's capture with it; nothing is sent */
+    struct vgpu_handle second_handle = {VGPU_HANDLE_MAGIC, VGPU_STREAM, &device, 5, 0, NULL, -1, 0, 0, {0}, NULL};
+    struct vgpu_handle join_handle = {VGPU_HANDLE_MAGIC, VGPU_EVENT, &device, 6, 0, NULL, -1, 0, 0, {0}, NULL};
+    CUstream second = (CUstream)&second_handle;
+    CUevent join = (CUevent)&join_handle;
+    EXPECT(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_SUCCESS);
+    EXPECT(cuEventRecord(event, stream) == CUDA_SUCCESS);
+    EXPECT(cuStreamWaitEvent(second, event, 0) == CUDA_SUCCESS);
+    EXPECT(cuStreamIsCapturing(second, &status) == CUDA_SUCCESS && status == CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    EXPECT(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, second, parameters, NULL) == CUDA_SUCCESS);
+    EXPECT(cuEventRecord(join, second) == CUDA_SUCCESS);
+    EXPECT(cuStreamWaitEvent(stream, join, 0) == CUDA_SUCCESS);
+    EXPECT(cuStreamWaitEvent(NULL, join, 0) == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+    EXPECT(cuMemsetD32Async(0x100000000000, 1, 4, stream) == CUDA_SUCCESS);
+    EXPECT(cuStreamEndCapture(second, &graph) == CUDA_ERROR_STREAM_CAPTURE_UNMATCHED);
+    EXPECT(cuStreamEndCapture(stream, &graph) == CUDA_SUCCESS && graph != NULL);
+    EXPECT(cuStreamIsCapturing(second, &status) == CUDA_SUCCESS && status == CU_STREAM_CAPTURE_STATUS_NONE);
+    EXPECT(cuGraphGetNodes(graph, NULL, &nodes) == CUDA_SUCCESS && nodes == 2);
+    EXPECT(atomic_load(&join_handle.capture) == NULL && atomic_load(&event_handle.capture) == NULL);
+    EXPECT(cuGraphDestroy(graph) == CUDA_SUCCESS);
+    EXPECT(cuStreamSynchronize(NULL) == CUDA_SUCCESS);
+    EXPECT(worker->launches == 2 && worker->async_requests == 5);
+
     CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
     EXPECT(cuThreadExchangeStreamCaptureMode(&mode) == CUDA_SUCCESS && mode == CU_STREAM_CAPTURE_MODE_GLOBAL);
     EXPECT(cuThreadExchangeStreamCaptureMode(&mode) == CUDA_SUCCESS && mode == CU_STREAM_CAPTURE_MODE_RELAXED);

@@ -116,6 +116,42 @@ int main(int argc, char **argv)
     std::printf("a kernel captured with a factor of 2, the factor then set to %.0f: %d of %d values scaled by 2\n",
                 factor, matching(out, in, 2.0f, n), n);
 
+    // A capture forked to a second stream and joined back through events, as code that overlaps two parts of a step
+    // records it: x = in and y = 0 on the first stream, x *= 2 on the second, then y = 3x + y on the first.
+    cudaEvent_t forked, joined;
+    CHECK(cudaEventCreateWithFlags(&forked, cudaEventDisableTiming));
+    CHECK(cudaEventCreateWithFlags(&joined, cudaEventDisableTiming));
+    CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    CHECK(cudaMemcpyAsync(x, in, bytes, cudaMemcpyHostToDevice, stream));
+    CHECK(cudaMemsetAsync(y, 0, bytes, stream));
+    CHECK(cudaEventRecord(forked, stream));
+    CHECK(cudaStreamWaitEvent(other, forked, 0));
+    CHECK(cudaStreamIsCapturing(other, &status));
+    bool other_captured = status == cudaStreamCaptureStatusActive;
+    scale<<<blocks, threads, 0, other>>>(x, 2.0f, n);
+    CHECK(cudaEventRecord(joined, other));
+    CHECK(cudaStreamWaitEvent(stream, joined, 0));
+    axpy<<<blocks, threads, 0, stream>>>(3.0f, x, y, n);
+    CHECK(cudaMemcpyAsync(out, y, bytes, cudaMemcpyDeviceToHost, stream));
+    cudaGraph_t forking;
+    CHECK(cudaStreamEndCapture(stream, &forking));
+    CHECK(cudaStreamIsCapturing(other, &status));
+    bool other_ended = status == cudaStreamCaptureStatusNone;
+    cudaGraphExec_t forking_exec;
+    CHECK(cudaGraphInstantiate(&forking_exec, forking, 0));
+    int forked_runs = 0;
+    for (int run = 0; run < 2; run++) {
+        for (int i = 0; i < n; i++) {
+            in[i] = (float)(i % 100 + run);
+        }
+        CHECK(cudaGraphLaunch(forking_exec, stream));
+        CHECK(cudaStreamSynchronize(stream));
+        forked_runs += matching(out, in, 6.0f, n) == n ? 1 : 0;
+    }
+    std::printf("a capture forked to another stream and joined back: the other stream captured: %s, its capture ended "
+                "with the first's: %s, %d of 2 results as expected\n",
+                yes(other_captured), yes(other_ended), forked_runs);
+
     // What CUDA refuses: the legacy default stream, and a synchronization inside a capture (which ends it, no graph).
     cudaError_t legacy = cudaStreamBeginCapture(0, cudaStreamCaptureModeGlobal);
     CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
@@ -138,6 +174,10 @@ int main(int argc, char **argv)
 
     CHECK(cudaGraphExecDestroy(step_exec));
     CHECK(cudaGraphExecDestroy(scaling_exec));
+    CHECK(cudaGraphExecDestroy(forking_exec));
+    CHECK(cudaGraphDestroy(forking));
+    CHECK(cudaEventDestroy(forked));
+    CHECK(cudaEventDestroy(joined));
     CHECK(cudaGraphDestroy(step));
     CHECK(cudaGraphDestroy(scaling));
     CHECK(cudaStreamDestroy(stream));

@@ -449,6 +449,8 @@ class CudaProgramsTest {
                                 + " its host function ran 3 times",
                         "a kernel captured with a factor of 2, the factor then set to 5: 65536 of 65536 values scaled"
                                 + " by 2",
+                        "a capture forked to another stream and joined back: the other stream captured: yes, its"
+                                + " capture ended with the first's: yes, 2 of 2 results as expected",
                         "capturing the legacy default stream: cudaErrorStreamCaptureUnsupported; a captured stream"
                                 + " synchronized: cudaErrorStreamCaptureUnsupported, the capture's end:"
                                 + " cudaErrorStreamCaptureInvalidated, no graph: yes; ending no capture:"
