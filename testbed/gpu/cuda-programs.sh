@@ -6,7 +6,7 @@
 # allocations, 2-D copies and memsets, cudaMemcpyDefault; graph_tour: CUDA graphs made by stream capture) twice on GPU 0,
 # plainly and through `vgpu run` (their vGPU served by the launcher's local worker on the native backend), and
 # compares what they print; then driver_steps, runtime_tour (static and shared), pitched_tour, graph_tour and a PyTorch
-# training script
+# training script and a PyTorch CUDA graph (torch_graph.py)
 # (rcuda-runtime/vgpu-libcuda/tests/programs/torch_training.py: an MLP and a CNN with cuDNN) and a cuBLAS program
 # on a native vGPU, on a remote
 # one (a worker of the same GPU in another process) and starting remote, moved onto GPU 0 while they run
@@ -61,7 +61,7 @@ cublas_workspace=CUBLAS_WORKSPACE_CONFIG=:4096:8
 # (cuBLAS's program among them); the PyTorch training script too (its losses compared with plain PyTorch's, its
 # times per step printed)
 env "$cublas_workspace" "$JAVA" --enable-native-access=ALL-UNNAMED -Dvgpu.cuda.programs="$top/$lib/build/programs" \
-    -Dvgpu.torch.training="$top/$lib/tests/programs/torch_training.py" \
+    -Dvgpu.torch.training="$top/$lib/tests/programs/torch_training.py" -Dvgpu.torch.graph="$top/$lib/tests/programs/torch_graph.py" \
     -cp "$check_classpath" \
     org.vgpu.job.JCudaProgramsOnGpu - 20 0 2>&1 | tee -a "$log" | grep -q "^PASS" || failed=1
 
