@@ -207,10 +207,10 @@ CUresult vgpu_capture(CUstream stream, const struct vgpu_node *node, void **kern
     return result;
 }
 
-CUresult vgpu_capture_refused(struct vgpu_handle *stream)
+CUresult vgpu_capture_refused(CUstream stream)
 {
     pthread_mutex_lock(&captures_lock);
-    struct vgpu_capture *capture = stream == NULL ? NULL : atomic_load(&stream->capture);
+    struct vgpu_capture *capture = capture_of(stream, NULL);
     int was_invalidated = capture == NULL || capture->invalidated;
     if (capture != NULL) {
         capture->invalidated = 1;

@@ -240,7 +240,9 @@ static CUresult copy_rows(struct side dst, struct side src, size_t width, size_t
         return rows_on_host(&dst, &src, width, height, stream);
     }
     if (dst.device != NULL && src.device != NULL && dst.device != src.device) {
-        return copy_through_host(dst, src, width, height);
+        /* done at the call, so never recorded: a capture of the stream must not end without it */
+        return async && vgpu_capturing(stream) ? vgpu_capture_refused(stream)
+                                               : copy_through_host(dst, src, width, height);
     }
     int back_to_back = dst.pitch == width && src.pitch == width;
     struct vgpu_handle *was = enter(dst.device != NULL ? dst.device : src.device);
@@ -377,11 +379,13 @@ CUresult vgpu_served_cuMemcpyPeer(CUdeviceptr_v2 dstDevice, CUcontext dstContext
     return copy_between_contexts(dstDevice, dstContext, srcDevice, srcContext, ByteCount);
 }
 
-/* Done when the call returns, through the host, as a copy between vGPUs is. */
+/* Done when the call returns, through the host, as a copy between vGPUs is (so never recorded by a capture). */
 CUresult vgpu_served_cuMemcpyPeerAsync(CUdeviceptr_v2 dstDevice, CUcontext dstContext, CUdeviceptr_v2 srcDevice,
                                        CUcontext srcContext, size_t ByteCount, CUstream hStream)
 {
-    (void)hStream;
+    if (vgpu_capturing(hStream)) {
+        return vgpu_capture_refused(hStream);
+    }
     return copy_between_contexts(dstDevice, dstContext, srcDevice, srcContext, ByteCount);
 }
 

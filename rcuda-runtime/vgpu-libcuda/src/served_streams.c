@@ -154,7 +154,7 @@ CUresult vgpu_served_cuStreamAddCallback(CUstream hStream, CUstreamCallback call
     }
     if (vgpu_capturing(hStream)) {
         /* CUDA captures no callback (cuLaunchHostFunc is the call graphs record): refused, and not called */
-        return vgpu_capture_refused(vgpu_handle(hStream, VGPU_STREAM));
+        return vgpu_capture_refused(hStream);
     }
     CUresult result = vgpu_served_cuStreamSynchronize(hStream);
     callback(hStream, result, userData);
@@ -208,8 +208,7 @@ CUresult vgpu_served_cuEventRecord(CUevent hEvent, CUstream hStream)
 CUresult vgpu_served_cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags)
 {
     if (flags == CU_EVENT_RECORD_EXTERNAL) {
-        return vgpu_capturing(hStream) ? vgpu_capture_refused(vgpu_handle(hStream, VGPU_STREAM))
-                                       : CUDA_ERROR_INVALID_VALUE;
+        return vgpu_capturing(hStream) ? vgpu_capture_refused(hStream) : CUDA_ERROR_INVALID_VALUE;
     }
     if (flags != CU_EVENT_RECORD_DEFAULT) {
         return CUDA_ERROR_INVALID_VALUE;

@@ -260,7 +260,7 @@ CUresult vgpu_stream_id(CUstream stream, const struct vgpu_device *device, int *
 {
     CUresult result = vgpu_stream_id_even_captured(stream, device, id);
     if (result == CUDA_SUCCESS && *id != 0 && vgpu_capturing(stream)) {
-        return vgpu_capture_refused(vgpu_handle(stream, VGPU_STREAM));
+        return vgpu_capture_refused(stream);
     }
     return result;
 }

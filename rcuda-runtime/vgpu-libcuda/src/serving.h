@@ -174,7 +174,7 @@ int vgpu_capturing(CUstream stream);
 CUresult vgpu_capture(CUstream stream, const struct vgpu_node *node, void **kernel_params);
 /* The answer to a call that puts work on stream while it is captured and is not recorded: the capture is invalidated
    (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, said once; CUDA_ERROR_STREAM_CAPTURE_INVALIDATED once it is). */
-CUresult vgpu_capture_refused(struct vgpu_handle *stream);
+CUresult vgpu_capture_refused(CUstream stream);
 /* stream, being destroyed, leaves its capture; the stream a capture began on ends it. */
 void vgpu_capture_forget(struct vgpu_handle *stream);
 /* event, being destroyed, is a point of no capture any more. */

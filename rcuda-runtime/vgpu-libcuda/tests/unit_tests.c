@@ -712,6 +712,11 @@ static void captures_record_work_that_each_graph_launch_sends(void)
     EXPECT(cuEventRecordWithFlags(event, stream, CU_EVENT_RECORD_EXTERNAL) == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
     EXPECT(cuStreamEndCapture(stream, &graph) == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED && graph == NULL);
 
+    /* a copy between two vGPUs is done at its call, never recorded: refused in a capture, which it invalidates */
+    EXPECT(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_SUCCESS);
+    EXPECT(cuMemcpyPeerAsync(0, NULL, 0, NULL, 0, stream) == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    EXPECT(cuStreamEndCapture(stream, &graph) == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED && graph == NULL);
+
     /* a fork and a join: a second stream that waits for an event recorded in the capture captures into it, and the
        capture ends on the stream it began on, the second stream's capture with it; nothing is sent */
     struct vgpu_handle second_handle = {VGPU_HANDLE_MAGIC, VGPU_STREAM, &device, 5, 0, NULL, -1, 0, 0, {0}, NULL};
