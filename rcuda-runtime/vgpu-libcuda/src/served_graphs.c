@@ -5,15 +5,18 @@
  * work on the launch's stream through the same calls the program would have made. So a graph's work reaches the worker
  * as ordinary requests: it moves with the vGPU and is replayed as any other work, and nothing of a graph lives on the
  * worker. What is recorded: kernel launches (their parameters' values copied at the call, as CUDA copies them),
- * memsets, 1-D copies (host memory is read and written when the graph runs, as a memcpy node does) and host
- * functions. A capture forks and joins as CUDA's does: an event recorded on a captured stream is a point of the
- * capture, and a stream that waits for it captures into the same graph from then on, until the capture ends on the
- * stream it began on. Its nodes are still one sequence, in the order the program issued them, which is an order the
- * fork's dependencies allow: a launch of the graph runs them one after another on one stream. Any other call that puts
- * work on a captured stream (a 2-D copy, a synchronization, a wait for an event of no capture) invalidates the capture,
- * as CUDA invalidates one for a call it cannot capture: the capture ends with CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
- * and no graph, never with a graph missing work. Graphs built node by node (cuGraphAdd*Node) and updates of an
- * instantiated graph are not served. */
+ * memsets (2-D ones too), copies of linear memory, 1-, 2- and 3-D (host memory is read and written when the graph
+ * runs, as a memcpy node does), and host functions.
+ *
+ * A capture forks and joins as CUDA's does: an event recorded on a captured stream is a point of the capture, and a
+ * stream that waits for it captures into the same graph from then on, until the capture ends on the stream it began
+ * on. Its nodes are still one sequence, in the order the program issued them, which is an order the fork's
+ * dependencies allow: a launch of the graph runs them one after another on one stream.
+ *
+ * Any other call that puts work on a captured stream (a synchronization, a copy between two vGPUs, a wait for an event
+ * of no capture) invalidates the capture, as CUDA invalidates one for a call it cannot capture: the capture ends with
+ * CUDA_ERROR_STREAM_CAPTURE_INVALIDATED and no graph, never with a graph missing work. Graphs built node by node
+ * (cuGraphAdd*Node) and updates of an instantiated graph are not served. */
 #include "serving.h"
 
 #include <stdlib.h>
@@ -221,8 +224,8 @@ CUresult vgpu_capture_refused(CUstream stream)
     }
     if (!atomic_exchange(&refusal_said, 1)) {
         vgpu_say("a call put work on a stream being captured that a vGPU does not record (it records kernel launches, "
-                 "memsets, 1-D copies and host functions): the capture is invalidated, as CUDA invalidates one for a "
-                 "call it cannot capture");
+                 "memsets, copies of linear memory, host functions and events): the capture is invalidated, as CUDA "
+                 "invalidates one for a call it cannot capture");
     }
     return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 }
@@ -566,6 +569,13 @@ static CUresult issue(const struct vgpu_node *node, CUstream stream)
         return vgpu_copy_on_device(node->device, node->source, node->count, stream, 1);
     case VGPU_NODE_HOST_FUNCTION:
         return vgpu_served_cuLaunchHostFunc(stream, node->host_function, node->user_data);
+    case VGPU_NODE_COPY_2D:
+        return vgpu_served_cuMemcpy2DAsync(&node->copy_2d, stream);
+    case VGPU_NODE_COPY_3D:
+        return vgpu_served_cuMemcpy3DAsync(&node->copy_3d, stream);
+    case VGPU_NODE_MEMSET_2D:
+        return vgpu_memset_rows(node->device, node->pitch, node->value, node->element_size, node->count,
+                                node->height, stream, 1);
     }
     return CUDA_ERROR_INVALID_VALUE;
 }

@@ -288,6 +288,10 @@ CUresult vgpu_served_cuMemcpy2DUnaligned(const CUDA_MEMCPY2D_v2 *pCopy)
 
 CUresult vgpu_served_cuMemcpy2DAsync(const CUDA_MEMCPY2D_v2 *pCopy, CUstream hStream)
 {
+    if (pCopy != NULL && vgpu_capturing(hStream)) {
+        const struct vgpu_node node = {.kind = VGPU_NODE_COPY_2D, .copy_2d = *pCopy};
+        return vgpu_capture(hStream, &node, NULL);
+    }
     return copy_2d(pCopy, hStream, 1);
 }
 
@@ -336,6 +340,10 @@ CUresult vgpu_served_cuMemcpy3D(const CUDA_MEMCPY3D_v2 *pCopy)
 
 CUresult vgpu_served_cuMemcpy3DAsync(const CUDA_MEMCPY3D_v2 *pCopy, CUstream hStream)
 {
+    if (pCopy != NULL && vgpu_capturing(hStream)) {
+        const struct vgpu_node node = {.kind = VGPU_NODE_COPY_3D, .copy_3d = *pCopy};
+        return vgpu_capture(hStream, &node, NULL);
+    }
     return copy_3d(pCopy, hStream, 1);
 }
 
@@ -481,11 +489,16 @@ static uint32_t word_of(uint32_t value, int element_size)
 /* A memset of height rows of width elements, pitch bytes apart: one memset when they are back to back; one 2-D memset
    of 32-bit words when the rows, their start and their pitch are whole words (as pitched memory's are); else one per
    row (the last waits in the synchronous form). */
-static CUresult memset_rows(CUdeviceptr_v2 dst, size_t pitch, uint32_t value, int element_size, size_t width,
-                            size_t height, CUstream stream, int async)
+CUresult vgpu_memset_rows(CUdeviceptr_v2 dst, size_t pitch, uint32_t value, int element_size, size_t width,
+                          size_t height, CUstream stream, int async)
 {
     if (width == 0 || height == 0) {
         return CUDA_SUCCESS;
+    }
+    if (async && vgpu_capturing(stream)) {
+        const struct vgpu_node node = {.kind = VGPU_NODE_MEMSET_2D, .device = dst, .pitch = pitch, .value = value,
+                                       .element_size = element_size, .count = width, .height = height};
+        return vgpu_capture(stream, &node, NULL);
     }
     struct vgpu_device *device = window_holding(dst);
     if (device == NULL || (height > 1 && pitch < width * (size_t)element_size)) {
@@ -512,35 +525,35 @@ static CUresult memset_rows(CUdeviceptr_v2 dst, size_t pitch, uint32_t value, in
 CUresult vgpu_served_cuMemsetD2D8(CUdeviceptr_v2 dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
                                   size_t Height)
 {
-    return memset_rows(dstDevice, dstPitch, uc, 1, Width, Height, NULL, 0);
+    return vgpu_memset_rows(dstDevice, dstPitch, uc, 1, Width, Height, NULL, 0);
 }
 
 CUresult vgpu_served_cuMemsetD2D8Async(CUdeviceptr_v2 dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
                                        size_t Height, CUstream hStream)
 {
-    return memset_rows(dstDevice, dstPitch, uc, 1, Width, Height, hStream, 1);
+    return vgpu_memset_rows(dstDevice, dstPitch, uc, 1, Width, Height, hStream, 1);
 }
 
 CUresult vgpu_served_cuMemsetD2D16(CUdeviceptr_v2 dstDevice, size_t dstPitch, unsigned short us, size_t Width,
                                    size_t Height)
 {
-    return memset_rows(dstDevice, dstPitch, us, 2, Width, Height, NULL, 0);
+    return vgpu_memset_rows(dstDevice, dstPitch, us, 2, Width, Height, NULL, 0);
 }
 
 CUresult vgpu_served_cuMemsetD2D16Async(CUdeviceptr_v2 dstDevice, size_t dstPitch, unsigned short us, size_t Width,
                                         size_t Height, CUstream hStream)
 {
-    return memset_rows(dstDevice, dstPitch, us, 2, Width, Height, hStream, 1);
+    return vgpu_memset_rows(dstDevice, dstPitch, us, 2, Width, Height, hStream, 1);
 }
 
 CUresult vgpu_served_cuMemsetD2D32(CUdeviceptr_v2 dstDevice, size_t dstPitch, unsigned int ui, size_t Width,
                                    size_t Height)
 {
-    return memset_rows(dstDevice, dstPitch, ui, 4, Width, Height, NULL, 0);
+    return vgpu_memset_rows(dstDevice, dstPitch, ui, 4, Width, Height, NULL, 0);
 }
 
 CUresult vgpu_served_cuMemsetD2D32Async(CUdeviceptr_v2 dstDevice, size_t dstPitch, unsigned int ui, size_t Width,
                                         size_t Height, CUstream hStream)
 {
-    return memset_rows(dstDevice, dstPitch, ui, 4, Width, Height, hStream, 1);
+    return vgpu_memset_rows(dstDevice, dstPitch, ui, 4, Width, Height, hStream, 1);
 }

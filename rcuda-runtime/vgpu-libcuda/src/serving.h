@@ -149,7 +149,10 @@ enum vgpu_node_kind {
     VGPU_NODE_TO_DEVICE,    /* device from host, bytes (the host memory is read when the graph runs) */
     VGPU_NODE_FROM_DEVICE,  /* host from source, bytes */
     VGPU_NODE_ON_DEVICE,    /* device from source, bytes */
-    VGPU_NODE_HOST_FUNCTION /* host_function(user_data) */
+    VGPU_NODE_HOST_FUNCTION, /* host_function(user_data) */
+    VGPU_NODE_COPY_2D,      /* copy_2d (its host memory read or written when the graph runs) */
+    VGPU_NODE_COPY_3D,      /* copy_3d (likewise) */
+    VGPU_NODE_MEMSET_2D     /* device, pitch, value, element_size, count elements a row, height rows */
 };
 struct vgpu_node {
     enum vgpu_node_kind kind;
@@ -166,6 +169,10 @@ struct vgpu_node {
     int element_size;
     CUhostFn host_function;
     void *user_data;
+    CUDA_MEMCPY2D_v2 copy_2d;
+    CUDA_MEMCPY3D_v2 copy_3d;
+    size_t pitch;
+    size_t height;
 };
 /* Whether stream is one of this library's streams being captured: work put on it is to be recorded (vgpu_capture). */
 int vgpu_capturing(CUstream stream);
@@ -242,6 +249,10 @@ CUresult vgpu_copy_from_device(void *dst, CUdeviceptr_v2 src, size_t bytes, CUst
 CUresult vgpu_copy_on_device(CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t bytes, CUstream stream, int async);
 CUresult vgpu_memset_elements(CUdeviceptr_v2 dst, uint32_t value, int element_size, size_t count, CUstream stream,
                               int async);
+/* served_pitched.c: a memset of height rows of width elements (element_size 1, 2 or 4), pitch bytes apart, as
+   cuMemsetD2D8/16/32 make it, or its Async form on stream when async. */
+CUresult vgpu_memset_rows(CUdeviceptr_v2 dst, size_t pitch, uint32_t value, int element_size, size_t width,
+                          size_t height, CUstream stream, int async);
 /* served_memory.c: a copy between device_address and bytes of page-locked memory shared with the launcher, named by its
    region and offset (opcode MEMCPY_HTOD_FROM_REGION or MEMCPY_DTOH_TO_REGION) on stream; async: sent without waiting. */
 CUresult vgpu_copy_with_region(struct vgpu_device *device, int opcode, int stream, uint64_t device_address,

@@ -152,6 +152,39 @@ int main(int argc, char **argv)
                 "with the first's: %s, %d of 2 results as expected\n",
                 yes(other_captured), yes(other_ended), forked_runs);
 
+    // A 2-D memset and 2-D copies of pitched memory captured, as a stencil code's halo step: the rows cleared, all but
+    // their last column written from page-locked memory, the rows read back; each launch with what the host holds then.
+    const size_t width = 300, rows = 40; // floats a row, rows
+    const size_t row_bytes = width * sizeof(float);
+    float *pitched, *rows_in, *rows_out;
+    size_t pitch = 0;
+    CHECK(cudaMallocPitch(&pitched, &pitch, row_bytes, rows));
+    CHECK(cudaMallocHost(&rows_in, row_bytes * rows));
+    CHECK(cudaMallocHost(&rows_out, row_bytes * rows));
+    CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    CHECK(cudaMemset2DAsync(pitched, pitch, 0, row_bytes, rows, stream));
+    CHECK(cudaMemcpy2DAsync(pitched, pitch, rows_in, row_bytes, row_bytes - sizeof(float), rows, cudaMemcpyHostToDevice,
+                            stream));
+    CHECK(cudaMemcpy2DAsync(rows_out, row_bytes, pitched, pitch, row_bytes, rows, cudaMemcpyDeviceToHost, stream));
+    cudaGraph_t rows_graph;
+    CHECK(cudaStreamEndCapture(stream, &rows_graph));
+    cudaGraphExec_t rows_exec;
+    CHECK(cudaGraphInstantiate(&rows_exec, rows_graph, 0));
+    int rows_runs = 0;
+    for (int run = 0; run < 2; run++) {
+        for (size_t i = 0; i < width * rows; i++) {
+            rows_in[i] = (float)(i + run);
+        }
+        CHECK(cudaGraphLaunch(rows_exec, stream));
+        CHECK(cudaStreamSynchronize(stream));
+        size_t good = 0;
+        for (size_t i = 0; i < width * rows; i++) {
+            good += rows_out[i] == (i % width + 1 < width ? rows_in[i] : 0.0f) ? 1 : 0;
+        }
+        rows_runs += good == width * rows ? 1 : 0;
+    }
+    std::printf("a 2-D memset and 2-D copies of pitched memory captured: %d of 2 results as expected\n", rows_runs);
+
     // What CUDA refuses: the legacy default stream, and a synchronization inside a capture (which ends it, no graph).
     cudaError_t legacy = cudaStreamBeginCapture(0, cudaStreamCaptureModeGlobal);
     CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
@@ -175,6 +208,11 @@ int main(int argc, char **argv)
     CHECK(cudaGraphExecDestroy(step_exec));
     CHECK(cudaGraphExecDestroy(scaling_exec));
     CHECK(cudaGraphExecDestroy(forking_exec));
+    CHECK(cudaGraphExecDestroy(rows_exec));
+    CHECK(cudaGraphDestroy(rows_graph));
+    CHECK(cudaFree(pitched));
+    CHECK(cudaFreeHost(rows_in));
+    CHECK(cudaFreeHost(rows_out));
     CHECK(cudaGraphDestroy(forking));
     CHECK(cudaEventDestroy(forked));
     CHECK(cudaEventDestroy(joined));

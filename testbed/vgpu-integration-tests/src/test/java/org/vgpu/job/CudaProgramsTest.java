@@ -451,6 +451,7 @@ class CudaProgramsTest {
                                 + " by 2",
                         "a capture forked to another stream and joined back: the other stream captured: yes, its"
                                 + " capture ended with the first's: yes, 2 of 2 results as expected",
+                        "a 2-D memset and 2-D copies of pitched memory captured: 2 of 2 results as expected",
                         "capturing the legacy default stream: cudaErrorStreamCaptureUnsupported; a captured stream"
                                 + " synchronized: cudaErrorStreamCaptureUnsupported, the capture's end:"
                                 + " cudaErrorStreamCaptureInvalidated, no graph: yes; ending no capture:"
