@@ -267,7 +267,26 @@ static void *create_jvm(void *unused)
         {(char *)"-Xms16m", NULL}, /* the heap starts small and grows as the program needs: its young part is touched */
         {(char *)"-XX:-UsePerfData", NULL},
     };
-    JavaVMInitArgs arguments = {JNI_VERSION_21, (jint)(sizeof options / sizeof options[0]), options, JNI_FALSE};
+    /* then the user's own (VGPU_LIBCUDA_JVM_OPTIONS), which may override vgpu's: a flight recording, a larger heap */
+    enum { OWN = sizeof options / sizeof options[0], MOST_USER_OPTIONS = 32 };
+    JavaVMOption all[OWN + MOST_USER_OPTIONS];
+    memcpy(all, options, sizeof options);
+    jint count = OWN;
+    const char *user = getenv(VGPU_ENV_LIBCUDA_JVM_OPTIONS);
+    char *user_options = user == NULL ? NULL : strdup(user);
+    char *rest = NULL;
+    for (char *word = user_options == NULL ? NULL : strtok_r(user_options, " ", &rest); word != NULL;
+         word = strtok_r(NULL, " ", &rest)) {
+        if (count == OWN + MOST_USER_OPTIONS) {
+            snprintf(jvm_problem, sizeof jvm_problem, "%s has more than %d options", VGPU_ENV_LIBCUDA_JVM_OPTIONS,
+                     (int)MOST_USER_OPTIONS);
+            free(user_options);
+            free(class_path_option);
+            return NULL;
+        }
+        all[count++] = (JavaVMOption){word, NULL};
+    }
+    JavaVMInitArgs arguments = {JNI_VERSION_21, count, all, JNI_FALSE};
     JNIEnv *env = NULL;
     /* JAVA_TOOL_OPTIONS is the program's (vgpu run puts its Java agent there, for a Java program the program may
        start), and every JVM a process creates reads it: this one is vgpu's own, so it is created without it (an agent
@@ -283,10 +302,12 @@ static void *create_jvm(void *unused)
         free(tool_options);
     }
     free(class_path_option);
+    free(user_options);
     if (created != JNI_OK) {
         jvm = NULL;
-        snprintf(jvm_problem, sizeof jvm_problem, "the JVM of %s did not start (JNI_CreateJavaVM answered %d)", library,
-                 (int)created);
+        snprintf(jvm_problem, sizeof jvm_problem, "the JVM of %s did not start (JNI_CreateJavaVM answered %d)%s%s",
+                 library, (int)created, user == NULL ? "" : "; its options include " VGPU_ENV_LIBCUDA_JVM_OPTIONS "=",
+                 user == NULL ? "" : user);
         return NULL;
     }
     jclass found = (*env)->FindClass(env, "org/vgpu/job/InProcessServing");

@@ -2,6 +2,7 @@ package org.vgpu.job;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -270,6 +271,26 @@ class CudaProgramsTest {
         ProgramRun run = movedWhilePausing(job, "runtime_tour");
         assertEquals(0, run.status(), run.toString());
         assertEquals(runtimeTourOutput(), run.results(), run.toString());
+    }
+
+    /**
+     * VGPU_LIBCUDA_JVM_OPTIONS reaches the JVM the library starts in the program: options it takes leave the program as
+     * it was; one it refuses stops the program at its first CUDA call, with a line naming the variable and its value.
+     */
+    @Test
+    void theJvmInTheProgramTakesTheUsersOptionsAndOneItRefusesIsNamed() {
+        Map<String, String> job = new HashMap<>(environment);
+        job.put("VGPU_LIBCUDA_SERVING", "in-process");
+        job.put("VGPU_LIBCUDA_JVM_OPTIONS", "-Xss2m  -Dvgpu.test.option=1");
+        ProgramRun run = run(job, program("runtime_tour").toString());
+        assertEquals(0, run.status(), run.toString());
+        assertEquals(runtimeTourOutput(), run.results(), run.toString());
+        job.put("VGPU_LIBCUDA_JVM_OPTIONS", "-Xss2m -XX:+NoSuchVgpuOption");
+        run = run(job, program("runtime_tour").toString());
+        assertNotEquals(0, run.status(), run.toString());
+        assertTrue(
+                run.err().contains("its options include VGPU_LIBCUDA_JVM_OPTIONS=-Xss2m -XX:+NoSuchVgpuOption"),
+                run.toString());
     }
 
     /** A VGPU_LIBCUDA_DIRECT that is neither on nor off is said once, and every call is served. */
