@@ -59,15 +59,11 @@ static _Thread_local CUstreamCaptureMode thread_capture_mode = CU_STREAM_CAPTURE
 
 static int handle_list_add(struct handle_list *list, struct vgpu_handle *handle)
 {
-    if (list->count == list->capacity) {
-        size_t capacity = list->capacity == 0 ? 4 : list->capacity * 2;
-        struct vgpu_handle **grown = realloc(list->handles, capacity * sizeof *grown);
-        if (grown == NULL) {
-            return -1;
-        }
-        list->handles = grown;
-        list->capacity = capacity;
+    struct vgpu_handle **room = vgpu_with_room_for_one(list->handles, list->count, &list->capacity, sizeof *room, 4);
+    if (room == NULL) {
+        return -1;
     }
+    list->handles = room;
     list->handles[list->count++] = handle;
     return 0;
 }
@@ -137,15 +133,11 @@ static int node_copy(struct vgpu_node *copy, const struct vgpu_node *node, void 
 
 static int graph_append(struct vgpu_graph *graph, const struct vgpu_node *node, void *const *parameters)
 {
-    if (graph->count == graph->capacity) {
-        size_t capacity = graph->capacity == 0 ? 16 : graph->capacity * 2;
-        struct vgpu_node *grown = realloc(graph->nodes, capacity * sizeof *grown);
-        if (grown == NULL) {
-            return -1;
-        }
-        graph->nodes = grown;
-        graph->capacity = capacity;
+    struct vgpu_node *room = vgpu_with_room_for_one(graph->nodes, graph->count, &graph->capacity, sizeof *room, 16);
+    if (room == NULL) {
+        return -1;
     }
+    graph->nodes = room;
     if (node_copy(&graph->nodes[graph->count], node, parameters) != 0) {
         return -1;
     }

@@ -32,9 +32,7 @@ static uint64_t place(const struct vgpu_device *device, uint64_t bytes, size_t *
     return 0;
 }
 
-/* items (count of them, each item_bytes, room for *capacity) with room for one more, grown to twice its capacity (first
-   when it has none); NULL, items untouched, when there is no memory for it. */
-static void *with_room_for_one(void *items, size_t count, size_t *capacity, size_t item_bytes, size_t first)
+void *vgpu_with_room_for_one(void *items, size_t count, size_t *capacity, size_t item_bytes, size_t first)
 {
     if (count < *capacity) {
         return items;
@@ -49,8 +47,8 @@ static void *with_room_for_one(void *items, size_t count, size_t *capacity, size
 
 static int remember(struct vgpu_device *device, size_t at, uint64_t address, uint64_t bytes)
 {
-    struct vgpu_allocation *room = with_room_for_one(device->allocations, device->allocation_count,
-                                                     &device->allocation_capacity, sizeof *room, 64);
+    struct vgpu_allocation *room = vgpu_with_room_for_one(device->allocations, device->allocation_count,
+                                                          &device->allocation_capacity, sizeof *room, 64);
     if (room == NULL) {
         return -1;
     }
@@ -96,8 +94,8 @@ int vgpu_keep_module_variable(struct vgpu_device *device, int module_id, uint64_
     }
     int kept = 0;
     if (i == device->variable_count) { /* not kept yet */
-        struct vgpu_module_variable *room = with_room_for_one(device->variables, device->variable_count,
-                                                              &device->variable_capacity, sizeof *room, 16);
+        struct vgpu_module_variable *room = vgpu_with_room_for_one(device->variables, device->variable_count,
+                                                                   &device->variable_capacity, sizeof *room, 16);
         if (room == NULL) {
             kept = -1;
         } else {

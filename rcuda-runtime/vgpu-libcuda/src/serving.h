@@ -249,6 +249,9 @@ CUresult vgpu_copy_from_device(void *dst, CUdeviceptr_v2 src, size_t bytes, CUst
 CUresult vgpu_copy_on_device(CUdeviceptr_v2 dst, CUdeviceptr_v2 src, size_t bytes, CUstream stream, int async);
 CUresult vgpu_memset_elements(CUdeviceptr_v2 dst, uint32_t value, int element_size, size_t count, CUstream stream,
                               int async);
+/* served_memory.c: items (count of them, each item_bytes, room for *capacity) with room for one more, grown to twice
+   its capacity (first when it has none); NULL, items untouched, when there is no memory for it. */
+void *vgpu_with_room_for_one(void *items, size_t count, size_t *capacity, size_t item_bytes, size_t first);
 /* served_pitched.c: a memset of height rows of width elements (element_size 1, 2 or 4), pitch bytes apart, as
    cuMemsetD2D8/16/32 make it, or its Async form on stream when async. */
 CUresult vgpu_memset_rows(CUdeviceptr_v2 dst, size_t pitch, uint32_t value, int element_size, size_t width,
