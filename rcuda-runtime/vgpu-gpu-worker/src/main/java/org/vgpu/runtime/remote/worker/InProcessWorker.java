@@ -20,7 +20,6 @@ import org.vgpu.runtime.api.GpuBackend;
 import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.remote.protocol.Frame;
 import org.vgpu.runtime.remote.protocol.FrameDecoder;
-import org.vgpu.runtime.remote.protocol.Frames;
 import org.vgpu.runtime.remote.protocol.Opcode;
 import org.vgpu.runtime.remote.protocol.ReplyEncoder;
 import org.vgpu.runtime.remote.worker.ServedSessions.LiveSession;
@@ -30,7 +29,9 @@ import org.vgpu.runtime.remote.worker.ServedSessions.LiveSession;
  * with its JVM inside a CUDA program), each request frame on the calling thread. The frames are the remote GPU
  * worker's, decoded by its {@link FrameDecoder} and run by the same {@link SessionExecutor} and {@link RequestHandler}
  * as {@link GpuWorker#startOnSocket}'s, on a channel of Netty's that is no connection ({@link EmbeddedChannel}): what
- * differs is only that no event loop reads a socket and no GPU thread takes a queue.
+ * differs is only that no event loop reads a socket and no GPU thread takes a queue. Once a session is open its whole
+ * frames skip that channel's pipeline, and its replies are encoded straight into the bytes the library reads: on this
+ * path, taken by every served call, the pipeline's work cost twice the requests' own.
  *
  * <p>Sessions are as a local worker's ({@link GpuWorker.Sessions#ONE_PER_VGPU}): at most one per vGPU at a time. No
  * HELLO is authenticated: the only client is the process itself.
@@ -90,6 +91,8 @@ public final class InProcessWorker implements AutoCloseable {
         private final EmbeddedChannel channel;
         /** The reply frames not yet handed to the library. */
         private final ByteBuf outbox = Unpooled.buffer(4096);
+        /** The pipeline's decoder, which also decodes the whole frames that bypass it ({@link #runWholeFrames}). */
+        private final FrameDecoder decoder = new FrameDecoder(Opcode.Direction.REQUEST);
 
         /** Set by the HELLO, inside {@link #serve}; read by the library's direct-call lookups on its own threads. */
         private volatile SessionExecutor executor;
@@ -99,7 +102,7 @@ public final class InProcessWorker implements AutoCloseable {
         private LibraryDirectCalls directCallers;
 
         Session() {
-            channel = new EmbeddedChannel(new Outbox(), new FrameDecoder(Opcode.Direction.REQUEST), new Requests());
+            channel = new EmbeddedChannel(new Outbox(), decoder, new Requests());
         }
 
         /**
@@ -110,11 +113,18 @@ public final class InProcessWorker implements AutoCloseable {
          */
         public synchronized int serve(ByteBuffer buffer, int requestBytes) {
             if (requestBytes > 0 && channel.isOpen()) {
+                ByteBuf requests = Unpooled.wrappedBuffer(buffer.slice(0, requestBytes));
                 try {
-                    channel.writeInbound(Unpooled.wrappedBuffer(buffer.slice(0, requestBytes)));
+                    runWholeFrames(requests);
+                    if (requests.isReadable() && channel.isOpen()) {
+                        // copied: the decoder may keep part of a frame, and the buffer is the library's, reused
+                        channel.writeInbound(Unpooled.copiedBuffer(requests));
+                    }
                 } catch (RuntimeException failure) {
                     log.accept("worker " + config.workerId() + ": a session failed: " + failure);
                     end("the worker failed: " + failure);
+                } finally {
+                    requests.release();
                 }
             }
             int bytes = Math.min(outbox.readableBytes(), buffer.capacity());
@@ -125,6 +135,32 @@ public final class InProcessWorker implements AutoCloseable {
                 outbox.discardReadBytes();
             }
             return bytes;
+        }
+
+        /**
+         * Runs the frames of an open session straight from the library's bytes, without the pipeline, whose
+         * machinery cost more than most requests themselves: the pipeline keeps the HELLO, and the bytes after part
+         * of a frame it holds.
+         */
+        private void runWholeFrames(ByteBuf requests) {
+            while (executor != null && !decoder.holdsPartialFrame() && channel.isOpen()) {
+                Frame frame = decoder.next(requests);
+                if (frame == null) {
+                    return;
+                }
+                received(frame);
+            }
+        }
+
+        /** A request of the open session (or a PING, at any time), whichever way it was decoded. */
+        private void received(Frame frame) {
+            if (frame.opcode() == Opcode.PING) {
+                int requestId = frame.requestId();
+                frame.release();
+                new ReplyEncoder().wrap(outbox).pong(requestId);
+            } else {
+                executor.runInline(frame);
+            }
         }
 
         // ---- direct driver calls (LibraryDirectCalls): called by the library through JNI, after the HELLO
@@ -208,16 +244,10 @@ public final class InProcessWorker implements AutoCloseable {
             @Override
             public void channelRead(ChannelHandlerContext ctx, Object msg) {
                 Frame frame = (Frame) msg;
-                if (frame.opcode() == Opcode.PING) {
-                    int requestId = frame.requestId();
-                    frame.release();
-                    ByteBuf pong = ctx.alloc().buffer(Frames.HEADER_BYTES);
-                    new ReplyEncoder().wrap(pong).pong(requestId);
-                    ctx.writeAndFlush(pong, ctx.voidPromise());
-                } else if (executor != null) {
-                    executor.runInline(frame);
-                } else {
+                if (executor == null && frame.opcode() != Opcode.PING) {
                     handshake(ctx, frame);
+                } else {
+                    received(frame);
                 }
             }
 
@@ -247,8 +277,7 @@ public final class InProcessWorker implements AutoCloseable {
                 }
                 log.accept("worker " + config.workerId() + ": session for "
                         + opens.hello().window() + " in process");
-                executor = new SessionExecutor(
-                        ctx.channel(), backend, config, new TrafficCounter(), stripeJoins, hostRegions);
+                executor = SessionExecutor.inline(outbox, ctx.channel(), backend, config, stripeJoins, hostRegions);
                 LiveSession claim = opens.claim();
                 executor.outcome().thenAccept(outcome -> {
                     log.accept("worker " + config.workerId() + ": session ended: " + outcome.reason());

@@ -6,6 +6,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 
+import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
 
 import org.vgpu.common.error.VgpuFailure;
@@ -69,9 +70,41 @@ final class SessionExecutor implements Runnable {
             TrafficCounter traffic,
             StripeJoins stripeJoins,
             SharedHostRegions hostRegions) {
+        this(ReplyBatcher.toChannel(channel), channel, backend, config, traffic, stripeJoins, hostRegions);
+    }
+
+    /**
+     * A session run on the calling thread ({@link #runInline}) in the program's own process, its replies encoded
+     * straight into {@code outbox}, the bytes the library reads next.
+     */
+    static SessionExecutor inline(
+            ByteBuf outbox,
+            Channel channel,
+            GpuBackend backend,
+            WorkerConfig config,
+            StripeJoins stripeJoins,
+            SharedHostRegions hostRegions) {
+        return new SessionExecutor(
+                ReplyBatcher.into(outbox, channel),
+                channel,
+                backend,
+                config,
+                new TrafficCounter(),
+                stripeJoins,
+                hostRegions);
+    }
+
+    private SessionExecutor(
+            ReplyBatcher replies,
+            Channel channel,
+            GpuBackend backend,
+            WorkerConfig config,
+            TrafficCounter traffic,
+            StripeJoins stripeJoins,
+            SharedHostRegions hostRegions) {
         this.channel = channel;
         this.config = config;
-        this.replies = new ReplyBatcher(channel);
+        this.replies = replies;
         this.failures = new KeptFailure(replies);
         SessionHandles handles = new SessionHandles();
         this.bulk = new BulkCopies(channel, replies, failures, handles, traffic, stripeJoins);

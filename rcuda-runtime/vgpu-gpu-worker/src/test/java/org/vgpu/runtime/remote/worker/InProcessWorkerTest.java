@@ -4,9 +4,14 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.Consumer;
 
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufUtil;
+import io.netty.buffer.Unpooled;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -14,6 +19,8 @@ import org.junit.jupiter.api.Timeout;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.emulated.EmulatedBackend;
 import org.vgpu.runtime.kernels.TestKernels;
+import org.vgpu.runtime.remote.protocol.Frames;
+import org.vgpu.runtime.remote.protocol.RequestEncoder;
 
 /**
  * Sessions served in the calling process, as vgpu's {@code libcuda.so.1} has them served by the JVM it starts inside
@@ -93,6 +100,76 @@ class InProcessWorkerTest {
         }
         try (RawClient next = RawClient.inProcess(worker.open())) {
             assertTrue(next.hello(1, "", VaWindow.forVgpu(1)).read().startsWith("#1 welcome"), "the first one ended");
+        }
+    }
+
+    /**
+     * The library hands over whole frames, and an open session's run straight from its bytes; a frame that still
+     * comes in parts (split across two calls here) is put together by the pipeline, and those after it are answered
+     * in order, with a PING's answer among them.
+     */
+    @Test
+    void framesAreAnsweredInOrderWholeOrSplitAcrossCalls() {
+        long base = VaWindow.forVgpu(0).base();
+        try (RawClient client = RawClient.inProcess(worker.open())) {
+            assertEquals("#1 pong", client.send(e -> e.ping(1)).read(), "a PING before the HELLO");
+            client.hello(2, "", VaWindow.forVgpu(0)).read();
+            client.send(e -> e.memAllocAt(3, base, 4096)).read();
+            byte[] frames = encoded(e -> {
+                e.memset(4, false, 0, base, 5, 1, 4);
+                e.ping(5);
+                e.memcpyDtoH(6, false, 0, base, 4, 4);
+            });
+            int split = 7; // inside the first frame's header
+            client.sendBytes(Arrays.copyOfRange(frames, 0, split));
+            assertEquals("silent", client.read(), "nothing runs before the frame is whole");
+            client.sendBytes(Arrays.copyOfRange(frames, split, frames.length));
+            assertEquals("#4 ok 0 bytes", client.read());
+            assertEquals("#5 pong", client.read());
+            assertEquals("#6 data@0 4 bytes [05050505]", client.read());
+            client.send(e -> {
+                e.memset(7, true, 0, base, 6, 1, 4);
+                e.ctxSynchronize(8);
+                e.memcpyDtoH(9, false, 0, base, 4, 4);
+            });
+            assertEquals("#8 ok 0 bytes", client.read(), "three whole frames in one call, the first silent");
+            assertEquals("#9 data@0 4 bytes [06060606]", client.read());
+        }
+    }
+
+    /**
+     * A frame whose header breaks the protocol ends the session with the reason, also when it comes straight from the
+     * library's bytes: what follows it in the same call does not run, and the vGPU is free for the next session.
+     */
+    @Test
+    void aBrokenFrameEndsTheSessionAndWhatFollowsItDoesNotRun() {
+        long base = VaWindow.forVgpu(0).base();
+        try (RawClient client = RawClient.inProcess(worker.open())) {
+            client.hello(1, "", VaWindow.forVgpu(0)).read();
+            client.send(e -> e.memAllocAt(2, base, 4096)).read();
+            byte[] broken = {0, 0, 0, (byte) Frames.MIN_LENGTH, 0x77, 0x77, 0, 0, 0, 0, 0, 3};
+            byte[] after = encoded(e -> e.memcpyDtoH(4, false, 0, base, 4, 4));
+            byte[] both = Arrays.copyOf(broken, broken.length + after.length);
+            System.arraycopy(after, 0, both, broken.length, after.length);
+            client.sendBytes(both);
+            assertEquals("silent", client.read(), "no reply to the copy after the broken frame");
+        }
+        assertTrue(
+                log.stream()
+                        .anyMatch(line -> line.contains("a session failed") && line.contains("unknown opcode 0x7777")),
+                log.toString());
+        try (RawClient next = RawClient.inProcess(worker.open())) {
+            assertTrue(next.hello(1, "", VaWindow.forVgpu(0)).read().startsWith("#1 welcome"), "the vGPU was freed");
+        }
+    }
+
+    private static byte[] encoded(Consumer<RequestEncoder> frames) {
+        ByteBuf buffer = Unpooled.buffer();
+        try {
+            frames.accept(new RequestEncoder().wrap(buffer));
+            return ByteBufUtil.getBytes(buffer);
+        } finally {
+            buffer.release();
         }
     }
 }

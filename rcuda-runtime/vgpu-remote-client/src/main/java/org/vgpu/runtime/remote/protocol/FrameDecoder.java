@@ -7,6 +7,8 @@ import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.handler.codec.ByteToMessageDecoder;
 
+import org.vgpu.runtime.api.VgpuException;
+
 /**
  * Splits the byte stream into {@link Frame}s (layout: {@link Frames}) and checks everything the
  * header says before the body is buffered: the length bounds, a known opcode travelling in the
@@ -72,12 +74,27 @@ public final class FrameDecoder extends ByteToMessageDecoder {
 
     @Override
     protected void decode(ChannelHandlerContext ctx, ByteBuf in, List<Object> out) {
+        Frame frame = next(in);
+        if (frame != null) {
+            out.add(frame);
+        }
+    }
+
+    /**
+     * The next whole frame at {@code in}'s reader index, its bytes consumed; null (nothing consumed) while only part
+     * of one is there, or once the stream is broken. A caller that holds whole frames decodes with this without the
+     * pipeline (the program's own process, where the library hands over whole requests), as long as
+     * {@link #holdsPartialFrame()} is false: the bytes the pipeline holds come first.
+     *
+     * @throws VgpuException VGPU_PROTOCOL_ERROR for what the header says wrongly; the stream is broken from then on
+     */
+    public Frame next(ByteBuf in) {
         if (broken) {
             in.skipBytes(in.readableBytes());
-            return;
+            return null;
         }
         if (in.readableBytes() < Frames.LENGTH_FIELD_BYTES) {
-            return;
+            return null;
         }
         int start = in.readerIndex();
         int length = in.getInt(start);
@@ -88,7 +105,7 @@ public final class FrameDecoder extends ByteToMessageDecoder {
                             + maxLength + "]" + (limitedBecause == null ? "" : " " + limitedBecause));
         }
         if (in.readableBytes() < Frames.HEADER_BYTES) {
-            return;
+            return null;
         }
         int code = in.getUnsignedShort(start + 4);
         int flags = in.getUnsignedShort(start + 6);
@@ -104,12 +121,17 @@ public final class FrameDecoder extends ByteToMessageDecoder {
         }
         checkFlags(in, opcode, flags);
         if (in.readableBytes() < Frames.LENGTH_FIELD_BYTES + length) {
-            return;
+            return null;
         }
         int requestId = in.getInt(start + 8);
         ByteBuf body = in.retainedSlice(start + Frames.HEADER_BYTES, length - Frames.MIN_LENGTH);
         in.skipBytes(Frames.LENGTH_FIELD_BYTES + length);
-        out.add(new Frame(opcode, flags, requestId, body));
+        return new Frame(opcode, flags, requestId, body);
+    }
+
+    /** Whether the pipeline holds bytes of a frame not yet whole, which the next bytes continue. */
+    public boolean holdsPartialFrame() {
+        return actualReadableBytes() > 0;
     }
 
     private void checkFlags(ByteBuf in, Opcode opcode, int flags) {
