@@ -90,6 +90,9 @@ public final class JCudaProgramsOnGpu {
     private static final String MOVE_PAUSE_MS = "3000";
 
     private static final String CLASS_PATH = System.getProperty("java.class.path");
+    /** {@code vgpu remote-bench}'s median remote launch + synchronize. */
+    private static final Pattern JAVA_REMOTE_SYNC = Pattern.compile("remote launch \\+ synchronize\\s+([0-9.]+) us");
+
     private static final String JAVA =
             Path.of(System.getProperty("java.home"), "bin", "java").toString();
     private static final String JOB = "4242";
@@ -388,8 +391,14 @@ public final class JCudaProgramsOnGpu {
                 return false;
             }
             Files.writeString(directory.resolve("bench.remote." + round), String.join("\n", run.results()) + "\n");
+            if (Boolean.getBoolean("vgpu.cuda.bench.paired") && !javaRemotePath(run.results(), round)) {
+                return false;
+            }
         }
         System.out.println("latency_bench on a remote vGPU: " + rounds + " runs in " + directory);
+        if (!Boolean.parseBoolean(System.getProperty("vgpu.cuda.bench.moved", "true"))) {
+            return true;
+        }
         // the same once its vGPU moved home: it waits MOVE_PAUSE_MS with its memory on the worker, moved meanwhile
         for (int round = 1; round <= rounds; round++) {
             if (!plainBench(bench, directory.resolve("bench.moved-plain." + round))) {
@@ -406,6 +415,49 @@ public final class JCudaProgramsOnGpu {
         }
         System.out.println(
                 "latency_bench on a vGPU moved home from a remote worker: " + rounds + " runs in " + directory);
+        return true;
+    }
+
+    /**
+     * The Java remote path's launch + synchronize ({@code vgpu remote-bench}, a worker of GPU 0 of its own) right after
+     * a C run on a remote vGPU ({@code -Dvgpu.cuda.bench.paired=true}), the pair and its ratio said: run by run, as the
+     * two drift together over a minute on the GPU machine. False, said, when the Java benchmark failed.
+     */
+    private boolean javaRemotePath(List<String> cFigures, int round) throws Exception {
+        String c = cFigures.stream()
+                .filter(line -> line.startsWith("launch_sync_us "))
+                .map(line -> line.substring("launch_sync_us ".length()).trim())
+                .findFirst()
+                .orElse("?");
+        Process bench = new ProcessBuilder(
+                        JAVA,
+                        "--enable-native-access=ALL-UNNAMED",
+                        "-cp",
+                        CLASS_PATH,
+                        "org.vgpu.cli.Vgpu",
+                        "remote-bench",
+                        "--backend",
+                        BACKEND,
+                        "--device",
+                        "0",
+                        "--worker-device",
+                        "0",
+                        "--copy-mib",
+                        "8",
+                        "--trials",
+                        "5")
+                .redirectErrorStream(true)
+                .start();
+        String output = new String(bench.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        Matcher java = JAVA_REMOTE_SYNC.matcher(output);
+        if (bench.waitFor() != 0 || !java.find()) {
+            System.out.println("vgpu remote-bench failed:\n" + output);
+            return false;
+        }
+        String ratio =
+                c.equals("?") ? "?" : String.format("%.3f", Double.parseDouble(c) / Double.parseDouble(java.group(1)));
+        System.out.println("latency_bench remote pair " + round + ": C launch + synchronize " + c
+                + " us, the Java remote path's " + java.group(1) + " us, C / Java " + ratio);
         return true;
     }
 
