@@ -198,7 +198,13 @@ final class AcceptedConnection extends ChannelInboundHandlerAdapter {
                 + opens.hello().window() + " from " + ctx.channel().remoteAddress());
         claim = opens.claim();
         session = new SessionExecutor(
-                ctx.channel(), worker.backend(), config, traffic, worker.stripeJoins(), worker.hostRegions());
+                ReplyBatcher.toChannel(ctx.channel()),
+                ctx.channel(),
+                worker.backend(),
+                config,
+                traffic,
+                worker.stripeJoins(),
+                worker.hostRegions());
         session.outcome()
                 .thenAccept(outcome -> ctx.channel()
                         .closeFuture()

@@ -277,7 +277,14 @@ public final class InProcessWorker implements AutoCloseable {
                 }
                 log.accept("worker " + config.workerId() + ": session for "
                         + opens.hello().window() + " in process");
-                executor = SessionExecutor.inline(outbox, ctx.channel(), backend, config, stripeJoins, hostRegions);
+                executor = new SessionExecutor(
+                        ReplyBatcher.into(outbox, ctx.channel()),
+                        ctx.channel(),
+                        backend,
+                        config,
+                        new TrafficCounter(),
+                        stripeJoins,
+                        hostRegions);
                 LiveSession claim = opens.claim();
                 executor.outcome().thenAccept(outcome -> {
                     log.accept("worker " + config.workerId() + ": session ended: " + outcome.reason());

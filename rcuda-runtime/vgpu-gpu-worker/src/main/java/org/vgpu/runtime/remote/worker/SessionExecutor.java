@@ -6,7 +6,6 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 
-import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
 
 import org.vgpu.common.error.VgpuFailure;
@@ -63,38 +62,12 @@ final class SessionExecutor implements Runnable {
     private long calls;
     private long busyNanos;
 
-    SessionExecutor(
-            Channel channel,
-            GpuBackend backend,
-            WorkerConfig config,
-            TrafficCounter traffic,
-            StripeJoins stripeJoins,
-            SharedHostRegions hostRegions) {
-        this(ReplyBatcher.toChannel(channel), channel, backend, config, traffic, stripeJoins, hostRegions);
-    }
-
     /**
-     * A session run on the calling thread ({@link #runInline}) in the program's own process, its replies encoded
-     * straight into {@code outbox}, the bytes the library reads next.
+     * @param replies where the session's replies go: gathered for {@code channel}'s event loop
+     *     ({@link ReplyBatcher#toChannel}), or encoded into the bytes the library reads, in the program's own process
+     *     ({@link ReplyBatcher#into}, the requests run by {@link #runInline})
      */
-    static SessionExecutor inline(
-            ByteBuf outbox,
-            Channel channel,
-            GpuBackend backend,
-            WorkerConfig config,
-            StripeJoins stripeJoins,
-            SharedHostRegions hostRegions) {
-        return new SessionExecutor(
-                ReplyBatcher.into(outbox, channel),
-                channel,
-                backend,
-                config,
-                new TrafficCounter(),
-                stripeJoins,
-                hostRegions);
-    }
-
-    private SessionExecutor(
+    SessionExecutor(
             ReplyBatcher replies,
             Channel channel,
             GpuBackend backend,
