@@ -109,23 +109,28 @@ static size_t parameter_bytes(const struct vgpu_handle *function)
     return bytes;
 }
 
-/* node with its own copy of what it owns (a launch's parameter values from parameters, packed); 0, or -1 without
-   memory. */
+/* node with its own copy of what it owns (a launch's parameter values from parameters, packed, behind the pointers
+   to each that its launches pass, so that issuing it allocates nothing); 0, or -1 without memory. */
 static int node_copy(struct vgpu_node *copy, const struct vgpu_node *node, void *const *parameters)
 {
     *copy = *node;
     copy->parameters = NULL;
+    copy->parameter_pointers = NULL;
     if (node->kind != VGPU_NODE_LAUNCH || node->function->parameter_count == 0) {
         return 0;
     }
-    copy->parameters = malloc(parameter_bytes(node->function));
-    if (copy->parameters == NULL) {
+    size_t count = (size_t)node->function->parameter_count;
+    void **pointers = malloc(count * sizeof *pointers + parameter_bytes(node->function));
+    if (pointers == NULL) {
         return -1;
     }
+    copy->parameter_pointers = pointers;
+    copy->parameters = (uint8_t *)(pointers + count);
     size_t at = 0;
-    for (int i = 0; i < node->function->parameter_count; i++) {
+    for (size_t i = 0; i < count; i++) {
         size_t size = (size_t)node->function->parameter_sizes[i];
         memcpy(copy->parameters + at, parameters != NULL ? parameters[i] : node->parameters + at, size);
+        pointers[i] = copy->parameters + at;
         at += size;
     }
     return 0;
@@ -161,7 +166,7 @@ static void graph_free(struct vgpu_graph *graph)
         return;
     }
     for (size_t i = 0; i < graph->count; i++) {
-        free(graph->nodes[i].parameters);
+        free(graph->nodes[i].parameter_pointers);
     }
     free(graph->nodes);
     graph->magic = 0;
@@ -534,23 +539,10 @@ CUresult vgpu_served_cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgr
 static CUresult issue(const struct vgpu_node *node, CUstream stream)
 {
     switch (node->kind) {
-    case VGPU_NODE_LAUNCH: {
-        int count = node->function->parameter_count;
-        void **parameters = count == 0 ? NULL : malloc((size_t)count * sizeof *parameters);
-        if (count > 0 && parameters == NULL) {
-            return CUDA_ERROR_OUT_OF_MEMORY;
-        }
-        size_t at = 0;
-        for (int i = 0; i < count; i++) {
-            parameters[i] = node->parameters + at;
-            at += (size_t)node->function->parameter_sizes[i];
-        }
-        CUresult result = vgpu_served_cuLaunchKernel((CUfunction)node->function, node->grid[0], node->grid[1],
-                                                     node->grid[2], node->block[0], node->block[1], node->block[2],
-                                                     node->shared_bytes, stream, parameters, NULL);
-        free(parameters);
-        return result;
-    }
+    case VGPU_NODE_LAUNCH:
+        return vgpu_served_cuLaunchKernel((CUfunction)node->function, node->grid[0], node->grid[1], node->grid[2],
+                                          node->block[0], node->block[1], node->block[2], node->shared_bytes, stream,
+                                          node->parameter_pointers, NULL);
     case VGPU_NODE_MEMSET:
         return vgpu_memset_elements(node->device, node->value, node->element_size, node->count, stream, 1);
     case VGPU_NODE_TO_DEVICE:

@@ -160,7 +160,8 @@ struct vgpu_node {
     unsigned int grid[3];
     unsigned int block[3];
     unsigned int shared_bytes;
-    uint8_t *parameters; /* a launch's parameter values one after another, as function->parameter_sizes says; owned */
+    uint8_t *parameters; /* a launch's parameter values one after another, as function->parameter_sizes says */
+    void **parameter_pointers; /* the launch's kernelParams, into parameters: one allocation with them, owned */
     uint64_t device;
     uint64_t source;
     void *host;
