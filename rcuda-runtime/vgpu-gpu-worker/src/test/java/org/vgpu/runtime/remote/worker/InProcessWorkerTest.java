@@ -7,11 +7,7 @@ import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.function.Consumer;
 
-import io.netty.buffer.ByteBuf;
-import io.netty.buffer.ByteBufUtil;
-import io.netty.buffer.Unpooled;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -20,7 +16,6 @@ import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.emulated.EmulatedBackend;
 import org.vgpu.runtime.kernels.TestKernels;
 import org.vgpu.runtime.remote.protocol.Frames;
-import org.vgpu.runtime.remote.protocol.RequestEncoder;
 
 /**
  * Sessions served in the calling process, as vgpu's {@code libcuda.so.1} has them served by the JVM it starts inside
@@ -115,7 +110,7 @@ class InProcessWorkerTest {
             assertEquals("#1 pong", client.send(e -> e.ping(1)).read(), "a PING before the HELLO");
             client.hello(2, "", VaWindow.forVgpu(0)).read();
             client.send(e -> e.memAllocAt(3, base, 4096)).read();
-            byte[] frames = encoded(e -> {
+            byte[] frames = RawClient.encoded(e -> {
                 e.memset(4, false, 0, base, 5, 1, 4);
                 e.ping(5);
                 e.memcpyDtoH(6, false, 0, base, 4, 4);
@@ -148,7 +143,7 @@ class InProcessWorkerTest {
             client.hello(1, "", VaWindow.forVgpu(0)).read();
             client.send(e -> e.memAllocAt(2, base, 4096)).read();
             byte[] broken = {0, 0, 0, (byte) Frames.MIN_LENGTH, 0x77, 0x77, 0, 0, 0, 0, 0, 3};
-            byte[] after = encoded(e -> e.memcpyDtoH(4, false, 0, base, 4, 4));
+            byte[] after = RawClient.encoded(e -> e.memcpyDtoH(4, false, 0, base, 4, 4));
             byte[] both = Arrays.copyOf(broken, broken.length + after.length);
             System.arraycopy(after, 0, both, broken.length, after.length);
             client.sendBytes(both);
@@ -160,16 +155,6 @@ class InProcessWorkerTest {
                 log.toString());
         try (RawClient next = RawClient.inProcess(worker.open())) {
             assertTrue(next.hello(1, "", VaWindow.forVgpu(0)).read().startsWith("#1 welcome"), "the vGPU was freed");
-        }
-    }
-
-    private static byte[] encoded(Consumer<RequestEncoder> frames) {
-        ByteBuf buffer = Unpooled.buffer();
-        try {
-            frames.accept(new RequestEncoder().wrap(buffer));
-            return ByteBufUtil.getBytes(buffer);
-        } finally {
-            buffer.release();
         }
     }
 }

@@ -144,10 +144,15 @@ public final class RawClient implements AutoCloseable {
 
     /** Sends the frames {@code frames} writes. */
     public RawClient send(Consumer<RequestEncoder> frames) {
+        return sendBytes(encoded(frames));
+    }
+
+    /** The bytes of the frames {@code frames} writes, for a test that sends them in pieces of its own choosing. */
+    public static byte[] encoded(Consumer<RequestEncoder> frames) {
         ByteBuf buffer = Unpooled.buffer();
         try {
             frames.accept(new RequestEncoder().wrap(buffer));
-            return sendBytes(ByteBufUtil.getBytes(buffer));
+            return ByteBufUtil.getBytes(buffer);
         } finally {
             buffer.release();
         }
