@@ -59,6 +59,8 @@ final class BulkCopies {
 
     private VirtualGpu gpu;
     private StagingRing staging;
+    /** Where the session's stripes land chunks bound for the device, when it has stripes and is open. */
+    private LandingSlots landing;
     /** How chunks' bytes travel; set by the first request after WELCOME, closed when the connection closes. */
     private volatile BulkBytePath path = InBandFrames.INSTANCE;
     /** The connection's counter, which sees the frames but not the bytes of shared slots. */
@@ -193,6 +195,10 @@ final class BulkCopies {
     void open(VirtualGpu opened) {
         gpu = opened;
         staging = newStagingRing(opened);
+        if (striped != null && LandingSlots.taken()) {
+            landing = new LandingSlots(opened, LandingSlots.slotsFor(striped.stripes()), StagingRing.SLOT_BYTES);
+            striped.landIn(landing);
+        }
     }
 
     /** As many slots as the session's stripes keep busy, when it has stripes ({@link #offerStripes} decides first). */
@@ -211,9 +217,17 @@ final class BulkCopies {
         }
         StagingRing ring = staging;
         staging = null;
+        LandingSlots landed = landing;
+        landing = null;
         gpu = null;
-        if (ring != null) {
-            ring.close();
+        try {
+            if (landed != null) {
+                landed.close();
+            }
+        } finally {
+            if (ring != null) {
+                ring.close();
+            }
         }
     }
 
@@ -238,6 +252,17 @@ final class BulkCopies {
         ByteBuf data = chunkOf(frame, trailer);
         try {
             memcpyHtoDChunk(frame, streamId, dst, data);
+        } finally {
+            release(data);
+        }
+    }
+
+    /** Releases a chunk's buffer, and its landing slot when the device's copy was not queued from it. */
+    private void release(ByteBuf data) {
+        try {
+            if (landing != null) {
+                landing.doneWith(data);
+            }
         } finally {
             data.release();
         }
@@ -277,7 +302,7 @@ final class BulkCopies {
                 stageScatterToDevice(pieces, data, stream);
             });
         } finally {
-            data.release();
+            release(data);
         }
     }
 
@@ -302,6 +327,9 @@ final class BulkCopies {
                 stage.accept(chunkAsync ? stream : StreamHandle.DEFAULT);
                 if (!chunkOpen && !chunkAsync) {
                     staging().awaitDevice();
+                    if (landing != null) {
+                        landing.awaitDevice();
+                    }
                 }
             } catch (RuntimeException e) {
                 chunkFailure = KeptFailure.asVgpuException(e);
@@ -320,11 +348,16 @@ final class BulkCopies {
     /**
      * Copies a chunk to the device through the staging slots: its pieces (a large chunk arrives in
      * several buffers, see {@link org.vgpu.runtime.remote.protocol.FrameDecoder}) are gathered into
-     * a slot, whose copy then runs on {@code stream} while the next chunk is received and staged.
+     * a slot, whose copy then runs on {@code stream} while the next chunk is received and staged. A
+     * chunk a stripe landed in a {@link LandingSlots} slot is copied by the device from there instead.
      * The frame may be released at once. A synchronous copy is an asynchronous one on the default
      * stream that its last chunk waits for, as CUDA's synchronous copy orders itself.
      */
     private void stageToDevice(long dst, ByteBuf data, StreamHandle stream) {
+        if (landing != null && landing.copyToDevice(data, dst, stream)) {
+            // a stripe landed the chunk in page-locked memory already: the device copies it from there
+            return;
+        }
         int start = data.readerIndex();
         int length = data.readableBytes();
         for (int offset = 0; offset < length; ) {

@@ -44,7 +44,9 @@ import org.vgpu.runtime.remote.protocol.ReplyDecoder;
  * memory at once. A received chunk is the bytes the socket read, in Netty's buffers, without being merged: the
  * receiver copies them once, into their destination (the caller's memory, or the worker's pinned staging slot). The
  * destination is not known when the bytes arrive, since the frame naming it travels on another connection, which is
- * why they are not read straight into it.
+ * why they are not read straight into it. A receiver whose chunks all go the same way (the worker's, to the device)
+ * may instead give the path a {@link ChunkLander}: each stripe's event loop then copies a whole chunk into the
+ * lander's memory as it arrives, the stripes in parallel, rather than the receiver's one thread after its frame.
  *
  * <p><b>Memory.</b> A stripe stops reading its socket (TCP's window then stops the sender) while it holds
  * {@value #PAUSE_BYTES} bytes or more that no frame has taken yet; a sender waits while its stripe's outbound buffer
@@ -80,6 +82,21 @@ public final class StripedStreams implements BulkBytePath {
 
     private volatile VgpuException broken;
     private volatile boolean closed;
+    /** Where the stripes land whole chunks as they arrive, once the receiver gave one; until then they keep them. */
+    private volatile ChunkLander lander;
+
+    /**
+     * Memory a stripe may copy a chunk into on its own event loop as the chunk's last byte arrives, instead of keeping
+     * it in the socket's buffers for the receiver to copy after its frame.
+     */
+    public interface ChunkLander {
+        /**
+         * Copies the next {@code length} bytes of {@code in} into memory of the lander's and returns them there, the
+         * receiver's to release as any chunk; or returns null, reading nothing, when it has no room for them now: the
+         * chunk then stays in the socket's buffers. Called by any stripe's event loop, several at once.
+         */
+        ByteBuf land(ByteBuf in, int length);
+    }
 
     /**
      * A path over {@code stripes} connections, attached later ({@link #attach}).
@@ -99,6 +116,11 @@ public final class StripedStreams implements BulkBytePath {
         }
         this.patienceNanos = patience.toNanos();
         this.onFailure = onFailure;
+    }
+
+    /** Lands the chunks that arrive from now on through {@code chunks} ({@link ChunkLander}); receiving side only. */
+    public void landIn(ChunkLander chunks) {
+        lander = chunks;
     }
 
     /** How many stripes the path has. */
@@ -552,10 +574,17 @@ public final class StripedStreams implements BulkBytePath {
                 if (in.readableBytes() < length) {
                     return;
                 }
-                arrived(stripe, in.readRetainedSlice(length));
+                arrived(stripe, landed(in, length));
                 length = -1;
                 expected += stripes.length;
             }
+        }
+
+        /** The chunk of {@code length} bytes at the reader index, landed by the path's lander if it takes it. */
+        private ByteBuf landed(ByteBuf in, int length) {
+            ChunkLander chunks = lander;
+            ByteBuf chunk = chunks == null || length == 0 ? null : chunks.land(in, length);
+            return chunk != null ? chunk : in.readRetainedSlice(length);
         }
 
         /** Whether the 8 bytes at the reader index are an ERROR frame's start rather than this stripe's first header. */

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -94,6 +95,36 @@ class StripedStreamsTest {
         assertArrayEquals(new byte[] {3, 3, 3}, take(path, 3, 3));
         assertArrayEquals(new byte[0], take(path, 4, 0));
         assertArrayEquals(new byte[] {5, 5}, take(path, 5, 2));
+        assertNull(failure.get());
+    }
+
+    @Test
+    void aLanderTakesWholeChunksAsTheyArriveAndAChunkItHasNoRoomForStaysInTheSocketsBuffers() {
+        StripedStreams path = path(2, Duration.ofSeconds(5));
+        List<ByteBuf> landed = new ArrayList<>();
+        // room for one chunk: the first lands in the lander's memory, the second stays where the socket read it
+        path.landIn((in, length) -> {
+            if (!landed.isEmpty()) {
+                return null;
+            }
+            ByteBuf into = Unpooled.directBuffer(length);
+            in.readBytes(into, length);
+            landed.add(into);
+            return into;
+        });
+        ByteBuf wire = chunk(0, new byte[] {1, 2, 3});
+        // split inside the chunk: it is landed once whole, not piece by piece
+        channels.get(0).writeInbound(wire.readRetainedSlice(6));
+        assertTrue(landed.isEmpty(), "a partial chunk is not landed");
+        channels.get(0).writeInbound(wire);
+        channels.get(1).writeInbound(chunk(1, new byte[] {4, 5}));
+        assertEquals(1, landed.size());
+        ByteBuf trailer = trailer(0, 3);
+        ByteBuf first = path.receive(trailer);
+        trailer.release();
+        assertSame(landed.get(0), first, "chunk 0 is the lander's buffer");
+        assertArrayEquals(new byte[] {1, 2, 3}, bytes(first));
+        assertArrayEquals(new byte[] {4, 5}, take(path, 1, 2));
         assertNull(failure.get());
     }
 
