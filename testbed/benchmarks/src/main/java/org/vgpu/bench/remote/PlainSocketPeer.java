@@ -90,7 +90,12 @@ public final class PlainSocketPeer implements AutoCloseable {
                             if (line == null) {
                                 break;
                             }
-                            lines.add(line);
+                            if (isJvmLog(line)) {
+                                // the JVM's own (a flight recording's start, -Xlog): passed on, not parsed
+                                System.err.println("plain-socket peer: " + line);
+                            } else {
+                                lines.add(line);
+                            }
                         }
                         return lines;
                     } catch (IOException e) {
@@ -120,6 +125,11 @@ public final class PlainSocketPeer implements AutoCloseable {
             Thread.currentThread().interrupt();
             throw notListening("the start was interrupted");
         }
+    }
+
+    /** Whether {@code line} is the JVM's unified logging ({@code [0.420s][info][jfr,startup] ...}), not the peer's. */
+    static boolean isJvmLog(String line) {
+        return line.matches("\\[[^\\]]*\\]\\[.*");
     }
 
     /** The address line {@code index} of the peer's output gives after {@code prefix}. */
