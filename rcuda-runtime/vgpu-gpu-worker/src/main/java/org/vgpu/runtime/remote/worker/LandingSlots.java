@@ -23,7 +23,9 @@ import org.vgpu.runtime.remote.transport.StripedStreams;
  * (its copy queued, its event recorded) → free once the event completed. A chunk the GPU thread does not copy from its
  * slot (a scattered copy, a request that failed) frees the slot when it is {@link #doneWith done}. When no slot is
  * free a stripe keeps the chunk in its socket's buffers, and it goes through the staging ring as before: nothing
- * waits for a slot. At most half the slots stay on the device; the GPU thread waits for the oldest beyond that.
+ * waits for a slot. A stripe holds at most {@link #roomPerStripe} bytes before it stops reading, and at most
+ * {@value #ON_DEVICE_AT_MOST} slots stay on the device (the GPU thread waits for the oldest beyond), so a stripe
+ * nearly always finds a slot free.
  *
  * <p>{@value #PROPERTY}{@code =off} on the worker leaves every chunk in its socket's buffers, as before the slots
  * (to compare the two); {@code on}, the default, lands them.
@@ -33,8 +35,16 @@ import org.vgpu.runtime.remote.transport.StripedStreams;
  */
 final class LandingSlots implements StripedStreams.ChunkLander, AutoCloseable {
     static final String PROPERTY = "vgpu.bulk.landing";
-    /** Slots per stripe: one landed and waiting for its frame while the stripe fills the next. */
+    /**
+     * The chunks a stripe holds, landed and waiting for their frames, before it stops reading its socket: one being
+     * taken while the next waits. A stripe that ran further ahead would find no slot free and keep its chunks in the
+     * socket's buffers after all.
+     */
     static final int SLOTS_PER_STRIPE = 2;
+    /** Slots whose device copy may still run: the GPU thread waits for the oldest beyond these, usually done by then. */
+    static final int ON_DEVICE_AT_MOST = 2;
+    /** Smaller chunks stay in the socket's buffers: copying them there costs about what landing them would. */
+    static final int MIN_LANDED_BYTES = 64 << 10;
 
     private enum State {
         FREE,
@@ -105,16 +115,24 @@ final class LandingSlots implements StripedStreams.ChunkLander, AutoCloseable {
         };
     }
 
-    /** The slots a session of {@code stripes} stripes lands its chunks in. */
+    /**
+     * The slots a session of {@code stripes} stripes lands its chunks in: each stripe's, those still on the device,
+     * and two for a stripe that cut more than one chunk from one read before it paused.
+     */
     static int slotsFor(int stripes) {
-        return SLOTS_PER_STRIPE * stripes;
+        return SLOTS_PER_STRIPE * stripes + ON_DEVICE_AT_MOST + 2;
+    }
+
+    @Override
+    public int roomPerStripe() {
+        return SLOTS_PER_STRIPE * slotBytes;
     }
 
     @Override
     public ByteBuf land(ByteBuf in, int length) {
         Slot slot;
         synchronized (this) {
-            if (closed || length <= 0 || length > slotBytes || free.isEmpty()) {
+            if (closed || length < Math.min(MIN_LANDED_BYTES, slotBytes) || length > slotBytes || free.isEmpty()) {
                 return null;
             }
             slot = free.poll();
@@ -151,7 +169,7 @@ final class LandingSlots implements StripedStreams.ChunkLander, AutoCloseable {
         gpu.eventRecord(slot.deviceDone, stream);
         moveTo(slot, State.ON_DEVICE);
         onDevice.add(slot);
-        while (onDevice.size() > slots.length / 2) {
+        while (onDevice.size() > ON_DEVICE_AT_MOST) {
             reclaimOldest();
         }
         return true;

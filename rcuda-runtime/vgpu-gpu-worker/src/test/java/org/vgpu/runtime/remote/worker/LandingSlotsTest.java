@@ -9,6 +9,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 import io.netty.buffer.ByteBuf;
@@ -30,7 +32,8 @@ import org.vgpu.runtime.kernels.TestKernels;
  */
 @Timeout(value = 30, unit = TimeUnit.SECONDS)
 class LandingSlotsTest {
-    private static final int SLOT_BYTES = 4096;
+    private static final int SLOT_BYTES = LandingSlots.MIN_LANDED_BYTES;
+    private static final int SMALL = LandingSlots.MIN_LANDED_BYTES;
 
     private final VirtualGpu gpu = new EmulatedBackend(1, 1L << 30, TestKernels.twins()).open(0, VaWindow.forVgpu(0));
 
@@ -77,20 +80,26 @@ class LandingSlotsTest {
     @Test
     void aStripeFindingNoFreeSlotReadsNothingUntilOneIsDoneWith() {
         try (LandingSlots slots = new LandingSlots(gpu, 2, SLOT_BYTES)) {
-            ByteBuf in = wire(3 * 100, 1);
-            ByteBuf first = slots.land(in, 100);
-            ByteBuf second = slots.land(in, 100);
+            ByteBuf in = wire(3 * SMALL, 1);
+            ByteBuf first = slots.land(in, SMALL);
+            ByteBuf second = slots.land(in, SMALL);
             assertNotNull(first);
             assertNotNull(second);
-            assertNull(slots.land(in, 100), "both slots hold a chunk waiting for its frame");
-            assertEquals(100, in.readableBytes(), "the third chunk stays where it was");
+            assertNull(slots.land(in, SMALL), "both slots hold a chunk waiting for its frame");
+            assertEquals(SMALL, in.readableBytes(), "the third chunk stays where it was");
             // the first chunk's request failed before its copy: its slot is free again, the second's is not
             slots.doneWith(first);
-            ByteBuf third = slots.land(in, 100);
+            ByteBuf elsewhere = Unpooled.directBuffer(8).writeZero(8);
+            slots.doneWith(elsewhere);
+            elsewhere.release();
+            ByteBuf third = slots.land(in, SMALL);
             assertNotNull(third);
-            byte[] expected = new byte[100];
-            wire(300, 1).skipBytes(200).readBytes(expected);
-            byte[] got = new byte[100];
+            ByteBuf fourth = wire(SMALL, 0);
+            assertNull(slots.land(fourth, SMALL), "a buffer not landed here freed no slot");
+            fourth.release();
+            byte[] expected = new byte[SMALL];
+            wire(3 * SMALL, 1).skipBytes(2 * SMALL).readBytes(expected);
+            byte[] got = new byte[SMALL];
             third.getBytes(0, got);
             assertArrayEquals(expected, got, "the third chunk landed whole in the slot the first left");
             in.release();
@@ -99,16 +108,33 @@ class LandingSlotsTest {
 
     @Test
     void aSlotOnTheDeviceIsReusedOnlyOnceItsCopyIsDone() {
-        long device = gpu.memAlloc(SLOT_BYTES);
-        try (LandingSlots slots = new LandingSlots(gpu, 2, SLOT_BYTES)) {
-            ByteBuf in = wire(3 * 64, 3);
-            ByteBuf first = slots.land(in, 64);
-            ByteBuf second = slots.land(in, 64);
-            // one of two slots may stay on the device: queuing the second waits for the first and frees it
-            assertTrue(slots.copyToDevice(first, device, StreamHandle.DEFAULT));
-            assertNull(slots.land(in, 64), "the first slot is on the device, the second holds a chunk");
-            assertTrue(slots.copyToDevice(second, device + 64, StreamHandle.DEFAULT));
-            assertNotNull(slots.land(in, 64), "the first slot came back once its copy was done");
+        int count = LandingSlots.ON_DEVICE_AT_MOST + 1;
+        long device = gpu.memAlloc((long) count * SMALL);
+        try (LandingSlots slots = new LandingSlots(gpu, count, SLOT_BYTES)) {
+            ByteBuf in = wire((count + 1) * SMALL, 3);
+            List<ByteBuf> landed = new ArrayList<>();
+            for (int i = 0; i < count; i++) {
+                landed.add(slots.land(in, SMALL));
+            }
+            for (int i = 0; i < LandingSlots.ON_DEVICE_AT_MOST; i++) {
+                assertTrue(slots.copyToDevice(landed.get(i), device + (long) i * SMALL, StreamHandle.DEFAULT));
+            }
+            assertNull(slots.land(in, SMALL), "every slot is on the device or holds a chunk");
+            // one more on the device than may be: queuing it waits for the oldest copy and frees its slot
+            assertTrue(slots.copyToDevice(
+                    landed.get(count - 1), device + (long) (count - 1) * SMALL, StreamHandle.DEFAULT));
+            assertNotNull(slots.land(in, SMALL), "the oldest slot came back once its copy was done");
+            in.release();
+        }
+    }
+
+    @Test
+    void aChunkBelowTheLandedSizeStaysInTheSocketsBuffers() {
+        try (LandingSlots slots = new LandingSlots(gpu, 2, 2 * SLOT_BYTES)) {
+            ByteBuf in = wire(SMALL, 0);
+            assertNull(slots.land(in, SMALL - 1));
+            assertEquals(SMALL, in.readableBytes());
+            assertNotNull(slots.land(in, SMALL));
             in.release();
         }
     }
@@ -151,9 +177,9 @@ class LandingSlotsTest {
     void noChunkLandsOnceTheSlotsAreClosed() {
         LandingSlots slots = new LandingSlots(gpu, 2, SLOT_BYTES);
         slots.close();
-        ByteBuf in = wire(8, 0);
-        assertNull(slots.land(in, 8));
-        assertEquals(8, in.readableBytes());
+        ByteBuf in = wire(SMALL, 0);
+        assertNull(slots.land(in, SMALL));
+        assertEquals(SMALL, in.readableBytes());
         in.release();
     }
 }

@@ -131,6 +131,29 @@ class StripedWorkerTest {
     }
 
     @Test
+    void aLargeChunkLandedByItsStripeReachesTheDeviceWhole() {
+        int length = LandingSlots.MIN_LANDED_BYTES;
+        byte[] bytes = new byte[length];
+        for (int i = 0; i < length; i++) {
+            bytes[i] = (byte) (i * 13 + 1);
+        }
+        try (RawClient client = connect()) {
+            StripeOffer offer = openStripedSession(client, 1);
+            try (RawClient stripe = joinAsStripe(offer.key(), 0)) {
+                assertEquals(
+                        "#2 ok 0 bytes",
+                        client.send(e -> e.memAllocAt(2, WINDOW.base(), length)).read());
+                stripe.sendBytes(chunk(0, bytes));
+                client.sendBytes(chunkOnStripes(3, false, 0, WINDOW.base(), length));
+                assertEquals("#3 ok 0 bytes", client.read());
+                client.send(e -> e.memcpyDtoH(4, false, 0, WINDOW.base(), length, length));
+                assertEquals("#4 data@0 8 bytes [0000000000010000]", client.read());
+                assertArrayEquals(chunk(0, bytes), stripe.readRaw(8 + length));
+            }
+        }
+    }
+
+    @Test
     void aFrameNamingAChunkOutOfOrderEndsTheSessionAndTheWorkerGoesOn() throws InterruptedException {
         try (RawClient client = connect()) {
             StripeOffer offer = openStripedSession(client, 1);

@@ -49,7 +49,7 @@ import org.vgpu.runtime.remote.protocol.ReplyDecoder;
  * lander's memory as it arrives, the stripes in parallel, rather than the receiver's one thread after its frame.
  *
  * <p><b>Memory.</b> A stripe stops reading its socket (TCP's window then stops the sender) while it holds
- * {@value #PAUSE_BYTES} bytes or more that no frame has taken yet; a sender waits while its stripe's outbound buffer
+ * {@value #PAUSE_BYTES} bytes or more that no frame has taken yet (less when its {@link ChunkLander} keeps less room); a sender waits while its stripe's outbound buffer
  * is above its high water mark. So the path holds at most, per stripe, that many bytes and a chunk received, plus
  * the channel's write buffer: {@link #boundBytes()}.
  *
@@ -96,6 +96,14 @@ public final class StripedStreams implements BulkBytePath {
          * chunk then stays in the socket's buffers. Called by any stripe's event loop, several at once.
          */
         ByteBuf land(ByteBuf in, int length);
+
+        /**
+         * The bytes a stripe may hold, arrived and not taken yet, before it stops reading its socket: the room the
+         * lander keeps for each stripe, so that a stripe does not run so far ahead of its receiver that its chunks
+         * find no room and stay in the socket's buffers after all. Below {@value #PAUSE_BYTES} it takes the place of
+         * that bound.
+         */
+        int roomPerStripe();
     }
 
     /**
@@ -379,7 +387,7 @@ public final class StripedStreams implements BulkBytePath {
             if (late == null) {
                 chunk = stripe.arrived.poll();
                 stripe.arrivedBytes -= chunk.readableBytes();
-                if (stripe.paused && stripe.arrivedBytes < PAUSE_BYTES) {
+                if (stripe.paused && stripe.arrivedBytes < pauseBytes()) {
                     stripe.paused = false;
                     stripe.channel.config().setAutoRead(true);
                 }
@@ -400,6 +408,12 @@ public final class StripedStreams implements BulkBytePath {
         return chunk;
     }
 
+    /** What a stripe may hold before it stops reading: {@value #PAUSE_BYTES}, or less where the lander says so. */
+    private long pauseBytes() {
+        ChunkLander chunks = lander;
+        return chunks == null ? PAUSE_BYTES : Math.min(PAUSE_BYTES, chunks.roomPerStripe());
+    }
+
     private long millis() {
         return TimeUnit.NANOSECONDS.toMillis(patienceNanos);
     }
@@ -414,7 +428,7 @@ public final class StripedStreams implements BulkBytePath {
             }
             stripe.arrived.add(chunk);
             stripe.arrivedBytes += chunk.readableBytes();
-            if (stripe.arrivedBytes >= PAUSE_BYTES && !stripe.paused) {
+            if (stripe.arrivedBytes >= pauseBytes() && !stripe.paused) {
                 stripe.paused = true;
                 stripe.channel.config().setAutoRead(false);
             }

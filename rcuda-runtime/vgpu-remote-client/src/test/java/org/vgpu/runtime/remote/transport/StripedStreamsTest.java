@@ -103,15 +103,7 @@ class StripedStreamsTest {
         StripedStreams path = path(2, Duration.ofSeconds(5));
         List<ByteBuf> landed = new ArrayList<>();
         // room for one chunk: the first lands in the lander's memory, the second stays where the socket read it
-        path.landIn((in, length) -> {
-            if (!landed.isEmpty()) {
-                return null;
-            }
-            ByteBuf into = Unpooled.directBuffer(length);
-            in.readBytes(into, length);
-            landed.add(into);
-            return into;
-        });
+        path.landIn(new RoomForOne(landed, 1 << 20));
         ByteBuf wire = chunk(0, new byte[] {1, 2, 3});
         // split inside the chunk: it is landed once whole, not piece by piece
         channels.get(0).writeInbound(wire.readRetainedSlice(6));
@@ -337,6 +329,40 @@ class StripedStreamsTest {
         take(path, 0, chunkBytes);
         assertTrue(stripe.config().isAutoRead(), "and reads again once a chunk was taken");
         path.close();
+    }
+
+    @Test
+    void aStripeStopsReadingAtTheRoomItsLanderKeepsForIt() {
+        StripedStreams path = path(1, Duration.ofSeconds(5));
+        path.landIn(new RoomForOne(new ArrayList<>(), 3));
+        EmbeddedChannel stripe = channels.get(0);
+        stripe.writeInbound(chunk(0, new byte[] {1, 2}));
+        assertTrue(stripe.config().isAutoRead(), "2 bytes held, below the lander's room of 3");
+        stripe.writeInbound(chunk(1, new byte[] {3}));
+        assertFalse(stripe.config().isAutoRead(), "3 bytes held: the stripe stops reading");
+        assertArrayEquals(new byte[] {1, 2}, take(path, 0, 2));
+        assertTrue(stripe.config().isAutoRead(), "and reads again once a chunk was taken");
+        assertArrayEquals(new byte[] {3}, take(path, 1, 1));
+        path.close();
+    }
+
+    /** A lander with room for one chunk, which it keeps in {@code landed}, and {@code room} bytes per stripe. */
+    private record RoomForOne(List<ByteBuf> landed, int room) implements StripedStreams.ChunkLander {
+        @Override
+        public ByteBuf land(ByteBuf in, int length) {
+            if (!landed.isEmpty()) {
+                return null;
+            }
+            ByteBuf into = Unpooled.directBuffer(length);
+            in.readBytes(into, length);
+            landed.add(into);
+            return into;
+        }
+
+        @Override
+        public int roomPerStripe() {
+            return room;
+        }
     }
 
     @Test
