@@ -18,7 +18,6 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
-import java.util.function.LongConsumer;
 
 import org.vgpu.common.error.IoReasons;
 import org.vgpu.common.error.NetworkException;
@@ -44,8 +43,9 @@ import org.vgpu.runtime.remote.transport.NettyTransport;
  * neither end sleeps in the kernel (the spinning floor); {@code 'S'} (sink) reads an int64 count and that many bytes through the cached
  * buffer, then answers one byte; {@code 'P'} (source) reads an int64 count and sends that many
  * bytes through the cached buffer; {@code 'W'} and {@code 'R'} are {@code 'S'} and {@code 'P'}
- * into and from the server's own native memory of the count's size (kept between connections,
- * filled with {@link #fillPattern the pattern} once). A server started {@link Server#verifying
+ * into and from the server's own native memory of the count's size, one of {@value #PARALLEL_STREAMS} regions named
+ * by a byte between the mode and the count (kept between connections, filled with {@link #fillPattern the pattern}
+ * once), so that parallel connections each have their own. A server started {@link Server#verifying
  * verifying} checks that what {@code 'W'} received is the pattern and answers {@code 2} where it
  * is not (for tests: the check runs before the acknowledgement, inside the client's timing, so
  * never time a verifying server). The server accepts anyone and serves
@@ -71,8 +71,8 @@ public final class PlainSocketBaseline {
         private final ServerSocketChannel socket;
         private final boolean verify;
         private final Set<SocketChannel> connections = ConcurrentHashMap.newKeySet();
-        private final HostMemory source = new HostMemory(true);
-        private final HostMemory sink = new HostMemory(false);
+        private final HostMemory[] sources = regions(true);
+        private final HostMemory[] sinks = regions(false);
 
         private Server(ServerSocketChannel socket, boolean verify) {
             this.socket = socket;
@@ -150,6 +150,7 @@ public final class PlainSocketBaseline {
                     }
                     case 'P' -> writeBulk(connection, count(connection, header, Long.MAX_VALUE), new CachedBuffer());
                     case 'W' -> {
+                        HostMemory sink = region(sinks, connection, header);
                         long bytes = count(connection, header, MAX_MEMORY_BYTES);
                         byte answer = sink.use(bytes, memory -> {
                             readBulk(connection, bytes, new Memory(memory));
@@ -158,6 +159,7 @@ public final class PlainSocketBaseline {
                         acknowledge(connection, answer);
                     }
                     case 'R' -> {
+                        HostMemory source = region(sources, connection, header);
                         long bytes = count(connection, header, MAX_MEMORY_BYTES);
                         source.use(bytes, memory -> {
                             writeBulk(connection, bytes, new Memory(memory));
@@ -171,6 +173,25 @@ public final class PlainSocketBaseline {
             } finally {
                 connections.remove(connection);
             }
+        }
+
+        private static HostMemory[] regions(boolean pattern) {
+            HostMemory[] regions = new HostMemory[PARALLEL_STREAMS];
+            for (int i = 0; i < regions.length; i++) {
+                regions[i] = new HostMemory(pattern);
+            }
+            return regions;
+        }
+
+        /** The region of {@code regions} the connection's next byte names. */
+        private static HostMemory region(HostMemory[] regions, SocketChannel connection, ByteBuffer header)
+                throws IOException {
+            readFully(connection, header.clear().limit(1));
+            int index = header.get(0);
+            if (index < 0 || index >= regions.length) {
+                throw new IOException("region " + index + " is not served");
+            }
+            return regions[index];
         }
 
         private static long count(SocketChannel connection, ByteBuffer header, long limit) throws IOException {
@@ -212,8 +233,12 @@ public final class PlainSocketBaseline {
                     // as above
                 }
             }
-            source.close();
-            sink.close();
+            for (HostMemory region : sources) {
+                region.close();
+            }
+            for (HostMemory region : sinks) {
+                region.close();
+            }
         }
     }
 
@@ -327,7 +352,7 @@ public final class PlainSocketBaseline {
 
     /** Nanoseconds to send {@code bytes} to the server through a cached buffer on both ends, until it acknowledges them all. */
     public static long sendNanos(String host, int port, long bytes) {
-        return send(host, port, 'S', bytes, new CachedBuffer());
+        return send(host, port, 'S', 0, bytes, new CachedBuffer());
     }
 
     /**
@@ -335,12 +360,12 @@ public final class PlainSocketBaseline {
      * memory of that size, until it acknowledges them all.
      */
     public static long sendFromMemoryNanos(String host, int port, MemorySegment from) {
-        return send(host, port, 'W', from.byteSize(), new Memory(from));
+        return send(host, port, 'W', 0, from.byteSize(), new Memory(from));
     }
 
     /** Nanoseconds to receive {@code bytes} from the server through a cached buffer on both ends, from asking to the last byte. */
     public static long receiveNanos(String host, int port, long bytes) {
-        return receive(host, port, 'P', bytes, new CachedBuffer());
+        return receive(host, port, 'P', 0, bytes, new CachedBuffer());
     }
 
     /**
@@ -348,7 +373,7 @@ public final class PlainSocketBaseline {
      * of that size (holding {@link #fillPattern the pattern}), from asking to the last byte.
      */
     public static long receiveIntoMemoryNanos(String host, int port, MemorySegment into) {
-        return receive(host, port, 'R', into.byteSize(), new Memory(into));
+        return receive(host, port, 'R', 0, into.byteSize(), new Memory(into));
     }
 
     /** How many plain connections the parallel baseline runs at once: the 8 native streams of the striping goal. */
@@ -360,24 +385,53 @@ public final class PlainSocketBaseline {
      * Java baseline of what several TCP streams of this host carry at once.
      */
     public static long parallelSendNanos(String host, int port, long bytes) {
-        return parallel(bytes, share -> send(host, port, 'S', share, new CachedBuffer()));
+        return parallel(bytes, (stream, offset, share) -> send(host, port, 'S', 0, share, new CachedBuffer()));
     }
 
     /** As {@link #parallelSendNanos}, the server sending and the connections receiving. */
     public static long parallelReceiveNanos(String host, int port, long bytes) {
-        return parallel(bytes, share -> receive(host, port, 'P', share, new CachedBuffer()));
+        return parallel(bytes, (stream, offset, share) -> receive(host, port, 'P', 0, share, new CachedBuffer()));
     }
 
-    private static long parallel(long bytes, LongConsumer stream) {
+    /**
+     * As {@link #parallelSendNanos}, each connection sending its share of {@code from} (the first connection the
+     * first share), which the server reads into native memory of its own per connection: the fair floor of a striped
+     * copy to the device, which reads the caller's whole host buffer.
+     */
+    public static long parallelSendFromMemoryNanos(String host, int port, MemorySegment from) {
+        return parallel(
+                from.byteSize(),
+                (stream, offset, share) ->
+                        send(host, port, 'W', stream, share, new Memory(from.asSlice(offset, share))));
+    }
+
+    /** As {@link #parallelSendFromMemoryNanos}, the server sending and the connections receiving into {@code into}. */
+    public static long parallelReceiveIntoMemoryNanos(String host, int port, MemorySegment into) {
+        return parallel(
+                into.byteSize(),
+                (stream, offset, share) ->
+                        receive(host, port, 'R', stream, share, new Memory(into.asSlice(offset, share))));
+    }
+
+    /** One connection's part of a parallel transfer: its index, and its share's offset and size. */
+    @FunctionalInterface
+    private interface Stream {
+        void run(int stream, long offset, long share);
+    }
+
+    private static long parallel(long bytes, Stream stream) {
         long share = Math.ceilDiv(bytes, PARALLEL_STREAMS);
         CountDownLatch ready = new CountDownLatch(1);
         List<Thread> threads = new ArrayList<>();
         List<RuntimeException> failures = Collections.synchronizedList(new ArrayList<>());
         for (int i = 0; i < PARALLEL_STREAMS; i++) {
+            int index = i;
+            long offset = Math.min(i * share, bytes);
+            long length = Math.min(share, bytes - offset);
             threads.add(Thread.ofPlatform().name("vgpu-baseline-stream-" + i).start(() -> {
                 try {
                     ready.await();
-                    stream.accept(share);
+                    stream.run(index, offset, length);
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
                 } catch (RuntimeException e) {
@@ -402,8 +456,8 @@ public final class PlainSocketBaseline {
         return nanos;
     }
 
-    private static long send(String host, int port, char mode, long bytes, Slices slices) {
-        try (SocketChannel socket = connect(host, port, mode)) {
+    private static long send(String host, int port, char mode, int region, long bytes, Slices slices) {
+        try (SocketChannel socket = connect(host, port, mode, region)) {
             ByteBuffer ack = ByteBuffer.allocate(1);
             long start = System.nanoTime();
             writeFully(socket, ByteBuffer.allocate(Long.BYTES).putLong(0, bytes));
@@ -422,8 +476,8 @@ public final class PlainSocketBaseline {
         }
     }
 
-    private static long receive(String host, int port, char mode, long bytes, Slices slices) {
-        try (SocketChannel socket = connect(host, port, mode)) {
+    private static long receive(String host, int port, char mode, int region, long bytes, Slices slices) {
+        try (SocketChannel socket = connect(host, port, mode, region)) {
             long start = System.nanoTime();
             writeFully(socket, ByteBuffer.allocate(Long.BYTES).putLong(0, bytes));
             readBulk(socket, bytes, slices);
@@ -482,11 +536,20 @@ public final class PlainSocketBaseline {
     }
 
     private static SocketChannel connect(String host, int port, char mode) throws IOException {
+        return connect(host, port, mode, 0);
+    }
+
+    /** A connection in {@code mode}; the modes into or from the server's memory name its {@code region}. */
+    private static SocketChannel connect(String host, int port, char mode, int region) throws IOException {
         SocketChannel socket = SocketChannel.open();
         try {
             configure(socket);
             socket.connect(new InetSocketAddress(host, port));
-            writeFully(socket, ByteBuffer.allocate(1).put(0, (byte) mode));
+            writeFully(
+                    socket,
+                    mode == 'W' || mode == 'R'
+                            ? ByteBuffer.allocate(2).put(0, (byte) mode).put(1, (byte) region)
+                            : ByteBuffer.allocate(1).put(0, (byte) mode));
             return socket;
         } catch (IOException | RuntimeException e) {
             socket.close();

@@ -29,8 +29,9 @@ import org.vgpu.runtime.remote.transport.NettyTransport;
  * on both ends, as a remote copy reads (or writes) the caller's whole host buffer, the fair floor;
  * and through a cached {@value PlainSocketBaseline#CACHED_BUFFER_BYTES}-byte buffer on both ends,
  * which never leaves the CPU caches, the network stack alone; and both directions against
- * {@value PlainSocketBaseline#PARALLEL_STREAMS} plain sockets moving the copy's bytes in parallel through cached
- * buffers (Java NIO, one thread each), the floor the striped bulk path is measured against. The header names the
+ * {@value PlainSocketBaseline#PARALLEL_STREAMS} plain sockets moving the copy's bytes in parallel (Java NIO, one
+ * thread each), the floor the striped bulk path is measured against, twice as well: each stream its share of host
+ * memory of the copy's size, and through cached buffers. The header names the
  * path the session's bulk bytes took (in-band, shared memory or stripes). Every trial measures every row, in alternating order; the table shows medians, the
  * ratios the goals are stated in, the per-trial range of each ratio, and a plain verdict. It is a
  * measurement, never an assertion: the exit status says only whether the runs worked. With

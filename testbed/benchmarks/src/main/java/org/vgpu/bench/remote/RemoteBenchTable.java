@@ -42,7 +42,8 @@ final class RemoteBenchTable {
         BenchDevice remote = new BenchDevice(remoteGpu, copyBytes);
         out.printf(
                 "remote pinned memory (memAllocHost): %s%n%n", ((RemoteGpu) remoteGpu).sharedHostMemoryDescription());
-        try (Arena arena = Arena.ofConfined()) {
+        // shared: the parallel baseline's streams each read or write their share on a thread of their own
+        try (Arena arena = Arena.ofShared()) {
             // the plain socket's own host memory, as large as the remote copies' host buffer
             MemorySegment plainMemory = arena.allocate(copyBytes, 64);
             PlainSocketBaseline.fillPattern(plainMemory);
@@ -75,9 +76,15 @@ final class RemoteBenchTable {
                     new Series(() -> PlainSocketBaseline.parallelSendNanos(baselineHost, baselinePort, copyBytes));
             Series parallelReceive =
                     new Series(() -> PlainSocketBaseline.parallelReceiveNanos(baselineHost, baselinePort, copyBytes));
+            Series parallelSendFromMemory = new Series(
+                    () -> PlainSocketBaseline.parallelSendFromMemoryNanos(baselineHost, baselinePort, plainMemory));
+            Series parallelReceiveIntoMemory = new Series(
+                    () -> PlainSocketBaseline.parallelReceiveIntoMemoryNanos(baselineHost, baselinePort, plainMemory));
             List<Series> all = List.of(
                     parallelSend,
                     parallelReceive,
+                    parallelSendFromMemory,
+                    parallelReceiveIntoMemory,
                     rtt,
                     localSync,
                     remoteSync,
@@ -166,8 +173,21 @@ final class RemoteBenchTable {
                             localToHost,
                             remotePinnedToHost,
                             trials),
+                    Row.bandwidth(streams + " send from " + mib + " host memory", parallelSendFromMemory, copyBytes),
+                    parallelRatio(
+                            "  remote host->device vs " + streams + " from host memory",
+                            parallelSendFromMemory,
+                            remoteToDevice,
+                            trials),
                     Row.bandwidth(streams + " send through cached buffers", parallelSend, copyBytes),
                     parallelRatio("  remote host->device vs " + streams, parallelSend, remoteToDevice, trials),
+                    Row.bandwidth(
+                            streams + " receive into " + mib + " host memory", parallelReceiveIntoMemory, copyBytes),
+                    parallelRatio(
+                            "  remote device->host vs " + streams + " into host memory",
+                            parallelReceiveIntoMemory,
+                            remoteToHost,
+                            trials),
                     Row.bandwidth(streams + " receive through cached buffers", parallelReceive, copyBytes),
                     parallelRatio("  remote device->host vs " + streams, parallelReceive, remoteToHost, trials));
         } finally {

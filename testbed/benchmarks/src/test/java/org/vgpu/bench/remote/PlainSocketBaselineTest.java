@@ -105,6 +105,31 @@ class PlainSocketBaselineTest {
     }
 
     @Test
+    void theParallelStreamsFromAndIntoMemoryEachMoveTheirShareThroughARegionOfTheirOwn() {
+        int streams = PlainSocketBaseline.PARALLEL_STREAMS;
+        long share = 3L * PlainSocketBaseline.CACHED_BUFFER_BYTES / 2;
+        // shared memory: each stream reads or writes its share on a thread of its own
+        Arena shared = Arena.ofShared();
+        // each share holds the pattern from its own start, which the verifying server checks in its region
+        MemorySegment from = shared.allocate(streams * share);
+        for (int i = 0; i < streams; i++) {
+            PlainSocketBaseline.fillPattern(from.asSlice(i * share, share));
+        }
+        assertTrue(PlainSocketBaseline.parallelSendFromMemoryNanos(HOST, server.port(), from) > 0);
+        from.set(ValueLayout.JAVA_BYTE, 5 * share + 3, (byte) 0x5A);
+        assertThrows(
+                VgpuException.class,
+                () -> PlainSocketBaseline.parallelSendFromMemoryNanos(HOST, server.port(), from),
+                "one stream's wrong byte fails the run");
+        MemorySegment into = shared.allocate(streams * share);
+        assertTrue(PlainSocketBaseline.parallelReceiveIntoMemoryNanos(HOST, server.port(), into) > 0);
+        for (int i = 0; i < streams; i++) {
+            assertTrue(PlainSocketBaseline.holdsPattern(into.asSlice(i * share, share)), "share " + i);
+        }
+        shared.close();
+    }
+
+    @Test
     void aClosedServerIsALostWorker() {
         int port = server.port();
         server.close();
