@@ -196,7 +196,7 @@ final class BulkCopies {
         gpu = opened;
         staging = newStagingRing(opened);
         if (striped != null && LandingSlots.taken()) {
-            landing = new LandingSlots(opened, LandingSlots.slotsFor(striped.stripes()), StagingRing.SLOT_BYTES);
+            landing = new LandingSlots(opened, striped.stripes(), StagingRing.SLOT_BYTES);
             striped.landIn(landing);
         }
     }

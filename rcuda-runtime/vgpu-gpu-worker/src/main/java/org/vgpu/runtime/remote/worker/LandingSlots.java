@@ -2,6 +2,8 @@ package org.vgpu.runtime.remote.worker;
 
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Locale;
 
 import io.netty.buffer.ByteBuf;
@@ -19,30 +21,28 @@ import org.vgpu.runtime.remote.transport.StripedStreams;
  * stripes in parallel, not by the GPU thread one chunk after another (which held striped copies to 5-6 GB/s on the
  * H200 machines, the sockets idle meanwhile).
  *
- * <p>A slot goes free → filling (a stripe copies into it) → landed (the chunk waits for its frame) → on the device
- * (its copy queued, its event recorded) → free once the event completed. A chunk the GPU thread does not copy from its
- * slot (a scattered copy, a request that failed) frees the slot when it is {@link #doneWith done}. When no slot is
- * free a stripe keeps the chunk in its socket's buffers, and it goes through the staging ring as before: nothing
- * waits for a slot. A stripe holds at most {@link #roomPerStripe} bytes before it stops reading, and at most
- * {@value #ON_DEVICE_AT_MOST} slots stay on the device (the GPU thread waits for the oldest beyond), so a stripe
- * nearly always finds a slot free.
+ * <p>Each stripe has {@value #SLOTS_PER_STRIPE} slots of its own. A slot goes free → filling (its stripe copies into
+ * it) → landed (the chunk waits for its frame) → on the device (its copy queued, its event recorded) → free once the
+ * event completed. A chunk the GPU thread does not copy from its slot (a scattered copy, a request that failed) frees
+ * the slot when it is {@link #doneWith done}. A stripe whose slots are all taken stops reading until one is free
+ * again. That cannot stall the session: the chunk the GPU thread waits for is the oldest of its stripe, so none of that
+ * stripe's slots holds a landed chunk, and at most {@value #ON_DEVICE_AT_MOST} are on the device (the GPU thread waits
+ * for the oldest beyond that as it queues the next), one fewer than a stripe has. Chunks smaller than
+ * {@value #MIN_LANDED_BYTES} bytes, or larger than a slot, stay in the socket's buffers and go through the staging
+ * ring.
  *
  * <p>{@value #PROPERTY}{@code =off} on the worker leaves every chunk in its socket's buffers, as before the slots
  * (to compare the two); {@code on}, the default, lands them.
  *
- * <p>Threads: {@link #land} from any stripe's event loop; everything else on the GPU thread, which created the slots
+ * <p>Threads: {@link #land} from the stripes' event loops; everything else on the GPU thread, which created the slots
  * and alone frees them: {@link #close} waits until no stripe is copying into one.
  */
 final class LandingSlots implements StripedStreams.ChunkLander, AutoCloseable {
     static final String PROPERTY = "vgpu.bulk.landing";
-    /**
-     * The chunks a stripe holds, landed and waiting for their frames, before it stops reading its socket: one being
-     * taken while the next waits. A stripe that ran further ahead would find no slot free and keep its chunks in the
-     * socket's buffers after all.
-     */
-    static final int SLOTS_PER_STRIPE = 2;
     /** Slots whose device copy may still run: the GPU thread waits for the oldest beyond these, usually done by then. */
     static final int ON_DEVICE_AT_MOST = 2;
+    /** Slots per stripe: one more than may be on the device, so that a stripe always gets one back (see above). */
+    static final int SLOTS_PER_STRIPE = ON_DEVICE_AT_MOST + 1;
     /** Smaller chunks stay in the socket's buffers: copying them there costs about what landing them would. */
     static final int MIN_LANDED_BYTES = 64 << 10;
 
@@ -51,17 +51,19 @@ final class LandingSlots implements StripedStreams.ChunkLander, AutoCloseable {
         FILLING,
         LANDED,
         ON_DEVICE,
-        /** Its device copy was queued but no event could be recorded after it: never reused. */
+        /** Its device copy was queued but no event could be recorded after it: never reused (the vGPU is broken). */
         RETIRED
     }
 
     private static final class Slot {
+        final int stripe;
         final MemorySegment memory;
         final EventHandle deviceDone;
         /** Guarded by the {@link LandingSlots} instance. */
         State state = State.FREE;
 
-        Slot(MemorySegment memory, EventHandle deviceDone) {
+        Slot(int stripe, MemorySegment memory, EventHandle deviceDone) {
+            this.stripe = stripe;
             this.memory = memory;
             this.deviceDone = deviceDone;
         }
@@ -70,8 +72,10 @@ final class LandingSlots implements StripedStreams.ChunkLander, AutoCloseable {
     private final VirtualGpu gpu;
     private final int slotBytes;
     private final Slot[] slots;
-    /** Guarded by this. */
-    private final ArrayDeque<Slot> free = new ArrayDeque<>();
+    /** Each stripe's free slots; guarded by this. */
+    private final List<ArrayDeque<Slot>> free = new ArrayList<>();
+    /** What to run when a stripe waiting for a slot gets one; guarded by this. */
+    private final Runnable[] waiting;
     /** Slots whose device copy is queued, oldest first; the GPU thread's. */
     private final ArrayDeque<Slot> onDevice = new ArrayDeque<>();
     /** Stripes copying into a slot now; guarded by this. */
@@ -79,21 +83,25 @@ final class LandingSlots implements StripedStreams.ChunkLander, AutoCloseable {
     /** Guarded by this. */
     private boolean closed;
 
-    /** {@code count} slots of {@code slotBytes} each on {@code gpu}; on the GPU thread. */
-    LandingSlots(VirtualGpu gpu, int count, int slotBytes) {
+    /** {@value #SLOTS_PER_STRIPE} slots of {@code slotBytes} for each of {@code stripes} stripes; on the GPU thread. */
+    LandingSlots(VirtualGpu gpu, int stripes, int slotBytes) {
         this.gpu = gpu;
         this.slotBytes = slotBytes;
-        this.slots = new Slot[count];
+        this.slots = new Slot[stripes * SLOTS_PER_STRIPE];
+        this.waiting = new Runnable[stripes];
+        for (int stripe = 0; stripe < stripes; stripe++) {
+            free.add(new ArrayDeque<>());
+        }
         try {
-            for (int i = 0; i < count; i++) {
+            for (int i = 0; i < slots.length; i++) {
                 MemorySegment memory = gpu.memAllocHost(slotBytes);
                 try {
-                    slots[i] = new Slot(memory, gpu.eventCreate());
+                    slots[i] = new Slot(i / SLOTS_PER_STRIPE, memory, gpu.eventCreate());
                 } catch (RuntimeException e) {
                     gpu.memFreeHost(memory);
                     throw e;
                 }
-                free.add(slots[i]);
+                free.get(slots[i].stripe).add(slots[i]);
             }
         } catch (RuntimeException e) {
             close();
@@ -115,27 +123,27 @@ final class LandingSlots implements StripedStreams.ChunkLander, AutoCloseable {
         };
     }
 
-    /**
-     * The slots a session of {@code stripes} stripes lands its chunks in: each stripe's, those still on the device,
-     * and two for a stripe that cut more than one chunk from one read before it paused.
-     */
-    static int slotsFor(int stripes) {
-        return SLOTS_PER_STRIPE * stripes + ON_DEVICE_AT_MOST + 2;
+    @Override
+    public boolean lands(int length) {
+        return length >= Math.min(MIN_LANDED_BYTES, slotBytes) && length <= slotBytes;
     }
 
     @Override
-    public int roomPerStripe() {
-        return SLOTS_PER_STRIPE * slotBytes;
-    }
-
-    @Override
-    public ByteBuf land(ByteBuf in, int length) {
+    public ByteBuf land(int stripe, ByteBuf in, int length, Runnable roomAgain) {
         Slot slot;
         synchronized (this) {
-            if (closed || length < Math.min(MIN_LANDED_BYTES, slotBytes) || length > slotBytes || free.isEmpty()) {
+            if (!lands(length)) {
+                throw new IllegalArgumentException("a chunk of " + length + " bytes is not landed");
+            }
+            if (closed) {
+                // the session is ending: its stripe reads nothing more
                 return null;
             }
-            slot = free.poll();
+            slot = free.get(stripe).poll();
+            if (slot == null) {
+                waiting[stripe] = roomAgain;
+                return null;
+            }
             slot.state = State.FILLING;
             filling++;
         }
@@ -210,10 +218,20 @@ final class LandingSlots implements StripedStreams.ChunkLander, AutoCloseable {
         }
     }
 
+    /** Moves {@code slot} to {@code state}; a slot freed lets its stripe read on if it waited for one. */
     private synchronized void moveTo(Slot slot, State state) {
         slot.state = state;
         if (state == State.FREE) {
-            free.add(slot);
+            free.get(slot.stripe).add(slot);
+            Runnable stripeWaiting = waiting[slot.stripe];
+            waiting[slot.stripe] = null;
+            if (stripeWaiting != null) {
+                try {
+                    stripeWaiting.run();
+                } catch (RuntimeException stripeGone) {
+                    // its event loop is shutting down with its session: nothing reads from that stripe any more
+                }
+            }
         }
     }
 

@@ -12,6 +12,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
@@ -26,9 +27,10 @@ import org.vgpu.runtime.emulated.EmulatedBackend;
 import org.vgpu.runtime.kernels.TestKernels;
 
 /**
- * The slots stripes land chunks in: a landed chunk reaches the device from its slot; a stripe finding no free slot
- * reads nothing and keeps its chunk; a slot comes back once its device copy is done or its chunk was not copied; a
- * chunk larger than a slot, and any buffer not landed here, take the staging ring's way.
+ * The slots stripes land chunks in: a landed chunk reaches the device from its slot; a stripe whose slots are all
+ * taken reads nothing and is told once one is free, while other stripes land in their own; a slot comes back once its
+ * device copy is done or its chunk was not copied; chunks too small or too large, and any buffer not landed here,
+ * take the staging ring's way.
  */
 @Timeout(value = 30, unit = TimeUnit.SECONDS)
 class LandingSlotsTest {
@@ -59,12 +61,12 @@ class LandingSlotsTest {
     @Test
     void landedChunksReachTheDeviceFromTheirSlots() {
         long device = gpu.memAlloc(4L * SLOT_BYTES);
-        try (LandingSlots slots = new LandingSlots(gpu, 4, SLOT_BYTES)) {
+        try (LandingSlots slots = new LandingSlots(gpu, 1, SLOT_BYTES)) {
             for (int chunk = 0; chunk < 4; chunk++) {
                 ByteBuf in = wire(SLOT_BYTES, chunk);
                 byte[] expected = new byte[SLOT_BYTES];
                 in.getBytes(0, expected);
-                ByteBuf landed = slots.land(in, SLOT_BYTES);
+                ByteBuf landed = slots.land(0, in, SLOT_BYTES, LandingSlotsTest::notCalled);
                 assertNotNull(landed, "a free slot takes chunk " + chunk);
                 assertFalse(in.isReadable(), "the chunk's bytes were read off the socket's buffers");
                 assertTrue(slots.copyToDevice(landed, device + (long) chunk * SLOT_BYTES, StreamHandle.DEFAULT));
@@ -77,76 +79,85 @@ class LandingSlotsTest {
         }
     }
 
+    /** Passed by a stripe that finds a slot: it is never told of one. */
+    private static void notCalled() {
+        throw new AssertionError("a stripe that found a slot is not told of one");
+    }
+
     @Test
-    void aStripeFindingNoFreeSlotReadsNothingUntilOneIsDoneWith() {
+    void aStripeWhoseSlotsAreAllTakenWaitsAndIsToldOnceOneIsFreeWhileOthersLandOn() {
         try (LandingSlots slots = new LandingSlots(gpu, 2, SLOT_BYTES)) {
-            ByteBuf in = wire(3 * SMALL, 1);
-            ByteBuf first = slots.land(in, SMALL);
-            ByteBuf second = slots.land(in, SMALL);
-            assertNotNull(first);
-            assertNotNull(second);
-            assertNull(slots.land(in, SMALL), "both slots hold a chunk waiting for its frame");
-            assertEquals(SMALL, in.readableBytes(), "the third chunk stays where it was");
-            // the first chunk's request failed before its copy: its slot is free again, the second's is not
-            slots.doneWith(first);
+            int perStripe = LandingSlots.SLOTS_PER_STRIPE;
+            ByteBuf in = wire((perStripe + 2) * SMALL, 1);
+            List<ByteBuf> landed = new ArrayList<>();
+            for (int i = 0; i < perStripe; i++) {
+                landed.add(slots.land(0, in, SMALL, LandingSlotsTest::notCalled));
+            }
+            AtomicInteger told = new AtomicInteger();
+            assertNull(slots.land(0, in, SMALL, told::incrementAndGet), "stripe 0's slots all hold a chunk");
+            assertEquals(2 * SMALL, in.readableBytes(), "its next chunk stays where it was");
+            ByteBuf other = wire(SMALL, 9);
+            assertNotNull(
+                    slots.land(1, other, SMALL, LandingSlotsTest::notCalled), "stripe 1 lands in slots of its own");
+            other.release();
+            // a buffer not landed here frees nothing
             ByteBuf elsewhere = Unpooled.directBuffer(8).writeZero(8);
             slots.doneWith(elsewhere);
             elsewhere.release();
-            ByteBuf third = slots.land(in, SMALL);
-            assertNotNull(third);
-            ByteBuf fourth = wire(SMALL, 0);
-            assertNull(slots.land(fourth, SMALL), "a buffer not landed here freed no slot");
-            fourth.release();
+            assertEquals(0, told.get());
+            // the first chunk's request failed before its copy: its slot is free again, and stripe 0 hears of it once
+            slots.doneWith(landed.getFirst());
+            assertEquals(1, told.get());
+            ByteBuf next = slots.land(0, in, SMALL, LandingSlotsTest::notCalled);
+            assertNotNull(next);
             byte[] expected = new byte[SMALL];
-            wire(3 * SMALL, 1).skipBytes(2 * SMALL).readBytes(expected);
+            ByteBuf again = wire((perStripe + 2) * SMALL, 1);
+            again.skipBytes(perStripe * SMALL).readBytes(expected);
+            again.release();
             byte[] got = new byte[SMALL];
-            third.getBytes(0, got);
-            assertArrayEquals(expected, got, "the third chunk landed whole in the slot the first left");
+            next.getBytes(0, got);
+            assertArrayEquals(expected, got, "the waiting chunk landed whole in the slot the first left");
             in.release();
         }
     }
 
     @Test
-    void aSlotOnTheDeviceIsReusedOnlyOnceItsCopyIsDone() {
-        int count = LandingSlots.ON_DEVICE_AT_MOST + 1;
-        long device = gpu.memAlloc((long) count * SMALL);
-        try (LandingSlots slots = new LandingSlots(gpu, count, SLOT_BYTES)) {
-            ByteBuf in = wire((count + 1) * SMALL, 3);
+    void aSlotOnTheDeviceIsFreedOnceItsCopyIsDoneWhenTheNextIsQueued() {
+        int perStripe = LandingSlots.SLOTS_PER_STRIPE;
+        long device = gpu.memAlloc((long) perStripe * SMALL);
+        try (LandingSlots slots = new LandingSlots(gpu, 1, SLOT_BYTES)) {
+            ByteBuf in = wire((perStripe + 1) * SMALL, 3);
             List<ByteBuf> landed = new ArrayList<>();
-            for (int i = 0; i < count; i++) {
-                landed.add(slots.land(in, SMALL));
+            for (int i = 0; i < perStripe; i++) {
+                landed.add(slots.land(0, in, SMALL, LandingSlotsTest::notCalled));
             }
             for (int i = 0; i < LandingSlots.ON_DEVICE_AT_MOST; i++) {
                 assertTrue(slots.copyToDevice(landed.get(i), device + (long) i * SMALL, StreamHandle.DEFAULT));
             }
-            assertNull(slots.land(in, SMALL), "every slot is on the device or holds a chunk");
+            AtomicInteger told = new AtomicInteger();
+            assertNull(slots.land(0, in, SMALL, told::incrementAndGet), "every slot is on the device or holds a chunk");
             // one more on the device than may be: queuing it waits for the oldest copy and frees its slot
             assertTrue(slots.copyToDevice(
-                    landed.get(count - 1), device + (long) (count - 1) * SMALL, StreamHandle.DEFAULT));
-            assertNotNull(slots.land(in, SMALL), "the oldest slot came back once its copy was done");
+                    landed.get(perStripe - 1), device + (long) (perStripe - 1) * SMALL, StreamHandle.DEFAULT));
+            assertEquals(1, told.get(), "the waiting stripe heard of the slot");
+            assertNotNull(slots.land(0, in, SMALL, LandingSlotsTest::notCalled));
             in.release();
         }
     }
 
     @Test
-    void aChunkBelowTheLandedSizeStaysInTheSocketsBuffers() {
-        try (LandingSlots slots = new LandingSlots(gpu, 2, 2 * SLOT_BYTES)) {
-            ByteBuf in = wire(SMALL, 0);
-            assertNull(slots.land(in, SMALL - 1));
-            assertEquals(SMALL, in.readableBytes());
-            assertNotNull(slots.land(in, SMALL));
-            in.release();
-        }
-    }
-
-    @Test
-    void aChunkLargerThanASlotAndABufferNotLandedHereTakeTheStagingRingsWay() {
+    void chunksBelowTheLandedSizeOrLargerThanASlotAreNotLandedAndOtherBuffersNotCopiedFrom() {
         long device = gpu.memAlloc(SLOT_BYTES);
-        try (LandingSlots slots = new LandingSlots(gpu, 2, SLOT_BYTES)) {
-            ByteBuf large = wire(SLOT_BYTES + 1, 0);
-            assertNull(slots.land(large, SLOT_BYTES + 1));
-            assertEquals(SLOT_BYTES + 1, large.readableBytes());
-            large.release();
+        try (LandingSlots slots = new LandingSlots(gpu, 1, 2 * SLOT_BYTES)) {
+            assertFalse(slots.lands(SMALL - 1));
+            assertTrue(slots.lands(SMALL));
+            assertTrue(slots.lands(2 * SLOT_BYTES));
+            assertFalse(slots.lands(2 * SLOT_BYTES + 1));
+            ByteBuf in = wire(SMALL, 0);
+            assertThrows(
+                    IllegalArgumentException.class, () -> slots.land(0, in, SMALL - 1, LandingSlotsTest::notCalled));
+            assertEquals(SMALL, in.readableBytes());
+            in.release();
             ByteBuf elsewhere = Unpooled.directBuffer(16).writeZero(16);
             assertFalse(slots.copyToDevice(elsewhere, device, StreamHandle.DEFAULT));
             elsewhere.release();
@@ -178,7 +189,7 @@ class LandingSlotsTest {
         LandingSlots slots = new LandingSlots(gpu, 2, SLOT_BYTES);
         slots.close();
         ByteBuf in = wire(SMALL, 0);
-        assertNull(slots.land(in, SMALL));
+        assertNull(slots.land(0, in, SMALL, LandingSlotsTest::notCalled));
         assertEquals(SMALL, in.readableBytes());
         in.release();
     }

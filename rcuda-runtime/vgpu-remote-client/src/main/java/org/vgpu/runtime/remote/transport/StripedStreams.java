@@ -46,10 +46,11 @@ import org.vgpu.runtime.remote.protocol.ReplyDecoder;
  * destination is not known when the bytes arrive, since the frame naming it travels on another connection, which is
  * why they are not read straight into it. A receiver whose chunks all go the same way (the worker's, to the device)
  * may instead give the path a {@link ChunkLander}: each stripe's event loop then copies a whole chunk into the
- * lander's memory as it arrives, the stripes in parallel, rather than the receiver's one thread after its frame.
+ * lander's memory as it arrives, the stripes in parallel, rather than the receiver's one thread after its frame; a
+ * stripe whose lander has no room for it stops reading until it has.
  *
  * <p><b>Memory.</b> A stripe stops reading its socket (TCP's window then stops the sender) while it holds
- * {@value #PAUSE_BYTES} bytes or more that no frame has taken yet (less when its {@link ChunkLander} keeps less room); a sender waits while its stripe's outbound buffer
+ * {@value #PAUSE_BYTES} bytes or more that no frame has taken yet, or waits for its lander's room; a sender waits while its stripe's outbound buffer
  * is above its high water mark. So the path holds at most, per stripe, that many bytes and a chunk received, plus
  * the channel's write buffer: {@link #boundBytes()}.
  *
@@ -87,23 +88,20 @@ public final class StripedStreams implements BulkBytePath {
 
     /**
      * Memory a stripe may copy a chunk into on its own event loop as the chunk's last byte arrives, instead of keeping
-     * it in the socket's buffers for the receiver to copy after its frame.
+     * it in the socket's buffers for the receiver to copy after its frame. Each stripe has room of its own, so that
+     * one stripe running ahead never takes the room of the stripe whose chunk the receiver waits for.
      */
     public interface ChunkLander {
-        /**
-         * Copies the next {@code length} bytes of {@code in} into memory of the lander's and returns them there, the
-         * receiver's to release as any chunk; or returns null, reading nothing, when it has no room for them now: the
-         * chunk then stays in the socket's buffers. Called by any stripe's event loop, several at once.
-         */
-        ByteBuf land(ByteBuf in, int length);
+        /** Whether chunks of {@code length} bytes are landed at all: those that are not stay in the socket's buffers. */
+        boolean lands(int length);
 
         /**
-         * The bytes a stripe may hold, arrived and not taken yet, before it stops reading its socket: the room the
-         * lander keeps for each stripe, so that a stripe does not run so far ahead of its receiver that its chunks
-         * find no room and stay in the socket's buffers after all. Below {@value #PAUSE_BYTES} it takes the place of
-         * that bound.
+         * Copies the next {@code length} bytes of {@code in} into stripe {@code stripe}'s room and returns them there,
+         * the receiver's to release as any chunk; or, when that room is full, returns null, reading nothing, and runs
+         * {@code roomAgain} (from any thread, once) when it is not any more. The stripe waits for that, reading
+         * nothing meanwhile. Called by the stripe's event loop.
          */
-        int roomPerStripe();
+        ByteBuf land(int stripe, ByteBuf in, int length, Runnable roomAgain);
     }
 
     /**
@@ -387,9 +385,9 @@ public final class StripedStreams implements BulkBytePath {
             if (late == null) {
                 chunk = stripe.arrived.poll();
                 stripe.arrivedBytes -= chunk.readableBytes();
-                if (stripe.paused && stripe.arrivedBytes < pauseBytes()) {
+                if (stripe.paused && stripe.arrivedBytes < PAUSE_BYTES) {
                     stripe.paused = false;
-                    stripe.channel.config().setAutoRead(true);
+                    stripe.readIfAllowed();
                 }
             }
         } finally {
@@ -408,12 +406,6 @@ public final class StripedStreams implements BulkBytePath {
         return chunk;
     }
 
-    /** What a stripe may hold before it stops reading: {@value #PAUSE_BYTES}, or less where the lander says so. */
-    private long pauseBytes() {
-        ChunkLander chunks = lander;
-        return chunks == null ? PAUSE_BYTES : Math.min(PAUSE_BYTES, chunks.roomPerStripe());
-    }
-
     private long millis() {
         return TimeUnit.NANOSECONDS.toMillis(patienceNanos);
     }
@@ -428,9 +420,9 @@ public final class StripedStreams implements BulkBytePath {
             }
             stripe.arrived.add(chunk);
             stripe.arrivedBytes += chunk.readableBytes();
-            if (stripe.arrivedBytes >= pauseBytes() && !stripe.paused) {
+            if (stripe.arrivedBytes >= PAUSE_BYTES && !stripe.paused) {
                 stripe.paused = true;
-                stripe.channel.config().setAutoRead(false);
+                stripe.readIfAllowed();
             }
             changed.signalAll();
         } finally {
@@ -521,7 +513,10 @@ public final class StripedStreams implements BulkBytePath {
 
         final ArrayDeque<ByteBuf> arrived = new ArrayDeque<>();
         long arrivedBytes;
+        /** It holds {@link #PAUSE_BYTES} or more. */
         boolean paused;
+        /** Its next chunk waits for room in the lander. */
+        boolean awaitingRoom;
         /** Its connection closed: the chunks it read are still taken, a chunk still awaited on it never comes. */
         boolean ended;
         /** Why the peer refused the stripe's join, when it did. */
@@ -529,6 +524,11 @@ public final class StripedStreams implements BulkBytePath {
 
         Stripe(int index) {
             this.index = index;
+        }
+
+        /** Reads its socket unless it holds too much or waits for room. */
+        void readIfAllowed() {
+            channel.config().setAutoRead(!paused && !awaitingRoom);
         }
 
         /** Why a chunk that {@code needed} it cannot go on this ended stripe. */
@@ -588,17 +588,61 @@ public final class StripedStreams implements BulkBytePath {
                 if (in.readableBytes() < length) {
                     return;
                 }
-                arrived(stripe, landed(in, length));
+                ByteBuf chunk = landed(ctx, in, length);
+                if (chunk == null) {
+                    return;
+                }
+                arrived(stripe, chunk);
                 length = -1;
                 expected += stripes.length;
             }
         }
 
-        /** The chunk of {@code length} bytes at the reader index, landed by the path's lander if it takes it. */
-        private ByteBuf landed(ByteBuf in, int length) {
+        /**
+         * The chunk of {@code length} bytes at the reader index, landed by the path's lander if it lands it; null when
+         * it waits for the lander's room, the stripe not reading until it has (the chunk's bytes stay where they are,
+         * and decoding goes on from them then).
+         */
+        private ByteBuf landed(ChannelHandlerContext ctx, ByteBuf in, int length) {
             ChunkLander chunks = lander;
-            ByteBuf chunk = chunks == null || length == 0 ? null : chunks.land(in, length);
-            return chunk != null ? chunk : in.readRetainedSlice(length);
+            if (chunks == null || !chunks.lands(length)) {
+                return in.readRetainedSlice(length);
+            }
+            ByteBuf chunk =
+                    chunks.land(stripe.index, in, length, () -> ctx.executor().execute(() -> roomAgain(ctx)));
+            if (chunk == null) {
+                lock.lock();
+                try {
+                    stripe.awaitingRoom = true;
+                    stripe.readIfAllowed();
+                } finally {
+                    lock.unlock();
+                }
+            }
+            return chunk;
+        }
+
+        /** The lander has room again: decoding goes on from the bytes kept, then the socket is read again. */
+        private void roomAgain(ChannelHandlerContext ctx) {
+            lock.lock();
+            try {
+                stripe.awaitingRoom = false;
+                if (stripe.channel != null) {
+                    stripe.readIfAllowed();
+                }
+            } finally {
+                lock.unlock();
+            }
+            if (ctx.isRemoved()) {
+                return;
+            }
+            try {
+                // an empty read runs the decoder on what it holds, as the next bytes from the socket would
+                channelRead(ctx, Unpooled.EMPTY_BUFFER);
+                channelReadComplete(ctx);
+            } catch (Exception e) {
+                exceptionCaught(ctx, e);
+            }
         }
 
         /** Whether the 8 bytes at the reader index are an ERROR frame's start rather than this stripe's first header. */
@@ -641,6 +685,17 @@ public final class StripedStreams implements BulkBytePath {
                 lock.unlock();
             }
             ctx.close();
+        }
+
+        /**
+         * Not {@link ByteToMessageDecoder}'s: when a read produced no message and auto-read is off, that asks the
+         * channel for more bytes. This reader hands its chunks over without producing messages, so a stripe that
+         * stopped reading (holding too much, or waiting for room) would read on, and the bound would not hold.
+         */
+        @Override
+        public void channelReadComplete(ChannelHandlerContext ctx) {
+            discardSomeReadBytes();
+            ctx.fireChannelReadComplete();
         }
 
         @Override

@@ -17,10 +17,14 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelOutboundHandlerAdapter;
 import io.netty.channel.embedded.EmbeddedChannel;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -99,11 +103,24 @@ class StripedStreamsTest {
     }
 
     @Test
-    void aLanderTakesWholeChunksAsTheyArriveAndAChunkItHasNoRoomForStaysInTheSocketsBuffers() {
+    void aLanderTakesWholeChunksAsTheyArriveAndThoseItDoesNotLandStayInTheSocketsBuffers() {
         StripedStreams path = path(2, Duration.ofSeconds(5));
         List<ByteBuf> landed = new ArrayList<>();
-        // room for one chunk: the first lands in the lander's memory, the second stays where the socket read it
-        path.landIn(new RoomForOne(landed, 1 << 20));
+        // it lands chunks of 3 bytes and more
+        path.landIn(new StripedStreams.ChunkLander() {
+            @Override
+            public boolean lands(int length) {
+                return length >= 3;
+            }
+
+            @Override
+            public ByteBuf land(int stripe, ByteBuf in, int length, Runnable roomAgain) {
+                ByteBuf into = Unpooled.directBuffer(length);
+                in.readBytes(into, length);
+                landed.add(into);
+                return into;
+            }
+        });
         ByteBuf wire = chunk(0, new byte[] {1, 2, 3});
         // split inside the chunk: it is landed once whole, not piece by piece
         channels.get(0).writeInbound(wire.readRetainedSlice(6));
@@ -332,37 +349,76 @@ class StripedStreamsTest {
     }
 
     @Test
-    void aStripeStopsReadingAtTheRoomItsLanderKeepsForIt() {
-        StripedStreams path = path(1, Duration.ofSeconds(5));
-        path.landIn(new RoomForOne(new ArrayList<>(), 3));
-        EmbeddedChannel stripe = channels.get(0);
-        stripe.writeInbound(chunk(0, new byte[] {1, 2}));
-        assertTrue(stripe.config().isAutoRead(), "2 bytes held, below the lander's room of 3");
-        stripe.writeInbound(chunk(1, new byte[] {3}));
-        assertFalse(stripe.config().isAutoRead(), "3 bytes held: the stripe stops reading");
-        assertArrayEquals(new byte[] {1, 2}, take(path, 0, 2));
-        assertTrue(stripe.config().isAutoRead(), "and reads again once a chunk was taken");
-        assertArrayEquals(new byte[] {3}, take(path, 1, 1));
+    void aStripeThatStoppedReadingAsksItsChannelForNoMoreBytes() {
+        StripedStreams path = new StripedStreams(1, Duration.ofSeconds(5), why -> assertNull(failure.getAndSet(why)));
+        AtomicInteger readsAsked = new AtomicInteger();
+        EmbeddedChannel stripe = new EmbeddedChannel(
+                new ChannelOutboundHandlerAdapter() {
+                    @Override
+                    public void read(ChannelHandlerContext ctx) {
+                        readsAsked.incrementAndGet();
+                        ctx.read();
+                    }
+                },
+                path.reader(0));
+        channels.add(stripe);
+        path.attach(0, stripe);
+        int chunkBytes = 1 << 20;
+        for (int i = 0; i < StripedStreams.PAUSE_BYTES / chunkBytes; i++) {
+            stripe.writeInbound(chunk(i, new byte[chunkBytes]));
+        }
+        assertFalse(stripe.config().isAutoRead());
+        int asked = readsAsked.get();
+        // bytes of a read already under way when the stripe stopped still arrive, and end with a read's completion
+        stripe.writeInbound(Unpooled.buffer().writeInt(PAUSE_CHUNKS));
+        assertEquals(asked, readsAsked.get(), "a stripe holding its bound asks for no more bytes");
+        take(path, 0, chunkBytes);
+        assertTrue(stripe.config().isAutoRead());
+        assertTrue(readsAsked.get() > asked, "it reads again once a chunk was taken");
         path.close();
     }
 
-    /** A lander with room for one chunk, which it keeps in {@code landed}, and {@code room} bytes per stripe. */
-    private record RoomForOne(List<ByteBuf> landed, int room) implements StripedStreams.ChunkLander {
-        @Override
-        public ByteBuf land(ByteBuf in, int length) {
-            if (!landed.isEmpty()) {
-                return null;
-            }
-            ByteBuf into = Unpooled.directBuffer(length);
-            in.readBytes(into, length);
-            landed.add(into);
-            return into;
-        }
+    private static final int PAUSE_CHUNKS = StripedStreams.PAUSE_BYTES >> 20;
 
-        @Override
-        public int roomPerStripe() {
-            return room;
-        }
+    @Test
+    void aStripeWhoseLanderHasNoRoomWaitsForItAndThenLandsWhatItKept() {
+        StripedStreams path = path(1, Duration.ofSeconds(5));
+        List<Runnable> waiting = new ArrayList<>();
+        List<ByteBuf> landed = new ArrayList<>();
+        AtomicBoolean room = new AtomicBoolean(true);
+        // room for one chunk until the test gives more
+        path.landIn(new StripedStreams.ChunkLander() {
+            @Override
+            public boolean lands(int length) {
+                return true;
+            }
+
+            @Override
+            public ByteBuf land(int stripe, ByteBuf in, int length, Runnable roomAgain) {
+                if (!room.get()) {
+                    waiting.add(roomAgain);
+                    return null;
+                }
+                room.set(false);
+                ByteBuf into = Unpooled.directBuffer(length);
+                in.readBytes(into, length);
+                landed.add(into);
+                return into;
+            }
+        });
+        EmbeddedChannel stripe = channels.get(0);
+        stripe.writeInbound(chunk(0, new byte[] {1}), chunk(1, new byte[] {2, 3}));
+        assertEquals(1, landed.size(), "the second chunk waits for room");
+        assertFalse(stripe.config().isAutoRead(), "and the stripe reads nothing meanwhile");
+        assertArrayEquals(new byte[] {1}, take(path, 0, 1));
+        assertFalse(stripe.config().isAutoRead(), "taking a chunk gives no room: the lander does");
+        room.set(true);
+        waiting.getLast().run();
+        stripe.runPendingTasks();
+        assertTrue(stripe.config().isAutoRead());
+        assertEquals(2, landed.size());
+        assertArrayEquals(new byte[] {2, 3}, take(path, 1, 2));
+        assertNull(failure.get());
     }
 
     @Test
