@@ -38,6 +38,9 @@ import org.vgpu.runtime.remote.protocol.RequestDecoder;
  * @param copyThreads       {@value #COPY_THREADS}: how many threads copy a large chunk between the network's
  *                          buffers and host memory (the worker's staging slot, the caller's memory), the one copy
  *                          in user space a bulk byte takes ({@code ParallelCopy}); default 4 from 8 cores on, else 1
+ * @param landStripedChunks {@value #LANDING}, worker end: whether a stripe lands each chunk bound for the device in
+ *                          page-locked memory as it arrives, on its own event loop (true, the default), or keeps it
+ *                          in the socket's buffers for the GPU thread to copy after its frame (false, to compare)
  */
 public record RemoteTuning(
         int chunkBytes,
@@ -45,13 +48,15 @@ public record RemoteTuning(
         int socketBufferBytes,
         int copierMinBytes,
         WorkerWarmUp workerWarmUp,
-        int copyThreads) {
+        int copyThreads,
+        boolean landStripedChunks) {
     public static final String CHUNK_KIB = "vgpu.chunk.kib";
     public static final String SPIN_MICROS = "vgpu.spin.micros";
     public static final String SOCKET_BUFFER_KIB = "vgpu.socket.buffer.kib";
     public static final String COPIER_MIN_KIB = "vgpu.client.copier.min.kib";
     public static final String WORKER_WARM_UP = "vgpu.worker.warm-up";
     public static final String COPY_THREADS = "vgpu.bulk.copy.threads";
+    public static final String LANDING = "vgpu.bulk.landing";
 
     /** The largest chunk in KiB: a chunk and its offset must fit one frame's body. */
     static final int MAX_CHUNK_KIB = RequestDecoder.MAX_CHUNK_BYTES >> 10;
@@ -143,7 +148,8 @@ public record RemoteTuning(
                 socketBufferKib << 10,
                 copierMinKib << 10,
                 warmUp(properties),
-                copyThreads);
+                copyThreads,
+                landing(properties));
     }
 
     /** One line of the values and the properties that set them, e.g. "chunk 1024 KiB (-Dvgpu.chunk.kib), ...". */
@@ -166,7 +172,11 @@ public record RemoteTuning(
                 }
                 + " (-D" + WORKER_WARM_UP + "), "
                 + "large chunks copied by " + copyThreads + (copyThreads == 1 ? " thread" : " threads") + " (-D"
-                + COPY_THREADS + ")";
+                + COPY_THREADS + "), "
+                + (landStripedChunks
+                        ? "striped chunks landed by their stripes"
+                        : "striped chunks copied after their frames")
+                + " (-D" + LANDING + ")";
     }
 
     private static long number(Properties properties, String name, long defaultValue, long min, long max, String unit) {
@@ -185,6 +195,18 @@ public record RemoteTuning(
                     + " (" + unit + "), default " + defaultValue);
         }
         return value;
+    }
+
+    private static boolean landing(Properties properties) {
+        String text = properties.getProperty(LANDING);
+        if (text == null) {
+            return true;
+        }
+        return switch (text.strip().toLowerCase(Locale.ROOT)) {
+            case "true" -> true;
+            case "false" -> false;
+            default -> throw new InputException("-D" + LANDING + "=" + text + ": expected true or false, default true");
+        };
     }
 
     private static WorkerWarmUp warmUp(Properties properties) {

@@ -34,6 +34,7 @@ class RemoteTuningTest {
         assertEquals(256 << 10, defaults.copierMinBytes());
         assertSame(WorkerWarmUp.NATIVE_ONLY, defaults.workerWarmUp());
         assertEquals(Runtime.getRuntime().availableProcessors() >= 8 ? 4 : 1, defaults.copyThreads());
+        assertTrue(defaults.landStripedChunks());
         assertTrue(defaults.workerWarmUp().appliesTo("native"));
         assertFalse(defaults.workerWarmUp().appliesTo("emulated"));
     }
@@ -52,8 +53,10 @@ class RemoteTuningTest {
                 RemoteTuning.WORKER_WARM_UP,
                 "TRUE",
                 RemoteTuning.COPY_THREADS,
-                "6");
-        assertEquals(new RemoteTuning(4096, 0, 512 << 10, 0, WorkerWarmUp.ON, 6), tuned);
+                "6",
+                RemoteTuning.LANDING,
+                " False ");
+        assertEquals(new RemoteTuning(4096, 0, 512 << 10, 0, WorkerWarmUp.ON, 6, false), tuned);
         assertTrue(tuned.workerWarmUp().appliesTo("emulated"));
         assertEquals(
                 16383 << 10, tuning(RemoteTuning.CHUNK_KIB, "16383").chunkBytes(), "the largest chunk a frame holds");
@@ -74,6 +77,7 @@ class RemoteTuningTest {
                 "vgpu.client.copier.min.kib | -5    | -Dvgpu.client.copier.min.kib=-5: expected a whole number from 0 to 16383 (KiB; 0: every chunk on the event loop), default 256",
                 "vgpu.bulk.copy.threads     | 0     | -Dvgpu.bulk.copy.threads=0: expected a whole number from 1 to 64 (threads; 1: the calling thread alone)",
                 "vgpu.worker.warm-up        | yes   | -Dvgpu.worker.warm-up=yes: expected true or false; unset, native workers warm up and emulated ones do not",
+                "vgpu.bulk.landing          | on    | -Dvgpu.bulk.landing=on: expected true or false, default true",
             })
     void aValueItCannotUseIsABadInputNamingThePropertyAndWhatItAccepts(String property, String value, String message) {
         InputException bad = assertThrows(InputException.class, () -> tuning(property, value));
@@ -86,7 +90,8 @@ class RemoteTuningTest {
                 "chunk 1024 KiB (-Dvgpu.chunk.kib), poll 0 us before sleeping (-Dvgpu.spin.micros), socket buffers"
                         + " autotuned by the kernel (-Dvgpu.socket.buffer.kib), client lands chunks of 256 KiB and more through a"
                         + " copier thread (-Dvgpu.client.copier.min.kib), worker warm-up on native workers (-Dvgpu.worker.warm-up),"
-                        + " large chunks copied by 1 thread (-Dvgpu.bulk.copy.threads)",
+                        + " large chunks copied by 1 thread (-Dvgpu.bulk.copy.threads), striped chunks landed by their"
+                        + " stripes (-Dvgpu.bulk.landing)",
                 tuning(RemoteTuning.SPIN_MICROS, "0", RemoteTuning.COPY_THREADS, "1")
                         .describe());
         assertTrue(tuning(

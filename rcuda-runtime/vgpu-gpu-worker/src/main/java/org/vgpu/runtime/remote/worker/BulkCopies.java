@@ -23,6 +23,7 @@ import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.StreamHandle;
 import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.api.VirtualGpu;
+import org.vgpu.runtime.remote.RemoteTuning;
 import org.vgpu.runtime.remote.protocol.Frame;
 import org.vgpu.runtime.remote.protocol.Frames;
 import org.vgpu.runtime.remote.protocol.Hello;
@@ -195,7 +196,7 @@ final class BulkCopies {
     void open(VirtualGpu opened) {
         gpu = opened;
         staging = newStagingRing(opened);
-        if (striped != null && LandingSlots.taken()) {
+        if (striped != null && RemoteTuning.current().landStripedChunks()) {
             landing = new LandingSlots(opened, striped.stripes(), StagingRing.SLOT_BYTES);
             striped.landIn(landing);
         }

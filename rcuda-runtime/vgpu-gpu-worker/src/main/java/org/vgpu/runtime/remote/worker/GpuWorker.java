@@ -137,8 +137,6 @@ public final class GpuWorker implements AutoCloseable {
             Sessions sessions,
             Optional<Path> socket,
             SharedHostRegions hostRegions) {
-        // a bad -Dvgpu.bulk.landing stops the worker as it starts, not each striped session as it opens
-        LandingSlots.taken();
         this.config = config;
         this.hostRegions = hostRegions;
         this.log = log;

@@ -4,7 +4,6 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Locale;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
@@ -31,14 +30,13 @@ import org.vgpu.runtime.remote.transport.StripedStreams;
  * {@value #MIN_LANDED_BYTES} bytes, or larger than a slot, stay in the socket's buffers and go through the staging
  * ring.
  *
- * <p>{@value #PROPERTY}{@code =off} on the worker leaves every chunk in its socket's buffers, as before the slots
- * (to compare the two); {@code on}, the default, lands them.
+ * <p>{@code -Dvgpu.bulk.landing=false} on the worker leaves every chunk in its socket's buffers, as before the slots
+ * (to compare the two; {@link org.vgpu.runtime.remote.RemoteTuning#landStripedChunks}).
  *
  * <p>Threads: {@link #land} from the stripes' event loops; everything else on the GPU thread, which created the slots
  * and alone frees them: {@link #close} waits until no stripe is copying into one.
  */
 final class LandingSlots implements StripedStreams.ChunkLander, AutoCloseable {
-    static final String PROPERTY = "vgpu.bulk.landing";
     /** Slots whose device copy may still run: the GPU thread waits for the oldest beyond these, usually done by then. */
     static final int ON_DEVICE_AT_MOST = 2;
     /** Slots per stripe: one more than may be on the device, so that a stripe always gets one back (see above). */
@@ -107,20 +105,6 @@ final class LandingSlots implements StripedStreams.ChunkLander, AutoCloseable {
             close();
             throw e;
         }
-    }
-
-    /**
-     * Whether this worker's stripes land chunks ({@value #PROPERTY}).
-     *
-     * @throws IllegalArgumentException when the property is neither {@code on} nor {@code off}
-     */
-    static boolean taken() {
-        String mode = System.getProperty(PROPERTY, "on").strip();
-        return switch (mode.toLowerCase(Locale.ROOT)) {
-            case "on" -> true;
-            case "off" -> false;
-            default -> throw new IllegalArgumentException("-D" + PROPERTY + " must be on or off, got '" + mode + "'");
-        };
     }
 
     @Override

@@ -165,26 +165,6 @@ class LandingSlotsTest {
     }
 
     @Test
-    void theLandingSettingIsOnOrOffAndAnythingElseIsRefusedByName() {
-        String before = System.getProperty(LandingSlots.PROPERTY);
-        try {
-            System.clearProperty(LandingSlots.PROPERTY);
-            assertTrue(LandingSlots.taken(), "on by default");
-            System.setProperty(LandingSlots.PROPERTY, " OFF ");
-            assertFalse(LandingSlots.taken());
-            System.setProperty(LandingSlots.PROPERTY, "sometimes");
-            IllegalArgumentException refused = assertThrows(IllegalArgumentException.class, LandingSlots::taken);
-            assertEquals("-Dvgpu.bulk.landing must be on or off, got 'sometimes'", refused.getMessage());
-        } finally {
-            if (before == null) {
-                System.clearProperty(LandingSlots.PROPERTY);
-            } else {
-                System.setProperty(LandingSlots.PROPERTY, before);
-            }
-        }
-    }
-
-    @Test
     void noChunkLandsOnceTheSlotsAreClosed() {
         LandingSlots slots = new LandingSlots(gpu, 2, SLOT_BYTES);
         slots.close();
