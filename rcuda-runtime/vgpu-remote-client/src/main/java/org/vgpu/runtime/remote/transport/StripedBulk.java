@@ -4,9 +4,9 @@ import java.util.Locale;
 
 /**
  * Whether and over how many extra connections a session stripes its bulk bytes. {@value #MODE_PROPERTY}:
- * {@code off} (the client's default, below), {@code other-hosts} (to a worker on another host; one on this host takes
- * them through shared memory) or {@code always} (also to a worker on this host when shared memory is not used, for
- * tests and benchmarks, e.g. with {@code -Dvgpu.bulk.shared-memory=off}). {@value #PROPERTY}: the stripe count, 1 to
+ * {@code other-hosts} (the client's default: to a worker on another host; one on this host takes them through shared
+ * memory), {@code off}, or {@code always} (also to a worker on this host when shared memory is not used, for tests
+ * and benchmarks, e.g. with {@code -Dvgpu.bulk.shared-memory=off}). {@value #PROPERTY}: the stripe count, 1 to
  * {@value #MAX_STRIPES}, default {@value #DEFAULT_STRIPES}. On the client they decide what the HELLO offers; on the
  * worker, {@code off} refuses stripes and the count is the most a session gets.
  *
@@ -14,18 +14,17 @@ import java.util.Locale;
  * with 8, so 8 stripes are where the remote copies can approach what the host's TCP carries; each costs one event
  * loop thread on the client while the session lasts.
  *
- * <p>Why clients do not stripe unless asked: on the H200 host (docs/remote-bench.md, 2026-11-30) 8 stripes moved 256
- * MiB at 3.5-3.7 GB/s host to device and 4.2-4.3 device to host, one connection 3.4-3.9 and 3.9-4.6, while the worker
- * still read and wrote every stripe on its one event loop. Each stripe now has a loop of its own on the worker too;
- * until the H200 host shows what that gains ({@code testbed/gpu/striped-bulk.sh}) clients stay off (two shared cores
- * cannot show it). A worker takes stripes unless its own property says {@code off}, so that a client may ask for them.
+ * <p>Why clients stripe to other hosts by default: on the H200 host (docs/remote-bench.md, 2026-12-02) 8 stripes,
+ * each landed by its own event loop on the worker, moved 256 MiB at 10.8-14.9 GB/s to the device and 6.2-8.1 GB/s
+ * from it, where one connection moved 3.0 and 3.4 GB/s on the same lease. Measured over loopback: between two hosts
+ * the NIC bounds both, and the stripes still spread the per-connection work over cores (TLS's above all).
  */
 public final class StripedBulk {
     public static final String PROPERTY = "vgpu.bulk.stripes";
     public static final String MODE_PROPERTY = "vgpu.bulk.striping";
     public static final int DEFAULT_STRIPES = 8;
     /** What a client offers when {@value #MODE_PROPERTY} is not set (the class comment says why). */
-    static final String CLIENT_DEFAULT_MODE = "off";
+    static final String CLIENT_DEFAULT_MODE = "other-hosts";
     /** The most stripes a session takes: the worker's connection bound leaves room for this many beside the session. */
     public static final int MAX_STRIPES = 16;
 
