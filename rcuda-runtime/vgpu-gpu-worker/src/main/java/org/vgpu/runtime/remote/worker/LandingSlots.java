@@ -114,11 +114,11 @@ final class LandingSlots implements StripedStreams.ChunkLander, AutoCloseable {
 
     @Override
     public ByteBuf land(int stripe, ByteBuf in, int length, Runnable roomAgain) {
+        if (!lands(length)) {
+            throw new IllegalArgumentException("a chunk of " + length + " bytes is not landed");
+        }
         Slot slot;
         synchronized (this) {
-            if (!lands(length)) {
-                throw new IllegalArgumentException("a chunk of " + length + " bytes is not landed");
-            }
             if (closed) {
                 // the session is ending: its stripe reads nothing more
                 return null;
@@ -156,9 +156,13 @@ final class LandingSlots implements StripedStreams.ChunkLander, AutoCloseable {
         }
         int length = data.readableBytes();
         gpu.memcpyHtoDAsync(dst, slot.memory.asSlice(0, length), length, stream);
-        // from here the device may read the slot: without an event to say when it is done, it is never reused
-        moveTo(slot, State.RETIRED);
-        gpu.eventRecord(slot.deviceDone, stream);
+        try {
+            gpu.eventRecord(slot.deviceDone, stream);
+        } catch (RuntimeException e) {
+            // the device may read the slot from now on: without an event to say when it is done, it is never reused
+            moveTo(slot, State.RETIRED);
+            throw e;
+        }
         moveTo(slot, State.ON_DEVICE);
         onDevice.add(slot);
         while (onDevice.size() > ON_DEVICE_AT_MOST) {
