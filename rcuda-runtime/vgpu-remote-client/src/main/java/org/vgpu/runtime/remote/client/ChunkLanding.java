@@ -1,12 +1,16 @@
 package org.vgpu.runtime.remote.client;
 
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import io.netty.buffer.ByteBuf;
 
@@ -18,101 +22,160 @@ import org.vgpu.runtime.remote.transport.ParallelCopy;
 
 /**
  * Lands the DATA chunks of one connection's device-to-host copies in the callers' memory. A large
- * chunk is copied by a thread of the connection's own, the copier, so the event loop goes back to
- * reading the socket while it lands: on the H200 machines the event loop's copy into the caller's
- * memory held a remote read to about 3.4 GB/s, and 5 GB/s without it.
+ * chunk is copied by one of the connection's copier threads, so the event loop goes back to reading
+ * the socket while it lands, and several chunks land at once: on the H200 machines the event loop's
+ * copy held a remote read to about 3.4 GB/s, and one copier thread landing chunk after chunk held a
+ * striped read to 6 GB/s, its last bytes arrived a third of the copy's time before they had landed.
  *
- * <p>Handing chunks off must not reorder what an app thread sees. The copier takes chunks in the
- * order the event loop hands them over; once anything waits for it, every chunk goes through it, so
- * two copies into the same memory land in the order they were asked for. And a call that an app
- * thread waited for (a reply, a copy's last chunk, a connection lost) is not over for that thread
- * until everything handed off before it completed has landed: the call notes {@link #handedOff()}
- * as it completes, and the thread {@link #awaitLanded awaits} that mark, not the chunks that
- * arrived after, such as those of the next read a migration queued ahead. Where nothing was handed
- * off that costs one volatile read.
+ * <p>Handing chunks off must not reorder what an app thread sees. The rule: a chunk starts landing
+ * only once no chunk handed off before it into the same memory is still landing, and a forwarded
+ * chunk only once everything before it has landed, since a sink takes chunks in order; a chunk
+ * that must wait holds back those handed off after it, which start in the order they were handed
+ * off. So the chunks of one copy, which never overlap, land side by side, and two copies into the
+ * same memory land in the order they were asked for. And a call that an app thread waited for (a
+ * reply, a copy's last chunk, a connection lost) is not over for that thread until everything
+ * handed off before it completed has landed: the call notes {@link #handedOff()} as it completes,
+ * and the thread {@link #awaitLanded awaits} that mark, the chunks before it, not those that arrived
+ * after, such as the next read a migration queued ahead. Where nothing was handed off that costs
+ * one volatile read.
  *
  * <p>Memory of a confined arena belongs to its owner thread alone, so a copy into it is
  * {@link #hold held} until that thread, after a call it waited for, {@link #applyHeldCopies
  * applies} it.
  */
-@SuppressWarnings("NonAtomicVolatileUpdate") // each counter has one writer thread (its field says which)
 final class ChunkLanding implements AutoCloseable {
     private final int minBytes;
-    /** Runs one task at a time in the order given, so chunks land in the order they were handed off. */
-    private final ExecutorService copier;
+    /** Runs the landings that may start; in any order, as many at once as it has threads. */
+    private final ExecutorService copiers;
+
+    /** Guards the queues below and orders the counters' updates; app threads wait on it in {@link #awaitLanded}. */
+    private final Object order = new Object();
+    /** Landings started and not yet landed, in the order handed off. */
+    private final ArrayDeque<Landing> started = new ArrayDeque<>();
+    /** Landings that may not start yet, in the order handed off: the first waits for one that is started. */
+    private final ArrayDeque<Landing> waiting = new ArrayDeque<>();
     /** Chunks handed off; written by the event loop alone. */
     private volatile long handedOff;
-    /** Chunks landed (or found unlandable); written by the copier alone. */
+    /** How many chunks from the first handed off on have landed (or were found unlandable), all of them. */
     private volatile long landed;
-    /** App threads waiting in {@link #awaitLanded}; the copier wakes them only when there are any. */
-    private volatile int waiters;
+    /** App threads waiting in {@link #awaitLanded}; a landing wakes them only when there are any. */
+    private int waiters;
 
-    private final Object landing = new Object();
     /** Device-to-host copies into confined memory, whose chunks wait for the owner thread. */
     private final ConcurrentLinkedQueue<PendingCopyToHost> heldCopies = new ConcurrentLinkedQueue<>();
 
     /**
      * @param minBytes chunks of at least this size are handed off; 0 hands none off
-     * @param copier   runs one task at a time, in the order given
+     * @param copiers  runs the landings, any number at once and in any order
      */
-    ChunkLanding(int minBytes, ExecutorService copier) {
+    ChunkLanding(int minBytes, ExecutorService copiers) {
         this.minBytes = minBytes;
-        this.copier = copier;
+        this.copiers = copiers;
     }
 
     /**
-     * Lands through a copier thread named {@code name}, which ends when idle and starts again on
-     * demand; chunks of {@link RemoteTuning#copierMinBytes} and more.
+     * Lands through copier threads named {@code name-N}, as many as {@link RemoteTuning#copyThreads}, which end
+     * when idle and start again on demand; chunks of {@link RemoteTuning#copierMinBytes} and more.
      */
-    static ChunkLanding withCopierThread(String name) {
-        ThreadPoolExecutor copier = new ThreadPoolExecutor(
-                1,
-                1,
+    static ChunkLanding withCopierThreads(String name) {
+        RemoteTuning tuning = RemoteTuning.current();
+        AtomicInteger named = new AtomicInteger();
+        ThreadPoolExecutor copiers = new ThreadPoolExecutor(
+                tuning.copyThreads(),
+                tuning.copyThreads(),
                 10,
                 TimeUnit.SECONDS,
                 new LinkedBlockingQueue<>(),
-                task -> Thread.ofPlatform().name(name).daemon().unstarted(task));
-        copier.allowCoreThreadTimeOut(true);
-        return new ChunkLanding(RemoteTuning.current().copierMinBytes(), copier);
+                task -> Thread.ofPlatform()
+                        .name(name + "-" + named.incrementAndGet())
+                        .daemon()
+                        .unstarted(task));
+        copiers.allowCoreThreadTimeOut(true);
+        return new ChunkLanding(tuning.copierMinBytes(), copiers);
     }
 
     /**
-     * Copies {@code data} into {@code destination} at {@code offset}, now or through the copier.
+     * Copies {@code data} into {@code destination} at {@code offset}, now or through a copier.
      * Event loop; {@code data} stays the caller's to release.
      *
      * @throws IllegalStateException where it copied now and the destination's memory was freed;
      *         the copier reports that to {@code copy} instead
      */
     void land(PendingCopyToHost copy, MemorySegment destination, long offset, ByteBuf data) {
-        if (minBytes == 0 || (data.readableBytes() < minBytes && landed == handedOff)) {
+        int length = data.readableBytes();
+        if (minBytes == 0 || (length < minBytes && landed == handedOff)) {
             copyInto(destination, offset, data);
             return;
         }
         ByteBuf chunk = data.retainedSlice();
-        handedOff++;
-        try {
-            copier.execute(() -> landNow(copy, destination, offset, chunk));
-        } catch (RejectedExecutionException closed) {
-            // the connection is closing: land it here, after what is queued would be out of order, but nothing waits
-            // any more
-            landNow(copy, destination, offset, chunk);
-        }
+        Runnable work = () -> landNow(copy, destination, offset, chunk);
+        // the connection closing lands it all the same: after what is queued would be out of order, but nothing
+        // waits any more
+        handOff(new Landing(destination.heapBase().orElse(null), destination.address() + offset, length, work, work));
     }
 
     /**
-     * Hands {@code data}, the chunk at {@code offset} of {@code copy}, to {@code sink} through the
-     * copier, always: a sink may wait (for another connection to drain) where the event loop must
-     * not. Event loop; {@code data} stays the caller's to release.
+     * Hands {@code data}, the chunk at {@code offset} of {@code copy}, to {@code sink} through a
+     * copier, always, after everything handed off before and before anything after: a sink may wait
+     * (for another connection to drain) where the event loop must not. Event loop; {@code data}
+     * stays the caller's to release.
      */
     void forward(PendingCopyToHost copy, PendingCopyToHost.ChunkSink sink, long offset, ByteBuf data) {
         ByteBuf chunk = data.retainedSlice();
-        handedOff++;
+        // the connection closing drops it: nothing waits for the copy any more
+        handOff(new Landing(ALONE, 0, 0, () -> forwardNow(copy, sink, offset, chunk), chunk::release));
+    }
+
+    /** Starts {@code landing} now if the rule lets it, else queues it. Event loop. */
+    private void handOff(Landing landing) {
+        boolean startNow;
+        synchronized (order) {
+            landing.number = handedOff;
+            startNow = waiting.isEmpty() && mayStart(landing);
+            (startNow ? started : waiting).add(landing);
+            handedOff = landing.number + 1;
+        }
+        if (startNow) {
+            start(landing);
+        }
+    }
+
+    /** Whether nothing started writes what {@code landing} writes. Holds {@link #order}. */
+    private boolean mayStart(Landing landing) {
+        for (Landing running : started) {
+            if (landing.conflictsWith(running)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private void start(Landing landing) {
         try {
-            copier.execute(() -> forwardNow(copy, sink, offset, chunk));
+            copiers.execute(landing);
         } catch (RejectedExecutionException closed) {
-            // the connection is closing: nothing waits for the copy any more
-            chunk.release();
-            landed++;
+            landing.closing();
+        }
+    }
+
+    /** {@code landing} is done: the count moves past every landed chunk in a row, and what waited for it starts. */
+    private void landed(Landing landing) {
+        List<Landing> startNow = new ArrayList<>(0);
+        synchronized (order) {
+            started.remove(landing);
+            Landing oldest = started.isEmpty() ? waiting.peek() : started.peek();
+            landed = oldest == null ? handedOff : oldest.number;
+            while (!waiting.isEmpty() && mayStart(waiting.peek())) {
+                Landing next = waiting.poll();
+                started.add(next);
+                startNow.add(next);
+            }
+            if (waiters > 0) {
+                order.notifyAll();
+            }
+        }
+        for (Landing next : startNow) {
+            start(next);
         }
     }
 
@@ -127,30 +190,17 @@ final class ChunkLanding implements AutoCloseable {
                     ErrorCode.CUDA_ERROR_UNKNOWN,
                     "a forwarded chunk could not be sent on: " + VgpuFailure.describe(failed),
                     failed));
-        } finally {
-            landedOne();
         }
     }
 
     /** Copier. */
-    private void landNow(PendingCopyToHost copy, MemorySegment destination, long offset, ByteBuf chunk) {
+    private static void landNow(PendingCopyToHost copy, MemorySegment destination, long offset, ByteBuf chunk) {
         try {
             copyInto(destination, offset, chunk);
         } catch (IllegalStateException freed) {
             copy.destinationFreed(freed);
         } finally {
             chunk.release();
-            landedOne();
-        }
-    }
-
-    /** Copier. */
-    private void landedOne() {
-        landed++;
-        if (waiters > 0) {
-            synchronized (landing) {
-                landing.notifyAll();
-            }
         }
     }
 
@@ -169,12 +219,12 @@ final class ChunkLanding implements AutoCloseable {
             return;
         }
         boolean interrupted = false;
-        synchronized (landing) {
+        synchronized (order) {
             waiters++;
             try {
                 while (landed < mark) {
                     try {
-                        landing.wait();
+                        order.wait();
                     } catch (InterruptedException e) {
                         interrupted = true;
                     }
@@ -219,10 +269,10 @@ final class ChunkLanding implements AutoCloseable {
         }
     }
 
-    /** Lands what was handed off, then lets the copier's thread end; held copies are dropped unapplied. */
+    /** Lands what was handed off, then lets the copier threads end; held copies are dropped unapplied. */
     @Override
     public void close() {
-        copier.shutdown();
+        copiers.shutdown();
         for (PendingCopyToHost copy = heldCopies.poll(); copy != null; copy = heldCopies.poll()) {
             copy.releaseHeldChunks();
         }
@@ -234,5 +284,54 @@ final class ChunkLanding implements AutoCloseable {
      */
     static void copyInto(MemorySegment destination, long offset, ByteBuf data) {
         ParallelCopy.shared().copy(data, data.readerIndex(), data.readableBytes(), destination, offset);
+    }
+
+    /** Stands for the memory of a forwarded chunk: it conflicts with every other chunk, so it lands alone. */
+    private static final Object ALONE = new Object();
+
+    /** One chunk handed off: the memory it writes, and the work that lands it. */
+    private final class Landing implements Runnable {
+        /** The array of heap memory; null for native memory, whose addresses are the process's; {@link #ALONE}. */
+        private final Object memory;
+
+        private final long start;
+        private final long end;
+        private final Runnable work;
+        /** Runs instead of {@link #work} on this thread once the copiers were shut down. */
+        private final Runnable ifClosing;
+        /** Its place in the order handed off; set under {@link #order}. */
+        long number;
+
+        Landing(Object memory, long start, long length, Runnable work, Runnable ifClosing) {
+            this.memory = memory;
+            this.start = start;
+            this.end = start + length;
+            this.work = work;
+            this.ifClosing = ifClosing;
+        }
+
+        boolean conflictsWith(Landing earlier) {
+            if (memory == ALONE || earlier.memory == ALONE) {
+                return true;
+            }
+            return memory == earlier.memory && start < earlier.end && earlier.start < end;
+        }
+
+        @Override
+        public void run() {
+            try {
+                work.run();
+            } finally {
+                landed(this);
+            }
+        }
+
+        void closing() {
+            try {
+                ifClosing.run();
+            } finally {
+                landed(this);
+            }
+        }
     }
 }

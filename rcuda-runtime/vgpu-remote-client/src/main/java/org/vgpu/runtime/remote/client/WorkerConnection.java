@@ -81,7 +81,7 @@ final class WorkerConnection implements AutoCloseable {
         this.endpoint = endpoint;
         this.config = config;
         this.loss = new ConnectionLoss(endpoint);
-        this.landing = ChunkLanding.withCopierThread("vgpu-copier-" + endpoint.workerId());
+        this.landing = ChunkLanding.withCopierThreads("vgpu-copier-" + endpoint.workerId());
         this.batcher = new RequestBatcher(config, loss, traffic);
         this.calls = new WaitingCalls(loss, landing, config.spinNanos(), traffic);
         this.copies = new ChunkedCopies(config, batcher, calls, loss, landing);
