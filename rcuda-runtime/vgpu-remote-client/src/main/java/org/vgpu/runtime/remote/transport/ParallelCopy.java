@@ -15,11 +15,12 @@ import io.netty.buffer.ByteBuf;
 import org.vgpu.runtime.remote.RemoteTuning;
 
 /**
- * Copies a large chunk from the buffers the network filled into host memory with several threads at once: the one
- * copy a bulk byte takes in user space on its way (into the worker's page-locked staging slot before the device reads
- * it, into the caller's memory after the device wrote it). One thread's copy is bounded by one core's memory bandwidth
- * (about 11 GB/s on the H200 machines), below what several TCP streams carry; the streams themselves are read by one
- * event loop each, so the copy was the one step of a striped copy that a single thread did for every byte.
+ * Copies a large chunk with several threads at once: the copy a bulk byte takes in user space on its way, from the
+ * buffers the network filled (into the worker's page-locked staging slot before the device reads it, into the
+ * caller's memory after the device wrote it), or between host memory and a slot of memory shared by a same-host
+ * client and worker. One thread's copy is bounded by one core's memory bandwidth (5.7-11 GB/s on the H200 machines),
+ * below what several TCP streams or a shared slot carry; the streams themselves are read by one event loop each, so
+ * the copy was the one step of a striped copy that a single thread did for every byte.
  *
  * <p>The calling thread copies the first piece itself and returns once every piece has landed, so the copy is one
  * step in its caller's order, as a plain copy is: nothing a caller relies on about the order of chunks changes. A
@@ -102,14 +103,39 @@ public final class ParallelCopy implements AutoCloseable {
      */
     public void copy(ByteBuf data, int index, int length, MemorySegment destination, long offset) {
         ByteBuffer[] buffers = data.nioBuffers(index, length);
-        int pieces = helpers == null || !isShared(destination)
-                ? 1
-                : Math.max(1, Math.min(threads, length / MIN_PIECE_BYTES));
+        copyInPieces(length, isShared(destination), (from, to) -> copyRange(buffers, from, to, destination, offset));
+    }
+
+    /**
+     * Copies {@code length} bytes of {@code source} from {@code sourceOffset} to {@code destination} at {@code offset};
+     * returns once all of them are there.
+     *
+     * @throws IllegalStateException   either memory was freed (its arena closed)
+     * @throws IndexOutOfBoundsException the bytes do not fit either segment
+     */
+    public void copy(MemorySegment source, long sourceOffset, MemorySegment destination, long offset, long length) {
+        copyInPieces(
+                length,
+                isShared(source) && isShared(destination),
+                (from, to) -> MemorySegment.copy(source, sourceOffset + from, destination, offset + from, to - from));
+    }
+
+    /** Copies bytes {@code [from, to)} of a copy. */
+    @FunctionalInterface
+    private interface Piece {
+        void copy(long from, long to);
+    }
+
+    /**
+     * Copies {@code [0, length)} through {@code piece}: in whole pages per thread where {@code anyThread} may touch
+     * the memory and the copy is large enough, the last piece taking the rest, else by the caller alone.
+     */
+    private void copyInPieces(long length, boolean anyThread, Piece piece) {
+        int pieces = helpers == null || !anyThread ? 1 : (int) Math.max(1, Math.min(threads, length / MIN_PIECE_BYTES));
         if (pieces == 1) {
-            copyRange(buffers, 0, length, destination, offset);
+            piece.copy(0, length);
             return;
         }
-        // whole pages per piece, the last one taking the rest
         long pieceBytes = Math.ceilDiv(Math.ceilDiv(length, pieces), 4096) * 4096L;
         CompletableFuture<?>[] others = new CompletableFuture<?>[pieces - 1];
         int handed = 0;
@@ -117,11 +143,10 @@ public final class ParallelCopy implements AutoCloseable {
             for (long from = pieceBytes; from < length; from += pieceBytes) {
                 long start = from;
                 long end = Math.min(length, from + pieceBytes);
-                others[handed] =
-                        CompletableFuture.runAsync(() -> copyRange(buffers, start, end, destination, offset), helpers);
+                others[handed] = CompletableFuture.runAsync(() -> piece.copy(start, end), helpers);
                 handed++;
             }
-            copyRange(buffers, 0, Math.min(length, pieceBytes), destination, offset);
+            piece.copy(0, Math.min(length, pieceBytes));
         } finally {
             // every piece handed off lands (or fails) before the copy returns, even when the caller's own failed
             awaitAll(others, handed);
@@ -129,18 +154,26 @@ public final class ParallelCopy implements AutoCloseable {
     }
 
     private static void awaitAll(CompletableFuture<?>[] others, int handed) {
-        RuntimeException first = null;
+        Throwable first = null;
         for (int i = 0; i < handed; i++) {
             try {
                 others[i].join();
             } catch (CompletionException e) {
                 if (first == null) {
-                    first = e.getCause() instanceof RuntimeException cause ? cause : e;
+                    first = e.getCause() != null ? e.getCause() : e;
                 }
             }
         }
+        // what a piece threw, as the caller's own copy would have thrown it: a fault in shared memory another
+        // process shrank is an InternalError, which whoever reads the ring expects as such
+        if (first instanceof RuntimeException failure) {
+            throw failure;
+        }
+        if (first instanceof Error error) {
+            throw error;
+        }
         if (first != null) {
-            throw first;
+            throw new IllegalStateException(first);
         }
     }
 

@@ -38,7 +38,7 @@ import org.vgpu.runtime.remote.protocol.Frames;
  * </pre>
  *
  * A sender takes its direction's slots round-robin, waits until the next is FREE (back-pressure), copies the
- * chunk in and marks it FILLED (a release store) before the frame naming it is written; the receiver checks the
+ * chunk in (a large one with several threads, {@link ParallelCopy}) and marks it FILLED (a release store) before the frame naming it is written; the receiver checks the
  * frame's slot number and length against the ring's geometry, moves the slot from FILLED to TAKEN (anything else
  * is a protocol error) and gives a buffer over it whose release marks it FREE. Only slot numbers and lengths from
  * frames are trusted after those checks, never values read from the shared memory, so a peer that scribbles over
@@ -222,7 +222,7 @@ public final class SharedMemoryRing implements BulkBytePath {
             }
             LockSupport.parkNanos(this, 20_000);
         }
-        MemorySegment.copy(src, offset, region, dataOffset(sendRing, slot), length);
+        ParallelCopy.shared().copy(src, offset, region, dataOffset(sendRing, slot), length);
         STATE.setRelease(region, state, FILLED);
         nextSend = (slot + 1) % slots;
         return Unpooled.buffer(8, 8).writeInt(slot).writeInt(length);

@@ -99,6 +99,30 @@ class ParallelCopyTest {
     }
 
     @Test
+    void memoryIsCopiedToMemoryWholeAndAConfinedSourceByTheCallerAlone() {
+        int length = (2 << 20) + 13;
+        try (Arena shared = Arena.ofShared();
+                Arena confined = Arena.ofConfined()) {
+            MemorySegment source = shared.allocate(length + 7L);
+            MemorySegment.copy(expected(0, length), 0, source, ValueLayout.JAVA_BYTE, 7, length);
+            MemorySegment destination = shared.allocate(length + 100L);
+            destination.fill((byte) 0x55);
+            threeThreads.copy(source, 7, destination, 50, length);
+            assertArrayEquals(
+                    expected(0, length), destination.asSlice(50, length).toArray(ValueLayout.JAVA_BYTE));
+            assertEquals(0x55, destination.get(ValueLayout.JAVA_BYTE, 49));
+            assertEquals(0x55, destination.get(ValueLayout.JAVA_BYTE, 50L + length));
+
+            // a helper touching the owner's memory would fail with WrongThreadException
+            MemorySegment owned = confined.allocate(length);
+            MemorySegment.copy(source, 7, owned, 0, length);
+            MemorySegment again = shared.allocate(length);
+            threeThreads.copy(owned, 0, again, 0, length);
+            assertArrayEquals(expected(0, length), again.toArray(ValueLayout.JAVA_BYTE));
+        }
+    }
+
+    @Test
     void aDestinationTooSmallOrFreedFailsTheCopyAndNoHelperIsLeftBehind() {
         CompositeByteBuf chunk = chunk(2 << 20);
         try {
