@@ -32,6 +32,7 @@ import org.vgpu.runtime.remote.protocol.FrameDecoder;
 import org.vgpu.runtime.remote.protocol.Opcode;
 import org.vgpu.runtime.remote.protocol.RequestDecoder;
 import org.vgpu.runtime.remote.transport.NettyTransport;
+import org.vgpu.runtime.remote.transport.ReadTargets;
 import org.vgpu.runtime.remote.transport.StripedBulk;
 import org.vgpu.runtime.remote.worker.ServedSessions.LiveSession;
 
@@ -174,11 +175,14 @@ public final class GpuWorker implements AutoCloseable {
             this.serverChannel = bootstrap
                     .handler(new AcceptFailures(config.workerId(), log, System::nanoTime))
                     .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, WATER_MARK)
-                    .childOption(
-                            ChannelOption.RECVBUF_ALLOCATOR, new AdaptiveRecvByteBufAllocator(512, 16 << 10, 1 << 20))
                     .childHandler(new ChannelInitializer<Channel>() {
                         @Override
                         protected void initChannel(Channel channel) {
+                            // each connection its own, before its first read: one that becomes a stripe reads
+                            // chunks straight into the landing slots through it
+                            channel.config()
+                                    .setRecvByteBufAllocator(
+                                            new ReadTargets(new AdaptiveRecvByteBufAllocator(512, 16 << 10, 1 << 20)));
                             TrafficCounter traffic = new TrafficCounter();
                             channel.pipeline().addLast(traffic);
                             if (ssl != null) {

@@ -15,13 +15,14 @@ import org.vgpu.runtime.remote.transport.StripedStreams;
 
 /**
  * Page-locked host memory of the worker's vGPU into which a striped session's stripes land chunks bound for the
- * device, each on its own event loop as the chunk's last byte arrives. The session's GPU thread then queues the
- * device's copy straight from the slot: the one user-space copy of a byte on its way to the device is made by the
- * stripes in parallel, not by the GPU thread one chunk after another (which held striped copies to 5-6 GB/s on the
- * H200 machines, the sockets idle meanwhile).
+ * device, each on its own event loop: a plain TCP stripe reads a chunk's bytes from its socket straight into a slot
+ * ({@link org.vgpu.runtime.remote.transport.ReadTargets}), so the kernel's copy is their only one; otherwise (TLS, the
+ * first chunk after the stripe joined) the stripe copies the chunk in as its last byte arrives. The session's GPU
+ * thread then queues the device's copy straight from the slot, rather than copying each chunk itself one after
+ * another (which held striped copies to 5-6 GB/s on the H200 machines, the sockets idle meanwhile).
  *
- * <p>Each stripe has {@value #SLOTS_PER_STRIPE} slots of its own. A slot goes free → filling (its stripe copies into
- * it) → landed (the chunk waits for its frame) → on the device (its copy queued, its event recorded) → free once the
+ * <p>Each stripe has {@value #SLOTS_PER_STRIPE} slots of its own. A slot goes free → filling (its stripe reads or
+ * copies into it, from the chunk's header on) → landed (the chunk waits for its frame) → on the device (its copy queued, its event recorded) → free once the
  * event completed. A chunk the GPU thread does not copy from its slot (a scattered copy, a request that failed) frees
  * the slot when it is {@link #doneWith done}. A stripe whose slots are all taken stops reading until one is free
  * again. That cannot stall the session: the chunk the GPU thread waits for is the oldest of its stripe, so none of that
@@ -33,8 +34,8 @@ import org.vgpu.runtime.remote.transport.StripedStreams;
  * <p>{@code -Dvgpu.bulk.landing=false} on the worker leaves every chunk in its socket's buffers, as before the slots
  * (to compare the two; {@link org.vgpu.runtime.remote.RemoteTuning#landStripedChunks}).
  *
- * <p>Threads: {@link #land} from the stripes' event loops; everything else on the GPU thread, which created the slots
- * and alone frees them: {@link #close} waits until no stripe is copying into one.
+ * <p>Threads: {@link #reserve} and its rooms from the stripes' event loops; everything else on the GPU thread, which
+ * created the slots and alone frees them: {@link #close} waits until no stripe is filling one.
  */
 final class LandingSlots implements StripedStreams.ChunkLander, AutoCloseable {
     /** Slots whose device copy may still run: the GPU thread waits for the oldest beyond these, usually done by then. */
@@ -43,6 +44,8 @@ final class LandingSlots implements StripedStreams.ChunkLander, AutoCloseable {
     static final int SLOTS_PER_STRIPE = ON_DEVICE_AT_MOST + 1;
     /** Smaller chunks stay in the socket's buffers: copying them there costs about what landing them would. */
     static final int MIN_LANDED_BYTES = 64 << 10;
+    /** How long {@link #close} waits for the stripes to give back the slots they are filling. */
+    static final long CLOSE_PATIENCE_MILLIS = 10_000;
 
     private enum State {
         FREE,
@@ -113,36 +116,64 @@ final class LandingSlots implements StripedStreams.ChunkLander, AutoCloseable {
     }
 
     @Override
-    public ByteBuf land(int stripe, ByteBuf in, int length, Runnable roomAgain) {
+    public StripedStreams.Room reserve(int stripe, int length, Runnable roomAgain) {
         if (!lands(length)) {
             throw new IllegalArgumentException("a chunk of " + length + " bytes is not landed");
         }
-        Slot slot;
         synchronized (this) {
             if (closed) {
                 // the session is ending: its stripe reads nothing more
                 return null;
             }
-            slot = free.get(stripe).poll();
+            Slot slot = free.get(stripe).poll();
             if (slot == null) {
                 waiting[stripe] = roomAgain;
                 return null;
             }
             slot.state = State.FILLING;
             filling++;
+            return new SlotRoom(slot, length);
         }
-        State after = State.FREE;
-        try {
-            in.readBytes(slot.memory.asSlice(0, length).asByteBuffer());
-            after = State.LANDED;
-        } finally {
-            synchronized (this) {
+    }
+
+    /** A slot its stripe fills, by a copy or by reading its socket straight into it. */
+    private final class SlotRoom implements StripedStreams.Room {
+        private final Slot slot;
+        private final MemorySegment memory;
+        private boolean over;
+
+        SlotRoom(Slot slot, int length) {
+            this.slot = slot;
+            this.memory = slot.memory.asSlice(0, length);
+        }
+
+        @Override
+        public MemorySegment memory() {
+            return memory;
+        }
+
+        @Override
+        public ByteBuf filled() {
+            finish(State.LANDED);
+            return Unpooled.wrappedBuffer(memory.asByteBuffer());
+        }
+
+        @Override
+        public void abandon() {
+            finish(State.FREE);
+        }
+
+        private void finish(State after) {
+            synchronized (LandingSlots.this) {
+                if (over) {
+                    throw new IllegalStateException("slot room of stripe " + slot.stripe + " was given back twice");
+                }
+                over = true;
                 moveTo(slot, after);
                 filling--;
-                notifyAll();
+                LandingSlots.this.notifyAll();
             }
         }
-        return Unpooled.wrappedBuffer(slot.memory.asSlice(0, length).asByteBuffer());
     }
 
     /**
@@ -244,20 +275,25 @@ final class LandingSlots implements StripedStreams.ChunkLander, AutoCloseable {
     }
 
     /**
-     * Frees the slots once no stripe copies into one and the device is done with them. A chunk still landed in a slot
-     * belongs to a session that is ending: its frame will not be served, so its memory is not read again.
+     * Frees the slots once no stripe fills one and the device is done with them. A chunk still landed in a slot
+     * belongs to a session that is ending: its frame will not be served, so its memory is not read again. A stripe
+     * reading its socket straight into a slot gives it back as its connection closes, which the session's end does
+     * first; a slot still being filled {@link #CLOSE_PATIENCE_MILLIS} later is left allocated rather than freed under
+     * a read that may still write it.
      */
     @Override
     public void close() {
         synchronized (this) {
             closed = true;
             boolean interrupted = false;
-            while (filling > 0) {
+            long deadline = System.nanoTime() + CLOSE_PATIENCE_MILLIS * 1_000_000L;
+            for (long left = CLOSE_PATIENCE_MILLIS; filling > 0 && left > 0; ) {
                 try {
-                    wait();
+                    wait(left);
                 } catch (InterruptedException e) {
                     interrupted = true;
                 }
+                left = (deadline - System.nanoTime()) / 1_000_000L;
             }
             if (interrupted) {
                 Thread.currentThread().interrupt();
@@ -269,10 +305,17 @@ final class LandingSlots implements StripedStreams.ChunkLander, AutoCloseable {
             // the copies' failures went to their requests, or belong to the session that is ending
         }
         for (Slot slot : slots) {
+            if (slot != null && stillFilling(slot)) {
+                continue;
+            }
             if (slot != null) {
                 gpu.eventDestroy(slot.deviceDone);
                 gpu.memFreeHost(slot.memory);
             }
         }
+    }
+
+    private synchronized boolean stillFilling(Slot slot) {
+        return slot.state == State.FILLING;
     }
 }

@@ -25,6 +25,7 @@ import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VirtualGpu;
 import org.vgpu.runtime.emulated.EmulatedBackend;
 import org.vgpu.runtime.kernels.TestKernels;
+import org.vgpu.runtime.remote.transport.StripedStreams;
 
 /**
  * The slots stripes land chunks in: a landed chunk reaches the device from its slot; a stripe whose slots are all
@@ -161,6 +162,43 @@ class LandingSlotsTest {
             ByteBuf elsewhere = Unpooled.directBuffer(16).writeZero(16);
             assertFalse(slots.copyToDevice(elsewhere, device, StreamHandle.DEFAULT));
             elsewhere.release();
+        }
+    }
+
+    @Test
+    void aRoomFilledInPlaceReachesTheDeviceAndOneGivenBackUnfilledFreesItsSlot() {
+        long device = gpu.memAlloc(SLOT_BYTES);
+        try (LandingSlots slots = new LandingSlots(gpu, 1, SLOT_BYTES)) {
+            List<StripedStreams.Room> rooms = new ArrayList<>();
+            for (int i = 0; i < LandingSlots.SLOTS_PER_STRIPE; i++) {
+                rooms.add(slots.reserve(0, SMALL, LandingSlotsTest::notCalled));
+            }
+            AtomicInteger told = new AtomicInteger();
+            assertNull(slots.reserve(0, SMALL, told::incrementAndGet), "every slot of stripe 0 is being filled");
+
+            // a stripe's socket wrote the bytes into the room itself
+            StripedStreams.Room first = rooms.getFirst();
+            ByteBuf bytes = wire(SMALL, 5);
+            byte[] expected = new byte[SMALL];
+            bytes.getBytes(0, expected);
+            bytes.readBytes(first.memory().asByteBuffer());
+            bytes.release();
+            ByteBuf landed = first.filled();
+            assertTrue(slots.copyToDevice(landed, device, StreamHandle.DEFAULT));
+            landed.release();
+            slots.awaitDevice();
+            assertArrayEquals(expected, deviceBytes(device, SMALL));
+            assertEquals(1, told.get(), "the slot the device was done with let the stripe go on");
+
+            rooms.get(1).abandon();
+            StripedStreams.Room again = slots.reserve(0, SMALL, LandingSlotsTest::notCalled);
+            StripedStreams.Room another = slots.reserve(0, SMALL, LandingSlotsTest::notCalled);
+            assertNotNull(again);
+            assertNotNull(another, "the slot of the room given back is free again too");
+            assertThrows(IllegalStateException.class, () -> rooms.get(1).abandon(), "a room is given back once");
+            for (StripedStreams.Room room : List.of(again, another, rooms.get(2))) {
+                room.abandon();
+            }
         }
     }
 

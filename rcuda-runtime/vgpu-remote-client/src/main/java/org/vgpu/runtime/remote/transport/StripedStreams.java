@@ -10,12 +10,14 @@ import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.handler.codec.ByteToMessageDecoder;
 import io.netty.handler.codec.DecoderException;
+import io.netty.handler.ssl.SslHandler;
 import io.netty.util.concurrent.Future;
 
 import org.vgpu.common.error.VgpuFailure;
@@ -96,12 +98,43 @@ public final class StripedStreams implements BulkBytePath {
         boolean lands(int length);
 
         /**
-         * Copies the next {@code length} bytes of {@code in} into stripe {@code stripe}'s room and returns them there,
-         * the receiver's to release as any chunk; or, when that room is full, returns null, reading nothing, and runs
-         * {@code roomAgain} (from any thread, once) when it is not any more. The stripe waits for that, reading
-         * nothing meanwhile. Called by the stripe's event loop.
+         * Room of stripe {@code stripe}'s own for its next chunk, of {@code length} bytes; or, when that room is full,
+         * null, and {@code roomAgain} runs (from any thread, once) when it is not any more. The stripe waits for that,
+         * reading nothing meanwhile. Called by the stripe's event loop.
+         *
+         * @throws IllegalArgumentException for a length it does not {@link #lands land}
          */
-        ByteBuf land(int stripe, ByteBuf in, int length, Runnable roomAgain);
+        Room reserve(int stripe, int length, Runnable roomAgain);
+
+        /**
+         * Copies the next {@code length} bytes of {@code in} into stripe {@code stripe}'s room and returns them there,
+         * the receiver's to release as any chunk; or, when that room is full, null, reading nothing ({@link #reserve}).
+         */
+        default ByteBuf land(int stripe, ByteBuf in, int length, Runnable roomAgain) {
+            Room room = reserve(stripe, length, roomAgain);
+            if (room == null) {
+                return null;
+            }
+            try {
+                in.readBytes(room.memory().asByteBuffer());
+            } catch (RuntimeException e) {
+                room.abandon();
+                throw e;
+            }
+            return room.filled();
+        }
+    }
+
+    /** Memory a {@link ChunkLander} set aside for one chunk. Its stripe's event loop alone uses it. */
+    public interface Room {
+        /** Exactly the chunk's length. */
+        MemorySegment memory();
+
+        /** The chunk, once {@link #memory()} holds all its bytes: the receiver's to release as any chunk. */
+        ByteBuf filled();
+
+        /** Gives the room back unfilled: its stripe closed before the chunk was whole. */
+        void abandon();
     }
 
     /**
@@ -552,6 +585,21 @@ public final class StripedStreams implements BulkBytePath {
         private long expected;
         /** The length of the chunk whose header was read, -1 between chunks. */
         private int length = -1;
+        /**
+         * This channel's receive buffers where the stripe reads chunks straight into their lander's room (a
+         * worker's plain TCP stripe, {@link ReadTargets}); null otherwise, or before a lander was given.
+         */
+        private ReadTargets reads;
+
+        private boolean readsChecked;
+        /** The room the chunk under way is read straight into; null when it is not. */
+        private Room room;
+        /** How many of the chunk's bytes are in {@link #room}. */
+        private int roomFilled;
+        /** The buffer over {@link #room} handed out for the read under way. */
+        private ByteBuf roomRead;
+
+        private ByteBufAllocator alloc;
 
         StripeReader(Stripe stripe, boolean refusable) {
             this.stripe = stripe;
@@ -585,6 +633,17 @@ public final class StripedStreams implements BulkBytePath {
                     }
                     length = announced;
                 }
+                ReadTargets straight = straightReads(ctx);
+                if (straight != null && in.readableBytes() < length) {
+                    if (in.readableBytes() == 0 && lander.lands(length)) {
+                        reserveRoom(ctx);
+                        return;
+                    }
+                    // the rest of the body into Netty's buffers, and not a byte more: the next chunk's header then
+                    // comes alone, and its body goes straight into its room
+                    int rest = length - in.readableBytes();
+                    straight.readInto(() -> alloc.directBuffer(rest, rest));
+                }
                 if (in.readableBytes() < length) {
                     return;
                 }
@@ -592,10 +651,102 @@ public final class StripedStreams implements BulkBytePath {
                 if (chunk == null) {
                     return;
                 }
-                arrived(stripe, chunk);
-                length = -1;
-                expected += stripes.length;
+                chunkDone(ctx, chunk);
             }
+        }
+
+        /** The chunk under way is whole: it goes to the path, and the next read takes the next chunk's header. */
+        private void chunkDone(ChannelHandlerContext ctx, ByteBuf chunk) {
+            arrived(stripe, chunk);
+            length = -1;
+            expected += stripes.length;
+            ReadTargets straight = straightReads(ctx);
+            if (straight != null) {
+                // exactly a header: the body after it is then read where it goes
+                straight.readInto(() -> alloc.directBuffer(HEADER_BYTES, HEADER_BYTES));
+            }
+        }
+
+        /**
+         * This channel's {@link ReadTargets} where the stripe may read chunks straight into a lander's room: there is
+         * a lander, the channel reads through such buffers, and no handler before this one (TLS) changes the bytes.
+         */
+        private ReadTargets straightReads(ChannelHandlerContext ctx) {
+            if (lander == null) {
+                return null;
+            }
+            if (!readsChecked) {
+                readsChecked = true;
+                alloc = ctx.alloc();
+                if (ctx.channel().config().getRecvByteBufAllocator() instanceof ReadTargets targets
+                        && ctx.pipeline().get(SslHandler.class) == null) {
+                    reads = targets;
+                }
+            }
+            return reads;
+        }
+
+        /**
+         * Sets room aside for the chunk whose header was read and points the channel's next reads into it; where the
+         * lander has none, the stripe stops reading until it has (decoding then comes back here).
+         */
+        private void reserveRoom(ChannelHandlerContext ctx) {
+            Room reserved =
+                    lander.reserve(stripe.index, length, () -> ctx.executor().execute(() -> roomAgain(ctx)));
+            if (reserved == null) {
+                lock.lock();
+                try {
+                    stripe.awaitingRoom = true;
+                    stripe.readIfAllowed();
+                } finally {
+                    lock.unlock();
+                }
+                return;
+            }
+            room = reserved;
+            roomFilled = 0;
+            reads.readInto(this::nextRoomRead);
+        }
+
+        /** An empty buffer over the part of {@link #room} still to be read. */
+        private ByteBuf nextRoomRead() {
+            roomRead = Unpooled.wrappedBuffer(room.memory().asSlice(roomFilled).asByteBuffer())
+                    .clear();
+            return roomRead;
+        }
+
+        /** Bytes read straight into the chunk's room count there; any other read is decoded. */
+        @Override
+        public void channelRead(ChannelHandlerContext ctx, Object msg) throws Exception {
+            if (msg != roomRead || room == null) {
+                super.channelRead(ctx, msg);
+                return;
+            }
+            roomRead = null;
+            ByteBuf read = (ByteBuf) msg;
+            roomFilled += read.readableBytes();
+            read.release();
+            if (roomFilled == length) {
+                Room whole = room;
+                room = null;
+                chunkDone(ctx, whole.filled());
+            }
+        }
+
+        /** A chunk read only in part into its room gives the room back: its bytes never come. */
+        private void abandonRoom() {
+            if (room != null) {
+                room.abandon();
+                room = null;
+            }
+            if (reads != null) {
+                reads.readInto(null);
+            }
+        }
+
+        @Override
+        protected void handlerRemoved0(ChannelHandlerContext ctx) {
+            abandonRoom();
         }
 
         /**
@@ -710,6 +861,7 @@ public final class StripedStreams implements BulkBytePath {
          */
         @Override
         public void channelInactive(ChannelHandlerContext ctx) throws Exception {
+            abandonRoom();
             lock.lock();
             try {
                 stripe.ended = true;

@@ -114,11 +114,8 @@ class StripedStreamsTest {
             }
 
             @Override
-            public ByteBuf land(int stripe, ByteBuf in, int length, Runnable roomAgain) {
-                ByteBuf into = Unpooled.directBuffer(length);
-                in.readBytes(into, length);
-                landed.add(into);
-                return into;
+            public StripedStreams.Room reserve(int stripe, int length, Runnable roomAgain) {
+                return new TestRoom(length, landed);
             }
         });
         ByteBuf wire = chunk(0, new byte[] {1, 2, 3});
@@ -394,16 +391,13 @@ class StripedStreamsTest {
             }
 
             @Override
-            public ByteBuf land(int stripe, ByteBuf in, int length, Runnable roomAgain) {
+            public StripedStreams.Room reserve(int stripe, int length, Runnable roomAgain) {
                 if (!room.get()) {
                     waiting.add(roomAgain);
                     return null;
                 }
                 room.set(false);
-                ByteBuf into = Unpooled.directBuffer(length);
-                in.readBytes(into, length);
-                landed.add(into);
-                return into;
+                return new TestRoom(length, landed);
             }
         });
         EmbeddedChannel stripe = channels.get(0);
@@ -428,5 +422,33 @@ class StripedStreamsTest {
         assertEquals("stripe 0 joined the session twice", e.detail());
         VgpuException outside = assertThrows(VgpuException.class, () -> path.attach(1, new EmbeddedChannel()));
         assertEquals("stripe 1 is outside [0, 1)", outside.detail());
+    }
+
+    /** Room of a test's lander: a direct buffer of the chunk's length, kept in {@code landed} once filled. */
+    static final class TestRoom implements StripedStreams.Room {
+        private final ByteBuf into;
+        private final List<ByteBuf> landed;
+
+        TestRoom(int length, List<ByteBuf> landed) {
+            this.into = Unpooled.directBuffer(length, length);
+            this.landed = landed;
+        }
+
+        @Override
+        public MemorySegment memory() {
+            return MemorySegment.ofBuffer(into.nioBuffer(0, into.capacity()));
+        }
+
+        @Override
+        public ByteBuf filled() {
+            into.writerIndex(into.capacity());
+            landed.add(into);
+            return into;
+        }
+
+        @Override
+        public void abandon() {
+            into.release();
+        }
     }
 }
