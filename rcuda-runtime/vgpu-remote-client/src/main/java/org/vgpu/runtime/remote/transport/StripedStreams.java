@@ -47,9 +47,12 @@ import org.vgpu.runtime.remote.protocol.ReplyDecoder;
  * receiver copies them once, into their destination (the caller's memory, or the worker's pinned staging slot). The
  * destination is not known when the bytes arrive, since the frame naming it travels on another connection, which is
  * why they are not read straight into it. A receiver whose chunks all go the same way (the worker's, to the device)
- * may instead give the path a {@link ChunkLander}: each stripe's event loop then copies a whole chunk into the
- * lander's memory as it arrives, the stripes in parallel, rather than the receiver's one thread after its frame; a
- * stripe whose lander has no room for it stops reading until it has.
+ * may instead give the path a {@link ChunkLander}, which sets room aside for each chunk as its header arrives: a
+ * stripe whose channel reads through {@link ReadTargets} (and has no TLS) then reads the chunk's bytes from its socket
+ * straight into that room, after reading the header alone, so the kernel's copy is their only one; another copies a
+ * whole chunk in as its last byte arrives. Either way the stripes do it in parallel, on their own event loops, rather
+ * than the receiver's one thread after its frame; a stripe whose lander has no room for it stops reading until it
+ * has.
  *
  * <p><b>Memory.</b> A stripe stops reading its socket (TCP's window then stops the sender) while it holds
  * {@value #PAUSE_BYTES} bytes or more that no frame has taken yet, or waits for its lander's room; a sender waits while its stripe's outbound buffer
