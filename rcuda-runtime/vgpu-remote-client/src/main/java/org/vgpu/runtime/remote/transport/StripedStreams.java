@@ -694,16 +694,9 @@ public final class StripedStreams implements BulkBytePath {
          * lander has none, the stripe stops reading until it has (decoding then comes back here).
          */
         private void reserveRoom(ChannelHandlerContext ctx) {
-            Room reserved =
-                    lander.reserve(stripe.index, length, () -> ctx.executor().execute(() -> roomAgain(ctx)));
+            Room reserved = lander.reserve(stripe.index, length, roomAgainOn(ctx));
             if (reserved == null) {
-                lock.lock();
-                try {
-                    stripe.awaitingRoom = true;
-                    stripe.readIfAllowed();
-                } finally {
-                    lock.unlock();
-                }
+                awaitRoom();
                 return;
             }
             room = reserved;
@@ -762,18 +755,27 @@ public final class StripedStreams implements BulkBytePath {
             if (chunks == null || !chunks.lands(length)) {
                 return in.readRetainedSlice(length);
             }
-            ByteBuf chunk =
-                    chunks.land(stripe.index, in, length, () -> ctx.executor().execute(() -> roomAgain(ctx)));
+            ByteBuf chunk = chunks.land(stripe.index, in, length, roomAgainOn(ctx));
             if (chunk == null) {
-                lock.lock();
-                try {
-                    stripe.awaitingRoom = true;
-                    stripe.readIfAllowed();
-                } finally {
-                    lock.unlock();
-                }
+                awaitRoom();
             }
             return chunk;
+        }
+
+        /** The stripe stops reading until its lander has room again. */
+        private void awaitRoom() {
+            lock.lock();
+            try {
+                stripe.awaitingRoom = true;
+                stripe.readIfAllowed();
+            } finally {
+                lock.unlock();
+            }
+        }
+
+        /** What a lander runs, from any thread, once it has room again: decoding goes on on the stripe's loop. */
+        private Runnable roomAgainOn(ChannelHandlerContext ctx) {
+            return () -> ctx.executor().execute(() -> roomAgain(ctx));
         }
 
         /** The lander has room again: decoding goes on from the bytes kept, then the socket is read again. */
