@@ -15,7 +15,6 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
 
 import io.netty.bootstrap.ServerBootstrap;
-import io.netty.channel.AdaptiveRecvByteBufAllocator;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
@@ -180,9 +179,7 @@ public final class GpuWorker implements AutoCloseable {
                         protected void initChannel(Channel channel) {
                             // each connection its own, before its first read: one that becomes a stripe reads
                             // chunks straight into the landing slots through it
-                            channel.config()
-                                    .setRecvByteBufAllocator(
-                                            new ReadTargets(new AdaptiveRecvByteBufAllocator(512, 16 << 10, 1 << 20)));
+                            channel.config().setRecvByteBufAllocator(new ReadTargets(NettyTransport.receiveBuffers()));
                             TrafficCounter traffic = new TrafficCounter();
                             channel.pipeline().addLast(traffic);
                             if (ssl != null) {

@@ -11,7 +11,6 @@ import javax.net.ssl.SSLParameters;
 
 import io.netty.bootstrap.Bootstrap;
 import io.netty.buffer.ByteBuf;
-import io.netty.channel.AdaptiveRecvByteBufAllocator;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandler;
@@ -113,7 +112,7 @@ final class WorkerHandshake {
                 .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int)
                         Math.min(Integer.MAX_VALUE, config.connectTimeout().toMillis()))
                 .option(ChannelOption.WRITE_BUFFER_WATER_MARK, waterMark)
-                .option(ChannelOption.RECVBUF_ALLOCATOR, new AdaptiveRecvByteBufAllocator(512, 16 << 10, 1 << 20))
+                .option(ChannelOption.RECVBUF_ALLOCATOR, NettyTransport.receiveBuffers())
                 .handler(new ChannelInitializer<Channel>() {
                     @Override
                     protected void initChannel(Channel channel) {

@@ -9,6 +9,7 @@ import java.util.Optional;
 import java.util.concurrent.Executor;
 import java.util.function.BiConsumer;
 
+import io.netty.channel.AdaptiveRecvByteBufAllocator;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.DefaultSelectStrategyFactory;
@@ -75,6 +76,14 @@ public final class NettyTransport {
                 return new ReadBetweenTasksEventLoop(this, executor, loopHandlers);
             }
         };
+    }
+
+    /**
+     * The receive buffers of a session's connections, both ends: small reads for the requests and replies of calls,
+     * growing to 1 MiB (a chunk) while bulk bytes stream in.
+     */
+    public static AdaptiveRecvByteBufAllocator receiveBuffers() {
+        return new AdaptiveRecvByteBufAllocator(512, 16 << 10, 1 << 20);
     }
 
     /** The socket buffer size {@link RemoteTuning#socketBufferBytes} asks for in bytes, 0 where it is unset (kernel autotuning). */

@@ -17,7 +17,6 @@ import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
-import io.netty.channel.AdaptiveRecvByteBufAllocator;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
@@ -67,9 +66,7 @@ class StraightStripeReadsTest {
                 .childHandler(new ChannelInitializer<Channel>() {
                     @Override
                     protected void initChannel(Channel channel) {
-                        channel.config()
-                                .setRecvByteBufAllocator(
-                                        new ReadTargets(new AdaptiveRecvByteBufAllocator(512, 16 << 10, 1 << 20)));
+                        channel.config().setRecvByteBufAllocator(new ReadTargets(NettyTransport.receiveBuffers()));
                         channel.pipeline().addLast(path.reader(0));
                         path.attach(0, channel);
                         accepted.complete(channel);
