@@ -6,11 +6,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.ThreadPoolExecutor;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 
 import io.netty.buffer.ByteBuf;
 
@@ -18,6 +14,7 @@ import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VgpuException;
 import org.vgpu.runtime.remote.RemoteTuning;
+import org.vgpu.runtime.remote.transport.IdleEndingThreads;
 import org.vgpu.runtime.remote.transport.ParallelCopy;
 
 /**
@@ -79,19 +76,7 @@ final class ChunkLanding implements AutoCloseable {
      */
     static ChunkLanding withCopierThreads(String name) {
         RemoteTuning tuning = RemoteTuning.current();
-        AtomicInteger named = new AtomicInteger();
-        ThreadPoolExecutor copiers = new ThreadPoolExecutor(
-                tuning.copyThreads(),
-                tuning.copyThreads(),
-                10,
-                TimeUnit.SECONDS,
-                new LinkedBlockingQueue<>(),
-                task -> Thread.ofPlatform()
-                        .name(name + "-" + named.incrementAndGet())
-                        .daemon()
-                        .unstarted(task));
-        copiers.allowCoreThreadTimeOut(true);
-        return new ChunkLanding(tuning.copierMinBytes(), copiers);
+        return new ChunkLanding(tuning.copierMinBytes(), IdleEndingThreads.pool(tuning.copyThreads(), name));
     }
 
     /**

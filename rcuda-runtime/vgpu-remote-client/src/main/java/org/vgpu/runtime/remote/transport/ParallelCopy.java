@@ -5,10 +5,6 @@ import java.nio.ByteBuffer;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.ThreadPoolExecutor;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 
 import io.netty.buffer.ByteBuf;
 
@@ -52,19 +48,7 @@ public final class ParallelCopy implements AutoCloseable {
         if (threads == 1) {
             helpers = null;
         } else {
-            AtomicInteger started = new AtomicInteger();
-            ThreadPoolExecutor pool = new ThreadPoolExecutor(
-                    threads - 1,
-                    threads - 1,
-                    10,
-                    TimeUnit.SECONDS,
-                    new LinkedBlockingQueue<>(),
-                    task -> Thread.ofPlatform()
-                            .name(name + "-" + started.incrementAndGet())
-                            .daemon()
-                            .unstarted(task));
-            pool.allowCoreThreadTimeOut(true);
-            helpers = pool;
+            helpers = IdleEndingThreads.pool(threads - 1, name);
         }
     }
 
