@@ -22,14 +22,14 @@ import org.vgpu.runtime.remote.transport.StripedStreams;
  * another (which held striped copies to 5-6 GB/s on the H200 machines, the sockets idle meanwhile).
  *
  * <p>Each stripe has {@value #SLOTS_PER_STRIPE} slots of its own. A slot goes free → filling (its stripe reads or
- * copies into it, from the chunk's header on) → landed (the chunk waits for its frame) → on the device (its copy queued, its event recorded) → free once the
- * event completed. A chunk the GPU thread does not copy from its slot (a scattered copy, a request that failed) frees
- * the slot when it is {@link #doneWith done}. A stripe whose slots are all taken stops reading until one is free
- * again. That cannot stall the session: the chunk the GPU thread waits for is the oldest of its stripe, so none of that
- * stripe's slots holds a landed chunk, and at most {@value #ON_DEVICE_AT_MOST} are on the device (the GPU thread waits
- * for the oldest beyond that as it queues the next), one fewer than a stripe has. Chunks smaller than
- * {@value #MIN_LANDED_BYTES} bytes, or larger than a slot, stay in the socket's buffers and go through the staging
- * ring.
+ * copies into it, from the chunk's header on) → landed (the chunk waits for its frame) → on the device (its copy
+ * queued, its event recorded) → free once the event completed. A chunk the GPU thread does not copy from its slot (a
+ * scattered copy, a request that failed) frees the slot when it is {@link #doneWith done}. A stripe whose slots are all
+ * taken stops reading until one is free again. That cannot stall the session: the chunk the GPU thread waits for is the
+ * oldest of its stripe, so none of that stripe's slots holds a landed chunk, and at most {@value #ON_DEVICE_AT_MOST}
+ * are on the device (the GPU thread waits for the oldest beyond that as it queues the next), one fewer than a stripe
+ * has. Chunks smaller than {@value #MIN_LANDED_BYTES} bytes, or larger than a slot, stay in the socket's buffers and go
+ * through the staging ring.
  *
  * <p>{@code -Dvgpu.bulk.landing=false} on the worker leaves every chunk in its socket's buffers, as before the slots
  * (to compare the two; {@link org.vgpu.runtime.remote.RemoteTuning#landStripedChunks}).
@@ -305,10 +305,7 @@ final class LandingSlots implements StripedStreams.ChunkLander, AutoCloseable {
             // the copies' failures went to their requests, or belong to the session that is ending
         }
         for (Slot slot : slots) {
-            if (slot != null && stillFilling(slot)) {
-                continue;
-            }
-            if (slot != null) {
+            if (slot != null && !stillFilling(slot)) {
                 gpu.eventDestroy(slot.deviceDone);
                 gpu.memFreeHost(slot.memory);
             }

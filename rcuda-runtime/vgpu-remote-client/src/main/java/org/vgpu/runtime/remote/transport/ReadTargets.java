@@ -28,8 +28,8 @@ public final class ReadTargets implements RecvByteBufAllocator {
     }
 
     /**
-     * Makes each read from now on go into the buffer {@code next} supplies (empty, its writable bytes the most that read
-     * may take), or into the wrapped allocator's buffers again where {@code next} is null.
+     * Makes each read from now on go into the buffer {@code next} supplies (empty, its writable bytes the most that
+     * read may take), or into the wrapped allocator's buffers again where {@code next} is null.
      */
     public void readInto(Supplier<ByteBuf> next) {
         target = next;

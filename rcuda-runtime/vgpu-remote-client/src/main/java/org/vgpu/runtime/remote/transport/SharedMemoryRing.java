@@ -37,15 +37,16 @@ import org.vgpu.runtime.remote.protocol.Frames;
  *   ...                      slot bytes x slots   worker-to-client slots
  * </pre>
  *
- * A sender takes its direction's slots round-robin, waits until the next is FREE (back-pressure), copies the
- * chunk in (a large one with several threads, {@link ParallelCopy}) and marks it FILLED (a release store) before the frame naming it is written; the receiver checks the
- * frame's slot number and length against the ring's geometry, moves the slot from FILLED to TAKEN (anything else
- * is a protocol error) and gives a buffer over it whose release marks it FREE. Only slot numbers and lengths from
- * frames are trusted after those checks, never values read from the shared memory, so a peer that scribbles over
- * the region spoils its own data and nothing else. The mapping belongs to an automatic arena: it is unmapped once
- * neither the ring nor a buffer over it is reachable, so a late release never touches unmapped memory. A peer that
- * shrinks the file faults this process's next access to it, which the JVM raises as an {@link InternalError} in
- * the accessing thread, not a crash; the file is gone from the filesystem as soon as the client mapped it.
+ * A sender takes its direction's slots round-robin, waits until the next is FREE (back-pressure), copies the chunk in
+ * (a large one with several threads, {@link ParallelCopy}) and marks it FILLED (a release store) before the frame
+ * naming it is written; the receiver checks the frame's slot number and length against the ring's geometry, moves the
+ * slot from FILLED to TAKEN (anything else is a protocol error) and gives a buffer over it whose release marks it FREE.
+ * Only slot numbers and lengths from frames are trusted after those checks, never values read from the shared memory,
+ * so a peer that scribbles over the region spoils its own data and nothing else. The mapping belongs to an automatic
+ * arena: it is unmapped once neither the ring nor a buffer over it is reachable, so a late release never touches
+ * unmapped memory. A peer that shrinks the file faults this process's next access to it, which the JVM raises as an
+ * {@link InternalError} in the accessing thread, not a crash; the file is gone from the filesystem as soon as the
+ * client mapped it.
  */
 public final class SharedMemoryRing implements BulkBytePath {
     /** "VGSH". */
