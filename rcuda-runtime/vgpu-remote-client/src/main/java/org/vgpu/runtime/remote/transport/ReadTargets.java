@@ -4,7 +4,6 @@ import java.util.function.Supplier;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
-import io.netty.channel.ChannelConfig;
 import io.netty.channel.RecvByteBufAllocator;
 import io.netty.util.UncheckedBooleanSupplier;
 
@@ -42,67 +41,20 @@ public final class ReadTargets implements RecvByteBufAllocator {
     }
 
     /** The wrapped allocator's handle, with the buffer of each read chosen here. */
-    private final class TargetHandle implements ExtendedHandle {
-        private final ExtendedHandle decides;
-
+    private final class TargetHandle extends DelegatingHandle implements ExtendedHandle {
         TargetHandle(ExtendedHandle decides) {
-            this.decides = decides;
+            super(decides);
         }
 
         @Override
         public ByteBuf allocate(ByteBufAllocator alloc) {
             Supplier<ByteBuf> next = target;
-            return next != null ? next.get() : decides.allocate(alloc);
-        }
-
-        @Override
-        public int guess() {
-            return decides.guess();
-        }
-
-        @Override
-        public void reset(ChannelConfig config) {
-            decides.reset(config);
-        }
-
-        @Override
-        public void incMessagesRead(int numMessages) {
-            decides.incMessagesRead(numMessages);
-        }
-
-        @Override
-        public void lastBytesRead(int bytes) {
-            decides.lastBytesRead(bytes);
-        }
-
-        @Override
-        public int lastBytesRead() {
-            return decides.lastBytesRead();
-        }
-
-        @Override
-        public void attemptedBytesRead(int bytes) {
-            decides.attemptedBytesRead(bytes);
-        }
-
-        @Override
-        public int attemptedBytesRead() {
-            return decides.attemptedBytesRead();
-        }
-
-        @Override
-        public boolean continueReading() {
-            return decides.continueReading();
+            return next != null ? next.get() : super.allocate(alloc);
         }
 
         @Override
         public boolean continueReading(UncheckedBooleanSupplier maybeMoreDataSupplier) {
-            return decides.continueReading(maybeMoreDataSupplier);
-        }
-
-        @Override
-        public void readComplete() {
-            decides.readComplete();
+            return ((ExtendedHandle) delegate()).continueReading(maybeMoreDataSupplier);
         }
     }
 }
