@@ -162,6 +162,12 @@ public final class RemoteBenchCommand implements Subcommand {
                 List<Row> rows = RemoteBenchTable.measure(
                         worker, localGpu, remoteGpu, syncIterations, asyncIterations, copyBytes, trials, out);
                 Row.printTable(rows, label, out);
+                long straight = ((RemoteGpu) remoteGpu).chunksReadStraightIn();
+                if (straight > 0) {
+                    out.printf(
+                            "device-to-host chunks the stripes read straight into this process's memory: %d%n",
+                            straight);
+                }
             }
         }
         return 0;

@@ -1,8 +1,13 @@
 package org.vgpu.runtime.remote.client;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.AfterAll;
@@ -11,6 +16,7 @@ import org.junit.jupiter.api.Timeout;
 
 import org.vgpu.runtime.Backends;
 import org.vgpu.runtime.api.GpuBackend;
+import org.vgpu.runtime.api.StreamHandle;
 import org.vgpu.runtime.conformance.VirtualGpuConformanceTest;
 import org.vgpu.runtime.remote.transport.SameHostBulk;
 import org.vgpu.runtime.remote.transport.StripedBulk;
@@ -42,5 +48,44 @@ class StripedRemoteGpuConformanceTest extends VirtualGpuConformanceTest {
     void bulkBytesGoOverTheStripes() {
         RemoteGpu remote = assertInstanceOf(RemoteGpu.class, gpu);
         assertEquals("striped over 3 TCP connections (one event loop each)", remote.bulkPathDescription());
+    }
+
+    /**
+     * A synchronous copy into shared native memory, alone in flight, has its chunks read by the stripes straight into
+     * that memory (not all of them: a stripe's first chunk, and one whose header came in pieces, arrive with bytes of
+     * their body and are copied); an asynchronous one and one into
+     * heap memory have theirs copied in after their frames. The bytes are right either way.
+     */
+    @Test
+    void aSynchronousCopyIntoNativeMemoryIsReadStraightInAndAnAsynchronousOneOrIntoHeapMemoryIsNot() {
+        RemoteGpu remote = assertInstanceOf(RemoteGpu.class, gpu);
+        // 12 chunks of the default 1 MiB and a bit: four on each of the 3 stripes
+        int bytes = (11 << 20) + 12_345;
+        byte[] data = new byte[bytes];
+        for (int i = 0; i < bytes; i++) {
+            data[i] = (byte) (i * 7 + (i >> 20));
+        }
+        long device = gpu.memAlloc(bytes);
+        try (Arena arena = Arena.ofShared()) {
+            gpu.memcpyHtoD(device, MemorySegment.ofArray(data), bytes);
+            MemorySegment host = arena.allocate(bytes);
+            long before = remote.chunksReadStraightIn();
+            gpu.memcpyDtoH(host, device, bytes);
+            assertArrayEquals(data, host.toArray(ValueLayout.JAVA_BYTE));
+            long straight = remote.chunksReadStraightIn() - before;
+            assertTrue(straight > 0 && straight <= 12, straight + " of 12 chunks read straight in");
+
+            long afterSync = remote.chunksReadStraightIn();
+            MemorySegment again = arena.allocate(bytes);
+            gpu.memcpyDtoHAsync(again, device, bytes, StreamHandle.DEFAULT);
+            gpu.ctxSynchronize();
+            assertArrayEquals(data, again.toArray(ValueLayout.JAVA_BYTE));
+            byte[] heap = new byte[bytes];
+            gpu.memcpyDtoH(MemorySegment.ofArray(heap), device, bytes);
+            assertArrayEquals(data, heap);
+            assertEquals(afterSync, remote.chunksReadStraightIn(), "copied in after their frames");
+        } finally {
+            gpu.memFree(device);
+        }
     }
 }

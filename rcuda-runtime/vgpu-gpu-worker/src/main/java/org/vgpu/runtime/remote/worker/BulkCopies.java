@@ -32,6 +32,7 @@ import org.vgpu.runtime.remote.protocol.ReplyEncoder;
 import org.vgpu.runtime.remote.protocol.SharedRegionOffer;
 import org.vgpu.runtime.remote.protocol.StripeOffer;
 import org.vgpu.runtime.remote.transport.BulkBytePath;
+import org.vgpu.runtime.remote.transport.ChunkLabel;
 import org.vgpu.runtime.remote.transport.InBandFrames;
 import org.vgpu.runtime.remote.transport.ParallelCopy;
 import org.vgpu.runtime.remote.transport.SameHostBulk;
@@ -519,7 +520,8 @@ final class BulkCopies {
         ByteBuf trailer;
         try {
             slot.sending();
-            trailer = bytesPath.sendBorrowed(slot.memory(length), 0, length, slot::written);
+            trailer = bytesPath.sendBorrowed(
+                    slot.memory(length), 0, length, new ChunkLabel(requestId, offset), slot::written);
             traffic.sharedOut(length);
         } catch (IllegalStateException closed) {
             // the client left while the chunk waited for a slot: nobody reads the rest of the copy

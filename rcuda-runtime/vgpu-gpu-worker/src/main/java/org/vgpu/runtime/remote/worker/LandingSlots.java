@@ -11,6 +11,7 @@ import io.netty.buffer.Unpooled;
 import org.vgpu.runtime.api.EventHandle;
 import org.vgpu.runtime.api.StreamHandle;
 import org.vgpu.runtime.api.VirtualGpu;
+import org.vgpu.runtime.remote.transport.ChunkLabel;
 import org.vgpu.runtime.remote.transport.StripedStreams;
 
 /**
@@ -111,13 +112,13 @@ final class LandingSlots implements StripedStreams.ChunkLander, AutoCloseable {
     }
 
     @Override
-    public boolean lands(int length) {
+    public boolean lands(ChunkLabel label, int length) {
         return length >= Math.min(MIN_LANDED_BYTES, slotBytes) && length <= slotBytes;
     }
 
     @Override
-    public StripedStreams.Room reserve(int stripe, int length, Runnable roomAgain) {
-        if (!lands(length)) {
+    public StripedStreams.Room reserve(int stripe, ChunkLabel label, int length, Runnable roomAgain) {
+        if (!lands(label, length)) {
             throw new IllegalArgumentException("a chunk of " + length + " bytes is not landed");
         }
         synchronized (this) {

@@ -25,6 +25,7 @@ import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VirtualGpu;
 import org.vgpu.runtime.emulated.EmulatedBackend;
 import org.vgpu.runtime.kernels.TestKernels;
+import org.vgpu.runtime.remote.transport.ChunkLabel;
 import org.vgpu.runtime.remote.transport.StripedStreams;
 
 /**
@@ -35,6 +36,9 @@ import org.vgpu.runtime.remote.transport.StripedStreams;
  */
 @Timeout(value = 30, unit = TimeUnit.SECONDS)
 class LandingSlotsTest {
+    /** What the chunks are said to be: a worker's slots land any chunk bound for the device. */
+    private static final ChunkLabel LABEL = new ChunkLabel(3, 0);
+
     private static final int SLOT_BYTES = LandingSlots.MIN_LANDED_BYTES;
     private static final int SMALL = LandingSlots.MIN_LANDED_BYTES;
 
@@ -67,7 +71,7 @@ class LandingSlotsTest {
                 ByteBuf in = wire(SLOT_BYTES, chunk);
                 byte[] expected = new byte[SLOT_BYTES];
                 in.getBytes(0, expected);
-                ByteBuf landed = slots.land(0, in, SLOT_BYTES, LandingSlotsTest::notCalled);
+                ByteBuf landed = slots.land(0, LABEL, in, SLOT_BYTES, LandingSlotsTest::notCalled);
                 assertNotNull(landed, "a free slot takes chunk " + chunk);
                 assertFalse(in.isReadable(), "the chunk's bytes were read off the socket's buffers");
                 assertTrue(slots.copyToDevice(landed, device + (long) chunk * SLOT_BYTES, StreamHandle.DEFAULT));
@@ -92,14 +96,15 @@ class LandingSlotsTest {
             ByteBuf in = wire((perStripe + 2) * SMALL, 1);
             List<ByteBuf> landed = new ArrayList<>();
             for (int i = 0; i < perStripe; i++) {
-                landed.add(slots.land(0, in, SMALL, LandingSlotsTest::notCalled));
+                landed.add(slots.land(0, LABEL, in, SMALL, LandingSlotsTest::notCalled));
             }
             AtomicInteger told = new AtomicInteger();
-            assertNull(slots.land(0, in, SMALL, told::incrementAndGet), "stripe 0's slots all hold a chunk");
+            assertNull(slots.land(0, LABEL, in, SMALL, told::incrementAndGet), "stripe 0's slots all hold a chunk");
             assertEquals(2 * SMALL, in.readableBytes(), "its next chunk stays where it was");
             ByteBuf other = wire(SMALL, 9);
             assertNotNull(
-                    slots.land(1, other, SMALL, LandingSlotsTest::notCalled), "stripe 1 lands in slots of its own");
+                    slots.land(1, LABEL, other, SMALL, LandingSlotsTest::notCalled),
+                    "stripe 1 lands in slots of its own");
             other.release();
             // a buffer not landed here frees nothing
             ByteBuf elsewhere = Unpooled.directBuffer(8).writeZero(8);
@@ -109,7 +114,7 @@ class LandingSlotsTest {
             // the first chunk's request failed before its copy: its slot is free again, and stripe 0 hears of it once
             slots.doneWith(landed.getFirst());
             assertEquals(1, told.get());
-            ByteBuf next = slots.land(0, in, SMALL, LandingSlotsTest::notCalled);
+            ByteBuf next = slots.land(0, LABEL, in, SMALL, LandingSlotsTest::notCalled);
             assertNotNull(next);
             byte[] expected = new byte[SMALL];
             ByteBuf again = wire((perStripe + 2) * SMALL, 1);
@@ -130,18 +135,20 @@ class LandingSlotsTest {
             ByteBuf in = wire((perStripe + 1) * SMALL, 3);
             List<ByteBuf> landed = new ArrayList<>();
             for (int i = 0; i < perStripe; i++) {
-                landed.add(slots.land(0, in, SMALL, LandingSlotsTest::notCalled));
+                landed.add(slots.land(0, LABEL, in, SMALL, LandingSlotsTest::notCalled));
             }
             for (int i = 0; i < LandingSlots.ON_DEVICE_AT_MOST; i++) {
                 assertTrue(slots.copyToDevice(landed.get(i), device + (long) i * SMALL, StreamHandle.DEFAULT));
             }
             AtomicInteger told = new AtomicInteger();
-            assertNull(slots.land(0, in, SMALL, told::incrementAndGet), "every slot is on the device or holds a chunk");
+            assertNull(
+                    slots.land(0, LABEL, in, SMALL, told::incrementAndGet),
+                    "every slot is on the device or holds a chunk");
             // one more on the device than may be: queuing it waits for the oldest copy and frees its slot
             assertTrue(slots.copyToDevice(
                     landed.get(perStripe - 1), device + (long) (perStripe - 1) * SMALL, StreamHandle.DEFAULT));
             assertEquals(1, told.get(), "the waiting stripe heard of the slot");
-            assertNotNull(slots.land(0, in, SMALL, LandingSlotsTest::notCalled));
+            assertNotNull(slots.land(0, LABEL, in, SMALL, LandingSlotsTest::notCalled));
             in.release();
         }
     }
@@ -150,13 +157,14 @@ class LandingSlotsTest {
     void chunksBelowTheLandedSizeOrLargerThanASlotAreNotLandedAndOtherBuffersNotCopiedFrom() {
         long device = gpu.memAlloc(SLOT_BYTES);
         try (LandingSlots slots = new LandingSlots(gpu, 1, 2 * SLOT_BYTES)) {
-            assertFalse(slots.lands(SMALL - 1));
-            assertTrue(slots.lands(SMALL));
-            assertTrue(slots.lands(2 * SLOT_BYTES));
-            assertFalse(slots.lands(2 * SLOT_BYTES + 1));
+            assertFalse(slots.lands(LABEL, SMALL - 1));
+            assertTrue(slots.lands(LABEL, SMALL));
+            assertTrue(slots.lands(LABEL, 2 * SLOT_BYTES));
+            assertFalse(slots.lands(LABEL, 2 * SLOT_BYTES + 1));
             ByteBuf in = wire(SMALL, 0);
             assertThrows(
-                    IllegalArgumentException.class, () -> slots.land(0, in, SMALL - 1, LandingSlotsTest::notCalled));
+                    IllegalArgumentException.class,
+                    () -> slots.land(0, LABEL, in, SMALL - 1, LandingSlotsTest::notCalled));
             assertEquals(SMALL, in.readableBytes());
             in.release();
             ByteBuf elsewhere = Unpooled.directBuffer(16).writeZero(16);
@@ -171,10 +179,10 @@ class LandingSlotsTest {
         try (LandingSlots slots = new LandingSlots(gpu, 1, SLOT_BYTES)) {
             List<StripedStreams.Room> rooms = new ArrayList<>();
             for (int i = 0; i < LandingSlots.SLOTS_PER_STRIPE; i++) {
-                rooms.add(slots.reserve(0, SMALL, LandingSlotsTest::notCalled));
+                rooms.add(slots.reserve(0, LABEL, SMALL, LandingSlotsTest::notCalled));
             }
             AtomicInteger told = new AtomicInteger();
-            assertNull(slots.reserve(0, SMALL, told::incrementAndGet), "every slot of stripe 0 is being filled");
+            assertNull(slots.reserve(0, LABEL, SMALL, told::incrementAndGet), "every slot of stripe 0 is being filled");
 
             // a stripe's socket wrote the bytes into the room itself
             StripedStreams.Room first = rooms.getFirst();
@@ -191,8 +199,8 @@ class LandingSlotsTest {
             assertEquals(1, told.get(), "the slot the device was done with let the stripe go on");
 
             rooms.get(1).abandon();
-            StripedStreams.Room again = slots.reserve(0, SMALL, LandingSlotsTest::notCalled);
-            StripedStreams.Room another = slots.reserve(0, SMALL, LandingSlotsTest::notCalled);
+            StripedStreams.Room again = slots.reserve(0, LABEL, SMALL, LandingSlotsTest::notCalled);
+            StripedStreams.Room another = slots.reserve(0, LABEL, SMALL, LandingSlotsTest::notCalled);
             assertNotNull(again);
             assertNotNull(another, "the slot of the room given back is free again too");
             assertThrows(IllegalStateException.class, () -> rooms.get(1).abandon(), "a room is given back once");
@@ -207,7 +215,7 @@ class LandingSlotsTest {
         LandingSlots slots = new LandingSlots(gpu, 2, SLOT_BYTES);
         slots.close();
         ByteBuf in = wire(SMALL, 0);
-        assertNull(slots.land(0, in, SMALL, LandingSlotsTest::notCalled));
+        assertNull(slots.land(0, LABEL, in, SMALL, LandingSlotsTest::notCalled));
         assertEquals(SMALL, in.readableBytes());
         in.release();
     }

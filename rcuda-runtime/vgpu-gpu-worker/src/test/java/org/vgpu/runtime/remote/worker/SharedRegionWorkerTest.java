@@ -27,6 +27,7 @@ import org.vgpu.runtime.remote.protocol.Hello;
 import org.vgpu.runtime.remote.protocol.NettyLeaks;
 import org.vgpu.runtime.remote.protocol.RequestEncoder;
 import org.vgpu.runtime.remote.protocol.SharedRegionOffer;
+import org.vgpu.runtime.remote.transport.ChunkLabel;
 import org.vgpu.runtime.remote.transport.SharedMemoryRing;
 
 /**
@@ -111,7 +112,7 @@ class SharedRegionWorkerTest {
             assertEquals(
                     "#2 ok 0 bytes",
                     client.send(e -> e.memAllocAt(2, WINDOW.base(), 4096)).read());
-            ByteBuf trailer = ring.send(MemorySegment.ofArray(new byte[] {7, 6, 5}), 0, 3);
+            ByteBuf trailer = ring.send(MemorySegment.ofArray(new byte[] {7, 6, 5}), 0, 3, new ChunkLabel(3, 0));
             assertEquals(
                     "#3 ok 0 bytes", client.sendBytes(chunkInSlot(3, trailer)).read());
             trailer.release();

@@ -192,8 +192,12 @@ class StripedWorkerTest {
 
     /** A chunk as a stripe carries it. */
     private static byte[] chunk(int number, byte[] bytes) {
-        ByteBuf chunk =
-                Unpooled.buffer().writeInt(number).writeInt(bytes.length).writeBytes(bytes);
+        ByteBuf chunk = Unpooled.buffer()
+                .writeInt(number)
+                .writeInt(bytes.length)
+                .writeInt(0)
+                .writeLong(0)
+                .writeBytes(bytes);
         try {
             return ByteBufUtil.getBytes(chunk);
         } finally {

@@ -88,6 +88,11 @@ final class ChunkLanding implements AutoCloseable {
      */
     void land(PendingCopyToHost copy, MemorySegment destination, long offset, ByteBuf data) {
         int length = data.readableBytes();
+        if (alreadyThere(destination, offset, data)) {
+            // a stripe read it straight into its place (StraightDestinations), expected only where nothing else
+            // lands into the copy's memory meanwhile
+            return;
+        }
         if (minBytes == 0 || (length < minBytes && landed == handedOff)) {
             copyInto(destination, offset, data);
             return;
@@ -109,6 +114,21 @@ final class ChunkLanding implements AutoCloseable {
         ByteBuf chunk = data.retainedSlice();
         // the connection closing drops it: nothing waits for the copy any more
         handOff(new Landing(ALONE, 0, 0, () -> forwardNow(copy, sink, offset, chunk), chunk::release));
+    }
+
+    /** Whether {@code data}'s bytes are those of {@code destination} from {@code offset}: there is nothing to copy. */
+    static boolean alreadyThere(MemorySegment destination, long offset, ByteBuf data) {
+        return destination.isNative()
+                && data.hasMemoryAddress()
+                && data.memoryAddress() + data.readerIndex() == destination.address() + offset;
+    }
+
+    /**
+     * Whether no chunk is landing or waiting to, and no copy is held for its owner thread: a copy expected now by
+     * {@link StraightDestinations} writes memory nothing else writes meanwhile. Batch lock held, so no copy starts.
+     */
+    boolean idle() {
+        return landed == handedOff && heldCopies.isEmpty();
     }
 
     /** Starts {@code landing} now if the rule lets it, else queues it. Event loop. */

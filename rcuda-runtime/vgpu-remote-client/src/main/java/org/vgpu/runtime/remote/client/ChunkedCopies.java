@@ -14,6 +14,7 @@ import org.vgpu.runtime.remote.protocol.ReplyDecoder;
 import org.vgpu.runtime.remote.protocol.RequestDecoder;
 import org.vgpu.runtime.remote.protocol.RequestEncoder;
 import org.vgpu.runtime.remote.transport.BulkBytePath;
+import org.vgpu.runtime.remote.transport.ChunkLabel;
 import org.vgpu.runtime.remote.transport.InBandFrames;
 import org.vgpu.runtime.remote.transport.ParallelCopy;
 
@@ -35,6 +36,8 @@ final class ChunkedCopies {
     private final ChunkLanding landing;
     /** How chunks' bytes travel: chosen once as the session opens, before the first copy. */
     private volatile BulkBytePath bulkPath = InBandFrames.INSTANCE;
+    /** Where the stripes read the chunks of a copy to host straight in, when they do; set with the stripes. */
+    private volatile StraightDestinations straight;
     /**
      * Streams whose last request is an asynchronous device-to-host copy, with that copy: until any
      * other request is sent (one that might add work to the stream), the copy's last chunk of data
@@ -59,6 +62,17 @@ final class ChunkedCopies {
     /** Sends and receives the chunks' bytes through {@code path} from now on; as the session opens. */
     void useBulkPath(BulkBytePath path) {
         bulkPath = path;
+    }
+
+    /** Has the stripes read the chunks of copies to host straight into the caller's memory where they may. */
+    void readStraightInto(StraightDestinations destinations) {
+        straight = destinations;
+    }
+
+    /** How many chunks of copies to host the stripes read straight into the caller's memory. */
+    long chunksReadStraightIn() {
+        StraightDestinations destinations = straight;
+        return destinations == null ? 0 : destinations.straightChunks();
     }
 
     /** How chunks' bytes travel. */
@@ -156,9 +170,10 @@ final class ChunkedCopies {
                         // filled
                         // memory the caller keeps until the copy is acknowledged or synchronized, as in-band, may
                         // be sent as it is by a path that writes it later (the stripes)
+                        ChunkLabel label = new ChunkLabel(id, offset);
                         ByteBuf trailer = borrowable && src.isNative() && ParallelCopy.isShared(src)
-                                ? path.sendBorrowed(src, offset, length, () -> {})
-                                : path.send(src, offset, length);
+                                ? path.sendBorrowed(src, offset, length, label, () -> {})
+                                : path.send(src, offset, length, label);
                         int start = batcher.frameStart();
                         header.write(batcher.frameEncoder(), id, more, chunk, offset, trailer.readableBytes());
                         batcher.addFlags(start, path.frameFlags());
@@ -294,10 +309,25 @@ final class ChunkedCopies {
         if (copy.heldForOwner()) {
             landing.hold(copy);
         }
+        StraightDestinations readStraight = null;
+        int id = 0;
         batcher.lock();
         try {
             loss.checkAlive();
-            calls.append(batcher, request, copy);
+            StraightDestinations destinations = straight;
+            // alone in flight: its chunks, read on all stripes at once before their frames, overtake nothing
+            boolean alone = destinations != null
+                    && !async
+                    && dst.isNative()
+                    && ParallelCopy.isShared(dst)
+                    && bytes >= ZERO_COPY_MIN_BYTES
+                    && !calls.copyToHostWaiting()
+                    && landing.idle();
+            id = calls.append(batcher, request, copy);
+            if (alone) {
+                destinations.expect(id, dst);
+                readStraight = destinations;
+            }
             if (async) {
                 streamsEndingInCopyToHost.put(streamId, copy);
             } else {
@@ -310,12 +340,21 @@ final class ChunkedCopies {
             }
         } catch (RuntimeException e) {
             landing.forget(copy);
+            if (readStraight != null) {
+                readStraight.forget(id);
+            }
             throw e;
         } finally {
             batcher.unlock();
         }
         if (!async) {
-            calls.await(copy, Long.MAX_VALUE);
+            try {
+                calls.await(copy, Long.MAX_VALUE);
+            } finally {
+                if (readStraight != null) {
+                    readStraight.forget(id);
+                }
+            }
             copy.throwIfDestinationFreed();
         }
     }

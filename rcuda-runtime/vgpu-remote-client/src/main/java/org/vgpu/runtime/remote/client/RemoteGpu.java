@@ -148,6 +148,14 @@ public final class RemoteGpu extends OneToOneClientCalls<RemoteGpu.Module, Remot
         return connection.copies().bulkPath().describe();
     }
 
+    /**
+     * How many chunks of device-to-host copies the session's stripes read straight into the caller's memory so far
+     * ({@link StraightDestinations}); 0 where the session has no stripes.
+     */
+    public long chunksReadStraightIn() {
+        return connection.copies().chunksReadStraightIn();
+    }
+
     /** The worker this vGPU runs on, as errors name it. */
     public String workerDescription() {
         return connection.endpoint().describe();

@@ -39,8 +39,10 @@ final class WaitingCalls {
     /**
      * Registers {@code call} under a fresh id and adds its request to the batch; neither where the
      * request cannot be encoded. Batch lock held, the loss checked.
+     *
+     * @return the request's id
      */
-    void append(RequestBatcher batcher, WorkerConnection.Request request, PendingCall<?> call) {
+    int append(RequestBatcher batcher, WorkerConnection.Request request, PendingCall<?> call) {
         int id = batcher.nextId();
         register(id, call);
         try {
@@ -49,6 +51,17 @@ final class WaitingCalls {
             forget(id);
             throw e;
         }
+        return id;
+    }
+
+    /** Whether a device-to-host copy waits for its data; batch lock held, so that none is sent meanwhile. */
+    boolean copyToHostWaiting() {
+        for (PendingCall<?> call : waiting.values()) {
+            if (call instanceof PendingCopyToHost) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** Forgets request {@code id}, whose request was never sent. */

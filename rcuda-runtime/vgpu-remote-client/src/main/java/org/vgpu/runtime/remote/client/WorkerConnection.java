@@ -20,6 +20,7 @@ import org.vgpu.common.error.VgpuFailure;
 import org.vgpu.runtime.api.ErrorCode;
 import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.remote.RemoteTuning;
 import org.vgpu.runtime.remote.protocol.Frames;
 import org.vgpu.runtime.remote.protocol.ReplyDecoder;
 import org.vgpu.runtime.remote.protocol.RequestEncoder;
@@ -206,6 +207,11 @@ final class WorkerConnection implements AutoCloseable {
                 count,
                 Duration.ofMillis(welcome.idleTimeoutMillis()),
                 failure -> channel.pipeline().fireExceptionCaught(failure));
+        if (RemoteTuning.current().landStripedChunks()) {
+            StraightDestinations straight = new StraightDestinations();
+            striped.landIn(straight);
+            copies.readStraightInto(straight);
+        }
         List<ChannelFuture> connecting = new ArrayList<>();
         for (int index = 0; index < count; index++) {
             connecting.add(handshake.connectStripe(stripeGroup, ssl, striped.joinedReader(index)));

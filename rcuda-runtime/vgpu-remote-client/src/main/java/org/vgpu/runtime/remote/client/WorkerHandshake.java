@@ -34,6 +34,7 @@ import org.vgpu.runtime.remote.protocol.RequestEncoder;
 import org.vgpu.runtime.remote.protocol.Welcome;
 import org.vgpu.runtime.remote.security.PinnedCertificate;
 import org.vgpu.runtime.remote.transport.NettyTransport;
+import org.vgpu.runtime.remote.transport.ReadTargets;
 import org.vgpu.runtime.remote.transport.StripedStreams;
 
 /**
@@ -73,7 +74,9 @@ final class WorkerHandshake {
 
     /**
      * Starts connecting a stripe of the session: TLS exactly as the session's own connection has it, then
-     * {@code reader}; the stripe's write buffer is bounded by {@link StripedStreams#WRITE_HIGH_WATER_BYTES}.
+     * {@code reader}; the stripe's write buffer is bounded by {@link StripedStreams#WRITE_HIGH_WATER_BYTES}. The
+     * stripe reads through {@link ReadTargets} of its own, so that its reader may have chunks read straight into
+     * their destination.
      */
     ChannelFuture connectStripe(EventLoopGroup group, SslContext ssl, ChannelHandler reader) {
         return connect(
@@ -81,7 +84,10 @@ final class WorkerHandshake {
                 ssl,
                 new WriteBufferWaterMark(
                         StripedStreams.WRITE_HIGH_WATER_BYTES / 2, StripedStreams.WRITE_HIGH_WATER_BYTES),
-                channel -> channel.pipeline().addLast(reader));
+                channel -> {
+                    channel.config().setRecvByteBufAllocator(new ReadTargets(NettyTransport.receiveBuffers()));
+                    channel.pipeline().addLast(reader);
+                });
     }
 
     /**

@@ -64,12 +64,12 @@ public interface BulkBytePath extends AutoCloseable {
     int trailerBytes(int length);
 
     /**
-     * Makes {@code length} bytes of {@code src} from {@code offset} travel: returns the frame's trailer, waiting
-     * for room first.
+     * Makes {@code length} bytes of {@code src} from {@code offset} travel as the chunk {@code label} names: returns
+     * the frame's trailer, waiting for room first.
      *
      * @throws IllegalStateException the path was closed while waiting
      */
-    ByteBuf send(MemorySegment src, long offset, int length);
+    ByteBuf send(MemorySegment src, long offset, int length, ChunkLabel label);
 
     /**
      * As {@link #send}, for a caller that keeps the {@code length} bytes of {@code src} from {@code offset} valid and
@@ -77,9 +77,9 @@ public interface BulkBytePath extends AutoCloseable {
      * them as they are instead of copying them first. The default copies, as {@link #send} does, and runs
      * {@code sent} at once.
      */
-    default ByteBuf sendBorrowed(MemorySegment src, long offset, int length, Runnable sent) {
+    default ByteBuf sendBorrowed(MemorySegment src, long offset, int length, ChunkLabel label, Runnable sent) {
         try {
-            return send(src, offset, length);
+            return send(src, offset, length, label);
         } finally {
             sent.run();
         }

@@ -41,7 +41,7 @@ public final class InBandFrames implements BulkBytePath {
     }
 
     @Override
-    public ByteBuf send(MemorySegment src, long offset, int length) {
+    public ByteBuf send(MemorySegment src, long offset, int length, ChunkLabel label) {
         return Unpooled.wrappedBuffer(src.asSlice(offset, length).asByteBuffer());
     }
 

@@ -211,7 +211,7 @@ public final class SharedMemoryRing implements BulkBytePath {
     }
 
     @Override
-    public ByteBuf send(MemorySegment src, long offset, int length) {
+    public ByteBuf send(MemorySegment src, long offset, int length, ChunkLabel label) {
         if (length < 0 || length > slotBytes) {
             throw new IllegalArgumentException("a chunk of " + length + " bytes does not fit a slot of " + slotBytes);
         }

@@ -35,7 +35,9 @@ import org.vgpu.runtime.remote.protocol.ReplyDecoder;
  *   offset  size    field
  *   0       4       uint32 sequence number (the low 32 bits of the chunk's number)
  *   4       4       uint32 length, at most {@value #MAX_CHUNK_BYTES}
- *   8       length  the chunk's bytes
+ *   8       4       uint32 the id of the request whose frame names the chunk ({@link ChunkLabel})
+ *   12      8       uint64 where the chunk's bytes start in that request's bytes
+ *   20      length  the chunk's bytes
  * </pre>
  * and its frame on the session's connection carries {@link Frames#FLAG_IN_SLOT} and the trailer {@code uint32
  * sequence number, uint32 length}. The receiver takes chunks in the order their frames name them and waits for a
@@ -44,15 +46,15 @@ import org.vgpu.runtime.remote.protocol.ReplyDecoder;
  * <p><b>Copies.</b> {@link #sendBorrowed} writes the caller's memory to the stripe as it is (no copy in the JVM: the
  * kernel copies it into the socket), {@link #send} copies it into a direct buffer first, for callers that reuse their
  * memory at once. A received chunk is the bytes the socket read, in Netty's buffers, without being merged: the
- * receiver copies them once, into their destination (the caller's memory, or the worker's pinned staging slot). The
- * destination is not known when the bytes arrive, since the frame naming it travels on another connection, which is
- * why they are not read straight into it. A receiver whose chunks all go the same way (the worker's, to the device)
- * may instead give the path a {@link ChunkLander}, which sets room aside for each chunk as its header arrives: a
- * stripe whose channel reads through {@link ReadTargets} (and has no TLS) then reads the chunk's bytes from its socket
- * straight into that room, after reading the header alone, so the kernel's copy is their only one; another copies a
- * whole chunk in as its last byte arrives. Either way the stripes do it in parallel, on their own event loops, rather
- * than the receiver's one thread after its frame; a stripe whose lander has no room for it stops reading until it
- * has.
+ * receiver copies them once, into their destination (the caller's memory, or the worker's pinned staging slot). A
+ * receiver that knows where a chunk goes from its header's label, before the frame naming it (which travels on
+ * another connection) arrives, may instead give the path a {@link ChunkLander}, which sets room aside for each chunk
+ * it lands as its header arrives (the worker: a page-locked slot for any chunk bound for the device; the client: the
+ * caller's memory itself, for the requests it registered): a stripe whose channel reads through {@link ReadTargets}
+ * (and has no TLS) then reads the chunk's bytes from its socket straight into that room, after reading the header
+ * alone, so the kernel's copy is their only one; another copies a whole chunk in as its last byte arrives. Either way
+ * the stripes do it in parallel, on their own event loops, rather than the receiver's one thread after its frame; a
+ * stripe whose lander has no room for it stops reading until it has.
  *
  * <p><b>Memory.</b> A stripe stops reading its socket (TCP's window then stops the sender) while it holds
  * {@value #PAUSE_BYTES} bytes or more that no frame has taken yet, or waits for its lander's room; a sender waits while its stripe's outbound buffer
@@ -72,7 +74,7 @@ public final class StripedStreams implements BulkBytePath {
     /** The stripe channels' outbound high water mark, which {@link #boundBytes()} counts. */
     public static final int WRITE_HIGH_WATER_BYTES = 8 << 20;
 
-    private static final int HEADER_BYTES = 8;
+    private static final int HEADER_BYTES = 20;
     /** The longest ERROR frame that may refuse a stripe's join: a code and a detail cut short, with room to spare. */
     private static final int MAX_REFUSAL_BYTES = 64 << 10;
 
@@ -97,24 +99,28 @@ public final class StripedStreams implements BulkBytePath {
      * one stripe running ahead never takes the room of the stripe whose chunk the receiver waits for.
      */
     public interface ChunkLander {
-        /** Whether chunks of {@code length} bytes are landed at all: those that are not stay in the socket's buffers. */
-        boolean lands(int length);
+        /**
+         * Whether the chunk {@code label} names, of {@code length} bytes, is landed at all: one that is not stays in
+         * the socket's buffers. Called by a stripe's event loop.
+         */
+        boolean lands(ChunkLabel label, int length);
 
         /**
-         * Room of stripe {@code stripe}'s own for its next chunk, of {@code length} bytes; or, when that room is full,
-         * null, and {@code roomAgain} runs (from any thread, once) when it is not any more. The stripe waits for that,
-         * reading nothing meanwhile. Called by the stripe's event loop.
+         * Room of stripe {@code stripe}'s own for its next chunk, which {@code label} names, of {@code length} bytes;
+         * or, when that room is full, null, and {@code roomAgain} runs (from any thread, once) when it is not any more.
+         * The stripe waits for that, reading nothing meanwhile. Called by the stripe's event loop.
          *
-         * @throws IllegalArgumentException for a length it does not {@link #lands land}
+         * @throws IllegalArgumentException for a chunk it does not {@link #lands land}
+         * @throws VgpuException VGPU_PROTOCOL_ERROR for a label whose chunk cannot be where it says: the path fails
          */
-        Room reserve(int stripe, int length, Runnable roomAgain);
+        Room reserve(int stripe, ChunkLabel label, int length, Runnable roomAgain);
 
         /**
          * Copies the next {@code length} bytes of {@code in} into stripe {@code stripe}'s room and returns them there,
          * the receiver's to release as any chunk; or, when that room is full, null, reading nothing ({@link #reserve}).
          */
-        default ByteBuf land(int stripe, ByteBuf in, int length, Runnable roomAgain) {
-            Room room = reserve(stripe, length, roomAgain);
+        default ByteBuf land(int stripe, ChunkLabel label, ByteBuf in, int length, Runnable roomAgain) {
+            Room room = reserve(stripe, label, length, roomAgain);
             if (room == null) {
                 return null;
             }
@@ -263,13 +269,13 @@ public final class StripedStreams implements BulkBytePath {
     }
 
     @Override
-    public ByteBuf send(MemorySegment src, long offset, int length) {
+    public ByteBuf send(MemorySegment src, long offset, int length, ChunkLabel label) {
         checkLength(length);
         Channel channel = awaitRoom(nextStripe());
         // the header and a copy of the bytes in one buffer: one write, and the caller's memory is free at once
         ByteBuf chunk = channel.alloc().directBuffer(HEADER_BYTES + length);
         try {
-            chunk.writeInt((int) nextSend).writeInt(length);
+            writeHeader(chunk, length, label);
             // through segments: the source may be any heap array, which has no byte buffer view
             MemorySegment.copy(src, offset, MemorySegment.ofBuffer(chunk.nioBuffer(HEADER_BYTES, length)), 0, length);
             chunk.writerIndex(HEADER_BYTES + length);
@@ -281,7 +287,7 @@ public final class StripedStreams implements BulkBytePath {
     }
 
     @Override
-    public ByteBuf sendBorrowed(MemorySegment src, long offset, int length, Runnable sent) {
+    public ByteBuf sendBorrowed(MemorySegment src, long offset, int length, ChunkLabel label, Runnable sent) {
         checkLength(length);
         Channel channel;
         try {
@@ -290,16 +296,21 @@ public final class StripedStreams implements BulkBytePath {
             sent.run();
             throw e;
         }
-        ByteBuf header = channel.alloc()
-                .directBuffer(HEADER_BYTES)
-                .writeInt((int) nextSend)
-                .writeInt(length);
+        ByteBuf header = writeHeader(channel.alloc().directBuffer(HEADER_BYTES), length, label);
         ByteBuf chunk = length == 0
                 ? header
                 : Unpooled.wrappedBuffer(
                         header,
                         Unpooled.wrappedBuffer(src.asSlice(offset, length).asByteBuffer()));
         return write(channel, chunk, length, sent);
+    }
+
+    /** The next chunk's header, written into {@code chunk}. */
+    private ByteBuf writeHeader(ByteBuf chunk, int length, ChunkLabel label) {
+        return chunk.writeInt((int) nextSend)
+                .writeInt(length)
+                .writeInt(label.requestId())
+                .writeLong(label.offset());
     }
 
     private static void checkLength(int length) {
@@ -588,6 +599,8 @@ public final class StripedStreams implements BulkBytePath {
         private long expected;
         /** The length of the chunk whose header was read, -1 between chunks. */
         private int length = -1;
+        /** What the header of the chunk under way says it is. */
+        private ChunkLabel label;
         /**
          * This channel's receive buffers where the stripe reads chunks straight into their lander's room (a
          * worker's plain TCP stripe, {@link ReadTargets}); null otherwise, or before a lander was given.
@@ -615,15 +628,17 @@ public final class StripedStreams implements BulkBytePath {
         protected void decode(ChannelHandlerContext ctx, ByteBuf in, List<Object> out) {
             while (true) {
                 if (length < 0) {
-                    if (in.readableBytes() < HEADER_BYTES) {
+                    if (refusable && expected == stripe.index && in.readableBytes() >= 8 && isError(in)) {
+                        readRefusal(ctx, in);
                         return;
                     }
-                    if (refusable && expected == stripe.index && isError(in)) {
-                        readRefusal(ctx, in);
+                    if (in.readableBytes() < HEADER_BYTES) {
                         return;
                     }
                     int number = in.readInt();
                     int announced = in.readInt();
+                    int requestId = in.readInt();
+                    long offset = in.readLong();
                     if (number != (int) expected) {
                         throw Frames.violation("stripe " + stripe.index + " carries chunk "
                                 + Integer.toUnsignedString(number) + " where chunk "
@@ -634,11 +649,17 @@ public final class StripedStreams implements BulkBytePath {
                                 + Integer.toUnsignedString(announced) + " bytes, over the bound of "
                                 + MAX_CHUNK_BYTES);
                     }
+                    if (offset < 0) {
+                        throw Frames.violation(
+                                "stripe " + stripe.index + " labels chunk " + Integer.toUnsignedString(number)
+                                        + " with the offset " + Long.toUnsignedString(offset));
+                    }
                     length = announced;
+                    label = new ChunkLabel(requestId, offset);
                 }
                 ReadTargets straight = straightReads(ctx);
                 if (straight != null && in.readableBytes() < length) {
-                    if (in.readableBytes() == 0 && lander.lands(length)) {
+                    if (in.readableBytes() == 0 && lander.lands(label, length)) {
                         reserveRoom(ctx);
                         return;
                     }
@@ -694,7 +715,7 @@ public final class StripedStreams implements BulkBytePath {
          * lander has none, the stripe stops reading until it has (decoding then comes back here).
          */
         private void reserveRoom(ChannelHandlerContext ctx) {
-            Room reserved = lander.reserve(stripe.index, length, roomAgainOn(ctx));
+            Room reserved = lander.reserve(stripe.index, label, length, roomAgainOn(ctx));
             if (reserved == null) {
                 awaitRoom();
                 return;
@@ -752,10 +773,10 @@ public final class StripedStreams implements BulkBytePath {
          */
         private ByteBuf landed(ChannelHandlerContext ctx, ByteBuf in, int length) {
             ChunkLander chunks = lander;
-            if (chunks == null || !chunks.lands(length)) {
+            if (chunks == null || !chunks.lands(label, length)) {
                 return in.readRetainedSlice(length);
             }
-            ByteBuf chunk = chunks.land(stripe.index, in, length, roomAgainOn(ctx));
+            ByteBuf chunk = chunks.land(stripe.index, label, in, length, roomAgainOn(ctx));
             if (chunk == null) {
                 awaitRoom();
             }

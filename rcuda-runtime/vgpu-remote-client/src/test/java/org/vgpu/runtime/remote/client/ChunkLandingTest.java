@@ -71,6 +71,30 @@ class ChunkLandingTest {
     }
 
     @Test
+    void aChunkAlreadyInItsPlaceIsNeitherCopiedNorHandedOffAndTheLandingIsIdle() {
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment destination = arena.allocate(4 * MIN);
+            PendingCopyToHost copy = new PendingCopyToHost(destination, destination.byteSize());
+            // what a stripe read straight in: a buffer over the destination's own bytes at the chunk's offset
+            destination.asSlice(MIN, MIN).fill((byte) 5);
+            ByteBuf inPlace =
+                    Unpooled.wrappedBuffer(destination.asSlice(MIN, MIN).asByteBuffer());
+            landing.land(copy, destination, MIN, inPlace);
+            assertEquals(0, copier.queued());
+            assertEquals(0, landing.handedOff());
+            assertTrue(landing.idle());
+            // the same bytes named at another offset are copied there
+            landing.land(copy, destination, 2 * MIN, inPlace);
+            assertEquals(1, copier.queued());
+            assertFalse(landing.idle(), "a chunk is landing");
+            copier.runAll();
+            assertEquals(5, destination.get(ValueLayout.JAVA_BYTE, 3 * MIN - 1));
+            assertTrue(landing.idle());
+            inPlace.release();
+        }
+    }
+
+    @Test
     void aWaitingThreadReturnsOnlyOnceWhatWasHandedOffHasLanded() throws Exception {
         byte[] destination = new byte[MIN];
         PendingCopyToHost copy = new PendingCopyToHost(MemorySegment.ofArray(destination), destination.length);

@@ -39,6 +39,8 @@ import org.vgpu.runtime.api.VgpuException;
 class SharedMemoryRingTest {
     private static final int SLOTS = 4;
     private static final int SLOT_BYTES = 64 << 10;
+    /** What the chunks are said to be: shared slots do not carry it. */
+    private static final ChunkLabel LABEL = new ChunkLabel(1, 0);
 
     @TempDir
     Path directory;
@@ -108,10 +110,11 @@ class SharedMemoryRingTest {
                 IllegalArgumentException.class,
                 () -> SharedMemoryRing.create(directory, SLOTS, SharedMemoryRing.MAX_SLOT_BYTES + 4096));
         assertThrows(IllegalArgumentException.class, () -> SharedMemoryRing.create(directory, SLOTS, 5000));
-        assertThrows(IllegalArgumentException.class, () -> client.send(MemorySegment.ofArray(new byte[0]), 0, -1));
+        assertThrows(
+                IllegalArgumentException.class, () -> client.send(MemorySegment.ofArray(new byte[0]), 0, -1, LABEL));
         assertThrows(
                 IllegalArgumentException.class,
-                () -> client.send(MemorySegment.ofArray(new byte[SLOT_BYTES + 1]), 0, SLOT_BYTES + 1));
+                () -> client.send(MemorySegment.ofArray(new byte[SLOT_BYTES + 1]), 0, SLOT_BYTES + 1, LABEL));
     }
 
     @Test
@@ -126,9 +129,10 @@ class SharedMemoryRingTest {
     void aSenderWaitsWhileEverySlotIsTakenAndGoesOnWhenOneIsReleased() throws Exception {
         ByteBuf[] trailers = new ByteBuf[SLOTS];
         for (int slot = 0; slot < SLOTS; slot++) {
-            trailers[slot] = client.send(filled(100, slot), 0, 100);
+            trailers[slot] = client.send(filled(100, slot), 0, 100, LABEL);
         }
-        CompletableFuture<ByteBuf> waiting = CompletableFuture.supplyAsync(() -> client.send(filled(100, 9), 0, 100));
+        CompletableFuture<ByteBuf> waiting =
+                CompletableFuture.supplyAsync(() -> client.send(filled(100, 9), 0, 100, LABEL));
         assertThrows(TimeoutException.class, () -> waiting.get(200, TimeUnit.MILLISECONDS));
         ByteBuf first = worker.receive(trailers[0]);
         assertThrows(
@@ -152,9 +156,10 @@ class SharedMemoryRingTest {
     @Test
     void closingStopsASenderThatWaitsForASlot() throws Exception {
         for (int slot = 0; slot < SLOTS; slot++) {
-            client.send(filled(8, slot), 0, 8).release();
+            client.send(filled(8, slot), 0, 8, LABEL).release();
         }
-        CompletableFuture<ByteBuf> waiting = CompletableFuture.supplyAsync(() -> client.send(filled(8, 0), 0, 8));
+        CompletableFuture<ByteBuf> waiting =
+                CompletableFuture.supplyAsync(() -> client.send(filled(8, 0), 0, 8, LABEL));
         assertThrows(TimeoutException.class, () -> waiting.get(100, TimeUnit.MILLISECONDS));
         client.close();
         Exception stopped = assertThrows(Exception.class, () -> waiting.get(5, TimeUnit.SECONDS));
@@ -179,7 +184,7 @@ class SharedMemoryRingTest {
 
     @Test
     void aSlotIsReceivedOnceAndATrailerOfAnotherSizeIsRefused() {
-        ByteBuf trailer = client.send(filled(16, 3), 0, 16);
+        ByteBuf trailer = client.send(filled(16, 3), 0, 16, LABEL);
         ByteBuf chunk = worker.receive(trailer.duplicate());
         VgpuException twice = assertThrows(VgpuException.class, () -> worker.receive(trailer.duplicate()));
         assertEquals("shared slot 0 was named by a frame but not filled", twice.detail());
@@ -193,7 +198,7 @@ class SharedMemoryRingTest {
     @Test
     void theInBandPathCarriesTheBytesThemselves() {
         MemorySegment bytes = filled(32, 5);
-        ByteBuf trailer = InBandFrames.INSTANCE.send(bytes, 0, 32);
+        ByteBuf trailer = InBandFrames.INSTANCE.send(bytes, 0, 32, LABEL);
         ByteBuf chunk = InBandFrames.INSTANCE.receive(trailer);
         assertArrayEquals(expected(32, 5), ByteBufUtil.getBytes(chunk));
         assertEquals(32, InBandFrames.INSTANCE.trailerBytes(32));
@@ -203,7 +208,7 @@ class SharedMemoryRingTest {
     }
 
     private static void bytesTravel(SharedMemoryRing from, SharedMemoryRing to, int length) {
-        ByteBuf trailer = from.send(filled(length + 10, length), 10, length);
+        ByteBuf trailer = from.send(filled(length + 10, length), 10, length, LABEL);
         ByteBuf chunk = to.receive(trailer);
         try {
             byte[] all = expected(length + 10, length);

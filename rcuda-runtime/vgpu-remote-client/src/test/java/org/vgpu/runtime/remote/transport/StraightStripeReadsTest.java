@@ -94,7 +94,12 @@ class StraightStripeReadsTest {
     }
 
     private static ByteBuf chunk(int number, byte[] bytes) {
-        return Unpooled.buffer().writeInt(number).writeInt(bytes.length).writeBytes(bytes);
+        return Unpooled.buffer()
+                .writeInt(number)
+                .writeInt(bytes.length)
+                .writeInt(7)
+                .writeLong(0)
+                .writeBytes(bytes);
     }
 
     private byte[] take(int number, int length) {
@@ -138,7 +143,12 @@ class StraightStripeReadsTest {
         client.writeAndFlush(chunk(0, first)).syncUninterruptibly();
         assertArrayEquals(first, take(0, first.length));
         // a header and half the body, then the connection closes
-        ByteBuf half = Unpooled.buffer().writeInt(1).writeInt(64 << 10).writeBytes(pattern(32 << 10, 2));
+        ByteBuf half = Unpooled.buffer()
+                .writeInt(1)
+                .writeInt(64 << 10)
+                .writeInt(7)
+                .writeLong(0)
+                .writeBytes(pattern(32 << 10, 2));
         client.writeAndFlush(half).syncUninterruptibly();
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
         while (lander.reserved.get() < 2 && System.nanoTime() < deadline) {
@@ -161,12 +171,12 @@ class StraightStripeReadsTest {
         final AtomicInteger abandoned = new AtomicInteger();
 
         @Override
-        public boolean lands(int length) {
+        public boolean lands(ChunkLabel label, int length) {
             return length >= LANDED_FROM;
         }
 
         @Override
-        public StripedStreams.Room reserve(int stripe, int length, Runnable roomAgain) {
+        public StripedStreams.Room reserve(int stripe, ChunkLabel label, int length, Runnable roomAgain) {
             reserved.incrementAndGet();
             ByteBuf into = Unpooled.directBuffer(length, length);
             return new StripedStreams.Room() {
@@ -190,9 +200,9 @@ class StraightStripeReadsTest {
         }
 
         @Override
-        public ByteBuf land(int stripe, ByteBuf in, int length, Runnable roomAgain) {
+        public ByteBuf land(int stripe, ChunkLabel label, ByteBuf in, int length, Runnable roomAgain) {
             copied.incrementAndGet();
-            return StripedStreams.ChunkLander.super.land(stripe, in, length, roomAgain);
+            return StripedStreams.ChunkLander.super.land(stripe, label, in, length, roomAgain);
         }
     }
 }

@@ -14,7 +14,9 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -43,6 +45,7 @@ import org.vgpu.runtime.remote.protocol.ReplyEncoder;
  */
 @Timeout(value = 30, unit = TimeUnit.SECONDS)
 class StripedStreamsTest {
+    private static final ChunkLabel LABEL = new ChunkLabel(1, 0);
     private final AtomicReference<VgpuException> failure = new AtomicReference<>();
     private final List<EmbeddedChannel> channels = new ArrayList<>();
 
@@ -61,8 +64,14 @@ class StripedStreamsTest {
         return path;
     }
 
+    /** Chunk {@code number} as a stripe carries it: its header, labelled as request 7's bytes at 0, then the bytes. */
     private static ByteBuf chunk(int number, byte[] bytes) {
-        return Unpooled.buffer().writeInt(number).writeInt(bytes.length).writeBytes(bytes);
+        return Unpooled.buffer()
+                .writeInt(number)
+                .writeInt(bytes.length)
+                .writeInt(7)
+                .writeLong(0)
+                .writeBytes(bytes);
     }
 
     private static ByteBuf trailer(int number, int length) {
@@ -109,12 +118,12 @@ class StripedStreamsTest {
         // it lands chunks of 3 bytes and more
         path.landIn(new StripedStreams.ChunkLander() {
             @Override
-            public boolean lands(int length) {
+            public boolean lands(ChunkLabel label, int length) {
                 return length >= 3;
             }
 
             @Override
-            public StripedStreams.Room reserve(int stripe, int length, Runnable roomAgain) {
+            public StripedStreams.Room reserve(int stripe, ChunkLabel label, int length, Runnable roomAgain) {
                 return new TestRoom(length, landed);
             }
         });
@@ -160,11 +169,25 @@ class StripedStreamsTest {
     }
 
     @Test
-    void whatIsSentComesOutOnTheStripesAndIsReassembledAtTheFarEnd() {
+    void whatIsSentComesOutOnTheStripesAndIsReassembledAtTheFarEndEachChunkLabelledAsSent() {
         StripedStreams sender = path(3, Duration.ofSeconds(5));
         List<EmbeddedChannel> senderChannels = List.copyOf(channels);
         StripedStreams receiver = path(3, Duration.ofSeconds(5));
         List<EmbeddedChannel> receiverChannels = channels.subList(3, 6);
+        // a lander that lands nothing, asked about each chunk as its header arrives
+        Set<ChunkLabel> asked = new HashSet<>();
+        receiver.landIn(new StripedStreams.ChunkLander() {
+            @Override
+            public boolean lands(ChunkLabel label, int length) {
+                assertTrue(asked.add(label), "asked once about " + label);
+                return false;
+            }
+
+            @Override
+            public StripedStreams.Room reserve(int stripe, ChunkLabel label, int length, Runnable roomAgain) {
+                throw new AssertionError("reserved a chunk it does not land");
+            }
+        });
         byte[] all = new byte[7 * 1000];
         for (int i = 0; i < all.length; i++) {
             all[i] = (byte) (i ^ (i >> 8));
@@ -176,8 +199,9 @@ class StripedStreamsTest {
             for (int chunk = 0; chunk < 7; chunk++) {
                 trailers.add(
                         chunk % 2 == 0
-                                ? sender.send(src, chunk * 1000L, 1000)
-                                : sender.sendBorrowed(src, chunk * 1000L, 1000, () -> {}));
+                                ? sender.send(src, chunk * 1000L, 1000, new ChunkLabel(9, chunk * 1000L))
+                                : sender.sendBorrowed(
+                                        src, chunk * 1000L, 1000, new ChunkLabel(9, chunk * 1000L), () -> {}));
             }
             for (int stripe = 2; stripe >= 0; stripe--) {
                 ByteBuf written;
@@ -193,8 +217,10 @@ class StripedStreamsTest {
                 byte[] want = new byte[1000];
                 System.arraycopy(all, chunk * 1000, want, 0, 1000);
                 assertArrayEquals(want, got, "chunk " + chunk);
+                assertTrue(asked.contains(new ChunkLabel(9, chunk * 1000L)), "chunk " + chunk + " came labelled");
             }
         }
+        assertEquals(7, asked.size());
     }
 
     @Test
@@ -232,7 +258,12 @@ class StripedStreamsTest {
     @Test
     void aChunkOverTheBoundFailsThePathBeforeItsBytesAreBuffered() {
         path(1, Duration.ofSeconds(5));
-        channels.get(0).writeInbound(Unpooled.buffer().writeInt(0).writeInt(StripedStreams.MAX_CHUNK_BYTES + 1));
+        channels.get(0)
+                .writeInbound(Unpooled.buffer()
+                        .writeInt(0)
+                        .writeInt(StripedStreams.MAX_CHUNK_BYTES + 1)
+                        .writeInt(7)
+                        .writeLong(0));
         assertEquals(
                 "stripe 0 announces a chunk of " + (StripedStreams.MAX_CHUNK_BYTES + 1) + " bytes, over the bound of "
                         + StripedStreams.MAX_CHUNK_BYTES,
@@ -254,7 +285,7 @@ class StripedStreamsTest {
         assertEquals(ErrorCode.VGPU_PROTOCOL_ERROR, e.code());
         assertEquals("stripe 1 closed while chunk 1 was awaited", e.detail());
         assertEquals(e, failure.get(), "the session hears of it");
-        assertThrows(IllegalStateException.class, () -> path.send(MemorySegment.ofArray(new byte[1]), 0, 1));
+        assertThrows(IllegalStateException.class, () -> path.send(MemorySegment.ofArray(new byte[1]), 0, 1, LABEL));
     }
 
     @Test
@@ -320,7 +351,7 @@ class StripedStreamsTest {
     void aSenderWaitsForAStripeToJoinAndGivesUpWhenThePathCloses() throws Exception {
         StripedStreams path = new StripedStreams(1, Duration.ofSeconds(60), why -> failure.set(why));
         CompletableFuture<ByteBuf> sending =
-                CompletableFuture.supplyAsync(() -> path.send(MemorySegment.ofArray(new byte[4]), 0, 4));
+                CompletableFuture.supplyAsync(() -> path.send(MemorySegment.ofArray(new byte[4]), 0, 4, LABEL));
         Thread.sleep(50);
         assertFalse(sending.isDone());
         path.close();
@@ -386,12 +417,12 @@ class StripedStreamsTest {
         // room for one chunk until the test gives more
         path.landIn(new StripedStreams.ChunkLander() {
             @Override
-            public boolean lands(int length) {
+            public boolean lands(ChunkLabel label, int length) {
                 return true;
             }
 
             @Override
-            public StripedStreams.Room reserve(int stripe, int length, Runnable roomAgain) {
+            public StripedStreams.Room reserve(int stripe, ChunkLabel label, int length, Runnable roomAgain) {
                 if (!room.get()) {
                     waiting.add(roomAgain);
                     return null;

@@ -1,0 +1,91 @@
+package org.vgpu.runtime.remote.client;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import io.netty.buffer.ByteBuf;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import org.vgpu.runtime.api.ErrorCode;
+import org.vgpu.runtime.api.VgpuException;
+import org.vgpu.runtime.remote.transport.ChunkLabel;
+import org.vgpu.runtime.remote.transport.StripedStreams;
+
+/**
+ * The rooms a stripe reads an expected copy's chunks into are the caller's memory at each chunk's offset, nothing
+ * outside the copy is ever handed out, and a copy is forgotten only once no stripe reads into its memory.
+ */
+@Timeout(value = 30, unit = TimeUnit.SECONDS)
+class StraightDestinationsTest {
+    private final StraightDestinations destinations = new StraightDestinations();
+
+    @Test
+    void anExpectedCopysChunkIsReadIntoTheCallersMemoryAtItsOffset() {
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment memory = arena.allocate(1000);
+            destinations.expect(4, memory);
+            assertTrue(destinations.lands(new ChunkLabel(4, 600), 400));
+            assertFalse(destinations.lands(new ChunkLabel(5, 0), 400), "another request's chunks are copied");
+            assertFalse(destinations.lands(new ChunkLabel(4, 0), 0), "an empty chunk has nothing to read");
+
+            StripedStreams.Room room = destinations.reserve(2, new ChunkLabel(4, 600), 400, () -> {});
+            assertEquals(memory.address() + 600, room.memory().address());
+            assertEquals(400, room.memory().byteSize());
+            room.memory().fill((byte) 9);
+            ByteBuf chunk = room.filled();
+            assertEquals(400, chunk.readableBytes());
+            assertEquals(memory.address() + 600, chunk.memoryAddress());
+            assertTrue(ChunkLanding.alreadyThere(memory, 600, chunk), "the landing copies nothing");
+            chunk.release();
+            assertEquals(1, destinations.straightChunks());
+
+            destinations.forget(4);
+            assertFalse(destinations.lands(new ChunkLabel(4, 600), 400), "a forgotten copy's chunks are copied");
+        }
+    }
+
+    @Test
+    void aChunkLabelledOutsideItsCopyIsTheWorkersProtocolError() {
+        try (Arena arena = Arena.ofShared()) {
+            destinations.expect(4, arena.allocate(1000));
+            for (ChunkLabel outside : new ChunkLabel[] {new ChunkLabel(4, 601), new ChunkLabel(4, Long.MAX_VALUE)}) {
+                VgpuException refused =
+                        assertThrows(VgpuException.class, () -> destinations.reserve(0, outside, 400, () -> {}));
+                assertEquals(ErrorCode.VGPU_PROTOCOL_ERROR, refused.code());
+                assertEquals(
+                        "stripe 0 carries 400 bytes at offset " + outside.offset()
+                                + " of request 4, whose copy is 1000 bytes",
+                        refused.detail());
+            }
+            assertEquals(0, destinations.straightChunks());
+        }
+    }
+
+    @Test
+    void aCopyIsForgottenOnlyOnceNoStripeReadsIntoItsMemory() throws Exception {
+        try (Arena arena = Arena.ofShared()) {
+            destinations.expect(4, arena.allocate(1000));
+            StripedStreams.Room filling = destinations.reserve(0, new ChunkLabel(4, 0), 500, () -> {});
+            StripedStreams.Room abandoned = destinations.reserve(1, new ChunkLabel(4, 500), 500, () -> {});
+            CompletableFuture<Void> forgetting = CompletableFuture.runAsync(() -> destinations.forget(4));
+            abandoned.abandon();
+            Thread.sleep(100);
+            assertFalse(forgetting.isDone(), "stripe 0 still reads into the copy's memory");
+            filling.filled().release();
+            forgetting.get(10, TimeUnit.SECONDS);
+        }
+    }
+
+    @Test
+    void onlyNativeMemoryIsReadStraightIn() {
+        assertThrows(IllegalArgumentException.class, () -> destinations.expect(1, MemorySegment.ofArray(new byte[8])));
+    }
+}
