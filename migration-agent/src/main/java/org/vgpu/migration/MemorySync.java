@@ -265,7 +265,13 @@ final class MemorySync implements AutoCloseable {
             target.streamSynchronize(targetStreams.get(k));
         }
         faults.reached(FaultPoint.MEM_SYNC_BATCH, index, target);
-        source.memcpyDtoHGatherAsync(buffers.get(k), batch, sourceStreams.get(k));
+        if (source instanceof RemoteGpu remote) {
+            // the buffer is neither touched nor freed before its source stream is synchronized (close waits for the
+            // reads first): a striped session reads the batch's chunks straight into it
+            remote.memcpyDtoHGatherAsyncIntoKeptMemory(buffers.get(k), batch, sourceStreams.get(k));
+        } else {
+            source.memcpyDtoHGatherAsync(buffers.get(k), batch, sourceStreams.get(k));
+        }
     }
 
     /**

@@ -36,6 +36,8 @@ import org.vgpu.runtime.api.VaWindow;
 import org.vgpu.runtime.api.VirtualGpu;
 import org.vgpu.runtime.kernels.TestKernels;
 import org.vgpu.runtime.remote.client.RemoteGpu;
+import org.vgpu.runtime.remote.transport.SameHostBulk;
+import org.vgpu.runtime.remote.transport.StripedBulk;
 import org.vgpu.runtime.remote.worker.WorkerReport;
 import org.vgpu.runtime.workloads.LennardJonesWorkload;
 import org.vgpu.runtime.workloads.PointerChaseWorkload;
@@ -135,6 +137,55 @@ class RemoteMigrationTest {
                 gpu.memcpyDtoH(MemorySegment.ofArray(back), data, 12);
                 assertArrayEquals(new int[] {4, 5, 6}, back, "the session on the worker goes on");
             }
+        }
+    }
+
+    /**
+     * A move home from a worker the session stripes to, as to a worker on another host (shared memory off): the
+     * mem-sync's batches, gathers in flight at once into the staging buffers, are read by the stripes straight into
+     * those buffers, and the state arrives intact.
+     */
+    @Test
+    void aMoveHomeOverStripesReadsTheMemSyncStraightIntoItsBuffersAndTheStateArrivesIntact() {
+        System.setProperty(SameHostBulk.PROPERTY, "off");
+        System.setProperty(StripedBulk.MODE_PROPERTY, "always");
+        try (Emulation local = new Emulation(2);
+                LocalWorkers workers = new LocalWorkers()) {
+            MigrationTarget.RemoteWorker source = workers.start(0);
+            VaWindow window = VaWindow.forVgpu(1);
+            RemoteGpu remote = (RemoteGpu) workers.resolver.open(source, window, null);
+            assertTrue(remote.bulkPathDescription().startsWith("striped"), remote.bulkPathDescription());
+            try (MigratableGpu gpu = new MigratableGpu(
+                    remote,
+                    source,
+                    new NodeTargetResolver(local.backend, workers.resolver),
+                    Emulation.VERIFIED,
+                    MigrationListener.NONE,
+                    MigrationFaults.NONE)) {
+                // 24 MiB and a bit in three allocations: batches of 3 MiB, several gathers in flight at once
+                byte[][] states = new byte[3][];
+                long[] addresses = new long[3];
+                Random random = new Random(SEED);
+                for (int i = 0; i < 3; i++) {
+                    states[i] = new byte[(8 << 20) + 4096 * i + 12];
+                    random.nextBytes(states[i]);
+                    addresses[i] = gpu.memAlloc(states[i].length);
+                    gpu.memcpyHtoD(addresses[i], MemorySegment.ofArray(states[i]), states[i].length);
+                }
+                long before = remote.chunksReadStraightIn();
+
+                gpu.migrate(Emulation.gpu(1));
+
+                assertTrue(remote.chunksReadStraightIn() > before, "the mem-sync's chunks were read straight in");
+                for (int i = 0; i < 3; i++) {
+                    byte[] back = new byte[states[i].length];
+                    gpu.memcpyDtoH(MemorySegment.ofArray(back), addresses[i], back.length);
+                    assertArrayEquals(states[i], back, "allocation " + i);
+                }
+            }
+        } finally {
+            System.clearProperty(SameHostBulk.PROPERTY);
+            System.clearProperty(StripedBulk.MODE_PROPERTY);
         }
     }
 

@@ -440,8 +440,15 @@ public abstract class AbstractVirtualGpu<M, F, S, E> extends ChunkBackedGpu impl
     @Override
     public void memcpyDtoHGatherAsync(MemorySegment dstHost, List<DeviceRegion> srcRegions, StreamHandle stream) {
         ensureOpen();
-        List<DeviceRegion> regions = pointers.regionCopy("memcpyDtoHGather", srcRegions, dstHost, true);
-        doMemcpyDtoHGather(dstHost, regions, stream(stream));
+        doMemcpyDtoHGather(dstHost, gatherRegions(dstHost, srcRegions), stream(stream));
+    }
+
+    /**
+     * The regions of a gather into {@code dstHost}, checked as {@link #memcpyDtoHGatherAsync} checks them: for a
+     * backend's own forms of that call.
+     */
+    protected final List<DeviceRegion> gatherRegions(MemorySegment dstHost, List<DeviceRegion> srcRegions) {
+        return pointers.regionCopy("memcpyDtoHGather", srcRegions, dstHost, true);
     }
 
     @Override

@@ -38,9 +38,11 @@ import org.vgpu.runtime.remote.protocol.RequestDecoder;
  * @param copyThreads       {@value #COPY_THREADS}: how many threads copy a large chunk between the network's
  *                          buffers and host memory (the worker's staging slot, the caller's memory), the one copy
  *                          in user space a bulk byte takes ({@code ParallelCopy}); default 4 from 8 cores on, else 1
- * @param landStripedChunks {@value #LANDING}, worker end: whether a stripe lands each chunk bound for the device in
- *                          page-locked memory as it arrives, on its own event loop (true, the default), or keeps it
- *                          in the socket's buffers for the GPU thread to copy after its frame (false, to compare)
+ * @param landStripedChunks {@value #LANDING}: whether a stripe lands chunks as they arrive, on its own event loop
+ *                          (true, the default), or keeps them in the socket's buffers to be copied after their frames
+ *                          (false, to compare): on the worker each chunk bound for the device, in page-locked memory;
+ *                          on the client the chunks of a synchronous device-to-host copy, read straight into the
+ *                          caller's memory
  */
 public record RemoteTuning(
         int chunkBytes,

@@ -88,4 +88,34 @@ class StripedRemoteGpuConformanceTest extends VirtualGpuConformanceTest {
             gpu.memFree(device);
         }
     }
+
+    /**
+     * A synchronous copy into memory an earlier asynchronous copy still writes ends with its own bytes there, as
+     * stream order says: its chunks are not read straight in while the earlier copy's may still land after them.
+     */
+    @Test
+    void aCopyIntoMemoryAnEarlierCopyStillWritesEndsWithItsOwnBytes() {
+        int bytes = 8 << 20;
+        byte[] first = new byte[bytes];
+        byte[] second = new byte[bytes];
+        for (int i = 0; i < bytes; i++) {
+            first[i] = (byte) i;
+            second[i] = (byte) (i * 3 + 1);
+        }
+        long fromFirst = gpu.memAlloc(bytes);
+        long fromSecond = gpu.memAlloc(bytes);
+        try (Arena arena = Arena.ofShared()) {
+            gpu.memcpyHtoD(fromFirst, MemorySegment.ofArray(first), bytes);
+            gpu.memcpyHtoD(fromSecond, MemorySegment.ofArray(second), bytes);
+            MemorySegment host = arena.allocate(bytes);
+            for (int round = 0; round < 3; round++) {
+                gpu.memcpyDtoHAsync(host, fromFirst, bytes, StreamHandle.DEFAULT);
+                gpu.memcpyDtoH(host, fromSecond, bytes);
+                assertArrayEquals(second, host.toArray(ValueLayout.JAVA_BYTE), "round " + round);
+            }
+        } finally {
+            gpu.memFree(fromFirst);
+            gpu.memFree(fromSecond);
+        }
+    }
 }

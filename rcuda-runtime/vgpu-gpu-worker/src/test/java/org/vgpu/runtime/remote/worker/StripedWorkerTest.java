@@ -97,8 +97,8 @@ class StripedWorkerTest {
                 assertEquals(
                         "#2 ok 0 bytes",
                         client.send(e -> e.memAllocAt(2, WINDOW.base(), 4096)).read());
-                stripe1.sendBytes(chunk(1, new byte[] {5, 6, 7}));
-                stripe0.sendBytes(chunk(0, new byte[] {1, 2}));
+                stripe1.sendBytes(chunk(1, 3, 2, new byte[] {5, 6, 7}));
+                stripe0.sendBytes(chunk(0, 3, 0, new byte[] {1, 2}));
                 client.sendBytes(chunkOnStripes(3, true, 0, WINDOW.base(), 2));
                 client.sendBytes(chunkOnStripes(3, false, 1, WINDOW.base() + 2, 3));
                 // the copy is answered once both chunks came off their stripes, in the order of their frames (the
@@ -117,15 +117,16 @@ class StripedWorkerTest {
                 assertEquals(
                         "#2 ok 0 bytes",
                         client.send(e -> e.memAllocAt(2, WINDOW.base(), 4096)).read());
-                stripe0.sendBytes(chunk(0, new byte[] {1, 2, 3, 4, 5, 6}));
+                stripe0.sendBytes(chunk(0, 3, 0, new byte[] {1, 2, 3, 4, 5, 6}));
                 client.sendBytes(chunkOnStripes(3, false, 0, WINDOW.base(), 6));
                 assertEquals("#3 ok 0 bytes", client.read());
                 // 6 bytes in chunks of 4: chunk 0 on stripe 0, chunk 1 on stripe 1; each frame names its chunk
                 client.send(e -> e.memcpyDtoH(4, false, 0, WINDOW.base(), 6, 4));
                 assertEquals("#4 data@0 8 bytes more [0000000000000004]", client.read());
                 assertEquals("#4 data@4 8 bytes [0000000100000002]", client.read());
-                assertArrayEquals(chunk(0, new byte[] {1, 2, 3, 4}), stripe0.readRaw(12));
-                assertArrayEquals(chunk(1, new byte[] {5, 6}), stripe1.readRaw(10));
+                // each chunk's header names the request and where in its bytes the chunk starts
+                assertArrayEquals(chunk(0, 4, 0, new byte[] {1, 2, 3, 4}), stripe0.readRaw(24));
+                assertArrayEquals(chunk(1, 4, 4, new byte[] {5, 6}), stripe1.readRaw(22));
             }
         }
     }
@@ -143,12 +144,12 @@ class StripedWorkerTest {
                 assertEquals(
                         "#2 ok 0 bytes",
                         client.send(e -> e.memAllocAt(2, WINDOW.base(), length)).read());
-                stripe.sendBytes(chunk(0, bytes));
+                stripe.sendBytes(chunk(0, 3, 0, bytes));
                 client.sendBytes(chunkOnStripes(3, false, 0, WINDOW.base(), length));
                 assertEquals("#3 ok 0 bytes", client.read());
                 client.send(e -> e.memcpyDtoH(4, false, 0, WINDOW.base(), length, length));
                 assertEquals("#4 data@0 8 bytes [0000000000010000]", client.read());
-                assertArrayEquals(chunk(0, bytes), stripe.readRaw(8 + length));
+                assertArrayEquals(chunk(0, 4, 0, bytes), stripe.readRaw(20 + length));
             }
         }
     }
@@ -180,7 +181,7 @@ class StripedWorkerTest {
             StripeOffer offer = openStripedSession(client, 2);
             try (RawClient stripe = joinAsStripe(offer.key(), 1)) {
                 // stripe 1 carries chunks 1, 3, 5...
-                stripe.sendBytes(chunk(0, new byte[] {1}));
+                stripe.sendBytes(chunk(0, 3, 0, new byte[] {1}));
                 assertEquals(
                         "#0 error VGPU_PROTOCOL_ERROR: stripe 1 carries chunk 0 where chunk 1 is next on it",
                         client.read());
@@ -190,13 +191,13 @@ class StripedWorkerTest {
         assertFreedAndServingAgain();
     }
 
-    /** A chunk as a stripe carries it. */
-    private static byte[] chunk(int number, byte[] bytes) {
+    /** Chunk {@code number} as a stripe carries it: the bytes of request {@code requestId} from {@code offset}. */
+    private static byte[] chunk(int number, int requestId, long offset, byte[] bytes) {
         ByteBuf chunk = Unpooled.buffer()
                 .writeInt(number)
                 .writeInt(bytes.length)
-                .writeInt(0)
-                .writeLong(0)
+                .writeInt(requestId)
+                .writeLong(offset)
                 .writeBytes(bytes);
         try {
             return ByteBufUtil.getBytes(chunk);

@@ -124,11 +124,29 @@ final class ChunkLanding implements AutoCloseable {
     }
 
     /**
-     * Whether no chunk is landing or waiting to, and no copy is held for its owner thread: a copy expected now by
-     * {@link StraightDestinations} writes memory nothing else writes meanwhile. Batch lock held, so no copy starts.
+     * Whether a chunk landing or waiting to (a forwarded one counts, whatever it writes), or a copy held for its owner
+     * thread, writes any of {@code memory}: a copy that {@link StraightDestinations} expects must not.
      */
-    boolean idle() {
-        return landed == handedOff && heldCopies.isEmpty();
+    boolean writesInto(MemorySegment memory) {
+        Landing into = new Landing(memory.heapBase().orElse(null), memory.address(), memory.byteSize(), null, null);
+        synchronized (order) {
+            for (Landing landing : started) {
+                if (into.conflictsWith(landing)) {
+                    return true;
+                }
+            }
+            for (Landing landing : waiting) {
+                if (into.conflictsWith(landing)) {
+                    return true;
+                }
+            }
+        }
+        for (PendingCopyToHost held : heldCopies) {
+            if (held.writesInto(memory)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** Starts {@code landing} now if the rule lets it, else queues it. Event loop. */

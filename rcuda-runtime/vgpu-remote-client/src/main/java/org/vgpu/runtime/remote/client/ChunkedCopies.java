@@ -217,17 +217,24 @@ final class ChunkedCopies {
                 bytes,
                 streamId,
                 async,
+                !async,
                 (encoder, requestId) ->
                         encoder.memcpyDtoH(requestId, async, streamId, src, bytes, config.chunkBytes()));
     }
 
-    /** Device-to-host copies of many regions as one request; the regions' bytes land in {@code dst} back to back. */
-    void gatherToHost(MemorySegment dst, List<DeviceRegion> regions, int streamId, boolean async) {
+    /**
+     * Device-to-host copies of many regions as one request; the regions' bytes land in {@code dst} back to back.
+     *
+     * @param keptMemory the caller keeps {@code dst} allocated and untouched until the copy's stream is synchronized
+     *     with success or the session closes ({@link RemoteGpu#memcpyDtoHGatherAsyncIntoKeptMemory})
+     */
+    void gatherToHost(MemorySegment dst, List<DeviceRegion> regions, int streamId, boolean async, boolean keptMemory) {
         copyToHost(
                 dst,
                 DeviceRegion.totalBytes(regions),
                 streamId,
                 async,
+                keptMemory || !async,
                 (encoder, requestId) ->
                         encoder.memcpyDtoHGather(requestId, async, streamId, config.chunkBytes(), regions));
     }
@@ -302,9 +309,19 @@ final class ChunkedCopies {
         }
     }
 
-    /** Sends {@code request}, whose reply is {@code bytes} of DATA for {@code dst}. */
+    /**
+     * Sends {@code request}, whose reply is {@code bytes} of DATA for {@code dst}.
+     *
+     * @param keptMemory {@code dst} stays allocated while the copy is in flight: the caller waits in it (synchronous),
+     *     or promised so ({@link #gatherToHost})
+     */
     private void copyToHost(
-            MemorySegment dst, long bytes, int streamId, boolean async, WorkerConnection.Request request) {
+            MemorySegment dst,
+            long bytes,
+            int streamId,
+            boolean async,
+            boolean keptMemory,
+            WorkerConnection.Request request) {
         PendingCopyToHost copy = new PendingCopyToHost(dst, bytes);
         if (copy.heldForOwner()) {
             landing.hold(copy);
@@ -315,17 +332,14 @@ final class ChunkedCopies {
         try {
             loss.checkAlive();
             StraightDestinations destinations = straight;
-            // alone in flight: its chunks, read on all stripes at once before their frames, overtake nothing
-            boolean alone = destinations != null
-                    && !async
+            id = calls.append(batcher, request, copy);
+            if (destinations != null
+                    && keptMemory
                     && dst.isNative()
                     && ParallelCopy.isShared(dst)
                     && bytes >= ZERO_COPY_MIN_BYTES
-                    && !calls.copyToHostWaiting()
-                    && landing.idle();
-            id = calls.append(batcher, request, copy);
-            if (alone) {
-                destinations.expect(id, dst);
+                    && overtakesNothing(copy, dst)) {
+                destinations.expect(id, copy, dst);
                 readStraight = destinations;
             }
             if (async) {
@@ -357,6 +371,17 @@ final class ChunkedCopies {
             }
             copy.throwIfDestinationFreed();
         }
+    }
+
+    /**
+     * Whether {@code copy}'s chunks, read straight into {@code dst} on all stripes at once and before their frames,
+     * would write memory that no other copy to host writes meanwhile: none waiting for its data, then (a copy that
+     * no longer waits handed all its chunks off before) none landing or held for its owner thread. A later copy into
+     * the same memory lands only after this one's frames, so after its chunks arrived. Batch lock held, so no copy
+     * starts meanwhile.
+     */
+    private boolean overtakesNothing(PendingCopyToHost copy, MemorySegment dst) {
+        return !calls.copyToHostWritingInto(dst, copy) && !landing.writesInto(dst);
     }
 
     /**

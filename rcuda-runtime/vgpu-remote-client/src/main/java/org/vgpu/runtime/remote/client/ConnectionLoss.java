@@ -20,16 +20,38 @@ final class ConnectionLoss {
     private volatile VgpuException lost;
     /** This client ends the session itself, so the connection's end is no failure of the worker's. */
     private volatile boolean closing;
+    /** Runs once as the connection is lost, before anyone can hear of it. */
+    private volatile Runnable onLoss = () -> {};
+    /** Runs in an app thread before it hears of the loss. */
+    private volatile Runnable beforeTelling = () -> {};
 
     ConnectionLoss(WorkerEndpoint endpoint) {
         this.endpoint = endpoint;
+    }
+
+    /**
+     * Has {@code stop} run as the connection is lost, before the loss is recorded, and {@code settle} run in each app
+     * thread before it hears of the loss (from {@link #checkAlive} or a call that failed with it): the stripes reading
+     * chunks straight into callers' memory stop, and a caller frees that memory only once they did.
+     */
+    void beforeTelling(Runnable stop, Runnable settle) {
+        onLoss = stop;
+        beforeTelling = settle;
     }
 
     /** Throws the loss, with this thread's stack, if the connection is lost. */
     void checkAlive() {
         VgpuException failure = lost;
         if (failure != null) {
+            beforeTelling.run();
             throw new VgpuException(failure.code(), failure.detail(), failure);
+        }
+    }
+
+    /** Lets this app thread hear of the loss: what must settle first has. */
+    void settled() {
+        if (lost != null) {
+            beforeTelling.run();
         }
     }
 
@@ -40,6 +62,7 @@ final class ConnectionLoss {
     /** Records {@code failure} unless the connection was lost before. Event loop. */
     VgpuException lose(VgpuException failure) {
         if (lost == null) {
+            onLoss.run();
             lost = failure;
         }
         return lost;

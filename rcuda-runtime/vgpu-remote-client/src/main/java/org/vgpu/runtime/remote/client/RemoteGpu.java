@@ -324,12 +324,28 @@ public final class RemoteGpu extends OneToOneClientCalls<RemoteGpu.Module, Remot
     /** One request for all the regions (or for as many as one frame can name), so small regions cost one round trip together. */
     @Override
     protected void doMemcpyDtoHGather(MemorySegment dst, List<DeviceRegion> regions, Integer stream) {
+        gather(dst, regions, stream, false);
+    }
+
+    /**
+     * As {@link #memcpyDtoHGatherAsync}, for a caller that keeps {@code dstHost} allocated, and neither reads nor
+     * writes it, until it has synchronized {@code stream} with success, or until this vGPU is closed: the session's
+     * stripes may then read the gather's chunks straight into {@code dstHost} as they arrive, before their frames,
+     * where they overlap no other copy into host memory in flight (a migration's mem-sync into its staging buffers).
+     */
+    public void memcpyDtoHGatherAsyncIntoKeptMemory(
+            MemorySegment dstHost, List<DeviceRegion> srcRegions, StreamHandle stream) {
+        ensureOpen();
+        gather(dstHost, gatherRegions(dstHost, srcRegions), stream(stream), true);
+    }
+
+    private void gather(MemorySegment dst, List<DeviceRegion> regions, Integer stream, boolean keptMemory) {
         long offset = 0;
         for (int from = 0; from < regions.size() || from == 0; from += RequestDecoder.MAX_GATHER_REGIONS) {
             List<DeviceRegion> part =
                     regions.subList(from, Math.min(regions.size(), from + RequestDecoder.MAX_GATHER_REGIONS));
             long bytes = DeviceRegion.totalBytes(part);
-            copies.gatherToHost(dst.asSlice(offset, bytes), part, stream, true);
+            copies.gatherToHost(dst.asSlice(offset, bytes), part, stream, true, keptMemory);
             offset += bytes;
         }
     }

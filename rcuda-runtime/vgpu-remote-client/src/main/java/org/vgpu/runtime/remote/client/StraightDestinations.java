@@ -23,59 +23,84 @@ import org.vgpu.runtime.remote.transport.StripedStreams;
  * {@link ChunkLanding} sees that and copies nothing.
  *
  * <p>The chunks of a copy are read on all the stripes at once, in no order, and before their frames, so a copy is
- * {@link #expect expected} only when that cannot change what the caller finds in its memory: {@link ChunkedCopies}
- * expects a synchronous copy alone, with no other device-to-host copy in flight, landing or held; the caller's thread
- * waits in the copy meanwhile, so its memory stays allocated. A chunk whose header names a place outside its copy is
- * the worker's protocol error, and nothing of it is read there.
+ * {@link #expect expected} only when that cannot change what the caller finds in its memory, and only while that
+ * memory stays allocated ({@link ChunkedCopies} decides: no other copy into the same memory in flight, landing or
+ * held, and a caller that waits in the copy or promised to keep the memory). A chunk whose header names a place outside
+ * its copy is the worker's protocol error, and nothing of it is read there. Once the connection is lost the stripes
+ * read nothing more into callers' memory, and no app thread hears of the loss before the chunks being read into it
+ * were given up ({@link #stopExpecting}, {@link #awaitQuiet}).
  *
  * <p>Threads: app threads expect and forget copies; the stripes' event loops reserve and fill the rooms.
  */
 final class StraightDestinations implements StripedStreams.ChunkLander {
     private static final Logger LOG = LoggerFactory.getLogger(StraightDestinations.class);
-    /** How long {@link #forget} waits for a stripe still reading into a copy's memory: its connection was lost. */
-    private static final long FORGET_PATIENCE_MILLIS = 10_000;
+    /** How long a caller waits for a stripe still reading into its memory: its connection was lost. */
+    private static final long QUIET_PATIENCE_MILLIS = 10_000;
 
     private final ConcurrentHashMap<Integer, Destination> expected = new ConcurrentHashMap<>();
-    /** Chunks read straight into their destination so far: for tests and logs. */
+    /** Rooms being filled, of all copies. */
+    private final AtomicInteger filling = new AtomicInteger();
+    /** Chunks read straight into their destination so far: for tests and the benchmark. */
     private final AtomicLong straightChunks = new AtomicLong();
 
-    /** The memory of one expected copy, and how many of its chunks are being read into it right now. */
-    private record Destination(MemorySegment memory, AtomicInteger filling) {}
+    private volatile boolean stopped;
+
+    /** The memory of one expected copy, the copy, and how many of its chunks are being read into it right now. */
+    private record Destination(MemorySegment memory, PendingCall<?> copy, AtomicInteger filling) {}
 
     /**
-     * Has the chunks of request {@code requestId}'s copy read straight into {@code memory} (shared native memory, as
-     * long as the copy), until {@link #forget}.
+     * Has the chunks of request {@code requestId}'s copy read straight into {@code memory} (shared native memory that
+     * stays allocated while the copy is in flight) until the copy is done or {@link #forget forgotten}. Forgets the
+     * copies done meanwhile. Batch lock held.
      */
-    void expect(int requestId, MemorySegment memory) {
+    void expect(int requestId, PendingCall<?> copy, MemorySegment memory) {
         if (!memory.isNative()) {
             throw new IllegalArgumentException("a copy read straight in needs native memory");
         }
-        expected.put(requestId, new Destination(memory, new AtomicInteger()));
+        expected.values()
+                .removeIf(done -> done.copy().isDone() && done.filling().get() == 0);
+        if (!stopped) {
+            expected.put(requestId, new Destination(memory, copy, new AtomicInteger()));
+        }
     }
 
     /**
      * Stops reading request {@code requestId}'s chunks straight in, once no stripe reads into its memory any more: the
      * caller may free that memory after this. A stripe still reading means the connection was lost and its stripes
-     * are closing; after {@value #FORGET_PATIENCE_MILLIS} ms this gives up and says so.
+     * are closing; after {@value #QUIET_PATIENCE_MILLIS} ms this gives up and says so.
      */
     void forget(int requestId) {
         Destination gone = expected.remove(requestId);
-        if (gone == null || gone.filling().get() == 0) {
+        if (gone != null) {
+            await(gone.filling(), "request " + requestId);
+        }
+    }
+
+    /** The connection is lost: no chunk is read straight in from now on. Event loop, before the loss is told. */
+    void stopExpecting() {
+        stopped = true;
+        expected.clear();
+    }
+
+    /** Returns once no stripe reads into callers' memory (at most {@value #QUIET_PATIENCE_MILLIS} ms). */
+    void awaitQuiet() {
+        await(filling, "callers' memory");
+    }
+
+    private void await(AtomicInteger rooms, String what) {
+        if (rooms.get() == 0) {
             return;
         }
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(FORGET_PATIENCE_MILLIS);
-        synchronized (gone) {
-            while (gone.filling().get() > 0) {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(QUIET_PATIENCE_MILLIS);
+        synchronized (this) {
+            while (rooms.get() > 0) {
                 long left = deadline - System.nanoTime();
                 if (left <= 0) {
-                    LOG.error(
-                            "a stripe still reads into the memory of request {} after {} ms",
-                            requestId,
-                            FORGET_PATIENCE_MILLIS);
+                    LOG.error("a stripe still reads into the memory of {} after {} ms", what, QUIET_PATIENCE_MILLIS);
                     return;
                 }
                 try {
-                    TimeUnit.NANOSECONDS.timedWait(gone, left);
+                    TimeUnit.NANOSECONDS.timedWait(this, left);
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
                     return;
@@ -91,7 +116,8 @@ final class StraightDestinations implements StripedStreams.ChunkLander {
 
     @Override
     public boolean lands(ChunkLabel label, int length) {
-        return length > 0 && expected.containsKey(label.requestId());
+        Destination destination = expected.get(label.requestId());
+        return length > 0 && destination != null && !destination.copy().isDone();
     }
 
     @Override
@@ -106,6 +132,7 @@ final class StraightDestinations implements StripedStreams.ChunkLander {
                     + " of request " + label.requestId() + ", whose copy is " + size + " bytes");
         }
         MemorySegment memory = destination.memory().asSlice(label.offset(), length);
+        filling.incrementAndGet();
         destination.filling().incrementAndGet();
         return new StripedStreams.Room() {
             @Override
@@ -127,11 +154,12 @@ final class StraightDestinations implements StripedStreams.ChunkLander {
         };
     }
 
-    /** A room of {@code destination} is filled or given back: a {@link #forget} may wait for that. */
-    private static void done(Destination destination) {
-        if (destination.filling().decrementAndGet() == 0) {
-            synchronized (destination) {
-                destination.notifyAll();
+    /** A room of {@code destination} is filled or given back: {@link #forget} and {@link #awaitQuiet} may wait for it. */
+    private void done(Destination destination) {
+        destination.filling().decrementAndGet();
+        if (filling.decrementAndGet() == 0 || destination.filling().get() == 0) {
+            synchronized (this) {
+                notifyAll();
             }
         }
     }

@@ -1,5 +1,6 @@
 package org.vgpu.runtime.remote.client;
 
+import java.lang.foreign.MemorySegment;
 import java.util.concurrent.ConcurrentHashMap;
 
 import io.netty.buffer.ByteBuf;
@@ -54,10 +55,10 @@ final class WaitingCalls {
         return id;
     }
 
-    /** Whether a device-to-host copy waits for its data; batch lock held, so that none is sent meanwhile. */
-    boolean copyToHostWaiting() {
+    /** Whether a device-to-host copy other than {@code self} waits for data it will write into {@code memory}. */
+    boolean copyToHostWritingInto(MemorySegment memory, PendingCopyToHost self) {
         for (PendingCall<?> call : waiting.values()) {
-            if (call instanceof PendingCopyToHost) {
+            if (call != self && call instanceof PendingCopyToHost copy && copy.writesInto(memory)) {
                 return true;
             }
         }
@@ -80,6 +81,7 @@ final class WaitingCalls {
         } finally {
             landing.awaitLanded(call.landingMark(landing));
             landing.applyHeldCopies();
+            loss.settled();
             traffic.waited(System.nanoTime() - start);
         }
     }

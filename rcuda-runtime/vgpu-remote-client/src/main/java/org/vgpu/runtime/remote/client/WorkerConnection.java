@@ -211,6 +211,13 @@ final class WorkerConnection implements AutoCloseable {
             StraightDestinations straight = new StraightDestinations();
             striped.landIn(straight);
             copies.readStraightInto(straight);
+            // a lost session's stripes stop (a worker may still be sending), and read into nobody's memory after that
+            loss.beforeTelling(
+                    () -> {
+                        straight.stopExpecting();
+                        striped.close();
+                    },
+                    straight::awaitQuiet);
         }
         List<ChannelFuture> connecting = new ArrayList<>();
         for (int index = 0; index < count; index++) {

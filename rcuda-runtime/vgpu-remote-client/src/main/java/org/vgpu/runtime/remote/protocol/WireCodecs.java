@@ -119,7 +119,7 @@ final class WireCodecs {
     // ---- the session
 
     @WireLayout(
-            "int32 magic (VGPU_WIRE_MAGIC), uint16 protocol version, int32 vGPU index, int64 window base, int64 window size, string session token (empty for a local worker); from version 2: uint8 offers (bit 0: shared memory; bit 1: stripes, then uint8 stripe count; bit 2: joins a session as a stripe, then uint8 stripe index, the token being the session's stripe key)")
+            "int32 magic (VGPU_WIRE_MAGIC), uint16 protocol version, int32 vGPU index, int64 window base, int64 window size, string session token (empty for a local worker); from version 2: uint8 offers (bit 0: shared memory; bit 3: stripes whose chunk headers name their request and offset, then uint8 stripe count; bit 2: joins a session as a stripe, then uint8 stripe index, the token being the session's stripe key; bit 1, stripes whose headers named neither, is refused)")
     static Hello readHello(ByteBuf in) {
         int magic = in.readInt();
         if (magic != Frames.MAGIC) {
@@ -161,8 +161,13 @@ final class WireCodecs {
 
     /** Bit 0 of a version-2 HELLO's offers: the client takes bulk bytes through shared memory. */
     static final int HELLO_OFFERS_SHARED_MEMORY = 1;
-    /** Bit 1: the client would stripe bulk bytes over extra connections; a uint8 count follows. */
-    static final int HELLO_OFFERS_STRIPES = 2;
+    /**
+     * Bit 3: the client would stripe bulk bytes over extra connections, each chunk's header naming its request and
+     * offset ({@link org.vgpu.runtime.remote.transport.StripedStreams}); a uint8 count follows. Bit 1 offered stripes
+     * whose headers named neither: a worker refuses it as unknown, and a client that offers it says HELLO again
+     * without stripes, as to a worker that predates them.
+     */
+    static final int HELLO_OFFERS_STRIPES = 8;
     /** Bit 2: this connection joins an open session as a stripe; a uint8 index follows. */
     static final int HELLO_JOINS_STRIPE = 4;
 

@@ -71,7 +71,7 @@ class ChunkLandingTest {
     }
 
     @Test
-    void aChunkAlreadyInItsPlaceIsNeitherCopiedNorHandedOffAndTheLandingIsIdle() {
+    void aChunkAlreadyInItsPlaceIsNeitherCopiedNorHandedOffAndWritesNothingMore() {
         try (Arena arena = Arena.ofShared()) {
             MemorySegment destination = arena.allocate(4 * MIN);
             PendingCopyToHost copy = new PendingCopyToHost(destination, destination.byteSize());
@@ -82,14 +82,17 @@ class ChunkLandingTest {
             landing.land(copy, destination, MIN, inPlace);
             assertEquals(0, copier.queued());
             assertEquals(0, landing.handedOff());
-            assertTrue(landing.idle());
+            assertFalse(landing.writesInto(destination));
             // the same bytes named at another offset are copied there
             landing.land(copy, destination, 2 * MIN, inPlace);
             assertEquals(1, copier.queued());
-            assertFalse(landing.idle(), "a chunk is landing");
+            assertTrue(landing.writesInto(destination), "a chunk is landing");
+            assertTrue(landing.writesInto(destination.asSlice(3 * MIN - 1, 1)), "into its last byte");
+            assertFalse(landing.writesInto(destination.asSlice(0, 2 * MIN)), "not before it");
+            assertFalse(landing.writesInto(destination.asSlice(3 * MIN)), "nor after it");
             copier.runAll();
             assertEquals(5, destination.get(ValueLayout.JAVA_BYTE, 3 * MIN - 1));
-            assertTrue(landing.idle());
+            assertFalse(landing.writesInto(destination));
             inPlace.release();
         }
     }

@@ -31,7 +31,7 @@ class StraightDestinationsTest {
     void anExpectedCopysChunkIsReadIntoTheCallersMemoryAtItsOffset() {
         try (Arena arena = Arena.ofShared()) {
             MemorySegment memory = arena.allocate(1000);
-            destinations.expect(4, memory);
+            destinations.expect(4, new PendingCopyToHost(memory, 1000), memory);
             assertTrue(destinations.lands(new ChunkLabel(4, 600), 400));
             assertFalse(destinations.lands(new ChunkLabel(5, 0), 400), "another request's chunks are copied");
             assertFalse(destinations.lands(new ChunkLabel(4, 0), 0), "an empty chunk has nothing to read");
@@ -55,7 +55,8 @@ class StraightDestinationsTest {
     @Test
     void aChunkLabelledOutsideItsCopyIsTheWorkersProtocolError() {
         try (Arena arena = Arena.ofShared()) {
-            destinations.expect(4, arena.allocate(1000));
+            MemorySegment memory = arena.allocate(1000);
+            destinations.expect(4, new PendingCopyToHost(memory, 1000), memory);
             for (ChunkLabel outside : new ChunkLabel[] {new ChunkLabel(4, 601), new ChunkLabel(4, Long.MAX_VALUE)}) {
                 VgpuException refused =
                         assertThrows(VgpuException.class, () -> destinations.reserve(0, outside, 400, () -> {}));
@@ -72,7 +73,8 @@ class StraightDestinationsTest {
     @Test
     void aCopyIsForgottenOnlyOnceNoStripeReadsIntoItsMemory() throws Exception {
         try (Arena arena = Arena.ofShared()) {
-            destinations.expect(4, arena.allocate(1000));
+            MemorySegment memory = arena.allocate(1000);
+            destinations.expect(4, new PendingCopyToHost(memory, 1000), memory);
             StripedStreams.Room filling = destinations.reserve(0, new ChunkLabel(4, 0), 500, () -> {});
             StripedStreams.Room abandoned = destinations.reserve(1, new ChunkLabel(4, 500), 500, () -> {});
             CompletableFuture<Void> forgetting = CompletableFuture.runAsync(() -> destinations.forget(4));
@@ -86,6 +88,42 @@ class StraightDestinationsTest {
 
     @Test
     void onlyNativeMemoryIsReadStraightIn() {
-        assertThrows(IllegalArgumentException.class, () -> destinations.expect(1, MemorySegment.ofArray(new byte[8])));
+        MemorySegment heap = MemorySegment.ofArray(new byte[8]);
+        assertThrows(
+                IllegalArgumentException.class, () -> destinations.expect(1, new PendingCopyToHost(heap, 8), heap));
+    }
+
+    @Test
+    void aCopyThatIsDoneHasNoMoreChunksReadInAndIsForgottenByTheNextOne() {
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment memory = arena.allocate(1000);
+            PendingCopyToHost copy = new PendingCopyToHost(memory, 1000);
+            destinations.expect(4, copy, memory);
+            copy.fail(new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "failed"));
+            assertFalse(destinations.lands(new ChunkLabel(4, 0), 100), "a stray chunk after its copy is copied");
+            destinations.expect(5, new PendingCopyToHost(memory, 1000), memory);
+            assertThrows(
+                    IllegalArgumentException.class,
+                    () -> destinations.reserve(0, new ChunkLabel(4, 0), 100, () -> {}),
+                    "forgotten");
+        }
+    }
+
+    @Test
+    void onceStoppedNothingIsReadInAndTheCallerWaitsForTheRoomsBeingFilled() throws Exception {
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment memory = arena.allocate(1000);
+            destinations.expect(4, new PendingCopyToHost(memory, 1000), memory);
+            StripedStreams.Room filling = destinations.reserve(0, new ChunkLabel(4, 0), 500, () -> {});
+            destinations.stopExpecting();
+            assertFalse(destinations.lands(new ChunkLabel(4, 500), 500));
+            destinations.expect(6, new PendingCopyToHost(memory, 1000), memory);
+            assertFalse(destinations.lands(new ChunkLabel(6, 0), 500), "a lost session expects nothing more");
+            CompletableFuture<Void> settling = CompletableFuture.runAsync(destinations::awaitQuiet);
+            Thread.sleep(100);
+            assertFalse(settling.isDone(), "stripe 0 still reads into a caller's memory");
+            filling.abandon();
+            settling.get(10, TimeUnit.SECONDS);
+        }
     }
 }

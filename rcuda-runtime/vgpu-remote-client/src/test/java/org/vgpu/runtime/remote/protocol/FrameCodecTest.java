@@ -323,6 +323,29 @@ class FrameCodecTest {
     }
 
     @Test
+    void stripesAreOfferedInBitThreeAndTheOfferOfStripesWithoutLabelledChunksIsRefused() {
+        ByteBuf requests = Unpooled.buffer();
+        new RequestEncoder().wrap(requests).hello(1, new Hello(2, "tok", VaWindow.forVgpu(3), false, 3, -1));
+        // the HELLO ends with its offers and the stripe count
+        assertEquals(0x08, requests.getUnsignedByte(requests.writerIndex() - 2));
+        assertEquals(3, requests.getUnsignedByte(requests.writerIndex() - 1));
+        ByteBuf older = requests.copy().setByte(requests.writerIndex() - 2, 0x02);
+        List<Hello> hellos = new ArrayList<>();
+        for (Frame frame : decodeAll(Opcode.Direction.REQUEST, requests)) {
+            dispatchAndRelease(frame, f -> hellos.add(RequestDecoder.hello(f)));
+        }
+        assertEquals(3, hellos.getFirst().stripes());
+        for (Frame frame : decodeAll(Opcode.Direction.REQUEST, older)) {
+            try {
+                VgpuException refused = assertThrows(VgpuException.class, () -> RequestDecoder.hello(frame));
+                assertEquals("HELLO offers unknown bulk paths 0x02", refused.detail());
+            } finally {
+                frame.release();
+            }
+        }
+    }
+
+    @Test
     void aFlagOfAChunkInASharedSlotIsOnlyForChunks() {
         ByteBuf wire = Unpooled.buffer();
         new RequestEncoder().wrap(wire).memGetInfo(1);
