@@ -151,17 +151,10 @@ class RemoteMigrationTest {
         System.setProperty(StripedBulk.MODE_PROPERTY, "always");
         try (Emulation local = new Emulation(2);
                 LocalWorkers workers = new LocalWorkers()) {
-            MigrationTarget.RemoteWorker source = workers.start(0);
-            VaWindow window = VaWindow.forVgpu(1);
-            RemoteGpu remote = (RemoteGpu) workers.resolver.open(source, window, null);
+            Journey journey = Journey.of(Direction.REMOTE_TO_LOCAL, local, workers);
+            RemoteGpu remote = (RemoteGpu) journey.first();
             assertTrue(remote.bulkPathDescription().startsWith("striped"), remote.bulkPathDescription());
-            try (MigratableGpu gpu = new MigratableGpu(
-                    remote,
-                    source,
-                    new NodeTargetResolver(local.backend, workers.resolver),
-                    Emulation.VERIFIED,
-                    MigrationListener.NONE,
-                    MigrationFaults.NONE)) {
+            try (MigratableGpu gpu = journey.gpu()) {
                 // 24 MiB and a bit in three allocations: batches of 3 MiB, several gathers in flight at once
                 byte[][] states = new byte[3][];
                 long[] addresses = new long[3];
@@ -174,7 +167,7 @@ class RemoteMigrationTest {
                 }
                 long before = remote.chunksReadStraightIn();
 
-                gpu.migrate(Emulation.gpu(1));
+                gpu.migrate(journey.target());
 
                 assertTrue(remote.chunksReadStraightIn() > before, "the mem-sync's chunks were read straight in");
                 for (int i = 0; i < 3; i++) {
@@ -189,8 +182,8 @@ class RemoteMigrationTest {
         }
     }
 
-    /** A vGPU of window 1 on the source of {@code direction}, and the target it moves to. */
-    private record Journey(MigratableGpu gpu, MigrationTarget target) {
+    /** A vGPU of window 1 on the source of {@code direction}, the backend's vGPU it starts on, and its target. */
+    private record Journey(MigratableGpu gpu, VirtualGpu first, MigrationTarget target) {
         static Journey of(Direction direction, Emulation local, LocalWorkers workers) {
             MigrationTarget.RemoteWorker sourceWorker =
                     direction == Direction.LOCAL_TO_REMOTE ? null : workers.start(0);
@@ -207,7 +200,7 @@ class RemoteMigrationTest {
                     Emulation.VERIFIED,
                     MigrationListener.NONE,
                     MigrationFaults.NONE);
-            return new Journey(gpu, target);
+            return new Journey(gpu, initial, target);
         }
     }
 

@@ -41,8 +41,8 @@ import org.vgpu.runtime.remote.protocol.RequestDecoder;
  * @param landStripedChunks {@value #LANDING}: whether a stripe lands chunks as they arrive, on its own event loop
  *                          (true, the default), or keeps them in the socket's buffers to be copied after their frames
  *                          (false, to compare): on the worker each chunk bound for the device, in page-locked memory;
- *                          on the client the chunks of a synchronous device-to-host copy, read straight into the
- *                          caller's memory
+ *                          on the client the chunks of a device-to-host copy whose memory stays allocated and that
+ *                          overtakes no other copy into it, read straight into the caller's memory
  */
 public record RemoteTuning(
         int chunkBytes,

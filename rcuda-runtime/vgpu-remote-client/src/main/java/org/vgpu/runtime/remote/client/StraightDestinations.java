@@ -3,8 +3,8 @@ package org.vgpu.runtime.remote.client;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.IntSupplier;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
@@ -38,15 +38,25 @@ final class StraightDestinations implements StripedStreams.ChunkLander {
     private static final long QUIET_PATIENCE_MILLIS = 10_000;
 
     private final ConcurrentHashMap<Integer, Destination> expected = new ConcurrentHashMap<>();
-    /** Rooms being filled, of all copies. */
-    private final AtomicInteger filling = new AtomicInteger();
+    /** Rooms being filled, of all copies; guarded by {@code this}. */
+    private int filling;
     /** Chunks read straight into their destination so far: for tests and the benchmark. */
     private final AtomicLong straightChunks = new AtomicLong();
 
     private volatile boolean stopped;
 
     /** The memory of one expected copy, the copy, and how many of its chunks are being read into it right now. */
-    private record Destination(MemorySegment memory, PendingCall<?> copy, AtomicInteger filling) {}
+    private static final class Destination {
+        final MemorySegment memory;
+        final PendingCall<?> copy;
+        /** Guarded by the {@link StraightDestinations} that has it. */
+        int filling;
+
+        Destination(MemorySegment memory, PendingCall<?> copy) {
+            this.memory = memory;
+            this.copy = copy;
+        }
+    }
 
     /**
      * Has the chunks of request {@code requestId}'s copy read straight into {@code memory} (shared native memory that
@@ -57,10 +67,11 @@ final class StraightDestinations implements StripedStreams.ChunkLander {
         if (!memory.isNative()) {
             throw new IllegalArgumentException("a copy read straight in needs native memory");
         }
-        expected.values()
-                .removeIf(done -> done.copy().isDone() && done.filling().get() == 0);
+        synchronized (this) {
+            expected.values().removeIf(done -> done.copy.isDone() && done.filling == 0);
+        }
         if (!stopped) {
-            expected.put(requestId, new Destination(memory, copy, new AtomicInteger()));
+            expected.put(requestId, new Destination(memory, copy));
         }
     }
 
@@ -72,7 +83,7 @@ final class StraightDestinations implements StripedStreams.ChunkLander {
     void forget(int requestId) {
         Destination gone = expected.remove(requestId);
         if (gone != null) {
-            await(gone.filling(), "request " + requestId);
+            await(() -> gone.filling, "request " + requestId);
         }
     }
 
@@ -84,27 +95,23 @@ final class StraightDestinations implements StripedStreams.ChunkLander {
 
     /** Returns once no stripe reads into callers' memory (at most {@value #QUIET_PATIENCE_MILLIS} ms). */
     void awaitQuiet() {
-        await(filling, "callers' memory");
+        await(() -> filling, "callers' memory");
     }
 
-    private void await(AtomicInteger rooms, String what) {
-        if (rooms.get() == 0) {
-            return;
-        }
+    /** Waits while {@code rooms}, read under this object's lock, counts rooms being filled. */
+    private synchronized void await(IntSupplier rooms, String what) {
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(QUIET_PATIENCE_MILLIS);
-        synchronized (this) {
-            while (rooms.get() > 0) {
-                long left = deadline - System.nanoTime();
-                if (left <= 0) {
-                    LOG.error("a stripe still reads into the memory of {} after {} ms", what, QUIET_PATIENCE_MILLIS);
-                    return;
-                }
-                try {
-                    TimeUnit.NANOSECONDS.timedWait(this, left);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    return;
-                }
+        while (rooms.getAsInt() > 0) {
+            long left = deadline - System.nanoTime();
+            if (left <= 0) {
+                LOG.error("a stripe still reads into the memory of {} after {} ms", what, QUIET_PATIENCE_MILLIS);
+                return;
+            }
+            try {
+                TimeUnit.NANOSECONDS.timedWait(this, left);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
             }
         }
     }
@@ -117,7 +124,7 @@ final class StraightDestinations implements StripedStreams.ChunkLander {
     @Override
     public boolean lands(ChunkLabel label, int length) {
         Destination destination = expected.get(label.requestId());
-        return length > 0 && destination != null && !destination.copy().isDone();
+        return length > 0 && destination != null && !destination.copy.isDone();
     }
 
     @Override
@@ -126,14 +133,16 @@ final class StraightDestinations implements StripedStreams.ChunkLander {
         if (destination == null) {
             throw new IllegalArgumentException("request " + label.requestId() + " is not read straight in");
         }
-        long size = destination.memory().byteSize();
+        long size = destination.memory.byteSize();
         if (label.offset() > size - length) {
             throw Frames.violation("stripe " + stripe + " carries " + length + " bytes at offset " + label.offset()
                     + " of request " + label.requestId() + ", whose copy is " + size + " bytes");
         }
-        MemorySegment memory = destination.memory().asSlice(label.offset(), length);
-        filling.incrementAndGet();
-        destination.filling().incrementAndGet();
+        MemorySegment memory = destination.memory.asSlice(label.offset(), length);
+        synchronized (this) {
+            filling++;
+            destination.filling++;
+        }
         return new StripedStreams.Room() {
             @Override
             public MemorySegment memory() {
@@ -155,12 +164,9 @@ final class StraightDestinations implements StripedStreams.ChunkLander {
     }
 
     /** A room of {@code destination} is filled or given back: {@link #forget} and {@link #awaitQuiet} may wait for it. */
-    private void done(Destination destination) {
-        destination.filling().decrementAndGet();
-        if (filling.decrementAndGet() == 0 || destination.filling().get() == 0) {
-            synchronized (this) {
-                notifyAll();
-            }
-        }
+    private synchronized void done(Destination destination) {
+        filling--;
+        destination.filling--;
+        notifyAll();
     }
 }

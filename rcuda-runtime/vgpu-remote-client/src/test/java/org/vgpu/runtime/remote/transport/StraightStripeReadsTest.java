@@ -4,6 +4,9 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.vgpu.runtime.remote.transport.StripeWire.chunk;
+import static org.vgpu.runtime.remote.transport.StripeWire.header;
+import static org.vgpu.runtime.remote.transport.StripeWire.trailer;
 
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
@@ -93,17 +96,8 @@ class StraightStripeReadsTest {
         return bytes;
     }
 
-    private static ByteBuf chunk(int number, byte[] bytes) {
-        return Unpooled.buffer()
-                .writeInt(number)
-                .writeInt(bytes.length)
-                .writeInt(7)
-                .writeLong(0)
-                .writeBytes(bytes);
-    }
-
     private byte[] take(int number, int length) {
-        ByteBuf trailer = Unpooled.buffer(8).writeInt(number).writeInt(length);
+        ByteBuf trailer = trailer(number, length);
         ByteBuf chunk = path.receive(trailer);
         trailer.release();
         byte[] bytes = new byte[chunk.readableBytes()];
@@ -143,12 +137,7 @@ class StraightStripeReadsTest {
         client.writeAndFlush(chunk(0, first)).syncUninterruptibly();
         assertArrayEquals(first, take(0, first.length));
         // a header and half the body, then the connection closes
-        ByteBuf half = Unpooled.buffer()
-                .writeInt(1)
-                .writeInt(64 << 10)
-                .writeInt(7)
-                .writeLong(0)
-                .writeBytes(pattern(32 << 10, 2));
+        ByteBuf half = header(1, 64 << 10).writeBytes(pattern(32 << 10, 2));
         client.writeAndFlush(half).syncUninterruptibly();
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
         while (lander.reserved.get() < 2 && System.nanoTime() < deadline) {

@@ -8,6 +8,9 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.vgpu.runtime.remote.transport.StripeWire.chunk;
+import static org.vgpu.runtime.remote.transport.StripeWire.header;
+import static org.vgpu.runtime.remote.transport.StripeWire.trailer;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -62,20 +65,6 @@ class StripedStreamsTest {
             path.attach(i, channel);
         }
         return path;
-    }
-
-    /** Chunk {@code number} as a stripe carries it: its header, labelled as request 7's bytes at 0, then the bytes. */
-    private static ByteBuf chunk(int number, byte[] bytes) {
-        return Unpooled.buffer()
-                .writeInt(number)
-                .writeInt(bytes.length)
-                .writeInt(7)
-                .writeLong(0)
-                .writeBytes(bytes);
-    }
-
-    private static ByteBuf trailer(int number, int length) {
-        return Unpooled.buffer(8).writeInt(number).writeInt(length);
     }
 
     private static byte[] bytes(ByteBuf chunk) {
@@ -258,12 +247,7 @@ class StripedStreamsTest {
     @Test
     void aChunkOverTheBoundFailsThePathBeforeItsBytesAreBuffered() {
         path(1, Duration.ofSeconds(5));
-        channels.get(0)
-                .writeInbound(Unpooled.buffer()
-                        .writeInt(0)
-                        .writeInt(StripedStreams.MAX_CHUNK_BYTES + 1)
-                        .writeInt(7)
-                        .writeLong(0));
+        channels.get(0).writeInbound(header(0, StripedStreams.MAX_CHUNK_BYTES + 1));
         assertEquals(
                 "stripe 0 announces a chunk of " + (StripedStreams.MAX_CHUNK_BYTES + 1) + " bytes, over the bound of "
                         + StripedStreams.MAX_CHUNK_BYTES,
