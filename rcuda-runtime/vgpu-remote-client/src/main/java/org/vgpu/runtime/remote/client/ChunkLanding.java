@@ -128,15 +128,14 @@ final class ChunkLanding implements AutoCloseable {
      * thread, writes any of {@code memory}: a copy that {@link StraightDestinations} expects must not.
      */
     boolean writesInto(MemorySegment memory) {
-        Landing into = new Landing(memory.heapBase().orElse(null), memory.address(), memory.byteSize(), null, null);
         synchronized (order) {
             for (Landing landing : started) {
-                if (into.conflictsWith(landing)) {
+                if (landing.writes(memory)) {
                     return true;
                 }
             }
             for (Landing landing : waiting) {
-                if (into.conflictsWith(landing)) {
+                if (landing.writes(memory)) {
                     return true;
                 }
             }
@@ -309,6 +308,25 @@ final class ChunkLanding implements AutoCloseable {
         ParallelCopy.shared().copy(data, data.readerIndex(), data.readableBytes(), destination, offset);
     }
 
+    /** Whether two segments share bytes: native ones by address, heap ones by array and offset. */
+    static boolean overlap(MemorySegment a, MemorySegment b) {
+        return sameBytes(
+                a.heapBase().orElse(null),
+                a.address(),
+                a.address() + a.byteSize(),
+                b.heapBase().orElse(null),
+                b.address(),
+                b.address() + b.byteSize());
+    }
+
+    /**
+     * Whether {@code [startA, endA)} of {@code memoryA} and {@code [startB, endB)} of {@code memoryB} share bytes: the
+     * same heap array (null for native memory, whose addresses are the process's) and ranges that overlap.
+     */
+    private static boolean sameBytes(Object memoryA, long startA, long endA, Object memoryB, long startB, long endB) {
+        return memoryA == memoryB && startA < endB && startB < endA;
+    }
+
     /** Stands for the memory of a forwarded chunk: it conflicts with every other chunk, so it lands alone. */
     private static final Object ALONE = new Object();
 
@@ -337,7 +355,19 @@ final class ChunkLanding implements AutoCloseable {
             if (memory == ALONE || earlier.memory == ALONE) {
                 return true;
             }
-            return memory == earlier.memory && start < earlier.end && earlier.start < end;
+            return sameBytes(memory, start, end, earlier.memory, earlier.start, earlier.end);
+        }
+
+        /** Whether it may write any of {@code segment}'s bytes (a forwarded chunk counts, whatever it writes). */
+        boolean writes(MemorySegment segment) {
+            return memory == ALONE
+                    || sameBytes(
+                            memory,
+                            start,
+                            end,
+                            segment.heapBase().orElse(null),
+                            segment.address(),
+                            segment.address() + segment.byteSize());
         }
 
         @Override

@@ -72,16 +72,7 @@ final class PendingCopyToHost extends PendingCall<Void> {
 
     /** Whether this copy writes any of {@code memory}'s bytes (a forwarded copy writes no host memory). */
     boolean writesInto(MemorySegment memory) {
-        return destination != null && overlap(destination, memory);
-    }
-
-    /** Whether two segments share bytes: native ones by address, heap ones by array and offset. */
-    static boolean overlap(MemorySegment a, MemorySegment b) {
-        if (a.isNative() != b.isNative()
-                || a.heapBase().orElse(null) != b.heapBase().orElse(null)) {
-            return false;
-        }
-        return a.address() < b.address() + b.byteSize() && b.address() < a.address() + a.byteSize();
+        return destination != null && ChunkLanding.overlap(destination, memory);
     }
 
     /** Whether the chunks wait for the destination's owner thread (a confined arena). */

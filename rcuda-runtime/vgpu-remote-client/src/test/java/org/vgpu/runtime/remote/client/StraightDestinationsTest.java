@@ -11,6 +11,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import io.netty.buffer.ByteBuf;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -26,64 +27,70 @@ import org.vgpu.runtime.remote.transport.StripedStreams;
 @Timeout(value = 30, unit = TimeUnit.SECONDS)
 class StraightDestinationsTest {
     private final StraightDestinations destinations = new StraightDestinations();
+    private final Arena arena = Arena.ofShared();
+    /** The caller's memory of the copies expected here. */
+    private final MemorySegment memory = arena.allocate(1000);
+
+    @AfterEach
+    void free() {
+        arena.close();
+    }
+
+    /** Expects request {@code requestId}'s copy of 1000 bytes into {@link #memory}; returns the copy. */
+    private PendingCopyToHost expected(int requestId) {
+        PendingCopyToHost copy = new PendingCopyToHost(memory, 1000);
+        destinations.expect(requestId, copy, memory);
+        return copy;
+    }
 
     @Test
     void anExpectedCopysChunkIsReadIntoTheCallersMemoryAtItsOffset() {
-        try (Arena arena = Arena.ofShared()) {
-            MemorySegment memory = arena.allocate(1000);
-            destinations.expect(4, new PendingCopyToHost(memory, 1000), memory);
-            assertTrue(destinations.lands(new ChunkLabel(4, 600), 400));
-            assertFalse(destinations.lands(new ChunkLabel(5, 0), 400), "another request's chunks are copied");
-            assertFalse(destinations.lands(new ChunkLabel(4, 0), 0), "an empty chunk has nothing to read");
+        expected(4);
+        assertTrue(destinations.lands(new ChunkLabel(4, 600), 400));
+        assertFalse(destinations.lands(new ChunkLabel(5, 0), 400), "another request's chunks are copied");
+        assertFalse(destinations.lands(new ChunkLabel(4, 0), 0), "an empty chunk has nothing to read");
 
-            StripedStreams.Room room = destinations.reserve(2, new ChunkLabel(4, 600), 400, () -> {});
-            assertEquals(memory.address() + 600, room.memory().address());
-            assertEquals(400, room.memory().byteSize());
-            room.memory().fill((byte) 9);
-            ByteBuf chunk = room.filled();
-            assertEquals(400, chunk.readableBytes());
-            assertEquals(memory.address() + 600, chunk.memoryAddress());
-            assertTrue(ChunkLanding.alreadyThere(memory, 600, chunk), "the landing copies nothing");
-            chunk.release();
-            assertEquals(1, destinations.straightChunks());
+        StripedStreams.Room room = destinations.reserve(2, new ChunkLabel(4, 600), 400, () -> {});
+        assertEquals(memory.address() + 600, room.memory().address());
+        assertEquals(400, room.memory().byteSize());
+        room.memory().fill((byte) 9);
+        ByteBuf chunk = room.filled();
+        assertEquals(400, chunk.readableBytes());
+        assertEquals(memory.address() + 600, chunk.memoryAddress());
+        assertTrue(ChunkLanding.alreadyThere(memory, 600, chunk), "the landing copies nothing");
+        chunk.release();
+        assertEquals(1, destinations.straightChunks());
 
-            destinations.forget(4);
-            assertFalse(destinations.lands(new ChunkLabel(4, 600), 400), "a forgotten copy's chunks are copied");
-        }
+        destinations.forget(4);
+        assertFalse(destinations.lands(new ChunkLabel(4, 600), 400), "a forgotten copy's chunks are copied");
     }
 
     @Test
     void aChunkLabelledOutsideItsCopyIsTheWorkersProtocolError() {
-        try (Arena arena = Arena.ofShared()) {
-            MemorySegment memory = arena.allocate(1000);
-            destinations.expect(4, new PendingCopyToHost(memory, 1000), memory);
-            for (ChunkLabel outside : new ChunkLabel[] {new ChunkLabel(4, 601), new ChunkLabel(4, Long.MAX_VALUE)}) {
-                VgpuException refused =
-                        assertThrows(VgpuException.class, () -> destinations.reserve(0, outside, 400, () -> {}));
-                assertEquals(ErrorCode.VGPU_PROTOCOL_ERROR, refused.code());
-                assertEquals(
-                        "stripe 0 carries 400 bytes at offset " + outside.offset()
-                                + " of request 4, whose copy is 1000 bytes",
-                        refused.detail());
-            }
-            assertEquals(0, destinations.straightChunks());
+        expected(4);
+        for (ChunkLabel outside : new ChunkLabel[] {new ChunkLabel(4, 601), new ChunkLabel(4, Long.MAX_VALUE)}) {
+            VgpuException refused =
+                    assertThrows(VgpuException.class, () -> destinations.reserve(0, outside, 400, () -> {}));
+            assertEquals(ErrorCode.VGPU_PROTOCOL_ERROR, refused.code());
+            assertEquals(
+                    "stripe 0 carries 400 bytes at offset " + outside.offset()
+                            + " of request 4, whose copy is 1000 bytes",
+                    refused.detail());
         }
+        assertEquals(0, destinations.straightChunks());
     }
 
     @Test
     void aCopyIsForgottenOnlyOnceNoStripeReadsIntoItsMemory() throws Exception {
-        try (Arena arena = Arena.ofShared()) {
-            MemorySegment memory = arena.allocate(1000);
-            destinations.expect(4, new PendingCopyToHost(memory, 1000), memory);
-            StripedStreams.Room filling = destinations.reserve(0, new ChunkLabel(4, 0), 500, () -> {});
-            StripedStreams.Room abandoned = destinations.reserve(1, new ChunkLabel(4, 500), 500, () -> {});
-            CompletableFuture<Void> forgetting = CompletableFuture.runAsync(() -> destinations.forget(4));
-            abandoned.abandon();
-            Thread.sleep(100);
-            assertFalse(forgetting.isDone(), "stripe 0 still reads into the copy's memory");
-            filling.filled().release();
-            forgetting.get(10, TimeUnit.SECONDS);
-        }
+        expected(4);
+        StripedStreams.Room filling = destinations.reserve(0, new ChunkLabel(4, 0), 500, () -> {});
+        StripedStreams.Room abandoned = destinations.reserve(1, new ChunkLabel(4, 500), 500, () -> {});
+        CompletableFuture<Void> forgetting = CompletableFuture.runAsync(() -> destinations.forget(4));
+        abandoned.abandon();
+        Thread.sleep(100);
+        assertFalse(forgetting.isDone(), "stripe 0 still reads into the copy's memory");
+        filling.filled().release();
+        forgetting.get(10, TimeUnit.SECONDS);
     }
 
     @Test
@@ -95,35 +102,28 @@ class StraightDestinationsTest {
 
     @Test
     void aCopyThatIsDoneHasNoMoreChunksReadInAndIsForgottenByTheNextOne() {
-        try (Arena arena = Arena.ofShared()) {
-            MemorySegment memory = arena.allocate(1000);
-            PendingCopyToHost copy = new PendingCopyToHost(memory, 1000);
-            destinations.expect(4, copy, memory);
-            copy.fail(new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "failed"));
-            assertFalse(destinations.lands(new ChunkLabel(4, 0), 100), "a stray chunk after its copy is copied");
-            destinations.expect(5, new PendingCopyToHost(memory, 1000), memory);
-            assertThrows(
-                    IllegalArgumentException.class,
-                    () -> destinations.reserve(0, new ChunkLabel(4, 0), 100, () -> {}),
-                    "forgotten");
-        }
+        PendingCopyToHost copy = expected(4);
+        copy.fail(new VgpuException(ErrorCode.CUDA_ERROR_INVALID_VALUE, "failed"));
+        assertFalse(destinations.lands(new ChunkLabel(4, 0), 100), "a stray chunk after its copy is copied");
+        expected(5);
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> destinations.reserve(0, new ChunkLabel(4, 0), 100, () -> {}),
+                "forgotten");
     }
 
     @Test
     void onceStoppedNothingIsReadInAndTheCallerWaitsForTheRoomsBeingFilled() throws Exception {
-        try (Arena arena = Arena.ofShared()) {
-            MemorySegment memory = arena.allocate(1000);
-            destinations.expect(4, new PendingCopyToHost(memory, 1000), memory);
-            StripedStreams.Room filling = destinations.reserve(0, new ChunkLabel(4, 0), 500, () -> {});
-            destinations.stopExpecting();
-            assertFalse(destinations.lands(new ChunkLabel(4, 500), 500));
-            destinations.expect(6, new PendingCopyToHost(memory, 1000), memory);
-            assertFalse(destinations.lands(new ChunkLabel(6, 0), 500), "a lost session expects nothing more");
-            CompletableFuture<Void> settling = CompletableFuture.runAsync(destinations::awaitQuiet);
-            Thread.sleep(100);
-            assertFalse(settling.isDone(), "stripe 0 still reads into a caller's memory");
-            filling.abandon();
-            settling.get(10, TimeUnit.SECONDS);
-        }
+        expected(4);
+        StripedStreams.Room filling = destinations.reserve(0, new ChunkLabel(4, 0), 500, () -> {});
+        destinations.stopExpecting();
+        assertFalse(destinations.lands(new ChunkLabel(4, 500), 500));
+        expected(6);
+        assertFalse(destinations.lands(new ChunkLabel(6, 0), 500), "a lost session expects nothing more");
+        CompletableFuture<Void> settling = CompletableFuture.runAsync(destinations::awaitQuiet);
+        Thread.sleep(100);
+        assertFalse(settling.isDone(), "stripe 0 still reads into a caller's memory");
+        filling.abandon();
+        settling.get(10, TimeUnit.SECONDS);
     }
 }
